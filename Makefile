@@ -1,0 +1,38 @@
+# make demo / make test on a fresh clone: both create or reuse .venv and install what they need.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+BIN := $(VENV)/bin
+# Reinstall only when the dependency list changes; an existing .venv is reused.
+STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+# aws-cdk-lib runs on Node; Node 20 works but is past its end of life for jsii, which would
+# print a banner on every synth.
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+
+.PHONY: install demo test lint typecheck unit clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+demo: install
+	$(BIN)/gpu-insights demo --out out --cdk-out cdk.out
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: install
+	$(BIN)/mypy
+
+test: lint typecheck
+	$(BIN)/pytest
+
+clean:
+	rm -rf cdk.out out .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""The CDK app: settings, stacks and constructs. Only ``cdk.app`` reads context or environment."""

@@ -1,0 +1,50 @@
+"""The CDK app. The only module that reads CDK context or the process environment.
+
+Run by ``cdk synth`` through cdk.json (``python -m cdk.app``), and in-process by the demo and
+the tests through :func:`build`.
+"""
+
+import os
+import sys
+from collections.abc import Mapping
+
+from aws_cdk import App, Stack, Validations
+from cdk_nag import AwsSolutionsChecks
+
+from cdk.settings import Settings, SettingsError, settings_from_context
+from cdk.stacks.observability_stack import ObservabilityStack
+
+
+def settings_for(app: App, environ: Mapping[str, str]) -> Settings:
+    """Settings from the app's context; account and region fall back to the CLI's defaults."""
+    context: dict[str, object] = dict(app.node.get_all_context())
+    for key, variable in (("account", "CDK_DEFAULT_ACCOUNT"), ("region", "CDK_DEFAULT_REGION")):
+        if context.get(key) is None and environ.get(variable):
+            context[key] = environ[variable]
+    return settings_from_context(context)
+
+
+def build(app: App, settings: Settings) -> list[Stack]:
+    """Every stack of one deployment, checked by cdk-nag's AwsSolutions pack at synth."""
+    prefix = f"GpuInsights-{settings.cluster_name}"
+    stacks: list[Stack] = [
+        ObservabilityStack(app, f"{prefix}-Observability", settings=settings),
+    ]
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return stacks
+
+
+def main() -> int:
+    app = App()
+    try:
+        settings = settings_for(app, os.environ)
+    except SettingsError as err:
+        print(f"gpu-insights: {err}", file=sys.stderr)
+        return 2
+    build(app, settings)
+    app.synth()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Reusable CDK constructs; each takes keyword-only typed arguments."""

@@ -1,0 +1,38 @@
+"""cdk-nag acknowledgements that name exactly the finding they accept.
+
+cdk-nag 3 wants one acknowledgement per finding, spelt as it renders the resource: pseudo
+parameters as ``<AWS::Region>``. Rendering the id from the same ARN the policy uses keeps the
+acknowledgement in step with the policy instead of a hand-copied string.
+"""
+
+from typing import Any
+
+from aws_cdk import Acknowledgment, Stack, Validations
+from constructs import IConstruct
+
+
+def _render(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and set(value) == {"Ref"}:
+        return f"<{value['Ref']}>"
+    if isinstance(value, dict) and set(value) == {"Fn::Join"}:
+        separator, parts = value["Fn::Join"]
+        return str(separator).join(_render(part) for part in parts)
+    raise ValueError(f"cannot render {value!r} the way cdk-nag names resources")
+
+
+def acknowledge_wildcard_resources(
+    construct: IConstruct, *, resources: list[str], reason: str
+) -> None:
+    """Accept AwsSolutions-IAM5 for each of these resource ARNs (or ``*``) with a reason."""
+    stack = Stack.of(construct)
+    Validations.of(construct).acknowledge(
+        *(
+            Acknowledgment(
+                id=f"AwsSolutions-IAM5[Resource::{_render(stack.resolve(resource))}]",
+                reason=reason,
+            )
+            for resource in resources
+        )
+    )

@@ -1,0 +1,238 @@
+"""One frozen, validated settings object per deployment.
+
+``cdk/app.py`` builds it from CDK context (``-c key=value`` and ``cdk.json``); this module only
+parses and validates, so tests and the demo can build settings from a plain mapping. A bad
+value raises :class:`SettingsError` naming the key, the value and what is allowed, which stops
+synth before any template is written.
+"""
+
+import difflib
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Final
+
+from agent.cloudwatch_agent_config import MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS
+
+#: The cluster the documented example deployment targets when no cluster_name is given.
+EXAMPLE_CLUSTER_NAME: Final = "example-gpu-cluster"
+
+_CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")
+_ADDON_VERSION = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")
+_ACCOUNT = re.compile(r"^\d{12}$")
+_REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
+_EMAIL = re.compile(r"^[^@\s,]+@[^@\s,]+\.[^@\s,]+$")
+_OIDC_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:oidc-provider/.+$")
+_TAINT_KEY = re.compile(
+    r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+
+
+class SettingsError(ValueError):
+    """A setting that cannot be deployed; the message names the key, value and what is allowed."""
+
+
+class AgentCredentials(StrEnum):
+    """How the add-on's CloudWatch agent gets AWS credentials."""
+
+    POD_IDENTITY = "pod-identity"
+    IRSA = "irsa"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Everything one deployment needs; every field is a documented context key."""
+
+    cluster_name: str = EXAMPLE_CLUSTER_NAME
+    account: str | None = None
+    region: str | None = None
+    #: False where the observability add-on is managed elsewhere (Terraform, another stack).
+    install_addon: bool = True
+    #: None lets EKS pick its default version for the cluster's Kubernetes version.
+    addon_version: str | None = None
+    agent_credentials: AgentCredentials = AgentCredentials.POD_IDENTITY
+    #: The cluster's IAM OIDC provider; required with IRSA.
+    oidc_provider_arn: str | None = None
+    container_logs: bool = True
+    #: Let the add-on's agents run on every tainted node, as the add-on's chart does by default.
+    tolerate_all_taints: bool = True
+    #: With tolerate_all_taints off, the taint keys (on GPU nodes) the add-on must tolerate.
+    gpu_taint_keys: tuple[str, ...] = ("nvidia.com/gpu",)
+    #: Collection interval of the EC2 GPU agent configuration, in seconds.
+    agent_interval_seconds: int = 60
+    alarm_emails: tuple[str, ...] = ()
+    report_emails: tuple[str, ...] = ()
+
+    @property
+    def is_example(self) -> bool:
+        """True when no cluster was named: the templates are the documented example."""
+        return self.cluster_name == EXAMPLE_CLUSTER_NAME
+
+    @property
+    def agent_config_parameter_name(self) -> str:
+        """The agent loads ``ssm:`` parameters named ``AmazonCloudWatch-*`` under its default
+        policy, so the name keeps that prefix."""
+        return f"AmazonCloudWatch-GpuInsights-{self.cluster_name}"
+
+    def __post_init__(self) -> None:
+        _require(
+            _CLUSTER_NAME.match(self.cluster_name),
+            "cluster_name",
+            self.cluster_name,
+            "1-100 letters, digits, '-' or '_', starting with a letter or digit",
+        )
+        if self.account is not None:
+            _require(
+                _ACCOUNT.match(self.account), "account", self.account, "a 12-digit AWS account id"
+            )
+        if self.region is not None:
+            _require(
+                _REGION.match(self.region),
+                "region",
+                self.region,
+                "an AWS region name such as us-east-1",
+            )
+        if self.addon_version is not None:
+            _require(
+                _ADDON_VERSION.match(self.addon_version),
+                "addon_version",
+                self.addon_version,
+                "an EKS add-on version such as v4.1.0-eksbuild.1",
+            )
+        if self.agent_credentials is AgentCredentials.IRSA:
+            _require(
+                self.oidc_provider_arn is not None,
+                "oidc_provider_arn",
+                None,
+                "the cluster's IAM OIDC provider ARN when agent_credentials is irsa",
+            )
+        if self.oidc_provider_arn is not None:
+            _require(
+                _OIDC_ARN.match(self.oidc_provider_arn),
+                "oidc_provider_arn",
+                self.oidc_provider_arn,
+                "an ARN such as arn:aws:iam::123456789012:oidc-provider/oidc.eks...",
+            )
+        for key in self.gpu_taint_keys:
+            _require(
+                _TAINT_KEY.match(key) and len(key) <= 316,
+                "gpu_taint_keys",
+                key,
+                "Kubernetes taint keys such as nvidia.com/gpu",
+            )
+        _require(
+            MIN_INTERVAL_SECONDS <= self.agent_interval_seconds <= MAX_INTERVAL_SECONDS,
+            "agent_interval_seconds",
+            self.agent_interval_seconds,
+            f"{MIN_INTERVAL_SECONDS} to {MAX_INTERVAL_SECONDS} seconds",
+        )
+        for key in ("alarm_emails", "report_emails"):
+            for email in getattr(self, key):
+                _require(_EMAIL.match(email), key, email, "email addresses such as ops@example.com")
+
+
+def _require(ok: object, key: str, value: object, allowed: str) -> None:
+    if not ok:
+        raise SettingsError(f"setting {key}={value!r} is not valid: expected {allowed}")
+
+
+def _as_bool(key: str, raw: object) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str) and raw.strip().lower() in {"true", "false", "yes", "no", "1", "0"}:
+        return raw.strip().lower() in {"true", "yes", "1"}
+    raise SettingsError(f"setting {key}={raw!r} is not valid: expected true or false")
+
+
+def _as_int(key: str, raw: object) -> int:
+    if isinstance(raw, bool):
+        raise SettingsError(f"setting {key}={raw!r} is not valid: expected a whole number")
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, str):
+        try:
+            return int(raw.strip())
+        except ValueError:
+            pass
+    raise SettingsError(f"setting {key}={raw!r} is not valid: expected a whole number")
+
+
+def _as_str(key: str, raw: object) -> str:
+    if isinstance(raw, str) and raw.strip():
+        return raw.strip()
+    raise SettingsError(f"setting {key}={raw!r} is not valid: expected a non-empty string")
+
+
+def _as_str_tuple(key: str, raw: object) -> tuple[str, ...]:
+    """A list from cdk.json, or from ``-c`` a comma-separated string or a JSON list."""
+    if isinstance(raw, str):
+        text = raw.strip()
+        if text.startswith("["):
+            try:
+                raw = json.loads(text)
+            except json.JSONDecodeError as err:
+                raise SettingsError(
+                    f"setting {key}={text!r} is not valid: expected a JSON list of strings"
+                ) from err
+        else:
+            return tuple(part.strip() for part in text.split(",") if part.strip())
+    if isinstance(raw, list | tuple) and all(isinstance(item, str) for item in raw):
+        return tuple(item.strip() for item in raw if item.strip())
+    raise SettingsError(
+        f"setting {key}={raw!r} is not valid: "
+        "expected a list of strings or a comma-separated string"
+    )
+
+
+def _as_enum(enum: type[StrEnum]) -> Callable[[str, object], StrEnum]:
+    def parse(key: str, raw: object) -> StrEnum:
+        try:
+            return enum(str(raw).strip().lower())
+        except ValueError as err:
+            allowed = ", ".join(member.value for member in enum)
+            raise SettingsError(
+                f"setting {key}={raw!r} is not valid: expected one of {allowed}"
+            ) from err
+
+    return parse
+
+
+_PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
+    "cluster_name": _as_str,
+    "account": _as_str,
+    "region": _as_str,
+    "install_addon": _as_bool,
+    "addon_version": _as_str,
+    "agent_credentials": _as_enum(AgentCredentials),
+    "oidc_provider_arn": _as_str,
+    "container_logs": _as_bool,
+    "tolerate_all_taints": _as_bool,
+    "gpu_taint_keys": _as_str_tuple,
+    "agent_interval_seconds": _as_int,
+    "alarm_emails": _as_str_tuple,
+    "report_emails": _as_str_tuple,
+}
+
+#: Every key a user may set; kept equal to the dataclass's fields by a unit test.
+SETTING_KEYS: Final[frozenset[str]] = frozenset(_PARSERS)
+
+
+def settings_from_context(context: Mapping[str, object]) -> Settings:
+    """Build settings from CDK context. Keys that are not ours (CDK feature flags) are ignored,
+    but a key that looks like a misspelt setting is refused rather than silently dropped."""
+    for key in context:
+        if key in SETTING_KEYS:
+            continue
+        close = difflib.get_close_matches(
+            key.replace("-", "_").lower(), SETTING_KEYS, n=1, cutoff=0.8
+        )
+        if close:
+            raise SettingsError(f"unknown setting {key!r}: did you mean {close[0]!r}?")
+    values = {
+        key: _PARSERS[key](key, raw)
+        for key, raw in context.items()
+        if key in SETTING_KEYS and raw is not None
+    }
+    return Settings(**values)

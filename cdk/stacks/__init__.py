@@ -1,0 +1,1 @@
+"""Stacks only wire constructs together from one Settings object."""

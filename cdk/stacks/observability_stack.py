@@ -1,0 +1,65 @@
+"""Container Insights with GPU metrics for one EKS cluster, and the EC2 GPU agent config."""
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Environment, Stack
+from constructs import Construct
+
+from agent.cloudwatch_agent_config import gpu_node_agent_config
+from cdk.constructs.addon_configuration import ObservabilityAddonConfiguration
+from cdk.constructs.agent_config_parameter import AgentConfigParameter
+from cdk.constructs.container_insights import ContainerInsightsAddon
+from cdk.settings import AgentCredentials, Settings
+
+
+class ObservabilityStack(Stack):
+    """Attributes: ``addon`` (None when the add-on is managed elsewhere), ``agent_config``."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, settings: Settings, **kwargs: Any
+    ) -> None:
+        description = (
+            f"EKS GPU Insights: Container Insights with GPU metrics for {settings.cluster_name}"
+        )
+        if settings.is_example:
+            description += " (documented example; set -c cluster_name=... to deploy)"
+        super().__init__(
+            scope,
+            construct_id,
+            description=description,
+            env=Environment(account=settings.account, region=settings.region),
+            **kwargs,
+        )
+        self.addon: ContainerInsightsAddon | None = None
+        if settings.install_addon:
+            self.addon = ContainerInsightsAddon(
+                self,
+                "ContainerInsights",
+                configuration=ObservabilityAddonConfiguration.for_gpu_cluster(
+                    cluster_name=settings.cluster_name,
+                    container_logs=settings.container_logs,
+                    tolerate_all_taints=settings.tolerate_all_taints,
+                    gpu_taint_keys=settings.gpu_taint_keys,
+                ),
+                addon_version=settings.addon_version,
+                oidc_provider_arn=(
+                    settings.oidc_provider_arn
+                    if settings.agent_credentials is AgentCredentials.IRSA
+                    else None
+                ),
+            )
+        self.agent_config = AgentConfigParameter(
+            self,
+            "GpuAgentConfig",
+            parameter_name=settings.agent_config_parameter_name,
+            config=gpu_node_agent_config(interval_seconds=settings.agent_interval_seconds),
+        )
+        CfnOutput(
+            self,
+            "AgentConfigFetchCommand",
+            description="Run on an EC2 GPU node to load the GPU agent configuration",
+            value=(
+                "amazon-cloudwatch-agent-ctl -a fetch-config -m ec2 -s "
+                f"-c ssm:{settings.agent_config_parameter_name}"
+            ),
+        )

@@ -1,0 +1,1 @@
+"""The ``gpu-insights`` command line: the hands-on face of the code the Lambdas run."""

@@ -1,0 +1,32 @@
+"""Synthesize the app once per settings variant; every infra test reads those templates."""
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk import App, Stack
+
+from cdk.app import build
+from cdk.settings import settings_from_context
+
+Synth = Callable[[dict[str, Any]], list[Stack]]
+
+
+@pytest.fixture(scope="session")
+def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """Synthesize the app for a context (cached), cdk-nag included, and return its stacks."""
+    cache: dict[str, list[Stack]] = {}
+
+    def run(context: dict[str, Any]) -> list[Stack]:
+        key = json.dumps(context, sort_keys=True)
+        if key not in cache:
+            outdir: Path = tmp_path_factory.mktemp("cdk.out")
+            app = App(outdir=str(outdir))
+            stacks = build(app, settings_from_context(context))
+            app.synth()
+            cache[key] = stacks
+        return cache[key]
+
+    return run
