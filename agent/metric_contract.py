@@ -4,6 +4,7 @@ Everything else (CDK stacks, exporter, analyzers, dashboards) imports these name
 rename here is a contract change that every consumer sees at once.
 """
 
+from enum import StrEnum
 from typing import Final
 
 #: Custom metrics published by the GPU node exporter (EMF through the CloudWatch agent).
@@ -37,3 +38,62 @@ AGENT_SERVICE_ACCOUNT: Final = "cloudwatch-agent"
 def container_insights_log_group_prefix(cluster_name: str) -> str:
     """Log groups Container Insights writes to: performance, application, host, dataplane."""
     return f"/aws/containerinsights/{cluster_name}"
+
+
+class GpuMetric(StrEnum):
+    """Per-GPU metrics of the NVML exporter, namespace ``GpuInsights``."""
+
+    POWER_DRAW = "gpu_power_draw_watts"
+    POWER_LIMIT = "gpu_power_limit_watts"
+    #: Power draw as a percent of the enforced limit: the best single sign of real work.
+    POWER_UTILIZATION = "gpu_power_utilization"
+    UTILIZATION = "gpu_utilization"
+    MEMORY_USED = "gpu_memory_used_bytes"
+    TEMPERATURE = "gpu_temperature_celsius"
+    SM_ACTIVE = "gpu_sm_active"
+    SM_OCCUPANCY = "gpu_sm_occupancy"
+    TENSOR_ACTIVE = "gpu_tensor_active"
+    XID_ERRORS = "gpu_xid_errors"
+    #: XID errors whose code needs action (see agent.xid); lets one alarm cover every code.
+    XID_FATAL_ERRORS = "gpu_xid_fatal_errors"
+    ECC_UNCORRECTED = "gpu_ecc_errors_uncorrected"
+    #: 1 while uncorrectable-error row remaps wait for a GPU reset.
+    ROW_REMAP_PENDING = "gpu_row_remap_pending"
+    THROTTLED_POWER = "gpu_throttled_power"
+    THROTTLED_THERMAL = "gpu_throttled_thermal"
+    #: 1 while NVML answers for the GPU, 0 once it is lost (fallen off the bus).
+    HEALTHY = "gpu_healthy"
+
+
+#: CloudWatch units (EMF accepts only CloudWatch's unit names; watts and degrees are "None").
+GPU_METRIC_UNITS: Final[dict[GpuMetric, str]] = {
+    GpuMetric.POWER_DRAW: "None",
+    GpuMetric.POWER_LIMIT: "None",
+    GpuMetric.POWER_UTILIZATION: "Percent",
+    GpuMetric.UTILIZATION: "Percent",
+    GpuMetric.MEMORY_USED: "Bytes",
+    GpuMetric.TEMPERATURE: "None",
+    GpuMetric.SM_ACTIVE: "Percent",
+    GpuMetric.SM_OCCUPANCY: "Percent",
+    GpuMetric.TENSOR_ACTIVE: "Percent",
+    GpuMetric.XID_ERRORS: "Count",
+    GpuMetric.XID_FATAL_ERRORS: "Count",
+    GpuMetric.ECC_UNCORRECTED: "Count",
+    GpuMetric.ROW_REMAP_PENDING: "None",
+    GpuMetric.THROTTLED_POWER: "None",
+    GpuMetric.THROTTLED_THERMAL: "None",
+    GpuMetric.HEALTHY: "None",
+}
+
+#: Dimension sets of per-GPU readings: one series per GPU, and one per cluster, so that
+#: alarms can watch the whole fleet without one alarm per node.
+GPU_DIMENSION_SETS: Final[tuple[tuple[str, ...], ...]] = (
+    (DIM_CLUSTER, DIM_NODE, DIM_GPU_INDEX),
+    (DIM_CLUSTER,),
+)
+#: Dimension sets of XID events: per GPU and code, per cluster and code, per cluster.
+XID_DIMENSION_SETS: Final[tuple[tuple[str, ...], ...]] = (
+    (DIM_CLUSTER, DIM_NODE, DIM_GPU_INDEX, DIM_XID_CODE),
+    (DIM_CLUSTER, DIM_XID_CODE),
+    (DIM_CLUSTER,),
+)

@@ -1,0 +1,5 @@
+import sys
+
+from agent.exporter_cli import main
+
+sys.exit(main())

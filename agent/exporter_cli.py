@@ -1,0 +1,101 @@
+"""``python -m agent``: run the GPU exporter on a node (or on a recorded trace)."""
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from agent.exporter import Exporter, ExporterConfig, NvmlUnavailableError
+from agent.metric_contract import AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT, EMF_PORT
+from agent.sinks import BufferedSender, PutMetricDataSink, Sink, StdoutSink, TcpEmfSink
+
+#: The add-on's agent Service, which listens for EMF when the agent config opens it.
+DEFAULT_EMF_ENDPOINT = f"tcp://{AGENT_SERVICE_ACCOUNT}.{AGENT_NAMESPACE}:{EMF_PORT}"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m agent", description="GPU node exporter (NVML to EMF)"
+    )
+    p.add_argument("--cluster-name", required=True)
+    p.add_argument("--node-name", required=True, help="the Kubernetes node (downward API)")
+    p.add_argument("--interval", type=float, default=10.0, help="seconds between cycles (10)")
+    p.add_argument(
+        "--sink",
+        choices=("emf", "stdout", "cloudwatch"),
+        default="emf",
+        help="emf: the CloudWatch agent's listener; stdout; cloudwatch: PutMetricData",
+    )
+    p.add_argument("--emf-endpoint", default=DEFAULT_EMF_ENDPOINT, help="tcp://host:port")
+    p.add_argument("--buffer", type=int, default=10_000, help="documents kept while a sink is down")
+    p.add_argument("--proc-root", type=Path, help="the host's /proc, for pod attribution")
+    p.add_argument("--pod-dimension", action="store_true", help="publish a PodUid series too")
+    p.add_argument("--trace", type=Path, help="replay an NVML trace instead of the real GPUs")
+    p.add_argument("--region", help="AWS region for --sink cloudwatch")
+    return p
+
+
+def _sink(args: argparse.Namespace) -> Sink:
+    if args.sink == "stdout":
+        return StdoutSink()
+    if args.sink == "cloudwatch":
+        import boto3
+
+        return PutMetricDataSink(boto3.client("cloudwatch", region_name=args.region))
+    endpoint = urlsplit(args.emf_endpoint)
+    if endpoint.scheme != "tcp" or not endpoint.hostname or not endpoint.port:
+        raise ValueError(f"--emf-endpoint {args.emf_endpoint!r} is not tcp://host:port")
+    return TcpEmfSink(endpoint.hostname, endpoint.port)
+
+
+def _nvml(args: argparse.Namespace) -> Any:
+    if args.trace is None:
+        import pynvml
+
+        return pynvml
+    from agent.fake_nvml import FakeNvml
+
+    started = time.monotonic()
+    return FakeNvml.from_file(str(args.trace), clock=lambda: time.monotonic() - started)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s"
+    )
+    if args.interval <= 0 or args.buffer < 1:
+        print("gpu exporter: --interval and --buffer must be positive", file=sys.stderr)
+        return 2
+    try:
+        sink = _sink(args)
+    except ValueError as err:
+        print(f"gpu exporter: {err}", file=sys.stderr)
+        return 2
+    exporter = Exporter(
+        _nvml(args),
+        BufferedSender(sink, capacity=args.buffer),
+        ExporterConfig(
+            cluster_name=args.cluster_name,
+            node_name=args.node_name,
+            interval_s=args.interval,
+            proc_root=args.proc_root,
+            pod_dimension=args.pod_dimension,
+        ),
+    )
+    try:
+        exporter.start()
+    except NvmlUnavailableError as err:
+        print(f"gpu exporter: {err}", file=sys.stderr)
+        return 1
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    exporter.run(stop)
+    return 0 if exporter.shutdown() else 1

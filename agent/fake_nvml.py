@@ -1,0 +1,385 @@
+"""A stand-in for pynvml that replays a recorded trace, for tests and the demo.
+
+It offers the same function names and signatures as pynvml for everything the exporter calls
+(a test compares them with the installed pynvml), raises pynvml's own NVMLError subclasses,
+and exposes pynvml's constants, so the exporter cannot tell it from the real library.
+
+Trace format: JSON lines, ``t`` in seconds from the start of the trace.
+
+    {"kind": "gpu", "index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-...",
+     "pci_bus_id": "00000000:53:00.0", "power_limit_w": 700, "gpm": true, "ecc": true}
+    {"kind": "sample", "t": 0, "index": 0, "power_w": 612.5, "utilization": 97,
+     "memory_used_bytes": 60000000000, "temperature_c": 71, "throttle": ["power"],
+     "ecc_uncorrected_total": 0, "remap_pending": false, "sm_active": 88.0,
+     "sm_occupancy": 41.0, "tensor_active": 63.0, "pids": [4242]}
+    {"kind": "xid", "t": 125.0, "index": 1, "code": 79}
+    {"kind": "lost", "t": 300.0, "index": 1}
+
+A sample sets the fields it names and keeps the others. Malformed lines are skipped and
+counted in ``malformed_lines``, never raised.
+"""
+
+import bisect
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pynvml
+
+log = logging.getLogger(__name__)
+
+NVMLError = pynvml.NVMLError
+
+_THROTTLE_BITS = {
+    "power": pynvml.nvmlClocksEventReasonSwPowerCap,
+    "power_brake": pynvml.nvmlClocksEventReasonHwPowerBrakeSlowdown,
+    "thermal": pynvml.nvmlClocksEventReasonSwThermalSlowdown,
+    "hw_thermal": pynvml.nvmlClocksEventReasonHwThermalSlowdown,
+}
+
+
+class TraceError(ValueError):
+    """A trace record that cannot be replayed."""
+
+
+@dataclass
+class _Gpu:
+    index: int
+    name: str
+    uuid: str
+    pci_bus_id: str
+    power_limit_mw: int
+    memory_total_bytes: int
+    gpm: bool
+    ecc: bool
+    samples: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
+    lost_at: float = float("inf")
+
+
+@dataclass(frozen=True)
+class FakeHandle:
+    index: int
+
+
+@dataclass
+class FakeGpmSample:
+    values: dict[str, float] = field(default_factory=dict)
+    taken_at: float | None = None
+
+
+@dataclass
+class _GpmSupport:
+    version: int = 1
+    isSupportedDevice: int = 0
+
+
+@dataclass
+class _GpmMetric:
+    metricId: int = 0
+    nvmlReturn: int = pynvml.NVML_SUCCESS
+    value: float = 0.0
+
+
+@dataclass
+class _Utilization:
+    gpu: int
+    memory: int
+
+
+@dataclass
+class _Memory:
+    total: int
+    used: int
+    free: int
+
+
+@dataclass
+class _Process:
+    pid: int
+    usedGpuMemory: int = 0
+
+
+@dataclass
+class _EventData:
+    device: FakeHandle
+    eventType: int
+    eventData: int
+    gpuInstanceId: int = 0xFFFFFFFF
+    computeInstanceId: int = 0xFFFFFFFF
+
+
+@dataclass
+class FakeEventSet:
+    devices: set[int] = field(default_factory=set)
+    delivered: int = 0
+
+
+class FakeGpmMetricsGet:
+    """The GPM request structure, with pynvml's field names."""
+
+    def __init__(self) -> None:
+        self.version = 0
+        self.numMetrics = 0
+        self.sample1: FakeGpmSample | None = None
+        self.sample2: FakeGpmSample | None = None
+        self.metrics = [_GpmMetric() for _ in range(pynvml.NVML_GPM_METRIC_MAX)]
+
+
+_GPM_FIELDS = {
+    pynvml.NVML_GPM_METRIC_SM_UTIL: "sm_active",
+    pynvml.NVML_GPM_METRIC_SM_OCCUPANCY: "sm_occupancy",
+    pynvml.NVML_GPM_METRIC_ANY_TENSOR_UTIL: "tensor_active",
+}
+
+
+class FakeNvml:
+    """Replays a trace against a clock that returns seconds from the trace's start."""
+
+    # pynvml's constants, so that code written against pynvml reads them from here.
+    NVML_SUCCESS = pynvml.NVML_SUCCESS
+    NVML_ERROR_TIMEOUT = pynvml.NVML_ERROR_TIMEOUT
+    NVML_ERROR_NOT_SUPPORTED = pynvml.NVML_ERROR_NOT_SUPPORTED
+    NVML_ERROR_GPU_IS_LOST = pynvml.NVML_ERROR_GPU_IS_LOST
+    NVML_TEMPERATURE_GPU = pynvml.NVML_TEMPERATURE_GPU
+    NVML_MEMORY_ERROR_TYPE_UNCORRECTED = pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+    NVML_VOLATILE_ECC = pynvml.NVML_VOLATILE_ECC
+    NVML_GPM_METRICS_GET_VERSION = pynvml.NVML_GPM_METRICS_GET_VERSION
+    NVML_GPM_METRIC_SM_UTIL = pynvml.NVML_GPM_METRIC_SM_UTIL
+    NVML_GPM_METRIC_SM_OCCUPANCY = pynvml.NVML_GPM_METRIC_SM_OCCUPANCY
+    NVML_GPM_METRIC_ANY_TENSOR_UTIL = pynvml.NVML_GPM_METRIC_ANY_TENSOR_UTIL
+    nvmlEventTypeXidCriticalError = pynvml.nvmlEventTypeXidCriticalError
+    nvmlClocksEventReasonSwPowerCap = pynvml.nvmlClocksEventReasonSwPowerCap
+    nvmlClocksEventReasonHwPowerBrakeSlowdown = pynvml.nvmlClocksEventReasonHwPowerBrakeSlowdown
+    nvmlClocksEventReasonSwThermalSlowdown = pynvml.nvmlClocksEventReasonSwThermalSlowdown
+    nvmlClocksEventReasonHwThermalSlowdown = pynvml.nvmlClocksEventReasonHwThermalSlowdown
+    NVMLError = pynvml.NVMLError
+    c_nvmlGpmMetricsGet_t = FakeGpmMetricsGet
+
+    def __init__(
+        self,
+        lines: Iterable[str],
+        *,
+        clock: Callable[[], float],
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._clock = clock
+        self._sleep = sleep
+        self._gpus: dict[int, _Gpu] = {}
+        self._xids: list[tuple[float, int, int]] = []
+        self.malformed_lines = 0
+        self._initialized = False
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                self._load(json.loads(line))
+            except (ValueError, KeyError, TypeError) as err:
+                self.malformed_lines += 1
+                log.warning("trace line %d skipped: %s", number, err)
+        for gpu in self._gpus.values():
+            gpu.samples.sort(key=lambda sample: sample[0])
+        self._xids.sort()
+
+    @classmethod
+    def from_file(cls, path: str, **kwargs: Any) -> "FakeNvml":
+        with open(path, encoding="utf-8") as trace:
+            return cls(trace, **kwargs)
+
+    def _load(self, record: dict[str, Any]) -> None:
+        kind = record["kind"]
+        index = int(record["index"])
+        if kind == "gpu":
+            self._gpus[index] = _Gpu(
+                index=index,
+                name=str(record.get("name", "NVIDIA GPU")),
+                uuid=str(record.get("uuid", f"GPU-fake-{index}")),
+                pci_bus_id=str(record.get("pci_bus_id", f"00000000:{index + 16:02x}:00.0")),
+                power_limit_mw=int(float(record["power_limit_w"]) * 1000),
+                memory_total_bytes=int(record.get("memory_total_bytes", 80 * 2**30)),
+                gpm=bool(record.get("gpm", False)),
+                ecc=bool(record.get("ecc", True)),
+            )
+            return
+        gpu = self._gpus.get(index)
+        if gpu is None:
+            raise TraceError(f"{kind} for GPU {index} before its gpu record")
+        t = float(record["t"])
+        if kind == "sample":
+            values = {k: v for k, v in record.items() if k not in {"kind", "t", "index"}}
+            gpu.samples.append((t, values))
+        elif kind == "xid":
+            self._xids.append((t, index, int(record["code"])))
+        elif kind == "lost":
+            gpu.lost_at = min(gpu.lost_at, t)
+        else:
+            raise TraceError(f"unknown record kind {kind!r}")
+
+    # --- state -----------------------------------------------------------------------------
+
+    def _gpu(self, handle: FakeHandle) -> _Gpu:
+        if not self._initialized:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_UNINITIALIZED)
+        gpu = self._gpus[handle.index]
+        if self._clock() >= gpu.lost_at:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST)
+        return gpu
+
+    def _state(self, handle: FakeHandle) -> dict[str, Any]:
+        gpu = self._gpu(handle)
+        now = self._clock()
+        state: dict[str, Any] = {}
+        position = bisect.bisect_right([t for t, _ in gpu.samples], now)
+        for _, values in gpu.samples[:position]:
+            state.update(values)
+        return state
+
+    def _value(self, handle: FakeHandle, name: str, default: Any = None) -> Any:
+        value = self._state(handle).get(name, default)
+        if value is None:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return value
+
+    # --- pynvml's functions ----------------------------------------------------------------
+
+    def nvmlInit(self) -> None:
+        self._initialized = True
+
+    def nvmlShutdown(self) -> None:
+        self._initialized = False
+
+    def nvmlSystemGetDriverVersion(self) -> str:
+        return "fake-trace"
+
+    def nvmlDeviceGetCount(self) -> int:
+        return len(self._gpus)
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> FakeHandle:
+        if index not in self._gpus:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return FakeHandle(index)
+
+    def nvmlDeviceGetIndex(self, handle: FakeHandle) -> int:
+        return self._gpu(handle).index
+
+    def nvmlDeviceGetName(self, handle: FakeHandle) -> str:
+        return self._gpu(handle).name
+
+    def nvmlDeviceGetUUID(self, handle: FakeHandle) -> str:
+        return self._gpu(handle).uuid
+
+    def nvmlDeviceGetPowerUsage(self, handle: FakeHandle) -> int:
+        return int(float(self._value(handle, "power_w")) * 1000)
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle: FakeHandle) -> int:
+        return self._gpu(handle).power_limit_mw
+
+    def nvmlDeviceGetUtilizationRates(self, handle: FakeHandle) -> _Utilization:
+        state = self._state(handle)
+        if "utilization" not in state:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return _Utilization(int(state["utilization"]), int(state.get("memory_util", 0)))
+
+    def nvmlDeviceGetMemoryInfo(self, handle: FakeHandle, version: Any = None) -> _Memory:
+        total = self._gpu(handle).memory_total_bytes
+        used = int(self._value(handle, "memory_used_bytes"))
+        return _Memory(total=total, used=used, free=total - used)
+
+    def nvmlDeviceGetTemperature(self, handle: FakeHandle, sensor: int) -> int:
+        return int(self._value(handle, "temperature_c"))
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: FakeHandle) -> int:
+        reasons = 0
+        for name in self._value(handle, "throttle", []):
+            reasons |= _THROTTLE_BITS[name]
+        return reasons
+
+    def nvmlDeviceGetTotalEccErrors(
+        self,
+        handle: FakeHandle,
+        errorType: int,
+        counterType: int,
+    ) -> int:
+        if not self._gpu(handle).ecc:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return int(self._value(handle, "ecc_uncorrected_total", 0))
+
+    def nvmlDeviceGetRemappedRows(self, device: FakeHandle) -> tuple[int, int, int, int]:
+        if not self._gpu(device).ecc:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        pending = bool(self._value(device, "remap_pending", False))
+        return (0, int(pending), int(pending), 0)
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: FakeHandle) -> list[_Process]:
+        return [_Process(pid=int(pid)) for pid in self._value(handle, "pids", [])]
+
+    def nvmlGpmQueryDeviceSupport(self, device: FakeHandle) -> _GpmSupport:
+        return _GpmSupport(isSupportedDevice=int(self._gpu(device).gpm))
+
+    def nvmlGpmSampleAlloc(self) -> FakeGpmSample:
+        return FakeGpmSample()
+
+    def nvmlGpmSampleFree(self, gpmSample: FakeGpmSample) -> None:
+        gpmSample.values.clear()
+
+    def nvmlGpmSampleGet(self, device: FakeHandle, gpmSample: FakeGpmSample) -> FakeGpmSample:
+        if not self._gpu(device).gpm:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        state = self._state(device)
+        gpmSample.values = {name: float(state.get(name, 0.0)) for name in _GPM_FIELDS.values()}
+        gpmSample.taken_at = self._clock()
+        return gpmSample
+
+    def nvmlGpmMetricsGet(self, metricsGet: FakeGpmMetricsGet) -> FakeGpmMetricsGet:
+        later = metricsGet.sample2
+        earlier = metricsGet.sample1
+        if later is None or earlier is None or later.taken_at is None or earlier.taken_at is None:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        for metric in metricsGet.metrics[: metricsGet.numMetrics]:
+            name = _GPM_FIELDS.get(metric.metricId)
+            if name is None:
+                metric.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
+                continue
+            metric.nvmlReturn = pynvml.NVML_SUCCESS
+            metric.value = later.values.get(name, 0.0)
+        return metricsGet
+
+    def nvmlEventSetCreate(self) -> FakeEventSet:
+        return FakeEventSet()
+
+    def nvmlDeviceRegisterEvents(
+        self,
+        handle: FakeHandle,
+        eventTypes: int,
+        eventSet: FakeEventSet,
+    ) -> None:
+        self._gpu(handle)
+        if eventTypes & pynvml.nvmlEventTypeXidCriticalError:
+            eventSet.devices.add(handle.index)
+
+    def nvmlEventSetWait_v2(self, eventSet: FakeEventSet, timeoutms: int) -> _EventData:
+        deadline = self._clock() + timeoutms / 1000
+        while True:
+            now = self._clock()
+            pending = list(self._xids[eventSet.delivered :])
+            for t, index, code in pending:
+                if t > now:
+                    break
+                eventSet.delivered += 1
+                if index in eventSet.devices:
+                    return _EventData(
+                        device=FakeHandle(index),
+                        eventType=pynvml.nvmlEventTypeXidCriticalError,
+                        eventData=code,
+                    )
+            if now >= deadline:
+                raise pynvml.NVMLError(pynvml.NVML_ERROR_TIMEOUT)
+            next_due = pending[0][0] if pending else float("inf")
+            self._sleep(max(0.0, min(deadline, next_due) - now))
+            if self._clock() == now:  # a clock that does not move: nothing more can come
+                raise pynvml.NVMLError(pynvml.NVML_ERROR_TIMEOUT)
+
+    def nvmlEventSetFree(self, eventSet: FakeEventSet) -> None:
+        eventSet.devices.clear()

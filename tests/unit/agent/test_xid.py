@@ -1,0 +1,58 @@
+import pytest
+
+from agent.xid import (
+    FATAL_XID_CODES,
+    XidLineError,
+    XidSeverity,
+    describe_xid,
+    parse_kernel_xid_line,
+)
+
+
+def test_fatal_codes_are_the_ones_that_need_action() -> None:
+    assert {48, 63, 64, 74, 79, 94, 95, 119, 120} <= FATAL_XID_CODES
+    assert not {13, 31, 43, 45} & FATAL_XID_CODES
+
+
+def test_unknown_code_is_informational_not_an_error() -> None:
+    row = describe_xid(9999)
+    assert row.severity is XidSeverity.INFO
+    assert "9999" in row.meaning
+
+
+@pytest.mark.parametrize(
+    ("line", "pci", "code", "detail"),
+    [
+        (
+            "[ 1234.567890] NVRM: Xid (PCI:0000:53:00): 79, pid=1234, GPU has fallen off the bus.",
+            "0000:53:00",
+            79,
+            "pid=1234, GPU has fallen off the bus.",
+        ),
+        (
+            "Nov 30 08:00:01 ip-10-0-0-1 kernel: NVRM: Xid (PCI:0000:3B:00.0): 13, pid=77, "
+            "name=python, Graphics SM Warp Exception",
+            "0000:3b:00.0",
+            13,
+            "pid=77, name=python, Graphics SM Warp Exception",
+        ),
+        ("NVRM: Xid (PCI:00000000:10:1e): 48\n", "00000000:10:1e", 48, ""),
+    ],
+)
+def test_kernel_lines_are_parsed(line: str, pci: str, code: int, detail: str) -> None:
+    parsed = parse_kernel_xid_line(line)
+    assert parsed is not None
+    assert (parsed.pci_bus_id, parsed.code, parsed.detail) == (pci, code, detail)
+
+
+def test_other_kernel_lines_are_not_xids() -> None:
+    assert parse_kernel_xid_line("NVRM: loading NVIDIA UNIX x86_64 Kernel Module 550.90") is None
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["NVRM: Xid (PCI:0000:53:00): seventy-nine", "NVRM: Xid (PCI:zz): 79, x", "NVRM: Xid"],
+)
+def test_malformed_xid_lines_raise_a_named_error(line: str) -> None:
+    with pytest.raises(XidLineError, match="malformed NVRM Xid line"):
+        parse_kernel_xid_line(line)
