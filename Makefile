@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install demo test lint typecheck unit clean
+.PHONY: install demo test bench lint typecheck clean
 
 install: $(STAMP)
 
@@ -33,6 +33,9 @@ typecheck: install
 
 test: lint typecheck
 	$(BIN)/pytest
+
+bench: install
+	$(BIN)/python -m benchmarks.exporter
 
 clean:
 	rm -rf cdk.out out .pytest_cache .mypy_cache .ruff_cache

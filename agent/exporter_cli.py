@@ -12,11 +12,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agent.exporter import Exporter, ExporterConfig, NvmlUnavailableError
-from agent.metric_contract import AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT, EMF_PORT
+from agent.manifest import DEFAULT_EMF_ENDPOINT
 from agent.sinks import BufferedSender, PutMetricDataSink, Sink, StdoutSink, TcpEmfSink
-
-#: The add-on's agent Service, which listens for EMF when the agent config opens it.
-DEFAULT_EMF_ENDPOINT = f"tcp://{AGENT_SERVICE_ACCOUNT}.{AGENT_NAMESPACE}:{EMF_PORT}"
 
 
 def parser() -> argparse.ArgumentParser:

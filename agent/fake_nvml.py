@@ -19,7 +19,6 @@ A sample sets the fields it names and keeps the others. Malformed lines are skip
 counted in ``malformed_lines``, never raised.
 """
 
-import bisect
 import json
 import logging
 import time
@@ -57,6 +56,10 @@ class _Gpu:
     ecc: bool
     samples: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
     lost_at: float = float("inf")
+    # Replay position: samples[:cursor] are applied to state, as of time state_at.
+    cursor: int = 0
+    state: dict[str, Any] = field(default_factory=dict)
+    state_at: float = float("-inf")
 
 
 @dataclass(frozen=True)
@@ -228,13 +231,16 @@ class FakeNvml:
         return gpu
 
     def _state(self, handle: FakeHandle) -> dict[str, Any]:
+        """The GPU's state at the clock's time; replays forward, restarts if time went back."""
         gpu = self._gpu(handle)
         now = self._clock()
-        state: dict[str, Any] = {}
-        position = bisect.bisect_right([t for t, _ in gpu.samples], now)
-        for _, values in gpu.samples[:position]:
-            state.update(values)
-        return state
+        if now < gpu.state_at:
+            gpu.cursor, gpu.state = 0, {}
+        while gpu.cursor < len(gpu.samples) and gpu.samples[gpu.cursor][0] <= now:
+            gpu.state.update(gpu.samples[gpu.cursor][1])
+            gpu.cursor += 1
+        gpu.state_at = now
+        return gpu.state
 
     def _value(self, handle: FakeHandle, name: str, default: Any = None) -> Any:
         value = self._state(handle).get(name, default)
@@ -363,10 +369,8 @@ class FakeNvml:
         deadline = self._clock() + timeoutms / 1000
         while True:
             now = self._clock()
-            pending = list(self._xids[eventSet.delivered :])
-            for t, index, code in pending:
-                if t > now:
-                    break
+            while eventSet.delivered < len(self._xids) and self._xids[eventSet.delivered][0] <= now:
+                _, index, code = self._xids[eventSet.delivered]
                 eventSet.delivered += 1
                 if index in eventSet.devices:
                     return _EventData(
@@ -376,7 +380,11 @@ class FakeNvml:
                     )
             if now >= deadline:
                 raise pynvml.NVMLError(pynvml.NVML_ERROR_TIMEOUT)
-            next_due = pending[0][0] if pending else float("inf")
+            next_due = (
+                self._xids[eventSet.delivered][0]
+                if eventSet.delivered < len(self._xids)
+                else float("inf")
+            )
             self._sleep(max(0.0, min(deadline, next_due) - now))
             if self._clock() == now:  # a clock that does not move: nothing more can come
                 raise pynvml.NVMLError(pynvml.NVML_ERROR_TIMEOUT)

@@ -5,6 +5,7 @@ event set wakes the thread within milliseconds of the driver seeing the error.
 """
 
 import contextlib
+import ctypes
 import logging
 import threading
 import time
@@ -23,6 +24,16 @@ class XidEvent:
     time: float
     #: "nvml" for driver events, "lost" for a GPU the exporter found fallen off the bus.
     source: str = "nvml"
+
+
+def _handle_key(handle: Any) -> object:
+    """A key equal for two handles of the same GPU. pynvml returns a new pointer object per
+    call, so compare addresses; asking NVML for the index could fail on a GPU that just fell
+    off the bus, which is exactly when the XID matters."""
+    try:
+        return ("address", ctypes.cast(handle, ctypes.c_void_p).value)
+    except (TypeError, ctypes.ArgumentError):
+        return ("object", handle)
 
 
 class XidWatcher:
@@ -45,6 +56,7 @@ class XidWatcher:
         self._stop = threading.Event()
         self.event_set = nvml.nvmlEventSetCreate()
         self.registered: list[int] = []
+        self._index_by_handle = {_handle_key(handle): index for index, handle in handles.items()}
         for index, handle in handles.items():
             try:
                 nvml.nvmlDeviceRegisterEvents(
@@ -66,10 +78,12 @@ class XidWatcher:
             return False
         if not data.eventType & nvml.nvmlEventTypeXidCriticalError:
             return False
-        try:
-            index = int(nvml.nvmlDeviceGetIndex(data.device))
-        except nvml.NVMLError:
-            index = -1
+        index = self._index_by_handle.get(_handle_key(data.device))
+        if index is None:
+            try:
+                index = int(nvml.nvmlDeviceGetIndex(data.device))
+            except nvml.NVMLError:
+                index = -1
         self._on_event(XidEvent(gpu_index=index, code=int(data.eventData), time=self._clock()))
         return True
 

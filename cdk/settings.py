@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from agent.cloudwatch_agent_config import MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS
+from agent.manifest import DEFAULT_GPU_NODE_LABELS
 
 #: The cluster the documented example deployment targets when no cluster_name is given.
 EXAMPLE_CLUSTER_NAME: Final = "example-gpu-cluster"
@@ -25,6 +26,10 @@ _ACCOUNT = re.compile(r"^\d{12}$")
 _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 _EMAIL = re.compile(r"^[^@\s,]+@[^@\s,]+\.[^@\s,]+$")
 _OIDC_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:oidc-provider/.+$")
+_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
+_LABEL = re.compile(
+    r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?=[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
 _TAINT_KEY = re.compile(
     r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
@@ -62,6 +67,16 @@ class Settings:
     gpu_taint_keys: tuple[str, ...] = ("nvidia.com/gpu",)
     #: Collection interval of the EC2 GPU agent configuration, in seconds.
     agent_interval_seconds: int = 60
+    #: Deploy the NVML exporter (image asset built at deploy time: needs Docker or Finch).
+    exporter_enabled: bool = True
+    exporter_interval_seconds: int = 10
+    #: Read the host's /proc to name the pod using each GPU.
+    exporter_pod_attribution: bool = True
+    #: key=value labels; a node with any of them runs the exporter.
+    gpu_node_labels: tuple[str, ...] = DEFAULT_GPU_NODE_LABELS
+    #: An IAM role mapped to system:masters (or an access entry) that CDK's kubectl uses to apply
+    #: the exporter's DaemonSet; without it, `gpu-insights manifest` prints it for kubectl/GitOps.
+    kubectl_role_arn: str | None = None
     alarm_emails: tuple[str, ...] = ()
     report_emails: tuple[str, ...] = ()
 
@@ -128,6 +143,27 @@ class Settings:
             self.agent_interval_seconds,
             f"{MIN_INTERVAL_SECONDS} to {MAX_INTERVAL_SECONDS} seconds",
         )
+        _require(
+            1 <= self.exporter_interval_seconds <= 3600,
+            "exporter_interval_seconds",
+            self.exporter_interval_seconds,
+            "1 to 3600 seconds",
+        )
+        _require(self.gpu_node_labels, "gpu_node_labels", "", "at least one key=value label")
+        for label in self.gpu_node_labels:
+            _require(
+                _LABEL.match(label),
+                "gpu_node_labels",
+                label,
+                "Kubernetes labels as key=value, such as nvidia.com/gpu.present=true",
+            )
+        if self.kubectl_role_arn is not None:
+            _require(
+                _ROLE_ARN.match(self.kubectl_role_arn),
+                "kubectl_role_arn",
+                self.kubectl_role_arn,
+                "an IAM role ARN such as arn:aws:iam::123456789012:role/x",
+            )
         for key in ("alarm_emails", "report_emails"):
             for email in getattr(self, key):
                 _require(_EMAIL.match(email), key, email, "email addresses such as ops@example.com")
@@ -211,6 +247,11 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "tolerate_all_taints": _as_bool,
     "gpu_taint_keys": _as_str_tuple,
     "agent_interval_seconds": _as_int,
+    "exporter_enabled": _as_bool,
+    "exporter_interval_seconds": _as_int,
+    "exporter_pod_attribution": _as_bool,
+    "gpu_node_labels": _as_str_tuple,
+    "kubectl_role_arn": _as_str,
     "alarm_emails": _as_str_tuple,
     "report_emails": _as_str_tuple,
 }

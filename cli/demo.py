@@ -14,6 +14,7 @@ import boto3
 from moto import mock_aws
 
 from cdk.settings import Settings
+from cli.demo_exporter import ROLES, ExporterReplay, replay_exporter
 
 DEMO_REGION = "us-east-1"
 
@@ -29,6 +30,7 @@ class DemoResult:
     fetched_agent_config: dict[str, Any] = field(default_factory=dict)
     addon_configuration: dict[str, Any] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
+    exporter: ExporterReplay | None = None
 
     def summary(self) -> str:
         lines = ["EKS GPU Insights demo (no AWS account: moto in-process)", ""]
@@ -51,6 +53,24 @@ class DemoResult:
             f"back as a node would: {len(measurements['measurement'])} nvidia_gpu measurements "
             f"every {measurements['metrics_collection_interval']} s"
         )
+        if self.exporter is not None:
+            replay = self.exporter
+            lines.append(
+                f"4. Ran the GPU exporter on a simulated node ({', '.join(ROLES)} H100s) for "
+                f"{replay.cycles} cycles; {replay.documents} EMF documents into CloudWatch "
+                "(GpuInsights), read back:"
+            )
+            for gpu, share in replay.power_utilization_by_gpu.items():
+                sm = replay.sm_active_by_gpu.get(gpu)
+                sm_text = f"SM active {sm:5.1f}%" if sm is not None else "SM active n/a"
+                health = "  LOST (gpu_healthy=0)" if gpu in replay.unhealthy_gpus else ""
+                throttled = replay.thermal_throttled_by_gpu.get(gpu, 0.0)
+                lines.append(
+                    f"   GPU {gpu} ({ROLES[int(gpu)]:>7}): power {share:5.1f}% of its limit, "
+                    f"{sm_text}, thermally throttled {throttled:3.0f}% of samples{health}"
+                )
+            for gpu, code, severity, meaning in replay.xids:
+                lines.append(f"   XID {code} on GPU {gpu} ({severity}): {meaning}")
         lines.append("")
         lines.append("Output:")
         lines.extend(f"   {path}" for path in self.files)
@@ -89,9 +109,10 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
     result.addon_configuration = json.loads(addons[0]["ConfigurationValues"])
 
     with mock_aws():
-        ssm = boto3.Session(
+        session = boto3.Session(
             aws_access_key_id="demo", aws_secret_access_key="demo", region_name=DEMO_REGION
-        ).client("ssm")
+        )
+        ssm = session.client("ssm")
         # What CloudFormation does with each AWS::SSM::Parameter in the synthesized templates.
         for template in templates.values():
             for props in _resources(template, "AWS::SSM::Parameter"):
@@ -100,6 +121,14 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
         result.parameter_name = settings.agent_config_parameter_name
         value = ssm.get_parameter(Name=result.parameter_name)["Parameter"]["Value"]
         result.fetched_agent_config = json.loads(value)
+
+        out_dir.mkdir(parents=True, exist_ok=True)
+        cloudwatch = session.client("cloudwatch")
+        result.exporter = replay_exporter(
+            cloudwatch, cluster_name=settings.cluster_name, out_dir=out_dir
+        )
+        if result.exporter.emf_path is not None:
+            result.files.append(result.exporter.emf_path)
 
     out_dir.mkdir(parents=True, exist_ok=True)
     for filename, document in (

@@ -1,16 +1,15 @@
-"""``gpu-insights``: entry point and argument parsing; each command lives in its own module."""
+"""``gpu-insights``: argument parsing, and one function per command that returns its output."""
 
 import argparse
 import json
+import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from agent.cloudwatch_agent_config import (
-    DEFAULT_GPU_MEASUREMENTS,
-    AgentConfigError,
-    gpu_node_agent_config,
-)
+from agent.cloudwatch_agent_config import DEFAULT_GPU_MEASUREMENTS, gpu_node_agent_config
+from agent.cost import ENHANCED_CI_PER_MILLION_OBSERVATIONS, estimate
+from agent.manifest import DEFAULT_GPU_NODE_LABELS, exporter_manifests
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -41,35 +40,104 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help=f"nvidia_gpu measurement, repeatable (default: {', '.join(DEFAULT_GPU_MEASUREMENTS)})",
     )
+    manifest = commands.add_parser(
+        "manifest", help="print the GPU exporter's namespace, service account and DaemonSet"
+    )
+    manifest.add_argument(
+        "--image", required=True, help="the exporter image (stack output ImageUri)"
+    )
+    manifest.add_argument("--cluster-name", required=True)
+    manifest.add_argument("--interval", type=int, default=10, help="seconds between cycles (10)")
+    manifest.add_argument(
+        "--node-label",
+        action="append",
+        dest="node_labels",
+        metavar="KEY=VALUE",
+        help="a label of GPU nodes, repeatable (default: GPU feature discovery, Karpenter, "
+        "EKS Auto Mode labels)",
+    )
+    manifest.add_argument(
+        "--taint-key", action="append", dest="taint_keys", metavar="KEY",
+        help="a GPU taint to tolerate, repeatable (default: nvidia.com/gpu)",
+    )  # fmt: skip
+    manifest.add_argument(
+        "--no-pod-attribution", action="store_true", help="do not mount the host's /proc"
+    )
+
+    cost = commands.add_parser(
+        "cost-estimate", help="monthly CloudWatch cost of the exporter for a GPU fleet"
+    )
+    cost.add_argument("--nodes", type=int, required=True)
+    cost.add_argument("--gpus-per-node", type=int, required=True)
+    cost.add_argument("--interval", type=float, default=10.0, help="exporter interval, s (10)")
+    cost.add_argument(
+        "--ci-price-per-million",
+        type=float,
+        default=ENHANCED_CI_PER_MILLION_OBSERVATIONS,
+        help="enhanced Container Insights price per million observations",
+    )
     return parser
+
+
+def _agent_config(args: argparse.Namespace) -> str:
+    config = gpu_node_agent_config(
+        interval_seconds=args.interval,
+        measurements=args.measurements or DEFAULT_GPU_MEASUREMENTS,
+    )
+    return json.dumps(config, indent=2, sort_keys=True)
+
+
+def _manifest(args: argparse.Namespace) -> str:
+    objects = exporter_manifests(
+        image=args.image,
+        cluster_name=args.cluster_name,
+        interval_s=args.interval,
+        gpu_node_labels=args.node_labels or DEFAULT_GPU_NODE_LABELS,
+        gpu_taint_keys=args.taint_keys or ("nvidia.com/gpu",),
+        pod_attribution=not args.no_pod_attribution,
+    )
+    # A List is what `kubectl apply -f -` takes in one go; JSON is valid YAML.
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2)
+
+
+def _cost_estimate(args: argparse.Namespace) -> str:
+    return estimate(
+        nodes=args.nodes,
+        gpus_per_node=args.gpus_per_node,
+        interval_s=args.interval,
+        ci_price_per_million=args.ci_price_per_million,
+    ).table()
+
+
+def _demo(args: argparse.Namespace) -> str:
+    try:
+        from cli.demo import run_demo  # imports the CDK and moto, which takes seconds
+    except ModuleNotFoundError as err:
+        raise ValueError(f"needs {err.name}: pip install 'eks-gpu-insights[demo]'") from err
+    # The summary reports the simulated XIDs and the lost GPU; their log lines would repeat it.
+    logging.basicConfig(level=logging.CRITICAL)
+    return run_demo(out_dir=args.out, cdk_out=args.cdk_out).summary()
+
+
+#: Each command returns what it prints; bad input raises ValueError (the project's input
+#: errors all derive from it), which becomes one line on stderr and exit status 2.
+_COMMANDS: dict[str, Callable[[argparse.Namespace], str]] = {
+    "demo": _demo,
+    "agent-config": _agent_config,
+    "manifest": _manifest,
+    "cost-estimate": _cost_estimate,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.command == "agent-config":
-        try:
-            config = gpu_node_agent_config(
-                interval_seconds=args.interval,
-                measurements=args.measurements or DEFAULT_GPU_MEASUREMENTS,
-            )
-        except AgentConfigError as err:
-            print(f"gpu-insights agent-config: {err}", file=sys.stderr)
-            return 2
-        print(json.dumps(config, indent=2, sort_keys=True))
-        return 0
-    if args.command == "demo":
-        try:
-            from cli.demo import run_demo  # imports the CDK and moto, which takes seconds
-        except ModuleNotFoundError as err:
-            print(
-                f"gpu-insights demo needs {err.name}: pip install 'eks-gpu-insights[demo]'",
-                file=sys.stderr,
-            )
-            return 2
-
-        print(run_demo(out_dir=args.out, cdk_out=args.cdk_out).summary())
-        return 0
-    raise AssertionError(f"unhandled command {args.command}")
+    try:
+        output = _COMMANDS[args.command](args)
+    except ValueError as err:
+        print(f"gpu-insights {args.command}: {err}", file=sys.stderr)
+        return 2
+    print(output)
+    return 0
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from agent.cloudwatch_agent_config import gpu_node_agent_config
 from cdk.constructs.addon_configuration import ObservabilityAddonConfiguration
 from cdk.constructs.agent_config_parameter import AgentConfigParameter
 from cdk.constructs.container_insights import ContainerInsightsAddon
+from cdk.constructs.gpu_exporter import GpuExporter
 from cdk.settings import AgentCredentials, Settings
 
 
@@ -54,6 +55,21 @@ class ObservabilityStack(Stack):
             parameter_name=settings.agent_config_parameter_name,
             config=gpu_node_agent_config(interval_seconds=settings.agent_interval_seconds),
         )
+        self.exporter: GpuExporter | None = None
+        if settings.exporter_enabled:
+            self.exporter = GpuExporter(
+                self,
+                "GpuExporter",
+                cluster_name=settings.cluster_name,
+                interval_s=settings.exporter_interval_seconds,
+                gpu_node_labels=settings.gpu_node_labels,
+                gpu_taint_keys=settings.gpu_taint_keys,
+                pod_attribution=settings.exporter_pod_attribution,
+                kubectl_role_arn=settings.kubectl_role_arn,
+            )
+            if self.addon is not None and self.exporter.manifest is not None:
+                # The exporter sends to the agent's EMF listener, which the add-on opens.
+                self.exporter.manifest.node.add_dependency(self.addon.addon)
         CfnOutput(
             self,
             "AgentConfigFetchCommand",

@@ -5,8 +5,10 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 
 from agent.cloudwatch_agent_config import gpu_node_agent_config
+from agent.emf import parse_emf_line
 from cdk.settings import Settings
 from cli.demo import run_demo
 
@@ -39,3 +41,24 @@ def test_demo_synthesizes_stores_and_fetches_the_agent_config(
     summary = result.summary()
     assert "4 resources" in summary
     assert "8 nvidia_gpu measurements every 30 s" in summary
+
+
+def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(tmp_path: Path) -> None:
+    result = run_demo(out_dir=tmp_path / "out", cdk_out=tmp_path / "cdk.out")
+    replay = result.exporter
+    assert replay is not None
+    assert replay.cycles == 120
+    busy, idle, thermal, _failing = (replay.power_utilization_by_gpu[str(i)] for i in range(4))
+    assert 82 <= busy <= 95
+    assert 9 <= idle <= 15
+    assert thermal < busy  # throttled GPUs draw less
+    assert replay.thermal_throttled_by_gpu["2"] == pytest.approx(75.0)
+    assert replay.unhealthy_gpus == ["3"]
+    assert [(gpu, code) for gpu, code, _, _ in replay.xids] == [
+        ("0", "13"),
+        ("3", "48"),
+        ("3", "79"),
+    ]
+    lines = (tmp_path / "out" / "exporter-emf.jsonl").read_text().splitlines()
+    assert len(lines) == replay.documents
+    assert all(parse_emf_line(line)["ClusterName"] == "example-gpu-cluster" for line in lines)

@@ -1,0 +1,138 @@
+"""The exporter's Kubernetes objects: a namespace, a service account, a DaemonSet.
+
+Rules the DaemonSet keeps, and why:
+- it requests no ``nvidia.com/gpu``: that would take GPUs away from jobs. It sees every GPU
+  through the NVIDIA container runtime (``NVIDIA_VISIBLE_DEVICES=all``, utility capability
+  only, which is what NVML needs), as the DCGM exporter does;
+- it selects GPU nodes by label (GPU feature discovery, Karpenter, EKS Auto Mode), never by an
+  instance-type list that goes stale, and tolerates the GPU taints;
+- it has resource limits, a read-only root filesystem, runs as nobody with every capability
+  dropped, and mounts the host's /proc read-only only for pod attribution.
+"""
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from agent.metric_contract import AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT, EMF_PORT
+
+NAME: Final = "gpu-insights-exporter"
+DEFAULT_NAMESPACE: Final = "gpu-insights"
+DEFAULT_EMF_ENDPOINT: Final = f"tcp://{AGENT_SERVICE_ACCOUNT}.{AGENT_NAMESPACE}:{EMF_PORT}"
+
+#: Labels that mark NVIDIA GPU nodes; a node with any one of them gets the exporter.
+DEFAULT_GPU_NODE_LABELS: Final[tuple[str, ...]] = (
+    "nvidia.com/gpu.present=true",  # NVIDIA GPU feature discovery / GPU operator
+    "karpenter.k8s.aws/instance-gpu-manufacturer=nvidia",  # Karpenter
+    "eks.amazonaws.com/instance-gpu-manufacturer=nvidia",  # EKS Auto Mode
+)
+HOST_PROC: Final = "/host/proc"
+
+
+class ManifestError(ValueError):
+    """A manifest setting that Kubernetes would reject."""
+
+
+def _label_terms(labels: Sequence[str]) -> list[dict[str, Any]]:
+    terms = []
+    for label in labels:
+        key, sep, value = label.partition("=")
+        if not sep or not key or not value:
+            raise ManifestError(f"GPU node label {label!r} is not key=value")
+        terms.append({"matchExpressions": [{"key": key, "operator": "In", "values": [value]}]})
+    if not terms:
+        raise ManifestError("at least one GPU node label is needed to find GPU nodes")
+    return terms
+
+
+def exporter_manifests(
+    *,
+    image: str,
+    cluster_name: str,
+    namespace: str = DEFAULT_NAMESPACE,
+    interval_s: int = 10,
+    emf_endpoint: str = DEFAULT_EMF_ENDPOINT,
+    gpu_node_labels: Sequence[str] = DEFAULT_GPU_NODE_LABELS,
+    gpu_taint_keys: Sequence[str] = ("nvidia.com/gpu",),
+    pod_attribution: bool = True,
+) -> list[dict[str, Any]]:
+    """The objects to apply, in order."""
+    if interval_s < 1:
+        raise ManifestError(f"exporter interval {interval_s} s must be at least 1 s")
+    labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "eks-gpu-insights"}
+    args = [
+        "--cluster-name", cluster_name,
+        "--node-name", "$(NODE_NAME)",
+        "--interval", str(interval_s),
+        "--emf-endpoint", emf_endpoint,
+    ]  # fmt: skip
+    volumes: list[dict[str, Any]] = []
+    mounts: list[dict[str, Any]] = []
+    if pod_attribution:
+        args += ["--proc-root", HOST_PROC]
+        volumes.append({"name": "host-proc", "hostPath": {"path": "/proc", "type": "Directory"}})
+        mounts.append({"name": "host-proc", "mountPath": HOST_PROC, "readOnly": True})
+    container = {
+        "name": "exporter",
+        "image": image,
+        "args": args,
+        "env": [
+            {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+            {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
+            {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "utility"},
+            {"name": "PYTHONUNBUFFERED", "value": "1"},
+        ],
+        "resources": {
+            "requests": {"cpu": "10m", "memory": "48Mi"},
+            "limits": {"cpu": "200m", "memory": "128Mi"},
+        },
+        "securityContext": {
+            "readOnlyRootFilesystem": True,
+            "allowPrivilegeEscalation": False,
+            "runAsNonRoot": True,
+            "runAsUser": 65534,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "volumeMounts": mounts,
+    }
+    daemon_set = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": NAME, "namespace": namespace, "labels": labels},
+        "spec": {
+            "selector": {"matchLabels": {"app.kubernetes.io/name": NAME}},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "serviceAccountName": NAME,
+                    "automountServiceAccountToken": False,
+                    "terminationGracePeriodSeconds": 15,
+                    "affinity": {
+                        "nodeAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": {
+                                "nodeSelectorTerms": _label_terms(gpu_node_labels)
+                            }
+                        }
+                    },
+                    "tolerations": [{"key": key, "operator": "Exists"} for key in gpu_taint_keys],
+                    "containers": [container],
+                    "volumes": volumes,
+                },
+            },
+        },
+    }
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": namespace, "labels": labels},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": NAME, "namespace": namespace, "labels": labels},
+            "automountServiceAccountToken": False,
+        },
+        daemon_set,
+    ]

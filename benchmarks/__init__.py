@@ -1,0 +1,1 @@
+"""Benchmarks: scripts that print figures. `make bench` runs them; `make test` does not."""

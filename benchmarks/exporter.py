@@ -1,0 +1,79 @@
+"""The exporter's own cost: CPU per GPU per cycle, and memory over a simulated day.
+
+Replays a simulated 8-GPU node through the real Exporter with a virtual clock (10 s cycles)
+and a sink that encodes every document to EMF text and discards it, as a socket send would.
+The fake NVML's Python calls are counted in the figure, so it is an upper bound: pynvml's
+calls are C calls through ctypes.
+"""
+
+import logging
+import resource
+import time
+from typing import Any
+
+from agent.emf import encode
+from agent.exporter import Exporter, ExporterConfig
+from agent.fake_nvml import FakeNvml
+from agent.simulated_trace import SimulatedGpu, node_trace
+from agent.sinks import BufferedSender
+
+GPUS = 8
+INTERVAL_S = 10.0
+DAY_S = 86_400.0
+
+
+class EncodingSink:
+    def __init__(self) -> None:
+        self.bytes = 0
+
+    def send(self, documents: Any) -> None:
+        self.bytes += sum(len(encode(d)) + 1 for d in documents)
+
+
+def main() -> dict[str, float]:
+    logging.disable(logging.WARNING)  # the simulated XIDs would log; the figures are the output
+    roles = ["busy"] * 5 + ["idle", "thermal", "busy"]
+    trace = node_trace([SimulatedGpu(role) for role in roles], duration_s=DAY_S, step_s=60)
+    now = [0.0]
+    sink = EncodingSink()
+    exporter = Exporter(
+        FakeNvml(trace, clock=lambda: now[0], sleep=lambda _: None),
+        BufferedSender(sink),
+        ExporterConfig(cluster_name="bench", node_name="node-0", interval_s=INTERVAL_S),
+        clock=lambda: 1_764_000_000 + now[0],
+    )
+    exporter.start()
+    assert exporter.watcher is not None
+    cycles = int(DAY_S / INTERVAL_S)
+    rss_at_hour = 0.0
+    cpu_started = time.process_time()
+    for cycle in range(cycles):
+        now[0] = cycle * INTERVAL_S
+        exporter.watcher.drain()
+        exporter.collect_once()
+        if cycle == int(3600 / INTERVAL_S):
+            rss_at_hour = _max_rss_mib()
+    cpu = time.process_time() - cpu_started
+    rss_at_day = _max_rss_mib()
+    per_gpu_cycle_ms = cpu / cycles / GPUS * 1000
+    figures = {
+        "cycles": float(cycles),
+        "cpu_ms_per_gpu_per_cycle": per_gpu_cycle_ms,
+        "max_rss_after_1h_mib": rss_at_hour,
+        "max_rss_after_24h_mib": rss_at_day,
+        "emf_bytes_per_gpu_per_cycle": sink.bytes / cycles / GPUS,
+    }
+    print(f"exporter: {GPUS} GPUs, {cycles} cycles of {INTERVAL_S:.0f} s (one simulated day)")
+    print(f"  CPU per GPU per cycle     {per_gpu_cycle_ms:8.3f} ms    (goal < 1 ms)")
+    print(f"  max RSS after 1 h         {rss_at_hour:8.1f} MiB")
+    print(f"  max RSS after 24 h        {rss_at_day:8.1f} MiB   (goal: flat)")
+    print(f"  EMF per GPU per cycle     {sink.bytes / cycles / GPUS:8.0f} bytes")
+    return figures
+
+
+def _max_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""The NVML exporter on every GPU node: its image, and (given a kubectl role) its DaemonSet."""
+
+from pathlib import Path
+
+from aws_cdk import Acknowledgment, CfnOutput, NestedStack, Stack, Validations
+from aws_cdk import aws_ecr_assets as ecr_assets
+from aws_cdk import aws_eks as eks
+from constructs import Construct
+
+from agent.manifest import exporter_manifests
+
+AGENT_DIR = Path(__file__).resolve().parents[2] / "agent"
+
+
+class GpuExporter(Construct):
+    """Attributes: ``image`` (the image asset), ``manifest`` (None without a kubectl role)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster_name: str,
+        interval_s: int,
+        gpu_node_labels: tuple[str, ...],
+        gpu_taint_keys: tuple[str, ...],
+        pod_attribution: bool,
+        kubectl_role_arn: str | None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        # Built from agent/ at deploy time; synth only fingerprints the folder (no Docker).
+        self.image = ecr_assets.DockerImageAsset(
+            self,
+            "Image",
+            directory=str(AGENT_DIR),
+            platform=ecr_assets.Platform.LINUX_AMD64,
+            exclude=["**/__pycache__", "**/*.pyc"],
+        )
+        manifests = exporter_manifests(
+            image=self.image.image_uri,
+            cluster_name=cluster_name,
+            interval_s=interval_s,
+            gpu_node_labels=gpu_node_labels,
+            gpu_taint_keys=gpu_taint_keys,
+            pod_attribution=pod_attribution,
+        )
+        self.manifest: eks.KubernetesManifest | None = None
+        if kubectl_role_arn is not None:
+            self.manifest = self._apply(cluster_name, kubectl_role_arn, manifests)
+        CfnOutput(
+            self,
+            "ImageUri",
+            description="The exporter image; `gpu-insights manifest --image` takes it",
+            value=self.image.image_uri,
+        )
+
+    def _apply(
+        self, cluster_name: str, kubectl_role_arn: str, manifests: list[dict[str, object]]
+    ) -> eks.KubernetesManifest:
+        from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
+
+        cluster = eks.Cluster.from_cluster_attributes(
+            self,
+            "Cluster",
+            cluster_name=cluster_name,
+            kubectl_role_arn=kubectl_role_arn,
+            kubectl_layer=KubectlV33Layer(self, "KubectlLayer"),
+        )
+        manifest = eks.KubernetesManifest(
+            self, "DaemonSet", cluster=cluster, manifest=manifests, overwrite=True
+        )
+        _acknowledge_kubectl_provider(Stack.of(self))
+        return manifest
+
+
+def _acknowledge_kubectl_provider(stack: Stack) -> None:
+    """CDK's kubectl provider is CDK's own nested stack of Lambda functions. Its choices
+    (the managed execution and ECR pull policies, the handler's pinned runtime, the framework
+    invoking its handler's versions) are CDK's; they are reviewed and accepted here, once."""
+    for child in stack.node.children:
+        if isinstance(child, NestedStack) and child.node.id.endswith("-KubectlProvider"):
+            Validations.of(child).acknowledge(
+                *(Acknowledgment(id=rule, reason=reason) for rule, reason in _KUBECTL_PROVIDER)
+            )
+
+
+_ECR_PUBLIC_POLICY = (
+    '{"Fn::If":["HandlerHasEcrPublic195AF58A",{"Fn::Join":["",["arn:",{"Ref":"AWS::Partition"},'
+    '":iam::aws:policy/AmazonElasticContainerRegistryPublicReadOnly"]]},{"Ref":"AWS::NoValue"}]}'
+)
+_KUBECTL_PROVIDER = (
+    (
+        "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+        "AWSLambdaBasicExecutionRole]",
+        "CDK's kubectl provider functions write their own logs with the basic execution policy",
+    ),
+    (
+        "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
+        "AmazonEC2ContainerRegistryPullOnly]",
+        "CDK's kubectl handler pulls Helm OCI charts from ECR; this project applies no chart",
+    ),
+    (
+        f"AwsSolutions-IAM4[Policy::{_ECR_PUBLIC_POLICY}]",
+        "CDK's kubectl handler reads ECR Public only when a chart needs it; none here does",
+    ),
+    ("AwsSolutions-L1", "CDK pins the kubectl handler's runtime to match its kubectl layer"),
+    (
+        "AwsSolutions-IAM5[Resource::<Handler886CB40B.Arn>:*]",
+        "the provider framework invokes its own handler, any version of it",
+    ),
+)

@@ -1,0 +1,135 @@
+"""The demo's GPU node: the real exporter replays a simulated NVML trace into (moto) CloudWatch.
+
+Virtual time: each cycle moves the trace's clock by the exporter's interval, so hours of a
+node replay in a second, through the same Exporter, XidWatcher and PutMetricDataSink that
+run on a node with ``--sink cloudwatch``.
+"""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from agent.emf import EmfDocument, encode
+from agent.exporter import Exporter, ExporterConfig
+from agent.fake_nvml import FakeNvml
+from agent.metric_contract import (
+    DIM_CLUSTER,
+    DIM_GPU_INDEX,
+    DIM_NODE,
+    DIM_XID_CODE,
+    NAMESPACE_GPU,
+    GpuMetric,
+)
+from agent.simulated_trace import SimulatedGpu, node_trace
+from agent.sinks import BufferedSender, PutMetricDataSink
+
+NODE = "ip-10-0-1-17.ec2.internal"
+ROLES = ("busy", "idle", "thermal", "failing")
+INTERVAL_S = 60.0
+DURATION_S = 2 * 3600.0
+START_EPOCH = 1_764_333_000.0  # 2025-11-28T12:30:00Z
+START_HOUR = 12.5
+
+
+class TeeSink:
+    """Writes every EMF line to a file, as the agent's listener would receive it, keeps the
+    XID documents for the summary, and passes everything on."""
+
+    def __init__(self, forward: PutMetricDataSink, stream: TextIO) -> None:
+        self._forward = forward
+        self._stream = stream
+        self.xid_documents: list[EmfDocument] = []
+
+    def send(self, documents: Any) -> None:
+        self._stream.writelines(encode(d) + "\n" for d in documents)
+        self.xid_documents.extend(d for d in documents if DIM_XID_CODE in d)
+        self._forward.send(documents)
+
+
+@dataclass
+class ExporterReplay:
+    cycles: int = 0
+    documents: int = 0
+    power_utilization_by_gpu: dict[str, float] = field(default_factory=dict)
+    sm_active_by_gpu: dict[str, float | None] = field(default_factory=dict)
+    thermal_throttled_by_gpu: dict[str, float] = field(default_factory=dict)
+    xids: list[tuple[str, str, str, str]] = field(default_factory=list)
+    unhealthy_gpus: list[str] = field(default_factory=list)
+    emf_path: Path | None = None
+
+
+def replay_exporter(cloudwatch: Any, *, cluster_name: str, out_dir: Path) -> ExporterReplay:
+    now = [0.0]
+    emf_path = out_dir / "exporter-emf.jsonl"
+    result = ExporterReplay(emf_path=emf_path)
+    with emf_path.open("w", encoding="utf-8") as emf:
+        tee = TeeSink(PutMetricDataSink(cloudwatch), emf)
+        exporter = Exporter(
+            FakeNvml(
+                node_trace(
+                    [SimulatedGpu(role) for role in ROLES],
+                    duration_s=DURATION_S,
+                    node=NODE,
+                    start_hour=START_HOUR,
+                ),
+                clock=lambda: now[0],
+                sleep=lambda _: None,
+            ),
+            BufferedSender(tee),
+            ExporterConfig(cluster_name=cluster_name, node_name=NODE, interval_s=INTERVAL_S),
+            clock=lambda: START_EPOCH + now[0],
+        )
+        exporter.start()
+        assert exporter.watcher is not None
+        for cycle in range(int(DURATION_S / INTERVAL_S)):
+            now[0] = cycle * INTERVAL_S
+            exporter.watcher.drain()
+            result.documents += len(exporter.collect_once())
+            result.cycles += 1
+        exporter.shutdown()
+    result.documents += len(tee.xid_documents)
+    result.xids = [
+        (d[DIM_GPU_INDEX], d[DIM_XID_CODE], str(d["XidSeverity"]), str(d["XidDescription"]))
+        for d in tee.xid_documents
+    ]
+    for index in range(len(ROLES)):
+        gpu = str(index)
+        result.power_utilization_by_gpu[gpu] = (
+            _average(cloudwatch, cluster_name, gpu, GpuMetric.POWER_UTILIZATION) or 0.0
+        )
+        result.sm_active_by_gpu[gpu] = _average(cloudwatch, cluster_name, gpu, GpuMetric.SM_ACTIVE)
+        result.thermal_throttled_by_gpu[gpu] = 100 * (
+            _average(cloudwatch, cluster_name, gpu, GpuMetric.THROTTLED_THERMAL) or 0.0
+        )
+        if _minimum(cloudwatch, cluster_name, gpu, GpuMetric.HEALTHY) == 0.0:
+            result.unhealthy_gpus.append(gpu)
+    return result
+
+
+def _statistic(
+    cloudwatch: Any, cluster: str, gpu: str, metric: GpuMetric, stat: str
+) -> float | None:
+    """One statistic over the whole replay, read back from CloudWatch as a user would."""
+    response = cloudwatch.get_metric_statistics(
+        Namespace=NAMESPACE_GPU,
+        MetricName=str(metric),
+        Dimensions=[
+            {"Name": DIM_CLUSTER, "Value": cluster},
+            {"Name": DIM_NODE, "Value": NODE},
+            {"Name": DIM_GPU_INDEX, "Value": gpu},
+        ],
+        StartTime=START_EPOCH - 60,
+        EndTime=START_EPOCH + DURATION_S + 60,
+        Period=int(DURATION_S + 120),
+        Statistics=[stat],
+    )
+    points = response["Datapoints"]
+    return float(points[0][stat]) if points else None
+
+
+def _average(cloudwatch: Any, cluster: str, gpu: str, metric: GpuMetric) -> float | None:
+    return _statistic(cloudwatch, cluster, gpu, metric, "Average")
+
+
+def _minimum(cloudwatch: Any, cluster: str, gpu: str, metric: GpuMetric) -> float | None:
+    return _statistic(cloudwatch, cluster, gpu, metric, "Minimum")

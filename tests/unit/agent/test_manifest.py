@@ -1,0 +1,76 @@
+import pytest
+
+from agent.manifest import DEFAULT_GPU_NODE_LABELS, ManifestError, exporter_manifests
+
+
+def _daemon_set(**kwargs: object) -> dict:  # type: ignore[type-arg]
+    objects = exporter_manifests(image="123.dkr.ecr/x:1", cluster_name="train", **kwargs)  # type: ignore[arg-type]
+    assert [o["kind"] for o in objects] == ["Namespace", "ServiceAccount", "DaemonSet"]
+    return objects[2]
+
+
+def test_exporter_takes_no_gpu_from_jobs_and_sees_them_through_the_runtime() -> None:
+    pod = _daemon_set()["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    for section in ("requests", "limits"):
+        assert "nvidia.com/gpu" not in container["resources"][section]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["NVIDIA_VISIBLE_DEVICES"] == "all"
+    assert env["NVIDIA_DRIVER_CAPABILITIES"] == "utility"
+    assert container["resources"]["limits"] == {"cpu": "200m", "memory": "128Mi"}
+
+
+def test_exporter_runs_with_no_privilege_it_does_not_need() -> None:
+    pod = _daemon_set()["spec"]["template"]["spec"]
+    security = pod["containers"][0]["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["runAsNonRoot"] is True
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert "privileged" not in security
+    assert pod["automountServiceAccountToken"] is False
+    assert "hostPID" not in pod
+    assert "hostNetwork" not in pod
+    (mount,) = pod["containers"][0]["volumeMounts"]
+    assert mount == {"name": "host-proc", "mountPath": "/host/proc", "readOnly": True}
+
+
+def test_gpu_nodes_are_selected_by_label_and_gpu_taints_tolerated() -> None:
+    pod = _daemon_set(gpu_taint_keys=("nvidia.com/gpu", "example.com/h200"))["spec"]["template"][
+        "spec"
+    ]
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert len(terms) == len(DEFAULT_GPU_NODE_LABELS)
+    assert terms[0] == {
+        "matchExpressions": [
+            {"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]}
+        ]
+    }
+    assert "node.kubernetes.io/instance-type" not in str(terms)
+    assert pod["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists"},
+        {"key": "example.com/h200", "operator": "Exists"},
+    ]
+
+
+def test_args_carry_cluster_node_and_interval() -> None:
+    container = _daemon_set(interval_s=30, pod_attribution=False)["spec"]["template"]["spec"][
+        "containers"
+    ][0]
+    assert container["args"][:6] == [
+        "--cluster-name", "train", "--node-name", "$(NODE_NAME)", "--interval", "30",
+    ]  # fmt: skip
+    assert "--proc-root" not in container["args"]
+    assert container["volumeMounts"] == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "problem"),
+    [({"gpu_node_labels": ["nvidia"]}, "not key=value"), ({"gpu_node_labels": []}, "at least one"),
+     ({"interval_s": 0}, "at least 1 s")],
+)  # fmt: skip
+def test_bad_manifest_settings_are_named(kwargs: dict, problem: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(ManifestError, match=problem):
+        exporter_manifests(image="x", cluster_name="train", **kwargs)
