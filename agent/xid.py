@@ -9,6 +9,7 @@ an illegal address) that the driver contained.
 """
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
@@ -110,3 +111,25 @@ def parse_kernel_xid_line(line: str) -> KernelXid | None:
         code=int(match["code"]),
         detail=(match["detail"] or "").strip(),
     )
+
+
+@dataclass(frozen=True)
+class KernelLogScan:
+    xids: list[KernelXid]
+    #: Lines that named an XID but could not be read; counted, never raised.
+    malformed: int
+
+
+def scan_kernel_log(lines: Iterable[str]) -> KernelLogScan:
+    """Every XID in a kernel log (dmesg, journald, Container Insights' host log)."""
+    xids: list[KernelXid] = []
+    malformed = 0
+    for line in lines:
+        try:
+            parsed = parse_kernel_xid_line(line)
+        except XidLineError:
+            malformed += 1
+            continue
+        if parsed is not None:
+            xids.append(parsed)
+    return KernelLogScan(xids=xids, malformed=malformed)

@@ -6,6 +6,7 @@ from agent.xid import (
     XidSeverity,
     describe_xid,
     parse_kernel_xid_line,
+    scan_kernel_log,
 )
 
 
@@ -56,3 +57,16 @@ def test_other_kernel_lines_are_not_xids() -> None:
 def test_malformed_xid_lines_raise_a_named_error(line: str) -> None:
     with pytest.raises(XidLineError, match="malformed NVRM Xid line"):
         parse_kernel_xid_line(line)
+
+
+def test_scanning_a_log_skips_malformed_lines_with_a_count() -> None:
+    scan = scan_kernel_log(
+        [
+            "[ 10.0] NVRM: Xid (PCI:0000:53:00): 79, pid=1, GPU has fallen off the bus.",
+            "[ 11.0] NVRM: Xid (PCI:0000:53:00): garbled",
+            "[ 12.0] eth0: link up",
+            "[ 13.0] NVRM: Xid (PCI:0000:54:00): 48, pid=2, DBE",
+        ]
+    )
+    assert [(x.pci_bus_id, x.code) for x in scan.xids] == [("0000:53:00", 79), ("0000:54:00", 48)]
+    assert scan.malformed == 1
