@@ -49,7 +49,7 @@ class ExporterConfig:
     cluster_name: str
     node_name: str
     interval_s: float = 10.0
-    #: The host's /proc, for pod attribution; None turns attribution off.
+    #: A /proc that shows the GPU processes (the host's, with hostPID); None: no attribution.
     proc_root: Path | None = None
     #: Add a (ClusterName, PodUid) series for GPUs used by one pod. Off by default: every pod
     #: would be a new custom metric.

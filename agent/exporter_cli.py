@@ -31,7 +31,11 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--emf-endpoint", default=DEFAULT_EMF_ENDPOINT, help="tcp://host:port")
     p.add_argument("--buffer", type=int, default=10_000, help="documents kept while a sink is down")
-    p.add_argument("--proc-root", type=Path, help="the host's /proc, for pod attribution")
+    p.add_argument(
+        "--proc-root",
+        type=Path,
+        help="a /proc showing GPU processes (hostPID), for pod attribution",
+    )
     p.add_argument("--pod-dimension", action="store_true", help="publish a PodUid series too")
     p.add_argument("--trace", type=Path, help="replay an NVML trace instead of the real GPUs")
     p.add_argument("--region", help="AWS region for --sink cloudwatch")

@@ -47,6 +47,11 @@ NVML_FUNCTIONS_USED = (
 )
 
 
+#: Memory a CUDA context and a model hold; an idle GPU with no context uses a few MiB. Used
+#: with the process list because NVML hides other PID namespaces' processes from a container.
+IN_USE_MEMORY_BYTES = 2**30
+
+
 class GpuLostError(Exception):
     """NVML says the GPU is lost (fallen off the bus); it will not answer until a reset."""
 
@@ -154,7 +159,11 @@ class GpuSampler:
         self._sample_ecc(metrics)
         if self.gpm_supported:
             self._sample_gpm(metrics)
-        return GpuReading(metrics=metrics, pids=self.sample_pids())
+        pids = self.sample_pids()
+        in_use = bool(pids) or metrics.get(GpuMetric.MEMORY_USED, 0.0) >= IN_USE_MEMORY_BYTES
+        if in_use and GpuMetric.POWER_UTILIZATION in metrics:
+            metrics[GpuMetric.ALLOCATED_POWER_UTILIZATION] = metrics[GpuMetric.POWER_UTILIZATION]
+        return GpuReading(metrics=metrics, pids=pids)
 
     def sample_pids(self) -> list[int]:
         """Host PIDs of the compute processes on this GPU."""

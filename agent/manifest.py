@@ -7,7 +7,8 @@ Rules the DaemonSet keeps, and why:
 - it selects GPU nodes by label (GPU feature discovery, Karpenter, EKS Auto Mode), never by an
   instance-type list that goes stale, and tolerates the GPU taints;
 - it has resource limits, a read-only root filesystem, runs as nobody with every capability
-  dropped, and mounts the host's /proc read-only only for pod attribution.
+  dropped, and shares the host's PID namespace only when pod attribution is asked for (NVML
+  reports no processes of other PID namespaces, and their cgroups name the pod).
 """
 
 from collections.abc import Sequence
@@ -25,7 +26,6 @@ DEFAULT_GPU_NODE_LABELS: Final[tuple[str, ...]] = (
     "karpenter.k8s.aws/instance-gpu-manufacturer=nvidia",  # Karpenter
     "eks.amazonaws.com/instance-gpu-manufacturer=nvidia",  # EKS Auto Mode
 )
-HOST_PROC: Final = "/host/proc"
 
 
 class ManifestError(ValueError):
@@ -53,7 +53,7 @@ def exporter_manifests(
     emf_endpoint: str = DEFAULT_EMF_ENDPOINT,
     gpu_node_labels: Sequence[str] = DEFAULT_GPU_NODE_LABELS,
     gpu_taint_keys: Sequence[str] = ("nvidia.com/gpu",),
-    pod_attribution: bool = True,
+    pod_attribution: bool = False,
 ) -> list[dict[str, Any]]:
     """The objects to apply, in order."""
     if interval_s < 1:
@@ -65,12 +65,8 @@ def exporter_manifests(
         "--interval", str(interval_s),
         "--emf-endpoint", emf_endpoint,
     ]  # fmt: skip
-    volumes: list[dict[str, Any]] = []
-    mounts: list[dict[str, Any]] = []
     if pod_attribution:
-        args += ["--proc-root", HOST_PROC]
-        volumes.append({"name": "host-proc", "hostPath": {"path": "/proc", "type": "Directory"}})
-        mounts.append({"name": "host-proc", "mountPath": HOST_PROC, "readOnly": True})
+        args += ["--proc-root", "/proc"]
     container = {
         "name": "exporter",
         "image": image,
@@ -93,7 +89,6 @@ def exporter_manifests(
             "capabilities": {"drop": ["ALL"]},
             "seccompProfile": {"type": "RuntimeDefault"},
         },
-        "volumeMounts": mounts,
     }
     daemon_set = {
         "apiVersion": "apps/v1",
@@ -117,7 +112,7 @@ def exporter_manifests(
                     },
                     "tolerations": [{"key": key, "operator": "Exists"} for key in gpu_taint_keys],
                     "containers": [container],
-                    "volumes": volumes,
+                    **({"hostPID": True} if pod_attribution else {}),
                 },
             },
         },

@@ -47,6 +47,9 @@ class GpuMetric(StrEnum):
     POWER_LIMIT = "gpu_power_limit_watts"
     #: Power draw as a percent of the enforced limit: the best single sign of real work.
     POWER_UTILIZATION = "gpu_power_utilization"
+    #: The same, published only while the GPU is in use (a compute process on it, or over
+    #: 1 GiB of memory held): an idle-by-design GPU has no value, so it cannot page anyone.
+    ALLOCATED_POWER_UTILIZATION = "gpu_allocated_power_utilization"
     UTILIZATION = "gpu_utilization"
     MEMORY_USED = "gpu_memory_used_bytes"
     TEMPERATURE = "gpu_temperature_celsius"
@@ -70,6 +73,7 @@ GPU_METRIC_UNITS: Final[dict[GpuMetric, str]] = {
     GpuMetric.POWER_DRAW: "None",
     GpuMetric.POWER_LIMIT: "None",
     GpuMetric.POWER_UTILIZATION: "Percent",
+    GpuMetric.ALLOCATED_POWER_UTILIZATION: "Percent",
     GpuMetric.UTILIZATION: "Percent",
     GpuMetric.MEMORY_USED: "Bytes",
     GpuMetric.TEMPERATURE: "None",

@@ -1,6 +1,7 @@
 """Which pod uses a GPU: from the PIDs NVML reports to the pod UID in their cgroup path.
 
-Needs the host's /proc (the DaemonSet mounts it read-only); where a PID cannot be read the
+Needs the host's PID namespace (the DaemonSet's hostPID when attribution is on): NVML
+reports no processes of other namespaces to a container. Where a PID cannot be read the
 GPU simply has no attribution. Kubelet cgroup paths name the pod as ``pod<uid>`` with dashes
 (cgroupfs) or underscores (systemd driver).
 """

@@ -70,8 +70,8 @@ class Settings:
     #: Deploy the NVML exporter (image asset built at deploy time: needs Docker or Finch).
     exporter_enabled: bool = True
     exporter_interval_seconds: int = 10
-    #: Read the host's /proc to name the pod using each GPU.
-    exporter_pod_attribution: bool = True
+    #: Share the host's PID namespace to name the pod using each GPU (off: a privilege).
+    exporter_pod_attribution: bool = False
     #: key=value labels; a node with any of them runs the exporter.
     gpu_node_labels: tuple[str, ...] = DEFAULT_GPU_NODE_LABELS
     #: An IAM role mapped to system:masters (or an access entry) that CDK's kubectl uses to apply

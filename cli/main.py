@@ -61,7 +61,9 @@ def _parser() -> argparse.ArgumentParser:
         help="a GPU taint to tolerate, repeatable (default: nvidia.com/gpu)",
     )  # fmt: skip
     manifest.add_argument(
-        "--no-pod-attribution", action="store_true", help="do not mount the host's /proc"
+        "--pod-attribution",
+        action="store_true",
+        help="share the host's PID namespace to name the pod using each GPU",
     )
 
     cost = commands.add_parser(
@@ -94,7 +96,7 @@ def _manifest(args: argparse.Namespace) -> str:
         interval_s=args.interval,
         gpu_node_labels=args.node_labels or DEFAULT_GPU_NODE_LABELS,
         gpu_taint_keys=args.taint_keys or ("nvidia.com/gpu",),
-        pod_attribution=not args.no_pod_attribution,
+        pod_attribution=args.pod_attribution,
     )
     # A List is what `kubectl apply -f -` takes in one go; JSON is valid YAML.
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2)

@@ -54,7 +54,7 @@ RECORDS: list[dict[str, Any]] = [
         "index": 1,
         "power_w": 60.0,
         "utilization": 0,
-        "memory_used_bytes": 1 * GIB,
+        "memory_used_bytes": GIB // 2,
         "temperature_c": 35,
         "throttle": [],
     },

@@ -11,13 +11,13 @@ def test_tiers_price_each_metric_in_its_band() -> None:
 
 def test_fleet_estimate_counts_series_per_gpu_and_per_cluster() -> None:
     result = estimate(nodes=10, gpus_per_node=8, interval_s=10)
-    assert GAUGES_PER_GPU == 14
-    assert result.exporter_metrics == 10 * 8 * 14 + 14
-    assert result.exporter_metrics_usd == pytest.approx(1134 * 0.30)
-    # 80 GPUs, 262,800 cycles a month, 1,322 bytes each.
-    assert result.exporter_ingestion_gb == pytest.approx(80 * 262_800 * 1322 / 1e9)
+    assert GAUGES_PER_GPU == 15
+    assert result.exporter_metrics == 10 * 8 * 15 + 15
+    assert result.exporter_metrics_usd == pytest.approx(1215 * 0.30)
+    # 80 GPUs, 262,800 cycles a month, 1,432 bytes each.
+    assert result.exporter_ingestion_gb == pytest.approx(80 * 262_800 * 1432 / 1e9)
     assert result.ci_observations_millions == pytest.approx(80 * 18 * 43_800 / 1e6)
-    assert "Budget per GPU node: 8 GPUs x 14 gauges = 112 series" in result.table()
+    assert "Budget per GPU node: 8 GPUs x 15 gauges = 120 series" in result.table()
 
 
 def test_a_longer_interval_cuts_ingestion_not_metrics() -> None:

@@ -64,11 +64,15 @@ def test_each_metric_from_the_trace() -> None:
     assert gpu0["gpu_sm_occupancy"] == 42.0
     assert gpu0["gpu_tensor_active"] == 66.0
     assert gpu0["gpu_healthy"] == 1.0
+    assert gpu0["gpu_allocated_power_utilization"] == pytest.approx(90.0)
     assert first["0"]["gpu_power_utilization"] == pytest.approx(50.0)
     assert first["0"]["gpu_ecc_errors_uncorrected"] == 0.0
     # GPM needs two samples: the first cycle has no SM metrics, and says nothing false.
     assert "gpu_sm_active" not in first["0"]
     assert first["2"]["gpu_throttled_thermal"] == 1.0
+    # GPU 1 holds 512 MiB and runs no process: idle by design, so no allocated power value.
+    assert "gpu_allocated_power_utilization" not in first["1"]
+    assert first["1"]["gpu_power_utilization"] == pytest.approx(20.0)
 
 
 def test_dimensions_and_properties_follow_the_contract() -> None:

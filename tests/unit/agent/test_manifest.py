@@ -31,8 +31,14 @@ def test_exporter_runs_with_no_privilege_it_does_not_need() -> None:
     assert pod["automountServiceAccountToken"] is False
     assert "hostPID" not in pod
     assert "hostNetwork" not in pod
-    (mount,) = pod["containers"][0]["volumeMounts"]
-    assert mount == {"name": "host-proc", "mountPath": "/host/proc", "readOnly": True}
+    assert "volumes" not in pod
+
+
+def test_pod_attribution_shares_the_host_pid_namespace_and_nothing_else() -> None:
+    pod = _daemon_set(pod_attribution=True)["spec"]["template"]["spec"]
+    assert pod["hostPID"] is True
+    assert pod["containers"][0]["args"][-2:] == ["--proc-root", "/proc"]
+    assert pod["containers"][0]["securityContext"]["capabilities"] == {"drop": ["ALL"]}
 
 
 def test_gpu_nodes_are_selected_by_label_and_gpu_taints_tolerated() -> None:
@@ -56,14 +62,11 @@ def test_gpu_nodes_are_selected_by_label_and_gpu_taints_tolerated() -> None:
 
 
 def test_args_carry_cluster_node_and_interval() -> None:
-    container = _daemon_set(interval_s=30, pod_attribution=False)["spec"]["template"]["spec"][
-        "containers"
-    ][0]
+    container = _daemon_set(interval_s=30)["spec"]["template"]["spec"]["containers"][0]
     assert container["args"][:6] == [
         "--cluster-name", "train", "--node-name", "$(NODE_NAME)", "--interval", "30",
     ]  # fmt: skip
     assert "--proc-root" not in container["args"]
-    assert container["volumeMounts"] == []
 
 
 @pytest.mark.parametrize(

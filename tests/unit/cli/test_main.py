@@ -47,5 +47,5 @@ def test_cost_estimate_prints_the_table(capsys: pytest.CaptureFixture[str]) -> N
     assert main(["cost-estimate", "--nodes", "4", "--gpus-per-node", "8"]) == 0
     out = capsys.readouterr().out
     assert "4 GPU nodes x 8 GPUs = 32 GPUs" in out
-    assert "GpuInsights custom metrics          462  $    138.60" in out
+    assert "GpuInsights custom metrics          495  $    148.50" in out
     assert "Prices assumed" in out
