@@ -31,8 +31,10 @@ def emf_document(
     metrics: Mapping[str, float],
     units: Mapping[str, str],
     properties: Mapping[str, object] | None = None,
+    log_group: str | None = None,
 ) -> EmfDocument:
-    """One EMF document. Non-finite values are dropped: CloudWatch rejects NaN and infinity."""
+    """One EMF document. Non-finite values are dropped: CloudWatch rejects NaN and infinity.
+    ``log_group`` tells the CloudWatch agent where to write the line (its default otherwise)."""
     values = {name: float(v) for name, v in metrics.items() if math.isfinite(v)}
     if len(values) > MAX_METRICS_PER_DIRECTIVE:
         raise EmfError(f"{len(values)} metrics in one document; EMF allows 100")
@@ -44,6 +46,7 @@ def emf_document(
     document.update(dimensions)
     document.update(values)
     document["_aws"] = {
+        **({"LogGroupName": log_group} if log_group else {}),
         "Timestamp": timestamp_ms,
         "CloudWatchMetrics": [
             {

@@ -27,6 +27,7 @@ from agent.metric_contract import (
     NAMESPACE_GPU,
     XID_DIMENSION_SETS,
     GpuMetric,
+    exporter_log_group,
 )
 from agent.pod_attribution import pod_uids
 from agent.sinks import BufferedSender
@@ -73,6 +74,7 @@ class Exporter:
         self.samplers: dict[int, GpuSampler] = {}
         self.lost: set[int] = set()
         self.watcher: XidWatcher | None = None
+        self._log_group = exporter_log_group(config.cluster_name)
 
     def start(self) -> None:
         nvml = self._nvml
@@ -138,6 +140,7 @@ class Exporter:
             metrics={str(m): v for m, v in reading.metrics.items()},
             units={str(m): GPU_METRIC_UNITS[m] for m in reading.metrics},
             properties=properties,
+            log_group=self._log_group,
         )
 
     def xid_document(self, event: XidEvent, pods: list[str]) -> EmfDocument:
@@ -163,6 +166,7 @@ class Exporter:
             metrics=metrics,
             units=dict.fromkeys(metrics, "Count"),
             properties=properties,
+            log_group=self._log_group,
         )
 
     def on_xid(self, event: XidEvent) -> None:

@@ -146,10 +146,9 @@ class GpuSampler:
             metrics[GpuMetric.TEMPERATURE] = float(temperature)
         reasons = self._call("throttle reasons", "nvmlDeviceGetCurrentClocksEventReasons")
         if reasons is not None:
-            power = (
-                nvml.nvmlClocksEventReasonSwPowerCap
-                | nvml.nvmlClocksEventReasonHwPowerBrakeSlowdown
-            )
+            # Only the hardware power brake: capping at the power limit (SW power cap) is how a
+            # busy GPU normally runs, and would make the metric useless as a fault signal.
+            power = nvml.nvmlClocksEventReasonHwPowerBrakeSlowdown
             thermal = (
                 nvml.nvmlClocksEventReasonSwThermalSlowdown
                 | nvml.nvmlClocksEventReasonHwThermalSlowdown

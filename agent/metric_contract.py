@@ -35,6 +35,26 @@ AGENT_NAMESPACE: Final = "amazon-cloudwatch"
 AGENT_SERVICE_ACCOUNT: Final = "cloudwatch-agent"
 
 
+#: Metric the host-log metric filter publishes for each kernel ``NVRM: Xid`` line (fallback
+#: XID path for nodes without the exporter), in a namespace per cluster because a metric
+#: filter cannot add a constant dimension.
+HOST_LOG_XID_METRIC: Final = "gpu_xid_host_log_lines"
+
+
+def exporter_log_group(cluster_name: str) -> str:
+    """Where the CloudWatch agent writes the exporter's EMF lines (XID events are read there)."""
+    return f"/aws/gpu-insights/{cluster_name}/exporter"
+
+
+def host_log_namespace(cluster_name: str) -> str:
+    return f"{NAMESPACE_GPU}/HostLogs/{cluster_name}"
+
+
+#: Container Insights' per-pod GPU power series (only GPUs that a pod holds have one).
+CI_POD_GPU_POWER_METRIC: Final = "pod_gpu_power_draw"
+CI_POD_GPU_SCHEMA: Final = ("ClusterName", "FullPodName", "GpuDevice", "Namespace", "PodName")
+
+
 def container_insights_log_group_prefix(cluster_name: str) -> str:
     """Log groups Container Insights writes to: performance, application, host, dataplane."""
     return f"/aws/containerinsights/{cluster_name}"

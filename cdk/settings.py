@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from agent.cloudwatch_agent_config import MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS
 from agent.manifest import DEFAULT_GPU_NODE_LABELS
+from alarms.catalog import AlarmSettings
 
 #: The cluster the documented example deployment targets when no cluster_name is given.
 EXAMPLE_CLUSTER_NAME: Final = "example-gpu-cluster"
@@ -77,8 +78,29 @@ class Settings:
     #: An IAM role mapped to system:masters (or an access entry) that CDK's kubectl uses to apply
     #: the exporter's DaemonSet; without it, `gpu-insights manifest` prints it for kubectl/GitOps.
     kubectl_role_arn: str | None = None
+    #: A GPU in use drawing under this share of its power limit for the window is not working.
+    low_power_percent: float = 30.0
+    low_power_window_minutes: int = 60
+    throttle_window_minutes: int = 30
+    #: Without the exporter, the low-power alarm reads the GPUs' power limit from this type.
+    gpu_instance_type: str | None = None
+    #: Critical alarms (pages): email addresses and HTTPS endpoints (a pager's webhook).
     alarm_emails: tuple[str, ...] = ()
+    alarm_https_endpoints: tuple[str, ...] = ()
+    #: Warnings (a digest to read, not a page).
+    warning_emails: tuple[str, ...] = ()
     report_emails: tuple[str, ...] = ()
+
+    def alarm_settings(self) -> AlarmSettings:
+        return AlarmSettings(
+            cluster_name=self.cluster_name,
+            low_power_percent=self.low_power_percent,
+            low_power_window_minutes=self.low_power_window_minutes,
+            throttle_window_minutes=self.throttle_window_minutes,
+            exporter=self.exporter_enabled,
+            gpu_instance_type=self.gpu_instance_type,
+            host_logs=self.container_logs and self.install_addon,
+        )
 
     @property
     def is_example(self) -> bool:
@@ -164,7 +186,18 @@ class Settings:
                 self.kubectl_role_arn,
                 "an IAM role ARN such as arn:aws:iam::123456789012:role/x",
             )
-        for key in ("alarm_emails", "report_emails"):
+        for endpoint in self.alarm_https_endpoints:
+            _require(
+                endpoint.startswith("https://") and len(endpoint) > 8,
+                "alarm_https_endpoints",
+                endpoint,
+                "https:// URLs",
+            )
+        try:
+            self.alarm_settings()
+        except ValueError as err:
+            raise SettingsError(f"setting {err}") from err
+        for key in ("alarm_emails", "warning_emails", "report_emails"):
             for email in getattr(self, key):
                 _require(_EMAIL.match(email), key, email, "email addresses such as ops@example.com")
 
@@ -193,6 +226,17 @@ def _as_int(key: str, raw: object) -> int:
         except ValueError:
             pass
     raise SettingsError(f"setting {key}={raw!r} is not valid: expected a whole number")
+
+
+def _as_float(key: str, raw: object) -> float:
+    if not isinstance(raw, bool) and isinstance(raw, int | float):
+        return float(raw)
+    if isinstance(raw, str):
+        try:
+            return float(raw.strip())
+        except ValueError:
+            pass
+    raise SettingsError(f"setting {key}={raw!r} is not valid: expected a number")
 
 
 def _as_str(key: str, raw: object) -> str:
@@ -252,7 +296,13 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "exporter_pod_attribution": _as_bool,
     "gpu_node_labels": _as_str_tuple,
     "kubectl_role_arn": _as_str,
+    "low_power_percent": _as_float,
+    "low_power_window_minutes": _as_int,
+    "throttle_window_minutes": _as_int,
+    "gpu_instance_type": _as_str,
     "alarm_emails": _as_str_tuple,
+    "alarm_https_endpoints": _as_str_tuple,
+    "warning_emails": _as_str_tuple,
     "report_emails": _as_str_tuple,
 }
 

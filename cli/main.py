@@ -10,6 +10,9 @@ from pathlib import Path
 from agent.cloudwatch_agent_config import DEFAULT_GPU_MEASUREMENTS, gpu_node_agent_config
 from agent.cost import ENHANCED_CI_PER_MILLION_OBSERVATIONS, estimate
 from agent.manifest import DEFAULT_GPU_NODE_LABELS, exporter_manifests
+from alarms.cloudwatch_history import HistoryFetchError
+from cli.backtest import add_arguments as add_backtest_arguments
+from cli.backtest import run as run_backtest
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -78,7 +81,18 @@ def _parser() -> argparse.ArgumentParser:
         default=ENHANCED_CI_PER_MILLION_OBSERVATIONS,
         help="enhanced Container Insights price per million observations",
     )
+    backtest = commands.add_parser(
+        "backtest", help="replay metric history through the alarm definitions the app deploys"
+    )
+    add_backtest_arguments(backtest)
     return parser
+
+
+def _backtest(args: argparse.Namespace) -> str:
+    try:
+        return run_backtest(args)
+    except HistoryFetchError as err:  # an AWS error: say it in one line, exit non-zero
+        raise ValueError(str(err)) from err
 
 
 def _agent_config(args: argparse.Namespace) -> str:
@@ -128,6 +142,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], str]] = {
     "agent-config": _agent_config,
     "manifest": _manifest,
     "cost-estimate": _cost_estimate,
+    "backtest": _backtest,
 }
 
 

@@ -15,6 +15,7 @@ from agent.metric_contract import (
     AGENT_NAMESPACE,
     AGENT_SERVICE_ACCOUNT,
     container_insights_log_group_prefix,
+    exporter_log_group,
 )
 from cdk.constructs.nag import acknowledge_wildcard_resources
 
@@ -22,14 +23,20 @@ POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
 
 
 def log_group_arns(stack: Stack, cluster_name: str) -> list[str]:
-    """This cluster's Container Insights log groups, and their streams."""
-    groups = stack.format_arn(
-        service="logs",
-        resource="log-group",
-        resource_name=f"{container_insights_log_group_prefix(cluster_name)}/*",
-        arn_format=ArnFormat.COLON_RESOURCE_NAME,
-    )
-    return [groups, f"{groups}:*"]
+    """This cluster's Container Insights log groups and the exporter's, and their streams."""
+    arns = []
+    for name in (
+        f"{container_insights_log_group_prefix(cluster_name)}/*",
+        exporter_log_group(cluster_name),
+    ):
+        group = stack.format_arn(
+            service="logs",
+            resource="log-group",
+            resource_name=name,
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        arns += [group, f"{group}:*"]
+    return arns
 
 
 def agent_policy_statements(stack: Stack, cluster_name: str) -> list[iam.PolicyStatement]:

@@ -48,7 +48,9 @@ def test_kubectl_role_applies_the_daemonset_after_the_addon(synth: Synth) -> Non
 
 
 def test_exporter_can_be_turned_off(synth: Synth) -> None:
-    template = _template(synth, {**PROD, "exporter_enabled": "false"})
+    template = _template(
+        synth, {**PROD, "exporter_enabled": "false", "gpu_instance_type": "p5.48xlarge"}
+    )
     outputs = template.find_outputs("*")
     assert not [o for o in outputs.values() if "gpu-insights manifest" in o["Description"]]
 

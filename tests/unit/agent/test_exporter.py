@@ -70,6 +70,7 @@ def test_each_metric_from_the_trace() -> None:
     # GPM needs two samples: the first cycle has no SM metrics, and says nothing false.
     assert "gpu_sm_active" not in first["0"]
     assert first["2"]["gpu_throttled_thermal"] == 1.0
+    assert first["0"]["gpu_throttled_power"] == 0.0
     # GPU 1 holds 512 MiB and runs no process: idle by design, so no allocated power value.
     assert "gpu_allocated_power_utilization" not in first["1"]
     assert first["1"]["gpu_power_utilization"] == pytest.approx(20.0)

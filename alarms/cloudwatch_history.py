@@ -1,0 +1,129 @@
+"""Fetch the history an alarm needs from CloudWatch, read-only, in full GetMetricData batches.
+
+Every series the alarm's metric or query covers is fetched at the alarm's period with the
+statistic that matches its function, then the backtest applies the query itself. That works for
+any window (Metrics Insights queries themselves only look back three hours) and keeps one
+evaluation path for file and CloudWatch history.
+"""
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from alarms.history import Dimensions, Sample
+from alarms.model import AlarmSpec, Difference, InsightsQuery, MetricStat
+
+#: GetMetricData takes at most 500 queries per call.
+MAX_QUERIES = 500
+_FUNCTION_STATISTIC = {"MAX": "Maximum", "MIN": "Minimum", "AVG": "Average", "SUM": "Sum"}
+
+
+class HistoryFetchError(Exception):
+    """CloudWatch refused a read; wraps the AWS error."""
+
+
+@dataclass(frozen=True)
+class SeriesRequest:
+    namespace: str
+    metric: str
+    dimensions: Dimensions
+    stat: str
+    period_s: int
+
+
+def _stats(spec: AlarmSpec) -> list[MetricStat]:
+    metric = spec.metric
+    return [metric.minuend, metric.subtrahend] if isinstance(metric, Difference) else []
+
+
+def _list_series(client: Any, query: InsightsQuery) -> Iterator[Dimensions]:
+    where = [{"Name": k, "Value": v} for k, v in query.where]
+    for page in client.get_paginator("list_metrics").paginate(
+        Namespace=query.namespace, MetricName=query.metric, Dimensions=where
+    ):
+        for metric in page["Metrics"]:
+            dims = frozenset((d["Name"], d["Value"]) for d in metric["Dimensions"])
+            if {name for name, _ in dims} == set(query.schema):
+                yield dims
+
+
+def requests_for(client: Any, specs: Sequence[AlarmSpec]) -> list[SeriesRequest]:
+    wanted: dict[SeriesRequest, None] = {}
+    for spec in specs:
+        metric = spec.metric
+        stats = [metric] if isinstance(metric, MetricStat) else _stats(spec)
+        for stat in stats:
+            request = SeriesRequest(
+                stat.namespace, stat.metric, frozenset(stat.dimensions), stat.stat, spec.period_s
+            )
+            wanted[request] = None
+        if isinstance(metric, InsightsQuery):
+            for dims in _list_series(client, metric):
+                request = SeriesRequest(
+                    metric.namespace,
+                    metric.metric,
+                    dims,
+                    _FUNCTION_STATISTIC[metric.function],
+                    spec.period_s,
+                )
+                wanted[request] = None
+    return list(wanted)
+
+
+def fetch_samples(
+    client: Any, specs: Sequence[AlarmSpec], *, start: float, end: float
+) -> list[Sample]:
+    """The samples the specs need between start and end: ceil(series / 500) calls or more
+    only when CloudWatch pages a long answer."""
+    try:
+        requests = requests_for(client, specs)
+        samples: list[Sample] = []
+        for first in range(0, len(requests), MAX_QUERIES):
+            batch = requests[first : first + MAX_QUERIES]
+            samples.extend(_fetch_batch(client, batch, start, end))
+        return samples
+    except (ClientError, BotoCoreError) as err:
+        raise HistoryFetchError(f"reading metric history from CloudWatch failed: {err}") from err
+
+
+def _fetch_batch(
+    client: Any, batch: list[SeriesRequest], start: float, end: float
+) -> Iterator[Sample]:
+    queries = [
+        {
+            "Id": f"q{i}",
+            "MetricStat": {
+                "Metric": {
+                    "Namespace": r.namespace,
+                    "MetricName": r.metric,
+                    "Dimensions": [{"Name": k, "Value": v} for k, v in sorted(r.dimensions)],
+                },
+                "Period": r.period_s,
+                "Stat": r.stat,
+            },
+            "ReturnData": True,
+        }
+        for i, r in enumerate(batch)
+    ]
+    kwargs: dict[str, Any] = {
+        "MetricDataQueries": queries,
+        "StartTime": datetime.fromtimestamp(start, UTC),
+        "EndTime": datetime.fromtimestamp(end, UTC),
+        "ScanBy": "TimestampAscending",
+    }
+    while True:
+        response = client.get_metric_data(**kwargs)
+        for result in response["MetricDataResults"]:
+            request = batch[int(result["Id"][1:])]
+            for timestamp, value in zip(result["Timestamps"], result["Values"], strict=True):
+                yield Sample(
+                    request.namespace, request.metric, request.dimensions,
+                    timestamp.timestamp(), float(value),
+                )  # fmt: skip
+        token = response.get("NextToken")
+        if not token:
+            return
+        kwargs["NextToken"] = token

@@ -1,0 +1,113 @@
+"""What an alarm watches and how it decides, in CloudWatch's own terms."""
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Comparison(StrEnum):
+    GREATER_OR_EQUAL = "GreaterThanOrEqualToThreshold"
+    GREATER = "GreaterThanThreshold"
+    LESS = "LessThanThreshold"
+    LESS_OR_EQUAL = "LessThanOrEqualToThreshold"
+
+    def breaches(self, value: float, threshold: float) -> bool:
+        match self:
+            case Comparison.GREATER_OR_EQUAL:
+                return value >= threshold
+            case Comparison.GREATER:
+                return value > threshold
+            case Comparison.LESS:
+                return value < threshold
+            case Comparison.LESS_OR_EQUAL:
+                return value <= threshold
+
+
+class MissingData(StrEnum):
+    """CloudWatch's TreatMissingData values."""
+
+    MISSING = "missing"
+    NOT_BREACHING = "notBreaching"
+    BREACHING = "breaching"
+    IGNORE = "ignore"
+
+
+class Severity(StrEnum):
+    CRITICAL = "critical"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class MetricStat:
+    """One metric series with a statistic, as in a metric alarm."""
+
+    namespace: str
+    metric: str
+    dimensions: tuple[tuple[str, str], ...]
+    stat: str  # Sum, Average, Maximum, Minimum, SampleCount
+
+
+@dataclass(frozen=True)
+class InsightsQuery:
+    """The subset of CloudWatch Metrics Insights this project alarms on:
+
+    ``SELECT <FUNC>(metric) FROM SCHEMA("ns", dims...) WHERE k = 'v' ...
+    GROUP BY g... ORDER BY <FUNC>() ASC|DESC LIMIT 1``
+
+    With GROUP BY and LIMIT 1 the alarm watches, each period, the one group that is lowest
+    (ASC) or highest (DESC): one alarm covers every node and GPU there is or will be.
+    """
+
+    namespace: str
+    metric: str
+    schema: tuple[str, ...]
+    where: tuple[tuple[str, str], ...]
+    function: str  # MAX, MIN, AVG, SUM
+    group_by: tuple[str, ...] = ()
+    order: str = "ASC"
+
+    def sql(self) -> str:
+        schema = ", ".join((f'"{self.namespace}"', *self.schema))
+        sql = f"SELECT {self.function}({self.metric}) FROM SCHEMA({schema})"
+        if self.where:
+            sql += " WHERE " + " AND ".join(f"{k} = '{v}'" for k, v in self.where)
+        if self.group_by:
+            sql += f" GROUP BY {', '.join(self.group_by)}"
+            sql += f" ORDER BY {self.function}() {self.order} LIMIT 1"
+        return sql
+
+
+@dataclass(frozen=True)
+class Difference:
+    """``m1 - FILL(m2, 0)``: what is in the first series and not in the second."""
+
+    minuend: MetricStat
+    subtrahend: MetricStat
+
+    def expression(self) -> str:
+        return "m1 - FILL(m2, 0)"
+
+
+AlarmMetric = MetricStat | InsightsQuery | Difference
+
+
+@dataclass(frozen=True)
+class AlarmSpec:
+    """One CloudWatch alarm. ``key`` is stable: it names the alarm and its logical id."""
+
+    key: str
+    title: str
+    description: str
+    severity: Severity
+    metric: AlarmMetric
+    period_s: int
+    evaluation_periods: int
+    datapoints_to_alarm: int
+    threshold: float
+    comparison: Comparison
+    missing_data: MissingData
+    #: Why missing data is treated this way: shown in the README and the alarm description.
+    missing_data_reason: str
+    tags: tuple[str, ...] = field(default=())
+
+    def alarm_name(self, cluster_name: str) -> str:
+        return f"gpu-insights-{cluster_name}-{self.key}"

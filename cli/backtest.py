@@ -1,0 +1,104 @@
+"""``gpu-insights backtest``: the deployed alarm definitions over a history file or CloudWatch."""
+
+import argparse
+import json
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from alarms.backtest import BacktestResult, backtest, report
+from alarms.catalog import gpu_alarms
+from alarms.cloudwatch_history import fetch_samples
+from alarms.history import read_history
+from cdk.settings import settings_from_context
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--history", type=Path, help="a metric history file (JSON lines)")
+    source.add_argument(
+        "--cloudwatch", action="store_true", help="read the history from CloudWatch (read-only)"
+    )
+    parser.add_argument("--start", help="ISO 8601 start (default: the history's first sample)")
+    parser.add_argument("--end", help="ISO 8601 end (default: the history's last sample, or now)")
+    parser.add_argument(
+        "--hours", type=float, default=168.0, help="with --cloudwatch and no --start: hours back"
+    )
+    parser.add_argument(
+        "-c", "--context", action="append", default=[], metavar="KEY=VALUE",
+        help="a setting, as given to cdk synth (repeatable)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cdk-json", type=Path, default=Path("cdk.json"), help="settings from this cdk.json"
+    )
+    parser.add_argument("--profile", help="AWS profile (standard credential chain otherwise)")
+    parser.add_argument("--region", help="AWS region")
+    parser.add_argument("--json", action="store_true", help="print the transitions as JSON")
+
+
+def _context(args: argparse.Namespace) -> dict[str, object]:
+    context: dict[str, object] = {}
+    if args.cdk_json.is_file():
+        try:
+            context.update(json.loads(args.cdk_json.read_text()).get("context", {}))
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{args.cdk_json} is not valid JSON: {err}") from err
+    for item in args.context:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"-c {item!r} is not KEY=VALUE")
+        context[key] = value
+    return context
+
+
+def _time(raw: str | None, name: str) -> float | None:
+    if raw is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError as err:
+        raise ValueError(f"--{name} {raw!r} is not an ISO 8601 time") from err
+    if parsed.tzinfo is None:
+        raise ValueError(f"--{name} {raw!r} needs a time zone, such as Z")
+    return parsed.timestamp()
+
+
+def run(args: argparse.Namespace) -> str:
+    specs = gpu_alarms(settings_from_context(_context(args)).alarm_settings())
+    start, end = _time(args.start, "start"), _time(args.end, "end")
+    if args.history is not None:
+        try:
+            with args.history.open(encoding="utf-8") as lines:
+                samples = read_history(lines, source=str(args.history))
+        except OSError as err:
+            raise ValueError(f"cannot read {args.history}: {err.strerror}") from err
+        if not samples:
+            raise ValueError(f"{args.history} holds no samples")
+        start = start if start is not None else min(s.timestamp for s in samples)
+        end = end if end is not None else max(s.timestamp for s in samples) + 1
+    else:
+        import boto3
+
+        end = end if end is not None else time.time()
+        start = start if start is not None else end - args.hours * 3600
+        session = boto3.Session(profile_name=args.profile, region_name=args.region)
+        samples = fetch_samples(session.client("cloudwatch"), specs, start=start, end=end)
+    results = backtest(specs, samples, start=start, end=end)
+    return _as_json(results) if args.json else report(results, start=start, end=end)
+
+
+def _as_json(results: list[BacktestResult]) -> str:
+    document: list[dict[str, Any]] = [
+        {
+            "alarm": r.spec.key,
+            "severity": str(r.spec.severity),
+            "datapoints": r.datapoints,
+            "transitions": [
+                {"time": t.time, "from": str(t.old), "to": str(t.new), "reason": t.reason}
+                for t in r.transitions
+            ],
+        }
+        for r in results
+    ]
+    return json.dumps(document, indent=2)
