@@ -94,7 +94,7 @@ def _some_data(spec: AlarmSpec, real: list[float], state: AlarmState) -> tuple[A
 
 
 def _shown(values: list[float]) -> str:
-    return "[" + ", ".join(f"{v:g}" for v in values) + "]"
+    return "[" + ", ".join(f"{v:.4g}" for v in values) + "]"
 
 
 def evaluate(spec: AlarmSpec, values: Values, *, start: float, end: float) -> list[Transition]:

@@ -12,6 +12,7 @@ from aws_cdk import App, Stack, Validations
 from cdk_nag import AwsSolutionsChecks
 
 from cdk.settings import Settings, SettingsError, settings_from_context
+from cdk.stacks.alarms_stack import AlarmsStack
 from cdk.stacks.observability_stack import ObservabilityStack
 
 
@@ -29,6 +30,7 @@ def build(app: App, settings: Settings) -> list[Stack]:
     prefix = f"GpuInsights-{settings.cluster_name}"
     stacks: list[Stack] = [
         ObservabilityStack(app, f"{prefix}-Observability", settings=settings),
+        AlarmsStack(app, f"{prefix}-Alarms", settings=settings),
     ]
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return stacks

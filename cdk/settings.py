@@ -87,6 +87,10 @@ class Settings:
     #: Critical alarms (pages): email addresses and HTTPS endpoints (a pager's webhook).
     alarm_emails: tuple[str, ...] = ()
     alarm_https_endpoints: tuple[str, ...] = ()
+    #: Count kernel "NVRM: Xid" lines in Container Insights' host log group (the fallback for
+    #: nodes without the exporter). The log group must exist: Fluent Bit creates it on its
+    #: first host log line, so turn this on once /aws/containerinsights/<cluster>/host exists.
+    xid_host_log_filter: bool = False
     #: Warnings (a digest to read, not a page).
     warning_emails: tuple[str, ...] = ()
     report_emails: tuple[str, ...] = ()
@@ -99,7 +103,7 @@ class Settings:
             throttle_window_minutes=self.throttle_window_minutes,
             exporter=self.exporter_enabled,
             gpu_instance_type=self.gpu_instance_type,
-            host_logs=self.container_logs and self.install_addon,
+            host_logs=self.xid_host_log_filter,
         )
 
     @property
@@ -300,6 +304,7 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "low_power_window_minutes": _as_int,
     "throttle_window_minutes": _as_int,
     "gpu_instance_type": _as_str,
+    "xid_host_log_filter": _as_bool,
     "alarm_emails": _as_str_tuple,
     "alarm_https_endpoints": _as_str_tuple,
     "warning_emails": _as_str_tuple,

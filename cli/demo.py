@@ -7,14 +7,18 @@ Each step uses the production code path; only the endpoint differs. Where moto l
 import json
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import boto3
 from moto import mock_aws
 
+from alarms.backtest import BacktestResult, backtest, report
+from alarms.catalog import gpu_alarms
+from alarms.cloudwatch_history import fetch_samples
 from cdk.settings import Settings
-from cli.demo_exporter import ROLES, ExporterReplay, replay_exporter
+from cli.demo_exporter import ROLES, ExporterReplay, replay_exporter, replay_window
 
 DEMO_REGION = "us-east-1"
 
@@ -31,6 +35,7 @@ class DemoResult:
     addon_configuration: dict[str, Any] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
     exporter: ExporterReplay | None = None
+    backtest: list[BacktestResult] = field(default_factory=list)
 
     def summary(self) -> str:
         lines = ["EKS GPU Insights demo (no AWS account: moto in-process)", ""]
@@ -71,6 +76,20 @@ class DemoResult:
                 )
             for gpu, code, severity, meaning in replay.xids:
                 lines.append(f"   XID {code} on GPU {gpu} ({severity}): {meaning}")
+        if self.backtest:
+            raised = [r for r in self.backtest if r.alarms_raised]
+            lines.append(
+                f"5. Backtested the {len(self.backtest)} alarms the app deploys over that replay "
+                f"(read back from CloudWatch): {len(raised)} would have fired:"
+            )
+            for r in raised:
+                first = next(t for t in r.transitions if t.new.value == "ALARM")
+                lines.append(
+                    f"   {r.spec.key:<24} [{r.spec.severity}] at "
+                    f"{datetime.fromtimestamp(first.time, UTC):%H:%M}: {first.reason}"
+                )
+            quiet = [r.spec.key for r in self.backtest if not r.alarms_raised]
+            lines.append(f"   stayed quiet: {', '.join(quiet)}")
         lines.append("")
         lines.append("Output:")
         lines.extend(f"   {path}" for path in self.files)
@@ -129,6 +148,15 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
         )
         if result.exporter.emf_path is not None:
             result.files.append(result.exporter.emf_path)
+        # The alarms the app deploys, over what the exporter published, read back from
+        # CloudWatch exactly as `gpu-insights backtest --cloudwatch` reads it.
+        specs = gpu_alarms(settings.alarm_settings())
+        window_start, window_end = replay_window()
+        samples = fetch_samples(cloudwatch, specs, start=window_start, end=window_end)
+        result.backtest = backtest(specs, samples, start=window_start, end=window_end)
+        backtest_path = out_dir / "alarm-backtest.txt"
+        backtest_path.write_text(report(result.backtest, start=window_start, end=window_end) + "\n")
+        result.files.append(backtest_path)
 
     out_dir.mkdir(parents=True, exist_ok=True)
     for filename, document in (

@@ -31,6 +31,10 @@ START_EPOCH = 1_764_333_000.0  # 2025-11-28T12:30:00Z
 START_HOUR = 12.5
 
 
+def replay_window() -> tuple[float, float]:
+    return START_EPOCH, START_EPOCH + DURATION_S
+
+
 class TeeSink:
     """Writes every EMF line to a file, as the agent's listener would receive it, keeps the
     XID documents for the summary, and passes everything on."""

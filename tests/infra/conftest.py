@@ -30,3 +30,9 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
         return cache[key]
 
     return run
+
+
+def stack_named(stacks: list[Stack], suffix: str) -> Stack:
+    """The deployment's stack whose name ends with suffix (-Observability, -Alarms)."""
+    (stack,) = [s for s in stacks if s.stack_name.endswith(suffix)]
+    return stack

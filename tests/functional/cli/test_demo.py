@@ -30,6 +30,8 @@ def test_demo_synthesizes_stores_and_fetches_the_agent_config(
     written = json.loads((tmp_path / "out" / "agent-config.json").read_text())
     jsonschema.Draft4Validator(agent_schema).validate(written)
     stacks = json.loads((tmp_path / "out" / "stacks.json").read_text())
+    assert stacks["GpuInsights-example-gpu-cluster-Alarms"]["AWS::CloudWatch::Alarm"] == 7
+    del stacks["GpuInsights-example-gpu-cluster-Alarms"]
     assert stacks == {
         "GpuInsights-example-gpu-cluster-Observability": {
             "AWS::EKS::Addon": 1,
@@ -59,6 +61,17 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(tmp_path: Path) ->
         ("3", "48"),
         ("3", "79"),
     ]
+    raised = {r.spec.key: r.alarms_raised for r in result.backtest}
+    assert raised == {
+        "gpu-low-power": 1,  # the idle GPU holds memory but draws 12% of its limit
+        "gpu-xid-fatal": 1,
+        "gpu-xid": 1,
+        "gpu-lost": 1,
+        "gpu-ecc-uncorrected": 1,
+        "gpu-thermal-throttling": 1,
+        "gpu-power-brake": 0,
+    }
+    assert "gpu-low-power [warning]" in (tmp_path / "out" / "alarm-backtest.txt").read_text()
     lines = (tmp_path / "out" / "exporter-emf.jsonl").read_text().splitlines()
     assert len(lines) == replay.documents
     assert all(parse_emf_line(line)["ClusterName"] == "example-gpu-cluster" for line in lines)

@@ -4,14 +4,14 @@ from typing import Any
 from aws_cdk.assertions import Template
 from cfnlint.api import lint
 
-from tests.infra.conftest import Synth
+from tests.infra.conftest import Synth, stack_named
 
 PROD = {"cluster_name": "train-prod", "account": "123456789012", "region": "eu-west-1"}
 KUBECTL = {**PROD, "kubectl_role_arn": "arn:aws:iam::123456789012:role/eks-admin"}
 
 
 def _template(synth: Synth, context: dict[str, Any]) -> Template:
-    (stack,) = synth(context)
+    stack = stack_named(synth(context), "-Observability")
     return Template.from_stack(stack)
 
 
@@ -56,6 +56,6 @@ def test_exporter_can_be_turned_off(synth: Synth) -> None:
 
 
 def test_cfn_lint_passes_with_the_kubectl_provider(synth: Synth) -> None:
-    (stack,) = synth(KUBECTL)
+    stack = stack_named(synth(KUBECTL), "-Observability")
     matches = lint(json.dumps(Template.from_stack(stack).to_json()), regions=["eu-west-1"])
     assert [str(m) for m in matches if m.rule.id.startswith("E")] == []

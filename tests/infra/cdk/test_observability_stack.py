@@ -10,7 +10,7 @@ from cfnlint.api import lint
 
 from cdk.app import build
 from cdk.settings import Settings
-from tests.infra.conftest import Synth
+from tests.infra.conftest import Synth, stack_named
 
 OIDC = "arn:aws:iam::123456789012:oidc-provider/oidc.eks.eu-west-1.amazonaws.com/id/ABC123"
 PROD = {"cluster_name": "train-prod", "account": "123456789012", "region": "eu-west-1"}
@@ -19,7 +19,7 @@ NO_ADDON = {**PROD, "install_addon": "false"}
 
 
 def _template(synth: Synth, context: dict[str, Any]) -> Template:
-    (stack,) = synth(context)
+    stack = stack_named(synth(context), "-Observability")
     return Template.from_stack(stack)
 
 
@@ -151,7 +151,7 @@ def test_gpu_agent_config_is_stored_under_the_agents_ssm_prefix(
 
 
 def test_example_deployment_says_so(synth: Synth) -> None:
-    (stack,) = synth({})
+    stack = stack_named(synth({}), "-Observability")
     assert stack.stack_name == "GpuInsights-example-gpu-cluster-Observability"
     assert "documented example" in (stack.template_options.description or "")
 
@@ -170,7 +170,7 @@ def test_cfn_lint_finds_no_errors(synth: Synth, context: dict[str, Any]) -> None
 def test_cdk_nag_fails_synth_on_an_unacknowledged_finding(tmp_path: Any) -> None:
     """The clean synths above mean something only if nag does stop a bad one."""
     app = App(outdir=str(tmp_path))
-    (stack,) = build(app, Settings(cluster_name="train"))
+    stack = stack_named(build(app, Settings(cluster_name="train")), "-Observability")
     role = iam.Role(stack, "CarelessRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
     role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=["*"]))
     with pytest.raises(RuntimeError, match=r"CarelessRole(.|\n)*AwsSolutions-IAM5\[Resource::\*\]"):

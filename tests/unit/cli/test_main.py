@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -49,3 +50,56 @@ def test_cost_estimate_prints_the_table(capsys: pytest.CaptureFixture[str]) -> N
     assert "4 GPU nodes x 8 GPUs = 32 GPUs" in out
     assert "GpuInsights custom metrics          495  $    148.50" in out
     assert "Prices assumed" in out
+
+
+def _history(tmp_path: Path, lines: list[str]) -> Path:
+    path = tmp_path / "history.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _sample(minute: int, value: float) -> str:
+    return json.dumps(
+        {
+            "namespace": "GpuInsights",
+            "metric": "gpu_allocated_power_utilization",
+            "dimensions": {"ClusterName": "train", "NodeName": "n1", "GpuIndex": "3"},
+            "timestamp": 1_764_331_200 + minute * 60,
+            "value": value,
+        }
+    )
+
+
+def test_backtest_from_a_file_says_when_an_alarm_fires(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    history = _history(tmp_path, [_sample(m, 9.5) for m in range(120)])
+    args = ["backtest", "--history", str(history), "--cdk-json", str(tmp_path / "none.json")]
+    assert main([*args, "-c", "cluster_name=train", "--json"]) == 0
+    results = {r["alarm"]: r for r in json.loads(capsys.readouterr().out)}
+    low = results["gpu-low-power"]
+    assert [(t["to"], t["time"] - 1_764_331_200) for t in low["transitions"]] == [
+        ("OK", 300),
+        ("ALARM", 3600),
+    ]
+    assert results["gpu-xid-fatal"]["transitions"][0]["to"] == "OK"
+    # A stricter threshold from the same settings the app takes: the idle GPU no longer fires.
+    assert main([*args, "-c", "cluster_name=train", "-c", "low_power_percent=5", "--json"]) == 0
+    stricter = {r["alarm"]: r for r in json.loads(capsys.readouterr().out)}
+    assert [t["to"] for t in stricter["gpu-low-power"]["transitions"]] == ["OK"]
+
+
+def test_backtest_names_the_bad_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    history = _history(tmp_path, [_sample(0, 9.5), '{"namespace": "GpuInsights"'])
+    assert main(["backtest", "--history", str(history), "-c", "cluster_name=train"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"gpu-insights backtest: {history} line 2:")
+    assert "Traceback" not in err
+
+
+def test_backtest_bad_setting_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    history = _history(tmp_path, [_sample(0, 9.5)])
+    assert main(["backtest", "--history", str(history), "-c", "low_power_percent=150"]) == 2
+    assert "low_power_percent=150.0 must be above 0 and below 100" in capsys.readouterr().err

@@ -1,0 +1,59 @@
+"""Where alarms go: a critical topic (pages) and a warning topic (a digest), both encrypted
+with a customer managed key that CloudWatch may use, and refusing non-TLS access."""
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+
+class AlarmTopics(Construct):
+    """Attributes: ``key``, ``critical``, ``warning``."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster_name: str,
+        critical_emails: tuple[str, ...],
+        critical_https: tuple[str, ...],
+        warning_emails: tuple[str, ...],
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.key = kms.Key(
+            self,
+            "Key",
+            description=f"EKS GPU Insights alarm topics for {cluster_name}",
+            enable_key_rotation=True,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        # CloudWatch publishes alarm notifications to the encrypted topics with this key.
+        self.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsPublish",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                resources=["*"],
+            )
+        )
+        self.critical = self._topic("Critical", f"gpu-insights-{cluster_name}-critical")
+        self.warning = self._topic("Warning", f"gpu-insights-{cluster_name}-warning")
+        for email in critical_emails:
+            self.critical.add_subscription(subscriptions.EmailSubscription(email))
+        for url in critical_https:
+            self.critical.add_subscription(subscriptions.UrlSubscription(url))
+        for email in warning_emails:
+            self.warning.add_subscription(subscriptions.EmailSubscription(email))
+
+    def _topic(self, construct_id: str, name: str) -> sns.Topic:
+        return sns.Topic(
+            self,
+            construct_id,
+            topic_name=name,
+            display_name=name,
+            master_key=self.key,
+            enforce_ssl=True,
+        )

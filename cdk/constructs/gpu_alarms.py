@@ -1,0 +1,111 @@
+"""CloudWatch alarms from the alarm definitions (alarms.catalog), and one composite per
+cluster that sums up GPU fleet health."""
+
+from collections.abc import Sequence
+from typing import Any
+
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from alarms.model import AlarmSpec, Difference, InsightsQuery, MetricStat, Severity
+
+
+def _metric_stat(stat: MetricStat, period_s: int) -> dict[str, Any]:
+    return {
+        "metric": {
+            "namespace": stat.namespace,
+            "metricName": stat.metric,
+            "dimensions": [{"name": k, "value": v} for k, v in stat.dimensions],
+        },
+        "period": period_s,
+        "stat": stat.stat,
+    }
+
+
+def alarm_metric_properties(spec: AlarmSpec) -> dict[str, Any]:
+    """The CfnAlarm properties that say what the alarm watches."""
+    metric = spec.metric
+    if isinstance(metric, MetricStat):
+        return {
+            "namespace": metric.namespace,
+            "metric_name": metric.metric,
+            "dimensions": [{"name": k, "value": v} for k, v in metric.dimensions],
+            "statistic": metric.stat,
+            "period": spec.period_s,
+        }
+    if isinstance(metric, InsightsQuery):
+        return {
+            "metrics": [
+                {
+                    "id": "q1",
+                    "expression": metric.sql(),
+                    "period": spec.period_s,
+                    "returnData": True,
+                }
+            ]
+        }
+    assert isinstance(metric, Difference)
+    return {
+        "metrics": [
+            {
+                "id": "m1",
+                "metricStat": _metric_stat(metric.minuend, spec.period_s),
+                "returnData": False,
+            },
+            {
+                "id": "m2",
+                "metricStat": _metric_stat(metric.subtrahend, spec.period_s),
+                "returnData": False,
+            },
+            {"id": "e1", "expression": metric.expression(), "returnData": True},
+        ]
+    }
+
+
+class GpuAlarms(Construct):
+    """Attributes: ``alarms`` (key -> CfnAlarm), ``composite``."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster_name: str,
+        specs: Sequence[AlarmSpec],
+        critical: sns.ITopic,
+        warning: sns.ITopic,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.alarms: dict[str, cloudwatch.CfnAlarm] = {}
+        for spec in specs:
+            topic = critical if spec.severity is Severity.CRITICAL else warning
+            missing = f"Missing data: {spec.missing_data} ({spec.missing_data_reason})."
+            self.alarms[spec.key] = cloudwatch.CfnAlarm(
+                self,
+                spec.key,
+                alarm_name=spec.alarm_name(cluster_name),
+                alarm_description=f"{spec.description} {missing}"[:1024],
+                comparison_operator=str(spec.comparison),
+                threshold=spec.threshold,
+                evaluation_periods=spec.evaluation_periods,
+                datapoints_to_alarm=spec.datapoints_to_alarm,
+                treat_missing_data=str(spec.missing_data),
+                alarm_actions=[topic.topic_arn],
+                ok_actions=[topic.topic_arn] if spec.severity is Severity.CRITICAL else None,
+                **alarm_metric_properties(spec),
+            )
+        names = [alarm.alarm_name for alarm in self.alarms.values()]
+        self.composite = cloudwatch.CfnCompositeAlarm(
+            self,
+            "FleetHealth",
+            alarm_name=f"gpu-insights-{cluster_name}-gpu-fleet-health",
+            alarm_rule=" OR ".join(f'ALARM("{name}")' for name in names),
+            alarm_description=(
+                f"GPU fleet health of {cluster_name}: in ALARM while any GPU alarm is. It sends "
+                "nothing itself (each alarm notifies its own topic); put it on dashboards."
+            ),
+            actions_enabled=False,
+        )
+        for alarm in self.alarms.values():
+            self.composite.node.add_dependency(alarm)

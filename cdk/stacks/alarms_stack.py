@@ -1,0 +1,90 @@
+"""Alarms and their delivery: topics, GPU alarms, the fleet composite, the XID notifier."""
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Environment, RemovalPolicy, Stack
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from agent.metric_contract import (
+    HOST_LOG_XID_METRIC,
+    container_insights_log_group_prefix,
+    exporter_log_group,
+    host_log_namespace,
+)
+from agent.xid import KERNEL_XID_FILTER_PATTERN
+from alarms.catalog import gpu_alarms
+from cdk.constructs.alarm_topics import AlarmTopics
+from cdk.constructs.gpu_alarms import GpuAlarms
+from cdk.constructs.xid_notifier import XidNotifier
+from cdk.settings import Settings
+
+
+class AlarmsStack(Stack):
+    """Attributes: ``topics``, ``alarms``, ``notifier``, ``exporter_logs``."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, settings: Settings, **kwargs: Any
+    ) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            description=(
+                f"EKS GPU Insights: GPU alarms and XID notifications for {settings.cluster_name}"
+            ),
+            env=Environment(account=settings.account, region=settings.region),
+            **kwargs,
+        )
+        cluster = settings.cluster_name
+        self.topics = AlarmTopics(
+            self,
+            "Topics",
+            cluster_name=cluster,
+            critical_emails=settings.alarm_emails,
+            critical_https=settings.alarm_https_endpoints,
+            warning_emails=settings.warning_emails,
+        )
+        # The agent writes the exporter's EMF here; created here so that the XID subscription
+        # exists before the first line does, with a retention instead of "never expire".
+        self.exporter_logs = logs.LogGroup(
+            self,
+            "ExporterLogs",
+            log_group_name=exporter_log_group(cluster),
+            retention=logs.RetentionDays.ONE_MONTH,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        alarm_settings = settings.alarm_settings()
+        host_logs = None
+        if alarm_settings.host_logs:
+            host_logs = logs.LogGroup.from_log_group_name(
+                self, "HostLogs", f"{container_insights_log_group_prefix(cluster)}/host"
+            )
+            logs.MetricFilter(
+                self,
+                "KernelXidLines",
+                log_group=host_logs,
+                filter_pattern=logs.FilterPattern.literal(KERNEL_XID_FILTER_PATTERN),
+                metric_namespace=host_log_namespace(cluster),
+                metric_name=HOST_LOG_XID_METRIC,
+                metric_value="1",
+            )
+        self.alarms = GpuAlarms(
+            self,
+            "GpuAlarms",
+            cluster_name=cluster,
+            specs=gpu_alarms(alarm_settings),
+            critical=self.topics.critical,
+            warning=self.topics.warning,
+        )
+        self.notifier = XidNotifier(
+            self,
+            "XidNotifier",
+            cluster_name=cluster,
+            exporter_log_group=self.exporter_logs,
+            host_log_group=host_logs,
+            critical=self.topics.critical,
+            warning=self.topics.warning,
+            topic_key=self.topics.key,
+        )
+        CfnOutput(self, "CriticalTopicArn", value=self.topics.critical.topic_arn)
+        CfnOutput(self, "WarningTopicArn", value=self.topics.warning.topic_arn)

@@ -1,0 +1,1 @@
+"""Turns XID events in CloudWatch Logs into notifications a person can act on."""
