@@ -8,16 +8,14 @@ evaluation path for file and CloudWatch history.
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from alarms.history import Dimensions, Sample
 from alarms.model import AlarmSpec, Difference, InsightsQuery, MetricStat
+from lambdas.shared.metric_fetcher import MetricQuery, fetch
 
-#: GetMetricData takes at most 500 queries per call.
-MAX_QUERIES = 500
 _FUNCTION_STATISTIC = {"MAX": "Maximum", "MIN": "Minimum", "AVG": "Average", "SUM": "Sum"}
 
 
@@ -76,54 +74,23 @@ def requests_for(client: Any, specs: Sequence[AlarmSpec]) -> list[SeriesRequest]
 def fetch_samples(
     client: Any, specs: Sequence[AlarmSpec], *, start: float, end: float
 ) -> list[Sample]:
-    """The samples the specs need between start and end: ceil(series / 500) calls or more
-    only when CloudWatch pages a long answer."""
+    """The samples the specs need between start and end, through the shared batched fetcher."""
     try:
         requests = requests_for(client, specs)
+        queries = [
+            MetricQuery(
+                (str(i),), r.namespace, r.metric, tuple(sorted(r.dimensions)), r.stat, r.period_s
+            )
+            for i, r in enumerate(requests)
+        ]
         samples: list[Sample] = []
-        for first in range(0, len(requests), MAX_QUERIES):
-            batch = requests[first : first + MAX_QUERIES]
-            samples.extend(_fetch_batch(client, batch, start, end))
+        for batch in fetch(client, queries, start=start, end=end):
+            for series in batch:
+                request = requests[int(series.query.key[0])]
+                samples.extend(
+                    Sample(request.namespace, request.metric, request.dimensions, t, v)
+                    for t, v in zip(series.timestamps, series.values, strict=True)
+                )
         return samples
     except (ClientError, BotoCoreError) as err:
         raise HistoryFetchError(f"reading metric history from CloudWatch failed: {err}") from err
-
-
-def _fetch_batch(
-    client: Any, batch: list[SeriesRequest], start: float, end: float
-) -> Iterator[Sample]:
-    queries = [
-        {
-            "Id": f"q{i}",
-            "MetricStat": {
-                "Metric": {
-                    "Namespace": r.namespace,
-                    "MetricName": r.metric,
-                    "Dimensions": [{"Name": k, "Value": v} for k, v in sorted(r.dimensions)],
-                },
-                "Period": r.period_s,
-                "Stat": r.stat,
-            },
-            "ReturnData": True,
-        }
-        for i, r in enumerate(batch)
-    ]
-    kwargs: dict[str, Any] = {
-        "MetricDataQueries": queries,
-        "StartTime": datetime.fromtimestamp(start, UTC),
-        "EndTime": datetime.fromtimestamp(end, UTC),
-        "ScanBy": "TimestampAscending",
-    }
-    while True:
-        response = client.get_metric_data(**kwargs)
-        for result in response["MetricDataResults"]:
-            request = batch[int(result["Id"][1:])]
-            for timestamp, value in zip(result["Timestamps"], result["Values"], strict=True):
-                yield Sample(
-                    request.namespace, request.metric, request.dimensions,
-                    timestamp.timestamp(), float(value),
-                )  # fmt: skip
-        token = response.get("NextToken")
-        if not token:
-            return
-        kwargs["NextToken"] = token

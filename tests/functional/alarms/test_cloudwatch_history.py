@@ -10,8 +10,9 @@ from moto import mock_aws
 
 from alarms.backtest import backtest
 from alarms.catalog import AlarmSettings, low_power_alarm
-from alarms.cloudwatch_history import MAX_QUERIES, fetch_samples
+from alarms.cloudwatch_history import fetch_samples
 from alarms.evaluator import AlarmState
+from lambdas.shared.metric_fetcher import MAX_QUERIES_PER_CALL as MAX_QUERIES
 
 T0 = 1_764_000_000.0 - 1_764_000_000.0 % 3600
 

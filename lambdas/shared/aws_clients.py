@@ -1,0 +1,19 @@
+"""Clients for Lambda handlers and the CLI: adaptive retries, so throttling slows a run down
+instead of failing it. Created on first use, never at import time."""
+
+from typing import Any, cast
+
+from botocore.config import Config
+
+RETRIES = Config(
+    retries={"mode": "adaptive", "max_attempts": 10}, connect_timeout=5, read_timeout=30
+)
+
+
+def client(service: str, *, session: Any = None) -> Any:
+    if session is None:
+        import boto3
+
+        session = boto3.Session()
+    # The stubs type each service name as a literal; the service is a parameter here.
+    return cast(Any, session).client(service, config=RETRIES)

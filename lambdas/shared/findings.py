@@ -1,0 +1,78 @@
+"""A finding: one thing a person should know about a resource, with the numbers behind it.
+
+``kind`` values are stable ids that users write EventBridge rules and dashboards against; add
+to them, never rename them.
+"""
+
+import json
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Severity(StrEnum):
+    INFO = "info"
+    WARNING = "warning"
+    CRITICAL = "critical"
+
+
+class Kind(StrEnum):
+    EBS_IDLE_VOLUME = "ebs_idle_volume"
+    EBS_OVERPROVISIONED_IOPS = "ebs_overprovisioned_iops"
+    EBS_OVERPROVISIONED_THROUGHPUT = "ebs_overprovisioned_throughput"
+    EBS_THROUGHPUT_SATURATED = "ebs_throughput_saturated"
+    EBS_HIGH_QUEUE_LENGTH = "ebs_high_queue_length"
+    S3_HIGH_LATENCY = "s3_high_latency"
+    S3_HIGH_ERROR_RATE = "s3_high_error_rate"
+    S3_REQUEST_METRICS_DISABLED = "s3_request_metrics_disabled"
+    GPU_LOW_POWER_UTILIZATION = "gpu_low_power_utilization"
+    GPU_XID_ERRORS = "gpu_xid_errors"
+    GPU_THERMAL_THROTTLING = "gpu_thermal_throttling"
+    TRAINING_DATA_BOUND = "training_data_bound"
+    TRAINING_GPU_UNDERUTILIZED = "training_gpu_underutilized"
+    TRAINING_SLOW_CHECKPOINT = "training_slow_checkpoint"
+    TRAINING_THROUGHPUT_REGRESSION = "training_throughput_regression"
+    TRAINING_JOB_FAILURES = "training_job_failures"
+    TRAINING_STRAGGLER = "training_straggler"
+    #: A resource the analyzer could not analyze; the run went on without it.
+    ANALYSIS_ERROR = "analysis_error"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finding:
+    kind: Kind
+    resource: str
+    severity: Severity
+    summary: str
+    evidence: dict[str, Any]
+    recommendation: str
+    estimated_monthly_waste_usd: float | None = None
+    cluster: str = ""
+    analyzer: str = ""
+    detected_at: str = ""
+    related: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        document = asdict(self)
+        document["kind"] = str(self.kind)
+        document["severity"] = str(self.severity)
+        document["related"] = list(self.related)
+        if self.estimated_monthly_waste_usd is not None:
+            document["estimated_monthly_waste_usd"] = round(self.estimated_monthly_waste_usd, 2)
+        return document
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+
+def analysis_error(resource: str, error: BaseException | str, *, analyzer: str) -> Finding:
+    """What a run says about a resource it had to skip."""
+    return Finding(
+        kind=Kind.ANALYSIS_ERROR,
+        resource=resource,
+        severity=Severity.WARNING,
+        summary=f"{resource} could not be analyzed: {error}",
+        evidence={"error": str(error)},
+        recommendation="Check the analyzer's permissions and the resource, then rerun.",
+        analyzer=analyzer,
+    )

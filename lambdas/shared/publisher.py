@@ -1,0 +1,124 @@
+"""Where findings go: JSON lines in the report bucket, one EventBridge event each, and counts
+in ``GpuInsights/Findings``. Clients are injected; configure them with adaptive retries.
+
+The S3 key is fixed by cluster, analyzer and day, so a rerun for the same day replaces the
+file instead of adding a second one. Events are at-least-once: a rerun sends them again.
+"""
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any, Final
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from agent.metric_contract import DIM_CLUSTER, DIM_KIND, DIM_SEVERITY, NAMESPACE_FINDINGS
+from lambdas.shared.findings import Finding
+
+EVENT_SOURCE: Final = "gpu-insights"
+EVENT_DETAIL_TYPE: Final = "GPU Insights Finding"
+#: PutEvents takes at most 10 entries per call.
+EVENTS_PER_CALL: Final = 10
+
+
+class PublishError(Exception):
+    """A destination refused findings; raised from the AWS error, after the client's retries."""
+
+
+def findings_key(cluster: str, analyzer: str, day: date) -> str:
+    return f"findings/cluster={cluster}/date={day.isoformat()}/{analyzer}.jsonl"
+
+
+@dataclass(frozen=True)
+class Published:
+    key: str
+    findings: int
+    events: int
+
+
+class FindingsPublisher:
+    def __init__(
+        self,
+        *,
+        s3: Any,
+        events: Any,
+        cloudwatch: Any,
+        bucket: str,
+        event_bus: str,
+        cluster: str,
+        analyzer: str,
+    ) -> None:
+        self._s3, self._events, self._cloudwatch = s3, events, cloudwatch
+        self._bucket, self._bus = bucket, event_bus
+        self._cluster, self._analyzer = cluster, analyzer
+
+    def publish(self, findings: Sequence[Finding], day: date) -> Published:
+        key = findings_key(self._cluster, self._analyzer, day)
+        body = "".join(f.to_json() + "\n" for f in findings).encode()
+        try:
+            self._s3.put_object(
+                Bucket=self._bucket, Key=key, Body=body, ContentType="application/x-ndjson"
+            )
+        except (ClientError, BotoCoreError) as err:
+            raise PublishError(f"writing s3://{self._bucket}/{key}: {err}") from err
+        sent = self._send_events(findings)
+        self._put_counts(findings)
+        return Published(key=key, findings=len(findings), events=sent)
+
+    def _send_events(self, findings: Sequence[Finding]) -> int:
+        entries = [
+            {
+                "Source": EVENT_SOURCE,
+                "DetailType": EVENT_DETAIL_TYPE,
+                "Detail": f.to_json(),
+                "EventBusName": self._bus,
+                "Resources": [f.resource] if f.resource.startswith("arn:") else [],
+            }
+            for f in findings
+        ]
+        for first in range(0, len(entries), EVENTS_PER_CALL):
+            batch = entries[first : first + EVENTS_PER_CALL]
+            try:
+                response = self._events.put_events(Entries=batch)
+                if response.get("FailedEntryCount"):
+                    # Entries fail one by one (throttled, too large): send those again, once.
+                    failed = [
+                        e
+                        for e, r in zip(batch, response["Entries"], strict=True)
+                        if "ErrorCode" in r
+                    ]
+                    retry = self._events.put_events(Entries=failed)
+                    if retry.get("FailedEntryCount"):
+                        codes = sorted(
+                            {r["ErrorCode"] for r in retry["Entries"] if "ErrorCode" in r}
+                        )
+                        raise PublishError(
+                            f"EventBridge refused {retry['FailedEntryCount']} findings: {codes}"
+                        )
+            except (ClientError, BotoCoreError) as err:
+                raise PublishError(f"sending finding events to {self._bus}: {err}") from err
+        return len(entries)
+
+    def _put_counts(self, findings: Sequence[Finding]) -> None:
+        counts = Counter((str(f.kind), str(f.severity)) for f in findings)
+        data = [
+            {
+                "MetricName": "findings",
+                "Dimensions": [
+                    {"Name": DIM_CLUSTER, "Value": self._cluster},
+                    {"Name": DIM_KIND, "Value": kind},
+                    {"Name": DIM_SEVERITY, "Value": severity},
+                ],
+                "Value": float(n),
+                "Unit": "Count",
+            }
+            for (kind, severity), n in sorted(counts.items())
+        ]
+        try:
+            for first in range(0, len(data), 1000):
+                self._cloudwatch.put_metric_data(
+                    Namespace=NAMESPACE_FINDINGS, MetricData=data[first : first + 1000]
+                )
+        except (ClientError, BotoCoreError) as err:
+            raise PublishError(f"putting finding counts: {err}") from err

@@ -1,0 +1,170 @@
+"""The storage analyzer's real handler against moto: volumes, buckets, metrics in; findings
+out to S3, EventBridge and CloudWatch, at the floor of GetMetricData calls."""
+
+import json
+import math
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from lambdas.shared.metric_fetcher import floor_calls
+from lambdas.storage_analyzer import handler as storage_handler
+from lambdas.storage_analyzer import aws as storage_aws
+from lambdas.storage_analyzer import run as storage_run
+
+END = datetime(2025, 11, 28, tzinfo=UTC).timestamp()
+DAYS = 3
+HOURS = DAYS * 24
+MIB = 2**20
+
+
+def _put(
+    cloudwatch: Any, namespace: str, dims: dict[str, str], metric: str, values: list[float]
+) -> None:
+    data = [
+        {
+            "MetricName": metric,
+            "Dimensions": [{"Name": k, "Value": v} for k, v in dims.items()],
+            "Timestamp": datetime.fromtimestamp(END - (len(values) - i) * 3600, UTC),
+            "Value": value,
+        }
+        for i, value in enumerate(values)
+    ]
+    for first in range(0, len(data), 1000):
+        cloudwatch.put_metric_data(Namespace=namespace, MetricData=data[first : first + 1000])
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+    # moto stores bucket metrics configurations but lists none back (ListBucketMetrics-
+    # Configurations always answers empty); answer for the configured bucket as S3 would.
+    real = storage_aws.request_metric_filters
+    monkeypatch.setattr(
+        storage_run,
+        "request_metric_filters",
+        lambda s3, bucket: ["EntireBucket"] if bucket == "train-data" else real(s3, bucket),
+    )
+    with mock_aws():
+        session = boto3.Session(
+            region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
+        )
+        clients: dict[str, Any] = {
+            name: session.client(name)
+            for name in ("ec2", "s3", "cloudwatch", "events", "sqs")
+        }
+        for name in ("ec2", "s3", "cloudwatch", "events"):
+            monkeypatch.setitem(storage_handler._clients, name, clients[name])
+        monkeypatch.setenv("CLUSTER_NAME", "train")
+        monkeypatch.setenv("LOOKBACK_DAYS", str(DAYS))
+        monkeypatch.setenv("REPORT_BUCKET", "reports")
+        monkeypatch.setenv("BUCKETS", "train-data,checkpoints")
+        monkeypatch.setenv("EVENT_BUS", "default")
+        clients["s3"].create_bucket(Bucket="reports")
+        yield clients
+
+
+def _seed(aws: dict[str, Any]) -> dict[str, str]:
+    ec2, cloudwatch, s3 = aws["ec2"], aws["cloudwatch"], aws["s3"]
+    tags = [
+        {
+            "ResourceType": "volume",
+            "Tags": [{"Key": "kubernetes.io/cluster/train", "Value": "owned"}],
+        }
+    ]
+    ids = {}
+    for name, kwargs in {
+        "unattached": {"VolumeType": "gp3", "Size": 200},
+        "saturated": {"VolumeType": "gp3", "Size": 500, "Iops": 3000, "Throughput": 125},
+        "healthy": {"VolumeType": "gp3", "Size": 500, "Iops": 3000, "Throughput": 125},
+    }.items():
+        ids[name] = ec2.create_volume(
+            AvailabilityZone="us-east-1a", TagSpecifications=tags, **kwargs
+        )["VolumeId"]
+    ec2.create_volume(AvailabilityZone="us-east-1a", VolumeType="gp3", Size=10)  # not the cluster's
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    instance = ec2.run_instances(ImageId=image, MinCount=1, MaxCount=1)["Instances"][0][
+        "InstanceId"
+    ]
+    for name in ("saturated", "healthy"):
+        ec2.attach_volume(VolumeId=ids[name], InstanceId=instance, Device=f"/dev/sd{name[0]}")
+    for name, mibps in (("saturated", 124.0), ("healthy", 20.0)):
+        dims = {"VolumeId": ids[name]}
+        _put(cloudwatch, "AWS/EBS", dims, "VolumeReadOps", [1500 * 3600.0] * HOURS)
+        _put(cloudwatch, "AWS/EBS", dims, "VolumeWriteOps", [0.0] * HOURS)
+        _put(cloudwatch, "AWS/EBS", dims, "VolumeReadBytes", [mibps * MIB * 3600] * HOURS)
+        _put(cloudwatch, "AWS/EBS", dims, "VolumeQueueLength", [1.0] * HOURS)
+    s3.create_bucket(Bucket="train-data")
+    s3.create_bucket(Bucket="checkpoints")
+    s3.put_bucket_metrics_configuration(
+        Bucket="train-data", Id="EntireBucket", MetricsConfiguration={"Id": "EntireBucket"}
+    )
+    dims = {"BucketName": "train-data", "FilterId": "EntireBucket"}
+    _put(cloudwatch, "AWS/S3", dims, "AllRequests", [10_000.0] * HOURS)
+    _put(cloudwatch, "AWS/S3", dims, "5xxErrors", [400.0] * HOURS)
+    return ids
+
+
+def test_handler_finds_what_was_seeded_and_nothing_on_healthy_resources(
+    aws: dict[str, Any],
+) -> None:
+    ids = _seed(aws)
+    calls: list[str] = []
+    aws["cloudwatch"].meta.events.register(
+        "before-call.monitoring.GetMetricData", lambda model, **_: calls.append(model.name)
+    )
+    event = {"time": datetime.fromtimestamp(END, UTC).isoformat()}
+    summary = storage_handler.handler(event, None)
+    assert summary["volumes"] == 3
+    assert summary["buckets"] == 2
+    assert summary["skipped"] == []
+    body = aws["s3"].get_object(Bucket="reports", Key=summary["key"])["Body"].read().decode()
+    findings = [json.loads(line) for line in body.splitlines()]
+    found = {(f["kind"], f["resource"]) for f in findings}
+    assert found == {
+        ("ebs_idle_volume", ids["unattached"]),
+        ("ebs_throughput_saturated", ids["saturated"]),
+        ("s3_high_error_rate", "arn:aws:s3:::train-data"),
+        ("s3_request_metrics_disabled", "arn:aws:s3:::checkpoints"),
+    }
+    assert summary["key"] == "findings/cluster=train/date=2025-11-28/storage.jsonl"
+    assert all(f["cluster"] == "train" for f in findings)
+    # 2 attached gp3 volumes x 7 series + 6 bucket series, 72 hourly points: the floor is one
+    # call per metric read (volumes, then the bucket).
+    assert len(calls) == floor_calls(2 * 7, HOURS) + floor_calls(6, HOURS) == 2
+    counts = aws["cloudwatch"].list_metrics(Namespace="GpuInsights/Findings")["Metrics"]
+    assert {d["Value"] for m in counts for d in m["Dimensions"] if d["Name"] == "Kind"} == {
+        "ebs_idle_volume",
+        "ebs_throughput_saturated",
+        "s3_high_error_rate",
+        "s3_request_metrics_disabled",
+    }
+
+
+def test_rerun_for_the_same_day_replaces_the_file(aws: dict[str, Any]) -> None:
+    _seed(aws)
+    event = {"time": datetime.fromtimestamp(END, UTC).isoformat()}
+    first = storage_handler.handler(event, None)
+    second = storage_handler.handler(event, None)
+    assert first["key"] == second["key"]
+    keys = [o["Key"] for o in aws["s3"].list_objects_v2(Bucket="reports")["Contents"]]
+    assert keys == [first["key"]]
+    body = aws["s3"].get_object(Bucket="reports", Key=first["key"])["Body"].read().decode()
+    assert len(body.splitlines()) == first["findings"]
+
+
+def test_a_bucket_that_cannot_be_read_is_one_analysis_error(
+    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _seed(aws)
+    monkeypatch.setenv("BUCKETS", "train-data,no-such-bucket")
+    summary = storage_handler.handler({"time": datetime.fromtimestamp(END, UTC).isoformat()}, None)
+    assert summary["skipped"] == ["arn:aws:s3:::no-such-bucket"]
+    body = aws["s3"].get_object(Bucket="reports", Key=summary["key"])["Body"].read().decode()
+    errors = [json.loads(x) for x in body.splitlines() if '"analysis_error"' in x]
+    assert [e["resource"] for e in errors] == ["arn:aws:s3:::no-such-bucket"]
+    assert "NoSuchBucket" in errors[0]["evidence"]["error"]
+    assert math.isclose(summary["findings"], len(body.splitlines()))

@@ -1,0 +1,137 @@
+"""Each EBS finding at its threshold edges, on plain hourly data."""
+
+import math
+
+import pytest
+
+from lambdas.shared.findings import Kind, Severity
+from lambdas.storage_analyzer.ebs_analysis import (
+    EbsThresholds,
+    Volume,
+    VolumeMetrics,
+    analyze_volume,
+    monthly_cost,
+    percentile,
+)
+
+HOURS = 14 * 24
+MIB = 2**20
+
+
+def gp3(iops: int = 3000, throughput: int = 125, size: int = 500) -> Volume:
+    return Volume("vol-1", "gp3", size, "in-use", iops, throughput, "i-1")
+
+
+def steady(
+    iops: float, mibps: float = 0.0, hours: int = HOURS, queue: float = 0.5
+) -> VolumeMetrics:
+    return VolumeMetrics(
+        read_ops=[iops * 3600 / 2] * hours,
+        write_ops=[iops * 3600 / 2] * hours,
+        read_bytes=[mibps * MIB * 3600] * hours,
+        write_bytes=[0.0] * hours,
+        queue_length=[queue] * hours,
+        iops_exceeded=[0.0] * hours,
+        throughput_exceeded=[0.0] * hours,
+    )
+
+
+def kinds(volume: Volume, metrics: VolumeMetrics) -> list[Kind]:
+    return [f.kind for f in analyze_volume(volume, metrics)]
+
+
+def test_unattached_volume_is_idle_and_priced() -> None:
+    (finding,) = analyze_volume(
+        Volume("vol-9", "gp3", 1000, "available", 3000, 125), VolumeMetrics()
+    )
+    assert finding.kind is Kind.EBS_IDLE_VOLUME
+    assert finding.estimated_monthly_waste_usd == pytest.approx(80.0)  # 1,000 GiB x $0.08
+    assert finding.evidence["reason"] == "unattached"
+
+
+def test_idle_edge_is_one_iops_a_day_for_seven_days() -> None:
+    assert kinds(gp3(), steady(0.99, hours=7 * 24)) == [Kind.EBS_IDLE_VOLUME]
+    assert kinds(gp3(), steady(1.0, hours=7 * 24)) == []  # just over: not idle
+    assert kinds(gp3(), steady(0.5, hours=6 * 24)) == []  # six days of data: too little to say
+
+
+def test_one_busy_day_makes_a_volume_not_idle() -> None:
+    metrics = steady(0.1, hours=7 * 24)
+    metrics.read_ops[30:40] = [36_000.0] * 10  # ten busy hours on day two
+    assert kinds(gp3(), metrics) == []
+
+
+def test_no_metrics_for_an_attached_volume_is_no_finding() -> None:
+    assert analyze_volume(gp3(), VolumeMetrics()) == []
+
+
+def test_saturation_edge_is_ninety_percent_for_a_tenth_of_hours() -> None:
+    volume = gp3(iops=3000, throughput=125)
+    metrics = steady(500, mibps=10)
+    hot = math.ceil(HOURS * 0.1)  # 34 of 336 hours
+    metrics.read_bytes[:hot] = [0.9 * 125 * MIB * 3600] * hot
+    (finding,) = [
+        f for f in analyze_volume(volume, metrics) if f.kind is Kind.EBS_THROUGHPUT_SATURATED
+    ]
+    assert finding.evidence["saturated_hours"] == hot
+    assert finding.severity is Severity.WARNING
+    metrics.read_bytes[hot - 1] = 0.89 * 125 * MIB * 3600  # one hour fewer: under 10%
+    assert Kind.EBS_THROUGHPUT_SATURATED not in kinds(volume, metrics)
+
+
+def test_a_single_exceeded_check_is_saturation() -> None:
+    metrics = steady(500, mibps=10)
+    metrics.iops_exceeded[100] = 1.0
+    (finding,) = analyze_volume(gp3(), metrics)
+    assert finding.kind is Kind.EBS_THROUGHPUT_SATURATED
+    assert finding.evidence["hours_limit_exceeded"] == 1
+
+
+def test_gp2_out_of_burst_credits_is_saturation() -> None:
+    volume = Volume("vol-2", "gp2", 100, "in-use")
+    metrics = steady(50, mibps=5)
+    metrics.burst_balance = [100.0] * 100 + [9.0]
+    (finding,) = analyze_volume(volume, metrics)
+    assert finding.kind is Kind.EBS_THROUGHPUT_SATURATED
+    assert finding.evidence["min_burst_balance_percent"] == 9.0
+
+
+def test_overprovisioned_iops_are_priced_above_the_gp3_baseline() -> None:
+    volume = gp3(iops=16_000, throughput=125)
+    metrics = steady(4000, mibps=20)
+    (finding,) = analyze_volume(volume, metrics)
+    assert finding.kind is Kind.EBS_OVERPROVISIONED_IOPS
+    assert finding.evidence["recommended_iops"] == 4800  # p99 4,000 plus 20%
+    assert finding.estimated_monthly_waste_usd == pytest.approx((16_000 - 4800) * 0.005)
+
+
+def test_iops_used_up_to_the_headroom_are_not_waste() -> None:
+    metrics = steady(5000)
+    assert kinds(gp3(iops=6000), metrics) == []  # 5,000 x 1.2 = 6,000: nothing to give back
+    # Just over: 6,200 provisioned wastes 200 IOPS = $1.00, the smallest finding worth making.
+    assert kinds(gp3(iops=6200), metrics) == [Kind.EBS_OVERPROVISIONED_IOPS]
+
+
+def test_overprovisioned_throughput() -> None:
+    (finding,) = analyze_volume(gp3(throughput=1000), steady(2000, mibps=100))
+    assert finding.kind is Kind.EBS_OVERPROVISIONED_THROUGHPUT
+    assert finding.evidence["recommended_throughput_mibps"] == 125  # the included baseline
+    assert finding.estimated_monthly_waste_usd == pytest.approx((1000 - 125) * 0.04)
+
+
+def test_queue_length_against_a_queue_per_thousand_iops() -> None:
+    assert kinds(gp3(iops=3000), steady(2000, queue=12.0)) == []  # limit 4 x 3 = 12
+    assert kinds(gp3(iops=3000), steady(2000, queue=12.5)) == [Kind.EBS_HIGH_QUEUE_LENGTH]
+
+
+def test_gaps_in_metrics_do_not_break_the_analysis() -> None:
+    metrics = steady(2000, queue=1.0)
+    metrics.write_ops = metrics.write_ops[: HOURS // 2]  # half the write series missing
+    assert analyze_volume(gp3(), metrics) == []
+
+
+def test_percentile_and_cost_helpers() -> None:
+    assert percentile([], 0.99) == 0.0
+    assert percentile(list(range(1, 101)), 0.99) == 99
+    assert monthly_cost(gp3(iops=4000, throughput=225, size=100)) == pytest.approx(8 + 5 + 4)
+    assert EbsThresholds().idle_days == 7
