@@ -12,8 +12,8 @@ import pytest
 from moto import mock_aws
 
 from lambdas.shared.metric_fetcher import floor_calls
-from lambdas.storage_analyzer import handler as storage_handler
 from lambdas.storage_analyzer import aws as storage_aws
+from lambdas.storage_analyzer import handler as storage_handler
 from lambdas.storage_analyzer import run as storage_run
 
 END = datetime(2025, 11, 28, tzinfo=UTC).timestamp()
@@ -53,8 +53,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
         )
         clients: dict[str, Any] = {
-            name: session.client(name)
-            for name in ("ec2", "s3", "cloudwatch", "events", "sqs")
+            name: session.client(name) for name in ("ec2", "s3", "cloudwatch", "events", "sqs")
         }
         for name in ("ec2", "s3", "cloudwatch", "events"):
             monkeypatch.setitem(storage_handler._clients, name, clients[name])
