@@ -36,6 +36,7 @@ test: lint typecheck
 
 bench: install
 	$(BIN)/python -m benchmarks.exporter
+	$(BIN)/python -m benchmarks.storage_analyzer
 
 clean:
 	rm -rf cdk.out out .pytest_cache .mypy_cache .ruff_cache

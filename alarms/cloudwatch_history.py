@@ -88,7 +88,7 @@ def fetch_samples(
             for series in batch:
                 request = requests[int(series.query.key[0])]
                 samples.extend(
-                    Sample(request.namespace, request.metric, request.dimensions, t, v)
+                    Sample(request.namespace, request.metric, request.dimensions, t.timestamp(), v)
                     for t, v in zip(series.timestamps, series.values, strict=True)
                 )
         return samples

@@ -13,6 +13,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from cdk.settings import Settings, SettingsError, settings_from_context
 from cdk.stacks.alarms_stack import AlarmsStack
+from cdk.stacks.analyzers_stack import AnalyzersStack
 from cdk.stacks.observability_stack import ObservabilityStack
 
 
@@ -31,6 +32,7 @@ def build(app: App, settings: Settings) -> list[Stack]:
     stacks: list[Stack] = [
         ObservabilityStack(app, f"{prefix}-Observability", settings=settings),
         AlarmsStack(app, f"{prefix}-Alarms", settings=settings),
+        AnalyzersStack(app, f"{prefix}-Analyzers", settings=settings),
     ]
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return stacks

@@ -31,6 +31,9 @@ _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 _LABEL = re.compile(
     r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?=[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
+_SCHEDULE = re.compile(r"^(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\([^()]+\))$")
+_HTTPS = re.compile(r"^https://\S+$")
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _TAINT_KEY = re.compile(
     r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
@@ -94,6 +97,15 @@ class Settings:
     #: Warnings (a digest to read, not a page).
     warning_emails: tuple[str, ...] = ()
     report_emails: tuple[str, ...] = ()
+    #: S3 buckets the storage analyzer reads request metrics of (training data, checkpoints).
+    storage_buckets: tuple[str, ...] = ()
+    #: "cluster": volumes tagged for the cluster and those of its nodes; "all": the region's.
+    storage_volume_scope: str = "cluster"
+    storage_schedule: str = "cron(0 6 * * ? *)"
+    #: Days of metrics each analysis reads.
+    lookback_days: int = 14
+    #: Turn on S3 request metrics (a whole-bucket filter) on the storage buckets.
+    s3_enable_request_metrics: bool = False
 
     def alarm_settings(self) -> AlarmSettings:
         return AlarmSettings(
@@ -118,92 +130,69 @@ class Settings:
         return f"AmazonCloudWatch-GpuInsights-{self.cluster_name}"
 
     def __post_init__(self) -> None:
+        for key, (pattern, allowed) in _PATTERNS.items():
+            value = getattr(self, key)
+            for item in value if isinstance(value, tuple) else (value,):
+                if item is not None:
+                    _require(pattern.fullmatch(str(item)), key, item, allowed)
+        for key, (low, high, unit) in _RANGES.items():
+            value = getattr(self, key)
+            _require(low <= value <= high, key, value, f"{low} to {high} {unit}")
         _require(
-            _CLUSTER_NAME.match(self.cluster_name),
-            "cluster_name",
-            self.cluster_name,
-            "1-100 letters, digits, '-' or '_', starting with a letter or digit",
+            self.storage_volume_scope in {"cluster", "all"},
+            "storage_volume_scope",
+            self.storage_volume_scope,
+            "cluster or all",
         )
-        if self.account is not None:
-            _require(
-                _ACCOUNT.match(self.account), "account", self.account, "a 12-digit AWS account id"
-            )
-        if self.region is not None:
-            _require(
-                _REGION.match(self.region),
-                "region",
-                self.region,
-                "an AWS region name such as us-east-1",
-            )
-        if self.addon_version is not None:
-            _require(
-                _ADDON_VERSION.match(self.addon_version),
-                "addon_version",
-                self.addon_version,
-                "an EKS add-on version such as v4.1.0-eksbuild.1",
-            )
+        _require(self.gpu_node_labels, "gpu_node_labels", "", "at least one key=value label")
         if self.agent_credentials is AgentCredentials.IRSA:
             _require(
-                self.oidc_provider_arn is not None,
+                self.oidc_provider_arn,
                 "oidc_provider_arn",
                 None,
                 "the cluster's IAM OIDC provider ARN when agent_credentials is irsa",
-            )
-        if self.oidc_provider_arn is not None:
-            _require(
-                _OIDC_ARN.match(self.oidc_provider_arn),
-                "oidc_provider_arn",
-                self.oidc_provider_arn,
-                "an ARN such as arn:aws:iam::123456789012:oidc-provider/oidc.eks...",
-            )
-        for key in self.gpu_taint_keys:
-            _require(
-                _TAINT_KEY.match(key) and len(key) <= 316,
-                "gpu_taint_keys",
-                key,
-                "Kubernetes taint keys such as nvidia.com/gpu",
-            )
-        _require(
-            MIN_INTERVAL_SECONDS <= self.agent_interval_seconds <= MAX_INTERVAL_SECONDS,
-            "agent_interval_seconds",
-            self.agent_interval_seconds,
-            f"{MIN_INTERVAL_SECONDS} to {MAX_INTERVAL_SECONDS} seconds",
-        )
-        _require(
-            1 <= self.exporter_interval_seconds <= 3600,
-            "exporter_interval_seconds",
-            self.exporter_interval_seconds,
-            "1 to 3600 seconds",
-        )
-        _require(self.gpu_node_labels, "gpu_node_labels", "", "at least one key=value label")
-        for label in self.gpu_node_labels:
-            _require(
-                _LABEL.match(label),
-                "gpu_node_labels",
-                label,
-                "Kubernetes labels as key=value, such as nvidia.com/gpu.present=true",
-            )
-        if self.kubectl_role_arn is not None:
-            _require(
-                _ROLE_ARN.match(self.kubectl_role_arn),
-                "kubectl_role_arn",
-                self.kubectl_role_arn,
-                "an IAM role ARN such as arn:aws:iam::123456789012:role/x",
-            )
-        for endpoint in self.alarm_https_endpoints:
-            _require(
-                endpoint.startswith("https://") and len(endpoint) > 8,
-                "alarm_https_endpoints",
-                endpoint,
-                "https:// URLs",
             )
         try:
             self.alarm_settings()
         except ValueError as err:
             raise SettingsError(f"setting {err}") from err
-        for key in ("alarm_emails", "warning_emails", "report_emails"):
-            for email in getattr(self, key):
-                _require(_EMAIL.match(email), key, email, "email addresses such as ops@example.com")
+
+
+#: Settings whose value (or each value of a list) must match a pattern: (pattern, allowed).
+_PATTERNS: Final[dict[str, tuple[re.Pattern[str], str]]] = {
+    "cluster_name": (
+        _CLUSTER_NAME,
+        "1-100 letters, digits, '-' or '_', starting with a letter or digit",
+    ),
+    "account": (_ACCOUNT, "a 12-digit AWS account id"),
+    "region": (_REGION, "an AWS region name such as us-east-1"),
+    "addon_version": (_ADDON_VERSION, "an EKS add-on version such as v4.1.0-eksbuild.1"),
+    "oidc_provider_arn": (
+        _OIDC_ARN,
+        "an ARN such as arn:aws:iam::123456789012:oidc-provider/oidc.eks...",
+    ),
+    "gpu_taint_keys": (_TAINT_KEY, "Kubernetes taint keys such as nvidia.com/gpu"),
+    "gpu_node_labels": (
+        _LABEL,
+        "Kubernetes labels as key=value, such as nvidia.com/gpu.present=true",
+    ),
+    "kubectl_role_arn": (_ROLE_ARN, "an IAM role ARN such as arn:aws:iam::123456789012:role/x"),
+    "storage_schedule": (
+        _SCHEDULE,
+        "an EventBridge schedule such as rate(1 day) or cron(0 6 * * ? *)",
+    ),
+    "storage_buckets": (_BUCKET, "S3 bucket names"),
+    "alarm_https_endpoints": (_HTTPS, "https:// URLs"),
+    "alarm_emails": (_EMAIL, "email addresses such as ops@example.com"),
+    "warning_emails": (_EMAIL, "email addresses such as ops@example.com"),
+    "report_emails": (_EMAIL, "email addresses such as ops@example.com"),
+}
+#: Numeric settings and their inclusive bounds: (low, high, unit).
+_RANGES: Final[dict[str, tuple[int, int, str]]] = {
+    "agent_interval_seconds": (MIN_INTERVAL_SECONDS, MAX_INTERVAL_SECONDS, "seconds"),
+    "exporter_interval_seconds": (1, 3600, "seconds"),
+    "lookback_days": (1, 90, "days"),
+}
 
 
 def _require(ok: object, key: str, value: object, allowed: str) -> None:
@@ -305,6 +294,11 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "throttle_window_minutes": _as_int,
     "gpu_instance_type": _as_str,
     "xid_host_log_filter": _as_bool,
+    "storage_buckets": _as_str_tuple,
+    "storage_volume_scope": _as_str,
+    "storage_schedule": _as_str,
+    "lookback_days": _as_int,
+    "s3_enable_request_metrics": _as_bool,
     "alarm_emails": _as_str_tuple,
     "alarm_https_endpoints": _as_str_tuple,
     "warning_emails": _as_str_tuple,

@@ -19,6 +19,8 @@ from alarms.catalog import gpu_alarms
 from alarms.cloudwatch_history import fetch_samples
 from cdk.settings import Settings
 from cli.demo_exporter import ROLES, ExporterReplay, replay_exporter, replay_window
+from cli.demo_storage import run_storage_analyzer, storage_summary
+from cli.demo_storage import seed as seed_storage
 
 DEMO_REGION = "us-east-1"
 
@@ -36,6 +38,8 @@ class DemoResult:
     files: list[Path] = field(default_factory=list)
     exporter: ExporterReplay | None = None
     backtest: list[BacktestResult] = field(default_factory=list)
+    storage_findings: list[dict[str, Any]] = field(default_factory=list)
+    storage_names: dict[str, str] = field(default_factory=dict)
 
     def summary(self) -> str:
         lines = ["EKS GPU Insights demo (no AWS account: moto in-process)", ""]
@@ -90,6 +94,8 @@ class DemoResult:
                 )
             quiet = [r.spec.key for r in self.backtest if not r.alarms_raised]
             lines.append(f"   stayed quiet: {', '.join(quiet)}")
+        if self.storage_findings:
+            lines += storage_summary(self.storage_findings, self.storage_names)
         lines.append("")
         lines.append("Output:")
         lines.extend(f"   {path}" for path in self.files)
@@ -154,6 +160,12 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
         window_start, window_end = replay_window()
         samples = fetch_samples(cloudwatch, specs, start=window_start, end=window_end)
         result.backtest = backtest(specs, samples, start=window_start, end=window_end)
+        storage_clients = {s: session.client(s) for s in ("ec2", "s3", "cloudwatch", "events")}
+        result.storage_names = seed_storage(storage_clients, settings.cluster_name)
+        _, result.storage_findings = run_storage_analyzer(storage_clients, settings.cluster_name)
+        findings_path = out_dir / "storage-findings.jsonl"
+        findings_path.write_text("".join(json.dumps(f) + "\n" for f in result.storage_findings))
+        result.files.append(findings_path)
         backtest_path = out_dir / "alarm-backtest.txt"
         backtest_path.write_text(report(result.backtest, start=window_start, end=window_end) + "\n")
         result.files.append(backtest_path)

@@ -11,6 +11,8 @@ from agent.cloudwatch_agent_config import DEFAULT_GPU_MEASUREMENTS, gpu_node_age
 from agent.cost import ENHANCED_CI_PER_MILLION_OBSERVATIONS, estimate
 from agent.manifest import DEFAULT_GPU_NODE_LABELS, exporter_manifests
 from alarms.cloudwatch_history import HistoryFetchError
+from cli.analyze import add_arguments as add_analyze_arguments
+from cli.analyze import run as run_analyze
 from cli.backtest import add_arguments as add_backtest_arguments
 from cli.backtest import run as run_backtest
 
@@ -85,6 +87,11 @@ def _parser() -> argparse.ArgumentParser:
         "backtest", help="replay metric history through the alarm definitions the app deploys"
     )
     add_backtest_arguments(backtest)
+
+    analyze = commands.add_parser(
+        "analyze", help="run an analyzer now, read-only, and print its findings"
+    )
+    add_analyze_arguments(analyze)
     return parser
 
 
@@ -143,6 +150,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], str]] = {
     "manifest": _manifest,
     "cost-estimate": _cost_estimate,
     "backtest": _backtest,
+    "analyze": run_analyze,
 }
 
 

@@ -16,6 +16,9 @@ def _render(value: Any) -> str:
         return value
     if isinstance(value, dict) and set(value) == {"Ref"}:
         return f"<{value['Ref']}>"
+    if isinstance(value, dict) and set(value) == {"Fn::GetAtt"}:
+        logical_id, attribute = value["Fn::GetAtt"]
+        return f"<{logical_id}.{attribute}>"
     if isinstance(value, dict) and set(value) == {"Fn::Join"}:
         separator, parts = value["Fn::Join"]
         return str(separator).join(_render(part) for part in parts)

@@ -1,8 +1,6 @@
 """Alarms and their delivery: topics, GPU alarms, the fleet composite, the XID notifier."""
 
-from typing import Any
-
-from aws_cdk import CfnOutput, Environment, RemovalPolicy, Stack
+from aws_cdk import CfnOutput, RemovalPolicy
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
@@ -18,22 +16,18 @@ from cdk.constructs.alarm_topics import AlarmTopics
 from cdk.constructs.gpu_alarms import GpuAlarms
 from cdk.constructs.xid_notifier import XidNotifier
 from cdk.settings import Settings
+from cdk.stacks.deployment_stack import DeploymentStack
 
 
-class AlarmsStack(Stack):
+class AlarmsStack(DeploymentStack):
     """Attributes: ``topics``, ``alarms``, ``notifier``, ``exporter_logs``."""
 
-    def __init__(
-        self, scope: Construct, construct_id: str, *, settings: Settings, **kwargs: Any
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings) -> None:
         super().__init__(
             scope,
             construct_id,
-            description=(
-                f"EKS GPU Insights: GPU alarms and XID notifications for {settings.cluster_name}"
-            ),
-            env=Environment(account=settings.account, region=settings.region),
-            **kwargs,
+            settings=settings,
+            description=f"GPU alarms and XID notifications for {settings.cluster_name}",
         )
         cluster = settings.cluster_name
         self.topics = AlarmTopics(

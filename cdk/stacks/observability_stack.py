@@ -1,8 +1,6 @@
 """Container Insights with GPU metrics for one EKS cluster, and the EC2 GPU agent config."""
 
-from typing import Any
-
-from aws_cdk import CfnOutput, Environment, Stack
+from aws_cdk import CfnOutput
 from constructs import Construct
 
 from agent.cloudwatch_agent_config import gpu_node_agent_config
@@ -11,25 +9,18 @@ from cdk.constructs.agent_config_parameter import AgentConfigParameter
 from cdk.constructs.container_insights import ContainerInsightsAddon
 from cdk.constructs.gpu_exporter import GpuExporter
 from cdk.settings import AgentCredentials, Settings
+from cdk.stacks.deployment_stack import DeploymentStack
 
 
-class ObservabilityStack(Stack):
+class ObservabilityStack(DeploymentStack):
     """Attributes: ``addon`` (None when the add-on is managed elsewhere), ``agent_config``."""
 
-    def __init__(
-        self, scope: Construct, construct_id: str, *, settings: Settings, **kwargs: Any
-    ) -> None:
-        description = (
-            f"EKS GPU Insights: Container Insights with GPU metrics for {settings.cluster_name}"
-        )
-        if settings.is_example:
-            description += " (documented example; set -c cluster_name=... to deploy)"
+    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings) -> None:
         super().__init__(
             scope,
             construct_id,
-            description=description,
-            env=Environment(account=settings.account, region=settings.region),
-            **kwargs,
+            settings=settings,
+            description=f"Container Insights with GPU metrics for {settings.cluster_name}",
         )
         self.addon: ContainerInsightsAddon | None = None
         if settings.install_addon:

@@ -30,8 +30,11 @@ class MetricQuery:
 
 @dataclass
 class MetricSeries:
+    """Timestamps stay the datetimes boto3 returns (converting millions of them costs more
+    than the analysis); values are floats."""
+
     query: MetricQuery
-    timestamps: list[float] = field(default_factory=list)
+    timestamps: list[datetime] = field(default_factory=list)
     values: list[float] = field(default_factory=list)
 
 
@@ -100,8 +103,8 @@ def fetch(
             response = client.get_metric_data(**kwargs)
             for result in response["MetricDataResults"]:
                 target = series[int(result["Id"][1:])]
-                target.timestamps.extend(t.timestamp() for t in result["Timestamps"])
-                target.values.extend(float(v) for v in result["Values"])
+                target.timestamps.extend(result["Timestamps"])
+                target.values.extend(result["Values"])
             token = response.get("NextToken")
             if not token:
                 break

@@ -31,7 +31,9 @@ def test_demo_synthesizes_stores_and_fetches_the_agent_config(
     jsonschema.Draft4Validator(agent_schema).validate(written)
     stacks = json.loads((tmp_path / "out" / "stacks.json").read_text())
     assert stacks["GpuInsights-example-gpu-cluster-Alarms"]["AWS::CloudWatch::Alarm"] == 7
+    assert stacks["GpuInsights-example-gpu-cluster-Analyzers"]["AWS::Lambda::Function"] == 1
     del stacks["GpuInsights-example-gpu-cluster-Alarms"]
+    del stacks["GpuInsights-example-gpu-cluster-Analyzers"]
     assert stacks == {
         "GpuInsights-example-gpu-cluster-Observability": {
             "AWS::EKS::Addon": 1,
@@ -72,6 +74,21 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(tmp_path: Path) ->
         "gpu-power-brake": 0,
     }
     assert "gpu-low-power [warning]" in (tmp_path / "out" / "alarm-backtest.txt").read_text()
+    storage = sorted(
+        (result.storage_names.get(f["resource"], f["resource"]), f["kind"])
+        for f in result.storage_findings
+    )
+    assert storage == [
+        ("arn:aws:s3:::demo-checkpoints", "s3_request_metrics_disabled"),
+        ("arn:aws:s3:::demo-training-data", "s3_high_error_rate"),
+        ("arn:aws:s3:::demo-training-data", "s3_high_latency"),
+        ("deep-queue", "ebs_high_queue_length"),
+        ("idle-attached", "ebs_idle_volume"),
+        ("overprovisioned-iops", "ebs_overprovisioned_iops"),
+        ("overprovisioned-throughput", "ebs_overprovisioned_throughput"),
+        ("saturated-dataset", "ebs_throughput_saturated"),
+        ("unattached", "ebs_idle_volume"),
+    ]  # the healthy volume and demo-eval-data: nothing
     lines = (tmp_path / "out" / "exporter-emf.jsonl").read_text().splitlines()
     assert len(lines) == replay.documents
     assert all(parse_emf_line(line)["ClusterName"] == "example-gpu-cluster" for line in lines)

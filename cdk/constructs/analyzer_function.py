@@ -1,0 +1,87 @@
+"""A scheduled analyzer Lambda: its code, its least-privilege role, its logs with retention,
+its schedule, and a failure destination that keeps what a failed run was asked to do."""
+
+from collections.abc import Sequence
+
+from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Validations
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from cdk.constructs.lambda_code import lambda_code
+
+
+class AnalyzerFunction(Construct):
+    """Attributes: ``function``, ``role``, ``failures`` (queue), ``schedule`` (rule)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        description: str,
+        handler: str,
+        modules: Sequence[str],
+        environment: dict[str, str],
+        statements: Sequence[iam.PolicyStatement],
+        schedule: str,
+        memory_mb: int,
+        timeout: Duration,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        logs_group = logs.LogGroup(
+            self,
+            "Logs",
+            retention=logs.RetentionDays.ONE_MONTH,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=description,
+        )
+        logs_group.grant_write(self.role)
+        for statement in statements:
+            self.role.add_to_policy(statement)
+        self.failures = sqs.Queue(
+            self,
+            "Failures",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+        )
+        Validations.of(self.failures).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-SQS3",
+                reason="this queue is the function's on-failure destination: the end of the "
+                "line for failed runs, read by a person",
+            )
+        )
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            description=description,
+            runtime=lambda_.Runtime.PYTHON_3_14,
+            handler=handler,
+            code=lambda_code(modules),
+            role=self.role,
+            timeout=timeout,
+            memory_size=memory_mb,
+            log_group=logs_group,
+            environment=environment,
+            retry_attempts=2,
+            on_failure=destinations.SqsDestination(self.failures),
+        )
+        self.schedule = events.Rule(
+            self,
+            "Schedule",
+            description=f"Runs: {description}",
+            schedule=events.Schedule.expression(schedule),
+            targets=[targets.LambdaFunction(self.function, retry_attempts=2)],
+        )

@@ -1,0 +1,121 @@
+"""The report bucket and the scheduled analyzers that fill it with findings."""
+
+from aws_cdk import CfnOutput, Duration, Stack
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from agent.metric_contract import NAMESPACE_FINDINGS
+from cdk.constructs.analyzer_function import AnalyzerFunction
+from cdk.constructs.nag import acknowledge_wildcard_resources
+from cdk.constructs.report_bucket import ReportBucket
+from cdk.constructs.request_metrics import RequestMetrics
+from cdk.settings import Settings
+from cdk.stacks.deployment_stack import DeploymentStack
+
+STORAGE_MODULES = (
+    "lambdas/shared/aws_clients.py",
+    "lambdas/shared/findings.py",
+    "lambdas/shared/metric_fetcher.py",
+    "lambdas/shared/publisher.py",
+    "lambdas/storage_analyzer/aws.py",
+    "lambdas/storage_analyzer/ebs_analysis.py",
+    "lambdas/storage_analyzer/ebs_prices.py",
+    "lambdas/storage_analyzer/handler.py",
+    "lambdas/storage_analyzer/run.py",
+    "lambdas/storage_analyzer/s3_analysis.py",
+    "agent/metric_contract.py",
+)
+
+
+def findings_statements(stack: Stack, report: ReportBucket) -> list[iam.PolicyStatement]:
+    """What every analyzer needs to publish: its findings file, events, counts."""
+    return [
+        iam.PolicyStatement(
+            sid="WriteFindings",
+            actions=["s3:PutObject"],
+            resources=[report.bucket.arn_for_objects("findings/*")],
+        ),
+        iam.PolicyStatement(
+            sid="EncryptFindings",
+            actions=["kms:GenerateDataKey", "kms:Decrypt"],
+            resources=[report.key.key_arn],
+        ),
+        iam.PolicyStatement(
+            sid="SendFindingEvents",
+            actions=["events:PutEvents"],
+            resources=[
+                stack.format_arn(service="events", resource="event-bus", resource_name="default")
+            ],
+        ),
+        iam.PolicyStatement(
+            sid="CountFindings",
+            actions=["cloudwatch:PutMetricData"],
+            resources=["*"],
+            conditions={"StringEquals": {"cloudwatch:namespace": NAMESPACE_FINDINGS}},
+        ),
+    ]
+
+
+class AnalyzersStack(DeploymentStack):
+    """Attributes: ``report``, ``storage``."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            settings=settings,
+            description=f"findings and reports for {settings.cluster_name}",
+        )
+        self.report = ReportBucket(self, "Report", cluster_name=settings.cluster_name)
+        buckets = [f"arn:{self.partition}:s3:::{b}" for b in settings.storage_buckets]
+        storage_statements = [
+            *findings_statements(self, self.report),
+            iam.PolicyStatement(
+                sid="ReadMetricsAndVolumes",
+                actions=[
+                    "cloudwatch:GetMetricData",
+                    "ec2:DescribeVolumes",
+                    "ec2:DescribeInstances",
+                ],
+                resources=["*"],
+            ),
+        ]
+        if buckets:
+            storage_statements.append(
+                iam.PolicyStatement(
+                    sid="ReadRequestMetricsConfigurations",
+                    actions=["s3:GetMetricsConfiguration"],
+                    resources=buckets,
+                )
+            )
+        self.storage = AnalyzerFunction(
+            self,
+            "StorageAnalyzer",
+            description=f"Storage analyzer of {settings.cluster_name}: EBS and S3 findings",
+            handler="lambdas.storage_analyzer.handler.handler",
+            modules=STORAGE_MODULES,
+            environment={
+                "CLUSTER_NAME": settings.cluster_name,
+                "VOLUME_SCOPE": settings.storage_volume_scope,
+                "BUCKETS": ",".join(settings.storage_buckets),
+                "LOOKBACK_DAYS": str(settings.lookback_days),
+                "REPORT_BUCKET": self.report.bucket.bucket_name,
+                "EVENT_BUS": "default",
+            },
+            statements=storage_statements,
+            schedule=settings.storage_schedule,
+            # Sized by benchmarks/storage_analyzer.py: 10,000 volumes x 14 days in well under
+            # a minute of CPU and 100 MiB; the timeout leaves room for CloudWatch's pace.
+            memory_mb=1024,
+            timeout=Duration.minutes(15),
+        )
+        acknowledge_wildcard_resources(
+            self.storage.role,
+            resources=["*", self.report.bucket.arn_for_objects("findings/*")],
+            reason="GetMetricData, DescribeVolumes/Instances and PutMetricData (limited to "
+            "the findings namespace by condition) take no resource ARNs; findings/* is the "
+            "analyzers' own prefix of the report bucket",
+        )
+        if settings.s3_enable_request_metrics and settings.storage_buckets:
+            RequestMetrics(self, "RequestMetrics", buckets=settings.storage_buckets)
+        CfnOutput(self, "ReportBucketName", value=self.report.bucket.bucket_name)

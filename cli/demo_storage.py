@@ -1,0 +1,205 @@
+"""The demo's storage: EBS volumes and S3 buckets in moto, each showing one finding, plus
+healthy ones that must show none, analyzed by the storage analyzer's real Lambda handler."""
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from lambdas.storage_analyzer import handler as storage_handler
+
+END = datetime(2025, 11, 28, 6, tzinfo=UTC).timestamp()
+DAYS = 8
+HOURS = DAYS * 24
+MIB = 2**20
+REPORT_BUCKET = "gpu-insights-demo-reports"
+TAG = "kubernetes.io/cluster/{cluster}"
+
+#: name -> (create_volume arguments, attached, hourly read IOPS, read MiB/s, queue length)
+VOLUMES: dict[str, tuple[dict[str, Any], bool, float, float, float]] = {
+    "unattached": ({"VolumeType": "gp3", "Size": 500}, False, 0, 0, 0),
+    "idle-attached": ({"VolumeType": "gp3", "Size": 200}, True, 0.2, 0, 0.0),
+    "saturated-dataset": (
+        {"VolumeType": "gp3", "Size": 2000, "Iops": 3000, "Throughput": 125},
+        True,
+        900,
+        122,
+        1.0,
+    ),
+    "overprovisioned-iops": (
+        {"VolumeType": "gp3", "Size": 500, "Iops": 16000, "Throughput": 125},
+        True,
+        1800,
+        20,
+        1.0,
+    ),
+    "overprovisioned-throughput": (
+        {"VolumeType": "gp3", "Size": 500, "Iops": 3000, "Throughput": 1000},
+        True,
+        1200,
+        40,
+        1.0,
+    ),
+    "deep-queue": (
+        {"VolumeType": "gp3", "Size": 500, "Iops": 3000, "Throughput": 125},
+        True,
+        2400,
+        30,
+        20.0,
+    ),
+    "healthy": (
+        {"VolumeType": "gp3", "Size": 500, "Iops": 3000, "Throughput": 125},
+        True,
+        1500,
+        40,
+        1.0,
+    ),
+}
+#: bucket -> request metrics (None: no metrics configuration): (p99 first byte ms, 5xx share)
+BUCKETS: dict[str, tuple[float, float] | None] = {
+    "demo-training-data": (450.0, 0.03),
+    "demo-checkpoints": None,
+    "demo-eval-data": (35.0, 0.0),
+}
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """The Lambda's environment, for the length of one invocation."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _put(cloudwatch: Any, namespace: str, dims: dict[str, str], metric: str, value: float) -> None:
+    data = [
+        {
+            "MetricName": metric,
+            "Dimensions": [{"Name": k, "Value": v} for k, v in dims.items()],
+            "Timestamp": datetime.fromtimestamp(END - (HOURS - h) * 3600, UTC),
+            "Value": value,
+        }
+        for h in range(HOURS)
+    ]
+    cloudwatch.put_metric_data(Namespace=namespace, MetricData=data)
+
+
+class S3WithMetricsConfigurations:
+    """moto does not implement S3 metrics configurations: this S3 client answers
+    ListBucketMetricsConfigurations as S3 would for the buckets the demo configured, and passes
+    every other call to moto."""
+
+    def __init__(self, s3: Any) -> None:
+        self._s3 = s3
+
+    def list_bucket_metrics_configurations(self, *, Bucket: str, **_: Any) -> dict[str, Any]:  # noqa: N803
+        configured = BUCKETS.get(Bucket) is not None
+        return {
+            "MetricsConfigurationList": [{"Id": "EntireBucket"}] if configured else [],
+            "IsTruncated": False,
+        }
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._s3, name)
+
+
+class CloudWatchWithPercentiles:
+    """moto computes no percentile statistics (it answers p99 with nothing): this client asks
+    it for the maximum instead, which is the p99 of the demo's constant hourly values."""
+
+    def __init__(self, cloudwatch: Any) -> None:
+        self._cloudwatch = cloudwatch
+
+    def get_metric_data(self, **kwargs: Any) -> Any:
+        for query in kwargs["MetricDataQueries"]:
+            stat = query.get("MetricStat", {})
+            if str(stat.get("Stat", "")).startswith("p"):
+                stat["Stat"] = "Maximum"
+        return self._cloudwatch.get_metric_data(**kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cloudwatch, name)
+
+
+def seed(clients: dict[str, Any], cluster: str) -> dict[str, str]:
+    ec2, s3, cloudwatch = clients["ec2"], clients["s3"], clients["cloudwatch"]
+    tags = [
+        {"ResourceType": "volume", "Tags": [{"Key": TAG.format(cluster=cluster), "Value": "owned"}]}
+    ]
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    node = ec2.run_instances(ImageId=image, MinCount=1, MaxCount=1)["Instances"][0]["InstanceId"]
+    ids = {}
+    for index, (name, (spec, attached, iops, mibps, queue)) in enumerate(VOLUMES.items()):
+        volume = ec2.create_volume(AvailabilityZone="us-east-1a", TagSpecifications=tags, **spec)
+        ids[volume["VolumeId"]] = name
+        if not attached:
+            continue
+        ec2.attach_volume(
+            VolumeId=volume["VolumeId"], InstanceId=node, Device=f"/dev/sd{chr(102 + index)}"
+        )
+        dims = {"VolumeId": volume["VolumeId"]}
+        _put(cloudwatch, "AWS/EBS", dims, "VolumeReadOps", iops * 3600)
+        _put(cloudwatch, "AWS/EBS", dims, "VolumeWriteOps", 0.0)
+        _put(cloudwatch, "AWS/EBS", dims, "VolumeReadBytes", mibps * MIB * 3600)
+        _put(cloudwatch, "AWS/EBS", dims, "VolumeQueueLength", queue)
+    for bucket, request_metrics in BUCKETS.items():
+        s3.create_bucket(Bucket=bucket)
+        if request_metrics is None:
+            continue
+        p99, error_share = request_metrics
+        dims = {"BucketName": bucket, "FilterId": "EntireBucket"}
+        _put(cloudwatch, "AWS/S3", dims, "AllRequests", 20_000.0)
+        _put(cloudwatch, "AWS/S3", dims, "5xxErrors", 20_000.0 * error_share)
+        _put(cloudwatch, "AWS/S3", dims, "FirstByteLatency", p99)
+    s3.create_bucket(Bucket=REPORT_BUCKET)
+    return ids
+
+
+def run_storage_analyzer(
+    clients: dict[str, Any], cluster: str
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The Lambda handler, with the environment the stack gives it."""
+    for service in ("ec2", "events"):
+        storage_handler._clients[service] = clients[service]
+    storage_handler._clients["s3"] = S3WithMetricsConfigurations(clients["s3"])
+    storage_handler._clients["cloudwatch"] = CloudWatchWithPercentiles(clients["cloudwatch"])
+    environment = {
+        "CLUSTER_NAME": cluster,
+        "VOLUME_SCOPE": "cluster",
+        "BUCKETS": ",".join(BUCKETS),
+        "LOOKBACK_DAYS": str(DAYS),
+        "REPORT_BUCKET": REPORT_BUCKET,
+        "EVENT_BUS": "default",
+    }
+    with _environment(environment):
+        summary = storage_handler.handler(
+            {"time": datetime.fromtimestamp(END, UTC).isoformat()}, None
+        )
+    body = clients["s3"].get_object(Bucket=REPORT_BUCKET, Key=summary["key"])["Body"].read()
+    return summary, [json.loads(line) for line in body.decode().splitlines()]
+
+
+def storage_summary(findings: list[dict[str, Any]], names: dict[str, str]) -> list[str]:
+    """The demo's lines about storage: each finding by resource name, and the quiet ones."""
+    waste = sum(f.get("estimated_monthly_waste_usd") or 0 for f in findings)
+    lines = [
+        f"6. Ran the storage analyzer's Lambda handler on {len(VOLUMES)} seeded EBS volumes and "
+        f"{len(BUCKETS)} S3 buckets: {len(findings)} findings, ${waste:,.2f} a month of waste:"
+    ]
+    named = set()
+    for f in findings:
+        name = names.get(f["resource"], f["resource"].removeprefix("arn:aws:s3:::"))
+        named.add(name)
+        lines.append(f"   {f['severity']:<8} {f['kind']:<32} {name}")
+    quiet = [n for n in [*VOLUMES, *BUCKETS] if n not in named]
+    lines.append(f"   no findings: {', '.join(quiet)}")
+    return lines

@@ -1,0 +1,121 @@
+import json
+from typing import Any
+
+from aws_cdk.assertions import Template
+from cfnlint.api import lint
+
+from tests.infra.conftest import Synth, stack_named
+
+PROD = {
+    "cluster_name": "train-prod",
+    "account": "123456789012",
+    "region": "eu-west-1",
+    "storage_buckets": "train-data,train-ckpt",
+    "s3_enable_request_metrics": "true",
+}
+
+
+def _template(synth: Synth, context: dict[str, Any] = PROD) -> Template:
+    return Template.from_stack(stack_named(synth(context), "-Analyzers"))
+
+
+def _statements(template: Template, role_fragment: str) -> list[dict[str, Any]]:
+    return [
+        s
+        for policy in template.find_resources("AWS::IAM::Policy").values()
+        if any(role_fragment in r["Ref"] for r in policy["Properties"]["Roles"])
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def test_report_bucket_is_private_encrypted_tls_only_versioned_and_logged(synth: Synth) -> None:
+    template = _template(synth)
+    buckets = template.find_resources("AWS::S3::Bucket")
+    ((report_id, report),) = [
+        (i, b) for i, b in buckets.items() if "LoggingConfiguration" in b["Properties"]
+    ]
+    props = report["Properties"]
+    rule = props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]
+    assert rule["ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "aws:kms"
+    assert props["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
+    }
+    assert props["VersioningConfiguration"] == {"Status": "Enabled"}
+    assert report["DeletionPolicy"] == "Retain"
+    policies = template.find_resources("AWS::S3::BucketPolicy")
+    for policy in policies.values():
+        deny = policy["Properties"]["PolicyDocument"]["Statement"][0]
+        assert deny["Effect"] == "Deny"
+        assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    (key,) = template.find_resources("AWS::KMS::Key").values()
+    assert key["Properties"]["EnableKeyRotation"] is True
+    assert report_id.startswith("ReportBucket")  # stateful: the logical id must not move
+
+
+def test_storage_analyzer_runs_daily_with_retries_a_failure_queue_and_log_retention(
+    synth: Synth,
+) -> None:
+    template = _template(synth)
+    functions = {
+        f["Properties"]["Handler"]: f["Properties"]
+        for f in template.find_resources("AWS::Lambda::Function").values()
+    }
+    storage = functions["lambdas.storage_analyzer.handler.handler"]
+    assert (storage["Timeout"], storage["MemorySize"], storage["Runtime"]) == (
+        900,
+        1024,
+        "python3.14",
+    )
+    env = storage["Environment"]["Variables"]
+    assert env["BUCKETS"] == "train-data,train-ckpt"
+    assert (env["VOLUME_SCOPE"], env["LOOKBACK_DAYS"]) == ("cluster", "14")
+    (rule,) = template.find_resources("AWS::Events::Rule").values()
+    assert rule["Properties"]["ScheduleExpression"] == "cron(0 6 * * ? *)"
+    (invoke,) = template.find_resources("AWS::Lambda::EventInvokeConfig").values()
+    assert invoke["Properties"]["MaximumRetryAttempts"] == 2
+    assert "OnFailure" in invoke["Properties"]["DestinationConfig"]
+    (logs,) = template.find_resources("AWS::Logs::LogGroup").values()
+    assert logs["Properties"]["RetentionInDays"] == 30
+
+
+def test_storage_analyzer_policy_lists_its_actions(synth: Synth) -> None:
+    statements = {s.get("Sid"): s for s in _statements(_template(synth), "StorageAnalyzerRole")}
+    for statement in statements.values():
+        actions = (
+            statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        )
+        assert all("*" not in a for a in actions), actions
+    assert statements["WriteFindings"]["Action"] == "s3:PutObject"
+    assert json.dumps(statements["WriteFindings"]["Resource"]).endswith('/findings/*"]]}')
+    assert statements["CountFindings"]["Condition"] == {
+        "StringEquals": {"cloudwatch:namespace": "GpuInsights/Findings"}
+    }
+    assert statements["ReadRequestMetricsConfigurations"]["Resource"] == [
+        {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":s3:::train-data"]]},
+        {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":s3:::train-ckpt"]]},
+    ]
+
+
+def test_request_metrics_are_turned_on_for_exactly_the_configured_buckets(synth: Synth) -> None:
+    resources = _template(synth).find_resources("Custom::AWS")
+    creates = [json.loads(_flat(r["Properties"]["Create"])) for r in resources.values()]
+    assert sorted(c["parameters"]["Bucket"] for c in creates) == ["train-ckpt", "train-data"]
+    assert all(c["action"] == "PutBucketMetricsConfiguration" for c in creates)
+    off = _template(synth, {**PROD, "s3_enable_request_metrics": "false"})
+    assert off.find_resources("Custom::AWS") == {}
+
+
+def _flat(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return "".join(p if isinstance(p, str) else "x" for p in value["Fn::Join"][1])
+
+
+def test_cfn_lint_passes_on_the_analyzers_stack(synth: Synth) -> None:
+    template = json.dumps(_template(synth).to_json())
+    assert [
+        str(m) for m in lint(template, regions=["eu-west-1"]) if m.rule.id.startswith("E")
+    ] == []
