@@ -37,6 +37,7 @@ test: lint typecheck
 bench: install
 	$(BIN)/python -m benchmarks.exporter
 	$(BIN)/python -m benchmarks.storage_analyzer
+	$(BIN)/python -m benchmarks.training_emitter
 
 clean:
 	rm -rf cdk.out out .pytest_cache .mypy_cache .ruff_cache

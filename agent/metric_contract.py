@@ -35,6 +35,43 @@ AGENT_NAMESPACE: Final = "amazon-cloudwatch"
 AGENT_SERVICE_ACCOUNT: Final = "cloudwatch-agent"
 
 
+class TrainingMetric(StrEnum):
+    """Metrics of ``agent.training``, namespace ``GpuInsights/Training``."""
+
+    SAMPLES_PER_SECOND = "samples_per_second"
+    STEP_TIME = "step_time_seconds"
+    #: Time a step waited for its batch.
+    DATA_WAIT = "data_wait_seconds"
+    CHECKPOINT_SAVE = "checkpoint_save_seconds"
+    CHECKPOINT_RESTORE = "checkpoint_restore_seconds"
+    CHECKPOINT_SIZE = "checkpoint_size_bytes"
+    JOB_SUCCEEDED = "job_succeeded"
+    JOB_FAILED = "job_failed"
+    #: Steps completed in the flush interval (what the means above are over).
+    STEPS = "steps"
+
+
+TRAINING_METRIC_UNITS: Final[dict[TrainingMetric, str]] = {
+    TrainingMetric.SAMPLES_PER_SECOND: "Count/Second",
+    TrainingMetric.STEP_TIME: "Seconds",
+    TrainingMetric.DATA_WAIT: "Seconds",
+    TrainingMetric.CHECKPOINT_SAVE: "Seconds",
+    TrainingMetric.CHECKPOINT_RESTORE: "Seconds",
+    TrainingMetric.CHECKPOINT_SIZE: "Bytes",
+    TrainingMetric.JOB_SUCCEEDED: "Count",
+    TrainingMetric.JOB_FAILED: "Count",
+    TrainingMetric.STEPS: "Count",
+}
+TRAINING_DIMENSIONS: Final = (DIM_CLUSTER, DIM_JOB)
+#: Properties (not dimensions) that the training analyzer reads back from the log lines.
+PROP_RANK: Final = "Rank"
+
+
+def training_log_group(cluster_name: str) -> str:
+    """Where the CloudWatch agent writes training scripts' EMF lines."""
+    return f"/aws/gpu-insights/{cluster_name}/training"
+
+
 #: Metric the host-log metric filter publishes for each kernel ``NVRM: Xid`` line (fallback
 #: XID path for nodes without the exporter), in a namespace per cluster because a metric
 #: filter cannot add a constant dimension.

@@ -17,6 +17,8 @@ from typing import Any, Final
 from agent.cloudwatch_agent_config import MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS
 from agent.manifest import DEFAULT_GPU_NODE_LABELS
 from alarms.catalog import AlarmSettings
+from alarms.power_table import gpu_power
+from lambdas.training_analyzer.gpu_prices import gpu_hour_price
 
 #: The cluster the documented example deployment targets when no cluster_name is given.
 EXAMPLE_CLUSTER_NAME: Final = "example-gpu-cluster"
@@ -106,6 +108,18 @@ class Settings:
     lookback_days: int = 14
     #: Turn on S3 request metrics (a whole-bucket filter) on the storage buckets.
     s3_enable_request_metrics: bool = False
+    training_schedule: str = "cron(0 7 * * ? *)"
+    #: Price of one GPU-hour for training waste; the GPU model's on-demand price otherwise.
+    gpu_hour_price_usd: float | None = None
+    #: Buckets and volume ids training jobs read: a data-bound job links their storage findings.
+    training_data_sources: tuple[str, ...] = ()
+
+    @property
+    def gpu_hour_usd(self) -> float:
+        if self.gpu_hour_price_usd is not None:
+            return self.gpu_hour_price_usd
+        gpu = gpu_power(self.gpu_instance_type).gpu if self.gpu_instance_type else None
+        return gpu_hour_price(gpu)
 
     def alarm_settings(self) -> AlarmSettings:
         return AlarmSettings(
@@ -145,6 +159,13 @@ class Settings:
             "cluster or all",
         )
         _require(self.gpu_node_labels, "gpu_node_labels", "", "at least one key=value label")
+        if self.gpu_hour_price_usd is not None:
+            _require(
+                0 < self.gpu_hour_price_usd < 1000,
+                "gpu_hour_price_usd",
+                self.gpu_hour_price_usd,
+                "a price in USD above 0 and below 1000",
+            )
         if self.agent_credentials is AgentCredentials.IRSA:
             _require(
                 self.oidc_provider_arn,
@@ -180,6 +201,10 @@ _PATTERNS: Final[dict[str, tuple[re.Pattern[str], str]]] = {
     "storage_schedule": (
         _SCHEDULE,
         "an EventBridge schedule such as rate(1 day) or cron(0 6 * * ? *)",
+    ),
+    "training_schedule": (
+        _SCHEDULE,
+        "an EventBridge schedule such as rate(1 day) or cron(0 7 * * ? *)",
     ),
     "storage_buckets": (_BUCKET, "S3 bucket names"),
     "alarm_https_endpoints": (_HTTPS, "https:// URLs"),
@@ -299,6 +324,9 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "storage_schedule": _as_str,
     "lookback_days": _as_int,
     "s3_enable_request_metrics": _as_bool,
+    "training_schedule": _as_str,
+    "gpu_hour_price_usd": _as_float,
+    "training_data_sources": _as_str_tuple,
     "alarm_emails": _as_str_tuple,
     "alarm_https_endpoints": _as_str_tuple,
     "warning_emails": _as_str_tuple,

@@ -1,15 +1,17 @@
-"""``gpu-insights analyze storage``: the analyzer the Lambda runs, read-only, findings printed."""
+"""``gpu-insights analyze storage|training``: the analyzers the Lambdas run, read-only; the
+findings are printed, not published."""
 
 import argparse
 import json
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from lambdas.shared.aws_clients import client
 from lambdas.shared.findings import Finding
 from lambdas.storage_analyzer.aws import VolumeScope
 from lambdas.storage_analyzer.run import analyze_storage
+from lambdas.training_analyzer.gpu_prices import gpu_hour_price
+from lambdas.training_analyzer.run import analyze_training
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,7 +21,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     storage.add_argument("--scope", choices=[s.value for s in VolumeScope], default="cluster")
     storage.add_argument("--bucket", action="append", default=[], help="S3 bucket (repeatable)")
     storage.add_argument("--days", type=int, default=14, help="lookback in days (14)")
-    for sub in (storage,):
+    training = targets.add_parser("training", help="training jobs of the cluster")
+    training.add_argument("--cluster-name", required=True)
+    training.add_argument("--days", type=int, default=14, help="lookback in days (14)")
+    training.add_argument(
+        "--gpu-hour-usd", type=float, default=gpu_hour_price(None), help="price of a GPU-hour"
+    )
+    for sub in (storage, training):
         sub.add_argument("--profile", help="AWS profile (standard credential chain otherwise)")
         sub.add_argument("--region", help="AWS region")
         sub.add_argument("--json", action="store_true", help="findings as JSON lines")
@@ -51,19 +59,30 @@ def run(args: argparse.Namespace) -> str:
     if not 1 <= args.days <= 90:
         raise ValueError(f"--days {args.days} must be 1 to 90")
     session = boto3.Session(profile_name=args.profile, region_name=args.region)
-    clients: dict[str, Any] = {s: client(s, session=session) for s in ("ec2", "s3", "cloudwatch")}
     end = time.time()
     end -= end % 3600
-    result = analyze_storage(
-        ec2=clients["ec2"],
-        s3=clients["s3"],
-        cloudwatch=clients["cloudwatch"],
-        cluster=args.cluster_name,
-        scope=VolumeScope(args.scope),
-        buckets=args.bucket,
-        start=end - args.days * 86_400,
-        end=end,
-    )
+    start = end - args.days * 86_400
+    findings: list[Finding]
+    if args.target == "storage":
+        findings = analyze_storage(
+            ec2=client("ec2", session=session),
+            s3=client("s3", session=session),
+            cloudwatch=client("cloudwatch", session=session),
+            cluster=args.cluster_name,
+            scope=VolumeScope(args.scope),
+            buckets=args.bucket,
+            start=start,
+            end=end,
+        ).findings
+    else:
+        findings = analyze_training(
+            cloudwatch=client("cloudwatch", session=session),
+            logs=client("logs", session=session),
+            cluster=args.cluster_name,
+            start=start,
+            end=end,
+            gpu_hour_usd=args.gpu_hour_usd,
+        ).findings
     if args.json:
-        return "\n".join(json.dumps(f.to_dict(), sort_keys=True) for f in result.findings)
-    return table(result.findings)
+        return "\n".join(json.dumps(f.to_dict(), sort_keys=True) for f in findings)
+    return table(findings)

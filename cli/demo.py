@@ -21,6 +21,8 @@ from cdk.settings import Settings
 from cli.demo_exporter import ROLES, ExporterReplay, replay_exporter, replay_window
 from cli.demo_storage import run_storage_analyzer, storage_summary
 from cli.demo_storage import seed as seed_storage
+from cli.demo_training import run_training_analyzer, training_summary
+from cli.demo_training import seed as seed_training
 
 DEMO_REGION = "us-east-1"
 
@@ -40,6 +42,8 @@ class DemoResult:
     backtest: list[BacktestResult] = field(default_factory=list)
     storage_findings: list[dict[str, Any]] = field(default_factory=list)
     storage_names: dict[str, str] = field(default_factory=dict)
+    training_summary: dict[str, Any] = field(default_factory=dict)
+    training_findings: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> str:
         lines = ["EKS GPU Insights demo (no AWS account: moto in-process)", ""]
@@ -96,6 +100,8 @@ class DemoResult:
             lines.append(f"   stayed quiet: {', '.join(quiet)}")
         if self.storage_findings:
             lines += storage_summary(self.storage_findings, self.storage_names)
+        if self.training_summary:
+            lines += training_summary(self.training_summary, self.training_findings)
         lines.append("")
         lines.append("Output:")
         lines.extend(f"   {path}" for path in self.files)
@@ -166,6 +172,12 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
         findings_path = out_dir / "storage-findings.jsonl"
         findings_path.write_text("".join(json.dumps(f) + "\n" for f in result.storage_findings))
         result.files.append(findings_path)
+        training_clients = {**storage_clients, "logs": session.client("logs")}
+        seed_training(training_clients)
+        result.training_summary, result.training_findings = run_training_analyzer(training_clients)
+        training_path = out_dir / "training-findings.jsonl"
+        training_path.write_text("".join(json.dumps(f) + "\n" for f in result.training_findings))
+        result.files.append(training_path)
         backtest_path = out_dir / "alarm-backtest.txt"
         backtest_path.write_text(report(result.backtest, start=window_start, end=window_end) + "\n")
         result.files.append(backtest_path)

@@ -3,6 +3,7 @@ healthy ones that must show none, analyzed by the storage analyzer's real Lambda
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -10,7 +11,9 @@ from typing import Any
 
 from lambdas.storage_analyzer import handler as storage_handler
 
-END = datetime(2025, 11, 28, 6, tzinfo=UTC).timestamp()
+#: The demo's "now": the last full hour. CloudWatch Logs refuses events older than 14 days, so
+#: the training demo cannot use a fixed date; the storage demo shares it so the two link up.
+END = time.time() // 3600 * 3600
 DAYS = 8
 HOURS = DAYS * 24
 MIB = 2**20
@@ -66,7 +69,7 @@ BUCKETS: dict[str, tuple[float, float] | None] = {
 
 
 @contextmanager
-def _environment(values: dict[str, str]) -> Iterator[None]:
+def environment(values: dict[str, str]) -> Iterator[None]:
     """The Lambda's environment, for the length of one invocation."""
     saved = {k: os.environ.get(k) for k in values}
     os.environ.update(values)
@@ -172,7 +175,7 @@ def run_storage_analyzer(
         storage_handler._clients[service] = clients[service]
     storage_handler._clients["s3"] = S3WithMetricsConfigurations(clients["s3"])
     storage_handler._clients["cloudwatch"] = CloudWatchWithPercentiles(clients["cloudwatch"])
-    environment = {
+    env = {
         "CLUSTER_NAME": cluster,
         "VOLUME_SCOPE": "cluster",
         "BUCKETS": ",".join(BUCKETS),
@@ -180,7 +183,7 @@ def run_storage_analyzer(
         "REPORT_BUCKET": REPORT_BUCKET,
         "EVENT_BUS": "default",
     }
-    with _environment(environment):
+    with environment(env):
         summary = storage_handler.handler(
             {"time": datetime.fromtimestamp(END, UTC).isoformat()}, None
         )

@@ -1,10 +1,10 @@
 """The report bucket and the scheduled analyzers that fill it with findings."""
 
-from aws_cdk import CfnOutput, Duration, Stack
+from aws_cdk import ArnFormat, CfnOutput, Duration, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from agent.metric_contract import NAMESPACE_FINDINGS
+from agent.metric_contract import NAMESPACE_FINDINGS, training_log_group
 from cdk.constructs.analyzer_function import AnalyzerFunction
 from cdk.constructs.nag import acknowledge_wildcard_resources
 from cdk.constructs.report_bucket import ReportBucket
@@ -23,6 +23,20 @@ STORAGE_MODULES = (
     "lambdas/storage_analyzer/handler.py",
     "lambdas/storage_analyzer/run.py",
     "lambdas/storage_analyzer/s3_analysis.py",
+    "agent/metric_contract.py",
+)
+
+
+TRAINING_MODULES = (
+    "lambdas/shared/aws_clients.py",
+    "lambdas/shared/findings.py",
+    "lambdas/shared/metric_fetcher.py",
+    "lambdas/shared/publisher.py",
+    "lambdas/training_analyzer/analysis.py",
+    "lambdas/training_analyzer/aws.py",
+    "lambdas/training_analyzer/gpu_prices.py",
+    "lambdas/training_analyzer/handler.py",
+    "lambdas/training_analyzer/run.py",
     "agent/metric_contract.py",
 )
 
@@ -115,6 +129,60 @@ class AnalyzersStack(DeploymentStack):
             reason="GetMetricData, DescribeVolumes/Instances and PutMetricData (limited to "
             "the findings namespace by condition) take no resource ARNs; findings/* is the "
             "analyzers' own prefix of the report bucket",
+        )
+        logs_arn = self.format_arn(
+            service="logs",
+            resource="log-group",
+            resource_name=training_log_group(settings.cluster_name),
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        queries_arn = self.format_arn(service="logs", resource="*")
+        self.training = AnalyzerFunction(
+            self,
+            "TrainingAnalyzer",
+            description=f"Training analyzer of {settings.cluster_name}: job findings",
+            handler="lambdas.training_analyzer.handler.handler",
+            modules=TRAINING_MODULES,
+            environment={
+                "CLUSTER_NAME": settings.cluster_name,
+                "LOOKBACK_DAYS": str(settings.lookback_days),
+                "GPU_HOUR_USD": f"{settings.gpu_hour_usd:g}",
+                "DATA_SOURCES": ",".join(settings.training_data_sources),
+                "REPORT_BUCKET": self.report.bucket.bucket_name,
+                "EVENT_BUS": "default",
+            },
+            statements=[
+                *findings_statements(self, self.report),
+                iam.PolicyStatement(
+                    sid="ReadTrainingMetrics",
+                    actions=["cloudwatch:GetMetricData", "cloudwatch:ListMetrics"],
+                    resources=["*"],
+                ),
+                iam.PolicyStatement(
+                    sid="QueryTrainingLogs", actions=["logs:StartQuery"], resources=[logs_arn]
+                ),
+                iam.PolicyStatement(
+                    sid="ReadQueryResults",
+                    actions=["logs:GetQueryResults"],
+                    resources=[queries_arn],
+                ),
+                iam.PolicyStatement(
+                    sid="ReadStorageFindings",
+                    actions=["s3:GetObject"],
+                    resources=[self.report.bucket.arn_for_objects("findings/*")],
+                ),
+            ],
+            schedule=settings.training_schedule,
+            # Sized by benchmarks/training_analyzer.py (1,000 jobs).
+            memory_mb=512,
+            timeout=Duration.minutes(10),
+        )
+        acknowledge_wildcard_resources(
+            self.training.role,
+            resources=["*", self.report.bucket.arn_for_objects("findings/*"), queries_arn],
+            reason="GetMetricData, ListMetrics and PutMetricData (limited by condition to the "
+            "findings namespace) take no resource ARNs; GetQueryResults is authorized on the "
+            "account's queries, not a log group; findings/* is the analyzers' own prefix",
         )
         if settings.s3_enable_request_metrics and settings.storage_buckets:
             RequestMetrics(self, "RequestMetrics", buckets=settings.storage_buckets)

@@ -31,7 +31,7 @@ def test_demo_synthesizes_stores_and_fetches_the_agent_config(
     jsonschema.Draft4Validator(agent_schema).validate(written)
     stacks = json.loads((tmp_path / "out" / "stacks.json").read_text())
     assert stacks["GpuInsights-example-gpu-cluster-Alarms"]["AWS::CloudWatch::Alarm"] == 7
-    assert stacks["GpuInsights-example-gpu-cluster-Analyzers"]["AWS::Lambda::Function"] == 1
+    assert stacks["GpuInsights-example-gpu-cluster-Analyzers"]["AWS::Lambda::Function"] == 2
     del stacks["GpuInsights-example-gpu-cluster-Alarms"]
     del stacks["GpuInsights-example-gpu-cluster-Analyzers"]
     assert stacks == {
@@ -89,6 +89,18 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(tmp_path: Path) ->
         ("saturated-dataset", "ebs_throughput_saturated"),
         ("unattached", "ebs_idle_volume"),
     ]  # the healthy volume and demo-eval-data: nothing
+    training = sorted((f["resource"], f["kind"]) for f in result.training_findings)
+    assert training == [
+        ("job/bert-data-bound", "training_data_bound"),
+        ("job/gpt-regressing", "training_throughput_regression"),
+        ("job/llama-slow-checkpoint", "training_slow_checkpoint"),
+        ("job/vit-flaky", "training_job_failures"),
+    ]  # nothing on resnet-healthy
+    bound = next(f for f in result.training_findings if f["kind"] == "training_data_bound")
+    assert bound["related"] == [
+        "s3_high_error_rate arn:aws:s3:::demo-training-data",
+        "s3_high_latency arn:aws:s3:::demo-training-data",
+    ]
     lines = (tmp_path / "out" / "exporter-emf.jsonl").read_text().splitlines()
     assert len(lines) == replay.documents
     assert all(parse_emf_line(line)["ClusterName"] == "example-gpu-cluster" for line in lines)

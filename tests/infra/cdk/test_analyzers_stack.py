@@ -72,13 +72,16 @@ def test_storage_analyzer_runs_daily_with_retries_a_failure_queue_and_log_retent
     env = storage["Environment"]["Variables"]
     assert env["BUCKETS"] == "train-data,train-ckpt"
     assert (env["VOLUME_SCOPE"], env["LOOKBACK_DAYS"]) == ("cluster", "14")
-    (rule,) = template.find_resources("AWS::Events::Rule").values()
-    assert rule["Properties"]["ScheduleExpression"] == "cron(0 6 * * ? *)"
-    (invoke,) = template.find_resources("AWS::Lambda::EventInvokeConfig").values()
-    assert invoke["Properties"]["MaximumRetryAttempts"] == 2
-    assert "OnFailure" in invoke["Properties"]["DestinationConfig"]
-    (logs,) = template.find_resources("AWS::Logs::LogGroup").values()
-    assert logs["Properties"]["RetentionInDays"] == 30
+    schedules = sorted(
+        r["Properties"]["ScheduleExpression"]
+        for r in template.find_resources("AWS::Events::Rule").values()
+    )
+    assert schedules == ["cron(0 6 * * ? *)", "cron(0 7 * * ? *)"]  # storage, training
+    for invoke in template.find_resources("AWS::Lambda::EventInvokeConfig").values():
+        assert invoke["Properties"]["MaximumRetryAttempts"] == 2
+        assert "OnFailure" in invoke["Properties"]["DestinationConfig"]
+    for logs in template.find_resources("AWS::Logs::LogGroup").values():
+        assert logs["Properties"]["RetentionInDays"] == 30
 
 
 def test_storage_analyzer_policy_lists_its_actions(synth: Synth) -> None:
@@ -97,6 +100,24 @@ def test_storage_analyzer_policy_lists_its_actions(synth: Synth) -> None:
         {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":s3:::train-data"]]},
         {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":s3:::train-ckpt"]]},
     ]
+
+
+def test_training_analyzer_queries_only_its_log_group_and_prices_gpu_hours(synth: Synth) -> None:
+    template = _template(synth, {**PROD, "gpu_instance_type": "p4d.24xlarge"})
+    statements = {s.get("Sid"): s for s in _statements(template, "TrainingAnalyzerRole")}
+    for statement in statements.values():
+        actions = (
+            statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        )
+        assert all("*" not in a for a in actions), actions
+    start = json.dumps(statements["QueryTrainingLogs"]["Resource"])
+    assert ":log-group:/aws/gpu-insights/train-prod/training" in start
+    functions = {
+        f["Properties"]["Handler"]: f["Properties"]
+        for f in template.find_resources("AWS::Lambda::Function").values()
+    }
+    env = functions["lambdas.training_analyzer.handler.handler"]["Environment"]["Variables"]
+    assert env["GPU_HOUR_USD"] == "2.75"  # an A100 GPU-hour of a p4d.24xlarge
 
 
 def test_request_metrics_are_turned_on_for_exactly_the_configured_buckets(synth: Synth) -> None:

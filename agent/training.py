@@ -1,0 +1,233 @@
+"""Training metrics for CloudWatch, from inside the training loop, at a bounded cost.
+
+Three lines in a training script::
+
+    from agent.training import TrainingMetrics
+    metrics = TrainingMetrics(job_name="llama-ft", cluster_name="train", rank=rank)
+    for batch in metrics.steps(loader):   # times each step and the wait for its batch
+        ...                               # the training step, unchanged
+    metrics.close(succeeded=True)         # or False; also flushes what is left
+
+It aggregates in process and emits one EMF document per ``flush_s`` (60 s by default) however
+fast the loop steps, to the CloudWatch agent's EMF listener or stdout. It never raises into the
+loop: a sink that is down costs a dropped document and a counter, not the job. Standard library
+only (with agent.emf, agent.sinks and agent.metric_contract, which are too).
+"""
+
+import contextlib
+import logging
+import math
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from agent.emf import EmfDocument, emf_document
+from agent.metric_contract import (
+    DIM_CLUSTER,
+    DIM_JOB,
+    DIM_NODE,
+    EMF_PORT,
+    NAMESPACE_TRAINING,
+    PROP_RANK,
+    TRAINING_DIMENSIONS,
+    TRAINING_METRIC_UNITS,
+    TrainingMetric,
+    training_log_group,
+)
+from agent.sinks import Sink, SinkError, StdoutSink, TcpEmfSink
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+_UNITS = {str(metric): unit for metric, unit in TRAINING_METRIC_UNITS.items()}
+
+
+@dataclass
+class _Window:
+    """What happened since the last flush."""
+
+    started: float
+    #: Wall-clock start: the window's metrics are stamped with the time they began, so the
+    #: last window of a run does not fall into the next hour.
+    wall_started: float = 0.0
+    steps: int = 0
+    samples: float = 0.0
+    step_time: float = 0.0
+    data_wait: float = 0.0
+    checkpoint_save: list[float] = field(default_factory=list)
+    checkpoint_restore: list[float] = field(default_factory=list)
+    checkpoint_size: list[float] = field(default_factory=list)
+    model: dict[str, list[float]] = field(default_factory=dict)
+
+
+class TrainingMetrics:
+    def __init__(
+        self,
+        *,
+        job_name: str,
+        cluster_name: str,
+        rank: int = 0,
+        node_name: str | None = None,
+        flush_s: float = 60.0,
+        sink: Sink | None = None,
+        endpoint: tuple[str, int] | None = ("cloudwatch-agent.amazon-cloudwatch", EMF_PORT),
+        samples_per_step: int | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        """``sink`` wins over ``endpoint``; ``endpoint=None`` prints EMF to stdout (Fluent Bit
+        ships it). ``samples_per_step`` counts samples where batches have no len()."""
+        self.job_name = job_name
+        self.cluster_name = cluster_name
+        self.rank = rank
+        self.node_name = node_name
+        self.flush_s = flush_s
+        self.samples_per_step = samples_per_step
+        self.dropped = 0
+        self.emitted = 0
+        self._clock = clock
+        self._wall = wall_clock
+        if sink is None:
+            sink = StdoutSink() if endpoint is None else TcpEmfSink(*endpoint, timeout_s=0.5)
+        self._sink = sink
+        self._window = _Window(started=clock(), wall_started=wall_clock())
+        self._closed = False
+
+    # --- measuring ---------------------------------------------------------------------------
+
+    def steps(self, batches: Iterable[T]) -> Iterator[T]:
+        """Yields the batches unchanged. The time spent getting each batch is its data wait;
+        the time from one batch to the next is a step. Works for any iterable (a PyTorch
+        DataLoader among them) without importing torch."""
+        iterator = iter(batches)
+        clock = self._clock
+        step_started = clock()
+        while True:
+            wait_started = clock()
+            try:
+                batch = next(iterator)
+            except StopIteration:
+                return
+            got = clock()
+            yield batch
+            done = clock()
+            self._record_step(done - step_started, got - wait_started, batch)
+            step_started = done
+
+    def _record_step(self, step_time: float, data_wait: float, batch: object) -> None:
+        window = self._window
+        window.steps += 1
+        window.step_time += step_time
+        window.data_wait += data_wait
+        if self.samples_per_step is not None:
+            window.samples += self.samples_per_step
+        elif hasattr(batch, "__len__"):
+            window.samples += len(batch)
+        if self._clock() - window.started >= self.flush_s:
+            self.flush()
+
+    @contextlib.contextmanager
+    def checkpoint_save(self, size_bytes: int | None = None) -> Iterator[None]:
+        started = self._clock()
+        try:
+            yield
+        finally:
+            self._window.checkpoint_save.append(self._clock() - started)
+            if size_bytes is not None:
+                self._window.checkpoint_size.append(float(size_bytes))
+
+    @contextlib.contextmanager
+    def checkpoint_restore(self) -> Iterator[None]:
+        started = self._clock()
+        try:
+            yield
+        finally:
+            self._window.checkpoint_restore.append(self._clock() - started)
+
+    def record(self, **values: object) -> None:
+        """Free-form model metrics (loss, learning_rate, grad_norm, eval_accuracy, ...): the
+        mean over the flush interval is published."""
+        for name, value in values.items():
+            if isinstance(value, bool) or not isinstance(value, int | float | str):
+                continue
+            try:
+                number = float(value)
+            except ValueError:
+                continue
+            if math.isfinite(number):
+                self._window.model.setdefault(name, []).append(number)
+
+    # --- emitting ----------------------------------------------------------------------------
+
+    def document(self) -> EmfDocument | None:
+        """The current window as one EMF document (None when nothing happened)."""
+        w = self._window
+        elapsed = self._clock() - w.started
+        metrics: dict[str, float] = {}
+        if w.steps:
+            metrics[TrainingMetric.STEPS] = w.steps
+            metrics[TrainingMetric.STEP_TIME] = w.step_time / w.steps
+            metrics[TrainingMetric.DATA_WAIT] = w.data_wait / w.steps
+            if w.samples and elapsed > 0:
+                metrics[TrainingMetric.SAMPLES_PER_SECOND] = w.samples / elapsed
+        for checkpoint, values in (
+            (TrainingMetric.CHECKPOINT_SAVE, w.checkpoint_save),
+            (TrainingMetric.CHECKPOINT_RESTORE, w.checkpoint_restore),
+            (TrainingMetric.CHECKPOINT_SIZE, w.checkpoint_size),
+        ):
+            if values:
+                metrics[checkpoint] = max(values)
+        for name, series in w.model.items():
+            metrics[name] = sum(series) / len(series)
+        return self._emf(metrics, w.wall_started) if metrics else None
+
+    def _emf(self, metrics: dict[str, float], stamp: float) -> EmfDocument:
+        units = {name: _UNITS.get(name, "None") for name in metrics}
+        properties: dict[str, object] = {PROP_RANK: self.rank}
+        if self.node_name:
+            properties[DIM_NODE] = self.node_name
+        return emf_document(
+            namespace=NAMESPACE_TRAINING,
+            timestamp_ms=int(stamp * 1000),
+            dimension_sets=[TRAINING_DIMENSIONS],
+            dimensions={DIM_CLUSTER: self.cluster_name, DIM_JOB: self.job_name},
+            metrics={str(k): v for k, v in metrics.items()},
+            units=units,
+            properties=properties,
+            log_group=training_log_group(self.cluster_name),
+        )
+
+    def flush(self) -> None:
+        """Emit the window and start a new one. Never raises."""
+        try:
+            document = self.document()
+            self._window = _Window(started=self._clock(), wall_started=self._wall())
+            if document is not None:
+                self._sink.send([document])
+                self.emitted += 1
+        except (SinkError, OSError, ValueError) as err:
+            self.dropped += 1
+            if self.dropped in {1, 10, 100} or self.dropped % 1000 == 0:
+                log.warning("training metrics dropped (%d so far): %s", self.dropped, err)
+
+    def close(self, *, succeeded: bool) -> None:
+        """Flush, and record how the job ended (job_succeeded or job_failed, a count). Only
+        rank 0 records the outcome, so a job counts once however many ranks it has."""
+        if self._closed:
+            return
+        self._closed = True
+        self.flush()
+        if self.rank != 0:
+            return
+        outcome = TrainingMetric.JOB_SUCCEEDED if succeeded else TrainingMetric.JOB_FAILED
+        try:
+            self._sink.send([self._emf({outcome: 1.0}, self._wall())])
+            self.emitted += 1
+        except (SinkError, OSError, ValueError):
+            self.dropped += 1
+
+    def __enter__(self) -> "TrainingMetrics":
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: Any) -> None:
+        self.close(succeeded=kind is None)

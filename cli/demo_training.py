@@ -1,0 +1,216 @@
+"""The demo's training jobs: simulated through the real emitter (agent.training) into moto's
+CloudWatch and CloudWatch Logs, then analyzed by the training analyzer's real handler.
+
+Five jobs, four ranks each, eight hours on a virtual clock: one healthy, one data-bound, one
+slow checkpointer, one that regresses, one that fails twice. The analyzer must find exactly
+those, and nothing on the healthy one.
+"""
+
+import json
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from agent.emf import EmfDocument, encode
+from agent.metric_contract import DIM_JOB, DIM_NODE, PROP_RANK, training_log_group
+from agent.sinks import PutMetricDataSink
+from agent.training import TrainingMetrics
+from cli.demo_storage import END, REPORT_BUCKET, environment
+from lambdas.training_analyzer import handler as training_handler
+
+HOURS = 8
+RANKS = 4
+BATCH = 64
+
+
+@dataclass(frozen=True)
+class SimulatedJob:
+    name: str
+    compute_s: float = 1.9
+    wait_s: float = 0.1
+    #: From this hour on, each step's compute takes this much longer (a regression).
+    slower_after_hour: int | None = None
+    slower_by_s: float = 0.0
+    checkpoint_every_s: float = 3600.0
+    checkpoint_s: float = 20.0
+    #: (start hour, end hour, succeeded) of each run.
+    runs: tuple[tuple[int, int, bool], ...] = ((0, HOURS, True),)
+
+
+JOBS: tuple[SimulatedJob, ...] = (
+    SimulatedJob("resnet-healthy"),
+    SimulatedJob("bert-data-bound", compute_s=1.2, wait_s=0.8),
+    SimulatedJob("llama-slow-checkpoint", checkpoint_every_s=1800, checkpoint_s=420),
+    SimulatedJob("gpt-regressing", slower_after_hour=4, slower_by_s=1.0),
+    SimulatedJob("vit-flaky", runs=((0, 3, False), (4, 7, False))),
+)
+
+
+class Collect:
+    def __init__(self) -> None:
+        self.documents: list[EmfDocument] = []
+
+    def send(self, documents: Any) -> None:
+        self.documents.extend(documents)
+
+
+class VirtualClock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _batches(clock: VirtualClock, job: SimulatedJob, until: float) -> Iterator[list[int]]:
+    while clock.now < until:
+        clock.now += job.wait_s
+        yield [0] * BATCH
+
+
+def simulate(job: SimulatedJob, rank: int, sink: Collect) -> None:
+    start = END - HOURS * 3600
+    for first_hour, last_hour, succeeded in job.runs:
+        clock = VirtualClock(start + first_hour * 3600)
+        metrics = TrainingMetrics(
+            job_name=job.name,
+            cluster_name=CLUSTER,
+            rank=rank,
+            node_name=f"gpu-node-{rank // 2}",
+            flush_s=300,
+            sink=sink,
+            clock=clock,
+            wall_clock=clock,
+        )
+        next_checkpoint = clock.now + job.checkpoint_every_s
+        for _ in metrics.steps(_batches(clock, job, start + last_hour * 3600)):
+            slower = (
+                job.slower_after_hour is not None
+                and clock.now >= start + job.slower_after_hour * 3600
+            )
+            clock.now += job.compute_s + (job.slower_by_s if slower else 0.0)
+            metrics.record(loss=2.0 - (clock.now - start) / 36_000)
+            if clock.now >= next_checkpoint:
+                with metrics.checkpoint_save(size_bytes=14 * 2**30):
+                    clock.now += job.checkpoint_s
+                next_checkpoint = clock.now + job.checkpoint_every_s
+        metrics.close(succeeded=succeeded)
+
+
+CLUSTER = "example-gpu-cluster"
+
+
+class LogsInsightsOverMoto:
+    """moto's Logs Insights runs no ``stats``: this client answers the analyzer's rank query
+    (steps, step time weighted by steps, latest node, by job and rank) from moto's events, as
+    Logs Insights would, and passes every other call to moto."""
+
+    def __init__(self, logs: Any) -> None:
+        self._logs = logs
+        self._queries: dict[str, dict[str, Any]] = {}
+
+    def start_query(self, **kwargs: Any) -> dict[str, str]:
+        query_id = f"q{len(self._queries)}"
+        self._queries[query_id] = kwargs
+        return {"queryId": query_id}
+
+    def get_query_results(self, *, queryId: str) -> dict[str, Any]:  # noqa: N803
+        query = self._queries[queryId]
+        totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+        nodes: dict[tuple[str, str], str] = {}
+        pages = self._logs.get_paginator("filter_log_events").paginate(
+            logGroupName=query["logGroupName"],
+            startTime=query["startTime"] * 1000,
+            endTime=query["endTime"] * 1000,
+        )
+        for page in pages:
+            for event in page["events"]:
+                doc = json.loads(event["message"])
+                if "steps" not in doc or "step_time_seconds" not in doc:
+                    continue
+                key = (doc[DIM_JOB], str(doc[PROP_RANK]))
+                totals[key][0] += doc["steps"]
+                totals[key][1] += doc["step_time_seconds"] * doc["steps"]
+                if DIM_NODE in doc:
+                    nodes[key] = doc[DIM_NODE]
+        results = [
+            [
+                {"field": DIM_JOB, "value": job},
+                {"field": PROP_RANK, "value": rank},
+                {"field": "steps", "value": str(steps)},
+                {"field": "step_time", "value": str(time / steps)},
+                {"field": "node", "value": nodes.get((job, rank), "")},
+            ]
+            for (job, rank), (steps, time) in sorted(totals.items())
+        ]
+        return {"status": "Complete", "results": results}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._logs, name)
+
+
+def seed(clients: dict[str, Any]) -> int:
+    """Run the jobs; what the agent would do with their EMF: metrics, and the log lines."""
+    sink = Collect()
+    for job in JOBS:
+        for rank in range(RANKS):
+            simulate(job, rank, sink)
+    PutMetricDataSink(clients["cloudwatch"]).send(sink.documents)
+    logs = clients["logs"]
+    group = training_log_group(CLUSTER)
+    logs.create_log_group(logGroupName=group)
+    logs.create_log_stream(logGroupName=group, logStreamName="agent")
+    events = sorted(
+        ({"timestamp": d["_aws"]["Timestamp"], "message": encode(d)} for d in sink.documents),
+        key=lambda e: e["timestamp"],
+    )
+    for first in range(0, len(events), 5000):
+        logs.put_log_events(
+            logGroupName=group, logStreamName="agent", logEvents=events[first : first + 5000]
+        )
+    return len(sink.documents)
+
+
+def run_training_analyzer(clients: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    training_handler._clients.update(
+        cloudwatch=clients["cloudwatch"],
+        events=clients["events"],
+        s3=clients["s3"],
+        logs=LogsInsightsOverMoto(clients["logs"]),
+    )
+    env = {
+        "CLUSTER_NAME": CLUSTER,
+        "LOOKBACK_DAYS": "1",
+        "GPU_HOUR_USD": "6.88",
+        "DATA_SOURCES": "demo-training-data",
+        "REPORT_BUCKET": REPORT_BUCKET,
+        "EVENT_BUS": "default",
+    }
+    with environment(env):
+        summary = training_handler.handler(
+            {"time": datetime.fromtimestamp(END, UTC).isoformat()}, None
+        )
+    body = clients["s3"].get_object(Bucket=REPORT_BUCKET, Key=summary["key"])["Body"].read()
+    return summary, [json.loads(line) for line in body.decode().splitlines()]
+
+
+def training_summary(summary: dict[str, Any], findings: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        f"7. Simulated {len(JOBS)} training jobs x {RANKS} ranks through agent.training and ran "
+        f"the training analyzer's Lambda handler: {summary['jobs']} jobs, "
+        f"{summary['gpu_hours']:,.0f} GPU-hours, {len(findings)} findings:"
+    ]
+    named = set()
+    for f in findings:
+        job = f["resource"].removeprefix("job/")
+        named.add(job)
+        waste = f.get("estimated_monthly_waste_usd")
+        money = f" (${waste:,.0f}/month)" if waste else ""
+        lines.append(f"   {f['severity']:<8} {f['kind']:<32} {job}{money}")
+        if f.get("related"):
+            lines.append(f"            related: {', '.join(f['related'])}")
+    quiet = [job.name for job in JOBS if job.name not in named]
+    lines.append(f"   no findings: {', '.join(quiet) or 'none'}")
+    return lines

@@ -1,0 +1,102 @@
+"""Lambda entry point of the training analyzer, on an EventBridge schedule.
+
+Environment (read at each invocation): CLUSTER_NAME, LOOKBACK_DAYS, GPU_HOUR_USD,
+DATA_SOURCES (comma-separated buckets or volume ids the jobs read), REPORT_BUCKET, EVENT_BUS.
+"""
+
+import json
+import logging
+import os
+import time
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from lambdas.shared.aws_clients import client
+from lambdas.shared.publisher import FindingsPublisher, findings_key
+from lambdas.training_analyzer.analysis import ANALYZER
+from lambdas.training_analyzer.run import analyze_training
+
+log = logging.getLogger()
+log.setLevel(logging.INFO)
+_clients: dict[str, Any] = {}
+#: Storage findings that explain a data-bound job when they are about its sources.
+STORAGE_CAUSES = {
+    "ebs_throughput_saturated",
+    "ebs_high_queue_length",
+    "s3_high_latency",
+    "s3_high_error_rate",
+}
+
+
+def _client(service: str) -> Any:
+    if service not in _clients:
+        _clients[service] = client(service)
+    return _clients[service]
+
+
+def related_storage(
+    s3: Any, bucket: str, cluster: str, day: Any, sources: list[str]
+) -> tuple[str, ...]:
+    """The day's storage findings about the named data sources, as "kind resource"."""
+    if not sources:
+        return ()
+    try:
+        body = s3.get_object(Bucket=bucket, Key=findings_key(cluster, "storage", day))[
+            "Body"
+        ].read()
+    except (ClientError, BotoCoreError):
+        return ()  # no storage analysis today: nothing to link
+    related = []
+    for line in body.decode().splitlines():
+        try:
+            finding = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        resource = str(finding.get("resource", ""))
+        if finding.get("kind") in STORAGE_CAUSES and any(resource.endswith(s) for s in sources):
+            related.append(f"{finding['kind']} {resource}")
+    return tuple(sorted(related))
+
+
+def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
+    cluster = os.environ["CLUSTER_NAME"]
+    end = time.time()
+    if isinstance(event.get("time"), str):
+        end = datetime.fromisoformat(event["time"].replace("Z", "+00:00")).timestamp()
+    end -= end % 3600
+    start = end - int(os.environ.get("LOOKBACK_DAYS", "14")) * 86_400
+    day = datetime.fromtimestamp(end, UTC).date()
+    bucket = os.environ["REPORT_BUCKET"]
+    sources = [s for s in os.environ.get("DATA_SOURCES", "").split(",") if s]
+    run = analyze_training(
+        cloudwatch=_client("cloudwatch"),
+        logs=_client("logs"),
+        cluster=cluster,
+        start=start,
+        end=end,
+        gpu_hour_usd=float(os.environ.get("GPU_HOUR_USD", "6.88")),
+        related_storage=related_storage(_client("s3"), bucket, cluster, day, sources),
+    )
+    stamp = datetime.fromtimestamp(end, UTC).isoformat()
+    findings = [replace(f, cluster=cluster, detected_at=stamp) for f in run.findings]
+    published = FindingsPublisher(
+        s3=_client("s3"),
+        events=_client("events"),
+        cloudwatch=_client("cloudwatch"),
+        bucket=bucket,
+        event_bus=os.environ.get("EVENT_BUS", "default"),
+        cluster=cluster,
+        analyzer=ANALYZER,
+    ).publish(findings, day)
+    summary = {
+        "jobs": len(run.costs),
+        "gpu_hours": sum(c.gpu_hours for c in run.costs.values()),
+        "findings": len(findings),
+        "skipped": run.skipped,
+        "key": published.key,
+    }
+    log.info("training analysis done: %s", summary)
+    return summary

@@ -1,0 +1,159 @@
+"""One training analysis: jobs, their hourly metrics in full batches, their ranks, their
+nodes' GPUs, then findings job by job; a job that cannot be analyzed is named and skipped."""
+
+import logging
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from lambdas.shared.findings import Finding, analysis_error
+from lambdas.shared.metric_fetcher import fetch
+from lambdas.training_analyzer.analysis import (
+    ANALYZER,
+    GpuUsage,
+    JobCost,
+    JobData,
+    JobSeries,
+    RankStats,
+    TrainingThresholds,
+    active_hours,
+    analyze_job,
+    job_cost,
+)
+from lambdas.training_analyzer.aws import (
+    QueryTimeoutError,
+    baseline_query,
+    gpu_series,
+    job_queries,
+    list_jobs,
+    rank_stats,
+)
+
+log = logging.getLogger(__name__)
+AWS_ERRORS = (ClientError, BotoCoreError)
+
+
+@dataclass
+class TrainingRun:
+    findings: list[Finding] = field(default_factory=list)
+    costs: dict[str, JobCost] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+
+    def skip(self, resource: str, error: BaseException) -> None:
+        log.warning("skipping %s: %s", resource, error)
+        self.skipped.append(resource)
+        self.findings.append(analysis_error(resource, error, analyzer=ANALYZER))
+
+
+def _job_series(
+    cloudwatch: Any, cluster: str, jobs: Sequence[str], start: float, end: float
+) -> tuple[dict[str, JobSeries], dict[str, float]]:
+    series = {job: JobSeries(job=job) for job in jobs}
+    baselines: dict[str, float] = {}
+    queries = [q for job in jobs for q in job_queries(cluster, job)]
+    for batch in fetch(cloudwatch, queries, start=start, end=end):
+        for result in batch:
+            job, name = result.query.key
+            values = {
+                t.timestamp(): v for t, v in zip(result.timestamps, result.values, strict=True)
+            }
+            setattr(series[job], name, values)
+    lookback = int(end - start)
+    earlier = [baseline_query(cluster, job, lookback) for job in jobs]
+    for batch in fetch(cloudwatch, earlier, start=start - lookback, end=start):
+        for result in batch:
+            if result.values:
+                baselines[result.query.key[0]] = statistics.fmean(result.values)
+    return series, baselines
+
+
+def _gpu_usage(
+    cloudwatch: Any,
+    cluster: str,
+    nodes: dict[str, set[str]],
+    hours: dict[str, list[float]],
+    start: float,
+    end: float,
+) -> dict[str, GpuUsage]:
+    """Per job: the mean over its nodes' GPUs during its active hours."""
+    all_nodes = set().union(*nodes.values()) if nodes else set()
+    if not all_nodes:
+        return {}
+    per_node: dict[tuple[str, str], dict[float, list[float]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    for batch in fetch(
+        cloudwatch, gpu_series(cloudwatch, cluster, all_nodes), start=start, end=end
+    ):
+        for result in batch:
+            node, _, name = result.query.key
+            for t, v in zip(result.timestamps, result.values, strict=True):
+                per_node[(node, name)][t.timestamp()].append(v)
+    usage = {}
+    for job, job_nodes in nodes.items():
+        active = set(hours.get(job, []))
+        means = {}
+        for name in ("power", "sm"):
+            values = [
+                v
+                for node in job_nodes
+                for hour, vs in per_node[(node, name)].items()
+                if hour in active
+                for v in vs
+            ]
+            means[name] = statistics.fmean(values) if values else None
+        usage[job] = GpuUsage(power_utilization=means["power"], sm_active=means["sm"])
+    return usage
+
+
+def analyze_training(
+    *,
+    cloudwatch: Any,
+    logs: Any,
+    cluster: str,
+    start: float,
+    end: float,
+    gpu_hour_usd: float,
+    related_storage: tuple[str, ...] = (),
+    thresholds: TrainingThresholds = TrainingThresholds(),  # noqa: B008
+) -> TrainingRun:
+    run = TrainingRun()
+    try:
+        jobs = list_jobs(cloudwatch, cluster)
+        series, baselines = _job_series(cloudwatch, cluster, jobs, start, end)
+    except AWS_ERRORS as err:
+        run.skip(f"training jobs of {cluster}", err)
+        return run
+    ranks: dict[str, list[RankStats]] = {}
+    try:
+        ranks = rank_stats(logs, cluster, start=start, end=end)
+    except (*AWS_ERRORS, QueryTimeoutError) as err:
+        # Without ranks, stragglers and GPU use cannot be judged; the other rules still can.
+        run.skip(f"ranks of {cluster}'s training jobs", err)
+    hours = {job: active_hours(s) for job, s in series.items()}
+    nodes = {job: {r.node for r in rs if r.node} for job, rs in ranks.items()}
+    try:
+        gpus = _gpu_usage(cloudwatch, cluster, nodes, hours, start, end)
+    except AWS_ERRORS as err:
+        run.skip(f"GPU metrics of {cluster}'s training nodes", err)
+        gpus = {}
+    for job in jobs:
+        data = JobData(
+            series=series[job],
+            ranks=ranks.get(job, []),
+            gpu=gpus.get(job),
+            baseline_samples_per_second=baselines.get(job),
+            gpu_hour_usd=gpu_hour_usd,
+            related_storage=related_storage,
+            lookback_hours=(end - start) / 3600,
+        )
+        try:
+            run.findings += analyze_job(data, thresholds)
+            run.costs[job] = job_cost(data)
+        except (ValueError, ZeroDivisionError, TypeError, statistics.StatisticsError) as err:
+            run.skip(f"job/{job}", err)
+    return run
