@@ -5,6 +5,7 @@ to them, never rename them.
 """
 
 import json
+import logging
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -76,3 +77,17 @@ def analysis_error(resource: str, error: BaseException | str, *, analyzer: str) 
         recommendation="Check the analyzer's permissions and the resource, then rerun.",
         analyzer=analyzer,
     )
+
+
+@dataclass
+class AnalysisRun:
+    """What one analyzer run found, and what it had to skip (each skip is also a finding)."""
+
+    analyzer: str
+    findings: list[Finding] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def skip(self, resource: str, error: BaseException) -> None:
+        logging.getLogger(__name__).warning("skipping %s: %s", resource, error)
+        self.skipped.append(resource)
+        self.findings.append(analysis_error(resource, error, analyzer=self.analyzer))

@@ -1,14 +1,13 @@
 """One storage analysis: discover, fetch in full batches, analyze volume by volume as their
 series arrive, and keep going past any resource that fails."""
 
-import logging
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lambdas.shared.findings import Finding, analysis_error
+from lambdas.shared.findings import AnalysisRun, Finding
 from lambdas.shared.metric_fetcher import fetch
 from lambdas.storage_analyzer.aws import (
     VolumeScope,
@@ -31,21 +30,14 @@ from lambdas.storage_analyzer.s3_analysis import (
     request_metrics_disabled,
 )
 
-log = logging.getLogger(__name__)
 AWS_ERRORS = (ClientError, BotoCoreError)
 
 
 @dataclass
-class StorageRun:
-    findings: list[Finding] = field(default_factory=list)
+class StorageRun(AnalysisRun):
+    analyzer: str = ANALYZER
     volumes: int = 0
     buckets: int = 0
-    skipped: list[str] = field(default_factory=list)
-
-    def skip(self, resource: str, error: BaseException) -> None:
-        log.warning("skipping %s: %s", resource, error)
-        self.skipped.append(resource)
-        self.findings.append(analysis_error(resource, error, analyzer=ANALYZER))
 
 
 def _volume_findings(

@@ -1,7 +1,6 @@
 """One training analysis: jobs, their hourly metrics in full batches, their ranks, their
 nodes' GPUs, then findings job by job; a job that cannot be analyzed is named and skipped."""
 
-import logging
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
@@ -10,7 +9,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lambdas.shared.findings import Finding, analysis_error
+from lambdas.shared.findings import AnalysisRun
 from lambdas.shared.metric_fetcher import fetch
 from lambdas.training_analyzer.analysis import (
     ANALYZER,
@@ -33,20 +32,13 @@ from lambdas.training_analyzer.aws import (
     rank_stats,
 )
 
-log = logging.getLogger(__name__)
 AWS_ERRORS = (ClientError, BotoCoreError)
 
 
 @dataclass
-class TrainingRun:
-    findings: list[Finding] = field(default_factory=list)
+class TrainingRun(AnalysisRun):
+    analyzer: str = ANALYZER
     costs: dict[str, JobCost] = field(default_factory=dict)
-    skipped: list[str] = field(default_factory=list)
-
-    def skip(self, resource: str, error: BaseException) -> None:
-        log.warning("skipping %s: %s", resource, error)
-        self.skipped.append(resource)
-        self.findings.append(analysis_error(resource, error, analyzer=ANALYZER))
 
 
 def _job_series(
