@@ -109,6 +109,8 @@ class Settings:
     #: Turn on S3 request metrics (a whole-bucket filter) on the storage buckets.
     s3_enable_request_metrics: bool = False
     training_schedule: str = "cron(0 7 * * ? *)"
+    #: The weekly report: Monday morning, for the ISO week that just ended.
+    report_schedule: str = "cron(0 8 ? * MON *)"
     #: Price of one GPU-hour for training waste; the GPU model's on-demand price otherwise.
     gpu_hour_price_usd: float | None = None
     #: Buckets and volume ids training jobs read: a data-bound job links their storage findings.
@@ -201,6 +203,10 @@ _PATTERNS: Final[dict[str, tuple[re.Pattern[str], str]]] = {
     "storage_schedule": (
         _SCHEDULE,
         "an EventBridge schedule such as rate(1 day) or cron(0 6 * * ? *)",
+    ),
+    "report_schedule": (
+        _SCHEDULE,
+        "an EventBridge schedule such as cron(0 8 ? * MON *)",
     ),
     "training_schedule": (
         _SCHEDULE,
@@ -325,6 +331,7 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "lookback_days": _as_int,
     "s3_enable_request_metrics": _as_bool,
     "training_schedule": _as_str,
+    "report_schedule": _as_str,
     "gpu_hour_price_usd": _as_float,
     "training_data_sources": _as_str_tuple,
     "alarm_emails": _as_str_tuple,

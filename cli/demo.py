@@ -17,8 +17,11 @@ from moto import mock_aws
 from alarms.backtest import BacktestResult, backtest, report
 from alarms.catalog import gpu_alarms
 from alarms.cloudwatch_history import fetch_samples
+from alarms.model import AlarmSpec
 from cdk.settings import Settings
 from cli.demo_exporter import ROLES, ExporterReplay, replay_exporter, replay_window
+from cli.demo_report import run_weekly_report, write_dashboards
+from cli.demo_storage import BUCKETS as STORAGE_BUCKETS
 from cli.demo_storage import run_storage_analyzer, storage_summary
 from cli.demo_storage import seed as seed_storage
 from cli.demo_training import run_training_analyzer, training_summary
@@ -44,6 +47,8 @@ class DemoResult:
     storage_names: dict[str, str] = field(default_factory=dict)
     training_summary: dict[str, Any] = field(default_factory=dict)
     training_findings: list[dict[str, Any]] = field(default_factory=list)
+    report: dict[str, Any] = field(default_factory=dict)
+    dashboards: list[Path] = field(default_factory=list)
 
     def summary(self) -> str:
         lines = ["EKS GPU Insights demo (no AWS account: moto in-process)", ""]
@@ -102,6 +107,13 @@ class DemoResult:
             lines += storage_summary(self.storage_findings, self.storage_names)
         if self.training_summary:
             lines += training_summary(self.training_summary, self.training_findings)
+        if self.report:
+            lines.append(
+                f"8. Ran the weekly report Lambda for {self.report['week']}: report.html and "
+                f"report.json in the report bucket ({self.report['findings']} findings read, "
+                f"{self.report['malformed_finding_lines']} malformed lines), the summary sent to "
+                "SNS once; and wrote the four dashboard bodies the app deploys."
+            )
         lines.append("")
         lines.append("Output:")
         lines.extend(f"   {path}" for path in self.files)
@@ -125,6 +137,46 @@ def _resources(template: dict[str, Any], resource_type: str) -> list[dict[str, A
         for resource in template.get("Resources", {}).values()
         if resource["Type"] == resource_type
     ]
+
+
+def _write_lines(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def _storage_step(
+    result: DemoResult, clients: dict[str, Any], settings: Settings, out_dir: Path
+) -> None:
+    result.storage_names = seed_storage(clients, settings.cluster_name)
+    _, result.storage_findings = run_storage_analyzer(clients, settings.cluster_name)
+    result.files.append(_write_lines(out_dir / "storage-findings.jsonl", result.storage_findings))
+
+
+def _training_step(result: DemoResult, clients: dict[str, Any], out_dir: Path) -> None:
+    seed_training(clients)
+    result.training_summary, result.training_findings = run_training_analyzer(clients)
+    result.files.append(_write_lines(out_dir / "training-findings.jsonl", result.training_findings))
+
+
+def _exporter_step(
+    result: DemoResult, clients: dict[str, Any], settings: Settings, out_dir: Path
+) -> list[AlarmSpec]:
+    """The exporter's replay, then the alarms the app deploys over what it published, read
+    back from CloudWatch exactly as `gpu-insights backtest --cloudwatch` reads it."""
+    cloudwatch = clients["cloudwatch"]
+    result.exporter = replay_exporter(
+        cloudwatch, cluster_name=settings.cluster_name, out_dir=out_dir
+    )
+    if result.exporter.emf_path is not None:
+        result.files.append(result.exporter.emf_path)
+    specs = gpu_alarms(settings.alarm_settings())
+    start, end = replay_window()
+    samples = fetch_samples(cloudwatch, specs, start=start, end=end)
+    result.backtest = backtest(specs, samples, start=start, end=end)
+    path = out_dir / "alarm-backtest.txt"
+    path.write_text(report(result.backtest, start=start, end=end) + "\n")
+    result.files.append(path)
+    return specs
 
 
 def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) -> DemoResult:
@@ -154,33 +206,24 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
         result.fetched_agent_config = json.loads(value)
 
         out_dir.mkdir(parents=True, exist_ok=True)
-        cloudwatch = session.client("cloudwatch")
-        result.exporter = replay_exporter(
-            cloudwatch, cluster_name=settings.cluster_name, out_dir=out_dir
+        clients = {
+            name: session.client(name)
+            for name in ("ec2", "s3", "cloudwatch", "events", "logs", "sns")
+        }
+        # moto's GetMetricData scans every stored datapoint for every period of every query:
+        # the analyzers run before the exporter's minute-by-minute data is stored.
+        _storage_step(result, clients, settings, out_dir)
+        _training_step(result, clients, out_dir)
+        specs = _exporter_step(result, clients, settings, out_dir)
+        result.report, report_path = run_weekly_report(
+            clients, settings.cluster_name, result.backtest, out_dir
         )
-        if result.exporter.emf_path is not None:
-            result.files.append(result.exporter.emf_path)
-        # The alarms the app deploys, over what the exporter published, read back from
-        # CloudWatch exactly as `gpu-insights backtest --cloudwatch` reads it.
-        specs = gpu_alarms(settings.alarm_settings())
-        window_start, window_end = replay_window()
-        samples = fetch_samples(cloudwatch, specs, start=window_start, end=window_end)
-        result.backtest = backtest(specs, samples, start=window_start, end=window_end)
-        storage_clients = {s: session.client(s) for s in ("ec2", "s3", "cloudwatch", "events")}
-        result.storage_names = seed_storage(storage_clients, settings.cluster_name)
-        _, result.storage_findings = run_storage_analyzer(storage_clients, settings.cluster_name)
-        findings_path = out_dir / "storage-findings.jsonl"
-        findings_path.write_text("".join(json.dumps(f) + "\n" for f in result.storage_findings))
-        result.files.append(findings_path)
-        training_clients = {**storage_clients, "logs": session.client("logs")}
-        seed_training(training_clients)
-        result.training_summary, result.training_findings = run_training_analyzer(training_clients)
-        training_path = out_dir / "training-findings.jsonl"
-        training_path.write_text("".join(json.dumps(f) + "\n" for f in result.training_findings))
-        result.files.append(training_path)
-        backtest_path = out_dir / "alarm-backtest.txt"
-        backtest_path.write_text(report(result.backtest, start=window_start, end=window_end) + "\n")
-        result.files.append(backtest_path)
+        result.files += [report_path, out_dir / "report.json"]
+        alarm_names = [spec.alarm_name(settings.cluster_name) for spec in specs]
+        result.dashboards = write_dashboards(
+            settings.cluster_name, list(STORAGE_BUCKETS), alarm_names, out_dir
+        )
+        result.files += result.dashboards
 
     out_dir.mkdir(parents=True, exist_ok=True)
     for filename, document in (

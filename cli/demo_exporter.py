@@ -22,12 +22,14 @@ from agent.metric_contract import (
 )
 from agent.simulated_trace import SimulatedGpu, node_trace
 from agent.sinks import BufferedSender, PutMetricDataSink
+from cli.demo_storage import END
 
 NODE = "ip-10-0-1-17.ec2.internal"
 ROLES = ("busy", "idle", "thermal", "failing")
 INTERVAL_S = 60.0
 DURATION_S = 2 * 3600.0
-START_EPOCH = 1_764_333_000.0  # 2025-11-28T12:30:00Z
+#: The replay ends six hours before the demo's "now", so the weekly report's week holds it.
+START_EPOCH = END - 6 * 3600 - DURATION_S
 START_HOUR = 12.5
 
 

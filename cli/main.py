@@ -136,7 +136,9 @@ def _demo(args: argparse.Namespace) -> str:
     try:
         from cli.demo import run_demo  # imports the CDK and moto, which takes seconds
     except ModuleNotFoundError as err:
-        raise ValueError(f"needs {err.name}: pip install 'eks-gpu-insights[demo]'") from err
+        if err.name != "moto":
+            raise
+        raise ValueError("needs moto: pip install 'eks-gpu-insights[demo]'") from err
     # The summary reports the simulated XIDs and the lost GPU; their log lines would repeat it.
     logging.basicConfig(level=logging.CRITICAL)
     return run_demo(out_dir=args.out, cdk_out=args.cdk_out).summary()

@@ -1,6 +1,7 @@
 """Alarms and their delivery: topics, GPU alarms, the fleet composite, the XID notifier."""
 
 from aws_cdk import CfnOutput, RemovalPolicy
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
@@ -17,6 +18,7 @@ from cdk.constructs.gpu_alarms import GpuAlarms
 from cdk.constructs.xid_notifier import XidNotifier
 from cdk.settings import Settings
 from cdk.stacks.deployment_stack import DeploymentStack
+from dashboards.bodies import all_dashboards, encode
 
 
 class AlarmsStack(DeploymentStack):
@@ -80,5 +82,16 @@ class AlarmsStack(DeploymentStack):
             warning=self.topics.warning,
             topic_key=self.topics.key,
         )
+        alarm_arns = [alarm.attr_arn for alarm in self.alarms.alarms.values()]
+        self.dashboards = [
+            cloudwatch.CfnDashboard(
+                self, f"Dashboard{i}", dashboard_name=name, dashboard_body=encode(body)
+            )
+            for i, (name, body) in enumerate(
+                all_dashboards(
+                    cluster, list(settings.storage_buckets), alarm_arns, self.region
+                ).items()
+            )
+        ]
         CfnOutput(self, "CriticalTopicArn", value=self.topics.critical.topic_arn)
         CfnOutput(self, "WarningTopicArn", value=self.topics.warning.topic_arn)

@@ -2,6 +2,8 @@
 
 from aws_cdk import ArnFormat, CfnOutput, Duration, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from agent.metric_contract import NAMESPACE_FINDINGS, training_log_group
@@ -37,6 +39,26 @@ TRAINING_MODULES = (
     "lambdas/training_analyzer/gpu_prices.py",
     "lambdas/training_analyzer/handler.py",
     "lambdas/training_analyzer/run.py",
+    "agent/metric_contract.py",
+)
+
+
+REPORT_MODULES = (
+    "lambdas/shared/aws_clients.py",
+    "lambdas/shared/metric_fetcher.py",
+    "lambdas/training_analyzer/analysis.py",
+    "lambdas/training_analyzer/aws.py",
+    "lambdas/training_analyzer/gpu_prices.py",
+    "lambdas/training_analyzer/handler.py",
+    "lambdas/training_analyzer/run.py",
+    "lambdas/shared/findings.py",
+    "lambdas/shared/publisher.py",
+    "lambdas/weekly_report/aws.py",
+    "lambdas/weekly_report/charts.py",
+    "lambdas/weekly_report/figures.py",
+    "lambdas/weekly_report/handler.py",
+    "lambdas/weekly_report/render.py",
+    "lambdas/weekly_report/week.py",
     "agent/metric_contract.py",
 )
 
@@ -184,6 +206,84 @@ class AnalyzersStack(DeploymentStack):
             "findings namespace) take no resource ARNs; GetQueryResults is authorized on the "
             "account's queries, not a log group; findings/* is the analyzers' own prefix",
         )
+        self.report_topic = sns.Topic(
+            self,
+            "ReportTopic",
+            topic_name=f"gpu-insights-{settings.cluster_name}-reports",
+            master_key=self.report.key,
+            enforce_ssl=True,
+        )
+        for email in settings.report_emails:
+            self.report_topic.add_subscription(subscriptions.EmailSubscription(email))
+        bucket = self.report.bucket
+        self.weekly_report = AnalyzerFunction(
+            self,
+            "WeeklyReport",
+            description=f"Weekly GPU report of {settings.cluster_name}",
+            handler="lambdas.weekly_report.handler.handler",
+            modules=REPORT_MODULES,
+            environment={
+                "CLUSTER_NAME": settings.cluster_name,
+                "REPORT_BUCKET": bucket.bucket_name,
+                "TOPIC_ARN": self.report_topic.topic_arn,
+                "GPU_HOUR_USD": f"{settings.gpu_hour_usd:g}",
+                "EXPORTER_INTERVAL_SECONDS": str(settings.exporter_interval_seconds),
+            },
+            statements=[
+                iam.PolicyStatement(
+                    sid="ReadFindingsAndReports",
+                    actions=["s3:GetObject"],
+                    resources=[
+                        bucket.arn_for_objects("findings/*"),
+                        bucket.arn_for_objects("reports/*"),
+                    ],
+                ),
+                iam.PolicyStatement(
+                    sid="ListFindings",
+                    actions=["s3:ListBucket"],
+                    resources=[bucket.bucket_arn],
+                    conditions={"StringLike": {"s3:prefix": ["findings/*", "reports/*"]}},
+                ),
+                iam.PolicyStatement(
+                    sid="WriteReports",
+                    actions=["s3:PutObject"],
+                    resources=[bucket.arn_for_objects("reports/*")],
+                ),
+                iam.PolicyStatement(
+                    sid="UseDataKey",
+                    actions=["kms:GenerateDataKey", "kms:Decrypt"],
+                    resources=[self.report.key.key_arn],
+                ),
+                iam.PolicyStatement(
+                    sid="ReadMetricsAndAlarmHistory",
+                    actions=[
+                        "cloudwatch:GetMetricData",
+                        "cloudwatch:ListMetrics",
+                        "cloudwatch:DescribeAlarmHistory",
+                    ],
+                    resources=["*"],
+                ),
+                iam.PolicyStatement(
+                    sid="SendSummary",
+                    actions=["sns:Publish"],
+                    resources=[self.report_topic.topic_arn],
+                ),
+            ],
+            schedule=settings.report_schedule,
+            memory_mb=512,
+            timeout=Duration.minutes(5),
+        )
+        acknowledge_wildcard_resources(
+            self.weekly_report.role,
+            resources=[
+                "*",
+                bucket.arn_for_objects("findings/*"),
+                bucket.arn_for_objects("reports/*"),
+            ],
+            reason="GetMetricData, ListMetrics and DescribeAlarmHistory take no resource ARNs; "
+            "findings/* and reports/* are the app's own prefixes of its report bucket",
+        )
+        CfnOutput(self, "ReportTopicArn", value=self.report_topic.topic_arn)
         if settings.s3_enable_request_metrics and settings.storage_buckets:
             RequestMetrics(self, "RequestMetrics", buckets=settings.storage_buckets)
         CfnOutput(self, "ReportBucketName", value=self.report.bucket.bucket_name)

@@ -223,7 +223,9 @@ def _slow_checkpoint(data: JobData, t: TrainingThresholds) -> list[Finding]:
     s = data.series
     if not s.checkpoint_save:
         return []
-    saves = sum(s.checkpoint_saves.values()) or float(len(s.checkpoint_save))
+    # Every rank reports its saves: count the job's, not each rank's.
+    ranks = max(1, len({r.rank for r in data.ranks}))
+    saves = (sum(s.checkpoint_saves.values()) / ranks) or float(len(s.checkpoint_save))
     mean_save = statistics.fmean(s.checkpoint_save.values())
     hours = job_cost(data).active_hours
     interval = hours * HOUR / saves if saves and hours else None

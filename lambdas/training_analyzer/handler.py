@@ -8,7 +8,7 @@ import json
 import logging
 import os
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,6 +29,10 @@ STORAGE_CAUSES = {
     "s3_high_latency",
     "s3_high_error_rate",
 }
+
+
+def job_costs_key(cluster: str, day: Any) -> str:
+    return f"reports/cluster={cluster}/date={day.isoformat()}/training-jobs.json"
 
 
 def _client(service: str) -> Any:
@@ -91,6 +95,14 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         cluster=cluster,
         analyzer=ANALYZER,
     ).publish(findings, day)
+    # Every job's cost, found or not, for the weekly report's costliest jobs.
+    costs = {job: asdict(cost) for job, cost in run.costs.items()}
+    _client("s3").put_object(
+        Bucket=bucket,
+        Key=job_costs_key(cluster, day),
+        Body=json.dumps(costs, sort_keys=True).encode(),
+        ContentType="application/json",
+    )
     summary = {
         "jobs": len(run.costs),
         "gpu_hours": sum(c.gpu_hours for c in run.costs.values()),

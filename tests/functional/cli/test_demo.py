@@ -31,7 +31,7 @@ def test_demo_synthesizes_stores_and_fetches_the_agent_config(
     jsonschema.Draft4Validator(agent_schema).validate(written)
     stacks = json.loads((tmp_path / "out" / "stacks.json").read_text())
     assert stacks["GpuInsights-example-gpu-cluster-Alarms"]["AWS::CloudWatch::Alarm"] == 7
-    assert stacks["GpuInsights-example-gpu-cluster-Analyzers"]["AWS::Lambda::Function"] == 2
+    assert stacks["GpuInsights-example-gpu-cluster-Analyzers"]["AWS::Lambda::Function"] == 3
     del stacks["GpuInsights-example-gpu-cluster-Alarms"]
     del stacks["GpuInsights-example-gpu-cluster-Analyzers"]
     assert stacks == {
@@ -96,6 +96,11 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(tmp_path: Path) ->
         ("job/llama-slow-checkpoint", "training_slow_checkpoint"),
         ("job/vit-flaky", "training_job_failures"),
     ]  # nothing on resnet-healthy
+    assert result.report["summary_sent"] is True
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert f"GPU week {result.report['week']}: example-gpu-cluster" in html
+    assert "gpu-insights-example-gpu-cluster-gpu-xid-fatal" in html  # an alarm raised that week
+    assert len(list((tmp_path / "out" / "dashboards").glob("*.json"))) == 4
     bound = next(f for f in result.training_findings if f["kind"] == "training_data_bound")
     assert bound["related"] == [
         "s3_high_error_rate arn:aws:s3:::demo-training-data",

@@ -76,7 +76,7 @@ def test_storage_analyzer_runs_daily_with_retries_a_failure_queue_and_log_retent
         r["Properties"]["ScheduleExpression"]
         for r in template.find_resources("AWS::Events::Rule").values()
     )
-    assert schedules == ["cron(0 6 * * ? *)", "cron(0 7 * * ? *)"]  # storage, training
+    assert schedules == ["cron(0 6 * * ? *)", "cron(0 7 * * ? *)", "cron(0 8 ? * MON *)"]
     for invoke in template.find_resources("AWS::Lambda::EventInvokeConfig").values():
         assert invoke["Properties"]["MaximumRetryAttempts"] == 2
         assert "OnFailure" in invoke["Properties"]["DestinationConfig"]
@@ -140,3 +140,22 @@ def test_cfn_lint_passes_on_the_analyzers_stack(synth: Synth) -> None:
     assert [
         str(m) for m in lint(template, regions=["eu-west-1"]) if m.rule.id.startswith("E")
     ] == []
+
+
+def test_weekly_report_runs_on_mondays_writes_reports_and_publishes_encrypted(synth: Synth) -> None:
+    template = _template(synth, {**PROD, "report_emails": "lead@example.com"})
+    statements = {s.get("Sid"): s for s in _statements(template, "WeeklyReportRole")}
+    for statement in statements.values():
+        actions = (
+            statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        )
+        assert all("*" not in a for a in actions), actions
+    assert json.dumps(statements["WriteReports"]["Resource"]).endswith('/reports/*"]]}')
+    assert statements["ListFindings"]["Condition"] == {
+        "StringLike": {"s3:prefix": ["findings/*", "reports/*"]}
+    }
+    (topic,) = template.find_resources("AWS::SNS::Topic").values()
+    assert topic["Properties"]["TopicName"] == "gpu-insights-train-prod-reports"
+    assert "KmsMasterKeyId" in topic["Properties"]
+    (subscription,) = template.find_resources("AWS::SNS::Subscription").values()
+    assert subscription["Properties"]["Endpoint"] == "lead@example.com"

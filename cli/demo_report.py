@@ -1,0 +1,98 @@
+"""The demo's Monday: the weekly report Lambda over everything the demo produced, and the
+dashboard bodies the app deploys."""
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from alarms.backtest import BacktestResult
+from alarms.evaluator import AlarmState
+from cli.demo_storage import END, REPORT_BUCKET, environment
+from dashboards.bodies import all_dashboards, encode
+from lambdas.weekly_report import handler as report_handler
+from lambdas.weekly_report.handler import report_prefix
+
+
+class CloudWatchWithAlarmHistory:
+    """moto evaluates no alarm and keeps no alarm history: this client answers
+    DescribeAlarmHistory with the state changes the backtest computed for the app's alarms
+    over the demo's data, and passes every other call to moto."""
+
+    def __init__(self, cloudwatch: Any, cluster: str, backtest: list[BacktestResult]) -> None:
+        self._cloudwatch = cloudwatch
+        self._items = [
+            {
+                "AlarmName": r.spec.alarm_name(cluster),
+                "Timestamp": datetime.fromtimestamp(t.time, UTC),
+                "HistoryItemType": "StateUpdate",
+                "HistoryData": json.dumps({"newState": {"stateValue": str(t.new)}}),
+            }
+            for r in backtest
+            for t in r.transitions
+            if t.new is AlarmState.ALARM
+        ]
+
+    def get_paginator(self, name: str) -> Any:
+        if name != "describe_alarm_history":
+            return self._cloudwatch.get_paginator(name)
+        items = self._items
+
+        class Pages:
+            def paginate(self, **kwargs: Any) -> list[dict[str, Any]]:
+                start, end = kwargs["StartDate"], kwargs["EndDate"]
+                return [{"AlarmHistoryItems": [i for i in items if start <= i["Timestamp"] < end]}]
+
+        return Pages()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cloudwatch, name)
+
+
+def run_weekly_report(
+    clients: dict[str, Any], cluster: str, backtest: list[BacktestResult], out_dir: Path
+) -> tuple[dict[str, Any], Path]:
+    topic = clients["sns"].create_topic(Name=f"gpu-insights-{cluster}-reports")["TopicArn"]
+    report_handler._clients.update(
+        s3=clients["s3"],
+        sns=clients["sns"],
+        cloudwatch=CloudWatchWithAlarmHistory(clients["cloudwatch"], cluster, backtest),
+    )
+    # Run on the Monday after the demo's "now": the report covers the week that holds it.
+    monday = datetime.fromtimestamp(END, UTC).date()
+    monday += timedelta(days=7 - monday.weekday())
+    env = {
+        "CLUSTER_NAME": cluster,
+        "REPORT_BUCKET": REPORT_BUCKET,
+        "TOPIC_ARN": topic,
+        "GPU_HOUR_USD": "6.88",
+        "EXPORTER_INTERVAL_SECONDS": "60",
+    }
+    with environment(env):
+        summary = report_handler.handler({"time": f"{monday.isoformat()}T08:00:00Z"}, None)
+    html = clients["s3"].get_object(Bucket=REPORT_BUCKET, Key=summary["key"])["Body"].read()
+    path = out_dir / "report.html"
+    path.write_bytes(html)
+    data = (
+        clients["s3"]
+        .get_object(
+            Bucket=REPORT_BUCKET, Key=report_prefix(cluster, summary["week"]) + "report.json"
+        )["Body"]
+        .read()
+    )
+    (out_dir / "report.json").write_bytes(data)
+    return summary, path
+
+
+def write_dashboards(
+    cluster: str, buckets: list[str], alarm_names: list[str], out_dir: Path
+) -> list[Path]:
+    folder = out_dir / "dashboards"
+    folder.mkdir(parents=True, exist_ok=True)
+    arns = [f"arn:aws:cloudwatch:us-east-1:123456789012:alarm:{name}" for name in alarm_names]
+    paths = []
+    for name, body in all_dashboards(cluster, buckets, arns, "us-east-1").items():
+        path = folder / f"{name}.json"
+        path.write_text(json.dumps(json.loads(encode(body)), indent=2) + "\n")
+        paths.append(path)
+    return paths

@@ -1,0 +1,1 @@
+"""CloudWatch dashboards as code: pure functions that return dashboard bodies."""

@@ -1,0 +1,1 @@
+"""The weekly report: what a team lead reads on Monday."""

@@ -1,0 +1,154 @@
+"""AWS adapters of the weekly report: read-only reads of metrics, alarm history and finding
+files. Clients are injected."""
+
+import json
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from datetime import UTC, date, datetime
+from typing import Any
+
+from agent.metric_contract import (
+    DIM_CLUSTER,
+    DIM_NODE,
+    DIM_XID_CODE,
+    NAMESPACE_GPU,
+    NAMESPACE_TRAINING,
+    GpuMetric,
+    TrainingMetric,
+)
+from lambdas.shared.metric_fetcher import MetricQuery, fetch
+from lambdas.training_analyzer.aws import list_jobs
+from lambdas.weekly_report.figures import GpuDay
+from lambdas.weekly_report.week import days as week_days
+from lambdas.weekly_report.week import epoch
+
+DAY = 86_400
+
+
+def _cluster_query(key: str, cluster: str, metric: GpuMetric, stat: str) -> MetricQuery:
+    return MetricQuery((key,), NAMESPACE_GPU, str(metric), ((DIM_CLUSTER, cluster),), stat, DAY)
+
+
+def gpu_days(
+    cloudwatch: Any, cluster: str, start: date, end: date, interval_s: float
+) -> list[GpuDay]:
+    """Per day: GPU-hours (samples x the exporter's interval), in-use GPU-hours, and the mean
+    power utilization and SM activity, from the cluster-level series."""
+    queries = [
+        _cluster_query("samples", cluster, GpuMetric.POWER_UTILIZATION, "SampleCount"),
+        _cluster_query("in_use", cluster, GpuMetric.ALLOCATED_POWER_UTILIZATION, "SampleCount"),
+        _cluster_query("power", cluster, GpuMetric.POWER_UTILIZATION, "Average"),
+        _cluster_query("sm", cluster, GpuMetric.SM_ACTIVE, "Average"),
+    ]
+    values: dict[str, dict[date, float]] = defaultdict(dict)
+    for batch in fetch(cloudwatch, queries, start=epoch(start), end=epoch(end)):
+        for series in batch:
+            for t, v in zip(series.timestamps, series.values, strict=True):
+                values[series.query.key[0]][t.date()] = v
+    hours = interval_s / 3600
+    return [
+        GpuDay(
+            day=day,
+            gpu_hours=values["samples"].get(day, 0.0) * hours,
+            in_use_gpu_hours=values["in_use"].get(day, 0.0) * hours,
+            power_utilization=values["power"].get(day),
+            sm_active=values["sm"].get(day),
+        )
+        for day in week_days(start, end)
+    ]
+
+
+def xid_counts(
+    cloudwatch: Any, cluster: str, start: date, end: date
+) -> list[tuple[str, str, float]]:
+    queries = []
+    pages = cloudwatch.get_paginator("list_metrics").paginate(
+        Namespace=NAMESPACE_GPU,
+        MetricName=str(GpuMetric.XID_ERRORS),
+        Dimensions=[{"Name": DIM_CLUSTER, "Value": cluster}],
+    )
+    for page in pages:
+        for m in page["Metrics"]:
+            dims = {d["Name"]: d["Value"] for d in m["Dimensions"]}
+            if DIM_NODE in dims and DIM_XID_CODE in dims:
+                queries.append(
+                    MetricQuery(
+                        (dims[DIM_NODE], dims[DIM_XID_CODE]),
+                        NAMESPACE_GPU,
+                        str(GpuMetric.XID_ERRORS),
+                        tuple(sorted(dims.items())),
+                        "Sum",
+                        DAY * 7,
+                    )
+                )
+    counts: dict[tuple[str, str], float] = defaultdict(float)
+    for batch in fetch(cloudwatch, queries, start=epoch(start), end=epoch(end)):
+        for series in batch:
+            node, code = series.query.key
+            counts[(node, code)] += sum(series.values)
+    return [(node, code, n) for (node, code), n in counts.items() if n > 0]
+
+
+def alarms_raised(cloudwatch: Any, cluster: str, start: date, end: date) -> list[tuple[str, str]]:
+    raised = []
+    pages = cloudwatch.get_paginator("describe_alarm_history").paginate(
+        AlarmNamePrefix=f"gpu-insights-{cluster}-",
+        HistoryItemType="StateUpdate",
+        StartDate=datetime.fromtimestamp(epoch(start), UTC),
+        EndDate=datetime.fromtimestamp(epoch(end), UTC),
+    )
+    for page in pages:
+        for item in page["AlarmHistoryItems"]:
+            try:
+                state = json.loads(item.get("HistoryData", "{}"))["newState"]["stateValue"]
+            except (ValueError, KeyError, TypeError):
+                continue
+            if state == "ALARM":
+                raised.append((item["AlarmName"], item["Timestamp"].strftime("%Y-%m-%d %H:%M")))
+    return sorted(raised, key=lambda a: a[1])
+
+
+def finding_texts(s3: Any, bucket: str, cluster: str, days: Sequence[date]) -> Iterator[str]:
+    for day in days:
+        prefix = f"findings/cluster={cluster}/date={day.isoformat()}/"
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            for item in page.get("Contents", []):
+                yield (
+                    s3.get_object(Bucket=bucket, Key=item["Key"])["Body"]
+                    .read()
+                    .decode("utf-8", "replace")
+                )
+
+
+def job_costs(s3: Any, bucket: str, key: str) -> dict[str, dict[str, float]]:
+    try:
+        body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    except s3.exceptions.NoSuchKey:
+        return {}
+    costs = json.loads(body)
+    return costs if isinstance(costs, dict) else {}
+
+
+def throughput_by_job(
+    cloudwatch: Any, cluster: str, start: date, end: date
+) -> dict[str, list[float | None]]:
+    jobs = list_jobs(cloudwatch, cluster)
+    queries = [
+        MetricQuery(
+            (job,),
+            NAMESPACE_TRAINING,
+            str(TrainingMetric.SAMPLES_PER_SECOND),
+            ((DIM_CLUSTER, cluster), ("JobName", job)),
+            "Average",
+            DAY,
+        )
+        for job in jobs
+    ]
+    all_days = week_days(start, end)
+    found: dict[str, list[float | None]] = {}
+    for batch in fetch(cloudwatch, queries, start=epoch(start), end=epoch(end)):
+        for series in batch:
+            by_day = {t.date(): v for t, v in zip(series.timestamps, series.values, strict=True)}
+            if by_day:
+                found[series.query.key[0]] = [by_day.get(d) for d in all_days]
+    return found

@@ -1,0 +1,113 @@
+"""Charts as inline SVG: drawn in Python with no library, no script and no font fetched, so
+the report renders the same offline, in a mail client's browser, and in print.
+
+Each chart has a title and a text description for screen readers, lines differ by dash
+pattern as well as colour, and the report puts the numbers in a table beside it.
+"""
+
+from collections.abc import Mapping, Sequence
+from html import escape
+
+WIDTH, HEIGHT = 640, 240
+LEFT, RIGHT, TOP, BOTTOM = 48, 12, 28, 36
+COLOURS = ("#1f5fa8", "#c2571a", "#2e8540", "#7b3fa0", "#8a6d00", "#b3003c")
+DASHES = ("", "6 3", "2 3", "8 3 2 3", "1 2", "10 4")
+
+
+def _frame(title: str, description: str, body: str) -> str:
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+        f'aria-label="{escape(title)}" class="chart">'
+        f"<title>{escape(title)}</title><desc>{escape(description)}</desc>"
+        f'<rect width="{WIDTH}" height="{HEIGHT}" fill="#fff"/>'
+        f'<text x="{LEFT}" y="18" font-size="13" font-family="sans-serif">{escape(title)}</text>'
+        f"{body}</svg>"
+    )
+
+
+def _axes(labels: Sequence[str], y_max: float, unit: str) -> str:
+    plot_h = HEIGHT - TOP - BOTTOM
+    parts = [
+        f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{HEIGHT - BOTTOM}" stroke="#555"/>',
+        f'<line x1="{LEFT}" y1="{HEIGHT - BOTTOM}" x2="{WIDTH - RIGHT}" '
+        f'y2="{HEIGHT - BOTTOM}" stroke="#555"/>',
+    ]
+    for fraction in (0.0, 0.5, 1.0):
+        y = TOP + plot_h * (1 - fraction)
+        parts.append(
+            f'<text x="{LEFT - 4}" y="{y + 4:.1f}" font-size="10" text-anchor="end" '
+            f'font-family="sans-serif">{y_max * fraction:,.0f}{escape(unit)}</text>'
+        )
+    step = (WIDTH - LEFT - RIGHT) / max(1, len(labels))
+    for i, label in enumerate(labels):
+        x = LEFT + step * (i + 0.5)
+        parts.append(
+            f'<text x="{x:.1f}" y="{HEIGHT - BOTTOM + 14}" font-size="10" text-anchor="middle" '
+            f'font-family="sans-serif">{escape(label)}</text>'
+        )
+    return "".join(parts)
+
+
+def line_chart(
+    title: str,
+    labels: Sequence[str],
+    series: Mapping[str, Sequence[float | None]],
+    *,
+    unit: str = "",
+    y_max: float | None = None,
+) -> str:
+    values = [v for s in series.values() for v in s if v is not None]
+    top = y_max if y_max is not None else (max(values) * 1.1 if values else 1.0) or 1.0
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    step = plot_w / max(1, len(labels))
+    parts = [_axes(labels, top, unit)]
+    for n, (name, points) in enumerate(series.items()):
+        coordinates = [
+            f"{LEFT + step * (i + 0.5):.1f},{TOP + plot_h * (1 - min(v, top) / top):.1f}"
+            for i, v in enumerate(points)
+            if v is not None
+        ]
+        colour, dash = COLOURS[n % len(COLOURS)], DASHES[n % len(DASHES)]
+        # A marker at each point: a single day still shows, and points differ by shape too.
+        parts += [
+            f'<circle cx="{c.split(",")[0]}" cy="{c.split(",")[1]}" r="3" fill="{colour}"/>'
+            if n % 2 == 0
+            else f'<rect x="{float(c.split(",")[0]) - 3:.1f}" y="{float(c.split(",")[1]) - 3:.1f}" '
+            f'width="6" height="6" fill="{colour}"/>'
+            for c in coordinates
+        ]
+        if coordinates:
+            parts.append(
+                f'<polyline fill="none" stroke="{colour}" stroke-width="2" '
+                f'stroke-dasharray="{dash}" points="{" ".join(coordinates)}"/>'
+            )
+        y = TOP + 4 + 14 * n
+        parts.append(
+            f'<line x1="{WIDTH - 150}" y1="{y}" x2="{WIDTH - 126}" y2="{y}" stroke="{colour}" '
+            f'stroke-width="2" stroke-dasharray="{dash}"/><text x="{WIDTH - 122}" y="{y + 4}" '
+            f'font-size="10" font-family="sans-serif">{escape(name)}</text>'
+        )
+    description = "; ".join(
+        f"{name}: " + ", ".join("no data" if v is None else f"{v:,.1f}{unit}" for v in points)
+        for name, points in series.items()
+    )
+    return _frame(title, description or "no data", "".join(parts))
+
+
+def bar_chart(title: str, labels: Sequence[str], values: Sequence[float], *, unit: str = "") -> str:
+    top = (max(values) * 1.1 if values else 1.0) or 1.0
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    step = plot_w / max(1, len(labels))
+    parts = [_axes(labels, top, unit)]
+    for i, value in enumerate(values):
+        h = plot_h * value / top
+        parts.append(
+            f'<rect x="{LEFT + step * i + step * 0.2:.1f}" y="{TOP + plot_h - h:.1f}" '
+            f'width="{step * 0.6:.1f}" height="{h:.1f}" fill="{COLOURS[0]}"/>'
+            f'<text x="{LEFT + step * (i + 0.5):.1f}" y="{TOP + plot_h - h - 3:.1f}" '
+            f'font-size="10" text-anchor="middle" font-family="sans-serif">{value:,.0f}</text>'
+        )
+    description = ", ".join(
+        f"{label}: {value:,.1f}{unit}" for label, value in zip(labels, values, strict=True)
+    )
+    return _frame(title, description or "no data", "".join(parts))

@@ -1,0 +1,190 @@
+"""The report's figures from plain inputs: pure, so a test can check every number."""
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import date
+from typing import Any
+
+
+@dataclass(frozen=True)
+class GpuDay:
+    day: date
+    gpu_hours: float
+    in_use_gpu_hours: float
+    power_utilization: float | None
+    sm_active: float | None
+
+    @property
+    def idle_gpu_hours(self) -> float:
+        return max(0.0, self.gpu_hours - self.in_use_gpu_hours)
+
+
+@dataclass(frozen=True)
+class FindingFiles:
+    findings: list[dict[str, Any]]
+    #: Lines that were not a finding (bad JSON, not an object, no kind): counted and shown.
+    malformed: int = 0
+    files: int = 0
+
+
+def read_findings(texts: Iterable[str]) -> FindingFiles:
+    findings: list[dict[str, Any]] = []
+    malformed = files = 0
+    for text in texts:
+        files += 1
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                malformed += 1
+                continue
+            if not isinstance(record, dict) or not isinstance(record.get("kind"), str):
+                malformed += 1
+                continue
+            findings.append(record)
+    return FindingFiles(findings, malformed, files)
+
+
+@dataclass
+class WeekFigures:
+    cluster: str
+    week: str
+    gpu_hours: float = 0.0
+    idle_gpu_hours: float = 0.0
+    idle_cost_usd: float = 0.0
+    power_utilization: float | None = None
+    sm_active: float | None = None
+    days: list[dict[str, Any]] = field(default_factory=list)
+    xids: list[dict[str, Any]] = field(default_factory=list)
+    alarms: list[dict[str, Any]] = field(default_factory=list)
+    findings_by_kind: dict[str, int] = field(default_factory=dict)
+    findings_by_severity: dict[str, int] = field(default_factory=dict)
+    top_findings: list[dict[str, Any]] = field(default_factory=list)
+    costliest_jobs: list[dict[str, Any]] = field(default_factory=list)
+    most_wasteful_jobs: list[dict[str, Any]] = field(default_factory=list)
+    storage_waste_usd: float = 0.0
+    throughput_by_job: dict[str, list[float | None]] = field(default_factory=dict)
+    malformed_finding_lines: int = 0
+    finding_files: int = 0
+    previous: dict[str, float | None] = field(default_factory=dict)
+
+    def change(self, name: str) -> float | None:
+        """This week's figure minus last week's, where both exist."""
+        before = self.previous.get(name)
+        now = getattr(self, name)
+        return None if before is None or now is None else float(now) - float(before)
+
+    @property
+    def has_data(self) -> bool:
+        return bool(self.gpu_hours or self.top_findings or self.findings_by_kind or self.xids)
+
+    def to_dict(self) -> dict[str, Any]:
+        document = asdict(self)
+        document["change"] = {k: self.change(k) for k in self.previous}
+        return document
+
+
+SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+
+
+def _latest_per_resource(findings: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The analyzers run daily and repeat a lasting problem: keep each (kind, resource) once,
+    from its latest day."""
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    for f in sorted(findings, key=lambda f: str(f.get("detected_at", ""))):
+        latest[(str(f["kind"]), str(f.get("resource", "")))] = f
+    return list(latest.values())
+
+
+def week_figures(
+    *,
+    cluster: str,
+    week: str,
+    gpu_days: Sequence[GpuDay],
+    xids: Sequence[tuple[str, str, float]],
+    alarms: Sequence[tuple[str, str]],
+    files: FindingFiles,
+    job_costs: dict[str, dict[str, float]],
+    throughput: dict[str, list[float | None]],
+    gpu_hour_usd: float,
+    previous: dict[str, float | None] | None = None,
+) -> WeekFigures:
+    figures = WeekFigures(cluster=cluster, week=week, previous=previous or {})
+    figures.gpu_hours = sum(d.gpu_hours for d in gpu_days)
+    figures.idle_gpu_hours = sum(d.idle_gpu_hours for d in gpu_days)
+    figures.idle_cost_usd = figures.idle_gpu_hours * gpu_hour_usd
+    weights = [(d.power_utilization, d.sm_active, d.gpu_hours) for d in gpu_days]
+    hours = sum(w for p, _, w in weights if p is not None)
+    if hours:
+        figures.power_utilization = sum(p * w for p, _, w in weights if p is not None) / hours
+    sm_hours = sum(w for _, s, w in weights if s is not None)
+    if sm_hours:
+        figures.sm_active = sum(s * w for _, s, w in weights if s is not None) / sm_hours
+    figures.days = [
+        {
+            "day": d.day.isoformat(),
+            "gpu_hours": d.gpu_hours,
+            "idle_gpu_hours": d.idle_gpu_hours,
+            "power_utilization": d.power_utilization,
+            "sm_active": d.sm_active,
+        }
+        for d in gpu_days
+    ]
+    figures.xids = [
+        {"node": node, "code": code, "count": count}
+        for node, code, count in sorted(xids, key=lambda x: (-x[2], x[0], x[1]))
+    ]
+    figures.alarms = [{"alarm": name, "time": when} for name, when in alarms]
+    unique = _latest_per_resource(files.findings)
+    figures.findings_by_kind = dict(Counter(str(f["kind"]) for f in unique).most_common())
+    figures.findings_by_severity = dict(Counter(str(f.get("severity", "info")) for f in unique))
+    figures.top_findings = sorted(
+        unique,
+        key=lambda f: (
+            SEVERITY_ORDER.get(str(f.get("severity")), 3),
+            -(f.get("estimated_monthly_waste_usd") or 0.0),
+        ),
+    )[:10]
+    figures.storage_waste_usd = sum(
+        f.get("estimated_monthly_waste_usd") or 0.0
+        for f in unique
+        if str(f["kind"]).startswith(("ebs_", "s3_"))
+    )
+    waste: dict[str, float] = defaultdict(float)
+    for f in unique:
+        if str(f["kind"]).startswith("training_"):
+            waste[str(f["resource"]).removeprefix("job/")] += float(
+                (f.get("evidence") or {}).get("waste_in_lookback_usd") or 0.0
+            )
+    figures.costliest_jobs = [
+        {"job": job, **cost}
+        for job, cost in sorted(job_costs.items(), key=lambda kv: -kv[1].get("dollars", 0))[:5]
+    ]
+    figures.most_wasteful_jobs = [
+        {"job": job, "waste_usd": w}
+        for job, w in sorted(waste.items(), key=lambda kv: -kv[1])
+        if w > 0
+    ][:5]
+    figures.throughput_by_job = dict(throughput)
+    figures.malformed_finding_lines = files.malformed
+    figures.finding_files = files.files
+    return figures
+
+
+#: The figures next week's report compares against.
+HEADLINE = (
+    "gpu_hours",
+    "idle_gpu_hours",
+    "idle_cost_usd",
+    "power_utilization",
+    "sm_active",
+    "storage_waste_usd",
+)
+
+
+def headline(figures: WeekFigures) -> dict[str, float | None]:
+    return {name: getattr(figures, name) for name in HEADLINE}

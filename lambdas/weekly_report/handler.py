@@ -1,0 +1,142 @@
+"""Lambda entry point of the weekly report, on a weekly EventBridge schedule (Monday morning).
+
+Environment: CLUSTER_NAME, REPORT_BUCKET, TOPIC_ARN, GPU_HOUR_USD, EXPORTER_INTERVAL_SECONDS.
+The report for an ISO week lives at reports/cluster=<c>/week=<YYYY-Www>/report.{html,json}; a
+rerun replaces it, and a marker object makes sure the SNS summary goes out once per week.
+"""
+
+import json
+import logging
+import os
+from datetime import UTC, datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from lambdas.shared.aws_clients import client
+from lambdas.training_analyzer.handler import job_costs_key
+from lambdas.weekly_report.aws import (
+    alarms_raised,
+    finding_texts,
+    gpu_days,
+    job_costs,
+    throughput_by_job,
+    xid_counts,
+)
+from lambdas.weekly_report.figures import HEADLINE, headline, read_findings, week_figures
+from lambdas.weekly_report.render import html_report, text_summary
+from lambdas.weekly_report.week import days, iso_week_name, report_week
+
+log = logging.getLogger()
+log.setLevel(logging.INFO)
+_clients: dict[str, Any] = {}
+#: How long the presigned link works (it also ends when the function's session does).
+LINK_SECONDS = 12 * 3600
+
+
+def _client(service: str) -> Any:
+    if service not in _clients:
+        _clients[service] = client(service)
+    return _clients[service]
+
+
+def report_prefix(cluster: str, week: str) -> str:
+    return f"reports/cluster={cluster}/week={week}/"
+
+
+def _previous(s3: Any, bucket: str, cluster: str, week: str) -> dict[str, float | None]:
+    try:
+        body = s3.get_object(Bucket=bucket, Key=report_prefix(cluster, week) + "report.json")[
+            "Body"
+        ].read()
+        document = json.loads(body)
+    except (ClientError, ValueError):
+        return {}
+    return {k: document.get(k) for k in HEADLINE}
+
+
+def _already_sent(s3: Any, bucket: str, key: str) -> bool:
+    try:
+        s3.head_object(Bucket=bucket, Key=key)
+    except ClientError as err:
+        if err.response.get("Error", {}).get("Code") in {"404", "NoSuchKey", "NotFound"}:
+            return False
+        raise
+    return True
+
+
+def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
+    cluster, bucket = os.environ["CLUSTER_NAME"], os.environ["REPORT_BUCKET"]
+    run_time = datetime.now(UTC)
+    if isinstance(event.get("time"), str):
+        run_time = datetime.fromisoformat(event["time"].replace("Z", "+00:00"))
+    start, end = report_week(run_time)
+    week = iso_week_name(start)
+    s3, cloudwatch = _client("s3"), _client("cloudwatch")
+    files = read_findings(finding_texts(s3, bucket, cluster, days(start, end)))
+    # The training analyzer writes every job's cost daily; the latest file of the week holds
+    # the whole lookback.
+    costs: dict[str, dict[str, float]] = {}
+    for day in reversed(days(start, end)):
+        costs = job_costs(s3, bucket, job_costs_key(cluster, day))
+        if costs:
+            break
+    figures = week_figures(
+        cluster=cluster,
+        week=week,
+        gpu_days=gpu_days(
+            cloudwatch,
+            cluster,
+            start,
+            end,
+            float(os.environ.get("EXPORTER_INTERVAL_SECONDS", "10")),
+        ),
+        xids=xid_counts(cloudwatch, cluster, start, end),
+        alarms=alarms_raised(cloudwatch, cluster, start, end),
+        files=files,
+        job_costs=costs,
+        throughput=throughput_by_job(cloudwatch, cluster, start, end),
+        gpu_hour_usd=float(os.environ.get("GPU_HOUR_USD", "6.88")),
+        previous=_previous(
+            s3, bucket, cluster, iso_week_name(start.fromordinal(start.toordinal() - 7))
+        ),
+    )
+    prefix = report_prefix(cluster, week)
+    console = f"https://s3.console.aws.amazon.com/s3/object/{bucket}?prefix={prefix}report.html"
+    link = s3.generate_presigned_url(
+        "get_object",
+        Params={"Bucket": bucket, "Key": prefix + "report.html"},
+        ExpiresIn=LINK_SECONDS,
+    )
+    document = {**figures.to_dict(), **headline(figures)}
+    s3.put_object(
+        Bucket=bucket,
+        Key=prefix + "report.json",
+        Body=json.dumps(document, default=str).encode(),
+        ContentType="application/json",
+    )
+    s3.put_object(
+        Bucket=bucket,
+        Key=prefix + "report.html",
+        Body=html_report(figures, link=console).encode(),
+        ContentType="text/html; charset=utf-8",
+    )
+    marker = prefix + "summary-sent"
+    sent = False
+    if not _already_sent(s3, bucket, marker):
+        _client("sns").publish(
+            TopicArn=os.environ["TOPIC_ARN"],
+            Subject=f"GPU week {week}: {cluster}"[:100],
+            Message=text_summary(figures, link=f"{link}\n(console: {console})"),
+        )
+        s3.put_object(Bucket=bucket, Key=marker, Body=b"")
+        sent = True
+    summary = {
+        "week": week,
+        "key": prefix + "report.html",
+        "findings": len(files.findings),
+        "malformed_finding_lines": files.malformed,
+        "summary_sent": sent,
+    }
+    log.info("weekly report done: %s", summary)
+    return summary

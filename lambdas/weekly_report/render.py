@@ -1,0 +1,239 @@
+"""The report as one self-contained HTML page (no script, style sheet, font or image fetched)
+and as a short plain-text summary for SNS."""
+
+from html import escape
+from typing import Any
+
+from lambdas.weekly_report.charts import bar_chart, line_chart
+from lambdas.weekly_report.figures import WeekFigures
+
+STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:60rem;
+padding:1rem;color:#111;line-height:1.45}
+h1{font-size:1.6rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ccc}
+table{border-collapse:collapse;width:100%;margin:.5rem 0;font-size:.9rem}
+th,td{border:1px solid #bbb;padding:.3rem .5rem;text-align:left;vertical-align:top}
+th{background:#eef2f7}.num{text-align:right}
+.tiles{display:flex;flex-wrap:wrap;gap:.5rem}
+.tile{border:1px solid #bbb;border-radius:.4rem;padding:.5rem .8rem;min-width:10rem;flex:1}
+.tile b{display:block;font-size:1.4rem}.chart{width:100%;height:auto;max-width:40rem}
+.sev-critical{font-weight:bold}.sev-critical::before{content:"\\25B2 "}
+.sev-warning::before{content:"\\25CF "}.sev-info::before{content:"\\25CB "}
+@media print{body{max-width:none}h2{break-after:avoid}.chart,table{break-inside:avoid}}
+"""
+
+
+def _money(value: float | None) -> str:
+    return "n/a" if value is None else f"${value:,.0f}"
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}%"
+
+
+def _delta(figures: WeekFigures, name: str, unit: str = "") -> str:
+    change = figures.change(name)
+    if change is None:
+        return "no figure for the week before"
+    word = "up" if change > 0 else "down" if change < 0 else "unchanged"
+    return f"{word} {abs(change):,.1f}{unit} on the week before" if change else "unchanged"
+
+
+def _table(headers: list[str], rows: list[list[Any]], numeric: set[int] | None = None) -> str:
+    numeric = numeric or set()
+    head = "".join(f'<th scope="col">{escape(h)}</th>' for h in headers)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="num">{escape(str(c))}</td>'
+            if i in numeric
+            else f"<td>{escape(str(c))}</td>"
+            for i, c in enumerate(row)
+        )
+        + "</tr>"
+        for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _finding_row(x: dict[str, Any]) -> str:
+    severity = escape(str(x.get("severity")))
+    cells = [
+        f'<td class="sev-{severity}">{severity}</td>',
+        f"<td>{escape(str(x['kind']))}<br><small>{escape(str(x.get('summary', '')))}</small></td>",
+        f"<td>{escape(str(x.get('resource', '')))}</td>",
+        f"<td>{escape(str(x.get('recommendation', '')))}</td>",
+        f'<td class="num">{_money(x.get("estimated_monthly_waste_usd"))}</td>',
+    ]
+    return "<tr>" + "".join(cells) + "</tr>"
+
+
+def _tile(name: str, value: str, delta: str) -> str:
+    return (
+        f'<div class="tile">{escape(name)}<b>{escape(value)}</b>'
+        f"<small>{escape(delta)}</small></div>"
+    )
+
+
+def html_report(figures: WeekFigures, *, link: str | None = None) -> str:
+    f = figures
+    title = f"GPU week {f.week}: {f.cluster}"
+    tiles = [
+        ("GPU-hours", f"{f.gpu_hours:,.0f}", _delta(f, "gpu_hours")),
+        (
+            "Power against the limit",
+            _pct(f.power_utilization),
+            _delta(f, "power_utilization", " points"),
+        ),
+        ("SM activity", _pct(f.sm_active), _delta(f, "sm_active", " points")),
+        (
+            "Idle GPU-hours",
+            f"{f.idle_gpu_hours:,.0f} ({_money(f.idle_cost_usd)})",
+            _delta(f, "idle_gpu_hours"),
+        ),
+        (
+            "Storage waste a month",
+            _money(f.storage_waste_usd),
+            _delta(f, "storage_waste_usd", " USD"),
+        ),
+    ]
+    parts = [
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body><main>",
+        f"<h1>{escape(title)}</h1>",
+    ]
+    if not f.has_data:
+        parts.append(
+            "<p><strong>No GPU data and no findings this week.</strong> Either the "
+            "cluster ran nothing, or the exporter and the analyzers did not run: check "
+            "the stacks' Lambda failure queues.</p>"
+        )
+    parts.append('<h2 id="headline">Headline</h2><div class="tiles">')
+    parts += [_tile(name, value, delta) for name, value, delta in tiles]
+    parts.append("</div>")
+    if f.days:
+        days = [d["day"][5:] for d in f.days]
+        parts.append('<h2 id="gpus">GPUs</h2>')
+        parts.append(
+            line_chart(
+                "Power against the limit and SM activity by day",
+                days,
+                {
+                    "power %": [d["power_utilization"] for d in f.days],
+                    "SM active %": [d["sm_active"] for d in f.days],
+                },
+                unit="%",
+                y_max=100,
+            )
+        )
+        parts.append(
+            bar_chart("Idle GPU-hours by day", days, [d["idle_gpu_hours"] for d in f.days])
+        )
+        parts.append(
+            _table(
+                ["Day", "GPU-hours", "Idle GPU-hours", "Power %", "SM active %"],
+                [
+                    [
+                        d["day"],
+                        f"{d['gpu_hours']:,.1f}",
+                        f"{d['idle_gpu_hours']:,.1f}",
+                        _pct(d["power_utilization"]),
+                        _pct(d["sm_active"]),
+                    ]
+                    for d in f.days
+                ],
+                {1, 2, 3, 4},
+            )
+        )
+    parts.append('<h2 id="xids">XID errors</h2>')
+    parts.append(
+        _table(
+            ["Node", "XID code", "Count"],
+            [[x["node"], x["code"], f"{x['count']:,.0f}"] for x in f.xids],
+            {2},
+        )
+        if f.xids
+        else "<p>No XID errors.</p>"
+    )
+    parts.append('<h2 id="alarms">Alarms raised</h2>')
+    parts.append(
+        _table(["Alarm", "Time (UTC)"], [[a["alarm"], a["time"]] for a in f.alarms])
+        if f.alarms
+        else "<p>No alarm went into ALARM.</p>"
+    )
+    parts.append('<h2 id="findings">Top findings</h2>')
+    if f.top_findings:
+        parts.append(
+            '<table><thead><tr><th scope="col">Severity</th><th scope="col">Finding</th>'
+            '<th scope="col">Resource</th><th scope="col">What to do</th>'
+            '<th scope="col" class="num">Waste a month</th></tr></thead><tbody>'
+            + "".join(_finding_row(x) for x in f.top_findings)
+            + "</tbody></table>"
+        )
+        parts.append(
+            _table(["Kind", "Count"], [[k, n] for k, n in f.findings_by_kind.items()], {1})
+        )
+    else:
+        parts.append("<p>No findings this week.</p>")
+    if f.malformed_finding_lines:
+        parts.append(
+            f"<p><strong>{f.malformed_finding_lines} malformed finding line(s)</strong> in "
+            f"{f.finding_files} file(s) were skipped.</p>"
+        )
+    parts.append('<h2 id="jobs">Training jobs</h2>')
+    if f.throughput_by_job:
+        width = max((len(v) for v in f.throughput_by_job.values()), default=0)
+        parts.append(
+            line_chart(
+                "Training throughput by job (samples/s, by day)",
+                [str(i + 1) for i in range(width)],
+                f.throughput_by_job,
+            )
+        )
+    if f.costliest_jobs:
+        parts.append(
+            _table(
+                ["Job", "GPU-hours", "Cost"],
+                [
+                    [j["job"], f"{j.get('gpu_hours', 0):,.0f}", _money(j.get("dollars"))]
+                    for j in f.costliest_jobs
+                ],
+                {1, 2},
+            )
+        )
+    if f.most_wasteful_jobs:
+        parts.append(
+            _table(
+                ["Job", "Wasted (idle or waiting)"],
+                [[j["job"], _money(j["waste_usd"])] for j in f.most_wasteful_jobs],
+                {1},
+            )
+        )
+    if not (f.costliest_jobs or f.throughput_by_job):
+        parts.append("<p>No training job reported metrics.</p>")
+    if link:
+        parts.append(f'<p><a href="{escape(link)}">This report in the report bucket</a></p>')
+    parts.append("</main></body></html>")
+    return "".join(parts)
+
+
+def text_summary(figures: WeekFigures, *, link: str, top: int = 5) -> str:
+    f = figures
+    lines = [
+        f"GPU week {f.week} for {f.cluster}",
+        f"GPU-hours {f.gpu_hours:,.0f}; power against the limit {_pct(f.power_utilization)}; "
+        f"SM activity {_pct(f.sm_active)}; idle {f.idle_gpu_hours:,.0f} GPU-hours "
+        f"({_money(f.idle_cost_usd)}); storage waste {_money(f.storage_waste_usd)} a month.",
+        f"XID errors: {sum(x['count'] for x in f.xids):,.0f}; alarms raised: {len(f.alarms)}.",
+    ]
+    if f.top_findings:
+        lines.append("Top findings:")
+        lines += [
+            f"- [{x.get('severity')}] {x['kind']}: {x.get('summary', '')}"
+            for x in f.top_findings[:top]
+        ]
+    else:
+        lines.append("No findings this week.")
+    lines.append(f"Report: {link}")
+    return "\n".join(lines)

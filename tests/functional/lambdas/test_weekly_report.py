@@ -1,0 +1,159 @@
+"""The weekly report's real handler against moto, and its HTML in a real browser."""
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from cli.demo_report import CloudWatchWithAlarmHistory
+from cli.demo_storage import environment
+from lambdas.weekly_report import handler as report_handler
+
+RUN = "2026-11-30T08:00:00Z"  # a Monday: the report covers 2026-W48
+BUCKET = "reports-bucket"
+
+
+@pytest.fixture
+def aws() -> Iterator[dict[str, Any]]:
+    with mock_aws():
+        session = boto3.Session(
+            region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
+        )
+        clients: dict[str, Any] = {s: session.client(s) for s in ("s3", "cloudwatch", "sns", "sqs")}
+        clients["s3"].create_bucket(Bucket=BUCKET)
+        topic = clients["sns"].create_topic(Name="reports")["TopicArn"]
+        queue = clients["sqs"].create_queue(QueueName="inbox")["QueueUrl"]
+        arn = clients["sqs"].get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        clients["sns"].subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn)
+        clients.update(topic=topic, queue=queue)
+        report_handler._clients.update(
+            s3=clients["s3"],
+            sns=clients["sns"],
+            cloudwatch=CloudWatchWithAlarmHistory(clients["cloudwatch"], "train", []),
+        )
+        yield clients
+
+
+def _seed(aws: dict[str, Any]) -> None:
+    finding = {
+        "kind": "ebs_idle_volume",
+        "resource": "vol-1",
+        "severity": "warning",
+        "summary": "vol-1 is idle",
+        "recommendation": "delete it",
+        "estimated_monthly_waste_usd": 40.0,
+        "detected_at": "2026-11-25",
+    }
+    aws["s3"].put_object(
+        Bucket=BUCKET,
+        Key="findings/cluster=train/date=2026-11-25/storage.jsonl",
+        Body=(json.dumps(finding) + "\n{broken\n").encode(),
+    )
+    aws["s3"].put_object(
+        Bucket=BUCKET,
+        Key="findings/cluster=train/date=2026-12-01/storage.jsonl",
+        Body=json.dumps({**finding, "resource": "vol-next-week"}).encode(),
+    )
+    aws["cloudwatch"].put_metric_data(
+        Namespace="GpuInsights",
+        MetricData=[
+            {
+                "MetricName": name,
+                "Dimensions": [{"Name": "ClusterName", "Value": "train"}],
+                "Timestamp": datetime(2026, 11, 24, h, tzinfo=UTC),
+                "Value": value,
+            }
+            for h in range(6)
+            for name, value in (
+                ("gpu_power_utilization", 40.0),
+                ("gpu_allocated_power_utilization", 40.0),
+            )
+        ],
+    )
+
+
+def _run(aws: dict[str, Any]) -> dict[str, Any]:
+    env = {
+        "CLUSTER_NAME": "train",
+        "REPORT_BUCKET": BUCKET,
+        "TOPIC_ARN": aws["topic"],
+        "EXPORTER_INTERVAL_SECONDS": "3600",
+    }
+    with environment(env):
+        return report_handler.handler({"time": RUN}, None)
+
+
+def test_report_is_written_by_iso_week_and_the_summary_sent_once(aws: dict[str, Any]) -> None:
+    _seed(aws)
+    first = _run(aws)
+    assert first["week"] == "2026-W48"
+    assert first["key"] == "reports/cluster=train/week=2026-W48/report.html"
+    assert (first["findings"], first["malformed_finding_lines"], first["summary_sent"]) == (
+        1,
+        1,
+        True,
+    )
+    document = json.loads(
+        aws["s3"]
+        .get_object(Bucket=BUCKET, Key="reports/cluster=train/week=2026-W48/report.json")["Body"]
+        .read()
+    )
+    assert document["gpu_hours"] == 6.0  # six hourly samples at a 3,600 s interval
+    assert document["storage_waste_usd"] == 40.0  # next week's file is not this week's
+    second = _run(aws)  # a retry of the same week
+    assert second["summary_sent"] is False
+    messages = aws["sqs"].receive_message(QueueUrl=aws["queue"], MaxNumberOfMessages=10)["Messages"]
+    (message,) = [json.loads(m["Body"]) for m in messages]
+    assert message["Subject"] == "GPU week 2026-W48: train"
+    assert "[warning] ebs_idle_volume: vol-1 is idle" in message["Message"]
+
+
+def test_a_report_bucket_that_fails_fails_the_run_loudly(aws: dict[str, Any]) -> None:
+    env = {"CLUSTER_NAME": "train", "REPORT_BUCKET": "no-such-bucket", "TOPIC_ARN": aws["topic"]}
+    with environment(env), pytest.raises(Exception, match="NoSuchBucket"):
+        report_handler.handler({"time": RUN}, None)
+    assert "Messages" not in aws["sqs"].receive_message(QueueUrl=aws["queue"])
+
+
+CHROMIUM = (
+    shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+)
+
+
+@pytest.mark.skipif(
+    CHROMIUM is None, reason="Chromium is not installed (Debian: apt-get install chromium)"
+)
+def test_the_html_renders_in_headless_chromium(aws: dict[str, Any], tmp_path: Path) -> None:
+    _seed(aws)
+    summary = _run(aws)
+    page = tmp_path / "report.html"
+    page.write_bytes(aws["s3"].get_object(Bucket=BUCKET, Key=summary["key"])["Body"].read())
+    png = tmp_path / "report.png"
+    assert CHROMIUM is not None
+    subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--screenshot={png}",
+            "--window-size=420,1600",
+            page.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(data) > 10_000  # a page with text and charts, not a blank canvas

@@ -1,0 +1,111 @@
+"""Every dashboard: metrics that exist, widgets that fit the grid, bodies CloudWatch accepts."""
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from agent.metric_contract import GpuMetric, TrainingMetric
+from dashboards.bodies import FINDINGS_METRIC, MAX_BODY_BYTES, all_dashboards, encode
+from dashboards.widgets import GRID_COLUMNS, Widget, layout
+
+#: AWS metrics the dashboards may name, each documented in its service's CloudWatch metrics
+#: page (Amazon EBS, Amazon S3 request metrics).
+DOCUMENTED_AWS = {
+    "AWS/EBS": {
+        "VolumeReadOps",
+        "VolumeWriteOps",
+        "VolumeReadBytes",
+        "VolumeWriteBytes",
+        "VolumeQueueLength",
+        "VolumeIdleTime",
+        "VolumeThroughputExceededCheck",
+        "VolumeIOPSExceededCheck",
+        "BurstBalance",
+    },
+    "AWS/S3": {
+        "FirstByteLatency",
+        "TotalRequestLatency",
+        "AllRequests",
+        "4xxErrors",
+        "5xxErrors",
+        "BytesDownloaded",
+    },
+}
+CONTRACT = {
+    "GpuInsights": {str(m) for m in GpuMetric},
+    "GpuInsights/Training": {str(m) for m in TrainingMetric},
+    "GpuInsights/Findings": {FINDINGS_METRIC},
+    **DOCUMENTED_AWS,
+}
+SEARCH = re.compile(r"\{([^,}]+)[^}]*\} MetricName=\\?\"([^\"\\]+)\\?\"")
+
+DASHBOARDS = all_dashboards(
+    "train",
+    ["train-data"],
+    ["arn:aws:cloudwatch:us-east-1:123456789012:alarm:gpu-insights-train-x"],
+    "us-east-1",
+)
+
+
+def _named_metrics(body: dict[str, Any]) -> set[tuple[str, str]]:
+    found = set()
+    for widget in body["widgets"]:
+        for row in widget["properties"].get("metrics", []):
+            for item in row:
+                if isinstance(item, dict) and "expression" in item:
+                    found |= set(SEARCH.findall(item["expression"]))
+    for variable in body.get("variables", []):
+        found |= set(SEARCH.findall(variable["search"]))
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(DASHBOARDS))
+def test_every_metric_is_in_the_contract_or_documented_by_aws(name: str) -> None:
+    named = _named_metrics(DASHBOARDS[name])
+    assert named, "a dashboard without metrics"
+    for namespace, metric in named:
+        assert metric in CONTRACT.get(namespace, set()), (namespace, metric)
+
+
+@pytest.mark.parametrize("name", sorted(DASHBOARDS))
+def test_widgets_fit_the_grid_and_do_not_overlap(name: str) -> None:
+    cells: set[tuple[int, int]] = set()
+    for w in DASHBOARDS[name]["widgets"]:
+        assert w["x"] >= 0
+        assert w["x"] + w["width"] <= GRID_COLUMNS
+        mine = {
+            (x, y)
+            for x in range(w["x"], w["x"] + w["width"])
+            for y in range(w["y"], w["y"] + w["height"])
+        }
+        assert not mine & cells, f"{w['properties'].get('title')} overlaps"
+        cells |= mine
+
+
+@pytest.mark.parametrize("name", sorted(DASHBOARDS))
+def test_bodies_are_json_under_the_size_limit(name: str) -> None:
+    text = encode(DASHBOARDS[name])
+    assert len(text.encode()) < MAX_BODY_BYTES
+    assert json.loads(text)["widgets"]
+
+
+def test_gpu_fleet_has_its_three_levels_xids_and_a_node_picker() -> None:
+    body = DASHBOARDS["gpu-insights-train-gpu-fleet"]
+    titles = [w["properties"].get("title", "") for w in body["widgets"]]
+    for level in ("1. Active?", "2. SMs busy?", "3. Efficient?"):
+        assert any(t.startswith(level) for t in titles)
+    assert any("XID" in t for t in titles)
+    (variable,) = body["variables"]
+    assert (variable["property"], variable["inputType"]) == ("NodeName", "select")
+
+
+def test_a_row_wider_than_the_grid_is_refused() -> None:
+    with pytest.raises(ValueError, match="wider than 24"):
+        layout([[Widget("text", 16, 2, {}), Widget("text", 9, 2, {})]])
+
+
+def test_an_oversized_body_is_refused() -> None:
+    with pytest.raises(ValueError, match="over CloudWatch's limit"):
+        encode({"widgets": [{"type": "text", "properties": {"markdown": "x" * MAX_BODY_BYTES}}]})

@@ -1,0 +1,155 @@
+import json
+from datetime import UTC, date, datetime
+from typing import Any
+
+import pytest
+
+from lambdas.weekly_report.figures import GpuDay, WeekFigures, read_findings, week_figures
+from lambdas.weekly_report.render import html_report, text_summary
+from lambdas.weekly_report.week import days, iso_week_name, report_week
+
+
+@pytest.mark.parametrize(
+    ("run", "monday", "name"),
+    [
+        (datetime(2026, 11, 30, 8, tzinfo=UTC), date(2026, 11, 23), "2026-W48"),  # a Monday
+        (datetime(2026, 12, 6, 23, 59, tzinfo=UTC), date(2026, 11, 23), "2026-W48"),  # Sunday night
+        # Year ends: ISO week 1 of 2026 began on Monday 29 December 2025.
+        (datetime(2026, 1, 5, 8, tzinfo=UTC), date(2025, 12, 29), "2026-W01"),
+        # 2020 had 53 ISO weeks; the week of 28 December 2020 is 2020-W53.
+        (datetime(2021, 1, 4, 8, tzinfo=UTC), date(2020, 12, 28), "2020-W53"),
+    ],
+)
+def test_report_week_is_the_last_complete_iso_week(run: datetime, monday: date, name: str) -> None:
+    start, end = report_week(run)
+    assert (start, (end - start).days) == (monday, 7)
+    assert iso_week_name(start) == name
+    assert len(days(start, end)) == 7
+
+
+def _finding(
+    kind: str,
+    resource: str,
+    severity: str,
+    waste: float | None = None,
+    day: str = "2026-11-24",
+    **evidence: float,
+) -> str:
+    return json.dumps(
+        {
+            "kind": kind,
+            "resource": resource,
+            "severity": severity,
+            "summary": f"{kind} on {resource}",
+            "recommendation": "fix it",
+            "estimated_monthly_waste_usd": waste,
+            "detected_at": day,
+            "evidence": evidence,
+        }
+    )
+
+
+def _figures() -> tuple[dict[str, Any], WeekFigures]:
+    files = read_findings(
+        [
+            "\n".join(
+                [
+                    _finding("ebs_idle_volume", "vol-1", "warning", 40.0),
+                    _finding(
+                        "training_data_bound",
+                        "job/bert",
+                        "warning",
+                        600.0,
+                        waste_in_lookback_usd=120.0,
+                    ),
+                    "not json",
+                    '{"no": "kind"}',
+                ]
+            ),
+            "\n".join(
+                [
+                    _finding(
+                        "ebs_idle_volume", "vol-1", "warning", 40.0, day="2026-11-25"
+                    ),  # same, next day
+                    _finding("gpu_xid_errors", "node-a", "critical"),
+                ]
+            ),
+        ]
+    )
+    gpu_days = [
+        GpuDay(date(2026, 11, 23), 24.0, 20.0, 60.0, 70.0),
+        GpuDay(date(2026, 11, 24), 48.0, 12.0, 30.0, None),
+    ]
+    figures = week_figures(
+        cluster="train",
+        week="2026-W48",
+        gpu_days=gpu_days,
+        xids=[("node-a", "79", 1.0), ("node-b", "13", 3.0)],
+        alarms=[("gpu-insights-train-gpu-lost", "2026-11-24 03:00")],
+        files=files,
+        job_costs={
+            "bert": {"gpu_hours": 64.0, "dollars": 440.3},
+            "resnet": {"gpu_hours": 8.0, "dollars": 55.0},
+        },
+        throughput={"bert": [900.0, None]},
+        gpu_hour_usd=6.88,
+        previous={"gpu_hours": 100.0, "storage_waste_usd": None},
+    )
+    return figures.to_dict(), figures
+
+
+def test_figures_from_known_inputs() -> None:
+    document, _ = _figures()
+    assert document["gpu_hours"] == 72.0
+    assert document["idle_gpu_hours"] == 40.0  # 4 + 36
+    assert document["idle_cost_usd"] == pytest.approx(40 * 6.88)
+    assert document["power_utilization"] == pytest.approx((60 * 24 + 30 * 48) / 72)
+    assert document["sm_active"] == 70.0  # the day without SM data does not count as zero
+    assert document["findings_by_kind"] == {
+        "ebs_idle_volume": 1,
+        "training_data_bound": 1,
+        "gpu_xid_errors": 1,
+    }
+    assert next(f["kind"] for f in document["top_findings"]) == "gpu_xid_errors"  # critical first
+    assert document["storage_waste_usd"] == 40.0  # the same idle volume on two days counts once
+    assert document["most_wasteful_jobs"] == [{"job": "bert", "waste_usd": 120.0}]
+    assert document["costliest_jobs"][0]["job"] == "bert"
+    assert document["xids"][0] == {"node": "node-b", "code": "13", "count": 3.0}
+    assert (document["malformed_finding_lines"], document["finding_files"]) == (2, 2)
+    assert document["change"] == {"gpu_hours": -28.0, "storage_waste_usd": None}
+
+
+def test_html_is_self_contained_accessible_and_says_what_it_skipped() -> None:
+    _, figures = _figures()
+    html = html_report(figures, link="https://example.com/report.html")
+    for external in ("<script", "<link", "@import", "url(", 'src="http'):
+        assert external not in html
+    assert '<meta name="viewport"' in html
+    assert "@media print" in html
+    assert html.count("<svg") == 3
+    assert html.count("<title>") == 4
+    assert 'role="img"' in html
+    assert "<desc>" in html
+    assert '<th scope="col">' in html
+    assert 'class="sev-critical">critical</td>' in html  # the word, not only a colour
+    assert "2 malformed finding line(s)" in html
+    assert "down 28.0 on the week before" in html
+
+
+def test_an_empty_week_says_so() -> None:
+    empty = week_figures(
+        cluster="train",
+        week="2026-W48",
+        gpu_days=[],
+        xids=[],
+        alarms=[],
+        files=read_findings([]),
+        job_costs={},
+        throughput={},
+        gpu_hour_usd=6.88,
+    )
+    html = html_report(empty)
+    assert "No GPU data and no findings this week." in html
+    assert "No findings this week." in html
+    assert "No XID errors." in html
+    assert text_summary(empty, link="L").endswith("No findings this week.\nReport: L")
