@@ -35,9 +35,7 @@ test: lint typecheck
 	$(BIN)/pytest
 
 bench: install
-	$(BIN)/python -m benchmarks.exporter
-	$(BIN)/python -m benchmarks.storage_analyzer
-	$(BIN)/python -m benchmarks.training_emitter
+	$(BIN)/python -m benchmarks.run_all
 
 clean:
 	rm -rf cdk.out out .pytest_cache .mypy_cache .ruff_cache

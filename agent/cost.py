@@ -34,7 +34,7 @@ ENHANCED_CI_GPU_OBSERVATIONS_PER_GPU_MINUTE: Final = 18
 #: Per-GPU gauges the exporter publishes each cycle (XID counts come only when an XID does).
 GAUGES_PER_GPU: Final = len(GpuMetric) - 2
 #: Measured by benchmarks/exporter.py on the simulated H100 node.
-EMF_BYTES_PER_GPU_CYCLE: Final = 1432
+EMF_BYTES_PER_GPU_CYCLE: Final = 1482
 MINUTES_PER_MONTH: Final = 730 * 60
 
 

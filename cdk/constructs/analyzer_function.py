@@ -63,6 +63,13 @@ class AnalyzerFunction(Construct):
                 "line for failed runs, read by a person",
             )
         )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="KeepFindingsOnFailure",
+                actions=["sqs:SendMessage"],
+                resources=[self.failures.queue_arn],
+            )
+        )
         self.function = lambda_.Function(
             self,
             "Function",
@@ -74,7 +81,8 @@ class AnalyzerFunction(Construct):
             timeout=timeout,
             memory_size=memory_mb,
             log_group=logs_group,
-            environment=environment,
+            # Findings that S3 refuses go to the failure queue rather than being lost.
+            environment={**environment, "FAILURE_QUEUE_URL": self.failures.queue_url},
             retry_attempts=2,
             on_failure=destinations.SqsDestination(self.failures),
         )

@@ -5,8 +5,9 @@ from typing import Any, cast
 
 from botocore.config import Config
 
+MAX_ATTEMPTS = 10
 RETRIES = Config(
-    retries={"mode": "adaptive", "max_attempts": 10}, connect_timeout=5, read_timeout=30
+    retries={"mode": "adaptive", "max_attempts": MAX_ATTEMPTS}, connect_timeout=5, read_timeout=30
 )
 
 

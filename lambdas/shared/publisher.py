@@ -6,7 +6,7 @@ file instead of adding a second one. Events are at-least-once: a rerun sends the
 """
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any, Final
@@ -48,8 +48,12 @@ class FindingsPublisher:
         event_bus: str,
         cluster: str,
         analyzer: str,
+        keep: Callable[[str, bytes], None] | None = None,
     ) -> None:
+        """``keep`` receives the findings file when S3 refuses it (after the client's retries),
+        so a failed run loses nothing it computed."""
         self._s3, self._events, self._cloudwatch = s3, events, cloudwatch
+        self._keep = keep
         self._bucket, self._bus = bucket, event_bus
         self._cluster, self._analyzer = cluster, analyzer
 
@@ -61,6 +65,8 @@ class FindingsPublisher:
                 Bucket=self._bucket, Key=key, Body=body, ContentType="application/x-ndjson"
             )
         except (ClientError, BotoCoreError) as err:
+            if self._keep is not None:
+                self._keep(key, body)
             raise PublishError(f"writing s3://{self._bucket}/{key}: {err}") from err
         sent = self._send_events(findings)
         self._put_counts(findings)
@@ -122,3 +128,36 @@ class FindingsPublisher:
                 )
         except (ClientError, BotoCoreError) as err:
             raise PublishError(f"putting finding counts: {err}") from err
+
+
+#: SQS takes messages of at most 256 KiB; findings go in parts under that.
+QUEUE_PART_BYTES: Final = 200_000
+
+
+def queue_keeper(sqs: Any, queue_url: str) -> Callable[[str, bytes], None]:
+    """Sends a findings file to the failure queue, in parts of whole lines, each message
+    naming the S3 key it was meant for; a person can replay them into the bucket."""
+
+    def keep(key: str, body: bytes) -> None:
+        part: list[bytes] = []
+        size = 0
+        parts: list[bytes] = []
+        for line in body.splitlines(keepends=True):
+            if part and size + len(line) > QUEUE_PART_BYTES:
+                parts.append(b"".join(part))
+                part, size = [], 0
+            part.append(line)
+            size += len(line)
+        if part:
+            parts.append(b"".join(part))
+        for number, chunk in enumerate(parts, start=1):
+            sqs.send_message(
+                QueueUrl=queue_url,
+                MessageBody=chunk.decode(),
+                MessageAttributes={
+                    "findings_key": {"DataType": "String", "StringValue": key},
+                    "part": {"DataType": "String", "StringValue": f"{number}/{len(parts)}"},
+                },
+            )
+
+    return keep

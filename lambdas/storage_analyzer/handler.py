@@ -6,12 +6,13 @@ BUCKETS (comma-separated), LOOKBACK_DAYS, REPORT_BUCKET, EVENT_BUS.
 
 import logging
 import os
-import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from lambdas.shared.aws_clients import client
-from lambdas.shared.publisher import FindingsPublisher
+from lambdas.shared.events import scheduled_time
+from lambdas.shared.publisher import FindingsPublisher, queue_keeper
 from lambdas.storage_analyzer.aws import VolumeScope
 from lambdas.storage_analyzer.ebs_analysis import ANALYZER
 from lambdas.storage_analyzer.run import analyze_storage
@@ -19,6 +20,12 @@ from lambdas.storage_analyzer.run import analyze_storage
 log = logging.getLogger()
 log.setLevel(logging.INFO)
 _clients: dict[str, Any] = {}
+
+
+def _keeper() -> Callable[[str, bytes], None] | None:
+    """Where findings go when S3 refuses them: the function's failure queue."""
+    url = os.environ.get("FAILURE_QUEUE_URL")
+    return queue_keeper(_client("sqs"), url) if url else None
 
 
 def _client(service: str) -> Any:
@@ -29,9 +36,7 @@ def _client(service: str) -> Any:
 
 def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     cluster = os.environ["CLUSTER_NAME"]
-    end = time.time()
-    if isinstance(event.get("time"), str):  # EventBridge's scheduled time: reruns are stable
-        end = datetime.fromisoformat(event["time"].replace("Z", "+00:00")).timestamp()
+    end = scheduled_time(event).timestamp()
     end -= end % 3600
     start = end - int(os.environ.get("LOOKBACK_DAYS", "14")) * 86_400
     run = analyze_storage(
@@ -57,6 +62,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         event_bus=os.environ.get("EVENT_BUS", "default"),
         cluster=cluster,
         analyzer=ANALYZER,
+        keep=_keeper(),
     ).publish(findings, datetime.fromtimestamp(end, UTC).date())
     summary = {
         "volumes": run.volumes,

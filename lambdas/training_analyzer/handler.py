@@ -7,7 +7,7 @@ DATA_SOURCES (comma-separated buckets or volume ids the jobs read), REPORT_BUCKE
 import json
 import logging
 import os
-import time
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -15,7 +15,8 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lambdas.shared.aws_clients import client
-from lambdas.shared.publisher import FindingsPublisher, findings_key
+from lambdas.shared.events import scheduled_time
+from lambdas.shared.publisher import FindingsPublisher, findings_key, queue_keeper
 from lambdas.training_analyzer.analysis import ANALYZER
 from lambdas.training_analyzer.run import analyze_training
 
@@ -33,6 +34,12 @@ STORAGE_CAUSES = {
 
 def job_costs_key(cluster: str, day: Any) -> str:
     return f"reports/cluster={cluster}/date={day.isoformat()}/training-jobs.json"
+
+
+def _keeper() -> Callable[[str, bytes], None] | None:
+    """Where findings go when S3 refuses them: the function's failure queue."""
+    url = os.environ.get("FAILURE_QUEUE_URL")
+    return queue_keeper(_client("sqs"), url) if url else None
 
 
 def _client(service: str) -> Any:
@@ -67,9 +74,7 @@ def related_storage(
 
 def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     cluster = os.environ["CLUSTER_NAME"]
-    end = time.time()
-    if isinstance(event.get("time"), str):
-        end = datetime.fromisoformat(event["time"].replace("Z", "+00:00")).timestamp()
+    end = scheduled_time(event).timestamp()
     end -= end % 3600
     start = end - int(os.environ.get("LOOKBACK_DAYS", "14")) * 86_400
     day = datetime.fromtimestamp(end, UTC).date()
@@ -94,6 +99,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         event_bus=os.environ.get("EVENT_BUS", "default"),
         cluster=cluster,
         analyzer=ANALYZER,
+        keep=_keeper(),
     ).publish(findings, day)
     # Every job's cost, found or not, for the weekly report's costliest jobs.
     costs = {job: asdict(cost) for job, cost in run.costs.items()}

@@ -8,12 +8,12 @@ rerun replaces it, and a marker object makes sure the SNS summary goes out once 
 import json
 import logging
 import os
-from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from lambdas.shared.aws_clients import client
+from lambdas.shared.events import scheduled_time
 from lambdas.training_analyzer.handler import job_costs_key
 from lambdas.weekly_report.aws import (
     alarms_raised,
@@ -67,10 +67,7 @@ def _already_sent(s3: Any, bucket: str, key: str) -> bool:
 
 def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     cluster, bucket = os.environ["CLUSTER_NAME"], os.environ["REPORT_BUCKET"]
-    run_time = datetime.now(UTC)
-    if isinstance(event.get("time"), str):
-        run_time = datetime.fromisoformat(event["time"].replace("Z", "+00:00"))
-    start, end = report_week(run_time)
+    start, end = report_week(scheduled_time(event))
     week = iso_week_name(start)
     s3, cloudwatch = _client("s3"), _client("cloudwatch")
     files = read_findings(finding_texts(s3, bucket, cluster, days(start, end)))

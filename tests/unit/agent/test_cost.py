@@ -14,8 +14,8 @@ def test_fleet_estimate_counts_series_per_gpu_and_per_cluster() -> None:
     assert GAUGES_PER_GPU == 15
     assert result.exporter_metrics == 10 * 8 * 15 + 15
     assert result.exporter_metrics_usd == pytest.approx(1215 * 0.30)
-    # 80 GPUs, 262,800 cycles a month, 1,432 bytes each.
-    assert result.exporter_ingestion_gb == pytest.approx(80 * 262_800 * 1432 / 1e9)
+    # 80 GPUs, 262,800 cycles a month, 1,482 bytes each.
+    assert result.exporter_ingestion_gb == pytest.approx(80 * 262_800 * 1482 / 1e9)
     assert result.ci_observations_millions == pytest.approx(80 * 18 * 43_800 / 1e6)
     assert "Budget per GPU node: 8 GPUs x 15 gauges = 120 series" in result.table()
 
