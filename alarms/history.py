@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agent.emf import EmfDocument, metric_data, parse_emf_line
+from lambdas.shared.events import parse_utc
 
 Dimensions = frozenset[tuple[str, str]]
 
@@ -43,10 +44,7 @@ def _timestamp(raw: object) -> float:
     if isinstance(raw, int | float):
         return float(raw)
     if isinstance(raw, str):
-        parsed = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-        if parsed.tzinfo is None:
-            raise ValueError(f"timestamp {raw!r} has no time zone")
-        return parsed.timestamp()
+        return parse_utc(raw, "timestamp").timestamp()
     raise ValueError("timestamp must be ISO 8601 or epoch seconds")
 
 

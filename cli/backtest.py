@@ -3,7 +3,6 @@
 import argparse
 import json
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ from alarms.catalog import gpu_alarms
 from alarms.cloudwatch_history import fetch_samples
 from alarms.history import read_history
 from cdk.settings import settings_from_context
+from lambdas.shared.events import parse_utc
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,15 +53,7 @@ def _context(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _time(raw: str | None, name: str) -> float | None:
-    if raw is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError as err:
-        raise ValueError(f"--{name} {raw!r} is not an ISO 8601 time") from err
-    if parsed.tzinfo is None:
-        raise ValueError(f"--{name} {raw!r} needs a time zone, such as Z")
-    return parsed.timestamp()
+    return None if raw is None else parse_utc(raw, f"--{name}").timestamp()
 
 
 def run(args: argparse.Namespace) -> str:

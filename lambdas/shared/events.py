@@ -20,9 +20,17 @@ def scheduled_time(event: Any) -> datetime:
     if not isinstance(raw, str):
         raise EventError(f"event time {raw!r} is not an ISO 8601 string")
     try:
+        return parse_utc(raw, "event time")
+    except ValueError as err:
+        raise EventError(str(err)) from err
+
+
+def parse_utc(raw: str, what: str) -> datetime:
+    """An ISO 8601 time with a zone ("Z" included); the error names what was being read."""
+    try:
         parsed = datetime.fromisoformat(raw.replace("Z", "+00:00"))
     except ValueError as err:
-        raise EventError(f"event time {raw!r} is not an ISO 8601 time") from err
+        raise ValueError(f"{what} {raw!r} is not an ISO 8601 time") from err
     if parsed.tzinfo is None:
-        raise EventError(f"event time {raw!r} has no time zone")
+        raise ValueError(f"{what} {raw!r} has no time zone, such as Z")
     return parsed.astimezone(UTC)
