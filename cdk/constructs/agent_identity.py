@@ -16,6 +16,7 @@ from agent.metric_contract import (
     AGENT_SERVICE_ACCOUNT,
     container_insights_log_group_prefix,
     exporter_log_group,
+    training_log_group,
 )
 from cdk.constructs.nag import acknowledge_wildcard_resources
 
@@ -23,11 +24,13 @@ POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
 
 
 def log_group_arns(stack: Stack, cluster_name: str) -> list[str]:
-    """This cluster's Container Insights log groups and the exporter's, and their streams."""
+    """This cluster's Container Insights log groups, the exporter's and the training
+    scripts', and their streams."""
     arns = []
     for name in (
         f"{container_insights_log_group_prefix(cluster_name)}/*",
         exporter_log_group(cluster_name),
+        training_log_group(cluster_name),
     ):
         group = stack.format_arn(
             service="logs",

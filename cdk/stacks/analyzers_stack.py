@@ -1,7 +1,8 @@
 """The report bucket and the scheduled analyzers that fill it with findings."""
 
-from aws_cdk import ArnFormat, CfnOutput, Duration, Stack
+from aws_cdk import ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
@@ -151,6 +152,14 @@ class AnalyzersStack(DeploymentStack):
             reason="GetMetricData, DescribeVolumes/Instances and PutMetricData (limited to "
             "the findings namespace by condition) take no resource ARNs; findings/* is the "
             "analyzers' own prefix of the report bucket",
+        )
+        # The agent writes training scripts' EMF here; the training analyzer queries it.
+        self.training_logs = logs.LogGroup(
+            self,
+            "TrainingLogs",
+            log_group_name=training_log_group(settings.cluster_name),
+            retention=logs.RetentionDays.ONE_MONTH,
+            removal_policy=RemovalPolicy.RETAIN,
         )
         logs_arn = self.format_arn(
             service="logs",
