@@ -20,7 +20,7 @@ from alarms.cloudwatch_history import fetch_samples
 from alarms.model import AlarmSpec
 from cdk.settings import Settings
 from cli.demo_exporter import ROLES, ExporterReplay, replay_exporter, replay_window
-from cli.demo_report import run_weekly_report, write_dashboards
+from cli.demo_report import render_png, run_weekly_report, write_dashboards
 from cli.demo_storage import BUCKETS as STORAGE_BUCKETS
 from cli.demo_storage import run_storage_analyzer, storage_summary
 from cli.demo_storage import seed as seed_storage
@@ -219,6 +219,8 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
             clients, settings.cluster_name, result.backtest, out_dir
         )
         result.files += [report_path, out_dir / "report.json"]
+        if render_png(report_path, out_dir / "report.png"):
+            result.files.append(out_dir / "report.png")
         alarm_names = [spec.alarm_name(settings.cluster_name) for spec in specs]
         result.dashboards = write_dashboards(
             settings.cluster_name, list(STORAGE_BUCKETS), alarm_names, out_dir

@@ -2,6 +2,8 @@
 dashboard bodies the app deploys."""
 
 import json
+import shutil
+import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -82,6 +84,37 @@ def run_weekly_report(
     )
     (out_dir / "report.json").write_bytes(data)
     return summary, path
+
+
+def chromium() -> str | None:
+    return (
+        shutil.which("chromium")
+        or shutil.which("chromium-browser")
+        or shutil.which("google-chrome")
+    )
+
+
+def render_png(page: Path, png: Path, *, width: int = 900, height: int = 2400) -> bool:
+    """A screenshot of the report as a browser shows it; False where no Chromium is installed."""
+    browser = chromium()
+    if browser is None:
+        return False
+    subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--screenshot={png}",
+            f"--window-size={width},{height}",
+            page.resolve().as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    return png.exists()
 
 
 def write_dashboards(

@@ -1,8 +1,6 @@
 """The weekly report's real handler against moto, and its HTML in a real browser."""
 
 import json
-import shutil
-import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,7 +10,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from cli.demo_report import CloudWatchWithAlarmHistory
+from cli.demo_report import CloudWatchWithAlarmHistory, chromium, render_png
 from cli.demo_storage import environment
 from lambdas.weekly_report import handler as report_handler
 
@@ -124,13 +122,8 @@ def test_a_report_bucket_that_fails_fails_the_run_loudly(aws: dict[str, Any]) ->
     assert "Messages" not in aws["sqs"].receive_message(QueueUrl=aws["queue"])
 
 
-CHROMIUM = (
-    shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-)
-
-
 @pytest.mark.skipif(
-    CHROMIUM is None, reason="Chromium is not installed (Debian: apt-get install chromium)"
+    chromium() is None, reason="Chromium is not installed (Debian: apt-get install chromium)"
 )
 def test_the_html_renders_in_headless_chromium(aws: dict[str, Any], tmp_path: Path) -> None:
     _seed(aws)
@@ -138,22 +131,7 @@ def test_the_html_renders_in_headless_chromium(aws: dict[str, Any], tmp_path: Pa
     page = tmp_path / "report.html"
     page.write_bytes(aws["s3"].get_object(Bucket=BUCKET, Key=summary["key"])["Body"].read())
     png = tmp_path / "report.png"
-    assert CHROMIUM is not None
-    subprocess.run(
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            f"--screenshot={png}",
-            "--window-size=420,1600",
-            page.as_uri(),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
+    assert render_png(page, png, width=420, height=1600)  # a phone-sized window
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(data) > 10_000  # a page with text and charts, not a blank canvas
