@@ -67,10 +67,10 @@ def main() -> None:
     rows += [
         Row("exporter: CPU per GPU per cycle", e["cpu_ms_per_gpu_per_cycle"], 1.0, "ms"),
         Row(
-            "exporter: max RSS after 24 h vs after 1 h",
-            e["max_rss_after_24h_mib"],
-            e["max_rss_after_1h_mib"],
-            "MiB",
+            "exporter: heap after 24 h vs after 1 h",
+            e["heap_blocks_after_24h"],
+            e["heap_blocks_after_1h"],
+            "blocks",
         ),
     ]
     w = training_emitter.main()
