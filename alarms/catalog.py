@@ -20,6 +20,7 @@ from agent.metric_contract import (
     host_log_namespace,
 )
 from alarms.model import (
+    AlarmMetric,
     AlarmSpec,
     Comparison,
     Difference,
@@ -154,74 +155,98 @@ def low_power_alarm(settings: AlarmSettings) -> AlarmSpec:
     )
 
 
+def _any_in_a_minute(
+    key: str,
+    title: str,
+    description: str,
+    severity: Severity,
+    metric: AlarmMetric,
+    missing_reason: str,
+) -> AlarmSpec:
+    """An alarm on the first datapoint of something that should never happen."""
+    return AlarmSpec(
+        key=key,
+        title=title,
+        description=description,
+        severity=severity,
+        metric=metric,
+        period_s=60,
+        evaluation_periods=1,
+        datapoints_to_alarm=1,
+        threshold=1,
+        comparison=Comparison.GREATER_OR_EQUAL,
+        missing_data=MissingData.NOT_BREACHING,
+        missing_data_reason=missing_reason,
+    )
+
+
+def _sustained_throttling(
+    settings: AlarmSettings, key: str, title: str, cause: str, advice: str, metric: GpuMetric
+) -> AlarmSpec:
+    """Some GPU throttled in at least half its samples in every period of the window."""
+    periods = settings.throttle_window_minutes * 60 // PERIOD_S
+    return AlarmSpec(
+        key=key,
+        title=title,
+        description=(
+            f"For {settings.throttle_window_minutes} minutes some GPU was {cause} in at least "
+            f"half of its samples: {advice}"
+        ),
+        severity=Severity.WARNING,
+        metric=_per_gpu(settings, metric, "AVG", "DESC"),
+        period_s=PERIOD_S,
+        evaluation_periods=periods,
+        datapoints_to_alarm=periods,
+        threshold=0.5,
+        comparison=Comparison.GREATER_OR_EQUAL,
+        missing_data=MissingData.NOT_BREACHING,
+        missing_data_reason="no exporter data means no GPU to throttle",
+    )
+
+
 def gpu_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
     alarms = [low_power_alarm(settings)]
     if settings.exporter:
         alarms += _exporter_alarms(settings)
     if settings.host_logs:
         alarms.append(
-            AlarmSpec(
-                key="gpu-xid-host-log",
-                title="XID error in a node's kernel log",
-                description=(
-                    "The kernel logged an NVRM Xid line (Container Insights host logs): the "
-                    "fallback for nodes without the exporter. The XID message names the node."
-                ),
-                severity=Severity.WARNING,
-                metric=MetricStat(
+            _any_in_a_minute(
+                "gpu-xid-host-log",
+                "XID error in a node's kernel log",
+                "The kernel logged an NVRM Xid line (Container Insights host logs): the "
+                "fallback for nodes without the exporter. The XID message names the node.",
+                Severity.WARNING,
+                MetricStat(
                     host_log_namespace(settings.cluster_name), HOST_LOG_XID_METRIC, (), "Sum"
                 ),
-                period_s=60,
-                evaluation_periods=1,
-                datapoints_to_alarm=1,
-                threshold=1,
-                comparison=Comparison.GREATER_OR_EQUAL,
-                missing_data=MissingData.NOT_BREACHING,
-                missing_data_reason="the metric filter publishes only when a line matches",
+                "the metric filter publishes only when a line matches",
             )
         )
     return alarms
 
 
 def _exporter_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
-    throttle_periods = settings.throttle_window_minutes * 60 // PERIOD_S
     xids = _cluster(settings, str(GpuMetric.XID_ERRORS), "Sum")
     fatal = _cluster(settings, str(GpuMetric.XID_FATAL_ERRORS), "Sum")
     only_when_it_happens = "XID metrics exist only when an XID happens; silence is health"
     return [
-        AlarmSpec(
-            key="gpu-xid-fatal",
-            title="Fatal XID error",
-            description=(
-                "A GPU reported an XID that needs action (reset, drain, or hardware check). "
-                "The XID message names the node, GPU, code and meaning."
-            ),
-            severity=Severity.CRITICAL,
-            metric=fatal,
-            period_s=60,
-            evaluation_periods=1,
-            datapoints_to_alarm=1,
-            threshold=1,
-            comparison=Comparison.GREATER_OR_EQUAL,
-            missing_data=MissingData.NOT_BREACHING,
-            missing_data_reason=only_when_it_happens,
+        _any_in_a_minute(
+            "gpu-xid-fatal",
+            "Fatal XID error",
+            "A GPU reported an XID that needs action (reset, drain, or hardware check). "
+            "The XID message names the node, GPU, code and meaning.",
+            Severity.CRITICAL,
+            fatal,
+            only_when_it_happens,
         ),
-        AlarmSpec(
-            key="gpu-xid",
-            title="Informational XID error",
-            description=(
-                "A GPU reported an XID that is usually an application fault (such as 13, 31 "
-                "or 43). Worth a look when it repeats."
-            ),
-            severity=Severity.WARNING,
-            metric=Difference(xids, fatal),
-            period_s=60,
-            evaluation_periods=1,
-            datapoints_to_alarm=1,
-            threshold=1,
-            comparison=Comparison.GREATER_OR_EQUAL,
-            missing_data=MissingData.NOT_BREACHING,
-            missing_data_reason=only_when_it_happens,
+        _any_in_a_minute(
+            "gpu-xid",
+            "Informational XID error",
+            "A GPU reported an XID that is usually an application fault (such as 13, 31 or 43). "
+            "Worth a look when it repeats.",
+            Severity.WARNING,
+            Difference(xids, fatal),
+            only_when_it_happens,
         ),
         AlarmSpec(
             key="gpu-lost",
@@ -243,56 +268,29 @@ def _exporter_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
                 "guessing that GPUs are healthy or lost"
             ),
         ),
-        AlarmSpec(
-            key="gpu-ecc-uncorrected",
-            title="Uncorrectable ECC errors",
-            description=(
-                "A GPU counted new uncorrectable ECC errors: its memory returned bad data. "
-                "Expect XID 48/94/95 and a pending row remap; reset the GPU."
-            ),
-            severity=Severity.CRITICAL,
-            metric=_cluster(settings, str(GpuMetric.ECC_UNCORRECTED), "Sum"),
-            period_s=60,
-            evaluation_periods=1,
-            datapoints_to_alarm=1,
-            threshold=1,
-            comparison=Comparison.GREATER_OR_EQUAL,
-            missing_data=MissingData.NOT_BREACHING,
-            missing_data_reason="GPUs without ECC publish no count; that is not an error",
+        _any_in_a_minute(
+            "gpu-ecc-uncorrected",
+            "Uncorrectable ECC errors",
+            "A GPU counted new uncorrectable ECC errors: its memory returned bad data. "
+            "Expect XID 48/94/95 and a pending row remap; reset the GPU.",
+            Severity.CRITICAL,
+            _cluster(settings, str(GpuMetric.ECC_UNCORRECTED), "Sum"),
+            "GPUs without ECC publish no count; that is not an error",
         ),
-        AlarmSpec(
-            key="gpu-thermal-throttling",
-            title="Sustained thermal throttling",
-            description=(
-                f"For {settings.throttle_window_minutes} minutes some GPU was throttled for heat "
-                "in at least half of its samples: check cooling, fans and inlet temperature."
-            ),
-            severity=Severity.WARNING,
-            metric=_per_gpu(settings, GpuMetric.THROTTLED_THERMAL, "AVG", "DESC"),
-            period_s=PERIOD_S,
-            evaluation_periods=throttle_periods,
-            datapoints_to_alarm=throttle_periods,
-            threshold=0.5,
-            comparison=Comparison.GREATER_OR_EQUAL,
-            missing_data=MissingData.NOT_BREACHING,
-            missing_data_reason="no exporter data means no GPU to throttle",
+        _sustained_throttling(
+            settings,
+            "gpu-thermal-throttling",
+            "Sustained thermal throttling",
+            "throttled for heat",
+            "check cooling, fans and inlet temperature.",
+            GpuMetric.THROTTLED_THERMAL,
         ),
-        AlarmSpec(
-            key="gpu-power-brake",
-            title="Sustained power-brake slowdown",
-            description=(
-                f"For {settings.throttle_window_minutes} minutes some GPU was slowed by its "
-                "hardware power brake in at least half of its samples: a power-supply or "
-                "board fault, not the normal power cap of a busy GPU."
-            ),
-            severity=Severity.WARNING,
-            metric=_per_gpu(settings, GpuMetric.THROTTLED_POWER, "AVG", "DESC"),
-            period_s=PERIOD_S,
-            evaluation_periods=throttle_periods,
-            datapoints_to_alarm=throttle_periods,
-            threshold=0.5,
-            comparison=Comparison.GREATER_OR_EQUAL,
-            missing_data=MissingData.NOT_BREACHING,
-            missing_data_reason="no exporter data means no GPU to throttle",
+        _sustained_throttling(
+            settings,
+            "gpu-power-brake",
+            "Sustained power-brake slowdown",
+            "slowed by its hardware power brake",
+            "a power-supply or board fault, not the normal power cap of a busy GPU.",
+            GpuMetric.THROTTLED_POWER,
         ),
     ]
