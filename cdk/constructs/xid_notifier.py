@@ -15,10 +15,12 @@ from agent.metric_contract import DIM_XID_CODE
 from agent.xid import KERNEL_XID_FILTER_PATTERN
 from cdk.constructs.lambda_code import lambda_code
 
-#: What the function imports: its own code and the XID table it shares with the exporter.
+#: What the function imports: its own code, the shared client factory, and the XID table it
+#: shares with the exporter.
 MODULES = (
     "lambdas/xid_notifier/handler.py",
     "lambdas/xid_notifier/messages.py",
+    "lambdas/shared/aws_clients.py",
     "agent/xid.py",
     "agent/metric_contract.py",
 )

@@ -18,3 +18,13 @@ def client(service: str, *, session: Any = None) -> Any:
         session = boto3.Session()
     # The stubs type each service name as a literal; the service is a parameter here.
     return cast(Any, session).client(service, config=RETRIES)
+
+
+class ClientCache(dict[str, Any]):
+    """A handler's clients, each made on first use and kept for the warm container; tests and
+    the demo put moto-backed clients in under the service's name."""
+
+    def __call__(self, service: str) -> Any:
+        if service not in self:
+            self[service] = client(service)
+        return self[service]

@@ -5,6 +5,7 @@ The S3 key is fixed by cluster, analyzer and day, so a rerun for the same day re
 file instead of adding a second one. Events are at-least-once: a rerun sends them again.
 """
 
+import os
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -132,6 +133,12 @@ class FindingsPublisher:
 
 #: SQS takes messages of at most 256 KiB; findings go in parts under that.
 QUEUE_PART_BYTES: Final = 200_000
+
+
+def failure_queue_keeper(clients: Callable[[str], Any]) -> Callable[[str, bytes], None] | None:
+    """Where a Lambda's findings go when S3 refuses them: its failure queue, when it has one."""
+    url = os.environ.get("FAILURE_QUEUE_URL")
+    return queue_keeper(clients("sqs"), url) if url else None
 
 
 def queue_keeper(sqs: Any, queue_url: str) -> Callable[[str, bytes], None]:

@@ -6,32 +6,19 @@ BUCKETS (comma-separated), LOOKBACK_DAYS, REPORT_BUCKET, EVENT_BUS.
 
 import logging
 import os
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from lambdas.shared.aws_clients import client
+from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.events import scheduled_time
-from lambdas.shared.publisher import FindingsPublisher, queue_keeper
+from lambdas.shared.publisher import FindingsPublisher, failure_queue_keeper
 from lambdas.storage_analyzer.aws import VolumeScope
 from lambdas.storage_analyzer.ebs_analysis import ANALYZER
 from lambdas.storage_analyzer.run import analyze_storage
 
 log = logging.getLogger()
 log.setLevel(logging.INFO)
-_clients: dict[str, Any] = {}
-
-
-def _keeper() -> Callable[[str, bytes], None] | None:
-    """Where findings go when S3 refuses them: the function's failure queue."""
-    url = os.environ.get("FAILURE_QUEUE_URL")
-    return queue_keeper(_client("sqs"), url) if url else None
-
-
-def _client(service: str) -> Any:
-    if service not in _clients:
-        _clients[service] = client(service)
-    return _clients[service]
+_clients = ClientCache()
 
 
 def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
@@ -40,9 +27,9 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     end -= end % 3600
     start = end - int(os.environ.get("LOOKBACK_DAYS", "14")) * 86_400
     run = analyze_storage(
-        ec2=_client("ec2"),
-        s3=_client("s3"),
-        cloudwatch=_client("cloudwatch"),
+        ec2=_clients("ec2"),
+        s3=_clients("s3"),
+        cloudwatch=_clients("cloudwatch"),
         cluster=cluster,
         scope=VolumeScope(os.environ.get("VOLUME_SCOPE", "cluster")),
         buckets=[b for b in os.environ.get("BUCKETS", "").split(",") if b],
@@ -55,14 +42,14 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         for f in run.findings
     ]
     published = FindingsPublisher(
-        s3=_client("s3"),
-        events=_client("events"),
-        cloudwatch=_client("cloudwatch"),
+        s3=_clients("s3"),
+        events=_clients("events"),
+        cloudwatch=_clients("cloudwatch"),
         bucket=os.environ["REPORT_BUCKET"],
         event_bus=os.environ.get("EVENT_BUS", "default"),
         cluster=cluster,
         analyzer=ANALYZER,
-        keep=_keeper(),
+        keep=failure_queue_keeper(_clients),
     ).publish(findings, datetime.fromtimestamp(end, UTC).date())
     summary = {
         "volumes": run.volumes,

@@ -7,22 +7,21 @@ DATA_SOURCES (comma-separated buckets or volume ids the jobs read), REPORT_BUCKE
 import json
 import logging
 import os
-from collections.abc import Callable
 from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lambdas.shared.aws_clients import client
+from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.events import scheduled_time
-from lambdas.shared.publisher import FindingsPublisher, findings_key, queue_keeper
+from lambdas.shared.publisher import FindingsPublisher, failure_queue_keeper, findings_key
 from lambdas.training_analyzer.analysis import ANALYZER
 from lambdas.training_analyzer.run import analyze_training
 
 log = logging.getLogger()
 log.setLevel(logging.INFO)
-_clients: dict[str, Any] = {}
+_clients = ClientCache()
 #: Storage findings that explain a data-bound job when they are about its sources.
 STORAGE_CAUSES = {
     "ebs_throughput_saturated",
@@ -34,18 +33,6 @@ STORAGE_CAUSES = {
 
 def job_costs_key(cluster: str, day: Any) -> str:
     return f"reports/cluster={cluster}/date={day.isoformat()}/training-jobs.json"
-
-
-def _keeper() -> Callable[[str, bytes], None] | None:
-    """Where findings go when S3 refuses them: the function's failure queue."""
-    url = os.environ.get("FAILURE_QUEUE_URL")
-    return queue_keeper(_client("sqs"), url) if url else None
-
-
-def _client(service: str) -> Any:
-    if service not in _clients:
-        _clients[service] = client(service)
-    return _clients[service]
 
 
 def related_storage(
@@ -81,29 +68,29 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     bucket = os.environ["REPORT_BUCKET"]
     sources = [s for s in os.environ.get("DATA_SOURCES", "").split(",") if s]
     run = analyze_training(
-        cloudwatch=_client("cloudwatch"),
-        logs=_client("logs"),
+        cloudwatch=_clients("cloudwatch"),
+        logs=_clients("logs"),
         cluster=cluster,
         start=start,
         end=end,
         gpu_hour_usd=float(os.environ.get("GPU_HOUR_USD", "6.88")),
-        related_storage=related_storage(_client("s3"), bucket, cluster, day, sources),
+        related_storage=related_storage(_clients("s3"), bucket, cluster, day, sources),
     )
     stamp = datetime.fromtimestamp(end, UTC).isoformat()
     findings = [replace(f, cluster=cluster, detected_at=stamp) for f in run.findings]
     published = FindingsPublisher(
-        s3=_client("s3"),
-        events=_client("events"),
-        cloudwatch=_client("cloudwatch"),
+        s3=_clients("s3"),
+        events=_clients("events"),
+        cloudwatch=_clients("cloudwatch"),
         bucket=bucket,
         event_bus=os.environ.get("EVENT_BUS", "default"),
         cluster=cluster,
         analyzer=ANALYZER,
-        keep=_keeper(),
+        keep=failure_queue_keeper(_clients),
     ).publish(findings, day)
     # Every job's cost, found or not, for the weekly report's costliest jobs.
     costs = {job: asdict(cost) for job, cost in run.costs.items()}
-    _client("s3").put_object(
+    _clients("s3").put_object(
         Bucket=bucket,
         Key=job_costs_key(cluster, day),
         Body=json.dumps(costs, sort_keys=True).encode(),

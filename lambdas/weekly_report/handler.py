@@ -12,7 +12,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from lambdas.shared.aws_clients import client
+from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.events import scheduled_time
 from lambdas.training_analyzer.handler import job_costs_key
 from lambdas.weekly_report.aws import (
@@ -29,15 +29,9 @@ from lambdas.weekly_report.week import days, iso_week_name, report_week
 
 log = logging.getLogger()
 log.setLevel(logging.INFO)
-_clients: dict[str, Any] = {}
+_clients = ClientCache()
 #: How long the presigned link works (it also ends when the function's session does).
 LINK_SECONDS = 12 * 3600
-
-
-def _client(service: str) -> Any:
-    if service not in _clients:
-        _clients[service] = client(service)
-    return _clients[service]
 
 
 def report_prefix(cluster: str, week: str) -> str:
@@ -69,7 +63,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     cluster, bucket = os.environ["CLUSTER_NAME"], os.environ["REPORT_BUCKET"]
     start, end = report_week(scheduled_time(event))
     week = iso_week_name(start)
-    s3, cloudwatch = _client("s3"), _client("cloudwatch")
+    s3, cloudwatch = _clients("s3"), _clients("cloudwatch")
     files = read_findings(finding_texts(s3, bucket, cluster, days(start, end)))
     # The training analyzer writes every job's cost daily; the latest file of the week holds
     # the whole lookback.
@@ -121,7 +115,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     marker = prefix + "summary-sent"
     sent = False
     if not _already_sent(s3, bucket, marker):
-        _client("sns").publish(
+        _clients("sns").publish(
             TopicArn=os.environ["TOPIC_ARN"],
             Subject=f"GPU week {week}: {cluster}"[:100],
             Message=text_summary(figures, link=f"{link}\n(console: {console})"),

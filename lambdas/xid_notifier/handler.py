@@ -11,12 +11,13 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from agent.xid import XidSeverity
+from lambdas.shared.aws_clients import ClientCache
 from lambdas.xid_notifier.messages import XidNotice, parse_log_events
 
 log = logging.getLogger()
 log.setLevel(logging.INFO)
 
-_clients: dict[str, Any] = {}
+_clients = ClientCache()
 
 
 class PublishError(Exception):
@@ -40,16 +41,12 @@ def publish(sns: Any, notices: list[XidNotice], *, critical_arn: str, warning_ar
 
 
 def handler(event: dict[str, Any], context: object) -> dict[str, int]:
-    if "sns" not in _clients:  # cold start: clients and settings once
-        import boto3
-
-        _clients["sns"] = boto3.client("sns")
     payload = decode(event)
     if payload.get("messageType") == "CONTROL_MESSAGE":
         return {"published": 0, "unreadable": 0}
     parsed = parse_log_events(payload, cluster=os.environ["CLUSTER_NAME"])
     published = publish(
-        _clients["sns"],
+        _clients("sns"),
         parsed.notices,
         critical_arn=os.environ["CRITICAL_TOPIC_ARN"],
         warning_arn=os.environ["WARNING_TOPIC_ARN"],
