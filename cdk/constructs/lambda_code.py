@@ -17,6 +17,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def lambda_code(modules: Sequence[str]) -> lambda_.Code:
+    return lambda_.Code.from_asset(str(stage_modules(modules)))
+
+
+def stage_modules(modules: Sequence[str]) -> Path:
     """``modules`` are paths relative to the repository root, such as ``agent/xid.py``; the
     ``__init__.py`` of each package on the way is added."""
     staging = Path(tempfile.mkdtemp(prefix="gpu-insights-lambda-"))
@@ -32,4 +36,4 @@ def lambda_code(modules: Sequence[str]) -> lambda_.Code:
         target = staging / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
-    return lambda_.Code.from_asset(str(staging))
+    return staging

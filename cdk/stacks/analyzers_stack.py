@@ -17,6 +17,7 @@ from cdk.stacks.deployment_stack import DeploymentStack
 
 STORAGE_MODULES = (
     "lambdas/shared/aws_clients.py",
+    "lambdas/shared/events.py",
     "lambdas/shared/findings.py",
     "lambdas/shared/metric_fetcher.py",
     "lambdas/shared/publisher.py",
@@ -32,6 +33,7 @@ STORAGE_MODULES = (
 
 TRAINING_MODULES = (
     "lambdas/shared/aws_clients.py",
+    "lambdas/shared/events.py",
     "lambdas/shared/findings.py",
     "lambdas/shared/metric_fetcher.py",
     "lambdas/shared/publisher.py",
@@ -46,6 +48,7 @@ TRAINING_MODULES = (
 
 REPORT_MODULES = (
     "lambdas/shared/aws_clients.py",
+    "lambdas/shared/events.py",
     "lambdas/shared/metric_fetcher.py",
     "lambdas/training_analyzer/analysis.py",
     "lambdas/training_analyzer/aws.py",

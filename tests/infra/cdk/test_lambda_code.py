@@ -1,0 +1,50 @@
+"""Each function's asset holds only the modules it lists; a missing one would deploy a function
+that fails on its first invocation, so each handler is imported from its staged folder alone."""
+
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+
+import pytest
+
+from cdk.constructs.lambda_code import stage_modules
+from cdk.constructs.xid_notifier import MODULES as XID_MODULES
+from cdk.stacks.analyzers_stack import REPORT_MODULES, STORAGE_MODULES, TRAINING_MODULES
+
+# The repository is installed editable; its finder would hide a module missing from the asset.
+IMPORT_ALONE = (
+    "import sys, importlib;"
+    "sys.meta_path[:] = [f for f in sys.meta_path"
+    " if 'editable' not in getattr(f, '__module__', '')];"
+    "m = importlib.import_module(sys.argv[1]); print(m.__file__)"
+)
+
+
+@pytest.mark.parametrize(
+    ("modules", "handler"),
+    [
+        (XID_MODULES, "lambdas.xid_notifier.handler"),
+        (STORAGE_MODULES, "lambdas.storage_analyzer.handler"),
+        (TRAINING_MODULES, "lambdas.training_analyzer.handler"),
+        (REPORT_MODULES, "lambdas.weekly_report.handler"),
+    ],
+)
+def test_each_handler_imports_from_its_asset_alone(modules: Sequence[str], handler: str) -> None:
+    staging = stage_modules(modules)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT_ALONE, handler],
+        cwd=staging,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().startswith(str(staging))
+
+
+def test_a_module_that_does_not_exist_is_named() -> None:
+    with pytest.raises(FileNotFoundError, match=r"lambdas/nowhere\.py"):
+        stage_modules(["lambdas/nowhere.py"])
