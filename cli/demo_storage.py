@@ -4,7 +4,7 @@ healthy ones that must show none, analyzed by the storage analyzer's real Lambda
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -183,11 +183,17 @@ def run_storage_analyzer(
         "REPORT_BUCKET": REPORT_BUCKET,
         "EVENT_BUS": "default",
     }
+    return run_analyzer(storage_handler.handler, env, clients["s3"])
+
+
+def run_analyzer(
+    handler: Callable[[dict[str, Any], object], dict[str, Any]], env: dict[str, str], s3: Any
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """An analyzer's Lambda handler, scheduled at the demo's end, with the environment the
+    stack gives it; its findings read back from the report bucket."""
     with environment(env):
-        summary = storage_handler.handler(
-            {"time": datetime.fromtimestamp(END, UTC).isoformat()}, None
-        )
-    body = clients["s3"].get_object(Bucket=REPORT_BUCKET, Key=summary["key"])["Body"].read()
+        summary = handler({"time": datetime.fromtimestamp(END, UTC).isoformat()}, None)
+    body = s3.get_object(Bucket=REPORT_BUCKET, Key=summary["key"])["Body"].read()
     return summary, [json.loads(line) for line in body.decode().splitlines()]
 
 

@@ -10,14 +10,13 @@ import json
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from agent.emf import EmfDocument, encode
 from agent.metric_contract import DIM_JOB, DIM_NODE, PROP_RANK, training_log_group
 from agent.sinks import PutMetricDataSink
 from agent.training import TrainingMetrics
-from cli.demo_storage import END, REPORT_BUCKET, environment
+from cli.demo_storage import END, REPORT_BUCKET, run_analyzer
 from lambdas.training_analyzer import handler as training_handler
 
 HOURS = 8
@@ -188,12 +187,7 @@ def run_training_analyzer(clients: dict[str, Any]) -> tuple[dict[str, Any], list
         "REPORT_BUCKET": REPORT_BUCKET,
         "EVENT_BUS": "default",
     }
-    with environment(env):
-        summary = training_handler.handler(
-            {"time": datetime.fromtimestamp(END, UTC).isoformat()}, None
-        )
-    body = clients["s3"].get_object(Bucket=REPORT_BUCKET, Key=summary["key"])["Body"].read()
-    return summary, [json.loads(line) for line in body.decode().splitlines()]
+    return run_analyzer(training_handler.handler, env, clients["s3"])
 
 
 def training_summary(summary: dict[str, Any], findings: list[dict[str, Any]]) -> list[str]:
