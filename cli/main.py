@@ -15,6 +15,9 @@ from cli.analyze import add_arguments as add_analyze_arguments
 from cli.analyze import run as run_analyze
 from cli.backtest import add_arguments as add_backtest_arguments
 from cli.backtest import run as run_backtest
+from cli.preflight import ChecksFailedError
+from cli.preflight import add_arguments as add_preflight_arguments
+from cli.preflight import run as run_preflight
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -92,6 +95,11 @@ def _parser() -> argparse.ArgumentParser:
         "analyze", help="run an analyzer now, read-only, and print its findings"
     )
     add_analyze_arguments(analyze)
+
+    preflight = commands.add_parser(
+        "preflight", help="read-only checks of the account and cluster before cdk deploy"
+    )
+    add_preflight_arguments(preflight)
     return parser
 
 
@@ -153,6 +161,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], str]] = {
     "cost-estimate": _cost_estimate,
     "backtest": _backtest,
     "analyze": run_analyze,
+    "preflight": run_preflight,
 }
 
 
@@ -163,6 +172,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:
         print(f"gpu-insights {args.command}: {err}", file=sys.stderr)
         return 2
+    except ChecksFailedError as failed:  # the report stands; the status says a check failed
+        print(failed.output)
+        return 1
     print(output)
     return 0
 

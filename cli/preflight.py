@@ -1,0 +1,122 @@
+"""``gpu-insights preflight``: read-only checks of the account and cluster before ``cdk deploy``.
+
+One line per check with its verdict and fix, or ``--json``. Exit status 0 when nothing fails,
+1 when a check fails (``ChecksFailedError``), 2 for bad input, as for every command.
+"""
+
+import argparse
+import json
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from cdk.settings import settings_from_context
+from cli.backtest import _context as context_from_args
+from cli.preflight_aws import Clients, gather
+from cli.preflight_checks import Check, Verdict, plan_for, run_checks
+
+
+class ChecksFailedError(Exception):
+    """A check failed; ``output`` is still printed, and the exit status is 1."""
+
+    def __init__(self, output: str) -> None:
+        super().__init__("a preflight check failed")
+        self.output = output
+
+
+DESCRIPTION = """\
+Read-only checks of the account and cluster the settings name, before cdk deploy:
+
+  cluster               the EKS cluster exists and is ACTIVE
+  pod-identity-agent    the eks-pod-identity-agent add-on is ACTIVE (built into EKS Auto Mode)
+  oidc-provider         with agent_credentials=irsa: an IAM OIDC provider for the cluster's issuer
+  kubectl-version       with kubectl_role_arn: the cluster within one minor version of kubectl 1.33
+  observability-addon   amazon-cloudwatch-observability is not installed already (or, with
+                        install_addon=false, is)
+  log-groups            the log groups the stacks create by name do not exist yet
+  host-log-group        with xid_host_log_filter: Container Insights' host log group exists
+  insights-alarm-quota  existing Metrics Insights alarms plus this deployment's fit the quota
+  nodes:<group>         each GPU node group's OS and architecture suit the exporter
+  nodes:auto-mode       EKS Auto Mode nodes, where the exporter sees no GPU
+
+Exit status: 0 when nothing fails, 1 when a check fails, 2 for bad input."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = DESCRIPTION
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument(
+        "-c", "--context", action="append", default=[], metavar="KEY=VALUE",
+        help="a setting, as given to cdk deploy (repeatable); cluster_name is required",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cdk-json", type=Path, default=Path("cdk.json"), help="settings from this cdk.json"
+    )
+    parser.add_argument("--profile", help="AWS profile (standard credential chain otherwise)")
+    parser.add_argument("--region", help="AWS region (default: the region setting, then the chain)")
+    parser.add_argument("--json", action="store_true", help="the checks as a JSON document")
+
+
+def table(checks: Sequence[Check]) -> str:
+    width = max(len(c.name) for c in checks)
+    lines = []
+    for c in checks:
+        fix = f" -> fix: {c.fix}" if c.fix else ""
+        lines.append(f"{c.verdict.upper():<4} {c.name:<{width}}  {c.detail}{fix}")
+    counts = Counter(c.verdict for c in checks)
+    lines.append(
+        f"\n{counts[Verdict.OK]} ok, {counts[Verdict.WARN]} warn, {counts[Verdict.FAIL]} fail"
+    )
+    return "\n".join(lines)
+
+
+def as_json(checks: Sequence[Check], *, cluster: str, region: str) -> str:
+    document = {
+        "cluster": cluster,
+        "region": region,
+        "failed": any(c.verdict is Verdict.FAIL for c in checks),
+        "checks": [
+            {"check": c.name, "verdict": str(c.verdict), "detail": c.detail, "fix": c.fix}
+            for c in checks
+        ],
+    }
+    return json.dumps(document, indent=2)
+
+
+def report(checks: Sequence[Check], *, cluster: str, region: str, json_output: bool) -> str:
+    """What the command prints; raises ChecksFailedError (carrying it) when a check fails."""
+    output = as_json(checks, cluster=cluster, region=region) if json_output else table(checks)
+    if any(c.verdict is Verdict.FAIL for c in checks):
+        raise ChecksFailedError(output)
+    return output
+
+
+def run(args: argparse.Namespace) -> str:
+    import boto3
+    from botocore.exceptions import BotoCoreError
+
+    from lambdas.shared.aws_clients import client
+
+    settings = settings_from_context(context_from_args(args))
+    if settings.is_example:
+        raise ValueError("name the cluster to check: -c cluster_name=NAME")
+    try:
+        session = boto3.Session(
+            profile_name=args.profile, region_name=args.region or settings.region
+        )
+    except BotoCoreError as err:  # an unknown --profile
+        raise ValueError(str(err)) from err
+    region = session.region_name
+    if region is None:
+        raise ValueError("no AWS Region: give --region, -c region=..., or AWS_REGION")
+    eks = client("eks", session=session)
+    clients = Clients(
+        eks=eks,
+        eks_addons=eks,
+        iam=client("iam", session=session),
+        logs=client("logs", session=session),
+        cloudwatch=client("cloudwatch", session=session),
+    )
+    plan = plan_for(settings)
+    checks = run_checks(plan, gather(plan, clients, region=region))
+    return report(checks, cluster=plan.cluster_name, region=region, json_output=args.json)

@@ -1,0 +1,178 @@
+"""Read-only AWS reads for ``gpu-insights preflight``: each takes an injected client and returns
+the plain data ``cli.preflight_checks`` judges. A denied read becomes an ``unreadable`` fact
+(its check fails and says why); no credentials or no Region is an error of the whole run."""
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from cdk.settings import AgentCredentials
+from cli.preflight_checks import (
+    OBSERVABILITY_ADDON,
+    POD_IDENTITY_ADDON,
+    Addon,
+    Cluster,
+    Facts,
+    NodeGroup,
+    Plan,
+)
+
+T = TypeVar("T")
+
+
+class PreflightAccessError(ValueError):
+    """AWS could not be asked at all (no credentials, no Region, no endpoint)."""
+
+
+@dataclass(frozen=True)
+class Clients:
+    """The clients preflight reads with. ``eks_addons`` serves the EKS add-on API: the same
+    client as ``eks`` in use; tests give it a Stubber, as moto has no add-on API."""
+
+    eks: Any
+    eks_addons: Any
+    iam: Any
+    logs: Any
+    cloudwatch: Any
+
+
+def _not_found(err: ClientError) -> bool:
+    return err.response.get("Error", {}).get("Code") == "ResourceNotFoundException"
+
+
+def read_cluster(eks: Any, name: str) -> Cluster | None:
+    try:
+        cluster = eks.describe_cluster(name=name)["cluster"]
+    except ClientError as err:
+        if _not_found(err):
+            return None
+        raise
+    return Cluster(
+        name=cluster["name"],
+        version=cluster.get("version", ""),
+        status=cluster.get("status", ""),
+        oidc_issuer=cluster.get("identity", {}).get("oidc", {}).get("issuer"),
+        auto_mode=bool(cluster.get("computeConfig", {}).get("enabled", False)),
+    )
+
+
+def read_addons(eks: Any, cluster: str, names: Iterable[str]) -> dict[str, Addon | None]:
+    found: dict[str, Addon | None] = {}
+    for name in names:
+        try:
+            addon = eks.describe_addon(clusterName=cluster, addonName=name)["addon"]
+        except ClientError as err:
+            if not _not_found(err):
+                raise
+            found[name] = None
+        else:
+            found[name] = Addon(name, addon.get("addonVersion", ""), addon.get("status", ""))
+    return found
+
+
+def read_nodegroups(eks: Any, cluster: str) -> tuple[NodeGroup, ...]:
+    groups = []
+    for page in eks.get_paginator("list_nodegroups").paginate(clusterName=cluster):
+        for name in page["nodegroups"]:
+            group = eks.describe_nodegroup(clusterName=cluster, nodegroupName=name)["nodegroup"]
+            groups.append(
+                NodeGroup(
+                    name=name,
+                    ami_type=group.get("amiType", ""),
+                    instance_types=tuple(group.get("instanceTypes") or ()),
+                )
+            )
+    return tuple(groups)
+
+
+def read_oidc_provider_arns(iam: Any) -> tuple[str, ...]:
+    providers = iam.list_open_id_connect_providers()["OpenIDConnectProviderList"]
+    return tuple(p["Arn"] for p in providers)
+
+
+def read_existing_log_groups(logs: Any, names: Iterable[str]) -> frozenset[str]:
+    """Of ``names``, those that exist. An exact name sorts first among those it prefixes."""
+    existing = set()
+    for name in names:
+        page = logs.describe_log_groups(logGroupNamePrefix=name, limit=1)
+        if any(g["logGroupName"] == name for g in page["logGroups"]):
+            existing.add(name)
+    return frozenset(existing)
+
+
+def read_insights_alarms(cloudwatch: Any) -> tuple[str, ...]:
+    """Metric alarms whose metrics include a Metrics Insights query (``SELECT ...``)."""
+    names = []
+    for page in cloudwatch.get_paginator("describe_alarms").paginate(AlarmTypes=["MetricAlarm"]):
+        for alarm in page["MetricAlarms"]:
+            expressions = (m.get("Expression", "") for m in alarm.get("Metrics", []))
+            if any(e.lstrip().upper().startswith("SELECT ") for e in expressions):
+                names.append(alarm["AlarmName"])
+    return tuple(names)
+
+
+def _read(unreadable: dict[str, str], fact: str, read: Callable[[], T], empty: T) -> T:
+    try:
+        return read()
+    except ClientError as err:
+        error = err.response.get("Error", {})
+        unreadable[fact] = f"{error.get('Code', 'error')}: {error.get('Message', err)}"
+        return empty
+
+
+def gather(plan: Plan, clients: Clients, *, region: str) -> Facts:
+    """Every fact the checks need, read-only."""
+    unreadable: dict[str, str] = {}
+    try:
+        cluster = read_cluster(clients.eks, plan.cluster_name)
+        addons: dict[str, Addon | None] = {}
+        nodegroups: tuple[NodeGroup, ...] = ()
+        if cluster is not None:
+            addons = _read(
+                unreadable,
+                "addons",
+                lambda: read_addons(
+                    clients.eks_addons,
+                    plan.cluster_name,
+                    (POD_IDENTITY_ADDON, OBSERVABILITY_ADDON),
+                ),
+                {},
+            )
+            nodegroups = _read(
+                unreadable,
+                "nodegroups",
+                lambda: read_nodegroups(clients.eks, plan.cluster_name),
+                (),
+            )
+        log_groups = plan.fixed_log_groups + (
+            (plan.required_log_group,) if plan.required_log_group else ()
+        )
+        return Facts(
+            region=region,
+            cluster=cluster,
+            addons=addons,
+            oidc_provider_arns=(
+                _read(
+                    unreadable, "oidc_providers", lambda: read_oidc_provider_arns(clients.iam), ()
+                )
+                if plan.credentials is AgentCredentials.IRSA
+                else ()
+            ),
+            existing_log_groups=_read(
+                unreadable,
+                "log_groups",
+                lambda: read_existing_log_groups(clients.logs, log_groups),
+                frozenset(),
+            ),
+            insights_alarms=_read(
+                unreadable, "alarms", lambda: read_insights_alarms(clients.cloudwatch), ()
+            ),
+            nodegroups=nodegroups,
+            unreadable=unreadable,
+        )
+    except ClientError as err:  # describe_cluster itself refused: nothing can be checked
+        raise PreflightAccessError(f"cannot describe cluster {plan.cluster_name}: {err}") from err
+    except BotoCoreError as err:
+        raise PreflightAccessError(str(err)) from err
