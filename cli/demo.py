@@ -20,6 +20,7 @@ from alarms.cloudwatch_history import fetch_samples
 from alarms.model import AlarmSpec
 from cdk.settings import Settings
 from cli.demo_exporter import ROLES, ExporterReplay, replay_exporter, replay_window
+from cli.demo_preflight import run_preflight
 from cli.demo_report import render_png, run_weekly_report, write_dashboards
 from cli.demo_storage import BUCKETS as STORAGE_BUCKETS
 from cli.demo_storage import run_storage_analyzer, storage_summary
@@ -49,6 +50,7 @@ class DemoResult:
     training_findings: list[dict[str, Any]] = field(default_factory=list)
     report: dict[str, Any] = field(default_factory=dict)
     dashboards: list[Path] = field(default_factory=list)
+    preflight: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         lines = ["EKS GPU Insights demo (no AWS account: moto in-process)", ""]
@@ -114,6 +116,9 @@ class DemoResult:
                 f"{self.report['malformed_finding_lines']} malformed lines), the summary sent to "
                 "SNS once; and wrote the four dashboard bodies the app deploys."
             )
+        if self.preflight:
+            lines.append("9. `gpu-insights preflight` before the deploy, on the demo's cluster:")
+            lines.extend(f"   {line}" for line in self.preflight if line)
         lines.append("")
         lines.append("Output:")
         lines.extend(f"   {path}" for path in self.files)
@@ -205,6 +210,8 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
         value = ssm.get_parameter(Name=result.parameter_name)["Parameter"]["Value"]
         result.fetched_agent_config = json.loads(value)
 
+        # Before the deploy (and before the steps below write log groups), as a user would.
+        result.preflight = run_preflight(session, settings)
         out_dir.mkdir(parents=True, exist_ok=True)
         clients = {
             name: session.client(name)

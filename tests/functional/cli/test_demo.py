@@ -45,6 +45,10 @@ def test_demo_synthesizes_stores_and_fetches_the_agent_config(
     summary = result.summary()
     assert "4 resources" in summary
     assert "8 nvidia_gpu measurements every 30 s" in summary
+    # Preflight ran on the demo's cluster before anything was written: the Bottlerocket group
+    # warns, nothing fails (moto for EKS, Stubber for its add-on API).
+    assert result.preflight[-1] == "7 ok, 1 warn, 0 fail"
+    assert "   WARN nodes:gpu-bottlerocket  BOTTLEROCKET_x86_64_NVIDIA" in summary
 
 
 def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(tmp_path: Path) -> None:

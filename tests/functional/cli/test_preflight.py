@@ -1,0 +1,292 @@
+"""`gpu-insights preflight` against moto (EKS clusters and node groups, IAM OIDC providers, log
+groups, alarms) and botocore's Stubber on a real EKS client for the add-on API moto lacks.
+
+AWS behaviour relied on: DescribeAddon answers ResourceNotFoundException for an add-on that is
+not installed (https://docs.aws.amazon.com/eks/latest/APIReference/API_DescribeAddon.html);
+an IAM OIDC provider's ARN ends with its URL without ``https://``
+(https://docs.aws.amazon.com/IAM/latest/UserGuide/id_roles_providers_create_oidc.html); a
+Metrics Insights alarm holds its query as a metric's ``Expression``
+(https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Create_Metrics_Insights_Alarm.html).
+"""
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from moto import mock_aws
+
+from cdk.settings import AgentCredentials, Settings
+from cli.demo_preflight import seed_cluster, stub_addons
+from cli.main import main
+from cli.preflight_aws import Clients, gather
+from cli.preflight_checks import Check, Verdict, plan_for, run_checks
+
+REGION = "us-east-1"
+SELECT = 'SELECT AVG(CPUUtilization) FROM SCHEMA("AWS/EC2", InstanceId)'
+
+
+@pytest.fixture
+def session(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "t")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "t")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    with mock_aws():
+        yield boto3.Session(region_name=REGION)
+
+
+def _clients(session: Any, addons: Any) -> Clients:
+    return Clients(
+        eks=session.client("eks"),
+        eks_addons=addons,
+        iam=session.client("iam"),
+        logs=session.client("logs"),
+        cloudwatch=session.client("cloudwatch"),
+    )
+
+
+def _verdicts(checks: list[Check]) -> dict[str, Verdict]:
+    return {c.name: c.verdict for c in checks}
+
+
+def _preflight(
+    session: Any, settings: Settings, installed: dict[str, tuple[str, str]]
+) -> list[Check]:
+    addons = session.client("eks")
+    stubber = stub_addons(addons, settings.cluster_name, installed)
+    plan = plan_for(settings)
+    checks = run_checks(plan, gather(plan, _clients(session, addons), region=REGION))
+    stubber.assert_no_pending_responses()
+    return checks
+
+
+def test_a_ready_cluster_passes_and_the_bottlerocket_group_warns(session: Any) -> None:
+    seed_cluster(session.client("eks"), session.client("iam"), "train")
+    checks = _preflight(
+        session,
+        Settings(cluster_name="train"),
+        {"eks-pod-identity-agent": ("v1.3.8-eksbuild.2", "ACTIVE")},
+    )
+    assert _verdicts(checks) == {
+        "cluster": Verdict.OK,
+        "pod-identity-agent": Verdict.OK,
+        "kubectl-version": Verdict.OK,
+        "observability-addon": Verdict.OK,
+        "log-groups": Verdict.OK,
+        "insights-alarm-quota": Verdict.OK,
+        "nodes:gpu-al2023": Verdict.OK,
+        "nodes:gpu-bottlerocket": Verdict.WARN,
+    }
+
+
+def test_every_conflict_the_account_holds_fails_its_check(session: Any) -> None:
+    eks, iam = session.client("eks"), session.client("iam")
+    role = iam.create_role(RoleName="eks", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    eks.create_cluster(name="train", version="1.31", roleArn=role, resourcesVpcConfig={})
+    eks.create_nodegroup(
+        clusterName="train",
+        nodegroupName="grace",
+        amiType="AL2023_ARM_64_NVIDIA",
+        instanceTypes=["g5g.16xlarge"],
+        nodeRole=role,
+        subnets=["subnet-1"],
+    )
+    eks.create_nodegroup(
+        clusterName="train",
+        nodegroupName="system",
+        amiType="AL2023_x86_64_STANDARD",
+        instanceTypes=["m7i.large"],
+        nodeRole=role,
+        subnets=["subnet-1"],
+    )
+    session.client("logs").create_log_group(logGroupName="/aws/gpu-insights/train/exporter")
+    cloudwatch = session.client("cloudwatch")
+    for i in range(198):  # other teams' Metrics Insights alarms: 198 + 3 is over 200
+        cloudwatch.put_metric_alarm(
+            AlarmName=f"team-{i}",
+            EvaluationPeriods=1,
+            Threshold=90.0,
+            ComparisonOperator="GreaterThanThreshold",
+            Metrics=[{"Id": "q", "Expression": SELECT, "Period": 300, "ReturnData": True}],
+        )
+    # Neither a metric math alarm nor a plain one counts.
+    cloudwatch.put_metric_alarm(
+        AlarmName="math",
+        EvaluationPeriods=1,
+        Threshold=1.0,
+        ComparisonOperator="GreaterThanThreshold",
+        Metrics=[
+            {
+                "Id": "m1",
+                "ReturnData": False,
+                "MetricStat": {
+                    "Metric": {"Namespace": "N", "MetricName": "a"},
+                    "Period": 60,
+                    "Stat": "Sum",
+                },
+            },
+            {"Id": "e", "Expression": "m1 * 2", "ReturnData": True},
+        ],
+    )
+    cloudwatch.put_metric_alarm(
+        AlarmName="plain",
+        EvaluationPeriods=1,
+        Threshold=1.0,
+        Namespace="N",
+        MetricName="a",
+        Period=60,
+        Statistic="Sum",
+        ComparisonOperator="GreaterThanThreshold",
+    )
+    settings = Settings(
+        cluster_name="train", kubectl_role_arn="arn:aws:iam::123456789012:role/eks-admin"
+    )
+    checks = _preflight(
+        session, settings, {"amazon-cloudwatch-observability": ("v4.1.0-eksbuild.1", "ACTIVE")}
+    )
+    by_name = {c.name: c for c in checks}
+    assert _verdicts(checks) == {
+        "cluster": Verdict.OK,
+        "pod-identity-agent": Verdict.FAIL,
+        "kubectl-version": Verdict.FAIL,
+        "observability-addon": Verdict.FAIL,
+        "log-groups": Verdict.FAIL,
+        "insights-alarm-quota": Verdict.FAIL,
+        "nodes:grace": Verdict.FAIL,
+    }
+    assert by_name["insights-alarm-quota"].detail.startswith(
+        "198 Metrics Insights alarms exist, this deployment adds 3: 201 of the default quota"
+    )
+    assert by_name["log-groups"].detail.startswith("/aws/gpu-insights/train/exporter already")
+    assert "cluster 1.31" in by_name["kubectl-version"].detail
+
+
+def test_irsa_finds_the_provider_of_the_clusters_issuer(session: Any) -> None:
+    eks, iam = session.client("eks"), session.client("iam")
+    seed_cluster(eks, iam, "train")
+    issuer = eks.describe_cluster(name="train")["cluster"]["identity"]["oidc"]["issuer"]
+    settings = Settings(
+        cluster_name="train",
+        agent_credentials=AgentCredentials.IRSA,
+        oidc_provider_arn="arn:aws:iam::123456789012:oidc-provider/x",
+    )
+    checks = _preflight(session, settings, {})
+    (missing,) = [c for c in checks if c.name == "oidc-provider"]
+    assert missing.verdict is Verdict.FAIL
+    assert missing.detail == f"no IAM OIDC provider for the cluster's issuer {issuer}"
+    arn = iam.create_open_id_connect_provider(
+        Url=issuer, ThumbprintList=["9e99a48a9960b14926bb7f3b02e22da2b0ab7280"]
+    )["OpenIDConnectProviderArn"]
+    checks = _preflight(
+        session,
+        Settings(
+            cluster_name="train", agent_credentials=AgentCredentials.IRSA, oidc_provider_arn=arn
+        ),
+        {},
+    )
+    (found,) = [c for c in checks if c.name == "oidc-provider"]
+    assert (found.verdict, found.detail) == (Verdict.OK, f"IAM OIDC provider {arn}")
+
+
+def test_auto_mode_needs_no_agent_add_on_and_warns_about_the_exporter(session: Any) -> None:
+    # moto's DescribeCluster has no computeConfig: the EKS client is stubbed whole here.
+    eks = session.client("eks")
+    stubber = Stubber(eks)
+    cluster = {
+        "name": "auto",
+        "version": "1.34",
+        "status": "ACTIVE",
+        "computeConfig": {"enabled": True, "nodePools": ["general-purpose"]},
+    }
+    stubber.add_response("describe_cluster", {"cluster": cluster}, {"name": "auto"})
+    for name in ("eks-pod-identity-agent", "amazon-cloudwatch-observability"):
+        stubber.add_client_error(
+            "describe_addon",
+            "ResourceNotFoundException",
+            http_status_code=404,
+            expected_params={"clusterName": "auto", "addonName": name},
+        )
+    stubber.add_response("list_nodegroups", {"nodegroups": []}, {"clusterName": "auto"})
+    stubber.activate()
+    clients = Clients(
+        eks=eks,
+        eks_addons=eks,
+        iam=session.client("iam"),
+        logs=session.client("logs"),
+        cloudwatch=session.client("cloudwatch"),
+    )
+    plan = plan_for(Settings(cluster_name="auto"))
+    checks = run_checks(plan, gather(plan, clients, region=REGION))
+    stubber.assert_no_pending_responses()
+    by_name = {c.name: c for c in checks}
+    assert by_name["pod-identity-agent"].detail == "built into EKS Auto Mode nodes"
+    assert by_name["pod-identity-agent"].verdict is Verdict.OK
+    assert by_name["nodes:auto-mode"].verdict is Verdict.WARN
+    assert by_name["cluster"].detail == "auto: Kubernetes 1.34, ACTIVE, EKS Auto Mode"
+
+
+def test_a_denied_read_fails_its_check_and_names_the_error(session: Any) -> None:
+    seed_cluster(session.client("eks"), session.client("iam"), "train")
+    cloudwatch = session.client("cloudwatch")
+    stubber = Stubber(cloudwatch)
+    stubber.add_client_error(
+        "describe_alarms",
+        "AccessDenied",
+        "not authorized to perform: cloudwatch:DescribeAlarms",
+        http_status_code=403,
+        expected_params={"AlarmTypes": ["MetricAlarm"]},
+    )
+    stubber.activate()
+    addons = session.client("eks")
+    stub_addons(addons, "train", {"eks-pod-identity-agent": ("v1", "ACTIVE")})
+    clients = Clients(
+        eks=session.client("eks"),
+        eks_addons=addons,
+        iam=session.client("iam"),
+        logs=session.client("logs"),
+        cloudwatch=cloudwatch,
+    )
+    plan = plan_for(Settings(cluster_name="train"))
+    checks = run_checks(plan, gather(plan, clients, region=REGION))
+    (quota,) = [c for c in checks if c.name == "insights-alarm-quota"]
+    assert quota.verdict is Verdict.FAIL
+    assert quota.detail == (
+        "could not read: AccessDenied: not authorized to perform: cloudwatch:DescribeAlarms"
+    )
+
+
+def test_command_exits_1_on_a_missing_cluster_and_prints_json(
+    session: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = main(
+        [
+            "preflight",
+            "-c",
+            "cluster_name=gone",
+            "--region",
+            REGION,
+            "--json",
+            "--cdk-json",
+            "/nonexistent/cdk.json",
+        ]
+    )
+    assert status == 1
+    document = json.loads(capsys.readouterr().out)
+    assert document["failed"] is True
+    assert document["checks"][0] == {
+        "check": "cluster",
+        "verdict": "fail",
+        "detail": f"no EKS cluster 'gone' in {REGION}",
+        "fix": "name the cluster with -c cluster_name=NAME and its Region with --region",
+    }
+
+
+def test_command_refuses_the_example_cluster_with_exit_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["preflight", "--cdk-json", "/nonexistent/cdk.json"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "gpu-insights preflight: name the cluster to check: -c cluster_name=NAME"
+    )

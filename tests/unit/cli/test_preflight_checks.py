@@ -1,0 +1,266 @@
+"""Preflight's verdicts on plain data. The rules' sources are cited in cli/preflight_checks.py:
+kubectl's skew (kubernetes.io/releases/version-skew-policy/#kubectl), the Metrics Insights
+alarm quota (docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html), the
+Pod Identity Agent built into Auto Mode (docs.aws.amazon.com/eks/latest/userguide/
+pod-id-agent-setup.html), Bottlerocket's NVIDIA_VISIBLE_DEVICES setting (bottlerocket.dev
+.../api/settings/nvidia-container-runtime)."""
+
+from dataclasses import replace
+
+import pytest
+
+from cdk.settings import AgentCredentials, Settings
+from cli.preflight_checks import (
+    INSIGHTS_ALARM_QUOTA,
+    Addon,
+    Cluster,
+    Facts,
+    NodeGroup,
+    Verdict,
+    check_insights_quota,
+    check_kubectl,
+    check_log_groups,
+    check_nodegroup,
+    check_nodes,
+    check_observability_addon,
+    check_oidc_provider,
+    check_pod_identity,
+    plan_for,
+    run_checks,
+)
+
+CLUSTER = Cluster(
+    "train", "1.33", "ACTIVE", "https://oidc.eks.us-east-1.amazonaws.com/id/ABC", False
+)
+PLAN = plan_for(Settings(cluster_name="train"))
+PROVIDER = "arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-east-1.amazonaws.com/id/ABC"
+
+
+def facts(**kwargs: object) -> Facts:
+    return replace(Facts(region="us-east-1", cluster=CLUSTER), **kwargs)  # type: ignore[arg-type]
+
+
+def test_plan_names_what_the_stacks_create_by_name_and_its_insights_alarms() -> None:
+    assert PLAN.fixed_log_groups == (
+        "/aws/gpu-insights/train/exporter",
+        "/aws/gpu-insights/train/training",
+    )
+    assert PLAN.required_log_group is None
+    # low power, thermal throttling and power brake query Metrics Insights; the rest do not.
+    assert PLAN.insights_alarms == (
+        "gpu-insights-train-gpu-low-power",
+        "gpu-insights-train-gpu-thermal-throttling",
+        "gpu-insights-train-gpu-power-brake",
+    )
+    without_exporter = plan_for(
+        Settings(cluster_name="train", exporter_enabled=False, gpu_instance_type="p5.48xlarge")
+    )
+    assert without_exporter.insights_alarms == ("gpu-insights-train-gpu-low-power",)
+
+
+@pytest.mark.parametrize(
+    ("version", "verdict"),
+    [("1.31", Verdict.FAIL), ("1.32", Verdict.OK), ("1.33", Verdict.OK), ("1.34", Verdict.OK),
+     ("1.35", Verdict.FAIL)],
+)  # fmt: skip
+def test_kubectl_layer_allows_one_minor_version_either_side(version: str, verdict: Verdict) -> None:
+    plan = replace(PLAN, kubectl_used=True)
+    assert check_kubectl(plan, replace(CLUSTER, version=version)).verdict is verdict
+
+
+def test_kubectl_is_no_concern_without_a_kubectl_role() -> None:
+    check = check_kubectl(PLAN, replace(CLUSTER, version="1.29"))
+    assert check.verdict is Verdict.OK
+    assert "no kubectl_role_arn" in check.detail
+
+
+@pytest.mark.parametrize(
+    ("status", "verdict"),
+    [("ACTIVE", Verdict.OK), ("CREATING", Verdict.WARN), ("DEGRADED", Verdict.FAIL),
+     ("CREATE_FAILED", Verdict.FAIL)],
+)  # fmt: skip
+def test_pod_identity_agent_must_be_active(status: str, verdict: Verdict) -> None:
+    addon = Addon("eks-pod-identity-agent", "v1.3.4-eksbuild.1", status)
+    check = check_pod_identity(facts(addons={"eks-pod-identity-agent": addon}), CLUSTER)
+    assert check.verdict is verdict
+    assert check.detail == f"add-on eks-pod-identity-agent v1.3.4-eksbuild.1 is {status}"
+
+
+def test_missing_pod_identity_agent_fails_with_the_command_that_installs_it() -> None:
+    check = check_pod_identity(facts(addons={"eks-pod-identity-agent": None}), CLUSTER)
+    assert check.verdict is Verdict.FAIL
+    assert check.fix.startswith(
+        "aws eks create-addon --cluster-name train --addon-name eks-pod-identity-agent"
+    )
+
+
+def test_auto_mode_has_the_agent_built_in_but_managed_node_groups_do_not() -> None:
+    auto = replace(CLUSTER, auto_mode=True)
+    no_addon = {"eks-pod-identity-agent": None}
+    assert check_pod_identity(facts(addons=no_addon), auto).verdict is Verdict.OK
+    mixed = facts(addons=no_addon, nodegroups=(NodeGroup("system", "AL2023_x86_64_STANDARD"),))
+    check = check_pod_identity(mixed, auto)
+    assert check.verdict is Verdict.FAIL
+    assert "1 managed node group(s)" in check.detail
+
+
+def test_irsa_needs_the_provider_of_the_clusters_issuer() -> None:
+    plan = replace(PLAN, credentials=AgentCredentials.IRSA, oidc_provider_arn=PROVIDER)
+    other = PROVIDER.replace("ABC", "XYZ")
+    assert check_oidc_provider(plan, facts(oidc_provider_arns=(PROVIDER,)), CLUSTER).verdict is (
+        Verdict.OK
+    )
+    missing = check_oidc_provider(plan, facts(oidc_provider_arns=(other,)), CLUSTER)
+    assert missing.verdict is Verdict.FAIL
+    assert missing.fix == "eksctl utils associate-iam-oidc-provider --cluster train --approve"
+    wrong_setting = check_oidc_provider(
+        replace(plan, oidc_provider_arn=other),
+        facts(oidc_provider_arns=(other, PROVIDER)),
+        CLUSTER,
+    )
+    assert wrong_setting.verdict is Verdict.FAIL
+    assert wrong_setting.fix == f"-c oidc_provider_arn={PROVIDER}"
+
+
+def test_an_installed_observability_addon_conflicts_unless_managed_elsewhere() -> None:
+    installed = {"amazon-cloudwatch-observability": Addon("x", "v4.1.0-eksbuild.1", "ACTIVE")}
+    conflict = check_observability_addon(PLAN, facts(addons=installed), CLUSTER)
+    assert conflict.verdict is Verdict.FAIL
+    assert "already exists" in conflict.detail
+    assert "install_addon=false" in conflict.fix
+    elsewhere = replace(PLAN, install_addon=False)
+    assert check_observability_addon(elsewhere, facts(addons=installed), CLUSTER).verdict is (
+        Verdict.OK
+    )
+    absent = {"amazon-cloudwatch-observability": None}
+    assert check_observability_addon(elsewhere, facts(addons=absent), CLUSTER).verdict is (
+        Verdict.WARN
+    )
+    assert check_observability_addon(PLAN, facts(addons=absent), CLUSTER).verdict is Verdict.OK
+
+
+def test_an_existing_fixed_name_log_group_fails_with_its_name() -> None:
+    (check,) = check_log_groups(
+        PLAN, facts(existing_log_groups=frozenset({"/aws/gpu-insights/train/training"}))
+    )
+    assert check.verdict is Verdict.FAIL
+    assert check.detail.startswith("/aws/gpu-insights/train/training already exist")
+    assert "delete-log-group --log-group-name /aws/gpu-insights/train/training" in check.fix
+    (fine,) = check_log_groups(PLAN, facts())
+    assert fine.verdict is Verdict.OK
+
+
+def test_the_host_log_filter_needs_its_log_group() -> None:
+    plan = plan_for(Settings(cluster_name="train", xid_host_log_filter=True))
+    _, host = check_log_groups(plan, facts())
+    assert host.verdict is Verdict.FAIL
+    assert host.detail == (
+        "xid_host_log_filter needs /aws/containerinsights/train/host, which does not exist yet"
+    )
+    _, present = check_log_groups(
+        plan, facts(existing_log_groups=frozenset({"/aws/containerinsights/train/host"}))
+    )
+    assert present.verdict is Verdict.OK
+
+
+@pytest.mark.parametrize(
+    ("existing", "verdict"),
+    [(0, Verdict.OK), (177, Verdict.OK), (178, Verdict.WARN), (197, Verdict.WARN),
+     (198, Verdict.FAIL)],
+)  # fmt: skip
+def test_insights_alarms_count_against_the_quota_of_200(existing: int, verdict: Verdict) -> None:
+    assert INSIGHTS_ALARM_QUOTA == 200
+    names = tuple(f"other-{i}" for i in range(existing))
+    check = check_insights_quota(PLAN, facts(insights_alarms=names))
+    assert check.verdict is verdict
+    assert check.detail.startswith(
+        f"{existing} Metrics Insights alarms exist, this deployment adds 3"
+    )
+
+
+def test_a_redeploy_does_not_count_its_own_alarms_twice() -> None:
+    names = (*PLAN.insights_alarms, "other-0")
+    check = check_insights_quota(PLAN, facts(insights_alarms=names))
+    assert check.detail.startswith("1 Metrics Insights alarms exist, this deployment adds 3: 4 of")
+
+
+@pytest.mark.parametrize(
+    ("ami", "verdict", "words"),
+    [
+        ("AL2023_x86_64_NVIDIA", Verdict.OK, "every GPU (amd64)"),
+        ("AL2_x86_64_GPU", Verdict.OK, "every GPU (amd64)"),
+        ("AL2023_ARM_64_NVIDIA", Verdict.FAIL, "built for amd64 only"),
+        ("BOTTLEROCKET_ARM_64_NVIDIA", Verdict.FAIL, "built for amd64 only"),
+        ("BOTTLEROCKET_x86_64_NVIDIA", Verdict.WARN, "does not honour NVIDIA_VISIBLE_DEVICES"),
+        ("BOTTLEROCKET_x86_64_NVIDIA_FIPS", Verdict.WARN, "does not honour"),
+    ],
+)
+def test_gpu_node_os_and_architecture(ami: str, verdict: Verdict, words: str) -> None:
+    check = check_nodegroup(PLAN, NodeGroup("gpu", ami, ("p5.48xlarge",)))
+    assert check is not None
+    assert check.name == "nodes:gpu"
+    assert check.verdict is verdict
+    assert words in check.detail
+
+
+def test_bottlerocket_fix_names_the_setting() -> None:
+    check = check_nodegroup(PLAN, NodeGroup("gpu", "BOTTLEROCKET_x86_64_NVIDIA"))
+    assert check is not None
+    assert (
+        "settings.nvidia-container-runtime.visible-devices-envvar-when-unprivileged = true"
+        in check.fix
+    )
+
+
+def test_non_gpu_groups_are_skipped_and_custom_gpu_groups_warned() -> None:
+    assert check_nodegroup(PLAN, NodeGroup("sys", "AL2023_x86_64_STANDARD", ("m5.large",))) is None
+    assert check_nodegroup(PLAN, NodeGroup("sys", "CUSTOM", ("c7g.large",))) is None
+    custom = check_nodegroup(PLAN, NodeGroup("gpu", "CUSTOM", ("g5g.xlarge",)))
+    assert custom is not None
+    assert custom.verdict is Verdict.WARN
+
+
+def test_without_the_exporter_node_os_does_not_matter() -> None:
+    plan = replace(PLAN, exporter=False)
+    check = check_nodegroup(plan, NodeGroup("gpu", "AL2023_ARM_64_NVIDIA"))
+    assert check is not None
+    assert check.verdict is Verdict.OK
+    (auto,) = check_nodes(plan, facts(), replace(CLUSTER, auto_mode=True))
+    assert auto.verdict is Verdict.OK
+
+
+def test_auto_mode_warns_that_the_exporter_sees_no_gpu() -> None:
+    (check,) = check_nodes(PLAN, facts(), replace(CLUSTER, auto_mode=True))
+    assert check.name == "nodes:auto-mode"
+    assert check.verdict is Verdict.WARN
+    assert "exporter_enabled=false" in check.fix
+
+
+def test_an_unreadable_fact_fails_its_check_with_the_reason() -> None:
+    denied = facts(unreadable={"alarms": "AccessDenied: not authorized"})
+    check = check_insights_quota(PLAN, denied)
+    assert check.verdict is Verdict.FAIL
+    assert check.detail == "could not read: AccessDenied: not authorized"
+
+
+def test_a_missing_cluster_skips_the_cluster_checks() -> None:
+    checks = run_checks(PLAN, Facts(region="eu-west-1", cluster=None))
+    assert [c.name for c in checks] == ["cluster", "log-groups", "insights-alarm-quota"]
+    assert checks[0].verdict is Verdict.FAIL
+    assert checks[0].detail == "no EKS cluster 'train' in eu-west-1"
+
+
+def test_a_ready_cluster_passes_every_check() -> None:
+    ready = facts(
+        addons={
+            "eks-pod-identity-agent": Addon("eks-pod-identity-agent", "v1", "ACTIVE"),
+            "amazon-cloudwatch-observability": None,
+        },
+        nodegroups=(NodeGroup("gpu", "AL2023_x86_64_NVIDIA", ("p5.48xlarge",)),),
+    )
+    checks = run_checks(PLAN, ready)
+    assert [c.name for c in checks] == [
+        "cluster", "pod-identity-agent", "kubectl-version", "observability-addon",
+        "log-groups", "insights-alarm-quota", "nodes:gpu",
+    ]  # fmt: skip
+    assert {c.verdict for c in checks} == {Verdict.OK}
