@@ -8,6 +8,7 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from agent.metric_contract import NAMESPACE_FINDINGS, training_log_group
+from agent.resource_names import topic_name
 from cdk.constructs.analyzer_function import AnalyzerFunction
 from cdk.constructs.nag import acknowledge_wildcard_resources
 from cdk.constructs.report_bucket import ReportBucket
@@ -221,7 +222,7 @@ class AnalyzersStack(DeploymentStack):
         self.report_topic = sns.Topic(
             self,
             "ReportTopic",
-            topic_name=f"gpu-insights-{settings.cluster_name}-reports",
+            topic_name=topic_name(settings.cluster_name, "reports"),
             master_key=self.report.key,
             enforce_ssl=True,
         )
