@@ -119,6 +119,17 @@ S3_BUCKET: Final = NameRule(
     "https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html",
     first="a-z0-9",
 )
+#: Not an AWS name but CDK's: a nested stack's template is written to
+#: ``<uniqueId>.nested.template.json``, where uniqueId (at most 255 characters) holds the parent
+#: stack's construct id twice for CDK's kubectl provider; a file name may have 255 bytes. A
+#: construct id of at most 80 keeps that file name within the limit.
+CDK_STACK_ID: Final = NameRule(
+    "CDK stack construct id",
+    80,
+    "A-Za-z0-9-",
+    "https://docs.aws.amazon.com/cdk/api/v2/docs/aws-cdk-lib.Names.html",
+    first="A-Za-z",
+)
 RULES: Final = (
     STACK,
     SNS_TOPIC,
@@ -156,6 +167,12 @@ def fit(rule: NameRule, prefix: str, variable: str, suffix: str = "") -> str:
 def stack_name(cluster: str, part: str) -> str:
     """``GpuInsights-<cluster>-<part>``, one stack of a deployment."""
     return fit(STACK, "GpuInsights-", cluster, f"-{part}")
+
+
+def stack_id(cluster: str, part: str) -> str:
+    """The stack's construct id (what ``cdk deploy`` and cdk.out name it): the stack name
+    while that is short, cut with a hash otherwise."""
+    return fit(CDK_STACK_ID, "GpuInsights-", cluster, f"-{part}")
 
 
 def topic_name(cluster: str, purpose: str) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from aws_cdk import App, Stack, Validations
 from cdk_nag import AwsSolutionsChecks
 
-from agent.resource_names import stack_name
+from agent.resource_names import stack_id
 from cdk.settings import Settings, SettingsError, settings_from_context
 from cdk.stacks.alarms_stack import AlarmsStack
 from cdk.stacks.analyzers_stack import AnalyzersStack
@@ -31,9 +31,9 @@ def build(app: App, settings: Settings) -> list[Stack]:
     """Every stack of one deployment, checked by cdk-nag's AwsSolutions pack at synth."""
     cluster = settings.cluster_name
     stacks: list[Stack] = [
-        ObservabilityStack(app, stack_name(cluster, "Observability"), settings=settings),
-        AlarmsStack(app, stack_name(cluster, "Alarms"), settings=settings),
-        AnalyzersStack(app, stack_name(cluster, "Analyzers"), settings=settings),
+        ObservabilityStack(app, stack_id(cluster, ObservabilityStack.part), settings=settings),
+        AlarmsStack(app, stack_id(cluster, AlarmsStack.part), settings=settings),
+        AnalyzersStack(app, stack_id(cluster, AnalyzersStack.part), settings=settings),
     ]
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return stacks

@@ -24,6 +24,8 @@ from dashboards.bodies import all_dashboards, encode
 class AlarmsStack(DeploymentStack):
     """Attributes: ``topics``, ``alarms``, ``notifier``, ``exporter_logs``."""
 
+    part = "Alarms"
+
     def __init__(self, scope: Construct, construct_id: str, *, settings: Settings) -> None:
         super().__init__(
             scope,

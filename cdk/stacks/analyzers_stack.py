@@ -100,6 +100,8 @@ def findings_statements(stack: Stack, report: ReportBucket) -> list[iam.PolicySt
 class AnalyzersStack(DeploymentStack):
     """Attributes: ``report``, ``storage``."""
 
+    part = "Analyzers"
+
     def __init__(self, scope: Construct, construct_id: str, *, settings: Settings) -> None:
         super().__init__(
             scope,
