@@ -9,20 +9,11 @@ from aws_cdk.assertions import Template
 
 from agent import resource_names as names
 from tests.infra.conftest import Synth
+from tests.infra.test_security_review import FULL
 
 #: 100 characters (EKS's maximum) with underscores: valid for EKS, invalid in a stack name.
 LONG_CLUSTER = "gpu_training_" + "x" * 80 + "_prod_1"
-CONTEXT = {
-    "cluster_name": LONG_CLUSTER,
-    "account": "123456789012",
-    "region": "eu-west-1",
-    "kubectl_role_arn": "arn:aws:iam::123456789012:role/eks-admin",
-    "storage_buckets": "train-data",
-    "s3_enable_request_metrics": "true",
-    "xid_host_log_filter": "true",
-    "alarm_emails": "oncall@example.com",
-    "report_emails": "lead@example.com",
-}
+CONTEXT = {**FULL, "cluster_name": LONG_CLUSTER, "report_emails": "lead@example.com"}
 #: (resource type, property) -> the rule its literal value must meet.
 NAME_PROPERTIES: dict[tuple[str, str], names.NameRule] = {
     ("AWS::SNS::Topic", "TopicName"): names.SNS_TOPIC,
