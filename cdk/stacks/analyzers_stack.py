@@ -10,6 +10,7 @@ from constructs import Construct
 from agent.metric_contract import NAMESPACE_FINDINGS, training_log_group
 from agent.resource_names import topic_name
 from cdk.constructs.analyzer_function import AnalyzerFunction
+from cdk.constructs.checkov import LOG_GROUP_REASONS, skip_checks
 from cdk.constructs.nag import acknowledge_wildcard_resources
 from cdk.constructs.report_bucket import ReportBucket
 from cdk.constructs.request_metrics import RequestMetrics
@@ -167,6 +168,7 @@ class AnalyzersStack(DeploymentStack):
             retention=logs.RetentionDays.ONE_MONTH,
             removal_policy=RemovalPolicy.RETAIN,
         )
+        skip_checks(self.training_logs, LOG_GROUP_REASONS)
         logs_arn = self.format_arn(
             service="logs",
             resource="log-group",
