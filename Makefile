@@ -12,7 +12,16 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
 .PHONY: install demo test bench lint typecheck clean
 
-install: $(STAMP)
+# checkov pins boto3==1.35.49 (so botocore 1.35) and packaging<24, older than the project's:
+# it gets its own environment, and tests/infra/test_checkov.py runs it from there.
+CHECKOV_VERSION := 3.3.30
+CHECKOV := $(VENV)/checkov/bin/checkov
+
+install: $(STAMP) $(CHECKOV)
+
+$(CHECKOV):
+	$(PYTHON) -m venv $(VENV)/checkov
+	$(VENV)/checkov/bin/python -m pip install --quiet checkov==$(CHECKOV_VERSION)
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

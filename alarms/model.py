@@ -3,6 +3,8 @@
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from agent.resource_names import alarm_name
+
 
 class Comparison(StrEnum):
     GREATER_OR_EQUAL = "GreaterThanOrEqualToThreshold"
@@ -110,4 +112,4 @@ class AlarmSpec:
     tags: tuple[str, ...] = field(default=())
 
     def alarm_name(self, cluster_name: str) -> str:
-        return f"gpu-insights-{cluster_name}-{self.key}"
+        return alarm_name(cluster_name, self.key)

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from aws_cdk import App, Stack, Validations
 from cdk_nag import AwsSolutionsChecks
 
+from agent.resource_names import stack_id
 from cdk.settings import Settings, SettingsError, settings_from_context
 from cdk.stacks.alarms_stack import AlarmsStack
 from cdk.stacks.analyzers_stack import AnalyzersStack
@@ -28,11 +29,11 @@ def settings_for(app: App, environ: Mapping[str, str]) -> Settings:
 
 def build(app: App, settings: Settings) -> list[Stack]:
     """Every stack of one deployment, checked by cdk-nag's AwsSolutions pack at synth."""
-    prefix = f"GpuInsights-{settings.cluster_name}"
+    cluster = settings.cluster_name
     stacks: list[Stack] = [
-        ObservabilityStack(app, f"{prefix}-Observability", settings=settings),
-        AlarmsStack(app, f"{prefix}-Alarms", settings=settings),
-        AnalyzersStack(app, f"{prefix}-Analyzers", settings=settings),
+        ObservabilityStack(app, stack_id(cluster, ObservabilityStack.part), settings=settings),
+        AlarmsStack(app, stack_id(cluster, AlarmsStack.part), settings=settings),
+        AnalyzersStack(app, stack_id(cluster, AnalyzersStack.part), settings=settings),
     ]
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return stacks

@@ -16,25 +16,24 @@ from typing import Any, Final
 
 from agent.cloudwatch_agent_config import MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS
 from agent.manifest import DEFAULT_GPU_NODE_LABELS
+from agent.resource_names import parameter_name
 from alarms.catalog import AlarmSettings
 from alarms.power_table import gpu_power
+from cdk.aws_values import email_problem, https_problem, iam_arn_problem, schedule_problem
 from lambdas.training_analyzer.gpu_prices import gpu_hour_price
 
 #: The cluster the documented example deployment targets when no cluster_name is given.
 EXAMPLE_CLUSTER_NAME: Final = "example-gpu-cluster"
 
+#: EKS CreateCluster: 1-100 characters, ``^[0-9A-Za-z][A-Za-z0-9\-_]*``.
+#: https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html
 _CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")
 _ADDON_VERSION = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")
 _ACCOUNT = re.compile(r"^\d{12}$")
 _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
-_EMAIL = re.compile(r"^[^@\s,]+@[^@\s,]+\.[^@\s,]+$")
-_OIDC_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:oidc-provider/.+$")
-_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 _LABEL = re.compile(
     r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?=[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
-_SCHEDULE = re.compile(r"^(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\([^()]+\))$")
-_HTTPS = re.compile(r"^https://\S+$")
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _TAINT_KEY = re.compile(
     r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
@@ -143,7 +142,7 @@ class Settings:
     def agent_config_parameter_name(self) -> str:
         """The agent loads ``ssm:`` parameters named ``AmazonCloudWatch-*`` under its default
         policy, so the name keeps that prefix."""
-        return f"AmazonCloudWatch-GpuInsights-{self.cluster_name}"
+        return parameter_name(self.cluster_name)
 
     def __post_init__(self) -> None:
         for key, (pattern, allowed) in _PATTERNS.items():
@@ -151,6 +150,12 @@ class Settings:
             for item in value if isinstance(value, tuple) else (value,):
                 if item is not None:
                     _require(pattern.fullmatch(str(item)), key, item, allowed)
+        for key, check in _CHECKS.items():
+            value = getattr(self, key)
+            for item in value if isinstance(value, tuple) else (value,):
+                if item is not None:
+                    problem = check(item)
+                    _require(problem is None, key, item, problem or "")
         for key, (low, high, unit) in _RANGES.items():
             value = getattr(self, key)
             _require(low <= value <= high, key, value, f"{low} to {high} {unit}")
@@ -190,33 +195,25 @@ _PATTERNS: Final[dict[str, tuple[re.Pattern[str], str]]] = {
     "account": (_ACCOUNT, "a 12-digit AWS account id"),
     "region": (_REGION, "an AWS region name such as us-east-1"),
     "addon_version": (_ADDON_VERSION, "an EKS add-on version such as v4.1.0-eksbuild.1"),
-    "oidc_provider_arn": (
-        _OIDC_ARN,
-        "an ARN such as arn:aws:iam::123456789012:oidc-provider/oidc.eks...",
-    ),
     "gpu_taint_keys": (_TAINT_KEY, "Kubernetes taint keys such as nvidia.com/gpu"),
     "gpu_node_labels": (
         _LABEL,
         "Kubernetes labels as key=value, such as nvidia.com/gpu.present=true",
     ),
-    "kubectl_role_arn": (_ROLE_ARN, "an IAM role ARN such as arn:aws:iam::123456789012:role/x"),
-    "storage_schedule": (
-        _SCHEDULE,
-        "an EventBridge schedule such as rate(1 day) or cron(0 6 * * ? *)",
-    ),
-    "report_schedule": (
-        _SCHEDULE,
-        "an EventBridge schedule such as cron(0 8 ? * MON *)",
-    ),
-    "training_schedule": (
-        _SCHEDULE,
-        "an EventBridge schedule such as rate(1 day) or cron(0 7 * * ? *)",
-    ),
     "storage_buckets": (_BUCKET, "S3 bucket names"),
-    "alarm_https_endpoints": (_HTTPS, "https:// URLs"),
-    "alarm_emails": (_EMAIL, "email addresses such as ops@example.com"),
-    "warning_emails": (_EMAIL, "email addresses such as ops@example.com"),
-    "report_emails": (_EMAIL, "email addresses such as ops@example.com"),
+}
+#: Settings whose value (or each value of a list) AWS checks by rules beyond a pattern: a
+#: function that says why AWS would refuse a value, or None.
+_CHECKS: Final[dict[str, Callable[[str], str | None]]] = {
+    "oidc_provider_arn": lambda arn: iam_arn_problem(arn, "oidc-provider"),
+    "kubectl_role_arn": lambda arn: iam_arn_problem(arn, "role"),
+    "storage_schedule": schedule_problem,
+    "training_schedule": schedule_problem,
+    "report_schedule": schedule_problem,
+    "alarm_https_endpoints": https_problem,
+    "alarm_emails": email_problem,
+    "warning_emails": email_problem,
+    "report_emails": email_problem,
 }
 #: Numeric settings and their inclusive bounds: (low, high, unit).
 _RANGES: Final[dict[str, tuple[int, int, str]]] = {

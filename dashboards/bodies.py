@@ -23,6 +23,7 @@ from agent.metric_contract import (
     GpuMetric,
     TrainingMetric,
 )
+from agent.resource_names import dashboard_name
 from dashboards.widgets import alarms, graph, layout, search, text
 
 #: CloudWatch refuses dashboard bodies above this size.
@@ -315,10 +316,10 @@ def all_dashboards(
 ) -> dict[str, dict[str, Any]]:
     """Dashboard name -> body, for the CDK app and the demo."""
     return {
-        f"gpu-insights-{cluster}-gpu-fleet": gpu_fleet(cluster, region),
-        f"gpu-insights-{cluster}-training": training_jobs(cluster, region),
-        f"gpu-insights-{cluster}-storage": storage(cluster, buckets, region),
-        f"gpu-insights-{cluster}-findings": findings_and_alarms(cluster, alarm_arns, region),
+        dashboard_name(cluster, "gpu-fleet"): gpu_fleet(cluster, region),
+        dashboard_name(cluster, "training"): training_jobs(cluster, region),
+        dashboard_name(cluster, "storage"): storage(cluster, buckets, region),
+        dashboard_name(cluster, "findings"): findings_and_alarms(cluster, alarm_arns, region),
     }
 
 

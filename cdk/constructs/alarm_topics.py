@@ -8,6 +8,8 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
+from agent.resource_names import topic_display_name, topic_name
+
 
 class AlarmTopics(Construct):
     """Attributes: ``key``, ``critical``, ``warning``."""
@@ -39,8 +41,8 @@ class AlarmTopics(Construct):
                 resources=["*"],
             )
         )
-        self.critical = self._topic("Critical", f"gpu-insights-{cluster_name}-critical")
-        self.warning = self._topic("Warning", f"gpu-insights-{cluster_name}-warning")
+        self.critical = self._topic("Critical", cluster_name, "critical")
+        self.warning = self._topic("Warning", cluster_name, "warning")
         for email in critical_emails:
             self.critical.add_subscription(subscriptions.EmailSubscription(email))
         for url in critical_https:
@@ -48,12 +50,12 @@ class AlarmTopics(Construct):
         for email in warning_emails:
             self.warning.add_subscription(subscriptions.EmailSubscription(email))
 
-    def _topic(self, construct_id: str, name: str) -> sns.Topic:
+    def _topic(self, construct_id: str, cluster_name: str, purpose: str) -> sns.Topic:
         return sns.Topic(
             self,
             construct_id,
-            topic_name=name,
-            display_name=name,
+            topic_name=topic_name(cluster_name, purpose),
+            display_name=topic_display_name(cluster_name, purpose),
             master_key=self.key,
             enforce_ssl=True,
         )

@@ -13,6 +13,13 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from cdk.constructs.checkov import (
+    FUNCTION_REASONS,
+    LOG_GROUP_REASONS,
+    ON_FAILURE_REASON,
+    SSE_SQS_REASONS,
+    skip_checks,
+)
 from cdk.constructs.lambda_code import lambda_code
 
 
@@ -86,6 +93,9 @@ class AnalyzerFunction(Construct):
             retry_attempts=2,
             on_failure=destinations.SqsDestination(self.failures),
         )
+        skip_checks(self.function, {**FUNCTION_REASONS, **ON_FAILURE_REASON})
+        skip_checks(logs_group, LOG_GROUP_REASONS)
+        skip_checks(self.failures, SSE_SQS_REASONS)
         self.schedule = events.Rule(
             self,
             "Schedule",

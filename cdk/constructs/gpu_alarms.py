@@ -8,6 +8,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from agent.resource_names import alarm_name
 from alarms.model import AlarmSpec, Difference, InsightsQuery, MetricStat, Severity
 
 
@@ -99,7 +100,7 @@ class GpuAlarms(Construct):
         self.composite = cloudwatch.CfnCompositeAlarm(
             self,
             "FleetHealth",
-            alarm_name=f"gpu-insights-{cluster_name}-gpu-fleet-health",
+            alarm_name=alarm_name(cluster_name, "gpu-fleet-health"),
             alarm_rule=" OR ".join(f'ALARM("{name}")' for name in names),
             alarm_description=(
                 f"GPU fleet health of {cluster_name}: in ALARM while any GPU alarm is. It sends "

@@ -8,6 +8,7 @@ from aws_cdk import aws_eks as eks
 from constructs import Construct
 
 from agent.manifest import exporter_manifests
+from cdk.constructs.checkov import skip_provider_functions
 
 AGENT_DIR = Path(__file__).resolve().parents[2] / "agent"
 
@@ -82,6 +83,7 @@ def _acknowledge_kubectl_provider(stack: Stack) -> None:
             Validations.of(child).acknowledge(
                 *(Acknowledgment(id=rule, reason=reason) for rule, reason in _KUBECTL_PROVIDER)
             )
+            skip_provider_functions(child)
 
 
 _ECR_PUBLIC_POLICY = (

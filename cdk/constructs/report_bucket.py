@@ -6,6 +6,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from cdk.constructs.checkov import skip_checks
+
 
 class ReportBucket(Construct):
     """Attributes: ``key``, ``bucket``, ``access_logs``. Stateful: keep the construct ids."""
@@ -34,6 +36,14 @@ class ReportBucket(Construct):
                 id="AwsSolutions-S1",
                 reason="holds the report bucket's access logs; logging it too would recurse",
             )
+        )
+        skip_checks(
+            self.access_logs,
+            {
+                "CKV_AWS_18": "holds the report bucket's access logs; logging it too would recurse",
+                "CKV_AWS_21": "S3 log delivery writes each log object once; versions would only "
+                "keep deleted logs past their 90-day expiry",
+            },
         )
         self.bucket = s3.Bucket(
             self,

@@ -11,6 +11,8 @@ from aws_cdk import Acknowledgment, Stack, Validations
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
+from cdk.constructs.checkov import skip_provider_functions
+
 FILTER_ID = "EntireBucket"
 
 
@@ -49,3 +51,4 @@ class RequestMetrics(Construct):
                     ),
                     Acknowledgment(id="AwsSolutions-L1", reason="CDK pins the provider's runtime"),
                 )
+                skip_provider_functions(child)

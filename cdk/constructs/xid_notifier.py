@@ -13,6 +13,12 @@ from constructs import Construct
 
 from agent.metric_contract import DIM_XID_CODE
 from agent.xid import KERNEL_XID_FILTER_PATTERN
+from cdk.constructs.checkov import (
+    FUNCTION_REASONS,
+    LOG_GROUP_REASONS,
+    SSE_SQS_REASONS,
+    skip_checks,
+)
 from cdk.constructs.lambda_code import lambda_code
 
 #: What the function imports: its own code, the shared client factory, and the XID table it
@@ -80,6 +86,9 @@ class XidNotifier(Construct):
                 "WARNING_TOPIC_ARN": warning.topic_arn,
             },
         )
+        skip_checks(self.function, FUNCTION_REASONS)
+        skip_checks(function_logs, LOG_GROUP_REASONS)
+        skip_checks(self.dead_letters, SSE_SQS_REASONS)
         # Listed, not granted through grant_publish: that would add kms:GenerateDataKey*.
         role.add_to_policy(
             iam.PolicyStatement(

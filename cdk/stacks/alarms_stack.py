@@ -14,6 +14,7 @@ from agent.metric_contract import (
 from agent.xid import KERNEL_XID_FILTER_PATTERN
 from alarms.catalog import gpu_alarms
 from cdk.constructs.alarm_topics import AlarmTopics
+from cdk.constructs.checkov import LOG_GROUP_REASONS, skip_checks
 from cdk.constructs.gpu_alarms import GpuAlarms
 from cdk.constructs.xid_notifier import XidNotifier
 from cdk.settings import Settings
@@ -23,6 +24,8 @@ from dashboards.bodies import all_dashboards, encode
 
 class AlarmsStack(DeploymentStack):
     """Attributes: ``topics``, ``alarms``, ``notifier``, ``exporter_logs``."""
+
+    part = "Alarms"
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: Settings) -> None:
         super().__init__(
@@ -49,6 +52,7 @@ class AlarmsStack(DeploymentStack):
             retention=logs.RetentionDays.ONE_MONTH,
             removal_policy=RemovalPolicy.RETAIN,
         )
+        skip_checks(self.exporter_logs, LOG_GROUP_REASONS)
         alarm_settings = settings.alarm_settings()
         host_logs = None
         if alarm_settings.host_logs:

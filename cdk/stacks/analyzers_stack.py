@@ -8,7 +8,9 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from agent.metric_contract import NAMESPACE_FINDINGS, training_log_group
+from agent.resource_names import topic_name
 from cdk.constructs.analyzer_function import AnalyzerFunction
+from cdk.constructs.checkov import LOG_GROUP_REASONS, skip_checks
 from cdk.constructs.nag import acknowledge_wildcard_resources
 from cdk.constructs.report_bucket import ReportBucket
 from cdk.constructs.request_metrics import RequestMetrics
@@ -99,6 +101,8 @@ def findings_statements(stack: Stack, report: ReportBucket) -> list[iam.PolicySt
 class AnalyzersStack(DeploymentStack):
     """Attributes: ``report``, ``storage``."""
 
+    part = "Analyzers"
+
     def __init__(self, scope: Construct, construct_id: str, *, settings: Settings) -> None:
         super().__init__(
             scope,
@@ -164,6 +168,7 @@ class AnalyzersStack(DeploymentStack):
             retention=logs.RetentionDays.ONE_MONTH,
             removal_policy=RemovalPolicy.RETAIN,
         )
+        skip_checks(self.training_logs, LOG_GROUP_REASONS)
         logs_arn = self.format_arn(
             service="logs",
             resource="log-group",
@@ -221,7 +226,7 @@ class AnalyzersStack(DeploymentStack):
         self.report_topic = sns.Topic(
             self,
             "ReportTopic",
-            topic_name=f"gpu-insights-{settings.cluster_name}-reports",
+            topic_name=topic_name(settings.cluster_name, "reports"),
             master_key=self.report.key,
             enforce_ssl=True,
         )

@@ -1,12 +1,18 @@
 """What every stack of a deployment shares: its account and region from the settings."""
 
+from typing import ClassVar
+
 from aws_cdk import Environment, Stack
 from constructs import Construct
 
+from agent.resource_names import stack_name
 from cdk.settings import Settings
 
 
 class DeploymentStack(Stack):
+    #: What the stack holds; the last part of its name, such as ``Alarms``.
+    part: ClassVar[str]
+
     def __init__(
         self, scope: Construct, construct_id: str, *, settings: Settings, description: str
     ) -> None:
@@ -15,6 +21,7 @@ class DeploymentStack(Stack):
         super().__init__(
             scope,
             construct_id,
+            stack_name=stack_name(settings.cluster_name, self.part),
             description=f"EKS GPU Insights: {description}",
             env=Environment(account=settings.account, region=settings.region),
         )

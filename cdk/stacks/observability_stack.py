@@ -15,6 +15,8 @@ from cdk.stacks.deployment_stack import DeploymentStack
 class ObservabilityStack(DeploymentStack):
     """Attributes: ``addon`` (None when the add-on is managed elsewhere), ``agent_config``."""
 
+    part = "Observability"
+
     def __init__(self, scope: Construct, construct_id: str, *, settings: Settings) -> None:
         super().__init__(
             scope,

@@ -95,3 +95,121 @@ def test_settings_are_frozen() -> None:
     settings = Settings(cluster_name="train")
     with pytest.raises(AttributeError):
         settings.cluster_name = "other"  # type: ignore[misc]
+
+
+# EventBridge rate expressions: "If the value is equal to 1, then the unit must be singular. If
+# the value is greater than 1, the unit must be plural"; value is "a positive number".
+# https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rate-expressions.html
+# Cron: six fields; "If you specify a value or a * (asterisk) in one of the [day-of-month,
+# day-of-week] fields, you must use a ? in the other."
+# https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-scheduled-rule-pattern.html
+@pytest.mark.parametrize(
+    ("value", "allowed"),
+    [
+        ("cron(bad)", "6 fields"),
+        ("rate(1 minutes)", "singular unit for 1"),
+        ("rate(5 hour)", "plural one above"),
+        ("rate(0 days)", "at least 1"),
+        ("rate(1 week)", "rate(value unit)"),
+        ("every day", "rate(value unit)"),
+        ("cron(0 8 * * MON *)", "'?' in exactly one"),
+        ("cron(0 8 ? * ? *)", "'?' in exactly one"),
+        ("cron(0 8 ? * MON)", "6 fields"),
+        ("cron(60 8 ? * MON *)", "minutes field"),
+        ("cron(0 24 * * ? *)", "hours field"),
+        ("cron(0 8 32 * ? *)", "day-of-month field"),
+        ("cron(0 8 ? FOO MON *)", "month field"),
+        ("cron(0 8 ? * 3#6 *)", "day-of-week field"),
+        ("cron(0 8 * * ? 1969)", "year field"),
+    ],
+)
+def test_schedules_eventbridge_refuses_are_refused(value: str, allowed: str) -> None:
+    for key in ("storage_schedule", "training_schedule", "report_schedule"):
+        with pytest.raises(SettingsError) as err:
+            settings_from_context({key: value})
+        message = str(err.value)
+        assert message.startswith(f"setting {key}={value!r} is not valid: expected ")
+        assert allowed in message
+        assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "rate(1 minute)",
+        "rate(5 minutes)",
+        "rate(1 hour)",
+        "rate(7 days)",
+        "cron(0 10 * * ? *)",
+        "cron(15 12 * * ? *)",
+        "cron(0 18 ? * MON-FRI *)",
+        "cron(0 8 1 * ? *)",
+        "cron(0/15 * * * ? *)",
+        "cron(0/10 * ? * MON-FRI *)",
+        "cron(0/5 8-17 ? * MON-FRI *)",
+        "cron(0 9 ? * 2#1 *)",
+        "cron(0 10 ? * 6L 2022-2023)",
+        "cron(0 0 3W * ? *)",
+        "cron(0 0 L * ? *)",
+        "cron(0 8 1,15 JAN,JUL ? *)",
+    ],
+)
+def test_schedules_from_the_eventbridge_docs_are_accepted(value: str) -> None:
+    assert settings_from_context({"storage_schedule": value}).storage_schedule == value
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "allowed"),
+    [
+        ("kubectl_role_arn", "arn:aws:s3:::train-data", "service iam, not 's3'"),
+        ("kubectl_role_arn", "arn:aws:iam::123456789012:user/ops", "IAM role ARN"),
+        ("kubectl_role_arn", "arn:aws:iam:us-east-1:123456789012:role/x", "no region"),
+        ("kubectl_role_arn", "arn:aws:iam::12345:role/x", "12-digit account"),
+        ("kubectl_role_arn", "arn:azure:iam::123456789012:role/x", "AWS partition"),
+        ("kubectl_role_arn", "arn:aws:iam::123456789012:role/" + "r" * 65, "IAM role ARN"),
+        ("kubectl_role_arn", "eks-admin", "arn:partition:service"),
+        ("oidc_provider_arn", "arn:aws:iam::123456789012:role/x", "oidc-provider"),
+        ("alarm_emails", "oncall@", "email addresses"),
+        ("alarm_emails", "on call@example.com", "email addresses"),
+        ("warning_emails", "ops@localhost", "domain such as example.com"),
+        ("report_emails", "ops@-bad.example.com", "domain such as example.com"),
+        ("report_emails", "o" * 65 + "@example.com", "email addresses"),
+        ("alarm_https_endpoints", "http://pager.example.com/hook", "https:// URLs"),
+        ("alarm_https_endpoints", "https://", "https:// URLs"),
+        ("alarm_https_endpoints", "https://pager.example.com:99999/x", "valid host and port"),
+        ("alarm_https_endpoints", "https://bad_host/x", "valid host and port"),
+    ],
+)
+def test_endpoints_and_arns_aws_refuses_are_refused(key: str, value: str, allowed: str) -> None:
+    with pytest.raises(SettingsError) as err:
+        settings_from_context({key: value})
+    message = str(err.value)
+    assert message.startswith(f"setting {key}={value!r} is not valid: expected ")
+    assert allowed in message
+
+
+def test_good_endpoints_and_arns_are_accepted() -> None:
+    settings = settings_from_context(
+        {
+            "kubectl_role_arn": "arn:aws-us-gov:iam::123456789012:role/platform/eks-admin",
+            "agent_credentials": "irsa",
+            "oidc_provider_arn": "arn:aws-cn:iam::123456789012:oidc-provider/"
+            "oidc.eks.cn-north-1.amazonaws.com.cn/id/ABC123",
+            "alarm_emails": "first.last+gpu@ops.example.co.uk",
+            "alarm_https_endpoints": "https://events.pagerduty.com:443/integration/KEY/enqueue",
+        }
+    )
+    assert settings.kubectl_role_arn == "arn:aws-us-gov:iam::123456789012:role/platform/eks-admin"
+
+
+@pytest.mark.parametrize("cluster", ["gpu_train", "a" * 100, "9" + "_" * 99])
+def test_every_eks_cluster_name_is_a_setting(cluster: str) -> None:
+    """EKS CreateCluster: 1-100 characters, ``^[0-9A-Za-z][A-Za-z0-9\\-_]*``.
+    https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html"""
+    assert settings_from_context({"cluster_name": cluster}).cluster_name == cluster
+
+
+@pytest.mark.parametrize("cluster", ["a" * 101, "-train", "train.prod"])
+def test_a_name_eks_refuses_is_refused(cluster: str) -> None:
+    with pytest.raises(SettingsError, match="1-100 letters, digits"):
+        settings_from_context({"cluster_name": cluster})

@@ -1,0 +1,177 @@
+"""What AWS accepts for the values a user types into settings: schedules, email and HTTPS
+subscription endpoints, ARNs. Each check returns ``None`` for a good value, or a short reason
+that the settings' one-line error carries, so a bad value stops synth instead of a deploy.
+"""
+
+import re
+from typing import Final
+from urllib.parse import urlsplit
+
+# EventBridge scheduled rules: "rate(value unit)" and "cron(6 fields)".
+# https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rate-expressions.html
+# https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-scheduled-rule-pattern.html
+_RATE: Final = re.compile(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)")
+_CRON: Final = re.compile(r"cron\(([^()]*)\)")
+_MONTHS: Final = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN")
+_MONTHS_ALL: Final = (*_MONTHS, "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
+_DAYS: Final = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
+_CRON_SHAPE: Final = "cron(minutes hours day-of-month month day-of-week year)"
+
+
+def schedule_problem(expression: str) -> str | None:
+    """Why EventBridge would refuse this schedule expression, or None."""
+    rate = _RATE.fullmatch(expression)
+    if rate:
+        value, unit = int(rate.group(1)), rate.group(2)
+        if value < 1:
+            return "a rate of at least 1"
+        if (value == 1) == unit.endswith("s"):
+            return "a singular unit for 1 and a plural one above, such as rate(1 day), rate(2 days)"
+        return None
+    cron = _CRON.fullmatch(expression)
+    if not cron:
+        return f"rate(value unit) or {_CRON_SHAPE}"
+    return _cron_problem(cron.group(1).split())
+
+
+def _cron_problem(fields: list[str]) -> str | None:
+    if len(fields) != 6:
+        return f"6 fields in {_CRON_SHAPE}, not {len(fields)}"
+    minutes, hours, day_of_month, month, day_of_week, year = fields
+    checks = (
+        ("minutes", minutes, _cron_field(minutes, 0, 59, (), "")),
+        ("hours", hours, _cron_field(hours, 0, 23, (), "")),
+        ("day-of-month", day_of_month, _cron_field(day_of_month, 1, 31, (), "?LW")),
+        ("month", month, _cron_field(month, 1, 12, _MONTHS_ALL, "")),
+        ("day-of-week", day_of_week, _cron_field(day_of_week, 1, 7, _DAYS, "?L#")),
+        ("year", year, _cron_field(year, 1970, 2199, (), "")),
+    )
+    for name, value, ok in checks:
+        if not ok:
+            return f"a valid cron {name} field, not {value!r}"
+    # "You can't specify the Day-of-month and Day-of-week fields in the same cron expression.
+    # If you specify a value or a * (asterisk) in one of the fields, you must use a ? in the
+    # other."
+    if (day_of_month == "?") == (day_of_week == "?"):
+        return "'?' in exactly one of day-of-month and day-of-week"
+    return None
+
+
+def _cron_field(field: str, low: int, high: int, names: tuple[str, ...], extra: str) -> bool:
+    """One cron field: ``*``, ``?`` (where allowed), or a comma list of values, ranges and
+    ``/`` increments, with ``L``, ``W`` and ``#`` where the field allows them."""
+    if field == "*" or (field == "?" and "?" in extra):
+        return True
+    if field == "L" and "L" in extra:
+        return True
+    if "#" in field:
+        weekday, _, nth = field.partition("#")
+        return "#" in extra and _value(weekday, low, high, names) and nth in set("12345")
+    for part in field.split(","):
+        base, slash, step = part.partition("/")
+        if slash and not (step.isdigit() and int(step) >= 1):
+            return False
+        if base == "*" and slash:
+            continue
+        if "W" in extra and base.endswith("W") and _value(base[:-1], low, high, names):
+            continue
+        if "L" in extra and base.endswith("L") and _value(base[:-1], low, high, names):
+            continue
+        start, dash, end = base.partition("-")
+        if not _value(start, low, high, names) or (dash and not _value(end, low, high, names)):
+            return False
+    return True
+
+
+def _value(text: str, low: int, high: int, names: tuple[str, ...]) -> bool:
+    if text.upper() in names:
+        return True
+    return text.isdigit() and low <= int(text) <= high
+
+
+# SNS email subscriptions deliver to an address of at most 254 characters with a local part of
+# at most 64 (RFC 5321, section 4.5.3.1); a domain is dot-separated labels of letters, digits
+# and hyphens that neither start nor end with a hyphen.
+_LOCAL: Final = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*")
+_LABEL: Final = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+
+
+def email_problem(address: str) -> str | None:
+    local, at, domain = address.rpartition("@")
+    if not at or not _LOCAL.fullmatch(local) or len(local) > 64 or len(address) > 254:
+        return "email addresses such as ops@example.com"
+    return None if _domain_ok(domain) else "email addresses with a domain such as example.com"
+
+
+def _domain_ok(domain: str) -> bool:
+    labels = domain.split(".")
+    return (
+        len(labels) >= 2
+        and all(_LABEL.fullmatch(label) for label in labels)
+        and not labels[-1].isdigit()
+    )
+
+
+def https_problem(url: str) -> str | None:
+    """SNS delivers an ``https`` subscription to a URL "beginning with https://"; the host must
+    be a DNS name a notification can reach.
+    https://docs.aws.amazon.com/sns/latest/api/API_Subscribe.html"""
+    if any(char.isspace() for char in url):
+        return "https:// URLs without spaces"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return "https:// URLs with a valid host and port"
+    if parts.scheme != "https" or not parts.hostname:
+        return "https:// URLs such as https://events.pagerduty.com/integration/KEY/enqueue"
+    if port == 0 or not (_domain_ok(parts.hostname) or parts.hostname == "localhost"):
+        return "https:// URLs with a valid host and port"
+    return None
+
+
+# arn:partition:service:region:account-id:resource
+# https://docs.aws.amazon.com/IAM/latest/UserGuide/reference-arns.html
+PARTITIONS: Final = frozenset(
+    {"aws", "aws-cn", "aws-us-gov", "aws-iso", "aws-iso-b", "aws-iso-e", "aws-iso-f", "aws-eusc"}
+)
+#: IAM role path and name: "/" or /path/ of up to 512 characters, name 1-64 of [\w+=,.@-].
+#: https://docs.aws.amazon.com/IAM/latest/APIReference/API_Role.html
+_ROLE: Final = re.compile(r"role(?P<path>(/[\x21-\x7e]+)*)/[\w+=,.@-]{1,64}")
+_OIDC_PROVIDER: Final = re.compile(r"oidc-provider/[A-Za-z0-9.-]+(/[\x21-\x7e]+)*")
+
+
+_EXAMPLES: Final = {
+    "role": "arn:aws:iam::123456789012:role/eks-admin",
+    "oidc-provider": (
+        "arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-east-1.amazonaws.com/id/ABC123"
+    ),
+}
+
+
+def iam_arn_problem(arn: str, resource_type: str) -> str | None:
+    """Why ``arn`` is not an IAM ARN of ``resource_type`` (``role`` or ``oidc-provider``)."""
+    example = _EXAMPLES[resource_type]
+    parts = arn.split(":", 5)
+    if len(parts) != 6 or parts[0] != "arn":
+        return f"an ARN arn:partition:service:region:account:resource, such as {example}"
+    _, partition, service, region, account, resource = parts
+    pattern = _ROLE if resource_type == "role" else _OIDC_PROVIDER
+    match = pattern.fullmatch(resource)
+    problems = (
+        (
+            partition in PARTITIONS,
+            f"an ARN in an AWS partition ({', '.join(sorted(PARTITIONS))}), not {partition!r}",
+        ),
+        (service == "iam", f"an IAM {resource_type} ARN (service iam, not {service!r})"),
+        (not region, "an IAM ARN with no region (IAM is global)"),
+        (re.fullmatch(r"\d{12}", account) is not None, "an ARN with a 12-digit account id"),
+        (
+            match is not None and len(match.groupdict().get("path") or "/") <= 512,
+            f"an IAM {resource_type} ARN",
+        ),
+    )
+    for ok, expected in problems:
+        if not ok:
+            return f"{expected}, such as {example}"
+    return None
