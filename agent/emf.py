@@ -92,32 +92,13 @@ def emf_document(
     return document
 
 
-def emf_documents(
-    *,
-    namespace: str,
-    timestamp_ms: int,
-    dimension_sets: Sequence[Sequence[str]],
-    dimensions: Mapping[str, str],
-    metrics: Mapping[str, float],
-    units: Mapping[str, str],
-    properties: Mapping[str, object] | None = None,
-    log_group: str | None = None,
-) -> list[EmfDocument]:
-    """As many documents as the metrics need, ``MAX_METRICS_PER_DIRECTIVE`` finite values each
-    (in the order given), every one with the same dimensions, properties and time: more
-    metrics than one directive holds are split, never dropped. No finite value, no document."""
+def metric_chunks(metrics: Mapping[str, float]) -> list[dict[str, float]]:
+    """The finite values in groups of at most ``MAX_METRICS_PER_DIRECTIVE``, in the order given:
+    one ``emf_document`` each, so that more metrics than a directive holds are split, never
+    dropped. No finite value, no group."""
     finite = [(name, value) for name, value in metrics.items() if math.isfinite(value)]
     return [
-        emf_document(
-            namespace=namespace,
-            timestamp_ms=timestamp_ms,
-            dimension_sets=dimension_sets,
-            dimensions=dimensions,
-            metrics=dict(finite[start : start + MAX_METRICS_PER_DIRECTIVE]),
-            units=units,
-            properties=properties,
-            log_group=log_group,
-        )
+        dict(finite[start : start + MAX_METRICS_PER_DIRECTIVE])
         for start in range(0, len(finite), MAX_METRICS_PER_DIRECTIVE)
     ]
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from agent.emf import MAX_NAME_LENGTH, METADATA_KEY, EmfDocument, emf_documents
+from agent.emf import MAX_NAME_LENGTH, METADATA_KEY, EmfDocument, emf_document, metric_chunks
 from agent.metric_contract import (
     DIM_CLUSTER,
     DIM_JOB,
@@ -223,16 +223,19 @@ class TrainingMetrics:
         properties: dict[str, object] = {PROP_RANK: self.rank}
         if self.node_name:
             properties[DIM_NODE] = self.node_name
-        return emf_documents(
-            namespace=NAMESPACE_TRAINING,
-            timestamp_ms=int(stamp * 1000),
-            dimension_sets=[TRAINING_DIMENSIONS],
-            dimensions={DIM_CLUSTER: self.cluster_name, DIM_JOB: self.job_name},
-            metrics={str(k): v for k, v in metrics.items()},
-            units=units,
-            properties=properties,
-            log_group=training_log_group(self.cluster_name),
-        )
+        return [
+            emf_document(
+                namespace=NAMESPACE_TRAINING,
+                timestamp_ms=int(stamp * 1000),
+                dimension_sets=[TRAINING_DIMENSIONS],
+                dimensions={DIM_CLUSTER: self.cluster_name, DIM_JOB: self.job_name},
+                metrics=chunk,
+                units=units,
+                properties=properties,
+                log_group=training_log_group(self.cluster_name),
+            )
+            for chunk in metric_chunks({str(k): v for k, v in metrics.items()})
+        ]
 
     def flush(self) -> None:
         """Emit the window and start a new one. Never raises."""

@@ -10,8 +10,8 @@ from agent.emf import (
     MAX_NAME_LENGTH,
     EmfError,
     emf_document,
-    emf_documents,
     encode,
+    metric_chunks,
     metric_data,
     parse_emf_line,
 )
@@ -110,7 +110,7 @@ def test_limits_are_the_specifications() -> None:
 def test_over_100_metrics_split_into_valid_documents_and_none_is_dropped() -> None:
     metrics = {f"layer_{i:03d}_grad_norm": i / 4 for i in range(250)}
     metrics["layer_007_grad_norm"] = math.nan  # still dropped: CloudWatch refuses NaN
-    documents = emf_documents(metrics=metrics, **_common())
+    documents = [emf_document(metrics=chunk, **_common()) for chunk in metric_chunks(metrics)]
     assert [len(d["_aws"]["CloudWatchMetrics"][0]["Metrics"]) for d in documents] == [100, 100, 49]
     published = {}
     for document in documents:
@@ -126,7 +126,7 @@ def test_over_100_metrics_split_into_valid_documents_and_none_is_dropped() -> No
     assert len(published) == 249
     assert published["layer_249_grad_norm"] == 62.25
     assert "layer_007_grad_norm" not in published
-    assert emf_documents(metrics={"loss": math.inf}, **_common()) == []
+    assert metric_chunks({"loss": math.inf}) == []
 
 
 @pytest.mark.parametrize(
