@@ -68,3 +68,29 @@ def observability_chart_values() -> dict[str, Any]:
         (DATA / "amazon-cloudwatch-observability-values.yaml").read_text()
     )
     return values
+
+
+#: Keys the agent reads that neither its schema nor its translator's key constants spell:
+#: ``nvidia_gpu`` is the section the CloudWatch User Guide documents for NVIDIA GPUs
+#: ("Collect NVIDIA GPU metrics", awsdocs/amazon-cloudwatch-user-guide
+#: doc_source/CloudWatch-Agent-NVIDIA-GPU.md; the schema calls it ``nvidia_smi``), and the
+#: four EC2 dimensions are the only keys ``append_dimensions`` supports (the schema's own
+#: description of that field).
+DOCUMENTED_AGENT_KEYS = frozenset(
+    {"nvidia_gpu", "ImageId", "InstanceId", "InstanceType", "AutoScalingGroupName"}
+)
+
+
+def unknown_agent_keys(node: object, path: str = "") -> list[str]:
+    """Paths of the keys in an agent configuration that the agent does not know."""
+    known = translator_keys() | agent_schema_keys() | DOCUMENTED_AGENT_KEYS
+    unknown: list[str] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key not in known:
+                unknown.append(f"{path}/{key}")
+            unknown += unknown_agent_keys(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for value in node:
+            unknown += unknown_agent_keys(value, path)
+    return unknown

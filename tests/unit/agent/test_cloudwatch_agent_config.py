@@ -1,5 +1,4 @@
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
@@ -14,21 +13,7 @@ from agent.cloudwatch_agent_config import (
 )
 from agent.metric_contract import NAMESPACE_CW_AGENT
 from cli.main import main
-from tests.unit.agent.reference_data import (
-    agent_schema_keys,
-    nvidia_smi_allowlist,
-    translator_keys,
-)
-
-#: Keys the agent reads that neither its schema nor its translator's key constants spell:
-#: ``nvidia_gpu`` is the section the CloudWatch User Guide documents for NVIDIA GPUs
-#: ("Collect NVIDIA GPU metrics", awsdocs/amazon-cloudwatch-user-guide
-#: doc_source/CloudWatch-Agent-NVIDIA-GPU.md; the schema calls it ``nvidia_smi``), and the
-#: four EC2 dimensions are the only keys ``append_dimensions`` supports (the schema's own
-#: description of that field).
-DOCUMENTED_KEYS = frozenset(
-    {"nvidia_gpu", "ImageId", "InstanceId", "InstanceType", "AutoScalingGroupName"}
-)
+from tests.unit.agent.reference_data import nvidia_smi_allowlist, unknown_agent_keys
 
 
 def _validate(schema: dict[str, Any], config: dict[str, Any]) -> None:
@@ -41,16 +26,6 @@ def test_gpu_node_config_validates_against_official_schema(agent_schema: dict[st
     gpu = config["metrics"]["metrics_collected"]["nvidia_gpu"]
     assert gpu["metrics_collection_interval"] == 30
     assert config["metrics"]["namespace"] == NAMESPACE_CW_AGENT
-
-
-def _keys(node: object, path: str = "") -> Iterator[tuple[str, str]]:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield f"{path}/{key}", key
-            yield from _keys(value, f"{path}/{key}")
-    elif isinstance(node, list):
-        for value in node:
-            yield from _keys(value, path)
 
 
 def _rendered_agent_config(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
@@ -76,20 +51,17 @@ def test_known_measurements_are_exactly_the_agents_allowlist() -> None:
 
 
 def test_every_key_of_both_configs_is_one_the_agent_knows() -> None:
-    known = translator_keys() | agent_schema_keys() | DOCUMENTED_KEYS
     for config in (
         gpu_node_agent_config(),
         container_insights_agent_config(cluster_name="train"),
     ):
-        unknown = [path for path, key in _keys(config) if key not in known]
-        assert unknown == []
+        assert unknown_agent_keys(config) == []
 
 
 def test_a_misspelt_key_is_caught_by_the_key_check() -> None:
     config = gpu_node_agent_config()
     config["metrics"]["aggregation_dimension"] = [["InstanceId"]]
-    known = translator_keys() | agent_schema_keys() | DOCUMENTED_KEYS
-    assert [p for p, key in _keys(config) if key not in known] == ["/metrics/aggregation_dimension"]
+    assert unknown_agent_keys(config) == ["/metrics/aggregation_dimension"]
 
 
 def test_power_limit_is_refused_with_where_to_find_it() -> None:
