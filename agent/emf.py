@@ -130,6 +130,8 @@ def parse_emf_line(line: str) -> EmfDocument:
     for directive in directives:
         if not isinstance(directive, dict) or not isinstance(directive.get("Namespace"), str):
             raise EmfError("a CloudWatchMetrics directive needs a Namespace")
+        if len(directive.get("Metrics", [])) > MAX_METRICS_PER_DIRECTIVE:
+            raise EmfError(f"a directive holds at most {MAX_METRICS_PER_DIRECTIVE} metrics")
         for dimension_set in directive.get("Dimensions", []):
             for name in dimension_set:
                 if not isinstance(document.get(name), str):

@@ -10,6 +10,10 @@ awsdocs/amazon-cloudwatch-user-guide doc_source/CloudWatch_Embedded_Metric_Forma
 - "A metric target MUST be a numeric value or an array of numeric values. Numeric array metric
   targets MUST NOT have more than 100 members";
 - documents "are limited to a maximum size of 256 KB" (a CloudWatch Logs event).
+
+Lines sent to the CloudWatch agent's listener "must contain a LogGroupName key that tells the
+agent which log group to use" (the User Guide's "Using the CloudWatch agent to send embedded
+metric format logs", doc_source/CloudWatch_Embedded_Metric_Format_Generation_CloudWatch_Agent.md).
 """
 
 import json
@@ -63,9 +67,12 @@ def emf_problems(line: str) -> list[str]:
     return problems
 
 
-def valid_emf(line: str) -> dict[str, Any]:
-    """The document of a line that must be valid EMF; an AssertionError names the problems."""
+def valid_emf(line: str, *, via_agent: bool = True) -> dict[str, Any]:
+    """The document of a line that must be valid EMF (and name its log group, for the agent);
+    an AssertionError names the problems."""
     problems = emf_problems(line)
+    if via_agent and not problems and not json.loads(line)["_aws"].get("LogGroupName"):
+        problems.append("no _aws.LogGroupName: the agent would not know where to write it")
     if problems:
         raise AssertionError(f"invalid EMF: {problems}")
     document: dict[str, Any] = json.loads(line)

@@ -91,6 +91,7 @@ def _common(**overrides: object) -> dict[str, Any]:
         "dimensions": {"ClusterName": "train", "JobName": "llm"},
         "units": {},
         "properties": {"Rank": 0},
+        "log_group": "/aws/gpu-insights/train/training",
     }
     return {**common, **overrides}
 
@@ -153,6 +154,13 @@ def test_over_100_metrics_split_into_valid_documents_and_none_is_dropped() -> No
 def test_documents_the_spec_forbids_are_refused(overrides: dict[str, object], problem: str) -> None:
     with pytest.raises(EmfError, match=problem):
         emf_document(**_common(**overrides))
+
+
+def test_a_line_with_over_100_metrics_is_refused_on_reading() -> None:
+    document = json.loads(encode(emf_document(metrics={"loss": 0.5}, **_common())))
+    document["_aws"]["CloudWatchMetrics"][0]["Metrics"] = [{"Name": "loss"}] * 101
+    with pytest.raises(EmfError, match="at most 100 metrics"):
+        parse_emf_line(json.dumps(document))
 
 
 def test_the_contract_check_has_teeth() -> None:
