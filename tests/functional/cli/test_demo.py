@@ -44,7 +44,7 @@ def test_demo_synthesizes_stores_and_fetches_the_agent_config(
     }
     summary = result.summary()
     assert "4 resources" in summary
-    assert "8 nvidia_gpu measurements every 30 s" in summary
+    assert "7 nvidia_gpu measurements every 30 s" in summary  # the allowlisted defaults
 
 
 def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(tmp_path: Path) -> None:
