@@ -18,12 +18,13 @@ from typing import Any, Final
 
 from agent.metric_contract import NAMESPACE_CW_AGENT
 
-#: nvidia_gpu measurements that say whether a GPU works: power against its limit first, then
-#: utilization, memory, temperature and the SM clock (a throttled GPU drops its SM clock).
-#: Names from the agent's "Collect NVIDIA GPU metrics" page; power_limit is the enforced limit.
+#: nvidia_gpu measurements that say whether a GPU works: power drawn first, then utilization,
+#: memory, temperature and the SM clock (a throttled GPU drops its SM clock). The agent has no
+#: power-limit measurement (``power_limit`` fails ``fetch-config`` with "measurement name
+#: power_limit is invalid"); the enforced limit comes from the GPU exporter instead, as
+#: ``gpu_power_limit_watts`` and ``gpu_power_utilization`` in the ``GpuInsights`` namespace.
 DEFAULT_GPU_MEASUREMENTS: Final[tuple[str, ...]] = (
     "power_draw",
-    "power_limit",
     "utilization_gpu",
     "utilization_memory",
     "memory_used",
@@ -32,7 +33,10 @@ DEFAULT_GPU_MEASUREMENTS: Final[tuple[str, ...]] = (
     "clocks_current_sm",
 )
 
-#: Every measurement the agent's nvidia_gpu plugin reports; anything else is a typo.
+#: Every measurement the agent's translator accepts for nvidia_gpu (its nvidia_smi allowlist,
+#: ``Registered_Metrics_Linux`` in aws/amazon-cloudwatch-agent
+#: translator/translate/metrics/config/registered_metrics.go); any other name makes the agent
+#: refuse the whole configuration.
 KNOWN_GPU_MEASUREMENTS: Final[frozenset[str]] = frozenset(
     {
         *DEFAULT_GPU_MEASUREMENTS,
@@ -89,8 +93,14 @@ def gpu_node_agent_config(
     _check_interval(interval_seconds)
     unknown = sorted(set(measurements) - KNOWN_GPU_MEASUREMENTS)
     if unknown:
+        hint = (
+            "; the agent has no power limit: the GPU exporter publishes gpu_power_limit_watts"
+            if "power_limit" in unknown
+            else ""
+        )
         raise AgentConfigError(
-            f"unknown nvidia_gpu measurement(s) {unknown}; known: {sorted(KNOWN_GPU_MEASUREMENTS)}"
+            f"unknown nvidia_gpu measurement(s) {unknown}; known: "
+            f"{sorted(KNOWN_GPU_MEASUREMENTS)}{hint}"
         )
     if not measurements:
         raise AgentConfigError("nvidia_gpu needs at least one measurement")

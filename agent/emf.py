@@ -13,9 +13,14 @@ from typing import Any
 
 EmfDocument = dict[str, Any]
 
-#: EMF allows at most 100 metrics per directive and 30 dimensions per set.
+#: Limits of the EMF specification (CloudWatch User Guide, "Specification: Embedded metric
+#: format"): a MetricDirective holds at most 100 MetricDefinitions, a DimensionSet at most 30
+#: keys; namespaces, metric and dimension names are 1 to 1024 characters (its JSON schema).
 MAX_METRICS_PER_DIRECTIVE = 100
 MAX_DIMENSIONS_PER_SET = 30
+MAX_NAME_LENGTH = 1024
+#: The root member that holds the metadata; no metric, dimension or property may take it.
+METADATA_KEY = "_aws"
 
 
 class EmfError(ValueError):
@@ -34,18 +39,46 @@ def emf_document(
     log_group: str | None = None,
 ) -> EmfDocument:
     """One EMF document. Non-finite values are dropped: CloudWatch rejects NaN and infinity.
-    ``log_group`` tells the CloudWatch agent where to write the line (its default otherwise)."""
+    ``log_group`` tells the CloudWatch agent where to write the line (its default otherwise).
+
+    A metric, dimension and property share the document's root, so a name used twice would
+    overwrite one with the other: that, and anything else the specification forbids, is an
+    ``EmfError`` naming the part."""
     values = {name: float(v) for name, v in metrics.items() if math.isfinite(v)}
     if len(values) > MAX_METRICS_PER_DIRECTIVE:
-        raise EmfError(f"{len(values)} metrics in one document; EMF allows 100")
+        raise EmfError(
+            f"{len(values)} metrics in one document; EMF allows {MAX_METRICS_PER_DIRECTIVE}"
+        )
+    _check_name("namespace", namespace)
+    for name in (*values, *dimensions):
+        _check_name("metric" if name in values else "dimension", name)
     for dimension_set in dimension_sets:
+        if len(dimension_set) > MAX_DIMENSIONS_PER_SET:
+            raise EmfError(
+                f"dimension set {list(dimension_set)} has {len(dimension_set)} keys; "
+                f"EMF allows {MAX_DIMENSIONS_PER_SET}"
+            )
         missing = [d for d in dimension_set if d not in dimensions]
         if missing:
             raise EmfError(f"dimension set {list(dimension_set)} names unset dimensions {missing}")
-    document: EmfDocument = dict(properties or {})
+    props = properties or {}
+    if METADATA_KEY in dimensions or METADATA_KEY in props:
+        raise EmfError(
+            f"{METADATA_KEY!r} is EMF's metadata member; no dimension or property may take it"
+        )
+    clashes = sorted({METADATA_KEY, *dimensions, *props}.intersection(metrics))
+    if clashes:
+        raise EmfError(
+            f"metric name(s) {clashes} already taken by a dimension, a property or the metadata: "
+            "one document's names share its root"
+        )
+    shared = sorted(set(dimensions).intersection(props))
+    if shared:
+        raise EmfError(f"name(s) {shared} are both a dimension and a property")
+    document: EmfDocument = dict(props)
     document.update(dimensions)
     document.update(values)
-    document["_aws"] = {
+    document[METADATA_KEY] = {
         **({"LogGroupName": log_group} if log_group else {}),
         "Timestamp": timestamp_ms,
         "CloudWatchMetrics": [
@@ -57,6 +90,22 @@ def emf_document(
         ],
     }
     return document
+
+
+def metric_chunks(metrics: Mapping[str, float]) -> list[dict[str, float]]:
+    """The finite values in groups of at most ``MAX_METRICS_PER_DIRECTIVE``, in the order given:
+    one ``emf_document`` each, so that more metrics than a directive holds are split, never
+    dropped. No finite value, no group."""
+    finite = [(name, value) for name, value in metrics.items() if math.isfinite(value)]
+    return [
+        dict(finite[start : start + MAX_METRICS_PER_DIRECTIVE])
+        for start in range(0, len(finite), MAX_METRICS_PER_DIRECTIVE)
+    ]
+
+
+def _check_name(kind: str, name: str) -> None:
+    if not 1 <= len(name) <= MAX_NAME_LENGTH:
+        raise EmfError(f"{kind} name of {len(name)} characters; EMF takes 1 to {MAX_NAME_LENGTH}")
 
 
 def encode(document: EmfDocument) -> str:
@@ -81,6 +130,8 @@ def parse_emf_line(line: str) -> EmfDocument:
     for directive in directives:
         if not isinstance(directive, dict) or not isinstance(directive.get("Namespace"), str):
             raise EmfError("a CloudWatchMetrics directive needs a Namespace")
+        if len(directive.get("Metrics", [])) > MAX_METRICS_PER_DIRECTIVE:
+            raise EmfError(f"a directive holds at most {MAX_METRICS_PER_DIRECTIVE} metrics")
         for dimension_set in directive.get("Dimensions", []):
             for name in dimension_set:
                 if not isinstance(document.get(name), str):

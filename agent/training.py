@@ -9,20 +9,23 @@ Three lines in a training script::
     metrics.close(succeeded=True)         # or False; also flushes what is left
 
 It aggregates in process and emits one EMF document per ``flush_s`` (60 s by default) however
-fast the loop steps, to the CloudWatch agent's EMF listener or stdout. It never raises into the
-loop: a sink that is down costs a dropped document and a counter, not the job. Standard library
-only (with agent.emf, agent.sinks and agent.metric_contract, which are too).
+fast the loop steps (more than 100 metrics go out as several documents, as EMF allows 100 a
+directive), to the CloudWatch agent's EMF listener or stdout. It never raises into the loop: a
+sink that is down costs a dropped document and a counter, not the job; a ``record()`` name that
+would clobber part of the document is refused, counted and logged once. Standard library only
+(with agent.emf, agent.sinks and agent.metric_contract, which are too).
 """
 
 import contextlib
 import logging
 import math
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from agent.emf import EmfDocument, emf_document
+from agent.emf import MAX_NAME_LENGTH, METADATA_KEY, EmfDocument, emf_document, metric_chunks
 from agent.metric_contract import (
     DIM_CLUSTER,
     DIM_JOB,
@@ -40,6 +43,18 @@ from agent.sinks import Sink, SinkError, StdoutSink, TcpEmfSink
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 _UNITS = {str(metric): unit for metric, unit in TRAINING_METRIC_UNITS.items()}
+
+#: Names ``record()`` refuses, with why: each is already a member of the document's root (EMF
+#: keeps metrics, dimensions and properties side by side there), and reusing one would
+#: overwrite a dimension, the rank, a built-in metric or the metadata.
+RESERVED_NAMES: dict[str, str] = {
+    METADATA_KEY: "EMF's metadata member",
+    DIM_CLUSTER: "a dimension",
+    DIM_JOB: "a dimension",
+    PROP_RANK: "the rank property",
+    DIM_NODE: "the node property",
+    **{str(metric): "a built-in metric" for metric in TrainingMetric},
+}
 
 
 @dataclass
@@ -85,6 +100,8 @@ class TrainingMetrics:
         self.samples_per_step = samples_per_step
         self.dropped = 0
         self.emitted = 0
+        #: Values ``record()`` refused, by name (a reserved or over-long name); logged once each.
+        self.refused: Counter[str] = Counter()
         self._clock = clock
         self._wall = wall_clock
         if sink is None:
@@ -146,8 +163,17 @@ class TrainingMetrics:
 
     def record(self, **values: object) -> None:
         """Free-form model metrics (loss, learning_rate, grad_norm, eval_accuracy, ...): the
-        mean over the flush interval is published."""
+        mean over the flush interval is published.
+
+        A name in ``RESERVED_NAMES`` (``ClusterName``, ``JobName``, ``Rank``, ``NodeName``,
+        ``_aws``, a built-in metric such as ``steps``) or longer than EMF's 1024 characters is
+        refused: never published, counted in ``refused`` and logged once, so that the loop goes
+        on and the other values still count. Values that are not numbers, and NaN or infinity,
+        are skipped."""
+        model = self._window.model
         for name, value in values.items():
+            if name not in model and not self._accepts(name):
+                continue
             if isinstance(value, bool) or not isinstance(value, int | float | str):
                 continue
             try:
@@ -155,12 +181,23 @@ class TrainingMetrics:
             except ValueError:
                 continue
             if math.isfinite(number):
-                self._window.model.setdefault(name, []).append(number)
+                model.setdefault(name, []).append(number)
+
+    def _accepts(self, name: str) -> bool:
+        why = RESERVED_NAMES.get(name)
+        if why is None and 1 <= len(name) <= MAX_NAME_LENGTH:
+            return True
+        self.refused[name] += 1
+        if self.refused[name] == 1:
+            reason = why or f"EMF takes names of 1 to {MAX_NAME_LENGTH} characters"
+            log.warning("record(%.60s=...) refused: %s; use another name", name, reason)
+        return False
 
     # --- emitting ----------------------------------------------------------------------------
 
-    def document(self) -> EmfDocument | None:
-        """The current window as one EMF document (None when nothing happened)."""
+    def documents(self) -> list[EmfDocument]:
+        """The current window as EMF documents: none when nothing happened, one up to 100
+        metrics, one more for each further 100 (the built-in metrics in the first)."""
         w = self._window
         elapsed = self._clock() - w.started
         metrics: dict[str, float] = {}
@@ -179,34 +216,38 @@ class TrainingMetrics:
                 metrics[checkpoint] = max(values)
         for name, series in w.model.items():
             metrics[name] = sum(series) / len(series)
-        return self._emf(metrics, w.wall_started) if metrics else None
+        return self._emf(metrics, w.wall_started)
 
-    def _emf(self, metrics: dict[str, float], stamp: float) -> EmfDocument:
+    def _emf(self, metrics: dict[str, float], stamp: float) -> list[EmfDocument]:
         units = {name: _UNITS.get(name, "None") for name in metrics}
         properties: dict[str, object] = {PROP_RANK: self.rank}
         if self.node_name:
             properties[DIM_NODE] = self.node_name
-        return emf_document(
-            namespace=NAMESPACE_TRAINING,
-            timestamp_ms=int(stamp * 1000),
-            dimension_sets=[TRAINING_DIMENSIONS],
-            dimensions={DIM_CLUSTER: self.cluster_name, DIM_JOB: self.job_name},
-            metrics={str(k): v for k, v in metrics.items()},
-            units=units,
-            properties=properties,
-            log_group=training_log_group(self.cluster_name),
-        )
+        return [
+            emf_document(
+                namespace=NAMESPACE_TRAINING,
+                timestamp_ms=int(stamp * 1000),
+                dimension_sets=[TRAINING_DIMENSIONS],
+                dimensions={DIM_CLUSTER: self.cluster_name, DIM_JOB: self.job_name},
+                metrics=chunk,
+                units=units,
+                properties=properties,
+                log_group=training_log_group(self.cluster_name),
+            )
+            for chunk in metric_chunks({str(k): v for k, v in metrics.items()})
+        ]
 
     def flush(self) -> None:
         """Emit the window and start a new one. Never raises."""
+        documents: list[EmfDocument] = []
         try:
-            document = self.document()
+            documents = self.documents()
             self._window = _Window(started=self._clock(), wall_started=self._wall())
-            if document is not None:
-                self._sink.send([document])
-                self.emitted += 1
+            if documents:
+                self._sink.send(documents)
+                self.emitted += len(documents)
         except (SinkError, OSError, ValueError) as err:
-            self.dropped += 1
+            self.dropped += max(1, len(documents))
             if self.dropped in {1, 10, 100} or self.dropped % 1000 == 0:
                 log.warning("training metrics dropped (%d so far): %s", self.dropped, err)
 
@@ -221,7 +262,7 @@ class TrainingMetrics:
             return
         outcome = TrainingMetric.JOB_SUCCEEDED if succeeded else TrainingMetric.JOB_FAILED
         try:
-            self._sink.send([self._emf({outcome: 1.0}, self._wall())])
+            self._sink.send(self._emf({outcome: 1.0}, self._wall()))
             self.emitted += 1
         except (SinkError, OSError, ValueError):
             self.dropped += 1

@@ -44,7 +44,7 @@ def test_demo_synthesizes_stores_and_fetches_the_agent_config(
     }
     summary = result.summary()
     assert "4 resources" in summary
-    assert "8 nvidia_gpu measurements every 30 s" in summary
+    assert "7 nvidia_gpu measurements every 30 s" in summary  # the allowlisted defaults
     # Preflight ran on the demo's cluster before anything was written: the Bottlerocket group
     # warns, nothing fails (moto for EKS, Stubber for its add-on API).
     assert result.preflight[-1] == "7 ok, 1 warn, 0 fail"

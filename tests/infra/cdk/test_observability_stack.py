@@ -143,7 +143,9 @@ def test_gpu_agent_config_is_stored_under_the_agents_ssm_prefix(
     assert parameter["Properties"]["Name"] == "AmazonCloudWatch-GpuInsights-train-prod"
     config = json.loads(parameter["Properties"]["Value"])
     jsonschema.Draft4Validator(agent_schema).validate(config)
-    assert "power_limit" in config["metrics"]["metrics_collected"]["nvidia_gpu"]["measurement"]
+    measured = config["metrics"]["metrics_collected"]["nvidia_gpu"]["measurement"]
+    assert "power_draw" in measured
+    assert "power_limit" not in measured  # not in the agent's allowlist: fetch-config fails
     template.has_output(
         "AgentConfigFetchCommand",
         {"Value": Match.string_like_regexp("fetch-config .*-c ssm:AmazonCloudWatch-GpuInsights")},

@@ -1,3 +1,4 @@
+import json
 from typing import Any
 
 import jsonschema
@@ -5,11 +6,14 @@ import pytest
 
 from agent.cloudwatch_agent_config import (
     DEFAULT_GPU_MEASUREMENTS,
+    KNOWN_GPU_MEASUREMENTS,
     AgentConfigError,
     container_insights_agent_config,
     gpu_node_agent_config,
 )
 from agent.metric_contract import NAMESPACE_CW_AGENT
+from cli.main import main
+from tests.unit.agent.reference_data import nvidia_smi_allowlist, unknown_agent_keys
 
 
 def _validate(schema: dict[str, Any], config: dict[str, Any]) -> None:
@@ -24,11 +28,51 @@ def test_gpu_node_config_validates_against_official_schema(agent_schema: dict[st
     assert config["metrics"]["namespace"] == NAMESPACE_CW_AGENT
 
 
+def _rendered_agent_config(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    assert main(["agent-config", *args]) == 0
+    config: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return config
+
+
+def test_every_rendered_measurement_is_in_the_agents_allowlist(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The translator refuses the whole configuration for one name outside its nvidia_smi
+    allowlist ("measurement name power_limit is invalid"); see tests/data/README.md."""
+    config = _rendered_agent_config(capsys, "--interval", "30")
+    measured = config["metrics"]["metrics_collected"]["nvidia_gpu"]["measurement"]
+    assert sorted(set(measured) - nvidia_smi_allowlist()) == []
+    assert len(measured) == 7
+
+
+def test_known_measurements_are_exactly_the_agents_allowlist() -> None:
+    assert nvidia_smi_allowlist() == KNOWN_GPU_MEASUREMENTS
+    assert len(KNOWN_GPU_MEASUREMENTS) == 17
+
+
+def test_every_key_of_both_configs_is_one_the_agent_knows() -> None:
+    for config in (
+        gpu_node_agent_config(),
+        container_insights_agent_config(cluster_name="train"),
+    ):
+        assert unknown_agent_keys(config) == []
+
+
+def test_a_misspelt_key_is_caught_by_the_key_check() -> None:
+    config = gpu_node_agent_config()
+    config["metrics"]["aggregation_dimension"] = [["InstanceId"]]
+    assert unknown_agent_keys(config) == ["/metrics/aggregation_dimension"]
+
+
+def test_power_limit_is_refused_with_where_to_find_it() -> None:
+    with pytest.raises(AgentConfigError, match="gpu_power_limit_watts"):
+        gpu_node_agent_config(measurements=["power_draw", "power_limit"])
+
+
 def test_gpu_node_config_has_measurements_that_say_whether_a_gpu_works() -> None:
     measured = gpu_node_agent_config()["metrics"]["metrics_collected"]["nvidia_gpu"]["measurement"]
     for name in (
         "power_draw",
-        "power_limit",
         "utilization_gpu",
         "utilization_memory",
         "memory_used",

@@ -9,6 +9,7 @@ from agent.emf import EmfDocument, encode, parse_emf_line
 from agent.exporter import Exporter, ExporterConfig, NvmlUnavailableError
 from agent.fake_nvml import FakeNvml
 from agent.sinks import BufferedSender
+from tests.unit.agent.emf_contract import valid_emf
 from tests.unit.agent.nvml_trace import Clock, trace_lines
 
 EPOCH = 1_764_000_000.0
@@ -21,8 +22,10 @@ class ListSink:
 
     def send(self, documents: Any) -> None:
         for document in documents:
-            # Every document must survive the trip through EMF text.
-            self.documents.append(parse_emf_line(encode(document)))
+            # Every document must survive the trip through EMF text, and be EMF by the spec.
+            line = encode(document)
+            valid_emf(line)
+            self.documents.append(parse_emf_line(line))
             self.received_at.append(time.monotonic())
 
 

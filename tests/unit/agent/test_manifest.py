@@ -1,6 +1,11 @@
+import json
+from typing import Any
+
+import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 
 from agent.manifest import DEFAULT_GPU_NODE_LABELS, ManifestError, exporter_manifests
+from cli.main import main
 
 
 def _daemon_set(**kwargs: object) -> dict:  # type: ignore[type-arg]
@@ -77,3 +82,45 @@ def test_args_carry_cluster_node_and_interval() -> None:
 def test_bad_manifest_settings_are_named(kwargs: dict, problem: str) -> None:  # type: ignore[type-arg]
     with pytest.raises(ManifestError, match=problem):
         exporter_manifests(image="x", cluster_name="train", **kwargs)
+
+
+#: The Kubernetes version the project's kubectl layer targets (KubectlV33Layer in
+#: cdk/constructs/gpu_exporter.py); kubernetes-validate bundles its schemas, so this runs offline.
+KUBERNETES_VERSION = "1.33.0"
+
+
+def _printed_objects(capsys: pytest.CaptureFixture[str], *args: str) -> list[dict[str, Any]]:
+    assert main(["manifest", "--image", "123.dkr.ecr/x:1", "--cluster-name", "train", *args]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert (printed["apiVersion"], printed["kind"]) == ("v1", "List")
+    items: list[dict[str, Any]] = printed["items"]
+    return items
+
+
+@pytest.mark.parametrize(
+    "args",
+    [(), ("--pod-attribution", "--interval", "30", "--taint-key", "example.com/h200")],
+)
+def test_printed_objects_pass_kubernetes_strict_schemas(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...]
+) -> None:
+    """What `gpu-insights manifest` prints, held to Kubernetes' own OpenAPI schemas with
+    kubernetes-validate --strict (no unknown field, every type right)."""
+    objects = _printed_objects(capsys, *args)
+    assert [o["kind"] for o in objects] == ["Namespace", "ServiceAccount", "DaemonSet"]
+    for obj in objects:
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+
+
+def test_strict_schemas_refuse_a_misspelt_field() -> None:
+    daemon_set = _daemon_set()
+    daemon_set["spec"]["template"]["spec"]["hostPid"] = True
+    with pytest.raises(kubernetes_validate.ValidationError, match="hostPid"):
+        kubernetes_validate.validate(daemon_set, KUBERNETES_VERSION, strict=True)
+
+
+def test_strict_schemas_refuse_a_wrong_type() -> None:
+    daemon_set = _daemon_set()
+    daemon_set["spec"]["template"]["spec"]["containers"][0]["securityContext"]["runAsUser"] = "1"
+    with pytest.raises(kubernetes_validate.ValidationError, match="integer"):
+        kubernetes_validate.validate(daemon_set, KUBERNETES_VERSION, strict=True)

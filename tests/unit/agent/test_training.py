@@ -1,3 +1,4 @@
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -6,6 +7,7 @@ import pytest
 from agent.emf import encode, parse_emf_line
 from agent.sinks import SinkError
 from agent.training import TrainingMetrics
+from tests.unit.agent.emf_contract import valid_emf
 from tests.unit.agent.nvml_trace import Clock
 
 
@@ -17,7 +19,11 @@ class Keep:
     def send(self, documents: Any) -> None:
         if self.down:
             raise SinkError("agent unreachable")
-        self.documents.extend(parse_emf_line(encode(d)) for d in documents)
+        for document in documents:
+            # Every line must be EMF by the specification's schema and limits.
+            line = encode(document)
+            valid_emf(line)
+            self.documents.append(parse_emf_line(line))
 
 
 def loader(clock: Clock, batches: int, wait: float, size: int = 32) -> Iterator[list[int]]:
@@ -122,3 +128,64 @@ def test_context_manager_records_failure_on_exception() -> None:
     with pytest.raises(RuntimeError), TrainingMetrics(job_name="j", cluster_name="c", sink=sink):
         raise RuntimeError("NCCL timeout")
     assert sink.documents[-1]["job_failed"] == 1.0
+
+
+def test_a_record_name_that_would_clobber_the_document_is_refused_and_said_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock, sink = Clock(0.0), Keep()
+    metrics = TrainingMetrics(
+        job_name="llm", cluster_name="train", rank=2, node_name="n1", sink=sink, clock=clock
+    )
+    reserved = {
+        "ClusterName": 1.0,
+        "JobName": 2.0,
+        "Rank": 3.0,
+        "NodeName": 4.0,
+        "_aws": 5.0,
+        "steps": 6.0,
+        "step_time_seconds": 7.0,
+        "job_failed": 8.0,
+    }
+    with caplog.at_level(logging.WARNING, logger="agent.training"):
+        for _ in metrics.steps(loader(clock, 3, wait=0.5)):
+            clock.now += 0.5
+            metrics.record(loss=0.25, **reserved)  # the loop goes on; loss still counts
+        metrics.record(**{"x" * 1025: 1.0})
+    metrics.flush()
+    (document,) = sink.documents
+    assert (document["ClusterName"], document["JobName"], document["Rank"]) == ("train", "llm", 2)
+    assert (document["NodeName"], document["steps"], document["loss"]) == ("n1", 3, 0.25)
+    assert document["step_time_seconds"] == pytest.approx(1.0)
+    assert "job_failed" not in document
+    assert metrics.refused == {**dict.fromkeys(reserved, 3), "x" * 1025: 1}
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 9  # once per name, not once per step
+    assert "record(ClusterName=...) refused: a dimension; use another name" in warnings
+    assert "record(steps=...) refused: a built-in metric; use another name" in warnings
+    assert metrics.dropped == 0
+
+
+def test_more_than_100_names_split_into_several_documents_none_dropped() -> None:
+    clock, sink = Clock(0.0), Keep()
+    metrics = TrainingMetrics(job_name="llm", cluster_name="train", sink=sink, clock=clock)
+    for _ in metrics.steps(loader(clock, 2, wait=0.5)):
+        clock.now += 0.5
+        metrics.record(**{f"layer_{i:03d}_grad_norm": float(i) for i in range(230)})
+    metrics.flush()
+    assert len(sink.documents) == 3
+    assert metrics.emitted == 3
+    assert metrics.dropped == 0
+    published: dict[str, float] = {}
+    for document in sink.documents:
+        names = [m["Name"] for m in document["_aws"]["CloudWatchMetrics"][0]["Metrics"]]
+        assert len(names) <= 100
+        assert (document["ClusterName"], document["JobName"], document["Rank"]) == (
+            "train",
+            "llm",
+            0,
+        )
+        published.update({name: document[name] for name in names})
+    assert len(published) == 230 + 4  # and steps, step time, data wait, samples per second
+    assert published["layer_229_grad_norm"] == 229.0
+    assert sink.documents[0]["steps"] == 2  # the built-in metrics lead the first document
