@@ -267,6 +267,7 @@ def role_requests(stacks: list[Deployed]) -> list[Request]:
     """Every action a role of the app is granted on a bucket, key, queue or topic of the app,
     against that resource's policy."""
     requests = []
+    seen: set[str] = set()
     for stack in stacks:
         for role_id, _ in stack.of_type("AWS::IAM::Role"):
             if role_id.startswith("AWS679f53fac002430cb0da5b7982bd2287"):
@@ -284,9 +285,13 @@ def role_requests(stacks: list[Deployed]) -> list[Request]:
                         for values in statement.get("Condition", {}).values():
                             context |= {k: _concrete(v[0]) for k, v in values.items()}
                         for action in actions if isinstance(actions, list) else [actions]:
+                            name = f"{role_id} {action} {resource} ({target[0]})"
+                            if name in seen:
+                                continue  # granted twice (CDK's grant and ours): asked once
+                            seen.add(name)
                             requests.append(
                                 Request(
-                                    name=f"{role_id} {action} {resource} ({target[0]})",
+                                    name=name,
                                     principal=stack.resolve.arn(role_id),
                                     action=action,
                                     resource=_concrete(resource),
@@ -418,6 +423,15 @@ def test_the_requests_cover_every_alarm_schedule_subscription_and_destination(
     assert len(requests["failures"]) == 4  # three analyzers' destinations, the notifier's DLQ
     on_bucket = {r.name.split(" ")[0] for r in requests["roles"] if r.action.startswith("s3:")}
     assert len(on_bucket) == 3  # storage, training, weekly report
+    # Every topic a function publishes to: the report topic and both alarm topics.
+    published = {r.name.rsplit("(", 1)[1] for r in requests["roles"] if r.action == "sns:Publish"}
+    assert {p.rstrip(")")[:-8] for p in published} == {
+        "ReportTopic",
+        "TopicsCritical",
+        "TopicsWarning",
+    }
+    names = [r.name for kind in requests.values() for r in kind]
+    assert len(names) == len(set(names))
 
 
 def test_training_role_may_run_its_logs_insights_query(deployed: list[Deployed]) -> None:
