@@ -40,7 +40,13 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-test: lint typecheck
+# The policy tests run AWS's evaluation logic on Node (@cloud-copilot/iam-simulate): installed
+# from the lock file when node_modules is missing or the lock changed.
+node_modules/.package-lock.json: package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+test: lint typecheck node_modules/.package-lock.json
 	$(BIN)/pytest
 
 bench: install

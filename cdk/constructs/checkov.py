@@ -19,9 +19,14 @@ def skip_checks(construct: IConstruct, reasons: Mapping[str, str]) -> None:
     if not isinstance(resource, CfnResource):
         raise TypeError(f"{construct.node.path} has no CloudFormation resource to annotate")
     metadata: dict[str, Any] = resource.get_metadata("checkov") or {"skip": []}
+    skipped = {entry["id"] for entry in metadata["skip"]}
     metadata["skip"] = [
         *metadata["skip"],
-        *({"id": check, "comment": reason} for check, reason in reasons.items()),
+        *(
+            {"id": check, "comment": reason}
+            for check, reason in reasons.items()
+            if check not in skipped
+        ),
     ]
     resource.add_metadata("checkov", metadata)
 

@@ -10,6 +10,8 @@ from typing import Any
 from aws_cdk import Acknowledgment, Stack, Validations
 from constructs import IConstruct
 
+from cdk.constructs.checkov import skip_provider_functions
+
 
 def _render(value: Any) -> str:
     if isinstance(value, str):
@@ -39,3 +41,22 @@ def acknowledge_wildcard_resources(
             for resource in resources
         )
     )
+
+
+#: The logical id prefix of CDK's singleton provider function for AwsCustomResource.
+CUSTOM_RESOURCE_PROVIDER = "AWS679f53fac002430cb0da5b7982bd2287"
+
+
+def acknowledge_custom_resource_provider(stack: Stack) -> None:
+    """CDK's singleton provider function for AwsCustomResource: its runtime and its managed
+    logging policy are CDK's choices, accepted here once per stack."""
+    for child in stack.node.children:
+        if child.node.id.startswith(CUSTOM_RESOURCE_PROVIDER):
+            Validations.of(child).acknowledge(
+                Acknowledgment(
+                    id="AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+                    reason="CDK's custom-resource provider writes its own logs",
+                ),
+                Acknowledgment(id="AwsSolutions-L1", reason="CDK pins the provider's runtime"),
+            )
+            skip_provider_functions(child)

@@ -3,15 +3,22 @@
 The buckets are not this app's, so CloudFormation cannot own their metrics configuration; a
 custom resource calls PutBucketMetricsConfiguration on create and DeleteBucketMetrics-
 Configuration on delete, for exactly these buckets.
+
+Its policy is written out rather than guessed by ``from_sdk_calls``, which would name the API
+operations (s3:PutBucketMetricsConfiguration), not IAM's actions: both operations are
+authorized by ``s3:PutMetricsConfiguration``
+(https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteBucketMetricsConfiguration.html,
+"you must have permissions to perform the s3:PutMetricsConfiguration action").
 """
 
 from collections.abc import Sequence
 
-from aws_cdk import Acknowledgment, Stack, Validations
+from aws_cdk import Stack
+from aws_cdk import aws_iam as iam
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from cdk.constructs.checkov import skip_provider_functions
+from cdk.constructs.nag import acknowledge_custom_resource_provider
 
 FILTER_ID = "EntireBucket"
 
@@ -37,18 +44,9 @@ class RequestMetrics(Construct):
                     action="DeleteBucketMetricsConfiguration",
                     parameters=configuration,
                 ),
-                policy=cr.AwsCustomResourcePolicy.from_sdk_calls(resources=[arn]),
+                policy=cr.AwsCustomResourcePolicy.from_statements(
+                    [iam.PolicyStatement(actions=["s3:PutMetricsConfiguration"], resources=[arn])]
+                ),
                 install_latest_aws_sdk=False,
             )
-        # CDK's singleton provider function for AwsCustomResource: its runtime and its
-        # managed logging policy are CDK's choices, accepted here once.
-        for child in stack.node.children:
-            if child.node.id.startswith("AWS679f53fac002430cb0da5b7982bd2287"):
-                Validations.of(child).acknowledge(
-                    Acknowledgment(
-                        id="AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
-                        reason="CDK's custom-resource provider writes its own logs",
-                    ),
-                    Acknowledgment(id="AwsSolutions-L1", reason="CDK pins the provider's runtime"),
-                )
-                skip_provider_functions(child)
+        acknowledge_custom_resource_provider(stack)

@@ -1,6 +1,6 @@
 """Alarms and their delivery: topics, GPU alarms, the fleet composite, the XID notifier."""
 
-from aws_cdk import CfnOutput, RemovalPolicy
+from aws_cdk import CfnOutput
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -13,8 +13,8 @@ from agent.metric_contract import (
 )
 from agent.xid import KERNEL_XID_FILTER_PATTERN
 from alarms.catalog import gpu_alarms
+from cdk.constructs.agent_log_group import AgentLogGroup
 from cdk.constructs.alarm_topics import AlarmTopics
-from cdk.constructs.checkov import LOG_GROUP_REASONS, skip_checks
 from cdk.constructs.gpu_alarms import GpuAlarms
 from cdk.constructs.xid_notifier import XidNotifier
 from cdk.settings import Settings
@@ -43,16 +43,11 @@ class AlarmsStack(DeploymentStack):
             critical_https=settings.alarm_https_endpoints,
             warning_emails=settings.warning_emails,
         )
-        # The agent writes the exporter's EMF here; created here so that the XID subscription
-        # exists before the first line does, with a retention instead of "never expire".
-        self.exporter_logs = logs.LogGroup(
-            self,
-            "ExporterLogs",
-            log_group_name=exporter_log_group(cluster),
-            retention=logs.RetentionDays.ONE_MONTH,
-            removal_policy=RemovalPolicy.RETAIN,
+        # The agent writes the exporter's EMF here and may have created the group already;
+        # made here (idempotently, with a retention) so that the XID subscription has it.
+        self.exporter_logs = AgentLogGroup(
+            self, "ExporterLogs", log_group_name=exporter_log_group(cluster), retention_days=30
         )
-        skip_checks(self.exporter_logs, LOG_GROUP_REASONS)
         alarm_settings = settings.alarm_settings()
         host_logs = None
         if alarm_settings.host_logs:
@@ -80,12 +75,14 @@ class AlarmsStack(DeploymentStack):
             self,
             "XidNotifier",
             cluster_name=cluster,
-            exporter_log_group=self.exporter_logs,
+            exporter_log_group=self.exporter_logs.log_group,
             host_log_group=host_logs,
             critical=self.topics.critical,
             warning=self.topics.warning,
             topic_key=self.topics.key,
         )
+        for subscription in self.notifier.subscriptions[:1]:
+            subscription.node.add_dependency(self.exporter_logs.ready)
         alarm_arns = [alarm.attr_arn for alarm in self.alarms.alarms.values()]
         self.dashboards = [
             cloudwatch.CfnDashboard(

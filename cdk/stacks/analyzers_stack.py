@@ -1,16 +1,15 @@
 """The report bucket and the scheduled analyzers that fill it with findings."""
 
-from aws_cdk import ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, CfnOutput, Duration, Stack
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from agent.metric_contract import NAMESPACE_FINDINGS, training_log_group
 from agent.resource_names import topic_name
+from cdk.constructs.agent_log_group import AgentLogGroup
 from cdk.constructs.analyzer_function import AnalyzerFunction
-from cdk.constructs.checkov import LOG_GROUP_REASONS, skip_checks
 from cdk.constructs.nag import acknowledge_wildcard_resources
 from cdk.constructs.report_bucket import ReportBucket
 from cdk.constructs.request_metrics import RequestMetrics
@@ -160,22 +159,23 @@ class AnalyzersStack(DeploymentStack):
             "the findings namespace by condition) take no resource ARNs; findings/* is the "
             "analyzers' own prefix of the report bucket",
         )
-        # The agent writes training scripts' EMF here; the training analyzer queries it.
-        self.training_logs = logs.LogGroup(
+        # The agent writes training scripts' EMF here (and may have created the group).
+        self.training_logs = AgentLogGroup(
             self,
             "TrainingLogs",
             log_group_name=training_log_group(settings.cluster_name),
-            retention=logs.RetentionDays.ONE_MONTH,
-            removal_policy=RemovalPolicy.RETAIN,
+            retention_days=30,
         )
-        skip_checks(self.training_logs, LOG_GROUP_REASONS)
+        # StartQuery is authorized on an ARN below the log group's
+        # (".../log-group:NAME:log-stream:", as AccessDenied messages name it), which only
+        # "log-group:NAME:*" matches. GetQueryResults carries only a query id:
+        # "*" is the one resource that authorizes it however AWS scopes it.
         logs_arn = self.format_arn(
             service="logs",
             resource="log-group",
-            resource_name=training_log_group(settings.cluster_name),
+            resource_name=f"{training_log_group(settings.cluster_name)}:*",
             arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
-        queries_arn = self.format_arn(service="logs", resource="*")
         self.training = AnalyzerFunction(
             self,
             "TrainingAnalyzer",
@@ -203,7 +203,7 @@ class AnalyzersStack(DeploymentStack):
                 iam.PolicyStatement(
                     sid="ReadQueryResults",
                     actions=["logs:GetQueryResults"],
-                    resources=[queries_arn],
+                    resources=["*"],
                 ),
                 iam.PolicyStatement(
                     sid="ReadStorageFindings",
@@ -218,10 +218,11 @@ class AnalyzersStack(DeploymentStack):
         )
         acknowledge_wildcard_resources(
             self.training.role,
-            resources=["*", self.report.bucket.arn_for_objects("findings/*"), queries_arn],
+            resources=["*", self.report.bucket.arn_for_objects("findings/*"), logs_arn],
             reason="GetMetricData, ListMetrics and PutMetricData (limited by condition to the "
-            "findings namespace) take no resource ARNs; GetQueryResults is authorized on the "
-            "account's queries, not a log group; findings/* is the analyzers' own prefix",
+            "findings namespace) take no resource ARNs; GetQueryResults names "
+            "only a query id; StartQuery is authorized on the training log group's ARN with "
+            "its ':*' suffix; findings/* is the analyzers' own prefix",
         )
         self.report_topic = sns.Topic(
             self,

@@ -31,6 +31,8 @@ NO_RESOURCE_LEVEL = {
     "ec2:DescribeInstances",
     "ec2:DescribeTags",
     "logs:DescribeLogGroups",
+    # Carries only a query id; "*" authorizes it however AWS scopes it.
+    "logs:GetQueryResults",
     "xray:PutTraceSegments",
 }
 

@@ -94,9 +94,17 @@ def test_topics_are_encrypted_refuse_plain_http_and_subscribe_the_settings(synth
     for topic in template.find_resources("AWS::SNS::Topic").values():
         assert topic["Properties"]["KmsMasterKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
     for policy in template.find_resources("AWS::SNS::TopicPolicy").values():
-        deny = policy["Properties"]["PolicyDocument"]["Statement"][0]
+        deny, allow = policy["Properties"]["PolicyDocument"]["Statement"]
         assert deny["Effect"] == "Deny"
         assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+        # A topic policy replaces SNS's default one: CloudWatch needs its own Allow, for this
+        # account's alarms only (the full evaluation is in tests/infra/test_resource_policies).
+        assert allow["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+        assert allow["Action"] == "sns:Publish"
+        assert allow["Condition"]["StringEquals"] == {"aws:SourceAccount": "123456789012"}
+        assert json.dumps(allow["Condition"]["ArnLike"]).endswith(
+            ':cloudwatch:eu-west-1:123456789012:alarm:*"]]}}'
+        )
     endpoints = {
         (s["Properties"]["Protocol"], s["Properties"]["Endpoint"])
         for s in template.find_resources("AWS::SNS::Subscription").values()
@@ -123,14 +131,16 @@ def test_xid_notifier_reads_both_log_groups_and_is_least_privilege(synth: Synth)
                 else [statement["Action"]]
             )
             assert all("*" not in action for action in actions), actions
-    (function,) = template.find_resources("AWS::Lambda::Function").values()
-    assert function["Properties"]["Handler"] == "lambdas.xid_notifier.handler.handler"
+    (function,) = template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Handler": "lambdas.xid_notifier.handler.handler"}},
+    ).values()
     assert "DeadLetterConfig" in function["Properties"]
     retention = {
         g["Properties"].get("LogGroupName", "function"): g["Properties"]["RetentionInDays"]
         for g in template.find_resources("AWS::Logs::LogGroup").values()
     }
-    assert retention == {"/aws/gpu-insights/train-prod/exporter": 30, "function": 30}
+    assert retention == {"function": 30}  # the exporter's group: see test_agent_log_group
 
 
 def test_container_insights_only_cluster_alarms_on_pod_power_in_watts(synth: Synth) -> None:

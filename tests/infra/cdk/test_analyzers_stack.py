@@ -111,7 +111,10 @@ def test_training_analyzer_queries_only_its_log_group_and_prices_gpu_hours(synth
         )
         assert all("*" not in a for a in actions), actions
     start = json.dumps(statements["QueryTrainingLogs"]["Resource"])
-    assert ":log-group:/aws/gpu-insights/train-prod/training" in start
+    assert start.endswith(':log-group:/aws/gpu-insights/train-prod/training:*"]]}')
+    # GetQueryResults names only a query id: authorized on "*", not on an ARN pattern.
+    assert statements["ReadQueryResults"]["Action"] == "logs:GetQueryResults"
+    assert statements["ReadQueryResults"]["Resource"] == "*"
     functions = {
         f["Properties"]["Handler"]: f["Properties"]
         for f in template.find_resources("AWS::Lambda::Function").values()
@@ -121,12 +124,29 @@ def test_training_analyzer_queries_only_its_log_group_and_prices_gpu_hours(synth
 
 
 def test_request_metrics_are_turned_on_for_exactly_the_configured_buckets(synth: Synth) -> None:
-    resources = _template(synth).find_resources("Custom::AWS")
+    template = _template(synth)
+    resources = template.find_resources("Custom::AWS")
     creates = [json.loads(_flat(r["Properties"]["Create"])) for r in resources.values()]
-    assert sorted(c["parameters"]["Bucket"] for c in creates) == ["train-ckpt", "train-data"]
-    assert all(c["action"] == "PutBucketMetricsConfiguration" for c in creates)
+    on_s3 = [c for c in creates if c["service"] == "S3"]
+    assert sorted(c["parameters"]["Bucket"] for c in on_s3) == ["train-ckpt", "train-data"]
+    assert all(c["action"] == "PutBucketMetricsConfiguration" for c in on_s3)
+    # IAM's action for both PutBucketMetricsConfiguration and DeleteBucketMetricsConfiguration
+    # is s3:PutMetricsConfiguration (S3 API Reference, DeleteBucketMetricsConfiguration:
+    # "you must have permissions to perform the s3:PutMetricsConfiguration action").
+    granted = {
+        json.dumps(statement["Resource"]): statement["Action"]
+        for logical_id, policy in template.find_resources("AWS::IAM::Policy").items()
+        if logical_id.startswith("RequestMetrics")
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    }
+    assert len(granted) == 2
+    assert set(granted.values()) == {"s3:PutMetricsConfiguration"}
     off = _template(synth, {**PROD, "s3_enable_request_metrics": "false"})
-    assert off.find_resources("Custom::AWS") == {}
+    services = {
+        json.loads(_flat(r["Properties"]["Create"]))["service"]
+        for r in off.find_resources("Custom::AWS").values()
+    }
+    assert services == {"CloudWatchLogs"}  # only the training log group's
 
 
 def _flat(value: Any) -> str:

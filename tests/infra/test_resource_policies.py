@@ -1,0 +1,466 @@
+"""Resource policies and service principals, evaluated by a real policy evaluator.
+
+Every request that AWS makes on this app's behalf, built from the synthesized templates with
+their intrinsics resolved, runs through @cloud-copilot/iam-simulate (AWS's evaluation logic:
+identity and resource policies, service principals, conditions, KMS key-policy trust):
+
+- CloudWatch publishing each alarm's notification to its topic, with the alarm's ARN as
+  aws:SourceArn: the topic policy and the key policy must both allow it. A topic policy
+  replaces SNS's default one, so without an Allow for cloudwatch.amazonaws.com alarm actions
+  fail (https://docs.aws.amazon.com/sns/latest/dg/sns-access-policy-use-cases.html, the
+  CloudWatch alarms case; https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html
+  #compatibility-with-aws-services for the key).
+- EventBridge invoking each scheduled function, CloudWatch Logs invoking the XID notifier:
+  Lambda turns each AWS::Lambda::Permission into a resource-policy statement whose SourceArn
+  becomes an ArnLike condition on AWS:SourceArn
+  (https://docs.aws.amazon.com/lambda/latest/dg/access-control-resource-based.html).
+- Each function's on-failure destination and dead-letter queue: the function's role sends
+  (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html, "the
+  function's execution role"), against the queue's policy.
+- Every role's request on a bucket, queue, topic or key of the app, against that resource's
+  policy (the bucket policies' TLS Deny, the keys' account delegation).
+Each kind has a negative case that shows the evaluator would catch the defect.
+"""
+
+import copy
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Template
+
+from tests.infra.conftest import Synth
+from tests.infra.policy.resolve import Resolver
+from tests.infra.policy.simulate import Request, simulate
+from tests.infra.test_security_review import FULL
+
+ACCOUNT = FULL["account"]
+REGION = FULL["region"]
+TLS = {"aws:SecureTransport": "true"}
+ALLOWED = "Allowed"
+
+
+@dataclass(frozen=True)
+class Deployed:
+    """One stack's template with its intrinsics resolved."""
+
+    resources: dict[str, Any]
+    resolve: Resolver
+
+    def of_type(self, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        for logical_id, resource in self.resources.items():
+            if resource["Type"] == kind:
+                yield logical_id, self.resolve(resource.get("Properties", {}))
+
+    def arn_of(self, kind: str, physical: str) -> str | None:
+        """The logical id whose ARN (or Ref) is this value, among resources of this type."""
+        for logical_id, resource in self.resources.items():
+            if resource["Type"] == kind and physical in {
+                self.resolve.arn(logical_id),
+                self.resolve.ref(logical_id),
+            }:
+                return logical_id
+        return None
+
+
+@pytest.fixture(scope="module")
+def deployed(synth: Synth) -> list[Deployed]:
+    stacks = []
+    for stack in synth(FULL):
+        template = dict(Template.from_stack(stack).to_json())
+        resolver = Resolver(template, account=ACCOUNT, region=REGION)
+        stacks.append(Deployed(template["Resources"], resolver))
+    return stacks
+
+
+def _policy_of(stack: Deployed, kind: str, key: str, target: str) -> dict[str, Any] | None:
+    """The resource policy (AWS::SNS::TopicPolicy, AWS::SQS::QueuePolicy, ...) naming target."""
+    for _, props in stack.of_type(kind):
+        targets = props[key] if isinstance(props[key], list) else [props[key]]
+        if target in targets:
+            document: dict[str, Any] = props["PolicyDocument"]
+            return document
+    return None
+
+
+def _identity_policies(stack: Deployed, role_id: str) -> list[dict[str, Any]]:
+    role_name = stack.resolve.ref(role_id)
+    documents = [
+        props["PolicyDocument"]
+        for _, props in stack.of_type("AWS::IAM::Policy")
+        if role_name in props.get("Roles", [])
+    ]
+    role = stack.resolve(stack.resources[role_id].get("Properties", {}))
+    return documents + [p["PolicyDocument"] for p in role.get("Policies", [])]
+
+
+def _function_policy(stack: Deployed, function_arn: str) -> dict[str, Any]:
+    """The function's resource policy as Lambda builds it from its permissions."""
+    statements = []
+    for _, props in stack.of_type("AWS::Lambda::Permission"):
+        if props["FunctionName"] != function_arn:
+            continue
+        statement: dict[str, Any] = {
+            "Effect": "Allow",
+            "Principal": {"Service": props["Principal"]},
+            "Action": props["Action"],
+            "Resource": function_arn,
+        }
+        conditions: dict[str, Any] = {}
+        if "SourceArn" in props:
+            conditions["ArnLike"] = {"AWS:SourceArn": props["SourceArn"]}
+        if "SourceAccount" in props:
+            conditions["StringEquals"] = {"AWS:SourceAccount": props["SourceAccount"]}
+        if conditions:
+            statement["Condition"] = conditions
+        statements.append(statement)
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+def _source(arn: str) -> dict[str, str]:
+    return {**TLS, "aws:SourceArn": arn, "aws:SourceAccount": ACCOUNT}
+
+
+def alarm_requests(stacks: list[Deployed]) -> list[Request]:
+    requests = []
+    for stack in stacks:
+        alarms = [
+            *stack.of_type("AWS::CloudWatch::Alarm"),
+            *stack.of_type("AWS::CloudWatch::CompositeAlarm"),
+        ]
+        for alarm_id, props in alarms:
+            alarm_arn = stack.resolve.arn(alarm_id)
+            topics = {
+                t
+                for key in ("AlarmActions", "OKActions", "InsufficientDataActions")
+                for t in props.get(key, [])
+            }
+            for topic in sorted(topics):
+                topic_id = stack.arn_of("AWS::SNS::Topic", topic)
+                assert topic_id is not None, (alarm_id, topic)
+                requests.append(
+                    Request(
+                        name=f"{alarm_id} publishes to {topic_id}",
+                        principal="cloudwatch.amazonaws.com",
+                        action="sns:Publish",
+                        resource=topic,
+                        account_id=ACCOUNT,
+                        context=_source(alarm_arn),
+                        resource_policy=_policy_of(stack, "AWS::SNS::TopicPolicy", "Topics", topic),
+                    )
+                )
+                key_arn = stack.resolve(stack.resources[topic_id]["Properties"]["KmsMasterKeyId"])
+                key_id = stack.arn_of("AWS::KMS::Key", key_arn)
+                assert key_id is not None, (topic_id, key_arn)
+                key_policy = stack.resolve(stack.resources[key_id]["Properties"]["KeyPolicy"])
+                for action in ("kms:GenerateDataKey", "kms:Decrypt"):
+                    requests.append(
+                        Request(
+                            name=f"{alarm_id} {action} for {topic_id}",
+                            principal="cloudwatch.amazonaws.com",
+                            action=action,
+                            resource=key_arn,
+                            account_id=ACCOUNT,
+                            context=_source(alarm_arn),
+                            resource_policy=key_policy,
+                        )
+                    )
+    return requests
+
+
+def invoke_requests(stacks: list[Deployed]) -> list[Request]:
+    """EventBridge rules and CloudWatch Logs subscriptions invoking their functions."""
+    invocations = []  # (stack, who, service principal, function ARN, aws:SourceArn)
+    for stack in stacks:
+        for rule_id, props in stack.of_type("AWS::Events::Rule"):
+            rule_arn = stack.resolve.arn(rule_id)
+            for target in props.get("Targets", []):
+                invocations.append((stack, rule_id, "events", target["Arn"], rule_arn))
+        for filter_id, props in stack.of_type("AWS::Logs::SubscriptionFilter"):
+            group = f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:{props['LogGroupName']}:*"
+            invocations.append((stack, filter_id, "logs", props["DestinationArn"], group))
+    return [
+        Request(
+            name=f"{who} invokes {function}",
+            principal=f"{service}.amazonaws.com",
+            action="lambda:InvokeFunction",
+            resource=function,
+            account_id=ACCOUNT,
+            context=_source(source),
+            resource_policy=_function_policy(stack, function),
+        )
+        for stack, who, service, function, source in invocations
+    ]
+
+
+def _role_of(stack: Deployed, function_arn: str) -> tuple[str, str]:
+    function_id = stack.arn_of("AWS::Lambda::Function", function_arn)
+    assert function_id is not None, function_arn
+    role_arn = stack.resolve(stack.resources[function_id]["Properties"]["Role"])
+    role_id = stack.arn_of("AWS::IAM::Role", role_arn)
+    assert role_id is not None, role_arn
+    return role_id, role_arn
+
+
+def failure_requests(stacks: list[Deployed]) -> list[Request]:
+    """Each function's role sending a failed event to its on-failure destination or DLQ."""
+    destinations: list[tuple[Deployed, str, str]] = []
+    for stack in stacks:
+        for _, props in stack.of_type("AWS::Lambda::EventInvokeConfig"):
+            failure = props.get("DestinationConfig", {}).get("OnFailure")
+            if failure:
+                name = props["FunctionName"]
+                arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}"
+                destinations.append((stack, arn, failure["Destination"]))
+        for function_id, props in stack.of_type("AWS::Lambda::Function"):
+            if "DeadLetterConfig" in props:
+                arn = stack.resolve.arn(function_id)
+                destinations.append((stack, arn, props["DeadLetterConfig"]["TargetArn"]))
+    requests = []
+    for stack, function_arn, destination in destinations:
+        role_id, role_arn = _role_of(stack, function_arn)
+        queue_id = stack.arn_of("AWS::SQS::Queue", destination)
+        assert queue_id is not None, f"{destination}: only SQS destinations are expected here"
+        requests.append(
+            Request(
+                name=f"{role_id} keeps a failed event in {queue_id}",
+                principal=role_arn,
+                action="sqs:SendMessage",
+                resource=destination,
+                account_id=ACCOUNT,
+                context=TLS,
+                identity_policies=_identity_policies(stack, role_id),
+                resource_policy=_policy_of(
+                    stack, "AWS::SQS::QueuePolicy", "Queues", stack.resolve.ref(queue_id)
+                ),
+            )
+        )
+    return requests
+
+
+def _concrete(resource: str) -> str:
+    """A resource the statement's pattern stands for: each wildcard as a sample name."""
+    return resource.replace("*", "sample")
+
+
+def _resource_policy(stack: Deployed, arn: str) -> tuple[str, dict[str, Any] | None] | None:
+    """Which of the app's resources this ARN is in, and its resource policy."""
+    for logical_id, resource in stack.resources.items():
+        kind = resource["Type"]
+        if kind == "AWS::S3::Bucket":
+            bucket = stack.resolve.arn(logical_id)
+            if arn == bucket or arn.startswith(bucket + "/"):
+                name = stack.resolve.ref(logical_id)
+                return logical_id, _policy_of(stack, "AWS::S3::BucketPolicy", "Bucket", name)
+        elif kind == "AWS::KMS::Key" and arn == stack.resolve.arn(logical_id):
+            return logical_id, stack.resolve(resource["Properties"]["KeyPolicy"])
+        elif kind == "AWS::SQS::Queue" and arn == stack.resolve.arn(logical_id):
+            url = stack.resolve.ref(logical_id)
+            return logical_id, _policy_of(stack, "AWS::SQS::QueuePolicy", "Queues", url)
+        elif kind == "AWS::SNS::Topic" and arn == stack.resolve.arn(logical_id):
+            return logical_id, _policy_of(stack, "AWS::SNS::TopicPolicy", "Topics", arn)
+    return None
+
+
+def role_requests(stacks: list[Deployed]) -> list[Request]:
+    """Every action a role of the app is granted on a bucket, key, queue or topic of the app,
+    against that resource's policy."""
+    requests = []
+    seen: set[str] = set()
+    for stack in stacks:
+        for role_id, _ in stack.of_type("AWS::IAM::Role"):
+            if role_id.startswith("AWS679f53fac002430cb0da5b7982bd2287"):
+                continue  # CDK's custom-resource provider; its statements are per resource
+            identity = _identity_policies(stack, role_id)
+            for document in identity:
+                for statement in document["Statement"]:
+                    resources = statement["Resource"]
+                    actions = statement["Action"]
+                    for resource in resources if isinstance(resources, list) else [resources]:
+                        target = _resource_policy(stack, resource.rstrip("*").rstrip("/"))
+                        if statement["Effect"] != "Allow" or target is None:
+                            continue
+                        context = {**TLS}
+                        for values in statement.get("Condition", {}).values():
+                            context |= {k: _concrete(v[0]) for k, v in values.items()}
+                        for action in actions if isinstance(actions, list) else [actions]:
+                            name = f"{role_id} {action} {resource} ({target[0]})"
+                            if name in seen:
+                                continue  # granted twice (CDK's grant and ours): asked once
+                            seen.add(name)
+                            requests.append(
+                                Request(
+                                    name=name,
+                                    principal=stack.resolve.arn(role_id),
+                                    action=action,
+                                    resource=_concrete(resource),
+                                    account_id=ACCOUNT,
+                                    context=context,
+                                    identity_policies=identity,
+                                    resource_policy=target[1],
+                                )
+                            )
+    return requests
+
+
+@pytest.fixture(scope="module")
+def requests(deployed: list[Deployed]) -> dict[str, list[Request]]:
+    return {
+        "alarms": alarm_requests(deployed),
+        "invocations": invoke_requests(deployed),
+        "failures": failure_requests(deployed),
+        "roles": role_requests(deployed),
+    }
+
+
+def _without(policy: dict[str, Any] | None, predicate: Any) -> dict[str, Any]:
+    assert policy is not None
+    trimmed = copy.deepcopy(policy)
+    trimmed["Statement"] = [s for s in trimmed["Statement"] if not predicate(s)]
+    return trimmed
+
+
+def _is_service(name: str) -> Any:
+    return lambda s: s.get("Principal", {}) == {"Service": name} and s["Effect"] == "Allow"
+
+
+def _negatives(requests: dict[str, list[Request]]) -> list[tuple[Request, str]]:
+    """One broken variant per kind of request, and what AWS would answer."""
+    publish = next(r for r in requests["alarms"] if r.action == "sns:Publish")
+    key = next(r for r in requests["alarms"] if r.action == "kms:GenerateDataKey")
+    schedule = next(r for r in requests["invocations"] if r.principal == "events.amazonaws.com")
+    logs = next(r for r in requests["invocations"] if r.principal == "logs.amazonaws.com")
+    failure = requests["failures"][0]
+    bucket = next(r for r in requests["roles"] if r.action == "s3:PutObject")
+    return [
+        # The defect of issue 11: the topic policy without the CloudWatch Allow.
+        (
+            replace(
+                publish,
+                name="no CloudWatch Allow",
+                resource_policy=_without(
+                    publish.resource_policy, _is_service("cloudwatch.amazonaws.com")
+                ),
+            ),
+            "ImplicitlyDenied",
+        ),
+        # The confused deputy: another account's alarm naming this topic.
+        (
+            replace(
+                publish,
+                name="another account's alarm",
+                context=_source(publish.context["aws:SourceArn"].replace(ACCOUNT, "210987654321"))
+                | {"aws:SourceAccount": "210987654321"},
+            ),
+            "ImplicitlyDenied",
+        ),
+        (
+            replace(
+                key,
+                name="key policy without CloudWatch",
+                resource_policy=_without(
+                    key.resource_policy, _is_service("cloudwatch.amazonaws.com")
+                ),
+            ),
+            "ImplicitlyDenied",
+        ),
+        (
+            replace(
+                schedule,
+                name="another rule",
+                context=_source(schedule.context["aws:SourceArn"] + "-other"),
+            ),
+            "ImplicitlyDenied",
+        ),
+        (
+            replace(
+                logs,
+                name="another log group",
+                context=_source(f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/other:*"),
+            ),
+            "ImplicitlyDenied",
+        ),
+        (
+            replace(
+                failure,
+                name="role without SendMessage",
+                identity_policies=[
+                    _without(p, lambda s: "sqs:SendMessage" in str(s["Action"]))
+                    for p in failure.identity_policies
+                ],
+            ),
+            "ImplicitlyDenied",
+        ),
+        (
+            replace(bucket, name="plain HTTP", context={"aws:SecureTransport": "false"}),
+            "ExplicitlyDenied",
+        ),
+    ]
+
+
+def test_every_request_aws_makes_for_the_app_is_allowed(
+    requests: dict[str, list[Request]],
+) -> None:
+    everything = [r for kind in requests.values() for r in kind]
+    negatives = _negatives(requests)
+    results = simulate(everything + [n for n, _ in negatives])
+    denied = {r.name: results[r.name] for r in everything if results[r.name] != ALLOWED}
+    assert denied == {}
+    assert {n.name: results[n.name] for n, _ in negatives} == {n.name: e for n, e in negatives}
+
+
+def test_the_requests_cover_every_alarm_schedule_subscription_and_destination(
+    requests: dict[str, list[Request]],
+) -> None:
+    # Two topics; every alarm of the everything-on shape publishes (and encrypts) somewhere.
+    publishes = [r for r in requests["alarms"] if r.action == "sns:Publish"]
+    assert len({r.resource for r in publishes}) == 2
+    assert len(requests["alarms"]) == 3 * len(publishes)
+    assert len([r for r in requests["invocations"] if "events" in r.principal]) == 3
+    # The exporter's log group and, with xid_host_log_filter, the host log group.
+    assert len([r for r in requests["invocations"] if "logs" in r.principal]) == 2
+    assert len(requests["failures"]) == 4  # three analyzers' destinations, the notifier's DLQ
+    on_bucket = {r.name.split(" ")[0] for r in requests["roles"] if r.action.startswith("s3:")}
+    assert len(on_bucket) == 3  # storage, training, weekly report
+    # Every topic a function publishes to: the report topic and both alarm topics.
+    published = {r.name.rsplit("(", 1)[1] for r in requests["roles"] if r.action == "sns:Publish"}
+    assert {p.rstrip(")")[:-8] for p in published} == {
+        "ReportTopic",
+        "TopicsCritical",
+        "TopicsWarning",
+    }
+    names = [r.name for kind in requests.values() for r in kind]
+    assert len(names) == len(set(names))
+
+
+def test_training_role_may_run_its_logs_insights_query(deployed: list[Deployed]) -> None:
+    """StartQuery is authorized on the log group as AWS evaluates it, an ARN below
+    ``log-group:NAME`` (the denial in aws/aws-sdk-js#3022 names
+    ``...:log-group:<name>:log-stream:``), so the policy must say ``log-group:NAME:*``.
+    GetQueryResults and StopQuery carry only a query id; "*" is the one resource that
+    authorizes them however AWS scopes them (the Service Authorization Reference lists
+    StopQuery with no resource type)."""
+    ((stack, role),) = [
+        (s, logical_id)
+        for s in deployed
+        for logical_id, _ in s.of_type("AWS::IAM::Role")
+        if logical_id.startswith("TrainingAnalyzerRole")
+    ]
+    group = f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/gpu-insights/train-prod/training"
+    base = Request(
+        name="",
+        principal=stack.resolve.arn(role),
+        action="logs:StartQuery",
+        resource=f"{group}:log-stream:",
+        account_id=ACCOUNT,
+        identity_policies=_identity_policies(stack, role),
+    )
+    results = simulate(
+        [
+            replace(base, name="start"),
+            replace(base, name="results", action="logs:GetQueryResults", resource=f"{group}:*"),
+            replace(base, name="other group", resource=group.replace("training", "x") + ":*"),
+        ]
+    )
+    assert results == {"start": ALLOWED, "results": ALLOWED, "other group": "ImplicitlyDenied"}
