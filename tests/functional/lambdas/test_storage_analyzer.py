@@ -11,10 +11,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from cli.service_answers import answer, error
 from lambdas.shared.metric_fetcher import floor_calls
-from lambdas.storage_analyzer import aws as storage_aws
 from lambdas.storage_analyzer import handler as storage_handler
-from lambdas.storage_analyzer import run as storage_run
 
 END = datetime(2025, 11, 28, tzinfo=UTC).timestamp()
 DAYS = 3
@@ -38,16 +37,17 @@ def _put(
         cloudwatch.put_metric_data(Namespace=namespace, MetricData=data[first : first + 1000])
 
 
+def _metrics_configurations(params: dict[str, Any]) -> dict[str, Any]:
+    """moto keeps no bucket metrics configurations (it reads the request as an object
+    listing): S3's answer for the seeded buckets, and NoSuchBucket for any other."""
+    configured = {"train-data": [{"Id": "EntireBucket"}], "checkpoints": []}
+    if params["Bucket"] not in configured:
+        return error("NoSuchBucket", "The specified bucket does not exist", 404)
+    return {"MetricsConfigurationList": configured[params["Bucket"]], "IsTruncated": False}
+
+
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
-    # moto stores bucket metrics configurations but lists none back (ListBucketMetrics-
-    # Configurations always answers empty); answer for the configured bucket as S3 would.
-    real = storage_aws.request_metric_filters
-    monkeypatch.setattr(
-        storage_run,
-        "request_metric_filters",
-        lambda s3, bucket: ["EntireBucket"] if bucket == "train-data" else real(s3, bucket),
-    )
     with mock_aws():
         session = boto3.Session(
             region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
@@ -63,6 +63,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         monkeypatch.setenv("BUCKETS", "train-data,checkpoints")
         monkeypatch.setenv("EVENT_BUS", "default")
         clients["s3"].create_bucket(Bucket="reports")
+        answer(clients["s3"], "ListBucketMetricsConfigurations", _metrics_configurations)
         yield clients
 
 

@@ -10,12 +10,32 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from cli.demo_report import CloudWatchWithAlarmHistory, chromium, render_png
+from cli.demo_report import alarm_history, chromium, render_png
 from cli.demo_storage import environment
+from cli.service_answers import answer
 from lambdas.weekly_report import handler as report_handler
 
 RUN = "2026-11-30T08:00:00Z"  # a Monday: the report covers 2026-W48
 BUCKET = "reports-bucket"
+
+
+def _raised(name: str, day: int) -> dict[str, Any]:
+    return {
+        "AlarmName": name,
+        "AlarmType": "MetricAlarm",
+        "Timestamp": datetime(2026, 11, day, 3, tzinfo=UTC),
+        "HistoryItemType": "StateUpdate",
+        "HistorySummary": "Alarm updated from OK to ALARM",
+        "HistoryData": json.dumps({"newState": {"stateValue": "ALARM"}}),
+    }
+
+
+#: CloudWatch's alarm history (moto keeps none): this cluster's, another's, and next week's.
+HISTORY = [
+    _raised("gpu-insights-train-xid-fatal", 25),
+    _raised("gpu-insights-train2-xid-fatal", 25),
+    _raised("gpu-insights-train-xid-fatal", 30),
+]
 
 
 @pytest.fixture
@@ -36,8 +56,9 @@ def aws() -> Iterator[dict[str, Any]]:
         report_handler._clients.update(
             s3=clients["s3"],
             sns=clients["sns"],
-            cloudwatch=CloudWatchWithAlarmHistory(clients["cloudwatch"], "train", []),
+            cloudwatch=clients["cloudwatch"],
         )
+        answer(clients["cloudwatch"], "DescribeAlarmHistory", alarm_history(HISTORY))
         yield clients
 
 
@@ -107,6 +128,9 @@ def test_report_is_written_by_iso_week_and_the_summary_sent_once(aws: dict[str, 
     )
     assert document["gpu_hours"] == 6.0  # six hourly samples at a 3,600 s interval
     assert document["storage_waste_usd"] == 40.0  # next week's file is not this week's
+    assert document["alarms"] == [
+        {"alarm": "gpu-insights-train-xid-fatal", "time": "2026-11-25 03:00"}
+    ]
     second = _run(aws)  # a retry of the same week
     assert second["summary_sent"] is False
     messages = aws["sqs"].receive_message(QueueUrl=aws["queue"], MaxNumberOfMessages=10)["Messages"]
