@@ -102,11 +102,13 @@ def simulate(job: SimulatedJob, rank: int, sink: Collect) -> None:
 CLUSTER = "example-gpu-cluster"
 
 
-def rank_query_results(logs: Any) -> None:
+def rank_query_results(logs: Any, events_from: Any = None) -> None:
     """moto's Logs Insights runs no ``stats``: after moto answers GetQueryResults (and, with
     IAM enforced, authorizes it), its rows are replaced by the analyzer's rank query (steps,
     step time weighted by steps, latest node, by job and rank) computed from moto's events,
-    as Logs Insights would."""
+    as Logs Insights would. The events are read with ``events_from`` (a client allowed
+    FilterLogEvents; the same client by default), as Logs Insights reads them for the caller."""
+    reader = events_from or logs
     started: dict[str, Params] = {}
 
     def keep(params: Params, parsed: Params) -> None:
@@ -116,7 +118,7 @@ def rank_query_results(logs: Any) -> None:
         query = started[params["queryId"]]
         totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
         nodes: dict[tuple[str, str], str] = {}
-        pages = logs.get_paginator("filter_log_events").paginate(
+        pages = reader.get_paginator("filter_log_events").paginate(
             logGroupName=query["logGroupName"],
             startTime=query["startTime"] * 1000,
             endTime=query["endTime"] * 1000,
@@ -169,14 +171,16 @@ def seed(clients: dict[str, Any]) -> int:
     return len(sink.documents)
 
 
-def run_training_analyzer(clients: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def run_training_analyzer(
+    clients: dict[str, Any], log_reader: Any = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     training_handler._clients.update(
         cloudwatch=clients["cloudwatch"],
         events=clients["events"],
         s3=clients["s3"],
         logs=clients["logs"],
     )
-    rank_query_results(clients["logs"])
+    rank_query_results(clients["logs"], log_reader)
     env = {
         "CLUSTER_NAME": CLUSTER,
         "LOOKBACK_DAYS": "1",

@@ -14,6 +14,7 @@ from cdk.constructs.report_bucket import ReportBucket
 from cdk.constructs.request_metrics import RequestMetrics
 from cdk.settings import Settings
 from cdk.stacks.deployment_stack import DeploymentStack
+from lambdas.training_analyzer.handler import JOB_COSTS_KEY
 
 STORAGE_MODULES = (
     "lambdas/shared/aws_clients.py",
@@ -171,6 +172,11 @@ class AnalyzersStack(DeploymentStack):
             arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
         queries_arn = self.format_arn(service="logs", resource="*")
+        # The training analyzer writes its findings and, for the weekly report, each day's
+        # job costs: that key and no other under reports/.
+        job_costs_objects = self.report.bucket.arn_for_objects(
+            JOB_COSTS_KEY.format(cluster=settings.cluster_name, day="*")
+        )
         self.training = AnalyzerFunction(
             self,
             "TrainingAnalyzer",
@@ -201,6 +207,11 @@ class AnalyzersStack(DeploymentStack):
                     resources=[queries_arn],
                 ),
                 iam.PolicyStatement(
+                    sid="WriteJobCosts",
+                    actions=["s3:PutObject"],
+                    resources=[job_costs_objects],
+                ),
+                iam.PolicyStatement(
                     sid="ReadStorageFindings",
                     actions=["s3:GetObject"],
                     resources=[self.report.bucket.arn_for_objects("findings/*")],
@@ -213,10 +224,16 @@ class AnalyzersStack(DeploymentStack):
         )
         acknowledge_wildcard_resources(
             self.training.role,
-            resources=["*", self.report.bucket.arn_for_objects("findings/*"), queries_arn],
+            resources=[
+                "*",
+                self.report.bucket.arn_for_objects("findings/*"),
+                queries_arn,
+                job_costs_objects,
+            ],
             reason="GetMetricData, ListMetrics and PutMetricData (limited by condition to the "
             "findings namespace) take no resource ARNs; GetQueryResults is authorized on the "
-            "account's queries, not a log group; findings/* is the analyzers' own prefix",
+            "account's queries, not a log group; findings/* is the analyzers' own prefix; "
+            "date=* in the job costs key is one file a day",
         )
         self.report_topic = sns.Topic(
             self,

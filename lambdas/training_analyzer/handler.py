@@ -36,8 +36,12 @@ STORAGE_CAUSES = {
 }
 
 
+#: Where each day's job costs go; the role may write this key only (cdk/stacks/analyzers_stack.py).
+JOB_COSTS_KEY = "reports/cluster={cluster}/date={day}/training-jobs.json"
+
+
 def job_costs_key(cluster: str, day: Any) -> str:
-    return f"reports/cluster={cluster}/date={day.isoformat()}/training-jobs.json"
+    return JOB_COSTS_KEY.format(cluster=cluster, day=day.isoformat())
 
 
 def related_storage(
