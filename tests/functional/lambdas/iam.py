@@ -21,7 +21,7 @@ https://docs.getmoto.org/en/latest/docs/iam.html) is partial, and these are its 
 
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -209,7 +209,11 @@ def _cached(session: boto3.Session) -> Callable[[str], Any]:
     return get
 
 
-def without(statements: list[Statement], sid: str) -> Iterator[Statement]:
-    """The statements less the one named ``sid`` (which must be there)."""
-    assert any(s.get("Sid") == sid for s in statements), sid
-    return (s for s in statements if s.get("Sid") != sid)
+def without(
+    statements: list[Statement], drop: str | Callable[[Statement], bool]
+) -> list[Statement]:
+    """The statements less one: the one with Sid ``drop``, or the one ``drop`` picks."""
+    picked = drop if callable(drop) else (lambda s: s.get("Sid") == drop)
+    kept = [s for s in statements if not picked(s)]
+    assert len(kept) == len(statements) - 1, f"{drop} picks no single statement"
+    return kept

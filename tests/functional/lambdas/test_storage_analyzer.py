@@ -14,11 +14,13 @@ from moto import mock_aws
 from cli.service_answers import answer, error
 from lambdas.shared.metric_fetcher import floor_calls
 from lambdas.storage_analyzer import handler as storage_handler
+from tests.functional.lambdas.iam import resolve, role_statements, run_as_role
 
 END = datetime(2025, 11, 28, tzinfo=UTC).timestamp()
 DAYS = 3
 HOURS = DAYS * 24
 MIB = 2**20
+HANDLER = "lambdas.storage_analyzer.handler.handler"
 
 
 def _put(
@@ -109,11 +111,22 @@ def _seed(aws: dict[str, Any]) -> dict[str, str]:
 
 
 def test_handler_finds_what_was_seeded_and_nothing_on_healthy_resources(
-    aws: dict[str, Any],
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Run as the storage analyzer's role, with moto's IAM authorization on (limits:
+    tests/functional/lambdas/iam.py; ListBucketMetricsConfigurations, which moto lacks, is
+    answered before it is sent, so moto does not authorize s3:GetMetricsConfiguration)."""
     ids = _seed(aws)
+    physical = {"ReportBucket": {"Ref": "reports", "Arn": "arn:aws:s3:::reports"}}
+    principal = run_as_role(
+        resolve(role_statements(templates, HANDLER), physical), monkeypatch, "storage-analyzer"
+    )
+    for name in ("ec2", "s3", "cloudwatch", "events"):
+        monkeypatch.setitem(storage_handler._clients, name, principal.role(name))
+    answer(principal.role("s3"), "ListBucketMetricsConfigurations", _metrics_configurations)
+    aws = {name: principal.admin(name) for name in ("s3", "cloudwatch")}
     calls: list[str] = []
-    aws["cloudwatch"].meta.events.register(
+    principal.role("cloudwatch").meta.events.register(
         "before-call.monitoring.GetMetricData", lambda model, **_: calls.append(model.name)
     )
     event = {"time": datetime.fromtimestamp(END, UTC).isoformat()}

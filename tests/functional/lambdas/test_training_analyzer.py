@@ -46,7 +46,7 @@ def _as_role(
 ) -> tuple[Principal, dict[str, Any]]:
     statements = resolve(role_statements(templates, HANDLER), PHYSICAL)
     if drop:
-        statements = list(without(statements, drop))
+        statements = without(statements, drop)
     principal = run_as_role(statements, monkeypatch, "training-analyzer")
     return principal, {s: principal.role(s) for s in SERVICES}
 
