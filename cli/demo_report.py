@@ -4,6 +4,7 @@ dashboard bodies the app deploys."""
 import json
 import shutil
 import subprocess
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -11,44 +12,47 @@ from typing import Any
 from alarms.backtest import BacktestResult
 from alarms.evaluator import AlarmState
 from cli.demo_storage import END, REPORT_BUCKET, environment
+from cli.service_answers import Params, answer
 from dashboards.bodies import all_dashboards, encode
 from lambdas.weekly_report import handler as report_handler
 from lambdas.weekly_report.handler import report_prefix
 
 
-class CloudWatchWithAlarmHistory:
-    """moto evaluates no alarm and keeps no alarm history: this client answers
-    DescribeAlarmHistory with the state changes the backtest computed for the app's alarms
-    over the demo's data, and passes every other call to moto."""
+def raised_items(cluster: str, backtest: list[BacktestResult]) -> list[Params]:
+    """The state changes into ALARM that the backtest computed for the app's alarms."""
+    return [
+        {
+            "AlarmName": r.spec.alarm_name(cluster),
+            "AlarmType": "MetricAlarm",
+            "Timestamp": datetime.fromtimestamp(t.time, UTC),
+            "HistoryItemType": "StateUpdate",
+            "HistorySummary": f"Alarm updated from {t.old} to {t.new}",
+            "HistoryData": json.dumps({"newState": {"stateValue": str(t.new)}}),
+        }
+        for r in backtest
+        for t in r.transitions
+        if t.new is AlarmState.ALARM
+    ]
 
-    def __init__(self, cloudwatch: Any, cluster: str, backtest: list[BacktestResult]) -> None:
-        self._cloudwatch = cloudwatch
-        self._items = [
-            {
-                "AlarmName": r.spec.alarm_name(cluster),
-                "Timestamp": datetime.fromtimestamp(t.time, UTC),
-                "HistoryItemType": "StateUpdate",
-                "HistoryData": json.dumps({"newState": {"stateValue": str(t.new)}}),
-            }
-            for r in backtest
-            for t in r.transitions
-            if t.new is AlarmState.ALARM
-        ]
 
-    def get_paginator(self, name: str) -> Any:
-        if name != "describe_alarm_history":
-            return self._cloudwatch.get_paginator(name)
-        items = self._items
+def alarm_history(items: list[Params]) -> Callable[[Params], Params]:
+    """DescribeAlarmHistory as CloudWatch answers it, over these history items, filtered as
+    the request asks: moto evaluates no alarm and does not implement the operation."""
 
-        class Pages:
-            def paginate(self, **kwargs: Any) -> list[dict[str, Any]]:
-                start, end = kwargs["StartDate"], kwargs["EndDate"]
-                return [{"AlarmHistoryItems": [i for i in items if start <= i["Timestamp"] < end]}]
+    def respond(params: Params) -> Params:
+        start, end = params.get("StartDate"), params.get("EndDate")
+        return {
+            "AlarmHistoryItems": [
+                i
+                for i in items
+                if params.get("AlarmName", i["AlarmName"]) == i["AlarmName"]
+                and params.get("HistoryItemType", i["HistoryItemType"]) == i["HistoryItemType"]
+                and (start is None or start <= i["Timestamp"])
+                and (end is None or i["Timestamp"] < end)
+            ]
+        }
 
-        return Pages()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._cloudwatch, name)
+    return respond
 
 
 def run_weekly_report(
@@ -58,7 +62,12 @@ def run_weekly_report(
     report_handler._clients.update(
         s3=clients["s3"],
         sns=clients["sns"],
-        cloudwatch=CloudWatchWithAlarmHistory(clients["cloudwatch"], cluster, backtest),
+        cloudwatch=clients["cloudwatch"],
+    )
+    answer(
+        clients["cloudwatch"],
+        "DescribeAlarmHistory",
+        alarm_history(raised_items(cluster, backtest)),
     )
     # Run on the Monday after the demo's "now": the report covers the week that holds it.
     monday = datetime.fromtimestamp(END, UTC).date()

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+from cli.service_answers import Params, answer, percentiles_as_maximum
 from lambdas.storage_analyzer import handler as storage_handler
 
 #: The demo's "now": the last full hour. CloudWatch Logs refuses events older than 14 days, so
@@ -96,41 +97,14 @@ def _put(cloudwatch: Any, namespace: str, dims: dict[str, str], metric: str, val
     cloudwatch.put_metric_data(Namespace=namespace, MetricData=data)
 
 
-class S3WithMetricsConfigurations:
-    """moto does not implement S3 metrics configurations: this S3 client answers
-    ListBucketMetricsConfigurations as S3 would for the buckets the demo configured, and passes
-    every other call to moto."""
-
-    def __init__(self, s3: Any) -> None:
-        self._s3 = s3
-
-    def list_bucket_metrics_configurations(self, *, Bucket: str, **_: Any) -> dict[str, Any]:  # noqa: N803
-        configured = BUCKETS.get(Bucket) is not None
-        return {
-            "MetricsConfigurationList": [{"Id": "EntireBucket"}] if configured else [],
-            "IsTruncated": False,
-        }
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._s3, name)
-
-
-class CloudWatchWithPercentiles:
-    """moto computes no percentile statistics (it answers p99 with nothing): this client asks
-    it for the maximum instead, which is the p99 of the demo's constant hourly values."""
-
-    def __init__(self, cloudwatch: Any) -> None:
-        self._cloudwatch = cloudwatch
-
-    def get_metric_data(self, **kwargs: Any) -> Any:
-        for query in kwargs["MetricDataQueries"]:
-            stat = query.get("MetricStat", {})
-            if str(stat.get("Stat", "")).startswith("p"):
-                stat["Stat"] = "Maximum"
-        return self._cloudwatch.get_metric_data(**kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._cloudwatch, name)
+def metrics_configurations(params: Params) -> Params:
+    """ListBucketMetricsConfigurations as S3 answers it for the demo's buckets: moto keeps no
+    metrics configurations (it reads the request as a listing of the bucket's objects)."""
+    configured = BUCKETS.get(params["Bucket"]) is not None
+    return {
+        "MetricsConfigurationList": [{"Id": "EntireBucket"}] if configured else [],
+        "IsTruncated": False,
+    }
 
 
 def seed(clients: dict[str, Any], cluster: str) -> dict[str, str]:
@@ -171,10 +145,10 @@ def run_storage_analyzer(
     clients: dict[str, Any], cluster: str
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The Lambda handler, with the environment the stack gives it."""
-    for service in ("ec2", "events"):
+    for service in ("ec2", "events", "s3", "cloudwatch"):
         storage_handler._clients[service] = clients[service]
-    storage_handler._clients["s3"] = S3WithMetricsConfigurations(clients["s3"])
-    storage_handler._clients["cloudwatch"] = CloudWatchWithPercentiles(clients["cloudwatch"])
+    answer(clients["s3"], "ListBucketMetricsConfigurations", metrics_configurations)
+    percentiles_as_maximum(clients["cloudwatch"])
     env = {
         "CLUSTER_NAME": cluster,
         "VOLUME_SCOPE": "cluster",

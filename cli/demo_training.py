@@ -17,6 +17,7 @@ from agent.metric_contract import DIM_JOB, DIM_NODE, PROP_RANK, training_log_gro
 from agent.sinks import PutMetricDataSink
 from agent.training import TrainingMetrics
 from cli.demo_storage import END, REPORT_BUCKET, run_analyzer
+from cli.service_answers import Params, fill
 from lambdas.training_analyzer import handler as training_handler
 
 HOURS = 8
@@ -101,25 +102,23 @@ def simulate(job: SimulatedJob, rank: int, sink: Collect) -> None:
 CLUSTER = "example-gpu-cluster"
 
 
-class LogsInsightsOverMoto:
-    """moto's Logs Insights runs no ``stats``: this client answers the analyzer's rank query
-    (steps, step time weighted by steps, latest node, by job and rank) from moto's events, as
-    Logs Insights would, and passes every other call to moto."""
+def rank_query_results(logs: Any, events_from: Any = None) -> None:
+    """moto's Logs Insights runs no ``stats``: after moto answers GetQueryResults (and, with
+    IAM enforced, authorizes it), its rows are replaced by the analyzer's rank query (steps,
+    step time weighted by steps, latest node, by job and rank) computed from moto's events,
+    as Logs Insights would. The events are read with ``events_from`` (a client allowed
+    FilterLogEvents; the same client by default), as Logs Insights reads them for the caller."""
+    reader = events_from or logs
+    started: dict[str, Params] = {}
 
-    def __init__(self, logs: Any) -> None:
-        self._logs = logs
-        self._queries: dict[str, dict[str, Any]] = {}
+    def keep(params: Params, parsed: Params) -> None:
+        started[parsed["queryId"]] = params
 
-    def start_query(self, **kwargs: Any) -> dict[str, str]:
-        query_id = f"q{len(self._queries)}"
-        self._queries[query_id] = kwargs
-        return {"queryId": query_id}
-
-    def get_query_results(self, *, queryId: str) -> dict[str, Any]:  # noqa: N803
-        query = self._queries[queryId]
+    def complete(params: Params, parsed: Params) -> None:
+        query = started[params["queryId"]]
         totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
         nodes: dict[tuple[str, str], str] = {}
-        pages = self._logs.get_paginator("filter_log_events").paginate(
+        pages = reader.get_paginator("filter_log_events").paginate(
             logGroupName=query["logGroupName"],
             startTime=query["startTime"] * 1000,
             endTime=query["endTime"] * 1000,
@@ -134,7 +133,8 @@ class LogsInsightsOverMoto:
                 totals[key][1] += doc["step_time_seconds"] * doc["steps"]
                 if DIM_NODE in doc:
                     nodes[key] = doc[DIM_NODE]
-        results = [
+        parsed["status"] = "Complete"
+        parsed["results"] = [
             [
                 {"field": DIM_JOB, "value": job},
                 {"field": PROP_RANK, "value": rank},
@@ -144,10 +144,9 @@ class LogsInsightsOverMoto:
             ]
             for (job, rank), (steps, time) in sorted(totals.items())
         ]
-        return {"status": "Complete", "results": results}
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._logs, name)
+    fill(logs, "StartQuery", keep)
+    fill(logs, "GetQueryResults", complete)
 
 
 def seed(clients: dict[str, Any]) -> int:
@@ -172,13 +171,16 @@ def seed(clients: dict[str, Any]) -> int:
     return len(sink.documents)
 
 
-def run_training_analyzer(clients: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def run_training_analyzer(
+    clients: dict[str, Any], log_reader: Any = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     training_handler._clients.update(
         cloudwatch=clients["cloudwatch"],
         events=clients["events"],
         s3=clients["s3"],
-        logs=LogsInsightsOverMoto(clients["logs"]),
+        logs=clients["logs"],
     )
+    rank_query_results(clients["logs"], log_reader)
     env = {
         "CLUSTER_NAME": CLUSTER,
         "LOOKBACK_DAYS": "1",

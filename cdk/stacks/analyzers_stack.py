@@ -15,6 +15,7 @@ from cdk.constructs.report_bucket import ReportBucket
 from cdk.constructs.request_metrics import RequestMetrics
 from cdk.settings import Settings
 from cdk.stacks.deployment_stack import DeploymentStack
+from lambdas.training_analyzer.handler import JOB_COSTS_KEY
 
 STORAGE_MODULES = (
     "lambdas/shared/aws_clients.py",
@@ -176,6 +177,11 @@ class AnalyzersStack(DeploymentStack):
             resource_name=f"{training_log_group(settings.cluster_name)}:*",
             arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
+        # The training analyzer writes its findings and, for the weekly report, each day's
+        # job costs: that key and no other under reports/.
+        job_costs_objects = self.report.bucket.arn_for_objects(
+            JOB_COSTS_KEY.format(cluster=settings.cluster_name, day="*")
+        )
         self.training = AnalyzerFunction(
             self,
             "TrainingAnalyzer",
@@ -206,6 +212,11 @@ class AnalyzersStack(DeploymentStack):
                     resources=["*"],
                 ),
                 iam.PolicyStatement(
+                    sid="WriteJobCosts",
+                    actions=["s3:PutObject"],
+                    resources=[job_costs_objects],
+                ),
+                iam.PolicyStatement(
                     sid="ReadStorageFindings",
                     actions=["s3:GetObject"],
                     resources=[self.report.bucket.arn_for_objects("findings/*")],
@@ -218,11 +229,17 @@ class AnalyzersStack(DeploymentStack):
         )
         acknowledge_wildcard_resources(
             self.training.role,
-            resources=["*", self.report.bucket.arn_for_objects("findings/*"), logs_arn],
+            resources=[
+                "*",
+                self.report.bucket.arn_for_objects("findings/*"),
+                logs_arn,
+                job_costs_objects,
+            ],
             reason="GetMetricData, ListMetrics and PutMetricData (limited by condition to the "
-            "findings namespace) take no resource ARNs; GetQueryResults names "
-            "only a query id; StartQuery is authorized on the training log group's ARN with "
-            "its ':*' suffix; findings/* is the analyzers' own prefix",
+            "findings namespace) take no resource ARNs; GetQueryResults names only a query id; "
+            "StartQuery is authorized on the training log group's ARN with its ':*' suffix; "
+            "findings/* is the analyzers' own prefix; date=* in the job costs key is one file "
+            "a day",
         )
         self.report_topic = sns.Topic(
             self,

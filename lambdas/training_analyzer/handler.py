@@ -15,7 +15,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.events import scheduled_time
-from lambdas.shared.publisher import FindingsPublisher, failure_queue_keeper, findings_key
+from lambdas.shared.publisher import (
+    FindingsPublisher,
+    PublishError,
+    failure_queue_keeper,
+    findings_key,
+)
 from lambdas.training_analyzer.analysis import ANALYZER
 from lambdas.training_analyzer.run import analyze_training
 
@@ -31,8 +36,12 @@ STORAGE_CAUSES = {
 }
 
 
+#: Where each day's job costs go; the role may write this key only (cdk/stacks/analyzers_stack.py).
+JOB_COSTS_KEY = "reports/cluster={cluster}/date={day}/training-jobs.json"
+
+
 def job_costs_key(cluster: str, day: Any) -> str:
-    return f"reports/cluster={cluster}/date={day.isoformat()}/training-jobs.json"
+    return JOB_COSTS_KEY.format(cluster=cluster, day=day.isoformat())
 
 
 def related_storage(
@@ -78,6 +87,20 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     )
     stamp = datetime.fromtimestamp(end, UTC).isoformat()
     findings = [replace(f, cluster=cluster, detected_at=stamp) for f in run.findings]
+    # Every job's cost, found or not, for the weekly report's costliest jobs. Written before
+    # the findings are published: the events and counts are not idempotent, so they go out
+    # only once every S3 write has succeeded, and a retried run does not send them twice.
+    costs = {job: asdict(cost) for job, cost in run.costs.items()}
+    costs_key = job_costs_key(cluster, day)
+    try:
+        _clients("s3").put_object(
+            Bucket=bucket,
+            Key=costs_key,
+            Body=json.dumps(costs, sort_keys=True).encode(),
+            ContentType="application/json",
+        )
+    except (ClientError, BotoCoreError) as err:
+        raise PublishError(f"writing s3://{bucket}/{costs_key}: {err}") from err
     published = FindingsPublisher(
         s3=_clients("s3"),
         events=_clients("events"),
@@ -88,14 +111,6 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         analyzer=ANALYZER,
         keep=failure_queue_keeper(_clients),
     ).publish(findings, day)
-    # Every job's cost, found or not, for the weekly report's costliest jobs.
-    costs = {job: asdict(cost) for job, cost in run.costs.items()}
-    _clients("s3").put_object(
-        Bucket=bucket,
-        Key=job_costs_key(cluster, day),
-        Body=json.dumps(costs, sort_keys=True).encode(),
-        ContentType="application/json",
-    )
     summary = {
         "jobs": len(run.costs),
         "gpu_hours": sum(c.gpu_hours for c in run.costs.values()),

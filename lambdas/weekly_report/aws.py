@@ -7,6 +7,8 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from agent.metric_contract import (
     DIM_CLUSTER,
     DIM_NODE,
@@ -89,16 +91,27 @@ def xid_counts(
     return [(node, code, n) for (node, code), n in counts.items() if n > 0]
 
 
+def alarm_prefix(cluster: str) -> str:
+    return f"gpu-insights-{cluster}-"
+
+
 def alarms_raised(cloudwatch: Any, cluster: str, start: date, end: date) -> list[tuple[str, str]]:
+    """The app's metric alarms that went into ALARM during the week, with when.
+
+    DescribeAlarmHistory filters by one exact AlarmName at most (no prefix), so this reads the
+    week's state updates of the region's metric alarms and keeps the app's by name: one call
+    per 100 state updates, where listing the app's alarms first (DescribeAlarms) and reading
+    each one's history would take one call per alarm and one more."""
     raised = []
     pages = cloudwatch.get_paginator("describe_alarm_history").paginate(
-        AlarmNamePrefix=f"gpu-insights-{cluster}-",
         HistoryItemType="StateUpdate",
         StartDate=datetime.fromtimestamp(epoch(start), UTC),
         EndDate=datetime.fromtimestamp(epoch(end), UTC),
     )
     for page in pages:
         for item in page["AlarmHistoryItems"]:
+            if not item.get("AlarmName", "").startswith(alarm_prefix(cluster)):
+                continue
             try:
                 state = json.loads(item.get("HistoryData", "{}"))["newState"]["stateValue"]
             except (ValueError, KeyError, TypeError):
@@ -120,10 +133,55 @@ def finding_texts(s3: Any, bucket: str, cluster: str, days: Sequence[date]) -> I
                 )
 
 
-def job_costs(s3: Any, bucket: str, key: str) -> dict[str, dict[str, float]]:
+#: How S3 says an object does not exist (GetObject's NoSuchKey, HeadObject's bare 404).
+MISSING = frozenset({"404", "NoSuchKey", "NotFound"})
+
+
+class ListBucketDeniedError(Exception):
+    """S3 answered 403 for a report read: the key is missing and the role may not list it."""
+
+
+def _missing(s3_error: ClientError, bucket: str, key: str) -> bool:
+    """True where S3 said the object does not exist. S3 answers a missing key with 404 only
+    to a caller allowed ``s3:ListBucket`` for it, with 403 to any other
+    (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html, "Permissions"):
+    a 403 is the role's ListBucket condition not covering the key, named here."""
+    code = str(s3_error.response.get("Error", {}).get("Code"))
+    if code in MISSING:
+        return True
+    if code in {"403", "AccessDenied"}:
+        raise ListBucketDeniedError(
+            f"s3://{bucket}/{key}: S3 answered 403; the object is missing and the role lacks "
+            f"s3:ListBucket for it (its s3:prefix condition must cover {key!r}), or the role "
+            "may not read it"
+        ) from s3_error
+    return False
+
+
+def read_object(s3: Any, bucket: str, key: str) -> bytes | None:
+    """The object's bytes, or None where it does not exist."""
     try:
-        body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-    except s3.exceptions.NoSuchKey:
+        body: bytes = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    except ClientError as err:
+        if _missing(err, bucket, key):
+            return None
+        raise
+    return body
+
+
+def object_exists(s3: Any, bucket: str, key: str) -> bool:
+    try:
+        s3.head_object(Bucket=bucket, Key=key)
+    except ClientError as err:
+        if _missing(err, bucket, key):
+            return False
+        raise
+    return True
+
+
+def job_costs(s3: Any, bucket: str, key: str) -> dict[str, dict[str, float]]:
+    body = read_object(s3, bucket, key)
+    if body is None:
         return {}
     costs = json.loads(body)
     return costs if isinstance(costs, dict) else {}

@@ -10,8 +10,6 @@ import logging
 import os
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.events import scheduled_time
 from lambdas.training_analyzer.handler import job_costs_key
@@ -20,6 +18,8 @@ from lambdas.weekly_report.aws import (
     finding_texts,
     gpu_days,
     job_costs,
+    object_exists,
+    read_object,
     throughput_by_job,
     xid_counts,
 )
@@ -39,24 +39,12 @@ def report_prefix(cluster: str, week: str) -> str:
 
 
 def _previous(s3: Any, bucket: str, cluster: str, week: str) -> dict[str, float | None]:
+    body = read_object(s3, bucket, report_prefix(cluster, week) + "report.json")
     try:
-        body = s3.get_object(Bucket=bucket, Key=report_prefix(cluster, week) + "report.json")[
-            "Body"
-        ].read()
-        document = json.loads(body)
-    except (ClientError, ValueError):
+        document = json.loads(body) if body is not None else {}
+    except ValueError:
         return {}
     return {k: document.get(k) for k in HEADLINE}
-
-
-def _already_sent(s3: Any, bucket: str, key: str) -> bool:
-    try:
-        s3.head_object(Bucket=bucket, Key=key)
-    except ClientError as err:
-        if err.response.get("Error", {}).get("Code") in {"404", "NoSuchKey", "NotFound"}:
-            return False
-        raise
-    return True
 
 
 def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
@@ -114,7 +102,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     )
     marker = prefix + "summary-sent"
     sent = False
-    if not _already_sent(s3, bucket, marker):
+    if not object_exists(s3, bucket, marker):
         _clients("sns").publish(
             TopicArn=os.environ["TOPIC_ARN"],
             Subject=f"GPU week {week}: {cluster}"[:100],

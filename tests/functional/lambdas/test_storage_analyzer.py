@@ -11,15 +11,16 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from cli.service_answers import answer, error
 from lambdas.shared.metric_fetcher import floor_calls
-from lambdas.storage_analyzer import aws as storage_aws
 from lambdas.storage_analyzer import handler as storage_handler
-from lambdas.storage_analyzer import run as storage_run
+from tests.functional.lambdas.iam import resolve, role_statements, run_as_role
 
 END = datetime(2025, 11, 28, tzinfo=UTC).timestamp()
 DAYS = 3
 HOURS = DAYS * 24
 MIB = 2**20
+HANDLER = "lambdas.storage_analyzer.handler.handler"
 
 
 def _put(
@@ -38,16 +39,17 @@ def _put(
         cloudwatch.put_metric_data(Namespace=namespace, MetricData=data[first : first + 1000])
 
 
+def _metrics_configurations(params: dict[str, Any]) -> dict[str, Any]:
+    """moto keeps no bucket metrics configurations (it reads the request as an object
+    listing): S3's answer for the seeded buckets, and NoSuchBucket for any other."""
+    configured = {"train-data": [{"Id": "EntireBucket"}], "checkpoints": []}
+    if params["Bucket"] not in configured:
+        return error("NoSuchBucket", "The specified bucket does not exist", 404)
+    return {"MetricsConfigurationList": configured[params["Bucket"]], "IsTruncated": False}
+
+
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
-    # moto stores bucket metrics configurations but lists none back (ListBucketMetrics-
-    # Configurations always answers empty); answer for the configured bucket as S3 would.
-    real = storage_aws.request_metric_filters
-    monkeypatch.setattr(
-        storage_run,
-        "request_metric_filters",
-        lambda s3, bucket: ["EntireBucket"] if bucket == "train-data" else real(s3, bucket),
-    )
     with mock_aws():
         session = boto3.Session(
             region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
@@ -63,6 +65,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         monkeypatch.setenv("BUCKETS", "train-data,checkpoints")
         monkeypatch.setenv("EVENT_BUS", "default")
         clients["s3"].create_bucket(Bucket="reports")
+        answer(clients["s3"], "ListBucketMetricsConfigurations", _metrics_configurations)
         yield clients
 
 
@@ -108,11 +111,22 @@ def _seed(aws: dict[str, Any]) -> dict[str, str]:
 
 
 def test_handler_finds_what_was_seeded_and_nothing_on_healthy_resources(
-    aws: dict[str, Any],
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Run as the storage analyzer's role, with moto's IAM authorization on (limits:
+    tests/functional/lambdas/iam.py; ListBucketMetricsConfigurations, which moto lacks, is
+    answered before it is sent, so moto does not authorize s3:GetMetricsConfiguration)."""
     ids = _seed(aws)
+    physical = {"ReportBucket": {"Ref": "reports", "Arn": "arn:aws:s3:::reports"}}
+    principal = run_as_role(
+        resolve(role_statements(templates, HANDLER), physical), monkeypatch, "storage-analyzer"
+    )
+    for name in ("ec2", "s3", "cloudwatch", "events"):
+        monkeypatch.setitem(storage_handler._clients, name, principal.role(name))
+    answer(principal.role("s3"), "ListBucketMetricsConfigurations", _metrics_configurations)
+    aws = {name: principal.admin(name) for name in ("s3", "cloudwatch")}
     calls: list[str] = []
-    aws["cloudwatch"].meta.events.register(
+    principal.role("cloudwatch").meta.events.register(
         "before-call.monitoring.GetMetricData", lambda model, **_: calls.append(model.name)
     )
     event = {"time": datetime.fromtimestamp(END, UTC).isoformat()}

@@ -1,5 +1,8 @@
-"""The training analyzer's real handler against moto, fed by the real emitter."""
+"""The training analyzer's real handler against moto, fed by the real emitter, run as its
+role: the policy synthesized for it, with moto's IAM authorization on (limits: see
+tests/functional/lambdas/iam.py)."""
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -9,25 +12,55 @@ from moto import mock_aws
 
 from cli.demo_storage import REPORT_BUCKET
 from cli.demo_training import JOBS, run_training_analyzer, seed
+from lambdas.shared.aws_clients import client
+from lambdas.shared.publisher import PublishError
+from tests.functional.lambdas.iam import Principal, resolve, role_statements, run_as_role, without
+
+HANDLER = "lambdas.training_analyzer.handler.handler"
+PHYSICAL = {"ReportBucket": {"Ref": REPORT_BUCKET, "Arn": f"arn:aws:s3:::{REPORT_BUCKET}"}}
+SERVICES = ("s3", "cloudwatch", "events", "logs")
 
 
 @pytest.fixture
-def clients() -> Iterator[dict[str, Any]]:
+def seeded() -> Iterator[dict[str, Any]]:
     with mock_aws():
         session = boto3.Session(
             region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
         )
-        made: dict[str, Any] = {
-            s: session.client(s) for s in ("s3", "cloudwatch", "events", "logs")
-        }
+        made: dict[str, Any] = {s: client(s, session=session) for s in (*SERVICES, "sqs")}
         made["s3"].create_bucket(Bucket=REPORT_BUCKET)
+        seed(made)
+        # Every finding event the default bus receives, to count them.
+        queue = made["sqs"].create_queue(QueueName="finding-events")["QueueUrl"]
+        arn = made["sqs"].get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        made["events"].put_rule(Name="findings", EventPattern='{"source": ["gpu-insights"]}')
+        made["events"].put_targets(Rule="findings", Targets=[{"Id": "q", "Arn": arn}])
+        made["queue"] = queue
         yield made
 
 
-def test_the_five_simulated_jobs_get_exactly_their_findings(clients: dict[str, Any]) -> None:
-    documents = seed(clients)
-    assert documents > 0
-    summary, findings = run_training_analyzer(clients)
+def _as_role(
+    templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch, drop: str | None = None
+) -> tuple[Principal, dict[str, Any]]:
+    statements = resolve(role_statements(templates, HANDLER), PHYSICAL)
+    if drop:
+        statements = without(statements, drop)
+    principal = run_as_role(statements, monkeypatch, "training-analyzer")
+    return principal, {s: principal.role(s) for s in SERVICES}
+
+
+def _events(principal: Principal, queue: str) -> int:
+    sqs = principal.admin("sqs")
+    return len(sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get("Messages", []))
+
+
+def test_the_five_simulated_jobs_get_exactly_their_findings(
+    seeded: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    principal, clients = _as_role(templates, monkeypatch)
+    summary, findings = run_training_analyzer(clients, principal.admin("logs"))
     assert summary["jobs"] == len(JOBS)
     assert summary["skipped"] == []
     assert summary["gpu_hours"] == 4 * (8 + 8 + 8 + 8 + 6)  # four ranks; the flaky job ran 6 h
@@ -45,3 +78,21 @@ def test_the_five_simulated_jobs_get_exactly_their_findings(clients: dict[str, A
     drop = by_kind["training_throughput_regression"]["evidence"]["drop"]
     assert drop == pytest.approx(1 - 2.0 / 3.0, abs=0.02)  # steps went from 2 s to 3 s
     assert by_kind["training_slow_checkpoint"]["evidence"]["mean_checkpoint_save_seconds"] == 420.0
+    # The weekly report's costliest jobs read this file; the role may write it.
+    key = summary["key"].replace("findings/", "reports/").rsplit("/", 1)[0]
+    costs = principal.admin("s3").get_object(Bucket=REPORT_BUCKET, Key=f"{key}/training-jobs.json")
+    assert sorted(json.loads(costs["Body"].read())) == sorted(j.name for j in JOBS)
+    assert _events(principal, seeded["queue"]) == len(findings)
+
+
+def test_a_denied_costs_write_fails_the_run_before_any_event_or_count(
+    seeded: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the statement that lets it write job costs, the run fails with AccessDenied,
+    and since Lambda retries a failed run twice, nothing that is not idempotent went out."""
+    principal, clients = _as_role(templates, monkeypatch, drop="WriteJobCosts")
+    with pytest.raises(PublishError, match=r"training-jobs\.json.*AccessDenied"):
+        run_training_analyzer(clients, principal.admin("logs"))
+    assert _events(principal, seeded["queue"]) == 0
+    counts = principal.admin("cloudwatch").list_metrics(Namespace="GpuInsights/Findings")
+    assert counts["Metrics"] == []

@@ -1,6 +1,7 @@
 """The weekly report's real handler against moto, and its HTML in a real browser."""
 
 import json
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,12 +11,34 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from cli.demo_report import CloudWatchWithAlarmHistory, chromium, render_png
+from cli.demo_report import alarm_history, chromium, render_png
 from cli.demo_storage import environment
+from cli.service_answers import answer
 from lambdas.weekly_report import handler as report_handler
+from tests.functional.lambdas.iam import Principal, resolve, role_statements, run_as_role
 
 RUN = "2026-11-30T08:00:00Z"  # a Monday: the report covers 2026-W48
 BUCKET = "reports-bucket"
+HANDLER = "lambdas.weekly_report.handler.handler"
+
+
+def _raised(name: str, day: int) -> dict[str, Any]:
+    return {
+        "AlarmName": name,
+        "AlarmType": "MetricAlarm",
+        "Timestamp": datetime(2026, 11, day, 3, tzinfo=UTC),
+        "HistoryItemType": "StateUpdate",
+        "HistorySummary": "Alarm updated from OK to ALARM",
+        "HistoryData": json.dumps({"newState": {"stateValue": "ALARM"}}),
+    }
+
+
+#: CloudWatch's alarm history (moto keeps none): this cluster's, another's, and next week's.
+HISTORY = [
+    _raised("gpu-insights-train-xid-fatal", 25),
+    _raised("gpu-insights-train2-xid-fatal", 25),
+    _raised("gpu-insights-train-xid-fatal", 30),
+]
 
 
 @pytest.fixture
@@ -36,8 +59,9 @@ def aws() -> Iterator[dict[str, Any]]:
         report_handler._clients.update(
             s3=clients["s3"],
             sns=clients["sns"],
-            cloudwatch=CloudWatchWithAlarmHistory(clients["cloudwatch"], "train", []),
+            cloudwatch=clients["cloudwatch"],
         )
+        answer(clients["cloudwatch"], "DescribeAlarmHistory", alarm_history(HISTORY))
         yield clients
 
 
@@ -90,8 +114,41 @@ def _run(aws: dict[str, Any]) -> dict[str, Any]:
         return report_handler.handler({"time": RUN}, None)
 
 
-def test_report_is_written_by_iso_week_and_the_summary_sent_once(aws: dict[str, Any]) -> None:
+def _as_role(
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> tuple[Principal, list[str]]:
+    """The handler's clients become the report role's; returns the principal and the S3 keys
+    (and listing prefixes) the run reads, recorded once botocore has validated each call."""
+    physical = {
+        "ReportBucket": {"Ref": BUCKET, "Arn": f"arn:aws:s3:::{BUCKET}"},
+        "ReportTopic": {"Ref": aws["topic"]},
+    }
+    principal = run_as_role(
+        resolve(role_statements(templates, HANDLER), physical), monkeypatch, "weekly-report"
+    )
+    for service in ("s3", "sns", "cloudwatch"):
+        monkeypatch.setitem(report_handler._clients, service, principal.role(service))
+    answer(principal.role("cloudwatch"), "DescribeAlarmHistory", alarm_history(HISTORY))
+    reads: list[str] = []
+    for operation, field in (
+        ("GetObject", "Key"),
+        ("HeadObject", "Key"),
+        ("ListObjectsV2", "Prefix"),
+    ):
+        principal.role("s3").meta.events.register(
+            f"before-parameter-build.s3.{operation}",
+            lambda params, field=field, **_: reads.append(params[field]),
+        )
+    return principal, reads
+
+
+def test_report_is_written_by_iso_week_and_the_summary_sent_once(
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run as the report's role, with moto's IAM authorization on (limits:
+    tests/functional/lambdas/iam.py)."""
     _seed(aws)
+    principal, _ = _as_role(aws, templates, monkeypatch)
     first = _run(aws)
     assert first["week"] == "2026-W48"
     assert first["key"] == "reports/cluster=train/week=2026-W48/report.html"
@@ -100,19 +157,50 @@ def test_report_is_written_by_iso_week_and_the_summary_sent_once(aws: dict[str, 
         1,
         True,
     )
+    s3 = principal.admin("s3")
     document = json.loads(
-        aws["s3"]
-        .get_object(Bucket=BUCKET, Key="reports/cluster=train/week=2026-W48/report.json")["Body"]
-        .read()
+        s3.get_object(Bucket=BUCKET, Key="reports/cluster=train/week=2026-W48/report.json")[
+            "Body"
+        ].read()
     )
     assert document["gpu_hours"] == 6.0  # six hourly samples at a 3,600 s interval
     assert document["storage_waste_usd"] == 40.0  # next week's file is not this week's
+    assert document["alarms"] == [
+        {"alarm": "gpu-insights-train-xid-fatal", "time": "2026-11-25 03:00"}
+    ]
     second = _run(aws)  # a retry of the same week
     assert second["summary_sent"] is False
-    messages = aws["sqs"].receive_message(QueueUrl=aws["queue"], MaxNumberOfMessages=10)["Messages"]
+    sqs = principal.admin("sqs")
+    messages = sqs.receive_message(QueueUrl=aws["queue"], MaxNumberOfMessages=10)["Messages"]
     (message,) = [json.loads(m["Body"]) for m in messages]
     assert message["Subject"] == "GPU week 2026-W48: train"
     assert "[warning] ebs_idle_volume: vol-1 is idle" in message["Message"]
+
+
+def _string_like(pattern: str, value: str) -> bool:
+    """IAM's StringLike: * any run of characters, ? one character
+    (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition_operators.html)."""
+    regex = re.escape(pattern).replace(r"\*", ".*").replace(r"\?", ".")
+    return re.fullmatch(regex, value) is not None
+
+
+def test_every_key_the_report_reads_is_under_its_list_condition(
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """S3 answers a missing key with 404 only where the role may list it, else 403
+    (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html, Permissions), and the
+    role's ListBucket holds only under an s3:prefix condition, which moto does not evaluate:
+    so every key the report reads (most may be missing: last week's report, the week's job
+    costs, the summary marker) is checked against that condition here."""
+    _seed(aws)
+    principal, reads = _as_role(aws, templates, monkeypatch)
+    _run(aws)
+    (listing,) = [s for s in principal.statements if s.get("Sid") == "ListFindings"]
+    prefixes = listing["Condition"]["StringLike"]["s3:prefix"]
+    assert {r.split("/", 1)[0] for r in reads} == {"findings", "reports"}
+    assert len(reads) >= 7 + 3  # a listing a day, the job costs, last week's report, the marker
+    assert [r for r in reads if not any(_string_like(p, r) for p in prefixes)] == []
+    assert not _string_like("reports/*", "report.json")  # the check can fail
 
 
 def test_a_report_bucket_that_fails_fails_the_run_loudly(aws: dict[str, Any]) -> None:

@@ -14,7 +14,10 @@ from agent.exporter import Exporter, ExporterConfig
 from agent.fake_nvml import FakeNvml
 from agent.sinks import BufferedSender
 from lambdas.xid_notifier import handler as xid_handler
+from tests.functional.lambdas.iam import resolve, role_statements, run_as_role, without
 from tests.unit.agent.nvml_trace import Clock, trace_lines
+
+HANDLER = "lambdas.xid_notifier.handler.handler"
 
 
 class Keep:
@@ -64,8 +67,36 @@ def _messages(sqs: Any, queue: str) -> list[dict[str, str]]:
     return [json.loads(m["Body"]) for m in response.get("Messages", [])]
 
 
-def test_exporter_xids_reach_the_topic_their_severity_names(topics: Any) -> None:
-    _, sqs, queues = topics
+def _statements(templates: list[dict[str, Any]], physical: dict[str, Any]) -> list[Any]:
+    return list(resolve(role_statements(templates, HANDLER), physical))
+
+
+def test_without_its_publish_statement_the_notifier_is_denied(
+    topics: Any, templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    statements = without(_statements(templates, {}), lambda s: s["Action"] == "sns:Publish")
+    principal = run_as_role(statements, monkeypatch, "xid-notifier")
+    monkeypatch.setitem(xid_handler._clients, "sns", principal.role("sns"))
+    line = json.dumps({"message": "NVRM: Xid (PCI:0000:53:00): 79, GPU has fallen off the bus."})
+    with pytest.raises(xid_handler.PublishError, match="AccessDenied"):
+        xid_handler.handler(_subscription_event([line]), None)
+
+
+def test_exporter_xids_reach_the_topic_their_severity_names(
+    topics: Any, templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run as the notifier's role, with moto's IAM authorization on (limits:
+    tests/functional/lambdas/iam.py: sns:Publish is enforced, the topic ARNs are not)."""
+    sns, _, queues = topics
+    physical = {
+        f"Topics{name.title()}": {
+            "Ref": sns.create_topic(Name=f"gpu-insights-train-{name}")["TopicArn"]
+        }
+        for name in ("critical", "warning")
+    }  # create_topic answers the existing topic's ARN
+    principal = run_as_role(_statements(templates, physical), monkeypatch, "xid-notifier")
+    monkeypatch.setitem(xid_handler._clients, "sns", principal.role("sns"))
+    sqs = principal.admin("sqs")
     sink = Keep()
     exporter = Exporter(
         FakeNvml(trace_lines(), clock=Clock(16)),

@@ -1,23 +1,37 @@
+"""The rank query against a real Logs client (botocore's Stubber checks every request against
+the service model and every response against its output shape)."""
+
+from collections.abc import Iterator
 from typing import Any
 
+import boto3
 import pytest
+from botocore.stub import ANY, Stubber
 
-from lambdas.training_analyzer.aws import QueryTimeoutError, rank_stats
+from lambdas.training_analyzer.aws import RANK_QUERY, QueryTimeoutError, rank_stats
 
 
-class Logs:
-    def __init__(self, statuses: list[str], rows: list[list[dict[str, str]]]) -> None:
-        self.statuses = statuses
-        self.rows = rows
-        self.started: dict[str, Any] = {}
+@pytest.fixture
+def logs() -> Iterator[tuple[Any, Stubber]]:
+    client = boto3.client(
+        "logs", region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
+    )
+    with Stubber(client) as stubber:
+        yield client, stubber
+        stubber.assert_no_pending_responses()
 
-    def start_query(self, **kwargs: Any) -> dict[str, str]:
-        self.started = kwargs
-        return {"queryId": "q-1"}
 
-    def get_query_results(self, *, queryId: str) -> dict[str, Any]:  # noqa: N803
-        status = self.statuses.pop(0) if len(self.statuses) > 1 else self.statuses[0]
-        return {"status": status, "results": self.rows if status == "Complete" else []}
+def _start(stubber: Stubber, end: int) -> None:
+    stubber.add_response(
+        "start_query",
+        {"queryId": "q-1"},
+        {
+            "logGroupName": "/aws/gpu-insights/train/training",
+            "startTime": 0,
+            "endTime": end,
+            "queryString": RANK_QUERY,
+        },
+    )
 
 
 def _row(job: str, rank: str, steps: str, step_time: str, node: str = "") -> list[dict[str, str]]:
@@ -30,20 +44,25 @@ def _row(job: str, rank: str, steps: str, step_time: str, node: str = "") -> lis
     ]
 
 
-def test_rank_query_waits_for_completion_and_reads_rows() -> None:
-    logs = Logs(
-        ["Scheduled", "Running", "Complete"],
-        [
-            _row("llm", "0", "100", "1.5", "n1"),
-            _row("llm", "1", "100", "1.6"),
-            _row("llm", "2", "n/a", "1.0"),
-            [{"field": "steps", "value": "1"}],
-        ],
+def test_rank_query_waits_for_completion_and_reads_rows(logs: tuple[Any, Stubber]) -> None:
+    client, stubber = logs
+    _start(stubber, 3600)
+    for status in ("Scheduled", "Running"):
+        stubber.add_response(
+            "get_query_results", {"status": status, "results": []}, {"queryId": "q-1"}
+        )
+    rows = [
+        _row("llm", "0", "100", "1.5", "n1"),
+        _row("llm", "1", "100", "1.6"),
+        _row("llm", "2", "n/a", "1.0"),
+        [{"field": "steps", "value": "1"}],
+    ]
+    stubber.add_response(
+        "get_query_results", {"status": "Complete", "results": rows}, {"queryId": ANY}
     )
     waits: list[float] = []
-    ranks = rank_stats(logs, "train", start=0, end=3600, sleep=waits.append)
+    ranks = rank_stats(client, "train", start=0, end=3600, sleep=waits.append)
     assert waits == [1.0, 1.0]
-    assert logs.started["logGroupName"] == "/aws/gpu-insights/train/training"
     assert [(r.rank, r.steps, r.mean_step_time, r.node) for r in ranks["llm"]] == [
         ("0", 100.0, 1.5, "n1"),
         ("1", 100.0, 1.6, None),
@@ -51,8 +70,16 @@ def test_rank_query_waits_for_completion_and_reads_rows() -> None:
 
 
 @pytest.mark.parametrize(
-    ("statuses", "problem"), [(["Failed"], "ended Failed"), (["Running"], "longer than 3 s")]
+    ("statuses", "problem"), [(["Failed"], "ended Failed"), (["Running"] * 4, "longer than 3 s")]
 )
-def test_a_query_that_fails_or_hangs_is_a_named_error(statuses: list[str], problem: str) -> None:
+def test_a_query_that_fails_or_hangs_is_a_named_error(
+    logs: tuple[Any, Stubber], statuses: list[str], problem: str
+) -> None:
+    client, stubber = logs
+    _start(stubber, 1)
+    for status in statuses:
+        stubber.add_response(
+            "get_query_results", {"status": status, "results": []}, {"queryId": "q-1"}
+        )
     with pytest.raises(QueryTimeoutError, match=problem):
-        rank_stats(Logs(statuses, []), "train", start=0, end=1, sleep=lambda _: None, timeout_s=3)
+        rank_stats(client, "train", start=0, end=1, sleep=lambda _: None, timeout_s=3)

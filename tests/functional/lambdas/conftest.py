@@ -1,0 +1,23 @@
+"""The app synthesized once per session: the IAM-enforced tests read each function's role
+policy from these templates."""
+
+from typing import Any
+
+import pytest
+
+from tests.functional.lambdas.iam import ACCOUNT, REGION
+
+#: The deployment the functional tests run as: the demo's cluster, the storage tests' buckets.
+CONTEXT = {"account": ACCOUNT, "region": REGION, "storage_buckets": "train-data,checkpoints"}
+
+
+@pytest.fixture(scope="session")
+def templates(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    from aws_cdk import App
+
+    from cdk.app import build
+    from cdk.settings import settings_from_context
+
+    app = App(outdir=str(tmp_path_factory.mktemp("cdk.out")))
+    build(app, settings_from_context(CONTEXT))
+    return [stack.template for stack in app.synth().stacks]
