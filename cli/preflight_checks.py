@@ -70,7 +70,8 @@ class Plan:
     install_addon: bool
     kubectl_used: bool
     exporter: bool
-    #: Log groups the stacks create under these exact names.
+    #: Log groups the agent writes and the stacks make under these exact names, adopting a
+    #: group that already exists (cdk/constructs/agent_log_group.py).
     fixed_log_groups: tuple[str, ...]
     #: A log group the stacks import by name (it must exist), or None.
     required_log_group: str | None
@@ -302,21 +303,14 @@ def check_log_groups(plan: Plan, facts: Facts) -> list[Check]:
         return [blocked]
     checks = []
     taken = [g for g in plan.fixed_log_groups if g in facts.existing_log_groups]
+    new = [g for g in plan.fixed_log_groups if g not in facts.existing_log_groups]
+    said = []
     if taken:
-        checks.append(
-            Check(
-                name,
-                Verdict.FAIL,
-                f"{', '.join(taken)} already exist(s): the stacks create these names, and "
-                "CloudFormation fails with 'already exists'",
-                " && ".join(f"aws logs delete-log-group --log-group-name {g}" for g in taken)
-                + " (export what you need to keep first)",
-            )
-        )
-    else:
-        checks.append(
-            Check(name, Verdict.OK, f"none of {', '.join(plan.fixed_log_groups)} exists yet")
-        )
+        said.append(f"{', '.join(taken)} exist(s) and will be adopted (data kept)")
+    if new:
+        said.append(f"{', '.join(new)} will be created")
+    # Either way the stacks set a 30-day retention: an existing group is no conflict.
+    checks.append(Check(name, Verdict.OK, "; ".join(said) + "; retention set to 30 days"))
     required = plan.required_log_group
     if required is not None:
         if required in facts.existing_log_groups:

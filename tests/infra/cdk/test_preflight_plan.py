@@ -26,12 +26,27 @@ def _resources(stacks: list[Stack], kind: str) -> list[dict[str, Any]]:
 
 def test_the_fixed_log_group_names_are_those_preflight_checks(synth: Synth) -> None:
     for context in (PROD, {**PROD, "xid_host_log_filter": "true"}):
-        names = {
-            p["LogGroupName"]
-            for p in _resources(synth(context), "AWS::Logs::LogGroup")
+        stacks = synth(context)
+        # No log group is created by a fixed name with AWS::Logs::LogGroup ("already exists");
+        # the agent's groups are made by the idempotent CreateLogGroup custom resource.
+        assert not [
+            p
+            for p in _resources(stacks, "AWS::Logs::LogGroup")
             if isinstance(p.get("LogGroupName"), str)
+        ]
+        created = {
+            json.loads(_joined(p["Create"]))["parameters"]["logGroupName"]
+            for p in _resources(stacks, "Custom::AWS")
+            if '"CreateLogGroup"' in _joined(p["Create"])
         }
-        assert names == set(plan_for(settings_from_context(context)).fixed_log_groups)
+        assert created == set(plan_for(settings_from_context(context)).fixed_log_groups)
+
+
+def _joined(value: Any) -> str:
+    """An AwsCustomResource's Create property: a string, or an Fn::Join of strings."""
+    if isinstance(value, str):
+        return value
+    return "".join(p if isinstance(p, str) else "" for p in value["Fn::Join"][1])
 
 
 def test_the_metrics_insights_alarms_are_those_preflight_counts(synth: Synth) -> None:

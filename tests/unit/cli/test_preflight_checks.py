@@ -139,15 +139,20 @@ def test_an_installed_observability_addon_conflicts_unless_managed_elsewhere() -
     assert check_observability_addon(PLAN, facts(addons=absent), CLUSTER).verdict is Verdict.OK
 
 
-def test_an_existing_fixed_name_log_group_fails_with_its_name() -> None:
+def test_an_existing_agent_log_group_is_adopted_not_a_conflict() -> None:
+    # The stacks make these groups idempotently (cdk/constructs/agent_log_group.py), so a
+    # group the agent wrote first, or one left by `cdk destroy`, is kept and adopted.
     (check,) = check_log_groups(
         PLAN, facts(existing_log_groups=frozenset({"/aws/gpu-insights/train/training"}))
     )
-    assert check.verdict is Verdict.FAIL
-    assert check.detail.startswith("/aws/gpu-insights/train/training already exist")
-    assert "delete-log-group --log-group-name /aws/gpu-insights/train/training" in check.fix
+    assert check.verdict is Verdict.OK
+    assert check.detail == (
+        "/aws/gpu-insights/train/training exist(s) and will be adopted (data kept); "
+        "/aws/gpu-insights/train/exporter will be created; retention set to 30 days"
+    )
     (fine,) = check_log_groups(PLAN, facts())
     assert fine.verdict is Verdict.OK
+    assert fine.detail.startswith("/aws/gpu-insights/train/exporter, /aws/gpu-insights/train/")
 
 
 def test_the_host_log_filter_needs_its_log_group() -> None:
