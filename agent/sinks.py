@@ -6,6 +6,7 @@ BufferedSender owns retries, so every sink gets the same backoff and the same me
 """
 
 import logging
+import select
 import socket
 import sys
 import time
@@ -45,8 +46,52 @@ class StdoutSink:
             raise SinkError(f"stdout: {err}") from err
 
 
+def peer_closed(sock: socket.socket) -> bool:
+    """True when the other end closed the connection (EOF or reset) or it failed.
+
+    The EMF listener never writes, so a readable socket means end of file or an error.
+    Anything it did send is read and discarded."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        if not readable:
+            return False
+        return sock.recv(4096) == b""
+    except (OSError, ValueError):
+        return True
+
+
+@dataclass
+class TcpStats:
+    connects: int = 0
+    #: Documents sent again on a new connection because the old one closed soon after.
+    resent: int = 0
+    #: Documents written on a connection found closed right after the write; the sink
+    #: raised, so the caller sends them again (the agent may have read some of them).
+    rewritten: int = 0
+    #: Unconfirmed documents dropped to keep the resend backlog bounded.
+    dropped: int = 0
+
+
 class TcpEmfSink:
-    """The CloudWatch agent's EMF listener (newline-delimited JSON over TCP, port 25888)."""
+    """The CloudWatch agent's EMF listener (newline-delimited JSON over TCP, port 25888).
+
+    At-least-once delivery across agent restarts. TCP accepts a write into a connection the
+    agent has already closed (the first write after its FIN succeeds; the reset comes back
+    later), and the listener sends no acknowledgement, so a batch that ``sendall`` took is not
+    yet delivered. The sink therefore checks the connection for EOF or reset before and after
+    each write, reconnects when it closed, and keeps every batch written in the last
+    ``settle_s`` seconds as unconfirmed: when the connection turns out closed, those batches
+    are sent again on the new connection ahead of the new one. A batch is confirmed once a
+    check at least ``settle_s`` after its write finds the connection still open.
+
+    Residual window, stated honestly: a batch is lost only if the agent received it into its
+    socket buffer and then stopped without reading it more than ``settle_s`` after the write
+    (an agent reads its listener continuously, so that takes an agent stalled for longer than
+    ``settle_s`` and then killed). Resending can duplicate lines the agent did read before it
+    closed; ``stats.resent`` and ``stats.rewritten`` count every document sent again. The
+    backlog holds at most ``max_unconfirmed`` documents; beyond that the oldest are dropped
+    and counted.
+    """
 
     def __init__(
         self,
@@ -54,25 +99,58 @@ class TcpEmfSink:
         port: int,
         *,
         timeout_s: float = 2.0,
+        settle_s: float = 2.0,
+        max_unconfirmed: int = 10_000,
         connect: Callable[[tuple[str, int], float], socket.socket] = socket.create_connection,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._address = (host, port)
         self._timeout_s = timeout_s
+        self._settle_s = settle_s
+        self._max_unconfirmed = max_unconfirmed
         self._connect = connect
+        self._clock = clock
         self._socket: socket.socket | None = None
+        #: (time written, document count, bytes) of batches not yet confirmed.
+        self._unconfirmed: deque[tuple[float, int, bytes]] = deque()
+        self.stats = TcpStats()
 
     def send(self, documents: Sequence[EmfDocument]) -> None:
         payload = "".join(encode(d) + "\n" for d in documents).encode()
+        now = self._clock()
         try:
+            if self._socket is not None and peer_closed(self._socket):
+                self._disconnect()
             if self._socket is None:
                 self._socket = self._connect(self._address, self._timeout_s)
-            self._socket.sendall(payload)
+                self.stats.connects += 1
+                backlog = list(self._unconfirmed)
+            else:
+                while self._unconfirmed and self._unconfirmed[0][0] <= now - self._settle_s:
+                    self._unconfirmed.popleft()  # the connection outlived it: confirmed
+                backlog = []
+            self._socket.sendall(b"".join(p for _, _, p in backlog) + payload)
+            if peer_closed(self._socket):
+                self.stats.rewritten += len(documents)
+                raise ConnectionResetError("the EMF listener closed the connection")
         except OSError as err:
-            self.close()
+            self._disconnect()
             host, port = self._address
             raise SinkError(f"EMF endpoint tcp://{host}:{port}: {err}") from err
+        self.stats.resent += sum(n for _, n, _ in backlog)
+        self._unconfirmed = deque((now, n, p) for _, n, p in backlog)
+        self._unconfirmed.append((now, len(documents), payload))
+        while sum(n for _, n, _ in self._unconfirmed) > self._max_unconfirmed:
+            self.stats.dropped += self._unconfirmed.popleft()[1]
 
     def close(self) -> None:
+        """Close the connection on our side: what was written precedes our FIN, so the agent
+        reads it before it sees the end; nothing is kept to resend."""
+        self._unconfirmed.clear()
+        self._disconnect()
+
+    def _disconnect(self) -> None:
+        """Drop a connection that failed; unconfirmed batches stay for the next one."""
         if self._socket is not None:
             try:
                 self._socket.close()

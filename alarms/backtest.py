@@ -4,10 +4,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from alarms.evaluator import AlarmState, Transition, evaluate
+from alarms.evaluator import EXTRA_PERIODS, AlarmState, Transition, evaluate
 from alarms.history import Sample
 from alarms.model import AlarmSpec
-from alarms.series import alarm_values
+from alarms.series import alarm_values, periods_with_data
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,16 @@ class BacktestResult:
         return total + (end - since if since is not None else 0.0)
 
 
+def history_end(specs: Sequence[AlarmSpec], samples: Sequence[Sample]) -> float:
+    """The default end of a backtest over a history: the end of the period that holds the last
+    sample, for the alarm with the longest period, so every alarm evaluates the period that
+    holds the last datapoint (a history that ends with a fatal XID raises that alarm)."""
+    if not samples:
+        raise ValueError("the history holds no samples")
+    last = max(s.timestamp for s in samples)
+    return max(last - last % spec.period_s + spec.period_s for spec in specs)
+
+
 def backtest(
     specs: Sequence[AlarmSpec], samples: Sequence[Sample], *, start: float, end: float
 ) -> list[BacktestResult]:
@@ -39,13 +49,15 @@ def backtest(
         raise ValueError("the backtest window ends before it starts")
     results = []
     for spec in specs:
-        values = alarm_values(spec.metric, samples, spec.period_s)
-        in_window = {t: v for t, v in values.items() if start - spec.period_s * 10 <= t < end}
+        reach = spec.evaluation_periods + EXTRA_PERIODS  # the first evaluation's range
+        earliest = start - start % spec.period_s - spec.period_s * reach
+        in_window = [s for s in samples if earliest <= s.timestamp < end]
+        series = alarm_values(spec.metric, in_window, spec.period_s)
         results.append(
             BacktestResult(
                 spec=spec,
-                transitions=evaluate(spec, in_window, start=start, end=end),
-                datapoints=len(in_window),
+                transitions=evaluate(spec, series, start=start, end=end),
+                datapoints=periods_with_data(series),
             )
         )
     return results

@@ -9,18 +9,27 @@ data", Amazon CloudWatch User Guide):
 - if it holds none: ``missing`` goes to INSUFFICIENT_DATA, ``ignore`` keeps the state,
   ``breaching`` counts every period as breaching, ``notBreaching`` as not;
 - if it holds some but fewer than N: ``breaching`` and ``notBreaching`` fill the gaps;
-  ``missing`` decides on the real datapoints alone; ``ignore`` lets them take the alarm to OK
-  but not to ALARM (the documented rows ``0 - - - -`` gives OK and ``- - X - -`` keeps the
-  state).
+  with ``missing`` and ``ignore``, M breaching real datapoints alarm, a non-breaching one
+  among fewer than M breaching gives OK, and otherwise (every real datapoint breaching, but
+  fewer than M) the rule "Avoiding premature transitions to alarm state" decides: ALARM only
+  when the oldest breaching datapoint within the last N periods is at least M periods old and
+  everything more recent is breaching or missing (``- - X - -`` alarms, ``- - - - X`` does
+  not, for M = 3). Short of that, ``missing`` says INSUFFICIENT_DATA and ``ignore`` keeps the
+  state; where the rule does alarm, ``ignore`` still keeps the state (the documented rows).
 
 ALARM needs M (datapoints to alarm) breaching datapoints among those evaluated.
+
+Source: Amazon CloudWatch User Guide, "Using Amazon CloudWatch alarms",
+https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html
+(sections "Configuring how CloudWatch alarms treat missing data" and "Avoiding premature
+transitions to alarm state"); every documented row is a test in tests/unit/alarms.
 """
 
 from dataclasses import dataclass
 from enum import StrEnum
 
 from alarms.model import AlarmSpec, MissingData
-from alarms.series import Values
+from alarms.series import AlarmSeries, window
 
 #: Periods the evaluation range holds beyond the evaluation periods (the docs' example range
 #: for three evaluation periods is five datapoints).
@@ -43,10 +52,10 @@ class Transition:
 
 
 def _decide(
-    spec: AlarmSpec, window: list[float | None], state: AlarmState
+    spec: AlarmSpec, points: list[float | None], state: AlarmState
 ) -> tuple[AlarmState, str]:
     n = spec.evaluation_periods
-    real = [v for v in window if v is not None]
+    real = [v for v in points if v is not None]
     if len(real) >= n:
         recent = real[-n:]
         hits = _breaching(spec, recent)
@@ -54,7 +63,7 @@ def _decide(
         return verdict, f"{hits} of the last {n} datapoints {_shown(recent)} breached"
     if not real:
         return _no_data(spec, state)
-    return _some_data(spec, real, state)
+    return _some_data(spec, points, state)
 
 
 def _breaching(spec: AlarmSpec, values: list[float]) -> int:
@@ -72,32 +81,60 @@ def _no_data(spec: AlarmSpec, state: AlarmState) -> tuple[AlarmState, str]:
     return verdicts[spec.missing_data]
 
 
-def _some_data(spec: AlarmSpec, real: list[float], state: AlarmState) -> tuple[AlarmState, str]:
+def _some_data(
+    spec: AlarmSpec, points: list[float | None], state: AlarmState
+) -> tuple[AlarmState, str]:
     """Fewer real datapoints than evaluation periods: the missing-data setting decides."""
     m = spec.datapoints_to_alarm
+    real = [v for v in points if v is not None]
     hits = _breaching(spec, real)
     gaps = spec.evaluation_periods - len(real)
     seen = f"{hits} of {len(real)} datapoints {_shown(real)} breached"
-    treatment = spec.missing_data
-    if treatment is MissingData.BREACHING:
-        alarm = hits + gaps >= m
-        reason = f"{seen}; {gaps} missing as breaching"
-    elif treatment is MissingData.NOT_BREACHING:
-        alarm = hits >= m
-        reason = f"{seen}; {gaps} missing as not breaching"
-    else:  # missing and ignore decide on the real datapoints alone
-        alarm = hits >= min(m, len(real))
-        reason = seen
-        if treatment is MissingData.IGNORE and alarm:
-            return state, f"{seen}; too few to change the state (ignore)"
-    return (AlarmState.ALARM if alarm else AlarmState.OK), reason
+    if spec.missing_data is MissingData.BREACHING:
+        verdict = AlarmState.ALARM if hits + gaps >= m else AlarmState.OK
+        return verdict, f"{seen}; {gaps} missing as breaching"
+    if spec.missing_data is MissingData.NOT_BREACHING:
+        verdict = AlarmState.ALARM if hits >= m else AlarmState.OK
+        return verdict, f"{seen}; {gaps} missing as not breaching"
+    verdict, reason = _unfilled(spec, points, hits, len(real), seen)
+    if verdict is not AlarmState.OK and spec.missing_data is MissingData.IGNORE:
+        return state, f"{reason}; too few to change the state (ignore)"
+    return verdict, reason
+
+
+def _unfilled(
+    spec: AlarmSpec, points: list[float | None], hits: int, real: int, seen: str
+) -> tuple[AlarmState, str]:
+    """``missing``: the real datapoints alone, and the premature-transition rule."""
+    m = spec.datapoints_to_alarm
+    if hits >= m:
+        return AlarmState.ALARM, seen
+    if hits < real:
+        return AlarmState.OK, seen
+    age = _oldest_breach_age(spec, points)
+    if age >= m:
+        return AlarmState.ALARM, f"{seen}; the oldest is {age} periods old, none since is good"
+    return (
+        AlarmState.INSUFFICIENT_DATA,
+        f"{seen}; the oldest is {age} of the {m} periods old that alarm (premature)",
+    )
+
+
+def _oldest_breach_age(spec: AlarmSpec, points: list[float | None]) -> int:
+    """How many periods old (the newest period is 1) the oldest breaching datapoint within
+    the last N periods is; 0 when none breaches there."""
+    recent = points[-spec.evaluation_periods :]
+    for i, value in enumerate(recent):
+        if value is not None and spec.comparison.breaches(value, spec.threshold):
+            return len(recent) - i
+    return 0
 
 
 def _shown(values: list[float]) -> str:
     return "[" + ", ".join(f"{v:.4g}" for v in values) + "]"
 
 
-def evaluate(spec: AlarmSpec, values: Values, *, start: float, end: float) -> list[Transition]:
+def evaluate(spec: AlarmSpec, series: AlarmSeries, *, start: float, end: float) -> list[Transition]:
     """Every state change between start and end, evaluating at each period's end."""
     period = spec.period_s
     first = start - start % period
@@ -106,8 +143,8 @@ def evaluate(spec: AlarmSpec, values: Values, *, start: float, end: float) -> li
     transitions: list[Transition] = []
     t = first
     while t + period <= end:
-        window = [values.get(t - i * period) for i in range(span - 1, -1, -1)]
-        new, reason = _decide(spec, window, state)
+        values = window(series, [t - i * period for i in range(span - 1, -1, -1)])
+        new, reason = _decide(spec, values, state)
         if new != state:
             transitions.append(Transition(time=t + period, old=state, new=new, reason=reason))
             state = new

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from alarms.backtest import BacktestResult, backtest, report
+from alarms.backtest import BacktestResult, backtest, history_end, report
 from alarms.catalog import gpu_alarms
 from alarms.cloudwatch_history import fetch_samples
 from alarms.history import read_history
@@ -21,7 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--cloudwatch", action="store_true", help="read the history from CloudWatch (read-only)"
     )
     parser.add_argument("--start", help="ISO 8601 start (default: the history's first sample)")
-    parser.add_argument("--end", help="ISO 8601 end (default: the history's last sample, or now)")
+    parser.add_argument(
+        "--end",
+        help="ISO 8601 end (default: the end of the period holding the history's last sample, "
+        "or now)",
+    )
     parser.add_argument(
         "--hours", type=float, default=168.0, help="with --cloudwatch and no --start: hours back"
     )
@@ -68,7 +72,7 @@ def run(args: argparse.Namespace) -> str:
         if not samples:
             raise ValueError(f"{args.history} holds no samples")
         start = start if start is not None else min(s.timestamp for s in samples)
-        end = end if end is not None else max(s.timestamp for s in samples) + 1
+        end = end if end is not None else history_end(specs, samples)
     else:
         import boto3
 

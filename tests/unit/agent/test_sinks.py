@@ -1,6 +1,7 @@
 import io
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -137,3 +138,80 @@ def test_tcp_sink_raises_sink_error_when_nobody_listens() -> None:
     unused.close()
     with pytest.raises(SinkError, match=f"tcp://127.0.0.1:{port}"):
         TcpEmfSink("127.0.0.1", port, timeout_s=0.5).send([_doc(1)])
+
+
+class RestartingListener:
+    """A loopback EMF listener that restarts (closes its connection and its listening socket,
+    then listens again on the same port) after every ``every`` lines it reads, as the
+    CloudWatch agent does when it restarts. Lines in its socket buffer that it has not read
+    when it closes are lost, as they would be in the agent."""
+
+    def __init__(self, every: int) -> None:
+        self.every = every
+        self.received: list[str] = []
+        self.restarts = 0
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = self._server.getsockname()[1]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        since_restart = 0
+        while not self._stop.is_set():
+            self._server.settimeout(0.1)
+            try:
+                connection, _ = self._server.accept()
+            except OSError:
+                continue
+            with connection, connection.makefile("r") as lines:
+                for line in lines:
+                    self.received.append(line.rstrip("\n"))
+                    since_restart += 1
+                    if since_restart == self.every:
+                        break
+            if since_restart == self.every and not self._stop.is_set():
+                since_restart = 0
+                self.restarts += 1
+                self._server.close()
+                self._server = socket.create_server(("127.0.0.1", self.port))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+        self._server.close()
+
+
+def test_tcp_sink_loses_nothing_when_the_agent_restarts_40_times() -> None:
+    listener = RestartingListener(every=50)
+    sink = TcpEmfSink("127.0.0.1", listener.port, timeout_s=0.5, settle_s=0.05)
+    sender = BufferedSender(sink, chunk=10, clock=Clock(0))
+    started = time.monotonic()
+    try:
+        for n in range(2000):
+            sender.submit([_doc(n)])
+            if n % 10 == 9:
+                while not sender.flush(force=True):
+                    time.sleep(0.002)  # the listener is restarting: retry
+                time.sleep(0.002)
+        deadline = time.monotonic() + 5
+        sent = {float(n) for n in range(2000)}
+        while {parse_emf_line(x)["gpu_utilization"] for x in listener.received} != sent:
+            assert time.monotonic() < deadline, "documents lost"
+            sender.submit([])
+            sink.send([])  # a later check finds a closed connection and resends
+            time.sleep(0.01)
+    finally:
+        sink.close()
+        listener.stop()
+    values = [parse_emf_line(x)["gpu_utilization"] for x in listener.received]
+    assert set(values) == {float(n) for n in range(2000)}  # none lost
+    assert listener.restarts >= 39
+    duplicates = len(values) - 2000
+    # Duplicates are lines the listener read before it closed and that were sent again: the
+    # sink cannot know how far the agent read, so it resends every unconfirmed batch. Every
+    # duplicate is counted by the sink (resent: its backlog; rewritten: a batch it raised on,
+    # which the sender retried).
+    assert 0 <= duplicates <= sink.stats.resent + sink.stats.rewritten
+    assert sender.stats.sent == 2000
+    assert time.monotonic() - started < 10

@@ -1,7 +1,10 @@
 import pytest
 
 from agent.xid import (
+    EKS_NODE_MONITORING_AGENT_XIDS,
+    FATAL_ACTIONS,
     FATAL_XID_CODES,
+    XID_CODES,
     XidLineError,
     XidSeverity,
     describe_xid,
@@ -11,8 +14,32 @@ from agent.xid import (
 
 
 def test_fatal_codes_are_the_ones_that_need_action() -> None:
-    assert {48, 63, 64, 74, 79, 94, 95, 119, 120} <= FATAL_XID_CODES
+    assert {48, 63, 64, 74, 79, 95, 119, 120} <= FATAL_XID_CODES
     assert not {13, 31, 43, 45} & FATAL_XID_CODES
+
+
+def test_severity_follows_nvidia_unless_a_note_says_why_not() -> None:
+    """NVIDIA's "Resolution Bucket (Immediate Action)"
+    (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html): 94 RESTART_APP,
+    121 IGNORE, 154 XID_154 are informational; 109 RESET_GPU needs action."""
+    for row in XID_CODES.values():
+        nvidia_fatal = row.nvidia_action in FATAL_ACTIONS
+        if row.note:
+            assert (row.severity is XidSeverity.FATAL) != nvidia_fatal, row
+            assert row.source == "EKS node monitoring agent"
+        else:
+            assert (row.severity is XidSeverity.FATAL) == nvidia_fatal, row
+            assert row.source == "NVIDIA XID catalogue"
+    assert not {94, 121, 154} & FATAL_XID_CODES
+    assert {109, 46, 54, 110, 136, 142, 143, 151, 155, 156, 158} <= FATAL_XID_CODES
+    assert XID_CODES[63].nvidia_action == "IGNORE"
+    assert "EC2" in XID_CODES[63].note
+
+
+def test_the_fatal_set_matches_the_eks_node_monitoring_agent() -> None:
+    """The EKS node monitoring agent's WellKnownXidCodes (aws/eks-node-monitoring-agent):
+    node auto repair acts on these; the alarm pages on the same codes, no more, no fewer."""
+    assert FATAL_XID_CODES == EKS_NODE_MONITORING_AGENT_XIDS
 
 
 def test_unknown_code_is_informational_not_an_error() -> None:
