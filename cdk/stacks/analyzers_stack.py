@@ -39,6 +39,7 @@ TRAINING_MODULES = (
     "lambdas/shared/findings.py",
     "lambdas/shared/metric_fetcher.py",
     "lambdas/shared/publisher.py",
+    "lambdas/shared/s3_objects.py",
     "lambdas/training_analyzer/analysis.py",
     "lambdas/training_analyzer/aws.py",
     "lambdas/training_analyzer/gpu_prices.py",
@@ -59,6 +60,7 @@ REPORT_MODULES = (
     "lambdas/training_analyzer/run.py",
     "lambdas/shared/findings.py",
     "lambdas/shared/publisher.py",
+    "lambdas/shared/s3_objects.py",
     "lambdas/weekly_report/aws.py",
     "lambdas/weekly_report/charts.py",
     "lambdas/weekly_report/figures.py",
@@ -220,6 +222,14 @@ class AnalyzersStack(DeploymentStack):
                     sid="ReadStorageFindings",
                     actions=["s3:GetObject"],
                     resources=[self.report.bucket.arn_for_objects("findings/*")],
+                ),
+                # A day without storage findings must read as 404, not 403 (S3 answers 404
+                # only to a caller that may list the key: lambdas/shared/s3_objects.py).
+                iam.PolicyStatement(
+                    sid="ListStorageFindings",
+                    actions=["s3:ListBucket"],
+                    resources=[self.report.bucket.bucket_arn],
+                    conditions={"StringLike": {"s3:prefix": ["findings/*"]}},
                 ),
             ],
             schedule=settings.training_schedule,

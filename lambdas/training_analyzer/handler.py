@@ -21,6 +21,7 @@ from lambdas.shared.publisher import (
     failure_queue_keeper,
     findings_key,
 )
+from lambdas.shared.s3_objects import ListBucketDeniedError, read_object
 from lambdas.training_analyzer.analysis import ANALYZER
 from lambdas.training_analyzer.run import analyze_training
 
@@ -44,18 +45,26 @@ def job_costs_key(cluster: str, day: Any) -> str:
     return JOB_COSTS_KEY.format(cluster=cluster, day=day.isoformat())
 
 
+class StorageFindingsError(Exception):
+    """The day's storage findings could not be read (not merely absent)."""
+
+
 def related_storage(
     s3: Any, bucket: str, cluster: str, day: Any, sources: list[str]
 ) -> tuple[str, ...]:
-    """The day's storage findings about the named data sources, as "kind resource"."""
+    """The day's storage findings about the named data sources, as "kind resource".
+
+    No storage analysis today (404) links nothing; a refusal or an S3 failure is raised, so
+    the run says so instead of silently linking nothing."""
     if not sources:
         return ()
+    key = findings_key(cluster, "storage", day)
     try:
-        body = s3.get_object(Bucket=bucket, Key=findings_key(cluster, "storage", day))[
-            "Body"
-        ].read()
-    except (ClientError, BotoCoreError):
-        return ()  # no storage analysis today: nothing to link
+        body = read_object(s3, bucket, key)
+    except (ClientError, BotoCoreError, ListBucketDeniedError) as err:
+        raise StorageFindingsError(f"s3://{bucket}/{key}: {err}") from err
+    if body is None:
+        return ()
     related = []
     for line in body.decode().splitlines():
         try:
@@ -76,6 +85,11 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     day = datetime.fromtimestamp(end, UTC).date()
     bucket = os.environ["REPORT_BUCKET"]
     sources = [s for s in os.environ.get("DATA_SOURCES", "").split(",") if s]
+    storage_error: StorageFindingsError | None = None
+    try:
+        related = related_storage(_clients("s3"), bucket, cluster, day, sources)
+    except StorageFindingsError as err:
+        related, storage_error = (), err
     run = analyze_training(
         cloudwatch=_clients("cloudwatch"),
         logs=_clients("logs"),
@@ -83,8 +97,10 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         start=start,
         end=end,
         gpu_hour_usd=float(os.environ.get("GPU_HOUR_USD", "6.88")),
-        related_storage=related_storage(_clients("s3"), bucket, cluster, day, sources),
+        related_storage=related,
     )
+    if storage_error is not None:  # the jobs were analyzed; only the links to storage are lost
+        run.skip(f"s3://{bucket}/{findings_key(cluster, 'storage', day)}", storage_error)
     stamp = datetime.fromtimestamp(end, UTC).isoformat()
     findings = [replace(f, cluster=cluster, detected_at=stamp) for f in run.findings]
     # Every job's cost, found or not, for the weekly report's costliest jobs. Written before

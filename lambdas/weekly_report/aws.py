@@ -7,8 +7,6 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from agent.metric_contract import (
     DIM_CLUSTER,
     DIM_NODE,
@@ -19,6 +17,7 @@ from agent.metric_contract import (
     TrainingMetric,
 )
 from lambdas.shared.metric_fetcher import MetricQuery, fetch
+from lambdas.shared.s3_objects import read_object
 from lambdas.training_analyzer.aws import list_jobs
 from lambdas.weekly_report.figures import GpuDay
 from lambdas.weekly_report.week import days as week_days
@@ -131,52 +130,6 @@ def finding_texts(s3: Any, bucket: str, cluster: str, days: Sequence[date]) -> I
                     .read()
                     .decode("utf-8", "replace")
                 )
-
-
-#: How S3 says an object does not exist (GetObject's NoSuchKey, HeadObject's bare 404).
-MISSING = frozenset({"404", "NoSuchKey", "NotFound"})
-
-
-class ListBucketDeniedError(Exception):
-    """S3 answered 403 for a report read: the key is missing and the role may not list it."""
-
-
-def _missing(s3_error: ClientError, bucket: str, key: str) -> bool:
-    """True where S3 said the object does not exist. S3 answers a missing key with 404 only
-    to a caller allowed ``s3:ListBucket`` for it, with 403 to any other
-    (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html, "Permissions"):
-    a 403 is the role's ListBucket condition not covering the key, named here."""
-    code = str(s3_error.response.get("Error", {}).get("Code"))
-    if code in MISSING:
-        return True
-    if code in {"403", "AccessDenied"}:
-        raise ListBucketDeniedError(
-            f"s3://{bucket}/{key}: S3 answered 403; the object is missing and the role lacks "
-            f"s3:ListBucket for it (its s3:prefix condition must cover {key!r}), or the role "
-            "may not read it"
-        ) from s3_error
-    return False
-
-
-def read_object(s3: Any, bucket: str, key: str) -> bytes | None:
-    """The object's bytes, or None where it does not exist."""
-    try:
-        body: bytes = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-    except ClientError as err:
-        if _missing(err, bucket, key):
-            return None
-        raise
-    return body
-
-
-def object_exists(s3: Any, bucket: str, key: str) -> bool:
-    try:
-        s3.head_object(Bucket=bucket, Key=key)
-    except ClientError as err:
-        if _missing(err, bucket, key):
-            return False
-        raise
-    return True
 
 
 def job_costs(s3: Any, bucket: str, key: str) -> dict[str, dict[str, float]]:

@@ -12,14 +12,13 @@ from typing import Any
 
 from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.events import scheduled_time
+from lambdas.shared.s3_objects import object_exists, read_object
 from lambdas.training_analyzer.handler import job_costs_key
 from lambdas.weekly_report.aws import (
     alarms_raised,
     finding_texts,
     gpu_days,
     job_costs,
-    object_exists,
-    read_object,
     throughput_by_job,
     xid_counts,
 )

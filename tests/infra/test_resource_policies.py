@@ -464,3 +464,39 @@ def test_training_role_may_run_its_logs_insights_query(deployed: list[Deployed])
         ]
     )
     assert results == {"start": ALLOWED, "results": ALLOWED, "other group": "ImplicitlyDenied"}
+
+
+def test_training_role_gets_404_for_a_day_without_storage_findings(
+    deployed: list[Deployed],
+) -> None:
+    """The training analyzer reads the day's storage findings, which may not exist yet; S3
+    answers 404 rather than 403 only to a caller that may ListBucket the key
+    (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html, Permissions)."""
+    ((stack, role),) = [
+        (s, logical_id)
+        for s in deployed
+        for logical_id, _ in s.of_type("AWS::IAM::Role")
+        if logical_id.startswith("TrainingAnalyzerRole")
+    ]
+    (bucket,) = [
+        logical_id
+        for logical_id, _ in stack.of_type("AWS::S3::Bucket")
+        if logical_id.startswith("ReportBucket") and "Logs" not in logical_id
+    ]
+    key = "findings/cluster=train-prod/date=2026-11-30/storage.jsonl"
+    base = Request(
+        name="",
+        principal=stack.resolve.arn(role),
+        action="s3:ListBucket",
+        resource=stack.resolve.arn(bucket),
+        account_id=ACCOUNT,
+        context={"s3:prefix": key},
+        identity_policies=_identity_policies(stack, role),
+    )
+    results = simulate(
+        [
+            replace(base, name="storage findings"),
+            replace(base, name="reports", context={"s3:prefix": "reports/x/report.json"}),
+        ]
+    )
+    assert results == {"storage findings": ALLOWED, "reports": "ImplicitlyDenied"}

@@ -10,7 +10,8 @@ import pytest
 from botocore.stub import Stubber
 
 from lambdas.shared.aws_clients import client
-from lambdas.weekly_report.aws import ListBucketDeniedError, alarms_raised, job_costs, object_exists
+from lambdas.shared.s3_objects import ListBucketDeniedError, object_exists
+from lambdas.weekly_report.aws import alarms_raised, job_costs
 
 START, END = date(2026, 11, 23), date(2026, 11, 30)
 
