@@ -11,6 +11,7 @@ from alarms.catalog import gpu_alarms
 from alarms.cloudwatch_history import fetch_samples
 from alarms.history import read_history
 from cdk.settings import settings_from_context
+from cli.settings_args import add_settings_arguments, context_from_args
 from lambdas.shared.events import parse_utc
 
 
@@ -29,31 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--hours", type=float, default=168.0, help="with --cloudwatch and no --start: hours back"
     )
-    parser.add_argument(
-        "-c", "--context", action="append", default=[], metavar="KEY=VALUE",
-        help="a setting, as given to cdk synth (repeatable)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--cdk-json", type=Path, default=Path("cdk.json"), help="settings from this cdk.json"
-    )
-    parser.add_argument("--profile", help="AWS profile (standard credential chain otherwise)")
+    add_settings_arguments(parser, context_help="a setting, as given to cdk synth (repeatable)")
     parser.add_argument("--region", help="AWS region")
     parser.add_argument("--json", action="store_true", help="print the transitions as JSON")
-
-
-def _context(args: argparse.Namespace) -> dict[str, object]:
-    context: dict[str, object] = {}
-    if args.cdk_json.is_file():
-        try:
-            context.update(json.loads(args.cdk_json.read_text()).get("context", {}))
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{args.cdk_json} is not valid JSON: {err}") from err
-    for item in args.context:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"-c {item!r} is not KEY=VALUE")
-        context[key] = value
-    return context
 
 
 def _time(raw: str | None, name: str) -> float | None:
@@ -61,7 +40,7 @@ def _time(raw: str | None, name: str) -> float | None:
 
 
 def run(args: argparse.Namespace) -> str:
-    specs = gpu_alarms(settings_from_context(_context(args)).alarm_settings())
+    specs = gpu_alarms(settings_from_context(context_from_args(args)).alarm_settings())
     start, end = _time(args.start, "start"), _time(args.end, "end")
     if args.history is not None:
         try:

@@ -8,12 +8,11 @@ import argparse
 import json
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 
 from cdk.settings import settings_from_context
-from cli.backtest import _context as context_from_args
 from cli.preflight_aws import Clients, gather
 from cli.preflight_checks import Check, Verdict, plan_for, run_checks
+from cli.settings_args import add_settings_arguments, context_from_args
 
 
 class ChecksFailedError(Exception):
@@ -45,14 +44,10 @@ Exit status: 0 when nothing fails, 1 when a check fails, 2 for bad input."""
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = DESCRIPTION
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument(
-        "-c", "--context", action="append", default=[], metavar="KEY=VALUE",
-        help="a setting, as given to cdk deploy (repeatable); cluster_name is required",
-    )  # fmt: skip
-    parser.add_argument(
-        "--cdk-json", type=Path, default=Path("cdk.json"), help="settings from this cdk.json"
+    add_settings_arguments(
+        parser,
+        context_help="a setting, as given to cdk deploy (repeatable); cluster_name is required",
     )
-    parser.add_argument("--profile", help="AWS profile (standard credential chain otherwise)")
     parser.add_argument("--region", help="AWS region (default: the region setting, then the chain)")
     parser.add_argument("--json", action="store_true", help="the checks as a JSON document")
 
