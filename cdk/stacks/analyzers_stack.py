@@ -78,6 +78,8 @@ REPORT_MODULES = (
     "lambdas/weekly_report/figures.py",
     "lambdas/weekly_report/handler.py",
     "lambdas/weekly_report/render.py",
+    "lambdas/weekly_report/waste.py",
+    "lambdas/weekly_report/waste_section.py",
     "lambdas/weekly_report/week.py",
     "agent/metric_contract.py",
 )
