@@ -65,6 +65,10 @@ TRAINING_METRIC_UNITS: Final[dict[TrainingMetric, str]] = {
 TRAINING_DIMENSIONS: Final = (DIM_CLUSTER, DIM_JOB)
 #: Properties (not dimensions) that the training analyzer reads back from the log lines.
 PROP_RANK: Final = "Rank"
+#: The pod a rank runs in (from the downward API), so GPU-hours attribute to the job exactly.
+PROP_POD_NAME: Final = "PodName"
+#: The variable the training pod's downward API sets to ``metadata.name``.
+POD_NAME_ENV: Final = "POD_NAME"
 
 
 def training_log_group(cluster_name: str) -> str:
@@ -90,6 +94,37 @@ def host_log_namespace(cluster_name: str) -> str:
 #: Container Insights' per-pod GPU power series (only GPUs that a pod holds have one).
 CI_POD_GPU_POWER_METRIC: Final = "pod_gpu_power_draw"
 CI_POD_GPU_SCHEMA: Final = ("ClusterName", "FullPodName", "GpuDevice", "Namespace", "PodName")
+#: Container Insights' per-pod GPU utilization: a series exists for a (pod, GPU) while the pod
+#: holds that GPU, which is what the GPU analyzer reads holding from. Enhanced Container
+#: Insights publishes pod_gpu_* with dimensions (ClusterName, Namespace, PodName, FullPodName,
+#: GpuDevice) and node_gpu_* with (ClusterName, NodeName, InstanceId, InstanceType, GpuDevice):
+#: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Container-Insights-metrics-enhanced-EKS.html
+#: and aws/amazon-cloudwatch-agent translator/translate/otel/exporter/awsemf/kubernetes.go.
+CI_POD_GPU_UTILIZATION_METRIC: Final = "pod_gpu_utilization"
+CI_NODE_GPU_POWER_METRIC: Final = "node_gpu_power_draw"
+CI_NODE_GPU_SCHEMA: Final = ("ClusterName", "GpuDevice", "InstanceId", "InstanceType", "NodeName")
+DIM_NAMESPACE: Final = "Namespace"
+DIM_POD_NAME: Final = "PodName"
+DIM_GPU_DEVICE: Final = "GpuDevice"
+
+#: Daily GPU-hour attribution totals of the GPU analyzer, for showback dashboards.
+NAMESPACE_WASTE: Final = "GpuInsights/Waste"
+WASTE_DIMENSIONS: Final = (DIM_CLUSTER, DIM_NAMESPACE)
+
+
+class WasteMetric(StrEnum):
+    """Per cluster and Kubernetes namespace, per day (unit: GPU-hours, and dollars)."""
+
+    HELD = "gpu_hours_held"
+    HELD_NOT_WORKING = "gpu_hours_held_not_working"
+    WASTE_USD = "gpu_waste_usd"
+
+
+WASTE_METRIC_UNITS: Final[dict[WasteMetric, str]] = {
+    WasteMetric.HELD: "None",
+    WasteMetric.HELD_NOT_WORKING: "None",
+    WasteMetric.WASTE_USD: "None",
+}
 
 
 def container_insights_log_group_prefix(cluster_name: str) -> str:

@@ -19,6 +19,7 @@ would clobber part of the document is refused, counted and logged once. Standard
 import contextlib
 import logging
 import math
+import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -32,6 +33,8 @@ from agent.metric_contract import (
     DIM_NODE,
     EMF_PORT,
     NAMESPACE_TRAINING,
+    POD_NAME_ENV,
+    PROP_POD_NAME,
     PROP_RANK,
     TRAINING_DIMENSIONS,
     TRAINING_METRIC_UNITS,
@@ -53,6 +56,7 @@ RESERVED_NAMES: dict[str, str] = {
     DIM_JOB: "a dimension",
     PROP_RANK: "the rank property",
     DIM_NODE: "the node property",
+    PROP_POD_NAME: "the pod name property",
     **{str(metric): "a built-in metric" for metric in TrainingMetric},
 }
 
@@ -83,6 +87,7 @@ class TrainingMetrics:
         cluster_name: str,
         rank: int = 0,
         node_name: str | None = None,
+        pod_name: str | None = None,
         flush_s: float = 60.0,
         sink: Sink | None = None,
         endpoint: tuple[str, int] | None = ("cloudwatch-agent.amazon-cloudwatch", EMF_PORT),
@@ -91,11 +96,14 @@ class TrainingMetrics:
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         """``sink`` wins over ``endpoint``; ``endpoint=None`` prints EMF to stdout (Fluent Bit
-        ships it). ``samples_per_step`` counts samples where batches have no len()."""
+        ships it). ``samples_per_step`` counts samples where batches have no len().
+        ``pod_name`` (default: the ``POD_NAME`` variable the downward API sets) lets the GPU
+        analyzer attribute the pod's GPU-hours to this job exactly."""
         self.job_name = job_name
         self.cluster_name = cluster_name
         self.rank = rank
         self.node_name = node_name
+        self.pod_name = pod_name if pod_name is not None else os.environ.get(POD_NAME_ENV) or None
         self.flush_s = flush_s
         self.samples_per_step = samples_per_step
         self.dropped = 0
@@ -223,6 +231,8 @@ class TrainingMetrics:
         properties: dict[str, object] = {PROP_RANK: self.rank}
         if self.node_name:
             properties[DIM_NODE] = self.node_name
+        if self.pod_name:
+            properties[PROP_POD_NAME] = self.pod_name
         return [
             emf_document(
                 namespace=NAMESPACE_TRAINING,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.emf import EmfDocument, encode
-from agent.metric_contract import DIM_JOB, DIM_NODE, PROP_RANK, training_log_group
+from agent.metric_contract import DIM_JOB, DIM_NODE, PROP_POD_NAME, PROP_RANK, training_log_group
 from agent.sinks import PutMetricDataSink
 from agent.training import TrainingMetrics
 from cli.demo_storage import END, REPORT_BUCKET, run_analyzer
@@ -118,6 +118,7 @@ def rank_query_results(logs: Any, events_from: Any = None) -> None:
         query = started[params["queryId"]]
         totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
         nodes: dict[tuple[str, str], str] = {}
+        pods: dict[tuple[str, str], str] = {}
         pages = reader.get_paginator("filter_log_events").paginate(
             logGroupName=query["logGroupName"],
             startTime=query["startTime"] * 1000,
@@ -133,6 +134,8 @@ def rank_query_results(logs: Any, events_from: Any = None) -> None:
                 totals[key][1] += doc["step_time_seconds"] * doc["steps"]
                 if DIM_NODE in doc:
                     nodes[key] = doc[DIM_NODE]
+                if PROP_POD_NAME in doc:
+                    pods[key] = doc[PROP_POD_NAME]
         parsed["status"] = "Complete"
         parsed["results"] = [
             [
@@ -141,6 +144,7 @@ def rank_query_results(logs: Any, events_from: Any = None) -> None:
                 {"field": "steps", "value": str(steps)},
                 {"field": "step_time", "value": str(time / steps)},
                 {"field": "node", "value": nodes.get((job, rank), "")},
+                {"field": "pod", "value": pods.get((job, rank), "")},
             ]
             for (job, rank), (steps, time) in sorted(totals.items())
         ]

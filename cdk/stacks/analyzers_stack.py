@@ -6,7 +6,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from agent.metric_contract import NAMESPACE_FINDINGS, training_log_group
+from agent.metric_contract import NAMESPACE_FINDINGS, NAMESPACE_WASTE, training_log_group
 from agent.resource_names import topic_name
 from cdk.constructs.agent_log_group import AgentLogGroup
 from cdk.constructs.analyzer_function import AnalyzerFunction
@@ -15,7 +15,7 @@ from cdk.constructs.report_bucket import ReportBucket
 from cdk.constructs.request_metrics import RequestMetrics
 from cdk.settings import Settings
 from cdk.stacks.deployment_stack import DeploymentStack
-from lambdas.training_analyzer.handler import JOB_COSTS_KEY
+from lambdas.training_analyzer.handler import GPU_HOURS_KEY, JOB_COSTS_KEY
 
 STORAGE_MODULES = (
     "lambdas/shared/aws_clients.py",
@@ -34,6 +34,12 @@ STORAGE_MODULES = (
 
 
 TRAINING_MODULES = (
+    "lambdas/gpu_analyzer/attribution.py",
+    "lambdas/gpu_analyzer/aws.py",
+    "lambdas/gpu_analyzer/findings.py",
+    "lambdas/gpu_analyzer/metrics.py",
+    "lambdas/gpu_analyzer/run.py",
+    "lambdas/gpu_analyzer/workloads.py",
     "lambdas/shared/aws_clients.py",
     "lambdas/shared/events.py",
     "lambdas/shared/findings.py",
@@ -50,6 +56,12 @@ TRAINING_MODULES = (
 
 
 REPORT_MODULES = (
+    "lambdas/gpu_analyzer/attribution.py",
+    "lambdas/gpu_analyzer/aws.py",
+    "lambdas/gpu_analyzer/findings.py",
+    "lambdas/gpu_analyzer/metrics.py",
+    "lambdas/gpu_analyzer/run.py",
+    "lambdas/gpu_analyzer/workloads.py",
     "lambdas/shared/aws_clients.py",
     "lambdas/shared/events.py",
     "lambdas/shared/metric_fetcher.py",
@@ -66,6 +78,8 @@ REPORT_MODULES = (
     "lambdas/weekly_report/figures.py",
     "lambdas/weekly_report/handler.py",
     "lambdas/weekly_report/render.py",
+    "lambdas/weekly_report/waste.py",
+    "lambdas/weekly_report/waste_section.py",
     "lambdas/weekly_report/week.py",
     "agent/metric_contract.py",
 )
@@ -184,6 +198,9 @@ class AnalyzersStack(DeploymentStack):
         job_costs_objects = self.report.bucket.arn_for_objects(
             JOB_COSTS_KEY.format(cluster=settings.cluster_name, day="*")
         )
+        gpu_hours_objects = self.report.bucket.arn_for_objects(
+            GPU_HOURS_KEY.format(cluster=settings.cluster_name, day="*")
+        )
         self.training = AnalyzerFunction(
             self,
             "TrainingAnalyzer",
@@ -216,7 +233,13 @@ class AnalyzersStack(DeploymentStack):
                 iam.PolicyStatement(
                     sid="WriteJobCosts",
                     actions=["s3:PutObject"],
-                    resources=[job_costs_objects],
+                    resources=[job_costs_objects, gpu_hours_objects],
+                ),
+                iam.PolicyStatement(
+                    sid="PublishWasteTotals",
+                    actions=["cloudwatch:PutMetricData"],
+                    resources=["*"],
+                    conditions={"StringEquals": {"cloudwatch:namespace": NAMESPACE_WASTE}},
                 ),
                 iam.PolicyStatement(
                     sid="ReadStorageFindings",
@@ -244,12 +267,13 @@ class AnalyzersStack(DeploymentStack):
                 self.report.bucket.arn_for_objects("findings/*"),
                 logs_arn,
                 job_costs_objects,
+                gpu_hours_objects,
             ],
             reason="GetMetricData, ListMetrics and PutMetricData (limited by condition to the "
             "findings namespace) take no resource ARNs; GetQueryResults names only a query id; "
             "StartQuery is authorized on the training log group's ARN with its ':*' suffix; "
-            "findings/* is the analyzers' own prefix; date=* in the job costs key is one file "
-            "a day",
+            "findings/* is the analyzers' own prefix; date=* in the job costs and GPU-hours "
+            "keys is one file a day",
         )
         self.report_topic = sns.Topic(
             self,

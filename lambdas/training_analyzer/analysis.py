@@ -35,6 +35,8 @@ class RankStats:
     steps: float
     mean_step_time: float
     node: str | None = None
+    #: The rank's pod (the emitter's PodName), for the GPU analyzer's exact attribution.
+    pod: str | None = None
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from agent.metric_contract import (
     DIM_NODE,
     NAMESPACE_GPU,
     NAMESPACE_TRAINING,
+    PROP_POD_NAME,
     PROP_RANK,
     GpuMetric,
     TrainingMetric,
@@ -39,7 +40,8 @@ GPU_METRICS: Final = (("power", GpuMetric.POWER_UTILIZATION), ("sm", GpuMetric.S
 RANK_QUERY: Final = (
     "filter ispresent(steps) and ispresent(step_time_seconds)"
     " | stats sum(steps) as steps, sum(step_time_seconds * steps) / sum(steps) as step_time,"
-    f" latest({DIM_NODE}) as node by {DIM_JOB}, {PROP_RANK} | limit 10000"
+    f" latest({DIM_NODE}) as node, latest({PROP_POD_NAME}) as pod by {DIM_JOB}, {PROP_RANK}"
+    " | limit 10000"
 )
 
 
@@ -121,6 +123,7 @@ def rank_stats(
                     steps=float(fields["steps"]),
                     mean_step_time=float(fields["step_time"]),
                     node=fields.get("node") or None,
+                    pod=fields.get("pod") or None,
                 )
             )
         except (KeyError, ValueError):

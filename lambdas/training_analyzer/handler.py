@@ -13,6 +13,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from lambdas.gpu_analyzer.metrics import put_waste_metrics, waste_metric_data
+from lambdas.gpu_analyzer.run import analyze_gpu_hours
 from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.events import scheduled_time
 from lambdas.shared.publisher import (
@@ -39,10 +41,37 @@ STORAGE_CAUSES = {
 
 #: Where each day's job costs go; the role may write this key only (cdk/stacks/analyzers_stack.py).
 JOB_COSTS_KEY = "reports/cluster={cluster}/date={day}/training-jobs.json"
+#: Where each day's GPU-hour attribution goes (the weekly report's waste section reads it).
+GPU_HOURS_KEY = "reports/cluster={cluster}/date={day}/gpu-hours.json"
 
 
 def job_costs_key(cluster: str, day: Any) -> str:
     return JOB_COSTS_KEY.format(cluster=cluster, day=day.isoformat())
+
+
+def gpu_hours_key(cluster: str, day: Any) -> str:
+    return GPU_HOURS_KEY.format(cluster=cluster, day=day.isoformat())
+
+
+def _put_json(s3: Any, bucket: str, key: str, document: Any) -> None:
+    try:
+        s3.put_object(
+            Bucket=bucket,
+            Key=key,
+            Body=json.dumps(document, sort_keys=True).encode(),
+            ContentType="application/json",
+        )
+    except (ClientError, BotoCoreError) as err:
+        raise PublishError(f"writing s3://{bucket}/{key}: {err}") from err
+
+
+def training_links(findings: Any) -> dict[str, list[str]]:
+    """Each job's training findings as "kind resource", for the GPU findings to link."""
+    links: dict[str, list[str]] = {}
+    for f in findings:
+        if f.resource.startswith("job/"):
+            links.setdefault(f.resource.removeprefix("job/"), []).append(f"{f.kind} {f.resource}")
+    return links
 
 
 class StorageFindingsError(Exception):
@@ -90,33 +119,41 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         related = related_storage(_clients("s3"), bucket, cluster, day, sources)
     except StorageFindingsError as err:
         related, storage_error = (), err
+    price = float(os.environ.get("GPU_HOUR_USD", "6.88"))
     run = analyze_training(
         cloudwatch=_clients("cloudwatch"),
         logs=_clients("logs"),
         cluster=cluster,
         start=start,
         end=end,
-        gpu_hour_usd=float(os.environ.get("GPU_HOUR_USD", "6.88")),
+        gpu_hour_usd=price,
         related_storage=related,
     )
     if storage_error is not None:  # the jobs were analyzed; only the links to storage are lost
         run.skip(f"s3://{bucket}/{findings_key(cluster, 'storage', day)}", storage_error)
+    # The last day of the window, every GPU-hour attributed; its finding links the jobs'
+    # training findings of this same run.
+    gpu_run = analyze_gpu_hours(
+        cloudwatch=_clients("cloudwatch"),
+        cluster=cluster,
+        start=end - 86_400,
+        end=end,
+        gpu_hour_usd=price,
+        exact_jobs=run.pods,
+        training_findings=training_links(run.findings),
+    )
     stamp = datetime.fromtimestamp(end, UTC).isoformat()
-    findings = [replace(f, cluster=cluster, detected_at=stamp) for f in run.findings]
-    # Every job's cost, found or not, for the weekly report's costliest jobs. Written before
-    # the findings are published: the events and counts are not idempotent, so they go out
-    # only once every S3 write has succeeded, and a retried run does not send them twice.
+    findings = [
+        replace(f, cluster=cluster, detected_at=stamp) for f in [*run.findings, *gpu_run.findings]
+    ]
+    # Every job's cost, found or not, for the weekly report's costliest jobs, and the day's
+    # GPU-hours by class. Written before the findings are published: the events and counts
+    # are not idempotent, so they go out only once every S3 write has succeeded, and a
+    # retried run does not send them twice.
     costs = {job: asdict(cost) for job, cost in run.costs.items()}
-    costs_key = job_costs_key(cluster, day)
-    try:
-        _clients("s3").put_object(
-            Bucket=bucket,
-            Key=costs_key,
-            Body=json.dumps(costs, sort_keys=True).encode(),
-            ContentType="application/json",
-        )
-    except (ClientError, BotoCoreError) as err:
-        raise PublishError(f"writing s3://{bucket}/{costs_key}: {err}") from err
+    _put_json(_clients("s3"), bucket, job_costs_key(cluster, day), costs)
+    if gpu_run.table:
+        _put_json(_clients("s3"), bucket, gpu_hours_key(cluster, day), gpu_run.table)
     published = FindingsPublisher(
         s3=_clients("s3"),
         events=_clients("events"),
@@ -127,10 +164,15 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         analyzer=ANALYZER,
         keep=failure_queue_keeper(_clients),
     ).publish(findings, day)
+    if gpu_run.table:
+        put_waste_metrics(
+            _clients("cloudwatch"), waste_metric_data(gpu_run.table, cluster, end - 86_400)
+        )
     summary = {
         "jobs": len(run.costs),
         "gpu_hours": sum(c.gpu_hours for c in run.costs.values()),
         "findings": len(findings),
+        "gpu_hours_by_class": gpu_run.table.get("classes", {}),
         "skipped": run.skipped,
         "key": published.key,
     }

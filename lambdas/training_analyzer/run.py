@@ -39,6 +39,8 @@ AWS_ERRORS = (ClientError, BotoCoreError)
 class TrainingRun(AnalysisRun):
     analyzer: str = ANALYZER
     costs: dict[str, JobCost] = field(default_factory=dict)
+    #: Pod name -> job, where the emitter reported its pod (exact GPU-hour attribution).
+    pods: dict[str, str] = field(default_factory=dict)
 
 
 def _job_series(
@@ -126,6 +128,7 @@ def analyze_training(
     except (*AWS_ERRORS, QueryTimeoutError) as err:
         # Without ranks, stragglers and GPU use cannot be judged; the other rules still can.
         run.skip(f"ranks of {cluster}'s training jobs", err)
+    run.pods = {r.pod: job for job, rs in ranks.items() for r in rs if r.pod}
     hours = {job: active_hours(s) for job, s in series.items()}
     nodes = {job: {r.node for r in rs if r.node} for job, rs in ranks.items()}
     try:

@@ -71,6 +71,8 @@ class WeekFigures:
     malformed_finding_lines: int = 0
     finding_files: int = 0
     previous: dict[str, float | None] = field(default_factory=dict)
+    #: GPU-hours by class and who held GPUs without work (lambdas/weekly_report/waste.py).
+    waste: dict[str, Any] = field(default_factory=dict)
 
     def change(self, name: str) -> float | None:
         """This week's figure minus last week's, where both exist."""

@@ -13,7 +13,7 @@ from typing import Any
 from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.events import scheduled_time
 from lambdas.shared.s3_objects import object_exists, read_object
-from lambdas.training_analyzer.handler import job_costs_key
+from lambdas.training_analyzer.handler import gpu_hours_key, job_costs_key
 from lambdas.weekly_report.aws import (
     alarms_raised,
     finding_texts,
@@ -24,6 +24,7 @@ from lambdas.weekly_report.aws import (
 )
 from lambdas.weekly_report.figures import HEADLINE, headline, read_findings, week_figures
 from lambdas.weekly_report.render import html_report, text_summary
+from lambdas.weekly_report.waste import waste_csv, week_waste
 from lambdas.weekly_report.week import days, iso_week_name, report_week
 
 log = logging.getLogger()
@@ -46,6 +47,15 @@ def _previous(s3: Any, bucket: str, cluster: str, week: str) -> dict[str, float 
     return {k: document.get(k) for k in HEADLINE}
 
 
+def _document(s3: Any, bucket: str, key: str) -> dict[str, Any] | None:
+    body = read_object(s3, bucket, key)
+    try:
+        document = json.loads(body) if body is not None else None
+    except ValueError:
+        return None
+    return document if isinstance(document, dict) else None
+
+
 def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     cluster, bucket = os.environ["CLUSTER_NAME"], os.environ["REPORT_BUCKET"]
     start, end = report_week(scheduled_time(event))
@@ -59,6 +69,15 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         costs = job_costs(s3, bucket, job_costs_key(cluster, day))
         if costs:
             break
+    price = float(os.environ.get("GPU_HOUR_USD", "6.88"))
+    last_week = iso_week_name(start.fromordinal(start.toordinal() - 7))
+    tables = [
+        t
+        for t in (_document(s3, bucket, gpu_hours_key(cluster, d)) for d in days(start, end))
+        if t is not None
+    ]
+    before = _document(s3, bucket, report_prefix(cluster, last_week) + "report.json") or {}
+    waste = week_waste(tables, gpu_hour_usd=price, previous=before.get("waste"))
     figures = week_figures(
         cluster=cluster,
         week=week,
@@ -75,10 +94,9 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         job_costs=costs,
         throughput=throughput_by_job(cloudwatch, cluster, start, end),
         gpu_hour_usd=float(os.environ.get("GPU_HOUR_USD", "6.88")),
-        previous=_previous(
-            s3, bucket, cluster, iso_week_name(start.fromordinal(start.toordinal() - 7))
-        ),
+        previous=_previous(s3, bucket, cluster, last_week),
     )
+    figures.waste = waste
     prefix = report_prefix(cluster, week)
     console = f"https://s3.console.aws.amazon.com/s3/object/{bucket}?prefix={prefix}report.html"
     link = s3.generate_presigned_url(
@@ -92,6 +110,13 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         Key=prefix + "report.json",
         Body=json.dumps(document, default=str).encode(),
         ContentType="application/json",
+    )
+    # The per-namespace showback table, for a spreadsheet.
+    s3.put_object(
+        Bucket=bucket,
+        Key=prefix + "report.csv",
+        Body=waste_csv(waste).encode(),
+        ContentType="text/csv; charset=utf-8",
     )
     s3.put_object(
         Bucket=bucket,

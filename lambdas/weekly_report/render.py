@@ -6,6 +6,7 @@ from typing import Any
 
 from lambdas.weekly_report.charts import bar_chart, line_chart
 from lambdas.weekly_report.figures import WeekFigures
+from lambdas.weekly_report.waste_section import waste_section
 
 STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:60rem;
@@ -109,6 +110,8 @@ def html_report(figures: WeekFigures, *, link: str | None = None) -> str:
             "cluster ran nothing, or the exporter and the analyzers did not run: check "
             "the stacks' Lambda failure queues.</p>"
         )
+    # The report leads with the GPUs that were held but did no work: the costliest waste.
+    parts.append(waste_section(f.waste))
     parts.append('<h2 id="headline">Headline</h2><div class="tiles">')
     parts += [_tile(name, value, delta) for name, value, delta in tiles]
     parts.append("</div>")
@@ -227,6 +230,21 @@ def text_summary(figures: WeekFigures, *, link: str, top: int = 5) -> str:
         f"({_money(f.idle_cost_usd)}); storage waste {_money(f.storage_waste_usd)} a month.",
         f"XID errors: {sum(x['count'] for x in f.xids):,.0f}; alarms raised: {len(f.alarms)}.",
     ]
+    if f.waste.get("days"):
+        idle = f.waste["classes"].get("held_not_working", 0.0)
+        cost = f.waste["cost_usd"].get("held_not_working", 0.0)
+        top_ns = [n for n in f.waste["namespaces"] if n["not_working_gpu_hours"] > 0][:3]
+        lines.insert(
+            1,
+            f"GPUs held without work: {idle:,.1f} GPU-hours ({_money(cost)})"
+            + (
+                "; most in "
+                + ", ".join(f"{n['namespace']} (${n['waste_usd']:,.0f})" for n in top_ns)
+                if top_ns
+                else ""
+            )
+            + ".",
+        )
     if f.top_findings:
         lines.append("Top findings:")
         lines += [

@@ -189,3 +189,23 @@ def test_more_than_100_names_split_into_several_documents_none_dropped() -> None
     assert len(published) == 230 + 4  # and steps, step time, data wait, samples per second
     assert published["layer_229_grad_norm"] == 229.0
     assert sink.documents[0]["steps"] == 2  # the built-in metrics lead the first document
+
+
+def test_the_pod_name_comes_from_the_downward_api_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The GPU analyzer joins the job with Container Insights' pod GPU series on PodName."""
+    monkeypatch.setenv("POD_NAME", "llm-worker-3")
+    clock, sink = Clock(0.0), Keep()
+    metrics = TrainingMetrics(job_name="llm", cluster_name="train", sink=sink, clock=clock)
+    for _ in metrics.steps(loader(clock, 2, wait=0.5)):
+        clock.now += 0.5
+    metrics.flush()
+    assert sink.documents[0]["PodName"] == "llm-worker-3"
+    monkeypatch.delenv("POD_NAME")
+    plain = TrainingMetrics(job_name="llm", cluster_name="train", sink=Keep(), clock=clock)
+    assert plain.pod_name is None
+    named = TrainingMetrics(
+        job_name="llm", cluster_name="train", pod_name="p", sink=Keep(), clock=clock
+    )
+    assert named.pod_name == "p"

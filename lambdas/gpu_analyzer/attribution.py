@@ -1,0 +1,234 @@
+"""Every GPU-hour in one class, and every held hour attributed to namespace, pod and job.
+
+Classes: not held by any pod; held and working; held but not working (under the low-power
+threshold, or under the SM-activity threshold where the GPU has GPM metrics); lost or faulted.
+Inputs are plain data so that each rule is a unit test:
+
+- ``GpuHour``: the exporter's view of one GPU for one hour (mean power against the limit, mean
+  SM activity where GPM exists, whether it was lost or had a fatal XID, and whether it was in
+  use: a process on it or memory held).
+- ``Hold``: Container Insights' view: pod P held GPU G for this share of the hour (its
+  ``pod_gpu_*`` samples over the samples an hour holds). A pod that moves between GPUs
+  mid-hour holds each for part of the hour; the rest of each GPU-hour is not held.
+- Time slicing: where the pods' shares of one GPU-hour add up to more than the hour, they
+  shared it, and the held part is split between them in proportion to their shares (evenly
+  when each held it all hour), and the split is marked ``time_sliced``.
+- An hour with no Container Insights data at all (the add-on down, or not yet installed):
+  holding cannot be read, so the exporter's in-use signal stands in for it and the hour is
+  held by an unknown pod, marked ``no_container_insights``.
+"""
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Final
+
+from lambdas.gpu_analyzer.workloads import JobRef, job_of
+
+HOUR: Final = 3600
+#: Shares are sample counts over expected samples: allow for a sample more or less.
+_SLACK: Final = 1.05
+UNKNOWN_NAMESPACE: Final = "(unknown)"
+UNKNOWN_POD: Final = "(no Container Insights data)"
+
+
+class HourClass(StrEnum):
+    NOT_HELD = "not_held"
+    WORKING = "held_working"
+    NOT_WORKING = "held_not_working"
+    FAULTED = "lost_or_faulted"
+
+
+@dataclass(frozen=True)
+class GpuKey:
+    node: str
+    gpu: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuHour:
+    gpu: GpuKey
+    hour: int
+    #: Mean power draw as a percent of the enforced limit; None without exporter data.
+    power_utilization: float | None = None
+    #: Mean SM activity (percent) where the GPU has GPM metrics.
+    sm_active: float | None = None
+    #: gpu_healthy fell to 0 or a fatal XID occurred in the hour.
+    faulted: bool = False
+    #: The exporter saw the GPU in use (a process, or memory held) in the hour.
+    in_use: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Hold:
+    gpu: GpuKey
+    hour: int
+    namespace: str
+    pod: str
+    #: Fraction of the hour the pod held the GPU (0 to 1).
+    share: float
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    #: The low-power alarm's threshold (settings.low_power_percent).
+    low_power_percent: float = 30.0
+    #: Under this mean SM activity a held GPU does no work, whatever it draws.
+    sm_active_percent: float = 10.0
+
+
+@dataclass
+class PodHours:
+    """One pod's hours on the GPUs it held, by class."""
+
+    namespace: str
+    pod: str
+    job: JobRef
+    hours: dict[HourClass, float] = field(default_factory=lambda: defaultdict(float))
+    gpus: set[GpuKey] = field(default_factory=set)
+    #: Hours (epoch seconds) in which the pod held a GPU without work.
+    idle_hours: set[int] = field(default_factory=set)
+    time_sliced: bool = False
+    no_container_insights: bool = False
+
+    @property
+    def held(self) -> float:
+        return sum(self.hours.values())
+
+
+@dataclass
+class Attribution:
+    #: GPU-hours of the fleet by class.
+    classes: dict[HourClass, float] = field(default_factory=lambda: defaultdict(float))
+    pods: dict[tuple[str, str], PodHours] = field(default_factory=dict)
+    #: GPU-hours held but never measured (no exporter data): counted as working.
+    unmeasured: float = 0.0
+    #: GPU-hours whose holding came from the exporter, for want of Container Insights data.
+    no_container_insights: float = 0.0
+
+    def namespaces(self) -> dict[str, dict[HourClass, float]]:
+        totals: dict[str, dict[HourClass, float]] = defaultdict(lambda: defaultdict(float))
+        for pod in self.pods.values():
+            for cls, hours in pod.hours.items():
+                totals[pod.namespace][cls] += hours
+        return totals
+
+    def jobs(self) -> dict[tuple[str, str], list[PodHours]]:
+        """Pods by (namespace, job)."""
+        found: dict[tuple[str, str], list[PodHours]] = defaultdict(list)
+        for pod in self.pods.values():
+            found[(pod.namespace, pod.job.job)].append(pod)
+        return found
+
+
+def classify(hour: GpuHour, thresholds: Thresholds) -> HourClass:
+    """The class of a GPU-hour's held part."""
+    if hour.faulted:
+        return HourClass.FAULTED
+    if hour.power_utilization is not None and hour.power_utilization < (
+        thresholds.low_power_percent
+    ):
+        return HourClass.NOT_WORKING
+    if hour.sm_active is not None and hour.sm_active < thresholds.sm_active_percent:
+        return HourClass.NOT_WORKING
+    return HourClass.WORKING
+
+
+def _split(holds: list[Hold]) -> tuple[list[tuple[Hold, float]], bool]:
+    """Each pod's part of one GPU-hour, and whether they time-sliced it: shares that add up
+    to more than the hour were concurrent, so the hour is split in their proportion."""
+    total = sum(min(1.0, h.share) for h in holds)
+    if not total:
+        return [], False
+    held = min(1.0, total)
+    return [(h, held * min(1.0, h.share) / total) for h in holds], (
+        len(holds) > 1 and total > _SLACK
+    )
+
+
+def _unheld(cls: HourClass) -> HourClass:
+    """A GPU-hour (or part) no pod held: lost or faulted still counts as such."""
+    return HourClass.FAULTED if cls is HourClass.FAULTED else HourClass.NOT_HELD
+
+
+def _pod(attribution: Attribution, namespace: str, pod: str, exact: Mapping[str, str]) -> PodHours:
+    key = (namespace, pod)
+    if key not in attribution.pods:
+        attribution.pods[key] = PodHours(namespace=namespace, pod=pod, job=job_of(pod, exact))
+    return attribution.pods[key]
+
+
+def attribute(
+    gpu_hours: Iterable[GpuHour],
+    holds: Iterable[Hold],
+    *,
+    exact_jobs: Mapping[str, str] | None = None,
+    thresholds: Thresholds = Thresholds(),
+) -> Attribution:
+    """Every GPU-hour the exporter saw, classified; held parts attributed to their pods.
+
+    ``exact_jobs`` maps pod names to the job the training emitter reported in them. A hold on
+    a GPU-hour the exporter did not see is still attributed (counted as unmeasured)."""
+    exact = exact_jobs or {}
+    by_gpu_hour: dict[tuple[GpuKey, int], list[Hold]] = defaultdict(list)
+    ci_hours: set[int] = set()
+    for hold in holds:
+        if hold.share > 0:
+            by_gpu_hour[(hold.gpu, hold.hour)].append(hold)
+            ci_hours.add(hold.hour)
+    result = Attribution()
+    seen: set[tuple[GpuKey, int]] = set()
+    for hour in gpu_hours:
+        seen.add((hour.gpu, hour.hour))
+        cls = classify(hour, thresholds)
+        measured = hour.power_utilization is not None or hour.sm_active is not None
+        pods = by_gpu_hour.get((hour.gpu, hour.hour), [])
+        if not pods and hour.hour not in ci_hours:
+            # No Container Insights data this hour anywhere: the exporter's in-use signal.
+            if hour.in_use:
+                _account(result, UNKNOWN_NAMESPACE, UNKNOWN_POD, hour, 1.0, cls, exact)
+                owner = result.pods[(UNKNOWN_NAMESPACE, UNKNOWN_POD)]
+                owner.no_container_insights = True
+                result.no_container_insights += 1.0
+            else:
+                result.classes[_unheld(cls)] += 1.0
+            continue
+        portions, sliced = _split(pods)
+        for hold, portion in portions:
+            pod = _account(result, hold.namespace, hold.pod, hour, portion, cls, exact)
+            pod.time_sliced |= sliced
+            if not measured:
+                result.unmeasured += portion
+        rest = 1.0 - sum(portion for _, portion in portions)
+        if rest > 1e-9:
+            result.classes[_unheld(cls)] += rest
+    for (gpu, hour_start), pods in by_gpu_hour.items():
+        if (gpu, hour_start) not in seen:
+            unseen = GpuHour(gpu=gpu, hour=hour_start)
+            portions, sliced = _split(pods)
+            for hold, portion in portions:
+                pod = _account(
+                    result, hold.namespace, hold.pod, unseen, portion, HourClass.WORKING, exact
+                )
+                pod.time_sliced |= sliced
+                result.unmeasured += portion
+    return result
+
+
+def _account(
+    result: Attribution,
+    namespace: str,
+    pod_name: str,
+    hour: GpuHour,
+    portion: float,
+    cls: HourClass,
+    exact: Mapping[str, str],
+) -> PodHours:
+    pod = _pod(result, namespace, pod_name, exact)
+    pod.hours[cls] += portion
+    pod.gpus.add(hour.gpu)
+    if cls is HourClass.NOT_WORKING:
+        pod.idle_hours.add(hour.hour)
+    result.classes[cls] += portion
+    return pod

@@ -1,0 +1,127 @@
+"""From an attribution to what people read: a priced ``gpu_held_not_working`` finding per
+namespace and job, and the day's table of GPU-hours by class (fleet, namespace, job) that the
+weekly report and the showback CSV are made from."""
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from lambdas.gpu_analyzer.attribution import Attribution, HourClass, PodHours
+from lambdas.shared.findings import Finding, Kind, Severity
+
+ANALYZER: Final = "gpu"
+HOURS_PER_MONTH: Final = 730
+#: Under this many idle GPU-hours in the window, a job gets no finding (a restart, a warm-up).
+MIN_IDLE_GPU_HOURS: Final = 1.0
+#: Training findings that say why a job's GPUs waited.
+CAUSES: Final = frozenset({"training_data_bound", "training_straggler"})
+
+
+def _row(name: dict[str, str], hours: Mapping[HourClass, float], price: float) -> dict[str, Any]:
+    held = sum(hours.values())
+    working = hours.get(HourClass.WORKING, 0.0)
+    idle = hours.get(HourClass.NOT_WORKING, 0.0)
+    return {
+        **name,
+        "held_gpu_hours": round(held, 4),
+        "working_gpu_hours": round(working, 4),
+        "not_working_gpu_hours": round(idle, 4),
+        "faulted_gpu_hours": round(hours.get(HourClass.FAULTED, 0.0), 4),
+        "waste_usd": round(idle * price, 2),
+        "efficiency": round(working / held, 4) if held else None,
+    }
+
+
+def _job_hours(pods: Sequence[PodHours]) -> dict[HourClass, float]:
+    total: dict[HourClass, float] = {}
+    for pod in pods:
+        for cls, hours in pod.hours.items():
+            total[cls] = total.get(cls, 0.0) + hours
+    return total
+
+
+def day_table(attribution: Attribution, gpu_hour_usd: float) -> dict[str, Any]:
+    """GPU-hours by class with their cost, and per namespace and per job."""
+    classes = {str(cls): round(attribution.classes.get(cls, 0.0), 4) for cls in HourClass}
+    jobs = []
+    for (namespace, job), pods in sorted(attribution.jobs().items()):
+        row = _row({"namespace": namespace, "job": job}, _job_hours(pods), gpu_hour_usd)
+        row["inferred"] = any(p.job.inferred for p in pods)
+        row["kind"] = pods[0].job.kind
+        row["time_sliced"] = any(p.time_sliced for p in pods)
+        jobs.append(row)
+    return {
+        "gpu_hour_usd": gpu_hour_usd,
+        "classes": classes,
+        "cost_usd": {k: round(v * gpu_hour_usd, 2) for k, v in classes.items()},
+        "unmeasured_gpu_hours": round(attribution.unmeasured, 4),
+        "no_container_insights_gpu_hours": round(attribution.no_container_insights, 4),
+        "namespaces": [
+            _row({"namespace": ns}, hours, gpu_hour_usd)
+            for ns, hours in sorted(attribution.namespaces().items())
+        ],
+        "jobs": jobs,
+    }
+
+
+def held_not_working(
+    attribution: Attribution,
+    *,
+    gpu_hour_usd: float,
+    window_hours: float,
+    training_findings: Mapping[str, Sequence[str]] | None = None,
+) -> list[Finding]:
+    """One finding per (namespace, job) that held GPUs without work for at least an hour.
+
+    ``training_findings`` maps a job name to its training findings ("kind resource"); those
+    about data-bound ranks or stragglers are linked, as they say why the GPUs waited."""
+    linked = training_findings or {}
+    findings = []
+    for (namespace, job), pods in sorted(attribution.jobs().items()):
+        hours = _job_hours(pods)
+        idle = hours.get(HourClass.NOT_WORKING, 0.0)
+        if idle < MIN_IDLE_GPU_HOURS:
+            continue
+        held = sum(hours.values())
+        waste = idle * gpu_hour_usd
+        ref = pods[0].job
+        related = tuple(sorted(r for r in linked.get(job, ()) if r.split(" ", 1)[0] in CAUSES))
+        how = "named by agent.training" if not ref.inferred else f"inferred: {ref.kind}"
+        sliced = any(p.time_sliced for p in pods)
+        findings.append(
+            Finding(
+                kind=Kind.GPU_HELD_NOT_WORKING,
+                resource=f"namespace/{namespace}/job/{job}",
+                severity=Severity.WARNING if idle >= held / 2 else Severity.INFO,
+                summary=(
+                    f"{job} in {namespace} held GPUs for {held:.1f} GPU-hours, "
+                    f"{idle:.1f} of them without work (${waste:,.2f})"
+                    + (" (time-sliced GPUs, split evenly between their pods)" if sliced else "")
+                ),
+                evidence={
+                    "namespace": namespace,
+                    "job": job,
+                    "job_source": how,
+                    "inferred": ref.inferred,
+                    "held_gpu_hours": round(held, 3),
+                    "not_working_gpu_hours": round(idle, 3),
+                    "waste_in_window_usd": round(waste, 2),
+                    "window_hours": window_hours,
+                    "gpu_hour_usd": gpu_hour_usd,
+                    "time_sliced": sliced,
+                    "pods": sorted(p.pod for p in pods),
+                    "gpus": sorted({f"{g.node}/{g.gpu}" for p in pods for g in p.gpus}),
+                    "idle_hours": sorted({h for p in pods for h in p.idle_hours}),
+                },
+                recommendation=(
+                    "Look at the linked training findings for why the GPUs waited; "
+                    if related
+                    else "Release GPUs a job or notebook does not use (culling idle notebooks, "
+                    "ending finished jobs), or find what it waits on; "
+                )
+                + "each idle GPU-hour is paid for as a working one.",
+                estimated_monthly_waste_usd=waste * HOURS_PER_MONTH / window_hours,
+                analyzer=ANALYZER,
+                related=related,
+            )
+        )
+    return findings

@@ -1,0 +1,50 @@
+"""One GPU-hour attribution over a window: observe, attribute, find, tabulate. Runs inside
+the training analyzer's invocation, which knows the jobs' pods (exact attribution) and the
+day's training findings (why a job's GPUs waited) without a second read."""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from lambdas.gpu_analyzer.attribution import Thresholds, attribute
+from lambdas.gpu_analyzer.aws import observe
+from lambdas.gpu_analyzer.findings import ANALYZER, day_table, held_not_working
+from lambdas.shared.findings import AnalysisRun
+
+
+@dataclass
+class GpuHoursRun(AnalysisRun):
+    analyzer: str = ANALYZER
+    table: dict[str, Any] = field(default_factory=dict)
+
+
+def analyze_gpu_hours(
+    *,
+    cloudwatch: Any,
+    cluster: str,
+    start: float,
+    end: float,
+    gpu_hour_usd: float,
+    exact_jobs: Mapping[str, str] | None = None,
+    training_findings: Mapping[str, Sequence[str]] | None = None,
+    thresholds: Thresholds = Thresholds(),  # noqa: B008
+) -> GpuHoursRun:
+    run = GpuHoursRun()
+    try:
+        observed = observe(cloudwatch, cluster, start=start, end=end)
+    except (ClientError, BotoCoreError) as err:
+        run.skip(f"GPU-hours of {cluster}", err)
+        return run
+    attribution = attribute(
+        observed.gpu_hours, observed.holds, exact_jobs=exact_jobs, thresholds=thresholds
+    )
+    run.table = day_table(attribution, gpu_hour_usd)
+    run.findings += held_not_working(
+        attribution,
+        gpu_hour_usd=gpu_hour_usd,
+        window_hours=(end - start) / 3600,
+        training_findings=training_findings,
+    )
+    return run

@@ -1,0 +1,100 @@
+"""The week's GPU-hours by class and who held GPUs without work: pure, from the GPU analyzer's
+daily tables (``gpu-hours.json``), with the change from last week's report, and the
+per-namespace showback table as CSV."""
+
+import csv
+import io
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+NUMBERS = (
+    "held_gpu_hours",
+    "working_gpu_hours",
+    "not_working_gpu_hours",
+    "faulted_gpu_hours",
+    "waste_usd",
+)
+CSV_COLUMNS = (
+    "namespace",
+    *NUMBERS,
+    "efficiency",
+    "not_working_change_gpu_hours",
+)
+
+
+def _sum_rows(rows: Iterable[Mapping[str, Any]], key: tuple[str, ...]) -> list[dict[str, Any]]:
+    totals: dict[tuple[str, ...], dict[str, Any]] = {}
+    for row in rows:
+        name = tuple(str(row.get(k, "")) for k in key)
+        total = totals.setdefault(
+            name, {**dict(zip(key, name, strict=True)), **dict.fromkeys(NUMBERS, 0.0)}
+        )
+        for field in NUMBERS:
+            total[field] += float(row.get(field) or 0.0)
+        for flag in ("inferred", "time_sliced"):
+            if row.get(flag):
+                total[flag] = True
+    for total in totals.values():
+        held = total["held_gpu_hours"]
+        total["efficiency"] = round(total["working_gpu_hours"] / held, 4) if held else None
+        for field in NUMBERS:
+            total[field] = round(total[field], 2)
+    return list(totals.values())
+
+
+def _change(
+    rows: list[dict[str, Any]], before: Iterable[Mapping[str, Any]], key: tuple[str, ...]
+) -> None:
+    last = {tuple(str(r.get(k, "")) for k in key): r for r in before}
+    for row in rows:
+        previous = last.get(tuple(str(row[k]) for k in key))
+        row["not_working_change_gpu_hours"] = (
+            None
+            if previous is None
+            else round(
+                row["not_working_gpu_hours"] - float(previous.get("not_working_gpu_hours") or 0), 2
+            )
+        )
+
+
+def week_waste(
+    tables: Iterable[Mapping[str, Any]],
+    *,
+    gpu_hour_usd: float,
+    previous: Mapping[str, Any] | None = None,
+    top: int = 10,
+) -> dict[str, Any]:
+    """The week from its daily tables. ``previous`` is last week's ``waste`` document."""
+    days = list(tables)
+    classes: dict[str, float] = defaultdict(float)
+    for table in days:
+        for name, hours in (table.get("classes") or {}).items():
+            classes[name] += float(hours)
+    namespaces = _sum_rows((r for t in days for r in t.get("namespaces", [])), ("namespace",))
+    jobs = _sum_rows((r for t in days for r in t.get("jobs", [])), ("namespace", "job"))
+    before = previous or {}
+    _change(namespaces, before.get("namespaces", []), ("namespace",))
+    _change(jobs, before.get("all_jobs", []), ("namespace", "job"))
+    namespaces.sort(key=lambda r: (-r["not_working_gpu_hours"], r["namespace"]))
+    jobs.sort(key=lambda r: (-r["not_working_gpu_hours"], r["namespace"], r["job"]))
+    return {
+        "days": len(days),
+        "gpu_hour_usd": gpu_hour_usd,
+        "classes": {k: round(v, 2) for k, v in classes.items()},
+        "cost_usd": {k: round(v * gpu_hour_usd, 2) for k, v in classes.items()},
+        "namespaces": namespaces,
+        "jobs": [j for j in jobs if j["not_working_gpu_hours"] > 0][:top],
+        # The full job list, for next week's change.
+        "all_jobs": jobs,
+    }
+
+
+def waste_csv(waste: Mapping[str, Any]) -> str:
+    """The per-namespace table for showback: one row per namespace, a spreadsheet opens it."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in waste.get("namespaces", []):
+        writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in CSV_COLUMNS})
+    return out.getvalue()

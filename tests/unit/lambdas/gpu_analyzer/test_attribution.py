@@ -1,0 +1,129 @@
+import pytest
+
+from lambdas.gpu_analyzer.attribution import (
+    UNKNOWN_NAMESPACE,
+    UNKNOWN_POD,
+    GpuHour,
+    GpuKey,
+    Hold,
+    HourClass,
+    Thresholds,
+    attribute,
+    classify,
+)
+
+G0, G1 = GpuKey("node-a", "0"), GpuKey("node-a", "1")
+H = 1_700_000_000 - 1_700_000_000 % 3600
+
+
+def busy(gpu: GpuKey, hour: int = H, **kw: object) -> GpuHour:
+    return GpuHour(gpu=gpu, hour=hour, power_utilization=85.0, in_use=True, **kw)  # type: ignore[arg-type]
+
+
+def idle(gpu: GpuKey, hour: int = H, **kw: object) -> GpuHour:
+    return GpuHour(gpu=gpu, hour=hour, power_utilization=12.0, in_use=True, **kw)  # type: ignore[arg-type]
+
+
+def hold(gpu: GpuKey, pod: str, share: float = 1.0, hour: int = H, ns: str = "team") -> Hold:
+    return Hold(gpu=gpu, hour=hour, namespace=ns, pod=pod, share=share)
+
+
+def test_a_gpu_no_pod_holds_is_not_held() -> None:
+    result = attribute([idle(G0), busy(G1)], [hold(G1, "job-a-7xk2p")])
+    assert result.classes[HourClass.NOT_HELD] == 1.0
+    assert result.classes[HourClass.WORKING] == 1.0
+
+
+def test_under_the_low_power_threshold_is_held_not_working() -> None:
+    result = attribute([idle(G0)], [hold(G0, "alice-notebook-0", ns="research")])
+    pod = result.pods[("research", "alice-notebook-0")]
+    assert pod.hours[HourClass.NOT_WORKING] == 1.0
+    assert pod.idle_hours == {H}
+    assert result.namespaces()["research"][HourClass.NOT_WORKING] == 1.0
+
+
+def test_under_the_sm_threshold_is_not_working_even_at_high_power() -> None:
+    hour = GpuHour(gpu=G0, hour=H, power_utilization=55.0, sm_active=4.0)
+    assert classify(hour, Thresholds()) is HourClass.NOT_WORKING
+    # Without GPM (no SM activity), power alone decides.
+    assert classify(GpuHour(gpu=G0, hour=H, power_utilization=55.0), Thresholds()) is (
+        HourClass.WORKING
+    )
+
+
+def test_the_thresholds_are_the_settings() -> None:
+    hour = GpuHour(gpu=G0, hour=H, power_utilization=28.0)
+    assert classify(hour, Thresholds(low_power_percent=25.0)) is HourClass.WORKING
+    assert classify(hour, Thresholds(low_power_percent=30.0)) is HourClass.NOT_WORKING
+
+
+def test_a_lost_or_faulted_gpu_hour_is_its_own_class_held_or_not() -> None:
+    result = attribute(
+        [GpuHour(gpu=G0, hour=H, faulted=True), GpuHour(gpu=G1, hour=H, faulted=True)],
+        [hold(G0, "job-b-7xk2p")],
+    )
+    assert result.classes[HourClass.FAULTED] == 2.0
+    assert result.pods[("team", "job-b-7xk2p")].hours[HourClass.FAULTED] == 1.0
+
+
+def test_a_pod_moving_between_gpus_mid_hour_holds_each_for_its_part() -> None:
+    result = attribute(
+        [busy(G0), idle(G1)],
+        [hold(G0, "job-c-7xk2p", share=0.25), hold(G1, "job-c-7xk2p", share=0.75)],
+    )
+    pod = result.pods[("team", "job-c-7xk2p")]
+    assert pod.hours[HourClass.WORKING] == pytest.approx(0.25)
+    assert pod.hours[HourClass.NOT_WORKING] == pytest.approx(0.75)
+    assert pod.gpus == {G0, G1}
+    # The rest of each GPU-hour was held by nobody.
+    assert result.classes[HourClass.NOT_HELD] == pytest.approx(1.0)
+    assert sum(result.classes.values()) == pytest.approx(2.0)
+
+
+def test_time_sliced_gpus_are_split_evenly_and_marked() -> None:
+    result = attribute(
+        [idle(G0)],
+        [hold(G0, "nb-a-0", ns="a"), hold(G0, "nb-b-0", ns="b"), hold(G0, "nb-c-0", ns="c")],
+    )
+    shares = [result.pods[(ns, f"nb-{ns}-0")].hours[HourClass.NOT_WORKING] for ns in "abc"]
+    assert shares == pytest.approx([1 / 3] * 3)
+    assert all(p.time_sliced for p in result.pods.values())
+    assert sum(result.classes.values()) == pytest.approx(1.0)
+
+
+def test_two_pods_one_after_the_other_are_not_time_sliced() -> None:
+    result = attribute([busy(G0)], [hold(G0, "a-0", share=0.5), hold(G0, "b-0", share=0.5)])
+    assert not any(p.time_sliced for p in result.pods.values())
+    assert result.pods[("team", "a-0")].held == pytest.approx(0.5)
+
+
+def test_an_hour_without_container_insights_data_uses_the_exporters_in_use_signal() -> None:
+    later = H + 3600
+    result = attribute(
+        [busy(G0), idle(G0, later), GpuHour(gpu=G1, hour=later, power_utilization=5.0)],
+        [hold(G0, "job-d-7xk2p")],  # Container Insights has only the first hour
+    )
+    unknown = result.pods[(UNKNOWN_NAMESPACE, UNKNOWN_POD)]
+    assert unknown.no_container_insights
+    assert unknown.hours[HourClass.NOT_WORKING] == 1.0
+    assert result.no_container_insights == 1.0
+    # G1 was not in use in that hour: not held.
+    assert result.classes[HourClass.NOT_HELD] == 1.0
+
+
+def test_a_hold_the_exporter_never_saw_is_attributed_and_counted_unmeasured() -> None:
+    result = attribute([], [hold(G0, "job-e-7xk2p", share=0.5)])
+    assert result.pods[("team", "job-e-7xk2p")].hours[HourClass.WORKING] == 0.5
+    assert result.unmeasured == 0.5
+
+
+def test_jobs_group_pods_by_namespace_and_exact_job() -> None:
+    result = attribute(
+        [idle(G0), idle(G1)],
+        [hold(G0, "llama-worker-0"), hold(G1, "llama-worker-1")],
+        exact_jobs={"llama-worker-0": "llama-run-7", "llama-worker-1": "llama-run-7"},
+    )
+    assert [p.pod for p in result.jobs()[("team", "llama-run-7")]] == [
+        "llama-worker-0",
+        "llama-worker-1",
+    ]

@@ -1,0 +1,56 @@
+import csv
+import io
+
+import pytest
+
+from lambdas.weekly_report.figures import WeekFigures
+from lambdas.weekly_report.render import html_report
+from lambdas.weekly_report.waste import waste_csv, week_waste
+
+
+def day(notebook_idle: float) -> dict[str, object]:
+    return {
+        "classes": {"held_working": 20.0, "held_not_working": notebook_idle, "not_held": 4.0},
+        "namespaces": [
+            {"namespace": "vision", "held_gpu_hours": 20.0, "working_gpu_hours": 20.0},
+            {
+                "namespace": "research",
+                "held_gpu_hours": notebook_idle,
+                "not_working_gpu_hours": notebook_idle,
+                "waste_usd": notebook_idle * 6.88,
+            },
+        ],
+        "jobs": [
+            {
+                "namespace": "research",
+                "job": "alice-notebook",
+                "held_gpu_hours": notebook_idle,
+                "not_working_gpu_hours": notebook_idle,
+                "waste_usd": notebook_idle * 6.88,
+                "inferred": True,
+            }
+        ],
+    }
+
+
+def test_the_week_sums_days_ranks_idle_holders_and_compares_with_last_week() -> None:
+    last = week_waste([day(2.0)], gpu_hour_usd=6.88)
+    waste = week_waste([day(10.0)] * 7, gpu_hour_usd=6.88, previous=last)
+    assert waste["classes"]["held_not_working"] == 70.0
+    assert waste["cost_usd"]["held_not_working"] == pytest.approx(481.6)
+    first, second = waste["namespaces"]
+    assert first["namespace"] == "research"
+    assert first["waste_usd"] == pytest.approx(481.6)
+    assert first["efficiency"] == 0.0
+    assert first["not_working_change_gpu_hours"] == 68.0
+    assert second["efficiency"] == 1.0
+    assert second["waste_usd"] == 0.0
+    (job,) = waste["jobs"]
+    assert job["job"] == "alice-notebook"
+    assert job["not_working_change_gpu_hours"] == 68.0
+    rows = list(csv.DictReader(io.StringIO(waste_csv(waste))))
+    assert rows[0]["namespace"] == "research"
+    assert float(rows[0]["waste_usd"]) == pytest.approx(481.6)
+    html = html_report(WeekFigures(cluster="c", week="2026-W48", waste=waste))
+    assert html.index('id="waste"') < html.index('id="headline"')
+    assert "alice-notebook (inferred)" in html
