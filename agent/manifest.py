@@ -20,11 +20,19 @@ NAME: Final = "gpu-insights-exporter"
 DEFAULT_NAMESPACE: Final = "gpu-insights"
 DEFAULT_EMF_ENDPOINT: Final = f"tcp://{AGENT_SERVICE_ACCOUNT}.{AGENT_NAMESPACE}:{EMF_PORT}"
 
-#: Labels that mark NVIDIA GPU nodes; a node with any one of them gets the exporter.
+#: Labels that mark NVIDIA GPU nodes; a node with any one of them gets the exporter. EKS Auto
+#: Mode's own label (eks.amazonaws.com/instance-gpu-manufacturer) is left out on purpose.
 DEFAULT_GPU_NODE_LABELS: Final[tuple[str, ...]] = (
     "nvidia.com/gpu.present=true",  # NVIDIA GPU feature discovery / GPU operator
     "karpenter.k8s.aws/instance-gpu-manufacturer=nvidia",  # Karpenter
-    "eks.amazonaws.com/instance-gpu-manufacturer=nvidia",  # EKS Auto Mode
+)
+#: Where the exporter can run, whatever the labels: the image is built for linux/amd64 only
+#: (cdk/constructs/gpu_exporter.py), and EKS Auto Mode nodes do not hand NVIDIA_VISIBLE_DEVICES
+#: to unprivileged containers, so on either it would crash-loop without NVML (preflight and
+#: the README say what covers those nodes).
+REQUIRED_NODE_EXPRESSIONS: Final[tuple[dict[str, Any], ...]] = (
+    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+    {"key": "eks.amazonaws.com/compute-type", "operator": "NotIn", "values": ["auto"]},
 )
 
 
@@ -38,7 +46,9 @@ def _label_terms(labels: Sequence[str]) -> list[dict[str, Any]]:
         key, sep, value = label.partition("=")
         if not sep or not key or not value:
             raise ManifestError(f"GPU node label {label!r} is not key=value")
-        terms.append({"matchExpressions": [{"key": key, "operator": "In", "values": [value]}]})
+        # Expressions within a term are ANDed, terms ORed: each GPU label with the requirements.
+        expressions = [{"key": key, "operator": "In", "values": [value]}]
+        terms.append({"matchExpressions": [*expressions, *REQUIRED_NODE_EXPRESSIONS]})
     if not terms:
         raise ManifestError("at least one GPU node label is needed to find GPU nodes")
     return terms

@@ -193,3 +193,10 @@ XID_DIMENSION_SETS: Final[tuple[tuple[str, ...], ...]] = (
     (DIM_CLUSTER, DIM_XID_CODE),
     (DIM_CLUSTER,),
 )
+
+
+#: The S3 request-metrics filter this app creates on the storage buckets. Not the console's
+#: "EntireBucket": a configuration the user made keeps its id, so the app never overwrites it
+#: on deploy nor deletes it on destroy. The storage analyzer reads either.
+REQUEST_METRICS_FILTER_ID: Final = "GpuInsights-EntireBucket"
+WHOLE_BUCKET_FILTER_IDS: Final = frozenset({"EntireBucket", REQUEST_METRICS_FILTER_ID})

@@ -151,11 +151,13 @@ _HASH_CHARS: Final = 8
 def fit(rule: NameRule, prefix: str, variable: str, suffix: str = "") -> str:
     """``prefix + variable + suffix`` if the rule accepts it; otherwise the variable part with
     refused characters replaced by ``-``, cut to fit, and followed by ``-`` and 8 hex digits of
-    the whole name's SHA-256. The prefix and suffix are the caller's constants and must fit."""
+    the variable's SHA-256, so every name derived from one cluster name carries the same
+    digest (its stacks read as one deployment). The prefix and suffix are the caller's
+    constants and must fit."""
     name = f"{prefix}{variable}{suffix}"
     if rule.fits(name):
         return name
-    digest = hashlib.sha256(name.encode()).hexdigest()[:_HASH_CHARS]
+    digest = hashlib.sha256(variable.encode()).hexdigest()[:_HASH_CHARS]
     room = rule.max_length - len(prefix) - len(suffix) - len(digest) - 1
     cleaned = re.sub(f"[^{rule.allowed}]", "-", variable.lower() if rule is S3_BUCKET else variable)
     fitted = f"{prefix}{cleaned[: max(room, 0)]}-{digest}{suffix}"

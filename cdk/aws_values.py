@@ -175,3 +175,34 @@ def iam_arn_problem(arn: str, resource_type: str) -> str | None:
         if not ok:
             return f"{expected}, such as {example}"
     return None
+
+
+# General purpose bucket naming rules:
+# https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html
+_BUCKET_NAME: Final = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+_BUCKET_PREFIXES: Final = ("xn--", "sthree-", "amzn-s3-demo-")
+_BUCKET_SUFFIXES: Final = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
+_IPV4: Final = re.compile(r"\d{1,3}(\.\d{1,3}){3}")
+# EBS volume ids: vol- and 8 or 17 hex digits.
+# https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_Volume.html
+_VOLUME_ID: Final = re.compile(r"vol-([0-9a-f]{8}|[0-9a-f]{17})")
+
+
+def bucket_problem(name: str) -> str | None:
+    """Why S3 would refuse this general purpose bucket name, or None."""
+    if not _BUCKET_NAME.fullmatch(name):
+        return "S3 bucket names: 3 to 63 lowercase letters, digits, dots and hyphens"
+    if ".." in name or _IPV4.fullmatch(name):
+        return "S3 bucket names without two adjacent dots and not shaped like an IP address"
+    if name.startswith(_BUCKET_PREFIXES) or name.endswith(_BUCKET_SUFFIXES):
+        return "S3 bucket names without a prefix or suffix S3 reserves (xn--, -s3alias, ...)"
+    return None
+
+
+def data_source_problem(source: str) -> str | None:
+    """A training data source is a bucket name or an EBS volume id, exactly as the storage
+    findings name them (no s3:// URL, no ARN, no path)."""
+    if _VOLUME_ID.fullmatch(source):
+        return None
+    reason = bucket_problem(source)
+    return None if reason is None else "S3 bucket names (no s3:// or path) or EBS volume ids"

@@ -19,7 +19,14 @@ from agent.manifest import DEFAULT_GPU_NODE_LABELS
 from agent.resource_names import parameter_name
 from alarms.catalog import AlarmSettings
 from alarms.power_table import gpu_power
-from cdk.aws_values import email_problem, https_problem, iam_arn_problem, schedule_problem
+from cdk.aws_values import (
+    bucket_problem,
+    data_source_problem,
+    email_problem,
+    https_problem,
+    iam_arn_problem,
+    schedule_problem,
+)
 from lambdas.training_analyzer.gpu_prices import gpu_hour_price
 
 #: The cluster the documented example deployment targets when no cluster_name is given.
@@ -34,7 +41,6 @@ _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 _LABEL = re.compile(
     r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?=[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
-_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _TAINT_KEY = re.compile(
     r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
@@ -200,7 +206,6 @@ _PATTERNS: Final[dict[str, tuple[re.Pattern[str], str]]] = {
         _LABEL,
         "Kubernetes labels as key=value, such as nvidia.com/gpu.present=true",
     ),
-    "storage_buckets": (_BUCKET, "S3 bucket names"),
 }
 #: Settings whose value (or each value of a list) AWS checks by rules beyond a pattern: a
 #: function that says why AWS would refuse a value, or None.
@@ -214,6 +219,8 @@ _CHECKS: Final[dict[str, Callable[[str], str | None]]] = {
     "alarm_emails": email_problem,
     "warning_emails": email_problem,
     "report_emails": email_problem,
+    "storage_buckets": bucket_problem,
+    "training_data_sources": data_source_problem,
 }
 #: Numeric settings and their inclusive bounds: (low, high, unit).
 _RANGES: Final[dict[str, tuple[int, int, str]]] = {

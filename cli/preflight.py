@@ -32,7 +32,7 @@ Read-only checks of the account and cluster the settings name, before cdk deploy
   kubectl-version       with kubectl_role_arn: the cluster within one minor version of kubectl 1.33
   observability-addon   amazon-cloudwatch-observability is not installed already (or, with
                         install_addon=false, is)
-  log-groups            the log groups the stacks create by name do not exist yet
+  log-groups            whether the agent's log groups exist (the stacks adopt them)
   host-log-group        with xid_host_log_filter: Container Insights' host log group exists
   insights-alarm-quota  existing Metrics Insights alarms plus this deployment's fit the quota
   nodes:<group>         each GPU node group's OS and architecture suit the exporter

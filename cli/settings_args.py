@@ -11,19 +11,43 @@ def add_settings_arguments(parser: argparse.ArgumentParser, *, context_help: str
         "-c", "--context", action="append", default=[], metavar="KEY=VALUE", help=context_help
     )
     parser.add_argument(
-        "--cdk-json", type=Path, default=Path("cdk.json"), help="settings from this cdk.json"
+        "--cdk-json",
+        type=Path,
+        default=None,
+        help="settings from this cdk.json (default: ./cdk.json where there is one)",
     )
     parser.add_argument("--profile", help="AWS profile (standard credential chain otherwise)")
+
+
+DEFAULT_CDK_JSON = Path("cdk.json")
+
+
+def _cdk_json_context(path: Path) -> dict[str, object]:
+    """The ``context`` object of a cdk.json; a file that is not one is refused by name."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ValueError(f"--cdk-json {path}: {err.strerror or err}") from err
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+        raise ValueError(f"--cdk-json {path} is not valid JSON: {err}") from err
+    if not isinstance(document, dict):
+        raise ValueError(
+            f"--cdk-json {path}: expected a JSON object, got {type(document).__name__}"
+        )
+    context = document.get("context", {})
+    if not isinstance(context, dict):
+        raise ValueError(f'--cdk-json {path}: "context" must be a JSON object')
+    return context
 
 
 def context_from_args(args: argparse.Namespace) -> dict[str, object]:
     """cdk.json's context with each ``-c`` applied over it; a bad file or item is refused."""
     context: dict[str, object] = {}
-    if args.cdk_json.is_file():
-        try:
-            context.update(json.loads(args.cdk_json.read_text()).get("context", {}))
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{args.cdk_json} is not valid JSON: {err}") from err
+    path = args.cdk_json
+    if path is None and DEFAULT_CDK_JSON.is_file():
+        path = DEFAULT_CDK_JSON
+    if path is not None:
+        context.update(_cdk_json_context(path))
     for item in args.context:
         key, sep, value = item.partition("=")
         if not sep or not key:

@@ -1,4 +1,4 @@
-"""Turns on S3 request metrics (one whole-bucket filter, id EntireBucket) on existing buckets.
+"""Turns on S3 request metrics (one whole-bucket filter of the app's own id) on existing buckets.
 
 The buckets are not this app's, so CloudFormation cannot own their metrics configuration; a
 custom resource calls PutBucketMetricsConfiguration on create and DeleteBucketMetrics-
@@ -18,9 +18,10 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
+from agent.metric_contract import REQUEST_METRICS_FILTER_ID
 from cdk.constructs.nag import acknowledge_custom_resource_provider
 
-FILTER_ID = "EntireBucket"
+FILTER_ID = REQUEST_METRICS_FILTER_ID
 
 
 class RequestMetrics(Construct):

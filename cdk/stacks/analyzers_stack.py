@@ -247,12 +247,11 @@ class AnalyzersStack(DeploymentStack):
                     resources=[self.report.bucket.arn_for_objects("findings/*")],
                 ),
                 # A day without storage findings must read as 404, not 403 (S3 answers 404
-                # only to a caller that may list the key: lambdas/shared/s3_objects.py).
+                # only to a caller that may list the bucket: lambdas/shared/s3_objects.py).
                 iam.PolicyStatement(
-                    sid="ListStorageFindings",
+                    sid="ListReportBucket",
                     actions=["s3:ListBucket"],
                     resources=[self.report.bucket.bucket_arn],
-                    conditions={"StringLike": {"s3:prefix": ["findings/*"]}},
                 ),
             ],
             schedule=settings.training_schedule,
@@ -311,7 +310,6 @@ class AnalyzersStack(DeploymentStack):
                     sid="ListFindings",
                     actions=["s3:ListBucket"],
                     resources=[bucket.bucket_arn],
-                    conditions={"StringLike": {"s3:prefix": ["findings/*", "reports/*"]}},
                 ),
                 iam.PolicyStatement(
                     sid="WriteReports",

@@ -6,6 +6,7 @@ per prefix through a filter); hourly values: latency p99 in milliseconds, counts
 
 from dataclasses import dataclass, field
 
+from agent.metric_contract import WHOLE_BUCKET_FILTER_IDS
 from lambdas.shared.findings import Finding, Kind, Severity
 from lambdas.storage_analyzer.ebs_analysis import ANALYZER, percentile
 
@@ -52,7 +53,7 @@ def request_metrics_disabled(bucket: str) -> Finding:
 def analyze_bucket(m: BucketMetrics, t: S3Thresholds = S3Thresholds()) -> list[Finding]:
     findings: list[Finding] = []
     resource = f"arn:aws:s3:::{m.bucket}"
-    scope = m.bucket if m.filter_id == "EntireBucket" else f"{m.bucket} ({m.filter_id})"
+    scope = m.bucket if m.filter_id in WHOLE_BUCKET_FILTER_IDS else f"{m.bucket} ({m.filter_id})"
     if m.first_byte_p99_ms:
         slow = [v for v in m.first_byte_p99_ms if v > t.first_byte_p99_ms]
         share = len(slow) / len(m.first_byte_p99_ms)

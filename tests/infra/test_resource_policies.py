@@ -470,7 +470,7 @@ def test_training_role_gets_404_for_a_day_without_storage_findings(
     deployed: list[Deployed],
 ) -> None:
     """The training analyzer reads the day's storage findings, which may not exist yet; S3
-    answers 404 rather than 403 only to a caller that may ListBucket the key
+    answers 404 rather than 403 only to a caller that may ListBucket the bucket
     (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html, Permissions)."""
     ((stack, role),) = [
         (s, logical_id)
@@ -496,7 +496,7 @@ def test_training_role_gets_404_for_a_day_without_storage_findings(
     results = simulate(
         [
             replace(base, name="storage findings"),
-            replace(base, name="reports", context={"s3:prefix": "reports/x/report.json"}),
+            replace(base, name="other bucket", resource="arn:aws:s3:::another-teams-bucket"),
         ]
     )
-    assert results == {"storage findings": ALLOWED, "reports": "ImplicitlyDenied"}
+    assert results == {"storage findings": ALLOWED, "other bucket": "ImplicitlyDenied"}

@@ -10,8 +10,8 @@ https://docs.getmoto.org/en/latest/docs/iam.html) is partial, and these are its 
   (events, sns, kms, logs, cloudwatch, ec2) are given to moto with ``Resource: "*"``: their
   actions are enforced, their resource ARNs are not (the policy-evaluator tests check those).
 - Conditions: moto passes no request context, and evaluates only StringEquals, so a condition
-  never denies (``cloudwatch:namespace`` on PutMetricData, ``s3:prefix`` on ListBucket).
-  The report's ``s3:prefix`` condition is checked in code against the keys it reads.
+  never denies (``cloudwatch:namespace`` on PutMetricData): the policy-evaluator tests
+  check conditions.
 - Action names: moto names an action by the request's signing name, so CloudWatch's
   ``cloudwatch:*`` actions are handed to it as ``monitoring:*``.
 - Implicit calls: S3's use of the KMS key (SSE-KMS) and SNS's are not authorized by moto.

@@ -183,39 +183,40 @@ def test_report_is_written_by_iso_week_and_the_summary_sent_once(
     assert "[warning] ebs_idle_volume: vol-1 is idle" in message["Message"]
 
 
-def test_every_key_the_report_reads_is_under_its_list_condition(
+def test_every_key_the_report_reads_may_be_listed_so_a_missing_one_is_404(
     aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """S3 answers a missing key with 404 only where the role may list it, else 403
-    (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html, Permissions), and the
-    role's ListBucket holds only under an s3:prefix condition, which moto does not evaluate:
-    so every key the report reads (most may be missing: last week's report, the week's job
-    costs, the summary marker) is put to AWS's policy logic (@cloud-copilot/iam-simulate) as a
-    ListBucket with that key as s3:prefix, against the role's synthesized policy."""
+    (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html, Permissions), and
+    moto does not model that: so every key the report reads (most may be missing: last week's
+    report, the week's job costs, the summary marker) is put to AWS's policy logic
+    (@cloud-copilot/iam-simulate) as a ListBucket of the report bucket with that key as
+    s3:prefix, against the role's synthesized policy; the same request on another bucket is
+    denied."""
     _seed(aws)
     principal, reads = _as_role(aws, templates, monkeypatch)
     _run(aws)
     assert {r.split("/", 1)[0] for r in reads} == {"findings", "reports"}
     assert len(reads) >= 7 + 3  # a listing a day, the job costs, last week's report, the marker
     policy = {"Version": "2012-10-17", "Statement": principal.statements}
-    keys = [*sorted(set(reads)), "report.json"]  # the last one is outside: the check can fail
+    keys = sorted(set(reads))
     verdicts = simulate(
         [
             Request(
-                name=key,
+                name=f"{bucket}/{key}",
                 principal=f"arn:aws:sts::{ACCOUNT}:assumed-role/weekly-report/lambda",
                 action="s3:ListBucket",
-                resource=f"arn:aws:s3:::{BUCKET}",
+                resource=f"arn:aws:s3:::{bucket}",
                 account_id=ACCOUNT,
                 context={"s3:prefix": key},
                 identity_policies=[policy],
             )
             for key in keys
+            for bucket in (BUCKET, "another-teams-bucket")
         ]
     )
-    assert {k: v for k, v in verdicts.items() if v != "Allowed"} == {
-        "report.json": "ImplicitlyDenied"
-    }
+    assert {k for k, v in verdicts.items() if v == "Allowed"} == {f"{BUCKET}/{k}" for k in keys}
+    assert {v for k, v in verdicts.items() if k.startswith("another")} == {"ImplicitlyDenied"}
 
 
 def test_a_report_bucket_that_fails_fails_the_run_loudly(aws: dict[str, Any]) -> None:

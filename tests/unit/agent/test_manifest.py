@@ -54,11 +54,17 @@ def test_gpu_nodes_are_selected_by_label_and_gpu_taints_tolerated() -> None:
         "nodeSelectorTerms"
     ]
     assert len(terms) == len(DEFAULT_GPU_NODE_LABELS)
+    # Every term also needs an amd64 node outside EKS Auto Mode: the image is built for
+    # linux/amd64 only, and Auto Mode nodes give unprivileged containers no GPU.
     assert terms[0] == {
         "matchExpressions": [
-            {"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]}
+            {"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]},
+            {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+            {"key": "eks.amazonaws.com/compute-type", "operator": "NotIn", "values": ["auto"]},
         ]
     }
+    assert all(t["matchExpressions"][1:] == terms[0]["matchExpressions"][1:] for t in terms)
+    assert "eks.amazonaws.com/instance-gpu-manufacturer" not in str(terms)
     assert "node.kubernetes.io/instance-type" not in str(terms)
     assert pod["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Exists"},

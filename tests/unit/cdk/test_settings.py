@@ -213,3 +213,34 @@ def test_every_eks_cluster_name_is_a_setting(cluster: str) -> None:
 def test_a_name_eks_refuses_is_refused(cluster: str) -> None:
     with pytest.raises(SettingsError, match="1-100 letters, digits"):
         settings_from_context({"cluster_name": cluster})
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "allowed"),
+    [
+        # https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html
+        ("storage_buckets", "192.168.1.1", "IP address"),
+        ("storage_buckets", "xn--abc", "reserves"),
+        ("storage_buckets", "data-s3alias", "reserves"),
+        ("storage_buckets", "a..b", "adjacent dots"),
+        ("storage_buckets", "Upper", "lowercase"),
+        ("training_data_sources", "s3://train-data", "no s3://"),
+        ("training_data_sources", "train-data/prefix", "no s3://"),
+    ],
+)
+def test_names_s3_or_ec2_refuse_are_refused(key: str, value: str, allowed: str) -> None:
+    with pytest.raises(SettingsError) as err:
+        settings_from_context({key: value})
+    assert f"{key}={value!r} is not valid: expected" in str(err.value)
+    assert allowed in str(err.value)
+
+
+def test_buckets_and_volume_ids_are_data_sources() -> None:
+    settings = settings_from_context(
+        {
+            "storage_buckets": "train-data,ckpt.example.com",
+            "training_data_sources": "train-data,vol-0123456789abcdef0,vol-01234567",
+        }
+    )
+    assert settings.storage_buckets == ("train-data", "ckpt.example.com")
+    assert settings.training_data_sources[1] == "vol-0123456789abcdef0"
