@@ -191,6 +191,14 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
     pods = (attributes[_POD_ATTRIBUTE],) if _POD_ATTRIBUTE in attributes else ()
     where = f" on {node} GPU {gpu}" if node and gpu else (f" on {pods[0]}" if pods else "")
     threshold, observed = _threshold_and_observed(state)
+    reason = str(state.get("reason", ""))
+    match = _REASON.search(reason)
+    what = (
+        f"{title}{where}: {match['hits']} of the last {match['of']} datapoints were "
+        f"{match['comparison']} the threshold ({_number(match['threshold'])})."
+        if match
+        else reason or f"{name} is in ALARM."
+    )
     description = str(detail.get("configuration", {}).get("description", "")).strip()
     arn = next(iter(event.get("resources") or []), "")
     return Incident(
@@ -198,7 +206,7 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
         severity=severity,
         kind=kind,
         title=f"{title}{where}",
-        what=str(state.get("reason", "")) or f"{name} is in ALARM.",
+        what=what,
         cluster=attributes.get(DIM_CLUSTER, deployment.cluster),
         node=node or "not named (a cluster-wide series)",
         gpu=gpu or "not named (a cluster-wide series)",
@@ -211,7 +219,6 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
         alarm_url=alarm_url(deployment.region, name),
         dashboard_url=deployment.dashboard_for(node),
         resources=(arn,) if arn else (),
-        facts=(("Alarm", name),),
     )
 
 
