@@ -83,11 +83,13 @@ def _utc(ms: int) -> str:
 def from_xid_group(group: XidGroup, deployment: Deployment) -> Incident:
     notice = group.first
     fatal = notice.severity is XidSeverity.FATAL
-    repeats = (
-        f"{group.count} times between {_utc(notice.time_ms)} and {_utc(group.last_ms)}"
-        if group.count > 1
-        else f"once, at {_utc(notice.time_ms)}"
-    )
+    first, last = _utc(notice.time_ms), _utc(group.last_ms)
+    if group.count == 1:
+        repeats = f"once, at {first}"
+    elif first == last:
+        repeats = f"{group.count} times at {first}"
+    else:
+        repeats = f"{group.count} times between {first} and {last}"
     if fatal:
         action = (
             "Cordon and drain the node, then reset the GPU or replace the node. Jobs on this "

@@ -110,7 +110,7 @@ def _as_role(aws: dict[str, Any], templates: Any, monkeypatch: Any, drop: Any = 
 
 
 def _messages(aws: dict[str, Any], queue: str) -> list[dict[str, str]]:
-    out = []
+    out: list[dict[str, str]] = []
     while True:
         response = aws["sqs"].receive_message(QueueUrl=aws["queues"][queue], MaxNumberOfMessages=10)
         batch = response.get("Messages", [])
@@ -228,7 +228,8 @@ def test_sns_failing_on_the_third_publish_then_the_retry_sends_nothing_twice(
     assert xid_handler.handler(batch, None)["published"] == 2
     assert xid_handler.handler(batch, None)["published"] == 0  # a third delivery
     subjects = [m["Subject"] for m in _messages(aws, "warning")]
-    assert sorted(subjects) == [f"[WARNING] XID 13 on node-a GPU PCI 0000:{b}:00" for b in ("53", "54")]
+    expected = [f"[WARNING] XID 13 on node-a GPU PCI 0000:{b}:00" for b in ("53", "54")]
+    assert sorted(subjects) == expected
 
 
 def test_a_gpu_contributor_in_alarm_is_one_message_naming_its_pods(
