@@ -195,7 +195,7 @@ def test_a_storm_of_500_xid_lines_is_one_message_and_the_next_batch_none(
     result = xid_handler.handler(_subscription_event(storm, at_ms=at), None)
     assert result == {"incidents": 1, "published": 1, "unreadable": 0}
     (message,) = _messages(aws, "warning")
-    assert "Seen:          500 times between" in message["Message"]
+    assert "Seen:          500 times at" in message["Message"]
     # The storm goes on in the next batch, in the same window: already told.
     later = xid_handler.handler(_subscription_event(storm[:50], at_ms=at + 1000), None)
     assert later == {"incidents": 1, "published": 0, "unreadable": 0}
