@@ -20,6 +20,7 @@ from alarms.cloudwatch_history import fetch_samples
 from alarms.model import AlarmSpec
 from cdk.settings import Settings
 from cli.demo_exporter import ROLES, ExporterReplay, replay_exporter, replay_window
+from cli.demo_notifications import NotificationsDemo, notifications_summary, run_notifications
 from cli.demo_preflight import run_preflight
 from cli.demo_report import render_png, run_weekly_report, write_dashboards
 from cli.demo_storage import BUCKETS as STORAGE_BUCKETS
@@ -51,6 +52,7 @@ class DemoResult:
     report: dict[str, Any] = field(default_factory=dict)
     dashboards: list[Path] = field(default_factory=list)
     preflight: list[str] = field(default_factory=list)
+    notifications: NotificationsDemo | None = None
 
     def summary(self) -> str:
         lines = ["EKS GPU Insights demo (no AWS account: moto in-process)", ""]
@@ -119,6 +121,8 @@ class DemoResult:
         if self.preflight:
             lines.append("9. `gpu-insights preflight` before the deploy, on the demo's cluster:")
             lines.extend(f"   {line}" for line in self.preflight if line)
+        if self.notifications is not None:
+            lines += notifications_summary(self.notifications)
         lines.append("")
         lines.append("Output:")
         lines.extend(f"   {path}" for path in self.files)
@@ -222,6 +226,12 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
         _storage_step(result, clients, settings, out_dir)
         _training_step(result, clients, out_dir)
         specs = _exporter_step(result, clients, settings, out_dir)
+        if result.exporter is not None:
+            result.notifications = run_notifications(
+                session, settings, result.exporter, result.backtest, out_dir
+            )
+            if result.notifications.path is not None:
+                result.files.append(result.notifications.path)
         result.report, report_path = run_weekly_report(
             clients, settings.cluster_name, result.backtest, out_dir
         )

@@ -1,7 +1,15 @@
-"""The XID notifier: log subscriptions on the exporter's log group (and, if asked, the host
-log group) feed a Lambda that sends one readable message per XID to the right topic."""
+"""The notifier: log subscriptions on the exporter's log group (and, if asked, the host log
+group) and an EventBridge rule on this app's alarm and contributor state changes feed one
+Lambda that sends one readable message per incident to the right topic, once (a DynamoDB
+ledger of what was sent)."""
 
-from aws_cdk import Duration, RemovalPolicy
+import json
+from collections.abc import Mapping
+
+from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -12,6 +20,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from agent.metric_contract import DIM_XID_CODE
+from agent.resource_names import alarm_name
 from agent.xid import KERNEL_XID_FILTER_PATTERN
 from cdk.constructs.checkov import (
     FUNCTION_REASONS,
@@ -20,20 +29,41 @@ from cdk.constructs.checkov import (
     skip_checks,
 )
 from cdk.constructs.lambda_code import lambda_code
+from cdk.constructs.nag import acknowledge_wildcard_resources
 
 #: What the function imports: its own code, the shared client factory, and the XID table it
 #: shares with the exporter.
 MODULES = (
     "lambdas/xid_notifier/handler.py",
     "lambdas/xid_notifier/messages.py",
+    "lambdas/xid_notifier/incidents.py",
+    "lambdas/xid_notifier/links.py",
+    "lambdas/xid_notifier/notification.py",
+    "lambdas/xid_notifier/pods.py",
+    "lambdas/xid_notifier/sent_ledger.py",
     "lambdas/shared/aws_clients.py",
     "agent/xid.py",
     "agent/metric_contract.py",
+    "agent/resource_names.py",
 )
 
 
+#: CloudWatch's EventBridge events for an alarm's and a contributor's state
+#: (https://docs.aws.amazon.com/eventbridge/latest/ref/events-ref-cloudwatch.html).
+ALARM_DETAIL_TYPES = (
+    "CloudWatch Alarm State Change",
+    "CloudWatch Alarm Contributor State Change",
+)
+#: checkov: the ledger holds incident keys (cluster, node, GPU, code), no secrets.
+LEDGER_REASONS: Mapping[str, str] = {
+    "CKV_AWS_119": "holds which incidents were notified (names and times, no secrets); "
+    "DynamoDB encrypts it at rest with an AWS owned key",
+}
+
+
 class XidNotifier(Construct):
-    """Attributes: ``function``, ``dead_letters``, ``subscriptions``."""
+    """Attributes: ``function``, ``dead_letters``, ``subscriptions``, ``sent``,
+    ``alarm_rule``."""
 
     def __init__(
         self,
@@ -46,8 +76,22 @@ class XidNotifier(Construct):
         critical: sns.ITopic,
         warning: sns.ITopic,
         topic_key: kms.IKey,
+        gpu_dashboard: str,
+        alarm_kinds: Mapping[str, tuple[str, str]],
     ) -> None:
         super().__init__(scope, construct_id)
+        self.sent = dynamodb.Table(
+            self,
+            "Sent",
+            partition_key=dynamodb.Attribute(name="incident", type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            time_to_live_attribute="expires_at",
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        skip_checks(self.sent, LEDGER_REASONS)
         self.dead_letters = sqs.Queue(
             self,
             "DeadLetters",
@@ -65,7 +109,7 @@ class XidNotifier(Construct):
             self,
             "Role",
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description=f"XID notifier of {cluster_name}: writes its logs, publishes to two topics",
+            description=f"Notifier of {cluster_name}: logs, a sent ledger, two topics",
         )
         function_logs.grant_write(role)
         self.function = lambda_.Function(
@@ -84,6 +128,13 @@ class XidNotifier(Construct):
                 "CLUSTER_NAME": cluster_name,
                 "CRITICAL_TOPIC_ARN": critical.topic_arn,
                 "WARNING_TOPIC_ARN": warning.topic_arn,
+                "SENT_TABLE": self.sent.table_name,
+                "GPU_DASHBOARD": gpu_dashboard,
+                "EXPORTER_LOG_GROUP": exporter_log_group.log_group_name,
+                "ALARM_KINDS": json.dumps(
+                    {kind: list(pair) for kind, pair in alarm_kinds.items()},
+                    separators=(",", ":"),
+                ),
             },
         )
         skip_checks(self.function, FUNCTION_REASONS)
@@ -99,6 +150,32 @@ class XidNotifier(Construct):
             iam.PolicyStatement(
                 actions=["kms:GenerateDataKey", "kms:Decrypt"], resources=[topic_key.key_arn]
             )
+        )
+        # Claim an incident (a conditional put) and release it when the publish fails.
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="SentLedger",
+                actions=["dynamodb:PutItem", "dynamodb:DeleteItem"],
+                resources=[self.sent.table_arn],
+            )
+        )
+        # Which pods hold the GPU an alarm names: the exporter's newest document for it.
+        exporter_arn = Stack.of(self).format_arn(
+            service="logs",
+            resource="log-group",
+            resource_name=f"{exporter_log_group.log_group_name}:*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="PodsOnTheGpu", actions=["logs:FilterLogEvents"], resources=[exporter_arn]
+            )
+        )
+        acknowledge_wildcard_resources(
+            role,
+            resources=[exporter_arn],
+            reason="CloudWatch Logs authorizes FilterLogEvents on ARNs below the group's "
+            "(log-group:NAME:log-stream:...); ':*' names this one group, no other",
         )
         self.subscriptions = [
             logs.SubscriptionFilter(
@@ -119,3 +196,16 @@ class XidNotifier(Construct):
                     filter_pattern=logs.FilterPattern.literal(KERNEL_XID_FILTER_PATTERN),
                 )
             )
+        # This app's alarms only: every alarm name starts with gpu-insights-<cluster>-.
+        prefix = alarm_name(cluster_name, "")
+        self.alarm_rule = events.Rule(
+            self,
+            "AlarmStateChanges",
+            description=f"State changes of {cluster_name}'s GPU alarms and their contributors",
+            event_pattern=events.EventPattern(
+                source=["aws.cloudwatch"],
+                detail_type=list(ALARM_DETAIL_TYPES),
+                detail={"alarmName": events.Match.prefix(prefix)},
+            ),
+            targets=[targets.LambdaFunction(self.function)],
+        )

@@ -11,6 +11,7 @@ from agent.metric_contract import (
     exporter_log_group,
     host_log_namespace,
 )
+from agent.resource_names import dashboard_name
 from agent.xid import KERNEL_XID_FILTER_PATTERN
 from alarms.catalog import gpu_alarms
 from cdk.constructs.agent_log_group import AgentLogGroup
@@ -20,6 +21,9 @@ from cdk.constructs.xid_notifier import XidNotifier
 from cdk.settings import Settings
 from cdk.stacks.deployment_stack import DeploymentStack
 from dashboards.bodies import all_dashboards, encode
+
+#: The dashboard a notification links to, with the node picked in its NodeName variable.
+GPU_DASHBOARD = "gpu-fleet"
 
 
 class AlarmsStack(DeploymentStack):
@@ -63,11 +67,12 @@ class AlarmsStack(DeploymentStack):
                 metric_name=HOST_LOG_XID_METRIC,
                 metric_value="1",
             )
+        specs = gpu_alarms(alarm_settings)
         self.alarms = GpuAlarms(
             self,
             "GpuAlarms",
             cluster_name=cluster,
-            specs=gpu_alarms(alarm_settings),
+            specs=specs,
             critical=self.topics.critical,
             warning=self.topics.warning,
         )
@@ -80,6 +85,8 @@ class AlarmsStack(DeploymentStack):
             critical=self.topics.critical,
             warning=self.topics.warning,
             topic_key=self.topics.key,
+            gpu_dashboard=dashboard_name(cluster, GPU_DASHBOARD),
+            alarm_kinds={spec.key: (str(spec.severity), spec.title) for spec in specs},
         )
         for subscription in self.notifier.subscriptions[:1]:
             subscription.node.add_dependency(self.exporter_logs.ready)

@@ -1,18 +1,32 @@
-"""Lambda entry point: a CloudWatch Logs subscription delivers XID events; each becomes one
-SNS message on the critical or the warning topic, by the code's severity."""
+"""Lambda entry point of the notifier. Two sources, one formatter:
+
+- a CloudWatch Logs subscription delivers XID events (the exporter's EMF, kernel lines); they
+  are grouped per node, GPU, code and window, one message per group;
+- an EventBridge rule delivers this app's alarm and contributor state changes; each GPU that
+  goes into ALARM is one message.
+
+Each incident is claimed in the sent ledger before it is published, so a retried invocation
+sends only what was not sent. Critical incidents go to the critical topic, the rest to the
+warning topic.
+"""
 
 import base64
 import gzip
 import json
 import logging
 import os
+import time
+from dataclasses import replace
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from agent.xid import XidSeverity
 from lambdas.shared.aws_clients import ClientCache
-from lambdas.xid_notifier.messages import XidNotice, parse_log_events
+from lambdas.xid_notifier.incidents import Deployment, Skipped, from_alarm_event, from_xid_group
+from lambdas.xid_notifier.messages import group_xids, parse_log_events
+from lambdas.xid_notifier.notification import Incident, publish_arguments
+from lambdas.xid_notifier.pods import PodLookupError, pods_on_gpu
+from lambdas.xid_notifier.sent_ledger import SentLedger
 
 log = logging.getLogger()
 log.setLevel(logging.INFO)
@@ -30,27 +44,77 @@ def decode(event: dict[str, Any]) -> dict[str, Any]:
     return payload
 
 
-def publish(sns: Any, notices: list[XidNotice], *, critical_arn: str, warning_arn: str) -> int:
-    for notice in notices:
-        topic = critical_arn if notice.severity is XidSeverity.FATAL else warning_arn
+def deployment() -> Deployment:
+    kinds = json.loads(os.environ.get("ALARM_KINDS", "{}"))
+    return Deployment(
+        cluster=os.environ["CLUSTER_NAME"],
+        region=os.environ.get("AWS_REGION", "us-east-1"),
+        gpu_dashboard=os.environ["GPU_DASHBOARD"],
+        alarm_kinds={k: (v[0], v[1]) for k, v in kinds.items()},
+    )
+
+
+def send(sns: Any, ledger: SentLedger, incidents: list[Incident], now_s: float) -> int:
+    """Publish each incident not sent before; a failed publish is released and raised."""
+    sent = 0
+    for incident in incidents:
+        if not ledger.claim(incident.key, now_s):
+            continue
+        topic = os.environ[
+            "CRITICAL_TOPIC_ARN" if incident.severity == "critical" else "WARNING_TOPIC_ARN"
+        ]
         try:
-            sns.publish(TopicArn=topic, Subject=notice.subject, Message=notice.body())
+            sns.publish(**publish_arguments(incident, topic))
         except (ClientError, BotoCoreError) as err:
-            raise PublishError(f"publishing XID {notice.code} to {topic}: {err}") from err
-    return len(notices)
+            ledger.release(incident.key)
+            raise PublishError(f"publishing {incident.key} to {topic}: {err}") from err
+        sent += 1
+    return sent
+
+
+def _ledger() -> SentLedger:
+    return SentLedger(_clients("dynamodb"), os.environ["SENT_TABLE"])
+
+
+def _from_logs(event: dict[str, Any], now_s: float) -> dict[str, int]:
+    payload = decode(event)
+    if payload.get("messageType") == "CONTROL_MESSAGE":
+        return {"incidents": 0, "published": 0, "unreadable": 0}
+    where = deployment()
+    parsed = parse_log_events(payload, cluster=where.cluster)
+    incidents = [from_xid_group(g, where) for g in group_xids(parsed.notices)]
+    published = send(_clients("sns"), _ledger(), incidents, now_s)
+    if parsed.unreadable:
+        log.warning("%d log events named an XID but could not be read", parsed.unreadable)
+    return {"incidents": len(incidents), "published": published, "unreadable": parsed.unreadable}
+
+
+def _with_pods(incident: Incident, at_ms: int) -> Incident:
+    """The pods the exporter last saw on the GPU the alarm names, where it names one."""
+    if incident.pods or not incident.gpu.isdigit():
+        return incident
+    try:
+        uids = pods_on_gpu(
+            _clients("logs"), os.environ["EXPORTER_LOG_GROUP"], incident.node, incident.gpu, at_ms
+        )
+    except PodLookupError as err:
+        log.warning("no pods for %s: %s", incident.key, err)
+        return incident
+    return replace(incident, pods=tuple(f"{uid} (pod UID)" for uid in uids))
+
+
+def _from_alarm(event: dict[str, Any], now_s: float) -> dict[str, int]:
+    result = from_alarm_event(event, deployment())
+    if isinstance(result, Skipped):
+        log.info("not an incident: %s", result.reason)
+        return {"incidents": 0, "published": 0, "unreadable": 0}
+    incident = _with_pods(result, int(now_s * 1000))
+    published = send(_clients("sns"), _ledger(), [incident], now_s)
+    return {"incidents": 1, "published": published, "unreadable": 0}
 
 
 def handler(event: dict[str, Any], context: object) -> dict[str, int]:
-    payload = decode(event)
-    if payload.get("messageType") == "CONTROL_MESSAGE":
-        return {"published": 0, "unreadable": 0}
-    parsed = parse_log_events(payload, cluster=os.environ["CLUSTER_NAME"])
-    published = publish(
-        _clients("sns"),
-        parsed.notices,
-        critical_arn=os.environ["CRITICAL_TOPIC_ARN"],
-        warning_arn=os.environ["WARNING_TOPIC_ARN"],
-    )
-    if parsed.unreadable:
-        log.warning("%d log events named an XID but could not be read", parsed.unreadable)
-    return {"published": published, "unreadable": parsed.unreadable}
+    now_s = time.time()
+    if "awslogs" in event:
+        return _from_logs(event, now_s)
+    return _from_alarm(event, now_s)

@@ -1,8 +1,12 @@
-"""From log events to XID notifications: pure logic, no AWS.
+"""From log events to XID notices, and notices to incidents: pure logic, no AWS.
 
 Two kinds of log events carry XIDs: the exporter's EMF documents (cluster, node, GPU, code,
 meaning, pods) and kernel ``NVRM: Xid`` lines in Container Insights' host logs (the fallback
 for nodes without the exporter; the node comes from the log stream, the code from the line).
+
+A GPU that hits an XID often repeats it hundreds of times a second (an XID 13 storm): notices
+are grouped per cluster, node, GPU and code within a fixed window, and each group is one
+incident with a count.
 """
 
 import json
@@ -23,31 +27,8 @@ class XidNotice:
     meaning: str
     source: str
     pods: tuple[str, ...] = ()
-
-    @property
-    def subject(self) -> str:
-        # SNS subjects: at most 100 ASCII characters, no line breaks.
-        text = f"[{self.severity.upper()}] XID {self.code} on {self.node} GPU {self.gpu}"
-        return text[:100]
-
-    def body(self) -> str:
-        lines = [
-            f"Cluster:  {self.cluster}",
-            f"Node:     {self.node}",
-            f"GPU:      {self.gpu}",
-            f"XID code: {self.code} ({self.severity})",
-            f"Meaning:  {self.meaning}",
-        ]
-        if self.pods:
-            lines.append(f"Pods:     {', '.join(self.pods)} (UIDs)")
-        lines.append(f"Source:   {self.source}")
-        if self.severity is XidSeverity.FATAL:
-            lines.append("")
-            lines.append(
-                "Action: cordon and drain the node, then reset the GPU or replace the node. "
-                "Jobs on this GPU are at risk."
-            )
-        return "\n".join(lines)
+    #: When the log event was written (milliseconds since the epoch, CloudWatch Logs' clock).
+    time_ms: int = 0
 
 
 @dataclass
@@ -57,7 +38,7 @@ class Parsed:
     unreadable: int = 0
 
 
-def _from_emf(document: dict[str, Any], cluster_hint: str) -> XidNotice | None:
+def _from_emf(document: dict[str, Any], cluster_hint: str, time_ms: int) -> XidNotice | None:
     if DIM_XID_CODE not in document:
         return None
     code = int(document[DIM_XID_CODE])
@@ -72,10 +53,11 @@ def _from_emf(document: dict[str, Any], cluster_hint: str) -> XidNotice | None:
         meaning=row.meaning,
         source=f"GPU exporter ({document.get('XidSource', 'nvml')})",
         pods=tuple(str(p) for p in pods),
+        time_ms=time_ms,
     )
 
 
-def _from_kernel(message: str, stream: str, cluster: str) -> XidNotice | None:
+def _from_kernel(message: str, stream: str, cluster: str, time_ms: int) -> XidNotice | None:
     # Fluent Bit ships host logs as JSON with the line under "message" or "log".
     text = message
     node = stream
@@ -95,6 +77,7 @@ def _from_kernel(message: str, stream: str, cluster: str) -> XidNotice | None:
         severity=row.severity,
         meaning=row.meaning,
         source="kernel log (Container Insights host logs)",
+        time_ms=time_ms,
     )
 
 
@@ -106,13 +89,63 @@ def parse_log_events(payload: dict[str, Any], *, cluster: str) -> Parsed:
         message = str(event.get("message", ""))
         try:
             notice: XidNotice | None
+            time_ms = int(event.get("timestamp", 0))
             if '"_aws"' in message:
-                notice = _from_emf(json.loads(message), cluster)
+                notice = _from_emf(json.loads(message), cluster, time_ms)
             else:
-                notice = _from_kernel(message, stream, cluster)
+                notice = _from_kernel(message, stream, cluster, time_ms)
         except (ValueError, TypeError, XidLineError):
             parsed.unreadable += 1
             continue
         if notice is not None:
             parsed.notices.append(notice)
     return parsed
+
+
+#: XIDs of one GPU and code within this many seconds are one incident. Five minutes: a storm
+#: is one page, and a GPU that fails again after the window pages again.
+GROUP_WINDOW_S = 300
+
+
+@dataclass(frozen=True)
+class XidGroup:
+    """Every notice of one cluster, node, GPU and code in one window."""
+
+    first: XidNotice
+    count: int
+    last_ms: int
+    pods: tuple[str, ...]
+
+    @property
+    def window_start_ms(self) -> int:
+        return self.first.time_ms - self.first.time_ms % (GROUP_WINDOW_S * 1000)
+
+    @property
+    def key(self) -> str:
+        """The incident's identity: the same on a retried invocation and in a later batch of
+        the same window, different for another GPU, code or window."""
+        n = self.first
+        return f"xid/{n.cluster}/{n.node}/{n.gpu}/{n.code}/{self.window_start_ms}"
+
+
+def group_xids(notices: list[XidNotice]) -> list[XidGroup]:
+    """Notices grouped per cluster, node, GPU, code and window, in order of first sight."""
+    groups: dict[tuple[str, str, str, int, int], list[XidNotice]] = {}
+    for notice in notices:
+        window = notice.time_ms // (GROUP_WINDOW_S * 1000)
+        key = (notice.cluster, notice.node, notice.gpu, notice.code, window)
+        groups.setdefault(key, []).append(notice)
+    out = []
+    for members in groups.values():
+        pods: dict[str, None] = {}
+        for member in members:
+            pods.update(dict.fromkeys(member.pods))
+        out.append(
+            XidGroup(
+                first=min(members, key=lambda n: n.time_ms),
+                count=len(members),
+                last_ms=max(n.time_ms for n in members),
+                pods=tuple(pods),
+            )
+        )
+    return out

@@ -10,7 +10,8 @@ identity and resource policies, service principals, conditions, KMS key-policy t
   fail (https://docs.aws.amazon.com/sns/latest/dg/sns-access-policy-use-cases.html, the
   CloudWatch alarms case; https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html
   #compatibility-with-aws-services for the key).
-- EventBridge invoking each scheduled function, CloudWatch Logs invoking the XID notifier:
+- EventBridge invoking each scheduled function and the notifier (its rule on this app's alarm
+  and contributor state changes), CloudWatch Logs invoking the notifier:
   Lambda turns each AWS::Lambda::Permission into a resource-policy statement whose SourceArn
   becomes an ArnLike condition on AWS:SourceArn
   (https://docs.aws.amazon.com/lambda/latest/dg/access-control-resource-based.html).
@@ -417,7 +418,12 @@ def test_the_requests_cover_every_alarm_schedule_subscription_and_destination(
     publishes = [r for r in requests["alarms"] if r.action == "sns:Publish"]
     assert len({r.resource for r in publishes}) == 2
     assert len(requests["alarms"]) == 3 * len(publishes)
-    assert len([r for r in requests["invocations"] if "events" in r.principal]) == 3
+    # Three schedules and the notifier's rule on this app's alarm state changes.
+    assert len([r for r in requests["invocations"] if "events" in r.principal]) == 4
+    assert any(
+        r.name.startswith("XidNotifierAlarmStateChanges") and "xidnotifier" in r.resource.lower()
+        for r in requests["invocations"]
+    )
     # The exporter's log group and, with xid_host_log_filter, the host log group.
     assert len([r for r in requests["invocations"] if "logs" in r.principal]) == 2
     assert len(requests["failures"]) == 4  # three analyzers' destinations, the notifier's DLQ

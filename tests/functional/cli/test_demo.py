@@ -114,3 +114,23 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(tmp_path: Path) ->
     lines = (tmp_path / "out" / "exporter-emf.jsonl").read_text().splitlines()
     assert len(lines) == replay.documents
     assert all(parse_emf_line(line)["ClusterName"] == "example-gpu-cluster" for line in lines)
+    # One message per incident: three XIDs, the three GPUs the raised alarms name, the storm.
+    notified = result.notifications
+    assert notified is not None
+    assert (notified.storm_published, notified.storm_retry_published) == (1, 0)
+    subjects = sorted(subject for _, subject, _ in notified.messages)
+    assert subjects == sorted(
+        [
+            "[CRITICAL] XID 48 on ip-10-0-1-17.ec2.internal GPU 3",
+            "[CRITICAL] XID 79 on ip-10-0-1-17.ec2.internal GPU 3",
+            "[CRITICAL] GPU lost on ip-10-0-1-17.ec2.internal GPU 3",
+            "[WARNING] XID 13 on ip-10-0-1-17.ec2.internal GPU 0",
+            "[WARNING] GPU in use but not working on ip-10-0-1-17.ec2.internal GPU 1",
+            "[WARNING] Sustained thermal throttling on ip-10-0-1-17.ec2.internal GPU 2",
+            "[WARNING] XID 13 on ip-10-0-1-17.ec2.internal GPU PCI 0000:53:00",
+        ]
+    )
+    storm = next(text for _, s, text in notified.messages if "PCI 0000:53:00" in s)
+    assert "500 times at" in storm
+    low_power = next(text for _, s, text in notified.messages if "not working" in s)
+    assert "Threshold:     30" in low_power

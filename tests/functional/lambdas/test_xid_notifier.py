@@ -1,23 +1,32 @@
-"""The XID notifier end to end with moto: a log subscription payload in, SNS messages out."""
+"""The notifier end to end with moto, as its synthesized role: log subscription payloads and
+EventBridge alarm events in, one SNS message per incident out, never twice."""
 
 import base64
 import gzip
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from agent.exporter import Exporter, ExporterConfig
 from agent.fake_nvml import FakeNvml
+from agent.metric_contract import exporter_log_group
 from agent.sinks import BufferedSender
+from alarms.catalog import AlarmSettings, gpu_alarms, low_power_alarm
 from lambdas.xid_notifier import handler as xid_handler
-from tests.functional.lambdas.iam import resolve, role_statements, run_as_role, without
+from lambdas.xid_notifier.sent_ledger import LedgerError
+from tests.functional.lambdas.iam import Principal, resolve, role_statements, run_as_role, without
 from tests.unit.agent.nvml_trace import Clock, trace_lines
+from tests.unit.lambdas.xid_notifier.events import NODE, low_power_contributor
 
 HANDLER = "lambdas.xid_notifier.handler.handler"
+TABLE = "gpu-insights-train-sent"
+SPECS = gpu_alarms(AlarmSettings(cluster_name="train"))
 
 
 class Keep:
@@ -28,26 +37,34 @@ class Keep:
         self.documents.extend(documents)
 
 
-def _subscription_event(messages: list[str], stream: str = "node-a") -> dict[str, Any]:
+def _subscription_event(
+    messages: list[str], stream: str = "node-a", at_ms: int | None = None
+) -> dict[str, Any]:
+    at = at_ms if at_ms is not None else int(time.time() * 1000)
     payload = {
         "messageType": "DATA_MESSAGE",
         "logGroup": "/aws/gpu-insights/train/exporter",
         "logStream": stream,
-        "logEvents": [{"id": str(i), "timestamp": 0, "message": m} for i, m in enumerate(messages)],
+        "logEvents": [
+            {"id": str(i), "timestamp": at + i, "message": m} for i, m in enumerate(messages)
+        ],
     }
     data = base64.b64encode(gzip.compress(json.dumps(payload).encode())).decode()
     return {"awslogs": {"data": data}}
 
 
+def _kernel(bus: str, code: int, text: str = "something") -> str:
+    return json.dumps({"message": f"NVRM: Xid (PCI:0000:{bus}:00): {code}, {text}"})
+
+
 @pytest.fixture
-def topics(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any, dict[str, str]]]:
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     with mock_aws():
         session = boto3.Session(
             region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
         )
         sns, sqs = session.client("sns"), session.client("sqs")
-        queues = {}
-        arns = {}
+        queues, arns = {}, {}
         for name in ("critical", "warning"):
             arns[name] = sns.create_topic(Name=f"gpu-insights-train-{name}")["TopicArn"]
             queues[name] = sqs.create_queue(QueueName=name)["QueueUrl"]
@@ -55,48 +72,80 @@ def topics(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any, dict[str
                 QueueUrl=queues[name], AttributeNames=["QueueArn"]
             )["Attributes"]["QueueArn"]
             sns.subscribe(TopicArn=arns[name], Protocol="sqs", Endpoint=queue_arn)
+        table = session.client("dynamodb").create_table(
+            TableName=TABLE,
+            KeySchema=[{"AttributeName": "incident", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "incident", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )["TableDescription"]
+        session.client("logs").create_log_group(logGroupName=exporter_log_group("train"))
         monkeypatch.setenv("CLUSTER_NAME", "train")
+        monkeypatch.setenv("AWS_REGION", "us-east-1")
         monkeypatch.setenv("CRITICAL_TOPIC_ARN", arns["critical"])
         monkeypatch.setenv("WARNING_TOPIC_ARN", arns["warning"])
-        monkeypatch.setitem(xid_handler._clients, "sns", sns)
-        yield sns, sqs, queues
+        monkeypatch.setenv("SENT_TABLE", TABLE)
+        monkeypatch.setenv("GPU_DASHBOARD", "gpu-insights-train-gpu-fleet")
+        monkeypatch.setenv("EXPORTER_LOG_GROUP", exporter_log_group("train"))
+        kinds = {s.key: [str(s.severity), s.title] for s in SPECS}
+        monkeypatch.setenv("ALARM_KINDS", json.dumps(kinds))
+        for service in ("sns", "dynamodb", "logs"):
+            monkeypatch.setitem(xid_handler._clients, service, session.client(service))
+        physical = {
+            **{f"Topics{n.title()}": {"Ref": arn} for n, arn in arns.items()},
+            "XidNotifierSent": {"Ref": TABLE, "Arn": table["TableArn"]},
+        }
+        yield {"session": session, "queues": queues, "sqs": sqs, "physical": physical}
 
 
-def _messages(sqs: Any, queue: str) -> list[dict[str, str]]:
-    response = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10)
-    return [json.loads(m["Body"]) for m in response.get("Messages", [])]
+def _as_role(aws: dict[str, Any], templates: Any, monkeypatch: Any, drop: Any = None) -> Principal:
+    """Switch the handler's clients to the notifier's role, moto's IAM enforcement on."""
+    statements = list(resolve(role_statements(templates, HANDLER), aws["physical"]))
+    if drop is not None:
+        statements = without(statements, drop)
+    principal = run_as_role(statements, monkeypatch, "notifier")
+    for service in ("sns", "dynamodb", "logs"):
+        monkeypatch.setitem(xid_handler._clients, service, principal.role(service))
+    aws["sqs"] = principal.admin("sqs")
+    return principal
 
 
-def _statements(templates: list[dict[str, Any]], physical: dict[str, Any]) -> list[Any]:
-    return list(resolve(role_statements(templates, HANDLER), physical))
+def _messages(aws: dict[str, Any], queue: str) -> list[dict[str, str]]:
+    out: list[dict[str, str]] = []
+    while True:
+        response = aws["sqs"].receive_message(QueueUrl=aws["queues"][queue], MaxNumberOfMessages=10)
+        batch = response.get("Messages", [])
+        if not batch:
+            return out
+        for message in batch:
+            out.append(json.loads(message["Body"]))
+            aws["sqs"].delete_message(
+                QueueUrl=aws["queues"][queue], ReceiptHandle=message["ReceiptHandle"]
+            )
 
 
 def test_without_its_publish_statement_the_notifier_is_denied(
-    topics: Any, templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    statements = without(_statements(templates, {}), lambda s: s["Action"] == "sns:Publish")
-    principal = run_as_role(statements, monkeypatch, "xid-notifier")
-    monkeypatch.setitem(xid_handler._clients, "sns", principal.role("sns"))
-    line = json.dumps({"message": "NVRM: Xid (PCI:0000:53:00): 79, GPU has fallen off the bus."})
+    _as_role(aws, templates, monkeypatch, drop=lambda s: s["Action"] == "sns:Publish")
     with pytest.raises(xid_handler.PublishError, match="AccessDenied"):
-        xid_handler.handler(_subscription_event([line]), None)
+        xid_handler.handler(_subscription_event([_kernel("53", 79)]), None)
+
+
+def test_without_its_ledger_statement_the_notifier_sends_nothing(
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _as_role(aws, templates, monkeypatch, drop="SentLedger")
+    with pytest.raises(LedgerError, match="AccessDenied"):
+        xid_handler.handler(_subscription_event([_kernel("53", 79)]), None)
+    assert _messages(aws, "critical") == []
 
 
 def test_exporter_xids_reach_the_topic_their_severity_names(
-    topics: Any, templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Run as the notifier's role, with moto's IAM authorization on (limits:
-    tests/functional/lambdas/iam.py: sns:Publish is enforced, the topic ARNs are not)."""
-    sns, _, queues = topics
-    physical = {
-        f"Topics{name.title()}": {
-            "Ref": sns.create_topic(Name=f"gpu-insights-train-{name}")["TopicArn"]
-        }
-        for name in ("critical", "warning")
-    }  # create_topic answers the existing topic's ARN
-    principal = run_as_role(_statements(templates, physical), monkeypatch, "xid-notifier")
-    monkeypatch.setitem(xid_handler._clients, "sns", principal.role("sns"))
-    sqs = principal.admin("sqs")
+    tests/functional/lambdas/iam.py: actions are enforced, the ARNs are not)."""
+    _as_role(aws, templates, monkeypatch)
     sink = Keep()
     exporter = Exporter(
         FakeNvml(trace_lines(), clock=Clock(16)),
@@ -107,25 +156,24 @@ def test_exporter_xids_reach_the_topic_their_severity_names(
     assert exporter.watcher is not None
     exporter.watcher.drain()  # XID 13 on GPU 0 and XID 48 on GPU 2
     event = _subscription_event([json.dumps(d) for d in sink.documents])
-    assert xid_handler.handler(event, None) == {"published": 2, "unreadable": 0}
-    (critical,) = _messages(sqs, queues["critical"])
-    assert critical["Subject"] == "[FATAL] XID 48 on node-a GPU 2"
-    body = critical["Message"]
+    assert xid_handler.handler(event, None) == {"incidents": 2, "published": 2, "unreadable": 0}
+    (critical,) = _messages(aws, "critical")
+    assert critical["Subject"] == "[CRITICAL] XID 48 on node-a GPU 2"
     for line in (
-        "Cluster:  train",
-        "Node:     node-a",
-        "GPU:      2",
-        "XID code: 48 (fatal)",
-        "Meaning:  Double-bit ECC error: uncorrectable memory error",
-        "cordon and drain",
+        "Cluster:       train",
+        "Node:          node-a",
+        "GPU:           2",
+        "XID:           48 (fatal)",
+        "Double-bit ECC error: uncorrectable memory error",
+        "Cordon and drain",
+        "#dashboards/dashboard/gpu-insights-train-gpu-fleet?var-nodename=node-a",
     ):
-        assert line in body  # fmt: skip
-    (warning,) = _messages(sqs, queues["warning"])
-    assert warning["Subject"] == "[INFO] XID 13 on node-a GPU 0"
+        assert line in critical["Message"]
+    (warning,) = _messages(aws, "warning")
+    assert warning["Subject"] == "[WARNING] XID 13 on node-a GPU 0"
 
 
-def test_kernel_log_lines_are_the_fallback_and_bad_lines_are_counted(topics: Any) -> None:
-    _, sqs, queues = topics
+def test_kernel_log_lines_are_the_fallback_and_bad_lines_are_counted(aws: dict[str, Any]) -> None:
     lines = [
         json.dumps({"message": "NVRM: Xid (PCI:0000:53:00): 79, pid=1, GPU has fallen off the bus.",
                     "hostname": "ip-10-0-0-9.ec2.internal"}),
@@ -133,14 +181,96 @@ def test_kernel_log_lines_are_the_fallback_and_bad_lines_are_counted(topics: Any
         json.dumps({"message": "eth0: link up"}),
     ]  # fmt: skip
     result = xid_handler.handler(_subscription_event(lines, stream="i-0abc"), None)
-    assert result == {"published": 1, "unreadable": 1}
-    (critical,) = _messages(sqs, queues["critical"])
-    assert critical["Subject"] == "[FATAL] XID 79 on ip-10-0-0-9.ec2.internal GPU PCI 0000:53:00"
+    assert result == {"incidents": 1, "published": 1, "unreadable": 1}
+    (critical,) = _messages(aws, "critical")
+    assert critical["Subject"] == "[CRITICAL] XID 79 on ip-10-0-0-9.ec2.internal GPU PCI 0000:53:00"
     assert "GPU has fallen off the bus" in critical["Message"]
 
 
-def test_sns_failure_raises_so_lambda_retries(topics: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_storm_of_500_xid_lines_is_one_message_and_the_next_batch_none(
+    aws: dict[str, Any],
+) -> None:
+    storm = [_kernel("53", 13, "Graphics SM Warp Exception")] * 500
+    at = (int(time.time()) // 300 * 300) * 1000  # the start of a grouping window
+    result = xid_handler.handler(_subscription_event(storm, at_ms=at), None)
+    assert result == {"incidents": 1, "published": 1, "unreadable": 0}
+    (message,) = _messages(aws, "warning")
+    assert "Seen:          500 times at" in message["Message"]
+    # The storm goes on in the next batch, in the same window: already told.
+    later = xid_handler.handler(_subscription_event(storm[:50], at_ms=at + 1000), None)
+    assert later == {"incidents": 1, "published": 0, "unreadable": 0}
+    assert _messages(aws, "warning") == []
+
+
+def test_sns_failing_on_the_third_publish_then_the_retry_sends_nothing_twice(
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four incidents in one batch; SNS refuses the third. Lambda retries the invocation
+    (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html): the
+    retry sends the third and the fourth, and each of the four reaches the topic once."""
+    _as_role(aws, templates, monkeypatch)
+    sns = xid_handler._clients("sns")
+    calls = []
+
+    def refuse_third(**_: Any) -> None:
+        calls.append(1)
+        if len(calls) == 3:
+            raise ClientError(
+                {"Error": {"Code": "InternalError", "Message": "try again"}}, "Publish"
+            )
+
+    sns.meta.events.register("before-call.sns.Publish", refuse_third)
+    batch = _subscription_event([_kernel(bus, 13) for bus in ("51", "52", "53", "54")])
+    with pytest.raises(xid_handler.PublishError, match="InternalError"):
+        xid_handler.handler(batch, None)
+    assert len(_messages(aws, "warning")) == 2
+    sns.meta.events.unregister("before-call.sns.Publish", refuse_third)
+    assert xid_handler.handler(batch, None)["published"] == 2
+    assert xid_handler.handler(batch, None)["published"] == 0  # a third delivery
+    subjects = [m["Subject"] for m in _messages(aws, "warning")]
+    expected = [f"[WARNING] XID 13 on node-a GPU PCI 0000:{b}:00" for b in ("53", "54")]
+    assert sorted(subjects) == expected
+
+
+def test_a_gpu_contributor_in_alarm_is_one_message_naming_its_pods(
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    logs = aws["session"].client("logs")
+    group = exporter_log_group("train")
+    logs.create_log_stream(logGroupName=group, logStreamName=NODE)
+    now = int(time.time() * 1000)
+    documents = [
+        {"NodeName": NODE, "GpuIndex": "5", "PodUids": ["0b7e-old"], "_aws": {}},
+        {"NodeName": NODE, "GpuIndex": "4", "PodUids": ["other-gpu"], "_aws": {}},
+        {"NodeName": NODE, "GpuIndex": "5", "PodUids": ["3f9a-trainer-7"], "_aws": {}},
+    ]
+    logs.put_log_events(
+        logGroupName=group,
+        logStreamName=NODE,
+        logEvents=[
+            {"timestamp": now - 120_000 + i * 30_000, "message": json.dumps(d)}
+            for i, d in enumerate(documents)
+        ],
+    )
+    _as_role(aws, templates, monkeypatch)
+    event = low_power_contributor(low_power_alarm(AlarmSettings(cluster_name="train")).description)
+    assert xid_handler.handler(event, None) == {"incidents": 1, "published": 1, "unreadable": 0}
+    (message,) = _messages(aws, "warning")
+    assert message["Subject"] == f"[WARNING] GPU in use but not working on {NODE} GPU 5"
+    assert "Pods:          3f9a-trainer-7 (pod UID)" in message["Message"]
+    # EventBridge delivers at least once: the same event again is no second page.
+    assert xid_handler.handler(event, None)["published"] == 0
+    assert _messages(aws, "warning") == []
+
+
+def test_an_alarm_returning_to_ok_sends_nothing(aws: dict[str, Any]) -> None:
+    event = low_power_contributor("desc", state="OK")
+    assert xid_handler.handler(event, None) == {"incidents": 0, "published": 0, "unreadable": 0}
+
+
+def test_sns_failure_raises_so_lambda_retries(
+    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("CRITICAL_TOPIC_ARN", "arn:aws:sns:us-east-1:123456789012:missing")
-    line = json.dumps({"message": "NVRM: Xid (PCI:0000:53:00): 79, GPU has fallen off the bus."})
-    with pytest.raises(xid_handler.PublishError, match="publishing XID 79"):
-        xid_handler.handler(_subscription_event([line]), None)
+    with pytest.raises(xid_handler.PublishError, match="publishing xid/train/"):
+        xid_handler.handler(_subscription_event([_kernel("53", 79)]), None)

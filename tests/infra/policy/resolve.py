@@ -144,6 +144,7 @@ _ARNS: dict[str, tuple[str, str | None]] = {
     "AWS::Lambda::Function": ("arn:{p}:lambda:{r}:{a}:function:{name}", "FunctionName"),
     "AWS::IAM::Role": ("arn:{p}:iam::{a}:role/{name}", "RoleName"),
     "AWS::Logs::LogGroup": ("arn:{p}:logs:{r}:{a}:log-group:{name}:*", "LogGroupName"),
+    "AWS::DynamoDB::Table": ("arn:{p}:dynamodb:{r}:{a}:table/{name}", "TableName"),
     "AWS::Events::Rule": ("arn:{p}:events:{r}:{a}:rule/{name}", "Name"),
     "AWS::CloudWatch::Alarm": ("arn:{p}:cloudwatch:{r}:{a}:alarm:{name}", "AlarmName"),
     "AWS::CloudWatch::CompositeAlarm": ("arn:{p}:cloudwatch:{r}:{a}:alarm:{name}", "AlarmName"),

@@ -1,0 +1,237 @@
+"""The demo's notifications: the notifier Lambda over what the demo's node did, as the deployed
+function gets it (CloudWatch Logs subscription payloads, EventBridge alarm events), with its
+topics, sent ledger and the exporter's log group in moto. Prints what people would read."""
+
+import base64
+import gzip
+import json
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agent.metric_contract import (
+    DIM_CLUSTER,
+    DIM_GPU_INDEX,
+    DIM_NODE,
+    DIM_XID_CODE,
+    exporter_log_group,
+)
+from agent.resource_names import dashboard_name
+from alarms.backtest import BacktestResult
+from cdk.settings import Settings
+from cdk.stacks.alarms_stack import GPU_DASHBOARD
+from cli.demo_exporter import NODE, ExporterReplay
+from cli.demo_storage import environment
+from lambdas.xid_notifier import handler as notifier
+
+ACCOUNT = "123456789012"
+STORM_LINES = 500
+STORM_LINE = "NVRM: Xid (PCI:0000:53:00): 13, Graphics SM Warp Exception on (GPC 0, TPC 1, SM 0)"
+TABLE = "demo-sent-incidents"
+
+
+@dataclass
+class NotificationsDemo:
+    #: (topic, subject, text) of every message the topics received, in order.
+    messages: list[tuple[str, str, str]] = field(default_factory=list)
+    storm_published: int = 0
+    storm_retry_published: int = 0
+    path: Path | None = None
+
+
+def _subscription(messages: list[str], at_ms: int, stream: str = NODE) -> dict[str, Any]:
+    payload = {
+        "messageType": "DATA_MESSAGE",
+        "logStream": stream,
+        "logEvents": [
+            {"id": str(i), "timestamp": at_ms + i, "message": m} for i, m in enumerate(messages)
+        ],
+    }
+    data = base64.b64encode(gzip.compress(json.dumps(payload).encode())).decode()
+    return {"awslogs": {"data": data}}
+
+
+#: Which of the node's GPUs each alarm names, from what the replay read back: the contributor
+#: that CloudWatch's per-GPU query would have in ALARM.
+GPUS_IN_ALARM: dict[str, Callable[[ExporterReplay, Settings], list[str]]] = {
+    "gpu-low-power": lambda r, s: [
+        min(r.power_utilization_by_gpu, key=r.power_utilization_by_gpu.__getitem__)
+    ],
+    "gpu-lost": lambda r, s: list(r.unhealthy_gpus),
+    "gpu-thermal-throttling": lambda r, s: [
+        g for g, v in r.thermal_throttled_by_gpu.items() if v >= 50
+    ],
+}
+
+
+#: How CloudWatch words each comparison in a state reason.
+_WORDING = {
+    "GreaterThanOrEqualToThreshold": "greater than or equal to",
+    "GreaterThanThreshold": "greater than",
+    "LessThanThreshold": "less than",
+    "LessThanOrEqualToThreshold": "less than or equal to",
+}
+
+
+def cloudwatch_reason(result: BacktestResult, values: list[float], at: datetime) -> str:
+    """The backtest's breaching datapoints in CloudWatch's own state-reason sentence."""
+    spec = result.spec
+    stamp = f"{at:%d/%m/%y %H:%M:%S}"
+    points = ", ".join(f"{v:g} ({stamp})" for v in values)
+    return (
+        f"Threshold Crossed: {spec.datapoints_to_alarm} out of the last "
+        f"{spec.evaluation_periods} datapoints [{points}] was {_WORDING[str(spec.comparison)]} "
+        f"the threshold ({float(spec.threshold)}) (minimum {spec.datapoints_to_alarm} "
+        "datapoints for OK -> ALARM transition)."
+    )
+
+
+def contributor_event(
+    settings: Settings, result: BacktestResult, gpu: str, region: str
+) -> dict[str, Any]:
+    """A ``CloudWatch Alarm Contributor State Change`` for one GPU of one raised alarm."""
+    first = next(t for t in result.transitions if t.new.value == "ALARM")
+    when = datetime.fromtimestamp(first.time, UTC)
+    name = result.spec.alarm_name(settings.cluster_name)
+    return {
+        "version": "0",
+        "id": f"demo-{result.spec.key}-{gpu}",
+        "detail-type": "CloudWatch Alarm Contributor State Change",
+        "source": "aws.cloudwatch",
+        "account": ACCOUNT,
+        "time": f"{when:%Y-%m-%dT%H:%M:%SZ}",
+        "region": region,
+        "resources": [f"arn:aws:cloudwatch:{region}:{ACCOUNT}:alarm:{name}"],
+        "detail": {
+            "alarmName": name,
+            "alarmContributor": {
+                "id": f"{result.spec.key[:10]}{gpu}"[:16],
+                "attributes": {
+                    DIM_CLUSTER: settings.cluster_name,
+                    DIM_NODE: NODE,
+                    DIM_GPU_INDEX: gpu,
+                },
+            },
+            "configuration": {"description": result.spec.description},
+            "state": {
+                "value": "ALARM",
+                "reason": cloudwatch_reason(result, _values(first.reason), when),
+                "timestamp": when.isoformat(),
+            },
+        },
+    }
+
+
+def _values(reason: str) -> list[float]:
+    """The datapoints a backtest reason lists in brackets."""
+    inside = re.search(r"\[([^\]]*)\]", reason)
+    return [float(v) for v in re.findall(r"-?\d+(?:\.\d+)?", inside[1])] if inside else []
+
+
+@contextmanager
+def _deployed(session: Any, settings: Settings, specs: list[Any]) -> Iterator[dict[str, str]]:
+    """The notifier's topics (each with a queue standing in for an email subscriber), its
+    ledger and environment, and its clients."""
+    sns, sqs = session.client("sns"), session.client("sqs")
+    queues = {}
+    env: dict[str, str] = {}
+    for purpose in ("critical", "warning"):
+        arn = sns.create_topic(Name=f"demo-{purpose}")["TopicArn"]
+        url = sqs.create_queue(QueueName=f"demo-notify-{purpose}")["QueueUrl"]
+        queue_arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])
+        sns.subscribe(TopicArn=arn, Protocol="sqs", Endpoint=queue_arn["Attributes"]["QueueArn"])
+        env[f"{purpose.upper()}_TOPIC_ARN"] = arn
+        queues[purpose] = url
+    session.client("dynamodb").create_table(
+        TableName=TABLE,
+        KeySchema=[{"AttributeName": "incident", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "incident", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    logs = session.client("logs")
+    group = exporter_log_group(settings.cluster_name)
+    if not logs.describe_log_groups(logGroupNamePrefix=group)["logGroups"]:
+        logs.create_log_group(logGroupName=group)
+    env |= {
+        "CLUSTER_NAME": settings.cluster_name,
+        "AWS_REGION": session.region_name,
+        "SENT_TABLE": TABLE,
+        "GPU_DASHBOARD": dashboard_name(settings.cluster_name, GPU_DASHBOARD),
+        "EXPORTER_LOG_GROUP": group,
+        "ALARM_KINDS": json.dumps({s.key: [str(s.severity), s.title] for s in specs}),
+    }
+    for service in ("sns", "dynamodb", "logs"):
+        notifier._clients[service] = session.client(service)
+    with environment(env):
+        yield queues
+
+
+def _received(sqs: Any, queues: dict[str, str]) -> list[tuple[str, str, str]]:
+    out = []
+    for purpose, url in queues.items():
+        while batch := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages"):
+            for message in batch:
+                body = json.loads(message["Body"])
+                out.append((purpose, body["Subject"], body["Message"]))
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    return out
+
+
+def run_notifications(
+    session: Any,
+    settings: Settings,
+    replay: ExporterReplay,
+    backtest: list[BacktestResult],
+    out_dir: Path,
+) -> NotificationsDemo:
+    demo = NotificationsDemo()
+    sqs = session.client("sqs")
+    specs = [r.spec for r in backtest]
+    with _deployed(session, settings, specs) as queues:
+        # 1. The exporter's XID documents, as the log subscription delivers them.
+        xid_lines = []
+        if replay.emf_path is not None:
+            xid_lines = [
+                line for line in replay.emf_path.read_text().splitlines() if DIM_XID_CODE in line
+            ]
+        if xid_lines:
+            first = json.loads(xid_lines[0])["_aws"]["Timestamp"]
+            notifier.handler(_subscription(xid_lines, first), None)
+        # 2. Each GPU the raised alarms name, as EventBridge delivers its contributor event.
+        for result in backtest:
+            pick = GPUS_IN_ALARM.get(result.spec.key)
+            if result.alarms_raised and pick is not None:
+                for gpu in pick(replay, settings):
+                    event = contributor_event(settings, result, gpu, session.region_name)
+                    notifier.handler(event, None)
+        # 3. A storm: 500 identical XID 13 lines in one batch, then the same batch retried.
+        storm = [json.dumps({"message": STORM_LINE, "hostname": NODE})] * STORM_LINES
+        at = 1_772_460_000_000
+        demo.storm_published = notifier.handler(_subscription(storm, at), None)["published"]
+        retried = notifier.handler(_subscription(storm, at), None)
+        demo.storm_retry_published = retried["published"]
+        demo.messages = _received(sqs, queues)
+    for service in ("sns", "dynamodb", "logs"):
+        notifier._clients.pop(service, None)
+    demo.path = out_dir / "notifications.txt"
+    demo.path.write_text(
+        "\n\n".join(f"--- to the {t} topic ---\n{text}" for t, _, text in demo.messages) + "\n"
+    )
+    return demo
+
+
+def notifications_summary(demo: NotificationsDemo) -> list[str]:
+    lines = [
+        f"10. The notifier Lambda sent {len(demo.messages)} messages, one per incident "
+        f"(plain text for email, an Amazon Q Developer custom notification for chat); a storm "
+        f"of {STORM_LINES} identical XID 13 lines was {demo.storm_published} message, and its "
+        f"retried batch sent {demo.storm_retry_published} more:"
+    ]
+    for topic, subject, text in demo.messages:
+        lines.append(f"   [{topic} topic] {subject}")
+        lines += [f"      {line}" if line else "" for line in text.splitlines()[2:]]
+    return lines

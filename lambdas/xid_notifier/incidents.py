@@ -1,0 +1,230 @@
+"""Incidents from what reaches the notifier: grouped XIDs from the logs, and CloudWatch's alarm
+and contributor state-change events from EventBridge. Pure logic, no AWS.
+
+EventBridge delivers two kinds of events for this app's alarms
+(https://docs.aws.amazon.com/eventbridge/latest/ref/events-ref-cloudwatch.html and
+https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-and-eventbridge.html):
+
+- ``CloudWatch Alarm State Change``: the alarm as a whole (``detail.alarmName``,
+  ``detail.state`` with ``value``, ``reason``, ``reasonData``, ``timestamp``;
+  ``detail.configuration.description``).
+- ``CloudWatch Alarm Contributor State Change``: one time series (contributor) of a multi time
+  series Metrics Insights alarm, with ``detail.alarmContributor`` (``id`` and ``attributes``,
+  the series' GROUP BY values: cluster, node and GPU here) and its own ``state``. A contributor
+  is only ever in ALARM or OK
+  (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Acting_Alarm_Changes.html).
+
+One incident is one GPU going into ALARM. So a contributor's ALARM is an incident; the alarm's
+own ALARM is one only where it has no contributors (a single-series alarm), else the same GPU
+would be paged twice. Returns to OK, and XID alarms (the XID log path pages per GPU with the
+code and count), are skipped with the reason.
+"""
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from agent.metric_contract import DIM_CLUSTER, DIM_GPU_INDEX, DIM_JOB, DIM_NODE
+from agent.resource_names import alarm_name
+from agent.xid import XidSeverity
+from lambdas.xid_notifier.links import alarm_url, gpu_dashboard_url
+from lambdas.xid_notifier.messages import XidGroup
+from lambdas.xid_notifier.notification import Incident, Severity
+
+ALARM_STATE_CHANGE: Final = "CloudWatch Alarm State Change"
+CONTRIBUTOR_STATE_CHANGE: Final = "CloudWatch Alarm Contributor State Change"
+#: Alarm kinds whose incidents the XID log path reports (per GPU, with code and count).
+REPORTED_FROM_LOGS: Final = ("gpu-xid",)
+_SHARD = re.compile(r"-shard-\d+$")
+#: "Threshold Crossed: 12 out of the last 12 datapoints [12.1 (02/10/19 16:59:00), ...] was
+#: less than the threshold (30.0) (minimum 12 datapoints for OK -> ALARM transition)."
+_REASON = re.compile(
+    r"(?P<hits>\d+) out of the last (?P<of>\d+) datapoints? \[(?P<points>[^\]]*)\] was "
+    r"(?P<comparison>.+?) the threshold \((?P<threshold>[^)]+)\)"
+)
+_POINT = re.compile(r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?) \(")
+#: Pod identity in Container Insights' per-pod GPU series (the alarms without the exporter).
+_POD_ATTRIBUTE: Final = "FullPodName"
+
+
+class AlarmEventError(ValueError):
+    """An EventBridge event the notifier cannot read; the message names the field."""
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """What the function knows of its deployment (from its environment)."""
+
+    cluster: str
+    region: str
+    gpu_dashboard: str
+    #: Alarm kind (the key in its name) -> (severity, title), from the alarm catalog.
+    alarm_kinds: dict[str, tuple[Severity, str]]
+
+    @property
+    def alarm_prefix(self) -> str:
+        return alarm_name(self.cluster, "")
+
+    def kind_of(self, alarm_name: str) -> str:
+        """``gpu-insights-<cluster>-<kind>[-shard-N]`` -> ``<kind>``."""
+        rest = alarm_name.removeprefix(self.alarm_prefix)
+        return _SHARD.sub("", rest)
+
+    def dashboard_for(self, node: str) -> str | None:
+        return gpu_dashboard_url(self.region, self.gpu_dashboard, node) if node else None
+
+
+def _utc(ms: int) -> str:
+    return f"{datetime.fromtimestamp(ms / 1000, UTC):%Y-%m-%d %H:%M:%S} UTC"
+
+
+def from_xid_group(group: XidGroup, deployment: Deployment) -> Incident:
+    notice = group.first
+    fatal = notice.severity is XidSeverity.FATAL
+    first, last = _utc(notice.time_ms), _utc(group.last_ms)
+    if group.count == 1:
+        repeats = f"once, at {first}"
+    elif first == last:
+        repeats = f"{group.count} times at {first}"
+    else:
+        repeats = f"{group.count} times between {first} and {last}"
+    if fatal:
+        action = (
+            "Cordon and drain the node, then reset the GPU or replace the node. Jobs on this "
+            "GPU are at risk; restart them from their last checkpoint elsewhere."
+        )
+    else:
+        action = (
+            "Usually an application fault (a bad memory access, a killed context): read the "
+            "job's logs. Worth a closer look when it repeats across jobs on this GPU."
+        )
+    node_known = not notice.node.startswith("unknown")
+    return Incident(
+        key=group.key,
+        severity="critical" if fatal else "warning",
+        kind="gpu-xid-fatal" if fatal else "gpu-xid",
+        title=f"XID {notice.code} on {notice.node} GPU {notice.gpu}",
+        what=f"GPU {notice.gpu} on {notice.node} reported XID {notice.code}: {notice.meaning}.",
+        cluster=notice.cluster,
+        node=notice.node,
+        gpu=notice.gpu,
+        pods=tuple(f"{uid} (pod UID)" for uid in group.pods),
+        action=action,
+        dashboard_url=deployment.dashboard_for(notice.node) if node_known else None,
+        facts=(
+            ("XID", f"{notice.code} ({notice.severity})"),
+            ("Seen", repeats),
+            ("Source", notice.source),
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An event that is no incident, and why."""
+
+    reason: str
+
+
+def _number(value: Any) -> str:
+    return f"{float(value):g}"
+
+
+def _threshold_and_observed(state: dict[str, Any]) -> tuple[str | None, str | None]:
+    """From ``reasonData`` (JSON: ``threshold``, ``recentDatapoints``) where CloudWatch gives
+    it, else from the reason sentence."""
+    reason = str(state.get("reason", ""))
+    match = _REASON.search(reason)
+    comparison = f"{match['comparison']} " if match else ""
+    raw = state.get("reasonData")
+    if raw:
+        try:
+            data = json.loads(raw)
+            points = [float(p) for p in data.get("recentDatapoints", [])]
+            threshold = _number(data["threshold"])
+        except (ValueError, TypeError, KeyError):
+            pass
+        else:
+            observed = ", ".join(_number(p) for p in points[-6:]) if points else None
+            if observed and match:
+                observed += f" ({match['hits']} of the last {match['of']} datapoints were "
+                observed += f"{comparison}the threshold)"
+            return threshold, observed
+    if match is None:
+        return None, None
+    values = _POINT.findall(match["points"])
+    observed = ", ".join(_number(v) for v in values[:6])
+    observed += f" ({match['hits']} of the last {match['of']} datapoints were {comparison}"
+    observed += "the threshold)"
+    return _number(match["threshold"]), observed
+
+
+def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident | Skipped:
+    detail_type = event.get("detail-type")
+    if detail_type not in (ALARM_STATE_CHANGE, CONTRIBUTOR_STATE_CHANGE):
+        raise AlarmEventError(f"detail-type {detail_type!r} is not an alarm state change")
+    detail = event.get("detail")
+    if not isinstance(detail, dict) or not isinstance(detail.get("state"), dict):
+        raise AlarmEventError("the event has no detail.state")
+    name = str(detail.get("alarmName", ""))
+    if not name.startswith(deployment.alarm_prefix):
+        return Skipped(f"{name!r} is not an alarm of cluster {deployment.cluster}")
+    state: dict[str, Any] = detail["state"]
+    if state.get("value") != "ALARM":
+        return Skipped(f"{name} is {state.get('value')}: a return to normal, not an incident")
+    kind = deployment.kind_of(name)
+    if kind.startswith(REPORTED_FROM_LOGS):
+        return Skipped(f"{name}: XIDs are reported per GPU from the exporter's log")
+    contributor = detail.get("alarmContributor")
+    if detail_type == ALARM_STATE_CHANGE and _has_contributors(detail):
+        return Skipped(f"{name}: each GPU in ALARM comes as its own contributor event")
+    attributes: dict[str, str] = {}
+    contributor_id = ""
+    if contributor is not None:
+        if not isinstance(contributor, dict) or not isinstance(contributor.get("attributes"), dict):
+            raise AlarmEventError("detail.alarmContributor has no attributes")
+        attributes = {str(k): str(v) for k, v in contributor["attributes"].items()}
+        contributor_id = str(contributor.get("id", ""))
+    severity, title = deployment.alarm_kinds.get(kind, ("warning", name))
+    node = attributes.get(DIM_NODE, "")
+    gpu = attributes.get(DIM_GPU_INDEX, "")
+    pods = (attributes[_POD_ATTRIBUTE],) if _POD_ATTRIBUTE in attributes else ()
+    where = f" on {node} GPU {gpu}" if node and gpu else (f" on {pods[0]}" if pods else "")
+    threshold, observed = _threshold_and_observed(state)
+    reason = str(state.get("reason", ""))
+    match = _REASON.search(reason)
+    what = (
+        f"{title}{where}: {match['hits']} of the last {match['of']} datapoints were "
+        f"{match['comparison']} the threshold ({_number(match['threshold'])})."
+        if match
+        else reason or f"{name} is in ALARM."
+    )
+    description = str(detail.get("configuration", {}).get("description", "")).strip()
+    arn = next(iter(event.get("resources") or []), "")
+    return Incident(
+        key=f"alarm/{name}/{contributor_id}/{state.get('timestamp', event.get('time', ''))}",
+        severity=severity,
+        kind=kind,
+        title=f"{title}{where}",
+        what=what,
+        cluster=attributes.get(DIM_CLUSTER, deployment.cluster),
+        node=node or "not named (a cluster-wide series)",
+        gpu=gpu or "not named (a cluster-wide series)",
+        pods=pods,
+        job=attributes.get(DIM_JOB),
+        threshold=threshold,
+        observed=observed,
+        when=str(state.get("timestamp", event.get("time", ""))) or None,
+        action=description or "Open the alarm and the GPU dashboard.",
+        alarm_url=alarm_url(deployment.region, name),
+        dashboard_url=deployment.dashboard_for(node),
+        resources=(arn,) if arn else (),
+    )
+
+
+def _has_contributors(detail: dict[str, Any]) -> bool:
+    """A Metrics Insights query with GROUP BY makes one contributor per group."""
+    metrics = detail.get("configuration", {}).get("metrics", [])
+    return any("GROUP BY" in str(m.get("expression", "")).upper() for m in metrics)

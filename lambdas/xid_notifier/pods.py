@@ -1,0 +1,44 @@
+"""The pods on a GPU an alarm names: the exporter writes the pod UIDs it sees on each GPU into
+its EMF documents (``PodUids``), so the newest document of that node and GPU says who held it.
+"""
+
+import json
+from typing import Any, Final
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from agent.metric_contract import DIM_GPU_INDEX, DIM_NODE
+
+#: How far back to look: the exporter writes every GPU's document many times in this window.
+LOOKBACK_MS: Final = 10 * 60 * 1000
+
+
+class PodLookupError(Exception):
+    """The exporter's log could not be read."""
+
+
+def pods_on_gpu(logs: Any, log_group: str, node: str, gpu: str, at_ms: int) -> tuple[str, ...]:
+    """Pod UIDs of the newest exporter document for this node and GPU before ``at_ms``."""
+    pattern = f'{{ ($.{DIM_NODE} = "{node}") && ($.{DIM_GPU_INDEX} = "{gpu}") }}'
+    try:
+        response = logs.filter_log_events(
+            logGroupName=log_group,
+            startTime=at_ms - LOOKBACK_MS,
+            endTime=at_ms + 60_000,
+            filterPattern=pattern,
+        )
+    except (ClientError, BotoCoreError) as err:
+        raise PodLookupError(f"reading {log_group} for {node} GPU {gpu}: {err}") from err
+    newest: tuple[int, tuple[str, ...]] = (-1, ())
+    for event in response.get("events", []):
+        try:
+            document = json.loads(event["message"])
+        except (ValueError, KeyError):
+            continue
+        if not isinstance(document, dict):
+            continue
+        same = str(document.get(DIM_NODE)) == node and str(document.get(DIM_GPU_INDEX)) == gpu
+        uids = document.get("PodUids")
+        if same and isinstance(uids, list) and uids and event["timestamp"] > newest[0]:
+            newest = (int(event["timestamp"]), tuple(str(u) for u in uids))
+    return newest[1]

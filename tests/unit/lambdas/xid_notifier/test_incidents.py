@@ -1,0 +1,249 @@
+"""The notifier's formatter: one message per incident, from CloudWatch's events and from
+grouped XIDs, valid as an Amazon Q Developer custom notification, with the console links."""
+
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import jsonschema
+import pytest
+
+from agent.exporter import Exporter, ExporterConfig
+from agent.fake_nvml import FakeNvml
+from agent.sinks import BufferedSender
+from agent.xid_watcher import XidEvent
+from alarms.catalog import AlarmSettings, gpu_alarms, low_power_alarm
+from dashboards.bodies import gpu_fleet
+from lambdas.xid_notifier.incidents import (
+    AlarmEventError,
+    Deployment,
+    Skipped,
+    from_alarm_event,
+    from_xid_group,
+)
+from lambdas.xid_notifier.links import NODE_VARIABLE_ID, gpu_dashboard_url
+from lambdas.xid_notifier.messages import GROUP_WINDOW_S, group_xids, parse_log_events
+from lambdas.xid_notifier.notification import (
+    Incident,
+    publish_arguments,
+    render_chatbot,
+    render_text,
+    subject,
+)
+from tests.unit.agent.nvml_trace import Clock, trace_lines
+from tests.unit.lambdas.xid_notifier.events import (
+    LOW_POWER_VALUES,
+    NODE,
+    SINGLE_METRIC,
+    alarm_level,
+    low_power_contributor,
+)
+
+SCHEMA = json.loads((Path(__file__).parent / "chatbot_custom_notification.schema.json").read_text())
+SETTINGS = AlarmSettings(cluster_name="train")
+DEPLOYMENT = Deployment(
+    cluster="train",
+    region="us-east-1",
+    gpu_dashboard="gpu-insights-train-gpu-fleet",
+    alarm_kinds={s.key: (str(s.severity), s.title) for s in gpu_alarms(SETTINGS)},  # type: ignore[misc]
+)
+LOW_POWER_DESCRIPTION = low_power_alarm(SETTINGS).description
+
+
+class Keep:
+    def __init__(self) -> None:
+        self.documents: list[dict[str, Any]] = []
+
+    def send(self, documents: Any) -> None:
+        self.documents.extend(documents)
+
+
+def _exporter() -> Exporter:
+    return Exporter(
+        FakeNvml(trace_lines(), clock=Clock(16)),
+        BufferedSender(Keep()),
+        ExporterConfig(cluster_name="train", node_name=NODE),
+    )
+
+
+def _payload(messages: list[str], times_ms: list[int]) -> dict[str, Any]:
+    return {
+        "logStream": NODE,
+        "logEvents": [
+            {"id": str(i), "timestamp": t, "message": m}
+            for i, (m, t) in enumerate(zip(messages, times_ms, strict=True))
+        ],
+    }
+
+
+def low_power_incident() -> Incident:
+    incident = from_alarm_event(low_power_contributor(LOW_POWER_DESCRIPTION), DEPLOYMENT)
+    assert isinstance(incident, Incident)
+    return incident
+
+
+def fatal_xid_incident() -> Incident:
+    """XID 79 (fallen off the bus) on GPU 3, as the exporter writes it, with the pod on it."""
+    exporter = _exporter()
+    t0 = 1_772_460_000.0  # 2026-03-02 14:00:00 UTC
+    documents = [
+        exporter.xid_document(XidEvent(gpu_index=3, code=79, time=t0 + i), ["7f1c2d3e-pod-a"])
+        for i in range(3)
+    ]
+    payload = _payload([json.dumps(d) for d in documents], [int((t0 + i) * 1000) for i in range(3)])
+    (group,) = group_xids(parse_log_events(payload, cluster="train").notices)
+    return from_xid_group(group, DEPLOYMENT)
+
+
+def test_a_low_power_contributor_names_its_gpu_threshold_value_and_links() -> None:
+    incident = low_power_incident()
+    assert incident.severity == "warning"
+    assert incident.kind == "gpu-low-power"  # the shard suffix is not part of the kind
+    assert incident.title == f"GPU in use but not working on {NODE} GPU 5"
+    assert (incident.cluster, incident.node, incident.gpu) == ("train", NODE, "5")
+    assert incident.threshold == "30"
+    assert incident.observed == (
+        "12.4, 11.9, 13, 12.2, 12.8, 12.1 "
+        "(12 of the last 12 datapoints were less than the threshold)"
+    )
+    assert incident.action == LOW_POWER_DESCRIPTION
+    assert incident.key == (
+        "alarm/gpu-insights-train-gpu-low-power-shard-3/6d442278dba546f6/"
+        "2026-03-02T14:05:12.345+0000"
+    )
+    assert incident.alarm_url == (
+        "https://us-east-1.console.aws.amazon.com/cloudwatch/home?region=us-east-1"
+        "#alarmsV2:alarm/gpu-insights-train-gpu-low-power-shard-3"
+    )
+    assert incident.dashboard_url is not None
+    assert incident.dashboard_url.endswith(
+        "#dashboards/dashboard/gpu-insights-train-gpu-fleet?var-nodename=ip-10-0-12-34.ec2.internal"
+    )
+    text = render_text(incident)
+    print(text)
+    assert text.splitlines()[0] == f"[WARNING] GPU in use but not working on {NODE} GPU 5"
+    for line in ("Node:          " + NODE, "GPU:           5", "Threshold:     30"):
+        assert line in text
+
+
+def test_a_fatal_xid_is_critical_with_its_pod_count_and_what_to_do() -> None:
+    incident = fatal_xid_incident()
+    text = render_text(incident)
+    print(text)
+    assert incident.severity == "critical"
+    assert subject(incident) == f"[CRITICAL] XID 79 on {NODE} GPU 3"
+    assert "Pods:          7f1c2d3e-pod-a (pod UID)" in text
+    assert "XID:           79 (fatal)" in text
+    seen = "3 times between 2026-03-02 14:00:00 UTC and 2026-03-02 14:00:02 UTC"
+    assert f"Seen:          {seen}" in text
+    assert "Cordon and drain the node" in text
+    assert incident.key == f"xid/train/{NODE}/3/79/1772460000000"
+
+
+def test_a_storm_of_500_identical_xids_is_one_incident_with_a_count() -> None:
+    line = json.dumps({"message": "NVRM: Xid (PCI:0000:53:00): 13, Graphics SM Warp Exception"})
+    t0 = 1_772_460_000_000
+    payload = _payload([line] * 500, [t0 + 10 * i for i in range(500)])
+    groups = group_xids(parse_log_events(payload, cluster="train").notices)
+    assert [(g.first.code, g.count) for g in groups] == [(13, 500)]
+    incident = from_xid_group(groups[0], DEPLOYMENT)
+    assert incident.severity == "warning"
+    assert "500 times between" in render_text(incident)
+
+
+def test_xids_group_per_node_gpu_code_and_window() -> None:
+    line = "NVRM: Xid (PCI:0000:{bus}:00): {code}, something"
+    t0 = 1_772_460_000_000  # a window boundary
+    window = GROUP_WINDOW_S * 1000
+    rows = [
+        ("53", 13, t0),
+        ("53", 13, t0 + window - 1),  # same window
+        ("53", 13, t0 + window),  # the next window
+        ("54", 13, t0),  # another GPU
+        ("53", 31, t0),  # another code
+    ]
+    payload = _payload(
+        [json.dumps({"message": line.format(bus=b, code=c)}) for b, c, _ in rows],
+        [t for _, _, t in rows],
+    )
+    groups = group_xids(parse_log_events(payload, cluster="train").notices)
+    assert sorted((g.first.gpu, g.first.code, g.window_start_ms - t0, g.count) for g in groups) == [
+        ("PCI 0000:53:00", 13, 0, 2),
+        ("PCI 0000:53:00", 13, window, 1),
+        ("PCI 0000:53:00", 31, 0, 1),
+        ("PCI 0000:54:00", 13, 0, 1),
+    ]
+    assert len({g.key for g in groups}) == 4
+
+
+@pytest.mark.parametrize("make", [low_power_incident, fatal_xid_incident])
+def test_every_message_is_a_valid_custom_notification_and_plain_text_for_email(make: Any) -> None:
+    incident = make()
+    chatbot = render_chatbot(incident)
+    jsonschema.validate(chatbot, SCHEMA)
+    arguments = publish_arguments(incident, "arn:aws:sns:us-east-1:123456789012:t")
+    assert arguments["MessageStructure"] == "json"
+    message = json.loads(arguments["Message"])
+    assert message["default"] == message["email"] == render_text(incident)
+    assert json.loads(message["https"]) == chatbot
+    assert chatbot["metadata"]["threadId"] == incident.key
+    assert len(arguments["Subject"]) < 100
+    assert arguments["Subject"].isascii()
+
+
+def test_the_schema_refuses_what_amazon_q_developer_would_not_render() -> None:
+    valid = render_chatbot(low_power_incident())
+    for broken in (
+        {**valid, "version": "2.0"},
+        {**valid, "source": "aws.cloudwatch"},
+        {**valid, "content": {"title": "no description"}},
+        {**valid, "content": {**valid["content"], "textType": "html"}},
+        {**valid, "metadata": {**valid["metadata"], "thread": "misspelt"}},
+    ):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(broken, SCHEMA)
+
+
+def test_only_a_gpu_going_into_alarm_is_an_incident() -> None:
+    contributor = low_power_contributor(LOW_POWER_DESCRIPTION)
+    skipped = [
+        alarm_level(contributor),  # its contributors carry the GPUs
+        low_power_contributor(LOW_POWER_DESCRIPTION, state="OK"),
+        SINGLE_METRIC,  # another app's alarm
+    ]
+    xid_alarm = alarm_level(contributor)
+    xid_alarm["detail"]["alarmName"] = "gpu-insights-train-gpu-xid-fatal"
+    skipped.append(xid_alarm)
+    reasons = [from_alarm_event(e, DEPLOYMENT) for e in skipped]
+    assert all(isinstance(r, Skipped) for r in reasons), reasons
+    with pytest.raises(AlarmEventError, match="detail-type"):
+        from_alarm_event({**contributor, "detail-type": "Scheduled Event"}, DEPLOYMENT)
+
+
+def test_a_single_series_alarm_reads_threshold_and_value_from_reason_data() -> None:
+    event = json.loads(json.dumps(SINGLE_METRIC))
+    event["detail"]["alarmName"] = "gpu-insights-train-gpu-lost"
+    incident = from_alarm_event(event, DEPLOYMENT)
+    assert isinstance(incident, Incident)
+    assert incident.severity == "critical"
+    assert (incident.threshold, incident.observed) == (
+        "50",
+        "99.5016 (1 of the last 1 datapoints were greater than the threshold)",
+    )
+    assert incident.dashboard_url is None  # no node to pick
+
+
+def test_the_dashboard_link_picks_the_node_in_the_deployed_dashboards_variable() -> None:
+    (variable,) = gpu_fleet("train", "us-east-1")["variables"]
+    assert variable["property"] == "NodeName"
+    assert variable["id"] == NODE_VARIABLE_ID
+    url = gpu_dashboard_url("eu-west-1", "gpu-insights-train-gpu-fleet", "ip-10-0-1-2 a/b")
+    assert unquote(url.rsplit(f"var-{NODE_VARIABLE_ID}=", 1)[1]) == "ip-10-0-1-2 a/b"
+    assert url.startswith(
+        "https://eu-west-1.console.aws.amazon.com/cloudwatch/home?region=eu-west-1#"
+    )
+
+
+def test_low_power_values_of_the_example_are_all_under_the_threshold() -> None:
+    assert max(LOW_POWER_VALUES) < 30
