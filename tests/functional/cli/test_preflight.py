@@ -11,6 +11,7 @@ Metrics Insights alarm holds its query as a metric's ``Expression``
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -260,8 +261,10 @@ def test_a_denied_read_fails_its_check_and_names_the_error(session: Any) -> None
 
 
 def test_command_exits_1_on_a_missing_cluster_and_prints_json(
-    session: Any, capsys: pytest.CaptureFixture[str]
+    session: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    empty = tmp_path / "cdk.json"
+    empty.write_text("{}")
     status = main(
         [
             "preflight",
@@ -271,7 +274,7 @@ def test_command_exits_1_on_a_missing_cluster_and_prints_json(
             REGION,
             "--json",
             "--cdk-json",
-            "/nonexistent/cdk.json",
+            str(empty),
         ]
     )
     assert status == 1
@@ -286,9 +289,11 @@ def test_command_exits_1_on_a_missing_cluster_and_prints_json(
 
 
 def test_command_refuses_the_example_cluster_with_exit_2(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    assert main(["preflight", "--cdk-json", "/nonexistent/cdk.json"]) == 2
+    empty = tmp_path / "cdk.json"
+    empty.write_text("{}")
+    assert main(["preflight", "--cdk-json", str(empty)]) == 2
     assert capsys.readouterr().err.strip() == (
         "gpu-insights preflight: name the cluster to check: -c cluster_name=NAME"
     )

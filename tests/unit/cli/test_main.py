@@ -74,7 +74,8 @@ def test_backtest_from_a_file_says_when_an_alarm_fires(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     history = _history(tmp_path, [_sample(m, 9.5) for m in range(120)])
-    args = ["backtest", "--history", str(history), "--cdk-json", str(tmp_path / "none.json")]
+    (tmp_path / "cdk.json").write_text("{}")  # settings from -c alone
+    args = ["backtest", "--history", str(history), "--cdk-json", str(tmp_path / "cdk.json")]
     assert main([*args, "-c", "cluster_name=train", "--json"]) == 0
     results = {r["alarm"]: r for r in json.loads(capsys.readouterr().out)}
     low = results["gpu-low-power"]
