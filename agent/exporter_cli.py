@@ -36,6 +36,12 @@ def parser() -> argparse.ArgumentParser:
         type=Path,
         help="a /proc showing GPU processes (hostPID), for pod attribution",
     )
+    p.add_argument(
+        "--alarm-shards",
+        type=int,
+        default=1,
+        help="alarm shards of the deployment (from its fleet_gpus setting); at least 1",
+    )
     p.add_argument("--pod-dimension", action="store_true", help="publish a PodUid series too")
     p.add_argument("--trace", type=Path, help="replay an NVML trace instead of the real GPUs")
     p.add_argument("--region", help="AWS region for --sink cloudwatch")
@@ -88,6 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             interval_s=args.interval,
             proc_root=args.proc_root,
             pod_dimension=args.pod_dimension,
+            alarm_shards=args.alarm_shards,
         ),
     )
     try:
