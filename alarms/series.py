@@ -3,8 +3,9 @@ it for a metric, a Metrics Insights query, or the ``m1 - FILL(m2, 0)`` expressio
 
 A Metrics Insights query with ``GROUP BY ... ORDER BY FUNC() ASC|DESC`` gives one series per
 group (:class:`Contributors`); at each evaluation CloudWatch runs the query over the window it
-reads and, where it must cut, ranks the groups by FUNC over that whole window ("The FUNCTION is used to calculate a single
-scalar value from each returned time series, and that value is used to determine the order";
+reads and, where it must cut, ranks the groups by FUNC over that whole window ("The
+FUNCTION is used to calculate a single scalar value from each returned time series, and that
+value is used to determine the order";
 "ORDER BY MAX() DESC orders the results by the maximum data point observed within the time
 range", Amazon CloudWatch User Guide, "Metrics Insights query components and syntax",
 https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-metrics-insights-querylanguage.html).
