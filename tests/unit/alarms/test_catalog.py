@@ -44,7 +44,8 @@ def test_low_power_query_returns_one_series_per_in_use_gpu() -> None:
         "GpuIndex, NodeName, Shard) WHERE ClusterName = 'train' AND Shard = '0' "
         "GROUP BY ClusterName, NodeName, GpuIndex ORDER BY MAX() ASC"
     )
-    assert spec.multi_series and spec.kind == "gpu-low-power"
+    assert spec.multi_series
+    assert spec.kind == "gpu-low-power"
 
 
 def test_per_gpu_kinds_get_one_alarm_per_shard_and_none_names_a_node() -> None:
@@ -53,10 +54,12 @@ def test_per_gpu_kinds_get_one_alarm_per_shard_and_none_names_a_node() -> None:
     kinds = {a.kind for a in per_gpu}
     assert kinds == {"gpu-low-power", "gpu-lost", "gpu-ecc-uncorrected",
                      "gpu-thermal-throttling", "gpu-power-brake"}  # fmt: skip
-    assert len(per_gpu) == 5 * 25 and len({a.key for a in alarms}) == len(alarms)
+    assert len(per_gpu) == 5 * 25
+    assert len({a.key for a in alarms}) == len(alarms)
     lost_7 = next(a for a in per_gpu if a.key == "gpu-lost-shard-07")
     assert isinstance(lost_7.metric, InsightsQuery)
-    assert ("Shard", "7") in lost_7.metric.where and "shard 7 of 25" in lost_7.description
+    assert ("Shard", "7") in lost_7.metric.where
+    assert "shard 7 of 25" in lost_7.description
     assert all(a.metric.group_by == ("ClusterName", "NodeName", "GpuIndex") for a in per_gpu)  # type: ignore[union-attr]
 
 

@@ -74,10 +74,14 @@ def test_over_500_series_or_10000_metrics_is_partial_data_and_keeps_the_worst_50
     https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html)."""
     groups = {(str(i),): {0: float(i)} for i in range(501)}
     returned, partial = Contributors(("GpuIndex",), groups, "MAX", False).returned([0])
-    assert partial and len(returned) == 500 and returned[0] == ("0",) and ("500",) not in returned
+    assert partial
+    assert len(returned) == 500
+    assert returned[0] == ("0",)
+    assert ("500",) not in returned
     returned, partial = Contributors(("GpuIndex",), dict(list(groups.items())[:500]), "MAX",
                                      False).returned([0])  # fmt: skip
-    assert not partial and len(returned) == 500
+    assert not partial
+    assert len(returned) == 500
     many = Contributors(("GpuIndex",), {("0",): {0: 1.0}}, "MAX", False, metrics={("0",): 10_001})
     assert many.returned([0]) == ([("0",)], True)
 
