@@ -7,7 +7,7 @@ from alarms.catalog import AlarmSettings, gpu_alarms
 from alarms.evaluator import AlarmState
 from alarms.history import HistoryError, Sample, read_history
 from alarms.model import Difference, InsightsQuery, MetricStat
-from alarms.series import Contributors, difference_values, query_values, window
+from alarms.series import Contributors, Group, Values, difference_values, query_values, window
 
 T0 = 1_764_000_000.0 - 1_764_000_000.0 % 3600
 
@@ -56,13 +56,13 @@ def test_order_by_ranks_each_group_over_the_whole_window_and_limit_cuts() -> Non
     time range" (CloudWatch User Guide, "Metrics Insights query components and syntax",
     https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-metrics-insights-querylanguage.html):
     with LIMIT 1 the query returns the group that ranks first over the window."""
-    groups = {("a",): {0: 5.0, 300: 90.0}, ("b",): {0: 60.0, 300: 20.0}}
+    groups: dict[Group, Values] = {("a",): {0: 5.0, 300: 90.0}, ("b",): {0: 60.0, 300: 20.0}}
     series = Contributors(("NodeName",), groups, "MAX", False, limit=1)
     assert series.returned([0, 300]) == ([("b",)], False)  # MAX over the window: a 90, b 60
     assert series.returned([0]) == ([("a",)], False)  # over the first period alone, a first
     assert Contributors(("NodeName",), groups, "MAX", True, 1).returned([0, 300])[0] == [("a",)]
     # A group with no datapoint in the window is not returned at all.
-    assert Contributors(("NodeName",), {("a",): {0: 1.0}}, "MAX", False).returned([300]) == (
+    assert Contributors(("NodeName",), {("a",): {0.0: 1.0}}, "MAX", False).returned([300]) == (
         [],
         False,
     )
@@ -72,7 +72,7 @@ def test_over_500_series_or_10000_metrics_is_partial_data_and_keeps_the_worst_50
     """ "the EvaluationState will be set to PARTIAL_DATA ... If the Metrics Insights query
     returns more than 500 time series ... matches more than 10,000 metrics" ("Limits",
     https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html)."""
-    groups = {(str(i),): {0: float(i)} for i in range(501)}
+    groups: dict[Group, Values] = {(str(i),): {0: float(i)} for i in range(501)}
     returned, partial = Contributors(("GpuIndex",), groups, "MAX", False).returned([0])
     assert partial
     assert len(returned) == 500

@@ -9,9 +9,9 @@ from dataclasses import replace
 
 import pytest
 
+from alarms.sizing import INSIGHTS_ALARM_QUOTA
 from cdk.settings import AgentCredentials, Settings
 from cli.preflight_checks import (
-    INSIGHTS_ALARM_QUOTA,
     Addon,
     Cluster,
     Facts,
