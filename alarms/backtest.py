@@ -31,6 +31,8 @@ class BacktestResult:
     partial_evaluations: int = 0
     #: The most series one evaluation returned.
     most_series: int = 0
+    #: Distinct series (GPUs) evaluated at least once.
+    evaluated: int = 0
 
     def named(self, group: Group) -> str:
         return ", ".join(f"{k}={v}" for k, v in zip(self.contributor_names, group, strict=True))
@@ -137,6 +139,7 @@ def _multi(spec: AlarmSpec, series: Contributors, outcome: MultiSeriesOutcome) -
         contributor_names=series.names,
         partial_evaluations=outcome.partial_evaluations,
         most_series=outcome.most_series,
+        evaluated=outcome.evaluated,
     )
 
 

@@ -169,6 +169,8 @@ class MultiSeriesOutcome:
     contributors: dict[Group, list[Transition]] = field(default_factory=dict)
     partial_evaluations: int = 0
     most_series: int = 0
+    #: Distinct series the alarm evaluated at least once.
+    evaluated: int = 0
 
 
 def evaluate_contributors(
@@ -188,11 +190,14 @@ def evaluate_contributors(
     outcome = MultiSeriesOutcome()
     states: dict[Group, AlarmState] = {}
     state = AlarmState.INSUFFICIENT_DATA
+    seen: set[Group] = set()
     for time, starts in _ranges(spec, start=start, end=end):
         returned, partial = series.returned(starts)
+        seen.update(returned)
         outcome.partial_evaluations += partial
         outcome.most_series = max(outcome.most_series, len(returned))
-        for group in [g for g in states if g not in set(returned)]:
+        now_returned = set(returned)
+        for group in [g for g in states if g not in now_returned]:
             old = states.pop(group)
             if old is AlarmState.ALARM:
                 outcome.contributors[group].append(
@@ -210,6 +215,7 @@ def evaluate_contributors(
         if new != state:
             outcome.transitions.append(Transition(time, state, new, reason))
             state = new
+    outcome.evaluated = len(seen)
     return outcome
 
 

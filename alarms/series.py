@@ -115,14 +115,18 @@ def query_values(query: InsightsQuery, samples: Iterable[Sample], period_s: int)
     where = set(query.where)
     groups: dict[float, dict[tuple[str, ...], list[float]]] = defaultdict(lambda: defaultdict(list))
     sources: dict[Group, set[frozenset[tuple[str, str]]]] = defaultdict(set)
+    matches: dict[frozenset[tuple[str, str]], Group | None] = {}  # per series, not sample
     for s in samples:
         if s.namespace != query.namespace or s.metric != query.metric:
             continue
-        names = {name for name, _ in s.dimensions}
-        if names != schema or not where <= s.dimensions:
+        if s.dimensions not in matches:
+            names = {name for name, _ in s.dimensions}
+            dims = dict(s.dimensions)
+            ok = names == schema and where <= s.dimensions
+            matches[s.dimensions] = tuple(dims[g] for g in query.group_by) if ok else None
+        group = matches[s.dimensions]
+        if group is None:
             continue
-        dims = dict(s.dimensions)
-        group = tuple(dims[g] for g in query.group_by)
         groups[_period_of(s.timestamp, period_s)][group].append(s.value)
         sources[group].add(s.dimensions)
     if query.group_by:
