@@ -73,7 +73,10 @@ def _nvml(args: argparse.Namespace) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    if args.alarm_shards < 1:
+        p.error(f"--alarm-shards {args.alarm_shards}: must be at least 1")
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s"
     )
