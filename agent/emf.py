@@ -37,13 +37,16 @@ def emf_document(
     units: Mapping[str, str],
     properties: Mapping[str, object] | None = None,
     log_group: str | None = None,
+    own_dimension_sets: Mapping[str, Sequence[Sequence[str]]] | None = None,
 ) -> EmfDocument:
     """One EMF document. Non-finite values are dropped: CloudWatch rejects NaN and infinity.
     ``log_group`` tells the CloudWatch agent where to write the line (its default otherwise).
 
     A metric, dimension and property share the document's root, so a name used twice would
     overwrite one with the other: that, and anything else the specification forbids, is an
-    ``EmfError`` naming the part."""
+    ``EmfError`` naming the part. ``own_dimension_sets`` gives some metrics other dimension
+    sets than ``dimension_sets``: each distinct group becomes its own directive of the one
+    document (the specification's CloudWatchMetrics is an array of directives)."""
     values = {name: float(v) for name, v in metrics.items() if math.isfinite(v)}
     if len(values) > MAX_METRICS_PER_DIRECTIVE:
         raise EmfError(
@@ -52,7 +55,8 @@ def emf_document(
     _check_name("namespace", namespace)
     for name in (*values, *dimensions):
         _check_name("metric" if name in values else "dimension", name)
-    for dimension_set in dimension_sets:
+    own = own_dimension_sets or {}
+    for dimension_set in (*dimension_sets, *(s for sets in own.values() for s in sets)):
         if len(dimension_set) > MAX_DIMENSIONS_PER_SET:
             raise EmfError(
                 f"dimension set {list(dimension_set)} has {len(dimension_set)} keys; "
@@ -81,15 +85,35 @@ def emf_document(
     document[METADATA_KEY] = {
         **({"LogGroupName": log_group} if log_group else {}),
         "Timestamp": timestamp_ms,
-        "CloudWatchMetrics": [
-            {
-                "Namespace": namespace,
-                "Dimensions": [list(s) for s in dimension_sets],
-                "Metrics": [{"Name": name, "Unit": units.get(name, "None")} for name in values],
-            }
-        ],
+        "CloudWatchMetrics": _directives(namespace, values, units, dimension_sets, own),
     }
     return document
+
+
+def _directives(
+    namespace: str,
+    values: Mapping[str, float],
+    units: Mapping[str, str],
+    dimension_sets: Sequence[Sequence[str]],
+    own: Mapping[str, Sequence[Sequence[str]]],
+) -> list[dict[str, Any]]:
+    """One directive per distinct dimension sets, metrics in the order given; an empty one
+    only where there is no metric at all (as before, a document always has a directive)."""
+    groups: dict[tuple[tuple[str, ...], ...], list[str]] = {}
+    default = tuple(tuple(s) for s in dimension_sets)
+    groups[default] = []
+    for name in values:
+        sets = tuple(tuple(s) for s in own[name]) if name in own else default
+        groups.setdefault(sets, []).append(name)
+    return [
+        {
+            "Namespace": namespace,
+            "Dimensions": [list(s) for s in sets],
+            "Metrics": [{"Name": name, "Unit": units.get(name, "None")} for name in names],
+        }
+        for sets, names in groups.items()
+        if names or len(groups) == 1
+    ]
 
 
 def metric_chunks(metrics: Mapping[str, float]) -> list[dict[str, float]]:

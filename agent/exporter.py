@@ -18,15 +18,19 @@ from typing import Any
 from agent.emf import EmfDocument, emf_document
 from agent.gpu_sampler import GpuLostError, GpuReading, GpuSampler
 from agent.metric_contract import (
+    ALARM_DIMENSION_SETS,
+    ALARM_METRICS,
     DIM_CLUSTER,
     DIM_GPU_INDEX,
     DIM_NODE,
+    DIM_SHARD,
     DIM_XID_CODE,
     GPU_DIMENSION_SETS,
     GPU_METRIC_UNITS,
     NAMESPACE_GPU,
     XID_DIMENSION_SETS,
     GpuMetric,
+    alarm_shard,
     exporter_log_group,
 )
 from agent.pod_attribution import pod_uids
@@ -55,6 +59,9 @@ class ExporterConfig:
     #: Add a (ClusterName, PodUid) series for GPUs used by one pod. Off by default: every pod
     #: would be a new custom metric.
     pod_dimension: bool = False
+    #: Alarm shards of the deployment (alarms.sizing.shards_for its fleet_gpus setting): the
+    #: per-GPU series of the alarm metrics carry the GPU's shard.
+    alarm_shards: int = 1
 
 
 class Exporter:
@@ -120,6 +127,7 @@ class Exporter:
 
     def gpu_document(self, index: int, reading: GpuReading, now: float) -> EmfDocument:
         dimensions = self._dimensions(index)
+        dimensions[DIM_SHARD] = alarm_shard(self.config.node_name, index, self.config.alarm_shards)
         dimension_sets: list[tuple[str, ...]] = list(GPU_DIMENSION_SETS)
         properties: dict[str, object] = {}
         sampler = self.samplers.get(index)
@@ -141,6 +149,11 @@ class Exporter:
             units={str(m): GPU_METRIC_UNITS[m] for m in reading.metrics},
             properties=properties,
             log_group=self._log_group,
+            own_dimension_sets={
+                str(m): [*ALARM_DIMENSION_SETS, *dimension_sets[len(GPU_DIMENSION_SETS) :]]
+                for m in reading.metrics
+                if m in ALARM_METRICS
+            },
         )
 
     def xid_document(self, event: XidEvent, pods: list[str]) -> EmfDocument:

@@ -36,6 +36,12 @@ def parser() -> argparse.ArgumentParser:
         type=Path,
         help="a /proc showing GPU processes (hostPID), for pod attribution",
     )
+    p.add_argument(
+        "--alarm-shards",
+        type=int,
+        default=1,
+        help="alarm shards of the deployment (from its fleet_gpus setting); at least 1",
+    )
     p.add_argument("--pod-dimension", action="store_true", help="publish a PodUid series too")
     p.add_argument("--trace", type=Path, help="replay an NVML trace instead of the real GPUs")
     p.add_argument("--region", help="AWS region for --sink cloudwatch")
@@ -67,7 +73,10 @@ def _nvml(args: argparse.Namespace) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    if args.alarm_shards < 1:
+        p.error(f"--alarm-shards {args.alarm_shards}: must be at least 1")
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s"
     )
@@ -88,6 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             interval_s=args.interval,
             proc_root=args.proc_root,
             pod_dimension=args.pod_dimension,
+            alarm_shards=args.alarm_shards,
         ),
     )
     try:

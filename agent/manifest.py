@@ -64,6 +64,7 @@ def exporter_manifests(
     gpu_node_labels: Sequence[str] = DEFAULT_GPU_NODE_LABELS,
     gpu_taint_keys: Sequence[str] = ("nvidia.com/gpu",),
     pod_attribution: bool = False,
+    alarm_shards: int = 1,
 ) -> list[dict[str, Any]]:
     """The objects to apply, in order."""
     if interval_s < 1:
@@ -73,6 +74,7 @@ def exporter_manifests(
         "--cluster-name", cluster_name,
         "--node-name", "$(NODE_NAME)",
         "--interval", str(interval_s),
+        "--alarm-shards", str(alarm_shards),
         "--emf-endpoint", emf_endpoint,
     ]  # fmt: skip
     if pod_attribution:

@@ -4,6 +4,7 @@ Everything else (CDK stacks, exporter, analyzers, dashboards) imports these name
 rename here is a contract change that every consumer sees at once.
 """
 
+import hashlib
 from enum import StrEnum
 from typing import Final
 
@@ -29,6 +30,9 @@ DIM_XID_CODE: Final = "XidCode"
 DIM_JOB: Final = "JobName"
 DIM_KIND: Final = "Kind"
 DIM_SEVERITY: Final = "Severity"
+#: The alarm shard of a GPU (``alarm_shard``): bounds the series one Metrics Insights alarm
+#: query returns, so a fleet of any size is evaluated in full (alarms/sizing.py).
+DIM_SHARD: Final = "Shard"
 
 #: Where the add-on's CloudWatch agent and Fluent Bit run, and the account they use.
 AGENT_NAMESPACE: Final = "amazon-cloudwatch"
@@ -187,6 +191,39 @@ GPU_DIMENSION_SETS: Final[tuple[tuple[str, ...], ...]] = (
     (DIM_CLUSTER, DIM_NODE, DIM_GPU_INDEX),
     (DIM_CLUSTER,),
 )
+#: The per-GPU metrics that the multi time series alarms query: their per-GPU series carry the
+#: GPU's alarm shard as well (one extra dimension, no extra series), so one alarm per shard
+#: returns at most 500 series. Their cluster series is unchanged.
+ALARM_METRICS: Final = frozenset(
+    {
+        GpuMetric.ALLOCATED_POWER_UTILIZATION,
+        GpuMetric.HEALTHY,
+        GpuMetric.THROTTLED_THERMAL,
+        GpuMetric.THROTTLED_POWER,
+        GpuMetric.ECC_UNCORRECTED,
+    }
+)
+ALARM_DIMENSION_SETS: Final[tuple[tuple[str, ...], ...]] = (
+    (DIM_CLUSTER, DIM_NODE, DIM_GPU_INDEX, DIM_SHARD),
+    (DIM_CLUSTER,),
+)
+
+
+def gpu_schema(metric: GpuMetric) -> tuple[str, ...]:
+    """The dimension names of a metric's per-GPU series (what a SCHEMA or SEARCH names)."""
+    return ALARM_DIMENSION_SETS[0] if metric in ALARM_METRICS else GPU_DIMENSION_SETS[0]
+
+
+def alarm_shard(node_name: str, gpu_index: int, shards: int) -> str:
+    """The GPU's alarm shard, ``"0"`` to ``shards - 1``: stable for a node name and GPU index
+    (SHA-256, not Python's per-process ``hash``), and spread GPU by GPU so that shards fill
+    evenly (by node, eight GPUs would move together and shards would fill unevenly)."""
+    if shards < 1:
+        raise ValueError(f"shards={shards} must be at least 1")
+    digest = hashlib.sha256(f"{node_name}/{gpu_index}".encode()).digest()
+    return str(int.from_bytes(digest[:8], "big") % shards)
+
+
 #: Dimension sets of XID events: per GPU and code, per cluster and code, per cluster.
 XID_DIMENSION_SETS: Final[tuple[tuple[str, ...], ...]] = (
     (DIM_CLUSTER, DIM_NODE, DIM_GPU_INDEX, DIM_XID_CODE),

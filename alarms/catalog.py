@@ -1,11 +1,18 @@
 """The GPU alarms this project deploys, built from settings. Each choice is explained here
 once: the CDK app deploys these specs, the backtest evaluates them, the README lists them.
 
-None of them names a node or instance: they watch cluster-level series or Metrics Insights
-queries that GROUP BY node and GPU, so nodes can come and go and the alarm count stays fixed.
+None of them names a node or instance. The per-GPU alarms are multi time series alarms: a
+Metrics Insights query that GROUPs BY ClusterName, NodeName, GpuIndex returns one series per
+GPU, each a contributor with its own state, and the contributor's attributes (its GROUP BY
+values) name the cluster, node and GPU in the state reason and in the EventBridge contributor
+event ("Create an alarm based on a Multi Time Series Metrics Insights query",
+https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/multi-time-series-alarm.html).
+One query returns at most 500 series in full (alarms/sizing.py), so each per-GPU alarm kind
+has one alarm per alarm shard, ``WHERE Shard = 'k'``: the alarm count depends on the fleet
+size setting only, never on which nodes exist.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from agent.metric_contract import (
     CI_POD_GPU_POWER_METRIC,
@@ -13,6 +20,7 @@ from agent.metric_contract import (
     DIM_CLUSTER,
     DIM_GPU_INDEX,
     DIM_NODE,
+    DIM_SHARD,
     HOST_LOG_XID_METRIC,
     NAMESPACE_CONTAINER_INSIGHTS,
     NAMESPACE_GPU,
@@ -30,10 +38,13 @@ from alarms.model import (
     Severity,
 )
 from alarms.power_table import UnknownInstanceTypeError, gpu_power
+from alarms.sizing import MAX_WINDOW_MINUTES, AlarmSizing, shards_for
 
 #: Metrics Insights alarms look back at most three hours.
-MAX_INSIGHTS_WINDOW_MINUTES = 180
+MAX_INSIGHTS_WINDOW_MINUTES = MAX_WINDOW_MINUTES
 PERIOD_S = 300
+#: What a per-GPU alarm's contributor is: these name the GPU in every notification.
+CONTRIBUTOR = (DIM_CLUSTER, DIM_NODE, DIM_GPU_INDEX)
 
 
 class AlarmSettingsError(ValueError):
@@ -53,8 +64,12 @@ class AlarmSettings:
     gpu_instance_type: str | None = None
     #: Container Insights ships host logs: the kernel-log XID fallback has data.
     host_logs: bool = True
+    #: Alarm shards (alarms.sizing.shards_for the fleet size): one alarm per shard per kind.
+    shards: int = 1
 
     def __post_init__(self) -> None:
+        if self.shards < 1:
+            raise AlarmSettingsError(f"shards={self.shards} must be at least 1")
         if not 0 < self.low_power_percent < 100:
             raise AlarmSettingsError(
                 f"low_power_percent={self.low_power_percent} must be above 0 and below 100"
@@ -86,16 +101,32 @@ class AlarmSettings:
 
 
 def _per_gpu(
-    settings: AlarmSettings, metric: GpuMetric, function: str, order: str
+    settings: AlarmSettings, metric: GpuMetric, function: str, order: str, shard: str
 ) -> InsightsQuery:
+    """One series per GPU of one shard: ORDER BY keeps the worst when more than 500 match."""
     return InsightsQuery(
         namespace=NAMESPACE_GPU,
         metric=str(metric),
-        schema=(DIM_CLUSTER, DIM_GPU_INDEX, DIM_NODE),
-        where=((DIM_CLUSTER, settings.cluster_name),),
+        schema=(DIM_CLUSTER, DIM_GPU_INDEX, DIM_NODE, DIM_SHARD),
+        where=((DIM_CLUSTER, settings.cluster_name), (DIM_SHARD, shard)),
         function=function,
-        group_by=(DIM_NODE, DIM_GPU_INDEX),
+        group_by=CONTRIBUTOR,
         order=order,
+    )
+
+
+def _sharded(settings: AlarmSettings, spec: AlarmSpec) -> AlarmSpec:
+    """The spec's key and description say which shard it covers when there are several."""
+    if settings.shards == 1 or spec.shard is None:
+        return replace(spec, kind=spec.key)
+    return replace(
+        spec,
+        kind=spec.key,
+        key=f"{spec.key}-shard-{int(spec.shard):02d}",
+        description=(
+            f"{spec.description} Covers the GPUs of alarm shard {spec.shard} of "
+            f"{settings.shards} (Shard dimension)."
+        ),
     )
 
 
@@ -105,16 +136,23 @@ def _cluster(
     return MetricStat(namespace, metric, ((DIM_CLUSTER, settings.cluster_name),), stat)
 
 
-def low_power_alarm(settings: AlarmSettings) -> AlarmSpec:
+NAMES_THE_GPU = (
+    "The state reason and each contributor (ClusterName, NodeName, GpuIndex) name the GPU."
+)
+
+
+def low_power_alarm(settings: AlarmSettings, shard: str = "0") -> AlarmSpec:
     periods = settings.low_power_window_minutes * 60 // PERIOD_S
     share = settings.low_power_percent
     window = settings.low_power_window_minutes
+    names = NAMES_THE_GPU
     if settings.exporter:
         metric: InsightsQuery = _per_gpu(
-            settings, GpuMetric.ALLOCATED_POWER_UTILIZATION, "MAX", "ASC"
+            settings, GpuMetric.ALLOCATED_POWER_UTILIZATION, "MAX", "ASC", shard
         )
         threshold = share
-        how = f"the lowest in-use GPU's peak power stayed under {share:g}% of its limit"
+        how = f"an in-use GPU's peak power stayed under {share:g}% of its limit"
+        sharded: str | None = shard
     else:
         assert settings.gpu_instance_type is not None
         power = gpu_power(settings.gpu_instance_type)
@@ -124,21 +162,23 @@ def low_power_alarm(settings: AlarmSettings) -> AlarmSpec:
             schema=CI_POD_GPU_SCHEMA,
             where=((DIM_CLUSTER, settings.cluster_name),),
             function="MAX",
-            group_by=("FullPodName", "GpuDevice"),
+            group_by=(DIM_CLUSTER, "FullPodName", "GpuDevice"),
             order="ASC",
         )
         threshold = round(power.watts_per_gpu * share / 100, 1)
         how = (
-            f"the lowest pod-held GPU's peak power stayed under {threshold:g} W "
+            f"a pod-held GPU's peak power stayed under {threshold:g} W "
             f"({share:g}% of {power.gpu}'s {power.watts_per_gpu:g} W)"
         )
+        names = "Each contributor (ClusterName, FullPodName, GpuDevice) names the pod and GPU."
+        sharded = None  # Container Insights' series carry no shard: one alarm, 500 GPUs
     return AlarmSpec(
         key="gpu-low-power",
         title="GPU in use but not working",
         description=(
             f"For {window} minutes {how}: a GPU held by a job that does no work. "
             "Look for a job waiting on data, a hung rank, or a job that finished without "
-            "releasing its GPUs."
+            f"releasing its GPUs. {names}"
         ),
         severity=Severity.WARNING,
         metric=metric,
@@ -149,9 +189,10 @@ def low_power_alarm(settings: AlarmSettings) -> AlarmSpec:
         comparison=Comparison.LESS,
         missing_data=MissingData.NOT_BREACHING,
         missing_data_reason=(
-            "no datapoint means no GPU is in use anywhere in the cluster: idle by design, "
-            "which belongs in the weekly report, not in a page"
+            "no datapoint means the GPU is not in use: idle by design, which belongs in the "
+            "weekly report, not in a page"
         ),
+        shard=sharded,
     )
 
 
@@ -162,6 +203,7 @@ def _any_in_a_minute(
     severity: Severity,
     metric: AlarmMetric,
     missing_reason: str,
+    shard: str | None = None,
 ) -> AlarmSpec:
     """An alarm on the first datapoint of something that should never happen."""
     return AlarmSpec(
@@ -177,23 +219,30 @@ def _any_in_a_minute(
         comparison=Comparison.GREATER_OR_EQUAL,
         missing_data=MissingData.NOT_BREACHING,
         missing_data_reason=missing_reason,
+        shard=shard,
     )
 
 
 def _sustained_throttling(
-    settings: AlarmSettings, key: str, title: str, cause: str, advice: str, metric: GpuMetric
+    settings: AlarmSettings,
+    shard: str,
+    key: str,
+    title: str,
+    cause: str,
+    advice: str,
+    metric: GpuMetric,
 ) -> AlarmSpec:
-    """Some GPU throttled in at least half its samples in every period of the window."""
+    """A GPU throttled in at least half its samples in every period of the window."""
     periods = settings.throttle_window_minutes * 60 // PERIOD_S
     return AlarmSpec(
         key=key,
         title=title,
         description=(
-            f"For {settings.throttle_window_minutes} minutes some GPU was {cause} in at least "
-            f"half of its samples: {advice}"
+            f"For {settings.throttle_window_minutes} minutes a GPU was {cause} in at least "
+            f"half of its samples: {advice} {NAMES_THE_GPU}"
         ),
         severity=Severity.WARNING,
-        metric=_per_gpu(settings, metric, "AVG", "DESC"),
+        metric=_per_gpu(settings, metric, "AVG", "DESC", shard),
         period_s=PERIOD_S,
         evaluation_periods=periods,
         datapoints_to_alarm=periods,
@@ -201,13 +250,19 @@ def _sustained_throttling(
         comparison=Comparison.GREATER_OR_EQUAL,
         missing_data=MissingData.NOT_BREACHING,
         missing_data_reason="no exporter data means no GPU to throttle",
+        shard=shard,
     )
 
 
 def gpu_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
-    alarms = [low_power_alarm(settings)]
+    """Every alarm: the per-GPU kinds once per shard, the cluster-level ones once."""
+    shards = [str(i) for i in range(settings.shards)] if settings.exporter else ["0"]
+    per_gpu = [low_power_alarm(settings, shard) for shard in shards]
     if settings.exporter:
-        alarms += _exporter_alarms(settings)
+        per_gpu += [spec for shard in shards for spec in _per_gpu_exporter_alarms(settings, shard)]
+    alarms = [_sharded(settings, spec) for spec in per_gpu]
+    if settings.exporter:
+        alarms += [replace(spec, kind=spec.key) for spec in _xid_alarms(settings)]
     if settings.host_logs:
         alarms.append(
             _any_in_a_minute(
@@ -222,10 +277,11 @@ def gpu_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
                 "the metric filter publishes only when a line matches",
             )
         )
-    return alarms
+    return [replace(a, kind=a.alarm_kind) for a in alarms]
 
 
-def _exporter_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
+def _xid_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
+    """Cluster-level: the XID event itself (through the notifier) names node, GPU and code."""
     xids = _cluster(settings, str(GpuMetric.XID_ERRORS), "Sum")
     fatal = _cluster(settings, str(GpuMetric.XID_FATAL_ERRORS), "Sum")
     only_when_it_happens = "XID metrics exist only when an XID happens; silence is health"
@@ -248,15 +304,20 @@ def _exporter_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
             Difference(xids, fatal),
             only_when_it_happens,
         ),
+    ]
+
+
+def _per_gpu_exporter_alarms(settings: AlarmSettings, shard: str) -> list[AlarmSpec]:
+    return [
         AlarmSpec(
             key="gpu-lost",
             title="GPU lost",
             description=(
                 "NVML says a GPU fell off the bus (gpu_healthy=0). It stays lost until the "
-                "node is rebooted or the GPU reset; drain the node."
+                f"node is rebooted or the GPU reset; drain the node. {NAMES_THE_GPU}"
             ),
             severity=Severity.CRITICAL,
-            metric=_cluster(settings, str(GpuMetric.HEALTHY), "Minimum"),
+            metric=_per_gpu(settings, GpuMetric.HEALTHY, "MIN", "ASC", shard),
             period_s=60,
             evaluation_periods=2,
             datapoints_to_alarm=2,
@@ -264,21 +325,24 @@ def _exporter_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
             comparison=Comparison.LESS,
             missing_data=MissingData.MISSING,
             missing_data_reason=(
-                "with no exporter data at all the alarm says INSUFFICIENT_DATA rather than "
-                "guessing that GPUs are healthy or lost"
+                "a GPU with no exporter data is INSUFFICIENT_DATA rather than guessed healthy "
+                "or lost"
             ),
+            shard=shard,
         ),
         _any_in_a_minute(
             "gpu-ecc-uncorrected",
             "Uncorrectable ECC errors",
             "A GPU counted new uncorrectable ECC errors: its memory returned bad data. "
-            "Expect XID 48/94/95 and a pending row remap; reset the GPU.",
+            f"Expect XID 48/94/95 and a pending row remap; reset the GPU. {NAMES_THE_GPU}",
             Severity.CRITICAL,
-            _cluster(settings, str(GpuMetric.ECC_UNCORRECTED), "Sum"),
+            _per_gpu(settings, GpuMetric.ECC_UNCORRECTED, "SUM", "DESC", shard),
             "GPUs without ECC publish no count; that is not an error",
+            shard,
         ),
         _sustained_throttling(
             settings,
+            shard,
             "gpu-thermal-throttling",
             "Sustained thermal throttling",
             "throttled for heat",
@@ -287,6 +351,7 @@ def _exporter_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
         ),
         _sustained_throttling(
             settings,
+            shard,
             "gpu-power-brake",
             "Sustained power-brake slowdown",
             "slowed by its hardware power brake",
@@ -294,3 +359,10 @@ def _exporter_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
             GpuMetric.THROTTLED_POWER,
         ),
     ]
+
+
+def alarm_sizing(settings: AlarmSettings, fleet_gpus: int) -> AlarmSizing:
+    """The Metrics Insights alarms these settings make for a fleet of ``fleet_gpus`` GPUs."""
+    sized = replace(settings, shards=shards_for(fleet_gpus))
+    insights = [s for s in gpu_alarms(sized) if isinstance(s.metric, InsightsQuery)]
+    return AlarmSizing(fleet_gpus=fleet_gpus, shards=sized.shards, insights_alarms=len(insights))

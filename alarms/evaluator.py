@@ -25,11 +25,12 @@ https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEma
 transitions to alarm state"); every documented row is a test in tests/unit/alarms.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from alarms.model import AlarmSpec, MissingData
-from alarms.series import AlarmSeries, window
+from alarms.series import Contributors, Group, Values, window
+from alarms.sizing import MAX_CONTRIBUTORS_IN_ALARM
 
 #: Periods the evaluation range holds beyond the evaluation periods (the docs' example range
 #: for three evaluation periods is five datapoints).
@@ -134,19 +135,100 @@ def _shown(values: list[float]) -> str:
     return "[" + ", ".join(f"{v:.4g}" for v in values) + "]"
 
 
-def evaluate(spec: AlarmSpec, series: AlarmSeries, *, start: float, end: float) -> list[Transition]:
-    """Every state change between start and end, evaluating at each period's end."""
+def _ranges(spec: AlarmSpec, *, start: float, end: float) -> list[tuple[float, list[float]]]:
+    """Each evaluation's time (a period's end) with the period starts its range reads."""
     period = spec.period_s
-    first = start - start % period
     span = spec.evaluation_periods + EXTRA_PERIODS
+    t = start - start % period
+    ranges = []
+    while t + period <= end:
+        ranges.append((t + period, [t - i * period for i in range(span - 1, -1, -1)]))
+        t += period
+    return ranges
+
+
+def evaluate(spec: AlarmSpec, series: Values, *, start: float, end: float) -> list[Transition]:
+    """Every state change of a one-series alarm between start and end, evaluating at each
+    period's end."""
     state = AlarmState.INSUFFICIENT_DATA
     transitions: list[Transition] = []
-    t = first
-    while t + period <= end:
-        values = window(series, [t - i * period for i in range(span - 1, -1, -1)])
-        new, reason = _decide(spec, values, state)
+    for time, starts in _ranges(spec, start=start, end=end):
+        new, reason = _decide(spec, window(series, starts), state)
         if new != state:
-            transitions.append(Transition(time=t + period, old=state, new=new, reason=reason))
+            transitions.append(Transition(time=time, old=state, new=new, reason=reason))
             state = new
-        t += period
     return transitions
+
+
+@dataclass
+class MultiSeriesOutcome:
+    """A multi time series alarm over a backtest: the alarm's own state changes, each
+    contributor's (keyed by its GROUP BY values), and how often it would be PARTIAL_DATA."""
+
+    transitions: list[Transition] = field(default_factory=list)
+    contributors: dict[Group, list[Transition]] = field(default_factory=dict)
+    partial_evaluations: int = 0
+    most_series: int = 0
+    #: Distinct series the alarm evaluated at least once.
+    evaluated: int = 0
+
+
+def evaluate_contributors(
+    spec: AlarmSpec, series: Contributors, *, start: float, end: float
+) -> MultiSeriesOutcome:
+    """A multi time series alarm: each series the query returns is a contributor with its own
+    state, decided by the same rules as a one-series alarm; the alarm is in ALARM while any
+    contributor is ("each returned time series becomes a contributor to the alarm", "Create a
+    CloudWatch alarm based on a Metrics Insights query",
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Create_Metrics_Insights_Alarm.html).
+    Its reason says how many series evaluated to ALARM, "100+" beyond the 100 contributors an
+    alarm lists ("Limits",
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html).
+
+    A series the query no longer returns (no datapoint in the range) leaves the alarm. With
+    no series at all the alarm's missing-data setting decides, as for one series."""
+    outcome = MultiSeriesOutcome()
+    states: dict[Group, AlarmState] = {}
+    state = AlarmState.INSUFFICIENT_DATA
+    seen: set[Group] = set()
+    for time, starts in _ranges(spec, start=start, end=end):
+        returned, partial = series.returned(starts)
+        seen.update(returned)
+        outcome.partial_evaluations += partial
+        outcome.most_series = max(outcome.most_series, len(returned))
+        now_returned = set(returned)
+        for group in [g for g in states if g not in now_returned]:
+            old = states.pop(group)
+            if old is AlarmState.ALARM:
+                outcome.contributors[group].append(
+                    Transition(time, old, AlarmState.OK, "no datapoints in the range: left")
+                )
+        for group in returned:
+            old = states.get(group, AlarmState.INSUFFICIENT_DATA)
+            new, reason = _decide(spec, window(series.groups[group], starts), old)
+            if new != old:
+                outcome.contributors.setdefault(group, []).append(
+                    Transition(time, old, new, reason)
+                )
+            states[group] = new
+        new, reason = _alarm_state(spec, states, state)
+        if new != state:
+            outcome.transitions.append(Transition(time, state, new, reason))
+            state = new
+    outcome.evaluated = len(seen)
+    return outcome
+
+
+def _alarm_state(
+    spec: AlarmSpec, states: dict[Group, AlarmState], state: AlarmState
+) -> tuple[AlarmState, str]:
+    if not states:
+        return _no_data(spec, state)
+    alarming = sum(s is AlarmState.ALARM for s in states.values())
+    if alarming:
+        shown = f"{alarming}" if alarming <= MAX_CONTRIBUTORS_IN_ALARM else "100+"
+        of = f" out of {len(states)}" if alarming <= MAX_CONTRIBUTORS_IN_ALARM else ""
+        return AlarmState.ALARM, f"{shown}{of} time series evaluated to ALARM"
+    if any(s is AlarmState.OK for s in states.values()):
+        return AlarmState.OK, f"0 out of {len(states)} time series evaluated to ALARM"
+    return AlarmState.INSUFFICIENT_DATA, f"none of {len(states)} time series has enough data"

@@ -25,7 +25,7 @@ from lambdas.shared.events import parse_utc
 Dimensions = frozenset[tuple[str, str]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Sample:
     namespace: str
     metric: str

@@ -52,11 +52,15 @@ class MetricStat:
 class InsightsQuery:
     """The subset of CloudWatch Metrics Insights this project alarms on:
 
-    ``SELECT <FUNC>(metric) FROM SCHEMA("ns", dims...) WHERE k = 'v' ...
-    GROUP BY g... ORDER BY <FUNC>() ASC|DESC LIMIT 1``
+    ``SELECT <FUNC>(metric) FROM SCHEMA("ns", dims...) WHERE k = 'v' AND ...
+    GROUP BY g... ORDER BY <FUNC>() ASC|DESC [LIMIT n]``
 
-    With GROUP BY and LIMIT 1 the alarm watches, each period, the one group that is lowest
-    (ASC) or highest (DESC): one alarm covers every node and GPU there is or will be.
+    With GROUP BY the query returns one series per group, and an alarm on it is a multi time
+    series alarm: each series is a contributor with its own state, named by the GROUP BY
+    dimensions ("Create an alarm based on a Multi Time Series Metrics Insights query",
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/multi-time-series-alarm.html).
+    ORDER BY decides which series are kept when more than ``limit`` (or 500) match: the
+    worst ones, ranked by FUNC over the window the query reads.
     """
 
     namespace: str
@@ -66,6 +70,7 @@ class InsightsQuery:
     function: str  # MAX, MIN, AVG, SUM
     group_by: tuple[str, ...] = ()
     order: str = "ASC"
+    limit: int | None = None
 
     def sql(self) -> str:
         schema = ", ".join((f'"{self.namespace}"', *self.schema))
@@ -74,7 +79,9 @@ class InsightsQuery:
             sql += " WHERE " + " AND ".join(f"{k} = '{v}'" for k, v in self.where)
         if self.group_by:
             sql += f" GROUP BY {', '.join(self.group_by)}"
-            sql += f" ORDER BY {self.function}() {self.order} LIMIT 1"
+            sql += f" ORDER BY {self.function}() {self.order}"
+        if self.limit is not None:
+            sql += f" LIMIT {self.limit}"
         return sql
 
 
@@ -110,6 +117,20 @@ class AlarmSpec:
     #: Why missing data is treated this way: shown in the README and the alarm description.
     missing_data_reason: str
     tags: tuple[str, ...] = field(default=())
+    #: What the alarm watches, the same for every shard (``gpu-low-power``); the key adds the
+    #: shard (``gpu-low-power-shard-03``). A notification maps an alarm to its kind by this.
+    kind: str = ""
+    #: The alarm shard it covers (agent.metric_contract.alarm_shard), None: not sharded.
+    shard: str | None = None
+
+    @property
+    def alarm_kind(self) -> str:
+        return self.kind or self.key
+
+    @property
+    def multi_series(self) -> bool:
+        """One contributor per series the query returns (a Metrics Insights GROUP BY)."""
+        return isinstance(self.metric, InsightsQuery) and bool(self.metric.group_by)
 
     def alarm_name(self, cluster_name: str) -> str:
         return alarm_name(cluster_name, self.key)

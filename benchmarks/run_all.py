@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 
 from agent.cost import estimate
-from benchmarks import exporter, storage_analyzer, training_analyzer, training_emitter
+from benchmarks import alarms, exporter, storage_analyzer, training_analyzer, training_emitter
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,16 @@ def main() -> None:
     rows += [
         Row("emitter: overhead per step", w["per_step_overhead_us"], None, "us"),
         Row("emitter: share of a 10 ms step", 100 * w["share_of_10ms_step"], 1.0, "%"),
+    ]
+    a = alarms.main()
+    rows += [
+        Row("alarms: GPUs evaluated of a 10,000-GPU fleet", a["gpus_evaluated"], a["gpus"], "GPUs"),
+        Row("alarms: Metrics Insights alarms vs the quota", a["insights_alarms"], 200, "alarms"),
+        Row("alarms: most series one alarm returns vs 500", a["most_series"], 500, "series"),
+        Row("alarms: evaluations PARTIAL_DATA", a["partial"], None, "evaluations"),
+        Row("alarms: injected faults named on their GPU", a["faults_named"], a["faults"], "GPUs"),
+        Row("alarms: backtest time, 10,000 GPUs x 75 min", a["seconds"], None, "s"),
+        Row("alarms: peak memory of the run", a["peak_mib"], 512.0, "MiB"),
     ]
     rows.append(Row("cdk synth of the whole app", synth_seconds(), None, "s"))
     cost = estimate(nodes=1, gpus_per_node=8)

@@ -19,6 +19,7 @@ from agent.manifest import DEFAULT_GPU_NODE_LABELS
 from agent.resource_names import parameter_name
 from alarms.catalog import AlarmSettings
 from alarms.power_table import gpu_power
+from alarms.sizing import shards_for
 from cdk.aws_values import (
     bucket_problem,
     data_source_problem,
@@ -92,6 +93,9 @@ class Settings:
     low_power_percent: float = 30.0
     low_power_window_minutes: int = 60
     throttle_window_minutes: int = 30
+    #: GPUs the fleet may grow to: sizes the alarm shards (alarms.sizing: ceil(GPUs / 400),
+    #: one alarm per shard per per-GPU alarm kind). Changing it re-shards exporter and alarms.
+    fleet_gpus: int = 400
     #: Without the exporter, the low-power alarm reads the GPUs' power limit from this type.
     gpu_instance_type: str | None = None
     #: Critical alarms (pages): email addresses and HTTPS endpoints (a pager's webhook).
@@ -137,7 +141,12 @@ class Settings:
             exporter=self.exporter_enabled,
             gpu_instance_type=self.gpu_instance_type,
             host_logs=self.xid_host_log_filter,
+            shards=self.alarm_shards,
         )
+
+    @property
+    def alarm_shards(self) -> int:
+        return shards_for(self.fleet_gpus)
 
     @property
     def is_example(self) -> bool:
@@ -327,6 +336,7 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "low_power_percent": _as_float,
     "low_power_window_minutes": _as_int,
     "throttle_window_minutes": _as_int,
+    "fleet_gpus": _as_int,
     "gpu_instance_type": _as_str,
     "xid_host_log_filter": _as_bool,
     "storage_buckets": _as_str_tuple,

@@ -9,6 +9,7 @@ from typing import Any
 from alarms.backtest import BacktestResult, backtest, history_end, report
 from alarms.catalog import gpu_alarms
 from alarms.cloudwatch_history import fetch_samples
+from alarms.evaluator import Transition
 from alarms.history import read_history
 from cdk.settings import settings_from_context
 from cli.settings_args import add_settings_arguments, context_from_args
@@ -69,11 +70,27 @@ def _as_json(results: list[BacktestResult]) -> str:
             "alarm": r.spec.key,
             "severity": str(r.spec.severity),
             "datapoints": r.datapoints,
-            "transitions": [
-                {"time": t.time, "from": str(t.old), "to": str(t.new), "reason": t.reason}
-                for t in r.transitions
-            ],
+            "transitions": [_transition(t) for t in r.transitions],
+            **(
+                {
+                    "series_evaluated": r.evaluated,
+                    "partial_data_evaluations": r.partial_evaluations,
+                    "contributors": [
+                        {
+                            "attributes": dict(zip(r.contributor_names, group, strict=True)),
+                            "transitions": [_transition(t) for t in r.contributors[group]],
+                        }
+                        for group in sorted(r.contributors)
+                    ],
+                }
+                if r.spec.multi_series
+                else {}
+            ),
         }
         for r in results
     ]
     return json.dumps(document, indent=2)
+
+
+def _transition(t: Transition) -> dict[str, Any]:
+    return {"time": t.time, "from": str(t.old), "to": str(t.new), "reason": t.reason}

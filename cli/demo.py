@@ -105,6 +105,8 @@ class DemoResult:
                     f"   {r.spec.key:<24} [{r.spec.severity}] at "
                     f"{datetime.fromtimestamp(first.time, UTC):%H:%M}: {first.reason}"
                 )
+                for group in r.contributors_alarmed:  # the GPU a multi time series alarm names
+                    lines.append(f"   {'':<24} on {r.named(group)}")
             quiet = [r.spec.key for r in self.backtest if not r.alarms_raised]
             lines.append(f"   stayed quiet: {', '.join(quiet)}")
         if self.storage_findings:

@@ -13,12 +13,15 @@ from agent.emf import EmfDocument, encode
 from agent.exporter import Exporter, ExporterConfig
 from agent.fake_nvml import FakeNvml
 from agent.metric_contract import (
+    ALARM_METRICS,
     DIM_CLUSTER,
     DIM_GPU_INDEX,
     DIM_NODE,
+    DIM_SHARD,
     DIM_XID_CODE,
     NAMESPACE_GPU,
     GpuMetric,
+    alarm_shard,
 )
 from agent.simulated_trace import SimulatedGpu, node_trace
 from agent.sinks import BufferedSender, PutMetricDataSink
@@ -123,6 +126,12 @@ def _statistic(
             {"Name": DIM_CLUSTER, "Value": cluster},
             {"Name": DIM_NODE, "Value": NODE},
             {"Name": DIM_GPU_INDEX, "Value": gpu},
+            # The alarm metrics' per-GPU series carry the GPU's alarm shard (one shard here).
+            *(
+                [{"Name": DIM_SHARD, "Value": alarm_shard(NODE, int(gpu), 1)}]
+                if metric in ALARM_METRICS
+                else []
+            ),
         ],
         StartTime=START_EPOCH - 60,
         EndTime=START_EPOCH + DURATION_S + 60,

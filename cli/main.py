@@ -10,7 +10,10 @@ from pathlib import Path
 from agent.cloudwatch_agent_config import DEFAULT_GPU_MEASUREMENTS, gpu_node_agent_config
 from agent.cost import ENHANCED_CI_PER_MILLION_OBSERVATIONS, estimate
 from agent.manifest import DEFAULT_GPU_NODE_LABELS, exporter_manifests
+from alarms.catalog import AlarmSettings, alarm_sizing
 from alarms.cloudwatch_history import HistoryFetchError
+from alarms.sizing import shards_for
+from cdk.settings import EXAMPLE_CLUSTER_NAME, Settings
 from cli.analyze import add_arguments as add_analyze_arguments
 from cli.analyze import run as run_analyze
 from cli.backtest import add_arguments as add_backtest_arguments
@@ -73,6 +76,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="share the host's PID namespace to name the pod using each GPU",
     )
+    manifest.add_argument(
+        "--fleet-gpus",
+        type=int,
+        default=Settings().fleet_gpus,
+        help="the fleet_gpus setting the alarms are sized for (the exporter's alarm shards)",
+    )
 
     cost = commands.add_parser(
         "cost-estimate", help="monthly CloudWatch cost of the exporter for a GPU fleet"
@@ -80,6 +89,11 @@ def _parser() -> argparse.ArgumentParser:
     cost.add_argument("--nodes", type=int, required=True)
     cost.add_argument("--gpus-per-node", type=int, required=True)
     cost.add_argument("--interval", type=float, default=10.0, help="exporter interval, s (10)")
+    cost.add_argument(
+        "--fleet-gpus",
+        type=int,
+        help="GPUs the alarms are sized for (the fleet_gpus setting; default: nodes x GPUs)",
+    )
     cost.add_argument(
         "--ci-price-per-million",
         type=float,
@@ -126,18 +140,22 @@ def _manifest(args: argparse.Namespace) -> str:
         gpu_node_labels=args.node_labels or DEFAULT_GPU_NODE_LABELS,
         gpu_taint_keys=args.taint_keys or ("nvidia.com/gpu",),
         pod_attribution=args.pod_attribution,
+        alarm_shards=shards_for(args.fleet_gpus),
     )
     # A List is what `kubectl apply -f -` takes in one go; JSON is valid YAML.
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2)
 
 
 def _cost_estimate(args: argparse.Namespace) -> str:
-    return estimate(
+    table = estimate(
         nodes=args.nodes,
         gpus_per_node=args.gpus_per_node,
         interval_s=args.interval,
         ci_price_per_million=args.ci_price_per_million,
     ).table()
+    fleet = args.fleet_gpus if args.fleet_gpus is not None else args.nodes * args.gpus_per_node
+    sizing = alarm_sizing(AlarmSettings(cluster_name=EXAMPLE_CLUSTER_NAME), fleet)
+    return f"{table}\nAlarms: {sizing.line()}"
 
 
 def _demo(args: argparse.Namespace) -> str:

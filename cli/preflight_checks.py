@@ -24,6 +24,7 @@ from typing import Final
 from agent.metric_contract import exporter_log_group, training_log_group
 from alarms.catalog import gpu_alarms
 from alarms.model import InsightsQuery
+from alarms.sizing import INSIGHTS_ALARM_QUOTA
 from cdk.settings import AgentCredentials, Settings
 
 POD_IDENTITY_ADDON: Final = "eks-pod-identity-agent"
@@ -33,8 +34,6 @@ OBSERVABILITY_ADDON: Final = "amazon-cloudwatch-observability"
 KUBECTL_MINOR: Final = 33
 #: kubectl works with an API server one minor version older or newer.
 KUBECTL_SKEW: Final = 1
-#: The default quota of Metrics Insights alarms per account and Region (adjustable).
-INSIGHTS_ALARM_QUOTA: Final = 200
 #: Architectures the exporter image asset is built for (cdk/constructs/gpu_exporter.py's
 #: ``platform``); a test holds this equal to the synthesized asset.
 EXPORTER_IMAGE_ARCHITECTURES: Final = frozenset({"amd64"})
@@ -77,6 +76,9 @@ class Plan:
     required_log_group: str | None
     #: The Metrics Insights alarms the deployment creates, by name.
     insights_alarms: tuple[str, ...]
+    #: The fleet size the alarms are sized for, and the alarm shards that makes.
+    fleet_gpus: int = 0
+    alarm_shards: int = 1
 
 
 def plan_for(settings: Settings) -> Plan:
@@ -96,6 +98,8 @@ def plan_for(settings: Settings) -> Plan:
         insights_alarms=tuple(
             s.alarm_name(cluster) for s in specs if isinstance(s.metric, InsightsQuery)
         ),
+        fleet_gpus=settings.fleet_gpus,
+        alarm_shards=settings.alarm_shards,
     )
 
 
@@ -336,7 +340,8 @@ def check_insights_quota(plan: Plan, facts: Facts) -> Check:
     others = [a for a in facts.insights_alarms if a not in ours]
     total = len(others) + len(ours)
     detail = (
-        f"{len(others)} Metrics Insights alarms exist, this deployment adds {len(ours)}: "
+        f"{len(others)} Metrics Insights alarms exist, this deployment adds {len(ours)} "
+        f"(fleet_gpus={plan.fleet_gpus:,}: {plan.alarm_shards} alarm shard(s)): "
         f"{total} of the default quota of {INSIGHTS_ALARM_QUOTA} per Region"
     )
     fix = (

@@ -22,6 +22,7 @@ from agent.metric_contract import (
     NAMESPACE_TRAINING,
     GpuMetric,
     TrainingMetric,
+    gpu_schema,
 )
 from agent.resource_names import dashboard_name
 from dashboards.widgets import alarms, graph, layout, search, text
@@ -33,7 +34,8 @@ GPU_SCHEMA: Final = (DIM_CLUSTER, DIM_GPU_INDEX, DIM_NODE)
 
 
 def _gpu(cluster: str, metric: GpuMetric, stat: str = "Average") -> str:
-    return search(NAMESPACE_GPU, GPU_SCHEMA, str(metric), f'{DIM_CLUSTER}="{cluster}"', stat)
+    schema = gpu_schema(metric)  # the alarm metrics' per-GPU series carry a Shard too
+    return search(NAMESPACE_GPU, schema, str(metric), f'{DIM_CLUSTER}="{cluster}"', stat)
 
 
 def _body(

@@ -86,7 +86,11 @@ class GpuAlarms(Construct):
                 self,
                 spec.key,
                 alarm_name=spec.alarm_name(cluster_name),
-                alarm_description=f"{spec.description} {missing}"[:1024],
+                # "[severity] kind:" first, so a notification maps any shard's alarm to its
+                # kind and topic without a lookup; contributors name cluster, node and GPU.
+                alarm_description=(
+                    f"[{spec.severity}] {spec.alarm_kind}: {spec.description} {missing}"
+                )[:1024],
                 comparison_operator=str(spec.comparison),
                 threshold=spec.threshold,
                 evaluation_periods=spec.evaluation_periods,

@@ -27,6 +27,7 @@ class GpuExporter(Construct):
         gpu_taint_keys: tuple[str, ...],
         pod_attribution: bool,
         kubectl_role_arn: str | None,
+        alarm_shards: int = 1,
     ) -> None:
         super().__init__(scope, construct_id)
         # Built from agent/ at deploy time; synth only fingerprints the folder (no Docker).
@@ -41,6 +42,7 @@ class GpuExporter(Construct):
             image=self.image.image_uri,
             cluster_name=cluster_name,
             interval_s=interval_s,
+            alarm_shards=alarm_shards,
             gpu_node_labels=gpu_node_labels,
             gpu_taint_keys=gpu_taint_keys,
             pod_attribution=pod_attribution,

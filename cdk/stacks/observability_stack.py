@@ -55,6 +55,7 @@ class ObservabilityStack(DeploymentStack):
                 "GpuExporter",
                 cluster_name=settings.cluster_name,
                 interval_s=settings.exporter_interval_seconds,
+                alarm_shards=settings.alarm_shards,
                 gpu_node_labels=settings.gpu_node_labels,
                 gpu_taint_keys=settings.gpu_taint_keys,
                 pod_attribution=settings.exporter_pod_attribution,

@@ -8,6 +8,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from agent.metric_contract import alarm_shard
 from alarms.backtest import backtest
 from alarms.catalog import AlarmSettings, low_power_alarm
 from alarms.cloudwatch_history import fetch_samples
@@ -30,6 +31,7 @@ def _put(cloudwatch: Any, node: str, gpu: str, share: float, minutes: int) -> No
         {"Name": "ClusterName", "Value": "train"},
         {"Name": "NodeName", "Value": node},
         {"Name": "GpuIndex", "Value": gpu},
+        {"Name": "Shard", "Value": alarm_shard(node, int(gpu), 1)},  # as the exporter writes
     ]
     data = [
         {
@@ -72,6 +74,7 @@ def test_batches_are_full_500_query_calls(cloudwatch: Any) -> None:
                         {"Name": "ClusterName", "Value": "train"},
                         {"Name": "NodeName", "Value": f"n{gpu // 8}"},
                         {"Name": "GpuIndex", "Value": str(gpu % 8)},
+                        {"Name": "Shard", "Value": "0"},
                     ],
                     "Timestamp": datetime.fromtimestamp(T0, UTC),
                     "Value": 50.0,

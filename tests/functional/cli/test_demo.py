@@ -79,6 +79,15 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(tmp_path: Path) ->
         "gpu-power-brake": 0,
     }
     assert "gpu-low-power [warning]" in (tmp_path / "out" / "alarm-backtest.txt").read_text()
+    # Each per-GPU alarm names the GPU it fired on (its contributor), not just the cluster.
+    named = {r.spec.key: [g[-1] for g in r.contributors_alarmed] for r in result.backtest}
+    assert (named["gpu-low-power"], named["gpu-lost"], named["gpu-thermal-throttling"]) == (
+        ["1"],
+        ["3"],
+        ["2"],
+    )
+    assert named["gpu-ecc-uncorrected"] == ["3"]
+    assert "on ClusterName=example-gpu-cluster, NodeName=" in result.summary()
     storage = sorted(
         (result.storage_names.get(f["resource"], f["resource"]), f["kind"])
         for f in result.storage_findings

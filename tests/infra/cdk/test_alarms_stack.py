@@ -58,7 +58,8 @@ def test_each_alarm_has_its_metric_threshold_periods_and_action(synth: Synth) ->
     low = alarms["gpu-low-power"]
     (query,) = low["Metrics"]
     assert query["Expression"].startswith("SELECT MAX(gpu_allocated_power_utilization)")
-    assert "GROUP BY NodeName, GpuIndex ORDER BY MAX() ASC LIMIT 1" in query["Expression"]
+    assert "GROUP BY ClusterName, NodeName, GpuIndex ORDER BY MAX() ASC" in query["Expression"]
+    assert "LIMIT" not in query["Expression"]
     assert (query["Period"], low["Threshold"], low["EvaluationPeriods"]) == (300, 30, 12)
     assert low["ComparisonOperator"] == "LessThanThreshold"
     assert low["AlarmActions"] == [{"Ref": topics["warning"]}]

@@ -1,6 +1,7 @@
 import logging
 import threading
 import time
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -8,6 +9,7 @@ import pytest
 from agent.emf import EmfDocument, encode, parse_emf_line
 from agent.exporter import Exporter, ExporterConfig, NvmlUnavailableError
 from agent.fake_nvml import FakeNvml
+from agent.metric_contract import ALARM_METRICS, alarm_shard
 from agent.sinks import BufferedSender
 from tests.unit.agent.emf_contract import valid_emf
 from tests.unit.agent.nvml_trace import Clock, trace_lines
@@ -234,3 +236,32 @@ def test_shutdown_flushes_what_a_failing_sink_left_behind() -> None:
     sink.down = False
     assert exporter.shutdown() is True
     assert len(sink.delivered) == 3
+
+
+def test_alarm_metrics_carry_the_gpus_alarm_shard_in_their_own_directive() -> None:
+    """The multi time series alarms query ``WHERE Shard = 'k'``: only the alarm metrics'
+    per-GPU series carry it (no extra series); the rest keep the contract's sets."""
+    exporter, _ = _exporter(Clock(0), alarm_shards=25)
+    document = _by_gpu(exporter.collect_once())["1"]
+    plain, alarm = document["_aws"]["CloudWatchMetrics"]
+    assert plain["Dimensions"] == [["ClusterName", "NodeName", "GpuIndex"], ["ClusterName"]]
+    assert alarm["Dimensions"] == [
+        ["ClusterName", "NodeName", "GpuIndex", "Shard"],
+        ["ClusterName"],
+    ]
+    assert {m["Name"] for m in alarm["Metrics"]} <= {str(m) for m in ALARM_METRICS}
+    assert "gpu_healthy" in {m["Name"] for m in alarm["Metrics"]}
+    assert "gpu_power_utilization" in {m["Name"] for m in plain["Metrics"]}
+    assert document["Shard"] == alarm_shard("node-a", 1, 25)
+    valid_emf(encode(document))
+
+
+def test_alarm_shards_are_stable_and_fill_evenly_at_10000_gpus() -> None:
+    """1,250 eight-GPU nodes in 25 shards: every shard well under the 500 series one alarm
+    query returns in full."""
+    # With ceil(10,000 / 500) = 20 shards the fullest holds 562 GPUs: PARTIAL_DATA.
+    counts = Counter(alarm_shard(f"ip-10-0-{n // 250}-{n % 250}", g, 25) for n in range(1250)
+                     for g in range(8))  # fmt: skip
+    assert sorted(counts) == sorted(str(i) for i in range(25))
+    assert max(counts.values()) == 440
+    assert alarm_shard("node-a", 3, 25) == alarm_shard("node-a", 3, 25)

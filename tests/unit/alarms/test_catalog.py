@@ -1,6 +1,12 @@
 import pytest
 
-from alarms.catalog import AlarmSettings, AlarmSettingsError, gpu_alarms, low_power_alarm
+from alarms.catalog import (
+    AlarmSettings,
+    AlarmSettingsError,
+    alarm_sizing,
+    gpu_alarms,
+    low_power_alarm,
+)
 from alarms.model import Comparison, InsightsQuery, MissingData, Severity
 
 
@@ -26,14 +32,46 @@ def test_exporter_alarms_and_their_defaults() -> None:
     assert (thermal.evaluation_periods, thermal.threshold) == (6, 0.5)
 
 
-def test_low_power_query_watches_in_use_gpus_grouped_by_node_and_gpu() -> None:
-    metric = _by_key()["gpu-low-power"].metric
-    assert isinstance(metric, InsightsQuery)
-    assert metric.sql() == (
+def test_low_power_query_returns_one_series_per_in_use_gpu() -> None:
+    """A multi time series alarm: GROUP BY without LIMIT 1, each series a contributor named
+    by ClusterName, NodeName, GpuIndex ("Create an alarm based on a Multi Time Series Metrics
+    Insights query",
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/multi-time-series-alarm.html)."""
+    spec = _by_key()["gpu-low-power"]
+    assert isinstance(spec.metric, InsightsQuery)
+    assert spec.metric.sql() == (
         'SELECT MAX(gpu_allocated_power_utilization) FROM SCHEMA("GpuInsights", ClusterName, '
-        "GpuIndex, NodeName) WHERE ClusterName = 'train' GROUP BY NodeName, GpuIndex "
-        "ORDER BY MAX() ASC LIMIT 1"
+        "GpuIndex, NodeName, Shard) WHERE ClusterName = 'train' AND Shard = '0' "
+        "GROUP BY ClusterName, NodeName, GpuIndex ORDER BY MAX() ASC"
     )
+    assert spec.multi_series
+    assert spec.kind == "gpu-low-power"
+
+
+def test_per_gpu_kinds_get_one_alarm_per_shard_and_none_names_a_node() -> None:
+    alarms = gpu_alarms(AlarmSettings(cluster_name="train", shards=25))
+    per_gpu = [a for a in alarms if a.multi_series]
+    kinds = {a.kind for a in per_gpu}
+    assert kinds == {"gpu-low-power", "gpu-lost", "gpu-ecc-uncorrected",
+                     "gpu-thermal-throttling", "gpu-power-brake"}  # fmt: skip
+    assert len(per_gpu) == 5 * 25
+    assert len({a.key for a in alarms}) == len(alarms)
+    lost_7 = next(a for a in per_gpu if a.key == "gpu-lost-shard-07")
+    assert isinstance(lost_7.metric, InsightsQuery)
+    assert ("Shard", "7") in lost_7.metric.where
+    assert "shard 7 of 25" in lost_7.description
+    assert all(a.metric.group_by == ("ClusterName", "NodeName", "GpuIndex") for a in per_gpu)  # type: ignore[union-attr]
+
+
+def test_alarm_sizing_for_ten_thousand_gpus_fits_the_default_quota() -> None:
+    """200 Metrics Insights alarms per account and Region by default ("Limits",
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html)."""
+    sizing = alarm_sizing(AlarmSettings(cluster_name="train"), 10_000)
+    assert (sizing.shards, sizing.insights_alarms, sizing.quota) == (25, 125, 200)
+    assert sizing.fits_default_quota
+    big = alarm_sizing(AlarmSettings(cluster_name="train"), 20_000)
+    assert (big.shards, big.insights_alarms, big.fits_default_quota) == (50, 250, False)
+    assert alarm_sizing(AlarmSettings(cluster_name="train"), 64).insights_alarms == 5
 
 
 def test_container_insights_fallback_converts_the_share_to_watts() -> None:

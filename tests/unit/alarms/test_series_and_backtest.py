@@ -7,52 +7,83 @@ from alarms.catalog import AlarmSettings, gpu_alarms
 from alarms.evaluator import AlarmState
 from alarms.history import HistoryError, Sample, read_history
 from alarms.model import Difference, InsightsQuery, MetricStat
-from alarms.series import RankedSeries, difference_values, query_values, window
+from alarms.series import Contributors, Group, Values, difference_values, query_values, window
 
 T0 = 1_764_000_000.0 - 1_764_000_000.0 % 3600
 
 
 def _gpu(node: str, gpu: str, metric: str, value: float, t: float) -> Sample:
-    dims = frozenset({("ClusterName", "train"), ("NodeName", node), ("GpuIndex", gpu)})
+    dims = frozenset(
+        {("ClusterName", "train"), ("NodeName", node), ("GpuIndex", gpu), ("Shard", "0")}
+    )
     return Sample("GpuInsights", metric, dims, t, value)
 
 
-def test_query_takes_each_groups_max_then_the_lowest_group() -> None:
+SCHEMA = ("ClusterName", "GpuIndex", "NodeName", "Shard")
+BY_GPU = ("ClusterName", "NodeName", "GpuIndex")
+
+
+def test_query_returns_one_series_per_gpu() -> None:
     query = InsightsQuery(
-        "GpuInsights", "p", ("ClusterName", "GpuIndex", "NodeName"), (("ClusterName", "train"),),
-        "MAX", ("NodeName", "GpuIndex"), "ASC",
+        "GpuInsights", "p", SCHEMA, (("ClusterName", "train"), ("Shard", "0")),
+        "MAX", BY_GPU, "ASC",
     )  # fmt: skip
     samples = [
         _gpu("a", "0", "p", 90, T0), _gpu("a", "0", "p", 10, T0 + 60),  # max 90
-        _gpu("a", "1", "p", 12, T0), _gpu("a", "1", "p", 14, T0 + 60),  # max 14: the lowest
+        _gpu("a", "1", "p", 12, T0), _gpu("a", "1", "p", 14, T0 + 60),  # max 14
         _gpu("b", "0", "p", 50, T0 + 120),
         # Another cluster, and a series with another dimension set: not in the query.
         Sample("GpuInsights", "p", frozenset({("ClusterName", "other"), ("NodeName", "x"),
-                                               ("GpuIndex", "0")}), T0, 1.0),
+                                               ("GpuIndex", "0"), ("Shard", "0")}), T0, 1.0),
         Sample("GpuInsights", "p", frozenset({("ClusterName", "train")}), T0, 1.0),
     ]  # fmt: skip
     series = query_values(query, samples, 300)
-    assert isinstance(series, RankedSeries)
-    assert series.groups == {("a", "0"): {T0: 90.0}, ("a", "1"): {T0: 14.0}, ("b", "0"): {T0: 50.0}}
-    assert window(series, [T0 - 300, T0]) == [None, 14.0]
+    assert isinstance(series, Contributors)
+    assert series.groups == {
+        ("train", "a", "0"): {T0: 90.0},
+        ("train", "a", "1"): {T0: 14.0},
+        ("train", "b", "0"): {T0: 50.0},
+    }
+    assert window(series.groups[("train", "a", "1")], [T0 - 300, T0]) == [None, 14.0]
+    assert series.returned([T0]) == (
+        [("train", "a", "1"), ("train", "b", "0"), ("train", "a", "0")],
+        False,
+    )
 
 
-def test_order_by_ranks_each_group_over_the_whole_window_not_per_period() -> None:
+def test_order_by_ranks_each_group_over_the_whole_window_and_limit_cuts() -> None:
     """ "ORDER BY MAX() DESC orders the results by the maximum data point observed within the
     time range" (CloudWatch User Guide, "Metrics Insights query components and syntax",
     https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-metrics-insights-querylanguage.html):
-    with LIMIT 1 the query returns one whole series, the group that ranks first over the
-    window, and not the lowest value of each period."""
-    series = RankedSeries(
-        {("a", "0"): {0: 5.0, 300: 90.0}, ("b", "0"): {0: 60.0, 300: 20.0}}, "MAX", False
-    )
-    # MAX over the window: a 90, b 60. ASC returns b's series in full.
-    assert window(series, [0, 300]) == [60.0, 20.0]
-    # Over the first period alone, a ranks first.
-    assert window(series, [0]) == [5.0]
-    assert window(RankedSeries(series.groups, "MAX", True), [0, 300]) == [5.0, 90.0]
+    with LIMIT 1 the query returns the group that ranks first over the window."""
+    groups: dict[Group, Values] = {("a",): {0: 5.0, 300: 90.0}, ("b",): {0: 60.0, 300: 20.0}}
+    series = Contributors(("NodeName",), groups, "MAX", False, limit=1)
+    assert series.returned([0, 300]) == ([("b",)], False)  # MAX over the window: a 90, b 60
+    assert series.returned([0]) == ([("a",)], False)  # over the first period alone, a first
+    assert Contributors(("NodeName",), groups, "MAX", True, 1).returned([0, 300])[0] == [("a",)]
     # A group with no datapoint in the window is not returned at all.
-    assert window(RankedSeries({("a", "0"): {0: 1.0}}, "MAX", False), [300, 600]) == [None, None]
+    assert Contributors(("NodeName",), {("a",): {0.0: 1.0}}, "MAX", False).returned([300]) == (
+        [],
+        False,
+    )
+
+
+def test_over_500_series_or_10000_metrics_is_partial_data_and_keeps_the_worst_500() -> None:
+    """ "the EvaluationState will be set to PARTIAL_DATA ... If the Metrics Insights query
+    returns more than 500 time series ... matches more than 10,000 metrics" ("Limits",
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html)."""
+    groups: dict[Group, Values] = {(str(i),): {0: float(i)} for i in range(501)}
+    returned, partial = Contributors(("GpuIndex",), groups, "MAX", False).returned([0])
+    assert partial
+    assert len(returned) == 500
+    assert returned[0] == ("0",)
+    assert ("500",) not in returned
+    returned, partial = Contributors(("GpuIndex",), dict(list(groups.items())[:500]), "MAX",
+                                     False).returned([0])  # fmt: skip
+    assert not partial
+    assert len(returned) == 500
+    many = Contributors(("GpuIndex",), {("0",): {0: 1.0}}, "MAX", False, metrics={("0",): 10_001})
+    assert many.returned([0]) == ([("0",)], True)
 
 
 def test_difference_fills_a_missing_second_series_with_zero() -> None:
@@ -84,7 +115,12 @@ def test_low_power_fires_after_the_window_on_the_in_use_idle_gpu_only() -> None:
     assert quiet.alarms_raised == 0
     (nothing_in_use,) = backtest(specs, [], start=T0, end=T0 + 3 * 3600)
     assert nothing_in_use.alarms_raised == 0
-    assert "gpu-low-power [warning]" in report([result], start=T0, end=T0 + 3 * 3600)
+    # Each GPU is its own contributor: the idle one alarms, and the report names it.
+    assert result.contributors_alarmed == [("train", "a", "1")]
+    assert result.transitions[-1].reason == "1 out of 2 time series evaluated to ALARM"
+    text = report([result], start=T0, end=T0 + 3 * 3600)
+    assert "gpu-low-power [warning]" in text
+    assert "contributor ClusterName=train, NodeName=a, GpuIndex=1:" in text
 
 
 def test_a_gap_in_an_idle_gpus_data_delays_the_alarm_not_forever() -> None:
@@ -103,8 +139,8 @@ def test_a_gap_in_an_idle_gpus_data_delays_the_alarm_not_forever() -> None:
 
 def test_three_gpus_low_in_turn_do_not_make_an_hour_of_low_power() -> None:
     """Each of three GPUs is under 30% for 25 minutes in turn and busy otherwise: some GPU is
-    low in every period, but no GPU was low for the hour, so the query's one series (the GPU
-    with the lowest peak over the window) is never under the threshold for 12 periods."""
+    low in every period, but no GPU was low for the hour, so no contributor is under the
+    threshold for 12 periods."""
     specs = [a for a in gpu_alarms(AlarmSettings(cluster_name="train")) if a.key == "gpu-low-power"]
     metric = "gpu_allocated_power_utilization"
     samples = []
@@ -121,6 +157,39 @@ def test_three_gpus_low_in_turn_do_not_make_an_hour_of_low_power() -> None:
     )
     (fired,) = backtest(specs, stuck, start=T0, end=T0 + 3 * 3600)
     assert [(t.time - T0, t.new) for t in fired.transitions][-1] == (3600, AlarmState.ALARM)
+    assert fired.contributors_alarmed == [("train", "a", "1")]
+
+
+def test_more_than_100_gpus_in_alarm_read_100_plus() -> None:
+    """ "If there are more than 100 contributors in ALARM (for example 105), the StateReason
+    will be "100+ time series evaluated to ALARM"" ("Limits",
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html)."""
+    specs = [a for a in gpu_alarms(AlarmSettings(cluster_name="train")) if a.key == "gpu-lost"]
+    lost = [
+        _gpu(f"n{i // 8}", str(i % 8), "gpu_healthy", 0.0, T0 + m * 60)
+        for i in range(105)
+        for m in range(5)
+    ]
+    (result,) = backtest(specs, lost, start=T0, end=T0 + 300)
+    assert result.transitions[-1].new is AlarmState.ALARM
+    assert result.transitions[-1].reason == "100+ time series evaluated to ALARM"
+    assert len(result.contributors_alarmed) == 105
+    (few,) = backtest(specs, lost[: 95 * 5], start=T0, end=T0 + 300)
+    assert few.transitions[-1].reason == "95 out of 95 time series evaluated to ALARM"
+
+
+def test_a_gpu_whose_data_stops_leaves_the_alarm() -> None:
+    """Low power on GPU 1 for an hour, then the job releases it (no more datapoints)."""
+    specs = [a for a in gpu_alarms(AlarmSettings(cluster_name="train")) if a.key == "gpu-low-power"]
+    samples = _hours_of("a", "1", 12.0, 1.5, "gpu_allocated_power_utilization")
+    (result,) = backtest(specs, samples, start=T0, end=T0 + 3 * 3600)
+    assert [(t.time - T0, t.new) for t in result.transitions] == [
+        (300, AlarmState.OK),
+        (3600, AlarmState.ALARM),
+        # The range (14 periods) holds 12 real low datapoints until 6,000 s; then missing
+        # periods count as not breaching (a released GPU is not low on power).
+        (6300, AlarmState.OK),
+    ]
 
 
 def test_the_default_end_evaluates_the_period_holding_the_last_sample() -> None:

@@ -63,7 +63,7 @@ def _sample(minute: int, value: float) -> str:
         {
             "namespace": "GpuInsights",
             "metric": "gpu_allocated_power_utilization",
-            "dimensions": {"ClusterName": "train", "NodeName": "n1", "GpuIndex": "3"},
+            "dimensions": {"ClusterName": "train", "NodeName": "n1", "GpuIndex": "3", "Shard": "0"},
             "timestamp": 1_764_331_200 + minute * 60,
             "value": value,
         }
@@ -83,6 +83,9 @@ def test_backtest_from_a_file_says_when_an_alarm_fires(
         ("OK", 300),
         ("ALARM", 3600),
     ]
+    (gpu,) = low["contributors"]
+    assert gpu["attributes"] == {"ClusterName": "train", "NodeName": "n1", "GpuIndex": "3"}
+    assert [t["to"] for t in gpu["transitions"]] == ["OK", "ALARM"]
     assert results["gpu-xid-fatal"]["transitions"][0]["to"] == "OK"
     # A stricter threshold from the same settings the app takes: the idle GPU no longer fires.
     assert main([*args, "-c", "cluster_name=train", "-c", "low_power_percent=5", "--json"]) == 0

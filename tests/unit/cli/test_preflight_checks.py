@@ -9,9 +9,9 @@ from dataclasses import replace
 
 import pytest
 
+from alarms.sizing import INSIGHTS_ALARM_QUOTA
 from cdk.settings import AgentCredentials, Settings
 from cli.preflight_checks import (
-    INSIGHTS_ALARM_QUOTA,
     Addon,
     Cluster,
     Facts,
@@ -46,9 +46,11 @@ def test_plan_names_what_the_stacks_create_by_name_and_its_insights_alarms() -> 
         "/aws/gpu-insights/train/training",
     )
     assert PLAN.required_log_group is None
-    # low power, thermal throttling and power brake query Metrics Insights; the rest do not.
+    # The per-GPU kinds query Metrics Insights (one shard at the default fleet size).
     assert PLAN.insights_alarms == (
         "gpu-insights-train-gpu-low-power",
+        "gpu-insights-train-gpu-lost",
+        "gpu-insights-train-gpu-ecc-uncorrected",
         "gpu-insights-train-gpu-thermal-throttling",
         "gpu-insights-train-gpu-power-brake",
     )
@@ -170,8 +172,8 @@ def test_the_host_log_filter_needs_its_log_group() -> None:
 
 @pytest.mark.parametrize(
     ("existing", "verdict"),
-    [(0, Verdict.OK), (177, Verdict.OK), (178, Verdict.WARN), (197, Verdict.WARN),
-     (198, Verdict.FAIL)],
+    [(0, Verdict.OK), (175, Verdict.OK), (176, Verdict.WARN), (195, Verdict.WARN),
+     (196, Verdict.FAIL)],
 )  # fmt: skip
 def test_insights_alarms_count_against_the_quota_of_200(existing: int, verdict: Verdict) -> None:
     assert INSIGHTS_ALARM_QUOTA == 200
@@ -179,14 +181,31 @@ def test_insights_alarms_count_against_the_quota_of_200(existing: int, verdict: 
     check = check_insights_quota(PLAN, facts(insights_alarms=names))
     assert check.verdict is verdict
     assert check.detail.startswith(
-        f"{existing} Metrics Insights alarms exist, this deployment adds 3"
+        f"{existing} Metrics Insights alarms exist, this deployment adds 5 "
+        "(fleet_gpus=400: 1 alarm shard(s))"
     )
+
+
+def test_a_fleet_of_10000_gpus_adds_125_alarms_and_fails_beside_76_others() -> None:
+    """200 Metrics Insights alarms per account and Region by default ("Limits",
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html)."""
+    plan = plan_for(Settings(cluster_name="train", fleet_gpus=10_000))
+    assert (len(plan.insights_alarms), plan.alarm_shards) == (125, 25)
+    assert check_insights_quota(plan, facts()).detail == (
+        "0 Metrics Insights alarms exist, this deployment adds 125 (fleet_gpus=10,000: 25 alarm "
+        "shard(s)): 125 of the default quota of 200 per Region"
+    )
+    others = tuple(f"other-{i}" for i in range(76))
+    assert check_insights_quota(plan, facts(insights_alarms=others)).verdict is Verdict.FAIL
 
 
 def test_a_redeploy_does_not_count_its_own_alarms_twice() -> None:
     names = (*PLAN.insights_alarms, "other-0")
     check = check_insights_quota(PLAN, facts(insights_alarms=names))
-    assert check.detail.startswith("1 Metrics Insights alarms exist, this deployment adds 3: 4 of")
+    assert check.detail.startswith(
+        "1 Metrics Insights alarms exist, this deployment adds 5 (fleet_gpus=400: 1 alarm "
+        "shard(s)): 6 of"
+    )
 
 
 @pytest.mark.parametrize(
