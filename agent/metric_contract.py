@@ -13,6 +13,8 @@ NAMESPACE_GPU: Final = "GpuInsights"
 NAMESPACE_TRAINING: Final = "GpuInsights/Training"
 #: Counts of findings published by the analyzers.
 NAMESPACE_FINDINGS: Final = "GpuInsights/Findings"
+#: Daily GPU-hour attribution totals (dimensions ClusterName, Namespace).
+NAMESPACE_WASTE: Final = "GpuInsights/Waste"
 #: Namespace of Container Insights (node_gpu_*, pod_gpu_* metrics from DCGM).
 NAMESPACE_CONTAINER_INSIGHTS: Final = "ContainerInsights"
 #: Namespace the CloudWatch agent uses for host metrics (``nvidia_smi_*`` on EC2 nodes).
@@ -29,6 +31,8 @@ DIM_XID_CODE: Final = "XidCode"
 DIM_JOB: Final = "JobName"
 DIM_KIND: Final = "Kind"
 DIM_SEVERITY: Final = "Severity"
+#: The Kubernetes namespace a GPU-hour is attributed to (GpuInsights/Waste).
+DIM_NAMESPACE: Final = "Namespace"
 
 #: Where the add-on's CloudWatch agent and Fluent Bit run, and the account they use.
 AGENT_NAMESPACE: Final = "amazon-cloudwatch"
@@ -49,6 +53,9 @@ class TrainingMetric(StrEnum):
     JOB_FAILED = "job_failed"
     #: Steps completed in the flush interval (what the means above are over).
     STEPS = "steps"
+    #: Percent of the step time spent waiting for data, per job and window (a ratio of
+    #: sums, so a dashboard never has to divide one job's series by another's).
+    DATA_WAIT_SHARE = "data_wait_share"
 
 
 TRAINING_METRIC_UNITS: Final[dict[TrainingMetric, str]] = {
@@ -61,10 +68,23 @@ TRAINING_METRIC_UNITS: Final[dict[TrainingMetric, str]] = {
     TrainingMetric.JOB_SUCCEEDED: "Count",
     TrainingMetric.JOB_FAILED: "Count",
     TrainingMetric.STEPS: "Count",
+    TrainingMetric.DATA_WAIT_SHARE: "Percent",
 }
 TRAINING_DIMENSIONS: Final = (DIM_CLUSTER, DIM_JOB)
 #: Properties (not dimensions) that the training analyzer reads back from the log lines.
 PROP_RANK: Final = "Rank"
+
+
+class WasteMetric(StrEnum):
+    """Daily attribution totals, namespace ``GpuInsights/Waste``, dimensions ClusterName and
+    Namespace."""
+
+    HELD = "gpu_hours_held"
+    HELD_NOT_WORKING = "gpu_hours_held_not_working"
+    WASTE_USD = "gpu_waste_usd"
+
+
+WASTE_DIMENSIONS: Final = (DIM_CLUSTER, DIM_NAMESPACE)
 
 
 def training_log_group(cluster_name: str) -> str:
