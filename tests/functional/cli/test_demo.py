@@ -105,7 +105,7 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(tmp_path: Path) ->
     html = (tmp_path / "out" / "report.html").read_text()
     assert f"GPU week {result.report['week']}: example-gpu-cluster" in html
     assert "gpu-insights-example-gpu-cluster-gpu-xid-fatal" in html  # an alarm raised that week
-    assert len(list((tmp_path / "out" / "dashboards").glob("*.json"))) == 4
+    assert len(list((tmp_path / "out" / "dashboards").glob("*.json"))) == 5
     bound = next(f for f in result.training_findings if f["kind"] == "training_data_bound")
     assert bound["related"] == [
         "s3_high_error_rate arn:aws:s3:::demo-training-data",
