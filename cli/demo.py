@@ -19,12 +19,21 @@ from alarms.catalog import gpu_alarms
 from alarms.cloudwatch_history import fetch_samples
 from alarms.model import AlarmSpec
 from cdk.settings import Settings
-from cli.demo_exporter import ROLES, ExporterReplay, replay_exporter, replay_window
+from cli.demo_dashboards import DashboardView, dashboards_summary, demo_dashboard_views
+from cli.demo_exporter import (
+    INTERVAL_S,
+    NODE,
+    ROLES,
+    ExporterReplay,
+    replay_exporter,
+    replay_window,
+)
 from cli.demo_preflight import run_preflight
 from cli.demo_report import render_png, run_weekly_report, write_dashboards
 from cli.demo_storage import BUCKETS as STORAGE_BUCKETS
 from cli.demo_storage import run_storage_analyzer, storage_summary
 from cli.demo_storage import seed as seed_storage
+from cli.demo_training import CLUSTER as TRAINING_CLUSTER
 from cli.demo_training import run_training_analyzer, training_summary
 from cli.demo_training import seed as seed_training
 
@@ -51,6 +60,8 @@ class DemoResult:
     report: dict[str, Any] = field(default_factory=dict)
     dashboards: list[Path] = field(default_factory=list)
     preflight: list[str] = field(default_factory=list)
+    dashboard_views: list[DashboardView] = field(default_factory=list)
+    cluster: str = ""
 
     def summary(self) -> str:
         lines = ["EKS GPU Insights demo (no AWS account: moto in-process)", ""]
@@ -119,6 +130,8 @@ class DemoResult:
         if self.preflight:
             lines.append("9. `gpu-insights preflight` before the deploy, on the demo's cluster:")
             lines.extend(f"   {line}" for line in self.preflight if line)
+        if self.dashboard_views:
+            lines += dashboards_summary(self.dashboard_views, DEMO_REGION, self.cluster, NODE)
         lines.append("")
         lines.append("Output:")
         lines.extend(f"   {path}" for path in self.files)
@@ -233,6 +246,17 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
             settings.cluster_name, list(STORAGE_BUCKETS), alarm_names, out_dir
         )
         result.files += result.dashboards
+        if result.exporter is not None and result.exporter.emf_path is not None:
+            result.cluster = settings.cluster_name
+            result.dashboard_views = demo_dashboard_views(
+                result.exporter.emf_path,
+                clients["logs"],
+                cluster=settings.cluster_name,
+                training_cluster=TRAINING_CLUSTER,
+                node=NODE,
+                buckets=list(STORAGE_BUCKETS),
+                exporter_interval_s=int(INTERVAL_S),
+            )
 
     out_dir.mkdir(parents=True, exist_ok=True)
     for filename, document in (

@@ -270,12 +270,14 @@ def gpu_node(cluster: str, region: str) -> dict[str, Any]:
     """One node's GPUs line by line (at most ``GPUS_PER_NODE_MAX`` a widget)."""
     g = GpuMetric
 
-    def per_gpu(title: str, metric: GpuMetric, function: str = "AVG", **kw: Any) -> Widget:
+    def per_gpu(
+        title: str, metric: GpuMetric, function: str = "AVG", order: str = "DESC", **kw: Any
+    ) -> Widget:
         sql = _gpu_query(
             cluster,
             metric,
             function,
-            "DESC",
+            order,
             group_by=(DIM_GPU_INDEX,),
             node=NODE_PATTERN,
             limit=GPUS_PER_NODE_MAX,
@@ -303,7 +305,7 @@ def gpu_node(cluster: str, region: str) -> dict[str, Any]:
             [
                 per_gpu("Temperature (C)", g.TEMPERATURE, "MAX"),
                 per_gpu("Memory used (bytes)", g.MEMORY_USED, "MAX"),
-                per_gpu("Healthy (0 = lost)", g.HEALTHY, "MIN"),
+                per_gpu("Healthy (0 = lost)", g.HEALTHY, "MIN", "ASC"),
             ],
             [
                 per_gpu("Thermally throttled (share of samples)", g.THROTTLED_THERMAL),
@@ -363,7 +365,7 @@ def training_jobs(cluster: str, region: str) -> dict[str, Any]:
 
     def one(title: str, metric: TrainingMetric, function: str = "AVG", **kw: Any) -> Widget:
         sql = _job_query(cluster, metric, function, JOB_PATTERN)
-        return metric_widget(title, [expression_row(sql, id="q", label="")], width=6, **kw)
+        return metric_widget(title, [expression_row(sql, id="q", label=JOB_PATTERN)], width=6, **kw)
 
     return _body(
         [
