@@ -12,7 +12,7 @@ storage and findings widgets (a SEARCH returns at most 500 series). Rows with
 import json
 import re
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,10 +179,22 @@ def _search(expression: str, samples: Sequence[Sample]) -> list[tuple[str, Value
     return series
 
 
+Index = dict[tuple[str, str], list[Sample]]
+
+
+def index(samples: Iterable[Sample]) -> Index:
+    """Samples by namespace and metric: each row reads only its own metric's samples."""
+    by_metric: Index = defaultdict(list)
+    for s in samples:
+        by_metric[(s.namespace, s.metric)].append(s)
+    return by_metric
+
+
 def _row(
-    row: list[Any], samples: Sequence[Sample], period: int, env: dict[str, Values]
+    row: list[Any], by_metric: Index, period: int, env: dict[str, Values]
 ) -> tuple[dict[str, Any], Result]:
     if isinstance(row[0], str):
+        samples: Sequence[Sample] = by_metric.get((row[0], row[1]), [])
         options = row[-1] if isinstance(row[-1], dict) else {}
         pairs = row[2:-1] if options else row[2:]
         dims = tuple(zip(pairs[::2], pairs[1::2], strict=True))
@@ -192,12 +204,13 @@ def _row(
     expression: str = options["expression"]
     row_period = options.get("period", period)
     if expression.startswith("SELECT"):
-        found = insights.evaluate(expression, samples, row_period)
-        if not insights.parse(expression).group_by:
+        query = insights.parse(expression)
+        found = insights.run(query, by_metric.get((query.namespace, query.metric), []), row_period)
+        if not query.group_by:
             return options, found[0].values if found else {}
         return options, [(" ".join(s.group), s.values, s.score) for s in found]
     if "SEARCH(" in expression:
-        return options, _search(expression, samples)
+        return options, _search(expression, [s for group in by_metric.values() for s in group])
     return options, math(expression, env, row_period)
 
 
@@ -214,7 +227,7 @@ def _lines(label: str, result: Result, single: bool) -> list[Line]:
     ]
 
 
-def evaluate_widget(widget: dict[str, Any], samples: Sequence[Sample]) -> WidgetView:
+def evaluate_widget(widget: dict[str, Any], by_metric: Index) -> WidgetView:
     properties = widget["properties"]
     title = properties.get("title", "")
     if widget["type"] != "metric":
@@ -224,7 +237,7 @@ def evaluate_widget(widget: dict[str, Any], samples: Sequence[Sample]) -> Widget
     env: dict[str, Values] = {}
     lines: list[Line] = []
     for row in properties["metrics"]:
-        options, result = _row(row, samples, period, env)
+        options, result = _row(row, by_metric, period, env)
         if isinstance(result, dict) and "id" in options:
             env[options["id"]] = result
         if options.get("visible", True):
@@ -233,8 +246,11 @@ def evaluate_widget(widget: dict[str, Any], samples: Sequence[Sample]) -> Widget
 
 
 def evaluate_body(
-    body: dict[str, Any], samples: Sequence[Sample], variables: Mapping[str, str] | None = None
+    body: dict[str, Any],
+    samples: Sequence[Sample] | Index,
+    variables: Mapping[str, str] | None = None,
 ) -> list[WidgetView]:
     """Every metric widget of the body, in order, with what it shows."""
     applied = apply_variables(body, variables or {})
-    return [evaluate_widget(w, samples) for w in applied["widgets"] if w["type"] == "metric"]
+    by_metric = samples if isinstance(samples, dict) else index(samples)
+    return [evaluate_widget(w, by_metric) for w in applied["widgets"] if w["type"] == "metric"]
