@@ -1,8 +1,8 @@
 """A synthetic metric history of a fleet, shaped as the exporter, the training emitter and the
 waste attribution publish it: one GPU of every node idle while held, one hot, one lost."""
 
-from alarms.history import Sample
 from agent.metric_contract import GpuMetric, TrainingMetric, WasteMetric
+from alarms.history import Sample
 
 CLUSTER = "train"
 GPUS = 8
