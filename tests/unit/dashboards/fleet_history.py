@@ -53,13 +53,13 @@ def fleet(nodes: int, *, periods: int = 1) -> list[Sample]:
             )
             samples.append(Sample("GpuInsights", g.XID_ERRORS, xid, 0.0, 5.0 if n == 0 else 1.0))
         job = frozenset({("ClusterName", CLUSTER), ("JobName", f"job-{n}")})
-        for metric, value in (
+        for job_metric, value in (
             (TrainingMetric.DATA_WAIT_SHARE, 40.0 if n == 0 else 5.0),
             (TrainingMetric.STEP_TIME, 2.0),
             (TrainingMetric.STEPS, 30.0),
             (TrainingMetric.SAMPLES_PER_SECOND, 32.0),
         ):
-            samples.append(Sample("GpuInsights/Training", metric, job, 0.0, value))
+            samples.append(Sample("GpuInsights/Training", job_metric, job, 0.0, value))
         if n % 10 == 0:
             ns = frozenset({("ClusterName", CLUSTER), ("Namespace", f"ns-{n // 10}")})
             hours = 48.0 if n == 0 else 2.0
