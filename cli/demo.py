@@ -125,7 +125,7 @@ class DemoResult:
                 f"8. Ran the weekly report Lambda for {self.report['week']}: report.html and "
                 f"report.json in the report bucket ({self.report['findings']} findings read, "
                 f"{self.report['malformed_finding_lines']} malformed lines), the summary sent to "
-                "SNS once; and wrote the four dashboard bodies the app deploys."
+                "SNS once; and wrote the five dashboard bodies the app deploys."
             )
         if self.preflight:
             lines.append("9. `gpu-insights preflight` before the deploy, on the demo's cluster:")
