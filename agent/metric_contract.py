@@ -14,6 +14,8 @@ NAMESPACE_GPU: Final = "GpuInsights"
 NAMESPACE_TRAINING: Final = "GpuInsights/Training"
 #: Counts of findings published by the analyzers.
 NAMESPACE_FINDINGS: Final = "GpuInsights/Findings"
+#: Daily GPU-hour attribution totals (dimensions ClusterName, Namespace).
+NAMESPACE_WASTE: Final = "GpuInsights/Waste"
 #: Namespace of Container Insights (node_gpu_*, pod_gpu_* metrics from DCGM).
 NAMESPACE_CONTAINER_INSIGHTS: Final = "ContainerInsights"
 #: Namespace the CloudWatch agent uses for host metrics (``nvidia_smi_*`` on EC2 nodes).
@@ -33,6 +35,8 @@ DIM_SEVERITY: Final = "Severity"
 #: The alarm shard of a GPU (``alarm_shard``): bounds the series one Metrics Insights alarm
 #: query returns, so a fleet of any size is evaluated in full (alarms/sizing.py).
 DIM_SHARD: Final = "Shard"
+#: The Kubernetes namespace a GPU-hour is attributed to (GpuInsights/Waste).
+DIM_NAMESPACE: Final = "Namespace"
 
 #: Where the add-on's CloudWatch agent and Fluent Bit run, and the account they use.
 AGENT_NAMESPACE: Final = "amazon-cloudwatch"
@@ -53,6 +57,9 @@ class TrainingMetric(StrEnum):
     JOB_FAILED = "job_failed"
     #: Steps completed in the flush interval (what the means above are over).
     STEPS = "steps"
+    #: Percent of the step time spent waiting for data, per job and window (a ratio of
+    #: sums, so a dashboard never has to divide one job's series by another's).
+    DATA_WAIT_SHARE = "data_wait_share"
 
 
 TRAINING_METRIC_UNITS: Final[dict[TrainingMetric, str]] = {
@@ -65,6 +72,7 @@ TRAINING_METRIC_UNITS: Final[dict[TrainingMetric, str]] = {
     TrainingMetric.JOB_SUCCEEDED: "Count",
     TrainingMetric.JOB_FAILED: "Count",
     TrainingMetric.STEPS: "Count",
+    TrainingMetric.DATA_WAIT_SHARE: "Percent",
 }
 TRAINING_DIMENSIONS: Final = (DIM_CLUSTER, DIM_JOB)
 #: Properties (not dimensions) that the training analyzer reads back from the log lines.
@@ -107,12 +115,10 @@ CI_POD_GPU_SCHEMA: Final = ("ClusterName", "FullPodName", "GpuDevice", "Namespac
 CI_POD_GPU_UTILIZATION_METRIC: Final = "pod_gpu_utilization"
 CI_NODE_GPU_POWER_METRIC: Final = "node_gpu_power_draw"
 CI_NODE_GPU_SCHEMA: Final = ("ClusterName", "GpuDevice", "InstanceId", "InstanceType", "NodeName")
-DIM_NAMESPACE: Final = "Namespace"
 DIM_POD_NAME: Final = "PodName"
 DIM_GPU_DEVICE: Final = "GpuDevice"
 
 #: Daily GPU-hour attribution totals of the GPU analyzer, for showback dashboards.
-NAMESPACE_WASTE: Final = "GpuInsights/Waste"
 WASTE_DIMENSIONS: Final = (DIM_CLUSTER, DIM_NAMESPACE)
 
 

@@ -213,6 +213,8 @@ class TrainingMetrics:
             metrics[TrainingMetric.STEPS] = w.steps
             metrics[TrainingMetric.STEP_TIME] = w.step_time / w.steps
             metrics[TrainingMetric.DATA_WAIT] = w.data_wait / w.steps
+            if w.step_time > 0:
+                metrics[TrainingMetric.DATA_WAIT_SHARE] = 100 * w.data_wait / w.step_time
             if w.samples and elapsed > 0:
                 metrics[TrainingMetric.SAMPLES_PER_SECOND] = w.samples / elapsed
         for checkpoint, values in (

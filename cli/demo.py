@@ -19,13 +19,22 @@ from alarms.catalog import gpu_alarms
 from alarms.cloudwatch_history import fetch_samples
 from alarms.model import AlarmSpec
 from cdk.settings import Settings
-from cli.demo_exporter import ROLES, ExporterReplay, replay_exporter, replay_window
+from cli.demo_dashboards import DashboardView, dashboards_summary, demo_dashboard_views
+from cli.demo_exporter import (
+    INTERVAL_S,
+    NODE,
+    ROLES,
+    ExporterReplay,
+    replay_exporter,
+    replay_window,
+)
 from cli.demo_notifications import NotificationsDemo, notifications_summary, run_notifications
 from cli.demo_preflight import run_preflight
 from cli.demo_report import render_png, run_weekly_report, write_dashboards
 from cli.demo_storage import BUCKETS as STORAGE_BUCKETS
 from cli.demo_storage import run_storage_analyzer, storage_summary
 from cli.demo_storage import seed as seed_storage
+from cli.demo_training import CLUSTER as TRAINING_CLUSTER
 from cli.demo_training import run_training_analyzer, training_summary
 from cli.demo_training import seed as seed_training
 
@@ -53,6 +62,54 @@ class DemoResult:
     dashboards: list[Path] = field(default_factory=list)
     preflight: list[str] = field(default_factory=list)
     notifications: NotificationsDemo | None = None
+    dashboard_views: list[DashboardView] = field(default_factory=list)
+    cluster: str = ""
+
+    def _exporter_lines(self) -> list[str]:
+        """Step 4: what the exporter's replay read back, GPU by GPU."""
+        lines: list[str] = []
+        if self.exporter is None:
+            return lines
+        replay = self.exporter
+        lines.append(
+            f"4. Ran the GPU exporter on a simulated node ({', '.join(ROLES)} H100s) for "
+            f"{replay.cycles} cycles; {replay.documents} EMF documents into CloudWatch "
+            "(GpuInsights), read back:"
+        )
+        for gpu, share in replay.power_utilization_by_gpu.items():
+            sm = replay.sm_active_by_gpu.get(gpu)
+            sm_text = f"SM active {sm:5.1f}%" if sm is not None else "SM active n/a"
+            health = "  LOST (gpu_healthy=0)" if gpu in replay.unhealthy_gpus else ""
+            throttled = replay.thermal_throttled_by_gpu.get(gpu, 0.0)
+            lines.append(
+                f"   GPU {gpu} ({ROLES[int(gpu)]:>7}): power {share:5.1f}% of its limit, "
+                f"{sm_text}, thermally throttled {throttled:3.0f}% of samples{health}"
+            )
+        for gpu, code, severity, meaning in replay.xids:
+            lines.append(f"   XID {code} on GPU {gpu} ({severity}): {meaning}")
+        return lines
+
+    def _backtest_lines(self) -> list[str]:
+        """Step 5: each alarm that would have fired, and the GPU it names."""
+        lines: list[str] = []
+        if not self.backtest:
+            return lines
+        raised = [r for r in self.backtest if r.alarms_raised]
+        lines.append(
+            f"5. Backtested the {len(self.backtest)} alarms the app deploys over that replay "
+            f"(read back from CloudWatch): {len(raised)} would have fired:"
+        )
+        for r in raised:
+            first = next(t for t in r.transitions if t.new.value == "ALARM")
+            lines.append(
+                f"   {r.spec.key:<24} [{r.spec.severity}] at "
+                f"{datetime.fromtimestamp(first.time, UTC):%H:%M}: {first.reason}"
+            )
+            for group in r.contributors_alarmed:  # the GPU a multi time series alarm names
+                lines.append(f"   {'':<24} on {r.named(group)}")
+        quiet = [r.spec.key for r in self.backtest if not r.alarms_raised]
+        lines.append(f"   stayed quiet: {', '.join(quiet)}")
+        return lines
 
     def summary(self) -> str:
         lines = ["EKS GPU Insights demo (no AWS account: moto in-process)", ""]
@@ -75,40 +132,7 @@ class DemoResult:
             f"back as a node would: {len(measurements['measurement'])} nvidia_gpu measurements "
             f"every {measurements['metrics_collection_interval']} s"
         )
-        if self.exporter is not None:
-            replay = self.exporter
-            lines.append(
-                f"4. Ran the GPU exporter on a simulated node ({', '.join(ROLES)} H100s) for "
-                f"{replay.cycles} cycles; {replay.documents} EMF documents into CloudWatch "
-                "(GpuInsights), read back:"
-            )
-            for gpu, share in replay.power_utilization_by_gpu.items():
-                sm = replay.sm_active_by_gpu.get(gpu)
-                sm_text = f"SM active {sm:5.1f}%" if sm is not None else "SM active n/a"
-                health = "  LOST (gpu_healthy=0)" if gpu in replay.unhealthy_gpus else ""
-                throttled = replay.thermal_throttled_by_gpu.get(gpu, 0.0)
-                lines.append(
-                    f"   GPU {gpu} ({ROLES[int(gpu)]:>7}): power {share:5.1f}% of its limit, "
-                    f"{sm_text}, thermally throttled {throttled:3.0f}% of samples{health}"
-                )
-            for gpu, code, severity, meaning in replay.xids:
-                lines.append(f"   XID {code} on GPU {gpu} ({severity}): {meaning}")
-        if self.backtest:
-            raised = [r for r in self.backtest if r.alarms_raised]
-            lines.append(
-                f"5. Backtested the {len(self.backtest)} alarms the app deploys over that replay "
-                f"(read back from CloudWatch): {len(raised)} would have fired:"
-            )
-            for r in raised:
-                first = next(t for t in r.transitions if t.new.value == "ALARM")
-                lines.append(
-                    f"   {r.spec.key:<24} [{r.spec.severity}] at "
-                    f"{datetime.fromtimestamp(first.time, UTC):%H:%M}: {first.reason}"
-                )
-                for group in r.contributors_alarmed:  # the GPU a multi time series alarm names
-                    lines.append(f"   {'':<24} on {r.named(group)}")
-            quiet = [r.spec.key for r in self.backtest if not r.alarms_raised]
-            lines.append(f"   stayed quiet: {', '.join(quiet)}")
+        lines += self._exporter_lines() + self._backtest_lines()
         if self.storage_findings:
             lines += storage_summary(self.storage_findings, self.storage_names)
         if self.training_summary:
@@ -118,13 +142,15 @@ class DemoResult:
                 f"8. Ran the weekly report Lambda for {self.report['week']}: report.html and "
                 f"report.json in the report bucket ({self.report['findings']} findings read, "
                 f"{self.report['malformed_finding_lines']} malformed lines), the summary sent to "
-                "SNS once; and wrote the four dashboard bodies the app deploys."
+                "SNS once; and wrote the five dashboard bodies the app deploys."
             )
         if self.preflight:
             lines.append("9. `gpu-insights preflight` before the deploy, on the demo's cluster:")
             lines.extend(f"   {line}" for line in self.preflight if line)
         if self.notifications is not None:
             lines += notifications_summary(self.notifications)
+        if self.dashboard_views:
+            lines += dashboards_summary(self.dashboard_views, DEMO_REGION, self.cluster, NODE)
         lines.append("")
         lines.append("Output:")
         lines.extend(f"   {path}" for path in self.files)
@@ -245,6 +271,17 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
             settings.cluster_name, list(STORAGE_BUCKETS), alarm_names, out_dir
         )
         result.files += result.dashboards
+        if result.exporter is not None and result.exporter.emf_path is not None:
+            result.cluster = settings.cluster_name
+            result.dashboard_views = demo_dashboard_views(
+                result.exporter.emf_path,
+                clients["logs"],
+                cluster=settings.cluster_name,
+                training_cluster=TRAINING_CLUSTER,
+                node=NODE,
+                buckets=list(STORAGE_BUCKETS),
+                exporter_interval_s=int(INTERVAL_S),
+            )
 
     out_dir.mkdir(parents=True, exist_ok=True)
     for filename, document in (

@@ -1,8 +1,16 @@
-"""The four dashboards: GPU fleet, training jobs, storage, findings and alarms.
+"""The dashboards: GPU fleet, one GPU node, training jobs, storage, findings and alarms.
 
-Bodies use SEARCH expressions scoped to the cluster, and dashboard variables where CloudWatch
-has them (a node picker on the GPU fleet, a job picker on training), so they keep up with a
-fleet that changes.
+Every GPU and training widget is a Metrics Insights query with ``GROUP BY ... ORDER BY ...
+LIMIT n`` or a cluster-wide aggregate, never a SEARCH over per-GPU series: a SEARCH returns at
+most 500 series and draws one line per GPU, so the picture grows with the fleet and is cut at
+500 GPUs ("It can return up to 500 time series", aws-cdk-lib aws_cloudwatch SearchExpressionProps,
+https://docs.aws.amazon.com/cdk/api/v2/docs/aws-cdk-lib.aws_cloudwatch.SearchExpressionProps.html).
+The node and job pickers are pattern variables, which rewrite the node or job inside the
+queries ("A pattern variable is one that changes a regex pattern across the dashboard JSON";
+a property variable "changes the values of all instances of a property in the list of
+widgets", that is a dimension in metric arrays, never text inside an expression: aws-cdk-lib
+aws_cloudwatch VariableType,
+https://docs.aws.amazon.com/cdk/api/v2/docs/aws-cdk-lib.aws_cloudwatch.VariableType.html).
 """
 
 import json
@@ -14,32 +22,74 @@ from agent.metric_contract import (
     DIM_GPU_INDEX,
     DIM_JOB,
     DIM_KIND,
+    DIM_NAMESPACE,
     DIM_NODE,
     DIM_SEVERITY,
     DIM_XID_CODE,
     NAMESPACE_FINDINGS,
     NAMESPACE_GPU,
     NAMESPACE_TRAINING,
+    NAMESPACE_WASTE,
+    TRAINING_DIMENSIONS,
+    WASTE_DIMENSIONS,
     GpuMetric,
     TrainingMetric,
+    WasteMetric,
     gpu_schema,
 )
 from agent.resource_names import dashboard_name
-from dashboards.widgets import alarms, graph, layout, search, text
+from dashboards.links import (
+    JOB_PATTERN,
+    NODE_DASHBOARD,
+    NODE_PATTERN,
+    NODE_VARIABLE,
+    node_dashboard_url,
+)
+from dashboards.widgets import (
+    Widget,
+    alarms,
+    expression_row,
+    graph,
+    insights_sql,
+    layout,
+    metric_row,
+    metric_widget,
+    search,
+    text,
+)
 
 #: CloudWatch refuses dashboard bodies above this size.
 MAX_BODY_BYTES: Final = 1_000_000
 FINDINGS_METRIC: Final = "findings"
-GPU_SCHEMA: Final = (DIM_CLUSTER, DIM_GPU_INDEX, DIM_NODE)
+XID_SCHEMA: Final = (DIM_CLUSTER, DIM_GPU_INDEX, DIM_NODE, DIM_XID_CODE)
+#: Series an outlier widget draws, whatever the fleet.
+OUTLIERS: Final = 10
+#: Lines a node widget draws: more GPUs than any EC2 instance has.
+GPUS_PER_NODE_MAX: Final = 16
+WEEK_S: Final = 7 * 86400
 
 
-def _gpu(cluster: str, metric: GpuMetric, stat: str = "Average") -> str:
-    schema = gpu_schema(metric)  # the alarm metrics' per-GPU series carry a Shard too
-    return search(NAMESPACE_GPU, schema, str(metric), f'{DIM_CLUSTER}="{cluster}"', stat)
+COUNT_REPORTING: Final = "GPUs reporting"
+COUNT_IN_USE: Final = "GPUs in use"
+COUNT_HELD_IDLE: Final = "GPUs held but not working (today)"
+COUNT_LOST: Final = "GPUs lost"
+FLEET_POWER: Final = "Fleet power against the limit (%)"
+FLEET_SM: Final = "Fleet SM activity (%)"
+OUTLIER_LOW_POWER: Final = "Lowest power in use (% of limit), 10 GPUs"
+OUTLIER_LOW_SM: Final = "Lowest SM activity (%), 10 GPUs"
+OUTLIER_HOT: Final = "Hottest (C), 10 GPUs"
+OUTLIER_THERMAL: Final = "Most thermally throttled (share of samples), 10 GPUs"
+OUTLIER_POWER_BRAKE: Final = "Most power-braked (share of samples), 10 GPUs"
+OUTLIER_XID_NODES: Final = "Most XID errors, 10 nodes"
+OUTLIER_DATA_WAIT: Final = "Data-wait share of the step (%), 10 jobs"
+OUTLIER_STEP: Final = "Slowest step (s), 10 jobs"
+OUTLIER_FAILED: Final = "Most failed runs, 10 jobs"
+WASTE_HOURS: Final = "Held but not working this week (GPU-hours), 10 namespaces"
+WASTE_USD: Final = "Waste this week (USD), 10 namespaces"
 
 
 def _body(
-    rows: Sequence[Sequence[Any]], region: str, variables: list[dict[str, Any]] | None = None
+    rows: Sequence[Sequence[Widget]], region: str, variables: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
     widgets = layout(rows)
     for widget in widgets:
@@ -51,140 +101,311 @@ def _body(
     return body
 
 
-def _variable(
-    property_name: str,
+def _pattern_variable(
+    variable_id: str,
     label: str,
-    namespace: str,
-    dimensions: Sequence[str],
-    metric: str,
+    pattern: str,
+    search_in: tuple[str, Sequence[str], str],
+    populate_from: str,
     cluster: str,
 ) -> dict[str, Any]:
+    """A select filled from a metric search, rewriting ``pattern`` wherever the body has it."""
+    namespace, dimensions, metric = search_in
     schema = ",".join((namespace, *dimensions))
     return {
-        "type": "property",
-        "property": property_name,
+        "type": "pattern",
+        "pattern": pattern,
         "inputType": "select",
-        "id": property_name.lower(),
+        "id": variable_id,
         "label": label,
+        "defaultValue": "__FIRST",
         "visible": True,
         "search": f'{{{schema}}} MetricName="{metric}" {DIM_CLUSTER}="{cluster}"',
-        "populateFrom": property_name,
+        "populateFrom": populate_from,
     }
 
 
-def gpu_fleet(cluster: str, region: str) -> dict[str, Any]:
+def _gpu_query(
+    cluster: str,
+    metric: GpuMetric,
+    function: str,
+    order: str,
+    *,
+    group_by: Sequence[str] = (DIM_NODE, DIM_GPU_INDEX),
+    node: str | None = None,
+    limit: int = OUTLIERS,
+) -> str:
+    where = [(DIM_CLUSTER, cluster)] + ([(DIM_NODE, node)] if node else [])
+    return insights_sql(
+        NAMESPACE_GPU,
+        gpu_schema(metric),  # the alarm metrics' per-GPU series carry a Shard too
+        str(metric),
+        function,
+        where,
+        group_by=group_by,
+        order=order,
+        limit=limit,
+    )
+
+
+def _outliers(title: str, sql: str, *, y_max: float | None = None) -> Widget:
+    return metric_widget(title, [expression_row(sql, id="q")], width=8, y_max=y_max)
+
+
+def _single(title: str, rows: Sequence[list[Any]], period: int) -> Widget:
+    return metric_widget(title, rows, view="singleValue", period=period, width=4, height=3)
+
+
+def _count(title: str, cluster: str, metric: GpuMetric, interval_s: int) -> Widget:
+    """GPUs that published ``metric`` in the minute: the cluster-wide series' sample count
+    over the samples one GPU sends in the period (one per exporter interval)."""
+    c = [(DIM_CLUSTER, cluster)]
+    return _single(
+        title,
+        [
+            metric_row(NAMESPACE_GPU, str(metric), c, stat="SampleCount", id="n"),
+            expression_row(f"n * {interval_s} / PERIOD(n)", id="gpus", label="GPUs"),
+        ],
+        60,
+    )
+
+
+def gpu_fleet(cluster: str, region: str, exporter_interval_s: int = 10) -> dict[str, Any]:
+    """Counts and fleet aggregates, then the ten worst GPUs or nodes per question."""
     g = GpuMetric
+    c = [(DIM_CLUSTER, cluster)]
+    held = insights_sql(
+        NAMESPACE_WASTE, WASTE_DIMENSIONS, str(WasteMetric.HELD_NOT_WORKING), "SUM", c
+    )
+    lost = f"(n - ok) * {exporter_interval_s} / PERIOD(n)"
     return _body(
         [
             [
                 text(
-                    f"# GPU fleet of {cluster}\nThree questions, top to bottom: is the device "
-                    "active, how busy are its SMs, how efficient is the work. Pick a node above."
+                    f"# GPU fleet of {cluster}\nHow many GPUs report, work, idle while held or "
+                    "are lost; then the ten worst per question. Each outlier's label names its "
+                    f"node: open the [node dashboard]({node_dashboard_url(region, cluster)}) "
+                    "and pick it, or follow an alarm's link, which preselects it."
                 )
             ],
             [
-                graph(
-                    "1. Active? GPU utilization (%)",
-                    [(_gpu(cluster, g.UTILIZATION), "")],
-                    width=8,
-                    y_max=100,
-                ),
-                graph("1. Active? Power draw (W)", [(_gpu(cluster, g.POWER_DRAW), "")], width=8),
-                graph("1. Active? Temperature (C)", [(_gpu(cluster, g.TEMPERATURE), "")], width=8),
-            ],
-            [
-                graph(
-                    "2. SMs busy? SM activity (%)", [(_gpu(cluster, g.SM_ACTIVE), "")], y_max=100
-                ),
-                graph(
-                    "2. SMs busy? SM occupancy (%)",
-                    [(_gpu(cluster, g.SM_OCCUPANCY), "")],
-                    y_max=100,
-                ),
-            ],
-            [
-                graph(
-                    "3. Efficient? Power against the limit (%)",
-                    [(_gpu(cluster, g.POWER_UTILIZATION), "")],
-                    y_max=100,
-                ),
-                graph(
-                    "3. Efficient? Tensor activity (%)",
-                    [(_gpu(cluster, g.TENSOR_ACTIVE), "")],
-                    y_max=100,
-                ),
-            ],
-            [
-                graph(
-                    "XID errors by code",
+                _count(COUNT_REPORTING, cluster, g.HEALTHY, exporter_interval_s),
+                _count(COUNT_IN_USE, cluster, g.ALLOCATED_POWER_UTILIZATION, exporter_interval_s),
+                _single(
+                    COUNT_HELD_IDLE,
                     [
-                        (
-                            search(
-                                NAMESPACE_GPU,
-                                (DIM_CLUSTER, DIM_XID_CODE),
-                                str(g.XID_ERRORS),
-                                f'{DIM_CLUSTER}="{cluster}"',
-                                "Sum",
-                            ),
-                            "",
+                        expression_row(held, id="h", visible=False),
+                        expression_row("h / 24", id="gpus", label="GPUs, the day's average"),
+                    ],
+                    86400,
+                ),
+                _single(
+                    COUNT_LOST,
+                    [
+                        metric_row(NAMESPACE_GPU, str(g.HEALTHY), c, stat="SampleCount", id="n"),
+                        metric_row(NAMESPACE_GPU, str(g.HEALTHY), c, stat="Sum", id="ok"),
+                        expression_row(lost, id="gpus", label="GPUs"),
+                    ],
+                    60,
+                ),
+                _single(
+                    FLEET_POWER,
+                    [
+                        metric_row(NAMESPACE_GPU, str(g.POWER_DRAW), c, stat="Sum", id="draw"),
+                        metric_row(NAMESPACE_GPU, str(g.POWER_LIMIT), c, stat="Sum", id="cap"),
+                        expression_row("100 * draw / cap", id="share", label="% of limit"),
+                    ],
+                    300,
+                ),
+                _single(
+                    FLEET_SM,
+                    [
+                        metric_row(
+                            NAMESPACE_GPU,
+                            str(g.SM_ACTIVE),
+                            c,
+                            stat="Average",
+                            id="sm",
+                            visible=True,
                         )
                     ],
-                    width=8,
+                    300,
                 ),
-                graph(
-                    "Lost GPUs (gpu_healthy = 0)",
-                    [(_gpu(cluster, g.HEALTHY, "Minimum"), "")],
-                    width=8,
+            ],
+            [
+                _outliers(
+                    OUTLIER_LOW_POWER,
+                    _gpu_query(cluster, g.ALLOCATED_POWER_UTILIZATION, "AVG", "ASC"),
+                    y_max=100,
                 ),
-                graph(
-                    "Throttled (share of samples)",
-                    [
-                        (_gpu(cluster, g.THROTTLED_THERMAL), "thermal"),
-                        (_gpu(cluster, g.THROTTLED_POWER), "power brake"),
-                    ],
-                    width=8,
+                _outliers(
+                    OUTLIER_LOW_SM, _gpu_query(cluster, g.SM_ACTIVE, "AVG", "ASC"), y_max=100
+                ),
+                _outliers(OUTLIER_HOT, _gpu_query(cluster, g.TEMPERATURE, "MAX", "DESC")),
+            ],
+            [
+                _outliers(OUTLIER_THERMAL, _gpu_query(cluster, g.THROTTLED_THERMAL, "AVG", "DESC")),
+                _outliers(
+                    OUTLIER_POWER_BRAKE, _gpu_query(cluster, g.THROTTLED_POWER, "AVG", "DESC")
+                ),
+                _outliers(
+                    OUTLIER_XID_NODES,
+                    insights_sql(
+                        NAMESPACE_GPU,
+                        XID_SCHEMA,
+                        str(g.XID_ERRORS),
+                        "SUM",
+                        c,
+                        group_by=(DIM_NODE,),
+                        order="DESC",
+                        limit=OUTLIERS,
+                    ),
                 ),
             ],
         ],
         region,
-        [_variable(DIM_NODE, "Node", NAMESPACE_GPU, GPU_SCHEMA, str(g.POWER_UTILIZATION), cluster)],
     )
 
 
-def _job(cluster: str, metric: TrainingMetric, stat: str = "Average") -> str:
-    return search(
-        NAMESPACE_TRAINING, (DIM_CLUSTER, DIM_JOB), str(metric), f'{DIM_CLUSTER}="{cluster}"', stat
+def gpu_node(cluster: str, region: str) -> dict[str, Any]:
+    """One node's GPUs line by line (at most ``GPUS_PER_NODE_MAX`` a widget)."""
+    g = GpuMetric
+
+    def per_gpu(
+        title: str, metric: GpuMetric, function: str = "AVG", order: str = "DESC", **kw: Any
+    ) -> Widget:
+        sql = _gpu_query(
+            cluster,
+            metric,
+            function,
+            order,
+            group_by=(DIM_GPU_INDEX,),
+            node=NODE_PATTERN,
+            limit=GPUS_PER_NODE_MAX,
+        )
+        return metric_widget(title, [expression_row(sql, id="q", label="GPU")], width=8, **kw)
+
+    xids = insights_sql(
+        NAMESPACE_GPU,
+        XID_SCHEMA,
+        str(g.XID_ERRORS),
+        "SUM",
+        [(DIM_CLUSTER, cluster), (DIM_NODE, NODE_PATTERN)],
+        group_by=(DIM_GPU_INDEX, DIM_XID_CODE),
+        order="DESC",
+        limit=OUTLIERS,
     )
+    return _body(
+        [
+            [text(f"# One GPU node of {cluster}\nEach line is one GPU of the node picked above.")],
+            [
+                per_gpu("Power against the limit (%)", g.POWER_UTILIZATION, y_max=100),
+                per_gpu("SM activity (%)", g.SM_ACTIVE, y_max=100),
+                per_gpu("GPU utilization (%)", g.UTILIZATION, y_max=100),
+            ],
+            [
+                per_gpu("Temperature (C)", g.TEMPERATURE, "MAX"),
+                per_gpu("Memory used (bytes)", g.MEMORY_USED, "MAX"),
+                per_gpu("Healthy (0 = lost)", g.HEALTHY, "MIN", "ASC"),
+            ],
+            [
+                per_gpu("Thermally throttled (share of samples)", g.THROTTLED_THERMAL),
+                per_gpu("Power brake (share of samples)", g.THROTTLED_POWER),
+                metric_widget(
+                    "XID errors by GPU and code", [expression_row(xids, id="q")], width=8
+                ),
+            ],
+        ],
+        region,
+        [
+            _pattern_variable(
+                NODE_VARIABLE,
+                "Node",
+                NODE_PATTERN,
+                (NAMESPACE_GPU, gpu_schema(g.HEALTHY), str(g.HEALTHY)),
+                DIM_NODE,
+                cluster,
+            )
+        ],
+    )
+
+
+def _job_query(cluster: str, metric: TrainingMetric, function: str, job: str | None) -> str:
+    """Per job (a job's identity kept by GROUP BY), or the one job the picker names."""
+    if job is not None:
+        where = [(DIM_CLUSTER, cluster), (DIM_JOB, job)]
+        return insights_sql(NAMESPACE_TRAINING, TRAINING_DIMENSIONS, str(metric), function, where)
+    return insights_sql(
+        NAMESPACE_TRAINING,
+        TRAINING_DIMENSIONS,
+        str(metric),
+        function,
+        [(DIM_CLUSTER, cluster)],
+        group_by=(DIM_JOB,),
+        order="DESC",
+        limit=OUTLIERS,
+    )
+
+
+def _waste(cluster: str, title: str, metric: WasteMetric) -> Widget:
+    sql = insights_sql(
+        NAMESPACE_WASTE,
+        WASTE_DIMENSIONS,
+        str(metric),
+        "SUM",
+        [(DIM_CLUSTER, cluster)],
+        group_by=(DIM_NAMESPACE,),
+        order="DESC",
+        limit=OUTLIERS,
+    )
+    return metric_widget(title, [expression_row(sql, id="q")], view="bar", period=WEEK_S)
 
 
 def training_jobs(cluster: str, region: str) -> dict[str, Any]:
     t = TrainingMetric
+
+    def one(title: str, metric: TrainingMetric, function: str = "AVG", **kw: Any) -> Widget:
+        sql = _job_query(cluster, metric, function, JOB_PATTERN)
+        return metric_widget(title, [expression_row(sql, id="q", label=JOB_PATTERN)], width=6, **kw)
+
     return _body(
         [
             [
                 text(
-                    f"# Training jobs of {cluster}\nA data-wait share above 20% of the step time "
-                    "is a job waiting on storage. Pick a job above."
+                    f"# Training jobs of {cluster}\nThe ten jobs that wait most for data (above "
+                    "20% of the step is a job waiting on storage), step slowest and fail most; "
+                    "one job in detail (pick it above); the week's GPU waste by namespace."
                 )
             ],
             [
-                graph("Throughput (samples/s)", [(_job(cluster, t.SAMPLES_PER_SECOND), "")]),
-                graph("Step time (s)", [(_job(cluster, t.STEP_TIME), "")]),
-            ],
-            [
-                graph(
-                    "Data-wait share of the step (%)",
-                    [(f"100 * {_job(cluster, t.DATA_WAIT)} / {_job(cluster, t.STEP_TIME)}", "")],
+                _outliers(
+                    OUTLIER_DATA_WAIT,
+                    _job_query(cluster, t.DATA_WAIT_SHARE, "AVG", None),
                     y_max=100,
                 ),
-                graph("Checkpoint save (s)", [(_job(cluster, t.CHECKPOINT_SAVE, "Maximum"), "")]),
+                _outliers(OUTLIER_STEP, _job_query(cluster, t.STEP_TIME, "AVG", None)),
+                _outliers(OUTLIER_FAILED, _job_query(cluster, t.JOB_FAILED, "SUM", None)),
             ],
-            [graph("Failed runs", [(_job(cluster, t.JOB_FAILED, "Sum"), "")], width=24, height=4)],
+            [
+                one("Throughput (samples/s)", t.SAMPLES_PER_SECOND),
+                one("Step time (s)", t.STEP_TIME),
+                one("Data-wait share of the step (%)", t.DATA_WAIT_SHARE, y_max=100),
+                one("Checkpoint save (s)", t.CHECKPOINT_SAVE, "MAX"),
+            ],
+            [
+                _waste(cluster, WASTE_HOURS, WasteMetric.HELD_NOT_WORKING),
+                _waste(cluster, WASTE_USD, WasteMetric.WASTE_USD),
+            ],
         ],
         region,
         [
-            _variable(
-                DIM_JOB, "Job", NAMESPACE_TRAINING, (DIM_CLUSTER, DIM_JOB), str(t.STEPS), cluster
+            _pattern_variable(
+                "job",
+                "Job",
+                JOB_PATTERN,
+                (NAMESPACE_TRAINING, TRAINING_DIMENSIONS, str(t.STEPS)),
+                DIM_JOB,
+                cluster,
             )
         ],
     )
@@ -227,15 +448,17 @@ def storage(cluster: str, buckets: Sequence[str], region: str) -> dict[str, Any]
                 "EBS limit exceeded (checks)",
                 [
                     (
-                        "SEARCH('"
+                        "SORT(SEARCH('"
                         + ebs
-                        + " MetricName=\"VolumeThroughputExceededCheck\"', 'Maximum', 300)",
+                        + " MetricName=\"VolumeThroughputExceededCheck\"', 'Maximum', 300),"
+                        " MAX, DESC, 10)",
                         "throughput",
                     ),
                     (
-                        "SEARCH('"
+                        "SORT(SEARCH('"
                         + ebs
-                        + " MetricName=\"VolumeIOPSExceededCheck\"', 'Maximum', 300)",
+                        + " MetricName=\"VolumeIOPSExceededCheck\"', 'Maximum', 300),"
+                        " MAX, DESC, 10)",
                         "IOPS",
                     ),
                 ],
@@ -314,11 +537,17 @@ def findings_and_alarms(cluster: str, alarm_arns: Sequence[str], region: str) ->
 
 
 def all_dashboards(
-    cluster: str, buckets: Sequence[str], alarm_arns: Sequence[str], region: str
+    cluster: str,
+    buckets: Sequence[str],
+    alarm_arns: Sequence[str],
+    region: str,
+    *,
+    exporter_interval_s: int = 10,
 ) -> dict[str, dict[str, Any]]:
     """Dashboard name -> body, for the CDK app and the demo."""
     return {
-        dashboard_name(cluster, "gpu-fleet"): gpu_fleet(cluster, region),
+        dashboard_name(cluster, "gpu-fleet"): gpu_fleet(cluster, region, exporter_interval_s),
+        dashboard_name(cluster, NODE_DASHBOARD): gpu_node(cluster, region),
         dashboard_name(cluster, "training"): training_jobs(cluster, region),
         dashboard_name(cluster, "storage"): storage(cluster, buckets, region),
         dashboard_name(cluster, "findings"): findings_and_alarms(cluster, alarm_arns, region),

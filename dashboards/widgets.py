@@ -86,3 +86,89 @@ def layout(rows: Sequence[Sequence[Widget]]) -> list[dict[str, Any]]:
             x += widget.width
         y += max((w.height for w in row), default=0)
     return placed
+
+
+def metric_row(
+    namespace: str,
+    metric: str,
+    dimensions: Sequence[tuple[str, str]],
+    *,
+    stat: str,
+    id: str,
+    visible: bool = False,
+) -> list[Any]:
+    """One metric in a widget's ``metrics`` array: namespace, name, dimension pairs, then the
+    rendering object (a hidden input to an expression unless ``visible``)."""
+    row: list[Any] = [namespace, metric]
+    for name, value in dimensions:
+        row += [name, value]
+    row.append({"stat": stat, "id": id, "visible": visible})
+    return row
+
+
+def expression_row(
+    expression: str, *, id: str, label: str = "", period: int | None = None, visible: bool = True
+) -> list[Any]:
+    item: dict[str, Any] = {"expression": expression, "id": id, "label": label}
+    if not visible:
+        item["visible"] = False
+    if period is not None:
+        item["period"] = period
+    return [item]
+
+
+def metric_widget(
+    title: str,
+    metrics: Sequence[list[Any]],
+    *,
+    view: str = "timeSeries",
+    period: int = 300,
+    width: int = 12,
+    height: int = 6,
+    y_max: float | None = None,
+    stat: str | None = None,
+) -> Widget:
+    """A metric widget over explicit rows: metrics, SQL queries and math expressions."""
+    properties: dict[str, Any] = {
+        "title": title,
+        "view": view,
+        "metrics": [list(row) for row in metrics],
+        "period": period,
+    }
+    if stat is not None:
+        properties["stat"] = stat
+    if view == "timeSeries":
+        properties["stacked"] = False
+        y_axis: dict[str, Any] = {"left": {"min": 0, "showUnits": False}}
+        if y_max is not None:
+            y_axis["left"]["max"] = y_max
+        properties["yAxis"] = y_axis
+    else:
+        properties["setPeriodToTimeRange"] = view != "singleValue"
+    return Widget("metric", width, height, properties)
+
+
+def insights_sql(
+    namespace: str,
+    schema: Sequence[str],
+    metric: str,
+    function: str,
+    where: Sequence[tuple[str, str]],
+    *,
+    group_by: Sequence[str] = (),
+    order: str | None = None,
+    limit: int | None = None,
+) -> str:
+    """A Metrics Insights query. With GROUP BY, ORDER BY and LIMIT it returns at most
+    ``limit`` series however many GPUs or jobs match: what keeps a widget's size fixed."""
+    columns = ", ".join((f'"{namespace}"', *schema))
+    sql = f"SELECT {function}({metric}) FROM SCHEMA({columns})"
+    if where:
+        sql += " WHERE " + " AND ".join(f"{k} = '{v}'" for k, v in where)
+    if group_by:
+        sql += f" GROUP BY {', '.join(group_by)}"
+    if order:
+        sql += f" ORDER BY {function}() {order}"
+    if limit is not None:
+        sql += f" LIMIT {limit}"
+    return sql

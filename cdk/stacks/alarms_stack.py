@@ -97,7 +97,11 @@ class AlarmsStack(DeploymentStack):
             )
             for i, (name, body) in enumerate(
                 all_dashboards(
-                    cluster, list(settings.storage_buckets), alarm_arns, self.region
+                    cluster,
+                    list(settings.storage_buckets),
+                    alarm_arns,
+                    self.region,
+                    exporter_interval_s=settings.exporter_interval_seconds,
                 ).items()
             )
         ]

@@ -72,6 +72,8 @@ def test_every_name_in_every_template_fits_its_kind(synth: Synth) -> None:
     # The names the cluster name flows into were all seen (the test reads real templates).
     assert checked[("AWS::SNS::Topic", "DisplayName")] == 2
     assert checked[("AWS::SNS::Topic", "TopicName")] == 3
-    assert checked[("AWS::CloudWatch::Dashboard", "DashboardName")] == 4
+    assert (
+        checked[("AWS::CloudWatch::Dashboard", "DashboardName")] == 5
+    )  # fleet, node, training, storage, findings
     assert checked[("AWS::SSM::Parameter", "Name")] == 1
     assert checked[("AWS::CloudWatch::CompositeAlarm", "AlarmName")] == 1

@@ -114,7 +114,24 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(tmp_path: Path) ->
     html = (tmp_path / "out" / "report.html").read_text()
     assert f"GPU week {result.report['week']}: example-gpu-cluster" in html
     assert "gpu-insights-example-gpu-cluster-gpu-xid-fatal" in html  # an alarm raised that week
-    assert len(list((tmp_path / "out" / "dashboards").glob("*.json"))) == 4
+    assert len(list((tmp_path / "out" / "dashboards").glob("*.json"))) == 5
+    shown = {
+        f"{view.name.removeprefix('gpu-insights-example-gpu-cluster-')}: {w.title}": w
+        for view in result.dashboard_views
+        for w in view.widgets
+    }
+    node = "ip-10-0-1-17.ec2.internal"
+    assert shown["gpu-fleet: Lowest power in use (% of limit), 10 GPUs"].lines[0].label == (
+        f"{node} 1"  # the idle GPU
+    )
+    assert shown["gpu-fleet: Hottest (C), 10 GPUs"].lines[0].label == f"{node} 2"  # thermal
+    assert shown["gpu-fleet: GPUs lost"].lines[0].value == 1  # the failing GPU
+    assert shown["gpu-fleet: GPUs reporting"].lines[0].value == 4
+    assert shown["training: Data-wait share of the step (%), 10 jobs"].lines[0].label == (
+        "bert-data-bound"
+    )
+    assert max(w.series for w in shown.values()) == 5  # the demo's five jobs
+    assert "GPUs lost: GPUs 1 [1 series]" in result.summary()
     bound = next(f for f in result.training_findings if f["kind"] == "training_data_bound")
     assert bound["related"] == [
         "s3_high_error_rate arn:aws:s3:::demo-training-data",

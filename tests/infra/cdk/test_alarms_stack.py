@@ -159,11 +159,12 @@ def test_cfn_lint_passes_on_the_alarms_stack(synth: Synth) -> None:
     assert [str(m) for m in matches if m.rule.id.startswith("E")] == []
 
 
-def test_four_dashboards_are_deployed_with_the_alarms_on_them(synth: Synth) -> None:
+def test_five_dashboards_are_deployed_with_the_alarms_on_them(synth: Synth) -> None:
     dashboards = _template(synth).find_resources("AWS::CloudWatch::Dashboard")
     names = sorted(d["Properties"]["DashboardName"] for d in dashboards.values())
     assert names == [
-        f"gpu-insights-train-prod-{n}" for n in ("findings", "gpu-fleet", "storage", "training")
+        f"gpu-insights-train-prod-{n}"
+        for n in ("findings", "gpu-fleet", "gpu-node", "storage", "training")
     ]
     findings = next(
         d for d in dashboards.values() if d["Properties"]["DashboardName"].endswith("findings")

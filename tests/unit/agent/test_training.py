@@ -51,6 +51,8 @@ def test_steps_time_the_wait_and_the_step(monkeypatch: pytest.MonkeyPatch) -> No
     assert window["steps"] == 10
     assert window["step_time_seconds"] == pytest.approx(1.0)
     assert window["data_wait_seconds"] == pytest.approx(0.25)
+    # The job's own share of its step time, so no dashboard divides one job by another.
+    assert window["data_wait_share"] == pytest.approx(25.0)
     assert window["samples_per_second"] == pytest.approx(32.0)
     assert (window["ClusterName"], window["JobName"], window["Rank"], window["NodeName"]) == (
         "train",
@@ -186,7 +188,8 @@ def test_more_than_100_names_split_into_several_documents_none_dropped() -> None
             0,
         )
         published.update({name: document[name] for name in names})
-    assert len(published) == 230 + 4  # and steps, step time, data wait, samples per second
+    # and steps, step time, data wait, its share of the step, samples per second
+    assert len(published) == 230 + 5
     assert published["layer_229_grad_norm"] == 229.0
     assert sink.documents[0]["steps"] == 2  # the built-in metrics lead the first document
 

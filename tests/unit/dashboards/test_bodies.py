@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from agent.metric_contract import GpuMetric, TrainingMetric
+from agent.metric_contract import GpuMetric, TrainingMetric, WasteMetric
+from alarms.insights import parse
 from dashboards.bodies import FINDINGS_METRIC, MAX_BODY_BYTES, all_dashboards, encode
 from dashboards.widgets import GRID_COLUMNS, Widget, layout
 
@@ -37,6 +38,7 @@ CONTRACT = {
     "GpuInsights": {str(m) for m in GpuMetric},
     "GpuInsights/Training": {str(m) for m in TrainingMetric},
     "GpuInsights/Findings": {FINDINGS_METRIC},
+    "GpuInsights/Waste": {str(m) for m in WasteMetric},
     **DOCUMENTED_AWS,
 }
 SEARCH = re.compile(r"\{([^,}]+)[^}]*\} MetricName=\\?\"([^\"\\]+)\\?\"")
@@ -53,9 +55,15 @@ def _named_metrics(body: dict[str, Any]) -> set[tuple[str, str]]:
     found = set()
     for widget in body["widgets"]:
         for row in widget["properties"].get("metrics", []):
+            if isinstance(row[0], str):  # [namespace, metric, dimension pairs..., options]
+                found.add((row[0], row[1]))
             for item in row:
                 if isinstance(item, dict) and "expression" in item:
-                    found |= set(SEARCH.findall(item["expression"]))
+                    expression = item["expression"]
+                    if expression.startswith("SELECT"):
+                        query = parse(expression)
+                        found.add((query.namespace, query.metric))
+                    found |= set(SEARCH.findall(expression))
     for variable in body.get("variables", []):
         found |= set(SEARCH.findall(variable["search"]))
     return found
@@ -91,14 +99,20 @@ def test_bodies_are_json_under_the_size_limit(name: str) -> None:
     assert json.loads(text)["widgets"]
 
 
-def test_gpu_fleet_has_its_three_levels_xids_and_a_node_picker() -> None:
-    body = DASHBOARDS["gpu-insights-train-gpu-fleet"]
-    titles = [w["properties"].get("title", "") for w in body["widgets"]]
-    for level in ("1. Active?", "2. SMs busy?", "3. Efficient?"):
-        assert any(t.startswith(level) for t in titles)
-    assert any("XID" in t for t in titles)
+def test_the_node_picker_is_a_pattern_variable_found_in_every_node_query() -> None:
+    body = DASHBOARDS["gpu-insights-train-gpu-node"]
     (variable,) = body["variables"]
-    assert (variable["property"], variable["inputType"]) == ("NodeName", "select")
+    assert (variable["type"], variable["inputType"]) == ("pattern", "select")
+    queries = [
+        item["expression"]
+        for w in body["widgets"]
+        for row in w["properties"].get("metrics", [])
+        for item in row
+        if isinstance(item, dict)
+    ]
+    assert len(queries) == 9
+    for sql in queries:  # a pattern variable rewrites its pattern inside each query
+        assert f"NodeName = '{variable['pattern']}'" in sql
 
 
 def test_a_row_wider_than_the_grid_is_refused() -> None:

@@ -1,0 +1,95 @@
+"""What each dashboard would show on the demo's data: every widget's query evaluated over the
+metrics the demo published (the exporter's EMF lines, the training jobs' EMF read back from
+CloudWatch Logs), with the node and job pickers set to the demo's node and its data-bound job.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent.emf import parse_emf_line
+from agent.metric_contract import training_log_group
+from agent.resource_names import dashboard_name
+from alarms.history import Sample, read_history, samples_from_emf
+from dashboards.bodies import all_dashboards, training_jobs
+from dashboards.evaluate import WidgetView, evaluate_body
+from dashboards.links import NODE_VARIABLE, node_dashboard_url
+
+DATA_BOUND_JOB = "bert-data-bound"
+TOP = 3
+
+
+@dataclass(frozen=True)
+class DashboardView:
+    name: str
+    widgets: list[WidgetView]
+
+
+def training_samples(logs: Any, cluster: str) -> list[Sample]:
+    """The training jobs' metrics as CloudWatch stored them, from their EMF log lines."""
+    pages = logs.get_paginator("filter_log_events").paginate(
+        logGroupName=training_log_group(cluster)
+    )
+    documents = [parse_emf_line(e["message"]) for page in pages for e in page["events"]]
+    return samples_from_emf(documents)
+
+
+def dashboard_views(
+    samples: Sequence[Sample],
+    *,
+    cluster: str,
+    training_cluster: str,
+    node: str,
+    buckets: Sequence[str],
+    alarm_arns: Sequence[str],
+    exporter_interval_s: int,
+) -> list[DashboardView]:
+    bodies = all_dashboards(
+        cluster, buckets, alarm_arns, "us-east-1", exporter_interval_s=exporter_interval_s
+    )
+    # The demo's jobs run under their own cluster name: their dashboard is built for it.
+    training = training_jobs(training_cluster, "us-east-1")
+    chosen = {NODE_VARIABLE: node, "job": DATA_BOUND_JOB}
+    views = []
+    for name, body in bodies.items():
+        shown = training if name == dashboard_name(cluster, "training") else body
+        views.append(DashboardView(name, evaluate_body(shown, samples, chosen)))
+    return views
+
+
+def demo_dashboard_views(
+    emf_path: Path,
+    logs: Any,
+    *,
+    cluster: str,
+    training_cluster: str,
+    node: str,
+    buckets: Sequence[str],
+    exporter_interval_s: int,
+) -> list[DashboardView]:
+    with emf_path.open(encoding="utf-8") as lines:
+        samples = read_history(lines, source=str(emf_path))
+    samples += training_samples(logs, training_cluster)
+    return dashboard_views(
+        samples,
+        cluster=cluster,
+        training_cluster=training_cluster,
+        node=node,
+        buckets=buckets,
+        alarm_arns=[],
+        exporter_interval_s=exporter_interval_s,
+    )
+
+
+def dashboards_summary(
+    views: Sequence[DashboardView], region: str, cluster: str, node: str
+) -> list[str]:
+    lines = ["10. What each dashboard shows on the demo's data (top entries, series drawn):"]
+    for view in views:
+        lines.append(f"   {view.name}")
+        for widget in view.widgets:
+            top = ", ".join(f"{line.label or '-'} {line.value:.4g}" for line in widget.lines[:TOP])
+            lines.append(f"      {widget.title}: {top or 'no data'} [{widget.series} series]")
+    lines.append(f"   drill-down link for {node}: {node_dashboard_url(region, cluster, node)}")
+    return lines

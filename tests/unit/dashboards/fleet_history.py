@@ -1,0 +1,70 @@
+"""A synthetic metric history of a fleet, shaped as the exporter, the training emitter and the
+waste attribution publish it: one GPU of every node idle while held, one hot, one lost."""
+
+from agent.metric_contract import GpuMetric, TrainingMetric, WasteMetric
+from alarms.history import Sample
+
+CLUSTER = "train"
+GPUS = 8
+
+
+def _gpu(node: str, gpu: int, metric: str, t: float, value: float) -> list[Sample]:
+    per_gpu = frozenset({("ClusterName", CLUSTER), ("NodeName", node), ("GpuIndex", str(gpu))})
+    cluster = frozenset({("ClusterName", CLUSTER)})
+    return [
+        Sample("GpuInsights", metric, per_gpu, t, value),
+        Sample("GpuInsights", metric, cluster, t, value),
+    ]
+
+
+def fleet(nodes: int, *, periods: int = 1) -> list[Sample]:
+    """``nodes`` nodes of 8 GPUs; on node-0 GPU 1 is held and idle, GPU 2 runs hot and GPU 3
+    is lost; node-0 has the XIDs; job-0 waits on data; namespace ns-0 wastes most."""
+    g = GpuMetric
+    samples: list[Sample] = []
+    for n in range(nodes):
+        node = f"node-{n}"
+        for gpu in range(GPUS):
+            for p in range(periods):
+                t = 60.0 * p
+                lost = n == 0 and gpu == 3
+                samples += _gpu(node, gpu, g.HEALTHY, t, 0.0 if lost else 1.0)
+                if lost:
+                    continue
+                idle = n == 0 and gpu == 1
+                hot = n == 0 and gpu == 2
+                share = 8.0 if idle else 80.0 + (n % 10)
+                for metric, value in (
+                    (g.ALLOCATED_POWER_UTILIZATION, share),
+                    (g.POWER_UTILIZATION, share),
+                    (g.POWER_DRAW, 7 * share),
+                    (g.POWER_LIMIT, 700.0),
+                    (g.SM_ACTIVE, 1.0 if idle else 85.0),
+                    (g.UTILIZATION, 0.0 if idle else 95.0),
+                    (g.MEMORY_USED, 8e10),
+                    (g.TEMPERATURE, 91.0 if hot else 70.0 + n % 5),
+                    (g.THROTTLED_THERMAL, 0.75 if hot else 0.0),
+                    (g.THROTTLED_POWER, 0.0),
+                ):
+                    samples += _gpu(node, gpu, metric, t, value)
+        if n < 20:
+            xid = frozenset(
+                {("ClusterName", CLUSTER), ("NodeName", node), ("GpuIndex", "0"), ("XidCode", "79")}
+            )
+            samples.append(Sample("GpuInsights", g.XID_ERRORS, xid, 0.0, 5.0 if n == 0 else 1.0))
+        job = frozenset({("ClusterName", CLUSTER), ("JobName", f"job-{n}")})
+        for job_metric, value in (
+            (TrainingMetric.DATA_WAIT_SHARE, 40.0 if n == 0 else 5.0),
+            (TrainingMetric.STEP_TIME, 2.0),
+            (TrainingMetric.STEPS, 30.0),
+            (TrainingMetric.SAMPLES_PER_SECOND, 32.0),
+        ):
+            samples.append(Sample("GpuInsights/Training", job_metric, job, 0.0, value))
+        if n % 10 == 0:
+            ns = frozenset({("ClusterName", CLUSTER), ("Namespace", f"ns-{n // 10}")})
+            hours = 48.0 if n == 0 else 2.0
+            samples.append(
+                Sample("GpuInsights/Waste", WasteMetric.HELD_NOT_WORKING, ns, 0.0, hours)
+            )
+            samples.append(Sample("GpuInsights/Waste", WasteMetric.WASTE_USD, ns, 0.0, 7 * hours))
+    return samples
