@@ -134,3 +134,7 @@ class AlarmSpec:
 
     def alarm_name(self, cluster_name: str) -> str:
         return alarm_name(cluster_name, self.key)
+
+    def kind_name(self, cluster_name: str) -> str:
+        """The alarm's name without its shard: what every shard's name starts with."""
+        return alarm_name(cluster_name, self.kind)

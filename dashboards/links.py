@@ -18,13 +18,17 @@ NODE_VARIABLE: Final = "node"
 NODE_DASHBOARD: Final = "gpu-node"
 
 
-def node_dashboard_url(region: str, cluster: str, node: str | None = None) -> str:
-    """The console URL of the node dashboard, with ``node`` preselected when given."""
-    name = dashboard_name(cluster, NODE_DASHBOARD)
+def dashboard_url(region: str, dashboard: str, node: str | None = None) -> str:
+    """The console URL of a dashboard, with ``node`` preselected in its node variable."""
     url = (
         f"https://{region}.console.aws.amazon.com/cloudwatch/home?region={region}"
-        f"#dashboards/dashboard/{name}"
+        f"#dashboards/dashboard/{quote(dashboard, safe='')}"
     )
     if node:
         url += f"?var-{NODE_VARIABLE}={quote(node, safe='')}"
     return url
+
+
+def node_dashboard_url(region: str, cluster: str, node: str | None = None) -> str:
+    """The console URL of the node dashboard, with ``node`` preselected when given."""
+    return dashboard_url(region, dashboard_name(cluster, NODE_DASHBOARD), node)

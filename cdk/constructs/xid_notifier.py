@@ -4,7 +4,7 @@ Lambda that sends one readable message per incident to the right topic, once (a 
 ledger of what was sent)."""
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
@@ -20,7 +20,6 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from agent.metric_contract import DIM_XID_CODE
-from agent.resource_names import alarm_name
 from agent.xid import KERNEL_XID_FILTER_PATTERN
 from cdk.constructs.checkov import (
     FUNCTION_REASONS,
@@ -45,6 +44,7 @@ MODULES = (
     "agent/xid.py",
     "agent/metric_contract.py",
     "agent/resource_names.py",
+    "dashboards/links.py",
 )
 
 
@@ -78,6 +78,7 @@ class XidNotifier(Construct):
         topic_key: kms.IKey,
         gpu_dashboard: str,
         alarm_kinds: Mapping[str, tuple[str, str]],
+        alarm_kind_names: Sequence[str],
     ) -> None:
         super().__init__(scope, construct_id)
         self.sent = dynamodb.Table(
@@ -196,8 +197,9 @@ class XidNotifier(Construct):
                     filter_pattern=logs.FilterPattern.literal(KERNEL_XID_FILTER_PATTERN),
                 )
             )
-        # This app's alarms only: every alarm name starts with gpu-insights-<cluster>-.
-        prefix = alarm_name(cluster_name, "")
+        # This app's alarms only: each starts with one of its kinds' names (a shard adds
+        # "-shard-NN"). Not gpu-insights-<cluster>- alone: that also matches the alarms of a
+        # cluster whose name starts with this one's and a hyphen (prod, prod-eu).
         self.alarm_rule = events.Rule(
             self,
             "AlarmStateChanges",
@@ -205,7 +207,11 @@ class XidNotifier(Construct):
             event_pattern=events.EventPattern(
                 source=["aws.cloudwatch"],
                 detail_type=list(ALARM_DETAIL_TYPES),
-                detail={"alarmName": events.Match.prefix(prefix)},
+                detail={
+                    "alarmName": events.Match.any_of(
+                        *(events.Match.prefix(name) for name in alarm_kind_names)
+                    )
+                },
             ),
             targets=[targets.LambdaFunction(self.function)],
         )

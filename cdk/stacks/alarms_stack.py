@@ -21,9 +21,10 @@ from cdk.constructs.xid_notifier import XidNotifier
 from cdk.settings import Settings
 from cdk.stacks.deployment_stack import DeploymentStack
 from dashboards.bodies import all_dashboards, encode
+from dashboards.links import NODE_DASHBOARD
 
 #: The dashboard a notification links to, with the node picked in its NodeName variable.
-GPU_DASHBOARD = "gpu-fleet"
+GPU_DASHBOARD = NODE_DASHBOARD  # alarm notifications link the node dashboard
 
 
 class AlarmsStack(DeploymentStack):
@@ -86,7 +87,10 @@ class AlarmsStack(DeploymentStack):
             warning=self.topics.warning,
             topic_key=self.topics.key,
             gpu_dashboard=dashboard_name(cluster, GPU_DASHBOARD),
-            alarm_kinds={spec.key: (str(spec.severity), spec.title) for spec in specs},
+            # By kind, not by shard: one entry per kind whatever the fleet (Lambda's 4 KB of
+            # environment would not hold one per alarm at 10,000 GPUs).
+            alarm_kinds={spec.kind: (str(spec.severity), spec.title) for spec in specs},
+            alarm_kind_names=sorted({spec.kind_name(cluster) for spec in specs}),
         )
         for subscription in self.notifier.subscriptions[:1]:
             subscription.node.add_dependency(self.exporter_logs.ready)

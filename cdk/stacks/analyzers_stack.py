@@ -8,6 +8,7 @@ from constructs import Construct
 
 from agent.metric_contract import NAMESPACE_FINDINGS, NAMESPACE_WASTE, training_log_group
 from agent.resource_names import topic_name
+from alarms.catalog import gpu_alarms
 from cdk.constructs.agent_log_group import AgentLogGroup
 from cdk.constructs.analyzer_function import AnalyzerFunction
 from cdk.constructs.nag import acknowledge_wildcard_resources
@@ -296,6 +297,14 @@ class AnalyzersStack(DeploymentStack):
                 "TOPIC_ARN": self.report_topic.topic_arn,
                 "GPU_HOUR_USD": f"{settings.gpu_hour_usd:g}",
                 "EXPORTER_INTERVAL_SECONDS": str(settings.exporter_interval_seconds),
+                "ALARM_KIND_NAMES": ",".join(
+                    sorted(
+                        {
+                            spec.kind_name(settings.cluster_name)
+                            for spec in gpu_alarms(settings.alarm_settings())
+                        }
+                    )
+                ),
             },
             statements=[
                 iam.PolicyStatement(

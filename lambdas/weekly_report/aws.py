@@ -94,8 +94,13 @@ def alarm_prefix(cluster: str) -> str:
     return f"gpu-insights-{cluster}-"
 
 
-def alarms_raised(cloudwatch: Any, cluster: str, start: date, end: date) -> list[tuple[str, str]]:
-    """The app's metric alarms that went into ALARM during the week, with when.
+def alarms_raised(
+    cloudwatch: Any, kind_names: Sequence[str], start: date, end: date
+) -> list[tuple[str, str]]:
+    """The app's metric alarms that went into ALARM during the week, with when. An alarm is
+    the app's when its name starts with one of its kinds' names (``kind_names``: a shard adds
+    ``-shard-NN``); ``gpu-insights-<cluster>-`` alone would also take the alarms of a cluster
+    whose name starts with this one's and a hyphen (prod, prod-eu).
 
     DescribeAlarmHistory filters by one exact AlarmName at most (no prefix), so this reads the
     week's state updates of the region's metric alarms and keeps the app's by name: one call
@@ -109,7 +114,7 @@ def alarms_raised(cloudwatch: Any, cluster: str, start: date, end: date) -> list
     )
     for page in pages:
         for item in page["AlarmHistoryItems"]:
-            if not item.get("AlarmName", "").startswith(alarm_prefix(cluster)):
+            if not item.get("AlarmName", "").startswith(tuple(kind_names)):
                 continue
             try:
                 state = json.loads(item.get("HistoryData", "{}"))["newState"]["stateValue"]

@@ -15,6 +15,7 @@ from lambdas.shared.events import scheduled_time
 from lambdas.shared.s3_objects import object_exists, read_object
 from lambdas.training_analyzer.handler import gpu_hours_key, job_costs_key
 from lambdas.weekly_report.aws import (
+    alarm_prefix,
     alarms_raised,
     finding_texts,
     gpu_days,
@@ -56,6 +57,13 @@ def _document(s3: Any, bucket: str, key: str) -> dict[str, Any] | None:
     return document if isinstance(document, dict) else None
 
 
+def _alarm_kind_names(cluster: str) -> tuple[str, ...]:
+    """ALARM_KIND_NAMES (comma-separated, set by the stack from the alarm catalog); without it,
+    every alarm named for the cluster."""
+    names = tuple(n for n in os.environ.get("ALARM_KIND_NAMES", "").split(",") if n)
+    return names or (alarm_prefix(cluster),)
+
+
 def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     cluster, bucket = os.environ["CLUSTER_NAME"], os.environ["REPORT_BUCKET"]
     start, end = report_week(scheduled_time(event))
@@ -89,7 +97,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
             float(os.environ.get("EXPORTER_INTERVAL_SECONDS", "10")),
         ),
         xids=xid_counts(cloudwatch, cluster, start, end),
-        alarms=alarms_raised(cloudwatch, cluster, start, end),
+        alarms=alarms_raised(cloudwatch, _alarm_kind_names(cluster), start, end),
         files=files,
         job_costs=costs,
         throughput=throughput_by_job(cloudwatch, cluster, start, end),

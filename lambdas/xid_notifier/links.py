@@ -1,12 +1,9 @@
-"""Console links in a notification: the alarm, and the GPU dashboard with the node picked."""
+"""Console links in a notification: the alarm, and the node dashboard with the node picked
+(the URL is built by dashboards/links.py, the one place that knows the dashboards' variables)."""
 
-from typing import Final
 from urllib.parse import quote
 
-#: The GPU dashboard's node picker: a property variable on ``NodeName`` whose id is this
-#: (dashboards/bodies.py ``_variable``: the property name, lower case). A test holds the two
-#: together.
-NODE_VARIABLE_ID: Final = "nodename"
+from dashboards.links import dashboard_url
 
 
 def _console(region: str) -> str:
@@ -19,9 +16,5 @@ def alarm_url(region: str, alarm_name: str) -> str:
 
 
 def gpu_dashboard_url(region: str, dashboard: str, node: str) -> str:
-    """The GPU dashboard with ``node`` chosen in its node picker: a dashboard variable's value
-    rides in the dashboard URL as ``var-<variable id>=<value>``."""
-    return (
-        f"{_console(region)}#dashboards/dashboard/{quote(dashboard, safe='')}"
-        f"?var-{NODE_VARIABLE_ID}={quote(node, safe='')}"
-    )
+    """The node dashboard (its name from the deployment) with ``node`` chosen in its picker."""
+    return dashboard_url(region, dashboard, node)

@@ -84,7 +84,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         monkeypatch.setenv("CRITICAL_TOPIC_ARN", arns["critical"])
         monkeypatch.setenv("WARNING_TOPIC_ARN", arns["warning"])
         monkeypatch.setenv("SENT_TABLE", TABLE)
-        monkeypatch.setenv("GPU_DASHBOARD", "gpu-insights-train-gpu-fleet")
+        monkeypatch.setenv("GPU_DASHBOARD", "gpu-insights-train-gpu-node")
         monkeypatch.setenv("EXPORTER_LOG_GROUP", exporter_log_group("train"))
         kinds = {s.key: [str(s.severity), s.title] for s in SPECS}
         monkeypatch.setenv("ALARM_KINDS", json.dumps(kinds))
@@ -166,7 +166,7 @@ def test_exporter_xids_reach_the_topic_their_severity_names(
         "XID:           48 (fatal)",
         "Double-bit ECC error: uncorrectable memory error",
         "Cordon and drain",
-        "#dashboards/dashboard/gpu-insights-train-gpu-fleet?var-nodename=node-a",
+        "#dashboards/dashboard/gpu-insights-train-gpu-node?var-node=node-a",
     ):
         assert line in critical["Message"]
     (warning,) = _messages(aws, "warning")

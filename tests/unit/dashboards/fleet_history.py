@@ -1,15 +1,25 @@
 """A synthetic metric history of a fleet, shaped as the exporter, the training emitter and the
 waste attribution publish it: one GPU of every node idle while held, one hot, one lost."""
 
-from agent.metric_contract import GpuMetric, TrainingMetric, WasteMetric
+from agent.metric_contract import (
+    ALARM_METRICS,
+    GpuMetric,
+    TrainingMetric,
+    WasteMetric,
+    alarm_shard,
+)
 from alarms.history import Sample
 
 CLUSTER = "train"
 GPUS = 8
+SHARDS = 25  # alarms/sizing.py for 10,000 GPUs
 
 
 def _gpu(node: str, gpu: int, metric: str, t: float, value: float) -> list[Sample]:
-    per_gpu = frozenset({("ClusterName", CLUSTER), ("NodeName", node), ("GpuIndex", str(gpu))})
+    dims = {("ClusterName", CLUSTER), ("NodeName", node), ("GpuIndex", str(gpu))}
+    if GpuMetric(metric) in ALARM_METRICS:  # as the exporter writes them: with the alarm shard
+        dims.add(("Shard", alarm_shard(node, gpu, SHARDS)))
+    per_gpu = frozenset(dims)
     cluster = frozenset({("ClusterName", CLUSTER)})
     return [
         Sample("GpuInsights", metric, per_gpu, t, value),

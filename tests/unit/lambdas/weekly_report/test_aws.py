@@ -71,6 +71,7 @@ def test_alarm_history_is_read_with_the_parameters_the_api_has(
                 _item("gpu-insights-train-xid-fatal", "ALARM", 3),
                 _item("gpu-insights-train-xid-fatal", "OK", 4),
                 _item("gpu-insights-train2-xid-fatal", "ALARM", 5),  # another cluster's
+                _item("gpu-insights-train-eu-xid-fatal", "ALARM", 5),  # cluster train-eu's
                 _item("someone-elses-alarm", "ALARM", 6),
             ],
             "NextToken": "page-2",
@@ -78,10 +79,17 @@ def test_alarm_history_is_read_with_the_parameters_the_api_has(
     )
     stubber.add_response(
         "describe_alarm_history",
-        {"AlarmHistoryItems": [_item("gpu-insights-train-power-low", "ALARM", 1)]},
+        {
+            "AlarmHistoryItems": [
+                _item("gpu-insights-train-power-low-shard-03", "ALARM", 1),
+                _item("gpu-insights-train-power-low", "ALARM", 2),
+            ]
+        },
     )
-    assert alarms_raised(client, "train", START, END) == [
-        ("gpu-insights-train-power-low", "2026-11-24 01:00"),
+    kinds = ("gpu-insights-train-power-low", "gpu-insights-train-xid-fatal")
+    assert alarms_raised(client, kinds, START, END) == [
+        ("gpu-insights-train-power-low-shard-03", "2026-11-24 01:00"),
+        ("gpu-insights-train-power-low", "2026-11-24 02:00"),
         ("gpu-insights-train-xid-fatal", "2026-11-24 03:00"),
     ]
     assert sent == [window, {**window, "NextToken": "page-2"}]

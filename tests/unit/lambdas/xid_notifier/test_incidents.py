@@ -14,7 +14,8 @@ from agent.fake_nvml import FakeNvml
 from agent.sinks import BufferedSender
 from agent.xid_watcher import XidEvent
 from alarms.catalog import AlarmSettings, gpu_alarms, low_power_alarm
-from dashboards.bodies import gpu_fleet
+from dashboards.bodies import gpu_node
+from dashboards.links import node_dashboard_url
 from lambdas.xid_notifier.incidents import (
     AlarmEventError,
     Deployment,
@@ -22,7 +23,7 @@ from lambdas.xid_notifier.incidents import (
     from_alarm_event,
     from_xid_group,
 )
-from lambdas.xid_notifier.links import NODE_VARIABLE_ID, gpu_dashboard_url
+from lambdas.xid_notifier.links import gpu_dashboard_url
 from lambdas.xid_notifier.messages import GROUP_WINDOW_S, group_xids, parse_log_events
 from lambdas.xid_notifier.notification import (
     Incident,
@@ -45,8 +46,8 @@ SETTINGS = AlarmSettings(cluster_name="train")
 DEPLOYMENT = Deployment(
     cluster="train",
     region="us-east-1",
-    gpu_dashboard="gpu-insights-train-gpu-fleet",
-    alarm_kinds={s.key: (str(s.severity), s.title) for s in gpu_alarms(SETTINGS)},  # type: ignore[misc]
+    gpu_dashboard="gpu-insights-train-gpu-node",
+    alarm_kinds={s.kind: (str(s.severity), s.title) for s in gpu_alarms(SETTINGS)},  # type: ignore[misc]
 )
 LOW_POWER_DESCRIPTION = low_power_alarm(SETTINGS).description
 
@@ -118,7 +119,7 @@ def test_a_low_power_contributor_names_its_gpu_threshold_value_and_links() -> No
     )
     assert incident.dashboard_url is not None
     assert incident.dashboard_url.endswith(
-        "#dashboards/dashboard/gpu-insights-train-gpu-fleet?var-nodename=ip-10-0-12-34.ec2.internal"
+        "#dashboards/dashboard/gpu-insights-train-gpu-node?var-node=ip-10-0-12-34.ec2.internal"
     )
     text = render_text(incident)
     print(text)
@@ -235,11 +236,12 @@ def test_a_single_series_alarm_reads_threshold_and_value_from_reason_data() -> N
 
 
 def test_the_dashboard_link_picks_the_node_in_the_deployed_dashboards_variable() -> None:
-    (variable,) = gpu_fleet("train", "us-east-1")["variables"]
-    assert variable["property"] == "NodeName"
-    assert variable["id"] == NODE_VARIABLE_ID
-    url = gpu_dashboard_url("eu-west-1", "gpu-insights-train-gpu-fleet", "ip-10-0-1-2 a/b")
-    assert unquote(url.rsplit(f"var-{NODE_VARIABLE_ID}=", 1)[1]) == "ip-10-0-1-2 a/b"
+    body = gpu_node("train", "us-east-1")
+    (variable,) = body["variables"]
+    assert variable["type"] == "pattern"  # it rewrites the node inside the queries
+    url = gpu_dashboard_url("eu-west-1", "gpu-insights-train-gpu-node", "ip-10-0-1-2 a/b")
+    assert unquote(url.rsplit(f"var-{variable['id']}=", 1)[1]) == "ip-10-0-1-2 a/b"
+    assert url == node_dashboard_url("eu-west-1", "train", "ip-10-0-1-2 a/b")
     assert url.startswith(
         "https://eu-west-1.console.aws.amazon.com/cloudwatch/home?region=eu-west-1#"
     )
