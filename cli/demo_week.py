@@ -31,13 +31,16 @@ from agent.metric_contract import (
     DIM_CLUSTER,
     DIM_GPU_DEVICE,
     DIM_GPU_INDEX,
+    DIM_JOB,
     DIM_NAMESPACE,
     DIM_NODE,
     DIM_POD_NAME,
     DIM_XID_CODE,
     NAMESPACE_CONTAINER_INSIGHTS,
     NAMESPACE_GPU,
+    NAMESPACE_TRAINING,
     GpuMetric,
+    TrainingMetric,
 )
 from cli.demo_storage import END
 
@@ -57,6 +60,10 @@ NODES: Final = {
 }
 GPUS: Final = tuple((node, gpu) for node, (_, _, count, _) in NODES.items() for gpu in range(count))
 FAILING: Final = ("ip-10-0-2-23.ec2.internal", 2)
+#: The jobs of the week's teams (as the training step names them) and their samples a second
+#: (a batch of 64 every 2 s, as there).
+WEEK_JOBS: Final = ("resnet-healthy", "bert-data-bound")
+THROUGHPUT: Final = 32.0
 
 
 @dataclass(frozen=True)
@@ -219,12 +226,27 @@ class WeekSeeder:
                     samples=1,  # one event
                 )
             )
+        # The two teams' jobs ran all week: their throughput on the days before the training
+        # step's (which the emitter writes for its last day), as the emitter's job series.
+        training = [
+            _datum(
+                str(TrainingMetric.SAMPLES_PER_SECOND),
+                {DIM_CLUSTER: self.cluster, DIM_JOB: job},
+                hour,
+                [THROUGHPUT],
+                "Count/Second",
+            )
+            for hour in hours
+            for job in WEEK_JOBS
+            if day < DAYS - 1
+        ]
         for namespace, data in (
             (NAMESPACE_GPU, exporter),
             (NAMESPACE_CONTAINER_INSIGHTS, insights),
+            (NAMESPACE_TRAINING, training),
         ):
             for first in range(0, len(data), 1000):
                 self.cloudwatch.put_metric_data(
                     Namespace=namespace, MetricData=data[first : first + 1000]
                 )
-        self.datapoints += len(exporter) + len(insights)
+        self.datapoints += len(exporter) + len(insights) + len(training)

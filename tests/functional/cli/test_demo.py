@@ -124,6 +124,8 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(tmp_path: Path) ->
     # none; and the analyzers' daily runs over the week erred nowhere.
     document = json.loads((tmp_path / "out" / "report.json").read_text())
     assert [day["gpu_hours"] > 0 for day in document["days"]] == [True] * 7
+    assert None not in document["throughput_by_job"]["resnet-healthy"]
+    assert len(document["throughput_by_job"]["resnet-healthy"]) == 7
     waste = document["waste"]
     assert waste["days"] == 7
     assert [
