@@ -6,6 +6,7 @@ Each step uses the production code path; only the endpoint differs. Where moto l
 
 import json
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
+from agent.metric_contract import training_log_group
 from alarms.backtest import BacktestResult, backtest, report
 from alarms.catalog import gpu_alarms
 from alarms.cloudwatch_history import fetch_samples
@@ -37,6 +39,7 @@ from cli.demo_storage import seed as seed_storage
 from cli.demo_training import CLUSTER as TRAINING_CLUSTER
 from cli.demo_training import run_training_analyzer, training_summary
 from cli.demo_training import seed as seed_training
+from cli.demo_week import WeekSeeder
 
 DEMO_REGION = "us-east-1"
 
@@ -61,6 +64,7 @@ class DemoResult:
     report: dict[str, Any] = field(default_factory=dict)
     dashboards: list[Path] = field(default_factory=list)
     preflight: list[str] = field(default_factory=list)
+    week_datapoints: int = 0
     notifications: NotificationsDemo | None = None
     dashboard_views: list[DashboardView] = field(default_factory=list)
     cluster: str = ""
@@ -137,6 +141,10 @@ class DemoResult:
             lines += storage_summary(self.storage_findings, self.storage_names)
         if self.training_summary:
             lines += training_summary(self.training_summary, self.training_findings)
+            lines.append(
+                f"   before it, the week: {self.week_datapoints:,} hourly datapoints of three "
+                "teams' GPUs (exporter and Container Insights), the analyzer run on each day"
+            )
         if self.report:
             lines.append(
                 f"8. Ran the weekly report Lambda for {self.report['week']}: report.html and "
@@ -189,9 +197,21 @@ def _storage_step(
     result.files.append(_write_lines(out_dir / "storage-findings.jsonl", result.storage_findings))
 
 
-def _training_step(result: DemoResult, clients: dict[str, Any], out_dir: Path) -> None:
-    seed_training(clients)
-    result.training_summary, result.training_findings = run_training_analyzer(clients)
+def _training_step(
+    result: DemoResult, clients: dict[str, Any], settings: Settings, out_dir: Path
+) -> None:
+    """The week's fleet, the jobs, then the training analyzer's daily runs over the week."""
+    week = WeekSeeder(clients["cloudwatch"], settings.cluster_name)
+    clients["logs"].create_log_group(logGroupName=training_log_group(settings.cluster_name))
+
+    def earlier_runs() -> Iterator[float]:
+        yield from week  # each day of the week before its run
+        seed_training(clients)  # the jobs of the last day (not listed by the earlier runs)
+
+    result.training_summary, result.training_findings = run_training_analyzer(
+        clients, earlier_runs=earlier_runs()
+    )
+    result.week_datapoints = week.datapoints
     result.files.append(_write_lines(out_dir / "training-findings.jsonl", result.training_findings))
 
 
@@ -252,7 +272,7 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
         # moto's GetMetricData scans every stored datapoint for every period of every query:
         # the analyzers run before the exporter's minute-by-minute data is stored.
         _storage_step(result, clients, settings, out_dir)
-        _training_step(result, clients, out_dir)
+        _training_step(result, clients, settings, out_dir)
         specs = _exporter_step(result, clients, settings, out_dir)
         if result.exporter is not None:
             result.notifications = run_notifications(

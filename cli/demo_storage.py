@@ -12,9 +12,12 @@ from typing import Any
 from cli.service_answers import Params, answer, percentiles_as_maximum
 from lambdas.storage_analyzer import handler as storage_handler
 
-#: The demo's "now": the last full hour. CloudWatch Logs refuses events older than 14 days, so
-#: the training demo cannot use a fixed date; the storage demo shares it so the two link up.
-END = time.time() // 3600 * 3600
+#: The demo's "now": the last hour of last ISO week (Sunday 23:00 UTC; 1970-01-05 was a Monday),
+#: so the weekly report's week holds the demo's seven days. CloudWatch Logs refuses events
+#: older than 14 days, so the training demo cannot use a fixed date; the storage demo shares it
+#: so the two link up.
+WEEK = 7 * 86_400
+END = (time.time() - 4 * 86_400) // WEEK * WEEK + 4 * 86_400 - 3600
 DAYS = 8
 HOURS = DAYS * 24
 MIB = 2**20

@@ -8,15 +8,16 @@ those, and nothing on the healthy one.
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from agent.emf import EmfDocument, encode
 from agent.metric_contract import DIM_JOB, DIM_NODE, PROP_POD_NAME, PROP_RANK, training_log_group
 from agent.sinks import PutMetricDataSink
 from agent.training import TrainingMetrics
-from cli.demo_storage import END, REPORT_BUCKET, run_analyzer
+from cli.demo_storage import END, REPORT_BUCKET, environment, run_analyzer
 from cli.service_answers import Params, fill
 from lambdas.training_analyzer import handler as training_handler
 
@@ -162,7 +163,8 @@ def seed(clients: dict[str, Any]) -> int:
     PutMetricDataSink(clients["cloudwatch"]).send(sink.documents)
     logs = clients["logs"]
     group = training_log_group(CLUSTER)
-    logs.create_log_group(logGroupName=group)
+    if not logs.describe_log_groups(logGroupNamePrefix=group)["logGroups"]:
+        logs.create_log_group(logGroupName=group)  # the stack's, made before any run
     logs.create_log_stream(logGroupName=group, logStreamName="agent")
     events = sorted(
         ({"timestamp": d["_aws"]["Timestamp"], "message": encode(d)} for d in sink.documents),
@@ -176,8 +178,10 @@ def seed(clients: dict[str, Any]) -> int:
 
 
 def run_training_analyzer(
-    clients: dict[str, Any], log_reader: Any = None
+    clients: dict[str, Any], log_reader: Any = None, earlier_runs: Iterable[float] = ()
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The analyzer's run at the demo's end, after its runs at ``earlier_runs`` (epoch
+    seconds), as its daily schedule would have run them."""
     training_handler._clients.update(
         cloudwatch=clients["cloudwatch"],
         events=clients["events"],
@@ -193,6 +197,9 @@ def run_training_analyzer(
         "REPORT_BUCKET": REPORT_BUCKET,
         "EVENT_BUS": "default",
     }
+    with environment(env):
+        for time in earlier_runs:
+            training_handler.handler({"time": datetime.fromtimestamp(time, UTC).isoformat()}, None)
     return run_analyzer(training_handler.handler, env, clients["s3"])
 
 

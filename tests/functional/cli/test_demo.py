@@ -103,7 +103,11 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(tmp_path: Path) ->
         ("saturated-dataset", "ebs_throughput_saturated"),
         ("unattached", "ebs_idle_volume"),
     ]  # the healthy volume and demo-eval-data: nothing
-    training = sorted((f["resource"], f["kind"]) for f in result.training_findings)
+    training = sorted(
+        (f["resource"], f["kind"])
+        for f in result.training_findings
+        if f["kind"].startswith("training_")
+    )
     assert training == [
         ("job/bert-data-bound", "training_data_bound"),
         ("job/gpt-regressing", "training_throughput_regression"),
@@ -160,3 +164,33 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(tmp_path: Path) ->
     assert "500 times at" in storm
     low_power = next(text for _, s, text in notified.messages if "not working" in s)
     assert "Threshold:     30" in low_power
+
+    # The week: seven days in every chart; the data-bound team and the notebook that holds a
+    # GPU overnight lead the GPU-hours held without work, with dollars; the healthy team has
+    # none; and the analyzers' daily runs over the week erred nowhere.
+    document = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert [day["gpu_hours"] > 0 for day in document["days"]] == [True] * 7
+    assert None not in document["throughput_by_job"]["resnet-healthy"]
+    assert len(document["throughput_by_job"]["resnet-healthy"]) == 7
+    waste = document["waste"]
+    assert waste["days"] == 7
+    assert [
+        (r["namespace"], r["not_working_gpu_hours"], r["waste_usd"]) for r in waste["namespaces"]
+    ] == [("nlp", 336.0, 2311.68), ("research", 105.0, 722.4), ("vision", 0.0, 0.0)]
+    assert [(j["job"], j["waste_usd"]) for j in waste["jobs"]] == [
+        ("bert-data-bound", 2311.68),
+        ("jupyter-alice", 722.4),
+    ]
+    assert waste["classes"]["lost_or_faulted"] > 0  # the week's failing GPU
+    held = {
+        f["resource"]: f for f in result.training_findings if f["kind"] == "gpu_held_not_working"
+    }
+    assert sorted(held) == [
+        "namespace/nlp/job/bert-data-bound",
+        "namespace/research/job/jupyter-alice",
+    ]  # the last day's; the data-bound job's says why
+    assert any(
+        "training_data_bound" in r for r in held["namespace/nlp/job/bert-data-bound"]["related"]
+    )
+    assert "analysis_error" not in document["findings_by_kind"]
+    assert html.index("nlp") < html.index("research") < html.index("vision")
