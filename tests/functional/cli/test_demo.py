@@ -10,7 +10,7 @@ import pytest
 from agent.cloudwatch_agent_config import gpu_node_agent_config
 from agent.emf import parse_emf_line
 from cdk.settings import Settings
-from cli.demo import run_demo
+from cli.demo import DemoResult, run_demo
 
 
 def test_demo_synthesizes_stores_and_fetches_the_agent_config(
@@ -52,8 +52,17 @@ def test_demo_synthesizes_stores_and_fetches_the_agent_config(
     assert "   WARN nodes:gpu-bottlerocket  BOTTLEROCKET_x86_64_NVIDIA" in summary
 
 
-def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(tmp_path: Path) -> None:
-    result = run_demo(out_dir=tmp_path / "out", cdk_out=tmp_path / "cdk.out")
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[DemoResult, Path]:
+    """The default demo, run once for the tests below (about a minute)."""
+    tmp_path = tmp_path_factory.mktemp("demo")
+    return run_demo(out_dir=tmp_path / "out", cdk_out=tmp_path / "cdk.out"), tmp_path
+
+
+def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
+    demo: tuple[DemoResult, Path],
+) -> None:
+    result, tmp_path = demo
     replay = result.exporter
     assert replay is not None
     assert replay.cycles == 120
@@ -144,6 +153,10 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(tmp_path: Path) ->
     lines = (tmp_path / "out" / "exporter-emf.jsonl").read_text().splitlines()
     assert len(lines) == replay.documents
     assert all(parse_emf_line(line)["ClusterName"] == "example-gpu-cluster" for line in lines)
+
+
+def test_demo_sends_one_message_per_incident(demo: tuple[DemoResult, Path]) -> None:
+    result, _ = demo
     # One message per incident: three XIDs, the three GPUs the raised alarms name, the storm.
     notified = result.notifications
     assert notified is not None
@@ -165,6 +178,12 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(tmp_path: Path) ->
     low_power = next(text for _, s, text in notified.messages if "not working" in s)
     assert "Threshold:     30" in low_power
 
+
+def test_the_demo_week_leads_with_the_teams_that_held_gpus_without_work(
+    demo: tuple[DemoResult, Path],
+) -> None:
+    result, tmp_path = demo
+    html = (tmp_path / "out" / "report.html").read_text()
     # The week: seven days in every chart; the data-bound team and the notebook that holds a
     # GPU overnight lead the GPU-hours held without work, with dollars; the healthy team has
     # none; and the analyzers' daily runs over the week erred nowhere.
