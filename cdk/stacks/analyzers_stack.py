@@ -25,6 +25,7 @@ STORAGE_MODULES = (
     "lambdas/shared/publisher.py",
     "lambdas/storage_analyzer/aws.py",
     "lambdas/storage_analyzer/ebs_analysis.py",
+    "lambdas/storage_analyzer/ebs_plan.py",
     "lambdas/storage_analyzer/ebs_prices.py",
     "lambdas/storage_analyzer/handler.py",
     "lambdas/storage_analyzer/run.py",

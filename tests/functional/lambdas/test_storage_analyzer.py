@@ -11,7 +11,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from cli.service_answers import answer, error
+from cli.service_answers import answer, error, metric_math_sums
 from lambdas.shared.metric_fetcher import floor_calls
 from lambdas.storage_analyzer import handler as storage_handler
 from tests.functional.lambdas.iam import resolve, role_statements, run_as_role
@@ -124,6 +124,7 @@ def test_handler_finds_what_was_seeded_and_nothing_on_healthy_resources(
     for name in ("ec2", "s3", "cloudwatch", "events"):
         monkeypatch.setitem(storage_handler._clients, name, principal.role(name))
     answer(principal.role("s3"), "ListBucketMetricsConfigurations", _metrics_configurations)
+    metric_math_sums(principal.role("cloudwatch"))  # moto computes no metric math
     aws = {name: principal.admin(name) for name in ("s3", "cloudwatch")}
     calls: list[str] = []
     principal.role("cloudwatch").meta.events.register(
