@@ -39,7 +39,7 @@ def _json_default(value: object) -> float:
 def client(service: str) -> Any:
     return boto3.Session(
         aws_access_key_id="bench", aws_secret_access_key="bench", region_name="us-east-1"
-    ).client(service)
+    ).client(service)  # type: ignore[call-overload]
 
 
 def serve_json(client: Any, answers: dict[str, Respond]) -> None:
@@ -95,7 +95,7 @@ class ParseClock:
             finally:
                 clock.cpu_s += time.process_time() - started
 
-        botocore.parsers.ResponseParser.parse = timed  # type: ignore[method-assign]
+        botocore.parsers.ResponseParser.parse = timed  # type: ignore[method-assign,assignment]
         return self
 
     def __exit__(self, *_: object) -> None:
