@@ -128,8 +128,8 @@ class FakeCloudWatch:
             results.append({"Id": query["Id"], "Timestamps": stamps, "Values": values})
         return {"MetricDataResults": results}
 
-    def client(self) -> Any:
-        client = wire.client("cloudwatch")
+    def client(self, *, lambda_session: bool = True) -> Any:
+        client = wire.client("cloudwatch", lambda_session=lambda_session)
         wire.serve_json(client, {"GetMetricData": self.get_metric_data})
         return client
 
@@ -163,7 +163,7 @@ def _floor(plan: str, volumes: int) -> tuple[int, int, int]:
 def measure(plan: str, volumes: int) -> dict[str, float]:
     """One run in this process: the figures of ``plan`` ("today" or "floor")."""
     fake = FakeCloudWatch()
-    ec2, cloudwatch = ec2_client(volumes), fake.client()
+    ec2, cloudwatch = ec2_client(volumes), fake.client(lambda_session=plan != "today")
     with wire.ParseClock() as parsing:
         started = time.process_time()
         if plan == "today":

@@ -19,6 +19,8 @@ import boto3
 import botocore.parsers
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 
+from lambdas.shared import aws_clients
+
 Respond = Callable[[dict[str, Any]], dict[str, Any]]
 
 
@@ -36,10 +38,17 @@ def _json_default(value: object) -> float:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
-def client(service: str) -> Any:
-    return boto3.Session(
-        aws_access_key_id="bench", aws_secret_access_key="bench", region_name="us-east-1"
-    ).client(service)  # type: ignore[call-overload]
+def client(service: str, *, lambda_session: bool = True) -> Any:
+    """The client a handler gets (lambdas/shared/aws_clients.py), or, with ``lambda_session``
+    off, a plain boto3 one (botocore's default timestamp parser: today's cost)."""
+    kwargs: dict[str, Any] = {
+        "aws_access_key_id": "bench",
+        "aws_secret_access_key": "bench",
+        "region_name": "us-east-1",
+    }
+    if lambda_session:
+        return aws_clients.client(service, session=aws_clients.new_session(**kwargs))
+    return boto3.Session(**kwargs).client(service)  # type: ignore[call-overload]
 
 
 def serve_json(client: Any, answers: dict[str, Respond]) -> None:
