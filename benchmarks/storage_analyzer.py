@@ -21,9 +21,8 @@ from lambdas.shared.metric_fetcher import (
     MetricQuery,
     cost_usd,
     fetch,
-    floor_calls,
+    floor,
     metrics_requested,
-    points_per_series,
     window_period,
 )
 from lambdas.storage_analyzer.aws import VolumeScope, discover_volumes, volume_queries
@@ -147,16 +146,13 @@ def _today(ec2: Any, cloudwatch: Any) -> int:
 
 
 def _floor(plan: str, volumes: int) -> tuple[int, int, int]:
-    """(calls, datapoints, metrics) the plan needs at the least, from its queries."""
+    """(calls, datapoints, metrics) the first pass of the plan needs at the least."""
     found = discover_volumes(ec2_client(volumes), cluster="bench", scope=VolumeScope.CLUSTER)
     window = window_period(START, END)
     queries: list[MetricQuery] = [
         q for v in found for q in (volume_queries(v) if plan == "today" else first_pass(v, window))
     ]
-    points = sum(points_per_series(START, END, q.period_s) for q in queries)
-    entries = sum(1 + len(q.inputs) for q in queries)
-    calls = floor_calls(entries, 1) if points <= entries else 0
-    calls = max(calls, floor_calls(entries, 1), -(-points // 100_800))
+    calls, points = floor(queries, start=START, end=END)
     return calls, points, metrics_requested(queries)
 
 
@@ -181,26 +177,30 @@ def measure(plan: str, volumes: int) -> dict[str, float]:
             )
             findings = len(run.findings)
         cpu = time.process_time() - started
-    floor = _floor(plan, volumes)
+    least = _floor(plan, volumes)
     return {
         "volumes": float(volumes),
         "cpu_s": cpu,
         "parse_s": parsing.cpu_s,
         "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "calls": float(fake.calls),
-        "floor_calls": float(floor[0]),
+        "floor_calls": float(least[0]),
         "datapoints": float(fake.datapoints),
-        "floor_datapoints": float(floor[1]),
+        "floor_datapoints": float(least[1]),
         "metrics": float(fake.metrics),
         "usd": cost_usd(fake.metrics),
         "findings": float(findings),
     }
 
 
-def in_fresh_process(plan: str, volumes: int) -> dict[str, float]:
+def in_fresh_process(
+    plan: str, size: int, run: Callable[[str, int], dict[str, float]] | None = None
+) -> dict[str, float]:
+    """``run(plan, size)`` (this module's ``measure`` by default) in a fresh interpreter,
+    so that its peak RSS is its own."""
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
-        return pool.submit(measure, plan, volumes).result()
+        return pool.submit(run or measure, plan, size).result()
 
 
 def scaled(figures: dict[str, float], volumes: int) -> dict[str, float]:

@@ -88,6 +88,20 @@ def floor_calls(series: int, points: int) -> int:
     )
 
 
+def floor(queries: Iterable[MetricQuery], *, start: float, end: float) -> tuple[int, int]:
+    """(calls, datapoints): the least that returns these series, whatever their periods."""
+    entries = points = 0
+    for query in queries:
+        entries += 1 + len(query.inputs)
+        points += points_per_series(start, end, query.period_s)
+    if not entries:
+        return 0, 0
+    calls = max(
+        math_ceil(entries / MAX_QUERIES_PER_CALL), math_ceil(points / MAX_DATAPOINTS_PER_CALL)
+    )
+    return calls, points
+
+
 def batches(
     queries: Iterable[MetricQuery], *, start: float, end: float
 ) -> Iterator[list[MetricQuery]]:
