@@ -127,7 +127,7 @@ def measure(plan: str, jobs: int = JOBS) -> dict[str, float]:
     )
     logs = wire.client("logs", lambda_session=not today)
     wire.serve_json(logs, {"StartQuery": lambda _: {"queryId": "q"}, "GetQueryResults": _ranks})
-    hourly = mock.patch("lambdas.training_analyzer.run.window_period", lambda *_: None)
+    hourly = mock.patch("lambdas.training_analyzer.run.window_period", return_value=None)
     with wire.ParseClock() as parsing:
         if today:
             hourly.start()
