@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 
 from agent.cost import estimate
-from benchmarks import exporter, storage_analyzer, training_analyzer, training_emitter
+from benchmarks import exporter, fan_out, storage_analyzer, training_analyzer, training_emitter
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,21 @@ def main() -> None:
             Row(f"{label}: peak RSS", f["peak_mib"], 512.0, "MiB"),
             Row(f"{label}: GetMetricData per run", f["usd"], None, "USD"),
         ]
+    fan = fan_out.main(s["floor"], t["floor"])
+    rows += [
+        Row("fan-out: shards merge to the single run's findings", float(fan["same"]), 1.0, "bool"),
+        Row("fan-out: 100,000 volumes end to end, shards", fan["big"]["shards"], None, "shards"),
+        Row(
+            "fan-out: 100,000 volumes end to end, wall (2 processes)",
+            fan["big"]["wall_s"],
+            None,
+            "s",
+        ),
+        Row("fan-out: 100,000 volumes simulated, shards", fan["volumes"].shards, None, "shards"),
+        Row("fan-out: 100,000 volumes simulated wall", fan["volumes"].wall_s, None, "s"),
+        Row("fan-out: 10,000 jobs simulated, shards", fan["jobs"].shards, None, "shards"),
+        Row("fan-out: 10,000 jobs simulated wall", fan["jobs"].wall_s, None, "s"),
+    ]
     e = exporter.main()
     rows += [
         Row("exporter: CPU per GPU per cycle", e["cpu_ms_per_gpu_per_cycle"], 1.0, "ms"),

@@ -132,6 +132,21 @@ def _bucket_findings(
             run.skip(f"arn:aws:s3:::{bucket}", err)
 
 
+def analyze_volumes(
+    cloudwatch: Any,
+    volumes: Sequence[Volume],
+    start: float,
+    end: float,
+    t: EbsThresholds = EbsThresholds(),  # noqa: B008
+    run: StorageRun | None = None,
+) -> StorageRun:
+    """These volumes' findings: a whole fleet's, or one shard's (lambdas/shared/shards.py),
+    whose runs merged in shard order are the whole fleet's."""
+    run = run or StorageRun()
+    run.findings.extend(_volume_findings(cloudwatch, volumes, start, end, t, run))
+    return run
+
+
 def analyze_storage(
     *,
     ec2: Any,
@@ -151,8 +166,7 @@ def analyze_storage(
     except AWS_ERRORS as err:
         run.skip(f"EBS volumes of {cluster}", err)
         volumes = []
-    for finding in _volume_findings(cloudwatch, volumes, start, end, ebs_thresholds, run):
-        run.findings.append(finding)
+    analyze_volumes(cloudwatch, volumes, start, end, ebs_thresholds, run)
     for finding in _bucket_findings(s3, cloudwatch, buckets, start, end, s3_thresholds, run):
         run.findings.append(finding)
     return run
