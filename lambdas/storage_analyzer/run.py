@@ -167,6 +167,18 @@ def analyze_storage(
         run.skip(f"EBS volumes of {cluster}", err)
         volumes = []
     analyze_volumes(cloudwatch, volumes, start, end, ebs_thresholds, run)
-    for finding in _bucket_findings(s3, cloudwatch, buckets, start, end, s3_thresholds, run):
-        run.findings.append(finding)
+    return analyze_buckets(s3, cloudwatch, buckets, start, end, s3_thresholds, run)
+
+
+def analyze_buckets(
+    s3: Any,
+    cloudwatch: Any,
+    buckets: Sequence[str],
+    start: float,
+    end: float,
+    t: S3Thresholds,
+    run: StorageRun,
+) -> StorageRun:
+    """The buckets' findings, after the volumes' (in one run, or in the merge of shards)."""
+    run.findings.extend(_bucket_findings(s3, cloudwatch, buckets, start, end, t, run))
     return run
