@@ -10,6 +10,7 @@ from agent.metric_contract import NAMESPACE_FINDINGS, training_log_group
 from agent.resource_names import topic_name
 from cdk.constructs.agent_log_group import AgentLogGroup
 from cdk.constructs.analyzer_function import AnalyzerFunction
+from cdk.constructs.fleet_map import FleetMap
 from cdk.constructs.nag import acknowledge_wildcard_resources
 from cdk.constructs.report_bucket import ReportBucket
 from cdk.constructs.request_metrics import RequestMetrics
@@ -130,6 +131,15 @@ class AnalyzersStack(DeploymentStack):
                 resources=["*"],
             ),
         ]
+        fleet = settings.storage_fleet_volumes > settings.storage_shard_volumes
+        if fleet:
+            storage_statements.append(
+                iam.PolicyStatement(
+                    sid="WriteAndReadShards",
+                    actions=["s3:PutObject", "s3:GetObject"],
+                    resources=[self.report.bucket.arn_for_objects("shards/*")],
+                )
+            )
         if buckets:
             storage_statements.append(
                 iam.PolicyStatement(
@@ -151,17 +161,33 @@ class AnalyzersStack(DeploymentStack):
                 "LOOKBACK_DAYS": str(settings.lookback_days),
                 "REPORT_BUCKET": self.report.bucket.bucket_name,
                 "EVENT_BUS": "default",
+                "SHARD_VOLUMES": str(settings.storage_shard_volumes),
             },
             statements=storage_statements,
-            schedule=settings.storage_schedule,
+            schedule=None if fleet else settings.storage_schedule,
             # Sized by benchmarks/storage_analyzer.py: 10,000 volumes x 14 days in well under
             # a minute of CPU and 100 MiB; the timeout leaves room for CloudWatch's pace.
             memory_mb=1024,
             timeout=Duration.minutes(15),
         )
+        #: The Distributed Map that runs the storage analysis in shards, above the threshold.
+        self.storage_fleet: FleetMap | None = None
+        if fleet:
+            self.storage_fleet = FleetMap(
+                self,
+                "StorageFleet",
+                function=self.storage.function,
+                description=f"Storage analyzer of {settings.cluster_name}, in shards of "
+                f"{settings.storage_shard_volumes:,} volumes",
+                schedule=settings.storage_schedule,
+            )
         acknowledge_wildcard_resources(
             self.storage.role,
-            resources=["*", self.report.bucket.arn_for_objects("findings/*")],
+            resources=[
+                "*",
+                self.report.bucket.arn_for_objects("findings/*"),
+                *([self.report.bucket.arn_for_objects("shards/*")] if fleet else []),
+            ],
             reason="GetMetricData, DescribeVolumes/Instances and PutMetricData (limited to "
             "the findings namespace by condition) take no resource ARNs; findings/* is the "
             "analyzers' own prefix of the report bucket",
