@@ -186,12 +186,20 @@ def test_a_bucket_that_cannot_be_read_is_one_analysis_error(
 
 
 def test_the_fleet_state_machine_path_writes_the_single_runs_file(
-    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """plan, one shard per volume, merge (as the Distributed Map runs them): the day's file
-    is byte for byte the one a single run writes."""
-    metric_math_sums(aws["cloudwatch"])
+    """plan, one shard per volume, merge (as the Distributed Map runs them), as the storage
+    role with IAM on: the day's file is byte for byte the one a single run writes."""
     _seed(aws)
+    physical = {"ReportBucket": {"Ref": "reports", "Arn": "arn:aws:s3:::reports"}}
+    principal = run_as_role(
+        resolve(role_statements(templates, HANDLER), physical), monkeypatch, "storage-analyzer"
+    )
+    for name in ("ec2", "s3", "cloudwatch", "events"):
+        monkeypatch.setitem(storage_handler._clients, name, principal.role(name))
+    answer(principal.role("s3"), "ListBucketMetricsConfigurations", _metrics_configurations)
+    metric_math_sums(principal.role("cloudwatch"))
+    aws = {name: principal.admin(name) for name in ("s3", "cloudwatch")}
     event = {"time": datetime.fromtimestamp(END, UTC).isoformat()}
     single = storage_handler.handler(event, None)
     key = single["key"]
