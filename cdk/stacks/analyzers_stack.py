@@ -140,6 +140,15 @@ class AnalyzersStack(DeploymentStack):
                     resources=[self.report.bucket.arn_for_objects("shards/*")],
                 )
             )
+            # A shard's missing part reads as 404, not 403 (lambdas/shared/s3_objects.py).
+            storage_statements.append(
+                iam.PolicyStatement(
+                    sid="ListShards",
+                    actions=["s3:ListBucket"],
+                    resources=[self.report.bucket.bucket_arn],
+                    conditions={"StringLike": {"s3:prefix": ["shards/*"]}},
+                )
+            )
         if buckets:
             storage_statements.append(
                 iam.PolicyStatement(
