@@ -1,149 +1,169 @@
-"""The training analyzer on 1,000 jobs x 14 days of hourly metrics, 4 ranks each on 250 nodes
-of 8 GPUs, on plain data (no moto): CPU time, peak memory, GetMetricData calls."""
+"""The training analyzer on 1,000 jobs x 14 days, 4 ranks each on 250 nodes of 8 GPUs,
+through the real botocore clients answered at the HTTP layer (benchmarks/wire.py): today's
+plan (every job series hourly, botocore's default timestamp parser) and the datapoint-floor
+plan (window sums, the handler's client), each in a fresh process."""
 
+import resource
 import time
-import tracemalloc
-from datetime import UTC, datetime
 from typing import Any
+from unittest import mock
 
-from lambdas.shared.metric_fetcher import floor_calls
+from benchmarks import wire
+from benchmarks.storage_analyzer import in_fresh_process
+from lambdas.shared.metric_fetcher import cost_usd, floor, window_period
+from lambdas.training_analyzer.aws import baseline_query, job_queries
 from lambdas.training_analyzer.run import analyze_training
 
 JOBS = 1000
 NODES = 250
 DAYS = 14
-END = datetime(2025, 11, 28, tzinfo=UTC).timestamp()
+END = 1_764_288_000.0  # 2025-11-28T00:00:00Z
 START = END - DAYS * 86_400
 HOURS = DAYS * 24
+PAGE = 500
 
 
 class FakeCloudWatch:
+    """ListMetrics of every job and GPU; GetMetricData of every series, at any period."""
+
     def __init__(self) -> None:
         self.calls = 0
-        hours = [datetime.fromtimestamp(START + h * 3600, UTC) for h in range(HOURS)]
-        self._hourly = (
-            hours,
-            {
-                "steps": [1800.0] * HOURS,
-                "step_time_seconds": [2.0] * HOURS,
-                "data_wait_seconds": [0.5] * HOURS,
-                "samples_per_second": [900.0] * HOURS,
-                "checkpoint_save_seconds": [60.0] * HOURS,
-                "job_failed": [0.0] * HOURS,
-                "job_succeeded": [0.0] * HOURS,
-                "gpu_power_utilization": [55.0] * HOURS,
-                "gpu_sm_active": [70.0] * HOURS,
-            },
-        )
+        self.datapoints = 0
+        self.metrics = 0
+        self.requested: list[tuple[float, float, int]] = []
+        self._hours = [START + h * 3600 for h in range(HOURS)]
+        self._values = {
+            "steps": 1800.0,
+            "step_time_seconds": 2.0,
+            "data_wait_seconds": 0.5,
+            "samples_per_second": 900.0,
+            "checkpoint_save_seconds": 60.0,
+            "job_failed": 0.0,
+            "job_succeeded": 0.0,
+            "gpu_power_utilization": 55.0,
+            "gpu_sm_active": 70.0,
+        }
 
-    def get_paginator(self, name: str) -> Any:
-        outer = self
-        del name
-
-        class Listing:
-            def paginate(self, **kwargs: Any) -> list[dict[str, Any]]:
-                return outer.list_metrics_pages(kwargs["Namespace"])
-
-        return Listing()
-
-    def list_metrics_pages(self, namespace: str) -> list[dict[str, Any]]:
-        if namespace == "GpuInsights/Training":
-            metrics = [
-                {
-                    "Dimensions": [
-                        {"Name": "ClusterName", "Value": "bench"},
-                        {"Name": "JobName", "Value": f"job-{j}"},
-                    ]
-                }
-                for j in range(JOBS)
-            ]
+    def list_metrics(self, params: dict[str, Any]) -> dict[str, Any]:
+        if params["Namespace"] == "GpuInsights/Training":
+            dims = [[("ClusterName", "bench"), ("JobName", f"job-{j}")] for j in range(JOBS)]
         else:
-            metrics = [
-                {
-                    "Dimensions": [
-                        {"Name": "ClusterName", "Value": "bench"},
-                        {"Name": "NodeName", "Value": f"node-{n}"},
-                        {"Name": "GpuIndex", "Value": str(g)},
-                    ]
-                }
+            dims = [
+                [("ClusterName", "bench"), ("NodeName", f"node-{n}"), ("GpuIndex", str(g))]
                 for n in range(NODES)
                 for g in range(8)
             ]
-        return [{"Metrics": metrics[i : i + 500]} for i in range(0, len(metrics), 500)]
+        first = int(params.get("NextToken", 0))
+        page = [
+            {
+                "Namespace": params["Namespace"],
+                "MetricName": params["MetricName"],
+                "Dimensions": [{"Name": k, "Value": v} for k, v in d],
+            }
+            for d in dims[first : first + PAGE]
+        ]
+        more = {"NextToken": str(first + PAGE)} if first + PAGE < len(dims) else {}
+        return {"Metrics": page, **more}
 
-    def get_metric_data(
-        self, *, MetricDataQueries: list[dict[str, Any]], StartTime: Any, **_: Any
-    ) -> dict[str, Any]:
+    def get_metric_data(self, params: dict[str, Any]) -> dict[str, Any]:
         self.calls += 1
-        hours, values = self._hourly
         results = []
-        for q in MetricDataQueries:
+        for q in params["MetricDataQueries"]:
             stat = q["MetricStat"]
-            name = stat["Metric"]["MetricName"]
-            if stat["Period"] > 86_400:  # the baseline: one point for the earlier window
-                results.append({"Id": q["Id"], "Timestamps": [StartTime], "Values": [1000.0]})
+            self.metrics += 1
+            value = self._values[stat["Metric"]["MetricName"]]
+            if stat["Period"] > 3600:  # one point over the window: a baseline, or a sum
+                if stat["Metric"]["MetricName"] == "samples_per_second":
+                    value = 1000.0
+                elif stat["Stat"] == "SampleCount":
+                    value = float(HOURS)
+                elif stat["Stat"] == "Sum":
+                    value *= HOURS
+                stamps, values = [params["StartTime"]], [value]
             elif stat["Stat"] == "SampleCount":
-                results.append({"Id": q["Id"], "Timestamps": hours, "Values": [1.0] * HOURS})
+                stamps, values = self._hours, [1.0] * HOURS
             else:
-                results.append({"Id": q["Id"], "Timestamps": hours, "Values": values[name]})
+                stamps, values = self._hours, [value] * HOURS
+            self.datapoints += len(values)
+            results.append({"Id": q["Id"], "Timestamps": stamps, "Values": values})
         return {"MetricDataResults": results}
 
 
-class FakeLogs:
-    def start_query(self, **_: Any) -> dict[str, str]:
-        return {"queryId": "q"}
-
-    def get_query_results(self, **_: Any) -> dict[str, Any]:
-        rows = [
-            [
-                {"field": "JobName", "value": f"job-{j}"},
-                {"field": "Rank", "value": str(r)},
-                {"field": "steps", "value": "604800"},
-                {"field": "step_time", "value": "2.0"},
-                {"field": "node", "value": f"node-{(j * 4 + r) // 8 % NODES}"},
-            ]
-            for j in range(JOBS)
-            for r in range(4)
+def _ranks(_: dict[str, Any]) -> dict[str, Any]:
+    rows = [
+        [
+            {"field": "JobName", "value": f"job-{j}"},
+            {"field": "Rank", "value": str(r)},
+            {"field": "steps", "value": "604800"},
+            {"field": "step_time", "value": "2.0"},
+            {"field": "node", "value": f"node-{(j * 4 + r) // 8 % NODES}"},
         ]
-        return {"status": "Complete", "results": rows}
+        for j in range(JOBS)
+        for r in range(4)
+    ]
+    return {"status": "Complete", "results": rows}
 
 
-def _run(cloudwatch: FakeCloudWatch) -> Any:
-    return analyze_training(
-        cloudwatch=cloudwatch,
-        logs=FakeLogs(),
-        cluster="bench",
-        start=START,
-        end=END,
-        gpu_hour_usd=6.88,
+def _floor(plan: str) -> tuple[int, int]:
+    window = window_period(START, END) if plan == "floor" else None
+    jobs = [q for j in range(JOBS) for q in job_queries("bench", f"job-{j}", window)]
+    baselines = [baseline_query("bench", f"job-{j}", int(END - START)) for j in range(JOBS)]
+    gpus = [q for q in jobs[:1] for _ in range(NODES * 8 * 2)]  # hourly, like a job series
+    parts = [
+        floor(jobs, start=START, end=END),
+        floor(baselines, start=2 * START - END, end=START),
+        floor([q for q in gpus if q.period_s == 3600], start=START, end=END),
+    ]
+    return sum(p[0] for p in parts), sum(p[1] for p in parts)
+
+
+def measure(plan: str, jobs: int = JOBS) -> dict[str, float]:
+    del jobs
+    fake = FakeCloudWatch()
+    today = plan == "today"
+    cloudwatch = wire.client("cloudwatch", lambda_session=not today)
+    wire.serve_json(
+        cloudwatch, {"GetMetricData": fake.get_metric_data, "ListMetrics": fake.list_metrics}
     )
-
-
-def main() -> dict[str, float]:
-    cloudwatch = FakeCloudWatch()
-    started = time.process_time()
-    run = _run(cloudwatch)
-    cpu = time.process_time() - started
-    tracemalloc.start()
-    _run(FakeCloudWatch())
-    peak = tracemalloc.get_traced_memory()[1] / 2**20
-    tracemalloc.stop()
-    floor = floor_calls(JOBS * 8, HOURS) + floor_calls(JOBS, 1) + floor_calls(NODES * 8 * 2, HOURS)
-    print(
-        f"training analyzer: {JOBS:,} jobs x {DAYS} days hourly, 4 ranks each, "
-        f"{NODES} nodes of 8 GPUs"
-    )
-    print(f"  CPU time                  {cpu:8.2f} s")
-    print(f"  peak Python memory        {peak:8.1f} MiB")
-    print(f"  GetMetricData calls       {cloudwatch.calls:8,}       floor {floor:,}")
-    print(f"  findings                  {len(run.findings):8,}")
+    logs = wire.client("logs", lambda_session=not today)
+    wire.serve_json(logs, {"StartQuery": lambda _: {"queryId": "q"}, "GetQueryResults": _ranks})
+    hourly = mock.patch("lambdas.training_analyzer.run.window_period", return_value=None)
+    with wire.ParseClock() as parsing:
+        if today:
+            hourly.start()
+        started = time.process_time()
+        run = analyze_training(
+            cloudwatch=cloudwatch, logs=logs, cluster="bench", start=START, end=END,
+            gpu_hour_usd=6.88,
+        )  # fmt: skip
+        cpu = time.process_time() - started
+        if today:
+            hourly.stop()
+    calls, points = _floor(plan)
     return {
         "cpu_s": cpu,
-        "peak_mib": peak,
-        "calls": float(cloudwatch.calls),
-        "floor_calls": float(floor),
+        "parse_s": parsing.cpu_s,
+        "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "calls": float(fake.calls),
+        "floor_calls": float(calls),
+        "datapoints": float(fake.datapoints),
+        "floor_datapoints": float(points),
+        "usd": cost_usd(fake.metrics),
         "findings": float(len(run.findings)),
     }
+
+
+def main() -> dict[str, dict[str, float]]:
+    figures = {plan: in_fresh_process(plan, JOBS, measure) for plan in ("today", "floor")}
+    print(f"training analyzer: {JOBS:,} jobs x {DAYS} days, 4 ranks each, {NODES} nodes of 8 GPUs")
+    for name, f in figures.items():
+        print(
+            f"  {name:<7} calls {f['calls']:>5,.0f} (floor {f['floor_calls']:,.0f})  "
+            f"datapoints {f['datapoints']:>11,.0f} (floor {f['floor_datapoints']:,.0f})  "
+            f"CPU {f['cpu_s']:6.1f} s ({f['parse_s'] / f['cpu_s']:.0%} parsing)  "
+            f"peak {f['peak_mib']:5.0f} MiB  ${f['usd']:.2f}  findings {f['findings']:,.0f}"
+        )
+    return figures
 
 
 if __name__ == "__main__":

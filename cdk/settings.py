@@ -113,6 +113,11 @@ class Settings:
     #: "cluster": volumes tagged for the cluster and those of its nodes; "all": the region's.
     storage_volume_scope: str = "cluster"
     storage_schedule: str = "cron(0 6 * * ? *)"
+    #: Volumes the storage analyzer is expected to read. Above ``storage_shard_volumes`` it
+    #: runs as a Step Functions Distributed Map (cdk/constructs/fleet_map.py), in shards of
+    #: that many volumes, one function invocation each; at or below it, one function run.
+    storage_fleet_volumes: int = 0
+    storage_shard_volumes: int = 20_000
     #: Days of metrics each analysis reads.
     lookback_days: int = 14
     #: Turn on S3 request metrics (a whole-bucket filter) on the storage buckets.
@@ -236,6 +241,8 @@ _RANGES: Final[dict[str, tuple[int, int, str]]] = {
     "agent_interval_seconds": (MIN_INTERVAL_SECONDS, MAX_INTERVAL_SECONDS, "seconds"),
     "exporter_interval_seconds": (1, 3600, "seconds"),
     "lookback_days": (1, 90, "days"),
+    "storage_fleet_volumes": (0, 10_000_000, "volumes"),
+    "storage_shard_volumes": (100, 200_000, "volumes"),
 }
 
 
@@ -342,6 +349,8 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "storage_buckets": _as_str_tuple,
     "storage_volume_scope": _as_str,
     "storage_schedule": _as_str,
+    "storage_fleet_volumes": _as_int,
+    "storage_shard_volumes": _as_int,
     "lookback_days": _as_int,
     "s3_enable_request_metrics": _as_bool,
     "training_schedule": _as_str,

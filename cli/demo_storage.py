@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from cli.service_answers import Params, answer, percentiles_as_maximum
+from cli.service_answers import Params, answer, metric_math_sums, percentiles_as_maximum
 from lambdas.storage_analyzer import handler as storage_handler
 
 #: The demo's "now": the last hour of last ISO week (Sunday 23:00 UTC; 1970-01-05 was a Monday),
@@ -152,6 +152,7 @@ def run_storage_analyzer(
         storage_handler._clients[service] = clients[service]
     answer(clients["s3"], "ListBucketMetricsConfigurations", metrics_configurations)
     percentiles_as_maximum(clients["cloudwatch"])
+    metric_math_sums(clients["cloudwatch"])
     env = {
         "CLUSTER_NAME": cluster,
         "VOLUME_SCOPE": "cluster",

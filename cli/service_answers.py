@@ -91,3 +91,49 @@ def percentiles_as_maximum(cloudwatch: BaseClient) -> None:
                 stat["Stat"] = "Maximum"
 
     cloudwatch.meta.events.register(f"before-parameter-build.{event}", rewrite)
+
+
+def metric_math_sums(cloudwatch: BaseClient) -> None:
+    """GetMetricData expressions that add series (``a + b``), which moto returns empty, are
+    computed from their inputs as CloudWatch does: moto answers (and authorizes) the inputs,
+    asked for with ``ReturnData`` on; the hook adds them timestamp by timestamp into the
+    expression's result and drops the inputs the caller did not ask to see.
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html"""
+    event, model = _names(cloudwatch, "GetMetricData")
+    sums = "service_answers.sums"
+
+    def ask_inputs(params: Params, context: dict[str, Any], **_: Any) -> None:
+        validate_parameters(params, model.input_shape)  # as the handler sent them
+        queries = params.get("MetricDataQueries", [])
+        by_id = {q["Id"]: q for q in queries}
+        hidden, wanted = set(), {}
+        for query in queries:
+            terms = [t.strip() for t in query.get("Expression", "").split("+")]
+            if len(terms) > 1 and all(t in by_id for t in terms):
+                wanted[query["Id"]] = terms
+                for term in terms:
+                    if by_id[term].get("ReturnData") is False:
+                        hidden.add(term)
+                        by_id[term]["ReturnData"] = True
+        context[sums] = (wanted, hidden)
+
+    def add(parsed: Params, context: dict[str, Any], **_: Any) -> None:
+        wanted, hidden = context.get(sums, ({}, set()))
+        if "Error" in parsed or not wanted:
+            return
+        results = parsed["MetricDataResults"]
+        by_id = {r["Id"]: r for r in results}
+        for result in results:
+            terms = wanted.get(result["Id"])
+            if terms:
+                total: dict[Any, float] = {}
+                for term in terms:
+                    got = by_id[term]
+                    for t, v in zip(got["Timestamps"], got["Values"], strict=True):
+                        total[t] = total.get(t, 0.0) + v
+                result["Timestamps"] = sorted(total)
+                result["Values"] = [total[t] for t in result["Timestamps"]]
+        parsed["MetricDataResults"] = [r for r in results if r["Id"] not in hidden]
+
+    cloudwatch.meta.events.register(f"before-parameter-build.{event}", ask_inputs)
+    cloudwatch.meta.events.register(f"after-call.{event}", add)

@@ -24,7 +24,8 @@ from cdk.constructs.lambda_code import lambda_code
 
 
 class AnalyzerFunction(Construct):
-    """Attributes: ``function``, ``role``, ``failures`` (queue), ``schedule`` (rule)."""
+    """Attributes: ``function``, ``role``, ``failures`` (queue), ``schedule`` (rule, or None
+    without a schedule)."""
 
     def __init__(
         self,
@@ -36,7 +37,7 @@ class AnalyzerFunction(Construct):
         modules: Sequence[str],
         environment: dict[str, str],
         statements: Sequence[iam.PolicyStatement],
-        schedule: str,
+        schedule: str | None,
         memory_mb: int,
         timeout: Duration,
     ) -> None:
@@ -96,6 +97,10 @@ class AnalyzerFunction(Construct):
         skip_checks(self.function, {**FUNCTION_REASONS, **ON_FAILURE_REASON})
         skip_checks(logs_group, LOG_GROUP_REASONS)
         skip_checks(self.failures, SSE_SQS_REASONS)
+        #: None where something else starts the function (the fleet state machine).
+        self.schedule: events.Rule | None = None
+        if schedule is None:
+            return
         self.schedule = events.Rule(
             self,
             "Schedule",

@@ -11,6 +11,7 @@ from agent.resource_names import topic_name
 from alarms.catalog import gpu_alarms
 from cdk.constructs.agent_log_group import AgentLogGroup
 from cdk.constructs.analyzer_function import AnalyzerFunction
+from cdk.constructs.fleet_map import FleetMap
 from cdk.constructs.nag import acknowledge_wildcard_resources
 from cdk.constructs.report_bucket import ReportBucket
 from cdk.constructs.request_metrics import RequestMetrics
@@ -26,6 +27,10 @@ STORAGE_MODULES = (
     "lambdas/shared/publisher.py",
     "lambdas/storage_analyzer/aws.py",
     "lambdas/storage_analyzer/ebs_analysis.py",
+    "lambdas/storage_analyzer/ebs_plan.py",
+    "lambdas/storage_analyzer/fleet.py",
+    "lambdas/shared/s3_objects.py",
+    "lambdas/shared/shards.py",
     "lambdas/storage_analyzer/ebs_prices.py",
     "lambdas/storage_analyzer/handler.py",
     "lambdas/storage_analyzer/run.py",
@@ -141,6 +146,24 @@ class AnalyzersStack(DeploymentStack):
                 resources=["*"],
             ),
         ]
+        fleet = settings.storage_fleet_volumes > settings.storage_shard_volumes
+        if fleet:
+            storage_statements.append(
+                iam.PolicyStatement(
+                    sid="WriteAndReadShards",
+                    actions=["s3:PutObject", "s3:GetObject"],
+                    resources=[self.report.bucket.arn_for_objects("shards/*")],
+                )
+            )
+            # A shard's missing part reads as 404, not 403 (lambdas/shared/s3_objects.py).
+            storage_statements.append(
+                iam.PolicyStatement(
+                    sid="ListShards",
+                    actions=["s3:ListBucket"],
+                    resources=[self.report.bucket.bucket_arn],
+                    conditions={"StringLike": {"s3:prefix": ["shards/*"]}},
+                )
+            )
         if buckets:
             storage_statements.append(
                 iam.PolicyStatement(
@@ -162,17 +185,33 @@ class AnalyzersStack(DeploymentStack):
                 "LOOKBACK_DAYS": str(settings.lookback_days),
                 "REPORT_BUCKET": self.report.bucket.bucket_name,
                 "EVENT_BUS": "default",
+                "SHARD_VOLUMES": str(settings.storage_shard_volumes),
             },
             statements=storage_statements,
-            schedule=settings.storage_schedule,
+            schedule=None if fleet else settings.storage_schedule,
             # Sized by benchmarks/storage_analyzer.py: 10,000 volumes x 14 days in well under
             # a minute of CPU and 100 MiB; the timeout leaves room for CloudWatch's pace.
             memory_mb=1024,
             timeout=Duration.minutes(15),
         )
+        #: The Distributed Map that runs the storage analysis in shards, above the threshold.
+        self.storage_fleet: FleetMap | None = None
+        if fleet:
+            self.storage_fleet = FleetMap(
+                self,
+                "StorageFleet",
+                function=self.storage.function,
+                description=f"Storage analyzer of {settings.cluster_name}, in shards of "
+                f"{settings.storage_shard_volumes:,} volumes",
+                schedule=settings.storage_schedule,
+            )
         acknowledge_wildcard_resources(
             self.storage.role,
-            resources=["*", self.report.bucket.arn_for_objects("findings/*")],
+            resources=[
+                "*",
+                self.report.bucket.arn_for_objects("findings/*"),
+                *([self.report.bucket.arn_for_objects("shards/*")] if fleet else []),
+            ],
             reason="GetMetricData, DescribeVolumes/Instances and PutMetricData (limited to "
             "the findings namespace by condition) take no resource ARNs; findings/* is the "
             "analyzers' own prefix of the report bucket",

@@ -2,10 +2,12 @@
 instead of failing it. Created on first use, never at import time."""
 
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any, cast
 
 from botocore.client import BaseClient
 from botocore.config import Config
+from botocore.utils import parse_timestamp
 
 MAX_ATTEMPTS = 10
 RETRIES = Config(
@@ -17,11 +19,33 @@ class NotABotocoreClientError(TypeError):
     """Something other than a botocore client was handed to a handler."""
 
 
+def epoch_timestamp(value: Any) -> datetime:
+    """The timestamps the JSON protocols send as epoch seconds (GetMetricData's, one per
+    datapoint) become UTC datetimes in under a microsecond; botocore's default parser takes
+    tens of microseconds each (it tries the local zone first, through dateutil), which was
+    most of a fleet's CPU. Anything else is parsed as botocore does; the value is equal."""
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(value, UTC)
+    return parse_timestamp(value)
+
+
+def new_session(**kwargs: Any) -> Any:
+    """A boto3 session whose clients parse timestamps with ``epoch_timestamp``: botocore's
+    documented hook for it, the response parser factory's defaults, as the AWS CLI sets them
+    (aws/aws-cli awscli/customizations/scalarparse.py)."""
+    import boto3
+    import botocore.session
+
+    core = botocore.session.get_session()
+    core.get_component("response_parser_factory").set_parser_defaults(
+        timestamp_parser=epoch_timestamp
+    )
+    return boto3.Session(botocore_session=core, **kwargs)
+
+
 def client(service: str, *, session: Any = None) -> Any:
     if session is None:
-        import boto3
-
-        session = boto3.Session()
+        session = new_session()
     # The stubs type each service name as a literal; the service is a parameter here.
     return cast(Any, session).client(service, config=RETRIES)
 

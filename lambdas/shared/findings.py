@@ -64,6 +64,18 @@ class Finding:
             document["estimated_monthly_waste_usd"] = round(self.estimated_monthly_waste_usd, 2)
         return document
 
+    @classmethod
+    def from_dict(cls, document: dict[str, Any]) -> "Finding":
+        """The finding ``to_dict`` wrote (a shard's part, read back to be merged)."""
+        return cls(
+            **{
+                **document,
+                "kind": Kind(document["kind"]),
+                "severity": Severity(document["severity"]),
+                "related": tuple(document.get("related", ())),
+            }
+        )
+
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 

@@ -4,16 +4,23 @@ One call takes at most 500 queries and returns at most 100,800 datapoints, so N 
 points need at least max(ceil(N / 500), ceil(N * P / 100800)) calls. Queries are packed
 greedily under both limits, which reaches that floor when the series share a period, and
 results are yielded one batch at a time, so memory is bounded by a batch, not by the fleet.
+
+A query may also be metric math over input series (``math``): CloudWatch reduces them
+server-side and returns only the expression's points; the inputs still count as queries
+against the 500 and as metrics requested, which is what GetMetricData is billed by.
 """
 
-import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from math import ceil as math_ceil
 from typing import Any
 
 MAX_QUERIES_PER_CALL = 500
 MAX_DATAPOINTS_PER_CALL = 100_800
+#: us-east-1 list price of GetMetricData: $0.01 per 1,000 metrics requested
+#: (https://aws.amazon.com/cloudwatch/pricing/, "API Requests": GetMetricData).
+USD_PER_METRIC_REQUESTED = 0.01 / 1000
 
 
 @dataclass(frozen=True)
@@ -26,6 +33,35 @@ class MetricQuery:
     dimensions: tuple[tuple[str, str], ...]
     stat: str
     period_s: int
+    #: Metric math over ``inputs`` (each written ``{0}``, ``{1}`` ...): only its result is
+    #: returned; namespace, metric, dimensions and stat are then unused.
+    expression: str = ""
+    inputs: tuple["MetricQuery", ...] = ()
+
+    @property
+    def metrics(self) -> int:
+        """Metrics this query requests: itself, or each of its inputs."""
+        return len(self.inputs) if self.expression else 1
+
+
+def math(
+    key: tuple[str, ...], expression: str, inputs: tuple[MetricQuery, ...], period_s: int
+) -> MetricQuery:
+    """A metric math query, e.g. ``math(key, "{0} + {1}", (reads, writes), 3600)``."""
+    return MetricQuery(key, "", "", (), "", period_s, expression=expression, inputs=inputs)
+
+
+def window_period(start: float, end: float) -> int:
+    """One period over the whole window (CloudWatch periods are multiples of 60 s)."""
+    return max(60, math_ceil((end - start) / 60) * 60)
+
+
+def metrics_requested(queries: Iterable[MetricQuery]) -> int:
+    return sum(q.metrics for q in queries)
+
+
+def cost_usd(metrics: int) -> float:
+    return metrics * USD_PER_METRIC_REQUESTED
 
 
 @dataclass
@@ -39,7 +75,7 @@ class MetricSeries:
 
 
 def points_per_series(start: float, end: float, period_s: int) -> int:
-    return max(1, math.ceil((end - start) / period_s))
+    return max(1, math_ceil((end - start) / period_s))
 
 
 def floor_calls(series: int, points: int) -> int:
@@ -47,9 +83,23 @@ def floor_calls(series: int, points: int) -> int:
     if series == 0:
         return 0
     return max(
-        math.ceil(series / MAX_QUERIES_PER_CALL),
-        math.ceil(series * points / MAX_DATAPOINTS_PER_CALL),
+        math_ceil(series / MAX_QUERIES_PER_CALL),
+        math_ceil(series * points / MAX_DATAPOINTS_PER_CALL),
     )
+
+
+def floor(queries: Iterable[MetricQuery], *, start: float, end: float) -> tuple[int, int]:
+    """(calls, datapoints): the least that returns these series, whatever their periods."""
+    entries = points = 0
+    for query in queries:
+        entries += 1 + len(query.inputs)
+        points += points_per_series(start, end, query.period_s)
+    if not entries:
+        return 0, 0
+    calls = max(
+        math_ceil(entries / MAX_QUERIES_PER_CALL), math_ceil(points / MAX_DATAPOINTS_PER_CALL)
+    )
+    return calls, points
 
 
 def batches(
@@ -57,22 +107,41 @@ def batches(
 ) -> Iterator[list[MetricQuery]]:
     batch: list[MetricQuery] = []
     points = 0
+    entries = 0
     for query in queries:
         needed = points_per_series(start, end, query.period_s)
+        size = 1 + len(query.inputs)
         if batch and (
-            len(batch) == MAX_QUERIES_PER_CALL or points + needed > MAX_DATAPOINTS_PER_CALL
+            entries + size > MAX_QUERIES_PER_CALL or points + needed > MAX_DATAPOINTS_PER_CALL
         ):
             yield batch
-            batch, points = [], 0
+            batch, points, entries = [], 0, 0
         batch.append(query)
         points += needed
+        entries += size
     if batch:
         yield batch
 
 
-def _request(query: MetricQuery, index: int) -> dict[str, Any]:
+def _requests(query: MetricQuery, index: int) -> list[dict[str, Any]]:
+    if not query.expression:
+        return [_request(query, f"q{index}")]
+    ids = [f"q{index}i{j}" for j in range(len(query.inputs))]
+    inputs = [{**_request(q, ids[j]), "ReturnData": False} for j, q in enumerate(query.inputs)]
+    return [
+        *inputs,
+        {
+            "Id": f"q{index}",
+            "Expression": query.expression.format(*ids),
+            "Period": query.period_s,
+            "ReturnData": True,
+        },
+    ]
+
+
+def _request(query: MetricQuery, query_id: str) -> dict[str, Any]:
     return {
-        "Id": f"q{index}",
+        "Id": query_id,
         "MetricStat": {
             "Metric": {
                 "Namespace": query.namespace,
@@ -94,7 +163,7 @@ def fetch(
     for batch in batches(queries, start=start, end=end):
         series = [MetricSeries(query) for query in batch]
         kwargs: dict[str, Any] = {
-            "MetricDataQueries": [_request(q, i) for i, q in enumerate(batch)],
+            "MetricDataQueries": [r for i, q in enumerate(batch) for r in _requests(q, i)],
             "StartTime": datetime.fromtimestamp(start, UTC),
             "EndTime": datetime.fromtimestamp(end, UTC),
             "ScanBy": "TimestampAscending",

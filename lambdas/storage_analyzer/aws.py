@@ -83,6 +83,8 @@ def discover_volumes(ec2: Any, *, cluster: str, scope: VolumeScope) -> list[Volu
 
 
 def volume_queries(volume: Volume) -> list[MetricQuery]:
+    """Every series hourly: the plan before the datapoint floor (ebs_plan), which
+    ``make bench`` measures as the baseline."""
     dims = (("VolumeId", volume.volume_id),)
     queries = [
         MetricQuery((volume.volume_id, field), "AWS/EBS", metric, dims, stat, PERIOD_S)

@@ -283,11 +283,17 @@ def _overprovisioned(
     return findings
 
 
+def queue_limit(volume: Volume, t: EbsThresholds) -> float:
+    """The p95 queue length above which requests wait on this volume."""
+    prov_iops = provisioned_iops(volume.volume_type, volume.size_gib, volume.iops) or 1000.0
+    return t.queue_factor * max(1.0, prov_iops / 1000)
+
+
 def _queue(volume: Volume, queue: list[float], t: EbsThresholds) -> list[Finding]:
     if not queue:
         return []
     prov_iops = provisioned_iops(volume.volume_type, volume.size_gib, volume.iops) or 1000.0
-    limit = t.queue_factor * max(1.0, prov_iops / 1000)
+    limit = queue_limit(volume, t)
     p95 = percentile(queue, 0.95)
     if p95 <= limit:
         return []

@@ -12,30 +12,18 @@ from typing import Any
 from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.events import scheduled_time
 from lambdas.shared.publisher import FindingsPublisher, failure_queue_keeper
+from lambdas.storage_analyzer import fleet
 from lambdas.storage_analyzer.aws import VolumeScope
 from lambdas.storage_analyzer.ebs_analysis import ANALYZER
-from lambdas.storage_analyzer.run import analyze_storage
+from lambdas.storage_analyzer.run import StorageRun, analyze_buckets, analyze_storage
+from lambdas.storage_analyzer.s3_analysis import S3Thresholds
 
 log = logging.getLogger()
 log.setLevel(logging.INFO)
 _clients = ClientCache()
 
 
-def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
-    cluster = os.environ["CLUSTER_NAME"]
-    end = scheduled_time(event).timestamp()
-    end -= end % 3600
-    start = end - int(os.environ.get("LOOKBACK_DAYS", "14")) * 86_400
-    run = analyze_storage(
-        ec2=_clients("ec2"),
-        s3=_clients("s3"),
-        cloudwatch=_clients("cloudwatch"),
-        cluster=cluster,
-        scope=VolumeScope(os.environ.get("VOLUME_SCOPE", "cluster")),
-        buckets=[b for b in os.environ.get("BUCKETS", "").split(",") if b],
-        start=start,
-        end=end,
-    )
+def _publish(run: StorageRun, cluster: str, end: float) -> dict[str, Any]:
     stamp = datetime.fromtimestamp(end, UTC).isoformat()
     findings = [
         f.__class__(**{**f.__dict__, "cluster": cluster, "detected_at": stamp})
@@ -60,3 +48,49 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     }
     log.info("storage analysis done: %s", summary)
     return summary
+
+
+def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
+    """A whole run (the schedule's event), or, under the fleet state machine, its ``plan``,
+    one ``shard`` or the ``merge`` (lambdas/storage_analyzer/fleet.py), by ``event["mode"]``."""
+    cluster = os.environ["CLUSTER_NAME"]
+    end = scheduled_time(event).timestamp()
+    end -= end % 3600
+    start = end - int(os.environ.get("LOOKBACK_DAYS", "14")) * 86_400
+    scope = VolumeScope(os.environ.get("VOLUME_SCOPE", "cluster"))
+    buckets = [b for b in os.environ.get("BUCKETS", "").split(",") if b]
+    bucket, day = os.environ["REPORT_BUCKET"], datetime.fromtimestamp(end, UTC).date().isoformat()
+    mode = event.get("mode")
+    if mode == "plan":
+        per_shard = int(os.environ.get("SHARD_VOLUMES", "10000"))
+        return fleet.plan(
+            ec2=_clients("ec2"), s3=_clients("s3"), bucket=bucket, cluster=cluster,
+            scope=scope, day=day, per_shard=per_shard,
+        )  # fmt: skip
+    if mode == "shard":
+        return fleet.shard(
+            s3=_clients("s3"), cloudwatch=_clients("cloudwatch"), bucket=bucket,
+            cluster=cluster, day=day, index=int(event["index"]), first=int(event["first"]),
+            count=int(event["count"]), start=start, end=end,
+        )  # fmt: skip
+    if mode == "merge":
+        run = fleet.read_parts(
+            s3=_clients("s3"), bucket=bucket, cluster=cluster, day=day,
+            shards=len(event["shards"]),
+        )  # fmt: skip
+        run.volumes = int(event["volumes"])
+        analyze_buckets(
+            _clients("s3"), _clients("cloudwatch"), buckets, start, end, S3Thresholds(), run
+        )
+        return _publish(run, cluster, end)
+    run = analyze_storage(
+        ec2=_clients("ec2"),
+        s3=_clients("s3"),
+        cloudwatch=_clients("cloudwatch"),
+        cluster=cluster,
+        scope=scope,
+        buckets=buckets,
+        start=start,
+        end=end,
+    )
+    return _publish(run, cluster, end)

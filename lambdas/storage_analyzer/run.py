@@ -1,5 +1,5 @@
-"""One storage analysis: discover, fetch in full batches, analyze volume by volume as their
-series arrive, and keep going past any resource that fails."""
+"""One storage analysis: discover, fetch in full batches at the datapoint floor (ebs_plan),
+analyze volume by volume as their series arrive, and keep going past any resource that fails."""
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -8,13 +8,12 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lambdas.shared.findings import AnalysisRun, Finding
-from lambdas.shared.metric_fetcher import fetch
+from lambdas.shared.metric_fetcher import MetricQuery, fetch, window_period
 from lambdas.storage_analyzer.aws import (
     VolumeScope,
     bucket_queries,
     discover_volumes,
     request_metric_filters,
-    volume_queries,
 )
 from lambdas.storage_analyzer.ebs_analysis import (
     ANALYZER,
@@ -23,6 +22,7 @@ from lambdas.storage_analyzer.ebs_analysis import (
     VolumeMetrics,
     analyze_volume,
 )
+from lambdas.storage_analyzer.ebs_plan import could_fire, first_pass, second_pass
 from lambdas.storage_analyzer.s3_analysis import (
     BucketMetrics,
     S3Thresholds,
@@ -40,6 +40,26 @@ class StorageRun(AnalysisRun):
     buckets: int = 0
 
 
+def _collect(
+    cloudwatch: Any,
+    plans: dict[str, list[MetricQuery]],
+    metrics: dict[str, VolumeMetrics],
+    start: float,
+    end: float,
+) -> Iterator[str]:
+    """Fills each volume's metrics from its planned series; yields a volume's id as soon as
+    its last series has arrived (series come in query order, a volume's together)."""
+    left = {volume_id: len(queries) for volume_id, queries in plans.items()}
+    queries = (q for qs in plans.values() for q in qs)
+    for batch in fetch(cloudwatch, queries, start=start, end=end):
+        for series in batch:
+            volume_id, name = series.query.key
+            setattr(metrics[volume_id], name, series.values)
+            left[volume_id] -= 1
+            if not left[volume_id]:
+                yield volume_id
+
+
 def _volume_findings(
     cloudwatch: Any,
     volumes: Sequence[Volume],
@@ -48,27 +68,28 @@ def _volume_findings(
     t: EbsThresholds,
     run: StorageRun,
 ) -> Iterator[Finding]:
-    """Series come in query order, a volume's together; a volume is analyzed as soon as its
-    last series has arrived, so only the volumes of one batch are ever held."""
+    """First the hourly totals and the window screens of every volume (ebs_plan), analyzing
+    each volume as it completes unless a screen could fire; then, for those few, the
+    screened series hourly. Only one batch's volumes, and the unsettled ones, are held."""
     by_id = {v.volume_id: v for v in volumes}
-    expected = {v.volume_id: len(volume_queries(v)) for v in volumes}
-    pending: dict[str, tuple[VolumeMetrics, int]] = {}
-    queries = (q for v in volumes for q in volume_queries(v))
+    window = window_period(start, end)
+    metrics = {v.volume_id: VolumeMetrics() for v in volumes}
+    unsettled: dict[str, list[MetricQuery]] = {}
     try:
-        for batch in fetch(cloudwatch, queries, start=start, end=end):
-            for series in batch:
-                volume_id, name = series.query.key
-                metrics, seen = pending.get(volume_id, (VolumeMetrics(), 0))
-                setattr(metrics, name, series.values)
-                pending[volume_id] = (metrics, seen + 1)
-                if seen + 1 == expected[volume_id]:
-                    del pending[volume_id]
-                    yield from _analyze(by_id[volume_id], metrics, t, run)
+        first = {v.volume_id: first_pass(v, window) for v in volumes}
+        for volume_id in _collect(cloudwatch, first, metrics, start, end):
+            volume = by_id[volume_id]
+            fields = could_fire(volume, metrics[volume_id], t)
+            if fields:
+                unsettled[volume_id] = second_pass(volume, fields)
+                continue
+            yield from _analyze(volume, metrics.pop(volume_id), t, run)
+        for volume_id in _collect(cloudwatch, unsettled, metrics, start, end):
+            yield from _analyze(by_id[volume_id], metrics.pop(volume_id), t, run)
     except AWS_ERRORS as err:
         # The metric read itself failed: every volume not yet analyzed is skipped, by name.
-        done = {f.resource for f in run.findings}
         for volume in volumes:
-            if volume.volume_id not in done and volume.volume_id in expected:
+            if volume.volume_id in metrics:
                 run.skip(volume.volume_id, err)
         return
 
@@ -111,6 +132,21 @@ def _bucket_findings(
             run.skip(f"arn:aws:s3:::{bucket}", err)
 
 
+def analyze_volumes(
+    cloudwatch: Any,
+    volumes: Sequence[Volume],
+    start: float,
+    end: float,
+    t: EbsThresholds = EbsThresholds(),  # noqa: B008
+    run: StorageRun | None = None,
+) -> StorageRun:
+    """These volumes' findings: a whole fleet's, or one shard's (lambdas/shared/shards.py),
+    whose runs merged in shard order are the whole fleet's."""
+    run = run or StorageRun()
+    run.findings.extend(_volume_findings(cloudwatch, volumes, start, end, t, run))
+    return run
+
+
 def analyze_storage(
     *,
     ec2: Any,
@@ -130,8 +166,19 @@ def analyze_storage(
     except AWS_ERRORS as err:
         run.skip(f"EBS volumes of {cluster}", err)
         volumes = []
-    for finding in _volume_findings(cloudwatch, volumes, start, end, ebs_thresholds, run):
-        run.findings.append(finding)
-    for finding in _bucket_findings(s3, cloudwatch, buckets, start, end, s3_thresholds, run):
-        run.findings.append(finding)
+    analyze_volumes(cloudwatch, volumes, start, end, ebs_thresholds, run)
+    return analyze_buckets(s3, cloudwatch, buckets, start, end, s3_thresholds, run)
+
+
+def analyze_buckets(
+    s3: Any,
+    cloudwatch: Any,
+    buckets: Sequence[str],
+    start: float,
+    end: float,
+    t: S3Thresholds,
+    run: StorageRun,
+) -> StorageRun:
+    """The buckets' findings, after the volumes' (in one run, or in the merge of shards)."""
+    run.findings.extend(_bucket_findings(s3, cloudwatch, buckets, start, end, t, run))
     return run

@@ -34,6 +34,9 @@ JOB_METRICS: Final = (
     ("failures", TrainingMetric.JOB_FAILED, "Sum"),
     ("successes", TrainingMetric.JOB_SUCCEEDED, "Sum"),
 )
+#: The fields whose rules read only their sum over the window (failures, successes, saves
+#: counted): one point over the window gives the same sum as every hour's.
+WINDOW_SUMS: Final = frozenset({"checkpoint_saves", "failures", "successes"})
 GPU_METRICS: Final = (("power", GpuMetric.POWER_UTILIZATION), ("sm", GpuMetric.SM_ACTIVE))
 
 #: Per rank: steps, step time weighted by steps, and the node it ran on.
@@ -65,10 +68,19 @@ def list_jobs(cloudwatch: Any, cluster: str) -> list[str]:
     return sorted(jobs)
 
 
-def job_queries(cluster: str, job: str) -> list[MetricQuery]:
+def job_queries(cluster: str, job: str, window_s: int | None = None) -> list[MetricQuery]:
+    """Every series of the job hourly; given the window's length, the ``WINDOW_SUMS`` as one
+    point over it (the datapoint floor of the rules that read them)."""
     dims = ((DIM_CLUSTER, cluster), (DIM_JOB, job))
     return [
-        MetricQuery((job, field), NAMESPACE_TRAINING, str(metric), dims, stat, PERIOD_S)
+        MetricQuery(
+            (job, field),
+            NAMESPACE_TRAINING,
+            str(metric),
+            dims,
+            stat,
+            window_s if window_s and field in WINDOW_SUMS else PERIOD_S,
+        )
         for field, metric, stat in JOB_METRICS
     ]
 

@@ -10,7 +10,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lambdas.shared.findings import AnalysisRun
-from lambdas.shared.metric_fetcher import fetch
+from lambdas.shared.metric_fetcher import fetch, window_period
 from lambdas.training_analyzer.analysis import (
     ANALYZER,
     GpuUsage,
@@ -48,7 +48,8 @@ def _job_series(
 ) -> tuple[dict[str, JobSeries], dict[str, float]]:
     series = {job: JobSeries(job=job) for job in jobs}
     baselines: dict[str, float] = {}
-    queries = [q for job in jobs for q in job_queries(cluster, job)]
+    window = window_period(start, end)
+    queries = [q for job in jobs for q in job_queries(cluster, job, window)]
     for batch in fetch(cloudwatch, queries, start=start, end=end):
         for result in batch:
             job, name = result.query.key

@@ -177,7 +177,8 @@ def invoke_requests(stacks: list[Deployed]) -> list[Request]:
         for rule_id, props in stack.of_type("AWS::Events::Rule"):
             rule_arn = stack.resolve.arn(rule_id)
             for target in props.get("Targets", []):
-                invocations.append((stack, rule_id, "events", target["Arn"], rule_arn))
+                if ":lambda:" in target["Arn"]:  # state machines: machine_requests
+                    invocations.append((stack, rule_id, "events", target["Arn"], rule_arn))
         for filter_id, props in stack.of_type("AWS::Logs::SubscriptionFilter"):
             group = f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:{props['LogGroupName']}:*"
             invocations.append((stack, filter_id, "logs", props["DestinationArn"], group))
@@ -193,6 +194,46 @@ def invoke_requests(stacks: list[Deployed]) -> list[Request]:
         )
         for stack, who, service, function, source in invocations
     ]
+
+
+def machine_requests(stacks: list[Deployed]) -> list[Request]:
+    """A schedule starting a state machine (as the rule's role), and the state machine
+    invoking its function (as its role): identity policies, same account, no resource policy
+    needed (https://docs.aws.amazon.com/lambda/latest/dg/access-control-resource-based.html)."""
+    requests = []
+    for stack in stacks:
+        roles = {stack.resolve.arn(r): r for r, _ in stack.of_type("AWS::IAM::Role")}
+        for rule_id, props in stack.of_type("AWS::Events::Rule"):
+            for target in props.get("Targets", []):
+                if ":states:" in target["Arn"]:
+                    role_id = roles[target["RoleArn"]]
+                    requests.append(
+                        Request(
+                            name=f"{rule_id} starts {target['Arn']}",
+                            principal=target["RoleArn"],
+                            action="states:StartExecution",
+                            resource=target["Arn"],
+                            account_id=ACCOUNT,
+                            identity_policies=_identity_policies(stack, role_id),
+                        )
+                    )
+        for machine_id, props in stack.of_type("AWS::StepFunctions::StateMachine"):
+            role_id = roles[props["RoleArn"]]
+            definition = str(props.get("DefinitionString", ""))
+            for function_id, _ in stack.of_type("AWS::Lambda::Function"):
+                function_arn = stack.resolve.arn(function_id)
+                if function_arn in definition:
+                    requests.append(
+                        Request(
+                            name=f"{machine_id} invokes {function_arn}",
+                            principal=props["RoleArn"],
+                            action="lambda:InvokeFunction",
+                            resource=function_arn,
+                            account_id=ACCOUNT,
+                            identity_policies=_identity_policies(stack, role_id),
+                        )
+                    )
+    return requests
 
 
 def _role_of(stack: Deployed, function_arn: str) -> tuple[str, str]:
@@ -312,6 +353,7 @@ def requests(deployed: list[Deployed]) -> dict[str, list[Request]]:
         "invocations": invoke_requests(deployed),
         "failures": failure_requests(deployed),
         "roles": role_requests(deployed),
+        "machines": machine_requests(deployed),
     }
 
 
@@ -418,12 +460,17 @@ def test_the_requests_cover_every_alarm_schedule_subscription_and_destination(
     publishes = [r for r in requests["alarms"] if r.action == "sns:Publish"]
     assert len({r.resource for r in publishes}) == 2
     assert len(requests["alarms"]) == 3 * len(publishes)
-    # Three schedules and the notifier's rule on this app's alarm state changes.
-    assert len([r for r in requests["invocations"] if "events" in r.principal]) == 4
+    # Two schedules invoke their functions, the notifier's rule takes this app's alarm state
+    # changes, and the storage schedule starts its Distributed Map, which invokes the function.
+    assert len([r for r in requests["invocations"] if "events" in r.principal]) == 3
     assert any(
         r.name.startswith("XidNotifierAlarmStateChanges") and "xidnotifier" in r.resource.lower()
         for r in requests["invocations"]
     )
+    assert [r.action for r in requests["machines"]] == [
+        "states:StartExecution",
+        "lambda:InvokeFunction",
+    ]
     # The exporter's log group and, with xid_host_log_filter, the host log group.
     assert len([r for r in requests["invocations"] if "logs" in r.principal]) == 2
     assert len(requests["failures"]) == 4  # three analyzers' destinations, the notifier's DLQ

@@ -19,6 +19,7 @@ FULL = {
     "s3_enable_request_metrics": "true",
     "xid_host_log_filter": "true",
     "alarm_emails": "oncall@example.com",
+    "storage_fleet_volumes": "100000",  # the storage analysis as a Distributed Map
 }
 #: Actions that IAM authorizes only on "*" (no resource-level permissions), per the Service
 #: Authorization Reference; any other action on "*" is a policy that could be scoped.
@@ -34,6 +35,19 @@ NO_RESOURCE_LEVEL = {
     # Carries only a query id; "*" authorizes it however AWS scopes it.
     "logs:GetQueryResults",
     "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
+    "xray:GetSamplingRules",
+    "xray:GetSamplingTargets",
+    # A state machine's logging: "CloudWatch Logs ... doesn't support resource-level
+    # permissions" for these (https://docs.aws.amazon.com/step-functions/latest/dg/
+    # cw-logs.html#cloudwatch-iam-policy).
+    "logs:CreateLogDelivery",
+    "logs:GetLogDelivery",
+    "logs:UpdateLogDelivery",
+    "logs:DeleteLogDelivery",
+    "logs:ListLogDeliveries",
+    "logs:PutResourcePolicy",
+    "logs:DescribeResourcePolicies",
 }
 
 

@@ -8,7 +8,13 @@ import pytest
 from tests.functional.lambdas.iam import ACCOUNT, REGION
 
 #: The deployment the functional tests run as: the demo's cluster, the storage tests' buckets.
-CONTEXT = {"account": ACCOUNT, "region": REGION, "storage_buckets": "train-data,checkpoints"}
+CONTEXT = {
+    "account": ACCOUNT,
+    "region": REGION,
+    "storage_buckets": "train-data,checkpoints",
+    # The storage role with the fleet state machine's grants (shards/*), for its modes.
+    "storage_fleet_volumes": "100000",
+}
 
 
 @pytest.fixture(scope="session")

@@ -11,8 +11,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from cli.service_answers import answer, error
+from cli.service_answers import answer, error, metric_math_sums
 from lambdas.shared.metric_fetcher import floor_calls
+from lambdas.storage_analyzer import fleet
 from lambdas.storage_analyzer import handler as storage_handler
 from tests.functional.lambdas.iam import resolve, role_statements, run_as_role
 
@@ -124,6 +125,7 @@ def test_handler_finds_what_was_seeded_and_nothing_on_healthy_resources(
     for name in ("ec2", "s3", "cloudwatch", "events"):
         monkeypatch.setitem(storage_handler._clients, name, principal.role(name))
     answer(principal.role("s3"), "ListBucketMetricsConfigurations", _metrics_configurations)
+    metric_math_sums(principal.role("cloudwatch"))  # moto computes no metric math
     aws = {name: principal.admin(name) for name in ("s3", "cloudwatch")}
     calls: list[str] = []
     principal.role("cloudwatch").meta.events.register(
@@ -181,3 +183,39 @@ def test_a_bucket_that_cannot_be_read_is_one_analysis_error(
     assert [e["resource"] for e in errors] == ["arn:aws:s3:::no-such-bucket"]
     assert "NoSuchBucket" in errors[0]["evidence"]["error"]
     assert math.isclose(summary["findings"], len(body.splitlines()))
+
+
+def test_the_fleet_state_machine_path_writes_the_single_runs_file(
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """plan, one shard per volume, merge (as the Distributed Map runs them), as the storage
+    role with IAM on: the day's file is byte for byte the one a single run writes."""
+    _seed(aws)
+    physical = {"ReportBucket": {"Ref": "reports", "Arn": "arn:aws:s3:::reports"}}
+    principal = run_as_role(
+        resolve(role_statements(templates, HANDLER), physical), monkeypatch, "storage-analyzer"
+    )
+    for name in ("ec2", "s3", "cloudwatch", "events"):
+        monkeypatch.setitem(storage_handler._clients, name, principal.role(name))
+    answer(principal.role("s3"), "ListBucketMetricsConfigurations", _metrics_configurations)
+    metric_math_sums(principal.role("cloudwatch"))
+    aws = {name: principal.admin(name) for name in ("s3", "cloudwatch")}
+    event = {"time": datetime.fromtimestamp(END, UTC).isoformat()}
+    single = storage_handler.handler(event, None)
+    key = single["key"]
+    expected = aws["s3"].get_object(Bucket="reports", Key=key)["Body"].read()
+    aws["s3"].delete_object(Bucket="reports", Key=key)
+    monkeypatch.setenv("SHARD_VOLUMES", "1")
+    planned = storage_handler.handler({**event, "mode": "plan"}, None)
+    assert planned["volumes"] == 3
+    assert [s["count"] for s in planned["shards"]] == [1, 1, 1]
+    for item in reversed(planned["shards"]):  # the Map runs shards in any order
+        storage_handler.handler({**event, "mode": "shard", **item}, None)
+    merged = storage_handler.handler({**event, "mode": "merge", **planned}, None)
+    assert merged["key"] == key
+    assert merged["volumes"] == single["volumes"]
+    assert merged["buckets"] == 2
+    assert aws["s3"].get_object(Bucket="reports", Key=key)["Body"].read() == expected
+    aws["s3"].delete_object(Bucket="reports", Key=fleet.part_key("train", "2025-11-28", 1))
+    with pytest.raises(fleet.MissingPartError, match="shard 1 did not finish"):
+        storage_handler.handler({**event, "mode": "merge", **planned}, None)

@@ -59,7 +59,7 @@ class Resolver:
         if name.startswith("AWS::"):
             return self.pseudo(name)
         kind = self.resources[name]["Type"]
-        if kind == "AWS::SNS::Topic":
+        if kind in {"AWS::SNS::Topic", "AWS::StepFunctions::StateMachine"}:
             return self.arn(name)
         if kind == "AWS::KMS::Key":
             return name.lower()
@@ -146,6 +146,10 @@ _ARNS: dict[str, tuple[str, str | None]] = {
     "AWS::Logs::LogGroup": ("arn:{p}:logs:{r}:{a}:log-group:{name}:*", "LogGroupName"),
     "AWS::DynamoDB::Table": ("arn:{p}:dynamodb:{r}:{a}:table/{name}", "TableName"),
     "AWS::Events::Rule": ("arn:{p}:events:{r}:{a}:rule/{name}", "Name"),
+    "AWS::StepFunctions::StateMachine": (
+        "arn:{p}:states:{r}:{a}:stateMachine:{name}",
+        "StateMachineName",
+    ),
     "AWS::CloudWatch::Alarm": ("arn:{p}:cloudwatch:{r}:{a}:alarm:{name}", "AlarmName"),
     "AWS::CloudWatch::CompositeAlarm": ("arn:{p}:cloudwatch:{r}:{a}:alarm:{name}", "AlarmName"),
 }

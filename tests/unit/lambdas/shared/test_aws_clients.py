@@ -1,9 +1,13 @@
 """The guard: only botocore clients reach a handler, in tests and in the demo alike."""
 
+from datetime import UTC, datetime
+
 import boto3
 import pytest
+from botocore.utils import parse_timestamp
 
-from lambdas.shared.aws_clients import ClientCache, NotABotocoreClientError
+from benchmarks import wire
+from lambdas.shared.aws_clients import ClientCache, NotABotocoreClientError, epoch_timestamp
 
 
 class Wrapper:
@@ -28,3 +32,23 @@ def test_a_wrapped_client_is_refused_however_it_is_put_in() -> None:
     assert cache == {}
     cache.update(s3=real)
     assert cache("s3") is real
+
+
+def test_a_handler_client_parses_epoch_timestamps_to_the_same_utc_datetimes() -> None:
+    """CloudWatch's JSON protocol sends GetMetricData timestamps as epoch seconds; the
+    handler's client turns them into the datetimes botocore's own parser gives, quickly
+    (botocore's hook: ResponseParserFactory.set_parser_defaults, botocore/parsers.py)."""
+    assert epoch_timestamp(1764288000) == parse_timestamp(1764288000)  # type: ignore[arg-type]
+    assert epoch_timestamp(1764288000.5).utcoffset().total_seconds() == 0  # type: ignore[union-attr]
+    assert epoch_timestamp("2025-11-28T00:00:00Z") == datetime(2025, 11, 28, tzinfo=UTC)
+    answer = {"MetricDataResults": [{"Id": "q0", "Timestamps": [1764288000], "Values": [2.5]}]}
+    for lambda_session in (True, False):
+        cloudwatch = wire.client("cloudwatch", lambda_session=lambda_session)
+        wire.serve_json(cloudwatch, {"GetMetricData": lambda _: answer})
+        (result,) = cloudwatch.get_metric_data(
+            MetricDataQueries=[{"Id": "q0", "Expression": "1"}],
+            StartTime=datetime(2025, 11, 27, tzinfo=UTC),
+            EndTime=datetime(2025, 11, 28, tzinfo=UTC),
+        )["MetricDataResults"]
+        assert result["Timestamps"] == [datetime(2025, 11, 28, tzinfo=UTC)]
+        assert result["Values"] == [2.5]

@@ -1,21 +1,53 @@
-"""Each EBS finding at its threshold edges, on plain hourly data."""
+"""Each EBS finding at its threshold edges, on plain hourly data, and the same findings from
+what the datapoint-floor plan (ebs_plan) fetches of that data: every ``analyze_volume`` here
+also runs on the data as CloudWatch would return it to the plan, and must agree."""
 
 import math
+from dataclasses import replace
 
 import pytest
 
-from lambdas.shared.findings import Kind, Severity
+from lambdas.shared.findings import Finding, Kind, Severity
 from lambdas.storage_analyzer.ebs_analysis import (
     EbsThresholds,
     Volume,
     VolumeMetrics,
-    analyze_volume,
+    _pairwise_sum,
     monthly_cost,
     percentile,
 )
+from lambdas.storage_analyzer.ebs_analysis import analyze_volume as analyze_hourly
+from lambdas.storage_analyzer.ebs_plan import BURSTING_TYPES, could_fire
 
 HOURS = 14 * 24
 MIB = 2**20
+
+
+def as_fetched(volume: Volume, hourly: VolumeMetrics, t: EbsThresholds) -> VolumeMetrics:
+    """What the plan's queries return for this hourly data: the read + write totals (metric
+    math), the window Maximum or Minimum of the screened series, and those series hourly only
+    where their screen could fire."""
+    burst = hourly.burst_balance if volume.volume_type in BURSTING_TYPES else []
+    fetched = VolumeMetrics(
+        read_ops=_pairwise_sum(hourly.read_ops, hourly.write_ops),
+        read_bytes=_pairwise_sum(hourly.read_bytes, hourly.write_bytes),
+        queue_length=[max(hourly.queue_length)] if hourly.queue_length else [],
+        iops_exceeded=[max(hourly.iops_exceeded)] if hourly.iops_exceeded else [],
+        throughput_exceeded=[max(hourly.throughput_exceeded)] if hourly.throughput_exceeded else [],
+        burst_balance=[min(burst)] if burst else [],
+    )
+    hours = {f: getattr(hourly, f) for f in could_fire(volume, fetched, t)}
+    return replace(fetched, **hours)
+
+
+def analyze_volume(
+    volume: Volume,
+    metrics: VolumeMetrics,
+    t: EbsThresholds = EbsThresholds(),  # noqa: B008
+) -> list[Finding]:
+    findings = analyze_hourly(volume, metrics, t)
+    assert analyze_hourly(volume, as_fetched(volume, metrics, t), t) == findings
+    return findings
 
 
 def gp3(iops: int = 3000, throughput: int = 125, size: int = 500) -> Volume:

@@ -1,19 +1,41 @@
 """Each training finding at its edges, on plain hourly data, and the cases real jobs produce:
-no data, one step, restarts, gaps, some ranks only."""
+no data, one step, restarts, gaps, some ranks only. Every ``analyze_job`` here also runs on
+the data as the datapoint-floor plan fetches it (the window sums as one point) and must agree.
+"""
+
+from dataclasses import replace
 
 import pytest
 
-from lambdas.shared.findings import Kind, Severity
+from lambdas.shared.findings import Finding, Kind, Severity
 from lambdas.training_analyzer.analysis import (
     GpuUsage,
     JobData,
     JobSeries,
     RankStats,
-    analyze_job,
+    TrainingThresholds,
     job_cost,
 )
+from lambdas.training_analyzer.analysis import analyze_job as analyze_hourly
+from lambdas.training_analyzer.aws import WINDOW_SUMS
 
 H = 3600.0
+
+
+def as_fetched(data: JobData) -> JobData:
+    """The window sums as CloudWatch returns them at one period over the window."""
+    series = replace(data.series)
+    for name in WINDOW_SUMS:
+        hourly: dict[float, float] = getattr(data.series, name)
+        setattr(series, name, {0.0: sum(hourly.values())} if hourly else {})
+    return replace(data, series=series)
+
+
+def analyze_job(data: JobData, t: TrainingThresholds | None = None) -> list[Finding]:
+    t = t or TrainingThresholds()
+    findings = analyze_hourly(data, t)
+    assert analyze_hourly(as_fetched(data), t) == findings
+    return findings
 
 
 def series(

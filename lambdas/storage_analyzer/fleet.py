@@ -1,0 +1,83 @@
+"""The storage analysis as a Step Functions Distributed Map runs it (cdk/constructs/fleet_map.py)
+when a fleet outgrows one function run: ``plan`` lists the volumes once into the report
+bucket and returns the shards; each ``shard`` analyzes its slice and writes its part; ``merge``
+reads the parts in shard order, adds the buckets' findings, and publishes the day's one file,
+the single run's (lambdas/shared/shards.py).
+
+Parts live under ``shards/`` of the report bucket, beside the day's findings, keyed by cluster
+and day, so a rerun of the same day replaces them.
+"""
+
+import json
+from dataclasses import asdict
+from typing import Any, Final
+
+from lambdas.shared.findings import Finding
+from lambdas.shared.s3_objects import read_object
+from lambdas.shared.shards import shards
+from lambdas.storage_analyzer.aws import VolumeScope, discover_volumes
+from lambdas.storage_analyzer.ebs_analysis import Volume
+from lambdas.storage_analyzer.run import StorageRun, analyze_volumes
+
+PREFIX: Final = "shards"
+
+
+class MissingPartError(Exception):
+    """A shard's part is not in the report bucket: the merge would lose its findings."""
+
+
+def volumes_key(cluster: str, day: str) -> str:
+    return f"{PREFIX}/cluster={cluster}/date={day}/storage-volumes.json"
+
+
+def part_key(cluster: str, day: str, index: int) -> str:
+    return f"{PREFIX}/cluster={cluster}/date={day}/storage-part-{index:05d}.jsonl"
+
+
+def plan(
+    *, ec2: Any, s3: Any, bucket: str, cluster: str, scope: VolumeScope, day: str, per_shard: int
+) -> dict[str, Any]:
+    """Lists the volumes once; the Map's items are the shards, by index (small whatever the
+    fleet: Step Functions passes at most 256 KiB between states)."""
+    volumes = discover_volumes(ec2, cluster=cluster, scope=scope)
+    body = json.dumps([asdict(v) for v in volumes]).encode()
+    s3.put_object(Bucket=bucket, Key=volumes_key(cluster, day), Body=body)
+    cut = shards(range(len(volumes)), per_shard)
+    items = [{"index": i, "first": s[0], "count": len(s)} for i, s in enumerate(cut)]
+    return {"day": day, "volumes": len(volumes), "shards": items}
+
+
+def shard(
+    *,
+    s3: Any,
+    cloudwatch: Any,
+    bucket: str,
+    cluster: str,
+    day: str,
+    index: int,
+    first: int,
+    count: int,
+    start: float,
+    end: float,
+) -> dict[str, Any]:
+    raw = read_object(s3, bucket, volumes_key(cluster, day))
+    if raw is None:
+        raise MissingPartError(f"s3://{bucket}/{volumes_key(cluster, day)} is missing")
+    volumes = [Volume(**v) for v in json.loads(raw)[first : first + count]]
+    run = analyze_volumes(cloudwatch, volumes, start, end)
+    body = "".join(json.dumps(f.to_dict()) + "\n" for f in run.findings).encode()
+    s3.put_object(Bucket=bucket, Key=part_key(cluster, day, index), Body=body)
+    return {"index": index, "volumes": len(volumes), "findings": len(run.findings)}
+
+
+def read_parts(*, s3: Any, bucket: str, cluster: str, day: str, shards: int) -> StorageRun:
+    """Every part, in shard order, as one run; a missing part is an error, not nothing."""
+    run = StorageRun()
+    for index in range(shards):
+        key = part_key(cluster, day, index)
+        raw = read_object(s3, bucket, key)
+        if raw is None:
+            raise MissingPartError(f"s3://{bucket}/{key} is missing: shard {index} did not finish")
+        findings = [Finding.from_dict(json.loads(line)) for line in raw.decode().splitlines()]
+        run.findings += findings
+    return run

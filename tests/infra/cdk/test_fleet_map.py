@@ -1,0 +1,78 @@
+"""The storage analysis above the shard threshold: a Distributed Map state machine on the
+schedule instead of the function; at or below it, the function on the schedule and no state
+machine. The definition is read from the synthesized template.
+https://docs.aws.amazon.com/step-functions/latest/dg/state-map-distributed.html"""
+
+import json
+from typing import Any
+
+from aws_cdk.assertions import Template
+
+from tests.infra.conftest import Synth, stack_named
+from tests.infra.test_security_review import FULL
+
+
+def _template(synth: Synth, context: dict[str, Any]) -> Template:
+    return Template.from_stack(stack_named(synth(context), "-Analyzers"))
+
+
+def _definition(template: Template) -> dict[str, Any]:
+    (machine,) = template.find_resources("AWS::StepFunctions::StateMachine").values()
+    parts = machine["Properties"]["DefinitionString"]["Fn::Join"][1]
+    text = "".join(p if isinstance(p, str) else "ARN" for p in parts)
+    definition: dict[str, Any] = json.loads(text)
+    return definition
+
+
+def test_a_fleet_above_the_threshold_runs_as_a_distributed_map(synth: Synth) -> None:
+    template = _template(synth, FULL)  # storage_fleet_volumes 100,000 > 20,000
+    d = _definition(template)
+    assert d["StartAt"] == "Plan"
+    assert d["States"]["Plan"]["Next"] == "Shards"
+    assert d["States"]["Plan"]["Parameters"] == {"mode": "plan", "time.$": "$.time"}
+    shards = d["States"]["Shards"]
+    assert shards["Type"] == "Map"
+    assert shards["ItemProcessor"]["ProcessorConfig"]["Mode"] == "DISTRIBUTED"
+    assert shards["ItemsPath"] == "$.plan.shards"
+    assert shards["MaxConcurrency"] == 10
+    assert shards["ItemSelector"] == {
+        "mode": "shard",
+        "time.$": "$.time",
+        "index.$": "$$.Map.Item.Value.index",
+        "first.$": "$$.Map.Item.Value.first",
+        "count.$": "$$.Map.Item.Value.count",
+    }
+    assert shards["ItemProcessor"]["States"]["Shard"]["Type"] == "Task"  # the item is its payload
+    assert shards["Next"] == "Merge"
+    merge = d["States"]["Merge"]["Parameters"]
+    assert merge["mode"] == "merge"
+    assert merge["shards.$"] == "$.plan.shards"
+    assert d["States"]["Merge"]["End"] is True
+    # The schedule starts the state machine; no schedule invokes the function directly.
+    targets = [
+        t["Arn"]
+        for rule in template.find_resources("AWS::Events::Rule").values()
+        for t in rule["Properties"]["Targets"]
+    ]
+    machine_id = next(iter(template.find_resources("AWS::StepFunctions::StateMachine")))
+    assert {"Ref": machine_id} in targets
+    function_ids = template.find_resources("AWS::Lambda::Function")
+    storage = next(f for f in function_ids if f.startswith("StorageAnalyzer"))
+    assert {"Fn::GetAtt": [storage, "Arn"]} not in targets
+    env = function_ids[storage]["Properties"]["Environment"]["Variables"]
+    assert env["SHARD_VOLUMES"] == "20000"
+
+
+def test_a_fleet_at_the_threshold_is_one_scheduled_function(synth: Synth) -> None:
+    context = {**FULL, "storage_fleet_volumes": "20000"}
+    template = _template(synth, context)
+    assert template.find_resources("AWS::StepFunctions::StateMachine") == {}
+    storage = next(
+        f for f in template.find_resources("AWS::Lambda::Function") if f.startswith("Storage")
+    )
+    targets = [
+        t["Arn"]
+        for rule in template.find_resources("AWS::Events::Rule").values()
+        for t in rule["Properties"]["Targets"]
+    ]
+    assert {"Fn::GetAtt": [storage, "Arn"]} in targets
