@@ -5,7 +5,7 @@ CloudWatch treats missing data as the alarm says: notBreaching is "good (within 
 https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html#alarms-and-missing-data
 """
 
-from agent.metric_contract import GpuMetric
+from agent.metric_contract import DIM_SHARD, GpuMetric, alarm_shard
 from alarms.backtest import backtest
 from alarms.catalog import AlarmSettings, gpu_alarms
 from alarms.history import Sample
@@ -41,10 +41,10 @@ def _history() -> list[Sample]:
             (str(GpuMetric.ECC_UNCORRECTED), "0"): 0.0,
         }
         for (metric, gpu), value in values.items():
-            for dims in (
-                frozenset({("ClusterName", "train"), ("NodeName", "n1"), ("GpuIndex", gpu)}),
-                frozenset({("ClusterName", "train")}),
-            ):
+            per_gpu = {("ClusterName", "train"), ("NodeName", "n1"), ("GpuIndex", gpu)}
+            # The alarm metrics' per-GPU series carry the GPU's alarm shard (one shard here).
+            per_gpu.add((DIM_SHARD, alarm_shard("n1", int(gpu), 1)))
+            for dims in (frozenset(per_gpu), frozenset({("ClusterName", "train")})):
                 samples.append(Sample("GpuInsights", metric, dims, t, value))
     return samples
 
