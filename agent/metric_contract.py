@@ -4,8 +4,21 @@ Everything else (CDK stacks, exporter, analyzers, dashboards) imports these name
 rename here is a contract change that every consumer sees at once.
 """
 
-from enum import StrEnum
+from enum import Enum
 from typing import Final
+
+
+class StrEnum(str, Enum):
+    """``enum.StrEnum`` (3.11) for Python 3.9: the training emitter imports this module and
+    runs in training images that are older than the project's own Python. Members are
+    strings, and ``str()`` and ``format()`` give the value, as with ``enum.StrEnum``."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
 
 #: Custom metrics published by the GPU node exporter (EMF through the CloudWatch agent).
 NAMESPACE_GPU: Final = "GpuInsights"

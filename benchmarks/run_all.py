@@ -78,6 +78,18 @@ def main() -> None:
         Row("emitter: overhead per step", w["per_step_overhead_us"], None, "us"),
         Row("emitter: share of a 10 ms step", 100 * w["share_of_10ms_step"], 1.0, "%"),
     ]
+    f = training_emitter.faults()
+    for fault, words in (
+        ("bare", "bare loop, no emitter"),
+        ("dns_hangs", "DNS hangs"),
+        ("agent_refuses", "agent refuses"),
+        ("agent_never_reads", "agent accepts, never reads"),
+    ):
+        limit = None if fault == "bare" else 1.0
+        rows += [
+            Row(f"emitter: worst step delay, {words}", f[f"{fault}_worst_ms"], limit, "ms"),
+            Row(f"emitter: p99.9 step delay, {words}", f[f"{fault}_p999_ms"], limit, "ms"),
+        ]
     rows.append(Row("cdk synth of the whole app", synth_seconds(), None, "s"))
     cost = estimate(nodes=1, gpus_per_node=8)
     rows += [
