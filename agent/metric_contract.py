@@ -26,6 +26,12 @@ NAMESPACE_GPU: Final = "GpuInsights"
 NAMESPACE_TRAINING: Final = "GpuInsights/Training"
 #: Counts of findings published by the analyzers.
 NAMESPACE_FINDINGS: Final = "GpuInsights/Findings"
+#: The count metric in ``NAMESPACE_FINDINGS``: one datum per kind and severity per run, stamped
+#: at 00:00 UTC of the run's day, so a rerun for the day repeats the datum at the same time.
+FINDINGS_COUNT_METRIC: Final = "findings"
+#: The statistic every reader of the count uses: a rerun's repeated datum leaves the day's
+#: Maximum as it was, where a Sum would count the day twice.
+FINDINGS_COUNT_STAT: Final = "Maximum"
 #: Namespace of Container Insights (node_gpu_*, pod_gpu_* metrics from DCGM).
 NAMESPACE_CONTAINER_INSIGHTS: Final = "ContainerInsights"
 #: Namespace the CloudWatch agent uses for host metrics (``nvidia_smi_*`` on EC2 nodes).

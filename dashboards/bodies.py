@@ -17,6 +17,8 @@ from agent.metric_contract import (
     DIM_NODE,
     DIM_SEVERITY,
     DIM_XID_CODE,
+    FINDINGS_COUNT_METRIC,
+    FINDINGS_COUNT_STAT,
     NAMESPACE_FINDINGS,
     NAMESPACE_GPU,
     NAMESPACE_TRAINING,
@@ -28,7 +30,7 @@ from dashboards.widgets import alarms, graph, layout, search, text
 
 #: CloudWatch refuses dashboard bodies above this size.
 MAX_BODY_BYTES: Final = 1_000_000
-FINDINGS_METRIC: Final = "findings"
+FINDINGS_METRIC: Final = FINDINGS_COUNT_METRIC
 GPU_SCHEMA: Final = (DIM_CLUSTER, DIM_GPU_INDEX, DIM_NODE)
 
 
@@ -283,7 +285,12 @@ def findings_and_alarms(cluster: str, alarm_arns: Sequence[str], region: str) ->
                     [
                         (
                             search(
-                                NAMESPACE_FINDINGS, schema, FINDINGS_METRIC, where, "Sum", 86400
+                                NAMESPACE_FINDINGS,
+                                schema,
+                                FINDINGS_METRIC,
+                                where,
+                                FINDINGS_COUNT_STAT,
+                                86400,
                             ),
                             "",
                         )
@@ -298,7 +305,7 @@ def findings_and_alarms(cluster: str, alarm_arns: Sequence[str], region: str) ->
                                 schema,
                                 FINDINGS_METRIC,
                                 f'{where} {DIM_SEVERITY}="critical"',
-                                "Sum",
+                                FINDINGS_COUNT_STAT,
                                 86400,
                             ),
                             "",
