@@ -21,9 +21,13 @@ def context_from_args(args: argparse.Namespace) -> dict[str, object]:
     context: dict[str, object] = {}
     if args.cdk_json.is_file():
         try:
-            context.update(json.loads(args.cdk_json.read_text()).get("context", {}))
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{args.cdk_json} is not valid JSON: {err}") from err
+            document = json.loads(args.cdk_json.read_text(encoding="utf-8"))
+        except (ValueError, RecursionError, OSError) as err:  # not JSON, not UTF-8, too deep
+            raise ValueError(f"{args.cdk_json} is not a readable JSON file: {err}") from err
+        settings = document.get("context", {}) if isinstance(document, dict) else None
+        if not isinstance(settings, dict):
+            raise ValueError(f'{args.cdk_json} must be a JSON object with a "context" object')
+        context.update(settings)
     for item in args.context:
         key, sep, value = item.partition("=")
         if not sep or not key:

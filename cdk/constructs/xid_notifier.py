@@ -27,6 +27,8 @@ MODULES = (
     "lambdas/xid_notifier/handler.py",
     "lambdas/xid_notifier/messages.py",
     "lambdas/shared/aws_clients.py",
+    "lambdas/shared/events.py",
+    "lambdas/shared/subscription.py",
     "agent/xid.py",
     "agent/metric_contract.py",
 )

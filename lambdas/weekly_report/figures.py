@@ -215,7 +215,7 @@ def week_figures(
     waste: dict[str, float] = defaultdict(float)
     for f in unique:
         if str(f["kind"]).startswith("training_"):
-            waste[str(f["resource"]).removeprefix("job/")] += float(
+            waste[str(f.get("resource", "")).removeprefix("job/")] += float(
                 (f.get("evidence") or {}).get("waste_in_lookback_usd") or 0.0
             )
     figures.costliest_jobs = [

@@ -1,9 +1,6 @@
 """Lambda entry point: a CloudWatch Logs subscription delivers XID events; each becomes one
 SNS message on the critical or the warning topic, by the code's severity."""
 
-import base64
-import gzip
-import json
 import logging
 import os
 from typing import Any
@@ -12,6 +9,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from agent.xid import XidSeverity
 from lambdas.shared.aws_clients import ClientCache
+from lambdas.shared.subscription import decode_subscription
 from lambdas.xid_notifier.messages import XidNotice, parse_log_events
 
 log = logging.getLogger()
@@ -25,9 +23,8 @@ class PublishError(Exception):
 
 
 def decode(event: dict[str, Any]) -> dict[str, Any]:
-    data = base64.b64decode(event["awslogs"]["data"])
-    payload: dict[str, Any] = json.loads(gzip.decompress(data))
-    return payload
+    """The subscription payload, or ``SubscriptionPayloadError`` naming what was wrong."""
+    return decode_subscription(event)
 
 
 def publish(sns: Any, notices: list[XidNotice], *, critical_arn: str, warning_arn: str) -> int:
