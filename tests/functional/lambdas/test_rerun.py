@@ -30,7 +30,9 @@ def aws() -> Iterator[dict[str, Any]]:
         session = boto3.Session(
             region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
         )
-        clients = {s: session.client(s, config=RETRIES) for s in ("s3", "cloudwatch", "events")}
+        clients: dict[str, Any] = {
+            s: session.client(s, config=RETRIES) for s in ("s3", "cloudwatch", "events")
+        }
         clients["s3"].create_bucket(Bucket="reports")
         yield clients
 
