@@ -46,12 +46,16 @@ class TraceError(ValueError):
 
 
 def _check_sample_value(name: str, value: object) -> None:
-    """A sample's ``throttle`` is a list of reason names; every other value a finite number.
+    """A sample's ``throttle`` is a list of reason names; every other scalar a finite number
+    (or a flag).
     Checked when the trace loads, so a bad value is a skipped line, not a crash mid-run."""
     if name == "throttle":
         if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
             raise TraceError(f"throttle {value!r} is not a list of names")
-    elif isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    elif name == "pids":
+        if not (isinstance(value, list) and all(isinstance(v, int) for v in value)):
+            raise TraceError(f"pids {value!r} is not a list of process ids")
+    elif not isinstance(value, int | float) or not math.isfinite(value):
         raise TraceError(f"{name} {value!r} is not a finite number")
 
 

@@ -3,6 +3,7 @@ findings are printed, not published."""
 
 import argparse
 import json
+import logging
 import time
 from collections.abc import Sequence
 
@@ -71,6 +72,9 @@ def run(args: argparse.Namespace) -> str:
         raise ValueError(f"--days {args.days} must be 1 to 90")
     if args.target == "training" and not (0 <= args.gpu_hour_usd <= 1000):
         raise ValueError(f"--gpu-hour-usd {args.gpu_hour_usd} must be 0 to 1000")
+    # Each skip is a finding (printed) or the one line of a run that read nothing: the Lambdas'
+    # warning log of it would be a second line on stderr.
+    logging.getLogger("lambdas").setLevel(logging.ERROR)
     session = boto3.Session(profile_name=args.profile, region_name=args.region)
     end = time.time()
     end -= end % 3600
