@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install demo test bench lint typecheck clean
+.PHONY: install demo test test-old-python bench lint typecheck clean
 
 # checkov pins boto3==1.35.49 (so botocore 1.35) and packaging<24, older than the project's:
 # it gets its own environment, and tests/infra/test_checkov.py runs it from there.
@@ -48,6 +48,23 @@ node_modules/.package-lock.json: package-lock.json
 
 test: lint typecheck node_modules/.package-lock.json
 	$(BIN)/pytest
+	$(MAKE) test-old-python
+
+# The training emitter runs in training images on Python 3.9+: vermin checks its modules in the
+# suite (tests/unit/agent/test_emitter_install.py); here its tests run on an older interpreter
+# too: the first 3.9 or 3.10 that runs (on PATH, or pyenv's; uv and Debian's archive offer none
+# offline).
+OLD_PYTHON ?= $(shell for p in python3.9 $(wildcard $(HOME)/.pyenv/versions/3.9*/bin/python3.9) \
+	python3.10 $(wildcard $(HOME)/.pyenv/versions/3.10*/bin/python3.10); do \
+	$$p -c 'import sys; print(sys.executable)' 2>/dev/null && break; done)
+test-old-python:
+	@if [ -z "$(OLD_PYTHON)" ]; then \
+		echo "no Python 3.9 or 3.10 on this machine: emitter tests ran on $$($(PYTHON) -V) only"; \
+	else \
+		$(OLD_PYTHON) -m venv $(VENV)/old-python && \
+		$(VENV)/old-python/bin/python -m pip install --quiet pytest jsonschema pyyaml && \
+		$(VENV)/old-python/bin/python -m pytest -q -p no:cacheprovider tests/unit/agent/test_training.py; \
+	fi
 
 bench: install
 	$(BIN)/python -m benchmarks.run_all

@@ -108,8 +108,10 @@ def estimate(
 ) -> CostEstimate:
     if nodes < 1 or gpus_per_node < 1:
         raise ValueError("nodes and GPUs per node must be at least 1")
-    if interval_s <= 0:
-        raise ValueError("the interval must be positive")
+    if not (isinstance(interval_s, int | float) and 0 < interval_s <= 86_400):
+        raise ValueError(f"the interval {interval_s!r} s must be a number above 0 up to 86,400")
+    if not (isinstance(ci_price_per_million, int | float) and 0 <= ci_price_per_million <= 1e6):
+        raise ValueError(f"the price {ci_price_per_million!r} must be a number from 0 to 1,000,000")
     per_gpu_sets = sum(1 for s in GPU_DIMENSION_SETS if len(s) > 1)
     cluster_sets = len(GPU_DIMENSION_SETS) - per_gpu_sets
     metrics = nodes * gpus_per_node * GAUGES_PER_GPU * per_gpu_sets + GAUGES_PER_GPU * cluster_sets

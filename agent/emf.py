@@ -9,7 +9,7 @@ searchable properties without becoming dimensions that multiply the metric count
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Optional
 
 EmfDocument = dict[str, Any]
 
@@ -35,9 +35,9 @@ def emf_document(
     dimensions: Mapping[str, str],
     metrics: Mapping[str, float],
     units: Mapping[str, str],
-    properties: Mapping[str, object] | None = None,
-    log_group: str | None = None,
-    own_dimension_sets: Mapping[str, Sequence[Sequence[str]]] | None = None,
+    properties: Optional[Mapping[str, object]] = None,
+    log_group: Optional[str] = None,
+    own_dimension_sets: Optional[Mapping[str, Sequence[Sequence[str]]]] = None,
 ) -> EmfDocument:
     """One EMF document. Non-finite values are dropped: CloudWatch rejects NaN and infinity.
     ``log_group`` tells the CloudWatch agent where to write the line (its default otherwise).
@@ -163,7 +163,7 @@ def parse_emf_line(line: str) -> EmfDocument:
         for metric in directive.get("Metrics", []):
             name = metric.get("Name") if isinstance(metric, dict) else None
             value = document.get(name) if isinstance(name, str) else None
-            if isinstance(value, bool) or not isinstance(value, int | float):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise EmfError(f"metric {name!r} has no numeric value")
     return document
 

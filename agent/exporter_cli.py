@@ -80,16 +80,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s"
     )
-    if args.interval <= 0 or args.buffer < 1:
-        print("gpu exporter: --interval and --buffer must be positive", file=sys.stderr)
+    if not (0 < args.interval <= 3600) or not 1 <= args.buffer <= 10_000_000:
+        print(
+            f"gpu exporter: --interval {args.interval} must be above 0 up to 3600 s and "
+            f"--buffer {args.buffer} 1 to 10,000,000",
+            file=sys.stderr,
+        )
         return 2
     try:
         sink = _sink(args)
-    except ValueError as err:
+        nvml = _nvml(args)
+    except ValueError as err:  # TraceError among them
         print(f"gpu exporter: {err}", file=sys.stderr)
         return 2
+    except Exception as err:  # botocore's NoRegionError, ProfileNotFound: one line, exit 1
+        print(f"gpu exporter: {err}", file=sys.stderr)
+        return 1
     exporter = Exporter(
-        _nvml(args),
+        nvml,
         BufferedSender(sink, capacity=args.buffer),
         ExporterConfig(
             cluster_name=args.cluster_name,

@@ -21,6 +21,7 @@ counted in ``malformed_lines``, never raised.
 
 import json
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -42,6 +43,20 @@ _THROTTLE_BITS = {
 
 class TraceError(ValueError):
     """A trace record that cannot be replayed."""
+
+
+def _check_sample_value(name: str, value: object) -> None:
+    """A sample's ``throttle`` is a list of reason names; every other scalar a finite number
+    (or a flag).
+    Checked when the trace loads, so a bad value is a skipped line, not a crash mid-run."""
+    if name == "throttle":
+        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise TraceError(f"throttle {value!r} is not a list of names")
+    elif name == "pids":
+        if not (isinstance(value, list) and all(isinstance(v, int) for v in value)):
+            raise TraceError(f"pids {value!r} is not a list of process ids")
+    elif not isinstance(value, int | float) or not math.isfinite(value):
+        raise TraceError(f"{name} {value!r} is not a finite number")
 
 
 @dataclass
@@ -188,8 +203,12 @@ class FakeNvml:
 
     @classmethod
     def from_file(cls, path: str, **kwargs: Any) -> "FakeNvml":
-        with open(path, encoding="utf-8") as trace:
-            return cls(trace, **kwargs)
+        """The trace in the file; a file that cannot be read as text raises TraceError."""
+        try:
+            with open(path, encoding="utf-8") as trace:
+                return cls(trace.readlines(), **kwargs)
+        except (OSError, UnicodeDecodeError) as err:
+            raise TraceError(f"trace {path}: {err}") from err
 
     def _load(self, record: dict[str, Any]) -> None:
         kind = record["kind"]
@@ -210,8 +229,12 @@ class FakeNvml:
         if gpu is None:
             raise TraceError(f"{kind} for GPU {index} before its gpu record")
         t = float(record["t"])
+        if not math.isfinite(t):
+            raise TraceError(f"time {t} is not finite")
         if kind == "sample":
             values = {k: v for k, v in record.items() if k not in {"kind", "t", "index"}}
+            for name, value in values.items():
+                _check_sample_value(name, value)
             gpu.samples.append((t, values))
         elif kind == "xid":
             self._xids.append((t, index, int(record["code"])))

@@ -11,10 +11,28 @@ Rules the DaemonSet keeps, and why:
   reports no processes of other PID namespaces, and their cgroups name the pod).
 """
 
+import re
 from collections.abc import Sequence
 from typing import Any, Final
 
 from agent.metric_contract import AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT, EMF_PORT
+
+#: An exporter cycle longer than an hour would leave hourly alarms without data.
+MAX_INTERVAL_S: Final = 3600
+#: Kubernetes "Labels and Selectors", syntax and character set (taint keys follow it): an
+#: optional DNS-subdomain prefix of at most 253 characters and "/", then a name of 1 to 63
+#: characters, alphanumerics with "-", "_", "." inside.
+#: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set
+_LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def is_label_key(key: str) -> bool:
+    prefix, slash, name = key.rpartition("/")
+    if slash and not (len(prefix) <= 253 and _DNS_SUBDOMAIN.fullmatch(prefix)):
+        return False
+    return _LABEL_NAME.fullmatch(name) is not None
+
 
 NAME: Final = "gpu-insights-exporter"
 DEFAULT_NAMESPACE: Final = "gpu-insights"
@@ -67,8 +85,18 @@ def exporter_manifests(
     alarm_shards: int = 1,
 ) -> list[dict[str, Any]]:
     """The objects to apply, in order."""
-    if interval_s < 1:
-        raise ManifestError(f"exporter interval {interval_s} s must be at least 1 s")
+    if not 1 <= interval_s <= MAX_INTERVAL_S:
+        raise ManifestError(f"exporter interval {interval_s} s must be 1 to {MAX_INTERVAL_S} s")
+    for what, value in (("image", image), ("cluster name", cluster_name)):
+        if not value.strip():
+            raise ManifestError(f"the {what} must not be empty")
+    for key in gpu_taint_keys:
+        if not is_label_key(key):
+            raise ManifestError(
+                f"taint key {key!r} is not a Kubernetes label key ([prefix/]name: a DNS "
+                "subdomain of at most 253 characters, then 1 to 63 alphanumerics, '-', '_', "
+                "'.', starting and ending alphanumeric)"
+            )
     labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "eks-gpu-insights"}
     args = [
         "--cluster-name", cluster_name,

@@ -5,8 +5,21 @@ rename here is a contract change that every consumer sees at once.
 """
 
 import hashlib
-from enum import StrEnum
+from enum import Enum
 from typing import Final
+
+
+class StrEnum(str, Enum):
+    """``enum.StrEnum`` (3.11) for Python 3.9: the training emitter imports this module and
+    runs in training images that are older than the project's own Python. Members are
+    strings, and ``str()`` and ``format()`` give the value, as with ``enum.StrEnum``."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
 
 #: Custom metrics published by the GPU node exporter (EMF through the CloudWatch agent).
 NAMESPACE_GPU: Final = "GpuInsights"
@@ -16,6 +29,12 @@ NAMESPACE_TRAINING: Final = "GpuInsights/Training"
 NAMESPACE_FINDINGS: Final = "GpuInsights/Findings"
 #: Daily GPU-hour attribution totals (dimensions ClusterName, Namespace).
 NAMESPACE_WASTE: Final = "GpuInsights/Waste"
+#: The count metric in ``NAMESPACE_FINDINGS``: one datum per kind and severity per run, stamped
+#: at 00:00 UTC of the run's day, so a rerun for the day repeats the datum at the same time.
+FINDINGS_COUNT_METRIC: Final = "findings"
+#: The statistic every reader of the count uses: a rerun's repeated datum leaves the day's
+#: Maximum as it was, where a Sum would count the day twice.
+FINDINGS_COUNT_STAT: Final = "Maximum"
 #: Namespace of Container Insights (node_gpu_*, pod_gpu_* metrics from DCGM).
 NAMESPACE_CONTAINER_INSIGHTS: Final = "ContainerInsights"
 #: Namespace the CloudWatch agent uses for host metrics (``nvidia_smi_*`` on EC2 nodes).

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any, Protocol, TextIO
+from typing import Any, Optional, Protocol, TextIO
 
 from agent.emf import EmfDocument, encode, metric_data, namespace_of
 
@@ -35,7 +35,7 @@ class Sink(Protocol):
 class StdoutSink:
     """One EMF line per document; on EKS, Fluent Bit ships container stdout to CloudWatch Logs."""
 
-    def __init__(self, stream: TextIO | None = None) -> None:
+    def __init__(self, stream: Optional[TextIO] = None) -> None:
         self._stream = stream or sys.stdout
 
     def send(self, documents: Sequence[EmfDocument]) -> None:
@@ -110,7 +110,7 @@ class TcpEmfSink:
         self._max_unconfirmed = max_unconfirmed
         self._connect = connect
         self._clock = clock
-        self._socket: socket.socket | None = None
+        self._socket: Optional[socket.socket] = None
         #: (time written, document count, bytes) of batches not yet confirmed.
         self._unconfirmed: deque[tuple[float, int, bytes]] = deque()
         self.stats = TcpStats()

@@ -10,10 +10,19 @@ Three lines in a training script::
 
 It aggregates in process and emits one EMF document per ``flush_s`` (60 s by default) however
 fast the loop steps (more than 100 metrics go out as several documents, as EMF allows 100 a
-directive), to the CloudWatch agent's EMF listener or stdout. It never raises into the loop: a
-sink that is down costs a dropped document and a counter, not the job; a ``record()`` name that
-would clobber part of the document is refused, counted and logged once. Standard library only
-(with agent.emf, agent.sinks and agent.metric_contract, which are too).
+directive), to the CloudWatch agent's EMF listener or stdout.
+
+It never blocks or raises into the loop. The loop only adds to an in-memory aggregate; once
+a window is due it hands the window's documents to a daemon sender thread through a bounded
+queue, and that thread does all network work (name resolution, connecting, writing). A
+resolver that hangs, an agent that refuses, or one that accepts and never reads cost dropped
+documents and a counter (``dropped``), never a step. A ``record()`` name that would clobber part
+of the document is refused, counted and logged once; a batch whose size cannot be read is
+counted in ``unsized_batches``. ``close()`` waits up to ``close_timeout_s`` for the queue.
+
+Standard library only, Python 3.9 and later (with agent.emf, agent.sinks,
+agent.background_sender and agent.metric_contract, which are too; ``make test`` checks them
+with vermin).
 """
 
 import contextlib
@@ -22,10 +31,11 @@ import math
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Optional, Tuple, TypeVar
 
+from agent.background_sender import BackgroundSender
 from agent.emf import MAX_NAME_LENGTH, METADATA_KEY, EmfDocument, emf_document, metric_chunks
 from agent.metric_contract import (
     DIM_CLUSTER,
@@ -41,7 +51,7 @@ from agent.metric_contract import (
     TrainingMetric,
     training_log_group,
 )
-from agent.sinks import Sink, SinkError, StdoutSink, TcpEmfSink
+from agent.sinks import Sink, StdoutSink, TcpEmfSink
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -59,6 +69,30 @@ RESERVED_NAMES: dict[str, str] = {
     PROP_POD_NAME: "the pod name property",
     **{str(metric): "a built-in metric" for metric in TrainingMetric},
 }
+
+
+class TrainingMetricsError(ValueError):
+    """A ``TrainingMetrics`` argument it cannot run with; raised at construction, before the
+    loop, and the message names the argument."""
+
+
+def batch_size(batch: object) -> Optional[int]:
+    """Samples in a batch: the first dimension of a tensor (``.shape[0]``); for a mapping
+    (Hugging Face style) or a sequence whose items are tensors, the first dimension of its
+    first tensor-like value; otherwise ``len()``. None when it has none of these. May raise
+    whatever the batch's own ``len()`` or ``shape`` raise (a 0-d tensor's ``len()``)."""
+    if isinstance(batch, Mapping):
+        for value in batch.values():
+            if hasattr(value, "shape"):
+                return int(value.shape[0])
+        return None
+    if hasattr(batch, "shape"):
+        return int(batch.shape[0])
+    if isinstance(batch, (list, tuple)) and batch and hasattr(batch[0], "shape"):
+        return int(batch[0].shape[0])
+    if hasattr(batch, "__len__"):
+        return len(batch)
+    return None
 
 
 @dataclass
@@ -86,19 +120,35 @@ class TrainingMetrics:
         job_name: str,
         cluster_name: str,
         rank: int = 0,
-        node_name: str | None = None,
-        pod_name: str | None = None,
+        node_name: Optional[str] = None,
+        pod_name: Optional[str] = None,
         flush_s: float = 60.0,
-        sink: Sink | None = None,
-        endpoint: tuple[str, int] | None = ("cloudwatch-agent.amazon-cloudwatch", EMF_PORT),
-        samples_per_step: int | None = None,
+        sink: Optional[Sink] = None,
+        endpoint: Optional[Tuple[str, int]] = ("cloudwatch-agent.amazon-cloudwatch", EMF_PORT),
+        samples_per_step: Optional[int] = None,
+        close_timeout_s: float = 5.0,
+        queue_capacity: int = 64,
         clock: Callable[[], float] = time.perf_counter,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         """``sink`` wins over ``endpoint``; ``endpoint=None`` prints EMF to stdout (Fluent Bit
-        ships it). ``samples_per_step`` counts samples where batches have no len().
-        ``pod_name`` (default: the ``POD_NAME`` variable the downward API sets) lets the GPU
-        analyzer attribute the pod's GPU-hours to this job exactly."""
+        ships it). ``samples_per_step`` counts samples where batches have no size of their
+        own. ``pod_name`` (default: the ``POD_NAME`` variable the downward API sets) lets the
+        GPU analyzer attribute the pod's GPU-hours to this job exactly. A bad argument raises
+        ``TrainingMetricsError`` here, never in the loop."""
+        for what, name in (("job_name", job_name), ("cluster_name", cluster_name)):
+            if not isinstance(name, str) or not name.strip():
+                raise TrainingMetricsError(f"{what} must be a non-empty string, not {name!r}")
+        if not (isinstance(flush_s, (int, float)) and 0 < flush_s < math.inf):
+            raise TrainingMetricsError(f"flush_s must be a positive number, not {flush_s!r}")
+        if samples_per_step is not None and (
+            isinstance(samples_per_step, bool)
+            or not isinstance(samples_per_step, int)
+            or samples_per_step < 1
+        ):
+            raise TrainingMetricsError(
+                f"samples_per_step must be a positive integer, not {samples_per_step!r}"
+            )
         self.job_name = job_name
         self.cluster_name = cluster_name
         self.rank = rank
@@ -106,15 +156,17 @@ class TrainingMetrics:
         self.pod_name = pod_name if pod_name is not None else os.environ.get(POD_NAME_ENV) or None
         self.flush_s = flush_s
         self.samples_per_step = samples_per_step
-        self.dropped = 0
-        self.emitted = 0
+        self.close_timeout_s = close_timeout_s
+        #: Batches whose size could not be read (their ``len()`` or ``shape`` raised).
+        self.unsized_batches = 0
         #: Values ``record()`` refused, by name (a reserved or over-long name); logged once each.
         self.refused: Counter[str] = Counter()
         self._clock = clock
         self._wall = wall_clock
         if sink is None:
             sink = StdoutSink() if endpoint is None else TcpEmfSink(*endpoint, timeout_s=0.5)
-        self._sink = sink
+        self._sender = BackgroundSender(sink, capacity=queue_capacity)
+        self._sender.start()
         self._window = _Window(started=clock(), wall_started=wall_clock())
         self._closed = False
 
@@ -146,13 +198,29 @@ class TrainingMetrics:
         window.data_wait += data_wait
         if self.samples_per_step is not None:
             window.samples += self.samples_per_step
-        elif hasattr(batch, "__len__"):
-            window.samples += len(batch)
+        else:
+            try:
+                size = batch_size(batch)
+            except Exception:  # the batch's own len() or shape: counted, never raised
+                self.unsized_batches += 1
+            else:
+                if size is not None and size >= 0:
+                    window.samples += size
         if self._clock() - window.started >= self.flush_s:
             self.flush()
 
+    @property
+    def emitted(self) -> int:
+        """Documents the sink took."""
+        return self._sender.sent
+
+    @property
+    def dropped(self) -> int:
+        """Documents lost: the sink failed, or the queue to it was full."""
+        return self._sender.dropped
+
     @contextlib.contextmanager
-    def checkpoint_save(self, size_bytes: int | None = None) -> Iterator[None]:
+    def checkpoint_save(self, size_bytes: Optional[int] = None) -> Iterator[None]:
         started = self._clock()
         try:
             yield
@@ -182,7 +250,7 @@ class TrainingMetrics:
         for name, value in values.items():
             if name not in model and not self._accepts(name):
                 continue
-            if isinstance(value, bool) or not isinstance(value, int | float | str):
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
                 continue
             try:
                 number = float(value)
@@ -250,37 +318,39 @@ class TrainingMetrics:
         ]
 
     def flush(self) -> None:
-        """Emit the window and start a new one. Never raises."""
-        documents: list[EmfDocument] = []
+        """Hand the window to the sender thread and start a new one. Never blocks or raises:
+        a document that cannot be built is dropped and counted."""
         try:
             documents = self.documents()
-            self._window = _Window(started=self._clock(), wall_started=self._wall())
-            if documents:
-                self._sink.send(documents)
-                self.emitted += len(documents)
-        except (SinkError, OSError, ValueError) as err:
-            self.dropped += max(1, len(documents))
-            if self.dropped in {1, 10, 100} or self.dropped % 1000 == 0:
-                log.warning("training metrics dropped (%d so far): %s", self.dropped, err)
+        except ValueError as err:  # an EMF limit the window broke; the loop goes on
+            self._sender.dropped += 1
+            log.warning("training metrics window dropped: %s", err)
+            documents = []
+        self._window = _Window(started=self._clock(), wall_started=self._wall())
+        self._sender.submit(documents)
+
+    def drain(self, timeout_s: float = 5.0) -> bool:
+        """Wait up to ``timeout_s`` for queued documents to be sent (or dropped); True when the
+        queue is empty. For the end of a job, tests and notebooks, not the loop."""
+        return self._sender.drain(timeout_s)
 
     def close(self, *, succeeded: bool) -> None:
-        """Flush, and record how the job ended (job_succeeded or job_failed, a count). Only
-        rank 0 records the outcome, so a job counts once however many ranks it has."""
+        """Flush, record how the job ended (job_succeeded or job_failed, a count), and wait up
+        to ``close_timeout_s`` for delivery; what is still queued then is dropped and counted,
+        and the sender thread ends. Only rank 0 records the outcome, so a job counts
+        once however many ranks it has."""
         if self._closed:
             return
         self._closed = True
         self.flush()
-        if self.rank != 0:
-            return
-        outcome = TrainingMetric.JOB_SUCCEEDED if succeeded else TrainingMetric.JOB_FAILED
-        try:
-            self._sink.send(self._emf({outcome: 1.0}, self._wall()))
-            self.emitted += 1
-        except (SinkError, OSError, ValueError):
-            self.dropped += 1
+        if self.rank == 0:
+            outcome = TrainingMetric.JOB_SUCCEEDED if succeeded else TrainingMetric.JOB_FAILED
+            self._sender.submit(self._emf({outcome: 1.0}, self._wall()))
+        self.drain(self.close_timeout_s)
+        self._sender.close()
 
     def __enter__(self) -> "TrainingMetrics":
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, *_: Any) -> None:
+    def __exit__(self, kind: Optional[type[BaseException]], *_: Any) -> None:
         self.close(succeeded=kind is None)

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agent.emf import EmfDocument, metric_data, parse_emf_line
-from lambdas.shared.events import parse_utc
+from lambdas.shared.events import check_epoch, parse_utc
 
 Dimensions = frozenset[tuple[str, str]]
 
@@ -42,7 +42,7 @@ def _timestamp(raw: object) -> float:
     if isinstance(raw, bool):
         raise ValueError("timestamp must be ISO 8601 or epoch seconds")
     if isinstance(raw, int | float):
-        return float(raw)
+        return check_epoch(float(raw), "timestamp")
     if isinstance(raw, str):
         return parse_utc(raw, "timestamp").timestamp()
     raise ValueError("timestamp must be ISO 8601 or epoch seconds")

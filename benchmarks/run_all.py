@@ -114,6 +114,18 @@ def main() -> None:
         Row("alarms: backtest time, 10,000 GPUs x 75 min", a["seconds"], None, "s"),
         Row("alarms: peak memory of the run", a["peak_mib"], 512.0, "MiB"),
     ]
+    f = training_emitter.faults()
+    for fault, words in (
+        ("bare", "bare loop, no emitter"),
+        ("dns_hangs", "DNS hangs"),
+        ("agent_refuses", "agent refuses"),
+        ("agent_never_reads", "agent accepts, never reads"),
+    ):
+        limit = None if fault == "bare" else 1.0
+        rows += [
+            Row(f"emitter: worst step delay, {words}", f[f"{fault}_worst_ms"], limit, "ms"),
+            Row(f"emitter: p99.9 step delay, {words}", f[f"{fault}_p999_ms"], limit, "ms"),
+        ]
     rows.append(Row("cdk synth of the whole app", synth_seconds(), None, "s"))
     cost = estimate(nodes=1, gpus_per_node=8)
     rows += [

@@ -3,13 +3,15 @@ findings are printed, not published."""
 
 import argparse
 import json
+import logging
 import time
 from collections.abc import Sequence
 
+from cli.failures import AwsFailureError
 from lambdas.shared.aws_clients import client
-from lambdas.shared.findings import Finding
+from lambdas.shared.findings import AnalysisRun, Finding
 from lambdas.storage_analyzer.aws import VolumeScope
-from lambdas.storage_analyzer.run import analyze_storage
+from lambdas.storage_analyzer.run import StorageRun, analyze_storage
 from lambdas.training_analyzer.gpu_prices import gpu_hour_price
 from lambdas.training_analyzer.run import analyze_training
 
@@ -53,18 +55,33 @@ def table(findings: Sequence[Finding]) -> str:
     return "\n".join(lines)
 
 
+def read_nothing(run: AnalysisRun) -> bool:
+    """True when the run's first read failed, so it analyzed nothing: no volume or bucket for
+    storage, no job list for training (its first read, which returns at once on failure)."""
+    if not run.skipped:
+        return False
+    if isinstance(run, StorageRun):
+        return run.volumes == 0 and run.buckets == 0
+    return run.skipped[0].startswith("training jobs of ")
+
+
 def run(args: argparse.Namespace) -> str:
     import boto3
 
     if not 1 <= args.days <= 90:
         raise ValueError(f"--days {args.days} must be 1 to 90")
+    if args.target == "training" and not (0 <= args.gpu_hour_usd <= 1000):
+        raise ValueError(f"--gpu-hour-usd {args.gpu_hour_usd} must be 0 to 1000")
+    # Each skip is a finding (printed) or the one line of a run that read nothing: the Lambdas'
+    # warning log of it would be a second line on stderr.
+    logging.getLogger("lambdas").setLevel(logging.ERROR)
     session = boto3.Session(profile_name=args.profile, region_name=args.region)
     end = time.time()
     end -= end % 3600
     start = end - args.days * 86_400
-    findings: list[Finding]
+    result: AnalysisRun
     if args.target == "storage":
-        findings = analyze_storage(
+        result = analyze_storage(
             ec2=client("ec2", session=session),
             s3=client("s3", session=session),
             cloudwatch=client("cloudwatch", session=session),
@@ -73,16 +90,20 @@ def run(args: argparse.Namespace) -> str:
             buckets=args.bucket,
             start=start,
             end=end,
-        ).findings
+        )
     else:
-        findings = analyze_training(
+        result = analyze_training(
             cloudwatch=client("cloudwatch", session=session),
             logs=client("logs", session=session),
             cluster=args.cluster_name,
             start=start,
             end=end,
             gpu_hour_usd=args.gpu_hour_usd,
-        ).findings
+        )
+    if read_nothing(result):
+        first = result.findings[0]
+        raise AwsFailureError(f"read nothing: {first.resource}: {first.summary}")
+    findings = result.findings
     if args.json:
         return "\n".join(json.dumps(f.to_dict(), sort_keys=True) for f in findings)
     return table(findings)

@@ -40,9 +40,15 @@ def _time(raw: str | None, name: str) -> float | None:
     return None if raw is None else parse_utc(raw, f"--{name}").timestamp()
 
 
+#: CloudWatch keeps metrics for 15 months (455 days): no longer replay is meaningful.
+MAX_DAYS = 455
+
+
 def run(args: argparse.Namespace) -> str:
     specs = gpu_alarms(settings_from_context(context_from_args(args)).alarm_settings())
     start, end = _time(args.start, "start"), _time(args.end, "end")
+    if not 0 < args.hours <= MAX_DAYS * 24:
+        raise ValueError(f"--hours {args.hours} must be above 0 up to {MAX_DAYS * 24}")
     if args.history is not None:
         try:
             with args.history.open(encoding="utf-8") as lines:
@@ -60,6 +66,11 @@ def run(args: argparse.Namespace) -> str:
         start = start if start is not None else end - args.hours * 3600
         session = boto3.Session(profile_name=args.profile, region_name=args.region)
         samples = fetch_samples(session.client("cloudwatch"), specs, start=start, end=end)
+    if not 0 < end - start <= MAX_DAYS * 86_400:
+        raise ValueError(
+            f"the replayed range must be above 0 up to {MAX_DAYS} days (CloudWatch's retention), "
+            f"not {(end - start) / 86_400:,.1f} days"
+        )
     results = backtest(specs, samples, start=start, end=end)
     return _as_json(results) if args.json else report(results, start=start, end=end)
 

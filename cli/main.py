@@ -18,6 +18,7 @@ from cli.analyze import add_arguments as add_analyze_arguments
 from cli.analyze import run as run_analyze
 from cli.backtest import add_arguments as add_backtest_arguments
 from cli.backtest import run as run_backtest
+from cli.failures import AwsFailureError
 from cli.preflight import ChecksFailedError
 from cli.preflight import add_arguments as add_preflight_arguments
 from cli.preflight import run as run_preflight
@@ -120,8 +121,8 @@ def _parser() -> argparse.ArgumentParser:
 def _backtest(args: argparse.Namespace) -> str:
     try:
         return run_backtest(args)
-    except HistoryFetchError as err:  # an AWS error: say it in one line, exit non-zero
-        raise ValueError(str(err)) from err
+    except HistoryFetchError as err:  # an AWS error: say it in one line, exit 1
+        raise AwsFailureError(str(err)) from err
 
 
 def _agent_config(args: argparse.Namespace) -> str:
@@ -159,6 +160,9 @@ def _cost_estimate(args: argparse.Namespace) -> str:
 
 
 def _demo(args: argparse.Namespace) -> str:
+    for option, path in (("--out", args.out), ("--cdk-out", args.cdk_out)):
+        if path.exists() and not path.is_dir():
+            raise ValueError(f"{option} {path} is a file, not a folder")
     try:
         from cli.demo import run_demo  # imports the CDK and moto, which takes seconds
     except ModuleNotFoundError as err:
@@ -183,6 +187,16 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], str]] = {
 }
 
 
+def _aws_errors() -> tuple[type[Exception], ...]:
+    """botocore's errors (NoRegionError, ProfileNotFound, NoCredentialsError,
+    EndpointConnectionError are all BotoCoreError), when botocore is installed."""
+    try:
+        from botocore.exceptions import BotoCoreError, ClientError
+    except ModuleNotFoundError:  # the core install (the training emitter) has no botocore
+        return (AwsFailureError,)
+    return (AwsFailureError, BotoCoreError, ClientError)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -190,6 +204,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:
         print(f"gpu-insights {args.command}: {err}", file=sys.stderr)
         return 2
+    except _aws_errors() as err:  # one line, never a traceback
+        print(f"gpu-insights {args.command}: {err}", file=sys.stderr)
+        return 1
     except ChecksFailedError as failed:  # the report stands; the status says a check failed
         print(failed.output)
         return 1

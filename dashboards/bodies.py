@@ -26,6 +26,8 @@ from agent.metric_contract import (
     DIM_NODE,
     DIM_SEVERITY,
     DIM_XID_CODE,
+    FINDINGS_COUNT_METRIC,
+    FINDINGS_COUNT_STAT,
     NAMESPACE_FINDINGS,
     NAMESPACE_GPU,
     NAMESPACE_TRAINING,
@@ -60,7 +62,7 @@ from dashboards.widgets import (
 
 #: CloudWatch refuses dashboard bodies above this size.
 MAX_BODY_BYTES: Final = 1_000_000
-FINDINGS_METRIC: Final = "findings"
+FINDINGS_METRIC: Final = FINDINGS_COUNT_METRIC
 XID_SCHEMA: Final = (DIM_CLUSTER, DIM_GPU_INDEX, DIM_NODE, DIM_XID_CODE)
 #: Series an outlier widget draws, whatever the fleet.
 OUTLIERS: Final = 10
@@ -508,7 +510,12 @@ def findings_and_alarms(cluster: str, alarm_arns: Sequence[str], region: str) ->
                     [
                         (
                             search(
-                                NAMESPACE_FINDINGS, schema, FINDINGS_METRIC, where, "Sum", 86400
+                                NAMESPACE_FINDINGS,
+                                schema,
+                                FINDINGS_METRIC,
+                                where,
+                                FINDINGS_COUNT_STAT,
+                                86400,
                             ),
                             "",
                         )
@@ -523,7 +530,7 @@ def findings_and_alarms(cluster: str, alarm_arns: Sequence[str], region: str) ->
                                 schema,
                                 FINDINGS_METRIC,
                                 f'{where} {DIM_SEVERITY}="critical"',
-                                "Sum",
+                                FINDINGS_COUNT_STAT,
                                 86400,
                             ),
                             "",

@@ -41,6 +41,8 @@ MODULES = (
     "lambdas/xid_notifier/pods.py",
     "lambdas/xid_notifier/sent_ledger.py",
     "lambdas/shared/aws_clients.py",
+    "lambdas/shared/events.py",
+    "lambdas/shared/subscription.py",
     "agent/xid.py",
     "agent/metric_contract.py",
     "agent/resource_names.py",

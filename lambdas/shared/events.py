@@ -25,12 +25,32 @@ def scheduled_time(event: Any) -> datetime:
         raise EventError(str(err)) from err
 
 
+#: Times outside these years are refused: no schedule runs then, and near year 1 or 9999 a
+#: zone offset overflows ``datetime``.
+EARLIEST_YEAR, LATEST_YEAR = 2000, 2199
+#: The same bounds as epoch seconds.
+EARLIEST_EPOCH = datetime(EARLIEST_YEAR, 1, 1, tzinfo=UTC).timestamp()
+LATEST_EPOCH = datetime(LATEST_YEAR + 1, 1, 1, tzinfo=UTC).timestamp()
+
+
+def check_epoch(seconds: float, what: str) -> float:
+    """Epoch seconds in years 2000 to 2199 (so not NaN or infinite), or ValueError naming it."""
+    if not EARLIEST_EPOCH <= seconds < LATEST_EPOCH:
+        raise ValueError(
+            f"{what} {seconds!r} is not epoch seconds in the years {EARLIEST_YEAR} to {LATEST_YEAR}"
+        )
+    return seconds
+
+
 def parse_utc(raw: str, what: str) -> datetime:
-    """An ISO 8601 time with a zone ("Z" included); the error names what was being read."""
+    """An ISO 8601 time with a zone ("Z" included), in years 2000 to 2199; the error names what
+    was being read."""
     try:
         parsed = datetime.fromisoformat(raw.replace("Z", "+00:00"))
     except ValueError as err:
         raise ValueError(f"{what} {raw!r} is not an ISO 8601 time") from err
     if parsed.tzinfo is None:
         raise ValueError(f"{what} {raw!r} has no time zone, such as Z")
+    if not EARLIEST_YEAR <= parsed.year <= LATEST_YEAR:
+        raise ValueError(f"{what} {raw!r} is not in the years {EARLIEST_YEAR} to {LATEST_YEAR}")
     return parsed.astimezone(UTC)

@@ -1,20 +1,33 @@
 """Where findings go: JSON lines in the report bucket, one EventBridge event each, and counts
 in ``GpuInsights/Findings``. Clients are injected; configure them with adaptive retries.
 
-The S3 key is fixed by cluster, analyzer and day, so a rerun for the same day replaces the
-file instead of adding a second one. Events are at-least-once: a rerun sends them again.
+Reruns change nothing a reader counts. The S3 key is fixed by cluster, analyzer and day, so a
+rerun for the same day replaces the file instead of adding a second one. Counts are stamped at
+00:00 UTC of the day and read with ``FINDINGS_COUNT_STAT`` (Maximum), so a rerun's repeated
+datum does not add (a rerun that finds more raises the day's count to its own; one that finds
+fewer leaves the higher count). Events are at-least-once (a rerun sends them again); each
+event's detail carries ``finding_id``, stable for the same finding on the same day, and
+``day``: a consumer acts once per ``finding_id``.
 """
 
+import hashlib
+import json
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime, time
 from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from agent.metric_contract import DIM_CLUSTER, DIM_KIND, DIM_SEVERITY, NAMESPACE_FINDINGS
+from agent.metric_contract import (
+    DIM_CLUSTER,
+    DIM_KIND,
+    DIM_SEVERITY,
+    FINDINGS_COUNT_METRIC,
+    NAMESPACE_FINDINGS,
+)
 from lambdas.shared.findings import Finding
 
 EVENT_SOURCE: Final = "gpu-insights"
@@ -29,6 +42,20 @@ class PublishError(Exception):
 
 def findings_key(cluster: str, analyzer: str, day: date) -> str:
     return f"findings/cluster={cluster}/date={day.isoformat()}/{analyzer}.jsonl"
+
+
+def finding_ids(cluster: str, analyzer: str, day: date, findings: Sequence[Finding]) -> list[str]:
+    """One id per finding, the same on every run for the same day: a digest of the cluster,
+    analyzer, day, kind and resource, and the finding's ordinal among those with the same kind
+    and resource (one bucket can have several request-metrics filters)."""
+    seen: Counter[tuple[str, str]] = Counter()
+    ids = []
+    for finding in findings:
+        same = (str(finding.kind), finding.resource)
+        seen[same] += 1
+        name = json.dumps([cluster, analyzer, day.isoformat(), *same, seen[same]])
+        ids.append(hashlib.sha256(name.encode()).hexdigest()[:32])
+    return ids
 
 
 @dataclass(frozen=True)
@@ -69,20 +96,25 @@ class FindingsPublisher:
             if self._keep is not None:
                 self._keep(key, body)
             raise PublishError(f"writing s3://{self._bucket}/{key}: {err}") from err
-        sent = self._send_events(findings)
-        self._put_counts(findings)
+        sent = self._send_events(findings, day)
+        self._put_counts(findings, day)
         return Published(key=key, findings=len(findings), events=sent)
 
-    def _send_events(self, findings: Sequence[Finding]) -> int:
+    def _send_events(self, findings: Sequence[Finding], day: date) -> int:
+        ids = finding_ids(self._cluster, self._analyzer, day, findings)
         entries = [
             {
                 "Source": EVENT_SOURCE,
                 "DetailType": EVENT_DETAIL_TYPE,
-                "Detail": f.to_json(),
+                "Detail": json.dumps(
+                    {**f.to_dict(), "finding_id": finding_id, "day": day.isoformat()},
+                    sort_keys=True,
+                    separators=(",", ":"),
+                ),
                 "EventBusName": self._bus,
                 "Resources": [f.resource] if f.resource.startswith("arn:") else [],
             }
-            for f in findings
+            for f, finding_id in zip(findings, ids, strict=True)
         ]
         for first in range(0, len(entries), EVENTS_PER_CALL):
             batch = entries[first : first + EVENTS_PER_CALL]
@@ -107,11 +139,13 @@ class FindingsPublisher:
                 raise PublishError(f"sending finding events to {self._bus}: {err}") from err
         return len(entries)
 
-    def _put_counts(self, findings: Sequence[Finding]) -> None:
+    def _put_counts(self, findings: Sequence[Finding], day: date) -> None:
         counts = Counter((str(f.kind), str(f.severity)) for f in findings)
+        stamp = datetime.combine(day, time.min, UTC)
         data = [
             {
-                "MetricName": "findings",
+                "MetricName": FINDINGS_COUNT_METRIC,
+                "Timestamp": stamp,
                 "Dimensions": [
                     {"Name": DIM_CLUSTER, "Value": self._cluster},
                     {"Name": DIM_KIND, "Value": kind},

@@ -94,16 +94,26 @@ def related_storage(
         raise StorageFindingsError(f"s3://{bucket}/{key}: {err}") from err
     if body is None:
         return ()
+    wanted = source_resources(sources)
     related = []
-    for line in body.decode().splitlines():
+    for line in body.decode(errors="replace").splitlines():
         try:
             finding = json.loads(line)
         except json.JSONDecodeError:
             continue
+        if not isinstance(finding, dict):
+            continue
         resource = str(finding.get("resource", ""))
-        if finding.get("kind") in STORAGE_CAUSES and any(resource.endswith(s) for s in sources):
+        if finding.get("kind") in STORAGE_CAUSES and resource in wanted:
             related.append(f"{finding['kind']} {resource}")
     return tuple(sorted(related))
+
+
+def source_resources(sources: list[str]) -> frozenset[str]:
+    """The finding resources that name the sources exactly: a volume id as itself, a bucket
+    as itself and as its ARN (``arn:aws:s3:::NAME``, how the storage analyzer names it). A
+    source ``data`` matches the bucket ``data`` only, never ``other-team-data``."""
+    return frozenset(sources) | frozenset(f"arn:aws:s3:::{s}" for s in sources)
 
 
 def handler(event: dict[str, Any], context: object) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from agent.metric_contract import (
 from lambdas.shared.metric_fetcher import MetricQuery, fetch
 from lambdas.shared.s3_objects import read_object
 from lambdas.training_analyzer.aws import list_jobs
-from lambdas.weekly_report.figures import GpuDay
+from lambdas.weekly_report.figures import GpuDay, JobCosts, read_job_costs
 from lambdas.weekly_report.week import days as week_days
 from lambdas.weekly_report.week import epoch
 
@@ -137,12 +137,9 @@ def finding_texts(s3: Any, bucket: str, cluster: str, days: Sequence[date]) -> I
                 )
 
 
-def job_costs(s3: Any, bucket: str, key: str) -> dict[str, dict[str, float]]:
-    body = read_object(s3, bucket, key)
-    if body is None:
-        return {}
-    costs = json.loads(body)
-    return costs if isinstance(costs, dict) else {}
+def job_costs(s3: Any, bucket: str, key: str) -> JobCosts:
+    """The day's job costs; a corrupt file or entry is skipped and counted (``malformed``)."""
+    return read_job_costs(read_object(s3, bucket, key))
 
 
 def throughput_by_job(

@@ -1,6 +1,7 @@
 """The report's figures from plain inputs: pure, so a test can check every number."""
 
 import json
+import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -42,11 +43,66 @@ def read_findings(texts: Iterable[str]) -> FindingFiles:
             except json.JSONDecodeError:
                 malformed += 1
                 continue
-            if not isinstance(record, dict) or not isinstance(record.get("kind"), str):
+            if not isinstance(record, dict) or finding_problem(record) is not None:
                 malformed += 1
                 continue
             findings.append(record)
     return FindingFiles(findings, malformed, files)
+
+
+def _number_or_none(value: object) -> bool:
+    return value is None or (
+        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    )
+
+
+def finding_problem(record: dict[str, Any]) -> str | None:
+    """What makes a finding line unusable for the report (None when it is fine): the report
+    sorts and sums by these fields, so each must have its documented type."""
+    if not isinstance(record.get("kind"), str):
+        return "kind is not a string"
+    for name in ("resource", "severity"):
+        if not isinstance(record.get(name, ""), str):
+            return f"{name} is not a string"
+    if not _number_or_none(record.get("estimated_monthly_waste_usd")):
+        return "estimated_monthly_waste_usd is not a finite number"
+    evidence = record.get("evidence")
+    if evidence is not None and not isinstance(evidence, dict):
+        return "evidence is not an object"
+    if evidence and not _number_or_none(evidence.get("waste_in_lookback_usd")):
+        return "evidence.waste_in_lookback_usd is not a finite number"
+    return None
+
+
+@dataclass(frozen=True)
+class JobCosts:
+    """The training analyzer's job costs: job name to figures (``dollars``, ...)."""
+
+    costs: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: Entries skipped (not an object of finite numbers), or 1 for a file that is not JSON.
+    malformed: int = 0
+
+
+def read_job_costs(body: bytes | None) -> JobCosts:
+    """Parse ``training-jobs.json``; what cannot be read is skipped and counted, never raised."""
+    if body is None:
+        return JobCosts()
+    try:
+        document = json.loads(body)
+    except ValueError:  # not JSON, or not UTF-8
+        return JobCosts(malformed=1)
+    if not isinstance(document, dict):
+        return JobCosts(malformed=1)
+    costs: dict[str, dict[str, float]] = {}
+    malformed = 0
+    for job, figures in document.items():
+        if isinstance(figures, dict) and all(
+            _number_or_none(v) and v is not None for v in figures.values()
+        ):
+            costs[job] = {str(k): float(v) for k, v in figures.items()}
+        else:
+            malformed += 1
+    return JobCosts(costs, malformed)
 
 
 @dataclass
@@ -70,6 +126,8 @@ class WeekFigures:
     throughput_by_job: dict[str, list[float | None]] = field(default_factory=dict)
     malformed_finding_lines: int = 0
     finding_files: int = 0
+    #: Entries of the job-costs file that were skipped (1 for a file that is not JSON).
+    malformed_job_costs: int = 0
     previous: dict[str, float | None] = field(default_factory=dict)
     #: GPU-hours by class and who held GPUs without work (lambdas/weekly_report/waste.py).
     waste: dict[str, Any] = field(default_factory=dict)
@@ -159,7 +217,7 @@ def week_figures(
     waste: dict[str, float] = defaultdict(float)
     for f in unique:
         if str(f["kind"]).startswith("training_"):
-            waste[str(f["resource"]).removeprefix("job/")] += float(
+            waste[str(f.get("resource", "")).removeprefix("job/")] += float(
                 (f.get("evidence") or {}).get("waste_in_lookback_usd") or 0.0
             )
     figures.costliest_jobs = [

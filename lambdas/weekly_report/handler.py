@@ -23,7 +23,13 @@ from lambdas.weekly_report.aws import (
     throughput_by_job,
     xid_counts,
 )
-from lambdas.weekly_report.figures import HEADLINE, headline, read_findings, week_figures
+from lambdas.weekly_report.figures import (
+    HEADLINE,
+    JobCosts,
+    headline,
+    read_findings,
+    week_figures,
+)
 from lambdas.weekly_report.render import html_report, text_summary
 from lambdas.weekly_report.waste import waste_csv, week_waste
 from lambdas.weekly_report.week import days, iso_week_name, report_week
@@ -72,10 +78,10 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     files = read_findings(finding_texts(s3, bucket, cluster, days(start, end)))
     # The training analyzer writes every job's cost daily; the latest file of the week holds
     # the whole lookback.
-    costs: dict[str, dict[str, float]] = {}
+    costs = JobCosts()
     for day in reversed(days(start, end)):
         costs = job_costs(s3, bucket, job_costs_key(cluster, day))
-        if costs:
+        if costs.costs or costs.malformed:
             break
     price = float(os.environ.get("GPU_HOUR_USD", "6.88"))
     last_week = iso_week_name(start.fromordinal(start.toordinal() - 7))
@@ -99,7 +105,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         xids=xid_counts(cloudwatch, cluster, start, end),
         alarms=alarms_raised(cloudwatch, _alarm_kind_names(cluster), start, end),
         files=files,
-        job_costs=costs,
+        job_costs=costs.costs,
         throughput=throughput_by_job(cloudwatch, cluster, start, end),
         gpu_hour_usd=float(os.environ.get("GPU_HOUR_USD", "6.88")),
         previous=_previous(s3, bucket, cluster, last_week),
@@ -112,6 +118,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         Params={"Bucket": bucket, "Key": prefix + "report.html"},
         ExpiresIn=LINK_SECONDS,
     )
+    figures.malformed_job_costs = costs.malformed
     document = {**figures.to_dict(), **headline(figures)}
     s3.put_object(
         Bucket=bucket,

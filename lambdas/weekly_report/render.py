@@ -184,6 +184,11 @@ def html_report(figures: WeekFigures, *, link: str | None = None) -> str:
             f"<p><strong>{f.malformed_finding_lines} malformed finding line(s)</strong> in "
             f"{f.finding_files} file(s) were skipped.</p>"
         )
+    if f.malformed_job_costs:
+        parts.append(
+            f"<p><strong>{f.malformed_job_costs} unreadable job-cost entr(ies)</strong> "
+            "were skipped.</p>"
+        )
     parts.append('<h2 id="jobs">Training jobs</h2>')
     if f.throughput_by_job:
         width = max((len(v) for v in f.throughput_by_job.values()), default=0)

@@ -10,8 +10,6 @@ sends only what was not sent. Critical incidents go to the critical topic, the r
 warning topic.
 """
 
-import base64
-import gzip
 import json
 import logging
 import os
@@ -22,6 +20,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lambdas.shared.aws_clients import ClientCache
+from lambdas.shared.subscription import decode_subscription
 from lambdas.xid_notifier.incidents import Deployment, Skipped, from_alarm_event, from_xid_group
 from lambdas.xid_notifier.messages import group_xids, parse_log_events
 from lambdas.xid_notifier.notification import Incident, publish_arguments
@@ -39,9 +38,8 @@ class PublishError(Exception):
 
 
 def decode(event: dict[str, Any]) -> dict[str, Any]:
-    data = base64.b64decode(event["awslogs"]["data"])
-    payload: dict[str, Any] = json.loads(gzip.decompress(data))
-    return payload
+    """The subscription payload, or ``SubscriptionPayloadError`` naming what was wrong."""
+    return decode_subscription(event)
 
 
 def deployment() -> Deployment:

@@ -219,6 +219,35 @@ def test_every_key_the_report_reads_may_be_listed_so_a_missing_one_is_404(
     assert {v for k, v in verdicts.items() if k.startswith("another")} == {"ImplicitlyDenied"}
 
 
+def test_a_bad_finding_line_and_corrupt_job_costs_are_skipped_and_counted(
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A string waste figure and a training-jobs.json that is not JSON: before, each aborted
+    the report with a TypeError or a JSONDecodeError."""
+    _seed(aws)
+    bad = {"kind": "ebs_idle_volume", "resource": "vol-2", "estimated_monthly_waste_usd": "40"}
+    aws["s3"].put_object(
+        Bucket=BUCKET,
+        Key="findings/cluster=train/date=2026-11-26/storage.jsonl",
+        Body=json.dumps(bad).encode(),
+    )
+    aws["s3"].put_object(
+        Bucket=BUCKET,
+        Key="reports/cluster=train/date=2026-11-29/training-jobs.json",
+        Body=b'{"llm": {"dollars": 12',
+    )
+    principal, _ = _as_role(aws, templates, monkeypatch)
+    result = _run(aws)
+    assert (result["findings"], result["malformed_finding_lines"]) == (1, 2)
+    document = json.loads(
+        principal.admin("s3")
+        .get_object(Bucket=BUCKET, Key="reports/cluster=train/week=2026-W48/report.json")["Body"]
+        .read()
+    )
+    assert document["storage_waste_usd"] == 40.0
+    assert (document["costliest_jobs"], document["malformed_job_costs"]) == ([], 1)
+
+
 def test_a_report_bucket_that_fails_fails_the_run_loudly(aws: dict[str, Any]) -> None:
     env = {"CLUSTER_NAME": "train", "REPORT_BUCKET": "no-such-bucket", "TOPIC_ARN": aws["topic"]}
     with environment(env), pytest.raises(Exception, match="NoSuchBucket"):

@@ -35,7 +35,7 @@ def _validator() -> jsonschema.Draft7Validator:
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def emf_problems(line: str) -> list[str]:

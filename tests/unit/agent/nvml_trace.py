@@ -1,5 +1,7 @@
 """A small NVML trace: an H100 at work, an A10G without GPM, an H100 that falls off the bus."""
 
+from __future__ import annotations
+
 import json
 from typing import Any
 

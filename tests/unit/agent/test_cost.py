@@ -31,5 +31,5 @@ def test_a_longer_interval_cuts_ingestion_not_metrics() -> None:
 
 @pytest.mark.parametrize(("nodes", "gpus", "interval"), [(0, 8, 10), (1, 0, 10), (1, 8, 0)])
 def test_bad_fleet_is_refused(nodes: int, gpus: int, interval: float) -> None:
-    with pytest.raises(ValueError, match=r"at least 1|positive"):
+    with pytest.raises(ValueError, match=r"at least 1|positive|above 0"):
         estimate(nodes=nodes, gpus_per_node=gpus, interval_s=interval)

@@ -1,4 +1,7 @@
 import logging
+import socket
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -6,7 +9,7 @@ import pytest
 
 from agent.emf import encode, parse_emf_line
 from agent.sinks import SinkError
-from agent.training import TrainingMetrics
+from agent.training import TrainingMetrics, TrainingMetricsError
 from tests.unit.agent.emf_contract import valid_emf
 from tests.unit.agent.nvml_trace import Clock
 
@@ -73,6 +76,7 @@ def test_emission_rate_is_bounded_whatever_the_step_rate() -> None:
     for _ in metrics.steps(loader(clock, 36_000, wait=0.001, size=1)):  # 10 steps/s for an hour
         clock.now += 0.099
     metrics.flush()
+    metrics.drain()
     # One document a minute (and the last partial one), however many steps: 36,000 in all.
     assert 60 <= len(sink.documents) <= 61
     assert sum(d["steps"] for d in sink.documents) == 36_000
@@ -92,6 +96,7 @@ def test_a_dead_sink_never_reaches_the_training_loop() -> None:
     sink.down = False
     metrics.record(loss=1.0)
     metrics.flush()
+    metrics.drain()
     assert sink.documents[0]["loss"] == 1.0
 
 
@@ -114,6 +119,7 @@ def test_checkpoints_model_metrics_and_batches_without_len() -> None:
     with metrics.checkpoint_restore():
         clock.now += 30
     metrics.flush()
+    metrics.drain()
     (document,) = sink.documents
     assert document["samples_per_second"] == pytest.approx(4 * 64 / 154)
     assert (document["checkpoint_save_seconds"], document["checkpoint_restore_seconds"]) == (
@@ -155,6 +161,7 @@ def test_a_record_name_that_would_clobber_the_document_is_refused_and_said_once(
             metrics.record(loss=0.25, **reserved)  # the loop goes on; loss still counts
         metrics.record(**{"x" * 1025: 1.0})
     metrics.flush()
+    metrics.drain()
     (document,) = sink.documents
     assert (document["ClusterName"], document["JobName"], document["Rank"]) == ("train", "llm", 2)
     assert (document["NodeName"], document["steps"], document["loss"]) == ("n1", 3, 0.25)
@@ -175,6 +182,7 @@ def test_more_than_100_names_split_into_several_documents_none_dropped() -> None
         clock.now += 0.5
         metrics.record(**{f"layer_{i:03d}_grad_norm": float(i) for i in range(230)})
     metrics.flush()
+    metrics.drain()
     assert len(sink.documents) == 3
     assert metrics.emitted == 3
     assert metrics.dropped == 0
@@ -204,6 +212,7 @@ def test_the_pod_name_comes_from_the_downward_api_variable(
     for _ in metrics.steps(loader(clock, 2, wait=0.5)):
         clock.now += 0.5
     metrics.flush()
+    metrics.drain()
     assert sink.documents[0]["PodName"] == "llm-worker-3"
     monkeypatch.delenv("POD_NAME")
     plain = TrainingMetrics(job_name="llm", cluster_name="train", sink=Keep(), clock=clock)
@@ -212,3 +221,85 @@ def test_the_pod_name_comes_from_the_downward_api_variable(
         job_name="llm", cluster_name="train", pod_name="p", sink=Keep(), clock=clock
     )
     assert named.pod_name == "p"
+
+
+class Tensor:
+    """The parts of a torch.Tensor the emitter may read: ``shape``, and a ``len()`` that raises
+    for a 0-d tensor ("len() of a 0-d tensor"), as torch's does."""
+
+    def __init__(self, *shape: int) -> None:
+        self.shape = shape
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+
+def _samples(batches: list[object]) -> tuple[float, TrainingMetrics]:
+    clock, sink = Clock(0.0), Keep()
+    metrics = TrainingMetrics(job_name="j", cluster_name="c", sink=sink, clock=clock)
+    for _ in metrics.steps(batches):
+        clock.now += 1.0
+    metrics.close(succeeded=True)
+    return sink.documents[0].get("samples_per_second", 0.0), metrics
+
+
+def test_a_dict_batch_counts_samples_not_keys() -> None:
+    """Hugging Face style: three keys, 16 samples; and a (inputs, labels) pair of tensors."""
+    hf = {"input_ids": Tensor(16, 512), "attention_mask": Tensor(16, 512), "labels": [0] * 16}
+    rate, _ = _samples([hf, hf])
+    assert rate == pytest.approx(16.0)
+    rate, _ = _samples([(Tensor(8, 3, 224, 224), Tensor(8)), Tensor(8, 10)])
+    assert rate == pytest.approx(8.0)
+
+
+def test_a_batch_whose_len_raises_is_counted_not_raised() -> None:
+    rate, metrics = _samples([Tensor(), Tensor(4), Tensor()])
+    assert metrics.unsized_batches == 2
+    assert rate == pytest.approx(4 / 3)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "named"),
+    [
+        ({"job_name": ""}, "job_name"),
+        ({"job_name": "  "}, "job_name"),
+        ({"cluster_name": ""}, "cluster_name"),
+        ({"flush_s": float("nan")}, "flush_s"),
+        ({"flush_s": 0}, "flush_s"),
+        ({"samples_per_step": 0}, "samples_per_step"),
+    ],
+)
+def test_a_bad_argument_is_refused_at_construction_by_name(
+    arguments: dict[str, Any], named: str
+) -> None:
+    with pytest.raises(TrainingMetricsError, match=named):
+        TrainingMetrics(**{"job_name": "j", "cluster_name": "c", "sink": Keep(), **arguments})
+
+
+def test_a_hanging_resolver_never_delays_a_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default endpoint is a DNS name; ``socket.create_connection`` resolves it with
+    ``getaddrinfo``, which the socket timeout does not cover (Python docs, socket: "timeout"
+    applies to socket operations; name resolution is a blocking libc call). Here it hangs until
+    the loop ends: no step may wait for it."""
+    released = threading.Event()
+
+    def hang(*_: Any, **__: Any) -> Any:
+        released.wait(10)
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(socket, "getaddrinfo", hang)
+    metrics = TrainingMetrics(job_name="j", cluster_name="c", flush_s=0.001, close_timeout_s=0)
+    worst = 0.0
+    started = time.perf_counter()
+    for _ in metrics.steps(range(2000)):
+        now = time.perf_counter()
+        worst, started = max(worst, now - started), now
+        time.sleep(0.00005)
+    released.set()
+    metrics.close(succeeded=True)
+    assert worst < 0.1  # before: the first flush waited for the resolver (10 s)
+    assert metrics.drain(5)
+    assert metrics.emitted == 0
+    assert metrics.dropped >= 1

@@ -47,6 +47,26 @@ def test_storage_findings_about_the_jobs_sources_are_linked() -> None:
     assert linked == ("s3_high_latency arn:aws:s3:::train-data",)
 
 
+def test_sources_match_buckets_and_volumes_exactly_not_by_suffix() -> None:
+    s3 = _s3()
+    lines: list[object] = [
+        {"kind": "s3_high_latency", "resource": "arn:aws:s3:::other-team-data"},
+        {"kind": "s3_high_latency", "resource": "arn:aws:s3:::data"},
+        {"kind": "ebs_throughput_saturated", "resource": "vol-0abc"},
+        {"kind": "ebs_throughput_saturated", "resource": "vol-0abcd"},
+        ["not", "a", "finding"],
+    ]
+    body = "\n".join(json.dumps(line) for line in lines).encode()
+    with Stubber(s3) as stubber:
+        stubber.add_response(
+            "get_object",
+            {"Body": StreamingBody(io.BytesIO(body), len(body))},
+            {"Bucket": "report", "Key": KEY},
+        )
+        linked = related_storage(s3, "report", "train", DAY, ["data", "vol-0abc"])
+    assert linked == ("ebs_throughput_saturated vol-0abc", "s3_high_latency arn:aws:s3:::data")
+
+
 def test_a_day_without_storage_analysis_links_nothing() -> None:
     s3 = _s3()
     with Stubber(s3) as stubber:

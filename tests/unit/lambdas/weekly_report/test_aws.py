@@ -133,5 +133,5 @@ def test_a_404_is_a_missing_object() -> None:
     with Stubber(s3) as stubber:
         stubber.add_client_error("get_object", service_error_code="NoSuchKey", http_status_code=404)
         stubber.add_client_error("head_object", service_error_code="404", http_status_code=404)
-        assert job_costs(s3, "reports", "reports/x.json") == {}
+        assert job_costs(s3, "reports", "reports/x.json").costs == {}
         assert object_exists(s3, "reports", "reports/x") is False

@@ -1,0 +1,222 @@
+"""Bad input and AWS failures at the command line: one line on stderr naming the problem, exit
+2 for bad input and 1 for AWS (or an analysis that read nothing), never a traceback and never
+a run without end."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agent.exporter_cli import main as exporter_main
+from cli.main import main
+
+SAMPLE = {
+    "namespace": "GpuInsights",
+    "metric": "gpu_power_utilization",
+    "dimensions": {"ClusterName": "train"},
+    "value": 9.5,
+}
+
+
+@pytest.fixture
+def no_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
+    """No region, no profile, no credentials, no instance metadata: a machine without AWS."""
+    for name in (
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_PROFILE",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_ENDPOINT_URL",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.chdir(tmp_path)
+    return monkeypatch
+
+
+def _one_line(capsys: pytest.CaptureFixture[str], *words: str) -> None:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err
+    for word in words:
+        assert word in err
+
+
+@pytest.mark.usefixtures("no_aws")
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["analyze", "storage", "--cluster-name", "c"], ["region"]),
+        (["analyze", "training", "--cluster-name", "c", "--profile", "nosuch"], ["nosuch"]),
+        (["backtest", "--cloudwatch", "-c", "cluster_name=c"], ["region"]),
+        (["analyze", "storage", "--cluster-name", "c", "--region", "us-east-1"], ["read nothing"]),
+        (["analyze", "training", "--cluster-name", "c", "--region", "us-east-1"], ["credentials"]),
+    ],
+)
+def test_an_aws_failure_is_one_line_and_exit_1(
+    argv: list[str], words: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 1
+    _one_line(capsys, *words)
+
+
+def test_an_unreachable_endpoint_reads_nothing_and_exits_1(
+    no_aws: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    no_aws.setenv("AWS_ACCESS_KEY_ID", "t")
+    no_aws.setenv("AWS_SECRET_ACCESS_KEY", "t")
+    no_aws.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # discard port: refused
+    no_aws.setenv("AWS_MAX_ATTEMPTS", "1")
+    assert main(["analyze", "training", "--cluster-name", "c", "--region", "us-east-1"]) == 1
+    _one_line(capsys, "read nothing")
+
+
+def _history(tmp_path: Path, **sample: object) -> str:
+    path = tmp_path / "history.jsonl"
+    path.write_text(json.dumps({**SAMPLE, "timestamp": "2026-11-20T00:00:00Z", **sample}) + "\n")
+    return str(path)
+
+
+@pytest.mark.usefixtures("no_aws")
+@pytest.mark.parametrize(
+    ("extra", "sample", "words"),
+    [
+        ([], {"timestamp": float("inf")}, ["timestamp inf"]),
+        ([], {"timestamp": 1e18}, ["timestamp 1e+18"]),
+        ([], {"timestamp": "9999-12-31T23:00:00-05:00"}, ["2000 to 2199"]),
+        (["--start", "1970-01-01T00:00:00Z"], {}, ["--start"]),
+        (["--start", "2025-01-01T00:00:00Z"], {}, ["455 days"]),
+        (["--end", "2026-11-19T00:00:00Z"], {}, ["above 0"]),
+    ],
+)
+def test_backtest_times_are_bounded_before_work_starts(
+    tmp_path: Path,
+    extra: list[str],
+    sample: dict[str, object],
+    words: list[str],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    history = _history(tmp_path, **sample)
+    assert main(["backtest", "--history", history, "-c", "cluster_name=c", *extra]) == 2
+    _one_line(capsys, *words)
+
+
+@pytest.mark.usefixtures("no_aws")
+def test_backtest_hours_are_bounded(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["backtest", "--cloudwatch", "-c", "cluster_name=c", "--hours", "1e6"]) == 2
+    _one_line(capsys, "--hours")
+
+
+COST = ["cost-estimate", "--nodes", "1", "--gpus-per-node", "8"]
+MANIFEST = ["manifest", "--image", "repo/exporter:1", "--cluster-name", "train"]
+
+
+@pytest.mark.usefixtures("no_aws")
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        ([*COST, "--interval", "nan"], ["nan"]),
+        (
+            [
+                "cost-estimate",
+                "--nodes",
+                "1",
+                "--gpus-per-node",
+                "8",
+                "--ci-price-per-million",
+                "nan",
+            ],
+            ["price nan"],
+        ),
+        (
+            [
+                "cost-estimate",
+                "--nodes",
+                "1",
+                "--gpus-per-node",
+                "8",
+                "--ci-price-per-million",
+                "-1",
+            ],
+            ["price -1"],
+        ),
+        (["manifest", "--image", "", "--cluster-name", "train"], ["image"]),
+        (["manifest", "--image", "x", "--cluster-name", " "], ["cluster name"]),
+        ([*MANIFEST, "--interval", "999999"], ["999999"]),
+        ([*MANIFEST, "--taint-key", ""], ["taint key ''"]),
+        ([*MANIFEST, "--taint-key", "bad key!"], ["taint key 'bad key!'"]),
+        ([*MANIFEST, "--taint-key=-nvidia.com/gpu"], ["taint key"]),
+        (["demo", "--out", "a-file"], ["--out a-file is a file"]),
+    ],
+)
+def test_bad_numbers_and_names_are_refused_with_exit_2(
+    argv: list[str], words: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    Path("a-file").write_text("")
+    assert main(argv) == 2
+    _one_line(capsys, *words)
+
+
+@pytest.mark.usefixtures("no_aws")
+@pytest.mark.parametrize("content", ["[1, 2]", '{"context": [1]}', "[" * 100_000 + "]" * 100_000])
+def test_a_cdk_json_that_is_not_settings_is_refused(
+    content: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "cdk.json").write_text(content)
+    history = _history(tmp_path)
+    assert main(["backtest", "--history", history]) == 2
+    _one_line(capsys, "cdk.json")
+
+
+def _trace(tmp_path: Path, sample: dict[str, object]) -> str:
+    gpu = {"kind": "gpu", "index": 0, "power_limit_w": 700}
+    path = tmp_path / "trace.jsonl"
+    line = {"kind": "sample", "index": 0, "t": 0, "power_w": 300, **sample}
+    path.write_text(json.dumps(gpu) + "\n" + json.dumps(line) + "\n")
+    return str(path)
+
+
+EXPORTER = ["--cluster-name", "c", "--node-name", "n", "--sink", "stdout"]
+
+
+@pytest.mark.usefixtures("no_aws")
+@pytest.mark.parametrize("interval", ["nan", "inf", "0", "-1"])
+def test_the_exporter_refuses_an_interval_that_is_not_a_positive_number(
+    interval: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert exporter_main([*EXPORTER, "--interval", interval]) == 2
+    _one_line(capsys, "--interval")
+
+
+@pytest.mark.usefixtures("no_aws")
+def test_the_exporter_without_a_region_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert exporter_main(["--cluster-name", "c", "--node-name", "n", "--sink", "cloudwatch"]) == 1
+    _one_line(capsys, "region")
+
+
+@pytest.mark.usefixtures("no_aws")
+@pytest.mark.parametrize("content", [None, b"\xff\xfe\x00binary"])
+def test_an_unreadable_trace_is_refused(
+    content: bytes | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "trace.jsonl"
+    if content is not None:
+        path.write_bytes(content)
+    assert exporter_main([*EXPORTER, "--trace", str(path)]) == 2
+    _one_line(capsys, "trace", str(path))
+
+
+@pytest.mark.parametrize(
+    "sample", [{"power_w": "abc"}, {"power_w": float("nan")}, {"throttle": "power"}]
+)
+def test_a_bad_trace_value_is_a_skipped_line_not_a_crash_mid_run(
+    sample: dict[str, object], tmp_path: Path
+) -> None:
+    from agent.fake_nvml import FakeNvml
+
+    nvml = FakeNvml.from_file(_trace(tmp_path, sample), clock=lambda: 10.0)
+    assert nvml.malformed_lines == 1  # before: loaded, and a crash once the exporter read it
