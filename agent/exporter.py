@@ -7,31 +7,34 @@ stops the others; a sink failing never stops collection (see agent.sinks.Buffere
 
 import contextlib
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from agent.emf import EmfDocument, emf_document
+from agent.fault_gate import FaultGate
 from agent.gpu_sampler import GpuLostError, GpuReading, GpuSampler
 from agent.metric_contract import (
-    ALARM_DIMENSION_SETS,
-    ALARM_METRICS,
+    CLUSTER_METRICS,
+    CYCLE_METRICS,
     DIM_CLUSTER,
     DIM_GPU_INDEX,
     DIM_NODE,
     DIM_SHARD,
     DIM_XID_CODE,
-    GPU_DIMENSION_SETS,
+    FAULT_METRICS,
     GPU_METRIC_UNITS,
     NAMESPACE_GPU,
     XID_DIMENSION_SETS,
     GpuMetric,
     alarm_shard,
     exporter_log_group,
+    gpu_schema,
 )
 from agent.pod_attribution import pod_uids
 from agent.sinks import BufferedSender
@@ -62,6 +65,9 @@ class ExporterConfig:
     #: Alarm shards of the deployment (alarms.sizing.shards_for its fleet_gpus setting): the
     #: per-GPU series of the alarm metrics carry the GPU's shard.
     alarm_shards: int = 1
+    #: The longest period of the fault gauges' alarms (alarms.catalog.PERIOD_S): a fault
+    #: gauge is sent from the start of the period of its hour's first non-zero sample.
+    fault_period_s: int = 300
 
 
 class Exporter:
@@ -82,6 +88,7 @@ class Exporter:
         self.lost: set[int] = set()
         self.watcher: XidWatcher | None = None
         self._log_group = exporter_log_group(config.cluster_name)
+        self._faults = FaultGate(config.fault_period_s)
 
     def start(self) -> None:
         nvml = self._nvml
@@ -125,11 +132,41 @@ class Exporter:
             return []
         return pod_uids(pids, self.config.proc_root)
 
-    def gpu_document(self, index: int, reading: GpuReading, now: float) -> EmfDocument:
+    def gpu_documents(self, index: int, reading: GpuReading, now: float) -> list[EmfDocument]:
+        """The cycle's document of one GPU, after any held fault samples that its fault gauges
+        release (``agent.fault_gate``): those go out alone, with their own timestamps."""
+        faults: dict[float, dict[GpuMetric, float]] = {}
+        for metric, value in reading.metrics.items():
+            if metric in FAULT_METRICS and math.isfinite(value):
+                for t, v in self._faults.offer((index, metric), now, value):
+                    faults.setdefault(t, {})[metric] = v
+        cycle = {m: v for m, v in reading.metrics.items() if m not in FAULT_METRICS}
+        past = [
+            self.gpu_document(index, GpuReading(metrics=m), t, faults=m)
+            for t, m in sorted(faults.items())
+            if t != now
+        ]
+        current = replace(reading, metrics={**cycle, **faults.get(now, {})})
+        return [*past, self.gpu_document(index, current, now, faults=faults.get(now, {}))]
+
+    def gpu_document(
+        self,
+        index: int,
+        reading: GpuReading,
+        now: float,
+        *,
+        faults: dict[GpuMetric, float] | None = None,
+    ) -> EmfDocument:
+        """One GPU's EMF document: the cycle metrics per GPU (and per cluster where read),
+        the fault gauges given (per GPU), every other reading as a property."""
         dimensions = self._dimensions(index)
         dimensions[DIM_SHARD] = alarm_shard(self.config.node_name, index, self.config.alarm_shards)
-        dimension_sets: list[tuple[str, ...]] = list(GPU_DIMENSION_SETS)
-        properties: dict[str, object] = {}
+        properties: dict[str, object] = {
+            str(m): v
+            for m, v in reading.metrics.items()
+            if m not in CYCLE_METRICS and m not in FAULT_METRICS and math.isfinite(v)
+        }
+        extra_sets: list[tuple[str, ...]] = []
         sampler = self.samplers.get(index)
         if sampler is not None:
             properties["GpuUuid"] = sampler.uuid
@@ -139,21 +176,24 @@ class Exporter:
             properties["PodUids"] = pods
             if self.config.pod_dimension and len(pods) == 1:
                 dimensions[DIM_POD_UID] = pods[0]
-                dimension_sets.append((DIM_CLUSTER, DIM_POD_UID))
+                extra_sets.append((DIM_CLUSTER, DIM_POD_UID))
+        metrics = {m: v for m, v in reading.metrics.items() if m in CYCLE_METRICS}
+        metrics.update(faults or {})
+        own: dict[str, list[tuple[str, ...]]] = {}
+        for m in metrics:
+            cluster = [(DIM_CLUSTER,)] if m in CLUSTER_METRICS else []
+            pod = extra_sets if m in CYCLE_METRICS else []
+            own[str(m)] = [gpu_schema(m), *cluster, *pod]
         return emf_document(
             namespace=NAMESPACE_GPU,
             timestamp_ms=int(now * 1000),
-            dimension_sets=dimension_sets,
+            dimension_sets=[gpu_schema(GpuMetric.POWER_UTILIZATION)],
             dimensions=dimensions,
-            metrics={str(m): v for m, v in reading.metrics.items()},
-            units={str(m): GPU_METRIC_UNITS[m] for m in reading.metrics},
+            metrics={str(m): v for m, v in metrics.items()},
+            units={str(m): GPU_METRIC_UNITS[m] for m in metrics},
             properties=properties,
             log_group=self._log_group,
-            own_dimension_sets={
-                str(m): [*ALARM_DIMENSION_SETS, *dimension_sets[len(GPU_DIMENSION_SETS) :]]
-                for m in reading.metrics
-                if m in ALARM_METRICS
-            },
+            own_dimension_sets=own,
         )
 
     def xid_document(self, event: XidEvent, pods: list[str]) -> EmfDocument:
@@ -204,7 +244,7 @@ class Exporter:
             sampler = self.samplers.get(index)
             if sampler is not None and index not in self.lost:
                 try:
-                    documents.append(self.gpu_document(index, sampler.sample(), now))
+                    documents += self.gpu_documents(index, sampler.sample(), now)
                     continue
                 except GpuLostError as err:
                     log.error("%s; the other GPUs go on", err)
@@ -213,7 +253,7 @@ class Exporter:
                         XidEvent(gpu_index=index, code=XID_GPU_LOST, time=now, source="lost")
                     )
             unhealthy = GpuReading(metrics={GpuMetric.HEALTHY: 0.0})
-            documents.append(self.gpu_document(index, unhealthy, now))
+            documents += self.gpu_documents(index, unhealthy, now)
         self._emit(documents)
         return documents
 

@@ -234,6 +234,57 @@ ALARM_DIMENSION_SETS: Final[tuple[tuple[str, ...], ...]] = (
 )
 
 
+#: What the exporter publishes per GPU every cycle: what no other source gives and that the
+#: alarms (low power, lost GPU), the attribution (lambdas/gpu_analyzer) or the weekly report read.
+CYCLE_METRICS: Final = frozenset(
+    {
+        GpuMetric.POWER_UTILIZATION,
+        GpuMetric.ALLOCATED_POWER_UTILIZATION,
+        GpuMetric.SM_ACTIVE,
+        GpuMetric.HEALTHY,
+    }
+)
+#: Fault gauges: per GPU only, and only in the clock hours they are non-zero, from the alarm
+#: period of their first non-zero sample (alarms/sparse.py proves the alarms read the same).
+FAULT_METRICS: Final = frozenset(
+    {
+        GpuMetric.ECC_UNCORRECTED,
+        GpuMetric.THROTTLED_THERMAL,
+        GpuMetric.THROTTLED_POWER,
+        GpuMetric.ROW_REMAP_PENDING,
+    }
+)
+#: The cluster-wide copies that something reads: the weekly report's GPU-days (power samples
+#: and mean, in-use samples, mean SM activity) and the fleet dashboard's counts and means.
+CLUSTER_METRICS: Final = frozenset(
+    {
+        GpuMetric.POWER_UTILIZATION,
+        GpuMetric.ALLOCATED_POWER_UTILIZATION,
+        GpuMetric.SM_ACTIVE,
+        GpuMetric.HEALTHY,
+    }
+)
+#: Readings Container Insights already publishes per GPU (``CI_NODE_GPU_SCHEMA``): the exporter
+#: carries them as EMF properties of its log line, and dashboards read Container Insights'.
+CI_NODE_GPU_METRICS: Final[dict[GpuMetric, str]] = {
+    GpuMetric.UTILIZATION: "node_gpu_utilization",
+    GpuMetric.MEMORY_USED: "node_gpu_memory_used",
+    GpuMetric.TEMPERATURE: "node_gpu_temperature",
+    GpuMetric.POWER_DRAW: CI_NODE_GPU_POWER_METRIC,
+}
+#: Every other reading (the power limit, a constant; SM occupancy and tensor activity, which
+#: nothing alarms on or reports) and the CI readings above ride as properties, not metrics.
+PROPERTY_METRICS: Final = (
+    frozenset(GpuMetric)
+    - CYCLE_METRICS
+    - FAULT_METRICS
+    - {
+        GpuMetric.XID_ERRORS,
+        GpuMetric.XID_FATAL_ERRORS,
+    }
+)
+
+
 def gpu_schema(metric: GpuMetric) -> tuple[str, ...]:
     """The dimension names of a metric's per-GPU series (what a SCHEMA or SEARCH names)."""
     return ALARM_DIMENSION_SETS[0] if metric in ALARM_METRICS else GPU_DIMENSION_SETS[0]

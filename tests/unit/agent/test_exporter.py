@@ -53,8 +53,17 @@ def test_each_metric_from_the_trace() -> None:
     exporter, _ = _exporter(clock)
     first = _by_gpu(exporter.collect_once())
     clock.now = 10
-    second = _by_gpu(exporter.collect_once())
+    documents = exporter.collect_once()
+    second = _by_gpu(documents)
     gpu0 = second["0"]
+    # GPU 0's power brake engages: the zero held back from the first cycle (same alarm period)
+    # goes out first, alone and with its own timestamp, per GPU only.
+    (held,) = [d for d in documents if "gpu_healthy" not in d]
+    assert (held["GpuIndex"], held["gpu_throttled_power"]) == ("0", 0.0)
+    assert held["_aws"]["Timestamp"] == int(EPOCH * 1000)
+    assert held["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [
+        ["ClusterName", "NodeName", "GpuIndex", "Shard"]
+    ]
     assert gpu0["gpu_power_draw_watts"] == 630.0
     assert gpu0["gpu_power_limit_watts"] == 700.0
     assert gpu0["gpu_power_utilization"] == pytest.approx(90.0)
@@ -62,20 +71,21 @@ def test_each_metric_from_the_trace() -> None:
     assert gpu0["gpu_memory_used_bytes"] == 60 * 2**30
     assert gpu0["gpu_temperature_celsius"] == 71.0
     assert gpu0["gpu_throttled_power"] == 1.0
-    assert gpu0["gpu_throttled_thermal"] == 0.0
+    # Fault gauges that are zero all hour so far are held back (agent.fault_gate).
+    assert "gpu_throttled_thermal" not in gpu0
     assert gpu0["gpu_ecc_errors_uncorrected"] == 3.0  # 5 since the driver loaded, 2 already seen
-    assert gpu0["gpu_row_remap_pending"] == 0.0
+    assert "gpu_row_remap_pending" not in gpu0
     assert gpu0["gpu_sm_active"] == 85.0
     assert gpu0["gpu_sm_occupancy"] == 42.0
     assert gpu0["gpu_tensor_active"] == 66.0
     assert gpu0["gpu_healthy"] == 1.0
     assert gpu0["gpu_allocated_power_utilization"] == pytest.approx(90.0)
     assert first["0"]["gpu_power_utilization"] == pytest.approx(50.0)
-    assert first["0"]["gpu_ecc_errors_uncorrected"] == 0.0
+    assert "gpu_ecc_errors_uncorrected" not in first["0"]
     # GPM needs two samples: the first cycle has no SM metrics, and says nothing false.
     assert "gpu_sm_active" not in first["0"]
     assert first["2"]["gpu_throttled_thermal"] == 1.0
-    assert first["0"]["gpu_throttled_power"] == 0.0
+    assert "gpu_throttled_power" not in first["0"]
     # GPU 1 holds 512 MiB and runs no process: idle by design, so no allocated power value.
     assert "gpu_allocated_power_utilization" not in first["1"]
     assert first["1"]["gpu_power_utilization"] == pytest.approx(20.0)
@@ -83,16 +93,36 @@ def test_each_metric_from_the_trace() -> None:
 
 def test_dimensions_and_properties_follow_the_contract() -> None:
     exporter, _ = _exporter(Clock(0))
-    document = _by_gpu(exporter.collect_once())["0"]
-    directive = document["_aws"]["CloudWatchMetrics"][0]
-    assert directive["Namespace"] == "GpuInsights"
-    assert directive["Dimensions"] == [["ClusterName", "NodeName", "GpuIndex"], ["ClusterName"]]
+    gpus = _by_gpu(exporter.collect_once())
+    document = gpus["0"]
+    directives = document["_aws"]["CloudWatchMetrics"] + gpus["2"]["_aws"]["CloudWatchMetrics"]
+    assert {d["Namespace"] for d in directives} == {"GpuInsights"}
+    sets = {m["Name"]: d["Dimensions"] for d in directives for m in d["Metrics"]}
+    # Read per GPU and per cluster (report, fleet dashboard); the alarm metric with its shard.
+    assert sets["gpu_power_utilization"] == [
+        ["ClusterName", "NodeName", "GpuIndex"],
+        ["ClusterName"],
+    ]
+    assert sets["gpu_healthy"] == [
+        ["ClusterName", "NodeName", "GpuIndex", "Shard"],
+        ["ClusterName"],
+    ]
+    # A fault gauge (GPU 2 is throttled for heat): per GPU only.
+    assert sets["gpu_throttled_thermal"] == [["ClusterName", "NodeName", "GpuIndex", "Shard"]]
     assert (document["ClusterName"], document["NodeName"]) == ("train", "node-a")
     assert document["GpuUuid"] == "GPU-h100-0"
     assert document["_aws"]["Timestamp"] == int(EPOCH * 1000)
-    units = {m["Name"]: m["Unit"] for m in directive["Metrics"]}
+    units = {m["Name"]: m["Unit"] for m in directives[0]["Metrics"] + directives[1]["Metrics"]}
     assert units["gpu_power_utilization"] == "Percent"
-    assert units["gpu_memory_used_bytes"] == "Bytes"
+    # Container Insights' readings and the constants ride as properties, not metrics; GPU 0's
+    # fault gauges are zero (held back) and GPM has no SM activity yet at the first sample.
+    assert set(units) == {
+        "gpu_power_utilization",
+        "gpu_allocated_power_utilization",
+        "gpu_healthy",
+    }
+    assert document["gpu_memory_used_bytes"] == 60 * 2**30
+    assert document["gpu_power_limit_watts"] == 700.0
 
 
 def test_gpu_without_gpm_leaves_sm_metrics_out_and_says_so_once(
@@ -190,7 +220,9 @@ def test_pod_attribution_from_the_host_proc(tmp_path: Any) -> None:
     gpu0 = _by_gpu(exporter.collect_once())["0"]
     assert gpu0["PodUids"] == [uid]
     assert gpu0["PodUid"] == uid
-    assert ["ClusterName", "PodUid"] in gpu0["_aws"]["CloudWatchMetrics"][0]["Dimensions"]
+    assert all(
+        ["ClusterName", "PodUid"] in d["Dimensions"] for d in gpu0["_aws"]["CloudWatchMetrics"]
+    )
 
 
 def test_no_driver_is_one_clear_error() -> None:
@@ -243,7 +275,8 @@ def test_alarm_metrics_carry_the_gpus_alarm_shard_in_their_own_directive() -> No
     per-GPU series carry it (no extra series); the rest keep the contract's sets."""
     exporter, _ = _exporter(Clock(0), alarm_shards=25)
     document = _by_gpu(exporter.collect_once())["1"]
-    plain, alarm = document["_aws"]["CloudWatchMetrics"]
+    by_shard = {"Shard" in d["Dimensions"][0]: d for d in document["_aws"]["CloudWatchMetrics"]}
+    plain, alarm = by_shard[False], by_shard[True]
     assert plain["Dimensions"] == [["ClusterName", "NodeName", "GpuIndex"], ["ClusterName"]]
     assert alarm["Dimensions"] == [
         ["ClusterName", "NodeName", "GpuIndex", "Shard"],
