@@ -107,8 +107,14 @@ def replay_exporter(cloudwatch: Any, *, cluster_name: str, out_dir: Path) -> Exp
             _average(cloudwatch, cluster_name, gpu, GpuMetric.POWER_UTILIZATION) or 0.0
         )
         result.sm_active_by_gpu[gpu] = _average(cloudwatch, cluster_name, gpu, GpuMetric.SM_ACTIVE)
-        result.thermal_throttled_by_gpu[gpu] = 100 * (
-            _average(cloudwatch, cluster_name, gpu, GpuMetric.THROTTLED_THERMAL) or 0.0
+        # The throttle flag is sent only in the hours it is set (agent.fault_gate): its share
+        # of the GPU's samples is its sum over the count of samples the GPU answered.
+        answered = _statistic(
+            cloudwatch, cluster_name, gpu, GpuMetric.POWER_UTILIZATION, "SampleCount"
+        )
+        throttled = _statistic(cloudwatch, cluster_name, gpu, GpuMetric.THROTTLED_THERMAL, "Sum")
+        result.thermal_throttled_by_gpu[gpu] = (
+            100 * (throttled or 0.0) / answered if answered else 0.0
         )
         if _minimum(cloudwatch, cluster_name, gpu, GpuMetric.HEALTHY) == 0.0:
             result.unhealthy_gpus.append(gpu)

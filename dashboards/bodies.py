@@ -18,7 +18,10 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from agent.metric_contract import (
+    CI_NODE_GPU_METRICS,
+    CI_NODE_GPU_SCHEMA,
     DIM_CLUSTER,
+    DIM_GPU_DEVICE,
     DIM_GPU_INDEX,
     DIM_JOB,
     DIM_KIND,
@@ -28,6 +31,7 @@ from agent.metric_contract import (
     DIM_XID_CODE,
     FINDINGS_COUNT_METRIC,
     FINDINGS_COUNT_STAT,
+    NAMESPACE_CONTAINER_INSIGHTS,
     NAMESPACE_FINDINGS,
     NAMESPACE_GPU,
     NAMESPACE_TRAINING,
@@ -137,7 +141,20 @@ def _gpu_query(
     node: str | None = None,
     limit: int = OUTLIERS,
 ) -> str:
+    """A per-GPU query. The readings Container Insights publishes per GPU are read there (the
+    exporter carries them only as properties), its GPUs named by ``GpuDevice``."""
     where = [(DIM_CLUSTER, cluster)] + ([(DIM_NODE, node)] if node else [])
+    if metric in CI_NODE_GPU_METRICS:
+        return insights_sql(
+            NAMESPACE_CONTAINER_INSIGHTS,
+            CI_NODE_GPU_SCHEMA,
+            CI_NODE_GPU_METRICS[metric],
+            function,
+            where,
+            group_by=[DIM_GPU_DEVICE if d == DIM_GPU_INDEX else d for d in group_by],
+            order=order,
+            limit=limit,
+        )
     return insights_sql(
         NAMESPACE_GPU,
         gpu_schema(metric),  # the alarm metrics' per-GPU series carry a Shard too
@@ -213,9 +230,16 @@ def gpu_fleet(cluster: str, region: str, exporter_interval_s: int = 10) -> dict[
                 _single(
                     FLEET_POWER,
                     [
-                        metric_row(NAMESPACE_GPU, str(g.POWER_DRAW), c, stat="Sum", id="draw"),
-                        metric_row(NAMESPACE_GPU, str(g.POWER_LIMIT), c, stat="Sum", id="cap"),
-                        expression_row("100 * draw / cap", id="share", label="% of limit"),
+                        # The mean over GPUs of draw over limit (the limit is a property of
+                        # the exporter's line, not a metric): draw over cap for like GPUs.
+                        metric_row(
+                            NAMESPACE_GPU,
+                            str(g.POWER_UTILIZATION),
+                            c,
+                            stat="Average",
+                            id="share",
+                            visible=True,
+                        ),
                     ],
                     300,
                 ),

@@ -3,6 +3,9 @@ waste attribution publish it: one GPU of every node idle while held, one hot, on
 
 from agent.metric_contract import (
     ALARM_METRICS,
+    CI_NODE_GPU_METRICS,
+    CLUSTER_METRICS,
+    FAULT_METRICS,
     GpuMetric,
     TrainingMetric,
     WasteMetric,
@@ -15,16 +18,30 @@ GPUS = 8
 SHARDS = 25  # alarms/sizing.py for 10,000 GPUs
 
 
-def _gpu(node: str, gpu: int, metric: str, t: float, value: float) -> list[Sample]:
+def _gpu(node: str, gpu: int, metric: GpuMetric, t: float, value: float) -> list[Sample]:
+    """As published: Container Insights' readings there (DCGM, per GPU device); the exporter's
+    per GPU (alarm metrics with the shard), per cluster where read; fault gauges per GPU and
+    only when non-zero (a whole hour of zeros is never sent)."""
+    if metric in CI_NODE_GPU_METRICS:
+        ci = {
+            ("ClusterName", CLUSTER),
+            ("NodeName", node),
+            ("GpuDevice", f"nvidia{gpu}"),
+            ("InstanceId", f"i-{node}"),
+            ("InstanceType", "p5.48xlarge"),
+        }
+        return [Sample("ContainerInsights", CI_NODE_GPU_METRICS[metric], frozenset(ci), t, value)]
+    if metric in FAULT_METRICS and value == 0:
+        return []
     dims = {("ClusterName", CLUSTER), ("NodeName", node), ("GpuIndex", str(gpu))}
-    if GpuMetric(metric) in ALARM_METRICS:  # as the exporter writes them: with the alarm shard
+    if metric in ALARM_METRICS:  # as the exporter writes them: with the alarm shard
         dims.add(("Shard", alarm_shard(node, gpu, SHARDS)))
-    per_gpu = frozenset(dims)
-    cluster = frozenset({("ClusterName", CLUSTER)})
-    return [
-        Sample("GpuInsights", metric, per_gpu, t, value),
-        Sample("GpuInsights", metric, cluster, t, value),
-    ]
+    samples = [Sample("GpuInsights", metric, frozenset(dims), t, value)]
+    if metric in CLUSTER_METRICS:
+        samples.append(
+            Sample("GpuInsights", metric, frozenset({("ClusterName", CLUSTER)}), t, value)
+        )
+    return samples
 
 
 def fleet(nodes: int, *, periods: int = 1) -> list[Sample]:
@@ -48,7 +65,6 @@ def fleet(nodes: int, *, periods: int = 1) -> list[Sample]:
                     (g.ALLOCATED_POWER_UTILIZATION, share),
                     (g.POWER_UTILIZATION, share),
                     (g.POWER_DRAW, 7 * share),
-                    (g.POWER_LIMIT, 700.0),
                     (g.SM_ACTIVE, 1.0 if idle else 85.0),
                     (g.UTILIZATION, 0.0 if idle else 95.0),
                     (g.MEMORY_USED, 8e10),

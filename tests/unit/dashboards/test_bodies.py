@@ -25,6 +25,14 @@ DOCUMENTED_AWS = {
         "VolumeIOPSExceededCheck",
         "BurstBalance",
     },
+    # Container Insights with enhanced observability, per GPU (ClusterName, NodeName,
+    # InstanceId, InstanceType, GpuDevice): Container-Insights-metrics-enhanced-EKS.html
+    "ContainerInsights": {
+        "node_gpu_utilization",
+        "node_gpu_memory_used",
+        "node_gpu_temperature",
+        "node_gpu_power_draw",
+    },
     "AWS/S3": {
         "FirstByteLatency",
         "TotalRequestLatency",
