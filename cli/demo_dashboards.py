@@ -9,7 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from agent.emf import parse_emf_line
-from agent.metric_contract import training_log_group
+from agent.metric_contract import (
+    CI_NODE_GPU_METRICS,
+    DIM_CLUSTER,
+    DIM_GPU_DEVICE,
+    DIM_GPU_INDEX,
+    DIM_NODE,
+    DIM_XID_CODE,
+    NAMESPACE_CONTAINER_INSIGHTS,
+    training_log_group,
+)
 from agent.resource_names import dashboard_name
 from alarms.history import Sample, read_history, samples_from_emf
 from dashboards.bodies import all_dashboards, training_jobs
@@ -17,6 +26,8 @@ from dashboards.evaluate import WidgetView, evaluate_body
 from dashboards.links import NODE_VARIABLE, node_dashboard_url
 
 DATA_BOUND_JOB = "bert-data-bound"
+#: The demo node's instance, as Container Insights names it.
+NODE_INSTANCE = ("i-0a1b2c3d4e5f60017", "p5.48xlarge")
 TOP = 3
 
 
@@ -33,6 +44,30 @@ def training_samples(logs: Any, cluster: str) -> list[Sample]:
     )
     documents = [parse_emf_line(e["message"]) for page in pages for e in page["events"]]
     return samples_from_emf(documents)
+
+
+def container_insights_samples(line: str) -> list[Sample]:
+    """What Container Insights (DCGM) publishes for the same GPU at the same time, standing in
+    for the add-on on the demo's node: the readings the exporter carries as properties."""
+    document = parse_emf_line(line)
+    if DIM_XID_CODE in document or DIM_GPU_INDEX not in document:
+        return []
+    instance_id, instance_type = NODE_INSTANCE
+    dimensions = frozenset(
+        {
+            (DIM_CLUSTER, str(document[DIM_CLUSTER])),
+            (DIM_GPU_DEVICE, f"nvidia{document[DIM_GPU_INDEX]}"),
+            ("InstanceId", instance_id),
+            ("InstanceType", instance_type),
+            (DIM_NODE, str(document[DIM_NODE])),
+        }
+    )
+    timestamp = document["_aws"]["Timestamp"] / 1000
+    return [
+        Sample(NAMESPACE_CONTAINER_INSIGHTS, name, dimensions, timestamp, float(document[metric]))
+        for metric, name in CI_NODE_GPU_METRICS.items()
+        if str(metric) in document
+    ]
 
 
 def dashboard_views(
@@ -68,8 +103,9 @@ def demo_dashboard_views(
     buckets: Sequence[str],
     exporter_interval_s: int,
 ) -> list[DashboardView]:
-    with emf_path.open(encoding="utf-8") as lines:
-        samples = read_history(lines, source=str(emf_path))
+    lines = emf_path.read_text(encoding="utf-8").splitlines()
+    samples = read_history(lines, source=str(emf_path))
+    samples += [s for line in lines for s in container_insights_samples(line)]
     samples += training_samples(logs, training_cluster)
     return dashboard_views(
         samples,

@@ -137,7 +137,8 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
     assert shown["gpu-fleet: Lowest power in use (% of limit), 10 GPUs"].lines[0].label == (
         f"{node} 1"  # the idle GPU
     )
-    assert shown["gpu-fleet: Hottest (C), 10 GPUs"].lines[0].label == f"{node} 2"  # thermal
+    # Container Insights names the thermal GPU by its device
+    assert shown["gpu-fleet: Hottest (C), 10 GPUs"].lines[0].label == f"{node} nvidia2"
     assert shown["gpu-fleet: GPUs lost"].lines[0].value == 1  # the failing GPU
     assert shown["gpu-fleet: GPUs reporting"].lines[0].value == 4
     assert shown["training: Data-wait share of the step (%), 10 jobs"].lines[0].label == (
