@@ -24,11 +24,22 @@ DAY_S = 86_400.0
 
 
 class EncodingSink:
+    """Counts the bytes of the EMF lines and the (series, hour) pairs they publish: CloudWatch
+    bills a custom metric for each hour it is published (prorated by the hour)."""
+
     def __init__(self) -> None:
         self.bytes = 0
+        self.series_hours: set[tuple[str, tuple[str, ...], int]] = set()
 
     def send(self, documents: Any) -> None:
         self.bytes += sum(len(encode(d)) + 1 for d in documents)
+        for d in documents:
+            hour = int(d["_aws"]["Timestamp"] // 3_600_000)
+            for directive in d["_aws"]["CloudWatchMetrics"]:
+                for dimension_set in directive["Dimensions"]:
+                    values = tuple(f"{k}={d[k]}" for k in dimension_set)
+                    for metric in directive["Metrics"]:
+                        self.series_hours.add((metric["Name"], values, hour))
 
 
 def main() -> dict[str, float]:
@@ -63,12 +74,15 @@ def main() -> dict[str, float]:
         "heap_blocks_after_1h": rss_at_hour,
         "heap_blocks_after_24h": rss_at_day,
         "emf_bytes_per_gpu_per_cycle": sink.bytes / cycles / GPUS,
+        # Metric-months billed for this node: series-hours over the hours of the day.
+        "billed_series_per_node": len(sink.series_hours) / (DAY_S / 3600),
     }
     print(f"exporter: {GPUS} GPUs, {cycles} cycles of {INTERVAL_S:.0f} s (one simulated day)")
     print(f"  CPU per GPU per cycle     {per_gpu_cycle_ms:8.3f} ms    (goal < 1 ms)")
     print(f"  Python heap blocks, 1 h   {rss_at_hour:8,.0f}")
     print(f"  Python heap blocks, 24 h  {rss_at_day:8,.0f}       (goal: flat)")
     print(f"  EMF per GPU per cycle     {sink.bytes / cycles / GPUS:8.0f} bytes")
+    print(f"  billed series, mean/hour  {figures['billed_series_per_node']:8.2f}")
     return figures
 
 

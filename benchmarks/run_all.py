@@ -129,7 +129,25 @@ def main() -> None:
     rows.append(Row("cdk synth of the whole app", synth_seconds(), None, "s"))
     cost = estimate(nodes=1, gpus_per_node=8)
     rows += [
-        Row("custom metrics per 8-GPU node", cost.exporter_metrics, None, "metrics"),
+        Row(
+            "custom metrics per 8-GPU node, after vs before",
+            cost.exporter_metrics,
+            cost.before.metrics,
+            "metrics",
+        ),
+        Row(
+            "exporter: billed series per 8-GPU node, measured (simulated day)",
+            e["billed_series_per_node"],
+            None,
+            "metrics",
+        ),
+        Row(
+            "exporter $/month per 8-GPU node, after vs before",
+            cost.per_node_usd,
+            cost.before_per_node_usd,
+            "USD",
+        ),
+        Row("exporter $/month per 8-GPU node vs the goal", cost.per_node_usd, 14.0, "USD"),
         Row(
             "exporter $/month per node vs Container Insights GPU part",
             cost.exporter_usd,
