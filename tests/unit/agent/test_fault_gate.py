@@ -7,6 +7,7 @@ hour" (https://aws.amazon.com/cloudwatch/pricing/).
 
 import pytest
 
+from agent.exporter import ExporterConfig
 from agent.fault_gate import FaultGate, FaultPeriodError
 from alarms.catalog import AlarmSettings, gpu_alarms
 from alarms.history import Sample
@@ -19,7 +20,8 @@ FAULT_ALARMS = ("gpu-ecc-uncorrected", "gpu-thermal-throttling", "gpu-power-brak
 def test_the_gate_sends_what_the_proven_policy_keeps() -> None:
     specs = [s for s in gpu_alarms(AlarmSettings(cluster_name="train")) if s.key in FAULT_ALARMS]
     period = max(s.period_s for s in specs)
-    assert period == 300  # ExporterConfig.fault_period_s's default
+    # The exporter's default is the catalog's: a shorter one would cut a throttle period.
+    assert ExporterConfig(cluster_name="c", node_name="n").fault_period_s == period == 300
     history = [s for s in _history() if s.metric in FAULTS]
     gate = FaultGate(period)
     sent: list[Sample] = []
