@@ -84,8 +84,10 @@ FLEET_SM: Final = "Fleet SM activity (%)"
 OUTLIER_LOW_POWER: Final = "Lowest power in use (% of limit), 10 GPUs"
 OUTLIER_LOW_SM: Final = "Lowest SM activity (%), 10 GPUs"
 OUTLIER_HOT: Final = "Hottest (C), 10 GPUs"
-OUTLIER_THERMAL: Final = "Most thermally throttled (share of samples), 10 GPUs"
-OUTLIER_POWER_BRAKE: Final = "Most power-braked (share of samples), 10 GPUs"
+#: Throttle flags are sent only in the hours they are set (agent.fault_gate): their SUM is the
+#: count of throttled samples, where an AVG over the hours sent would overstate the share.
+OUTLIER_THERMAL: Final = "Most thermally throttled (throttled samples), 10 GPUs"
+OUTLIER_POWER_BRAKE: Final = "Most power-braked (braked samples), 10 GPUs"
 OUTLIER_XID_NODES: Final = "Most XID errors, 10 nodes"
 OUTLIER_DATA_WAIT: Final = "Data-wait share of the step (%), 10 jobs"
 OUTLIER_STEP: Final = "Slowest step (s), 10 jobs"
@@ -270,9 +272,9 @@ def gpu_fleet(cluster: str, region: str, exporter_interval_s: int = 10) -> dict[
                 _outliers(OUTLIER_HOT, _gpu_query(cluster, g.TEMPERATURE, "MAX", "DESC")),
             ],
             [
-                _outliers(OUTLIER_THERMAL, _gpu_query(cluster, g.THROTTLED_THERMAL, "AVG", "DESC")),
+                _outliers(OUTLIER_THERMAL, _gpu_query(cluster, g.THROTTLED_THERMAL, "SUM", "DESC")),
                 _outliers(
-                    OUTLIER_POWER_BRAKE, _gpu_query(cluster, g.THROTTLED_POWER, "AVG", "DESC")
+                    OUTLIER_POWER_BRAKE, _gpu_query(cluster, g.THROTTLED_POWER, "SUM", "DESC")
                 ),
                 _outliers(
                     OUTLIER_XID_NODES,
@@ -335,8 +337,8 @@ def gpu_node(cluster: str, region: str) -> dict[str, Any]:
                 per_gpu("Healthy (0 = lost)", g.HEALTHY, "MIN", "ASC"),
             ],
             [
-                per_gpu("Thermally throttled (share of samples)", g.THROTTLED_THERMAL),
-                per_gpu("Power brake (share of samples)", g.THROTTLED_POWER),
+                per_gpu("Thermally throttled (samples)", g.THROTTLED_THERMAL, "SUM"),
+                per_gpu("Power brake (samples)", g.THROTTLED_POWER, "SUM"),
                 metric_widget(
                     "XID errors by GPU and code", [expression_row(xids, id="q")], width=8
                 ),
