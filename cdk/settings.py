@@ -241,6 +241,7 @@ _RANGES: Final[dict[str, tuple[int, int, str]]] = {
     "agent_interval_seconds": (MIN_INTERVAL_SECONDS, MAX_INTERVAL_SECONDS, "seconds"),
     "exporter_interval_seconds": (1, 3600, "seconds"),
     "lookback_days": (1, 90, "days"),
+    "fleet_gpus": (1, 500_000, "GPUs"),
     "storage_fleet_volumes": (0, 10_000_000, "volumes"),
     "storage_shard_volumes": (100, 200_000, "volumes"),
 }
