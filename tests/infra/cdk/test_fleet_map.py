@@ -1,6 +1,6 @@
-"""The storage and the training analysis above their shard thresholds: a Distributed Map state machine on the
-schedule instead of the function; at or below it, the function on the schedule and no state
-machine. The definition is read from the synthesized template.
+"""The storage and the training analysis above their shard thresholds: a Distributed Map
+state machine on the schedule instead of the function; at or below it, the function on the
+schedule and no state machine. The definition is read from the synthesized template.
 https://docs.aws.amazon.com/step-functions/latest/dg/state-map-distributed.html"""
 
 import json
@@ -18,7 +18,7 @@ def _template(synth: Synth, context: dict[str, Any]) -> Template:
 
 def _machine(template: Template, prefix: str) -> tuple[str, dict[str, Any]]:
     machines = template.find_resources("AWS::StepFunctions::StateMachine")
-    return next((k, m) for k, m in machines.items() if k.startswith(prefix))
+    return next((k, dict(m)) for k, m in machines.items() if k.startswith(prefix))
 
 
 def _targets(template: Template) -> list[Any]:
