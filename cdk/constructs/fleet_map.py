@@ -57,6 +57,17 @@ class FleetMap(Construct):
             payload_response_only=True,
             retry_on_service_exceptions=True,
         )
+        # Ten shards at once can meet the account's Lambda concurrency: throttling is retried
+        # with backoff rather than failing the day (the Step Functions guide's advice for
+        # Lambda tasks: https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html).
+        # A shard that still fails fails the run: the merge refuses a missing part rather than
+        # write a findings file that silently lacks a shard's volumes or jobs.
+        shard.add_retry(
+            errors=["Lambda.TooManyRequestsException"],
+            interval=Duration.seconds(2),
+            max_attempts=6,
+            backoff_rate=2,
+        )
         shards = sfn.DistributedMap(
             self,
             "Shards",

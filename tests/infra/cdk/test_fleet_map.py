@@ -56,6 +56,9 @@ def test_a_fleet_above_the_threshold_runs_as_a_distributed_map(synth: Synth) -> 
         "count.$": "$$.Map.Item.Value.count",
     }
     assert shards["ItemProcessor"]["States"]["Shard"]["Type"] == "Task"  # the item is its payload
+    retries = shards["ItemProcessor"]["States"]["Shard"]["Retry"]
+    throttled = next(r for r in retries if r["ErrorEquals"] == ["Lambda.TooManyRequestsException"])
+    assert (throttled["MaxAttempts"], throttled["BackoffRate"]) == (6, 2)
     assert shards["Next"] == "Merge"
     merge = d["States"]["Merge"]["Parameters"]
     assert merge["mode"] == "merge"
