@@ -86,6 +86,12 @@ def main() -> None:
         ),
         Row("fan-out: 100,000 volumes simulated, shards", fan["volumes"].shards, None, "shards"),
         Row("fan-out: 100,000 volumes simulated wall", fan["volumes"].wall_s, None, "s"),
+        Row(
+            "fan-out: 1,000 jobs in shards merge to the single run",
+            fan["training"]["same"],
+            1.0,
+            "bool",
+        ),
         Row("fan-out: 10,000 jobs simulated, shards", fan["jobs"].shards, None, "shards"),
         Row("fan-out: 10,000 jobs simulated wall", fan["jobs"].wall_s, None, "s"),
     ]

@@ -118,6 +118,10 @@ class Settings:
     #: that many volumes, one function invocation each; at or below it, one function run.
     storage_fleet_volumes: int = 0
     storage_shard_volumes: int = 20_000
+    #: Training jobs the training analyzer is expected to read; above ``training_shard_jobs``
+    #: it runs as a Distributed Map in shards of that many jobs, like the storage analyzer.
+    training_fleet_jobs: int = 0
+    training_shard_jobs: int = 2_000
     #: Days of metrics each analysis reads.
     lookback_days: int = 14
     #: Turn on S3 request metrics (a whole-bucket filter) on the storage buckets.
@@ -241,8 +245,11 @@ _RANGES: Final[dict[str, tuple[int, int, str]]] = {
     "agent_interval_seconds": (MIN_INTERVAL_SECONDS, MAX_INTERVAL_SECONDS, "seconds"),
     "exporter_interval_seconds": (1, 3600, "seconds"),
     "lookback_days": (1, 90, "days"),
+    "fleet_gpus": (1, 500_000, "GPUs"),
     "storage_fleet_volumes": (0, 10_000_000, "volumes"),
     "storage_shard_volumes": (100, 200_000, "volumes"),
+    "training_fleet_jobs": (0, 1_000_000, "jobs"),
+    "training_shard_jobs": (10, 20_000, "jobs"),
 }
 
 
@@ -351,6 +358,8 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "storage_schedule": _as_str,
     "storage_fleet_volumes": _as_int,
     "storage_shard_volumes": _as_int,
+    "training_fleet_jobs": _as_int,
+    "training_shard_jobs": _as_int,
     "lookback_days": _as_int,
     "s3_enable_request_metrics": _as_bool,
     "training_schedule": _as_str,

@@ -34,6 +34,7 @@ from cli.demo_notifications import NotificationsDemo, notifications_summary, run
 from cli.demo_preflight import run_preflight
 from cli.demo_report import render_png, run_weekly_report, write_dashboards
 from cli.demo_storage import BUCKETS as STORAGE_BUCKETS
+from cli.demo_storage import END as STORAGE_END
 from cli.demo_storage import run_storage_analyzer, storage_summary
 from cli.demo_storage import seed as seed_storage
 from cli.demo_training import CLUSTER as TRAINING_CLUSTER
@@ -301,6 +302,11 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
                 node=NODE,
                 buckets=list(STORAGE_BUCKETS),
                 exporter_interval_s=int(INTERVAL_S),
+                cloudwatch=clients["cloudwatch"],
+                window=(
+                    datetime.fromtimestamp(STORAGE_END - 8 * 86_400, UTC),
+                    datetime.fromtimestamp(STORAGE_END + 2 * 3600, UTC),
+                ),
             )
 
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -5,8 +5,9 @@ CloudWatch Logs), with the node and job pickers set to the demo's node and its d
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from agent.emf import parse_emf_line
 from agent.metric_contract import (
@@ -16,7 +17,10 @@ from agent.metric_contract import (
     DIM_GPU_INDEX,
     DIM_NODE,
     DIM_XID_CODE,
+    FINDINGS_COUNT_STAT,
     NAMESPACE_CONTAINER_INSIGHTS,
+    NAMESPACE_FINDINGS,
+    NAMESPACE_WASTE,
     training_log_group,
 )
 from agent.resource_names import dashboard_name
@@ -70,6 +74,44 @@ def container_insights_samples(line: str) -> list[Sample]:
     ]
 
 
+#: What the analyzers published that the dashboards read, with the statistic each is read by.
+PUBLISHED: Final = ((NAMESPACE_WASTE, "Sum"), (NAMESPACE_FINDINGS, FINDINGS_COUNT_STAT))
+
+
+def published_samples(cloudwatch: Any, *, start: datetime, end: datetime) -> list[Sample]:
+    """The analyzers' own metrics (waste by namespace, finding counts) read back from
+    CloudWatch, hour by hour: ListMetrics, then GetMetricData in batches of 500."""
+    samples: list[Sample] = []
+    for namespace, stat in PUBLISHED:
+        pages = cloudwatch.get_paginator("list_metrics").paginate(Namespace=namespace)
+        # One query per metric: moto's ListMetrics repeats a multi-dimension metric once per
+        # datapoint (CloudWatch lists each once), which would count each datapoint again.
+        unique = {
+            (m["MetricName"], tuple(sorted((d["Name"], d["Value"]) for d in m["Dimensions"]))): m
+            for page in pages
+            for m in page["Metrics"]
+        }
+        metrics = list(unique.values())
+        for first in range(0, len(metrics), 500):
+            batch = metrics[first : first + 500]
+            queries = [
+                {"Id": f"m{i}", "MetricStat": {"Metric": m, "Period": 3600, "Stat": stat}}
+                for i, m in enumerate(batch)
+            ]
+            pages = cloudwatch.get_paginator("get_metric_data").paginate(
+                MetricDataQueries=queries, StartTime=start, EndTime=end
+            )
+            for page in pages:
+                for result in page["MetricDataResults"]:
+                    metric = batch[int(result["Id"][1:])]
+                    dims = frozenset((d["Name"], d["Value"]) for d in metric["Dimensions"])
+                    samples += [
+                        Sample(namespace, metric["MetricName"], dims, t.timestamp(), v)
+                        for t, v in zip(result["Timestamps"], result["Values"], strict=True)
+                    ]
+    return samples
+
+
 def dashboard_views(
     samples: Sequence[Sample],
     *,
@@ -102,11 +144,15 @@ def demo_dashboard_views(
     node: str,
     buckets: Sequence[str],
     exporter_interval_s: int,
+    cloudwatch: Any = None,
+    window: tuple[datetime, datetime] | None = None,
 ) -> list[DashboardView]:
     lines = emf_path.read_text(encoding="utf-8").splitlines()
     samples = read_history(lines, source=str(emf_path))
     samples += [s for line in lines for s in container_insights_samples(line)]
     samples += training_samples(logs, training_cluster)
+    if cloudwatch is not None and window is not None:
+        samples += published_samples(cloudwatch, start=window[0], end=window[1])
     return dashboard_views(
         samples,
         cluster=cluster,

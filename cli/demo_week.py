@@ -35,12 +35,15 @@ from agent.metric_contract import (
     DIM_NAMESPACE,
     DIM_NODE,
     DIM_POD_NAME,
+    DIM_SHARD,
     DIM_XID_CODE,
     NAMESPACE_CONTAINER_INSIGHTS,
     NAMESPACE_GPU,
     NAMESPACE_TRAINING,
     GpuMetric,
     TrainingMetric,
+    alarm_shard,
+    gpu_schema,
 )
 from cli.demo_storage import END
 
@@ -143,7 +146,10 @@ def _exporter_data(cluster: str, hour: int, samples: list[GpuHourSample]) -> lis
     for s in samples:
         per_gpu = {DIM_CLUSTER: cluster, DIM_NODE: s.node, DIM_GPU_INDEX: str(s.gpu)}
         for metric, value in _exporter_values(s).items():
-            data.append(_datum(str(metric), per_gpu, hour, [value]))
+            dims = dict(per_gpu)
+            if DIM_SHARD in gpu_schema(metric):  # as the exporter writes the alarm metrics
+                dims[DIM_SHARD] = alarm_shard(s.node, s.gpu, 1)
+            data.append(_datum(str(metric), dims, hour, [value]))
             cluster_wide.setdefault(metric, []).append(value)
     data += [
         _datum(str(metric), {DIM_CLUSTER: cluster}, hour, values)

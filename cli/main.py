@@ -147,7 +147,24 @@ def _manifest(args: argparse.Namespace) -> str:
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2)
 
 
+#: The largest fleet the estimate and the alarm sizing take (50 times the 10,000-GPU design
+#: point): past it, one deployment's alarms would not fit any raised quota either.
+MAX_FLEET_GPUS = 500_000
+
+
 def _cost_estimate(args: argparse.Namespace) -> str:
+    for option, value in (
+        ("--nodes", args.nodes),
+        ("--gpus-per-node", args.gpus_per_node),
+        ("--fleet-gpus", args.fleet_gpus),
+    ):
+        if value is not None and not 1 <= value <= MAX_FLEET_GPUS:
+            raise ValueError(f"{option} {value} must be from 1 to {MAX_FLEET_GPUS:,}")
+    if args.nodes * args.gpus_per_node > MAX_FLEET_GPUS:
+        raise ValueError(
+            f"--nodes {args.nodes} x --gpus-per-node {args.gpus_per_node} is over "
+            f"{MAX_FLEET_GPUS:,} GPUs"
+        )
     table = estimate(
         nodes=args.nodes,
         gpus_per_node=args.gpus_per_node,

@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from cdk.settings import settings_from_context
+from cli.failures import AwsFailureError
 from cli.preflight_aws import Clients, gather
 from cli.preflight_checks import Check, Verdict, plan_for, run_checks
 from cli.settings_args import add_settings_arguments, context_from_args
@@ -99,11 +100,11 @@ def run(args: argparse.Namespace) -> str:
         session = boto3.Session(
             profile_name=args.profile, region_name=args.region or settings.region
         )
-    except BotoCoreError as err:  # an unknown --profile
-        raise ValueError(str(err)) from err
+    except BotoCoreError as err:  # an unknown --profile: an AWS failure, exit 1
+        raise AwsFailureError(str(err)) from err
     region = session.region_name
     if region is None:
-        raise ValueError("no AWS Region: give --region, -c region=..., or AWS_REGION")
+        raise AwsFailureError("no AWS Region: give --region, -c region=..., or AWS_REGION")
     eks = client("eks", session=session)
     clients = Clients(
         eks=eks,

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from botocore.exceptions import BotoCoreError, ClientError
 
 from cdk.settings import AgentCredentials
+from cli.failures import AwsFailureError
 from cli.preflight_checks import (
     OBSERVABILITY_ADDON,
     POD_IDENTITY_ADDON,
@@ -22,7 +23,7 @@ from cli.preflight_checks import (
 T = TypeVar("T")
 
 
-class PreflightAccessError(ValueError):
+class PreflightAccessError(AwsFailureError):
     """AWS could not be asked at all (no credentials, no Region, no endpoint)."""
 
 

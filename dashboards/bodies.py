@@ -177,8 +177,15 @@ def _single(title: str, rows: Sequence[list[Any]], period: int) -> Widget:
     return metric_widget(title, rows, view="singleValue", period=period, width=4, height=3)
 
 
+def count_period(interval_s: int) -> int:
+    """A count widget's period: a minute, or one exporter interval rounded up to whole minutes
+    where the exporter sends less often (a shorter period would hold one GPU's sample or none,
+    and the count would read zero or a multiple of the truth)."""
+    return max(60, -(-interval_s // 60) * 60)
+
+
 def _count(title: str, cluster: str, metric: GpuMetric, interval_s: int) -> Widget:
-    """GPUs that published ``metric`` in the minute: the cluster-wide series' sample count
+    """GPUs that published ``metric`` in the period: the cluster-wide series' sample count
     over the samples one GPU sends in the period (one per exporter interval)."""
     c = [(DIM_CLUSTER, cluster)]
     return _single(
@@ -187,7 +194,7 @@ def _count(title: str, cluster: str, metric: GpuMetric, interval_s: int) -> Widg
             metric_row(NAMESPACE_GPU, str(metric), c, stat="SampleCount", id="n"),
             expression_row(f"n * {interval_s} / PERIOD(n)", id="gpus", label="GPUs"),
         ],
-        60,
+        count_period(interval_s),
     )
 
 
@@ -227,7 +234,7 @@ def gpu_fleet(cluster: str, region: str, exporter_interval_s: int = 10) -> dict[
                         metric_row(NAMESPACE_GPU, str(g.HEALTHY), c, stat="Sum", id="ok"),
                         expression_row(lost, id="gpus", label="GPUs"),
                     ],
-                    60,
+                    count_period(exporter_interval_s),
                 ),
                 _single(
                     FLEET_POWER,

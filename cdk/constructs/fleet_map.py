@@ -1,8 +1,10 @@
 """A fleet too large for one function run, analysed by AWS Step Functions Distributed Map:
 ``plan`` (one invocation) lists the fleet and returns its shards, the Map runs one ``shard``
 invocation per shard as child workflow executions, ``merge`` publishes the day's one findings
-file (lambdas/storage_analyzer/fleet.py). The schedule starts the state machine with its
-event, whose ``time`` every step reads, so all steps analyse the same window.
+file (lambdas/storage_analyzer/fleet.py, lambdas/training_analyzer/fleet.py: one construct,
+one state machine per analyzer, ``counted`` naming what its plan counts). The schedule starts
+the state machine with its event, whose ``time`` every step reads, so all steps analyse the
+same window.
 
 Distributed Map: https://docs.aws.amazon.com/step-functions/latest/dg/state-map-distributed.html
 (its child executions need states:StartExecution on the state machine, which CDK grants).
@@ -35,6 +37,7 @@ class FleetMap(Construct):
         function: lambda_.IFunction,
         description: str,
         schedule: str,
+        counted: str = "volumes",
     ) -> None:
         super().__init__(scope, construct_id)
         plan = tasks.LambdaInvoke(
@@ -53,6 +56,17 @@ class FleetMap(Construct):
             lambda_function=function,
             payload_response_only=True,
             retry_on_service_exceptions=True,
+        )
+        # Ten shards at once can meet the account's Lambda concurrency: throttling is retried
+        # with backoff rather than failing the day (the Step Functions guide's advice for
+        # Lambda tasks: https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html).
+        # A shard that still fails fails the run: the merge refuses a missing part rather than
+        # write a findings file that silently lacks a shard's volumes or jobs.
+        shard.add_retry(
+            errors=["Lambda.TooManyRequestsException"],
+            interval=Duration.seconds(2),
+            max_attempts=6,
+            backoff_rate=2,
         )
         shards = sfn.DistributedMap(
             self,
@@ -77,7 +91,7 @@ class FleetMap(Construct):
                 {
                     "mode": "merge",
                     "time": sfn.JsonPath.string_at("$.time"),
-                    "volumes": sfn.JsonPath.number_at("$.plan.volumes"),
+                    counted: sfn.JsonPath.number_at(f"$.plan.{counted}"),
                     "shards": sfn.JsonPath.list_at("$.plan.shards"),
                 }
             ),

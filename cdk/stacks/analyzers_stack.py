@@ -30,6 +30,7 @@ STORAGE_MODULES = (
     "lambdas/storage_analyzer/ebs_plan.py",
     "lambdas/storage_analyzer/fleet.py",
     "lambdas/shared/s3_objects.py",
+    "lambdas/shared/shard_parts.py",
     "lambdas/shared/shards.py",
     "lambdas/storage_analyzer/ebs_prices.py",
     "lambdas/storage_analyzer/handler.py",
@@ -54,6 +55,9 @@ TRAINING_MODULES = (
     "lambdas/shared/s3_objects.py",
     "lambdas/training_analyzer/analysis.py",
     "lambdas/training_analyzer/aws.py",
+    "lambdas/training_analyzer/fleet.py",
+    "lambdas/shared/shard_parts.py",
+    "lambdas/shared/shards.py",
     "lambdas/training_analyzer/gpu_prices.py",
     "lambdas/training_analyzer/handler.py",
     "lambdas/training_analyzer/run.py",
@@ -73,6 +77,9 @@ REPORT_MODULES = (
     "lambdas/shared/metric_fetcher.py",
     "lambdas/training_analyzer/analysis.py",
     "lambdas/training_analyzer/aws.py",
+    "lambdas/training_analyzer/fleet.py",
+    "lambdas/shared/shard_parts.py",
+    "lambdas/shared/shards.py",
     "lambdas/training_analyzer/gpu_prices.py",
     "lambdas/training_analyzer/handler.py",
     "lambdas/training_analyzer/run.py",
@@ -89,6 +96,31 @@ REPORT_MODULES = (
     "lambdas/weekly_report/week.py",
     "agent/metric_contract.py",
 )
+
+
+def shard_statements(
+    report: ReportBucket, *, list_shards: bool = True
+) -> list[iam.PolicyStatement]:
+    """The fleet state machine's staging: its plan and parts under shards/ of the report
+    bucket (cdk/constructs/fleet_map.py), read back by the shards and the merge."""
+    statements = [
+        iam.PolicyStatement(
+            sid="WriteAndReadShards",
+            actions=["s3:PutObject", "s3:GetObject"],
+            resources=[report.bucket.arn_for_objects("shards/*")],
+        )
+    ]
+    if list_shards:
+        # A shard's missing part reads as 404, not 403 (lambdas/shared/s3_objects.py).
+        statements.append(
+            iam.PolicyStatement(
+                sid="ListShards",
+                actions=["s3:ListBucket"],
+                resources=[report.bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": ["shards/*"]}},
+            )
+        )
+    return statements
 
 
 def findings_statements(stack: Stack, report: ReportBucket) -> list[iam.PolicyStatement]:
@@ -148,22 +180,7 @@ class AnalyzersStack(DeploymentStack):
         ]
         fleet = settings.storage_fleet_volumes > settings.storage_shard_volumes
         if fleet:
-            storage_statements.append(
-                iam.PolicyStatement(
-                    sid="WriteAndReadShards",
-                    actions=["s3:PutObject", "s3:GetObject"],
-                    resources=[self.report.bucket.arn_for_objects("shards/*")],
-                )
-            )
-            # A shard's missing part reads as 404, not 403 (lambdas/shared/s3_objects.py).
-            storage_statements.append(
-                iam.PolicyStatement(
-                    sid="ListShards",
-                    actions=["s3:ListBucket"],
-                    resources=[self.report.bucket.bucket_arn],
-                    conditions={"StringLike": {"s3:prefix": ["shards/*"]}},
-                )
-            )
+            storage_statements += shard_statements(self.report)
         if buckets:
             storage_statements.append(
                 iam.PolicyStatement(
@@ -241,6 +258,7 @@ class AnalyzersStack(DeploymentStack):
         gpu_hours_objects = self.report.bucket.arn_for_objects(
             GPU_HOURS_KEY.format(cluster=settings.cluster_name, day="*")
         )
+        training_fleet = settings.training_fleet_jobs > settings.training_shard_jobs
         self.training = AnalyzerFunction(
             self,
             "TrainingAnalyzer",
@@ -254,6 +272,7 @@ class AnalyzersStack(DeploymentStack):
                 "DATA_SOURCES": ",".join(settings.training_data_sources),
                 "REPORT_BUCKET": self.report.bucket.bucket_name,
                 "EVENT_BUS": "default",
+                "SHARD_JOBS": str(settings.training_shard_jobs),
             },
             statements=[
                 *findings_statements(self, self.report),
@@ -293,8 +312,10 @@ class AnalyzersStack(DeploymentStack):
                     actions=["s3:ListBucket"],
                     resources=[self.report.bucket.bucket_arn],
                 ),
+                # ListReportBucket above already makes a missing part read as 404.
+                *(shard_statements(self.report, list_shards=False) if training_fleet else []),
             ],
-            schedule=settings.training_schedule,
+            schedule=None if training_fleet else settings.training_schedule,
             # Sized by benchmarks/training_analyzer.py (1,000 jobs).
             memory_mb=512,
             timeout=Duration.minutes(10),
@@ -307,13 +328,26 @@ class AnalyzersStack(DeploymentStack):
                 logs_arn,
                 job_costs_objects,
                 gpu_hours_objects,
+                *([self.report.bucket.arn_for_objects("shards/*")] if training_fleet else []),
             ],
             reason="GetMetricData, ListMetrics and PutMetricData (limited by condition to the "
             "findings namespace) take no resource ARNs; GetQueryResults names only a query id; "
             "StartQuery is authorized on the training log group's ARN with its ':*' suffix; "
             "findings/* is the analyzers' own prefix; date=* in the job costs and GPU-hours "
-            "keys is one file a day",
+            "keys is one file a day; shards/* is the fleet state machine's staging prefix",
         )
+        #: The Distributed Map that runs the training analysis in shards, above the threshold.
+        self.training_fleet: FleetMap | None = None
+        if training_fleet:
+            self.training_fleet = FleetMap(
+                self,
+                "TrainingFleet",
+                function=self.training.function,
+                description=f"Training analyzer of {settings.cluster_name}, in shards of "
+                f"{settings.training_shard_jobs:,} jobs",
+                schedule=settings.training_schedule,
+                counted="jobs",
+            )
         self.report_topic = sns.Topic(
             self,
             "ReportTopic",

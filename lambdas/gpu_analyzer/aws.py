@@ -25,9 +25,11 @@ from agent.metric_contract import (
     DIM_NAMESPACE,
     DIM_NODE,
     DIM_POD_NAME,
+    DIM_SHARD,
     NAMESPACE_CONTAINER_INSIGHTS,
     NAMESPACE_GPU,
     GpuMetric,
+    gpu_schema,
 )
 from lambdas.gpu_analyzer.attribution import GpuHour, GpuKey, Hold
 from lambdas.shared.metric_fetcher import MetricQuery, fetch
@@ -57,18 +59,31 @@ def _listed(cloudwatch: Any, namespace: str, metric: str, cluster: str) -> Itera
 
 
 def exporter_queries(cloudwatch: Any, cluster: str) -> list[MetricQuery]:
-    """Every GPU the exporter published (a lost GPU publishes only gpu_healthy)."""
+    """Every GPU the exporter published (a lost GPU publishes only gpu_healthy). Each metric is
+    read with its own per-GPU dimension set (``gpu_schema``): the alarm metrics carry the GPU's
+    alarm shard, which only the listing knows."""
     gpus: set[tuple[str, str]] = set()
+    shards: dict[tuple[str, str], str] = {}
     for metric in (GpuMetric.POWER_UTILIZATION, GpuMetric.HEALTHY):
         for dims in _listed(cloudwatch, NAMESPACE_GPU, str(metric), cluster):
-            if set(dims) == {DIM_CLUSTER, DIM_NODE, DIM_GPU_INDEX}:
-                gpus.add((dims[DIM_NODE], dims[DIM_GPU_INDEX]))
+            if set(dims) == set(gpu_schema(metric)):
+                gpu = (dims[DIM_NODE], dims[DIM_GPU_INDEX])
+                gpus.add(gpu)
+                if DIM_SHARD in dims:
+                    shards[gpu] = dims[DIM_SHARD]
+
+    def dimensions(metric: GpuMetric, node: str, gpu: str) -> tuple[tuple[str, str], ...]:
+        base = ((DIM_CLUSTER, cluster), (DIM_GPU_INDEX, gpu), (DIM_NODE, node))
+        if DIM_SHARD in gpu_schema(metric):
+            return (*base, (DIM_SHARD, shards.get((node, gpu), "")))
+        return base
+
     return [
         MetricQuery(
             ("gpu", node, gpu, name),
             NAMESPACE_GPU,
             str(metric),
-            ((DIM_CLUSTER, cluster), (DIM_GPU_INDEX, gpu), (DIM_NODE, node)),
+            dimensions(metric, node, gpu),
             stat,
             HOUR,
         )

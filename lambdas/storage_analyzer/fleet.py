@@ -10,28 +10,24 @@ and day, so a rerun of the same day replaces them.
 
 import json
 from dataclasses import asdict
-from typing import Any, Final
+from typing import Any
 
 from lambdas.shared.findings import Finding
-from lambdas.shared.s3_objects import read_object
+from lambdas.shared.shard_parts import MissingPartError, read_required, shard_key
 from lambdas.shared.shards import shards
 from lambdas.storage_analyzer.aws import VolumeScope, discover_volumes
 from lambdas.storage_analyzer.ebs_analysis import Volume
 from lambdas.storage_analyzer.run import StorageRun, analyze_volumes
 
-PREFIX: Final = "shards"
-
-
-class MissingPartError(Exception):
-    """A shard's part is not in the report bucket: the merge would lose its findings."""
+__all__ = ["MissingPartError", "part_key", "plan", "read_parts", "shard", "volumes_key"]
 
 
 def volumes_key(cluster: str, day: str) -> str:
-    return f"{PREFIX}/cluster={cluster}/date={day}/storage-volumes.json"
+    return shard_key(cluster, day, "storage-volumes.json")
 
 
 def part_key(cluster: str, day: str, index: int) -> str:
-    return f"{PREFIX}/cluster={cluster}/date={day}/storage-part-{index:05d}.jsonl"
+    return shard_key(cluster, day, f"storage-part-{index:05d}.jsonl")
 
 
 def plan(
@@ -60,9 +56,7 @@ def shard(
     start: float,
     end: float,
 ) -> dict[str, Any]:
-    raw = read_object(s3, bucket, volumes_key(cluster, day))
-    if raw is None:
-        raise MissingPartError(f"s3://{bucket}/{volumes_key(cluster, day)} is missing")
+    raw = read_required(s3, bucket, volumes_key(cluster, day))
     volumes = [Volume(**v) for v in json.loads(raw)[first : first + count]]
     run = analyze_volumes(cloudwatch, volumes, start, end)
     body = "".join(json.dumps(f.to_dict()) + "\n" for f in run.findings).encode()
@@ -75,9 +69,7 @@ def read_parts(*, s3: Any, bucket: str, cluster: str, day: str, shards: int) -> 
     run = StorageRun()
     for index in range(shards):
         key = part_key(cluster, day, index)
-        raw = read_object(s3, bucket, key)
-        if raw is None:
-            raise MissingPartError(f"s3://{bucket}/{key} is missing: shard {index} did not finish")
+        raw = read_required(s3, bucket, key, f": shard {index} did not finish")
         findings = [Finding.from_dict(json.loads(line)) for line in raw.decode().splitlines()]
         run.findings += findings
     return run

@@ -24,8 +24,9 @@ from lambdas.shared.publisher import (
     findings_key,
 )
 from lambdas.shared.s3_objects import ListBucketDeniedError, read_object
+from lambdas.training_analyzer import fleet
 from lambdas.training_analyzer.analysis import ANALYZER
-from lambdas.training_analyzer.run import analyze_training
+from lambdas.training_analyzer.run import TrainingRun, analyze_training
 
 log = logging.getLogger()
 log.setLevel(logging.INFO)
@@ -116,20 +117,52 @@ def source_resources(sources: list[str]) -> frozenset[str]:
     return frozenset(sources) | frozenset(f"arn:aws:s3:::{s}" for s in sources)
 
 
+def _related(bucket: str, cluster: str, day: Any) -> tuple[tuple[str, ...], TrainingRun]:
+    """The storage findings to link, and the run that names a failure to read them (its
+    skip comes after the jobs' findings: the jobs are analyzed; only the links are lost)."""
+    sources = [s for s in os.environ.get("DATA_SOURCES", "").split(",") if s]
+    tail = TrainingRun()
+    try:
+        related = related_storage(_clients("s3"), bucket, cluster, day, sources)
+    except StorageFindingsError as err:
+        related = ()
+        tail.skip(f"s3://{bucket}/{findings_key(cluster, 'storage', day)}", err)
+    return related, tail
+
+
 def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
+    """A whole run (the schedule's event), or, under the fleet state machine, its ``plan``,
+    one ``shard`` or the ``merge`` (lambdas/training_analyzer/fleet.py), by ``event["mode"]``."""
     cluster = os.environ["CLUSTER_NAME"]
     end = scheduled_time(event).timestamp()
     end -= end % 3600
     start = end - int(os.environ.get("LOOKBACK_DAYS", "14")) * 86_400
     day = datetime.fromtimestamp(end, UTC).date()
     bucket = os.environ["REPORT_BUCKET"]
-    sources = [s for s in os.environ.get("DATA_SOURCES", "").split(",") if s]
-    storage_error: StorageFindingsError | None = None
-    try:
-        related = related_storage(_clients("s3"), bucket, cluster, day, sources)
-    except StorageFindingsError as err:
-        related, storage_error = (), err
     price = float(os.environ.get("GPU_HOUR_USD", "6.88"))
+    mode = event.get("mode")
+    if mode == "plan":
+        related, tail = _related(bucket, cluster, day)
+        return fleet.plan(
+            cloudwatch=_clients("cloudwatch"), logs=_clients("logs"), s3=_clients("s3"),
+            bucket=bucket, cluster=cluster, day=day.isoformat(), start=start, end=end,
+            related_storage=related, tail=tail,
+            per_shard=int(os.environ.get("SHARD_JOBS", "1000")),
+        )  # fmt: skip
+    if mode == "shard":
+        return fleet.shard(
+            s3=_clients("s3"), cloudwatch=_clients("cloudwatch"), bucket=bucket,
+            cluster=cluster, day=day.isoformat(), index=int(event["index"]),
+            first=int(event["first"]), count=int(event["count"]), start=start, end=end,
+            gpu_hour_usd=price,
+        )  # fmt: skip
+    if mode == "merge":
+        run = fleet.read_parts(
+            s3=_clients("s3"), bucket=bucket, cluster=cluster, day=day.isoformat(),
+            shards=len(event["shards"]),
+        )  # fmt: skip
+        return _publish(run, cluster, bucket, day, end, price)
+    related, tail = _related(bucket, cluster, day)
     run = analyze_training(
         cloudwatch=_clients("cloudwatch"),
         logs=_clients("logs"),
@@ -139,8 +172,16 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         gpu_hour_usd=price,
         related_storage=related,
     )
-    if storage_error is not None:  # the jobs were analyzed; only the links to storage are lost
-        run.skip(f"s3://{bucket}/{findings_key(cluster, 'storage', day)}", storage_error)
+    run.findings += tail.findings
+    run.skipped += tail.skipped
+    return _publish(run, cluster, bucket, day, end, price)
+
+
+def _publish(
+    run: TrainingRun, cluster: str, bucket: str, day: Any, end: float, price: float
+) -> dict[str, Any]:
+    """What runs once for the day, after every job is analyzed (in one run or merged from
+    shards): the GPU-hour attribution of the whole cluster, the daily files, the findings."""
     # The last day of the window, every GPU-hour attributed; its finding links the jobs'
     # training findings of this same run.
     gpu_run = analyze_gpu_hours(

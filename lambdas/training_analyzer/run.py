@@ -105,24 +105,16 @@ def _gpu_usage(
     return usage
 
 
-def analyze_training(
-    *,
-    cloudwatch: Any,
-    logs: Any,
-    cluster: str,
-    start: float,
-    end: float,
-    gpu_hour_usd: float,
-    related_storage: tuple[str, ...] = (),
-    thresholds: TrainingThresholds = TrainingThresholds(),  # noqa: B008
-) -> TrainingRun:
-    run = TrainingRun()
+def plan_jobs(
+    cloudwatch: Any, logs: Any, cluster: str, start: float, end: float, run: TrainingRun
+) -> tuple[list[str], dict[str, list[RankStats]]]:
+    """The jobs, in the order a run analyzes them, and their ranks (one Logs Insights query
+    for the cluster); what cannot be read is skipped on ``run``, and ``run.pods`` is set."""
     try:
         jobs = list_jobs(cloudwatch, cluster)
-        series, baselines = _job_series(cloudwatch, cluster, jobs, start, end)
     except AWS_ERRORS as err:
         run.skip(f"training jobs of {cluster}", err)
-        return run
+        return [], {}
     ranks: dict[str, list[RankStats]] = {}
     try:
         ranks = rank_stats(logs, cluster, start=start, end=end)
@@ -130,6 +122,34 @@ def analyze_training(
         # Without ranks, stragglers and GPU use cannot be judged; the other rules still can.
         run.skip(f"ranks of {cluster}'s training jobs", err)
     run.pods = {r.pod: job for job, rs in ranks.items() for r in rs if r.pod}
+    return jobs, ranks
+
+
+def analyze_jobs(
+    *,
+    cloudwatch: Any,
+    cluster: str,
+    jobs: Sequence[str],
+    ranks: dict[str, list[RankStats]],
+    start: float,
+    end: float,
+    gpu_hour_usd: float,
+    related_storage: tuple[str, ...] = (),
+    thresholds: TrainingThresholds = TrainingThresholds(),  # noqa: B008
+    run: TrainingRun | None = None,
+) -> TrainingRun:
+    """The jobs' findings and costs, job by job: a whole run's jobs or one shard's
+    (lambdas/training_analyzer/fleet.py). Each job's findings depend on its own series, ranks
+    and nodes only, so a shard finds for its jobs what the whole run finds for them."""
+    run = run if run is not None else TrainingRun()
+    if not jobs:
+        return run
+    try:
+        series, baselines = _job_series(cloudwatch, cluster, jobs, start, end)
+    except AWS_ERRORS as err:
+        run.skip(f"training jobs of {cluster}", err)
+        return run
+    ranks = {job: ranks[job] for job in jobs if job in ranks}
     hours = {job: active_hours(s) for job, s in series.items()}
     nodes = {job: {r.node for r in rs if r.node} for job, rs in ranks.items()}
     try:
@@ -153,3 +173,23 @@ def analyze_training(
         except (ValueError, ZeroDivisionError, TypeError, statistics.StatisticsError) as err:
             run.skip(f"job/{job}", err)
     return run
+
+
+def analyze_training(
+    *,
+    cloudwatch: Any,
+    logs: Any,
+    cluster: str,
+    start: float,
+    end: float,
+    gpu_hour_usd: float,
+    related_storage: tuple[str, ...] = (),
+    thresholds: TrainingThresholds = TrainingThresholds(),  # noqa: B008
+) -> TrainingRun:
+    run = TrainingRun()
+    jobs, ranks = plan_jobs(cloudwatch, logs, cluster, start, end, run)
+    return analyze_jobs(
+        cloudwatch=cloudwatch, cluster=cluster, jobs=jobs, ranks=ranks, start=start, end=end,
+        gpu_hour_usd=gpu_hour_usd, related_storage=related_storage, thresholds=thresholds,
+        run=run,
+    )  # fmt: skip

@@ -460,17 +460,23 @@ def test_the_requests_cover_every_alarm_schedule_subscription_and_destination(
     publishes = [r for r in requests["alarms"] if r.action == "sns:Publish"]
     assert len({r.resource for r in publishes}) == 2
     assert len(requests["alarms"]) == 3 * len(publishes)
-    # Two schedules invoke their functions, the notifier's rule takes this app's alarm state
-    # changes, and the storage schedule starts its Distributed Map, which invokes the function.
-    assert len([r for r in requests["invocations"] if "events" in r.principal]) == 3
+    # The weekly report's schedule invokes its function, the notifier's rule takes this app's
+    # alarm state changes, and the storage and training schedules start their Distributed
+    # Maps, each of which invokes its own function.
+    assert len([r for r in requests["invocations"] if "events" in r.principal]) == 2
     assert any(
         r.name.startswith("XidNotifierAlarmStateChanges") and "xidnotifier" in r.resource.lower()
         for r in requests["invocations"]
     )
-    assert [r.action for r in requests["machines"]] == [
-        "states:StartExecution",
+    assert sorted(r.action for r in requests["machines"]) == [
         "lambda:InvokeFunction",
+        "lambda:InvokeFunction",
+        "states:StartExecution",
+        "states:StartExecution",
     ]
+    invoked = {r.name.split(" ")[0][:13]: r.resource for r in requests["machines"]}
+    assert "storageanalyzer" in invoked["StorageFleetS"].lower()
+    assert "traininganalyzer" in invoked["TrainingFleet"].lower()
     # The exporter's log group and, with xid_host_log_filter, the host log group.
     assert len([r for r in requests["invocations"] if "logs" in r.principal]) == 2
     assert len(requests["failures"]) == 4  # three analyzers' destinations, the notifier's DLQ

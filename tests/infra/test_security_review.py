@@ -20,6 +20,7 @@ FULL = {
     "xid_host_log_filter": "true",
     "alarm_emails": "oncall@example.com",
     "storage_fleet_volumes": "100000",  # the storage analysis as a Distributed Map
+    "training_fleet_jobs": "10000",  # and the training analysis
 }
 #: Actions that IAM authorizes only on "*" (no resource-level permissions), per the Service
 #: Authorization Reference; any other action on "*" is a policy that could be scoped.

@@ -14,6 +14,8 @@ CONTEXT = {
     "storage_buckets": "train-data,checkpoints",
     # The storage role with the fleet state machine's grants (shards/*), for its modes.
     "storage_fleet_volumes": "100000",
+    # The training role with the same grants, for its modes.
+    "training_fleet_jobs": "10000",
 }
 
 

@@ -44,9 +44,12 @@ def test_pods_are_joined_to_their_node_gpu_and_classified() -> None:
         cw = client("cloudwatch", session=session)
         for node, power in (("n1", 12.0), ("n2", 88.0)):
             gpu = {"ClusterName": "c", "NodeName": node, "GpuIndex": "0"}
+            # The alarm metrics' per-GPU series carry the GPU's alarm shard, as the exporter
+            # writes them; the analyzer must read them with it.
+            alarmed = {**gpu, "Shard": "0"}
             _put(cw, "GpuInsights", "gpu_power_utilization", gpu, [power] * 12)
-            _put(cw, "GpuInsights", "gpu_allocated_power_utilization", gpu, [power] * 12)
-            _put(cw, "GpuInsights", "gpu_healthy", gpu, [1.0] * 12)
+            _put(cw, "GpuInsights", "gpu_allocated_power_utilization", alarmed, [power] * 12)
+            _put(cw, "GpuInsights", "gpu_healthy", alarmed, [1.0] * 12)
             ci_node = {
                 "ClusterName": "c",
                 "NodeName": node,
@@ -70,6 +73,11 @@ def test_pods_are_joined_to_their_node_gpu_and_classified() -> None:
             _put(cw, "ContainerInsights", "pod_gpu_utilization", dims, [1.0] * minutes * 5, 60)
             _put(cw, "ContainerInsights", "pod_gpu_power_draw", dims, [watts] * 12)
         observed = observe(cw, "c", start=START, end=START + 3600)
+    # gpu_allocated_power_utilization (read with the GPU's Shard) says both GPUs were in use.
+    assert {(h.gpu.node, h.gpu.gpu, h.in_use) for h in observed.gpu_hours} == {
+        ("n1", "0", True),
+        ("n2", "0", True),
+    }
     result = attribute(observed.gpu_hours, observed.holds)
     notebook = result.pods[("research", "nb-0")]
     assert {(g.node, g.gpu) for g in notebook.gpus} == {("n1", "0")}

@@ -4,21 +4,33 @@ tests/functional/lambdas/iam.py)."""
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from cli.demo_storage import REPORT_BUCKET
-from cli.demo_training import JOBS, run_training_analyzer, seed
+from cli.demo_storage import END, REPORT_BUCKET, environment
+from cli.demo_training import CLUSTER, JOBS, rank_query_results, run_training_analyzer, seed
 from lambdas.shared.aws_clients import client
 from lambdas.shared.publisher import PublishError
+from lambdas.training_analyzer import handler as training_handler
 from tests.functional.lambdas.iam import Principal, resolve, role_statements, run_as_role, without
 
 HANDLER = "lambdas.training_analyzer.handler.handler"
 PHYSICAL = {"ReportBucket": {"Ref": REPORT_BUCKET, "Arn": f"arn:aws:s3:::{REPORT_BUCKET}"}}
 SERVICES = ("s3", "cloudwatch", "events", "logs")
+#: The environment cli/demo_training.py runs the handler with.
+ENV = {
+    "CLUSTER_NAME": CLUSTER,
+    "LOOKBACK_DAYS": "1",
+    "GPU_HOUR_USD": "6.88",
+    "DATA_SOURCES": "demo-training-data",
+    "REPORT_BUCKET": REPORT_BUCKET,
+    "EVENT_BUS": "default",
+}
 
 
 @pytest.fixture
@@ -96,3 +108,44 @@ def test_a_denied_costs_write_fails_the_run_before_any_event_or_count(
     assert _events(principal, seeded["queue"]) == 0
     counts = principal.admin("cloudwatch").list_metrics(Namespace="GpuInsights/Findings")
     assert counts["Metrics"] == []
+
+
+def test_the_fleet_state_machine_path_writes_the_single_runs_files(
+    seeded: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """plan, shards of two jobs (run in reverse, as the Map may), merge, as the training role
+    with IAM on: the day's findings, job costs and GPU-hours are byte for byte the single
+    run's, and the merge alone publishes (each finding's event once per path)."""
+    principal, clients = _as_role(templates, monkeypatch)
+    single, findings = run_training_analyzer(clients, principal.admin("logs"))
+    s3 = principal.admin("s3")
+    day = single["key"].rsplit("/", 1)[0]
+    reports = day.replace("findings/", "reports/")
+    keys = [single["key"], f"{reports}/training-jobs.json", f"{reports}/gpu-hours.json"]
+    expected = {k: s3.get_object(Bucket=REPORT_BUCKET, Key=k)["Body"].read() for k in keys}
+    for key in keys:
+        s3.delete_object(Bucket=REPORT_BUCKET, Key=key)
+    assert _events(principal, seeded["queue"]) == len(findings)
+    event = {"time": datetime.fromtimestamp(END, UTC).isoformat()}
+    with environment({**ENV, "SHARD_JOBS": "2"}):
+        planned = training_handler.handler({**event, "mode": "plan"}, None)
+        assert planned["jobs"] == len(JOBS)
+        assert [s["count"] for s in planned["shards"]] == [2, 2, 1]
+        for item in reversed(planned["shards"]):
+            training_handler.handler({**event, "mode": "shard", **item}, None)
+        assert _events(principal, seeded["queue"]) == 0  # shards publish nothing
+        merged = training_handler.handler({**event, "mode": "merge", **planned}, None)
+    assert merged == single
+    assert {k: s3.get_object(Bucket=REPORT_BUCKET, Key=k)["Body"].read() for k in keys} == expected
+    assert _events(principal, seeded["queue"]) == len(findings)
+
+
+def test_the_plan_stages_the_jobs_only_with_the_shards_grant(
+    seeded: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    principal, clients = _as_role(templates, monkeypatch, drop="WriteAndReadShards")
+    training_handler._clients.update(clients)
+    rank_query_results(clients["logs"], principal.admin("logs"))
+    event = {"time": datetime.fromtimestamp(END, UTC).isoformat(), "mode": "plan"}
+    with environment(ENV), pytest.raises(ClientError, match=r"AccessDenied.*PutObject"):
+        training_handler.handler(event, None)

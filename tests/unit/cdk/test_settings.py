@@ -244,3 +244,26 @@ def test_buckets_and_volume_ids_are_data_sources() -> None:
     )
     assert settings.storage_buckets == ("train-data", "ckpt.example.com")
     assert settings.training_data_sources[1] == "vol-0123456789abcdef0"
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "allowed"),
+    [
+        ("training_fleet_jobs", "-1", "0 to 1000000 jobs"),
+        ("training_fleet_jobs", "1000001", "0 to 1000000 jobs"),
+        ("training_shard_jobs", "9", "10 to 20000 jobs"),
+        ("training_shard_jobs", "20001", "10 to 20000 jobs"),
+        ("storage_shard_volumes", "99", "100 to 200000 volumes"),
+    ],
+)
+def test_fleet_sizes_outside_their_bounds_are_refused(key: str, value: str, allowed: str) -> None:
+    with pytest.raises(SettingsError) as err:
+        settings_from_context({key: value})
+    assert str(err.value).startswith(f"setting {key}={int(value)!r} is not valid: expected ")
+    assert allowed in str(err.value)
+
+
+def test_the_training_fleet_threshold_defaults_to_one_function() -> None:
+    settings = settings_from_context({"training_fleet_jobs": "20000"})
+    assert (settings.training_fleet_jobs, settings.training_shard_jobs) == (20_000, 2_000)
+    assert Settings().training_fleet_jobs <= Settings().training_shard_jobs

@@ -8,6 +8,7 @@ import pytest
 
 from agent.metric_contract import GpuMetric, TrainingMetric, WasteMetric
 from alarms.insights import parse
+from dashboards import bodies
 from dashboards.bodies import FINDINGS_METRIC, MAX_BODY_BYTES, all_dashboards, encode
 from dashboards.widgets import GRID_COLUMNS, Widget, layout
 
@@ -131,3 +132,20 @@ def test_a_row_wider_than_the_grid_is_refused() -> None:
 def test_an_oversized_body_is_refused() -> None:
     with pytest.raises(ValueError, match="over CloudWatch's limit"):
         encode({"widgets": [{"type": "text", "properties": {"markdown": "x" * MAX_BODY_BYTES}}]})
+
+
+@pytest.mark.parametrize(("interval", "period"), [(10, 60), (60, 60), (90, 120), (600, 600)])
+def test_count_widgets_hold_at_least_one_sample_per_gpu_whatever_the_interval(
+    interval: int, period: int
+) -> None:
+    """n * interval / PERIOD(n) counts GPUs only when the period holds one exporter interval."""
+    body = bodies.gpu_fleet("train", "us-east-1", exporter_interval_s=interval)
+    counts = [
+        w["properties"]
+        for w in body["widgets"]
+        if w["type"] == "metric"
+        and w["properties"].get("view") == "singleValue"
+        and any("PERIOD(n)" in str(row) for row in w["properties"]["metrics"])
+    ]
+    assert len(counts) == 3  # reporting, in use, lost
+    assert {c["period"] for c in counts} == {period}

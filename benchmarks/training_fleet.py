@@ -1,0 +1,133 @@
+"""A synthetic training fleet that differs job by job, for the fan-out's equality check
+(benchmarks/fan_out.py, tests/unit/lambdas/training_analyzer/test_fleet.py): every job its own
+data wait, throughput against its baseline, failures, a straggler rank on some, four ranks on
+nodes shared with neighbouring jobs (so a shard reads GPUs that other shards read too), and
+each node's GPUs their own power and SM activity. CloudWatch and Logs are real botocore
+clients answered at the HTTP layer (benchmarks/wire.py); S3, where the plan and parts are
+staged, a real botocore client answered from a dict before the call (cli/service_answers.py).
+"""
+
+import io
+from typing import Any
+
+from botocore.response import StreamingBody
+
+from benchmarks import wire
+from cli.service_answers import answer, error
+
+RANKS = 4
+GPUS = 8
+PAGE = 500
+
+
+class Fleet:
+    def __init__(self, jobs: int, *, start: float, end: float) -> None:
+        self.jobs = [f"job-{j:05d}" for j in range(jobs)]
+        self.nodes = max(1, jobs * RANKS // GPUS)
+        self.start, self.end = start, end
+        self.hours = [start + h * 3600 for h in range(int(end - start) // 3600)]
+
+    def node(self, job: int, rank: int) -> str:
+        return f"node-{(job * RANKS + rank) // GPUS % self.nodes:05d}"
+
+    def _value(self, metric: str, dims: dict[str, str], window: bool, before: bool) -> float:
+        if "NodeName" in dims:
+            n = int(dims["NodeName"].split("-")[1]) % 4
+            return 45.0 + 10 * n if metric == "gpu_power_utilization" else 70.0 + 5 * n
+        j = int(dims["JobName"].split("-")[1])
+        by_metric = {
+            # 0% to 20% below the baseline, the window before this one
+            "samples_per_second": 1000.0 if before else 1000.0 - 40.0 * (j % 6),
+            "step_time_seconds": 2.0,
+            "data_wait_seconds": 0.1 * (j % 7),
+            "checkpoint_save_seconds": 400.0 if j % 11 == 0 else 60.0,
+            "job_failed": float(j % 9 == 0) * (2.0 if window else 1.0),
+            "job_succeeded": 0.0,
+            "steps": 1800.0,
+        }
+        return by_metric[metric]
+
+    def get_metric_data(self, params: dict[str, Any]) -> dict[str, Any]:
+        results = []
+        for q in params["MetricDataQueries"]:
+            stat = q["MetricStat"]
+            metric = stat["Metric"]["MetricName"]
+            dims = {d["Name"]: d["Value"] for d in stat["Metric"]["Dimensions"]}
+            window = stat["Period"] > 3600
+            value = self._value(metric, dims, window, float(params["StartTime"]) < self.start)
+            if window:
+                stamps, values = [params["StartTime"]], [value]
+            elif stat["Stat"] == "SampleCount":
+                stamps, values = self.hours, [1.0] * len(self.hours)
+            else:
+                stamps, values = self.hours, [value] * len(self.hours)
+            results.append({"Id": q["Id"], "Timestamps": stamps, "Values": values})
+        return {"MetricDataResults": results}
+
+    def list_metrics(self, params: dict[str, Any]) -> dict[str, Any]:
+        if params["Namespace"] == "GpuInsights/Training":
+            dims = [[("ClusterName", "bench"), ("JobName", j)] for j in self.jobs]
+        else:
+            dims = [
+                [("ClusterName", "bench"), ("NodeName", f"node-{n:05d}"), ("GpuIndex", str(g))]
+                for n in range(self.nodes)
+                for g in range(GPUS)
+            ]
+        first = int(params.get("NextToken", 0))
+        page = [
+            {
+                "Namespace": params["Namespace"],
+                "MetricName": params["MetricName"],
+                "Dimensions": [{"Name": k, "Value": v} for k, v in d],
+            }
+            for d in dims[first : first + PAGE]
+        ]
+        more = {"NextToken": str(first + PAGE)} if first + PAGE < len(dims) else {}
+        return {"Metrics": page, **more}
+
+    def ranks(self, _: dict[str, Any]) -> dict[str, Any]:
+        rows = [
+            [
+                {"field": "JobName", "value": job},
+                {"field": "Rank", "value": str(r)},
+                {"field": "steps", "value": "6000"},
+                {"field": "step_time", "value": "3.0" if j % 4 == 0 and r == 3 else "2.0"},
+                {"field": "node", "value": self.node(j, r)},
+                {"field": "pod", "value": f"{job}-{r}"},
+            ]
+            for j, job in enumerate(self.jobs)
+            for r in range(RANKS)
+        ]
+        return {"status": "Complete", "results": rows}
+
+    def clients(self) -> tuple[Any, Any]:
+        """CloudWatch and Logs, as the handler gets them, answered by this fleet."""
+        cloudwatch = wire.client("cloudwatch")
+        wire.serve_json(
+            cloudwatch, {"GetMetricData": self.get_metric_data, "ListMetrics": self.list_metrics}
+        )
+        logs = wire.client("logs")
+        wire.serve_json(
+            logs, {"StartQuery": lambda _: {"queryId": "q"}, "GetQueryResults": self.ranks}
+        )
+        return cloudwatch, logs
+
+
+def bucket_client(objects: dict[str, bytes]) -> Any:
+    """A real S3 client whose PutObject and GetObject read and write ``objects`` by key."""
+    s3 = wire.client("s3")
+
+    def put(params: dict[str, Any]) -> dict[str, Any]:
+        body = params["Body"]
+        objects[params["Key"]] = body if isinstance(body, bytes) else body.read()
+        return {}
+
+    def get(params: dict[str, Any]) -> dict[str, Any]:
+        body = objects.get(params["Key"])
+        if body is None:
+            return error("NoSuchKey", "The specified key does not exist.", 404)
+        return {"Body": StreamingBody(io.BytesIO(body), len(body))}
+
+    answer(s3, "PutObject", put)
+    answer(s3, "GetObject", get)
+    return s3

@@ -1,0 +1,125 @@
+"""The training analysis as a Step Functions Distributed Map runs it (cdk/constructs/fleet_map.py)
+when a fleet outgrows one function run.
+
+``plan`` lists the jobs once and reads their ranks once (one Logs Insights query for the
+cluster, not one per shard) and the day's storage findings about the data sources, and stages
+them in the report bucket; each ``shard`` analyzes its slice of the jobs (their series, GPUs,
+findings and costs: what grows with the fleet) and writes its part; ``merge`` reads the parts
+in shard order into the single run's TrainingRun. What reads the whole cluster once (the
+GPU-hour attribution of lambdas/gpu_analyzer, which needs every job's pods and findings) and
+what is written once a day (training-jobs.json, gpu-hours.json, the findings file, its events
+and counts) stays in the handler's merge, as in a single run.
+"""
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from lambdas.shared.findings import Finding
+from lambdas.shared.shard_parts import read_required, shard_key
+from lambdas.shared.shards import shards
+from lambdas.training_analyzer.analysis import JobCost, RankStats
+from lambdas.training_analyzer.run import TrainingRun, analyze_jobs, plan_jobs
+
+
+def plan_key(cluster: str, day: str) -> str:
+    return shard_key(cluster, day, "training-jobs.json")
+
+
+def part_key(cluster: str, day: str, index: int) -> str:
+    return shard_key(cluster, day, f"training-part-{index:05d}.json")
+
+
+def _run_document(run: TrainingRun) -> dict[str, Any]:
+    return {
+        "findings": [f.to_dict() for f in run.findings],
+        "skipped": run.skipped,
+        "costs": {job: asdict(cost) for job, cost in run.costs.items()},
+    }
+
+
+def _add(run: TrainingRun, document: dict[str, Any]) -> None:
+    run.findings += [Finding.from_dict(f) for f in document["findings"]]
+    run.skipped += document["skipped"]
+    run.costs.update({job: JobCost(**cost) for job, cost in document["costs"].items()})
+
+
+def plan(
+    *,
+    cloudwatch: Any,
+    logs: Any,
+    s3: Any,
+    bucket: str,
+    cluster: str,
+    day: str,
+    start: float,
+    end: float,
+    related_storage: tuple[str, ...],
+    tail: TrainingRun,
+    per_shard: int,
+) -> dict[str, Any]:
+    """Stages the jobs, their ranks and pods, the related storage findings, what the listing
+    skipped (``head``, first in the findings) and what reading storage skipped (``tail``,
+    after the jobs'); returns the shards by index (Step Functions passes at most 256 KiB)."""
+    head = TrainingRun()
+    jobs, ranks = plan_jobs(cloudwatch, logs, cluster, start, end, head)
+    document = {
+        "jobs": jobs,
+        "ranks": {job: [asdict(r) for r in rs] for job, rs in ranks.items()},
+        "pods": head.pods,
+        "related_storage": list(related_storage),
+        "head": _run_document(head),
+        "tail": _run_document(tail),
+    }
+    s3.put_object(Bucket=bucket, Key=plan_key(cluster, day), Body=json.dumps(document).encode())
+    cut = shards(range(len(jobs)), per_shard)
+    items = [{"index": i, "first": s[0], "count": len(s)} for i, s in enumerate(cut)]
+    return {"day": day, "jobs": len(jobs), "shards": items}
+
+
+def _plan(s3: Any, bucket: str, cluster: str, day: str) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(read_required(s3, bucket, plan_key(cluster, day)))
+    return document
+
+
+def shard(
+    *,
+    s3: Any,
+    cloudwatch: Any,
+    bucket: str,
+    cluster: str,
+    day: str,
+    index: int,
+    first: int,
+    count: int,
+    start: float,
+    end: float,
+    gpu_hour_usd: float,
+) -> dict[str, Any]:
+    planned = _plan(s3, bucket, cluster, day)
+    jobs = planned["jobs"][first : first + count]
+    ranks = {
+        job: [RankStats(**r) for r in planned["ranks"][job]]
+        for job in jobs
+        if job in planned["ranks"]
+    }
+    run = analyze_jobs(
+        cloudwatch=cloudwatch, cluster=cluster, jobs=jobs, ranks=ranks, start=start, end=end,
+        gpu_hour_usd=gpu_hour_usd, related_storage=tuple(planned["related_storage"]),
+    )  # fmt: skip
+    body = json.dumps(_run_document(run)).encode()
+    s3.put_object(Bucket=bucket, Key=part_key(cluster, day, index), Body=body)
+    return {"index": index, "jobs": len(jobs), "findings": len(run.findings)}
+
+
+def read_parts(*, s3: Any, bucket: str, cluster: str, day: str, shards: int) -> TrainingRun:
+    """The plan's skips, every part in shard order, then the storage skip: the single run's
+    TrainingRun (findings in its order, costs, pods). A missing part is an error, not nothing."""
+    planned = _plan(s3, bucket, cluster, day)
+    run = TrainingRun(pods=dict(planned["pods"]))
+    _add(run, planned["head"])
+    for index in range(shards):
+        key = part_key(cluster, day, index)
+        _add(run, json.loads(read_required(s3, bucket, key, f": shard {index} did not finish")))
+    _add(run, planned["tail"])
+    return run

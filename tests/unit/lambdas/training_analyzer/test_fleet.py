@@ -1,0 +1,104 @@
+"""The training analysis in shards (lambdas/training_analyzer/fleet.py) finds what one run
+finds on the same data, finding for finding and in the same order, with the same job costs and
+pods (what the merge's GPU-hour attribution and daily files read), whatever the shard size and
+the order the Map runs the shards in. CloudWatch, Logs and S3 are real botocore clients
+(benchmarks/training_fleet.py)."""
+
+import json
+from typing import Any
+
+import pytest
+
+from benchmarks.training_fleet import Fleet, bucket_client
+from lambdas.shared.shard_parts import MissingPartError
+from lambdas.training_analyzer import fleet
+from lambdas.training_analyzer.run import TrainingRun, analyze_training
+
+END = 1_764_288_000.0  # 2025-11-28T00:00:00Z
+START = END - 86_400
+DAY = "2025-11-28"
+JOBS = 45
+
+
+def _single(cloudwatch: Any, logs: Any) -> TrainingRun:
+    return analyze_training(
+        cloudwatch=cloudwatch, logs=logs, cluster="bench", start=START, end=END, gpu_hour_usd=6.88
+    )
+
+
+def _sharded(
+    cloudwatch: Any, logs: Any, s3: Any, per_shard: int, tail: TrainingRun | None = None
+) -> tuple[dict[str, Any], TrainingRun]:
+    planned = fleet.plan(
+        cloudwatch=cloudwatch, logs=logs, s3=s3, bucket="reports", cluster="bench", day=DAY,
+        start=START, end=END, related_storage=(), tail=tail or TrainingRun(), per_shard=per_shard,
+    )  # fmt: skip
+    for item in reversed(planned["shards"]):  # the Map runs shards in any order
+        fleet.shard(
+            s3=s3, cloudwatch=cloudwatch, bucket="reports", cluster="bench", day=DAY,
+            start=START, end=END, gpu_hour_usd=6.88, **item,
+        )  # fmt: skip
+    merged = fleet.read_parts(
+        s3=s3, bucket="reports", cluster="bench", day=DAY, shards=len(planned["shards"])
+    )
+    return planned, merged
+
+
+@pytest.mark.parametrize(("per_shard", "shards"), [(1, 45), (7, 7), (45, 1)])
+def test_shards_merge_to_the_single_runs_findings_costs_and_pods(
+    per_shard: int, shards: int
+) -> None:
+    cloudwatch, logs = Fleet(JOBS, start=START, end=END).clients()
+    single = _single(cloudwatch, logs)
+    kinds = {f.kind for f in single.findings}
+    assert len(single.findings) == 73
+    assert len(kinds) == 6  # every rule fires somewhere
+    objects: dict[str, bytes] = {}
+    planned, merged = _sharded(cloudwatch, logs, bucket_client(objects), per_shard)
+    assert planned["jobs"] == JOBS
+    assert len(planned["shards"]) == shards
+    assert sum(s["count"] for s in planned["shards"]) == JOBS
+    assert [f.to_json() for f in merged.findings] == [f.to_json() for f in single.findings]
+    assert merged.costs == single.costs
+    assert list(merged.costs) == list(single.costs)
+    assert merged.pods == single.pods
+    assert len(merged.pods) == 4 * JOBS
+    assert merged.skipped == single.skipped == []
+    assert fleet.part_key("bench", DAY, shards - 1) in objects
+
+
+def test_what_the_plan_and_the_storage_read_skip_keeps_its_place_in_the_findings() -> None:
+    """The rank query failing (the plan's skip, first) and the storage findings unreadable
+    (the handler's tail, after the jobs'): the merged run is still the single run."""
+    failing = Fleet(12, start=START, end=END)
+    failing.ranks = lambda _: {"status": "Failed", "results": []}  # type: ignore[method-assign]
+    cloudwatch, logs = failing.clients()
+    tail = TrainingRun()
+    tail.skip("s3://reports/findings/storage.jsonl", OSError("refused"))
+    single = _single(cloudwatch, logs)
+    single.findings += tail.findings
+    single.skipped += tail.skipped
+    _, merged = _sharded(cloudwatch, logs, bucket_client({}), 5, tail)
+    assert (
+        merged.skipped
+        == single.skipped
+        == [
+            "ranks of bench's training jobs",
+            "s3://reports/findings/storage.jsonl",
+        ]
+    )
+    assert [f.to_json() for f in merged.findings] == [f.to_json() for f in single.findings]
+    assert merged.pods == {}
+
+
+def test_a_missing_part_is_an_error_naming_the_shard() -> None:
+    cloudwatch, logs = Fleet(10, start=START, end=END).clients()
+    objects: dict[str, bytes] = {}
+    s3 = bucket_client(objects)
+    _sharded(cloudwatch, logs, s3, 4)
+    del objects[fleet.part_key("bench", DAY, 1)]
+    with pytest.raises(MissingPartError, match=r"training-part-00001\.json is missing: shard 1"):
+        fleet.read_parts(s3=s3, bucket="reports", cluster="bench", day=DAY, shards=3)
+    part = json.loads(objects[fleet.part_key("bench", DAY, 2)])
+    assert sorted(part) == ["costs", "findings", "skipped"]
+    assert len(part["costs"]) == 2  # jobs 8 and 9
