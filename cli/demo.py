@@ -15,7 +15,7 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from agent.metric_contract import training_log_group
+from agent.metric_contract import DIM_NODE, training_log_group
 from alarms.backtest import BacktestResult, backtest, report
 from alarms.catalog import gpu_alarms
 from alarms.cloudwatch_history import fetch_samples
@@ -229,7 +229,13 @@ def _exporter_step(
         result.files.append(result.exporter.emf_path)
     specs = gpu_alarms(settings.alarm_settings())
     start, end = replay_window()
-    samples = fetch_samples(cloudwatch, specs, start=start, end=end)
+    # The replayed node's series only: the demo week's other nodes publish hourly statistic
+    # sets, which one-minute alarms would read as a datapoint an hour (and flap on).
+    samples = [
+        s
+        for s in fetch_samples(cloudwatch, specs, start=start, end=end)
+        if dict(s.dimensions).get(DIM_NODE, NODE) == NODE
+    ]
     result.backtest = backtest(specs, samples, start=start, end=end)
     path = out_dir / "alarm-backtest.txt"
     path.write_text(report(result.backtest, start=start, end=end) + "\n")
