@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from agent.cost import estimate
 from benchmarks import (
     alarms,
+    attribution,
     exporter,
     fan_out,
     storage_analyzer,
@@ -132,6 +133,13 @@ def main() -> None:
             Row(f"emitter: worst step delay, {words}", f[f"{fault}_worst_ms"], limit, "ms"),
             Row(f"emitter: p99.9 step delay, {words}", f[f"{fault}_p999_ms"], limit, "ms"),
         ]
+    g = attribution.main(nodes=1000)
+    rows += [
+        Row("attribution: GPU-hours of a week of 1,000 8-GPU nodes", g["gpu_hours"], None, "h"),
+        Row("attribution: held-not-working GPU-hours found", g["not_working"], 168_000, "h"),
+        Row("attribution: CPU for the week", g["cpu_seconds"], None, "s"),
+        Row("attribution: peak Python memory", g["peak_mib"], 1024.0, "MiB"),
+    ]
     rows.append(Row("cdk synth of the whole app", synth_seconds(), None, "s"))
     cost = estimate(nodes=1, gpus_per_node=8)
     rows += [
