@@ -448,10 +448,19 @@ def training_jobs(cluster: str, region: str) -> dict[str, Any]:
 
 def storage(cluster: str, buckets: Sequence[str], region: str) -> dict[str, Any]:
     del cluster  # EBS metrics carry no cluster; the widgets show the account's busiest volumes
-    ebs = "{AWS/EBS,VolumeId}"
+    # Metrics Insights, not SORT(SEARCH(...)): a SEARCH stops at 500 series before the SORT,
+    # so in an account of more volumes the "ten busiest" would be ten of an arbitrary 500;
+    # ORDER BY ranks every volume it reads (up to 10,000 metrics) before LIMIT.
 
-    def top(metric: str) -> str:
-        return f"SORT(SEARCH('{ebs} MetricName=\"{metric}\"', 'Sum', 300), SUM, DESC, 10)"
+    def top(metric: str, function: str, *, id: str, label: str = "") -> list[Any]:
+        sql = insights_sql(
+            "AWS/EBS", ("VolumeId",), metric, function, (), group_by=("VolumeId",),
+            order="DESC", limit=OUTLIERS,
+        )  # fmt: skip
+        return expression_row(sql, id=id, label=label)
+
+    def widget(title: str, *rows: list[Any]) -> Widget:
+        return metric_widget(title, list(rows), width=12, period=300)
 
     rows = [
         [
@@ -461,42 +470,17 @@ def storage(cluster: str, buckets: Sequence[str], region: str) -> dict[str, Any]
             )
         ],
         [
-            graph("EBS read IOPS (ten busiest)", [(top("VolumeReadOps") + " / 300", "")]),
-            graph(
-                "EBS read throughput, bytes/s (ten busiest)",
-                [(top("VolumeReadBytes") + " / 300", "")],
+            widget("EBS read ops per 5 minutes (ten busiest)", top("VolumeReadOps", "SUM", id="q")),
+            widget(
+                "EBS read bytes per 5 minutes (ten busiest)", top("VolumeReadBytes", "SUM", id="q")
             ),
         ],
         [
-            graph(
-                "EBS queue length",
-                [
-                    (
-                        "SORT(SEARCH('"
-                        + ebs
-                        + " MetricName=\"VolumeQueueLength\"', 'Average', 300), AVG, DESC, 10)",
-                        "",
-                    )
-                ],
-            ),
-            graph(
+            widget("EBS queue length", top("VolumeQueueLength", "AVG", id="q")),
+            widget(
                 "EBS limit exceeded (checks)",
-                [
-                    (
-                        "SORT(SEARCH('"
-                        + ebs
-                        + " MetricName=\"VolumeThroughputExceededCheck\"', 'Maximum', 300),"
-                        " MAX, DESC, 10)",
-                        "throughput",
-                    ),
-                    (
-                        "SORT(SEARCH('"
-                        + ebs
-                        + " MetricName=\"VolumeIOPSExceededCheck\"', 'Maximum', 300),"
-                        " MAX, DESC, 10)",
-                        "IOPS",
-                    ),
-                ],
+                top("VolumeThroughputExceededCheck", "MAX", id="t", label="throughput"),
+                top("VolumeIOPSExceededCheck", "MAX", id="i", label="IOPS"),
             ),
         ],
     ]

@@ -149,3 +149,23 @@ def test_count_widgets_hold_at_least_one_sample_per_gpu_whatever_the_interval(
     ]
     assert len(counts) == 3  # reporting, in use, lost
     assert {c["period"] for c in counts} == {period}
+
+
+def test_the_busiest_volumes_are_ranked_over_every_volume_not_500() -> None:
+    """A SEARCH returns at most 500 series before a SORT sees them; a Metrics Insights ORDER BY
+    ranks every metric the query reads before its LIMIT
+    (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-metrics-insights-querylanguage.html)."""
+    body = bodies.storage("train", (), "us-east-1")
+    text = json.dumps(body)
+    assert "AWS/EBS,VolumeId" not in text  # no SEARCH over the account's volumes
+    queries = [
+        row[0]["expression"]
+        for w in body["widgets"]
+        if w["type"] == "metric"
+        for row in w["properties"]["metrics"]
+        if "AWS/EBS" in row[0].get("expression", "")
+    ]
+    assert len(queries) == 5
+    for sql in queries:
+        query = parse(sql)
+        assert (query.group_by, query.limit) == (("VolumeId",), 10)
