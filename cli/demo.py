@@ -290,7 +290,7 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
         result.report, report_path = run_weekly_report(
             clients, settings.cluster_name, result.backtest, out_dir
         )
-        result.files += [report_path, out_dir / "report.json"]
+        result.files += [report_path, out_dir / "report.json", out_dir / "report.csv"]
         if render_png(report_path, out_dir / "report.png"):
             result.files.append(out_dir / "report.png")
         alarm_names = [spec.alarm_name(settings.cluster_name) for spec in specs]

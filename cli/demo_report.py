@@ -84,14 +84,11 @@ def run_weekly_report(
     html = clients["s3"].get_object(Bucket=REPORT_BUCKET, Key=summary["key"])["Body"].read()
     path = out_dir / "report.html"
     path.write_bytes(html)
-    data = (
-        clients["s3"]
-        .get_object(
-            Bucket=REPORT_BUCKET, Key=report_prefix(cluster, summary["week"]) + "report.json"
-        )["Body"]
-        .read()
-    )
-    (out_dir / "report.json").write_bytes(data)
+    # The report's JSON and its per-namespace CSV (for a spreadsheet), as the Lambda wrote them.
+    for name in ("report.json", "report.csv"):
+        key = report_prefix(cluster, summary["week"]) + name
+        data = clients["s3"].get_object(Bucket=REPORT_BUCKET, Key=key)["Body"].read()
+        (out_dir / name).write_bytes(data)
     return summary, path
 
 

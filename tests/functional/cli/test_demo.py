@@ -223,3 +223,6 @@ def test_the_demo_week_leads_with_the_teams_that_held_gpus_without_work(
     )
     assert "analysis_error" not in document["findings_by_kind"]
     assert html.index("nlp") < html.index("research") < html.index("vision")
+    # The showback table opens in a spreadsheet: a header, then a row per namespace.
+    rows = (tmp_path / "out" / "report.csv").read_text().splitlines()
+    assert [row.split(",")[0] for row in rows[1:4]] == ["nlp", "research", "vision"]
