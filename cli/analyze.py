@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from cli.failures import AwsFailureError
 from lambdas.shared.aws_clients import client
+from lambdas.shared.events import analysis_window
 from lambdas.shared.findings import AnalysisRun, Finding
 from lambdas.storage_analyzer.aws import VolumeScope
 from lambdas.storage_analyzer.run import StorageRun, analyze_storage
@@ -76,9 +77,7 @@ def run(args: argparse.Namespace) -> str:
     # warning log of it would be a second line on stderr.
     logging.getLogger("lambdas").setLevel(logging.ERROR)
     session = boto3.Session(profile_name=args.profile, region_name=args.region)
-    end = time.time()
-    end -= end % 3600
-    start = end - args.days * 86_400
+    start, end = analysis_window(time.time(), args.days)
     result: AnalysisRun
     if args.target == "storage":
         result = analyze_storage(

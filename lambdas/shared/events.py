@@ -25,6 +25,13 @@ def scheduled_time(event: Any) -> datetime:
         raise EventError(str(err)) from err
 
 
+def analysis_window(end: float, lookback_days: int) -> tuple[float, float]:
+    """``(start, end)`` of an analysis ending at the last whole hour before ``end``: a rerun of
+    the same scheduled event, or the same hour by hand, reads the same hours."""
+    end -= end % 3600
+    return end - lookback_days * 86_400, end
+
+
 #: Times outside these years are refused: no schedule runs then, and near year 1 or 9999 a
 #: zone offset overflows ``datetime``.
 EARLIEST_YEAR, LATEST_YEAR = 2000, 2199

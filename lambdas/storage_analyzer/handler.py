@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from lambdas.shared.aws_clients import ClientCache
-from lambdas.shared.events import scheduled_time
+from lambdas.shared.events import analysis_window, scheduled_time
 from lambdas.shared.publisher import FindingsPublisher, failure_queue_keeper
 from lambdas.storage_analyzer import fleet
 from lambdas.storage_analyzer.aws import VolumeScope
@@ -54,9 +54,9 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     """A whole run (the schedule's event), or, under the fleet state machine, its ``plan``,
     one ``shard`` or the ``merge`` (lambdas/storage_analyzer/fleet.py), by ``event["mode"]``."""
     cluster = os.environ["CLUSTER_NAME"]
-    end = scheduled_time(event).timestamp()
-    end -= end % 3600
-    start = end - int(os.environ.get("LOOKBACK_DAYS", "14")) * 86_400
+    start, end = analysis_window(
+        scheduled_time(event).timestamp(), int(os.environ.get("LOOKBACK_DAYS", "14"))
+    )
     scope = VolumeScope(os.environ.get("VOLUME_SCOPE", "cluster"))
     buckets = [b for b in os.environ.get("BUCKETS", "").split(",") if b]
     bucket, day = os.environ["REPORT_BUCKET"], datetime.fromtimestamp(end, UTC).date().isoformat()

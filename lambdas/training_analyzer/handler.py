@@ -16,7 +16,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from lambdas.gpu_analyzer.metrics import put_waste_metrics, waste_metric_data
 from lambdas.gpu_analyzer.run import analyze_gpu_hours
 from lambdas.shared.aws_clients import ClientCache
-from lambdas.shared.events import scheduled_time
+from lambdas.shared.events import analysis_window, scheduled_time
 from lambdas.shared.publisher import (
     FindingsPublisher,
     PublishError,
@@ -134,9 +134,9 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     """A whole run (the schedule's event), or, under the fleet state machine, its ``plan``,
     one ``shard`` or the ``merge`` (lambdas/training_analyzer/fleet.py), by ``event["mode"]``."""
     cluster = os.environ["CLUSTER_NAME"]
-    end = scheduled_time(event).timestamp()
-    end -= end % 3600
-    start = end - int(os.environ.get("LOOKBACK_DAYS", "14")) * 86_400
+    start, end = analysis_window(
+        scheduled_time(event).timestamp(), int(os.environ.get("LOOKBACK_DAYS", "14"))
+    )
     day = datetime.fromtimestamp(end, UTC).date()
     bucket = os.environ["REPORT_BUCKET"]
     price = float(os.environ.get("GPU_HOUR_USD", "6.88"))
