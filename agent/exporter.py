@@ -89,6 +89,8 @@ class Exporter:
         self.watcher: XidWatcher | None = None
         self._log_group = exporter_log_group(config.cluster_name)
         self._faults = FaultGate(config.fault_period_s)
+        #: Each GPU's alarm shard: fixed by node, index and shard count, hashed once per GPU.
+        self._shards: dict[int, str] = {}
 
     def start(self) -> None:
         nvml = self._nvml
@@ -160,7 +162,11 @@ class Exporter:
         """One GPU's EMF document: the cycle metrics per GPU (and per cluster where read),
         the fault gauges given (per GPU), every other reading as a property."""
         dimensions = self._dimensions(index)
-        dimensions[DIM_SHARD] = alarm_shard(self.config.node_name, index, self.config.alarm_shards)
+        if index not in self._shards:
+            self._shards[index] = alarm_shard(
+                self.config.node_name, index, self.config.alarm_shards
+            )
+        dimensions[DIM_SHARD] = self._shards[index]
         properties: dict[str, object] = {
             str(m): v
             for m, v in reading.metrics.items()

@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agent.exporter import Exporter, ExporterConfig, NvmlUnavailableError
-from agent.manifest import DEFAULT_EMF_ENDPOINT
+from agent.manifest import DEFAULT_EMF_ENDPOINT, MAX_INTERVAL_S
 from agent.sinks import BufferedSender, PutMetricDataSink, Sink, StdoutSink, TcpEmfSink
 
 
@@ -80,13 +80,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s"
     )
-    if not (0 < args.interval <= 3600) or not 1 <= args.buffer <= 10_000_000:
-        print(
-            f"gpu exporter: --interval {args.interval} must be above 0 up to 3600 s and "
-            f"--buffer {args.buffer} 1 to 10,000,000",
-            file=sys.stderr,
-        )
-        return 2
+    for bad, message in (
+        (not 0 < args.interval <= MAX_INTERVAL_S, f"--interval {args.interval} must be above "
+         f"0 up to {MAX_INTERVAL_S} s"),
+        (not 1 <= args.buffer <= 10_000_000, f"--buffer {args.buffer} must be 1 to 10,000,000"),
+    ):  # fmt: skip
+        if bad:
+            print(f"gpu exporter: {message}", file=sys.stderr)
+            return 2
     try:
         sink = _sink(args)
         nvml = _nvml(args)

@@ -272,17 +272,6 @@ CI_NODE_GPU_METRICS: Final[dict[GpuMetric, str]] = {
     GpuMetric.TEMPERATURE: "node_gpu_temperature",
     GpuMetric.POWER_DRAW: CI_NODE_GPU_POWER_METRIC,
 }
-#: Every other reading (the power limit, a constant; SM occupancy and tensor activity, which
-#: nothing alarms on or reports) and the CI readings above ride as properties, not metrics.
-PROPERTY_METRICS: Final = (
-    frozenset(GpuMetric)
-    - CYCLE_METRICS
-    - FAULT_METRICS
-    - {
-        GpuMetric.XID_ERRORS,
-        GpuMetric.XID_FATAL_ERRORS,
-    }
-)
 
 
 def gpu_schema(metric: GpuMetric) -> tuple[str, ...]:

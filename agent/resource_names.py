@@ -130,21 +130,6 @@ CDK_STACK_ID: Final = NameRule(
     "https://docs.aws.amazon.com/cdk/api/v2/docs/aws-cdk-lib.Names.html",
     first="A-Za-z",
 )
-RULES: Final = (
-    STACK,
-    SNS_TOPIC,
-    SNS_DISPLAY_NAME,
-    ALARM,
-    DASHBOARD,
-    LOG_GROUP,
-    SSM_PARAMETER,
-    METRIC_NAMESPACE,
-    LAMBDA_FUNCTION,
-    IAM_ROLE,
-    EVENT_RULE,
-    SQS_QUEUE,
-    S3_BUCKET,
-)
 _HASH_CHARS: Final = 8
 
 
@@ -196,15 +181,7 @@ def dashboard_name(cluster: str, purpose: str) -> str:
     return fit(DASHBOARD, "gpu-insights-", cluster, f"-{purpose}")
 
 
-def log_group_name(prefix: str, cluster: str, suffix: str = "") -> str:
-    return fit(LOG_GROUP, prefix, cluster, suffix)
-
-
 def parameter_name(cluster: str) -> str:
     """The CloudWatch agent loads ``ssm:`` parameters named ``AmazonCloudWatch-*`` under its
     default policy, so the name keeps that prefix."""
     return fit(SSM_PARAMETER, "AmazonCloudWatch-GpuInsights-", cluster)
-
-
-def metric_namespace(prefix: str, cluster: str) -> str:
-    return fit(METRIC_NAMESPACE, prefix, cluster)

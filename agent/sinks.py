@@ -140,8 +140,11 @@ class TcpEmfSink:
         self.stats.resent += sum(n for _, n, _ in backlog)
         self._unconfirmed = deque((now, n, p) for _, n, p in backlog)
         self._unconfirmed.append((now, len(documents), payload))
-        while sum(n for _, n, _ in self._unconfirmed) > self._max_unconfirmed:
-            self.stats.dropped += self._unconfirmed.popleft()[1]
+        held = sum(n for _, n, _ in self._unconfirmed)  # once a send, not once a drop
+        while held > self._max_unconfirmed:
+            dropped = self._unconfirmed.popleft()[1]
+            held -= dropped
+            self.stats.dropped += dropped
 
     def close(self) -> None:
         """Close the connection on our side: what was written precedes our FIN, so the agent

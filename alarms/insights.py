@@ -21,9 +21,10 @@ from dataclasses import dataclass
 
 from alarms.history import Sample
 from alarms.series import Values, aggregate
+from alarms.sizing import MAX_SERIES_PER_QUERY
 
 #: The most series one Metrics Insights query returns.
-MAX_SERIES = 500
+MAX_SERIES = MAX_SERIES_PER_QUERY
 
 _QUERY = re.compile(
     r"""^\s*SELECT\s+(?P<func>AVG|MAX|MIN|SUM|COUNT)\((?P<metric>[A-Za-z0-9_.\-]+)\)

@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from agent.cloudwatch_agent_config import MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS
-from agent.manifest import DEFAULT_GPU_NODE_LABELS
+from agent.manifest import DEFAULT_GPU_NODE_LABELS, MAX_INTERVAL_S
 from agent.resource_names import parameter_name
 from alarms.catalog import AlarmSettings
 from alarms.power_table import gpu_power
@@ -243,7 +243,7 @@ _CHECKS: Final[dict[str, Callable[[str], str | None]]] = {
 #: Numeric settings and their inclusive bounds: (low, high, unit).
 _RANGES: Final[dict[str, tuple[int, int, str]]] = {
     "agent_interval_seconds": (MIN_INTERVAL_SECONDS, MAX_INTERVAL_SECONDS, "seconds"),
-    "exporter_interval_seconds": (1, 3600, "seconds"),
+    "exporter_interval_seconds": (1, MAX_INTERVAL_S, "seconds"),
     "lookback_days": (1, 90, "days"),
     "fleet_gpus": (1, 500_000, "GPUs"),
     "storage_fleet_volumes": (0, 10_000_000, "volumes"),

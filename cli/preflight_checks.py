@@ -21,7 +21,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final
 
-from agent.metric_contract import exporter_log_group, training_log_group
+from agent.metric_contract import (
+    container_insights_log_group_prefix,
+    exporter_log_group,
+    training_log_group,
+)
 from alarms.catalog import gpu_alarms
 from alarms.model import InsightsQuery
 from alarms.sizing import INSIGHTS_ALARM_QUOTA
@@ -93,7 +97,9 @@ def plan_for(settings: Settings) -> Plan:
         exporter=settings.exporter_enabled,
         fixed_log_groups=(exporter_log_group(cluster), training_log_group(cluster)),
         required_log_group=(
-            f"/aws/containerinsights/{cluster}/host" if settings.xid_host_log_filter else None
+            f"{container_insights_log_group_prefix(cluster)}/host"
+            if settings.xid_host_log_filter
+            else None
         ),
         insights_alarms=tuple(
             s.alarm_name(cluster) for s in specs if isinstance(s.metric, InsightsQuery)

@@ -20,9 +20,10 @@ from alarms import insights
 from alarms.history import Sample
 from alarms.model import MetricStat
 from alarms.series import Values, aggregate, metric_values
+from alarms.sizing import MAX_SERIES_PER_QUERY
 
 #: The most series one SEARCH returns.
-SEARCH_MAX_SERIES = 500
+SEARCH_MAX_SERIES = MAX_SERIES_PER_QUERY  # a SEARCH stops at 500 series too
 
 _SEARCH = re.compile(
     r"SEARCH\('\{(?P<schema>[^}]*)\}(?P<terms>[^']*)',\s*'(?P<stat>\w+)',\s*(?P<period>\d+)\)"

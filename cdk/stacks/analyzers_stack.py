@@ -95,6 +95,7 @@ REPORT_MODULES = (
     "lambdas/weekly_report/waste_section.py",
     "lambdas/weekly_report/week.py",
     "agent/metric_contract.py",
+    "agent/resource_names.py",
 )
 
 

@@ -16,6 +16,7 @@ from agent.metric_contract import (
     GpuMetric,
     TrainingMetric,
 )
+from agent.resource_names import alarm_name
 from lambdas.shared.metric_fetcher import MetricQuery, fetch
 from lambdas.shared.s3_objects import read_object
 from lambdas.training_analyzer.aws import list_jobs
@@ -91,7 +92,8 @@ def xid_counts(
 
 
 def alarm_prefix(cluster: str) -> str:
-    return f"gpu-insights-{cluster}-"
+    """What every alarm of the deployment is named with (agent/resource_names.py)."""
+    return alarm_name(cluster, "")
 
 
 def alarms_raised(

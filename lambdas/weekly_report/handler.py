@@ -45,15 +45,6 @@ def report_prefix(cluster: str, week: str) -> str:
     return f"reports/cluster={cluster}/week={week}/"
 
 
-def _previous(s3: Any, bucket: str, cluster: str, week: str) -> dict[str, float | None]:
-    body = read_object(s3, bucket, report_prefix(cluster, week) + "report.json")
-    try:
-        document = json.loads(body) if body is not None else {}
-    except ValueError:
-        return {}
-    return {k: document.get(k) for k in HEADLINE}
-
-
 def _document(s3: Any, bucket: str, key: str) -> dict[str, Any] | None:
     body = read_object(s3, bucket, key)
     try:
@@ -107,8 +98,8 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         files=files,
         job_costs=costs.costs,
         throughput=throughput_by_job(cloudwatch, cluster, start, end),
-        gpu_hour_usd=float(os.environ.get("GPU_HOUR_USD", "6.88")),
-        previous=_previous(s3, bucket, cluster, last_week),
+        gpu_hour_usd=price,
+        previous={k: before.get(k) for k in HEADLINE},  # last week's report, read once above
     )
     figures.waste = waste
     prefix = report_prefix(cluster, week)
