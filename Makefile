@@ -51,7 +51,7 @@ test: lint typecheck node_modules/.package-lock.json
 	$(MAKE) test-old-python
 
 # The training emitter runs in training images on Python 3.9+: vermin checks its modules in the
-# suite (tests/unit/agent/test_emitter_install.py); here its tests run on an older interpreter
+# suite (tests/unit/emitter/test_emitter_install.py); here its tests run on an older interpreter
 # too: the first 3.9 or 3.10 that runs (on PATH, or pyenv's; uv and Debian's archive offer none
 # offline).
 OLD_PYTHON ?= $(shell for p in python3.9 $(wildcard $(HOME)/.pyenv/versions/3.9*/bin/python3.9) \
@@ -63,7 +63,7 @@ test-old-python:
 	else \
 		$(OLD_PYTHON) -m venv $(VENV)/old-python && \
 		$(VENV)/old-python/bin/python -m pip install --quiet pytest jsonschema pyyaml && \
-		$(VENV)/old-python/bin/python -m pytest -q -p no:cacheprovider tests/unit/agent/test_training.py; \
+		$(VENV)/old-python/bin/python -m pytest -q -p no:cacheprovider tests/unit/emitter/test_training.py; \
 	fi
 
 bench: install

@@ -14,19 +14,6 @@ size setting only, never on which nodes exist.
 
 from dataclasses import dataclass, replace
 
-from agent.metric_contract import (
-    CI_POD_GPU_POWER_METRIC,
-    CI_POD_GPU_SCHEMA,
-    DIM_CLUSTER,
-    DIM_GPU_INDEX,
-    DIM_NODE,
-    DIM_SHARD,
-    HOST_LOG_XID_METRIC,
-    NAMESPACE_CONTAINER_INSIGHTS,
-    NAMESPACE_GPU,
-    GpuMetric,
-    host_log_namespace,
-)
 from alarms.model import (
     AlarmMetric,
     AlarmSpec,
@@ -39,6 +26,19 @@ from alarms.model import (
 )
 from alarms.power_table import UnknownInstanceTypeError, gpu_power
 from alarms.sizing import MAX_WINDOW_MINUTES, AlarmSizing, shards_for
+from contract.metrics import (
+    CI_POD_GPU_POWER_METRIC,
+    CI_POD_GPU_SCHEMA,
+    DIM_CLUSTER,
+    DIM_GPU_INDEX,
+    DIM_NODE,
+    DIM_SHARD,
+    HOST_LOG_XID_METRIC,
+    NAMESPACE_CONTAINER_INSIGHTS,
+    NAMESPACE_GPU,
+    GpuMetric,
+    host_log_namespace,
+)
 
 #: Metrics Insights alarms look back at most three hours.
 MAX_INSIGHTS_WINDOW_MINUTES = MAX_WINDOW_MINUTES

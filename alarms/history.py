@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from agent.emf import EmfDocument, metric_data, parse_emf_line
+from emf.document import EmfDocument, metric_data, parse_emf_line
 from lambdas.shared.events import check_epoch, parse_utc
 
 Dimensions = frozenset[tuple[str, str]]

@@ -3,7 +3,7 @@
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from agent.resource_names import alarm_name
+from contract.resource_names import alarm_name
 
 
 class Comparison(StrEnum):
@@ -120,7 +120,7 @@ class AlarmSpec:
     #: What the alarm watches, the same for every shard (``gpu-low-power``); the key adds the
     #: shard (``gpu-low-power-shard-03``). A notification maps an alarm to its kind by this.
     kind: str = ""
-    #: The alarm shard it covers (agent.metric_contract.alarm_shard), None: not sharded.
+    #: The alarm shard it covers (contract.metrics.alarm_shard), None: not sharded.
     shard: str | None = None
 
     @property

@@ -12,7 +12,7 @@ https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html
   metrics".
 
 So one alarm sees at most 500 GPUs in full. The exporter puts each GPU in one of ``shards``
-shards (agent.metric_contract.alarm_shard) and each alarm kind has one alarm per shard. A
+shards (contract.metrics.alarm_shard) and each alarm kind has one alarm per shard. A
 hash never fills shards exactly evenly, and a node replaced within the three hours an alarm
 reads still has series there; so shards are sized to hold ``SHARD_FILL`` of 500 on average.
 """

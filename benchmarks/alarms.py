@@ -5,7 +5,11 @@ import resource
 import time
 from typing import Any
 
-from agent.metric_contract import (
+from alarms.backtest import backtest
+from alarms.catalog import AlarmSettings, gpu_alarms
+from alarms.history import Sample
+from alarms.sizing import shards_for
+from contract.metrics import (
     DIM_CLUSTER,
     DIM_GPU_INDEX,
     DIM_NODE,
@@ -14,10 +18,6 @@ from agent.metric_contract import (
     GpuMetric,
     alarm_shard,
 )
-from alarms.backtest import backtest
-from alarms.catalog import AlarmSettings, gpu_alarms
-from alarms.history import Sample
-from alarms.sizing import shards_for
 
 NODES, GPUS_PER_NODE = 1250, 8
 T0 = 1_764_000_000.0 - 1_764_000_000.0 % 3600

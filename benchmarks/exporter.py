@@ -12,11 +12,11 @@ import sys
 import time
 from typing import Any
 
-from agent.emf import encode
-from agent.exporter import Exporter, ExporterConfig
-from agent.fake_nvml import FakeNvml
-from agent.simulated_trace import SimulatedGpu, node_trace
-from agent.sinks import BufferedSender
+from emf.document import encode
+from emf.sinks import BufferedSender
+from exporter.exporter import Exporter, ExporterConfig
+from exporter.fake_nvml import FakeNvml
+from exporter.simulated_trace import SimulatedGpu, node_trace
 
 GPUS = 8
 INTERVAL_S = 10.0

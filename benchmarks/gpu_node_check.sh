@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The exporter against a real GPU node, in about 90 seconds: what NVML gives on this GPU, a
-# recorded NVML trace (agent.fake_nvml's format) and the exporter's own EMF output over four
+# recorded NVML trace (exporter.fake_nvml's format) and the exporter's own EMF output over four
 # phases: idle, memory held but no work, a bf16 matrix-product load, idle again.
 # Needs: python3 with nvidia-ml-py and torch (for the load). Writes into $OUT (default ./gpu-check).
 set -u
@@ -18,7 +18,7 @@ for name in ("nvidia-ml-py", "torch"):
         print(name, "missing")
 PY
 SECONDS_TOTAL=${SECONDS_TOTAL:-70}
-python3 -m agent.record_trace --seconds "$SECONDS_TOTAL" --interval 1 >"$OUT/trace.jsonl" 2>"$OUT/record.log" &
+python3 -m exporter.record_trace --seconds "$SECONDS_TOTAL" --interval 1 >"$OUT/trace.jsonl" 2>"$OUT/record.log" &
 timeout -s INT $((SECONDS_TOTAL + 2)) python3 -m agent --cluster-name gpu-check --node-name "$(hostname)" \
   --interval 5 --sink stdout --proc-root /proc >"$OUT/exporter.jsonl" 2>"$OUT/exporter.log" &
 sleep 10
@@ -42,5 +42,5 @@ print(f"{products} products in {seconds:.1f} s: {products * 2 * 8192**3 / second
 PY
 wait
 echo "exporter exit: see exporter.log"; tail -5 "$OUT/exporter.log"; tail -2 "$OUT/record.log"; cat "$OUT/load.log"
-python3 -m pytest -q -p no:cacheprovider tests/unit/agent/test_fake_nvml.py >"$OUT/fake_vs_pynvml.txt" 2>&1
+python3 -m pytest -q -p no:cacheprovider tests/unit/exporter/test_fake_nvml.py >"$OUT/fake_vs_pynvml.txt" 2>&1
 tail -3 "$OUT/fake_vs_pynvml.txt"

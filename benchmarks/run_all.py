@@ -10,7 +10,6 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from agent.cost import estimate
 from benchmarks import (
     alarms,
     attribution,
@@ -20,6 +19,7 @@ from benchmarks import (
     training_analyzer,
     training_emitter,
 )
+from deploy_config.cost import estimate
 
 
 @dataclass(frozen=True)

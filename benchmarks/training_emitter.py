@@ -1,4 +1,4 @@
-"""What agent.training costs a training loop: the same loop with and without ``steps()``.
+"""What emitter.training costs a training loop: the same loop with and without ``steps()``.
 
 The loop body is a few microseconds of arithmetic, far lighter than any real training step,
 so the overhead per step is measured against almost nothing; the share is then given for a
@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from agent.sinks import TcpEmfSink
-from agent.training import TrainingMetrics
+from emf.sinks import TcpEmfSink
+from emitter.training import TrainingMetrics
 
 STEPS = 200_000
 

@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from aws_cdk import App, Stack, Validations
 from cdk_nag import AwsSolutionsChecks
 
-from agent.resource_names import stack_id
 from cdk.settings import Settings, SettingsError, settings_from_context
 from cdk.stacks.alarms_stack import AlarmsStack
 from cdk.stacks.analyzers_stack import AnalyzersStack
 from cdk.stacks.observability_stack import ObservabilityStack
+from contract.resource_names import stack_id
 
 
 def settings_for(app: App, environ: Mapping[str, str]) -> Settings:

@@ -14,9 +14,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
-from agent.cloudwatch_agent_config import MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS
-from agent.manifest import DEFAULT_GPU_NODE_LABELS, MAX_INTERVAL_S
-from agent.resource_names import parameter_name
 from alarms.catalog import AlarmSettings
 from alarms.power_table import gpu_power
 from alarms.sizing import shards_for
@@ -28,6 +25,10 @@ from cdk.aws_values import (
     iam_arn_problem,
     schedule_problem,
 )
+from contract.metrics import EXPORTER_MAX_INTERVAL_S
+from contract.resource_names import EKS_CLUSTER, parameter_name
+from deploy_config.cloudwatch_agent_config import MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS
+from deploy_config.manifest import DEFAULT_GPU_NODE_LABELS
 from lambdas.training_analyzer.gpu_prices import gpu_hour_price
 
 #: The cluster the documented example deployment targets when no cluster_name is given.
@@ -35,7 +36,7 @@ EXAMPLE_CLUSTER_NAME: Final = "example-gpu-cluster"
 
 #: EKS CreateCluster: 1-100 characters, ``^[0-9A-Za-z][A-Za-z0-9\-_]*``.
 #: https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html
-_CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")
+_CLUSTER_NAME = EKS_CLUSTER.pattern()
 _ADDON_VERSION = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")
 _ACCOUNT = re.compile(r"^\d{12}$")
 _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
@@ -243,7 +244,7 @@ _CHECKS: Final[dict[str, Callable[[str], str | None]]] = {
 #: Numeric settings and their inclusive bounds: (low, high, unit).
 _RANGES: Final[dict[str, tuple[int, int, str]]] = {
     "agent_interval_seconds": (MIN_INTERVAL_SECONDS, MAX_INTERVAL_SECONDS, "seconds"),
-    "exporter_interval_seconds": (1, MAX_INTERVAL_S, "seconds"),
+    "exporter_interval_seconds": (1, EXPORTER_MAX_INTERVAL_S, "seconds"),
     "lookback_days": (1, 90, "days"),
     "fleet_gpus": (1, 500_000, "GPUs"),
     "storage_fleet_volumes": (0, 10_000_000, "volumes"),

@@ -8,6 +8,7 @@ import time
 from collections.abc import Sequence
 
 from cli.failures import AwsFailureError
+from contract.resource_names import cluster_name_problem
 from lambdas.shared.aws_clients import client
 from lambdas.shared.events import analysis_window
 from lambdas.shared.findings import AnalysisRun, Finding
@@ -69,6 +70,9 @@ def read_nothing(run: AnalysisRun) -> bool:
 def run(args: argparse.Namespace) -> str:
     import boto3
 
+    problem = cluster_name_problem(args.cluster_name)
+    if problem:
+        raise ValueError(f"--cluster-name: {problem}")
     if not 1 <= args.days <= 90:
         raise ValueError(f"--days {args.days} must be 1 to 90")
     if args.target == "training" and not (0 <= args.gpu_hour_usd <= 1000):

@@ -15,7 +15,6 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from agent.metric_contract import DIM_NODE, training_log_group
 from alarms.backtest import BacktestResult, backtest, report
 from alarms.catalog import gpu_alarms
 from alarms.cloudwatch_history import fetch_samples
@@ -41,6 +40,7 @@ from cli.demo_training import CLUSTER as TRAINING_CLUSTER
 from cli.demo_training import run_training_analyzer, training_summary
 from cli.demo_training import seed as seed_training
 from cli.demo_week import WeekSeeder
+from contract.metrics import DIM_NODE, training_log_group
 
 DEMO_REGION = "us-east-1"
 

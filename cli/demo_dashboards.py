@@ -9,8 +9,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
-from agent.emf import parse_emf_line
-from agent.metric_contract import (
+from alarms.history import Sample, read_history, samples_from_emf
+from contract.metrics import (
     CI_NODE_GPU_METRICS,
     DIM_CLUSTER,
     DIM_GPU_DEVICE,
@@ -23,11 +23,11 @@ from agent.metric_contract import (
     NAMESPACE_WASTE,
     training_log_group,
 )
-from agent.resource_names import dashboard_name
-from alarms.history import Sample, read_history, samples_from_emf
+from contract.resource_names import dashboard_name
 from dashboards.bodies import all_dashboards, training_jobs
 from dashboards.evaluate import WidgetView, evaluate_body
 from dashboards.links import NODE_VARIABLE, node_dashboard_url
+from emf.document import parse_emf_line
 
 DATA_BOUND_JOB = "bert-data-bound"
 #: The demo node's instance, as Container Insights names it.

@@ -9,10 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from agent.emf import EmfDocument, encode
-from agent.exporter import Exporter, ExporterConfig
-from agent.fake_nvml import FakeNvml
-from agent.metric_contract import (
+from cli.demo_storage import END
+from contract.metrics import (
     ALARM_METRICS,
     DIM_CLUSTER,
     DIM_GPU_INDEX,
@@ -23,9 +21,11 @@ from agent.metric_contract import (
     GpuMetric,
     alarm_shard,
 )
-from agent.simulated_trace import SimulatedGpu, node_trace
-from agent.sinks import BufferedSender, PutMetricDataSink
-from cli.demo_storage import END
+from emf.document import EmfDocument, encode
+from emf.sinks import BufferedSender, PutMetricDataSink
+from exporter.exporter import Exporter, ExporterConfig
+from exporter.fake_nvml import FakeNvml
+from exporter.simulated_trace import SimulatedGpu, node_trace
 
 NODE = "ip-10-0-1-17.ec2.internal"
 ROLES = ("busy", "idle", "thermal", "failing")
@@ -107,7 +107,7 @@ def replay_exporter(cloudwatch: Any, *, cluster_name: str, out_dir: Path) -> Exp
             _average(cloudwatch, cluster_name, gpu, GpuMetric.POWER_UTILIZATION) or 0.0
         )
         result.sm_active_by_gpu[gpu] = _average(cloudwatch, cluster_name, gpu, GpuMetric.SM_ACTIVE)
-        # The throttle flag is sent only in the hours it is set (agent.fault_gate): its share
+        # The throttle flag is sent only in the hours it is set (exporter.fault_gate): its share
         # of the GPU's samples is its sum over the count of samples the GPU answered.
         answered = _statistic(
             cloudwatch, cluster_name, gpu, GpuMetric.POWER_UTILIZATION, "SampleCount"

@@ -13,19 +13,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agent.metric_contract import (
+from alarms.backtest import BacktestResult
+from cdk.settings import Settings
+from cdk.stacks.alarms_stack import GPU_DASHBOARD
+from cli.demo_exporter import NODE, ExporterReplay
+from cli.demo_storage import environment
+from contract.metrics import (
     DIM_CLUSTER,
     DIM_GPU_INDEX,
     DIM_NODE,
     DIM_XID_CODE,
     exporter_log_group,
 )
-from agent.resource_names import dashboard_name
-from alarms.backtest import BacktestResult
-from cdk.settings import Settings
-from cdk.stacks.alarms_stack import GPU_DASHBOARD
-from cli.demo_exporter import NODE, ExporterReplay
-from cli.demo_storage import environment
+from contract.resource_names import dashboard_name
 from lambdas.xid_notifier import handler as notifier
 
 ACCOUNT = "123456789012"

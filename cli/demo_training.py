@@ -1,4 +1,4 @@
-"""The demo's training jobs: simulated through the real emitter (agent.training) into moto's
+"""The demo's training jobs: simulated through the real emitter (emitter.training) into moto's
 CloudWatch and CloudWatch Logs, then analyzed by the training analyzer's real handler.
 
 Five jobs, four ranks each, eight hours on a virtual clock: one healthy, one data-bound, one
@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from agent.emf import EmfDocument, encode
-from agent.metric_contract import DIM_JOB, DIM_NODE, PROP_POD_NAME, PROP_RANK, training_log_group
-from agent.sinks import PutMetricDataSink
-from agent.training import TrainingMetrics
 from cli.demo_storage import END, REPORT_BUCKET, environment, run_analyzer
 from cli.service_answers import Params, fill
+from contract.metrics import DIM_JOB, DIM_NODE, PROP_POD_NAME, PROP_RANK, training_log_group
+from emf.document import EmfDocument, encode
+from emf.sinks import PutMetricDataSink
+from emitter.training import TrainingMetrics
 from lambdas.training_analyzer import handler as training_handler
 
 HOURS = 8
@@ -205,7 +205,7 @@ def run_training_analyzer(
 
 def training_summary(summary: dict[str, Any], findings: list[dict[str, Any]]) -> list[str]:
     lines = [
-        f"7. Simulated {len(JOBS)} training jobs x {RANKS} ranks through agent.training and ran "
+        f"7. Simulated {len(JOBS)} training jobs x {RANKS} ranks through emitter.training and ran "
         f"the training analyzer's Lambda handler: {summary['jobs']} jobs, "
         f"{summary['gpu_hours']:,.0f} GPU-hours, {len(findings)} findings:"
     ]

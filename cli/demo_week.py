@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from agent.metric_contract import (
+from cli.demo_storage import END
+from contract.metrics import (
     CI_NODE_GPU_POWER_METRIC,
     CI_POD_GPU_POWER_METRIC,
     CI_POD_GPU_UTILIZATION_METRIC,
@@ -45,7 +46,6 @@ from agent.metric_contract import (
     alarm_shard,
     gpu_schema,
 )
-from cli.demo_storage import END
 
 DAYS: Final = 7
 HOURS: Final = DAYS * 24

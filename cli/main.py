@@ -7,9 +7,6 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from agent.cloudwatch_agent_config import DEFAULT_GPU_MEASUREMENTS, gpu_node_agent_config
-from agent.cost import ENHANCED_CI_PER_MILLION_OBSERVATIONS, estimate
-from agent.manifest import DEFAULT_GPU_NODE_LABELS, exporter_manifests
 from alarms.catalog import AlarmSettings, alarm_sizing
 from alarms.cloudwatch_history import HistoryFetchError
 from alarms.sizing import shards_for
@@ -22,6 +19,14 @@ from cli.failures import AwsFailureError
 from cli.preflight import ChecksFailedError
 from cli.preflight import add_arguments as add_preflight_arguments
 from cli.preflight import run as run_preflight
+from deploy_config.cloudwatch_agent_config import DEFAULT_GPU_MEASUREMENTS, gpu_node_agent_config
+from deploy_config.cost import ENHANCED_CI_PER_MILLION_OBSERVATIONS, estimate
+from deploy_config.manifest import (
+    DEFAULT_GPU_NODE_LABELS,
+    ManifestError,
+    exporter_manifests,
+    image_problem,
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -134,6 +139,9 @@ def _agent_config(args: argparse.Namespace) -> str:
 
 
 def _manifest(args: argparse.Namespace) -> str:
+    problem = image_problem(args.image)
+    if problem:
+        raise ManifestError(problem)
     objects = exporter_manifests(
         image=args.image,
         cluster_name=args.cluster_name,

@@ -21,15 +21,15 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final
 
-from agent.metric_contract import (
-    container_insights_log_group_prefix,
-    exporter_log_group,
-    training_log_group,
-)
 from alarms.catalog import gpu_alarms
 from alarms.model import InsightsQuery
 from alarms.sizing import INSIGHTS_ALARM_QUOTA
 from cdk.settings import AgentCredentials, Settings
+from contract.metrics import (
+    container_insights_log_group_prefix,
+    exporter_log_group,
+    training_log_group,
+)
 
 POD_IDENTITY_ADDON: Final = "eks-pod-identity-agent"
 OBSERVABILITY_ADDON: Final = "amazon-cloudwatch-observability"

@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
-from agent.metric_contract import (
+from contract.metrics import (
     CI_NODE_GPU_METRICS,
     CI_NODE_GPU_SCHEMA,
     DIM_CLUSTER,
@@ -43,7 +43,7 @@ from agent.metric_contract import (
     WasteMetric,
     gpu_schema,
 )
-from agent.resource_names import dashboard_name
+from contract.resource_names import dashboard_name
 from dashboards.links import (
     JOB_PATTERN,
     NODE_DASHBOARD,
@@ -84,7 +84,7 @@ FLEET_SM: Final = "Fleet SM activity (%)"
 OUTLIER_LOW_POWER: Final = "Lowest power in use (% of limit), 10 GPUs"
 OUTLIER_LOW_SM: Final = "Lowest SM activity (%), 10 GPUs"
 OUTLIER_HOT: Final = "Hottest (C), 10 GPUs"
-#: Throttle flags are sent only in the hours they are set (agent.fault_gate): their SUM is the
+#: Throttle flags are sent only in the hours they are set (exporter.fault_gate): their SUM is the
 #: count of throttled samples, where an AVG over the hours sent would overstate the share.
 OUTLIER_THERMAL: Final = "Most thermally throttled (throttled samples), 10 GPUs"
 OUTLIER_POWER_BRAKE: Final = "Most power-braked (braked samples), 10 GPUs"

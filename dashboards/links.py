@@ -8,7 +8,7 @@ dashboard's name in the console fragment), as the console writes it when a varia
 from typing import Final
 from urllib.parse import quote
 
-from agent.resource_names import dashboard_name
+from contract.resource_names import dashboard_name
 
 #: What the node and job pattern variables replace in the bodies' queries.
 NODE_PATTERN: Final = "NODE_TO_SHOW"

@@ -11,14 +11,14 @@ from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from agent.metric_contract import (
+from cdk.constructs.nag import acknowledge_wildcard_resources
+from contract.metrics import (
     AGENT_NAMESPACE,
     AGENT_SERVICE_ACCOUNT,
     container_insights_log_group_prefix,
     exporter_log_group,
     training_log_group,
 )
-from cdk.constructs.nag import acknowledge_wildcard_resources
 
 POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
 

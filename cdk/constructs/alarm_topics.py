@@ -17,7 +17,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from agent.resource_names import topic_display_name, topic_name
+from contract.resource_names import topic_display_name, topic_name
 
 
 class AlarmTopics(Construct):

@@ -8,8 +8,8 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from agent.resource_names import alarm_name
 from alarms.model import AlarmSpec, Difference, InsightsQuery, MetricStat, Severity
+from contract.resource_names import alarm_name
 
 
 def _metric_stat(stat: MetricStat, period_s: int) -> dict[str, Any]:

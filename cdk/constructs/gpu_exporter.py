@@ -2,15 +2,19 @@
 
 from pathlib import Path
 
-from aws_cdk import Acknowledgment, CfnOutput, NestedStack, Stack, Validations
+from aws_cdk import Acknowledgment, CfnOutput, IgnoreMode, NestedStack, Stack, Validations
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_eks as eks
 from constructs import Construct
 
-from agent.manifest import exporter_manifests
 from cdk.constructs.checkov import skip_provider_functions
+from deploy_config.manifest import exporter_manifests
 
-AGENT_DIR = Path(__file__).resolve().parents[2] / "agent"
+ROOT = Path(__file__).resolve().parents[2]
+#: The image's build context: the repository root, cut down to the packages the exporter runs
+#: (its Dockerfile copies exactly these), in .dockerignore syntax: all out, then these back in.
+EXPORTER_PACKAGES = ("exporter", "emf", "contract")
+IMAGE_EXCLUDE = ["*", *(f"!{p}" for p in EXPORTER_PACKAGES), "**/__pycache__", "**/*.pyc"]
 
 
 class GpuExporter(Construct):
@@ -30,13 +34,15 @@ class GpuExporter(Construct):
         alarm_shards: int = 1,
     ) -> None:
         super().__init__(scope, construct_id)
-        # Built from agent/ at deploy time; synth only fingerprints the folder (no Docker).
+        # Built at deploy time; synth only stages and fingerprints the context (no Docker).
         self.image = ecr_assets.DockerImageAsset(
             self,
             "Image",
-            directory=str(AGENT_DIR),
+            directory=str(ROOT),
+            file="exporter/Dockerfile",
             platform=ecr_assets.Platform.LINUX_AMD64,
-            exclude=["**/__pycache__", "**/*.pyc"],
+            exclude=IMAGE_EXCLUDE,
+            ignore_mode=IgnoreMode.DOCKER,
         )
         manifests = exporter_manifests(
             image=self.image.image_uri,

@@ -21,7 +21,7 @@ def lambda_code(modules: Sequence[str]) -> lambda_.Code:
 
 
 def stage_modules(modules: Sequence[str]) -> Path:
-    """``modules`` are paths relative to the repository root, such as ``agent/xid.py``; the
+    """``modules`` are paths relative to the repository root, such as ``contract/xid.py``; the
     ``__init__.py`` of each package on the way is added."""
     staging = Path(tempfile.mkdtemp(prefix="gpu-insights-lambda-"))
     wanted = set(modules)

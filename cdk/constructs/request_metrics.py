@@ -18,8 +18,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from agent.metric_contract import REQUEST_METRICS_FILTER_ID
 from cdk.constructs.nag import acknowledge_custom_resource_provider
+from contract.metrics import REQUEST_METRICS_FILTER_ID
 
 FILTER_ID = REQUEST_METRICS_FILTER_ID
 

@@ -19,8 +19,6 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from agent.metric_contract import DIM_XID_CODE
-from agent.xid import KERNEL_XID_FILTER_PATTERN
 from cdk.constructs.checkov import (
     FUNCTION_REASONS,
     LOG_GROUP_REASONS,
@@ -29,6 +27,8 @@ from cdk.constructs.checkov import (
 )
 from cdk.constructs.lambda_code import lambda_code
 from cdk.constructs.nag import acknowledge_wildcard_resources
+from contract.metrics import DIM_XID_CODE
+from contract.xid import KERNEL_XID_FILTER_PATTERN
 
 #: What the function imports: its own code, the shared client factory, and the XID table it
 #: shares with the exporter.
@@ -43,9 +43,9 @@ MODULES = (
     "lambdas/shared/aws_clients.py",
     "lambdas/shared/events.py",
     "lambdas/shared/subscription.py",
-    "agent/xid.py",
-    "agent/metric_contract.py",
-    "agent/resource_names.py",
+    "contract/xid.py",
+    "contract/metrics.py",
+    "contract/resource_names.py",
     "dashboards/links.py",
 )
 

@@ -5,14 +5,6 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from agent.metric_contract import (
-    HOST_LOG_XID_METRIC,
-    container_insights_log_group_prefix,
-    exporter_log_group,
-    host_log_namespace,
-)
-from agent.resource_names import dashboard_name
-from agent.xid import KERNEL_XID_FILTER_PATTERN
 from alarms.catalog import gpu_alarms
 from cdk.constructs.agent_log_group import AgentLogGroup
 from cdk.constructs.alarm_topics import AlarmTopics
@@ -20,6 +12,14 @@ from cdk.constructs.gpu_alarms import GpuAlarms
 from cdk.constructs.xid_notifier import XidNotifier
 from cdk.settings import Settings
 from cdk.stacks.deployment_stack import DeploymentStack
+from contract.metrics import (
+    HOST_LOG_XID_METRIC,
+    container_insights_log_group_prefix,
+    exporter_log_group,
+    host_log_namespace,
+)
+from contract.resource_names import dashboard_name
+from contract.xid import KERNEL_XID_FILTER_PATTERN
 from dashboards.bodies import all_dashboards, encode
 from dashboards.links import NODE_DASHBOARD
 

@@ -6,8 +6,6 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from agent.metric_contract import NAMESPACE_FINDINGS, NAMESPACE_WASTE, training_log_group
-from agent.resource_names import topic_name
 from alarms.catalog import gpu_alarms
 from cdk.constructs.agent_log_group import AgentLogGroup
 from cdk.constructs.analyzer_function import AnalyzerFunction
@@ -17,6 +15,8 @@ from cdk.constructs.report_bucket import ReportBucket
 from cdk.constructs.request_metrics import RequestMetrics
 from cdk.settings import Settings
 from cdk.stacks.deployment_stack import DeploymentStack
+from contract.metrics import NAMESPACE_FINDINGS, NAMESPACE_WASTE, training_log_group
+from contract.resource_names import topic_name
 from lambdas.training_analyzer.handler import GPU_HOURS_KEY, JOB_COSTS_KEY
 
 STORAGE_MODULES = (
@@ -36,7 +36,7 @@ STORAGE_MODULES = (
     "lambdas/storage_analyzer/handler.py",
     "lambdas/storage_analyzer/run.py",
     "lambdas/storage_analyzer/s3_analysis.py",
-    "agent/metric_contract.py",
+    "contract/metrics.py",
 )
 
 
@@ -61,7 +61,7 @@ TRAINING_MODULES = (
     "lambdas/training_analyzer/gpu_prices.py",
     "lambdas/training_analyzer/handler.py",
     "lambdas/training_analyzer/run.py",
-    "agent/metric_contract.py",
+    "contract/metrics.py",
 )
 
 
@@ -94,8 +94,8 @@ REPORT_MODULES = (
     "lambdas/weekly_report/waste.py",
     "lambdas/weekly_report/waste_section.py",
     "lambdas/weekly_report/week.py",
-    "agent/metric_contract.py",
-    "agent/resource_names.py",
+    "contract/metrics.py",
+    "contract/resource_names.py",
 )
 
 

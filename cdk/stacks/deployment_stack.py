@@ -5,8 +5,8 @@ from typing import ClassVar
 from aws_cdk import Environment, Stack
 from constructs import Construct
 
-from agent.resource_names import stack_name
 from cdk.settings import Settings
+from contract.resource_names import stack_name
 
 
 class DeploymentStack(Stack):

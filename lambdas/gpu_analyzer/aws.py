@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from agent.metric_contract import (
+from contract.metrics import (
     CI_NODE_GPU_POWER_METRIC,
     CI_POD_GPU_POWER_METRIC,
     CI_POD_GPU_UTILIZATION_METRIC,

@@ -85,7 +85,7 @@ def held_not_working(
         waste = idle * gpu_hour_usd
         ref = pods[0].job
         related = tuple(sorted(r for r in linked.get(job, ()) if r.split(" ", 1)[0] in CAUSES))
-        how = "named by agent.training" if not ref.inferred else f"inferred: {ref.kind}"
+        how = "named by emitter.training" if not ref.inferred else f"inferred: {ref.kind}"
         sliced = any(p.time_sliced for p in pods)
         findings.append(
             Finding(

@@ -4,7 +4,7 @@ namespace), for dashboards that show held-but-idle GPU-hours and dollars by name
 from datetime import UTC, datetime
 from typing import Any
 
-from agent.metric_contract import (
+from contract.metrics import (
     DIM_CLUSTER,
     DIM_NAMESPACE,
     NAMESPACE_WASTE,

@@ -41,7 +41,7 @@ PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
 @dataclass(frozen=True)
 class JobRef:
     job: str
-    #: The workload kind, or ``agent.training`` where the emitter named the job.
+    #: The workload kind, or ``emitter.training`` where the emitter named the job.
     kind: str
     inferred: bool
 
@@ -58,5 +58,5 @@ def infer_job(pod: str) -> JobRef:
 def job_of(pod: str, exact: Mapping[str, str]) -> JobRef:
     """``exact`` maps pod names to the job the training emitter reported from inside them."""
     if pod in exact:
-        return JobRef(job=exact[pod], kind="agent.training", inferred=False)
+        return JobRef(job=exact[pod], kind="emitter.training", inferred=False)
     return infer_job(pod)

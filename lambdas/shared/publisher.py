@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from agent.metric_contract import (
+from contract.metrics import (
     DIM_CLUSTER,
     DIM_KIND,
     DIM_SEVERITY,

@@ -5,7 +5,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from agent.metric_contract import (
+from contract.metrics import (
     DIM_CLUSTER,
     DIM_GPU_INDEX,
     DIM_JOB,

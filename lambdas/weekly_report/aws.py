@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
-from agent.metric_contract import (
+from contract.metrics import (
     DIM_CLUSTER,
     DIM_NODE,
     DIM_XID_CODE,
@@ -16,7 +16,7 @@ from agent.metric_contract import (
     GpuMetric,
     TrainingMetric,
 )
-from agent.resource_names import alarm_name
+from contract.resource_names import alarm_name
 from lambdas.shared.metric_fetcher import MetricQuery, fetch
 from lambdas.shared.s3_objects import read_object
 from lambdas.training_analyzer.aws import list_jobs
@@ -92,7 +92,7 @@ def xid_counts(
 
 
 def alarm_prefix(cluster: str) -> str:
-    """What every alarm of the deployment is named with (agent/resource_names.py)."""
+    """What every alarm of the deployment is named with (contract/resource_names.py)."""
     return alarm_name(cluster, "")
 
 

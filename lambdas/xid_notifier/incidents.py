@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from agent.metric_contract import DIM_CLUSTER, DIM_GPU_INDEX, DIM_JOB, DIM_NODE
-from agent.resource_names import alarm_name
-from agent.xid import XidSeverity
+from contract.metrics import DIM_CLUSTER, DIM_GPU_INDEX, DIM_JOB, DIM_NODE
+from contract.resource_names import alarm_name
+from contract.xid import XidSeverity
 from lambdas.xid_notifier.links import alarm_url, gpu_dashboard_url
 from lambdas.xid_notifier.messages import XidGroup
 from lambdas.xid_notifier.notification import Incident, Severity

@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from agent.metric_contract import DIM_CLUSTER, DIM_GPU_INDEX, DIM_NODE, DIM_XID_CODE
-from agent.xid import XidLineError, XidSeverity, describe_xid, parse_kernel_xid_line
+from contract.metrics import DIM_CLUSTER, DIM_GPU_INDEX, DIM_NODE, DIM_XID_CODE
+from contract.xid import XidLineError, XidSeverity, describe_xid, parse_kernel_xid_line
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from agent.metric_contract import DIM_GPU_INDEX, DIM_NODE
+from contract.metrics import DIM_GPU_INDEX, DIM_NODE
 
 #: How far back to look: the exporter writes every GPU's document many times in this window.
 LOOKBACK_MS: Final = 10 * 60 * 1000

@@ -8,11 +8,11 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from agent.metric_contract import alarm_shard
 from alarms.backtest import backtest
 from alarms.catalog import AlarmSettings, low_power_alarm
 from alarms.cloudwatch_history import fetch_samples
 from alarms.evaluator import AlarmState
+from contract.metrics import alarm_shard
 from lambdas.shared.metric_fetcher import MAX_QUERIES_PER_CALL as MAX_QUERIES
 
 T0 = 1_764_000_000.0 - 1_764_000_000.0 % 3600

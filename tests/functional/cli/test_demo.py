@@ -7,10 +7,10 @@ from typing import Any
 import jsonschema
 import pytest
 
-from agent.cloudwatch_agent_config import gpu_node_agent_config
-from agent.emf import parse_emf_line
 from cdk.settings import Settings
 from cli.demo import DemoResult, run_demo
+from deploy_config.cloudwatch_agent_config import gpu_node_agent_config
+from emf.document import parse_emf_line
 
 
 def test_demo_synthesizes_stores_and_fetches_the_agent_config(

@@ -1,9 +1,14 @@
 import json
+import re
+from pathlib import Path
 from typing import Any
 
+from aws_cdk import App
+from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk.assertions import Template
 from cfnlint.api import lint
 
+from tests.infra.cdk.test_lambda_code import import_alone
 from tests.infra.conftest import Synth, stack_named
 
 PROD = {"cluster_name": "train-prod", "account": "123456789012", "region": "eu-west-1"}
@@ -59,3 +64,35 @@ def test_cfn_lint_passes_with_the_kubectl_provider(synth: Synth) -> None:
     stack = stack_named(synth(KUBECTL), "-Observability")
     matches = lint(json.dumps(Template.from_stack(stack).to_json()), regions=["eu-west-1"])
     assert [str(m) for m in matches if m.rule.id.startswith("E")] == []
+
+
+def _staged_image_context(synth: Synth) -> Path:
+    stack = stack_named(synth(PROD), "-Observability")
+    (image,) = [c for c in stack.node.find_all() if isinstance(c, ecr_assets.DockerImageAsset)]
+    app = stack.node.root
+    assert isinstance(app, App)
+    return Path(app.outdir) / f"asset.{image.asset_hash}"
+
+
+def test_the_image_context_holds_the_exporters_packages_alone(synth: Synth) -> None:
+    """The context is the repository root cut down by .dockerignore rules (CDK's
+    IgnoreMode.DOCKER, https://docs.aws.amazon.com/cdk/api/v2/docs/aws-cdk-lib.IgnoreMode.html):
+    a CDK app, Lambda code or a .venv in the image would be dead weight and a leak."""
+    context = _staged_image_context(synth)
+    assert sorted(p.name for p in context.iterdir()) == ["contract", "emf", "exporter"]
+    assert (context / "exporter" / "Dockerfile").is_file()
+    assert not list(context.rglob("__pycache__"))
+    copied = re.findall(r"^COPY (\S+) ", (context / "exporter" / "Dockerfile").read_text(), re.M)
+    assert sorted(copied) == ["contract", "emf", "exporter"]
+
+
+def test_every_exporter_module_imports_from_the_image_context_alone(synth: Synth) -> None:
+    context = _staged_image_context(synth)
+    modules = sorted(
+        ".".join(p.relative_to(context).with_suffix("").parts)
+        for p in (context / "exporter").glob("*.py")
+        if p.stem != "__main__"  # it runs the exporter; it only imports exporter.cli
+    )
+    assert "exporter.cli" in modules
+    for module in modules:
+        import_alone(module, context)

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +22,21 @@ IMPORT_ALONE = (
 )
 
 
+def import_alone(module: str, folder: Path) -> None:
+    """Import ``module`` in a fresh interpreter that sees ``folder`` and site-packages only."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT_ALONE, module],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, f"{module}: {done.stderr}"
+    assert done.stdout.strip().startswith(str(folder)), module
+
+
 @pytest.mark.parametrize(
     ("modules", "handler"),
     [
@@ -31,18 +47,7 @@ IMPORT_ALONE = (
     ],
 )
 def test_each_handler_imports_from_its_asset_alone(modules: Sequence[str], handler: str) -> None:
-    staging = stage_modules(modules)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run(
-        [sys.executable, "-c", IMPORT_ALONE, handler],
-        cwd=staging,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().startswith(str(staging))
+    import_alone(handler, stage_modules(modules))
 
 
 def test_a_module_that_does_not_exist_is_named() -> None:

@@ -5,12 +5,12 @@ CloudWatch treats missing data as the alarm says: notBreaching is "good (within 
 https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html#alarms-and-missing-data
 """
 
-from agent.metric_contract import DIM_SHARD, GpuMetric, alarm_shard
 from alarms.backtest import backtest
 from alarms.catalog import AlarmSettings, gpu_alarms
 from alarms.history import Sample
 from alarms.model import MissingData
 from alarms.sparse import published
+from contract.metrics import DIM_SHARD, GpuMetric, alarm_shard
 
 T0 = 1_764_000_000.0 - 1_764_000_000.0 % 3600
 INTERVAL = 10.0

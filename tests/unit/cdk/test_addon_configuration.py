@@ -14,10 +14,9 @@ import jsonschema
 import kubernetes_validate.utils  # type: ignore[import-untyped]
 import pytest
 
-from agent.manifest import DEFAULT_EMF_ENDPOINT
-from agent.metric_contract import EMF_PORT
 from cdk.constructs.addon_configuration import ObservabilityAddonConfiguration
-from tests.unit.agent.reference_data import (
+from contract.metrics import DEFAULT_EMF_ENDPOINT, EMF_PORT
+from tests.unit.reference_data import (
     agent_config_schema,
     observability_chart_values,
     translator_keys,

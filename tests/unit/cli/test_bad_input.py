@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.exporter_cli import main as exporter_main
 from cli.main import main
+from exporter.cli import main as exporter_main
 
 SAMPLE = {
     "namespace": "GpuInsights",
@@ -146,6 +146,13 @@ MANIFEST = ["manifest", "--image", "repo/exporter:1", "--cluster-name", "train"]
         ),
         (["manifest", "--image", "", "--cluster-name", "train"], ["image"]),
         (["manifest", "--image", "x", "--cluster-name", " "], ["cluster name"]),
+        (["manifest", "--image", "repo/exporter:1\nkind: Pod", "--cluster-name", "t"], ["--image"]),
+        (["manifest", "--image", "Repo/Exporter", "--cluster-name", "t"], ["--image"]),
+        (["manifest", "--image", "x", "--cluster-name", "a b"], ["cluster name 'a b'"]),
+        (["analyze", "training", "--cluster-name", ""], ["--cluster-name", "cluster name ''"]),
+        (["analyze", "storage", "--cluster-name=-x"], ["cluster name '-x'"]),
+        (["backtest", "--history", "h.jsonl", "-c", "fleet_gpu=10"], ["did you mean 'fleet_gpus'"]),
+        (["backtest", "--history", "h.jsonl", "-c", "nosuch=1"], ["-c nosuch", "not a setting"]),
         ([*MANIFEST, "--interval", "999999"], ["999999"]),
         ([*MANIFEST, "--taint-key", ""], ["taint key ''"]),
         ([*MANIFEST, "--taint-key", "bad key!"], ["taint key 'bad key!'"]),
@@ -216,7 +223,7 @@ def test_an_unreadable_trace_is_refused(
 def test_a_bad_trace_value_is_a_skipped_line_not_a_crash_mid_run(
     sample: dict[str, object], tmp_path: Path
 ) -> None:
-    from agent.fake_nvml import FakeNvml
+    from exporter.fake_nvml import FakeNvml
 
     nvml = FakeNvml.from_file(_trace(tmp_path, sample), clock=lambda: 10.0)
     assert nvml.malformed_lines == 1  # before: loaded, and a crash once the exporter read it

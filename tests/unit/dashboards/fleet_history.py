@@ -1,7 +1,8 @@
 """A synthetic metric history of a fleet, shaped as the exporter, the training emitter and the
 waste attribution publish it: one GPU of every node idle while held, one hot, one lost."""
 
-from agent.metric_contract import (
+from alarms.history import Sample
+from contract.metrics import (
     ALARM_METRICS,
     CI_NODE_GPU_METRICS,
     CLUSTER_METRICS,
@@ -11,7 +12,6 @@ from agent.metric_contract import (
     WasteMetric,
     alarm_shard,
 )
-from alarms.history import Sample
 
 CLUSTER = "train"
 GPUS = 8

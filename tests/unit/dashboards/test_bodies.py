@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from agent.metric_contract import GpuMetric, TrainingMetric, WasteMetric
 from alarms.insights import parse
+from contract.metrics import GpuMetric, TrainingMetric, WasteMetric
 from dashboards import bodies
 from dashboards.bodies import FINDINGS_METRIC, MAX_BODY_BYTES, all_dashboards, encode
 from dashboards.widgets import GRID_COLUMNS, Widget, layout

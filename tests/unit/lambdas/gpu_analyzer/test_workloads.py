@@ -38,5 +38,7 @@ def test_a_word_is_not_taken_for_a_generated_suffix() -> None:
 
 def test_the_emitters_pod_name_wins_over_the_pattern_and_is_exact() -> None:
     exact = {"llama-ft-worker-3": "llama-ft-run-42"}
-    assert job_of("llama-ft-worker-3", exact) == JobRef("llama-ft-run-42", "agent.training", False)
+    assert job_of("llama-ft-worker-3", exact) == JobRef(
+        "llama-ft-run-42", "emitter.training", False
+    )
     assert job_of("llama-ft-worker-4", exact).inferred

@@ -9,13 +9,13 @@ from urllib.parse import unquote
 import jsonschema
 import pytest
 
-from agent.exporter import Exporter, ExporterConfig
-from agent.fake_nvml import FakeNvml
-from agent.sinks import BufferedSender
-from agent.xid_watcher import XidEvent
 from alarms.catalog import AlarmSettings, gpu_alarms, low_power_alarm
 from dashboards.bodies import gpu_node
 from dashboards.links import node_dashboard_url
+from emf.sinks import BufferedSender
+from exporter.exporter import Exporter, ExporterConfig
+from exporter.fake_nvml import FakeNvml
+from exporter.xid_watcher import XidEvent
 from lambdas.xid_notifier.incidents import (
     AlarmEventError,
     Deployment,
@@ -32,7 +32,7 @@ from lambdas.xid_notifier.notification import (
     render_text,
     subject,
 )
-from tests.unit.agent.nvml_trace import Clock, trace_lines
+from tests.unit.exporter.nvml_trace import Clock, trace_lines
 from tests.unit.lambdas.xid_notifier.events import (
     LOW_POWER_VALUES,
     NODE,

@@ -1,1 +1,0 @@
-"""What runs on or for GPU nodes: CloudWatch agent configuration and the metric contract."""

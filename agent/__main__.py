@@ -1,5 +1,0 @@
-import sys
-
-from agent.exporter_cli import main
-
-sys.exit(main())

@@ -1,0 +1,199 @@
+"""The exporter's Kubernetes objects: a namespace, a service account, a DaemonSet.
+
+Rules the DaemonSet keeps, and why:
+- it requests no ``nvidia.com/gpu``: that would take GPUs away from jobs. It sees every GPU
+  through the NVIDIA container runtime (``NVIDIA_VISIBLE_DEVICES=all``, utility capability
+  only, which is what NVML needs), as the DCGM exporter does;
+- it selects GPU nodes by label (GPU feature discovery, Karpenter, EKS Auto Mode), never by an
+  instance-type list that goes stale, and tolerates the GPU taints;
+- it has resource limits, a read-only root filesystem, runs as nobody with every capability
+  dropped, and shares the host's PID namespace only when pod attribution is asked for (NVML
+  reports no processes of other PID namespaces, and their cgroups name the pod).
+"""
+
+import re
+from collections.abc import Sequence
+from typing import Any, Final
+
+from contract.metrics import DEFAULT_EMF_ENDPOINT, EXPORTER_MAX_INTERVAL_S
+from contract.resource_names import cluster_name_problem
+
+#: Kubernetes "Labels and Selectors", syntax and character set (taint keys follow it): an
+#: optional DNS-subdomain prefix of at most 253 characters and "/", then a name of 1 to 63
+#: characters, alphanumerics with "-", "_", "." inside.
+#: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set
+_LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def is_label_key(key: str) -> bool:
+    prefix, slash, name = key.rpartition("/")
+    if slash and not (len(prefix) <= 253 and _DNS_SUBDOMAIN.fullmatch(prefix)):
+        return False
+    return _LABEL_NAME.fullmatch(name) is not None
+
+
+NAME: Final = "gpu-insights-exporter"
+DEFAULT_NAMESPACE: Final = "gpu-insights"
+
+#: Labels that mark NVIDIA GPU nodes; a node with any one of them gets the exporter. EKS Auto
+#: Mode's own label (eks.amazonaws.com/instance-gpu-manufacturer) is left out on purpose.
+DEFAULT_GPU_NODE_LABELS: Final[tuple[str, ...]] = (
+    "nvidia.com/gpu.present=true",  # NVIDIA GPU feature discovery / GPU operator
+    "karpenter.k8s.aws/instance-gpu-manufacturer=nvidia",  # Karpenter
+)
+#: Where the exporter can run, whatever the labels: the image is built for linux/amd64 only
+#: (cdk/constructs/gpu_exporter.py), and EKS Auto Mode nodes do not hand NVIDIA_VISIBLE_DEVICES
+#: to unprivileged containers, so on either it would crash-loop without NVML (preflight and
+#: the README say what covers those nodes).
+REQUIRED_NODE_EXPRESSIONS: Final[tuple[dict[str, Any], ...]] = (
+    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+    {"key": "eks.amazonaws.com/compute-type", "operator": "NotIn", "values": ["auto"]},
+)
+
+
+class ManifestError(ValueError):
+    """A manifest setting that Kubernetes would reject."""
+
+
+#: An image reference by the grammar of distribution/reference (regexp.go), which the kubelet's
+#: container runtimes parse: [domain[:port]/]path[:tag][@digest], path components in lower case.
+#: https://github.com/distribution/reference/blob/main/reference.go
+_DOMAIN_PART = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_PATH_PART = r"[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*"
+_IMAGE = re.compile(
+    rf"(?:{_DOMAIN_PART}(?:\.{_DOMAIN_PART})*(?::[0-9]+)?/)?"
+    rf"{_PATH_PART}(?:/{_PATH_PART})*"
+    r"(?::[\w][\w.-]{0,127})?"
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?"
+)
+
+
+def image_problem(image: str) -> str | None:
+    """Why ``image`` is not an image reference a node could pull, or None. (The CDK app passes
+    its image asset's URI, a token until deploy, so only the command line checks this.)"""
+    if _IMAGE.fullmatch(image) and len(image) <= 255 + 128 + 80:
+        return None
+    return (
+        f"--image {image!r} is not an image reference "
+        "([registry/]repository[:tag][@sha256:digest], repository in lower case)"
+    )
+
+
+def _label_terms(labels: Sequence[str]) -> list[dict[str, Any]]:
+    terms = []
+    for label in labels:
+        key, sep, value = label.partition("=")
+        if not sep or not key or not value:
+            raise ManifestError(f"GPU node label {label!r} is not key=value")
+        # Expressions within a term are ANDed, terms ORed: each GPU label with the requirements.
+        expressions = [{"key": key, "operator": "In", "values": [value]}]
+        terms.append({"matchExpressions": [*expressions, *REQUIRED_NODE_EXPRESSIONS]})
+    if not terms:
+        raise ManifestError("at least one GPU node label is needed to find GPU nodes")
+    return terms
+
+
+def exporter_manifests(
+    *,
+    image: str,
+    cluster_name: str,
+    namespace: str = DEFAULT_NAMESPACE,
+    interval_s: int = 10,
+    emf_endpoint: str = DEFAULT_EMF_ENDPOINT,
+    gpu_node_labels: Sequence[str] = DEFAULT_GPU_NODE_LABELS,
+    gpu_taint_keys: Sequence[str] = ("nvidia.com/gpu",),
+    pod_attribution: bool = False,
+    alarm_shards: int = 1,
+) -> list[dict[str, Any]]:
+    """The objects to apply, in order."""
+    if not 1 <= interval_s <= EXPORTER_MAX_INTERVAL_S:
+        raise ManifestError(
+            f"exporter interval {interval_s} s must be 1 to {EXPORTER_MAX_INTERVAL_S} s"
+        )
+    if not image.strip():
+        raise ManifestError("the image must not be empty")
+    problem = cluster_name_problem(cluster_name)
+    if problem:
+        raise ManifestError(problem)
+    for key in gpu_taint_keys:
+        if not is_label_key(key):
+            raise ManifestError(
+                f"taint key {key!r} is not a Kubernetes label key ([prefix/]name: a DNS "
+                "subdomain of at most 253 characters, then 1 to 63 alphanumerics, '-', '_', "
+                "'.', starting and ending alphanumeric)"
+            )
+    labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "eks-gpu-insights"}
+    args = [
+        "--cluster-name", cluster_name,
+        "--node-name", "$(NODE_NAME)",
+        "--interval", str(interval_s),
+        "--alarm-shards", str(alarm_shards),
+        "--emf-endpoint", emf_endpoint,
+    ]  # fmt: skip
+    if pod_attribution:
+        args += ["--proc-root", "/proc"]
+    container = {
+        "name": "exporter",
+        "image": image,
+        "args": args,
+        "env": [
+            {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+            {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
+            {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "utility"},
+            {"name": "PYTHONUNBUFFERED", "value": "1"},
+        ],
+        "resources": {
+            "requests": {"cpu": "10m", "memory": "48Mi"},
+            "limits": {"cpu": "200m", "memory": "128Mi"},
+        },
+        "securityContext": {
+            "readOnlyRootFilesystem": True,
+            "allowPrivilegeEscalation": False,
+            "runAsNonRoot": True,
+            "runAsUser": 65534,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+    }
+    daemon_set = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": NAME, "namespace": namespace, "labels": labels},
+        "spec": {
+            "selector": {"matchLabels": {"app.kubernetes.io/name": NAME}},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "serviceAccountName": NAME,
+                    "automountServiceAccountToken": False,
+                    "terminationGracePeriodSeconds": 15,
+                    "affinity": {
+                        "nodeAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": {
+                                "nodeSelectorTerms": _label_terms(gpu_node_labels)
+                            }
+                        }
+                    },
+                    "tolerations": [{"key": key, "operator": "Exists"} for key in gpu_taint_keys],
+                    "containers": [container],
+                    **({"hostPID": True} if pod_attribution else {}),
+                },
+            },
+        },
+    }
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": namespace, "labels": labels},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": NAME, "namespace": namespace, "labels": labels},
+            "automountServiceAccountToken": False,
+        },
+        daemon_set,
+    ]

@@ -1,0 +1,111 @@
+"""Deterministic NVML traces of a GPU node, for the demo and the benchmarks.
+
+Each GPU follows a role: ``busy`` (a training job near its power limit), ``idle`` (allocated
+but waiting, drawing little power), ``thermal`` (busy, throttling in the afternoons), or
+``failing`` (busy, then an uncorrectable ECC error, an XID 48 and off the bus). Thermal
+throttling happens from 13:00 to 16:00, counted from ``start_hour`` at the trace's start.
+The same seed gives the same trace, so the demo's numbers are stable.
+"""
+
+import json
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class SimulatedGpu:
+    role: str
+    name: str = "NVIDIA H100 80GB HBM3"
+    power_limit_w: float = 700.0
+    gpm: bool = True
+
+
+ROLES = ("busy", "idle", "thermal", "failing")
+
+
+def node_trace(
+    gpus: Sequence[SimulatedGpu],
+    *,
+    duration_s: float,
+    step_s: float = 60.0,
+    seed: int = 7,
+    node: str = "node",
+    start_hour: float = 0.0,
+) -> list[str]:
+    """JSON lines for exporter.fake_nvml.FakeNvml."""
+    for gpu in gpus:
+        if gpu.role not in ROLES:
+            raise ValueError(f"unknown GPU role {gpu.role!r}; one of {', '.join(ROLES)}")
+    rng = random.Random(f"{seed}-{node}")
+    lines = []
+    for index, gpu in enumerate(gpus):
+        lines.append(
+            json.dumps(
+                {
+                    "kind": "gpu",
+                    "index": index,
+                    "name": gpu.name,
+                    "uuid": f"GPU-{node}-{index}",
+                    "pci_bus_id": f"00000000:{0x10 + index:02x}:00.0",
+                    "power_limit_w": gpu.power_limit_w,
+                    "gpm": gpu.gpm,
+                }
+            )
+        )
+    steps = int(duration_s // step_s)
+    for index, gpu in enumerate(gpus):
+        failed_at = duration_s * 0.8 if gpu.role == "failing" else math.inf
+        ecc = 0
+        for step in range(steps):
+            t = step * step_s
+            if t >= failed_at:
+                break
+            hour = (start_hour + t / 3600) % 24
+            busy = gpu.role != "idle"
+            share = rng.uniform(0.82, 0.95) if busy else rng.uniform(0.09, 0.15)
+            hot = gpu.role == "thermal" and 13 <= hour < 16
+            if hot:
+                share *= 0.85
+            if gpu.role == "failing" and t >= failed_at - 600:
+                ecc += 1
+            sample = {
+                "kind": "sample",
+                "t": t,
+                "index": index,
+                "power_w": round(share * gpu.power_limit_w, 1),
+                "utilization": rng.randint(92, 100) if busy else rng.randint(0, 3),
+                "memory_util": rng.randint(40, 70) if busy else 0,
+                "memory_used_bytes": (rng.randint(55, 75) if busy else 2) * GIB,
+                "temperature_c": rng.randint(84, 88)
+                if hot
+                else rng.randint(60, 75)
+                if busy
+                else 34,
+                "throttle": ["thermal"] if hot else (["power"] if share > 0.94 else []),
+                "ecc_uncorrected_total": ecc,
+                "remap_pending": ecc > 0,
+                "pids": [1000 + index] if busy else [],
+            }
+            if gpu.gpm:
+                sample.update(
+                    {
+                        "sm_active": round(rng.uniform(80, 92) if busy else rng.uniform(0, 2), 1),
+                        "sm_occupancy": round(rng.uniform(35, 50) if busy else 0.0, 1),
+                        "tensor_active": round(rng.uniform(55, 70) if busy else 0.0, 1),
+                    }
+                )
+            lines.append(json.dumps(sample))
+        if gpu.role == "failing":
+            lines.append(
+                json.dumps({"kind": "xid", "t": failed_at - 30, "index": index, "code": 48})
+            )
+            lines.append(json.dumps({"kind": "lost", "t": failed_at, "index": index}))
+        elif gpu.role == "busy" and index == 0:
+            lines.append(
+                json.dumps({"kind": "xid", "t": duration_s * 0.3, "index": index, "code": 13})
+            )
+    return lines
