@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from alarms.backtest import BacktestResult
+from alarms.evaluator import Transition
 from cdk.settings import Settings
 from cdk.stacks.alarms_stack import GPU_DASHBOARD
 from cli.demo_exporter import NODE, ExporterReplay
@@ -78,15 +79,17 @@ _WORDING = {
 
 
 def cloudwatch_reason(result: BacktestResult, values: list[float], at: datetime) -> str:
-    """The backtest's breaching datapoints in CloudWatch's own state-reason sentence."""
+    """The backtest's breach in CloudWatch's state-reason sentence for a contributor: how many
+    datapoints crossed and the most recent one (the User Guide's "Alarm Contributor Example",
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-and-eventbridge.html)."""
     spec = result.spec
-    stamp = f"{at:%d/%m/%y %H:%M:%S}"
-    points = ", ".join(f"{v:g} ({stamp})" for v in values)
+    crossed = [v for v in values if spec.comparison.breaches(v, spec.threshold)]
+    hits = len(crossed) or spec.datapoints_to_alarm
+    latest = f" [{crossed[-1]:g} ({at:%d/%m/%y %H:%M:%S})]" if crossed else ""
     return (
-        f"Threshold Crossed: {spec.datapoints_to_alarm} out of the last "
-        f"{spec.evaluation_periods} datapoints [{points}] was {_WORDING[str(spec.comparison)]} "
-        f"the threshold ({float(spec.threshold)}) (minimum {spec.datapoints_to_alarm} "
-        "datapoints for OK -> ALARM transition)."
+        f"Threshold Crossed: {hits} datapoint{'s were' if hits != 1 else ' was'} "
+        f"{_WORDING[str(spec.comparison)]} the threshold ({float(spec.threshold)}). "
+        f"The most recent datapoint which crossed the threshold:{latest}."
     )
 
 
@@ -94,7 +97,7 @@ def contributor_event(
     settings: Settings, result: BacktestResult, gpu: str, region: str
 ) -> dict[str, Any]:
     """A ``CloudWatch Alarm Contributor State Change`` for one GPU of one raised alarm."""
-    first = next(t for t in result.transitions if t.new.value == "ALARM")
+    first = _first_alarm(result, gpu)
     when = datetime.fromtimestamp(first.time, UTC)
     name = result.spec.alarm_name(settings.cluster_name)
     return {
@@ -124,6 +127,18 @@ def contributor_event(
             },
         },
     }
+
+
+def _first_alarm(result: BacktestResult, gpu: str) -> Transition:
+    """The GPU's own first ALARM as a contributor (its reason lists its datapoints), else the
+    alarm's."""
+    names = result.contributor_names
+    for group, transitions in result.contributors.items():
+        if dict(zip(names, group, strict=True)).get(DIM_GPU_INDEX) == gpu:
+            for transition in transitions:
+                if transition.new.value == "ALARM":
+                    return transition
+    return next(t for t in result.transitions if t.new.value == "ALARM")
 
 
 def _values(reason: str) -> list[float]:

@@ -1,12 +1,14 @@
-"""Where alarms go: a critical topic (pages) and a warning topic (a digest), both encrypted
-with a customer managed key that CloudWatch may use, and refusing non-TLS access.
+"""Where notifications go: a critical topic (pages) and a warning topic (a digest), both
+encrypted with a customer managed key, and refusing non-TLS access.
 
-A topic policy replaces the default one SNS gives a topic, so a policy holding only the TLS
-Deny leaves CloudWatch no Allow and every alarm action fails. Each topic's policy allows
-cloudwatch.amazonaws.com to publish for this account's alarms only: aws:SourceAccount and
-aws:SourceArn guard against the confused deputy, as in AWS's example for alarms
-(https://docs.aws.amazon.com/sns/latest/dg/sns-access-policy-use-cases.html). The key policy
-lets CloudWatch encrypt for the topics
+The notifier publishes the GPU alarms' notifications (its role's identity policy; the key
+policy's account statement delegates to IAM). CloudWatch publishes only for the alarms
+:meth:`AlarmTopics.allow_alarm` names: the notifier's own failure alarm, which cannot go
+through the notifier. A topic policy replaces the default one SNS gives a topic, so each such
+alarm gets an Allow for cloudwatch.amazonaws.com on the topic, with aws:SourceAccount and
+aws:SourceArn (that alarm's ARN) against the confused deputy, as in AWS's example for alarms
+(https://docs.aws.amazon.com/sns/latest/dg/sns-access-policy-use-cases.html), and the key
+policy lets CloudWatch encrypt for it
 (https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services).
 """
 
@@ -41,15 +43,6 @@ class AlarmTopics(Construct):
             enable_key_rotation=True,
             removal_policy=RemovalPolicy.RETAIN,
         )
-        # CloudWatch publishes alarm notifications to the encrypted topics with this key.
-        self.key.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="CloudWatchAlarmsPublish",
-                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                actions=["kms:Decrypt", "kms:GenerateDataKey"],
-                resources=["*"],
-            )
-        )
         self.critical = self._topic("Critical", cluster_name, "critical")
         self.warning = self._topic("Warning", cluster_name, "warning")
         for email in critical_emails:
@@ -68,24 +61,38 @@ class AlarmTopics(Construct):
             master_key=self.key,
             enforce_ssl=True,
         )
+        return topic
+
+    def allow_alarm(self, topic: sns.ITopic, alarm_name: str) -> None:
+        """Let this one alarm of this account publish to the topic (its alarm action)."""
         stack = Stack.of(self)
+        conditions = {
+            "StringEquals": {"aws:SourceAccount": stack.account},
+            "ArnLike": {
+                "aws:SourceArn": stack.format_arn(
+                    service="cloudwatch",
+                    resource="alarm",
+                    resource_name=alarm_name,
+                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                )
+            },
+        }
         topic.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="CloudWatchAlarmsPublish",
                 principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
                 actions=["sns:Publish"],
                 resources=[topic.topic_arn],
-                conditions={
-                    "StringEquals": {"aws:SourceAccount": stack.account},
-                    "ArnLike": {
-                        "aws:SourceArn": stack.format_arn(
-                            service="cloudwatch",
-                            resource="alarm",
-                            resource_name="*",
-                            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                        )
-                    },
-                },
+                conditions=conditions,
             )
         )
-        return topic
+        # CloudWatch encrypts the alarm's notification for the topic with this key (the
+        # statement of AWS's example, which sets no condition).
+        self.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsPublish",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                resources=["*"],
+            )
+        )

@@ -1,14 +1,17 @@
 """CloudWatch alarms from the alarm definitions (alarms.catalog), and one composite per
-cluster that sums up GPU fleet health."""
+cluster that sums up GPU fleet health.
+
+The alarms have no actions: their state changes, and their contributors', reach people only
+through the notifier (its EventBridge rule, cdk/constructs/xid_notifier.py), which names the
+GPU and pages once. An SNS alarm action would send CloudWatch's raw alarm JSON beside it."""
 
 from collections.abc import Sequence
 from typing import Any
 
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from alarms.model import AlarmSpec, Difference, InsightsQuery, MetricStat, Severity
+from alarms.model import AlarmSpec, Difference, InsightsQuery, MetricStat
 from contract.resource_names import alarm_name
 
 
@@ -74,20 +77,17 @@ class GpuAlarms(Construct):
         *,
         cluster_name: str,
         specs: Sequence[AlarmSpec],
-        critical: sns.ITopic,
-        warning: sns.ITopic,
     ) -> None:
         super().__init__(scope, construct_id)
         self.alarms: dict[str, cloudwatch.CfnAlarm] = {}
         for spec in specs:
-            topic = critical if spec.severity is Severity.CRITICAL else warning
             missing = f"Missing data: {spec.missing_data} ({spec.missing_data_reason})."
             self.alarms[spec.key] = cloudwatch.CfnAlarm(
                 self,
                 spec.key,
                 alarm_name=spec.alarm_name(cluster_name),
-                # "[severity] kind:" first, so a notification maps any shard's alarm to its
-                # kind and topic without a lookup; contributors name cluster, node and GPU.
+                # "[severity] kind:" first, so a reader maps any shard's alarm to its kind and
+                # topic without a lookup; contributors name cluster, node and GPU.
                 alarm_description=(
                     f"[{spec.severity}] {spec.alarm_kind}: {spec.description} {missing}"
                 )[:1024],
@@ -96,8 +96,6 @@ class GpuAlarms(Construct):
                 evaluation_periods=spec.evaluation_periods,
                 datapoints_to_alarm=spec.datapoints_to_alarm,
                 treat_missing_data=str(spec.missing_data),
-                alarm_actions=[topic.topic_arn],
-                ok_actions=[topic.topic_arn] if spec.severity is Severity.CRITICAL else None,
                 **alarm_metric_properties(spec),
             )
         names = [alarm.alarm_name for alarm in self.alarms.values()]
@@ -108,7 +106,7 @@ class GpuAlarms(Construct):
             alarm_rule=" OR ".join(f'ALARM("{name}")' for name in names),
             alarm_description=(
                 f"GPU fleet health of {cluster_name}: in ALARM while any GPU alarm is. It sends "
-                "nothing itself (each alarm notifies its own topic); put it on dashboards."
+                "nothing itself (the notifier pages each GPU); put it on dashboards."
             ),
             actions_enabled=False,
         )

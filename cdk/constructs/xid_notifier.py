@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -28,6 +29,7 @@ from cdk.constructs.checkov import (
 from cdk.constructs.lambda_code import lambda_code
 from cdk.constructs.nag import acknowledge_wildcard_resources
 from contract.metrics import DIM_XID_CODE
+from contract.resource_names import alarm_name
 from contract.xid import KERNEL_XID_FILTER_PATTERN
 
 #: What the function imports: its own code, the shared client factory, and the XID table it
@@ -63,9 +65,19 @@ LEDGER_REASONS: Mapping[str, str] = {
 }
 
 
+#: The notifier's own failure alarm: the one alarm with an SNS action (it cannot page through
+#: the notifier that failed). Outside every alarm kind's name, so the rule does not take it.
+FAILING_ALARM_KEY = "notifier-failing"
+#: EventBridge retries a failed delivery to the function this often within this age, then
+#: sends the event to the dead-letter queue
+#: (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-retry-policy.html).
+RULE_RETRY_ATTEMPTS = 8
+RULE_MAX_EVENT_AGE = Duration.hours(2)
+
+
 class XidNotifier(Construct):
     """Attributes: ``function``, ``dead_letters``, ``subscriptions``, ``sent``,
-    ``alarm_rule``."""
+    ``alarm_rule``, ``failing`` (an alarm on the dead letters, with ``failing_name``)."""
 
     def __init__(
         self,
@@ -215,5 +227,38 @@ class XidNotifier(Construct):
                     )
                 },
             ),
-            targets=[targets.LambdaFunction(self.function)],
+            # Delivery to the function (throttling, a missing permission) is retried and then
+            # dead-lettered, as the function's own failures are after its retries: a state
+            # change that cannot be notified is kept, not dropped.
+            targets=[
+                targets.LambdaFunction(
+                    self.function,
+                    dead_letter_queue=self.dead_letters,
+                    retry_attempts=RULE_RETRY_ATTEMPTS,
+                    max_event_age=RULE_MAX_EVENT_AGE,
+                )
+            ],
+        )
+        # Anything in the dead letters is a notification nobody received: page for it.
+        self.failing_name = alarm_name(cluster_name, FAILING_ALARM_KEY)
+        self.failing = cloudwatch.CfnAlarm(
+            self,
+            "Failing",
+            alarm_name=self.failing_name,
+            alarm_description=(
+                f"[critical] The notifier of {cluster_name} failed to send a notification: "
+                f"its event is in the dead-letter queue {self.dead_letters.queue_name}. Read "
+                "the function's log for the error; the queue's messages are the events."
+            ),
+            namespace="AWS/SQS",
+            metric_name="ApproximateNumberOfMessagesVisible",
+            dimensions=[{"name": "QueueName", "value": self.dead_letters.queue_name}],
+            statistic="Maximum",
+            period=300,
+            evaluation_periods=1,
+            datapoints_to_alarm=1,
+            threshold=1,
+            comparison_operator="GreaterThanOrEqualToThreshold",
+            treat_missing_data="notBreaching",
+            alarm_actions=[critical.topic_arn],
         )

@@ -74,8 +74,6 @@ class AlarmsStack(DeploymentStack):
             "GpuAlarms",
             cluster_name=cluster,
             specs=specs,
-            critical=self.topics.critical,
-            warning=self.topics.warning,
         )
         self.notifier = XidNotifier(
             self,
@@ -92,6 +90,7 @@ class AlarmsStack(DeploymentStack):
             alarm_kinds={spec.kind: (str(spec.severity), spec.title) for spec in specs},
             alarm_kind_names=sorted({spec.kind_name(cluster) for spec in specs}),
         )
+        self.topics.allow_alarm(self.topics.critical, self.notifier.failing_name)
         for subscription in self.notifier.subscriptions[:1]:
             subscription.node.add_dependency(self.exporter_logs.ready)
         alarm_arns = [alarm.attr_arn for alarm in self.alarms.alarms.values()]

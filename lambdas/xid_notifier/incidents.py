@@ -38,11 +38,20 @@ CONTRIBUTOR_STATE_CHANGE: Final = "CloudWatch Alarm Contributor State Change"
 #: Alarm kinds whose incidents the XID log path reports (per GPU, with code and count).
 REPORTED_FROM_LOGS: Final = ("gpu-xid",)
 _SHARD = re.compile(r"-shard-\d+$")
+#: The two state-reason sentences CloudWatch writes on a threshold crossing. An alarm's:
 #: "Threshold Crossed: 12 out of the last 12 datapoints [12.1 (02/10/19 16:59:00), ...] was
 #: less than the threshold (30.0) (minimum 12 datapoints for OK -> ALARM transition)."
 _REASON = re.compile(
     r"(?P<hits>\d+) out of the last (?P<of>\d+) datapoints? \[(?P<points>[^\]]*)\] was "
     r"(?P<comparison>.+?) the threshold \((?P<threshold>[^)]+)\)"
+)
+#: A contributor's (the User Guide's "Alarm Contributor Example"): "Threshold Crossed: 1
+#: datapoint was less than the threshold (1.0). The most recent datapoint which crossed the
+#: threshold: [0.0 (01/12/25 13:34:00)]."
+_CONTRIBUTOR_REASON = re.compile(
+    r"(?P<hits>\d+) datapoints? (?:was|were) (?P<comparison>.+?) the threshold "
+    r"\((?P<threshold>[^)]+)\)\. The most recent datapoint which crossed the threshold: "
+    r"\[(?P<points>[^\]]*)\]"
 )
 _POINT = re.compile(r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?) \(")
 #: Pod identity in Container Insights' per-pod GPU series (the alarms without the exporter).
@@ -132,12 +141,46 @@ def _number(value: Any) -> str:
     return f"{float(value):g}"
 
 
-def _threshold_and_observed(state: dict[str, Any]) -> tuple[str | None, str | None]:
-    """From ``reasonData`` (JSON: ``threshold``, ``recentDatapoints``) where CloudWatch gives
-    it, else from the reason sentence."""
-    reason = str(state.get("reason", ""))
+@dataclass(frozen=True)
+class Crossing:
+    """What a state reason says of the crossing: how many datapoints breached (of how many,
+    where the sentence says), how, the threshold, and the values it lists (newest first)."""
+
+    hits: int
+    of: int | None
+    comparison: str
+    threshold: str
+    values: tuple[str, ...]
+
+    def sentence(self) -> str:
+        if self.of is not None:
+            return f"{self.hits} of the last {self.of} datapoints were {self.comparison}"
+        return f"{self.hits} datapoint{'s were' if self.hits != 1 else ' was'} {self.comparison}"
+
+
+def read_reason(reason: str) -> Crossing | None:
+    """The crossing an alarm's or a contributor's state reason describes, or None."""
     match = _REASON.search(reason)
-    comparison = f"{match['comparison']} " if match else ""
+    contributor = match is None and _CONTRIBUTOR_REASON.search(reason)
+    found = match or contributor
+    if not found:
+        return None
+    return Crossing(
+        hits=int(found["hits"]),
+        of=int(match["of"]) if match else None,
+        comparison=found["comparison"],
+        threshold=_number(found["threshold"]),
+        values=tuple(_number(v) for v in _POINT.findall(found["points"])),
+    )
+
+
+def _threshold_and_observed(
+    state: dict[str, Any], crossing: Crossing | None
+) -> tuple[str | None, str | None]:
+    """From ``reasonData`` (JSON: ``threshold``, ``recentDatapoints``) where CloudWatch gives
+    it (alarms, not contributors), else from the reason sentence."""
+    threshold = crossing.threshold if crossing else None
+    values = list(crossing.values[:6]) if crossing else []
     raw = state.get("reasonData")
     if raw:
         try:
@@ -147,18 +190,14 @@ def _threshold_and_observed(state: dict[str, Any]) -> tuple[str | None, str | No
         except (ValueError, TypeError, KeyError):
             pass
         else:
-            observed = ", ".join(_number(p) for p in points[-6:]) if points else None
-            if observed and match:
-                observed += f" ({match['hits']} of the last {match['of']} datapoints were "
-                observed += f"{comparison}the threshold)"
-            return threshold, observed
-    if match is None:
-        return None, None
-    values = _POINT.findall(match["points"])
-    observed = ", ".join(_number(v) for v in values[:6])
-    observed += f" ({match['hits']} of the last {match['of']} datapoints were {comparison}"
-    observed += "the threshold)"
-    return _number(match["threshold"]), observed
+            values = [_number(p) for p in points[-6:]]
+    if not values:
+        return threshold, None
+    observed = ", ".join(values)
+    if crossing is not None:
+        latest = "" if crossing.of is not None else "the most recent breach; "
+        observed += f" ({latest}{crossing.sentence()} the threshold)"
+    return threshold, observed
 
 
 def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident | Skipped:
@@ -192,13 +231,12 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
     gpu = attributes.get(DIM_GPU_INDEX, "")
     pods = (attributes[_POD_ATTRIBUTE],) if _POD_ATTRIBUTE in attributes else ()
     where = f" on {node} GPU {gpu}" if node and gpu else (f" on {pods[0]}" if pods else "")
-    threshold, observed = _threshold_and_observed(state)
     reason = str(state.get("reason", ""))
-    match = _REASON.search(reason)
+    crossing = read_reason(reason)
+    threshold, observed = _threshold_and_observed(state, crossing)
     what = (
-        f"{title}{where}: {match['hits']} of the last {match['of']} datapoints were "
-        f"{match['comparison']} the threshold ({_number(match['threshold'])})."
-        if match
+        f"{title}{where}: {crossing.sentence()} the threshold ({crossing.threshold})."
+        if crossing
         else reason or f"{name} is in ALARM."
     )
     description = str(detail.get("configuration", {}).get("description", "")).strip()

@@ -4,8 +4,9 @@ Every request that AWS makes on this app's behalf, built from the synthesized te
 their intrinsics resolved, runs through @cloud-copilot/iam-simulate (AWS's evaluation logic:
 identity and resource policies, service principals, conditions, KMS key-policy trust):
 
-- CloudWatch publishing each alarm's notification to its topic, with the alarm's ARN as
-  aws:SourceArn: the topic policy and the key policy must both allow it. A topic policy
+- CloudWatch publishing an alarm's notification to its topic, with the alarm's ARN as
+  aws:SourceArn: the topic policy and the key policy must both allow it. Only the notifier's
+  failure alarm has an action (the GPU alarms page through the notifier). A topic policy
   replaces SNS's default one, so without an Allow for cloudwatch.amazonaws.com alarm actions
   fail (https://docs.aws.amazon.com/sns/latest/dg/sns-access-policy-use-cases.html, the
   CloudWatch alarms case; https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html
@@ -388,6 +389,19 @@ def _negatives(requests: dict[str, list[Request]]) -> list[tuple[Request, str]]:
             ),
             "ImplicitlyDenied",
         ),
+        # A GPU alarm given an action again: CloudWatch may publish for the failure alarm only.
+        (
+            replace(
+                publish,
+                name="a GPU alarm's action",
+                context=_source(
+                    publish.context["aws:SourceArn"].replace(
+                        "notifier-failing", "gpu-low-power-shard-00"
+                    )
+                ),
+            ),
+            "ImplicitlyDenied",
+        ),
         # The confused deputy: another account's alarm naming this topic.
         (
             replace(
@@ -456,9 +470,11 @@ def test_every_request_aws_makes_for_the_app_is_allowed(
 def test_the_requests_cover_every_alarm_schedule_subscription_and_destination(
     requests: dict[str, list[Request]],
 ) -> None:
-    # Two topics; every alarm of the everything-on shape publishes (and encrypts) somewhere.
+    # One alarm publishes (and encrypts) by itself: the notifier's failure alarm, to the
+    # critical topic. The GPU alarms have no action; the notifier pages for them.
     publishes = [r for r in requests["alarms"] if r.action == "sns:Publish"]
-    assert len({r.resource for r in publishes}) == 2
+    assert [r.name.split(" ")[0][:17] for r in publishes] == ["XidNotifierFailin"]
+    assert "TopicsCritical" in publishes[0].name
     assert len(requests["alarms"]) == 3 * len(publishes)
     # The weekly report's schedule invokes its function, the notifier's rule takes this app's
     # alarm state changes, and the storage and training schedules start their Distributed

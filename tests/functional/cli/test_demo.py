@@ -187,6 +187,10 @@ def test_demo_sends_one_message_per_incident(demo: tuple[DemoResult, Path]) -> N
     assert "500 times at" in storm
     low_power = next(text for _, s, text in notified.messages if "not working" in s)
     assert "Threshold:     30" in low_power
+    # As a contributor event words it: the most recent breaching datapoint, under 30.
+    (observed,) = [line for line in low_power.splitlines() if line.startswith("Observed:")]
+    assert float(observed.split()[1]) < 30, observed
+    assert "datapoints were less than the threshold" in observed, observed
 
 
 def test_the_demo_week_leads_with_the_teams_that_held_gpus_without_work(

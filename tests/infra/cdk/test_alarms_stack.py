@@ -2,7 +2,7 @@ import json
 from typing import Any
 
 from aws_cdk import Stack
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Match, Template
 from cfnlint.api import lint
 
 from tests.infra.conftest import Synth
@@ -34,17 +34,25 @@ def _topic_ids(template: Template) -> dict[str, str]:
     }
 
 
+FAILING = "gpu-insights-train-prod-notifier-failing"
+
+
 def _alarms(template: Template) -> dict[str, dict[str, Any]]:
+    """The GPU alarms (all but the notifier's own failure alarm)."""
     return {
         a["Properties"]["AlarmName"].removeprefix("gpu-insights-train-prod-"): a["Properties"]
         for a in template.find_resources("AWS::CloudWatch::Alarm").values()
+        if a["Properties"]["AlarmName"] != FAILING
     }
 
 
-def test_each_alarm_has_its_metric_threshold_periods_and_action(synth: Synth) -> None:
+def test_each_alarm_has_its_metric_threshold_periods_and_no_action(synth: Synth) -> None:
     template = _template(synth)
-    topics = _topic_ids(template)
     alarms = _alarms(template)
+    # No SNS action: the notifier (its EventBridge rule) sends the one message per GPU; an
+    # action would also send CloudWatch's raw alarm JSON to every subscriber.
+    for name, alarm in alarms.items():
+        assert not {"AlarmActions", "OKActions", "InsufficientDataActions"} & set(alarm), name
     fatal = alarms["gpu-xid-fatal"]
     assert fatal["Namespace"] == "GpuInsights"
     assert fatal["MetricName"] == "gpu_xid_fatal_errors"
@@ -53,8 +61,6 @@ def test_each_alarm_has_its_metric_threshold_periods_and_action(synth: Synth) ->
     assert (fatal["EvaluationPeriods"], fatal["DatapointsToAlarm"]) == (1, 1)
     assert fatal["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert fatal["TreatMissingData"] == "notBreaching"
-    # The alarm's action is the critical topic's ARN (Ref of an SNS topic is its ARN).
-    assert fatal["AlarmActions"] == [{"Ref": topics["critical"]}]
     low = alarms["gpu-low-power"]
     (query,) = low["Metrics"]
     assert query["Expression"].startswith("SELECT MAX(gpu_allocated_power_utilization)")
@@ -62,7 +68,6 @@ def test_each_alarm_has_its_metric_threshold_periods_and_action(synth: Synth) ->
     assert "LIMIT" not in query["Expression"]
     assert (query["Period"], low["Threshold"], low["EvaluationPeriods"]) == (300, 30, 12)
     assert low["ComparisonOperator"] == "LessThanThreshold"
-    assert low["AlarmActions"] == [{"Ref": topics["warning"]}]
     xid = alarms["gpu-xid"]
     assert [m["Id"] for m in xid["Metrics"]] == ["m1", "m2", "e1"]
     assert xid["Metrics"][2]["Expression"] == "m1 - FILL(m2, 0)"
@@ -87,6 +92,7 @@ def test_composite_sums_up_every_gpu_alarm(synth: Synth) -> None:
 
 def test_topics_are_encrypted_refuse_plain_http_and_subscribe_the_settings(synth: Synth) -> None:
     template = _template(synth)
+    topics = _topic_ids(template)
     (key_id, key), = template.find_resources("AWS::KMS::Key").items()  # fmt: skip
     assert key["Properties"]["EnableKeyRotation"] is True
     statements = key["Properties"]["KeyPolicy"]["Statement"]
@@ -94,18 +100,25 @@ def test_topics_are_encrypted_refuse_plain_http_and_subscribe_the_settings(synth
     assert cloudwatch["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
     for topic in template.find_resources("AWS::SNS::Topic").values():
         assert topic["Properties"]["KmsMasterKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
-    for policy in template.find_resources("AWS::SNS::TopicPolicy").values():
-        deny, allow = policy["Properties"]["PolicyDocument"]["Statement"]
+    policies = {
+        p["Properties"]["Topics"][0]["Ref"]: p["Properties"]["PolicyDocument"]["Statement"]
+        for p in template.find_resources("AWS::SNS::TopicPolicy").values()
+    }
+    for statements in policies.values():
+        deny = statements[0]
         assert deny["Effect"] == "Deny"
         assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
-        # A topic policy replaces SNS's default one: CloudWatch needs its own Allow, for this
-        # account's alarms only (the full evaluation is in tests/infra/test_resource_policies).
-        assert allow["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
-        assert allow["Action"] == "sns:Publish"
-        assert allow["Condition"]["StringEquals"] == {"aws:SourceAccount": "123456789012"}
-        assert json.dumps(allow["Condition"]["ArnLike"]).endswith(
-            ':cloudwatch:eu-west-1:123456789012:alarm:*"]]}}'
-        )
+    # The warning topic: the notifier's role publishes (identity policy), CloudWatch never.
+    assert len(policies[topics["warning"]]) == 1
+    # The critical topic: CloudWatch publishes for the notifier's failure alarm only (the
+    # full evaluation is in tests/infra/test_resource_policies).
+    _, allow = policies[topics["critical"]]
+    assert allow["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert allow["Action"] == "sns:Publish"
+    assert allow["Condition"]["StringEquals"] == {"aws:SourceAccount": "123456789012"}
+    assert json.dumps(allow["Condition"]["ArnLike"]).endswith(
+        f':cloudwatch:eu-west-1:123456789012:alarm:{FAILING}"]]}}}}'
+    )
     endpoints = {
         (s["Properties"]["Protocol"], s["Properties"]["Endpoint"])
         for s in template.find_resources("AWS::SNS::Subscription").values()
@@ -137,6 +150,47 @@ def test_xid_notifier_reads_both_log_groups_and_is_least_privilege(synth: Synth)
         {"Properties": {"Handler": "lambdas.xid_notifier.handler.handler"}},
     ).values()
     assert "DeadLetterConfig" in function["Properties"]
+
+
+def test_state_changes_reach_the_notifier_retried_and_dead_lettered(synth: Synth) -> None:
+    """The rule takes both detail types of this app's GPU alarms (the alarm's own and each
+    contributor's, https://docs.aws.amazon.com/eventbridge/latest/ref/events-ref-cloudwatch.html);
+    a delivery that fails is retried, then kept in the notifier's dead-letter queue, and any
+    dead letter pages the critical topic through the one alarm with an action."""
+    template = _template(synth)
+    (rule,) = template.find_resources(
+        "AWS::Events::Rule", {"Properties": {"Description": Match.string_like_regexp("GPU")}}
+    ).values()
+    pattern = rule["Properties"]["EventPattern"]
+    assert pattern["source"] == ["aws.cloudwatch"]
+    assert pattern["detail-type"] == [
+        "CloudWatch Alarm State Change",
+        "CloudWatch Alarm Contributor State Change",
+    ]
+    prefixes = [p["prefix"] for p in pattern["detail"]["alarmName"]]
+    for key in _alarms(template):
+        assert any(f"gpu-insights-train-prod-{key}".startswith(p) for p in prefixes), key
+    assert not any(FAILING.startswith(p) for p in prefixes)  # it pages by itself
+    (target,) = rule["Properties"]["Targets"]
+    assert target["RetryPolicy"] == {"MaximumRetryAttempts": 8, "MaximumEventAgeInSeconds": 7200}
+    (function,) = template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Handler": "lambdas.xid_notifier.handler.handler"}},
+    ).values()
+    queue = function["Properties"]["DeadLetterConfig"]["TargetArn"]
+    assert target["DeadLetterConfig"] == {"Arn": queue}
+    (queue_id,) = queue["Fn::GetAtt"][:1]
+    failing = next(
+        a["Properties"]
+        for a in template.find_resources("AWS::CloudWatch::Alarm").values()
+        if a["Properties"]["AlarmName"] == FAILING
+    )
+    assert failing["Dimensions"] == [
+        {"Name": "QueueName", "Value": {"Fn::GetAtt": [queue_id, "QueueName"]}}
+    ]
+    assert failing["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    assert (failing["Threshold"], failing["Statistic"]) == (1, "Maximum")
+    assert failing["AlarmActions"] == [{"Ref": _topic_ids(template)["critical"]}]
     retention = {
         g["Properties"].get("LogGroupName", "function"): g["Properties"]["RetentionInDays"]
         for g in template.find_resources("AWS::Logs::LogGroup").values()

@@ -4,15 +4,19 @@ The shapes are the User Guide's (Alarm events and EventBridge,
 https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-and-eventbridge.html)
 and the EventBridge event reference's detail types
 (https://docs.aws.amazon.com/eventbridge/latest/ref/events-ref-cloudwatch.html):
-``SINGLE_METRIC`` is the guide's single-metric example verbatim (an alarm of another app);
-the GPU events keep its envelope, ``state`` and ``configuration`` fields and add, for a
-contributor of a multi time series alarm, ``detail.alarmContributor`` with the contributor's
-``id`` (at most 16 characters, as DescribeAlarmContributors returns it:
-https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_AlarmContributor.html)
-and its ``attributes`` (the query's GROUP BY values).
+``SINGLE_METRIC`` is the guide's single-metric example and ``AWS_CONTRIBUTOR_EXAMPLE`` its
+"Multi Time Series Alarm" tab's "Alarm Contributor Example", both verbatim (alarms of another
+app). A contributor event carries ``detail.alarmContributor`` (``id``, at most 16 characters,
+as DescribeAlarmContributors returns it:
+https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_AlarmContributor.html,
+and ``attributes``, the query's GROUP BY values), a ``state`` whose reason names the most
+recent breaching datapoint, and no ``previousState`` or ``reasonData``. The GPU contributor
+events change only what our alarms set: the name, the attributes, the query, the description,
+the times and the datapoints.
 """
 
 import copy
+import json
 from typing import Any
 
 ACCOUNT = "123456789012"
@@ -75,49 +79,91 @@ LOW_POWER_QUERY = (
     "NodeName) WHERE ClusterName = 'train' GROUP BY NodeName, GpuIndex"
 )
 NODE = "ip-10-0-12-34.ec2.internal"
-LOW_POWER_VALUES = [12.4, 11.9, 13.0, 12.2, 12.8, 12.1, 11.7, 12.5, 12.0, 12.3, 12.6, 12.2]
+#: GPU 5's power utilization (%) was under 30 in each of the hour's 12 periods, 12.4 last.
+LOW_POWER_BREACHES, LOW_POWER_LATEST = 12, 12.4
+
+
+#: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-and-eventbridge.html
+#: ("Alarm State Change Events", tab "Multi Time Series Alarm", "Alarm Contributor Example"),
+#: verbatim.
+AWS_CONTRIBUTOR_EXAMPLE: dict[str, Any] = json.loads(r"""
+{
+  "version": "0",
+  "id": "6d226bbc-07f0-9a31-3359-1736968f8ded",
+  "detail-type": "CloudWatch Alarm Contributor State Change",
+  "source": "aws.cloudwatch",
+  "account": "123456789012",
+  "time": "2025-12-01T13:42:04Z",
+  "region": "us-east-1",
+  "resources": [
+    "arn:aws:cloudwatch:us-east-1:123456789012:alarm:DynamoDBInsightsAlarm"
+  ],
+  "detail": {
+    "alarmName": "DynamoDBInsightsAlarm",
+    "alarmContributor": {
+      "id": "6d442278dba546f6",
+      "attributes": {
+        "TableName": "example-dynamodb-table-name"
+      }
+    },
+    "state": {
+      "value": "ALARM",
+      "reason": "Threshold Crossed: 1 datapoint was less than the threshold (1.0). The most recent datapoint which crossed the threshold: [0.0 (01/12/25 13:34:00)].",
+      "timestamp": "2025-12-01T13:42:04.919+0000"
+    },
+    "configuration": {
+      "metrics": [
+        {
+          "id": "m1",
+          "expression": "SELECT AVG(ConsumedWriteCapacityUnits) FROM \"AWS/DynamoDB\" GROUP BY TableName ORDER BY MAX() DESC",
+          "returnData":true,
+          "period": 60
+        }
+      ],
+      "description": "Metrics Insights alarm for DynamoDB ConsumedWriteCapacity per TableName"
+    },
+    "muteDetail": {
+        "mutedByArn": "arn:aws:cloudwatch:us-east-1:1234567890:alarm-mute-rule:testMute",
+        "muteWindowStart": "2026-01-01T10:00:00.000+0000",
+        "muteWindowEnd": "2026-01-01T12:00:00.000+0000"
+    }
+  }
+}
+""")  # noqa: E501  # fmt: skip
+
+
+def as_gpu_contributor(
+    example: dict[str, Any], name: str, attributes: dict[str, str], query: str
+) -> dict[str, Any]:
+    """AWS's contributor example as one of this app's alarms would send it: only the alarm's
+    name (and ARN), the contributor's attributes and the query change."""
+    event = copy.deepcopy(example)
+    event["resources"] = [f"arn:aws:cloudwatch:{REGION}:{ACCOUNT}:alarm:{name}"]
+    event["detail"]["alarmName"] = name
+    event["detail"]["alarmContributor"]["attributes"] = attributes
+    event["detail"]["configuration"]["metrics"][0]["expression"] = query
+    return event
 
 
 def low_power_contributor(description: str, state: str = "ALARM") -> dict[str, Any]:
     """GPU 5 of NODE drew 12% of its power limit for the hour while a pod held it."""
-    name = "gpu-insights-train-gpu-low-power-shard-3"
-    minutes = [14 * 60 - 5 * i for i in range(len(LOW_POWER_VALUES))]  # newest first
-    points = ", ".join(
-        f"{v} (02/03/26 {m // 60:02d}:{m % 60:02d}:00)"
-        for v, m in zip(LOW_POWER_VALUES, minutes, strict=True)
+    event = as_gpu_contributor(
+        AWS_CONTRIBUTOR_EXAMPLE,
+        "gpu-insights-train-gpu-low-power-shard-3",
+        {"ClusterName": "train", "NodeName": NODE, "GpuIndex": "5"},
+        LOW_POWER_QUERY,
     )
-    event = copy.deepcopy(SINGLE_METRIC)
-    event.update(
-        {
-            "id": "7c0a3e5c-2b1f-4f0e-9a53-5b3d9b8e2f11",
-            "detail-type": "CloudWatch Alarm Contributor State Change",
-            "time": "2026-03-02T14:05:12Z",
-            "resources": [f"arn:aws:cloudwatch:{REGION}:{ACCOUNT}:alarm:{name}"],
-        }
-    )
-    event["detail"] = {
-        "alarmName": name,
-        "alarmContributor": {
-            "id": "6d442278dba546f6",
-            "attributes": {"ClusterName": "train", "NodeName": NODE, "GpuIndex": "5"},
-        },
-        "configuration": {
-            "description": description,
-            "metrics": [
-                {"id": "q1", "expression": LOW_POWER_QUERY, "period": 300, "returnData": True}
-            ],
-        },
-        "previousState": {
-            "reason": "Contributor is not breaching",
-            "timestamp": "2026-03-02T12:00:07.112+0000",
-            "value": "OK",
-        },
-        "state": {
-            "reason": f"Threshold Crossed: 12 out of the last 12 datapoints [{points}] was less "
-            "than the threshold (30.0) (minimum 12 datapoints for OK -> ALARM transition).",
-            "timestamp": "2026-03-02T14:05:12.345+0000",
-            "value": state,
-        },
+    event["time"] = "2026-03-02T14:05:12Z"
+    detail = event["detail"]
+    del detail["muteDetail"]
+    detail["configuration"]["description"] = description
+    detail["configuration"]["metrics"][0]["period"] = 300
+    detail["state"] = {
+        "value": state,
+        "reason": f"Threshold Crossed: {LOW_POWER_BREACHES} datapoints were less than the "
+        f"threshold (30.0). The most recent datapoint which crossed the threshold: "
+        f"[{LOW_POWER_LATEST} (02/03/26 14:00:00)].",
+        "timestamp": "2026-03-02T14:05:12.345+0000",
     }
     return event
 

@@ -18,10 +18,12 @@ from exporter.fake_nvml import FakeNvml
 from exporter.xid_watcher import XidEvent
 from lambdas.xid_notifier.incidents import (
     AlarmEventError,
+    Crossing,
     Deployment,
     Skipped,
     from_alarm_event,
     from_xid_group,
+    read_reason,
 )
 from lambdas.xid_notifier.links import gpu_dashboard_url
 from lambdas.xid_notifier.messages import GROUP_WINDOW_S, group_xids, parse_log_events
@@ -34,10 +36,12 @@ from lambdas.xid_notifier.notification import (
 )
 from tests.unit.exporter.nvml_trace import Clock, trace_lines
 from tests.unit.lambdas.xid_notifier.events import (
-    LOW_POWER_VALUES,
+    AWS_CONTRIBUTOR_EXAMPLE,
+    LOW_POWER_QUERY,
     NODE,
     SINGLE_METRIC,
     alarm_level,
+    as_gpu_contributor,
     low_power_contributor,
 )
 
@@ -105,8 +109,11 @@ def test_a_low_power_contributor_names_its_gpu_threshold_value_and_links() -> No
     assert (incident.cluster, incident.node, incident.gpu) == ("train", NODE, "5")
     assert incident.threshold == "30"
     assert incident.observed == (
-        "12.4, 11.9, 13, 12.2, 12.8, 12.1 "
-        "(12 of the last 12 datapoints were less than the threshold)"
+        "12.4 (the most recent breach; 12 datapoints were less than the threshold)"
+    )
+    assert incident.what == (
+        f"GPU in use but not working on {NODE} GPU 5: 12 datapoints were less than the "
+        "threshold (30)."
     )
     assert incident.action == LOW_POWER_DESCRIPTION
     assert incident.key == (
@@ -247,5 +254,53 @@ def test_the_dashboard_link_picks_the_node_in_the_deployed_dashboards_variable()
     )
 
 
-def test_low_power_values_of_the_example_are_all_under_the_threshold() -> None:
-    assert max(LOW_POWER_VALUES) < 30
+def test_aws_documented_contributor_event_reads_as_cloudwatch_wrote_it() -> None:
+    """AWS's own "Alarm Contributor Example" (User Guide, "Alarm events and EventBridge",
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-and-eventbridge.html,
+    quoted verbatim in events.py): a contributor's reason names how many datapoints crossed
+    and the most recent one, not "M out of the last N datapoints [...]"; it has no
+    previousState and no reasonData. Verbatim it is another app's alarm, so no page."""
+    detail = AWS_CONTRIBUTOR_EXAMPLE["detail"]
+    assert "previousState" not in detail
+    assert "reasonData" not in detail["state"]
+    assert read_reason(detail["state"]["reason"]) == Crossing(
+        hits=1, of=None, comparison="less than", threshold="1", values=("0",)
+    )
+    skipped = from_alarm_event(AWS_CONTRIBUTOR_EXAMPLE, DEPLOYMENT)
+    assert isinstance(skipped, Skipped)
+    assert "not an alarm of cluster train" in skipped.reason
+
+
+def test_aws_documented_contributor_event_of_a_gpu_alarm_names_cluster_node_and_gpu() -> None:
+    """The same example with what our alarm sets (its name, the GROUP BY attributes, the
+    query) in place of the DynamoDB alarm's; every other field, the reason included, is
+    AWS's verbatim."""
+    event = as_gpu_contributor(
+        AWS_CONTRIBUTOR_EXAMPLE,
+        "gpu-insights-train-gpu-low-power-shard-3",
+        {"ClusterName": "train", "NodeName": NODE, "GpuIndex": "5"},
+        LOW_POWER_QUERY,
+    )
+    incident = from_alarm_event(event, DEPLOYMENT)
+    assert isinstance(incident, Incident)
+    assert (incident.cluster, incident.node, incident.gpu) == ("train", NODE, "5")
+    assert incident.title == f"GPU in use but not working on {NODE} GPU 5"
+    assert (incident.threshold, incident.observed) == (
+        "1",
+        "0 (the most recent breach; 1 datapoint was less than the threshold)",
+    )
+    assert incident.what == (
+        f"GPU in use but not working on {NODE} GPU 5: 1 datapoint was less than the threshold (1)."
+    )
+    assert incident.key == (
+        "alarm/gpu-insights-train-gpu-low-power-shard-3/6d442278dba546f6/"
+        "2025-12-01T13:42:04.919+0000"
+    )
+    text = render_text(incident)
+    for line in ("Cluster:       train", f"Node:          {NODE}", "GPU:           5"):
+        assert line in text, text
+    # The alarm's own state change ("6 out of 6 time series evaluated to ALARM") is no
+    # second page: each GPU comes as its contributor event.
+    alarm = alarm_level(event)
+    alarm["detail"]["state"]["reason"] = "6 out of 6 time series evaluated to ALARM"
+    assert isinstance(from_alarm_event(alarm, DEPLOYMENT), Skipped)
