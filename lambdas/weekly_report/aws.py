@@ -34,11 +34,11 @@ def _cluster_query(key: str, cluster: str, metric: GpuMetric, stat: str) -> Metr
 def gpu_days(
     cloudwatch: Any, cluster: str, start: date, end: date, interval_s: float
 ) -> list[GpuDay]:
-    """Per day: GPU-hours (samples x the exporter's interval), in-use GPU-hours, and the mean
-    power utilization and SM activity, from the cluster-level series."""
+    """Per day: the mean power utilization and SM activity from the cluster-level series, and
+    the GPU-hours their samples cover (samples x the exporter's interval), which weight them.
+    GPU-hours by class come from the GPU-hour attribution, not from here."""
     queries = [
         _cluster_query("samples", cluster, GpuMetric.POWER_UTILIZATION, "SampleCount"),
-        _cluster_query("in_use", cluster, GpuMetric.ALLOCATED_POWER_UTILIZATION, "SampleCount"),
         _cluster_query("power", cluster, GpuMetric.POWER_UTILIZATION, "Average"),
         _cluster_query("sm", cluster, GpuMetric.SM_ACTIVE, "Average"),
     ]
@@ -51,8 +51,7 @@ def gpu_days(
     return [
         GpuDay(
             day=day,
-            gpu_hours=values["samples"].get(day, 0.0) * hours,
-            in_use_gpu_hours=values["in_use"].get(day, 0.0) * hours,
+            sampled_gpu_hours=values["samples"].get(day, 0.0) * hours,
             power_utilization=values["power"].get(day),
             sm_active=values["sm"].get(day),
         )

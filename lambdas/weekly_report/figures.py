@@ -8,18 +8,19 @@ from dataclasses import asdict, dataclass, field
 from datetime import date
 from typing import Any
 
+from lambdas.weekly_report.waste import CLASSES
+
 
 @dataclass(frozen=True)
 class GpuDay:
+    """The exporter's day: mean power and SM activity, weighted by the GPU-hours its samples
+    cover (``sampled_gpu_hours``). The report's GPU-hour figures are the attribution's
+    (``waste``), not these weights: a lost GPU publishes no power samples."""
+
     day: date
-    gpu_hours: float
-    in_use_gpu_hours: float
+    sampled_gpu_hours: float
     power_utilization: float | None
     sm_active: float | None
-
-    @property
-    def idle_gpu_hours(self) -> float:
-        return max(0.0, self.gpu_hours - self.in_use_gpu_hours)
 
 
 @dataclass(frozen=True)
@@ -109,9 +110,12 @@ def read_job_costs(body: bytes | None) -> JobCosts:
 class WeekFigures:
     cluster: str
     week: str
+    #: Every GPU-hour of the week: the sum of ``gpu_hour_classes``.
     gpu_hours: float = 0.0
-    idle_gpu_hours: float = 0.0
-    idle_cost_usd: float = 0.0
+    #: GPU-hours by class (not held, held and working, held but not working, lost or faulted)
+    #: and their cost: the waste table's own figures (lambdas/weekly_report/waste.py).
+    gpu_hour_classes: dict[str, float] = field(default_factory=dict)
+    gpu_hour_cost_usd: dict[str, float] = field(default_factory=dict)
     power_utilization: float | None = None
     sm_active: float | None = None
     days: list[dict[str, Any]] = field(default_factory=list)
@@ -133,14 +137,20 @@ class WeekFigures:
     waste: dict[str, Any] = field(default_factory=dict)
 
     def change(self, name: str) -> float | None:
-        """This week's figure minus last week's, where both exist."""
+        """This week's headline figure minus last week's, where both exist."""
         before = self.previous.get(name)
-        now = getattr(self, name)
+        now = headline(self).get(name)
         return None if before is None or now is None else float(now) - float(before)
 
     @property
     def has_data(self) -> bool:
-        return bool(self.gpu_hours or self.top_findings or self.findings_by_kind or self.xids)
+        return bool(
+            self.gpu_hours
+            or self.power_utilization is not None
+            or self.top_findings
+            or self.findings_by_kind
+            or self.xids
+        )
 
     def to_dict(self) -> dict[str, Any]:
         document = asdict(self)
@@ -170,30 +180,34 @@ def week_figures(
     files: FindingFiles,
     job_costs: dict[str, dict[str, float]],
     throughput: dict[str, list[float | None]],
-    gpu_hour_usd: float,
+    waste: dict[str, Any] | None = None,
     previous: dict[str, float | None] | None = None,
 ) -> WeekFigures:
-    figures = WeekFigures(cluster=cluster, week=week, previous=previous or {})
-    figures.gpu_hours = sum(d.gpu_hours for d in gpu_days)
-    figures.idle_gpu_hours = sum(d.idle_gpu_hours for d in gpu_days)
-    figures.idle_cost_usd = figures.idle_gpu_hours * gpu_hour_usd
-    weights = [(d.power_utilization, d.sm_active, d.gpu_hours) for d in gpu_days]
+    """``waste`` is the week's attribution (``week_waste``): the only source of GPU-hours."""
+    figures = WeekFigures(cluster=cluster, week=week, previous=previous or {}, waste=waste or {})
+    figures.gpu_hour_classes = dict(figures.waste.get("classes") or {})
+    figures.gpu_hour_cost_usd = dict(figures.waste.get("cost_usd") or {})
+    figures.gpu_hours = round(sum(figures.gpu_hour_classes.values()), 2)
+    weights = [(d.power_utilization, d.sm_active, d.sampled_gpu_hours) for d in gpu_days]
     hours = sum(w for p, _, w in weights if p is not None)
     if hours:
         figures.power_utilization = sum(p * w for p, _, w in weights if p is not None) / hours
     sm_hours = sum(w for _, s, w in weights if s is not None)
     if sm_hours:
         figures.sm_active = sum(s * w for _, s, w in weights if s is not None) / sm_hours
-    figures.days = [
-        {
-            "day": d.day.isoformat(),
-            "gpu_hours": d.gpu_hours,
-            "idle_gpu_hours": d.idle_gpu_hours,
-            "power_utilization": d.power_utilization,
-            "sm_active": d.sm_active,
-        }
-        for d in gpu_days
-    ]
+    attributed = {str(d["day"]): d for d in figures.waste.get("by_day", [])}
+    figures.days = []
+    for d in gpu_days:
+        classes = {k: v for k, v in attributed.get(d.day.isoformat(), {}).items() if k != "day"}
+        figures.days.append(
+            {
+                "day": d.day.isoformat(),
+                "gpu_hours": round(sum(classes.values()), 2),
+                **{str(c): classes.get(str(c), 0.0) for c in CLASSES},
+                "power_utilization": d.power_utilization,
+                "sm_active": d.sm_active,
+            }
+        )
     figures.xids = [
         {"node": node, "code": code, "count": count}
         for node, code, count in sorted(xids, key=lambda x: (-x[2], x[0], x[1]))
@@ -214,10 +228,10 @@ def week_figures(
         for f in unique
         if str(f["kind"]).startswith(("ebs_", "s3_"))
     )
-    waste: dict[str, float] = defaultdict(float)
+    job_waste: dict[str, float] = defaultdict(float)
     for f in unique:
         if str(f["kind"]).startswith("training_"):
-            waste[str(f.get("resource", "")).removeprefix("job/")] += float(
+            job_waste[str(f.get("resource", "")).removeprefix("job/")] += float(
                 (f.get("evidence") or {}).get("waste_in_lookback_usd") or 0.0
             )
     figures.costliest_jobs = [
@@ -226,7 +240,7 @@ def week_figures(
     ]
     figures.most_wasteful_jobs = [
         {"job": job, "waste_usd": w}
-        for job, w in sorted(waste.items(), key=lambda kv: -kv[1])
+        for job, w in sorted(job_waste.items(), key=lambda kv: -kv[1])
         if w > 0
     ][:5]
     figures.throughput_by_job = dict(throughput)
@@ -235,11 +249,15 @@ def week_figures(
     return figures
 
 
-#: The figures next week's report compares against.
+def class_key(cls: str) -> str:
+    """A GPU-hour class's headline name (``held_not_working_gpu_hours``)."""
+    return f"{cls}_gpu_hours"
+
+
+#: The figures next week's report compares against: the GPU-hours, each class's, and the rest.
 HEADLINE = (
     "gpu_hours",
-    "idle_gpu_hours",
-    "idle_cost_usd",
+    *(class_key(c) for c in CLASSES),
     "power_utilization",
     "sm_active",
     "storage_waste_usd",
@@ -247,4 +265,6 @@ HEADLINE = (
 
 
 def headline(figures: WeekFigures) -> dict[str, float | None]:
-    return {name: getattr(figures, name) for name in HEADLINE}
+    classes = {class_key(c): figures.gpu_hour_classes.get(str(c)) for c in CLASSES}
+    plain = {n: getattr(figures, n) for n in HEADLINE if n not in classes}
+    return {name: classes[name] if name in classes else plain[name] for name in HEADLINE}

@@ -76,11 +76,10 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
             break
     price = float(os.environ.get("GPU_HOUR_USD", "6.88"))
     last_week = iso_week_name(start.fromordinal(start.toordinal() - 7))
-    tables = [
-        t
-        for t in (_document(s3, bucket, gpu_hours_key(cluster, d)) for d in days(start, end))
-        if t is not None
-    ]
+    daily = {
+        d.isoformat(): _document(s3, bucket, gpu_hours_key(cluster, d)) for d in days(start, end)
+    }
+    tables = {d: t for d, t in daily.items() if t is not None}
     before = _document(s3, bucket, report_prefix(cluster, last_week) + "report.json") or {}
     waste = week_waste(tables, gpu_hour_usd=price, previous=before.get("waste"))
     figures = week_figures(
@@ -98,10 +97,9 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         files=files,
         job_costs=costs.costs,
         throughput=throughput_by_job(cloudwatch, cluster, start, end),
-        gpu_hour_usd=price,
+        waste=waste,
         previous={k: before.get(k) for k in HEADLINE},  # last week's report, read once above
     )
-    figures.waste = waste
     prefix = report_prefix(cluster, week)
     console = f"https://s3.console.aws.amazon.com/s3/object/{bucket}?prefix={prefix}report.html"
     link = s3.generate_presigned_url(

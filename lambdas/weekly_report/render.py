@@ -5,8 +5,8 @@ from html import escape
 from typing import Any
 
 from lambdas.weekly_report.charts import bar_chart, line_chart
-from lambdas.weekly_report.figures import WeekFigures
-from lambdas.weekly_report.waste_section import waste_section
+from lambdas.weekly_report.figures import WeekFigures, class_key
+from lambdas.weekly_report.waste_section import CLASS_NAMES, waste_section
 
 STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:60rem;
@@ -79,19 +79,23 @@ def _tile(name: str, value: str, delta: str) -> str:
 def html_report(figures: WeekFigures, *, link: str | None = None) -> str:
     f = figures
     title = f"GPU week {f.week}: {f.cluster}"
+    # GPU-hours and each class's: the waste table's figures, so they add up and agree.
     tiles = [
         ("GPU-hours", f"{f.gpu_hours:,.0f}", _delta(f, "gpu_hours")),
+        *(
+            (
+                f"GPU-hours {CLASS_NAMES[c]}",
+                f"{f.gpu_hour_classes.get(c, 0.0):,.0f} ({_money(f.gpu_hour_cost_usd.get(c))})",
+                _delta(f, class_key(c)),
+            )
+            for c in CLASS_NAMES
+        ),
         (
             "Power against the limit",
             _pct(f.power_utilization),
             _delta(f, "power_utilization", " points"),
         ),
         ("SM activity", _pct(f.sm_active), _delta(f, "sm_active", " points")),
-        (
-            "Idle GPU-hours",
-            f"{f.idle_gpu_hours:,.0f} ({_money(f.idle_cost_usd)})",
-            _delta(f, "idle_gpu_hours"),
-        ),
         (
             "Storage waste a month",
             _money(f.storage_waste_usd),
@@ -131,22 +135,26 @@ def html_report(figures: WeekFigures, *, link: str | None = None) -> str:
             )
         )
         parts.append(
-            bar_chart("Idle GPU-hours by day", days, [d["idle_gpu_hours"] for d in f.days])
+            bar_chart(
+                "GPU-hours held but not working by day",
+                days,
+                [d["held_not_working"] for d in f.days],
+            )
         )
         parts.append(
             _table(
-                ["Day", "GPU-hours", "Idle GPU-hours", "Power %", "SM active %"],
+                ["Day", "GPU-hours", *CLASS_NAMES.values(), "Power %", "SM active %"],
                 [
                     [
                         d["day"],
                         f"{d['gpu_hours']:,.1f}",
-                        f"{d['idle_gpu_hours']:,.1f}",
+                        *(f"{d[c]:,.1f}" for c in CLASS_NAMES),
                         _pct(d["power_utilization"]),
                         _pct(d["sm_active"]),
                     ]
                     for d in f.days
                 ],
-                {1, 2, 3, 4},
+                set(range(1, 3 + len(CLASS_NAMES))),
             )
         )
     parts.append('<h2 id="xids">XID errors</h2>')
@@ -230,9 +238,14 @@ def text_summary(figures: WeekFigures, *, link: str, top: int = 5) -> str:
     f = figures
     lines = [
         f"GPU week {f.week} for {f.cluster}",
-        f"GPU-hours {f.gpu_hours:,.0f}; power against the limit {_pct(f.power_utilization)}; "
-        f"SM activity {_pct(f.sm_active)}; idle {f.idle_gpu_hours:,.0f} GPU-hours "
-        f"({_money(f.idle_cost_usd)}); storage waste {_money(f.storage_waste_usd)} a month.",
+        f"GPU-hours {f.gpu_hours:,.0f}: "
+        + ", ".join(
+            f"{CLASS_NAMES[c]} {f.gpu_hour_classes.get(c, 0.0):,.0f}"
+            f" ({_money(f.gpu_hour_cost_usd.get(c))})"
+            for c in CLASS_NAMES
+        )
+        + f"; power against the limit {_pct(f.power_utilization)}; "
+        f"SM activity {_pct(f.sm_active)}; storage waste {_money(f.storage_waste_usd)} a month.",
         f"XID errors: {sum(x['count'] for x in f.xids):,.0f}; alarms raised: {len(f.alarms)}.",
     ]
     if f.waste.get("days"):

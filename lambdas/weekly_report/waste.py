@@ -4,10 +4,13 @@ per-namespace showback table as CSV."""
 
 import csv
 import io
-from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from lambdas.gpu_analyzer.attribution import HourClass
+
+#: The classes every GPU-hour falls in, in the order the report shows them.
+CLASSES = (HourClass.NOT_HELD, HourClass.WORKING, HourClass.NOT_WORKING, HourClass.FAULTED)
 NUMBERS = (
     "held_gpu_hours",
     "working_gpu_hours",
@@ -58,19 +61,30 @@ def _change(
         )
 
 
+def _classes(table: Mapping[str, Any]) -> dict[str, float]:
+    """A table's GPU-hours of every class (0 for a class it lacks)."""
+    found = table.get("classes") or {}
+    return {str(c): float(found.get(str(c)) or 0.0) for c in CLASSES}
+
+
 def week_waste(
-    tables: Iterable[Mapping[str, Any]],
+    tables: Mapping[str, Mapping[str, Any]],
     *,
     gpu_hour_usd: float,
     previous: Mapping[str, Any] | None = None,
     top: int = 10,
 ) -> dict[str, Any]:
-    """The week from its daily tables. ``previous`` is last week's ``waste`` document."""
-    days = list(tables)
-    classes: dict[str, float] = defaultdict(float)
-    for table in days:
-        for name, hours in (table.get("classes") or {}).items():
-            classes[name] += float(hours)
+    """The week from its daily tables (by ISO day). ``previous`` is last week's ``waste``
+    document. ``classes`` is the one source of the report's GPU-hour figures: its headline
+    and its days are these sums."""
+    days = list(tables.values())
+    classes: dict[str, float] = dict.fromkeys(map(str, CLASSES), 0.0)
+    by_day = []
+    for day, table in sorted(tables.items()):
+        hours = _classes(table)
+        for name, value in hours.items():
+            classes[name] += value
+        by_day.append({"day": day, **{k: round(v, 2) for k, v in hours.items()}})
     namespaces = _sum_rows((r for t in days for r in t.get("namespaces", [])), ("namespace",))
     jobs = _sum_rows((r for t in days for r in t.get("jobs", [])), ("namespace", "job"))
     before = previous or {}
@@ -83,6 +97,8 @@ def week_waste(
         "gpu_hour_usd": gpu_hour_usd,
         "classes": {k: round(v, 2) for k, v in classes.items()},
         "cost_usd": {k: round(v * gpu_hour_usd, 2) for k, v in classes.items()},
+        "gpu_hours": round(sum(classes.values()), 2),
+        "by_day": by_day,
         "namespaces": namespaces,
         "jobs": [j for j in jobs if j["not_working_gpu_hours"] > 0][:top],
         # The full job list, for next week's change.

@@ -6,13 +6,16 @@ from html import escape
 from typing import Any
 
 from lambdas.weekly_report.charts import bar_chart
+from lambdas.weekly_report.waste import CLASSES
 
-CLASS_NAMES = {
-    "held_working": "held and working",
-    "held_not_working": "held but not working",
-    "not_held": "not held by any pod",
-    "lost_or_faulted": "lost or faulted",
-}
+#: What each GPU-hour class is called, in the report's order (CLASSES).
+CLASS_NAMES = dict(
+    zip(
+        map(str, CLASSES),
+        ("not held by any pod", "held and working", "held but not working", "lost or faulted"),
+        strict=True,
+    )
+)
 
 
 def _change(value: float | None) -> str:
@@ -51,6 +54,13 @@ def waste_section(waste: dict[str, Any]) -> str:
         [CLASS_NAMES.get(k, k), f"{classes.get(k, 0.0):,.1f}", f"${cost.get(k, 0.0):,.0f}"]
         for k in CLASS_NAMES
     ]
+    rows.append(
+        [
+            "every GPU-hour",
+            f"{sum(classes.get(k, 0.0) for k in CLASS_NAMES):,.1f}",
+            f"${sum(cost.get(k, 0.0) for k in CLASS_NAMES):,.0f}",
+        ]
+    )
     parts.append(_table(["GPU-hours", "hours", "cost"], rows))
     idle = [n for n in waste["namespaces"] if n["not_working_gpu_hours"] > 0]
     if idle:

@@ -215,6 +215,10 @@ def test_the_demo_week_leads_with_the_teams_that_held_gpus_without_work(
         ("jupyter-alice", 722.4),
     ]
     assert waste["classes"]["lost_or_faulted"] > 0  # the week's failing GPU
+    # One source of truth: the headline's GPU-hours by class are the waste table's, and add up.
+    assert {k: document[f"{k}_gpu_hours"] for k in waste["classes"]} == waste["classes"]
+    assert document["gpu_hours"] == pytest.approx(sum(waste["classes"].values()))
+    assert "Idle GPU-hours" not in html
     held = {
         f["resource"]: f for f in result.training_findings if f["kind"] == "gpu_held_not_working"
     }

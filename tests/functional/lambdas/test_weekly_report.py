@@ -91,6 +91,14 @@ def _seed(aws: dict[str, Any]) -> None:
         Key="findings/cluster=train/date=2026-12-01/storage.jsonl",
         Body=json.dumps({**finding, "resource": "vol-next-week"}).encode(),
     )
+    # The GPU analyzer's table of the day: the report's only source of GPU-hours.
+    aws["s3"].put_object(
+        Bucket=BUCKET,
+        Key="reports/cluster=train/date=2026-11-24/gpu-hours.json",
+        Body=json.dumps(
+            {"classes": {"not_held": 2.0, "held_working": 3.0, "held_not_working": 1.0}}
+        ).encode(),
+    )
     aws["cloudwatch"].put_metric_data(
         Namespace="GpuInsights",
         MetricData=[
@@ -169,7 +177,13 @@ def test_report_is_written_by_iso_week_and_the_summary_sent_once(
             "Body"
         ].read()
     )
-    assert document["gpu_hours"] == 6.0  # six hourly samples at a 3,600 s interval
+    # The day's attributed GPU-hours, by class; the power mean is the exporter's.
+    assert document["gpu_hours"] == 6.0
+    assert (document["held_not_working_gpu_hours"], document["lost_or_faulted_gpu_hours"]) == (
+        1.0,
+        0.0,
+    )
+    assert document["power_utilization"] == 40.0
     assert document["storage_waste_usd"] == 40.0  # next week's file is not this week's
     assert document["alarms"] == [
         {"alarm": "gpu-insights-train-xid-fatal", "time": "2026-11-25 03:00"}

@@ -107,7 +107,6 @@ def test_finding_files_never_fail_a_report(lines: list[str]) -> None:
         files=files,
         job_costs={},
         throughput={},
-        gpu_hour_usd=1.0,
     )
     assert figures.malformed_finding_lines == files.malformed
 

@@ -34,8 +34,10 @@ def day(notebook_idle: float) -> dict[str, object]:
 
 
 def test_the_week_sums_days_ranks_idle_holders_and_compares_with_last_week() -> None:
-    last = week_waste([day(2.0)], gpu_hour_usd=6.88)
-    waste = week_waste([day(10.0)] * 7, gpu_hour_usd=6.88, previous=last)
+    last = week_waste({"2026-11-16": day(2.0)}, gpu_hour_usd=6.88)
+    waste = week_waste(
+        {f"2026-11-{23 + d}": day(10.0) for d in range(7)}, gpu_hour_usd=6.88, previous=last
+    )
     assert waste["classes"]["held_not_working"] == 70.0
     assert waste["cost_usd"]["held_not_working"] == pytest.approx(481.6)
     first, second = waste["namespaces"]

@@ -4,8 +4,15 @@ from typing import Any
 
 import pytest
 
-from lambdas.weekly_report.figures import GpuDay, WeekFigures, read_findings, week_figures
+from lambdas.weekly_report.figures import (
+    GpuDay,
+    WeekFigures,
+    headline,
+    read_findings,
+    week_figures,
+)
 from lambdas.weekly_report.render import html_report, text_summary
+from lambdas.weekly_report.waste import week_waste
 from lambdas.weekly_report.week import days, iso_week_name, report_week
 
 
@@ -77,9 +84,26 @@ def _figures() -> tuple[dict[str, Any], WeekFigures]:
         ]
     )
     gpu_days = [
-        GpuDay(date(2026, 11, 23), 24.0, 20.0, 60.0, 70.0),
-        GpuDay(date(2026, 11, 24), 48.0, 12.0, 30.0, None),
+        GpuDay(date(2026, 11, 23), 24.0, 60.0, 70.0),
+        GpuDay(date(2026, 11, 24), 48.0, 30.0, None),
     ]
+    # The GPU analyzer's tables of the two days: 24 and 48 GPU-hours by class.
+    waste = week_waste(
+        {
+            "2026-11-23": {
+                "classes": {"not_held": 4.0, "held_working": 16.0, "held_not_working": 4.0}
+            },
+            "2026-11-24": {
+                "classes": {
+                    "not_held": 30.0,
+                    "held_working": 6.0,
+                    "held_not_working": 10.0,
+                    "lost_or_faulted": 2.0,
+                }
+            },
+        },
+        gpu_hour_usd=6.88,
+    )
     figures = week_figures(
         cluster="train",
         week="2026-W48",
@@ -92,7 +116,7 @@ def _figures() -> tuple[dict[str, Any], WeekFigures]:
             "resnet": {"gpu_hours": 8.0, "dollars": 55.0},
         },
         throughput={"bert": [900.0, None]},
-        gpu_hour_usd=6.88,
+        waste=waste,
         previous={"gpu_hours": 100.0, "storage_waste_usd": None},
     )
     return figures.to_dict(), figures
@@ -101,8 +125,7 @@ def _figures() -> tuple[dict[str, Any], WeekFigures]:
 def test_figures_from_known_inputs() -> None:
     document, _ = _figures()
     assert document["gpu_hours"] == 72.0
-    assert document["idle_gpu_hours"] == 40.0  # 4 + 36
-    assert document["idle_cost_usd"] == pytest.approx(40 * 6.88)
+    assert document["change"]["gpu_hours"] == -28.0
     assert document["power_utilization"] == pytest.approx((60 * 24 + 30 * 48) / 72)
     assert document["sm_active"] == 70.0  # the day without SM data does not count as zero
     assert document["findings_by_kind"] == {
@@ -116,7 +139,35 @@ def test_figures_from_known_inputs() -> None:
     assert document["costliest_jobs"][0]["job"] == "bert"
     assert document["xids"][0] == {"node": "node-b", "code": "13", "count": 3.0}
     assert (document["malformed_finding_lines"], document["finding_files"]) == (2, 2)
-    assert document["change"] == {"gpu_hours": -28.0, "storage_waste_usd": None}
+
+
+def test_the_headline_gpu_hours_are_the_waste_tables_classes_and_add_up() -> None:
+    """One source of truth: the headline's GPU-hours by class are the attribution's (the
+    waste table's) figures, every class is there, lost or faulted included, and they add up
+    to the week's GPU-hours, in the JSON, in the HTML tiles, in the SNS summary and by day."""
+    document, figures = _figures()
+    classes = document["waste"]["classes"]
+    assert classes == {
+        "not_held": 34.0,
+        "held_working": 22.0,
+        "held_not_working": 14.0,
+        "lost_or_faulted": 2.0,
+    }
+    assert {k: document["gpu_hour_classes"][k] for k in classes} == classes
+    assert {k: headline(figures)[f"{k}_gpu_hours"] for k in classes} == classes
+    assert document["gpu_hours"] == sum(classes.values()) == 72.0
+    assert [d["gpu_hours"] for d in document["days"]] == [24.0, 48.0]
+    assert [d["lost_or_faulted"] for d in document["days"]] == [0.0, 2.0]
+    html = html_report(figures)
+    for name, hours, cost in (
+        ("not held by any pod", 34, 34 * 6.88),
+        ("held and working", 22, 22 * 6.88),
+        ("held but not working", 14, 14 * 6.88),
+        ("lost or faulted", 2, 2 * 6.88),
+    ):
+        assert f"GPU-hours {name}<b>{hours} (${cost:,.0f})</b>" in html
+    assert "Idle GPU-hours" not in html
+    assert "not held by any pod 34 ($234)" in text_summary(figures, link="L")
 
 
 def test_html_is_self_contained_accessible_and_says_what_it_skipped() -> None:
@@ -146,7 +197,6 @@ def test_an_empty_week_says_so() -> None:
         files=read_findings([]),
         job_costs={},
         throughput={},
-        gpu_hour_usd=6.88,
     )
     html = html_report(empty)
     assert "No GPU data and no findings this week." in html
