@@ -6,6 +6,7 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from alarms.catalog import AlarmSettings, alarm_sizing
 from alarms.cloudwatch_history import HistoryFetchError
@@ -29,8 +30,16 @@ from deploy_config.manifest import (
 )
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """A usage error is one line naming the option and where help is, like every other refusal
+    of bad input (argparse prints the whole usage block first); subcommands inherit it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="gpu-insights",
         description="CloudWatch insight into GPU training on Amazon EKS.",
     )

@@ -106,6 +106,24 @@ def test_backtest_times_are_bounded_before_work_starts(
 
 
 @pytest.mark.usefixtures("no_aws")
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        ([*["cost-estimate", "--nodes", "x", "--gpus-per-node", "8"]], ["--nodes", "'x'"]),
+        (["manifest", "--image", "repo/e:1"], ["--cluster-name", "manifest --help"]),
+        (["nosuch"], ["'nosuch'"]),
+    ],
+)
+def test_a_usage_error_is_one_line_that_says_where_help_is(
+    argv: list[str], words: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    _one_line(capsys, *words)
+
+
+@pytest.mark.usefixtures("no_aws")
 def test_backtest_hours_are_bounded(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["backtest", "--cloudwatch", "-c", "cluster_name=c", "--hours", "1e6"]) == 2
     _one_line(capsys, "--hours")
