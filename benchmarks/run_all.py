@@ -64,6 +64,15 @@ def main() -> None:
             Row(f"{label}: peak RSS", f["peak_mib"], 512.0, "MiB"),
             Row(f"{label}: GetMetricData per run", f["usd"], None, "USD"),
         ]
+    f = s["floor"]
+    rows.append(
+        Row(
+            f"storage (floor): second pass, {f['second_pass_volumes']:,.0f} volumes, vs floor",
+            f["second_pass_datapoints"],
+            f["floor_second_pass_datapoints"],
+            "pts",
+        )
+    )
     t = training_analyzer.main()
     for plan, f in t.items():
         label = f"training ({plan}, real client)"
