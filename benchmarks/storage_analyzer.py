@@ -41,7 +41,8 @@ END = datetime(2025, 11, 28, tzinfo=UTC).timestamp()
 START = END - DAYS * 86_400
 HOURS = DAYS * 24
 MIB = 2**20
-#: (pattern, percent of the fleet): volume i has the pattern its ``i % 100`` falls in.
+#: (pattern, percent of the fleet): volume i has the pattern ``(37 i) % 100`` falls in, so
+#: every hundred consecutive volumes hold the mix, spread out.
 MIX: Final = (
     ("busy", 72),  # a saturated hour a day, within every limit: the first pass settles it
     ("queue", 6),  # a p95 queue above its limit (second pass; a queue finding)
@@ -57,7 +58,7 @@ SECOND_PASS: Final = frozenset({"queue", "queue_spike", "iops_limit", "throughpu
 
 
 def pattern_of(index: int) -> str:
-    return _BY_PERCENT[index % len(_BY_PERCENT)]
+    return _BY_PERCENT[index * 37 % len(_BY_PERCENT)]
 
 
 def _pattern(name: str) -> dict[str, list[float]]:
