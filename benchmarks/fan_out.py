@@ -276,4 +276,8 @@ def main(storage: dict[str, float], training: dict[str, float]) -> dict[str, Any
             f"  simulated {fan.items:,} {name}: {fan.shards} shard(s) of up to {fan.per_shard:,}, "
             f"{CONCURRENCY} at a time: {fan.wall_s:,.0f} s wall"
         )
+    if not same:
+        raise AssertionError(f"the sharded path's findings differ from one run's on {SAME_FLEET}")
+    if (big["volumes"], big["file_lines"]) != (BIG_FLEET, big["findings"]):
+        raise AssertionError(f"the {BIG_FLEET:,}-volume merge lost volumes or findings: {big}")
     return {"same": same, "big": big, "training": sharded, "volumes": volumes, "jobs": jobs}
