@@ -1,10 +1,15 @@
 """Beyond one function: the fleet cut into shards (lambdas/shared/shards.py), one analysis
 per shard as a Distributed Map would run them, merged in shard order.
 
-1. On a fleet one run can handle, the merged shards' findings are the single run's, line for
-   line.
-2. A synthetic 100,000-volume fleet analysed end to end through shard + merge (the shards run
-   two at a time in fresh processes, each with its own real botocore client, as invocations).
+1. The storage handler's own modes, the entry points the state machine invokes
+   (cdk/constructs/fleet_map.py): ``plan``, one ``shard`` per item, ``merge``, with the plan and
+   the parts written to and read from S3 (moto, in process), and EC2, GetMetricData and
+   EventBridge answered in their wire formats (benchmarks/wire.py; moto is slow with millions
+   of datapoints). On a fleet one run can handle, the sharded path writes the single run's
+   findings file byte for byte, with the same summary.
+2. A synthetic 100,000-volume fleet analysed end to end the same way, the invocations one
+   after another: each one's CPU, and the wall time a Distributed Map would take, simulated
+   from them (``CONCURRENCY`` shards at a time, in a 1,024 MB function).
 3. The training analysis through its real plan, shards and merge
    (lambdas/training_analyzer/fleet.py) on a 1,000-job fleet that differs job by job
    (benchmarks/training_fleet.py), against one run on the same data: the same findings, job
@@ -13,20 +18,25 @@ per shard as a Distributed Map would run them, merged in shard order.
    volume and per job measured by the storage and training benchmarks.
 """
 
+import math
+import os
 import time
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
+from unittest.mock import patch
 
-from benchmarks import training_analyzer
-from benchmarks.storage_analyzer import END, START, FakeCloudWatch, ec2_client
+from moto import mock_aws
+
+from benchmarks import training_analyzer, wire
+from benchmarks.storage_analyzer import END, FakeCloudWatch, ec2_client
 from benchmarks.training_fleet import Fleet, bucket_client
 from cdk.settings import Settings
 from lambdas.shared.findings import AnalysisRun
-from lambdas.shared.shards import FanOut, merge, per_shard, shards
-from lambdas.storage_analyzer.aws import VolumeScope, discover_volumes
-from lambdas.storage_analyzer.ebs_analysis import Volume
-from lambdas.storage_analyzer.run import StorageRun, analyze_storage, analyze_volumes
+from lambdas.shared.shards import FanOut, per_shard
+from lambdas.storage_analyzer import handler as storage_handler
 from lambdas.training_analyzer import fleet as training_fleet
 from lambdas.training_analyzer.run import TrainingRun, analyze_training
 
@@ -44,47 +54,147 @@ LAMBDA_VCPU = 1024 / 1769
 #: Assumed seconds CloudWatch takes to answer one full GetMetricData call (100,800 points).
 CALL_S = 1.0
 POINTS_PER_CALL = 100_800
-
-
-def _shard(volumes: list[Volume]) -> StorageRun:
-    """One invocation: its own client, its shard's volumes."""
-    return analyze_volumes(FakeCloudWatch().client(), volumes, START, END)
+BUCKET = "reports"
+EVENT = {"time": datetime.fromtimestamp(END, UTC).isoformat()}
 
 
 def _lines(run: AnalysisRun) -> list[str]:
     return [f.to_json() for f in run.findings]
 
 
+@dataclass
+class Invocation:
+    """One handler invocation's CPU and the datapoints it read."""
+
+    mode: str
+    cpu_s: float
+    datapoints: int
+
+    @property
+    def lambda_s(self) -> float:
+        return in_lambda_s(self.cpu_s, self.datapoints)
+
+
+@dataclass
+class StorageWorld:
+    """The storage handler's clients and environment for one fleet."""
+
+    cloudwatch: FakeCloudWatch
+    s3: Any
+    events: list[int] = field(default_factory=list)
+    invocations: list[Invocation] = field(default_factory=list)
+
+    def invoke(self, event: dict[str, Any]) -> dict[str, Any]:
+        cpu, points = time.process_time(), self.cloudwatch.datapoints
+        summary = storage_handler.handler({**EVENT, **event}, None)
+        self.invocations.append(
+            Invocation(
+                event.get("mode", "single"),
+                time.process_time() - cpu,
+                self.cloudwatch.datapoints - points,
+            )
+        )
+        return summary
+
+    def findings_file(self, key: str) -> bytes:
+        body: bytes = self.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+        return body
+
+    def sharded(self) -> dict[str, Any]:
+        """plan, every shard, merge: as the state machine invokes them."""
+        planned = self.invoke({"mode": "plan"})
+        for item in planned["shards"]:
+            self.invoke({"mode": "shard", **item})
+        return {**self.invoke({"mode": "merge", **planned}), "shards": len(planned["shards"])}
+
+
+def _events_client(sent: list[int]) -> Any:
+    client = wire.client("events")
+
+    def put(params: dict[str, Any]) -> dict[str, Any]:
+        sent.append(len(params["Entries"]))
+        return {"FailedEntryCount": 0, "Entries": [{"EventId": "e"} for _ in params["Entries"]]}
+
+    wire.serve_json(client, {"PutEvents": put})
+    return client
+
+
+@contextmanager
+def storage_world(volumes: int, shard_volumes: int) -> Iterator[StorageWorld]:
+    """The handler with its clients put in, as the functional tests do; restored after."""
+    env = {
+        "CLUSTER_NAME": "bench",
+        "REPORT_BUCKET": BUCKET,
+        "LOOKBACK_DAYS": "14",
+        "VOLUME_SCOPE": "cluster",
+        "BUCKETS": "",
+        "SHARD_VOLUMES": str(shard_volumes),
+    }
+    saved = dict(storage_handler._clients)
+    with mock_aws(), patch.dict(os.environ, env):
+        fake = FakeCloudWatch()
+        world = StorageWorld(fake, wire.client("s3"))
+        world.s3.create_bucket(Bucket=BUCKET)
+        clients = {
+            "ec2": ec2_client(volumes),
+            "s3": world.s3,
+            "cloudwatch": fake.client(),
+            "events": _events_client(world.events),
+        }
+        storage_handler._clients.clear()
+        storage_handler._clients.update(clients)
+        try:
+            yield world
+        finally:
+            storage_handler._clients.clear()
+            storage_handler._clients.update(saved)
+
+
 def same_findings() -> bool:
-    single = analyze_storage(
-        ec2=ec2_client(SAME_FLEET),
-        s3=None,
-        cloudwatch=FakeCloudWatch().client(),
-        cluster="bench",
-        scope=VolumeScope.CLUSTER,
-        buckets=[],
-        start=START,
-        end=END,
-    )
-    volumes = discover_volumes(ec2_client(SAME_FLEET), cluster="bench", scope=VolumeScope.CLUSTER)
-    merged = merge((_shard(list(s)) for s in shards(volumes, SAME_SHARD)), StorageRun())
-    return _lines(single) == _lines(merged) and len(single.findings) > 0
+    """One run, then plan, shards and merge, through the handler: the same file, summary."""
+    with storage_world(SAME_FLEET, SAME_SHARD) as world:
+        single = world.invoke({})
+        expected = world.findings_file(single["key"])
+        world.s3.delete_object(Bucket=BUCKET, Key=single["key"])
+        merged = world.sharded()
+        return (
+            merged["shards"] == math.ceil(SAME_FLEET / SAME_SHARD)
+            and {k: v for k, v in merged.items() if k != "shards"} == single
+            and world.findings_file(merged["key"]) == expected
+            and single["findings"] > 0
+        )
+
+
+def simulated_wall_s(invocations: list[Invocation]) -> float:
+    """The Distributed Map's wall time from each invocation's measured CPU and datapoints:
+    the plan, the shards ``CONCURRENCY`` at a time (a wave lasts as long as its slowest),
+    then the merge."""
+    shard_s = [i.lambda_s for i in invocations if i.mode == "shard"]
+    waves = [shard_s[i : i + CONCURRENCY] for i in range(0, len(shard_s), CONCURRENCY)]
+    once = sum(i.lambda_s for i in invocations if i.mode != "shard")
+    return once + sum(max(wave) for wave in waves)
 
 
 def big_fleet() -> dict[str, float]:
-    started, cpu = time.perf_counter(), time.process_time()
-    volumes = discover_volumes(ec2_client(BIG_FLEET), cluster="bench", scope=VolumeScope.CLUSTER)
-    cut = [list(s) for s in shards(volumes, BIG_SHARD)]
-    with ProcessPoolExecutor(max_workers=2, mp_context=get_context("spawn")) as pool:
-        parts = list(pool.map(_shard, cut))
-    run = merge(parts, StorageRun())
+    started = time.perf_counter()
+    with storage_world(BIG_FLEET, BIG_SHARD) as world:
+        merged = world.sharded()
+        lines = world.findings_file(merged["key"]).count(b"\n")
+    calls = world.invocations
+    shard_cpu = [i.cpu_s for i in calls if i.mode == "shard"]
     return {
-        "volumes": float(len(volumes)),
-        "shards": float(len(cut)),
-        "findings": float(len(run.findings)),
-        "analysed": float(sum(1 for f in run.findings if f.resource.startswith("vol-"))),
+        "volumes": float(merged["volumes"]),
+        "shards": float(merged["shards"]),
+        "findings": float(merged["findings"]),
+        "file_lines": float(lines),
+        "events": float(sum(world.events)),
+        "plan_cpu_s": calls[0].cpu_s,
+        "shard_cpu_s": sum(shard_cpu),
+        "slowest_shard_cpu_s": max(shard_cpu),
+        "merge_cpu_s": calls[-1].cpu_s,
+        "cpu_s": sum(i.cpu_s for i in calls),
+        "simulated_wall_s": simulated_wall_s(calls),
         "wall_s": time.perf_counter() - started,
-        "parent_cpu_s": time.process_time() - cpu,
     }
 
 
@@ -142,10 +252,18 @@ def main(storage: dict[str, float], training: dict[str, float]) -> dict[str, Any
     shard_jobs = Settings().training_shard_jobs
     jobs = FanOut(JOBS, min(shard_jobs, per_shard(per_job)), CONCURRENCY, per_job)
     print("fan-out (Distributed Map shards, merged in shard order)")
-    print(f"  {SAME_FLEET:,} volumes: shards of {SAME_SHARD} merge to the single run: {same}")
     print(
-        f"  {BIG_FLEET:,} volumes end to end: {big['shards']:.0f} shards, "
-        f"{big['findings']:,.0f} findings, {big['wall_s']:.0f} s wall on 2 processes"
+        f"  {SAME_FLEET:,} volumes through the handler's plan, shards of {SAME_SHARD} and merge "
+        f"(parts in S3): the single run's findings file and summary: {same}"
+    )
+    print(
+        f"  {BIG_FLEET:,} volumes end to end through the handler's modes: "
+        f"{big['shards']:.0f} shards, {big['findings']:,.0f} findings in the day's file "
+        f"({big['events']:,.0f} events); CPU {big['cpu_s']:.0f} s (plan {big['plan_cpu_s']:.1f} s, "
+        f"shards {big['shard_cpu_s']:.0f} s, slowest {big['slowest_shard_cpu_s']:.1f} s, "
+        f"merge {big['merge_cpu_s']:.1f} s); simulated Distributed Map wall "
+        f"{big['simulated_wall_s']:.0f} s ({CONCURRENCY} shards at a time, 1,024 MB); "
+        f"{big['wall_s']:.0f} s wall here, one invocation after another"
     )
     print(
         f"  {sharded['jobs']:,.0f} jobs: plan, {sharded['shards']:.0f} shards of "
@@ -158,4 +276,8 @@ def main(storage: dict[str, float], training: dict[str, float]) -> dict[str, Any
             f"  simulated {fan.items:,} {name}: {fan.shards} shard(s) of up to {fan.per_shard:,}, "
             f"{CONCURRENCY} at a time: {fan.wall_s:,.0f} s wall"
         )
+    if not same:
+        raise AssertionError(f"the sharded path's findings differ from one run's on {SAME_FLEET}")
+    if (big["volumes"], big["file_lines"]) != (BIG_FLEET, big["findings"]):
+        raise AssertionError(f"the {BIG_FLEET:,}-volume merge lost volumes or findings: {big}")
     return {"same": same, "big": big, "training": sharded, "volumes": volumes, "jobs": jobs}

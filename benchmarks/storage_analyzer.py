@@ -4,8 +4,10 @@ datapoint-floor plan (ebs_plan): calls against the call floor, datapoints agains
 datapoint floor, metrics requested and their GetMetricData dollars, CPU end to end with the
 share botocore spent parsing, and peak memory (each run in a fresh process).
 
-Every volume has the same busy gp3/gp2 pattern (a saturated hour a day), so the figures
-measure the client and the analyzer, not the fake.
+The fleet is a mix (``MIX``): most volumes busy within their limits, and a stated share
+tripping each screen of lambdas/storage_analyzer/ebs_plan.py, so their hourly series are
+fetched in a second pass (queue length, the IOPS and throughput limit checks), besides idle
+and low-credit volumes, whose rules the first pass settles. The floor counts both passes.
 """
 
 import multiprocessing
@@ -14,20 +16,20 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from benchmarks import wire
 from lambdas.shared.metric_fetcher import (
-    MetricQuery,
     cost_usd,
     fetch,
     floor,
+    floor_of_passes,
     metrics_requested,
     window_period,
 )
 from lambdas.storage_analyzer.aws import VolumeScope, discover_volumes, volume_queries
 from lambdas.storage_analyzer.ebs_analysis import VolumeMetrics, analyze_volume
-from lambdas.storage_analyzer.ebs_plan import first_pass
+from lambdas.storage_analyzer.ebs_plan import SCREENED, passes
 from lambdas.storage_analyzer.run import analyze_storage
 
 VOLUMES = 10_000
@@ -39,24 +41,52 @@ END = datetime(2025, 11, 28, tzinfo=UTC).timestamp()
 START = END - DAYS * 86_400
 HOURS = DAYS * 24
 MIB = 2**20
+#: (pattern, percent of the fleet): volume i has the pattern ``(37 i) % 100`` falls in, so
+#: every hundred consecutive volumes hold the mix, spread out.
+MIX: Final = (
+    ("busy", 72),  # a saturated hour a day, within every limit: the first pass settles it
+    ("queue", 6),  # a p95 queue above its limit (second pass; a queue finding)
+    ("queue_spike", 2),  # one hour's queue above its limit (second pass; no finding)
+    ("iops_limit", 5),  # its IOPS limit hit in one hour a day (second pass)
+    ("throughput_limit", 5),  # its throughput limit hit in one hour (second pass)
+    ("idle", 5),  # under 1 IOPS every day: an idle finding from the first pass
+    ("low_credit", 5),  # a gp2 volume whose burst credits ran out (the window minimum)
+)
+_BY_PERCENT: Final = [name for name, percent in MIX for _ in range(percent)]
+#: The patterns that trip a window screen, so need a second pass.
+SECOND_PASS: Final = frozenset({"queue", "queue_spike", "iops_limit", "throughput_limit"})
 
 
-def _pattern() -> dict[str, list[float]]:
+def pattern_of(index: int) -> str:
+    return _BY_PERCENT[index * 37 % len(_BY_PERCENT)]
+
+
+def _pattern(name: str) -> dict[str, list[float]]:
+    """Hourly values of every EBS metric of a volume of this pattern."""
     iops = [(2800.0 if h % 24 == 9 else 900.0 + (h % 7) * 40) * 3600 for h in range(HOURS)]
+    if name == "idle":
+        iops = [0.1 * 3600] * HOURS
+    queue = [1.5] * HOURS
+    if name == "queue":  # three hours a day (12.5%) at 40: the p95 is 40
+        queue = [40.0 if h % 24 in (9, 10, 11) else 1.5 for h in range(HOURS)]
+    if name == "queue_spike":
+        queue = [40.0 if h == 100 else 1.5 for h in range(HOURS)]
+    busy_hour = [1.0 if h % 24 == 9 else 0.0 for h in range(HOURS)]
+    once = [1.0 if h == 200 else 0.0 for h in range(HOURS)]
     return {
         "VolumeReadOps": iops,
         "VolumeWriteOps": [v / 4 for v in iops],
-        "VolumeReadBytes": [60.0 * MIB * 3600] * HOURS,
-        "VolumeWriteBytes": [5.0 * MIB * 3600] * HOURS,
-        "VolumeQueueLength": [1.5] * HOURS,
-        "VolumeIOPSExceededCheck": [0.0] * HOURS,
-        "VolumeThroughputExceededCheck": [0.0] * HOURS,
-        "BurstBalance": [100.0] * HOURS,
+        "VolumeReadBytes": [(0.0 if name == "idle" else 60.0) * MIB * 3600] * HOURS,
+        "VolumeWriteBytes": [(0.0 if name == "idle" else 5.0) * MIB * 3600] * HOURS,
+        "VolumeQueueLength": queue,
+        "VolumeIOPSExceededCheck": busy_hour if name == "iops_limit" else [0.0] * HOURS,
+        "VolumeThroughputExceededCheck": once if name == "throughput_limit" else [0.0] * HOURS,
+        "BurstBalance": [4.0 if name == "low_credit" else 100.0] * HOURS,
     }
 
 
 def _volume_xml(i: int) -> str:
-    kind = "gp2" if i % 5 == 0 else "gp3"
+    kind = "gp2" if i % 5 == 0 or pattern_of(i) == "low_credit" else "gp3"
     return (
         f"<item><volumeId>vol-{i:017x}</volumeId><size>500</size><volumeType>{kind}</volumeType>"
         f"<status>in-use</status><iops>{6000 if i % 3 == 0 else 3000}</iops>"
@@ -86,27 +116,44 @@ def ec2_client(volumes: int) -> Any:
 
 
 class FakeCloudWatch:
-    """GetMetricData over the pattern: hourly series, window statistics, ``a + b`` math."""
+    """GetMetricData over each volume's pattern: hourly series, window statistics, ``a + b``
+    math; PutMetricData (the findings counts) accepted. Counts the screened metrics' hourly
+    datapoints apart: the second pass."""
 
     REDUCE: ClassVar[dict[str, Callable[[list[float]], float]]] = {
         "Maximum": max,
         "Minimum": min,
         "Sum": sum,
     }
+    HOURLY_SCREENED: ClassVar[frozenset[str]] = frozenset(m for _, m, _ in SCREENED)
 
     def __init__(self) -> None:
         self.calls = 0
         self.datapoints = 0
+        self.screened_hourly = 0
         self.metrics = 0
-        self._values = _pattern()
+        self._values = {name: _pattern(name) for name, _ in MIX}
+        self._windows = {
+            (name, metric, stat): reduce(values)
+            for name, series in self._values.items()
+            for metric, values in series.items()
+            for stat, reduce in self.REDUCE.items()
+        }
         self._hours = [START + h * 3600 for h in range(HOURS)]
+
+    def window(self, volume_id: str, metric: str, stat: str) -> float:
+        """The one point a window-long period of this volume's metric has."""
+        return self._windows[pattern_of(int(volume_id[4:], 16)), metric, stat]
 
     def _series(self, query: dict[str, Any]) -> tuple[list[float], list[float]]:
         stat = query["MetricStat"]
-        values = self._values[stat["Metric"]["MetricName"]]
+        metric = stat["Metric"]["MetricName"]
+        volume_id = stat["Metric"]["Dimensions"][0]["Value"]
         if stat["Period"] > 3600:
-            return [START], [self.REDUCE[stat["Stat"]](values)]
-        return self._hours, values
+            return [START], [self.window(volume_id, metric, stat["Stat"])]
+        if metric in self.HOURLY_SCREENED:
+            self.screened_hourly += HOURS
+        return self._hours, self._values[pattern_of(int(volume_id[4:], 16))][metric]
 
     def get_metric_data(self, params: dict[str, Any]) -> dict[str, Any]:
         self.calls += 1
@@ -129,7 +176,9 @@ class FakeCloudWatch:
 
     def client(self, *, lambda_session: bool = True) -> Any:
         client = wire.client("cloudwatch", lambda_session=lambda_session)
-        wire.serve_json(client, {"GetMetricData": self.get_metric_data})
+        wire.serve_json(
+            client, {"GetMetricData": self.get_metric_data, "PutMetricData": lambda _: {}}
+        )
         return client
 
 
@@ -145,15 +194,23 @@ def _today(ec2: Any, cloudwatch: Any) -> int:
     return sum(len(analyze_volume(by_id[k], m)) for k, m in metrics.items())
 
 
-def _floor(plan: str, volumes: int) -> tuple[int, int, int]:
-    """(calls, datapoints, metrics) the first pass of the plan needs at the least."""
+def _floor(plan: str, volumes: int) -> tuple[int, int, int, int]:
+    """(calls, datapoints, metrics, second-pass datapoints) the plan needs at the least: for
+    the floor plan, its first pass and the second pass of the volumes whose screens the fake's
+    window points trip."""
     found = discover_volumes(ec2_client(volumes), cluster="bench", scope=VolumeScope.CLUSTER)
-    window = window_period(START, END)
-    queries: list[MetricQuery] = [
-        q for v in found for q in (volume_queries(v) if plan == "today" else first_pass(v, window))
-    ]
-    calls, points = floor(queries, start=START, end=END)
-    return calls, points, metrics_requested(queries)
+    if plan == "today":
+        queries = [q for v in found for q in volume_queries(v)]
+        return (*floor(queries, start=START, end=END), metrics_requested(queries), 0)
+    fake = FakeCloudWatch()
+    screened = {
+        v.volume_id: VolumeMetrics(**{f: [fake.window(v.volume_id, m, s)] for f, m, s in SCREENED})
+        for v in found
+    }
+    first, second = passes(found, screened, window_period(START, END))
+    calls, points = floor_of_passes((first, second), start=START, end=END)
+    _, second_points = floor(second, start=START, end=END)
+    return calls, points, metrics_requested(first) + metrics_requested(second), second_points
 
 
 def measure(plan: str, volumes: int) -> dict[str, float]:
@@ -187,6 +244,9 @@ def measure(plan: str, volumes: int) -> dict[str, float]:
         "floor_calls": float(least[0]),
         "datapoints": float(fake.datapoints),
         "floor_datapoints": float(least[1]),
+        "second_pass_datapoints": float(fake.screened_hourly if plan != "today" else 0),
+        "floor_second_pass_datapoints": float(least[3]),
+        "second_pass_volumes": float(sum(pattern_of(i) in SECOND_PASS for i in range(volumes))),
         "metrics": float(fake.metrics),
         "usd": cost_usd(fake.metrics),
         "findings": float(findings),
@@ -222,6 +282,14 @@ def main() -> dict[str, dict[str, float]]:
             f"peak {f['peak_mib']:6.0f} MiB  ${f['usd']:.2f}  findings {f['findings']:,.0f}"
         )
     print(f"  * today's plan measured on {BASELINE_VOLUMES:,} volumes, scaled per volume")
+    mix = ", ".join(f"{name} {percent}%" for name, percent in MIX)
+    print(f"  fleet: {mix}")
+    print(
+        f"  floor plan's second pass: {after['second_pass_volumes']:,.0f} volumes whose screens "
+        f"could fire, {after['second_pass_datapoints']:,.0f} datapoints "
+        f"(floor {after['floor_second_pass_datapoints']:,.0f}), of the "
+        f"{after['datapoints']:,.0f} in all"
+    )
     return {"today": today, "floor": after}
 
 

@@ -6,6 +6,9 @@ request body, asks the fake, and returns an ``AWSResponse`` whose body is encode
 service's protocol says: JSON for CloudWatch (``json``, the first of its protocols botocore
 supports, in botocore/data/cloudwatch/2010-08-01/service-2.json) and CloudWatch Logs, XML for
 EC2. Timestamps go over the wire as epoch seconds, as the JSON protocols send them.
+
+The hook is registered first, so inside moto's ``mock_aws`` (which answers ``before-send``
+for every client) these operations still get the fake's answer, and the rest reach moto.
 """
 
 import json
@@ -68,7 +71,7 @@ def serve_json(client: Any, answers: dict[str, Respond]) -> None:
         headers["x-amzn-RequestId"] = "bench"
         return AWSResponse(request.url, 200, headers, _Body(body))
 
-    client.meta.events.register("before-send", send)
+    client.meta.events.register_first("before-send", send)
 
 
 def serve_xml(client: Any, answers: dict[str, Callable[[dict[str, str]], str]]) -> None:
@@ -84,7 +87,7 @@ def serve_xml(client: Any, answers: dict[str, Callable[[dict[str, str]], str]]) 
         headers["Content-Type"] = "text/xml"
         return AWSResponse(request.url, 200, headers, _Body(respond(params).encode()))
 
-    client.meta.events.register("before-send", send)
+    client.meta.events.register_first("before-send", send)
 
 
 class ParseClock:

@@ -102,6 +102,15 @@ def floor(queries: Iterable[MetricQuery], *, start: float, end: float) -> tuple[
     return calls, points
 
 
+def floor_of_passes(
+    passes: Iterable[Iterable[MetricQuery]], *, start: float, end: float
+) -> tuple[int, int]:
+    """(calls, datapoints) of fetches made one after another (a later pass is chosen from what
+    an earlier one returned, so it cannot share its calls): the sum of each pass's floor."""
+    totals = [floor(queries, start=start, end=end) for queries in passes]
+    return sum(c for c, _ in totals), sum(p for _, p in totals)
+
+
 def batches(
     queries: Iterable[MetricQuery], *, start: float, end: float
 ) -> Iterator[list[MetricQuery]]:

@@ -12,6 +12,7 @@ others are screened with one point over the window, exactly:
 Only a volume whose screen could fire gets those series hourly, in a second pass.
 """
 
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from lambdas.shared.metric_fetcher import MetricQuery, math
@@ -71,3 +72,20 @@ def could_fire(volume: Volume, screened: VolumeMetrics, t: EbsThresholds) -> lis
 def second_pass(volume: Volume, fields: list[str]) -> list[MetricQuery]:
     names = {f: m for f, m, _ in SCREENED}
     return [_metric(volume, names[f], HOURLY_STAT[f], HOURLY, f) for f in fields]
+
+
+def passes(
+    volumes: Sequence[Volume],
+    screened: Mapping[str, VolumeMetrics],
+    window_s: int,
+    t: EbsThresholds = EbsThresholds(),  # noqa: B008
+) -> tuple[list[MetricQuery], list[MetricQuery]]:
+    """Every query the rules need, by pass: the first pass of every volume, and the second
+    pass of those whose window screens (``screened``, by volume id) could fire."""
+    first = [q for v in volumes for q in first_pass(v, window_s)]
+    second = [
+        q
+        for v in volumes
+        for q in second_pass(v, could_fire(v, screened.get(v.volume_id, VolumeMetrics()), t))
+    ]
+    return first, second

@@ -5,15 +5,21 @@ reads the parts in shard order, adds the buckets' findings, and publishes the da
 the single run's (lambdas/shared/shards.py).
 
 Parts live under ``shards/`` of the report bucket, beside the day's findings, keyed by cluster
-and day, so a rerun of the same day replaces them.
+and day, so a rerun of the same day replaces them. A part holds its findings, the volumes it
+skipped and how many it analyzed, so the merged run's summary is the single run's too.
 """
 
 import json
 from dataclasses import asdict
 from typing import Any
 
-from lambdas.shared.findings import Finding
-from lambdas.shared.shard_parts import MissingPartError, read_required, shard_key
+from lambdas.shared.shard_parts import (
+    MissingPartError,
+    add_run,
+    read_required,
+    run_document,
+    shard_key,
+)
 from lambdas.shared.shards import shards
 from lambdas.storage_analyzer.aws import VolumeScope, discover_volumes
 from lambdas.storage_analyzer.ebs_analysis import Volume
@@ -27,7 +33,7 @@ def volumes_key(cluster: str, day: str) -> str:
 
 
 def part_key(cluster: str, day: str, index: int) -> str:
-    return shard_key(cluster, day, f"storage-part-{index:05d}.jsonl")
+    return shard_key(cluster, day, f"storage-part-{index:05d}.json")
 
 
 def plan(
@@ -59,7 +65,7 @@ def shard(
     raw = read_required(s3, bucket, volumes_key(cluster, day))
     volumes = [Volume(**v) for v in json.loads(raw)[first : first + count]]
     run = analyze_volumes(cloudwatch, volumes, start, end)
-    body = "".join(json.dumps(f.to_dict()) + "\n" for f in run.findings).encode()
+    body = json.dumps({**run_document(run), "volumes": run.volumes}).encode()
     s3.put_object(Bucket=bucket, Key=part_key(cluster, day, index), Body=body)
     return {"index": index, "volumes": len(volumes), "findings": len(run.findings)}
 
@@ -69,7 +75,7 @@ def read_parts(*, s3: Any, bucket: str, cluster: str, day: str, shards: int) -> 
     run = StorageRun()
     for index in range(shards):
         key = part_key(cluster, day, index)
-        raw = read_required(s3, bucket, key, f": shard {index} did not finish")
-        findings = [Finding.from_dict(json.loads(line)) for line in raw.decode().splitlines()]
-        run.findings += findings
+        document = json.loads(read_required(s3, bucket, key, f": shard {index} did not finish"))
+        add_run(run, document)
+        run.volumes += document["volumes"]
     return run

@@ -78,7 +78,6 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
             s3=_clients("s3"), bucket=bucket, cluster=cluster, day=day,
             shards=len(event["shards"]),
         )  # fmt: skip
-        run.volumes = int(event["volumes"])
         analyze_buckets(
             _clients("s3"), _clients("cloudwatch"), buckets, start, end, S3Thresholds(), run
         )

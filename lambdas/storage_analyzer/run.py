@@ -141,9 +141,15 @@ def analyze_volumes(
     run: StorageRun | None = None,
 ) -> StorageRun:
     """These volumes' findings: a whole fleet's, or one shard's (lambdas/shared/shards.py),
-    whose runs merged in shard order are the whole fleet's."""
+    whose runs merged in shard order are the whole fleet's. Volumes finish in fetch order (a
+    second-pass volume after the rest of its run), so findings and skips are put back in
+    volume order, which is the same whether the volumes are one run or cut into shards."""
     run = run or StorageRun()
+    findings, skipped = len(run.findings), len(run.skipped)
     run.findings.extend(_volume_findings(cloudwatch, volumes, start, end, t, run))
+    position = {v.volume_id: i for i, v in enumerate(volumes)}
+    run.findings[findings:] = sorted(run.findings[findings:], key=lambda f: position[f.resource])
+    run.skipped[skipped:] = sorted(run.skipped[skipped:], key=position.__getitem__)
     return run
 
 

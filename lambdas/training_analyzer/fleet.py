@@ -15,8 +15,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from lambdas.shared.findings import Finding
-from lambdas.shared.shard_parts import read_required, shard_key
+from lambdas.shared.shard_parts import add_run, read_required, run_document, shard_key
 from lambdas.shared.shards import shards
 from lambdas.training_analyzer.analysis import JobCost, RankStats
 from lambdas.training_analyzer.run import TrainingRun, analyze_jobs, plan_jobs
@@ -31,16 +30,11 @@ def part_key(cluster: str, day: str, index: int) -> str:
 
 
 def _run_document(run: TrainingRun) -> dict[str, Any]:
-    return {
-        "findings": [f.to_dict() for f in run.findings],
-        "skipped": run.skipped,
-        "costs": {job: asdict(cost) for job, cost in run.costs.items()},
-    }
+    return {**run_document(run), "costs": {job: asdict(c) for job, c in run.costs.items()}}
 
 
 def _add(run: TrainingRun, document: dict[str, Any]) -> None:
-    run.findings += [Finding.from_dict(f) for f in document["findings"]]
-    run.skipped += document["skipped"]
+    add_run(run, document)
     run.costs.update({job: JobCost(**cost) for job, cost in document["costs"].items()})
 
 

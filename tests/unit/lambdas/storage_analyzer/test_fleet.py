@@ -1,0 +1,73 @@
+"""The storage analysis in shards (lambdas/storage_analyzer/fleet.py) keeps what a shard
+skipped: the merged run names the volumes a failed shard could not read, and counts only the
+volumes analyzed, as one run's summary does. Clients are real botocore clients answered at
+the HTTP layer (benchmarks/wire.py) or by an event hook (cli/service_answers.py)."""
+
+from typing import Any
+
+from benchmarks import storage_analyzer as bench
+from benchmarks import wire
+from benchmarks.training_fleet import bucket_client
+from cli.service_answers import answer, error
+from lambdas.shared.findings import Kind
+from lambdas.storage_analyzer import fleet
+from lambdas.storage_analyzer.aws import VolumeScope, discover_volumes
+from lambdas.storage_analyzer.run import analyze_volumes
+
+DAY = "2025-11-28"
+WHERE: dict[str, Any] = {"bucket": "reports", "cluster": "bench", "day": DAY}
+
+
+def _refusing_cloudwatch() -> Any:
+    """GetMetricData refused with a 400, which botocore does not retry."""
+    client = wire.client("cloudwatch")
+    answer(
+        client,
+        "GetMetricData",
+        lambda _: error("InvalidParameterCombination", "refused for the test", 400),
+    )
+    return client
+
+
+def test_a_failed_shards_skipped_volumes_survive_the_merge() -> None:
+    s3 = bucket_client({})
+    planned = fleet.plan(
+        ec2=bench.ec2_client(4), s3=s3, scope=VolumeScope.CLUSTER, per_shard=2, **WHERE
+    )
+    assert [(s["first"], s["count"]) for s in planned["shards"]] == [(0, 2), (2, 2)]
+    clients = [bench.FakeCloudWatch().client(), _refusing_cloudwatch()]
+    for item, cloudwatch in zip(planned["shards"], clients, strict=True):
+        fleet.shard(s3=s3, cloudwatch=cloudwatch, start=bench.START, end=bench.END, **item, **WHERE)
+    merged = fleet.read_parts(s3=s3, shards=2, **WHERE)
+    failed = [f"vol-{i:017x}" for i in (2, 3)]
+    assert merged.skipped == failed
+    assert merged.volumes == 2
+    errors = [f.resource for f in merged.findings if f.kind == Kind.ANALYSIS_ERROR]
+    assert errors == failed
+    found = {f.resource for f in merged.findings if f.kind != Kind.ANALYSIS_ERROR}
+    assert found
+    assert found <= {f"vol-{i:017x}" for i in (0, 1)}
+
+
+def test_shards_merge_to_the_single_runs_findings_in_its_order() -> None:
+    """A hundred volumes of the benchmark's mix: 18 of them trip a screen, so their hourly
+    series come in a second pass, after the other volumes of their run or shard; findings are
+    still in volume order, so the merged parts are the single run, line for line."""
+    volumes = discover_volumes(bench.ec2_client(100), cluster="bench", scope=VolumeScope.CLUSTER)
+    assert sum(bench.pattern_of(i) in bench.SECOND_PASS for i in range(100)) == 18
+    single = analyze_volumes(bench.FakeCloudWatch().client(), volumes, bench.START, bench.END)
+    s3 = bucket_client({})
+    planned = fleet.plan(
+        ec2=bench.ec2_client(100), s3=s3, scope=VolumeScope.CLUSTER, per_shard=30, **WHERE
+    )
+    for item in reversed(planned["shards"]):  # the Map runs shards in any order
+        fleet.shard(
+            s3=s3, cloudwatch=bench.FakeCloudWatch().client(), start=bench.START,
+            end=bench.END, **item, **WHERE,
+        )  # fmt: skip
+    merged = fleet.read_parts(s3=s3, shards=len(planned["shards"]), **WHERE)
+    kinds = {f.kind for f in single.findings}
+    assert Kind.EBS_HIGH_QUEUE_LENGTH in kinds
+    assert Kind.EBS_IDLE_VOLUME in kinds
+    assert [f.to_json() for f in merged.findings] == [f.to_json() for f in single.findings]
+    assert (merged.volumes, merged.skipped) == (single.volumes, single.skipped) == (100, [])
