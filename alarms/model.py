@@ -1,5 +1,6 @@
 """What an alarm watches and how it decides, in CloudWatch's own terms."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -48,6 +49,32 @@ class MetricStat:
     stat: str  # Sum, Average, Maximum, Minimum, SampleCount
 
 
+def insights_sql(
+    namespace: str,
+    schema: Sequence[str],
+    metric: str,
+    function: str,
+    where: Sequence[tuple[str, str]],
+    *,
+    group_by: Sequence[str] = (),
+    order: str | None = None,
+    limit: int | None = None,
+) -> str:
+    """A Metrics Insights query. With GROUP BY, ORDER BY and LIMIT it returns at most
+    ``limit`` series however many GPUs or jobs match: what keeps a widget's size fixed."""
+    columns = ", ".join((f'"{namespace}"', *schema))
+    sql = f"SELECT {function}({metric}) FROM SCHEMA({columns})"
+    if where:
+        sql += " WHERE " + " AND ".join(f"{k} = '{v}'" for k, v in where)
+    if group_by:
+        sql += f" GROUP BY {', '.join(group_by)}"
+    if order:
+        sql += f" ORDER BY {function}() {order}"
+    if limit is not None:
+        sql += f" LIMIT {limit}"
+    return sql
+
+
 @dataclass(frozen=True)
 class InsightsQuery:
     """The subset of CloudWatch Metrics Insights this project alarms on:
@@ -73,16 +100,16 @@ class InsightsQuery:
     limit: int | None = None
 
     def sql(self) -> str:
-        schema = ", ".join((f'"{self.namespace}"', *self.schema))
-        sql = f"SELECT {self.function}({self.metric}) FROM SCHEMA({schema})"
-        if self.where:
-            sql += " WHERE " + " AND ".join(f"{k} = '{v}'" for k, v in self.where)
-        if self.group_by:
-            sql += f" GROUP BY {', '.join(self.group_by)}"
-            sql += f" ORDER BY {self.function}() {self.order}"
-        if self.limit is not None:
-            sql += f" LIMIT {self.limit}"
-        return sql
+        return insights_sql(
+            self.namespace,
+            self.schema,
+            self.metric,
+            self.function,
+            self.where,
+            group_by=self.group_by,
+            order=self.order if self.group_by else None,
+            limit=self.limit,
+        )
 
 
 @dataclass(frozen=True)

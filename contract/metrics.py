@@ -259,15 +259,9 @@ FAULT_METRICS: Final = frozenset(
     }
 )
 #: The cluster-wide copies that something reads: the weekly report's GPU-days (power samples
-#: and mean, in-use samples, mean SM activity) and the fleet dashboard's counts and means.
-CLUSTER_METRICS: Final = frozenset(
-    {
-        GpuMetric.POWER_UTILIZATION,
-        GpuMetric.ALLOCATED_POWER_UTILIZATION,
-        GpuMetric.SM_ACTIVE,
-        GpuMetric.HEALTHY,
-    }
-)
+#: and mean, mean SM activity) and the fleet dashboard's counts (reporting, in use) and means
+#: read a cluster copy of each of the four per-GPU cycle metrics, so the two sets are one.
+CLUSTER_METRICS: Final = CYCLE_METRICS
 #: Readings Container Insights already publishes per GPU (``CI_NODE_GPU_SCHEMA``): the exporter
 #: carries them as EMF properties of its log line, and dashboards read Container Insights'.
 CI_NODE_GPU_METRICS: Final[dict[GpuMetric, str]] = {

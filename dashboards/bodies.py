@@ -17,6 +17,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
+from alarms.model import insights_sql
 from contract.metrics import (
     CI_NODE_GPU_METRICS,
     CI_NODE_GPU_SCHEMA,
@@ -56,7 +57,6 @@ from dashboards.widgets import (
     alarms,
     expression_row,
     graph,
-    insights_sql,
     layout,
     metric_row,
     metric_widget,

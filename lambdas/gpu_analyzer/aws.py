@@ -32,7 +32,7 @@ from contract.metrics import (
     gpu_schema,
 )
 from lambdas.gpu_analyzer.attribution import GpuHour, GpuKey, Hold
-from lambdas.shared.metric_fetcher import MetricQuery, fetch
+from lambdas.shared.metric_fetcher import MetricQuery, fetch, listed_dimensions
 
 HOUR: Final = 3600
 #: Container Insights samples GPUs once a minute.
@@ -48,14 +48,7 @@ EXPORTER: Final = (
 
 
 def _listed(cloudwatch: Any, namespace: str, metric: str, cluster: str) -> Iterator[dict[str, str]]:
-    pages = cloudwatch.get_paginator("list_metrics").paginate(
-        Namespace=namespace,
-        MetricName=metric,
-        Dimensions=[{"Name": DIM_CLUSTER, "Value": cluster}],
-    )
-    for page in pages:
-        for m in page["Metrics"]:
-            yield {d["Name"]: d["Value"] for d in m["Dimensions"]}
+    return listed_dimensions(cloudwatch, namespace, metric, {DIM_CLUSTER: cluster})
 
 
 def exporter_queries(cloudwatch: Any, cluster: str) -> list[MetricQuery]:

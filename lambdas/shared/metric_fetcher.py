@@ -188,3 +188,24 @@ def fetch(
                 break
             kwargs["NextToken"] = token
         yield series
+
+
+def listed_dimensions(
+    cloudwatch: Any, namespace: str, metric: str, where: dict[str, str]
+) -> Iterator[dict[str, str]]:
+    """The dimension sets of every series of ``metric`` that has ``where``'s dimensions (and
+    maybe others), each once. Every analyzer finds its series this way, through ListMetrics'
+    paginator; a listing that repeats a series (moto lists one per datapoint) yields it once."""
+    seen: set[frozenset[tuple[str, str]]] = set()
+    pages = cloudwatch.get_paginator("list_metrics").paginate(
+        Namespace=namespace,
+        MetricName=metric,
+        Dimensions=[{"Name": name, "Value": value} for name, value in where.items()],
+    )
+    for page in pages:
+        for listed in page["Metrics"]:
+            dims = {d["Name"]: d["Value"] for d in listed["Dimensions"]}
+            key = frozenset(dims.items())
+            if key not in seen:
+                seen.add(key)
+                yield dims

@@ -18,7 +18,7 @@ from contract.metrics import (
     TrainingMetric,
     training_log_group,
 )
-from lambdas.shared.metric_fetcher import MetricQuery
+from lambdas.shared.metric_fetcher import MetricQuery, listed_dimensions
 from lambdas.training_analyzer.analysis import RankStats
 
 PERIOD_S: Final = 3600
@@ -55,16 +55,11 @@ class QueryTimeoutError(Exception):
 def list_jobs(cloudwatch: Any, cluster: str) -> list[str]:
     jobs: set[str] = set()
     for metric in (TrainingMetric.STEPS, TrainingMetric.JOB_FAILED):
-        pages = cloudwatch.get_paginator("list_metrics").paginate(
-            Namespace=NAMESPACE_TRAINING,
-            MetricName=str(metric),
-            Dimensions=[{"Name": DIM_CLUSTER, "Value": cluster}],
-        )
-        for page in pages:
-            for m in page["Metrics"]:
-                dims = {d["Name"]: d["Value"] for d in m["Dimensions"]}
-                if DIM_JOB in dims and set(dims) == {DIM_CLUSTER, DIM_JOB}:
-                    jobs.add(dims[DIM_JOB])
+        for dims in listed_dimensions(
+            cloudwatch, NAMESPACE_TRAINING, str(metric), {DIM_CLUSTER: cluster}
+        ):
+            if set(dims) == {DIM_CLUSTER, DIM_JOB}:
+                jobs.add(dims[DIM_JOB])
     return sorted(jobs)
 
 
@@ -148,23 +143,18 @@ def gpu_series(cloudwatch: Any, cluster: str, nodes: Iterable[str]) -> list[Metr
     wanted = set(nodes)
     queries = []
     for name, metric in GPU_METRICS:
-        pages = cloudwatch.get_paginator("list_metrics").paginate(
-            Namespace=NAMESPACE_GPU,
-            MetricName=str(metric),
-            Dimensions=[{"Name": DIM_CLUSTER, "Value": cluster}],
-        )
-        for page in pages:
-            for m in page["Metrics"]:
-                dims = {d["Name"]: d["Value"] for d in m["Dimensions"]}
-                if set(dims) == {DIM_CLUSTER, DIM_NODE, DIM_GPU_INDEX} and dims[DIM_NODE] in wanted:
-                    queries.append(
-                        MetricQuery(
-                            (dims[DIM_NODE], dims[DIM_GPU_INDEX], name),
-                            NAMESPACE_GPU,
-                            str(metric),
-                            tuple(sorted(dims.items())),
-                            "Average",
-                            PERIOD_S,
-                        )
+        for dims in listed_dimensions(
+            cloudwatch, NAMESPACE_GPU, str(metric), {DIM_CLUSTER: cluster}
+        ):
+            if set(dims) == {DIM_CLUSTER, DIM_NODE, DIM_GPU_INDEX} and dims[DIM_NODE] in wanted:
+                queries.append(
+                    MetricQuery(
+                        (dims[DIM_NODE], dims[DIM_GPU_INDEX], name),
+                        NAMESPACE_GPU,
+                        str(metric),
+                        tuple(sorted(dims.items())),
+                        "Average",
+                        PERIOD_S,
                     )
+                )
     return queries

@@ -17,7 +17,7 @@ from contract.metrics import (
     TrainingMetric,
 )
 from contract.resource_names import alarm_name
-from lambdas.shared.metric_fetcher import MetricQuery, fetch
+from lambdas.shared.metric_fetcher import MetricQuery, fetch, listed_dimensions
 from lambdas.shared.s3_objects import read_object
 from lambdas.training_analyzer.aws import list_jobs
 from lambdas.weekly_report.figures import GpuDay, JobCosts, read_job_costs
@@ -63,25 +63,21 @@ def xid_counts(
     cloudwatch: Any, cluster: str, start: date, end: date
 ) -> list[tuple[str, str, float]]:
     queries = []
-    pages = cloudwatch.get_paginator("list_metrics").paginate(
-        Namespace=NAMESPACE_GPU,
-        MetricName=str(GpuMetric.XID_ERRORS),
-        Dimensions=[{"Name": DIM_CLUSTER, "Value": cluster}],
+    listed = listed_dimensions(
+        cloudwatch, NAMESPACE_GPU, str(GpuMetric.XID_ERRORS), {DIM_CLUSTER: cluster}
     )
-    for page in pages:
-        for m in page["Metrics"]:
-            dims = {d["Name"]: d["Value"] for d in m["Dimensions"]}
-            if DIM_NODE in dims and DIM_XID_CODE in dims:
-                queries.append(
-                    MetricQuery(
-                        (dims[DIM_NODE], dims[DIM_XID_CODE]),
-                        NAMESPACE_GPU,
-                        str(GpuMetric.XID_ERRORS),
-                        tuple(sorted(dims.items())),
-                        "Sum",
-                        DAY * 7,
-                    )
+    for dims in listed:
+        if DIM_NODE in dims and DIM_XID_CODE in dims:
+            queries.append(
+                MetricQuery(
+                    (dims[DIM_NODE], dims[DIM_XID_CODE]),
+                    NAMESPACE_GPU,
+                    str(GpuMetric.XID_ERRORS),
+                    tuple(sorted(dims.items())),
+                    "Sum",
+                    DAY * 7,
                 )
+            )
     counts: dict[tuple[str, str], float] = defaultdict(float)
     for batch in fetch(cloudwatch, queries, start=epoch(start), end=epoch(end)):
         for series in batch:
