@@ -30,7 +30,8 @@ def test_demo_synthesizes_stores_and_fetches_the_agent_config(
     written = json.loads((tmp_path / "out" / "agent-config.json").read_text())
     jsonschema.Draft4Validator(agent_schema).validate(written)
     stacks = json.loads((tmp_path / "out" / "stacks.json").read_text())
-    assert stacks["GpuInsights-example-gpu-cluster-Alarms"]["AWS::CloudWatch::Alarm"] == 7
+    # Seven GPU alarms (Metrics Insights, no actions) and the notifier-failing alarm.
+    assert stacks["GpuInsights-example-gpu-cluster-Alarms"]["AWS::CloudWatch::Alarm"] == 8
     # Three analyzers and CDK's custom-resource provider (it makes the training log group).
     assert stacks["GpuInsights-example-gpu-cluster-Analyzers"]["AWS::Lambda::Function"] == 4
     del stacks["GpuInsights-example-gpu-cluster-Alarms"]
