@@ -14,7 +14,7 @@ from alarms.evaluator import (
     evaluate_contributors,
 )
 from alarms.history import Sample
-from alarms.model import AlarmMetric, AlarmSpec, Difference, MetricStat
+from alarms.model import AlarmMetric, AlarmSpec, Difference, InsightsQuery, MetricStat
 from alarms.series import Contributors, Group, alarm_values, periods_with_data
 
 
@@ -33,6 +33,9 @@ class BacktestResult:
     most_series: int = 0
     #: Distinct series (GPUs) evaluated at least once.
     evaluated: int = 0
+    #: Dimension sets the history gives this alarm's metric that its query cannot match
+    #: (a SCHEMA takes exactly its dimensions): why an alarm read no datapoints.
+    unmatched_dimensions: tuple[tuple[str, ...], ...] = ()
 
     def named(self, group: Group) -> str:
         return ", ".join(f"{k}={v}" for k, v in zip(self.contributor_names, group, strict=True))
@@ -85,6 +88,18 @@ class SampleIndex:
     def _metric(self, namespace: str, metric: str) -> list[Sample]:
         return self._by_metric.get((namespace, metric), [])
 
+    def unmatched(self, metric: AlarmMetric) -> tuple[tuple[str, ...], ...]:
+        """The history's dimension sets of a Metrics Insights query's metric that are not
+        its SCHEMA (a sample without ``Shard`` matches no per-GPU alarm query)."""
+        if not isinstance(metric, InsightsQuery):
+            return ()
+        wanted = tuple(sorted(metric.schema))
+        found = {
+            tuple(sorted(k for k, _ in s.dimensions))
+            for s in self._metric(metric.namespace, metric.metric)
+        }
+        return tuple(sorted(d for d in found if d != wanted))
+
     def for_metric(self, metric: AlarmMetric) -> list[Sample]:
         if isinstance(metric, MetricStat):
             return self._metric(metric.namespace, metric.metric)
@@ -118,7 +133,10 @@ def backtest(
         series = alarm_values(spec.metric, in_window, spec.period_s)
         if isinstance(series, Contributors):
             outcome = evaluate_contributors(spec, series, start=start, end=end)
-            results.append(_multi(spec, series, outcome))
+            # Said only when nothing matched: the exporter's own cluster-wide copies of the
+            # metric never match a per-GPU query, and are no mistake.
+            unmatched = () if in_window else index.unmatched(spec.metric)
+            results.append(_multi(spec, series, outcome, unmatched))
             continue
         results.append(
             BacktestResult(
@@ -130,8 +148,14 @@ def backtest(
     return results
 
 
-def _multi(spec: AlarmSpec, series: Contributors, outcome: MultiSeriesOutcome) -> BacktestResult:
+def _multi(
+    spec: AlarmSpec,
+    series: Contributors,
+    outcome: MultiSeriesOutcome,
+    unmatched: tuple[tuple[str, ...], ...],
+) -> BacktestResult:
     return BacktestResult(
+        unmatched_dimensions=unmatched,
         spec=spec,
         transitions=outcome.transitions,
         datapoints=periods_with_data(series),
@@ -166,6 +190,13 @@ def report(results: Sequence[BacktestResult], *, start: float, end: float) -> st
                     else ""
                 )
             )
+        if isinstance(spec.metric, InsightsQuery):
+            for dims in result.unmatched_dimensions:
+                lines.append(
+                    f"  warning: samples of {spec.metric.metric} with dimensions "
+                    f"({', '.join(dims)}) match no series of this alarm, whose query takes "
+                    f"exactly ({', '.join(spec.metric.schema)})"
+                )
         for t in result.transitions:
             if t.old is AlarmState.INSUFFICIENT_DATA and t.new is AlarmState.OK:
                 continue  # the first evaluation of a healthy metric: not worth a line

@@ -7,9 +7,10 @@ import logging
 import time
 from collections.abc import Sequence
 
+from cdk.aws_values import bucket_problem
 from cli.failures import AwsFailureError
 from contract.resource_names import cluster_name_problem
-from lambdas.shared.aws_clients import client
+from lambdas.shared.aws_clients import INTERACTIVE, client
 from lambdas.shared.events import analysis_window
 from lambdas.shared.findings import AnalysisRun, Finding
 from lambdas.storage_analyzer.aws import VolumeScope
@@ -73,6 +74,10 @@ def run(args: argparse.Namespace) -> str:
     problem = cluster_name_problem(args.cluster_name)
     if problem:
         raise ValueError(f"--cluster-name: {problem}")
+    for bucket in getattr(args, "bucket", None) or []:
+        problem = bucket_problem(bucket)
+        if problem:
+            raise ValueError(f"--bucket {bucket!r}: {problem}")
     if not 1 <= args.days <= 90:
         raise ValueError(f"--days {args.days} must be 1 to 90")
     if args.target == "training" and not (0 <= args.gpu_hour_usd <= 1000):
@@ -85,9 +90,9 @@ def run(args: argparse.Namespace) -> str:
     result: AnalysisRun
     if args.target == "storage":
         result = analyze_storage(
-            ec2=client("ec2", session=session),
-            s3=client("s3", session=session),
-            cloudwatch=client("cloudwatch", session=session),
+            ec2=client("ec2", session=session, config=INTERACTIVE),
+            s3=client("s3", session=session, config=INTERACTIVE),
+            cloudwatch=client("cloudwatch", session=session, config=INTERACTIVE),
             cluster=args.cluster_name,
             scope=VolumeScope(args.scope),
             buckets=args.bucket,
@@ -96,8 +101,8 @@ def run(args: argparse.Namespace) -> str:
         )
     else:
         result = analyze_training(
-            cloudwatch=client("cloudwatch", session=session),
-            logs=client("logs", session=session),
+            cloudwatch=client("cloudwatch", session=session, config=INTERACTIVE),
+            logs=client("logs", session=session, config=INTERACTIVE),
             cluster=args.cluster_name,
             start=start,
             end=end,

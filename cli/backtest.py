@@ -55,6 +55,11 @@ def run(args: argparse.Namespace) -> str:
                 samples = read_history(lines, source=str(args.history))
         except OSError as err:
             raise ValueError(f"cannot read {args.history}: {err.strerror}") from err
+        except UnicodeDecodeError as err:
+            raise ValueError(
+                f"--history {args.history} is not UTF-8 text (byte {err.start}): "
+                "expected JSON lines"
+            ) from err
         if not samples:
             raise ValueError(f"{args.history} holds no samples")
         start = start if start is not None else min(s.timestamp for s in samples)
@@ -62,10 +67,14 @@ def run(args: argparse.Namespace) -> str:
     else:
         import boto3
 
+        from lambdas.shared.aws_clients import INTERACTIVE, client
+
         end = end if end is not None else time.time()
         start = start if start is not None else end - args.hours * 3600
         session = boto3.Session(profile_name=args.profile, region_name=args.region)
-        samples = fetch_samples(session.client("cloudwatch"), specs, start=start, end=end)
+        samples = fetch_samples(
+            client("cloudwatch", session=session, config=INTERACTIVE), specs, start=start, end=end
+        )
     if not 0 < end - start <= MAX_DAYS * 86_400:
         raise ValueError(
             f"the replayed range must be above 0 up to {MAX_DAYS} days (CloudWatch's retention), "

@@ -6,7 +6,6 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
 
 from alarms.catalog import AlarmSettings, alarm_sizing
 from alarms.cloudwatch_history import HistoryFetchError
@@ -28,18 +27,11 @@ from deploy_config.manifest import (
     exporter_manifests,
     image_problem,
 )
-
-
-class _OneLineParser(argparse.ArgumentParser):
-    """A usage error is one line naming the option and where help is, like every other refusal
-    of bad input (argparse prints the whole usage block first); subcommands inherit it."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+from exporter.cli import OneLineParser
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _OneLineParser(
+    parser = OneLineParser(
         prog="gpu-insights",
         description="CloudWatch insight into GPU training on Amazon EKS.",
     )
@@ -151,6 +143,8 @@ def _manifest(args: argparse.Namespace) -> str:
     problem = image_problem(args.image)
     if problem:
         raise ManifestError(problem)
+    if not 1 <= args.fleet_gpus <= MAX_FLEET_GPUS:
+        raise ValueError(f"--fleet-gpus {args.fleet_gpus} must be from 1 to {MAX_FLEET_GPUS:,}")
     objects = exporter_manifests(
         image=args.image,
         cluster_name=args.cluster_name,

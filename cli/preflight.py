@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> str:
     import boto3
     from botocore.exceptions import BotoCoreError
 
-    from lambdas.shared.aws_clients import client
+    from lambdas.shared.aws_clients import INTERACTIVE, client
 
     settings = settings_from_context(context_from_args(args))
     if settings.is_example:
@@ -105,13 +105,13 @@ def run(args: argparse.Namespace) -> str:
     region = session.region_name
     if region is None:
         raise AwsFailureError("no AWS Region: give --region, -c region=..., or AWS_REGION")
-    eks = client("eks", session=session)
+    eks = client("eks", session=session, config=INTERACTIVE)
     clients = Clients(
         eks=eks,
         eks_addons=eks,
-        iam=client("iam", session=session),
-        logs=client("logs", session=session),
-        cloudwatch=client("cloudwatch", session=session),
+        iam=client("iam", session=session, config=INTERACTIVE),
+        logs=client("logs", session=session, config=INTERACTIVE),
+        cloudwatch=client("cloudwatch", session=session, config=INTERACTIVE),
     )
     plan = plan_for(settings)
     checks = run_checks(plan, gather(plan, clients, region=region))

@@ -6,7 +6,7 @@ rename here is a contract change that every consumer sees at once.
 
 import hashlib
 from enum import Enum
-from typing import Final
+from typing import Final, Optional
 
 
 class StrEnum(str, Enum):
@@ -104,6 +104,20 @@ PROP_RANK: Final = "Rank"
 PROP_POD_NAME: Final = "PodName"
 #: The variable the training pod's downward API sets to ``metadata.name``.
 POD_NAME_ENV: Final = "POD_NAME"
+
+
+def dimension_value_problem(what: str, value: object) -> Optional[str]:
+    """Why CloudWatch would refuse ``value`` as a dimension value, or None: "Dimension values
+    must contain only ASCII characters and must include at least one non-whitespace character.
+    ASCII control characters are not supported ... Maximum length of 1024"
+    (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_Dimension.html)."""
+    if not isinstance(value, str) or not value.strip():
+        return f"{what} must be a non-empty string, not {value!r}"
+    if len(value) > 1024:
+        return f"{what} is {len(value)} characters; CloudWatch takes at most 1024"
+    if not all(" " <= c <= "~" for c in value):
+        return f"{what} {value!r} has a character CloudWatch refuses (ASCII, no control characters)"
+    return None
 
 
 def training_log_group(cluster_name: str) -> str:

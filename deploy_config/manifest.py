@@ -86,6 +86,17 @@ def _label_terms(labels: Sequence[str]) -> list[dict[str, Any]]:
         key, sep, value = label.partition("=")
         if not sep or not key or not value:
             raise ManifestError(f"GPU node label {label!r} is not key=value")
+        if not is_label_key(key):
+            raise ManifestError(
+                f"GPU node label key {key!r} is not a Kubernetes label key ([prefix/]name: a DNS "
+                "subdomain of at most 253 characters, then 1 to 63 alphanumerics, '-', '_', "
+                "'.', starting and ending alphanumeric)"
+            )
+        if not _LABEL_NAME.fullmatch(value):
+            raise ManifestError(
+                f"GPU node label value {value!r} is not a Kubernetes label value (1 to 63 "
+                "alphanumerics, '-', '_', '.', starting and ending alphanumeric)"
+            )
         # Expressions within a term are ANDed, terms ORed: each GPU label with the requirements.
         expressions = [{"key": key, "operator": "In", "values": [value]}]
         terms.append({"matchExpressions": [*expressions, *REQUIRED_NODE_EXPRESSIONS]})

@@ -47,6 +47,7 @@ from contract.metrics import (
     TRAINING_DIMENSIONS,
     TRAINING_METRIC_UNITS,
     TrainingMetric,
+    dimension_value_problem,
     training_log_group,
 )
 from emf.document import MAX_NAME_LENGTH, METADATA_KEY, EmfDocument, emf_document, metric_chunks
@@ -137,8 +138,11 @@ class TrainingMetrics:
         GPU analyzer attribute the pod's GPU-hours to this job exactly. A bad argument raises
         ``TrainingMetricsError`` here, never in the loop."""
         for what, name in (("job_name", job_name), ("cluster_name", cluster_name)):
-            if not isinstance(name, str) or not name.strip():
-                raise TrainingMetricsError(f"{what} must be a non-empty string, not {name!r}")
+            problem = dimension_value_problem(what, name)
+            if problem:
+                raise TrainingMetricsError(problem)
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+            raise TrainingMetricsError(f"rank must be an integer of 0 or more, not {rank!r}")
         if not (isinstance(flush_s, (int, float)) and 0 < flush_s < math.inf):
             raise TrainingMetricsError(f"flush_s must be a positive number, not {flush_s!r}")
         if not (isinstance(close_timeout_s, (int, float)) and 0 <= close_timeout_s <= 3600):

@@ -8,18 +8,34 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
-from contract.metrics import DEFAULT_EMF_ENDPOINT, EXPORTER_MAX_INTERVAL_S
+from contract.metrics import (
+    DEFAULT_EMF_ENDPOINT,
+    EXPORTER_MAX_INTERVAL_S,
+    dimension_value_problem,
+)
+from contract.resource_names import cluster_name_problem
 from emf.sinks import BufferedSender, PutMetricDataSink, Sink, StdoutSink, TcpEmfSink
 from exporter.exporter import Exporter, ExporterConfig, NvmlUnavailableError
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A usage error is one line naming the option and where help is, like every other refusal
+    of bad input (argparse prints the whole usage block first); subcommands inherit it.
+    ``gpu-insights`` uses it too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+#: Shorter cycles are a busy loop, not monitoring: a trace replay in a test is the fastest use.
+MIN_INTERVAL_S = 0.1
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m exporter", description="GPU node exporter (NVML to EMF)"
-    )
+    p = OneLineParser(prog="python -m exporter", description="GPU node exporter (NVML to EMF)")
     p.add_argument("--cluster-name", required=True)
     p.add_argument("--node-name", required=True, help="the Kubernetes node (downward API)")
     p.add_argument("--interval", type=float, default=10.0, help="seconds between cycles (10)")
@@ -63,13 +79,23 @@ def _sink(args: argparse.Namespace) -> Sink:
 
 def _nvml(args: argparse.Namespace) -> Any:
     if args.trace is None:
-        import pynvml
-
+        try:
+            import pynvml
+        except ModuleNotFoundError as err:
+            raise NvmlUnavailableError(
+                "needs nvidia-ml-py: pip install 'eks-gpu-insights[exporter]' "
+                "(the exporter's image has it)"
+            ) from err
         return pynvml
-    from exporter.fake_nvml import FakeNvml
+    from exporter.fake_nvml import FakeNvml, TraceError
 
     started = time.monotonic()
-    return FakeNvml.from_file(str(args.trace), clock=lambda: time.monotonic() - started)
+    fake = FakeNvml.from_file(str(args.trace), clock=lambda: time.monotonic() - started)
+    if fake.nvmlDeviceGetCount() == 0:
+        raise TraceError(
+            f"trace {args.trace} has no usable gpu record ({fake.malformed_lines} line(s) skipped)"
+        )
+    return fake
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -81,9 +107,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s"
     )
     for bad, message in (
-        (not 0 < args.interval <= EXPORTER_MAX_INTERVAL_S,
-         f"--interval {args.interval} must be above 0 up to {EXPORTER_MAX_INTERVAL_S} s"),
+        (not MIN_INTERVAL_S <= args.interval <= EXPORTER_MAX_INTERVAL_S,
+         f"--interval {args.interval} must be {MIN_INTERVAL_S} to {EXPORTER_MAX_INTERVAL_S} s"),
         (not 1 <= args.buffer <= 10_000_000, f"--buffer {args.buffer} must be 1 to 10,000,000"),
+        (bool(cluster_name_problem(args.cluster_name)),
+         f"--cluster-name: {cluster_name_problem(args.cluster_name)}"),
+        (bool(dimension_value_problem("--node-name", args.node_name)),
+         str(dimension_value_problem("--node-name", args.node_name))),
     ):  # fmt: skip
         if bad:
             print(f"gpu exporter: {message}", file=sys.stderr)
@@ -94,6 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:  # TraceError among them
         print(f"gpu exporter: {err}", file=sys.stderr)
         return 2
+    except NvmlUnavailableError as err:
+        print(f"gpu exporter: {err}", file=sys.stderr)
+        return 1
     except Exception as err:  # botocore's NoRegionError, ProfileNotFound: one line, exit 1
         print(f"gpu exporter: {err}", file=sys.stderr)
         return 1

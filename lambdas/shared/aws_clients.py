@@ -15,6 +15,14 @@ RETRIES = Config(
 )
 
 
+#: The command line's clients: someone is waiting, so an endpoint that does not answer is said
+#: in under a minute (two attempts of at most 5 s to connect and 20 s to read) rather than
+#: after a Lambda's patient retries.
+INTERACTIVE = Config(
+    retries={"mode": "standard", "max_attempts": 2}, connect_timeout=5, read_timeout=20
+)
+
+
 class NotABotocoreClientError(TypeError):
     """Something other than a botocore client was handed to a handler."""
 
@@ -43,11 +51,11 @@ def new_session(**kwargs: Any) -> Any:
     return boto3.Session(botocore_session=core, **kwargs)
 
 
-def client(service: str, *, session: Any = None) -> Any:
+def client(service: str, *, session: Any = None, config: Config = RETRIES) -> Any:
     if session is None:
         session = new_session()
     # The stubs type each service name as a literal; the service is a parameter here.
-    return cast(Any, session).client(service, config=RETRIES)
+    return cast(Any, session).client(service, config=config)
 
 
 class ClientCache(dict[str, Any]):

@@ -207,18 +207,18 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
     detail = event.get("detail")
     if not isinstance(detail, dict) or not isinstance(detail.get("state"), dict):
         raise AlarmEventError("the event has no detail.state")
+    configuration = detail.get("configuration", {})
+    if not isinstance(configuration, dict) or not all(
+        isinstance(m, dict) for m in configuration.get("metrics") or []
+    ):
+        raise AlarmEventError("detail.configuration is not an object with a list of metrics")
     name = str(detail.get("alarmName", ""))
-    if not name.startswith(deployment.alarm_prefix):
-        return Skipped(f"{name!r} is not an alarm of cluster {deployment.cluster}")
     state: dict[str, Any] = detail["state"]
-    if state.get("value") != "ALARM":
-        return Skipped(f"{name} is {state.get('value')}: a return to normal, not an incident")
     kind = deployment.kind_of(name)
-    if kind.startswith(REPORTED_FROM_LOGS):
-        return Skipped(f"{name}: XIDs are reported per GPU from the exporter's log")
+    skip = _not_paged(str(detail_type), detail, name, kind, deployment)
+    if skip:
+        return Skipped(skip)
     contributor = detail.get("alarmContributor")
-    if detail_type == ALARM_STATE_CHANGE and _has_contributors(detail):
-        return Skipped(f"{name}: each GPU in ALARM comes as its own contributor event")
     attributes: dict[str, str] = {}
     contributor_id = ""
     if contributor is not None:
@@ -226,7 +226,7 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
             raise AlarmEventError("detail.alarmContributor has no attributes")
         attributes = {str(k): str(v) for k, v in contributor["attributes"].items()}
         contributor_id = str(contributor.get("id", ""))
-    severity, title = deployment.alarm_kinds.get(kind, ("warning", name))
+    severity, title = deployment.alarm_kinds[kind]
     node = attributes.get(DIM_NODE, "")
     gpu = attributes.get(DIM_GPU_INDEX, "")
     pods = (attributes[_POD_ATTRIBUTE],) if _POD_ATTRIBUTE in attributes else ()
@@ -239,7 +239,7 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
         if crossing
         else reason or f"{name} is in ALARM."
     )
-    description = str(detail.get("configuration", {}).get("description", "")).strip()
+    description = str(configuration.get("description", "")).strip()
     arn = next(iter(event.get("resources") or []), "")
     return Incident(
         key=f"alarm/{name}/{contributor_id}/{state.get('timestamp', event.get('time', ''))}",
@@ -260,6 +260,52 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
         dashboard_url=deployment.dashboard_for(node),
         resources=(arn,) if arn else (),
     )
+
+
+def _not_paged(
+    detail_type: str, detail: dict[str, Any], name: str, kind: str, deployment: Deployment
+) -> str | None:
+    """Why this alarm event is no page of this deployment, or None."""
+    state: dict[str, Any] = detail["state"]
+    if not name.startswith(deployment.alarm_prefix):
+        return f"{name!r} is not an alarm of cluster {deployment.cluster}"
+    if state.get("value") != "ALARM":
+        return f"{name} is {state.get('value')}: a return to normal, not an incident"
+    if kind.startswith(REPORTED_FROM_LOGS):
+        return f"{name}: XIDs are reported per GPU from the exporter's log"
+    if kind not in deployment.alarm_kinds:
+        # The rule matches by prefix, so cluster train-eu's alarms reach cluster train's
+        # notifier (gpu-insights-train-eu-gpu-lost): only this deployment's own names page.
+        return f"{name} is no alarm of this deployment ({kind!r} is not its kind)"
+    if detail_type == ALARM_STATE_CHANGE and _has_contributors(detail):
+        return f"{name}: each GPU in ALARM comes as its own contributor event"
+    muted = _muted(detail, state)
+    return f"{name}: {muted}" if muted else None
+
+
+def _muted(detail: dict[str, Any], state: dict[str, Any]) -> str | None:
+    """An alarm mute rule silences an alarm's actions while the alarm goes on evaluating
+    (AWS::CloudWatch::AlarmMuteRule); its events then carry ``muteDetail`` (the User Guide's
+    "Alarm events and EventBridge" examples). The notifier is this alarm's action, so a change
+    inside the mute window is not paged; a window it cannot read counts as muted."""
+    mute = detail.get("muteDetail")
+    if not isinstance(mute, dict):
+        return None
+    rule = str(mute.get("mutedByArn", "a mute rule"))
+    try:
+        start = _event_time(str(mute["muteWindowStart"]))
+        end = _event_time(str(mute["muteWindowEnd"]))
+        changed = _event_time(str(state["timestamp"]))
+    except (KeyError, ValueError):
+        return f"muted by {rule}"
+    if start <= changed <= end:
+        return f"muted by {rule} until {end:%Y-%m-%d %H:%M} UTC"
+    return None
+
+
+def _event_time(text: str) -> datetime:
+    """CloudWatch's event times: 2026-01-01T10:00:00.000+0000 (or Z, or +00:00)."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00").replace("+0000", "+00:00"))
 
 
 def _has_contributors(detail: dict[str, Any]) -> bool:

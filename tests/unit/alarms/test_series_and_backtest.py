@@ -229,3 +229,37 @@ def test_history_lines_with_problems_are_named() -> None:
     ]:  # fmt: skip
         with pytest.raises(HistoryError, match=problem):
             read_history([good, bad], source="h.jsonl")
+
+
+def test_samples_without_the_shard_dimension_are_said_not_silently_ignored() -> None:
+    """SCHEMA("GpuInsights", ClusterName, GpuIndex, NodeName, Shard) matches only series with
+    exactly those dimensions (Metrics Insights, "SCHEMA":
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-metrics-insights-querylanguage.html):
+    a history written without Shard reads as no data, and the report says why."""
+    specs = [a for a in gpu_alarms(AlarmSettings(cluster_name="train")) if a.key == "gpu-low-power"]
+    metric = "gpu_allocated_power_utilization"
+    no_shard = [
+        Sample(
+            "GpuInsights",
+            metric,
+            frozenset({("ClusterName", "train"), ("NodeName", "a"), ("GpuIndex", "1")}),
+            T0 + i * 60,
+            12.0,
+        )
+        for i in range(120)
+    ]
+    (result,) = backtest(specs, no_shard, start=T0, end=T0 + 2 * 3600)
+    assert result.alarms_raised == 0
+    assert result.unmatched_dimensions == (("ClusterName", "GpuIndex", "NodeName"),)
+    text = report([result], start=T0, end=T0 + 2 * 3600)
+    assert (
+        "warning: samples of gpu_allocated_power_utilization with dimensions (ClusterName, "
+        "GpuIndex, NodeName) match no series of this alarm"
+    ) in text
+    # With the shard (and the exporter's cluster-wide copy beside it) nothing is said.
+    cluster = Sample("GpuInsights", metric, frozenset({("ClusterName", "train")}), T0, 12.0)
+    (shard,) = backtest(
+        specs, [*_hours_of("a", "1", 12.0, 2, metric), cluster], start=T0, end=T0 + 2 * 3600
+    )
+    assert shard.alarms_raised == 1
+    assert shard.unmatched_dimensions == ()

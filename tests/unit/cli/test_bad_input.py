@@ -124,6 +124,14 @@ def test_a_usage_error_is_one_line_that_says_where_help_is(
 
 
 @pytest.mark.usefixtures("no_aws")
+def test_a_binary_history_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    history = tmp_path / "bin.json"
+    history.write_bytes(bytes(range(128, 256)))
+    assert main(["backtest", "--history", str(history), "-c", "cluster_name=c"]) == 2
+    _one_line(capsys, "--history", "bin.json", "not UTF-8")
+
+
+@pytest.mark.usefixtures("no_aws")
 def test_backtest_hours_are_bounded(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["backtest", "--cloudwatch", "-c", "cluster_name=c", "--hours", "1e6"]) == 2
     _one_line(capsys, "--hours")
@@ -172,6 +180,12 @@ MANIFEST = ["manifest", "--image", "repo/exporter:1", "--cluster-name", "train"]
         (["backtest", "--history", "h.jsonl", "-c", "fleet_gpu=10"], ["did you mean 'fleet_gpus'"]),
         (["backtest", "--history", "h.jsonl", "-c", "nosuch=1"], ["-c nosuch", "not a setting"]),
         ([*MANIFEST, "--interval", "999999"], ["999999"]),
+        ([*MANIFEST, "--fleet-gpus", "600000"], ["--fleet-gpus 600000"]),
+        ([*MANIFEST, "--node-label", "bad key=v"], ["label key 'bad key'"]),
+        ([*MANIFEST, "--node-label", "k=bad value"], ["label value 'bad value'"]),
+        ([*MANIFEST, "--node-label", "k=" + "v" * 64], ["label value"]),
+        (["analyze", "storage", "--cluster-name", "c", "--bucket", ""], ["--bucket ''"]),
+        (["analyze", "storage", "--cluster-name", "c", "--bucket", "Bad_Bucket"], ["Bad_Bucket"]),
         ([*MANIFEST, "--taint-key", ""], ["taint key ''"]),
         ([*MANIFEST, "--taint-key", "bad key!"], ["taint key 'bad key!'"]),
         ([*MANIFEST, "--taint-key=-nvidia.com/gpu"], ["taint key"]),
@@ -209,12 +223,45 @@ EXPORTER = ["--cluster-name", "c", "--node-name", "n", "--sink", "stdout"]
 
 
 @pytest.mark.usefixtures("no_aws")
-@pytest.mark.parametrize("interval", ["nan", "inf", "0", "-1"])
+@pytest.mark.parametrize("interval", ["nan", "inf", "0", "-1", "1e-300"])
 def test_the_exporter_refuses_an_interval_that_is_not_a_positive_number(
     interval: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert exporter_main([*EXPORTER, "--interval", interval]) == 2
     _one_line(capsys, "--interval")
+
+
+@pytest.mark.usefixtures("no_aws")
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--cluster-name", "", "--node-name", "n"], ["--cluster-name", "cluster name ''"]),
+        (["--cluster-name", "c", "--node-name", " "], ["--node-name"]),
+        (["--cluster-name", "c", "--node-name", "n\nx"], ["--node-name", "CloudWatch refuses"]),
+        (["--cluster-name", "c", "--node-name", "n", "--buffer", "nan"], ["--buffer", "--help"]),
+        (["--cluster-name", "c"], ["--node-name", "--help"]),
+    ],
+)
+def test_the_exporter_refuses_names_cloudwatch_would_refuse_in_one_line(
+    argv: list[str], words: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    try:
+        status = exporter_main([*argv, "--sink", "stdout"])
+    except SystemExit as exited:  # argparse's usage errors
+        status = int(str(exited.code))
+    assert status == 2
+    _one_line(capsys, *words)
+
+
+@pytest.mark.usefixtures("no_aws")
+def test_a_trace_without_a_gpu_is_refused_not_replayed_forever(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"kind": "gpu", "index": 0, "power_limit_w": "abc"}\n')
+    assert exporter_main([*EXPORTER, "--trace", str(trace)]) == 2
+    err = capsys.readouterr().err
+    assert "has no usable gpu record (1 line(s) skipped)" in err.splitlines()[-1]
 
 
 @pytest.mark.usefixtures("no_aws")

@@ -266,6 +266,12 @@ def test_a_batch_whose_len_raises_is_counted_not_raised() -> None:
         ({"job_name": ""}, "job_name"),
         ({"job_name": "  "}, "job_name"),
         ({"cluster_name": ""}, "cluster_name"),
+        # CloudWatch's Dimension rule: ASCII, no control characters, at most 1024.
+        ({"job_name": "a\nb"}, "job_name"),
+        ({"job_name": "llama-\u00e9"}, "job_name"),
+        ({"job_name": "x" * 1025}, "job_name"),
+        ({"rank": float("nan")}, "rank"),
+        ({"rank": -1}, "rank"),
         ({"flush_s": float("nan")}, "flush_s"),
         ({"flush_s": 0}, "flush_s"),
         ({"samples_per_step": 0}, "samples_per_step"),

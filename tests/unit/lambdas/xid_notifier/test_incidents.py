@@ -304,3 +304,43 @@ def test_aws_documented_contributor_event_of_a_gpu_alarm_names_cluster_node_and_
     alarm = alarm_level(event)
     alarm["detail"]["state"]["reason"] = "6 out of 6 time series evaluated to ALARM"
     assert isinstance(from_alarm_event(alarm, DEPLOYMENT), Skipped)
+
+
+def _gpu_example(name: str = "gpu-insights-train-gpu-low-power-shard-3") -> dict[str, Any]:
+    return as_gpu_contributor(
+        AWS_CONTRIBUTOR_EXAMPLE,
+        name,
+        {"ClusterName": "train", "NodeName": NODE, "GpuIndex": "5"},
+        LOW_POWER_QUERY,
+    )
+
+
+def test_a_change_inside_an_alarm_mute_window_is_not_paged() -> None:
+    """A mute rule mutes the alarm's actions while it evaluates on; the notifier is the GPU
+    alarms' only action. AWS's example carries muteDetail (2026-01-01 10:00 to 12:00)."""
+    event = _gpu_example()
+    event["detail"]["state"]["timestamp"] = "2026-01-01T11:00:00.000+0000"
+    skipped = from_alarm_event(event, DEPLOYMENT)
+    assert isinstance(skipped, Skipped)
+    assert "muted by arn:aws:cloudwatch:us-east-1:1234567890:alarm-mute-rule:testMute" in (
+        skipped.reason
+    )
+    event["detail"]["state"]["timestamp"] = "2026-01-01T12:00:01.000+0000"
+    assert isinstance(from_alarm_event(event, DEPLOYMENT), Incident)
+
+
+def test_another_clusters_alarm_that_shares_the_prefix_is_not_paged() -> None:
+    """The rule matches names by prefix: cluster train-eu's gpu-insights-train-eu-gpu-lost
+    starts with cluster train's prefix, and so does train-gpu-lost's
+    gpu-insights-train-gpu-lost-gpu-lost."""
+    for name in ("gpu-insights-train-eu-gpu-lost", "gpu-insights-train-gpu-lost-gpu-lost"):
+        skipped = from_alarm_event(_gpu_example(name), DEPLOYMENT)
+        assert isinstance(skipped, Skipped), name
+        assert "no alarm of this deployment" in skipped.reason
+
+
+def test_a_malformed_configuration_is_the_projects_error() -> None:
+    event = _gpu_example()
+    event["detail"]["configuration"] = "x"
+    with pytest.raises(AlarmEventError, match="configuration"):
+        from_alarm_event(event, DEPLOYMENT)
