@@ -3,6 +3,7 @@
 import argparse
 import json
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -75,13 +76,22 @@ def run(args: argparse.Namespace) -> str:
         samples = fetch_samples(
             client("cloudwatch", session=session, config=INTERACTIVE), specs, start=start, end=end
         )
-    if not 0 < end - start <= MAX_DAYS * 86_400:
+    if end <= start:
+        raise ValueError(
+            f"the replayed range ends ({_iso(end)}) before it starts ({_iso(start)}): "
+            "--end must be after --start"
+        )
+    if end - start > MAX_DAYS * 86_400:
         raise ValueError(
             f"the replayed range must be above 0 up to {MAX_DAYS} days (CloudWatch's retention), "
             f"not {(end - start) / 86_400:,.1f} days"
         )
     results = backtest(specs, samples, start=start, end=end)
     return _as_json(results) if args.json else report(results, start=start, end=end)
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _as_json(results: list[BacktestResult]) -> str:

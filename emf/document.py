@@ -146,26 +146,37 @@ def parse_emf_line(line: str) -> EmfDocument:
     if not isinstance(document, dict):
         raise EmfError("an EMF document must be a JSON object")
     aws = document.get("_aws")
-    if not isinstance(aws, dict) or not isinstance(aws.get("Timestamp"), int):
+    if not isinstance(aws, dict) or "Timestamp" not in aws:
         raise EmfError("missing _aws.Timestamp (milliseconds since the epoch)")
+    if not isinstance(aws["Timestamp"], int):
+        raise EmfError(
+            f"_aws.Timestamp {aws['Timestamp']!r} is not an integer of milliseconds since the epoch"
+        )
     directives = aws.get("CloudWatchMetrics")
     if not isinstance(directives, list) or not directives:
         raise EmfError("missing _aws.CloudWatchMetrics")
     for directive in directives:
-        if not isinstance(directive, dict) or not isinstance(directive.get("Namespace"), str):
-            raise EmfError("a CloudWatchMetrics directive needs a Namespace")
-        if len(directive.get("Metrics", [])) > MAX_METRICS_PER_DIRECTIVE:
-            raise EmfError(f"a directive holds at most {MAX_METRICS_PER_DIRECTIVE} metrics")
-        for dimension_set in directive.get("Dimensions", []):
-            for name in dimension_set:
-                if not isinstance(document.get(name), str):
-                    raise EmfError(f"dimension {name!r} has no string value")
-        for metric in directive.get("Metrics", []):
-            name = metric.get("Name") if isinstance(metric, dict) else None
-            value = document.get(name) if isinstance(name, str) else None
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise EmfError(f"metric {name!r} has no numeric value")
+        _check_directive(document, directive)
     return document
+
+
+def _check_directive(document: EmfDocument, directive: object) -> None:
+    if not isinstance(directive, dict) or not isinstance(directive.get("Namespace"), str):
+        raise EmfError("a CloudWatchMetrics directive needs a Namespace")
+    metrics = directive.get("Metrics", [])
+    if not isinstance(metrics, list):
+        raise EmfError(f"a directive's Metrics {metrics!r} is not a list")
+    if len(metrics) > MAX_METRICS_PER_DIRECTIVE:
+        raise EmfError(f"a directive holds at most {MAX_METRICS_PER_DIRECTIVE} metrics")
+    for dimension_set in directive.get("Dimensions", []):
+        for name in dimension_set:
+            if not isinstance(document.get(name), str):
+                raise EmfError(f"dimension {name!r} has no string value")
+    for metric in metrics:
+        name = metric.get("Name") if isinstance(metric, dict) else None
+        value = document.get(name) if isinstance(name, str) else None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise EmfError(f"metric {name!r} has no numeric value")
 
 
 def metric_data(document: EmfDocument) -> Iterable[dict[str, Any]]:

@@ -90,7 +90,11 @@ def _history(tmp_path: Path, **sample: object) -> str:
         ([], {"timestamp": "9999-12-31T23:00:00-05:00"}, ["2000 to 2199"]),
         (["--start", "1970-01-01T00:00:00Z"], {}, ["--start"]),
         (["--start", "2025-01-01T00:00:00Z"], {}, ["455 days"]),
-        (["--end", "2026-11-19T00:00:00Z"], {}, ["above 0"]),
+        (
+            ["--end", "2026-11-19T00:00:00Z"],
+            {},
+            ["--end must be after --start", "2026-11-19 00:00"],
+        ),
     ],
 )
 def test_backtest_times_are_bounded_before_work_starts(
