@@ -144,9 +144,14 @@ def rank_stats(
 
 
 def gpu_series(cloudwatch: Any, cluster: str, nodes: Iterable[str]) -> list[MetricQuery]:
-    """Power utilization and SM activity of every GPU on these nodes."""
+    """Power utilization and SM activity of every GPU on these nodes, one query each.
+
+    ListMetrics names a metric once; moto names it once per stored datapoint (its dimension
+    comparison, moto/cloudwatch/models.py ``are_dimensions_same``, matches single-dimension
+    metrics only), so a metric listed again is not queried again."""
     wanted = set(nodes)
     queries = []
+    seen: set[tuple[str, str, str]] = set()
     for name, metric in GPU_METRICS:
         pages = cloudwatch.get_paginator("list_metrics").paginate(
             Namespace=NAMESPACE_GPU,
@@ -156,7 +161,13 @@ def gpu_series(cloudwatch: Any, cluster: str, nodes: Iterable[str]) -> list[Metr
         for page in pages:
             for m in page["Metrics"]:
                 dims = {d["Name"]: d["Value"] for d in m["Dimensions"]}
-                if set(dims) == {DIM_CLUSTER, DIM_NODE, DIM_GPU_INDEX} and dims[DIM_NODE] in wanted:
+                key = (dims.get(DIM_NODE, ""), dims.get(DIM_GPU_INDEX, ""), name)
+                if (
+                    set(dims) == {DIM_CLUSTER, DIM_NODE, DIM_GPU_INDEX}
+                    and dims[DIM_NODE] in wanted
+                    and key not in seen
+                ):
+                    seen.add(key)
                     queries.append(
                         MetricQuery(
                             (dims[DIM_NODE], dims[DIM_GPU_INDEX], name),
