@@ -157,7 +157,8 @@ class DemoResult:
             lines += training_summary(self.training_summary, self.training_findings)
             lines.append(
                 f"   before it, the week: {self.week_datapoints:,} hourly datapoints of three "
-                "teams' GPUs (exporter and Container Insights), the analyzer run on each day"
+                "teams' GPUs (exporter and Container Insights) and a short run of each job a "
+                "day, the analyzer run on each day"
             )
         if self.report:
             lines.append(
