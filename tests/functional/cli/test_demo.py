@@ -9,6 +9,8 @@ import pytest
 
 from cdk.settings import Settings
 from cli.demo import DemoResult, run_demo
+from cli.demo_storage import END
+from cli.demo_week import LAST_WEEK
 from deploy_config.cloudwatch_agent_config import gpu_node_agent_config
 from emf.document import parse_emf_line
 
@@ -248,6 +250,10 @@ def test_the_demo_report_changes_on_a_real_last_week_and_ties_jobs_across_tables
     # and only the objects the report handler wrote crossed over.
     assert result.last_week_datapoints > 0
     assert result.last_week_points_seen == 0
+    # PutMetricData takes timestamps "as much as two weeks before the current date"
+    # (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricData.html):
+    # last week's first datapoint (half past its first hour) is that close to the demo's "now".
+    assert 13 * 86_400 < END - (LAST_WEEK.start + 1800) <= 14 * 86_400
     assert sorted(key.rsplit("/", 1)[1] for key in result.last_week_objects) == [
         "report.csv",
         "report.html",
