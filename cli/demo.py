@@ -29,6 +29,7 @@ from cli.demo_exporter import (
     replay_exporter,
     replay_window,
 )
+from cli.demo_last_week import carry_report, last_week_report
 from cli.demo_notifications import NotificationsDemo, notifications_summary, run_notifications
 from cli.demo_preflight import run_preflight
 from cli.demo_report import render_png, run_weekly_report, write_dashboards
@@ -39,8 +40,14 @@ from cli.demo_storage import seed as seed_storage
 from cli.demo_training import CLUSTER as TRAINING_CLUSTER
 from cli.demo_training import run_training_analyzer, training_summary
 from cli.demo_training import seed as seed_training
-from cli.demo_week import WeekSeeder
-from contract.metrics import DIM_NODE, training_log_group
+from cli.demo_week import LAST_WEEK, THIS_WEEK, WeekSeeder
+from contract.metrics import (
+    DIM_CLUSTER,
+    DIM_NODE,
+    NAMESPACE_GPU,
+    GpuMetric,
+    training_log_group,
+)
 
 DEMO_REGION = "us-east-1"
 
@@ -66,6 +73,12 @@ class DemoResult:
     dashboards: list[Path] = field(default_factory=list)
     preflight: list[str] = field(default_factory=list)
     week_datapoints: int = 0
+    #: The week before's run (its own moto context): its datapoints, and the report objects
+    #: carried into this week's bucket.
+    last_week_datapoints: int = 0
+    last_week_objects: list[str] = field(default_factory=list)
+    #: Datapoints of the week before that this week's CloudWatch returned (none: separate).
+    last_week_points_seen: int = -1
     notifications: NotificationsDemo | None = None
     dashboard_views: list[DashboardView] = field(default_factory=list)
     cluster: str = ""
@@ -144,11 +157,15 @@ class DemoResult:
             lines += training_summary(self.training_summary, self.training_findings)
             lines.append(
                 f"   before it, the week: {self.week_datapoints:,} hourly datapoints of three "
-                "teams' GPUs (exporter and Container Insights), the analyzer run on each day"
+                "teams' GPUs (exporter and Container Insights) and a short run of each job a "
+                "day, the analyzer run on each day"
             )
         if self.report:
             lines.append(
-                f"8. Ran the weekly report Lambda for {self.report['week']}: report.html and "
+                f"8. Ran the weekly report Lambda for {self.report['week']}, compared with the "
+                f"week before's report (a run of its own over {self.last_week_datapoints:,} "
+                "datapoints of a week when nlp started mid-week and the notebook was culled "
+                "overnight): report.html and "
                 f"report.json in the report bucket ({self.report['findings']} findings read, "
                 f"{self.report['malformed_finding_lines']} malformed lines), the summary sent to "
                 "SNS once; and wrote the five dashboard bodies the app deploys."
@@ -201,13 +218,18 @@ def _storage_step(
 def _training_step(
     result: DemoResult, clients: dict[str, Any], settings: Settings, out_dir: Path
 ) -> None:
-    """The week's fleet, the jobs, then the training analyzer's daily runs over the week."""
-    week = WeekSeeder(clients["cloudwatch"], settings.cluster_name)
+    """The week's fleet and its jobs' runs, a day at a time, each day before the training
+    analyzer's daily run over it."""
+    week = WeekSeeder(clients["cloudwatch"], settings.cluster_name, THIS_WEEK)
     clients["logs"].create_log_group(logGroupName=training_log_group(settings.cluster_name))
 
     def earlier_runs() -> Iterator[float]:
-        yield from week  # each day of the week before its run
-        seed_training(clients)  # the jobs of the last day (not listed by the earlier runs)
+        day_start = THIS_WEEK.start
+        for run_at in week:  # each day's fleet, then its jobs' runs, before its run
+            seed_training(clients, (day_start, run_at))
+            yield run_at
+            day_start = run_at
+        seed_training(clients, (day_start, STORAGE_END))  # the last day's, before the last run
 
     result.training_summary, result.training_findings = run_training_analyzer(
         clients, earlier_runs=earlier_runs()
@@ -243,6 +265,29 @@ def _exporter_step(
     return specs
 
 
+def _points_between(cloudwatch: Any, cluster: str, start: float, end: float) -> int:
+    """The fleet's power datapoints CloudWatch returns between ``start`` and ``end``."""
+    answer = cloudwatch.get_metric_data(
+        MetricDataQueries=[
+            {
+                "Id": "power",
+                "MetricStat": {
+                    "Metric": {
+                        "Namespace": NAMESPACE_GPU,
+                        "MetricName": str(GpuMetric.POWER_UTILIZATION),
+                        "Dimensions": [{"Name": DIM_CLUSTER, "Value": cluster}],
+                    },
+                    "Period": 86_400,
+                    "Stat": "SampleCount",
+                },
+            }
+        ],
+        StartTime=datetime.fromtimestamp(start, UTC),
+        EndTime=datetime.fromtimestamp(end, UTC),
+    )
+    return int(sum(answer["MetricDataResults"][0]["Values"]))
+
+
 def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) -> DemoResult:
     """Synthesize, apply what moto supports, fetch it back, and write the results."""
     settings = settings or Settings()
@@ -255,6 +300,8 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
     addons = [props for t in templates.values() for props in _resources(t, "AWS::EKS::Addon")]
     result.addon_configuration = json.loads(addons[0]["ConfigurationValues"])
 
+    # The week before, first and in its own moto context: only its report objects cross over.
+    last_week, result.last_week_datapoints = last_week_report(settings.cluster_name, DEMO_REGION)
     with mock_aws():
         session = boto3.Session(
             aws_access_key_id="demo", aws_secret_access_key="demo", region_name=DEMO_REGION
@@ -287,6 +334,11 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
             )
             if result.notifications.path is not None:
                 result.files.append(result.notifications.path)
+        carry_report(clients["s3"], last_week)
+        result.last_week_objects = sorted(last_week)
+        result.last_week_points_seen = _points_between(
+            clients["cloudwatch"], settings.cluster_name, LAST_WEEK.start, THIS_WEEK.start
+        )
         result.report, report_path = run_weekly_report(
             clients, settings.cluster_name, result.backtest, out_dir
         )

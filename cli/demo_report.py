@@ -55,9 +55,11 @@ def alarm_history(items: list[Params]) -> Callable[[Params], Params]:
     return respond
 
 
-def run_weekly_report(
-    clients: dict[str, Any], cluster: str, backtest: list[BacktestResult], out_dir: Path
-) -> tuple[dict[str, Any], Path]:
+def report_handler_run(
+    clients: dict[str, Any], cluster: str, backtest: list[BacktestResult], *, now: float = END
+) -> dict[str, Any]:
+    """The report Lambda's run on the Monday after ``now`` (the demo's "now"): its report
+    covers the week that holds ``now``."""
     topic = clients["sns"].create_topic(Name=f"gpu-insights-{cluster}-reports")["TopicArn"]
     report_handler._clients.update(
         s3=clients["s3"],
@@ -69,8 +71,7 @@ def run_weekly_report(
         "DescribeAlarmHistory",
         alarm_history(raised_items(cluster, backtest)),
     )
-    # Run on the Monday after the demo's "now": the report covers the week that holds it.
-    monday = datetime.fromtimestamp(END, UTC).date()
+    monday = datetime.fromtimestamp(now, UTC).date()
     monday += timedelta(days=7 - monday.weekday())
     env = {
         "CLUSTER_NAME": cluster,
@@ -80,7 +81,17 @@ def run_weekly_report(
         "EXPORTER_INTERVAL_SECONDS": "60",
     }
     with environment(env):
-        summary = report_handler.handler({"time": f"{monday.isoformat()}T08:00:00Z"}, None)
+        summary: dict[str, Any] = report_handler.handler(
+            {"time": f"{monday.isoformat()}T08:00:00Z"}, None
+        )
+    return summary
+
+
+def run_weekly_report(
+    clients: dict[str, Any], cluster: str, backtest: list[BacktestResult], out_dir: Path
+) -> tuple[dict[str, Any], Path]:
+    """The report of the demo's week, and its files in ``out_dir``."""
+    summary = report_handler_run(clients, cluster, backtest)
     html = clients["s3"].get_object(Bucket=REPORT_BUCKET, Key=summary["key"])["Body"].read()
     path = out_dir / "report.html"
     path.write_bytes(html)

@@ -165,12 +165,15 @@ def run_storage_analyzer(
 
 
 def run_analyzer(
-    handler: Callable[[dict[str, Any], object], dict[str, Any]], env: dict[str, str], s3: Any
+    handler: Callable[[dict[str, Any], object], dict[str, Any]],
+    env: dict[str, str],
+    s3: Any,
+    at: float = END,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """An analyzer's Lambda handler, scheduled at the demo's end, with the environment the
-    stack gives it; its findings read back from the report bucket."""
+    """An analyzer's Lambda handler, scheduled at ``at`` (the demo's end), with the
+    environment the stack gives it; its findings read back from the report bucket."""
     with environment(env):
-        summary = handler({"time": datetime.fromtimestamp(END, UTC).isoformat()}, None)
+        summary = handler({"time": datetime.fromtimestamp(at, UTC).isoformat()}, None)
     body = s3.get_object(Bucket=REPORT_BUCKET, Key=summary["key"])["Body"].read()
     return summary, [json.loads(line) for line in body.decode().splitlines()]
 

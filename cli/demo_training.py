@@ -1,9 +1,16 @@
 """The demo's training jobs: simulated through the real emitter (emitter.training) into moto's
 CloudWatch and CloudWatch Logs, then analyzed by the training analyzer's real handler.
 
-Five jobs, four ranks each, eight hours on a virtual clock: one healthy, one data-bound, one
-slow checkpointer, one that regresses, one that fails twice. The analyzer must find exactly
-those, and nothing on the healthy one.
+Five jobs, two ranks each: one healthy, one data-bound, one slow checkpointer, one that
+regresses, one that fails twice, in the last eight hours of the week on a virtual clock. Each
+job also ran for twenty minutes at noon on each day before (as it does on the last day, but
+no slower and without failing), a few EMF documents a run, so every job charts the week. The
+analyzer must find exactly those problems, and nothing on the healthy one.
+
+Each rank runs in the pod ``<job>-worker-<rank>`` and the emitter reports that name (as the
+downward API gives it). The week's two teams' pods (cli/demo_week.py) are the first two
+jobs', on the nodes named there, so their GPU-hours are attributed to the job exactly; the
+other three jobs run on a node pool the week's fleet does not simulate (``OTHER_NODE``).
 """
 
 import json
@@ -14,6 +21,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cli.demo_storage import END, REPORT_BUCKET, environment, run_analyzer
+from cli.demo_week import DAYS, JOB_NODES
+from cli.demo_week import START as WEEK_START
 from cli.service_answers import Params, fill
 from contract.metrics import DIM_JOB, DIM_NODE, PROP_POD_NAME, PROP_RANK, training_log_group
 from emf.document import EmfDocument, encode
@@ -22,8 +31,15 @@ from emitter.training import TrainingMetrics
 from lambdas.training_analyzer import handler as training_handler
 
 HOURS = 8
-RANKS = 4
+RANKS = 2
 BATCH = 64
+#: Each earlier day's run: its hour (UTC, from the day's start), its minutes, and how often
+#: the emitter flushes (few documents a run, to keep moto's stored data small).
+EARLIER_RUN_HOUR = 12
+EARLIER_RUN_MINUTES = 20
+FLUSH_S = 300
+#: The node of the jobs outside the week's teams (rank N on node N of that pool).
+OTHER_NODE = "ip-10-0-3-{rank}.ec2.internal"
 
 
 @dataclass(frozen=True)
@@ -71,22 +87,44 @@ def _batches(clock: VirtualClock, job: SimulatedJob, until: float) -> Iterator[l
         yield [0] * BATCH
 
 
-def simulate(job: SimulatedJob, rank: int, sink: Collect) -> None:
+def runs(job: SimulatedJob) -> list[tuple[float, float, bool]]:
+    """Each run's (start, end, succeeded) in epoch seconds: one at noon on each day before
+    the last, then the job's runs in the last ``HOURS``."""
+    last = END - HOURS * 3600
+    earlier = [
+        (noon, noon + EARLIER_RUN_MINUTES * 60, True)
+        for day in range(DAYS - 1)
+        for noon in [WEEK_START + day * 86_400 + EARLIER_RUN_HOUR * 3600]
+    ]
+    return earlier + [(last + a * 3600, last + b * 3600, ok) for a, b, ok in job.runs]
+
+
+def node_of(job: SimulatedJob, rank: int) -> str:
+    return JOB_NODES.get(job.name) or OTHER_NODE.format(rank=rank)
+
+
+def simulate(
+    job: SimulatedJob, rank: int, sink: Collect, window: tuple[float, float] = (0.0, END)
+) -> None:
+    """The job's runs that start in ``window`` (by default all of them), in rank ``rank``."""
     start = END - HOURS * 3600
-    for first_hour, last_hour, succeeded in job.runs:
-        clock = VirtualClock(start + first_hour * 3600)
+    for run_start, run_end, succeeded in runs(job):
+        if not window[0] <= run_start < window[1]:
+            continue
+        clock = VirtualClock(run_start)
         metrics = TrainingMetrics(
             job_name=job.name,
             cluster_name=CLUSTER,
             rank=rank,
-            node_name=f"gpu-node-{rank // 2}",
-            flush_s=300,
+            node_name=node_of(job, rank),
+            pod_name=f"{job.name}-worker-{rank}",
+            flush_s=FLUSH_S,
             sink=sink,
             clock=clock,
             wall_clock=clock,
         )
         next_checkpoint = clock.now + job.checkpoint_every_s
-        for _ in metrics.steps(_batches(clock, job, start + last_hour * 3600)):
+        for _ in metrics.steps(_batches(clock, job, run_end)):
             slower = (
                 job.slower_after_hour is not None
                 and clock.now >= start + job.slower_after_hour * 3600
@@ -154,18 +192,21 @@ def rank_query_results(logs: Any, events_from: Any = None) -> None:
     fill(logs, "GetQueryResults", complete)
 
 
-def seed(clients: dict[str, Any]) -> int:
-    """Run the jobs; what the agent would do with their EMF: metrics, and the log lines."""
+def seed(clients: dict[str, Any], window: tuple[float, float] = (0.0, END)) -> int:
+    """Run the jobs' runs that start in ``window`` (by default all of them); what the agent
+    would do with their EMF: metrics, and the log lines."""
     sink = Collect()
     for job in JOBS:
         for rank in range(RANKS):
-            simulate(job, rank, sink)
+            simulate(job, rank, sink, window)
     PutMetricDataSink(clients["cloudwatch"]).send(sink.documents)
     logs = clients["logs"]
     group = training_log_group(CLUSTER)
     if not logs.describe_log_groups(logGroupNamePrefix=group)["logGroups"]:
         logs.create_log_group(logGroupName=group)  # the stack's, made before any run
-    logs.create_log_stream(logGroupName=group, logStreamName="agent")
+    streams = logs.describe_log_streams(logGroupName=group, logStreamNamePrefix="agent")
+    if not streams["logStreams"]:
+        logs.create_log_stream(logGroupName=group, logStreamName="agent")
     events = sorted(
         ({"timestamp": d["_aws"]["Timestamp"], "message": encode(d)} for d in sink.documents),
         key=lambda e: e["timestamp"],
@@ -178,10 +219,13 @@ def seed(clients: dict[str, Any]) -> int:
 
 
 def run_training_analyzer(
-    clients: dict[str, Any], log_reader: Any = None, earlier_runs: Iterable[float] = ()
+    clients: dict[str, Any],
+    log_reader: Any = None,
+    earlier_runs: Iterable[float] = (),
+    at: float = END,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The analyzer's run at the demo's end, after its runs at ``earlier_runs`` (epoch
-    seconds), as its daily schedule would have run them."""
+    """The analyzer's run at ``at`` (the demo's end), after its runs at ``earlier_runs``
+    (epoch seconds), as its daily schedule would have run them."""
     training_handler._clients.update(
         cloudwatch=clients["cloudwatch"],
         events=clients["events"],
@@ -200,7 +244,7 @@ def run_training_analyzer(
     with environment(env):
         for time in earlier_runs:
             training_handler.handler({"time": datetime.fromtimestamp(time, UTC).isoformat()}, None)
-    return run_analyzer(training_handler.handler, env, clients["s3"])
+    return run_analyzer(training_handler.handler, env, clients["s3"], at=at)
 
 
 def training_summary(summary: dict[str, Any], findings: list[dict[str, Any]]) -> list[str]:

@@ -4,14 +4,23 @@ day is the training step's run), so the weekly report has seven daily GPU-hour t
 
 What each GPU does, every hour of the week:
 
-- ``vision`` runs ``resnet-healthy`` on the four GPUs of one node: held and working (88% of
-  the power limit), no waste;
-- ``nlp`` runs ``bert-data-bound`` on the four GPUs of another: held all week, but its ranks
+- ``vision`` runs ``resnet-healthy`` on the two GPUs of one node: held and working (88% of
+  the power limit, 86% SM activity), no waste;
+- ``nlp`` runs ``bert-data-bound`` on the two GPUs of another: held all week, but its ranks
   wait on storage, so the GPUs draw 22% of their limit — held without work;
 - ``research`` keeps a notebook (``jupyter-alice-0``) on one GPU of the third node: working
   in the day (09:00-18:00 UTC), idle (6%) and still held overnight;
 - the third node's last GPU fails on the fifth day (XID 79, then ``gpu_healthy`` 0 and nothing
   else, as a lost GPU publishes).
+
+The two teams' pods are their training jobs' ranks (``<job>-worker-<rank>``, as a PyTorchJob
+names them), and the jobs run ``emitter.training`` in them (cli/demo_training.py), which
+reports the pod's name: the GPU analyzer attributes their GPU-hours to the job exactly. The
+notebook runs no emitter: its job is inferred from its pod's name.
+
+``LAST_WEEK`` is the week before, as its own run of the pipeline saw it (cli/demo_last_week.py):
+``nlp`` started its job on the fourth day, an idle culler stopped the notebook overnight until
+the sixth day (the pod ended: its GPU not held), and the failing GPU was still healthy.
 
 Written as CloudWatch stores an hour of one-minute samples (a statistic set: 60 samples), for
 the exporter's per-GPU and cluster series and Container Insights' ``pod_gpu_*`` and
@@ -32,7 +41,6 @@ from contract.metrics import (
     DIM_CLUSTER,
     DIM_GPU_DEVICE,
     DIM_GPU_INDEX,
-    DIM_JOB,
     DIM_NAMESPACE,
     DIM_NODE,
     DIM_POD_NAME,
@@ -40,9 +48,7 @@ from contract.metrics import (
     DIM_XID_CODE,
     NAMESPACE_CONTAINER_INSIGHTS,
     NAMESPACE_GPU,
-    NAMESPACE_TRAINING,
     GpuMetric,
-    TrainingMetric,
     alarm_shard,
     gpu_schema,
 )
@@ -63,10 +69,33 @@ NODES: Final = {
 }
 GPUS: Final = tuple((node, gpu) for node, (_, _, count, _) in NODES.items() for gpu in range(count))
 FAILING: Final = ("ip-10-0-2-23.ec2.internal", 2)
-#: The jobs of the week's teams (as the training step names them) and their samples a second
-#: (a batch of 64 every 2 s, as there).
-WEEK_JOBS: Final = ("resnet-healthy", "bert-data-bound")
-THROUGHPUT: Final = 32.0
+#: The training jobs the teams run through ``emitter.training`` (cli/demo_training.py), by node:
+#: their ranks run in the pods above (``<job>-worker-<rank>``), which the emitter names.
+JOB_NODES: Final = {
+    pattern.removesuffix("-worker-{gpu}"): node
+    for node, (_, pattern, _, _) in NODES.items()
+    if pattern.endswith("-worker-{gpu}")
+}
+WEEK: Final = 7 * 86_400
+
+
+@dataclass(frozen=True)
+class WeekPlan:
+    """How the teams behaved in one week (hours from its ``start``)."""
+
+    start: float
+    #: ``nlp``'s job holds its GPUs from this hour.
+    nlp_from_hour: int = 0
+    #: Before this hour, an idle culler stops the notebook outside working hours.
+    notebook_overnight_from_hour: int = 0
+    #: The hour the failing GPU is lost (None: healthy all week).
+    lost_at_hour: int | None = LOST_AT_HOUR
+
+
+THIS_WEEK: Final = WeekPlan(START)
+LAST_WEEK: Final = WeekPlan(
+    START - WEEK, nlp_from_hour=3 * 24, notebook_overnight_from_hour=5 * 24, lost_at_hour=None
+)
 
 
 @dataclass(frozen=True)
@@ -82,20 +111,25 @@ class GpuHourSample:
     pod: str | None = None
 
 
-def _behaviour(node: str, gpu: int, hour: int) -> GpuHourSample:
+def _behaviour(node: str, gpu: int, hour: int, plan: WeekPlan = THIS_WEEK) -> GpuHourSample:
     namespace, pattern, _, held = NODES[node]
-    if (node, gpu) == FAILING and hour >= LOST_AT_HOUR:
+    if (node, gpu) == FAILING and plan.lost_at_hour is not None and hour >= plan.lost_at_hour:
         return GpuHourSample(node, gpu, hour, None, None, healthy=False)
-    if gpu not in held:
+    working_hours = 9 <= datetime.fromtimestamp(plan.start + hour * 3600, UTC).hour < 18
+    culled = namespace == "research" and not working_hours
+    if (
+        gpu not in held
+        or (namespace == "nlp" and hour < plan.nlp_from_hour)
+        or (culled and hour < plan.notebook_overnight_from_hour)
+    ):
         return GpuHourSample(node, gpu, hour, 5.0, 0.0, healthy=True)
     pod = pattern.format(gpu=gpu - held[0])
     if namespace == "vision":
-        power, sm = 88.0, 72.0
+        power, sm = 88.0, 86.0
     elif namespace == "nlp":
         power, sm = 22.0, 8.0
     else:  # the notebook: working in the day, idle and still held overnight
-        clock = datetime.fromtimestamp(START + hour * 3600, UTC).hour
-        power, sm = (55.0, 35.0) if 9 <= clock < 18 else (6.0, 0.0)
+        power, sm = (6.0, 0.0) if culled else (55.0, 35.0)
     return GpuHourSample(node, gpu, hour, power, sm, healthy=True, namespace=namespace, pod=pod)
 
 
@@ -117,11 +151,12 @@ def _datum(
     values: list[float],
     unit: str = "None",
     samples: int = SAMPLES,
+    start: float = START,
 ) -> dict[str, Any]:
     return {
         "MetricName": name,
         "Dimensions": [{"Name": k, "Value": v} for k, v in dims.items()],
-        "Timestamp": datetime.fromtimestamp(START + hour * 3600 + 1800, UTC),
+        "Timestamp": datetime.fromtimestamp(start + hour * 3600 + 1800, UTC),
         "StatisticValues": _statistics(values, samples),
         "Unit": unit,
     }
@@ -138,7 +173,9 @@ def _exporter_values(s: GpuHourSample) -> dict[GpuMetric, float]:
     return metrics
 
 
-def _exporter_data(cluster: str, hour: int, samples: list[GpuHourSample]) -> list[dict[str, Any]]:
+def _exporter_data(
+    cluster: str, hour: int, samples: list[GpuHourSample], start: float
+) -> list[dict[str, Any]]:
     """Both of the exporter's dimension sets: per GPU, and cluster-wide (every GPU's samples
     of the hour in one statistic set, as CloudWatch aggregates them)."""
     data = []
@@ -149,16 +186,18 @@ def _exporter_data(cluster: str, hour: int, samples: list[GpuHourSample]) -> lis
             dims = dict(per_gpu)
             if DIM_SHARD in gpu_schema(metric):  # as the exporter writes the alarm metrics
                 dims[DIM_SHARD] = alarm_shard(s.node, s.gpu, 1)
-            data.append(_datum(str(metric), dims, hour, [value]))
+            data.append(_datum(str(metric), dims, hour, [value], start=start))
             cluster_wide.setdefault(metric, []).append(value)
     data += [
-        _datum(str(metric), {DIM_CLUSTER: cluster}, hour, values)
+        _datum(str(metric), {DIM_CLUSTER: cluster}, hour, values, start=start)
         for metric, values in cluster_wide.items()
     ]
     return data
 
 
-def _container_insights_data(cluster: str, s: GpuHourSample) -> Iterator[dict[str, Any]]:
+def _container_insights_data(
+    cluster: str, s: GpuHourSample, start: float
+) -> Iterator[dict[str, Any]]:
     if s.power is None:
         return
     device = f"nvidia{s.gpu}"
@@ -174,6 +213,7 @@ def _container_insights_data(cluster: str, s: GpuHourSample) -> Iterator[dict[st
         },
         s.hour,
         [watts],
+        start=start,
     )
     if s.pod is None or s.namespace is None:
         return
@@ -184,39 +224,42 @@ def _container_insights_data(cluster: str, s: GpuHourSample) -> Iterator[dict[st
         DIM_NAMESPACE: s.namespace,
         DIM_POD_NAME: s.pod,
     }
-    yield _datum(CI_POD_GPU_UTILIZATION_METRIC, pod, s.hour, [s.sm or 0.0], "Percent")
-    yield _datum(CI_POD_GPU_POWER_METRIC, pod, s.hour, [watts])
+    yield _datum(CI_POD_GPU_UTILIZATION_METRIC, pod, s.hour, [s.sm or 0.0], "Percent", start=start)
+    yield _datum(CI_POD_GPU_POWER_METRIC, pod, s.hour, [watts], start=start)
 
 
 @dataclass
 class WeekSeeder:
     """Iterated, it writes the week a day at a time and yields, after each day but the last,
     the time of the training analyzer's daily run that covers that day (its end);
-    the last day is written when the iteration ends, before the demo's final run. A day at a
+    the last day is written when the iteration ends, before the week's final run. A day at a
     time because moto's ListMetrics compares every stored point with every other of its
     metric name: each run then lists only the days before it."""
 
     cloudwatch: Any
     cluster: str
+    plan: WeekPlan = THIS_WEEK
     datapoints: int = 0
 
     def __iter__(self) -> Iterator[float]:
         for day in range(DAYS):
             self._put(day)
             if day < DAYS - 1:
-                yield START + (day + 1) * 86_400
+                yield self.plan.start + (day + 1) * 86_400
 
     def _put(self, day: int) -> None:
         hours = range(day * 24, (day + 1) * 24)
+        start = self.plan.start
         exporter: list[dict[str, Any]] = []
         insights: list[dict[str, Any]] = []
         for hour in hours:
-            samples = [_behaviour(node, gpu, hour) for node, gpu in GPUS]
-            exporter += _exporter_data(self.cluster, hour, samples)
+            samples = [_behaviour(node, gpu, hour, self.plan) for node, gpu in GPUS]
+            exporter += _exporter_data(self.cluster, hour, samples, start)
             for sample in samples:
-                insights += _container_insights_data(self.cluster, sample)
+                insights += _container_insights_data(self.cluster, sample, start)
         node, gpu = FAILING
-        if LOST_AT_HOUR in hours:
+        lost = self.plan.lost_at_hour
+        if lost is not None and lost in hours:
             exporter.append(
                 _datum(
                     str(GpuMetric.XID_ERRORS),
@@ -226,33 +269,19 @@ class WeekSeeder:
                         DIM_GPU_INDEX: str(gpu),
                         DIM_XID_CODE: "79",
                     },
-                    LOST_AT_HOUR,
+                    lost,
                     [1.0],
                     "Count",
                     samples=1,  # one event
+                    start=start,
                 )
             )
-        # The two teams' jobs ran all week: their throughput on the days before the training
-        # step's (which the emitter writes for its last day), as the emitter's job series.
-        training = [
-            _datum(
-                str(TrainingMetric.SAMPLES_PER_SECOND),
-                {DIM_CLUSTER: self.cluster, DIM_JOB: job},
-                hour,
-                [THROUGHPUT],
-                "Count/Second",
-            )
-            for hour in hours
-            for job in WEEK_JOBS
-            if day < DAYS - 1
-        ]
         for namespace, data in (
             (NAMESPACE_GPU, exporter),
             (NAMESPACE_CONTAINER_INSIGHTS, insights),
-            (NAMESPACE_TRAINING, training),
         ):
             for first in range(0, len(data), 1000):
                 self.cloudwatch.put_metric_data(
                     Namespace=namespace, MetricData=data[first : first + 1000]
                 )
-        self.datapoints += len(exporter) + len(insights) + len(training)
+        self.datapoints += len(exporter) + len(insights)

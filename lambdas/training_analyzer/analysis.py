@@ -184,8 +184,13 @@ def _data_bound(data: JobData, t: TrainingThresholds) -> list[Finding]:
 
 
 def _underutilized(data: JobData, t: TrainingThresholds) -> list[Finding]:
+    """GPUs under their targets for reasons the other rules do not name: a data-bound job's
+    GPUs idle because they wait for data, and its finding already prices that time and says
+    what to do, so it is not priced twice."""
     gpu = data.gpu
     if gpu is None or (gpu.power_utilization is None and gpu.sm_active is None):
+        return []
+    if _data_bound(data, t):
         return []
     low_power = gpu.power_utilization is not None and gpu.power_utilization < t.target_power_percent
     low_sm = gpu.sm_active is not None and gpu.sm_active < t.target_sm_active_percent

@@ -139,7 +139,8 @@ def rank_stats(
 
 
 def gpu_series(cloudwatch: Any, cluster: str, nodes: Iterable[str]) -> list[MetricQuery]:
-    """Power utilization and SM activity of every GPU on these nodes."""
+    """Power utilization and SM activity of every GPU on these nodes, one query each (the
+    listing yields each series once, though moto lists one per stored datapoint)."""
     wanted = set(nodes)
     queries = []
     for name, metric in GPU_METRICS:

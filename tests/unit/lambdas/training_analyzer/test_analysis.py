@@ -96,6 +96,15 @@ def test_underutilized_by_power_or_by_sm_activity() -> None:
     assert finding.evidence["sm_active_percent"] == 79.0
 
 
+def test_a_data_bound_jobs_idle_gpus_are_its_data_bound_finding_only() -> None:
+    # Its GPUs draw 22% of their limit because each step waits for data: one finding, which
+    # names the cause, prices the waiting GPU time once (not again as underutilized).
+    waiting = JobData(series=series(wait=0.4), gpu=GpuUsage(22.0, 8.0))
+    assert kinds(waiting) == [Kind.TRAINING_DATA_BOUND]
+    # Under the data-bound threshold the same GPUs are underutilized for some other reason.
+    assert kinds(replace(waiting, series=series(wait=0.2))) == [Kind.TRAINING_GPU_UNDERUTILIZED]
+
+
 def test_slow_checkpoint_absolute_and_as_a_share_of_the_interval() -> None:
     def job(save_s: float, saves_per_hour: float) -> JobData:
         return JobData(

@@ -8,7 +8,7 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
-from lambdas.training_analyzer.aws import RANK_QUERY, QueryTimeoutError, rank_stats
+from lambdas.training_analyzer.aws import RANK_QUERY, QueryTimeoutError, gpu_series, rank_stats
 
 
 @pytest.fixture
@@ -83,3 +83,43 @@ def test_a_query_that_fails_or_hangs_is_a_named_error(
         )
     with pytest.raises(QueryTimeoutError, match=problem):
         rank_stats(client, "train", start=0, end=1, sleep=lambda _: None, timeout_s=3)
+
+
+def test_a_gpu_listed_twice_is_queried_once() -> None:
+    # moto lists a multi-dimension metric once per stored datapoint; each GPU's power and SM
+    # activity must still be one query, whatever the listing repeats.
+    cloudwatch = boto3.client(
+        "cloudwatch", region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
+    )
+
+    def listed(metric: str, gpus: list[tuple[str, str]]) -> dict[str, Any]:
+        return {
+            "Metrics": [
+                {
+                    "Namespace": "GpuInsights",
+                    "MetricName": metric,
+                    "Dimensions": [
+                        {"Name": "ClusterName", "Value": "c"},
+                        {"Name": "NodeName", "Value": node},
+                        {"Name": "GpuIndex", "Value": gpu},
+                    ],
+                }
+                for node, gpu in gpus
+            ]
+        }
+
+    twice = [("n1", "0"), ("n1", "0"), ("n1", "1"), ("n2", "0"), ("n1", "1")]
+    with Stubber(cloudwatch) as stubber:
+        for metric in ("gpu_power_utilization", "gpu_sm_active"):
+            stubber.add_response("list_metrics", listed(metric, twice), {
+                "Namespace": "GpuInsights",
+                "MetricName": metric,
+                "Dimensions": [{"Name": "ClusterName", "Value": "c"}],
+            })  # fmt: skip
+        queries = gpu_series(cloudwatch, "c", ["n1"])
+    assert sorted(q.key for q in queries) == [
+        ("n1", "0", "power"),
+        ("n1", "0", "sm"),
+        ("n1", "1", "power"),
+        ("n1", "1", "sm"),
+    ]
