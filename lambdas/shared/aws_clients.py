@@ -15,8 +15,21 @@ RETRIES = Config(
 )
 
 
+#: Every service a handler makes a client for; ``ClientCache`` refuses any other, so the
+#: functional tests fail on a handler that reaches further. The SDK layer
+#: (cdk/constructs/sdk_layer.py) ships botocore's models for these services only.
+HANDLER_SERVICES = frozenset(
+    {"cloudwatch", "dynamodb", "ec2", "events", "logs", "s3", "sns", "sqs"}
+)
+
+
 class NotABotocoreClientError(TypeError):
     """Something other than a botocore client was handed to a handler."""
+
+
+class UnlistedServiceError(ValueError):
+    """A handler asked for a service outside ``HANDLER_SERVICES``: the Lambda layer would not
+    hold its model, so the function would fail where the tests passed."""
 
 
 def epoch_timestamp(value: Any) -> datetime:
@@ -58,11 +71,13 @@ class ClientCache(dict[str, Any]):
     refuses against the service model, and a test would pass where AWS fails."""
 
     def __call__(self, service: str) -> Any:
+        _listed(service)
         if service not in self:
             self[service] = client(service)
         return self[service]
 
     def __setitem__(self, service: str, value: Any) -> None:
+        _listed(service)
         if not isinstance(value, BaseClient):
             raise NotABotocoreClientError(
                 f"the {service} client is a {type(value).__name__}, not a botocore client: "
@@ -79,3 +94,12 @@ class ClientCache(dict[str, Any]):
         if service not in self:
             self[service] = default
         return self[service]
+
+
+def _listed(service: str) -> None:
+    if service not in HANDLER_SERVICES:
+        raise UnlistedServiceError(
+            f"no handler may use the {service} client: the SDK layer holds the models of "
+            f"{', '.join(sorted(HANDLER_SERVICES))} only; add {service} to HANDLER_SERVICES "
+            "in lambdas/shared/aws_clients.py"
+        )

@@ -7,7 +7,12 @@ import pytest
 from botocore.utils import parse_timestamp
 
 from benchmarks import wire
-from lambdas.shared.aws_clients import ClientCache, NotABotocoreClientError, epoch_timestamp
+from lambdas.shared.aws_clients import (
+    ClientCache,
+    NotABotocoreClientError,
+    UnlistedServiceError,
+    epoch_timestamp,
+)
 
 
 class Wrapper:
@@ -32,6 +37,17 @@ def test_a_wrapped_client_is_refused_however_it_is_put_in() -> None:
     assert cache == {}
     cache.update(s3=real)
     assert cache("s3") is real
+
+
+def test_a_service_outside_the_layer_is_refused_by_name() -> None:
+    """The layer holds botocore's models for HANDLER_SERVICES only: a handler that asked for
+    another client would pass the tests and fail in Lambda, so the cache refuses it."""
+    cache = ClientCache()
+    with pytest.raises(UnlistedServiceError, match="no handler may use the iam client"):
+        cache("iam")
+    with pytest.raises(UnlistedServiceError, match="the kms client"):
+        cache["kms"] = boto3.client("kms", region_name="us-east-1")
+    assert cache == {}
 
 
 def test_a_handler_client_parses_epoch_timestamps_to_the_same_utc_datetimes() -> None:
