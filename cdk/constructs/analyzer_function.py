@@ -21,6 +21,7 @@ from cdk.constructs.checkov import (
     skip_checks,
 )
 from cdk.constructs.lambda_code import lambda_code
+from cdk.constructs.sdk_layer import sdk_layer
 
 
 class AnalyzerFunction(Construct):
@@ -85,6 +86,7 @@ class AnalyzerFunction(Construct):
             runtime=lambda_.Runtime.PYTHON_3_14,
             handler=handler,
             code=lambda_code(modules),
+            layers=[sdk_layer(self)],
             role=self.role,
             timeout=timeout,
             memory_size=memory_mb,

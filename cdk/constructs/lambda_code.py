@@ -3,7 +3,8 @@
 The asset is staged into a fresh folder with the listed files only (the repository root holds
 .venv, caches and cdk.out, which no exclude list keeps out reliably); CDK fingerprints the
 content, so an unchanged function keeps its asset hash. No Docker, no pip: the runtime brings
-the standard library and boto3.
+the standard library, and the SDK comes from the app's own layer (cdk/constructs/sdk_layer.py:
+the boto3 and botocore the tests ran, not the runtime's, since the CPU goals depend on it).
 """
 
 import shutil

@@ -28,6 +28,7 @@ from cdk.constructs.checkov import (
 )
 from cdk.constructs.lambda_code import lambda_code
 from cdk.constructs.nag import acknowledge_wildcard_resources
+from cdk.constructs.sdk_layer import sdk_layer
 from contract.metrics import DIM_XID_CODE
 from contract.resource_names import alarm_name
 from contract.xid import KERNEL_XID_FILTER_PATTERN
@@ -133,6 +134,7 @@ class XidNotifier(Construct):
             runtime=lambda_.Runtime.PYTHON_3_14,
             handler="lambdas.xid_notifier.handler.handler",
             code=lambda_code(MODULES),
+            layers=[sdk_layer(self)],
             role=role,
             timeout=Duration.seconds(30),
             memory_size=256,

@@ -1,6 +1,7 @@
 """Clients for Lambda handlers and the CLI: adaptive retries, so throttling slows a run down
 instead of failing it. Created on first use, never at import time."""
 
+import logging
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -8,6 +9,8 @@ from typing import Any, cast
 from botocore.client import BaseClient
 from botocore.config import Config
 from botocore.utils import parse_timestamp
+
+log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 10
 RETRIES = Config(
@@ -23,8 +26,39 @@ INTERACTIVE = Config(
 )
 
 
+#: Every service a handler makes a client for; ``ClientCache`` refuses any other, so the
+#: functional tests fail on a handler that reaches further. The SDK layer
+#: (cdk/constructs/sdk_layer.py) ships botocore's models for these services only.
+HANDLER_SERVICES = frozenset(
+    {"cloudwatch", "dynamodb", "ec2", "events", "logs", "s3", "sns", "sqs"}
+)
+
+
+def warn_if_slow_protocol(cloudwatch: Any) -> str:
+    """The protocol botocore speaks to CloudWatch, warned about when it is not JSON: a botocore
+    older than 1.42.7 (a runtime's own, shadowing the SDK layer) parses GetMetricData in the
+    Query protocol at about 20 times the CPU per datapoint, past the analyzers' CPU goals."""
+    model = cloudwatch.meta.service_model
+    protocol = str(getattr(model, "resolved_protocol", None) or model.protocol)
+    if protocol != "json":
+        import botocore
+
+        log.warning(
+            "botocore %s speaks %s to CloudWatch, not json: GetMetricData parsing costs about "
+            "20 times the CPU; the function should load the SDK layer's botocore",
+            botocore.__version__,
+            protocol,
+        )
+    return protocol
+
+
 class NotABotocoreClientError(TypeError):
     """Something other than a botocore client was handed to a handler."""
+
+
+class UnlistedServiceError(ValueError):
+    """A handler asked for a service outside ``HANDLER_SERVICES``: the Lambda layer would not
+    hold its model, so the function would fail where the tests passed."""
 
 
 def epoch_timestamp(value: Any) -> datetime:
@@ -66,11 +100,15 @@ class ClientCache(dict[str, Any]):
     refuses against the service model, and a test would pass where AWS fails."""
 
     def __call__(self, service: str) -> Any:
+        _listed(service)
         if service not in self:
             self[service] = client(service)
+            if service == "cloudwatch":
+                warn_if_slow_protocol(self[service])
         return self[service]
 
     def __setitem__(self, service: str, value: Any) -> None:
+        _listed(service)
         if not isinstance(value, BaseClient):
             raise NotABotocoreClientError(
                 f"the {service} client is a {type(value).__name__}, not a botocore client: "
@@ -87,3 +125,12 @@ class ClientCache(dict[str, Any]):
         if service not in self:
             self[service] = default
         return self[service]
+
+
+def _listed(service: str) -> None:
+    if service not in HANDLER_SERVICES:
+        raise UnlistedServiceError(
+            f"no handler may use the {service} client: the SDK layer holds the models of "
+            f"{', '.join(sorted(HANDLER_SERVICES))} only; add {service} to HANDLER_SERVICES "
+            "in lambdas/shared/aws_clients.py"
+        )

@@ -22,11 +22,15 @@ IMPORT_ALONE = (
 )
 
 
-def import_alone(module: str, folder: Path) -> None:
-    """Import ``module`` in a fresh interpreter that sees ``folder`` and site-packages only."""
+def import_alone(module: str, folder: Path, *, layer: Path | None = None) -> None:
+    """Import ``module`` in a fresh interpreter that sees ``folder`` and site-packages only;
+    with ``layer``, ``folder`` and that layer's ``python/`` only (``-S``: no site-packages)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    flags = []
+    if layer is not None:
+        flags, env["PYTHONPATH"] = ["-S"], str(layer)
     done = subprocess.run(
-        [sys.executable, "-c", IMPORT_ALONE, module],
+        [sys.executable, *flags, "-c", IMPORT_ALONE, module],
         cwd=folder,
         env=env,
         capture_output=True,
@@ -37,15 +41,15 @@ def import_alone(module: str, folder: Path) -> None:
     assert done.stdout.strip().startswith(str(folder)), module
 
 
-@pytest.mark.parametrize(
-    ("modules", "handler"),
-    [
-        (XID_MODULES, "lambdas.xid_notifier.handler"),
-        (STORAGE_MODULES, "lambdas.storage_analyzer.handler"),
-        (TRAINING_MODULES, "lambdas.training_analyzer.handler"),
-        (REPORT_MODULES, "lambdas.weekly_report.handler"),
-    ],
-)
+HANDLERS = [
+    (XID_MODULES, "lambdas.xid_notifier.handler"),
+    (STORAGE_MODULES, "lambdas.storage_analyzer.handler"),
+    (TRAINING_MODULES, "lambdas.training_analyzer.handler"),
+    (REPORT_MODULES, "lambdas.weekly_report.handler"),
+]
+
+
+@pytest.mark.parametrize(("modules", "handler"), HANDLERS)
 def test_each_handler_imports_from_its_asset_alone(modules: Sequence[str], handler: str) -> None:
     import_alone(handler, stage_modules(modules))
 

@@ -59,7 +59,8 @@ class Resolver:
         if name.startswith("AWS::"):
             return self.pseudo(name)
         kind = self.resources[name]["Type"]
-        if kind in {"AWS::SNS::Topic", "AWS::StepFunctions::StateMachine"}:
+        # A layer version's Ref is its ARN: https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-resource-lambda-layerversion.html
+        if kind in {"AWS::SNS::Topic", "AWS::StepFunctions::StateMachine", _LAYER}:
             return self.arn(name)
         if kind == "AWS::KMS::Key":
             return name.lower()
@@ -135,6 +136,8 @@ class Resolver:
     }
 
 
+_LAYER = "AWS::Lambda::LayerVersion"
+
 #: Per resource type: its ARN, and the property naming it (None: the logical id stands in).
 _ARNS: dict[str, tuple[str, str | None]] = {
     "AWS::SNS::Topic": ("arn:{p}:sns:{r}:{a}:{name}", "TopicName"),
@@ -142,6 +145,7 @@ _ARNS: dict[str, tuple[str, str | None]] = {
     "AWS::S3::Bucket": ("arn:{p}:s3:::{name}", "BucketName"),
     "AWS::KMS::Key": ("arn:{p}:kms:{r}:{a}:key/{name}", None),
     "AWS::Lambda::Function": ("arn:{p}:lambda:{r}:{a}:function:{name}", "FunctionName"),
+    _LAYER: ("arn:{p}:lambda:{r}:{a}:layer:{name}:1", "LayerName"),
     "AWS::IAM::Role": ("arn:{p}:iam::{a}:role/{name}", "RoleName"),
     "AWS::Logs::LogGroup": ("arn:{p}:logs:{r}:{a}:log-group:{name}:*", "LogGroupName"),
     "AWS::DynamoDB::Table": ("arn:{p}:dynamodb:{r}:{a}:table/{name}", "TableName"),
