@@ -3,9 +3,11 @@ serialises every request and parses every response in the service's real wire fo
 
 A ``before-send`` hook (botocore's last event before the HTTP request leaves) decodes the
 request body, asks the fake, and returns an ``AWSResponse`` whose body is encoded as the
-service's protocol says: JSON for CloudWatch (``json``, the first of its protocols botocore
-supports, in botocore/data/cloudwatch/2010-08-01/service-2.json) and CloudWatch Logs, XML for
-EC2. Timestamps go over the wire as epoch seconds, as the JSON protocols send them.
+service's protocol says: JSON for CloudWatch and CloudWatch Logs, XML for EC2. CloudWatch's
+model lists ``["smithy-rpc-v2-cbor", "json", "query"]``; botocore (1.44.8 here) takes the first
+of its own ``PRIORITY_ORDERED_SUPPORTED_PROTOCOLS`` (botocore/utils.py: json, rest-json,
+rest-xml, smithy-rpc-v2-cbor, query, ec2) that the model lists
+(``ServiceModel.resolved_protocol``, botocore/model.py), which is ``json``. Timestamps go over the wire as epoch seconds, as the JSON protocols send them.
 
 The hook is registered first, so inside moto's ``mock_aws`` (which answers ``before-send``
 for every client) these operations still get the fake's answer, and the rest reach moto.
