@@ -3,15 +3,14 @@ function invocation each (Step Functions Distributed Map, cdk/constructs/fleet_m
 how their results become the day's one findings file.
 
 Shards are contiguous slices of the resources in the order one run analyzes them, and parts
-are merged in shard order, so the merged findings are the single run's, in the same order.
+are merged in shard order (lambdas/shared/shard_parts.py ``add_run``, the one merge), so the
+merged findings are the single run's, in the same order.
 """
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
-
-from lambdas.shared.findings import AnalysisRun
 
 T = TypeVar("T")
 #: One function run lasts at most 900 s; a shard is sized to use at most this share of it.
@@ -30,14 +29,6 @@ def per_shard(seconds_per_item: float, *, budget_s: float = LAMBDA_LIMIT_S * SAF
     if seconds_per_item <= 0:
         raise ValueError(f"an item takes some time, not {seconds_per_item} s")
     return max(1, math.floor(budget_s / seconds_per_item))
-
-
-def merge(parts: Iterable[AnalysisRun], into: AnalysisRun) -> AnalysisRun:
-    """The shards' runs, in shard order, as one run."""
-    for part in parts:
-        into.findings += part.findings
-        into.skipped += part.skipped
-    return into
 
 
 @dataclass(frozen=True)

@@ -1,21 +1,8 @@
-"""Shards are contiguous and merge back to the single run's findings, in its order."""
+"""Shards are contiguous slices; a shard fits its share of the function's time limit."""
 
 import pytest
 
-from lambdas.shared.findings import AnalysisRun, Finding, Kind, Severity
-from lambdas.shared.shards import FanOut, merge, per_shard, shards
-
-
-def finding(resource: str) -> Finding:
-    return Finding(
-        kind=Kind.EBS_IDLE_VOLUME,
-        resource=resource,
-        severity=Severity.INFO,
-        summary="idle",
-        evidence={},
-        recommendation="delete",
-        analyzer="storage",
-    )
+from lambdas.shared.shards import FanOut, per_shard, shards
 
 
 def test_shards_are_contiguous_slices_that_cover_every_item_once() -> None:
@@ -26,18 +13,6 @@ def test_shards_are_contiguous_slices_that_cover_every_item_once() -> None:
     assert shards([], 4) == []
     with pytest.raises(ValueError, match="at least one item, not 0"):
         shards(items, 0)
-
-
-def test_merged_parts_are_the_single_run_in_order() -> None:
-    whole = [finding(f"vol-{i}") for i in range(7)]
-    parts = []
-    for part in shards(whole, 3):
-        run = AnalysisRun("storage", findings=list(part))
-        parts.append(run)
-    parts[1].skipped.append("vol-4")
-    merged = merge(parts, AnalysisRun("storage"))
-    assert merged.findings == whole
-    assert merged.skipped == ["vol-4"]
 
 
 def test_a_shard_fits_half_of_the_fifteen_minute_limit() -> None:
