@@ -7,7 +7,8 @@ service's protocol says: JSON for CloudWatch and CloudWatch Logs, XML for EC2. C
 model lists ``["smithy-rpc-v2-cbor", "json", "query"]``; botocore (1.44.8 here) takes the first
 of its own ``PRIORITY_ORDERED_SUPPORTED_PROTOCOLS`` (botocore/utils.py: json, rest-json,
 rest-xml, smithy-rpc-v2-cbor, query, ec2) that the model lists
-(``ServiceModel.resolved_protocol``, botocore/model.py), which is ``json``. Timestamps go over the wire as epoch seconds, as the JSON protocols send them.
+(``ServiceModel.resolved_protocol``, botocore/model.py), which is ``json``. Timestamps go
+over the wire as epoch seconds, as the JSON protocols send them.
 
 The hook is registered first, so inside moto's ``mock_aws`` (which answers ``before-send``
 for every client) these operations still get the fake's answer, and the rest reach moto.

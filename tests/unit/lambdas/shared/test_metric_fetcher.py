@@ -66,7 +66,8 @@ def test_partial_data_is_paged_and_failed_results_are_not_read_as_data() -> None
     }  # fmt: skip
     second = {
         "MetricDataResults": [
-            {"Id": "q0", "StatusCode": "Complete", "Timestamps": _stamps(1, 2), "Values": [2.0, 3.0]},
+            {"Id": "q0", "StatusCode": "Complete", "Timestamps": _stamps(1, 2),
+             "Values": [2.0, 3.0]},
             {"Id": "q2", "StatusCode": "Complete", "Timestamps": _stamps(1), "Values": [7.0]},
         ]
     }  # fmt: skip
