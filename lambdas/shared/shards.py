@@ -123,3 +123,20 @@ class FunctionSize:
 def memory_for(peak_mib: float) -> int:
     """The sizing rule: MEMORY_HEADROOM x the measured peak, up to a multiple of 512 MB."""
     return math.ceil(peak_mib * MEMORY_HEADROOM / MEMORY_STEP_MB) * MEMORY_STEP_MB
+
+
+#: The storage analyzer: measured on 10,000 volumes x 14 days (benchmarks/storage_analyzer.py).
+STORAGE: Final = FunctionSize(
+    memory_mb=1024,
+    timeout_s=900,
+    item=ItemCost(cpu_s_per_day=1.5e-4, datapoints_per_day=52.0),
+    peak_mib=200.0,
+)
+#: The training analyzer: measured on 1,000 jobs x 14 days (benchmarks/training_analyzer.py),
+#: its peak at the default shard of 2,000 jobs.
+TRAINING: Final = FunctionSize(
+    memory_mb=memory_for(530.0),
+    timeout_s=600,
+    item=ItemCost(cpu_s_per_day=6.5e-4, datapoints_per_day=216.0),
+    peak_mib=530.0,
+)
