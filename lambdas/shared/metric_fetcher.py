@@ -21,12 +21,15 @@ server-side and returns only the expression's points; the inputs still count as 
 against the 500 and as metrics requested, which is what GetMetricData is billed by.
 """
 
+import re
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from math import ceil as math_ceil
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 MAX_QUERIES_PER_CALL = 500
 MAX_DATAPOINTS_PER_CALL = 100_800
@@ -63,8 +66,42 @@ class MetricQuery:
 def math(
     key: tuple[str, ...], expression: str, inputs: tuple[MetricQuery, ...], period_s: int
 ) -> MetricQuery:
-    """A metric math query, e.g. ``math(key, "{0} + {1}", (reads, writes), 3600)``."""
+    """A metric math query, e.g. ``math(key, "FILL({0}, 0) + FILL({1}, 0)", inputs, 3600)``."""
     return MetricQuery(key, "", "", (), "", period_s, expression=expression, inputs=inputs)
+
+
+_TERM = re.compile(r"FILL\((\w+),\s*(-?[\d.]+)\)|(\w+)")
+
+
+def sum_terms(expression: str) -> list[tuple[str, float | None]] | None:
+    """The ids a sum expression adds (``a + b``, ``FILL(a, 0) + FILL(b, 0)``), each with the
+    value FILL gives its missing datapoints (None: unfilled); None if it is not such a sum."""
+    terms: list[tuple[str, float | None]] = []
+    for text in expression.split("+"):
+        match = _TERM.fullmatch(text.strip())
+        if not match:
+            return None
+        filled, value, bare = match.groups()
+        terms.append((filled, float(value)) if filled else (bare, None))
+    return terms if len(terms) > 1 else None
+
+
+def add_series(
+    inputs: Sequence[tuple[Sequence[T], Sequence[float], float | None]],
+) -> tuple[list[T], list[float]]:
+    """A sum's points as metric math computes them, timestamp by timestamp: at each timestamp
+    of any input, the inputs' values, a missing one its FILL value; a timestamp an unfilled
+    input lacks has no sum."""
+    values = [dict(zip(stamps, vals, strict=True)) for stamps, vals, _ in inputs]
+    stamps = sorted({t for series in values for t in series})  # type: ignore[type-var]
+    out_t: list[T] = []
+    out_v: list[float] = []
+    for t in stamps:
+        points = [v.get(t, fill) for v, (_, _, fill) in zip(values, inputs, strict=True)]
+        if all(p is not None for p in points):
+            out_t.append(t)
+            out_v.append(sum(p for p in points if p is not None))
+    return out_t, out_v
 
 
 def window_period(start: float, end: float) -> int:
