@@ -5,7 +5,7 @@ points need at least max(ceil(N / 500), ceil(N * P / 100800)) calls. Queries are
 order under both limits; when the next does not fit, the call's room is first filled with
 the queries among the next ``LOOKAHEAD`` that do (a volume's one-entry screens beside another
 volume's three-entry math), so every call but the last is full whenever small queries are
-near: that reaches the floor for the storage and training plans (tested on them). Packing in
+near: that reaches the floor for the storage plan (tests/unit/.../test_ebs_plan.py). Packing in
 order, rather than sorting the whole plan by size, keeps a resource's series in one or two
 neighbouring calls, so results are yielded one batch at a time and memory is bounded by a
 batch, not by the fleet.
