@@ -15,12 +15,8 @@ import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
-from cdk.settings import Settings
 from lambdas.shared.aws_clients import client
-from lambdas.training_analyzer import fleet as training_fleet
-from lambdas.training_analyzer import handler as training_handler
 from lambdas.training_analyzer.handler import StorageFindingsError, related_storage
-from lambdas.training_analyzer.run import TrainingRun
 
 DAY = date(2026, 11, 30)
 KEY = "findings/cluster=train/date=2026-11-30/storage.jsonl"
@@ -86,21 +82,3 @@ def test_a_refused_read_is_raised_with_the_key_not_read_as_none() -> None:
         )
         with pytest.raises(StorageFindingsError, match=r"storage\.jsonl.*s3:ListBucket"):
             related_storage(s3, "report", "train", DAY, ["train-data"])
-
-
-def test_without_its_settings_in_the_environment_the_plan_uses_the_settings_defaults(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """SHARD_JOBS and LOOKBACK_DAYS fall back to cdk/settings.py's defaults (one module,
-    lambdas/shared/shards.py), not to numbers of their own."""
-    for name, value in {"CLUSTER_NAME": "train", "REPORT_BUCKET": "report"}.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.delenv("SHARD_JOBS", raising=False)
-    monkeypatch.delenv("LOOKBACK_DAYS", raising=False)
-    seen: dict[str, Any] = {}
-    monkeypatch.setattr(training_handler, "_related", lambda *_: ((), TrainingRun()))
-    monkeypatch.setattr(training_fleet, "plan", lambda **kw: seen.update(kw) or {})
-    training_handler.handler({"mode": "plan", "time": "2026-11-30T07:00:00Z"}, None)
-    assert seen["per_shard"] == Settings().training_shard_jobs == 2_000
-    assert seen["end"] - seen["start"] == Settings().lookback_days * 86_400
