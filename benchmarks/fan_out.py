@@ -34,12 +34,12 @@ from moto import mock_aws
 from benchmarks import training_analyzer, wire
 from benchmarks.storage_analyzer import END, FakeCloudWatch, ec2_client
 from benchmarks.training_fleet import Fleet, bucket_client
-from cdk.constructs.fleet_map import MAX_CONCURRENCY
 from cdk.settings import Settings
 from lambdas.shared.findings import AnalysisRun
 from lambdas.shared.metric_fetcher import MAX_DATAPOINTS_PER_CALL
 from lambdas.shared.shards import (
     CALL_S,
+    MAX_CONCURRENCY,
     STORAGE,
     STORAGE_SHARD_VOLUMES,
     TRAINING,

@@ -21,9 +21,7 @@ from constructs import Construct
 
 from cdk.constructs.checkov import LOG_GROUP_REASONS, skip_checks
 from cdk.constructs.nag import _render
-
-#: Shards running at once: CloudWatch's GetMetricData rate is shared by the account.
-MAX_CONCURRENCY = 10
+from lambdas.shared.shards import MAX_CONCURRENCY
 
 
 class FleetMap(Construct):

@@ -28,6 +28,9 @@ LOOKBACK_DAYS: Final = 14
 #: (https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html); an analysis is
 #: one Python thread, so more than one vCPU does not speed it up.
 FULL_VCPU_MB: Final = 1769
+#: Shards running at once (the Distributed Map's MaxConcurrency, cdk/constructs/fleet_map.py):
+#: CloudWatch's GetMetricData rate is shared by the account.
+MAX_CONCURRENCY: Final = 10
 #: Assumed seconds CloudWatch takes to answer one full GetMetricData call (100,800 points).
 CALL_S: Final = 1.0
 #: A function's memory is at least this many times the peak RSS of a run of the default
