@@ -8,8 +8,9 @@ per shard as a Distributed Map would run them, merged in shard order.
    of datapoints). On a fleet one run can handle, the sharded path writes the single run's
    findings file byte for byte, with the same summary.
 2. A synthetic 100,000-volume fleet analysed end to end the same way, the invocations one
-   after another: each one's CPU, and the wall time a Distributed Map would take, simulated
-   from them (``CONCURRENCY`` shards at a time, in a 1,024 MB function).
+   after another, in shards of the deployed default (``storage_shard_volumes``): each one's
+   CPU, and the wall time a Distributed Map would take, simulated from them (``CONCURRENCY``
+   shards at a time, at the storage function's memory and CPU share).
 3. The training analysis through its real plan, shards and merge
    (lambdas/training_analyzer/fleet.py) on a 1,000-job fleet that differs job by job
    (benchmarks/training_fleet.py), against one run on the same data: the same findings, job
@@ -35,7 +36,17 @@ from benchmarks.storage_analyzer import END, FakeCloudWatch, ec2_client
 from benchmarks.training_fleet import Fleet, bucket_client
 from cdk.settings import Settings
 from lambdas.shared.findings import AnalysisRun
-from lambdas.shared.shards import FanOut, per_shard
+from lambdas.shared.metric_fetcher import MAX_DATAPOINTS_PER_CALL
+from lambdas.shared.shards import (
+    CALL_S,
+    MAX_CONCURRENCY,
+    STORAGE,
+    STORAGE_SHARD_VOLUMES,
+    TRAINING,
+    FanOut,
+    FunctionSize,
+    per_shard,
+)
 from lambdas.storage_analyzer import handler as storage_handler
 from lambdas.training_analyzer import fleet as training_fleet
 from lambdas.training_analyzer.run import TrainingRun, analyze_training
@@ -43,17 +54,13 @@ from lambdas.training_analyzer.run import TrainingRun, analyze_training
 SAME_FLEET = 2_000
 SAME_SHARD = 300
 BIG_FLEET = 100_000
-BIG_SHARD = 10_000
+#: The deployed default shard sizes and the functions' memory: the constants the settings
+#: and the stack use (lambdas/shared/shards.py).
+BIG_SHARD = STORAGE_SHARD_VOLUMES
 JOBS = 10_000
 SAME_JOBS = 1_000
 SAME_JOB_SHARD = 250
-CONCURRENCY = 10
-#: A 1,024 MB function gets this share of a vCPU (1,769 MB is one full vCPU:
-#: https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html).
-LAMBDA_VCPU = 1024 / 1769
-#: Assumed seconds CloudWatch takes to answer one full GetMetricData call (100,800 points).
-CALL_S = 1.0
-POINTS_PER_CALL = 100_800
+CONCURRENCY = MAX_CONCURRENCY
 BUCKET = "reports"
 EVENT = {"time": datetime.fromtimestamp(END, UTC).isoformat()}
 
@@ -72,7 +79,7 @@ class Invocation:
 
     @property
     def lambda_s(self) -> float:
-        return in_lambda_s(self.cpu_s, self.datapoints)
+        return in_lambda_s(self.cpu_s, self.datapoints, STORAGE)
 
 
 @dataclass
@@ -236,9 +243,10 @@ def same_training() -> dict[str, float]:
     }
 
 
-def in_lambda_s(cpu_s: float, datapoints: float) -> float:
-    """Wall seconds in a 1,024 MB function: its CPU at that share of a vCPU, and the calls."""
-    return cpu_s / LAMBDA_VCPU + datapoints / POINTS_PER_CALL * CALL_S
+def in_lambda_s(cpu_s: float, datapoints: float, size: FunctionSize) -> float:
+    """Wall seconds in the function: its CPU at the function's share of a vCPU, and the calls
+    (the model the settings' shard-size check uses, ``FunctionSize.run_s``)."""
+    return cpu_s / size.vcpu + datapoints / MAX_DATAPOINTS_PER_CALL * CALL_S
 
 
 def main(storage: dict[str, float], training: dict[str, float]) -> dict[str, Any]:
@@ -246,11 +254,18 @@ def main(storage: dict[str, float], training: dict[str, float]) -> dict[str, Any
     same = same_findings()
     big = big_fleet()
     sharded = same_training()
-    per_volume = in_lambda_s(storage["cpu_s"], storage["datapoints"]) / 10_000
-    per_job = in_lambda_s(training["cpu_s"], training["datapoints"]) / 1_000
-    volumes = FanOut(BIG_FLEET, min(BIG_SHARD, per_shard(per_volume)), CONCURRENCY, per_volume)
+    per_volume = in_lambda_s(storage["cpu_s"], storage["datapoints"], STORAGE) / 10_000
+    per_job = in_lambda_s(training["cpu_s"], training["datapoints"], TRAINING) / 1_000
+    volumes = FanOut(
+        BIG_FLEET,
+        min(BIG_SHARD, per_shard(per_volume, budget_s=STORAGE.budget_s)),
+        CONCURRENCY,
+        per_volume,
+    )
     shard_jobs = Settings().training_shard_jobs
-    jobs = FanOut(JOBS, min(shard_jobs, per_shard(per_job)), CONCURRENCY, per_job)
+    jobs = FanOut(
+        JOBS, min(shard_jobs, per_shard(per_job, budget_s=TRAINING.budget_s)), CONCURRENCY, per_job
+    )
     print("fan-out (Distributed Map shards, merged in shard order)")
     print(
         f"  {SAME_FLEET:,} volumes through the handler's plan, shards of {SAME_SHARD} and merge "
@@ -262,7 +277,8 @@ def main(storage: dict[str, float], training: dict[str, float]) -> dict[str, Any
         f"({big['events']:,.0f} events); CPU {big['cpu_s']:.0f} s (plan {big['plan_cpu_s']:.1f} s, "
         f"shards {big['shard_cpu_s']:.0f} s, slowest {big['slowest_shard_cpu_s']:.1f} s, "
         f"merge {big['merge_cpu_s']:.1f} s); simulated Distributed Map wall "
-        f"{big['simulated_wall_s']:.0f} s ({CONCURRENCY} shards at a time, 1,024 MB); "
+        f"{big['simulated_wall_s']:.0f} s ({CONCURRENCY} shards at a time, "
+        f"{STORAGE.memory_mb:,} MB); "
         f"{big['wall_s']:.0f} s wall here, one invocation after another"
     )
     print(

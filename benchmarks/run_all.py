@@ -20,6 +20,7 @@ from benchmarks import (
     training_emitter,
 )
 from deploy_config.cost import estimate
+from lambdas.shared.shards import STORAGE, TRAINING, TRAINING_SHARD_JOBS
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def main() -> None:
             Row(f"{label}: datapoints vs the floor", f["datapoints"], f["floor_datapoints"], "pts"),
             Row(f"{label}: CPU, 10,000 volumes x 14 days", f["cpu_s"], 60.0, "s"),
             Row(f"{label}: share of CPU parsing", 100 * f["parse_s"] / f["cpu_s"], None, "%"),
-            Row(f"{label}: peak RSS", f["peak_mib"], 512.0, "MiB"),
+            Row(f"{label}: peak RSS", f["peak_mib"], float(STORAGE.memory_mb), "MiB"),
             Row(f"{label}: GetMetricData per run", f["usd"], None, "USD"),
         ]
     f = s["floor"]
@@ -74,16 +75,25 @@ def main() -> None:
         )
     )
     t = training_analyzer.main()
-    for plan, f in t.items():
+    for plan in ("today", "floor"):
+        f = t[plan]
         label = f"training ({plan}, real client)"
         rows += [
             Row(f"{label}: calls vs the floor", f["calls"], f["floor_calls"], "calls"),
             Row(f"{label}: datapoints vs the floor", f["datapoints"], f["floor_datapoints"], "pts"),
             Row(f"{label}: CPU, 1,000 jobs x 14 days", f["cpu_s"], 20.0, "s"),
             Row(f"{label}: share of CPU parsing", 100 * f["parse_s"] / f["cpu_s"], None, "%"),
-            Row(f"{label}: peak RSS", f["peak_mib"], 512.0, "MiB"),
+            Row(f"{label}: peak RSS", f["peak_mib"], float(TRAINING.memory_mb), "MiB"),
             Row(f"{label}: GetMetricData per run", f["usd"], None, "USD"),
         ]
+    rows.append(
+        Row(
+            f"training: peak RSS of the default shard ({TRAINING_SHARD_JOBS:,} jobs) vs memory",
+            t["shard"]["peak_mib"],
+            float(TRAINING.memory_mb),
+            "MiB",
+        )
+    )
     fan = fan_out.main(s["floor"], t["floor"])
     rows += [
         Row(

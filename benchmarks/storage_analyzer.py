@@ -20,11 +20,13 @@ from typing import Any, ClassVar, Final
 
 from benchmarks import wire
 from lambdas.shared.metric_fetcher import (
+    add_series,
     cost_usd,
     fetch,
     floor,
     floor_of_passes,
     metrics_requested,
+    sum_terms,
     window_period,
 )
 from lambdas.storage_analyzer.aws import VolumeScope, discover_volumes, volume_queries
@@ -53,16 +55,17 @@ MIX: Final = (
     ("low_credit", 5),  # a gp2 volume whose burst credits ran out (the window minimum)
 )
 _BY_PERCENT: Final = [name for name, percent in MIX for _ in range(percent)]
-#: The patterns that trip a window screen, so need a second pass.
-SECOND_PASS: Final = frozenset({"queue", "queue_spike", "iops_limit", "throughput_limit"})
 
 
 def pattern_of(index: int) -> str:
     return _BY_PERCENT[index * 37 % len(_BY_PERCENT)]
 
 
-def _pattern(name: str) -> dict[str, list[float]]:
-    """Hourly values of every EBS metric of a volume of this pattern."""
+def _pattern(name: str) -> dict[str, dict[str, list[float]]]:
+    """Hourly statistics of every EBS metric of a volume of this pattern: the hourly sums of
+    the counters, and the hourly Average and Maximum of the queue length, whose samples peak
+    above their hour's average (bursts: 2.5 x the average, 8 in the busy hour, 60 in an hour
+    averaging 40), as CloudWatch's Maximum is of the raw samples."""
     iops = [(2800.0 if h % 24 == 9 else 900.0 + (h % 7) * 40) * 3600 for h in range(HOURS)]
     if name == "idle":
         iops = [0.1 * 3600] * HOURS
@@ -71,18 +74,40 @@ def _pattern(name: str) -> dict[str, list[float]]:
         queue = [40.0 if h % 24 in (9, 10, 11) else 1.5 for h in range(HOURS)]
     if name == "queue_spike":
         queue = [40.0 if h == 100 else 1.5 for h in range(HOURS)]
+    queue_max = [
+        60.0 if q >= 40 else 8.0 if h % 24 == 9 and name != "idle" else q * 2.5
+        for h, q in enumerate(queue)
+    ]
     busy_hour = [1.0 if h % 24 == 9 else 0.0 for h in range(HOURS)]
     once = [1.0 if h == 200 else 0.0 for h in range(HOURS)]
     return {
-        "VolumeReadOps": iops,
-        "VolumeWriteOps": [v / 4 for v in iops],
-        "VolumeReadBytes": [(0.0 if name == "idle" else 60.0) * MIB * 3600] * HOURS,
-        "VolumeWriteBytes": [(0.0 if name == "idle" else 5.0) * MIB * 3600] * HOURS,
-        "VolumeQueueLength": queue,
-        "VolumeIOPSExceededCheck": busy_hour if name == "iops_limit" else [0.0] * HOURS,
-        "VolumeThroughputExceededCheck": once if name == "throughput_limit" else [0.0] * HOURS,
-        "BurstBalance": [4.0 if name == "low_credit" else 100.0] * HOURS,
+        "VolumeReadOps": {"Sum": iops},
+        "VolumeWriteOps": {"Sum": [v / 4 for v in iops]},
+        "VolumeReadBytes": {"Sum": [(0.0 if name == "idle" else 60.0) * MIB * 3600] * HOURS},
+        "VolumeWriteBytes": {"Sum": [(0.0 if name == "idle" else 5.0) * MIB * 3600] * HOURS},
+        "VolumeQueueLength": {"Average": queue, "Maximum": queue_max},
+        "VolumeIOPSExceededCheck": {
+            "Maximum": busy_hour if name == "iops_limit" else [0.0] * HOURS
+        },
+        "VolumeThroughputExceededCheck": {
+            "Maximum": once if name == "throughput_limit" else [0.0] * HOURS
+        },
+        "BurstBalance": {"Minimum": [4.0 if name == "low_credit" else 100.0] * HOURS},
     }
+
+
+#: A window statistic from the hourly ones: the Maximum of the hourly Maximums (of the raw
+#: samples), the Minimum of the hourly Minimums, the Sum of the hourly Sums.
+WINDOW: Final[dict[str, Callable[[list[float]], float]]] = {
+    "Maximum": max,
+    "Minimum": min,
+    "Sum": sum,
+}
+
+
+def _hourly(stats: dict[str, list[float]], stat: str) -> list[float]:
+    """The hourly ``stat``; a metric kept at one statistic (0/1 checks, sums) answers it."""
+    return stats.get(stat) or next(iter(stats.values()))
 
 
 def _volume_xml(i: int) -> str:
@@ -116,28 +141,26 @@ def ec2_client(volumes: int) -> Any:
 
 
 class FakeCloudWatch:
-    """GetMetricData over each volume's pattern: hourly series, window statistics, ``a + b``
-    math; PutMetricData (the findings counts) accepted. Counts the screened metrics' hourly
-    datapoints apart: the second pass."""
+    """GetMetricData over each volume's pattern, under CloudWatch's limits
+    (``wire.metric_data_page``): hourly statistics, window statistics from them, the plan's
+    ``FILL(a, 0) + FILL(b, 0)`` math (``metric_fetcher.add_series``); PutMetricData (the
+    findings counts) accepted. Counts the screened metrics' hourly datapoints apart (the
+    second pass), and the calls that had to page (a batch over a limit)."""
 
-    REDUCE: ClassVar[dict[str, Callable[[list[float]], float]]] = {
-        "Maximum": max,
-        "Minimum": min,
-        "Sum": sum,
-    }
     HOURLY_SCREENED: ClassVar[frozenset[str]] = frozenset(m for _, m, _ in SCREENED)
 
     def __init__(self) -> None:
         self.calls = 0
+        self.paged = 0
         self.datapoints = 0
         self.screened_hourly = 0
         self.metrics = 0
         self._values = {name: _pattern(name) for name, _ in MIX}
         self._windows = {
-            (name, metric, stat): reduce(values)
+            (name, metric, stat): reduce(_hourly(stats, stat))
             for name, series in self._values.items()
-            for metric, values in series.items()
-            for stat, reduce in self.REDUCE.items()
+            for metric, stats in series.items()
+            for stat, reduce in WINDOW.items()
         }
         self._hours = [START + h * 3600 for h in range(HOURS)]
 
@@ -153,10 +176,10 @@ class FakeCloudWatch:
             return [START], [self.window(volume_id, metric, stat["Stat"])]
         if metric in self.HOURLY_SCREENED:
             self.screened_hourly += HOURS
-        return self._hours, self._values[pattern_of(int(volume_id[4:], 16))][metric]
+        stats = self._values[pattern_of(int(volume_id[4:], 16))][metric]
+        return self._hours, _hourly(stats, stat["Stat"])
 
-    def get_metric_data(self, params: dict[str, Any]) -> dict[str, Any]:
-        self.calls += 1
+    def _results(self, params: dict[str, Any]) -> list[dict[str, Any]]:
         queries = {q["Id"]: q for q in params["MetricDataQueries"]}
         results = []
         for query in queries.values():
@@ -164,15 +187,22 @@ class FakeCloudWatch:
                 self.metrics += 1
                 continue
             if "Expression" in query:
-                terms = [self._series(queries[t.strip()]) for t in query["Expression"].split("+")]
-                stamps = terms[0][0]
-                values = [sum(v) for v in zip(*(t[1] for t in terms), strict=True)]
+                terms = sum_terms(query["Expression"]) or []
+                stamps, values = add_series(
+                    [(*self._series(queries[name]), fill) for name, fill in terms]
+                )
             else:
                 self.metrics += 1
                 stamps, values = self._series(query)
             self.datapoints += len(values)
             results.append({"Id": query["Id"], "Timestamps": stamps, "Values": values})
-        return {"MetricDataResults": results}
+        return results
+
+    def get_metric_data(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.calls += 1
+        answer = wire.metric_data_page(params, lambda: self._results(params))
+        self.paged += "NextToken" in answer
+        return answer
 
     def client(self, *, lambda_session: bool = True) -> Any:
         client = wire.client("cloudwatch", lambda_session=lambda_session)
@@ -194,14 +224,14 @@ def _today(ec2: Any, cloudwatch: Any) -> int:
     return sum(len(analyze_volume(by_id[k], m)) for k, m in metrics.items())
 
 
-def _floor(plan: str, volumes: int) -> tuple[int, int, int, int]:
-    """(calls, datapoints, metrics, second-pass datapoints) the plan needs at the least: for
-    the floor plan, its first pass and the second pass of the volumes whose screens the fake's
-    window points trip."""
+def _floor(plan: str, volumes: int) -> tuple[int, int, int, int, int]:
+    """(calls, datapoints, metrics, second-pass datapoints, second-pass volumes) the plan
+    needs at the least: for the floor plan, its first pass and the second pass of the volumes
+    whose screens the fake's window points trip."""
     found = discover_volumes(ec2_client(volumes), cluster="bench", scope=VolumeScope.CLUSTER)
     if plan == "today":
         queries = [q for v in found for q in volume_queries(v)]
-        return (*floor(queries, start=START, end=END), metrics_requested(queries), 0)
+        return (*floor(queries, start=START, end=END), metrics_requested(queries), 0, 0)
     fake = FakeCloudWatch()
     screened = {
         v.volume_id: VolumeMetrics(**{f: [fake.window(v.volume_id, m, s)] for f, m, s in SCREENED})
@@ -210,7 +240,8 @@ def _floor(plan: str, volumes: int) -> tuple[int, int, int, int]:
     first, second = passes(found, screened, window_period(START, END))
     calls, points = floor_of_passes((first, second), start=START, end=END)
     _, second_points = floor(second, start=START, end=END)
-    return calls, points, metrics_requested(first) + metrics_requested(second), second_points
+    metrics = metrics_requested(first) + metrics_requested(second)
+    return calls, points, metrics, second_points, len({q.key[0] for q in second})
 
 
 def measure(plan: str, volumes: int) -> dict[str, float]:
@@ -234,6 +265,11 @@ def measure(plan: str, volumes: int) -> dict[str, float]:
             )
             findings = len(run.findings)
         cpu = time.process_time() - started
+    if fake.paged:
+        raise AssertionError(
+            f"{fake.paged} GetMetricData call(s) went over a limit and had to page: the "
+            "fetcher's batches must fit 500 queries and 100,800 datapoints"
+        )
     least = _floor(plan, volumes)
     return {
         "volumes": float(volumes),
@@ -246,7 +282,7 @@ def measure(plan: str, volumes: int) -> dict[str, float]:
         "floor_datapoints": float(least[1]),
         "second_pass_datapoints": float(fake.screened_hourly if plan != "today" else 0),
         "floor_second_pass_datapoints": float(least[3]),
-        "second_pass_volumes": float(sum(pattern_of(i) in SECOND_PASS for i in range(volumes))),
+        "second_pass_volumes": float(least[4]),
         "metrics": float(fake.metrics),
         "usd": cost_usd(fake.metrics),
         "findings": float(findings),
@@ -285,8 +321,9 @@ def main() -> dict[str, dict[str, float]]:
     mix = ", ".join(f"{name} {percent}%" for name, percent in MIX)
     print(f"  fleet: {mix}")
     print(
-        f"  floor plan's second pass: {after['second_pass_volumes']:,.0f} volumes whose screens "
-        f"could fire, {after['second_pass_datapoints']:,.0f} datapoints "
+        f"  floor plan's second pass: {after['second_pass_volumes']:,.0f} volumes "
+        f"({after['second_pass_volumes'] / VOLUMES:.0%}) whose screens could fire, "
+        f"{after['second_pass_datapoints']:,.0f} datapoints "
         f"(floor {after['floor_second_pass_datapoints']:,.0f}), of the "
         f"{after['datapoints']:,.0f} in all"
     )

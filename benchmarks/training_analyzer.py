@@ -11,6 +11,7 @@ from unittest import mock
 from benchmarks import wire
 from benchmarks.storage_analyzer import in_fresh_process
 from lambdas.shared.metric_fetcher import cost_usd, floor, window_period
+from lambdas.shared.shards import MEMORY_HEADROOM, TRAINING, TRAINING_SHARD_JOBS
 from lambdas.training_analyzer.aws import baseline_query, job_queries
 from lambdas.training_analyzer.run import analyze_training
 
@@ -26,8 +27,10 @@ PAGE = 500
 class FakeCloudWatch:
     """ListMetrics of every job and GPU; GetMetricData of every series, at any period."""
 
-    def __init__(self) -> None:
+    def __init__(self, jobs: int = JOBS) -> None:
+        self.jobs = jobs
         self.calls = 0
+        self.paged = 0
         self.datapoints = 0
         self.metrics = 0
         self.requested: list[tuple[float, float, int]] = []
@@ -46,7 +49,7 @@ class FakeCloudWatch:
 
     def list_metrics(self, params: dict[str, Any]) -> dict[str, Any]:
         if params["Namespace"] == "GpuInsights/Training":
-            dims = [[("ClusterName", "bench"), ("JobName", f"job-{j}")] for j in range(JOBS)]
+            dims = [[("ClusterName", "bench"), ("JobName", f"job-{j}")] for j in range(self.jobs)]
         else:
             dims = [
                 [("ClusterName", "bench"), ("NodeName", f"node-{n}"), ("GpuIndex", str(g))]
@@ -66,7 +69,13 @@ class FakeCloudWatch:
         return {"Metrics": page, **more}
 
     def get_metric_data(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Under CloudWatch's limits (``wire.metric_data_page``); a call that pages counts."""
         self.calls += 1
+        answer = wire.metric_data_page(params, lambda: self._results(params))
+        self.paged += "NextToken" in answer
+        return answer
+
+    def _results(self, params: dict[str, Any]) -> list[dict[str, Any]]:
         results = []
         for q in params["MetricDataQueries"]:
             stat = q["MetricStat"]
@@ -86,10 +95,10 @@ class FakeCloudWatch:
                 stamps, values = self._hours, [value] * HOURS
             self.datapoints += len(values)
             results.append({"Id": q["Id"], "Timestamps": stamps, "Values": values})
-        return {"MetricDataResults": results}
+        return results
 
 
-def _ranks(_: dict[str, Any]) -> dict[str, Any]:
+def _ranks(jobs: int) -> dict[str, Any]:
     rows = [
         [
             {"field": "JobName", "value": f"job-{j}"},
@@ -98,19 +107,19 @@ def _ranks(_: dict[str, Any]) -> dict[str, Any]:
             {"field": "step_time", "value": "2.0"},
             {"field": "node", "value": f"node-{(j * 4 + r) // 8 % NODES}"},
         ]
-        for j in range(JOBS)
+        for j in range(jobs)
         for r in range(4)
     ]
     return {"status": "Complete", "results": rows}
 
 
-def _floor(plan: str) -> tuple[int, int]:
+def _floor(plan: str, jobs: int) -> tuple[int, int]:
     window = window_period(START, END) if plan == "floor" else None
-    jobs = [q for j in range(JOBS) for q in job_queries("bench", f"job-{j}", window)]
-    baselines = [baseline_query("bench", f"job-{j}", int(END - START)) for j in range(JOBS)]
-    gpus = [q for q in jobs[:1] for _ in range(NODES * 8 * 2)]  # hourly, like a job series
+    series = [q for j in range(jobs) for q in job_queries("bench", f"job-{j}", window)]
+    baselines = [baseline_query("bench", f"job-{j}", int(END - START)) for j in range(jobs)]
+    gpus = [q for q in series[:1] for _ in range(NODES * 8 * 2)]  # hourly, like a job series
     parts = [
-        floor(jobs, start=START, end=END),
+        floor(series, start=START, end=END),
         floor(baselines, start=2 * START - END, end=START),
         floor([q for q in gpus if q.period_s == 3600], start=START, end=END),
     ]
@@ -118,15 +127,16 @@ def _floor(plan: str) -> tuple[int, int]:
 
 
 def measure(plan: str, jobs: int = JOBS) -> dict[str, float]:
-    del jobs
-    fake = FakeCloudWatch()
+    fake = FakeCloudWatch(jobs)
     today = plan == "today"
     cloudwatch = wire.client("cloudwatch", lambda_session=not today)
     wire.serve_json(
         cloudwatch, {"GetMetricData": fake.get_metric_data, "ListMetrics": fake.list_metrics}
     )
     logs = wire.client("logs", lambda_session=not today)
-    wire.serve_json(logs, {"StartQuery": lambda _: {"queryId": "q"}, "GetQueryResults": _ranks})
+    wire.serve_json(
+        logs, {"StartQuery": lambda _: {"queryId": "q"}, "GetQueryResults": lambda _: _ranks(jobs)}
+    )
     hourly = mock.patch("lambdas.training_analyzer.run.window_period", return_value=None)
     with wire.ParseClock() as parsing:
         if today:
@@ -139,7 +149,9 @@ def measure(plan: str, jobs: int = JOBS) -> dict[str, float]:
         cpu = time.process_time() - started
         if today:
             hourly.stop()
-    calls, points = _floor(plan)
+    if fake.paged:
+        raise AssertionError(f"{fake.paged} GetMetricData call(s) went over a limit and paged")
+    calls, points = _floor(plan, jobs)
     return {
         "cpu_s": cpu,
         "parse_s": parsing.cpu_s,
@@ -155,6 +167,7 @@ def measure(plan: str, jobs: int = JOBS) -> dict[str, float]:
 
 def main() -> dict[str, dict[str, float]]:
     figures = {plan: in_fresh_process(plan, JOBS, measure) for plan in ("today", "floor")}
+    shard = in_fresh_process("floor", TRAINING_SHARD_JOBS, measure)
     print(f"training analyzer: {JOBS:,} jobs x {DAYS} days, 4 ranks each, {NODES} nodes of 8 GPUs")
     for name, f in figures.items():
         print(
@@ -163,7 +176,13 @@ def main() -> dict[str, dict[str, float]]:
             f"CPU {f['cpu_s']:6.1f} s ({f['parse_s'] / f['cpu_s']:.0%} parsing)  "
             f"peak {f['peak_mib']:5.0f} MiB  ${f['usd']:.2f}  findings {f['findings']:,.0f}"
         )
-    return figures
+    print(
+        f"  the default shard, {TRAINING_SHARD_JOBS:,} jobs (floor plan): "
+        f"CPU {shard['cpu_s']:.1f} s, "
+        f"peak {shard['peak_mib']:.0f} MiB, in a {TRAINING.memory_mb:,} MB function "
+        f"(sized {MEMORY_HEADROOM} x its measured peak of {TRAINING.peak_mib:.0f} MiB)"
+    )
+    return {**figures, "shard": shard}
 
 
 if __name__ == "__main__":

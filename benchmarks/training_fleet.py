@@ -48,6 +48,10 @@ class Fleet:
         return by_metric[metric]
 
     def get_metric_data(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Under CloudWatch's limits: over them, refused or paged (``wire.metric_data_page``)."""
+        return wire.metric_data_page(params, lambda: self._results(params))
+
+    def _results(self, params: dict[str, Any]) -> list[dict[str, Any]]:
         results = []
         for q in params["MetricDataQueries"]:
             stat = q["MetricStat"]
@@ -62,7 +66,7 @@ class Fleet:
             else:
                 stamps, values = self.hours, [value] * len(self.hours)
             results.append({"Id": q["Id"], "Timestamps": stamps, "Values": values})
-        return {"MetricDataResults": results}
+        return results
 
     def list_metrics(self, params: dict[str, Any]) -> dict[str, Any]:
         if params["Namespace"] == "GpuInsights/Training":

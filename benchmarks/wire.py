@@ -3,9 +3,12 @@ serialises every request and parses every response in the service's real wire fo
 
 A ``before-send`` hook (botocore's last event before the HTTP request leaves) decodes the
 request body, asks the fake, and returns an ``AWSResponse`` whose body is encoded as the
-service's protocol says: JSON for CloudWatch (``json``, the first of its protocols botocore
-supports, in botocore/data/cloudwatch/2010-08-01/service-2.json) and CloudWatch Logs, XML for
-EC2. Timestamps go over the wire as epoch seconds, as the JSON protocols send them.
+service's protocol says: JSON for CloudWatch and CloudWatch Logs, XML for EC2. CloudWatch's
+model lists ``["smithy-rpc-v2-cbor", "json", "query"]``; botocore (1.44.8 here) takes the first
+of its own ``PRIORITY_ORDERED_SUPPORTED_PROTOCOLS`` (botocore/utils.py: json, rest-json,
+rest-xml, smithy-rpc-v2-cbor, query, ec2) that the model lists
+(``ServiceModel.resolved_protocol``, botocore/model.py), which is ``json``. Timestamps go
+over the wire as epoch seconds, as the JSON protocols send them.
 
 The hook is registered first, so inside moto's ``mock_aws`` (which answers ``before-send``
 for every client) these operations still get the fake's answer, and the rest reach moto.
@@ -23,8 +26,59 @@ import botocore.parsers
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 
 from lambdas.shared import aws_clients
+from lambdas.shared.metric_fetcher import MAX_DATAPOINTS_PER_CALL, MAX_QUERIES_PER_CALL
 
 Respond = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class RefusedError(Exception):
+    """The service's error answer: HTTP 400 with this ``__type`` and message."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code, self.message = code, message
+
+
+def metric_data_page(
+    params: dict[str, Any], results: Callable[[], list[dict[str, Any]]]
+) -> dict[str, Any]:
+    """GetMetricData's answer under its limits, as CloudWatch gives it
+    (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_GetMetricData.html):
+    at most 500 MetricDataQueries a call, refused above that; at most ``MaxDatapoints``
+    (default 100,800) datapoints a response, the rest behind ``NextToken`` with the cut
+    results' ``StatusCode`` ``PartialData``
+    (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_MetricDataResult.html).
+    ``results()`` is every result of the call, whole; a page is cut from them."""
+    queries = params["MetricDataQueries"]
+    if len(queries) > MAX_QUERIES_PER_CALL:
+        raise RefusedError(
+            "ValidationError",
+            f"The collection MetricDataQueries must not have a size greater than "
+            f"{MAX_QUERIES_PER_CALL}.",
+        )
+    limit = int(params.get("MaxDatapoints", MAX_DATAPOINTS_PER_CALL))
+    skip = int(params.get("NextToken", 0))
+    page, seen, left = [], 0, limit
+    for result in results():
+        points = len(result["Values"])
+        first = max(0, skip - seen)
+        seen += points
+        if first >= points and points:
+            continue
+        take = min(points - first, left)
+        left -= take
+        partial = first + take < points
+        page.append(
+            {
+                **result,
+                "Timestamps": result["Timestamps"][first : first + take],
+                "Values": result["Values"][first : first + take],
+                "StatusCode": "PartialData" if partial else "Complete",
+            }
+        )
+        if partial:
+            return {"MetricDataResults": page, "NextToken": str(skip + limit)}
+    return {"MetricDataResults": page}
 
 
 class _Body:
@@ -65,11 +119,16 @@ def serve_json(client: Any, answers: dict[str, Respond]) -> None:
         respond = answers.get(operation)
         if respond is None:
             return None
-        body = json.dumps(respond(json.loads(request.body)), default=_json_default).encode()
+        status = 200
+        try:
+            answer = respond(json.loads(request.body))
+        except RefusedError as err:
+            status, answer = 400, {"__type": err.code, "message": err.message}
+        body = json.dumps(answer, default=_json_default).encode()
         headers = HTTPHeaders()
         headers["Content-Type"] = content_type
         headers["x-amzn-RequestId"] = "bench"
-        return AWSResponse(request.url, 200, headers, _Body(body))
+        return AWSResponse(request.url, status, headers, _Body(body))
 
     client.meta.events.register_first("before-send", send)
 

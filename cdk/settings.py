@@ -29,6 +29,14 @@ from contract.metrics import EXPORTER_MAX_INTERVAL_S
 from contract.resource_names import EKS_CLUSTER, parameter_name
 from deploy_config.cloudwatch_agent_config import MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS
 from deploy_config.manifest import DEFAULT_GPU_NODE_LABELS
+from lambdas.shared.shards import (
+    LOOKBACK_DAYS,
+    STORAGE,
+    STORAGE_SHARD_VOLUMES,
+    TRAINING,
+    TRAINING_SHARD_JOBS,
+    FunctionSize,
+)
 from lambdas.training_analyzer.gpu_prices import gpu_hour_price
 
 #: The cluster the documented example deployment targets when no cluster_name is given.
@@ -118,13 +126,13 @@ class Settings:
     #: runs as a Step Functions Distributed Map (cdk/constructs/fleet_map.py), in shards of
     #: that many volumes, one function invocation each; at or below it, one function run.
     storage_fleet_volumes: int = 0
-    storage_shard_volumes: int = 20_000
+    storage_shard_volumes: int = STORAGE_SHARD_VOLUMES
     #: Training jobs the training analyzer is expected to read; above ``training_shard_jobs``
     #: it runs as a Distributed Map in shards of that many jobs, like the storage analyzer.
     training_fleet_jobs: int = 0
-    training_shard_jobs: int = 2_000
+    training_shard_jobs: int = TRAINING_SHARD_JOBS
     #: Days of metrics each analysis reads.
-    lookback_days: int = 14
+    lookback_days: int = LOOKBACK_DAYS
     #: Turn on S3 request metrics (a whole-bucket filter) on the storage buckets.
     s3_enable_request_metrics: bool = False
     training_schedule: str = "cron(0 7 * * ? *)"
@@ -184,6 +192,11 @@ class Settings:
         for key, (low, high, unit) in _RANGES.items():
             value = getattr(self, key)
             _require(low <= value <= high, key, value, f"{low} to {high} {unit}")
+        for key, size, counted in (
+            ("storage_shard_volumes", STORAGE, "volumes"),
+            ("training_shard_jobs", TRAINING, "jobs"),
+        ):
+            _require_shard_fits(key, getattr(self, key), self.lookback_days, size, counted)
         _require(
             self.storage_volume_scope in {"cluster", "all"},
             "storage_volume_scope",
@@ -257,6 +270,21 @@ _RANGES: Final[dict[str, tuple[int, int, str]]] = {
 def _require(ok: object, key: str, value: object, allowed: str) -> None:
     if not ok:
         raise SettingsError(f"setting {key}={value!r} is not valid: expected {allowed}")
+
+
+def _require_shard_fits(key: str, items: int, days: int, size: FunctionSize, counted: str) -> None:
+    """One run (a shard, or the single function at the threshold) must be estimated to take
+    at most ``size.budget_s``: from the measured cost per item and day
+    (lambdas/shared/shards.py), at the function's CPU share, over ``lookback_days``."""
+    run_s = size.run_s(items, days)
+    if run_s > size.budget_s:
+        raise SettingsError(
+            f"setting {key}={items} with lookback_days={days} is not valid: one run of "
+            f"{items:,} {counted} x {days} days is estimated at {run_s:,.0f} s in the "
+            f"{size.memory_mb:,} MB function, over {size.budget_s:,.0f} s (half its "
+            f"{size.timeout_s} s timeout); expected at most {size.most_items(days):,} {counted} "
+            f"at lookback_days={days}"
+        )
 
 
 def _as_bool(key: str, raw: object) -> bool:

@@ -20,6 +20,8 @@ from botocore.awsrequest import AWSResponse, HTTPHeaders
 from botocore.client import BaseClient
 from botocore.validate import validate_parameters
 
+from lambdas.shared.metric_fetcher import add_series, sum_terms
+
 Params = dict[str, Any]
 _PARAMS = "service_answers.params"
 
@@ -94,10 +96,11 @@ def percentiles_as_maximum(cloudwatch: BaseClient) -> None:
 
 
 def metric_math_sums(cloudwatch: BaseClient) -> None:
-    """GetMetricData expressions that add series (``a + b``), which moto returns empty, are
-    computed from their inputs as CloudWatch does: moto answers (and authorizes) the inputs,
-    asked for with ``ReturnData`` on; the hook adds them timestamp by timestamp into the
-    expression's result and drops the inputs the caller did not ask to see.
+    """GetMetricData expressions that add series (``a + b``, ``FILL(a, 0) + FILL(b, 0)``),
+    which moto returns empty, are computed from their inputs as CloudWatch does: moto answers
+    (and authorizes) the inputs, asked for with ``ReturnData`` on; the hook adds them timestamp
+    by timestamp (``metric_fetcher.add_series``) into the expression's result and drops the
+    inputs the caller did not ask to see.
     https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html"""
     event, model = _names(cloudwatch, "GetMetricData")
     sums = "service_answers.sums"
@@ -108,10 +111,10 @@ def metric_math_sums(cloudwatch: BaseClient) -> None:
         by_id = {q["Id"]: q for q in queries}
         hidden, wanted = set(), {}
         for query in queries:
-            terms = [t.strip() for t in query.get("Expression", "").split("+")]
-            if len(terms) > 1 and all(t in by_id for t in terms):
+            terms = sum_terms(query.get("Expression", ""))
+            if terms and all(name in by_id for name, _ in terms):
                 wanted[query["Id"]] = terms
-                for term in terms:
+                for term, _fill in terms:
                     if by_id[term].get("ReturnData") is False:
                         hidden.add(term)
                         by_id[term]["ReturnData"] = True
@@ -126,13 +129,9 @@ def metric_math_sums(cloudwatch: BaseClient) -> None:
         for result in results:
             terms = wanted.get(result["Id"])
             if terms:
-                total: dict[Any, float] = {}
-                for term in terms:
-                    got = by_id[term]
-                    for t, v in zip(got["Timestamps"], got["Values"], strict=True):
-                        total[t] = total.get(t, 0.0) + v
-                result["Timestamps"] = sorted(total)
-                result["Values"] = [total[t] for t in result["Timestamps"]]
+                result["Timestamps"], result["Values"] = add_series(
+                    [(by_id[t]["Timestamps"], by_id[t]["Values"], fill) for t, fill in terms]
+                )
         parsed["MetricDataResults"] = [r for r in results if r["Id"] not in hidden]
 
     cloudwatch.meta.events.register(f"before-parameter-build.{event}", ask_inputs)

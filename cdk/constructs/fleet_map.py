@@ -21,9 +21,7 @@ from constructs import Construct
 
 from cdk.constructs.checkov import LOG_GROUP_REASONS, skip_checks
 from cdk.constructs.nag import _render
-
-#: Shards running at once: CloudWatch's GetMetricData rate is shared by the account.
-MAX_CONCURRENCY = 10
+from lambdas.shared.shards import MAX_CONCURRENCY
 
 
 class FleetMap(Construct):
@@ -57,17 +55,10 @@ class FleetMap(Construct):
             payload_response_only=True,
             retry_on_service_exceptions=True,
         )
-        # Ten shards at once can meet the account's Lambda concurrency: throttling is retried
-        # with backoff rather than failing the day (the Step Functions guide's advice for
-        # Lambda tasks: https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html).
-        # A shard that still fails fails the run: the merge refuses a missing part rather than
-        # write a findings file that silently lacks a shard's volumes or jobs.
-        shard.add_retry(
-            errors=["Lambda.TooManyRequestsException"],
-            interval=Duration.seconds(2),
-            max_attempts=6,
-            backoff_rate=2,
-        )
+        # A shard that still fails after its retries fails the run: the merge refuses a missing
+        # part rather than write a findings file that silently lacks a shard's volumes or jobs.
+        for task in (plan, shard):
+            _retry_throttling(task)
         shards = sfn.DistributedMap(
             self,
             "Shards",
@@ -97,6 +88,7 @@ class FleetMap(Construct):
             ),
             payload_response_only=True,
         )
+        _retry_throttling(merge)
         log_group = logs.LogGroup(
             self,
             "Logs",
@@ -147,6 +139,20 @@ class FleetMap(Construct):
                 for resource, reason in reasons.items()
             )
         )
+
+
+def _retry_throttling(task: tasks.LambdaInvoke) -> None:
+    """Throttling retried with backoff rather than failing the day: ten shards at once, or the
+    plan and merge beside other functions, can meet the account's Lambda concurrency, and
+    Step Functions reports that as ``Lambda.TooManyRequestsException``, which the service
+    exceptions CDK retries by default do not include ("Handle transient Lambda service
+    exceptions": https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html)."""
+    task.add_retry(
+        errors=["Lambda.TooManyRequestsException"],
+        interval=Duration.seconds(2),
+        max_attempts=6,
+        backoff_rate=2,
+    )
 
 
 def _arn(stack: Stack, function: lambda_.IFunction) -> str:

@@ -17,6 +17,7 @@ from cdk.settings import Settings
 from cdk.stacks.deployment_stack import DeploymentStack
 from contract.metrics import NAMESPACE_FINDINGS, NAMESPACE_WASTE, training_log_group
 from contract.resource_names import topic_name
+from lambdas.shared.shards import STORAGE, TRAINING
 from lambdas.training_analyzer.handler import GPU_HOURS_KEY, JOB_COSTS_KEY
 
 STORAGE_MODULES = (
@@ -207,10 +208,10 @@ class AnalyzersStack(DeploymentStack):
             },
             statements=storage_statements,
             schedule=None if fleet else settings.storage_schedule,
-            # Sized by benchmarks/storage_analyzer.py: 10,000 volumes x 14 days in well under
-            # a minute of CPU and 100 MiB; the timeout leaves room for CloudWatch's pace.
-            memory_mb=1024,
-            timeout=Duration.minutes(15),
+            # lambdas/shared/shards.py STORAGE: 1,024 MB for its CPU share (0.58 of a vCPU),
+            # which the synth-time check of storage_shard_volumes x lookback_days assumes.
+            memory_mb=STORAGE.memory_mb,
+            timeout=Duration.seconds(STORAGE.timeout_s),
         )
         #: The Distributed Map that runs the storage analysis in shards, above the threshold.
         self.storage_fleet: FleetMap | None = None
@@ -317,9 +318,11 @@ class AnalyzersStack(DeploymentStack):
                 *(shard_statements(self.report, list_shards=False) if training_fleet else []),
             ],
             schedule=None if training_fleet else settings.training_schedule,
-            # Sized by benchmarks/training_analyzer.py (1,000 jobs).
-            memory_mb=512,
-            timeout=Duration.minutes(10),
+            # lambdas/shared/shards.py TRAINING: the sizing rule is 1.5 x the peak RSS of one
+            # run of the default shard (2,000 jobs x 14 days), up to a multiple of 512 MB:
+            # 1,024 MB, which also doubles the CPU share 512 MB had.
+            memory_mb=TRAINING.memory_mb,
+            timeout=Duration.seconds(TRAINING.timeout_s),
         )
         acknowledge_wildcard_resources(
             self.training.role,

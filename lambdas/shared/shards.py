@@ -3,20 +3,40 @@ function invocation each (Step Functions Distributed Map, cdk/constructs/fleet_m
 how their results become the day's one findings file.
 
 Shards are contiguous slices of the resources in the order one run analyzes them, and parts
-are merged in shard order, so the merged findings are the single run's, in the same order.
+are merged in shard order (lambdas/shared/shard_parts.py ``add_run``, the one merge), so the
+merged findings are the single run's, in the same order.
 """
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Final, TypeVar
 
-from lambdas.shared.findings import AnalysisRun
+from lambdas.shared.metric_fetcher import MAX_DATAPOINTS_PER_CALL
 
 T = TypeVar("T")
 #: One function run lasts at most 900 s; a shard is sized to use at most this share of it.
 LAMBDA_LIMIT_S = 900.0
 SAFETY_SHARE = 0.5
+
+#: The defaults of the shard and lookback settings (cdk/settings.py), which are also the
+#: handlers' fallbacks when their environment lacks them: one place, that cdk imports.
+STORAGE_SHARD_VOLUMES: Final = 20_000
+TRAINING_SHARD_JOBS: Final = 2_000
+LOOKBACK_DAYS: Final = 14
+#: Lambda gives a function a full vCPU at 1,769 MB and CPU in proportion to memory below it
+#: (https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html); an analysis is
+#: one Python thread, so more than one vCPU does not speed it up.
+FULL_VCPU_MB: Final = 1769
+#: Shards running at once (the Distributed Map's MaxConcurrency, cdk/constructs/fleet_map.py):
+#: CloudWatch's GetMetricData rate is shared by the account.
+MAX_CONCURRENCY: Final = 10
+#: Assumed seconds CloudWatch takes to answer one full GetMetricData call (100,800 points).
+CALL_S: Final = 1.0
+#: A function's memory is at least this many times the peak RSS of a run of the default
+#: shard, rounded up to a multiple of MEMORY_STEP_MB.
+MEMORY_HEADROOM: Final = 1.5
+MEMORY_STEP_MB: Final = 512
 
 
 def shards(items: Sequence[T], per_shard: int) -> list[Sequence[T]]:
@@ -30,14 +50,6 @@ def per_shard(seconds_per_item: float, *, budget_s: float = LAMBDA_LIMIT_S * SAF
     if seconds_per_item <= 0:
         raise ValueError(f"an item takes some time, not {seconds_per_item} s")
     return max(1, math.floor(budget_s / seconds_per_item))
-
-
-def merge(parts: Iterable[AnalysisRun], into: AnalysisRun) -> AnalysisRun:
-    """The shards' runs, in shard order, as one run."""
-    for part in parts:
-        into.findings += part.findings
-        into.skipped += part.skipped
-    return into
 
 
 @dataclass(frozen=True)
@@ -63,3 +75,75 @@ class FanOut:
     def wall_s(self) -> float:
         shard_s = min(self.items, self.per_shard) * self.seconds_per_item
         return self.waves * (shard_s + self.fixed_s) + self.fixed_s
+
+
+@dataclass(frozen=True)
+class ItemCost:
+    """What one item (a volume, a job) costs per day of lookback, measured by its benchmark
+    (benchmarks/storage_analyzer.py, benchmarks/training_analyzer.py: the floor plan through
+    the real botocore client, on one core of the 2-core build machine, taken as one vCPU):
+    CPU seconds, parsing included, and datapoints fetched (CloudWatch's share of the time)."""
+
+    cpu_s_per_day: float
+    datapoints_per_day: float
+
+
+@dataclass(frozen=True)
+class FunctionSize:
+    """An analyzer function's memory and timeout, and what one of its items costs: how long a
+    run of ``items`` over ``days`` of lookback takes, and so the most items a run (a shard,
+    or the single function below the threshold) may be given."""
+
+    memory_mb: int
+    timeout_s: int
+    item: ItemCost
+    #: Peak RSS (MiB) of a run of the default shard over the default lookback, measured.
+    peak_mib: float
+
+    @property
+    def vcpu(self) -> float:
+        return min(1.0, self.memory_mb / FULL_VCPU_MB)
+
+    def run_s(self, items: int, days: int) -> float:
+        """Estimated wall seconds of one run: its CPU at the function's share of a vCPU, and
+        CloudWatch's time to answer its GetMetricData calls."""
+        per_item = (
+            self.item.cpu_s_per_day / self.vcpu
+            + self.item.datapoints_per_day / MAX_DATAPOINTS_PER_CALL * CALL_S
+        )
+        return items * days * per_item
+
+    @property
+    def budget_s(self) -> float:
+        """The share of the timeout a run may be estimated to take (the rest is margin)."""
+        return self.timeout_s * SAFETY_SHARE
+
+    def most_items(self, days: int) -> int:
+        """The largest shard whose estimated run fits ``budget_s``."""
+        return per_shard(self.run_s(1, days), budget_s=self.budget_s)
+
+
+def memory_for(peak_mib: float) -> int:
+    """The sizing rule: MEMORY_HEADROOM x the measured peak, up to a multiple of 512 MB."""
+    return math.ceil(peak_mib * MEMORY_HEADROOM / MEMORY_STEP_MB) * MEMORY_STEP_MB
+
+
+#: The storage analyzer: measured on 10,000 volumes x 14 days (benchmarks/storage_analyzer.py:
+#: 38.8 s of CPU, 8,096,400 datapoints, 247 MiB peak; memory is bounded by a batch), and its
+#: CPU per volume-day taken from the slowest 20,000-volume shard of benchmarks/fan_out.py
+#: (112.3 s), the larger.
+STORAGE: Final = FunctionSize(
+    memory_mb=1024,
+    timeout_s=900,
+    item=ItemCost(cpu_s_per_day=4.0e-4, datapoints_per_day=58.0),
+    peak_mib=247.0,
+)
+#: The training analyzer: measured on 1,000 jobs x 14 days (benchmarks/training_analyzer.py:
+#: 9.6 s of CPU, 3,028,000 datapoints); its peak at the default shard of 2,000 jobs is 457 MiB
+#: in that benchmark and about 530 MiB in a user's trial: the larger sizes it.
+TRAINING: Final = FunctionSize(
+    memory_mb=memory_for(530.0),
+    timeout_s=600,
+    item=ItemCost(cpu_s_per_day=6.9e-4, datapoints_per_day=216.0),
+    peak_mib=530.0,
+)

@@ -19,6 +19,11 @@ from lambdas.shared.metric_fetcher import MetricQuery, math
 from lambdas.storage_analyzer.ebs_analysis import EbsThresholds, Volume, VolumeMetrics, queue_limit
 
 HOURLY: Final = 3600
+#: Reads + writes, a missing datapoint of either read as 0 (``FILL(m, 0)``): metric math
+#: combines series timestamp by timestamp, so without FILL an hour with reads but no write
+#: datapoint would have no total (FILL and arithmetic on time series:
+#: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html).
+TOTAL: Final = "FILL({0}, 0) + FILL({1}, 0)"
 NAMESPACE: Final = "AWS/EBS"
 BURSTING_TYPES: Final = frozenset({"gp2", "st1", "sc1"})
 #: (field of VolumeMetrics, metric of the window screen, its statistic)
@@ -45,7 +50,7 @@ def _total(volume: Volume, field: str, read: str, write: str) -> MetricQuery:
         _metric(volume, read, "Sum", HOURLY, field),
         _metric(volume, write, "Sum", HOURLY, field),
     )
-    return math((volume.volume_id, field), "{0} + {1}", inputs, HOURLY)
+    return math((volume.volume_id, field), TOTAL, inputs, HOURLY)
 
 
 def first_pass(volume: Volume, window_s: int) -> list[MetricQuery]:

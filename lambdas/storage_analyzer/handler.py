@@ -12,6 +12,7 @@ from typing import Any
 from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.events import analysis_window, scheduled_time
 from lambdas.shared.publisher import FindingsPublisher, failure_queue_keeper
+from lambdas.shared.shards import LOOKBACK_DAYS, STORAGE_SHARD_VOLUMES
 from lambdas.storage_analyzer import fleet
 from lambdas.storage_analyzer.aws import VolumeScope
 from lambdas.storage_analyzer.ebs_analysis import ANALYZER
@@ -55,14 +56,14 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     one ``shard`` or the ``merge`` (lambdas/storage_analyzer/fleet.py), by ``event["mode"]``."""
     cluster = os.environ["CLUSTER_NAME"]
     start, end = analysis_window(
-        scheduled_time(event).timestamp(), int(os.environ.get("LOOKBACK_DAYS", "14"))
+        scheduled_time(event).timestamp(), int(os.environ.get("LOOKBACK_DAYS", LOOKBACK_DAYS))
     )
     scope = VolumeScope(os.environ.get("VOLUME_SCOPE", "cluster"))
     buckets = [b for b in os.environ.get("BUCKETS", "").split(",") if b]
     bucket, day = os.environ["REPORT_BUCKET"], datetime.fromtimestamp(end, UTC).date().isoformat()
     mode = event.get("mode")
     if mode == "plan":
-        per_shard = int(os.environ.get("SHARD_VOLUMES", "10000"))
+        per_shard = int(os.environ.get("SHARD_VOLUMES", STORAGE_SHARD_VOLUMES))
         return fleet.plan(
             ec2=_clients("ec2"), s3=_clients("s3"), bucket=bucket, cluster=cluster,
             scope=scope, day=day, per_shard=per_shard,

@@ -8,7 +8,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lambdas.shared.findings import AnalysisRun, Finding
-from lambdas.shared.metric_fetcher import MetricQuery, fetch, window_period
+from lambdas.shared.metric_fetcher import MetricDataError, MetricQuery, fetch, window_period
 from lambdas.storage_analyzer.aws import (
     VolumeScope,
     bucket_queries,
@@ -46,18 +46,28 @@ def _collect(
     metrics: dict[str, VolumeMetrics],
     start: float,
     end: float,
+    run: StorageRun,
 ) -> Iterator[str]:
     """Fills each volume's metrics from its planned series; yields a volume's id as soon as
-    its last series has arrived (series come in query order, a volume's together)."""
+    its last series has arrived (series come in about query order, a volume's in one or two
+    neighbouring calls). A volume with a series CloudWatch failed is skipped, not judged."""
     left = {volume_id: len(queries) for volume_id, queries in plans.items()}
+    failed: dict[str, str] = {}
     queries = (q for qs in plans.values() for q in qs)
     for batch in fetch(cloudwatch, queries, start=start, end=end):
         for series in batch:
             volume_id, name = series.query.key
             setattr(metrics[volume_id], name, series.values)
+            if series.error:
+                failed.setdefault(volume_id, f"{name}: {series.error}")
             left[volume_id] -= 1
-            if not left[volume_id]:
-                yield volume_id
+            if left[volume_id]:
+                continue
+            if volume_id in failed:
+                del metrics[volume_id]
+                run.skip(volume_id, MetricDataError(failed.pop(volume_id)))
+                continue
+            yield volume_id
 
 
 def _volume_findings(
@@ -77,14 +87,14 @@ def _volume_findings(
     unsettled: dict[str, list[MetricQuery]] = {}
     try:
         first = {v.volume_id: first_pass(v, window) for v in volumes}
-        for volume_id in _collect(cloudwatch, first, metrics, start, end):
+        for volume_id in _collect(cloudwatch, first, metrics, start, end, run):
             volume = by_id[volume_id]
             fields = could_fire(volume, metrics[volume_id], t)
             if fields:
                 unsettled[volume_id] = second_pass(volume, fields)
                 continue
             yield from _analyze(volume, metrics.pop(volume_id), t, run)
-        for volume_id in _collect(cloudwatch, unsettled, metrics, start, end):
+        for volume_id in _collect(cloudwatch, unsettled, metrics, start, end, run):
             yield from _analyze(by_id[volume_id], metrics.pop(volume_id), t, run)
     except AWS_ERRORS as err:
         # The metric read itself failed: every volume not yet analyzed is skipped, by name.

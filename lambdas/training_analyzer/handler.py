@@ -24,6 +24,7 @@ from lambdas.shared.publisher import (
     findings_key,
 )
 from lambdas.shared.s3_objects import ListBucketDeniedError, read_object
+from lambdas.shared.shards import LOOKBACK_DAYS, TRAINING_SHARD_JOBS
 from lambdas.training_analyzer import fleet
 from lambdas.training_analyzer.analysis import ANALYZER
 from lambdas.training_analyzer.run import TrainingRun, analyze_training
@@ -135,7 +136,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     one ``shard`` or the ``merge`` (lambdas/training_analyzer/fleet.py), by ``event["mode"]``."""
     cluster = os.environ["CLUSTER_NAME"]
     start, end = analysis_window(
-        scheduled_time(event).timestamp(), int(os.environ.get("LOOKBACK_DAYS", "14"))
+        scheduled_time(event).timestamp(), int(os.environ.get("LOOKBACK_DAYS", LOOKBACK_DAYS))
     )
     day = datetime.fromtimestamp(end, UTC).date()
     bucket = os.environ["REPORT_BUCKET"]
@@ -147,7 +148,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
             cloudwatch=_clients("cloudwatch"), logs=_clients("logs"), s3=_clients("s3"),
             bucket=bucket, cluster=cluster, day=day.isoformat(), start=start, end=end,
             related_storage=related, tail=tail,
-            per_shard=int(os.environ.get("SHARD_JOBS", "1000")),
+            per_shard=int(os.environ.get("SHARD_JOBS", TRAINING_SHARD_JOBS)),
         )  # fmt: skip
     if mode == "shard":
         return fleet.shard(

@@ -10,7 +10,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lambdas.shared.findings import AnalysisRun
-from lambdas.shared.metric_fetcher import fetch, window_period
+from lambdas.shared.metric_fetcher import MetricDataError, fetch, window_period
 from lambdas.training_analyzer.analysis import (
     ANALYZER,
     GpuUsage,
@@ -44,8 +44,15 @@ class TrainingRun(AnalysisRun):
 
 
 def _job_series(
-    cloudwatch: Any, cluster: str, jobs: Sequence[str], start: float, end: float
+    cloudwatch: Any,
+    cluster: str,
+    jobs: Sequence[str],
+    start: float,
+    end: float,
+    failed: dict[str, str],
 ) -> tuple[dict[str, JobSeries], dict[str, float]]:
+    """Each job's series and baseline; a job with a series CloudWatch failed is in
+    ``failed`` (with why), to be skipped rather than judged on missing points."""
     series = {job: JobSeries(job=job) for job in jobs}
     baselines: dict[str, float] = {}
     window = window_period(start, end)
@@ -53,6 +60,8 @@ def _job_series(
     for batch in fetch(cloudwatch, queries, start=start, end=end):
         for result in batch:
             job, name = result.query.key
+            if result.error:
+                failed.setdefault(job, f"{name}: {result.error}")
             values = {
                 t.timestamp(): v for t, v in zip(result.timestamps, result.values, strict=True)
             }
@@ -61,7 +70,9 @@ def _job_series(
     earlier = [baseline_query(cluster, job, lookback) for job in jobs]
     for batch in fetch(cloudwatch, earlier, start=start - lookback, end=start):
         for result in batch:
-            if result.values:
+            if result.error:
+                failed.setdefault(result.query.key[0], f"baseline: {result.error}")
+            elif result.values:
                 baselines[result.query.key[0]] = statistics.fmean(result.values)
     return series, baselines
 
@@ -144,8 +155,9 @@ def analyze_jobs(
     run = run if run is not None else TrainingRun()
     if not jobs:
         return run
+    failed: dict[str, str] = {}
     try:
-        series, baselines = _job_series(cloudwatch, cluster, jobs, start, end)
+        series, baselines = _job_series(cloudwatch, cluster, jobs, start, end, failed)
     except AWS_ERRORS as err:
         run.skip(f"training jobs of {cluster}", err)
         return run
@@ -158,6 +170,9 @@ def analyze_jobs(
         run.skip(f"GPU metrics of {cluster}'s training nodes", err)
         gpus = {}
     for job in jobs:
+        if job in failed:
+            run.skip(f"job/{job}", MetricDataError(failed[job]))
+            continue
         data = JobData(
             series=series[job],
             ranks=ranks.get(job, []),

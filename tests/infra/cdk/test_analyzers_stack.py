@@ -181,3 +181,17 @@ def test_weekly_report_runs_on_mondays_writes_reports_and_publishes_encrypted(sy
     assert "KmsMasterKeyId" in topic["Properties"]
     (subscription,) = template.find_resources("AWS::SNS::Subscription").values()
     assert subscription["Properties"]["Endpoint"] == "lead@example.com"
+
+
+def test_training_analyzer_memory_holds_a_run_of_the_default_shard(synth: Synth) -> None:
+    """The floor plan's peak over one run of the default shard (2,000 jobs x 14 days) is
+    about 530 MiB (benchmarks/training_analyzer.py): the function gets 1.5 x that, up to a
+    multiple of 512 MB, so 1,024 MB (512 MB would run out of memory), and with it the CPU
+    share (0.58 of a vCPU) the shard-size check at synth assumes."""
+    functions = {
+        f["Properties"]["Handler"]: f["Properties"]
+        for f in _template(synth).find_resources("AWS::Lambda::Function").values()
+    }
+    training = functions["lambdas.training_analyzer.handler.handler"]
+    assert (training["MemorySize"], training["Timeout"]) == (1024, 600)
+    assert training["MemorySize"] >= 1.5 * 530

@@ -132,3 +132,25 @@ def test_a_training_fleet_at_the_threshold_is_one_scheduled_function(synth: Synt
         f for f in template.find_resources("AWS::Lambda::Function") if f.startswith("Training")
     )
     assert {"Fn::GetAtt": [training, "Arn"]} in _targets(template)
+
+
+def test_every_lambda_task_retries_throttling_with_backoff(synth: Synth) -> None:
+    """Plan, each Shard and Merge: Step Functions reports a throttled invocation as
+    ``Lambda.TooManyRequestsException``, which "Handle transient Lambda service exceptions"
+    (https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html)
+    names apart from the service exceptions; each task retries it with backoff."""
+    template = _template(synth, FULL)
+    for prefix in ("StorageFleet", "TrainingFleet"):
+        states = _definition(template, prefix)["States"]
+        tasks = {
+            "Plan": states["Plan"],
+            "Shard": states["Shards"]["ItemProcessor"]["States"]["Shard"],
+            "Merge": states["Merge"],
+        }
+        for name, task in tasks.items():
+            throttled = [
+                r for r in task["Retry"] if r["ErrorEquals"] == ["Lambda.TooManyRequestsException"]
+            ]
+            assert [
+                (r["IntervalSeconds"], r["MaxAttempts"], r["BackoffRate"]) for r in throttled
+            ] == [(2, 6, 2)], (prefix, name)

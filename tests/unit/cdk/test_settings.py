@@ -267,3 +267,33 @@ def test_the_training_fleet_threshold_defaults_to_one_function() -> None:
     settings = settings_from_context({"training_fleet_jobs": "20000"})
     assert (settings.training_fleet_jobs, settings.training_shard_jobs) == (20_000, 2_000)
     assert Settings().training_fleet_jobs <= Settings().training_shard_jobs
+
+
+def test_a_shard_estimated_past_half_its_timeout_is_refused_at_synth() -> None:
+    """lambdas/shared/shards.py: a volume-day costs 4.0e-4 s of CPU (0.69 ms at the 1,024 MB
+    function's 0.58 of a vCPU) and 58 datapoints (0.58 ms of CloudWatch at 1 s a full call),
+    so 14 days of 25,381 volumes fit 450 s (half the 900 s timeout: 449.9994 s) and 25,382
+    do not (450.017 s); a job-day costs 6.9e-4 s and 216 datapoints: 6,425 jobs fit 300 s
+    (half of 600 s), 6,426 do not."""
+    assert settings_from_context({"storage_shard_volumes": "25381"}).storage_shard_volumes
+    assert settings_from_context({"training_shard_jobs": "6425"}).training_shard_jobs
+    with pytest.raises(SettingsError, match=r"storage_shard_volumes=25382 with lookback_days=14"):
+        settings_from_context({"storage_shard_volumes": "25382"})
+    with pytest.raises(SettingsError, match=r"training_shard_jobs=6426 with lookback_days=14"):
+        settings_from_context({"training_shard_jobs": "6426"})
+
+
+def test_a_long_lookback_needs_smaller_shards() -> None:
+    """90 days multiply each item's work by 90/14: the default 20,000 volumes would take
+    about 2,280 s; at most 3,948 fit."""
+    with pytest.raises(SettingsError) as err:
+        settings_from_context({"lookback_days": "90"})
+    assert str(err.value) == (
+        "setting storage_shard_volumes=20000 with lookback_days=90 is not valid: one run of "
+        "20,000 volumes x 90 days is estimated at 2,280 s in the 1,024 MB function, over 450 s "
+        "(half its 900 s timeout); expected at most 3,948 volumes at lookback_days=90"
+    )
+    settings = settings_from_context(
+        {"lookback_days": "90", "storage_shard_volumes": "3948", "training_shard_jobs": "999"}
+    )
+    assert settings.lookback_days == 90

@@ -1,21 +1,17 @@
-"""Shards are contiguous and merge back to the single run's findings, in its order."""
+"""Shards are contiguous slices; a shard fits its share of the function's time limit; the
+handlers fall back to the settings' defaults."""
+
+from typing import Any
 
 import pytest
 
-from lambdas.shared.findings import AnalysisRun, Finding, Kind, Severity
-from lambdas.shared.shards import FanOut, merge, per_shard, shards
-
-
-def finding(resource: str) -> Finding:
-    return Finding(
-        kind=Kind.EBS_IDLE_VOLUME,
-        resource=resource,
-        severity=Severity.INFO,
-        summary="idle",
-        evidence={},
-        recommendation="delete",
-        analyzer="storage",
-    )
+from cdk.settings import Settings
+from lambdas.shared.shards import FanOut, per_shard, shards
+from lambdas.storage_analyzer import fleet as storage_fleet
+from lambdas.storage_analyzer import handler as storage_handler
+from lambdas.training_analyzer import fleet as training_fleet
+from lambdas.training_analyzer import handler as training_handler
+from lambdas.training_analyzer.run import TrainingRun
 
 
 def test_shards_are_contiguous_slices_that_cover_every_item_once() -> None:
@@ -26,18 +22,6 @@ def test_shards_are_contiguous_slices_that_cover_every_item_once() -> None:
     assert shards([], 4) == []
     with pytest.raises(ValueError, match="at least one item, not 0"):
         shards(items, 0)
-
-
-def test_merged_parts_are_the_single_run_in_order() -> None:
-    whole = [finding(f"vol-{i}") for i in range(7)]
-    parts = []
-    for part in shards(whole, 3):
-        run = AnalysisRun("storage", findings=list(part))
-        parts.append(run)
-    parts[1].skipped.append("vol-4")
-    merged = merge(parts, AnalysisRun("storage"))
-    assert merged.findings == whole
-    assert merged.skipped == ["vol-4"]
 
 
 def test_a_shard_fits_half_of_the_fifteen_minute_limit() -> None:
@@ -52,3 +36,29 @@ def test_fan_out_wall_time_runs_shards_in_waves() -> None:
     assert fan.shards == 10
     assert fan.waves == 3
     assert fan.wall_s == pytest.approx(3 * (30.0 + 5.0) + 5.0)
+
+
+@pytest.mark.parametrize(
+    ("handler", "fleet", "variable", "setting"),
+    [
+        (storage_handler, storage_fleet, "SHARD_VOLUMES", "storage_shard_volumes"),
+        (training_handler, training_fleet, "SHARD_JOBS", "training_shard_jobs"),
+    ],
+)
+def test_without_its_settings_in_the_environment_a_plan_uses_the_settings_defaults(
+    monkeypatch: pytest.MonkeyPatch, handler: Any, fleet: Any, variable: str, setting: str
+) -> None:
+    """The shard size and LOOKBACK_DAYS fall back to cdk/settings.py's defaults (one module,
+    lambdas/shared/shards.py), not to numbers of their own (they were 10,000 and 1,000)."""
+    for name, value in {"CLUSTER_NAME": "train", "REPORT_BUCKET": "report"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.delenv(variable, raising=False)
+    monkeypatch.delenv("LOOKBACK_DAYS", raising=False)
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(training_handler, "_related", lambda *_: ((), TrainingRun()))
+    monkeypatch.setattr(fleet, "plan", lambda **kw: seen.update(kw) or {})
+    handler.handler({"mode": "plan", "time": "2026-11-30T07:00:00Z"}, None)
+    assert seen["per_shard"] == getattr(Settings(), setting) > 1_000
+    if "start" in seen:
+        assert seen["end"] - seen["start"] == Settings().lookback_days * 86_400

@@ -23,15 +23,24 @@ HOURS = 14 * 24
 MIB = 2**20
 
 
-def as_fetched(volume: Volume, hourly: VolumeMetrics, t: EbsThresholds) -> VolumeMetrics:
+def as_fetched(
+    volume: Volume,
+    hourly: VolumeMetrics,
+    t: EbsThresholds,
+    queue_max: list[float] | None = None,
+) -> VolumeMetrics:
     """What the plan's queries return for this hourly data: the read + write totals (metric
     math), the window Maximum or Minimum of the screened series, and those series hourly only
-    where their screen could fire."""
+    where their screen could fire. The queue's window Maximum is of the raw samples, so the
+    maximum of each hour's Maximum (``queue_max``), which is at least its Average (the
+    hourly ``queue_length``); without ``queue_max`` every sample of an hour is its average."""
     burst = hourly.burst_balance if volume.volume_type in BURSTING_TYPES else []
+    peaks = queue_max if queue_max is not None else hourly.queue_length
+    assert all(p >= a for p, a in zip(peaks, hourly.queue_length, strict=True))
     fetched = VolumeMetrics(
         read_ops=_pairwise_sum(hourly.read_ops, hourly.write_ops),
         read_bytes=_pairwise_sum(hourly.read_bytes, hourly.write_bytes),
-        queue_length=[max(hourly.queue_length)] if hourly.queue_length else [],
+        queue_length=[max(peaks)] if peaks else [],
         iops_exceeded=[max(hourly.iops_exceeded)] if hourly.iops_exceeded else [],
         throughput_exceeded=[max(hourly.throughput_exceeded)] if hourly.throughput_exceeded else [],
         burst_balance=[min(burst)] if burst else [],
@@ -167,3 +176,18 @@ def test_percentile_and_cost_helpers() -> None:
     assert percentile(list(range(1, 101)), 0.99) == 99
     assert monthly_cost(gp3(iops=4000, throughput=225, size=100)) == pytest.approx(8 + 5 + 4)
     assert EbsThresholds().idle_days == 7
+
+
+def test_a_queue_burst_within_an_hour_sends_the_volume_to_the_second_pass_and_no_finding() -> None:
+    """CloudWatch's window Maximum of the queue is the largest raw sample: a burst to 30 in
+    every busy hour, whose averages stay at 2, trips the screen (limit 12 at 3,000 IOPS), so
+    the hourly averages are fetched, and their p95 (2) is within the limit: no finding, as on
+    the hourly data."""
+    volume = gp3()
+    hourly = steady(1500, 60, queue=2.0)
+    bursts = [30.0 if h % 24 == 9 else 3.0 for h in range(HOURS)]
+    fetched = as_fetched(volume, hourly, EbsThresholds(), queue_max=bursts)
+    assert could_fire(volume, as_fetched(volume, hourly, EbsThresholds()), EbsThresholds()) == []
+    assert fetched.queue_length == hourly.queue_length  # the second pass: hourly averages
+    assert Kind.EBS_HIGH_QUEUE_LENGTH not in [f.kind for f in analyze_hourly(volume, fetched)]
+    assert analyze_hourly(volume, fetched) == analyze_hourly(volume, hourly)

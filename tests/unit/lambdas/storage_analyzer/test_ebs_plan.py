@@ -2,7 +2,7 @@
 volume, and the hourly second pass of each volume whose window screen could fire, in calls of
 their own (the second pass is chosen from what the first returned)."""
 
-from lambdas.shared.metric_fetcher import floor, floor_of_passes, window_period
+from lambdas.shared.metric_fetcher import batches, floor, floor_of_passes, window_period
 from lambdas.storage_analyzer.ebs_analysis import Volume, VolumeMetrics
 from lambdas.storage_analyzer.ebs_plan import passes
 
@@ -50,3 +50,18 @@ def test_no_screen_that_could_fire_means_no_second_pass() -> None:
     first, second = passes([CALM], SCREENED, WINDOW)
     assert second == []
     assert floor_of_passes((first, second), start=START, end=END) == (1, 675)
+
+
+def test_the_first_pass_of_a_fleet_is_packed_at_the_call_floor() -> None:
+    """10,000 volumes, one in five gp2 (with its burst screen): 92,000 query entries, every
+    call holding 500 (a three-entry math total does not fit a call with 498 or 499 in it, so
+    the room is filled from the next volumes' one-entry screens)."""
+    volumes = [
+        Volume(f"vol-{i}", "gp2" if i % 5 == 0 else "gp3", 500, "in-use", 3000, 125)
+        for i in range(10_000)
+    ]
+    first, _ = passes(volumes, {}, WINDOW)
+    calls = list(batches(first, start=START, end=END))
+    assert floor(first, start=START, end=END)[0] == 184
+    assert len(calls) == 184
+    assert sorted(q.key for c in calls for q in c) == sorted(q.key for q in first)
