@@ -421,4 +421,14 @@ def settings_from_context(context: Mapping[str, object]) -> Settings:
         for key, raw in context.items()
         if key in SETTING_KEYS and raw is not None
     }
+    # A shard size left at its default shrinks to what one run can read in the lookback
+    # given (lookback_days=90 reads 6.4 times the days of the default 14); one set by hand
+    # is held to the same limit and refused by name when it is over.
+    days = values.get("lookback_days", LOOKBACK_DAYS)
+    for key, size, default in (
+        ("storage_shard_volumes", STORAGE, STORAGE_SHARD_VOLUMES),
+        ("training_shard_jobs", TRAINING, TRAINING_SHARD_JOBS),
+    ):
+        if key not in values and isinstance(days, int):
+            values[key] = min(default, size.most_items(days))
     return Settings(**values)

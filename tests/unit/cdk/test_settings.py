@@ -286,8 +286,13 @@ def test_a_shard_estimated_past_half_its_timeout_is_refused_at_synth() -> None:
 def test_a_long_lookback_needs_smaller_shards() -> None:
     """90 days multiply each item's work by 90/14: the default 20,000 volumes would take
     about 2,280 s; at most 3,948 fit."""
+    # Left at their defaults, the shard sizes shrink to what fits the lookback.
+    shrunk = settings_from_context({"lookback_days": "90"})
+    assert (shrunk.storage_shard_volumes, shrunk.training_shard_jobs) == (3_948, 999)
+    assert settings_from_context({}).storage_shard_volumes == 20_000
+    # Set by hand past the limit, a shard size is refused by name.
     with pytest.raises(SettingsError) as err:
-        settings_from_context({"lookback_days": "90"})
+        settings_from_context({"lookback_days": "90", "storage_shard_volumes": "20000"})
     assert str(err.value) == (
         "setting storage_shard_volumes=20000 with lookback_days=90 is not valid: one run of "
         "20,000 volumes x 90 days is estimated at 2,280 s in the 1,024 MB function, over 450 s "
