@@ -96,6 +96,7 @@ def test_cloudwatch_speaks_json_here_and_a_query_speaking_botocore_is_warned_abo
 
     data_loader.load_service_model = query_only
     old = session.create_client("cloudwatch", region_name="us-east-1")
-    with caplog.at_level(logging.WARNING):
+    # The module's own logger: `gpu-insights analyze` quiets the lambdas loggers to ERROR.
+    with caplog.at_level(logging.WARNING, logger="lambdas.shared.aws_clients"):
         assert warn_if_slow_protocol(old) == "query"
     assert "speaks query to CloudWatch" in caplog.text
