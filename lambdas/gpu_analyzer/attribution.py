@@ -201,7 +201,7 @@ def attribute(
 
     ``exact_jobs`` maps pod names to the job the training emitter reported in them.
     ``ci_node_hours`` are the (node, hour) in which Container Insights reported the node's GPUs
-    (``node_gpu_*``); without it, a node has data in the hours a pod's hold is placed on it."""
+    (``node_gpu_*``); a node also has data in the hours a pod's hold is placed on it."""
     exact = exact_jobs or {}
     result = Attribution()
     by_gpu_hour: dict[tuple[GpuKey, int], list[Hold]] = defaultdict(list)
@@ -214,11 +214,8 @@ def attribute(
             unplaced.add((hold.gpu.gpu, hold.hour))
         else:
             by_gpu_hour[(hold.gpu, hold.hour)].append(hold)
-    ci = (
-        set(ci_node_hours)
-        if ci_node_hours is not None
-        else {(gpu.node, hour) for gpu, hour in by_gpu_hour}
-    )
+    # A node where a pod's hold is placed had Container Insights data that hour.
+    ci = {(gpu.node, hour) for gpu, hour in by_gpu_hour} | set(ci_node_hours or ())
     seen: set[tuple[GpuKey, int]] = set()
     for hour in gpu_hours:
         seen.add((hour.gpu, hour.hour))
