@@ -256,7 +256,20 @@ def observe(
                 )
             )
     observed.ci_node_hours = {(n, h) for (_, h), nodes in node_power.items() for n in nodes}
-    percent = {(h.gpu.node, h.gpu.gpu, h.hour): h.power_utilization for h in observed.gpu_hours}
+    observed.holds = _holds(pods, node_power, observed.gpu_hours, pod_nodes or {})
+    return observed
+
+
+def _holds(
+    pods: Mapping[tuple[str, str, str], Mapping[str, Mapping[int, float]]],
+    node_power: Mapping[tuple[str, int], Mapping[str, float]],
+    gpu_hours: Sequence[GpuHour],
+    pod_nodes: Mapping[str, str],
+) -> list[Hold]:
+    """Each pod's hours on each device, placed on a node (``resolve_nodes``), with the pod's
+    own power as percent of its GPU's limit."""
+    holds: list[Hold] = []
+    percent = {(h.gpu.node, h.gpu.gpu, h.hour): h.power_utilization for h in gpu_hours}
     by_device: dict[tuple[str, int], list[tuple[str, str, PodOnDevice]]] = defaultdict(list)
     for (namespace, pod, device), named in sorted(pods.items()):
         for hour, samples in sorted(named.get("samples", {}).items()):
@@ -268,16 +281,14 @@ def observe(
             by_device[(device, hour)].append((namespace, pod, on_device))
     for (device, hour), entries in sorted(by_device.items()):
         known = {
-            key.pod: node
-            for _, pod, key in entries
-            if (node := (pod_nodes or {}).get(pod)) is not None
+            key.pod: node for _, pod, key in entries if (node := pod_nodes.get(pod)) is not None
         }
         candidates = node_power.get((device, hour), {})
         nodes = resolve_nodes([e[2] for e in entries], candidates, known)
         for namespace, pod, key in entries:
             node = nodes[key.pod]
             index = gpu_index(device)
-            observed.holds.append(
+            holds.append(
                 Hold(
                     gpu=GpuKey(node, index),
                     hour=hour,
@@ -289,4 +300,4 @@ def observe(
                     ),
                 )
             )
-    return observed
+    return holds

@@ -115,7 +115,7 @@ def _two_nodes(
                 "GpuDevice": "nvidia0",
             }
             _put(cw, "ContainerInsights", "node_gpu_power_draw", ci_node, [watts] * 12)
-        for pod, watts, minutes in pods:
+        for pod, pod_watts, minutes in pods:
             dims = {
                 "ClusterName": "c",
                 "Namespace": "team",
@@ -124,8 +124,9 @@ def _two_nodes(
                 "GpuDevice": "nvidia0",
             }
             _put(cw, "ContainerInsights", "pod_gpu_utilization", dims, [50.0] * minutes, 60)
-            if watts is not None:
-                _put(cw, "ContainerInsights", "pod_gpu_power_draw", dims, [watts] * minutes, 60)
+            if pod_watts is not None:
+                power = [pod_watts] * minutes
+                _put(cw, "ContainerInsights", "pod_gpu_power_draw", dims, power, 60)
         observed = observe(cw, "c", start=START, end=START + 3600, pod_nodes=pod_nodes)
     return observed.gpu_hours, observed.holds
 
