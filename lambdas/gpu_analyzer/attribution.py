@@ -2,20 +2,26 @@
 
 Classes: not held by any pod; held and working; held but not working (under the low-power
 threshold, or under the SM-activity threshold where the GPU has GPM metrics); lost or faulted.
-Inputs are plain data so that each rule is a unit test:
+The classes add up to the GPU-hours the exporter saw, never more. Inputs are plain data so
+that each rule is a unit test:
 
 - ``GpuHour``: the exporter's view of one GPU for one hour (mean power against the limit, mean
-  SM activity where GPM exists, whether it was lost or had a fatal XID, and whether it was in
-  use: a process on it or memory held).
+  SM activity where GPM exists, whether it was lost, and whether it was in use: a process on
+  it or memory held).
 - ``Hold``: Container Insights' view: pod P held GPU G for this share of the hour (its
-  ``pod_gpu_*`` samples over the samples an hour holds). A pod that moves between GPUs
-  mid-hour holds each for part of the hour; the rest of each GPU-hour is not held.
+  ``pod_gpu_*`` samples over the samples an hour holds), at its own mean power where known.
+  A pod that moves between GPUs mid-hour holds each for part of the hour; the rest of each
+  GPU-hour is not held. The held part is classed by the pod's own power (the GPU's mean mixes
+  in the unheld part); without it, by the GPU's mean.
 - Time slicing: where the pods' shares of one GPU-hour add up to more than the hour, they
-  shared it, and the held part is split between them in proportion to their shares (evenly
-  when each held it all hour), and the split is marked ``time_sliced``.
-- An hour with no Container Insights data at all (the add-on down, or not yet installed):
-  holding cannot be read, so the exporter's in-use signal stands in for it and the hour is
-  held by an unknown pod, marked ``no_container_insights``.
+  shared it, and the hour is split evenly between the pods that held it, marked
+  ``time_sliced``.
+- A node with no Container Insights data in an hour (the add-on down, or not yet installed
+  there): holding cannot be read, so the exporter's in-use signal stands in for it and the
+  node's in-use GPU-hours are held by an unknown pod, marked ``no_container_insights``.
+- A hold that could not be placed on a node, or on a GPU-hour the exporter did not see, adds
+  no GPU-hour: its time is reported as ``unattributed``. An in-use GPU-hour of the same
+  device with no placed hold is held by an unknown pod (the unplaced one, most likely).
 """
 
 from collections import defaultdict
@@ -31,6 +37,9 @@ HOUR: Final = 3600
 _SLACK: Final = 1.05
 UNKNOWN_NAMESPACE: Final = "(unknown)"
 UNKNOWN_POD: Final = "(no Container Insights data)"
+#: The node of a hold that could not be placed on one (aws.resolve_nodes).
+UNPLACED_NODE: Final = "(unknown node)"
+UNPLACED_POD: Final = "(pod not placed on a node)"
 
 
 class HourClass(StrEnum):
@@ -54,7 +63,7 @@ class GpuHour:
     power_utilization: float | None = None
     #: Mean SM activity (percent) where the GPU has GPM metrics.
     sm_active: float | None = None
-    #: gpu_healthy fell to 0 or a fatal XID occurred in the hour.
+    #: gpu_healthy fell to 0 in the hour (the GPU was lost).
     faulted: bool = False
     #: The exporter saw the GPU in use (a process, or memory held) in the hour.
     in_use: bool = False
@@ -68,6 +77,8 @@ class Hold:
     pod: str
     #: Fraction of the hour the pod held the GPU (0 to 1).
     share: float
+    #: The pod's own mean power on the GPU while it held it, percent of the GPU's limit.
+    power_utilization: float | None = None
 
 
 @dataclass(frozen=True)
@@ -102,10 +113,13 @@ class Attribution:
     #: GPU-hours of the fleet by class.
     classes: dict[HourClass, float] = field(default_factory=lambda: defaultdict(float))
     pods: dict[tuple[str, str], PodHours] = field(default_factory=dict)
-    #: GPU-hours held but never measured (no exporter data): counted as working.
+    #: Held GPU-hours (in ``classes``) with no power or SM reading: counted as working.
     unmeasured: float = 0.0
     #: GPU-hours whose holding came from the exporter, for want of Container Insights data.
     no_container_insights: float = 0.0
+    #: Hours of holds placed on no GPU-hour the exporter saw (no node could be told, or the
+    #: exporter did not report the GPU): not in ``classes``, which count real GPU-hours only.
+    unattributed: float = 0.0
 
     def namespaces(self) -> dict[str, dict[HourClass, float]]:
         totals: dict[str, dict[HourClass, float]] = defaultdict(lambda: defaultdict(float))
@@ -135,16 +149,32 @@ def classify(hour: GpuHour, thresholds: Thresholds) -> HourClass:
     return HourClass.WORKING
 
 
+def _held_class(hour: GpuHour, hold: Hold, thresholds: Thresholds) -> HourClass:
+    """The class of one pod's part of a GPU-hour: by its own power where known. The GPU's SM
+    mean stands only where the pod held the whole hour (otherwise the unheld part dilutes it)."""
+    if hold.power_utilization is None:
+        return classify(hour, thresholds)
+    whole = hold.share * _SLACK >= 1.0
+    own = GpuHour(
+        gpu=hour.gpu,
+        hour=hour.hour,
+        power_utilization=hold.power_utilization,
+        sm_active=hour.sm_active if whole else None,
+        faulted=hour.faulted,
+    )
+    return classify(own, thresholds)
+
+
 def _split(holds: list[Hold]) -> tuple[list[tuple[Hold, float]], bool]:
     """Each pod's part of one GPU-hour, and whether they time-sliced it: shares that add up
-    to more than the hour were concurrent, so the hour is split in their proportion."""
+    to more than the hour were concurrent, so the hour is split evenly between the pods."""
     total = sum(min(1.0, h.share) for h in holds)
     if not total:
         return [], False
+    if len(holds) > 1 and total > _SLACK:
+        return [(h, 1.0 / len(holds)) for h in holds], True
     held = min(1.0, total)
-    return [(h, held * min(1.0, h.share) / total) for h in holds], (
-        len(holds) > 1 and total > _SLACK
-    )
+    return [(h, held * min(1.0, h.share) / total) for h in holds], False
 
 
 def _unheld(cls: HourClass) -> HourClass:
@@ -165,55 +195,70 @@ def attribute(
     *,
     exact_jobs: Mapping[str, str] | None = None,
     thresholds: Thresholds = Thresholds(),
+    ci_node_hours: Iterable[tuple[str, int]] | None = None,
 ) -> Attribution:
     """Every GPU-hour the exporter saw, classified; held parts attributed to their pods.
 
-    ``exact_jobs`` maps pod names to the job the training emitter reported in them. A hold on
-    a GPU-hour the exporter did not see is still attributed (counted as unmeasured)."""
+    ``exact_jobs`` maps pod names to the job the training emitter reported in them.
+    ``ci_node_hours`` are the (node, hour) in which Container Insights reported the node's GPUs
+    (``node_gpu_*``); a node also has data in the hours a pod's hold is placed on it."""
     exact = exact_jobs or {}
-    by_gpu_hour: dict[tuple[GpuKey, int], list[Hold]] = defaultdict(list)
-    ci_hours: set[int] = set()
-    for hold in holds:
-        if hold.share > 0:
-            by_gpu_hour[(hold.gpu, hold.hour)].append(hold)
-            ci_hours.add(hold.hour)
     result = Attribution()
+    by_gpu_hour: dict[tuple[GpuKey, int], list[Hold]] = defaultdict(list)
+    unplaced: set[tuple[str, int]] = set()
+    for hold in holds:
+        if hold.share <= 0:
+            continue
+        if hold.gpu.node == UNPLACED_NODE:
+            result.unattributed += min(1.0, hold.share)
+            unplaced.add((hold.gpu.gpu, hold.hour))
+        else:
+            by_gpu_hour[(hold.gpu, hold.hour)].append(hold)
+    # A node where a pod's hold is placed had Container Insights data that hour.
+    ci = {(gpu.node, hour) for gpu, hour in by_gpu_hour} | set(ci_node_hours or ())
     seen: set[tuple[GpuKey, int]] = set()
     for hour in gpu_hours:
         seen.add((hour.gpu, hour.hour))
         cls = classify(hour, thresholds)
-        measured = hour.power_utilization is not None or hour.sm_active is not None
         pods = by_gpu_hour.get((hour.gpu, hour.hour), [])
-        if not pods and hour.hour not in ci_hours:
-            # No Container Insights data this hour anywhere: the exporter's in-use signal.
-            if hour.in_use:
-                _account(result, UNKNOWN_NAMESPACE, UNKNOWN_POD, hour, 1.0, cls, exact)
-                owner = result.pods[(UNKNOWN_NAMESPACE, UNKNOWN_POD)]
-                owner.no_container_insights = True
-                result.no_container_insights += 1.0
-            else:
-                result.classes[_unheld(cls)] += 1.0
+        if not pods:
+            _unknown_holder(result, hour, cls, exact, unplaced, ci)
             continue
+        measured = hour.power_utilization is not None or hour.sm_active is not None
         portions, sliced = _split(pods)
         for hold, portion in portions:
-            pod = _account(result, hold.namespace, hold.pod, hour, portion, cls, exact)
+            held_cls = _held_class(hour, hold, thresholds)
+            pod = _account(result, hold.namespace, hold.pod, hour, portion, held_cls, exact)
             pod.time_sliced |= sliced
-            if not measured:
+            if not measured and hold.power_utilization is None:
                 result.unmeasured += portion
         rest = 1.0 - sum(portion for _, portion in portions)
         if rest > 1e-9:
             result.classes[_unheld(cls)] += rest
-    for (gpu, hour_start), pods in by_gpu_hour.items():
-        if (gpu, hour_start) not in seen:
-            unseen = GpuHour(gpu=gpu, hour=hour_start)
-            portions, sliced = _split(pods)
-            for hold, portion in portions:
-                pod = _account(
-                    result, hold.namespace, hold.pod, unseen, portion, HourClass.WORKING, exact
-                )
-                pod.time_sliced |= sliced
-                result.unmeasured += portion
+    for key, pods in by_gpu_hour.items():
+        if key not in seen:
+            result.unattributed += sum(p for _, p in _split(pods)[0])
     return result
+
+
+def _unknown_holder(
+    result: Attribution,
+    hour: GpuHour,
+    cls: HourClass,
+    exact: Mapping[str, str],
+    unplaced: set[tuple[str, int]],
+    ci: set[tuple[str, int]],
+) -> None:
+    """A GPU-hour no placed hold covers: held by an unknown pod where it was in use and either
+    a hold of its device could not be placed or its node had no Container Insights data."""
+    if hour.in_use and (hour.gpu.gpu, hour.hour) in unplaced:
+        _account(result, UNKNOWN_NAMESPACE, UNPLACED_POD, hour, 1.0, cls, exact)
+    elif hour.in_use and (hour.gpu.node, hour.hour) not in ci:
+        owner = _account(result, UNKNOWN_NAMESPACE, UNKNOWN_POD, hour, 1.0, cls, exact)
+        owner.no_container_insights = True
+        result.no_container_insights += 1.0
+    else:
+        result.classes[_unheld(cls)] += 1.0
 
 
 def _account(

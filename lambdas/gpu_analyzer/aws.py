@@ -11,7 +11,7 @@ power is closest to the pod's: ``resolve_node``.
 """
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -31,13 +31,15 @@ from contract.metrics import (
     GpuMetric,
     gpu_schema,
 )
-from lambdas.gpu_analyzer.attribution import GpuHour, GpuKey, Hold
+from lambdas.gpu_analyzer.attribution import UNPLACED_NODE, GpuHour, GpuKey, Hold
 from lambdas.shared.metric_fetcher import MetricQuery, fetch, listed_dimensions
 
 HOUR: Final = 3600
 #: Container Insights samples GPUs once a minute.
 CI_SAMPLES_PER_HOUR: Final = 60
-UNKNOWN_NODE: Final = "(unknown node)"
+UNKNOWN_NODE: Final = UNPLACED_NODE
+#: Shares are sample counts over expected samples: a GPU-hour holds a sample more or less.
+_CAPACITY: Final = 1.05
 #: (name, metric, statistic) per exporter GPU.
 EXPORTER: Final = (
     ("power", GpuMetric.POWER_UTILIZATION, "Average"),
@@ -132,33 +134,94 @@ def gpu_index(device: str) -> str:
     return device.removeprefix("nvidia")
 
 
-def resolve_node(
-    device: str,
-    hour: int,
-    pod_power: float | None,
-    node_power: dict[tuple[str, int], dict[str, float]],
-) -> str:
-    """The node whose GPU of this device drew, that hour, the power closest to the pod's."""
-    candidates = node_power.get((device, hour), {})
+@dataclass(frozen=True)
+class PodOnDevice:
+    """One pod's series on one GPU device in one hour, to be placed on a node."""
+
+    pod: str
+    share: float
+    #: The pod's mean power (watts) on the device; None where Container Insights has none.
+    watts: float | None
+
+
+def resolve_nodes(
+    pods: Sequence[PodOnDevice],
+    candidates: Mapping[str, float],
+    known: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Each pod's node among the ``candidates`` (node -> that hour's mean power, watts, of its
+    GPU of the pods' device): a pod whose node is ``known`` (the emitter's) goes there; the rest
+    are matched to GPUs with hour left, greedily by smallest power difference, so that two pods
+    at the same power go to two GPUs, not one; a pod that finds no GPU with hour left shared
+    one (time slicing), the closest. A pod without power takes the one GPU with hour left, if
+    only one has; otherwise, or with no candidate, its node is ``UNKNOWN_NODE``. Which of two
+    equally drawing GPUs a pod gets is then a guess, but each GPU-hour is counted once."""
+    placed: dict[str, str] = {}
+    left = dict.fromkeys(candidates, _CAPACITY)
+    for pod in pods:
+        node = (known or {}).get(pod.pod)
+        if node is not None:
+            placed[pod.pod] = node
+            left[node] = left.get(node, _CAPACITY) - min(1.0, pod.share)
+    rest = [p for p in pods if p.pod not in placed]
     if len(candidates) == 1:
-        return next(iter(candidates))
-    if not candidates or pod_power is None:
-        return UNKNOWN_NODE
-    return min(candidates, key=lambda node: (abs(candidates[node] - pod_power), node))
+        return placed | {p.pod: next(iter(candidates)) for p in rest}
+    pairs = sorted(
+        (abs(candidates[node] - p.watts), node, p.pod, min(1.0, p.share))
+        for p in rest
+        if p.watts is not None
+        for node in candidates
+    )
+    for _, node, pod_name, share in pairs:
+        if pod_name not in placed and left[node] >= share:
+            placed[pod_name] = node
+            left[node] -= share
+    for p in rest:
+        if p.pod in placed:
+            continue
+        if p.watts is not None and candidates:
+            watts = p.watts
+            placed[p.pod] = min(candidates, key=lambda n: (abs(candidates[n] - watts), n))
+            continue
+        free = [n for n in sorted(left) if left[n] >= min(1.0, p.share)]
+        placed[p.pod] = free[0] if len(free) == 1 else UNKNOWN_NODE
+        if len(free) == 1:
+            left[free[0]] -= min(1.0, p.share)
+    return placed
+
+
+def pod_power_percent(
+    pod_watts: float | None, gpu_watts: float | None, gpu_percent: float | None
+) -> float | None:
+    """The pod's power as a percent of the GPU's limit: the GPU's hourly mean in watts
+    (Container Insights) and in percent of its limit (the exporter) give the limit."""
+    if pod_watts is None or not gpu_watts or gpu_percent is None:
+        return None
+    return pod_watts * gpu_percent / gpu_watts
 
 
 @dataclass
 class Observed:
     gpu_hours: list[GpuHour] = field(default_factory=list)
     holds: list[Hold] = field(default_factory=list)
+    #: (node, hour) in which Container Insights reported the node's GPUs.
+    ci_node_hours: set[tuple[str, int]] = field(default_factory=set)
 
 
 def _hourly(timestamps: Iterable[Any], values: Iterable[float]) -> dict[int, float]:
     return {int(t.timestamp()) // HOUR * HOUR: v for t, v in zip(timestamps, values, strict=True)}
 
 
-def observe(cloudwatch: Any, cluster: str, *, start: float, end: float) -> Observed:
-    """The window's GPU-hours as the exporter saw them, and the pods' holds."""
+def observe(
+    cloudwatch: Any,
+    cluster: str,
+    *,
+    start: float,
+    end: float,
+    pod_nodes: Mapping[str, str] | None = None,
+) -> Observed:
+    """The window's GPU-hours as the exporter saw them, and the pods' holds. ``pod_nodes``
+    maps pod names to the node the training emitter reported them on (an exact join)."""
     exporter: dict[tuple[str, str], dict[str, dict[int, float]]] = defaultdict(dict)
     for batch in fetch(cloudwatch, exporter_queries(cloudwatch, cluster), start=start, end=end):
         for series in batch:
@@ -192,16 +255,49 @@ def observe(cloudwatch: Any, cluster: str, *, start: float, end: float) -> Obser
                     in_use=named.get("in_use", {}).get(hour, 0.0) > 0,
                 )
             )
+    observed.ci_node_hours = {(n, h) for (_, h), nodes in node_power.items() for n in nodes}
+    observed.holds = _holds(pods, node_power, observed.gpu_hours, pod_nodes or {})
+    return observed
+
+
+def _holds(
+    pods: Mapping[tuple[str, str, str], Mapping[str, Mapping[int, float]]],
+    node_power: Mapping[tuple[str, int], Mapping[str, float]],
+    gpu_hours: Sequence[GpuHour],
+    pod_nodes: Mapping[str, str],
+) -> list[Hold]:
+    """Each pod's hours on each device, placed on a node (``resolve_nodes``), with the pod's
+    own power as percent of its GPU's limit."""
+    holds: list[Hold] = []
+    percent = {(h.gpu.node, h.gpu.gpu, h.hour): h.power_utilization for h in gpu_hours}
+    by_device: dict[tuple[str, int], list[tuple[str, str, PodOnDevice]]] = defaultdict(list)
     for (namespace, pod, device), named in sorted(pods.items()):
         for hour, samples in sorted(named.get("samples", {}).items()):
-            node = resolve_node(device, hour, named.get("power", {}).get(hour), node_power)
-            observed.holds.append(
+            on_device = PodOnDevice(
+                pod=f"{namespace}/{pod}",
+                share=min(1.0, samples / CI_SAMPLES_PER_HOUR),
+                watts=named.get("power", {}).get(hour),
+            )
+            by_device[(device, hour)].append((namespace, pod, on_device))
+    for (device, hour), entries in sorted(by_device.items()):
+        known = {
+            key.pod: node for _, pod, key in entries if (node := pod_nodes.get(pod)) is not None
+        }
+        candidates = node_power.get((device, hour), {})
+        nodes = resolve_nodes([e[2] for e in entries], candidates, known)
+        for namespace, pod, key in entries:
+            node = nodes[key.pod]
+            index = gpu_index(device)
+            holds.append(
                 Hold(
-                    gpu=GpuKey(node, gpu_index(device)),
+                    gpu=GpuKey(node, index),
                     hour=hour,
                     namespace=namespace,
                     pod=pod,
-                    share=min(1.0, samples / CI_SAMPLES_PER_HOUR),
+                    share=key.share,
+                    power_utilization=pod_power_percent(
+                        key.watts, candidates.get(node), percent.get((node, index, hour))
+                    ),
                 )
             )
-    return observed
+    return holds

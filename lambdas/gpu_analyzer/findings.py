@@ -3,6 +3,7 @@ namespace and job, and the day's table of GPU-hours by class (fleet, namespace, 
 weekly report and the showback CSV are made from."""
 
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from lambdas.gpu_analyzer.attribution import Attribution, HourClass, PodHours
@@ -55,6 +56,7 @@ def day_table(attribution: Attribution, gpu_hour_usd: float) -> dict[str, Any]:
         "cost_usd": {k: round(v * gpu_hour_usd, 2) for k, v in classes.items()},
         "unmeasured_gpu_hours": round(attribution.unmeasured, 4),
         "no_container_insights_gpu_hours": round(attribution.no_container_insights, 4),
+        "unattributed_gpu_hours": round(attribution.unattributed, 4),
         "namespaces": [
             _row({"namespace": ns}, hours, gpu_hour_usd)
             for ns, hours in sorted(attribution.namespaces().items())
@@ -110,7 +112,10 @@ def held_not_working(
                     "time_sliced": sliced,
                     "pods": sorted(p.pod for p in pods),
                     "gpus": sorted({f"{g.node}/{g.gpu}" for p in pods for g in p.gpus}),
-                    "idle_hours": sorted({h for p in pods for h in p.idle_hours}),
+                    "idle_hours": [
+                        datetime.fromtimestamp(h, UTC).isoformat()
+                        for h in sorted({h for p in pods for h in p.idle_hours})
+                    ],
                 },
                 recommendation=(
                     "Look at the linked training findings for why the GPUs waited; "

@@ -28,17 +28,22 @@ def analyze_gpu_hours(
     end: float,
     gpu_hour_usd: float,
     exact_jobs: Mapping[str, str] | None = None,
+    pod_nodes: Mapping[str, str] | None = None,
     training_findings: Mapping[str, Sequence[str]] | None = None,
     thresholds: Thresholds = Thresholds(),  # noqa: B008
 ) -> GpuHoursRun:
     run = GpuHoursRun()
     try:
-        observed = observe(cloudwatch, cluster, start=start, end=end)
+        observed = observe(cloudwatch, cluster, start=start, end=end, pod_nodes=pod_nodes)
     except (ClientError, BotoCoreError) as err:
         run.skip(f"GPU-hours of {cluster}", err)
         return run
     attribution = attribute(
-        observed.gpu_hours, observed.holds, exact_jobs=exact_jobs, thresholds=thresholds
+        observed.gpu_hours,
+        observed.holds,
+        exact_jobs=exact_jobs,
+        thresholds=thresholds,
+        ci_node_hours=observed.ci_node_hours,
     )
     run.table = day_table(attribution, gpu_hour_usd)
     run.findings += held_not_working(

@@ -61,6 +61,7 @@ def plan(
         "jobs": jobs,
         "ranks": {job: [asdict(r) for r in rs] for job, rs in ranks.items()},
         "pods": head.pods,
+        "pod_nodes": head.pod_nodes,
         "related_storage": list(related_storage),
         "head": _run_document(head),
         "tail": _run_document(tail),
@@ -110,7 +111,7 @@ def read_parts(*, s3: Any, bucket: str, cluster: str, day: str, shards: int) -> 
     """The plan's skips, every part in shard order, then the storage skip: the single run's
     TrainingRun (findings in its order, costs, pods). A missing part is an error, not nothing."""
     planned = _plan(s3, bucket, cluster, day)
-    run = TrainingRun(pods=dict(planned["pods"]))
+    run = TrainingRun(pods=dict(planned["pods"]), pod_nodes=dict(planned.get("pod_nodes", {})))
     _add(run, planned["head"])
     for index in range(shards):
         key = part_key(cluster, day, index)

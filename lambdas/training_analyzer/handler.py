@@ -192,6 +192,7 @@ def _publish(
         end=end,
         gpu_hour_usd=price,
         exact_jobs=run.pods,
+        pod_nodes=run.pod_nodes,
         training_findings=training_links(run.findings),
     )
     stamp = datetime.fromtimestamp(end, UTC).isoformat()

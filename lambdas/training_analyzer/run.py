@@ -41,6 +41,8 @@ class TrainingRun(AnalysisRun):
     costs: dict[str, JobCost] = field(default_factory=dict)
     #: Pod name -> job, where the emitter reported its pod (exact GPU-hour attribution).
     pods: dict[str, str] = field(default_factory=dict)
+    #: Pod name -> the node the emitter reported it on (the GPU analyzer's exact node join).
+    pod_nodes: dict[str, str] = field(default_factory=dict)
 
 
 def _job_series(
@@ -133,6 +135,7 @@ def plan_jobs(
         # Without ranks, stragglers and GPU use cannot be judged; the other rules still can.
         run.skip(f"ranks of {cluster}'s training jobs", err)
     run.pods = {r.pod: job for job, rs in ranks.items() for r in rs if r.pod}
+    run.pod_nodes = {r.pod: r.node for rs in ranks.values() for r in rs if r.pod and r.node}
     return jobs, ranks
 
 

@@ -18,6 +18,13 @@ NUMBERS = (
     "faulted_gpu_hours",
     "waste_usd",
 )
+#: How far the daily tables' GPU-hours rest on less than a measured, placed hold: held with no
+#: power reading, held by a pod Container Insights did not see, holds placed on no GPU-hour.
+COVERAGE = (
+    "unmeasured_gpu_hours",
+    "no_container_insights_gpu_hours",
+    "unattributed_gpu_hours",
+)
 CSV_COLUMNS = (
     "namespace",
     *NUMBERS,
@@ -36,8 +43,7 @@ def _sum_rows(rows: Iterable[Mapping[str, Any]], key: tuple[str, ...]) -> list[d
         for field in NUMBERS:
             total[field] += float(row.get(field) or 0.0)
         for flag in ("inferred", "time_sliced"):
-            if row.get(flag):
-                total[flag] = True
+            total[flag] = bool(total.get(flag) or row.get(flag))
     for total in totals.values():
         held = total["held_gpu_hours"]
         total["efficiency"] = round(total["working_gpu_hours"] / held, 4) if held else None
@@ -98,6 +104,7 @@ def week_waste(
         "classes": {k: round(v, 2) for k, v in classes.items()},
         "cost_usd": {k: round(v * gpu_hour_usd, 2) for k, v in classes.items()},
         "gpu_hours": round(sum(classes.values()), 2),
+        **{k: round(sum(float(t.get(k) or 0.0) for t in days), 2) for k in COVERAGE},
         "by_day": by_day,
         "namespaces": namespaces,
         "jobs": [j for j in jobs if j["not_working_gpu_hours"] > 0][:top],

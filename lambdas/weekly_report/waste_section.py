@@ -62,6 +62,14 @@ def waste_section(waste: dict[str, Any]) -> str:
         ]
     )
     parts.append(_table(["GPU-hours", "hours", "cost"], rows))
+    parts.append(
+        f"<p>Of these, {waste.get('unmeasured_gpu_hours', 0.0):,.1f} GPU-hours were held with "
+        "no power reading (counted as working) and "
+        f"{waste.get('no_container_insights_gpu_hours', 0.0):,.1f} held on nodes without "
+        "Container Insights data (holder unknown); "
+        f"{waste.get('unattributed_gpu_hours', 0.0):,.1f} GPU-hours of pods' holds could not "
+        "be placed on a GPU the exporter saw and are in none of these figures.</p>"
+    )
     idle = [n for n in waste["namespaces"] if n["not_working_gpu_hours"] > 0]
     if idle:
         parts.append(

@@ -1,8 +1,12 @@
+from dataclasses import replace
+
 import pytest
 
 from lambdas.gpu_analyzer.attribution import (
     UNKNOWN_NAMESPACE,
     UNKNOWN_POD,
+    UNPLACED_NODE,
+    UNPLACED_POD,
     GpuHour,
     GpuKey,
     Hold,
@@ -111,10 +115,11 @@ def test_an_hour_without_container_insights_data_uses_the_exporters_in_use_signa
     assert result.classes[HourClass.NOT_HELD] == 1.0
 
 
-def test_a_hold_the_exporter_never_saw_is_attributed_and_counted_unmeasured() -> None:
+def test_a_hold_the_exporter_never_saw_adds_no_gpu_hours_and_is_unattributed() -> None:
     result = attribute([], [hold(G0, "job-e-7xk2p", share=0.5)])
-    assert result.pods[("team", "job-e-7xk2p")].hours[HourClass.WORKING] == 0.5
-    assert result.unmeasured == 0.5
+    assert sum(result.classes.values()) == 0.0
+    assert ("team", "job-e-7xk2p") not in result.pods
+    assert result.unattributed == 0.5
 
 
 def test_jobs_group_pods_by_namespace_and_exact_job() -> None:
@@ -127,3 +132,74 @@ def test_jobs_group_pods_by_namespace_and_exact_job() -> None:
         "llama-worker-0",
         "llama-worker-1",
     ]
+
+
+N1, N2 = GpuKey("node-1", "0"), GpuKey("node-2", "0")
+
+
+def test_a_hold_placed_on_no_node_adds_no_gpu_hours_and_idle_stays_not_working() -> None:
+    # Two GPUs (nvidia0 of two nodes). The job's pod was placed on node-2; the notebook's pod
+    # had no power series and two candidates, so it could not be placed: its hour is reported
+    # as unattributed, not added on top, and node-1's GPU (in use at 12%) is held without work
+    # by a pod the hour cannot name.
+    result = attribute(
+        [idle(N1), busy(N2)],
+        [
+            hold(N2, "train-7xk2p"),
+            Hold(gpu=GpuKey(UNPLACED_NODE, "0"), hour=H, namespace="research", pod="nb-0", share=1),
+        ],
+    )
+    assert sum(result.classes.values()) == pytest.approx(2.0)  # two GPUs, two GPU-hours
+    assert result.classes[HourClass.NOT_WORKING] == pytest.approx(1.0)
+    assert result.classes[HourClass.WORKING] == pytest.approx(1.0)
+    assert result.unattributed == pytest.approx(1.0)
+    assert result.pods[(UNKNOWN_NAMESPACE, UNPLACED_POD)].hours[HourClass.NOT_WORKING] == 1.0
+
+
+def test_a_pod_moving_mid_hour_is_classed_by_its_own_power() -> None:
+    # Working at 88% of the limit on G0 for 15 minutes, then on G1 for 45; the unheld parts
+    # idle at 5%. G0's hourly mean is 0.25*88 + 0.75*5 = 25.75% (under 30%), G1's 67.25%.
+    g0 = GpuHour(gpu=G0, hour=H, power_utilization=25.75, in_use=True)
+    g1 = GpuHour(gpu=G1, hour=H, power_utilization=67.25, in_use=True)
+    moves = [
+        Hold(gpu=G0, hour=H, namespace="team", pod="job-m-7xk2p", share=0.25, power_utilization=88),
+        Hold(gpu=G1, hour=H, namespace="team", pod="job-m-7xk2p", share=0.75, power_utilization=88),
+    ]
+    result = attribute([g0, g1], moves)
+    pod = result.pods[("team", "job-m-7xk2p")]
+    assert pod.hours[HourClass.WORKING] == pytest.approx(1.0)
+    assert pod.hours[HourClass.NOT_WORKING] == 0.0
+    assert result.classes[HourClass.NOT_HELD] == pytest.approx(1.0)
+    # Without the pod's own power, the GPU's mean stands in.
+    fallback = attribute([g0, g1], [replace(h, power_utilization=None) for h in moves])
+    assert fallback.pods[("team", "job-m-7xk2p")].hours[HourClass.NOT_WORKING] == 0.25
+
+
+def test_time_slicing_with_unequal_shares_is_split_evenly() -> None:
+    # One pod all hour, another for 24 minutes, on the same GPU at once: half each.
+    result = attribute([idle(G0)], [hold(G0, "nb-a-0", ns="a"), hold(G0, "nb-b-0", 0.4, ns="b")])
+    assert result.pods[("a", "nb-a-0")].hours[HourClass.NOT_WORKING] == pytest.approx(0.5)
+    assert result.pods[("b", "nb-b-0")].hours[HourClass.NOT_WORKING] == pytest.approx(0.5)
+    assert all(p.time_sliced for p in result.pods.values())
+    assert sum(result.classes.values()) == pytest.approx(1.0)
+
+
+def test_a_node_without_container_insights_data_falls_back_to_in_use_on_its_own() -> None:
+    # node-1 has no Container Insights data this hour; node-2 has (its pod's hold).
+    result = attribute([idle(N1), busy(N2)], [hold(N2, "train-7xk2p")])
+    unknown = result.pods[(UNKNOWN_NAMESPACE, UNKNOWN_POD)]
+    assert unknown.hours[HourClass.NOT_WORKING] == 1.0
+    assert unknown.gpus == {N1}
+    assert result.no_container_insights == 1.0
+    assert result.classes[HourClass.NOT_HELD] == 0.0
+
+
+def test_container_insights_data_on_a_node_with_no_pod_means_not_held() -> None:
+    # node_gpu_* series say Container Insights ran on node-1 this hour and saw no pod on it.
+    result = attribute(
+        [idle(N1), busy(N2)],
+        [hold(N2, "train-7xk2p")],
+        ci_node_hours={("node-1", H), ("node-2", H)},
+    )
+    assert result.classes[HourClass.NOT_HELD] == 1.0
+    assert result.no_container_insights == 0.0

@@ -33,6 +33,7 @@ def test_a_job_that_held_gpus_idle_is_priced_with_its_pods_gpus_and_hours() -> N
     assert finding.evidence["pods"] == ["nb-0"]
     assert finding.evidence["gpus"] == ["n1/1"]
     assert len(finding.evidence["idle_hours"]) == 10
+    assert finding.evidence["idle_hours"][0] == "2025-11-24T16:00:00+00:00"  # the hour, ISO
     assert finding.evidence["inferred"]
     assert "StatefulSet" in finding.evidence["job_source"]
     # Only the causes of waiting are linked.
@@ -48,7 +49,7 @@ def test_the_day_table_has_classes_costs_and_per_namespace_efficiency() -> None:
     assert rows["vision"]["waste_usd"] == 0.0
     assert rows["research"]["efficiency"] == 0.0
     jobs = {r["job"]: r for r in table["jobs"]}
-    assert not jobs["resnet"]["inferred"]
+    assert jobs["resnet"]["inferred"] is False
     assert jobs["nb"]["inferred"]
     data = waste_metric_data(table, "c", H)
     assert {(d["MetricName"], d["Dimensions"][1]["Value"], d["Value"]) for d in data} >= {

@@ -64,6 +64,9 @@ def test_shards_merge_to_the_single_runs_findings_costs_and_pods(
     assert list(merged.costs) == list(single.costs)
     assert merged.pods == single.pods
     assert len(merged.pods) == 4 * JOBS
+    # The emitter's node of each pod, for the GPU-hour attribution's exact node join.
+    assert merged.pod_nodes == single.pod_nodes
+    assert len(merged.pod_nodes) == 4 * JOBS
     assert merged.skipped == single.skipped == []
     assert fleet.part_key("bench", DAY, shards - 1) in objects
 

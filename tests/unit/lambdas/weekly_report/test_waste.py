@@ -11,6 +11,9 @@ from lambdas.weekly_report.waste import waste_csv, week_waste
 def day(notebook_idle: float) -> dict[str, object]:
     return {
         "classes": {"held_working": 20.0, "held_not_working": notebook_idle, "not_held": 4.0},
+        "unmeasured_gpu_hours": 0.5,
+        "no_container_insights_gpu_hours": 1.25,
+        "unattributed_gpu_hours": 0.25,
         "namespaces": [
             {"namespace": "vision", "held_gpu_hours": 20.0, "working_gpu_hours": 20.0},
             {
@@ -28,7 +31,8 @@ def day(notebook_idle: float) -> dict[str, object]:
                 "not_working_gpu_hours": notebook_idle,
                 "waste_usd": notebook_idle * 6.88,
                 "inferred": True,
-            }
+            },
+            {"namespace": "vision", "job": "resnet", "held_gpu_hours": 20.0, "inferred": False},
         ],
     }
 
@@ -49,6 +53,15 @@ def test_the_week_sums_days_ranks_idle_holders_and_compares_with_last_week() -> 
     assert second["waste_usd"] == 0.0
     (job,) = waste["jobs"]
     assert job["job"] == "alice-notebook"
+    # An exact job's row says so, not by leaving the flag out.
+    assert {j["job"]: j["inferred"] for j in waste["all_jobs"]} == {
+        "alice-notebook": True,
+        "resnet": False,
+    }
+    # What the classes rest on, summed over the days, is in the report.
+    assert waste["unmeasured_gpu_hours"] == 3.5
+    assert waste["no_container_insights_gpu_hours"] == 8.75
+    assert waste["unattributed_gpu_hours"] == 1.75
     assert job["not_working_change_gpu_hours"] == 68.0
     rows = list(csv.DictReader(io.StringIO(waste_csv(waste))))
     assert rows[0]["namespace"] == "research"
@@ -56,3 +69,6 @@ def test_the_week_sums_days_ranks_idle_holders_and_compares_with_last_week() -> 
     html = html_report(WeekFigures(cluster="c", week="2026-W48", waste=waste))
     assert html.index('id="waste"') < html.index('id="headline"')
     assert "alice-notebook (inferred)" in html
+    assert "3.5 GPU-hours were held with no power reading" in html
+    assert "8.8 held on nodes without Container Insights data" in html
+    assert "1.8 GPU-hours of pods' holds could not be placed" in html
