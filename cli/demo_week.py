@@ -1,6 +1,8 @@
 """The demo's week: seven days of a small GPU fleet, hour by hour, on three nodes and three
-teams, then the training analyzer's real handler run for each day before the last (the last
-day is the training step's run), so the weekly report has seven daily GPU-hour tables.
+teams, then the training analyzer's real handler run after each day: each run attributes the
+whole UTC day before it, so the run at the midnight after Monday writes Monday's table, and
+the week's Sunday is closed by the analyzer's Monday run (cli/demo.py, after the exporter's
+replay, whose node it then counts). The weekly report has seven daily GPU-hour tables.
 
 What each GPU does, every hour of the week:
 
@@ -55,8 +57,9 @@ from contract.metrics import (
 
 DAYS: Final = 7
 HOURS: Final = DAYS * 24
-#: The week's simulated hours end at the demo's "now", where the training step's run is.
-START: Final = END - HOURS * 3600
+#: The week's simulated hours are its ISO week's, Monday 00:00 to Monday 00:00 UTC (the demo's
+#: "now", ``END``, is its last hour): the daily GPU-hour attribution covers whole UTC days.
+START: Final = END + 3600 - HOURS * 3600
 POWER_LIMIT_W: Final = 700.0
 SAMPLES: Final = 60
 #: The hour (from the week's start) the failing GPU is lost.
@@ -231,8 +234,9 @@ def _container_insights_data(
 @dataclass
 class WeekSeeder:
     """Iterated, it writes the week a day at a time and yields, after each day but the last,
-    the time of the training analyzer's daily run that covers that day (its end);
-    the last day is written when the iteration ends, before the week's final run. A day at a
+    the time of the training analyzer's daily run that attributes that day (the midnight
+    after it); the last day is written when the iteration ends, before the week's final run
+    (which attributes the day before it: the run after midnight closes the last day). A day at a
     time because moto's ListMetrics compares every stored point with every other of its
     metric name: each run then lists only the days before it."""
 
