@@ -135,7 +135,9 @@ def test_figures_from_known_inputs() -> None:
     }
     assert next(f["kind"] for f in document["top_findings"]) == "gpu_xid_errors"  # critical first
     assert document["storage_waste_usd"] == 40.0  # the same idle volume on two days counts once
-    assert document["most_wasteful_jobs"] == [{"job": "bert", "waste_usd": 120.0}]
+    assert document["most_wasteful_jobs"] == [
+        {"job": "bert", "waste_usd": 120.0, "held_not_working_usd": None}
+    ]  # no attribution given
     assert document["costliest_jobs"][0]["job"] == "bert"
     assert document["xids"][0] == {"node": "node-b", "code": "13", "count": 3.0}
     assert (document["malformed_finding_lines"], document["finding_files"]) == (2, 2)
