@@ -222,7 +222,9 @@ def _training_step(
 ) -> None:
     """The week's fleet and its jobs' runs, a day at a time, each day before the training
     analyzer's daily run over it."""
-    week = WeekSeeder(clients["cloudwatch"], settings.cluster_name, THIS_WEEK)
+    # Monday to Friday attributed by the runs at the midnight after each; Saturday by the
+    # training step's run (Sunday 23:00), Sunday by the Monday run after the exporter's replay.
+    week = WeekSeeder(clients["cloudwatch"], settings.cluster_name, THIS_WEEK, daily_runs=5)
     clients["logs"].create_log_group(logGroupName=training_log_group(settings.cluster_name))
 
     def earlier_runs() -> Iterator[float]:

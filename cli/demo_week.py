@@ -244,11 +244,15 @@ class WeekSeeder:
     cluster: str
     plan: WeekPlan = THIS_WEEK
     datapoints: int = 0
+    #: The daily runs it yields, after each of the week's first days: the days after them are
+    #: attributed by the caller's own runs, each day once (a second run over a day would
+    #: publish its waste metrics twice).
+    daily_runs: int = DAYS - 1
 
     def __iter__(self) -> Iterator[float]:
         for day in range(DAYS):
             self._put(day)
-            if day < DAYS - 1:
+            if day < self.daily_runs:
                 yield self.plan.start + (day + 1) * 86_400
 
     def _put(self, day: int) -> None:

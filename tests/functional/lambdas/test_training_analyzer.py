@@ -15,6 +15,7 @@ from moto import mock_aws
 from cli.demo_storage import END, REPORT_BUCKET, environment
 from cli.demo_training import (
     CLUSTER,
+    ENV,
     JOBS,
     RANKS,
     rank_query_results,
@@ -32,15 +33,6 @@ from tests.functional.lambdas.iam import Principal, resolve, role_statements, ru
 HANDLER = "lambdas.training_analyzer.handler.handler"
 PHYSICAL = {"ReportBucket": {"Ref": REPORT_BUCKET, "Arn": f"arn:aws:s3:::{REPORT_BUCKET}"}}
 SERVICES = ("s3", "cloudwatch", "events", "logs")
-#: The environment cli/demo_training.py runs the handler with.
-ENV = {
-    "CLUSTER_NAME": CLUSTER,
-    "LOOKBACK_DAYS": "1",
-    "GPU_HOUR_USD": "6.88",
-    "DATA_SOURCES": "demo-training-data",
-    "REPORT_BUCKET": REPORT_BUCKET,
-    "EVENT_BUS": "default",
-}
 
 
 @pytest.fixture
