@@ -196,7 +196,7 @@ def test_each_gpu_hour_table_is_the_whole_utc_day_it_is_keyed_by(
 
     def nlp(table: dict[str, Any]) -> float:
         rows = [r for r in table["namespaces"] if r["namespace"] == "nlp"]
-        return sum(r["not_working_gpu_hours"] for r in rows)
+        return float(sum(r["not_working_gpu_hours"] for r in rows))
 
     # Every GPU-hour of the day, each table: 7 GPUs x 24 hours.
     assert [sum(t["classes"].values()) for t in tables.values()] == [168.0, 168.0]
