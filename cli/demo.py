@@ -38,7 +38,7 @@ from cli.demo_storage import END as STORAGE_END
 from cli.demo_storage import run_storage_analyzer, storage_summary
 from cli.demo_storage import seed as seed_storage
 from cli.demo_training import CLUSTER as TRAINING_CLUSTER
-from cli.demo_training import run_training_analyzer, training_summary
+from cli.demo_training import run_next_morning, run_training_analyzer, training_summary
 from cli.demo_training import seed as seed_training
 from cli.demo_week import LAST_WEEK, THIS_WEEK, WeekSeeder
 from contract.metrics import (
@@ -82,6 +82,8 @@ class DemoResult:
     notifications: NotificationsDemo | None = None
     dashboard_views: list[DashboardView] = field(default_factory=list)
     cluster: str = ""
+    #: The summary of the analyzer's Monday run that attributes the week's Sunday.
+    sunday_attribution: dict[str, Any] = field(default_factory=dict)
 
     def _exporter_lines(self) -> list[str]:
         """Step 4: what the exporter's replay read back, GPU by GPU."""
@@ -220,7 +222,9 @@ def _training_step(
 ) -> None:
     """The week's fleet and its jobs' runs, a day at a time, each day before the training
     analyzer's daily run over it."""
-    week = WeekSeeder(clients["cloudwatch"], settings.cluster_name, THIS_WEEK)
+    # Monday to Friday attributed by the runs at the midnight after each; Saturday by the
+    # training step's run (Sunday 23:00), Sunday by the Monday run after the exporter's replay.
+    week = WeekSeeder(clients["cloudwatch"], settings.cluster_name, THIS_WEEK, daily_runs=5)
     clients["logs"].create_log_group(logGroupName=training_log_group(settings.cluster_name))
 
     def earlier_runs() -> Iterator[float]:
@@ -324,10 +328,15 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
             for name in ("ec2", "s3", "cloudwatch", "events", "logs", "sns")
         }
         # moto's GetMetricData scans every stored datapoint for every period of every query:
-        # the analyzers run before the exporter's minute-by-minute data is stored.
+        # the week's daily runs come before the exporter's minute-by-minute data is stored;
+        # the run that attributes the Sunday of its replay comes after it.
         _storage_step(result, clients, settings, out_dir)
         _training_step(result, clients, settings, out_dir)
         specs = _exporter_step(result, clients, settings, out_dir)
+        # The analyzer's Monday-morning run (the default schedule's 07:00) attributes the
+        # week's Sunday, now with the exporter's node in it: its GPU held at 12% of its power
+        # limit, its lost GPU.
+        result.sunday_attribution = run_next_morning(STORAGE_END + 8 * 3600)
         if result.exporter is not None:
             result.notifications = run_notifications(
                 session, settings, result.exporter, result.backtest, out_dir

@@ -5,18 +5,28 @@ node replay in a second, through the same Exporter, XidWatcher and PutMetricData
 run on a node with ``--sink cloudwatch``.
 """
 
+import json
+from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from cli.demo_storage import END
 from contract.metrics import (
     ALARM_METRICS,
+    CI_NODE_GPU_POWER_METRIC,
+    CI_POD_GPU_POWER_METRIC,
+    CI_POD_GPU_UTILIZATION_METRIC,
     DIM_CLUSTER,
+    DIM_GPU_DEVICE,
     DIM_GPU_INDEX,
+    DIM_NAMESPACE,
     DIM_NODE,
+    DIM_POD_NAME,
     DIM_SHARD,
     DIM_XID_CODE,
+    NAMESPACE_CONTAINER_INSIGHTS,
     NAMESPACE_GPU,
     GpuMetric,
     alarm_shard,
@@ -34,6 +44,12 @@ DURATION_S = 2 * 3600.0
 #: The replay ends six hours before the demo's "now", so the weekly report's week holds it.
 START_EPOCH = END - 6 * 3600 - DURATION_S
 START_HOUR = 12.5
+
+
+#: The pods that hold the replayed node's GPUs (a PyTorchJob's ranks, one GPU each), as
+#: Container Insights names them: the idle GPU's pod holds it at 12% of its limit.
+REPLAY_NAMESPACE = "speech"
+REPLAY_POD = "whisper-finetune-worker-{gpu}"
 
 
 def replay_window() -> tuple[float, float]:
@@ -97,6 +113,7 @@ def replay_exporter(cloudwatch: Any, *, cluster_name: str, out_dir: Path) -> Exp
             result.cycles += 1
         exporter.shutdown()
     result.documents += len(tee.xid_documents)
+    publish_container_insights(cloudwatch, cluster_name, emf_path)
     result.xids = [
         (d[DIM_GPU_INDEX], d[DIM_XID_CODE], str(d["XidSeverity"]), str(d["XidDescription"]))
         for d in tee.xid_documents
@@ -154,3 +171,58 @@ def _average(cloudwatch: Any, cluster: str, gpu: str, metric: GpuMetric) -> floa
 
 def _minimum(cloudwatch: Any, cluster: str, gpu: str, metric: GpuMetric) -> float | None:
     return _statistic(cloudwatch, cluster, gpu, metric, "Minimum")
+
+
+def publish_container_insights(cloudwatch: Any, cluster: str, emf_path: Path) -> int:
+    """What Container Insights publishes for the replayed node, hour by hour, from the same
+    samples the exporter read: ``node_gpu_power_watt`` per GPU and, for the pod that holds each
+    GPU, ``pod_gpu_utilization`` and ``pod_gpu_power_draw`` (a lost GPU answers nothing, so
+    nothing after it is lost). Without them the GPU analyzer sees the node's GPUs held by no pod
+    while the week's other nodes have Container Insights data. Returns the datapoints."""
+    samples: dict[tuple[str, float], list[tuple[float, float]]] = defaultdict(list)
+    for line in emf_path.read_text(encoding="utf-8").splitlines():
+        document = json.loads(line)
+        watts = document.get(str(GpuMetric.POWER_DRAW))
+        if watts is None or document.get(DIM_NODE) != NODE:
+            continue
+        hour = document["_aws"]["Timestamp"] / 1000 // 3600 * 3600
+        utilization = float(document.get(str(GpuMetric.UTILIZATION), 0.0))
+        samples[(str(document[DIM_GPU_INDEX]), hour)].append((float(watts), utilization))
+    data: list[dict[str, Any]] = []
+    for (gpu, hour), values in sorted(samples.items()):
+        device, pod = f"nvidia{gpu}", REPLAY_POD.format(gpu=gpu)
+        node_dims = {DIM_CLUSTER: cluster, DIM_GPU_DEVICE: device, "InstanceId": "i-0replayed",
+                     "InstanceType": "p5.48xlarge", DIM_NODE: NODE}  # fmt: skip
+        pod_dims = {DIM_CLUSTER: cluster, "FullPodName": pod, DIM_GPU_DEVICE: device,
+                    DIM_NAMESPACE: REPLAY_NAMESPACE, DIM_POD_NAME: pod}  # fmt: skip
+        watts = [w for w, _ in values]
+        data += [
+            _statistic_set(CI_NODE_GPU_POWER_METRIC, node_dims, hour, watts, "None"),
+            _statistic_set(CI_POD_GPU_POWER_METRIC, pod_dims, hour, watts, "None"),
+            _statistic_set(
+                CI_POD_GPU_UTILIZATION_METRIC, pod_dims, hour, [u for _, u in values], "Percent"
+            ),
+        ]
+    for first in range(0, len(data), 1000):
+        cloudwatch.put_metric_data(
+            Namespace=NAMESPACE_CONTAINER_INSIGHTS, MetricData=data[first : first + 1000]
+        )
+    return len(data)
+
+
+def _statistic_set(
+    name: str, dims: dict[str, str], hour: float, values: list[float], unit: str
+) -> dict[str, Any]:
+    """An hour of one-minute samples as CloudWatch stores them: one statistic set."""
+    return {
+        "MetricName": name,
+        "Dimensions": [{"Name": k, "Value": v} for k, v in dims.items()],
+        "Timestamp": datetime.fromtimestamp(hour + 1800, UTC),
+        "StatisticValues": {
+            "SampleCount": len(values),
+            "Sum": sum(values),
+            "Minimum": min(values),
+            "Maximum": max(values),
+        },
+        "Unit": unit,
+    }

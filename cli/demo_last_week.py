@@ -47,9 +47,9 @@ def last_week_report(cluster: str, region: str) -> tuple[dict[str, bytes], int]:
         s3.create_bucket(Bucket=REPORT_BUCKET)
         clients["logs"].create_log_group(logGroupName=training_log_group(cluster))
         week = WeekSeeder(clients["cloudwatch"], cluster, LAST_WEEK)
-        end = LAST_WEEK.start + WEEK
+        end = LAST_WEEK.start + WEEK  # this week's Monday 00:00: its run closes the Sunday
         run_training_analyzer(clients, earlier_runs=week, at=end)
-        summary = report_handler_run(clients, cluster, [], now=end)
+        summary = report_handler_run(clients, cluster, [], now=end - 3600)
         prefix = report_prefix(cluster, summary["week"])
         listed = s3.list_objects_v2(Bucket=REPORT_BUCKET, Prefix=prefix)
         objects = {

@@ -2,8 +2,10 @@
 dashboard bodies the app deploys."""
 
 import json
+import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -111,18 +113,50 @@ def chromium() -> str | None:
     )
 
 
-def render_png(page: Path, png: Path, *, width: int = 900, height: int = 2400) -> bool:
-    """A screenshot of the report as a browser shows it; False where no Chromium is installed."""
+#: Injected into a copy of the page to measure it: the browser's layout, not a guess.
+_MEASURE = (
+    "<script>document.body.dataset.pageHeight="
+    "Math.ceil(document.documentElement.scrollHeight)</script>"
+)
+_BROWSER_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars")
+
+
+def page_height(browser: str, page: Path, width: int) -> int:
+    """The page's full height in CSS pixels at ``width``, as headless Chromium lays it out (a
+    screenshot captures the window only, so the window must be that tall)."""
+    with tempfile.TemporaryDirectory() as folder:
+        measured = Path(folder) / page.name
+        measured.write_text(
+            page.read_text(encoding="utf-8").replace("</body>", _MEASURE + "</body>")
+        )
+        dom = subprocess.run(
+            [browser, *_BROWSER_FLAGS, f"--window-size={width},800", "--dump-dom",
+             measured.resolve().as_uri()],
+            check=True, capture_output=True, text=True, timeout=120,
+        ).stdout  # fmt: skip
+    found = re.search(r'data-page-height="(\d+)"', dom)
+    if found is None:
+        raise RuntimeError(f"headless Chromium did not lay out {page} (no height measured)")
+    return int(found.group(1))
+
+
+def png_size(png: Path) -> tuple[int, int]:
+    """A PNG's (width, height) in pixels, from its IHDR chunk (the first, at byte 16)."""
+    header = png.read_bytes()[:24]
+    return int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
+
+
+def render_png(page: Path, png: Path, *, width: int = 900, height: int | None = None) -> bool:
+    """A screenshot of the whole report as a browser shows it (``height``: a window of that
+    height instead, cut there); False where no Chromium is installed."""
     browser = chromium()
     if browser is None:
         return False
+    height = height or page_height(browser, page, width)
     subprocess.run(
         [
             browser,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
+            *_BROWSER_FLAGS,
             f"--screenshot={png}",
             f"--window-size={width},{height}",
             page.resolve().as_uri(),

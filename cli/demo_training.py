@@ -218,6 +218,17 @@ def seed(clients: dict[str, Any], window: tuple[float, float] = (0.0, END)) -> i
     return len(sink.documents)
 
 
+#: The environment the stack gives the analyzer, for the demo's one-day lookback.
+ENV = {
+    "CLUSTER_NAME": CLUSTER,
+    "LOOKBACK_DAYS": "1",
+    "GPU_HOUR_USD": "6.88",
+    "DATA_SOURCES": "demo-training-data",
+    "REPORT_BUCKET": REPORT_BUCKET,
+    "EVENT_BUS": "default",
+}
+
+
 def run_training_analyzer(
     clients: dict[str, Any],
     log_reader: Any = None,
@@ -233,18 +244,18 @@ def run_training_analyzer(
         logs=clients["logs"],
     )
     rank_query_results(clients["logs"], log_reader)
-    env = {
-        "CLUSTER_NAME": CLUSTER,
-        "LOOKBACK_DAYS": "1",
-        "GPU_HOUR_USD": "6.88",
-        "DATA_SOURCES": "demo-training-data",
-        "REPORT_BUCKET": REPORT_BUCKET,
-        "EVENT_BUS": "default",
-    }
-    with environment(env):
+    with environment(ENV):
         for time in earlier_runs:
             training_handler.handler({"time": datetime.fromtimestamp(time, UTC).isoformat()}, None)
-    return run_analyzer(training_handler.handler, env, clients["s3"], at=at)
+    return run_analyzer(training_handler.handler, ENV, clients["s3"], at=at)
+
+
+def run_next_morning(at: float) -> dict[str, Any]:
+    """The analyzer's next scheduled run (after ``run_training_analyzer``, whose clients it
+    keeps): it attributes the whole UTC day before ``at``, so the run on the Monday after the
+    week closes its Sunday. Its findings are that Monday's (next week's report's)."""
+    with environment(ENV):
+        return training_handler.handler({"time": datetime.fromtimestamp(at, UTC).isoformat()}, None)
 
 
 def training_summary(summary: dict[str, Any], findings: list[dict[str, Any]]) -> list[str]:

@@ -1,6 +1,8 @@
 """The demo's week: seven days of a small GPU fleet, hour by hour, on three nodes and three
-teams, then the training analyzer's real handler run for each day before the last (the last
-day is the training step's run), so the weekly report has seven daily GPU-hour tables.
+teams, then the training analyzer's real handler run after each day: each run attributes the
+whole UTC day before it, so the run at the midnight after Monday writes Monday's table, and
+the week's Sunday is closed by the analyzer's Monday run (cli/demo.py, after the exporter's
+replay, whose node it then counts). The weekly report has seven daily GPU-hour tables.
 
 What each GPU does, every hour of the week:
 
@@ -55,8 +57,9 @@ from contract.metrics import (
 
 DAYS: Final = 7
 HOURS: Final = DAYS * 24
-#: The week's simulated hours end at the demo's "now", where the training step's run is.
-START: Final = END - HOURS * 3600
+#: The week's simulated hours are its ISO week's, Monday 00:00 to Monday 00:00 UTC (the demo's
+#: "now", ``END``, is its last hour): the daily GPU-hour attribution covers whole UTC days.
+START: Final = END + 3600 - HOURS * 3600
 POWER_LIMIT_W: Final = 700.0
 SAMPLES: Final = 60
 #: The hour (from the week's start) the failing GPU is lost.
@@ -231,8 +234,9 @@ def _container_insights_data(
 @dataclass
 class WeekSeeder:
     """Iterated, it writes the week a day at a time and yields, after each day but the last,
-    the time of the training analyzer's daily run that covers that day (its end);
-    the last day is written when the iteration ends, before the week's final run. A day at a
+    the time of the training analyzer's daily run that attributes that day (the midnight
+    after it); the last day is written when the iteration ends, before the week's final run
+    (which attributes the day before it: the run after midnight closes the last day). A day at a
     time because moto's ListMetrics compares every stored point with every other of its
     metric name: each run then lists only the days before it."""
 
@@ -240,11 +244,15 @@ class WeekSeeder:
     cluster: str
     plan: WeekPlan = THIS_WEEK
     datapoints: int = 0
+    #: The daily runs it yields, after each of the week's first days: the days after them are
+    #: attributed by the caller's own runs, each day once (a second run over a day would
+    #: publish its waste metrics twice).
+    daily_runs: int = DAYS - 1
 
     def __iter__(self) -> Iterator[float]:
         for day in range(DAYS):
             self._put(day)
-            if day < DAYS - 1:
+            if day < self.daily_runs:
                 yield self.plan.start + (day + 1) * 86_400
 
     def _put(self, day: int) -> None:

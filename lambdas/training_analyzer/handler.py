@@ -8,7 +8,7 @@ import json
 import logging
 import os
 from dataclasses import asdict, replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -43,7 +43,8 @@ STORAGE_CAUSES = {
 
 #: Where each day's job costs go; the role may write this key only (cdk/stacks/analyzers_stack.py).
 JOB_COSTS_KEY = "reports/cluster={cluster}/date={day}/training-jobs.json"
-#: Where each day's GPU-hour attribution goes (the weekly report's waste section reads it).
+#: Where each day's GPU-hour attribution goes, keyed by the UTC day it covers (the weekly
+#: report's waste section reads the week's seven).
 GPU_HOURS_KEY = "reports/cluster={cluster}/date={day}/gpu-hours.json"
 
 
@@ -53,6 +54,16 @@ def job_costs_key(cluster: str, day: Any) -> str:
 
 def gpu_hours_key(cluster: str, day: Any) -> str:
     return GPU_HOURS_KEY.format(cluster=cluster, day=day.isoformat())
+
+
+def attributed_day(end: float) -> tuple[float, float, date]:
+    """The whole UTC day a run ending at ``end`` attributes: the day before the one ``end``
+    falls in (a run at 07:00 attributes yesterday 00:00-24:00, complete in CloudWatch by then),
+    as ``(start, end, day)``. Its table is keyed by that day, so the weekly report's Monday to
+    Sunday are the week's own GPU-hours, not a window that ends on each of them."""
+    day_end = end - end % 86_400
+    start = day_end - 86_400
+    return start, day_end, datetime.fromtimestamp(start, UTC).date()
 
 
 def _put_json(s3: Any, bucket: str, key: str, document: Any) -> None:
@@ -183,13 +194,14 @@ def _publish(
 ) -> dict[str, Any]:
     """What runs once for the day, after every job is analyzed (in one run or merged from
     shards): the GPU-hour attribution of the whole cluster, the daily files, the findings."""
-    # The last day of the window, every GPU-hour attributed; its finding links the jobs'
-    # training findings of this same run.
+    # The last whole UTC day before the run, every GPU-hour attributed; its finding links the
+    # jobs' training findings of this same run.
+    gpu_start, gpu_end, gpu_day = attributed_day(end)
     gpu_run = analyze_gpu_hours(
         cloudwatch=_clients("cloudwatch"),
         cluster=cluster,
-        start=end - 86_400,
-        end=end,
+        start=gpu_start,
+        end=gpu_end,
         gpu_hour_usd=price,
         exact_jobs=run.pods,
         pod_nodes=run.pod_nodes,
@@ -206,7 +218,7 @@ def _publish(
     costs = {job: asdict(cost) for job, cost in run.costs.items()}
     _put_json(_clients("s3"), bucket, job_costs_key(cluster, day), costs)
     if gpu_run.table:
-        _put_json(_clients("s3"), bucket, gpu_hours_key(cluster, day), gpu_run.table)
+        _put_json(_clients("s3"), bucket, gpu_hours_key(cluster, gpu_day), gpu_run.table)
     published = FindingsPublisher(
         s3=_clients("s3"),
         events=_clients("events"),
@@ -219,7 +231,7 @@ def _publish(
     ).publish(findings, day)
     if gpu_run.table:
         put_waste_metrics(
-            _clients("cloudwatch"), waste_metric_data(gpu_run.table, cluster, end - 86_400)
+            _clients("cloudwatch"), waste_metric_data(gpu_run.table, cluster, gpu_start)
         )
     summary = {
         "jobs": len(run.costs),

@@ -122,11 +122,17 @@ def alarms_raised(
     return sorted(raised, key=lambda a: a[1])
 
 
-def finding_texts(s3: Any, bucket: str, cluster: str, days: Sequence[date]) -> Iterator[str]:
+def finding_texts(
+    s3: Any, bucket: str, cluster: str, days: Sequence[date], analyzers: set[str] | None = None
+) -> Iterator[str]:
+    """Every finding file of these days; each file's analyzer (``<analyzer>.jsonl``) is added
+    to ``analyzers``: an analyzer that ran writes its file even when it found nothing."""
     for day in days:
         prefix = f"findings/cluster={cluster}/date={day.isoformat()}/"
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
             for item in page.get("Contents", []):
+                if analyzers is not None:
+                    analyzers.add(item["Key"].rsplit("/", 1)[-1].removesuffix(".jsonl"))
                 yield (
                     s3.get_object(Bucket=bucket, Key=item["Key"])["Body"]
                     .read()

@@ -126,7 +126,9 @@ class WeekFigures:
     top_findings: list[dict[str, Any]] = field(default_factory=list)
     costliest_jobs: list[dict[str, Any]] = field(default_factory=list)
     most_wasteful_jobs: list[dict[str, Any]] = field(default_factory=list)
-    storage_waste_usd: float = 0.0
+    #: None where no storage analysis ran in the week (no figure, not zero: next week's
+    #: change says "new", not "up").
+    storage_waste_usd: float | None = 0.0
     throughput_by_job: dict[str, list[float | None]] = field(default_factory=dict)
     malformed_finding_lines: int = 0
     finding_files: int = 0
@@ -182,8 +184,11 @@ def week_figures(
     throughput: dict[str, list[float | None]],
     waste: dict[str, Any] | None = None,
     previous: dict[str, float | None] | None = None,
+    storage_analyzed: bool = True,
 ) -> WeekFigures:
-    """``waste`` is the week's attribution (``week_waste``): the only source of GPU-hours."""
+    """``waste`` is the week's attribution (``week_waste``): the only source of GPU-hours.
+    ``storage_analyzed``: a storage analysis ran in the week (a storage findings file, empty or
+    not); without one the week has no storage figure."""
     figures = WeekFigures(cluster=cluster, week=week, previous=previous or {}, waste=waste or {})
     figures.gpu_hour_classes = dict(figures.waste.get("classes") or {})
     figures.gpu_hour_cost_usd = dict(figures.waste.get("cost_usd") or {})
@@ -223,10 +228,14 @@ def week_figures(
             -(f.get("estimated_monthly_waste_usd") or 0.0),
         ),
     )[:10]
-    figures.storage_waste_usd = sum(
-        f.get("estimated_monthly_waste_usd") or 0.0
-        for f in unique
-        if str(f["kind"]).startswith(("ebs_", "s3_"))
+    figures.storage_waste_usd = (
+        sum(
+            f.get("estimated_monthly_waste_usd") or 0.0
+            for f in unique
+            if str(f["kind"]).startswith(("ebs_", "s3_"))
+        )
+        if storage_analyzed
+        else None
     )
     job_waste: dict[str, float] = defaultdict(float)
     for f in unique:
@@ -234,19 +243,54 @@ def week_figures(
             job_waste[str(f.get("resource", "")).removeprefix("job/")] += float(
                 (f.get("evidence") or {}).get("waste_in_lookback_usd") or 0.0
             )
+    held = held_by_job(figures.waste)
     figures.costliest_jobs = [
-        {"job": job, **cost}
+        {"job": job, **cost, **held.get(job, {})}
         for job, cost in sorted(job_costs.items(), key=lambda kv: -kv[1].get("dollars", 0))[:5]
     ]
+    # Two measures of a job's waste, side by side: the hours its pods held GPUs without work
+    # (the attribution, the waste section's figure) and the stepping time its ranks waited
+    # (the training findings). Ranked by their sum.
+    wasteful = {j for j, w in job_waste.items() if w > 0} | {
+        j for j, h in held.items() if h["held_not_working_usd"] > 0
+    }
+
+    def total(job: str) -> float:
+        return job_waste.get(job, 0.0) + float(held.get(job, {}).get("held_not_working_usd", 0.0))
+
     figures.most_wasteful_jobs = [
-        {"job": job, "waste_usd": w}
-        for job, w in sorted(job_waste.items(), key=lambda kv: -kv[1])
-        if w > 0
-    ][:5]
+        {
+            "job": job,
+            "waste_usd": round(job_waste.get(job, 0.0), 2),
+            "held_not_working_usd": held.get(job, {}).get("held_not_working_usd"),
+        }
+        for job in sorted(wasteful, key=lambda j: (-total(j), j))[:5]
+    ]
     figures.throughput_by_job = dict(throughput)
     figures.malformed_finding_lines = files.malformed
     figures.finding_files = files.files
     return figures
+
+
+def held_by_job(waste: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each job the attribution names exactly (not inferred from a pod name): the week's
+    GPU-hours its pods held, and their cost, and the held hours without work and theirs, the
+    waste section's own figures. A job name in two namespaces sums them."""
+    price = float(waste.get("gpu_hour_usd") or 0.0)
+    held: dict[str, dict[str, Any]] = {}
+    for row in waste.get("all_jobs", []):
+        if row.get("inferred"):
+            continue
+        job = held.setdefault(
+            str(row["job"]),
+            {"held_gpu_hours": 0.0, "held_usd": 0.0, "held_not_working_usd": 0.0},
+        )
+        job["held_gpu_hours"] = round(job["held_gpu_hours"] + float(row["held_gpu_hours"]), 2)
+        job["held_usd"] = round(job["held_gpu_hours"] * price, 2)
+        job["held_not_working_usd"] = round(
+            job["held_not_working_usd"] + float(row.get("waste_usd") or 0.0), 2
+        )
+    return held
 
 
 def class_key(cls: str) -> str:

@@ -37,6 +37,9 @@ from lambdas.weekly_report.week import days, iso_week_name, report_week
 log = logging.getLogger()
 log.setLevel(logging.INFO)
 _clients = ClientCache()
+#: The storage analyzer's findings file (lambdas/storage_analyzer/ebs_analysis.py ANALYZER; not
+#: imported: that package is not in this function's asset).
+STORAGE_ANALYZER = "storage"
 #: How long the presigned link works (it also ends when the function's session does).
 LINK_SECONDS = 12 * 3600
 
@@ -66,7 +69,8 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     start, end = report_week(scheduled_time(event))
     week = iso_week_name(start)
     s3, cloudwatch = _clients("s3"), _clients("cloudwatch")
-    files = read_findings(finding_texts(s3, bucket, cluster, days(start, end)))
+    analyzers: set[str] = set()
+    files = read_findings(finding_texts(s3, bucket, cluster, days(start, end), analyzers))
     # The training analyzer writes every job's cost daily; the latest file of the week holds
     # the whole lookback.
     costs = JobCosts()
@@ -99,6 +103,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         throughput=throughput_by_job(cloudwatch, cluster, start, end),
         waste=waste,
         previous={k: before.get(k) for k in HEADLINE},  # last week's report, read once above
+        storage_analyzed=STORAGE_ANALYZER in analyzers,
     )
     prefix = report_prefix(cluster, week)
     console = f"https://s3.console.aws.amazon.com/s3/object/{bucket}?prefix={prefix}report.html"

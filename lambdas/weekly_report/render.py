@@ -5,7 +5,7 @@ from html import escape
 from typing import Any
 
 from lambdas.weekly_report.charts import bar_chart, line_chart
-from lambdas.weekly_report.figures import WeekFigures, class_key
+from lambdas.weekly_report.figures import WeekFigures, class_key, headline
 from lambdas.weekly_report.waste_section import CLASS_NAMES, waste_section
 
 STYLE = """
@@ -28,6 +28,10 @@ def _money(value: float | None) -> str:
     return "n/a" if value is None else f"${value:,.0f}"
 
 
+def _hours(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.0f}"
+
+
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f}%"
 
@@ -35,7 +39,10 @@ def _pct(value: float | None) -> str:
 def _delta(figures: WeekFigures, name: str, unit: str = "") -> str:
     change = figures.change(name)
     if change is None:
-        return "no figure for the week before"
+        # A figure this week that last week did not have (its analyzer did not run, or it
+        # predates the figure) is new, not "up" on a zero.
+        has_now = headline(figures).get(name) is not None
+        return "new" if has_now else "no figure for the week before"
     word = "up" if change > 0 else "down" if change < 0 else "unchanged"
     return f"{word} {abs(change):,.1f}{unit} on the week before" if change else "unchanged"
 
@@ -200,30 +207,56 @@ def html_report(figures: WeekFigures, *, link: str | None = None) -> str:
     parts.append('<h2 id="jobs">Training jobs</h2>')
     if f.throughput_by_job:
         width = max((len(v) for v in f.throughput_by_job.values()), default=0)
+        # One value a day of the week, as f.days has them: dated like the other charts.
+        dates = [d["day"][5:] for d in f.days]
         parts.append(
             line_chart(
                 "Training throughput by job (samples/s, by day)",
-                [str(i + 1) for i in range(width)],
+                dates if len(dates) == width else [str(i + 1) for i in range(width)],
                 f.throughput_by_job,
             )
         )
     if f.costliest_jobs:
+        # Two GPU-hour figures that measure different things, labelled so: the hours the
+        # job's pods held GPUs this week (the waste section's), and the hours its ranks
+        # reported steps in the training analyzer's last lookback.
         parts.append(
             _table(
-                ["Job", "GPU-hours", "Cost"],
                 [
-                    [j["job"], f"{j.get('gpu_hours', 0):,.0f}", _money(j.get("dollars"))]
+                    "Job",
+                    "GPU-hours held (week)",
+                    "Cost held (week)",
+                    "GPU-hours stepping (last lookback)",
+                    "Cost stepping",
+                ],
+                [
+                    [
+                        j["job"],
+                        _hours(j.get("held_gpu_hours")),
+                        _money(j.get("held_usd")),
+                        f"{j.get('gpu_hours', 0):,.0f}",
+                        _money(j.get("dollars")),
+                    ]
                     for j in f.costliest_jobs
                 ],
-                {1, 2},
+                {1, 2, 3, 4},
             )
+        )
+        parts.append(
+            "<p><small>Held: hours the job's pods held GPUs this week, where the job reports "
+            "its pods (agent.training), as in the waste section. Stepping: hours in which "
+            "its ranks reported training steps, times its ranks, over the training "
+            "analyzer's last lookback window.</small></p>"
         )
     if f.most_wasteful_jobs:
         parts.append(
             _table(
-                ["Job", "Wasted (idle or waiting)"],
-                [[j["job"], _money(j["waste_usd"])] for j in f.most_wasteful_jobs],
-                {1},
+                ["Job", "Held without work (week)", "Waiting while stepping (findings)"],
+                [
+                    [j["job"], _money(j.get("held_not_working_usd")), _money(j["waste_usd"])]
+                    for j in f.most_wasteful_jobs
+                ],
+                {1, 2},
             )
         )
     if not (f.costliest_jobs or f.throughput_by_job):

@@ -9,6 +9,7 @@ import pytest
 
 from cdk.settings import Settings
 from cli.demo import DemoResult, run_demo
+from cli.demo_report import chromium, page_height, png_size
 from cli.demo_storage import END
 from cli.demo_week import LAST_WEEK
 from deploy_config.cloudwatch_agent_config import gpu_node_agent_config
@@ -212,12 +213,23 @@ def test_the_demo_week_leads_with_the_teams_that_held_gpus_without_work(
     assert waste["days"] == 7
     assert [
         (r["namespace"], r["not_working_gpu_hours"], r["waste_usd"]) for r in waste["namespaces"]
-    ] == [("nlp", 336.0, 2311.68), ("research", 105.0, 722.4), ("vision", 0.0, 0.0)]
+    ] == [
+        ("nlp", 336.0, 2311.68),
+        ("research", 105.0, 722.4),
+        ("speech", 2.0, 13.76),  # the exporter's node: its GPU held at 12% for two hours
+        ("vision", 0.0, 0.0),
+    ]
     assert [(j["job"], j["waste_usd"]) for j in waste["jobs"]] == [
         ("bert-data-bound", 2311.68),
         ("jupyter-alice", 722.4),
+        ("whisper-finetune", 13.76),
     ]
-    assert waste["classes"]["lost_or_faulted"] > 0  # the week's failing GPU
+    # Every GPU-hour of the week: 7 GPUs x 168 hours, and the replayed node's 4 x 2 hours;
+    # the week's failing GPU lost for 58 of them, the replayed node's after its XID 79 for one.
+    assert sum(waste["classes"].values()) == 7 * 168 + 4 * 2
+    assert waste["classes"]["lost_or_faulted"] == 58 + 1
+    speech = next(r for r in waste["namespaces"] if r["namespace"] == "speech")
+    assert 0 < speech["faulted_gpu_hours"] < 1  # the failing GPU's hour, while it was held
     # One source of truth: the headline's GPU-hours by class are the waste table's, and add up.
     assert {k: document[f"{k}_gpu_hours"] for k in waste["classes"]} == waste["classes"]
     assert document["gpu_hours"] == pytest.approx(sum(waste["classes"].values()))
@@ -233,10 +245,14 @@ def test_the_demo_week_leads_with_the_teams_that_held_gpus_without_work(
         "training_data_bound" in r for r in held["namespace/nlp/job/bert-data-bound"]["related"]
     )
     assert "analysis_error" not in document["findings_by_kind"]
+    browser = chromium()
+    if browser is not None:  # the screenshot is the whole page, not its first 2,400 px
+        width, height = png_size(tmp_path / "out" / "report.png")
+        assert height == page_height(browser, tmp_path / "out" / "report.html", width) > 2400
     assert html.index("nlp") < html.index("research") < html.index("vision")
     # The showback table opens in a spreadsheet: a header, then a row per namespace.
     rows = (tmp_path / "out" / "report.csv").read_text().splitlines()
-    assert [row.split(",")[0] for row in rows[1:4]] == ["nlp", "research", "vision"]
+    assert [row.split(",")[0] for row in rows[1:5]] == ["nlp", "research", "speech", "vision"]
 
 
 def test_the_demo_report_changes_on_a_real_last_week_and_ties_jobs_across_tables(
@@ -263,22 +279,49 @@ def test_the_demo_report_changes_on_a_real_last_week_and_ties_jobs_across_tables
     ]
     change = {r["namespace"]: r["not_working_change_gpu_hours"] for r in waste["namespaces"]}
     # nlp: 2 GPUs x 72 more hours held; research: 15 idle hours a night, 5 nights more.
-    assert change == {"nlp": 144.0, "research": 75.0, "vision": 0.0}
+    # speech (the replayed node) ran this week only: no figure to change from.
+    assert change == {"nlp": 144.0, "research": 75.0, "speech": None, "vision": 0.0}
     assert [(j["job"], j["not_working_change_gpu_hours"]) for j in waste["jobs"]] == [
         ("bert-data-bound", 144.0),
         ("jupyter-alice", 75.0),
+        ("whisper-finetune", None),
     ]
-    assert document["change"]["held_not_working_gpu_hours"] == 219.0
+    assert document["change"]["held_not_working_gpu_hours"] == 219.0 + 2.0
     assert document["change"]["lost_or_faulted_gpu_hours"] > 0  # a GPU failed this week only
     html = (tmp_path / "out" / "report.html").read_text()
     assert '<td class="num">+144.0</td>' in html  # the tables' change column
-    assert ">new<" not in html
+    # Last week ran no storage analysis: this week's storage figure is new, not "up".
+    assert document["change"]["storage_waste_usd"] is None
+    assert "Storage waste a month<b>$156</b><small>new</small>" in html
     # The teams' jobs run emitter.training in the week's pods, so their GPU-hours are the
     # job's exactly; the notebook runs no emitter and stays inferred.
     jobs = {j["job"]: j for j in waste["all_jobs"]}
-    assert sorted(jobs) == ["bert-data-bound", "jupyter-alice", "resnet-healthy"]
-    assert [name for name, j in sorted(jobs.items()) if j.get("inferred")] == ["jupyter-alice"]
+    assert sorted(jobs) == [
+        "bert-data-bound",
+        "jupyter-alice",
+        "resnet-healthy",
+        "whisper-finetune",
+    ]
+    assert [name for name, j in sorted(jobs.items()) if j.get("inferred")] == [
+        "jupyter-alice",
+        "whisper-finetune",
+    ]
     assert jobs["resnet-healthy"]["held_gpu_hours"] == 336.0
+    # The job tables take a job's held GPU-hours and dollars from that same attribution, and
+    # label the training analyzer's stepping hours (its last lookback) as what they are.
+    costs = {j["job"]: j for j in document["costliest_jobs"]}
+    assert costs["bert-data-bound"]["held_gpu_hours"] == jobs["bert-data-bound"]["held_gpu_hours"]
+    assert costs["bert-data-bound"]["held_usd"] == pytest.approx(336 * 6.88)
+    assert "held_gpu_hours" not in costs["vit-flaky"]  # runs on no node the week simulates
+    assert "GPU-hours held (week)" in html
+    assert "GPU-hours stepping (last lookback)" in html
+    wasted = {j["job"]: j for j in document["most_wasteful_jobs"]}
+    assert wasted["bert-data-bound"]["held_not_working_usd"] == 2311.68
+    assert "Held without work (week)" in html
+    assert "Waiting while stepping" in html
+    # The throughput chart is dated like the others.
+    chart = html[html.index("Training throughput by job") :]
+    assert document["days"][0]["day"][5:] in chart[: chart.index("</svg>")]
     # Each job ran on each day: its throughput charts seven days.
     assert {job: len(days) for job, days in document["throughput_by_job"].items()} == {
         "bert-data-bound": 7,

@@ -15,12 +15,16 @@ from moto import mock_aws
 from cli.demo_storage import END, REPORT_BUCKET, environment
 from cli.demo_training import (
     CLUSTER,
+    ENV,
     JOBS,
     RANKS,
     rank_query_results,
     run_training_analyzer,
     seed,
 )
+from cli.demo_week import START as WEEK_START
+from cli.demo_week import WeekPlan, WeekSeeder
+from contract.metrics import training_log_group
 from lambdas.shared.aws_clients import client
 from lambdas.shared.publisher import PublishError
 from lambdas.training_analyzer import handler as training_handler
@@ -29,15 +33,6 @@ from tests.functional.lambdas.iam import Principal, resolve, role_statements, ru
 HANDLER = "lambdas.training_analyzer.handler.handler"
 PHYSICAL = {"ReportBucket": {"Ref": REPORT_BUCKET, "Arn": f"arn:aws:s3:::{REPORT_BUCKET}"}}
 SERVICES = ("s3", "cloudwatch", "events", "logs")
-#: The environment cli/demo_training.py runs the handler with.
-ENV = {
-    "CLUSTER_NAME": CLUSTER,
-    "LOOKBACK_DAYS": "1",
-    "GPU_HOUR_USD": "6.88",
-    "DATA_SOURCES": "demo-training-data",
-    "REPORT_BUCKET": REPORT_BUCKET,
-    "EVENT_BUS": "default",
-}
 
 
 @pytest.fixture
@@ -129,7 +124,13 @@ def test_the_fleet_state_machine_path_writes_the_single_runs_files(
     s3 = principal.admin("s3")
     day = single["key"].rsplit("/", 1)[0]
     reports = day.replace("findings/", "reports/")
-    keys = [single["key"], f"{reports}/training-jobs.json", f"{reports}/gpu-hours.json"]
+    # The GPU-hours are the whole UTC day before the run's, keyed by it.
+    attributed = training_handler.attributed_day(END)[2]
+    keys = [
+        single["key"],
+        f"{reports}/training-jobs.json",
+        training_handler.gpu_hours_key(CLUSTER, attributed),
+    ]
     expected = {k: s3.get_object(Bucket=REPORT_BUCKET, Key=k)["Body"].read() for k in keys}
     for key in keys:
         s3.delete_object(Bucket=REPORT_BUCKET, Key=key)
@@ -157,3 +158,47 @@ def test_the_plan_stages_the_jobs_only_with_the_shards_grant(
     event = {"time": datetime.fromtimestamp(END, UTC).isoformat(), "mode": "plan"}
     with environment(ENV), pytest.raises(ClientError, match=r"AccessDenied.*PutObject"):
         training_handler.handler(event, None)
+
+
+def test_each_gpu_hour_table_is_the_whole_utc_day_it_is_keyed_by(
+    templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default schedule, cron(0 7 * * ? *): Tuesday's 07:00 run attributes Monday
+    00:00-24:00 and keys it Monday; Wednesday's, Tuesday. nlp's job starts on Tuesday at 03:00,
+    so a window that ended at 07:00 (Monday 07:00 to Tuesday 07:00, keyed Tuesday) would give
+    Monday's table none of it and Tuesday's 4 hours of each of its two GPUs."""
+    plan = WeekPlan(WEEK_START, nlp_from_hour=24 + 3, lost_at_hour=None)
+    with mock_aws():
+        session = boto3.Session(
+            region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
+        )
+        admin: dict[str, Any] = {s: client(s, session=session) for s in SERVICES}
+        admin["s3"].create_bucket(Bucket=REPORT_BUCKET)
+        admin["logs"].create_log_group(logGroupName=training_log_group(CLUSTER))
+        week = iter(WeekSeeder(admin["cloudwatch"], CLUSTER, plan))
+        tuesday = next(week)  # Monday written; Tuesday 00:00
+        wednesday = next(week)  # Tuesday written
+        principal, clients = _as_role(templates, monkeypatch)
+        run_training_analyzer(
+            clients, principal.admin("logs"), earlier_runs=[tuesday + 7 * 3600],
+            at=wednesday + 7 * 3600,
+        )  # fmt: skip
+        tables = {}
+        s3 = principal.admin("s3")
+        for day in (0, 1, 2):
+            date = datetime.fromtimestamp(WEEK_START + day * 86_400, UTC).date()
+            key = training_handler.gpu_hours_key(CLUSTER, date)
+            listed = s3.list_objects_v2(Bucket=REPORT_BUCKET, Prefix=key)
+            if listed.get("KeyCount"):
+                body = s3.get_object(Bucket=REPORT_BUCKET, Key=key)["Body"].read()
+                tables[day] = json.loads(body)
+    assert sorted(tables) == [0, 1]  # Monday's and Tuesday's; Wednesday not yet attributed
+
+    def nlp(table: dict[str, Any]) -> float:
+        rows = [r for r in table["namespaces"] if r["namespace"] == "nlp"]
+        return float(sum(r["not_working_gpu_hours"] for r in rows))
+
+    # Every GPU-hour of the day, each table: 7 GPUs x 24 hours.
+    assert [sum(t["classes"].values()) for t in tables.values()] == [168.0, 168.0]
+    assert nlp(tables[0]) == 0.0  # Monday: nlp's job had not started
+    assert nlp(tables[1]) == 2 * 21.0  # Tuesday 03:00-24:00, two GPUs

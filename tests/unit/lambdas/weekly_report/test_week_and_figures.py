@@ -135,7 +135,9 @@ def test_figures_from_known_inputs() -> None:
     }
     assert next(f["kind"] for f in document["top_findings"]) == "gpu_xid_errors"  # critical first
     assert document["storage_waste_usd"] == 40.0  # the same idle volume on two days counts once
-    assert document["most_wasteful_jobs"] == [{"job": "bert", "waste_usd": 120.0}]
+    assert document["most_wasteful_jobs"] == [
+        {"job": "bert", "waste_usd": 120.0, "held_not_working_usd": None}
+    ]  # no attribution given
     assert document["costliest_jobs"][0]["job"] == "bert"
     assert document["xids"][0] == {"node": "node-b", "code": "13", "count": 3.0}
     assert (document["malformed_finding_lines"], document["finding_files"]) == (2, 2)
@@ -203,3 +205,60 @@ def test_an_empty_week_says_so() -> None:
     assert "No findings this week." in html
     assert "No XID errors." in html
     assert text_summary(empty, link="L").endswith("No findings this week.\nReport: L")
+
+
+def test_job_tables_take_held_hours_from_the_attribution_and_label_both_measures() -> None:
+    """The same job in both tables: its held GPU-hours and dollars are the attribution's (the
+    waste section's), its stepping hours the training analyzer's, each labelled; a job the
+    attribution only infers gets no held figure. A week with no storage analysis has no storage
+    figure, and next to a last week without one a figure reads "new", not "up"."""
+    table = {
+        "classes": {"held_not_working": 48.0},
+        "jobs": [
+            {"namespace": "nlp", "job": "bert", "held_gpu_hours": 48.0,
+             "not_working_gpu_hours": 48.0, "waste_usd": 330.24},
+            {"namespace": "lab", "job": "notebook", "held_gpu_hours": 24.0,
+             "not_working_gpu_hours": 10.0, "waste_usd": 68.8, "inferred": True},
+        ],
+    }  # fmt: skip
+    finding = {
+        "kind": "training_data_bound",
+        "resource": "job/bert",
+        "severity": "warning",
+        "evidence": {"waste_in_lookback_usd": 44.0},
+    }
+    week = days(date(2026, 11, 23), date(2026, 11, 30))
+    figures = week_figures(
+        cluster="train",
+        week="2026-W48",
+        gpu_days=[GpuDay(d, 24.0, 50.0, None) for d in week],
+        xids=[],
+        alarms=[],
+        files=read_findings([json.dumps(finding)]),
+        job_costs={"bert": {"gpu_hours": 16.0, "dollars": 110.08, "active_hours": 8.0}},
+        throughput={"bert": [100.0] * 7},
+        waste=week_waste({"2026-11-23": table}, gpu_hour_usd=6.88),
+        previous={"storage_waste_usd": None},
+        storage_analyzed=True,
+    )
+    assert figures.costliest_jobs == [
+        {"job": "bert", "gpu_hours": 16.0, "dollars": 110.08, "active_hours": 8.0,
+         "held_gpu_hours": 48.0, "held_usd": 330.24, "held_not_working_usd": 330.24},
+    ]  # fmt: skip
+    assert figures.most_wasteful_jobs == [
+        {"job": "bert", "waste_usd": 44.0, "held_not_working_usd": 330.24},
+    ]  # the inferred notebook's held hours are in the waste section, not here
+    html = html_report(figures)
+    assert '<th scope="col">GPU-hours held (week)</th>' in html
+    assert '<th scope="col">GPU-hours stepping (last lookback)</th>' in html
+    assert "Storage waste a month<b>$0</b><small>new</small>" in html
+    # The throughput chart is dated by the week's days, as the other charts.
+    chart = html[html.index("Training throughput by job") :]
+    assert ">11-23</text>" in chart[: chart.index("</svg>")]
+    assert ">1</text>" not in chart[: chart.index("</svg>")]
+    unanalyzed = week_figures(
+        cluster="train", week="2026-W48", gpu_days=[], xids=[], alarms=[],
+        files=read_findings([]), job_costs={}, throughput={}, storage_analyzed=False,
+    )  # fmt: skip
+    assert unanalyzed.storage_waste_usd is None
+    assert headline(unanalyzed)["storage_waste_usd"] is None
