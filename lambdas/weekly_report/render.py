@@ -244,7 +244,7 @@ def html_report(figures: WeekFigures, *, link: str | None = None) -> str:
         )
         parts.append(
             "<p><small>Held: hours the job's pods held GPUs this week, where the job reports "
-            "its pods (agent.training), as in the waste section. Stepping: hours in which "
+            "its pods (emitter.training), as in the waste section. Stepping: hours in which "
             "its ranks reported training steps, times its ranks, over the training "
             "analyzer's last lookback window.</small></p>"
         )
