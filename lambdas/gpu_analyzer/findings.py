@@ -65,18 +65,33 @@ def day_table(attribution: Attribution, gpu_hour_usd: float) -> dict[str, Any]:
     }
 
 
+def _window(start: float | None, hours: float) -> str:
+    """ " on 2026-11-28" for a whole UTC day, " from ... to ..." otherwise, "" unknown."""
+    if start is None:
+        return ""
+    first = datetime.fromtimestamp(start, UTC)
+    if hours == 24 and start % 86_400 == 0:
+        return f" on {first:%Y-%m-%d}"
+    last = datetime.fromtimestamp(start + hours * 3600, UTC)
+    return f" from {first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC"
+
+
 def held_not_working(
     attribution: Attribution,
     *,
     gpu_hour_usd: float,
     window_hours: float,
+    window_start: float | None = None,
     training_findings: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Finding]:
     """One finding per (namespace, job) that held GPUs without work for at least an hour.
+    Its summary names the window it covers (a whole UTC day: "on 2026-11-28"), since the run
+    that finds it comes the morning after and a weekly figure sits beside it in the report.
 
     ``training_findings`` maps a job name to its training findings ("kind resource"); those
     about data-bound ranks or stragglers are linked, as they say why the GPUs waited."""
     linked = training_findings or {}
+    when = _window(window_start, window_hours)
     findings = []
     for (namespace, job), pods in sorted(attribution.jobs().items()):
         hours = _job_hours(pods)
@@ -95,7 +110,7 @@ def held_not_working(
                 resource=f"namespace/{namespace}/job/{job}",
                 severity=Severity.WARNING if idle >= held / 2 else Severity.INFO,
                 summary=(
-                    f"{job} in {namespace} held GPUs for {held:.1f} GPU-hours, "
+                    f"{job} in {namespace} held GPUs for {held:.1f} GPU-hours{when}, "
                     f"{idle:.1f} of them without work (${waste:,.2f})"
                     + (" (time-sliced GPUs, split evenly between their pods)" if sliced else "")
                 ),
@@ -108,6 +123,9 @@ def held_not_working(
                     "not_working_gpu_hours": round(idle, 3),
                     "waste_in_window_usd": round(waste, 2),
                     "window_hours": window_hours,
+                    "window_start": None
+                    if window_start is None
+                    else datetime.fromtimestamp(window_start, UTC).isoformat(),
                     "gpu_hour_usd": gpu_hour_usd,
                     "time_sliced": sliced,
                     "pods": sorted(p.pod for p in pods),

@@ -50,6 +50,7 @@ def analyze_gpu_hours(
         attribution,
         gpu_hour_usd=gpu_hour_usd,
         window_hours=(end - start) / 3600,
+        window_start=start,
         training_findings=training_findings,
     )
     return run

@@ -244,8 +244,11 @@ def week_figures(
                 (f.get("evidence") or {}).get("waste_in_lookback_usd") or 0.0
             )
     held = held_by_job(figures.waste)
+    # The training jobs table joins a job's held hours only where the attribution names the
+    # job exactly: an inferred name that happens to match a training job is no join.
+    exact = {job: h for job, h in held.items() if not h.pop("inferred")}
     figures.costliest_jobs = [
-        {"job": job, **cost, **held.get(job, {})}
+        {"job": job, **cost, **exact.get(job, {})}
         for job, cost in sorted(job_costs.items(), key=lambda kv: -kv[1].get("dollars", 0))[:5]
     ]
     # Two measures of a job's waste, side by side: the hours its pods held GPUs without work
@@ -258,11 +261,13 @@ def week_figures(
     def total(job: str) -> float:
         return job_waste.get(job, 0.0) + float(held.get(job, {}).get("held_not_working_usd", 0.0))
 
+    inferred = {job for job in held if job not in exact}
     figures.most_wasteful_jobs = [
         {
             "job": job,
             "waste_usd": round(job_waste.get(job, 0.0), 2),
             "held_not_working_usd": held.get(job, {}).get("held_not_working_usd"),
+            "inferred": job in inferred,
         }
         for job in sorted(wasteful, key=lambda j: (-total(j), j))[:5]
     ]
@@ -273,18 +278,22 @@ def week_figures(
 
 
 def held_by_job(waste: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Each job the attribution names exactly (not inferred from a pod name): the week's
-    GPU-hours its pods held, and their cost, and the held hours without work and theirs, the
-    waste section's own figures. A job name in two namespaces sums them."""
+    """Each job the attribution names: the week's GPU-hours its pods held, and their cost, and
+    the held hours without work and theirs, the waste section's own figures, and whether the
+    name was inferred from a pod name (any of its rows). A job in two namespaces sums them."""
     price = float(waste.get("gpu_hour_usd") or 0.0)
     held: dict[str, dict[str, Any]] = {}
     for row in waste.get("all_jobs", []):
-        if row.get("inferred"):
-            continue
         job = held.setdefault(
             str(row["job"]),
-            {"held_gpu_hours": 0.0, "held_usd": 0.0, "held_not_working_usd": 0.0},
+            {
+                "held_gpu_hours": 0.0,
+                "held_usd": 0.0,
+                "held_not_working_usd": 0.0,
+                "inferred": False,
+            },
         )
+        job["inferred"] = job["inferred"] or bool(row.get("inferred"))
         job["held_gpu_hours"] = round(job["held_gpu_hours"] + float(row["held_gpu_hours"]), 2)
         job["held_usd"] = round(job["held_gpu_hours"] * price, 2)
         job["held_not_working_usd"] = round(

@@ -249,11 +249,16 @@ def html_report(figures: WeekFigures, *, link: str | None = None) -> str:
             "analyzer's last lookback window.</small></p>"
         )
     if f.most_wasteful_jobs:
+        parts.append('<h3 id="wasteful-jobs">Jobs that wasted most</h3>')
         parts.append(
             _table(
                 ["Job", "Held without work (week)", "Waiting while stepping (findings)"],
                 [
-                    [j["job"], _money(j.get("held_not_working_usd")), _money(j["waste_usd"])]
+                    [
+                        j["job"] + (" (inferred)" if j.get("inferred") else ""),
+                        _money(j.get("held_not_working_usd")),
+                        _money(j["waste_usd"]),
+                    ]
                     for j in f.most_wasteful_jobs
                 ],
                 {1, 2},

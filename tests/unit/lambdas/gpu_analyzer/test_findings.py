@@ -23,9 +23,13 @@ def test_a_job_that_held_gpus_idle_is_priced_with_its_pods_gpus_and_hours() -> N
         _week_day(),  # type: ignore[arg-type]
         gpu_hour_usd=6.88,
         window_hours=24,
+        window_start=H - H % 86_400,
         training_findings={"nb": ["training_data_bound job/nb", "training_slow_checkpoint job/nb"]},
     )
     assert finding.kind == "gpu_held_not_working"
+    # The day it covers, said: the run comes the morning after, beside a weekly figure.
+    assert finding.summary.startswith("nb in research held GPUs for 10.0 GPU-hours on 2025-11-24,")
+    assert finding.evidence["window_start"] == "2025-11-24T00:00:00+00:00"
     assert finding.resource == "namespace/research/job/nb"
     assert finding.evidence["not_working_gpu_hours"] == 10.0
     assert finding.evidence["waste_in_window_usd"] == pytest.approx(68.8)

@@ -136,7 +136,7 @@ def test_figures_from_known_inputs() -> None:
     assert next(f["kind"] for f in document["top_findings"]) == "gpu_xid_errors"  # critical first
     assert document["storage_waste_usd"] == 40.0  # the same idle volume on two days counts once
     assert document["most_wasteful_jobs"] == [
-        {"job": "bert", "waste_usd": 120.0, "held_not_working_usd": None}
+        {"job": "bert", "waste_usd": 120.0, "held_not_working_usd": None, "inferred": False}
     ]  # no attribution given
     assert document["costliest_jobs"][0]["job"] == "bert"
     assert document["xids"][0] == {"node": "node-b", "code": "13", "count": 3.0}
@@ -245,10 +245,18 @@ def test_job_tables_take_held_hours_from_the_attribution_and_label_both_measures
         {"job": "bert", "gpu_hours": 16.0, "dollars": 110.08, "active_hours": 8.0,
          "held_gpu_hours": 48.0, "held_usd": 330.24, "held_not_working_usd": 330.24},
     ]  # fmt: skip
-    assert figures.most_wasteful_jobs == [
-        {"job": "bert", "waste_usd": 44.0, "held_not_working_usd": 330.24},
-    ]  # the inferred notebook's held hours are in the waste section, not here
+    # The notebook's name is inferred: it is no training job's, but it wasted GPU-hours, so it
+    # ranks among the jobs that wasted most, marked.
+    assert [(j["job"], j["inferred"]) for j in figures.most_wasteful_jobs] == [
+        ("bert", False),
+        ("notebook", True),
+    ]
+    assert figures.most_wasteful_jobs[0] == {
+        "job": "bert", "waste_usd": 44.0, "held_not_working_usd": 330.24, "inferred": False,
+    }  # fmt: skip
     html = html_report(figures)
+    assert '<h3 id="wasteful-jobs">Jobs that wasted most</h3>' in html
+    assert "<td>notebook (inferred)</td>" in html
     assert '<th scope="col">GPU-hours held (week)</th>' in html
     assert '<th scope="col">GPU-hours stepping (last lookback)</th>' in html
     assert "Storage waste a month<b>$0</b><small>new</small>" in html
