@@ -26,8 +26,11 @@ COVERAGE = (
     "unattributed_gpu_hours",
 )
 CSV_COLUMNS = (
+    "cluster",
+    "week",
     "namespace",
     *NUMBERS,
+    "held_usd",
     "efficiency",
     "not_working_change_gpu_hours",
 )
@@ -113,11 +116,20 @@ def week_waste(
     }
 
 
-def waste_csv(waste: Mapping[str, Any]) -> str:
-    """The per-namespace table for showback: one row per namespace, a spreadsheet opens it."""
+def waste_csv(waste: Mapping[str, Any], *, cluster: str, week: str) -> str:
+    """The per-namespace table for showback: one row per namespace, with its cluster and week
+    so weeks and clusters can be stacked in one sheet, and the cost of every held GPU-hour
+    (what a team is charged back) beside the cost of the idle ones (``waste_usd``)."""
+    price = float(waste.get("gpu_hour_usd") or 0.0)
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     for row in waste.get("namespaces", []):
-        writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in CSV_COLUMNS})
+        full = {
+            **row,
+            "cluster": cluster,
+            "week": week,
+            "held_usd": round(float(row.get("held_gpu_hours") or 0.0) * price, 2),
+        }
+        writer.writerow({k: "" if full.get(k) is None else full.get(k) for k in CSV_COLUMNS})
     return out.getvalue()

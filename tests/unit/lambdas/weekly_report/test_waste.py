@@ -63,9 +63,14 @@ def test_the_week_sums_days_ranks_idle_holders_and_compares_with_last_week() -> 
     assert waste["no_container_insights_gpu_hours"] == 8.75
     assert waste["unattributed_gpu_hours"] == 1.75
     assert job["not_working_change_gpu_hours"] == 68.0
-    rows = list(csv.DictReader(io.StringIO(waste_csv(waste))))
+    rows = list(csv.DictReader(io.StringIO(waste_csv(waste, cluster="c", week="2026-W48"))))
     assert rows[0]["namespace"] == "research"
+    assert (rows[0]["cluster"], rows[0]["week"]) == ("c", "2026-W48")
     assert float(rows[0]["waste_usd"]) == pytest.approx(481.6)
+    # Showback charges every held GPU-hour, idle or not.
+    assert float(rows[0]["held_usd"]) == pytest.approx(
+        float(rows[0]["held_gpu_hours"]) * waste["gpu_hour_usd"], abs=0.01
+    )
     html = html_report(WeekFigures(cluster="c", week="2026-W48", waste=waste))
     assert html.index('id="waste"') < html.index('id="headline"')
     assert "alice-notebook (inferred)" in html
