@@ -38,7 +38,12 @@ from cli.demo_storage import END as STORAGE_END
 from cli.demo_storage import run_storage_analyzer, storage_summary
 from cli.demo_storage import seed as seed_storage
 from cli.demo_training import CLUSTER as TRAINING_CLUSTER
-from cli.demo_training import run_next_morning, run_training_analyzer, training_summary
+from cli.demo_training import (
+    monday_summary,
+    run_next_morning,
+    run_training_analyzer,
+    training_summary,
+)
 from cli.demo_training import seed as seed_training
 from cli.demo_week import LAST_WEEK, THIS_WEEK, WeekSeeder
 from contract.metrics import (
@@ -84,6 +89,8 @@ class DemoResult:
     cluster: str = ""
     #: The summary of the analyzer's Monday run that attributes the week's Sunday.
     sunday_attribution: dict[str, Any] = field(default_factory=dict)
+    #: Its findings (the replayed node's GPU held without work among them).
+    monday_findings: list[dict[str, Any]] = field(default_factory=list)
 
     def _exporter_lines(self) -> list[str]:
         """Step 4: what the exporter's replay read back, GPU by GPU."""
@@ -162,6 +169,8 @@ class DemoResult:
                 "teams' GPUs (exporter and Container Insights) and a short run of each job a "
                 "day, the analyzer run on each day"
             )
+        if self.sunday_attribution:
+            lines += monday_summary(self.monday_findings)
         if self.report:
             lines.append(
                 f"8. Ran the weekly report Lambda for {self.report['week']}, compared with the "
@@ -336,7 +345,11 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
         # The analyzer's Monday-morning run (the default schedule's 07:00) attributes the
         # week's Sunday, now with the exporter's node in it: its GPU held at 12% of its power
         # limit, its lost GPU.
-        result.sunday_attribution = run_next_morning(STORAGE_END + 8 * 3600)
+        result.sunday_attribution, result.monday_findings = run_next_morning(
+            clients["s3"], STORAGE_END + 8 * 3600
+        )
+        with (out_dir / "training-findings.jsonl").open("a") as findings:
+            findings.writelines(json.dumps(f) + "\n" for f in result.monday_findings)
         if result.exporter is not None:
             result.notifications = run_notifications(
                 session, settings, result.exporter, result.backtest, out_dir

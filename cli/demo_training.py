@@ -250,12 +250,11 @@ def run_training_analyzer(
     return run_analyzer(training_handler.handler, ENV, clients["s3"], at=at)
 
 
-def run_next_morning(at: float) -> dict[str, Any]:
+def run_next_morning(s3: Any, at: float) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The analyzer's next scheduled run (after ``run_training_analyzer``, whose clients it
     keeps): it attributes the whole UTC day before ``at``, so the run on the Monday after the
     week closes its Sunday. Its findings are that Monday's (next week's report's)."""
-    with environment(ENV):
-        return training_handler.handler({"time": datetime.fromtimestamp(at, UTC).isoformat()}, None)
+    return run_analyzer(training_handler.handler, ENV, s3, at=at)
 
 
 def training_summary(summary: dict[str, Any], findings: list[dict[str, Any]]) -> list[str]:
@@ -264,15 +263,30 @@ def training_summary(summary: dict[str, Any], findings: list[dict[str, Any]]) ->
         f"the training analyzer's Lambda handler: {summary['jobs']} jobs, "
         f"{summary['gpu_hours']:,.0f} GPU-hours, {len(findings)} findings:"
     ]
-    named = set()
+    lines += finding_lines(findings)
+    named = {f["resource"].removeprefix("job/") for f in findings}
+    quiet = [job.name for job in JOBS if job.name not in named]
+    lines.append(f"   no findings: {', '.join(quiet) or 'none'}")
+    return lines
+
+
+def monday_summary(findings: list[dict[str, Any]]) -> list[str]:
+    """The lines about the analyzer's Monday run: the week's Sunday, with the replayed node."""
+    return [
+        "   the Monday 07:00 run attributed the week's Sunday, the replayed node's hours in it: "
+        f"{len(findings)} findings:",
+        *finding_lines(findings),
+    ]
+
+
+def finding_lines(findings: list[dict[str, Any]]) -> list[str]:
+    """A line per finding (severity, kind, resource, monthly waste), and what it relates to."""
+    lines = []
     for f in findings:
         job = f["resource"].removeprefix("job/")
-        named.add(job)
         waste = f.get("estimated_monthly_waste_usd")
         money = f" (${waste:,.0f}/month)" if waste else ""
         lines.append(f"   {f['severity']:<8} {f['kind']:<32} {job}{money}")
         if f.get("related"):
             lines.append(f"            related: {', '.join(f['related'])}")
-    quiet = [job.name for job in JOBS if job.name not in named]
-    lines.append(f"   no findings: {', '.join(quiet) or 'none'}")
     return lines

@@ -21,7 +21,10 @@ that each rule is a unit test:
   node's in-use GPU-hours are held by an unknown pod, marked ``no_container_insights``.
 - A hold that could not be placed on a node, or on a GPU-hour the exporter did not see, adds
   no GPU-hour: its time is reported as ``unattributed``. An in-use GPU-hour of the same
-  device with no placed hold is held by an unknown pod (the unplaced one, most likely).
+  device with no placed hold is held by an unknown pod (the unplaced one, most likely), but
+  the unplaced holds of a device explain at most their own hours: the GPU-hours of nodes with
+  Container Insights data are claimed first (the pod was seen there), then the others in node
+  order; what is left of them is classed as if no hold were unplaced.
 """
 
 from collections import defaultdict
@@ -204,25 +207,21 @@ def attribute(
     (``node_gpu_*``); a node also has data in the hours a pod's hold is placed on it."""
     exact = exact_jobs or {}
     result = Attribution()
-    by_gpu_hour: dict[tuple[GpuKey, int], list[Hold]] = defaultdict(list)
-    unplaced: set[tuple[str, int]] = set()
-    for hold in holds:
-        if hold.share <= 0:
-            continue
-        if hold.gpu.node == UNPLACED_NODE:
-            result.unattributed += min(1.0, hold.share)
-            unplaced.add((hold.gpu.gpu, hold.hour))
-        else:
-            by_gpu_hour[(hold.gpu, hold.hour)].append(hold)
+    by_gpu_hour, unplaced = _placed(holds)
+    result.unattributed += sum(unplaced.values())
     # A node where a pod's hold is placed had Container Insights data that hour.
     ci = {(gpu.node, hour) for gpu, hour in by_gpu_hour} | set(ci_node_hours or ())
     seen: set[tuple[GpuKey, int]] = set()
+    claimable: list[tuple[GpuHour, HourClass]] = []
     for hour in gpu_hours:
         seen.add((hour.gpu, hour.hour))
         cls = classify(hour, thresholds)
         pods = by_gpu_hour.get((hour.gpu, hour.hour), [])
         if not pods:
-            _unknown_holder(result, hour, cls, exact, unplaced, ci)
+            if hour.in_use and (hour.gpu.gpu, hour.hour) in unplaced:
+                claimable.append((hour, cls))
+            else:
+                _unknown_holder(result, hour, cls, 1.0, exact, ci)
             continue
         measured = hour.power_utilization is not None or hour.sm_active is not None
         portions, sliced = _split(pods)
@@ -235,30 +234,70 @@ def attribute(
         rest = 1.0 - sum(portion for _, portion in portions)
         if rest > 1e-9:
             result.classes[_unheld(cls)] += rest
+    _claim_unplaced(result, claimable, unplaced, exact, ci)
     for key, pods in by_gpu_hour.items():
         if key not in seen:
             result.unattributed += sum(p for _, p in _split(pods)[0])
     return result
 
 
+def _placed(
+    holds: Iterable[Hold],
+) -> tuple[dict[tuple[GpuKey, int], list[Hold]], dict[tuple[str, int], float]]:
+    """Holds by GPU-hour, and the hours of unplaced holds by (device index, hour): what
+    they may explain of in-use GPU-hours no placed hold covers."""
+    by_gpu_hour: dict[tuple[GpuKey, int], list[Hold]] = defaultdict(list)
+    unplaced: dict[tuple[str, int], float] = defaultdict(float)
+    for hold in holds:
+        if hold.share <= 0:
+            continue
+        if hold.gpu.node == UNPLACED_NODE:
+            unplaced[(hold.gpu.gpu, hold.hour)] += min(1.0, hold.share)
+        else:
+            by_gpu_hour[(hold.gpu, hold.hour)].append(hold)
+    return by_gpu_hour, unplaced
+
+
+def _claim_unplaced(
+    result: Attribution,
+    claimable: list[tuple[GpuHour, HourClass]],
+    unplaced: dict[tuple[str, int], float],
+    exact: Mapping[str, str],
+    ci: set[tuple[str, int]],
+) -> None:
+    """In-use GPU-hours with no placed hold, of a device and hour with unplaced holds: each
+    claims what is left of those holds' hours, nodes with Container Insights data first."""
+    left = dict(unplaced)
+    ordered = sorted(
+        claimable,
+        key=lambda item: ((item[0].gpu.node, item[0].hour) not in ci, item[0].gpu.node),
+    )
+    for hour, cls in ordered:
+        key = (hour.gpu.gpu, hour.hour)
+        claim = min(1.0, left[key])
+        left[key] -= claim
+        if claim > 1e-9:
+            _account(result, UNKNOWN_NAMESPACE, UNPLACED_POD, hour, claim, cls, exact)
+        if 1.0 - claim > 1e-9:
+            _unknown_holder(result, hour, cls, 1.0 - claim, exact, ci)
+
+
 def _unknown_holder(
     result: Attribution,
     hour: GpuHour,
     cls: HourClass,
+    portion: float,
     exact: Mapping[str, str],
-    unplaced: set[tuple[str, int]],
     ci: set[tuple[str, int]],
 ) -> None:
-    """A GPU-hour no placed hold covers: held by an unknown pod where it was in use and either
-    a hold of its device could not be placed or its node had no Container Insights data."""
-    if hour.in_use and (hour.gpu.gpu, hour.hour) in unplaced:
-        _account(result, UNKNOWN_NAMESPACE, UNPLACED_POD, hour, 1.0, cls, exact)
-    elif hour.in_use and (hour.gpu.node, hour.hour) not in ci:
-        owner = _account(result, UNKNOWN_NAMESPACE, UNKNOWN_POD, hour, 1.0, cls, exact)
+    """A GPU-hour (or the part of it) no hold covers: held by an unknown pod where it was in
+    use and its node had no Container Insights data; otherwise not held."""
+    if hour.in_use and (hour.gpu.node, hour.hour) not in ci:
+        owner = _account(result, UNKNOWN_NAMESPACE, UNKNOWN_POD, hour, portion, cls, exact)
         owner.no_container_insights = True
-        result.no_container_insights += 1.0
+        result.no_container_insights += portion
     else:
-        result.classes[_unheld(cls)] += 1.0
+        result.classes[_unheld(cls)] += portion
 
 
 def _account(

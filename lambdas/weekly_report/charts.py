@@ -2,7 +2,8 @@
 the report renders the same offline, in a mail client's browser, and in print.
 
 Each chart has a title and a text description for screen readers, lines differ by dash
-pattern as well as colour, and the report puts the numbers in a table beside it.
+pattern and marker as well as colour, the legend (below the plot, never over the data) shows
+all three, and the report puts the numbers in a table beside it.
 """
 
 from collections.abc import Mapping, Sequence
@@ -12,14 +13,17 @@ WIDTH, HEIGHT = 640, 240
 LEFT, RIGHT, TOP, BOTTOM = 48, 12, 28, 36
 COLOURS = ("#1f5fa8", "#c2571a", "#2e8540", "#7b3fa0", "#8a6d00", "#b3003c")
 DASHES = ("", "6 3", "2 3", "8 3 2 3", "1 2", "10 4")
+#: The legend, under the x axis's labels: rows of this many entries, each row this high.
+LEGEND_COLUMNS, LEGEND_ROW = 2, 14
+LEGEND_TOP = HEIGHT - BOTTOM + 22
 
 
-def _frame(title: str, description: str, body: str) -> str:
+def _frame(title: str, description: str, body: str, height: int = HEIGHT) -> str:
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" role="img" '
         f'aria-label="{escape(title)}" class="chart">'
         f"<title>{escape(title)}</title><desc>{escape(description)}</desc>"
-        f'<rect width="{WIDTH}" height="{HEIGHT}" fill="#fff"/>'
+        f'<rect width="{WIDTH}" height="{height}" fill="#fff"/>'
         f'<text x="{LEFT}" y="18" font-size="13" font-family="sans-serif">{escape(title)}</text>'
         f"{body}</svg>"
     )
@@ -48,6 +52,40 @@ def _axes(labels: Sequence[str], y_max: float, unit: str) -> str:
     return "".join(parts)
 
 
+def _marker(n: int, x: float, y: float, colour: str) -> str:
+    """Series alternate circle and square markers, so points differ by shape too."""
+    if n % 2 == 0:
+        return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{colour}"/>'
+    return f'<rect x="{x - 3:.1f}" y="{y - 3:.1f}" width="6" height="6" fill="{colour}"/>'
+
+
+def _legend(names: Sequence[str]) -> tuple[str, int]:
+    """The legend below the plot area, each sample drawn as its series is (colour, dash,
+    marker); and the chart's height with it."""
+    if not names:
+        return "", HEIGHT
+    rows = -(-len(names) // LEGEND_COLUMNS)
+    column = (WIDTH - LEFT - RIGHT) / LEGEND_COLUMNS
+    bottom = LEGEND_TOP + LEGEND_ROW * rows + 4
+    parts = [
+        f'<g class="legend"><rect class="legend-box" x="{LEFT}" y="{LEGEND_TOP}" '
+        f'width="{WIDTH - LEFT - RIGHT}" height="{bottom - LEGEND_TOP}" fill="none" '
+        'stroke="#ddd"/>'
+    ]
+    for n, name in enumerate(names):
+        colour, dash = COLOURS[n % len(COLOURS)], DASHES[n % len(DASHES)]
+        x = LEFT + 6 + column * (n % LEGEND_COLUMNS)
+        y = LEGEND_TOP + 2 + LEGEND_ROW * (n // LEGEND_COLUMNS) + LEGEND_ROW / 2
+        parts.append(
+            f'<line x1="{x:.1f}" y1="{y:.1f}" x2="{x + 24:.1f}" y2="{y:.1f}" stroke="{colour}" '
+            f'stroke-width="2" stroke-dasharray="{dash}"/>{_marker(n, x + 12, y, colour)}'
+            f'<text x="{x + 28:.1f}" y="{y + 4:.1f}" font-size="10" '
+            f'font-family="sans-serif">{escape(name)}</text>'
+        )
+    parts.append("</g>")
+    return "".join(parts), bottom + 4
+
+
 def line_chart(
     title: str,
     labels: Sequence[str],
@@ -61,37 +99,28 @@ def line_chart(
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     step = plot_w / max(1, len(labels))
     parts = [_axes(labels, top, unit)]
-    for n, (name, points) in enumerate(series.items()):
+    for n, points in enumerate(series.values()):
         coordinates = [
-            f"{LEFT + step * (i + 0.5):.1f},{TOP + plot_h * (1 - min(v, top) / top):.1f}"
+            (LEFT + step * (i + 0.5), TOP + plot_h * (1 - min(v, top) / top))
             for i, v in enumerate(points)
             if v is not None
         ]
         colour, dash = COLOURS[n % len(COLOURS)], DASHES[n % len(DASHES)]
         # A marker at each point: a single day still shows, and points differ by shape too.
-        parts += [
-            f'<circle cx="{c.split(",")[0]}" cy="{c.split(",")[1]}" r="3" fill="{colour}"/>'
-            if n % 2 == 0
-            else f'<rect x="{float(c.split(",")[0]) - 3:.1f}" y="{float(c.split(",")[1]) - 3:.1f}" '
-            f'width="6" height="6" fill="{colour}"/>'
-            for c in coordinates
-        ]
+        parts += [_marker(n, x, y, colour) for x, y in coordinates]
         if coordinates:
+            points_attr = " ".join(f"{x:.1f},{y:.1f}" for x, y in coordinates)
             parts.append(
                 f'<polyline fill="none" stroke="{colour}" stroke-width="2" '
-                f'stroke-dasharray="{dash}" points="{" ".join(coordinates)}"/>'
+                f'stroke-dasharray="{dash}" points="{points_attr}"/>'
             )
-        y = TOP + 4 + 14 * n
-        parts.append(
-            f'<line x1="{WIDTH - 150}" y1="{y}" x2="{WIDTH - 126}" y2="{y}" stroke="{colour}" '
-            f'stroke-width="2" stroke-dasharray="{dash}"/><text x="{WIDTH - 122}" y="{y + 4}" '
-            f'font-size="10" font-family="sans-serif">{escape(name)}</text>'
-        )
+    legend, height = _legend(list(series))
+    parts.append(legend)
     description = "; ".join(
         f"{name}: " + ", ".join("no data" if v is None else f"{v:,.1f}{unit}" for v in points)
         for name, points in series.items()
     )
-    return _frame(title, description or "no data", "".join(parts))
+    return _frame(title, description or "no data", "".join(parts), height)
 
 
 def bar_chart(title: str, labels: Sequence[str], values: Sequence[float], *, unit: str = "") -> str:

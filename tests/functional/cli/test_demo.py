@@ -332,3 +332,24 @@ def test_the_demo_report_changes_on_a_real_last_week_and_ties_jobs_across_tables
         "vit-flaky": 7,
     }
     assert all(None not in days for days in document["throughput_by_job"].values())
+
+
+def test_the_monday_run_shows_the_replayed_nodes_gpu_held_without_work(
+    demo: tuple[DemoResult, Path],
+) -> None:
+    # The analyzer's Monday-morning run attributes the week's Sunday, with the exporter's
+    # replayed node in it: speech's whisper-finetune held its GPU at 12% of the power limit.
+    result, tmp_path = demo
+    written = [
+        json.loads(line)
+        for line in (tmp_path / "out" / "training-findings.jsonl").read_text().splitlines()
+    ]
+    held = {f["resource"]: f for f in written if f["kind"] == "gpu_held_not_working"}
+    whisper = held["namespace/speech/job/whisper-finetune"]
+    assert whisper["estimated_monthly_waste_usd"] > 0
+    # The earlier runs' findings stay, each line a finding as before.
+    assert "namespace/nlp/job/bert-data-bound" in held
+    assert all({"kind", "resource", "severity"} <= f.keys() for f in written)
+    summary = result.summary()
+    assert "gpu_held_not_working" in summary.split("Monday", 1)[1]
+    assert "speech/job/whisper-finetune" in summary

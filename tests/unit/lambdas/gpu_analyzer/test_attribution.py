@@ -203,3 +203,34 @@ def test_container_insights_data_on_a_node_with_no_pod_means_not_held() -> None:
     )
     assert result.classes[HourClass.NOT_HELD] == 1.0
     assert result.no_container_insights == 0.0
+
+
+def test_an_unplaced_hold_explains_at_most_its_own_hours() -> None:
+    # One unplaced 1-hour hold on device 0; five nodes' GPU 0 in use at 12%, and Container
+    # Insights saw every node this hour with no pod on it. The hold explains one GPU-hour,
+    # not five: the other four stay not held.
+    nodes = [GpuKey(f"node-{i}", "0") for i in range(5)]
+    result = attribute(
+        [idle(gpu) for gpu in nodes],
+        [Hold(gpu=GpuKey(UNPLACED_NODE, "0"), hour=H, namespace="research", pod="nb-0", share=1)],
+        ci_node_hours={(gpu.node, H) for gpu in nodes},
+    )
+    assert result.unattributed == pytest.approx(1.0)
+    unplaced = result.pods[(UNKNOWN_NAMESPACE, UNPLACED_POD)]
+    assert unplaced.hours[HourClass.NOT_WORKING] == pytest.approx(1.0)
+    assert result.classes[HourClass.NOT_WORKING] == pytest.approx(1.0)
+    assert result.classes[HourClass.NOT_HELD] == pytest.approx(4.0)
+    assert sum(result.classes.values()) == pytest.approx(5.0)
+
+
+def test_an_unplaced_half_hour_claims_half_a_gpu_hour() -> None:
+    # Where the hold covered half the hour, half the in-use GPU-hour is its; the node had
+    # no Container Insights data, so the rest is held by a pod the hour cannot name.
+    result = attribute(
+        [idle(N1)],
+        [Hold(gpu=GpuKey(UNPLACED_NODE, "0"), hour=H, namespace="ml", pod="nb-0", share=0.5)],
+    )
+    assert result.pods[(UNKNOWN_NAMESPACE, UNPLACED_POD)].held == pytest.approx(0.5)
+    assert result.pods[(UNKNOWN_NAMESPACE, UNKNOWN_POD)].held == pytest.approx(0.5)
+    assert result.no_container_insights == pytest.approx(0.5)
+    assert sum(result.classes.values()) == pytest.approx(1.0)
