@@ -8,10 +8,10 @@ run on a node with ``--sink cloudwatch``.
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from cli.demo_datums import ci_node_dimensions, ci_pod_dimensions, statistic_set
 from cli.demo_storage import END
 from contract.metrics import (
     ALARM_METRICS,
@@ -19,11 +19,8 @@ from contract.metrics import (
     CI_POD_GPU_POWER_METRIC,
     CI_POD_GPU_UTILIZATION_METRIC,
     DIM_CLUSTER,
-    DIM_GPU_DEVICE,
     DIM_GPU_INDEX,
-    DIM_NAMESPACE,
     DIM_NODE,
-    DIM_POD_NAME,
     DIM_SHARD,
     DIM_XID_CODE,
     NAMESPACE_CONTAINER_INSIGHTS,
@@ -191,15 +188,13 @@ def publish_container_insights(cloudwatch: Any, cluster: str, emf_path: Path) ->
     data: list[dict[str, Any]] = []
     for (gpu, hour), values in sorted(samples.items()):
         device, pod = f"nvidia{gpu}", REPLAY_POD.format(gpu=gpu)
-        node_dims = {DIM_CLUSTER: cluster, DIM_GPU_DEVICE: device, "InstanceId": "i-0replayed",
-                     "InstanceType": "p5.48xlarge", DIM_NODE: NODE}  # fmt: skip
-        pod_dims = {DIM_CLUSTER: cluster, "FullPodName": pod, DIM_GPU_DEVICE: device,
-                    DIM_NAMESPACE: REPLAY_NAMESPACE, DIM_POD_NAME: pod}  # fmt: skip
+        node_dims = ci_node_dimensions(cluster, device, "i-0replayed", NODE)
+        pod_dims = ci_pod_dimensions(cluster, device, REPLAY_NAMESPACE, pod)
         watts = [w for w, _ in values]
         data += [
-            _statistic_set(CI_NODE_GPU_POWER_METRIC, node_dims, hour, watts, "None"),
-            _statistic_set(CI_POD_GPU_POWER_METRIC, pod_dims, hour, watts, "None"),
-            _statistic_set(
+            statistic_set(CI_NODE_GPU_POWER_METRIC, node_dims, hour, watts),
+            statistic_set(CI_POD_GPU_POWER_METRIC, pod_dims, hour, watts),
+            statistic_set(
                 CI_POD_GPU_UTILIZATION_METRIC, pod_dims, hour, [u for _, u in values], "Percent"
             ),
         ]
@@ -208,21 +203,3 @@ def publish_container_insights(cloudwatch: Any, cluster: str, emf_path: Path) ->
             Namespace=NAMESPACE_CONTAINER_INSIGHTS, MetricData=data[first : first + 1000]
         )
     return len(data)
-
-
-def _statistic_set(
-    name: str, dims: dict[str, str], hour: float, values: list[float], unit: str
-) -> dict[str, Any]:
-    """An hour of one-minute samples as CloudWatch stores them: one statistic set."""
-    return {
-        "MetricName": name,
-        "Dimensions": [{"Name": k, "Value": v} for k, v in dims.items()],
-        "Timestamp": datetime.fromtimestamp(hour + 1800, UTC),
-        "StatisticValues": {
-            "SampleCount": len(values),
-            "Sum": sum(values),
-            "Minimum": min(values),
-            "Maximum": max(values),
-        },
-        "Unit": unit,
-    }

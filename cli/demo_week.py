@@ -35,17 +35,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from cli.demo_datums import ci_node_dimensions, ci_pod_dimensions, statistic_set
 from cli.demo_storage import END
 from contract.metrics import (
     CI_NODE_GPU_POWER_METRIC,
     CI_POD_GPU_POWER_METRIC,
     CI_POD_GPU_UTILIZATION_METRIC,
     DIM_CLUSTER,
-    DIM_GPU_DEVICE,
     DIM_GPU_INDEX,
-    DIM_NAMESPACE,
     DIM_NODE,
-    DIM_POD_NAME,
     DIM_SHARD,
     DIM_XID_CODE,
     NAMESPACE_CONTAINER_INSIGHTS,
@@ -136,17 +134,6 @@ def _behaviour(node: str, gpu: int, hour: int, plan: WeekPlan = THIS_WEEK) -> Gp
     return GpuHourSample(node, gpu, hour, power, sm, healthy=True, namespace=namespace, pod=pod)
 
 
-def _statistics(values: list[float], samples: int) -> dict[str, float]:
-    """``samples`` samples of each of these values, as CloudWatch stores them in a statistic
-    set."""
-    return {
-        "SampleCount": samples * len(values),
-        "Sum": samples * sum(values),
-        "Minimum": min(values),
-        "Maximum": max(values),
-    }
-
-
 def _datum(
     name: str,
     dims: dict[str, str],
@@ -156,13 +143,8 @@ def _datum(
     samples: int = SAMPLES,
     start: float = START,
 ) -> dict[str, Any]:
-    return {
-        "MetricName": name,
-        "Dimensions": [{"Name": k, "Value": v} for k, v in dims.items()],
-        "Timestamp": datetime.fromtimestamp(start + hour * 3600 + 1800, UTC),
-        "StatisticValues": _statistics(values, samples),
-        "Unit": unit,
-    }
+    """Hour ``hour`` of the week: ``samples`` samples of each value."""
+    return statistic_set(name, dims, start + hour * 3600, values, unit, repeat=samples)
 
 
 def _exporter_values(s: GpuHourSample) -> dict[GpuMetric, float]:
@@ -205,28 +187,11 @@ def _container_insights_data(
         return
     device = f"nvidia{s.gpu}"
     watts = s.power / 100 * POWER_LIMIT_W
-    yield _datum(
-        CI_NODE_GPU_POWER_METRIC,
-        {
-            DIM_CLUSTER: cluster,
-            DIM_GPU_DEVICE: device,
-            "InstanceId": f"i-0{list(NODES).index(s.node) + 1:016d}",
-            "InstanceType": "p5.48xlarge",
-            DIM_NODE: s.node,
-        },
-        s.hour,
-        [watts],
-        start=start,
-    )
+    node = ci_node_dimensions(cluster, device, f"i-0{list(NODES).index(s.node) + 1:016d}", s.node)
+    yield _datum(CI_NODE_GPU_POWER_METRIC, node, s.hour, [watts], start=start)
     if s.pod is None or s.namespace is None:
         return
-    pod = {
-        DIM_CLUSTER: cluster,
-        "FullPodName": s.pod,
-        DIM_GPU_DEVICE: device,
-        DIM_NAMESPACE: s.namespace,
-        DIM_POD_NAME: s.pod,
-    }
+    pod = ci_pod_dimensions(cluster, device, s.namespace, s.pod)
     yield _datum(CI_POD_GPU_UTILIZATION_METRIC, pod, s.hour, [s.sm or 0.0], "Percent", start=start)
     yield _datum(CI_POD_GPU_POWER_METRIC, pod, s.hour, [watts], start=start)
 
