@@ -45,6 +45,14 @@ def shards(items: Sequence[T], per_shard: int) -> list[Sequence[T]]:
     return [items[i : i + per_shard] for i in range(0, len(items), per_shard)]
 
 
+def map_items(total: int, per_shard: int) -> list[dict[str, int]]:
+    """The Distributed Map's items for ``total`` staged items: each shard's index, first item
+    and count (a few small objects whatever the fleet: Step Functions passes at most 256 KiB
+    between states)."""
+    cut = shards(range(total), per_shard)
+    return [{"index": i, "first": s[0], "count": len(s)} for i, s in enumerate(cut)]
+
+
 def per_shard(seconds_per_item: float, *, budget_s: float = LAMBDA_LIMIT_S * SAFETY_SHARE) -> int:
     """The most items one invocation analyzes within its share of the 15-minute limit."""
     if seconds_per_item <= 0:

@@ -20,7 +20,7 @@ from lambdas.shared.shard_parts import (
     run_document,
     shard_key,
 )
-from lambdas.shared.shards import shards
+from lambdas.shared.shards import map_items
 from lambdas.storage_analyzer.aws import VolumeScope, discover_volumes
 from lambdas.storage_analyzer.ebs_analysis import Volume
 from lambdas.storage_analyzer.run import StorageRun, analyze_volumes
@@ -39,13 +39,11 @@ def part_key(cluster: str, day: str, index: int) -> str:
 def plan(
     *, ec2: Any, s3: Any, bucket: str, cluster: str, scope: VolumeScope, day: str, per_shard: int
 ) -> dict[str, Any]:
-    """Lists the volumes once; the Map's items are the shards, by index (small whatever the
-    fleet: Step Functions passes at most 256 KiB between states)."""
+    """Lists the volumes once and stages them; the Map's items are the shards, by index."""
     volumes = discover_volumes(ec2, cluster=cluster, scope=scope)
     body = json.dumps([asdict(v) for v in volumes]).encode()
     s3.put_object(Bucket=bucket, Key=volumes_key(cluster, day), Body=body)
-    cut = shards(range(len(volumes)), per_shard)
-    items = [{"index": i, "first": s[0], "count": len(s)} for i, s in enumerate(cut)]
+    items = map_items(len(volumes), per_shard)
     return {"day": day, "volumes": len(volumes), "shards": items}
 
 

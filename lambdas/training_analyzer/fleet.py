@@ -16,7 +16,7 @@ from dataclasses import asdict
 from typing import Any
 
 from lambdas.shared.shard_parts import add_run, read_required, run_document, shard_key
-from lambdas.shared.shards import shards
+from lambdas.shared.shards import map_items
 from lambdas.training_analyzer.analysis import JobCost, RankStats
 from lambdas.training_analyzer.run import TrainingRun, analyze_jobs, plan_jobs
 
@@ -67,8 +67,7 @@ def plan(
         "tail": _run_document(tail),
     }
     s3.put_object(Bucket=bucket, Key=plan_key(cluster, day), Body=json.dumps(document).encode())
-    cut = shards(range(len(jobs)), per_shard)
-    items = [{"index": i, "first": s[0], "count": len(s)} for i, s in enumerate(cut)]
+    items = map_items(len(jobs), per_shard)
     return {"day": day, "jobs": len(jobs), "shards": items}
 
 
