@@ -405,17 +405,21 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
 SETTING_KEYS: Final[frozenset[str]] = frozenset(_PARSERS)
 
 
+def closest_setting(key: str) -> str | None:
+    """The setting a misspelt key most likely means (``cluster-name``: ``cluster_name``)."""
+    close = difflib.get_close_matches(key.replace("-", "_").lower(), SETTING_KEYS, n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
 def settings_from_context(context: Mapping[str, object]) -> Settings:
     """Build settings from CDK context. Keys that are not ours (CDK feature flags) are ignored,
     but a key that looks like a misspelt setting is refused rather than silently dropped."""
     for key in context:
         if key in SETTING_KEYS:
             continue
-        close = difflib.get_close_matches(
-            key.replace("-", "_").lower(), SETTING_KEYS, n=1, cutoff=0.8
-        )
+        close = closest_setting(key)
         if close:
-            raise SettingsError(f"unknown setting {key!r}: did you mean {close[0]!r}?")
+            raise SettingsError(f"unknown setting {key!r}: did you mean {close!r}?")
     values = {
         key: _PARSERS[key](key, raw)
         for key, raw in context.items()

@@ -2,11 +2,10 @@
 context, then each ``-c KEY=VALUE``. Shared by the commands that need the settings."""
 
 import argparse
-import difflib
 import json
 from pathlib import Path
 
-from cdk.settings import SETTING_KEYS
+from cdk.settings import SETTING_KEYS, closest_setting
 
 
 def add_settings_arguments(parser: argparse.ArgumentParser, *, context_help: str) -> None:
@@ -57,8 +56,8 @@ def context_from_args(args: argparse.Namespace) -> dict[str, object]:
             raise ValueError(f"-c {item!r} is not KEY=VALUE")
         if key not in SETTING_KEYS:
             # cdk.json also holds CDK's feature flags; a -c given here is meant as a setting.
-            close = difflib.get_close_matches(key, SETTING_KEYS, n=1)
-            hint = f": did you mean {close[0]!r}?" if close else " (README, Settings)"
+            close = closest_setting(key)
+            hint = f": did you mean {close!r}?" if close else " (README, Settings)"
             raise ValueError(f"-c {key}: not a setting of this app{hint}")
         context[key] = value
     return context

@@ -11,7 +11,7 @@ power is closest to the pod's: ``resolve_node``.
 """
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -49,10 +49,6 @@ EXPORTER: Final = (
 )
 
 
-def _listed(cloudwatch: Any, namespace: str, metric: str, cluster: str) -> Iterator[dict[str, str]]:
-    return listed_dimensions(cloudwatch, namespace, metric, {DIM_CLUSTER: cluster})
-
-
 def exporter_queries(cloudwatch: Any, cluster: str) -> list[MetricQuery]:
     """Every GPU the exporter published (a lost GPU publishes only gpu_healthy). Each metric is
     read with its own per-GPU dimension set (``gpu_schema``): the alarm metrics carry the GPU's
@@ -60,7 +56,9 @@ def exporter_queries(cloudwatch: Any, cluster: str) -> list[MetricQuery]:
     gpus: set[tuple[str, str]] = set()
     shards: dict[tuple[str, str], str] = {}
     for metric in (GpuMetric.POWER_UTILIZATION, GpuMetric.HEALTHY):
-        for dims in _listed(cloudwatch, NAMESPACE_GPU, str(metric), cluster):
+        for dims in listed_dimensions(
+            cloudwatch, NAMESPACE_GPU, str(metric), {DIM_CLUSTER: cluster}
+        ):
             if set(dims) == set(gpu_schema(metric)):
                 gpu = (dims[DIM_NODE], dims[DIM_GPU_INDEX])
                 gpus.add(gpu)
@@ -91,8 +89,11 @@ def container_insights_queries(cloudwatch: Any, cluster: str) -> list[MetricQuer
     """Per pod and GPU: samples (how long it held the GPU) and mean power; per node GPU: power.
     Dimensions are passed in the order ListMetrics gives them (moto matches them in order)."""
     queries: dict[tuple[str, ...], MetricQuery] = {}
-    for dims in _listed(
-        cloudwatch, NAMESPACE_CONTAINER_INSIGHTS, CI_POD_GPU_UTILIZATION_METRIC, cluster
+    for dims in listed_dimensions(
+        cloudwatch,
+        NAMESPACE_CONTAINER_INSIGHTS,
+        CI_POD_GPU_UTILIZATION_METRIC,
+        {DIM_CLUSTER: cluster},
     ):
         if {DIM_NAMESPACE, DIM_POD_NAME, DIM_GPU_DEVICE} <= set(dims) and DIM_NODE not in dims:
             key = (dims[DIM_NAMESPACE], dims[DIM_POD_NAME], dims[DIM_GPU_DEVICE])
@@ -113,8 +114,8 @@ def container_insights_queries(cloudwatch: Any, cluster: str) -> list[MetricQuer
                 "Average",
                 HOUR,
             )
-    for dims in _listed(
-        cloudwatch, NAMESPACE_CONTAINER_INSIGHTS, CI_NODE_GPU_POWER_METRIC, cluster
+    for dims in listed_dimensions(
+        cloudwatch, NAMESPACE_CONTAINER_INSIGHTS, CI_NODE_GPU_POWER_METRIC, {DIM_CLUSTER: cluster}
     ):
         if {DIM_NODE, DIM_GPU_DEVICE} <= set(dims):
             node_key = ("node", dims[DIM_NODE], dims[DIM_GPU_DEVICE], "power")
