@@ -67,7 +67,6 @@ AFTER: Final = Layout(
 )
 #: Per-GPU gauges the exporter publishes every hour (XID counts come only when an XID does).
 GAUGES_PER_GPU: Final = AFTER.per_gpu
-EMF_BYTES_PER_GPU_CYCLE: Final = AFTER.emf_bytes_per_gpu_cycle
 
 
 @dataclass(frozen=True)
