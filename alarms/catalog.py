@@ -39,6 +39,7 @@ from contract.metrics import (
     GpuMetric,
     host_log_namespace,
 )
+from lambdas.gpu_analyzer.attribution import LOW_POWER_PERCENT
 
 #: Metrics Insights alarms look back at most three hours.
 MAX_INSIGHTS_WINDOW_MINUTES = MAX_WINDOW_MINUTES
@@ -55,7 +56,7 @@ class AlarmSettingsError(ValueError):
 class AlarmSettings:
     cluster_name: str
     #: A GPU in use drawing under this share of its power limit is not working.
-    low_power_percent: float = 30.0
+    low_power_percent: float = LOW_POWER_PERCENT
     low_power_window_minutes: int = 60
     throttle_window_minutes: int = 30
     #: The exporter publishes power against the limit; without it the alarm needs the

@@ -25,10 +25,11 @@ from cdk.aws_values import (
     iam_arn_problem,
     schedule_problem,
 )
-from contract.metrics import EXPORTER_MAX_INTERVAL_S
+from contract.metrics import EXPORTER_INTERVAL_S, EXPORTER_MAX_INTERVAL_S
 from contract.resource_names import EKS_CLUSTER, parameter_name
 from deploy_config.cloudwatch_agent_config import MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS
 from deploy_config.manifest import DEFAULT_GPU_NODE_LABELS
+from lambdas.gpu_analyzer.attribution import LOW_POWER_PERCENT
 from lambdas.shared.shards import (
     LOOKBACK_DAYS,
     STORAGE,
@@ -37,6 +38,7 @@ from lambdas.shared.shards import (
     TRAINING_SHARD_JOBS,
     FunctionSize,
 )
+from lambdas.storage_analyzer.aws import VolumeScope
 from lambdas.training_analyzer.gpu_prices import gpu_hour_price
 
 #: The cluster the documented example deployment targets when no cluster_name is given.
@@ -90,7 +92,7 @@ class Settings:
     agent_interval_seconds: int = 60
     #: Deploy the NVML exporter (image asset built at deploy time: needs Docker or Finch).
     exporter_enabled: bool = True
-    exporter_interval_seconds: int = 10
+    exporter_interval_seconds: int = EXPORTER_INTERVAL_S
     #: Share the host's PID namespace to name the pod using each GPU (off: a privilege).
     exporter_pod_attribution: bool = False
     #: key=value labels; a node with any of them runs the exporter.
@@ -99,7 +101,7 @@ class Settings:
     #: the exporter's DaemonSet; without it, `gpu-insights manifest` prints it for kubectl/GitOps.
     kubectl_role_arn: str | None = None
     #: A GPU in use drawing under this share of its power limit for the window is not working.
-    low_power_percent: float = 30.0
+    low_power_percent: float = LOW_POWER_PERCENT
     low_power_window_minutes: int = 60
     throttle_window_minutes: int = 30
     #: GPUs the fleet may grow to: sizes the alarm shards (alarms.sizing: ceil(GPUs / 400),
@@ -120,7 +122,7 @@ class Settings:
     #: S3 buckets the storage analyzer reads request metrics of (training data, checkpoints).
     storage_buckets: tuple[str, ...] = ()
     #: "cluster": volumes tagged for the cluster and those of its nodes; "all": the region's.
-    storage_volume_scope: str = "cluster"
+    storage_volume_scope: str = VolumeScope.CLUSTER.value
     storage_schedule: str = "cron(0 6 * * ? *)"
     #: Volumes the storage analyzer is expected to read. Above ``storage_shard_volumes`` it
     #: runs as a Step Functions Distributed Map (cdk/constructs/fleet_map.py), in shards of
@@ -198,10 +200,10 @@ class Settings:
         ):
             _require_shard_fits(key, getattr(self, key), self.lookback_days, size, counted)
         _require(
-            self.storage_volume_scope in {"cluster", "all"},
+            self.storage_volume_scope in set(VolumeScope),
             "storage_volume_scope",
             self.storage_volume_scope,
-            "cluster or all",
+            " or ".join(VolumeScope),
         )
         _require(self.gpu_node_labels, "gpu_node_labels", "", "at least one key=value label")
         if self.gpu_hour_price_usd is not None:

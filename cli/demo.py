@@ -222,7 +222,7 @@ def _storage_step(
     result: DemoResult, clients: dict[str, Any], settings: Settings, out_dir: Path
 ) -> None:
     result.storage_names = seed_storage(clients, settings.cluster_name)
-    _, result.storage_findings = run_storage_analyzer(clients, settings.cluster_name)
+    _, result.storage_findings = run_storage_analyzer(clients, settings)
     result.files.append(_write_lines(out_dir / "storage-findings.jsonl", result.storage_findings))
 
 
@@ -314,7 +314,7 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
     result.addon_configuration = json.loads(addons[0]["ConfigurationValues"])
 
     # The week before, first and in its own moto context: only its report objects cross over.
-    last_week, result.last_week_datapoints = last_week_report(settings.cluster_name, DEMO_REGION)
+    last_week, result.last_week_datapoints = last_week_report(settings, DEMO_REGION)
     with mock_aws():
         session = boto3.Session(
             aws_access_key_id="demo", aws_secret_access_key="demo", region_name=DEMO_REGION
@@ -361,9 +361,7 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
         result.last_week_points_seen = _points_between(
             clients["cloudwatch"], settings.cluster_name, LAST_WEEK.start, THIS_WEEK.start
         )
-        result.report, report_path = run_weekly_report(
-            clients, settings.cluster_name, result.backtest, out_dir
-        )
+        result.report, report_path = run_weekly_report(clients, settings, result.backtest, out_dir)
         result.files += [report_path, out_dir / "report.json", out_dir / "report.csv"]
         if render_png(report_path, out_dir / "report.png"):
             result.files.append(out_dir / "report.png")

@@ -25,6 +25,7 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
+from cdk.settings import Settings
 from cli.demo_report import report_handler_run
 from cli.demo_storage import REPORT_BUCKET
 from cli.demo_training import run_training_analyzer
@@ -33,9 +34,10 @@ from contract.metrics import training_log_group
 from lambdas.weekly_report.handler import report_prefix
 
 
-def last_week_report(cluster: str, region: str) -> tuple[dict[str, bytes], int]:
+def last_week_report(settings: Settings, region: str) -> tuple[dict[str, bytes], int]:
     """The objects the report handler wrote for the week before (key to body), and the
     datapoints that week's fleet published."""
+    cluster = settings.cluster_name
     with mock_aws():
         session = boto3.Session(
             aws_access_key_id="demo", aws_secret_access_key="demo", region_name=region
@@ -49,7 +51,7 @@ def last_week_report(cluster: str, region: str) -> tuple[dict[str, bytes], int]:
         week = WeekSeeder(clients["cloudwatch"], cluster, LAST_WEEK)
         end = LAST_WEEK.start + WEEK  # this week's Monday 00:00: its run closes the Sunday
         run_training_analyzer(clients, earlier_runs=week, at=end)
-        summary = report_handler_run(clients, cluster, [], now=end - 3600)
+        summary = report_handler_run(clients, settings, [], now=end - 3600)
         prefix = report_prefix(cluster, summary["week"])
         listed = s3.list_objects_v2(Bucket=REPORT_BUCKET, Prefix=prefix)
         objects = {

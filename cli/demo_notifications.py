@@ -15,8 +15,8 @@ from typing import Any
 
 from alarms.backtest import BacktestResult
 from alarms.evaluator import Transition
+from cdk.function_configs import notifier_config
 from cdk.settings import Settings
-from cdk.stacks.alarms_stack import GPU_DASHBOARD
 from cli.demo_exporter import NODE, ExporterReplay
 from cli.demo_storage import environment
 from contract.metrics import (
@@ -26,7 +26,6 @@ from contract.metrics import (
     DIM_XID_CODE,
     exporter_log_group,
 )
-from contract.resource_names import dashboard_name
 from lambdas.xid_notifier import handler as notifier
 
 ACCOUNT = "123456789012"
@@ -148,18 +147,17 @@ def _values(reason: str) -> list[float]:
 
 
 @contextmanager
-def _deployed(session: Any, settings: Settings, specs: list[Any]) -> Iterator[dict[str, str]]:
+def _deployed(session: Any, settings: Settings) -> Iterator[dict[str, str]]:
     """The notifier's topics (each with a queue standing in for an email subscriber), its
     ledger and environment, and its clients."""
     sns, sqs = session.client("sns"), session.client("sqs")
-    queues = {}
-    env: dict[str, str] = {}
+    queues, topics = {}, {}
     for purpose in ("critical", "warning"):
         arn = sns.create_topic(Name=f"demo-{purpose}")["TopicArn"]
         url = sqs.create_queue(QueueName=f"demo-notify-{purpose}")["QueueUrl"]
         queue_arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])
         sns.subscribe(TopicArn=arn, Protocol="sqs", Endpoint=queue_arn["Attributes"]["QueueArn"])
-        env[f"{purpose.upper()}_TOPIC_ARN"] = arn
+        topics[purpose] = arn
         queues[purpose] = url
     session.client("dynamodb").create_table(
         TableName=TABLE,
@@ -171,17 +169,18 @@ def _deployed(session: Any, settings: Settings, specs: list[Any]) -> Iterator[di
     group = exporter_log_group(settings.cluster_name)
     if not logs.describe_log_groups(logGroupNamePrefix=group)["logGroups"]:
         logs.create_log_group(logGroupName=group)
-    env |= {
-        "CLUSTER_NAME": settings.cluster_name,
-        "AWS_REGION": session.region_name,
-        "SENT_TABLE": TABLE,
-        "GPU_DASHBOARD": dashboard_name(settings.cluster_name, GPU_DASHBOARD),
-        "EXPORTER_LOG_GROUP": group,
-        "ALARM_KINDS": json.dumps({s.key: [str(s.severity), s.title] for s in specs}),
-    }
+    config = notifier_config(
+        settings,
+        region=session.region_name,
+        critical_topic_arn=topics["critical"],
+        warning_topic_arn=topics["warning"],
+        sent_table=TABLE,
+        exporter_log_group=group,
+    )
     for service in ("sns", "dynamodb", "logs"):
         notifier._clients[service] = session.client(service)
-    with environment(env):
+    # The demo stands in for Lambda too: AWS_REGION, which Lambda sets, with the rest.
+    with environment(config.environment(runtime=True)):
         yield queues
 
 
@@ -205,8 +204,7 @@ def run_notifications(
 ) -> NotificationsDemo:
     demo = NotificationsDemo()
     sqs = session.client("sqs")
-    specs = [r.spec for r in backtest]
-    with _deployed(session, settings, specs) as queues:
+    with _deployed(session, settings) as queues:
         # 1. The exporter's XID documents, as the log subscription delivers them.
         xid_lines = []
         if replay.emf_path is not None:

@@ -7,16 +7,21 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from alarms.backtest import BacktestResult
 from alarms.evaluator import AlarmState
+from cdk.function_configs import report_config
+from cdk.settings import Settings
+from cli.demo_exporter import INTERVAL_S
 from cli.demo_storage import END, REPORT_BUCKET, environment
 from cli.service_answers import Params, answer
 from dashboards.bodies import all_dashboards, encode
 from lambdas.weekly_report import handler as report_handler
+from lambdas.weekly_report.config import ReportConfig
 from lambdas.weekly_report.handler import report_prefix
 
 
@@ -57,11 +62,23 @@ def alarm_history(items: list[Params]) -> Callable[[Params], Params]:
     return respond
 
 
+def report_function_config(settings: Settings, topic_arn: str) -> ReportConfig:
+    """The function's configuration as the stack builds it, for the deployment whose exporter
+    cycles as the demo's does (cli/demo_exporter.py: once a minute)."""
+    demo = replace(settings, exporter_interval_seconds=int(INTERVAL_S))
+    return report_config(demo, report_bucket=REPORT_BUCKET, topic_arn=topic_arn)
+
+
 def report_handler_run(
-    clients: dict[str, Any], cluster: str, backtest: list[BacktestResult], *, now: float = END
+    clients: dict[str, Any],
+    settings: Settings,
+    backtest: list[BacktestResult],
+    *,
+    now: float = END,
 ) -> dict[str, Any]:
     """The report Lambda's run on the Monday after ``now`` (the demo's "now"): its report
     covers the week that holds ``now``."""
+    cluster = settings.cluster_name
     topic = clients["sns"].create_topic(Name=f"gpu-insights-{cluster}-reports")["TopicArn"]
     report_handler._clients.update(
         s3=clients["s3"],
@@ -75,14 +92,7 @@ def report_handler_run(
     )
     monday = datetime.fromtimestamp(now, UTC).date()
     monday += timedelta(days=7 - monday.weekday())
-    env = {
-        "CLUSTER_NAME": cluster,
-        "REPORT_BUCKET": REPORT_BUCKET,
-        "TOPIC_ARN": topic,
-        "GPU_HOUR_USD": "6.88",
-        "EXPORTER_INTERVAL_SECONDS": "60",
-    }
-    with environment(env):
+    with environment(report_function_config(settings, topic).environment()):
         summary: dict[str, Any] = report_handler.handler(
             {"time": f"{monday.isoformat()}T08:00:00Z"}, None
         )
@@ -90,16 +100,16 @@ def report_handler_run(
 
 
 def run_weekly_report(
-    clients: dict[str, Any], cluster: str, backtest: list[BacktestResult], out_dir: Path
+    clients: dict[str, Any], settings: Settings, backtest: list[BacktestResult], out_dir: Path
 ) -> tuple[dict[str, Any], Path]:
     """The report of the demo's week, and its files in ``out_dir``."""
-    summary = report_handler_run(clients, cluster, backtest)
+    summary = report_handler_run(clients, settings, backtest)
     html = clients["s3"].get_object(Bucket=REPORT_BUCKET, Key=summary["key"])["Body"].read()
     path = out_dir / "report.html"
     path.write_bytes(html)
     # The report's JSON and its per-namespace CSV (for a spreadsheet), as the Lambda wrote them.
     for name in ("report.json", "report.csv"):
-        key = report_prefix(cluster, summary["week"]) + name
+        key = report_prefix(settings.cluster_name, summary["week"]) + name
         data = clients["s3"].get_object(Bucket=REPORT_BUCKET, Key=key)["Body"].read()
         (out_dir / name).write_bytes(data)
     return summary, path

@@ -6,11 +6,15 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from cdk.function_configs import storage_config
+from cdk.settings import Settings
 from cli.service_answers import Params, answer, metric_math_sums, percentiles_as_maximum
 from lambdas.storage_analyzer import handler as storage_handler
+from lambdas.storage_analyzer.config import StorageConfig
 
 #: The demo's "now": the last hour of last ISO week (Sunday 23:00 UTC; 1970-01-05 was a Monday),
 #: so the weekly report's week holds the demo's seven days. CloudWatch Logs refuses events
@@ -144,8 +148,15 @@ def seed(clients: dict[str, Any], cluster: str) -> dict[str, str]:
     return ids
 
 
+def storage_analyzer_config(settings: Settings) -> StorageConfig:
+    """The function's configuration as the stack builds it, for the deployment that reads the
+    demo's buckets over its days."""
+    demo = replace(settings, storage_buckets=tuple(BUCKETS), lookback_days=DAYS)
+    return storage_config(demo, report_bucket=REPORT_BUCKET)
+
+
 def run_storage_analyzer(
-    clients: dict[str, Any], cluster: str
+    clients: dict[str, Any], settings: Settings
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The Lambda handler, with the environment the stack gives it."""
     for service in ("ec2", "events", "s3", "cloudwatch"):
@@ -153,14 +164,7 @@ def run_storage_analyzer(
     answer(clients["s3"], "ListBucketMetricsConfigurations", metrics_configurations)
     percentiles_as_maximum(clients["cloudwatch"])
     metric_math_sums(clients["cloudwatch"])
-    env = {
-        "CLUSTER_NAME": cluster,
-        "VOLUME_SCOPE": "cluster",
-        "BUCKETS": ",".join(BUCKETS),
-        "LOOKBACK_DAYS": str(DAYS),
-        "REPORT_BUCKET": REPORT_BUCKET,
-        "EVENT_BUS": "default",
-    }
+    env = storage_analyzer_config(settings).environment()
     return run_analyzer(storage_handler.handler, env, clients["s3"])
 
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from cdk.function_configs import training_config
+from cdk.settings import Settings
 from cli.demo_storage import END, REPORT_BUCKET, environment, run_analyzer
 from cli.demo_week import DAYS, JOB_NODES
 from cli.demo_week import START as WEEK_START
@@ -218,15 +220,13 @@ def seed(clients: dict[str, Any], window: tuple[float, float] = (0.0, END)) -> i
     return len(sink.documents)
 
 
-#: The environment the stack gives the analyzer, for the demo's one-day lookback.
-ENV = {
-    "CLUSTER_NAME": CLUSTER,
-    "LOOKBACK_DAYS": "1",
-    "GPU_HOUR_USD": "6.88",
-    "DATA_SOURCES": "demo-training-data",
-    "REPORT_BUCKET": REPORT_BUCKET,
-    "EVENT_BUS": "default",
-}
+#: The deployment the demo's training analyzer runs in: a one-day lookback, and the bucket
+#: the data-bound job reads as its data source.
+SETTINGS = Settings(
+    cluster_name=CLUSTER, lookback_days=1, training_data_sources=("demo-training-data",)
+)
+#: The environment the stack gives the analyzer in that deployment.
+ENV = training_config(SETTINGS, report_bucket=REPORT_BUCKET).environment()
 
 
 def run_training_analyzer(

@@ -64,6 +64,8 @@ AGENT_SERVICE_ACCOUNT: Final = "cloudwatch-agent"
 DEFAULT_EMF_ENDPOINT: Final = f"tcp://{AGENT_SERVICE_ACCOUNT}.{AGENT_NAMESPACE}:{EMF_PORT}"
 #: An exporter cycle longer than an hour would leave hourly alarms without data.
 EXPORTER_MAX_INTERVAL_S: Final = 3600
+#: Seconds between the exporter's cycles unless the exporter_interval_seconds setting says.
+EXPORTER_INTERVAL_S: Final = 10
 
 
 class TrainingMetric(StrEnum):

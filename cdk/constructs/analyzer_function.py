@@ -22,11 +22,16 @@ from cdk.constructs.checkov import (
 )
 from cdk.constructs.lambda_code import lambda_code
 from cdk.constructs.sdk_layer import sdk_layer
+from lambdas.shared.config import FunctionConfig
+
+#: The field of a function's configuration that names its failure queue, which this construct
+#: creates and fills in (lambdas/shared/publisher.py keeps there the findings S3 refuses).
+FAILURE_QUEUE_FIELD = "failure_queue_url"
 
 
 class AnalyzerFunction(Construct):
-    """Attributes: ``function``, ``role``, ``failures`` (queue), ``schedule`` (rule, or None
-    without a schedule)."""
+    """Attributes: ``function``, ``config`` (its environment, declared by its handler),
+    ``role``, ``failures`` (queue), ``schedule`` (rule, or None without a schedule)."""
 
     def __init__(
         self,
@@ -36,7 +41,7 @@ class AnalyzerFunction(Construct):
         description: str,
         handler: str,
         modules: Sequence[str],
-        environment: dict[str, str],
+        config: FunctionConfig,
         statements: Sequence[iam.PolicyStatement],
         schedule: str | None,
         memory_mb: int,
@@ -79,6 +84,12 @@ class AnalyzerFunction(Construct):
                 resources=[self.failures.queue_arn],
             )
         )
+        # Findings that S3 refuses go to the failure queue rather than being lost, where the
+        # function publishes findings (its configuration declares the queue).
+        if FAILURE_QUEUE_FIELD in config.variables():
+            config = config.replaced(**{FAILURE_QUEUE_FIELD: self.failures.queue_url})
+        #: What the function reads from its environment, as its handler declares it.
+        self.config = config
         self.function = lambda_.Function(
             self,
             "Function",
@@ -91,8 +102,7 @@ class AnalyzerFunction(Construct):
             timeout=timeout,
             memory_size=memory_mb,
             log_group=logs_group,
-            # Findings that S3 refuses go to the failure queue rather than being lost.
-            environment={**environment, "FAILURE_QUEUE_URL": self.failures.queue_url},
+            environment=self.config.environment(),
             retry_attempts=2,
             on_failure=destinations.SqsDestination(self.failures),
         )

@@ -3,8 +3,7 @@ group) and an EventBridge rule on this app's alarm and contributor state changes
 Lambda that sends one readable message per incident to the right topic, once (a DynamoDB
 ledger of what was sent)."""
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -32,10 +31,12 @@ from cdk.constructs.sdk_layer import sdk_layer
 from contract.metrics import DIM_XID_CODE
 from contract.resource_names import alarm_name
 from contract.xid import KERNEL_XID_FILTER_PATTERN
+from lambdas.xid_notifier.config import NotifierConfig
 
 #: What the function imports: its own code, the shared client factory, and the XID table it
 #: shares with the exporter.
 MODULES = (
+    "lambdas/xid_notifier/config.py",
     "lambdas/xid_notifier/handler.py",
     "lambdas/xid_notifier/messages.py",
     "lambdas/xid_notifier/incidents.py",
@@ -44,6 +45,7 @@ MODULES = (
     "lambdas/xid_notifier/pods.py",
     "lambdas/xid_notifier/sent_ledger.py",
     "lambdas/shared/aws_clients.py",
+    "lambdas/shared/config.py",
     "lambdas/shared/events.py",
     "lambdas/shared/subscription.py",
     "contract/xid.py",
@@ -77,22 +79,24 @@ RULE_MAX_EVENT_AGE = Duration.hours(2)
 
 
 class XidNotifier(Construct):
-    """Attributes: ``function``, ``dead_letters``, ``subscriptions``, ``sent``,
-    ``alarm_rule``, ``failing`` (an alarm on the dead letters, with ``failing_name``)."""
+    """Attributes: ``function``, ``config`` (its environment, declared by its handler),
+    ``dead_letters``, ``subscriptions``, ``sent``, ``alarm_rule``, ``failing`` (an alarm on
+    the dead letters, with ``failing_name``).
+
+    ``config`` gives the function's configuration for the name of the sent ledger, which this
+    construct creates (cdk/function_configs.py ``notifier_config``)."""
 
     def __init__(
         self,
         scope: Construct,
         construct_id: str,
         *,
-        cluster_name: str,
+        config: Callable[[str], NotifierConfig],
         exporter_log_group: logs.ILogGroup,
         host_log_group: logs.ILogGroup | None,
         critical: sns.ITopic,
         warning: sns.ITopic,
         topic_key: kms.IKey,
-        gpu_dashboard: str,
-        alarm_kinds: Mapping[str, tuple[str, str]],
         alarm_kind_names: Sequence[str],
     ) -> None:
         super().__init__(scope, construct_id)
@@ -108,6 +112,8 @@ class XidNotifier(Construct):
             removal_policy=RemovalPolicy.DESTROY,
         )
         skip_checks(self.sent, LEDGER_REASONS)
+        self.config = config(self.sent.table_name)
+        cluster_name = self.config.cluster_name
         self.dead_letters = sqs.Queue(
             self,
             "DeadLetters",
@@ -141,18 +147,7 @@ class XidNotifier(Construct):
             log_group=function_logs,
             dead_letter_queue=self.dead_letters,
             retry_attempts=2,
-            environment={
-                "CLUSTER_NAME": cluster_name,
-                "CRITICAL_TOPIC_ARN": critical.topic_arn,
-                "WARNING_TOPIC_ARN": warning.topic_arn,
-                "SENT_TABLE": self.sent.table_name,
-                "GPU_DASHBOARD": gpu_dashboard,
-                "EXPORTER_LOG_GROUP": exporter_log_group.log_group_name,
-                "ALARM_KINDS": json.dumps(
-                    {kind: list(pair) for kind, pair in alarm_kinds.items()},
-                    separators=(",", ":"),
-                ),
-            },
+            environment=self.config.environment(),
         )
         skip_checks(self.function, FUNCTION_REASONS)
         skip_checks(function_logs, LOG_GROUP_REASONS)

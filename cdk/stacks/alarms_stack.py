@@ -10,6 +10,7 @@ from cdk.constructs.agent_log_group import AgentLogGroup
 from cdk.constructs.alarm_topics import AlarmTopics
 from cdk.constructs.gpu_alarms import GpuAlarms
 from cdk.constructs.xid_notifier import XidNotifier
+from cdk.function_configs import notifier_config
 from cdk.settings import Settings
 from cdk.stacks.deployment_stack import DeploymentStack
 from contract.metrics import (
@@ -18,13 +19,8 @@ from contract.metrics import (
     exporter_log_group,
     host_log_namespace,
 )
-from contract.resource_names import dashboard_name
 from contract.xid import KERNEL_XID_FILTER_PATTERN
 from dashboards.bodies import all_dashboards, encode
-from dashboards.links import NODE_DASHBOARD
-
-#: The dashboard a notification links to, with the node picked in its NodeName variable.
-GPU_DASHBOARD = NODE_DASHBOARD  # alarm notifications link the node dashboard
 
 
 class AlarmsStack(DeploymentStack):
@@ -78,16 +74,19 @@ class AlarmsStack(DeploymentStack):
         self.notifier = XidNotifier(
             self,
             "XidNotifier",
-            cluster_name=cluster,
+            config=lambda sent_table: notifier_config(
+                settings,
+                region=self.region,
+                critical_topic_arn=self.topics.critical.topic_arn,
+                warning_topic_arn=self.topics.warning.topic_arn,
+                sent_table=sent_table,
+                exporter_log_group=self.exporter_logs.log_group.log_group_name,
+            ),
             exporter_log_group=self.exporter_logs.log_group,
             host_log_group=host_logs,
             critical=self.topics.critical,
             warning=self.topics.warning,
             topic_key=self.topics.key,
-            gpu_dashboard=dashboard_name(cluster, GPU_DASHBOARD),
-            # By kind, not by shard: one entry per kind whatever the fleet (Lambda's 4 KB of
-            # environment would not hold one per alarm at 10,000 GPUs).
-            alarm_kinds={spec.kind: (str(spec.severity), spec.title) for spec in specs},
             alarm_kind_names=sorted({spec.kind_name(cluster) for spec in specs}),
         )
         self.topics.allow_alarm(self.topics.critical, self.notifier.failing_name)

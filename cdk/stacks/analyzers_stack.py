@@ -6,13 +6,13 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from alarms.catalog import gpu_alarms
 from cdk.constructs.agent_log_group import AgentLogGroup
 from cdk.constructs.analyzer_function import AnalyzerFunction
 from cdk.constructs.fleet_map import FleetMap
 from cdk.constructs.nag import acknowledge_wildcard_resources
 from cdk.constructs.report_bucket import ReportBucket
 from cdk.constructs.request_metrics import RequestMetrics
+from cdk.function_configs import report_config, storage_config, training_config
 from cdk.settings import Settings
 from cdk.stacks.deployment_stack import DeploymentStack
 from contract.metrics import NAMESPACE_FINDINGS, NAMESPACE_WASTE, training_log_group
@@ -21,6 +21,8 @@ from lambdas.shared.shards import STORAGE, TRAINING
 from lambdas.training_analyzer.handler import GPU_HOURS_KEY, JOB_COSTS_KEY
 
 STORAGE_MODULES = (
+    "lambdas/shared/config.py",
+    "lambdas/storage_analyzer/config.py",
     "lambdas/shared/aws_clients.py",
     "lambdas/shared/events.py",
     "lambdas/shared/findings.py",
@@ -42,6 +44,8 @@ STORAGE_MODULES = (
 
 
 TRAINING_MODULES = (
+    "lambdas/shared/config.py",
+    "lambdas/training_analyzer/config.py",
     "lambdas/gpu_analyzer/attribution.py",
     "lambdas/gpu_analyzer/aws.py",
     "lambdas/gpu_analyzer/findings.py",
@@ -67,6 +71,9 @@ TRAINING_MODULES = (
 
 
 REPORT_MODULES = (
+    "lambdas/shared/config.py",
+    "lambdas/training_analyzer/config.py",
+    "lambdas/weekly_report/config.py",
     "lambdas/gpu_analyzer/attribution.py",
     "lambdas/gpu_analyzer/aws.py",
     "lambdas/gpu_analyzer/findings.py",
@@ -197,15 +204,7 @@ class AnalyzersStack(DeploymentStack):
             description=f"Storage analyzer of {settings.cluster_name}: EBS and S3 findings",
             handler="lambdas.storage_analyzer.handler.handler",
             modules=STORAGE_MODULES,
-            environment={
-                "CLUSTER_NAME": settings.cluster_name,
-                "VOLUME_SCOPE": settings.storage_volume_scope,
-                "BUCKETS": ",".join(settings.storage_buckets),
-                "LOOKBACK_DAYS": str(settings.lookback_days),
-                "REPORT_BUCKET": self.report.bucket.bucket_name,
-                "EVENT_BUS": "default",
-                "SHARD_VOLUMES": str(settings.storage_shard_volumes),
-            },
+            config=storage_config(settings, report_bucket=self.report.bucket.bucket_name),
             statements=storage_statements,
             schedule=None if fleet else settings.storage_schedule,
             # lambdas/shared/shards.py STORAGE: 1,024 MB for its CPU share (0.58 of a vCPU),
@@ -267,15 +266,7 @@ class AnalyzersStack(DeploymentStack):
             description=f"Training analyzer of {settings.cluster_name}: job findings",
             handler="lambdas.training_analyzer.handler.handler",
             modules=TRAINING_MODULES,
-            environment={
-                "CLUSTER_NAME": settings.cluster_name,
-                "LOOKBACK_DAYS": str(settings.lookback_days),
-                "GPU_HOUR_USD": f"{settings.gpu_hour_usd:g}",
-                "DATA_SOURCES": ",".join(settings.training_data_sources),
-                "REPORT_BUCKET": self.report.bucket.bucket_name,
-                "EVENT_BUS": "default",
-                "SHARD_JOBS": str(settings.training_shard_jobs),
-            },
+            config=training_config(settings, report_bucket=self.report.bucket.bucket_name),
             statements=[
                 *findings_statements(self, self.report),
                 iam.PolicyStatement(
@@ -368,21 +359,9 @@ class AnalyzersStack(DeploymentStack):
             description=f"Weekly GPU report of {settings.cluster_name}",
             handler="lambdas.weekly_report.handler.handler",
             modules=REPORT_MODULES,
-            environment={
-                "CLUSTER_NAME": settings.cluster_name,
-                "REPORT_BUCKET": bucket.bucket_name,
-                "TOPIC_ARN": self.report_topic.topic_arn,
-                "GPU_HOUR_USD": f"{settings.gpu_hour_usd:g}",
-                "EXPORTER_INTERVAL_SECONDS": str(settings.exporter_interval_seconds),
-                "ALARM_KIND_NAMES": ",".join(
-                    sorted(
-                        {
-                            spec.kind_name(settings.cluster_name)
-                            for spec in gpu_alarms(settings.alarm_settings())
-                        }
-                    )
-                ),
-            },
+            config=report_config(
+                settings, report_bucket=bucket.bucket_name, topic_arn=self.report_topic.topic_arn
+            ),
             statements=[
                 iam.PolicyStatement(
                     sid="ReadFindingsAndReports",

@@ -84,10 +84,16 @@ class Hold:
     power_utilization: float | None = None
 
 
+#: Under this share of its power limit a held GPU does no work: the default of the
+#: low_power_percent setting, which the low-power alarm and this attribution share.
+LOW_POWER_PERCENT: Final = 30.0
+
+
 @dataclass(frozen=True)
 class Thresholds:
-    #: The low-power alarm's threshold (settings.low_power_percent).
-    low_power_percent: float = 30.0
+    #: The low-power alarm's threshold (the low_power_percent setting; the training
+    #: analyzer's LOW_POWER_PERCENT variable).
+    low_power_percent: float = LOW_POWER_PERCENT
     #: Under this mean SM activity a held GPU does no work, whatever it draws.
     sm_active_percent: float = 10.0
 

@@ -12,7 +12,6 @@ event's detail carries ``finding_id``, stable for the same finding on the same d
 
 import hashlib
 import json
-import os
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -169,9 +168,10 @@ class FindingsPublisher:
 QUEUE_PART_BYTES: Final = 200_000
 
 
-def failure_queue_keeper(clients: Callable[[str], Any]) -> Callable[[str, bytes], None] | None:
+def failure_queue_keeper(
+    clients: Callable[[str], Any], url: str | None
+) -> Callable[[str, bytes], None] | None:
     """Where a Lambda's findings go when S3 refuses them: its failure queue, when it has one."""
-    url = os.environ.get("FAILURE_QUEUE_URL")
     return queue_keeper(clients("sqs"), url) if url else None
 
 

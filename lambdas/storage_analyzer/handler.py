@@ -1,20 +1,17 @@
 """Lambda entry point of the storage analyzer, on an EventBridge schedule (daily by default).
 
-Settings come from the environment at cold start: CLUSTER_NAME, VOLUME_SCOPE (cluster|all),
-BUCKETS (comma-separated), LOOKBACK_DAYS, REPORT_BUCKET, EVENT_BUS.
+Its environment is declared in lambdas/storage_analyzer/config.py and read at cold start.
 """
 
 import logging
-import os
 from datetime import UTC, datetime
 from typing import Any
 
 from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.events import analysis_window, scheduled_time
 from lambdas.shared.publisher import FindingsPublisher, failure_queue_keeper
-from lambdas.shared.shards import LOOKBACK_DAYS, STORAGE_SHARD_VOLUMES
 from lambdas.storage_analyzer import fleet
-from lambdas.storage_analyzer.aws import VolumeScope
+from lambdas.storage_analyzer.config import StorageConfig
 from lambdas.storage_analyzer.ebs_analysis import ANALYZER
 from lambdas.storage_analyzer.run import StorageRun, analyze_buckets, analyze_storage
 from lambdas.storage_analyzer.s3_analysis import S3Thresholds
@@ -24,7 +21,8 @@ log.setLevel(logging.INFO)
 _clients = ClientCache()
 
 
-def _publish(run: StorageRun, cluster: str, end: float) -> dict[str, Any]:
+def _publish(run: StorageRun, config: StorageConfig, end: float) -> dict[str, Any]:
+    cluster = config.cluster_name
     stamp = datetime.fromtimestamp(end, UTC).isoformat()
     findings = [
         f.__class__(**{**f.__dict__, "cluster": cluster, "detected_at": stamp})
@@ -34,11 +32,11 @@ def _publish(run: StorageRun, cluster: str, end: float) -> dict[str, Any]:
         s3=_clients("s3"),
         events=_clients("events"),
         cloudwatch=_clients("cloudwatch"),
-        bucket=os.environ["REPORT_BUCKET"],
-        event_bus=os.environ.get("EVENT_BUS", "default"),
+        bucket=config.report_bucket,
+        event_bus=config.event_bus,
         cluster=cluster,
         analyzer=ANALYZER,
-        keep=failure_queue_keeper(_clients),
+        keep=failure_queue_keeper(_clients, config.failure_queue_url),
     ).publish(findings, datetime.fromtimestamp(end, UTC).date())
     summary = {
         "volumes": run.volumes,
@@ -54,19 +52,15 @@ def _publish(run: StorageRun, cluster: str, end: float) -> dict[str, Any]:
 def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     """A whole run (the schedule's event), or, under the fleet state machine, its ``plan``,
     one ``shard`` or the ``merge`` (lambdas/storage_analyzer/fleet.py), by ``event["mode"]``."""
-    cluster = os.environ["CLUSTER_NAME"]
-    start, end = analysis_window(
-        scheduled_time(event).timestamp(), int(os.environ.get("LOOKBACK_DAYS", LOOKBACK_DAYS))
-    )
-    scope = VolumeScope(os.environ.get("VOLUME_SCOPE", "cluster"))
-    buckets = [b for b in os.environ.get("BUCKETS", "").split(",") if b]
-    bucket, day = os.environ["REPORT_BUCKET"], datetime.fromtimestamp(end, UTC).date().isoformat()
+    config = StorageConfig.current()
+    cluster, scope, buckets = config.cluster_name, config.volume_scope, list(config.buckets)
+    start, end = analysis_window(scheduled_time(event).timestamp(), config.lookback_days)
+    bucket, day = config.report_bucket, datetime.fromtimestamp(end, UTC).date().isoformat()
     mode = event.get("mode")
     if mode == "plan":
-        per_shard = int(os.environ.get("SHARD_VOLUMES", STORAGE_SHARD_VOLUMES))
         return fleet.plan(
             ec2=_clients("ec2"), s3=_clients("s3"), bucket=bucket, cluster=cluster,
-            scope=scope, day=day, per_shard=per_shard,
+            scope=scope, day=day, per_shard=config.shard_volumes,
         )  # fmt: skip
     if mode == "shard":
         return fleet.shard(
@@ -82,7 +76,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         analyze_buckets(
             _clients("s3"), _clients("cloudwatch"), buckets, start, end, S3Thresholds(), run
         )
-        return _publish(run, cluster, end)
+        return _publish(run, config, end)
     run = analyze_storage(
         ec2=_clients("ec2"),
         s3=_clients("s3"),
@@ -93,4 +87,4 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         start=start,
         end=end,
     )
-    return _publish(run, cluster, end)
+    return _publish(run, config, end)

@@ -1,12 +1,10 @@
 """Lambda entry point of the training analyzer, on an EventBridge schedule.
 
-Environment (read at each invocation): CLUSTER_NAME, LOOKBACK_DAYS, GPU_HOUR_USD,
-DATA_SOURCES (comma-separated buckets or volume ids the jobs read), REPORT_BUCKET, EVENT_BUS.
+Its environment is declared in lambdas/training_analyzer/config.py and read at cold start.
 """
 
 import json
 import logging
-import os
 from dataclasses import asdict, replace
 from datetime import UTC, date, datetime
 from typing import Any
@@ -24,9 +22,9 @@ from lambdas.shared.publisher import (
     findings_key,
 )
 from lambdas.shared.s3_objects import ListBucketDeniedError, read_object
-from lambdas.shared.shards import LOOKBACK_DAYS, TRAINING_SHARD_JOBS
 from lambdas.training_analyzer import fleet
 from lambdas.training_analyzer.analysis import ANALYZER
+from lambdas.training_analyzer.config import TrainingConfig
 from lambdas.training_analyzer.run import TrainingRun, analyze_training
 
 log = logging.getLogger()
@@ -129,13 +127,13 @@ def source_resources(sources: list[str]) -> frozenset[str]:
     return frozenset(sources) | frozenset(f"arn:aws:s3:::{s}" for s in sources)
 
 
-def _related(bucket: str, cluster: str, day: Any) -> tuple[tuple[str, ...], TrainingRun]:
+def _related(config: TrainingConfig, day: Any) -> tuple[tuple[str, ...], TrainingRun]:
     """The storage findings to link, and the run that names a failure to read them (its
     skip comes after the jobs' findings: the jobs are analyzed; only the links are lost)."""
-    sources = [s for s in os.environ.get("DATA_SOURCES", "").split(",") if s]
+    bucket, cluster = config.report_bucket, config.cluster_name
     tail = TrainingRun()
     try:
-        related = related_storage(_clients("s3"), bucket, cluster, day, sources)
+        related = related_storage(_clients("s3"), bucket, cluster, day, list(config.data_sources))
     except StorageFindingsError as err:
         related = ()
         tail.skip(f"s3://{bucket}/{findings_key(cluster, 'storage', day)}", err)
@@ -145,21 +143,17 @@ def _related(bucket: str, cluster: str, day: Any) -> tuple[tuple[str, ...], Trai
 def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     """A whole run (the schedule's event), or, under the fleet state machine, its ``plan``,
     one ``shard`` or the ``merge`` (lambdas/training_analyzer/fleet.py), by ``event["mode"]``."""
-    cluster = os.environ["CLUSTER_NAME"]
-    start, end = analysis_window(
-        scheduled_time(event).timestamp(), int(os.environ.get("LOOKBACK_DAYS", LOOKBACK_DAYS))
-    )
+    config = TrainingConfig.current()
+    cluster, bucket, price = config.cluster_name, config.report_bucket, config.gpu_hour_usd
+    start, end = analysis_window(scheduled_time(event).timestamp(), config.lookback_days)
     day = datetime.fromtimestamp(end, UTC).date()
-    bucket = os.environ["REPORT_BUCKET"]
-    price = float(os.environ.get("GPU_HOUR_USD", "6.88"))
     mode = event.get("mode")
     if mode == "plan":
-        related, tail = _related(bucket, cluster, day)
+        related, tail = _related(config, day)
         return fleet.plan(
             cloudwatch=_clients("cloudwatch"), logs=_clients("logs"), s3=_clients("s3"),
             bucket=bucket, cluster=cluster, day=day.isoformat(), start=start, end=end,
-            related_storage=related, tail=tail,
-            per_shard=int(os.environ.get("SHARD_JOBS", TRAINING_SHARD_JOBS)),
+            related_storage=related, tail=tail, per_shard=config.shard_jobs,
         )  # fmt: skip
     if mode == "shard":
         return fleet.shard(
@@ -173,8 +167,8 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
             s3=_clients("s3"), bucket=bucket, cluster=cluster, day=day.isoformat(),
             shards=len(event["shards"]),
         )  # fmt: skip
-        return _publish(run, cluster, bucket, day, end, price)
-    related, tail = _related(bucket, cluster, day)
+        return _publish(run, config, day, end)
+    related, tail = _related(config, day)
     run = analyze_training(
         cloudwatch=_clients("cloudwatch"),
         logs=_clients("logs"),
@@ -186,14 +180,13 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     )
     run.findings += tail.findings
     run.skipped += tail.skipped
-    return _publish(run, cluster, bucket, day, end, price)
+    return _publish(run, config, day, end)
 
 
-def _publish(
-    run: TrainingRun, cluster: str, bucket: str, day: Any, end: float, price: float
-) -> dict[str, Any]:
+def _publish(run: TrainingRun, config: TrainingConfig, day: Any, end: float) -> dict[str, Any]:
     """What runs once for the day, after every job is analyzed (in one run or merged from
     shards): the GPU-hour attribution of the whole cluster, the daily files, the findings."""
+    cluster, bucket, price = config.cluster_name, config.report_bucket, config.gpu_hour_usd
     # The last whole UTC day before the run, every GPU-hour attributed; its finding links the
     # jobs' training findings of this same run.
     gpu_start, gpu_end, gpu_day = attributed_day(end)
@@ -206,6 +199,7 @@ def _publish(
         exact_jobs=run.pods,
         pod_nodes=run.pod_nodes,
         training_findings=training_links(run.findings),
+        thresholds=config.gpu_thresholds,
     )
     stamp = datetime.fromtimestamp(end, UTC).isoformat()
     findings = [
@@ -224,10 +218,10 @@ def _publish(
         events=_clients("events"),
         cloudwatch=_clients("cloudwatch"),
         bucket=bucket,
-        event_bus=os.environ.get("EVENT_BUS", "default"),
+        event_bus=config.event_bus,
         cluster=cluster,
         analyzer=ANALYZER,
-        keep=failure_queue_keeper(_clients),
+        keep=failure_queue_keeper(_clients, config.failure_queue_url),
     ).publish(findings, day)
     if gpu_run.table:
         put_waste_metrics(

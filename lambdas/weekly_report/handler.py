@@ -1,13 +1,12 @@
 """Lambda entry point of the weekly report, on a weekly EventBridge schedule (Monday morning).
 
-Environment: CLUSTER_NAME, REPORT_BUCKET, TOPIC_ARN, GPU_HOUR_USD, EXPORTER_INTERVAL_SECONDS.
+Its environment is declared in lambdas/weekly_report/config.py and read at cold start.
 The report for an ISO week lives at reports/cluster=<c>/week=<YYYY-Www>/report.{html,json}; a
 rerun replaces it, and a marker object makes sure the SNS summary goes out once per week.
 """
 
 import json
 import logging
-import os
 from typing import Any
 
 from lambdas.shared.aws_clients import ClientCache
@@ -23,6 +22,7 @@ from lambdas.weekly_report.aws import (
     throughput_by_job,
     xid_counts,
 )
+from lambdas.weekly_report.config import ReportConfig
 from lambdas.weekly_report.figures import (
     HEADLINE,
     JobCosts,
@@ -57,15 +57,15 @@ def _document(s3: Any, bucket: str, key: str) -> dict[str, Any] | None:
     return document if isinstance(document, dict) else None
 
 
-def _alarm_kind_names(cluster: str) -> tuple[str, ...]:
-    """ALARM_KIND_NAMES (comma-separated, set by the stack from the alarm catalog); without it,
-    every alarm named for the cluster."""
-    names = tuple(n for n in os.environ.get("ALARM_KIND_NAMES", "").split(",") if n)
-    return names or (alarm_prefix(cluster),)
+def _alarm_kind_names(config: ReportConfig) -> tuple[str, ...]:
+    """The alarm kinds' names (the stack's, from the alarm catalog); without them, every alarm
+    named for the cluster."""
+    return config.alarm_kind_names or (alarm_prefix(config.cluster_name),)
 
 
 def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
-    cluster, bucket = os.environ["CLUSTER_NAME"], os.environ["REPORT_BUCKET"]
+    config = ReportConfig.current()
+    cluster, bucket = config.cluster_name, config.report_bucket
     start, end = report_week(scheduled_time(event))
     week = iso_week_name(start)
     s3, cloudwatch = _clients("s3"), _clients("cloudwatch")
@@ -78,7 +78,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         costs = job_costs(s3, bucket, job_costs_key(cluster, day))
         if costs.costs or costs.malformed:
             break
-    price = float(os.environ.get("GPU_HOUR_USD", "6.88"))
+    price = config.gpu_hour_usd
     last_week = iso_week_name(start.fromordinal(start.toordinal() - 7))
     daily = {
         d.isoformat(): _document(s3, bucket, gpu_hours_key(cluster, d)) for d in days(start, end)
@@ -94,10 +94,10 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
             cluster,
             start,
             end,
-            float(os.environ.get("EXPORTER_INTERVAL_SECONDS", "10")),
+            float(config.exporter_interval_seconds),
         ),
         xids=xid_counts(cloudwatch, cluster, start, end),
-        alarms=alarms_raised(cloudwatch, _alarm_kind_names(cluster), start, end),
+        alarms=alarms_raised(cloudwatch, _alarm_kind_names(config), start, end),
         files=files,
         job_costs=costs.costs,
         throughput=throughput_by_job(cloudwatch, cluster, start, end),
@@ -137,7 +137,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     sent = False
     if not object_exists(s3, bucket, marker):
         _clients("sns").publish(
-            TopicArn=os.environ["TOPIC_ARN"],
+            TopicArn=config.topic_arn,
             Subject=f"GPU week {week}: {cluster}"[:100],
             Message=text_summary(figures, link=f"{link}\n(console: {console})"),
         )

@@ -10,9 +10,7 @@ sends only what was not sent. Critical incidents go to the critical topic, the r
 warning topic.
 """
 
-import json
 import logging
-import os
 import time
 from dataclasses import replace
 from typing import Any
@@ -21,6 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.subscription import decode_subscription
+from lambdas.xid_notifier.config import NotifierConfig
 from lambdas.xid_notifier.incidents import Deployment, Skipped, from_alarm_event, from_xid_group
 from lambdas.xid_notifier.messages import group_xids, parse_log_events
 from lambdas.xid_notifier.notification import Incident, publish_arguments
@@ -42,25 +41,28 @@ def decode(event: dict[str, Any]) -> dict[str, Any]:
     return decode_subscription(event)
 
 
-def deployment() -> Deployment:
-    kinds = json.loads(os.environ.get("ALARM_KINDS", "{}"))
+def deployment(config: NotifierConfig) -> Deployment:
     return Deployment(
-        cluster=os.environ["CLUSTER_NAME"],
-        region=os.environ.get("AWS_REGION", "us-east-1"),
-        gpu_dashboard=os.environ["GPU_DASHBOARD"],
-        alarm_kinds={k: (v[0], v[1]) for k, v in kinds.items()},
+        cluster=config.cluster_name,
+        region=config.region,
+        gpu_dashboard=config.gpu_dashboard,
+        alarm_kinds=config.alarm_kinds,
     )
 
 
-def send(sns: Any, ledger: SentLedger, incidents: list[Incident], now_s: float) -> int:
+def send(
+    sns: Any, ledger: SentLedger, incidents: list[Incident], now_s: float, config: NotifierConfig
+) -> int:
     """Publish each incident not sent before; a failed publish is released and raised."""
     sent = 0
     for incident in incidents:
         if not ledger.claim(incident.key, now_s):
             continue
-        topic = os.environ[
-            "CRITICAL_TOPIC_ARN" if incident.severity == "critical" else "WARNING_TOPIC_ARN"
-        ]
+        topic = (
+            config.critical_topic_arn
+            if incident.severity == "critical"
+            else config.warning_topic_arn
+        )
         try:
             sns.publish(**publish_arguments(incident, topic))
         except (ClientError, BotoCoreError) as err:
@@ -70,49 +72,48 @@ def send(sns: Any, ledger: SentLedger, incidents: list[Incident], now_s: float) 
     return sent
 
 
-def _ledger() -> SentLedger:
-    return SentLedger(_clients("dynamodb"), os.environ["SENT_TABLE"])
+def _ledger(config: NotifierConfig) -> SentLedger:
+    return SentLedger(_clients("dynamodb"), config.sent_table)
 
 
-def _from_logs(event: dict[str, Any], now_s: float) -> dict[str, int]:
+def _from_logs(event: dict[str, Any], now_s: float, config: NotifierConfig) -> dict[str, int]:
     payload = decode(event)
     if payload.get("messageType") == "CONTROL_MESSAGE":
         return {"incidents": 0, "published": 0, "unreadable": 0}
-    where = deployment()
+    where = deployment(config)
     parsed = parse_log_events(payload, cluster=where.cluster)
     incidents = [from_xid_group(g, where) for g in group_xids(parsed.notices)]
-    published = send(_clients("sns"), _ledger(), incidents, now_s)
+    published = send(_clients("sns"), _ledger(config), incidents, now_s, config)
     if parsed.unreadable:
         log.warning("%d log events named an XID but could not be read", parsed.unreadable)
     return {"incidents": len(incidents), "published": published, "unreadable": parsed.unreadable}
 
 
-def _with_pods(incident: Incident, at_ms: int) -> Incident:
+def _with_pods(incident: Incident, at_ms: int, log_group: str) -> Incident:
     """The pods the exporter last saw on the GPU the alarm names, where it names one."""
     if incident.pods or not incident.gpu.isdigit():
         return incident
     try:
-        uids = pods_on_gpu(
-            _clients("logs"), os.environ["EXPORTER_LOG_GROUP"], incident.node, incident.gpu, at_ms
-        )
+        uids = pods_on_gpu(_clients("logs"), log_group, incident.node, incident.gpu, at_ms)
     except PodLookupError as err:
         log.warning("no pods for %s: %s", incident.key, err)
         return incident
     return replace(incident, pods=tuple(f"{uid} (pod UID)" for uid in uids))
 
 
-def _from_alarm(event: dict[str, Any], now_s: float) -> dict[str, int]:
-    result = from_alarm_event(event, deployment())
+def _from_alarm(event: dict[str, Any], now_s: float, config: NotifierConfig) -> dict[str, int]:
+    result = from_alarm_event(event, deployment(config))
     if isinstance(result, Skipped):
         log.info("not an incident: %s", result.reason)
         return {"incidents": 0, "published": 0, "unreadable": 0}
-    incident = _with_pods(result, int(now_s * 1000))
-    published = send(_clients("sns"), _ledger(), [incident], now_s)
+    incident = _with_pods(result, int(now_s * 1000), config.exporter_log_group)
+    published = send(_clients("sns"), _ledger(config), [incident], now_s, config)
     return {"incidents": 1, "published": published, "unreadable": 0}
 
 
 def handler(event: dict[str, Any], context: object) -> dict[str, int]:
     now_s = time.time()
+    config = NotifierConfig.current()
     if "awslogs" in event:
-        return _from_logs(event, now_s)
-    return _from_alarm(event, now_s)
+        return _from_logs(event, now_s, config)
+    return _from_alarm(event, now_s, config)

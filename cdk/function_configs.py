@@ -1,0 +1,87 @@
+"""Each function's configuration from the deployment's settings: the one builder its construct
+and the demo both call, so what a handler reads is what the settings say, in the template and
+in the demo alike. The declarations (names, types, defaults) are the functions' own
+(``lambdas/<function>/config.py``); the names of resources are the caller's (CloudFormation
+references at synth, moto's names in the demo)."""
+
+from alarms.catalog import gpu_alarms
+from alarms.model import Severity
+from cdk.settings import Settings
+from contract.resource_names import dashboard_name
+from dashboards.links import NODE_DASHBOARD
+from lambdas.storage_analyzer.aws import VolumeScope
+from lambdas.storage_analyzer.config import StorageConfig
+from lambdas.training_analyzer.config import TrainingConfig
+from lambdas.weekly_report.config import ReportConfig
+from lambdas.xid_notifier.config import NotifierConfig
+from lambdas.xid_notifier.notification import Severity as NotifiedSeverity
+
+#: The dashboard a notification links to, with the node picked in its NodeName variable.
+GPU_DASHBOARD = NODE_DASHBOARD
+
+
+def storage_config(
+    settings: Settings, *, report_bucket: str, failure_queue_url: str | None = None
+) -> StorageConfig:
+    return StorageConfig(
+        cluster_name=settings.cluster_name,
+        report_bucket=report_bucket,
+        volume_scope=VolumeScope(settings.storage_volume_scope),
+        buckets=settings.storage_buckets,
+        lookback_days=settings.lookback_days,
+        shard_volumes=settings.storage_shard_volumes,
+        failure_queue_url=failure_queue_url,
+    )
+
+
+def training_config(
+    settings: Settings, *, report_bucket: str, failure_queue_url: str | None = None
+) -> TrainingConfig:
+    return TrainingConfig(
+        cluster_name=settings.cluster_name,
+        report_bucket=report_bucket,
+        lookback_days=settings.lookback_days,
+        gpu_hour_usd=settings.gpu_hour_usd,
+        low_power_percent=settings.low_power_percent,
+        data_sources=settings.training_data_sources,
+        shard_jobs=settings.training_shard_jobs,
+        failure_queue_url=failure_queue_url,
+    )
+
+
+def report_config(settings: Settings, *, report_bucket: str, topic_arn: str) -> ReportConfig:
+    specs = gpu_alarms(settings.alarm_settings())
+    return ReportConfig(
+        cluster_name=settings.cluster_name,
+        report_bucket=report_bucket,
+        topic_arn=topic_arn,
+        gpu_hour_usd=settings.gpu_hour_usd,
+        exporter_interval_seconds=settings.exporter_interval_seconds,
+        alarm_kind_names=tuple(sorted({s.kind_name(settings.cluster_name) for s in specs})),
+    )
+
+
+def notifier_config(
+    settings: Settings,
+    *,
+    region: str,
+    critical_topic_arn: str,
+    warning_topic_arn: str,
+    sent_table: str,
+    exporter_log_group: str,
+) -> NotifierConfig:
+    specs = gpu_alarms(settings.alarm_settings())
+    return NotifierConfig(
+        cluster_name=settings.cluster_name,
+        region=region,
+        critical_topic_arn=critical_topic_arn,
+        warning_topic_arn=warning_topic_arn,
+        sent_table=sent_table,
+        gpu_dashboard=dashboard_name(settings.cluster_name, GPU_DASHBOARD),
+        exporter_log_group=exporter_log_group,
+        alarm_kinds={s.alarm_kind: (_severity(s.severity), s.title) for s in specs},
+    )
+
+
+def _severity(severity: Severity) -> NotifiedSeverity:
+    return "critical" if severity is Severity.CRITICAL else "warning"

@@ -1,0 +1,34 @@
+"""The training analyzer's environment (and its GPU-hour attribution's): one declaration, read
+by its handler at cold start and built from the deployment's settings by its construct and by
+the demo (cdk/function_configs.py)."""
+
+from dataclasses import dataclass
+
+from lambdas.gpu_analyzer.attribution import LOW_POWER_PERCENT, Thresholds
+from lambdas.shared.config import NAMES, PERCENT, TEXT, USD, WHOLE, FunctionConfig, variable
+from lambdas.shared.shards import LOOKBACK_DAYS, TRAINING_SHARD_JOBS
+from lambdas.training_analyzer.gpu_prices import gpu_hour_price
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainingConfig(FunctionConfig):
+    cluster_name: str = variable("CLUSTER_NAME", TEXT)
+    #: Where findings, job costs and GPU-hours (and shards) are written.
+    report_bucket: str = variable("REPORT_BUCKET", TEXT)
+    lookback_days: int = variable("LOOKBACK_DAYS", WHOLE, default=LOOKBACK_DAYS)
+    gpu_hour_usd: float = variable("GPU_HOUR_USD", USD, default=gpu_hour_price(None))
+    #: The low_power_percent setting: a held GPU-hour under it is held without work, as a GPU
+    #: under it pages through the low-power alarm.
+    low_power_percent: float = variable("LOW_POWER_PERCENT", PERCENT, default=LOW_POWER_PERCENT)
+    #: Buckets and volume ids the jobs read (the training_data_sources setting).
+    data_sources: tuple[str, ...] = variable("DATA_SOURCES", NAMES, default=())
+    #: Jobs per shard of the fleet state machine's plan.
+    shard_jobs: int = variable("SHARD_JOBS", WHOLE, default=TRAINING_SHARD_JOBS)
+    event_bus: str = variable("EVENT_BUS", TEXT, default="default")
+    #: The function's failure queue, where findings S3 refuses are kept (its construct's).
+    failure_queue_url: str | None = variable("FAILURE_QUEUE_URL", TEXT, default=None)
+
+    @property
+    def gpu_thresholds(self) -> Thresholds:
+        """The GPU-hour attribution's thresholds, with the deployment's low-power line."""
+        return Thresholds(low_power_percent=self.low_power_percent)

@@ -1,0 +1,42 @@
+"""The notifier's environment: one declaration, read by its handler at cold start and built
+from the deployment's settings by its construct and by the demo (cdk/function_configs.py)."""
+
+from dataclasses import dataclass
+from typing import Final, cast, get_args
+
+from lambdas.shared.config import PAIRS, TEXT, Codec, FunctionConfig, variable
+from lambdas.xid_notifier.notification import Severity
+
+
+def _kinds(raw: str) -> dict[str, tuple[Severity, str]]:
+    pairs = PAIRS.parse(raw)
+    if any(severity not in get_args(Severity) for severity, _ in pairs.values()):
+        raise ValueError("a severity that is not critical or warning")
+    return cast(dict[str, tuple[Severity, str]], pairs)
+
+
+#: Alarm kind -> (severity, title), as JSON.
+ALARM_KINDS: Final = Codec[dict[str, tuple[Severity, str]]](
+    'a JSON object of alarm kind: ["critical" or "warning", "title"]',
+    _kinds,
+    lambda kinds: PAIRS.render(cast(dict[str, tuple[str, str]], kinds)),
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotifierConfig(FunctionConfig):
+    cluster_name: str = variable("CLUSTER_NAME", TEXT)
+    #: Lambda's own: "AWS_REGION - The AWS Region where the Lambda function is executed"
+    #: (https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html).
+    region: str = variable("AWS_REGION", TEXT, runtime=True)
+    critical_topic_arn: str = variable("CRITICAL_TOPIC_ARN", TEXT)
+    warning_topic_arn: str = variable("WARNING_TOPIC_ARN", TEXT)
+    #: The ledger of incidents sent (its construct's table).
+    sent_table: str = variable("SENT_TABLE", TEXT)
+    #: The dashboard a notification links, with the node picked.
+    gpu_dashboard: str = variable("GPU_DASHBOARD", TEXT)
+    #: Where the exporter's documents are: the pods on a GPU an alarm names.
+    exporter_log_group: str = variable("EXPORTER_LOG_GROUP", TEXT)
+    #: Alarm kind -> (severity, title), by kind, not by shard: one entry per kind whatever
+    #: the fleet (Lambda's 4 KB of environment would not hold one per alarm at 10,000 GPUs).
+    alarm_kinds: dict[str, tuple[Severity, str]] = variable("ALARM_KINDS", ALARM_KINDS)
