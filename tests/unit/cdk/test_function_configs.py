@@ -1,0 +1,151 @@
+"""Each function's configuration follows the settings: every field that is not a resource's
+name changes when its setting does, so a setting cannot be left at the handler's default; and
+the demo sets every variable each handler reads, built by the same builders as the stacks."""
+
+import os
+from dataclasses import fields, replace
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from cdk.function_configs import (
+    notifier_config,
+    report_config,
+    storage_config,
+    training_config,
+)
+from cdk.settings import Settings
+from cli.demo_notifications import _deployed
+from cli.demo_report import report_function_config
+from cli.demo_storage import storage_analyzer_config
+from cli.demo_training import ENV as DEMO_TRAINING_ENV
+from lambdas.shared.config import FunctionConfig
+from lambdas.storage_analyzer.config import StorageConfig
+from lambdas.training_analyzer.config import TrainingConfig
+from lambdas.weekly_report.config import ReportConfig
+from lambdas.xid_notifier.config import NotifierConfig
+
+#: A deployment whose every setting that reaches a function differs from the default.
+CHANGED = Settings(
+    cluster_name="train-prod",
+    storage_buckets=("train-data",),
+    storage_volume_scope="all",
+    storage_shard_volumes=5_000,
+    training_shard_jobs=500,
+    lookback_days=30,
+    gpu_hour_price_usd=2.5,
+    low_power_percent=25.0,
+    training_data_sources=("train-data",),
+    exporter_interval_seconds=30,
+    gpu_instance_type="p4d.24xlarge",
+    xid_host_log_filter=True,
+)
+#: Fields the settings do not carry: names of resources the caller creates, and the default
+#: event bus, which the app always uses.
+NOT_SETTINGS = {
+    "report_bucket",
+    "failure_queue_url",
+    "event_bus",
+    "topic_arn",
+    "region",
+    "critical_topic_arn",
+    "warning_topic_arn",
+    "sent_table",
+    "exporter_log_group",
+}
+
+
+def _built(settings: Settings) -> list[FunctionConfig]:
+    return [
+        storage_config(settings, report_bucket="b"),
+        training_config(settings, report_bucket="b"),
+        report_config(settings, report_bucket="b", topic_arn="t"),
+        notifier_config(
+            settings,
+            region="us-east-1",
+            critical_topic_arn="c",
+            warning_topic_arn="w",
+            sent_table="s",
+            exporter_log_group="g",
+        ),
+    ]
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_every_field_the_settings_carry_follows_them(index: int) -> None:
+    default, changed = _built(Settings())[index], _built(CHANGED)[index]
+    same = [
+        f.name
+        for f in fields(default)  # type: ignore[arg-type]
+        if f.name not in NOT_SETTINGS and getattr(default, f.name) == getattr(changed, f.name)
+    ]
+    assert same == [], f"{type(default).__name__} does not follow the settings for {same}"
+
+
+def test_the_training_analyzer_gets_the_low_power_line_the_alarm_gets() -> None:
+    config = training_config(CHANGED, report_bucket="b")
+    assert config.environment()["LOW_POWER_PERCENT"] == "25"
+    assert config.gpu_thresholds.low_power_percent == CHANGED.alarm_settings().low_power_percent
+
+
+def test_one_default_for_the_low_power_line() -> None:
+    """The setting, the alarm's and the attribution's defaults are one value (attribution's
+    LOW_POWER_PERCENT), so a deployment that sets nothing classes hours as the alarm pages."""
+    assert (
+        Settings().low_power_percent
+        == Settings().alarm_settings().low_power_percent
+        == TrainingConfig(cluster_name="c", report_bucket="b").gpu_thresholds.low_power_percent
+        == 30.0
+    )
+
+
+def _variables(config: type[FunctionConfig], *, runtime: bool = True) -> set[str]:
+    return {v.name for v in config.variables().values() if runtime or not v.runtime}
+
+
+def _optional(config: type[FunctionConfig]) -> set[str]:
+    """Variables a config may leave unset (None): only the failure queue, the construct's."""
+    return {v.name for n, v in config.variables().items() if n == "failure_queue_url"}
+
+
+def test_the_demo_sets_every_variable_each_handler_reads() -> None:
+    """The demo runs the handlers with the environment its builders render; each holds every
+    variable the handler's declaration reads (the failure queue aside: the demo has none)."""
+    settings = Settings()
+    environments: dict[type[FunctionConfig], dict[str, str]] = {
+        StorageConfig: storage_analyzer_config(settings).environment(),
+        TrainingConfig: DEMO_TRAINING_ENV,
+        ReportConfig: report_function_config(settings, "arn:aws:sns:us-east-1:1:r").environment(),
+    }
+    with mock_aws():
+        session = boto3.Session(
+            region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
+        )
+        with _deployed(session, settings):
+            environments[NotifierConfig] = {
+                name: os.environ[name] for name in _variables(NotifierConfig) if name in os.environ
+            }
+    for config, environment in environments.items():
+        missing = _variables(config) - _optional(config) - set(environment)
+        assert missing == set(), f"the demo leaves {sorted(missing)} of {config.__name__} unset"
+        config.from_environ(environment)
+
+
+def test_the_demo_reads_its_week_as_the_deployment_would() -> None:
+    """The demo's deployment differs from the default only where its world does (its days,
+    buckets, data source and exporter's cycle); everything else is the settings'."""
+    settings = Settings()
+    storage = storage_analyzer_config(settings)
+    assert replace(storage, buckets=(), lookback_days=14) == storage_config(
+        settings, report_bucket=storage.report_bucket
+    )
+    report = report_function_config(settings, "t")
+    assert (
+        report.alarm_kind_names
+        == report_config(settings, report_bucket="b", topic_arn="t").alarm_kind_names
+    )
+    assert report.alarm_kind_names  # the catalog's kinds, as the stack sets them
+    training: Any = TrainingConfig.from_environ(DEMO_TRAINING_ENV)
+    assert training.low_power_percent == settings.low_power_percent
