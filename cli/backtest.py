@@ -66,13 +66,11 @@ def run(args: argparse.Namespace) -> str:
         start = start if start is not None else min(s.timestamp for s in samples)
         end = end if end is not None else history_end(specs, samples)
     else:
-        import boto3
-
-        from lambdas.shared.aws_clients import INTERACTIVE, client
+        from lambdas.shared.aws_clients import INTERACTIVE, client, new_session
 
         end = end if end is not None else time.time()
         start = start if start is not None else end - args.hours * 3600
-        session = boto3.Session(profile_name=args.profile, region_name=args.region)
+        session = new_session(profile_name=args.profile, region_name=args.region)
         samples = fetch_samples(
             client("cloudwatch", session=session, config=INTERACTIVE), specs, start=start, end=end
         )

@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import boto3
 from moto import mock_aws
 
 from alarms.backtest import BacktestResult, backtest, report
@@ -53,6 +52,7 @@ from contract.metrics import (
     GpuMetric,
     training_log_group,
 )
+from lambdas.shared.aws_clients import new_session
 
 DEMO_REGION = "us-east-1"
 
@@ -316,7 +316,7 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
     # The week before, first and in its own moto context: only its report objects cross over.
     last_week, result.last_week_datapoints = last_week_report(settings, DEMO_REGION)
     with mock_aws():
-        session = boto3.Session(
+        session = new_session(
             aws_access_key_id="demo", aws_secret_access_key="demo", region_name=DEMO_REGION
         )
         ssm = session.client("ssm")

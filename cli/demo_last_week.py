@@ -22,7 +22,6 @@ same names: ``bert-data-bound-worker-0`` is ``bert-data-bound``'s).
 
 from typing import Any
 
-import boto3
 from moto import mock_aws
 
 from cdk.settings import Settings
@@ -31,6 +30,7 @@ from cli.demo_storage import REPORT_BUCKET
 from cli.demo_training import run_training_analyzer
 from cli.demo_week import LAST_WEEK, WEEK, WeekSeeder
 from contract.metrics import training_log_group
+from lambdas.shared.aws_clients import new_session
 from lambdas.weekly_report.handler import report_prefix
 
 
@@ -39,7 +39,7 @@ def last_week_report(settings: Settings, region: str) -> tuple[dict[str, bytes],
     datapoints that week's fleet published."""
     cluster = settings.cluster_name
     with mock_aws():
-        session = boto3.Session(
+        session = new_session(
             aws_access_key_id="demo", aws_secret_access_key="demo", region_name=region
         )
         clients: dict[str, Any] = {

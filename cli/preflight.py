@@ -88,18 +88,15 @@ def report(checks: Sequence[Check], *, cluster: str, region: str, json_output: b
 
 
 def run(args: argparse.Namespace) -> str:
-    import boto3
     from botocore.exceptions import BotoCoreError
 
-    from lambdas.shared.aws_clients import INTERACTIVE, client
+    from lambdas.shared.aws_clients import INTERACTIVE, client, new_session
 
     settings = settings_from_context(context_from_args(args))
     if settings.is_example:
         raise ValueError("name the cluster to check: -c cluster_name=NAME")
     try:
-        session = boto3.Session(
-            profile_name=args.profile, region_name=args.region or settings.region
-        )
+        session = new_session(profile_name=args.profile, region_name=args.region or settings.region)
     except BotoCoreError as err:  # an unknown --profile: an AWS failure, exit 1
         raise AwsFailureError(str(err)) from err
     region = session.region_name

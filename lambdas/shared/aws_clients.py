@@ -74,7 +74,9 @@ def epoch_timestamp(value: Any) -> datetime:
 def new_session(**kwargs: Any) -> Any:
     """A boto3 session whose clients parse timestamps with ``epoch_timestamp``: botocore's
     documented hook for it, the response parser factory's defaults, as the AWS CLI sets them
-    (aws/aws-cli awscli/customizations/scalarparse.py)."""
+    (aws/aws-cli awscli/customizations/scalarparse.py). The one session of the handlers and
+    of the command line (``gpu-insights analyze``, ``backtest``, ``preflight``, the demo), so
+    a run from a laptop costs the CPU it costs in Lambda."""
     import boto3
     import botocore.session
 

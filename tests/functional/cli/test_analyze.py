@@ -1,0 +1,80 @@
+"""`gpu-insights analyze` against moto: its clients come from the handlers' session, so they
+parse GetMetricData's timestamps with the handlers' parser and a run costs the CPU it costs in
+Lambda (benchmarks/analyze_cli.py measures it).
+
+CloudWatch's JSON protocol sends GetMetricData's ``Timestamps`` as epoch seconds
+(botocore's cloudwatch model: "protocols": ["smithy-rpc-v2-cbor", "json", "query"], json
+being the first botocore supports; getmoto/moto PR #9562 answers it so)."""
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+import pytest
+from botocore.utils import parse_timestamp
+from moto import mock_aws
+
+from cli.main import main
+from lambdas.shared import aws_clients
+
+REGION = "us-east-1"
+HOURS = 48
+
+
+@pytest.fixture
+def volume(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """One gp3 volume the EBS CSI driver tagged for cluster train, attached to a node, its
+    operations and queue length published every hour of the last two days."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "t")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "t")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    with mock_aws():
+        session = boto3.Session(region_name=REGION)
+        ec2, cloudwatch = session.client("ec2"), session.client("cloudwatch")
+        image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+        node = ec2.run_instances(ImageId=image, MinCount=1, MaxCount=1)["Instances"][0]
+        tags = [{"Key": "kubernetes.io/cluster/train", "Value": "owned"}]
+        volume_id = ec2.create_volume(
+            AvailabilityZone=node["Placement"]["AvailabilityZone"],
+            Size=500,
+            VolumeType="gp3",
+            TagSpecifications=[{"ResourceType": "volume", "Tags": tags}],
+        )["VolumeId"]
+        ec2.attach_volume(VolumeId=volume_id, InstanceId=node["InstanceId"], Device="/dev/sdf")
+        now = datetime.now(UTC).timestamp() // 3600 * 3600
+        for metric in ("VolumeReadOps", "VolumeWriteOps", "VolumeQueueLength"):
+            cloudwatch.put_metric_data(
+                Namespace="AWS/EBS",
+                MetricData=[
+                    {
+                        "MetricName": metric,
+                        "Dimensions": [{"Name": "VolumeId", "Value": volume_id}],
+                        "Timestamp": datetime.fromtimestamp(now - h * 3600, UTC),
+                        "Value": 180.0,
+                    }
+                    for h in range(1, HOURS + 1)
+                ],
+            )
+        yield volume_id
+
+
+def test_analyze_reads_with_the_handlers_timestamp_parser(
+    volume: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parsed: list[Any] = []
+    handlers_parser = aws_clients.epoch_timestamp
+
+    def counting(value: Any) -> datetime:
+        parsed.append(value)
+        return handlers_parser(value)
+
+    monkeypatch.setattr(aws_clients, "epoch_timestamp", counting)
+    argv = ["analyze", "storage", "--cluster-name", "train", "--region", REGION, "--days", "3"]
+    assert main([*argv, "--json"]) == 0
+    capsys.readouterr()
+    # GetMetricData's points (the queue length's window maximum, at least) came back as epoch
+    # seconds and went through the handlers' parser, which gives botocore's datetimes.
+    epochs = [value for value in parsed if isinstance(value, int | float)]
+    assert epochs
+    assert all(handlers_parser(e) == parse_timestamp(e) for e in epochs)
