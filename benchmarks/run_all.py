@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from benchmarks import (
     alarms,
+    analyze_cli,
     attribution,
     exporter,
     fan_out,
@@ -65,6 +66,18 @@ def main() -> None:
             Row(f"{label}: peak RSS", f["peak_mib"], float(STORAGE.memory_mb), "MiB"),
             Row(f"{label}: GetMetricData per run", f["usd"], None, "USD"),
         ]
+    c = analyze_cli.main()
+    volume_days = analyze_cli.VOLUMES * storage_analyzer.DAYS
+    for session, f in c.items():
+        rows.append(
+            Row(
+                f"analyze storage (command line, {session} session): CPU, "
+                f"{analyze_cli.VOLUMES:,} volumes x 14 days, vs the function's sizing",
+                f["cpu_s"],
+                STORAGE.item.cpu_s_per_day * volume_days,
+                "s",
+            )
+        )
     f = s["floor"]
     rows.append(
         Row(

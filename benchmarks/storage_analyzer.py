@@ -120,23 +120,25 @@ def _volume_xml(i: int) -> str:
     )
 
 
-def ec2_client(volumes: int) -> Any:
+def ec2_answers(volumes: int) -> dict[str, Callable[[dict[str, str]], str]]:
+    """DescribeVolumes (the fleet, in one page) and DescribeInstances (no nodes) in EC2's XML."""
     ns = 'xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"'
     items = "".join(_volume_xml(i) for i in range(volumes))
+    return {
+        "DescribeVolumes": lambda _: (
+            f"<DescribeVolumesResponse {ns}><requestId>b</requestId>"
+            f"<volumeSet>{items}</volumeSet></DescribeVolumesResponse>"
+        ),
+        "DescribeInstances": lambda _: (
+            f"<DescribeInstancesResponse {ns}><requestId>b"
+            "</requestId><reservationSet/></DescribeInstancesResponse>"
+        ),
+    }
+
+
+def ec2_client(volumes: int) -> Any:
     client = wire.client("ec2")
-    wire.serve_xml(
-        client,
-        {
-            "DescribeVolumes": lambda _: (
-                f"<DescribeVolumesResponse {ns}><requestId>b</requestId>"
-                f"<volumeSet>{items}</volumeSet></DescribeVolumesResponse>"
-            ),
-            "DescribeInstances": lambda _: (
-                f"<DescribeInstancesResponse {ns}><requestId>b"
-                "</requestId><reservationSet/></DescribeInstancesResponse>"
-            ),
-        },
-    )
+    wire.serve_xml(client, ec2_answers(volumes))
     return client
 
 
@@ -204,12 +206,15 @@ class FakeCloudWatch:
         self.paged += "NextToken" in answer
         return answer
 
-    def client(self, *, lambda_session: bool = True) -> Any:
-        client = wire.client("cloudwatch", lambda_session=lambda_session)
+    def serve(self, client: Any) -> Any:
+        """``client`` (a CloudWatch client) answered by this fake."""
         wire.serve_json(
             client, {"GetMetricData": self.get_metric_data, "PutMetricData": lambda _: {}}
         )
         return client
+
+    def client(self, *, lambda_session: bool = True) -> Any:
+        return self.serve(wire.client("cloudwatch", lambda_session=lambda_session))
 
 
 def _today(ec2: Any, cloudwatch: Any) -> int:
