@@ -14,6 +14,7 @@ from unittest.mock import patch
 
 from benchmarks import wire
 from benchmarks.storage_analyzer import DAYS, END, FakeCloudWatch, ec2_answers, in_fresh_process
+from lambdas.shared import aws_clients
 from lambdas.shared.shards import STORAGE
 
 VOLUMES = 2_000
@@ -40,11 +41,10 @@ def measure(session: str, volumes: int) -> dict[str, float]:
         AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_EC2_METADATA_DISABLED="true"
     )
     fake = FakeCloudWatch()
-    build = analyze.client
 
     def served(service: str, **kwargs: Any) -> Any:
         """The command's own client for ``service``, answered by the fakes."""
-        client = build(service, **kwargs)
+        client = aws_clients.client(service, **kwargs)
         if service == "ec2":
             wire.serve_xml(client, ec2_answers(volumes))
         elif service == "cloudwatch":

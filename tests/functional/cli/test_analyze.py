@@ -34,12 +34,16 @@ def volume(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         ec2, cloudwatch = session.client("ec2"), session.client("cloudwatch")
         image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
         node = ec2.run_instances(ImageId=image, MinCount=1, MaxCount=1)["Instances"][0]
-        tags = [{"Key": "kubernetes.io/cluster/train", "Value": "owned"}]
         volume_id = ec2.create_volume(
             AvailabilityZone=node["Placement"]["AvailabilityZone"],
             Size=500,
             VolumeType="gp3",
-            TagSpecifications=[{"ResourceType": "volume", "Tags": tags}],
+            TagSpecifications=[
+                {
+                    "ResourceType": "volume",
+                    "Tags": [{"Key": "kubernetes.io/cluster/train", "Value": "owned"}],
+                }
+            ],
         )["VolumeId"]
         ec2.attach_volume(VolumeId=volume_id, InstanceId=node["InstanceId"], Device="/dev/sdf")
         now = datetime.now(UTC).timestamp() // 3600 * 3600
@@ -77,4 +81,4 @@ def test_analyze_reads_with_the_handlers_timestamp_parser(
     # seconds and went through the handlers' parser, which gives botocore's datetimes.
     epochs = [value for value in parsed if isinstance(value, int | float)]
     assert epochs
-    assert all(handlers_parser(e) == parse_timestamp(e) for e in epochs)
+    assert all(handlers_parser(e) == parse_timestamp(e) for e in epochs)  # type: ignore[arg-type]
