@@ -34,6 +34,7 @@ from moto import mock_aws
 from benchmarks import training_analyzer, wire
 from benchmarks.storage_analyzer import END, FakeCloudWatch, ec2_client
 from benchmarks.training_fleet import Fleet, bucket_client
+from cdk.function_configs import storage_config
 from cdk.settings import Settings
 from lambdas.shared.findings import AnalysisRun
 from lambdas.shared.metric_fetcher import MAX_DATAPOINTS_PER_CALL
@@ -128,15 +129,10 @@ def _events_client(sent: list[int]) -> Any:
 
 @contextmanager
 def storage_world(volumes: int, shard_volumes: int) -> Iterator[StorageWorld]:
-    """The handler with its clients put in, as the functional tests do; restored after."""
-    env = {
-        "CLUSTER_NAME": "bench",
-        "REPORT_BUCKET": BUCKET,
-        "LOOKBACK_DAYS": "14",
-        "VOLUME_SCOPE": "cluster",
-        "BUCKETS": "",
-        "SHARD_VOLUMES": str(shard_volumes),
-    }
+    """The handler with its clients put in, as the functional tests do, and the environment
+    its construct is given for a deployment with this shard size; restored after."""
+    settings = Settings(cluster_name="bench", storage_shard_volumes=shard_volumes)
+    env = storage_config(settings, report_bucket=BUCKET).environment()
     saved = dict(storage_handler._clients)
     with mock_aws(), patch.dict(os.environ, env):
         fake = FakeCloudWatch()
