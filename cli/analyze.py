@@ -13,6 +13,7 @@ from contract.resource_names import cluster_name_problem
 from lambdas.shared.aws_clients import INTERACTIVE, client, new_session
 from lambdas.shared.events import analysis_window
 from lambdas.shared.findings import AnalysisRun, Finding
+from lambdas.shared.shards import LOOKBACK_DAYS
 from lambdas.storage_analyzer.aws import VolumeScope
 from lambdas.storage_analyzer.run import StorageRun, analyze_storage
 from lambdas.training_analyzer.gpu_prices import gpu_hour_price
@@ -25,10 +26,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     storage.add_argument("--cluster-name", required=True)
     storage.add_argument("--scope", choices=[s.value for s in VolumeScope], default="cluster")
     storage.add_argument("--bucket", action="append", default=[], help="S3 bucket (repeatable)")
-    storage.add_argument("--days", type=int, default=14, help="lookback in days (14)")
+    storage.add_argument(
+        "--days", type=int, default=LOOKBACK_DAYS, help=f"lookback in days ({LOOKBACK_DAYS})"
+    )
     training = targets.add_parser("training", help="training jobs of the cluster")
     training.add_argument("--cluster-name", required=True)
-    training.add_argument("--days", type=int, default=14, help="lookback in days (14)")
+    training.add_argument(
+        "--days", type=int, default=LOOKBACK_DAYS, help=f"lookback in days ({LOOKBACK_DAYS})"
+    )
     training.add_argument(
         "--gpu-hour-usd", type=float, default=gpu_hour_price(None), help="price of a GPU-hour"
     )
