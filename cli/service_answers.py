@@ -9,10 +9,13 @@ botocore's ``Stubber`` checks its responses. Every other operation of the client
   the hook answers from the caller's own data. moto's IAM check does not see these calls.
 - ``fill``: moto answers (and, with IAM enforcement on, authorizes) the call; the hook puts
   in the data moto cannot compute (Logs Insights ``stats``).
+- ``logs_insights_stats``: moto answers StartQuery and GetQueryResults; the hooks put in the
+  rows of a ``stats`` moto cannot compute, cut and paged as Logs Insights cuts and pages them.
 - ``percentiles_as_maximum``: moto computes no percentile statistics; the request, once
   validated as sent, asks moto for the maximum instead.
 """
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +24,7 @@ from botocore.client import BaseClient
 from botocore.validate import validate_parameters
 
 from lambdas.shared.metric_fetcher import add_series, sum_terms
+from lambdas.training_analyzer.aws import PAGE_MAX_ROWS, QUERY_DEFAULT_ROWS, QUERY_MAX_ROWS
 
 Params = dict[str, Any]
 _PARAMS = "service_answers.params"
@@ -136,3 +140,75 @@ def metric_math_sums(cloudwatch: BaseClient) -> None:
 
     cloudwatch.meta.events.register(f"before-parameter-build.{event}", ask_inputs)
     cloudwatch.meta.events.register(f"after-call.{event}", add)
+
+
+class LogsInsightsLimitError(ValueError):
+    """A query Logs Insights would refuse (a ``limit`` above its maximum)."""
+
+
+Row = list[dict[str, str]]
+_LIMIT = re.compile(r"\|\s*limit\s+(\d+)\s*(?:\||$)", re.IGNORECASE)
+#: ``FIELD >= "v"`` and ``FIELD < "v"`` inside a ``filter`` (the rank query's job-name range).
+_BOUND = re.compile(r'\b(\w+)\s*(>=|<)\s*"([^"]*)"')
+
+
+def insights_limit(query: str, limit: int | None = None) -> int:
+    """The rows a Logs Insights query returns at most: its ``limit`` command, else StartQuery's
+    ``limit``, else the default; "If you omit limit, the query defaults to returning up to
+    10,000 log events. You can specify a limit value of up to 100,000." (query syntax,
+    ``limit``: https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/CWL_QuerySyntax-Limit.html)."""
+    found = _LIMIT.findall(query)
+    rows = int(found[-1]) if found else limit or QUERY_DEFAULT_ROWS
+    if rows > QUERY_MAX_ROWS:
+        raise LogsInsightsLimitError(f"limit {rows} above Logs Insights' {QUERY_MAX_ROWS:,}")
+    return rows
+
+
+def insights_bounds(query: str, rows: list[Row]) -> list[Row]:
+    """The rows whose fields meet the query's ``FIELD >= "v"`` and ``FIELD < "v"`` filters, by
+    string comparison. Filtering the result rows stands in for filtering the events only for a
+    field the query's ``stats`` groups ``by``, which is how the rank query uses them."""
+    bounds = _BOUND.findall(query)
+
+    def keep(row: Row) -> bool:
+        fields = {cell["field"]: cell["value"] for cell in row}
+        return all(
+            name in fields and (fields[name] >= v if op == ">=" else fields[name] < v)
+            for name, op, v in bounds
+        )
+
+    return [row for row in rows if keep(row)] if bounds else rows
+
+
+def insights_page(rows: list[Row], params: Params) -> Params:
+    """One GetQueryResults answer of a completed query's ``rows`` (already cut at its limit):
+    "You can retrieve up to 100,000 log event results from a query, if available, by using
+    pagination. Use the nextToken returned in the response to request additional pages of
+    results, with each page returning up to 10,000 log events." (GetQueryResults,
+    https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_GetQueryResults.html)."""
+    first = int(params.get("nextToken") or 0)
+    size = min(int(params.get("maxItems") or PAGE_MAX_ROWS), PAGE_MAX_ROWS)
+    answer: Params = {"status": "Complete", "results": rows[first : first + size]}
+    if first + size < len(rows):
+        answer["nextToken"] = str(first + size)
+    return answer
+
+
+def logs_insights_stats(logs: BaseClient, rows_of: Callable[[Params], list[Row]]) -> None:
+    """moto's Logs Insights runs no ``stats``: after moto answers StartQuery and
+    GetQueryResults (and, with IAM enforced, authorizes them), the results are the rows
+    ``rows_of(start_query_params)`` computes, filtered by the query's field bounds, cut at its
+    limit and served a page at a time, as Logs Insights serves them."""
+    started: dict[str, list[Row]] = {}
+
+    def keep(params: Params, parsed: Params) -> None:
+        query = params["queryString"]
+        limit = insights_limit(query, params.get("limit"))
+        started[parsed["queryId"]] = insights_bounds(query, rows_of(params))[:limit]
+
+    def complete(params: Params, parsed: Params) -> None:
+        parsed.pop("nextToken", None)
+        parsed.update(insights_page(started[params["queryId"]], params))
+
+    fill(logs, "StartQuery", keep)
+    fill(logs, "GetQueryResults", complete)
