@@ -11,12 +11,15 @@ botocore's ``Stubber`` checks its responses. Every other operation of the client
   in the data moto cannot compute (Logs Insights ``stats``).
 - ``logs_insights_stats``: moto answers StartQuery and GetQueryResults; the hooks put in the
   rows of a ``stats`` moto cannot compute, cut and paged as Logs Insights cuts and pages them.
+- ``dated_volumes``: moto answers DescribeVolumes; the hook dates the volumes of a world made
+  before moto's clock.
 - ``percentiles_as_maximum``: moto computes no percentile statistics; the request, once
   validated as sent, asks moto for the maximum instead.
 """
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from botocore.awsrequest import AWSResponse, HTTPHeaders
@@ -84,6 +87,24 @@ def fill(client: BaseClient, operation: str, complete: Callable[[Params, Params]
     client.meta.events.register(f"after-call.{event}", amend)
 
 
+def dated_volumes(ec2: BaseClient, dates: Mapping[str, tuple[float, float | None]]) -> None:
+    """moto stamps a volume's ``CreateTime``, and an attachment's ``AttachTime``, with its own
+    clock as it makes them, and no call makes a volume in the past: for a world whose volumes
+    were made before its "now" (the demo's week, a test's fixed day), after moto answers
+    DescribeVolumes each volume in ``dates`` gets its (created, attached) epoch seconds."""
+
+    def complete(params: Params, parsed: Params) -> None:
+        for volume in parsed.get("Volumes", []):
+            created, attached = dates.get(volume["VolumeId"], (None, None))
+            if created is not None:
+                volume["CreateTime"] = datetime.fromtimestamp(created, UTC)
+            for attachment in volume.get("Attachments", []):
+                if attached is not None:
+                    attachment["AttachTime"] = datetime.fromtimestamp(attached, UTC)
+
+    fill(ec2, "DescribeVolumes", complete)
+
+
 def percentiles_as_maximum(cloudwatch: BaseClient) -> None:
     """GetMetricData's percentile statistics (p99, ...) are asked of moto as ``Maximum``, which
     equals the percentile where the hourly values are constant (as the demo seeds them)."""
@@ -99,15 +120,25 @@ def percentiles_as_maximum(cloudwatch: BaseClient) -> None:
     cloudwatch.meta.events.register(f"before-parameter-build.{event}", rewrite)
 
 
+def _periods(first: Any, last: Any, period_s: int) -> list[datetime]:
+    """The start of each period of a GetMetricData range, as the results stamp them."""
+    start, end = (t.timestamp() if isinstance(t, datetime) else float(t) for t in (first, last))
+    return [datetime.fromtimestamp(t, UTC) for t in range(int(start), int(end), period_s)]
+
+
 def metric_math_sums(cloudwatch: BaseClient) -> None:
     """GetMetricData expressions that add series (``a + b``, ``FILL(a, 0) + FILL(b, 0)``),
     which moto returns empty, are computed from their inputs as CloudWatch does: moto answers
     (and authorizes) the inputs, asked for with ``ReturnData`` on; the hook adds them timestamp
     by timestamp (``metric_fetcher.add_series``) into the expression's result and drops the
-    inputs the caller did not ask to see.
+    inputs the caller did not ask to see. FILL "fills the missing values of a time series":
+    every period of the requested range, so a sum of FILLed inputs has a point in each, the
+    periods before a resource existed too (how ``FILL(m, 0)`` draws a sparse metric as a line
+    of zeros).
     https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html"""
     event, model = _names(cloudwatch, "GetMetricData")
     sums = "service_answers.sums"
+    ranges = "service_answers.ranges"
 
     def ask_inputs(params: Params, context: dict[str, Any], **_: Any) -> None:
         validate_parameters(params, model.input_shape)  # as the handler sent them
@@ -123,6 +154,12 @@ def metric_math_sums(cloudwatch: BaseClient) -> None:
                         hidden.add(term)
                         by_id[term]["ReturnData"] = True
         context[sums] = (wanted, hidden)
+        first, last = params["StartTime"], params["EndTime"]
+        context[ranges] = {
+            query["Id"]: _periods(first, last, int(query["Period"]))
+            for query in queries
+            if query["Id"] in wanted
+        }
 
     def add(parsed: Params, context: dict[str, Any], **_: Any) -> None:
         wanted, hidden = context.get(sums, ({}, set()))
@@ -134,7 +171,8 @@ def metric_math_sums(cloudwatch: BaseClient) -> None:
             terms = wanted.get(result["Id"])
             if terms:
                 result["Timestamps"], result["Values"] = add_series(
-                    [(by_id[t]["Timestamps"], by_id[t]["Values"], fill) for t, fill in terms]
+                    [(by_id[t]["Timestamps"], by_id[t]["Values"], fill) for t, fill in terms],
+                    context[ranges][result["Id"]],
                 )
         parsed["MetricDataResults"] = [r for r in results if r["Id"] not in hidden]
 
