@@ -105,7 +105,11 @@ def test_every_state_of_the_fleet_map_fits_step_functions_payload_at_the_worst_c
     numbers: each state's input and output as cdk/constructs/fleet_map.py wires them."""
     largest = _RANGES[shard_setting][1]
     total = MAX_SHARDS * largest
-    plan = {"day": "2026-11-30", counted: total, "shards": map_items(total, largest)}
+    plan: dict[str, Any] = {
+        "day": "2026-11-30",
+        counted: total,
+        "shards": map_items(total, largest),
+    }
     after_plan = {**SCHEDULED_EVENT, "plan": plan}  # result_path $.plan
     item = {"mode": "shard", "time": SCHEDULED_EVENT["time"], **plan["shards"][-1]}
     shard_out = {"index": MAX_SHARDS - 1, counted: largest, "findings": 10 * largest}
