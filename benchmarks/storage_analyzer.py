@@ -238,10 +238,11 @@ def _floor(plan: str, volumes: int) -> tuple[int, int, int, int, int]:
         queries = [q for v in found for q in volume_queries(v)]
         return (*floor(queries, start=START, end=END), metrics_requested(queries), 0, 0)
     fake = FakeCloudWatch()
-    screened = {
-        v.volume_id: VolumeMetrics(**{f: [fake.window(v.volume_id, m, s)] for f, m, s in SCREENED})
-        for v in found
-    }
+
+    def screens(volume_id: str) -> dict[str, Any]:
+        return {f: [fake.window(volume_id, m, s)] for f, m, s in SCREENED}
+
+    screened = {v.volume_id: VolumeMetrics(**screens(v.volume_id)) for v in found}
     first, second = passes(found, screened, window_period(START, END))
     calls, points = floor_of_passes((first, second), start=START, end=END)
     _, second_points = floor(second, start=START, end=END)

@@ -5,6 +5,7 @@ nodes shared with neighbouring jobs (so a shard reads GPUs that other shards rea
 each node's GPUs their own power and SM activity. CloudWatch and Logs are real botocore
 clients answered at the HTTP layer (benchmarks/wire.py); S3, where the plan and parts are
 staged, a real botocore client answered from a dict before the call (cli/service_answers.py).
+The rank query's rows are cut and paged as Logs Insights cuts and pages them.
 """
 
 import io
@@ -13,7 +14,7 @@ from typing import Any
 from botocore.response import StreamingBody
 
 from benchmarks import wire
-from cli.service_answers import answer, error
+from cli.service_answers import answer, error, insights_bounds, insights_limit, insights_page
 
 RANKS = 4
 GPUS = 8
@@ -26,6 +27,7 @@ class Fleet:
         self.nodes = max(1, jobs * RANKS // GPUS)
         self.start, self.end = start, end
         self.hours = [start + h * 3600 for h in range(int(end - start) // 3600)]
+        self.queries: list[list[list[dict[str, str]]]] = []
 
     def node(self, job: int, rank: int) -> str:
         return f"node-{(job * RANKS + rank) // GPUS % self.nodes:05d}"
@@ -89,8 +91,9 @@ class Fleet:
         more = {"NextToken": str(first + PAGE)} if first + PAGE < len(dims) else {}
         return {"Metrics": page, **more}
 
-    def ranks(self, _: dict[str, Any]) -> dict[str, Any]:
-        rows = [
+    def rows(self) -> list[list[dict[str, str]]]:
+        """The rank query's rows over the whole fleet: one a job's rank."""
+        return [
             [
                 {"field": "JobName", "value": job},
                 {"field": "Rank", "value": str(r)},
@@ -102,7 +105,17 @@ class Fleet:
             for j, job in enumerate(self.jobs)
             for r in range(RANKS)
         ]
-        return {"status": "Complete", "results": rows}
+
+    def start_query(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The query's rows, filtered, cut at its limit, kept for its pages."""
+        query = params["queryString"]
+        limit = insights_limit(query, params.get("limit"))
+        self.queries.append(insights_bounds(query, self.rows())[:limit])
+        return {"queryId": str(len(self.queries) - 1)}
+
+    def ranks(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A page of the query's rows, as Logs Insights pages them."""
+        return insights_page(self.queries[int(params["queryId"])], params)
 
     def clients(self) -> tuple[Any, Any]:
         """CloudWatch and Logs, as the handler gets them, answered by this fleet."""
@@ -111,9 +124,7 @@ class Fleet:
             cloudwatch, {"GetMetricData": self.get_metric_data, "ListMetrics": self.list_metrics}
         )
         logs = wire.client("logs")
-        wire.serve_json(
-            logs, {"StartQuery": lambda _: {"queryId": "q"}, "GetQueryResults": self.ranks}
-        )
+        wire.serve_json(logs, {"StartQuery": self.start_query, "GetQueryResults": self.ranks})
         return cloudwatch, logs
 
 

@@ -8,6 +8,7 @@ synth before any template is written.
 
 import difflib
 import json
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from deploy_config.manifest import DEFAULT_GPU_NODE_LABELS
 from lambdas.gpu_analyzer.attribution import LOW_POWER_PERCENT
 from lambdas.shared.shards import (
     LOOKBACK_DAYS,
+    MAX_SHARDS,
     STORAGE,
     STORAGE_SHARD_VOLUMES,
     TRAINING,
@@ -199,6 +201,19 @@ class Settings:
             ("training_shard_jobs", TRAINING, "jobs"),
         ):
             _require_shard_fits(key, getattr(self, key), self.lookback_days, size, counted)
+        for fleet_key, key in (
+            ("storage_fleet_volumes", "storage_shard_volumes"),
+            ("training_fleet_jobs", "training_shard_jobs"),
+        ):
+            fleet, per_shard = getattr(self, fleet_key), getattr(self, key)
+            _require(
+                fleet <= MAX_SHARDS * per_shard,
+                fleet_key,
+                fleet,
+                f"at most {MAX_SHARDS:,} shards of {key}={per_shard:,} (Step Functions passes "
+                f"at most 256 KiB between states): {key} of at least "
+                f"{math.ceil(fleet / MAX_SHARDS):,}",
+            )
         _require(
             self.storage_volume_scope in set(VolumeScope),
             "storage_volume_scope",

@@ -1,5 +1,6 @@
 """The demo's storage: EBS volumes and S3 buckets in moto, each showing one finding, plus
-healthy ones that must show none, analyzed by the storage analyzer's real Lambda handler."""
+healthy ones and a new volume that must show none, analyzed by the storage analyzer's real
+Lambda handler."""
 
 import json
 import os
@@ -12,7 +13,13 @@ from typing import Any
 
 from cdk.function_configs import storage_config
 from cdk.settings import Settings
-from cli.service_answers import Params, answer, metric_math_sums, percentiles_as_maximum
+from cli.service_answers import (
+    Params,
+    answer,
+    dated_volumes,
+    metric_math_sums,
+    percentiles_as_maximum,
+)
 from lambdas.storage_analyzer import handler as storage_handler
 from lambdas.storage_analyzer.config import StorageConfig
 
@@ -67,7 +74,13 @@ VOLUMES: dict[str, tuple[dict[str, Any], bool, float, float, float]] = {
         40,
         1.0,
     ),
+    # Made and attached three days ago, not read yet: too new for the idle rule's seven days.
+    "new-volume": ({"VolumeType": "gp3", "Size": 200}, True, 0.0, 0, 0.0),
 }
+#: Days before the demo's "now" each volume was made and attached (DescribeVolumes'
+#: CreateTime and AttachTime); the others a month before, ahead of the analyzer's window.
+MADE_DAYS_AGO: dict[str, int] = {"new-volume": 3}
+MONTH_DAYS = 30
 #: bucket -> request metrics (None: no metrics configuration): (p99 first byte ms, 5xx share)
 BUCKETS: dict[str, tuple[float, float] | None] = {
     "demo-training-data": (450.0, 0.03),
@@ -91,15 +104,23 @@ def environment(values: dict[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def _put(cloudwatch: Any, namespace: str, dims: dict[str, str], metric: str, value: float) -> None:
+def _put(
+    cloudwatch: Any,
+    namespace: str,
+    dims: dict[str, str],
+    metric: str,
+    value: float,
+    hours: int = HOURS,
+) -> None:
+    """The last ``hours`` hours of the window, one datapoint each."""
     data = [
         {
             "MetricName": metric,
             "Dimensions": [{"Name": k, "Value": v} for k, v in dims.items()],
-            "Timestamp": datetime.fromtimestamp(END - (HOURS - h) * 3600, UTC),
+            "Timestamp": datetime.fromtimestamp(END - (hours - h) * 3600, UTC),
             "Value": value,
         }
-        for h in range(HOURS)
+        for h in range(hours)
     ]
     cloudwatch.put_metric_data(Namespace=namespace, MetricData=data)
 
@@ -122,19 +143,24 @@ def seed(clients: dict[str, Any], cluster: str) -> dict[str, str]:
     image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
     node = ec2.run_instances(ImageId=image, MinCount=1, MaxCount=1)["Instances"][0]["InstanceId"]
     ids = {}
+    dates: dict[str, tuple[float, float | None]] = {}
     for index, (name, (spec, attached, iops, mibps, queue)) in enumerate(VOLUMES.items()):
         volume = ec2.create_volume(AvailabilityZone="us-east-1a", TagSpecifications=tags, **spec)
         ids[volume["VolumeId"]] = name
+        days = MADE_DAYS_AGO.get(name, MONTH_DAYS)
+        dates[volume["VolumeId"]] = (END - days * 86_400, END - days * 86_400)
         if not attached:
             continue
         ec2.attach_volume(
             VolumeId=volume["VolumeId"], InstanceId=node, Device=f"/dev/sd{chr(102 + index)}"
         )
         dims = {"VolumeId": volume["VolumeId"]}
-        _put(cloudwatch, "AWS/EBS", dims, "VolumeReadOps", iops * 3600)
-        _put(cloudwatch, "AWS/EBS", dims, "VolumeWriteOps", 0.0)
-        _put(cloudwatch, "AWS/EBS", dims, "VolumeReadBytes", mibps * MIB * 3600)
-        _put(cloudwatch, "AWS/EBS", dims, "VolumeQueueLength", queue)
+        hours = min(HOURS, days * 24)  # EBS has datapoints since the volume was attached
+        _put(cloudwatch, "AWS/EBS", dims, "VolumeReadOps", iops * 3600, hours)
+        _put(cloudwatch, "AWS/EBS", dims, "VolumeWriteOps", 0.0, hours)
+        _put(cloudwatch, "AWS/EBS", dims, "VolumeReadBytes", mibps * MIB * 3600, hours)
+        _put(cloudwatch, "AWS/EBS", dims, "VolumeQueueLength", queue, hours)
+    dated_volumes(ec2, dates)  # moto dates them by its clock, after the demo's "now"
     for bucket, request_metrics in BUCKETS.items():
         s3.create_bucket(Bucket=bucket)
         if request_metrics is None:

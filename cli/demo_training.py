@@ -25,7 +25,7 @@ from cdk.settings import Settings
 from cli.demo_storage import END, REPORT_BUCKET, environment, run_analyzer
 from cli.demo_week import DAYS, JOB_NODES
 from cli.demo_week import START as WEEK_START
-from cli.service_answers import Params, fill
+from cli.service_answers import Params, logs_insights_stats
 from contract.metrics import DIM_JOB, DIM_NODE, PROP_POD_NAME, PROP_RANK, training_log_group
 from emf.document import EmfDocument, encode
 from emf.sinks import PutMetricDataSink
@@ -144,19 +144,15 @@ CLUSTER = "example-gpu-cluster"
 
 
 def rank_query_results(logs: Any, events_from: Any = None) -> None:
-    """moto's Logs Insights runs no ``stats``: after moto answers GetQueryResults (and, with
-    IAM enforced, authorizes it), its rows are replaced by the analyzer's rank query (steps,
-    step time weighted by steps, latest node, by job and rank) computed from moto's events,
-    as Logs Insights would. The events are read with ``events_from`` (a client allowed
-    FilterLogEvents; the same client by default), as Logs Insights reads them for the caller."""
+    """moto's Logs Insights runs no ``stats``: the analyzer's rank query (steps, step time
+    weighted by steps, latest node and pod, by job and rank) is computed from moto's events,
+    as Logs Insights would, and served as Logs Insights serves it: cut at the query's limit,
+    10,000 rows a page (``service_answers.logs_insights_stats``). The events are read with
+    ``events_from`` (a client allowed FilterLogEvents; the same client by default), as Logs
+    Insights reads them for the caller."""
     reader = events_from or logs
-    started: dict[str, Params] = {}
 
-    def keep(params: Params, parsed: Params) -> None:
-        started[parsed["queryId"]] = params
-
-    def complete(params: Params, parsed: Params) -> None:
-        query = started[params["queryId"]]
+    def rows(query: Params) -> list[list[dict[str, str]]]:
         totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
         nodes: dict[tuple[str, str], str] = {}
         pods: dict[tuple[str, str], str] = {}
@@ -177,8 +173,7 @@ def rank_query_results(logs: Any, events_from: Any = None) -> None:
                     nodes[key] = doc[DIM_NODE]
                 if PROP_POD_NAME in doc:
                     pods[key] = doc[PROP_POD_NAME]
-        parsed["status"] = "Complete"
-        parsed["results"] = [
+        return [
             [
                 {"field": DIM_JOB, "value": job},
                 {"field": PROP_RANK, "value": rank},
@@ -190,8 +185,7 @@ def rank_query_results(logs: Any, events_from: Any = None) -> None:
             for (job, rank), (steps, time) in sorted(totals.items())
         ]
 
-    fill(logs, "StartQuery", keep)
-    fill(logs, "GetQueryResults", complete)
+    logs_insights_stats(logs, rows)
 
 
 def seed(clients: dict[str, Any], window: tuple[float, float] = (0.0, END)) -> int:

@@ -452,15 +452,17 @@ def storage(cluster: str, buckets: Sequence[str], region: str) -> dict[str, Any]
     # so in an account of more volumes the "ten busiest" would be ten of an arbitrary 500;
     # ORDER BY ranks every volume it reads (up to 10,000 metrics) before LIMIT.
 
-    def top(metric: str, function: str, *, id: str, label: str = "") -> list[Any]:
+    def top(metric: str, function: str, *, id: str) -> list[Any]:
         sql = insights_sql(
             "AWS/EBS", ("VolumeId",), metric, function, (), group_by=("VolumeId",),
             order="DESC", limit=OUTLIERS,
         )  # fmt: skip
-        return expression_row(sql, id=id, label=label)
+        return expression_row(sql, id=id)
 
-    def widget(title: str, *rows: list[Any]) -> Widget:
-        return metric_widget(title, list(rows), width=12, period=300)
+    def widget(title: str, row: list[Any], width: int = 12) -> Widget:
+        # One query a widget: "One metrics array can include no more than one Metrics
+        # Insights query" (dashboards/evaluate.py holds every widget to it).
+        return metric_widget(title, [row], width=width, period=300)
 
     rows = [
         [
@@ -478,9 +480,14 @@ def storage(cluster: str, buckets: Sequence[str], region: str) -> dict[str, Any]
         [
             widget("EBS queue length", top("VolumeQueueLength", "AVG", id="q")),
             widget(
-                "EBS limit exceeded (checks)",
-                top("VolumeThroughputExceededCheck", "MAX", id="t", label="throughput"),
-                top("VolumeIOPSExceededCheck", "MAX", id="i", label="IOPS"),
+                "EBS throughput limit exceeded (checks)",
+                top("VolumeThroughputExceededCheck", "MAX", id="t"),
+                width=6,
+            ),
+            widget(
+                "EBS IOPS limit exceeded (checks)",
+                top("VolumeIOPSExceededCheck", "MAX", id="i"),
+                width=6,
             ),
         ],
     ]

@@ -7,6 +7,10 @@ metric arrays with their statistic per period, Metrics Insights queries with
 parentheses, ``PERIOD(id)``), and ``SEARCH``/``SORT(SEARCH(...), FUNC, ASC|DESC, n)`` for the
 storage and findings widgets (a SEARCH returns at most 500 series). Rows with
 ``"visible": false`` are inputs, not drawn.
+
+Before a widget is evaluated, it is held to the rules CloudWatch documents for what a metric
+widget may hold (``widget_rule_errors``): a widget that breaks one does not render in
+CloudWatch, so it is refused here, not drawn.
 """
 
 import json
@@ -31,10 +35,34 @@ _SEARCH = re.compile(
 _SORTED = re.compile(r"^SORT\((?P<search>SEARCH\(.*\)),\s*(\w+),\s*(ASC|DESC),\s*(\d+)\)")
 _TERM = re.compile(r'(\w+)="([^"]*)"')
 _TOKEN = re.compile(r"\s*(\d+(?:\.\d+)?|[A-Za-z_][A-Za-z0-9_]*|[()+\-*/])")
+_SELECT = re.compile(r"\bSELECT\b", re.IGNORECASE)
+_LIMIT = re.compile(r"\bLIMIT\s+(\d+)\s*$", re.IGNORECASE)
+_RELATIVE_START = re.compile(
+    r"^-P(?:(?P<days>\d+)D|(?P<weeks>\d+)W|T(?:(?P<hours>\d+)H|(?P<minutes>\d+)M))$"
+)
+
+# What a metric widget may hold, in AWS's words (Amazon CloudWatch API Reference, "Dashboard
+# Body Structure and Syntax", the metric widget's ``metrics`` property,
+# https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/CloudWatch-Dashboard-Body-Structure.html,
+# and the User Guide's "Metrics Insights query components and syntax" and "Metrics Insights
+# quotas", https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-metrics-insights-querylanguage.html,
+# https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-metrics-insights-limits.html).
+#: "One ``metrics`` array can include 0-500 metrics and expressions."
+MAX_ROWS = 500
+#: "One metrics array can include no more than one Metrics Insights query."
+MAX_INSIGHTS_QUERIES = 1
+#: LIMIT: "The maximum value that you can specify is 500".
+MAX_INSIGHTS_LIMIT = MAX_SERIES_PER_QUERY
+#: "Query up to two weeks of data for visualization in your metrics, widgets, and alarm graphs."
+MAX_INSIGHTS_RANGE_S = 14 * 86_400
 
 
 class WidgetEvaluationError(ValueError):
     """A widget row this evaluator cannot read; the message names it."""
+
+
+class WidgetRuleError(WidgetEvaluationError):
+    """A widget that breaks a rule CloudWatch documents: it would not render."""
 
 
 @dataclass(frozen=True)
@@ -228,11 +256,72 @@ def _lines(label: str, result: Result, single: bool) -> list[Line]:
     ]
 
 
+def _insights_queries(rows: Sequence[list[Any]]) -> list[str]:
+    return [
+        row[0]["expression"]
+        for row in rows
+        if row and isinstance(row[0], dict) and _SELECT.search(row[0].get("expression", ""))
+    ]
+
+
+def widget_rule_errors(widget: Mapping[str, Any]) -> list[str]:
+    """The documented rules the metric widget breaks (none for any other widget), each named."""
+    if widget["type"] != "metric":
+        return []
+    properties = widget["properties"]
+    title = properties.get("title", "")
+    rows = properties.get("metrics", [])
+    errors = []
+    if len(rows) > MAX_ROWS:
+        errors.append(f"{title!r}: {len(rows)} rows, more than {MAX_ROWS} in one metrics array")
+    queries = _insights_queries(rows)
+    if len(queries) > MAX_INSIGHTS_QUERIES:
+        errors.append(
+            f"{title!r}: {len(queries)} Metrics Insights queries in one metrics array, "
+            f"more than {MAX_INSIGHTS_QUERIES}"
+        )
+    for query in queries:
+        if not query.lstrip().upper().startswith("SELECT"):
+            errors.append(f"{title!r}: a Metrics Insights query inside a math expression {query!r}")
+        limit = _LIMIT.search(query)
+        if limit and int(limit[1]) > MAX_INSIGHTS_LIMIT:
+            errors.append(f"{title!r}: LIMIT {limit[1]} above {MAX_INSIGHTS_LIMIT} in {query!r}")
+    return errors
+
+
+def _range_s(start: str) -> float | None:
+    found = _RELATIVE_START.match(start)
+    if found is None:
+        return None  # an absolute range: nothing to check without the end
+    days, weeks, hours, minutes = (int(v or 0) for v in found.group(1, 2, 3, 4))
+    return ((weeks * 7 + days) * 24 + hours) * 3600.0 + minutes * 60.0
+
+
+def body_rule_errors(body: Mapping[str, Any]) -> list[str]:
+    """Every documented rule the body's widgets break (``widget_rule_errors``), and a default
+    time range longer than the two weeks a Metrics Insights widget can show."""
+    errors = [e for w in body["widgets"] for e in widget_rule_errors(w)]
+    span = _range_s(body.get("start", ""))
+    queries = any(
+        _insights_queries(w["properties"].get("metrics", []))
+        for w in body["widgets"]
+        if w["type"] == "metric"
+    )
+    if queries and span is not None and span > MAX_INSIGHTS_RANGE_S:
+        errors.append(
+            f"start {body['start']!r}: Metrics Insights queries show at most two weeks of data"
+        )
+    return errors
+
+
 def evaluate_widget(widget: dict[str, Any], by_metric: Index) -> WidgetView:
     properties = widget["properties"]
     title = properties.get("title", "")
     if widget["type"] != "metric":
         return WidgetView(title, [])
+    errors = widget_rule_errors(widget)
+    if errors:
+        raise WidgetRuleError("; ".join(errors))
     period = properties.get("period", 300)
     single = properties.get("view") == "singleValue"
     env: dict[str, Values] = {}
@@ -253,5 +342,8 @@ def evaluate_body(
 ) -> list[WidgetView]:
     """Every metric widget of the body, in order, with what it shows."""
     applied = apply_variables(body, variables or {})
+    errors = body_rule_errors(applied)
+    if errors:
+        raise WidgetRuleError("; ".join(errors))
     by_metric = samples if isinstance(samples, dict) else index(samples)
     return [evaluate_widget(w, by_metric) for w in applied["widgets"] if w["type"] == "metric"]

@@ -88,12 +88,15 @@ def sum_terms(expression: str) -> list[tuple[str, float | None]] | None:
 
 def add_series(
     inputs: Sequence[tuple[Sequence[T], Sequence[float], float | None]],
+    periods: Sequence[T] = (),
 ) -> tuple[list[T], list[float]]:
     """A sum's points as metric math computes them, timestamp by timestamp: at each timestamp
-    of any input, the inputs' values, a missing one its FILL value; a timestamp an unfilled
+    of any input, and at each of the request's ``periods`` (FILL gives a filled input a value
+    in every period of the range, so an hour without any datapoint still has a sum of the
+    FILL values), the inputs' values, a missing one its FILL value; a timestamp an unfilled
     input lacks has no sum."""
     values = [dict(zip(stamps, vals, strict=True)) for stamps, vals, _ in inputs]
-    stamps = sorted({t for series in values for t in series})  # type: ignore[type-var]
+    stamps = sorted({t for series in values for t in series} | set(periods))  # type: ignore[type-var]
     out_t: list[T] = []
     out_v: list[float] = []
     for t in stamps:

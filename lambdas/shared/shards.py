@@ -15,6 +15,20 @@ from typing import Final, TypeVar
 from lambdas.shared.metric_fetcher import MAX_DATAPOINTS_PER_CALL
 
 T = TypeVar("T")
+#: "Maximum input or output size for a task, state, or execution: 256 KiB of data as a UTF-8
+#: encoded string. This quota affects tasks (activity, Lambda function, or integrated
+#: service), state or execution output, and input data when scheduling a task, entering a
+#: state, or starting an execution." (Step Functions Developer Guide, "Step Functions service
+#: quotas", https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html); a state
+#: over it fails the execution with ``States.DataLimitExceeded``. So what the fleet state
+#: machine's states pass is bounded whatever the fleet: the shards' items (``MAX_SHARDS``),
+#: and counts, never a resource per volume or job (those are in the report bucket).
+STATE_PAYLOAD_MAX_BYTES: Final = 256 * 1024
+#: The most shards one Distributed Map run is planned with: their items are in the plan's
+#: output, the Map's and the merge's input, and each shard's result in the Map's results,
+#: and this many leave room under the quota (tests/unit/lambdas/shared/test_shards.py holds
+#: every state to it at the largest shard size the settings allow).
+MAX_SHARDS: Final = 4_000
 #: One function run lasts at most 900 s; a shard is sized to use at most this share of it.
 LAMBDA_LIMIT_S = 900.0
 SAFETY_SHARE = 0.5
@@ -45,10 +59,21 @@ def shards(items: Sequence[T], per_shard: int) -> list[Sequence[T]]:
     return [items[i : i + per_shard] for i in range(0, len(items), per_shard)]
 
 
+class TooManyShardsError(ValueError):
+    """More shards than a state machine's states can carry; the message names the fix."""
+
+
 def map_items(total: int, per_shard: int) -> list[dict[str, int]]:
     """The Distributed Map's items for ``total`` staged items: each shard's index, first item
-    and count (a few small objects whatever the fleet: Step Functions passes at most 256 KiB
-    between states)."""
+    and count, at most ``MAX_SHARDS`` of them (Step Functions passes at most 256 KiB between
+    states); more is refused before any shard runs, naming the shard size that fits."""
+    count = math.ceil(total / per_shard) if per_shard > 0 else 0
+    if count > MAX_SHARDS:
+        raise TooManyShardsError(
+            f"{total:,} items in shards of {per_shard:,} make {count:,} shards, more than the "
+            f"{MAX_SHARDS:,} a Distributed Map run passes under Step Functions' 256 KiB: use "
+            f"shards of at least {math.ceil(total / MAX_SHARDS):,}"
+        )
     cut = shards(range(total), per_shard)
     return [{"index": i, "first": s[0], "count": len(s)} for i, s in enumerate(cut)]
 

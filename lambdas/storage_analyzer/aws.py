@@ -2,6 +2,7 @@
 Every client is injected; every call is read-only."""
 
 from collections.abc import Iterator
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Final
 
@@ -38,7 +39,13 @@ class VolumeScope(StrEnum):
     ALL = "all"
 
 
+def _epoch(stamp: datetime | None) -> float | None:
+    return stamp.timestamp() if stamp is not None else None
+
+
 def _volume(raw: dict[str, Any]) -> Volume:
+    """A DescribeVolumes volume: its attachment's instance and start (``AttachTime``), and its
+    ``CreateTime``, so that it is judged only on the hours it existed and was attached."""
     attachments = raw.get("Attachments") or []
     return Volume(
         volume_id=raw["VolumeId"],
@@ -48,6 +55,8 @@ def _volume(raw: dict[str, Any]) -> Volume:
         iops=raw.get("Iops"),
         throughput_mibps=raw.get("Throughput"),
         attached_to=attachments[0].get("InstanceId") if attachments else None,
+        created=_epoch(raw.get("CreateTime")),
+        attached_at=_epoch(attachments[0].get("AttachTime")) if attachments else None,
     )
 
 

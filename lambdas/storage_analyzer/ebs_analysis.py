@@ -7,7 +7,9 @@ per-minute 0/1 checks, which is what catches minute-long saturation that an aver
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
 
 from lambdas.shared.findings import Finding, Kind, Severity
 from lambdas.storage_analyzer.ebs_prices import (
@@ -31,6 +33,29 @@ class Volume:
     iops: int | None = None
     throughput_mibps: int | None = None
     attached_to: str | None = None
+    #: When it was created and when its attachment began, epoch seconds: DescribeVolumes'
+    #: ``CreateTime`` ("The time stamp when volume creation was initiated") and
+    #: ``Attachments[].AttachTime`` ("The time stamp when the attachment initiated"), EC2 API
+    #: Reference, Volume and VolumeAttachment
+    #: (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_Volume.html,
+    #: https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_VolumeAttachment.html).
+    created: float | None = None
+    attached_at: float | None = None
+
+    @property
+    def in_use_since(self) -> float | None:
+        """Since when the volume has been what it is now: attached since its attachment
+        began, unattached since it was created; None when neither time is known."""
+        times = [t for t in (self.created, self.attached_at) if t is not None]
+        return max(times) if times else None
+
+
+def iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat()
+
+
+def _epoch(stamp: Any) -> float:
+    return stamp.timestamp() if isinstance(stamp, datetime) else float(stamp)
 
 
 @dataclass
@@ -45,6 +70,22 @@ class VolumeMetrics:
     iops_exceeded: list[float] = field(default_factory=list)
     throughput_exceeded: list[float] = field(default_factory=list)
     burst_balance: list[float] = field(default_factory=list)
+    #: The timestamps of the series that metric math FILLs (ebs_plan.FILLED), by field: FILL
+    #: gives every hour of the window a value, the hours before the volume was created or
+    #: attached too, so those fields are cut to the hours since (``since``).
+    filled_at: dict[str, list[Any]] = field(default_factory=dict)
+
+    def since(self, epoch: float) -> tuple["VolumeMetrics", int]:
+        """These metrics from ``epoch`` on (only the FILLed fields have hours before the volume
+        existed), and how many hours were cut."""
+        cut: dict[str, Any] = {}
+        dropped = 0
+        for name, stamps in self.filled_at.items():
+            first = next((i for i, t in enumerate(stamps) if _epoch(t) >= epoch), len(stamps))
+            if first:
+                cut[name] = getattr(self, name)[first:]
+                dropped = max(dropped, first)
+        return (replace(self, **cut) if cut else self), dropped
 
 
 @dataclass(frozen=True)
@@ -127,8 +168,12 @@ def _finding(
 def analyze_volume(
     volume: Volume, metrics: VolumeMetrics, t: EbsThresholds = EbsThresholds()
 ) -> list[Finding]:
+    """The volume's findings, judged only on the hours since it was created and attached: a
+    volume attached three days ago has three days of history, not a window of FILLed zeros,
+    so it is too new for the idle rule's seven days and is not called idle."""
     if volume.state == "available":
         cost = monthly_cost(volume)
+        created = {"created": iso(volume.created)} if volume.created is not None else {}
         return [
             _finding(
                 volume,
@@ -136,11 +181,23 @@ def analyze_volume(
                 Severity.WARNING,
                 f"{volume.volume_id} ({volume.size_gib} GiB {volume.volume_type}) is attached "
                 f"to nothing and costs ${cost:.2f} a month.",
-                {"reason": "unattached"},
+                {"reason": "unattached", **created},
                 "Snapshot it if the data matters, then delete it.",
                 cost,
             )
         ]
+    since, cut = volume.in_use_since, 0
+    if since is not None:
+        metrics, cut = metrics.since(since)
+    findings = _judged(volume, metrics, t)
+    if not cut or since is None:
+        return findings
+    # Say which hours were judged: the volume is younger (or newly attached) in the window.
+    judged = {"in_use_since": iso(since), "hours_before_in_use": cut}
+    return [replace(f, evidence={**f.evidence, **judged}) for f in findings]
+
+
+def _judged(volume: Volume, metrics: VolumeMetrics, t: EbsThresholds) -> list[Finding]:
     iops = [ops / HOUR for ops in _pairwise_sum(metrics.read_ops, metrics.write_ops)]
     if not iops:
         return []  # attached but no metrics: nothing can be said either way
@@ -160,7 +217,7 @@ def _idle(volume: Volume, iops: list[float], t: EbsThresholds) -> list[Finding]:
     days = [iops[i : i + hours_per_day] for i in range(0, len(iops), hours_per_day)]
     daily = [sum(day) / len(day) for day in days if len(day) == hours_per_day]
     if len(daily) < t.idle_days or max(daily) >= t.idle_iops:
-        return []
+        return []  # busy, or in use fewer whole days than the rule needs: too new to judge
     cost = monthly_cost(volume)
     return [
         _finding(

@@ -24,6 +24,9 @@ HOURLY: Final = 3600
 #: datapoint would have no total (FILL and arithmetic on time series:
 #: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html).
 TOTAL: Final = "FILL({0}, 0) + FILL({1}, 0)"
+#: The fields read as TOTALs: FILL gives them a value in every hour of the window, the hours
+#: before the volume existed too (VolumeMetrics.since cuts those).
+FILLED: Final = ("read_ops", "read_bytes")
 NAMESPACE: Final = "AWS/EBS"
 BURSTING_TYPES: Final = frozenset({"gp2", "st1", "sc1"})
 #: (field of VolumeMetrics, metric of the window screen, its statistic)
@@ -55,9 +58,10 @@ def _total(volume: Volume, field: str, read: str, write: str) -> MetricQuery:
 
 def first_pass(volume: Volume, window_s: int) -> list[MetricQuery]:
     """Hourly IOPS and throughput totals, and the window screens."""
+    ops, read_bytes = FILLED
     queries = [
-        _total(volume, "read_ops", "VolumeReadOps", "VolumeWriteOps"),
-        _total(volume, "read_bytes", "VolumeReadBytes", "VolumeWriteBytes"),
+        _total(volume, ops, "VolumeReadOps", "VolumeWriteOps"),
+        _total(volume, read_bytes, "VolumeReadBytes", "VolumeWriteBytes"),
     ]
     queries += [_metric(volume, m, s, window_s, f) for f, m, s in SCREENED]
     if volume.volume_type in BURSTING_TYPES:

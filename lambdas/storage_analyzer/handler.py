@@ -42,7 +42,9 @@ def _publish(run: StorageRun, config: StorageConfig, end: float) -> dict[str, An
         "volumes": run.volumes,
         "buckets": run.buckets,
         "findings": len(findings),
-        "skipped": run.skipped,
+        # A count: the merge's output is a Step Functions state (at most 256 KiB); each
+        # skipped resource is named by its analysis_error finding in the file at ``key``.
+        "skipped": len(run.skipped),
         "key": published.key,
     }
     log.info("storage analysis done: %s", summary)

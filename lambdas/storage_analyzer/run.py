@@ -22,7 +22,7 @@ from lambdas.storage_analyzer.ebs_analysis import (
     VolumeMetrics,
     analyze_volume,
 )
-from lambdas.storage_analyzer.ebs_plan import could_fire, first_pass, second_pass
+from lambdas.storage_analyzer.ebs_plan import FILLED, could_fire, first_pass, second_pass
 from lambdas.storage_analyzer.s3_analysis import (
     BucketMetrics,
     S3Thresholds,
@@ -58,6 +58,8 @@ def _collect(
         for series in batch:
             volume_id, name = series.query.key
             setattr(metrics[volume_id], name, series.values)
+            if name in FILLED:
+                metrics[volume_id].filled_at[name] = series.timestamps
             if series.error:
                 failed.setdefault(volume_id, f"{name}: {series.error}")
             left[volume_id] -= 1

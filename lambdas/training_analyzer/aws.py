@@ -1,6 +1,7 @@
 """AWS adapters of the training analyzer: which jobs, their metric queries, their ranks (from
 CloudWatch Logs Insights over the training log group) and their nodes' GPUs. Read-only."""
 
+import re
 import time
 from collections.abc import Callable, Iterable
 from typing import Any, Final
@@ -39,16 +40,53 @@ JOB_METRICS: Final = (
 WINDOW_SUMS: Final = frozenset({"checkpoint_saves", "failures", "successes"})
 GPU_METRICS: Final = (("power", GpuMetric.POWER_UTILIZATION), ("sm", GpuMetric.SM_ACTIVE))
 
-#: Per rank: steps, step time weighted by steps, and the node it ran on.
-RANK_QUERY: Final = (
-    "filter ispresent(steps) and ispresent(step_time_seconds)"
-    " | stats sum(steps) as steps, sum(step_time_seconds * steps) / sum(steps) as step_time,"
-    f" latest({DIM_NODE}) as node, latest({PROP_POD_NAME}) as pod by {DIM_JOB}, {PROP_RANK}"
-    " | limit 10000"
-)
+#: Logs Insights' row caps: "If you omit limit, the query defaults to returning up to 10,000 log
+#: events. You can specify a limit value of up to 100,000." (CloudWatch Logs User Guide,
+#: query syntax, ``limit``: https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/CWL_QuerySyntax-Limit.html);
+#: "You can retrieve up to 100,000 log event results from a query, if available, by using
+#: pagination. Use the nextToken returned in the response to request additional pages of
+#: results, with each page returning up to 10,000 log events." (CloudWatch Logs API Reference,
+#: GetQueryResults: https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_GetQueryResults.html).
+QUERY_DEFAULT_ROWS: Final = 10_000
+QUERY_MAX_ROWS: Final = 100_000
+PAGE_MAX_ROWS: Final = 10_000
+#: A row is one job's rank; this many rows fill a query, so a part that returns as many may
+#: have been cut, and is split (``rank_stats``).
+RANK_QUERY_LIMIT: Final = QUERY_MAX_ROWS
+#: Splits of the job-name range before a rank read gives up (each split halves the jobs a
+#: part returned: 2**32 parts are more jobs than any cluster runs).
+MAX_SPLITS: Final = 32
+#: Characters a job name may have to be a split point inside a query's string literal.
+_LITERAL_SAFE = re.compile(r"^[A-Za-z0-9._:/@+=, -]+$")
 
 
-class QueryTimeoutError(Exception):
+def rank_query(
+    first: str | None = None, before: str | None = None, limit: int = RANK_QUERY_LIMIT
+) -> str:
+    """Per rank of the jobs named from ``first`` (inclusive) to ``before`` (exclusive), by
+    string comparison ("Comparison operators accept all data types as arguments", query syntax,
+    "Boolean, comparison, numeric, datetime, and other functions"): steps, step time weighted
+    by steps, and the node and pod it ran on; at most ``limit`` rows."""
+    bounds = "".join(
+        f' and {DIM_JOB} {op} "{name}"' for op, name in ((">=", first), ("<", before)) if name
+    )
+    return (
+        f"filter ispresent(steps) and ispresent(step_time_seconds){bounds}"
+        " | stats sum(steps) as steps, sum(step_time_seconds * steps) / sum(steps) as step_time,"
+        f" latest({DIM_NODE}) as node, latest({PROP_POD_NAME}) as pod by {DIM_JOB}, {PROP_RANK}"
+        f" | limit {limit}"
+    )
+
+
+#: The whole cluster's ranks in one query, the first a run starts.
+RANK_QUERY: Final = rank_query()
+
+
+class RankQueryError(Exception):
+    """The rank query could not be read completely; the message says why."""
+
+
+class QueryTimeoutError(RankQueryError):
     """Logs Insights did not finish the rank query in time."""
 
 
@@ -93,20 +131,19 @@ def baseline_query(cluster: str, job: str, lookback_s: int) -> MetricQuery:
     )
 
 
-def rank_stats(
+def _query_rows(
     logs: Any,
-    cluster: str,
-    *,
+    group: str,
+    query: str,
     start: float,
     end: float,
-    sleep: Callable[[float], None] = time.sleep,
-    timeout_s: float = 120.0,
-) -> dict[str, list[RankStats]]:
+    sleep: Callable[[float], None],
+    timeout_s: float,
+) -> list[list[dict[str, str]]]:
+    """Every row of one query: it waits for the query to complete, then reads the pages that
+    follow its first (``nextToken``), up to the query's ``limit``."""
     query_id = logs.start_query(
-        logGroupName=training_log_group(cluster),
-        startTime=int(start),
-        endTime=int(end),
-        queryString=RANK_QUERY,
+        logGroupName=group, startTime=int(start), endTime=int(end), queryString=query
     )["queryId"]
     waited = 0.0
     while True:
@@ -120,8 +157,60 @@ def rank_stats(
             raise QueryTimeoutError(f"the rank query took longer than {timeout_s:.0f} s")
         sleep(1.0)
         waited += 1.0
+    rows: list[list[dict[str, str]]] = list(response.get("results", []))
+    while response.get("nextToken"):
+        response = logs.get_query_results(queryId=query_id, nextToken=response["nextToken"])
+        rows += response.get("results", [])
+    return rows
+
+
+def _split_point(rows: list[list[dict[str, str]]]) -> str:
+    """A job name that cuts the jobs a full part returned in two, each half holding some: the
+    median of the names above the lowest that can stand in the query's string literal."""
+    names = sorted({cell["value"] for row in rows for cell in row if cell["field"] == DIM_JOB})
+    above = [n for n in names[1:] if _LITERAL_SAFE.match(n)]
+    if not above:
+        raise RankQueryError(
+            f"a rank query returned {len(rows):,} rows, all Logs Insights returns, of jobs "
+            "whose names cannot split it"
+        )
+    return above[len(above) // 2]
+
+
+def rank_stats(
+    logs: Any,
+    cluster: str,
+    *,
+    start: float,
+    end: float,
+    sleep: Callable[[float], None] = time.sleep,
+    timeout_s: float = 120.0,
+    limit: int = RANK_QUERY_LIMIT,
+) -> dict[str, list[RankStats]]:
+    """Every job's ranks: one query for the cluster, and where a query returns ``limit`` rows
+    (all Logs Insights gives, so perhaps cut), its job-name range split in two and each half
+    asked again, until every part returns fewer. A job's ranks are all in one part."""
+    group = training_log_group(cluster)
+    parts: list[tuple[str | None, str | None, int]] = [(None, None, 0)]
+    rows: list[list[dict[str, str]]] = []
+    while parts:
+        first, before, splits = parts.pop()
+        found = _query_rows(
+            logs, group, rank_query(first, before, limit), start, end, sleep, timeout_s
+        )
+        if len(found) < limit:
+            rows += found
+            continue
+        if splits >= MAX_SPLITS:
+            raise RankQueryError(f"the rank query was still full after {MAX_SPLITS} splits")
+        middle = _split_point(found)
+        parts += [(first, middle, splits + 1), (middle, before, splits + 1)]
+    return _ranks(rows)
+
+
+def _ranks(rows: list[list[dict[str, str]]]) -> dict[str, list[RankStats]]:
     ranks: dict[str, list[RankStats]] = {}
-    for row in response.get("results", []):
+    for row in rows:
         fields = {cell["field"]: cell["value"] for cell in row}
         try:
             ranks.setdefault(fields[DIM_JOB], []).append(

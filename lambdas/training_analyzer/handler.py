@@ -232,7 +232,9 @@ def _publish(run: TrainingRun, config: TrainingConfig, day: Any, end: float) -> 
         "gpu_hours": sum(c.gpu_hours for c in run.costs.values()),
         "findings": len(findings),
         "gpu_hours_by_class": gpu_run.table.get("classes", {}),
-        "skipped": run.skipped,
+        # A count: the merge's output is a Step Functions state (at most 256 KiB); each
+        # skipped resource is named by its analysis_error finding in the file at ``key``.
+        "skipped": len(run.skipped),
         "key": published.key,
     }
     log.info("training analysis done: %s", summary)

@@ -24,7 +24,7 @@ from lambdas.training_analyzer.analysis import (
     job_cost,
 )
 from lambdas.training_analyzer.aws import (
-    QueryTimeoutError,
+    RankQueryError,
     baseline_query,
     gpu_series,
     job_queries,
@@ -131,7 +131,7 @@ def plan_jobs(
     ranks: dict[str, list[RankStats]] = {}
     try:
         ranks = rank_stats(logs, cluster, start=start, end=end)
-    except (*AWS_ERRORS, QueryTimeoutError) as err:
+    except (*AWS_ERRORS, RankQueryError) as err:
         # Without ranks, stragglers and GPU use cannot be judged; the other rules still can.
         run.skip(f"ranks of {cluster}'s training jobs", err)
     run.pods = {r.pod: job for job, rs in ranks.items() for r in rs if r.pod}

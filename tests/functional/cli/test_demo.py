@@ -115,7 +115,7 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
         ("overprovisioned-throughput", "ebs_overprovisioned_throughput"),
         ("saturated-dataset", "ebs_throughput_saturated"),
         ("unattached", "ebs_idle_volume"),
-    ]  # the healthy volume and demo-eval-data: nothing
+    ]  # the healthy volume, the three-day-old one (too new to call idle), demo-eval-data: nothing
     training = sorted(
         (f["resource"], f["kind"])
         for f in result.training_findings

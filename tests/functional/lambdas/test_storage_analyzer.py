@@ -11,7 +11,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from cli.service_answers import answer, error, metric_math_sums
+from cli.service_answers import answer, dated_volumes, error, metric_math_sums
 from lambdas.shared.metric_fetcher import floor_calls
 from lambdas.storage_analyzer import fleet
 from lambdas.storage_analyzer import handler as storage_handler
@@ -22,6 +22,13 @@ DAYS = 3
 HOURS = DAYS * 24
 MIB = 2**20
 HANDLER = "lambdas.storage_analyzer.handler.handler"
+#: The seeded volumes were made and attached a month before END (cli/service_answers.py
+#: ``dated_volumes``: moto stamps them with its own clock).
+MADE = END - 30 * 86_400
+
+
+def _dates(ids: dict[str, str]) -> dict[str, tuple[float, float | None]]:
+    return dict.fromkeys(ids.values(), (MADE, MADE))
 
 
 def _put(
@@ -94,6 +101,7 @@ def _seed(aws: dict[str, Any]) -> dict[str, str]:
     ]
     for name in ("saturated", "healthy"):
         ec2.attach_volume(VolumeId=ids[name], InstanceId=instance, Device=f"/dev/sd{name[0]}")
+    dated_volumes(ec2, _dates(ids))
     for name, mibps in (("saturated", 124.0), ("healthy", 20.0)):
         dims = {"VolumeId": ids[name]}
         _put(cloudwatch, "AWS/EBS", dims, "VolumeReadOps", [1500 * 3600.0] * HOURS)
@@ -126,6 +134,7 @@ def test_handler_finds_what_was_seeded_and_nothing_on_healthy_resources(
         monkeypatch.setitem(storage_handler._clients, name, principal.role(name))
     answer(principal.role("s3"), "ListBucketMetricsConfigurations", _metrics_configurations)
     metric_math_sums(principal.role("cloudwatch"))  # moto computes no metric math
+    dated_volumes(principal.role("ec2"), _dates(ids))
     aws = {name: principal.admin(name) for name in ("s3", "cloudwatch")}
     calls: list[str] = []
     principal.role("cloudwatch").meta.events.register(
@@ -135,7 +144,7 @@ def test_handler_finds_what_was_seeded_and_nothing_on_healthy_resources(
     summary = storage_handler.handler(event, None)
     assert summary["volumes"] == 3
     assert summary["buckets"] == 2
-    assert summary["skipped"] == []
+    assert summary["skipped"] == 0
     body = aws["s3"].get_object(Bucket="reports", Key=summary["key"])["Body"].read().decode()
     findings = [json.loads(line) for line in body.splitlines()]
     found = {(f["kind"], f["resource"]) for f in findings}
@@ -177,7 +186,7 @@ def test_a_bucket_that_cannot_be_read_is_one_analysis_error(
     _seed(aws)
     monkeypatch.setenv("BUCKETS", "train-data,no-such-bucket")
     summary = storage_handler.handler({"time": datetime.fromtimestamp(END, UTC).isoformat()}, None)
-    assert summary["skipped"] == ["arn:aws:s3:::no-such-bucket"]
+    assert summary["skipped"] == 1  # a count; its analysis_error names it
     body = aws["s3"].get_object(Bucket="reports", Key=summary["key"])["Body"].read().decode()
     errors = [json.loads(x) for x in body.splitlines() if '"analysis_error"' in x]
     assert [e["resource"] for e in errors] == ["arn:aws:s3:::no-such-bucket"]
@@ -190,7 +199,7 @@ def test_the_fleet_state_machine_path_writes_the_single_runs_file(
 ) -> None:
     """plan, one shard per volume, merge (as the Distributed Map runs them), as the storage
     role with IAM on: the day's file is byte for byte the one a single run writes."""
-    _seed(aws)
+    ids = _seed(aws)
     physical = {"ReportBucket": {"Ref": "reports", "Arn": "arn:aws:s3:::reports"}}
     principal = run_as_role(
         resolve(role_statements(templates, HANDLER), physical), monkeypatch, "storage-analyzer"
@@ -199,6 +208,7 @@ def test_the_fleet_state_machine_path_writes_the_single_runs_file(
         monkeypatch.setitem(storage_handler._clients, name, principal.role(name))
     answer(principal.role("s3"), "ListBucketMetricsConfigurations", _metrics_configurations)
     metric_math_sums(principal.role("cloudwatch"))
+    dated_volumes(principal.role("ec2"), _dates(ids))
     aws = {name: principal.admin(name) for name in ("s3", "cloudwatch")}
     event = {"time": datetime.fromtimestamp(END, UTC).isoformat()}
     single = storage_handler.handler(event, None)
@@ -219,3 +229,55 @@ def test_the_fleet_state_machine_path_writes_the_single_runs_file(
     aws["s3"].delete_object(Bucket="reports", Key=fleet.part_key("train", "2025-11-28", 1))
     with pytest.raises(fleet.MissingPartError, match="shard 1 did not finish"):
         storage_handler.handler({**event, "mode": "merge", **planned}, None)
+
+
+def test_a_volume_is_judged_only_on_the_hours_since_it_was_made_and_attached(
+    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three gp3 volumes that never read or wrote, over 14 days: made and attached a month
+    ago (idle, 14 days), ten days ago (idle, judged on its 9 whole days since), and three days
+    ago (too new for the idle rule's 7 days: no finding). FILL gives the new one 14 days of
+    zeros, 11 of them before it existed; judged on those, it read as idle and was to be
+    deleted."""
+    monkeypatch.setenv("LOOKBACK_DAYS", "14")
+    monkeypatch.setenv("BUCKETS", "")
+    ec2, cloudwatch = aws["ec2"], aws["cloudwatch"]
+    tag = {"Key": "kubernetes.io/cluster/train", "Value": "owned"}
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    instance = ec2.run_instances(ImageId=image, MinCount=1, MaxCount=1)["Instances"][0]
+    ages = {"old": 30, "recent": 10, "new": 3}
+    ids = {}
+    for index, name in enumerate(ages):
+        ids[name] = ec2.create_volume(
+            AvailabilityZone="us-east-1a", VolumeType="gp3", Size=200,
+            TagSpecifications=[{"ResourceType": "volume", "Tags": [tag]}],
+        )["VolumeId"]  # fmt: skip
+        ec2.attach_volume(
+            VolumeId=ids[name], InstanceId=instance["InstanceId"], Device=f"/dev/sd{102 + index:c}"
+        )
+    # moto stamps both times with its own clock, as EC2 does at the call.
+    described = ec2.describe_volumes(VolumeIds=list(ids.values()))["Volumes"]
+    assert all(v["CreateTime"] and v["Attachments"][0]["AttachTime"] for v in described)
+    made = {ids[name]: END - days * 86_400 for name, days in ages.items()}
+    dated_volumes(ec2, {volume_id: (t, t + 600) for volume_id, t in made.items()})
+    for volume_id, t in made.items():
+        hours = int(min(END - t - 600, 14 * 86_400) // 3600)  # datapoints only while attached
+        for metric in ("VolumeReadOps", "VolumeWriteOps", "VolumeReadBytes", "VolumeWriteBytes"):
+            _put(cloudwatch, "AWS/EBS", {"VolumeId": volume_id}, metric, [0.0] * hours)
+    metric_math_sums(cloudwatch)
+    summary = storage_handler.handler({"time": datetime.fromtimestamp(END, UTC).isoformat()}, None)
+    body = aws["s3"].get_object(Bucket="reports", Key=summary["key"])["Body"].read().decode()
+    idle = {
+        f["resource"]: f["evidence"]
+        for f in map(json.loads, body.splitlines())
+        if f["kind"] == "ebs_idle_volume"
+    }
+    assert set(idle) == {ids["old"], ids["recent"]}  # not the three-day-old volume
+    assert idle[ids["old"]]["days"] == 14
+    assert "in_use_since" not in idle[ids["old"]]
+    recent = idle[ids["recent"]]
+    assert recent["days"] == 9  # whole days since its attachment ten minutes into day ten
+    assert (
+        recent["in_use_since"] == datetime.fromtimestamp(made[ids["recent"]] + 600, UTC).isoformat()
+    )
+    assert recent["hours_before_in_use"] == 4 * 24 + 1

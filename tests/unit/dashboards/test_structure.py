@@ -10,6 +10,7 @@ import jsonschema
 import pytest
 
 from dashboards.bodies import all_dashboards
+from dashboards.evaluate import WidgetRuleError, body_rule_errors, evaluate_body
 
 SCHEMA = json.loads(
     (Path(__file__).parents[2] / "data" / "cloudwatch-dashboard-body.schema.json").read_text()
@@ -46,3 +47,48 @@ def test_the_schema_refuses_what_cloudwatch_refuses() -> None:
     bad_view["widgets"][1]["properties"]["view"] = "number"
     for broken in (too_many, bad_id, no_pattern, wide, bad_view):
         assert _errors(broken), broken
+
+
+@pytest.mark.parametrize("name", sorted(DASHBOARDS))
+def test_every_widget_keeps_cloudwatchs_metrics_insights_rules(name: str) -> None:
+    """One Metrics Insights query per metrics array, LIMIT at most 500, at most 500 rows, two
+    weeks of range (the rules are quoted in dashboards/evaluate.py)."""
+    assert body_rule_errors(DASHBOARDS[name]) == []
+
+
+def _sql_row(limit: int = 10, metric: str = "VolumeReadOps") -> list[Any]:
+    return [
+        {
+            "expression": f'SELECT MAX({metric}) FROM SCHEMA("AWS/EBS", VolumeId) '
+            f"GROUP BY VolumeId ORDER BY MAX() DESC LIMIT {limit}",
+            "id": f"q{limit}{len(metric)}",
+        }
+    ]
+
+
+def _with_rows(rows: list[list[Any]], start: str = "-PT24H") -> dict[str, Any]:
+    widget = {"type": "metric", "properties": {"title": "w", "metrics": rows}}
+    return {"start": start, "widgets": [widget]}
+
+
+def test_the_rules_refuse_what_cloudwatch_refuses() -> None:
+    """Each mutation breaks one documented rule; the unbroken one passes."""
+    assert body_rule_errors(_with_rows([_sql_row()])) == []
+    assert body_rule_errors(_with_rows([_sql_row(500)], start="-P14D")) == []
+    two = _with_rows([_sql_row(), _sql_row(metric="VolumeWriteOps")])
+    assert body_rule_errors(two) == [
+        "'w': 2 Metrics Insights queries in one metrics array, more than 1"
+    ]
+    assert "LIMIT 501 above 500" in body_rule_errors(_with_rows([_sql_row(501)]))[0]
+    mixed = [[{"expression": "2 * " + _sql_row()[0]["expression"], "id": "e"}]]
+    assert "inside a math expression" in body_rule_errors(_with_rows(mixed))[0]
+    many = [["AWS/EBS", "VolumeReadOps", "VolumeId", f"vol-{i}"] for i in range(501)]
+    assert "501 rows" in body_rule_errors(_with_rows(many))[0]
+    assert "two weeks" in body_rule_errors(_with_rows([_sql_row()], start="-P15D"))[0]
+    assert "two weeks" in body_rule_errors(_with_rows([_sql_row()], start="-P3W"))[0]
+
+
+def test_evaluating_a_broken_widget_is_an_error_not_a_picture() -> None:
+    broken = _with_rows([_sql_row(), _sql_row(metric="VolumeWriteOps")])
+    with pytest.raises(WidgetRuleError, match="2 Metrics Insights queries"):
+        evaluate_body(broken, [])

@@ -1,12 +1,22 @@
 """Shards are contiguous slices; a shard fits its share of the function's time limit; the
-handlers fall back to the settings' defaults."""
+handlers fall back to the settings' defaults; every state of the fleet state machine stays
+under Step Functions' 256 KiB at the worst case."""
 
+import json
 from typing import Any
 
 import pytest
 
-from cdk.settings import Settings
-from lambdas.shared.shards import FanOut, per_shard, shards
+from cdk.settings import _RANGES, Settings, SettingsError
+from lambdas.shared.shards import (
+    MAX_SHARDS,
+    STATE_PAYLOAD_MAX_BYTES,
+    FanOut,
+    TooManyShardsError,
+    map_items,
+    per_shard,
+    shards,
+)
 from lambdas.storage_analyzer import fleet as storage_fleet
 from lambdas.storage_analyzer import handler as storage_handler
 from lambdas.training_analyzer import fleet as training_fleet
@@ -62,3 +72,85 @@ def test_without_its_settings_in_the_environment_a_plan_uses_the_settings_defaul
     assert seen["per_shard"] == getattr(Settings(), setting) > 1_000
     if "start" in seen:
         assert seen["end"] - seen["start"] == Settings().lookback_days * 86_400
+
+
+#: The event the schedule starts the state machine with (its input, and each step's "time"):
+#: EventBridge's scheduled event, as the EventBridge User Guide's example shows it.
+SCHEDULED_EVENT = {
+    "version": "0",
+    "id": "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa",
+    "detail-type": "Scheduled Event",
+    "source": "aws.events",
+    "account": "123456789012",
+    "time": "2026-11-30T07:00:00Z",
+    "region": "us-east-1",
+    "resources": ["arn:aws:events:us-east-1:123456789012:rule/gpu-insights-storage-schedule"],
+    "detail": {},
+}
+
+
+def _bytes(document: Any) -> int:
+    """A state's input or output as Step Functions measures it: UTF-8 JSON."""
+    return len(json.dumps(document).encode())
+
+
+@pytest.mark.parametrize(
+    ("counted", "shard_setting"),
+    [("volumes", "storage_shard_volumes"), ("jobs", "training_shard_jobs")],
+)
+def test_every_state_of_the_fleet_map_fits_step_functions_payload_at_the_worst_case(
+    counted: str, shard_setting: str
+) -> None:
+    """The most shards (MAX_SHARDS) of the largest shard the settings allow, so the longest
+    numbers: each state's input and output as cdk/constructs/fleet_map.py wires them."""
+    largest = _RANGES[shard_setting][1]
+    total = MAX_SHARDS * largest
+    plan: dict[str, Any] = {
+        "day": "2026-11-30",
+        counted: total,
+        "shards": map_items(total, largest),
+    }
+    after_plan = {**SCHEDULED_EVENT, "plan": plan}  # result_path $.plan
+    item = {"mode": "shard", "time": SCHEDULED_EVENT["time"], **plan["shards"][-1]}
+    shard_out = {"index": MAX_SHARDS - 1, counted: largest, "findings": 10 * largest}
+    map_results = [shard_out] * MAX_SHARDS  # collected before result_path discards them
+    merge_in = {
+        "mode": "merge",
+        "time": SCHEDULED_EVENT["time"],
+        counted: total,
+        "shards": plan["shards"],
+    }
+    merge_out = {
+        "volumes": total,
+        "buckets": 1000,
+        "findings": 10 * total,
+        "skipped": total,
+        "gpu_hours": 1e12,
+        "gpu_hours_by_class": {},
+        "key": "findings/" + "x" * 1000,
+    }
+    sizes = {
+        "execution input, plan input": _bytes(SCHEDULED_EVENT),
+        "plan output, Map input and output, merge state input": _bytes(after_plan),
+        "a shard's input": _bytes(item),
+        "the Map's results": _bytes(map_results),
+        "merge payload": _bytes(merge_in),
+        "merge output": _bytes(merge_out),
+    }
+    over = {state: size for state, size in sizes.items() if size > STATE_PAYLOAD_MAX_BYTES}
+    assert over == {}
+    print(counted, {state: f"{size:,}" for state, size in sizes.items()})
+
+
+def test_more_shards_than_the_states_carry_are_refused_before_any_runs() -> None:
+    assert len(map_items(MAX_SHARDS * 100, 100)) == MAX_SHARDS
+    with pytest.raises(TooManyShardsError, match=r"make 4,001 shards.*at least 101"):
+        map_items(MAX_SHARDS * 100 + 1, 100)
+
+
+def test_settings_refuse_a_fleet_of_more_shards_than_the_states_carry() -> None:
+    with pytest.raises(SettingsError, match="storage_shard_volumes of at least 2,500"):
+        Settings(storage_fleet_volumes=10_000_000, storage_shard_volumes=100)
+    with pytest.raises(SettingsError, match="training_shard_jobs of at least 250"):
+        Settings(training_fleet_jobs=1_000_000, training_shard_jobs=10)
+    assert Settings(storage_fleet_volumes=10_000_000).storage_shard_volumes == 20_000

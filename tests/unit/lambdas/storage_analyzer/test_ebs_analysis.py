@@ -191,3 +191,55 @@ def test_a_queue_burst_within_an_hour_sends_the_volume_to_the_second_pass_and_no
     assert fetched.queue_length == hourly.queue_length  # the second pass: hourly averages
     assert Kind.EBS_HIGH_QUEUE_LENGTH not in [f.kind for f in analyze_hourly(volume, fetched)]
     assert analyze_hourly(volume, fetched) == analyze_hourly(volume, hourly)
+
+
+def _filled(hours: int = HOURS, iops: float = 0.0) -> VolumeMetrics:
+    """The plan's FILLed totals over the window: a value every hour, before the volume too."""
+    stamps = [h * 3600.0 for h in range(hours)]
+    return VolumeMetrics(
+        read_ops=[iops * 3600] * hours,
+        read_bytes=[0.0] * hours,
+        filled_at={"read_ops": stamps, "read_bytes": stamps},
+    )
+
+
+@pytest.mark.parametrize(
+    ("attached_hour", "idle_days"),
+    [(None, 14), (0, 14), (HOURS - 7 * 24, 7), (HOURS - 7 * 24 + 1, None), (HOURS - 3 * 24, None)],
+)
+def test_a_volume_is_idle_only_on_seven_whole_days_since_it_was_attached(
+    attached_hour: int | None, idle_days: int | None
+) -> None:
+    attached = None if attached_hour is None else attached_hour * 3600.0
+    volume = replace(gp3(), created=0.0 if attached is not None else None, attached_at=attached)
+    found = analyze_hourly(volume, _filled())
+    if idle_days is None:
+        assert found == []  # too new to call idle, whatever its zeros before
+        return
+    assert [f.kind for f in found] == [Kind.EBS_IDLE_VOLUME]
+    assert found[0].evidence["days"] == idle_days
+    assert found[0].summary.startswith(
+        f"vol-1 averaged under 1 IOPS every day for {idle_days} days"
+    )
+    cut = found[0].evidence.get("hours_before_in_use")
+    assert cut == (attached_hour or None)
+
+
+def test_a_newly_attached_volume_is_judged_on_its_own_hours() -> None:
+    """A 3,000-IOPS gp3 volume attached a day ago, at 2,900 IOPS every hour since: saturated in
+    all of its hours, not in the 7% that FILL's thirteen days of zeros before it would leave."""
+    volume = replace(gp3(), created=0.0, attached_at=(HOURS - 24) * 3600.0)
+    metrics = _filled(iops=2_900)
+    metrics.read_ops[: HOURS - 24] = [0.0] * (HOURS - 24)
+    (found,) = analyze_hourly(volume, metrics)
+    assert (found.kind, found.severity) == (Kind.EBS_THROUGHPUT_SATURATED, Severity.CRITICAL)
+    assert (found.evidence["saturated_hours"], found.evidence["hours"]) == (24, 24)
+    assert found.evidence["hours_before_in_use"] == HOURS - 24
+    unknown = replace(volume, created=None, attached_at=None)  # judged on the whole window
+    assert analyze_hourly(unknown, metrics) == []
+
+
+def test_an_unattached_volume_says_when_it_was_made() -> None:
+    volume = Volume("vol-2", "gp3", 100, "available", created=86_400.0)
+    (found,) = analyze_hourly(volume, VolumeMetrics())
+    assert found.evidence["created"] == "1970-01-02T00:00:00+00:00"

@@ -3,19 +3,32 @@ skipped: the merged run names the volumes a failed shard could not read, and cou
 volumes analyzed, as one run's summary does. Clients are real botocore clients answered at
 the HTTP layer (benchmarks/wire.py) or by an event hook (cli/service_answers.py)."""
 
+import json
 from typing import Any
+
+import pytest
 
 from benchmarks import storage_analyzer as bench
 from benchmarks import wire
 from benchmarks.training_fleet import bucket_client
 from cli.service_answers import answer, error
 from lambdas.shared.findings import Kind
+from lambdas.shared.shards import STATE_PAYLOAD_MAX_BYTES
 from lambdas.storage_analyzer import fleet
+from lambdas.storage_analyzer import handler as storage_handler
 from lambdas.storage_analyzer.aws import VolumeScope, discover_volumes
 from lambdas.storage_analyzer.run import analyze_volumes
 
 DAY = "2025-11-28"
 WHERE: dict[str, Any] = {"bucket": "reports", "cluster": "bench", "day": DAY}
+#: Volumes one shard skips in the merge test: their ids alone are over 256 KiB.
+SKIPPED = 11_000
+
+
+def state_bytes(document: Any) -> int:
+    """A state's input or output as Step Functions measures it: UTF-8 JSON (as the Lambda
+    runtime serializes a handler's return)."""
+    return len(json.dumps(document).encode())
 
 
 def _refusing_cloudwatch() -> Any:
@@ -27,6 +40,10 @@ def _refusing_cloudwatch() -> Any:
         lambda _: error("InvalidParameterCombination", "refused for the test", 400),
     )
     return client
+
+
+def _put_events(params: dict[str, Any]) -> dict[str, Any]:
+    return {"FailedEntryCount": 0, "Entries": [{"EventId": "e"}] * len(params["Entries"])}
 
 
 def test_a_failed_shards_skipped_volumes_survive_the_merge() -> None:
@@ -73,3 +90,38 @@ def test_shards_merge_to_the_single_runs_findings_in_its_order() -> None:
     assert Kind.EBS_IDLE_VOLUME in kinds
     assert [f.to_json() for f in merged.findings] == [f.to_json() for f in single.findings]
     assert (merged.volumes, merged.skipped) == (single.volumes, single.skipped) == (100, [])
+
+
+def test_the_merge_state_returns_counts_under_step_functions_256_kib(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A shard whose GetMetricData is refused skips all its 11,000 volumes (24 bytes an id):
+    the merge state's output (the handler's return) names none of them, only how many, and
+    stays under Step Functions' payload quota; each is named in the day's findings file, one
+    analysis_error each. (Its output was every id: 11,000 ids are over 256 KiB, and the
+    execution failed with States.DataLimitExceeded after the findings were published.)"""
+    objects: dict[str, bytes] = {}
+    s3 = bucket_client(objects)
+    planned = fleet.plan(
+        ec2=bench.ec2_client(SKIPPED), s3=s3, scope=VolumeScope.CLUSTER, per_shard=20_000, **WHERE
+    )
+    (item,) = planned["shards"]
+    fleet.shard(
+        s3=s3, cloudwatch=_refusing_cloudwatch(), start=bench.START, end=bench.END, **item, **WHERE
+    )
+    events, cloudwatch = wire.client("events"), bench.FakeCloudWatch().client()  # PutMetricData
+    wire.serve_json(events, {"PutEvents": _put_events})
+    for name, client in (("s3", s3), ("events", events), ("cloudwatch", cloudwatch)):
+        monkeypatch.setitem(storage_handler._clients, name, client)
+    for name, value in {"CLUSTER_NAME": "bench", "REPORT_BUCKET": "reports", "BUCKETS": ""}.items():
+        monkeypatch.setenv(name, value)
+    event = {"mode": "merge", "time": f"{DAY}T07:00:00Z", **planned}
+    assert state_bytes(event) <= STATE_PAYLOAD_MAX_BYTES  # the merge state's input
+    merged = storage_handler.handler(event, None)
+    assert state_bytes(merged) <= STATE_PAYLOAD_MAX_BYTES
+    assert (merged["volumes"], merged["skipped"], merged["findings"]) == (0, SKIPPED, SKIPPED)
+    lines = [json.loads(line) for line in objects[merged["key"]].splitlines()]
+    assert {f["kind"] for f in lines} == {"analysis_error"}
+    assert [f["resource"] for f in lines] == [f"vol-{i:017x}" for i in range(SKIPPED)]
+    ids = [f["resource"] for f in lines]
+    print(f"{SKIPPED:,} ids: {state_bytes(ids):,} bytes; the merge: {state_bytes(merged):,}")

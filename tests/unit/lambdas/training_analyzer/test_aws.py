@@ -1,5 +1,6 @@
 """The rank query against a real Logs client (botocore's Stubber checks every request against
-the service model and every response against its output shape)."""
+the service model and every response against its output shape; moto, with the rank rows put in
+and cut as Logs Insights cuts them, for a fleet larger than one page)."""
 
 from collections.abc import Iterator
 from typing import Any
@@ -7,8 +8,23 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import ANY, Stubber
+from moto import mock_aws
 
-from lambdas.training_analyzer.aws import RANK_QUERY, QueryTimeoutError, gpu_series, rank_stats
+from cli.service_answers import (
+    LogsInsightsLimitError,
+    insights_bounds,
+    insights_limit,
+    insights_page,
+    logs_insights_stats,
+)
+from lambdas.training_analyzer.aws import (
+    RANK_QUERY,
+    QueryTimeoutError,
+    RankQueryError,
+    gpu_series,
+    rank_query,
+    rank_stats,
+)
 
 
 @pytest.fixture
@@ -123,3 +139,87 @@ def test_a_gpu_listed_twice_is_queried_once() -> None:
         ("n1", "1", "power"),
         ("n1", "1", "sm"),
     ]
+
+
+#: 2,500 jobs of five ranks: 12,500 rank rows, more than one Logs Insights page (10,000).
+JOBS, RANKS = 2_500, 5
+
+
+def _table(jobs: int = JOBS, ranks: int = RANKS) -> list[list[dict[str, str]]]:
+    return [
+        _row(f"job-{j:05d}", str(r), "100", f"{1 + r / 10:.1f}", f"node-{j % 300}")
+        for j in range(jobs)
+        for r in range(ranks)
+    ]
+
+
+@pytest.fixture
+def insights() -> Iterator[tuple[Any, list[str]]]:
+    """moto's Logs answering the rank query with ``_table()``'s rows, cut and paged as Logs
+    Insights cuts and pages them (cli/service_answers.logs_insights_stats); the queries sent."""
+    with mock_aws():
+        client = boto3.client(
+            "logs", region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
+        )
+        client.create_log_group(logGroupName="/aws/gpu-insights/train/training")
+        sent: list[str] = []
+        table = _table()
+
+        def rows(params: dict[str, Any]) -> list[list[dict[str, str]]]:
+            sent.append(params["queryString"])
+            return table
+
+        logs_insights_stats(client, rows)
+        yield client, sent
+
+
+def test_every_rank_of_2500_jobs_is_read_past_the_first_page(
+    insights: tuple[Any, list[str]],
+) -> None:
+    client, sent = insights
+    ranks = rank_stats(client, "train", start=0, end=3600)
+    assert len(ranks) == JOBS  # 2,000 when one page of 10,000 rows was read
+    assert {len(rs) for rs in ranks.values()} == {RANKS}
+    assert [r.mean_step_time for r in ranks["job-02499"]] == [1.0, 1.1, 1.2, 1.3, 1.4]
+    assert sent == [RANK_QUERY]
+
+
+def test_a_full_query_is_split_by_job_name_until_no_part_is_full(
+    insights: tuple[Any, list[str]],
+) -> None:
+    """At a cap of 1,000 rows (200 jobs) every part that returns 1,000 is cut in two at a job
+    name and asked again; no job is lost, none is read twice."""
+    client, sent = insights
+    ranks = rank_stats(client, "train", start=0, end=3600, limit=1_000)
+    assert len(ranks) == JOBS
+    assert sum(len(rs) for rs in ranks.values()) == JOBS * RANKS
+    sizes = [len(insights_bounds(q, _table())) for q in sent]
+    assert sum(size for size in sizes if size < 1_000) == JOBS * RANKS  # the parts kept
+    print(f"{len(sent)} queries for {JOBS:,} jobs at a cap of 1,000 rows")
+
+
+def test_a_part_of_one_job_that_fills_the_cap_is_a_named_error() -> None:
+    with mock_aws():
+        client = boto3.client(
+            "logs", region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
+        )
+        client.create_log_group(logGroupName="/aws/gpu-insights/train/training")
+        logs_insights_stats(client, lambda _: _table(jobs=1, ranks=20))
+        with pytest.raises(RankQueryError, match="cannot split"):
+            rank_stats(client, "train", start=0, end=3600, limit=10)
+
+
+def test_the_fake_refuses_a_limit_logs_insights_refuses() -> None:
+    assert insights_limit("fields @message") == 10_000
+    assert insights_limit(rank_query(limit=100_000)) == 100_000
+    with pytest.raises(LogsInsightsLimitError, match="100,000"):
+        insights_limit(rank_query(limit=100_001))
+
+
+def test_the_fake_pages_10000_rows_at_a_time() -> None:
+    table = _table()
+    first = insights_page(table, {"queryId": "q"})
+    assert len(first["results"]) == 10_000
+    second = insights_page(table, {"queryId": "q", "nextToken": first["nextToken"]})
+    assert len(second["results"]) == 2_500
+    assert "nextToken" not in second

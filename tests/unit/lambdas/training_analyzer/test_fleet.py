@@ -75,7 +75,7 @@ def test_what_the_plan_and_the_storage_read_skip_keeps_its_place_in_the_findings
     """The rank query failing (the plan's skip, first) and the storage findings unreadable
     (the handler's tail, after the jobs'): the merged run is still the single run."""
     failing = Fleet(12, start=START, end=END)
-    failing.ranks = lambda _: {"status": "Failed", "results": []}  # type: ignore[method-assign]
+    failing.ranks = lambda params: {"status": "Failed", "results": []}  # type: ignore[method-assign]
     cloudwatch, logs = failing.clients()
     tail = TrainingRun()
     tail.skip("s3://reports/findings/storage.jsonl", OSError("refused"))
