@@ -104,11 +104,13 @@ def _fleet(
                 ci_node = ci.node_gpu_dimensions("c", node, f"i-{node}", "p5.48xlarge", device)
                 _put(cw, "ContainerInsights", "node_gpu_power_draw", ci_node, [watts] * 12)
         for pod, index, pod_watts, minutes in holds:
-            dims = ci.pod_gpu_dimensions("c", pod, ci.gpu_device(index))
-            _put(cw, "ContainerInsights", "pod_gpu_utilization", dims, [50.0] * minutes, 60)
-            if pod_watts is not None:
-                power = [pod_watts] * minutes
-                _put(cw, "ContainerInsights", "pod_gpu_power_draw", dims, power, 60)
+            # Every dimension set the agent publishes a pod's GPU datapoint with; only the last
+            # names the GPU.
+            for dims in ci.pod_gpu_dimension_sets("c", pod, ci.gpu_device(index)):
+                _put(cw, "ContainerInsights", "pod_gpu_utilization", dims, [50.0] * minutes, 60)
+                if pod_watts is not None:
+                    power = [pod_watts] * minutes
+                    _put(cw, "ContainerInsights", "pod_gpu_power_draw", dims, power, 60)
         observed = observe(cw, "c", start=START, end=START + 3600, pod_nodes=pod_nodes)
     return observed.gpu_hours, observed.holds
 
