@@ -1,6 +1,8 @@
 """The GPU-hour attribution (lambdas/gpu_analyzer) on a synthetic week of a large fleet: every
 GPU-hour classified and every hold attributed, as the daily run does for one day, here for
-seven days at once. Prints wall and CPU time and peak Python memory."""
+seven days at once. Prints wall and CPU time and peak Python memory. The pods are the realistic
+cluster model's (tests/realistic): each job an Indexed Job over eight nodes, its pods named and
+their controller (Container Insights' PodName) given as the agent gives them."""
 
 import time
 import tracemalloc
@@ -8,6 +10,8 @@ from typing import Any
 
 from lambdas.gpu_analyzer.attribution import GpuHour, GpuKey, Hold, attribute
 from lambdas.gpu_analyzer.findings import day_table
+from tests.realistic import container_insights as ci
+from tests.realistic import pods as k8s
 
 GPUS_PER_NODE = 8
 HOURS = 7 * 24
@@ -19,10 +23,15 @@ def synthetic_week(nodes: int) -> tuple[list[GpuHour], list[Hold]]:
     one in sixteen is free, every GPU's hour measured by the exporter."""
     gpu_hours: list[GpuHour] = []
     holds: list[Hold] = []
+    jobs: dict[str, list[k8s.Pod]] = {}
     for n in range(nodes):
         namespace = NAMESPACES[n % len(NAMESPACES)]
         job = f"{namespace}-job-{n // 8}"
+        if job not in jobs:
+            jobs[job] = k8s.job_pods(namespace, job, 8 * GPUS_PER_NODE, indexed=True)
         for g in range(GPUS_PER_NODE):
+            pod = jobs[job][n % 8 * GPUS_PER_NODE + g]
+            controller = ci.pod_name(pod)
             key = GpuKey(f"node-{n}", str(g))
             idle = (n + g) % 8 == 0
             free = (n * GPUS_PER_NODE + g) % 16 == 5
@@ -42,7 +51,8 @@ def synthetic_week(nodes: int) -> tuple[list[GpuHour], list[Hold]]:
                             gpu=key,
                             hour=hour * 3600,
                             namespace=namespace,
-                            pod=f"{job}-worker-{g}",
+                            pod=pod.name,
+                            controller=controller,
                             share=1.0,
                         )
                     )

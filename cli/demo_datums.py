@@ -1,11 +1,10 @@
-"""Datums the demo writes as CloudWatch stores them: an hour of samples as one statistic set,
-and the dimension sets of Container Insights' GPU metrics (``node_gpu_*``, ``pod_gpu_*``)."""
+"""Datums the demo writes as CloudWatch stores them: an hour of samples as one statistic set.
+The dimensions of Container Insights' GPU series are the realistic cluster model's
+(tests/realistic/container_insights.py)."""
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
-
-from contract.metrics import DIM_CLUSTER, DIM_GPU_DEVICE, DIM_NAMESPACE, DIM_NODE, DIM_POD_NAME
 
 
 def statistic_set(
@@ -29,24 +28,4 @@ def statistic_set(
             "Maximum": max(values),
         },
         "Unit": unit,
-    }
-
-
-def ci_node_dimensions(cluster: str, device: str, instance_id: str, node: str) -> dict[str, str]:
-    return {
-        DIM_CLUSTER: cluster,
-        DIM_GPU_DEVICE: device,
-        "InstanceId": instance_id,
-        "InstanceType": "p5.48xlarge",
-        DIM_NODE: node,
-    }
-
-
-def ci_pod_dimensions(cluster: str, device: str, namespace: str, pod: str) -> dict[str, str]:
-    return {
-        DIM_CLUSTER: cluster,
-        "FullPodName": pod,
-        DIM_GPU_DEVICE: device,
-        DIM_NAMESPACE: namespace,
-        DIM_POD_NAME: pod,
     }

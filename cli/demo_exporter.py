@@ -9,9 +9,9 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
-from cli.demo_datums import ci_node_dimensions, ci_pod_dimensions, statistic_set
+from cli.demo_datums import statistic_set
 from cli.demo_storage import END
 from contract.metrics import (
     ALARM_METRICS,
@@ -33,8 +33,16 @@ from emf.sinks import BufferedSender, PutMetricDataSink
 from exporter.exporter import Exporter, ExporterConfig
 from exporter.fake_nvml import FakeNvml
 from exporter.simulated_trace import SimulatedGpu, node_trace
+from tests.realistic import container_insights as ci
+from tests.realistic import nodes as ec2
+from tests.realistic import pods as k8s
 
-NODE = "ip-10-0-1-17.ec2.internal"
+#: A p5.48xlarge of a managed node group on the accelerated AMI (tests/realistic/nodes.py).
+REPLAYED: Final = ec2.node(
+    "10.0.1.17", "i-0f1e2d3c4b5a69788", ec2.P5_48XLARGE, "us-east-1a", "use1-az4",
+    ec2.managed_node_group_labels("gpu-speech", "ami-0c2d3e4f5a6b7c8d9"),
+)  # fmt: skip
+NODE = REPLAYED.name
 ROLES = ("busy", "idle", "thermal", "failing")
 INTERVAL_S = 60.0
 DURATION_S = 2 * 3600.0
@@ -43,10 +51,10 @@ START_EPOCH = END - 6 * 3600 - DURATION_S
 START_HOUR = 12.5
 
 
-#: The pods that hold the replayed node's GPUs (a PyTorchJob's ranks, one GPU each), as
-#: Container Insights names them: the idle GPU's pod holds it at 12% of its limit.
-REPLAY_NAMESPACE = "speech"
-REPLAY_POD = "whisper-finetune-worker-{gpu}"
+#: The pods that hold the replayed node's GPUs, one GPU each: a PyTorchJob's master and three
+#: workers (Container Insights names them by their own names). The idle GPU's pod holds it at
+#: 12% of its limit.
+REPLAY_PODS: Final = k8s.pytorchjob_pods("speech", "whisper-finetune", len(ROLES) - 1)
 
 
 def replay_window() -> tuple[float, float]:
@@ -187,9 +195,11 @@ def publish_container_insights(cloudwatch: Any, cluster: str, emf_path: Path) ->
         samples[(str(document[DIM_GPU_INDEX]), hour)].append((float(watts), utilization))
     data: list[dict[str, Any]] = []
     for (gpu, hour), values in sorted(samples.items()):
-        device, pod = f"nvidia{gpu}", REPLAY_POD.format(gpu=gpu)
-        node_dims = ci_node_dimensions(cluster, device, "i-0replayed", NODE)
-        pod_dims = ci_pod_dimensions(cluster, device, REPLAY_NAMESPACE, pod)
+        device = ci.gpu_device(int(gpu))
+        node_dims = ci.node_gpu_dimensions(
+            cluster, NODE, REPLAYED.instance_id, REPLAYED.instance_type.name, device
+        )
+        pod_dims = ci.pod_gpu_dimensions(cluster, REPLAY_PODS[int(gpu)], device)
         watts = [w for w, _ in values]
         data += [
             statistic_set(CI_NODE_GPU_POWER_METRIC, node_dims, hour, watts),

@@ -16,8 +16,9 @@ Timestamps stay within what PutMetricData accepts relative to the demo's "now" (
 the week before begins 14 days before ``END`` and its first datapoint is half an hour later.
 Its jobs run no ``emitter.training``: PutLogEvents refuses events older than 14 days
 (https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_PutLogEvents.html)
-and the demo writes that week today, so its pods' jobs are inferred from their names (the
-same names: ``bert-data-bound-worker-0`` is ``bert-data-bound``'s).
+and the demo writes that week today, so its pods' jobs are inferred from their names and
+controllers (the same pods: ``bert-data-bound-master-0`` is the PyTorchJob
+``bert-data-bound``'s, ``resnet-healthy-0-<5>`` the Job ``resnet-healthy``'s).
 """
 
 from typing import Any

@@ -7,9 +7,10 @@ job also ran for twenty minutes at noon on each day before (as it does on the la
 no slower and without failing), a few EMF documents a run, so every job charts the week. The
 analyzer must find exactly those problems, and nothing on the healthy one.
 
-Each rank runs in the pod ``<job>-worker-<rank>`` and the emitter reports that name (as the
-downward API gives it). The week's two teams' pods (cli/demo_week.py) are the first two
-jobs', on the nodes named there, so their GPU-hours are attributed to the job exactly; the
+Each rank runs in a pod of its job's workload, named as its controller names it (the
+realistic cluster model, tests/realistic/pods.py), and the emitter reports the pod's own name
+(as the downward API gives it). The week's two teams' pods (cli/demo_week.py) are the first
+two jobs', on the nodes named there, so their GPU-hours are attributed to the job exactly; the
 other three jobs run on a node pool the week's fleet does not simulate (``OTHER_NODE``).
 """
 
@@ -23,7 +24,7 @@ from typing import Any
 from cdk.function_configs import training_config
 from cdk.settings import Settings
 from cli.demo_storage import END, REPORT_BUCKET, environment, run_analyzer
-from cli.demo_week import DAYS, JOB_NODES
+from cli.demo_week import DAYS, JOB_NODES, JOB_PODS
 from cli.demo_week import START as WEEK_START
 from cli.service_answers import Params, logs_insights_stats
 from contract.metrics import DIM_JOB, DIM_NODE, PROP_POD_NAME, PROP_RANK, training_log_group
@@ -31,6 +32,7 @@ from emf.document import EmfDocument, encode
 from emf.sinks import PutMetricDataSink
 from emitter.training import TrainingMetrics
 from lambdas.training_analyzer import handler as training_handler
+from tests.realistic import pods as k8s
 
 HOURS = 8
 RANKS = 2
@@ -65,6 +67,14 @@ JOBS: tuple[SimulatedJob, ...] = (
     SimulatedJob("gpt-regressing", slower_after_hour=4, slower_by_s=1.0),
     SimulatedJob("vit-flaky", runs=((0, 3, False), (4, 7, False))),
 )
+#: Each job's ranks' pods (rank N in the Nth): the teams' (cli/demo_week.py), a PyTorchJob, a
+#: JobSet's child Job and an Indexed Job for the others.
+RANK_PODS: dict[str, list[k8s.Pod]] = {
+    **JOB_PODS,
+    "llama-slow-checkpoint": k8s.pytorchjob_pods("nlp", "llama-slow-checkpoint", RANKS - 1),
+    "gpt-regressing": k8s.jobset_pods("nlp", "gpt-regressing", "trainer", 1, RANKS),
+    "vit-flaky": k8s.job_pods("vision", "vit-flaky", RANKS, indexed=True),
+}
 
 
 class Collect:
@@ -119,7 +129,7 @@ def simulate(
             cluster_name=CLUSTER,
             rank=rank,
             node_name=node_of(job, rank),
-            pod_name=f"{job.name}-worker-{rank}",
+            pod_name=RANK_PODS[job.name][rank].name,
             flush_s=FLUSH_S,
             sink=sink,
             clock=clock,

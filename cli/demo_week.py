@@ -11,14 +11,23 @@ What each GPU does, every hour of the week:
 - ``nlp`` runs ``bert-data-bound`` on the two GPUs of another: held all week, but its ranks
   wait on storage, so the GPUs draw 22% of their limit — held without work;
 - ``research`` keeps a notebook (``jupyter-alice-0``) on one GPU of the third node: working
-  in the day (09:00-18:00 UTC), idle (6%) and still held overnight;
+  in the day (09:00-18:00 UTC), idle (6%) and still held overnight; and a CronJob
+  (``nightly-eval``) evaluates the day's checkpoint on its second GPU from 02:00 to 03:00 UTC
+  (75%);
 - the third node's last GPU fails on the fifth day (XID 79, then ``gpu_healthy`` 0 and nothing
   else, as a lost GPU publishes).
 
-The two teams' pods are their training jobs' ranks (``<job>-worker-<rank>``, as a PyTorchJob
-names them), and the jobs run ``emitter.training`` in them (cli/demo_training.py), which
-reports the pod's name: the GPU analyzer attributes their GPU-hours to the job exactly. The
-notebook runs no emitter: its job is inferred from its pod's name.
+The pods are the realistic cluster model's (tests/realistic/pods.py), named as their
+controllers name them, with the dimensions Container Insights gives them
+(tests/realistic/container_insights.py): ``vision``'s job is an Indexed Job, whose pods
+(``resnet-healthy-0-<5>``, ``resnet-healthy-1-<5>``) Container Insights names by the Job
+(PodName ``resnet-healthy``); ``nlp``'s is a PyTorchJob (``bert-data-bound-master-0`` and
+``-worker-0``, PodName their own names); the notebook is a StatefulSet's pod; each night's
+CronJob run is a Job ``nightly-eval-<minute>`` whose pod carries that Job's name as PodName.
+The two training jobs run ``emitter.training`` in their pods (cli/demo_training.py), which
+reports the pod's own name: the GPU analyzer attributes their GPU-hours to the job exactly.
+The notebook and the CronJob run no emitter: their jobs come from their pods' names and
+controllers.
 
 ``LAST_WEEK`` is the week before, as its own run of the pipeline saw it (cli/demo_last_week.py):
 ``nlp`` started its job on the fourth day, an idle culler stopped the notebook overnight until
@@ -35,7 +44,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from cli.demo_datums import ci_node_dimensions, ci_pod_dimensions, statistic_set
+from cli.demo_datums import statistic_set
 from cli.demo_storage import END
 from contract.metrics import (
     CI_NODE_GPU_POWER_METRIC,
@@ -52,6 +61,9 @@ from contract.metrics import (
     alarm_shard,
     gpu_schema,
 )
+from tests.realistic import container_insights as ci
+from tests.realistic import nodes as ec2
+from tests.realistic import pods as k8s
 
 DAYS: Final = 7
 HOURS: Final = DAYS * 24
@@ -62,20 +74,46 @@ POWER_LIMIT_W: Final = 700.0
 SAMPLES: Final = 60
 #: The hour (from the week's start) the failing GPU is lost.
 LOST_AT_HOUR: Final = 4 * 24 + 14
-#: Where each team runs: node -> namespace, pod name pattern, its GPUs and those the team holds.
+#: The teams' workloads, their pods as their controllers name them.
+VISION_JOB: Final = k8s.job_pods("vision", "resnet-healthy", 2, indexed=True)
+NLP_JOB: Final = k8s.pytorchjob_pods("nlp", "bert-data-bound", 1)
+NOTEBOOK: Final = k8s.notebook_pod("research", "jupyter-alice")
+NIGHTLY: Final = "nightly-eval"
+#: Its run's hour of the day (UTC), each night.
+NIGHTLY_HOUR: Final = 2
+
+
+def _node(ip: str, instance_id: str, nodegroup: str) -> ec2.Node:
+    """A node of a managed node group on the accelerated AMI (only the device plugin)."""
+    labels = ec2.managed_node_group_labels(nodegroup, "ami-0c2d3e4f5a6b7c8d9")
+    return ec2.node(ip, instance_id, ec2.P5_48XLARGE, "us-east-1a", "use1-az4", labels)
+
+
+#: Where each team runs: node -> its namespace, the GPUs the demo simulates (of the p5's
+#: eight: the others publish nothing) and the pod that holds each GPU all week.
 NODES: Final = {
-    "ip-10-0-2-21.ec2.internal": ("vision", "resnet-healthy-worker-{gpu}", 2, (0, 1)),
-    "ip-10-0-2-22.ec2.internal": ("nlp", "bert-data-bound-worker-{gpu}", 2, (0, 1)),
-    "ip-10-0-2-23.ec2.internal": ("research", "jupyter-alice-{gpu}", 3, (0,)),
-}
+    node.name: (node, namespace, count, held)
+    for node, namespace, count, held in (
+        (_node("10.0.2.21", "i-00000000000000001", "gpu-vision"), "vision",
+         2, dict(enumerate(VISION_JOB))),
+        (_node("10.0.2.22", "i-00000000000000002", "gpu-nlp"), "nlp",
+         2, dict(enumerate(NLP_JOB))),
+        (_node("10.0.2.23", "i-00000000000000003", "gpu-research"), "research",
+         3, {0: NOTEBOOK}),
+    )
+}  # fmt: skip
 GPUS: Final = tuple((node, gpu) for node, (_, _, count, _) in NODES.items() for gpu in range(count))
 FAILING: Final = ("ip-10-0-2-23.ec2.internal", 2)
-#: The training jobs the teams run through ``emitter.training`` (cli/demo_training.py), by node:
-#: their ranks run in the pods above (``<job>-worker-<rank>``), which the emitter names.
+#: The research node's GPU the CronJob's runs take.
+NIGHTLY_GPU: Final = ("ip-10-0-2-23.ec2.internal", 1)
+#: The training jobs the teams run through ``emitter.training`` (cli/demo_training.py): their
+#: ranks' pods (rank N in the Nth) and their node.
+JOB_PODS: Final = {"resnet-healthy": VISION_JOB, "bert-data-bound": NLP_JOB}
 JOB_NODES: Final = {
-    pattern.removesuffix("-worker-{gpu}"): node
-    for node, (_, pattern, _, _) in NODES.items()
-    if pattern.endswith("-worker-{gpu}")
+    job: node
+    for job, pods in JOB_PODS.items()
+    for node, (_, _, _, held) in NODES.items()
+    if pods[0] in held.values()
 }
 WEEK: Final = 7 * 86_400
 
@@ -108,30 +146,32 @@ class GpuHourSample:
     power: float | None
     sm: float | None
     healthy: bool
-    namespace: str | None = None
-    pod: str | None = None
+    pod: k8s.Pod | None = None
 
 
 def _behaviour(node: str, gpu: int, hour: int, plan: WeekPlan = THIS_WEEK) -> GpuHourSample:
-    namespace, pattern, _, held = NODES[node]
+    _, namespace, _, held = NODES[node]
     if (node, gpu) == FAILING and plan.lost_at_hour is not None and hour >= plan.lost_at_hour:
         return GpuHourSample(node, gpu, hour, None, None, healthy=False)
-    working_hours = 9 <= datetime.fromtimestamp(plan.start + hour * 3600, UTC).hour < 18
-    culled = namespace == "research" and not working_hours
+    start = plan.start + hour * 3600
+    clock = datetime.fromtimestamp(start, UTC).hour
+    if (node, gpu) == NIGHTLY_GPU and clock == NIGHTLY_HOUR:  # the CronJob's run that night
+        (run,) = k8s.cronjob_pods(namespace, NIGHTLY, scheduled=start)
+        return GpuHourSample(node, gpu, hour, 75.0, 60.0, healthy=True, pod=run)
+    culled = namespace == "research" and not 9 <= clock < 18
     if (
         gpu not in held
         or (namespace == "nlp" and hour < plan.nlp_from_hour)
         or (culled and hour < plan.notebook_overnight_from_hour)
     ):
         return GpuHourSample(node, gpu, hour, 5.0, 0.0, healthy=True)
-    pod = pattern.format(gpu=gpu - held[0])
     if namespace == "vision":
         power, sm = 88.0, 86.0
     elif namespace == "nlp":
         power, sm = 22.0, 8.0
     else:  # the notebook: working in the day, idle and still held overnight
         power, sm = (6.0, 0.0) if culled else (55.0, 35.0)
-    return GpuHourSample(node, gpu, hour, power, sm, healthy=True, namespace=namespace, pod=pod)
+    return GpuHourSample(node, gpu, hour, power, sm, healthy=True, pod=held[gpu])
 
 
 def _datum(
@@ -185,13 +225,16 @@ def _container_insights_data(
 ) -> Iterator[dict[str, Any]]:
     if s.power is None:
         return
-    device = f"nvidia{s.gpu}"
+    device = ci.gpu_device(s.gpu)
     watts = s.power / 100 * POWER_LIMIT_W
-    node = ci_node_dimensions(cluster, device, f"i-0{list(NODES).index(s.node) + 1:016d}", s.node)
+    instance = NODES[s.node][0]
+    node = ci.node_gpu_dimensions(
+        cluster, s.node, instance.instance_id, instance.instance_type.name, device
+    )
     yield _datum(CI_NODE_GPU_POWER_METRIC, node, s.hour, [watts], start=start)
-    if s.pod is None or s.namespace is None:
+    if s.pod is None:
         return
-    pod = ci_pod_dimensions(cluster, device, s.namespace, s.pod)
+    pod = ci.pod_gpu_dimensions(cluster, s.pod, device)
     yield _datum(CI_POD_GPU_UTILIZATION_METRIC, pod, s.hour, [s.sm or 0.0], "Percent", start=start)
     yield _datum(CI_POD_GPU_POWER_METRIC, pod, s.hour, [watts], start=start)
 

@@ -15,6 +15,7 @@ from cli.analyze import add_arguments as add_analyze_arguments
 from cli.analyze import run as run_analyze
 from cli.backtest import add_arguments as add_backtest_arguments
 from cli.backtest import run as run_backtest
+from cli.checkout import use_checkout
 from cli.failures import AwsFailureError
 from cli.preflight import ChecksFailedError
 from cli.preflight import add_arguments as add_preflight_arguments
@@ -191,6 +192,7 @@ def _demo(args: argparse.Namespace) -> str:
     for option, path in (("--out", args.out), ("--cdk-out", args.cdk_out)):
         if path.exists() and not path.is_dir():
             raise ValueError(f"{option} {path} is a file, not a folder")
+    use_checkout()  # the demo's cluster is the realistic model in the clone's tests/
     try:
         from cli.demo import run_demo  # imports the CDK and moto, which takes seconds
     except ModuleNotFoundError as err:

@@ -154,7 +154,12 @@ CI_POD_GPU_SCHEMA: Final = ("ClusterName", "FullPodName", "GpuDevice", "Namespac
 CI_POD_GPU_UTILIZATION_METRIC: Final = "pod_gpu_utilization"
 CI_NODE_GPU_POWER_METRIC: Final = "node_gpu_power_draw"
 CI_NODE_GPU_SCHEMA: Final = ("ClusterName", "GpuDevice", "InstanceId", "InstanceType", "NodeName")
+#: Container Insights' PodName is the pod's controller's name where a DaemonSet, Job, ReplicaSet
+#: (its Deployment) or ReplicationController owns it, the pod's own name otherwise; FullPodName
+#: is always the pod's own name (amazon-contributing/opentelemetry-collector-contrib
+#: receiver/awscontainerinsightreceiver/internal/stores/podstore.go, addPodOwnersAndPodName).
 DIM_POD_NAME: Final = "PodName"
+DIM_FULL_POD_NAME: Final = "FullPodName"
 DIM_GPU_DEVICE: Final = "GpuDevice"
 
 #: Daily GPU-hour attribution totals of the GPU analyzer, for showback dashboards.

@@ -77,11 +77,15 @@ class Hold:
     gpu: GpuKey
     hour: int
     namespace: str
+    #: The pod's own name (Container Insights' FullPodName): two pods of one Job are two pods.
     pod: str
     #: Fraction of the hour the pod held the GPU (0 to 1).
     share: float
     #: The pod's own mean power on the GPU while it held it, percent of the GPU's limit.
     power_utilization: float | None = None
+    #: Container Insights' PodName for the pod: its Job's, Deployment's, DaemonSet's name, or
+    #: its own (workloads.job_of).
+    controller: str | None = None
 
 
 #: Under this share of its power limit a held GPU does no work: the default of the
@@ -191,10 +195,17 @@ def _unheld(cls: HourClass) -> HourClass:
     return HourClass.FAULTED if cls is HourClass.FAULTED else HourClass.NOT_HELD
 
 
-def _pod(attribution: Attribution, namespace: str, pod: str, exact: Mapping[str, str]) -> PodHours:
+def _pod(
+    attribution: Attribution,
+    namespace: str,
+    pod: str,
+    exact: Mapping[str, str],
+    controller: str | None = None,
+) -> PodHours:
     key = (namespace, pod)
     if key not in attribution.pods:
-        attribution.pods[key] = PodHours(namespace=namespace, pod=pod, job=job_of(pod, exact))
+        job = job_of(pod, exact, controller)
+        attribution.pods[key] = PodHours(namespace=namespace, pod=pod, job=job)
     return attribution.pods[key]
 
 
@@ -233,7 +244,9 @@ def attribute(
         portions, sliced = _split(pods)
         for hold, portion in portions:
             held_cls = _held_class(hour, hold, thresholds)
-            pod = _account(result, hold.namespace, hold.pod, hour, portion, held_cls, exact)
+            pod = _account(
+                result, hold.namespace, hold.pod, hour, portion, held_cls, exact, hold.controller
+            )
             pod.time_sliced |= sliced
             if not measured and hold.power_utilization is None:
                 result.unmeasured += portion
@@ -314,8 +327,9 @@ def _account(
     portion: float,
     cls: HourClass,
     exact: Mapping[str, str],
+    controller: str | None = None,
 ) -> PodHours:
-    pod = _pod(result, namespace, pod_name, exact)
+    pod = _pod(result, namespace, pod_name, exact, controller)
     pod.hours[cls] += portion
     pod.gpus.add(hour.gpu)
     if cls is HourClass.NOT_WORKING:

@@ -8,6 +8,11 @@ GpuDevice but no NodeName, and ``node_gpu_*`` carry NodeName and GpuDevice
 aws/amazon-cloudwatch-agent translator/translate/otel/exporter/awsemf/kubernetes.go). Both come
 from the same DCGM sample, so a pod's GPU is the node GPU of the same device whose hourly mean
 power is closest to the pod's: ``resolve_node``.
+
+A pod is its FullPodName, its own name: PodName is the controller's name for a Job's,
+ReplicaSet's, DaemonSet's or ReplicationController's pod, so the pods of one Job on GPU 0 of
+two nodes share it (contract.metrics ``DIM_POD_NAME``). PodName is kept as the pod's
+controller, from which its job is named (workloads.job_of).
 """
 
 from collections import defaultdict
@@ -20,6 +25,7 @@ from contract.metrics import (
     CI_POD_GPU_POWER_METRIC,
     CI_POD_GPU_UTILIZATION_METRIC,
     DIM_CLUSTER,
+    DIM_FULL_POD_NAME,
     DIM_GPU_DEVICE,
     DIM_GPU_INDEX,
     DIM_NAMESPACE,
@@ -87,16 +93,23 @@ def exporter_queries(cloudwatch: Any, cluster: str) -> list[MetricQuery]:
 
 def container_insights_queries(cloudwatch: Any, cluster: str) -> list[MetricQuery]:
     """Per pod and GPU: samples (how long it held the GPU) and mean power; per node GPU: power.
-    Dimensions are passed in the order ListMetrics gives them (moto matches them in order)."""
+    A pod's key is (namespace, FullPodName, PodName, device). Dimensions are passed in the
+    order ListMetrics gives them (moto matches them in order)."""
     queries: dict[tuple[str, ...], MetricQuery] = {}
+    pod_dims = {DIM_NAMESPACE, DIM_POD_NAME, DIM_FULL_POD_NAME, DIM_GPU_DEVICE}
     for dims in listed_dimensions(
         cloudwatch,
         NAMESPACE_CONTAINER_INSIGHTS,
         CI_POD_GPU_UTILIZATION_METRIC,
         {DIM_CLUSTER: cluster},
     ):
-        if {DIM_NAMESPACE, DIM_POD_NAME, DIM_GPU_DEVICE} <= set(dims) and DIM_NODE not in dims:
-            key = (dims[DIM_NAMESPACE], dims[DIM_POD_NAME], dims[DIM_GPU_DEVICE])
+        if pod_dims <= set(dims) and DIM_NODE not in dims:
+            key = (
+                dims[DIM_NAMESPACE],
+                dims[DIM_FULL_POD_NAME],
+                dims[DIM_POD_NAME],
+                dims[DIM_GPU_DEVICE],
+            )
             listed_dims = tuple(dims.items())
             queries[("pod", *key, "samples")] = MetricQuery(
                 ("pod", *key, "samples"),
@@ -222,13 +235,14 @@ def observe(
     pod_nodes: Mapping[str, str] | None = None,
 ) -> Observed:
     """The window's GPU-hours as the exporter saw them, and the pods' holds. ``pod_nodes``
-    maps pod names to the node the training emitter reported them on (an exact join)."""
+    maps pod names (the emitter's PodName: the pod's own, as FullPodName) to the node the
+    training emitter reported them on (an exact join)."""
     exporter: dict[tuple[str, str], dict[str, dict[int, float]]] = defaultdict(dict)
     for batch in fetch(cloudwatch, exporter_queries(cloudwatch, cluster), start=start, end=end):
         for series in batch:
             _, node, gpu, name = series.query.key
             exporter[(node, gpu)][name] = _hourly(series.timestamps, series.values)
-    pods: dict[tuple[str, str, str], dict[str, dict[int, float]]] = defaultdict(dict)
+    pods: dict[tuple[str, str, str, str], dict[str, dict[int, float]]] = defaultdict(dict)
     node_power: dict[tuple[str, int], dict[str, float]] = defaultdict(dict)
     queries = container_insights_queries(cloudwatch, cluster)
     for batch in fetch(cloudwatch, queries, start=start, end=end):
@@ -239,8 +253,8 @@ def observe(
                 for hour, value in values.items():
                     node_power[(device, hour)][node] = value
             else:
-                _, namespace, pod, device, name = series.query.key
-                pods[(namespace, pod, device)][name] = values
+                _, namespace, pod, controller, device, name = series.query.key
+                pods[(namespace, pod, controller, device)][name] = values
     observed = Observed()
     for (node, gpu), named in sorted(exporter.items()):
         hours = set().union(*(set(v) for v in named.values()))
@@ -262,7 +276,7 @@ def observe(
 
 
 def _holds(
-    pods: Mapping[tuple[str, str, str], Mapping[str, Mapping[int, float]]],
+    pods: Mapping[tuple[str, str, str, str], Mapping[str, Mapping[int, float]]],
     node_power: Mapping[tuple[str, int], Mapping[str, float]],
     gpu_hours: Sequence[GpuHour],
     pod_nodes: Mapping[str, str],
@@ -271,22 +285,22 @@ def _holds(
     own power as percent of its GPU's limit."""
     holds: list[Hold] = []
     percent = {(h.gpu.node, h.gpu.gpu, h.hour): h.power_utilization for h in gpu_hours}
-    by_device: dict[tuple[str, int], list[tuple[str, str, PodOnDevice]]] = defaultdict(list)
-    for (namespace, pod, device), named in sorted(pods.items()):
+    by_device: dict[tuple[str, int], list[tuple[str, str, str, PodOnDevice]]] = defaultdict(list)
+    for (namespace, pod, controller, device), named in sorted(pods.items()):
         for hour, samples in sorted(named.get("samples", {}).items()):
             on_device = PodOnDevice(
                 pod=f"{namespace}/{pod}",
                 share=min(1.0, samples / CI_SAMPLES_PER_HOUR),
                 watts=named.get("power", {}).get(hour),
             )
-            by_device[(device, hour)].append((namespace, pod, on_device))
+            by_device[(device, hour)].append((namespace, pod, controller, on_device))
     for (device, hour), entries in sorted(by_device.items()):
         known = {
-            key.pod: node for _, pod, key in entries if (node := pod_nodes.get(pod)) is not None
+            key.pod: node for _, pod, _, key in entries if (node := pod_nodes.get(pod)) is not None
         }
         candidates = node_power.get((device, hour), {})
-        nodes = resolve_nodes([e[2] for e in entries], candidates, known)
-        for namespace, pod, key in entries:
+        nodes = resolve_nodes([e[3] for e in entries], candidates, known)
+        for namespace, pod, controller, key in entries:
             node = nodes[key.pod]
             index = gpu_index(device)
             holds.append(
@@ -295,6 +309,7 @@ def _holds(
                     hour=hour,
                     namespace=namespace,
                     pod=pod,
+                    controller=controller,
                     share=key.share,
                     power_utilization=pod_power_percent(
                         key.watts, candidates.get(node), percent.get((node, index, hour))

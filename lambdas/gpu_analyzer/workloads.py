@@ -9,6 +9,12 @@ notebook) ``<name>-N``. The five random characters come from Kubernetes' name ge
 alphabet, which has no vowels and no 0, 1 or 3, so a word such as ``-train`` is never taken for
 one. An inferred job is marked so: two controllers can produce the same shape (a PyTorchJob's
 and an MPIJob's ``-worker-N``), and a JobSet's replicated-job name is taken to be its last word.
+
+Container Insights names a pod's controller too: its ``PodName`` is the Job's name for a Job's
+pod, the Deployment's for a ReplicaSet's, the DaemonSet's or ReplicationController's for theirs,
+the pod's own name otherwise (amazon-contributing/opentelemetry-collector-contrib
+receiver/awscontainerinsightreceiver/internal/stores/podstore.go, ``addPodOwnersAndPodName``).
+Where it differs from the pod's name, the job is that controller (``controller_job``).
 """
 
 import re
@@ -55,8 +61,47 @@ def infer_job(pod: str) -> JobRef:
     return JobRef(job=pod, kind="Pod", inferred=True)
 
 
-def job_of(pod: str, exact: Mapping[str, str]) -> JobRef:
-    """``exact`` maps pod names to the job the training emitter reported from inside them."""
+#: A CronJob's Job: the CronJob's name and its run's scheduled time in minutes since the epoch,
+#: 8 digits (kubernetes/kubernetes pkg/controller/cronjob/utils.go ``getJobName``). The agent
+#: reads only the legacy controller's 10-digit suffix (seconds) as a CronJob's and names the
+#: CronJob itself (utils.go ``parseCronJobFromJob``); for today's Jobs PodName is the Job's name.
+_CRONJOB_JOB: Final = re.compile(r"^(?P<job>.+)-(?P<minutes>\d{8})$")
+#: The minutes of 2019-06-08: the minutes controller is the default from Kubernetes 1.21 (2021),
+#: so a Job named after a date (``train-20251130``: 2008 in minutes) is not taken for a CronJob's.
+_CRONJOB_MINUTES_FROM: Final = 26_000_000
+#: What follows the controller's name in its pod's name: an Indexed Job's index, a legacy
+#: CronJob Job's 10-digit time, a Deployment's pod-template-hash (``rand.SafeEncodeString`` of a
+#: decimal number: 4-9, b, c, d, f), or nothing; then the five generated characters.
+_AFTER_CONTROLLER: Final = (
+    ("CronJob", re.compile(rf"^\d{{10}}-{_SUFFIX}$")),
+    ("Job", re.compile(rf"^\d{{1,5}}-{_SUFFIX}$")),
+    ("Deployment", re.compile(rf"^[4-9bcdf]{{6,10}}-{_SUFFIX}$")),
+    ("Job or DaemonSet", re.compile(rf"^{_SUFFIX}$")),
+)
+
+
+def controller_job(pod: str, controller: str) -> JobRef:
+    """The job of a pod that Container Insights names by its ``controller`` (its PodName, not
+    its own name): a JobSet's child Job or an MPIJob's launcher Job belong to the JobSet or
+    MPIJob their pod's name shows; a CronJob's Job to the CronJob; any other controller is the
+    job itself."""
+    ref = infer_job(pod)
+    if ref.kind in ("JobSet", "MPIJob") and pod.startswith(f"{controller}-"):
+        return ref
+    match = _CRONJOB_JOB.match(controller)
+    if match and int(match["minutes"]) >= _CRONJOB_MINUTES_FROM:
+        return JobRef(job=match["job"], kind="CronJob", inferred=True)
+    rest = pod[len(controller) + 1 :] if pod.startswith(f"{controller}-") else ""
+    kind = next((k for k, pattern in _AFTER_CONTROLLER if pattern.match(rest)), "controller")
+    return JobRef(job=controller, kind=kind, inferred=True)
+
+
+def job_of(pod: str, exact: Mapping[str, str], controller: str | None = None) -> JobRef:
+    """The job of the pod named ``pod`` (its own name: Container Insights' FullPodName).
+    ``exact`` maps pod names to the job the training emitter reported from inside them;
+    ``controller`` is Container Insights' PodName for the pod, where known."""
     if pod in exact:
         return JobRef(job=exact[pod], kind="emitter.training", inferred=False)
+    if controller and controller != pod:
+        return controller_job(pod, controller)
     return infer_job(pod)

@@ -244,6 +244,10 @@ def test_the_demo_week_leads_with_the_teams_that_held_gpus_without_work(
     assert any(
         "training_data_bound" in r for r in held["namespace/nlp/job/bert-data-bound"]["related"]
     )
+    # The pods are named by their own names (FullPodName), joined to the emitter's exactly.
+    bert = held["namespace/nlp/job/bert-data-bound"]["evidence"]
+    assert bert["pods"] == ["bert-data-bound-master-0", "bert-data-bound-worker-0"]
+    assert bert["job_source"] == "named by emitter.training"
     assert "analysis_error" not in document["findings_by_kind"]
     browser = chromium()
     if browser is not None:  # the screenshot is the whole page, not its first 2,400 px
@@ -295,19 +299,23 @@ def test_the_demo_report_changes_on_a_real_last_week_and_ties_jobs_across_tables
     assert document["change"]["storage_waste_usd"] is None
     assert "Storage waste a month<b>$156</b><small>new</small>" in html
     # The teams' jobs run emitter.training in the week's pods, so their GPU-hours are the
-    # job's exactly; the notebook runs no emitter and stays inferred.
+    # job's exactly; the notebook and the CronJob run no emitter and stay inferred: the
+    # CronJob's from its pods' controller (PodName nightly-eval-<minute>, a Job a night).
     jobs = {j["job"]: j for j in waste["all_jobs"]}
     assert sorted(jobs) == [
         "bert-data-bound",
         "jupyter-alice",
+        "nightly-eval",
         "resnet-healthy",
         "whisper-finetune",
     ]
     assert [name for name, j in sorted(jobs.items()) if j.get("inferred")] == [
         "jupyter-alice",
+        "nightly-eval",
         "whisper-finetune",
     ]
-    assert jobs["resnet-healthy"]["held_gpu_hours"] == 336.0
+    assert jobs["resnet-healthy"]["held_gpu_hours"] == 336.0  # an Indexed Job's two pods
+    assert (jobs["nightly-eval"]["held_gpu_hours"], jobs["nightly-eval"]["waste_usd"]) == (7, 0)
     # The job tables take a job's held GPU-hours and dollars from that same attribution, and
     # label the training analyzer's stepping hours (its last lookback) as what they are.
     costs = {j["job"]: j for j in document["costliest_jobs"]}

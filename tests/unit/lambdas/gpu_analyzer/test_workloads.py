@@ -1,6 +1,8 @@
 import pytest
 
 from lambdas.gpu_analyzer.workloads import JobRef, infer_job, job_of
+from tests.realistic import container_insights as ci
+from tests.realistic import pods as k8s
 
 
 @pytest.mark.parametrize(
@@ -42,3 +44,47 @@ def test_the_emitters_pod_name_wins_over_the_pattern_and_is_exact() -> None:
         "llama-ft-run-42", "emitter.training", False
     )
     assert job_of("llama-ft-worker-4", exact).inferred
+
+
+@pytest.mark.parametrize(
+    ("pod", "job", "kind"),
+    [
+        # Container Insights names these pods by their owner (PodName); the job is that owner.
+        (k8s.job_pods("vision", "resnet-sweep", 1, indexed=True)[0], "resnet-sweep", "Job"),
+        (k8s.job_pods("vision", "resnet-sweep", 1)[0], "resnet-sweep", "Job or DaemonSet"),
+        (k8s.deployment_pods("serve", "llm-api", 1)[0], "llm-api", "Deployment"),
+        (k8s.daemonset_pod("serve", "triton", "n1"), "triton", "Job or DaemonSet"),
+        # Today's CronJob controller: Job <cronjob>-<minutes>, which the agent does not map.
+        (k8s.cronjob_pods("research", "nightly-eval", 1_764_000_000)[0], "nightly-eval", "CronJob"),
+        # A JobSet's child Job and an MPIJob's launcher Job belong to the JobSet and MPIJob.
+        (k8s.jobset_pods("nlp", "pretrain", "trainer", 2, 1)[1], "pretrain", "JobSet"),
+        (k8s.mpijob_pods("nlp", "bert-mpi", 1)[0], "bert-mpi", "MPIJob"),
+        # Pods Container Insights names by their own name: inferred from it.
+        (k8s.pytorchjob_pods("nlp", "llama-ft", 1)[0], "llama-ft", "PyTorchJob"),
+        (k8s.rayjob_pods("ray", "tune", "gpu", 1)[1], "tune", "RayJob"),
+        (k8s.notebook_pod("research", "jupyter-alice"), "jupyter-alice", "StatefulSet"),
+        (k8s.bare_pod("research", "debug"), "debug", "Pod"),
+    ],
+    ids=lambda value: value.name if isinstance(value, k8s.Pod) else None,
+)
+def test_the_job_of_a_real_pod_is_its_controller_where_container_insights_names_one(
+    pod: k8s.Pod, job: str, kind: str
+) -> None:
+    assert job_of(pod.name, {}, ci.pod_name(pod)) == JobRef(job, kind, inferred=True)
+    assert pod.workload == job
+
+
+def test_a_job_named_after_a_date_is_not_a_cronjobs() -> None:
+    (pod,) = k8s.job_pods("vision", "train-20251130", 1)
+    assert job_of(pod.name, {}, ci.pod_name(pod)) == JobRef(
+        "train-20251130", "Job or DaemonSet", inferred=True
+    )
+
+
+def test_the_emitters_pod_name_is_the_pods_own_name_not_its_controllers() -> None:
+    first, second = k8s.job_pods("vision", "resnet-sweep", 2, indexed=True)
+    exact = {first.name: "resnet-sweep-run-9"}
+    assert job_of(first.name, exact, "resnet-sweep") == JobRef(
+        "resnet-sweep-run-9", "emitter.training", False
+    )
+    assert job_of(second.name, exact, "resnet-sweep").inferred
