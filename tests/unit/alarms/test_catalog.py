@@ -18,7 +18,7 @@ def test_exporter_alarms_and_their_defaults() -> None:
     alarms = _by_key()
     assert sorted(alarms) == sorted(
         ["gpu-low-power", "gpu-xid-fatal", "gpu-xid", "gpu-lost", "gpu-ecc-uncorrected",
-         "gpu-thermal-throttling", "gpu-power-brake", "gpu-xid-host-log"]
+         "gpu-thermal-throttling", "gpu-power-brake", "gpu-xid-host-log", "gpu-silent"]
     )  # fmt: skip
     low = alarms["gpu-low-power"]
     assert (low.threshold, low.comparison, low.period_s) == (30.0, Comparison.LESS, 300)
@@ -53,8 +53,9 @@ def test_per_gpu_kinds_get_one_alarm_per_shard_and_none_names_a_node() -> None:
     per_gpu = [a for a in alarms if a.multi_series]
     kinds = {a.kind for a in per_gpu}
     assert kinds == {"gpu-low-power", "gpu-lost", "gpu-ecc-uncorrected",
-                     "gpu-thermal-throttling", "gpu-power-brake"}  # fmt: skip
-    assert len(per_gpu) == 5 * 25
+                     "gpu-thermal-throttling", "gpu-power-brake", "gpu-silent"}  # fmt: skip
+    # gpu-silent is one alarm whatever the shards: only silent GPUs have its series.
+    assert len(per_gpu) == 5 * 25 + 1
     assert len({a.key for a in alarms}) == len(alarms)
     lost_7 = next(a for a in per_gpu if a.key == "gpu-lost-shard-07")
     assert isinstance(lost_7.metric, InsightsQuery)
@@ -67,11 +68,13 @@ def test_alarm_sizing_for_ten_thousand_gpus_fits_the_default_quota() -> None:
     """200 Metrics Insights alarms per account and Region by default ("Limits",
     https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html)."""
     sizing = alarm_sizing(AlarmSettings(cluster_name="train"), 10_000)
-    assert (sizing.shards, sizing.insights_alarms, sizing.quota) == (25, 125, 200)
+    assert (sizing.shards, sizing.insights_alarms, sizing.quota) == (25, 126, 200)
     assert sizing.fits_default_quota
     big = alarm_sizing(AlarmSettings(cluster_name="train"), 20_000)
-    assert (big.shards, big.insights_alarms, big.fits_default_quota) == (50, 250, False)
-    assert alarm_sizing(AlarmSettings(cluster_name="train"), 64).insights_alarms == 5
+    assert (big.shards, big.insights_alarms, big.fits_default_quota) == (50, 251, False)
+    assert alarm_sizing(AlarmSettings(cluster_name="train"), 64).insights_alarms == 6
+    whole = alarm_sizing(AlarmSettings(cluster_name="train"), 16_000)
+    assert (whole.shards, whole.insights_alarms, whole.fits_default_quota) == (40, 201, False)
 
 
 def test_container_insights_fallback_converts_the_share_to_watts() -> None:
