@@ -353,6 +353,13 @@ def silence_check_alarm(settings: AlarmSettings) -> AlarmSpec:
     )
 
 
+def deployed_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
+    """Every alarm the app deploys: the GPU alarms (what the backtest replays) and, with the
+    exporter, the silence check's heartbeat."""
+    heartbeat = [silence_check_alarm(settings)] if settings.exporter else []
+    return [*gpu_alarms(settings), *heartbeat]
+
+
 def _xid_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
     """Cluster-level: the XID event itself (through the notifier) names node, GPU and code."""
     xids = _cluster(settings, str(GpuMetric.XID_ERRORS), "Sum")

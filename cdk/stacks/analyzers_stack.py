@@ -6,7 +6,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from alarms.catalog import gpu_alarms
+from alarms.catalog import deployed_alarms
 from cdk.constructs.agent_log_group import AgentLogGroup
 from cdk.constructs.analyzer_function import AnalyzerFunction
 from cdk.constructs.fleet_map import FleetMap
@@ -378,7 +378,7 @@ class AnalyzersStack(DeploymentStack):
                     sorted(
                         {
                             spec.kind_name(settings.cluster_name)
-                            for spec in gpu_alarms(settings.alarm_settings())
+                            for spec in deployed_alarms(settings.alarm_settings())
                         }
                     )
                 ),
