@@ -116,7 +116,7 @@ def reported_gpus(
             (dims[DIM_NODE], dims[DIM_GPU_INDEX]),
             NAMESPACE_GPU,
             str(REPORTING_METRIC),
-            tuple(sorted(dims.items())),
+            tuple(dims.items()),  # as listed: moto matches them in order
             "SampleCount",
             period,
         )
@@ -142,7 +142,9 @@ def metric_data(cluster: str, check: Check, now: float) -> list[dict[str, Any]]:
     def datum(metric: str, dims: dict[str, str], value: float) -> dict[str, Any]:
         return {
             "MetricName": metric,
-            "Dimensions": [{"Name": k, "Value": v} for k, v in dims.items()],
+            # In name order, as the alarm's SCHEMA lists them (CloudWatch ignores the order;
+            # moto matches a query's dimensions in order).
+            "Dimensions": [{"Name": k, "Value": v} for k, v in sorted(dims.items())],
             "Timestamp": at,
             "Value": value,
             "Unit": "Count",
