@@ -73,8 +73,12 @@ def test_alarm_sizing_for_ten_thousand_gpus_fits_the_default_quota() -> None:
     big = alarm_sizing(AlarmSettings(cluster_name="train"), 20_000)
     assert (big.shards, big.insights_alarms, big.fits_default_quota) == (50, 251, False)
     assert alarm_sizing(AlarmSettings(cluster_name="train"), 64).insights_alarms == 6
-    whole = alarm_sizing(AlarmSettings(cluster_name="train"), 16_000)
-    assert (whole.shards, whole.insights_alarms, whole.fits_default_quota) == (40, 201, False)
+    # The README's sizing table: 15,600 GPUs is the most that fits.
+    most = alarm_sizing(AlarmSettings(cluster_name="train"), 15_600)
+    assert (most.shards, most.insights_alarms, most.fits_default_quota) == (39, 196, True)
+    over = alarm_sizing(AlarmSettings(cluster_name="train"), 15_601)
+    assert (over.shards, over.insights_alarms, over.fits_default_quota) == (40, 201, False)
+    assert alarm_sizing(AlarmSettings(cluster_name="train"), 2_000).insights_alarms == 26
 
 
 def test_container_insights_fallback_converts_the_share_to_watts() -> None:
