@@ -101,14 +101,14 @@ def reported_gpus(
     """(NodeName -> GPU indices that sent ``REPORTING_METRIC`` in the look back, every NodeName
     of a series active in the last three hours). One metric requested per GPU a run."""
     schema = set(gpu_schema(REPORTING_METRIC))
-    series = listed_dimensions(
+    found = listed_dimensions(
         cloudwatch,
         NAMESPACE_GPU,
         str(REPORTING_METRIC),
         {DIM_CLUSTER: cluster},
         recently_active=True,
     )
-    listed = [dims for dims in series if set(dims) == schema]
+    listed = [dims for dims in found if set(dims) == schema]
     start = now - lookback_s
     period = window_period(start, now)
     queries = [
