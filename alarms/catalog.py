@@ -36,6 +36,7 @@ from contract.metrics import (
     HOST_LOG_XID_METRIC,
     NAMESPACE_CONTAINER_INSIGHTS,
     NAMESPACE_GPU,
+    SILENT_GPUS_METRIC,
     GpuMetric,
     host_log_namespace,
 )
@@ -264,6 +265,7 @@ def gpu_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
     alarms = [_sharded(settings, spec) for spec in per_gpu]
     if settings.exporter:
         alarms += [replace(spec, kind=spec.key) for spec in _xid_alarms(settings)]
+        alarms.append(silent_gpu_alarm(settings))
     if settings.host_logs:
         alarms.append(
             _any_in_a_minute(
@@ -279,6 +281,84 @@ def gpu_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
             )
         )
     return [replace(a, kind=a.alarm_kind) for a in alarms]
+
+
+def silent_gpu_alarm(settings: AlarmSettings) -> AlarmSpec:
+    """A GPU or node the silence check (lambdas/silence_check) finds silent: running, past its
+    grace period, and no exporter sample in the look back. No alarm on the exporter's own series
+    can page for it: a series a Metrics Insights query no longer returns takes its contributor
+    to OK "no matter the treat missing data treatment" (CloudWatch User Guide, "Create a
+    CloudWatch alarm based on a Metrics Insights query", "Missing data in CloudWatch Metrics
+    Insights alarms"). The check publishes a series only while it is silent, so when the GPU
+    reports again, or its instance is gone, the series stops and the contributor goes OK by
+    that same rule. One alarm, not one per shard: only silent GPUs have series."""
+    return AlarmSpec(
+        key="gpu-silent",
+        kind="gpu-silent",
+        title="GPU not reporting",
+        description=(
+            "A running GPU instance of the cluster sent no exporter sample in the silence "
+            "check's look back: the exporter crashed or was evicted, the node hangs or lost its "
+            "network, or the driver stopped listing the GPU. GpuIndex 'all' means the node sent "
+            "nothing; the value is how many GPUs are silent. Check the node's Ready condition "
+            "and the exporter pod on it (kubectl -n gpu-insights get pods -o wide); a GPU the "
+            "driver lost needs a reset or a node replacement. Each contributor (ClusterName, "
+            "NodeName, GpuIndex) names the node and GPU."
+        ),
+        severity=Severity.CRITICAL,
+        metric=InsightsQuery(
+            namespace=NAMESPACE_GPU,
+            metric=SILENT_GPUS_METRIC,
+            schema=(DIM_CLUSTER, DIM_GPU_INDEX, DIM_NODE),
+            where=((DIM_CLUSTER, settings.cluster_name),),
+            function="MAX",
+            group_by=CONTRIBUTOR,
+            order="DESC",
+        ),
+        period_s=PERIOD_S,
+        evaluation_periods=1,
+        datapoints_to_alarm=1,
+        threshold=1,
+        comparison=Comparison.GREATER_OR_EQUAL,
+        missing_data=MissingData.NOT_BREACHING,
+        missing_data_reason=(
+            "the check publishes a GPU's series only while the GPU is silent; its own silence "
+            "is gpu-silence-check's"
+        ),
+    )
+
+
+def silence_check_alarm(settings: AlarmSettings) -> AlarmSpec:
+    """The silence check's heartbeat: it publishes the cluster's count of silent GPUs every
+    run, 0 included, so a period without one is a check that failed or did not run, and
+    breaches. Not in :func:`gpu_alarms` (nor the backtest): it watches the check, not a GPU,
+    and a history of the exporter alone would read as the check never running."""
+    return AlarmSpec(
+        key="gpu-silence-check",
+        kind="gpu-silence-check",
+        title="Silence check not running",
+        description=(
+            "The silence check published nothing for 15 minutes: it fails (read its log: "
+            "EC2 or CloudWatch refused a call) or its schedule stopped. Until it runs again, "
+            "a GPU or node that stops reporting pages nobody."
+        ),
+        severity=Severity.WARNING,
+        metric=_cluster(settings, SILENT_GPUS_METRIC, "SampleCount"),
+        period_s=PERIOD_S,
+        evaluation_periods=1,
+        datapoints_to_alarm=1,
+        threshold=1,
+        comparison=Comparison.LESS,
+        missing_data=MissingData.BREACHING,
+        missing_data_reason="no count is a check that did not run",
+    )
+
+
+def deployed_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
+    """Every alarm the app deploys: the GPU alarms (what the backtest replays) and, with the
+    exporter, the silence check's heartbeat."""
+    heartbeat = [silence_check_alarm(settings)] if settings.exporter else []
+    return [*gpu_alarms(settings), *heartbeat]
 
 
 def _xid_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
@@ -326,8 +406,9 @@ def _per_gpu_exporter_alarms(settings: AlarmSettings, shard: str) -> list[AlarmS
             comparison=Comparison.LESS,
             missing_data=MissingData.MISSING,
             missing_data_reason=(
-                "a GPU with no exporter data is INSUFFICIENT_DATA rather than guessed healthy "
-                "or lost"
+                "a gap is not read as healthy or lost; a GPU that stops reporting clears to "
+                "OK whatever this setting (a contributor is only OK or ALARM), and gpu-silent "
+                "pages for it"
             ),
             shard=shard,
         ),

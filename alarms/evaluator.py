@@ -173,6 +173,21 @@ class MultiSeriesOutcome:
     evaluated: int = 0
 
 
+#: A contributor's state reason when its series is no longer returned (CloudWatch's own words).
+NO_DATA_FOR_CONTRIBUTOR = "No data was returned for this contributor"
+
+
+def _contributor_state(verdict: AlarmState) -> AlarmState:
+    """A contributor is only ever OK or ALARM: "For Metrics Insights alarms that monitor
+    multiple time series, each time series (contributor) can only be in ALARM or OK state,
+    never in INSUFFICIENT_DATA state. This is because a time series only exists when data is
+    present" (CloudWatch User Guide, "Acting on alarm changes",
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Acting_Alarm_Changes.html).
+    Where the one-series rules would say INSUFFICIENT_DATA (too few datapoints, the premature
+    transition rule), the contributor is not in ALARM, so it is OK."""
+    return AlarmState.ALARM if verdict is AlarmState.ALARM else AlarmState.OK
+
+
 def evaluate_contributors(
     spec: AlarmSpec, series: Contributors, *, start: float, end: float
 ) -> MultiSeriesOutcome:
@@ -185,8 +200,17 @@ def evaluate_contributors(
     alarm lists ("Limits",
     https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html).
 
-    A series the query no longer returns (no datapoint in the range) leaves the alarm. With
-    no series at all the alarm's missing-data setting decides, as for one series."""
+    A contributor is OK or ALARM, never INSUFFICIENT_DATA (:func:`_contributor_state`); a new
+    one starts OK. A series the query no longer returns (no datapoint in the range) goes to
+    OK, whatever the missing-data setting, and leaves the alarm: "If a time series is not
+    retrieved by the query anymore, it will transition to OK no matter the treat missing data
+    treatment. ... the StateReason specifies that the aforementioned contributor was not found
+    with the message, "No data was returned for this contributor"" (same page, "Missing data in
+    CloudWatch Metrics Insights alarms"). So a GPU whose exporter stops clears its
+    contributor, never pages: silence needs its own detection (the ``gpu-silent`` alarm).
+    With no series at all the alarm's missing-data setting decides, as for one series ("At
+    alarm level, if the query returns an empty result (no time series at all), the treat
+    missing data treatment is applied", same section)."""
     outcome = MultiSeriesOutcome()
     states: dict[Group, AlarmState] = {}
     state = AlarmState.INSUFFICIENT_DATA
@@ -199,13 +223,14 @@ def evaluate_contributors(
         now_returned = set(returned)
         for group in [g for g in states if g not in now_returned]:
             old = states.pop(group)
-            if old is AlarmState.ALARM:
+            if old is not AlarmState.OK:
                 outcome.contributors[group].append(
-                    Transition(time, old, AlarmState.OK, "no datapoints in the range: left")
+                    Transition(time, old, AlarmState.OK, NO_DATA_FOR_CONTRIBUTOR)
                 )
         for group in returned:
-            old = states.get(group, AlarmState.INSUFFICIENT_DATA)
-            new, reason = _decide(spec, window(series.groups[group], starts), old)
+            old = states.get(group, AlarmState.OK)
+            verdict, reason = _decide(spec, window(series.groups[group], starts), old)
+            new = _contributor_state(verdict)
             if new != old:
                 outcome.contributors.setdefault(group, []).append(
                     Transition(time, old, new, reason)
@@ -229,6 +254,4 @@ def _alarm_state(
         shown = f"{alarming}" if alarming <= MAX_CONTRIBUTORS_IN_ALARM else "100+"
         of = f" out of {len(states)}" if alarming <= MAX_CONTRIBUTORS_IN_ALARM else ""
         return AlarmState.ALARM, f"{shown}{of} time series evaluated to ALARM"
-    if any(s is AlarmState.OK for s in states.values()):
-        return AlarmState.OK, f"0 out of {len(states)} time series evaluated to ALARM"
-    return AlarmState.INSUFFICIENT_DATA, f"none of {len(states)} time series has enough data"
+    return AlarmState.OK, f"0 out of {len(states)} time series evaluated to ALARM"

@@ -4,7 +4,7 @@ in the demo alike. The declarations (names, types, defaults) are the functions' 
 (``lambdas/<function>/config.py``); the names of resources are the caller's (CloudFormation
 references at synth, moto's names in the demo)."""
 
-from alarms.catalog import gpu_alarms
+from alarms.catalog import deployed_alarms
 from alarms.model import Severity
 from cdk.settings import Settings
 from contract.resource_names import dashboard_name
@@ -50,7 +50,7 @@ def training_config(
 
 
 def report_config(settings: Settings, *, report_bucket: str, topic_arn: str) -> ReportConfig:
-    specs = gpu_alarms(settings.alarm_settings())
+    specs = deployed_alarms(settings.alarm_settings())
     return ReportConfig(
         cluster_name=settings.cluster_name,
         report_bucket=report_bucket,
@@ -70,7 +70,7 @@ def notifier_config(
     sent_table: str,
     exporter_log_group: str,
 ) -> NotifierConfig:
-    specs = gpu_alarms(settings.alarm_settings())
+    specs = deployed_alarms(settings.alarm_settings())
     return NotifierConfig(
         cluster_name=settings.cluster_name,
         region=region,

@@ -133,6 +133,17 @@ def training_log_group(cluster_name: str) -> str:
 HOST_LOG_XID_METRIC: Final = "gpu_xid_host_log_lines"
 
 
+#: Published by the silence check (lambdas/silence_check), namespace ``GpuInsights``: per
+#: (ClusterName, NodeName, GpuIndex) only while that GPU is silent (the number of GPUs the
+#: series stands for), and per ClusterName every run (the silent GPUs in all), so that the
+#: check's own silence shows as missing data.
+SILENT_GPUS_METRIC: Final = "gpu_silent"
+#: Per ClusterName every run: nodes with at least one silent GPU.
+SILENT_NODES_METRIC: Final = "gpu_silent_nodes"
+#: The ``GpuIndex`` of a node that sent nothing at all: one series for all its GPUs.
+ALL_GPUS: Final = "all"
+
+
 def exporter_log_group(cluster_name: str) -> str:
     """Where the CloudWatch agent writes the exporter's EMF lines (XID events are read there)."""
     return f"/aws/gpu-insights/{cluster_name}/exporter"

@@ -5,10 +5,11 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from alarms.catalog import gpu_alarms
+from alarms.catalog import deployed_alarms
 from cdk.constructs.agent_log_group import AgentLogGroup
 from cdk.constructs.alarm_topics import AlarmTopics
 from cdk.constructs.gpu_alarms import GpuAlarms
+from cdk.constructs.silence_check import SilenceCheck, silence_config
 from cdk.constructs.xid_notifier import XidNotifier
 from cdk.function_configs import notifier_config
 from cdk.settings import Settings
@@ -21,10 +22,12 @@ from contract.metrics import (
 )
 from contract.xid import KERNEL_XID_FILTER_PATTERN
 from dashboards.bodies import all_dashboards, encode
+from lambdas.silence_check.config import lookback_for
 
 
 class AlarmsStack(DeploymentStack):
-    """Attributes: ``topics``, ``alarms``, ``notifier``, ``exporter_logs``."""
+    """Attributes: ``topics``, ``alarms``, ``notifier``, ``exporter_logs``, ``silence`` (the
+    silence check, None without the exporter)."""
 
     part = "Alarms"
 
@@ -64,7 +67,15 @@ class AlarmsStack(DeploymentStack):
                 metric_name=HOST_LOG_XID_METRIC,
                 metric_value="1",
             )
-        specs = gpu_alarms(alarm_settings)
+        specs = deployed_alarms(alarm_settings)
+        #: What reads the exporter's silence from outside the node (lambdas/silence_check).
+        self.silence: SilenceCheck | None = None
+        if alarm_settings.exporter:
+            self.silence = SilenceCheck(
+                self,
+                "SilenceCheck",
+                config=silence_config(cluster, lookback_for(settings.exporter_interval_seconds)),
+            )
         self.alarms = GpuAlarms(
             self,
             "GpuAlarms",

@@ -283,16 +283,25 @@ def fetch(
 
 
 def listed_dimensions(
-    cloudwatch: Any, namespace: str, metric: str, where: dict[str, str]
+    cloudwatch: Any,
+    namespace: str,
+    metric: str,
+    where: dict[str, str],
+    *,
+    recently_active: bool = False,
 ) -> Iterator[dict[str, str]]:
     """The dimension sets of every series of ``metric`` that has ``where``'s dimensions (and
     maybe others), each once. Every analyzer finds its series this way, through ListMetrics'
-    paginator; a listing that repeats a series (moto lists one per datapoint) yields it once."""
+    paginator; a listing that repeats a series (moto lists one per datapoint) yields it once.
+    ``recently_active``: only series with data in the last three hours (``RecentlyActive``
+    ``PT3H``, the one value ListMetrics takes), not the last two weeks."""
     seen: set[frozenset[tuple[str, str]]] = set()
+    recent = {"RecentlyActive": "PT3H"} if recently_active else {}
     pages = cloudwatch.get_paginator("list_metrics").paginate(
         Namespace=namespace,
         MetricName=metric,
         Dimensions=[{"Name": name, "Value": value} for name, value in where.items()],
+        **recent,
     )
     for page in pages:
         for listed in page["Metrics"]:

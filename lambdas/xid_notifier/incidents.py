@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from contract.metrics import DIM_CLUSTER, DIM_GPU_INDEX, DIM_JOB, DIM_NODE
+from contract.metrics import ALL_GPUS, DIM_CLUSTER, DIM_GPU_INDEX, DIM_JOB, DIM_NODE
 from contract.resource_names import alarm_name
 from contract.xid import XidSeverity
 from lambdas.xid_notifier.links import alarm_url, gpu_dashboard_url
@@ -231,6 +231,8 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
     gpu = attributes.get(DIM_GPU_INDEX, "")
     pods = (attributes[_POD_ATTRIBUTE],) if _POD_ATTRIBUTE in attributes else ()
     where = f" on {node} GPU {gpu}" if node and gpu else (f" on {pods[0]}" if pods else "")
+    if node and gpu == ALL_GPUS:  # the silence check's series for a node that sent nothing
+        where = f" on {node}, all its GPUs"
     reason = str(state.get("reason", ""))
     crossing = read_reason(reason)
     threshold, observed = _threshold_and_observed(state, crossing)

@@ -476,12 +476,16 @@ def test_the_requests_cover_every_alarm_schedule_subscription_and_destination(
     assert [r.name.split(" ")[0][:17] for r in publishes] == ["XidNotifierFailin"]
     assert "TopicsCritical" in publishes[0].name
     assert len(requests["alarms"]) == 3 * len(publishes)
-    # The weekly report's schedule invokes its function, the notifier's rule takes this app's
-    # alarm state changes, and the storage and training schedules start their Distributed
-    # Maps, each of which invokes its own function.
-    assert len([r for r in requests["invocations"] if "events" in r.principal]) == 2
+    # The weekly report's and the silence check's schedules invoke their functions, the
+    # notifier's rule takes this app's alarm state changes, and the storage and training
+    # schedules start their Distributed Maps, each of which invokes its own function.
+    assert len([r for r in requests["invocations"] if "events" in r.principal]) == 3
     assert any(
         r.name.startswith("XidNotifierAlarmStateChanges") and "xidnotifier" in r.resource.lower()
+        for r in requests["invocations"]
+    )
+    assert any(
+        r.name.startswith("SilenceCheckSchedule") and "silencecheck" in r.resource.lower()
         for r in requests["invocations"]
     )
     assert sorted(r.action for r in requests["machines"]) == [

@@ -33,8 +33,9 @@ def test_demo_synthesizes_stores_and_fetches_the_agent_config(
     written = json.loads((tmp_path / "out" / "agent-config.json").read_text())
     jsonschema.Draft4Validator(agent_schema).validate(written)
     stacks = json.loads((tmp_path / "out" / "stacks.json").read_text())
-    # Seven GPU alarms (Metrics Insights, no actions) and the notifier-failing alarm.
-    assert stacks["GpuInsights-example-gpu-cluster-Alarms"]["AWS::CloudWatch::Alarm"] == 8
+    # Eight GPU alarms (gpu-silent among them; no actions), the silence check's heartbeat and
+    # the notifier-failing alarm.
+    assert stacks["GpuInsights-example-gpu-cluster-Alarms"]["AWS::CloudWatch::Alarm"] == 10
     # Three analyzers and CDK's custom-resource provider (it makes the training log group).
     assert stacks["GpuInsights-example-gpu-cluster-Analyzers"]["AWS::Lambda::Function"] == 4
     del stacks["GpuInsights-example-gpu-cluster-Alarms"]
@@ -90,6 +91,7 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
         "gpu-ecc-uncorrected": 1,
         "gpu-thermal-throttling": 1,
         "gpu-power-brake": 0,
+        "gpu-silent": 0,  # the replayed node never goes silent
     }
     assert "gpu-low-power [warning]" in (tmp_path / "out" / "alarm-backtest.txt").read_text()
     # Each per-GPU alarm names the GPU it fired on (its contributor), not just the cluster.

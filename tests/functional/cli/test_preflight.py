@@ -158,8 +158,8 @@ def test_every_conflict_the_account_holds_fails_its_check(session: Any) -> None:
         "nodes:grace": Verdict.FAIL,
     }
     assert by_name["insights-alarm-quota"].detail.startswith(
-        "198 Metrics Insights alarms exist, this deployment adds 5 (fleet_gpus=400: 1 alarm "
-        "shard(s)): 203 of the default quota"
+        "198 Metrics Insights alarms exist, this deployment adds 6 (fleet_gpus=400: 1 alarm "
+        "shard(s)): 204 of the default quota"
     )
     assert by_name["log-groups"].detail.startswith(
         "/aws/gpu-insights/train/exporter exist(s) and will be adopted"

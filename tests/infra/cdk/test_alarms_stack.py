@@ -159,7 +159,7 @@ def test_state_changes_reach_the_notifier_retried_and_dead_lettered(synth: Synth
     dead letter pages the critical topic through the one alarm with an action."""
     template = _template(synth)
     (rule,) = template.find_resources(
-        "AWS::Events::Rule", {"Properties": {"Description": Match.string_like_regexp("GPU")}}
+        "AWS::Events::Rule", {"Properties": {"Description": Match.string_like_regexp("GPU alarms")}}
     ).values()
     pattern = rule["Properties"]["EventPattern"]
     assert pattern["source"] == ["aws.cloudwatch"]
@@ -225,3 +225,55 @@ def test_five_dashboards_are_deployed_with_the_alarms_on_them(synth: Synth) -> N
     )
     body = json.dumps(findings["Properties"]["DashboardBody"])
     assert body.count("Fn::GetAtt") == len(_alarms(_template(synth)))  # every alarm's ARN
+
+
+def test_the_silence_check_runs_every_five_minutes_with_its_one_declaration(
+    synth: Synth,
+) -> None:
+    """The function's environment is its configuration declaration, written whole (the
+    handler reads it back with the same class); its role reads instances and series and
+    writes GpuInsights only; its two alarms are the catalog's, and both reach the notifier."""
+    from lambdas.silence_check.config import SilenceCheckConfig
+
+    template = _template(synth, {**PROD, "exporter_interval_seconds": "300"})
+    (function,) = template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Handler": "lambdas.silence_check.handler.handler"}},
+    ).values()
+    environment = function["Properties"]["Environment"]["Variables"]
+    assert SilenceCheckConfig.from_environment(environment) == SilenceCheckConfig(
+        cluster_name="train-prod", lookback_s=900, grace_s=900, architectures=("x86_64",)
+    )
+    (schedule,) = template.find_resources(
+        "AWS::Events::Rule", {"Properties": {"ScheduleExpression": "rate(5 minutes)"}}
+    ).values()
+    assert "SilenceCheck" in schedule["Properties"]["Targets"][0]["Arn"]["Fn::GetAtt"][0]
+    role = function["Properties"]["Role"]["Fn::GetAtt"][0]
+    statements = [
+        s
+        for p in template.find_resources("AWS::IAM::Policy").values()
+        if {"Ref": role} in p["Properties"]["Roles"]
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    granted = {s["Sid"]: (s["Action"], s.get("Condition")) for s in statements if "Sid" in s}
+    assert granted == {
+        "ReadGpuInstances": (["ec2:DescribeInstances", "ec2:DescribeInstanceTypes"], None),
+        "ReadExporterSeries": (["cloudwatch:ListMetrics", "cloudwatch:GetMetricData"], None),
+        "PublishSilence": (
+            "cloudwatch:PutMetricData",
+            {"StringEquals": {"cloudwatch:namespace": "GpuInsights"}},
+        ),
+    }
+    alarms = _alarms(template)
+    silent, heartbeat = alarms["gpu-silent"], alarms["gpu-silence-check"]
+    assert silent["Metrics"][0]["Expression"].startswith("SELECT MAX(gpu_silent) FROM SCHEMA(")
+    assert (heartbeat["MetricName"], heartbeat["Statistic"]) == ("gpu_silent", "SampleCount")
+    assert heartbeat["Dimensions"] == [{"Name": "ClusterName", "Value": "train-prod"}]
+    assert heartbeat["TreatMissingData"] == "breaching"
+    assert heartbeat["AlarmDescription"].startswith("[warning] gpu-silence-check:")
+    # Without the exporter there is no silence to check.
+    context = {**PROD, "exporter_enabled": "false", "gpu_instance_type": "p4d.24xlarge"}
+    assert not _template(synth, context).find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Handler": "lambdas.silence_check.handler.handler"}},
+    )

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cdk.constructs.lambda_code import stage_modules
+from cdk.constructs.silence_check import MODULES as SILENCE_MODULES
 from cdk.constructs.xid_notifier import MODULES as XID_MODULES
 from cdk.stacks.analyzers_stack import REPORT_MODULES, STORAGE_MODULES, TRAINING_MODULES
 
@@ -46,6 +47,7 @@ HANDLERS = [
     (STORAGE_MODULES, "lambdas.storage_analyzer.handler"),
     (TRAINING_MODULES, "lambdas.training_analyzer.handler"),
     (REPORT_MODULES, "lambdas.weekly_report.handler"),
+    (SILENCE_MODULES, "lambdas.silence_check.handler"),
 ]
 
 

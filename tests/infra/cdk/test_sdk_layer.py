@@ -126,6 +126,6 @@ def test_every_function_of_the_app_carries_the_stacks_one_sdk_layer(synth: Synth
             assert function["Properties"]["Runtime"] == "python3.14", name
             assert function["Properties"]["Layers"] == [{"Ref": layer_id}], name
         functions += len(ours)
-    # The notifier, the storage and training analyzers (also the fleet's plan, shard and
-    # merge steps) and the weekly report.
-    assert functions == 4
+    # The notifier, the silence check, the storage and training analyzers (also the fleet's
+    # plan, shard and merge steps) and the weekly report.
+    assert functions == 5

@@ -18,7 +18,7 @@ def test_exporter_alarms_and_their_defaults() -> None:
     alarms = _by_key()
     assert sorted(alarms) == sorted(
         ["gpu-low-power", "gpu-xid-fatal", "gpu-xid", "gpu-lost", "gpu-ecc-uncorrected",
-         "gpu-thermal-throttling", "gpu-power-brake", "gpu-xid-host-log"]
+         "gpu-thermal-throttling", "gpu-power-brake", "gpu-xid-host-log", "gpu-silent"]
     )  # fmt: skip
     low = alarms["gpu-low-power"]
     assert (low.threshold, low.comparison, low.period_s) == (30.0, Comparison.LESS, 300)
@@ -53,8 +53,9 @@ def test_per_gpu_kinds_get_one_alarm_per_shard_and_none_names_a_node() -> None:
     per_gpu = [a for a in alarms if a.multi_series]
     kinds = {a.kind for a in per_gpu}
     assert kinds == {"gpu-low-power", "gpu-lost", "gpu-ecc-uncorrected",
-                     "gpu-thermal-throttling", "gpu-power-brake"}  # fmt: skip
-    assert len(per_gpu) == 5 * 25
+                     "gpu-thermal-throttling", "gpu-power-brake", "gpu-silent"}  # fmt: skip
+    # gpu-silent is one alarm whatever the shards: only silent GPUs have its series.
+    assert len(per_gpu) == 5 * 25 + 1
     assert len({a.key for a in alarms}) == len(alarms)
     lost_7 = next(a for a in per_gpu if a.key == "gpu-lost-shard-07")
     assert isinstance(lost_7.metric, InsightsQuery)
@@ -67,11 +68,17 @@ def test_alarm_sizing_for_ten_thousand_gpus_fits_the_default_quota() -> None:
     """200 Metrics Insights alarms per account and Region by default ("Limits",
     https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html)."""
     sizing = alarm_sizing(AlarmSettings(cluster_name="train"), 10_000)
-    assert (sizing.shards, sizing.insights_alarms, sizing.quota) == (25, 125, 200)
+    assert (sizing.shards, sizing.insights_alarms, sizing.quota) == (25, 126, 200)
     assert sizing.fits_default_quota
     big = alarm_sizing(AlarmSettings(cluster_name="train"), 20_000)
-    assert (big.shards, big.insights_alarms, big.fits_default_quota) == (50, 250, False)
-    assert alarm_sizing(AlarmSettings(cluster_name="train"), 64).insights_alarms == 5
+    assert (big.shards, big.insights_alarms, big.fits_default_quota) == (50, 251, False)
+    assert alarm_sizing(AlarmSettings(cluster_name="train"), 64).insights_alarms == 6
+    # The README's sizing table: 15,600 GPUs is the most that fits.
+    most = alarm_sizing(AlarmSettings(cluster_name="train"), 15_600)
+    assert (most.shards, most.insights_alarms, most.fits_default_quota) == (39, 196, True)
+    over = alarm_sizing(AlarmSettings(cluster_name="train"), 15_601)
+    assert (over.shards, over.insights_alarms, over.fits_default_quota) == (40, 201, False)
+    assert alarm_sizing(AlarmSettings(cluster_name="train"), 2_000).insights_alarms == 26
 
 
 def test_container_insights_fallback_converts_the_share_to_watts() -> None:

@@ -1,12 +1,14 @@
 """From samples to alarm decisions, on plain data: the alarms fire on the right GPUs."""
 
+from dataclasses import replace
+
 import pytest
 
 from alarms.backtest import backtest, history_end, report
 from alarms.catalog import AlarmSettings, gpu_alarms
-from alarms.evaluator import AlarmState
+from alarms.evaluator import NO_DATA_FOR_CONTRIBUTOR, AlarmState
 from alarms.history import HistoryError, Sample, read_history
-from alarms.model import Difference, InsightsQuery, MetricStat
+from alarms.model import Difference, InsightsQuery, MetricStat, MissingData
 from alarms.series import Contributors, Group, Values, difference_values, query_values, window
 
 T0 = 1_764_000_000.0 - 1_764_000_000.0 % 3600
@@ -190,6 +192,49 @@ def test_a_gpu_whose_data_stops_leaves_the_alarm() -> None:
         # periods count as not breaching (a released GPU is not low on power).
         (6300, AlarmState.OK),
     ]
+
+
+def test_a_lost_gpu_whose_exporter_then_stops_goes_ok_never_insufficient_data() -> None:
+    """GPU 0 reports ``gpu_healthy = 0`` for ten minutes, then its exporter stops; GPU 1 goes
+    on reporting healthy. A contributor "can only be in ALARM or OK state, never in
+    INSUFFICIENT_DATA state", and "If a time series is not retrieved by the query anymore, it
+    will transition to OK no matter the treat missing data treatment" (CloudWatch User Guide,
+    "Acting on alarm changes" and "Create a CloudWatch alarm based on a Metrics Insights
+    query", "Missing data in CloudWatch Metrics Insights alarms"): the lost GPU's contributor
+    clears to OK although ``gpu-lost`` treats missing data as missing. Nothing pages about
+    the silence itself; that is ``gpu-silent``'s job."""
+    specs = [a for a in gpu_alarms(AlarmSettings(cluster_name="train")) if a.key == "gpu-lost"]
+    lost = _hours_of("a", "0", 0.0, 10 / 60, "gpu_healthy")
+    healthy = _hours_of("a", "1", 1.0, 1, "gpu_healthy")
+    (result,) = backtest(specs, lost + healthy, start=T0, end=T0 + 3600)
+    transitions = result.contributors[("train", "a", "0")]
+    assert [(t.time - T0, t.old, t.new) for t in transitions] == [
+        (120, AlarmState.OK, AlarmState.ALARM),
+        # At 780 s the range (four one-minute periods) holds one 0 (at 540 s), none in the
+        # last two periods: too few to alarm, and a contributor has no third state.
+        (780, AlarmState.ALARM, AlarmState.OK),
+    ]
+    states = {t.new for ts in result.contributors.values() for t in ts}
+    assert AlarmState.INSUFFICIENT_DATA not in states
+    assert result.transitions[-1].new is AlarmState.OK  # GPU 1 is returned, and OK
+
+
+def test_a_series_no_longer_returned_goes_ok_with_cloudwatchs_reason() -> None:
+    """Even where missing data is breaching, a contributor whose series the query no longer
+    returns goes to OK, its reason "No data was returned for this contributor"."""
+    (lost_spec,) = [
+        a for a in gpu_alarms(AlarmSettings(cluster_name="train")) if a.key == "gpu-lost"
+    ]
+    spec = replace(lost_spec, missing_data=MissingData.BREACHING)
+    lost = _hours_of("a", "0", 0.0, 10 / 60, "gpu_healthy")
+    (result,) = backtest([spec], lost, start=T0, end=T0 + 3600)
+    left = result.contributors[("train", "a", "0")][-1]
+    # Breaching fills the gaps while the range still holds a datapoint (540 s to 779 s); at
+    # 840 s the range (four one-minute periods) holds none: the series is not returned.
+    assert (left.time - T0, left.old, left.new) == (840, AlarmState.ALARM, AlarmState.OK)
+    assert left.reason == NO_DATA_FOR_CONTRIBUTOR == "No data was returned for this contributor"
+    # With no series at all, the alarm's own missing-data setting decides.
+    assert result.transitions[-1].new is AlarmState.ALARM
 
 
 def test_the_default_end_evaluates_the_period_holding_the_last_sample() -> None:

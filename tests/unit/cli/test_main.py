@@ -87,7 +87,8 @@ def test_backtest_from_a_file_says_when_an_alarm_fires(
     ]
     (gpu,) = low["contributors"]
     assert gpu["attributes"] == {"ClusterName": "train", "NodeName": "n1", "GpuIndex": "3"}
-    assert [t["to"] for t in gpu["transitions"]] == ["OK", "ALARM"]
+    # A contributor is born OK (it is only ever OK or ALARM): one transition, into ALARM.
+    assert [(t["from"], t["to"]) for t in gpu["transitions"]] == [("OK", "ALARM")]
     assert results["gpu-xid-fatal"]["transitions"][0]["to"] == "OK"
     # A stricter threshold from the same settings the app takes: the idle GPU no longer fires.
     assert main([*args, "-c", "cluster_name=train", "-c", "low_power_percent=5", "--json"]) == 0

@@ -53,6 +53,7 @@ def test_plan_names_what_the_stacks_create_by_name_and_its_insights_alarms() -> 
         "gpu-insights-train-gpu-ecc-uncorrected",
         "gpu-insights-train-gpu-thermal-throttling",
         "gpu-insights-train-gpu-power-brake",
+        "gpu-insights-train-gpu-silent",  # one alarm, not one per shard
     )
     without_exporter = plan_for(
         Settings(cluster_name="train", exporter_enabled=False, gpu_instance_type="p5.48xlarge")
@@ -172,8 +173,8 @@ def test_the_host_log_filter_needs_its_log_group() -> None:
 
 @pytest.mark.parametrize(
     ("existing", "verdict"),
-    [(0, Verdict.OK), (175, Verdict.OK), (176, Verdict.WARN), (195, Verdict.WARN),
-     (196, Verdict.FAIL)],
+    [(0, Verdict.OK), (174, Verdict.OK), (175, Verdict.WARN), (194, Verdict.WARN),
+     (195, Verdict.FAIL)],
 )  # fmt: skip
 def test_insights_alarms_count_against_the_quota_of_200(existing: int, verdict: Verdict) -> None:
     assert INSIGHTS_ALARM_QUOTA == 200
@@ -181,21 +182,21 @@ def test_insights_alarms_count_against_the_quota_of_200(existing: int, verdict: 
     check = check_insights_quota(PLAN, facts(insights_alarms=names))
     assert check.verdict is verdict
     assert check.detail.startswith(
-        f"{existing} Metrics Insights alarms exist, this deployment adds 5 "
+        f"{existing} Metrics Insights alarms exist, this deployment adds 6 "
         "(fleet_gpus=400: 1 alarm shard(s))"
     )
 
 
-def test_a_fleet_of_10000_gpus_adds_125_alarms_and_fails_beside_76_others() -> None:
+def test_a_fleet_of_10000_gpus_adds_126_alarms_and_fails_beside_75_others() -> None:
     """200 Metrics Insights alarms per account and Region by default ("Limits",
     https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html)."""
     plan = plan_for(Settings(cluster_name="train", fleet_gpus=10_000))
-    assert (len(plan.insights_alarms), plan.alarm_shards) == (125, 25)
+    assert (len(plan.insights_alarms), plan.alarm_shards) == (126, 25)
     assert check_insights_quota(plan, facts()).detail == (
-        "0 Metrics Insights alarms exist, this deployment adds 125 (fleet_gpus=10,000: 25 alarm "
-        "shard(s)): 125 of the default quota of 200 per Region"
+        "0 Metrics Insights alarms exist, this deployment adds 126 (fleet_gpus=10,000: 25 alarm "
+        "shard(s)): 126 of the default quota of 200 per Region"
     )
-    others = tuple(f"other-{i}" for i in range(76))
+    others = tuple(f"other-{i}" for i in range(75))
     assert check_insights_quota(plan, facts(insights_alarms=others)).verdict is Verdict.FAIL
 
 
@@ -203,8 +204,8 @@ def test_a_redeploy_does_not_count_its_own_alarms_twice() -> None:
     names = (*PLAN.insights_alarms, "other-0")
     check = check_insights_quota(PLAN, facts(insights_alarms=names))
     assert check.detail.startswith(
-        "1 Metrics Insights alarms exist, this deployment adds 5 (fleet_gpus=400: 1 alarm "
-        "shard(s)): 6 of"
+        "1 Metrics Insights alarms exist, this deployment adds 6 (fleet_gpus=400: 1 alarm "
+        "shard(s)): 7 of"
     )
 
 

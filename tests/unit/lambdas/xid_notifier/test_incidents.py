@@ -2,6 +2,7 @@
 grouped XIDs, valid as an Amazon Q Developer custom notification, with the console links."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -9,7 +10,8 @@ from urllib.parse import unquote
 import jsonschema
 import pytest
 
-from alarms.catalog import AlarmSettings, gpu_alarms, low_power_alarm
+from alarms.catalog import AlarmSettings, gpu_alarms, low_power_alarm, silence_check_alarm
+from alarms.model import InsightsQuery
 from dashboards.bodies import gpu_node
 from dashboards.links import node_dashboard_url
 from emf.sinks import BufferedSender
@@ -304,6 +306,51 @@ def test_aws_documented_contributor_event_of_a_gpu_alarm_names_cluster_node_and_
     alarm = alarm_level(event)
     alarm["detail"]["state"]["reason"] = "6 out of 6 time series evaluated to ALARM"
     assert isinstance(from_alarm_event(alarm, DEPLOYMENT), Skipped)
+
+
+def test_a_silent_node_pages_critical_naming_the_node_and_how_many_gpus() -> None:
+    """gpu-silent's contributor event (AWS's example with our alarm's name, attributes and
+    query): GpuIndex "all" is a node that sent nothing, its value the GPUs it stands for."""
+    (spec,) = [a for a in gpu_alarms(SETTINGS) if a.key == "gpu-silent"]
+    assert isinstance(spec.metric, InsightsQuery)
+    event = as_gpu_contributor(
+        AWS_CONTRIBUTOR_EXAMPLE,
+        "gpu-insights-train-gpu-silent",
+        {"ClusterName": "train", "NodeName": NODE, "GpuIndex": "all"},
+        spec.metric.sql(),
+    )
+    event["detail"]["state"]["reason"] = (
+        "Threshold Crossed: 1 datapoint was greater than or equal to the threshold (1.0). The "
+        "most recent datapoint which crossed the threshold: [8.0 (01/12/25 13:35:00)]."
+    )
+    del event["detail"]["muteDetail"]
+    incident = from_alarm_event(event, DEPLOYMENT)
+    assert isinstance(incident, Incident)
+    assert (incident.severity, incident.kind) == ("critical", "gpu-silent")
+    assert incident.title == f"GPU not reporting on {NODE}, all its GPUs"
+    assert incident.observed == (
+        "8 (the most recent breach; 1 datapoint was greater than or equal to the threshold)"
+    )
+    # One silent GPU of a node that reports the others is named by its index.
+    event["detail"]["alarmContributor"]["attributes"]["GpuIndex"] = "7"
+    one = from_alarm_event(event, DEPLOYMENT)
+    assert isinstance(one, Incident)
+    assert one.title == f"GPU not reporting on {NODE} GPU 7"
+
+
+def test_a_silence_check_that_stopped_pages_as_a_cluster_wide_alarm() -> None:
+    """gpu-silence-check has no contributors: its own ALARM is the incident."""
+    heartbeat = silence_check_alarm(SETTINGS)
+    deployment = replace(
+        DEPLOYMENT,
+        alarm_kinds={**DEPLOYMENT.alarm_kinds, heartbeat.kind: ("warning", heartbeat.title)},
+    )
+    event = alarm_level(_gpu_example("gpu-insights-train-gpu-silence-check"))
+    event["detail"]["configuration"]["metrics"] = [{"id": "m1", "metricStat": {}}]
+    incident = from_alarm_event(event, deployment)
+    assert isinstance(incident, Incident)
+    assert (incident.severity, incident.kind) == ("warning", "gpu-silence-check")
+    assert incident.title.startswith("Silence check not running")
 
 
 def _gpu_example(name: str = "gpu-insights-train-gpu-low-power-shard-3") -> dict[str, Any]:

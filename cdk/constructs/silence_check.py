@@ -1,0 +1,135 @@
+"""The silence check: a Lambda function on a five-minute schedule that compares the cluster's
+running GPU instances with the GPUs the exporter reported and publishes the silent ones
+(lambdas/silence_check). Its alarms (``gpu-silent``, ``gpu-silence-check``) are in the alarm
+catalog and built with the others (cdk/constructs/gpu_alarms.py).
+
+A failed run is not retried: the next one, five minutes on, reads fresher data, and runs that
+keep failing publish nothing, which is what ``gpu-silence-check`` pages on. So there is no
+dead-letter queue either: a failed run leaves nothing to replay."""
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from cdk.constructs.checkov import FUNCTION_REASONS, LOG_GROUP_REASONS, skip_checks
+from cdk.constructs.lambda_code import lambda_code
+from cdk.constructs.nag import acknowledge_wildcard_resources
+from cdk.constructs.sdk_layer import sdk_layer
+from contract.metrics import NAMESPACE_GPU
+from deploy_config.manifest import REQUIRED_NODE_EXPRESSIONS
+from lambdas.silence_check.config import SCHEDULE_MINUTES, SilenceCheckConfig
+
+#: What the function imports.
+MODULES = (
+    "lambdas/silence_check/aws.py",
+    "lambdas/silence_check/config.py",
+    "lambdas/silence_check/handler.py",
+    "lambdas/silence_check/silence.py",
+    "lambdas/shared/aws_clients.py",
+    "lambdas/shared/events.py",
+    "lambdas/shared/metric_fetcher.py",
+    "contract/metrics.py",
+)
+HANDLER = "lambdas.silence_check.handler.handler"
+#: Kubernetes' ``kubernetes.io/arch`` values as EC2's ``Architecture`` names them.
+EC2_ARCHITECTURE = {"amd64": "x86_64", "arm64": "arm64"}
+NO_RETRY_REASONS: Mapping[str, str] = {
+    "CKV_AWS_116": "a failed run is not retried and leaves nothing to keep: the next "
+    "scheduled run reads fresher data, and runs that keep failing stop the heartbeat that "
+    "the gpu-silence-check alarm pages on",
+}
+
+
+def exporter_architectures(expressions: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The EC2 architectures of the nodes the exporter's DaemonSet may run on (its required
+    ``kubernetes.io/arch`` expression): the nodes the check expects to report."""
+    for expression in expressions:
+        if expression["key"] == "kubernetes.io/arch" and expression["operator"] == "In":
+            return tuple(EC2_ARCHITECTURE[value] for value in expression["values"])
+    return tuple(EC2_ARCHITECTURE.values())
+
+
+def silence_config(cluster_name: str, lookback_s: int) -> SilenceCheckConfig:
+    return SilenceCheckConfig(
+        cluster_name=cluster_name,
+        lookback_s=lookback_s,
+        architectures=exporter_architectures(REQUIRED_NODE_EXPRESSIONS),
+    )
+
+
+class SilenceCheck(Construct):
+    """Attributes: ``function``, ``role``, ``schedule``."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: SilenceCheckConfig) -> None:
+        super().__init__(scope, construct_id)
+        function_logs = logs.LogGroup(
+            self,
+            "Logs",
+            retention=logs.RetentionDays.ONE_MONTH,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        description = f"Silence check of {config.cluster_name}: GPUs that stop reporting"
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=description,
+        )
+        function_logs.grant_write(self.role)
+        for statement in (
+            iam.PolicyStatement(
+                sid="ReadGpuInstances",
+                actions=["ec2:DescribeInstances", "ec2:DescribeInstanceTypes"],
+                resources=["*"],
+            ),
+            iam.PolicyStatement(
+                sid="ReadExporterSeries",
+                actions=["cloudwatch:ListMetrics", "cloudwatch:GetMetricData"],
+                resources=["*"],
+            ),
+            iam.PolicyStatement(
+                sid="PublishSilence",
+                actions=["cloudwatch:PutMetricData"],
+                resources=["*"],
+                conditions={"StringEquals": {"cloudwatch:namespace": NAMESPACE_GPU}},
+            ),
+        ):
+            self.role.add_to_policy(statement)
+        acknowledge_wildcard_resources(
+            self.role,
+            resources=["*"],
+            reason="DescribeInstances, DescribeInstanceTypes, ListMetrics, GetMetricData and "
+            "PutMetricData (limited to the GpuInsights namespace by condition) take no "
+            "resource ARNs",
+        )
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            description=description,
+            runtime=lambda_.Runtime.PYTHON_3_14,
+            handler=HANDLER,
+            code=lambda_code(MODULES),
+            layers=[sdk_layer(self)],
+            role=self.role,
+            timeout=Duration.minutes(2),
+            memory_size=256,
+            log_group=function_logs,
+            environment=config.environment(),
+            retry_attempts=0,
+        )
+        skip_checks(self.function, {**FUNCTION_REASONS, **NO_RETRY_REASONS})
+        skip_checks(function_logs, LOG_GROUP_REASONS)
+        self.schedule = events.Rule(
+            self,
+            "Schedule",
+            description=f"Runs: {description}",
+            schedule=events.Schedule.rate(Duration.minutes(SCHEDULE_MINUTES)),
+            targets=[targets.LambdaFunction(self.function, retry_attempts=0)],
+        )

@@ -1,0 +1,171 @@
+"""AWS adapters of the silence check: the cluster's GPU instances from EC2, the GPUs the
+exporter reported from CloudWatch, and the check's own metrics. Clients are injected.
+
+Which instances are the cluster's: those tagged ``kubernetes.io/cluster/<cluster>``. Karpenter
+tags every instance it launches so ("owned", aws/karpenter-provider-aws
+pkg/cloudprovider/cloudprovider.go, the static tags beside ``eks:eks-cluster-name``), EKS
+managed node groups tag theirs so, self-managed nodes need it, and the CloudWatch agent itself
+finds a node's cluster by that tag (aws/amazon-cloudwatch-agent, translator util
+``GetClusterNameFromEc2Tagger``: prefix ``kubernetes.io/cluster/``, value ``owned``). Only
+``running`` instances are asked for: a stopping or terminated one is a scale-down, not silence.
+EC2 managed instances (``Operator.Managed``: EKS Auto Mode's) are left out, as the exporter is
+(deploy_config/manifest.py), and so are architectures its image is not built for.
+"""
+
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from contract.metrics import (
+    DIM_CLUSTER,
+    DIM_GPU_INDEX,
+    DIM_NODE,
+    NAMESPACE_GPU,
+    SILENT_GPUS_METRIC,
+    SILENT_NODES_METRIC,
+    GpuMetric,
+    gpu_schema,
+)
+from lambdas.shared.metric_fetcher import MetricQuery, fetch, listed_dimensions, window_period
+from lambdas.silence_check.silence import Check, GpuNode
+
+#: What a reporting GPU sends every cycle, lost or not (exporter/exporter.py collect_once).
+REPORTING_METRIC: Final = GpuMetric.HEALTHY
+#: DescribeInstanceTypes takes at most 100 types a call.
+TYPES_PER_CALL: Final = 100
+#: PutMetricData takes at most 1,000 metric data a call
+#: (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricData.html).
+DATA_PER_PUT: Final = 1000
+GPU_MANUFACTURER: Final = "NVIDIA"
+
+
+class SilenceReadError(Exception):
+    """CloudWatch could not say whether a GPU reported: a check that cannot read must fail
+    (and so stop its heartbeat), not call the GPU silent or healthy."""
+
+
+def cluster_tag(cluster: str) -> str:
+    return f"kubernetes.io/cluster/{cluster}"
+
+
+def _instances(ec2: Any, cluster: str, architectures: Sequence[str]) -> Iterator[dict[str, Any]]:
+    pages = ec2.get_paginator("describe_instances").paginate(
+        Filters=[
+            {"Name": "tag-key", "Values": [cluster_tag(cluster)]},
+            {"Name": "instance-state-name", "Values": ["running"]},
+            {"Name": "architecture", "Values": list(architectures)},
+        ]
+    )
+    for page in pages:
+        for reservation in page["Reservations"]:
+            for instance in reservation["Instances"]:
+                if not instance.get("Operator", {}).get("Managed", False):
+                    yield instance
+
+
+def nvidia_gpus(ec2: Any, instance_types: Iterable[str]) -> dict[str, int]:
+    """Each instance type's NVIDIA GPUs (0 for none), from EC2's own GpuInfo."""
+    types = sorted(set(instance_types))
+    counts: dict[str, int] = {}
+    for i in range(0, len(types), TYPES_PER_CALL):
+        chunk = types[i : i + TYPES_PER_CALL]
+        pages = ec2.get_paginator("describe_instance_types").paginate(InstanceTypes=chunk)
+        for page in pages:
+            for described in page["InstanceTypes"]:
+                gpus = described.get("GpuInfo", {}).get("Gpus", [])
+                nvidia = [g for g in gpus if g.get("Manufacturer") == GPU_MANUFACTURER]
+                counts[described["InstanceType"]] = sum(int(g.get("Count", 0)) for g in nvidia)
+    return counts
+
+
+def gpu_nodes(ec2: Any, cluster: str, architectures: Sequence[str]) -> list[GpuNode]:
+    """The cluster's running instances with NVIDIA GPUs."""
+    instances = list(_instances(ec2, cluster, architectures))
+    gpus = nvidia_gpus(ec2, (i["InstanceType"] for i in instances))
+    return [
+        GpuNode(
+            instance_id=i["InstanceId"],
+            instance_type=i["InstanceType"],
+            private_dns_name=i.get("PrivateDnsName", ""),
+            gpus=gpus.get(i["InstanceType"], 0),
+            launched=i["LaunchTime"].timestamp(),
+        )
+        for i in instances
+        if gpus.get(i["InstanceType"], 0)
+    ]
+
+
+def reported_gpus(
+    cloudwatch: Any, cluster: str, *, now: float, lookback_s: int
+) -> tuple[dict[str, set[str]], set[str]]:
+    """(NodeName -> GPU indices that sent ``REPORTING_METRIC`` in the look back, every NodeName
+    of a series active in the last three hours). One metric requested per GPU a run."""
+    schema = set(gpu_schema(REPORTING_METRIC))
+    found = listed_dimensions(
+        cloudwatch,
+        NAMESPACE_GPU,
+        str(REPORTING_METRIC),
+        {DIM_CLUSTER: cluster},
+        recently_active=True,
+    )
+    listed = [dims for dims in found if set(dims) == schema]
+    start = now - lookback_s
+    period = window_period(start, now)
+    queries = [
+        MetricQuery(
+            (dims[DIM_NODE], dims[DIM_GPU_INDEX]),
+            NAMESPACE_GPU,
+            str(REPORTING_METRIC),
+            tuple(dims.items()),  # as listed: moto matches them in order
+            "SampleCount",
+            period,
+        )
+        for dims in listed
+    ]
+    reported: dict[str, set[str]] = {}
+    for batch in fetch(cloudwatch, queries, start=start, end=now):
+        for series in batch:
+            if series.error:
+                node, gpu = series.query.key
+                raise SilenceReadError(f"{node} GPU {gpu}: {series.error}")
+            if any(v > 0 for v in series.values):
+                node, gpu = series.query.key
+                reported.setdefault(node, set()).add(gpu)
+    return reported, {dims[DIM_NODE] for dims in listed}
+
+
+def metric_data(cluster: str, check: Check, now: float) -> list[dict[str, Any]]:
+    """Each silent series (only while silent), then the cluster's two counts (every run: the
+    check's heartbeat)."""
+    at = datetime.fromtimestamp(now, UTC)
+
+    def datum(metric: str, dims: dict[str, str], value: float) -> dict[str, Any]:
+        return {
+            "MetricName": metric,
+            # In name order, as the alarm's SCHEMA lists them (CloudWatch ignores the order;
+            # moto matches a query's dimensions in order).
+            "Dimensions": [{"Name": k, "Value": v} for k, v in sorted(dims.items())],
+            "Timestamp": at,
+            "Value": value,
+            "Unit": "Count",
+        }
+
+    data = [
+        datum(
+            SILENT_GPUS_METRIC,
+            {DIM_CLUSTER: cluster, DIM_NODE: s.node, DIM_GPU_INDEX: s.gpu},
+            s.count,
+        )
+        for s in check.silent
+    ]
+    data.append(datum(SILENT_GPUS_METRIC, {DIM_CLUSTER: cluster}, check.silent_gpus))
+    data.append(datum(SILENT_NODES_METRIC, {DIM_CLUSTER: cluster}, check.silent_nodes))
+    return data
+
+
+def publish(cloudwatch: Any, cluster: str, check: Check, now: float) -> int:
+    """PutMetricData in calls of at most 1,000 data; the count sent."""
+    data = metric_data(cluster, check, now)
+    for i in range(0, len(data), DATA_PER_PUT):
+        cloudwatch.put_metric_data(Namespace=NAMESPACE_GPU, MetricData=data[i : i + DATA_PER_PUT])
+    return len(data)
