@@ -112,7 +112,5 @@ def test_the_hour_a_job_stepped_is_work_and_the_hour_it_did_not_is_held_without_
     assert run.table["stepping_under_threshold_gpu_hours"] == 1.0
     (finding,) = run.findings
     assert finding.evidence["not_working_gpu_hours"] == 1.0
-    assert finding.evidence["idle_hours"] == [
-        datetime.fromtimestamp(START + 3600, UTC).isoformat()
-    ]
+    assert finding.evidence["idle_hours"] == [datetime.fromtimestamp(START + 3600, UTC).isoformat()]
     assert finding.evidence["waste_in_window_usd"] == 6.88
