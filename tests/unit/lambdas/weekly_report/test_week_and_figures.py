@@ -231,7 +231,10 @@ WEEK_JOBS = [
 
 
 def _priced(kind: str, resource: str, monthly: float, **evidence: float) -> dict[str, Any]:
-    return json.loads(_finding(kind, resource, "warning", monthly, day="2026-11-29", **evidence))
+    finding: dict[str, Any] = json.loads(
+        _finding(kind, resource, "warning", monthly, day="2026-11-29", **evidence)
+    )
+    return finding
 
 
 def _week_of_jobs(findings: list[dict[str, Any]]) -> WeekFigures:
