@@ -240,10 +240,11 @@ def _training_step(
     def earlier_runs() -> Iterator[float]:
         day_start = THIS_WEEK.start
         for run_at in week:  # each day's fleet, then its jobs' runs, before its run
-            seed_training(clients, (day_start, run_at))
+            seed_training(clients, (day_start, run_at), fleet=True)
             yield run_at
             day_start = run_at
-        seed_training(clients, (day_start, STORAGE_END))  # the last day's, before the last run
+        # The last day's, before the last run.
+        seed_training(clients, (day_start, STORAGE_END), fleet=True)
 
     result.training_summary, result.training_findings = run_training_analyzer(
         clients, earlier_runs=earlier_runs()
@@ -346,7 +347,7 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
         # The teams' jobs train on through the week's last hour, into the Sunday that the
         # analyzer's Monday-morning run (the default schedule's 07:00) attributes, now with the
         # exporter's node in it: its GPU held at 12% of its power limit, its lost GPU.
-        seed_training(clients, (STORAGE_END, STORAGE_END + 3600))
+        seed_training(clients, (STORAGE_END, STORAGE_END + 3600), fleet=True)
         result.sunday_attribution, result.monday_findings = run_next_morning(
             clients["s3"], STORAGE_END + 8 * 3600
         )

@@ -242,16 +242,19 @@ def stepping_hours(job: SimulatedJob, window: tuple[float, float]) -> list[dict[
     return data
 
 
-def seed(clients: dict[str, Any], window: tuple[float, float] = (0.0, END)) -> int:
+def seed(
+    clients: dict[str, Any], window: tuple[float, float] = (0.0, END), *, fleet: bool = False
+) -> int:
     """Run the jobs' runs that start in ``window`` (by default all of them); what the agent
-    would do with their EMF: metrics, and the log lines. The teams' jobs' other hours of
-    steps in ``window`` are written hour by hour (``stepping_hours``)."""
+    would do with their EMF: metrics, and the log lines. With the week's ``fleet`` seeded
+    (cli/demo_week.py), the teams' jobs step in every hour they hold its GPUs: their other
+    hours of steps in ``window`` are written hour by hour (``stepping_hours``)."""
     sink = Collect()
     for job in JOBS:
         for rank in range(RANKS):
             simulate(job, rank, sink, window)
     PutMetricDataSink(clients["cloudwatch"]).send(sink.documents)
-    hourly = [d for job in JOBS for d in stepping_hours(job, window)]
+    hourly = [d for job in JOBS for d in stepping_hours(job, window)] if fleet else []
     for first in range(0, len(hourly), 1000):
         clients["cloudwatch"].put_metric_data(
             Namespace=NAMESPACE_TRAINING, MetricData=hourly[first : first + 1000]
