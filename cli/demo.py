@@ -166,8 +166,9 @@ class DemoResult:
             lines += training_summary(self.training_summary, self.training_findings)
             lines.append(
                 f"   before it, the week: {self.week_datapoints:,} hourly datapoints of three "
-                "teams' GPUs (exporter and Container Insights) and a short run of each job a "
-                "day, the analyzer run on each day"
+                "teams' GPUs (exporter and Container Insights), the steps of the two teams' "
+                "jobs in every hour they held GPUs and a short run of each job a day, the "
+                "analyzer run on each day"
             )
         if self.sunday_attribution:
             lines += monday_summary(self.monday_findings)
@@ -239,10 +240,11 @@ def _training_step(
     def earlier_runs() -> Iterator[float]:
         day_start = THIS_WEEK.start
         for run_at in week:  # each day's fleet, then its jobs' runs, before its run
-            seed_training(clients, (day_start, run_at))
+            seed_training(clients, (day_start, run_at), fleet=True)
             yield run_at
             day_start = run_at
-        seed_training(clients, (day_start, STORAGE_END))  # the last day's, before the last run
+        # The last day's, before the last run.
+        seed_training(clients, (day_start, STORAGE_END), fleet=True)
 
     result.training_summary, result.training_findings = run_training_analyzer(
         clients, earlier_runs=earlier_runs()
@@ -342,9 +344,10 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
         _storage_step(result, clients, settings, out_dir)
         _training_step(result, clients, settings, out_dir)
         specs = _exporter_step(result, clients, settings, out_dir)
-        # The analyzer's Monday-morning run (the default schedule's 07:00) attributes the
-        # week's Sunday, now with the exporter's node in it: its GPU held at 12% of its power
-        # limit, its lost GPU.
+        # The teams' jobs train on through the week's last hour, into the Sunday that the
+        # analyzer's Monday-morning run (the default schedule's 07:00) attributes, now with the
+        # exporter's node in it: its GPU held at 12% of its power limit, its lost GPU.
+        seed_training(clients, (STORAGE_END, STORAGE_END + 3600), fleet=True)
         result.sunday_attribution, result.monday_findings = run_next_morning(
             clients["s3"], STORAGE_END + 8 * 3600
         )

@@ -212,8 +212,10 @@ def run_notifications(
                 line for line in replay.emf_path.read_text().splitlines() if DIM_XID_CODE in line
             ]
         if xid_lines:
-            first = json.loads(xid_lines[0])["_aws"]["Timestamp"]
-            notifier.handler(_subscription(xid_lines, first), None)
+            # One batch, delivered after the last document was written: each event is stamped
+            # when CloudWatch Logs received it, so only the documents say when each XID was.
+            received = max(json.loads(line)["_aws"]["Timestamp"] for line in xid_lines) + 5_000
+            notifier.handler(_subscription(xid_lines, received), None)
         # 2. Each GPU the raised alarms name, as EventBridge delivers its contributor event.
         for result in backtest:
             pick = GPUS_IN_ALARM.get(result.spec.key)

@@ -7,6 +7,11 @@ job also ran for twenty minutes at noon on each day before (as it does on the la
 no slower and without failing), a few EMF documents a run, so every job charts the week. The
 analyzer must find exactly those problems, and nothing on the healthy one.
 
+The week's two teams' jobs train whenever their pods hold GPUs, that is all week: the hours
+outside those simulated runs are written as CloudWatch stores an hour of the emitter's
+documents (its two ranks' five-minute windows as one statistic set per metric, the same step
+and wait as the simulation), as the week's GPU series are (``stepping_hours``).
+
 Each rank runs in a pod of its job's workload, named as its controller names it (the
 realistic cluster model, tests/realistic/pods.py), and the emitter reports the pod's own name
 (as the downward API gives it). The week's two teams' pods (cli/demo_week.py) are the first
@@ -23,11 +28,22 @@ from typing import Any
 
 from cdk.function_configs import training_config
 from cdk.settings import Settings
+from cli.demo_datums import statistic_set
 from cli.demo_storage import END, REPORT_BUCKET, environment, run_analyzer
-from cli.demo_week import DAYS, JOB_NODES, JOB_PODS
+from cli.demo_week import DAYS, JOB_NODES, JOB_PODS, job_hours
 from cli.demo_week import START as WEEK_START
 from cli.service_answers import Params, logs_insights_stats
-from contract.metrics import DIM_JOB, DIM_NODE, PROP_POD_NAME, PROP_RANK, training_log_group
+from contract.metrics import (
+    DIM_CLUSTER,
+    DIM_JOB,
+    DIM_NODE,
+    NAMESPACE_TRAINING,
+    PROP_POD_NAME,
+    PROP_RANK,
+    TRAINING_METRIC_UNITS,
+    TrainingMetric,
+    training_log_group,
+)
 from emf.document import EmfDocument, encode
 from emf.sinks import PutMetricDataSink
 from emitter.training import TrainingMetrics
@@ -198,14 +214,57 @@ def rank_query_results(logs: Any, events_from: Any = None) -> None:
     logs_insights_stats(logs, rows)
 
 
-def seed(clients: dict[str, Any], window: tuple[float, float] = (0.0, END)) -> int:
+def stepping_hours(job: SimulatedJob, window: tuple[float, float]) -> list[dict[str, Any]]:
+    """The hours in ``window`` in which a team's job holds its GPUs and no simulated run of it
+    starts: what its two ranks' emitters publish in an hour of steps (a five-minute window
+    each, ``FLUSH_S``), as CloudWatch stores it."""
+    if job.name not in JOB_NODES:
+        return []
+    simulated = {
+        hour
+        for start, end, _ in runs(job)
+        for hour in range(int(start // 3600 * 3600), int(end), 3600)
+    }
+    step = job.compute_s + job.wait_s
+    windows = RANKS * 3600 // FLUSH_S
+    values = {
+        TrainingMetric.STEPS: 3600 / step / (3600 // FLUSH_S),
+        TrainingMetric.STEP_TIME: step,
+        TrainingMetric.DATA_WAIT: job.wait_s,
+        TrainingMetric.DATA_WAIT_SHARE: 100 * job.wait_s / step,
+        TrainingMetric.SAMPLES_PER_SECOND: BATCH / step,
+    }
+    dims = {DIM_CLUSTER: CLUSTER, DIM_JOB: job.name}
+    data = []
+    for hour in job_hours(job.name):
+        start = WEEK_START + hour * 3600
+        if window[0] <= start < window[1] and start not in simulated:
+            data += [
+                statistic_set(
+                    str(metric), dims, start, [value], TRAINING_METRIC_UNITS[metric], windows
+                )
+                for metric, value in values.items()
+            ]
+    return data
+
+
+def seed(
+    clients: dict[str, Any], window: tuple[float, float] = (0.0, END), *, fleet: bool = False
+) -> int:
     """Run the jobs' runs that start in ``window`` (by default all of them); what the agent
-    would do with their EMF: metrics, and the log lines."""
+    would do with their EMF: metrics, and the log lines. With the week's ``fleet`` seeded
+    (cli/demo_week.py), the teams' jobs step in every hour they hold its GPUs: their other
+    hours of steps in ``window`` are written hour by hour (``stepping_hours``)."""
     sink = Collect()
     for job in JOBS:
         for rank in range(RANKS):
             simulate(job, rank, sink, window)
     PutMetricDataSink(clients["cloudwatch"]).send(sink.documents)
+    hourly = [d for job in JOBS for d in stepping_hours(job, window)] if fleet else []
+    for first in range(0, len(hourly), 1000):
+        clients["cloudwatch"].put_metric_data(
+            Namespace=NAMESPACE_TRAINING, MetricData=hourly[first : first + 1000]
+        )
     logs = clients["logs"]
     group = training_log_group(CLUSTER)
     if not logs.describe_log_groups(logGroupNamePrefix=group)["logGroups"]:

@@ -8,8 +8,10 @@ What each GPU does, every hour of the week:
 
 - ``vision`` runs ``resnet-healthy`` on the two GPUs of one node: held and working (88% of
   the power limit, 86% SM activity), no waste;
-- ``nlp`` runs ``bert-data-bound`` on the two GPUs of another: held all week, but its ranks
-  wait on storage, so the GPUs draw 22% of their limit — held without work;
+- ``nlp`` runs ``bert-data-bound`` on the two GPUs of another: it trains all week, but its
+  ranks wait on storage 40% of each step, so the GPUs draw 22% of their limit — under the
+  low-power threshold, yet held and working: its emitter reports steps in every hour, and what
+  the waiting costs is its data-bound finding's to price;
 - ``research`` keeps a notebook (``jupyter-alice-0``) on one GPU of the third node: working
   in the day (09:00-18:00 UTC), idle (6%) and still held overnight; and a CronJob
   (``nightly-eval``) evaluates the day's checkpoint on its second GPU from 02:00 to 03:00 UTC
@@ -25,13 +27,16 @@ controllers name them, with the dimensions Container Insights gives them
 ``-worker-0``, PodName their own names); the notebook is a StatefulSet's pod; each night's
 CronJob run is a Job ``nightly-eval-<minute>`` whose pod carries that Job's name as PodName.
 The two training jobs run ``emitter.training`` in their pods (cli/demo_training.py), which
-reports the pod's own name: the GPU analyzer attributes their GPU-hours to the job exactly.
+reports the pod's own name: the GPU analyzer attributes their GPU-hours to the job exactly,
+and reads the hours they stepped in (``job_hours``).
 The notebook and the CronJob run no emitter: their jobs come from their pods' names and
 controllers.
 
 ``LAST_WEEK`` is the week before, as its own run of the pipeline saw it (cli/demo_last_week.py):
-``nlp`` started its job on the fourth day, an idle culler stopped the notebook overnight until
-the sixth day (the pod ended: its GPU not held), and the failing GPU was still healthy.
+its jobs ran no emitter (their jobs inferred, their hours classed by power: ``nlp``'s GPUs held
+without work), ``nlp`` started its job on the fourth day, an idle culler stopped the notebook
+overnight until the sixth day (the pod ended: its GPU not held), and the failing GPU was still
+healthy.
 
 Written as CloudWatch stores an hour of one-minute samples (a statistic set: 60 samples), for
 the exporter's per-GPU and cluster series and Container Insights' ``pod_gpu_*`` and
@@ -172,6 +177,14 @@ def _behaviour(node: str, gpu: int, hour: int, plan: WeekPlan = THIS_WEEK) -> Gp
     else:  # the notebook: working in the day, idle and still held overnight
         power, sm = (6.0, 0.0) if culled else (55.0, 35.0)
     return GpuHourSample(node, gpu, hour, power, sm, healthy=True, pod=held[gpu])
+
+
+def job_hours(job: str, plan: WeekPlan = THIS_WEEK) -> list[int]:
+    """The hours (from the week's start) in which the job's pods hold their GPUs: the hours
+    its ranks step in, as the job trains whenever it holds them."""
+    node = JOB_NODES[job]
+    gpus = range(NODES[node][2])
+    return [h for h in range(HOURS) if any(_behaviour(node, g, h, plan).pod for g in gpus)]
 
 
 def _datum(

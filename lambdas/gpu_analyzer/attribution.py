@@ -13,6 +13,11 @@ that each rule is a unit test:
   A pod that moves between GPUs mid-hour holds each for part of the hour; the rest of each
   GPU-hour is not held. The held part is classed by the pod's own power (the GPU's mean mixes
   in the unheld part); without it, by the GPU's mean.
+- Stepping: an hour in which a job's training emitter reported steps is work, whatever its
+  GPUs drew: the held part of its pods (those the emitter named, ``exact_jobs``) is held and
+  working, never held but not working. What a stepping job wastes (waiting for data, a slow
+  checkpoint) is its training findings' to price, on those GPU-hours; counting the hours
+  here as well would price them twice. The pod's ``stepping`` hours say how many they are.
 - Time slicing: where the pods' shares of one GPU-hour add up to more than the hour, they
   shared it, and the hour is split evenly between the pods that held it, marked
   ``time_sliced``.
@@ -113,6 +118,8 @@ class PodHours:
     gpus: set[GpuKey] = field(default_factory=set)
     #: Hours (epoch seconds) in which the pod held a GPU without work.
     idle_hours: set[int] = field(default_factory=set)
+    #: Held GPU-hours (of any class but lost) in hours its job's emitter reported steps.
+    stepping: float = 0.0
     time_sliced: bool = False
     no_container_insights: bool = False
 
@@ -128,6 +135,9 @@ class Attribution:
     pods: dict[tuple[str, str], PodHours] = field(default_factory=dict)
     #: Held GPU-hours (in ``classes``) with no power or SM reading: counted as working.
     unmeasured: float = 0.0
+    #: Held GPU-hours under the thresholds in which their job's emitter reported steps:
+    #: counted as working (their waiting is the training findings' to price).
+    stepping_under_threshold: float = 0.0
     #: GPU-hours whose holding came from the exporter, for want of Container Insights data.
     no_container_insights: float = 0.0
     #: Hours of holds placed on no GPU-hour the exporter saw (no node could be told, or the
@@ -216,13 +226,16 @@ def attribute(
     exact_jobs: Mapping[str, str] | None = None,
     thresholds: Thresholds = Thresholds(),
     ci_node_hours: Iterable[tuple[str, int]] | None = None,
+    stepping: Mapping[str, Iterable[int]] | None = None,
 ) -> Attribution:
     """Every GPU-hour the exporter saw, classified; held parts attributed to their pods.
 
     ``exact_jobs`` maps pod names to the job the training emitter reported in them.
     ``ci_node_hours`` are the (node, hour) in which Container Insights reported the node's GPUs
-    (``node_gpu_*``); a node also has data in the hours a pod's hold is placed on it."""
+    (``node_gpu_*``); a node also has data in the hours a pod's hold is placed on it.
+    ``stepping`` maps a job to the hours (epoch seconds) in which its emitter reported steps."""
     exact = exact_jobs or {}
+    stepped = {job: frozenset(hours) for job, hours in (stepping or {}).items()}
     result = Attribution()
     by_gpu_hour, unplaced = _placed(holds)
     result.unattributed += sum(unplaced.values())
@@ -245,7 +258,15 @@ def attribute(
         for hold, portion in portions:
             held_cls = _held_class(hour, hold, thresholds)
             pod = _account(
-                result, hold.namespace, hold.pod, hour, portion, held_cls, exact, hold.controller
+                result,
+                hold.namespace,
+                hold.pod,
+                hour,
+                portion,
+                held_cls,
+                exact,
+                hold.controller,
+                stepped,
             )
             pod.time_sliced |= sliced
             if not measured and hold.power_utilization is None:
@@ -328,8 +349,15 @@ def _account(
     cls: HourClass,
     exact: Mapping[str, str],
     controller: str | None = None,
+    stepping: Mapping[str, frozenset[int]] | None = None,
 ) -> PodHours:
     pod = _pod(result, namespace, pod_name, exact, controller)
+    if not pod.job.inferred and hour.hour in (stepping or {}).get(pod.job.job, ()):
+        if cls is not HourClass.FAULTED:
+            pod.stepping += portion
+        if cls is HourClass.NOT_WORKING:
+            cls = HourClass.WORKING
+            result.stepping_under_threshold += portion
     pod.hours[cls] += portion
     pod.gpus.add(hour.gpu)
     if cls is HourClass.NOT_WORKING:

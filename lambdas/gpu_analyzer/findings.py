@@ -1,6 +1,10 @@
 """From an attribution to what people read: a priced ``gpu_held_not_working`` finding per
 namespace and job, and the day's table of GPU-hours by class (fleet, namespace, job) that the
-weekly report and the showback CSV are made from."""
+weekly report and the showback CSV are made from.
+
+One GPU-hour has one price: a job's held hours without work are this finding's; its hours in
+which its emitter reported steps (``stepping_gpu_hours``, held and working) are its training
+findings' (waiting for data, slow checkpoints), never both."""
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -17,7 +21,9 @@ MIN_IDLE_GPU_HOURS: Final = 1.0
 CAUSES: Final = frozenset({"training_data_bound", "training_straggler"})
 
 
-def _row(name: dict[str, str], hours: Mapping[HourClass, float], price: float) -> dict[str, Any]:
+def _row(
+    name: dict[str, str], hours: Mapping[HourClass, float], price: float, stepping: float
+) -> dict[str, Any]:
     held = sum(hours.values())
     working = hours.get(HourClass.WORKING, 0.0)
     idle = hours.get(HourClass.NOT_WORKING, 0.0)
@@ -27,6 +33,7 @@ def _row(name: dict[str, str], hours: Mapping[HourClass, float], price: float) -
         "working_gpu_hours": round(working, 4),
         "not_working_gpu_hours": round(idle, 4),
         "faulted_gpu_hours": round(hours.get(HourClass.FAULTED, 0.0), 4),
+        "stepping_gpu_hours": round(stepping, 4),
         "waste_usd": round(idle * price, 2),
         "efficiency": round(working / held, 4) if held else None,
     }
@@ -44,8 +51,16 @@ def day_table(attribution: Attribution, gpu_hour_usd: float) -> dict[str, Any]:
     """GPU-hours by class with their cost, and per namespace and per job."""
     classes = {str(cls): round(attribution.classes.get(cls, 0.0), 4) for cls in HourClass}
     jobs = []
+    stepping: dict[str, float] = {}
+    for pod in attribution.pods.values():
+        stepping[pod.namespace] = stepping.get(pod.namespace, 0.0) + pod.stepping
     for (namespace, job), pods in sorted(attribution.jobs().items()):
-        row = _row({"namespace": namespace, "job": job}, _job_hours(pods), gpu_hour_usd)
+        row = _row(
+            {"namespace": namespace, "job": job},
+            _job_hours(pods),
+            gpu_hour_usd,
+            sum(p.stepping for p in pods),
+        )
         row["inferred"] = any(p.job.inferred for p in pods)
         row["kind"] = pods[0].job.kind
         row["time_sliced"] = any(p.time_sliced for p in pods)
@@ -55,10 +70,11 @@ def day_table(attribution: Attribution, gpu_hour_usd: float) -> dict[str, Any]:
         "classes": classes,
         "cost_usd": {k: round(v * gpu_hour_usd, 2) for k, v in classes.items()},
         "unmeasured_gpu_hours": round(attribution.unmeasured, 4),
+        "stepping_under_threshold_gpu_hours": round(attribution.stepping_under_threshold, 4),
         "no_container_insights_gpu_hours": round(attribution.no_container_insights, 4),
         "unattributed_gpu_hours": round(attribution.unattributed, 4),
         "namespaces": [
-            _row({"namespace": ns}, hours, gpu_hour_usd)
+            _row({"namespace": ns}, hours, gpu_hour_usd, stepping.get(ns, 0.0))
             for ns, hours in sorted(attribution.namespaces().items())
         ],
         "jobs": jobs,
@@ -89,7 +105,8 @@ def held_not_working(
     that finds it comes the morning after and a weekly figure sits beside it in the report.
 
     ``training_findings`` maps a job name to its training findings ("kind resource"); those
-    about data-bound ranks or stragglers are linked, as they say why the GPUs waited."""
+    about data-bound ranks or stragglers are linked: they price the hours the job stepped,
+    which this finding leaves out (``stepping_gpu_hours``), and say what its ranks wait on."""
     linked = training_findings or {}
     when = _window(window_start, window_hours)
     findings = []
@@ -99,6 +116,7 @@ def held_not_working(
         if idle < MIN_IDLE_GPU_HOURS:
             continue
         held = sum(hours.values())
+        stepping = sum(p.stepping for p in pods)
         waste = idle * gpu_hour_usd
         ref = pods[0].job
         related = tuple(sorted(r for r in linked.get(job, ()) if r.split(" ", 1)[0] in CAUSES))
@@ -112,6 +130,11 @@ def held_not_working(
                 summary=(
                     f"{job} in {namespace} held GPUs for {held:.1f} GPU-hours{when}, "
                     f"{idle:.1f} of them without work (${waste:,.2f})"
+                    + (
+                        f"; it stepped in {stepping:.1f}, which its training findings price"
+                        if stepping
+                        else ""
+                    )
                     + (" (time-sliced GPUs, split evenly between their pods)" if sliced else "")
                 ),
                 evidence={
@@ -121,6 +144,7 @@ def held_not_working(
                     "inferred": ref.inferred,
                     "held_gpu_hours": round(held, 3),
                     "not_working_gpu_hours": round(idle, 3),
+                    "stepping_gpu_hours": round(stepping, 3),
                     "waste_in_window_usd": round(waste, 2),
                     "window_hours": window_hours,
                     "window_start": None
@@ -136,8 +160,10 @@ def held_not_working(
                     ],
                 },
                 recommendation=(
-                    "Look at the linked training findings for why the GPUs waited; "
-                    if related
+                    "Its ranks reported no training steps in these hours: end or shrink the "
+                    "job while it does not train (a finished, hung or waiting job), or find "
+                    "what it waits on; "
+                    if not ref.inferred
                     else "Release GPUs a job or notebook does not use (culling idle notebooks, "
                     "ending finished jobs), or find what it waits on; "
                 )

@@ -1,6 +1,7 @@
 """One GPU-hour attribution over a window: observe, attribute, find, tabulate. Runs inside
 the training analyzer's invocation, which knows the jobs' pods (exact attribution) and the
-day's training findings (why a job's GPUs waited) without a second read."""
+day's training findings (why a job's GPUs waited) without a second read; the hours in which
+those jobs stepped are read for the same window."""
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -11,7 +12,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 from lambdas.gpu_analyzer.attribution import Thresholds, attribute
 from lambdas.gpu_analyzer.aws import observe
 from lambdas.gpu_analyzer.findings import ANALYZER, day_table, held_not_working
+from lambdas.gpu_analyzer.stepping import stepping_hours
 from lambdas.shared.findings import AnalysisRun
+from lambdas.shared.metric_fetcher import MetricDataError
 
 
 @dataclass
@@ -35,15 +38,22 @@ def analyze_gpu_hours(
     run = GpuHoursRun()
     try:
         observed = observe(cloudwatch, cluster, start=start, end=end, pod_nodes=pod_nodes)
+        stepped, failed = stepping_hours(
+            cloudwatch, cluster, (exact_jobs or {}).values(), start=start, end=end
+        )
     except (ClientError, BotoCoreError) as err:
         run.skip(f"GPU-hours of {cluster}", err)
         return run
+    for job, error in sorted(failed.items()):
+        # Its pods' hours are classed by power alone: said, not silently.
+        run.skip(f"steps of job/{job}", MetricDataError(error))
     attribution = attribute(
         observed.gpu_hours,
         observed.holds,
         exact_jobs=exact_jobs,
         thresholds=thresholds,
         ci_node_hours=observed.ci_node_hours,
+        stepping=stepped,
     )
     run.table = day_table(attribution, gpu_hour_usd)
     run.findings += held_not_working(

@@ -2,12 +2,14 @@
 
 import json
 import math
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date
 from typing import Any
 
+from lambdas.weekly_report.actions import week_actions
+from lambdas.weekly_report.job_waste import job_rows
 from lambdas.weekly_report.waste import CLASSES
 
 
@@ -124,6 +126,12 @@ class WeekFigures:
     findings_by_kind: dict[str, int] = field(default_factory=dict)
     findings_by_severity: dict[str, int] = field(default_factory=dict)
     top_findings: list[dict[str, Any]] = field(default_factory=list)
+    #: What to do this week: the priced actions worth the most, each GPU-hour priced once
+    #: (lambdas/weekly_report/actions.py), and what all the week's priced actions add up to.
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    priced_waste_usd: float = 0.0
+    #: Training jobs, the costliest held first, and the jobs that wasted most: rows of
+    #: ``job_rows`` (lambdas/weekly_report/job_waste.py), the same figures in both.
     costliest_jobs: list[dict[str, Any]] = field(default_factory=list)
     most_wasteful_jobs: list[dict[str, Any]] = field(default_factory=list)
     #: None where no storage analysis ran in the week (no figure, not zero: next week's
@@ -161,6 +169,8 @@ class WeekFigures:
 
 
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+#: How many actions open the report.
+ACTIONS = 5
 
 
 def _latest_per_resource(findings: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -237,69 +247,26 @@ def week_figures(
         if storage_analyzed
         else None
     )
-    job_waste: dict[str, float] = defaultdict(float)
-    for f in unique:
-        if str(f["kind"]).startswith("training_"):
-            job_waste[str(f.get("resource", "")).removeprefix("job/")] += float(
-                (f.get("evidence") or {}).get("waste_in_lookback_usd") or 0.0
-            )
-    held = held_by_job(figures.waste)
-    # The training jobs table joins a job's held hours only where the attribution names the
-    # job exactly: an inferred name that happens to match a training job is no join.
-    exact = {job: h for job, h in held.items() if not h.pop("inferred")}
-    figures.costliest_jobs = [
-        {"job": job, **cost, **exact.get(job, {})}
-        for job, cost in sorted(job_costs.items(), key=lambda kv: -kv[1].get("dollars", 0))[:5]
-    ]
-    # Two measures of a job's waste, side by side: the hours its pods held GPUs without work
-    # (the attribution, the waste section's figure) and the stepping time its ranks waited
-    # (the training findings). Ranked by their sum.
-    wasteful = {j for j, w in job_waste.items() if w > 0} | {
-        j for j, h in held.items() if h["held_not_working_usd"] > 0
-    }
-
-    def total(job: str) -> float:
-        return job_waste.get(job, 0.0) + float(held.get(job, {}).get("held_not_working_usd", 0.0))
-
-    inferred = {job for job in held if job not in exact}
-    figures.most_wasteful_jobs = [
-        {
-            "job": job,
-            "waste_usd": round(job_waste.get(job, 0.0), 2),
-            "held_not_working_usd": held.get(job, {}).get("held_not_working_usd"),
-            "inferred": job in inferred,
-        }
-        for job in sorted(wasteful, key=lambda j: (-total(j), j))[:5]
-    ]
+    jobs = job_rows(figures.waste, unique, job_costs)
+    every = week_actions(figures.waste, jobs, unique)
+    figures.actions = every[:ACTIONS]
+    figures.priced_waste_usd = round(sum(a["usd"] for a in every), 2)
+    # The training jobs: the week's held GPU-hours where the attribution has them, the rest by
+    # the training analyzer's own cost of them (its lookback), which only orders them.
+    training = [j for j in jobs if not j["inferred"] and j["job"] in job_costs]
+    figures.costliest_jobs = sorted(
+        training,
+        key=lambda j: (
+            -(j["held_usd"] or 0.0),
+            -job_costs[j["job"]].get("dollars", 0.0),
+            j["job"],
+        ),
+    )[:5]
+    figures.most_wasteful_jobs = [j for j in jobs if j["waste_usd"] > 0][:5]
     figures.throughput_by_job = dict(throughput)
     figures.malformed_finding_lines = files.malformed
     figures.finding_files = files.files
     return figures
-
-
-def held_by_job(waste: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Each job the attribution names: the week's GPU-hours its pods held, and their cost, and
-    the held hours without work and theirs, the waste section's own figures, and whether the
-    name was inferred from a pod name (any of its rows). A job in two namespaces sums them."""
-    price = float(waste.get("gpu_hour_usd") or 0.0)
-    held: dict[str, dict[str, Any]] = {}
-    for row in waste.get("all_jobs", []):
-        job = held.setdefault(
-            str(row["job"]),
-            {
-                "held_gpu_hours": 0.0,
-                "held_usd": 0.0,
-                "held_not_working_usd": 0.0,
-                "inferred": False,
-            },
-        )
-        job["inferred"] = job["inferred"] or bool(row.get("inferred"))
-        job["held_gpu_hours"] = round(job["held_gpu_hours"] + float(row["held_gpu_hours"]), 2)
-        job["held_usd"] = round(job["held_gpu_hours"] * price, 2)
-        job["held_not_working_usd"] = round(
-            job["held_not_working_usd"] + float(row.get("waste_usd") or 0.0), 2
-        )
-    return held
 
 
 def class_key(cls: str) -> str:

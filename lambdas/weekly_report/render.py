@@ -4,9 +4,11 @@ and as a short plain-text summary for SNS."""
 from html import escape
 from typing import Any
 
+from lambdas.gpu_analyzer.findings import HOURS_PER_MONTH
 from lambdas.weekly_report.charts import bar_chart, line_chart
 from lambdas.weekly_report.figures import WeekFigures, class_key, headline
-from lambdas.weekly_report.waste_section import CLASS_NAMES, waste_section
+from lambdas.weekly_report.job_waste import HOURS_PER_WEEK
+from lambdas.weekly_report.waste_section import CLASS_NAMES, relation, waste_section
 
 STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:60rem;
@@ -20,6 +22,7 @@ th{background:#eef2f7}.num{text-align:right}
 .tile b{display:block;font-size:1.4rem}.chart{width:100%;height:auto;max-width:40rem}
 .sev-critical{font-weight:bold}.sev-critical::before{content:"\\25B2 "}
 .sev-warning::before{content:"\\25CF "}.sev-info::before{content:"\\25CB "}
+.actions li{margin:.4rem 0}.relates{color:#333;font-size:.9rem}
 @media print{body{max-width:none}h2{break-after:avoid}.chart,table{break-inside:avoid}}
 """
 
@@ -76,11 +79,192 @@ def _finding_row(x: dict[str, Any]) -> str:
     return "<tr>" + "".join(cells) + "</tr>"
 
 
+def _actions(f: WeekFigures) -> str:
+    """The report's opening: what to do this week, the most dollars first, with evidence."""
+    parts = ['<h2 id="actions">What to do this week</h2>']
+    if not f.actions:
+        parts.append(
+            "<p>Nothing priced this week: no GPU held without work, no priced finding.</p>"
+        )
+        return "".join(parts)
+    shown = sum(a["usd"] for a in f.actions)
+    price = float(f.waste.get("gpu_hour_usd") or 0.0)
+    parts.append(
+        relation(
+            f"The {len(f.actions)} priced problems worth the most this week, "
+            f"${shown:,.0f} of the ${f.priced_waste_usd:,.0f} the week's priced problems add up "
+            f"to (about ${f.priced_waste_usd * HOURS_PER_MONTH / HOURS_PER_WEEK:,.0f} a month "
+            f"at this pace); each GPU-hour is priced once at ${price:,.2f}: a job's held hours "
+            "without a training step as held without work, its stepping hours by the training "
+            "finding that says what they lost, so the figures add up."
+        )
+    )
+    parts.append('<ol class="actions">')
+    for a in f.actions:
+        parts.append(
+            f"<li><b>{escape(_money(a['usd']))} this week</b>: <b>{escape(a['title'])}</b>"
+            f"<br>{escape(a['what_to_do'])}<br><small>Evidence: {escape(a['evidence'])}"
+            "</small></li>"
+        )
+    parts.append("</ol>")
+    return "".join(parts)
+
+
 def _tile(name: str, value: str, delta: str) -> str:
     return (
         f'<div class="tile">{escape(name)}<b>{escape(value)}</b>'
         f"<small>{escape(delta)}</small></div>"
     )
+
+
+def _jobs_section(f: WeekFigures) -> str:
+    """Training jobs: throughput, and each job's week from the one attribution."""
+    parts: list[str] = []
+    parts.append('<h2 id="jobs">Training jobs</h2>')
+    if f.throughput_by_job:
+        width = max((len(v) for v in f.throughput_by_job.values()), default=0)
+        # One value a day of the week, as f.days has them: dated like the other charts.
+        dates = [d["day"][5:] for d in f.days]
+        parts.append(
+            line_chart(
+                "Training throughput by job (samples/s, by day)",
+                dates if len(dates) == width else [str(i + 1) for i in range(width)],
+                f.throughput_by_job,
+            )
+        )
+    if f.costliest_jobs:
+        parts.append(
+            relation(
+                "Each training job's GPU-hours this week, from the same attribution as the "
+                "tables above: held, the hours of them it stepped in (its emitter reported "
+                "steps) and those held without work; n/a where its pods held no GPU the "
+                "exporter reported."
+            )
+        )
+        parts.append(
+            _table(
+                [
+                    "Job",
+                    "GPU-hours held (week)",
+                    "of them stepping",
+                    "of them held without work",
+                    "Cost held (week)",
+                ],
+                [
+                    [
+                        j["job"],
+                        _hours(j["held_gpu_hours"]),
+                        _hours(j["stepping_gpu_hours"]),
+                        _hours(j["not_working_gpu_hours"]),
+                        _money(j["held_usd"]),
+                    ]
+                    for j in f.costliest_jobs
+                ],
+                {1, 2, 3, 4},
+            )
+        )
+    if f.most_wasteful_jobs:
+        parts.append('<h3 id="wasteful-jobs">Jobs that wasted most</h3>')
+        parts.append(
+            relation(
+                "The same jobs' waste this week, each GPU-hour priced once: held without work "
+                "(the first job table's cost) plus waiting while stepping (the share of its "
+                "stepping GPU-hours its training findings say was lost); each part is an "
+                "action above."
+            )
+        )
+        parts.append(
+            _table(
+                [
+                    "Job",
+                    "Held without work (week)",
+                    "Waiting while stepping (week)",
+                    "Waste (week)",
+                ],
+                [
+                    [
+                        j["job"]
+                        + (" (inferred)" if j.get("inferred") else "")
+                        + (
+                            " (at its findings' pace)"
+                            if any(p["basis"] == "finding" for p in j["priced_findings"])
+                            else ""
+                        ),
+                        _money(j["held_not_working_usd"]),
+                        _money(j["waiting_usd"]),
+                        _money(j["waste_usd"]),
+                    ]
+                    for j in f.most_wasteful_jobs
+                ],
+                {1, 2, 3},
+            )
+        )
+    if not (f.costliest_jobs or f.throughput_by_job):
+        parts.append("<p>No training job reported metrics.</p>")
+    return "".join(parts)
+
+
+def _incidents_and_findings(f: WeekFigures) -> str:
+    """XIDs, alarms raised and the findings, each table with how it relates."""
+    parts = ['<h2 id="xids">XID errors</h2>']
+    if f.xids:
+        parts.append(
+            relation(
+                "XIDs the exporter counted this week, per node and code: each was paged as it "
+                "happened, and a GPU lost after one counts as lost or faulted above."
+            )
+        )
+    parts.append(
+        _table(
+            ["Node", "XID code", "Count"],
+            [[x["node"], x["code"], f"{x['count']:,.0f}"] for x in f.xids],
+            {2},
+        )
+        if f.xids
+        else "<p>No XID errors.</p>"
+    )
+    parts.append('<h2 id="alarms">Alarms raised</h2>')
+    if f.alarms:
+        parts.append(
+            relation(
+                "Each alarm that went into ALARM this week, when: the pages behind the XIDs "
+                "and classes above."
+            )
+        )
+    parts.append(
+        _table(["Alarm", "Time (UTC)"], [[a["alarm"], a["time"]] for a in f.alarms])
+        if f.alarms
+        else "<p>No alarm went into ALARM.</p>"
+    )
+    parts.append('<h2 id="findings">Top findings</h2>')
+    if f.top_findings:
+        parts.append(
+            relation(
+                "Each finding as its analyzer wrote it, the latest per resource, with its own "
+                "monthly estimate over the window it looked at (a day for GPUs held without "
+                "work, the lookback for training findings); the actions above price the same "
+                "problems on this week's GPU-hours, once each: add those, not this column."
+            )
+        )
+        parts.append(
+            '<table><thead><tr><th scope="col">Severity</th><th scope="col">Finding</th>'
+            '<th scope="col">Resource</th><th scope="col">What to do</th>'
+            '<th scope="col" class="num">Its estimate a month</th></tr></thead><tbody>'
+            + "".join(_finding_row(x) for x in f.top_findings)
+            + "</tbody></table>"
+        )
+        parts.append(
+            relation(
+                "Every finding of the week by kind, the latest per resource: the table above "
+                "shows the first ten of them."
+            )
+        )
+        parts.append(
+            _table(["Kind", "Count"], [[k, n] for k, n in f.findings_by_kind.items()], {1})
+        )
+    else:
+        parts.append("<p>No findings this week.</p>")
+    return "".join(parts)
 
 
 def html_report(figures: WeekFigures, *, link: str | None = None) -> str:
@@ -121,14 +305,28 @@ def html_report(figures: WeekFigures, *, link: str | None = None) -> str:
             "cluster ran nothing, or the exporter and the analyzers did not run: check "
             "the stacks' Lambda failure queues.</p>"
         )
-    # The report leads with the GPUs that were held but did no work: the costliest waste.
-    parts.append(waste_section(f.waste))
-    parts.append('<h2 id="headline">Headline</h2><div class="tiles">')
+    # What to do first, then the week's figures, then the tables they come from.
+    parts.append(_actions(f))
+    parts.append('<h2 id="headline">Headline</h2>')
+    parts.append(
+        relation(
+            "Every GPU-hour of the week falls in one of the four classes below; they add up to "
+            "the week's GPU-hours and are the figures of the tables that follow."
+        )
+    )
+    parts.append('<div class="tiles">')
     parts += [_tile(name, value, delta) for name, value, delta in tiles]
     parts.append("</div>")
+    parts.append(waste_section(f.waste))
     if f.days:
         days = [d["day"][5:] for d in f.days]
         parts.append('<h2 id="gpus">GPUs</h2>')
+        parts.append(
+            relation(
+                "The same classes day by day, with the exporter's power and SM activity: the "
+                "days add up to the week's figures above."
+            )
+        )
         parts.append(
             line_chart(
                 "Power against the limit and SM activity by day",
@@ -164,36 +362,7 @@ def html_report(figures: WeekFigures, *, link: str | None = None) -> str:
                 set(range(1, 3 + len(CLASS_NAMES))),
             )
         )
-    parts.append('<h2 id="xids">XID errors</h2>')
-    parts.append(
-        _table(
-            ["Node", "XID code", "Count"],
-            [[x["node"], x["code"], f"{x['count']:,.0f}"] for x in f.xids],
-            {2},
-        )
-        if f.xids
-        else "<p>No XID errors.</p>"
-    )
-    parts.append('<h2 id="alarms">Alarms raised</h2>')
-    parts.append(
-        _table(["Alarm", "Time (UTC)"], [[a["alarm"], a["time"]] for a in f.alarms])
-        if f.alarms
-        else "<p>No alarm went into ALARM.</p>"
-    )
-    parts.append('<h2 id="findings">Top findings</h2>')
-    if f.top_findings:
-        parts.append(
-            '<table><thead><tr><th scope="col">Severity</th><th scope="col">Finding</th>'
-            '<th scope="col">Resource</th><th scope="col">What to do</th>'
-            '<th scope="col" class="num">Waste a month</th></tr></thead><tbody>'
-            + "".join(_finding_row(x) for x in f.top_findings)
-            + "</tbody></table>"
-        )
-        parts.append(
-            _table(["Kind", "Count"], [[k, n] for k, n in f.findings_by_kind.items()], {1})
-        )
-    else:
-        parts.append("<p>No findings this week.</p>")
+    parts.append(_incidents_and_findings(f))
     if f.malformed_finding_lines:
         parts.append(
             f"<p><strong>{f.malformed_finding_lines} malformed finding line(s)</strong> in "
@@ -204,68 +373,7 @@ def html_report(figures: WeekFigures, *, link: str | None = None) -> str:
             f"<p><strong>{f.malformed_job_costs} unreadable job-cost entr(ies)</strong> "
             "were skipped.</p>"
         )
-    parts.append('<h2 id="jobs">Training jobs</h2>')
-    if f.throughput_by_job:
-        width = max((len(v) for v in f.throughput_by_job.values()), default=0)
-        # One value a day of the week, as f.days has them: dated like the other charts.
-        dates = [d["day"][5:] for d in f.days]
-        parts.append(
-            line_chart(
-                "Training throughput by job (samples/s, by day)",
-                dates if len(dates) == width else [str(i + 1) for i in range(width)],
-                f.throughput_by_job,
-            )
-        )
-    if f.costliest_jobs:
-        # Two GPU-hour figures that measure different things, labelled so: the hours the
-        # job's pods held GPUs this week (the waste section's), and the hours its ranks
-        # reported steps in the training analyzer's last lookback.
-        parts.append(
-            _table(
-                [
-                    "Job",
-                    "GPU-hours held (week)",
-                    "Cost held (week)",
-                    "GPU-hours stepping (last lookback)",
-                    "Cost stepping",
-                ],
-                [
-                    [
-                        j["job"],
-                        _hours(j.get("held_gpu_hours")),
-                        _money(j.get("held_usd")),
-                        f"{j.get('gpu_hours', 0):,.0f}",
-                        _money(j.get("dollars")),
-                    ]
-                    for j in f.costliest_jobs
-                ],
-                {1, 2, 3, 4},
-            )
-        )
-        parts.append(
-            "<p><small>Held: hours the job's pods held GPUs this week, where the job reports "
-            "its pods (emitter.training), as in the waste section. Stepping: hours in which "
-            "its ranks reported training steps, times its ranks, over the training "
-            "analyzer's last lookback window.</small></p>"
-        )
-    if f.most_wasteful_jobs:
-        parts.append('<h3 id="wasteful-jobs">Jobs that wasted most</h3>')
-        parts.append(
-            _table(
-                ["Job", "Held without work (week)", "Waiting while stepping (findings)"],
-                [
-                    [
-                        j["job"] + (" (inferred)" if j.get("inferred") else ""),
-                        _money(j.get("held_not_working_usd")),
-                        _money(j["waste_usd"]),
-                    ]
-                    for j in f.most_wasteful_jobs
-                ],
-                {1, 2},
-            )
-        )
-    if not (f.costliest_jobs or f.throughput_by_job):
-        parts.append("<p>No training job reported metrics.</p>")
+    parts.append(_jobs_section(f))
     if link:
         parts.append(f'<p><a href="{escape(link)}">This report in the report bucket</a></p>')
     parts.append("</main></body></html>")
@@ -276,6 +384,14 @@ def text_summary(figures: WeekFigures, *, link: str, top: int = 5) -> str:
     f = figures
     lines = [
         f"GPU week {f.week} for {f.cluster}",
+        *(
+            [
+                f"What to do this week (${f.priced_waste_usd:,.0f} priced, each GPU-hour once):",
+                *(f"- {_money(a['usd'])}: {a['title']}" for a in f.actions[:3]),
+            ]
+            if f.actions
+            else []
+        ),
         f"GPU-hours {f.gpu_hours:,.0f}: "
         + ", ".join(
             f"{CLASS_NAMES[c]} {f.gpu_hour_classes.get(c, 0.0):,.0f}"
@@ -291,7 +407,7 @@ def text_summary(figures: WeekFigures, *, link: str, top: int = 5) -> str:
         cost = f.waste["cost_usd"].get("held_not_working", 0.0)
         top_ns = [n for n in f.waste["namespaces"] if n["not_working_gpu_hours"] > 0][:3]
         lines.insert(
-            1,
+            len(lines) - 2,
             f"GPUs held without work: {idle:,.1f} GPU-hours ({_money(cost)})"
             + (
                 "; most in "

@@ -17,11 +17,15 @@ NUMBERS = (
     "not_working_gpu_hours",
     "faulted_gpu_hours",
     "waste_usd",
+    #: Held GPU-hours in which the job's emitter reported steps: held and working, priced (if
+    #: at all) by its training findings, never as held without work.
+    "stepping_gpu_hours",
 )
 #: How far the daily tables' GPU-hours rest on less than a measured, placed hold: held with no
 #: power reading, held by a pod Container Insights did not see, holds placed on no GPU-hour.
 COVERAGE = (
     "unmeasured_gpu_hours",
+    "stepping_under_threshold_gpu_hours",
     "no_container_insights_gpu_hours",
     "unattributed_gpu_hours",
 )

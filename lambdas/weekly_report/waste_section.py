@@ -1,6 +1,6 @@
-"""The report's lead section: GPU-hours by class with their cost, the namespaces and jobs that
+"""The report's section on GPU-hours: by class with their cost, the namespaces and jobs that
 held the most GPU-hours without work (with the change from last week), and per-namespace
-efficiency."""
+efficiency, each table with the sentence that says how it relates to the others."""
 
 from html import escape
 from typing import Any
@@ -28,6 +28,36 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.0f}%"
 
 
+def relation(sentence: str) -> str:
+    """The one sentence under a heading that says how its table relates to the others."""
+    return f'<p class="relates">{escape(sentence)}</p>'
+
+
+def _coverage(waste: dict[str, Any]) -> str:
+    """What the classes rest on beyond a measured, placed hold: said only where it is not 0."""
+    said = [
+        (
+            "stepping_under_threshold_gpu_hours",
+            "drew under the thresholds while their job stepped (held and working; the training "
+            "findings price what they lost)",
+        ),
+        ("unmeasured_gpu_hours", "were held with no power reading (counted as working)"),
+        (
+            "no_container_insights_gpu_hours",
+            "were held on nodes without Container Insights data (holder unknown)",
+        ),
+    ]
+    parts = [f"{waste.get(k) or 0.0:,.1f} GPU-hours {what}" for k, what in said if waste.get(k)]
+    unplaced = waste.get("unattributed_gpu_hours") or 0.0
+    text = f"Of these, {'; '.join(parts)}." if parts else ""
+    if unplaced:
+        text += (
+            f" {unplaced:,.1f} GPU-hours of pods' holds could not be placed on a GPU the exporter "
+            "saw and are in none of these figures."
+        )
+    return f"<p>{escape(text.strip())}</p>" if text else ""
+
+
 def _table(headers: list[str], rows: list[list[str]]) -> str:
     head = "".join(f'<th scope="col">{escape(h)}</th>' for h in headers)
     body = "".join(
@@ -49,7 +79,14 @@ def waste_section(waste: dict[str, Any]) -> str:
             "(the GPU analysis runs with the training analyzer, daily).</p>"
         )
     classes, cost = waste["classes"], waste["cost_usd"]
-    parts = ['<h2 id="waste">GPUs held without work</h2>']
+    parts = [
+        '<h2 id="waste">GPUs held without work</h2>',
+        relation(
+            f"The headline's four classes with their cost at "
+            f"${float(waste.get('gpu_hour_usd') or 0.0):,.2f} a GPU-hour; the two tables below "
+            "split the held hours by job and by namespace."
+        ),
+    ]
     rows = [
         [CLASS_NAMES.get(k, k), f"{classes.get(k, 0.0):,.1f}", f"${cost.get(k, 0.0):,.0f}"]
         for k in CLASS_NAMES
@@ -62,14 +99,7 @@ def waste_section(waste: dict[str, Any]) -> str:
         ]
     )
     parts.append(_table(["GPU-hours", "hours", "cost"], rows))
-    parts.append(
-        f"<p>Of these, {waste.get('unmeasured_gpu_hours', 0.0):,.1f} GPU-hours were held with "
-        "no power reading (counted as working) and "
-        f"{waste.get('no_container_insights_gpu_hours', 0.0):,.1f} held on nodes without "
-        "Container Insights data (holder unknown); "
-        f"{waste.get('unattributed_gpu_hours', 0.0):,.1f} GPU-hours of pods' holds could not "
-        "be placed on a GPU the exporter saw and are in none of these figures.</p>"
-    )
+    parts.append(_coverage(waste))
     idle = [n for n in waste["namespaces"] if n["not_working_gpu_hours"] > 0]
     if idle:
         parts.append(
@@ -80,16 +110,31 @@ def waste_section(waste: dict[str, Any]) -> str:
             )
         )
     parts.append("<h3>Jobs that held the most GPU-hours without work</h3>")
+    parts.append(
+        relation(
+            "The held-but-not-working hours above by job: hours its pods held GPUs under the "
+            "thresholds and, where its emitter reports, without a training step; the hours it "
+            "stepped are held and working, and its training findings price what they lost."
+        )
+    )
     if waste["jobs"]:
         parts.append(
             _table(
-                ["namespace / job", "held", "not working", "cost", "change on last week"],
+                [
+                    "namespace / job",
+                    "held",
+                    "stepping",
+                    "not working",
+                    "cost",
+                    "change on last week",
+                ],
                 [
                     [
                         f"{j['namespace']} / {j['job']}"
                         + (" (inferred)" if j.get("inferred") else "")
                         + (" (time-sliced, split evenly)" if j.get("time_sliced") else ""),
                         f"{j['held_gpu_hours']:,.1f}",
+                        f"{j.get('stepping_gpu_hours') or 0.0:,.1f}",
                         f"{j['not_working_gpu_hours']:,.1f}",
                         f"${j['waste_usd']:,.0f}",
                         _change(j.get("not_working_change_gpu_hours")),
@@ -101,6 +146,12 @@ def waste_section(waste: dict[str, Any]) -> str:
     else:
         parts.append("<p>No job held a GPU without work.</p>")
     parts.append("<h3>Efficiency by namespace (working hours over held hours)</h3>")
+    parts.append(
+        relation(
+            "The same held hours by namespace, the rows of the showback CSV: the not-working "
+            "hours add up to the class above, and a namespace's cost of them to its jobs'."
+        )
+    )
     parts.append(
         _table(
             [

@@ -7,9 +7,19 @@ for nodes without the exporter; the node comes from the log stream, the code fro
 A GPU that hits an XID often repeats it hundreds of times a second (an XID 13 storm): notices
 are grouped per cluster, node, GPU and code within a fixed window, and each group is one
 incident with a count.
+
+An exporter document is dated by its own ``_aws.Timestamp``, when the GPU reported the XID, not
+by its log event's timestamp, which is when the line reached CloudWatch Logs (a batch the agent
+retries, or a subscription that replays it, arrives later). The EMF specification: "Timestamp
+— A number representing the time stamp used for metrics extracted from the event. Values MUST
+be expressed as the number of milliseconds after Jan 1, 1970 00:00:00 UTC"
+(https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html;
+its JSON schema, ``_aws.Timestamp``: an integer). A kernel line has no such field: its event's
+timestamp stands.
 """
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +37,8 @@ class XidNotice:
     meaning: str
     source: str
     pods: tuple[str, ...] = ()
-    #: When the log event was written (milliseconds since the epoch, CloudWatch Logs' clock).
+    #: When the GPU reported it (milliseconds since the epoch): the exporter document's
+    #: ``_aws.Timestamp``, else the log event's timestamp.
     time_ms: int = 0
 
 
@@ -38,7 +49,19 @@ class Parsed:
     unreadable: int = 0
 
 
-def _from_emf(document: dict[str, Any], cluster_hint: str, time_ms: int) -> XidNotice | None:
+def document_time_ms(document: Any, event_ms: int) -> int:
+    """An EMF document's ``_aws.Timestamp`` (epoch milliseconds); ``event_ms`` (the log event's
+    timestamp) where the document has none, or one that is not a finite, positive number."""
+    meta = document.get("_aws") if isinstance(document, dict) else None
+    stamp = meta.get("Timestamp") if isinstance(meta, dict) else None
+    if isinstance(stamp, bool) or not isinstance(stamp, int | float):
+        return event_ms
+    if not math.isfinite(stamp) or stamp <= 0:
+        return event_ms
+    return int(stamp)
+
+
+def _from_emf(document: dict[str, Any], cluster_hint: str, event_ms: int) -> XidNotice | None:
     if DIM_XID_CODE not in document:
         return None
     code = int(document[DIM_XID_CODE])
@@ -53,7 +76,7 @@ def _from_emf(document: dict[str, Any], cluster_hint: str, time_ms: int) -> XidN
         meaning=row.meaning,
         source=f"GPU exporter ({document.get('XidSource', 'nvml')})",
         pods=tuple(str(p) for p in pods),
-        time_ms=time_ms,
+        time_ms=document_time_ms(document, event_ms),
     )
 
 

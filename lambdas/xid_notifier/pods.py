@@ -8,6 +8,7 @@ from typing import Any, Final
 from botocore.exceptions import BotoCoreError, ClientError
 
 from contract.metrics import DIM_GPU_INDEX, DIM_NODE
+from lambdas.xid_notifier.messages import document_time_ms
 
 #: How far back to look: the exporter writes every GPU's document many times in this window.
 LOOKBACK_MS: Final = 10 * 60 * 1000
@@ -18,7 +19,8 @@ class PodLookupError(Exception):
 
 
 def pods_on_gpu(logs: Any, log_group: str, node: str, gpu: str, at_ms: int) -> tuple[str, ...]:
-    """Pod UIDs of the newest exporter document for this node and GPU before ``at_ms``."""
+    """Pod UIDs of the newest exporter document for this node and GPU before ``at_ms``: newest
+    by the document's own ``_aws.Timestamp`` (its log event's where it has none)."""
     pattern = f'{{ ($.{DIM_NODE} = "{node}") && ($.{DIM_GPU_INDEX} = "{gpu}") }}'
     try:
         response = logs.filter_log_events(
@@ -39,6 +41,7 @@ def pods_on_gpu(logs: Any, log_group: str, node: str, gpu: str, at_ms: int) -> t
             continue
         same = str(document.get(DIM_NODE)) == node and str(document.get(DIM_GPU_INDEX)) == gpu
         uids = document.get("PodUids")
-        if same and isinstance(uids, list) and uids and event["timestamp"] > newest[0]:
-            newest = (int(event["timestamp"]), tuple(str(u) for u in uids))
+        when = document_time_ms(document, int(event.get("timestamp", 0)))
+        if same and isinstance(uids, list) and uids and when > newest[0]:
+            newest = (when, tuple(str(u) for u in uids))
     return newest[1]

@@ -1,6 +1,7 @@
 """The demo end to end: real synth, real moto, files a user opens."""
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from cli.demo_storage import END
 from cli.demo_week import LAST_WEEK
 from deploy_config.cloudwatch_agent_config import gpu_node_agent_config
 from emf.document import parse_emf_line
+from lambdas.weekly_report.job_waste import week_of
 
 
 def test_demo_synthesizes_stores_and_fetches_the_agent_config(
@@ -152,11 +154,12 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
     )
     assert max(w.series for w in shown.values()) <= 16  # a node's GPUs at most
     # The analyzers' own metrics, read back from CloudWatch: the week's waste by namespace
-    # (the report's figures) and today's held-but-idle GPUs (of the demo's 11).
+    # (the report's figures: nlp's data-bound job steps, so its hours are not held without
+    # work) and today's held-but-idle GPUs (of the demo's 11).
     waste = shown["training: Waste this week (USD), 10 namespaces"].lines
     assert [(line.label, round(line.value, 2)) for line in waste][:2] == [
-        ("nlp", 2311.68),
         ("research", 722.4),
+        ("speech", 13.76),
     ]
     idle_today = shown["gpu-fleet: GPUs held but not working (today)"].lines[0].value
     assert 0 < idle_today < 11
@@ -172,7 +175,7 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
 
 
 def test_demo_sends_one_message_per_incident(demo: tuple[DemoResult, Path]) -> None:
-    result, _ = demo
+    result, tmp_path = demo
     # One message per incident: three XIDs, the three GPUs the raised alarms name, the storm.
     notified = result.notifications
     assert notified is not None
@@ -189,6 +192,17 @@ def test_demo_sends_one_message_per_incident(demo: tuple[DemoResult, Path]) -> N
             "[WARNING] XID 13 on ip-10-0-1-17.ec2.internal GPU PCI 0000:53:00",
         ]
     )
+    # Each exporter XID is dated by its document's _aws.Timestamp, when the GPU reported it,
+    # not by its log event (the batch reached CloudWatch Logs after the last of them).
+    lines = (tmp_path / "out" / "exporter-emf.jsonl").read_text().splitlines()
+    xids = [d for d in map(json.loads, lines) if "XidCode" in d]
+    assert len(xids) == 3
+    for document in xids:
+        title = f"XID {document['XidCode']} on {document['NodeName']} GPU {document['GpuIndex']}"
+        text = next(text for _, s, text in notified.messages if s.endswith(title))
+        written = datetime.fromtimestamp(document["_aws"]["Timestamp"] / 1000, UTC)
+        assert f"Seen:          once, at {written:%Y-%m-%d %H:%M:%S} UTC" in text, text
+    assert len({d["_aws"]["Timestamp"] for d in xids}) == 2  # XID 13 an hour before 48 and 79
     storm = next(text for _, s, text in notified.messages if "PCI 0000:53:00" in s)
     assert "500 times at" in storm
     low_power = next(text for _, s, text in notified.messages if "not working" in s)
@@ -204,9 +218,11 @@ def test_the_demo_week_leads_with_the_teams_that_held_gpus_without_work(
 ) -> None:
     result, tmp_path = demo
     html = (tmp_path / "out" / "report.html").read_text()
-    # The week: seven days in every chart; the data-bound team and the notebook that holds a
-    # GPU overnight lead the GPU-hours held without work, with dollars; the healthy team has
-    # none; and the analyzers' daily runs over the week erred nowhere.
+    # The week: seven days in every chart; the notebook that holds a GPU overnight leads the
+    # GPU-hours held without work, with dollars; the data-bound team's GPUs draw 22% of their
+    # limit but its job steps in every hour, so they are held and working (its data-bound
+    # finding prices the waiting); the healthy team has none; and the analyzers' daily runs
+    # over the week erred nowhere.
     document = json.loads((tmp_path / "out" / "report.json").read_text())
     assert [day["gpu_hours"] > 0 for day in document["days"]] == [True] * 7
     assert None not in document["throughput_by_job"]["resnet-healthy"]
@@ -214,15 +230,21 @@ def test_the_demo_week_leads_with_the_teams_that_held_gpus_without_work(
     waste = document["waste"]
     assert waste["days"] == 7
     assert [
-        (r["namespace"], r["not_working_gpu_hours"], r["waste_usd"]) for r in waste["namespaces"]
+        (
+            r["namespace"],
+            r["not_working_gpu_hours"],
+            r["stepping_gpu_hours"],
+            r["waste_usd"],
+        )
+        for r in waste["namespaces"]
     ] == [
-        ("nlp", 336.0, 2311.68),
-        ("research", 105.0, 722.4),
-        ("speech", 2.0, 13.76),  # the exporter's node: its GPU held at 12% for two hours
-        ("vision", 0.0, 0.0),
+        ("research", 105.0, 0.0, 722.4),
+        ("speech", 2.0, 0.0, 13.76),  # the exporter's node: its GPU held at 12% for two hours
+        ("nlp", 0.0, 336.0, 0.0),
+        ("vision", 0.0, 336.0, 0.0),
     ]
+    assert waste["stepping_under_threshold_gpu_hours"] == 336.0  # nlp's, at 22% of the limit
     assert [(j["job"], j["waste_usd"]) for j in waste["jobs"]] == [
-        ("bert-data-bound", 2311.68),
         ("jupyter-alice", 722.4),
         ("whisper-finetune", 13.76),
     ]
@@ -239,27 +261,21 @@ def test_the_demo_week_leads_with_the_teams_that_held_gpus_without_work(
     held = {
         f["resource"]: f for f in result.training_findings if f["kind"] == "gpu_held_not_working"
     }
-    assert sorted(held) == [
-        "namespace/nlp/job/bert-data-bound",
-        "namespace/research/job/jupyter-alice",
-    ]  # the last day's; the data-bound job's says why
-    assert any(
-        "training_data_bound" in r for r in held["namespace/nlp/job/bert-data-bound"]["related"]
-    )
-    # The pods are named by their own names (FullPodName), joined to the emitter's exactly.
-    bert = held["namespace/nlp/job/bert-data-bound"]["evidence"]
-    assert bert["pods"] == ["bert-data-bound-master-0", "bert-data-bound-worker-0"]
-    assert bert["job_source"] == "named by emitter.training"
+    # The last day's: the notebook's alone; the data-bound job stepped in every hour it held.
+    assert sorted(held) == ["namespace/research/job/jupyter-alice"]
     assert "analysis_error" not in document["findings_by_kind"]
     browser = chromium()
     if browser is not None:  # the screenshot is the whole page, not its first 2,400 px
         width, height = png_size(tmp_path / "out" / "report.png")
         assert height == page_height(browser, tmp_path / "out" / "report.html", width) > 2400
-    assert html.index("nlp") < html.index("research") < html.index("vision")
+    # What to do first, then the headline cards, then the tables.
+    assert html.index('id="actions"') < html.index('id="headline"') < html.index('id="waste"')
+    order = ["<td>research</td>", "<td>speech</td>", "<td>nlp</td>", "<td>vision</td>"]
+    assert [html.index(cell) for cell in order] == sorted(html.index(cell) for cell in order)
     # The showback table opens in a spreadsheet: a header, then a row per namespace.
     rows = (tmp_path / "out" / "report.csv").read_text().splitlines()
     assert rows[0].startswith("cluster,week,namespace,")
-    assert [row.split(",")[2] for row in rows[1:5]] == ["nlp", "research", "speech", "vision"]
+    assert [row.split(",")[2] for row in rows[1:5]] == ["research", "speech", "nlp", "vision"]
 
 
 def test_the_demo_report_changes_on_a_real_last_week_and_ties_jobs_across_tables(
@@ -285,18 +301,18 @@ def test_the_demo_report_changes_on_a_real_last_week_and_ties_jobs_across_tables
         "summary-sent",
     ]
     change = {r["namespace"]: r["not_working_change_gpu_hours"] for r in waste["namespaces"]}
-    # nlp: 2 GPUs x 72 more hours held; research: 15 idle hours a night, 5 nights more.
+    # nlp: last week's job ran no emitter, so its 4 days x 2 GPUs at 22% were held without
+    # work; this week it reports its steps. research: 15 idle hours a night, 5 nights more.
     # speech (the replayed node) ran this week only: no figure to change from.
-    assert change == {"nlp": 144.0, "research": 75.0, "speech": None, "vision": 0.0}
+    assert change == {"nlp": -192.0, "research": 75.0, "speech": None, "vision": 0.0}
     assert [(j["job"], j["not_working_change_gpu_hours"]) for j in waste["jobs"]] == [
-        ("bert-data-bound", 144.0),
         ("jupyter-alice", 75.0),
         ("whisper-finetune", None),
     ]
-    assert document["change"]["held_not_working_gpu_hours"] == 219.0 + 2.0
+    assert document["change"]["held_not_working_gpu_hours"] == (105.0 + 2.0) - (192.0 + 30.0)
     assert document["change"]["lost_or_faulted_gpu_hours"] > 0  # a GPU failed this week only
     html = (tmp_path / "out" / "report.html").read_text()
-    assert '<td class="num">+144.0</td>' in html  # the tables' change column
+    assert '<td class="num">+75.0</td>' in html  # the tables' change column
     # Last week ran no storage analysis: this week's storage figure is new, not "up".
     assert document["change"]["storage_waste_usd"] is None
     assert "Storage waste a month<b>$156</b><small>new</small>" in html
@@ -317,19 +333,74 @@ def test_the_demo_report_changes_on_a_real_last_week_and_ties_jobs_across_tables
         "whisper-finetune",
     ]
     assert jobs["resnet-healthy"]["held_gpu_hours"] == 336.0  # an Indexed Job's two pods
+    assert jobs["resnet-healthy"]["stepping_gpu_hours"] == 336.0  # it steps whenever it holds
     assert (jobs["nightly-eval"]["held_gpu_hours"], jobs["nightly-eval"]["waste_usd"]) == (7, 0)
-    # The job tables take a job's held GPU-hours and dollars from that same attribution, and
-    # label the training analyzer's stepping hours (its last lookback) as what they are.
+
+
+def test_the_demo_reports_job_tables_agree_with_each_other_and_the_findings(
+    demo: tuple[DemoResult, Path],
+) -> None:
+    """One GPU-hour, one class, one price: the job tables are the same rows, their held hours
+    the attribution's, their waiting the findings' share of the week's stepping hours; the
+    actions are those figures and add up, and no job's waste is more than its GPUs cost."""
+    result, tmp_path = demo
+    document = json.loads((tmp_path / "out" / "report.json").read_text())
+    waste = document["waste"]
     costs = {j["job"]: j for j in document["costliest_jobs"]}
-    assert costs["bert-data-bound"]["held_gpu_hours"] == jobs["bert-data-bound"]["held_gpu_hours"]
-    assert costs["bert-data-bound"]["held_usd"] == pytest.approx(336 * 6.88)
-    assert "held_gpu_hours" not in costs["vit-flaky"]  # runs on no node the week simulates
-    assert "GPU-hours held (week)" in html
-    assert "GPU-hours stepping (last lookback)" in html
     wasted = {j["job"]: j for j in document["most_wasteful_jobs"]}
-    assert wasted["bert-data-bound"]["held_not_working_usd"] == 2311.68
-    assert "Held without work (week)" in html
-    assert "Waiting while stepping" in html
+    for job in costs.keys() & wasted.keys():
+        assert costs[job] == wasted[job]
+    attributed = {j["job"]: j for j in waste["all_jobs"]}
+    for job, row in {**costs, **wasted}.items():
+        if row["in_attribution"]:
+            for field in ("held_gpu_hours", "stepping_gpu_hours", "not_working_gpu_hours"):
+                assert row[field] == attributed[job][field], (job, field)
+            assert row["held_not_working_usd"] == attributed[job]["waste_usd"]
+            assert row["waste_usd"] <= row["held_usd"]
+    # bert-data-bound: held 336 GPU-hours, stepped in all of them, none held without work;
+    # its data-bound finding's share of that stepping time is its waste (about $923, where
+    # the report before priced the same GPU-hours at $2,312 held without work and $44 more).
+    bert = costs["bert-data-bound"]
+    assert (bert["held_gpu_hours"], bert["stepping_gpu_hours"]) == (336.0, 336.0)
+    assert bert["held_not_working_usd"] == 0.0
+    bound = next(f for f in result.training_findings if f["kind"] == "training_data_bound")
+    share = bound["evidence"]["data_wait_share"]
+    assert bert["waiting_usd"] == pytest.approx(share * 336 * 6.88, rel=2e-3)
+    assert 900 < bert["waiting_usd"] < 0.5 * bert["held_usd"]
+    assert costs["resnet-healthy"]["waste_usd"] == 0.0
+    # The actions are the tables' figures, each once, the most dollars first.
+    actions = {a["title"]: a for a in document["actions"]}
+    assert list(actions)[:2] == [
+        "bert-data-bound: waits for data",
+        "research / jupyter-alice: 105.0 GPU-hours held without work",
+    ]
+    assert actions["bert-data-bound: waits for data"]["usd"] == bert["waiting_usd"]
+    assert actions["bert-data-bound: waits for data"]["finding"] == (
+        "training_data_bound job/bert-data-bound"
+    )
+    notebook = actions["research / jupyter-alice: 105.0 GPU-hours held without work"]
+    assert notebook["usd"] == wasted["jupyter-alice"]["waste_usd"] == 722.4
+    assert notebook["finding"] == "gpu_held_not_working namespace/research/job/jupyter-alice"
+    # The totals add without double counting: the week's priced waste is the jobs' (held
+    # without work, which is the class's cost, plus waiting while stepping) and a week of each
+    # priced storage finding.
+    jobs_waste = sum(j["waste_usd"] for j in wasted.values())
+    held_not_working = sum(j["held_not_working_usd"] or 0.0 for j in wasted.values())
+    assert held_not_working == pytest.approx(waste["cost_usd"]["held_not_working"])
+    storage = sum(
+        week_of(f["estimated_monthly_waste_usd"])
+        for f in result.storage_findings
+        if f.get("estimated_monthly_waste_usd")
+    )
+    assert document["priced_waste_usd"] == pytest.approx(jobs_waste + storage, abs=0.05)
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "<b>$923 this week</b>: <b>bert-data-bound: waits for data</b>" in html
+    assert html.count("<table>") == html.count('<p class="relates">') - 2
+    assert "GPU-hours held (week)" in html
+    assert "of them stepping" in html
+    assert "Waiting while stepping (week)" in html
+    rows = (tmp_path / "out" / "report.csv").read_text().splitlines()
+    assert rows[0].split(",")[8] == "stepping_gpu_hours"
     # The throughput chart is dated like the others.
     chart = html[html.index("Training throughput by job") :]
     assert document["days"][0]["day"][5:] in chart[: chart.index("</svg>")]
@@ -357,8 +428,10 @@ def test_the_monday_run_shows_the_replayed_nodes_gpu_held_without_work(
     held = {f["resource"]: f for f in written if f["kind"] == "gpu_held_not_working"}
     whisper = held["namespace/speech/job/whisper-finetune"]
     assert whisper["estimated_monthly_waste_usd"] > 0
-    # The earlier runs' findings stay, each line a finding as before.
-    assert "namespace/nlp/job/bert-data-bound" in held
+    # The earlier runs' findings stay, each line a finding as before; the data-bound job,
+    # which stepped in every hour it held its GPUs, has none.
+    assert "namespace/research/job/jupyter-alice" in held
+    assert not any("bert-data-bound" in resource for resource in held)
     assert all({"kind", "resource", "severity"} <= f.keys() for f in written)
     summary = result.summary()
     assert "gpu_held_not_working" in summary.split("Monday", 1)[1]

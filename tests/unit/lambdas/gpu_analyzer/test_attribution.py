@@ -234,3 +234,43 @@ def test_an_unplaced_half_hour_claims_half_a_gpu_hour() -> None:
     assert result.pods[(UNKNOWN_NAMESPACE, UNKNOWN_POD)].held == pytest.approx(0.5)
     assert result.no_container_insights == pytest.approx(0.5)
     assert sum(result.classes.values()) == pytest.approx(1.0)
+
+
+def test_an_hour_the_jobs_emitter_stepped_in_is_work_whatever_its_gpus_drew() -> None:
+    # bert-data-bound's ranks wait for data 40% of each step: its GPUs draw 22% of their limit,
+    # under the low-power threshold, in the hours it steps (H) and in the hour it does not.
+    later = H + 3600
+    hours = [replace(idle(g, h), power_utilization=22.0) for g in (G0, G1) for h in (H, later)]
+    pods = {"bert-data-bound-worker-0": G0, "bert-data-bound-worker-1": G1}
+    holds = [hold(g, pod, hour=h, ns="nlp") for pod, g in pods.items() for h in (H, later)]
+    result = attribute(
+        hours,
+        holds,
+        exact_jobs=dict.fromkeys(pods, "bert-data-bound"),
+        stepping={"bert-data-bound": {H}},
+    )
+    assert result.classes[HourClass.WORKING] == 2.0  # the two GPUs' stepping hour
+    assert result.classes[HourClass.NOT_WORKING] == 2.0  # the hour without steps
+    assert result.stepping_under_threshold == 2.0
+    worker = result.pods[("nlp", "bert-data-bound-worker-0")]
+    assert worker.stepping == 1.0
+    assert worker.idle_hours == {later}
+
+
+def test_stepping_counts_only_for_pods_the_emitter_named_and_not_for_a_lost_gpu() -> None:
+    hours = [idle(G0), GpuHour(gpu=G1, hour=H, faulted=True)]
+    holds = [hold(G0, "bert-data-bound-worker-0"), hold(G1, "bert-data-bound-worker-1")]
+    # Inferred from its name alone, a pod is not the emitter's job: power decides.
+    inferred = attribute(hours, holds, stepping={"bert-data-bound": {H}})
+    assert inferred.classes[HourClass.NOT_WORKING] == 1.0
+    assert inferred.pods[("team", "bert-data-bound-worker-0")].stepping == 0.0
+    # Named, its lost GPU stays lost: a step does not bring a GPU back.
+    named = attribute(
+        hours,
+        holds,
+        exact_jobs={"bert-data-bound-worker-0": "bert", "bert-data-bound-worker-1": "bert"},
+        stepping={"bert": [H]},
+    )
+    assert named.classes[HourClass.WORKING] == 1.0
+    assert named.classes[HourClass.FAULTED] == 1.0
+    assert named.pods[("team", "bert-data-bound-worker-1")].stepping == 0.0

@@ -3,6 +3,7 @@ import pytest
 from lambdas.gpu_analyzer.attribution import GpuHour, GpuKey, Hold, HourClass, attribute
 from lambdas.gpu_analyzer.findings import day_table, held_not_working
 from lambdas.gpu_analyzer.metrics import waste_metric_data
+from lambdas.training_analyzer.analysis import JobData, JobSeries, RankStats, analyze_job
 
 H = 1_764_000_000 - 1_764_000_000 % 3600
 G = [GpuKey("n1", str(i)) for i in range(4)]
@@ -60,3 +61,87 @@ def test_the_day_table_has_classes_costs_and_per_namespace_efficiency() -> None:
         ("gpu_waste_usd", "research", 68.8),
         ("gpu_hours_held", "vision", 10.0),
     }
+
+
+def _bert_day(stepping_hours: int) -> object:
+    """bert-data-bound on two GPUs for a day at 22% of their power limit and 8% SM activity
+    (its ranks wait for data), its emitter reporting steps in the first ``stepping_hours``."""
+    day = [H - H % 86_400 + 3600 * i for i in range(24)]
+    pods = {f"bert-data-bound-worker-{g}": G[g] for g in (0, 1)}
+    return attribute(
+        [
+            GpuHour(gpu=g, hour=h, power_utilization=22.0, sm_active=8.0, in_use=True)
+            for g in pods.values()
+            for h in day
+        ],
+        [
+            Hold(gpu=g, hour=h, namespace="nlp", pod=pod, share=1)
+            for pod, g in pods.items()
+            for h in day
+        ],
+        exact_jobs=dict.fromkeys(pods, "bert-data-bound"),
+        stepping={"bert-data-bound": set(day[:stepping_hours])},
+    )
+
+
+def _data_bound(stepping_hours: int) -> float:
+    """The training analyzer's data-bound finding over the same day: 0.8 s of each 2.0 s step
+    waiting for data (40%), two ranks; its waste a month."""
+    day = [H - H % 86_400 + 3600 * i for i in range(stepping_hours)]
+    series = JobSeries(
+        job="bert-data-bound",
+        steps=dict.fromkeys(day, 3600.0),
+        step_time=dict.fromkeys(day, 2.0),
+        data_wait=dict.fromkeys(day, 0.8),
+    )
+    ranks = [RankStats(rank=str(r), steps=1800.0 * len(day), mean_step_time=2.0) for r in "01"]
+    found = analyze_job(JobData(series=series, ranks=ranks, lookback_hours=24))
+    (bound,) = [f for f in found if f.kind == "training_data_bound"]
+    assert bound.estimated_monthly_waste_usd is not None
+    return bound.estimated_monthly_waste_usd
+
+
+def test_a_data_bound_jobs_stepping_hours_are_priced_once_by_its_training_finding() -> None:
+    # Two GPUs cost 2 x 730 x $6.88 = $10,044.80 a month. The job steps all day, waiting 40%
+    # of each step: $4,017.92 of that is waste, the data-bound finding's; the same GPU-hours
+    # are not also "held without work" (which priced all $10,044.80 of them).
+    attribution = _bert_day(stepping_hours=24)
+    day_start = H - H % 86_400
+    held = held_not_working(
+        attribution,  # type: ignore[arg-type]
+        gpu_hour_usd=6.88,
+        window_hours=24,
+        window_start=day_start,
+        training_findings={"bert-data-bound": ["training_data_bound job/bert-data-bound"]},
+    )
+    assert held == []
+    assert _data_bound(24) == pytest.approx(0.4 * 2 * 730 * 6.88)
+    (row,) = day_table(attribution, 6.88)["jobs"]  # type: ignore[arg-type]
+    assert (row["held_gpu_hours"], row["stepping_gpu_hours"], row["working_gpu_hours"]) == (
+        48.0,
+        48.0,
+        48.0,
+    )
+    assert (row["not_working_gpu_hours"], row["waste_usd"], row["efficiency"]) == (0.0, 0.0, 1.0)
+
+
+def test_a_job_that_steps_part_of_the_day_is_priced_per_gpu_hour_by_one_finding_each() -> None:
+    # Steps in 6 of 24 hours: those 12 GPU-hours are the data-bound finding's (40% of them
+    # waste), the other 36 held without work; together no more than the GPUs cost.
+    attribution = _bert_day(stepping_hours=6)
+    (held,) = held_not_working(
+        attribution,  # type: ignore[arg-type]
+        gpu_hour_usd=6.88,
+        window_hours=24,
+        window_start=H - H % 86_400,
+    )
+    assert held.evidence["held_gpu_hours"] == 48.0
+    assert held.evidence["stepping_gpu_hours"] == 12.0
+    assert held.evidence["not_working_gpu_hours"] == 36.0
+    assert held.evidence["waste_in_window_usd"] == pytest.approx(36 * 6.88)
+    assert "it stepped in 12.0, which its training findings price" in held.summary
+    assert "reported no training steps" in held.recommendation
+    assert held.estimated_monthly_waste_usd is not None
+    priced = held.estimated_monthly_waste_usd + _data_bound(6)
+    assert priced == pytest.approx((36 + 0.4 * 12) * 6.88 * 730 / 24)
+    assert priced < 2 * 730 * 6.88

@@ -5,17 +5,23 @@ import pytest
 
 from lambdas.weekly_report.figures import WeekFigures
 from lambdas.weekly_report.render import html_report
-from lambdas.weekly_report.waste import waste_csv, week_waste
+from lambdas.weekly_report.waste import COVERAGE, waste_csv, week_waste
 
 
 def day(notebook_idle: float) -> dict[str, object]:
     return {
         "classes": {"held_working": 20.0, "held_not_working": notebook_idle, "not_held": 4.0},
         "unmeasured_gpu_hours": 0.5,
+        "stepping_under_threshold_gpu_hours": 2.0,
         "no_container_insights_gpu_hours": 1.25,
         "unattributed_gpu_hours": 0.25,
         "namespaces": [
-            {"namespace": "vision", "held_gpu_hours": 20.0, "working_gpu_hours": 20.0},
+            {
+                "namespace": "vision",
+                "held_gpu_hours": 20.0,
+                "working_gpu_hours": 20.0,
+                "stepping_gpu_hours": 18.0,
+            },
             {
                 "namespace": "research",
                 "held_gpu_hours": notebook_idle,
@@ -60,6 +66,7 @@ def test_the_week_sums_days_ranks_idle_holders_and_compares_with_last_week() -> 
     }
     # What the classes rest on, summed over the days, is in the report.
     assert waste["unmeasured_gpu_hours"] == 3.5
+    assert waste["stepping_under_threshold_gpu_hours"] == 14.0
     assert waste["no_container_insights_gpu_hours"] == 8.75
     assert waste["unattributed_gpu_hours"] == 1.75
     assert job["not_working_change_gpu_hours"] == 68.0
@@ -67,13 +74,22 @@ def test_the_week_sums_days_ranks_idle_holders_and_compares_with_last_week() -> 
     assert rows[0]["namespace"] == "research"
     assert (rows[0]["cluster"], rows[0]["week"]) == ("c", "2026-W48")
     assert float(rows[0]["waste_usd"]) == pytest.approx(481.6)
+    assert [(r["namespace"], float(r["stepping_gpu_hours"])) for r in rows] == [
+        ("research", 0.0),
+        ("vision", 126.0),
+    ]
     # Showback charges every held GPU-hour, idle or not.
     assert float(rows[0]["held_usd"]) == pytest.approx(
         float(rows[0]["held_gpu_hours"]) * waste["gpu_hour_usd"], abs=0.01
     )
     html = html_report(WeekFigures(cluster="c", week="2026-W48", waste=waste))
-    assert html.index('id="waste"') < html.index('id="headline"')
+    # What to do first, then the headline, then the tables it comes from.
+    assert html.index('id="actions"') < html.index('id="headline"') < html.index('id="waste"')
     assert "alice-notebook (inferred)" in html
+    assert "14.0 GPU-hours drew under the thresholds while their job stepped" in html
     assert "3.5 GPU-hours were held with no power reading" in html
-    assert "8.8 held on nodes without Container Insights data" in html
-    assert "1.8 GPU-hours of pods' holds could not be placed" in html
+    assert "8.8 GPU-hours were held on nodes without Container Insights data" in html
+    assert "1.8 GPU-hours of pods&#x27; holds could not be placed" in html
+    # Nothing to say, nothing said: no sentence of zeros.
+    quiet = {**waste, **dict.fromkeys(COVERAGE, 0.0)}
+    assert "Of these" not in html_report(WeekFigures(cluster="c", week="w", waste=quiet))

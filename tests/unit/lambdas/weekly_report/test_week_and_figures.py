@@ -68,6 +68,8 @@ def _figures() -> tuple[dict[str, Any], WeekFigures]:
                         "warning",
                         600.0,
                         waste_in_lookback_usd=120.0,
+                        gpu_hours=64.0,
+                        gpu_hour_usd=6.88,
                     ),
                     "not json",
                     '{"no": "kind"}',
@@ -135,9 +137,14 @@ def test_figures_from_known_inputs() -> None:
     }
     assert next(f["kind"] for f in document["top_findings"]) == "gpu_xid_errors"  # critical first
     assert document["storage_waste_usd"] == 40.0  # the same idle volume on two days counts once
-    assert document["most_wasteful_jobs"] == [
-        {"job": "bert", "waste_usd": 120.0, "held_not_working_usd": None, "inferred": False}
-    ]  # no attribution given
+    # No attribution given: bert's waste is a week of its finding's $600 a month.
+    (bert,) = document["most_wasteful_jobs"]
+    assert (bert["job"], bert["held_not_working_usd"], bert["waste_usd"]) == (
+        "bert",
+        None,
+        round(600 * 168 / 730, 2),
+    )
+    assert bert["priced_findings"][0]["basis"] == "finding"
     assert document["costliest_jobs"][0]["job"] == "bert"
     assert document["xids"][0] == {"node": "node-b", "code": "13", "count": 3.0}
     assert (document["malformed_finding_lines"], document["finding_files"]) == (2, 2)
@@ -207,58 +214,144 @@ def test_an_empty_week_says_so() -> None:
     assert text_summary(empty, link="L").endswith("No findings this week.\nReport: L")
 
 
-def test_job_tables_take_held_hours_from_the_attribution_and_label_both_measures() -> None:
-    """The same job in both tables: its held GPU-hours and dollars are the attribution's (the
-    waste section's), its stepping hours the training analyzer's, each labelled; a job the
-    attribution only infers gets no held figure. A week with no storage analysis has no storage
-    figure, and next to a last week without one a figure reads "new", not "up"."""
-    table = {
-        "classes": {"held_not_working": 48.0},
-        "jobs": [
-            {"namespace": "nlp", "job": "bert", "held_gpu_hours": 48.0,
-             "not_working_gpu_hours": 48.0, "waste_usd": 330.24},
-            {"namespace": "lab", "job": "notebook", "held_gpu_hours": 24.0,
-             "not_working_gpu_hours": 10.0, "waste_usd": 68.8, "inferred": True},
-        ],
-    }  # fmt: skip
-    finding = {
-        "kind": "training_data_bound",
-        "resource": "job/bert",
-        "severity": "warning",
-        "evidence": {"waste_in_lookback_usd": 44.0},
-    }
+#: The demo's week as the attribution saw it: bert-data-bound stepping on its two GPUs all
+#: week at 22% of their power limit, its ranks waiting for data 40% of each step; the notebook
+#: idle overnight (inferred from its pod's name); resnet-healthy stepping and working.
+WEEK_JOBS = [
+    {"namespace": "nlp", "job": "bert-data-bound", "held_gpu_hours": 336.0,
+     "working_gpu_hours": 336.0, "stepping_gpu_hours": 336.0, "not_working_gpu_hours": 0.0,
+     "waste_usd": 0.0},
+    {"namespace": "research", "job": "jupyter-alice", "held_gpu_hours": 168.0,
+     "working_gpu_hours": 63.0, "not_working_gpu_hours": 105.0, "waste_usd": 722.4,
+     "inferred": True},
+    {"namespace": "vision", "job": "resnet-healthy", "held_gpu_hours": 336.0,
+     "working_gpu_hours": 336.0, "stepping_gpu_hours": 336.0, "not_working_gpu_hours": 0.0,
+     "waste_usd": 0.0},
+]  # fmt: skip
+
+
+def _priced(kind: str, resource: str, monthly: float, **evidence: float) -> dict[str, Any]:
+    finding: dict[str, Any] = json.loads(
+        _finding(kind, resource, "warning", monthly, day="2026-11-29", **evidence)
+    )
+    return finding
+
+
+def _week_of_jobs(findings: list[dict[str, Any]]) -> WeekFigures:
     week = days(date(2026, 11, 23), date(2026, 11, 30))
-    figures = week_figures(
+    return week_figures(
         cluster="train",
         week="2026-W48",
         gpu_days=[GpuDay(d, 24.0, 50.0, None) for d in week],
         xids=[],
         alarms=[],
-        files=read_findings([json.dumps(finding)]),
-        job_costs={"bert": {"gpu_hours": 16.0, "dollars": 110.08, "active_hours": 8.0}},
-        throughput={"bert": [100.0] * 7},
-        waste=week_waste({"2026-11-23": table}, gpu_hour_usd=6.88),
+        files=read_findings([json.dumps(f) for f in findings]),
+        job_costs={
+            job: {"gpu_hours": 48.0, "dollars": 330.24, "active_hours": 24.0}
+            for job in ("bert-data-bound", "resnet-healthy", "llama-slow-checkpoint")
+        },
+        throughput={"bert-data-bound": [100.0] * 7},
+        waste=week_waste({"2026-11-23": {"jobs": WEEK_JOBS}}, gpu_hour_usd=6.88),
         previous={"storage_waste_usd": None},
         storage_analyzed=True,
     )
-    assert figures.costliest_jobs == [
-        {"job": "bert", "gpu_hours": 16.0, "dollars": 110.08, "active_hours": 8.0,
-         "held_gpu_hours": 48.0, "held_usd": 330.24, "held_not_working_usd": 330.24},
-    ]  # fmt: skip
-    # The notebook's name is inferred: it is no training job's, but it wasted GPU-hours, so it
-    # ranks among the jobs that wasted most, marked.
-    assert [(j["job"], j["inferred"]) for j in figures.most_wasteful_jobs] == [
-        ("bert", False),
-        ("notebook", True),
+
+
+#: The training analyzer's findings of the week's last day (a one-day lookback): bert waits
+#: 40% of its 48 stepping GPU-hours; llama, on GPUs the exporter does not report, stalls on
+#: checkpoints; the notebook's last day held without work; an idle volume.
+FINDINGS = [
+    _priced("training_data_bound", "job/bert-data-bound", 0.4 * 48 * 6.88 * 730 / 24,
+            waste_in_lookback_usd=0.4 * 48 * 6.88, gpu_hours=48.0, gpu_hour_usd=6.88),
+    _priced("training_slow_checkpoint", "job/llama-slow-checkpoint", 635.0,
+            waste_in_lookback_usd=20.87, gpu_hours=16.0, gpu_hour_usd=6.88),
+    _priced("gpu_held_not_working", "namespace/research/job/jupyter-alice", 3139.2,
+            waste_in_window_usd=103.2),
+    _priced("ebs_idle_volume", "vol-1", 40.0),
+]  # fmt: skip
+
+
+def test_one_gpu_hour_one_class_one_price_in_the_job_tables_and_the_actions() -> None:
+    """The data-bound job's GPU-hours are priced once, by its training finding, on the week's
+    stepping GPU-hours; the job tables and the actions are the same figures, and add up."""
+    figures = _week_of_jobs(FINDINGS)
+    wasted = {j["job"]: j for j in figures.most_wasteful_jobs}
+    bert = wasted["bert-data-bound"]
+    # 40% of 336 stepping GPU-hours at $6.88: $924.67, not the $2,311.68 of 336 GPU-hours
+    # "held without work" plus the finding's own $44 (which main's report put side by side).
+    assert (bert["held_not_working_usd"], bert["waiting_usd"]) == (0.0, 924.67)
+    assert bert["waste_usd"] <= bert["held_usd"]
+    assert wasted["jupyter-alice"]["waste_usd"] == 722.4
+    # llama's pods held no GPU the exporter reported: a week at its finding's pace.
+    assert wasted["llama-slow-checkpoint"]["waste_usd"] == round(635 * 168 / 730, 2)
+    assert "resnet-healthy" not in wasted
+    costs = {j["job"]: j for j in figures.costliest_jobs}
+    assert [costs["resnet-healthy"][k] for k in ("held_gpu_hours", "stepping_gpu_hours")] == [
+        336.0,
+        336.0,
     ]
-    assert figures.most_wasteful_jobs[0] == {
-        "job": "bert", "waste_usd": 44.0, "held_not_working_usd": 330.24, "inferred": False,
-    }  # fmt: skip
+    assert costs["llama-slow-checkpoint"]["held_gpu_hours"] is None
+    assert costs["bert-data-bound"] == bert  # one row, in both tables
+    # The actions: the most dollars first, each GPU-hour once, adding up to the week's total.
+    assert [(a["title"], a["usd"]) for a in figures.actions] == [
+        ("bert-data-bound: waits for data", 924.67),
+        ("research / jupyter-alice: 105.0 GPU-hours held without work", 722.4),
+        ("llama-slow-checkpoint: stalls on checkpoint saves", 146.14),
+        ("vol-1: idle EBS volume", 9.21),
+    ]
+    assert figures.priced_waste_usd == pytest.approx(924.67 + 722.4 + 146.14 + 9.21)
+    assert figures.actions[0]["evidence"].startswith(
+        "40% of its 336.0 stepping GPU-hours this week. training_data_bound job/bert-data-bound"
+    )
+    assert figures.actions[1]["finding"] == (
+        "gpu_held_not_working namespace/research/job/jupyter-alice"
+    )
     html = html_report(figures)
-    assert '<h3 id="wasteful-jobs">Jobs that wasted most</h3>' in html
-    assert "<td>notebook (inferred)</td>" in html
-    assert '<th scope="col">GPU-hours held (week)</th>' in html
-    assert '<th scope="col">GPU-hours stepping (last lookback)</th>' in html
+    # The report opens with the actions, before the headline and the tables.
+    assert html.index('id="actions"') < html.index('id="headline"') < html.index('id="waste"')
+    assert "<b>$925 this week</b>: <b>bert-data-bound: waits for data</b>" in html
+    assert '<th scope="col">of them stepping</th>' in html
+    assert "<td>llama-slow-checkpoint (at its findings&#x27; pace)</td>" in html
+    assert "<td>jupyter-alice (inferred)</td>" in html
+    # Every table says how it relates to the others, in one sentence.
+    assert html.count("<table>") == html.count('<p class="relates">') - 2  # actions, headline
+    summary = text_summary(figures, link="L")
+    assert "What to do this week ($1,802 priced, each GPU-hour once):" in summary
+    assert "- $925: bert-data-bound: waits for data" in summary
+
+
+def test_a_jobs_training_findings_together_price_at_most_its_stepping_hours() -> None:
+    # Two findings that each say more than half of bert's stepping time was lost: together
+    # they take all of its stepping GPU-hours, never more (the larger share first).
+    slow = _priced(
+        "training_slow_checkpoint",
+        "job/bert-data-bound",
+        1.0,
+        waste_in_lookback_usd=0.7 * 48 * 6.88,
+        gpu_hours=48.0,
+        gpu_hour_usd=6.88,
+    )
+    bound = _priced(
+        "training_data_bound",
+        "job/bert-data-bound",
+        1.0,
+        waste_in_lookback_usd=0.5 * 48 * 6.88,
+        gpu_hours=48.0,
+        gpu_hour_usd=6.88,
+    )
+    bert = next(j for j in _week_of_jobs([slow, bound]).most_wasteful_jobs)
+    assert [(p["kind"], p["share"], p["gpu_hours"]) for p in bert["priced_findings"]] == [
+        ("training_slow_checkpoint", 0.7, 235.2),
+        ("training_data_bound", 0.3, 100.8),
+    ]
+    assert bert["waste_usd"] == bert["held_usd"] == 2311.68
+
+
+def test_a_week_without_storage_analysis_has_no_storage_figure() -> None:
+    """A week with no storage analysis has no storage figure, and next to a last week without
+    one a figure reads "new", not "up"; the throughput chart is dated by the week's days."""
+    figures = _week_of_jobs([])
+    html = html_report(figures)
     assert "Storage waste a month<b>$0</b><small>new</small>" in html
     # The throughput chart is dated by the week's days, as the other charts.
     chart = html[html.index("Training throughput by job") :]

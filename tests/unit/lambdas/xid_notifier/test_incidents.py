@@ -391,3 +391,47 @@ def test_a_malformed_configuration_is_the_projects_error() -> None:
     event["detail"]["configuration"] = "x"
     with pytest.raises(AlarmEventError, match="configuration"):
         from_alarm_event(event, DEPLOYMENT)
+
+
+def _documents_delivered_late(delay_s: float) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """XID 79 three times, as the exporter writes it, in a log batch that reached CloudWatch
+    Logs ``delay_s`` later (the agent retried it): the events' timestamps are the later ones."""
+    exporter = _exporter()
+    t0 = 1_772_460_000.0  # 2026-03-02 14:00:00 UTC
+    documents = [
+        exporter.xid_document(XidEvent(gpu_index=3, code=79, time=t0 + i), ["7f1c2d3e-pod-a"])
+        for i in range(3)
+    ]
+    late = [int((t0 + delay_s + i) * 1000) for i in range(3)]
+    return documents, _payload([json.dumps(d) for d in documents], late)
+
+
+def test_an_exporter_xid_is_dated_by_its_documents_timestamp_not_its_log_event() -> None:
+    # The EMF specification's _aws.Timestamp: "the time stamp used for metrics extracted from
+    # the event ... milliseconds after Jan 1, 1970 00:00:00 UTC" (CloudWatch User Guide,
+    # "Specification: Embedded metric format"; ../shared/reference/cloudwatch-emf.schema.json).
+    documents, payload = _documents_delivered_late(3600.0)
+    assert [d["_aws"]["Timestamp"] for d in documents] == [
+        1_772_460_000_000,
+        1_772_460_001_000,
+        1_772_460_002_000,
+    ]
+    (group,) = group_xids(parse_log_events(payload, cluster="train").notices)
+    text = render_text(from_xid_group(group, DEPLOYMENT))
+    seen = "3 times between 2026-03-02 14:00:00 UTC and 2026-03-02 14:00:02 UTC"
+    assert f"Seen:          {seen}" in text
+    # The incident's window is the GPU's: a late batch of the same XIDs is the same incident.
+    assert group.key == f"xid/train/{NODE}/3/79/1772460000000"
+
+
+@pytest.mark.parametrize("stamp", [None, "1772460000000", True, -5, float("nan")])
+def test_without_a_readable_document_timestamp_the_log_events_stands(stamp: Any) -> None:
+    documents, _ = _documents_delivered_late(0.0)
+    document = dict(documents[0], _aws=dict(documents[0]["_aws"]))
+    if stamp is None:
+        del document["_aws"]["Timestamp"]
+    else:
+        document["_aws"]["Timestamp"] = stamp
+    at = 1_772_463_600_000  # 15:00:00
+    (notice,) = parse_log_events(_payload([json.dumps(document)], [at]), cluster="train").notices
+    assert notice.time_ms == at

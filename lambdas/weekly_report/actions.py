@@ -1,0 +1,141 @@
+"""What to do this week: the priced problems of the week, the most dollars first, each with
+what to do and the evidence behind it. Pure.
+
+Every action prices GPU-hours of this week once, so the actions add up:
+
+- a job's GPU-hours held without work (the attribution's, per namespace and job), with its
+  ``gpu_held_not_working`` finding as evidence where one was written;
+- a job's training findings, on the share of its stepping GPU-hours they say was lost
+  (lambdas/weekly_report/job_waste.py);
+- every other priced finding (storage), a week of its monthly estimate.
+"""
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from lambdas.weekly_report.job_waste import TRAINING_PREFIX, week_of
+
+HELD_NOT_WORKING: Final = "gpu_held_not_working"
+#: How an action names the problem of each kind it prices.
+TITLES: Final = {
+    "training_data_bound": "waits for data",
+    "training_slow_checkpoint": "stalls on checkpoint saves",
+    "training_gpu_underutilized": "under-uses its GPUs while stepping",
+    "ebs_idle_volume": "idle EBS volume",
+    "ebs_overprovisioned_iops": "EBS IOPS paid for and not used",
+    "ebs_overprovisioned_throughput": "EBS throughput paid for and not used",
+}
+RELEASE: Final = (
+    "Release GPUs a job or notebook does not use (culling idle notebooks, ending finished "
+    "jobs), or find what it waits on; each idle GPU-hour is paid for as a working one."
+)
+
+
+def _title(kind: str) -> str:
+    return TITLES.get(kind, kind.replace("_", " "))
+
+
+def _held_actions(
+    waste: Mapping[str, Any], latest: Mapping[tuple[str, str], Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    actions = []
+    for row in waste.get("all_jobs", []):
+        usd = float(row.get("waste_usd") or 0.0)
+        if usd <= 0:
+            continue
+        namespace, job = str(row["namespace"]), str(row["job"])
+        resource = f"namespace/{namespace}/job/{job}"
+        finding = latest.get((HELD_NOT_WORKING, resource))
+        idle = float(row.get("not_working_gpu_hours") or 0.0)
+        stepping = float(row.get("stepping_gpu_hours") or 0.0)
+        inferred = bool(row.get("inferred"))
+        evidence = (
+            f"its pods held GPUs for {float(row.get('held_gpu_hours') or 0.0):,.1f} GPU-hours "
+            f"this week, {idle:,.1f} of them under the thresholds"
+            + ("" if inferred else f" and without a training step (it stepped in {stepping:,.1f})")
+            + ("; its job inferred from its pods' names" if inferred else "")
+        )
+        if finding is not None:
+            evidence += f". {HELD_NOT_WORKING} {resource}: {finding.get('summary', '')}"
+        actions.append(
+            {
+                "title": f"{namespace} / {job}: {idle:,.1f} GPU-hours held without work",
+                "usd": round(usd, 2),
+                "gpu_hours": round(idle, 2),
+                "what_to_do": str(finding.get("recommendation")) if finding else RELEASE,
+                "evidence": evidence,
+                "finding": f"{HELD_NOT_WORKING} {resource}" if finding else None,
+            }
+        )
+    return actions
+
+
+def _training_actions(
+    jobs: Sequence[Mapping[str, Any]], latest: Mapping[tuple[str, str], Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    actions = []
+    for row in jobs:
+        for priced in row.get("priced_findings", []):
+            if priced["usd"] <= 0:
+                continue
+            finding = latest.get((priced["kind"], priced["resource"]), {})
+            if priced["basis"] == "week":
+                basis = (
+                    f"{priced['share']:.0%} of its {float(row['stepping_gpu_hours']):,.1f} "
+                    "stepping GPU-hours this week"
+                )
+            else:
+                basis = (
+                    "a week at the finding's own pace (its pods held no GPU the exporter "
+                    "reported this week)"
+                )
+            actions.append(
+                {
+                    "title": f"{row['job']}: {_title(priced['kind'])}",
+                    "usd": priced["usd"],
+                    "gpu_hours": priced["gpu_hours"],
+                    "what_to_do": str(finding.get("recommendation", "")),
+                    "evidence": f"{basis}. {priced['kind']} {priced['resource']}: "
+                    f"{finding.get('summary', '')}",
+                    "finding": f"{priced['kind']} {priced['resource']}",
+                }
+            )
+    return actions
+
+
+def _other_actions(findings: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    actions = []
+    for finding in findings:
+        kind = str(finding["kind"])
+        monthly = finding.get("estimated_monthly_waste_usd")
+        if kind.startswith(TRAINING_PREFIX) or kind == HELD_NOT_WORKING or not monthly:
+            continue
+        resource = str(finding.get("resource", ""))
+        actions.append(
+            {
+                "title": f"{resource}: {_title(kind)}",
+                "usd": round(week_of(float(monthly)), 2),
+                "gpu_hours": None,
+                "what_to_do": str(finding.get("recommendation", "")),
+                "evidence": f"a week of ${float(monthly):,.0f} a month. {kind} {resource}: "
+                f"{finding.get('summary', '')}",
+                "finding": f"{kind} {resource}",
+            }
+        )
+    return actions
+
+
+def week_actions(
+    waste: Mapping[str, Any],
+    jobs: Sequence[Mapping[str, Any]],
+    findings: Sequence[Mapping[str, Any]],
+) -> list[dict[str, Any]]:
+    """Every priced action of the week, the most dollars first. ``jobs`` are
+    ``job_rows(...)``; ``findings`` the week's latest finding per kind and resource."""
+    latest = {(str(f["kind"]), str(f.get("resource", ""))): f for f in findings}
+    actions = [
+        *_held_actions(waste, latest),
+        *_training_actions(jobs, latest),
+        *_other_actions(findings),
+    ]
+    return sorted(actions, key=lambda a: (-a["usd"], a["title"]))

@@ -1,0 +1,132 @@
+"""Each job's week, every GPU-hour priced once: pure, from the week's attribution (``waste``,
+lambdas/weekly_report/waste.py) and the week's findings.
+
+A job's held GPU-hours fall in one class each (attribution.py). Its hours without work
+(``not_working_gpu_hours``: under the thresholds, and no training step) are priced as held
+without work. Its stepping hours are held and working; a priced training finding (waiting for
+data, a slow checkpoint, GPUs under-used while stepping) says which share of them was lost,
+and that share of the week's stepping GPU-hours is its price. A job's training findings
+together take at most all of its stepping hours (the largest share first), so no GPU-hour is
+priced twice and a job's waste never exceeds what its GPUs cost.
+
+Where the attribution holds no GPU-hour of the job (its pods ran on GPUs the exporter did
+not report), the week is priced at its finding's own pace: a week (168 hours) of its monthly
+estimate (730 hours), marked ``basis: "finding"``.
+"""
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from lambdas.gpu_analyzer.findings import HOURS_PER_MONTH
+
+HOURS_PER_WEEK: Final = 168
+TRAINING_PREFIX: Final = "training_"
+
+
+def week_of(monthly: float) -> float:
+    """A week of a monthly figure (the findings' month is 730 hours)."""
+    return monthly * HOURS_PER_WEEK / HOURS_PER_MONTH
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def lost_share(finding: Mapping[str, Any]) -> float | None:
+    """The share of the job's stepping GPU-hours a training finding prices: its waste over
+    the cost of the GPU-hours it looked at (its evidence), 0 to 1; None if it is not priced."""
+    evidence = finding.get("evidence") or {}
+    waste = _number(evidence.get("waste_in_lookback_usd"))
+    hours = _number(evidence.get("gpu_hours"))
+    price = _number(evidence.get("gpu_hour_usd"))
+    if waste is None or not hours or not price or hours <= 0 or price <= 0:
+        return None
+    return min(1.0, max(0.0, waste / (hours * price)))
+
+
+def _empty(job: str, inferred: bool) -> dict[str, Any]:
+    return {
+        "job": job,
+        "namespaces": [],
+        "inferred": inferred,
+        "in_attribution": False,
+        "held_gpu_hours": None,
+        "stepping_gpu_hours": None,
+        "not_working_gpu_hours": None,
+        "held_usd": None,
+        "held_not_working_usd": None,
+        "priced_findings": [],
+        "waiting_usd": 0.0,
+        "waste_usd": 0.0,
+    }
+
+
+def _add_attribution(row: dict[str, Any], attributed: Mapping[str, Any], price: float) -> None:
+    row["in_attribution"] = True
+    row["namespaces"] = sorted({*row["namespaces"], str(attributed.get("namespace", ""))})
+    for field in ("held_gpu_hours", "stepping_gpu_hours", "not_working_gpu_hours"):
+        row[field] = round((row[field] or 0.0) + float(attributed.get(field) or 0.0), 2)
+    row["held_usd"] = round(row["held_gpu_hours"] * price, 2)
+    row["held_not_working_usd"] = round(row["not_working_gpu_hours"] * price, 2)
+
+
+def _price_findings(
+    row: dict[str, Any], findings: Sequence[Mapping[str, Any]], price: float
+) -> None:
+    """The job's priced training findings on the week, the largest share first, together at
+    most its stepping GPU-hours (or, at the findings' pace, at most all of their hours)."""
+    shared = [(share, f) for f in findings if (share := lost_share(f)) is not None]
+    left = 1.0
+    for share, finding in sorted(shared, key=lambda sf: (-sf[0], str(sf[1].get("kind")))):
+        taken = min(share, left)
+        left -= taken
+        if row["in_attribution"]:
+            basis = "week"
+            gpu_hours = taken * float(row["stepping_gpu_hours"] or 0.0)
+            usd = gpu_hours * price
+        else:
+            basis = "finding"
+            monthly = float(finding.get("estimated_monthly_waste_usd") or 0.0)
+            usd = week_of(monthly) * (taken / share if share else 0.0)
+            gpu_hours = usd / price if price else 0.0
+        row["priced_findings"].append(
+            {
+                "kind": str(finding.get("kind")),
+                "resource": str(finding.get("resource", "")),
+                "share": round(taken, 4),
+                "gpu_hours": round(gpu_hours, 2),
+                "usd": round(usd, 2),
+                "basis": basis,
+            }
+        )
+    row["waiting_usd"] = round(sum((p["usd"] for p in row["priced_findings"]), 0.0), 2)
+
+
+def job_rows(
+    waste: Mapping[str, Any],
+    findings: Iterable[Mapping[str, Any]],
+    training_jobs: Iterable[str] = (),
+) -> list[dict[str, Any]]:
+    """One row per job: the attribution's week (summed over its namespaces), its training
+    findings priced on it, and ``waste_usd``, the two added. A name the attribution only
+    inferred from a pod name is no training job's: it is a row of its own, marked."""
+    price = float(waste.get("gpu_hour_usd") or 0.0)
+    rows: dict[tuple[str, bool], dict[str, Any]] = {}
+    for attributed in waste.get("all_jobs", []):
+        inferred = bool(attributed.get("inferred"))
+        key = (str(attributed["job"]), inferred)
+        _add_attribution(rows.setdefault(key, _empty(*key)), attributed, price)
+    by_job: dict[str, list[Mapping[str, Any]]] = {}
+    for finding in findings:
+        kind, resource = str(finding.get("kind", "")), str(finding.get("resource", ""))
+        if kind.startswith(TRAINING_PREFIX) and resource.startswith("job/"):
+            by_job.setdefault(resource.removeprefix("job/"), []).append(finding)
+    for job in {*training_jobs, *by_job}:
+        rows.setdefault((job, False), _empty(job, False))
+    for (job, inferred), row in rows.items():
+        if not inferred:
+            _price_findings(row, by_job.get(job, []), price)
+        row["waste_usd"] = round((row["held_not_working_usd"] or 0.0) + row["waiting_usd"], 2)
+    return sorted(rows.values(), key=lambda r: (-r["waste_usd"], r["job"], r["inferred"]))
