@@ -80,6 +80,11 @@ def parse(sql: str) -> Query:
     if match["ofunc"] and match["ofunc"].upper() != function:
         raise InsightsQueryError(f"ORDER BY {match['ofunc']}() differs from SELECT in {sql!r}")
     group = tuple(g.strip() for g in match["group"].split(",")) if match["group"] else ()
+    # LIMIT: "The maximum value that you can specify is 500" (Metrics Insights query components
+    # and syntax): CloudWatch refuses a larger one, so a query that asks for it is no alarm's.
+    limit = int(match["limit"]) if match["limit"] else MAX_SERIES
+    if not 1 <= limit <= MAX_SERIES:
+        raise InsightsQueryError(f"LIMIT {limit} is outside 1 to {MAX_SERIES} in {sql!r}")
     return Query(
         namespace=namespace,
         metric=match["metric"],
@@ -88,7 +93,7 @@ def parse(sql: str) -> Query:
         function=function,
         group_by=group,
         order=match["order"].upper() if match["order"] else None,
-        limit=min(int(match["limit"]), MAX_SERIES) if match["limit"] else MAX_SERIES,
+        limit=limit,
     )
 
 

@@ -43,3 +43,11 @@ def test_an_unsupported_query_is_named() -> None:
         parse("SELECT p FROM GpuInsights")
     with pytest.raises(InsightsQueryError, match="unsupported condition"):
         parse(f"SELECT AVG(p) FROM {SCHEMA} WHERE GpuIndex != '1'")
+
+
+@pytest.mark.parametrize("limit", [0, 501, 1000])
+def test_a_limit_cloudwatch_refuses_is_refused(limit: int) -> None:
+    """AWS: "The maximum value that you can specify is 500" (Metrics Insights query components and
+    syntax): a larger LIMIT is an error there, not 500 series."""
+    with pytest.raises(InsightsQueryError, match=f"LIMIT {limit} is outside 1 to 500"):
+        parse(f"SELECT AVG(p) FROM {SCHEMA} GROUP BY GpuIndex LIMIT {limit}")
