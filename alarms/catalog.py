@@ -30,6 +30,8 @@ from contract.metrics import (
     CI_POD_GPU_POWER_METRIC,
     CI_POD_GPU_SCHEMA,
     DIM_CLUSTER,
+    DIM_FULL_POD_NAME,
+    DIM_GPU_DEVICE,
     DIM_GPU_INDEX,
     DIM_NODE,
     DIM_SHARD,
@@ -164,7 +166,7 @@ def low_power_alarm(settings: AlarmSettings, shard: str = "0") -> AlarmSpec:
             schema=CI_POD_GPU_SCHEMA,
             where=((DIM_CLUSTER, settings.cluster_name),),
             function="MAX",
-            group_by=(DIM_CLUSTER, "FullPodName", "GpuDevice"),
+            group_by=(DIM_CLUSTER, DIM_FULL_POD_NAME, DIM_GPU_DEVICE),
             order="ASC",
         )
         threshold = round(power.watts_per_gpu * share / 100, 1)
@@ -172,7 +174,10 @@ def low_power_alarm(settings: AlarmSettings, shard: str = "0") -> AlarmSpec:
             f"a pod-held GPU's peak power stayed under {threshold:g} W "
             f"({share:g}% of {power.gpu}'s {power.watts_per_gpu:g} W)"
         )
-        names = "Each contributor (ClusterName, FullPodName, GpuDevice) names the pod and GPU."
+        names = (
+            f"Each contributor ({DIM_CLUSTER}, {DIM_FULL_POD_NAME}, {DIM_GPU_DEVICE}) names "
+            "the pod and GPU."
+        )
         sharded = None  # Container Insights' series carry no shard: one alarm, 500 GPUs
     return AlarmSpec(
         key="gpu-low-power",

@@ -4,11 +4,16 @@ in the demo alike. The declarations (names, types, defaults) are the functions' 
 (``lambdas/<function>/config.py``); the names of resources are the caller's (CloudFormation
 references at synth, moto's names in the demo)."""
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from alarms.catalog import deployed_alarms
 from alarms.model import Severity
 from cdk.settings import Settings
 from contract.resource_names import dashboard_name
 from dashboards.links import NODE_DASHBOARD
+from deploy_config.manifest import REQUIRED_NODE_EXPRESSIONS
+from lambdas.silence_check.config import SilenceCheckConfig, lookback_for
 from lambdas.storage_analyzer.aws import VolumeScope
 from lambdas.storage_analyzer.config import StorageConfig
 from lambdas.training_analyzer.config import TrainingConfig
@@ -18,6 +23,8 @@ from lambdas.xid_notifier.notification import Severity as NotifiedSeverity
 
 #: The dashboard a notification links to, with the node picked in its NodeName variable.
 GPU_DASHBOARD = NODE_DASHBOARD
+#: Kubernetes' ``kubernetes.io/arch`` values as EC2's ``Architecture`` names them.
+EC2_ARCHITECTURE = {"amd64": "x86_64", "arm64": "arm64"}
 
 
 def storage_config(
@@ -81,6 +88,25 @@ def notifier_config(
         exporter_log_group=exporter_log_group,
         alarm_kinds={s.alarm_kind: (_severity(s.severity), s.title) for s in specs},
     )
+
+
+def silence_config(settings: Settings) -> SilenceCheckConfig:
+    """The silence check reads ``MISSED_CYCLES`` of the exporter's cycles back, on the
+    instances the exporter's DaemonSet may run on."""
+    return SilenceCheckConfig(
+        cluster_name=settings.cluster_name,
+        lookback_s=lookback_for(settings.exporter_interval_seconds),
+        architectures=exporter_architectures(REQUIRED_NODE_EXPRESSIONS),
+    )
+
+
+def exporter_architectures(expressions: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The EC2 architectures of the nodes the exporter's DaemonSet may run on (its required
+    ``kubernetes.io/arch`` expression): the nodes the silence check expects to report."""
+    for expression in expressions:
+        if expression["key"] == "kubernetes.io/arch" and expression["operator"] == "In":
+            return tuple(EC2_ARCHITECTURE[value] for value in expression["values"])
+    return tuple(EC2_ARCHITECTURE.values())
 
 
 def _severity(severity: Severity) -> NotifiedSeverity:

@@ -153,9 +153,22 @@ def host_log_namespace(cluster_name: str) -> str:
     return f"{NAMESPACE_GPU}/HostLogs/{cluster_name}"
 
 
+#: Container Insights' PodName is the pod's controller's name where a DaemonSet, Job, ReplicaSet
+#: (its Deployment) or ReplicationController owns it, the pod's own name otherwise; FullPodName
+#: is always the pod's own name (amazon-contributing/opentelemetry-collector-contrib
+#: receiver/awscontainerinsightreceiver/internal/stores/podstore.go, addPodOwnersAndPodName).
+DIM_POD_NAME: Final = "PodName"
+DIM_FULL_POD_NAME: Final = "FullPodName"
+DIM_GPU_DEVICE: Final = "GpuDevice"
 #: Container Insights' per-pod GPU power series (only GPUs that a pod holds have one).
 CI_POD_GPU_POWER_METRIC: Final = "pod_gpu_power_draw"
-CI_POD_GPU_SCHEMA: Final = ("ClusterName", "FullPodName", "GpuDevice", "Namespace", "PodName")
+CI_POD_GPU_SCHEMA: Final = (
+    DIM_CLUSTER,
+    DIM_FULL_POD_NAME,
+    DIM_GPU_DEVICE,
+    DIM_NAMESPACE,
+    DIM_POD_NAME,
+)
 #: Container Insights' per-pod GPU utilization: a series exists for a (pod, GPU) while the pod
 #: holds that GPU, which is what the GPU analyzer reads holding from. Enhanced Container
 #: Insights publishes pod_gpu_* with dimensions (ClusterName, Namespace, PodName, FullPodName,
@@ -164,14 +177,7 @@ CI_POD_GPU_SCHEMA: Final = ("ClusterName", "FullPodName", "GpuDevice", "Namespac
 #: and aws/amazon-cloudwatch-agent translator/translate/otel/exporter/awsemf/kubernetes.go.
 CI_POD_GPU_UTILIZATION_METRIC: Final = "pod_gpu_utilization"
 CI_NODE_GPU_POWER_METRIC: Final = "node_gpu_power_draw"
-CI_NODE_GPU_SCHEMA: Final = ("ClusterName", "GpuDevice", "InstanceId", "InstanceType", "NodeName")
-#: Container Insights' PodName is the pod's controller's name where a DaemonSet, Job, ReplicaSet
-#: (its Deployment) or ReplicationController owns it, the pod's own name otherwise; FullPodName
-#: is always the pod's own name (amazon-contributing/opentelemetry-collector-contrib
-#: receiver/awscontainerinsightreceiver/internal/stores/podstore.go, addPodOwnersAndPodName).
-DIM_POD_NAME: Final = "PodName"
-DIM_FULL_POD_NAME: Final = "FullPodName"
-DIM_GPU_DEVICE: Final = "GpuDevice"
+CI_NODE_GPU_SCHEMA: Final = (DIM_CLUSTER, DIM_GPU_DEVICE, "InstanceId", "InstanceType", DIM_NODE)
 
 #: Daily GPU-hour attribution totals of the GPU analyzer, for showback dashboards.
 WASTE_DIMENSIONS: Final = (DIM_CLUSTER, DIM_NAMESPACE)

@@ -7,8 +7,7 @@ A failed run is not retried: the next one, five minutes on, reads fresher data, 
 keep failing publish nothing, which is what ``gpu-silence-check`` pages on. So there is no
 dead-letter queue either: a failed run leaves nothing to replay."""
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_events as events
@@ -23,7 +22,6 @@ from cdk.constructs.lambda_code import lambda_code
 from cdk.constructs.nag import acknowledge_wildcard_resources
 from cdk.constructs.sdk_layer import sdk_layer
 from contract.metrics import NAMESPACE_GPU
-from deploy_config.manifest import REQUIRED_NODE_EXPRESSIONS
 from lambdas.silence_check.config import SCHEDULE_MINUTES, SilenceCheckConfig
 
 #: What the function imports.
@@ -33,35 +31,17 @@ MODULES = (
     "lambdas/silence_check/handler.py",
     "lambdas/silence_check/silence.py",
     "lambdas/shared/aws_clients.py",
+    "lambdas/shared/config.py",
     "lambdas/shared/events.py",
     "lambdas/shared/metric_fetcher.py",
     "contract/metrics.py",
 )
 HANDLER = "lambdas.silence_check.handler.handler"
-#: Kubernetes' ``kubernetes.io/arch`` values as EC2's ``Architecture`` names them.
-EC2_ARCHITECTURE = {"amd64": "x86_64", "arm64": "arm64"}
 NO_RETRY_REASONS: Mapping[str, str] = {
     "CKV_AWS_116": "a failed run is not retried and leaves nothing to keep: the next "
     "scheduled run reads fresher data, and runs that keep failing stop the heartbeat that "
     "the gpu-silence-check alarm pages on",
 }
-
-
-def exporter_architectures(expressions: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
-    """The EC2 architectures of the nodes the exporter's DaemonSet may run on (its required
-    ``kubernetes.io/arch`` expression): the nodes the check expects to report."""
-    for expression in expressions:
-        if expression["key"] == "kubernetes.io/arch" and expression["operator"] == "In":
-            return tuple(EC2_ARCHITECTURE[value] for value in expression["values"])
-    return tuple(EC2_ARCHITECTURE.values())
-
-
-def silence_config(cluster_name: str, lookback_s: int) -> SilenceCheckConfig:
-    return SilenceCheckConfig(
-        cluster_name=cluster_name,
-        lookback_s=lookback_s,
-        architectures=exporter_architectures(REQUIRED_NODE_EXPRESSIONS),
-    )
 
 
 class SilenceCheck(Construct):

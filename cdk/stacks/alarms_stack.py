@@ -9,9 +9,9 @@ from alarms.catalog import deployed_alarms
 from cdk.constructs.agent_log_group import AgentLogGroup
 from cdk.constructs.alarm_topics import AlarmTopics
 from cdk.constructs.gpu_alarms import GpuAlarms
-from cdk.constructs.silence_check import SilenceCheck, silence_config
+from cdk.constructs.silence_check import SilenceCheck
 from cdk.constructs.xid_notifier import XidNotifier
-from cdk.function_configs import notifier_config
+from cdk.function_configs import notifier_config, silence_config
 from cdk.settings import Settings
 from cdk.stacks.deployment_stack import DeploymentStack
 from contract.metrics import (
@@ -22,7 +22,6 @@ from contract.metrics import (
 )
 from contract.xid import KERNEL_XID_FILTER_PATTERN
 from dashboards.bodies import all_dashboards, encode
-from lambdas.silence_check.config import lookback_for
 
 
 class AlarmsStack(DeploymentStack):
@@ -71,11 +70,7 @@ class AlarmsStack(DeploymentStack):
         #: What reads the exporter's silence from outside the node (lambdas/silence_check).
         self.silence: SilenceCheck | None = None
         if alarm_settings.exporter:
-            self.silence = SilenceCheck(
-                self,
-                "SilenceCheck",
-                config=silence_config(cluster, lookback_for(settings.exporter_interval_seconds)),
-            )
+            self.silence = SilenceCheck(self, "SilenceCheck", config=silence_config(settings))
         self.alarms = GpuAlarms(
             self,
             "GpuAlarms",

@@ -43,6 +43,14 @@ class Variable:
     #: https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html).
     runtime: bool = False
 
+    def read(self, raw: str) -> Any:
+        try:
+            return self.codec.parse(raw)
+        except ValueError as err:
+            raise ConfigError(
+                f"{self.name}={raw!r} is not valid: expected {self.codec.expected}"
+            ) from err
+
 
 def variable(name: str, codec: Codec[Any], *, default: Any = MISSING, runtime: bool = False) -> Any:
     """A field of a function's configuration, read from the environment variable ``name``."""
@@ -145,12 +153,7 @@ class FunctionConfig:
                 if f.default is MISSING and f.default_factory is MISSING:
                     raise ConfigError(f"{var.name} is not set: expected {var.codec.expected}")
                 continue
-            try:
-                values[f.name] = var.codec.parse(raw)
-            except ValueError as err:
-                raise ConfigError(
-                    f"{var.name}={raw!r} is not valid: expected {var.codec.expected}"
-                ) from err
+            values[f.name] = var.read(raw)
         return cls(**values)
 
     @classmethod
@@ -171,13 +174,16 @@ class FunctionConfig:
 
     def environment(self, *, runtime: bool = False) -> dict[str, str]:
         """The variables a construct sets (``runtime``: and those Lambda sets, for a caller
-        that stands in for Lambda, as the demo does); a field at None is left unset."""
+        that stands in for Lambda, as the demo does); a field at None is left unset. Each is
+        read back as the handler will read it: a value the handler would refuse at its start
+        is refused here, at synth, with the same :class:`ConfigError`."""
         out = {}
         for name, var in self.variables().items():
             value = getattr(self, name)
             if value is None or (var.runtime and not runtime):
                 continue
             out[var.name] = var.codec.render(value)
+            var.read(out[var.name])
         return out
 
 

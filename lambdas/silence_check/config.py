@@ -1,11 +1,11 @@
-"""The silence check's whole configuration, declared once: its construct writes it into the
-function's environment (``environment``), the handler reads it back (``from_environment``), and
-the tests do both. A setting cannot be dropped between them, and a bad value is refused by
-name at synth and at the handler's start alike."""
+"""The silence check's environment: one declaration, read by its handler at cold start and built
+from the deployment's settings by its construct (cdk/function_configs.py). A bad value is
+refused by name at synth and at the handler's start alike (lambdas/shared/config.py)."""
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Final
+from typing import Final
+
+from lambdas.shared.config import NAMES, TEXT, Codec, FunctionConfig, variable
 
 #: How often the check runs: the alarm period of ``gpu-silent`` (alarms/catalog.py), so each
 #: period holds one run's datapoint.
@@ -13,6 +13,11 @@ SCHEDULE_MINUTES: Final = 5
 #: The shortest look back for a GPU's samples: two check periods, so a cycle the exporter
 #: sent a little late (EMF through the agent takes seconds, sometimes a minute) is not silence.
 MIN_LOOKBACK_S: Final = 600
+#: The longest: ListMetrics' RecentlyActive lists "metrics that have had data points published
+#: in the past three hours, [...] PT3H. This is the only valid value for this parameter", so a
+#: longer look back would miss series
+#: (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_ListMetrics.html).
+MAX_LOOKBACK_S: Final = 3 * 3600
 #: How many exporter cycles a GPU may miss before it is silent.
 MISSED_CYCLES: Final = 3
 #: A GPU instance younger than this is not expected to report yet: it boots, joins the cluster,
@@ -23,10 +28,6 @@ DEFAULT_GRACE_S: Final = 900
 DEFAULT_ARCHITECTURES: Final = ("x86_64",)
 
 
-class SilenceConfigError(ValueError):
-    """A setting of the silence check that it cannot run with; the message names it."""
-
-
 def lookback_for(exporter_interval_s: int) -> int:
     """Seconds of samples read: ``MISSED_CYCLES`` exporter cycles, at least ``MIN_LOOKBACK_S``,
     in whole minutes (GetMetricData's periods are multiples of 60 s)."""
@@ -34,59 +35,43 @@ def lookback_for(exporter_interval_s: int) -> int:
     return -(-seconds // 60) * 60
 
 
+def _lookback(raw: str) -> int:
+    value = int(raw)
+    if not 60 <= value <= MAX_LOOKBACK_S or value % 60:
+        raise ValueError("not whole minutes within ListMetrics' reach")
+    return value
+
+
+def _seconds(raw: str) -> int:
+    value = int(raw)
+    if value < 0:
+        raise ValueError("negative")
+    return value
+
+
+def _architectures(raw: str) -> tuple[str, ...]:
+    names = NAMES.parse(raw)
+    if not names:
+        raise ValueError("no instance would be checked")
+    return names
+
+
+LOOKBACK: Final = Codec[int](
+    f"seconds in whole minutes from 60 to {MAX_LOOKBACK_S}", _lookback, str
+)
+SECONDS: Final = Codec[int]("seconds, 0 or more", _seconds, str)
+ARCHITECTURES: Final = Codec[tuple[str, ...]](
+    "comma-separated EC2 architectures, at least one", _architectures, NAMES.render
+)
+
+
 @dataclass(frozen=True, kw_only=True)
-class SilenceCheckConfig:
-    cluster_name: str
+class SilenceCheckConfig(FunctionConfig):
+    cluster_name: str = variable("CLUSTER_NAME", TEXT)
     #: Seconds back from the run's time in which a GPU must have sent a sample.
-    lookback_s: int = MIN_LOOKBACK_S
-    grace_s: int = DEFAULT_GRACE_S
-    architectures: tuple[str, ...] = DEFAULT_ARCHITECTURES
-
-    #: Each field's environment variable.
-    VARIABLES: ClassVar[dict[str, str]] = {
-        "cluster_name": "CLUSTER_NAME",
-        "lookback_s": "LOOKBACK_SECONDS",
-        "grace_s": "GRACE_SECONDS",
-        "architectures": "ARCHITECTURES",
-    }
-
-    def __post_init__(self) -> None:
-        if not self.cluster_name:
-            raise SilenceConfigError("cluster_name is empty")
-        # ListMetrics' RecentlyActive reaches back three hours: a longer look back would miss
-        # series (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_ListMetrics.html).
-        if not 60 <= self.lookback_s <= 3 * 3600 or self.lookback_s % 60:
-            raise SilenceConfigError(
-                f"lookback_s={self.lookback_s} must be whole minutes from 60 to 10800"
-            )
-        if self.grace_s < 0:
-            raise SilenceConfigError(f"grace_s={self.grace_s} must not be negative")
-        if not self.architectures:
-            raise SilenceConfigError("architectures is empty: no instance would be checked")
-
-    def environment(self) -> dict[str, str]:
-        return {
-            self.VARIABLES["cluster_name"]: self.cluster_name,
-            self.VARIABLES["lookback_s"]: str(self.lookback_s),
-            self.VARIABLES["grace_s"]: str(self.grace_s),
-            self.VARIABLES["architectures"]: ",".join(self.architectures),
-        }
-
-    @classmethod
-    def from_environment(cls, environ: Mapping[str, str]) -> "SilenceCheckConfig":
-        missing = [v for v in cls.VARIABLES.values() if v not in environ]
-        if missing:
-            raise SilenceConfigError(f"the environment lacks {', '.join(missing)}")
-        try:
-            return cls(
-                cluster_name=environ[cls.VARIABLES["cluster_name"]],
-                lookback_s=int(environ[cls.VARIABLES["lookback_s"]]),
-                grace_s=int(environ[cls.VARIABLES["grace_s"]]),
-                architectures=tuple(
-                    a for a in environ[cls.VARIABLES["architectures"]].split(",") if a
-                ),
-            )
-        except ValueError as err:
-            if isinstance(err, SilenceConfigError):
-                raise
-            raise SilenceConfigError(f"a silence check setting is not a number: {err}") from err
+    lookback_s: int = variable("LOOKBACK_SECONDS", LOOKBACK, default=MIN_LOOKBACK_S)
+    grace_s: int = variable("GRACE_SECONDS", SECONDS, default=DEFAULT_GRACE_S)
+    #: The EC2 architectures of the instances expected to report: the exporter's nodes'.
+    architectures: tuple[str, ...] = variable(
+        "ARCHITECTURES", ARCHITECTURES, default=DEFAULT_ARCHITECTURES
+    )

@@ -7,11 +7,10 @@ node and the cluster's counts, and logs the silent ones by name. The ``gpu-silen
 on the first, through the notifier; ``gpu-silence-check`` pages when the cluster's count stops,
 so a check that fails or stops running is not mistaken for a quiet cluster.
 
-Environment: ``SilenceCheckConfig`` (lambdas/silence_check/config.py), read at each invocation.
+Its environment is declared in lambdas/silence_check/config.py and read at cold start.
 """
 
 import logging
-import os
 from typing import Any
 
 from lambdas.shared.aws_clients import ClientCache
@@ -26,7 +25,7 @@ _clients = ClientCache()
 
 
 def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
-    config = SilenceCheckConfig.from_environment(os.environ)
+    config = SilenceCheckConfig.current()
     now = scheduled_time(event).timestamp()
     cluster = config.cluster_name
     nodes = gpu_nodes(_clients("ec2"), cluster, config.architectures)

@@ -26,7 +26,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from contract.metrics import ALL_GPUS, DIM_CLUSTER, DIM_GPU_INDEX, DIM_JOB, DIM_NODE
+from contract.metrics import (
+    ALL_GPUS,
+    DIM_CLUSTER,
+    DIM_FULL_POD_NAME,
+    DIM_GPU_INDEX,
+    DIM_JOB,
+    DIM_NODE,
+)
 from contract.resource_names import alarm_name
 from contract.xid import XidSeverity
 from lambdas.xid_notifier.links import alarm_url, gpu_dashboard_url
@@ -54,8 +61,6 @@ _CONTRIBUTOR_REASON = re.compile(
     r"\[(?P<points>[^\]]*)\]"
 )
 _POINT = re.compile(r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?) \(")
-#: Pod identity in Container Insights' per-pod GPU series (the alarms without the exporter).
-_POD_ATTRIBUTE: Final = "FullPodName"
 
 
 class AlarmEventError(ValueError):
@@ -229,7 +234,8 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
     severity, title = deployment.alarm_kinds[kind]
     node = attributes.get(DIM_NODE, "")
     gpu = attributes.get(DIM_GPU_INDEX, "")
-    pods = (attributes[_POD_ATTRIBUTE],) if _POD_ATTRIBUTE in attributes else ()
+    # Pod identity in Container Insights' per-pod GPU series (the alarms without the exporter).
+    pods = (attributes[DIM_FULL_POD_NAME],) if DIM_FULL_POD_NAME in attributes else ()
     where = f" on {node} GPU {gpu}" if node and gpu else (f" on {pods[0]}" if pods else "")
     if node and gpu == ALL_GPUS:  # the silence check's series for a node that sent nothing
         where = f" on {node}, all its GPUs"

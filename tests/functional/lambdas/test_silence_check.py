@@ -23,12 +23,13 @@ from alarms.backtest import backtest
 from alarms.catalog import AlarmSettings, gpu_alarms
 from alarms.cloudwatch_history import fetch_samples
 from alarms.evaluator import AlarmState
+from cdk.function_configs import silence_config
+from cdk.settings import Settings
 from emf.sinks import BufferedSender, PutMetricDataSink
 from exporter.exporter import Exporter, ExporterConfig
 from exporter.fake_nvml import FakeNvml
 from exporter.simulated_trace import SimulatedGpu, node_trace
 from lambdas.silence_check import handler as silence_handler
-from lambdas.silence_check.config import SilenceCheckConfig
 from tests.functional.lambdas.iam import REGION, Principal, resolve, role_statements, run_as_role
 from tests.functional.lambdas.iam import without as without_statement
 
@@ -84,7 +85,8 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         _ec2_instance(ec2, "m5.large", "train")  # no GPU: nothing to report
         _ec2_instance(ec2, "p5.48xlarge", "other")  # another cluster's
         run_at = float(int(time.time()) + RUN_AFTER_S)
-        config = SilenceCheckConfig(cluster_name="train")
+        # The environment the stack sets (exporter cycles of a minute: ten minutes back).
+        config = silence_config(Settings(cluster_name="train", exporter_interval_seconds=60))
         for key, value in config.environment().items():
             monkeypatch.setenv(key, value)
         yield {"ec2": ec2, "cloudwatch": cloudwatch, "nodes": list(launched),

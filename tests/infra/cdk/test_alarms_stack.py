@@ -5,6 +5,7 @@ from aws_cdk import Stack
 from aws_cdk.assertions import Match, Template
 from cfnlint.api import lint
 
+from lambdas.silence_check.config import SilenceCheckConfig
 from tests.infra.conftest import Synth
 
 PROD = {
@@ -233,15 +234,13 @@ def test_the_silence_check_runs_every_five_minutes_with_its_one_declaration(
     """The function's environment is its configuration declaration, written whole (the
     handler reads it back with the same class); its role reads instances and series and
     writes GpuInsights only; its two alarms are the catalog's, and both reach the notifier."""
-    from lambdas.silence_check.config import SilenceCheckConfig
-
     template = _template(synth, {**PROD, "exporter_interval_seconds": "300"})
     (function,) = template.find_resources(
         "AWS::Lambda::Function",
         {"Properties": {"Handler": "lambdas.silence_check.handler.handler"}},
     ).values()
     environment = function["Properties"]["Environment"]["Variables"]
-    assert SilenceCheckConfig.from_environment(environment) == SilenceCheckConfig(
+    assert SilenceCheckConfig.from_environ(environment) == SilenceCheckConfig(
         cluster_name="train-prod", lookback_s=900, grace_s=900, architectures=("x86_64",)
     )
     (schedule,) = template.find_resources(

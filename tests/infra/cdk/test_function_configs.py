@@ -1,6 +1,7 @@
 """Every function the app deploys is given exactly the environment its handler declares, and
 the settings' values in it: -c low_power_percent=25 reaches the training analyzer, whose
-GPU-hour attribution classes hours by it (tests/functional/lambdas/test_training_config.py)."""
+GPU-hour attribution classes hours by it (tests/functional/lambdas/test_training_config.py),
+and -c exporter_interval_seconds=300 the silence check, which reads three cycles back."""
 
 from typing import Any
 
@@ -8,6 +9,7 @@ from aws_cdk import Stack
 from aws_cdk.assertions import Template
 
 from lambdas.shared.config import FunctionConfig
+from lambdas.silence_check.config import SilenceCheckConfig
 from lambdas.storage_analyzer.config import StorageConfig
 from lambdas.training_analyzer.config import TrainingConfig
 from lambdas.weekly_report.config import ReportConfig
@@ -22,7 +24,7 @@ CONTEXT = {
     "lookback_days": "30",
     "gpu_hour_price_usd": "2.75",
     "training_data_sources": "train-data",
-    "exporter_interval_seconds": "30",
+    "exporter_interval_seconds": "300",
 }
 #: Each handler of the app and the declaration of its environment.
 DECLARED: dict[str, type[FunctionConfig]] = {
@@ -30,6 +32,7 @@ DECLARED: dict[str, type[FunctionConfig]] = {
     "lambdas.training_analyzer.handler.handler": TrainingConfig,
     "lambdas.weekly_report.handler.handler": ReportConfig,
     "lambdas.xid_notifier.handler.handler": NotifierConfig,
+    "lambdas.silence_check.handler.handler": SilenceCheckConfig,
 }
 
 
@@ -62,7 +65,10 @@ def test_the_settings_values_reach_each_function(synth: Synth) -> None:
     storage = environments["lambdas.storage_analyzer.handler.handler"]
     assert storage["LOOKBACK_DAYS"] == "30"
     report = environments["lambdas.weekly_report.handler.handler"]
-    assert (report["GPU_HOUR_USD"], report["EXPORTER_INTERVAL_SECONDS"]) == ("2.75", "30")
+    assert (report["GPU_HOUR_USD"], report["EXPORTER_INTERVAL_SECONDS"]) == ("2.75", "300")
     assert "gpu-insights-train-prod-gpu-low-power" in report["ALARM_KIND_NAMES"].split(",")
     notifier = environments["lambdas.xid_notifier.handler.handler"]
     assert "gpu-low-power" in notifier["ALARM_KINDS"]
+    silence = environments["lambdas.silence_check.handler.handler"]
+    # Three 300-second cycles; the exporter's DaemonSet runs on amd64 nodes only.
+    assert (silence["LOOKBACK_SECONDS"], silence["ARCHITECTURES"]) == ("900", "x86_64")

@@ -13,6 +13,7 @@ from moto import mock_aws
 from cdk.function_configs import (
     notifier_config,
     report_config,
+    silence_config,
     storage_config,
     training_config,
 )
@@ -38,12 +39,13 @@ CHANGED = Settings(
     gpu_hour_price_usd=2.5,
     low_power_percent=25.0,
     training_data_sources=("train-data",),
-    exporter_interval_seconds=30,
+    exporter_interval_seconds=300,
     gpu_instance_type="p4d.24xlarge",
     xid_host_log_filter=True,
 )
-#: Fields the settings do not carry: names of resources the caller creates, and the default
-#: event bus, which the app always uses.
+#: Fields the settings do not carry: names of resources the caller creates, the default event
+#: bus, which the app always uses, and the silence check's grace for a booting node and the
+#: architectures the exporter's manifest runs on (deploy_config/manifest.py).
 NOT_SETTINGS = {
     "report_bucket",
     "failure_queue_url",
@@ -54,6 +56,8 @@ NOT_SETTINGS = {
     "warning_topic_arn",
     "sent_table",
     "exporter_log_group",
+    "grace_s",
+    "architectures",
 }
 
 
@@ -70,10 +74,11 @@ def _built(settings: Settings) -> list[FunctionConfig]:
             sent_table="s",
             exporter_log_group="g",
         ),
+        silence_config(settings),
     ]
 
 
-@pytest.mark.parametrize("index", range(4))
+@pytest.mark.parametrize("index", range(5))
 def test_every_field_the_settings_carry_follows_them(index: int) -> None:
     default, changed = _built(Settings())[index], _built(CHANGED)[index]
     same = [
@@ -112,7 +117,9 @@ def _optional(config: type[FunctionConfig]) -> set[str]:
 
 def test_the_demo_sets_every_variable_each_handler_reads() -> None:
     """The demo runs the handlers with the environment its builders render; each holds every
-    variable the handler's declaration reads (the failure queue aside: the demo has none)."""
+    variable the handler's declaration reads (the failure queue aside: the demo has none).
+    The demo does not run the silence check, so it is not among them; its functional test
+    (tests/functional/lambdas/test_silence_check.py) runs it with its builder's environment."""
     settings = Settings()
     environments: dict[type[FunctionConfig], dict[str, str]] = {
         StorageConfig: storage_analyzer_config(settings).environment(),

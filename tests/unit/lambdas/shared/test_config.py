@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from lambdas.shared.config import ConfigError, FunctionConfig
+from lambdas.silence_check.config import SilenceCheckConfig
 from lambdas.storage_analyzer.aws import VolumeScope
 from lambdas.storage_analyzer.config import StorageConfig
 from lambdas.training_analyzer.config import TrainingConfig
@@ -113,6 +114,9 @@ def test_a_bad_or_missing_variable_is_refused_by_name(
             exporter_log_group="/aws/containerinsights/train/gpu-insights",
             alarm_kinds={"gpu-lost": ("critical", "GPU lost"), "gpu-xid": ("warning", "XID")},
         ),
+        SilenceCheckConfig(
+            cluster_name="train", lookback_s=900, grace_s=0, architectures=("x86_64", "arm64")
+        ),
     ],
 )
 def test_what_a_construct_renders_the_handler_reads_back_equal(config: FunctionConfig) -> None:
@@ -135,6 +139,24 @@ def test_lambdas_own_variables_are_not_rendered_for_the_construct() -> None:
     )
     assert "AWS_REGION" not in config.environment()
     assert config.environment(runtime=True)["AWS_REGION"] == "eu-west-1"
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"report_bucket": ""}, "REPORT_BUCKET='' is not valid: expected a non-empty string"),
+        ({"low_power_percent": 100.0}, "LOW_POWER_PERCENT='100' is not valid"),
+        ({"shard_jobs": 0}, "SHARD_JOBS='0' is not valid"),
+    ],
+)
+def test_what_the_handler_would_refuse_is_refused_where_it_is_rendered(
+    values: dict[str, object], message: str
+) -> None:
+    """The construct renders the environment at synth: a value the handler would refuse at
+    its start is refused there, by name, before it is deployed."""
+    config = TrainingConfig(cluster_name="c", report_bucket="r").replaced(**values)
+    with pytest.raises(ConfigError, match=message):
+        config.environment()
 
 
 def test_a_name_with_a_comma_cannot_be_rendered_into_a_list() -> None:
