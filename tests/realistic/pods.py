@@ -74,6 +74,19 @@ def pod_template_hash(seed: str) -> str:
     return "".join(ALPHANUMS[ord(c) % len(ALPHANUMS)] for c in str(value))
 
 
+def indexed_pod_prefix(job: str, index: int) -> str:
+    """An Indexed Job's pod ``generateName``: ``<job>-<index>-``, and where that is longer than
+    58 characters the Job's name is cut so that ``-<index>-`` stays whole (kubernetes/kubernetes
+    pkg/controller/job/indexed_job_utils.go at 78fc8e44052f, ``podGenerateNameWithIndex``:
+    ``generateNamePrefix[:names.MaxGeneratedNameLength-len(appendIndex)] + appendIndex``).
+    The API server then leaves the 58 alone and appends its five."""
+    append = f"-{index}-"
+    prefix = job + append
+    if len(prefix) > MAX_GENERATED_BASE:
+        prefix = prefix[: MAX_GENERATED_BASE - len(append)] + append
+    return prefix
+
+
 def job_pods(
     namespace: str,
     job: str,
@@ -88,7 +101,7 @@ def job_pods(
     ``getPodsPrefix``): ``<job>-<5>``; in an Indexed Job "the Pod name takes the form
     ``$(job-name)-$(index)-$(random-string)``" (https://kubernetes.io/docs/concepts/workloads/
     controllers/job/#completion-mode)."""
-    bases = [f"{job}-{i}-" if indexed else f"{job}-" for i in range(count)]
+    bases = [indexed_pod_prefix(job, i) if indexed else f"{job}-" for i in range(count)]
     return [
         Pod(
             namespace=namespace,
@@ -199,8 +212,8 @@ def jobset_pods(
 ) -> list[Pod]:
     """A JobSet's pods: each replicated job makes child Jobs ``<jobset>-<replicatedJob>-<i>``
     (kubernetes-sigs/jobset ``GenJobName``: ``fmt.Sprintf("%s-%s-%d", jsName, rjobName,
-    jobIndex)``), Indexed Jobs, so their pods are ``<child>-<podIndex>-<5>``, owned by the child
-    Job."""
+    jobIndex)``), Indexed Jobs, so their pods are ``<child>-<podIndex>-<5>`` (a long child name
+    shortened by ``indexed_pod_prefix``), owned by the child Job."""
     return [
         pod
         for j in range(jobs)

@@ -26,6 +26,22 @@ def test_a_jobs_pod_is_its_name_and_five_generated_characters() -> None:
     assert len(long.name) == 63
 
 
+def test_an_indexed_jobs_long_name_is_shortened_and_keeps_its_index() -> None:
+    # podGenerateNameWithIndex (kubernetes/kubernetes pkg/controller/job/indexed_job_utils.go):
+    # "a"*60 + "-2-" is 63 > 58, so the name is cut to 55 and "-2-" appended.
+    pods = k8s.job_pods("ns", "a" * 60, 3, indexed=True)
+    assert [p.name[: -k8s.RANDOM_LENGTH] for p in pods] == [f"{'a' * 55}-{i}-" for i in range(3)]
+    assert all(len(p.name) == 63 for p in pods)
+    assert len({p.name for p in pods}) == 3
+    # Two-digit indexes cut one more character of the name.
+    assert k8s.indexed_pod_prefix("a" * 60, 12) == f"{'a' * 54}-12-"
+    # A JobSet's child Jobs are Indexed Jobs: a long JobSet keeps each pod's index.
+    jobset = k8s.jobset_pods("nlp", "j" * 50, "workers", 1, 2)
+    assert [p.name[: -k8s.RANDOM_LENGTH] for p in jobset] == [
+        f"{('j' * 50 + '-workers-0')[:55]}-{i}-" for i in range(2)
+    ]
+
+
 def test_a_cronjobs_run_is_a_job_named_by_its_scheduled_minute() -> None:
     scheduled = datetime(2025, 1, 15, 10, 30, tzinfo=UTC).timestamp()
     assert k8s.cronjob_job_name("hello", scheduled) == "hello-28948950"
