@@ -40,11 +40,16 @@ from tests.realistic.pods import (
 )
 
 #: getGPUMetricDeclarations' pod metrics: pod_gpu_utilization, _memory_utilization,
-#: _memory_total, _memory_used, _power_draw, _temperature.
+#: _memory_total, _memory_used, _power_draw, _temperature, _tensor_core_utilization. The
+#: agent's current kubernetes.go (the one with ``getGaugeMetricsToCompact``; the index pins no
+#: commit for it, and its pinned 0316fb693cef predates the tensor-core metric) declares the
+#: seventh; AWS's metric table lists it: "pod_gpu_tensor_core_utilization ... The percentage
+#: utilization of the tensor cores on the GPU(s) allocated to the pod"
+#: (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Container-Insights-metrics-enhanced-EKS.html).
 POD_GPU_METRICS: Final = tuple(
     f"pod_gpu_{m}"
     for m in ("utilization", "memory_utilization", "memory_total", "memory_used", "power_draw",
-              "temperature")
+              "temperature", "tensor_core_utilization")
 )  # fmt: skip
 NODE_GPU_METRICS: Final = tuple(m.replace("pod_", "node_", 1) for m in POD_GPU_METRICS)
 #: getGPUMetricDeclarations' dimension sets for pod_gpu_*: no NodeName in any of them; only the
@@ -63,6 +68,31 @@ NODE_GPU_DIMENSION_SETS: Final = (
     ("ClusterName", "NodeName", "InstanceId"),
     ("ClusterName", "NodeName", "InstanceId", "InstanceType", "GpuDevice"),
 )
+#: The agent's default collection interval, seconds (awscontainerinsight/utils.go
+#: ``DefaultMetricsCollectionInterval``: a minute).
+DEFAULT_GPU_INTERVAL: Final = 60
+
+
+def high_frequency(interval: int) -> bool:
+    """The agent's high-frequency GPU mode: ``accelerated_compute_gpu_metrics_collection_interval``
+    set under 60 s (awscontainerinsight/utils.go ``IsHighFrequencyGPUMetricsEnabled``:
+    ``gpuMetricsCollectionInterval < DefaultMetricsCollectionInterval``; "minimum value of 1
+    second"). Then kubernetes.go ``getGaugeMetricsToCompact`` names every container, pod and node
+    GPU metric, whose samples the EMF exporter compacts into one datapoint a minute of values
+    and counts: "metrics are still ingested to CloudWatch at 1-minute intervals. However, you
+    can query statistical aggregations ... of the sub-minute datapoints within each 1-minute
+    period" (Container-Insights-metrics-enhanced-EKS.html, "Detailed GPU monitoring")."""
+    if interval < 1:
+        raise ValueError(f"accelerated_compute_gpu_metrics_collection_interval {interval} < 1")
+    return interval < DEFAULT_GPU_INTERVAL
+
+
+def samples_per_minute(interval: int = DEFAULT_GPU_INTERVAL) -> int:
+    """The samples one GPU series holds for each minute a pod held the GPU: its SampleCount a
+    minute (60 at a 1 s interval, 1 at the default)."""
+    return DEFAULT_GPU_INTERVAL // interval if high_frequency(interval) else 1
+
+
 #: podstore.go ``kubeProxy``; utils.go ``cronJobAllowedString``; podstore.go ``splitRegexStr``.
 _KUBE_PROXY: Final = "kube-proxy"
 _SPLIT: Final = re.compile(r"\.|-")

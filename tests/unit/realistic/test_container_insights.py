@@ -97,3 +97,20 @@ def test_pod_gpu_series_carry_no_node_and_only_the_last_set_a_gpu() -> None:
     with_service = ci.pod_gpu_dimension_sets("c", pod, "nvidia3", service="resnet")
     assert {"ClusterName": "c", "Namespace": "vision", "Service": "resnet"} in with_service
     assert "NodeName" in ci.NODE_GPU_DIMENSION_SETS[-1]
+
+
+def test_the_gpu_metrics_include_tensor_core_utilization() -> None:
+    # getGPUMetricDeclarations declares seven pod and seven node GPU metrics.
+    assert len(ci.POD_GPU_METRICS) == len(ci.NODE_GPU_METRICS) == 7
+    assert "pod_gpu_tensor_core_utilization" in ci.POD_GPU_METRICS
+    assert "node_gpu_tensor_core_utilization" in ci.NODE_GPU_METRICS
+
+
+def test_high_frequency_gpu_mode_puts_sub_minute_samples_in_each_minute() -> None:
+    assert not ci.high_frequency(60)
+    assert ci.samples_per_minute() == 1
+    assert ci.high_frequency(1)
+    assert ci.samples_per_minute(1) == 60
+    assert ci.samples_per_minute(10) == 6
+    with pytest.raises(ValueError, match="collection_interval 0"):
+        ci.high_frequency(0)
