@@ -40,8 +40,9 @@ healthy.
 
 Written as CloudWatch stores an hour of one-minute samples (a statistic set: 60 samples), for
 the exporter's per-GPU and cluster series and Container Insights' ``pod_gpu_*`` and
-``node_gpu_*`` series: about 20,000 datapoints, which keeps moto's GetMetricData (a scan of
-every stored point per query and period) to seconds.
+``node_gpu_*`` series: one datapoint per series and hour (``WeekSeeder.datapoints`` counts
+them), which keeps moto's GetMetricData (a scan of every stored point per query and period) to
+seconds.
 """
 
 from collections.abc import Iterator

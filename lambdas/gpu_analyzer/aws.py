@@ -41,7 +41,11 @@ from lambdas.gpu_analyzer.attribution import UNPLACED_NODE, GpuHour, GpuKey, Hol
 from lambdas.shared.metric_fetcher import MetricQuery, fetch, listed_dimensions
 
 HOUR: Final = 3600
-#: Container Insights samples GPUs once a minute.
+#: Container Insights samples GPUs once a minute by default; with
+#: ``accelerated_compute_gpu_metrics_collection_interval`` under 60 s (down to 1 s) the agent
+#: publishes every sub-minute sample in each minute's datapoint ("Detailed GPU monitoring",
+#: Container-Insights-metrics-enhanced-EKS.html), so an hour holds up to 3,600: the samples a
+#: full hour holds are read from the node GPU series themselves (``samples_per_hour``).
 CI_SAMPLES_PER_HOUR: Final = 60
 UNKNOWN_NODE: Final = UNPLACED_NODE
 #: Shares are sample counts over expected samples: a GPU-hour holds a sample more or less.
@@ -131,16 +135,30 @@ def container_insights_queries(cloudwatch: Any, cluster: str) -> list[MetricQuer
         cloudwatch, NAMESPACE_CONTAINER_INSIGHTS, CI_NODE_GPU_POWER_METRIC, {DIM_CLUSTER: cluster}
     ):
         if {DIM_NODE, DIM_GPU_DEVICE} <= set(dims):
-            node_key = ("node", dims[DIM_NODE], dims[DIM_GPU_DEVICE], "power")
-            queries[node_key] = MetricQuery(
-                node_key,
-                NAMESPACE_CONTAINER_INSIGHTS,
-                CI_NODE_GPU_POWER_METRIC,
-                tuple(dims.items()),
-                "Average",
-                HOUR,
-            )
+            for name, stat in (("power", "Average"), ("samples", "SampleCount")):
+                node_key = ("node", dims[DIM_NODE], dims[DIM_GPU_DEVICE], name)
+                queries[node_key] = MetricQuery(
+                    node_key,
+                    NAMESPACE_CONTAINER_INSIGHTS,
+                    CI_NODE_GPU_POWER_METRIC,
+                    tuple(dims.items()),
+                    stat,
+                    HOUR,
+                )
     return list(queries.values())
+
+
+def samples_per_hour(node_samples: Iterable[float]) -> float:
+    """The samples a GPU series holds in a full hour at the agent's collection interval: the
+    most common hourly SampleCount of the node GPU series (a node reports all hour but the hour
+    it starts or stops; the interval is the add-on's, one for the cluster), the larger of
+    equally common ones; ``CI_SAMPLES_PER_HOUR`` where no node reported."""
+    counts: dict[int, int] = defaultdict(int)
+    for samples in node_samples:
+        counts[round(samples)] += 1
+    if not counts:
+        return float(CI_SAMPLES_PER_HOUR)
+    return float(max(counts, key=lambda n: (counts[n], n)))
 
 
 def gpu_index(device: str) -> str:
@@ -244,12 +262,16 @@ def observe(
             exporter[(node, gpu)][name] = _hourly(series.timestamps, series.values)
     pods: dict[tuple[str, str, str, str], dict[str, dict[int, float]]] = defaultdict(dict)
     node_power: dict[tuple[str, int], dict[str, float]] = defaultdict(dict)
+    node_samples: list[float] = []
     queries = container_insights_queries(cloudwatch, cluster)
     for batch in fetch(cloudwatch, queries, start=start, end=end):
         for series in batch:
             values = _hourly(series.timestamps, series.values)
             if series.query.key[0] == "node":
-                _, node, device, _ = series.query.key
+                _, node, device, name = series.query.key
+                if name == "samples":
+                    node_samples += values.values()
+                    continue
                 for hour, value in values.items():
                     node_power[(device, hour)][node] = value
             else:
@@ -271,7 +293,8 @@ def observe(
                 )
             )
     observed.ci_node_hours = {(n, h) for (_, h), nodes in node_power.items() for n in nodes}
-    observed.holds = _holds(pods, node_power, observed.gpu_hours, pod_nodes or {})
+    full_hour = samples_per_hour(node_samples)
+    observed.holds = _holds(pods, node_power, observed.gpu_hours, pod_nodes or {}, full_hour)
     return observed
 
 
@@ -280,9 +303,10 @@ def _holds(
     node_power: Mapping[tuple[str, int], Mapping[str, float]],
     gpu_hours: Sequence[GpuHour],
     pod_nodes: Mapping[str, str],
+    full_hour: float = CI_SAMPLES_PER_HOUR,
 ) -> list[Hold]:
-    """Each pod's hours on each device, placed on a node (``resolve_nodes``), with the pod's
-    own power as percent of its GPU's limit."""
+    """Each pod's hours on each device (its samples over the ``full_hour`` of samples), placed
+    on a node (``resolve_nodes``), with the pod's own power as percent of its GPU's limit."""
     holds: list[Hold] = []
     percent = {(h.gpu.node, h.gpu.gpu, h.hour): h.power_utilization for h in gpu_hours}
     by_device: dict[tuple[str, int], list[tuple[str, str, str, PodOnDevice]]] = defaultdict(list)
@@ -290,7 +314,7 @@ def _holds(
         for hour, samples in sorted(named.get("samples", {}).items()):
             on_device = PodOnDevice(
                 pod=f"{namespace}/{pod}",
-                share=min(1.0, samples / CI_SAMPLES_PER_HOUR),
+                share=min(1.0, samples / full_hour),
                 watts=named.get("power", {}).get(hour),
             )
             by_device[(device, hour)].append((namespace, pod, controller, on_device))

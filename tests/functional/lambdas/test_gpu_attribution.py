@@ -57,7 +57,8 @@ def test_pods_are_joined_to_their_node_gpu_and_classified() -> None:
             _put(cw, "GpuInsights", "gpu_allocated_power_utilization", alarmed, [power] * 12)
             _put(cw, "GpuInsights", "gpu_healthy", alarmed, [1.0] * 12)
             ci_node = ci.node_gpu_dimensions("c", node, f"i-{node}", "p5.48xlarge", "nvidia0")
-            _put(cw, "ContainerInsights", "node_gpu_power_draw", ci_node, [power * 7] * 12)
+            # Once a minute, as the agent samples by default.
+            _put(cw, "ContainerInsights", "node_gpu_power_draw", ci_node, [power * 7] * 60, 60)
         for pod, watts, minutes in ((NOTEBOOK, 84.0, 12), (RUN, 616.0, 6)):
             dims = ci.pod_gpu_dimensions("c", pod, "nvidia0")
             # Container Insights samples once a minute: the notebook all hour, r for half.
@@ -102,7 +103,8 @@ def _fleet(
                 _put(cw, "GpuInsights", "gpu_healthy", alarmed, [1.0] * 12)
                 device = ci.gpu_device(index)
                 ci_node = ci.node_gpu_dimensions("c", node, f"i-{node}", "p5.48xlarge", device)
-                _put(cw, "ContainerInsights", "node_gpu_power_draw", ci_node, [watts] * 12)
+                # Once a minute, as the agent samples by default.
+                _put(cw, "ContainerInsights", "node_gpu_power_draw", ci_node, [watts] * 60, 60)
         for pod, index, pod_watts, minutes in holds:
             # Every dimension set the agent publishes a pod's GPU datapoint with; only the last
             # names the GPU.
@@ -241,3 +243,53 @@ def test_a_pods_job_is_the_controller_container_insights_names() -> None:
         ("research", "jupyter-alice"): (1, {"StatefulSet"}),
     }
     assert sum(result.classes.values()) == len(pods)
+
+
+def _put_minutes(
+    cw: object, metric: str, dims: dict[str, str], minutes: int, per_minute: int, value: float
+) -> None:
+    """``minutes`` one-minute datapoints of ``per_minute`` samples each, as the agent's EMF
+    exporter compacts sub-minute samples into a minute's values and counts."""
+    data = [
+        {
+            "MetricName": metric,
+            "Dimensions": [{"Name": k, "Value": v} for k, v in dims.items()],
+            "Timestamp": datetime.fromtimestamp(START + 60 * i, UTC),
+            "StatisticValues": {
+                "SampleCount": per_minute,
+                "Sum": value * per_minute,
+                "Minimum": value,
+                "Maximum": value,
+            },
+        }
+        for i in range(minutes)
+    ]
+    cw.put_metric_data(Namespace="ContainerInsights", MetricData=data)  # type: ignore[attr-defined]
+
+
+def test_a_pods_share_is_its_minutes_at_the_agents_high_frequency_interval() -> None:
+    # accelerated_compute_gpu_metrics_collection_interval = 1: 60 samples in each minute
+    # (tests/realistic/container_insights.py, samples_per_minute). The Job's pod held the GPU
+    # for 30 minutes: half an hour, not the whole hour 1,800 samples over 60 would make it.
+    per_minute = ci.samples_per_minute(1)
+    with mock_aws():
+        session = boto3.Session(
+            region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
+        )
+        cw = client("cloudwatch", session=session)
+        gpu = {"ClusterName": "c", "NodeName": "n1", "GpuIndex": "0"}
+        alarmed = {**gpu, "Shard": "0"}
+        _put(cw, "GpuInsights", "gpu_power_utilization", gpu, [80.0] * 12)
+        _put(cw, "GpuInsights", "gpu_allocated_power_utilization", alarmed, [80.0] * 12)
+        _put(cw, "GpuInsights", "gpu_healthy", alarmed, [1.0] * 12)
+        node = ci.node_gpu_dimensions("c", "n1", "i-n1", "p5.48xlarge", "nvidia0")
+        _put_minutes(cw, "node_gpu_power_draw", node, 60, per_minute, 560.0)
+        pod = ci.pod_gpu_dimensions("c", RUN, "nvidia0")
+        _put_minutes(cw, "pod_gpu_utilization", pod, 30, per_minute, 90.0)
+        _put_minutes(cw, "pod_gpu_power_draw", pod, 30, per_minute, 560.0)
+        observed = observe(cw, "c", start=START, end=START + 3600)
+    (hold,) = observed.holds
+    assert hold.share == 0.5
+    result = attribute(observed.gpu_hours, observed.holds)
+    assert result.pods[("vision", RUN.name)].hours[HourClass.WORKING] == 0.5
+    assert result.classes[HourClass.NOT_HELD] == 0.5
