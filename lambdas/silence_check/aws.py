@@ -1,12 +1,8 @@
 """AWS adapters of the silence check: the cluster's GPU instances from EC2, the GPUs the
 exporter reported from CloudWatch, and the check's own metrics. Clients are injected.
 
-Which instances are the cluster's: those tagged ``kubernetes.io/cluster/<cluster>``. Karpenter
-tags every instance it launches so ("owned", aws/karpenter-provider-aws
-pkg/cloudprovider/cloudprovider.go, the static tags beside ``eks:eks-cluster-name``), EKS
-managed node groups tag theirs so, self-managed nodes need it, and the CloudWatch agent itself
-finds a node's cluster by that tag (aws/amazon-cloudwatch-agent, translator util
-``GetClusterNameFromEc2Tagger``: prefix ``kubernetes.io/cluster/``, value ``owned``). Only
+Which instances are the cluster's: those tagged ``kubernetes.io/cluster/<cluster>``, the tag
+every EKS provisioning path sets (lambdas/shared/cluster_tags.py). Only
 ``running`` instances are asked for: a stopping or terminated one is a scale-down, not silence.
 EC2 managed instances (``Operator.Managed``: EKS Auto Mode's) are left out, as the exporter is
 (deploy_config/manifest.py), and so are architectures its image is not built for.
@@ -26,6 +22,7 @@ from contract.metrics import (
     GpuMetric,
     gpu_schema,
 )
+from lambdas.shared.cluster_tags import cluster_tag
 from lambdas.shared.metric_fetcher import MetricQuery, fetch, listed_dimensions, window_period
 from lambdas.silence_check.silence import Check, GpuNode
 
@@ -42,10 +39,6 @@ GPU_MANUFACTURER: Final = "NVIDIA"
 class SilenceReadError(Exception):
     """CloudWatch could not say whether a GPU reported: a check that cannot read must fail
     (and so stop its heartbeat), not call the GPU silent or healthy."""
-
-
-def cluster_tag(cluster: str) -> str:
-    return f"kubernetes.io/cluster/{cluster}"
 
 
 def _instances(ec2: Any, cluster: str, architectures: Sequence[str]) -> Iterator[dict[str, Any]]:

@@ -41,6 +41,14 @@ class Volume:
     #: https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_VolumeAttachment.html).
     created: float | None = None
     attached_at: float | None = None
+    #: The PersistentVolumeClaim the EBS CSI driver made it for, from its tags
+    #: ``kubernetes.io/created-for/pvc/namespace`` and ``.../pvc/name`` (lambdas/storage_analyzer
+    #: /aws.py); None for a volume no claim made.
+    claim_namespace: str | None = None
+    claim_name: str | None = None
+    #: False for a detached volume found only by the CSI driver's tags, which name no cluster
+    #: unless the driver runs with ``k8s-tag-cluster-id`` (aws.py): it may be another cluster's.
+    cluster_confirmed: bool = True
 
     @property
     def in_use_since(self) -> float | None:
@@ -106,6 +114,11 @@ class EbsThresholds:
     queue_factor: float = 4.0
     #: Burst credits under this percent: a gp2/st1/sc1 volume throttled to its baseline.
     burst_floor_percent: float = 10.0
+    #: A detached volume created less than this long ago is not advised for deletion: one the
+    #: CSI driver made for a pod still pending, or detached while its pod moves node, is
+    #: attached again within minutes. EC2 records no detach time (DescribeVolumes has only
+    #: ``CreateTime`` and current attachments), so the grace runs from creation.
+    detached_grace_hours: float = 24.0
 
 
 def percentile(values: Sequence[float], share: float) -> float:
@@ -166,26 +179,17 @@ def _finding(
 
 
 def analyze_volume(
-    volume: Volume, metrics: VolumeMetrics, t: EbsThresholds = EbsThresholds()
+    volume: Volume,
+    metrics: VolumeMetrics,
+    t: EbsThresholds = EbsThresholds(),
+    now: float | None = None,
 ) -> list[Finding]:
-    """The volume's findings, judged only on the hours since it was created and attached: a
-    volume attached three days ago has three days of history, not a window of FILLed zeros,
-    so it is too new for the idle rule's seven days and is not called idle."""
+    """The volume's findings at ``now`` (the window's end), judged only on the hours since it
+    was created and attached: a volume attached three days ago has three days of history, not
+    a window of FILLed zeros, so it is too new for the idle rule's seven days and is not
+    called idle."""
     if volume.state == "available":
-        cost = monthly_cost(volume)
-        created = {"created": iso(volume.created)} if volume.created is not None else {}
-        return [
-            _finding(
-                volume,
-                Kind.EBS_IDLE_VOLUME,
-                Severity.WARNING,
-                f"{volume.volume_id} ({volume.size_gib} GiB {volume.volume_type}) is attached "
-                f"to nothing and costs ${cost:.2f} a month.",
-                {"reason": "unattached", **created},
-                "Snapshot it if the data matters, then delete it.",
-                cost,
-            )
-        ]
+        return _detached(volume, t, now)
     since, cut = volume.in_use_since, 0
     if since is not None:
         metrics, cut = metrics.since(since)
@@ -195,6 +199,48 @@ def analyze_volume(
     # Say which hours were judged: the volume is younger (or newly attached) in the window.
     judged = {"in_use_since": iso(since), "hours_before_in_use": cut}
     return [replace(f, evidence={**f.evidence, **judged}) for f in findings]
+
+
+def _detached(volume: Volume, t: EbsThresholds, now: float | None) -> list[Finding]:
+    """A volume attached to nothing: past its grace, priced whole. A volume the CSI driver
+    made for a claim goes with the claim: the advice is to delete the claim (its
+    PersistentVolume's reclaim policy then deletes or keeps the volume), as deleting the volume
+    under a bound claim leaves a claim whose volume is gone."""
+    if (
+        now is not None
+        and volume.created is not None
+        and now - volume.created < t.detached_grace_hours * HOUR
+    ):
+        return []  # made moments ago: a pod pending or rescheduled, not an orphan
+    cost = monthly_cost(volume)
+    evidence: dict[str, object] = {"reason": "unattached"}
+    if volume.created is not None:
+        evidence["created"] = iso(volume.created)
+    if not volume.cluster_confirmed:
+        evidence["cluster"] = (
+            "unconfirmed: made by the EBS CSI driver, which tags no cluster unless run with "
+            "k8s-tag-cluster-id"
+        )
+    summary = (
+        f"{volume.volume_id} ({volume.size_gib} GiB {volume.volume_type}) is attached "
+        f"to nothing and costs ${cost:.2f} a month."
+    )
+    advice = "Snapshot it if the data matters, then delete it."
+    if volume.claim_name is not None:
+        claim = f"{volume.claim_namespace}/{volume.claim_name}"
+        evidence["claim"] = claim
+        summary = (
+            f"{volume.volume_id} ({volume.size_gib} GiB {volume.volume_type}), the volume of "
+            f"claim {claim}, is attached to nothing and costs ${cost:.2f} a month."
+        )
+        advice = (
+            f"If no pod will mount it again, snapshot it if the data matters, then delete the "
+            f"claim (kubectl delete pvc -n {volume.claim_namespace} {volume.claim_name}): the "
+            f"volume goes with its reclaim policy (Delete) or stays for you to delete (Retain)."
+        )
+    return [
+        _finding(volume, Kind.EBS_IDLE_VOLUME, Severity.WARNING, summary, evidence, advice, cost)
+    ]
 
 
 def _judged(volume: Volume, metrics: VolumeMetrics, t: EbsThresholds) -> list[Finding]:

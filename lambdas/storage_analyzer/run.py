@@ -95,9 +95,9 @@ def _volume_findings(
             if fields:
                 unsettled[volume_id] = second_pass(volume, fields)
                 continue
-            yield from _analyze(volume, metrics.pop(volume_id), t, run)
+            yield from _analyze(volume, metrics.pop(volume_id), t, end, run)
         for volume_id in _collect(cloudwatch, unsettled, metrics, start, end, run):
-            yield from _analyze(by_id[volume_id], metrics.pop(volume_id), t, run)
+            yield from _analyze(by_id[volume_id], metrics.pop(volume_id), t, end, run)
     except AWS_ERRORS as err:
         # The metric read itself failed: every volume not yet analyzed is skipped, by name.
         for volume in volumes:
@@ -107,11 +107,11 @@ def _volume_findings(
 
 
 def _analyze(
-    volume: Volume, metrics: VolumeMetrics, t: EbsThresholds, run: StorageRun
+    volume: Volume, metrics: VolumeMetrics, t: EbsThresholds, end: float, run: StorageRun
 ) -> Iterator[Finding]:
     run.volumes += 1
     try:
-        yield from analyze_volume(volume, metrics, t)
+        yield from analyze_volume(volume, metrics, t, end)
     except (ValueError, ZeroDivisionError, TypeError) as err:
         run.skip(volume.volume_id, err)
 

@@ -36,12 +36,23 @@ class Volume:
     throughput: int = GP3_BASELINE_THROUGHPUT
     #: The PersistentVolumeClaim the EBS CSI driver made it for (namespace, name), if any.
     pvc: tuple[str, str] | None = None
+    #: The driver's ``--k8s-tag-cluster-id`` (the chart's ``controller.k8sTagClusterId``),
+    #: unset by default (kubernetes-sigs/aws-ebs-csi-driver charts/aws-ebs-csi-driver/
+    #: values.yaml: "ID of the Kubernetes cluster used for tagging provisioned EBS volumes
+    #: (optional)", no value).
+    cluster_id: str | None = None
 
     def describe(self) -> dict[str, Any]:
         """The volume as one item of DescribeVolumes' ``Volumes``. A volume the EBS CSI driver
-        provisioned for a claim carries its tags: ``CSIVolumeName``, ``ebs.csi.aws.com/cluster``,
-        ``kubernetes.io/created-for/pv/name``, ``/pvc/name`` and ``/pvc/namespace``
-        (kubernetes-sigs/aws-ebs-csi-driver docs/tagging.md)."""
+        provisioned for a claim carries its tags (kubernetes-sigs/aws-ebs-csi-driver
+        docs/tagging.md): ``CSIVolumeName`` and ``ebs.csi.aws.com/cluster=true`` on every
+        volume; ``kubernetes.io/created-for/pv/name``, ``/pvc/name`` and ``/pvc/namespace``
+        because the chart runs the external-provisioner with ``--extra-create-metadata``
+        (values.yaml ``controller.extraCreateMetadata: true``); and only with a cluster id,
+        ``kubernetes.io/cluster/<id>=owned`` ("add to all volumes and snapshots if
+        k8s-tag-cluster-id argument is set"), ``KubernetesCluster=<id>`` and
+        ``Name=<id>-dynamic-<pv>`` (the tags a chart install writes with and without it,
+        aws-ebs-csi-driver issue #996)."""
         item: dict[str, Any] = {
             "VolumeId": self.volume_id,
             "Size": self.size_gib,
@@ -75,6 +86,12 @@ class Volume:
                 {"Key": "kubernetes.io/created-for/pvc/name", "Value": claim},
                 {"Key": "kubernetes.io/created-for/pvc/namespace", "Value": namespace},
             ]
+            if self.cluster_id is not None:
+                item["Tags"] += [
+                    {"Key": f"kubernetes.io/cluster/{self.cluster_id}", "Value": "owned"},
+                    {"Key": "KubernetesCluster", "Value": self.cluster_id},
+                    {"Key": "Name", "Value": f"{self.cluster_id}-dynamic-{volume}"},
+                ]
         return item
 
 
@@ -82,7 +99,8 @@ def fleet(now: datetime, instance_id: str, zone: str = "us-east-1a") -> list[Vol
     """A few volumes of a training namespace's claims, at ``now``: one two months old and
     attached all along; one created and attached three days ago; one created ten days ago but
     attached only two days ago (its pod was pending); one detached (``available``) since its
-    pod ended."""
+    pod ended; one made two hours ago for a pod still pending, not attached yet. The driver
+    runs as installed by default: no cluster id, so no tag names the cluster."""
     day = timedelta(days=1)
     return [
         Volume(
@@ -98,4 +116,8 @@ def fleet(now: datetime, instance_id: str, zone: str = "us-east-1a") -> list[Vol
             Attachment(instance_id, now - 2 * day), pvc=("research", "scratch"),
         ),
         Volume("vol-0d4e5f60718293041", now - 20 * day, 100, zone, pvc=("research", "old-run")),
+        Volume(
+            "vol-0e5f6071829304152", now - timedelta(hours=2), 50, zone,
+            pvc=("nlp", "eval-pending"),
+        ),
     ]  # fmt: skip

@@ -4,7 +4,7 @@ out to S3, EventBridge and CloudWatch, at the floor of GetMetricData calls."""
 import json
 import math
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -16,6 +16,7 @@ from lambdas.shared.metric_fetcher import floor_calls
 from lambdas.storage_analyzer import fleet
 from lambdas.storage_analyzer import handler as storage_handler
 from tests.functional.lambdas.iam import resolve, role_statements, run_as_role
+from tests.realistic import volumes as realistic_volumes
 
 END = datetime(2025, 11, 28, tzinfo=UTC).timestamp()
 DAYS = 3
@@ -281,3 +282,58 @@ def test_a_volume_is_judged_only_on_the_hours_since_it_was_made_and_attached(
         recent["in_use_since"] == datetime.fromtimestamp(made[ids["recent"]] + 600, UTC).isoformat()
     )
     assert recent["hours_before_in_use"] == 4 * 24 + 1
+
+
+def test_the_cluster_scope_finds_a_karpenter_nodes_volumes_and_its_detached_claims(
+    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model's volumes (tests/realistic/volumes.py) tagged as a default EBS CSI driver
+    tags them, with no tag naming the cluster, on a node tagged as Karpenter tags it
+    (``kubernetes.io/cluster/<cluster>`` and ``eks:eks-cluster-name``, no ``eks:cluster-name``):
+    all five are the cluster's, and the node's root volume; another cluster's detached volume
+    and an untagged one are not.
+    The detached claim of 20 days is advised by its claim; the one made two hours ago for a
+    pending pod is not advised at all."""
+    monkeypatch.setenv("BUCKETS", "")
+    ec2 = aws["ec2"]
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    karpenter = [
+        {"Key": "kubernetes.io/cluster/train", "Value": "owned"},
+        {"Key": "eks:eks-cluster-name", "Value": "train"},
+        {"Key": "karpenter.sh/nodepool", "Value": "gpu"},
+    ]
+    node = ec2.run_instances(
+        ImageId=image, MinCount=1, MaxCount=1,
+        TagSpecifications=[{"ResourceType": "instance", "Tags": karpenter}],
+    )["Instances"][0]["InstanceId"]  # fmt: skip
+    now = datetime.fromtimestamp(END, UTC)
+    other = realistic_volumes.Volume(
+        "vol-other", now - timedelta(days=30), 100, "us-east-1a", pvc=("x", "y"), cluster_id="b"
+    )
+    ids: dict[str, str] = {}
+    dates: dict[str, tuple[float, float | None]] = {}
+    for index, volume in enumerate([*realistic_volumes.fleet(now, node), other]):
+        made = ec2.create_volume(
+            AvailabilityZone=volume.zone, Size=volume.size_gib, VolumeType=volume.volume_type,
+            TagSpecifications=[{"ResourceType": "volume", "Tags": volume.describe()["Tags"]}],
+        )["VolumeId"]  # fmt: skip
+        ids[volume.volume_id] = made
+        attached = None
+        if volume.attachment is not None:
+            ec2.attach_volume(VolumeId=made, InstanceId=node, Device=f"/dev/sd{102 + index:c}")
+            attached = volume.attachment.attached.timestamp()
+        dates[made] = (volume.created.timestamp(), attached)
+    ec2.create_volume(AvailabilityZone="us-east-1a", VolumeType="gp3", Size=10)  # nobody's
+    dated_volumes(ec2, dates)
+    metric_math_sums(aws["cloudwatch"])
+    summary = storage_handler.handler({"time": now.isoformat()}, None)
+    assert summary["volumes"] == 5 + 1  # and the node's root volume (moto makes one, as EC2)
+    body = aws["s3"].get_object(Bucket="reports", Key=summary["key"])["Body"].read().decode()
+    detached = [
+        f for f in map(json.loads, body.splitlines()) if f["evidence"]["state"] == "available"
+    ]
+    (finding,) = detached  # not the two-hour-old volume of the pending pod
+    assert finding["resource"] == ids["vol-0d4e5f60718293041"]
+    assert finding["evidence"]["claim"] == "research/old-run"
+    assert "kubectl delete pvc -n research old-run" in finding["recommendation"]
+    assert finding["evidence"]["cluster"].startswith("unconfirmed")

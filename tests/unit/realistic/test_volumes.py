@@ -21,6 +21,7 @@ def test_the_fleet_has_new_late_attached_and_detached_volumes() -> None:
         for vid, v in fleet.items()
     }
     assert sorted(ages.values()) == [
+        (0, [], "available"),
         (3, [3], "in-use"),
         (10, [2], "in-use"),
         (20, [], "available"),
@@ -30,6 +31,11 @@ def test_the_fleet_has_new_late_attached_and_detached_volumes() -> None:
     assert tags["kubernetes.io/created-for/pvc/name"] == "checkpoints-new"
     assert tags["CSIVolumeName"] == tags["kubernetes.io/created-for/pv/name"]
     assert tags["CSIVolumeName"].startswith("pvc-")
+    assert not any(k.startswith("kubernetes.io/cluster/") for k in tags)  # no cluster id
+    tagged = volumes.Volume("vol-0f", NOW, 10, "us-east-1a", pvc=("a", "b"), cluster_id="train")
+    keys = {t["Key"]: t["Value"] for t in tagged.describe()["Tags"]}
+    assert keys["kubernetes.io/cluster/train"] == "owned"
+    assert keys["Name"] == f"train-dynamic-{keys['CSIVolumeName']}"
 
 
 def test_describe_has_the_shape_ec2_returns() -> None:

@@ -243,3 +243,22 @@ def test_an_unattached_volume_says_when_it_was_made() -> None:
     volume = Volume("vol-2", "gp3", 100, "available", created=86_400.0)
     (found,) = analyze_hourly(volume, VolumeMetrics())
     assert found.evidence["created"] == "1970-01-02T00:00:00+00:00"
+
+
+def test_a_detached_volume_within_its_grace_is_not_advised_and_a_claims_names_the_claim() -> None:
+    """Made 23 hours before the window's end: a pod pending or moving, no finding; at 25
+    hours, the finding names the claim the CSI driver made it for and advises deleting it."""
+    end = 1_790_000_000.0
+    hour = 3600.0
+
+    def detached(age_hours: float) -> Volume:
+        return Volume(
+            "vol-7", "gp3", 100, "available", 3000, 125, created=end - age_hours * hour,
+            claim_namespace="research", claim_name="old-run",
+        )  # fmt: skip
+
+    assert analyze_hourly(detached(23), VolumeMetrics(), now=end) == []
+    (finding,) = analyze_hourly(detached(25), VolumeMetrics(), now=end)
+    assert finding.evidence["claim"] == "research/old-run"
+    assert "kubectl delete pvc -n research old-run" in finding.recommendation
+    assert "claim research/old-run" in finding.summary
