@@ -223,3 +223,20 @@ def test_the_fake_pages_10000_rows_at_a_time() -> None:
     second = insights_page(table, {"queryId": "q", "nextToken": first["nextToken"]})
     assert len(second["results"]) == 2_500
     assert "nextToken" not in second
+
+
+def test_a_page_without_its_next_token_is_split_not_taken_as_complete(
+    insights: tuple[Any, list[str]],
+) -> None:
+    """An SDK whose GetQueryResults predates paging parses no nextToken: each part then
+    returns one page of 10,000 rows, which is split like a full part, and no job is lost."""
+    client, sent = insights
+
+    def drop_next_token(parsed: dict[str, Any], **_: Any) -> None:
+        parsed.pop("nextToken", None)
+
+    client.meta.events.register("after-call.logs.GetQueryResults", drop_next_token)
+    ranks = rank_stats(client, "train", start=0, end=3600)
+    assert len(ranks) == JOBS  # 2,000 when the first page was taken as all there is
+    assert sum(len(rs) for rs in ranks.values()) == JOBS * RANKS
+    assert len(sent) == 3  # the whole range, then its two halves
