@@ -205,6 +205,23 @@ def test_bad_numbers_and_names_are_refused_with_exit_2(
 
 
 @pytest.mark.usefixtures("no_aws")
+@pytest.mark.parametrize("option", ["--out", "--cdk-out"])
+def test_a_demo_folder_under_a_file_is_refused_before_the_synth_starts(
+    option: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mkdir of a/file/sub fails with ENOTDIR: the demo once found it after the whole synth
+    (cdk.out: a jsii RuntimeError; out: a NotADirectoryError traceback)."""
+
+    def synth_started() -> None:
+        raise AssertionError("the demo started before refusing the path")
+
+    monkeypatch.setattr("cli.main.use_checkout", synth_started)
+    Path("a-file").write_text("")
+    assert main(["demo", option, "a-file/sub"]) == 2
+    _one_line(capsys, f"{option} a-file/sub: a-file is a file")
+
+
+@pytest.mark.usefixtures("no_aws")
 @pytest.mark.parametrize("content", ["[1, 2]", '{"context": [1]}', "[" * 100_000 + "]" * 100_000])
 def test_a_cdk_json_that_is_not_settings_is_refused(
     content: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
