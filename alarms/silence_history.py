@@ -3,8 +3,9 @@
 publishes) run at each of its scheduled runs over the exporter's samples.
 
 A history file holds what the exporter sent, not what EC2 ran: every node and GPU index seen in
-it is taken as running from its first sample until the range ends, so a node that stops sending
-is silent, and a node scaled down is silent too (the check, reading EC2, would not page for it).
+it is taken as running, launched at its first sample, until the range ends, so a node that
+stops sending is silent, and a node scaled down is silent too (the check, reading EC2, would
+not page for it).
 """
 
 from bisect import bisect_left
@@ -37,7 +38,7 @@ def has_silence(samples: Sequence[Sample]) -> bool:
 def derive_silence(
     samples: Sequence[Sample], config: SilenceCheckConfig, *, start: float, end: float
 ) -> list[Sample]:
-    """The ``gpu_silent`` samples the check would have published at each run in
+    """The per-GPU ``gpu_silent`` samples the check would have published at each run in
     [``start``, ``end``): the series it reads (``REPORTING_METRIC``, lambdas/silence_check/aws.py)
     sent in the run's look back, against every node seen by then."""
     schema = set(gpu_schema(REPORTING_METRIC))
@@ -63,8 +64,9 @@ def derive_silence(
     now = start - start % step + step
     while now < end:
         nodes = [
-            # Running since its first sample: launched a grace period before it.
-            GpuNode(node, "", node, gpus[node], first[node] - config.grace_s)
+            # Launched, at the latest, when it first reported: the check's grace period runs
+            # from there, as it would from its LaunchTime.
+            GpuNode(node, "", node, gpus[node], first[node])
             for node in first
             if first[node] <= now
         ]
@@ -83,6 +85,8 @@ def derive_silence(
                 value=float(datum["Value"]),
             )
             for datum in metric_data(config.cluster_name, check, now)
+            # The silent series, what gpu-silent's query reads; not the cluster's counts.
+            if any(d["Name"] == DIM_NODE for d in datum["Dimensions"])
         ]
         now += step
     return derived
