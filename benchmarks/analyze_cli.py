@@ -53,7 +53,7 @@ def measure(session: str, volumes: int) -> dict[str, float]:
 
     args = Namespace(
         target="storage", cluster_name="bench", scope="cluster", bucket=[], days=DAYS,
-        profile=None, region="us-east-1", json=True,
+        profile=None, region="us-east-1", json=True, context=[], cdk_json=None,
     )  # fmt: skip
     plain = patch.object(analyze, "new_session", boto3.Session)
     with patch.object(analyze, "client", served), patch.object(analyze, "time", _Clock):

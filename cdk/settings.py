@@ -450,6 +450,7 @@ def settings_from_context(context: Mapping[str, object]) -> Settings:
         ("storage_shard_volumes", STORAGE, STORAGE_SHARD_VOLUMES),
         ("training_shard_jobs", TRAINING, TRAINING_SHARD_JOBS),
     ):
-        if key not in values and isinstance(days, int):
+        # (a lookback of no days is refused below, by name, not as a shard of no time)
+        if key not in values and isinstance(days, int) and days > 0:
             values[key] = min(default, size.most_items(days))
     return Settings(**values)

@@ -1,44 +1,64 @@
-"""``gpu-insights analyze storage|training``: the analyzers the Lambdas run, read-only; the
-findings are printed, not published."""
+"""``gpu-insights analyze storage|training``: what the Lambdas run, read-only, with the
+configuration their constructs build from the deployment's settings; the findings are printed,
+not published."""
 
 import argparse
 import json
 import logging
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from cdk.aws_values import bucket_problem
+from cdk.function_configs import storage_config, training_config
+from cdk.settings import Settings, settings_from_context
 from cli.failures import AwsFailureError
+from cli.settings_args import add_settings_arguments, context_from_args
 from contract.resource_names import cluster_name_problem
-from lambdas.shared.aws_clients import INTERACTIVE, client, new_session
+from lambdas.shared.aws_clients import INTERACTIVE, ClientCache, client, new_session
 from lambdas.shared.events import analysis_window
 from lambdas.shared.findings import AnalysisRun, Finding
-from lambdas.shared.shards import LOOKBACK_DAYS
+from lambdas.storage_analyzer import handler as storage_handler
 from lambdas.storage_analyzer.aws import VolumeScope
-from lambdas.storage_analyzer.run import StorageRun, analyze_storage
-from lambdas.training_analyzer.gpu_prices import gpu_hour_price
-from lambdas.training_analyzer.run import analyze_training
+from lambdas.storage_analyzer.run import StorageRun
+from lambdas.training_analyzer import handler as training_handler
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     targets = parser.add_subparsers(dest="target", required=True, metavar="TARGET")
     storage = targets.add_parser("storage", help="EBS volumes and S3 buckets")
     storage.add_argument("--cluster-name", required=True)
-    storage.add_argument("--scope", choices=[s.value for s in VolumeScope], default="cluster")
-    storage.add_argument("--bucket", action="append", default=[], help="S3 bucket (repeatable)")
     storage.add_argument(
-        "--days", type=int, default=LOOKBACK_DAYS, help=f"lookback in days ({LOOKBACK_DAYS})"
+        "--scope",
+        choices=[s.value for s in VolumeScope],
+        default=None,
+        help="volumes read (default: the storage_volume_scope setting)",
+    )
+    storage.add_argument(
+        "--bucket",
+        action="append",
+        default=[],
+        help="S3 bucket, repeatable (default: the storage_buckets setting)",
     )
     training = targets.add_parser("training", help="training jobs of the cluster")
     training.add_argument("--cluster-name", required=True)
     training.add_argument(
-        "--days", type=int, default=LOOKBACK_DAYS, help=f"lookback in days ({LOOKBACK_DAYS})"
+        "--gpu-hour-usd",
+        type=float,
+        default=None,
+        help="price of a GPU-hour (default: the gpu_hour_price_usd setting, or the GPU's price)",
     )
     training.add_argument(
-        "--gpu-hour-usd", type=float, default=gpu_hour_price(None), help="price of a GPU-hour"
+        "--report-bucket",
+        default=None,
+        help="the stack's ReportBucketName output: where the day's storage findings are read "
+        "to link a data-bound job's training_data_sources",
     )
     for sub in (storage, training):
-        sub.add_argument("--profile", help="AWS profile (standard credential chain otherwise)")
+        sub.add_argument(
+            "--days", type=int, default=None, help="lookback in days (the lookback_days setting)"
+        )
+        add_settings_arguments(sub, context_help="a setting, as given to cdk synth (repeatable)")
         sub.add_argument("--region", help="AWS region")
         sub.add_argument("--json", action="store_true", help="findings as JSON lines")
 
@@ -73,6 +93,21 @@ def read_nothing(run: AnalysisRun) -> bool:
     return run.skipped[0].startswith("training jobs of ")
 
 
+def _settings(args: argparse.Namespace) -> Settings:
+    """The deployment's settings (cdk.json, each ``-c``), the options given here over them."""
+    context = context_from_args(args)
+    context["cluster_name"] = args.cluster_name
+    for key, value in (
+        ("lookback_days", args.days),
+        ("storage_volume_scope", getattr(args, "scope", None)),
+        ("storage_buckets", getattr(args, "bucket", None) or None),
+        ("gpu_hour_price_usd", getattr(args, "gpu_hour_usd", None)),
+    ):
+        if value is not None:
+            context[key] = value
+    return settings_from_context(context)
+
+
 def run(args: argparse.Namespace) -> str:
     problem = cluster_name_problem(args.cluster_name)
     if problem:
@@ -81,42 +116,44 @@ def run(args: argparse.Namespace) -> str:
         problem = bucket_problem(bucket)
         if problem:
             raise ValueError(f"--bucket {bucket!r}: {problem}")
-    if not 1 <= args.days <= 90:
+    if args.days is not None and not 1 <= args.days <= 90:
         raise ValueError(f"--days {args.days} must be 1 to 90")
-    if args.target == "training" and not (0 <= args.gpu_hour_usd <= 1000):
-        raise ValueError(f"--gpu-hour-usd {args.gpu_hour_usd} must be 0 to 1000")
+    price = getattr(args, "gpu_hour_usd", None)
+    if price is not None and not (0 <= price <= 1000):
+        raise ValueError(f"--gpu-hour-usd {price} must be 0 to 1000")
+    settings = _settings(args)
+    report_bucket = getattr(args, "report_bucket", None)
+    if args.target == "training" and settings.training_data_sources and not report_bucket:
+        raise ValueError(
+            "training_data_sources is set: --report-bucket (the stack's ReportBucketName "
+            "output) is where the storage findings to link are read"
+        )
     # Each skip is a finding (printed) or the one line of a run that read nothing: the Lambdas'
     # warning log of it would be a second line on stderr.
     logging.getLogger("lambdas").setLevel(logging.ERROR)
     # The handlers' session: its clients parse GetMetricData's epoch timestamps as fast as the
     # Lambdas' do (a plain boto3 session's parser took four times the CPU of a whole run).
     session = new_session(profile_name=args.profile, region_name=args.region)
-    start, end = analysis_window(time.time(), args.days)
+    clients = ClientCache()
+    for service in ("ec2", "s3", "cloudwatch", "logs"):
+        clients[service] = client(service, session=session, config=INTERACTIVE)
+    start, end = analysis_window(time.time(), settings.lookback_days)
+    # The handler's own reads with the configuration its construct builds from the settings;
+    # nothing is written (the bucket is only read, for the storage links).
     result: AnalysisRun
     if args.target == "storage":
-        result = analyze_storage(
-            ec2=client("ec2", session=session, config=INTERACTIVE),
-            s3=client("s3", session=session, config=INTERACTIVE),
-            cloudwatch=client("cloudwatch", session=session, config=INTERACTIVE),
-            cluster=args.cluster_name,
-            scope=VolumeScope(args.scope),
-            buckets=args.bucket,
-            start=start,
-            end=end,
-        )
+        config = storage_config(settings, report_bucket=report_bucket or "")
+        result = storage_handler.analyze(config, clients, start, end)
+        findings = list(result.findings)
     else:
-        result = analyze_training(
-            cloudwatch=client("cloudwatch", session=session, config=INTERACTIVE),
-            logs=client("logs", session=session, config=INTERACTIVE),
-            cluster=args.cluster_name,
-            start=start,
-            end=end,
-            gpu_hour_usd=args.gpu_hour_usd,
-        )
+        training = training_config(settings, report_bucket=report_bucket or "")
+        day = datetime.fromtimestamp(end, UTC).date()
+        result = training_handler.analyze_jobs(training, clients, start, end, day)
+        gpu_run, _, _ = training_handler.attribute_gpu_hours(result, training, clients, end)
+        findings = [*result.findings, *gpu_run.findings]
     if read_nothing(result):
         first = result.findings[0]
         raise AwsFailureError(f"read nothing: {first.resource}: {first.summary}")
-    findings = result.findings
     if args.json:
         return "\n".join(json.dumps(f.to_dict(), sort_keys=True) for f in findings)
     return table(findings)

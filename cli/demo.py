@@ -17,7 +17,10 @@ from moto import mock_aws
 from alarms.backtest import BacktestResult, backtest, report
 from alarms.catalog import gpu_alarms
 from alarms.cloudwatch_history import fetch_samples
-from alarms.model import AlarmSpec
+from alarms.model import AlarmSpec, InsightsQuery
+from alarms.silence_history import NOTE as SILENCE_NOTE
+from alarms.silence_history import derive_silence
+from cdk.function_configs import silence_config
 from cdk.settings import Settings
 from cli.demo_dashboards import DashboardView, dashboards_summary, demo_dashboard_views
 from cli.demo_exporter import (
@@ -49,6 +52,7 @@ from contract.metrics import (
     DIM_CLUSTER,
     DIM_NODE,
     NAMESPACE_GPU,
+    SILENT_GPUS_METRIC,
     GpuMetric,
     training_log_group,
 )
@@ -136,6 +140,21 @@ class DemoResult:
                 lines.append(f"   {'':<24} on {r.named(group)}")
         quiet = [r.spec.key for r in self.backtest if not r.alarms_raised]
         lines.append(f"   stayed quiet: {', '.join(quiet)}")
+        silent = next(
+            r
+            for r in self.backtest
+            if isinstance(r.spec.metric, InsightsQuery)
+            and r.spec.metric.metric == SILENT_GPUS_METRIC
+        )
+        lines.append(
+            "   gpu-silent: the silence check's rule, run every 5 minutes over the replay "
+            "(no EC2 in it: the node counts as running to the end), found "
+            + (
+                ", ".join(silent.named(g) for g in silent.contributors_alarmed)
+                if silent.alarms_raised
+                else "every GPU reporting to the end"
+            )
+        )
         return lines
 
     def summary(self) -> str:
@@ -273,9 +292,11 @@ def _exporter_step(
         for s in fetch_samples(cloudwatch, specs, start=start, end=end)
         if dict(s.dimensions).get(DIM_NODE, NODE) == NODE
     ]
+    # No silence check runs in the replay: gpu_silent as its rule would publish it.
+    samples += derive_silence(samples, silence_config(settings), start=start, end=end)
     result.backtest = backtest(specs, samples, start=start, end=end)
     path = out_dir / "alarm-backtest.txt"
-    path.write_text(report(result.backtest, start=start, end=end) + "\n")
+    path.write_text(report(result.backtest, start=start, end=end) + f"\n\n{SILENCE_NOTE}\n")
     result.files.append(path)
     return specs
 

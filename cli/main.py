@@ -188,10 +188,20 @@ def _cost_estimate(args: argparse.Namespace) -> str:
     return f"{table}\nAlarms: {sizing.line()}"
 
 
+def _check_folder(option: str, path: Path) -> None:
+    """Refuse, before the synth's minute of work, a folder that cannot be made: the path or the
+    nearest of its parents that exists is a file (mkdir would fail there only at the end)."""
+    existing = path
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        where = "" if existing == path else f": {existing}"
+        raise ValueError(f"{option} {path}{where} is a file, not a folder")
+
+
 def _demo(args: argparse.Namespace) -> str:
     for option, path in (("--out", args.out), ("--cdk-out", args.cdk_out)):
-        if path.exists() and not path.is_dir():
-            raise ValueError(f"{option} {path} is a file, not a folder")
+        _check_folder(option, path)
     use_checkout()  # the demo's cluster is the realistic model in the clone's tests/
     try:
         from cli.demo import run_demo  # imports the CDK and moto, which takes seconds

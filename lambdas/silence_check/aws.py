@@ -9,7 +9,6 @@ EC2 managed instances (``Operator.Managed``: EKS Auto Mode's) are left out, as t
 """
 
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import UTC, datetime
 from typing import Any, Final
 
 from contract.metrics import (
@@ -17,17 +16,12 @@ from contract.metrics import (
     DIM_GPU_INDEX,
     DIM_NODE,
     NAMESPACE_GPU,
-    SILENT_GPUS_METRIC,
-    SILENT_NODES_METRIC,
-    GpuMetric,
     gpu_schema,
 )
 from lambdas.shared.cluster_tags import cluster_tag
 from lambdas.shared.metric_fetcher import MetricQuery, fetch, listed_dimensions, window_period
-from lambdas.silence_check.silence import Check, GpuNode
+from lambdas.silence_check.silence import REPORTING_METRIC, Check, GpuNode, metric_data
 
-#: What a reporting GPU sends every cycle, lost or not (exporter/exporter.py collect_once).
-REPORTING_METRIC: Final = GpuMetric.HEALTHY
 #: DescribeInstanceTypes takes at most 100 types a call.
 TYPES_PER_CALL: Final = 100
 #: PutMetricData takes at most 1,000 metric data a call
@@ -125,35 +119,6 @@ def reported_gpus(
                 node, gpu = series.query.key
                 reported.setdefault(node, set()).add(gpu)
     return reported, {dims[DIM_NODE] for dims in listed}
-
-
-def metric_data(cluster: str, check: Check, now: float) -> list[dict[str, Any]]:
-    """Each silent series (only while silent), then the cluster's two counts (every run: the
-    check's heartbeat)."""
-    at = datetime.fromtimestamp(now, UTC)
-
-    def datum(metric: str, dims: dict[str, str], value: float) -> dict[str, Any]:
-        return {
-            "MetricName": metric,
-            # In name order, as the alarm's SCHEMA lists them (CloudWatch ignores the order;
-            # moto matches a query's dimensions in order).
-            "Dimensions": [{"Name": k, "Value": v} for k, v in sorted(dims.items())],
-            "Timestamp": at,
-            "Value": value,
-            "Unit": "Count",
-        }
-
-    data = [
-        datum(
-            SILENT_GPUS_METRIC,
-            {DIM_CLUSTER: cluster, DIM_NODE: s.node, DIM_GPU_INDEX: s.gpu},
-            s.count,
-        )
-        for s in check.silent
-    ]
-    data.append(datum(SILENT_GPUS_METRIC, {DIM_CLUSTER: cluster}, check.silent_gpus))
-    data.append(datum(SILENT_NODES_METRIC, {DIM_CLUSTER: cluster}, check.silent_nodes))
-    return data
 
 
 def publish(cloudwatch: Any, cluster: str, check: Check, now: float) -> int:

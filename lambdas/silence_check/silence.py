@@ -24,8 +24,21 @@ entry per missing GPU index (a GPU the driver no longer lists).
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final
 
-from contract.metrics import ALL_GPUS
+from contract.metrics import (
+    ALL_GPUS,
+    DIM_CLUSTER,
+    DIM_GPU_INDEX,
+    DIM_NODE,
+    SILENT_GPUS_METRIC,
+    SILENT_NODES_METRIC,
+    GpuMetric,
+)
+
+#: What a reporting GPU sends every cycle, lost or not (exporter/exporter.py collect_once).
+REPORTING_METRIC: Final = GpuMetric.HEALTHY
 
 
 @dataclass(frozen=True)
@@ -119,3 +132,32 @@ def find_silent(
             if str(i) not in indices
         ]
     return Check(expected, gpus, young, tuple(silent))
+
+
+def metric_data(cluster: str, check: Check, now: float) -> list[dict[str, Any]]:
+    """Each silent series (only while silent), then the cluster's two counts (every run: the
+    check's heartbeat)."""
+    at = datetime.fromtimestamp(now, UTC)
+
+    def datum(metric: str, dims: dict[str, str], value: float) -> dict[str, Any]:
+        return {
+            "MetricName": metric,
+            # In name order, as the alarm's SCHEMA lists them (CloudWatch ignores the order;
+            # moto matches a query's dimensions in order).
+            "Dimensions": [{"Name": k, "Value": v} for k, v in sorted(dims.items())],
+            "Timestamp": at,
+            "Value": value,
+            "Unit": "Count",
+        }
+
+    data = [
+        datum(
+            SILENT_GPUS_METRIC,
+            {DIM_CLUSTER: cluster, DIM_NODE: s.node, DIM_GPU_INDEX: s.gpu},
+            s.count,
+        )
+        for s in check.silent
+    ]
+    data.append(datum(SILENT_GPUS_METRIC, {DIM_CLUSTER: cluster}, check.silent_gpus))
+    data.append(datum(SILENT_NODES_METRIC, {DIM_CLUSTER: cluster}, check.silent_nodes))
+    return data

@@ -4,6 +4,7 @@ Its environment is declared in lambdas/storage_analyzer/config.py and read at co
 """
 
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -79,14 +80,21 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
             _clients("s3"), _clients("cloudwatch"), buckets, start, end, S3Thresholds(), run
         )
         return _publish(run, config, end)
-    run = analyze_storage(
-        ec2=_clients("ec2"),
-        s3=_clients("s3"),
-        cloudwatch=_clients("cloudwatch"),
-        cluster=cluster,
-        scope=scope,
-        buckets=buckets,
+    return _publish(analyze(config, _clients, start, end), config, end)
+
+
+def analyze(
+    config: StorageConfig, clients: Callable[[str], Any], start: float, end: float
+) -> StorageRun:
+    """A whole run's reads (no shards), with ``clients`` by service name: the handler's cache
+    or ``gpu-insights analyze storage``'s. Read-only."""
+    return analyze_storage(
+        ec2=clients("ec2"),
+        s3=clients("s3"),
+        cloudwatch=clients("cloudwatch"),
+        cluster=config.cluster_name,
+        scope=config.volume_scope,
+        buckets=list(config.buckets),
         start=start,
         end=end,
     )
-    return _publish(run, config, end)

@@ -5,6 +5,7 @@ Its environment is declared in lambdas/training_analyzer/config.py and read at c
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from datetime import UTC, date, datetime
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lambdas.gpu_analyzer.metrics import put_waste_metrics, waste_metric_data
-from lambdas.gpu_analyzer.run import analyze_gpu_hours
+from lambdas.gpu_analyzer.run import GpuHoursRun, analyze_gpu_hours
 from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.events import analysis_window, scheduled_time
 from lambdas.shared.publisher import (
@@ -127,13 +128,20 @@ def source_resources(sources: list[str]) -> frozenset[str]:
     return frozenset(sources) | frozenset(f"arn:aws:s3:::{s}" for s in sources)
 
 
-def _related(config: TrainingConfig, day: Any) -> tuple[tuple[str, ...], TrainingRun]:
+#: How a run gets its clients: the handler's cache, or the command line's (``gpu-insights
+#: analyze``), by service name.
+Clients = Callable[[str], Any]
+
+
+def _related(
+    config: TrainingConfig, day: Any, clients: Clients
+) -> tuple[tuple[str, ...], TrainingRun]:
     """The storage findings to link, and the run that names a failure to read them (its
     skip comes after the jobs' findings: the jobs are analyzed; only the links are lost)."""
     bucket, cluster = config.report_bucket, config.cluster_name
     tail = TrainingRun()
     try:
-        related = related_storage(_clients("s3"), bucket, cluster, day, list(config.data_sources))
+        related = related_storage(clients("s3"), bucket, cluster, day, list(config.data_sources))
     except StorageFindingsError as err:
         related = ()
         tail.skip(f"s3://{bucket}/{findings_key(cluster, 'storage', day)}", err)
@@ -149,7 +157,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     day = datetime.fromtimestamp(end, UTC).date()
     mode = event.get("mode")
     if mode == "plan":
-        related, tail = _related(config, day)
+        related, tail = _related(config, day, _clients)
         return fleet.plan(
             cloudwatch=_clients("cloudwatch"), logs=_clients("logs"), s3=_clients("s3"),
             bucket=bucket, cluster=cluster, day=day.isoformat(), start=start, end=end,
@@ -168,39 +176,54 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
             shards=len(event["shards"]),
         )  # fmt: skip
         return _publish(run, config, day, end)
-    related, tail = _related(config, day)
+    return _publish(analyze_jobs(config, _clients, start, end, day), config, day, end)
+
+
+def analyze_jobs(
+    config: TrainingConfig, clients: Clients, start: float, end: float, day: Any
+) -> TrainingRun:
+    """A whole run's reads (no shards): every job, its storage links. Read-only; the handler
+    and ``gpu-insights analyze training`` both run it."""
+    related, tail = _related(config, day, clients)
     run = analyze_training(
-        cloudwatch=_clients("cloudwatch"),
-        logs=_clients("logs"),
-        cluster=cluster,
+        cloudwatch=clients("cloudwatch"),
+        logs=clients("logs"),
+        cluster=config.cluster_name,
         start=start,
         end=end,
-        gpu_hour_usd=price,
+        gpu_hour_usd=config.gpu_hour_usd,
         related_storage=related,
     )
     run.findings += tail.findings
     run.skipped += tail.skipped
-    return _publish(run, config, day, end)
+    return run
 
 
-def _publish(run: TrainingRun, config: TrainingConfig, day: Any, end: float) -> dict[str, Any]:
-    """What runs once for the day, after every job is analyzed (in one run or merged from
-    shards): the GPU-hour attribution of the whole cluster, the daily files, the findings."""
-    cluster, bucket, price = config.cluster_name, config.report_bucket, config.gpu_hour_usd
-    # The last whole UTC day before the run, every GPU-hour attributed; its finding links the
-    # jobs' training findings of this same run.
+def attribute_gpu_hours(
+    run: TrainingRun, config: TrainingConfig, clients: Clients, end: float
+) -> tuple[GpuHoursRun, float, date]:
+    """The GPU-hour attribution of the last whole UTC day before ``end``, linking the jobs'
+    training findings of ``run``, as ``(run, day start, day)``. Read-only."""
     gpu_start, gpu_end, gpu_day = attributed_day(end)
     gpu_run = analyze_gpu_hours(
-        cloudwatch=_clients("cloudwatch"),
-        cluster=cluster,
+        cloudwatch=clients("cloudwatch"),
+        cluster=config.cluster_name,
         start=gpu_start,
         end=gpu_end,
-        gpu_hour_usd=price,
+        gpu_hour_usd=config.gpu_hour_usd,
         exact_jobs=run.pods,
         pod_nodes=run.pod_nodes,
         training_findings=training_links(run.findings),
         thresholds=config.gpu_thresholds,
     )
+    return gpu_run, gpu_start, gpu_day
+
+
+def _publish(run: TrainingRun, config: TrainingConfig, day: Any, end: float) -> dict[str, Any]:
+    """What runs once for the day, after every job is analyzed (in one run or merged from
+    shards): the GPU-hour attribution of the whole cluster, the daily files, the findings."""
+    cluster, bucket = config.cluster_name, config.report_bucket
+    gpu_run, gpu_start, gpu_day = attribute_gpu_hours(run, config, _clients, end)
     stamp = datetime.fromtimestamp(end, UTC).isoformat()
     findings = [
         replace(f, cluster=cluster, detected_at=stamp) for f in [*run.findings, *gpu_run.findings]

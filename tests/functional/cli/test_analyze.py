@@ -6,8 +6,10 @@ CloudWatch's JSON protocol sends GetMetricData's ``Timestamps`` as epoch seconds
 (botocore's cloudwatch model: "protocols": ["smithy-rpc-v2-cbor", "json", "query"], json
 being the first botocore supports; getmoto/moto PR #9562 answers it so)."""
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -18,8 +20,18 @@ from moto import mock_aws
 from cli.main import main
 from lambdas.shared import aws_clients
 
+# One GPU's day, held at 27% of its power limit (the fixture ``clients``).
+from tests.functional.lambdas.test_training_config import CLUSTER, clients  # noqa: F401
+
 REGION = "us-east-1"
 HOURS = 48
+
+
+@pytest.fixture
+def no_profile(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "t")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "t")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
 
 
 @pytest.fixture
@@ -82,3 +94,29 @@ def test_analyze_reads_with_the_handlers_timestamp_parser(
     epochs = [value for value in parsed if isinstance(value, int | float)]
     assert epochs
     assert all(handlers_parser(e) == parse_timestamp(e) for e in epochs)  # type: ignore[arg-type]
+
+
+@pytest.mark.usefixtures("no_profile")
+def test_analyze_training_runs_the_attribution_with_the_settings_low_power_line(
+    clients: dict[str, Any],  # noqa: F811
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The handler's run, GPU-hour attribution included, with the configuration its construct
+    builds: a GPU at 27% of its limit is held without work under the default 30, working
+    under ``-c low_power_percent=25`` or the same setting in cdk.json."""
+    cdk_json = tmp_path / "cdk.json"
+    cdk_json.write_text('{"context": {}}')
+    argv = ["analyze", "training", "--cluster-name", CLUSTER, "--region", REGION, "--json"]
+
+    def kinds(*more: str) -> list[str]:
+        assert main([*argv, *more]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        return [json.loads(line)["kind"] for line in lines if line]
+
+    assert "gpu_held_not_working" in kinds("--cdk-json", str(cdk_json))
+    assert "gpu_held_not_working" not in kinds(
+        "--cdk-json", str(cdk_json), "-c", "low_power_percent=25"
+    )
+    cdk_json.write_text('{"context": {"low_power_percent": 25}}')
+    assert "gpu_held_not_working" not in kinds("--cdk-json", str(cdk_json))

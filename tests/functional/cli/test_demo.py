@@ -95,6 +95,12 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
         "gpu-power-brake": 0,
         "gpu-silent": 0,  # the replayed node never goes silent
     }
+    # No silence check runs in the replay: its rule runs over the node's samples, and says so.
+    assert (
+        "gpu-silent: the silence check's rule, run every 5 minutes over the replay (no EC2 in "
+        "it: the node counts as running to the end), found every GPU reporting to the end"
+    ) in result.summary()
+    assert "a history has no EC2 view" in (tmp_path / "out" / "alarm-backtest.txt").read_text()
     assert "gpu-low-power [warning]" in (tmp_path / "out" / "alarm-backtest.txt").read_text()
     # Each per-GPU alarm names the GPU it fired on (its contributor), not just the cluster.
     named = {r.spec.key: [g[-1] for g in r.contributors_alarmed] for r in result.backtest}

@@ -9,8 +9,7 @@ from alarms.evaluator import NO_DATA_FOR_CONTRIBUTOR, AlarmState, evaluate
 from alarms.history import Sample
 from alarms.model import Comparison, InsightsQuery, MissingData
 from alarms.series import metric_values
-from lambdas.silence_check.aws import metric_data
-from lambdas.silence_check.silence import GpuNode, find_silent
+from lambdas.silence_check.silence import GpuNode, find_silent, metric_data
 
 T0 = 1_764_000_000.0 - 1_764_000_000.0 % 3600
 SETTINGS = AlarmSettings(cluster_name="train")

@@ -143,6 +143,7 @@ def test_backtest_hours_are_bounded(capsys: pytest.CaptureFixture[str]) -> None:
 
 COST = ["cost-estimate", "--nodes", "1", "--gpus-per-node", "8"]
 MANIFEST = ["manifest", "--image", "repo/exporter:1", "--cluster-name", "train"]
+TRAINING = ["analyze", "training", "--cluster-name", "x"]
 
 
 @pytest.mark.usefixtures("no_aws")
@@ -194,6 +195,10 @@ MANIFEST = ["manifest", "--image", "repo/exporter:1", "--cluster-name", "train"]
         ([*MANIFEST, "--taint-key", "bad key!"], ["taint key 'bad key!'"]),
         ([*MANIFEST, "--taint-key=-nvidia.com/gpu"], ["taint key"]),
         (["demo", "--out", "a-file"], ["--out a-file is a file"]),
+        ([*TRAINING, "-c", "low_power_percen=25"], ["did you mean 'low_power_percent'"]),
+        ([*TRAINING, "-c", "low_power_percent=x"], ["setting low_power_percent='x'"]),
+        ([*TRAINING, "-c", "training_data_sources=data"], ["--report-bucket"]),
+        (["analyze", "storage", "--cluster-name", "x", "-c", "lookback_days=0"], ["lookback"]),
     ],
 )
 def test_bad_numbers_and_names_are_refused_with_exit_2(
@@ -202,6 +207,23 @@ def test_bad_numbers_and_names_are_refused_with_exit_2(
     Path("a-file").write_text("")
     assert main(argv) == 2
     _one_line(capsys, *words)
+
+
+@pytest.mark.usefixtures("no_aws")
+@pytest.mark.parametrize("option", ["--out", "--cdk-out"])
+def test_a_demo_folder_under_a_file_is_refused_before_the_synth_starts(
+    option: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mkdir of a/file/sub fails with ENOTDIR: the demo once found it after the whole synth
+    (cdk.out: a jsii RuntimeError; out: a NotADirectoryError traceback)."""
+
+    def synth_started() -> None:
+        raise AssertionError("the demo started before refusing the path")
+
+    monkeypatch.setattr("cli.main.use_checkout", synth_started)
+    Path("a-file").write_text("")
+    assert main(["demo", option, "a-file/sub"]) == 2
+    _one_line(capsys, f"{option} a-file/sub: a-file is a file")
 
 
 @pytest.mark.usefixtures("no_aws")

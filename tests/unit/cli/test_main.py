@@ -110,3 +110,53 @@ def test_backtest_bad_setting_is_refused(
     history = _history(tmp_path, [_sample(0, 9.5)])
     assert main(["backtest", "--history", str(history), "-c", "low_power_percent=150"]) == 2
     assert "low_power_percent=150.0 must be above 0 and below 100" in capsys.readouterr().err
+
+
+#: 2026-11-29 15:00 UTC.
+T15 = 1_795_964_400
+
+
+def _healthy(node: str, gpu: int, at: int) -> str:
+    """What a reporting GPU sends every cycle and the silence check reads (REPORTING_METRIC),
+    with the exporter's alarmed dimension set (contract/metrics.py gpu_schema)."""
+    dims = {"ClusterName": "train", "NodeName": node, "GpuIndex": str(gpu), "Shard": "0"}
+    return json.dumps(
+        {
+            "namespace": "GpuInsights",
+            "metric": "gpu_healthy",
+            "dimensions": dims,
+            "timestamp": at,
+            "value": 1.0,
+        }
+    )
+
+
+def test_backtest_from_a_file_pages_gpu_silent_for_a_node_that_stops_sending(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Node n1 sends until 15:45, n2 until 17:00: the silence check's rule, run every 5 minutes
+    over the file, finds n1 silent once its 10-minute look back holds nothing, and gpu-silent
+    pages for n1 (GpuIndex "all": the whole node) and never for n2."""
+    lines = [
+        _healthy(node, gpu, T15 + minute * 60)
+        for minute in range(120)
+        for node in ("n1", "n2")
+        for gpu in (0, 1)
+        if node == "n2" or minute < 45
+    ]
+    history = _history(tmp_path, lines)
+    (tmp_path / "cdk.json").write_text("{}")
+    args = ["backtest", "--history", str(history), "--cdk-json", str(tmp_path / "cdk.json")]
+    args += ["-c", "cluster_name=train", "--end", "2026-11-29T17:00:00Z"]
+    assert main([*args, "--json"]) == 0
+    silent = {r["alarm"]: r for r in json.loads(capsys.readouterr().out)}["gpu-silent"]
+    (node,) = silent["contributors"]
+    assert node["attributes"] == {"ClusterName": "train", "NodeName": "n1", "GpuIndex": "all"}
+    (paged,) = [t["time"] - T15 for t in node["transitions"] if t["to"] == "ALARM"]
+    # Silent at the first run whose look back (600 s) starts after its last sample (15:44),
+    # 15:55; the alarm's 5-minute period holding that datapoint is evaluated at 16:00.
+    assert 45 * 60 < paged <= 60 * 60
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "gpu-silent [critical] GPU not reporting: raised 1 time(s)" in out
+    assert "a history has no EC2 view" in out
