@@ -40,7 +40,7 @@ def _held_actions(
 ) -> list[dict[str, Any]]:
     actions = []
     for row in waste.get("all_jobs", []):
-        usd = float(row.get("waste_usd") or 0.0)
+        usd = float(row.get("held_not_working_usd") or 0.0)
         if usd <= 0:
             continue
         namespace, job = str(row["namespace"]), str(row["job"])

@@ -411,7 +411,7 @@ def text_summary(figures: WeekFigures, *, link: str, top: int = 5) -> str:
             f"GPUs held without work: {idle:,.1f} GPU-hours ({_money(cost)})"
             + (
                 "; most in "
-                + ", ".join(f"{n['namespace']} (${n['waste_usd']:,.0f})" for n in top_ns)
+                + ", ".join(f"{n['namespace']} (${n['held_not_working_usd']:,.0f})" for n in top_ns)
                 if top_ns
                 else ""
             )

@@ -156,7 +156,7 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
     # The analyzers' own metrics, read back from CloudWatch: the week's waste by namespace
     # (the report's figures: nlp's data-bound job steps, so its hours are not held without
     # work) and today's held-but-idle GPUs (of the demo's 11).
-    waste = shown["training: Waste this week (USD), 10 namespaces"].lines
+    waste = shown["training: Held without work this week (USD), 10 namespaces"].lines
     assert [(line.label, round(line.value, 2)) for line in waste][:2] == [
         ("research", 722.4),
         ("speech", 13.76),

@@ -1,3 +1,5 @@
+import csv
+import io
 import json
 from datetime import UTC, date, datetime
 from typing import Any
@@ -12,7 +14,7 @@ from lambdas.weekly_report.figures import (
     week_figures,
 )
 from lambdas.weekly_report.render import html_report, text_summary
-from lambdas.weekly_report.waste import week_waste
+from lambdas.weekly_report.waste import waste_csv, week_waste
 from lambdas.weekly_report.week import days, iso_week_name, report_week
 
 
@@ -251,7 +253,9 @@ def _week_of_jobs(findings: list[dict[str, Any]]) -> WeekFigures:
             for job in ("bert-data-bound", "resnet-healthy", "llama-slow-checkpoint")
         },
         throughput={"bert-data-bound": [100.0] * 7},
-        waste=week_waste({"2026-11-23": {"jobs": WEEK_JOBS}}, gpu_hour_usd=6.88),
+        waste=week_waste(
+            {"2026-11-23": {"jobs": WEEK_JOBS, "namespaces": WEEK_JOBS}}, gpu_hour_usd=6.88
+        ),
         previous={"storage_waste_usd": None},
         storage_analyzed=True,
     )
@@ -318,6 +322,31 @@ def test_one_gpu_hour_one_class_one_price_in_the_job_tables_and_the_actions() ->
     summary = text_summary(figures, link="L")
     assert "What to do this week ($1,802 priced, each GPU-hour once):" in summary
     assert "- $925: bert-data-bound: waits for data" in summary
+
+
+def test_a_namespaces_waste_is_both_parts_in_the_table_and_the_csv() -> None:
+    """nlp's data-bound job steps all week (100% efficiency: its hours are working) but waits
+    40% of each step: its namespace's waste is that $924.67, not the $0 of its not-working
+    hours, in the report's namespace table and the showback CSV alike, each part named."""
+    figures = _week_of_jobs(FINDINGS)
+    spaces = {n["namespace"]: n for n in figures.waste["namespaces"]}
+    parts = ("held_not_working_usd", "waiting_while_stepping_usd", "waste_usd")
+    assert [spaces["nlp"][k] for k in parts] == [0.0, 924.67, 924.67]
+    assert [spaces["research"][k] for k in parts] == [722.4, 0.0, 722.4]
+    assert spaces["nlp"]["efficiency"] == 1.0
+    rows = {
+        r["namespace"]: r
+        for r in csv.DictReader(io.StringIO(waste_csv(figures.waste, cluster="c", week="w")))
+    }
+    assert [float(rows["nlp"][k]) for k in parts] == [0.0, 924.67, 924.67]
+    html = html_report(figures)
+    table = html[html.index("Waste and efficiency by namespace") :]
+    assert "an hour its job stepped in counts as working however long the step waited" in table
+    assert (
+        '<td>nlp</td><td class="num">336.0</td><td class="num">336.0</td>'
+        '<td class="num">0.0</td><td class="num">0.0</td><td class="num">$0</td>'
+        '<td class="num">$925</td><td class="num">$925</td><td class="num">100%</td>'
+    ) in table
 
 
 def test_a_jobs_training_findings_together_price_at_most_its_stepping_hours() -> None:
