@@ -83,8 +83,9 @@ def waste_section(waste: dict[str, Any]) -> str:
         '<h2 id="waste">GPUs held without work</h2>',
         relation(
             f"The headline's four classes with their cost at "
-            f"${float(waste.get('gpu_hour_usd') or 0.0):,.2f} a GPU-hour; the two tables below "
-            "split the held hours by job and by namespace."
+            f"${float(waste.get('gpu_hour_usd') or 0.0):,.2f} a GPU-hour; the tables below "
+            "split the held-but-not-working hours by job (the jobs that had any) and every "
+            "held hour by namespace."
         ),
     ]
     rows = [
@@ -112,9 +113,10 @@ def waste_section(waste: dict[str, Any]) -> str:
     parts.append("<h3>Jobs that held the most GPU-hours without work</h3>")
     parts.append(
         relation(
-            "The held-but-not-working hours above by job: hours its pods held GPUs under the "
-            "thresholds and, where its emitter reports, without a training step; the hours it "
-            "stepped are held and working, and its training findings price what they lost."
+            "The held-but-not-working hours above by job, the jobs that had any (up to ten): "
+            "hours its pods held GPUs under the thresholds and, where its emitter reports, "
+            "without a training step; the hours it stepped are held and working, and its "
+            "training findings price what they lost."
         )
     )
     if waste["jobs"]:

@@ -127,7 +127,7 @@ def _figures() -> tuple[dict[str, Any], WeekFigures]:
 
 
 def test_figures_from_known_inputs() -> None:
-    document, _ = _figures()
+    document, figures = _figures()
     assert document["gpu_hours"] == 72.0
     assert document["change"]["gpu_hours"] == -28.0
     assert document["power_utilization"] == pytest.approx((60 * 24 + 30 * 48) / 72)
@@ -150,6 +150,12 @@ def test_figures_from_known_inputs() -> None:
     assert document["costliest_jobs"][0]["job"] == "bert"
     assert document["xids"][0] == {"node": "node-b", "code": "13", "count": 3.0}
     assert (document["malformed_finding_lines"], document["finding_files"]) == (2, 2)
+    # node-a's XID 79 went into no alarm's history (only gpu-lost did): the XID table's sentence
+    # claims no page for it, and the alarm table's does not call its alarms the XIDs' pages.
+    html = html_report(figures)
+    assert "each was paged as it happened" not in html
+    assert "the pages behind the XIDs" not in html
+    assert "an XID or a lost GPU above with no alarm here went into no alarm" in html
 
 
 def test_the_headline_gpu_hours_are_the_waste_tables_classes_and_add_up() -> None:
@@ -315,7 +321,18 @@ def test_one_gpu_hour_one_class_one_price_in_the_job_tables_and_the_actions() ->
     assert html.index('id="actions"') < html.index('id="headline"') < html.index('id="waste"')
     assert "<b>$925 this week</b>: <b>bert-data-bound: waits for data</b>" in html
     assert '<th scope="col">of them stepping</th>' in html
-    assert "<td>llama-slow-checkpoint (at its findings&#x27; pace)</td>" in html
+    # Each part of a job's waste in its own column, so the row adds up: llama's $146 is at its
+    # finding's pace (its pods held no GPU the exporter saw), not waiting while stepping.
+    num = '<td class="num">{}</td>'.format
+    assert (
+        "<td>llama-slow-checkpoint</td>" + "".join(map(num, ("n/a", "n/a", "$146", "$146"))) in html
+    )
+    assert "<td>bert-data-bound</td>" + "".join(map(num, ("$0", "$925", "n/a", "$925"))) in html
+    # What the tables' sentences say of each other holds for these rows: jupyter-alice is in
+    # "Jobs that wasted most" and not in "Training jobs"; resnet-healthy the other way round.
+    assert "a job the attribution inferred from its pods' names (a notebook) is here" in (
+        html.replace("&#x27;", "'")
+    )
     assert "<td>jupyter-alice (inferred)</td>" in html
     # Every table says how it relates to the others, in one sentence.
     assert html.count("<table>") == html.count('<p class="relates">') - 2  # actions, headline
