@@ -84,7 +84,8 @@ def _actions(f: WeekFigures) -> str:
     parts = ['<h2 id="actions">What to do this week</h2>']
     if not f.actions:
         parts.append(
-            "<p>Nothing priced this week: no GPU held without work, no priced finding.</p>"
+            "<p>Nothing priced this week: no idle GPU capacity, no GPU held without work, no "
+            "priced finding.</p>"
         )
         return "".join(parts)
     shown = sum(a["usd"] for a in f.actions)
@@ -94,9 +95,10 @@ def _actions(f: WeekFigures) -> str:
             f"The {len(f.actions)} priced problems worth the most this week, "
             f"${shown:,.0f} of the ${f.priced_waste_usd:,.0f} the week's priced problems add up "
             f"to (about ${f.priced_waste_usd * HOURS_PER_MONTH / HOURS_PER_WEEK:,.0f} a month "
-            f"at this pace); each GPU-hour is priced once at ${price:,.2f}: a job's held hours "
-            "without a training step as held without work, its stepping hours by the training "
-            "finding that says what they lost, so the figures add up."
+            f"at this pace); each GPU-hour is priced once at ${price:,.2f}: hours no pod held as "
+            "idle capacity, a job's held hours without a training step as held without work, "
+            "its stepping hours by the training finding that says what they lost, so the "
+            "figures add up."
         )
     )
     parts.append('<ol class="actions">')

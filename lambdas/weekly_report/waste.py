@@ -108,6 +108,10 @@ def week_waste(
         for name, value in hours.items():
             classes[name] += value
         by_day.append({"day": day, **{k: round(v, 2) for k, v in hours.items()}})
+    idle_nodes: dict[str, float] = {}
+    for table in days:
+        for node, hours in (table.get("not_held_by_node") or {}).items():
+            idle_nodes[str(node)] = idle_nodes.get(str(node), 0.0) + float(hours or 0.0)
     namespaces = _sum_rows((r for t in days for r in t.get("namespaces", [])), ("namespace",))
     jobs = _sum_rows((r for t in days for r in t.get("jobs", [])), ("namespace", "job"))
     before = previous or {}
@@ -123,6 +127,10 @@ def week_waste(
         "gpu_hours": round(sum(classes.values()), 2),
         **{k: round(sum(float(t.get(k) or 0.0) for t in days), 2) for k in COVERAGE},
         "by_day": by_day,
+        # The GPU-hours no pod held, by node, the most first: the idle capacity's evidence.
+        "not_held_by_node": {
+            n: round(h, 2) for n, h in sorted(idle_nodes.items(), key=lambda nh: (-nh[1], nh[0]))
+        },
         "namespaces": namespaces,
         "jobs": [j for j in jobs if j["not_working_gpu_hours"] > 0][:top],
         # The full job list, for next week's change.
