@@ -40,7 +40,7 @@ healthy.
 
 Written as CloudWatch stores an hour of one-minute samples (a statistic set: 60 samples), for
 the exporter's per-GPU and cluster series and Container Insights' ``pod_gpu_*`` and
-``node_gpu_*`` series: about 20,000 datapoints, which keeps moto's GetMetricData (a scan of
+``node_gpu_*`` series: about 7,700 datapoints, which keeps moto's GetMetricData (a scan of
 every stored point per query and period) to seconds.
 """
 

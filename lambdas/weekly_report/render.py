@@ -181,7 +181,8 @@ def _jobs_section(f: WeekFigures) -> str:
                 "is held without work (the first job table's cost) plus waiting while stepping "
                 "(the share of its stepping GPU-hours its training findings say was lost), or, "
                 "for a job whose pods held no GPU the exporter reported, a week at its "
-                "findings' pace; each GPU-hour priced once, each part an action above."
+                "findings' pace; each GPU-hour priced once, each part one of the week's priced "
+                "problems (the five worth most are above)."
             )
         )
         parts.append(

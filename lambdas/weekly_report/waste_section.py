@@ -150,8 +150,9 @@ def waste_section(waste: dict[str, Any]) -> str:
     parts.append("<h3>Waste and efficiency by namespace</h3>")
     parts.append(
         relation(
-            "The same held hours by namespace, the rows of the showback CSV: the not-working "
-            "and faulted hours add up to their classes above. Efficiency is working hours over "
+            "The same held hours by namespace, the rows of the showback CSV: a namespace's held "
+            "hours are its working, not-working and faulted ones, and the not-working hours add "
+            "up to their class above. Efficiency is working hours over "
             "held hours, and an hour its job stepped in counts as working however long the step "
             "waited; what those hours lost waiting is the waiting-while-stepping column, so a "
             "namespace's waste is held without work plus waiting while stepping, as its jobs' "
