@@ -167,7 +167,7 @@ def demo_dashboard_views(
 def dashboards_summary(
     views: Sequence[DashboardView], region: str, cluster: str, node: str
 ) -> list[str]:
-    lines = ["10. What each dashboard shows on the demo's data (top entries, series drawn):"]
+    lines = ["11. What each dashboard shows on the demo's data (top entries, series drawn):"]
     for view in views:
         lines.append(f"   {view.name}")
         for widget in view.widgets:

@@ -6,6 +6,8 @@ run on a node with ``--sink cloudwatch``.
 """
 
 import json
+import tempfile
+import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +59,31 @@ START_HOUR = 12.5
 REPLAY_PODS: Final = k8s.pytorchjob_pods("speech", "whisper-finetune", len(ROLES) - 1)
 
 
+#: The host PID of the process on each GPU in the trace (exporter.simulated_trace: 1000 + its
+#: index, where the GPU runs work).
+FIRST_PID: Final = 1000
+
+
+def pod_uid(pod: k8s.Pod) -> str:
+    """A stable UID for a replayed pod (Kubernetes gives each pod a random UUID)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"pod/{pod.namespace}/{pod.name}"))
+
+
+def write_proc(root: Path) -> None:
+    """The node's /proc as the exporter reads it for pod attribution: each GPU process's
+    cgroup, a cgroup v2 path under the kubelet's systemd driver (the EKS accelerated AL2023
+    AMI's), which names the pod as ``pod<uid>`` with underscores (exporter/pod_attribution.py;
+    Kubernetes "About cgroup v2" and "Configuring a cgroup driver",
+    https://kubernetes.io/docs/tasks/administer-cluster/kubeadm/configure-cgroup-driver/)."""
+    for index, pod in enumerate(REPLAY_PODS):
+        slug = pod_uid(pod).replace("-", "_")
+        directory = root / str(FIRST_PID + index)
+        directory.mkdir(parents=True)
+        (directory / "cgroup").write_text(
+            f"0::/kubepods.slice/kubepods-pod{slug}.slice/cri-containerd-{index:064x}.scope\n"
+        )
+
+
 def replay_window() -> tuple[float, float]:
     return START_EPOCH, START_EPOCH + DURATION_S
 
@@ -92,7 +119,8 @@ def replay_exporter(cloudwatch: Any, *, cluster_name: str, out_dir: Path) -> Exp
     now = [0.0]
     emf_path = out_dir / "exporter-emf.jsonl"
     result = ExporterReplay(emf_path=emf_path)
-    with emf_path.open("w", encoding="utf-8") as emf:
+    with emf_path.open("w", encoding="utf-8") as emf, tempfile.TemporaryDirectory() as proc:
+        write_proc(Path(proc))
         tee = TeeSink(PutMetricDataSink(cloudwatch), emf)
         exporter = Exporter(
             FakeNvml(
@@ -106,7 +134,12 @@ def replay_exporter(cloudwatch: Any, *, cluster_name: str, out_dir: Path) -> Exp
                 sleep=lambda _: None,
             ),
             BufferedSender(tee),
-            ExporterConfig(cluster_name=cluster_name, node_name=NODE, interval_s=INTERVAL_S),
+            ExporterConfig(
+                cluster_name=cluster_name,
+                node_name=NODE,
+                interval_s=INTERVAL_S,
+                proc_root=Path(proc),
+            ),
             clock=lambda: START_EPOCH + now[0],
         )
         exporter.start()

@@ -6,7 +6,7 @@ import base64
 import gzip
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -17,7 +17,7 @@ from alarms.backtest import BacktestResult
 from alarms.evaluator import Transition
 from cdk.function_configs import notifier_config
 from cdk.settings import Settings
-from cli.demo_exporter import NODE, ExporterReplay
+from cli.demo_exporter import NODE, ExporterReplay, replay_window
 from cli.demo_storage import environment
 from contract.metrics import (
     DIM_CLUSTER,
@@ -55,17 +55,15 @@ def _subscription(messages: list[str], at_ms: int, stream: str = NODE) -> dict[s
     return {"awslogs": {"data": data}}
 
 
-#: Which of the node's GPUs each alarm names, from what the replay read back: the contributor
-#: that CloudWatch's per-GPU query would have in ALARM.
-GPUS_IN_ALARM: dict[str, Callable[[ExporterReplay, Settings], list[str]]] = {
-    "gpu-low-power": lambda r, s: [
-        min(r.power_utilization_by_gpu, key=r.power_utilization_by_gpu.__getitem__)
-    ],
-    "gpu-lost": lambda r, s: list(r.unhealthy_gpus),
-    "gpu-thermal-throttling": lambda r, s: [
-        g for g, v in r.thermal_throttled_by_gpu.items() if v >= 50
-    ],
-}
+def gpus_in_alarm(result: BacktestResult) -> list[str]:
+    """The GPUs of every contributor the backtest put in ALARM: one contributor event each, as
+    CloudWatch sends one per contributor of a multi-time-series alarm. Cluster-wide alarms
+    (the XID counts) have no GPU contributor: their XIDs are paged from the exporter's
+    documents."""
+    named = (
+        dict(zip(result.contributor_names, g, strict=True)) for g in result.contributors_alarmed
+    )
+    return [str(n[DIM_GPU_INDEX]) for n in named if DIM_GPU_INDEX in n]
 
 
 #: How CloudWatch words each comparison in a state reason.
@@ -218,14 +216,13 @@ def run_notifications(
             notifier.handler(_subscription(xid_lines, received), None)
         # 2. Each GPU the raised alarms name, as EventBridge delivers its contributor event.
         for result in backtest:
-            pick = GPUS_IN_ALARM.get(result.spec.key)
-            if result.alarms_raised and pick is not None:
-                for gpu in pick(replay, settings):
-                    event = contributor_event(settings, result, gpu, session.region_name)
-                    notifier.handler(event, None)
-        # 3. A storm: 500 identical XID 13 lines in one batch, then the same batch retried.
+            for gpu in gpus_in_alarm(result):
+                event = contributor_event(settings, result, gpu, session.region_name)
+                notifier.handler(event, None)
+        # 3. A storm: 500 identical XID 13 lines in one batch, then the same batch retried,
+        #    as the host's kernel log delivers them at the end of the replayed hours.
         storm = [json.dumps({"message": STORM_LINE, "hostname": NODE})] * STORM_LINES
-        at = 1_772_460_000_000
+        at = int(replay_window()[1] * 1000)
         demo.storm_published = notifier.handler(_subscription(storm, at), None)["published"]
         retried = notifier.handler(_subscription(storm, at), None)
         demo.storm_retry_published = retried["published"]

@@ -321,10 +321,12 @@ def run_next_morning(s3: Any, at: float) -> tuple[dict[str, Any], list[dict[str,
 
 
 def training_summary(summary: dict[str, Any], findings: list[dict[str, Any]]) -> list[str]:
+    trained = sum(1 for f in findings if str(f["kind"]).startswith("training_"))
     lines = [
         f"7. Simulated {len(JOBS)} training jobs x {RANKS} ranks through emitter.training and ran "
         f"the training analyzer's Lambda handler: {summary['jobs']} jobs, "
-        f"{summary['gpu_hours']:,.0f} GPU-hours, {len(findings)} findings:"
+        f"{summary['gpu_hours']:,.0f} GPU-hours, {trained} training findings and "
+        f"{len(findings) - trained} from its GPU-hour attribution:"
     ]
     lines += finding_lines(findings)
     named = {f["resource"].removeprefix("job/") for f in findings}

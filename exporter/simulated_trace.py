@@ -2,7 +2,10 @@
 
 Each GPU follows a role: ``busy`` (a training job near its power limit), ``idle`` (allocated
 but waiting, drawing little power), ``thermal`` (busy, throttling in the afternoons), or
-``failing`` (busy, then an uncorrectable ECC error, an XID 48 and off the bus). Thermal
+``failing`` (busy, then an uncorrectable ECC error, an XID 48 and off the bus ten minutes
+later). A double-bit error is one event in NVML: the uncorrected counter rises by one as the
+driver logs its XID 48 ("XID 48: DBE (Double Bit Error) ECC Error", NVIDIA's XID catalog,
+https://docs.nvidia.com/deploy/xid-errors/), so the trace has both at one instant. Thermal
 throttling happens from 13:00 to 16:00, counted from ``start_hour`` at the trace's start.
 The same seed gives the same trace, so the demo's numbers are stable.
 """
@@ -59,6 +62,7 @@ def node_trace(
     steps = int(duration_s // step_s)
     for index, gpu in enumerate(gpus):
         failed_at = duration_s * 0.8 if gpu.role == "failing" else math.inf
+        double_bit_at = failed_at - 600
         ecc = 0
         for step in range(steps):
             t = step * step_s
@@ -70,8 +74,8 @@ def node_trace(
             hot = gpu.role == "thermal" and 13 <= hour < 16
             if hot:
                 share *= 0.85
-            if gpu.role == "failing" and t >= failed_at - 600:
-                ecc += 1
+            if gpu.role == "failing" and t >= double_bit_at:
+                ecc = 1
             sample = {
                 "kind": "sample",
                 "t": t,
@@ -101,7 +105,7 @@ def node_trace(
             lines.append(json.dumps(sample))
         if gpu.role == "failing":
             lines.append(
-                json.dumps({"kind": "xid", "t": failed_at - 30, "index": index, "code": 48})
+                json.dumps({"kind": "xid", "t": double_bit_at, "index": index, "code": 48})
             )
             lines.append(json.dumps({"kind": "lost", "t": failed_at, "index": index}))
         elif gpu.role == "busy" and index == 0:

@@ -143,6 +143,8 @@ class Attribution:
     #: Hours of holds placed on no GPU-hour the exporter saw (no node could be told, or the
     #: exporter did not report the GPU): not in ``classes``, which count real GPU-hours only.
     unattributed: float = 0.0
+    #: GPU-hours no pod held (``HourClass.NOT_HELD``) by node: the idle capacity's evidence.
+    not_held_by_node: dict[str, float] = field(default_factory=lambda: defaultdict(float))
 
     def namespaces(self) -> dict[str, dict[HourClass, float]]:
         totals: dict[str, dict[HourClass, float]] = defaultdict(lambda: defaultdict(float))
@@ -273,7 +275,7 @@ def attribute(
                 result.unmeasured += portion
         rest = 1.0 - sum(portion for _, portion in portions)
         if rest > 1e-9:
-            result.classes[_unheld(cls)] += rest
+            _add_unheld(result, hour, cls, rest)
     _claim_unplaced(result, claimable, unplaced, exact, ci)
     for key, pods in by_gpu_hour.items():
         if key not in seen:
@@ -337,7 +339,15 @@ def _unknown_holder(
         owner.no_container_insights = True
         result.no_container_insights += portion
     else:
-        result.classes[_unheld(cls)] += portion
+        _add_unheld(result, hour, cls, portion)
+
+
+def _add_unheld(result: Attribution, hour: GpuHour, cls: HourClass, portion: float) -> None:
+    """A GPU-hour's part no pod held, in its class and, when not held, on its node."""
+    unheld = _unheld(cls)
+    result.classes[unheld] += portion
+    if unheld is HourClass.NOT_HELD:
+        result.not_held_by_node[hour.gpu.node] += portion
 
 
 def _account(

@@ -144,6 +144,12 @@ def _finding(
     )
 
 
+def lookback_words(hours: float) -> str:
+    """The window a finding's dollars cover, as a person says it ("2-day", "36-hour")."""
+    days = hours / 24
+    return f"{days:,.0f}-day" if days == int(days) else f"{hours:,.0f}-hour"
+
+
 def analyze_job(data: JobData, t: TrainingThresholds = TrainingThresholds()) -> list[Finding]:
     findings: list[Finding] = []
     for rule in (_data_bound, _underutilized, _slow_checkpoint, _regression, _failures, _straggler):
@@ -167,7 +173,8 @@ def _data_bound(data: JobData, t: TrainingThresholds) -> list[Finding]:
             Kind.TRAINING_DATA_BOUND,
             Severity.CRITICAL if share > 0.5 else Severity.WARNING,
             f"{s.job} waits for data {share:.0%} of each step ({wait:.3f} s of {step:.3f} s): "
-            f"${cost.dollars * share:,.0f} of {cost.gpu_hours:,.0f} GPU-hours went to waiting.",
+            f"${cost.dollars * share:,.0f} of {cost.gpu_hours:,.0f} GPU-hours over its "
+            f"{lookback_words(data.lookback_hours)} lookback went to waiting.",
             {
                 "data_wait_share": round(share, 3),
                 "mean_step_seconds": round(step, 4),
@@ -212,7 +219,8 @@ def _underutilized(data: JobData, t: TrainingThresholds) -> list[Finding]:
             )
             + (" and " if gpu.power_utilization is not None and gpu.sm_active is not None else "")
             + (f"{gpu.sm_active:.0f}% SM activity" if gpu.sm_active is not None else "")
-            + f": about ${cost.dollars * idle_share:,.0f} of GPU time idle.",
+            + f": about ${cost.dollars * idle_share:,.0f} of GPU time idle over its "
+            f"{lookback_words(data.lookback_hours)} lookback.",
             {
                 "power_utilization_percent": gpu.power_utilization,
                 "sm_active_percent": gpu.sm_active,

@@ -7,7 +7,8 @@ Every action prices GPU-hours of this week once, so the actions add up:
   ``gpu_held_not_working`` finding as evidence where one was written;
 - a job's training findings, on the share of its stepping GPU-hours they say was lost
   (lambdas/weekly_report/job_waste.py);
-- every other priced finding (storage), a week of its monthly estimate.
+- every other priced finding (storage), a week of its monthly estimate;
+- the GPU-hours no pod held (idle capacity), with the nodes that had them.
 """
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -35,12 +36,49 @@ def _title(kind: str) -> str:
     return TITLES.get(kind, kind.replace("_", " "))
 
 
+CAPACITY: Final = (
+    "Scale down or consolidate the GPU nodes whose GPUs no pod holds (Karpenter "
+    "consolidation, a lower node group minimum or desired size), or move queued work onto "
+    "them; an unheld GPU-hour is paid for as a working one."
+)
+#: How many nodes the idle-capacity action names.
+CAPACITY_NODES: Final = 5
+
+
+def _capacity_action(waste: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The GPU-hours no pod held (the attribution's ``not_held`` class), priced like any other
+    action, with the nodes that had the most of them."""
+    hours = float((waste.get("classes") or {}).get("not_held") or 0.0)
+    usd = float((waste.get("cost_usd") or {}).get("not_held") or 0.0)
+    if hours <= 0 or usd <= 0:
+        return []
+    nodes = dict(waste.get("not_held_by_node") or {})
+    named = list(nodes.items())[:CAPACITY_NODES]
+    evidence = f"{hours:,.1f} GPU-hours of the week no pod held"
+    if named:
+        evidence += (
+            f", on {len(nodes)} node(s): "
+            + ", ".join(f"{node} {float(h):,.1f}" for node, h in named)
+            + (f" and {len(nodes) - len(named)} more" if len(nodes) > len(named) else "")
+        )
+    return [
+        {
+            "title": f"idle GPU capacity: {hours:,.1f} GPU-hours not held by any pod",
+            "usd": round(usd, 2),
+            "gpu_hours": round(hours, 2),
+            "what_to_do": CAPACITY,
+            "evidence": evidence,
+            "finding": None,
+        }
+    ]
+
+
 def _held_actions(
     waste: Mapping[str, Any], latest: Mapping[tuple[str, str], Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     actions = []
     for row in waste.get("all_jobs", []):
-        usd = float(row.get("waste_usd") or 0.0)
+        usd = float(row.get("held_not_working_usd") or 0.0)
         if usd <= 0:
             continue
         namespace, job = str(row["namespace"]), str(row["job"])
@@ -134,6 +172,7 @@ def week_actions(
     ``job_rows(...)``; ``findings`` the week's latest finding per kind and resource."""
     latest = {(str(f["kind"]), str(f.get("resource", ""))): f for f in findings}
     actions = [
+        *_capacity_action(waste),
         *_held_actions(waste, latest),
         *_training_actions(jobs, latest),
         *_other_actions(findings),

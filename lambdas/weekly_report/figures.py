@@ -182,6 +182,22 @@ def _latest_per_resource(findings: Sequence[dict[str, Any]]) -> list[dict[str, A
     return list(latest.values())
 
 
+def _namespace_waste(waste: dict[str, Any], jobs: Sequence[dict[str, Any]]) -> None:
+    """Each namespace's waste in its two parts: held without work (the attribution's) and
+    waiting while stepping (its jobs' training findings priced on the week, a job over several
+    namespaces split evenly), and ``waste_usd``, their sum: what the jobs' rows add up to."""
+    waiting: dict[str, float] = {}
+    for job in jobs:
+        spaces = job["namespaces"]
+        for namespace in spaces:
+            waiting[namespace] = waiting.get(namespace, 0.0) + job["waiting_usd"] / len(spaces)
+    for row in waste.get("namespaces", []):
+        row["waiting_while_stepping_usd"] = round(waiting.get(row["namespace"], 0.0), 2)
+        row["waste_usd"] = round(
+            float(row.get("held_not_working_usd") or 0.0) + row["waiting_while_stepping_usd"], 2
+        )
+
+
 def week_figures(
     *,
     cluster: str,
@@ -248,6 +264,7 @@ def week_figures(
         else None
     )
     jobs = job_rows(figures.waste, unique, job_costs)
+    _namespace_waste(figures.waste, jobs)
     every = week_actions(figures.waste, jobs, unique)
     figures.actions = every[:ACTIONS]
     figures.priced_waste_usd = round(sum(a["usd"] for a in every), 2)

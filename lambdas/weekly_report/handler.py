@@ -124,7 +124,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     s3.put_object(
         Bucket=bucket,
         Key=prefix + "report.csv",
-        Body=waste_csv(waste, cluster=cluster, week=week).encode(),
+        Body=waste_csv(figures.waste, cluster=cluster, week=week).encode(),
         ContentType="text/csv; charset=utf-8",
     )
     s3.put_object(

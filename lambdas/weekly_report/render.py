@@ -84,7 +84,8 @@ def _actions(f: WeekFigures) -> str:
     parts = ['<h2 id="actions">What to do this week</h2>']
     if not f.actions:
         parts.append(
-            "<p>Nothing priced this week: no GPU held without work, no priced finding.</p>"
+            "<p>Nothing priced this week: no idle GPU capacity, no GPU held without work, no "
+            "priced finding.</p>"
         )
         return "".join(parts)
     shown = sum(a["usd"] for a in f.actions)
@@ -94,9 +95,10 @@ def _actions(f: WeekFigures) -> str:
             f"The {len(f.actions)} priced problems worth the most this week, "
             f"${shown:,.0f} of the ${f.priced_waste_usd:,.0f} the week's priced problems add up "
             f"to (about ${f.priced_waste_usd * HOURS_PER_MONTH / HOURS_PER_WEEK:,.0f} a month "
-            f"at this pace); each GPU-hour is priced once at ${price:,.2f}: a job's held hours "
-            "without a training step as held without work, its stepping hours by the training "
-            "finding that says what they lost, so the figures add up."
+            f"at this pace); each GPU-hour is priced once at ${price:,.2f}: hours no pod held as "
+            "idle capacity, a job's held hours without a training step as held without work, "
+            "its stepping hours by the training finding that says what they lost, so the "
+            "figures add up."
         )
     )
     parts.append('<ol class="actions">')
@@ -117,6 +119,12 @@ def _tile(name: str, value: str, delta: str) -> str:
     )
 
 
+def _priced_on(job: dict[str, Any], basis: str) -> float:
+    """What a job's training findings priced on one basis: the week's stepping GPU-hours
+    (``week``), or the findings' own pace where it held no GPU the exporter saw."""
+    return sum((p["usd"] for p in job["priced_findings"] if p["basis"] == basis), 0.0)
+
+
 def _jobs_section(f: WeekFigures) -> str:
     """Training jobs: throughput, and each job's week from the one attribution."""
     parts: list[str] = []
@@ -135,10 +143,10 @@ def _jobs_section(f: WeekFigures) -> str:
     if f.costliest_jobs:
         parts.append(
             relation(
-                "Each training job's GPU-hours this week, from the same attribution as the "
-                "tables above: held, the hours of them it stepped in (its emitter reported "
-                "steps) and those held without work; n/a where its pods held no GPU the "
-                "exporter reported."
+                "The training jobs that held the most this week (up to five, the jobs the "
+                "training analyzer saw), from the same attribution as the tables above: held, "
+                "the hours of them it stepped in (its emitter reported steps) and those held "
+                "without work; n/a where its pods held no GPU the exporter reported."
             )
         )
         parts.append(
@@ -167,10 +175,14 @@ def _jobs_section(f: WeekFigures) -> str:
         parts.append('<h3 id="wasteful-jobs">Jobs that wasted most</h3>')
         parts.append(
             relation(
-                "The same jobs' waste this week, each GPU-hour priced once: held without work "
-                "(the first job table's cost) plus waiting while stepping (the share of its "
-                "stepping GPU-hours its training findings say was lost); each part is an "
-                "action above."
+                "The jobs with the most waste this week (up to five), training jobs or not: a "
+                "job the attribution inferred from its pods' names (a notebook) is here and not "
+                "in the table above, and a training job there with no waste is not here. Waste "
+                "is held without work (the first job table's cost) plus waiting while stepping "
+                "(the share of its stepping GPU-hours its training findings say was lost), or, "
+                "for a job whose pods held no GPU the exporter reported, a week at its "
+                "findings' pace; each GPU-hour priced once, each part one of the week's priced "
+                "problems (the five worth most are above)."
             )
         )
         parts.append(
@@ -179,24 +191,20 @@ def _jobs_section(f: WeekFigures) -> str:
                     "Job",
                     "Held without work (week)",
                     "Waiting while stepping (week)",
+                    "At its findings' pace (no GPU-hours seen)",
                     "Waste (week)",
                 ],
                 [
                     [
-                        j["job"]
-                        + (" (inferred)" if j.get("inferred") else "")
-                        + (
-                            " (at its findings' pace)"
-                            if any(p["basis"] == "finding" for p in j["priced_findings"])
-                            else ""
-                        ),
+                        j["job"] + (" (inferred)" if j.get("inferred") else ""),
                         _money(j["held_not_working_usd"]),
-                        _money(j["waiting_usd"]),
+                        _money(_priced_on(j, "week") if j["in_attribution"] else None),
+                        _money(None if j["in_attribution"] else _priced_on(j, "finding")),
                         _money(j["waste_usd"]),
                     ]
                     for j in f.most_wasteful_jobs
                 ],
-                {1, 2, 3},
+                {1, 2, 3, 4},
             )
         )
     if not (f.costliest_jobs or f.throughput_by_job):
@@ -210,8 +218,9 @@ def _incidents_and_findings(f: WeekFigures) -> str:
     if f.xids:
         parts.append(
             relation(
-                "XIDs the exporter counted this week, per node and code: each was paged as it "
-                "happened, and a GPU lost after one counts as lost or faulted above."
+                "XIDs the exporter counted this week, per node and code; a GPU lost after one "
+                "counts as lost or faulted above, and the alarms that went off are the next "
+                "table's."
             )
         )
     parts.append(
@@ -227,8 +236,8 @@ def _incidents_and_findings(f: WeekFigures) -> str:
     if f.alarms:
         parts.append(
             relation(
-                "Each alarm that went into ALARM this week, when: the pages behind the XIDs "
-                "and classes above."
+                "Each alarm that went into ALARM this week and when, from the alarms' history: "
+                "an XID or a lost GPU above with no alarm here went into no alarm's history."
             )
         )
     parts.append(
@@ -411,7 +420,7 @@ def text_summary(figures: WeekFigures, *, link: str, top: int = 5) -> str:
             f"GPUs held without work: {idle:,.1f} GPU-hours ({_money(cost)})"
             + (
                 "; most in "
-                + ", ".join(f"{n['namespace']} (${n['waste_usd']:,.0f})" for n in top_ns)
+                + ", ".join(f"{n['namespace']} (${n['held_not_working_usd']:,.0f})" for n in top_ns)
                 if top_ns
                 else ""
             )

@@ -16,7 +16,9 @@ NUMBERS = (
     "working_gpu_hours",
     "not_working_gpu_hours",
     "faulted_gpu_hours",
-    "waste_usd",
+    #: The cost of the not-working hours (the day tables' ``waste_usd``, the metric of that
+    #: name): one of the two parts of a namespace's waste, never called waste alone.
+    "held_not_working_usd",
     #: Held GPU-hours in which the job's emitter reported steps: held and working, priced (if
     #: at all) by its training findings, never as held without work.
     "stepping_gpu_hours",
@@ -29,11 +31,17 @@ COVERAGE = (
     "no_container_insights_gpu_hours",
     "unattributed_gpu_hours",
 )
+#: A namespace's waste is its two parts, each priced once (lambdas/weekly_report/figures.py
+#: adds the second from its jobs' training findings): held without work, and the share of its
+#: stepping hours its jobs' training findings say was lost waiting; ``waste_usd`` is their sum.
+WASTE_PARTS = ("held_not_working_usd", "waiting_while_stepping_usd")
 CSV_COLUMNS = (
     "cluster",
     "week",
     "namespace",
     *NUMBERS,
+    "waiting_while_stepping_usd",
+    "waste_usd",
     "held_usd",
     "efficiency",
     "not_working_change_gpu_hours",
@@ -48,7 +56,9 @@ def _sum_rows(rows: Iterable[Mapping[str, Any]], key: tuple[str, ...]) -> list[d
             name, {**dict(zip(key, name, strict=True)), **dict.fromkeys(NUMBERS, 0.0)}
         )
         for field in NUMBERS:
-            total[field] += float(row.get(field) or 0.0)
+            # The day tables call the not-working hours' cost ``waste_usd``.
+            source = "waste_usd" if field == "held_not_working_usd" else field
+            total[field] += float(row.get(source) or 0.0)
         for flag in ("inferred", "time_sliced"):
             total[flag] = bool(total.get(flag) or row.get(flag))
     for total in totals.values():
@@ -98,6 +108,10 @@ def week_waste(
         for name, value in hours.items():
             classes[name] += value
         by_day.append({"day": day, **{k: round(v, 2) for k, v in hours.items()}})
+    idle_nodes: dict[str, float] = {}
+    for table in days:
+        for node, hours in (table.get("not_held_by_node") or {}).items():
+            idle_nodes[str(node)] = idle_nodes.get(str(node), 0.0) + float(hours or 0.0)
     namespaces = _sum_rows((r for t in days for r in t.get("namespaces", [])), ("namespace",))
     jobs = _sum_rows((r for t in days for r in t.get("jobs", [])), ("namespace", "job"))
     before = previous or {}
@@ -113,6 +127,10 @@ def week_waste(
         "gpu_hours": round(sum(classes.values()), 2),
         **{k: round(sum(float(t.get(k) or 0.0) for t in days), 2) for k in COVERAGE},
         "by_day": by_day,
+        # The GPU-hours no pod held, by node, the most first: the idle capacity's evidence.
+        "not_held_by_node": {
+            n: round(h, 2) for n, h in sorted(idle_nodes.items(), key=lambda nh: (-nh[1], nh[0]))
+        },
         "namespaces": namespaces,
         "jobs": [j for j in jobs if j["not_working_gpu_hours"] > 0][:top],
         # The full job list, for next week's change.
@@ -123,7 +141,8 @@ def week_waste(
 def waste_csv(waste: Mapping[str, Any], *, cluster: str, week: str) -> str:
     """The per-namespace table for showback: one row per namespace, with its cluster and week
     so weeks and clusters can be stacked in one sheet, and the cost of every held GPU-hour
-    (what a team is charged back) beside the cost of the idle ones (``waste_usd``)."""
+    (what a team is charged back) beside its waste: ``held_not_working_usd`` plus
+    ``waiting_while_stepping_usd`` is ``waste_usd``."""
     price = float(waste.get("gpu_hour_usd") or 0.0)
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")

@@ -83,8 +83,9 @@ def waste_section(waste: dict[str, Any]) -> str:
         '<h2 id="waste">GPUs held without work</h2>',
         relation(
             f"The headline's four classes with their cost at "
-            f"${float(waste.get('gpu_hour_usd') or 0.0):,.2f} a GPU-hour; the two tables below "
-            "split the held hours by job and by namespace."
+            f"${float(waste.get('gpu_hour_usd') or 0.0):,.2f} a GPU-hour; the tables below "
+            "split the held-but-not-working hours by job (the jobs that had any) and every "
+            "held hour by namespace."
         ),
     ]
     rows = [
@@ -112,9 +113,10 @@ def waste_section(waste: dict[str, Any]) -> str:
     parts.append("<h3>Jobs that held the most GPU-hours without work</h3>")
     parts.append(
         relation(
-            "The held-but-not-working hours above by job: hours its pods held GPUs under the "
-            "thresholds and, where its emitter reports, without a training step; the hours it "
-            "stepped are held and working, and its training findings price what they lost."
+            "The held-but-not-working hours above by job, the jobs that had any (up to ten): "
+            "hours its pods held GPUs under the thresholds and, where its emitter reports, "
+            "without a training step; the hours it stepped are held and working, and its "
+            "training findings price what they lost."
         )
     )
     if waste["jobs"]:
@@ -125,7 +127,7 @@ def waste_section(waste: dict[str, Any]) -> str:
                     "held",
                     "stepping",
                     "not working",
-                    "cost",
+                    "held without work (cost)",
                     "change on last week",
                 ],
                 [
@@ -136,7 +138,7 @@ def waste_section(waste: dict[str, Any]) -> str:
                         f"{j['held_gpu_hours']:,.1f}",
                         f"{j.get('stepping_gpu_hours') or 0.0:,.1f}",
                         f"{j['not_working_gpu_hours']:,.1f}",
-                        f"${j['waste_usd']:,.0f}",
+                        f"${j['held_not_working_usd']:,.0f}",
                         _change(j.get("not_working_change_gpu_hours")),
                     ]
                     for j in waste["jobs"]
@@ -145,11 +147,16 @@ def waste_section(waste: dict[str, Any]) -> str:
         )
     else:
         parts.append("<p>No job held a GPU without work.</p>")
-    parts.append("<h3>Efficiency by namespace (working hours over held hours)</h3>")
+    parts.append("<h3>Waste and efficiency by namespace</h3>")
     parts.append(
         relation(
-            "The same held hours by namespace, the rows of the showback CSV: the not-working "
-            "hours add up to the class above, and a namespace's cost of them to its jobs'."
+            "The same held hours by namespace, the rows of the showback CSV: a namespace's held "
+            "hours are its working, not-working and faulted ones, and the not-working hours add "
+            "up to their class above. Efficiency is working hours over "
+            "held hours, and an hour its job stepped in counts as working however long the step "
+            "waited; what those hours lost waiting is the waiting-while-stepping column, so a "
+            "namespace's waste is held without work plus waiting while stepping, as its jobs' "
+            "in 'Jobs that wasted most'."
         )
     )
     parts.append(
@@ -159,7 +166,10 @@ def waste_section(waste: dict[str, Any]) -> str:
                 "held",
                 "working",
                 "not working",
-                "cost of not working",
+                "faulted",
+                "held without work",
+                "waiting while stepping",
+                "waste",
                 "efficiency",
                 "change on last week",
             ],
@@ -169,7 +179,10 @@ def waste_section(waste: dict[str, Any]) -> str:
                     f"{n['held_gpu_hours']:,.1f}",
                     f"{n['working_gpu_hours']:,.1f}",
                     f"{n['not_working_gpu_hours']:,.1f}",
-                    f"${n['waste_usd']:,.0f}",
+                    f"{n.get('faulted_gpu_hours') or 0.0:,.1f}",
+                    f"${n.get('held_not_working_usd') or 0.0:,.0f}",
+                    f"${n.get('waiting_while_stepping_usd') or 0.0:,.0f}",
+                    f"${n.get('waste_usd') or 0.0:,.0f}",
                     _pct(n.get("efficiency")),
                     _change(n.get("not_working_change_gpu_hours")),
                 ]

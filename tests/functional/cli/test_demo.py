@@ -10,6 +10,7 @@ import pytest
 
 from cdk.settings import Settings
 from cli.demo import DemoResult, run_demo
+from cli.demo_exporter import REPLAY_PODS, pod_uid, replay_window
 from cli.demo_report import chromium, page_height, png_size
 from cli.demo_storage import END
 from cli.demo_week import LAST_WEEK
@@ -87,7 +88,9 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
     raised = {r.spec.key: r.alarms_raised for r in result.backtest}
     assert raised == {
         "gpu-low-power": 1,  # the idle GPU holds memory but draws 12% of its limit
-        "gpu-xid-fatal": 1,
+        # XID 48 (with its double-bit error) at 16:26, XID 79 as the GPU falls off the bus ten
+        # minutes later: the alarm is OK again between them, so it goes into ALARM twice.
+        "gpu-xid-fatal": 2,
         "gpu-xid": 1,
         "gpu-lost": 1,
         "gpu-ecc-uncorrected": 1,
@@ -162,7 +165,7 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
     # The analyzers' own metrics, read back from CloudWatch: the week's waste by namespace
     # (the report's figures: nlp's data-bound job steps, so its hours are not held without
     # work) and today's held-but-idle GPUs (of the demo's 11).
-    waste = shown["training: Waste this week (USD), 10 namespaces"].lines
+    waste = shown["training: Held without work this week (USD), 10 namespaces"].lines
     assert [(line.label, round(line.value, 2)) for line in waste][:2] == [
         ("research", 722.4),
         ("speech", 13.76),
@@ -182,7 +185,8 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
 
 def test_demo_sends_one_message_per_incident(demo: tuple[DemoResult, Path]) -> None:
     result, tmp_path = demo
-    # One message per incident: three XIDs, the three GPUs the raised alarms name, the storm.
+    # One message per incident: three XIDs, every GPU contributor the backtest put in ALARM
+    # (the ECC count's included), the storm.
     notified = result.notifications
     assert notified is not None
     assert (notified.storm_published, notified.storm_retry_published) == (1, 0)
@@ -192,6 +196,7 @@ def test_demo_sends_one_message_per_incident(demo: tuple[DemoResult, Path]) -> N
             "[CRITICAL] XID 48 on ip-10-0-1-17.ec2.internal GPU 3",
             "[CRITICAL] XID 79 on ip-10-0-1-17.ec2.internal GPU 3",
             "[CRITICAL] GPU lost on ip-10-0-1-17.ec2.internal GPU 3",
+            "[CRITICAL] Uncorrectable ECC errors on ip-10-0-1-17.ec2.internal GPU 3",
             "[WARNING] XID 13 on ip-10-0-1-17.ec2.internal GPU 0",
             "[WARNING] GPU in use but not working on ip-10-0-1-17.ec2.internal GPU 1",
             "[WARNING] Sustained thermal throttling on ip-10-0-1-17.ec2.internal GPU 2",
@@ -208,9 +213,22 @@ def test_demo_sends_one_message_per_incident(demo: tuple[DemoResult, Path]) -> N
         text = next(text for _, s, text in notified.messages if s.endswith(title))
         written = datetime.fromtimestamp(document["_aws"]["Timestamp"] / 1000, UTC)
         assert f"Seen:          once, at {written:%Y-%m-%d %H:%M:%S} UTC" in text, text
-    assert len({d["_aws"]["Timestamp"] for d in xids}) == 2  # XID 13 an hour before 48 and 79
+    # XID 13 an hour before 48, and 79 ten minutes after 48 (the GPU falls off the bus).
+    assert len({d["_aws"]["Timestamp"] for d in xids}) == 3
+    # The double-bit error and its XID 48 are one event: the ECC count rose in the minute the
+    # GPU reported the XID.
+    (xid48,) = [d for d in xids if d["XidCode"] == "48"]
+    ecc = [d for d in map(json.loads, lines) if d.get("gpu_ecc_errors_uncorrected")]
+    assert [d["_aws"]["Timestamp"] for d in ecc] == [xid48["_aws"]["Timestamp"]]
+    # An XID's message names the pods whose processes the exporter saw on the GPU (the
+    # replayed PyTorchJob's): GPU 3 is worker-2's.
+    text = next(text for _, s, text in notified.messages if "XID 48 on" in s)
+    assert f"Pods:          {pod_uid(REPLAY_PODS[3])} (pod UID)" in text, text
     storm = next(text for _, s, text in notified.messages if "PCI 0000:53:00" in s)
-    assert "500 times at" in storm
+    # The kernel-log storm is dated in the demo's week: the end of the replayed hours.
+    assert f"500 times at {datetime.fromtimestamp(replay_window()[1], UTC):%Y-%m-%d %H:%M}" in (
+        storm
+    ), storm
     low_power = next(text for _, s, text in notified.messages if "not working" in s)
     assert "Threshold:     30" in low_power
     # As a contributor event words it: the most recent breaching datapoint, under 30.
@@ -235,22 +253,31 @@ def test_the_demo_week_leads_with_the_teams_that_held_gpus_without_work(
     assert len(document["throughput_by_job"]["resnet-healthy"]) == 7
     waste = document["waste"]
     assert waste["days"] == 7
+    bert_waiting = next(
+        j["waiting_usd"] for j in document["most_wasteful_jobs"] if j["job"] == "bert-data-bound"
+    )
     assert [
         (
             r["namespace"],
             r["not_working_gpu_hours"],
             r["stepping_gpu_hours"],
+            r["held_not_working_usd"],
+            r["waiting_while_stepping_usd"],
             r["waste_usd"],
         )
         for r in waste["namespaces"]
     ] == [
-        ("research", 105.0, 0.0, 722.4),
-        ("speech", 2.0, 0.0, 13.76),  # the exporter's node: its GPU held at 12% for two hours
-        ("nlp", 0.0, 336.0, 0.0),
-        ("vision", 0.0, 336.0, 0.0),
+        ("research", 105.0, 0.0, 722.4, 0.0, 722.4),
+        # the exporter's node: its GPU held at 12% for two hours
+        ("speech", 2.0, 0.0, 13.76, 0.0, 13.76),
+        # 100% efficient (it steps in every hour it holds), and it waits for data 40% of each
+        # step: its waste is that waiting, not $0.
+        ("nlp", 0.0, 336.0, 0.0, bert_waiting, bert_waiting),
+        ("vision", 0.0, 336.0, 0.0, 0.0, 0.0),
     ]
+    assert 900 < bert_waiting < 950
     assert waste["stepping_under_threshold_gpu_hours"] == 336.0  # nlp's, at 22% of the limit
-    assert [(j["job"], j["waste_usd"]) for j in waste["jobs"]] == [
+    assert [(j["job"], j["held_not_working_usd"]) for j in waste["jobs"]] == [
         ("jupyter-alice", 722.4),
         ("whisper-finetune", 13.76),
     ]
@@ -282,6 +309,11 @@ def test_the_demo_week_leads_with_the_teams_that_held_gpus_without_work(
     rows = (tmp_path / "out" / "report.csv").read_text().splitlines()
     assert rows[0].startswith("cluster,week,namespace,")
     assert [row.split(",")[2] for row in rows[1:5]] == ["research", "speech", "nlp", "vision"]
+    # Its waste in two named parts and their sum, as the report's namespace table has them.
+    header = rows[0].split(",")
+    nlp = dict(zip(header, rows[3].split(","), strict=True))
+    parts = ("held_not_working_usd", "waiting_while_stepping_usd", "waste_usd")
+    assert [float(nlp[k]) for k in parts] == [0.0, bert_waiting, bert_waiting]
 
 
 def test_the_demo_report_changes_on_a_real_last_week_and_ties_jobs_across_tables(
@@ -340,7 +372,10 @@ def test_the_demo_report_changes_on_a_real_last_week_and_ties_jobs_across_tables
     ]
     assert jobs["resnet-healthy"]["held_gpu_hours"] == 336.0  # an Indexed Job's two pods
     assert jobs["resnet-healthy"]["stepping_gpu_hours"] == 336.0  # it steps whenever it holds
-    assert (jobs["nightly-eval"]["held_gpu_hours"], jobs["nightly-eval"]["waste_usd"]) == (7, 0)
+    assert (
+        jobs["nightly-eval"]["held_gpu_hours"],
+        jobs["nightly-eval"]["held_not_working_usd"],
+    ) == (7, 0)
 
 
 def test_the_demo_reports_job_tables_agree_with_each_other_and_the_findings(
@@ -361,7 +396,7 @@ def test_the_demo_reports_job_tables_agree_with_each_other_and_the_findings(
         if row["in_attribution"]:
             for field in ("held_gpu_hours", "stepping_gpu_hours", "not_working_gpu_hours"):
                 assert row[field] == attributed[job][field], (job, field)
-            assert row["held_not_working_usd"] == attributed[job]["waste_usd"]
+            assert row["held_not_working_usd"] == attributed[job]["held_not_working_usd"]
             assert row["waste_usd"] <= row["held_usd"]
     # bert-data-bound: held 336 GPU-hours, stepped in all of them, none held without work;
     # its data-bound finding's share of that stepping time is its waste (about $923, where
@@ -373,10 +408,15 @@ def test_the_demo_reports_job_tables_agree_with_each_other_and_the_findings(
     share = bound["evidence"]["data_wait_share"]
     assert bert["waiting_usd"] == pytest.approx(share * 336 * 6.88, rel=2e-3)
     assert 900 < bert["waiting_usd"] < 0.5 * bert["held_usd"]
+    # The finding's own dollars say the window they cover (the demo's one-day lookback).
+    assert "$132 of 48 GPU-hours over its 1-day lookback went to waiting." in bound["summary"]
     assert costs["resnet-healthy"]["waste_usd"] == 0.0
     # The actions are the tables' figures, each once, the most dollars first.
     actions = {a["title"]: a for a in document["actions"]}
-    assert list(actions)[:2] == [
+    idle = waste["classes"]["not_held"]
+    assert list(actions)[:3] == [
+        # The GPU-hours no pod held are worth the most: scale down or consolidate.
+        f"idle GPU capacity: {idle:,.1f} GPU-hours not held by any pod",
         "bert-data-bound: waits for data",
         "research / jupyter-alice: 105.0 GPU-hours held without work",
     ]
@@ -387,6 +427,9 @@ def test_the_demo_reports_job_tables_agree_with_each_other_and_the_findings(
     notebook = actions["research / jupyter-alice: 105.0 GPU-hours held without work"]
     assert notebook["usd"] == wasted["jupyter-alice"]["waste_usd"] == 722.4
     assert notebook["finding"] == "gpu_held_not_working namespace/research/job/jupyter-alice"
+    capacity = document["actions"][0]
+    assert capacity["usd"] == waste["cost_usd"]["not_held"] > 1800
+    assert capacity["evidence"].startswith(f"{idle:,.1f} GPU-hours of the week no pod held, on ")
     # The totals add without double counting: the week's priced waste is the jobs' (held
     # without work, which is the class's cost, plus waiting while stepping) and a week of each
     # priced storage finding.
@@ -398,7 +441,9 @@ def test_the_demo_reports_job_tables_agree_with_each_other_and_the_findings(
         for f in result.storage_findings
         if f.get("estimated_monthly_waste_usd")
     )
-    assert document["priced_waste_usd"] == pytest.approx(jobs_waste + storage, abs=0.05)
+    assert document["priced_waste_usd"] == pytest.approx(
+        waste["cost_usd"]["not_held"] + jobs_waste + storage, abs=0.05
+    )
     html = (tmp_path / "out" / "report.html").read_text()
     assert "<b>$923 this week</b>: <b>bert-data-bound: waits for data</b>" in html
     assert html.count("<table>") == html.count('<p class="relates">') - 2
@@ -419,6 +464,37 @@ def test_the_demo_reports_job_tables_agree_with_each_other_and_the_findings(
         "vit-flaky": 7,
     }
     assert all(None not in days for days in document["throughput_by_job"].values())
+
+
+def test_the_demo_reports_sentences_hold_for_its_week(demo: tuple[DemoResult, Path]) -> None:
+    _, tmp_path = demo
+    document = json.loads((tmp_path / "out" / "report.json").read_text())
+    html = (tmp_path / "out" / "report.html").read_text()
+    costs = {j["job"]: j for j in document["costliest_jobs"]}
+    wasted = {j["job"]: j for j in document["most_wasteful_jobs"]}
+    num = '<td class="num">{}</td>'.format
+    # The sentences about how the tables relate hold for this week: the notebook is in "Jobs
+    # that wasted most" and not in "Training jobs", resnet the other way round; Friday's XID 79
+    # on ip-10-0-2-23 went into no alarm's history, and no sentence says it was paged.
+    assert "jupyter-alice" in wasted
+    assert "jupyter-alice" not in costs
+    assert "resnet-healthy" in costs
+    assert "resnet-healthy" not in wasted
+    assert "each was paged" not in html
+    assert "the pages behind" not in html
+    # The namespace table's rows add up: speech's 7.6 held hours are 5.0 working, 2.0 not
+    # working and 0.6 faulted (the week's other 58.4 lost hours were held by no pod).
+    assert (
+        "<td>speech</td>"
+        + "".join(map(num, ("7.6", "5.0", "2.0", "0.6", "$14", "$0", "$14", "66%")))
+        in html
+    )
+    assert "the not-working and faulted hours add up" not in html
+    # llama's pods held no GPU the exporter saw: its dollars in the findings'-pace column.
+    llama = f"${wasted['llama-slow-checkpoint']['waste_usd']:,.0f}"
+    assert "<td>llama-slow-checkpoint</td>" + "".join(map(num, ("n/a", "n/a", llama, llama))) in (
+        html
+    )
 
 
 def test_the_monday_run_shows_the_replayed_nodes_gpu_held_without_work(

@@ -19,6 +19,17 @@ def test_same_seed_same_trace_and_roles_behave() -> None:
     kinds = [(r["kind"], r.get("code")) for r in records if r["kind"] in {"xid", "lost"}]
     assert ("xid", 48) in kinds
     assert ("lost", None) in kinds
+    # The double-bit error and its XID 48 are one event: the counter rises by one, at the
+    # instant the XID is logged, and stays there until the GPU falls off the bus.
+    (xid,) = [r for r in records if r["kind"] == "xid" and r["code"] == 48]
+    ecc = [
+        (r["t"], r["ecc_uncorrected_total"])
+        for r in records
+        if r["kind"] == "sample" and r["index"] == 2
+    ]
+    first = next(t for t, n in ecc if n > 0)
+    assert first == xid["t"] == 0.8 * 3600 - 600
+    assert {n for t, n in ecc if t >= first} == {1}
 
 
 def test_unknown_role_is_refused() -> None:

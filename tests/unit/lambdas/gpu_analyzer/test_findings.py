@@ -4,6 +4,8 @@ from lambdas.gpu_analyzer.attribution import GpuHour, GpuKey, Hold, HourClass, a
 from lambdas.gpu_analyzer.findings import day_table, held_not_working
 from lambdas.gpu_analyzer.metrics import waste_metric_data
 from lambdas.training_analyzer.analysis import JobData, JobSeries, RankStats, analyze_job
+from lambdas.weekly_report.actions import week_actions
+from lambdas.weekly_report.waste import week_waste
 
 H = 1_764_000_000 - 1_764_000_000 % 3600
 G = [GpuKey("n1", str(i)) for i in range(4)]
@@ -145,3 +147,26 @@ def test_a_job_that_steps_part_of_the_day_is_priced_per_gpu_hour_by_one_finding_
     priced = held.estimated_monthly_waste_usd + _data_bound(6)
     assert priced == pytest.approx((36 + 0.4 * 12) * 6.88 * 730 / 24)
     assert priced < 2 * 730 * 6.88
+
+
+def test_gpu_hours_no_pod_held_are_counted_by_node_for_the_idle_capacity_action() -> None:
+    """A node whose GPUs no pod holds: its GPU-hours are not held, by node in the day table,
+    and the weekly report makes them an action with the nodes as evidence, first when they
+    are worth the most."""
+    hours = [h * 3600 + H for h in range(10)]
+    spare = [GpuKey("n2", str(i)) for i in range(8)]
+    gpu_hours = [GpuHour(gpu=g, hour=h, power_utilization=9.0) for g in spare for h in hours]
+    gpu_hours += [GpuHour(gpu=G[2], hour=h, power_utilization=9.0) for h in hours[:3]]
+    day = attribute(gpu_hours, [])
+    assert dict(day.not_held_by_node) == {"n2": 80.0, "n1": 3.0}
+    table = day_table(day, 6.88)
+    assert table["not_held_by_node"] == {"n1": 3.0, "n2": 80.0}
+    week = week_waste({"2025-11-24": table}, gpu_hour_usd=6.88)
+    assert week["not_held_by_node"] == {"n2": 80.0, "n1": 3.0}  # the most first
+    (action,) = week_actions(week, [], [])
+    assert action["title"] == "idle GPU capacity: 83.0 GPU-hours not held by any pod"
+    assert action["usd"] == pytest.approx(83 * 6.88)
+    assert action["evidence"] == (
+        "83.0 GPU-hours of the week no pod held, on 2 node(s): n2 80.0, n1 3.0"
+    )
+    assert action["what_to_do"].startswith("Scale down or consolidate the GPU nodes")

@@ -84,6 +84,12 @@ def test_data_bound_edge_is_twenty_percent_of_step_time() -> None:
     # 10 hours x 4 GPUs x $6.88 x 21% waiting, at 730/336 of that pace for a month.
     assert finding.evidence["waste_in_lookback_usd"] == pytest.approx(40 * 6.88 * 0.21, rel=1e-3)
     assert finding.estimated_monthly_waste_usd == pytest.approx(40 * 6.88 * 0.21 * 730 / 336)
+    # Its dollars say the window they cover (the default 14-day lookback), not "this week".
+    assert finding.summary.endswith(
+        ": $58 of 40 GPU-hours over its 14-day lookback went to waiting."
+    )
+    two_days = analyze_job(replace(JobData(series=series(wait=0.21)), lookback_hours=48.0))
+    assert "over its 2-day lookback" in two_days[0].summary
 
 
 def test_underutilized_by_power_or_by_sm_activity() -> None:

@@ -52,11 +52,13 @@ def test_the_week_sums_days_ranks_idle_holders_and_compares_with_last_week() -> 
     assert waste["cost_usd"]["held_not_working"] == pytest.approx(481.6)
     first, second = waste["namespaces"]
     assert first["namespace"] == "research"
-    assert first["waste_usd"] == pytest.approx(481.6)
+    # The day tables' ``waste_usd`` is the cost of the not-working hours: named for what it is.
+    assert first["held_not_working_usd"] == pytest.approx(481.6)
+    assert "waste_usd" not in first
     assert first["efficiency"] == 0.0
     assert first["not_working_change_gpu_hours"] == 68.0
     assert second["efficiency"] == 1.0
-    assert second["waste_usd"] == 0.0
+    assert second["held_not_working_usd"] == 0.0
     (job,) = waste["jobs"]
     assert job["job"] == "alice-notebook"
     # An exact job's row says so, not by leaving the flag out.
@@ -73,7 +75,7 @@ def test_the_week_sums_days_ranks_idle_holders_and_compares_with_last_week() -> 
     rows = list(csv.DictReader(io.StringIO(waste_csv(waste, cluster="c", week="2026-W48"))))
     assert rows[0]["namespace"] == "research"
     assert (rows[0]["cluster"], rows[0]["week"]) == ("c", "2026-W48")
-    assert float(rows[0]["waste_usd"]) == pytest.approx(481.6)
+    assert float(rows[0]["held_not_working_usd"]) == pytest.approx(481.6)
     assert [(r["namespace"], float(r["stepping_gpu_hours"])) for r in rows] == [
         ("research", 0.0),
         ("vision", 126.0),

@@ -1,3 +1,5 @@
+import csv
+import io
 import json
 from datetime import UTC, date, datetime
 from typing import Any
@@ -12,7 +14,7 @@ from lambdas.weekly_report.figures import (
     week_figures,
 )
 from lambdas.weekly_report.render import html_report, text_summary
-from lambdas.weekly_report.waste import week_waste
+from lambdas.weekly_report.waste import waste_csv, week_waste
 from lambdas.weekly_report.week import days, iso_week_name, report_week
 
 
@@ -125,7 +127,7 @@ def _figures() -> tuple[dict[str, Any], WeekFigures]:
 
 
 def test_figures_from_known_inputs() -> None:
-    document, _ = _figures()
+    document, figures = _figures()
     assert document["gpu_hours"] == 72.0
     assert document["change"]["gpu_hours"] == -28.0
     assert document["power_utilization"] == pytest.approx((60 * 24 + 30 * 48) / 72)
@@ -148,6 +150,12 @@ def test_figures_from_known_inputs() -> None:
     assert document["costliest_jobs"][0]["job"] == "bert"
     assert document["xids"][0] == {"node": "node-b", "code": "13", "count": 3.0}
     assert (document["malformed_finding_lines"], document["finding_files"]) == (2, 2)
+    # node-a's XID 79 went into no alarm's history (only gpu-lost did): the XID table's sentence
+    # claims no page for it, and the alarm table's does not call its alarms the XIDs' pages.
+    html = html_report(figures)
+    assert "each was paged as it happened" not in html
+    assert "the pages behind the XIDs" not in html
+    assert "an XID or a lost GPU above with no alarm here went into no alarm" in html
 
 
 def test_the_headline_gpu_hours_are_the_waste_tables_classes_and_add_up() -> None:
@@ -251,7 +259,9 @@ def _week_of_jobs(findings: list[dict[str, Any]]) -> WeekFigures:
             for job in ("bert-data-bound", "resnet-healthy", "llama-slow-checkpoint")
         },
         throughput={"bert-data-bound": [100.0] * 7},
-        waste=week_waste({"2026-11-23": {"jobs": WEEK_JOBS}}, gpu_hour_usd=6.88),
+        waste=week_waste(
+            {"2026-11-23": {"jobs": WEEK_JOBS, "namespaces": WEEK_JOBS}}, gpu_hour_usd=6.88
+        ),
         previous={"storage_waste_usd": None},
         storage_analyzed=True,
     )
@@ -311,13 +321,49 @@ def test_one_gpu_hour_one_class_one_price_in_the_job_tables_and_the_actions() ->
     assert html.index('id="actions"') < html.index('id="headline"') < html.index('id="waste"')
     assert "<b>$925 this week</b>: <b>bert-data-bound: waits for data</b>" in html
     assert '<th scope="col">of them stepping</th>' in html
-    assert "<td>llama-slow-checkpoint (at its findings&#x27; pace)</td>" in html
+    # Each part of a job's waste in its own column, so the row adds up: llama's $146 is at its
+    # finding's pace (its pods held no GPU the exporter saw), not waiting while stepping.
+    num = '<td class="num">{}</td>'.format
+    assert (
+        "<td>llama-slow-checkpoint</td>" + "".join(map(num, ("n/a", "n/a", "$146", "$146"))) in html
+    )
+    assert "<td>bert-data-bound</td>" + "".join(map(num, ("$0", "$925", "n/a", "$925"))) in html
+    # What the tables' sentences say of each other holds for these rows: jupyter-alice is in
+    # "Jobs that wasted most" and not in "Training jobs"; resnet-healthy the other way round.
+    assert "a job the attribution inferred from its pods' names (a notebook) is here" in (
+        html.replace("&#x27;", "'")
+    )
     assert "<td>jupyter-alice (inferred)</td>" in html
     # Every table says how it relates to the others, in one sentence.
     assert html.count("<table>") == html.count('<p class="relates">') - 2  # actions, headline
     summary = text_summary(figures, link="L")
     assert "What to do this week ($1,802 priced, each GPU-hour once):" in summary
     assert "- $925: bert-data-bound: waits for data" in summary
+
+
+def test_a_namespaces_waste_is_both_parts_in_the_table_and_the_csv() -> None:
+    """nlp's data-bound job steps all week (100% efficiency: its hours are working) but waits
+    40% of each step: its namespace's waste is that $924.67, not the $0 of its not-working
+    hours, in the report's namespace table and the showback CSV alike, each part named."""
+    figures = _week_of_jobs(FINDINGS)
+    spaces = {n["namespace"]: n for n in figures.waste["namespaces"]}
+    parts = ("held_not_working_usd", "waiting_while_stepping_usd", "waste_usd")
+    assert [spaces["nlp"][k] for k in parts] == [0.0, 924.67, 924.67]
+    assert [spaces["research"][k] for k in parts] == [722.4, 0.0, 722.4]
+    assert spaces["nlp"]["efficiency"] == 1.0
+    rows = {
+        r["namespace"]: r
+        for r in csv.DictReader(io.StringIO(waste_csv(figures.waste, cluster="c", week="w")))
+    }
+    assert [float(rows["nlp"][k]) for k in parts] == [0.0, 924.67, 924.67]
+    html = html_report(figures)
+    table = html[html.index("Waste and efficiency by namespace") :]
+    assert "an hour its job stepped in counts as working however long the step waited" in table
+    assert (
+        '<td>nlp</td><td class="num">336.0</td><td class="num">336.0</td>'
+        '<td class="num">0.0</td><td class="num">0.0</td><td class="num">$0</td>'
+        '<td class="num">$925</td><td class="num">$925</td><td class="num">100%</td>'
+    ) in table
 
 
 def test_a_jobs_training_findings_together_price_at_most_its_stepping_hours() -> None:
