@@ -10,7 +10,7 @@ from pathlib import Path
 from alarms.catalog import AlarmSettings, alarm_sizing
 from alarms.cloudwatch_history import HistoryFetchError
 from alarms.sizing import shards_for
-from cdk.settings import EXAMPLE_CLUSTER_NAME, Settings
+from cdk.settings import DEFAULT_FLEET_GPUS
 from cli.analyze import add_arguments as add_analyze_arguments
 from cli.analyze import run as run_analyze
 from cli.backtest import add_arguments as add_backtest_arguments
@@ -87,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     manifest.add_argument(
         "--fleet-gpus",
         type=int,
-        default=Settings().fleet_gpus,
+        default=DEFAULT_FLEET_GPUS,
         help="the fleet_gpus setting the alarms are sized for (the exporter's alarm shards)",
     )
 
@@ -184,7 +184,8 @@ def _cost_estimate(args: argparse.Namespace) -> str:
         ci_price_per_million=args.ci_price_per_million,
     ).table()
     fleet = args.fleet_gpus if args.fleet_gpus is not None else args.nodes * args.gpus_per_node
-    sizing = alarm_sizing(AlarmSettings(cluster_name=EXAMPLE_CLUSTER_NAME), fleet)
+    # How many alarms a fleet needs does not depend on the cluster's name.
+    sizing = alarm_sizing(AlarmSettings(cluster_name="any"), fleet)
     return f"{table}\nAlarms: {sizing.line()}"
 
 

@@ -93,8 +93,6 @@ def run(args: argparse.Namespace) -> str:
     from lambdas.shared.aws_clients import INTERACTIVE, client, new_session
 
     settings = settings_from_context(context_from_args(args))
-    if settings.is_example:
-        raise ValueError("name the cluster to check: -c cluster_name=NAME")
     try:
         session = new_session(profile_name=args.profile, region_name=args.region or settings.region)
     except BotoCoreError as err:  # an unknown --profile: an AWS failure, exit 1

@@ -11,7 +11,7 @@ import pytest
 from cdk.settings import Settings
 from cli.demo import DemoResult, run_demo
 from cli.demo_report import chromium, page_height, png_size
-from cli.demo_storage import END
+from cli.demo_storage import DEMO_CLUSTER, END
 from cli.demo_week import LAST_WEEK
 from deploy_config.cloudwatch_agent_config import gpu_node_agent_config
 from emf.document import parse_emf_line
@@ -24,7 +24,7 @@ def test_demo_synthesizes_stores_and_fetches_the_agent_config(
     result = run_demo(
         out_dir=tmp_path / "out",
         cdk_out=tmp_path / "cdk.out",
-        settings=Settings(agent_interval_seconds=30),
+        settings=Settings(cluster_name=DEMO_CLUSTER, agent_interval_seconds=30),
     )
     assert (
         tmp_path / "cdk.out" / "GpuInsights-example-gpu-cluster-Observability.template.json"

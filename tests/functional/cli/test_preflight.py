@@ -19,7 +19,7 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
-from cdk.settings import AgentCredentials, Settings
+from cdk.settings import MISSING_CLUSTER, AgentCredentials, Settings
 from cli.demo_preflight import seed_cluster, stub_addons
 from cli.main import main
 from cli.preflight_aws import Clients, gather
@@ -289,12 +289,48 @@ def test_command_exits_1_on_a_missing_cluster_and_prints_json(
     }
 
 
-def test_command_refuses_the_example_cluster_with_exit_2(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+@pytest.mark.parametrize(
+    ("cdk_json", "argv", "said"),
+    [
+        ({}, [], MISSING_CLUSTER),
+        ({"cluster": "ml-prod"}, [], "unknown setting 'cluster': did you mean 'cluster_name'?"),
+        ({}, ["-c", "cluster=ml-prod"], "unknown setting 'cluster': did you mean 'cluster_name'?"),
+        (
+            {"cluster_name": "ml-prod", "sns_topic_arn": "arn:aws:sns:us-west-2:1:oncall"},
+            [],
+            "unknown setting 'sns_topic_arn': the README's Settings table lists them",
+        ),
+        (
+            {"@aws-cdk/core:newStyleStackSynthesis": True},
+            ["-c", "sns_topic_arn=arn:aws:sns:us-west-2:1:oncall"],
+            "unknown setting 'sns_topic_arn': the README's Settings table lists them",
+        ),
+    ],
+)
+def test_command_refuses_what_synth_refuses_in_the_same_words(
+    cdk_json: dict[str, Any],
+    argv: list[str],
+    said: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
-    empty = tmp_path / "cdk.json"
-    empty.write_text("{}")
-    assert main(["preflight", "--cdk-json", str(empty)]) == 2
-    assert capsys.readouterr().err.strip() == (
-        "gpu-insights preflight: name the cluster to check: -c cluster_name=NAME"
+    """Preflight reads the settings as `cdk synth` does (cdk.json, then -c) and refuses a key
+    that is not a setting, or a missing cluster name, with synth's own line
+    (tests/unit/cdk/test_app.py), exit 2."""
+    path = tmp_path / "cdk.json"
+    path.write_text(json.dumps({"context": cdk_json}))
+    assert main(["preflight", "--cdk-json", str(path), *argv]) == 2
+    assert capsys.readouterr().err == f"gpu-insights preflight: {said}\n"
+
+
+def test_command_takes_cdk_s_own_keys_beside_the_settings(
+    session: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "cdk.json"
+    flags = {"@aws-cdk/core:newStyleStackSynthesis": True, "acknowledged-issue-numbers": [1]}
+    path.write_text(json.dumps({"context": {**flags, "cluster_name": "gone"}}))
+    argv = ["preflight", "--cdk-json", str(path), "--region", REGION, "--json"]
+    assert main([*argv, "-c", "@aws-cdk/aws-lambda:recognizeLayerVersion=true"]) == 1
+    assert json.loads(capsys.readouterr().out)["checks"][0]["detail"] == (
+        f"no EKS cluster 'gone' in {REGION}"
     )
