@@ -29,7 +29,6 @@ from cdk.aws_values import (
 from contract.metrics import EXPORTER_INTERVAL_S, EXPORTER_MAX_INTERVAL_S
 from contract.resource_names import EKS_CLUSTER, parameter_name
 from deploy_config.cloudwatch_agent_config import MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS
-from deploy_config.manifest import DEFAULT_GPU_NODE_LABELS
 from lambdas.gpu_analyzer.attribution import LOW_POWER_PERCENT
 from lambdas.shared.shards import (
     LOOKBACK_DAYS,
@@ -98,8 +97,10 @@ class Settings:
     exporter_interval_seconds: int = EXPORTER_INTERVAL_S
     #: Share the host's PID namespace to name the pod using each GPU (off: a privilege).
     exporter_pod_attribution: bool = False
-    #: key=value labels; a node with any of them runs the exporter.
-    gpu_node_labels: tuple[str, ...] = DEFAULT_GPU_NODE_LABELS
+    #: key=value labels that mark GPU nodes beside the ones the exporter knows (GPU Operator,
+    #: GPU feature discovery, NFD, Karpenter, NVIDIA GPU instance types): a node with any of
+    #: them runs the exporter too.
+    gpu_node_labels: tuple[str, ...] = ()
     #: An IAM role mapped to system:masters (or an access entry) that CDK's kubectl uses to apply
     #: the exporter's DaemonSet; without it, `gpu-insights manifest` prints it for kubectl/GitOps.
     kubectl_role_arn: str | None = None
@@ -216,7 +217,6 @@ class Settings:
             self.storage_volume_scope,
             " or ".join(VolumeScope),
         )
-        _require(self.gpu_node_labels, "gpu_node_labels", "", "at least one key=value label")
         if self.gpu_hour_price_usd is not None:
             _require(
                 0 < self.gpu_hour_price_usd < 1000,
