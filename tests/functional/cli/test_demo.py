@@ -55,7 +55,11 @@ def test_demo_synthesizes_stores_and_fetches_the_agent_config(
     assert "7 nvidia_gpu measurements every 30 s" in summary  # the allowlisted defaults
     # Preflight ran on the demo's cluster before anything was written: the Bottlerocket group
     # warns, nothing fails (moto for EKS, Stubber for its add-on API).
-    assert result.preflight[-1] == "7 ok, 1 warn, 0 fail"
+    assert result.preflight[-1] == "8 ok, 1 warn, 0 fail"
+    # Both GPU node groups' types are ones the exporter's DaemonSet selects.
+    (reach,) = [line for line in result.preflight if "exporter-nodes" in line]
+    assert reach.startswith("OK   exporter-nodes")
+    assert "selects 2 of the 2 NVIDIA GPU nodes" in reach
     assert "   WARN nodes:gpu-bottlerocket  BOTTLEROCKET_x86_64_NVIDIA" in summary
 
 

@@ -36,7 +36,7 @@ def _ec2_instance_types() -> list[dict[str, Any]]:
             "ec2", region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
         )
         pages = ec2.get_paginator("describe_instance_types").paginate()
-        return [t for page in pages for t in page["InstanceTypes"]]
+        return [dict(t) for page in pages for t in page["InstanceTypes"]]
 
 
 def _manufacturers(described: dict[str, Any]) -> set[str]:

@@ -114,9 +114,8 @@ def _marks(labels: dict[str, str], terms: list[dict] | None = None) -> set[str]:
 def _daemon_set_terms(**kwargs: object) -> list[dict]:  # type: ignore[type-arg]
     (*_, daemon_set) = exporter_manifests(image="123.dkr.ecr/x:1", cluster_name="ml-prod", **kwargs)  # type: ignore[arg-type]
     affinity = daemon_set["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
-    terms: list[dict] = affinity["requiredDuringSchedulingIgnoredDuringExecution"][
-        "nodeSelectorTerms"
-    ]  # type: ignore[type-arg]
+    required = affinity["requiredDuringSchedulingIgnoredDuringExecution"]
+    terms: list[dict] = required["nodeSelectorTerms"]  # type: ignore[type-arg]
     return terms
 
 
