@@ -44,6 +44,7 @@ from lambdas.shared.shards import (
     STORAGE,
     STORAGE_SHARD_VOLUMES,
     TRAINING,
+    TRAINING_SHARD_JOBS,
     FanOut,
     FunctionSize,
     per_shard,
@@ -258,7 +259,7 @@ def main(storage: dict[str, float], training: dict[str, float]) -> dict[str, Any
         CONCURRENCY,
         per_volume,
     )
-    shard_jobs = Settings().training_shard_jobs
+    shard_jobs = TRAINING_SHARD_JOBS
     jobs = FanOut(
         JOBS, min(shard_jobs, per_shard(per_job, budget_s=TRAINING.budget_s)), CONCURRENCY, per_job
     )

@@ -29,7 +29,6 @@ from cdk.aws_values import (
 from contract.metrics import EXPORTER_INTERVAL_S, EXPORTER_MAX_INTERVAL_S
 from contract.resource_names import EKS_CLUSTER, parameter_name
 from deploy_config.cloudwatch_agent_config import MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS
-from deploy_config.manifest import DEFAULT_GPU_NODE_LABELS
 from lambdas.gpu_analyzer.attribution import LOW_POWER_PERCENT
 from lambdas.shared.shards import (
     LOOKBACK_DAYS,
@@ -43,8 +42,8 @@ from lambdas.shared.shards import (
 from lambdas.storage_analyzer.aws import VolumeScope
 from lambdas.training_analyzer.gpu_prices import gpu_hour_price
 
-#: The cluster the documented example deployment targets when no cluster_name is given.
-EXAMPLE_CLUSTER_NAME: Final = "example-gpu-cluster"
+#: GPUs the per-GPU alarms are sized for unless ``fleet_gpus`` says otherwise (one shard).
+DEFAULT_FLEET_GPUS: Final = 400
 
 #: EKS CreateCluster: 1-100 characters, ``^[0-9A-Za-z][A-Za-z0-9\-_]*``.
 #: https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html
@@ -73,9 +72,10 @@ class AgentCredentials(StrEnum):
 
 @dataclass(frozen=True, kw_only=True)
 class Settings:
-    """Everything one deployment needs; every field is a documented context key."""
+    """Everything one deployment needs; every field is a documented context key. There is no
+    default cluster: a deployment names the cluster it instruments."""
 
-    cluster_name: str = EXAMPLE_CLUSTER_NAME
+    cluster_name: str
     account: str | None = None
     region: str | None = None
     #: False where the observability add-on is managed elsewhere (Terraform, another stack).
@@ -97,8 +97,10 @@ class Settings:
     exporter_interval_seconds: int = EXPORTER_INTERVAL_S
     #: Share the host's PID namespace to name the pod using each GPU (off: a privilege).
     exporter_pod_attribution: bool = False
-    #: key=value labels; a node with any of them runs the exporter.
-    gpu_node_labels: tuple[str, ...] = DEFAULT_GPU_NODE_LABELS
+    #: key=value labels that mark GPU nodes beside the ones the exporter knows (GPU Operator,
+    #: GPU feature discovery, NFD, Karpenter, NVIDIA GPU instance types): a node with any of
+    #: them runs the exporter too.
+    gpu_node_labels: tuple[str, ...] = ()
     #: An IAM role mapped to system:masters (or an access entry) that CDK's kubectl uses to apply
     #: the exporter's DaemonSet; without it, `gpu-insights manifest` prints it for kubectl/GitOps.
     kubectl_role_arn: str | None = None
@@ -108,7 +110,7 @@ class Settings:
     throttle_window_minutes: int = 30
     #: GPUs the fleet may grow to: sizes the alarm shards (alarms.sizing: ceil(GPUs / 400),
     #: one alarm per shard per per-GPU alarm kind). Changing it re-shards exporter and alarms.
-    fleet_gpus: int = 400
+    fleet_gpus: int = DEFAULT_FLEET_GPUS
     #: Without the exporter, the low-power alarm reads the GPUs' power limit from this type.
     gpu_instance_type: str | None = None
     #: Critical alarms (pages): email addresses and HTTPS endpoints (a pager's webhook).
@@ -171,11 +173,6 @@ class Settings:
         return shards_for(self.fleet_gpus)
 
     @property
-    def is_example(self) -> bool:
-        """True when no cluster was named: the templates are the documented example."""
-        return self.cluster_name == EXAMPLE_CLUSTER_NAME
-
-    @property
     def agent_config_parameter_name(self) -> str:
         """The agent loads ``ssm:`` parameters named ``AmazonCloudWatch-*`` under its default
         policy, so the name keeps that prefix."""
@@ -220,7 +217,6 @@ class Settings:
             self.storage_volume_scope,
             " or ".join(VolumeScope),
         )
-        _require(self.gpu_node_labels, "gpu_node_labels", "", "at least one key=value label")
         if self.gpu_hour_price_usd is not None:
             _require(
                 0 < self.gpu_hour_price_usd < 1000,
@@ -422,21 +418,63 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
 SETTING_KEYS: Final[frozenset[str]] = frozenset(_PARSERS)
 
 
+#: Context keys that are CDK's own, not this app's settings: feature flags ("The names of all
+#: feature flags begin with the NPM name of the package affected by the particular flag",
+#: https://docs.aws.amazon.com/cdk/v2/guide/featureflags.html: ``@aws-cdk/...``,
+#: ``@aws-cdk-containers/...``, and v1's ``aws-cdk:enableDiffNoFail``, aws-cdk-lib
+#: cx-api/lib/features.ts), the keys the CDK CLI and ``App`` set to steer synthesis ("context
+#: keys that are used by the CLI to control the behavior of CDK apps", cx-api/lib/app.ts:
+#: ``aws:cdk:enable-path-metadata``, ``aws:cdk:version-reporting``, ``aws:cdk:bundling-stacks``
+#: ...), and what the CLI stores in the project's context for ``cdk acknowledge`` and
+#: ``cdk cli-telemetry`` (aws/aws-cdk-cli, ``acknowledged-issue-numbers``, ``cli-telemetry``).
+_CDK_KEY_PREFIXES: Final = ("@aws-cdk", "aws:cdk:", "aws-cdk:")
+_CDK_KEYS: Final = frozenset({"acknowledged-issue-numbers", "cli-telemetry"})
+
+
+def is_cdk_context_key(key: str) -> bool:
+    """True for a context key CDK itself sets or reads (see ``_CDK_KEY_PREFIXES``)."""
+    return key.startswith(_CDK_KEY_PREFIXES) or key in _CDK_KEYS
+
+
 def closest_setting(key: str) -> str | None:
-    """The setting a misspelt key most likely means (``cluster-name``: ``cluster_name``)."""
-    close = difflib.get_close_matches(key.replace("-", "_").lower(), SETTING_KEYS, n=1, cutoff=0.8)
-    return close[0] if close else None
+    """The setting a misspelt key most likely means (``cluster-name``: ``cluster_name``), or
+    the one setting a key is the first word of (``cluster``: ``cluster_name``)."""
+    normal = key.replace("-", "_").lower()
+    close = difflib.get_close_matches(normal, SETTING_KEYS, n=1, cutoff=0.8)
+    if close:
+        return close[0]
+    starting = [s for s in SETTING_KEYS if s.startswith(f"{normal}_")]
+    return starting[0] if len(starting) == 1 else None
+
+
+def setting_key_problem(key: str) -> str | None:
+    """Why a context key is refused, in one line, or None for a setting or a key of CDK's own.
+    Synth (``settings_from_context``) and every command that reads settings (``-c``, cdk.json)
+    refuse with these words."""
+    if key in SETTING_KEYS or is_cdk_context_key(key):
+        return None
+    close = closest_setting(key)
+    hint = f"did you mean {close!r}?" if close else "the README's Settings table lists them"
+    return f"unknown setting {key!r}: {hint}"
+
+
+#: What a deployment without a cluster name is told: where the name goes.
+MISSING_CLUSTER: Final = (
+    "setting cluster_name is missing: name the EKS cluster to instrument with "
+    '-c cluster_name=NAME or "cluster_name" in cdk.json\'s "context"'
+)
 
 
 def settings_from_context(context: Mapping[str, object]) -> Settings:
-    """Build settings from CDK context. Keys that are not ours (CDK feature flags) are ignored,
-    but a key that looks like a misspelt setting is refused rather than silently dropped."""
+    """Build settings from CDK context. Every key is a setting or one of CDK's own (feature
+    flags, the CLI's keys); any other key is refused by name, as is a missing cluster name,
+    rather than silently dropped or defaulted."""
     for key in context:
-        if key in SETTING_KEYS:
-            continue
-        close = closest_setting(key)
-        if close:
-            raise SettingsError(f"unknown setting {key!r}: did you mean {close!r}?")
+        problem = setting_key_problem(key)
+        if problem:
+            raise SettingsError(problem)
+    if context.get("cluster_name") is None:
+        raise SettingsError(MISSING_CLUSTER)
     values = {
         key: _PARSERS[key](key, raw)
         for key, raw in context.items()

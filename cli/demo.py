@@ -36,8 +36,8 @@ from cli.demo_notifications import NotificationsDemo, notifications_summary, run
 from cli.demo_preflight import run_preflight
 from cli.demo_report import render_png, run_weekly_report, write_dashboards
 from cli.demo_storage import BUCKETS as STORAGE_BUCKETS
+from cli.demo_storage import DEMO_CLUSTER, run_storage_analyzer, storage_summary
 from cli.demo_storage import END as STORAGE_END
-from cli.demo_storage import run_storage_analyzer, storage_summary
 from cli.demo_storage import seed as seed_storage
 from cli.demo_training import CLUSTER as TRAINING_CLUSTER
 from cli.demo_training import (
@@ -335,7 +335,7 @@ def _points_between(cloudwatch: Any, cluster: str, start: float, end: float) -> 
 
 def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) -> DemoResult:
     """Synthesize, apply what moto supports, fetch it back, and write the results."""
-    settings = settings or Settings()
+    settings = settings or Settings(cluster_name=DEMO_CLUSTER)
     templates = _synthesize(settings, cdk_out)
     result = DemoResult(out_dir=out_dir, cdk_out=cdk_out)
     for name, template in templates.items():

@@ -87,6 +87,7 @@ def run_preflight(session: Any, settings: Settings) -> list[str]:
         iam=iam,
         logs=session.client("logs"),
         cloudwatch=session.client("cloudwatch"),
+        ec2=session.client("ec2"),
     )
     plan = plan_for(settings)
     checks = run_checks(plan, gather(plan, clients, region=session.region_name))

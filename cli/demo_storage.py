@@ -33,6 +33,8 @@ DAYS = 8
 HOURS = DAYS * 24
 MIB = 2**20
 REPORT_BUCKET = "gpu-insights-demo-reports"
+#: The demo's own cluster: a deployment names its cluster, and so does the demo.
+DEMO_CLUSTER = "example-gpu-cluster"
 TAG = "kubernetes.io/cluster/{cluster}"
 
 #: name -> (create_volume arguments, attached, hourly read IOPS, read MiB/s, queue length)

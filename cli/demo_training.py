@@ -29,7 +29,7 @@ from typing import Any
 from cdk.function_configs import training_config
 from cdk.settings import Settings
 from cli.demo_datums import statistic_set
-from cli.demo_storage import END, REPORT_BUCKET, environment, run_analyzer
+from cli.demo_storage import DEMO_CLUSTER, END, REPORT_BUCKET, environment, run_analyzer
 from cli.demo_week import DAYS, JOB_NODES, JOB_PODS, job_hours
 from cli.demo_week import START as WEEK_START
 from cli.service_answers import Params, logs_insights_stats
@@ -166,7 +166,7 @@ def simulate(
         metrics.close(succeeded=succeeded)
 
 
-CLUSTER = "example-gpu-cluster"
+CLUSTER = DEMO_CLUSTER
 
 
 def rank_query_results(logs: Any, events_from: Any = None) -> None:

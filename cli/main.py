@@ -10,7 +10,7 @@ from pathlib import Path
 from alarms.catalog import AlarmSettings, alarm_sizing
 from alarms.cloudwatch_history import HistoryFetchError
 from alarms.sizing import shards_for
-from cdk.settings import EXAMPLE_CLUSTER_NAME, Settings
+from cdk.settings import DEFAULT_FLEET_GPUS
 from cli.analyze import add_arguments as add_analyze_arguments
 from cli.analyze import run as run_analyze
 from cli.backtest import add_arguments as add_backtest_arguments
@@ -23,7 +23,6 @@ from cli.preflight import run as run_preflight
 from deploy_config.cloudwatch_agent_config import DEFAULT_GPU_MEASUREMENTS, gpu_node_agent_config
 from deploy_config.cost import ENHANCED_CI_PER_MILLION_OBSERVATIONS, estimate
 from deploy_config.manifest import (
-    DEFAULT_GPU_NODE_LABELS,
     ManifestError,
     exporter_manifests,
     image_problem,
@@ -72,8 +71,9 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         dest="node_labels",
         metavar="KEY=VALUE",
-        help="a label of GPU nodes, repeatable (default: GPU feature discovery, Karpenter, "
-        "EKS Auto Mode labels)",
+        help="a label that marks GPU nodes too, repeatable (every NVIDIA GPU node is selected "
+        "already: by the GPU Operator's, GPU feature discovery's, NFD's or Karpenter's labels, "
+        "or its instance type)",
     )
     manifest.add_argument(
         "--taint-key", action="append", dest="taint_keys", metavar="KEY",
@@ -87,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     manifest.add_argument(
         "--fleet-gpus",
         type=int,
-        default=Settings().fleet_gpus,
+        default=DEFAULT_FLEET_GPUS,
         help="the fleet_gpus setting the alarms are sized for (the exporter's alarm shards)",
     )
 
@@ -150,7 +150,7 @@ def _manifest(args: argparse.Namespace) -> str:
         image=args.image,
         cluster_name=args.cluster_name,
         interval_s=args.interval,
-        gpu_node_labels=args.node_labels or DEFAULT_GPU_NODE_LABELS,
+        gpu_node_labels=args.node_labels or (),
         gpu_taint_keys=args.taint_keys or ("nvidia.com/gpu",),
         pod_attribution=args.pod_attribution,
         alarm_shards=shards_for(args.fleet_gpus),
@@ -184,7 +184,8 @@ def _cost_estimate(args: argparse.Namespace) -> str:
         ci_price_per_million=args.ci_price_per_million,
     ).table()
     fleet = args.fleet_gpus if args.fleet_gpus is not None else args.nodes * args.gpus_per_node
-    sizing = alarm_sizing(AlarmSettings(cluster_name=EXAMPLE_CLUSTER_NAME), fleet)
+    # How many alarms a fleet needs does not depend on the cluster's name.
+    sizing = alarm_sizing(AlarmSettings(cluster_name="any"), fleet)
     return f"{table}\nAlarms: {sizing.line()}"
 
 

@@ -38,6 +38,8 @@ Read-only checks of the account and cluster the settings name, before cdk deploy
   insights-alarm-quota  existing Metrics Insights alarms plus this deployment's fit the quota
   nodes:<group>         each GPU node group's OS and architecture suit the exporter
   nodes:auto-mode       EKS Auto Mode nodes, where the exporter sees no GPU
+  exporter-nodes        every NVIDIA GPU node (running instances tagged for the cluster, node
+                        groups' types) is one the exporter's DaemonSet selects, or why not
 
 Exit status: 0 when nothing fails, 1 when a check fails, 2 for bad input."""
 
@@ -93,8 +95,6 @@ def run(args: argparse.Namespace) -> str:
     from lambdas.shared.aws_clients import INTERACTIVE, client, new_session
 
     settings = settings_from_context(context_from_args(args))
-    if settings.is_example:
-        raise ValueError("name the cluster to check: -c cluster_name=NAME")
     try:
         session = new_session(profile_name=args.profile, region_name=args.region or settings.region)
     except BotoCoreError as err:  # an unknown --profile: an AWS failure, exit 1
@@ -109,6 +109,7 @@ def run(args: argparse.Namespace) -> str:
         iam=client("iam", session=session, config=INTERACTIVE),
         logs=client("logs", session=session, config=INTERACTIVE),
         cloudwatch=client("cloudwatch", session=session, config=INTERACTIVE),
+        ec2=client("ec2", session=session, config=INTERACTIVE),
     )
     plan = plan_for(settings)
     checks = run_checks(plan, gather(plan, clients, region=region))

@@ -1,10 +1,20 @@
 """Read-only AWS reads for ``gpu-insights preflight``: each takes an injected client and returns
 the plain data ``cli.preflight_checks`` judges. A denied read becomes an ``unreadable`` fact
-(its check fails and says why); no credentials or no Region is an error of the whole run."""
+(its check fails and says why); no credentials or no Region is an error of the whole run.
+
+The cluster's GPU nodes are its running instances tagged ``kubernetes.io/cluster/<cluster>``
+(managed node groups, Karpenter and self-managed nodes carry it: lambdas/silence_check/aws.py
+says by whose word) whose type EC2's DescribeInstanceTypes gives an NVIDIA GPU. How each was
+provisioned is in its tags: ``eks:nodegroup-name`` on a managed node group's (the tag keys the
+EKS node group service role's policy, AWSServiceRoleForAmazonEKSNodegroup, lets it put on the
+group's Auto Scaling group, which propagates them at launch), ``karpenter.sh/nodepool`` on
+Karpenter's (aws/karpenter-provider-aws pkg/providers/instance, the NodePool tag), and
+``Operator.Managed`` on EKS Auto Mode's (EC2 managed instances).
+"""
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -16,9 +26,11 @@ from cli.preflight_checks import (
     Addon,
     Cluster,
     Facts,
+    GpuInstance,
     NodeGroup,
     Plan,
 )
+from lambdas.silence_check.aws import GPU_MANUFACTURER, TYPES_PER_CALL, cluster_tag
 
 T = TypeVar("T")
 
@@ -37,6 +49,7 @@ class Clients:
     iam: Any
     logs: Any
     cloudwatch: Any
+    ec2: Any
 
 
 def _not_found(err: ClientError) -> bool:
@@ -83,9 +96,66 @@ def read_nodegroups(eks: Any, cluster: str) -> tuple[NodeGroup, ...]:
                     name=name,
                     ami_type=group.get("amiType", ""),
                     instance_types=tuple(group.get("instanceTypes") or ()),
+                    labels=dict(group.get("labels") or {}),
                 )
             )
     return tuple(groups)
+
+
+#: EC2's ``ProcessorInfo.SupportedArchitectures`` as Kubernetes' ``kubernetes.io/arch`` names
+#: them (aws/karpenter-provider-aws pkg/apis/v1/labels.go ``AWSToKubeArchitectures``).
+KUBE_ARCH: Final = {"x86_64": "amd64", "arm64": "arm64"}
+
+
+def read_nvidia_types(ec2: Any, instance_types: Iterable[str]) -> dict[str, str]:
+    """Of ``instance_types``, those whose GpuInfo has an NVIDIA GPU, with their architecture."""
+    types = sorted(set(instance_types))
+    found: dict[str, str] = {}
+    for i in range(0, len(types), TYPES_PER_CALL):
+        pages = ec2.get_paginator("describe_instance_types").paginate(
+            InstanceTypes=types[i : i + TYPES_PER_CALL]
+        )
+        for page in pages:
+            for described in page["InstanceTypes"]:
+                gpus = described.get("GpuInfo", {}).get("Gpus", [])
+                if any(g.get("Manufacturer") == GPU_MANUFACTURER for g in gpus):
+                    arches = described.get("ProcessorInfo", {}).get("SupportedArchitectures", [])
+                    arch = next((KUBE_ARCH[a] for a in arches if a in KUBE_ARCH), "unknown")
+                    found[described["InstanceType"]] = arch
+    return found
+
+
+def read_gpu_instances(
+    ec2: Any, cluster: str, nodegroups: Iterable[NodeGroup]
+) -> tuple[tuple[GpuInstance, ...], dict[str, str]]:
+    """The cluster's running instances with NVIDIA GPUs, and which of their and the node
+    groups' types have NVIDIA GPUs (with the type's architecture)."""
+    pages = ec2.get_paginator("describe_instances").paginate(
+        Filters=[
+            {"Name": "tag-key", "Values": [cluster_tag(cluster)]},
+            {"Name": "instance-state-name", "Values": ["running"]},
+        ]
+    )
+    instances = [i for page in pages for r in page["Reservations"] for i in r["Instances"]]
+    types = {i["InstanceType"] for i in instances}
+    nvidia = read_nvidia_types(ec2, types.union(*(g.instance_types for g in nodegroups)))
+    found = []
+    for i in instances:
+        if i["InstanceType"] not in nvidia:
+            continue
+        tags = {t["Key"]: t["Value"] for t in i.get("Tags", [])}
+        found.append(
+            GpuInstance(
+                instance_id=i["InstanceId"],
+                instance_type=i["InstanceType"],
+                node_name=i.get("PrivateDnsName", ""),
+                arch=nvidia[i["InstanceType"]],
+                nodegroup=tags.get("eks:nodegroup-name"),
+                nodepool=tags.get("karpenter.sh/nodepool"),
+                auto_mode=bool(i.get("Operator", {}).get("Managed", False)),
+            )
+        )
+    return tuple(found), nvidia
 
 
 def read_oidc_provider_arns(iam: Any) -> tuple[str, ...]:
@@ -130,6 +200,8 @@ def gather(plan: Plan, clients: Clients, *, region: str) -> Facts:
         cluster = read_cluster(clients.eks, plan.cluster_name)
         addons: dict[str, Addon | None] = {}
         nodegroups: tuple[NodeGroup, ...] = ()
+        gpu_instances: tuple[GpuInstance, ...] = ()
+        nvidia_types: dict[str, str] = {}
         if cluster is not None:
             addons = _read(
                 unreadable,
@@ -147,6 +219,14 @@ def gather(plan: Plan, clients: Clients, *, region: str) -> Facts:
                 lambda: read_nodegroups(clients.eks, plan.cluster_name),
                 (),
             )
+            if plan.exporter:
+                nothing: tuple[tuple[GpuInstance, ...], dict[str, str]] = ((), {})
+                gpu_instances, nvidia_types = _read(
+                    unreadable,
+                    "instances",
+                    lambda: read_gpu_instances(clients.ec2, plan.cluster_name, nodegroups),
+                    nothing,
+                )
         log_groups = plan.fixed_log_groups + (
             (plan.required_log_group,) if plan.required_log_group else ()
         )
@@ -171,6 +251,8 @@ def gather(plan: Plan, clients: Clients, *, region: str) -> Facts:
                 unreadable, "alarms", lambda: read_insights_alarms(clients.cloudwatch), ()
             ),
             nodegroups=nodegroups,
+            gpu_instances=gpu_instances,
+            nvidia_instance_types=nvidia_types,
             unreadable=unreadable,
         )
     except ClientError as err:  # describe_cluster itself refused: nothing can be checked

@@ -14,12 +14,23 @@ The AWS reads are in ``cli.preflight_aws``; nothing here calls AWS. Sources of t
   containers. Default: false"):
   https://bottlerocket.dev/en/os/1.54.x/api/settings/nvidia-container-runtime ; the DCGM
   exporter failing the same way there: https://github.com/bottlerocket-os/bottlerocket/issues/3992
+- Which GPU nodes the exporter's DaemonSet reaches: its own node affinity
+  (deploy_config/manifest.py), judged by Kubernetes' rules (deploy_config/node_affinity.py) on
+  the labels AWS shows of each node: the well-known ones the kubelet and cloud provider set
+  from the instance ("kubernetes.io/arch: The Kubelet populates this with runtime.GOARCH";
+  "node.kubernetes.io/instance-type: The Kubelet populates this with the instance type as
+  defined by the cloud provider", Kubernetes docs, "Well-Known Labels, Annotations and
+  Taints"), a managed node group's ``eks.amazonaws.com/nodegroup`` and its own labels
+  (DescribeNodegroup ``labels``), Karpenter's GPU labels from the instance type's GpuInfo, and
+  EKS Auto Mode's ``eks.amazonaws.com/compute-type: auto``. Labels set inside the cluster (GPU
+  feature discovery, NFD, the GPU Operator) are not visible to AWS's APIs.
 """
 
+from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Final
+from typing import Any, Final
 
 from alarms.catalog import gpu_alarms
 from alarms.model import InsightsQuery
@@ -30,6 +41,9 @@ from contract.metrics import (
     exporter_log_group,
     training_log_group,
 )
+from deploy_config.gpu_instance_types import is_nvidia_gpu_instance_type
+from deploy_config.manifest import REQUIRED_NODE_EXPRESSIONS, gpu_node_terms
+from deploy_config.node_affinity import requirement_matches, selects
 
 POD_IDENTITY_ADDON: Final = "eks-pod-identity-agent"
 OBSERVABILITY_ADDON: Final = "amazon-cloudwatch-observability"
@@ -83,6 +97,8 @@ class Plan:
     #: The fleet size the alarms are sized for, and the alarm shards that makes.
     fleet_gpus: int = 0
     alarm_shards: int = 1
+    #: The exporter DaemonSet's required node affinity (``nodeSelectorTerms``).
+    exporter_node_terms: tuple[Mapping[str, Any], ...] = ()
 
 
 def plan_for(settings: Settings) -> Plan:
@@ -106,6 +122,7 @@ def plan_for(settings: Settings) -> Plan:
         ),
         fleet_gpus=settings.fleet_gpus,
         alarm_shards=settings.alarm_shards,
+        exporter_node_terms=tuple(gpu_node_terms(settings.gpu_node_labels)),
     )
 
 
@@ -130,13 +147,33 @@ class NodeGroup:
     name: str
     ami_type: str
     instance_types: tuple[str, ...] = ()
+    #: The Kubernetes labels EKS applies to the group's nodes (DescribeNodegroup ``labels``).
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GpuInstance:
+    """A running EC2 instance of the cluster whose type has NVIDIA GPUs."""
+
+    instance_id: str
+    instance_type: str
+    #: Its private DNS name: an EKS node's name.
+    node_name: str
+    #: Kubernetes' name of its architecture (amd64, arm64).
+    arch: str
+    #: The managed node group it belongs to (tag ``eks:nodegroup-name``), if any.
+    nodegroup: str | None = None
+    #: The Karpenter NodePool that launched it (tag ``karpenter.sh/nodepool``), if any.
+    nodepool: str | None = None
+    #: An EC2 managed instance (``Operator.Managed``): an EKS Auto Mode node.
+    auto_mode: bool = False
 
 
 @dataclass(frozen=True)
 class Facts:
     """What the account holds. A fact that could not be read is absent and its reason is in
     ``unreadable`` under the fact's name (``addons``, ``oidc_providers``, ``log_groups``,
-    ``alarms``, ``nodegroups``)."""
+    ``alarms``, ``nodegroups``, ``instances``)."""
 
     region: str
     cluster: Cluster | None  # None: no such cluster
@@ -145,6 +182,11 @@ class Facts:
     existing_log_groups: frozenset[str] = frozenset()
     insights_alarms: tuple[str, ...] = ()  # names of existing Metrics Insights alarms
     nodegroups: tuple[NodeGroup, ...] = ()
+    #: The cluster's running instances with NVIDIA GPUs.
+    gpu_instances: tuple[GpuInstance, ...] = ()
+    #: Of the node groups' and instances' types, those EC2 says have NVIDIA GPUs, with their
+    #: Kubernetes architecture.
+    nvidia_instance_types: Mapping[str, str] = field(default_factory=dict)
     unreadable: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -361,12 +403,6 @@ def check_insights_quota(plan: Plan, facts: Facts) -> Check:
     return Check(name, Verdict.OK, detail)
 
 
-def _is_gpu_instance(instance_type: str) -> bool:
-    """P and G families (p5.48xlarge, g6e.xlarge, g5g.xlarge) carry NVIDIA GPUs."""
-    family = instance_type.partition(".")[0]
-    return len(family) > 1 and family[0] in "pg" and family[1].isdigit()
-
-
 def _arch(ami_type: str) -> str:
     return "arm64" if "ARM_64" in ami_type else "amd64"
 
@@ -375,7 +411,7 @@ def check_nodegroup(plan: Plan, group: NodeGroup) -> Check | None:
     """None for a node group without GPUs."""
     ami = group.ami_type
     gpu_ami = ami.endswith(("_GPU", "_NVIDIA")) or "_NVIDIA_" in ami
-    custom_gpu = ami == "CUSTOM" and any(map(_is_gpu_instance, group.instance_types))
+    custom_gpu = ami == "CUSTOM" and any(map(is_nvidia_gpu_instance_type, group.instance_types))
     if not (gpu_ami or custom_gpu):
         return None
     name = f"nodes:{group.name}"
@@ -445,11 +481,154 @@ def check_nodes(plan: Plan, facts: Facts, cluster: Cluster) -> list[Check]:
             Check(
                 "nodes",
                 Verdict.OK,
-                "no GPU managed node group (Karpenter and self-managed nodes are not visible "
-                "to this check)",
+                "no GPU managed node group (GPU instances of any kind: exporter-nodes)",
             )
         )
     return checks
+
+
+#: Why a GPU node is left out by design: the requirement each term of the DaemonSet ANDs in
+#: (deploy_config/manifest.py ``REQUIRED_NODE_EXPRESSIONS``), by its label key.
+_LEFT_OUT: Final = {
+    "kubernetes.io/arch": "not amd64: the exporter's image is built for linux/amd64 only",
+    "eks.amazonaws.com/compute-type": "an EKS Auto Mode node: the exporter sees no GPU there",
+}
+_UNMARKED: Final = (
+    "no GPU mark AWS can see: its type is not in the exporter's NVIDIA instance types, and no "
+    "label of it in EKS or Karpenter marks it (GPU feature discovery, NFD or the GPU Operator "
+    "may, inside the cluster)"
+)
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A GPU node, or a node group's GPU instance type with no instance running, and the
+    labels AWS shows it would carry."""
+
+    what: str
+    labels: Mapping[str, str]
+    nodegroup: str | None = None
+
+
+def _well_known(instance_type: str, arch: str) -> dict[str, str]:
+    return {
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": arch,
+        "node.kubernetes.io/instance-type": instance_type,
+    }
+
+
+def _candidates(facts: Facts) -> list[_Candidate]:
+    groups = {g.name: g for g in facts.nodegroups}
+    found: list[_Candidate] = []
+    running = {(i.nodegroup, i.instance_type) for i in facts.gpu_instances}
+    for group in facts.nodegroups:
+        for itype in group.instance_types:
+            arch = facts.nvidia_instance_types.get(itype)
+            if arch is None or (group.name, itype) in running:
+                continue
+            labels = {
+                **_well_known(itype, arch),
+                "eks.amazonaws.com/nodegroup": group.name,
+                **group.labels,
+            }
+            found.append(
+                _Candidate(f"node group {group.name} ({itype}, none running)", labels, group.name)
+            )
+    for i in facts.gpu_instances:
+        labels = _well_known(i.instance_type, i.arch)
+        if i.auto_mode:
+            source = "EKS Auto Mode"
+            labels["eks.amazonaws.com/compute-type"] = "auto"
+        elif i.nodegroup is not None:
+            source = f"node group {i.nodegroup}"
+            known = groups.get(i.nodegroup)
+            labels |= {
+                "eks.amazonaws.com/nodegroup": i.nodegroup,
+                **(known.labels if known else {}),
+            }
+        elif i.nodepool is not None:
+            source = f"Karpenter NodePool {i.nodepool}"
+            # Karpenter labels the node from the type's GpuInfo: an NVIDIA type is "nvidia".
+            labels |= {
+                "karpenter.sh/nodepool": i.nodepool,
+                "karpenter.k8s.aws/instance-gpu-manufacturer": "nvidia",
+            }
+        else:
+            source = "self-managed"
+        name = i.node_name or i.instance_id
+        found.append(
+            _Candidate(
+                f"{name} ({i.instance_id}, {i.instance_type}, {source})", labels, i.nodegroup
+            )
+        )
+    return found
+
+
+def _why_missed(labels: Mapping[str, str]) -> str | None:
+    """Which requirement leaves a GPU node out by design, or None when no GPU mark is seen."""
+    for requirement in REQUIRED_NODE_EXPRESSIONS:
+        if not requirement_matches(requirement, labels):
+            return _LEFT_OUT[requirement["key"]]
+    return None
+
+
+def check_exporter_reach(plan: Plan, facts: Facts) -> Check:
+    """Every NVIDIA GPU node EC2 and EKS show is one the exporter's DaemonSet selects."""
+    name = "exporter-nodes"
+    if not plan.exporter:
+        return Check(name, Verdict.OK, "the exporter is off (exporter_enabled=false)")
+    for fact in ("instances", "nodegroups"):
+        if (blocked := _unreadable(name, facts, fact)) is not None:
+            return blocked
+    candidates = _candidates(facts)
+    if not candidates:
+        return Check(
+            name,
+            Verdict.OK,
+            "no running instance of the cluster and no node group has an NVIDIA GPU type "
+            "(EC2 DescribeInstanceTypes)",
+        )
+    missed: dict[str, list[str]] = defaultdict(list)
+    unmarked_groups: list[str] = []
+    for c in candidates:
+        if selects(plan.exporter_node_terms, c.labels):
+            continue
+        why = _why_missed(c.labels)
+        missed[why or _UNMARKED].append(c.what)
+        if why is None and c.nodegroup is not None:
+            unmarked_groups.append(c.nodegroup)
+    reached = len(candidates) - sum(map(len, missed.values()))
+    detail = (
+        f"the exporter's DaemonSet selects {reached} of the {len(candidates)} NVIDIA GPU nodes "
+        "AWS shows (running instances; node group types with none running)"
+    )
+    if not missed:
+        types = sorted({c.labels["node.kubernetes.io/instance-type"] for c in candidates})
+        return Check(name, Verdict.OK, f"{detail} ({', '.join(types)})")
+    detail += "; it misses " + "; ".join(
+        f"{', '.join(whats)}: {why}" for why, whats in missed.items()
+    )
+    if _UNMARKED not in missed:
+        return Check(
+            name,
+            Verdict.WARN,
+            detail,
+            "none needed for the exporter: Container Insights' GPU metrics cover those nodes "
+            "(see nodes:<group> and nodes:auto-mode)",
+        )
+    label = (
+        f"eks.amazonaws.com/nodegroup={sorted(unmarked_groups)[0]}"
+        if unmarked_groups
+        else "KEY=VALUE"
+    )
+    return Check(
+        name,
+        Verdict.FAIL,
+        detail,
+        f"mark them with a label they carry: -c gpu_node_labels={label} (gpu_node_labels adds "
+        "node labels that mark GPU nodes), or run NVIDIA's GPU feature discovery on them",
+    )
 
 
 def run_checks(plan: Plan, facts: Facts) -> list[Check]:
@@ -467,4 +646,5 @@ def run_checks(plan: Plan, facts: Facts) -> list[Check]:
     checks.append(check_insights_quota(plan, facts))
     if cluster is not None:
         checks += check_nodes(plan, facts, cluster)
+        checks.append(check_exporter_reach(plan, facts))
     return checks

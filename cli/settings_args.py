@@ -5,7 +5,7 @@ import argparse
 import json
 from pathlib import Path
 
-from cdk.settings import SETTING_KEYS, closest_setting
+from cdk.settings import setting_key_problem
 
 
 def add_settings_arguments(parser: argparse.ArgumentParser, *, context_help: str) -> None:
@@ -54,10 +54,8 @@ def context_from_args(args: argparse.Namespace) -> dict[str, object]:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ValueError(f"-c {item!r} is not KEY=VALUE")
-        if key not in SETTING_KEYS:
-            # cdk.json also holds CDK's feature flags; a -c given here is meant as a setting.
-            close = closest_setting(key)
-            hint = f": did you mean {close!r}?" if close else " (README, Settings)"
-            raise ValueError(f"-c {key}: not a setting of this app{hint}")
+        problem = setting_key_problem(key)
+        if problem:
+            raise ValueError(problem)
         context[key] = value
     return context

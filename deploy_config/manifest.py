@@ -4,8 +4,11 @@ Rules the DaemonSet keeps, and why:
 - it requests no ``nvidia.com/gpu``: that would take GPUs away from jobs. It sees every GPU
   through the NVIDIA container runtime (``NVIDIA_VISIBLE_DEVICES=all``, utility capability
   only, which is what NVML needs), as the DCGM exporter does;
-- it selects GPU nodes by label (GPU feature discovery, Karpenter, EKS Auto Mode), never by an
-  instance-type list that goes stale, and tolerates the GPU taints;
+- it runs on every NVIDIA GPU node whatever provisioned it, and on no other node: a node is
+  one when NVIDIA's GPU Operator, GPU feature discovery or Node Feature Discovery, or
+  Karpenter, labels it so, or when its instance type has NVIDIA GPUs (an EKS managed node group
+  on the accelerated AMI with only the device plugin carries no GPU label at all); it
+  tolerates the GPU taints;
 - it has resource limits, a read-only root filesystem, runs as nobody with every capability
   dropped, and shares the host's PID namespace only when pod attribution is asked for (NVML
   reports no processes of other PID namespaces, and their cgroups name the pod).
@@ -17,6 +20,7 @@ from typing import Any, Final
 
 from contract.metrics import DEFAULT_EMF_ENDPOINT, EXPORTER_MAX_INTERVAL_S
 from contract.resource_names import cluster_name_problem
+from deploy_config.gpu_instance_types import node_instance_types
 
 #: Kubernetes "Labels and Selectors", syntax and character set (taint keys follow it): an
 #: optional DNS-subdomain prefix of at most 253 characters and "/", then a name of 1 to 63
@@ -36,11 +40,34 @@ def is_label_key(key: str) -> bool:
 NAME: Final = "gpu-insights-exporter"
 DEFAULT_NAMESPACE: Final = "gpu-insights"
 
-#: Labels that mark NVIDIA GPU nodes; a node with any one of them gets the exporter. EKS Auto
-#: Mode's own label (eks.amazonaws.com/instance-gpu-manufacturer) is left out on purpose.
-DEFAULT_GPU_NODE_LABELS: Final[tuple[str, ...]] = (
-    "nvidia.com/gpu.present=true",  # NVIDIA GPU feature discovery / GPU operator
-    "karpenter.k8s.aws/instance-gpu-manufacturer=nvidia",  # Karpenter
+
+def _label_in(key: str, *values: str) -> dict[str, Any]:
+    return {"key": key, "operator": "In", "values": list(values)}
+
+
+#: What marks a node as an NVIDIA GPU node; any one of them is enough (each is a node selector
+#: term of its own, and terms are ORed). EKS Auto Mode's own GPU label
+#: (eks.amazonaws.com/instance-gpu-manufacturer) is left out on purpose.
+GPU_NODE_EXPRESSIONS: Final[tuple[dict[str, Any], ...]] = (
+    # The GPU Operator: "nvidia.com/gpu.present" on every node where NFD found an NVIDIA PCI
+    # device, "false" once the device is gone (NVIDIA/gpu-operator controllers/state_manager.go,
+    # commonGPULabelKey).
+    _label_in("nvidia.com/gpu.present", "true"),
+    # GPU feature discovery, with or without the Operator: the GPUs the driver counts
+    # (NVIDIA/k8s-device-plugin, "Generated Labels": nvidia.com/gpu.count).
+    {"key": "nvidia.com/gpu.count", "operator": "Gt", "values": ["0"]},
+    # Node Feature Discovery, NVIDIA's PCI vendor id 10de: by vendor as the GPU Operator
+    # configures it, or by class and vendor (3D or VGA controller) as NFD does by default; the
+    # Operator looks for the same three (state_manager.go gpuNodeLabels).
+    _label_in("feature.node.kubernetes.io/pci-10de.present", "true"),
+    _label_in("feature.node.kubernetes.io/pci-0302_10de.present", "true"),
+    _label_in("feature.node.kubernetes.io/pci-0300_10de.present", "true"),
+    # Karpenter, from EC2's GpuInfo (aws/karpenter-provider-aws, instancetype/types.go).
+    _label_in("karpenter.k8s.aws/instance-gpu-manufacturer", "nvidia"),
+    # Any node, however provisioned, of a type with NVIDIA GPUs: the well-known label the
+    # cloud provider sets on every node, as the add-on schedules its DCGM exporter
+    # (deploy_config/gpu_instance_types.py).
+    _label_in("node.kubernetes.io/instance-type", *node_instance_types()),
 )
 #: Where the exporter can run, whatever the labels: the image is built for linux/amd64 only
 #: (cdk/constructs/gpu_exporter.py), and EKS Auto Mode nodes do not hand NVIDIA_VISIBLE_DEVICES
@@ -80,8 +107,11 @@ def image_problem(image: str) -> str | None:
     )
 
 
-def _label_terms(labels: Sequence[str]) -> list[dict[str, Any]]:
-    terms = []
+def gpu_node_terms(labels: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The DaemonSet's ``nodeSelectorTerms``: one term per GPU mark (``GPU_NODE_EXPRESSIONS``,
+    then each ``key=value`` of ``labels``, the ``gpu_node_labels`` setting), each ANDed with
+    ``REQUIRED_NODE_EXPRESSIONS``."""
+    marks = list(GPU_NODE_EXPRESSIONS)
     for label in labels:
         key, sep, value = label.partition("=")
         if not sep or not key or not value:
@@ -97,12 +127,9 @@ def _label_terms(labels: Sequence[str]) -> list[dict[str, Any]]:
                 f"GPU node label value {value!r} is not a Kubernetes label value (1 to 63 "
                 "alphanumerics, '-', '_', '.', starting and ending alphanumeric)"
             )
-        # Expressions within a term are ANDed, terms ORed: each GPU label with the requirements.
-        expressions = [{"key": key, "operator": "In", "values": [value]}]
-        terms.append({"matchExpressions": [*expressions, *REQUIRED_NODE_EXPRESSIONS]})
-    if not terms:
-        raise ManifestError("at least one GPU node label is needed to find GPU nodes")
-    return terms
+        marks.append(_label_in(key, value))
+    # Expressions within a term are ANDed, terms ORed: each GPU mark with the requirements.
+    return [{"matchExpressions": [mark, *REQUIRED_NODE_EXPRESSIONS]} for mark in marks]
 
 
 def exporter_manifests(
@@ -112,7 +139,7 @@ def exporter_manifests(
     namespace: str = DEFAULT_NAMESPACE,
     interval_s: int = 10,
     emf_endpoint: str = DEFAULT_EMF_ENDPOINT,
-    gpu_node_labels: Sequence[str] = DEFAULT_GPU_NODE_LABELS,
+    gpu_node_labels: Sequence[str] = (),
     gpu_taint_keys: Sequence[str] = ("nvidia.com/gpu",),
     pod_attribution: bool = False,
     alarm_shards: int = 1,
@@ -183,7 +210,7 @@ def exporter_manifests(
                     "affinity": {
                         "nodeAffinity": {
                             "requiredDuringSchedulingIgnoredDuringExecution": {
-                                "nodeSelectorTerms": _label_terms(gpu_node_labels)
+                                "nodeSelectorTerms": gpu_node_terms(gpu_node_labels)
                             }
                         }
                     },

@@ -16,8 +16,6 @@ class DeploymentStack(Stack):
     def __init__(
         self, scope: Construct, construct_id: str, *, settings: Settings, description: str
     ) -> None:
-        if settings.is_example:
-            description += " (documented example; set -c cluster_name=... to deploy)"
         super().__init__(
             scope,
             construct_id,

@@ -51,7 +51,9 @@ def run_checkov(directory: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("context", [{}, FULL], ids=["default", "all-options"])
+@pytest.mark.parametrize(
+    "context", [{"cluster_name": "train"}, FULL], ids=["default", "all-options"]
+)
 def test_checkov_passes_on_every_template(synth: Synth, context: dict[str, str]) -> None:
     stacks = synth(context)
     (report,) = run_checkov(str(Stage.of(stacks[0]).outdir))  # type: ignore[union-attr]

@@ -78,7 +78,11 @@ def _templates(stacks: list[Stack]) -> Iterator[dict[str, Any]]:
                 yield dict(Template.from_stack(child).to_json())
 
 
-@pytest.mark.parametrize("context", [{}, FULL, IRSA], ids=["defaults", "everything-on", "irsa"])
+@pytest.mark.parametrize(
+    "context",
+    [{"cluster_name": "train"}, FULL, IRSA],
+    ids=["defaults", "everything-on", "irsa"],
+)
 def test_every_action_in_every_template_exists(synth: Synth, context: dict[str, Any]) -> None:
     actions = set().union(*(template_actions(t) for t in _templates(synth(context))))
     assert len(actions) > 20  # the check reads the policies, not an empty set

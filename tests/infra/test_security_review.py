@@ -183,6 +183,8 @@ def test_topics_and_queues_are_encrypted_and_tls_only(synth: Synth) -> None:
         assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
 
 
-@pytest.mark.parametrize("context", [{}, FULL], ids=["example", "everything-on"])
+@pytest.mark.parametrize(
+    "context", [{"cluster_name": "train"}, FULL], ids=["defaults", "everything-on"]
+)
 def test_cdk_nag_passes_for_each_shape_of_the_app(synth: Synth, context: dict[str, Any]) -> None:
     assert len(synth(context)) == 3  # synth raises on any unacknowledged AwsSolutions finding

@@ -11,21 +11,26 @@ from typing import Final
 
 @dataclass(frozen=True)
 class InstanceType:
-    """What EC2's DescribeInstanceTypes says of a GPU instance type (``GpuInfo.Gpus[0]``: Name,
-    Manufacturer, Count, ``MemoryInfo.SizeInMiB``; ``VCpuInfo``, ``MemoryInfo``), and the
-    product name NVIDIA's GPU feature discovery reads from the driver."""
+    """What EC2's DescribeInstanceTypes says of an instance type (``GpuInfo.Gpus[0]``: Name,
+    Manufacturer, Count, ``MemoryInfo.SizeInMiB``; ``VCpuInfo``, ``MemoryInfo``,
+    ``ProcessorInfo.SupportedArchitectures`` as Kubernetes names it), and the product name
+    NVIDIA's GPU feature discovery reads from the driver. An instance type without a GPU has
+    no GPU fields."""
 
     name: str
     vcpus: int
     memory_mib: int
-    gpu_name: str
-    gpu_manufacturer: str
-    gpu_count: int
-    gpu_memory_mib: int
+    gpu_name: str = ""
+    gpu_manufacturer: str = ""
+    gpu_count: int = 0
+    gpu_memory_mib: int = 0
     #: GPU feature discovery's ``nvidia.com/gpu.product``: the NVML name, spaces as dashes.
-    gfd_product: str
+    gfd_product: str = ""
     #: ... and ``nvidia.com/gpu.family`` (the architecture).
-    gfd_family: str
+    gfd_family: str = ""
+    #: ``kubernetes.io/arch``: EC2's ``x86_64`` is Kubernetes' ``amd64``, ``arm64`` is
+    #: ``arm64`` (aws/karpenter-provider-aws pkg/apis/v1/labels.go ``AWSToKubeArchitectures``).
+    arch: str = "amd64"
 
     @property
     def family(self) -> str:
@@ -52,6 +57,19 @@ P4D_24XLARGE: Final = InstanceType(
 G5_12XLARGE: Final = InstanceType(
     "g5.12xlarge", 48, 196_608, "A10G", "NVIDIA", 4, 24_576, "NVIDIA-A10G", "ampere"
 )
+
+
+# https://aws.amazon.com/ec2/instance-types/g5g/: g5g.xlarge, 1 NVIDIA T4G Tensor Core GPU
+# (16 GiB), 4 vCPUs (AWS Graviton2: arm64), 8 GiB.
+G5G_XLARGE: Final = InstanceType("g5g.xlarge", 4, 8_192, "T4g", "NVIDIA", 1, 16_384, arch="arm64")
+# https://aws.amazon.com/ec2/instance-types/g4/: "G4ad instances feature the latest AMD Radeon
+# Pro V520 GPUs"; g4ad.xlarge, 1 GPU (8 GiB), 4 vCPUs, 16 GiB. A GPU node, but not NVIDIA's.
+G4AD_XLARGE: Final = InstanceType("g4ad.xlarge", 4, 16_384, "Radeon Pro V520", "AMD", 1, 8_192)
+# Nodes without a GPU: https://aws.amazon.com/ec2/instance-types/m7i/ (m7i.2xlarge, 8 vCPUs,
+# 32 GiB) and https://aws.amazon.com/ec2/instance-types/c7g/ (c7g.4xlarge, 16 vCPUs, 32 GiB,
+# Graviton3: arm64).
+M7I_2XLARGE: Final = InstanceType("m7i.2xlarge", 8, 32_768)
+C7G_4XLARGE: Final = InstanceType("c7g.4xlarge", 16, 32_768, arch="arm64")
 
 
 @dataclass(frozen=True)
@@ -87,9 +105,9 @@ def well_known_labels(
     return {
         "kubernetes.io/hostname": name,
         "kubernetes.io/os": "linux",
-        "kubernetes.io/arch": "amd64",
+        "kubernetes.io/arch": instance_type.arch,
         "beta.kubernetes.io/os": "linux",
-        "beta.kubernetes.io/arch": "amd64",
+        "beta.kubernetes.io/arch": instance_type.arch,
         "node.kubernetes.io/instance-type": instance_type.name,
         "beta.kubernetes.io/instance-type": instance_type.name,
         "topology.kubernetes.io/region": region,
@@ -135,11 +153,12 @@ def managed_node_group_labels(
 
 def _instance_labels(prefix: str, instance_type: InstanceType) -> dict[str, str]:
     """The instance labels Karpenter (``karpenter.k8s.aws/``) and EKS Auto Mode
-    (``eks.amazonaws.com/``) put on a node: GPU name and manufacturer lower-cased
-    (aws/karpenter-provider-aws pkg/providers/instancetype/types.go ``computeRequirements``:
+    (``eks.amazonaws.com/``) put on a node: GPU name and manufacturer in lower kebab case, and
+    GPU labels only on an instance type with a GPU (aws/karpenter-provider-aws
+    pkg/providers/instancetype/types.go ``computeRequirements``: ``if info.GpuInfo != nil``,
     ``lowerKabobCase(gpu.Name)``, ``gpu.Count``, ``gpu.MemoryInfo.SizeInMiB``)."""
     family = instance_type.family
-    return {
+    labels = {
         f"{prefix}/instance-category": family[0],
         f"{prefix}/instance-family": family,
         f"{prefix}/instance-generation": "".join(c for c in family if c.isdigit()),
@@ -147,11 +166,20 @@ def _instance_labels(prefix: str, instance_type: InstanceType) -> dict[str, str]
         f"{prefix}/instance-cpu": str(instance_type.vcpus),
         f"{prefix}/instance-memory": str(instance_type.memory_mib),
         f"{prefix}/instance-hypervisor": "nitro",
-        f"{prefix}/instance-gpu-name": instance_type.gpu_name.lower(),
-        f"{prefix}/instance-gpu-manufacturer": instance_type.gpu_manufacturer.lower(),
-        f"{prefix}/instance-gpu-count": str(instance_type.gpu_count),
-        f"{prefix}/instance-gpu-memory": str(instance_type.gpu_memory_mib),
     }
+    if instance_type.gpu_count:
+        labels |= {
+            f"{prefix}/instance-gpu-name": _kebab(instance_type.gpu_name),
+            f"{prefix}/instance-gpu-manufacturer": _kebab(instance_type.gpu_manufacturer),
+            f"{prefix}/instance-gpu-count": str(instance_type.gpu_count),
+            f"{prefix}/instance-gpu-memory": str(instance_type.gpu_memory_mib),
+        }
+    return labels
+
+
+def _kebab(name: str) -> str:
+    """Karpenter's ``lowerKabobCase``: lower case, spaces as dashes."""
+    return name.lower().replace(" ", "-")
 
 
 def karpenter_labels(
@@ -203,7 +231,9 @@ def eksctl_labels(cluster: str, nodegroup: str) -> dict[str, str]:
 def gpu_feature_discovery_labels(instance_type: InstanceType) -> dict[str, str]:
     """NVIDIA GPU feature discovery's labels (NVIDIA/k8s-device-plugin, "Generated Labels"):
     ``nvidia.com/gpu.count``, ``nvidia.com/gpu.product``, ``nvidia.com/gpu.family``. It does not
-    set ``nvidia.com/gpu.present``: the GPU Operator does."""
+    set ``nvidia.com/gpu.present``: the GPU Operator does. It runs on NVIDIA GPU nodes only."""
+    if not instance_type.gfd_product:
+        raise ValueError(f"{instance_type.name}: no GPU feature discovery product modelled")
     return {
         "nvidia.com/gpu.count": str(instance_type.gpu_count),
         "nvidia.com/gpu.product": instance_type.gfd_product,
@@ -234,6 +264,12 @@ GPU_OPERATOR_LABELS: Final = {
     "nvidia.com/gpu.deploy.node-status-exporter": "true",
     "nvidia.com/gpu.deploy.operator-validator": "true",
 }
+
+
+#: The GPU Operator on a node it labelled before that has no NVIDIA device now: "previously
+#: labelled node and no longer has GPU's ... labels[commonGPULabelKey] = "false"" (the same
+#: file), its operands' labels removed.
+GPU_OPERATOR_NO_GPU_LABELS: Final = {"nvidia.com/gpu.present": "false"}
 
 
 def gpu_operator_labels(instance_type: InstanceType) -> dict[str, str]:

@@ -12,7 +12,7 @@ from cdk.settings import Settings
 from cli.demo import DemoResult, run_demo
 from cli.demo_exporter import REPLAY_PODS, pod_uid, replay_window
 from cli.demo_report import chromium, page_height, png_size
-from cli.demo_storage import END
+from cli.demo_storage import DEMO_CLUSTER, END
 from cli.demo_week import LAST_WEEK
 from deploy_config.cloudwatch_agent_config import gpu_node_agent_config
 from emf.document import parse_emf_line
@@ -25,7 +25,7 @@ def test_demo_synthesizes_stores_and_fetches_the_agent_config(
     result = run_demo(
         out_dir=tmp_path / "out",
         cdk_out=tmp_path / "cdk.out",
-        settings=Settings(agent_interval_seconds=30),
+        settings=Settings(cluster_name=DEMO_CLUSTER, agent_interval_seconds=30),
     )
     assert (
         tmp_path / "cdk.out" / "GpuInsights-example-gpu-cluster-Observability.template.json"
@@ -56,7 +56,11 @@ def test_demo_synthesizes_stores_and_fetches_the_agent_config(
     assert "7 nvidia_gpu measurements every 30 s" in summary  # the allowlisted defaults
     # Preflight ran on the demo's cluster before anything was written: the Bottlerocket group
     # warns, nothing fails (moto for EKS, Stubber for its add-on API).
-    assert result.preflight[-1] == "7 ok, 1 warn, 0 fail"
+    assert result.preflight[-1] == "8 ok, 1 warn, 0 fail"
+    # Both GPU node groups' types are ones the exporter's DaemonSet selects.
+    (reach,) = [line for line in result.preflight if "exporter-nodes" in line]
+    assert reach.startswith("OK   exporter-nodes")
+    assert "selects 2 of the 2 NVIDIA GPU nodes" in reach
     assert "   WARN nodes:gpu-bottlerocket  BOTTLEROCKET_x86_64_NVIDIA" in summary
 
 

@@ -5,10 +5,12 @@ from typing import Any
 
 import pytest
 
+from cli.demo_storage import DEMO_CLUSTER
 from tests.functional.lambdas.iam import ACCOUNT, REGION
 
 #: The deployment the functional tests run as: the demo's cluster, the storage tests' buckets.
 CONTEXT = {
+    "cluster_name": DEMO_CLUSTER,
     "account": ACCOUNT,
     "region": REGION,
     "storage_buckets": "train-data,checkpoints",

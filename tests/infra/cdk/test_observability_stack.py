@@ -152,15 +152,7 @@ def test_gpu_agent_config_is_stored_under_the_agents_ssm_prefix(
     )
 
 
-def test_example_deployment_says_so(synth: Synth) -> None:
-    stack = stack_named(synth({}), "-Observability")
-    assert stack.stack_name == "GpuInsights-example-gpu-cluster-Observability"
-    assert "documented example" in (stack.template_options.description or "")
-
-
-@pytest.mark.parametrize(
-    "context", [{}, PROD, IRSA, NO_ADDON], ids=["example", "prod", "irsa", "no-addon"]
-)
+@pytest.mark.parametrize("context", [PROD, IRSA, NO_ADDON], ids=["prod", "irsa", "no-addon"])
 def test_cfn_lint_finds_no_errors(synth: Synth, context: dict[str, Any]) -> None:
     for stack in synth(context):
         template = json.dumps(Template.from_stack(stack).to_json())

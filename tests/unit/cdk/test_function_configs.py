@@ -80,7 +80,7 @@ def _built(settings: Settings) -> list[FunctionConfig]:
 
 @pytest.mark.parametrize("index", range(5))
 def test_every_field_the_settings_carry_follows_them(index: int) -> None:
-    default, changed = _built(Settings())[index], _built(CHANGED)[index]
+    default, changed = _built(Settings(cluster_name="train"))[index], _built(CHANGED)[index]
     same = [
         f.name
         for f in fields(default)  # type: ignore[arg-type]
@@ -99,8 +99,8 @@ def test_one_default_for_the_low_power_line() -> None:
     """The setting, the alarm's and the attribution's defaults are one value (attribution's
     LOW_POWER_PERCENT), so a deployment that sets nothing classes hours as the alarm pages."""
     assert (
-        Settings().low_power_percent
-        == Settings().alarm_settings().low_power_percent
+        Settings(cluster_name="train").low_power_percent
+        == Settings(cluster_name="train").alarm_settings().low_power_percent
         == TrainingConfig(cluster_name="c", report_bucket="b").gpu_thresholds.low_power_percent
         == 30.0
     )
@@ -120,7 +120,7 @@ def test_the_demo_sets_every_variable_each_handler_reads() -> None:
     variable the handler's declaration reads (the failure queue aside: the demo has none).
     The demo does not run the silence check, so it is not among them; its functional test
     (tests/functional/lambdas/test_silence_check.py) runs it with its builder's environment."""
-    settings = Settings()
+    settings = Settings(cluster_name="train")
     environments: dict[type[FunctionConfig], dict[str, str]] = {
         StorageConfig: storage_analyzer_config(settings).environment(),
         TrainingConfig: DEMO_TRAINING_ENV,
@@ -143,7 +143,7 @@ def test_the_demo_sets_every_variable_each_handler_reads() -> None:
 def test_the_demo_reads_its_week_as_the_deployment_would() -> None:
     """The demo's deployment differs from the default only where its world does (its days,
     buckets, data source and exporter's cycle); everything else is the settings'."""
-    settings = Settings()
+    settings = Settings(cluster_name="train")
     storage = storage_analyzer_config(settings)
     assert replace(storage, buckets=(), lookback_days=14) == storage_config(
         settings, report_bucket=storage.report_bucket

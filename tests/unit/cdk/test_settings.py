@@ -1,9 +1,14 @@
+import json
+import re
+import tarfile
 from dataclasses import fields
+from pathlib import Path
+from typing import Any
 
+import aws_cdk
 import pytest
 
 from cdk.settings import (
-    EXAMPLE_CLUSTER_NAME,
     SETTING_KEYS,
     AgentCredentials,
     Settings,
@@ -14,20 +19,24 @@ from cdk.settings import (
 OIDC = "arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-east-1.amazonaws.com/id/ABC123"
 
 
+def _read(context: dict[str, Any]) -> Settings:
+    """Settings for the cluster ``train`` and what ``context`` sets (or overrides)."""
+    return settings_from_context({"cluster_name": "train", **context})
+
+
 def test_every_field_is_a_context_key() -> None:
     assert {field.name for field in fields(Settings)} == set(SETTING_KEYS)
 
 
-def test_no_context_gives_the_documented_example() -> None:
-    settings = settings_from_context({})
-    assert settings.cluster_name == EXAMPLE_CLUSTER_NAME
-    assert settings.is_example
+def test_the_defaults_need_only_a_cluster_name() -> None:
+    settings = _read({})
+    assert settings.cluster_name == "train"
     assert settings.install_addon is True
     assert settings.agent_credentials is AgentCredentials.POD_IDENTITY
 
 
 def test_strings_from_the_command_line_are_parsed() -> None:
-    settings = settings_from_context(
+    settings = _read(
         {
             "cluster_name": "train-prod",
             "account": "123456789012",
@@ -42,7 +51,6 @@ def test_strings_from_the_command_line_are_parsed() -> None:
         }
     )
     assert settings.cluster_name == "train-prod"
-    assert not settings.is_example
     assert settings.install_addon is False
     assert settings.agent_credentials is AgentCredentials.IRSA
     assert settings.gpu_taint_keys == ("nvidia.com/gpu", "example.com/accelerator")
@@ -51,9 +59,80 @@ def test_strings_from_the_command_line_are_parsed() -> None:
     assert settings.agent_config_parameter_name == "AmazonCloudWatch-GpuInsights-train-prod"
 
 
-def test_cdk_feature_flags_are_not_settings() -> None:
-    settings = settings_from_context({"@aws-cdk/core:newStyleStackSynthesis": True})
-    assert settings.is_example
+@pytest.mark.parametrize("context", [{}, {"cluster_name": None}, {"region": "us-west-2"}])
+def test_there_is_no_default_cluster(context: dict[str, Any]) -> None:
+    """A deployment names its cluster: none given (or null in cdk.json) stops synth in one line
+    that says where the name goes, rather than deploying alarms for a cluster of our choosing."""
+    with pytest.raises(SettingsError) as err:
+        settings_from_context(context)
+    assert str(err.value) == (
+        "setting cluster_name is missing: name the EKS cluster to instrument with "
+        '-c cluster_name=NAME or "cluster_name" in cdk.json\'s "context"'
+    )
+
+
+@pytest.mark.parametrize(
+    ("context", "said"),
+    [
+        # The first deploy as a new user tried it: the setting is cluster_name, and there is
+        # no setting for an SNS topic; neither key may be dropped in silence.
+        (
+            {"cluster": "ml-prod", "sns_topic_arn": "arn:aws:sns:us-west-2:123456789012:oncall"},
+            "unknown setting 'cluster': did you mean 'cluster_name'?",
+        ),
+        (
+            {"cluster_name": "ml-prod", "sns_topic_arn": "arn:aws:sns:us-west-2:1:oncall"},
+            "unknown setting 'sns_topic_arn': the README's Settings table lists them",
+        ),
+        ({"cluster-name": "train"}, "unknown setting 'cluster-name': did you mean 'cluster_name'?"),
+        ({"cluster_name": "t", "alarm": "x"}, "unknown setting 'alarm': the README's Settings"),
+        ({"cluster_name": "t", "@aws-cdk": "x"}, None),
+        ({"cluster_name": "t", "aws:cdk": "x"}, "unknown setting 'aws:cdk'"),
+    ],
+)
+def test_a_key_that_is_not_a_setting_stops_synth(context: dict[str, Any], said: str | None) -> None:
+    if said is None:
+        assert settings_from_context(context).cluster_name == "t"
+        return
+    with pytest.raises(SettingsError) as err:
+        settings_from_context(context)
+    assert str(err.value).startswith(said)
+    assert "\n" not in str(err.value)
+
+
+def _cdk_lib_file(path: str) -> str:
+    """A file of the aws-cdk-lib this app synthesizes with (its jsii bundle)."""
+    bundle = next((Path(aws_cdk.__file__).parent / "_jsii").glob("aws-cdk-lib@*.jsii.tgz"))
+    with tarfile.open(bundle) as tar:
+        member = tar.extractfile(f"package/{path}")
+        assert member is not None
+        return member.read().decode()
+
+
+def _cdk_context_keys() -> list[str]:
+    """CDK's own context keys, from the installed aws-cdk-lib: the feature flags `cdk init`
+    writes into cdk.json (recommended-feature-flags.json), every flag cx-api defines
+    (cx-api/lib/features.js), the keys the CLI sets to steer an app (cx-api/lib/app.js), and
+    what the CLI keeps in the project's context (aws/aws-cdk-cli: `cdk acknowledge` stores
+    ``acknowledged-issue-numbers``, `cdk cli-telemetry` stores ``cli-telemetry``)."""
+    recommended = json.loads(_cdk_lib_file("recommended-feature-flags.json"))
+    exported = [
+        value
+        for path in ("cx-api/lib/features.js", "cx-api/lib/app.js")
+        for name, value in re.findall(r'exports\.(\w+)="([^"]*)"', _cdk_lib_file(path))
+        if name != "CURRENT_MV"  # the major version, "v2": not a key
+    ]
+    return sorted({*recommended, *exported, "acknowledged-issue-numbers", "cli-telemetry"})
+
+
+def test_cdk_s_own_context_keys_are_not_settings_and_not_refused() -> None:
+    keys = _cdk_context_keys()
+    assert len(keys) > 100  # the flags of aws-cdk-lib 2.x, and the CLI's keys
+    assert "aws:cdk:bundling-stacks" in keys
+    assert "@aws-cdk/core:newStyleStackSynthesis" in keys
+    assert "aws-cdk:enableDiffNoFail" in keys
+    settings = settings_from_context({"cluster_name": "train", **dict.fromkeys(keys, True)})
+    assert settings == Settings(cluster_name="train")
 
 
 @pytest.mark.parametrize(
@@ -74,7 +153,7 @@ def test_cdk_feature_flags_are_not_settings() -> None:
 )
 def test_bad_value_names_key_value_and_what_is_allowed(key: str, value: str, allowed: str) -> None:
     with pytest.raises(SettingsError) as err:
-        settings_from_context({key: value})
+        _read({key: value})
     message = str(err.value)
     assert f"{key}=" in message
     assert value in message
@@ -83,12 +162,7 @@ def test_bad_value_names_key_value_and_what_is_allowed(key: str, value: str, all
 
 def test_irsa_needs_the_oidc_provider() -> None:
     with pytest.raises(SettingsError, match="oidc_provider_arn=None"):
-        settings_from_context({"agent_credentials": "irsa"})
-
-
-def test_misspelt_setting_is_refused_with_a_suggestion() -> None:
-    with pytest.raises(SettingsError, match=r"'cluster-name'.*did you mean 'cluster_name'"):
-        settings_from_context({"cluster-name": "train"})
+        _read({"agent_credentials": "irsa"})
 
 
 def test_settings_are_frozen() -> None:
@@ -126,7 +200,7 @@ def test_settings_are_frozen() -> None:
 def test_schedules_eventbridge_refuses_are_refused(value: str, allowed: str) -> None:
     for key in ("storage_schedule", "training_schedule", "report_schedule"):
         with pytest.raises(SettingsError) as err:
-            settings_from_context({key: value})
+            _read({key: value})
         message = str(err.value)
         assert message.startswith(f"setting {key}={value!r} is not valid: expected ")
         assert allowed in message
@@ -155,7 +229,7 @@ def test_schedules_eventbridge_refuses_are_refused(value: str, allowed: str) -> 
     ],
 )
 def test_schedules_from_the_eventbridge_docs_are_accepted(value: str) -> None:
-    assert settings_from_context({"storage_schedule": value}).storage_schedule == value
+    assert _read({"storage_schedule": value}).storage_schedule == value
 
 
 @pytest.mark.parametrize(
@@ -182,14 +256,14 @@ def test_schedules_from_the_eventbridge_docs_are_accepted(value: str) -> None:
 )
 def test_endpoints_and_arns_aws_refuses_are_refused(key: str, value: str, allowed: str) -> None:
     with pytest.raises(SettingsError) as err:
-        settings_from_context({key: value})
+        _read({key: value})
     message = str(err.value)
     assert message.startswith(f"setting {key}={value!r} is not valid: expected ")
     assert allowed in message
 
 
 def test_good_endpoints_and_arns_are_accepted() -> None:
-    settings = settings_from_context(
+    settings = _read(
         {
             "kubectl_role_arn": "arn:aws-us-gov:iam::123456789012:role/platform/eks-admin",
             "agent_credentials": "irsa",
@@ -206,13 +280,13 @@ def test_good_endpoints_and_arns_are_accepted() -> None:
 def test_every_eks_cluster_name_is_a_setting(cluster: str) -> None:
     """EKS CreateCluster: 1-100 characters, ``^[0-9A-Za-z][A-Za-z0-9\\-_]*``.
     https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html"""
-    assert settings_from_context({"cluster_name": cluster}).cluster_name == cluster
+    assert _read({"cluster_name": cluster}).cluster_name == cluster
 
 
 @pytest.mark.parametrize("cluster", ["a" * 101, "-train", "train.prod"])
 def test_a_name_eks_refuses_is_refused(cluster: str) -> None:
     with pytest.raises(SettingsError, match="1-100 letters, digits"):
-        settings_from_context({"cluster_name": cluster})
+        _read({"cluster_name": cluster})
 
 
 @pytest.mark.parametrize(
@@ -230,13 +304,13 @@ def test_a_name_eks_refuses_is_refused(cluster: str) -> None:
 )
 def test_names_s3_or_ec2_refuse_are_refused(key: str, value: str, allowed: str) -> None:
     with pytest.raises(SettingsError) as err:
-        settings_from_context({key: value})
+        _read({key: value})
     assert f"{key}={value!r} is not valid: expected" in str(err.value)
     assert allowed in str(err.value)
 
 
 def test_buckets_and_volume_ids_are_data_sources() -> None:
-    settings = settings_from_context(
+    settings = _read(
         {
             "storage_buckets": "train-data,ckpt.example.com",
             "training_data_sources": "train-data,vol-0123456789abcdef0,vol-01234567",
@@ -258,15 +332,15 @@ def test_buckets_and_volume_ids_are_data_sources() -> None:
 )
 def test_fleet_sizes_outside_their_bounds_are_refused(key: str, value: str, allowed: str) -> None:
     with pytest.raises(SettingsError) as err:
-        settings_from_context({key: value})
+        _read({key: value})
     assert str(err.value).startswith(f"setting {key}={int(value)!r} is not valid: expected ")
     assert allowed in str(err.value)
 
 
 def test_the_training_fleet_threshold_defaults_to_one_function() -> None:
-    settings = settings_from_context({"training_fleet_jobs": "20000"})
+    settings = _read({"training_fleet_jobs": "20000"})
     assert (settings.training_fleet_jobs, settings.training_shard_jobs) == (20_000, 2_000)
-    assert Settings().training_fleet_jobs <= Settings().training_shard_jobs
+    assert _read({}).training_fleet_jobs <= _read({}).training_shard_jobs
 
 
 def test_a_shard_estimated_past_half_its_timeout_is_refused_at_synth() -> None:
@@ -275,30 +349,30 @@ def test_a_shard_estimated_past_half_its_timeout_is_refused_at_synth() -> None:
     so 14 days of 25,381 volumes fit 450 s (half the 900 s timeout: 449.9994 s) and 25,382
     do not (450.017 s); a job-day costs 6.9e-4 s and 216 datapoints: 6,425 jobs fit 300 s
     (half of 600 s), 6,426 do not."""
-    assert settings_from_context({"storage_shard_volumes": "25381"}).storage_shard_volumes
-    assert settings_from_context({"training_shard_jobs": "6425"}).training_shard_jobs
+    assert _read({"storage_shard_volumes": "25381"}).storage_shard_volumes
+    assert _read({"training_shard_jobs": "6425"}).training_shard_jobs
     with pytest.raises(SettingsError, match=r"storage_shard_volumes=25382 with lookback_days=14"):
-        settings_from_context({"storage_shard_volumes": "25382"})
+        _read({"storage_shard_volumes": "25382"})
     with pytest.raises(SettingsError, match=r"training_shard_jobs=6426 with lookback_days=14"):
-        settings_from_context({"training_shard_jobs": "6426"})
+        _read({"training_shard_jobs": "6426"})
 
 
 def test_a_long_lookback_needs_smaller_shards() -> None:
     """90 days multiply each item's work by 90/14: the default 20,000 volumes would take
     about 2,280 s; at most 3,948 fit."""
     # Left at their defaults, the shard sizes shrink to what fits the lookback.
-    shrunk = settings_from_context({"lookback_days": "90"})
+    shrunk = _read({"lookback_days": "90"})
     assert (shrunk.storage_shard_volumes, shrunk.training_shard_jobs) == (3_948, 999)
-    assert settings_from_context({}).storage_shard_volumes == 20_000
+    assert _read({}).storage_shard_volumes == 20_000
     # Set by hand past the limit, a shard size is refused by name.
     with pytest.raises(SettingsError) as err:
-        settings_from_context({"lookback_days": "90", "storage_shard_volumes": "20000"})
+        _read({"lookback_days": "90", "storage_shard_volumes": "20000"})
     assert str(err.value) == (
         "setting storage_shard_volumes=20000 with lookback_days=90 is not valid: one run of "
         "20,000 volumes x 90 days is estimated at 2,280 s in the 1,024 MB function, over 450 s "
         "(half its 900 s timeout); expected at most 3,948 volumes at lookback_days=90"
     )
-    settings = settings_from_context(
+    settings = _read(
         {"lookback_days": "90", "storage_shard_volumes": "3948", "training_shard_jobs": "999"}
     )
     assert settings.lookback_days == 90

@@ -183,7 +183,10 @@ TRAINING = ["analyze", "training", "--cluster-name", "x"]
         (["analyze", "training", "--cluster-name", ""], ["--cluster-name", "cluster name ''"]),
         (["analyze", "storage", "--cluster-name=-x"], ["cluster name '-x'"]),
         (["backtest", "--history", "h.jsonl", "-c", "fleet_gpu=10"], ["did you mean 'fleet_gpus'"]),
-        (["backtest", "--history", "h.jsonl", "-c", "nosuch=1"], ["-c nosuch", "not a setting"]),
+        (
+            ["backtest", "--history", "h.jsonl", "-c", "nosuch=1"],
+            ["unknown setting 'nosuch'", "Settings table"],
+        ),
         ([*MANIFEST, "--interval", "999999"], ["999999"]),
         ([*MANIFEST, "--fleet-gpus", "600000"], ["--fleet-gpus 600000"]),
         ([*MANIFEST, "--node-label", "bad key=v"], ["label key 'bad key'"]),

@@ -108,7 +108,8 @@ def test_backtest_bad_setting_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     history = _history(tmp_path, [_sample(0, 9.5)])
-    assert main(["backtest", "--history", str(history), "-c", "low_power_percent=150"]) == 2
+    argv = ["backtest", "--history", str(history), "-c", "cluster_name=train"]
+    assert main([*argv, "-c", "low_power_percent=150"]) == 2
     assert "low_power_percent=150.0 must be above 0 and below 100" in capsys.readouterr().err
 
 

@@ -15,8 +15,10 @@ from cli.preflight_checks import (
     Addon,
     Cluster,
     Facts,
+    GpuInstance,
     NodeGroup,
     Verdict,
+    check_exporter_reach,
     check_insights_quota,
     check_kubectl,
     check_log_groups,
@@ -282,10 +284,126 @@ def test_a_ready_cluster_passes_every_check() -> None:
             "amazon-cloudwatch-observability": None,
         },
         nodegroups=(NodeGroup("gpu", "AL2023_x86_64_NVIDIA", ("p5.48xlarge",)),),
+        nvidia_instance_types={"p5.48xlarge": "amd64"},
     )
     checks = run_checks(PLAN, ready)
     assert [c.name for c in checks] == [
         "cluster", "pod-identity-agent", "kubectl-version", "observability-addon",
-        "log-groups", "insights-alarm-quota", "nodes:gpu",
+        "log-groups", "insights-alarm-quota", "nodes:gpu", "exporter-nodes",
     ]  # fmt: skip
     assert {c.verdict for c in checks} == {Verdict.OK}
+
+
+#: What EC2's DescribeInstanceTypes says of the fleet's types: NVIDIA GPUs, and the architecture.
+NVIDIA = {
+    "p5.48xlarge": "amd64",
+    "g6e.12xlarge": "amd64",
+    "g5.12xlarge": "amd64",
+    "g5g.xlarge": "arm64",
+}
+
+
+def _instance(n: int, instance_type: str, **kwargs: object) -> GpuInstance:
+    node = f"ip-10-0-0-{n}.us-west-2.compute.internal"
+    return GpuInstance(f"i-0{n}", instance_type, node, NVIDIA[instance_type], **kwargs)  # type: ignore[arg-type]
+
+
+MANAGED = _instance(1, "p5.48xlarge", nodegroup="gpu-p5")
+KARPENTER = _instance(2, "g6e.12xlarge", nodepool="gpu")
+SELF_MANAGED = _instance(3, "g5.12xlarge")
+#: A managed node group with a node on the accelerated AMI and only the device plugin, one
+#: scaled to zero, a Karpenter node and a self-managed one: no GPU label AWS can see on the
+#: first, third and fourth.
+FLEET = facts(
+    nodegroups=(
+        NodeGroup("gpu-p5", "AL2023_x86_64_NVIDIA", ("p5.48xlarge",)),
+        NodeGroup("gpu-idle", "AL2023_x86_64_NVIDIA", ("g5.12xlarge",)),
+        NodeGroup("system", "AL2023_x86_64_STANDARD", ("m7i.2xlarge",)),
+    ),
+    gpu_instances=(MANAGED, KARPENTER, SELF_MANAGED),
+    nvidia_instance_types=NVIDIA,
+)
+#: The DaemonSet's rule before it knew instance types: the GPU Operator's and Karpenter's
+#: labels alone.
+LABELS_ONLY = tuple(
+    t
+    for t in PLAN.exporter_node_terms
+    if t["matchExpressions"][0]["key"]
+    in {"nvidia.com/gpu.present", "karpenter.k8s.aws/instance-gpu-manufacturer"}
+)
+
+
+def test_every_gpu_node_aws_shows_is_reached_whatever_provisioned_it() -> None:
+    check = check_exporter_reach(PLAN, FLEET)
+    assert check.verdict is Verdict.OK
+    assert check.detail.startswith("the exporter's DaemonSet selects 4 of the 4 NVIDIA GPU nodes")
+    assert check.detail.endswith("(g5.12xlarge, g6e.12xlarge, p5.48xlarge)")
+
+
+def test_each_gpu_node_the_daemonset_misses_is_named_with_why_and_fails() -> None:
+    check = check_exporter_reach(replace(PLAN, exporter_node_terms=LABELS_ONLY), FLEET)
+    assert check.verdict is Verdict.FAIL
+    assert check.detail.startswith("the exporter's DaemonSet selects 1 of the 4 NVIDIA GPU nodes")
+    missed = check.detail.partition("; it misses ")[2]
+    assert missed == (
+        "node group gpu-idle (g5.12xlarge, none running), "
+        "ip-10-0-0-1.us-west-2.compute.internal (i-01, p5.48xlarge, node group gpu-p5), "
+        "ip-10-0-0-3.us-west-2.compute.internal (i-03, g5.12xlarge, self-managed): no GPU mark "
+        "AWS can see: its type is not in the exporter's NVIDIA instance types, and no label of "
+        "it in EKS or Karpenter marks it (GPU feature discovery, NFD or the GPU Operator may, "
+        "inside the cluster)"
+    )
+    assert "i-02" not in check.detail  # Karpenter labels its GPU nodes
+    assert check.fix.startswith("mark them with a label they carry: ")
+    assert "-c gpu_node_labels=eks.amazonaws.com/nodegroup=gpu-idle" in check.fix
+    # A node group's own Kubernetes labels count: marked by one the settings name, it is reached.
+    labelled = replace(
+        FLEET,
+        nodegroups=(replace(FLEET.nodegroups[0], labels={"example.com/gpu": "h100"}),),
+        gpu_instances=(MANAGED,),
+    )
+    plan = replace(
+        PLAN,
+        exporter_node_terms=(
+            *LABELS_ONLY,
+            *plan_for(
+                Settings(cluster_name="train", gpu_node_labels=("example.com/gpu=h100",))
+            ).exporter_node_terms[-1:],
+        ),
+    )
+    assert check_exporter_reach(plan, labelled).verdict is Verdict.OK
+
+
+def test_arm64_and_auto_mode_gpu_nodes_are_named_and_left_to_container_insights() -> None:
+    fleet = facts(
+        gpu_instances=(
+            _instance(4, "g5g.xlarge", nodepool="arm"),
+            _instance(5, "g6e.12xlarge", auto_mode=True),
+            MANAGED,
+        ),
+        nvidia_instance_types=NVIDIA,
+    )
+    check = check_exporter_reach(PLAN, fleet)
+    assert check.verdict is Verdict.WARN
+    assert (
+        "ip-10-0-0-4.us-west-2.compute.internal (i-04, g5g.xlarge, Karpenter NodePool arm): "
+        "not amd64: the exporter's image is built for linux/amd64 only" in check.detail
+    )
+    assert (
+        "ip-10-0-0-5.us-west-2.compute.internal (i-05, g6e.12xlarge, EKS Auto Mode): an EKS "
+        "Auto Mode node: the exporter sees no GPU there" in check.detail
+    )
+    assert "selects 1 of the 3" in check.detail
+
+
+def test_no_exporter_no_gpu_node_or_no_read_says_so() -> None:
+    off = check_exporter_reach(replace(PLAN, exporter=False), FLEET)
+    assert (off.verdict, off.detail) == (Verdict.OK, "the exporter is off (exporter_enabled=false)")
+    cpu_only = facts(nodegroups=(NodeGroup("system", "AL2023_x86_64_STANDARD", ("m7i.2xlarge",)),))
+    none = check_exporter_reach(PLAN, cpu_only)
+    assert none.verdict is Verdict.OK
+    assert none.detail.startswith("no running instance of the cluster and no node group has")
+    denied = facts(unreadable={"instances": "UnauthorizedOperation: ec2:DescribeInstances"})
+    check = check_exporter_reach(PLAN, denied)
+    assert check.verdict is Verdict.FAIL
+    assert check.detail == "could not read: UnauthorizedOperation: ec2:DescribeInstances"

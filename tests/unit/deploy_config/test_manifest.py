@@ -5,7 +5,8 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 
 from cli.main import main
-from deploy_config.manifest import DEFAULT_GPU_NODE_LABELS, ManifestError, exporter_manifests
+from deploy_config.gpu_instance_types import node_instance_types
+from deploy_config.manifest import ManifestError, exporter_manifests
 
 
 def _daemon_set(**kwargs: object) -> dict:  # type: ignore[type-arg]
@@ -46,16 +47,25 @@ def test_pod_attribution_shares_the_host_pid_namespace_and_nothing_else() -> Non
     assert pod["containers"][0]["securityContext"]["capabilities"] == {"drop": ["ALL"]}
 
 
-def test_gpu_nodes_are_selected_by_label_and_gpu_taints_tolerated() -> None:
+def test_gpu_nodes_are_selected_by_label_or_instance_type_and_gpu_taints_tolerated() -> None:
     pod = _daemon_set(gpu_taint_keys=("nvidia.com/gpu", "example.com/h200"))["spec"]["template"][
         "spec"
     ]
     terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"
     ]
-    assert len(terms) == len(DEFAULT_GPU_NODE_LABELS)
-    # Every term also needs an amd64 node outside EKS Auto Mode: the image is built for
-    # linux/amd64 only, and Auto Mode nodes give unprivileged containers no GPU.
+    # One term per GPU mark (terms are ORed); every term also needs an amd64 node outside EKS
+    # Auto Mode: the image is built for linux/amd64 only, and Auto Mode nodes give unprivileged
+    # containers no GPU.
+    assert [t["matchExpressions"][0]["key"] for t in terms] == [
+        "nvidia.com/gpu.present",
+        "nvidia.com/gpu.count",
+        "feature.node.kubernetes.io/pci-10de.present",
+        "feature.node.kubernetes.io/pci-0302_10de.present",
+        "feature.node.kubernetes.io/pci-0300_10de.present",
+        "karpenter.k8s.aws/instance-gpu-manufacturer",
+        "node.kubernetes.io/instance-type",
+    ]
     assert terms[0] == {
         "matchExpressions": [
             {"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]},
@@ -63,9 +73,15 @@ def test_gpu_nodes_are_selected_by_label_and_gpu_taints_tolerated() -> None:
             {"key": "eks.amazonaws.com/compute-type", "operator": "NotIn", "values": ["auto"]},
         ]
     }
+    assert terms[1]["matchExpressions"][0] == {
+        "key": "nvidia.com/gpu.count",
+        "operator": "Gt",
+        "values": ["0"],
+    }
+    assert terms[-1]["matchExpressions"][0]["values"] == node_instance_types()
+    assert "p5.48xlarge" in node_instance_types()
     assert all(t["matchExpressions"][1:] == terms[0]["matchExpressions"][1:] for t in terms)
     assert "eks.amazonaws.com/instance-gpu-manufacturer" not in str(terms)
-    assert "node.kubernetes.io/instance-type" not in str(terms)
     assert pod["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Exists"},
         {"key": "example.com/h200", "operator": "Exists"},
@@ -82,7 +98,7 @@ def test_args_carry_cluster_node_and_interval() -> None:
 
 @pytest.mark.parametrize(
     ("kwargs", "problem"),
-    [({"gpu_node_labels": ["nvidia"]}, "not key=value"), ({"gpu_node_labels": []}, "at least one"),
+    [({"gpu_node_labels": ["nvidia"]}, "not key=value"),
      ({"interval_s": 0}, "must be 1 to 3600 s")],
 )  # fmt: skip
 def test_bad_manifest_settings_are_named(kwargs: dict, problem: str) -> None:  # type: ignore[type-arg]

@@ -69,9 +69,9 @@ def test_without_its_settings_in_the_environment_a_plan_uses_the_settings_defaul
     monkeypatch.setattr(training_handler, "_related", lambda *_: ((), TrainingRun()))
     monkeypatch.setattr(fleet, "plan", lambda **kw: seen.update(kw) or {})
     handler.handler({"mode": "plan", "time": "2026-11-30T07:00:00Z"}, None)
-    assert seen["per_shard"] == getattr(Settings(), setting) > 1_000
+    assert seen["per_shard"] == getattr(Settings(cluster_name="train"), setting) > 1_000
     if "start" in seen:
-        assert seen["end"] - seen["start"] == Settings().lookback_days * 86_400
+        assert seen["end"] - seen["start"] == Settings(cluster_name="train").lookback_days * 86_400
 
 
 #: The event the schedule starts the state machine with (its input, and each step's "time"):
@@ -150,7 +150,10 @@ def test_more_shards_than_the_states_carry_are_refused_before_any_runs() -> None
 
 def test_settings_refuse_a_fleet_of_more_shards_than_the_states_carry() -> None:
     with pytest.raises(SettingsError, match="storage_shard_volumes of at least 2,500"):
-        Settings(storage_fleet_volumes=10_000_000, storage_shard_volumes=100)
+        Settings(cluster_name="train", storage_fleet_volumes=10_000_000, storage_shard_volumes=100)
     with pytest.raises(SettingsError, match="training_shard_jobs of at least 250"):
-        Settings(training_fleet_jobs=1_000_000, training_shard_jobs=10)
-    assert Settings(storage_fleet_volumes=10_000_000).storage_shard_volumes == 20_000
+        Settings(cluster_name="train", training_fleet_jobs=1_000_000, training_shard_jobs=10)
+    assert (
+        Settings(cluster_name="train", storage_fleet_volumes=10_000_000).storage_shard_volumes
+        == 20_000
+    )

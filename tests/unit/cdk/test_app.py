@@ -1,0 +1,78 @@
+"""The app as `cdk synth` runs it: cdk.json's ``app`` command (``python3 -m cdk.app``) in a
+process of its own, with the context in ``CDK_CONTEXT_JSON`` and the output folder in
+``CDK_OUTDIR`` (aws-cdk-lib cx-api/lib/cxapi.ts, ``CONTEXT_ENV`` and ``OUTDIR_ENV``). A setting
+that is not one, or a missing cluster name, stops it before any template is written, in one
+line and exit status 2."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+#: What the CDK CLI adds to the project's context on every synth (aws/aws-cdk-cli,
+#: toolkit-lib api/cloud-assembly/environment.ts ``contextFromSettings``), and feature flags
+#: as `cdk init` writes them into cdk.json.
+CLI_CONTEXT: dict[str, Any] = {
+    "aws:cdk:enable-path-metadata": True,
+    "aws:cdk:enable-asset-metadata": True,
+    "aws:cdk:version-reporting": True,
+    "aws:cdk:bundling-stacks": ["**"],
+    "@aws-cdk/core:newStyleStackSynthesis": True,
+    "@aws-cdk/aws-lambda:recognizeLayerVersion": True,
+}
+
+
+def cdk_app(context: dict[str, Any], outdir: Path) -> subprocess.CompletedProcess[str]:
+    """Run the app the way the CDK CLI runs cdk.json's ``app`` command."""
+    assert json.loads((ROOT / "cdk.json").read_text())["app"] == "python3 -m cdk.app"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "CDK_CONTEXT_JSON": json.dumps(context),
+        "CDK_OUTDIR": str(outdir),
+        "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1",
+        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "cdk.app"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("context", "said"),
+    [
+        (
+            {"cluster": "ml-prod", "sns_topic_arn": "arn:aws:sns:us-west-2:123456789012:oncall"},
+            "gpu-insights: unknown setting 'cluster': did you mean 'cluster_name'?",
+        ),
+        (
+            {"cluster_name": "ml-prod", "sns_topic_arn": "arn:aws:sns:us-west-2:1:oncall"},
+            "gpu-insights: unknown setting 'sns_topic_arn': the README's Settings table lists them",
+        ),
+        (
+            {"region": "us-west-2"},
+            "gpu-insights: setting cluster_name is missing: name the EKS cluster to instrument "
+            'with -c cluster_name=NAME or "cluster_name" in cdk.json\'s "context"',
+        ),
+    ],
+    ids=["typo", "not-a-setting", "no-cluster"],
+)
+def test_synth_stops_in_one_line_before_writing_anything(
+    context: dict[str, Any], said: str, tmp_path: Path
+) -> None:
+    outdir = tmp_path / "cdk.out"
+    result = cdk_app({**CLI_CONTEXT, **context}, outdir)
+    assert result.returncode == 2
+    assert result.stderr == f"{said}\n"
+    assert not outdir.exists() or not list(outdir.glob("*.template.json"))
