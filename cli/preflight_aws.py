@@ -30,7 +30,8 @@ from cli.preflight_checks import (
     NodeGroup,
     Plan,
 )
-from lambdas.silence_check.aws import GPU_MANUFACTURER, TYPES_PER_CALL, cluster_tag
+from lambdas.shared.cluster_tags import cluster_tag
+from lambdas.silence_check.aws import GPU_MANUFACTURER, TYPES_PER_CALL
 
 T = TypeVar("T")
 

@@ -32,7 +32,7 @@ from lambdas.weekly_report.figures import (
 )
 from lambdas.weekly_report.render import html_report, text_summary
 from lambdas.weekly_report.waste import waste_csv, week_waste
-from lambdas.weekly_report.week import days, iso_week_name, report_week
+from lambdas.weekly_report.week import days, iso_week_name, report_week, run_days
 
 log = logging.getLogger()
 log.setLevel(logging.INFO)
@@ -70,11 +70,11 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     week = iso_week_name(start)
     s3, cloudwatch = _clients("s3"), _clients("cloudwatch")
     analyzers: set[str] = set()
-    files = read_findings(finding_texts(s3, bucket, cluster, days(start, end), analyzers))
-    # The training analyzer writes every job's cost daily; the latest file of the week holds
+    files = read_findings(finding_texts(s3, bucket, cluster, run_days(start, end), analyzers))
+    # The training analyzer writes every job's cost daily; the latest run of the week holds
     # the whole lookback.
     costs = JobCosts()
-    for day in reversed(days(start, end)):
+    for day in reversed(run_days(start, end)):
         costs = job_costs(s3, bucket, job_costs_key(cluster, day))
         if costs.costs or costs.malformed:
             break

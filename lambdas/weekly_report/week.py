@@ -23,5 +23,13 @@ def days(start: date, end: date) -> list[date]:
     return [start + timedelta(days=i) for i in range((end - start).days)]
 
 
+def run_days(start: date, end: date) -> list[date]:
+    """The dates of the analyzers' runs that looked at the week: a daily run analyses the UTC
+    day before it and files its findings under its own date, so the week's Tuesday to the
+    Monday after (whose 06:00 and 07:00 runs come before the report's 08:00 on that Monday,
+    cdk/settings.py); the week's own Monday run looked at the week before."""
+    return days(start + timedelta(days=1), end + timedelta(days=1))
+
+
 def epoch(day: date) -> float:
     return datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp()

@@ -282,3 +282,34 @@ def test_the_html_renders_in_headless_chromium(aws: dict[str, Any], tmp_path: Pa
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(data) > 10_000  # a page with text and charts, not a blank canvas
+
+
+def test_the_week_s_findings_are_those_of_the_runs_that_looked_at_it(aws: dict[str, Any]) -> None:
+    """A daily run analyses the day before it and files its findings under its own date: the
+    Monday after the week (2026-11-30, its 07:00 run, before the report's 08:00) holds the
+    week's Sunday; the week's own Monday (2026-11-23) holds the Sunday before the week."""
+    _seed(aws)
+    for day, resource in (("2026-11-23", "vol-last-sunday"), ("2026-11-30", "vol-this-sunday")):
+        aws["s3"].put_object(
+            Bucket=BUCKET,
+            Key=f"findings/cluster=train/date={day}/training.jsonl",
+            Body=json.dumps(
+                {
+                    "kind": "gpu_held_not_working",
+                    "resource": resource,
+                    "severity": "warning",
+                    "summary": f"{resource} held",
+                    "recommendation": "release it",
+                    "estimated_monthly_waste_usd": 10.0,
+                }
+            ).encode(),
+        )
+    result = _run(aws)
+    assert result["findings"] == 2  # vol-1 (Wednesday's run) and the week's Sunday
+    document = json.loads(
+        aws["s3"]
+        .get_object(Bucket=BUCKET, Key="reports/cluster=train/week=2026-W48/report.json")["Body"]
+        .read()
+    )
+    assert "vol-this-sunday" in json.dumps(document)
+    assert "vol-last-sunday" not in json.dumps(document)
