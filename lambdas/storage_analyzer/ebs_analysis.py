@@ -238,6 +238,15 @@ def _detached(volume: Volume, t: EbsThresholds, now: float | None) -> list[Findi
             f"claim (kubectl delete pvc -n {volume.claim_namespace} {volume.claim_name}): the "
             f"volume goes with its reclaim policy (Delete) or stays for you to delete (Retain)."
         )
+    if not volume.cluster_confirmed:
+        # Every cluster in the account sees such a volume: the reader is told before acting.
+        summary = summary.removesuffix(".") + (
+            "; the EBS CSI driver recorded no cluster for it, so it may be another cluster's."
+        )
+        advice = (
+            "Check which cluster made it (its CSIVolumeName tag is the PersistentVolume's "
+            "name) before acting. " + advice
+        )
     return [
         _finding(volume, Kind.EBS_IDLE_VOLUME, Severity.WARNING, summary, evidence, advice, cost)
     ]

@@ -262,3 +262,15 @@ def test_a_detached_volume_within_its_grace_is_not_advised_and_a_claims_names_th
     assert finding.evidence["claim"] == "research/old-run"
     assert "kubectl delete pvc -n research old-run" in finding.recommendation
     assert "claim research/old-run" in finding.summary
+
+
+def test_a_volume_no_cluster_is_recorded_for_says_so_where_a_person_reads() -> None:
+    """The EBS CSI driver tags no cluster unless run with k8s-tag-cluster-id, so every cluster
+    in the account finds its detached volumes: the summary and the advice say it, not only the
+    evidence, before anyone deletes another cluster's volume."""
+    unconfirmed = Volume("vol-8", "gp3", 100, "available", 3000, 125, cluster_confirmed=False)
+    (finding,) = analyze_hourly(unconfirmed, VolumeMetrics())
+    assert "may be another cluster's" in finding.summary
+    assert finding.recommendation.startswith("Check which cluster made it")
+    (own,) = analyze_hourly(Volume("vol-9", "gp3", 100, "available", 3000, 125), VolumeMetrics())
+    assert "another cluster" not in own.summary + own.recommendation
