@@ -47,6 +47,8 @@ from lambdas.gpu_analyzer.attribution import LOW_POWER_PERCENT
 #: Metrics Insights alarms look back at most three hours.
 MAX_INSIGHTS_WINDOW_MINUTES = MAX_WINDOW_MINUTES
 PERIOD_S = 300
+#: The alarm that pages a GPU or node that stops reporting (``silent_gpu_alarm``).
+SILENT_ALARM = "gpu-silent"
 #: What a per-GPU alarm's contributor is: these name the GPU in every notification.
 CONTRIBUTOR = (DIM_CLUSTER, DIM_NODE, DIM_GPU_INDEX)
 
@@ -298,8 +300,8 @@ def silent_gpu_alarm(settings: AlarmSettings) -> AlarmSpec:
     reports again, or its instance is gone, the series stops and the contributor goes OK by
     that same rule. One alarm, not one per shard: only silent GPUs have series."""
     return AlarmSpec(
-        key="gpu-silent",
-        kind="gpu-silent",
+        key=SILENT_ALARM,
+        kind=SILENT_ALARM,
         title="GPU not reporting",
         description=(
             "A running GPU instance of the cluster sent no exporter sample in the silence "

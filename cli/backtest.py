@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from alarms.backtest import BacktestResult, backtest, history_end, report
-from alarms.catalog import gpu_alarms
+from alarms.catalog import SILENT_ALARM, gpu_alarms
 from alarms.cloudwatch_history import fetch_samples
 from alarms.evaluator import Transition
-from alarms.history import read_history
+from alarms.history import Sample, read_history
 from alarms.silence_history import NOTE, derive_silence, has_silence
 from cdk.function_configs import silence_config
 from cdk.settings import settings_from_context
@@ -47,33 +47,47 @@ def _time(raw: str | None, name: str) -> float | None:
 MAX_DAYS = 455
 
 
+def _read(path: Path) -> list[Sample]:
+    """The history file's samples; an unreadable or empty one is refused by name."""
+    try:
+        with path.open(encoding="utf-8") as lines:
+            samples = read_history(lines, source=str(path))
+    except OSError as err:
+        raise ValueError(f"cannot read {path}: {err.strerror}") from err
+    except UnicodeDecodeError as err:
+        raise ValueError(
+            f"--history {path} is not UTF-8 text (byte {err.start}): expected JSON lines"
+        ) from err
+    if not samples:
+        raise ValueError(f"{path} holds no samples")
+    return samples
+
+
 def run(args: argparse.Namespace) -> str:
     settings = settings_from_context(context_from_args(args))
     specs = gpu_alarms(settings.alarm_settings())
-    note = ""
+    notes: dict[str, str] = {}
     start, end = _time(args.start, "start"), _time(args.end, "end")
+    #: Where each end of the range came from, for an error that names it.
+    origin = {"start": "--start", "end": "--end"}
     if not 0 < args.hours <= MAX_DAYS * 24:
         raise ValueError(f"--hours {args.hours} must be above 0 up to {MAX_DAYS * 24}")
     if args.history is not None:
-        try:
-            with args.history.open(encoding="utf-8") as lines:
-                samples = read_history(lines, source=str(args.history))
-        except OSError as err:
-            raise ValueError(f"cannot read {args.history}: {err.strerror}") from err
-        except UnicodeDecodeError as err:
-            raise ValueError(
-                f"--history {args.history} is not UTF-8 text (byte {err.start}): "
-                "expected JSON lines"
-            ) from err
-        if not samples:
-            raise ValueError(f"{args.history} holds no samples")
-        start = start if start is not None else min(s.timestamp for s in samples)
-        end = end if end is not None else history_end(specs, samples)
+        samples = _read(args.history)
+        if start is None:
+            start, origin["start"] = min(s.timestamp for s in samples), "the history's first sample"
+        if end is None:
+            end, origin["end"] = history_end(specs, samples), "the history's last sample"
         if not has_silence(samples):
             # The exporter's documents alone: the silence check's rule, run over them.
             first = min(s.timestamp for s in samples)
             samples += derive_silence(samples, silence_config(settings), start=first, end=end)
-            note = f"\n\n{NOTE}"
+            notes[SILENT_ALARM] = NOTE
+            if args.end is None:
+                notes[SILENT_ALARM] += (
+                    f"; the range ends at the history's last sample ({_iso(end)}), so a "
+                    "silence after it is not seen: pass --end to replay past it"
+                )
     else:
         from lambdas.shared.aws_clients import INTERACTIVE, client, new_session
 
@@ -85,8 +99,8 @@ def run(args: argparse.Namespace) -> str:
         )
     if end <= start:
         raise ValueError(
-            f"the replayed range ends ({_iso(end)}) before it starts ({_iso(start)}): "
-            "--end must be after --start"
+            f"the replayed range ends ({_iso(end)}, {origin['end']}) before it starts "
+            f"({_iso(start)}, {origin['start']}): the end must be after the start"
         )
     if end - start > MAX_DAYS * 86_400:
         raise ValueError(
@@ -94,17 +108,21 @@ def run(args: argparse.Namespace) -> str:
             f"not {(end - start) / 86_400:,.1f} days"
         )
     results = backtest(specs, samples, start=start, end=end)
-    return _as_json(results) if args.json else report(results, start=start, end=end) + note
+    if args.json:
+        return _as_json(results, notes)
+    return report(results, start=start, end=end) + "".join(f"\n\n{n}" for n in notes.values())
 
 
 def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _as_json(results: list[BacktestResult]) -> str:
+def _as_json(results: list[BacktestResult], notes: dict[str, str]) -> str:
+    """One object an alarm; what the replay assumed for an alarm is its ``note``."""
     document: list[dict[str, Any]] = [
         {
             "alarm": r.spec.key,
+            **({"note": notes[r.spec.key]} if r.spec.key in notes else {}),
             "severity": str(r.spec.severity),
             "datapoints": r.datapoints,
             "transitions": [_transition(t) for t in r.transitions],

@@ -93,7 +93,7 @@ def _history(tmp_path: Path, **sample: object) -> str:
         (
             ["--end", "2026-11-19T00:00:00Z"],
             {},
-            ["--end must be after --start", "2026-11-19 00:00"],
+            ["the end must be after the start", "2026-11-19 00:00 UTC, --end"],
         ),
     ],
 )

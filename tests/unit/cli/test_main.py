@@ -161,3 +161,33 @@ def test_backtest_from_a_file_pages_gpu_silent_for_a_node_that_stops_sending(
     out = capsys.readouterr().out
     assert "gpu-silent [critical] GPU not reporting: raised 1 time(s)" in out
     assert "a history has no EC2 view" in out
+
+
+def test_backtest_says_a_silence_after_the_history_is_not_seen_and_the_json_carries_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --end the range ends at the history's last sample: a node that stopped with
+    everything else cannot be seen as silent, and the output says so (text and JSON alike)."""
+    lines = [_healthy("n1", 0, T15 + minute * 60) for minute in range(45)]
+    history = _history(tmp_path, lines)
+    args = ["backtest", "--history", str(history), "-c", "cluster_name=train"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "raised 0 time(s)" in out
+    assert "so a silence after it is not seen: pass --end to replay past it" in out
+    assert main([*args, "--json"]) == 0
+    silent = {r["alarm"]: r for r in json.loads(capsys.readouterr().out)}["gpu-silent"]
+    assert "a history has no EC2 view" in silent["note"]
+    assert "pass --end" in silent["note"]
+
+
+def test_backtest_names_where_each_end_of_a_reversed_range_came_from(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    history = _history(tmp_path, [_healthy("n1", 0, T15 + minute * 60) for minute in range(5)])
+    argv = ["backtest", "--history", str(history), "-c", "cluster_name=train"]
+    assert main([*argv, "--end", "2026-11-29T14:00:00Z"]) == 2
+    err = capsys.readouterr().err
+    assert "(2026-11-29 14:00 UTC, --end)" in err
+    assert "the history's first sample" in err
+    assert "--start" not in err
