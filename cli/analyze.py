@@ -17,7 +17,7 @@ from cli.settings_args import add_settings_arguments, context_from_args
 from contract.resource_names import cluster_name_problem
 from lambdas.shared.aws_clients import INTERACTIVE, ClientCache, client, new_session
 from lambdas.shared.events import analysis_window
-from lambdas.shared.findings import AnalysisRun, Finding
+from lambdas.shared.findings import AnalysisRun, Finding, stamped
 from lambdas.storage_analyzer import handler as storage_handler
 from lambdas.storage_analyzer.aws import VolumeScope
 from lambdas.storage_analyzer.run import StorageRun
@@ -123,6 +123,9 @@ def run(args: argparse.Namespace) -> str:
         raise ValueError(f"--gpu-hour-usd {price} must be 0 to 1000")
     settings = _settings(args)
     report_bucket = getattr(args, "report_bucket", None)
+    problem = bucket_problem(report_bucket) if report_bucket is not None else None
+    if problem:
+        raise ValueError(f"--report-bucket {report_bucket!r}: {problem}")
     if args.target == "training" and settings.training_data_sources and not report_bucket:
         raise ValueError(
             "training_data_sources is set: --report-bucket (the stack's ReportBucketName "
@@ -154,6 +157,7 @@ def run(args: argparse.Namespace) -> str:
     if read_nothing(result):
         first = result.findings[0]
         raise AwsFailureError(f"read nothing: {first.resource}: {first.summary}")
+    findings = stamped(findings, settings.cluster_name, end)
     if args.json:
         return "\n".join(json.dumps(f.to_dict(), sort_keys=True) for f in findings)
     return table(findings)

@@ -31,6 +31,7 @@ MODULES = (
     "lambdas/silence_check/handler.py",
     "lambdas/silence_check/silence.py",
     "lambdas/shared/aws_clients.py",
+    "lambdas/shared/cluster_tags.py",
     "lambdas/shared/config.py",
     "lambdas/shared/events.py",
     "lambdas/shared/metric_fetcher.py",

@@ -21,6 +21,7 @@ from lambdas.shared.shards import STORAGE, TRAINING
 from lambdas.training_analyzer.handler import GPU_HOURS_KEY, JOB_COSTS_KEY
 
 STORAGE_MODULES = (
+    "lambdas/shared/cluster_tags.py",
     "lambdas/shared/config.py",
     "lambdas/storage_analyzer/config.py",
     "lambdas/shared/aws_clients.py",

@@ -6,7 +6,9 @@ to them, never rename them.
 
 import json
 import logging
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -105,3 +107,10 @@ class AnalysisRun:
         logging.getLogger(__name__).warning("skipping %s: %s", resource, error)
         self.skipped.append(resource)
         self.findings.append(analysis_error(resource, error, analyzer=self.analyzer))
+
+
+def stamped(findings: Iterable[Finding], cluster: str, end: float) -> list[Finding]:
+    """The run's findings as a reader gets them, wherever the run is (a function or the command
+    line): named by their cluster and dated by the end of the window analyzed."""
+    at = datetime.fromtimestamp(end, UTC).isoformat()
+    return [replace(f, cluster=cluster, detected_at=at) for f in findings]

@@ -10,6 +10,7 @@ from typing import Any
 
 from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.events import analysis_window, scheduled_time
+from lambdas.shared.findings import stamped
 from lambdas.shared.publisher import FindingsPublisher, failure_queue_keeper
 from lambdas.storage_analyzer import fleet
 from lambdas.storage_analyzer.config import StorageConfig
@@ -24,11 +25,7 @@ _clients = ClientCache()
 
 def _publish(run: StorageRun, config: StorageConfig, end: float) -> dict[str, Any]:
     cluster = config.cluster_name
-    stamp = datetime.fromtimestamp(end, UTC).isoformat()
-    findings = [
-        f.__class__(**{**f.__dict__, "cluster": cluster, "detected_at": stamp})
-        for f in run.findings
-    ]
+    findings = stamped(run.findings, cluster, end)
     published = FindingsPublisher(
         s3=_clients("s3"),
         events=_clients("events"),

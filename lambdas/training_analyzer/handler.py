@@ -6,7 +6,7 @@ Its environment is declared in lambdas/training_analyzer/config.py and read at c
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -16,6 +16,7 @@ from lambdas.gpu_analyzer.metrics import put_waste_metrics, waste_metric_data
 from lambdas.gpu_analyzer.run import GpuHoursRun, analyze_gpu_hours
 from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.events import analysis_window, scheduled_time
+from lambdas.shared.findings import stamped
 from lambdas.shared.publisher import (
     FindingsPublisher,
     PublishError,
@@ -224,10 +225,7 @@ def _publish(run: TrainingRun, config: TrainingConfig, day: Any, end: float) -> 
     shards): the GPU-hour attribution of the whole cluster, the daily files, the findings."""
     cluster, bucket = config.cluster_name, config.report_bucket
     gpu_run, gpu_start, gpu_day = attribute_gpu_hours(run, config, _clients, end)
-    stamp = datetime.fromtimestamp(end, UTC).isoformat()
-    findings = [
-        replace(f, cluster=cluster, detected_at=stamp) for f in [*run.findings, *gpu_run.findings]
-    ]
+    findings = stamped([*run.findings, *gpu_run.findings], cluster, end)
     # Every job's cost, found or not, for the weekly report's costliest jobs, and the day's
     # GPU-hours by class. Written before the findings are published: the events and counts
     # are not idempotent, so they go out only once every S3 write has succeeded, and a

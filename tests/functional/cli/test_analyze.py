@@ -115,6 +115,12 @@ def test_analyze_training_runs_the_attribution_with_the_settings_low_power_line(
         return [json.loads(line)["kind"] for line in lines if line]
 
     assert "gpu_held_not_working" in kinds("--cdk-json", str(cdk_json))
+    # Each finding as the function publishes it: named by its cluster, dated by the window.
+    assert main([*argv, "--cdk-json", str(cdk_json)]) == 0
+    for line in filter(None, capsys.readouterr().out.splitlines()):
+        finding = json.loads(line)
+        assert finding["cluster"] == CLUSTER
+        assert finding["detected_at"].endswith("+00:00")
     assert "gpu_held_not_working" not in kinds(
         "--cdk-json", str(cdk_json), "-c", "low_power_percent=25"
     )

@@ -201,6 +201,7 @@ TRAINING = ["analyze", "training", "--cluster-name", "x"]
         ([*TRAINING, "-c", "low_power_percen=25"], ["did you mean 'low_power_percent'"]),
         ([*TRAINING, "-c", "low_power_percent=x"], ["setting low_power_percent='x'"]),
         ([*TRAINING, "-c", "training_data_sources=data"], ["--report-bucket"]),
+        ([*TRAINING, "--report-bucket", "Bad Bucket"], ["--report-bucket 'Bad Bucket'"]),
         (["analyze", "storage", "--cluster-name", "x", "-c", "lookback_days=0"], ["lookback"]),
     ],
 )
