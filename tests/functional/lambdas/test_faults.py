@@ -11,6 +11,7 @@ import pytest
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 from moto import mock_aws
 
+from cli.service_answers import dated_volumes
 from lambdas.shared.aws_clients import MAX_ATTEMPTS, RETRIES
 from lambdas.shared.findings import Finding, Kind, Severity
 from lambdas.shared.publisher import FindingsPublisher, PublishError, queue_keeper
@@ -74,7 +75,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "FAILURE_QUEUE_URL": clients["queue"],
         }.items():
             monkeypatch.setenv(key, value)
-        clients["ec2"].create_volume(
+        volume = clients["ec2"].create_volume(
             AvailabilityZone="us-east-1a",
             Size=100,
             VolumeType="gp3",
@@ -85,6 +86,9 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
                 }
             ],
         )
+        # Made a month before the run (moto stamps its own clock): past the detached grace.
+        made = datetime(2026, 10, 28, tzinfo=UTC).timestamp()
+        dated_volumes(clients["ec2"], {volume["VolumeId"]: (made, None)})
         yield clients
 
 
