@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 # Reinstall only when the dependency list changes; an existing .venv is reused.
-STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml agent/pyproject.toml | cksum | cut -d' ' -f1)
 
 # aws-cdk-lib runs on Node; Node 20 works but is past its end of life for jsii, which would
 # print a banner on every synth.
@@ -23,10 +23,10 @@ $(CHECKOV):
 	$(PYTHON) -m venv $(VENV)/checkov
 	$(VENV)/checkov/bin/python -m pip install --quiet checkov==$(CHECKOV_VERSION)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml agent/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e './agent[exporter]' -e '.[dev]'
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
@@ -51,8 +51,9 @@ test: lint typecheck node_modules/.package-lock.json
 	$(MAKE) test-old-python
 
 # The training emitter runs in training images on Python 3.9+: vermin checks its modules in the
-# suite (tests/unit/emitter/test_emitter_install.py); here its tests run on an older interpreter
-# too: the first 3.9 or 3.10 that runs (on PATH, or pyenv's; uv and Debian's archive offer none
+# suite (tests/unit/agent/test_agent_install.py); here agent/ is installed alone (not editable,
+# no dependencies) into an older interpreter and the emitter's tests run against that install:
+# the first 3.9 or 3.10 that runs (on PATH, or pyenv's; uv and Debian's archive offer none
 # offline).
 OLD_PYTHON ?= $(shell for p in python3.9 $(wildcard $(HOME)/.pyenv/versions/3.9*/bin/python3.9) \
 	python3.10 $(wildcard $(HOME)/.pyenv/versions/3.10*/bin/python3.10); do \
@@ -62,8 +63,11 @@ test-old-python:
 		echo "no Python 3.9 or 3.10 on this machine: emitter tests ran on $$($(PYTHON) -V) only"; \
 	else \
 		$(OLD_PYTHON) -m venv $(VENV)/old-python && \
+		$(VENV)/old-python/bin/python -m pip install --quiet --force-reinstall --no-deps ./agent && \
 		$(VENV)/old-python/bin/python -m pip install --quiet pytest jsonschema pyyaml && \
-		$(VENV)/old-python/bin/python -m pytest -q -p no:cacheprovider tests/unit/emitter/test_training.py; \
+		$(VENV)/old-python/bin/python -c 'import gpu_insights_agent.emitter.training as m; \
+			assert "site-packages" in m.__file__, m.__file__' && \
+		$(VENV)/old-python/bin/python -m pytest -q -p no:cacheprovider tests/unit/agent/emitter/test_training.py; \
 	fi
 
 bench: install

@@ -5,11 +5,11 @@ import resource
 import time
 from typing import Any
 
-from alarms.backtest import backtest
-from alarms.catalog import AlarmSettings, gpu_alarms
-from alarms.history import Sample
-from alarms.sizing import shards_for
-from contract.metrics import (
+from cdk.alarms.catalog import AlarmSettings, gpu_alarms
+from cdk.alarms.sizing import shards_for
+from cli.backtest.engine import backtest
+from cli.backtest.history import Sample
+from gpu_insights_agent.contract.metrics import (
     DIM_CLUSTER,
     DIM_GPU_INDEX,
     DIM_NODE,

@@ -12,11 +12,11 @@ import sys
 import time
 from typing import Any
 
-from emf.document import encode
-from emf.sinks import BufferedSender
-from exporter.exporter import Exporter, ExporterConfig
-from exporter.fake_nvml import FakeNvml
-from exporter.simulated_trace import SimulatedGpu, node_trace
+from gpu_insights_agent.emf.document import encode
+from gpu_insights_agent.emf.sinks import BufferedSender
+from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
+from gpu_insights_agent.exporter.fake_nvml import FakeNvml
+from gpu_insights_agent.exporter.simulated_trace import SimulatedGpu, node_trace
 
 GPUS = 8
 INTERVAL_S = 10.0

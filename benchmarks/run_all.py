@@ -20,7 +20,7 @@ from benchmarks import (
     training_analyzer,
     training_emitter,
 )
-from deploy_config.cost import estimate
+from cli.cost import estimate
 from lambdas.shared.shards import STORAGE, TRAINING, TRAINING_SHARD_JOBS
 
 

@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from emf.sinks import TcpEmfSink
-from emitter.training import TrainingMetrics
+from gpu_insights_agent.emf.sinks import TcpEmfSink
+from gpu_insights_agent.emitter.training import TrainingMetrics
 
 STEPS = 200_000
 

@@ -15,7 +15,7 @@ from cdk.settings import Settings, SettingsError, settings_from_context
 from cdk.stacks.alarms_stack import AlarmsStack
 from cdk.stacks.analyzers_stack import AnalyzersStack
 from cdk.stacks.observability_stack import ObservabilityStack
-from contract.resource_names import stack_id
+from gpu_insights_agent.contract.resource_names import stack_id
 
 
 def settings_for(app: App, environ: Mapping[str, str]) -> Settings:

@@ -7,12 +7,12 @@ references at synth, moto's names in the demo)."""
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from alarms.catalog import deployed_alarms
-from alarms.model import Severity
+from cdk.alarms.catalog import deployed_alarms
+from cdk.alarms.model import Severity
+from cdk.node_config.manifest import REQUIRED_NODE_EXPRESSIONS
 from cdk.settings import Settings
-from contract.resource_names import dashboard_name
-from dashboards.links import NODE_DASHBOARD
-from deploy_config.manifest import REQUIRED_NODE_EXPRESSIONS
+from gpu_insights_agent.contract.resource_names import dashboard_name
+from lambdas.shared.console_links import NODE_DASHBOARD
 from lambdas.silence_check.config import SilenceCheckConfig, lookback_for
 from lambdas.storage_analyzer.aws import VolumeScope
 from lambdas.storage_analyzer.config import StorageConfig

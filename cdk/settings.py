@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
-from alarms.catalog import AlarmSettings
-from alarms.power_table import gpu_power
-from alarms.sizing import shards_for
+from cdk.alarms.catalog import AlarmSettings
+from cdk.alarms.power_table import gpu_power
+from cdk.alarms.sizing import shards_for
 from cdk.aws_values import (
     bucket_problem,
     data_source_problem,
@@ -26,9 +26,9 @@ from cdk.aws_values import (
     iam_arn_problem,
     schedule_problem,
 )
-from contract.metrics import EXPORTER_INTERVAL_S, EXPORTER_MAX_INTERVAL_S
-from contract.resource_names import EKS_CLUSTER, parameter_name
-from deploy_config.cloudwatch_agent_config import MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS
+from cdk.node_config.cloudwatch_agent_config import MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS
+from gpu_insights_agent.contract.metrics import EXPORTER_INTERVAL_S, EXPORTER_MAX_INTERVAL_S
+from gpu_insights_agent.contract.resource_names import EKS_CLUSTER, parameter_name
 from lambdas.gpu_analyzer.attribution import LOW_POWER_PERCENT
 from lambdas.shared.shards import (
     LOOKBACK_DAYS,

@@ -14,7 +14,7 @@ from cdk.function_configs import storage_config, training_config
 from cdk.settings import Settings, settings_from_context
 from cli.failures import AwsFailureError
 from cli.settings_args import add_settings_arguments, context_from_args
-from contract.resource_names import cluster_name_problem
+from gpu_insights_agent.contract.resource_names import cluster_name_problem
 from lambdas.shared.aws_clients import INTERACTIVE, ClientCache, client, new_session
 from lambdas.shared.events import analysis_window
 from lambdas.shared.findings import AnalysisRun, Finding, stamped

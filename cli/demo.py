@@ -14,14 +14,14 @@ from typing import Any, Final
 
 from moto import mock_aws
 
-from alarms.backtest import BacktestResult, backtest, report
-from alarms.catalog import gpu_alarms
-from alarms.cloudwatch_history import fetch_samples
-from alarms.model import AlarmSpec, InsightsQuery
-from alarms.silence_history import NOTE as SILENCE_NOTE
-from alarms.silence_history import derive_silence
+from cdk.alarms.catalog import gpu_alarms
+from cdk.alarms.model import AlarmSpec, InsightsQuery
 from cdk.function_configs import silence_config
 from cdk.settings import Settings
+from cli.backtest.cloudwatch_history import fetch_samples
+from cli.backtest.engine import BacktestResult, backtest, report
+from cli.backtest.silence_history import NOTE as SILENCE_NOTE
+from cli.backtest.silence_history import derive_silence
 from cli.demo_dashboards import DashboardView, dashboards_summary, demo_dashboard_views
 from cli.demo_exporter import (
     INTERVAL_S,
@@ -48,7 +48,7 @@ from cli.demo_training import (
 )
 from cli.demo_training import seed as seed_training
 from cli.demo_week import LAST_WEEK, THIS_WEEK, WeekSeeder
-from contract.metrics import (
+from gpu_insights_agent.contract.metrics import (
     DIM_CLUSTER,
     DIM_NODE,
     NAMESPACE_GPU,

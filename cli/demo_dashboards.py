@@ -9,8 +9,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
-from alarms.history import Sample, read_history, samples_from_emf
-from contract.metrics import (
+from cli.backtest.dashboards import WidgetView, evaluate_body
+from cli.backtest.history import Sample, read_history, samples_from_emf
+from dashboards.bodies import all_dashboards, training_jobs
+from gpu_insights_agent.contract.metrics import (
     CI_NODE_GPU_METRICS,
     DIM_CLUSTER,
     DIM_GPU_DEVICE,
@@ -23,11 +25,9 @@ from contract.metrics import (
     NAMESPACE_WASTE,
     training_log_group,
 )
-from contract.resource_names import dashboard_name
-from dashboards.bodies import all_dashboards, training_jobs
-from dashboards.evaluate import WidgetView, evaluate_body
-from dashboards.links import NODE_VARIABLE, node_dashboard_url
-from emf.document import parse_emf_line
+from gpu_insights_agent.contract.resource_names import dashboard_name
+from gpu_insights_agent.emf.document import parse_emf_line
+from lambdas.shared.console_links import NODE_VARIABLE, node_dashboard_url
 
 DATA_BOUND_JOB = "bert-data-bound"
 #: The demo node's instance, as Container Insights names it.

@@ -15,7 +15,7 @@ from typing import Any, Final, TextIO
 
 from cli.demo_datums import statistic_set
 from cli.demo_storage import END
-from contract.metrics import (
+from gpu_insights_agent.contract.metrics import (
     ALARM_METRICS,
     CI_NODE_GPU_POWER_METRIC,
     CI_POD_GPU_POWER_METRIC,
@@ -30,11 +30,11 @@ from contract.metrics import (
     GpuMetric,
     alarm_shard,
 )
-from emf.document import EmfDocument, encode
-from emf.sinks import BufferedSender, PutMetricDataSink
-from exporter.exporter import Exporter, ExporterConfig
-from exporter.fake_nvml import FakeNvml
-from exporter.simulated_trace import SimulatedGpu, node_trace
+from gpu_insights_agent.emf.document import EmfDocument, encode
+from gpu_insights_agent.emf.sinks import BufferedSender, PutMetricDataSink
+from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
+from gpu_insights_agent.exporter.fake_nvml import FakeNvml
+from gpu_insights_agent.exporter.simulated_trace import SimulatedGpu, node_trace
 from tests.realistic import container_insights as ci
 from tests.realistic import nodes as ec2
 from tests.realistic import pods as k8s
@@ -72,7 +72,8 @@ def pod_uid(pod: k8s.Pod) -> str:
 def write_proc(root: Path) -> None:
     """The node's /proc as the exporter reads it for pod attribution: each GPU process's
     cgroup, a cgroup v2 path under the kubelet's systemd driver (the EKS accelerated AL2023
-    AMI's), which names the pod as ``pod<uid>`` with underscores (exporter/pod_attribution.py;
+    AMI's), which names the pod as ``pod<uid>`` with underscores (gpu_insights_agent/exporter/
+    pod_attribution.py;
     Kubernetes "About cgroup v2" and "Configuring a cgroup driver",
     https://kubernetes.io/docs/tasks/administer-cluster/kubeadm/configure-cgroup-driver/)."""
     for index, pod in enumerate(REPLAY_PODS):

@@ -30,7 +30,7 @@ from cli.demo_report import report_handler_run
 from cli.demo_storage import REPORT_BUCKET
 from cli.demo_training import run_training_analyzer
 from cli.demo_week import LAST_WEEK, WEEK, WeekSeeder
-from contract.metrics import training_log_group
+from gpu_insights_agent.contract.metrics import training_log_group
 from lambdas.shared.aws_clients import new_session
 from lambdas.weekly_report.handler import report_prefix
 

@@ -13,13 +13,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from alarms.backtest import BacktestResult
-from alarms.evaluator import Transition
 from cdk.function_configs import notifier_config
 from cdk.settings import Settings
+from cli.backtest.engine import BacktestResult
+from cli.backtest.evaluator import Transition
 from cli.demo_exporter import NODE, ExporterReplay, replay_window
 from cli.demo_storage import environment
-from contract.metrics import (
+from gpu_insights_agent.contract.metrics import (
     DIM_CLUSTER,
     DIM_GPU_INDEX,
     DIM_NODE,

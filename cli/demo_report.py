@@ -12,10 +12,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from alarms.backtest import BacktestResult
-from alarms.evaluator import AlarmState
 from cdk.function_configs import report_config
 from cdk.settings import Settings
+from cli.backtest.engine import BacktestResult
+from cli.backtest.evaluator import AlarmState
 from cli.demo_exporter import INTERVAL_S
 from cli.demo_storage import END, REPORT_BUCKET, environment
 from cli.service_answers import Params, answer

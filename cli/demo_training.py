@@ -33,7 +33,7 @@ from cli.demo_storage import DEMO_CLUSTER, END, REPORT_BUCKET, environment, run_
 from cli.demo_week import DAYS, JOB_NODES, JOB_PODS, job_hours
 from cli.demo_week import START as WEEK_START
 from cli.service_answers import Params, logs_insights_stats
-from contract.metrics import (
+from gpu_insights_agent.contract.metrics import (
     DIM_CLUSTER,
     DIM_JOB,
     DIM_NODE,
@@ -44,9 +44,9 @@ from contract.metrics import (
     TrainingMetric,
     training_log_group,
 )
-from emf.document import EmfDocument, encode
-from emf.sinks import PutMetricDataSink
-from emitter.training import TrainingMetrics
+from gpu_insights_agent.emf.document import EmfDocument, encode
+from gpu_insights_agent.emf.sinks import PutMetricDataSink
+from gpu_insights_agent.emitter.training import TrainingMetrics
 from lambdas.training_analyzer import handler as training_handler
 from tests.realistic import pods as k8s
 

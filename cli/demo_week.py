@@ -52,7 +52,7 @@ from typing import Any, Final
 
 from cli.demo_datums import statistic_set
 from cli.demo_storage import END
-from contract.metrics import (
+from gpu_insights_agent.contract.metrics import (
     CI_NODE_GPU_POWER_METRIC,
     CI_POD_GPU_POWER_METRIC,
     CI_POD_GPU_UTILIZATION_METRIC,

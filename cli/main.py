@@ -7,27 +7,27 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from alarms.catalog import AlarmSettings, alarm_sizing
-from alarms.cloudwatch_history import HistoryFetchError
-from alarms.sizing import shards_for
-from cdk.settings import DEFAULT_FLEET_GPUS
-from cli.analyze import add_arguments as add_analyze_arguments
-from cli.analyze import run as run_analyze
-from cli.backtest import add_arguments as add_backtest_arguments
-from cli.backtest import run as run_backtest
-from cli.checkout import use_checkout
-from cli.failures import AwsFailureError
-from cli.preflight import ChecksFailedError
-from cli.preflight import add_arguments as add_preflight_arguments
-from cli.preflight import run as run_preflight
-from deploy_config.cloudwatch_agent_config import DEFAULT_GPU_MEASUREMENTS, gpu_node_agent_config
-from deploy_config.cost import ENHANCED_CI_PER_MILLION_OBSERVATIONS, estimate
-from deploy_config.manifest import (
+from cdk.alarms.catalog import AlarmSettings, alarm_sizing
+from cdk.alarms.sizing import shards_for
+from cdk.node_config.cloudwatch_agent_config import DEFAULT_GPU_MEASUREMENTS, gpu_node_agent_config
+from cdk.node_config.manifest import (
     ManifestError,
     exporter_manifests,
     image_problem,
 )
-from exporter.cli import OneLineParser
+from cdk.settings import DEFAULT_FLEET_GPUS
+from cli.analyze import add_arguments as add_analyze_arguments
+from cli.analyze import run as run_analyze
+from cli.backtest.cloudwatch_history import HistoryFetchError
+from cli.backtest.command import add_arguments as add_backtest_arguments
+from cli.backtest.command import run as run_backtest
+from cli.checkout import use_checkout
+from cli.cost import ENHANCED_CI_PER_MILLION_OBSERVATIONS, estimate
+from cli.failures import AwsFailureError
+from cli.preflight import ChecksFailedError
+from cli.preflight import add_arguments as add_preflight_arguments
+from cli.preflight import run as run_preflight
+from gpu_insights_agent.exporter.cli import OneLineParser
 
 
 def _parser() -> argparse.ArgumentParser:

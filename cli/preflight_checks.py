@@ -15,7 +15,7 @@ The AWS reads are in ``cli.preflight_aws``; nothing here calls AWS. Sources of t
   https://bottlerocket.dev/en/os/1.54.x/api/settings/nvidia-container-runtime ; the DCGM
   exporter failing the same way there: https://github.com/bottlerocket-os/bottlerocket/issues/3992
 - Which GPU nodes the exporter's DaemonSet reaches: its own node affinity
-  (deploy_config/manifest.py), judged by Kubernetes' rules (deploy_config/node_affinity.py) on
+  (cdk/node_config/manifest.py), judged by Kubernetes' rules (cdk/node_config/node_affinity.py) on
   the labels AWS shows of each node: the well-known ones the kubelet and cloud provider set
   from the instance ("kubernetes.io/arch: The Kubelet populates this with runtime.GOARCH";
   "node.kubernetes.io/instance-type: The Kubelet populates this with the instance type as
@@ -32,18 +32,18 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
-from alarms.catalog import gpu_alarms
-from alarms.model import InsightsQuery
-from alarms.sizing import INSIGHTS_ALARM_QUOTA
+from cdk.alarms.catalog import gpu_alarms
+from cdk.alarms.model import InsightsQuery
+from cdk.alarms.sizing import INSIGHTS_ALARM_QUOTA
+from cdk.node_config.gpu_instance_types import is_nvidia_gpu_instance_type
+from cdk.node_config.manifest import REQUIRED_NODE_EXPRESSIONS, gpu_node_terms
+from cdk.node_config.node_affinity import requirement_matches, selects
 from cdk.settings import AgentCredentials, Settings
-from contract.metrics import (
+from gpu_insights_agent.contract.metrics import (
     container_insights_log_group_prefix,
     exporter_log_group,
     training_log_group,
 )
-from deploy_config.gpu_instance_types import is_nvidia_gpu_instance_type
-from deploy_config.manifest import REQUIRED_NODE_EXPRESSIONS, gpu_node_terms
-from deploy_config.node_affinity import requirement_matches, selects
 
 POD_IDENTITY_ADDON: Final = "eks-pod-identity-agent"
 OBSERVABILITY_ADDON: Final = "amazon-cloudwatch-observability"
@@ -488,7 +488,7 @@ def check_nodes(plan: Plan, facts: Facts, cluster: Cluster) -> list[Check]:
 
 
 #: Why a GPU node is left out by design: the requirement each term of the DaemonSet ANDs in
-#: (deploy_config/manifest.py ``REQUIRED_NODE_EXPRESSIONS``), by its label key.
+#: (cdk/node_config/manifest.py ``REQUIRED_NODE_EXPRESSIONS``), by its label key.
 _LEFT_OUT: Final = {
     "kubernetes.io/arch": "not amd64: the exporter's image is built for linux/amd64 only",
     "eks.amazonaws.com/compute-type": "an EKS Auto Mode node: the exporter sees no GPU there",

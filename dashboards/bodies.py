@@ -17,8 +17,19 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
-from alarms.model import insights_sql
-from contract.metrics import (
+from dashboards.metrics_insights import insights_sql
+from dashboards.widgets import (
+    Widget,
+    alarms,
+    expression_row,
+    graph,
+    layout,
+    metric_row,
+    metric_widget,
+    search,
+    text,
+)
+from gpu_insights_agent.contract.metrics import (
     CI_NODE_GPU_METRICS,
     CI_NODE_GPU_SCHEMA,
     DIM_CLUSTER,
@@ -44,24 +55,13 @@ from contract.metrics import (
     WasteMetric,
     gpu_schema,
 )
-from contract.resource_names import dashboard_name
-from dashboards.links import (
+from gpu_insights_agent.contract.resource_names import dashboard_name
+from lambdas.shared.console_links import (
     JOB_PATTERN,
     NODE_DASHBOARD,
     NODE_PATTERN,
     NODE_VARIABLE,
     node_dashboard_url,
-)
-from dashboards.widgets import (
-    Widget,
-    alarms,
-    expression_row,
-    graph,
-    layout,
-    metric_row,
-    metric_widget,
-    search,
-    text,
 )
 
 #: CloudWatch refuses dashboard bodies above this size.
@@ -463,7 +463,7 @@ def storage(cluster: str, buckets: Sequence[str], region: str) -> dict[str, Any]
 
     def widget(title: str, row: list[Any], width: int = 12) -> Widget:
         # One query a widget: "One metrics array can include no more than one Metrics
-        # Insights query" (dashboards/evaluate.py holds every widget to it).
+        # Insights query" (cli/backtest/dashboards.py holds every widget to it).
         return metric_widget(title, [row], width=width, period=300)
 
     rows = [

@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from deploy_config.cloudwatch_agent_config import container_insights_agent_config
+from cdk.node_config.cloudwatch_agent_config import container_insights_agent_config
 
 
 @dataclass(frozen=True, kw_only=True)

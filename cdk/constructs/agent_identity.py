@@ -12,7 +12,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from cdk.constructs.nag import acknowledge_wildcard_resources
-from contract.metrics import (
+from gpu_insights_agent.contract.metrics import (
     AGENT_NAMESPACE,
     AGENT_SERVICE_ACCOUNT,
     container_insights_log_group_prefix,

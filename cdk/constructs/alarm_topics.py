@@ -19,7 +19,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from contract.resource_names import topic_display_name, topic_name
+from gpu_insights_agent.contract.resource_names import topic_display_name, topic_name
 
 
 class AlarmTopics(Construct):

@@ -11,8 +11,8 @@ from typing import Any
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
-from alarms.model import AlarmSpec, Difference, InsightsQuery, MetricStat
-from contract.resource_names import alarm_name
+from cdk.alarms.model import AlarmSpec, Difference, InsightsQuery, MetricStat
+from gpu_insights_agent.contract.resource_names import alarm_name
 
 
 def _metric_stat(stat: MetricStat, period_s: int) -> dict[str, Any]:

@@ -8,13 +8,12 @@ from aws_cdk import aws_eks as eks
 from constructs import Construct
 
 from cdk.constructs.checkov import skip_provider_functions
-from deploy_config.manifest import exporter_manifests
+from cdk.node_config.manifest import exporter_manifests
 
-ROOT = Path(__file__).resolve().parents[2]
-#: The image's build context: the repository root, cut down to the packages the exporter runs
-#: (its Dockerfile copies exactly these), in .dockerignore syntax: all out, then these back in.
-EXPORTER_PACKAGES = ("exporter", "emf", "contract")
-IMAGE_EXCLUDE = ["*", *(f"!{p}" for p in EXPORTER_PACKAGES), "**/__pycache__", "**/*.pyc"]
+#: The image's build context: agent/ alone (its Dockerfile installs it), in .dockerignore syntax
+#: without what a local install or test run leaves there.
+AGENT = Path(__file__).resolve().parents[2] / "agent"
+IMAGE_EXCLUDE = ["**/__pycache__", "**/*.pyc", "*.egg-info", "build", "dist"]
 
 
 class GpuExporter(Construct):
@@ -38,8 +37,7 @@ class GpuExporter(Construct):
         self.image = ecr_assets.DockerImageAsset(
             self,
             "Image",
-            directory=str(ROOT),
-            file="exporter/Dockerfile",
+            directory=str(AGENT),
             platform=ecr_assets.Platform.LINUX_AMD64,
             exclude=IMAGE_EXCLUDE,
             ignore_mode=IgnoreMode.DOCKER,

@@ -19,7 +19,7 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from cdk.constructs.nag import acknowledge_custom_resource_provider
-from contract.metrics import REQUEST_METRICS_FILTER_ID
+from gpu_insights_agent.contract.metrics import REQUEST_METRICS_FILTER_ID
 
 FILTER_ID = REQUEST_METRICS_FILTER_ID
 

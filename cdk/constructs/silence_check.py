@@ -21,22 +21,10 @@ from cdk.constructs.checkov import FUNCTION_REASONS, LOG_GROUP_REASONS, skip_che
 from cdk.constructs.lambda_code import lambda_code
 from cdk.constructs.nag import acknowledge_wildcard_resources
 from cdk.constructs.sdk_layer import sdk_layer
-from contract.metrics import NAMESPACE_GPU
+from gpu_insights_agent.contract.metrics import NAMESPACE_GPU
 from lambdas.silence_check.config import SCHEDULE_MINUTES, SilenceCheckConfig
 
-#: What the function imports.
-MODULES = (
-    "lambdas/silence_check/aws.py",
-    "lambdas/silence_check/config.py",
-    "lambdas/silence_check/handler.py",
-    "lambdas/silence_check/silence.py",
-    "lambdas/shared/aws_clients.py",
-    "lambdas/shared/cluster_tags.py",
-    "lambdas/shared/config.py",
-    "lambdas/shared/events.py",
-    "lambdas/shared/metric_fetcher.py",
-    "contract/metrics.py",
-)
+#: The function's entry point; its asset holds what this module imports.
 HANDLER = "lambdas.silence_check.handler.handler"
 NO_RETRY_REASONS: Mapping[str, str] = {
     "CKV_AWS_116": "a failed run is not retried and leaves nothing to keep: the next "
@@ -96,7 +84,7 @@ class SilenceCheck(Construct):
             description=description,
             runtime=lambda_.Runtime.PYTHON_3_14,
             handler=HANDLER,
-            code=lambda_code(MODULES),
+            code=lambda_code(HANDLER),
             layers=[sdk_layer(self)],
             role=self.role,
             timeout=Duration.minutes(2),

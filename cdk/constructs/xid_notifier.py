@@ -28,35 +28,15 @@ from cdk.constructs.checkov import (
 from cdk.constructs.lambda_code import lambda_code
 from cdk.constructs.nag import acknowledge_wildcard_resources
 from cdk.constructs.sdk_layer import sdk_layer
-from contract.metrics import DIM_XID_CODE
-from contract.resource_names import alarm_name
-from contract.xid import KERNEL_XID_FILTER_PATTERN
+from gpu_insights_agent.contract.metrics import DIM_XID_CODE
+from gpu_insights_agent.contract.resource_names import alarm_name
+from gpu_insights_agent.contract.xid import KERNEL_XID_FILTER_PATTERN
 from lambdas.xid_notifier.config import NotifierConfig
-
-#: What the function imports: its own code, the shared client factory, and the XID table it
-#: shares with the exporter.
-MODULES = (
-    "lambdas/xid_notifier/config.py",
-    "lambdas/xid_notifier/handler.py",
-    "lambdas/xid_notifier/messages.py",
-    "lambdas/xid_notifier/incidents.py",
-    "lambdas/xid_notifier/links.py",
-    "lambdas/xid_notifier/notification.py",
-    "lambdas/xid_notifier/pods.py",
-    "lambdas/xid_notifier/sent_ledger.py",
-    "lambdas/shared/aws_clients.py",
-    "lambdas/shared/config.py",
-    "lambdas/shared/events.py",
-    "lambdas/shared/subscription.py",
-    "contract/xid.py",
-    "contract/metrics.py",
-    "contract/resource_names.py",
-    "dashboards/links.py",
-)
-
 
 #: CloudWatch's EventBridge events for an alarm's and a contributor's state
 #: (https://docs.aws.amazon.com/eventbridge/latest/ref/events-ref-cloudwatch.html).
+#: The function's entry point; its asset holds what this module imports.
+HANDLER = "lambdas.xid_notifier.handler.handler"
 ALARM_DETAIL_TYPES = (
     "CloudWatch Alarm State Change",
     "CloudWatch Alarm Contributor State Change",
@@ -138,8 +118,8 @@ class XidNotifier(Construct):
             self,
             "Function",
             runtime=lambda_.Runtime.PYTHON_3_14,
-            handler="lambdas.xid_notifier.handler.handler",
-            code=lambda_code(MODULES),
+            handler=HANDLER,
+            code=lambda_code(HANDLER),
             layers=[sdk_layer(self)],
             role=role,
             timeout=Duration.seconds(30),

@@ -5,7 +5,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from alarms.catalog import deployed_alarms
+from cdk.alarms.catalog import deployed_alarms
 from cdk.constructs.agent_log_group import AgentLogGroup
 from cdk.constructs.alarm_topics import AlarmTopics
 from cdk.constructs.gpu_alarms import GpuAlarms
@@ -14,14 +14,14 @@ from cdk.constructs.xid_notifier import XidNotifier
 from cdk.function_configs import notifier_config, silence_config
 from cdk.settings import Settings
 from cdk.stacks.deployment_stack import DeploymentStack
-from contract.metrics import (
+from dashboards.bodies import all_dashboards, encode
+from gpu_insights_agent.contract.metrics import (
     HOST_LOG_XID_METRIC,
     container_insights_log_group_prefix,
     exporter_log_group,
     host_log_namespace,
 )
-from contract.xid import KERNEL_XID_FILTER_PATTERN
-from dashboards.bodies import all_dashboards, encode
+from gpu_insights_agent.contract.xid import KERNEL_XID_FILTER_PATTERN
 
 
 class AlarmsStack(DeploymentStack):

@@ -15,101 +15,14 @@ from cdk.constructs.request_metrics import RequestMetrics
 from cdk.function_configs import report_config, storage_config, training_config
 from cdk.settings import Settings
 from cdk.stacks.deployment_stack import DeploymentStack
-from contract.metrics import NAMESPACE_FINDINGS, NAMESPACE_WASTE, training_log_group
-from contract.resource_names import topic_name
+from gpu_insights_agent.contract.metrics import (
+    NAMESPACE_FINDINGS,
+    NAMESPACE_WASTE,
+    training_log_group,
+)
+from gpu_insights_agent.contract.resource_names import topic_name
+from lambdas.shared.report_keys import GPU_HOURS_KEY, JOB_COSTS_KEY
 from lambdas.shared.shards import STORAGE, TRAINING
-from lambdas.training_analyzer.handler import GPU_HOURS_KEY, JOB_COSTS_KEY
-
-STORAGE_MODULES = (
-    "lambdas/shared/cluster_tags.py",
-    "lambdas/shared/config.py",
-    "lambdas/storage_analyzer/config.py",
-    "lambdas/shared/aws_clients.py",
-    "lambdas/shared/events.py",
-    "lambdas/shared/findings.py",
-    "lambdas/shared/metric_fetcher.py",
-    "lambdas/shared/publisher.py",
-    "lambdas/storage_analyzer/aws.py",
-    "lambdas/storage_analyzer/ebs_analysis.py",
-    "lambdas/storage_analyzer/ebs_plan.py",
-    "lambdas/storage_analyzer/fleet.py",
-    "lambdas/shared/s3_objects.py",
-    "lambdas/shared/shard_parts.py",
-    "lambdas/shared/shards.py",
-    "lambdas/storage_analyzer/ebs_prices.py",
-    "lambdas/storage_analyzer/handler.py",
-    "lambdas/storage_analyzer/run.py",
-    "lambdas/storage_analyzer/s3_analysis.py",
-    "contract/metrics.py",
-)
-
-
-TRAINING_MODULES = (
-    "lambdas/shared/config.py",
-    "lambdas/training_analyzer/config.py",
-    "lambdas/gpu_analyzer/attribution.py",
-    "lambdas/gpu_analyzer/aws.py",
-    "lambdas/gpu_analyzer/findings.py",
-    "lambdas/gpu_analyzer/metrics.py",
-    "lambdas/gpu_analyzer/run.py",
-    "lambdas/gpu_analyzer/stepping.py",
-    "lambdas/gpu_analyzer/workloads.py",
-    "lambdas/shared/aws_clients.py",
-    "lambdas/shared/events.py",
-    "lambdas/shared/findings.py",
-    "lambdas/shared/metric_fetcher.py",
-    "lambdas/shared/publisher.py",
-    "lambdas/shared/s3_objects.py",
-    "lambdas/training_analyzer/analysis.py",
-    "lambdas/training_analyzer/aws.py",
-    "lambdas/training_analyzer/fleet.py",
-    "lambdas/shared/shard_parts.py",
-    "lambdas/shared/shards.py",
-    "lambdas/training_analyzer/gpu_prices.py",
-    "lambdas/training_analyzer/handler.py",
-    "lambdas/training_analyzer/run.py",
-    "contract/metrics.py",
-)
-
-
-REPORT_MODULES = (
-    "lambdas/shared/config.py",
-    "lambdas/training_analyzer/config.py",
-    "lambdas/weekly_report/config.py",
-    "lambdas/gpu_analyzer/attribution.py",
-    "lambdas/gpu_analyzer/aws.py",
-    "lambdas/gpu_analyzer/findings.py",
-    "lambdas/gpu_analyzer/metrics.py",
-    "lambdas/gpu_analyzer/run.py",
-    "lambdas/gpu_analyzer/stepping.py",
-    "lambdas/gpu_analyzer/workloads.py",
-    "lambdas/shared/aws_clients.py",
-    "lambdas/shared/events.py",
-    "lambdas/shared/metric_fetcher.py",
-    "lambdas/training_analyzer/analysis.py",
-    "lambdas/training_analyzer/aws.py",
-    "lambdas/training_analyzer/fleet.py",
-    "lambdas/shared/shard_parts.py",
-    "lambdas/shared/shards.py",
-    "lambdas/training_analyzer/gpu_prices.py",
-    "lambdas/training_analyzer/handler.py",
-    "lambdas/training_analyzer/run.py",
-    "lambdas/shared/findings.py",
-    "lambdas/shared/publisher.py",
-    "lambdas/shared/s3_objects.py",
-    "lambdas/weekly_report/actions.py",
-    "lambdas/weekly_report/aws.py",
-    "lambdas/weekly_report/charts.py",
-    "lambdas/weekly_report/figures.py",
-    "lambdas/weekly_report/handler.py",
-    "lambdas/weekly_report/job_waste.py",
-    "lambdas/weekly_report/render.py",
-    "lambdas/weekly_report/waste.py",
-    "lambdas/weekly_report/waste_section.py",
-    "lambdas/weekly_report/week.py",
-    "contract/metrics.py",
-    "contract/resource_names.py",
-)
 
 
 def shard_statements(
@@ -208,7 +121,6 @@ class AnalyzersStack(DeploymentStack):
             "StorageAnalyzer",
             description=f"Storage analyzer of {settings.cluster_name}: EBS and S3 findings",
             handler="lambdas.storage_analyzer.handler.handler",
-            modules=STORAGE_MODULES,
             config=storage_config(settings, report_bucket=self.report.bucket.bucket_name),
             statements=storage_statements,
             schedule=None if fleet else settings.storage_schedule,
@@ -270,7 +182,6 @@ class AnalyzersStack(DeploymentStack):
             "TrainingAnalyzer",
             description=f"Training analyzer of {settings.cluster_name}: job findings",
             handler="lambdas.training_analyzer.handler.handler",
-            modules=TRAINING_MODULES,
             config=training_config(settings, report_bucket=self.report.bucket.bucket_name),
             statements=[
                 *findings_statements(self, self.report),
@@ -363,7 +274,6 @@ class AnalyzersStack(DeploymentStack):
             "WeeklyReport",
             description=f"Weekly GPU report of {settings.cluster_name}",
             handler="lambdas.weekly_report.handler.handler",
-            modules=REPORT_MODULES,
             config=report_config(
                 settings, report_bucket=bucket.bucket_name, topic_arn=self.report_topic.topic_arn
             ),

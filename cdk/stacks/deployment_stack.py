@@ -6,7 +6,7 @@ from aws_cdk import Environment, Stack
 from constructs import Construct
 
 from cdk.settings import Settings
-from contract.resource_names import stack_name
+from gpu_insights_agent.contract.resource_names import stack_name
 
 
 class DeploymentStack(Stack):

@@ -7,9 +7,9 @@ from cdk.constructs.addon_configuration import ObservabilityAddonConfiguration
 from cdk.constructs.agent_config_parameter import AgentConfigParameter
 from cdk.constructs.container_insights import ContainerInsightsAddon
 from cdk.constructs.gpu_exporter import GpuExporter
+from cdk.node_config.cloudwatch_agent_config import gpu_node_agent_config
 from cdk.settings import AgentCredentials, Settings
 from cdk.stacks.deployment_stack import DeploymentStack
-from deploy_config.cloudwatch_agent_config import gpu_node_agent_config
 
 
 class ObservabilityStack(DeploymentStack):

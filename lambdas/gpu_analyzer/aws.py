@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from contract.metrics import (
+from gpu_insights_agent.contract.metrics import (
     CI_NODE_GPU_POWER_METRIC,
     CI_POD_GPU_POWER_METRIC,
     CI_POD_GPU_UTILIZATION_METRIC,

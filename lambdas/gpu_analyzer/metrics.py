@@ -4,7 +4,7 @@ namespace), for dashboards that show held-but-idle GPU-hours and dollars by name
 from datetime import UTC, datetime
 from typing import Any
 
-from contract.metrics import (
+from gpu_insights_agent.contract.metrics import (
     DIM_CLUSTER,
     DIM_NAMESPACE,
     NAMESPACE_WASTE,

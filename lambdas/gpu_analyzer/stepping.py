@@ -5,7 +5,12 @@ An hour with steps is work for the job's pods, whatever their GPUs drew (attribu
 from collections.abc import Iterable
 from typing import Any, Final
 
-from contract.metrics import DIM_CLUSTER, DIM_JOB, NAMESPACE_TRAINING, TrainingMetric
+from gpu_insights_agent.contract.metrics import (
+    DIM_CLUSTER,
+    DIM_JOB,
+    NAMESPACE_TRAINING,
+    TrainingMetric,
+)
 from lambdas.shared.metric_fetcher import MetricQuery, fetch
 
 HOUR: Final = 3600

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from contract.metrics import (
+from gpu_insights_agent.contract.metrics import (
     DIM_CLUSTER,
     DIM_KIND,
     DIM_SEVERITY,

@@ -5,13 +5,13 @@ Which instances are the cluster's: those tagged ``kubernetes.io/cluster/<cluster
 every EKS provisioning path sets (lambdas/shared/cluster_tags.py). Only
 ``running`` instances are asked for: a stopping or terminated one is a scale-down, not silence.
 EC2 managed instances (``Operator.Managed``: EKS Auto Mode's) are left out, as the exporter is
-(deploy_config/manifest.py), and so are architectures its image is not built for.
+(cdk/node_config/manifest.py), and so are architectures its image is not built for.
 """
 
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
-from contract.metrics import (
+from gpu_insights_agent.contract.metrics import (
     DIM_CLUSTER,
     DIM_GPU_INDEX,
     DIM_NODE,

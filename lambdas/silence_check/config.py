@@ -7,7 +7,7 @@ from typing import Final
 
 from lambdas.shared.config import NAMES, TEXT, Codec, FunctionConfig, variable
 
-#: How often the check runs: the alarm period of ``gpu-silent`` (alarms/catalog.py), so each
+#: How often the check runs: the alarm period of ``gpu-silent`` (cdk/alarms/catalog.py), so each
 #: period holds one run's datapoint.
 SCHEDULE_MINUTES: Final = 5
 #: The shortest look back for a GPU's samples: two check periods, so a cycle the exporter
@@ -24,7 +24,7 @@ MISSED_CYCLES: Final = 3
 #: pulls the exporter's image and sends its first cycle (a GPU node takes minutes to be Ready).
 DEFAULT_GRACE_S: Final = 900
 #: The EC2 architectures the exporter's image runs on (cdk/constructs/gpu_exporter.py builds it
-#: for linux/amd64, which EC2 calls x86_64; deploy_config/manifest.py keeps it off other nodes).
+#: for linux/amd64, which EC2 calls x86_64; cdk/node_config/manifest.py keeps it off other nodes).
 DEFAULT_ARCHITECTURES: Final = ("x86_64",)
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from contract.metrics import (
+from gpu_insights_agent.contract.metrics import (
     ALL_GPUS,
     DIM_CLUSTER,
     DIM_GPU_INDEX,
@@ -37,7 +37,8 @@ from contract.metrics import (
     GpuMetric,
 )
 
-#: What a reporting GPU sends every cycle, lost or not (exporter/exporter.py collect_once).
+#: What a reporting GPU sends every cycle, lost or not (the exporter's
+#: collect_once, agent/gpu_insights_agent/exporter/exporter.py).
 REPORTING_METRIC: Final = GpuMetric.HEALTHY
 
 

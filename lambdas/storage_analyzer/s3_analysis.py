@@ -6,7 +6,7 @@ per prefix through a filter); hourly values: latency p99 in milliseconds, counts
 
 from dataclasses import dataclass, field
 
-from contract.metrics import WHOLE_BUCKET_FILTER_IDS
+from gpu_insights_agent.contract.metrics import WHOLE_BUCKET_FILTER_IDS
 from lambdas.shared.findings import Finding, Kind, Severity
 from lambdas.storage_analyzer.ebs_analysis import ANALYZER, percentile
 

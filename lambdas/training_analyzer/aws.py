@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from contract.metrics import (
+from gpu_insights_agent.contract.metrics import (
     DIM_CLUSTER,
     DIM_GPU_INDEX,
     DIM_JOB,

@@ -23,6 +23,7 @@ from lambdas.shared.publisher import (
     failure_queue_keeper,
     findings_key,
 )
+from lambdas.shared.report_keys import gpu_hours_key, job_costs_key
 from lambdas.shared.s3_objects import ListBucketDeniedError, read_object
 from lambdas.training_analyzer import fleet
 from lambdas.training_analyzer.analysis import ANALYZER
@@ -39,21 +40,6 @@ STORAGE_CAUSES = {
     "s3_high_latency",
     "s3_high_error_rate",
 }
-
-
-#: Where each day's job costs go; the role may write this key only (cdk/stacks/analyzers_stack.py).
-JOB_COSTS_KEY = "reports/cluster={cluster}/date={day}/training-jobs.json"
-#: Where each day's GPU-hour attribution goes, keyed by the UTC day it covers (the weekly
-#: report's waste section reads the week's seven).
-GPU_HOURS_KEY = "reports/cluster={cluster}/date={day}/gpu-hours.json"
-
-
-def job_costs_key(cluster: str, day: Any) -> str:
-    return JOB_COSTS_KEY.format(cluster=cluster, day=day.isoformat())
-
-
-def gpu_hours_key(cluster: str, day: Any) -> str:
-    return GPU_HOURS_KEY.format(cluster=cluster, day=day.isoformat())
 
 
 def attributed_day(end: float) -> tuple[float, float, date]:

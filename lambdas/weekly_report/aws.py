@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
-from contract.metrics import (
+from gpu_insights_agent.contract.metrics import (
     DIM_CLUSTER,
     DIM_NODE,
     DIM_XID_CODE,
@@ -16,7 +16,7 @@ from contract.metrics import (
     GpuMetric,
     TrainingMetric,
 )
-from contract.resource_names import alarm_name
+from gpu_insights_agent.contract.resource_names import alarm_name
 from lambdas.shared.metric_fetcher import MetricQuery, fetch, listed_dimensions
 from lambdas.shared.s3_objects import read_object
 from lambdas.training_analyzer.aws import list_jobs
@@ -87,7 +87,8 @@ def xid_counts(
 
 
 def alarm_prefix(cluster: str) -> str:
-    """What every alarm of the deployment is named with (contract/resource_names.py)."""
+    """What every alarm of the deployment is named with
+    (agent/gpu_insights_agent/contract/resource_names.py)."""
     return alarm_name(cluster, "")
 
 

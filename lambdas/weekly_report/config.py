@@ -4,7 +4,7 @@ built from the deployment's settings by its construct and by the demo
 
 from dataclasses import dataclass
 
-from contract.metrics import EXPORTER_INTERVAL_S
+from gpu_insights_agent.contract.metrics import EXPORTER_INTERVAL_S
 from lambdas.shared.config import NAMES, TEXT, USD, WHOLE, FunctionConfig, variable
 from lambdas.training_analyzer.gpu_prices import gpu_hour_price
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.events import scheduled_time
+from lambdas.shared.report_keys import gpu_hours_key, job_costs_key
 from lambdas.shared.s3_objects import object_exists, read_object
-from lambdas.training_analyzer.handler import gpu_hours_key, job_costs_key
 from lambdas.weekly_report.aws import (
     alarm_prefix,
     alarms_raised,

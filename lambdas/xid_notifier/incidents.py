@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from contract.metrics import (
+from gpu_insights_agent.contract.metrics import (
     ALL_GPUS,
     DIM_CLUSTER,
     DIM_FULL_POD_NAME,
@@ -34,8 +34,8 @@ from contract.metrics import (
     DIM_JOB,
     DIM_NODE,
 )
-from contract.resource_names import alarm_name
-from contract.xid import XidSeverity
+from gpu_insights_agent.contract.resource_names import alarm_name
+from gpu_insights_agent.contract.xid import XidSeverity
 from lambdas.xid_notifier.links import alarm_url, gpu_dashboard_url
 from lambdas.xid_notifier.messages import XidGroup
 from lambdas.xid_notifier.notification import Incident, Severity

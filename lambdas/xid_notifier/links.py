@@ -1,9 +1,10 @@
 """Console links in a notification: the alarm, and the node dashboard with the node picked
-(the URL is built by dashboards/links.py, the one place that knows the dashboards' variables)."""
+(the URL is built by lambdas/shared/console_links.py, the one place that knows the dashboards'
+variables)."""
 
 from urllib.parse import quote
 
-from dashboards.links import dashboard_url
+from lambdas.shared.console_links import dashboard_url
 
 
 def _console(region: str) -> str:

@@ -23,8 +23,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from contract.metrics import DIM_CLUSTER, DIM_GPU_INDEX, DIM_NODE, DIM_XID_CODE
-from contract.xid import XidLineError, XidSeverity, describe_xid, parse_kernel_xid_line
+from gpu_insights_agent.contract.metrics import DIM_CLUSTER, DIM_GPU_INDEX, DIM_NODE, DIM_XID_CODE
+from gpu_insights_agent.contract.xid import (
+    XidLineError,
+    XidSeverity,
+    describe_xid,
+    parse_kernel_xid_line,
+)
 
 
 @dataclass(frozen=True)

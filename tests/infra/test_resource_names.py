@@ -1,5 +1,5 @@
 """A cluster name that EKS accepts synthesizes, and every name in every template fits the
-limits of its kind (cited in contract/resource_names.py)."""
+limits of its kind (cited in agent/gpu_insights_agent/contract/resource_names.py)."""
 
 from typing import Any
 
@@ -7,7 +7,7 @@ import pytest
 from aws_cdk import Stack
 from aws_cdk.assertions import Template
 
-from contract import resource_names as names
+from gpu_insights_agent.contract import resource_names as names
 from tests.infra.conftest import Synth
 from tests.infra.test_security_review import FULL
 

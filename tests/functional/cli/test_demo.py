@@ -8,14 +8,14 @@ from typing import Any
 import jsonschema
 import pytest
 
+from cdk.node_config.cloudwatch_agent_config import gpu_node_agent_config
 from cdk.settings import Settings
 from cli.demo import DemoResult, run_demo
 from cli.demo_exporter import REPLAY_PODS, pod_uid, replay_window
 from cli.demo_report import chromium, page_height, png_size
 from cli.demo_storage import DEMO_CLUSTER, END
 from cli.demo_week import LAST_WEEK
-from deploy_config.cloudwatch_agent_config import gpu_node_agent_config
-from emf.document import parse_emf_line
+from gpu_insights_agent.emf.document import parse_emf_line
 from lambdas.weekly_report.job_waste import week_of
 
 

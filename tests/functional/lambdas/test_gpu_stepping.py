@@ -8,8 +8,8 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from emf.sinks import PutMetricDataSink
-from emitter.training import TrainingMetrics
+from gpu_insights_agent.emf.sinks import PutMetricDataSink
+from gpu_insights_agent.emitter.training import TrainingMetrics
 from lambdas.gpu_analyzer.run import analyze_gpu_hours
 from lambdas.shared.aws_clients import client
 

@@ -16,7 +16,11 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from contract.metrics import FINDINGS_COUNT_METRIC, FINDINGS_COUNT_STAT, NAMESPACE_FINDINGS
+from gpu_insights_agent.contract.metrics import (
+    FINDINGS_COUNT_METRIC,
+    FINDINGS_COUNT_STAT,
+    NAMESPACE_FINDINGS,
+)
 from lambdas.shared.aws_clients import RETRIES
 from lambdas.shared.findings import Finding, Kind, Severity
 from lambdas.shared.publisher import FindingsPublisher

@@ -19,16 +19,16 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from alarms.backtest import backtest
-from alarms.catalog import AlarmSettings, gpu_alarms
-from alarms.cloudwatch_history import fetch_samples
-from alarms.evaluator import AlarmState
+from cdk.alarms.catalog import AlarmSettings, gpu_alarms
 from cdk.function_configs import silence_config
 from cdk.settings import Settings
-from emf.sinks import BufferedSender, PutMetricDataSink
-from exporter.exporter import Exporter, ExporterConfig
-from exporter.fake_nvml import FakeNvml
-from exporter.simulated_trace import SimulatedGpu, node_trace
+from cli.backtest.cloudwatch_history import fetch_samples
+from cli.backtest.engine import backtest
+from cli.backtest.evaluator import AlarmState
+from gpu_insights_agent.emf.sinks import BufferedSender, PutMetricDataSink
+from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
+from gpu_insights_agent.exporter.fake_nvml import FakeNvml
+from gpu_insights_agent.exporter.simulated_trace import SimulatedGpu, node_trace
 from lambdas.silence_check import handler as silence_handler
 from tests.functional.lambdas.iam import REGION, Principal, resolve, role_statements, run_as_role
 from tests.functional.lambdas.iam import without as without_statement

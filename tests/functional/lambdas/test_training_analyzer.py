@@ -24,9 +24,10 @@ from cli.demo_training import (
 )
 from cli.demo_week import START as WEEK_START
 from cli.demo_week import WeekPlan, WeekSeeder
-from contract.metrics import training_log_group
+from gpu_insights_agent.contract.metrics import training_log_group
 from lambdas.shared.aws_clients import client
 from lambdas.shared.publisher import PublishError
+from lambdas.shared.report_keys import gpu_hours_key
 from lambdas.training_analyzer import handler as training_handler
 from tests.functional.lambdas.iam import Principal, resolve, role_statements, run_as_role, without
 
@@ -129,7 +130,7 @@ def test_the_fleet_state_machine_path_writes_the_single_runs_files(
     keys = [
         single["key"],
         f"{reports}/training-jobs.json",
-        training_handler.gpu_hours_key(CLUSTER, attributed),
+        gpu_hours_key(CLUSTER, attributed),
     ]
     expected = {k: s3.get_object(Bucket=REPORT_BUCKET, Key=k)["Body"].read() for k in keys}
     for key in keys:
@@ -187,7 +188,7 @@ def test_each_gpu_hour_table_is_the_whole_utc_day_it_is_keyed_by(
         s3 = principal.admin("s3")
         for day in (0, 1, 2):
             date = datetime.fromtimestamp(WEEK_START + day * 86_400, UTC).date()
-            key = training_handler.gpu_hours_key(CLUSTER, date)
+            key = gpu_hours_key(CLUSTER, date)
             listed = s3.list_objects_v2(Bucket=REPORT_BUCKET, Prefix=key)
             if listed.get("KeyCount"):
                 body = s3.get_object(Bucket=REPORT_BUCKET, Key=key)["Body"].read()

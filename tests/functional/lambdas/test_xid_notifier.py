@@ -13,15 +13,15 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from alarms.catalog import AlarmSettings, gpu_alarms, low_power_alarm
-from contract.metrics import exporter_log_group
-from emf.sinks import BufferedSender
-from exporter.exporter import Exporter, ExporterConfig
-from exporter.fake_nvml import FakeNvml
+from cdk.alarms.catalog import AlarmSettings, gpu_alarms, low_power_alarm
+from gpu_insights_agent.contract.metrics import exporter_log_group
+from gpu_insights_agent.emf.sinks import BufferedSender
+from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
+from gpu_insights_agent.exporter.fake_nvml import FakeNvml
 from lambdas.xid_notifier import handler as xid_handler
 from lambdas.xid_notifier.sent_ledger import LedgerError
 from tests.functional.lambdas.iam import Principal, resolve, role_statements, run_as_role, without
-from tests.unit.exporter.nvml_trace import Clock, trace_lines
+from tests.unit.agent.exporter.nvml_trace import Clock, trace_lines
 from tests.unit.lambdas.xid_notifier.events import NODE, low_power_contributor
 
 HANDLER = "lambdas.xid_notifier.handler.handler"

@@ -8,7 +8,7 @@ from typing import Any
 
 from aws_cdk.assertions import Template
 
-from contract.metrics import exporter_log_group, training_log_group
+from gpu_insights_agent.contract.metrics import exporter_log_group, training_log_group
 from tests.infra.conftest import Synth
 from tests.infra.test_security_review import FULL
 

@@ -75,24 +75,34 @@ def _staged_image_context(synth: Synth) -> Path:
 
 
 def test_the_image_context_holds_the_exporters_packages_alone(synth: Synth) -> None:
-    """The context is the repository root cut down by .dockerignore rules (CDK's
-    IgnoreMode.DOCKER, https://docs.aws.amazon.com/cdk/api/v2/docs/aws-cdk-lib.IgnoreMode.html):
-    a CDK app, Lambda code or a .venv in the image would be dead weight and a leak."""
+    """The context is agent/ with .dockerignore rules (CDK's IgnoreMode.DOCKER,
+    https://docs.aws.amazon.com/cdk/api/v2/docs/aws-cdk-lib.IgnoreMode.html): a CDK app,
+    Lambda code or a .venv in the image would be dead weight and a leak."""
     context = _staged_image_context(synth)
-    assert sorted(p.name for p in context.iterdir()) == ["contract", "emf", "exporter"]
-    assert (context / "exporter" / "Dockerfile").is_file()
+    assert sorted(p.name for p in context.iterdir()) == [
+        "Dockerfile",
+        "README.md",
+        "gpu_insights_agent",
+        "pyproject.toml",
+    ]
+    assert sorted(p.name for p in (context / "gpu_insights_agent").iterdir()) == [
+        "__init__.py",
+        "contract",
+        "emf",
+        "emitter",
+        "exporter",
+    ]
     assert not list(context.rglob("__pycache__"))
-    copied = re.findall(r"^COPY (\S+) ", (context / "exporter" / "Dockerfile").read_text(), re.M)
-    assert sorted(copied) == ["contract", "emf", "exporter"]
+    assert re.findall(r"^COPY (\S+) ", (context / "Dockerfile").read_text(), re.M) == ["."]
 
 
 def test_every_exporter_module_imports_from_the_image_context_alone(synth: Synth) -> None:
     context = _staged_image_context(synth)
     modules = sorted(
         ".".join(p.relative_to(context).with_suffix("").parts)
-        for p in (context / "exporter").glob("*.py")
+        for p in (context / "gpu_insights_agent" / "exporter").glob("*.py")
         if p.stem != "__main__"  # it runs the exporter; it only imports exporter.cli
     )
-    assert "exporter.cli" in modules
+    assert "gpu_insights_agent.exporter.cli" in modules
     for module in modules:
         import_alone(module, context)

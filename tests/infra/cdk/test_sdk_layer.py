@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +19,8 @@ import botocore
 import pytest
 from aws_cdk.assertions import Template
 
-from cdk.constructs.lambda_code import stage_modules
+from cdk.constructs.lambda_code import handler_modules, stage_modules
 from cdk.constructs.sdk_layer import LAYER_SERVICES, stage_sdk
-from cdk.stacks.analyzers_stack import STORAGE_MODULES
 from lambdas.shared.aws_clients import HANDLER_SERVICES
 from tests.infra.cdk.test_lambda_code import HANDLERS, import_alone
 from tests.infra.conftest import Synth
@@ -57,11 +55,13 @@ def _size(folder: Path) -> int:
     return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
 
 
-@pytest.mark.parametrize(("modules", "handler"), HANDLERS)
-def test_each_handler_imports_from_its_asset_and_the_layer_alone(
-    modules: Sequence[str], handler: str
-) -> None:
-    import_alone(handler, stage_modules(modules), layer=_layer())
+def _asset(handler: str) -> Path:
+    return stage_modules(handler_modules(handler))
+
+
+@pytest.mark.parametrize("handler", HANDLERS)
+def test_each_handler_imports_from_its_asset_and_the_layer_alone(handler: str) -> None:
+    import_alone(handler.rsplit(".", 1)[0], _asset(handler), layer=_layer())
 
 
 def test_the_layer_alone_makes_every_handler_client_and_cloudwatch_speaks_json() -> None:
@@ -72,7 +72,7 @@ def test_the_layer_alone_makes_every_handler_client_and_cloudwatch_speaks_json()
     env["PYTHONPATH"] = str(_layer())
     done = subprocess.run(
         [sys.executable, "-S", "-c", CLIENTS_FROM_THE_LAYER, ",".join(sorted(HANDLER_SERVICES))],
-        cwd=stage_modules(STORAGE_MODULES),
+        cwd=_asset("lambdas.storage_analyzer.handler.handler"),
         env=env,
         capture_output=True,
         text=True,
@@ -97,7 +97,7 @@ def test_the_layer_holds_the_tested_sdk_without_bytecode_and_well_under_the_size
     assert (layer / "botocore" / "__init__.py").read_text() == (Path(botocore.__file__).read_text())
     assert (layer / "boto3" / "__init__.py").read_text() == Path(boto3.__file__).read_text()
     size = _size(layer)
-    biggest_asset = max(_size(stage_modules(modules)) for modules, _ in HANDLERS)
+    biggest_asset = max(_size(_asset(handler)) for handler in HANDLERS)
     print(f"SDK layer: {size / 1e6:.1f} MB unzipped; largest function asset {biggest_asset:,} B")
     assert size < LAYER_BUDGET_BYTES, f"{size:,} bytes"
     assert size + biggest_asset < LAMBDA_UNZIPPED_LIMIT_BYTES

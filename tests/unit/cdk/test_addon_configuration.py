@@ -15,7 +15,7 @@ import kubernetes_validate.utils  # type: ignore[import-untyped]
 import pytest
 
 from cdk.constructs.addon_configuration import ObservabilityAddonConfiguration
-from contract.metrics import DEFAULT_EMF_ENDPOINT, EMF_PORT
+from gpu_insights_agent.contract.metrics import DEFAULT_EMF_ENDPOINT, EMF_PORT
 from tests.unit.reference_data import (
     agent_config_schema,
     observability_chart_values,

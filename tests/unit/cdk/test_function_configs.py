@@ -45,7 +45,7 @@ CHANGED = Settings(
 )
 #: Fields the settings do not carry: names of resources the caller creates, the default event
 #: bus, which the app always uses, and the silence check's grace for a booting node and the
-#: architectures the exporter's manifest runs on (deploy_config/manifest.py).
+#: architectures the exporter's manifest runs on (cdk/node_config/manifest.py).
 NOT_SETTINGS = {
     "report_bucket",
     "failure_queue_url",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
-from exporter.cli import main as exporter_main
+from gpu_insights_agent.exporter.cli import main as exporter_main
 
 SAMPLE = {
     "namespace": "GpuInsights",
@@ -318,7 +318,7 @@ def test_an_unreadable_trace_is_refused(
 def test_a_bad_trace_value_is_a_skipped_line_not_a_crash_mid_run(
     sample: dict[str, object], tmp_path: Path
 ) -> None:
-    from exporter.fake_nvml import FakeNvml
+    from gpu_insights_agent.exporter.fake_nvml import FakeNvml
 
     nvml = FakeNvml.from_file(_trace(tmp_path, sample), clock=lambda: 10.0)
     assert nvml.malformed_lines == 1  # before: loaded, and a crash once the exporter read it

@@ -119,7 +119,8 @@ T15 = 1_795_964_400
 
 def _healthy(node: str, gpu: int, at: int) -> str:
     """What a reporting GPU sends every cycle and the silence check reads (REPORTING_METRIC),
-    with the exporter's alarmed dimension set (contract/metrics.py gpu_schema)."""
+    with the exporter's alarmed dimension set (gpu_schema in
+    agent/gpu_insights_agent/contract/metrics.py)."""
     dims = {"ClusterName": "train", "NodeName": node, "GpuIndex": str(gpu), "Shard": "0"}
     return json.dumps(
         {

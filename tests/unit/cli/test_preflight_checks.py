@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from alarms.sizing import INSIGHTS_ALARM_QUOTA
+from cdk.alarms.sizing import INSIGHTS_ALARM_QUOTA
 from cdk.settings import AgentCredentials, Settings
 from cli.preflight_checks import (
     Addon,

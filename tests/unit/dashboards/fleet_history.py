@@ -1,8 +1,8 @@
 """A synthetic metric history of a fleet, shaped as the exporter, the training emitter and the
 waste attribution publish it: one GPU of every node idle while held, one hot, one lost."""
 
-from alarms.history import Sample
-from contract.metrics import (
+from cli.backtest.history import Sample
+from gpu_insights_agent.contract.metrics import (
     ALARM_METRICS,
     CI_NODE_GPU_METRICS,
     CLUSTER_METRICS,
@@ -15,7 +15,7 @@ from contract.metrics import (
 
 CLUSTER = "train"
 GPUS = 8
-SHARDS = 25  # alarms/sizing.py for 10,000 GPUs
+SHARDS = 25  # cdk/alarms/sizing.py for 10,000 GPUs
 
 
 def _gpu(node: str, gpu: int, metric: GpuMetric, t: float, value: float) -> list[Sample]:

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from alarms.insights import parse
-from contract.metrics import GpuMetric, TrainingMetric, WasteMetric
+from cli.backtest.insights import parse
 from dashboards import bodies
 from dashboards.bodies import FINDINGS_METRIC, MAX_BODY_BYTES, all_dashboards, encode
 from dashboards.widgets import GRID_COLUMNS, Widget, layout
+from gpu_insights_agent.contract.metrics import GpuMetric, TrainingMetric, WasteMetric
 
 #: AWS metrics the dashboards may name, each documented in its service's CloudWatch metrics
 #: page (Amazon EBS, Amazon S3 request metrics).

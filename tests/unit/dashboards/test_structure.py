@@ -9,8 +9,8 @@ from typing import Any
 import jsonschema
 import pytest
 
+from cli.backtest.dashboards import WidgetRuleError, body_rule_errors, evaluate_body
 from dashboards.bodies import all_dashboards
-from dashboards.evaluate import WidgetRuleError, body_rule_errors, evaluate_body
 
 SCHEMA = json.loads(
     (Path(__file__).parents[2] / "data" / "cloudwatch-dashboard-body.schema.json").read_text()
@@ -52,7 +52,7 @@ def test_the_schema_refuses_what_cloudwatch_refuses() -> None:
 @pytest.mark.parametrize("name", sorted(DASHBOARDS))
 def test_every_widget_keeps_cloudwatchs_metrics_insights_rules(name: str) -> None:
     """One Metrics Insights query per metrics array, LIMIT at most 500, at most 500 rows, two
-    weeks of range (the rules are quoted in dashboards/evaluate.py)."""
+    weeks of range (the rules are quoted in cli/backtest/dashboards.py)."""
     assert body_rule_errors(DASHBOARDS[name]) == []
 
 

@@ -7,9 +7,7 @@ from functools import cache
 
 import pytest
 
-from dashboards import bodies
-from dashboards.bodies import all_dashboards
-from dashboards.evaluate import (
+from cli.backtest.dashboards import (
     WidgetEvaluationError,
     WidgetView,
     apply_variables,
@@ -17,6 +15,8 @@ from dashboards.evaluate import (
     index,
     math,
 )
+from dashboards import bodies
+from dashboards.bodies import all_dashboards
 from tests.unit.dashboards.fleet_history import CLUSTER, fleet
 
 CHOSEN = {"node": "node-0", "job": "job-0"}

@@ -9,11 +9,11 @@ import pynvml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from alarms.history import HistoryError, read_history
 from cdk.settings import SETTING_KEYS, SettingsError, settings_from_context
-from contract.xid import XidLineError, parse_kernel_xid_line, scan_kernel_log
-from emf.document import EmfError, parse_emf_line
-from exporter.fake_nvml import FakeNvml
+from cli.backtest.history import HistoryError, read_history
+from gpu_insights_agent.contract.xid import XidLineError, parse_kernel_xid_line, scan_kernel_log
+from gpu_insights_agent.emf.document import EmfError, parse_emf_line
+from gpu_insights_agent.exporter.fake_nvml import FakeNvml
 from lambdas.weekly_report.figures import read_findings, read_job_costs, week_figures
 
 json_values = st.recursive(

@@ -10,14 +10,14 @@ from urllib.parse import unquote
 import jsonschema
 import pytest
 
-from alarms.catalog import AlarmSettings, gpu_alarms, low_power_alarm, silence_check_alarm
-from alarms.model import InsightsQuery
+from cdk.alarms.catalog import AlarmSettings, gpu_alarms, low_power_alarm, silence_check_alarm
+from cdk.alarms.model import InsightsQuery
 from dashboards.bodies import gpu_node
-from dashboards.links import node_dashboard_url
-from emf.sinks import BufferedSender
-from exporter.exporter import Exporter, ExporterConfig
-from exporter.fake_nvml import FakeNvml
-from exporter.xid_watcher import XidEvent
+from gpu_insights_agent.emf.sinks import BufferedSender
+from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
+from gpu_insights_agent.exporter.fake_nvml import FakeNvml
+from gpu_insights_agent.exporter.xid_watcher import XidEvent
+from lambdas.shared.console_links import node_dashboard_url
 from lambdas.xid_notifier.incidents import (
     AlarmEventError,
     Crossing,
@@ -36,7 +36,7 @@ from lambdas.xid_notifier.notification import (
     render_text,
     subject,
 )
-from tests.unit.exporter.nvml_trace import Clock, trace_lines
+from tests.unit.agent.exporter.nvml_trace import Clock, trace_lines
 from tests.unit.lambdas.xid_notifier.events import (
     AWS_CONTRIBUTOR_EXAMPLE,
     LOW_POWER_QUERY,

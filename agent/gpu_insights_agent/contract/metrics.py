@@ -1,0 +1,340 @@
+"""The one place that names CloudWatch namespaces, ports and dimensions.
+
+Everything else (CDK stacks, exporter, analyzers, dashboards) imports these names, so a
+rename here is a contract change that every consumer sees at once.
+"""
+
+import hashlib
+from enum import Enum
+from typing import Final, Optional
+
+
+class StrEnum(str, Enum):
+    """``enum.StrEnum`` (3.11) for Python 3.9: the training emitter imports this module and
+    runs in training images that are older than the project's own Python. Members are
+    strings, and ``str()`` and ``format()`` give the value, as with ``enum.StrEnum``."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+#: Custom metrics published by the GPU node exporter (EMF through the CloudWatch agent).
+NAMESPACE_GPU: Final = "GpuInsights"
+#: Metrics published by training scripts through ``emitter.training``.
+NAMESPACE_TRAINING: Final = "GpuInsights/Training"
+#: Counts of findings published by the analyzers.
+NAMESPACE_FINDINGS: Final = "GpuInsights/Findings"
+#: Daily GPU-hour attribution totals (dimensions ClusterName, Namespace).
+NAMESPACE_WASTE: Final = "GpuInsights/Waste"
+#: The count metric in ``NAMESPACE_FINDINGS``: one datum per kind and severity per run, stamped
+#: at 00:00 UTC of the run's day, so a rerun for the day repeats the datum at the same time.
+FINDINGS_COUNT_METRIC: Final = "findings"
+#: The statistic every reader of the count uses: a rerun's repeated datum leaves the day's
+#: Maximum as it was, where a Sum would count the day twice.
+FINDINGS_COUNT_STAT: Final = "Maximum"
+#: Namespace of Container Insights (node_gpu_*, pod_gpu_* metrics from DCGM).
+NAMESPACE_CONTAINER_INSIGHTS: Final = "ContainerInsights"
+#: Namespace the CloudWatch agent uses for host metrics (``nvidia_smi_*`` on EC2 nodes).
+NAMESPACE_CW_AGENT: Final = "CWAgent"
+
+#: The CloudWatch agent's Embedded Metric Format listener (TCP and UDP).
+EMF_PORT: Final = 25888
+
+#: Dimension names shared by the exporter, alarms and dashboards.
+DIM_CLUSTER: Final = "ClusterName"
+DIM_NODE: Final = "NodeName"
+DIM_GPU_INDEX: Final = "GpuIndex"
+DIM_XID_CODE: Final = "XidCode"
+DIM_JOB: Final = "JobName"
+DIM_KIND: Final = "Kind"
+DIM_SEVERITY: Final = "Severity"
+#: The alarm shard of a GPU (``alarm_shard``): bounds the series one Metrics Insights alarm
+#: query returns, so a fleet of any size is evaluated in full (cdk/alarms/sizing.py).
+DIM_SHARD: Final = "Shard"
+#: The Kubernetes namespace a GPU-hour is attributed to (GpuInsights/Waste).
+DIM_NAMESPACE: Final = "Namespace"
+
+#: Where the add-on's CloudWatch agent and Fluent Bit run, and the account they use.
+AGENT_NAMESPACE: Final = "amazon-cloudwatch"
+AGENT_SERVICE_ACCOUNT: Final = "cloudwatch-agent"
+#: Where the exporter sends EMF by default: the add-on's agent service, in-cluster.
+DEFAULT_EMF_ENDPOINT: Final = f"tcp://{AGENT_SERVICE_ACCOUNT}.{AGENT_NAMESPACE}:{EMF_PORT}"
+#: An exporter cycle longer than an hour would leave hourly alarms without data.
+EXPORTER_MAX_INTERVAL_S: Final = 3600
+#: Seconds between the exporter's cycles unless the exporter_interval_seconds setting says.
+EXPORTER_INTERVAL_S: Final = 10
+
+
+class TrainingMetric(StrEnum):
+    """Metrics of ``emitter.training``, namespace ``GpuInsights/Training``."""
+
+    SAMPLES_PER_SECOND = "samples_per_second"
+    STEP_TIME = "step_time_seconds"
+    #: Time a step waited for its batch.
+    DATA_WAIT = "data_wait_seconds"
+    CHECKPOINT_SAVE = "checkpoint_save_seconds"
+    CHECKPOINT_RESTORE = "checkpoint_restore_seconds"
+    CHECKPOINT_SIZE = "checkpoint_size_bytes"
+    JOB_SUCCEEDED = "job_succeeded"
+    JOB_FAILED = "job_failed"
+    #: Steps completed in the flush interval (what the means above are over).
+    STEPS = "steps"
+    #: Percent of the step time spent waiting for data, per job and window (a ratio of
+    #: sums, so a dashboard never has to divide one job's series by another's).
+    DATA_WAIT_SHARE = "data_wait_share"
+
+
+TRAINING_METRIC_UNITS: Final[dict[TrainingMetric, str]] = {
+    TrainingMetric.SAMPLES_PER_SECOND: "Count/Second",
+    TrainingMetric.STEP_TIME: "Seconds",
+    TrainingMetric.DATA_WAIT: "Seconds",
+    TrainingMetric.CHECKPOINT_SAVE: "Seconds",
+    TrainingMetric.CHECKPOINT_RESTORE: "Seconds",
+    TrainingMetric.CHECKPOINT_SIZE: "Bytes",
+    TrainingMetric.JOB_SUCCEEDED: "Count",
+    TrainingMetric.JOB_FAILED: "Count",
+    TrainingMetric.STEPS: "Count",
+    TrainingMetric.DATA_WAIT_SHARE: "Percent",
+}
+TRAINING_DIMENSIONS: Final = (DIM_CLUSTER, DIM_JOB)
+#: Properties (not dimensions) that the training analyzer reads back from the log lines.
+PROP_RANK: Final = "Rank"
+#: The pod a rank runs in (from the downward API), so GPU-hours attribute to the job exactly.
+PROP_POD_NAME: Final = "PodName"
+#: The variable the training pod's downward API sets to ``metadata.name``.
+POD_NAME_ENV: Final = "POD_NAME"
+
+
+def dimension_value_problem(what: str, value: object) -> Optional[str]:
+    """Why CloudWatch would refuse ``value`` as a dimension value, or None: "Dimension values
+    must contain only ASCII characters and must include at least one non-whitespace character.
+    ASCII control characters are not supported ... Maximum length of 1024"
+    (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_Dimension.html)."""
+    if not isinstance(value, str) or not value.strip():
+        return f"{what} must be a non-empty string, not {value!r}"
+    if len(value) > 1024:
+        return f"{what} is {len(value)} characters; CloudWatch takes at most 1024"
+    if not all(" " <= c <= "~" for c in value):
+        return f"{what} {value!r} has a character CloudWatch refuses (ASCII, no control characters)"
+    return None
+
+
+def training_log_group(cluster_name: str) -> str:
+    """Where the CloudWatch agent writes training scripts' EMF lines."""
+    return f"/aws/gpu-insights/{cluster_name}/training"
+
+
+#: Metric the host-log metric filter publishes for each kernel ``NVRM: Xid`` line (fallback
+#: XID path for nodes without the exporter), in a namespace per cluster because a metric
+#: filter cannot add a constant dimension.
+HOST_LOG_XID_METRIC: Final = "gpu_xid_host_log_lines"
+
+
+#: Published by the silence check (lambdas/silence_check), namespace ``GpuInsights``: per
+#: (ClusterName, NodeName, GpuIndex) only while that GPU is silent (the number of GPUs the
+#: series stands for), and per ClusterName every run (the silent GPUs in all), so that the
+#: check's own silence shows as missing data.
+SILENT_GPUS_METRIC: Final = "gpu_silent"
+#: Per ClusterName every run: nodes with at least one silent GPU.
+SILENT_NODES_METRIC: Final = "gpu_silent_nodes"
+#: The ``GpuIndex`` of a node that sent nothing at all: one series for all its GPUs.
+ALL_GPUS: Final = "all"
+
+
+def exporter_log_group(cluster_name: str) -> str:
+    """Where the CloudWatch agent writes the exporter's EMF lines (XID events are read there)."""
+    return f"/aws/gpu-insights/{cluster_name}/exporter"
+
+
+def host_log_namespace(cluster_name: str) -> str:
+    return f"{NAMESPACE_GPU}/HostLogs/{cluster_name}"
+
+
+#: Container Insights' PodName is the pod's controller's name where a DaemonSet, Job, ReplicaSet
+#: (its Deployment) or ReplicationController owns it, the pod's own name otherwise; FullPodName
+#: is always the pod's own name (amazon-contributing/opentelemetry-collector-contrib
+#: receiver/awscontainerinsightreceiver/internal/stores/podstore.go, addPodOwnersAndPodName).
+DIM_POD_NAME: Final = "PodName"
+DIM_FULL_POD_NAME: Final = "FullPodName"
+DIM_GPU_DEVICE: Final = "GpuDevice"
+#: Container Insights' per-pod GPU power series (only GPUs that a pod holds have one).
+CI_POD_GPU_POWER_METRIC: Final = "pod_gpu_power_draw"
+CI_POD_GPU_SCHEMA: Final = (
+    DIM_CLUSTER,
+    DIM_FULL_POD_NAME,
+    DIM_GPU_DEVICE,
+    DIM_NAMESPACE,
+    DIM_POD_NAME,
+)
+#: Container Insights' per-pod GPU utilization: a series exists for a (pod, GPU) while the pod
+#: holds that GPU, which is what the GPU analyzer reads holding from. Enhanced Container
+#: Insights publishes pod_gpu_* with dimensions (ClusterName, Namespace, PodName, FullPodName,
+#: GpuDevice) and node_gpu_* with (ClusterName, NodeName, InstanceId, InstanceType, GpuDevice):
+#: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Container-Insights-metrics-enhanced-EKS.html
+#: and aws/amazon-cloudwatch-agent translator/translate/otel/exporter/awsemf/kubernetes.go.
+CI_POD_GPU_UTILIZATION_METRIC: Final = "pod_gpu_utilization"
+CI_NODE_GPU_POWER_METRIC: Final = "node_gpu_power_draw"
+CI_NODE_GPU_SCHEMA: Final = (DIM_CLUSTER, DIM_GPU_DEVICE, "InstanceId", "InstanceType", DIM_NODE)
+
+#: Daily GPU-hour attribution totals of the GPU analyzer, for showback dashboards.
+WASTE_DIMENSIONS: Final = (DIM_CLUSTER, DIM_NAMESPACE)
+
+
+class WasteMetric(StrEnum):
+    """Per cluster and Kubernetes namespace, per day (unit: GPU-hours, and dollars)."""
+
+    HELD = "gpu_hours_held"
+    HELD_NOT_WORKING = "gpu_hours_held_not_working"
+    WASTE_USD = "gpu_waste_usd"
+
+
+WASTE_METRIC_UNITS: Final[dict[WasteMetric, str]] = {
+    WasteMetric.HELD: "None",
+    WasteMetric.HELD_NOT_WORKING: "None",
+    WasteMetric.WASTE_USD: "None",
+}
+
+
+def container_insights_log_group_prefix(cluster_name: str) -> str:
+    """Log groups Container Insights writes to: performance, application, host, dataplane."""
+    return f"/aws/containerinsights/{cluster_name}"
+
+
+class GpuMetric(StrEnum):
+    """Per-GPU metrics of the NVML exporter, namespace ``GpuInsights``."""
+
+    POWER_DRAW = "gpu_power_draw_watts"
+    POWER_LIMIT = "gpu_power_limit_watts"
+    #: Power draw as a percent of the enforced limit: the best single sign of real work.
+    POWER_UTILIZATION = "gpu_power_utilization"
+    #: The same, published only while the GPU is in use (a compute process on it, or over
+    #: 1 GiB of memory held): an idle-by-design GPU has no value, so it cannot page anyone.
+    ALLOCATED_POWER_UTILIZATION = "gpu_allocated_power_utilization"
+    UTILIZATION = "gpu_utilization"
+    MEMORY_USED = "gpu_memory_used_bytes"
+    TEMPERATURE = "gpu_temperature_celsius"
+    SM_ACTIVE = "gpu_sm_active"
+    SM_OCCUPANCY = "gpu_sm_occupancy"
+    TENSOR_ACTIVE = "gpu_tensor_active"
+    XID_ERRORS = "gpu_xid_errors"
+    #: XID errors whose code needs action (see contract.xid); lets one alarm cover every code.
+    XID_FATAL_ERRORS = "gpu_xid_fatal_errors"
+    ECC_UNCORRECTED = "gpu_ecc_errors_uncorrected"
+    #: 1 while uncorrectable-error row remaps wait for a GPU reset.
+    ROW_REMAP_PENDING = "gpu_row_remap_pending"
+    THROTTLED_POWER = "gpu_throttled_power"
+    THROTTLED_THERMAL = "gpu_throttled_thermal"
+    #: 1 while NVML answers for the GPU, 0 once it is lost (fallen off the bus).
+    HEALTHY = "gpu_healthy"
+
+
+#: CloudWatch units (EMF accepts only CloudWatch's unit names; watts and degrees are "None").
+GPU_METRIC_UNITS: Final[dict[GpuMetric, str]] = {
+    GpuMetric.POWER_DRAW: "None",
+    GpuMetric.POWER_LIMIT: "None",
+    GpuMetric.POWER_UTILIZATION: "Percent",
+    GpuMetric.ALLOCATED_POWER_UTILIZATION: "Percent",
+    GpuMetric.UTILIZATION: "Percent",
+    GpuMetric.MEMORY_USED: "Bytes",
+    GpuMetric.TEMPERATURE: "None",
+    GpuMetric.SM_ACTIVE: "Percent",
+    GpuMetric.SM_OCCUPANCY: "Percent",
+    GpuMetric.TENSOR_ACTIVE: "Percent",
+    GpuMetric.XID_ERRORS: "Count",
+    GpuMetric.XID_FATAL_ERRORS: "Count",
+    GpuMetric.ECC_UNCORRECTED: "Count",
+    GpuMetric.ROW_REMAP_PENDING: "None",
+    GpuMetric.THROTTLED_POWER: "None",
+    GpuMetric.THROTTLED_THERMAL: "None",
+    GpuMetric.HEALTHY: "None",
+}
+
+#: Dimension sets of per-GPU readings: one series per GPU, and one per cluster, so that
+#: alarms can watch the whole fleet without one alarm per node.
+GPU_DIMENSION_SETS: Final[tuple[tuple[str, ...], ...]] = (
+    (DIM_CLUSTER, DIM_NODE, DIM_GPU_INDEX),
+    (DIM_CLUSTER,),
+)
+#: The per-GPU metrics that the multi time series alarms query: their per-GPU series carry the
+#: GPU's alarm shard as well (one extra dimension, no extra series), so one alarm per shard
+#: returns at most 500 series. Their cluster series is unchanged.
+ALARM_METRICS: Final = frozenset(
+    {
+        GpuMetric.ALLOCATED_POWER_UTILIZATION,
+        GpuMetric.HEALTHY,
+        GpuMetric.THROTTLED_THERMAL,
+        GpuMetric.THROTTLED_POWER,
+        GpuMetric.ECC_UNCORRECTED,
+    }
+)
+ALARM_DIMENSION_SETS: Final[tuple[tuple[str, ...], ...]] = (
+    (DIM_CLUSTER, DIM_NODE, DIM_GPU_INDEX, DIM_SHARD),
+    (DIM_CLUSTER,),
+)
+
+
+#: What the exporter publishes per GPU every cycle: what no other source gives and that the
+#: alarms (low power, lost GPU), the attribution (lambdas/gpu_analyzer) or the weekly report read.
+CYCLE_METRICS: Final = frozenset(
+    {
+        GpuMetric.POWER_UTILIZATION,
+        GpuMetric.ALLOCATED_POWER_UTILIZATION,
+        GpuMetric.SM_ACTIVE,
+        GpuMetric.HEALTHY,
+    }
+)
+#: Fault gauges: per GPU only, and only in the clock hours they are non-zero, from the alarm
+#: period of their first non-zero sample (tests/oracles/sparse.py proves the alarms read the same).
+FAULT_METRICS: Final = frozenset(
+    {
+        GpuMetric.ECC_UNCORRECTED,
+        GpuMetric.THROTTLED_THERMAL,
+        GpuMetric.THROTTLED_POWER,
+        GpuMetric.ROW_REMAP_PENDING,
+    }
+)
+#: The cluster-wide copies that something reads: the weekly report's GPU-days (power samples
+#: and mean, mean SM activity) and the fleet dashboard's counts (reporting, in use) and means
+#: read a cluster copy of each of the four per-GPU cycle metrics, so the two sets are one.
+CLUSTER_METRICS: Final = CYCLE_METRICS
+#: Readings Container Insights already publishes per GPU (``CI_NODE_GPU_SCHEMA``): the exporter
+#: carries them as EMF properties of its log line, and dashboards read Container Insights'.
+CI_NODE_GPU_METRICS: Final[dict[GpuMetric, str]] = {
+    GpuMetric.UTILIZATION: "node_gpu_utilization",
+    GpuMetric.MEMORY_USED: "node_gpu_memory_used",
+    GpuMetric.TEMPERATURE: "node_gpu_temperature",
+    GpuMetric.POWER_DRAW: CI_NODE_GPU_POWER_METRIC,
+}
+
+
+def gpu_schema(metric: GpuMetric) -> tuple[str, ...]:
+    """The dimension names of a metric's per-GPU series (what a SCHEMA or SEARCH names)."""
+    return ALARM_DIMENSION_SETS[0] if metric in ALARM_METRICS else GPU_DIMENSION_SETS[0]
+
+
+def alarm_shard(node_name: str, gpu_index: int, shards: int) -> str:
+    """The GPU's alarm shard, ``"0"`` to ``shards - 1``: stable for a node name and GPU index
+    (SHA-256, not Python's per-process ``hash``), and spread GPU by GPU so that shards fill
+    evenly (by node, eight GPUs would move together and shards would fill unevenly)."""
+    if shards < 1:
+        raise ValueError(f"shards={shards} must be at least 1")
+    digest = hashlib.sha256(f"{node_name}/{gpu_index}".encode()).digest()
+    return str(int.from_bytes(digest[:8], "big") % shards)
+
+
+#: Dimension sets of XID events: per GPU and code, per cluster and code, per cluster.
+XID_DIMENSION_SETS: Final[tuple[tuple[str, ...], ...]] = (
+    (DIM_CLUSTER, DIM_NODE, DIM_GPU_INDEX, DIM_XID_CODE),
+    (DIM_CLUSTER, DIM_XID_CODE),
+    (DIM_CLUSTER,),
+)
+
+
+#: The S3 request-metrics filter this app creates on the storage buckets. Not the console's
+#: "EntireBucket": a configuration the user made keeps its id, so the app never overwrites it
+#: on deploy nor deletes it on destroy. The storage analyzer reads either.
+REQUEST_METRICS_FILTER_ID: Final = "GpuInsights-EntireBucket"
+WHOLE_BUCKET_FILTER_IDS: Final = frozenset({"EntireBucket", REQUEST_METRICS_FILTER_ID})

@@ -1,0 +1,376 @@
+"""Training metrics for CloudWatch, from inside the training loop, at a bounded cost.
+
+Three lines in a training script::
+
+    from gpu_insights_agent.emitter.training import TrainingMetrics
+    metrics = TrainingMetrics(job_name="llama-ft", cluster_name="train", rank=rank)
+    for batch in metrics.steps(loader):   # times each step and the wait for its batch
+        ...                               # the training step, unchanged
+    metrics.close(succeeded=True)         # or False; also flushes what is left
+
+It aggregates in process and emits one EMF document per ``flush_s`` (60 s by default) however
+fast the loop steps (more than 100 metrics go out as several documents, as EMF allows 100 a
+directive), to the CloudWatch agent's EMF listener or stdout.
+
+It never blocks or raises into the loop. The loop only adds to an in-memory aggregate; once
+a window is due it hands the window's documents to a daemon sender thread through a bounded
+queue, and that thread does all network work (name resolution, connecting, writing). A
+resolver that hangs, an agent that refuses, or one that accepts and never reads cost dropped
+documents and a counter (``dropped``), never a step. A ``record()`` name that would clobber part
+of the document is refused, counted and logged once; a batch whose size cannot be read is
+counted in ``unsized_batches``. ``close()`` waits up to ``close_timeout_s`` for the queue.
+
+Standard library only, Python 3.9 and later (with emf.document, emf.sinks,
+emitter.background_sender and contract.metrics, which are too; ``make test`` checks them
+with vermin).
+"""
+
+import contextlib
+import logging
+import math
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Optional, Tuple, TypeVar
+
+from gpu_insights_agent.contract.metrics import (
+    DIM_CLUSTER,
+    DIM_JOB,
+    DIM_NODE,
+    EMF_PORT,
+    NAMESPACE_TRAINING,
+    POD_NAME_ENV,
+    PROP_POD_NAME,
+    PROP_RANK,
+    TRAINING_DIMENSIONS,
+    TRAINING_METRIC_UNITS,
+    TrainingMetric,
+    dimension_value_problem,
+    training_log_group,
+)
+from gpu_insights_agent.emf.document import (
+    MAX_NAME_LENGTH,
+    METADATA_KEY,
+    EmfDocument,
+    emf_document,
+    metric_chunks,
+)
+from gpu_insights_agent.emf.sinks import Sink, StdoutSink, TcpEmfSink
+from gpu_insights_agent.emitter.background_sender import BackgroundSender
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+_UNITS = {str(metric): unit for metric, unit in TRAINING_METRIC_UNITS.items()}
+
+#: Names ``record()`` refuses, with why: each is already a member of the document's root (EMF
+#: keeps metrics, dimensions and properties side by side there), and reusing one would
+#: overwrite a dimension, the rank, a built-in metric or the metadata.
+RESERVED_NAMES: dict[str, str] = {
+    METADATA_KEY: "EMF's metadata member",
+    DIM_CLUSTER: "a dimension",
+    DIM_JOB: "a dimension",
+    PROP_RANK: "the rank property",
+    DIM_NODE: "the node property",
+    PROP_POD_NAME: "the pod name property",
+    **{str(metric): "a built-in metric" for metric in TrainingMetric},
+}
+
+
+class TrainingMetricsError(ValueError):
+    """A ``TrainingMetrics`` argument it cannot run with; raised at construction, before the
+    loop, and the message names the argument."""
+
+
+def batch_size(batch: object) -> Optional[int]:
+    """Samples in a batch: the first dimension of a tensor (``.shape[0]``); for a mapping
+    (Hugging Face style) or a sequence whose items are tensors, the first dimension of its
+    first tensor-like value; otherwise ``len()``. None when it has none of these. May raise
+    whatever the batch's own ``len()`` or ``shape`` raise (a 0-d tensor's ``len()``)."""
+    if isinstance(batch, Mapping):
+        for value in batch.values():
+            if hasattr(value, "shape"):
+                return int(value.shape[0])
+        return None
+    if hasattr(batch, "shape"):
+        return int(batch.shape[0])
+    if isinstance(batch, (list, tuple)) and batch and hasattr(batch[0], "shape"):
+        return int(batch[0].shape[0])
+    if hasattr(batch, "__len__"):
+        return len(batch)
+    return None
+
+
+@dataclass
+class _Window:
+    """What happened since the last flush."""
+
+    started: float
+    #: Wall-clock start: the window's metrics are stamped with the time they began, so the
+    #: last window of a run does not fall into the next hour.
+    wall_started: float = 0.0
+    steps: int = 0
+    samples: float = 0.0
+    step_time: float = 0.0
+    data_wait: float = 0.0
+    checkpoint_save: list[float] = field(default_factory=list)
+    checkpoint_restore: list[float] = field(default_factory=list)
+    checkpoint_size: list[float] = field(default_factory=list)
+    model: dict[str, list[float]] = field(default_factory=dict)
+
+
+class TrainingMetrics:
+    def __init__(
+        self,
+        *,
+        job_name: str,
+        cluster_name: str,
+        rank: int = 0,
+        node_name: Optional[str] = None,
+        pod_name: Optional[str] = None,
+        flush_s: float = 60.0,
+        sink: Optional[Sink] = None,
+        endpoint: Optional[Tuple[str, int]] = ("cloudwatch-agent.amazon-cloudwatch", EMF_PORT),
+        samples_per_step: Optional[int] = None,
+        close_timeout_s: float = 5.0,
+        queue_capacity: int = 64,
+        clock: Callable[[], float] = time.perf_counter,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        """``sink`` wins over ``endpoint``; ``endpoint=None`` prints EMF to stdout (Fluent Bit
+        ships it). ``samples_per_step`` counts samples where batches have no size of their
+        own. ``pod_name`` (default: the ``POD_NAME`` variable the downward API sets) lets the
+        GPU analyzer attribute the pod's GPU-hours to this job exactly. A bad argument raises
+        ``TrainingMetricsError`` here, never in the loop."""
+        for what, name in (("job_name", job_name), ("cluster_name", cluster_name)):
+            problem = dimension_value_problem(what, name)
+            if problem:
+                raise TrainingMetricsError(problem)
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+            raise TrainingMetricsError(f"rank must be an integer of 0 or more, not {rank!r}")
+        if not (isinstance(flush_s, (int, float)) and 0 < flush_s < math.inf):
+            raise TrainingMetricsError(f"flush_s must be a positive number, not {flush_s!r}")
+        if not (isinstance(close_timeout_s, (int, float)) and 0 <= close_timeout_s <= 3600):
+            raise TrainingMetricsError(
+                f"close_timeout_s must be 0 to 3600 seconds, not {close_timeout_s!r}"
+            )
+        if isinstance(queue_capacity, bool) or not (
+            isinstance(queue_capacity, int) and queue_capacity >= 1
+        ):
+            raise TrainingMetricsError(
+                f"queue_capacity must be a positive integer, not {queue_capacity!r}"
+            )
+        if samples_per_step is not None and (
+            isinstance(samples_per_step, bool)
+            or not isinstance(samples_per_step, int)
+            or samples_per_step < 1
+        ):
+            raise TrainingMetricsError(
+                f"samples_per_step must be a positive integer, not {samples_per_step!r}"
+            )
+        self.job_name = job_name
+        self.cluster_name = cluster_name
+        self.rank = rank
+        self.node_name = node_name
+        self.pod_name = pod_name if pod_name is not None else os.environ.get(POD_NAME_ENV) or None
+        self.flush_s = flush_s
+        self.samples_per_step = samples_per_step
+        self.close_timeout_s = close_timeout_s
+        #: Batches whose size could not be read (their ``len()`` or ``shape`` raised).
+        self.unsized_batches = 0
+        #: Values ``record()`` refused, by name (a reserved or over-long name); logged once each.
+        self.refused: Counter[str] = Counter()
+        self._clock = clock
+        self._wall = wall_clock
+        if sink is None:
+            sink = StdoutSink() if endpoint is None else TcpEmfSink(*endpoint, timeout_s=0.5)
+        self._sender = BackgroundSender(sink, capacity=queue_capacity)
+        self._sender.start()
+        self._window = _Window(started=clock(), wall_started=wall_clock())
+        self._closed = False
+
+    # --- measuring ---------------------------------------------------------------------------
+
+    def steps(self, batches: Iterable[T]) -> Iterator[T]:
+        """Yields the batches unchanged. The time spent getting each batch is its data wait;
+        the time from one batch to the next is a step. Works for any iterable (a PyTorch
+        DataLoader among them) without importing torch."""
+        iterator = iter(batches)
+        clock = self._clock
+        step_started = clock()
+        while True:
+            wait_started = clock()
+            try:
+                batch = next(iterator)
+            except StopIteration:
+                return
+            got = clock()
+            yield batch
+            done = clock()
+            self._record_step(done - step_started, got - wait_started, batch)
+            step_started = done
+
+    def _record_step(self, step_time: float, data_wait: float, batch: object) -> None:
+        window = self._window
+        window.steps += 1
+        window.step_time += step_time
+        window.data_wait += data_wait
+        if self.samples_per_step is not None:
+            window.samples += self.samples_per_step
+        else:
+            try:
+                size = batch_size(batch)
+            except Exception:  # the batch's own len() or shape: counted, never raised
+                self.unsized_batches += 1
+            else:
+                if size is not None and size >= 0:
+                    window.samples += size
+        if self._clock() - window.started >= self.flush_s:
+            self.flush()
+
+    @property
+    def emitted(self) -> int:
+        """Documents the sink took."""
+        return self._sender.sent
+
+    @property
+    def dropped(self) -> int:
+        """Documents lost: the sink failed, or the queue to it was full."""
+        return self._sender.dropped
+
+    @contextlib.contextmanager
+    def checkpoint_save(self, size_bytes: Optional[int] = None) -> Iterator[None]:
+        started = self._clock()
+        try:
+            yield
+        finally:
+            self._window.checkpoint_save.append(self._clock() - started)
+            if size_bytes is not None:
+                self._window.checkpoint_size.append(float(size_bytes))
+
+    @contextlib.contextmanager
+    def checkpoint_restore(self) -> Iterator[None]:
+        started = self._clock()
+        try:
+            yield
+        finally:
+            self._window.checkpoint_restore.append(self._clock() - started)
+
+    def record(self, **values: object) -> None:
+        """Free-form model metrics (loss, learning_rate, grad_norm, eval_accuracy, ...): the
+        mean over the flush interval is published.
+
+        A name in ``RESERVED_NAMES`` (``ClusterName``, ``JobName``, ``Rank``, ``NodeName``,
+        ``_aws``, a built-in metric such as ``steps``) or longer than EMF's 1024 characters is
+        refused: never published, counted in ``refused`` and logged once, so that the loop goes
+        on and the other values still count. Values that are not numbers, and NaN or infinity,
+        are skipped."""
+        model = self._window.model
+        for name, value in values.items():
+            if name not in model and not self._accepts(name):
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                continue
+            try:
+                number = float(value)
+            except ValueError:
+                continue
+            if math.isfinite(number):
+                model.setdefault(name, []).append(number)
+
+    def _accepts(self, name: str) -> bool:
+        why = RESERVED_NAMES.get(name)
+        if why is None and 1 <= len(name) <= MAX_NAME_LENGTH:
+            return True
+        self.refused[name] += 1
+        if self.refused[name] == 1:
+            reason = why or f"EMF takes names of 1 to {MAX_NAME_LENGTH} characters"
+            log.warning("record(%.60s=...) refused: %s; use another name", name, reason)
+        return False
+
+    # --- emitting ----------------------------------------------------------------------------
+
+    def documents(self) -> list[EmfDocument]:
+        """The current window as EMF documents: none when nothing happened, one up to 100
+        metrics, one more for each further 100 (the built-in metrics in the first)."""
+        w = self._window
+        elapsed = self._clock() - w.started
+        metrics: dict[str, float] = {}
+        if w.steps:
+            metrics[TrainingMetric.STEPS] = w.steps
+            metrics[TrainingMetric.STEP_TIME] = w.step_time / w.steps
+            metrics[TrainingMetric.DATA_WAIT] = w.data_wait / w.steps
+            if w.step_time > 0:
+                metrics[TrainingMetric.DATA_WAIT_SHARE] = 100 * w.data_wait / w.step_time
+            if w.samples and elapsed > 0:
+                metrics[TrainingMetric.SAMPLES_PER_SECOND] = w.samples / elapsed
+        for checkpoint, values in (
+            (TrainingMetric.CHECKPOINT_SAVE, w.checkpoint_save),
+            (TrainingMetric.CHECKPOINT_RESTORE, w.checkpoint_restore),
+            (TrainingMetric.CHECKPOINT_SIZE, w.checkpoint_size),
+        ):
+            if values:
+                metrics[checkpoint] = max(values)
+        for name, series in w.model.items():
+            metrics[name] = sum(series) / len(series)
+        return self._emf(metrics, w.wall_started)
+
+    def _emf(self, metrics: dict[str, float], stamp: float) -> list[EmfDocument]:
+        units = {name: _UNITS.get(name, "None") for name in metrics}
+        properties: dict[str, object] = {PROP_RANK: self.rank}
+        if self.node_name:
+            properties[DIM_NODE] = self.node_name
+        if self.pod_name:
+            properties[PROP_POD_NAME] = self.pod_name
+        return [
+            emf_document(
+                namespace=NAMESPACE_TRAINING,
+                timestamp_ms=int(stamp * 1000),
+                dimension_sets=[TRAINING_DIMENSIONS],
+                dimensions={DIM_CLUSTER: self.cluster_name, DIM_JOB: self.job_name},
+                metrics=chunk,
+                units=units,
+                properties=properties,
+                log_group=training_log_group(self.cluster_name),
+            )
+            for chunk in metric_chunks({str(k): v for k, v in metrics.items()})
+        ]
+
+    def flush(self) -> None:
+        """Hand the window to the sender thread and start a new one. Never blocks or raises:
+        a document that cannot be built is dropped and counted."""
+        try:
+            documents = self.documents()
+        except ValueError as err:  # an EMF limit the window broke; the loop goes on
+            self._sender.dropped += 1
+            log.warning("training metrics window dropped: %s", err)
+            documents = []
+        self._window = _Window(started=self._clock(), wall_started=self._wall())
+        self._sender.submit(documents)
+
+    def drain(self, timeout_s: float = 5.0) -> bool:
+        """Wait up to ``timeout_s`` for queued documents to be sent (or dropped); True when the
+        queue is empty. For the end of a job, tests and notebooks, not the loop."""
+        return self._sender.drain(timeout_s)
+
+    def close(self, *, succeeded: bool) -> None:
+        """Flush, record how the job ended (job_succeeded or job_failed, a count), and wait up
+        to ``close_timeout_s`` for delivery; what is still queued then is dropped and counted,
+        and the sender thread ends. Only rank 0 records the outcome, so a job counts
+        once however many ranks it has."""
+        if self._closed:
+            return
+        self._closed = True
+        self.flush()
+        if self.rank == 0:
+            outcome = TrainingMetric.JOB_SUCCEEDED if succeeded else TrainingMetric.JOB_FAILED
+            self._sender.submit(self._emf({outcome: 1.0}, self._wall()))
+        self.drain(self.close_timeout_s)
+        self._sender.close()
+
+    def __enter__(self) -> "TrainingMetrics":
+        return self
+
+    def __exit__(self, kind: Optional[type[BaseException]], *_: Any) -> None:
+        self.close(succeeded=kind is None)

@@ -1,0 +1,163 @@
+"""``python -m gpu_insights_agent.exporter``: run the GPU exporter on a node (or on a
+recorded trace)."""
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+from urllib.parse import urlsplit
+
+from gpu_insights_agent.contract.metrics import (
+    DEFAULT_EMF_ENDPOINT,
+    EXPORTER_MAX_INTERVAL_S,
+    dimension_value_problem,
+)
+from gpu_insights_agent.contract.resource_names import cluster_name_problem
+from gpu_insights_agent.emf.sinks import (
+    BufferedSender,
+    PutMetricDataSink,
+    Sink,
+    StdoutSink,
+    TcpEmfSink,
+)
+from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig, NvmlUnavailableError
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """A usage error is one line naming the option and where help is, like every other refusal
+    of bad input (argparse prints the whole usage block first); subcommands inherit it.
+    ``gpu-insights`` uses it too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+#: Shorter cycles are a busy loop, not monitoring: a trace replay in a test is the fastest use.
+MIN_INTERVAL_S = 0.1
+
+
+def parser() -> argparse.ArgumentParser:
+    p = OneLineParser(
+        prog="python -m gpu_insights_agent.exporter", description="GPU node exporter (NVML to EMF)"
+    )
+    p.add_argument("--cluster-name", required=True)
+    p.add_argument("--node-name", required=True, help="the Kubernetes node (downward API)")
+    p.add_argument("--interval", type=float, default=10.0, help="seconds between cycles (10)")
+    p.add_argument(
+        "--sink",
+        choices=("emf", "stdout", "cloudwatch"),
+        default="emf",
+        help="emf: the CloudWatch agent's listener; stdout; cloudwatch: PutMetricData",
+    )
+    p.add_argument("--emf-endpoint", default=DEFAULT_EMF_ENDPOINT, help="tcp://host:port")
+    p.add_argument("--buffer", type=int, default=10_000, help="documents kept while a sink is down")
+    p.add_argument(
+        "--proc-root",
+        type=Path,
+        help="a /proc showing GPU processes (hostPID), for pod attribution",
+    )
+    p.add_argument(
+        "--alarm-shards",
+        type=int,
+        default=1,
+        help="alarm shards of the deployment (from its fleet_gpus setting); at least 1",
+    )
+    p.add_argument("--pod-dimension", action="store_true", help="publish a PodUid series too")
+    p.add_argument("--trace", type=Path, help="replay an NVML trace instead of the real GPUs")
+    p.add_argument("--region", help="AWS region for --sink cloudwatch")
+    return p
+
+
+def _sink(args: argparse.Namespace) -> Sink:
+    if args.sink == "stdout":
+        return StdoutSink()
+    if args.sink == "cloudwatch":
+        import boto3
+
+        return PutMetricDataSink(boto3.client("cloudwatch", region_name=args.region))
+    endpoint = urlsplit(args.emf_endpoint)
+    if endpoint.scheme != "tcp" or not endpoint.hostname or not endpoint.port:
+        raise ValueError(f"--emf-endpoint {args.emf_endpoint!r} is not tcp://host:port")
+    return TcpEmfSink(endpoint.hostname, endpoint.port)
+
+
+def _nvml(args: argparse.Namespace) -> Any:
+    if args.trace is None:
+        try:
+            import pynvml
+        except ModuleNotFoundError as err:
+            raise NvmlUnavailableError(
+                "needs nvidia-ml-py: pip install 'eks-gpu-insights-agent[exporter]' "
+                "(the exporter's image has it)"
+            ) from err
+        return pynvml
+    from gpu_insights_agent.exporter.fake_nvml import FakeNvml, TraceError
+
+    started = time.monotonic()
+    fake = FakeNvml.from_file(str(args.trace), clock=lambda: time.monotonic() - started)
+    if fake.nvmlDeviceGetCount() == 0:
+        raise TraceError(
+            f"trace {args.trace} has no usable gpu record ({fake.malformed_lines} line(s) skipped)"
+        )
+    return fake
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = parser()
+    args = p.parse_args(argv)
+    if args.alarm_shards < 1:
+        p.error(f"--alarm-shards {args.alarm_shards}: must be at least 1")
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s"
+    )
+    for bad, message in (
+        (not MIN_INTERVAL_S <= args.interval <= EXPORTER_MAX_INTERVAL_S,
+         f"--interval {args.interval} must be {MIN_INTERVAL_S} to {EXPORTER_MAX_INTERVAL_S} s"),
+        (not 1 <= args.buffer <= 10_000_000, f"--buffer {args.buffer} must be 1 to 10,000,000"),
+        (bool(cluster_name_problem(args.cluster_name)),
+         f"--cluster-name: {cluster_name_problem(args.cluster_name)}"),
+        (bool(dimension_value_problem("--node-name", args.node_name)),
+         str(dimension_value_problem("--node-name", args.node_name))),
+    ):  # fmt: skip
+        if bad:
+            print(f"gpu exporter: {message}", file=sys.stderr)
+            return 2
+    try:
+        sink = _sink(args)
+        nvml = _nvml(args)
+    except ValueError as err:  # TraceError among them
+        print(f"gpu exporter: {err}", file=sys.stderr)
+        return 2
+    except NvmlUnavailableError as err:
+        print(f"gpu exporter: {err}", file=sys.stderr)
+        return 1
+    except Exception as err:  # botocore's NoRegionError, ProfileNotFound: one line, exit 1
+        print(f"gpu exporter: {err}", file=sys.stderr)
+        return 1
+    exporter = Exporter(
+        nvml,
+        BufferedSender(sink, capacity=args.buffer),
+        ExporterConfig(
+            cluster_name=args.cluster_name,
+            node_name=args.node_name,
+            interval_s=args.interval,
+            proc_root=args.proc_root,
+            pod_dimension=args.pod_dimension,
+            alarm_shards=args.alarm_shards,
+        ),
+    )
+    try:
+        exporter.start()
+    except NvmlUnavailableError as err:
+        print(f"gpu exporter: {err}", file=sys.stderr)
+        return 1
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    exporter.run(stop)
+    return 0 if exporter.shutdown() else 1

@@ -1,0 +1,292 @@
+"""The GPU node exporter: every interval, one EMF document per GPU; every XID, one at once.
+
+It fills what Container Insights' DCGM metrics lack: power against the enforced limit, SM
+activity and occupancy, tensor activity, XID errors, ECC and throttling. One GPU failing never
+stops the others; a sink failing never stops collection (see emf.sinks.BufferedSender).
+"""
+
+import contextlib
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from gpu_insights_agent.contract.metrics import (
+    CLUSTER_METRICS,
+    CYCLE_METRICS,
+    DIM_CLUSTER,
+    DIM_GPU_INDEX,
+    DIM_NODE,
+    DIM_SHARD,
+    DIM_XID_CODE,
+    FAULT_METRICS,
+    GPU_METRIC_UNITS,
+    NAMESPACE_GPU,
+    XID_DIMENSION_SETS,
+    GpuMetric,
+    alarm_shard,
+    exporter_log_group,
+    gpu_schema,
+)
+from gpu_insights_agent.contract.xid import XidSeverity, describe_xid
+from gpu_insights_agent.emf.document import EmfDocument, emf_document
+from gpu_insights_agent.emf.sinks import BufferedSender
+from gpu_insights_agent.exporter.fault_gate import FaultGate
+from gpu_insights_agent.exporter.gpu_sampler import GpuLostError, GpuReading, GpuSampler
+from gpu_insights_agent.exporter.pod_attribution import pod_uids
+from gpu_insights_agent.exporter.xid_watcher import XidEvent, XidWatcher
+
+log = logging.getLogger(__name__)
+
+DIM_POD_UID = "PodUid"
+#: The XID the driver logs for a GPU that has fallen off the bus; used for a lost GPU too.
+XID_GPU_LOST = 79
+
+
+class NvmlUnavailableError(Exception):
+    """No NVIDIA driver or no NVML on this node: nothing to export."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExporterConfig:
+    cluster_name: str
+    node_name: str
+    interval_s: float = 10.0
+    #: A /proc that shows the GPU processes (the host's, with hostPID); None: no attribution.
+    proc_root: Path | None = None
+    #: Add a (ClusterName, PodUid) series for GPUs used by one pod. Off by default: every pod
+    #: would be a new custom metric.
+    pod_dimension: bool = False
+    #: Alarm shards of the deployment (alarms.sizing.shards_for its fleet_gpus setting): the
+    #: per-GPU series of the alarm metrics carry the GPU's shard.
+    alarm_shards: int = 1
+    #: The longest period of the fault gauges' alarms (alarms.catalog.PERIOD_S): a fault
+    #: gauge is sent from the start of the period of its hour's first non-zero sample.
+    fault_period_s: int = 300
+
+
+class Exporter:
+    def __init__(
+        self,
+        nvml: Any,
+        sender: BufferedSender,
+        config: ExporterConfig,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._nvml = nvml
+        self.sender = sender
+        self.config = config
+        self._clock = clock
+        self._lock = threading.Lock()
+        self.samplers: dict[int, GpuSampler] = {}
+        self.lost: set[int] = set()
+        self.watcher: XidWatcher | None = None
+        self._log_group = exporter_log_group(config.cluster_name)
+        self._faults = FaultGate(config.fault_period_s)
+        #: Each GPU's alarm shard: fixed by node, index and shard count, hashed once per GPU.
+        self._shards: dict[int, str] = {}
+
+    def start(self) -> None:
+        nvml = self._nvml
+        try:
+            nvml.nvmlInit()
+        except nvml.NVMLError as err:
+            raise NvmlUnavailableError(
+                f"NVML is not available on this node ({err}): is the NVIDIA driver installed "
+                "and is the container started with the NVIDIA runtime?"
+            ) from err
+        count = int(nvml.nvmlDeviceGetCount())
+        for index in range(count):
+            try:
+                self.samplers[index] = GpuSampler(nvml, index)
+            except nvml.NVMLError as err:
+                log.error("GPU %d cannot be opened (%s); reported as unhealthy", index, err)
+                self.lost.add(index)
+        log.info(
+            "exporting %d GPU(s) on %s every %.0f s: %s",
+            count,
+            self.config.node_name,
+            self.config.interval_s,
+            ", ".join(
+                f"{i}={s.name}{'' if s.gpm_supported else ' (no GPM)'}"
+                for i, s in self.samplers.items()
+            ),
+        )
+        self.watcher = XidWatcher(
+            nvml, {i: s.handle for i, s in self.samplers.items()}, self.on_xid, clock=self._clock
+        )
+
+    def _dimensions(self, index: int) -> dict[str, str]:
+        return {
+            DIM_CLUSTER: self.config.cluster_name,
+            DIM_NODE: self.config.node_name,
+            DIM_GPU_INDEX: str(index),
+        }
+
+    def _pods(self, pids: list[int]) -> list[str]:
+        if self.config.proc_root is None or not pids:
+            return []
+        return pod_uids(pids, self.config.proc_root)
+
+    def gpu_documents(self, index: int, reading: GpuReading, now: float) -> list[EmfDocument]:
+        """The cycle's document of one GPU, after any held fault samples that its fault gauges
+        release (``exporter.fault_gate``): those go out alone, with their own timestamps."""
+        faults: dict[float, dict[GpuMetric, float]] = {}
+        for metric, value in reading.metrics.items():
+            if metric in FAULT_METRICS and math.isfinite(value):
+                for t, v in self._faults.offer((index, metric), now, value):
+                    faults.setdefault(t, {})[metric] = v
+        cycle = {m: v for m, v in reading.metrics.items() if m not in FAULT_METRICS}
+        past = [
+            self.gpu_document(index, GpuReading(metrics=m), t, faults=m)
+            for t, m in sorted(faults.items())
+            if t != now
+        ]
+        current = replace(reading, metrics={**cycle, **faults.get(now, {})})
+        return [*past, self.gpu_document(index, current, now, faults=faults.get(now, {}))]
+
+    def gpu_document(
+        self,
+        index: int,
+        reading: GpuReading,
+        now: float,
+        *,
+        faults: dict[GpuMetric, float] | None = None,
+    ) -> EmfDocument:
+        """One GPU's EMF document: the cycle metrics per GPU (and per cluster where read),
+        the fault gauges given (per GPU), every other reading as a property."""
+        dimensions = self._dimensions(index)
+        if index not in self._shards:
+            self._shards[index] = alarm_shard(
+                self.config.node_name, index, self.config.alarm_shards
+            )
+        dimensions[DIM_SHARD] = self._shards[index]
+        properties: dict[str, object] = {
+            str(m): v
+            for m, v in reading.metrics.items()
+            if m not in CYCLE_METRICS and m not in FAULT_METRICS and math.isfinite(v)
+        }
+        extra_sets: list[tuple[str, ...]] = []
+        sampler = self.samplers.get(index)
+        if sampler is not None:
+            properties["GpuUuid"] = sampler.uuid
+            properties["GpuName"] = sampler.name
+        pods = self._pods(reading.pids)
+        if pods:
+            properties["PodUids"] = pods
+            if self.config.pod_dimension and len(pods) == 1:
+                dimensions[DIM_POD_UID] = pods[0]
+                extra_sets.append((DIM_CLUSTER, DIM_POD_UID))
+        metrics = {m: v for m, v in reading.metrics.items() if m in CYCLE_METRICS}
+        metrics.update(faults or {})
+        own: dict[str, list[tuple[str, ...]]] = {}
+        for m in metrics:
+            cluster = [(DIM_CLUSTER,)] if m in CLUSTER_METRICS else []
+            pod = extra_sets if m in CYCLE_METRICS else []
+            own[str(m)] = [gpu_schema(m), *cluster, *pod]
+        return emf_document(
+            namespace=NAMESPACE_GPU,
+            timestamp_ms=int(now * 1000),
+            dimension_sets=[gpu_schema(GpuMetric.POWER_UTILIZATION)],
+            dimensions=dimensions,
+            metrics={str(m): v for m, v in metrics.items()},
+            units={str(m): GPU_METRIC_UNITS[m] for m in metrics},
+            properties=properties,
+            log_group=self._log_group,
+            own_dimension_sets=own,
+        )
+
+    def xid_document(self, event: XidEvent, pods: list[str]) -> EmfDocument:
+        row = describe_xid(event.code)
+        fatal = row.severity is XidSeverity.FATAL
+        metrics = {str(GpuMetric.XID_ERRORS): 1.0, str(GpuMetric.XID_FATAL_ERRORS): float(fatal)}
+        properties: dict[str, object] = {
+            "XidDescription": row.meaning,
+            "XidSeverity": str(row.severity),
+            "XidSource": event.source,
+            "EventTime": datetime.fromtimestamp(event.time, UTC).isoformat(),
+        }
+        sampler = self.samplers.get(event.gpu_index)
+        if sampler is not None:
+            properties["GpuUuid"] = sampler.uuid
+        if pods:
+            properties["PodUids"] = pods
+        return emf_document(
+            namespace=NAMESPACE_GPU,
+            timestamp_ms=int(event.time * 1000),
+            dimension_sets=XID_DIMENSION_SETS,
+            dimensions={**self._dimensions(event.gpu_index), DIM_XID_CODE: str(event.code)},
+            metrics=metrics,
+            units=dict.fromkeys(metrics, "Count"),
+            properties=properties,
+            log_group=self._log_group,
+        )
+
+    def on_xid(self, event: XidEvent) -> None:
+        """Called by the watcher thread: the XID goes out now, not at the next cycle."""
+        row = describe_xid(event.code)
+        log.warning(
+            "XID %d on GPU %d (%s): %s", event.code, event.gpu_index, row.severity, row.meaning
+        )
+        pods: list[str] = []
+        sampler = self.samplers.get(event.gpu_index)
+        if sampler is not None and event.gpu_index not in self.lost:
+            try:
+                pods = self._pods(sampler.sample_pids())
+            except GpuLostError:
+                pods = []
+        self._emit([self.xid_document(event, pods)])
+
+    def collect_once(self) -> list[EmfDocument]:
+        now = self._clock()
+        documents: list[EmfDocument] = []
+        for index in sorted(set(self.samplers) | self.lost):
+            sampler = self.samplers.get(index)
+            if sampler is not None and index not in self.lost:
+                try:
+                    documents += self.gpu_documents(index, sampler.sample(), now)
+                    continue
+                except GpuLostError as err:
+                    log.error("%s; the other GPUs go on", err)
+                    self.lost.add(index)
+                    self.on_xid(
+                        XidEvent(gpu_index=index, code=XID_GPU_LOST, time=now, source="lost")
+                    )
+            unhealthy = GpuReading(metrics={GpuMetric.HEALTHY: 0.0})
+            documents += self.gpu_documents(index, unhealthy, now)
+        self._emit(documents)
+        return documents
+
+    def _emit(self, documents: list[EmfDocument]) -> None:
+        with self._lock:
+            self.sender.submit(documents)
+            self.sender.flush()
+
+    def run(self, stop: threading.Event) -> None:
+        """Collect every interval until stop is set; XIDs go out from the watcher meanwhile."""
+        if self.watcher is not None:
+            self.watcher.start()
+        while not stop.is_set():
+            started = time.monotonic()
+            self.collect_once()
+            stop.wait(max(0.0, self.config.interval_s - (time.monotonic() - started)))
+
+    def shutdown(self) -> bool:
+        """Stop the watcher, flush what is buffered, release NVML. True if nothing was left."""
+        if self.watcher is not None:
+            self.watcher.stop()
+        with self._lock:
+            flushed = self.sender.flush(force=True)
+        for sampler in self.samplers.values():
+            sampler.close()
+        with contextlib.suppress(self._nvml.NVMLError):
+            self._nvml.nvmlShutdown()
+        if not flushed:
+            log.error("%d documents could not be delivered before exit", len(self.sender))
+        return flushed

@@ -1,0 +1,213 @@
+"""One GPU's readings per collection cycle, from NVML (pynvml or the trace-replaying fake).
+
+Readings NVML cannot give on this GPU (NOT_SUPPORTED) are left out and said once in the log;
+a lost GPU raises GpuLostError so the exporter can report it and carry on with the others.
+SM activity, SM occupancy and tensor activity come from GPM (Hopper and newer), computed
+between this cycle's sample and the last one; two GPM buffers are allocated once per GPU and
+reused, so memory stays flat.
+"""
+
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpu_insights_agent.contract.metrics import GpuMetric
+
+log = logging.getLogger(__name__)
+
+#: Every pynvml function the exporter calls; the fake must match pynvml for each of them.
+NVML_FUNCTIONS_USED = (
+    "nvmlInit",
+    "nvmlShutdown",
+    "nvmlSystemGetDriverVersion",
+    "nvmlDeviceGetCount",
+    "nvmlDeviceGetHandleByIndex",
+    "nvmlDeviceGetIndex",
+    "nvmlDeviceGetName",
+    "nvmlDeviceGetUUID",
+    "nvmlDeviceGetPowerUsage",
+    "nvmlDeviceGetEnforcedPowerLimit",
+    "nvmlDeviceGetUtilizationRates",
+    "nvmlDeviceGetMemoryInfo",
+    "nvmlDeviceGetTemperature",
+    "nvmlDeviceGetCurrentClocksEventReasons",
+    "nvmlDeviceGetTotalEccErrors",
+    "nvmlDeviceGetRemappedRows",
+    "nvmlDeviceGetComputeRunningProcesses",
+    "nvmlGpmQueryDeviceSupport",
+    "nvmlGpmSampleAlloc",
+    "nvmlGpmSampleFree",
+    "nvmlGpmSampleGet",
+    "nvmlGpmMetricsGet",
+    "nvmlEventSetCreate",
+    "nvmlDeviceRegisterEvents",
+    "nvmlEventSetWait_v2",
+    "nvmlEventSetFree",
+)
+
+
+#: Memory a CUDA context and a model hold; an idle GPU with no context uses a few MiB. Used
+#: with the process list because NVML hides other PID namespaces' processes from a container.
+IN_USE_MEMORY_BYTES = 2**30
+
+
+class GpuLostError(Exception):
+    """NVML says the GPU is lost (fallen off the bus); it will not answer until a reset."""
+
+
+@dataclass
+class GpuReading:
+    metrics: dict[GpuMetric, float]
+    pids: list[int] = field(default_factory=list)
+
+
+class GpuSampler:
+    def __init__(self, nvml: Any, index: int) -> None:
+        self._nvml = nvml
+        self.index = index
+        self.handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        self.name = str(nvml.nvmlDeviceGetName(self.handle))
+        self.uuid = str(nvml.nvmlDeviceGetUUID(self.handle))
+        self._unsupported: set[str] = set()
+        self._ecc_total: int | None = None
+        self._gpm_request: Any = None
+        self._gpm_samples: list[Any] = []
+        self._gpm_primed = False
+        self.gpm_supported = self._init_gpm()
+
+    def _init_gpm(self) -> bool:
+        nvml = self._nvml
+        try:
+            supported = bool(nvml.nvmlGpmQueryDeviceSupport(self.handle).isSupportedDevice)
+        except nvml.NVMLError:
+            supported = False
+        if not supported:
+            log.info(
+                "GPU %d (%s) has no GPM support: gpu_sm_active, gpu_sm_occupancy and "
+                "gpu_tensor_active are not published for it",
+                self.index,
+                self.name,
+            )
+            return False
+        self._gpm_samples = [nvml.nvmlGpmSampleAlloc(), nvml.nvmlGpmSampleAlloc()]
+        request = nvml.c_nvmlGpmMetricsGet_t()
+        request.version = nvml.NVML_GPM_METRICS_GET_VERSION
+        request.numMetrics = 3
+        request.metrics[0].metricId = nvml.NVML_GPM_METRIC_SM_UTIL
+        request.metrics[1].metricId = nvml.NVML_GPM_METRIC_SM_OCCUPANCY
+        request.metrics[2].metricId = nvml.NVML_GPM_METRIC_ANY_TENSOR_UTIL
+        self._gpm_request = request
+        return True
+
+    def close(self) -> None:
+        for sample in self._gpm_samples:
+            with contextlib.suppress(self._nvml.NVMLError):
+                self._nvml.nvmlGpmSampleFree(sample)
+        self._gpm_samples = []
+
+    def _call(self, what: str, function: str, *args: Any) -> Any:
+        """One NVML call; None when unsupported (logged once) or failed (logged)."""
+        nvml = self._nvml
+        try:
+            return getattr(nvml, function)(self.handle, *args)
+        except nvml.NVMLError as err:
+            if err.value == nvml.NVML_ERROR_GPU_IS_LOST:
+                raise GpuLostError(f"GPU {self.index} ({self.uuid}) is lost") from err
+            if err.value == nvml.NVML_ERROR_NOT_SUPPORTED:
+                if what not in self._unsupported:
+                    self._unsupported.add(what)
+                    log.info("GPU %d does not support %s; left out", self.index, what)
+            else:
+                log.warning("GPU %d: %s failed: %s", self.index, what, err)
+            return None
+
+    def sample(self) -> GpuReading:
+        nvml = self._nvml
+        metrics: dict[GpuMetric, float] = {GpuMetric.HEALTHY: 1.0}
+        draw_mw = self._call("power draw", "nvmlDeviceGetPowerUsage")
+        limit_mw = self._call("power limit", "nvmlDeviceGetEnforcedPowerLimit")
+        if draw_mw is not None:
+            metrics[GpuMetric.POWER_DRAW] = draw_mw / 1000
+        if limit_mw:
+            metrics[GpuMetric.POWER_LIMIT] = limit_mw / 1000
+            if draw_mw is not None:
+                metrics[GpuMetric.POWER_UTILIZATION] = 100 * draw_mw / limit_mw
+        rates = self._call("utilization", "nvmlDeviceGetUtilizationRates")
+        if rates is not None:
+            metrics[GpuMetric.UTILIZATION] = float(rates.gpu)
+        memory = self._call("memory", "nvmlDeviceGetMemoryInfo")
+        if memory is not None:
+            metrics[GpuMetric.MEMORY_USED] = float(memory.used)
+        temperature = self._call(
+            "temperature", "nvmlDeviceGetTemperature", nvml.NVML_TEMPERATURE_GPU
+        )
+        if temperature is not None:
+            metrics[GpuMetric.TEMPERATURE] = float(temperature)
+        reasons = self._call("throttle reasons", "nvmlDeviceGetCurrentClocksEventReasons")
+        if reasons is not None:
+            # Only the hardware power brake: capping at the power limit (SW power cap) is how a
+            # busy GPU normally runs, and would make the metric useless as a fault signal.
+            power = nvml.nvmlClocksEventReasonHwPowerBrakeSlowdown
+            thermal = (
+                nvml.nvmlClocksEventReasonSwThermalSlowdown
+                | nvml.nvmlClocksEventReasonHwThermalSlowdown
+            )
+            metrics[GpuMetric.THROTTLED_POWER] = float(bool(reasons & power))
+            metrics[GpuMetric.THROTTLED_THERMAL] = float(bool(reasons & thermal))
+        self._sample_ecc(metrics)
+        if self.gpm_supported:
+            self._sample_gpm(metrics)
+        pids = self.sample_pids()
+        in_use = bool(pids) or metrics.get(GpuMetric.MEMORY_USED, 0.0) >= IN_USE_MEMORY_BYTES
+        if in_use and GpuMetric.POWER_UTILIZATION in metrics:
+            metrics[GpuMetric.ALLOCATED_POWER_UTILIZATION] = metrics[GpuMetric.POWER_UTILIZATION]
+        return GpuReading(metrics=metrics, pids=pids)
+
+    def sample_pids(self) -> list[int]:
+        """Host PIDs of the compute processes on this GPU."""
+        processes = self._call("processes", "nvmlDeviceGetComputeRunningProcesses") or []
+        return [int(process.pid) for process in processes]
+
+    def _sample_ecc(self, metrics: dict[GpuMetric, float]) -> None:
+        nvml = self._nvml
+        total = self._call(
+            "ECC counters",
+            "nvmlDeviceGetTotalEccErrors",
+            nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+            nvml.NVML_VOLATILE_ECC,
+        )
+        if total is not None:
+            # The volatile counter runs since the driver loaded: publish what is new this cycle.
+            # A counter that went down was reset, so everything it holds is new.
+            previous = self._ecc_total
+            new = 0 if previous is None else (total - previous if total >= previous else total)
+            self._ecc_total = int(total)
+            metrics[GpuMetric.ECC_UNCORRECTED] = float(new)
+        remapped = self._call("row remapping", "nvmlDeviceGetRemappedRows")
+        if remapped is not None:
+            metrics[GpuMetric.ROW_REMAP_PENDING] = float(bool(remapped[2]))
+
+    def _sample_gpm(self, metrics: dict[GpuMetric, float]) -> None:
+        nvml = self._nvml
+        earlier, later = self._gpm_samples
+        if self._call("GPM sample", "nvmlGpmSampleGet", later) is None:
+            self._gpm_primed = False
+            return
+        if self._gpm_primed:
+            request = self._gpm_request
+            request.sample1, request.sample2 = earlier, later
+            try:
+                nvml.nvmlGpmMetricsGet(request)
+            except nvml.NVMLError as err:
+                log.warning("GPU %d: GPM metrics failed: %s", self.index, err)
+            else:
+                for slot, metric in enumerate(
+                    (GpuMetric.SM_ACTIVE, GpuMetric.SM_OCCUPANCY, GpuMetric.TENSOR_ACTIVE)
+                ):
+                    result = request.metrics[slot]
+                    if result.nvmlReturn == nvml.NVML_SUCCESS:
+                        metrics[metric] = float(result.value)
+        # This cycle's sample is the next cycle's earlier one.
+        self._gpm_samples = [later, earlier]
+        self._gpm_primed = True

@@ -1,0 +1,457 @@
+"""The GPU alarms this project deploys, built from settings. Each choice is explained here
+once: the CDK app deploys these specs, the backtest evaluates them, the README lists them.
+
+None of them names a node or instance. The per-GPU alarms are multi time series alarms: a
+Metrics Insights query that GROUPs BY ClusterName, NodeName, GpuIndex returns one series per
+GPU, each a contributor with its own state, and the contributor's attributes (its GROUP BY
+values) name the cluster, node and GPU in the state reason and in the EventBridge contributor
+event ("Create an alarm based on a Multi Time Series Metrics Insights query",
+https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/multi-time-series-alarm.html).
+One query returns at most 500 series in full (cdk/alarms/sizing.py), so each per-GPU alarm kind
+has one alarm per alarm shard, ``WHERE Shard = 'k'``: the alarm count depends on the fleet
+size setting only, never on which nodes exist.
+"""
+
+from dataclasses import dataclass, replace
+
+from cdk.alarms.model import (
+    AlarmMetric,
+    AlarmSpec,
+    Comparison,
+    Difference,
+    InsightsQuery,
+    MetricStat,
+    MissingData,
+    Severity,
+)
+from cdk.alarms.power_table import UnknownInstanceTypeError, gpu_power
+from cdk.alarms.sizing import MAX_WINDOW_MINUTES, AlarmSizing, shards_for
+from gpu_insights_agent.contract.metrics import (
+    CI_POD_GPU_POWER_METRIC,
+    CI_POD_GPU_SCHEMA,
+    DIM_CLUSTER,
+    DIM_FULL_POD_NAME,
+    DIM_GPU_DEVICE,
+    DIM_GPU_INDEX,
+    DIM_NODE,
+    DIM_SHARD,
+    HOST_LOG_XID_METRIC,
+    NAMESPACE_CONTAINER_INSIGHTS,
+    NAMESPACE_GPU,
+    SILENT_GPUS_METRIC,
+    GpuMetric,
+    host_log_namespace,
+)
+from lambdas.gpu_analyzer.attribution import LOW_POWER_PERCENT
+
+#: Metrics Insights alarms look back at most three hours.
+MAX_INSIGHTS_WINDOW_MINUTES = MAX_WINDOW_MINUTES
+PERIOD_S = 300
+#: The alarm that pages a GPU or node that stops reporting (``silent_gpu_alarm``).
+SILENT_ALARM = "gpu-silent"
+#: What a per-GPU alarm's contributor is: these name the GPU in every notification.
+CONTRIBUTOR = (DIM_CLUSTER, DIM_NODE, DIM_GPU_INDEX)
+
+
+class AlarmSettingsError(ValueError):
+    """A threshold or window the alarms cannot use; the message names it."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlarmSettings:
+    cluster_name: str
+    #: A GPU in use drawing under this share of its power limit is not working.
+    low_power_percent: float = LOW_POWER_PERCENT
+    low_power_window_minutes: int = 60
+    throttle_window_minutes: int = 30
+    #: The exporter publishes power against the limit; without it the alarm needs the
+    #: instance type to know the limit.
+    exporter: bool = True
+    gpu_instance_type: str | None = None
+    #: Container Insights ships host logs: the kernel-log XID fallback has data.
+    host_logs: bool = True
+    #: Alarm shards (alarms.sizing.shards_for the fleet size): one alarm per shard per kind.
+    shards: int = 1
+
+    def __post_init__(self) -> None:
+        if self.shards < 1:
+            raise AlarmSettingsError(f"shards={self.shards} must be at least 1")
+        if not 0 < self.low_power_percent < 100:
+            raise AlarmSettingsError(
+                f"low_power_percent={self.low_power_percent} must be above 0 and below 100"
+            )
+        for key in ("low_power_window_minutes", "throttle_window_minutes"):
+            minutes = getattr(self, key)
+            if minutes < PERIOD_S // 60 or minutes % (PERIOD_S // 60):
+                raise AlarmSettingsError(
+                    f"{key}={minutes} must be a multiple of the {PERIOD_S // 60}-minute period"
+                )
+            if minutes > MAX_INSIGHTS_WINDOW_MINUTES:
+                raise AlarmSettingsError(
+                    f"{key}={minutes} is longer than the {MAX_INSIGHTS_WINDOW_MINUTES} minutes "
+                    "a Metrics Insights alarm can look back"
+                )
+        if not self.exporter and self.gpu_instance_type is None:
+            raise AlarmSettingsError(
+                "gpu_instance_type=None: the low-power alarm needs the exporter "
+                "(exporter_enabled=true) or, from Container Insights alone, the GPU instance "
+                "type to know the GPUs' power limit"
+            )
+        if self.gpu_instance_type is not None:
+            try:
+                gpu_power(self.gpu_instance_type)
+            except UnknownInstanceTypeError as err:
+                raise AlarmSettingsError(
+                    f"gpu_instance_type={self.gpu_instance_type!r}: {err}"
+                ) from err
+
+
+def _per_gpu(
+    settings: AlarmSettings, metric: GpuMetric, function: str, order: str, shard: str
+) -> InsightsQuery:
+    """One series per GPU of one shard: ORDER BY keeps the worst when more than 500 match."""
+    return InsightsQuery(
+        namespace=NAMESPACE_GPU,
+        metric=str(metric),
+        schema=(DIM_CLUSTER, DIM_GPU_INDEX, DIM_NODE, DIM_SHARD),
+        where=((DIM_CLUSTER, settings.cluster_name), (DIM_SHARD, shard)),
+        function=function,
+        group_by=CONTRIBUTOR,
+        order=order,
+    )
+
+
+def _sharded(settings: AlarmSettings, spec: AlarmSpec) -> AlarmSpec:
+    """The spec's key and description say which shard it covers when there are several."""
+    if settings.shards == 1 or spec.shard is None:
+        return replace(spec, kind=spec.key)
+    return replace(
+        spec,
+        kind=spec.key,
+        key=f"{spec.key}-shard-{int(spec.shard):02d}",
+        description=(
+            f"{spec.description} Covers the GPUs of alarm shard {spec.shard} of "
+            f"{settings.shards} (Shard dimension)."
+        ),
+    )
+
+
+def _cluster(
+    settings: AlarmSettings, metric: str, stat: str, namespace: str = NAMESPACE_GPU
+) -> MetricStat:
+    return MetricStat(namespace, metric, ((DIM_CLUSTER, settings.cluster_name),), stat)
+
+
+NAMES_THE_GPU = (
+    "The state reason and each contributor (ClusterName, NodeName, GpuIndex) name the GPU."
+)
+
+
+def low_power_alarm(settings: AlarmSettings, shard: str = "0") -> AlarmSpec:
+    periods = settings.low_power_window_minutes * 60 // PERIOD_S
+    share = settings.low_power_percent
+    window = settings.low_power_window_minutes
+    names = NAMES_THE_GPU
+    if settings.exporter:
+        metric: InsightsQuery = _per_gpu(
+            settings, GpuMetric.ALLOCATED_POWER_UTILIZATION, "MAX", "ASC", shard
+        )
+        threshold = share
+        how = f"an in-use GPU's peak power stayed under {share:g}% of its limit"
+        sharded: str | None = shard
+    else:
+        assert settings.gpu_instance_type is not None
+        power = gpu_power(settings.gpu_instance_type)
+        metric = InsightsQuery(
+            namespace=NAMESPACE_CONTAINER_INSIGHTS,
+            metric=CI_POD_GPU_POWER_METRIC,
+            schema=CI_POD_GPU_SCHEMA,
+            where=((DIM_CLUSTER, settings.cluster_name),),
+            function="MAX",
+            group_by=(DIM_CLUSTER, DIM_FULL_POD_NAME, DIM_GPU_DEVICE),
+            order="ASC",
+        )
+        threshold = round(power.watts_per_gpu * share / 100, 1)
+        how = (
+            f"a pod-held GPU's peak power stayed under {threshold:g} W "
+            f"({share:g}% of {power.gpu}'s {power.watts_per_gpu:g} W)"
+        )
+        names = (
+            f"Each contributor ({DIM_CLUSTER}, {DIM_FULL_POD_NAME}, {DIM_GPU_DEVICE}) names "
+            "the pod and GPU."
+        )
+        sharded = None  # Container Insights' series carry no shard: one alarm, 500 GPUs
+    return AlarmSpec(
+        key="gpu-low-power",
+        title="GPU in use but not working",
+        description=(
+            f"For {window} minutes {how}: a GPU held by a job that does no work. "
+            "Look for a job waiting on data, a hung rank, or a job that finished without "
+            f"releasing its GPUs. {names}"
+        ),
+        severity=Severity.WARNING,
+        metric=metric,
+        period_s=PERIOD_S,
+        evaluation_periods=periods,
+        datapoints_to_alarm=periods,
+        threshold=threshold,
+        comparison=Comparison.LESS,
+        missing_data=MissingData.NOT_BREACHING,
+        missing_data_reason=(
+            "no datapoint means the GPU is not in use: idle by design, which belongs in the "
+            "weekly report, not in a page"
+        ),
+        shard=sharded,
+    )
+
+
+def _any_in_a_minute(
+    key: str,
+    title: str,
+    description: str,
+    severity: Severity,
+    metric: AlarmMetric,
+    missing_reason: str,
+    shard: str | None = None,
+) -> AlarmSpec:
+    """An alarm on the first datapoint of something that should never happen."""
+    return AlarmSpec(
+        key=key,
+        title=title,
+        description=description,
+        severity=severity,
+        metric=metric,
+        period_s=60,
+        evaluation_periods=1,
+        datapoints_to_alarm=1,
+        threshold=1,
+        comparison=Comparison.GREATER_OR_EQUAL,
+        missing_data=MissingData.NOT_BREACHING,
+        missing_data_reason=missing_reason,
+        shard=shard,
+    )
+
+
+def _sustained_throttling(
+    settings: AlarmSettings,
+    shard: str,
+    key: str,
+    title: str,
+    cause: str,
+    advice: str,
+    metric: GpuMetric,
+) -> AlarmSpec:
+    """A GPU throttled in at least half its samples in every period of the window."""
+    periods = settings.throttle_window_minutes * 60 // PERIOD_S
+    return AlarmSpec(
+        key=key,
+        title=title,
+        description=(
+            f"For {settings.throttle_window_minutes} minutes a GPU was {cause} in at least "
+            f"half of its samples: {advice} {NAMES_THE_GPU}"
+        ),
+        severity=Severity.WARNING,
+        metric=_per_gpu(settings, metric, "AVG", "DESC", shard),
+        period_s=PERIOD_S,
+        evaluation_periods=periods,
+        datapoints_to_alarm=periods,
+        threshold=0.5,
+        comparison=Comparison.GREATER_OR_EQUAL,
+        missing_data=MissingData.NOT_BREACHING,
+        missing_data_reason="no exporter data means no GPU to throttle",
+        shard=shard,
+    )
+
+
+def gpu_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
+    """Every alarm: the per-GPU kinds once per shard, the cluster-level ones once."""
+    shards = [str(i) for i in range(settings.shards)] if settings.exporter else ["0"]
+    per_gpu = [low_power_alarm(settings, shard) for shard in shards]
+    if settings.exporter:
+        per_gpu += [spec for shard in shards for spec in _per_gpu_exporter_alarms(settings, shard)]
+    alarms = [_sharded(settings, spec) for spec in per_gpu]
+    if settings.exporter:
+        alarms += [replace(spec, kind=spec.key) for spec in _xid_alarms(settings)]
+        alarms.append(silent_gpu_alarm(settings))
+    if settings.host_logs:
+        alarms.append(
+            _any_in_a_minute(
+                "gpu-xid-host-log",
+                "XID error in a node's kernel log",
+                "The kernel logged an NVRM Xid line (Container Insights host logs): the "
+                "fallback for nodes without the exporter. The XID message names the node.",
+                Severity.WARNING,
+                MetricStat(
+                    host_log_namespace(settings.cluster_name), HOST_LOG_XID_METRIC, (), "Sum"
+                ),
+                "the metric filter publishes only when a line matches",
+            )
+        )
+    return [replace(a, kind=a.alarm_kind) for a in alarms]
+
+
+def silent_gpu_alarm(settings: AlarmSettings) -> AlarmSpec:
+    """A GPU or node the silence check (lambdas/silence_check) finds silent: running, past its
+    grace period, and no exporter sample in the look back. No alarm on the exporter's own series
+    can page for it: a series a Metrics Insights query no longer returns takes its contributor
+    to OK "no matter the treat missing data treatment" (CloudWatch User Guide, "Create a
+    CloudWatch alarm based on a Metrics Insights query", "Missing data in CloudWatch Metrics
+    Insights alarms"). The check publishes a series only while it is silent, so when the GPU
+    reports again, or its instance is gone, the series stops and the contributor goes OK by
+    that same rule. One alarm, not one per shard: only silent GPUs have series."""
+    return AlarmSpec(
+        key=SILENT_ALARM,
+        kind=SILENT_ALARM,
+        title="GPU not reporting",
+        description=(
+            "A running GPU instance of the cluster sent no exporter sample in the silence "
+            "check's look back: the exporter crashed or was evicted, the node hangs or lost its "
+            "network, or the driver stopped listing the GPU. GpuIndex 'all' means the node sent "
+            "nothing; the value is how many GPUs are silent. Check the node's Ready condition "
+            "and the exporter pod on it (kubectl -n gpu-insights get pods -o wide); a GPU the "
+            "driver lost needs a reset or a node replacement. Each contributor (ClusterName, "
+            "NodeName, GpuIndex) names the node and GPU."
+        ),
+        severity=Severity.CRITICAL,
+        metric=InsightsQuery(
+            namespace=NAMESPACE_GPU,
+            metric=SILENT_GPUS_METRIC,
+            schema=(DIM_CLUSTER, DIM_GPU_INDEX, DIM_NODE),
+            where=((DIM_CLUSTER, settings.cluster_name),),
+            function="MAX",
+            group_by=CONTRIBUTOR,
+            order="DESC",
+        ),
+        period_s=PERIOD_S,
+        evaluation_periods=1,
+        datapoints_to_alarm=1,
+        threshold=1,
+        comparison=Comparison.GREATER_OR_EQUAL,
+        missing_data=MissingData.NOT_BREACHING,
+        missing_data_reason=(
+            "the check publishes a GPU's series only while the GPU is silent; its own silence "
+            "is gpu-silence-check's"
+        ),
+    )
+
+
+def silence_check_alarm(settings: AlarmSettings) -> AlarmSpec:
+    """The silence check's heartbeat: it publishes the cluster's count of silent GPUs every
+    run, 0 included, so a period without one is a check that failed or did not run, and
+    breaches. Not in :func:`gpu_alarms` (nor the backtest): it watches the check, not a GPU,
+    and a history of the exporter alone would read as the check never running."""
+    return AlarmSpec(
+        key="gpu-silence-check",
+        kind="gpu-silence-check",
+        title="Silence check not running",
+        description=(
+            "The silence check published nothing for 15 minutes: it fails (read its log: "
+            "EC2 or CloudWatch refused a call) or its schedule stopped. Until it runs again, "
+            "a GPU or node that stops reporting pages nobody."
+        ),
+        severity=Severity.WARNING,
+        metric=_cluster(settings, SILENT_GPUS_METRIC, "SampleCount"),
+        period_s=PERIOD_S,
+        evaluation_periods=1,
+        datapoints_to_alarm=1,
+        threshold=1,
+        comparison=Comparison.LESS,
+        missing_data=MissingData.BREACHING,
+        missing_data_reason="no count is a check that did not run",
+    )
+
+
+def deployed_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
+    """Every alarm the app deploys: the GPU alarms (what the backtest replays) and, with the
+    exporter, the silence check's heartbeat."""
+    heartbeat = [silence_check_alarm(settings)] if settings.exporter else []
+    return [*gpu_alarms(settings), *heartbeat]
+
+
+def _xid_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
+    """Cluster-level: the XID event itself (through the notifier) names node, GPU and code."""
+    xids = _cluster(settings, str(GpuMetric.XID_ERRORS), "Sum")
+    fatal = _cluster(settings, str(GpuMetric.XID_FATAL_ERRORS), "Sum")
+    only_when_it_happens = "XID metrics exist only when an XID happens; silence is health"
+    return [
+        _any_in_a_minute(
+            "gpu-xid-fatal",
+            "Fatal XID error",
+            "A GPU reported an XID that needs action (reset, drain, or hardware check). "
+            "The XID message names the node, GPU, code and meaning.",
+            Severity.CRITICAL,
+            fatal,
+            only_when_it_happens,
+        ),
+        _any_in_a_minute(
+            "gpu-xid",
+            "Informational XID error",
+            "A GPU reported an XID that is usually an application fault (such as 13, 31 or 43). "
+            "Worth a look when it repeats.",
+            Severity.WARNING,
+            Difference(xids, fatal),
+            only_when_it_happens,
+        ),
+    ]
+
+
+def _per_gpu_exporter_alarms(settings: AlarmSettings, shard: str) -> list[AlarmSpec]:
+    return [
+        AlarmSpec(
+            key="gpu-lost",
+            title="GPU lost",
+            description=(
+                "NVML says a GPU fell off the bus (gpu_healthy=0). It stays lost until the "
+                f"node is rebooted or the GPU reset; drain the node. {NAMES_THE_GPU}"
+            ),
+            severity=Severity.CRITICAL,
+            metric=_per_gpu(settings, GpuMetric.HEALTHY, "MIN", "ASC", shard),
+            period_s=60,
+            evaluation_periods=2,
+            datapoints_to_alarm=2,
+            threshold=1,
+            comparison=Comparison.LESS,
+            missing_data=MissingData.MISSING,
+            missing_data_reason=(
+                "a gap is not read as healthy or lost; a GPU that stops reporting clears to "
+                "OK whatever this setting (a contributor is only OK or ALARM), and gpu-silent "
+                "pages for it"
+            ),
+            shard=shard,
+        ),
+        _any_in_a_minute(
+            "gpu-ecc-uncorrected",
+            "Uncorrectable ECC errors",
+            "A GPU counted new uncorrectable ECC errors: its memory returned bad data. "
+            f"Expect XID 48/94/95 and a pending row remap; reset the GPU. {NAMES_THE_GPU}",
+            Severity.CRITICAL,
+            _per_gpu(settings, GpuMetric.ECC_UNCORRECTED, "SUM", "DESC", shard),
+            "GPUs without ECC publish no count; that is not an error",
+            shard,
+        ),
+        _sustained_throttling(
+            settings,
+            shard,
+            "gpu-thermal-throttling",
+            "Sustained thermal throttling",
+            "throttled for heat",
+            "check cooling, fans and inlet temperature.",
+            GpuMetric.THROTTLED_THERMAL,
+        ),
+        _sustained_throttling(
+            settings,
+            shard,
+            "gpu-power-brake",
+            "Sustained power-brake slowdown",
+            "slowed by its hardware power brake",
+            "a power-supply or board fault, not the normal power cap of a busy GPU.",
+            GpuMetric.THROTTLED_POWER,
+        ),
+    ]
+
+
+def alarm_sizing(settings: AlarmSettings, fleet_gpus: int) -> AlarmSizing:
+    """The Metrics Insights alarms these settings make for a fleet of ``fleet_gpus`` GPUs."""
+    sized = replace(settings, shards=shards_for(fleet_gpus))
+    insights = [s for s in gpu_alarms(sized) if isinstance(s.metric, InsightsQuery)]
+    return AlarmSizing(fleet_gpus=fleet_gpus, shards=sized.shards, insights_alarms=len(insights))

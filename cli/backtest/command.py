@@ -1,0 +1,151 @@
+"""``gpu-insights backtest``: the deployed alarm definitions over a history file or CloudWatch."""
+
+import argparse
+import json
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cdk.alarms.catalog import SILENT_ALARM, gpu_alarms
+from cdk.function_configs import silence_config
+from cdk.settings import settings_from_context
+from cli.backtest.cloudwatch_history import fetch_samples
+from cli.backtest.engine import BacktestResult, backtest, history_end, report
+from cli.backtest.evaluator import Transition
+from cli.backtest.history import Sample, read_history
+from cli.backtest.silence_history import NOTE, derive_silence, has_silence
+from cli.settings_args import add_settings_arguments, context_from_args
+from lambdas.shared.events import parse_utc
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--history", type=Path, help="a metric history file (JSON lines)")
+    source.add_argument(
+        "--cloudwatch", action="store_true", help="read the history from CloudWatch (read-only)"
+    )
+    parser.add_argument("--start", help="ISO 8601 start (default: the history's first sample)")
+    parser.add_argument(
+        "--end",
+        help="ISO 8601 end (default: the end of the period holding the history's last sample, "
+        "or now)",
+    )
+    parser.add_argument(
+        "--hours", type=float, default=168.0, help="with --cloudwatch and no --start: hours back"
+    )
+    add_settings_arguments(parser, context_help="a setting, as given to cdk synth (repeatable)")
+    parser.add_argument("--region", help="AWS region")
+    parser.add_argument("--json", action="store_true", help="print the transitions as JSON")
+
+
+def _time(raw: str | None, name: str) -> float | None:
+    return None if raw is None else parse_utc(raw, f"--{name}").timestamp()
+
+
+#: CloudWatch keeps metrics for 15 months (455 days): no longer replay is meaningful.
+MAX_DAYS = 455
+
+
+def _read(path: Path) -> list[Sample]:
+    """The history file's samples; an unreadable or empty one is refused by name."""
+    try:
+        with path.open(encoding="utf-8") as lines:
+            samples = read_history(lines, source=str(path))
+    except OSError as err:
+        raise ValueError(f"cannot read {path}: {err.strerror}") from err
+    except UnicodeDecodeError as err:
+        raise ValueError(
+            f"--history {path} is not UTF-8 text (byte {err.start}): expected JSON lines"
+        ) from err
+    if not samples:
+        raise ValueError(f"{path} holds no samples")
+    return samples
+
+
+def run(args: argparse.Namespace) -> str:
+    settings = settings_from_context(context_from_args(args))
+    specs = gpu_alarms(settings.alarm_settings())
+    notes: dict[str, str] = {}
+    start, end = _time(args.start, "start"), _time(args.end, "end")
+    #: Where each end of the range came from, for an error that names it.
+    origin = {"start": "--start", "end": "--end"}
+    if not 0 < args.hours <= MAX_DAYS * 24:
+        raise ValueError(f"--hours {args.hours} must be above 0 up to {MAX_DAYS * 24}")
+    if args.history is not None:
+        samples = _read(args.history)
+        if start is None:
+            start, origin["start"] = min(s.timestamp for s in samples), "the history's first sample"
+        if end is None:
+            end, origin["end"] = history_end(specs, samples), "the history's last sample"
+        if not has_silence(samples):
+            # The exporter's documents alone: the silence check's rule, run over them.
+            first = min(s.timestamp for s in samples)
+            samples += derive_silence(samples, silence_config(settings), start=first, end=end)
+            notes[SILENT_ALARM] = NOTE
+            if args.end is None:
+                notes[SILENT_ALARM] += (
+                    f"; the range ends at the history's last sample ({_iso(end)}), so a "
+                    "silence after it is not seen: pass --end to replay past it"
+                )
+    else:
+        from lambdas.shared.aws_clients import INTERACTIVE, client, new_session
+
+        end = end if end is not None else time.time()
+        start = start if start is not None else end - args.hours * 3600
+        session = new_session(profile_name=args.profile, region_name=args.region)
+        samples = fetch_samples(
+            client("cloudwatch", session=session, config=INTERACTIVE), specs, start=start, end=end
+        )
+    if end <= start:
+        raise ValueError(
+            f"the replayed range ends ({_iso(end)}, {origin['end']}) before it starts "
+            f"({_iso(start)}, {origin['start']}): the end must be after the start"
+        )
+    if end - start > MAX_DAYS * 86_400:
+        raise ValueError(
+            f"the replayed range must be above 0 up to {MAX_DAYS} days (CloudWatch's retention), "
+            f"not {(end - start) / 86_400:,.1f} days"
+        )
+    results = backtest(specs, samples, start=start, end=end)
+    if args.json:
+        return _as_json(results, notes)
+    return report(results, start=start, end=end) + "".join(f"\n\n{n}" for n in notes.values())
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _as_json(results: list[BacktestResult], notes: dict[str, str]) -> str:
+    """One object an alarm; what the replay assumed for an alarm is its ``note``."""
+    document: list[dict[str, Any]] = [
+        {
+            "alarm": r.spec.key,
+            **({"note": notes[r.spec.key]} if r.spec.key in notes else {}),
+            "severity": str(r.spec.severity),
+            "datapoints": r.datapoints,
+            "transitions": [_transition(t) for t in r.transitions],
+            **(
+                {
+                    "series_evaluated": r.evaluated,
+                    "partial_data_evaluations": r.partial_evaluations,
+                    "contributors": [
+                        {
+                            "attributes": dict(zip(r.contributor_names, group, strict=True)),
+                            "transitions": [_transition(t) for t in r.contributors[group]],
+                        }
+                        for group in sorted(r.contributors)
+                    ],
+                }
+                if r.spec.multi_series
+                else {}
+            ),
+        }
+        for r in results
+    ]
+    return json.dumps(document, indent=2)
+
+
+def _transition(t: Transition) -> dict[str, Any]:
+    return {"time": t.time, "from": str(t.old), "to": str(t.new), "reason": t.reason}

@@ -1,0 +1,120 @@
+"""Metric history for the backtest: samples of named series, from a file or from CloudWatch.
+
+File format, one JSON object per line: an EMF document as the exporter writes it, or a sample
+of one series at one time:
+
+    {"namespace": "GpuInsights", "metric": "gpu_allocated_power_utilization",
+     "dimensions": {"ClusterName": "train", "NodeName": "n1", "GpuIndex": "0"},
+     "timestamp": "2025-11-28T12:00:00Z", "value": 12.5}
+
+``timestamp`` is ISO 8601 with a zone, or seconds since the epoch. Gaps are simply missing
+data, which each alarm treats as its definition says. A malformed line is an error that names
+the line: a backtest on silently dropped data would mislead.
+"""
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from gpu_insights_agent.emf.document import EmfDocument, metric_data, parse_emf_line
+from lambdas.shared.events import check_epoch, parse_utc
+
+Dimensions = frozenset[tuple[str, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    namespace: str
+    metric: str
+    dimensions: Dimensions
+    timestamp: float
+    value: float
+
+
+class HistoryError(ValueError):
+    """A history line that cannot be read; the message names the line and the problem."""
+
+
+def _timestamp(raw: object) -> float:
+    if isinstance(raw, bool):
+        raise ValueError("timestamp must be ISO 8601 or epoch seconds")
+    if isinstance(raw, int | float):
+        return check_epoch(float(raw), "timestamp")
+    if isinstance(raw, str):
+        return parse_utc(raw, "timestamp").timestamp()
+    raise ValueError("timestamp must be ISO 8601 or epoch seconds")
+
+
+def _sample(record: Any) -> Sample:
+    if not isinstance(record, dict):
+        raise ValueError("each line must be a JSON object")
+    missing = [k for k in ("namespace", "metric", "timestamp", "value") if k not in record]
+    if missing:
+        raise ValueError(f"missing {', '.join(missing)}")
+    dimensions = record.get("dimensions", {})
+    if not isinstance(dimensions, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in dimensions.items()
+    ):
+        raise ValueError("dimensions must map names to string values")
+    value = record["value"]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"value {value!r} is not a finite number")
+    if not isinstance(record["namespace"], str) or not isinstance(record["metric"], str):
+        raise ValueError("namespace and metric must be strings")
+    return Sample(
+        namespace=record["namespace"],
+        metric=record["metric"],
+        dimensions=frozenset(dimensions.items()),
+        timestamp=_timestamp(record["timestamp"]),
+        value=float(value),
+    )
+
+
+def read_history(lines: Iterable[str], *, source: str = "history") -> list[Sample]:
+    """Sample lines, or EMF lines as the exporter writes them (``--sink stdout``), or both."""
+    samples = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            if isinstance(record, dict) and "_aws" in record:
+                samples.extend(samples_from_emf([parse_emf_line(line)]))
+            else:
+                samples.append(_sample(record))
+        except (ValueError, TypeError) as err:
+            raise HistoryError(f"{source} line {number}: {err}") from err
+    return samples
+
+
+def samples_from_emf(documents: Iterable[EmfDocument]) -> list[Sample]:
+    """What CloudWatch would store from these EMF documents (one sample per dimension set)."""
+    samples = []
+    for document in documents:
+        namespace = document["_aws"]["CloudWatchMetrics"][0]["Namespace"]
+        for datum in metric_data(document):
+            samples.append(
+                Sample(
+                    namespace=namespace,
+                    metric=datum["MetricName"],
+                    dimensions=frozenset((d["Name"], d["Value"]) for d in datum["Dimensions"]),
+                    timestamp=float(datum["Timestamp"]),
+                    value=float(datum["Value"]),
+                )
+            )
+    return samples
+
+
+def to_json_line(sample: Sample) -> str:
+    return json.dumps(
+        {
+            "namespace": sample.namespace,
+            "metric": sample.metric,
+            "dimensions": dict(sorted(sample.dimensions)),
+            "timestamp": datetime.fromtimestamp(sample.timestamp, UTC).isoformat(),
+            "value": sample.value,
+        }
+    )

@@ -1,0 +1,20 @@
+"""Where the training analyzer leaves each day's tables in the report bucket, for the weekly
+report to read and the analyzer's role to be allowed to write (cdk/stacks/analyzers_stack.py):
+one layout for the function that writes, the one that reads and the policy between them."""
+
+from datetime import date
+from typing import Final
+
+#: Each day's job costs.
+JOB_COSTS_KEY: Final = "reports/cluster={cluster}/date={day}/training-jobs.json"
+#: Each day's GPU-hour attribution, keyed by the UTC day it covers (the weekly report's waste
+#: section reads the week's seven).
+GPU_HOURS_KEY: Final = "reports/cluster={cluster}/date={day}/gpu-hours.json"
+
+
+def job_costs_key(cluster: str, day: date) -> str:
+    return JOB_COSTS_KEY.format(cluster=cluster, day=day.isoformat())
+
+
+def gpu_hours_key(cluster: str, day: date) -> str:
+    return GPU_HOURS_KEY.format(cluster=cluster, day=day.isoformat())

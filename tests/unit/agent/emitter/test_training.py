@@ -1,0 +1,315 @@
+import logging
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from gpu_insights_agent.emf.document import encode, parse_emf_line
+from gpu_insights_agent.emf.sinks import SinkError
+from gpu_insights_agent.emitter.training import TrainingMetrics, TrainingMetricsError
+from tests.unit.agent.emf.emf_contract import valid_emf
+from tests.unit.agent.exporter.nvml_trace import Clock
+
+
+class Keep:
+    def __init__(self) -> None:
+        self.documents: list[dict[str, Any]] = []
+        self.down = False
+
+    def send(self, documents: Any) -> None:
+        if self.down:
+            raise SinkError("agent unreachable")
+        for document in documents:
+            # Every line must be EMF by the specification's schema and limits.
+            line = encode(document)
+            valid_emf(line)
+            self.documents.append(parse_emf_line(line))
+
+
+def loader(clock: Clock, batches: int, wait: float, size: int = 32) -> Iterator[list[int]]:
+    for _ in range(batches):
+        clock.now += wait  # the time the loader takes to produce the batch
+        yield [0] * size
+
+
+def test_steps_time_the_wait_and_the_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock, sink = Clock(0.0), Keep()
+    metrics = TrainingMetrics(
+        job_name="llm",
+        cluster_name="train",
+        rank=3,
+        node_name="n1",
+        flush_s=60,
+        sink=sink,
+        clock=clock,
+        wall_clock=lambda: 1_764_000_000.0,
+    )
+    for _ in metrics.steps(loader(clock, 10, wait=0.25)):
+        clock.now += 0.75  # the training step
+    metrics.close(succeeded=True)
+    (window,) = sink.documents  # rank 3 records no outcome: rank 0 does, once for the job
+    assert window["steps"] == 10
+    assert window["step_time_seconds"] == pytest.approx(1.0)
+    assert window["data_wait_seconds"] == pytest.approx(0.25)
+    # The job's own share of its step time, so no dashboard divides one job by another.
+    assert window["data_wait_share"] == pytest.approx(25.0)
+    assert window["samples_per_second"] == pytest.approx(32.0)
+    assert (window["ClusterName"], window["JobName"], window["Rank"], window["NodeName"]) == (
+        "train",
+        "llm",
+        3,
+        "n1",
+    )
+    directive = window["_aws"]["CloudWatchMetrics"][0]
+    assert directive["Namespace"] == "GpuInsights/Training"
+    assert directive["Dimensions"] == [["ClusterName", "JobName"]]
+    assert window["_aws"]["LogGroupName"] == "/aws/gpu-insights/train/training"
+    assert "job_succeeded" not in window
+
+
+def test_emission_rate_is_bounded_whatever_the_step_rate() -> None:
+    clock, sink = Clock(0.0), Keep()
+    metrics = TrainingMetrics(job_name="j", cluster_name="c", flush_s=60, sink=sink, clock=clock)
+    for _ in metrics.steps(loader(clock, 36_000, wait=0.001, size=1)):  # 10 steps/s for an hour
+        clock.now += 0.099
+    metrics.flush()
+    metrics.drain()
+    # One document a minute (and the last partial one), however many steps: 36,000 in all.
+    assert 60 <= len(sink.documents) <= 61
+    assert sum(d["steps"] for d in sink.documents) == 36_000
+
+
+def test_a_dead_sink_never_reaches_the_training_loop() -> None:
+    clock, sink = Clock(0.0), Keep()
+    sink.down = True
+    metrics = TrainingMetrics(job_name="j", cluster_name="c", flush_s=1, sink=sink, clock=clock)
+    trained = 0
+    for _ in metrics.steps(loader(clock, 100, wait=0.1)):
+        clock.now += 0.9
+        trained += 1
+    metrics.close(succeeded=False)
+    assert trained == 100
+    assert metrics.dropped == 101  # 100 windows and the outcome
+    sink.down = False
+    metrics.record(loss=1.0)
+    metrics.flush()
+    metrics.drain()
+    assert sink.documents[0]["loss"] == 1.0
+
+
+def test_checkpoints_model_metrics_and_batches_without_len() -> None:
+    clock, sink = Clock(0.0), Keep()
+    metrics = TrainingMetrics(
+        job_name="j", cluster_name="c", sink=sink, clock=clock, samples_per_step=64
+    )
+
+    def unsized() -> Iterator[object]:
+        for _ in range(4):
+            clock.now += 0.5
+            yield object()
+
+    for _ in metrics.steps(unsized()):
+        clock.now += 0.5
+        metrics.record(loss=2.0, learning_rate=1e-4, text="ignored")
+    with metrics.checkpoint_save(size_bytes=5 * 2**30):
+        clock.now += 120
+    with metrics.checkpoint_restore():
+        clock.now += 30
+    metrics.flush()
+    metrics.drain()
+    (document,) = sink.documents
+    assert document["samples_per_second"] == pytest.approx(4 * 64 / 154)
+    assert (document["checkpoint_save_seconds"], document["checkpoint_restore_seconds"]) == (
+        120,
+        30,
+    )
+    assert document["checkpoint_size_bytes"] == 5 * 2**30
+    assert (document["loss"], document["learning_rate"]) == (2.0, 1e-4)
+    assert "text" not in document
+
+
+def test_context_manager_records_failure_on_exception() -> None:
+    sink = Keep()
+    with pytest.raises(RuntimeError), TrainingMetrics(job_name="j", cluster_name="c", sink=sink):
+        raise RuntimeError("NCCL timeout")
+    assert sink.documents[-1]["job_failed"] == 1.0
+
+
+def test_a_record_name_that_would_clobber_the_document_is_refused_and_said_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock, sink = Clock(0.0), Keep()
+    metrics = TrainingMetrics(
+        job_name="llm", cluster_name="train", rank=2, node_name="n1", sink=sink, clock=clock
+    )
+    reserved = {
+        "ClusterName": 1.0,
+        "JobName": 2.0,
+        "Rank": 3.0,
+        "NodeName": 4.0,
+        "_aws": 5.0,
+        "steps": 6.0,
+        "step_time_seconds": 7.0,
+        "job_failed": 8.0,
+    }
+    with caplog.at_level(logging.WARNING, logger="gpu_insights_agent.emitter.training"):
+        for _ in metrics.steps(loader(clock, 3, wait=0.5)):
+            clock.now += 0.5
+            metrics.record(loss=0.25, **reserved)  # the loop goes on; loss still counts
+        metrics.record(**{"x" * 1025: 1.0})
+    metrics.flush()
+    metrics.drain()
+    (document,) = sink.documents
+    assert (document["ClusterName"], document["JobName"], document["Rank"]) == ("train", "llm", 2)
+    assert (document["NodeName"], document["steps"], document["loss"]) == ("n1", 3, 0.25)
+    assert document["step_time_seconds"] == pytest.approx(1.0)
+    assert "job_failed" not in document
+    assert metrics.refused == {**dict.fromkeys(reserved, 3), "x" * 1025: 1}
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 9  # once per name, not once per step
+    assert "record(ClusterName=...) refused: a dimension; use another name" in warnings
+    assert "record(steps=...) refused: a built-in metric; use another name" in warnings
+    assert metrics.dropped == 0
+
+
+def test_more_than_100_names_split_into_several_documents_none_dropped() -> None:
+    clock, sink = Clock(0.0), Keep()
+    metrics = TrainingMetrics(job_name="llm", cluster_name="train", sink=sink, clock=clock)
+    for _ in metrics.steps(loader(clock, 2, wait=0.5)):
+        clock.now += 0.5
+        metrics.record(**{f"layer_{i:03d}_grad_norm": float(i) for i in range(230)})
+    metrics.flush()
+    metrics.drain()
+    assert len(sink.documents) == 3
+    assert metrics.emitted == 3
+    assert metrics.dropped == 0
+    published: dict[str, float] = {}
+    for document in sink.documents:
+        names = [m["Name"] for m in document["_aws"]["CloudWatchMetrics"][0]["Metrics"]]
+        assert len(names) <= 100
+        assert (document["ClusterName"], document["JobName"], document["Rank"]) == (
+            "train",
+            "llm",
+            0,
+        )
+        published.update({name: document[name] for name in names})
+    # and steps, step time, data wait, its share of the step, samples per second
+    assert len(published) == 230 + 5
+    assert published["layer_229_grad_norm"] == 229.0
+    assert sink.documents[0]["steps"] == 2  # the built-in metrics lead the first document
+
+
+def test_the_pod_name_comes_from_the_downward_api_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The GPU analyzer joins the job with Container Insights' pod GPU series on PodName."""
+    monkeypatch.setenv("POD_NAME", "llm-worker-3")
+    clock, sink = Clock(0.0), Keep()
+    metrics = TrainingMetrics(job_name="llm", cluster_name="train", sink=sink, clock=clock)
+    for _ in metrics.steps(loader(clock, 2, wait=0.5)):
+        clock.now += 0.5
+    metrics.flush()
+    metrics.drain()
+    assert sink.documents[0]["PodName"] == "llm-worker-3"
+    monkeypatch.delenv("POD_NAME")
+    plain = TrainingMetrics(job_name="llm", cluster_name="train", sink=Keep(), clock=clock)
+    assert plain.pod_name is None
+    named = TrainingMetrics(
+        job_name="llm", cluster_name="train", pod_name="p", sink=Keep(), clock=clock
+    )
+    assert named.pod_name == "p"
+
+
+class Tensor:
+    """The parts of a torch.Tensor the emitter may read: ``shape``, and a ``len()`` that raises
+    for a 0-d tensor ("len() of a 0-d tensor"), as torch's does."""
+
+    def __init__(self, *shape: int) -> None:
+        self.shape = shape
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+
+def _samples(batches: list[object]) -> tuple[float, TrainingMetrics]:
+    clock, sink = Clock(0.0), Keep()
+    metrics = TrainingMetrics(job_name="j", cluster_name="c", sink=sink, clock=clock)
+    for _ in metrics.steps(batches):
+        clock.now += 1.0
+    metrics.close(succeeded=True)
+    return sink.documents[0].get("samples_per_second", 0.0), metrics
+
+
+def test_a_dict_batch_counts_samples_not_keys() -> None:
+    """Hugging Face style: three keys, 16 samples; and a (inputs, labels) pair of tensors."""
+    hf = {"input_ids": Tensor(16, 512), "attention_mask": Tensor(16, 512), "labels": [0] * 16}
+    rate, _ = _samples([hf, hf])
+    assert rate == pytest.approx(16.0)
+    rate, _ = _samples([(Tensor(8, 3, 224, 224), Tensor(8)), Tensor(8, 10)])
+    assert rate == pytest.approx(8.0)
+
+
+def test_a_batch_whose_len_raises_is_counted_not_raised() -> None:
+    rate, metrics = _samples([Tensor(), Tensor(4), Tensor()])
+    assert metrics.unsized_batches == 2
+    assert rate == pytest.approx(4 / 3)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "named"),
+    [
+        ({"job_name": ""}, "job_name"),
+        ({"job_name": "  "}, "job_name"),
+        ({"cluster_name": ""}, "cluster_name"),
+        # CloudWatch's Dimension rule: ASCII, no control characters, at most 1024.
+        ({"job_name": "a\nb"}, "job_name"),
+        ({"job_name": "llama-\u00e9"}, "job_name"),
+        ({"job_name": "x" * 1025}, "job_name"),
+        ({"rank": float("nan")}, "rank"),
+        ({"rank": -1}, "rank"),
+        ({"flush_s": float("nan")}, "flush_s"),
+        ({"flush_s": 0}, "flush_s"),
+        ({"samples_per_step": 0}, "samples_per_step"),
+        # Condition.wait(inf) raises OverflowError at close(), after the whole job ran.
+        ({"close_timeout_s": float("inf")}, "close_timeout_s"),
+        ({"close_timeout_s": -1}, "close_timeout_s"),
+        ({"queue_capacity": 0}, "queue_capacity"),
+    ],
+)
+def test_a_bad_argument_is_refused_at_construction_by_name(
+    arguments: dict[str, Any], named: str
+) -> None:
+    with pytest.raises(TrainingMetricsError, match=named):
+        TrainingMetrics(**{"job_name": "j", "cluster_name": "c", "sink": Keep(), **arguments})
+
+
+def test_a_hanging_resolver_never_delays_a_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default endpoint is a DNS name; ``socket.create_connection`` resolves it with
+    ``getaddrinfo``, which the socket timeout does not cover (Python docs, socket: "timeout"
+    applies to socket operations; name resolution is a blocking libc call). Here it hangs until
+    the loop ends: no step may wait for it."""
+    released = threading.Event()
+
+    def hang(*_: Any, **__: Any) -> Any:
+        released.wait(10)
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(socket, "getaddrinfo", hang)
+    metrics = TrainingMetrics(job_name="j", cluster_name="c", flush_s=0.001, close_timeout_s=0)
+    worst = 0.0
+    started = time.perf_counter()
+    for _ in metrics.steps(range(2000)):
+        now = time.perf_counter()
+        worst, started = max(worst, now - started), now
+        time.sleep(0.00005)
+    released.set()
+    metrics.close(succeeded=True)
+    assert worst < 0.1  # before: the first flush waited for the resolver (10 s)
+    assert metrics.drain(5)
+    assert metrics.emitted == 0
+    assert metrics.dropped >= 1

@@ -1,0 +1,91 @@
+"""The agent installs alone and light: what ``gpu_insights_agent.emitter.training`` imports is
+the standard library and the agent's own packages, the agent's distribution needs nothing else,
+and vermin finds nothing in those modules that needs a newer Python than training images have.
+(`make test-old-python` installs agent/ alone into Python 3.9 and runs the emitter's tests.)"""
+
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+AGENT = ROOT / "agent"
+#: The oldest Python the emitter supports (README, "Training metrics").
+MINIMUM = "3.9"
+#: ``X | Y`` (3.10) flagged anywhere, annotations evaluated as Python 3.9 evaluates them.
+FLAGS = ("--feature", "union-types", "--eval-annotations")
+
+
+def emitter_modules() -> list[str]:
+    """Every module ``import gpu_insights_agent.emitter.training`` loads, found in a fresh
+    interpreter without site-packages (``-S``) that sees agent/ alone, as a training image."""
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-S",
+            "-c",
+            "import sys, gpu_insights_agent.emitter.training; print(*sorted(sys.modules))",
+        ],
+        cwd=AGENT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    builtin = {*sys.stdlib_module_names, "__main__"}
+    return [m for m in loaded if m.split(".")[0] not in builtin]
+
+
+def test_the_emitter_imports_the_standard_library_and_the_agent_only() -> None:
+    """Not the exporter, the CDK app or the analyzers: a training image gets none of them."""
+    assert sorted(emitter_modules()) == [
+        "gpu_insights_agent",
+        "gpu_insights_agent.contract",
+        "gpu_insights_agent.contract.metrics",
+        "gpu_insights_agent.emf",
+        "gpu_insights_agent.emf.document",
+        "gpu_insights_agent.emf.sinks",
+        "gpu_insights_agent.emitter",
+        "gpu_insights_agent.emitter.background_sender",
+        "gpu_insights_agent.emitter.training",
+    ]
+
+
+def test_the_agent_installs_alone_with_no_dependencies_and_the_exporter_as_an_extra() -> None:
+    agent = tomllib.loads((AGENT / "pyproject.toml").read_text())
+    assert agent["project"]["dependencies"] == []
+    assert agent["project"]["requires-python"] == f">={MINIMUM}"
+    assert any(
+        d.startswith("nvidia-ml-py") for d in agent["project"]["optional-dependencies"]["exporter"]
+    )
+    assert agent["tool"]["setuptools"]["packages"]["find"]["include"] == ["gpu_insights_agent*"]
+
+
+def test_the_operators_distribution_installs_one_module_and_no_package() -> None:
+    """Only what a user imports is a top-level name: the agent (above) and the console script's
+    module; ``cdk``, ``cli``, ``lambdas`` and ``dashboards`` run from the clone."""
+    root = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert root["tool"]["setuptools"]["packages"] == []
+    assert root["tool"]["setuptools"]["py-modules"] == ["gpu_insights"]
+    assert root["project"]["scripts"] == {"gpu-insights": "gpu_insights:main"}
+    assert "eks-gpu-insights[cdk,analyzers,demo]" in root["project"]["optional-dependencies"]["dev"]
+
+
+def test_vermin_finds_the_emitter_runs_on_python_3_9() -> None:
+    """vermin (https://github.com/netromdk/vermin) reads each file's syntax and library use."""
+    vermin = shutil.which("vermin", path=str(Path(sys.executable).parent)) or shutil.which("vermin")
+    if vermin is None:
+        pytest.fail("vermin is not installed: pip install -e '.[dev]'")
+    files = []
+    for module in emitter_modules():
+        path = AGENT.joinpath(*module.split("."))
+        files.append(str(path / "__init__.py" if path.is_dir() else path.with_suffix(".py")))
+    result = subprocess.run(
+        [vermin, f"-t={MINIMUM}-", "--no-tips", "--violations", *FLAGS, *files],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

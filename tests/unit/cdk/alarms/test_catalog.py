@@ -1,0 +1,113 @@
+import pytest
+
+from cdk.alarms.catalog import (
+    AlarmSettings,
+    AlarmSettingsError,
+    alarm_sizing,
+    gpu_alarms,
+    low_power_alarm,
+)
+from cdk.alarms.model import Comparison, InsightsQuery, MissingData, Severity
+
+
+def _by_key(**kwargs: object) -> dict:  # type: ignore[type-arg]
+    return {a.key: a for a in gpu_alarms(AlarmSettings(cluster_name="train", **kwargs))}  # type: ignore[arg-type]
+
+
+def test_exporter_alarms_and_their_defaults() -> None:
+    alarms = _by_key()
+    assert sorted(alarms) == sorted(
+        ["gpu-low-power", "gpu-xid-fatal", "gpu-xid", "gpu-lost", "gpu-ecc-uncorrected",
+         "gpu-thermal-throttling", "gpu-power-brake", "gpu-xid-host-log", "gpu-silent"]
+    )  # fmt: skip
+    low = alarms["gpu-low-power"]
+    assert (low.threshold, low.comparison, low.period_s) == (30.0, Comparison.LESS, 300)
+    assert (low.evaluation_periods, low.datapoints_to_alarm) == (12, 12)
+    assert low.missing_data is MissingData.NOT_BREACHING
+    assert low.severity is Severity.WARNING
+    fatal = alarms["gpu-xid-fatal"]
+    assert (fatal.period_s, fatal.evaluation_periods, fatal.threshold) == (60, 1, 1)
+    assert fatal.severity is Severity.CRITICAL
+    thermal = alarms["gpu-thermal-throttling"]
+    assert (thermal.evaluation_periods, thermal.threshold) == (6, 0.5)
+
+
+def test_low_power_query_returns_one_series_per_in_use_gpu() -> None:
+    """A multi time series alarm: GROUP BY without LIMIT 1, each series a contributor named
+    by ClusterName, NodeName, GpuIndex ("Create an alarm based on a Multi Time Series Metrics
+    Insights query",
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/multi-time-series-alarm.html)."""
+    spec = _by_key()["gpu-low-power"]
+    assert isinstance(spec.metric, InsightsQuery)
+    assert spec.metric.sql() == (
+        'SELECT MAX(gpu_allocated_power_utilization) FROM SCHEMA("GpuInsights", ClusterName, '
+        "GpuIndex, NodeName, Shard) WHERE ClusterName = 'train' AND Shard = '0' "
+        "GROUP BY ClusterName, NodeName, GpuIndex ORDER BY MAX() ASC"
+    )
+    assert spec.multi_series
+    assert spec.kind == "gpu-low-power"
+
+
+def test_per_gpu_kinds_get_one_alarm_per_shard_and_none_names_a_node() -> None:
+    alarms = gpu_alarms(AlarmSettings(cluster_name="train", shards=25))
+    per_gpu = [a for a in alarms if a.multi_series]
+    kinds = {a.kind for a in per_gpu}
+    assert kinds == {"gpu-low-power", "gpu-lost", "gpu-ecc-uncorrected",
+                     "gpu-thermal-throttling", "gpu-power-brake", "gpu-silent"}  # fmt: skip
+    # gpu-silent is one alarm whatever the shards: only silent GPUs have its series.
+    assert len(per_gpu) == 5 * 25 + 1
+    assert len({a.key for a in alarms}) == len(alarms)
+    lost_7 = next(a for a in per_gpu if a.key == "gpu-lost-shard-07")
+    assert isinstance(lost_7.metric, InsightsQuery)
+    assert ("Shard", "7") in lost_7.metric.where
+    assert "shard 7 of 25" in lost_7.description
+    assert all(a.metric.group_by == ("ClusterName", "NodeName", "GpuIndex") for a in per_gpu)  # type: ignore[union-attr]
+
+
+def test_alarm_sizing_for_ten_thousand_gpus_fits_the_default_quota() -> None:
+    """200 Metrics Insights alarms per account and Region by default ("Limits",
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html)."""
+    sizing = alarm_sizing(AlarmSettings(cluster_name="train"), 10_000)
+    assert (sizing.shards, sizing.insights_alarms, sizing.quota) == (25, 126, 200)
+    assert sizing.fits_default_quota
+    big = alarm_sizing(AlarmSettings(cluster_name="train"), 20_000)
+    assert (big.shards, big.insights_alarms, big.fits_default_quota) == (50, 251, False)
+    assert alarm_sizing(AlarmSettings(cluster_name="train"), 64).insights_alarms == 6
+    # The README's sizing table: 15,600 GPUs is the most that fits.
+    most = alarm_sizing(AlarmSettings(cluster_name="train"), 15_600)
+    assert (most.shards, most.insights_alarms, most.fits_default_quota) == (39, 196, True)
+    over = alarm_sizing(AlarmSettings(cluster_name="train"), 15_601)
+    assert (over.shards, over.insights_alarms, over.fits_default_quota) == (40, 201, False)
+    assert alarm_sizing(AlarmSettings(cluster_name="train"), 2_000).insights_alarms == 26
+
+
+def test_container_insights_fallback_converts_the_share_to_watts() -> None:
+    spec = low_power_alarm(
+        AlarmSettings(cluster_name="train", exporter=False, gpu_instance_type="p5.48xlarge")
+    )
+    assert spec.threshold == 210.0  # 30% of the H100's 700 W
+    assert isinstance(spec.metric, InsightsQuery)
+    assert spec.metric.metric == "pod_gpu_power_draw"
+    assert "700 W" in spec.description
+
+
+def test_window_sets_the_evaluation_periods() -> None:
+    spec = _by_key(low_power_window_minutes=90, low_power_percent=25)["gpu-low-power"]
+    assert (spec.evaluation_periods, spec.threshold) == (18, 25)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "problem"),
+    [
+        ({"low_power_percent": 120}, "low_power_percent=120 must be above 0 and below 100"),
+        ({"low_power_percent": 0}, "low_power_percent=0"),
+        ({"low_power_window_minutes": 3}, "multiple of the 5-minute period"),
+        ({"low_power_window_minutes": 62}, "multiple of the 5-minute period"),
+        ({"throttle_window_minutes": 240}, "180 minutes"),
+        ({"exporter": False}, "gpu_instance_type=None"),
+        ({"exporter": False, "gpu_instance_type": "p9.huge"}, "gpu_instance_type='p9.huge'"),
+    ],
+)
+def test_bad_thresholds_are_named(kwargs: dict, problem: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(AlarmSettingsError, match=problem.replace("(", r"\(")):
+        AlarmSettings(cluster_name="train", **kwargs)

@@ -1,0 +1,148 @@
+import json
+from typing import Any
+
+import kubernetes_validate  # type: ignore[import-untyped]
+import pytest
+
+from cdk.node_config.gpu_instance_types import node_instance_types
+from cdk.node_config.manifest import ManifestError, exporter_manifests
+from cli.main import main
+
+
+def _daemon_set(**kwargs: object) -> dict:  # type: ignore[type-arg]
+    objects = exporter_manifests(image="123.dkr.ecr/x:1", cluster_name="train", **kwargs)  # type: ignore[arg-type]
+    assert [o["kind"] for o in objects] == ["Namespace", "ServiceAccount", "DaemonSet"]
+    return objects[2]
+
+
+def test_exporter_takes_no_gpu_from_jobs_and_sees_them_through_the_runtime() -> None:
+    pod = _daemon_set()["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    for section in ("requests", "limits"):
+        assert "nvidia.com/gpu" not in container["resources"][section]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["NVIDIA_VISIBLE_DEVICES"] == "all"
+    assert env["NVIDIA_DRIVER_CAPABILITIES"] == "utility"
+    assert container["resources"]["limits"] == {"cpu": "200m", "memory": "128Mi"}
+
+
+def test_exporter_runs_with_no_privilege_it_does_not_need() -> None:
+    pod = _daemon_set()["spec"]["template"]["spec"]
+    security = pod["containers"][0]["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["runAsNonRoot"] is True
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert "privileged" not in security
+    assert pod["automountServiceAccountToken"] is False
+    assert "hostPID" not in pod
+    assert "hostNetwork" not in pod
+    assert "volumes" not in pod
+
+
+def test_pod_attribution_shares_the_host_pid_namespace_and_nothing_else() -> None:
+    pod = _daemon_set(pod_attribution=True)["spec"]["template"]["spec"]
+    assert pod["hostPID"] is True
+    assert pod["containers"][0]["args"][-2:] == ["--proc-root", "/proc"]
+    assert pod["containers"][0]["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_gpu_nodes_are_selected_by_label_or_instance_type_and_gpu_taints_tolerated() -> None:
+    pod = _daemon_set(gpu_taint_keys=("nvidia.com/gpu", "example.com/h200"))["spec"]["template"][
+        "spec"
+    ]
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    # One term per GPU mark (terms are ORed); every term also needs an amd64 node outside EKS
+    # Auto Mode: the image is built for linux/amd64 only, and Auto Mode nodes give unprivileged
+    # containers no GPU.
+    assert [t["matchExpressions"][0]["key"] for t in terms] == [
+        "nvidia.com/gpu.present",
+        "nvidia.com/gpu.count",
+        "feature.node.kubernetes.io/pci-10de.present",
+        "feature.node.kubernetes.io/pci-0302_10de.present",
+        "feature.node.kubernetes.io/pci-0300_10de.present",
+        "karpenter.k8s.aws/instance-gpu-manufacturer",
+        "node.kubernetes.io/instance-type",
+    ]
+    assert terms[0] == {
+        "matchExpressions": [
+            {"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]},
+            {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+            {"key": "eks.amazonaws.com/compute-type", "operator": "NotIn", "values": ["auto"]},
+        ]
+    }
+    assert terms[1]["matchExpressions"][0] == {
+        "key": "nvidia.com/gpu.count",
+        "operator": "Gt",
+        "values": ["0"],
+    }
+    assert terms[-1]["matchExpressions"][0]["values"] == node_instance_types()
+    assert "p5.48xlarge" in node_instance_types()
+    assert all(t["matchExpressions"][1:] == terms[0]["matchExpressions"][1:] for t in terms)
+    assert "eks.amazonaws.com/instance-gpu-manufacturer" not in str(terms)
+    assert pod["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists"},
+        {"key": "example.com/h200", "operator": "Exists"},
+    ]
+
+
+def test_args_carry_cluster_node_and_interval() -> None:
+    container = _daemon_set(interval_s=30)["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"][:6] == [
+        "--cluster-name", "train", "--node-name", "$(NODE_NAME)", "--interval", "30",
+    ]  # fmt: skip
+    assert "--proc-root" not in container["args"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "problem"),
+    [({"gpu_node_labels": ["nvidia"]}, "not key=value"),
+     ({"interval_s": 0}, "must be 1 to 3600 s")],
+)  # fmt: skip
+def test_bad_manifest_settings_are_named(kwargs: dict, problem: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(ManifestError, match=problem):
+        exporter_manifests(image="x", cluster_name="train", **kwargs)
+
+
+#: The Kubernetes version the project's kubectl layer targets (KubectlV33Layer in
+#: cdk/constructs/gpu_exporter.py); kubernetes-validate bundles its schemas, so this runs offline.
+KUBERNETES_VERSION = "1.33.0"
+
+
+def _printed_objects(capsys: pytest.CaptureFixture[str], *args: str) -> list[dict[str, Any]]:
+    assert main(["manifest", "--image", "123.dkr.ecr/x:1", "--cluster-name", "train", *args]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert (printed["apiVersion"], printed["kind"]) == ("v1", "List")
+    items: list[dict[str, Any]] = printed["items"]
+    return items
+
+
+@pytest.mark.parametrize(
+    "args",
+    [(), ("--pod-attribution", "--interval", "30", "--taint-key", "example.com/h200")],
+)
+def test_printed_objects_pass_kubernetes_strict_schemas(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...]
+) -> None:
+    """What `gpu-insights manifest` prints, held to Kubernetes' own OpenAPI schemas with
+    kubernetes-validate --strict (no unknown field, every type right)."""
+    objects = _printed_objects(capsys, *args)
+    assert [o["kind"] for o in objects] == ["Namespace", "ServiceAccount", "DaemonSet"]
+    for obj in objects:
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+
+
+def test_strict_schemas_refuse_a_misspelt_field() -> None:
+    daemon_set = _daemon_set()
+    daemon_set["spec"]["template"]["spec"]["hostPid"] = True
+    with pytest.raises(kubernetes_validate.ValidationError, match="hostPid"):
+        kubernetes_validate.validate(daemon_set, KUBERNETES_VERSION, strict=True)
+
+
+def test_strict_schemas_refuse_a_wrong_type() -> None:
+    daemon_set = _daemon_set()
+    daemon_set["spec"]["template"]["spec"]["containers"][0]["securityContext"]["runAsUser"] = "1"
+    with pytest.raises(kubernetes_validate.ValidationError, match="integer"):
+        kubernetes_validate.validate(daemon_set, KUBERNETES_VERSION, strict=True)

@@ -1,0 +1,103 @@
+"""The lines the layout draws (docs/layout.md, after the design card): a folder shows where its
+code runs, and dependencies run one way. A runtime package that imports across a line would ship
+code where it cannot run (Lambda code importing the CDK app), or make the agent need more than
+a training image has."""
+
+import ast
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Each runtime folder, the top-level names of the project its modules may import, and the
+#: third-party packages they may import beyond the standard library.
+PROJECT = {"gpu_insights_agent", "cdk", "lambdas", "dashboards", "cli", "tests", "benchmarks"}
+RULES: dict[str, tuple[set[str], set[str]]] = {
+    # Runs in the cluster and installs alone: itself only; the exporter reads NVML and may send
+    # with boto3 (its extra).
+    "agent/gpu_insights_agent": ({"gpu_insights_agent"}, {"pynvml", "boto3", "botocore"}),
+    # The Lambda runtime: the functions' code and the metric contract they read.
+    "lambdas": ({"lambdas", "gpu_insights_agent"}, {"boto3", "botocore"}),
+    # Pure functions the CDK app and the demo render.
+    "dashboards": ({"dashboards", "lambdas", "gpu_insights_agent"}, set()),
+    # Synth time: builds what the others define.
+    "cdk": (
+        {"cdk", "lambdas", "dashboards", "gpu_insights_agent"},
+        {"aws_cdk", "constructs", "cdk_nag", "jsii"},
+    ),
+}
+
+
+def imports(path: Path) -> Iterator[tuple[int, str]]:
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            yield node.lineno, node.module
+
+
+def crossings(folder: str) -> list[str]:
+    own, third_party = RULES[folder]
+    allowed = own | third_party | set(sys.stdlib_module_names)
+    return [
+        f"{path.relative_to(ROOT)}:{line}: {name}"
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for line, name in imports(path)
+        if name.split(".")[0] not in allowed
+    ]
+
+
+@pytest.mark.parametrize("folder", sorted(RULES))
+def test_no_runtime_package_imports_across_its_line(folder: str) -> None:
+    assert crossings(folder) == []
+
+
+def test_a_function_never_imports_another_functions_handler() -> None:
+    """Each function ships alone (cdk/constructs/lambda_code.py); what two share is in shared/."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line}: {name}"
+        for path in sorted((ROOT / "lambdas").rglob("*.py"))
+        for line, name in imports(path)
+        if name.startswith("lambdas.")
+        and name.endswith(".handler")
+        and name.split(".")[1] != path.relative_to(ROOT / "lambdas").parts[0]
+    ]
+    assert offenders == []
+
+
+def test_the_operators_machine_reads_the_tests_only_for_the_cluster_model() -> None:
+    """The demo draws its cluster from tests/realistic (cli/checkout.py); nothing else in cli/
+    reaches into the tests, and nothing outside cli/ and tests/ does at all."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line}: {name}"
+        for top in ("cli", "benchmarks")
+        for path in sorted((ROOT / top).rglob("*.py"))
+        for line, name in imports(path)
+        if name.split(".")[0] == "tests" and not name.startswith("tests.realistic")
+    ]
+    assert offenders == []
+
+
+def test_a_crossing_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checker itself: Lambda code that imports the CDK settings is named by file and line."""
+    (tmp_path / "lambdas").mkdir()
+    (tmp_path / "lambdas" / "rules.py").write_text("import json\n\nfrom cdk.settings import X\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert crossings("lambdas") == ["lambdas/rules.py:3: cdk.settings"]
+
+
+def test_the_top_level_is_the_design_cards() -> None:
+    top = {p.name for p in ROOT.iterdir() if not p.name.startswith(".")}
+    expected = {
+        "pyproject.toml", "cdk", "agent", "lambdas", "dashboards", "tests", "cdk.json",
+        "README.md", "cli", "benchmarks", "docs", "Makefile",
+    }  # fmt: skip
+    # The policy tests' Node dependencies (tests/infra/policy), and what a checkout grows that
+    # git ignores (environments, outputs), are not layout.
+    ignored = {
+        "package.json", "package-lock.json", "node_modules", "out", "cdk.out", "build",
+        "dist", "cdk.context.json",
+    }  # fmt: skip
+    assert {name for name in top if not name.endswith(".egg-info")} - ignored == expected
