@@ -1,4 +1,5 @@
-"""The GPU-hour attribution (lambdas/gpu_analyzer) on a synthetic week of a large fleet: every
+"""The GPU-hour attribution (lambdas/training_analyzer/gpu_hours) on a synthetic week of a
+large fleet: every
 GPU-hour classified and every hold attributed, as the daily run does for one day, here for
 seven days at once. Prints wall and CPU time and peak Python memory. The pods are the realistic
 cluster model's (tests/realistic): each job an Indexed Job over eight nodes, its pods named and
@@ -8,8 +9,8 @@ import time
 import tracemalloc
 from typing import Any
 
-from lambdas.gpu_analyzer.attribution import GpuHour, GpuKey, Hold, attribute
-from lambdas.gpu_analyzer.findings import day_table
+from lambdas.training_analyzer.gpu_hours.attribution import GpuHour, GpuKey, Hold, attribute
+from lambdas.training_analyzer.gpu_hours.findings import day_table
 from tests.realistic import container_insights as ci
 from tests.realistic import pods as k8s
 

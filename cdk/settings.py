@@ -29,7 +29,6 @@ from cdk.aws_values import (
 from cdk.node_config.cloudwatch_agent_config import MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS
 from gpu_insights_agent.contract.metrics import EXPORTER_INTERVAL_S, EXPORTER_MAX_INTERVAL_S
 from gpu_insights_agent.contract.resource_names import EKS_CLUSTER, parameter_name
-from lambdas.gpu_analyzer.attribution import LOW_POWER_PERCENT
 from lambdas.shared.shards import (
     LOOKBACK_DAYS,
     MAX_SHARDS,
@@ -40,6 +39,7 @@ from lambdas.shared.shards import (
     FunctionSize,
 )
 from lambdas.storage_analyzer.aws import VolumeScope
+from lambdas.training_analyzer.gpu_hours.attribution import LOW_POWER_PERCENT
 from lambdas.training_analyzer.gpu_prices import gpu_hour_price
 
 #: GPUs the per-GPU alarms are sized for unless ``fleet_gpus`` says otherwise (one shard).

@@ -93,7 +93,8 @@ OUTLIER_DATA_WAIT: Final = "Data-wait share of the step (%), 10 jobs"
 OUTLIER_STEP: Final = "Slowest step (s), 10 jobs"
 OUTLIER_FAILED: Final = "Most failed runs, 10 jobs"
 WASTE_HOURS: Final = "Held but not working this week (GPU-hours), 10 namespaces"
-#: The metric ``waste_usd`` prices the not-working hours only (lambdas/gpu_analyzer/metrics.py):
+#: The metric ``waste_usd`` prices the not-working hours only
+#: (lambdas/training_analyzer/gpu_hours/metrics.py):
 #: the report's waste adds what stepping hours lost waiting, so the widget says which it is.
 WASTE_USD: Final = "Held without work this week (USD), 10 namespaces"
 

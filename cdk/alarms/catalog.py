@@ -42,7 +42,7 @@ from gpu_insights_agent.contract.metrics import (
     GpuMetric,
     host_log_namespace,
 )
-from lambdas.gpu_analyzer.attribution import LOW_POWER_PERCENT
+from lambdas.training_analyzer.gpu_hours.attribution import LOW_POWER_PERCENT
 
 #: Metrics Insights alarms look back at most three hours.
 MAX_INSIGHTS_WINDOW_MINUTES = MAX_WINDOW_MINUTES

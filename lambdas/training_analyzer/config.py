@@ -4,9 +4,9 @@ the demo (cdk/function_configs.py)."""
 
 from dataclasses import dataclass
 
-from lambdas.gpu_analyzer.attribution import LOW_POWER_PERCENT, Thresholds
 from lambdas.shared.config import NAMES, PERCENT, TEXT, USD, WHOLE, FunctionConfig, variable
 from lambdas.shared.shards import LOOKBACK_DAYS, TRAINING_SHARD_JOBS
+from lambdas.training_analyzer.gpu_hours.attribution import LOW_POWER_PERCENT, Thresholds
 from lambdas.training_analyzer.gpu_prices import gpu_hour_price
 
 

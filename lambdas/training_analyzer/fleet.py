@@ -6,7 +6,8 @@ cluster, not one per shard) and the day's storage findings about the data source
 them in the report bucket; each ``shard`` analyzes its slice of the jobs (their series, GPUs,
 findings and costs: what grows with the fleet) and writes its part; ``merge`` reads the parts
 in shard order into the single run's TrainingRun. What reads the whole cluster once (the
-GPU-hour attribution of lambdas/gpu_analyzer, which needs every job's pods and findings) and
+GPU-hour attribution of lambdas/training_analyzer/gpu_hours, which needs every job's pods and
+findings) and
 what is written once a day (training-jobs.json, gpu-hours.json, the findings file, its events
 and counts) stays in the handler's merge, as in a single run.
 """

@@ -12,8 +12,6 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lambdas.gpu_analyzer.metrics import put_waste_metrics, waste_metric_data
-from lambdas.gpu_analyzer.run import GpuHoursRun, analyze_gpu_hours
 from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.events import analysis_window, scheduled_time
 from lambdas.shared.findings import stamped
@@ -28,6 +26,8 @@ from lambdas.shared.s3_objects import ListBucketDeniedError, read_object
 from lambdas.training_analyzer import fleet
 from lambdas.training_analyzer.analysis import ANALYZER
 from lambdas.training_analyzer.config import TrainingConfig
+from lambdas.training_analyzer.gpu_hours.metrics import put_waste_metrics, waste_metric_data
+from lambdas.training_analyzer.gpu_hours.run import GpuHoursRun, analyze_gpu_hours
 from lambdas.training_analyzer.run import TrainingRun, analyze_training
 
 log = logging.getLogger()

@@ -17,7 +17,7 @@ estimate (730 hours), marked ``basis: "finding"``.
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from lambdas.gpu_analyzer.findings import HOURS_PER_MONTH
+from lambdas.training_analyzer.gpu_hours.findings import HOURS_PER_MONTH
 
 HOURS_PER_WEEK: Final = 168
 TRAINING_PREFIX: Final = "training_"

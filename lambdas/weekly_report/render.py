@@ -4,7 +4,7 @@ and as a short plain-text summary for SNS."""
 from html import escape
 from typing import Any
 
-from lambdas.gpu_analyzer.findings import HOURS_PER_MONTH
+from lambdas.training_analyzer.gpu_hours.findings import HOURS_PER_MONTH
 from lambdas.weekly_report.charts import bar_chart, line_chart
 from lambdas.weekly_report.figures import WeekFigures, class_key, headline
 from lambdas.weekly_report.job_waste import HOURS_PER_WEEK

@@ -7,7 +7,7 @@ import io
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from lambdas.gpu_analyzer.attribution import HourClass
+from lambdas.training_analyzer.gpu_hours.attribution import HourClass
 
 #: The classes every GPU-hour falls in, in the order the report shows them.
 CLASSES = (HourClass.NOT_HELD, HourClass.WORKING, HourClass.NOT_WORKING, HourClass.FAULTED)

@@ -277,7 +277,8 @@ ALARM_DIMENSION_SETS: Final[tuple[tuple[str, ...], ...]] = (
 
 
 #: What the exporter publishes per GPU every cycle: what no other source gives and that the
-#: alarms (low power, lost GPU), the attribution (lambdas/gpu_analyzer) or the weekly report read.
+#: alarms (low power, lost GPU), the GPU-hour attribution (lambdas/training_analyzer/gpu_hours)
+#: or the weekly report read.
 CYCLE_METRICS: Final = frozenset(
     {
         GpuMetric.POWER_UTILIZATION,

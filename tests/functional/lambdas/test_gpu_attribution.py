@@ -10,9 +10,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from lambdas.gpu_analyzer.attribution import GpuHour, Hold, HourClass, attribute
-from lambdas.gpu_analyzer.aws import observe
 from lambdas.shared.aws_clients import client
+from lambdas.training_analyzer.gpu_hours.attribution import GpuHour, Hold, HourClass, attribute
+from lambdas.training_analyzer.gpu_hours.aws import observe
 from tests.realistic import container_insights as ci
 from tests.realistic import pods as k8s
 

@@ -10,8 +10,8 @@ from moto import mock_aws
 
 from gpu_insights_agent.emf.sinks import PutMetricDataSink
 from gpu_insights_agent.emitter.training import TrainingMetrics
-from lambdas.gpu_analyzer.run import analyze_gpu_hours
 from lambdas.shared.aws_clients import client
+from lambdas.training_analyzer.gpu_hours.run import analyze_gpu_hours
 
 START = 1_764_000_000 - 1_764_000_000 % 86_400  # a UTC midnight
 POD = "bert-data-bound-worker-0"

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final
 
-from lambdas.gpu_analyzer.workloads import JobRef, job_of
+from lambdas.training_analyzer.gpu_hours.workloads import JobRef, job_of
 
 HOUR: Final = 3600
 #: Shares are sample counts over expected samples: allow for a sample more or less.

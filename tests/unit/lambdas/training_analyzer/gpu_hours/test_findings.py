@@ -1,9 +1,15 @@
 import pytest
 
-from lambdas.gpu_analyzer.attribution import GpuHour, GpuKey, Hold, HourClass, attribute
-from lambdas.gpu_analyzer.findings import day_table, held_not_working
-from lambdas.gpu_analyzer.metrics import waste_metric_data
 from lambdas.training_analyzer.analysis import JobData, JobSeries, RankStats, analyze_job
+from lambdas.training_analyzer.gpu_hours.attribution import (
+    GpuHour,
+    GpuKey,
+    Hold,
+    HourClass,
+    attribute,
+)
+from lambdas.training_analyzer.gpu_hours.findings import day_table, held_not_working
+from lambdas.training_analyzer.gpu_hours.metrics import waste_metric_data
 from lambdas.weekly_report.actions import week_actions
 from lambdas.weekly_report.waste import week_waste
 

@@ -9,12 +9,12 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lambdas.gpu_analyzer.attribution import Thresholds, attribute
-from lambdas.gpu_analyzer.aws import observe
-from lambdas.gpu_analyzer.findings import ANALYZER, day_table, held_not_working
-from lambdas.gpu_analyzer.stepping import stepping_hours
 from lambdas.shared.findings import AnalysisRun
 from lambdas.shared.metric_fetcher import MetricDataError
+from lambdas.training_analyzer.gpu_hours.attribution import Thresholds, attribute
+from lambdas.training_analyzer.gpu_hours.aws import observe
+from lambdas.training_analyzer.gpu_hours.findings import ANALYZER, day_table, held_not_working
+from lambdas.training_analyzer.gpu_hours.stepping import stepping_hours
 
 
 @dataclass

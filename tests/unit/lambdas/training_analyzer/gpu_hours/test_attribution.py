@@ -2,7 +2,7 @@ from dataclasses import replace
 
 import pytest
 
-from lambdas.gpu_analyzer.attribution import (
+from lambdas.training_analyzer.gpu_hours.attribution import (
     UNKNOWN_NAMESPACE,
     UNKNOWN_POD,
     UNPLACED_NODE,

@@ -1,4 +1,9 @@
-from lambdas.gpu_analyzer.aws import UNKNOWN_NODE, PodOnDevice, pod_power_percent, resolve_nodes
+from lambdas.training_analyzer.gpu_hours.aws import (
+    UNKNOWN_NODE,
+    PodOnDevice,
+    pod_power_percent,
+    resolve_nodes,
+)
 
 
 def test_pods_that_find_no_gpu_with_hour_left_time_slice_the_closest() -> None:

@@ -1,6 +1,6 @@
 """The samples a full hour holds, read from the node GPU series' own hourly SampleCount."""
 
-from lambdas.gpu_analyzer.aws import CI_SAMPLES_PER_HOUR, samples_per_hour
+from lambdas.training_analyzer.gpu_hours.aws import CI_SAMPLES_PER_HOUR, samples_per_hour
 
 
 def test_the_most_common_node_hour_sets_the_rate() -> None:

@@ -1,6 +1,6 @@
 import pytest
 
-from lambdas.gpu_analyzer.workloads import JobRef, infer_job, job_of
+from lambdas.training_analyzer.gpu_hours.workloads import JobRef, infer_job, job_of
 from tests.realistic import container_insights as ci
 from tests.realistic import pods as k8s
 

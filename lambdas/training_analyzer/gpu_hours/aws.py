@@ -37,8 +37,8 @@ from gpu_insights_agent.contract.metrics import (
     GpuMetric,
     gpu_schema,
 )
-from lambdas.gpu_analyzer.attribution import UNPLACED_NODE, GpuHour, GpuKey, Hold
 from lambdas.shared.metric_fetcher import MetricQuery, fetch, listed_dimensions
+from lambdas.training_analyzer.gpu_hours.attribution import UNPLACED_NODE, GpuHour, GpuKey, Hold
 
 HOUR: Final = 3600
 #: Container Insights samples GPUs once a minute by default; with

@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from lambdas.gpu_analyzer.attribution import Attribution, HourClass, PodHours
 from lambdas.shared.findings import Finding, Kind, Severity
+from lambdas.training_analyzer.gpu_hours.attribution import Attribution, HourClass, PodHours
 
 ANALYZER: Final = "gpu"
 HOURS_PER_MONTH: Final = 730
