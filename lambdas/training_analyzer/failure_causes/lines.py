@@ -49,7 +49,7 @@ _PREFIXES: Final = tuple(
         # torchrun / accelerate rank prefixes: "[rank0]:", "[default0]:", "0: "
         r"^\[(?:rank|default)\d+\]:\s?",
         # PyTorch's glog prefix on watchdog lines: "[E321 02:07:08.408271257 File.cpp:607] "
-        r"^\[[EWIF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ [\w./]+:\d+\] ",
+        r"^\[[EWIF]\d{3,4} \d{2}:\d{2}:\d{2}\.\d+ [\w./]+:\d+\] ",
     )
 )
 _MAX_PREFIXES: Final = 6

@@ -25,10 +25,10 @@ def _any(*patterns: str) -> re.Pattern[str]:
 
 #: Checked in this order; the first that matches a line names its cause.
 _RULES: Final[tuple[tuple[Cause, re.Pattern[str]], ...]] = (
-    # Karpenter's events (sigs.k8s.io/karpenter, interruption events: SpotInterrupted, "Spot
-    # interruption warning was triggered"; TerminatingOnInterruption), its older
-    # InstanceSpotInterrupted, its log's SpotInterruptionKind, and the AWS Node Termination
-    # Handler's SPOT_ITN event ("Spot ITN received. Instance will be interrupted at ...").
+    # Karpenter's events (aws/karpenter-provider-aws pkg/controllers/interruption/events:
+    # SpotInterrupted "Spot interruption warning was triggered", TerminatingOnInterruption),
+    # its controller log's message kinds (SpotInterruptionKind, spot_interrupted), and the AWS
+    # Node Termination Handler's SPOT_ITN event ("Spot ITN received. Instance will be ...").
     (
         Cause.SPOT_INTERRUPTION,
         _any(
@@ -36,6 +36,7 @@ _RULES: Final[tuple[tuple[Cause, re.Pattern[str]], ...]] = (
             r"[Ss]pot interruption warning was triggered",
             r"Interruption triggered termination for the Node",
             r"\bSpotInterruptionKind\b",
+            r'"messageKind": ?"spot_interrupted"',
             r"Spot ITN received",
             r"\bSPOT_ITN\b",
         ),
