@@ -55,11 +55,12 @@ def _rank(match: Match) -> int:
 
 
 def _cite(lines: Sequence[LogLine]) -> list[CitedLine]:
-    cited: list[CitedLine] = []
+    cited: dict[int, CitedLine] = {}
     for line in lines:
-        if all(c.number != line.number for c in cited):
-            cited.append(CitedLine(line.number, line.text.strip()))
-    return cited[:MAX_CITED]
+        if len(cited) == MAX_CITED:
+            break
+        cited.setdefault(line.number, CitedLine(line.number, line.text.strip()))
+    return list(cited.values())
 
 
 #: "NVRM: The NVIDIA GPU 0000:b3:00.0" opens the driver's multi-line bus-loss message, whose
@@ -98,13 +99,13 @@ def classify_lines(lines: Sequence[LogLine]) -> Diagnosis:
     if not matches and exception is None:
         advice = ADVICE[Cause.UNKNOWN]
         return Diagnosis(Cause.UNKNOWN, advice.title, advice.what_to_do, [], "", read)
-    ranked = sorted(matches, key=_rank)
-    best = _rank(ranked[0]) if ranked else precedence(Cause.APPLICATION_EXCEPTION)
-    seen = sorted({(_rank(m), m.cause) for m in ranked if _rank(m) != best})
-    also = list(dict.fromkeys(cause for _, cause in seen))
+    ranks = [_rank(m) for m in matches]
+    best = min(ranks, default=precedence(Cause.APPLICATION_EXCEPTION))
+    seen = sorted({(rank, m.cause) for rank, m in zip(ranks, matches, strict=True)})
+    also = list(dict.fromkeys(cause for rank, cause in seen if rank != best))
     if best >= precedence(Cause.APPLICATION_EXCEPTION) and exception is not None:
         return _exception_diagnosis(exception, read, also)
-    deciding = [m for m in ranked if _rank(m) == best]
+    deciding = [m for rank, m in zip(ranks, matches, strict=True) if rank == best]
     cause = deciding[0].cause
     advice = ADVICE[cause]
     detail = dict(deciding[0].detail)

@@ -31,39 +31,35 @@ class LogLine:
 
 # Prefixes, removed one after another from the start of a line. Each is the form the named
 # tool prints; examples are in tests/data/failure_logs/corpus.json.
-_PREFIXES: Final = tuple(
-    re.compile(p)
-    for p in (
-        # The CloudWatch console's rows copied as text: "  | 2024-11-28T07:42:11.527Z | ..."
-        r"^\s*\|\s+",
-        # CloudWatch Logs export / kubectl logs --timestamps: RFC 3339 time, then a space or tab.
-        r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?[ \t|]+",
-        # kubectl logs --prefix: [pod/NAME/CONTAINER]
-        r"^\[pod/[^\]\s]+\]\s+",
-        # journalctl / syslog: "Mar 30 08:24:00 host ident[pid]: "
-        r"^[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \S+ [\w./-]+(?:\[\d+\])?: ",
-        # dmesg -T: "[Sun Mar 30 08:24:00 2025] "
-        r"^\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}\] ?",
-        # dmesg: "[ 1843.308145] "
-        r"^\[\s*\d+\.\d+\] ?",
-        # torchrun / accelerate rank prefixes: "[rank0]:", "[default0]:", "0: "
-        r"^\[(?:rank|default)\d+\]:\s?",
-        # PyTorch's glog prefix on watchdog lines: "[E321 02:07:08.408271257 File.cpp:607] "
-        r"^\[[EWIF]\d{3,4} \d{2}:\d{2}:\d{2}\.\d+ [\w./]+:\d+\] ",
-    )
+_PREFIX_FORMS: Final = (
+    # The CloudWatch console's rows copied as text: "  | 2024-11-28T07:42:11.527Z | ..."
+    r"^\s*\|\s+",
+    # CloudWatch Logs export / kubectl logs --timestamps: RFC 3339 time, then a space or tab.
+    r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?[ \t|]+",
+    # kubectl logs --prefix: [pod/NAME/CONTAINER]
+    r"^\[pod/[^\]\s]+\]\s+",
+    # journalctl / syslog: "Mar 30 08:24:00 host ident[pid]: "
+    r"^[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \S+ [\w./-]+(?:\[\d+\])?: ",
+    # dmesg -T: "[Sun Mar 30 08:24:00 2025] "
+    r"^\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}\] ?",
+    # dmesg: "[ 1843.308145] "
+    r"^\[\s*\d+\.\d+\] ?",
+    # torchrun / accelerate rank prefixes: "[rank0]:", "[default0]:", "0: "
+    r"^\[(?:rank|default)\d+\]:\s?",
+    # PyTorch's glog prefix on watchdog lines: "[E321 02:07:08.408271257 File.cpp:607] "
+    r"^\[[EWIF]\d{3,4} \d{2}:\d{2}:\d{2}\.\d+ [\w./]+:\d+\] ",
 )
+#: One pattern for all of them, so that a line costs one match per prefix it has.
+_PREFIX: Final = re.compile("|".join(f"(?:{form})" for form in _PREFIX_FORMS))
 _MAX_PREFIXES: Final = 6
 
 
 def strip_prefixes(text: str) -> str:
     for _ in range(_MAX_PREFIXES):
-        for prefix in _PREFIXES:
-            stripped = prefix.sub("", text, count=1)
-            if stripped != text:
-                text = stripped
-                break
-        else:
-            return text
+        stripped = _PREFIX.sub("", text, count=1)
+        if stripped == text:
+            break
+        text = stripped
     return text
 
 

@@ -23,14 +23,16 @@ def _any(*patterns: str) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in patterns))
 
 
-#: Checked in this order; the first that matches a line names its cause.
-_RULES: Final[tuple[tuple[Cause, re.Pattern[str]], ...]] = (
+#: Checked in this order; the first that matches a line names its cause. Each rule's needles
+#: are literal strings at least one of which every line it matches contains.
+_RULES: Final[tuple[tuple[Cause, tuple[str, ...], re.Pattern[str]], ...]] = (
     # Karpenter's events (aws/karpenter-provider-aws pkg/controllers/interruption/events:
     # SpotInterrupted "Spot interruption warning was triggered", TerminatingOnInterruption),
     # its controller log's message kinds (SpotInterruptionKind, spot_interrupted), and the AWS
     # Node Termination Handler's SPOT_ITN event ("Spot ITN received. Instance will be ...").
     (
         Cause.SPOT_INTERRUPTION,
+        ("Spot", "spot", "SPOT_ITN", "Interruption triggered"),
         _any(
             r"\bSpotInterrupted\b",
             r"[Ss]pot interruption warning was triggered",
@@ -46,6 +48,7 @@ _RULES: Final[tuple[tuple[Cause, re.Pattern[str]], ...]] = (
     # a pod's NodeLost status.
     (
         Cause.NODE_LOST,
+        ("NodeNotReady", "Kubelet stopped posting", "Node became not ready", "NodeLost"),
         _any(
             r"\bNodeNotReady\b",
             r"Kubelet stopped posting node status",
@@ -56,6 +59,7 @@ _RULES: Final[tuple[tuple[Cause, re.Pattern[str]], ...]] = (
     # The kernel's block layer and file systems.
     (
         Cause.IO_ERROR,
+        ("EXT4-fs", "I/O error", "Input/output error"),
         _any(
             r"EXT4-fs error",
             r"\bI/O error, dev \S+",
@@ -69,6 +73,7 @@ _RULES: Final[tuple[tuple[Cause, re.Pattern[str]], ...]] = (
     # Killed process" for the whole system, "Memory cgroup out of memory: ..." for a cgroup).
     (
         Cause.KERNEL_OOM_KILLER,
+        ("Out of memory: Kill", "CONSTRAINT_NONE", "global_oom", "System OOM"),
         _any(
             r"(?<!Memory cgroup )\bOut of memory: Kill(?:ed)? process",
             r"oom-kill:constraint=CONSTRAINT_NONE",
@@ -80,6 +85,7 @@ _RULES: Final[tuple[tuple[Cause, re.Pattern[str]], ...]] = (
     # resource: memory. ...", "The node had condition: [MemoryPressure].").
     (
         Cause.EVICTED,
+        ("The node was low on resource", "The node had condition", "Evicted"),
         _any(
             r"The node was low on resource: [\w-]+",
             r"The node had condition: \[\w+Pressure\]",
@@ -88,6 +94,7 @@ _RULES: Final[tuple[tuple[Cause, re.Pattern[str]], ...]] = (
     ),
     (
         Cause.CONTAINER_MEMORY_LIMIT,
+        ("Memory cgroup out of memory", "CONSTRAINT_MEMCG", "OOM", "memory: usage"),
         _any(
             r"Memory cgroup out of memory: Kill(?:ed)? process",
             r"oom-kill:constraint=CONSTRAINT_MEMCG",
@@ -99,6 +106,7 @@ _RULES: Final[tuple[tuple[Cause, re.Pattern[str]], ...]] = (
     ),
     (
         Cause.DISK_FULL,
+        ("No space left", "Errno 28", "StorageFull", "Disk quota"),
         _any(
             r"No space left on device",
             r"\[Errno 28\]",
@@ -110,6 +118,7 @@ _RULES: Final[tuple[tuple[Cause, re.Pattern[str]], ...]] = (
     # before that RuntimeError: CUDA out of memory), CUDA's own error string, and NCCL's.
     (
         Cause.CUDA_OUT_OF_MEMORY,
+        ("out of memory", "OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED"),
         _any(
             r"CUDA out of memory",
             r"\bOutOfMemoryError\b",
@@ -122,6 +131,7 @@ _RULES: Final[tuple[tuple[Cause, re.Pattern[str]], ...]] = (
     # InfiniBand transport.
     (
         Cause.NETWORK_ERROR,
+        ("NET/OFI", "libfabric", "fi_getinfo", "NET/IB"),
         _any(
             r"NCCL WARN NET/OFI",
             r"libfabric:.*:efa:.*<(?:warn|error)>",
@@ -131,6 +141,7 @@ _RULES: Final[tuple[tuple[Cause, re.Pattern[str]], ...]] = (
     ),
     (
         Cause.NCCL_ERROR,
+        ("nccl", "NCCL"),
         _any(
             r"\bnccl(?:Internal|System|Remote|UnhandledCuda|InvalidUsage|InvalidArgument)Error\b",
             r"NCCL error in: ",
@@ -141,12 +152,17 @@ _RULES: Final[tuple[tuple[Cause, re.Pattern[str]], ...]] = (
     # PyTorch's ProcessGroupNCCL watchdog.
     (
         Cause.NCCL_TIMEOUT,
+        ("Watchdog caught", "timed out in blocking wait", "collective operation timeout"),
         _any(
             r"Watchdog caught collective operation timeout",
             r"timed out in blocking wait",
             r"collective operation timeout",
         ),
     ),
+)
+
+_NEEDLES: Final = re.compile(
+    "|".join(sorted({re.escape(n) for _, needles, _ in _RULES for n in needles}, key=len)[::-1])
 )
 
 #: Newer drivers print the bus loss without an XID line (NVIDIA/NVSentinel#155): "NVRM: The
@@ -166,7 +182,7 @@ def _xid(line: LogLine) -> Match | None:
     if xid is not None:
         code, pci = xid.code, xid.pci_bus_id
     else:
-        bus = _FELL_OFF_BUS.search(line.text)
+        bus = _FELL_OFF_BUS.search(line.text) if "fallen off the bus" in line.text else None
         if bus is None:
             return None
         code, pci = _XID_FALLEN_OFF_BUS, (bus["pci"] or "").lower()
@@ -189,7 +205,12 @@ def match_line(line: LogLine) -> Match | None:
     xid = _xid(line)
     if xid is not None:
         return xid
-    for cause, pattern in _RULES:
-        if pattern.search(line.text):
+    text = line.text
+    # One scan for every rule's needles first: most lines of a log name no cause.
+    found = set(_NEEDLES.findall(text))
+    if not found:
+        return None
+    for cause, needles, pattern in _RULES:
+        if not found.isdisjoint(needles) and pattern.search(text):
             return Match(cause=cause, line=line)
     return None
