@@ -79,12 +79,18 @@ def _events(
         token = {"nextToken": page["nextToken"]}
 
 
+def failure_window(failed_from: float, failed_to: float | None = None) -> tuple[float, float]:
+    """The seconds read around a failure known to lie between two times (the hour whose
+    ``job_failed`` count rose), or at one."""
+    return failed_from - BEFORE_S, (failed_from if failed_to is None else failed_to) + AFTER_S
+
+
 def read_failure_log(
-    logs: Any, cluster: str, pods: Iterable[FailedPod], *, failed_at: float
+    logs: Any, cluster: str, pods: Iterable[FailedPod], *, start: float, end: float
 ) -> tuple[str, list[str]]:
-    """The events around ``failed_at`` (epoch seconds) in time order as one log, and the log
-    groups that do not exist (Container Insights' logs not turned on): read as absent, said."""
-    start_ms, end_ms = int((failed_at - BEFORE_S) * 1000), int((failed_at + AFTER_S) * 1000)
+    """The events from ``start`` to ``end`` (epoch seconds) in time order as one log, and the
+    log groups that do not exist (Container Insights' logs not turned on): read as absent."""
+    start_ms, end_ms = int(start * 1000), int(end * 1000)
     events: list[tuple[int, str]] = []
     missing: list[str] = []
     for failed in pods:
@@ -137,9 +143,10 @@ def failure_cause_finding(
 
 
 def explain_job_failure(
-    logs: Any, cluster: str, job: str, pods: Iterable[FailedPod], *, failed_at: float
+    logs: Any, cluster: str, job: str, pods: Iterable[FailedPod], *, window: tuple[float, float]
 ) -> Finding:
-    """Read the logs around a failed job's pods and name the cause in a finding."""
+    """Read the logs of a failed job's pods and nodes in ``window`` (see ``failure_window``)
+    and name the cause in a finding."""
     pods = list(pods)
-    text, missing = read_failure_log(logs, cluster, pods, failed_at=failed_at)
+    text, missing = read_failure_log(logs, cluster, pods, start=window[0], end=window[1])
     return failure_cause_finding(job, classify_text(text), pods, missing=missing)

@@ -167,9 +167,8 @@ _NEEDLES: Final = re.compile(
 
 #: Newer drivers print the bus loss without an XID line (NVIDIA/NVSentinel#155): "NVRM: The
 #: NVIDIA GPU 0000:b3:00.0 ... has fallen off the bus"; it is XID 79's meaning.
-_FELL_OFF_BUS: Final = re.compile(
-    r"NVRM: .*?(?:GPU (?P<pci>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.\d)?))?"
-    r".*fallen off the bus"
+_GPU_BUS: Final = re.compile(
+    r"GPU (?P<pci>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.\d)?)"
 )
 _XID_FALLEN_OFF_BUS: Final = 79
 
@@ -182,10 +181,10 @@ def _xid(line: LogLine) -> Match | None:
     if xid is not None:
         code, pci = xid.code, xid.pci_bus_id
     else:
-        bus = _FELL_OFF_BUS.search(line.text) if "fallen off the bus" in line.text else None
-        if bus is None:
+        if "NVRM: " not in line.text or "fallen off the bus" not in line.text:
             return None
-        code, pci = _XID_FALLEN_OFF_BUS, (bus["pci"] or "").lower()
+        bus = _GPU_BUS.search(line.text)
+        code, pci = _XID_FALLEN_OFF_BUS, (bus["pci"].lower() if bus else "")
     row = describe_xid(code)
     return Match(
         cause=Cause.GPU_XID,

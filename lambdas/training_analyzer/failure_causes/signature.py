@@ -39,10 +39,13 @@ _MASKS: Final = tuple(
 _SPACES: Final = re.compile(r"\s+")
 #: Long lines (an OOM's memory summary) group by their start; the rest is detail.
 _MAX_CHARS: Final = 240
+#: What is masked of a line: masks shorten it, so this much fills the signature.
+_READ_CHARS: Final = 4 * _MAX_CHARS
 
 
 def signature(text: str) -> str:
     """The line with times, ids, addresses, paths, ranks, pod hashes and numbers masked."""
+    text = text[:_READ_CHARS]
     for pattern, replacement in _MASKS:
         text = pattern.sub(replacement, text)
     return _SPACES.sub(" ", text).strip()[:_MAX_CHARS]

@@ -16,6 +16,7 @@ from lambdas.training_analyzer.failure_logs import (
     MAX_STREAM_NAMES,
     FailedPod,
     explain_job_failure,
+    failure_window,
     stream_prefixes,
 )
 from tests.unit.reference_data import failure_log_corpus
@@ -83,7 +84,11 @@ def test_the_xid_on_the_jobs_node_is_named_from_the_host_log(logs: Any) -> None:
         (FAILED_AT - 30, host_record(xid)))  # fmt: skip
 
     finding = explain_job_failure(
-        logs, "train", "llm-7b", [FailedPod("train-worker-1", NODE)], failed_at=FAILED_AT
+        logs,
+        "train",
+        "llm-7b",
+        [FailedPod("train-worker-1", NODE)],
+        window=failure_window(FAILED_AT),
     )
     assert finding.kind is Kind.TRAINING_FAILURE_CAUSE
     assert finding.resource == "job/llm-7b"
@@ -107,7 +112,11 @@ def test_a_pod_restarted_past_one_calls_stream_limit_is_read_whole(logs: Any) ->
         put(logs, "application", app_stream(NODE, "train-worker-1", f"{n:064x}"),
             (FAILED_AT - restarts + n, app_record(line)))  # fmt: skip
     finding = explain_job_failure(
-        logs, "train", "llm-7b", [FailedPod("train-worker-1", NODE)], failed_at=FAILED_AT
+        logs,
+        "train",
+        "llm-7b",
+        [FailedPod("train-worker-1", NODE)],
+        window=failure_window(FAILED_AT),
     )
     assert finding.evidence["cause"] == "cuda_out_of_memory"
     assert finding.evidence["lines_read"] == restarts
@@ -116,7 +125,11 @@ def test_a_pod_restarted_past_one_calls_stream_limit_is_read_whole(logs: Any) ->
 
 def test_no_logs_is_an_info_finding_that_says_what_was_read(logs: Any) -> None:
     finding = explain_job_failure(
-        logs, "train", "llm-7b", [FailedPod("train-worker-1", NODE)], failed_at=FAILED_AT
+        logs,
+        "train",
+        "llm-7b",
+        [FailedPod("train-worker-1", NODE)],
+        window=failure_window(FAILED_AT),
     )
     assert finding.severity is Severity.INFO
     assert finding.summary == "llm-7b failed; the 0 log lines read name no cause."
@@ -129,3 +142,8 @@ def test_stream_prefixes_follow_fluent_bits_names() -> None:
         (f"{GROUPS}/host", f"{NODE}.host."),
         (f"{GROUPS}/dataplane", f"{NODE}-dataplane."),
     ]
+
+
+def test_the_window_spans_the_failed_hour_with_margins() -> None:
+    assert failure_window(7200.0, 10800.0) == (7200.0 - 1800, 10800.0 + 600)
+    assert failure_window(7200.0) == (7200.0 - 1800, 7200.0 + 600)
