@@ -1,4 +1,4 @@
-"""Failure causes from logs: read the lines (lines), name what each says (rules, traceback),
+"""Failure causes from logs: read the lines (lines), name what each says (rules, python_exception),
 pick the root cause and cite it (classify, causes), and group recurring failures (signature).
 Pure logic: no AWS."""
 

@@ -7,9 +7,12 @@ from typing import Any, Final
 
 from lambdas.training_analyzer.failure_causes.causes import ADVICE, Cause, precedence
 from lambdas.training_analyzer.failure_causes.lines import LogLine, read_lines
+from lambdas.training_analyzer.failure_causes.python_exception import (
+    PythonException,
+    last_exception,
+)
 from lambdas.training_analyzer.failure_causes.rules import Match, match_line
 from lambdas.training_analyzer.failure_causes.signature import signature
-from lambdas.training_analyzer.failure_causes.traceback import PythonException, last_exception
 
 #: Lines cited for the cause: enough to show it, few enough to read.
 MAX_CITED: Final = 5
