@@ -15,6 +15,7 @@ from benchmarks import (
     analyze_cli,
     attribution,
     exporter,
+    failure_causes,
     fan_out,
     storage_analyzer,
     training_analyzer,
@@ -189,6 +190,20 @@ def main() -> None:
         Row("attribution: held-not-working GPU-hours found", g["not_working"], 168_000, "h"),
         Row("attribution: CPU for the week", g["cpu_seconds"], None, "s"),
         Row("attribution: peak Python memory", g["peak_mib"], 1024.0, "MiB"),
+    ]
+    fc = failure_causes.main()
+    right = sum(r for r, _ in fc.accuracy.values())
+    total = sum(t for _, t in fc.accuracy.values())
+    rows += [
+        Row(
+            "failure causes: corpus samples classified as sourced", 100 * right / total, 100.0, "%"
+        ),
+        *(
+            Row(f"failure causes: {cause} classified as sourced", r, t, "samples")
+            for cause, (r, t) in fc.accuracy.items()
+        ),
+        Row("failure causes: lines/CPU-s, failure lines only", fc.lines_per_s_failures, None, "/s"),
+        Row("failure causes: lines/CPU-s, lines naming no cause", fc.lines_per_s_quiet, None, "/s"),
     ]
     rows.append(Row("cdk synth of the whole app", synth_seconds(), None, "s"))
     cost = estimate(nodes=1, gpus_per_node=8)

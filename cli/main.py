@@ -23,6 +23,9 @@ from cli.backtest.command import add_arguments as add_backtest_arguments
 from cli.backtest.command import run as run_backtest
 from cli.checkout import use_checkout
 from cli.cost import ENHANCED_CI_PER_MILLION_OBSERVATIONS, estimate
+from cli.explain_failure import NoCauseFoundError
+from cli.explain_failure import add_arguments as add_explain_failure_arguments
+from cli.explain_failure import run as run_explain_failure
 from cli.failures import AwsFailureError
 from cli.preflight import ChecksFailedError
 from cli.preflight import add_arguments as add_preflight_arguments
@@ -122,6 +125,12 @@ def _parser() -> argparse.ArgumentParser:
         "preflight", help="read-only checks of the account and cluster before cdk deploy"
     )
     add_preflight_arguments(preflight)
+
+    explain = commands.add_parser(
+        "explain-failure",
+        help="name the cause of a failed job from its log, cite the lines, say what to do",
+    )
+    add_explain_failure_arguments(explain)
     return parser
 
 
@@ -225,6 +234,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], str]] = {
     "backtest": _backtest,
     "analyze": run_analyze,
     "preflight": run_preflight,
+    "explain-failure": run_explain_failure,
 }
 
 
@@ -248,7 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _aws_errors() as err:  # one line, never a traceback
         print(f"gpu-insights {args.command}: {err}", file=sys.stderr)
         return 1
-    except ChecksFailedError as failed:  # the report stands; the status says a check failed
+    except (ChecksFailedError, NoCauseFoundError) as failed:  # the report stands; status 1
         print(failed.output)
         return 1
     print(output)

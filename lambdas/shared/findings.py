@@ -37,6 +37,8 @@ class Kind(StrEnum):
     TRAINING_THROUGHPUT_REGRESSION = "training_throughput_regression"
     TRAINING_JOB_FAILURES = "training_job_failures"
     TRAINING_STRAGGLER = "training_straggler"
+    #: A failed job's cause, named from its pods' and nodes' logs, with the lines cited.
+    TRAINING_FAILURE_CAUSE = "training_failure_cause"
     #: A job (or pod) held GPUs that did no work: priced GPU-hours, by namespace and job.
     GPU_HELD_NOT_WORKING = "gpu_held_not_working"
     #: A resource the analyzer could not analyze; the run went on without it.

@@ -6,6 +6,7 @@ than to the project's reading of them.
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -94,3 +95,36 @@ def unknown_agent_keys(node: object, path: str = "") -> list[str]:
         for value in node:
             unknown += unknown_agent_keys(value, path)
     return unknown
+
+
+@dataclass(frozen=True)
+class FailureLogSample:
+    """One excerpt of tests/data/failure_logs/corpus.json: lines as their programs print
+    them, the public page they come from, and the cause that page's reader names."""
+
+    id: str
+    cause: str
+    source: str
+    format: str
+    lines: tuple[str, ...]
+    note: str = ""
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+@cache
+def failure_log_corpus() -> tuple[FailureLogSample, ...]:
+    entries = _json("failure_logs/corpus.json")["entries"]
+    return tuple(
+        FailureLogSample(
+            id=e["id"],
+            cause=e["cause"],
+            source=e["source"],
+            format=e["format"],
+            lines=tuple(e["lines"]),
+            note=e.get("note", ""),
+        )
+        for e in entries
+    )

@@ -69,11 +69,11 @@ def test_a_function_never_imports_another_functions_handler() -> None:
 
 def test_the_operators_machine_reads_the_tests_only_for_the_cluster_model() -> None:
     """The demo draws its cluster from tests/realistic (cli/checkout.py); nothing else in cli/
-    reaches into the tests, and nothing outside cli/ and tests/ does at all."""
+    reaches into the tests (the runtime folders above never do; benchmarks/ may read the tests'
+    data, as the classifier's accuracy on the failure-log corpus does)."""
     offenders = [
         f"{path.relative_to(ROOT)}:{line}: {name}"
-        for top in ("cli", "benchmarks")
-        for path in sorted((ROOT / top).rglob("*.py"))
+        for path in sorted((ROOT / "cli").rglob("*.py"))
         for line, name in imports(path)
         if name.split(".")[0] == "tests" and not name.startswith("tests.realistic")
     ]

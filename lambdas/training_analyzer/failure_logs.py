@@ -1,0 +1,152 @@
+"""What Container Insights collected around a failed job's pods, and the finding that names
+the failure's cause from it.
+
+Fluent Bit, as Container Insights deploys it, names each log stream by its node and source
+(aws-samples/amazon-cloudwatch-container-insights, .../fluent-bit/fluent-bit.yaml: the output's
+``log_stream_prefix`` is ``${HOST_NAME}-`` for the application and dataplane groups and
+``${HOST_NAME}.`` for the host group, and the record's tag follows it: ``application.var.log.
+containers.<pod>_<namespace>_<container>-<id>.log``, ``dataplane.systemd.<unit>``,
+``host.dmesg``). So a pod's container logs and its node's kernel and kubelet logs are found by
+stream-name prefix: listed with DescribeLogStreams, then read with FilterLogEvents by name (at
+most 100 names a call), both paged. FilterLogEvents has no per-byte charge, unlike a Logs
+Insights query over the whole group."""
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+from gpu_insights_agent.contract.metrics import container_insights_log_group_prefix
+from lambdas.shared.findings import Finding, Kind, Severity
+from lambdas.training_analyzer.analysis import ANALYZER
+from lambdas.training_analyzer.failure_causes import Cause, Diagnosis, classify_text
+
+#: "logStreamNames ... Array Members: Minimum number of 1 item. Maximum number of 100 items."
+#: (CloudWatch Logs API Reference, FilterLogEvents).
+MAX_STREAM_NAMES: Final = 100
+#: Events read per failed job at most: the classifier cites a handful, and a crash loop can
+#: print millions. The newest are kept (a failure is printed last).
+MAX_EVENTS: Final = 20_000
+#: The window read around the failure: the minutes before it, and a few after (the kubelet's
+#: and the node's lines about a pod's end follow its last line).
+BEFORE_S: Final = 30 * 60
+AFTER_S: Final = 10 * 60
+
+#: The causes that take a node or GPU out of service: the finding is critical.
+_CRITICAL: Final = frozenset(
+    {Cause.GPU_XID, Cause.NODE_LOST, Cause.IO_ERROR, Cause.KERNEL_OOM_KILLER}
+)
+
+
+@dataclass(frozen=True)
+class FailedPod:
+    pod: str
+    node: str
+
+
+def stream_prefixes(cluster: str, failed: FailedPod) -> list[tuple[str, str]]:
+    """(log group, stream-name prefix) of the pod's containers and its node's host and
+    dataplane logs."""
+    groups = container_insights_log_group_prefix(cluster)
+    node = failed.node
+    return [
+        (f"{groups}/application", f"{node}-application.var.log.containers.{failed.pod}_"),
+        (f"{groups}/host", f"{node}.host."),
+        (f"{groups}/dataplane", f"{node}-dataplane."),
+    ]
+
+
+def _streams(logs: Any, group: str, prefix: str) -> Iterator[str]:
+    token: dict[str, str] = {}
+    while True:
+        page = logs.describe_log_streams(logGroupName=group, logStreamNamePrefix=prefix, **token)
+        yield from (s["logStreamName"] for s in page.get("logStreams", []))
+        if not page.get("nextToken"):
+            return
+        token = {"nextToken": page["nextToken"]}
+
+
+def _events(
+    logs: Any, group: str, names: list[str], start_ms: int, end_ms: int
+) -> Iterator[tuple[int, str]]:
+    token: dict[str, str] = {}
+    while True:
+        page = logs.filter_log_events(
+            logGroupName=group, logStreamNames=names, startTime=start_ms, endTime=end_ms, **token
+        )
+        yield from ((e["timestamp"], e["message"]) for e in page.get("events", []))
+        if not page.get("nextToken"):
+            return
+        token = {"nextToken": page["nextToken"]}
+
+
+def failure_window(failed_from: float, failed_to: float | None = None) -> tuple[float, float]:
+    """The seconds read around a failure known to lie between two times (the hour whose
+    ``job_failed`` count rose), or at one."""
+    return failed_from - BEFORE_S, (failed_from if failed_to is None else failed_to) + AFTER_S
+
+
+def read_failure_log(
+    logs: Any, cluster: str, pods: Iterable[FailedPod], *, start: float, end: float
+) -> tuple[str, list[str]]:
+    """The events from ``start`` to ``end`` (epoch seconds) in time order as one log, and the
+    log groups that do not exist (Container Insights' logs not turned on): read as absent."""
+    start_ms, end_ms = int(start * 1000), int(end * 1000)
+    events: list[tuple[int, str]] = []
+    missing: list[str] = []
+    for failed in pods:
+        for group, prefix in stream_prefixes(cluster, failed):
+            if group in missing:
+                continue
+            try:
+                names = list(_streams(logs, group, prefix))
+            except logs.exceptions.ResourceNotFoundException:
+                missing.append(group)
+                continue
+            for i in range(0, len(names), MAX_STREAM_NAMES):
+                batch = names[i : i + MAX_STREAM_NAMES]
+                events += _events(logs, group, batch, start_ms, end_ms)
+    events.sort(key=lambda e: e[0])
+    return "\n".join(message for _, message in events[-MAX_EVENTS:]), missing
+
+
+def failure_cause_finding(
+    job: str, diagnosis: Diagnosis, pods: Iterable[FailedPod], *, missing: Iterable[str] = ()
+) -> Finding:
+    """The ``training_failure_cause`` finding of one failed job: the cause, the lines that
+    decided it, the signature that groups it with others, and what to do."""
+    pods = list(pods)
+    named = diagnosis.cause is not Cause.UNKNOWN
+    severity = (
+        Severity.CRITICAL
+        if diagnosis.cause in _CRITICAL
+        else (Severity.WARNING if named else Severity.INFO)
+    )
+    summary = (
+        f"{job} failed: {diagnosis.title}."
+        if named
+        else f"{job} failed; the {diagnosis.lines_read:,} log lines read name no cause."
+    )
+    return Finding(
+        kind=Kind.TRAINING_FAILURE_CAUSE,
+        resource=f"job/{job}",
+        severity=severity,
+        summary=summary,
+        evidence={
+            **diagnosis.to_json(),
+            "pods": sorted(p.pod for p in pods),
+            "nodes": sorted({p.node for p in pods} | set(diagnosis.nodes)),
+            "log_groups_missing": sorted(set(missing)),
+        },
+        recommendation=diagnosis.recommendation,
+        analyzer=ANALYZER,
+    )
+
+
+def explain_job_failure(
+    logs: Any, cluster: str, job: str, pods: Iterable[FailedPod], *, window: tuple[float, float]
+) -> Finding:
+    """Read the logs of a failed job's pods and nodes in ``window`` (see ``failure_window``)
+    and name the cause in a finding."""
+    pods = list(pods)
+    text, missing = read_failure_log(logs, cluster, pods, start=window[0], end=window[1])
+    return failure_cause_finding(job, classify_text(text), pods, missing=missing)

@@ -1,0 +1,116 @@
+"""``gpu-insights explain-failure``: the cause, the cited lines and what to do; exit 0 for a
+named cause, 1 for none, 2 for a log that cannot be read."""
+
+import io
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli import explain_failure
+from cli.main import main
+from tests.unit.reference_data import failure_log_corpus
+
+SAMPLES = {s.id: s for s in failure_log_corpus()}
+
+
+def log_file(tmp_path: Path, sample_id: str) -> Path:
+    path = tmp_path / f"{sample_id}.log"
+    path.write_text(SAMPLES[sample_id].text)
+    return path
+
+
+def test_names_the_cause_cites_the_line_and_says_what_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(["explain-failure", "--log", str(log_file(tmp_path, "xid-79-then-nccl-timeout"))]) == 0
+    )
+    out = capsys.readouterr().out
+    assert out.splitlines()[:3] == [
+        "Cause: XID 79 on GPU 0000:44:00: GPU has fallen off the bus (gpu_xid)",
+        "Lines that decided it:",
+        "  2: NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus",
+    ]
+    assert "Also in the log: nccl_timeout" in out
+    assert "What to do: " in out
+    assert out.rstrip().endswith("Read 2 lines.")
+
+
+def test_json_is_one_object_with_cause_lines_signature_and_recommendation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = log_file(tmp_path, "cuda-oom-traceback-last")
+    assert main(["explain-failure", "--log", str(path), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["cause"] == "cuda_out_of_memory"
+    assert [line["number"] for line in document["lines"]] == [2]
+    assert document["signature"].startswith("torch.cuda.OutOfMemoryError: CUDA out of memory.")
+    assert "micro-batch" in document["recommendation"]
+    assert document["truncated"] is False
+
+
+def test_reads_standard_input(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = SAMPLES["spot-nth-v1"].text.encode()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    assert main(["explain-failure", "--log", "-", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cause"] == "spot_interruption"
+
+
+def test_no_cause_prints_the_report_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["explain-failure", "--log", str(log_file(tmp_path, "nccl-info-only"))]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.startswith("Cause: No known cause in the lines read (unknown)")
+    assert captured.err == ""
+
+
+def test_a_huge_log_is_read_from_its_end_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(explain_failure, "MAX_BYTES", 400)
+    path = tmp_path / "big.log"
+    early = SAMPLES["disk-full-safetensors"].text  # cut off: only the end is read
+    filler = "step 1 loss 2.5\n" * 100
+    path.write_text(early + filler + SAMPLES["xid-79-nvsentinel"].text)
+    assert main(["explain-failure", "--log", str(path), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["cause"] == "gpu_xid"
+    assert document["truncated"] is True
+    assert document["bytes_total"] == path.stat().st_size
+    assert document["bytes_read"] <= 400
+    assert main(["explain-failure", "--log", str(path)]) == 0
+    assert f"of {path.stat().st_size / 1024 / 1024:,.1f} MiB)." in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: p / "absent.log", "no such file"),
+        (lambda p: p, "is a folder, not a log"),
+        (lambda p: (p / "core").write_bytes(b"\x7fELF\x00\x01") and p / "core", "is binary"),
+    ],
+)
+def test_a_log_that_cannot_be_read_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], make: object, message: str
+) -> None:
+    path = make(tmp_path)  # type: ignore[operator]
+    assert main(["explain-failure", "--log", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"gpu-insights explain-failure: --log {path}")
+    assert message in captured.err
+    assert captured.err.count("\n") == 1
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_an_unreadable_log_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = log_file(tmp_path, "xid-79-nvsentinel")
+    path.chmod(0)
+    assert main(["explain-failure", "--log", str(path)]) == 2
+    assert "cannot be read" in capsys.readouterr().err

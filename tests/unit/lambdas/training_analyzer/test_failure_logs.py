@@ -1,0 +1,149 @@
+"""A failed job's cause from the Container Insights log groups, read by stream-name prefix with
+a real botocore client (moto): its pods' container logs and its nodes' host logs in the window
+around the failure, nothing of other pods, other nodes or other hours."""
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from lambdas.shared.findings import Kind, Severity
+from lambdas.training_analyzer.failure_logs import (
+    MAX_STREAM_NAMES,
+    FailedPod,
+    explain_job_failure,
+    failure_window,
+    stream_prefixes,
+)
+from tests.unit.reference_data import failure_log_corpus
+
+SAMPLES = {s.id: s for s in failure_log_corpus()}
+NODE = "ip-10-0-7-41.us-west-2.compute.internal"
+OTHER_NODE = "ip-10-0-9-12.us-west-2.compute.internal"
+GROUPS = "/aws/containerinsights/train"
+FAILED_AT = time.time() - 3600
+CONTAINER_ID = "0f32894de86edf3d3832702af794874ef8d400b4969acdea4976b12040756e0d"
+
+
+def app_stream(node: str, pod: str, container_id: str = CONTAINER_ID) -> str:
+    return f"{node}-application.var.log.containers.{pod}_ml_pytorch-{container_id}.log"
+
+
+def app_record(line: str) -> str:
+    """An application log event as Fluent Bit's kubernetes filter sends it."""
+    return json.dumps(
+        {"log": line + "\n", "stream": "stderr", "kubernetes": {"pod_name": "p", "host": NODE}}
+    )
+
+
+def host_record(line: str) -> str:
+    return json.dumps({"message": line, "ec2_instance_id": "i-0abc1234def567890"})
+
+
+@pytest.fixture
+def logs() -> Iterator[Any]:
+    with mock_aws():
+        client = boto3.client(
+            "logs", region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
+        )
+        for kind in ("application", "host"):  # no dataplane group: read as missing
+            client.create_log_group(logGroupName=f"{GROUPS}/{kind}")
+        yield client
+
+
+def put(client: Any, group: str, stream: str, *events: tuple[float, str]) -> None:
+    client.create_log_stream(logGroupName=f"{GROUPS}/{group}", logStreamName=stream)
+    client.put_log_events(
+        logGroupName=f"{GROUPS}/{group}",
+        logStreamName=stream,
+        logEvents=[{"timestamp": int(t * 1000), "message": m} for t, m in events],
+    )
+
+
+def test_the_xid_on_the_jobs_node_is_named_from_the_host_log(logs: Any) -> None:
+    timeout = SAMPLES["nccl-timeout-allreduce-2025"].lines[0]
+    xid = SAMPLES["xid-79-nvsentinel"].lines[0]
+    put(
+        logs,
+        "application",
+        app_stream(NODE, "train-worker-1"),
+        (FAILED_AT - 60, app_record(timeout)),
+    )
+    # Another pod on the same node, another node's host log, and the job's node an hour
+    # earlier: none of them is the job's failure.
+    put(logs, "application", app_stream(NODE, "train-worker-10"),
+        (FAILED_AT - 50, app_record(SAMPLES["cuda-oom-torch-2x"].lines[0])))  # fmt: skip
+    put(logs, "host", f"{OTHER_NODE}.host.dmesg",
+        (FAILED_AT - 40, host_record(SAMPLES["xid-48-64-journal"].lines[1])))  # fmt: skip
+    put(logs, "host", f"{NODE}.host.dmesg",
+        (FAILED_AT - 7200, host_record(SAMPLES["global-oom-dmesg-T"].lines[1])),
+        (FAILED_AT - 30, host_record(xid)))  # fmt: skip
+
+    finding = explain_job_failure(
+        logs,
+        "train",
+        "llm-7b",
+        [FailedPod("train-worker-1", NODE)],
+        window=failure_window(FAILED_AT),
+    )
+    assert finding.kind is Kind.TRAINING_FAILURE_CAUSE
+    assert finding.resource == "job/llm-7b"
+    assert finding.severity is Severity.CRITICAL
+    assert finding.summary == "llm-7b failed: XID 79 on GPU 0000:44:00: GPU has fallen off the bus."
+    evidence = finding.evidence
+    assert evidence["cause"] == "gpu_xid"
+    assert [line["text"] for line in evidence["lines"]] == [xid]
+    assert evidence["also_seen"] == ["nccl_timeout"]
+    assert evidence["lines_read"] == 2
+    assert evidence["pods"] == ["train-worker-1"]
+    assert evidence["nodes"] == [NODE]
+    assert evidence["log_groups_missing"] == [f"{GROUPS}/dataplane"]
+
+
+def test_a_pod_restarted_past_one_calls_stream_limit_is_read_whole(logs: Any) -> None:
+    """Each restart of a container is a stream of its own; FilterLogEvents takes 100 names."""
+    restarts = MAX_STREAM_NAMES + 20
+    for n in range(restarts):
+        line = "step 10 loss 2.5" if n < restarts - 1 else SAMPLES["cuda-oom-torch-2x"].lines[0]
+        put(logs, "application", app_stream(NODE, "train-worker-1", f"{n:064x}"),
+            (FAILED_AT - restarts + n, app_record(line)))  # fmt: skip
+    finding = explain_job_failure(
+        logs,
+        "train",
+        "llm-7b",
+        [FailedPod("train-worker-1", NODE)],
+        window=failure_window(FAILED_AT),
+    )
+    assert finding.evidence["cause"] == "cuda_out_of_memory"
+    assert finding.evidence["lines_read"] == restarts
+    assert finding.severity is Severity.WARNING
+
+
+def test_no_logs_is_an_info_finding_that_says_what_was_read(logs: Any) -> None:
+    finding = explain_job_failure(
+        logs,
+        "train",
+        "llm-7b",
+        [FailedPod("train-worker-1", NODE)],
+        window=failure_window(FAILED_AT),
+    )
+    assert finding.severity is Severity.INFO
+    assert finding.summary == "llm-7b failed; the 0 log lines read name no cause."
+    assert finding.evidence["cause"] == "unknown"
+
+
+def test_stream_prefixes_follow_fluent_bits_names() -> None:
+    assert stream_prefixes("train", FailedPod("w-1", NODE)) == [
+        (f"{GROUPS}/application", f"{NODE}-application.var.log.containers.w-1_"),
+        (f"{GROUPS}/host", f"{NODE}.host."),
+        (f"{GROUPS}/dataplane", f"{NODE}-dataplane."),
+    ]
+
+
+def test_the_window_spans_the_failed_hour_with_margins() -> None:
+    assert failure_window(7200.0, 10800.0) == (7200.0 - 1800, 10800.0 + 600)
+    assert failure_window(7200.0) == (7200.0 - 1800, 7200.0 + 600)
