@@ -7,7 +7,6 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from alarms.catalog import AlarmSettings, alarm_sizing
 from alarms.cloudwatch_history import HistoryFetchError
 from alarms.sizing import shards_for
 from cdk.settings import DEFAULT_FLEET_GPUS
@@ -16,12 +15,13 @@ from cli.analyze import run as run_analyze
 from cli.backtest import add_arguments as add_backtest_arguments
 from cli.backtest import run as run_backtest
 from cli.checkout import use_checkout
+from cli.cost_command import add_arguments as add_cost_arguments
+from cli.cost_command import run as run_cost_estimate
 from cli.failures import AwsFailureError
 from cli.preflight import ChecksFailedError
 from cli.preflight import add_arguments as add_preflight_arguments
 from cli.preflight import run as run_preflight
 from deploy_config.cloudwatch_agent_config import DEFAULT_GPU_MEASUREMENTS, gpu_node_agent_config
-from deploy_config.cost import ENHANCED_CI_PER_MILLION_OBSERVATIONS, estimate
 from deploy_config.manifest import (
     ManifestError,
     exporter_manifests,
@@ -92,22 +92,9 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     cost = commands.add_parser(
-        "cost-estimate", help="monthly CloudWatch cost of the exporter for a GPU fleet"
+        "cost-estimate", help="what the whole deployment costs a month, line by line"
     )
-    cost.add_argument("--nodes", type=int, required=True)
-    cost.add_argument("--gpus-per-node", type=int, required=True)
-    cost.add_argument("--interval", type=float, default=10.0, help="exporter interval, s (10)")
-    cost.add_argument(
-        "--fleet-gpus",
-        type=int,
-        help="GPUs the alarms are sized for (the fleet_gpus setting; default: nodes x GPUs)",
-    )
-    cost.add_argument(
-        "--ci-price-per-million",
-        type=float,
-        default=ENHANCED_CI_PER_MILLION_OBSERVATIONS,
-        help="enhanced Container Insights price per million observations",
-    )
+    add_cost_arguments(cost)
     backtest = commands.add_parser(
         "backtest", help="replay metric history through the alarm definitions the app deploys"
     )
@@ -164,31 +151,6 @@ def _manifest(args: argparse.Namespace) -> str:
 MAX_FLEET_GPUS = 500_000
 
 
-def _cost_estimate(args: argparse.Namespace) -> str:
-    for option, value in (
-        ("--nodes", args.nodes),
-        ("--gpus-per-node", args.gpus_per_node),
-        ("--fleet-gpus", args.fleet_gpus),
-    ):
-        if value is not None and not 1 <= value <= MAX_FLEET_GPUS:
-            raise ValueError(f"{option} {value} must be from 1 to {MAX_FLEET_GPUS:,}")
-    if args.nodes * args.gpus_per_node > MAX_FLEET_GPUS:
-        raise ValueError(
-            f"--nodes {args.nodes} x --gpus-per-node {args.gpus_per_node} is over "
-            f"{MAX_FLEET_GPUS:,} GPUs"
-        )
-    table = estimate(
-        nodes=args.nodes,
-        gpus_per_node=args.gpus_per_node,
-        interval_s=args.interval,
-        ci_price_per_million=args.ci_price_per_million,
-    ).table()
-    fleet = args.fleet_gpus if args.fleet_gpus is not None else args.nodes * args.gpus_per_node
-    # How many alarms a fleet needs does not depend on the cluster's name.
-    sizing = alarm_sizing(AlarmSettings(cluster_name="any"), fleet)
-    return f"{table}\nAlarms: {sizing.line()}"
-
-
 def _check_folder(option: str, path: Path) -> None:
     """Refuse, before the synth's minute of work, a folder that cannot be made: the path or the
     nearest of its parents that exists is a file (mkdir would fail there only at the end)."""
@@ -221,7 +183,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], str]] = {
     "demo": _demo,
     "agent-config": _agent_config,
     "manifest": _manifest,
-    "cost-estimate": _cost_estimate,
+    "cost-estimate": run_cost_estimate,
     "backtest": _backtest,
     "analyze": run_analyze,
     "preflight": run_preflight,

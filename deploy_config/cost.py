@@ -1,31 +1,20 @@
 """What the exporter costs in CloudWatch, next to Container Insights' own GPU metrics.
 
 The time-series budget per GPU node, and the prices it is multiplied by, are stated here so
-that `gpu-insights cost-estimate` can show its working. Prices are us-east-1 list prices from
-https://aws.amazon.com/cloudwatch/pricing/ as this project last recorded them (2026-11; the
-page could not be re-read when this was written, so check it); other regions differ, and the
-Container Insights price can be overridden on the command line.
+that `gpu-insights cost-estimate` can show its working. The prices are cli/prices.py's (each
+with its page and the day it was read); the Container Insights price can be overridden on the
+command line.
 """
 
 from dataclasses import dataclass
 from typing import Final
 
+from cli.prices import ENHANCED_CI, LOGS_INGESTION, READ, tiered_metric_cost
 from contract.metrics import CLUSTER_METRICS, CYCLE_METRICS, FAULT_METRICS, GpuMetric
 
-PRICES_AS_OF: Final = "us-east-1 list prices as recorded 2026-11; check the pricing page"
-
-#: Custom metrics, per metric-month, by tier: (metrics in the tier, price).
-CUSTOM_METRIC_TIERS: Final[tuple[tuple[float, float], ...]] = (
-    (10_000, 0.30),
-    (240_000, 0.10),
-    (750_000, 0.05),
-    (float("inf"), 0.02),
-)
-#: CloudWatch Logs ingestion of the EMF lines, per GB.
-LOGS_INGESTION_PER_GB: Final = 0.50
-#: Container Insights with enhanced observability for EKS, per million observations (first
-#: tier). An observation is one metric value; an assumption to check against your bill.
-ENHANCED_CI_PER_MILLION_OBSERVATIONS: Final = 0.21
+PRICES_AS_OF: Final = f"us-east-1 list prices read {READ} (cli/prices.py cites each page)"
+LOGS_INGESTION_PER_GB: Final = LOGS_INGESTION.usd
+ENHANCED_CI_PER_MILLION_OBSERVATIONS: Final = ENHANCED_CI.usd
 #: GPU observations enhanced Container Insights makes per GPU per minute: six GPU
 #: measurements (utilization, memory used, total and utilization, power draw, temperature)
 #: at container, pod and node level.
@@ -174,19 +163,6 @@ class CostEstimate:
             f"${ENHANCED_CI_PER_MILLION_OBSERVATIONS} per million observations; {PRICES_AS_OF}.",
         ]
         return "\n".join(rows)
-
-
-def tiered_metric_cost(
-    metrics: float, tiers: tuple[tuple[float, float], ...] = CUSTOM_METRIC_TIERS
-) -> float:
-    remaining, total = float(metrics), 0.0
-    for size, price in tiers:
-        used = min(remaining, size)
-        total += used * price
-        remaining -= used
-        if remaining <= 0:
-            break
-    return total
 
 
 def estimate(

@@ -19,6 +19,8 @@ from contract.metrics import NAMESPACE_FINDINGS, NAMESPACE_WASTE, training_log_g
 from contract.resource_names import topic_name
 from lambdas.shared.shards import STORAGE, TRAINING
 from lambdas.training_analyzer.handler import GPU_HOURS_KEY, JOB_COSTS_KEY
+from lambdas.weekly_report.config import MEMORY_MB as REPORT_MEMORY_MB
+from lambdas.weekly_report.config import TIMEOUT_S as REPORT_TIMEOUT_S
 
 STORAGE_MODULES = (
     "lambdas/shared/cluster_tags.py",
@@ -407,8 +409,8 @@ class AnalyzersStack(DeploymentStack):
                 ),
             ],
             schedule=settings.report_schedule,
-            memory_mb=512,
-            timeout=Duration.minutes(5),
+            memory_mb=REPORT_MEMORY_MB,
+            timeout=Duration.seconds(REPORT_TIMEOUT_S),
         )
         acknowledge_wildcard_resources(
             self.weekly_report.role,

@@ -151,30 +151,16 @@ TRAINING = ["analyze", "training", "--cluster-name", "x"]
     ("argv", "words"),
     [
         ([*COST, "--interval", "nan"], ["nan"]),
-        (
-            [
-                "cost-estimate",
-                "--nodes",
-                "1",
-                "--gpus-per-node",
-                "8",
-                "--ci-price-per-million",
-                "nan",
-            ],
-            ["price nan"],
-        ),
-        (
-            [
-                "cost-estimate",
-                "--nodes",
-                "1",
-                "--gpus-per-node",
-                "8",
-                "--ci-price-per-million",
-                "-1",
-            ],
-            ["price -1"],
-        ),
+        # The exporter's deployed interval is 1 to 3600 whole seconds; a node has at most 16
+        # GPUs; the fleet at most 500,000 (the old estimate priced all of these).
+        ([*COST, "--interval", "0"], ["exporter_interval_seconds=0"]),
+        ([*COST, "--interval", "7200"], ["exporter_interval_seconds=7200"]),
+        ([*COST, "--interval", "0.5"], ["exporter_interval_seconds=0.5"]),
+        (["cost-estimate", "--nodes", "1", "--gpus-per-node", "1000"], ["--gpus-per-node 1000"]),
+        (["cost-estimate", "--nodes", "100000", "--gpus-per-node", "8"], ["fleet_gpus=800000"]),
+        ([*COST, "--container-log-gb-per-day", "nan"], ["--container-log-gb-per-day nan"]),
+        ([*COST, "--container-log-gb-per-day", "-1"], ["--container-log-gb-per-day -1"]),
+        ([*COST, "--volumes", "-1"], ["--volumes -1"]),
         (["manifest", "--image", "", "--cluster-name", "train"], ["image"]),
         (["manifest", "--image", "x", "--cluster-name", " "], ["cluster name"]),
         (["manifest", "--image", "repo/exporter:1\nkind: Pod", "--cluster-name", "t"], ["--image"]),

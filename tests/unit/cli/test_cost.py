@@ -1,0 +1,121 @@
+"""`gpu-insights cost-estimate`: the whole deployment's month, each line with its price, the
+page it is from and the day it was read."""
+
+import json
+
+import pytest
+
+from cli.main import main
+from cli.prices import PRICES, READ
+from cli.cost import runs_per_month
+
+#: Days in CloudWatch's month of 730 hours.
+DAYS = 730 / 24
+FLEET = ["cost-estimate", "--nodes", "40", "--gpus-per-node", "8"]
+
+
+def _items(capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, dict[str, object]]:
+    assert main([*FLEET, *extra, "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    items = {i["name"]: i for i in document["line_items"]}
+    assert document["total_usd"] == pytest.approx(sum(i["usd"] for i in items.values()), abs=0.05)
+    return items
+
+
+def test_every_line_item_of_the_month_names_its_price_and_source(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(FLEET) == 0
+    out = capsys.readouterr().out
+    for name in (
+        "Exporter custom metrics",
+        "Exporter EMF log ingestion",
+        "Container Insights enhanced observability",
+        "Container logs ingestion",
+        "Metrics Insights alarms",
+        "Standard alarms",
+        "Composite alarm",
+        "Dashboards",
+        "Lambda: storage analyzer",
+        "Lambda: training analyzer",
+        "Lambda: weekly report",
+        "Lambda: silence check",
+        "GetMetricData metrics requested",
+        "S3 request metrics",
+    ):
+        assert name in out
+    # 18 line items (no Step Functions below the fleet thresholds), each with its price's date.
+    rows = [line for line in out.splitlines() if line.startswith("$")]
+    assert len(rows) == 18 + 1  # and the total
+    assert out.count(f"read {READ}") == 18
+    assert "https://aws.amazon.com/cloudwatch/pricing/" in out
+    assert "https://aws.amazon.com/lambda/pricing/" in out
+
+
+def test_the_fleet_of_40_eight_gpu_nodes(capsys: pytest.CaptureFixture[str]) -> None:
+    items = _items(capsys)
+    # 320 GPUs x 4 + 4 series, 320 x 4 fault gauges in 2% of hours: 1,309.6 at $0.30.
+    assert items["Exporter custom metrics (GpuInsights)"]["quantity"] == pytest.approx(1309.6)
+    assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(392.88)
+    # 320 GPUs x 18 observations a minute x 43,800 minutes, at $0.21 a million.
+    ci = items["Container Insights enhanced observability: GPU observations"]
+    assert ci["quantity"] == pytest.approx(320 * 18 * 43_800 / 1e6)
+    assert ci["usd"] == pytest.approx(52.98, abs=0.01)
+    # One shard: low power and lost GPU read every GPU, the 3 fault alarms read 2% of them.
+    insights = items["Metrics Insights alarms"]
+    assert insights["quantity"] == pytest.approx(320 * 2 + 320 * 3 * 0.02)
+    assert items["Standard alarms"]["quantity"] == 4  # XID fatal, XID (2 metrics), dead letters
+    assert items["Dashboards"]["usd"] == 15.0  # 5 dashboards at $3
+    # 1 GB a day by default, 30.42 days, $0.50 a GB.
+    assert items["Container logs ingestion (Fluent Bit, on in the add-on)"]["usd"] == 15.21
+    # The silence check: every 5 minutes, 256 MB.
+    assert items["Lambda requests: silence check"]["quantity"] == pytest.approx(8760)
+    # GetMetricData: 7 a volume and 8 a job daily (one a node each), 1 a GPU every 5 min.
+    gmd = items["GetMetricData metrics requested"]["quantity"]
+    assert gmd == pytest.approx(40 * 7 * DAYS + 40 * 8 * DAYS + 320 * 8760, rel=1e-4)
+    assert items["S3 request metrics"]["usd"] == 0  # s3_enable_request_metrics is off
+
+
+def test_the_users_log_volume_and_settings_are_priced(capsys: pytest.CaptureFixture[str]) -> None:
+    items = _items(
+        capsys,
+        "--container-log-gb-per-day",
+        "20",
+        "--volumes",
+        "300000",
+        "-c",
+        "s3_enable_request_metrics=true",
+        "-c",
+        "storage_buckets=data-a,data-b",
+    )
+    assert items["Container logs ingestion (Fluent Bit, on in the add-on)"]["usd"] == 304.17
+    # 16 request metrics per bucket filter, as custom metrics past the exporter's in tier 1.
+    assert items["S3 request metrics"]["quantity"] == 32
+    assert items["S3 request metrics"]["usd"] == pytest.approx(9.6)
+    # 300,000 volumes: the Distributed Map of 15 shards of 20,000, daily.
+    sfn = items["Step Functions: storage analyzer fleet map"]
+    assert sfn["quantity"] == pytest.approx(DAYS * (3 + 2 * 15), rel=1e-4)
+    assert items["Lambda requests: storage analyzer"]["quantity"] == pytest.approx(DAYS * 15)
+
+
+@pytest.mark.parametrize(
+    ("schedule", "runs"),
+    [
+        ("cron(0 6 * * ? *)", DAYS),  # daily
+        ("cron(0 8 ? * MON *)", 4.345),  # weekly
+        ("cron(0 8 ? * MON-FRI *)", 21.726),
+        ("cron(0 */6 * * ? *)", 4 * DAYS),
+        ("cron(0 0 1 * ? *)", 1),
+        ("rate(5 minutes)", 8760),
+        ("rate(1 hour)", 730),
+    ],
+)
+def test_a_schedule_is_counted_in_runs_a_month(schedule: str, runs: float) -> None:
+    assert runs_per_month(schedule) == pytest.approx(runs, rel=1e-3)
+
+
+def test_every_price_cites_its_page_and_date() -> None:
+    for price in PRICES.values():
+        assert price.source.startswith("https://")
+        assert price.read == READ
+        assert price.usd > 0
