@@ -231,9 +231,7 @@ def estimate(deployment: Deployment) -> list[LineItem]:
     )
     exporter_metrics = exporter.metrics + exporter.fault_metric_months
     s3_metrics = (
-        len(s.storage_buckets) * S3_REQUEST_METRICS_PER_BUCKET
-        if s.s3_enable_request_metrics
-        else 0
+        len(s.storage_buckets) * S3_REQUEST_METRICS_PER_BUCKET if s.s3_enable_request_metrics else 0
     )
     observations = d.gpus * ENHANCED_CI_GPU_OBSERVATIONS_PER_GPU_MINUTE * MINUTES_PER_MONTH
     logs_gb = d.container_log_gb_per_day * DAYS_PER_MONTH

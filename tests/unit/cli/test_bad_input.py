@@ -3,6 +3,7 @@
 a run without end."""
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -38,12 +39,13 @@ def no_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatc
     return monkeypatch
 
 
-def _one_line(capsys: pytest.CaptureFixture[str], *words: str) -> None:
+def _one_line(capsys: pytest.CaptureFixture[str], *words: str) -> str:
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert len(err.strip().splitlines()) == 1, err
     for word in words:
         assert word in err
+    return err
 
 
 @pytest.mark.usefixtures("no_aws")
@@ -105,7 +107,7 @@ def test_backtest_times_are_bounded_before_work_starts(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     history = _history(tmp_path, **sample)
-    assert main(["backtest", "--history", history, "-c", "cluster_name=c", *extra]) == 2
+    assert main(["backtest", "--history", history, "-c", "cluster_name=train", *extra]) == 2
     _one_line(capsys, *words)
 
 
@@ -308,3 +310,56 @@ def test_a_bad_trace_value_is_a_skipped_line_not_a_crash_mid_run(
 
     nvml = FakeNvml.from_file(_trace(tmp_path, sample), clock=lambda: 10.0)
     assert nvml.malformed_lines == 1  # before: loaded, and a crash once the exporter read it
+
+
+def test_backtest_cloudwatch_takes_the_region_setting(
+    no_aws: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`-c region=...` is the deployment's region: the replay reads CloudWatch there (here it
+    gets as far as the missing credentials), not "You must specify a region"."""
+    argv = ["backtest", "--cloudwatch", "-c", "cluster_name=c", "-c", "region=us-west-2"]
+    assert main(argv) == 1
+    err = _one_line(capsys, "credentials")
+    assert "specify a region" not in err
+
+
+def _sample_of(cluster: str) -> str:
+    return json.dumps(
+        {
+            "namespace": "GpuInsights",
+            "metric": "gpu_allocated_power_utilization",
+            "dimensions": {"ClusterName": cluster, "NodeName": "n1", "GpuIndex": "0", "Shard": "0"},
+            "timestamp": 1_764_331_200,
+            "value": 9.5,
+        }
+    )
+
+
+@pytest.mark.usefixtures("no_aws")
+def test_backtest_of_another_clusters_history_is_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    Path("h.jsonl").write_text(_sample_of("ml-dev") + "\n")
+    assert main(["backtest", "--history", "h.jsonl", "-c", "cluster_name=ml-prod"]) == 2
+    _one_line(capsys, "no sample is of cluster 'ml-prod'", "'ml-dev'")
+
+
+@pytest.mark.usefixtures("no_aws")
+def test_backtest_of_dev_zero_is_one_line_at_once(capsys: pytest.CaptureFixture[str]) -> None:
+    started = time.monotonic()
+    assert main(["backtest", "--history", "/dev/zero", "-c", "cluster_name=c"]) == 2
+    _one_line(capsys, "--history /dev/zero holds a NUL byte (at byte 0)")
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.usefixtures("no_aws")
+def test_backtest_of_a_history_over_the_cap_is_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cli import backtest
+
+    monkeypatch.setattr(backtest, "MAX_HISTORY_BYTES", 1024**3 // 4096)
+    monkeypatch.setattr(backtest, "_CHUNK", 4096)
+    Path("h.jsonl").write_text((_sample_of("c") + "\n") * 20_000)  # 4 MB
+    assert main(["backtest", "--history", "h.jsonl", "-c", "cluster_name=c"]) == 2
+    _one_line(capsys, "--history h.jsonl is over")

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
+from cli.cost import runs_per_month
 from cli.main import main
 from cli.prices import PRICES, READ
-from cli.cost import runs_per_month
 
 #: Days in CloudWatch's month of 730 hours.
 DAYS = 730 / 24
