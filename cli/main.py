@@ -5,6 +5,7 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
+from importlib import metadata
 from pathlib import Path
 
 from alarms.cloudwatch_history import HistoryFetchError
@@ -29,12 +30,24 @@ from deploy_config.manifest import (
 )
 from exporter.cli import OneLineParser
 
+#: The distribution the command line is installed from: its metadata holds the one version.
+DISTRIBUTION = "eks-gpu-insights"
+
+
+def version() -> str:
+    """The installed distribution's version (pyproject.toml's, through the package metadata)."""
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return f"unknown ({DISTRIBUTION} is not installed: pip install -e .)"
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="gpu-insights",
         description="CloudWatch insight into GPU training on Amazon EKS.",
     )
+    parser.add_argument("--version", action="version", version=f"gpu-insights {version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = commands.add_parser(

@@ -1,4 +1,5 @@
 import json
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -190,3 +191,10 @@ def test_backtest_names_where_each_end_of_a_reversed_range_came_from(
     assert "(2026-11-29 14:00 UTC, --end)" in err
     assert "the history's first sample" in err
     assert "--start" not in err
+
+
+def test_version_is_the_installed_distributions(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == f"gpu-insights {metadata.version('eks-gpu-insights')}\n"
