@@ -278,8 +278,19 @@ def test_a_trace_without_a_gpu_is_refused_not_replayed_forever(
     trace = tmp_path / "t.jsonl"
     trace.write_text('{"kind": "gpu", "index": 0, "power_limit_w": "abc"}\n')
     assert exporter_main([*EXPORTER, "--trace", str(trace)]) == 2
-    err = capsys.readouterr().err
-    assert "has no usable gpu record (1 line(s) skipped)" in err.splitlines()[-1]
+    _one_line(capsys, "has no usable gpu record (1 line(s) skipped, the first line 1:")
+
+
+@pytest.mark.usefixtures("no_aws")
+def test_a_file_that_is_not_a_trace_is_one_line_not_one_a_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A README given as --trace: its 1,000 lines are one refusal, not 1,000 warnings."""
+    trace = tmp_path / "README.md"
+    trace.write_text("".join(f"Line {n} of prose.\n" for n in range(1000)))
+    assert exporter_main([*EXPORTER, "--trace", str(trace)]) == 2
+    _one_line(capsys, "1000 line(s) skipped, the first line 1: Expecting value")
+    assert not caplog.records
 
 
 @pytest.mark.usefixtures("no_aws")
