@@ -18,7 +18,7 @@ from cli.backtest import run as run_backtest
 from cli.checkout import use_checkout
 from cli.cost_command import add_arguments as add_cost_arguments
 from cli.cost_command import run as run_cost_estimate
-from cli.failures import AwsFailureError
+from cli.failures import NO_DATA_EXIT, AwsFailureError, NoDataError
 from cli.preflight import ChecksFailedError
 from cli.preflight import add_arguments as add_preflight_arguments
 from cli.preflight import run as run_preflight
@@ -223,6 +223,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _aws_errors() as err:  # one line, never a traceback
         print(f"gpu-insights {args.command}: {err}", file=sys.stderr)
         return 1
+    except NoDataError as err:  # the cluster has nothing to analyze: not a clean bill
+        print(f"gpu-insights {args.command}: {err}", file=sys.stderr)
+        return NO_DATA_EXIT
     except ChecksFailedError as failed:  # the report stands; the status says a check failed
         print(failed.output)
         return 1
