@@ -95,6 +95,25 @@ def read_nothing(run: AnalysisRun) -> bool:
     return run.skipped[0].startswith("training jobs of ")
 
 
+def _analyze(
+    target: str, settings: Settings, clients: ClientCache, report_bucket: str | None, end: float
+) -> tuple[AnalysisRun, list[Finding], float]:
+    """The handler's own reads with the configuration its construct builds from the settings;
+    nothing is written (the bucket is only read, for the storage links). Returns the run, its
+    findings and the GPU-hours the attribution found (training)."""
+    start, end = analysis_window(end, settings.lookback_days)
+    if target == "storage":
+        config = storage_config(settings, report_bucket=report_bucket or "")
+        result = storage_handler.analyze(config, clients, start, end)
+        return result, list(result.findings), 0.0
+    training = training_config(settings, report_bucket=report_bucket or "")
+    day = datetime.fromtimestamp(end, UTC).date()
+    jobs = training_handler.analyze_jobs(training, clients, start, end, day)
+    gpu_run, _, _ = training_handler.attribute_gpu_hours(jobs, training, clients, end)
+    gpu_hours = sum(gpu_run.table.get("classes", {}).values())
+    return jobs, [*jobs.findings, *gpu_run.findings], gpu_hours
+
+
 def _nothing_of_the_cluster(
     args: argparse.Namespace, settings: Settings, run: AnalysisRun, gpu_hours: float
 ) -> str | None:
@@ -170,22 +189,8 @@ def run(args: argparse.Namespace) -> str:
     clients = ClientCache()
     for service in ("ec2", "s3", "cloudwatch", "logs"):
         clients[service] = client(service, session=session, config=INTERACTIVE)
-    start, end = analysis_window(time.time(), settings.lookback_days)
-    # The handler's own reads with the configuration its construct builds from the settings;
-    # nothing is written (the bucket is only read, for the storage links).
-    result: AnalysisRun
-    gpu_hours = 0.0
-    if args.target == "storage":
-        config = storage_config(settings, report_bucket=report_bucket or "")
-        result = storage_handler.analyze(config, clients, start, end)
-        findings = list(result.findings)
-    else:
-        training = training_config(settings, report_bucket=report_bucket or "")
-        day = datetime.fromtimestamp(end, UTC).date()
-        result = training_handler.analyze_jobs(training, clients, start, end, day)
-        gpu_run, _, _ = training_handler.attribute_gpu_hours(result, training, clients, end)
-        findings = [*result.findings, *gpu_run.findings]
-        gpu_hours = sum(gpu_run.table.get("classes", {}).values())
+    _, end = analysis_window(time.time(), settings.lookback_days)
+    result, findings, gpu_hours = _analyze(args.target, settings, clients, report_bucket, end)
     if read_nothing(result):
         first = result.findings[0]
         raise AwsFailureError(f"read nothing: {first.resource}: {first.summary}")
