@@ -6,7 +6,6 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 from importlib import metadata
-from pathlib import Path
 
 from alarms.cloudwatch_history import HistoryFetchError
 from alarms.sizing import shards_for
@@ -18,6 +17,7 @@ from cli.backtest import run as run_backtest
 from cli.checkout import use_checkout
 from cli.cost_command import add_arguments as add_cost_arguments
 from cli.cost_command import run as run_cost_estimate
+from cli.demo_folders import check_folder, make_folder
 from cli.failures import NO_DATA_EXIT, AwsFailureError, NoDataError
 from cli.preflight import ChecksFailedError
 from cli.preflight import add_arguments as add_preflight_arguments
@@ -53,10 +53,12 @@ def _parser() -> argparse.ArgumentParser:
     demo = commands.add_parser(
         "demo", help="synthesize the app and run it end to end against moto (no AWS account)"
     )
-    demo.add_argument("--out", type=Path, default=Path("out"), help="where results go (out/)")
     demo.add_argument(
-        "--cdk-out", type=Path, default=Path("cdk.out"), help="where templates go (cdk.out/)"
+        "--out",
+        default="out",
+        help="where results go: a new or empty folder, or a previous demo's (out/)",
     )
+    demo.add_argument("--cdk-out", default="cdk.out", help="where templates go (cdk.out/)")
 
     agent = commands.add_parser(
         "agent-config", help="print the CloudWatch agent configuration for EC2 GPU nodes"
@@ -164,21 +166,14 @@ def _manifest(args: argparse.Namespace) -> str:
 MAX_FLEET_GPUS = 500_000
 
 
-def _check_folder(option: str, path: Path) -> None:
-    """Refuse, before the synth's minute of work, a folder that cannot be made: the path or the
-    nearest of its parents that exists is a file (mkdir would fail there only at the end)."""
-    existing = path
-    while not existing.exists() and existing.parent != existing:
-        existing = existing.parent
-    if existing.exists() and not existing.is_dir():
-        where = "" if existing == path else f": {existing}"
-        raise ValueError(f"{option} {path}{where} is a file, not a folder")
-
-
 def _demo(args: argparse.Namespace) -> str:
-    for option, path in (("--out", args.out), ("--cdk-out", args.cdk_out)):
-        _check_folder(option, path)
+    folders = {
+        option: check_folder(option, raw)
+        for option, raw in (("--out", args.out), ("--cdk-out", args.cdk_out))
+    }
     use_checkout()  # the demo's cluster is the realistic model in the clone's tests/
+    for option, path in folders.items():
+        make_folder(option, path)
     try:
         from cli.demo import run_demo  # imports the CDK and moto, which takes seconds
     except ModuleNotFoundError as err:
@@ -187,7 +182,7 @@ def _demo(args: argparse.Namespace) -> str:
         raise ValueError("needs moto: pip install 'eks-gpu-insights[demo]'") from err
     # The summary reports the simulated XIDs and the lost GPU; their log lines would repeat it.
     logging.basicConfig(level=logging.CRITICAL)
-    return run_demo(out_dir=args.out, cdk_out=args.cdk_out).summary()
+    return run_demo(out_dir=folders["--out"], cdk_out=folders["--cdk-out"]).summary()
 
 
 #: Each command returns what it prints; bad input raises ValueError (the project's input

@@ -374,3 +374,49 @@ def test_backtest_of_a_history_over_the_cap_is_refused(
     Path("h.jsonl").write_text((_sample_of("c") + "\n") * 20_000)  # 4 MB
     assert main(["backtest", "--history", "h.jsonl", "-c", "cluster_name=c"]) == 2
     _one_line(capsys, "--history h.jsonl is over")
+
+
+@pytest.mark.usefixtures("no_aws")
+@pytest.mark.parametrize(
+    ("out", "words"),
+    [
+        ("", ["--out is empty"]),
+        (" ", ["--out is empty"]),
+        (".", ["--out . holds files the demo did not write"]),
+        ("/proc/x", ["--out /proc/x: cannot make the folder"]),
+        ("mine", ["--out mine holds files the demo did not write"]),
+    ],
+)
+def test_the_demo_writes_only_into_a_folder_it_made_or_was_given_empty(
+    out: str, words: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`demo --out ""` once wrote sixteen files into the current folder (the repository root,
+    five into the dashboards package); /proc/x failed in a traceback after the synth."""
+    monkeypatch.setattr("cli.main.use_checkout", lambda: None)
+    Path("mine").mkdir()
+    Path("mine/notes.txt").write_text("the user's")
+    Path("README.md").write_text("the user's")
+    before = sorted(p.name for p in Path().iterdir())
+    started = time.monotonic()
+    assert main(["demo", "--out", out, "--cdk-out", "cdk.out"]) == 2
+    _one_line(capsys, *words)
+    assert time.monotonic() - started < 5
+    assert sorted(p.name for p in Path().iterdir() if p.name != "cdk.out") == before
+    assert not any(Path("mine").glob(".gpu-insights*"))
+
+
+def test_a_previous_demo_output_is_written_again(tmp_path: Path) -> None:
+    from cli.demo_folders import MARK, check_folder, make_folder
+
+    fresh = tmp_path / "out"
+    assert check_folder("--out", str(fresh)) == fresh
+    make_folder("--out", fresh)
+    (fresh / "report.html").write_text("last run's")
+    assert check_folder("--out", str(fresh)) == fresh  # recognized by its mark
+    assert (fresh / MARK).is_file()
+    # An output of the demo before the mark: recognized by the files every run writes.
+    older = tmp_path / "older"
+    older.mkdir()
+    for name in ("stacks.json", "agent-config.json", "report.html"):
+        (older / name).write_text("{}")
+    assert check_folder("--out", str(older)) == older
