@@ -7,8 +7,9 @@ of a metric-month.
 
 import pytest
 
+from cli.prices import tiered_metric_cost
 from contract.metrics import CI_NODE_GPU_METRICS, CYCLE_METRICS, FAULT_METRICS, GpuMetric
-from deploy_config.cost import AFTER, BEFORE, GAUGES_PER_GPU, estimate, tiered_metric_cost
+from deploy_config.cost import AFTER, BEFORE, GAUGES_PER_GPU, estimate
 
 
 def test_tiers_price_each_metric_in_its_band() -> None:
