@@ -21,7 +21,7 @@ from benchmarks import (
     training_analyzer,
     training_emitter,
 )
-from cli.cost import estimate
+from cli.exporter_cost import estimate
 from lambdas.shared.shards import STORAGE, TRAINING, TRAINING_SHARD_JOBS
 
 

@@ -12,8 +12,9 @@ from datetime import UTC, datetime
 from cdk.aws_values import bucket_problem
 from cdk.function_configs import storage_config, training_config
 from cdk.settings import Settings, settings_from_context
-from cli.failures import AwsFailureError
+from cli.failures import AwsFailureError, NoDataError
 from cli.settings_args import add_settings_arguments, context_from_args
+from gpu_insights_agent.contract.metrics import NAMESPACE_TRAINING
 from gpu_insights_agent.contract.resource_names import cluster_name_problem
 from lambdas.shared.aws_clients import INTERACTIVE, ClientCache, client, new_session
 from lambdas.shared.events import analysis_window
@@ -22,6 +23,7 @@ from lambdas.storage_analyzer import handler as storage_handler
 from lambdas.storage_analyzer.aws import VolumeScope
 from lambdas.storage_analyzer.run import StorageRun
 from lambdas.training_analyzer import handler as training_handler
+from lambdas.training_analyzer.run import TrainingRun
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -93,6 +95,53 @@ def read_nothing(run: AnalysisRun) -> bool:
     return run.skipped[0].startswith("training jobs of ")
 
 
+def _analyze(
+    target: str, settings: Settings, clients: ClientCache, report_bucket: str | None, end: float
+) -> tuple[AnalysisRun, list[Finding], float]:
+    """The handler's own reads with the configuration its construct builds from the settings;
+    nothing is written (the bucket is only read, for the storage links). Returns the run, its
+    findings and the GPU-hours the attribution found (training)."""
+    start, end = analysis_window(end, settings.lookback_days)
+    if target == "storage":
+        config = storage_config(settings, report_bucket=report_bucket or "")
+        result = storage_handler.analyze(config, clients, start, end)
+        return result, list(result.findings), 0.0
+    training = training_config(settings, report_bucket=report_bucket or "")
+    day = datetime.fromtimestamp(end, UTC).date()
+    jobs = training_handler.analyze_jobs(training, clients, start, end, day)
+    gpu_run, _, _ = training_handler.attribute_gpu_hours(jobs, training, clients, end)
+    gpu_hours = sum(gpu_run.table.get("classes", {}).values())
+    return jobs, [*jobs.findings, *gpu_run.findings], gpu_hours
+
+
+def _nothing_of_the_cluster(
+    args: argparse.Namespace, settings: Settings, run: AnalysisRun, gpu_hours: float
+) -> str | None:
+    """Why the run found nothing of the cluster at all (a typo in its name, the wrong Region
+    or account), or None: "No findings." would read as a clean bill of health."""
+    where = f"in {args.region}" if args.region else "in this Region"
+    name = settings.cluster_name
+    if isinstance(run, StorageRun):
+        if run.volumes or run.buckets:
+            return None
+        scope = (
+            f"tagged for or attached to cluster {name!r}"
+            if settings.storage_volume_scope == VolumeScope.CLUSTER.value
+            else "at all"
+        )
+        return (
+            f"no EBS volume {scope} {where} and no bucket to read (storage_buckets, --bucket): "
+            "is the cluster name right? Nothing was analyzed"
+        )
+    if isinstance(run, TrainingRun) and not run.costs and not run.pods and not gpu_hours:
+        return (
+            f"cluster {name!r} has no training job metrics ({NAMESPACE_TRAINING}) and no GPU-hours "
+            f"in Container Insights {where} over the last {settings.lookback_days} days: is the "
+            "cluster name right? Nothing was analyzed"
+        )
+    return None
+
+
 def _settings(args: argparse.Namespace) -> Settings:
     """The deployment's settings (cdk.json, each ``-c``), the options given here over them."""
     context = context_from_args(args)
@@ -140,23 +189,14 @@ def run(args: argparse.Namespace) -> str:
     clients = ClientCache()
     for service in ("ec2", "s3", "cloudwatch", "logs"):
         clients[service] = client(service, session=session, config=INTERACTIVE)
-    start, end = analysis_window(time.time(), settings.lookback_days)
-    # The handler's own reads with the configuration its construct builds from the settings;
-    # nothing is written (the bucket is only read, for the storage links).
-    result: AnalysisRun
-    if args.target == "storage":
-        config = storage_config(settings, report_bucket=report_bucket or "")
-        result = storage_handler.analyze(config, clients, start, end)
-        findings = list(result.findings)
-    else:
-        training = training_config(settings, report_bucket=report_bucket or "")
-        day = datetime.fromtimestamp(end, UTC).date()
-        result = training_handler.analyze_jobs(training, clients, start, end, day)
-        gpu_run, _, _ = training_handler.attribute_gpu_hours(result, training, clients, end)
-        findings = [*result.findings, *gpu_run.findings]
+    _, end = analysis_window(time.time(), settings.lookback_days)
+    result, findings, gpu_hours = _analyze(args.target, settings, clients, report_bucket, end)
     if read_nothing(result):
         first = result.findings[0]
         raise AwsFailureError(f"read nothing: {first.resource}: {first.summary}")
+    missing = _nothing_of_the_cluster(args, settings, result, gpu_hours)
+    if missing:
+        raise NoDataError(missing)
     findings = stamped(findings, settings.cluster_name, end)
     if args.json:
         return "\n".join(json.dumps(f.to_dict(), sort_keys=True) for f in findings)

@@ -1,234 +1,442 @@
-"""What the exporter costs in CloudWatch, next to Container Insights' own GPU metrics.
+"""``gpu-insights cost-estimate``: what the whole deployment costs a month, line by line.
 
-The time-series budget per GPU node, and the prices it is multiplied by, are stated here so
-that `gpu-insights cost-estimate` can show its working. Prices are us-east-1 list prices from
-https://aws.amazon.com/cloudwatch/pricing/ as this project last recorded them (2026-11; the
-page could not be re-read when this was written, so check it); other regions differ, and the
-Container Insights price can be overridden on the command line.
+Every count comes from the code that makes the resource (the alarm catalog sized for the fleet,
+the dashboards' bodies, the schedules and function sizes in the settings, the analyzers' own
+query plans) and every price from cli/prices.py, with its page and the day it was read. What
+cannot be counted from code (container log volume, the number of volumes and jobs, the silence
+check's and report's run time) is an option or a stated assumption, printed beside its line.
 """
 
-from dataclasses import dataclass
-from typing import Final
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Final
 
-from gpu_insights_agent.contract.metrics import (
-    CLUSTER_METRICS,
-    CYCLE_METRICS,
-    FAULT_METRICS,
-    GpuMetric,
+from cdk.alarms.catalog import gpu_alarms
+from cdk.alarms.model import Difference, InsightsQuery
+from cdk.settings import Settings
+from cli.exporter_cost import (
+    AFTER,
+    ENHANCED_CI_GPU_OBSERVATIONS_PER_GPU_MINUTE,
+    FAULT_HOUR_SHARE,
+    MINUTES_PER_MONTH,
+    layout_cost,
 )
-
-PRICES_AS_OF: Final = "us-east-1 list prices as recorded 2026-11; check the pricing page"
-
-#: Custom metrics, per metric-month, by tier: (metrics in the tier, price).
-CUSTOM_METRIC_TIERS: Final[tuple[tuple[float, float], ...]] = (
-    (10_000, 0.30),
-    (240_000, 0.10),
-    (750_000, 0.05),
-    (float("inf"), 0.02),
+from cli.prices import (
+    COMPOSITE_ALARM,
+    CUSTOM_METRIC,
+    DASHBOARD,
+    ENHANCED_CI,
+    GET_METRIC_DATA,
+    INSIGHTS_ALARM,
+    LAMBDA_GB_SECOND,
+    LAMBDA_REQUESTS,
+    LOGS_INGESTION,
+    S3_REQUEST_METRIC,
+    STANDARD_ALARM,
+    STATE_TRANSITIONS,
+    Price,
+    tiered_metric_cost,
 )
-#: CloudWatch Logs ingestion of the EMF lines, per GB.
-LOGS_INGESTION_PER_GB: Final = 0.50
-#: Container Insights with enhanced observability for EKS, per million observations (first
-#: tier). An observation is one metric value; an assumption to check against your bill.
-ENHANCED_CI_PER_MILLION_OBSERVATIONS: Final = 0.21
-#: GPU observations enhanced Container Insights makes per GPU per minute: six GPU
-#: measurements (utilization, memory used, total and utilization, power draw, temperature)
-#: at container, pod and node level.
-ENHANCED_CI_GPU_OBSERVATIONS_PER_GPU_MINUTE: Final = 18
+from dashboards.bodies import all_dashboards
+from gpu_insights_agent.contract.metrics import FAULT_METRICS
+from lambdas.shared.metric_fetcher import MetricQuery
+from lambdas.shared.shards import STORAGE, TRAINING, FunctionSize
+from lambdas.silence_check.config import MEMORY_MB as SILENCE_MEMORY_MB
+from lambdas.silence_check.config import SCHEDULE_MINUTES
+from lambdas.storage_analyzer.ebs_analysis import Volume
+from lambdas.storage_analyzer.ebs_plan import first_pass
+from lambdas.training_analyzer.aws import job_queries
+from lambdas.weekly_report.config import MEMORY_MB as REPORT_MEMORY_MB
 
-MINUTES_PER_MONTH: Final = 730 * 60
-#: An assumption to check against your fleet: the share of hours in which one fault gauge of
-#: one GPU (an ECC count, a throttle flag, a pending row remap) is non-zero. The exporter
-#: publishes a fault gauge only in those hours, and CloudWatch bills a custom metric only for
-#: the hours it is published ("metrics are prorated by the hour", the pricing page above).
-FAULT_HOUR_SHARE: Final = 0.02
+HOURS_PER_MONTH: Final = MINUTES_PER_MONTH / 60
+DAYS_PER_MONTH: Final = HOURS_PER_MONTH / 24
+WEEKS_PER_MONTH: Final = DAYS_PER_MONTH / 7
+#: The most GPUs one node has: p2.16xlarge's 16 (https://aws.amazon.com/ec2/instance-types/p2/,
+#: "up to 16 NVIDIA K80 GPUs"); the other types in cdk/node_config/gpu_instance_types.py have 8
+#: or fewer.
+MAX_GPUS_PER_NODE: Final = 16
+#: Assumed, not measured: the silence check's run (ListMetrics, one GetMetricData per 500
+#: GPUs, DescribeInstances) and the weekly report's (a week of findings, charts, an HTML page).
+SILENCE_RUN_S: Final = 3.0
+REPORT_RUN_S: Final = 60.0
+#: One Distributed Map run's transitions (cdk/constructs/fleet_map.py): the plan, the map and
+#: the merge, and each shard's child execution (its task and its end).
+FLEET_TRANSITIONS: Final = 3
+SHARD_TRANSITIONS: Final = 2
+#: S3 request metrics per bucket filter (Amazon S3 User Guide, "Amazon S3 request metrics in
+#: CloudWatch": AllRequests, GetRequests, PutRequests, DeleteRequests, HeadRequests,
+#: PostRequests, SelectRequests, SelectBytesScanned, SelectBytesReturned, ListRequests,
+#: BytesDownloaded, BytesUploaded, 4xxErrors, 5xxErrors, FirstByteLatency, TotalRequestLatency).
+S3_REQUEST_METRICS_PER_BUCKET: Final = 16
 
 
 @dataclass(frozen=True)
-class Layout:
-    """What the exporter publishes per GPU node: the series it sends every hour, per GPU and
-    per cluster, the fault series it sends only in their non-zero hours, and its EMF bytes."""
-
+class LineItem:
     name: str
-    per_gpu: int
-    per_cluster: int
-    faults_per_gpu: int
-    #: Measured by benchmarks/exporter.py on the simulated H100 node (one thermal GPU).
-    emf_bytes_per_gpu_cycle: int
-
-
-#: Every reading per GPU and per cluster, every hour (the exporter until issue 14).
-BEFORE: Final = Layout(
-    "every reading per GPU and per cluster", len(GpuMetric) - 2, len(GpuMetric) - 2, 0, 1482
-)
-#: Per GPU what only the exporter gives and something reads; per cluster what the report and
-#: the fleet dashboard read; faults only in their hours; the rest as properties of the line.
-AFTER: Final = Layout(
-    "what alarms, attribution and report read; faults in their hours",
-    len(CYCLE_METRICS),
-    len(CLUSTER_METRICS),
-    len(FAULT_METRICS),
-    982,
-)
-#: Per-GPU gauges the exporter publishes every hour (XID counts come only when an XID does).
-GAUGES_PER_GPU: Final = AFTER.per_gpu
+    quantity: float
+    unit: str
+    usd: float
+    price: Price
+    #: How the quantity was counted, and what it assumed.
+    basis: str
 
 
 @dataclass(frozen=True)
-class LayoutCost:
-    layout: Layout
-    #: Series billed every hour of the month.
-    metrics: int
-    #: Fault series' metric-months (hours published over the hours of a month).
-    fault_metric_months: float
-    metrics_usd: float
-    ingestion_gb: float
-    ingestion_usd: float
+class Deployment:
+    """What is priced: the settings (cdk.json and ``-c``), the fleet, and the volumes the
+    settings do not give."""
 
-    @property
-    def usd(self) -> float:
-        return self.metrics_usd + self.ingestion_usd
-
-
-def layout_cost(
-    layout: Layout, *, nodes: int, gpus_per_node: int, interval_s: float, fault_hour_share: float
-) -> LayoutCost:
-    gpus = nodes * gpus_per_node
-    metrics = gpus * layout.per_gpu + layout.per_cluster
-    faults = gpus * layout.faults_per_gpu * fault_hour_share
-    cycles = MINUTES_PER_MONTH * 60 / interval_s
-    ingestion_gb = gpus * cycles * layout.emf_bytes_per_gpu_cycle / 1e9
-    return LayoutCost(
-        layout=layout,
-        metrics=metrics,
-        fault_metric_months=faults,
-        metrics_usd=tiered_metric_cost(metrics + faults),
-        ingestion_gb=ingestion_gb,
-        ingestion_usd=ingestion_gb * LOGS_INGESTION_PER_GB,
-    )
-
-
-@dataclass(frozen=True)
-class CostEstimate:
+    settings: Settings
     nodes: int
     gpus_per_node: int
-    interval_s: float
-    after: LayoutCost
-    before: LayoutCost
-    ci_observations_millions: float
-    ci_usd: float
+    container_log_gb_per_day: float
+    #: Volumes and jobs the analyzers read (the settings' fleet sizes, else one per node).
+    volumes: int
+    jobs: int
 
     @property
-    def exporter_metrics(self) -> int:
-        return self.after.metrics
-
-    @property
-    def exporter_metrics_usd(self) -> float:
-        return self.after.metrics_usd
-
-    @property
-    def exporter_ingestion_gb(self) -> float:
-        return self.after.ingestion_gb
-
-    @property
-    def exporter_usd(self) -> float:
-        return self.after.usd
-
-    @property
-    def per_node_usd(self) -> float:
-        return self.after.usd / self.nodes
-
-    @property
-    def before_per_node_usd(self) -> float:
-        return self.before.usd / self.nodes
-
-    def table(self) -> str:
-        gpus = self.nodes * self.gpus_per_node
-        a = self.after
-        rows = [
-            f"Fleet: {self.nodes} GPU nodes x {self.gpus_per_node} GPUs = {gpus} GPUs; "
-            f"exporter every {self.interval_s:g} s",
-            "",
-            f"{'':40} {'per month':>12}",
-            f"{'GpuInsights custom metrics':28} {a.metrics:>10,}  ${a.metrics_usd:>10,.2f}"
-            + (
-                f"  (with {a.fault_metric_months:,.1f} fault metric-months)"
-                if a.layout.faults_per_gpu
-                else ""
-            ),
-            f"{'EMF log ingestion':28} {a.ingestion_gb:>8,.1f} GB  ${a.ingestion_usd:>10,.2f}",
-            f"{'Exporter total':40} ${a.usd:>10,.2f}  (${self.per_node_usd:,.2f} per node)",
-            "",
-            f"{'Container Insights enhanced, GPU part':28} "
-            f"{self.ci_observations_millions:>8,.1f} M obs  ${self.ci_usd:>10,.2f}",
-            "",
-            f"Per node, before and after: {self.before.metrics / self.nodes:,.0f} series "
-            f"${self.before_per_node_usd:,.2f} -> {a.metrics / self.nodes:,.0f} series "
-            f"${self.per_node_usd:,.2f} a month "
-            f"({self.per_node_usd / self.before_per_node_usd:.0%} of before).",
-            f"Before: {BEFORE.name} ({BEFORE.per_gpu} per GPU, {BEFORE.per_cluster} per cluster).",
-            f"After: {AFTER.name}: per GPU node {self.gpus_per_node} GPUs x {a.layout.per_gpu} "
-            f"gauges = {self.gpus_per_node * a.layout.per_gpu} series, plus "
-            f"{a.layout.per_cluster} per cluster; {a.layout.faults_per_gpu} fault gauges per GPU "
-            f"billed only in hours they are non-zero (assumed {FAULT_HOUR_SHARE:.0%} of hours); "
-            "XID series (2 per GPU and code, 2 per cluster and code, 2 per cluster) "
-            "only once an XID occurs; temperature, utilization, memory and power draw from "
-            "Container Insights.",
-            f"Prices assumed: custom metrics $0.30/$0.10/$0.05/$0.02 per metric-month by tier, "
-            f"logs ingestion ${LOGS_INGESTION_PER_GB}/GB, enhanced Container Insights "
-            f"${ENHANCED_CI_PER_MILLION_OBSERVATIONS} per million observations; {PRICES_AS_OF}.",
-        ]
-        return "\n".join(rows)
+    def gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
 
 
-def tiered_metric_cost(
-    metrics: float, tiers: tuple[tuple[float, float], ...] = CUSTOM_METRIC_TIERS
-) -> float:
-    remaining, total = float(metrics), 0.0
-    for size, price in tiers:
-        used = min(remaining, size)
-        total += used * price
-        remaining -= used
-        if remaining <= 0:
-            break
+def runs_per_month(expression: str) -> float:
+    """Runs a month of an EventBridge schedule: ``rate(N unit)``, or a ``cron()`` whose minute
+    and hour fields are numbers, lists, ranges or steps, run daily, on listed days of the
+    week, or on listed days of the month."""
+    rate = re.fullmatch(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)", expression)
+    if rate:
+        minutes = int(rate[1]) * {"m": 1, "h": 60, "d": 1440}[rate[2][0]]
+        return MINUTES_PER_MONTH / minutes
+    cron = re.fullmatch(r"cron\((\S+) (\S+) (\S+) (\S+) (\S+) (\S+)\)", expression)
+    if not cron:
+        raise ValueError(f"cannot count the runs of schedule {expression!r}")
+    minute, hour, day, month, weekday, _year = cron.groups()
+    per_day = _count(minute, 60) * _count(hour, 24)
+    if month != "*":
+        raise ValueError(f"cannot count the runs of schedule {expression!r} (a month field)")
+    if weekday not in {"?", "*"}:
+        return per_day * _count(weekday, 7) * WEEKS_PER_MONTH
+    if day in {"?", "*"}:
+        return per_day * DAYS_PER_MONTH
+    return per_day * _count(day, 31)
+
+
+def _count(field: str, size: int) -> int:
+    """Values a cron field matches: ``*``, ``a``, ``a,b``, ``a-b``, ``*/n``, ``a/n``;
+    day names count like numbers."""
+    total = 0
+    for part in field.split(","):
+        base, _, step = part.partition("/")
+        if base == "*":
+            span = size
+        elif "-" in base:
+            low, high = base.split("-", 1)
+            span = _index(high) - _index(low) + 1
+        else:
+            span = 1 if not step else size - _index(base)
+        total += -(-span // int(step)) if step else span
     return total
 
 
-def estimate(
-    *,
-    nodes: int,
-    gpus_per_node: int,
-    interval_s: float = 10.0,
-    ci_price_per_million: float = ENHANCED_CI_PER_MILLION_OBSERVATIONS,
-    fault_hour_share: float = FAULT_HOUR_SHARE,
-) -> CostEstimate:
-    if nodes < 1 or gpus_per_node < 1:
-        raise ValueError("nodes and GPUs per node must be at least 1")
-    if not (isinstance(interval_s, int | float) and 0 < interval_s <= 86_400):
-        raise ValueError(f"the interval {interval_s!r} s must be a number above 0 up to 86,400")
-    if not (isinstance(ci_price_per_million, int | float) and 0 <= ci_price_per_million <= 1e6):
-        raise ValueError(f"the price {ci_price_per_million!r} must be a number from 0 to 1,000,000")
-    if not (isinstance(fault_hour_share, int | float) and 0 <= fault_hour_share <= 1):
-        raise ValueError(f"the fault-hour share {fault_hour_share!r} must be a number from 0 to 1")
+_DAYS: Final = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
 
-    def cost(layout: Layout) -> LayoutCost:
-        return layout_cost(
-            layout,
-            nodes=nodes,
-            gpus_per_node=gpus_per_node,
-            interval_s=interval_s,
-            fault_hour_share=fault_hour_share,
+
+def _index(value: str) -> int:
+    return _DAYS.index(value.upper()) + 1 if value.upper() in _DAYS else int(value)
+
+
+def _metrics(queries: Sequence[MetricQuery]) -> int:
+    return sum(q.metrics for q in queries)
+
+
+#: GetMetricData metrics one item costs a run: a gp3 volume's first pass (the second pass is
+#: only for a volume whose screens could fire), and a job's series.
+def _volume_metrics(window_s: int) -> int:
+    volume = Volume(volume_id="vol-0", volume_type="gp3", size_gib=100, state="in-use")
+    return _metrics(first_pass(volume, window_s))
+
+
+def _job_metrics(window_s: int) -> int:
+    return _metrics(job_queries("cluster", "job", window_s))
+
+
+def _lambda(
+    name: str, runs: float, memory_mb: int, run_s: float, basis: str
+) -> tuple[LineItem, LineItem]:
+    gb_s = runs * memory_mb / 1024 * run_s
+    return (
+        LineItem(
+            f"Lambda: {name}",
+            gb_s,
+            "GB-s",
+            gb_s * LAMBDA_GB_SECOND.usd,
+            LAMBDA_GB_SECOND,
+            f"{runs:,.1f} runs x {memory_mb:,} MB x {run_s:,.1f} s; {basis}",
+        ),
+        LineItem(
+            f"Lambda requests: {name}",
+            runs,
+            "requests",
+            runs / 1e6 * LAMBDA_REQUESTS.usd,
+            LAMBDA_REQUESTS,
+            f"{runs:,.1f} runs a month",
+        ),
+    )
+
+
+def _analyzer(
+    name: str, size: FunctionSize, items: int, shard: int, fleet: bool, schedule: str, days: int
+) -> list[LineItem]:
+    runs = runs_per_month(schedule)
+    shards = -(-items // shard) if fleet else 1
+    per_run = items if not fleet else min(items, shard)
+    run_s = max(size.run_s(per_run, days), 1.0)
+    lines = list(
+        _lambda(
+            name,
+            runs * shards,
+            size.memory_mb,
+            run_s,
+            f"{schedule}; {per_run:,} items a run over {days} days, as lambdas/shared/shards.py "
+            "estimates (at least 1 s)",
         )
+    )
+    if fleet:
+        transitions = runs * (FLEET_TRANSITIONS + SHARD_TRANSITIONS * shards)
+        lines.append(
+            LineItem(
+                f"Step Functions: {name} fleet map",
+                transitions,
+                "state transitions",
+                transitions / 1000 * STATE_TRANSITIONS.usd,
+                STATE_TRANSITIONS,
+                f"{runs:,.1f} runs x ({FLEET_TRANSITIONS} + {SHARD_TRANSITIONS} x {shards:,} "
+                "shards)",
+            )
+        )
+    return lines
 
-    observations = (
-        nodes * gpus_per_node * ENHANCED_CI_GPU_OBSERVATIONS_PER_GPU_MINUTE * MINUTES_PER_MONTH
+
+def estimate(deployment: Deployment) -> list[LineItem]:
+    """Every line item of a month, in the order the table prints them."""
+    d, s = deployment, deployment.settings
+    interval = s.exporter_interval_seconds
+    exporter = layout_cost(
+        AFTER,
+        nodes=d.nodes,
+        gpus_per_node=d.gpus_per_node,
+        interval_s=interval,
+        fault_hour_share=FAULT_HOUR_SHARE,
     )
-    return CostEstimate(
-        nodes=nodes,
-        gpus_per_node=gpus_per_node,
-        interval_s=interval_s,
-        after=cost(AFTER),
-        before=cost(BEFORE),
-        ci_observations_millions=observations / 1e6,
-        ci_usd=observations / 1e6 * ci_price_per_million,
+    exporter_metrics = exporter.metrics + exporter.fault_metric_months
+    s3_metrics = (
+        len(s.storage_buckets) * S3_REQUEST_METRICS_PER_BUCKET if s.s3_enable_request_metrics else 0
     )
+    observations = d.gpus * ENHANCED_CI_GPU_OBSERVATIONS_PER_GPU_MINUTE * MINUTES_PER_MONTH
+    logs_gb = d.container_log_gb_per_day * DAYS_PER_MONTH
+    items = [
+        LineItem(
+            "Exporter custom metrics (GpuInsights)",
+            exporter_metrics,
+            "metric-months",
+            exporter.metrics_usd,
+            CUSTOM_METRIC,
+            f"{d.gpus:,} GPUs x {AFTER.per_gpu} + {AFTER.per_cluster} per cluster, and "
+            f"{AFTER.faults_per_gpu} fault gauges per GPU in {FAULT_HOUR_SHARE:.0%} of hours "
+            "(assumed)",
+        ),
+        LineItem(
+            "Exporter EMF log ingestion",
+            exporter.ingestion_gb,
+            "GB",
+            exporter.ingestion_usd,
+            LOGS_INGESTION,
+            f"{AFTER.emf_bytes_per_gpu_cycle:,} bytes per GPU every {interval} s "
+            "(benchmarks/exporter.py)",
+        ),
+        LineItem(
+            "Container Insights enhanced observability: GPU observations",
+            observations / 1e6,
+            "million observations",
+            observations / 1e6 * ENHANCED_CI.usd,
+            ENHANCED_CI,
+            f"{d.gpus:,} GPUs x {ENHANCED_CI_GPU_OBSERVATIONS_PER_GPU_MINUTE} a minute; the "
+            "cluster's CPU, memory and network observations come on top",
+        ),
+        LineItem(
+            "Container logs ingestion (Fluent Bit, on in the add-on)",
+            logs_gb,
+            "GB",
+            logs_gb * LOGS_INGESTION.usd,
+            LOGS_INGESTION,
+            f"{d.container_log_gb_per_day:g} GB a day (--container-log-gb-per-day)",
+        ),
+        *_alarms(d),
+        _dashboards(s),
+        *_analyzer(
+            "storage analyzer",
+            STORAGE,
+            d.volumes,
+            s.storage_shard_volumes,
+            d.volumes > s.storage_shard_volumes,
+            s.storage_schedule,
+            s.lookback_days,
+        ),
+        *_analyzer(
+            "training analyzer",
+            TRAINING,
+            d.jobs,
+            s.training_shard_jobs,
+            d.jobs > s.training_shard_jobs,
+            s.training_schedule,
+            s.lookback_days,
+        ),
+        *_lambda(
+            "weekly report",
+            runs_per_month(s.report_schedule),
+            REPORT_MEMORY_MB,
+            REPORT_RUN_S,
+            f"{s.report_schedule}; the run time is assumed",
+        ),
+        *_lambda(
+            "silence check",
+            MINUTES_PER_MONTH / SCHEDULE_MINUTES,
+            SILENCE_MEMORY_MB,
+            SILENCE_RUN_S,
+            f"every {SCHEDULE_MINUTES} min; the run time is assumed",
+        ),
+        _get_metric_data(d),
+        LineItem(
+            "S3 request metrics",
+            s3_metrics,
+            "metric-months",
+            tiered_metric_cost(exporter_metrics + s3_metrics) - exporter.metrics_usd,
+            S3_REQUEST_METRIC,
+            f"{len(s.storage_buckets)} storage_buckets x {S3_REQUEST_METRICS_PER_BUCKET} metrics"
+            if s.s3_enable_request_metrics
+            else "s3_enable_request_metrics is off",
+        ),
+    ]
+    return items
+
+
+def _alarms(d: Deployment) -> list[LineItem]:
+    specs = gpu_alarms(d.settings.alarm_settings())
+    insights = [spec for spec in specs if isinstance(spec.metric, InsightsQuery)]
+    # A query analyzes each series it reads: one per GPU for the hourly gauges, one per GPU
+    # in its fault hours for the fault gauges; gpu_silent exists only for a silent GPU.
+    faults = {str(m) for m in FAULT_METRICS}
+    analyzed = 0.0
+    for spec in insights:
+        share = d.gpus / d.settings.alarm_shards
+        if isinstance(spec.metric, InsightsQuery) and spec.metric.metric in faults:
+            share *= FAULT_HOUR_SHARE
+        elif spec.shard is None:  # not sharded: the silence alarm's sparse series
+            share = 0
+        analyzed += share
+    standard = [spec for spec in specs if not isinstance(spec.metric, InsightsQuery)]
+    # Each metric an alarm lists is an alarm metric; the notifier's dead-letter alarm is one.
+    standard_metrics = sum(2 if isinstance(s.metric, Difference) else 1 for s in standard) + 1
+    return [
+        LineItem(
+            "Metrics Insights alarms",
+            analyzed,
+            "metrics analyzed",
+            analyzed * INSIGHTS_ALARM.usd,
+            INSIGHTS_ALARM,
+            f"{len(insights)} alarms in {d.settings.alarm_shards} shard(s) (the alarm catalog), "
+            f"each reading its shard's GPUs; fault gauges in {FAULT_HOUR_SHARE:.0%} of hours",
+        ),
+        LineItem(
+            "Standard alarms",
+            standard_metrics,
+            "alarm metrics",
+            standard_metrics * STANDARD_ALARM.usd,
+            STANDARD_ALARM,
+            f"{len(standard)} catalog alarms ({standard_metrics - 1} metrics) and the "
+            "notifier's dead-letter alarm",
+        ),
+        LineItem(
+            "Composite alarm (fleet health)",
+            1,
+            "alarms",
+            COMPOSITE_ALARM.usd,
+            COMPOSITE_ALARM,
+            "cdk/constructs/gpu_alarms.py",
+        ),
+    ]
+
+
+def _dashboards(s: Settings) -> LineItem:
+    count = len(all_dashboards(s.cluster_name, list(s.storage_buckets), [], "us-east-1"))
+    return LineItem(
+        "Dashboards",
+        count,
+        "dashboards",
+        count * DASHBOARD.usd,
+        DASHBOARD,
+        "dashboards/bodies.py all_dashboards; viewing them requests metrics too (not counted)",
+    )
+
+
+def _get_metric_data(d: Deployment) -> LineItem:
+    s = d.settings
+    window_s = s.lookback_days * 86_400
+    storage = d.volumes * _volume_metrics(window_s) * runs_per_month(s.storage_schedule)
+    training = d.jobs * _job_metrics(window_s) * runs_per_month(s.training_schedule)
+    silence = d.gpus * MINUTES_PER_MONTH / SCHEDULE_MINUTES
+    metrics = storage + training + silence
+    return LineItem(
+        "GetMetricData metrics requested",
+        metrics,
+        "metrics",
+        metrics / 1000 * GET_METRIC_DATA.usd,
+        GET_METRIC_DATA,
+        f"storage {_volume_metrics(window_s)} a volume a run, training "
+        f"{_job_metrics(window_s)} a job a run, the silence check 1 a GPU a run; the GPU "
+        "attribution and the report read a few more",
+    )
+
+
+def table(deployment: Deployment, items: Sequence[LineItem]) -> str:
+    d = deployment
+    total = sum(i.usd for i in items)
+    rows = [
+        f"Fleet: {d.nodes} GPU nodes x {d.gpus_per_node} GPUs = {d.gpus:,} GPUs; exporter every "
+        f"{d.settings.exporter_interval_seconds} s; {d.volumes:,} volumes, {d.jobs:,} jobs",
+        "",
+        f"{'per month':>12}  {'line item':<60} {'quantity':>18}",
+    ]
+    for i in items:
+        rows.append(f"${i.usd:>11,.2f}  {i.name:<60} {i.quantity:>14,.1f} {i.unit}")
+        rows.append(f"{'':14}{i.basis}")
+        rows.append(
+            f"{'':14}at {i.price.label()} ({i.price.source}, read {i.price.read})"
+            + (f"; {i.price.note}" if i.price.note else "")
+        )
+    rows += [
+        "",
+        f"${total:>11,.2f}  a month, us-east-1 list prices (free tiers not taken off; other "
+        "Regions differ)",
+    ]
+    return "\n".join(rows)
+
+
+def as_json(deployment: Deployment, items: Sequence[LineItem]) -> dict[str, Any]:
+    return {
+        "nodes": deployment.nodes,
+        "gpus_per_node": deployment.gpus_per_node,
+        "total_usd": round(sum(i.usd for i in items), 2),
+        "line_items": [
+            {
+                "name": i.name,
+                "quantity": i.quantity,
+                "unit": i.unit,
+                "usd": round(i.usd, 2),
+                "basis": i.basis,
+                "price": asdict(i.price),
+            }
+            for i in items
+        ],
+    }

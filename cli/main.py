@@ -5,9 +5,8 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
+from importlib import metadata
 
-from cdk.alarms.catalog import AlarmSettings, alarm_sizing
 from cdk.alarms.sizing import shards_for
 from cdk.node_config.cloudwatch_agent_config import DEFAULT_GPU_MEASUREMENTS, gpu_node_agent_config
 from cdk.node_config.manifest import (
@@ -22,15 +21,28 @@ from cli.backtest.cloudwatch_history import HistoryFetchError
 from cli.backtest.command import add_arguments as add_backtest_arguments
 from cli.backtest.command import run as run_backtest
 from cli.checkout import use_checkout
-from cli.cost import ENHANCED_CI_PER_MILLION_OBSERVATIONS, estimate
+from cli.cost_command import add_arguments as add_cost_arguments
+from cli.cost_command import run as run_cost_estimate
+from cli.demo_folders import check_folder, make_folder
 from cli.explain_failure import NoCauseFoundError
 from cli.explain_failure import add_arguments as add_explain_failure_arguments
 from cli.explain_failure import run as run_explain_failure
-from cli.failures import AwsFailureError
+from cli.failures import NO_DATA_EXIT, AwsFailureError, NoDataError
 from cli.preflight import ChecksFailedError
 from cli.preflight import add_arguments as add_preflight_arguments
 from cli.preflight import run as run_preflight
 from gpu_insights_agent.exporter.cli import OneLineParser
+
+#: The distribution the command line is installed from: its metadata holds the one version.
+DISTRIBUTION = "eks-gpu-insights"
+
+
+def version() -> str:
+    """The installed distribution's version (pyproject.toml's, through the package metadata)."""
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return f"unknown ({DISTRIBUTION} is not installed: pip install -e .)"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,15 +50,18 @@ def _parser() -> argparse.ArgumentParser:
         prog="gpu-insights",
         description="CloudWatch insight into GPU training on Amazon EKS.",
     )
+    parser.add_argument("--version", action="version", version=f"gpu-insights {version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = commands.add_parser(
         "demo", help="synthesize the app and run it end to end against moto (no AWS account)"
     )
-    demo.add_argument("--out", type=Path, default=Path("out"), help="where results go (out/)")
     demo.add_argument(
-        "--cdk-out", type=Path, default=Path("cdk.out"), help="where templates go (cdk.out/)"
+        "--out",
+        default="out",
+        help="where results go: a new or empty folder, or a previous demo's (out/)",
     )
+    demo.add_argument("--cdk-out", default="cdk.out", help="where templates go (cdk.out/)")
 
     agent = commands.add_parser(
         "agent-config", help="print the CloudWatch agent configuration for EC2 GPU nodes"
@@ -95,22 +110,9 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     cost = commands.add_parser(
-        "cost-estimate", help="monthly CloudWatch cost of the exporter for a GPU fleet"
+        "cost-estimate", help="what the whole deployment costs a month, line by line"
     )
-    cost.add_argument("--nodes", type=int, required=True)
-    cost.add_argument("--gpus-per-node", type=int, required=True)
-    cost.add_argument("--interval", type=float, default=10.0, help="exporter interval, s (10)")
-    cost.add_argument(
-        "--fleet-gpus",
-        type=int,
-        help="GPUs the alarms are sized for (the fleet_gpus setting; default: nodes x GPUs)",
-    )
-    cost.add_argument(
-        "--ci-price-per-million",
-        type=float,
-        default=ENHANCED_CI_PER_MILLION_OBSERVATIONS,
-        help="enhanced Container Insights price per million observations",
-    )
+    add_cost_arguments(cost)
     backtest = commands.add_parser(
         "backtest", help="replay metric history through the alarm definitions the app deploys"
     )
@@ -173,46 +175,14 @@ def _manifest(args: argparse.Namespace) -> str:
 MAX_FLEET_GPUS = 500_000
 
 
-def _cost_estimate(args: argparse.Namespace) -> str:
-    for option, value in (
-        ("--nodes", args.nodes),
-        ("--gpus-per-node", args.gpus_per_node),
-        ("--fleet-gpus", args.fleet_gpus),
-    ):
-        if value is not None and not 1 <= value <= MAX_FLEET_GPUS:
-            raise ValueError(f"{option} {value} must be from 1 to {MAX_FLEET_GPUS:,}")
-    if args.nodes * args.gpus_per_node > MAX_FLEET_GPUS:
-        raise ValueError(
-            f"--nodes {args.nodes} x --gpus-per-node {args.gpus_per_node} is over "
-            f"{MAX_FLEET_GPUS:,} GPUs"
-        )
-    table = estimate(
-        nodes=args.nodes,
-        gpus_per_node=args.gpus_per_node,
-        interval_s=args.interval,
-        ci_price_per_million=args.ci_price_per_million,
-    ).table()
-    fleet = args.fleet_gpus if args.fleet_gpus is not None else args.nodes * args.gpus_per_node
-    # How many alarms a fleet needs does not depend on the cluster's name.
-    sizing = alarm_sizing(AlarmSettings(cluster_name="any"), fleet)
-    return f"{table}\nAlarms: {sizing.line()}"
-
-
-def _check_folder(option: str, path: Path) -> None:
-    """Refuse, before the synth's minute of work, a folder that cannot be made: the path or the
-    nearest of its parents that exists is a file (mkdir would fail there only at the end)."""
-    existing = path
-    while not existing.exists() and existing.parent != existing:
-        existing = existing.parent
-    if existing.exists() and not existing.is_dir():
-        where = "" if existing == path else f": {existing}"
-        raise ValueError(f"{option} {path}{where} is a file, not a folder")
-
-
 def _demo(args: argparse.Namespace) -> str:
-    for option, path in (("--out", args.out), ("--cdk-out", args.cdk_out)):
-        _check_folder(option, path)
+    folders = {
+        option: check_folder(option, raw)
+        for option, raw in (("--out", args.out), ("--cdk-out", args.cdk_out))
+    }
     use_checkout()  # the demo's cluster is the realistic model in the clone's tests/
+    for option, path in folders.items():
+        make_folder(option, path)
     try:
         from cli.demo import run_demo  # imports the CDK and moto, which takes seconds
     except ModuleNotFoundError as err:
@@ -221,7 +191,7 @@ def _demo(args: argparse.Namespace) -> str:
         raise ValueError("needs moto: pip install 'eks-gpu-insights[demo]'") from err
     # The summary reports the simulated XIDs and the lost GPU; their log lines would repeat it.
     logging.basicConfig(level=logging.CRITICAL)
-    return run_demo(out_dir=args.out, cdk_out=args.cdk_out).summary()
+    return run_demo(out_dir=folders["--out"], cdk_out=folders["--cdk-out"]).summary()
 
 
 #: Each command returns what it prints; bad input raises ValueError (the project's input
@@ -230,7 +200,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], str]] = {
     "demo": _demo,
     "agent-config": _agent_config,
     "manifest": _manifest,
-    "cost-estimate": _cost_estimate,
+    "cost-estimate": run_cost_estimate,
     "backtest": _backtest,
     "analyze": run_analyze,
     "preflight": run_preflight,
@@ -258,6 +228,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _aws_errors() as err:  # one line, never a traceback
         print(f"gpu-insights {args.command}: {err}", file=sys.stderr)
         return 1
+    except NoDataError as err:  # the cluster has nothing to analyze: not a clean bill
+        print(f"gpu-insights {args.command}: {err}", file=sys.stderr)
+        return NO_DATA_EXIT
     except (ChecksFailedError, NoCauseFoundError) as failed:  # the report stands; status 1
         print(failed.output)
         return 1

@@ -22,7 +22,7 @@ from cdk.constructs.lambda_code import lambda_code
 from cdk.constructs.nag import acknowledge_wildcard_resources
 from cdk.constructs.sdk_layer import sdk_layer
 from gpu_insights_agent.contract.metrics import NAMESPACE_GPU
-from lambdas.silence_check.config import SCHEDULE_MINUTES, SilenceCheckConfig
+from lambdas.silence_check.config import MEMORY_MB, SCHEDULE_MINUTES, SilenceCheckConfig
 
 #: The function's entry point; its asset holds what this module imports.
 HANDLER = "lambdas.silence_check.handler.handler"
@@ -88,7 +88,7 @@ class SilenceCheck(Construct):
             layers=[sdk_layer(self)],
             role=self.role,
             timeout=Duration.minutes(2),
-            memory_size=256,
+            memory_size=MEMORY_MB,
             log_group=function_logs,
             environment=config.environment(),
             retry_attempts=0,

@@ -23,6 +23,8 @@ from gpu_insights_agent.contract.metrics import (
 from gpu_insights_agent.contract.resource_names import topic_name
 from lambdas.shared.report_keys import GPU_HOURS_KEY, JOB_COSTS_KEY
 from lambdas.shared.shards import STORAGE, TRAINING
+from lambdas.weekly_report.config import MEMORY_MB as REPORT_MEMORY_MB
+from lambdas.weekly_report.config import TIMEOUT_S as REPORT_TIMEOUT_S
 
 
 def shard_statements(
@@ -317,8 +319,8 @@ class AnalyzersStack(DeploymentStack):
                 ),
             ],
             schedule=settings.report_schedule,
-            memory_mb=512,
-            timeout=Duration.minutes(5),
+            memory_mb=REPORT_MEMORY_MB,
+            timeout=Duration.seconds(REPORT_TIMEOUT_S),
         )
         acknowledge_wildcard_resources(
             self.weekly_report.role,

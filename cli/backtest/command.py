@@ -16,6 +16,7 @@ from cli.backtest.evaluator import Transition
 from cli.backtest.history import Sample, read_history
 from cli.backtest.silence_history import NOTE, derive_silence, has_silence
 from cli.settings_args import add_settings_arguments, context_from_args
+from gpu_insights_agent.contract.metrics import DIM_CLUSTER
 from lambdas.shared.events import parse_utc
 
 
@@ -45,13 +46,39 @@ def _time(raw: str | None, name: str) -> float | None:
 
 #: CloudWatch keeps metrics for 15 months (455 days): no longer replay is meaningful.
 MAX_DAYS = 455
+#: The most of a history file read: 15 months of one 8-GPU node's exporter lines at 10 s are
+#: about 40 GB, far more than a replay holds in memory; a larger file is refused, not read.
+MAX_HISTORY_BYTES = 1024**3
+_CHUNK = 1024**2
+
+
+def _bounded_bytes(path: Path) -> bytes:
+    """The file's bytes, read a chunk at a time: a file over ``MAX_HISTORY_BYTES`` (or endless,
+    like /dev/zero) or one with a NUL byte (binary, not JSON lines) is refused as soon as it
+    shows itself, before it fills memory."""
+    chunks, size = [], 0
+    with path.open("rb") as raw:
+        while chunk := raw.read(_CHUNK):
+            if b"\0" in chunk:
+                raise ValueError(
+                    f"--history {path} holds a NUL byte (at byte {size + chunk.index(0)}): "
+                    "expected JSON lines"
+                )
+            size += len(chunk)
+            if size > MAX_HISTORY_BYTES:
+                raise ValueError(
+                    f"--history {path} is over {MAX_HISTORY_BYTES / 1024**3:g} GiB (read no "
+                    "further): replay a shorter part of it"
+                )
+            chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _read(path: Path) -> list[Sample]:
     """The history file's samples; an unreadable or empty one is refused by name."""
     try:
-        with path.open(encoding="utf-8") as lines:
-            samples = read_history(lines, source=str(path))
+        data = _bounded_bytes(path)
+        samples = read_history(data.decode("utf-8").splitlines(), source=str(path))
     except OSError as err:
         raise ValueError(f"cannot read {path}: {err.strerror}") from err
     except UnicodeDecodeError as err:
@@ -61,6 +88,25 @@ def _read(path: Path) -> list[Sample]:
     if not samples:
         raise ValueError(f"{path} holds no samples")
     return samples
+
+
+def _of_cluster(samples: list[Sample], cluster: str, path: Path) -> list[Sample]:
+    """The samples of ``cluster``, whose alarms are replayed; a file with none of them (another
+    cluster's history) is refused by name rather than replayed as every alarm raised 0."""
+    mine = [s for s in samples if (DIM_CLUSTER, cluster) in s.dimensions or _no_cluster(s)]
+    if not mine:
+        others = sorted({v for s in samples for k, v in s.dimensions if k == DIM_CLUSTER})
+        raise ValueError(
+            f"--history {path}: no sample is of cluster {cluster!r} (the cluster_name setting); "
+            f"it holds {', '.join(repr(o) for o in others[:5])}"
+            + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        )
+    return mine
+
+
+def _no_cluster(sample: Sample) -> bool:
+    """A series no cluster names (the host-log XID count is in a namespace of its own)."""
+    return not any(k == DIM_CLUSTER for k, _ in sample.dimensions)
 
 
 def run(args: argparse.Namespace) -> str:
@@ -73,7 +119,7 @@ def run(args: argparse.Namespace) -> str:
     if not 0 < args.hours <= MAX_DAYS * 24:
         raise ValueError(f"--hours {args.hours} must be above 0 up to {MAX_DAYS * 24}")
     if args.history is not None:
-        samples = _read(args.history)
+        samples = _of_cluster(_read(args.history), settings.cluster_name, args.history)
         if start is None:
             start, origin["start"] = min(s.timestamp for s in samples), "the history's first sample"
         if end is None:
@@ -93,7 +139,8 @@ def run(args: argparse.Namespace) -> str:
 
         end = end if end is not None else time.time()
         start = start if start is not None else end - args.hours * 3600
-        session = new_session(profile_name=args.profile, region_name=args.region)
+        # --region, else the deployment's region setting, else the standard chain's.
+        session = new_session(profile_name=args.profile, region_name=args.region or settings.region)
         samples = fetch_samples(
             client("cloudwatch", session=session, config=INTERACTIVE), specs, start=start, end=end
         )

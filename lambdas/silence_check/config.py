@@ -10,6 +10,8 @@ from lambdas.shared.config import NAMES, TEXT, Codec, FunctionConfig, variable
 #: How often the check runs: the alarm period of ``gpu-silent`` (cdk/alarms/catalog.py), so each
 #: period holds one run's datapoint.
 SCHEDULE_MINUTES: Final = 5
+#: The function's memory (its construct's, and what `gpu-insights cost-estimate` prices).
+MEMORY_MB: Final = 256
 #: The shortest look back for a GPU's samples: two check periods, so a cycle the exporter
 #: sent a little late (EMF through the agent takes seconds, sometimes a minute) is not silence.
 MIN_LOOKBACK_S: Final = 600

@@ -3,10 +3,16 @@ built from the deployment's settings by its construct and by the demo
 (cdk/function_configs.py)."""
 
 from dataclasses import dataclass
+from typing import Final
 
 from gpu_insights_agent.contract.metrics import EXPORTER_INTERVAL_S
 from lambdas.shared.config import NAMES, TEXT, USD, WHOLE, FunctionConfig, variable
 from lambdas.training_analyzer.gpu_prices import gpu_hour_price
+
+#: The function's memory and timeout (its construct's, and what `gpu-insights cost-estimate`
+#: prices).
+MEMORY_MB: Final = 512
+TIMEOUT_S: Final = 300
 
 
 @dataclass(frozen=True, kw_only=True)

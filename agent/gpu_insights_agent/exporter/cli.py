@@ -100,10 +100,16 @@ def _nvml(args: argparse.Namespace) -> Any:
 
     started = time.monotonic()
     fake = FakeNvml.from_file(str(args.trace), clock=lambda: time.monotonic() - started)
+    skipped = (
+        f"{fake.malformed_lines} line(s) skipped, the first {fake.first_malformed}"
+        if fake.malformed_lines
+        else "no line skipped"
+    )
     if fake.nvmlDeviceGetCount() == 0:
-        raise TraceError(
-            f"trace {args.trace} has no usable gpu record ({fake.malformed_lines} line(s) skipped)"
-        )
+        # One line for a file that is not a trace, not a warning for each of its lines.
+        raise TraceError(f"trace {args.trace} has no usable gpu record ({skipped})")
+    if fake.malformed_lines:
+        logging.getLogger(__name__).warning("trace %s: %s", args.trace, skipped)
     return fake
 
 

@@ -188,6 +188,8 @@ class FakeNvml:
         self._gpus: dict[int, _Gpu] = {}
         self._xids: list[tuple[float, int, int]] = []
         self.malformed_lines = 0
+        #: The first line skipped and why ("line 3: ..."), for the one line that reports them.
+        self.first_malformed: str | None = None
         self._initialized = False
         for number, line in enumerate(lines, start=1):
             if not line.strip():
@@ -196,7 +198,8 @@ class FakeNvml:
                 self._load(json.loads(line))
             except (ValueError, KeyError, TypeError) as err:
                 self.malformed_lines += 1
-                log.warning("trace line %d skipped: %s", number, err)
+                if self.first_malformed is None:
+                    self.first_malformed = f"line {number}: {err}"
         for gpu in self._gpus.values():
             gpu.samples.sort(key=lambda sample: sample[0])
         self._xids.sort()

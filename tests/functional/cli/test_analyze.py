@@ -126,3 +126,32 @@ def test_analyze_training_runs_the_attribution_with_the_settings_low_power_line(
     )
     cdk_json.write_text('{"context": {"low_power_percent": 25}}')
     assert "gpu_held_not_working" not in kinds("--cdk-json", str(cdk_json))
+
+
+@pytest.mark.parametrize(
+    ("target", "words"),
+    [
+        ("storage", ["no EBS volume tagged for or attached to cluster 'ml-prd'", "in us-east-1"]),
+        ("training", ["cluster 'ml-prd' has no training job metrics", "no GPU-hours"]),
+    ],
+)
+def test_analyze_of_a_cluster_with_nothing_says_so_not_no_findings(
+    target: str,
+    words: list[str],
+    no_profile: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A typo in the cluster's name (ml-prd for ml-prod) finds no volume, job or GPU-hour: exit
+    3 and one line, where "No findings." and 0 read as a clean bill of health."""
+    monkeypatch.chdir(tmp_path)
+    with mock_aws():
+        argv = ["analyze", target, "--cluster-name", "ml-prd", "--region", REGION]
+        assert main(argv) == 3
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.strip().splitlines()
+    assert line.startswith("gpu-insights analyze: ")
+    for word in words:
+        assert word in line

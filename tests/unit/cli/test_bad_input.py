@@ -3,6 +3,7 @@
 a run without end."""
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -38,12 +39,13 @@ def no_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatc
     return monkeypatch
 
 
-def _one_line(capsys: pytest.CaptureFixture[str], *words: str) -> None:
+def _one_line(capsys: pytest.CaptureFixture[str], *words: str) -> str:
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert len(err.strip().splitlines()) == 1, err
     for word in words:
         assert word in err
+    return err
 
 
 @pytest.mark.usefixtures("no_aws")
@@ -105,7 +107,7 @@ def test_backtest_times_are_bounded_before_work_starts(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     history = _history(tmp_path, **sample)
-    assert main(["backtest", "--history", history, "-c", "cluster_name=c", *extra]) == 2
+    assert main(["backtest", "--history", history, "-c", "cluster_name=train", *extra]) == 2
     _one_line(capsys, *words)
 
 
@@ -151,30 +153,16 @@ TRAINING = ["analyze", "training", "--cluster-name", "x"]
     ("argv", "words"),
     [
         ([*COST, "--interval", "nan"], ["nan"]),
-        (
-            [
-                "cost-estimate",
-                "--nodes",
-                "1",
-                "--gpus-per-node",
-                "8",
-                "--ci-price-per-million",
-                "nan",
-            ],
-            ["price nan"],
-        ),
-        (
-            [
-                "cost-estimate",
-                "--nodes",
-                "1",
-                "--gpus-per-node",
-                "8",
-                "--ci-price-per-million",
-                "-1",
-            ],
-            ["price -1"],
-        ),
+        # The exporter's deployed interval is 1 to 3600 whole seconds; a node has at most 16
+        # GPUs; the fleet at most 500,000 (the old estimate priced all of these).
+        ([*COST, "--interval", "0"], ["exporter_interval_seconds=0"]),
+        ([*COST, "--interval", "7200"], ["exporter_interval_seconds=7200"]),
+        ([*COST, "--interval", "0.5"], ["exporter_interval_seconds=0.5"]),
+        (["cost-estimate", "--nodes", "1", "--gpus-per-node", "1000"], ["--gpus-per-node 1000"]),
+        (["cost-estimate", "--nodes", "100000", "--gpus-per-node", "8"], ["fleet_gpus=800000"]),
+        ([*COST, "--container-log-gb-per-day", "nan"], ["--container-log-gb-per-day nan"]),
+        ([*COST, "--container-log-gb-per-day", "-1"], ["--container-log-gb-per-day -1"]),
+        ([*COST, "--volumes", "-1"], ["--volumes -1"]),
         (["manifest", "--image", "", "--cluster-name", "train"], ["image"]),
         (["manifest", "--image", "x", "--cluster-name", " "], ["cluster name"]),
         (["manifest", "--image", "repo/exporter:1\nkind: Pod", "--cluster-name", "t"], ["--image"]),
@@ -290,8 +278,19 @@ def test_a_trace_without_a_gpu_is_refused_not_replayed_forever(
     trace = tmp_path / "t.jsonl"
     trace.write_text('{"kind": "gpu", "index": 0, "power_limit_w": "abc"}\n')
     assert exporter_main([*EXPORTER, "--trace", str(trace)]) == 2
-    err = capsys.readouterr().err
-    assert "has no usable gpu record (1 line(s) skipped)" in err.splitlines()[-1]
+    _one_line(capsys, "has no usable gpu record (1 line(s) skipped, the first line 1:")
+
+
+@pytest.mark.usefixtures("no_aws")
+def test_a_file_that_is_not_a_trace_is_one_line_not_one_a_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A README given as --trace: its 1,000 lines are one refusal, not 1,000 warnings."""
+    trace = tmp_path / "README.md"
+    trace.write_text("".join(f"Line {n} of prose.\n" for n in range(1000)))
+    assert exporter_main([*EXPORTER, "--trace", str(trace)]) == 2
+    _one_line(capsys, "1000 line(s) skipped, the first line 1: Expecting value")
+    assert not caplog.records
 
 
 @pytest.mark.usefixtures("no_aws")
@@ -322,3 +321,102 @@ def test_a_bad_trace_value_is_a_skipped_line_not_a_crash_mid_run(
 
     nvml = FakeNvml.from_file(_trace(tmp_path, sample), clock=lambda: 10.0)
     assert nvml.malformed_lines == 1  # before: loaded, and a crash once the exporter read it
+
+
+def test_backtest_cloudwatch_takes_the_region_setting(
+    no_aws: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`-c region=...` is the deployment's region: the replay reads CloudWatch there (here it
+    gets as far as the missing credentials), not "You must specify a region"."""
+    argv = ["backtest", "--cloudwatch", "-c", "cluster_name=c", "-c", "region=us-west-2"]
+    assert main(argv) == 1
+    err = _one_line(capsys, "credentials")
+    assert "specify a region" not in err
+
+
+def _sample_of(cluster: str) -> str:
+    return json.dumps(
+        {
+            "namespace": "GpuInsights",
+            "metric": "gpu_allocated_power_utilization",
+            "dimensions": {"ClusterName": cluster, "NodeName": "n1", "GpuIndex": "0", "Shard": "0"},
+            "timestamp": 1_764_331_200,
+            "value": 9.5,
+        }
+    )
+
+
+@pytest.mark.usefixtures("no_aws")
+def test_backtest_of_another_clusters_history_is_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    Path("h.jsonl").write_text(_sample_of("ml-dev") + "\n")
+    assert main(["backtest", "--history", "h.jsonl", "-c", "cluster_name=ml-prod"]) == 2
+    _one_line(capsys, "no sample is of cluster 'ml-prod'", "'ml-dev'")
+
+
+@pytest.mark.usefixtures("no_aws")
+def test_backtest_of_dev_zero_is_one_line_at_once(capsys: pytest.CaptureFixture[str]) -> None:
+    started = time.monotonic()
+    assert main(["backtest", "--history", "/dev/zero", "-c", "cluster_name=c"]) == 2
+    _one_line(capsys, "--history /dev/zero holds a NUL byte (at byte 0)")
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.usefixtures("no_aws")
+def test_backtest_of_a_history_over_the_cap_is_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cli.backtest import command as backtest
+
+    monkeypatch.setattr(backtest, "MAX_HISTORY_BYTES", 1024**3 // 4096)
+    monkeypatch.setattr(backtest, "_CHUNK", 4096)
+    Path("h.jsonl").write_text((_sample_of("c") + "\n") * 20_000)  # 4 MB
+    assert main(["backtest", "--history", "h.jsonl", "-c", "cluster_name=c"]) == 2
+    _one_line(capsys, "--history h.jsonl is over")
+
+
+@pytest.mark.usefixtures("no_aws")
+@pytest.mark.parametrize(
+    ("out", "words"),
+    [
+        ("", ["--out is empty"]),
+        (" ", ["--out is empty"]),
+        (".", ["--out . holds files the demo did not write"]),
+        ("/proc/x", ["--out /proc/x: cannot make the folder"]),
+        ("mine", ["--out mine holds files the demo did not write"]),
+    ],
+)
+def test_the_demo_writes_only_into_a_folder_it_made_or_was_given_empty(
+    out: str, words: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`demo --out ""` once wrote sixteen files into the current folder (the repository root,
+    five into the dashboards package); /proc/x failed in a traceback after the synth."""
+    monkeypatch.setattr("cli.main.use_checkout", lambda: None)
+    Path("mine").mkdir()
+    Path("mine/notes.txt").write_text("the user's")
+    Path("README.md").write_text("the user's")
+    before = sorted(p.name for p in Path().iterdir())
+    started = time.monotonic()
+    assert main(["demo", "--out", out, "--cdk-out", "cdk.out"]) == 2
+    _one_line(capsys, *words)
+    assert time.monotonic() - started < 5
+    assert sorted(p.name for p in Path().iterdir() if p.name != "cdk.out") == before
+    assert not any(Path("mine").glob(".gpu-insights*"))
+
+
+def test_a_previous_demo_output_is_written_again(tmp_path: Path) -> None:
+    from cli.demo_folders import MARK, check_folder, make_folder
+
+    fresh = tmp_path / "out"
+    assert check_folder("--out", str(fresh)) == fresh
+    make_folder("--out", fresh)
+    (fresh / "report.html").write_text("last run's")
+    assert check_folder("--out", str(fresh)) == fresh  # recognized by its mark
+    assert (fresh / MARK).is_file()
+    # An output of the demo before the mark: recognized by the files every run writes.
+    older = tmp_path / "older"
+    older.mkdir()
+    for name in ("stacks.json", "agent-config.json", "report.html"):
+        (older / name).write_text("{}")
+    assert check_folder("--out", str(older)) == older

@@ -1,79 +1,121 @@
-"""What the exporter costs, before and after issue 14, at us-east-1 list prices.
+"""`gpu-insights cost-estimate`: the whole deployment's month, each line with its price, the
+page it is from and the day it was read."""
 
-CloudWatch bills a custom metric for the hours it is published ("metrics are prorated by the
-hour", https://aws.amazon.com/cloudwatch/pricing/): a fault gauge sent in 2% of hours costs 2%
-of a metric-month.
-"""
+import json
 
 import pytest
 
-from cli.cost import AFTER, BEFORE, GAUGES_PER_GPU, estimate, tiered_metric_cost
-from gpu_insights_agent.contract.metrics import (
-    CI_NODE_GPU_METRICS,
-    CYCLE_METRICS,
-    FAULT_METRICS,
-    GpuMetric,
-)
+from cli.cost import runs_per_month
+from cli.main import main
+from cli.prices import PRICES, READ
+
+#: Days in CloudWatch's month of 730 hours.
+DAYS = 730 / 24
+FLEET = ["cost-estimate", "--nodes", "40", "--gpus-per-node", "8"]
 
 
-def test_tiers_price_each_metric_in_its_band() -> None:
-    assert tiered_metric_cost(100) == pytest.approx(30.0)
-    assert tiered_metric_cost(10_000) == pytest.approx(3_000.0)
-    assert tiered_metric_cost(10_100) == pytest.approx(3_000.0 + 10.0)
+def _items(capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, dict[str, object]]:
+    assert main([*FLEET, *extra, "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    items = {i["name"]: i for i in document["line_items"]}
+    assert document["total_usd"] == pytest.approx(sum(i["usd"] for i in items.values()), abs=0.05)
+    return items
 
 
-def test_an_8_gpu_node_costs_under_a_third_of_before() -> None:
-    cost = estimate(nodes=1, gpus_per_node=8, interval_s=10)
-    # Before: 15 gauges per GPU and per cluster, 1,482 EMF bytes per GPU and cycle.
-    assert (BEFORE.per_gpu, BEFORE.per_cluster) == (15, 15)
-    assert cost.before.metrics == 8 * 15 + 15 == 135
-    assert cost.before.metrics_usd == pytest.approx(135 * 0.30)  # $40.50
-    assert cost.before.ingestion_gb == pytest.approx(8 * 262_800 * 1482 / 1e9)  # 3.12 GB
-    assert cost.before_per_node_usd == pytest.approx(42.06, abs=0.005)
-    # After: power utilization, in-use power, SM activity and health per GPU and per cluster;
-    # 4 fault gauges per GPU in 2% of hours; 982 EMF bytes per GPU and cycle.
-    assert (AFTER.per_gpu, AFTER.per_cluster, AFTER.faults_per_gpu) == (4, 4, 4)
-    assert cost.exporter_metrics == 8 * 4 + 4 == 36
-    assert cost.after.fault_metric_months == pytest.approx(8 * 4 * 0.02)  # 0.64
-    assert cost.exporter_metrics_usd == pytest.approx(36.64 * 0.30)  # $10.99
-    assert cost.exporter_ingestion_gb == pytest.approx(8 * 262_800 * 982 / 1e9)  # 2.06 GB
-    assert cost.per_node_usd == pytest.approx(12.02, abs=0.005)
-    assert cost.per_node_usd <= 14.0  # the issue's goal
-    assert cost.per_node_usd <= cost.before_per_node_usd / 3
-    assert "135 series $42.06 -> 36 series $12.02 a month (29% of before)" in cost.table()
+def test_every_line_item_of_the_month_names_its_price_and_source(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(FLEET) == 0
+    out = capsys.readouterr().out
+    for name in (
+        "Exporter custom metrics",
+        "Exporter EMF log ingestion",
+        "Container Insights enhanced observability",
+        "Container logs ingestion",
+        "Metrics Insights alarms",
+        "Standard alarms",
+        "Composite alarm",
+        "Dashboards",
+        "Lambda: storage analyzer",
+        "Lambda: training analyzer",
+        "Lambda: weekly report",
+        "Lambda: silence check",
+        "GetMetricData metrics requested",
+        "S3 request metrics",
+    ):
+        assert name in out
+    # 18 line items (no Step Functions below the fleet thresholds), each with its price's date.
+    rows = [line for line in out.splitlines() if line.startswith("$")]
+    assert len(rows) == 18 + 1  # and the total
+    assert out.count(f"read {READ}") == 18
+    assert "https://aws.amazon.com/cloudwatch/pricing/" in out
+    assert "https://aws.amazon.com/lambda/pricing/" in out
 
 
-def test_every_reading_is_a_metric_a_fault_gauge_or_a_property() -> None:
-    gauges = set(GpuMetric) - {GpuMetric.XID_ERRORS, GpuMetric.XID_FATAL_ERRORS}
-    assert len(gauges) == BEFORE.per_gpu
-    assert GAUGES_PER_GPU == len(CYCLE_METRICS) == 4
-    assert len(FAULT_METRICS) == 4
-    # Container Insights gives these per GPU: the exporter no longer does.
-    assert not set(CI_NODE_GPU_METRICS) & (CYCLE_METRICS | FAULT_METRICS)
+def test_the_fleet_of_40_eight_gpu_nodes(capsys: pytest.CaptureFixture[str]) -> None:
+    items = _items(capsys)
+    # 320 GPUs x 4 + 4 series, 320 x 4 fault gauges in 2% of hours: 1,309.6 at $0.30.
+    assert items["Exporter custom metrics (GpuInsights)"]["quantity"] == pytest.approx(1309.6)
+    assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(392.88)
+    # 320 GPUs x 18 observations a minute x 43,800 minutes, at $0.21 a million.
+    ci = items["Container Insights enhanced observability: GPU observations"]
+    assert ci["quantity"] == pytest.approx(320 * 18 * 43_800 / 1e6)
+    assert ci["usd"] == pytest.approx(52.98, abs=0.01)
+    # One shard: low power and lost GPU read every GPU, the 3 fault alarms read 2% of them.
+    insights = items["Metrics Insights alarms"]
+    assert insights["quantity"] == pytest.approx(320 * 2 + 320 * 3 * 0.02)
+    assert items["Standard alarms"]["quantity"] == 4  # XID fatal, XID (2 metrics), dead letters
+    assert items["Dashboards"]["usd"] == 15.0  # 5 dashboards at $3
+    # 1 GB a day by default, 30.42 days, $0.50 a GB.
+    assert items["Container logs ingestion (Fluent Bit, on in the add-on)"]["usd"] == 15.21
+    # The silence check: every 5 minutes, 256 MB.
+    assert items["Lambda requests: silence check"]["quantity"] == pytest.approx(8760)
+    # GetMetricData: 7 a volume and 8 a job daily (one a node each), 1 a GPU every 5 min.
+    gmd = items["GetMetricData metrics requested"]["quantity"]
+    assert gmd == pytest.approx(40 * 7 * DAYS + 40 * 8 * DAYS + 320 * 8760, rel=1e-4)
+    assert items["S3 request metrics"]["usd"] == 0  # s3_enable_request_metrics is off
 
 
-def test_the_cluster_series_are_paid_once_per_fleet() -> None:
-    result = estimate(nodes=10, gpus_per_node=8, interval_s=10, fault_hour_share=0)
-    assert result.exporter_metrics == 10 * 8 * 4 + 4
-    assert result.before.metrics == 10 * 8 * 15 + 15
-    assert result.exporter_metrics_usd == pytest.approx(324 * 0.30)
-    assert result.ci_observations_millions == pytest.approx(80 * 18 * 43_800 / 1e6)
-    assert "per GPU node 8 GPUs x 4 gauges = 32 series, plus 4 per cluster" in result.table()
-
-
-def test_a_longer_interval_cuts_ingestion_not_metrics() -> None:
-    fast, slow = (
-        estimate(nodes=2, gpus_per_node=8),
-        estimate(nodes=2, gpus_per_node=8, interval_s=60),
+def test_the_users_log_volume_and_settings_are_priced(capsys: pytest.CaptureFixture[str]) -> None:
+    items = _items(
+        capsys,
+        "--container-log-gb-per-day",
+        "20",
+        "--volumes",
+        "300000",
+        "-c",
+        "s3_enable_request_metrics=true",
+        "-c",
+        "storage_buckets=data-a,data-b",
     )
-    assert slow.exporter_metrics == fast.exporter_metrics
-    assert slow.exporter_ingestion_gb == pytest.approx(fast.exporter_ingestion_gb / 6)
+    assert items["Container logs ingestion (Fluent Bit, on in the add-on)"]["usd"] == 304.17
+    # 16 request metrics per bucket filter, as custom metrics past the exporter's in tier 1.
+    assert items["S3 request metrics"]["quantity"] == 32
+    assert items["S3 request metrics"]["usd"] == pytest.approx(9.6)
+    # 300,000 volumes: the Distributed Map of 15 shards of 20,000, daily.
+    sfn = items["Step Functions: storage analyzer fleet map"]
+    assert sfn["quantity"] == pytest.approx(DAYS * (3 + 2 * 15), rel=1e-4)
+    assert items["Lambda requests: storage analyzer"]["quantity"] == pytest.approx(DAYS * 15)
 
 
 @pytest.mark.parametrize(
-    ("nodes", "gpus", "interval", "share"),
-    [(0, 8, 10, 0.02), (1, 0, 10, 0.02), (1, 8, 0, 0.02), (1, 8, 10, 1.5)],
+    ("schedule", "runs"),
+    [
+        ("cron(0 6 * * ? *)", DAYS),  # daily
+        ("cron(0 8 ? * MON *)", 4.345),  # weekly
+        ("cron(0 8 ? * MON-FRI *)", 21.726),
+        ("cron(0 */6 * * ? *)", 4 * DAYS),
+        ("cron(0 0 1 * ? *)", 1),
+        ("rate(5 minutes)", 8760),
+        ("rate(1 hour)", 730),
+    ],
 )
-def test_bad_fleet_is_refused(nodes: int, gpus: int, interval: float, share: float) -> None:
-    with pytest.raises(ValueError, match=r"at least 1|positive|above 0|from 0 to 1"):
-        estimate(nodes=nodes, gpus_per_node=gpus, interval_s=interval, fault_hour_share=share)
+def test_a_schedule_is_counted_in_runs_a_month(schedule: str, runs: float) -> None:
+    assert runs_per_month(schedule) == pytest.approx(runs, rel=1e-3)
+
+
+def test_every_price_cites_its_page_and_date() -> None:
+    for price in PRICES.values():
+        assert price.source.startswith("https://")
+        assert price.read == READ
+        assert price.usd > 0

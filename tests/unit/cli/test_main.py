@@ -1,4 +1,5 @@
 import json
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +50,8 @@ def test_cost_estimate_prints_the_table(capsys: pytest.CaptureFixture[str]) -> N
     out = capsys.readouterr().out
     assert "4 GPU nodes x 8 GPUs = 32 GPUs" in out
     # 4 x 8 GPUs x 4 gauges + 4 cluster series, and 2.56 fault metric-months, at $0.30.
-    assert "GpuInsights custom metrics          132  $     40.37" in out
-    assert "Per node, before and after: 124 series $38.68 -> 33 series $11.12 a month" in out
-    assert "Prices assumed" in out
+    assert "$      40.37  Exporter custom metrics (GpuInsights)" in out
+    assert "134.6 metric-months" in out
 
 
 def _history(tmp_path: Path, lines: list[str]) -> Path:
@@ -192,3 +192,10 @@ def test_backtest_names_where_each_end_of_a_reversed_range_came_from(
     assert "(2026-11-29 14:00 UTC, --end)" in err
     assert "the history's first sample" in err
     assert "--start" not in err
+
+
+def test_version_is_the_installed_distributions(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == f"gpu-insights {metadata.version('eks-gpu-insights')}\n"
