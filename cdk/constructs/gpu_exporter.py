@@ -56,12 +56,16 @@ class GpuExporter(Construct):
         self.manifest: eks.KubernetesManifest | None = None
         if kubectl_role_arn is not None:
             self.manifest = self._apply(cluster_name, kubectl_role_arn, manifests)
-        CfnOutput(
+        output = CfnOutput(
             self,
             "ImageUri",
             description="The exporter image; `gpu-insights manifest --image` takes it",
             value=self.image.image_uri,
         )
+        # An output inside a construct gets a hashed id (GpuExporterImageUri5B7FDA48); the
+        # stack's output is named as the README names it, for `aws cloudformation
+        # describe-stacks`.
+        output.override_logical_id("ImageUri")
 
     def _apply(
         self, cluster_name: str, kubectl_role_arn: str, manifests: list[dict[str, object]]
