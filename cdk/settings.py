@@ -19,12 +19,15 @@ from alarms.catalog import AlarmSettings
 from alarms.power_table import gpu_power
 from alarms.sizing import shards_for
 from cdk.aws_values import (
+    arn_region,
     bucket_problem,
     data_source_problem,
     email_problem,
     https_problem,
     iam_arn_problem,
+    kms_key_arn_problem,
     schedule_problem,
+    sns_topic_arn_problem,
 )
 from contract.metrics import EXPORTER_INTERVAL_S, EXPORTER_MAX_INTERVAL_S
 from contract.resource_names import EKS_CLUSTER, parameter_name
@@ -123,6 +126,15 @@ class Settings:
     #: Warnings (a digest to read, not a page).
     warning_emails: tuple[str, ...] = ()
     report_emails: tuple[str, ...] = ()
+    #: An existing topic (the team's on-call one) instead of the one the app makes, for each
+    #: purpose; with the KMS key it is encrypted with, where that is a customer managed key.
+    #: Its subscriptions are its owner's: the recipient settings of that purpose are refused.
+    critical_topic_arn: str | None = None
+    critical_topic_kms_key_arn: str | None = None
+    warning_topic_arn: str | None = None
+    warning_topic_kms_key_arn: str | None = None
+    report_topic_arn: str | None = None
+    report_topic_kms_key_arn: str | None = None
     #: S3 buckets the storage analyzer reads request metrics of (training data, checkpoints).
     storage_buckets: tuple[str, ...] = ()
     #: "cluster": volumes tagged for the cluster and those of its nodes; "all": the region's.
@@ -231,10 +243,59 @@ class Settings:
                 None,
                 "the cluster's IAM OIDC provider ARN when agent_credentials is irsa",
             )
+        _require_topics(self)
         try:
             self.alarm_settings()
         except ValueError as err:
             raise SettingsError(f"setting {err}") from err
+
+    def topic_arn(self, purpose: str) -> str | None:
+        """The existing topic a purpose (critical, warning, report) publishes to, or None where
+        the app makes its own."""
+        arn: str | None = getattr(self, f"{purpose}_topic_arn")
+        return arn
+
+    def topic_kms_key_arn(self, purpose: str) -> str | None:
+        arn: str | None = getattr(self, f"{purpose}_topic_kms_key_arn")
+        return arn
+
+
+def _require_topics(settings: Settings) -> None:
+    """An existing topic's key goes with its topic, in the deployment's region, and recipients
+    are not subscribed to a topic the app does not own."""
+    for purpose, recipients in TOPIC_RECIPIENTS.items():
+        topic = getattr(settings, f"{purpose}_topic_arn")
+        key = f"{purpose}_topic_kms_key_arn"
+        _require(
+            topic or getattr(settings, key) is None,
+            key,
+            getattr(settings, key),
+            f"{purpose}_topic_arn too (the key of the topic the app makes is its own)",
+        )
+        for name in recipients if topic else ():
+            _require(
+                not getattr(settings, name),
+                name,
+                ",".join(getattr(settings, name)),
+                f"none with {purpose}_topic_arn: subscribe them on that topic, its "
+                "subscriptions are its owner's",
+            )
+        for name in (f"{purpose}_topic_arn", key):
+            arn = getattr(settings, name)
+            _require(
+                arn is None or settings.region is None or arn_region(arn) == settings.region,
+                name,
+                arn,
+                f"an ARN in the deployment's region {settings.region}",
+            )
+
+
+#: Each notification purpose and the settings that subscribe recipients to its topic.
+TOPIC_RECIPIENTS: Final[dict[str, tuple[str, ...]]] = {
+    "critical": ("alarm_emails", "alarm_https_endpoints"),
+    "warning": ("warning_emails",),
+    "report": ("report_emails",),
+}
 
 
 #: Settings whose value (or each value of a list) must match a pattern: (pattern, allowed).
@@ -266,6 +327,8 @@ _CHECKS: Final[dict[str, Callable[[str], str | None]]] = {
     "report_emails": email_problem,
     "storage_buckets": bucket_problem,
     "training_data_sources": data_source_problem,
+    **{f"{purpose}_topic_arn": sns_topic_arn_problem for purpose in TOPIC_RECIPIENTS},
+    **{f"{purpose}_topic_kms_key_arn": kms_key_arn_problem for purpose in TOPIC_RECIPIENTS},
 }
 #: Numeric settings and their inclusive bounds: (low, high, unit).
 _RANGES: Final[dict[str, tuple[int, int, str]]] = {
@@ -412,6 +475,8 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "alarm_https_endpoints": _as_str_tuple,
     "warning_emails": _as_str_tuple,
     "report_emails": _as_str_tuple,
+    **{f"{purpose}_topic_arn": _as_str for purpose in TOPIC_RECIPIENTS},
+    **{f"{purpose}_topic_kms_key_arn": _as_str for purpose in TOPIC_RECIPIENTS},
 }
 
 #: Every key a user may set; kept equal to the dataclass's fields by a unit test.
@@ -440,6 +505,8 @@ def closest_setting(key: str) -> str | None:
     """The setting a misspelt key most likely means (``cluster-name``: ``cluster_name``), or
     the one setting a key is the first word of (``cluster``: ``cluster_name``)."""
     normal = key.replace("-", "_").lower()
+    if normal.endswith("topic_arn") and normal not in SETTING_KEYS:
+        return "critical_topic_arn"  # sns_topic_arn, alarm_topic_arn: the on-call topic
     close = difflib.get_close_matches(normal, SETTING_KEYS, n=1, cutoff=0.8)
     if close:
         return close[0]

@@ -45,6 +45,11 @@ class AlarmsStack(DeploymentStack):
             critical_emails=settings.alarm_emails,
             critical_https=settings.alarm_https_endpoints,
             warning_emails=settings.warning_emails,
+            existing={
+                purpose: (arn, settings.topic_kms_key_arn(purpose))
+                for purpose in ("critical", "warning")
+                if (arn := settings.topic_arn(purpose))
+            },
         )
         # The agent writes the exporter's EMF here and may have created the group already;
         # made here (idempotently, with a retention) so that the XID subscription has it.
@@ -92,7 +97,7 @@ class AlarmsStack(DeploymentStack):
             host_log_group=host_logs,
             critical=self.topics.critical,
             warning=self.topics.warning,
-            topic_key=self.topics.key,
+            topic_key_arns=self.topics.publish_key_arns,
             alarm_kind_names=sorted({spec.kind_name(cluster) for spec in specs}),
         )
         self.topics.allow_alarm(self.topics.critical, self.notifier.failing_name)
@@ -113,5 +118,15 @@ class AlarmsStack(DeploymentStack):
                 ).items()
             )
         ]
-        CfnOutput(self, "CriticalTopicArn", value=self.topics.critical.topic_arn)
-        CfnOutput(self, "WarningTopicArn", value=self.topics.warning.topic_arn)
+        CfnOutput(
+            self,
+            "CriticalTopicArn",
+            description="Where pages go: subscribe the on-call's email, pager or chat here",
+            value=self.topics.critical.topic_arn,
+        )
+        CfnOutput(
+            self,
+            "WarningTopicArn",
+            description="Where warnings go (a digest to read, not a page)",
+            value=self.topics.warning.topic_arn,
+        )

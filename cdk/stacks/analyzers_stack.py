@@ -348,15 +348,35 @@ class AnalyzersStack(DeploymentStack):
                 schedule=settings.training_schedule,
                 counted="jobs",
             )
-        self.report_topic = sns.Topic(
-            self,
-            "ReportTopic",
-            topic_name=topic_name(settings.cluster_name, "reports"),
-            master_key=self.report.key,
-            enforce_ssl=True,
-        )
+        #: The summary's topic: the one ``report_topic_arn`` names, or the app's own.
+        self.report_topic: sns.ITopic
+        existing_topic = settings.topic_arn("report")
+        if existing_topic:
+            self.report_topic = sns.Topic.from_topic_arn(self, "ReportTopic", existing_topic)
+        else:
+            self.report_topic = sns.Topic(
+                self,
+                "ReportTopic",
+                topic_name=topic_name(settings.cluster_name, "reports"),
+                master_key=self.report.key,
+                enforce_ssl=True,
+            )
         for email in settings.report_emails:
             self.report_topic.add_subscription(subscriptions.EmailSubscription(email))
+        # Publishing to a topic encrypted with a customer managed key needs these on the key
+        # (https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html).
+        report_topic_key = settings.topic_kms_key_arn("report")
+        topic_key_statements = (
+            [
+                iam.PolicyStatement(
+                    sid="EncryptForTopic",
+                    actions=["kms:GenerateDataKey", "kms:Decrypt"],
+                    resources=[report_topic_key],
+                )
+            ]
+            if report_topic_key
+            else []
+        )
         bucket = self.report.bucket
         self.weekly_report = AnalyzerFunction(
             self,
@@ -405,6 +425,7 @@ class AnalyzersStack(DeploymentStack):
                     actions=["sns:Publish"],
                     resources=[self.report_topic.topic_arn],
                 ),
+                *topic_key_statements,
             ],
             schedule=settings.report_schedule,
             memory_mb=512,
@@ -420,7 +441,17 @@ class AnalyzersStack(DeploymentStack):
             reason="GetMetricData, ListMetrics and DescribeAlarmHistory take no resource ARNs; "
             "findings/* and reports/* are the app's own prefixes of its report bucket",
         )
-        CfnOutput(self, "ReportTopicArn", value=self.report_topic.topic_arn)
+        CfnOutput(
+            self,
+            "ReportTopicArn",
+            description="Where the weekly report's summary goes",
+            value=self.report_topic.topic_arn,
+        )
         if settings.s3_enable_request_metrics and settings.storage_buckets:
             RequestMetrics(self, "RequestMetrics", buckets=settings.storage_buckets)
-        CfnOutput(self, "ReportBucketName", value=self.report.bucket.bucket_name)
+        CfnOutput(
+            self,
+            "ReportBucketName",
+            description="The reports and findings; `gpu-insights analyze --report-bucket`",
+            value=self.report.bucket.bucket_name,
+        )

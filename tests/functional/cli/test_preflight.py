@@ -393,12 +393,12 @@ def test_command_exits_1_on_a_missing_cluster_and_prints_json(
         (
             {"cluster_name": "ml-prod", "sns_topic_arn": "arn:aws:sns:us-west-2:1:oncall"},
             [],
-            "unknown setting 'sns_topic_arn': the README's Settings table lists them",
+            "unknown setting 'sns_topic_arn': did you mean 'critical_topic_arn'?",
         ),
         (
             {"@aws-cdk/core:newStyleStackSynthesis": True},
             ["-c", "sns_topic_arn=arn:aws:sns:us-west-2:1:oncall"],
-            "unknown setting 'sns_topic_arn': the README's Settings table lists them",
+            "unknown setting 'sns_topic_arn': did you mean 'critical_topic_arn'?",
         ),
     ],
 )
