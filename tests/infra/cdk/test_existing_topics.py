@@ -64,7 +64,7 @@ def _function_role(stack: Stack, handler: str) -> tuple[str, list[dict[str, Any]
 
 
 def _requests(stack: Stack, handler: str, topic: str, key: str) -> list[Request]:
-    role, identity = _function_role(stack, handler)
+    _role, identity = _function_role(stack, handler)
     return [
         Request(
             name=f"{handler} {action}",
@@ -159,7 +159,7 @@ def test_both_alarm_topics_existing_unencrypted_make_no_key(synth: Synth) -> Non
     alarms = Template.from_stack(stack_named(synth(context), "-Alarms"))
     assert alarms.find_resources("AWS::KMS::Key") == {}
     assert alarms.find_resources("AWS::SNS::Topic") == {}
-    role, identity = _function_role(
+    _role, identity = _function_role(
         stack_named(synth(context), "-Alarms"), "lambdas.xid_notifier.handler.handler"
     )
     actions = {
