@@ -64,7 +64,7 @@ def _function_role(stack: Stack, handler: str) -> tuple[str, list[dict[str, Any]
 
 
 def _requests(stack: Stack, handler: str, topic: str, key: str) -> list[Request]:
-    _role, identity = _function_role(stack, handler)
+    role, identity = _function_role(stack, handler)
     return [
         Request(
             name=f"{handler} {action}",
