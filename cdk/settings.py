@@ -57,6 +57,11 @@ _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 _LABEL = re.compile(
     r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?=[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
+#: EC2 resource ids: a prefix and 8 or 17 hex digits
+#: (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/resource-ids.html).
+_VPC_ID = re.compile(r"^vpc-([0-9a-f]{8}|[0-9a-f]{17})$")
+_SUBNET_ID = re.compile(r"^subnet-([0-9a-f]{8}|[0-9a-f]{17})$")
+_SECURITY_GROUP_ID = re.compile(r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$")
 _TAINT_KEY = re.compile(
     r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
@@ -107,6 +112,13 @@ class Settings:
     #: An IAM role mapped to system:masters (or an access entry) that CDK's kubectl uses to apply
     #: the exporter's DaemonSet; without it, `gpu-insights manifest` prints it for kubectl/GitOps.
     kubectl_role_arn: str | None = None
+    #: Where CDK's kubectl provider runs, for a cluster whose API endpoint is private: the
+    #: cluster's VPC, subnets that reach the endpoint (with a route to STS, EKS and the
+    #: CloudFormation callback: a NAT gateway or VPC endpoints), and a security group the
+    #: cluster's security group lets in on 443. All three or none.
+    kubectl_vpc_id: str | None = None
+    kubectl_subnet_ids: tuple[str, ...] = ()
+    kubectl_security_group_id: str | None = None
     #: A GPU in use drawing under this share of its power limit for the window is not working.
     low_power_percent: float = LOW_POWER_PERCENT
     low_power_window_minutes: int = 60
@@ -244,6 +256,7 @@ class Settings:
                 "the cluster's IAM OIDC provider ARN when agent_credentials is irsa",
             )
         _require_topics(self)
+        _require_kubectl_network(self)
         try:
             self.alarm_settings()
         except ValueError as err:
@@ -290,6 +303,35 @@ def _require_topics(settings: Settings) -> None:
             )
 
 
+#: The settings that put CDK's kubectl provider in the cluster's VPC.
+KUBECTL_NETWORK: Final = ("kubectl_vpc_id", "kubectl_subnet_ids", "kubectl_security_group_id")
+
+
+def _require_kubectl_network(settings: Settings) -> None:
+    """All three network settings or none, and only where kubectl is used at all."""
+    given = [key for key in KUBECTL_NETWORK if getattr(settings, key)]
+    if not given:
+        return
+    first = given[0]
+    value = getattr(settings, first)
+    shown = ",".join(value) if isinstance(value, tuple) else value
+    missing = [key for key in KUBECTL_NETWORK if key not in given]
+    _require(
+        not missing,
+        first,
+        shown,
+        f"{', '.join(missing)} too: the kubectl provider needs the VPC, subnets and security "
+        "group together",
+    )
+    _require(
+        settings.kubectl_role_arn,
+        first,
+        shown,
+        "kubectl_role_arn too: the network settings place the kubectl provider, which runs "
+        "only with a kubectl role",
+    )
+
+
 #: Each notification purpose and the settings that subscribe recipients to its topic.
 TOPIC_RECIPIENTS: Final[dict[str, tuple[str, ...]]] = {
     "critical": ("alarm_emails", "alarm_https_endpoints"),
@@ -308,6 +350,9 @@ _PATTERNS: Final[dict[str, tuple[re.Pattern[str], str]]] = {
     "region": (_REGION, "an AWS region name such as us-east-1"),
     "addon_version": (_ADDON_VERSION, "an EKS add-on version such as v4.1.0-eksbuild.1"),
     "gpu_taint_keys": (_TAINT_KEY, "Kubernetes taint keys such as nvidia.com/gpu"),
+    "kubectl_vpc_id": (_VPC_ID, "a VPC id such as vpc-0a1b2c3d4e5f67890"),
+    "kubectl_subnet_ids": (_SUBNET_ID, "subnet ids such as subnet-0a1b2c3d4e5f67890"),
+    "kubectl_security_group_id": (_SECURITY_GROUP_ID, "a security group id such as sg-0a1b2c3d"),
     "gpu_node_labels": (
         _LABEL,
         "Kubernetes labels as key=value, such as nvidia.com/gpu.present=true",
@@ -452,6 +497,9 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "exporter_pod_attribution": _as_bool,
     "gpu_node_labels": _as_str_tuple,
     "kubectl_role_arn": _as_str,
+    "kubectl_vpc_id": _as_str,
+    "kubectl_subnet_ids": _as_str_tuple,
+    "kubectl_security_group_id": _as_str,
     "low_power_percent": _as_float,
     "low_power_window_minutes": _as_int,
     "throttle_window_minutes": _as_int,

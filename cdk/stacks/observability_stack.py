@@ -6,7 +6,7 @@ from constructs import Construct
 from cdk.constructs.addon_configuration import ObservabilityAddonConfiguration
 from cdk.constructs.agent_config_parameter import AgentConfigParameter
 from cdk.constructs.container_insights import ContainerInsightsAddon
-from cdk.constructs.gpu_exporter import GpuExporter
+from cdk.constructs.gpu_exporter import GpuExporter, KubectlNetwork
 from cdk.settings import AgentCredentials, Settings
 from cdk.stacks.deployment_stack import DeploymentStack
 from deploy_config.cloudwatch_agent_config import gpu_node_agent_config
@@ -60,6 +60,15 @@ class ObservabilityStack(DeploymentStack):
                 gpu_taint_keys=settings.gpu_taint_keys,
                 pod_attribution=settings.exporter_pod_attribution,
                 kubectl_role_arn=settings.kubectl_role_arn,
+                kubectl_network=(
+                    KubectlNetwork(
+                        vpc_id=settings.kubectl_vpc_id,
+                        subnet_ids=settings.kubectl_subnet_ids,
+                        security_group_id=settings.kubectl_security_group_id,
+                    )
+                    if settings.kubectl_vpc_id and settings.kubectl_security_group_id
+                    else None
+                ),
             )
             if self.addon is not None and self.exporter.manifest is not None:
                 # The exporter sends to the agent's EMF listener, which the add-on opens.

@@ -444,3 +444,47 @@ def test_existing_topics_aws_or_the_app_cannot_use_are_refused(
     assert str(err.value).startswith("setting ")
     assert allowed in str(err.value)
     assert "\n" not in str(err.value)
+
+
+ROLE = "arn:aws:iam::123456789012:role/eks-admin"
+NETWORK = {
+    "kubectl_vpc_id": "vpc-0a1b2c3d4e5f67890",
+    "kubectl_subnet_ids": "subnet-0a1b2c3d4e5f67890, subnet-1a1b2c3d",
+    "kubectl_security_group_id": "sg-0a1b2c3d4e5f67890",
+}
+
+
+def test_the_kubectl_network_is_three_settings() -> None:
+    settings = _read({"kubectl_role_arn": ROLE, **NETWORK})
+    assert settings.kubectl_subnet_ids == ("subnet-0a1b2c3d4e5f67890", "subnet-1a1b2c3d")
+
+
+@pytest.mark.parametrize(
+    ("context", "said"),
+    [
+        (
+            {"kubectl_role_arn": ROLE, "kubectl_vpc_id": NETWORK["kubectl_vpc_id"]},
+            "setting kubectl_vpc_id='vpc-0a1b2c3d4e5f67890' is not valid: expected "
+            "kubectl_subnet_ids, kubectl_security_group_id too",
+        ),
+        (
+            {**NETWORK, "kubectl_security_group_id": None, "kubectl_role_arn": ROLE},
+            "expected kubectl_security_group_id too",
+        ),
+        (NETWORK, "expected kubectl_role_arn too"),
+        ({"kubectl_role_arn": ROLE, **NETWORK, "kubectl_vpc_id": "vpc-123"}, "a VPC id"),
+        (
+            {"kubectl_role_arn": ROLE, **NETWORK, "kubectl_subnet_ids": "subnet-0a1b2c3d,sg-1"},
+            "subnet ids",
+        ),
+        (
+            {"kubectl_role_arn": ROLE, **NETWORK, "kubectl_security_group_id": "default"},
+            "a security group id",
+        ),
+    ],
+)
+def test_a_partial_or_bad_kubectl_network_is_refused(context: dict[str, Any], said: str) -> None:
+    with pytest.raises(SettingsError) as err:
+        _read(context)
+    assert said in str(err.value)
+    assert "\n" not in str(err.value)
