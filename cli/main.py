@@ -20,6 +20,8 @@ from cli.failures import AwsFailureError
 from cli.preflight import ChecksFailedError
 from cli.preflight import add_arguments as add_preflight_arguments
 from cli.preflight import run as run_preflight
+from cli.status import add_arguments as add_status_arguments
+from cli.status import run as run_status
 from deploy_config.cloudwatch_agent_config import DEFAULT_GPU_MEASUREMENTS, gpu_node_agent_config
 from deploy_config.cost import ENHANCED_CI_PER_MILLION_OBSERVATIONS, estimate
 from deploy_config.manifest import (
@@ -122,6 +124,11 @@ def _parser() -> argparse.ArgumentParser:
         "preflight", help="read-only checks of the account and cluster before cdk deploy"
     )
     add_preflight_arguments(preflight)
+
+    status = commands.add_parser(
+        "status", help="read-only checks, after cdk deploy, that GPU Insights is working"
+    )
+    add_status_arguments(status)
     return parser
 
 
@@ -225,6 +232,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], str]] = {
     "backtest": _backtest,
     "analyze": run_analyze,
     "preflight": run_preflight,
+    "status": run_status,
 }
 
 

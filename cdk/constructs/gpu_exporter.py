@@ -10,6 +10,7 @@ from aws_cdk import aws_eks as eks
 from constructs import Construct
 
 from cdk.constructs.checkov import skip_provider_functions
+from cdk.outputs import IMAGE_URI
 from deploy_config.manifest import exporter_manifests
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,14 +71,14 @@ class GpuExporter(Construct):
             self.manifest = self._apply(cluster_name, kubectl_role_arn, manifests, kubectl_network)
         output = CfnOutput(
             self,
-            "ImageUri",
+            IMAGE_URI,
             description="The exporter image; `gpu-insights manifest --image` takes it",
             value=self.image.image_uri,
         )
         # An output inside a construct gets a hashed id (GpuExporterImageUri5B7FDA48); the
         # stack's output is named as the README names it, for `aws cloudformation
         # describe-stacks`.
-        output.override_logical_id("ImageUri")
+        output.override_logical_id(IMAGE_URI)
 
     def _apply(
         self,

@@ -27,6 +27,7 @@ from cdk.constructs.checkov import (
 from cdk.constructs.lambda_code import lambda_code
 from cdk.constructs.nag import acknowledge_wildcard_resources
 from cdk.constructs.sdk_layer import sdk_layer
+from cdk.outputs import NOTIFIER_FAILING_ALARM_KEY
 from contract.metrics import DIM_XID_CODE
 from contract.resource_names import alarm_name
 from contract.xid import KERNEL_XID_FILTER_PATTERN
@@ -69,7 +70,7 @@ LEDGER_REASONS: Mapping[str, str] = {
 
 #: The notifier's own failure alarm: the one alarm with an SNS action (it cannot page through
 #: the notifier that failed). Outside every alarm kind's name, so the rule does not take it.
-FAILING_ALARM_KEY = "notifier-failing"
+FAILING_ALARM_KEY = NOTIFIER_FAILING_ALARM_KEY
 #: EventBridge retries a failed delivery to the function this often within this age, then
 #: sends the event to the dead-letter queue
 #: (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-retry-policy.html).

@@ -12,6 +12,7 @@ from cdk.constructs.gpu_alarms import GpuAlarms
 from cdk.constructs.silence_check import SilenceCheck
 from cdk.constructs.xid_notifier import XidNotifier
 from cdk.function_configs import notifier_config, silence_config
+from cdk.outputs import ALARMS, CRITICAL_TOPIC_ARN, WARNING_TOPIC_ARN
 from cdk.settings import Settings
 from cdk.stacks.deployment_stack import DeploymentStack
 from contract.metrics import (
@@ -28,7 +29,7 @@ class AlarmsStack(DeploymentStack):
     """Attributes: ``topics``, ``alarms``, ``notifier``, ``exporter_logs``, ``silence`` (the
     silence check, None without the exporter)."""
 
-    part = "Alarms"
+    part = ALARMS
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: Settings) -> None:
         super().__init__(
@@ -120,13 +121,13 @@ class AlarmsStack(DeploymentStack):
         ]
         CfnOutput(
             self,
-            "CriticalTopicArn",
+            CRITICAL_TOPIC_ARN,
             description="Where pages go: subscribe the on-call's email, pager or chat here",
             value=self.topics.critical.topic_arn,
         )
         CfnOutput(
             self,
-            "WarningTopicArn",
+            WARNING_TOPIC_ARN,
             description="Where warnings go (a digest to read, not a page)",
             value=self.topics.warning.topic_arn,
         )

@@ -13,6 +13,7 @@ from cdk.constructs.nag import acknowledge_wildcard_resources
 from cdk.constructs.report_bucket import ReportBucket
 from cdk.constructs.request_metrics import RequestMetrics
 from cdk.function_configs import report_config, storage_config, training_config
+from cdk.outputs import ANALYZERS, REPORT_BUCKET_NAME, REPORT_TOPIC_ARN
 from cdk.settings import Settings
 from cdk.stacks.deployment_stack import DeploymentStack
 from contract.metrics import NAMESPACE_FINDINGS, NAMESPACE_WASTE, training_log_group
@@ -169,7 +170,7 @@ def findings_statements(stack: Stack, report: ReportBucket) -> list[iam.PolicySt
 class AnalyzersStack(DeploymentStack):
     """Attributes: ``report``, ``storage``."""
 
-    part = "Analyzers"
+    part = ANALYZERS
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: Settings) -> None:
         super().__init__(
@@ -443,7 +444,7 @@ class AnalyzersStack(DeploymentStack):
         )
         CfnOutput(
             self,
-            "ReportTopicArn",
+            REPORT_TOPIC_ARN,
             description="Where the weekly report's summary goes",
             value=self.report_topic.topic_arn,
         )
@@ -451,7 +452,7 @@ class AnalyzersStack(DeploymentStack):
             RequestMetrics(self, "RequestMetrics", buckets=settings.storage_buckets)
         CfnOutput(
             self,
-            "ReportBucketName",
+            REPORT_BUCKET_NAME,
             description="The reports and findings; `gpu-insights analyze --report-bucket`",
             value=self.report.bucket.bucket_name,
         )

@@ -7,6 +7,7 @@ from cdk.constructs.addon_configuration import ObservabilityAddonConfiguration
 from cdk.constructs.agent_config_parameter import AgentConfigParameter
 from cdk.constructs.container_insights import ContainerInsightsAddon
 from cdk.constructs.gpu_exporter import GpuExporter, KubectlNetwork
+from cdk.outputs import AGENT_CONFIG_FETCH_COMMAND, OBSERVABILITY
 from cdk.settings import AgentCredentials, Settings
 from cdk.stacks.deployment_stack import DeploymentStack
 from deploy_config.cloudwatch_agent_config import gpu_node_agent_config
@@ -15,7 +16,7 @@ from deploy_config.cloudwatch_agent_config import gpu_node_agent_config
 class ObservabilityStack(DeploymentStack):
     """Attributes: ``addon`` (None when the add-on is managed elsewhere), ``agent_config``."""
 
-    part = "Observability"
+    part = OBSERVABILITY
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: Settings) -> None:
         super().__init__(
@@ -75,7 +76,7 @@ class ObservabilityStack(DeploymentStack):
                 self.exporter.manifest.node.add_dependency(self.addon.addon)
         CfnOutput(
             self,
-            "AgentConfigFetchCommand",
+            AGENT_CONFIG_FETCH_COMMAND,
             description="Run on an EC2 GPU node to load the GPU agent configuration",
             value=(
                 "amazon-cloudwatch-agent-ctl -a fetch-config -m ec2 -s "
