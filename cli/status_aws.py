@@ -11,6 +11,7 @@ rule: one definition of "a GPU node that should report".
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date
+from functools import partial
 from typing import Any, Final, TypeVar
 
 from botocore.exceptions import ClientError
@@ -25,7 +26,7 @@ from cdk.outputs import (
 )
 from cdk.settings import Settings
 from cli.preflight_aws import read_addons
-from cli.preflight_checks import OBSERVABILITY_ADDON
+from cli.preflight_checks import OBSERVABILITY_ADDON, Addon
 from cli.status_checks import ANALYZERS_RUN, WINDOW_S, Facts, Stack, Subscriptions
 from contract.metrics import CI_NODE_GPU_POWER_METRIC, DIM_CLUSTER, NAMESPACE_CONTAINER_INSIGHTS
 from contract.resource_names import alarm_name, stack_name
@@ -107,7 +108,8 @@ def read_alarm_states(cloudwatch: Any, names: list[str]) -> dict[str, str | None
 
 
 def read_subscriptions(sns: Any, topic_arn: str) -> Subscriptions | None:
-    confirmed, pending = [], []
+    confirmed: list[str] = []
+    pending: list[str] = []
     try:
         for page in sns.get_paginator("list_subscriptions_by_topic").paginate(TopicArn=topic_arn):
             for sub in page["Subscriptions"]:
@@ -184,20 +186,21 @@ def read_findings(
 def gather(settings: Settings, clients: Clients, *, now: float) -> Facts:
     cluster = settings.cluster_name
     unreadable: dict[str, str] = {}
-    stacks = {
-        part: _read(
+    stacks: dict[str, Stack] = {}
+    for part in PARTS:
+        name = stack_name(cluster, part)
+        stacks[part] = _read(
             unreadable,
             "stacks",
-            lambda part=part: read_stack(clients.cloudformation, stack_name(cluster, part)),
-            Stack(stack_name(cluster, part), "unreadable"),
+            partial(read_stack, clients.cloudformation, name),
+            Stack(name, "unreadable"),
         )
-        for part in PARTS
-    }
+    no_addon: dict[str, Addon | None] = {OBSERVABILITY_ADDON: None}
     addons = _read(
         unreadable,
         "addon",
         lambda: read_addons(clients.eks_addons, cluster, [OBSERVABILITY_ADDON]),
-        {OBSERVABILITY_ADDON: None},
+        no_addon,
     )
     samples = _read(
         unreadable,
@@ -218,11 +221,12 @@ def gather(settings: Settings, clients: Clients, *, now: float) -> Facts:
             )
 
         nodes, silence = _read(unreadable, "exporter", exporter, ((), None))
+    no_alarms: dict[str, str | None] = {}
     alarms = _read(
         unreadable,
         "alarms",
         lambda: read_alarm_states(clients.cloudwatch, expected_alarms(settings)),
-        {},
+        no_alarms,
     )
     topics: dict[str, Subscriptions | None] = {}
     for purpose, (part, output) in TOPIC_OUTPUTS.items():
@@ -231,21 +235,21 @@ def gather(settings: Settings, clients: Clients, *, now: float) -> Facts:
             _read(
                 unreadable,
                 f"topic:{purpose}",
-                lambda arn=arn: read_subscriptions(clients.sns, arn),
+                partial(read_subscriptions, clients.sns, arn),
                 None,
             )
             if arn
             else None
         )
     findings: dict[str, tuple[date, int] | None] = {}
-    week = None
+    week: str | None = None
     bucket = stacks[ANALYZERS].outputs.get(REPORT_BUCKET_NAME)
     if bucket:
         findings, week = _read(
             unreadable,
             "report_bucket",
-            lambda: read_findings(clients.s3, bucket, cluster),
-            ({}, None),
+            partial(read_findings, clients.s3, bucket, cluster),
+            (findings, week),
         )
     return Facts(
         cluster=cluster,

@@ -141,7 +141,9 @@ def account(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         }
         s3 = session.client("s3")
         bucket = "gpuinsights-ml-prod-analyzers-reportbucket-1a2b3c4d5e6f"
-        s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": REGION})
+        s3.create_bucket(
+            Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "us-west-2"}
+        )
         yield {
             "session": session,
             "nodes": nodes,

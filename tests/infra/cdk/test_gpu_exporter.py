@@ -106,16 +106,13 @@ PRIVATE = {
 }
 
 
-def _kubectl_functions(synth: Synth, context: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _kubectl_functions(synth: Synth, context: dict[str, Any]) -> dict[str, Any]:
     """CDK's kubectl provider's functions (its nested stack), by logical id."""
     from aws_cdk import NestedStack
 
     stack = stack_named(synth(context), "-Observability")
     (nested,) = [c for c in stack.node.children if isinstance(c, NestedStack)]
-    functions: dict[str, dict[str, Any]] = Template.from_stack(nested).find_resources(
-        "AWS::Lambda::Function"
-    )
-    return functions
+    return dict(Template.from_stack(nested).find_resources("AWS::Lambda::Function"))
 
 
 def test_a_private_endpoint_puts_the_kubectl_provider_in_the_cluster_vpc(synth: Synth) -> None:
