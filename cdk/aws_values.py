@@ -177,6 +177,58 @@ def iam_arn_problem(arn: str, resource_type: str) -> str | None:
     return None
 
 
+#: SNS topic names: "Up to 256 characters. Alphanumeric characters, hyphens (-) and underscores
+#: (_) are allowed" (https://docs.aws.amazon.com/sns/latest/api/API_CreateTopic.html).
+_TOPIC_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,256}")
+#: KMS key ARNs: key/ and a key id, a UUID or a multi-Region key's mrk- and 32 hex digits
+#: (https://docs.aws.amazon.com/kms/latest/developerguide/concepts.html#key-id-key-ARN). "To
+#: specify a KMS key in an IAM policy statement, you must use its key ARN. You cannot use a key
+#: id, alias name, or alias ARN"
+#: (https://docs.aws.amazon.com/kms/latest/developerguide/cmks-in-iam-policies.html).
+_KEY_ID: Final = re.compile(r"key/([0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}|mrk-[0-9a-f]{32})")
+
+
+def _regional_arn(arn: str, service: str, example: str) -> tuple[str, str] | str:
+    """(region, resource) of a regional ARN of ``service`` in this form, or why it is not."""
+    parts = arn.split(":", 5)
+    if len(parts) != 6 or parts[0] != "arn" or parts[2] != service:
+        return f"an {service.upper()} ARN such as {example}"
+    _, partition, _, region, account, resource = parts
+    if partition not in PARTITIONS or not re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d", region):
+        return f"an {service.upper()} ARN with a partition and a region, such as {example}"
+    if not re.fullmatch(r"\d{12}", account):
+        return f"an {service.upper()} ARN with a 12-digit account id, such as {example}"
+    return region, resource
+
+
+def sns_topic_arn_problem(arn: str) -> str | None:
+    """Why ``arn`` is not a standard SNS topic's ARN the notifier can publish to, or None. A FIFO
+    topic needs a message group id on every publish, which no notification here carries."""
+    example = "arn:aws:sns:us-west-2:123456789012:oncall-critical"
+    parsed = _regional_arn(arn, "sns", example)
+    if isinstance(parsed, str):
+        return parsed
+    if parsed[1].endswith(".fifo"):
+        return "a standard topic (a FIFO topic needs a message group id on every publish)"
+    return None if _TOPIC_NAME.fullmatch(parsed[1]) else f"an SNS topic ARN such as {example}"
+
+
+def kms_key_arn_problem(arn: str) -> str | None:
+    """Why ``arn`` is not a KMS key ARN (an alias will not do in an IAM policy), or None."""
+    example = "arn:aws:kms:us-west-2:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    parsed = _regional_arn(arn, "kms", example)
+    if isinstance(parsed, str):
+        return parsed
+    if _KEY_ID.fullmatch(parsed[1]):
+        return None
+    return f"a KMS key ARN (key/<key id>; IAM does not grant a key by its alias), such as {example}"
+
+
+def arn_region(arn: str) -> str:
+    """The region field of an ARN already checked by one of the checks above."""
+    return arn.split(":")[3]
+
+
 # General purpose bucket naming rules:
 # https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html
 _BUCKET_NAME: Final = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")

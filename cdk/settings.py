@@ -19,12 +19,15 @@ from cdk.alarms.catalog import AlarmSettings
 from cdk.alarms.power_table import gpu_power
 from cdk.alarms.sizing import shards_for
 from cdk.aws_values import (
+    arn_region,
     bucket_problem,
     data_source_problem,
     email_problem,
     https_problem,
     iam_arn_problem,
+    kms_key_arn_problem,
     schedule_problem,
+    sns_topic_arn_problem,
 )
 from cdk.node_config.cloudwatch_agent_config import MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS
 from gpu_insights_agent.contract.metrics import EXPORTER_INTERVAL_S, EXPORTER_MAX_INTERVAL_S
@@ -54,6 +57,11 @@ _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 _LABEL = re.compile(
     r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?=[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
+#: EC2 resource ids: a prefix and 8 or 17 hex digits
+#: (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/resource-ids.html).
+_VPC_ID = re.compile(r"^vpc-([0-9a-f]{8}|[0-9a-f]{17})$")
+_SUBNET_ID = re.compile(r"^subnet-([0-9a-f]{8}|[0-9a-f]{17})$")
+_SECURITY_GROUP_ID = re.compile(r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$")
 _TAINT_KEY = re.compile(
     r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
@@ -104,6 +112,13 @@ class Settings:
     #: An IAM role mapped to system:masters (or an access entry) that CDK's kubectl uses to apply
     #: the exporter's DaemonSet; without it, `gpu-insights manifest` prints it for kubectl/GitOps.
     kubectl_role_arn: str | None = None
+    #: Where CDK's kubectl provider runs, for a cluster whose API endpoint is private: the
+    #: cluster's VPC, subnets that reach the endpoint (with a route to STS, EKS and the
+    #: CloudFormation callback: a NAT gateway or VPC endpoints), and a security group the
+    #: cluster's security group lets in on 443. All three or none.
+    kubectl_vpc_id: str | None = None
+    kubectl_subnet_ids: tuple[str, ...] = ()
+    kubectl_security_group_id: str | None = None
     #: A GPU in use drawing under this share of its power limit for the window is not working.
     low_power_percent: float = LOW_POWER_PERCENT
     low_power_window_minutes: int = 60
@@ -123,6 +138,15 @@ class Settings:
     #: Warnings (a digest to read, not a page).
     warning_emails: tuple[str, ...] = ()
     report_emails: tuple[str, ...] = ()
+    #: An existing topic (the team's on-call one) instead of the one the app makes, for each
+    #: purpose; with the KMS key it is encrypted with, where that is a customer managed key.
+    #: Its subscriptions are its owner's: the recipient settings of that purpose are refused.
+    critical_topic_arn: str | None = None
+    critical_topic_kms_key_arn: str | None = None
+    warning_topic_arn: str | None = None
+    warning_topic_kms_key_arn: str | None = None
+    report_topic_arn: str | None = None
+    report_topic_kms_key_arn: str | None = None
     #: S3 buckets the storage analyzer reads request metrics of (training data, checkpoints).
     storage_buckets: tuple[str, ...] = ()
     #: "cluster": volumes tagged for the cluster and those of its nodes; "all": the region's.
@@ -231,10 +255,89 @@ class Settings:
                 None,
                 "the cluster's IAM OIDC provider ARN when agent_credentials is irsa",
             )
+        _require_topics(self)
+        _require_kubectl_network(self)
         try:
             self.alarm_settings()
         except ValueError as err:
             raise SettingsError(f"setting {err}") from err
+
+    def topic_arn(self, purpose: str) -> str | None:
+        """The existing topic a purpose (critical, warning, report) publishes to, or None where
+        the app makes its own."""
+        arn: str | None = getattr(self, f"{purpose}_topic_arn")
+        return arn
+
+    def topic_kms_key_arn(self, purpose: str) -> str | None:
+        arn: str | None = getattr(self, f"{purpose}_topic_kms_key_arn")
+        return arn
+
+
+def _require_topics(settings: Settings) -> None:
+    """An existing topic's key goes with its topic, in the deployment's region, and recipients
+    are not subscribed to a topic the app does not own."""
+    for purpose, recipients in TOPIC_RECIPIENTS.items():
+        topic = getattr(settings, f"{purpose}_topic_arn")
+        key = f"{purpose}_topic_kms_key_arn"
+        _require(
+            topic or getattr(settings, key) is None,
+            key,
+            getattr(settings, key),
+            f"{purpose}_topic_arn too (the key of the topic the app makes is its own)",
+        )
+        for name in recipients if topic else ():
+            _require(
+                not getattr(settings, name),
+                name,
+                ",".join(getattr(settings, name)),
+                f"none with {purpose}_topic_arn: subscribe them on that topic, its "
+                "subscriptions are its owner's",
+            )
+        for name in (f"{purpose}_topic_arn", key):
+            arn = getattr(settings, name)
+            _require(
+                arn is None or settings.region is None or arn_region(arn) == settings.region,
+                name,
+                arn,
+                f"an ARN in the deployment's region {settings.region}",
+            )
+
+
+#: The settings that put CDK's kubectl provider in the cluster's VPC.
+KUBECTL_NETWORK: Final = ("kubectl_vpc_id", "kubectl_subnet_ids", "kubectl_security_group_id")
+
+
+def _require_kubectl_network(settings: Settings) -> None:
+    """All three network settings or none, and only where kubectl is used at all."""
+    given = [key for key in KUBECTL_NETWORK if getattr(settings, key)]
+    if not given:
+        return
+    first = given[0]
+    value = getattr(settings, first)
+    shown = ",".join(value) if isinstance(value, tuple) else value
+    missing = [key for key in KUBECTL_NETWORK if key not in given]
+    _require(
+        not missing,
+        first,
+        shown,
+        f"{', '.join(missing)} too: the kubectl provider needs the VPC, subnets and security "
+        "group together",
+    )
+    _require(
+        settings.kubectl_role_arn,
+        first,
+        shown,
+        "kubectl_role_arn too: the network settings place the kubectl provider, which runs "
+        "only with a kubectl role",
+    )
+
+
+#: Each notification purpose and the settings that subscribe recipients to its topic.
+TOPIC_RECIPIENTS: Final[dict[str, tuple[str, ...]]] = {
+    "critical": ("alarm_emails", "alarm_https_endpoints"),
+    "warning": ("warning_emails",),
+    "report": ("report_emails",),
+}
 
 
 #: Settings whose value (or each value of a list) must match a pattern: (pattern, allowed).
@@ -247,6 +350,9 @@ _PATTERNS: Final[dict[str, tuple[re.Pattern[str], str]]] = {
     "region": (_REGION, "an AWS region name such as us-east-1"),
     "addon_version": (_ADDON_VERSION, "an EKS add-on version such as v4.1.0-eksbuild.1"),
     "gpu_taint_keys": (_TAINT_KEY, "Kubernetes taint keys such as nvidia.com/gpu"),
+    "kubectl_vpc_id": (_VPC_ID, "a VPC id such as vpc-0a1b2c3d4e5f67890"),
+    "kubectl_subnet_ids": (_SUBNET_ID, "subnet ids such as subnet-0a1b2c3d4e5f67890"),
+    "kubectl_security_group_id": (_SECURITY_GROUP_ID, "a security group id such as sg-0a1b2c3d"),
     "gpu_node_labels": (
         _LABEL,
         "Kubernetes labels as key=value, such as nvidia.com/gpu.present=true",
@@ -266,6 +372,8 @@ _CHECKS: Final[dict[str, Callable[[str], str | None]]] = {
     "report_emails": email_problem,
     "storage_buckets": bucket_problem,
     "training_data_sources": data_source_problem,
+    **{f"{purpose}_topic_arn": sns_topic_arn_problem for purpose in TOPIC_RECIPIENTS},
+    **{f"{purpose}_topic_kms_key_arn": kms_key_arn_problem for purpose in TOPIC_RECIPIENTS},
 }
 #: Numeric settings and their inclusive bounds: (low, high, unit).
 _RANGES: Final[dict[str, tuple[int, int, str]]] = {
@@ -389,6 +497,9 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "exporter_pod_attribution": _as_bool,
     "gpu_node_labels": _as_str_tuple,
     "kubectl_role_arn": _as_str,
+    "kubectl_vpc_id": _as_str,
+    "kubectl_subnet_ids": _as_str_tuple,
+    "kubectl_security_group_id": _as_str,
     "low_power_percent": _as_float,
     "low_power_window_minutes": _as_int,
     "throttle_window_minutes": _as_int,
@@ -412,6 +523,8 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "alarm_https_endpoints": _as_str_tuple,
     "warning_emails": _as_str_tuple,
     "report_emails": _as_str_tuple,
+    **{f"{purpose}_topic_arn": _as_str for purpose in TOPIC_RECIPIENTS},
+    **{f"{purpose}_topic_kms_key_arn": _as_str for purpose in TOPIC_RECIPIENTS},
 }
 
 #: Every key a user may set; kept equal to the dataclass's fields by a unit test.
@@ -440,6 +553,8 @@ def closest_setting(key: str) -> str | None:
     """The setting a misspelt key most likely means (``cluster-name``: ``cluster_name``), or
     the one setting a key is the first word of (``cluster``: ``cluster_name``)."""
     normal = key.replace("-", "_").lower()
+    if normal.endswith("topic_arn") and normal not in SETTING_KEYS:
+        return "critical_topic_arn"  # sns_topic_arn, alarm_topic_arn: the on-call topic
     close = difflib.get_close_matches(normal, SETTING_KEYS, n=1, cutoff=0.8)
     if close:
         return close[0]

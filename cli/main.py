@@ -31,6 +31,8 @@ from cli.failures import NO_DATA_EXIT, AwsFailureError, NoDataError
 from cli.preflight import ChecksFailedError
 from cli.preflight import add_arguments as add_preflight_arguments
 from cli.preflight import run as run_preflight
+from cli.status import add_arguments as add_status_arguments
+from cli.status import run as run_status
 from gpu_insights_agent.exporter.cli import OneLineParser
 
 #: The distribution the command line is installed from: its metadata holds the one version.
@@ -133,6 +135,10 @@ def _parser() -> argparse.ArgumentParser:
         help="name the cause of a failed job from its log, cite the lines, say what to do",
     )
     add_explain_failure_arguments(explain)
+    status = commands.add_parser(
+        "status", help="read-only checks, after cdk deploy, that GPU Insights is working"
+    )
+    add_status_arguments(status)
     return parser
 
 
@@ -205,6 +211,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], str]] = {
     "analyze": run_analyze,
     "preflight": run_preflight,
     "explain-failure": run_explain_failure,
+    "status": run_status,
 }
 
 

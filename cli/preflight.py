@@ -31,6 +31,9 @@ Read-only checks of the account and cluster the settings name, before cdk deploy
   pod-identity-agent    the eks-pod-identity-agent add-on is ACTIVE (built into EKS Auto Mode)
   oidc-provider         with agent_credentials=irsa: an IAM OIDC provider for the cluster's issuer
   kubectl-version       with kubectl_role_arn: the cluster within one minor version of kubectl 1.33
+  kubectl-endpoint      with kubectl_role_arn: the kubectl provider can reach the API endpoint (a
+                        private one needs kubectl_vpc_id, kubectl_subnet_ids and
+                        kubectl_security_group_id)
   observability-addon   amazon-cloudwatch-observability is not installed already (or, with
                         install_addon=false, is)
   log-groups            whether the agent's log groups exist (the stacks adopt them)

@@ -64,12 +64,16 @@ def read_cluster(eks: Any, name: str) -> Cluster | None:
         if _not_found(err):
             return None
         raise
+    network = cluster.get("resourcesVpcConfig", {})
     return Cluster(
         name=cluster["name"],
         version=cluster.get("version", ""),
         status=cluster.get("status", ""),
         oidc_issuer=cluster.get("identity", {}).get("oidc", {}).get("issuer"),
         auto_mode=bool(cluster.get("computeConfig", {}).get("enabled", False)),
+        endpoint_public=bool(network.get("endpointPublicAccess", True)),
+        public_access_cidrs=tuple(network.get("publicAccessCidrs", ("0.0.0.0/0",))),
+        vpc_id=network.get("vpcId"),
     )
 
 

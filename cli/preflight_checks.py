@@ -99,6 +99,8 @@ class Plan:
     alarm_shards: int = 1
     #: The exporter DaemonSet's required node affinity (``nodeSelectorTerms``).
     exporter_node_terms: tuple[Mapping[str, Any], ...] = ()
+    #: kubectl_vpc_id: the VPC the kubectl provider runs in, or None outside any VPC.
+    kubectl_vpc_id: str | None = None
 
 
 def plan_for(settings: Settings) -> Plan:
@@ -123,6 +125,7 @@ def plan_for(settings: Settings) -> Plan:
         fleet_gpus=settings.fleet_gpus,
         alarm_shards=settings.alarm_shards,
         exporter_node_terms=tuple(gpu_node_terms(settings.gpu_node_labels)),
+        kubectl_vpc_id=settings.kubectl_vpc_id,
     )
 
 
@@ -133,6 +136,11 @@ class Cluster:
     status: str
     oidc_issuer: str | None  # https://oidc.eks.<region>.amazonaws.com/id/<ID>
     auto_mode: bool
+    #: DescribeCluster resourcesVpcConfig: whether the API endpoint is public, from which
+    #: CIDR blocks, and the cluster's VPC.
+    endpoint_public: bool = True
+    public_access_cidrs: tuple[str, ...] = ("0.0.0.0/0",)
+    vpc_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -319,6 +327,52 @@ def check_kubectl(plan: Plan, cluster: Cluster) -> Check:
         "`gpu-insights manifest --image <ImageUri> --cluster-name "
         f"{cluster.name} | kubectl apply -f -` with your own kubectl",
     )
+
+
+#: What a user sets to run the kubectl provider in the cluster's VPC.
+_KUBECTL_NETWORK_FIX: Final = (
+    "-c kubectl_vpc_id=<the cluster's VPC> -c kubectl_subnet_ids=<private subnets with a route "
+    "to STS, EKS, Lambda and S3> -c kubectl_security_group_id=<a group the cluster's security "
+    "group admits on 443>, or deploy without kubectl_role_arn and apply `gpu-insights manifest` "
+    "from inside the VPC"
+)
+
+
+def check_kubectl_endpoint(plan: Plan, cluster: Cluster) -> Check | None:
+    """CDK's kubectl provider runs outside any VPC unless given one: it reaches only an
+    endpoint that is public to every address (DescribeCluster resourcesVpcConfig
+    endpointPublicAccess, publicAccessCidrs:
+    https://docs.aws.amazon.com/eks/latest/APIReference/API_VpcConfigResponse.html)."""
+    if not plan.kubectl_used:
+        return None
+    name = "kubectl-endpoint"
+    if plan.kubectl_vpc_id is not None:
+        if cluster.vpc_id is not None and cluster.vpc_id != plan.kubectl_vpc_id:
+            return Check(
+                name,
+                Verdict.FAIL,
+                f"kubectl_vpc_id={plan.kubectl_vpc_id}, but the cluster is in {cluster.vpc_id}",
+                f"-c kubectl_vpc_id={cluster.vpc_id} with subnets of that VPC",
+            )
+        return Check(name, Verdict.OK, f"the kubectl provider runs in {plan.kubectl_vpc_id}")
+    if not cluster.endpoint_public:
+        return Check(
+            name,
+            Verdict.FAIL,
+            "the cluster's API endpoint is private only, and CDK's kubectl provider runs "
+            "outside the VPC: the exporter's DaemonSet would never be applied",
+            _KUBECTL_NETWORK_FIX,
+        )
+    if "0.0.0.0/0" not in cluster.public_access_cidrs:
+        return Check(
+            name,
+            Verdict.WARN,
+            "the API endpoint is public only to "
+            f"{', '.join(cluster.public_access_cidrs)}; CDK's kubectl provider calls it from "
+            "Lambda's addresses, outside those blocks",
+            _KUBECTL_NETWORK_FIX,
+        )
+    return Check(name, Verdict.OK, "public endpoint: CDK's kubectl provider reaches it")
 
 
 def check_observability_addon(plan: Plan, facts: Facts, cluster: Cluster) -> Check:
@@ -641,6 +695,9 @@ def run_checks(plan: Plan, facts: Facts) -> list[Check]:
         else:
             checks.append(check_pod_identity(facts, cluster))
         checks.append(check_kubectl(plan, cluster))
+        endpoint = check_kubectl_endpoint(plan, cluster)
+        if endpoint is not None:
+            checks.append(endpoint)
         checks.append(check_observability_addon(plan, facts, cluster))
     checks += check_log_groups(plan, facts)
     checks.append(check_insights_quota(plan, facts))

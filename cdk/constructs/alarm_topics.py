@@ -10,9 +10,14 @@ aws:SourceArn (that alarm's ARN) against the confused deputy, as in AWS's exampl
 (https://docs.aws.amazon.com/sns/latest/dg/sns-access-policy-use-cases.html), and the key
 policy lets CloudWatch encrypt for it
 (https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services).
+
+A topic the settings name (``critical_topic_arn``, ``warning_topic_arn``) is imported instead:
+its policies and subscriptions are its owner's, so the app adds none, and the notifier's role
+is granted the topic and, where it is encrypted with a customer managed key, that key
+(:attr:`AlarmTopics.publish_key_arns`).
 """
 
-from aws_cdk import ArnFormat, RemovalPolicy, Stack
+from aws_cdk import Annotations, ArnFormat, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
@@ -23,7 +28,8 @@ from gpu_insights_agent.contract.resource_names import topic_display_name, topic
 
 
 class AlarmTopics(Construct):
-    """Attributes: ``key``, ``critical``, ``warning``."""
+    """Attributes: ``key`` (None when both topics are imported), ``critical``, ``warning``,
+    ``publish_key_arns`` (the keys a publisher to either topic must be allowed to use)."""
 
     def __init__(
         self,
@@ -34,17 +40,25 @@ class AlarmTopics(Construct):
         critical_emails: tuple[str, ...],
         critical_https: tuple[str, ...],
         warning_emails: tuple[str, ...],
+        existing: dict[str, tuple[str, str | None]] | None = None,
     ) -> None:
+        """``existing``: purpose (``critical``, ``warning``) to the ARN of a topic to use and
+        its customer managed key's ARN (None for an unencrypted or AWS managed key topic)."""
         super().__init__(scope, construct_id)
-        self.key = kms.Key(
-            self,
-            "Key",
-            description=f"EKS GPU Insights alarm topics for {cluster_name}",
-            enable_key_rotation=True,
-            removal_policy=RemovalPolicy.RETAIN,
-        )
-        self.critical = self._topic("Critical", cluster_name, "critical")
-        self.warning = self._topic("Warning", cluster_name, "warning")
+        existing = existing or {}
+        self.key: kms.Key | None = None
+        if len(existing) < 2:
+            self.key = kms.Key(
+                self,
+                "Key",
+                description=f"EKS GPU Insights alarm topics for {cluster_name}",
+                enable_key_rotation=True,
+                removal_policy=RemovalPolicy.RETAIN,
+            )
+        self.publish_key_arns = [self.key.key_arn] if self.key else []
+        self.publish_key_arns += [key for _, key in existing.values() if key]
+        self.critical = self._topic("Critical", cluster_name, "critical", existing)
+        self.warning = self._topic("Warning", cluster_name, "warning", existing)
         for email in critical_emails:
             self.critical.add_subscription(subscriptions.EmailSubscription(email))
         for url in critical_https:
@@ -52,8 +66,16 @@ class AlarmTopics(Construct):
         for email in warning_emails:
             self.warning.add_subscription(subscriptions.EmailSubscription(email))
 
-    def _topic(self, construct_id: str, cluster_name: str, purpose: str) -> sns.Topic:
-        topic = sns.Topic(
+    def _topic(
+        self,
+        construct_id: str,
+        cluster_name: str,
+        purpose: str,
+        existing: dict[str, tuple[str, str | None]],
+    ) -> sns.ITopic:
+        if purpose in existing:
+            return sns.Topic.from_topic_arn(self, construct_id, existing[purpose][0])
+        return sns.Topic(
             self,
             construct_id,
             topic_name=topic_name(cluster_name, purpose),
@@ -61,11 +83,20 @@ class AlarmTopics(Construct):
             master_key=self.key,
             enforce_ssl=True,
         )
-        return topic
 
     def allow_alarm(self, topic: sns.ITopic, alarm_name: str) -> None:
-        """Let this one alarm of this account publish to the topic (its alarm action)."""
+        """Let this one alarm of this account publish to the topic (its alarm action). On an
+        imported topic the owner's policies decide: synth says what they must allow."""
         stack = Stack.of(self)
+        if self.key is None or not isinstance(topic, sns.Topic):
+            Annotations.of(self).add_warning_v2(
+                "gpu-insights:imported-topic-alarm",
+                f"The alarm {alarm_name} publishes to {topic.topic_arn}: that topic's policy "
+                "must allow cloudwatch.amazonaws.com sns:Publish for it, and a customer "
+                "managed key's policy kms:GenerateDataKey and kms:Decrypt "
+                "(https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html)",
+            )
+            return
         conditions = {
             "StringEquals": {"aws:SourceAccount": stack.account},
             "ArnLike": {

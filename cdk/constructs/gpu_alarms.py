@@ -12,6 +12,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from cdk.alarms.model import AlarmSpec, Difference, InsightsQuery, MetricStat
+from cdk.outputs import FLEET_HEALTH_ALARM_KEY
 from gpu_insights_agent.contract.resource_names import alarm_name
 
 
@@ -102,7 +103,7 @@ class GpuAlarms(Construct):
         self.composite = cloudwatch.CfnCompositeAlarm(
             self,
             "FleetHealth",
-            alarm_name=alarm_name(cluster_name, "gpu-fleet-health"),
+            alarm_name=alarm_name(cluster_name, FLEET_HEALTH_ALARM_KEY),
             alarm_rule=" OR ".join(f'ALARM("{name}")' for name in names),
             alarm_description=(
                 f"GPU fleet health of {cluster_name}: in ALARM while any GPU alarm is. It sends "

@@ -1,19 +1,31 @@
 """The NVML exporter on every GPU node: its image, and (given a kubectl role) its DaemonSet."""
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from aws_cdk import Acknowledgment, CfnOutput, IgnoreMode, NestedStack, Stack, Validations
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_eks as eks
 from constructs import Construct
 
 from cdk.constructs.checkov import skip_provider_functions
 from cdk.node_config.manifest import exporter_manifests
+from cdk.outputs import IMAGE_URI
 
 #: The image's build context: agent/ alone (its Dockerfile installs it), in .dockerignore syntax
 #: without what a local install or test run leaves there.
 AGENT = Path(__file__).resolve().parents[2] / "agent"
 IMAGE_EXCLUDE = ["**/__pycache__", "**/*.pyc", "*.egg-info", "build", "dist"]
+
+
+@dataclass(frozen=True)
+class KubectlNetwork:
+    """Where the kubectl provider's functions run to reach a private cluster endpoint."""
+
+    vpc_id: str
+    subnet_ids: tuple[str, ...]
+    security_group_id: str
 
 
 class GpuExporter(Construct):
@@ -30,6 +42,7 @@ class GpuExporter(Construct):
         gpu_taint_keys: tuple[str, ...],
         pod_attribution: bool,
         kubectl_role_arn: str | None,
+        kubectl_network: KubectlNetwork | None = None,
         alarm_shards: int = 1,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -53,25 +66,47 @@ class GpuExporter(Construct):
         )
         self.manifest: eks.KubernetesManifest | None = None
         if kubectl_role_arn is not None:
-            self.manifest = self._apply(cluster_name, kubectl_role_arn, manifests)
-        CfnOutput(
+            self.manifest = self._apply(cluster_name, kubectl_role_arn, manifests, kubectl_network)
+        output = CfnOutput(
             self,
-            "ImageUri",
+            IMAGE_URI,
             description="The exporter image; `gpu-insights manifest --image` takes it",
             value=self.image.image_uri,
         )
+        # An output inside a construct gets a hashed id (GpuExporterImageUri5B7FDA48); the
+        # stack's output is named as the README names it, for `aws cloudformation
+        # describe-stacks`.
+        output.override_logical_id(IMAGE_URI)
 
     def _apply(
-        self, cluster_name: str, kubectl_role_arn: str, manifests: list[dict[str, object]]
+        self,
+        cluster_name: str,
+        kubectl_role_arn: str,
+        manifests: list[dict[str, object]],
+        network: KubectlNetwork | None,
     ) -> eks.KubernetesManifest:
         from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
 
+        # Without a network, CDK's kubectl provider runs outside any VPC and reaches only a
+        # public endpoint ("If not specified, the k8s endpoint is expected to be accessible
+        # publicly": aws-cdk-lib aws-eks ClusterAttributes.kubectlPrivateSubnetIds).
+        in_vpc = {}
+        if network is not None:
+            in_vpc = {
+                # The subnets are named; the VPC's zones are not read (any one stands in).
+                "vpc": ec2.Vpc.from_vpc_attributes(
+                    self, "Vpc", vpc_id=network.vpc_id, availability_zones=["-"]
+                ),
+                "kubectl_private_subnet_ids": list(network.subnet_ids),
+                "kubectl_security_group_id": network.security_group_id,
+            }
         cluster = eks.Cluster.from_cluster_attributes(
             self,
             "Cluster",
             cluster_name=cluster_name,
             kubectl_role_arn=kubectl_role_arn,
             kubectl_layer=KubectlV33Layer(self, "KubectlLayer"),
+            **in_vpc,  # type: ignore[arg-type]
         )
         manifest = eks.KubernetesManifest(
             self, "DaemonSet", cluster=cluster, manifest=manifests, overwrite=True
@@ -110,6 +145,12 @@ _KUBECTL_PROVIDER = (
     (
         f"AwsSolutions-IAM4[Policy::{_ECR_PUBLIC_POLICY}]",
         "CDK's kubectl handler reads ECR Public only when a chart needs it; none here does",
+    ),
+    (
+        "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+        "AWSLambdaVPCAccessExecutionRole]",
+        "in the cluster's VPC (kubectl_vpc_id), CDK's kubectl provider functions manage their "
+        "network interfaces with the VPC execution policy",
     ),
     ("AwsSolutions-L1", "CDK pins the kubectl handler's runtime to match its kubectl layer"),
     (

@@ -11,7 +11,6 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_logs_destinations as destinations
@@ -28,6 +27,7 @@ from cdk.constructs.checkov import (
 from cdk.constructs.lambda_code import lambda_code
 from cdk.constructs.nag import acknowledge_wildcard_resources
 from cdk.constructs.sdk_layer import sdk_layer
+from cdk.outputs import NOTIFIER_FAILING_ALARM_KEY
 from gpu_insights_agent.contract.metrics import DIM_XID_CODE
 from gpu_insights_agent.contract.resource_names import alarm_name
 from gpu_insights_agent.contract.xid import KERNEL_XID_FILTER_PATTERN
@@ -50,7 +50,7 @@ LEDGER_REASONS: Mapping[str, str] = {
 
 #: The notifier's own failure alarm: the one alarm with an SNS action (it cannot page through
 #: the notifier that failed). Outside every alarm kind's name, so the rule does not take it.
-FAILING_ALARM_KEY = "notifier-failing"
+FAILING_ALARM_KEY = NOTIFIER_FAILING_ALARM_KEY
 #: EventBridge retries a failed delivery to the function this often within this age, then
 #: sends the event to the dead-letter queue
 #: (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-retry-policy.html).
@@ -76,7 +76,7 @@ class XidNotifier(Construct):
         host_log_group: logs.ILogGroup | None,
         critical: sns.ITopic,
         warning: sns.ITopic,
-        topic_key: kms.IKey,
+        topic_key_arns: Sequence[str],
         alarm_kind_names: Sequence[str],
     ) -> None:
         super().__init__(scope, construct_id)
@@ -138,11 +138,17 @@ class XidNotifier(Construct):
                 actions=["sns:Publish"], resources=[critical.topic_arn, warning.topic_arn]
             )
         )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["kms:GenerateDataKey", "kms:Decrypt"], resources=[topic_key.key_arn]
+        # Publishing to a topic encrypted with a customer managed key needs these on the key
+        # (https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html, "Allow a user
+        # to send messages to a topic with SSE": kms:GenerateDataKey* and kms:Decrypt).
+        if topic_key_arns:
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="EncryptForTopics",
+                    actions=["kms:GenerateDataKey", "kms:Decrypt"],
+                    resources=list(topic_key_arns),
+                )
             )
-        )
         # Claim an incident (a conditional put) and release it when the publish fails.
         role.add_to_policy(
             iam.PolicyStatement(

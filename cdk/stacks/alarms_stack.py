@@ -12,6 +12,7 @@ from cdk.constructs.gpu_alarms import GpuAlarms
 from cdk.constructs.silence_check import SilenceCheck
 from cdk.constructs.xid_notifier import XidNotifier
 from cdk.function_configs import notifier_config, silence_config
+from cdk.outputs import ALARMS, CRITICAL_TOPIC_ARN, WARNING_TOPIC_ARN
 from cdk.settings import Settings
 from cdk.stacks.deployment_stack import DeploymentStack
 from dashboards.bodies import all_dashboards, encode
@@ -28,7 +29,7 @@ class AlarmsStack(DeploymentStack):
     """Attributes: ``topics``, ``alarms``, ``notifier``, ``exporter_logs``, ``silence`` (the
     silence check, None without the exporter)."""
 
-    part = "Alarms"
+    part = ALARMS
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: Settings) -> None:
         super().__init__(
@@ -45,6 +46,11 @@ class AlarmsStack(DeploymentStack):
             critical_emails=settings.alarm_emails,
             critical_https=settings.alarm_https_endpoints,
             warning_emails=settings.warning_emails,
+            existing={
+                purpose: (arn, settings.topic_kms_key_arn(purpose))
+                for purpose in ("critical", "warning")
+                if (arn := settings.topic_arn(purpose))
+            },
         )
         # The agent writes the exporter's EMF here and may have created the group already;
         # made here (idempotently, with a retention) so that the XID subscription has it.
@@ -92,7 +98,7 @@ class AlarmsStack(DeploymentStack):
             host_log_group=host_logs,
             critical=self.topics.critical,
             warning=self.topics.warning,
-            topic_key=self.topics.key,
+            topic_key_arns=self.topics.publish_key_arns,
             alarm_kind_names=sorted({spec.kind_name(cluster) for spec in specs}),
         )
         self.topics.allow_alarm(self.topics.critical, self.notifier.failing_name)
@@ -113,5 +119,15 @@ class AlarmsStack(DeploymentStack):
                 ).items()
             )
         ]
-        CfnOutput(self, "CriticalTopicArn", value=self.topics.critical.topic_arn)
-        CfnOutput(self, "WarningTopicArn", value=self.topics.warning.topic_arn)
+        CfnOutput(
+            self,
+            CRITICAL_TOPIC_ARN,
+            description="Where pages go: subscribe the on-call's email, pager or chat here",
+            value=self.topics.critical.topic_arn,
+        )
+        CfnOutput(
+            self,
+            WARNING_TOPIC_ARN,
+            description="Where warnings go (a digest to read, not a page)",
+            value=self.topics.warning.topic_arn,
+        )

@@ -13,6 +13,7 @@ from cdk.constructs.nag import acknowledge_wildcard_resources
 from cdk.constructs.report_bucket import ReportBucket
 from cdk.constructs.request_metrics import RequestMetrics
 from cdk.function_configs import report_config, storage_config, training_config
+from cdk.outputs import ANALYZERS, REPORT_BUCKET_NAME, REPORT_TOPIC_ARN
 from cdk.settings import Settings
 from cdk.stacks.deployment_stack import DeploymentStack
 from gpu_insights_agent.contract.metrics import (
@@ -84,7 +85,7 @@ def findings_statements(stack: Stack, report: ReportBucket) -> list[iam.PolicySt
 class AnalyzersStack(DeploymentStack):
     """Attributes: ``report``, ``storage``."""
 
-    part = "Analyzers"
+    part = ANALYZERS
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: Settings) -> None:
         super().__init__(
@@ -261,15 +262,35 @@ class AnalyzersStack(DeploymentStack):
                 schedule=settings.training_schedule,
                 counted="jobs",
             )
-        self.report_topic = sns.Topic(
-            self,
-            "ReportTopic",
-            topic_name=topic_name(settings.cluster_name, "reports"),
-            master_key=self.report.key,
-            enforce_ssl=True,
-        )
+        #: The summary's topic: the one ``report_topic_arn`` names, or the app's own.
+        self.report_topic: sns.ITopic
+        existing_topic = settings.topic_arn("report")
+        if existing_topic:
+            self.report_topic = sns.Topic.from_topic_arn(self, "ReportTopic", existing_topic)
+        else:
+            self.report_topic = sns.Topic(
+                self,
+                "ReportTopic",
+                topic_name=topic_name(settings.cluster_name, "reports"),
+                master_key=self.report.key,
+                enforce_ssl=True,
+            )
         for email in settings.report_emails:
             self.report_topic.add_subscription(subscriptions.EmailSubscription(email))
+        # Publishing to a topic encrypted with a customer managed key needs these on the key
+        # (https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html).
+        report_topic_key = settings.topic_kms_key_arn("report")
+        topic_key_statements = (
+            [
+                iam.PolicyStatement(
+                    sid="EncryptForTopic",
+                    actions=["kms:GenerateDataKey", "kms:Decrypt"],
+                    resources=[report_topic_key],
+                )
+            ]
+            if report_topic_key
+            else []
+        )
         bucket = self.report.bucket
         self.weekly_report = AnalyzerFunction(
             self,
@@ -317,6 +338,7 @@ class AnalyzersStack(DeploymentStack):
                     actions=["sns:Publish"],
                     resources=[self.report_topic.topic_arn],
                 ),
+                *topic_key_statements,
             ],
             schedule=settings.report_schedule,
             memory_mb=REPORT_MEMORY_MB,
@@ -332,7 +354,17 @@ class AnalyzersStack(DeploymentStack):
             reason="GetMetricData, ListMetrics and DescribeAlarmHistory take no resource ARNs; "
             "findings/* and reports/* are the app's own prefixes of its report bucket",
         )
-        CfnOutput(self, "ReportTopicArn", value=self.report_topic.topic_arn)
+        CfnOutput(
+            self,
+            REPORT_TOPIC_ARN,
+            description="Where the weekly report's summary goes",
+            value=self.report_topic.topic_arn,
+        )
         if settings.s3_enable_request_metrics and settings.storage_buckets:
             RequestMetrics(self, "RequestMetrics", buckets=settings.storage_buckets)
-        CfnOutput(self, "ReportBucketName", value=self.report.bucket.bucket_name)
+        CfnOutput(
+            self,
+            REPORT_BUCKET_NAME,
+            description="The reports and findings; `gpu-insights analyze --report-bucket`",
+            value=self.report.bucket.bucket_name,
+        )

@@ -6,8 +6,9 @@ from constructs import Construct
 from cdk.constructs.addon_configuration import ObservabilityAddonConfiguration
 from cdk.constructs.agent_config_parameter import AgentConfigParameter
 from cdk.constructs.container_insights import ContainerInsightsAddon
-from cdk.constructs.gpu_exporter import GpuExporter
+from cdk.constructs.gpu_exporter import GpuExporter, KubectlNetwork
 from cdk.node_config.cloudwatch_agent_config import gpu_node_agent_config
+from cdk.outputs import AGENT_CONFIG_FETCH_COMMAND, OBSERVABILITY
 from cdk.settings import AgentCredentials, Settings
 from cdk.stacks.deployment_stack import DeploymentStack
 
@@ -15,7 +16,7 @@ from cdk.stacks.deployment_stack import DeploymentStack
 class ObservabilityStack(DeploymentStack):
     """Attributes: ``addon`` (None when the add-on is managed elsewhere), ``agent_config``."""
 
-    part = "Observability"
+    part = OBSERVABILITY
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: Settings) -> None:
         super().__init__(
@@ -60,13 +61,22 @@ class ObservabilityStack(DeploymentStack):
                 gpu_taint_keys=settings.gpu_taint_keys,
                 pod_attribution=settings.exporter_pod_attribution,
                 kubectl_role_arn=settings.kubectl_role_arn,
+                kubectl_network=(
+                    KubectlNetwork(
+                        vpc_id=settings.kubectl_vpc_id,
+                        subnet_ids=settings.kubectl_subnet_ids,
+                        security_group_id=settings.kubectl_security_group_id,
+                    )
+                    if settings.kubectl_vpc_id and settings.kubectl_security_group_id
+                    else None
+                ),
             )
             if self.addon is not None and self.exporter.manifest is not None:
                 # The exporter sends to the agent's EMF listener, which the add-on opens.
                 self.exporter.manifest.node.add_dependency(self.addon.addon)
         CfnOutput(
             self,
-            "AgentConfigFetchCommand",
+            AGENT_CONFIG_FETCH_COMMAND,
             description="Run on an EC2 GPU node to load the GPU agent configuration",
             value=(
                 "amazon-cloudwatch-agent-ctl -a fetch-config -m ec2 -s "

@@ -15,6 +15,10 @@ FULL = {
     "account": "123456789012",
     "region": "eu-west-1",
     "kubectl_role_arn": "arn:aws:iam::123456789012:role/eks-admin",
+    # The kubectl provider in the cluster's VPC (a private API endpoint).
+    "kubectl_vpc_id": "vpc-0a1b2c3d4e5f67890",
+    "kubectl_subnet_ids": "subnet-0a1b2c3d4e5f67890,subnet-1a1b2c3d4e5f67890",
+    "kubectl_security_group_id": "sg-0a1b2c3d4e5f67890",
     "storage_buckets": "train-data",
     "s3_enable_request_metrics": "true",
     "xid_host_log_filter": "true",

@@ -156,6 +156,7 @@ def test_every_conflict_the_account_holds_fails_its_check(session: Any) -> None:
         "cluster": Verdict.OK,
         "pod-identity-agent": Verdict.FAIL,
         "kubectl-version": Verdict.FAIL,
+        "kubectl-endpoint": Verdict.OK,
         "observability-addon": Verdict.FAIL,
         "log-groups": Verdict.OK,
         "insights-alarm-quota": Verdict.FAIL,
@@ -325,6 +326,58 @@ def test_auto_mode_needs_no_agent_add_on_and_warns_about_the_exporter(session: A
     assert by_name["cluster"].detail == "auto: Kubernetes 1.34, ACTIVE, EKS Auto Mode"
 
 
+KUBECTL_ROLE = "arn:aws:iam::123456789012:role/eks-admin"
+
+
+@pytest.mark.parametrize(
+    ("vpc_config", "network", "verdict", "said"),
+    [
+        # "endpointPublicAccess": false, private access on: reachable from the VPC only
+        # (https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html).
+        (
+            {"endpointPublicAccess": False, "endpointPrivateAccess": True},
+            {},
+            Verdict.FAIL,
+            "private only",
+        ),
+        (
+            {"endpointPublicAccess": True, "publicAccessCidrs": ["203.0.113.0/24"]},
+            {},
+            Verdict.WARN,
+            "public only to 203.0.113.0/24",
+        ),
+        (
+            {"endpointPublicAccess": False, "endpointPrivateAccess": True},
+            {
+                "kubectl_vpc_id": "vpc-0a1b2c3d",
+                "kubectl_subnet_ids": ("subnet-0a1b2c3d",),
+                "kubectl_security_group_id": "sg-0a1b2c3d",
+            },
+            Verdict.OK,
+            "runs in vpc-0a1b2c3d",
+        ),
+        ({"endpointPublicAccess": True}, {}, Verdict.OK, "public endpoint"),
+    ],
+)
+def test_the_kubectl_provider_must_reach_the_api_endpoint(
+    session: Any, vpc_config: dict[str, Any], network: dict[str, Any], verdict: Verdict, said: str
+) -> None:
+    eks, iam = session.client("eks"), session.client("iam")
+    role = iam.create_role(RoleName="eks", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    eks.create_cluster(
+        name="ml-prod",
+        version="1.33",
+        roleArn=role,
+        resourcesVpcConfig={"subnetIds": ["subnet-0a1b2c3d"], **vpc_config},
+    )
+    settings = Settings(cluster_name="ml-prod", kubectl_role_arn=KUBECTL_ROLE, **network)
+    (check,) = [c for c in _preflight(session, settings, {}) if c.name == "kubectl-endpoint"]
+    assert check.verdict is verdict
+    assert said in check.detail
+    if verdict is not Verdict.OK:
+        assert "kubectl_subnet_ids" in check.fix
+
+
 def test_a_denied_read_fails_its_check_and_names_the_error(session: Any) -> None:
     seed_cluster(session.client("eks"), session.client("iam"), "train")
     cloudwatch = session.client("cloudwatch")
@@ -393,12 +446,12 @@ def test_command_exits_1_on_a_missing_cluster_and_prints_json(
         (
             {"cluster_name": "ml-prod", "sns_topic_arn": "arn:aws:sns:us-west-2:1:oncall"},
             [],
-            "unknown setting 'sns_topic_arn': the README's Settings table lists them",
+            "unknown setting 'sns_topic_arn': did you mean 'critical_topic_arn'?",
         ),
         (
             {"@aws-cdk/core:newStyleStackSynthesis": True},
             ["-c", "sns_topic_arn=arn:aws:sns:us-west-2:1:oncall"],
-            "unknown setting 'sns_topic_arn': the README's Settings table lists them",
+            "unknown setting 'sns_topic_arn': did you mean 'critical_topic_arn'?",
         ),
     ],
 )

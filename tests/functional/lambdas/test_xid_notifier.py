@@ -274,3 +274,37 @@ def test_sns_failure_raises_so_lambda_retries(
     monkeypatch.setenv("CRITICAL_TOPIC_ARN", "arn:aws:sns:us-east-1:123456789012:missing")
     with pytest.raises(xid_handler.PublishError, match="publishing xid/train/"):
         xid_handler.handler(_subscription_event([_kernel("53", 79)]), None)
+
+
+def test_an_existing_on_call_topic_gets_the_page_as_the_notifier_role(
+    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """``critical_topic_arn``: the app imports the team's topic; the synthesized function is
+    told its ARN and its role may publish to it (moto enforces the action; the ARN and the
+    key are the policy evaluator's, tests/infra/cdk/test_existing_topics.py)."""
+    from aws_cdk import App
+
+    from cdk.app import build
+    from cdk.settings import settings_from_context
+    from tests.functional.lambdas.conftest import CONTEXT
+
+    oncall = aws["session"].client("sns").list_topics()["Topics"]
+    (critical_arn,) = [t["TopicArn"] for t in oncall if t["TopicArn"].endswith("-critical")]
+    app = App(outdir=str(tmp_path))
+    build(app, settings_from_context({**CONTEXT, "critical_topic_arn": critical_arn}))
+    templates = [stack.template for stack in app.synth().stacks]
+    (function,) = [
+        r["Properties"]
+        for t in templates
+        for r in t["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Function" and r["Properties"].get("Handler") == HANDLER
+    ]
+    assert function["Environment"]["Variables"]["CRITICAL_TOPIC_ARN"] == critical_arn
+    statements = role_statements(templates, HANDLER)
+    (publish,) = [s for s in statements if s["Action"] == "sns:Publish"]
+    assert critical_arn in publish["Resource"]
+    _as_role(aws, templates, monkeypatch)
+    result = xid_handler.handler(_subscription_event([_kernel("53", 79)]), None)
+    assert result == {"incidents": 1, "published": 1, "unreadable": 0}
+    (page,) = _messages(aws, "critical")
+    assert page["Subject"].startswith("[CRITICAL] XID 79")

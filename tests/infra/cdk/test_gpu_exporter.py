@@ -106,3 +106,38 @@ def test_every_exporter_module_imports_from_the_image_context_alone(synth: Synth
     assert "gpu_insights_agent.exporter.cli" in modules
     for module in modules:
         import_alone(module, context)
+
+
+PRIVATE = {
+    **KUBECTL,
+    "kubectl_vpc_id": "vpc-0a1b2c3d4e5f67890",
+    "kubectl_subnet_ids": "subnet-0a1b2c3d4e5f67890,subnet-1a1b2c3d4e5f67890",
+    "kubectl_security_group_id": "sg-0a1b2c3d4e5f67890",
+}
+
+
+def _kubectl_functions(synth: Synth, context: dict[str, Any]) -> dict[str, Any]:
+    """CDK's kubectl provider's functions (its nested stack), by logical id."""
+    from aws_cdk import NestedStack
+
+    stack = stack_named(synth(context), "-Observability")
+    (nested,) = [c for c in stack.node.children if isinstance(c, NestedStack)]
+    return dict(Template.from_stack(nested).find_resources("AWS::Lambda::Function"))
+
+
+def test_a_private_endpoint_puts_the_kubectl_provider_in_the_cluster_vpc(synth: Synth) -> None:
+    """A private-only API endpoint is reachable from inside the VPC alone; CDK's provider runs
+    outside any VPC unless given subnets and a security group ("If not specified, the k8s
+    endpoint is expected to be accessible publicly": aws-cdk-lib, aws-eks ClusterAttributes)."""
+    functions = _kubectl_functions(synth, PRIVATE)
+    configs = {
+        f["Properties"]["Handler"]: f["Properties"].get("VpcConfig") for f in functions.values()
+    }
+    expected = {
+        "SecurityGroupIds": ["sg-0a1b2c3d4e5f67890"],
+        "SubnetIds": ["subnet-0a1b2c3d4e5f67890", "subnet-1a1b2c3d4e5f67890"],
+    }
+    # The kubectl handler, and the provider framework that invokes it.
+    assert configs == {"index.handler": expected, "framework.onEvent": expected}
+    public = _kubectl_functions(synth, KUBECTL)
+    assert [f["Properties"].get("VpcConfig") for f in public.values()] == [None, None]

@@ -58,7 +58,7 @@ def cdk_app(context: dict[str, Any], outdir: Path) -> subprocess.CompletedProces
         ),
         (
             {"cluster_name": "ml-prod", "sns_topic_arn": "arn:aws:sns:us-west-2:1:oncall"},
-            "gpu-insights: unknown setting 'sns_topic_arn': the README's Settings table lists them",
+            "gpu-insights: unknown setting 'sns_topic_arn': did you mean 'critical_topic_arn'?",
         ),
         (
             {"region": "us-west-2"},

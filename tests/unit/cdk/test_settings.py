@@ -80,9 +80,10 @@ def test_there_is_no_default_cluster(context: dict[str, Any]) -> None:
             {"cluster": "ml-prod", "sns_topic_arn": "arn:aws:sns:us-west-2:123456789012:oncall"},
             "unknown setting 'cluster': did you mean 'cluster_name'?",
         ),
+        # The existing on-call topic has its settings now; the user's guess points to them.
         (
             {"cluster_name": "ml-prod", "sns_topic_arn": "arn:aws:sns:us-west-2:1:oncall"},
-            "unknown setting 'sns_topic_arn': the README's Settings table lists them",
+            "unknown setting 'sns_topic_arn': did you mean 'critical_topic_arn'?",
         ),
         ({"cluster-name": "train"}, "unknown setting 'cluster-name': did you mean 'cluster_name'?"),
         ({"cluster_name": "t", "alarm": "x"}, "unknown setting 'alarm': the README's Settings"),
@@ -376,3 +377,114 @@ def test_a_long_lookback_needs_smaller_shards() -> None:
         {"lookback_days": "90", "storage_shard_volumes": "3948", "training_shard_jobs": "999"}
     )
     assert settings.lookback_days == 90
+
+
+TOPIC = "arn:aws:sns:us-west-2:123456789012:oncall-critical"
+KEY = "arn:aws:kms:us-west-2:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
+
+def test_existing_topics_and_their_keys_are_settings() -> None:
+    settings = _read(
+        {
+            "region": "us-west-2",
+            "critical_topic_arn": TOPIC,
+            "critical_topic_kms_key_arn": KEY,
+            "report_topic_arn": "arn:aws:sns:us-west-2:123456789012:gpu_reports",
+            # A multi-Region key: mrk- and 32 hex digits.
+            "report_topic_kms_key_arn": "arn:aws:kms:us-west-2:123456789012:key/"
+            "mrk-1234abcd12ab34cd56ef1234567890ab",
+            "warning_emails": "ops@example.com",
+        }
+    )
+    assert settings.topic_arn("critical") == TOPIC
+    assert settings.topic_kms_key_arn("critical") == KEY
+    assert settings.topic_arn("warning") is None
+
+
+@pytest.mark.parametrize(
+    ("context", "allowed"),
+    [
+        ({"critical_topic_arn": "oncall-critical"}, "an SNS ARN such as"),
+        ({"critical_topic_arn": "arn:aws:sqs:us-west-2:123456789012:q"}, "an SNS ARN"),
+        ({"warning_topic_arn": "arn:aws:sns:us-west-2:1234:oncall"}, "12-digit account"),
+        ({"warning_topic_arn": "arn:aws:sns::123456789012:oncall"}, "a partition and a region"),
+        ({"warning_topic_arn": "arn:aws:sns:us-west-2:123456789012:on.call"}, "SNS topic ARN"),
+        ({"critical_topic_arn": f"{TOPIC}.fifo"}, "a standard topic"),
+        (
+            {
+                "critical_topic_arn": TOPIC,
+                "critical_topic_kms_key_arn": "arn:aws:kms:us-west-2:123456789012:alias/sns",
+            },
+            "IAM does not grant a key by its alias",
+        ),
+        ({"warning_topic_kms_key_arn": KEY}, "warning_topic_arn too"),
+        # The topic's owner subscribes its recipients; the app would create subscriptions on a
+        # topic whose policy and lifecycle are not its own.
+        (
+            {"critical_topic_arn": TOPIC, "alarm_emails": "oncall@example.com"},
+            "none with critical_topic_arn: subscribe them on that topic",
+        ),
+        (
+            {"critical_topic_arn": TOPIC, "alarm_https_endpoints": "https://pager.example.com"},
+            "none with critical_topic_arn",
+        ),
+        (
+            {"report_topic_arn": TOPIC, "report_emails": "a@example.com,b@example.com"},
+            "none with report_topic_arn",
+        ),
+        # CloudWatch alarm actions and the functions' SNS clients are regional.
+        ({"region": "eu-west-1", "critical_topic_arn": TOPIC}, "the deployment's region eu-west-1"),
+    ],
+)
+def test_existing_topics_aws_or_the_app_cannot_use_are_refused(
+    context: dict[str, str], allowed: str
+) -> None:
+    with pytest.raises(SettingsError) as err:
+        _read(context)
+    assert str(err.value).startswith("setting ")
+    assert allowed in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+ROLE = "arn:aws:iam::123456789012:role/eks-admin"
+NETWORK = {
+    "kubectl_vpc_id": "vpc-0a1b2c3d4e5f67890",
+    "kubectl_subnet_ids": "subnet-0a1b2c3d4e5f67890, subnet-1a1b2c3d",
+    "kubectl_security_group_id": "sg-0a1b2c3d4e5f67890",
+}
+
+
+def test_the_kubectl_network_is_three_settings() -> None:
+    settings = _read({"kubectl_role_arn": ROLE, **NETWORK})
+    assert settings.kubectl_subnet_ids == ("subnet-0a1b2c3d4e5f67890", "subnet-1a1b2c3d")
+
+
+@pytest.mark.parametrize(
+    ("context", "said"),
+    [
+        (
+            {"kubectl_role_arn": ROLE, "kubectl_vpc_id": NETWORK["kubectl_vpc_id"]},
+            "setting kubectl_vpc_id='vpc-0a1b2c3d4e5f67890' is not valid: expected "
+            "kubectl_subnet_ids, kubectl_security_group_id too",
+        ),
+        (
+            {**NETWORK, "kubectl_security_group_id": None, "kubectl_role_arn": ROLE},
+            "expected kubectl_security_group_id too",
+        ),
+        (NETWORK, "expected kubectl_role_arn too"),
+        ({"kubectl_role_arn": ROLE, **NETWORK, "kubectl_vpc_id": "vpc-123"}, "a VPC id"),
+        (
+            {"kubectl_role_arn": ROLE, **NETWORK, "kubectl_subnet_ids": "subnet-0a1b2c3d,sg-1"},
+            "subnet ids",
+        ),
+        (
+            {"kubectl_role_arn": ROLE, **NETWORK, "kubectl_security_group_id": "default"},
+            "a security group id",
+        ),
+    ],
+)
+def test_a_partial_or_bad_kubectl_network_is_refused(context: dict[str, Any], said: str) -> None:
+    with pytest.raises(SettingsError) as err:
+        _read(context)
+    assert said in str(err.value)
+    assert "\n" not in str(err.value)

@@ -1,0 +1,272 @@
+"""Read-only AWS reads for ``gpu-insights status``: each takes injected clients and returns the
+plain data ``cli.status_checks`` judges. A denied read becomes an ``unreadable`` fact (its
+check fails and says why).
+
+The stacks' outputs (cdk/outputs.py) name the topics and the report bucket, whether the app
+made them or the settings named existing ones. The GPU nodes and the GPUs the exporter reported
+are read as the silence check reads them (lambdas/silence_check/aws.py), and judged by its
+rule: one definition of "a GPU node that should report".
+"""
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import date
+from functools import partial
+from typing import Any, Final, TypeVar
+
+from botocore.exceptions import ClientError
+
+from cdk.alarms.catalog import deployed_alarms
+from cdk.outputs import (
+    ANALYZERS,
+    NOTIFIER_FAILING_ALARM_KEY,
+    PARTS,
+    REPORT_BUCKET_NAME,
+    TOPIC_OUTPUTS,
+)
+from cdk.settings import Settings
+from cli.preflight_aws import read_addons
+from cli.preflight_checks import OBSERVABILITY_ADDON, Addon
+from cli.status_checks import ANALYZERS_RUN, WINDOW_S, Facts, Stack, Subscriptions
+from gpu_insights_agent.contract.metrics import (
+    CI_NODE_GPU_POWER_METRIC,
+    DIM_CLUSTER,
+    NAMESPACE_CONTAINER_INSIGHTS,
+)
+from gpu_insights_agent.contract.resource_names import alarm_name, stack_name
+from lambdas.shared.metric_fetcher import MetricQuery, fetch
+from lambdas.silence_check.aws import SilenceReadError, gpu_nodes, reported_gpus
+from lambdas.silence_check.config import DEFAULT_ARCHITECTURES, DEFAULT_GRACE_S
+from lambdas.silence_check.silence import find_silent
+
+T = TypeVar("T")
+#: DescribeAlarms takes at most 100 names a call.
+ALARM_NAMES_PER_CALL: Final = 100
+#: What ListSubscriptionsByTopic gives as the ARN of a subscription not yet confirmed
+#: (https://docs.aws.amazon.com/sns/latest/api/API_Subscription.html).
+PENDING: Final = "PendingConfirmation"
+
+
+class StatusReadError(Exception):
+    """CloudWatch answered, but not with the series asked for: the check cannot say."""
+
+
+@dataclass(frozen=True)
+class Clients:
+    """``eks_addons`` serves the EKS add-on API and ``cloudformation`` DescribeStacks; tests
+    give them botocore Stubbers."""
+
+    eks_addons: Any
+    cloudformation: Any
+    cloudwatch: Any
+    ec2: Any
+    sns: Any
+    s3: Any
+
+
+def _read(unreadable: dict[str, str], fact: str, read: Callable[[], T], empty: T) -> T:
+    try:
+        return read()
+    except ClientError as err:
+        error = err.response.get("Error", {})
+        unreadable[fact] = f"{error.get('Code', 'error')}: {error.get('Message', err)}"
+    except (StatusReadError, SilenceReadError) as err:
+        unreadable[fact] = str(err)
+    return empty
+
+
+def read_stack(cloudformation: Any, name: str) -> Stack:
+    try:
+        (stack,) = cloudformation.describe_stacks(StackName=name)["Stacks"]
+    except ClientError as err:
+        # "Stack with id NAME does not exist" is a ValidationError
+        # (https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_DescribeStacks.html).
+        if err.response.get("Error", {}).get("Code") == "ValidationError":
+            return Stack(name, "")
+        raise
+    return Stack(
+        name,
+        stack["StackStatus"],
+        stack["CreationTime"].timestamp(),
+        {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])},
+    )
+
+
+def expected_alarms(settings: Settings) -> list[str]:
+    """Every metric alarm the deployment makes: the catalog's and the notifier's own."""
+    specs = deployed_alarms(settings.alarm_settings())
+    names = [spec.alarm_name(settings.cluster_name) for spec in specs]
+    return [*names, alarm_name(settings.cluster_name, NOTIFIER_FAILING_ALARM_KEY)]
+
+
+def read_alarm_states(cloudwatch: Any, names: list[str]) -> dict[str, str | None]:
+    states: dict[str, str | None] = dict.fromkeys(names)
+    for i in range(0, len(names), ALARM_NAMES_PER_CALL):
+        pages = cloudwatch.get_paginator("describe_alarms").paginate(
+            AlarmNames=names[i : i + ALARM_NAMES_PER_CALL], AlarmTypes=["MetricAlarm"]
+        )
+        for page in pages:
+            for alarm in page["MetricAlarms"]:
+                states[alarm["AlarmName"]] = alarm["StateValue"]
+    return states
+
+
+def read_subscriptions(sns: Any, topic_arn: str) -> Subscriptions | None:
+    confirmed: list[str] = []
+    pending: list[str] = []
+    try:
+        for page in sns.get_paginator("list_subscriptions_by_topic").paginate(TopicArn=topic_arn):
+            for sub in page["Subscriptions"]:
+                who = f"{sub['Protocol']}:{sub['Endpoint']}"
+                (pending if sub["SubscriptionArn"] == PENDING else confirmed).append(who)
+    except ClientError as err:
+        if err.response.get("Error", {}).get("Code") == "NotFound":
+            return None
+        raise
+    return Subscriptions(tuple(confirmed), tuple(pending))
+
+
+def read_ci_gpu_samples(cloudwatch: Any, cluster: str, *, now: float) -> int:
+    """Samples of the cluster's ``node_gpu_power_draw`` (its ClusterName-only series, which
+    the agent emits beside the per-node and per-GPU ones) in the window."""
+    query = MetricQuery(
+        ("ci",),
+        NAMESPACE_CONTAINER_INSIGHTS,
+        CI_NODE_GPU_POWER_METRIC,
+        ((DIM_CLUSTER, cluster),),
+        "SampleCount",
+        WINDOW_S,
+    )
+    total = 0
+    for batch in fetch(cloudwatch, [query], start=now - WINDOW_S, end=now):
+        for series in batch:
+            if series.error:
+                raise StatusReadError(f"GetMetricData {CI_NODE_GPU_POWER_METRIC}: {series.error}")
+            total += int(sum(series.values))
+    return total
+
+
+def _findings_key_parts(key: str) -> tuple[date, str] | None:
+    """findings/cluster=C/date=YYYY-MM-DD/ANALYZER.jsonl -> (day, analyzer)."""
+    parts = key.split("/")
+    if len(parts) != 4 or not parts[2].startswith("date=") or not parts[3].endswith(".jsonl"):
+        return None
+    try:
+        return date.fromisoformat(parts[2][5:]), parts[3][: -len(".jsonl")]
+    except ValueError:
+        return None
+
+
+def _keys(s3: Any, bucket: str, prefix: str) -> Iterable[str]:
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for item in page.get("Contents", []):
+            yield item["Key"]
+
+
+def read_findings(
+    s3: Any, bucket: str, cluster: str
+) -> tuple[dict[str, tuple[date, int] | None], str | None]:
+    """Each analyzer's newest findings day and count (lines of its file), and the newest
+    weekly report's ISO week."""
+    newest: dict[str, tuple[date, str]] = {}
+    for key in _keys(s3, bucket, f"findings/cluster={cluster}/date="):
+        parsed = _findings_key_parts(key)
+        if parsed and parsed[1] in ANALYZERS_RUN:
+            day, analyzer = parsed
+            if analyzer not in newest or day > newest[analyzer][0]:
+                newest[analyzer] = (day, key)
+    findings: dict[str, tuple[date, int] | None] = dict.fromkeys(ANALYZERS_RUN)
+    for analyzer, (day, key) in newest.items():
+        body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        findings[analyzer] = (day, sum(1 for line in body.splitlines() if line.strip()))
+    weeks = [
+        key.split("/")[2][len("week=") :]
+        for key in _keys(s3, bucket, f"reports/cluster={cluster}/week=")
+        if key.endswith("/report.json")
+    ]
+    return findings, max(weeks, default=None)
+
+
+def gather(settings: Settings, clients: Clients, *, now: float) -> Facts:
+    cluster = settings.cluster_name
+    unreadable: dict[str, str] = {}
+    stacks: dict[str, Stack] = {}
+    for part in PARTS:
+        name = stack_name(cluster, part)
+        stacks[part] = _read(
+            unreadable,
+            "stacks",
+            partial(read_stack, clients.cloudformation, name),
+            Stack(name, "unreadable"),
+        )
+    no_addon: dict[str, Addon | None] = {OBSERVABILITY_ADDON: None}
+    addons = _read(
+        unreadable,
+        "addon",
+        lambda: read_addons(clients.eks_addons, cluster, [OBSERVABILITY_ADDON]),
+        no_addon,
+    )
+    samples = _read(
+        unreadable,
+        "container_insights",
+        lambda: read_ci_gpu_samples(clients.cloudwatch, cluster, now=now),
+        0,
+    )
+    nodes, silence = (), None
+    if settings.exporter_enabled:
+
+        def exporter() -> tuple[Any, Any]:
+            found = gpu_nodes(clients.ec2, cluster, DEFAULT_ARCHITECTURES)
+            reported, listed = reported_gpus(
+                clients.cloudwatch, cluster, now=now, lookback_s=WINDOW_S
+            )
+            return tuple(found), find_silent(
+                found, reported, listed, now=now, grace_s=DEFAULT_GRACE_S
+            )
+
+        nodes, silence = _read(unreadable, "exporter", exporter, ((), None))
+    no_alarms: dict[str, str | None] = {}
+    alarms = _read(
+        unreadable,
+        "alarms",
+        lambda: read_alarm_states(clients.cloudwatch, expected_alarms(settings)),
+        no_alarms,
+    )
+    topics: dict[str, Subscriptions | None] = {}
+    for purpose, (part, output) in TOPIC_OUTPUTS.items():
+        arn = stacks[part].outputs.get(output)
+        topics[purpose] = (
+            _read(
+                unreadable,
+                f"topic:{purpose}",
+                partial(read_subscriptions, clients.sns, arn),
+                None,
+            )
+            if arn
+            else None
+        )
+    findings: dict[str, tuple[date, int] | None] = {}
+    week: str | None = None
+    bucket = stacks[ANALYZERS].outputs.get(REPORT_BUCKET_NAME)
+    if bucket:
+        findings, week = _read(
+            unreadable,
+            "report_bucket",
+            partial(read_findings, clients.s3, bucket, cluster),
+            (findings, week),
+        )
+    return Facts(
+        cluster=cluster,
+        now=now,
+        stacks=stacks,
+        exporter=settings.exporter_enabled,
+        addon=addons[OBSERVABILITY_ADDON],
+        ci_gpu_samples=samples,
+        gpu_nodes=nodes,
+        silence=silence,
+        alarms=alarms,
+        topics=topics,
+        findings=findings,
+        report_week=week,
+        unreadable=unreadable,
+    )

@@ -1,0 +1,422 @@
+"""`gpu-insights status` on a deployed cluster in moto: a healthy deployment and a broken one.
+
+The account holds what the deployment and the cluster really make: running p5.48xlarge
+instances tagged ``kubernetes.io/cluster/<cluster>`` (a CPU node and another cluster's GPU node
+beside them), the real exporter's series sent through PutMetricData from each GPU node,
+Container Insights' ``node_gpu_power_draw`` in the dimension sets the agent emits
+(tests/realistic/container_insights.py), the alarms the alarm catalog names, the topics with
+their subscriptions, and the analyzers' findings files and the weekly report where the
+functions write them (lambdas/shared/publisher.py ``findings_key``, lambdas/weekly_report).
+
+moto lacks the EKS add-on API and, without its CloudFormation extra, DescribeStacks: those go
+to real botocore clients answered by Stubbers, which hold requests and answers to the
+services' own models. moto confirms an email subscription at once; a real one waits for its
+recipient ("PendingConfirmation" until then:
+https://docs.aws.amazon.com/sns/latest/api/API_Subscription.html), so that case is stubbed too.
+"""
+
+import json
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from moto import mock_aws
+
+from cdk.outputs import (
+    ALARMS,
+    ANALYZERS,
+    CRITICAL_TOPIC_ARN,
+    OBSERVABILITY,
+    REPORT_BUCKET_NAME,
+    REPORT_TOPIC_ARN,
+    WARNING_TOPIC_ARN,
+)
+from cdk.settings import Settings
+from cli.main import main
+from cli.preflight_checks import Check, Verdict
+from cli.status_aws import Clients, expected_alarms, gather, read_subscriptions
+from cli.status_checks import run_checks
+from gpu_insights_agent.contract.resource_names import stack_name, topic_name
+from gpu_insights_agent.emf.sinks import BufferedSender, PutMetricDataSink
+from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
+from gpu_insights_agent.exporter.fake_nvml import FakeNvml
+from gpu_insights_agent.exporter.simulated_trace import SimulatedGpu, node_trace
+from lambdas.shared.publisher import findings_key
+from lambdas.weekly_report.handler import report_prefix
+from tests.realistic.container_insights import NODE_GPU_DIMENSION_SETS, gpu_device
+from tests.realistic.nodes import P5_48XLARGE
+
+REGION = "us-west-2"
+CLUSTER = "ml-prod"
+ACCOUNT = "123456789012"
+#: One of the Amazon Linux images moto knows (its default image list).
+IMAGE = "ami-12c6146b"
+#: Status runs half an hour after moto launched the instances: past the 15-minute grace.
+RUN_AFTER_S = 1800
+INTERVAL_S = 60.0
+SETTINGS = Settings(cluster_name=CLUSTER, region=REGION, account=ACCOUNT)
+
+
+def _instance(ec2: Any, instance_type: str, cluster: str) -> tuple[str, str]:
+    tags = [{"Key": f"kubernetes.io/cluster/{cluster}", "Value": "owned"}]
+    (instance,) = ec2.run_instances(
+        ImageId=IMAGE,
+        MinCount=1,
+        MaxCount=1,
+        InstanceType=instance_type,
+        TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+    )["Instances"]
+    return str(instance["PrivateDnsName"]), str(instance["InstanceId"])
+
+
+def _exporter(cloudwatch: Any, node: str, start: float, end: float) -> None:
+    """The real exporter on ``node`` (eight H100s) sends a cycle a minute from start to end."""
+    now = [0.0]
+    trace = node_trace(
+        [SimulatedGpu("busy") for _ in range(P5_48XLARGE.gpu_count)],
+        duration_s=end - start + INTERVAL_S,
+        node=node,
+    )
+    exporter = Exporter(
+        FakeNvml(trace, clock=lambda: now[0], sleep=lambda _: None),
+        BufferedSender(PutMetricDataSink(cloudwatch)),
+        ExporterConfig(cluster_name=CLUSTER, node_name=node, interval_s=INTERVAL_S),
+        clock=lambda: start + now[0],
+    )
+    exporter.start()
+    while start + now[0] < end:
+        exporter.collect_once()
+        now[0] += INTERVAL_S
+    exporter.shutdown()
+
+
+def _container_insights(cloudwatch: Any, nodes: dict[str, str], start: float, end: float) -> None:
+    """node_gpu_power_draw a minute per GPU, in each of the agent's node_gpu_* dimension sets."""
+    at = start
+    while at < end:
+        data = []
+        for node, instance_id in nodes.items():
+            for gpu in range(P5_48XLARGE.gpu_count):
+                full = {
+                    "ClusterName": CLUSTER,
+                    "NodeName": node,
+                    "InstanceId": instance_id,
+                    "InstanceType": P5_48XLARGE.name,
+                    "GpuDevice": gpu_device(gpu),
+                }
+                for dimension_set in NODE_GPU_DIMENSION_SETS:
+                    data.append(
+                        {
+                            "MetricName": "node_gpu_power_draw",
+                            "Dimensions": [{"Name": d, "Value": full[d]} for d in dimension_set],
+                            "Timestamp": datetime.fromtimestamp(at, UTC),
+                            "Value": 650.0,
+                        }
+                    )
+        for i in range(0, len(data), 1000):
+            cloudwatch.put_metric_data(Namespace="ContainerInsights", MetricData=data[i : i + 1000])
+        at += 60
+
+
+@pytest.fixture
+def account(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "t")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "t")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    with mock_aws():
+        session = boto3.Session(region_name=REGION)
+        ec2 = session.client("ec2")
+        nodes = dict(_instance(ec2, P5_48XLARGE.name, CLUSTER) for _ in range(3))
+        _instance(ec2, "m5.large", CLUSTER)  # a CPU node: nothing to report
+        _instance(ec2, P5_48XLARGE.name, "other")  # another cluster's GPU node
+        run_at = float(int(time.time()) + RUN_AFTER_S)
+        sns = session.client("sns")
+        topics = {
+            purpose: sns.create_topic(Name=topic_name(CLUSTER, purpose))["TopicArn"]
+            for purpose in ("critical", "warning", "reports")
+        }
+        s3 = session.client("s3")
+        bucket = "gpuinsights-ml-prod-analyzers-reportbucket-1a2b3c4d5e6f"
+        s3.create_bucket(
+            Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "us-west-2"}
+        )
+        yield {
+            "session": session,
+            "nodes": nodes,
+            "run_at": run_at,
+            "topics": topics,
+            "bucket": bucket,
+        }
+
+
+def _stacks(account: dict[str, Any], *, deployed: bool = True) -> Any:
+    """DescribeStacks for the deployment's three stacks, as CloudFormation answers."""
+    client = account["session"].client("cloudformation")
+    stubber = Stubber(client)
+    created = datetime.fromtimestamp(account["run_at"], UTC) - timedelta(days=10)
+    outputs = {
+        OBSERVABILITY: {},
+        ALARMS: {
+            CRITICAL_TOPIC_ARN: account["topics"]["critical"],
+            WARNING_TOPIC_ARN: account["topics"]["warning"],
+        },
+        ANALYZERS: {
+            REPORT_TOPIC_ARN: account["topics"]["reports"],
+            REPORT_BUCKET_NAME: account["bucket"],
+        },
+    }
+    for part, values in outputs.items():
+        name = stack_name(CLUSTER, part)
+        if not deployed and part == ANALYZERS:
+            stubber.add_client_error(
+                "describe_stacks",
+                "ValidationError",
+                f"Stack with id {name} does not exist",
+                400,
+                expected_params={"StackName": name},
+            )
+            continue
+        stack = {
+            "StackName": name,
+            "StackId": f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/{name}/1a2b3c4d",
+            "CreationTime": created,
+            "StackStatus": "UPDATE_COMPLETE",
+            "Outputs": [{"OutputKey": k, "OutputValue": v} for k, v in values.items()],
+        }
+        stubber.add_response("describe_stacks", {"Stacks": [stack]}, {"StackName": name})
+    stubber.activate()
+    return client
+
+
+def _addon(account: dict[str, Any], status: str) -> Any:
+    client = account["session"].client("eks")
+    stubber = Stubber(client)
+    stubber.add_response(
+        "describe_addon",
+        {
+            "addon": {
+                "addonName": "amazon-cloudwatch-observability",
+                "clusterName": CLUSTER,
+                "addonVersion": "v4.1.0-eksbuild.1",
+                "status": status,
+            }
+        },
+        {"clusterName": CLUSTER, "addonName": "amazon-cloudwatch-observability"},
+    )
+    stubber.activate()
+    return client
+
+
+def _clients(account: dict[str, Any], cloudformation: Any, addons: Any, sns: Any = None) -> Clients:
+    session = account["session"]
+    return Clients(
+        eks_addons=addons,
+        cloudformation=cloudformation,
+        cloudwatch=session.client("cloudwatch"),
+        ec2=session.client("ec2"),
+        sns=sns or session.client("sns"),
+        s3=session.client("s3"),
+    )
+
+
+def _alarms(account: dict[str, Any], states: dict[str, str]) -> list[str]:
+    """The deployment's alarms (plain metric alarms under their names), in the given states;
+    a name mapped to "" is not created."""
+    cloudwatch = account["session"].client("cloudwatch")
+    names = expected_alarms(SETTINGS)
+    for name in names:
+        state = states.get(name, "OK")
+        if not state:
+            continue
+        cloudwatch.put_metric_alarm(
+            AlarmName=name,
+            Namespace="GpuInsights",
+            MetricName="gpu_healthy",
+            Statistic="SampleCount",
+            Period=60,
+            EvaluationPeriods=1,
+            Threshold=1,
+            ComparisonOperator="LessThanThreshold",
+        )
+        cloudwatch.set_alarm_state(AlarmName=name, StateValue=state, StateReason="test")
+    return names
+
+
+def _analyzed(account: dict[str, Any], *, days_ago: int) -> None:
+    s3 = account["session"].client("s3")
+    day = datetime.fromtimestamp(account["run_at"], UTC).date() - timedelta(days=days_ago)
+    finding = {"kind": "ebs_idle_volume", "resource": "vol-0a1b2c3d4e5f67890"}
+    for analyzer, lines in (("storage", [finding, finding]), ("training", [])):
+        body = "".join(json.dumps(f) + "\n" for f in lines).encode()
+        s3.put_object(Bucket=account["bucket"], Key=findings_key(CLUSTER, analyzer, day), Body=body)
+    year, week, _ = (day - timedelta(days=7)).isocalendar()
+    key = report_prefix(CLUSTER, f"{year}-W{week:02d}") + "report.json"
+    s3.put_object(Bucket=account["bucket"], Key=key, Body=b"{}")
+
+
+def _by_name(checks: list[Check]) -> dict[str, Check]:
+    return {c.name: c for c in checks}
+
+
+def test_a_working_deployment_is_all_ok(account: dict[str, Any]) -> None:
+    run_at = account["run_at"]
+    cloudwatch = account["session"].client("cloudwatch")
+    for node in account["nodes"]:
+        _exporter(cloudwatch, node, run_at - 1200, run_at)
+    _container_insights(cloudwatch, account["nodes"], run_at - 900, run_at)
+    _alarms(account, {})
+    sns = account["session"].client("sns")
+    sns.subscribe(
+        TopicArn=account["topics"]["critical"], Protocol="email", Endpoint="oncall@example.com"
+    )
+    sns.subscribe(
+        TopicArn=account["topics"]["warning"], Protocol="email", Endpoint="gpu@example.com"
+    )
+    sns.subscribe(
+        TopicArn=account["topics"]["reports"], Protocol="email", Endpoint="lead@example.com"
+    )
+    _analyzed(account, days_ago=1)
+    clients = _clients(account, _stacks(account), _addon(account, "ACTIVE"))
+    checks = run_checks(gather(SETTINGS, clients, now=run_at))
+    by_name = _by_name(checks)
+    assert {c.name: c.verdict for c in checks} == {
+        "stacks": Verdict.OK,
+        "observability-addon": Verdict.OK,
+        "container-insights-gpu": Verdict.OK,
+        "exporter-nodes": Verdict.OK,
+        "alarms": Verdict.OK,
+        "topic:critical": Verdict.OK,
+        "topic:warning": Verdict.OK,
+        "topic:report": Verdict.OK,
+        "analyzer:storage": Verdict.OK,
+        "analyzer:training": Verdict.OK,
+        "weekly-report": Verdict.OK,
+    }
+    # 3 nodes x 8 GPUs, one ClusterName-only series a minute per GPU over 15 minutes.
+    assert by_name["container-insights-gpu"].detail == (
+        "node_gpu_power_draw: 360 samples in the last 15 minutes"
+    )
+    assert by_name["exporter-nodes"].detail == (
+        "3 GPU nodes, 24 GPUs reported in the last 15 minutes"
+    )
+    assert by_name["topic:critical"].detail == "1 confirmed: email:oncall@example.com"
+    assert by_name["analyzer:storage"].detail.endswith(": 2 findings")
+    assert by_name["analyzer:training"].detail.endswith(": 0 findings")
+
+
+def test_a_broken_deployment_names_what_is_wrong(account: dict[str, Any]) -> None:
+    run_at = account["run_at"]
+    cloudwatch = account["session"].client("cloudwatch")
+    silent, *reporting = list(account["nodes"])
+    for node in reporting:
+        _exporter(cloudwatch, node, run_at - 1200, run_at)
+    # No Container Insights GPU series: the add-on is degraded.
+    names = _alarms(
+        account,
+        {
+            expected_alarms(SETTINGS)[0]: "INSUFFICIENT_DATA",
+            expected_alarms(SETTINGS)[-1]: "",  # the notifier's failure alarm: missing
+        },
+    )
+    clients = _clients(account, _stacks(account, deployed=False), _addon(account, "DEGRADED"))
+    checks = run_checks(gather(SETTINGS, clients, now=run_at))
+    by_name = _by_name(checks)
+    assert {c.name: c.verdict for c in checks} == {
+        "stacks": Verdict.FAIL,
+        "observability-addon": Verdict.FAIL,
+        "container-insights-gpu": Verdict.FAIL,
+        "exporter-nodes": Verdict.FAIL,
+        "alarms": Verdict.FAIL,
+        "topic:critical": Verdict.FAIL,
+        "topic:warning": Verdict.WARN,
+        "topic:report": Verdict.FAIL,
+        "report-bucket": Verdict.FAIL,
+    }
+    assert by_name["stacks"].detail == "GpuInsights-ml-prod-Analyzers not deployed"
+    assert "DEGRADED" in by_name["observability-addon"].detail
+    detail = by_name["exporter-nodes"].detail
+    assert detail.startswith("1 of 3 GPU nodes silent: ")
+    assert f"{silent} (" in detail
+    assert "all 8 GPUs silent" in detail
+    assert by_name["alarms"].detail == (
+        f"1 of {len(names)} alarms missing: gpu-insights-ml-prod-notifier-failing"
+    )
+    assert by_name["topic:critical"].detail == "no confirmed subscriber"
+
+
+def test_alarms_without_data_and_pending_subscriptions_are_named(
+    account: dict[str, Any],
+) -> None:
+    names = _alarms(account, {expected_alarms(SETTINGS)[0]: "INSUFFICIENT_DATA"})
+    # A real email subscription waits for its recipient: ListSubscriptionsByTopic's answer.
+    sns = account["session"].client("sns")
+    stubber = Stubber(sns)
+    critical = account["topics"]["critical"]
+    stubber.add_response(
+        "list_subscriptions_by_topic",
+        {
+            "Subscriptions": [
+                {
+                    "SubscriptionArn": "PendingConfirmation",
+                    "Owner": ACCOUNT,
+                    "Protocol": "email",
+                    "Endpoint": "oncall@example.com",
+                    "TopicArn": critical,
+                },
+                {
+                    "SubscriptionArn": f"{critical}:0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0",
+                    "Owner": ACCOUNT,
+                    "Protocol": "https",
+                    "Endpoint": "https://events.pagerduty.com/integration/KEY/enqueue",
+                    "TopicArn": critical,
+                },
+            ]
+        },
+        {"TopicArn": critical},
+    )
+    stubber.activate()
+    subscriptions = read_subscriptions(sns, critical)
+    stubber.assert_no_pending_responses()
+    assert subscriptions is not None
+    assert subscriptions.pending == ("email:oncall@example.com",)
+    clients = _clients(account, _stacks(account), _addon(account, "ACTIVE"))
+    checks = _by_name(run_checks(gather(SETTINGS, clients, now=account["run_at"])))
+    alarms = checks["alarms"]
+    assert alarms.verdict is Verdict.WARN
+    assert alarms.detail == (
+        f"{len(names)} alarms; without data (INSUFFICIENT_DATA): {expected_alarms(SETTINGS)[0]}"
+    )
+
+
+def test_the_command_exits_1_and_prints_json_when_a_check_fails(
+    account: dict[str, Any], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command as a user runs it, its clients made as every command makes them; the two
+    APIs moto lacks answered by their Stubbers (the Analyzers stack not deployed)."""
+    from lambdas.shared import aws_clients
+
+    stubbed = {
+        "cloudformation": _stacks(account, deployed=False),
+        "eks": _addon(account, "ACTIVE"),
+    }
+    made = aws_clients.client
+    monkeypatch.setattr(
+        aws_clients, "client", lambda service, **kw: stubbed.get(service) or made(service, **kw)
+    )
+    status = main(["status", "-c", f"cluster_name={CLUSTER}", "--region", REGION, "--json"])
+    out = capsys.readouterr()
+    assert status == 1, out.err
+    document = json.loads(out.out)
+    assert document["cluster"] == CLUSTER
+    assert document["failed"] is True
+    verdicts = {c["check"]: c["verdict"] for c in document["checks"]}
+    assert verdicts["stacks"] == "fail"
+    assert verdicts["observability-addon"] == "ok"
+    # The three GPU nodes were launched just now: inside their grace period, not silent.
+    (exporter,) = [c for c in document["checks"] if c["check"] == "exporter-nodes"]
+    assert exporter["verdict"] == "warn"
+    assert "(3 inside their grace period)" in exporter["detail"]
