@@ -30,6 +30,13 @@ from contract.metrics import EXPORTER_INTERVAL_S, EXPORTER_MAX_INTERVAL_S
 from contract.resource_names import EKS_CLUSTER, parameter_name
 from deploy_config.cloudwatch_agent_config import MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS
 from lambdas.gpu_analyzer.attribution import LOW_POWER_PERCENT
+from lambdas.shared.container_insights_mode import (
+    DEFAULT_MODE,
+    OTEL_MIN_ADDON_VERSION,
+    ContainerInsightsMode,
+    addon_version_key,
+    otel_capable,
+)
 from lambdas.shared.shards import (
     LOOKBACK_DAYS,
     MAX_SHARDS,
@@ -82,6 +89,11 @@ class Settings:
     install_addon: bool = True
     #: None lets EKS pick its default version for the cluster's Kubernetes version.
     addon_version: str | None = None
+    #: The add-on's configuration: "otel" (OTel Container Insights, AWS's recommendation: DCGM's
+    #: series over OTLP, read with PromQL) or "classic" (Enhanced Container Insights: pod_gpu_*
+    #: and node_gpu_* in ContainerInsights). Synth cannot see the add-on a cluster already runs;
+    #: ``gpu-insights preflight`` names its mode and warns before a deploy would switch it.
+    container_insights_mode: ContainerInsightsMode = DEFAULT_MODE
     agent_credentials: AgentCredentials = AgentCredentials.POD_IDENTITY
     #: The cluster's IAM OIDC provider; required with IRSA.
     oidc_provider_arn: str | None = None
@@ -223,6 +235,19 @@ class Settings:
                 "gpu_hour_price_usd",
                 self.gpu_hour_price_usd,
                 "a price in USD above 0 and below 1000",
+            )
+        if (
+            self.container_insights_mode is ContainerInsightsMode.OTEL
+            and self.addon_version is not None
+            and addon_version_key(self.addon_version) is not None
+            and not otel_capable(self.addon_version)
+        ):
+            _require(
+                False,
+                "addon_version",
+                self.addon_version,
+                f"{OTEL_MIN_ADDON_VERSION} or later with container_insights_mode=otel "
+                "(or -c container_insights_mode=classic)",
             )
         if self.agent_credentials is AgentCredentials.IRSA:
             _require(
@@ -378,6 +403,7 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "region": _as_str,
     "install_addon": _as_bool,
     "addon_version": _as_str,
+    "container_insights_mode": _as_enum(ContainerInsightsMode),
     "agent_credentials": _as_enum(AgentCredentials),
     "oidc_provider_arn": _as_str,
     "container_logs": _as_bool,
