@@ -236,19 +236,7 @@ class Settings:
                 self.gpu_hour_price_usd,
                 "a price in USD above 0 and below 1000",
             )
-        if (
-            self.container_insights_mode is ContainerInsightsMode.OTEL
-            and self.addon_version is not None
-            and addon_version_key(self.addon_version) is not None
-            and not otel_capable(self.addon_version)
-        ):
-            _require(
-                False,
-                "addon_version",
-                self.addon_version,
-                f"{OTEL_MIN_ADDON_VERSION} or later with container_insights_mode=otel "
-                "(or -c container_insights_mode=classic)",
-            )
+        _require_addon_runs_mode(self.addon_version, self.container_insights_mode)
         if self.agent_credentials is AgentCredentials.IRSA:
             _require(
                 self.oidc_provider_arn,
@@ -308,6 +296,19 @@ _RANGES: Final[dict[str, tuple[int, int, str]]] = {
 def _require(ok: object, key: str, value: object, allowed: str) -> None:
     if not ok:
         raise SettingsError(f"setting {key}={value!r} is not valid: expected {allowed}")
+
+
+def _require_addon_runs_mode(version: str | None, mode: ContainerInsightsMode) -> None:
+    """A pinned add-on must be new enough for OTel mode (a malformed version is refused by
+    its pattern instead)."""
+    if mode is ContainerInsightsMode.OTEL and version and addon_version_key(version):
+        _require(
+            otel_capable(version),
+            "addon_version",
+            version,
+            f"{OTEL_MIN_ADDON_VERSION} or later with container_insights_mode=otel "
+            "(or -c container_insights_mode=classic)",
+        )
 
 
 def _require_shard_fits(key: str, items: int, days: int, size: FunctionSize, counted: str) -> None:

@@ -387,6 +387,12 @@ def check_observability_addon(plan: Plan, facts: Facts, cluster: Cluster) -> Che
             "Insights and no EMF listener for the exporter",
             "install it where you manage add-ons, or deploy with -c install_addon=true",
         )
+    return _installed_addon(plan, addon, cluster)
+
+
+def _installed_addon(plan: Plan, addon: Addon, cluster: Cluster) -> Check:
+    """An observability add-on the cluster already runs: its mode against the plan's."""
+    name = "observability-addon"
     modes = addon_modes(addon)
     runs = f"{OBSERVABILITY_ADDON} {addon.version} ({addon.status}) runs {_modes_said(modes)}"
     other = next(iter(set(ContainerInsightsMode) - {plan.mode}))

@@ -15,8 +15,8 @@ import kubernetes_validate.utils  # type: ignore[import-untyped]
 import pytest
 
 from cdk.constructs.addon_configuration import ObservabilityAddonConfiguration
-from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from contract.metrics import DEFAULT_EMF_ENDPOINT, EMF_PORT
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from tests.unit.reference_data import (
     agent_config_schema,
     observability_chart_values,
@@ -90,9 +90,7 @@ def _toleration_problems(tolerations: list[Any]) -> list[str]:
 def test_every_value_is_a_chart_key_of_the_charts_type(
     tolerate_all: bool, container_logs: bool, mode: ContainerInsightsMode
 ) -> None:
-    values = _gpu_values(
-        tolerate_all_taints=tolerate_all, container_logs=container_logs, mode=mode
-    )
+    values = _gpu_values(tolerate_all_taints=tolerate_all, container_logs=container_logs, mode=mode)
     assert _chart_problems(values, observability_chart_values()) == []
     assert _toleration_problems(values["tolerations"]) == []
     agent_config = values["agent"]["config"]

@@ -383,7 +383,7 @@ def test_a_long_lookback_needs_smaller_shards() -> None:
 
 
 def test_new_deployments_follow_awss_recommendation() -> None:
-    """"OTel Container Insights (recommended)" (CloudWatch User Guide, "Amazon EKS" under
+    """ "OTel Container Insights (recommended)" (CloudWatch User Guide, "Amazon EKS" under
     Container Insights)."""
     assert settings_from_context({"cluster_name": "t"}).container_insights_mode == "otel"
 
@@ -400,7 +400,7 @@ def test_new_deployments_follow_awss_recommendation() -> None:
     ],
 )
 def test_otel_mode_refuses_an_add_on_too_old_for_it(version: str, ok: bool) -> None:
-    """"install the Amazon CloudWatch Observability EKS add-on version v6.0.1-eksbuild.1 or
+    """ "install the Amazon CloudWatch Observability EKS add-on version v6.0.1-eksbuild.1 or
     later" (container-insights-otel-metrics.html); compared as numbers, so v10 is newer than
     v6. Classic takes any version."""
     context = {"cluster_name": "t", "addon_version": version}

@@ -20,6 +20,7 @@ from cli.preflight_checks import (
     GpuInstance,
     NodeGroup,
     Verdict,
+    addon_modes,
     check_exporter_reach,
     check_insights_quota,
     check_kubectl,
@@ -30,7 +31,6 @@ from cli.preflight_checks import (
     check_oidc_provider,
     check_pod_identity,
     plan_for,
-    addon_modes,
     run_checks,
 )
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
