@@ -57,6 +57,7 @@ from contract.metrics import (
     training_log_group,
 )
 from lambdas.shared.aws_clients import new_session
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
 
 DEMO_REGION = "us-east-1"
 
@@ -335,7 +336,10 @@ def _points_between(cloudwatch: Any, cluster: str, start: float, end: float) -> 
 
 def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) -> DemoResult:
     """Synthesize, apply what moto supports, fetch it back, and write the results."""
-    settings = settings or Settings(cluster_name=DEMO_CLUSTER)
+    # The demo's week is seeded as Classic Container Insights publishes it.
+    settings = settings or Settings(
+        cluster_name=DEMO_CLUSTER, container_insights_mode=ContainerInsightsMode.CLASSIC
+    )
     templates = _synthesize(settings, cdk_out)
     result = DemoResult(out_dir=out_dir, cdk_out=cdk_out)
     for name, template in templates.items():

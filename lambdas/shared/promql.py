@@ -218,6 +218,18 @@ class PromQLClient:
         ]
 
 
+def promql_for(cloudwatch: Any) -> PromQLClient:
+    """The PromQL client beside a CloudWatch client: its endpoint (its Region's monitoring
+    host, or ``AWS_ENDPOINT_URL``), its Region, and its own credentials (its request signer's,
+    so a profile or an assumed role signs PromQL as it signs GetMetricData)."""
+    signer = cloudwatch._request_signer
+    return PromQLClient(
+        endpoint=cloudwatch.meta.endpoint_url,
+        region=cloudwatch.meta.region_name,
+        credentials=signer._credentials,
+    )
+
+
 def pages(
     start: float, end: float, step: float, lookback_s: float
 ) -> Iterator[tuple[float, float]]:

@@ -15,8 +15,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 from lambdas.gpu_analyzer.metrics import put_waste_metrics, waste_metric_data
 from lambdas.gpu_analyzer.run import GpuHoursRun, analyze_gpu_hours
 from lambdas.shared.aws_clients import ClientCache
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.events import analysis_window, scheduled_time
 from lambdas.shared.findings import stamped
+from lambdas.shared.promql import promql_for
 from lambdas.shared.publisher import (
     FindingsPublisher,
     PublishError,
@@ -206,8 +208,10 @@ def attribute_gpu_hours(
     """The GPU-hour attribution of the last whole UTC day before ``end``, linking the jobs'
     training findings of ``run``, as ``(run, day start, day)``. Read-only."""
     gpu_start, gpu_end, gpu_day = attributed_day(end)
+    cloudwatch = clients("cloudwatch")
+    otel = config.container_insights_mode is ContainerInsightsMode.OTEL
     gpu_run = analyze_gpu_hours(
-        cloudwatch=clients("cloudwatch"),
+        cloudwatch=cloudwatch,
         cluster=config.cluster_name,
         start=gpu_start,
         end=gpu_end,
@@ -216,6 +220,7 @@ def attribute_gpu_hours(
         pod_nodes=run.pod_nodes,
         training_findings=training_links(run.findings),
         thresholds=config.gpu_thresholds,
+        promql=promql_for(cloudwatch) if otel else None,
     )
     return gpu_run, gpu_start, gpu_day
 

@@ -8,6 +8,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
+import boto3
 import pytest
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -21,6 +22,7 @@ from lambdas.shared.promql import (
     PromQLTruncatedError,
     endpoint_for,
     pages,
+    promql_for,
     quote_label,
 )
 
@@ -172,3 +174,17 @@ def test_a_week_is_read_in_pages_that_each_scan_at_most_24_hours() -> None:
 )
 def test_label_names_with_dots_are_quoted_as_promql_3_writes_them(name: str, written: str) -> None:
     assert quote_label(name) == written
+
+
+def test_the_promql_client_beside_a_cloudwatch_client_shares_its_endpoint_and_signer() -> None:
+    """The training analyzer's OTel reads go where its GetMetricData goes (``AWS_ENDPOINT_URL``
+    included), signed with the same credentials."""
+    session = boto3.Session(
+        aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="s", region_name="eu-west-1"
+    )
+    promql = promql_for(session.client("cloudwatch"))
+    assert promql.endpoint == "https://monitoring.eu-west-1.amazonaws.com"
+    assert promql.region == "eu-west-1"
+    assert promql.credentials.access_key == "AKIDEXAMPLE"
+    local = session.client("cloudwatch", endpoint_url="http://localhost:5000")
+    assert promql_for(local).endpoint == "http://localhost:5000"
