@@ -4,6 +4,7 @@ moto has the EKS cluster, node group, IAM, Logs and CloudWatch APIs, not the EKS
 the add-on reads go to a real EKS client with botocore's Stubber answering them.
 """
 
+from collections.abc import Mapping
 from typing import Any
 
 from botocore.stub import Stubber
@@ -42,7 +43,7 @@ def seed_cluster(eks: Any, iam: Any, cluster: str) -> None:
         )
 
 
-def stub_addons(eks: Any, cluster: str, installed: dict[str, tuple[str, ...]]) -> Stubber:
+def stub_addons(eks: Any, cluster: str, installed: Mapping[str, tuple[str, ...]]) -> Stubber:
     """A Stubber that answers preflight's describe_addon calls, in their order, for the
     add-ons ``installed`` names (version, status, and its configuration values where given);
     the others are not found."""

@@ -11,7 +11,7 @@ Metrics Insights alarm holds its query as a metric's ``Expression``
 """
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -57,7 +57,7 @@ def _verdicts(checks: list[Check]) -> dict[str, Verdict]:
 
 
 def _preflight(
-    session: Any, settings: Settings, installed: dict[str, tuple[str, str]]
+    session: Any, settings: Settings, installed: Mapping[str, tuple[str, ...]]
 ) -> list[Check]:
     addons = session.client("eks")
     stubber = stub_addons(addons, settings.cluster_name, installed)

@@ -25,7 +25,7 @@ from cli.demo_week import (
     START,
     WeekSeeder,
 )
-from lambdas.gpu_analyzer.attribution import UNPLACED_NODE, Attribution, attribute
+from lambdas.gpu_analyzer.attribution import UNPLACED_NODE, Attribution, Hold, attribute
 from lambdas.gpu_analyzer.aws import Observed, observe
 from lambdas.gpu_analyzer.findings import day_table, held_not_working
 from lambdas.gpu_analyzer.otel import observe_otel, read_holds
@@ -61,6 +61,10 @@ def classic_week() -> Iterator[Any]:
         for _ in seeder:
             pass
         yield cw
+
+
+def key(hold: Hold) -> tuple[str, str, int, str]:
+    return hold.gpu.node, hold.gpu.gpu, hold.hour, hold.pod
 
 
 def _days() -> list[tuple[float, float]]:
@@ -102,7 +106,6 @@ def test_both_readers_give_the_weeks_same_findings_and_tables(
                 labels=legacy_labels(),
             )
             otel = Observed(gpu_hours=classic.gpu_hours, holds=holds, ci_node_hours=reported)
-        key = lambda h: (h.gpu.node, h.gpu.gpu, h.hour, h.pod)  # noqa: E731
         assert [(key(h), h.namespace, h.controller) for h in sorted(otel.holds, key=key)] == [
             (key(h), h.namespace, h.controller) for h in sorted(classic.holds, key=key)
         ]
