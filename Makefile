@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml agent/pyproject.toml | ck
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install demo test test-old-python bench lint typecheck clean
+.PHONY: install demo test test-old-python bench lint typecheck clean prometheus
 
 # checkov pins boto3==1.35.49 (so botocore 1.35) and packaging<24, older than the project's:
 # it gets its own environment, and tests/infra/test_checkov.py runs it from there.
@@ -45,6 +45,11 @@ typecheck: install
 node_modules/.package-lock.json: package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
+
+# The PromQL engine the OTel reader's tests query (tests/prometheus.py); they skip without it.
+prometheus:
+	@command -v prometheus >/dev/null || (apt-get update -q && apt-get install -y -q --no-install-recommends prometheus) \
+		|| echo "Prometheus could not be installed: the PromQL engine tests will be skipped"
 
 test: lint typecheck node_modules/.package-lock.json
 	$(BIN)/pytest

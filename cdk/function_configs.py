@@ -52,6 +52,7 @@ def training_config(
         low_power_percent=settings.low_power_percent,
         data_sources=settings.training_data_sources,
         shard_jobs=settings.training_shard_jobs,
+        container_insights_mode=settings.container_insights_mode,
         failure_queue_url=failure_queue_url,
     )
 

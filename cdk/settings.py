@@ -32,6 +32,13 @@ from cdk.aws_values import (
 from cdk.node_config.cloudwatch_agent_config import MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS
 from gpu_insights_agent.contract.metrics import EXPORTER_INTERVAL_S, EXPORTER_MAX_INTERVAL_S
 from gpu_insights_agent.contract.resource_names import EKS_CLUSTER, parameter_name
+from lambdas.shared.container_insights_mode import (
+    DEFAULT_MODE,
+    OTEL_MIN_ADDON_VERSION,
+    ContainerInsightsMode,
+    addon_version_key,
+    otel_capable,
+)
 from lambdas.shared.shards import (
     LOOKBACK_DAYS,
     MAX_SHARDS,
@@ -90,6 +97,11 @@ class Settings:
     install_addon: bool = True
     #: None lets EKS pick its default version for the cluster's Kubernetes version.
     addon_version: str | None = None
+    #: The add-on's configuration: "otel" (OTel Container Insights, AWS's recommendation: DCGM's
+    #: series over OTLP, read with PromQL) or "classic" (Enhanced Container Insights: pod_gpu_*
+    #: and node_gpu_* in ContainerInsights). Synth cannot see the add-on a cluster already runs;
+    #: ``gpu-insights preflight`` names its mode and warns before a deploy would switch it.
+    container_insights_mode: ContainerInsightsMode = DEFAULT_MODE
     agent_credentials: AgentCredentials = AgentCredentials.POD_IDENTITY
     #: The cluster's IAM OIDC provider; required with IRSA.
     oidc_provider_arn: str | None = None
@@ -248,6 +260,7 @@ class Settings:
                 self.gpu_hour_price_usd,
                 "a price in USD above 0 and below 1000",
             )
+        _require_addon_runs_mode(self.addon_version, self.container_insights_mode)
         if self.agent_credentials is AgentCredentials.IRSA:
             _require(
                 self.oidc_provider_arn,
@@ -393,6 +406,19 @@ def _require(ok: object, key: str, value: object, allowed: str) -> None:
         raise SettingsError(f"setting {key}={value!r} is not valid: expected {allowed}")
 
 
+def _require_addon_runs_mode(version: str | None, mode: ContainerInsightsMode) -> None:
+    """A pinned add-on must be new enough for OTel mode (a malformed version is refused by
+    its pattern instead)."""
+    if mode is ContainerInsightsMode.OTEL and version and addon_version_key(version):
+        _require(
+            otel_capable(version),
+            "addon_version",
+            version,
+            f"{OTEL_MIN_ADDON_VERSION} or later with container_insights_mode=otel "
+            "(or -c container_insights_mode=classic)",
+        )
+
+
 def _require_shard_fits(key: str, items: int, days: int, size: FunctionSize, counted: str) -> None:
     """One run (a shard, or the single function at the threshold) must be estimated to take
     at most ``size.budget_s``: from the measured cost per item and day
@@ -486,6 +512,7 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "region": _as_str,
     "install_addon": _as_bool,
     "addon_version": _as_str,
+    "container_insights_mode": _as_enum(ContainerInsightsMode),
     "agent_credentials": _as_enum(AgentCredentials),
     "oidc_provider_arn": _as_str,
     "container_logs": _as_bool,

@@ -7,7 +7,7 @@ Each step uses the production code path; only the endpoint differs. Where moto l
 import json
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -57,6 +57,7 @@ from gpu_insights_agent.contract.metrics import (
     training_log_group,
 )
 from lambdas.shared.aws_clients import new_session
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
 
 DEMO_REGION = "us-east-1"
 
@@ -335,7 +336,12 @@ def _points_between(cloudwatch: Any, cluster: str, start: float, end: float) -> 
 
 def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) -> DemoResult:
     """Synthesize, apply what moto supports, fetch it back, and write the results."""
-    settings = settings or Settings(cluster_name=DEMO_CLUSTER)
+    # The demo's weeks are seeded as Classic Container Insights publishes them, so its
+    # deployment runs Classic whatever mode the settings name.
+    settings = replace(
+        settings or Settings(cluster_name=DEMO_CLUSTER),
+        container_insights_mode=ContainerInsightsMode.CLASSIC,
+    )
     templates = _synthesize(settings, cdk_out)
     result = DemoResult(out_dir=out_dir, cdk_out=cdk_out)
     for name, template in templates.items():

@@ -4,6 +4,7 @@ moto has the EKS cluster, node group, IAM, Logs and CloudWatch APIs, not the EKS
 the add-on reads go to a real EKS client with botocore's Stubber answering them.
 """
 
+from collections.abc import Mapping
 from typing import Any
 
 from botocore.stub import Stubber
@@ -42,26 +43,24 @@ def seed_cluster(eks: Any, iam: Any, cluster: str) -> None:
         )
 
 
-def stub_addons(eks: Any, cluster: str, installed: dict[str, tuple[str, str]]) -> Stubber:
+def stub_addons(eks: Any, cluster: str, installed: Mapping[str, tuple[str, ...]]) -> Stubber:
     """A Stubber that answers preflight's describe_addon calls, in their order, for the
-    add-ons ``installed`` names (version, status); the others are not found."""
+    add-ons ``installed`` names (version, status, and its configuration values where given);
+    the others are not found."""
     stubber = Stubber(eks)
     for name in (POD_IDENTITY_ADDON, OBSERVABILITY_ADDON):
         params = {"clusterName": cluster, "addonName": name}
         if name in installed:
-            version, status = installed[name]
-            stubber.add_response(
-                "describe_addon",
-                {
-                    "addon": {
-                        "addonName": name,
-                        "clusterName": cluster,
-                        "addonVersion": version,
-                        "status": status,
-                    }
-                },
-                params,
-            )
+            version, status, *values = installed[name]
+            addon = {
+                "addonName": name,
+                "clusterName": cluster,
+                "addonVersion": version,
+                "status": status,
+            }
+            if values:
+                addon["configurationValues"] = values[0]
+            stubber.add_response("describe_addon", {"addon": addon}, params)
         else:
             stubber.add_client_error(
                 "describe_addon",

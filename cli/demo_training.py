@@ -47,6 +47,7 @@ from gpu_insights_agent.contract.metrics import (
 from gpu_insights_agent.emf.document import EmfDocument, encode
 from gpu_insights_agent.emf.sinks import PutMetricDataSink
 from gpu_insights_agent.emitter.training import TrainingMetrics
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.training_analyzer import handler as training_handler
 from tests.realistic import pods as k8s
 
@@ -286,7 +287,11 @@ def seed(
 #: The deployment the demo's training analyzer runs in: a one-day lookback, and the bucket
 #: the data-bound job reads as its data source.
 SETTINGS = Settings(
-    cluster_name=CLUSTER, lookback_days=1, training_data_sources=("demo-training-data",)
+    cluster_name=CLUSTER,
+    lookback_days=1,
+    training_data_sources=("demo-training-data",),
+    # The demo's week is seeded as Classic Container Insights publishes it.
+    container_insights_mode=ContainerInsightsMode.CLASSIC,
 )
 #: The environment the stack gives the analyzer in that deployment.
 ENV = training_config(SETTINGS, report_bucket=REPORT_BUCKET).environment()

@@ -87,7 +87,12 @@ def read_addons(eks: Any, cluster: str, names: Iterable[str]) -> dict[str, Addon
                 raise
             found[name] = None
         else:
-            found[name] = Addon(name, addon.get("addonVersion", ""), addon.get("status", ""))
+            found[name] = Addon(
+                name,
+                addon.get("addonVersion", ""),
+                addon.get("status", ""),
+                addon.get("configurationValues"),
+            )
     return found
 
 

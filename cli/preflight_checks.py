@@ -26,6 +26,7 @@ The AWS reads are in ``cli.preflight_aws``; nothing here calls AWS. Sources of t
   feature discovery, NFD, the GPU Operator) are not visible to AWS's APIs.
 """
 
+import json
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -43,6 +44,12 @@ from gpu_insights_agent.contract.metrics import (
     container_insights_log_group_prefix,
     exporter_log_group,
     training_log_group,
+)
+from lambdas.shared.container_insights_mode import (
+    DEFAULT_MODE,
+    OTEL_MIN_ADDON_VERSION,
+    ContainerInsightsMode,
+    otel_capable,
 )
 
 POD_IDENTITY_ADDON: Final = "eks-pod-identity-agent"
@@ -101,6 +108,8 @@ class Plan:
     exporter_node_terms: tuple[Mapping[str, Any], ...] = ()
     #: kubectl_vpc_id: the VPC the kubectl provider runs in, or None outside any VPC.
     kubectl_vpc_id: str | None = None
+    #: The Container Insights mode the deployment configures and its analyzers read.
+    mode: ContainerInsightsMode = DEFAULT_MODE
 
 
 def plan_for(settings: Settings) -> Plan:
@@ -126,6 +135,7 @@ def plan_for(settings: Settings) -> Plan:
         alarm_shards=settings.alarm_shards,
         exporter_node_terms=tuple(gpu_node_terms(settings.gpu_node_labels)),
         kubectl_vpc_id=settings.kubectl_vpc_id,
+        mode=settings.container_insights_mode,
     )
 
 
@@ -148,6 +158,45 @@ class Addon:
     name: str
     version: str
     status: str  # CREATING | ACTIVE | CREATE_FAILED | UPDATING | DELETING | ... | DEGRADED
+    #: DescribeAddon's ``configurationValues`` ("The configuration values that you provided"),
+    #: a JSON or YAML string; None where none were given.
+    configuration_values: str | None = None
+
+
+def addon_modes(addon: Addon) -> frozenset[ContainerInsightsMode] | None:
+    """The Container Insights pipelines the observability add-on runs, from its configuration
+    values over the chart's defaults (values.yaml: ``containerInsights.enabled: true``,
+    ``otelContainerInsights.enabled: false``; "both pipelines are independent"). None where the
+    values are not JSON (YAML, which only a person writes by hand: said, not guessed)."""
+    values: Any = {}
+    if addon.configuration_values and addon.configuration_values.strip():
+        try:
+            values = json.loads(addon.configuration_values)
+        except json.JSONDecodeError:
+            return None
+    if not isinstance(values, dict):
+        return None
+
+    def enabled(key: str, default: bool) -> bool:
+        section = values.get(key)
+        if isinstance(section, dict) and isinstance(section.get("enabled"), bool):
+            return bool(section["enabled"])
+        return default
+
+    modes = set()
+    if enabled("otelContainerInsights", False):
+        modes.add(ContainerInsightsMode.OTEL)
+    if enabled("containerInsights", True):
+        modes.add(ContainerInsightsMode.CLASSIC)
+    return frozenset(modes)
+
+
+def _modes_said(modes: frozenset[ContainerInsightsMode] | None) -> str:
+    if modes is None:
+        return "Container Insights mode unknown (configuration values are not JSON)"
+    if not modes:
+        return "no Container Insights pipeline"
+    return " and ".join(sorted(modes)) + " Container Insights"
 
 
 @dataclass(frozen=True)
@@ -380,19 +429,11 @@ def check_observability_addon(plan: Plan, facts: Facts, cluster: Cluster) -> Che
     if (blocked := _unreadable(name, facts, "addons")) is not None:
         return blocked
     addon = facts.addons.get(OBSERVABILITY_ADDON)
-    if plan.install_addon:
-        if addon is None:
-            return Check(name, Verdict.OK, f"{OBSERVABILITY_ADDON} not installed yet")
-        return Check(
-            name,
-            Verdict.FAIL,
-            f"{OBSERVABILITY_ADDON} {addon.version} is already installed ({addon.status}): "
-            "the stack's AWS::EKS::Addon would fail with 'already exists'",
-            "keep it and deploy with -c install_addon=false (then give it this project's "
-            "configuration values yourself), or remove it first: aws eks delete-addon "
-            f"--cluster-name {cluster.name} --addon-name {OBSERVABILITY_ADDON} --preserve",
-        )
     if addon is None:
+        if plan.install_addon:
+            return Check(
+                name, Verdict.OK, f"{OBSERVABILITY_ADDON} not installed yet: {plan.mode} mode"
+            )
         return Check(
             name,
             Verdict.WARN,
@@ -400,7 +441,50 @@ def check_observability_addon(plan: Plan, facts: Facts, cluster: Cluster) -> Che
             "Insights and no EMF listener for the exporter",
             "install it where you manage add-ons, or deploy with -c install_addon=true",
         )
-    return Check(name, Verdict.OK, f"{OBSERVABILITY_ADDON} {addon.version} managed elsewhere")
+    return _installed_addon(plan, addon, cluster)
+
+
+def _installed_addon(plan: Plan, addon: Addon, cluster: Cluster) -> Check:
+    """An observability add-on the cluster already runs: its mode against the plan's."""
+    name = "observability-addon"
+    modes = addon_modes(addon)
+    runs = f"{OBSERVABILITY_ADDON} {addon.version} ({addon.status}) runs {_modes_said(modes)}"
+    other = next(iter(set(ContainerInsightsMode) - {plan.mode}))
+    switch = modes is not None and plan.mode not in modes
+    keep = f"-c container_insights_mode={other}" if modes == frozenset({other}) else ""
+    if plan.install_addon:
+        switching = (
+            f"; deploying this project's add-on would switch it to {plan.mode} mode"
+            if switch
+            else ""
+        )
+        return Check(
+            name,
+            Verdict.FAIL,
+            f"{runs}: the stack's AWS::EKS::Addon would fail with 'already exists'{switching}",
+            "keep it and deploy with -c install_addon=false (then give it this project's "
+            "configuration values yourself), or remove it first: aws eks delete-addon "
+            f"--cluster-name {cluster.name} --addon-name {OBSERVABILITY_ADDON} --preserve"
+            + (f"; to keep its mode, {keep}" if keep else ""),
+        )
+    if switch:
+        return Check(
+            name,
+            Verdict.WARN,
+            f"{runs}, managed elsewhere, but container_insights_mode={plan.mode}: the "
+            f"analyzers would read {plan.mode} series it does not send",
+            keep or f"turn on {plan.mode} Container Insights in its configuration values",
+        )
+    if plan.mode is ContainerInsightsMode.OTEL and not otel_capable(addon.version):
+        return Check(
+            name,
+            Verdict.WARN,
+            f"{runs}, managed elsewhere; OTel Container Insights needs "
+            f"{OTEL_MIN_ADDON_VERSION} or later",
+            f"aws eks update-addon --cluster-name {cluster.name} --addon-name "
+            f"{OBSERVABILITY_ADDON} --addon-version <{OTEL_MIN_ADDON_VERSION} or later>",
+        )
+    return Check(name, Verdict.OK, f"{runs}, managed elsewhere")
 
 
 def check_log_groups(plan: Plan, facts: Facts) -> list[Check]:

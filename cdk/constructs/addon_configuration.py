@@ -3,6 +3,22 @@
 EKS takes these values as one JSON string; building it from a model (rather than writing
 JSON by hand) means a test can parse it back and check each part, and a typo in a key is a
 type error instead of a silently ignored value.
+
+The two Container Insights modes are two configurations of the same chart (its values.yaml):
+
+- Classic: the agent's ``logs.metrics_collected.kubernetes`` with enhanced observability and
+  accelerated compute metrics (DCGM's GPU series as ``pod_gpu_*`` and ``node_gpu_*``).
+- OTel: ``otelContainerInsights.enabled`` ("Controls the OTLP-based Container Insights
+  pipeline"; the console installs the add-on "with otelContainerInsights.enabled=true",
+  "Enable OTel Container Insights from the console",
+  https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/container-insights-eks-otel-console.html)
+  and ``containerInsights.enabled: false`` ("When set to false, the kubernetes key is removed
+  from the agent config, disabling legacy CI metrics collection"; left on, "both pipelines are
+  independent" and the cluster pays for both). Its OTLP log pipelines
+  (``otelContainerInsights.logs``) stay off: Fluent Bit (``containerLogs``) already writes the
+  host log group the XID fallback filter reads, and both would ingest every log line twice.
+
+Both keep the agent's EMF listener, which the GPU exporter sends to.
 """
 
 import json
@@ -10,6 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdk.node_config.cloudwatch_agent_config import container_insights_agent_config
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
+
+#: The agent configuration of OTel mode: only the EMF listener (tcp:25888) for the exporter.
+EMF_ONLY_AGENT_CONFIG: dict[str, Any] = {"logs": {"metrics_collected": {"emf": {}}}}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,6 +56,7 @@ class ObservabilityAddonConfiguration:
     container_logs: bool = True
     tolerations: tuple[Toleration, ...] = TOLERATE_ALL
     agent_config: dict[str, Any] = field(default_factory=dict)
+    mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC
 
     @classmethod
     def for_gpu_cluster(
@@ -45,8 +66,9 @@ class ObservabilityAddonConfiguration:
         container_logs: bool,
         tolerate_all_taints: bool,
         gpu_taint_keys: tuple[str, ...],
+        mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC,
     ) -> "ObservabilityAddonConfiguration":
-        """Enhanced Container Insights with GPU metrics and the EMF listener on."""
+        """Container Insights in ``mode`` with GPU metrics, and the EMF listener on."""
         tolerations = (
             TOLERATE_ALL
             if tolerate_all_taints
@@ -56,15 +78,24 @@ class ObservabilityAddonConfiguration:
             cluster_name=cluster_name,
             container_logs=container_logs,
             tolerations=tolerations,
-            agent_config=container_insights_agent_config(cluster_name=cluster_name),
+            agent_config=(
+                container_insights_agent_config(cluster_name=cluster_name)
+                if mode is ContainerInsightsMode.CLASSIC
+                else json.loads(json.dumps(EMF_ONLY_AGENT_CONFIG))
+            ),
+            mode=mode,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        values: dict[str, Any] = {
             "agent": {"config": self.agent_config},
             "containerLogs": {"enabled": self.container_logs},
             "tolerations": [toleration.to_dict() for toleration in self.tolerations],
         }
+        if self.mode is ContainerInsightsMode.OTEL:
+            values["containerInsights"] = {"enabled": False}
+            values["otelContainerInsights"] = {"enabled": True, "logs": {"enabled": False}}
+        return values
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))

@@ -35,6 +35,7 @@ class ObservabilityStack(DeploymentStack):
                     container_logs=settings.container_logs,
                     tolerate_all_taints=settings.tolerate_all_taints,
                     gpu_taint_keys=settings.gpu_taint_keys,
+                    mode=settings.container_insights_mode,
                 ),
                 addon_version=settings.addon_version,
                 oidc_provider_arn=(

@@ -4,7 +4,17 @@ the demo (cdk/function_configs.py)."""
 
 from dataclasses import dataclass
 
-from lambdas.shared.config import NAMES, PERCENT, TEXT, USD, WHOLE, FunctionConfig, variable
+from lambdas.shared.config import (
+    NAMES,
+    PERCENT,
+    TEXT,
+    USD,
+    WHOLE,
+    FunctionConfig,
+    choice,
+    variable,
+)
+from lambdas.shared.container_insights_mode import DEFAULT_MODE, ContainerInsightsMode
 from lambdas.shared.shards import LOOKBACK_DAYS, TRAINING_SHARD_JOBS
 from lambdas.training_analyzer.gpu_hours.attribution import LOW_POWER_PERCENT, Thresholds
 from lambdas.training_analyzer.gpu_prices import gpu_hour_price
@@ -25,6 +35,11 @@ class TrainingConfig(FunctionConfig):
     #: Jobs per shard of the fleet state machine's plan.
     shard_jobs: int = variable("SHARD_JOBS", WHOLE, default=TRAINING_SHARD_JOBS)
     event_bus: str = variable("EVENT_BUS", TEXT, default="default")
+    #: Where the GPU-hour attribution reads which pod held which GPU: OTel Container Insights'
+    #: DCGM series (PromQL) or Classic's pod_gpu_* (the container_insights_mode setting).
+    container_insights_mode: ContainerInsightsMode = variable(
+        "CONTAINER_INSIGHTS_MODE", choice(ContainerInsightsMode), default=DEFAULT_MODE
+    )
     #: The function's failure queue, where findings S3 refuses are kept (its construct's).
     failure_queue_url: str | None = variable("FAILURE_QUEUE_URL", TEXT, default=None)
 

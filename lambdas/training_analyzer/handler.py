@@ -13,8 +13,10 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lambdas.shared.aws_clients import ClientCache
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.events import analysis_window, scheduled_time
 from lambdas.shared.findings import stamped
+from lambdas.shared.promql import promql_for
 from lambdas.shared.publisher import (
     FindingsPublisher,
     PublishError,
@@ -192,8 +194,10 @@ def attribute_gpu_hours(
     """The GPU-hour attribution of the last whole UTC day before ``end``, linking the jobs'
     training findings of ``run``, as ``(run, day start, day)``. Read-only."""
     gpu_start, gpu_end, gpu_day = attributed_day(end)
+    cloudwatch = clients("cloudwatch")
+    otel = config.container_insights_mode is ContainerInsightsMode.OTEL
     gpu_run = analyze_gpu_hours(
-        cloudwatch=clients("cloudwatch"),
+        cloudwatch=cloudwatch,
         cluster=config.cluster_name,
         start=gpu_start,
         end=gpu_end,
@@ -202,6 +206,7 @@ def attribute_gpu_hours(
         pod_nodes=run.pod_nodes,
         training_findings=training_links(run.findings),
         thresholds=config.gpu_thresholds,
+        promql=promql_for(cloudwatch) if otel else None,
     )
     return gpu_run, gpu_start, gpu_day
 

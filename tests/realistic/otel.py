@@ -13,7 +13,7 @@ Exporter, NVIDIA DCGM, Kube State Metrics, and AWS Neuron Monitor", "at 30 secon
 
 from typing import Final
 
-from tests.realistic.pods import Pod
+from tests.realistic.pods import CRONJOB, DAEMONSET, DEPLOYMENT, JOB, REPLICASET, STATEFULSET, Pod
 
 #: The receiver ``prometheus/cw_k8s_ci_v0_dcgm`` scrapes ``dcgm-exporter-service:9400`` every
 #: ``otelContainerInsights.metricResolution`` (chart default "30s").
@@ -101,3 +101,52 @@ def dcgm_pod_labels(cluster: str, node: str, pod: Pod, container: str, gpu: int)
         "node_name": node,
         "k8s.cluster.name": cluster,
     }
+
+
+#: How CloudWatch's PromQL names an OTLP attribute: "attributes use a single-@ scope prefix, for
+#: example, @resource.service.name. Datapoint attributes also support bare (un-prefixed)
+#: access" ("PromQL querying",
+#: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch-PromQL-Querying.html).
+RESOURCE_PREFIX: Final = "@resource."
+
+
+def _owner_attributes(pod: Pod) -> dict[str, str]:
+    """``k8sattributes/cw_k8s_ci_v0_pod``'s owner attributes of ``pod`` (the processor walks
+    a ReplicaSet to its Deployment and a Job to its CronJob), and the workload
+    ``transform/cw_k8s_ci_v0_set_workload`` names by ``WORKLOAD_PRECEDENCE``."""
+    found: dict[str, str] = {}
+    if pod.owner_kind == JOB and pod.owner_name:
+        found["k8s.job.name"] = pod.owner_name
+        if pod.workload_kind == CRONJOB:
+            found["k8s.cronjob.name"] = pod.workload
+    elif pod.owner_kind == REPLICASET and pod.owner_name:
+        found["k8s.replicaset.name"] = pod.owner_name
+        if pod.workload_kind == DEPLOYMENT:
+            found["k8s.deployment.name"] = pod.workload
+    elif pod.owner_kind == STATEFULSET and pod.owner_name:
+        found["k8s.statefulset.name"] = pod.owner_name
+    elif pod.owner_kind == DAEMONSET and pod.owner_name:
+        found["k8s.daemonset.name"] = pod.owner_name
+    for attribute, kind in WORKLOAD_PRECEDENCE:
+        if attribute in found:
+            found["k8s.workload.name"] = found[attribute]
+            found["k8s.workload.type"] = kind
+            break
+    return found
+
+
+def dcgm_promql_labels(
+    cluster: str, node: str, gpu: int, pod: Pod | None = None, container: str = "main"
+) -> dict[str, str]:
+    """The labels CloudWatch's PromQL gives one DCGM datapoint of GPU ``gpu`` on ``node``,
+    held by ``pod`` (None: a GPU no pod holds, whose datapoint carries no pod labels):
+    dcgm-exporter's labels on the datapoint, bare; the resource attributes the pipeline sets
+    (pod, namespace, container promoted; node and cluster; the pod's owners) under
+    ``@resource.``."""
+    datapoint = {"gpu": str(gpu), "device": f"nvidia{gpu}"}
+    resource = {"k8s.node.name": node, "k8s.cluster.name": cluster}
+    if pod is not None:
+        datapoint |= {"pod": pod.name, "namespace": pod.namespace, "container": container}
+        resource |= {PROMOTED[k]: v for k, v in datapoint.items() if k in PROMOTED}
+        resource |= _owner_attributes(pod)
+    return datapoint | {RESOURCE_PREFIX + k: v for k, v in resource.items()}

@@ -244,6 +244,32 @@ def _hourly(timestamps: Iterable[Any], values: Iterable[float]) -> dict[int, flo
     return {int(t.timestamp()) // HOUR * HOUR: v for t, v in zip(timestamps, values, strict=True)}
 
 
+def exporter_gpu_hours(cloudwatch: Any, cluster: str, *, start: float, end: float) -> list[GpuHour]:
+    """The window's GPU-hours as the exporter saw them (``GpuInsights``, in either Container
+    Insights mode)."""
+    exporter: dict[tuple[str, str], dict[str, dict[int, float]]] = defaultdict(dict)
+    for batch in fetch(cloudwatch, exporter_queries(cloudwatch, cluster), start=start, end=end):
+        for series in batch:
+            _, node, gpu, name = series.query.key
+            exporter[(node, gpu)][name] = _hourly(series.timestamps, series.values)
+    gpu_hours: list[GpuHour] = []
+    for (node, gpu), named in sorted(exporter.items()):
+        hours = set().union(*(set(v) for v in named.values()))
+        for hour in sorted(hours):
+            healthy = named.get("healthy", {}).get(hour)
+            gpu_hours.append(
+                GpuHour(
+                    gpu=GpuKey(node, gpu),
+                    hour=hour,
+                    power_utilization=named.get("power", {}).get(hour),
+                    sm_active=named.get("sm", {}).get(hour),
+                    faulted=healthy is not None and healthy < 1.0,
+                    in_use=named.get("in_use", {}).get(hour, 0.0) > 0,
+                )
+            )
+    return gpu_hours
+
+
 def observe(
     cloudwatch: Any,
     cluster: str,
@@ -255,11 +281,7 @@ def observe(
     """The window's GPU-hours as the exporter saw them, and the pods' holds. ``pod_nodes``
     maps pod names (the emitter's PodName: the pod's own, as FullPodName) to the node the
     training emitter reported them on (an exact join)."""
-    exporter: dict[tuple[str, str], dict[str, dict[int, float]]] = defaultdict(dict)
-    for batch in fetch(cloudwatch, exporter_queries(cloudwatch, cluster), start=start, end=end):
-        for series in batch:
-            _, node, gpu, name = series.query.key
-            exporter[(node, gpu)][name] = _hourly(series.timestamps, series.values)
+    observed = Observed(gpu_hours=exporter_gpu_hours(cloudwatch, cluster, start=start, end=end))
     pods: dict[tuple[str, str, str, str], dict[str, dict[int, float]]] = defaultdict(dict)
     node_power: dict[tuple[str, int], dict[str, float]] = defaultdict(dict)
     node_samples: list[float] = []
@@ -277,21 +299,6 @@ def observe(
             else:
                 _, namespace, pod, controller, device, name = series.query.key
                 pods[(namespace, pod, controller, device)][name] = values
-    observed = Observed()
-    for (node, gpu), named in sorted(exporter.items()):
-        hours = set().union(*(set(v) for v in named.values()))
-        for hour in sorted(hours):
-            healthy = named.get("healthy", {}).get(hour)
-            observed.gpu_hours.append(
-                GpuHour(
-                    gpu=GpuKey(node, gpu),
-                    hour=hour,
-                    power_utilization=named.get("power", {}).get(hour),
-                    sm_active=named.get("sm", {}).get(hour),
-                    faulted=healthy is not None and healthy < 1.0,
-                    in_use=named.get("in_use", {}).get(hour, 0.0) > 0,
-                )
-            )
     observed.ci_node_hours = {(n, h) for (_, h), nodes in node_power.items() for n in nodes}
     full_hour = samples_per_hour(node_samples)
     observed.holds = _holds(pods, node_power, observed.gpu_hours, pod_nodes or {}, full_hour)

@@ -11,9 +11,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from lambdas.shared.findings import AnalysisRun
 from lambdas.shared.metric_fetcher import MetricDataError
+from lambdas.shared.promql import PromQLClient, PromQLError
 from lambdas.training_analyzer.gpu_hours.attribution import Thresholds, attribute
 from lambdas.training_analyzer.gpu_hours.aws import observe
 from lambdas.training_analyzer.gpu_hours.findings import ANALYZER, day_table, held_not_working
+from lambdas.training_analyzer.gpu_hours.otel import observe_otel
 from lambdas.training_analyzer.gpu_hours.stepping import stepping_hours
 
 
@@ -34,14 +36,21 @@ def analyze_gpu_hours(
     pod_nodes: Mapping[str, str] | None = None,
     training_findings: Mapping[str, Sequence[str]] | None = None,
     thresholds: Thresholds = Thresholds(),  # noqa: B008
+    promql: PromQLClient | None = None,
 ) -> GpuHoursRun:
+    """``promql``: read the pods' holds from OTel Container Insights (DCGM's series, with
+    PromQL) rather than Classic's ``pod_gpu_*`` (None)."""
     run = GpuHoursRun()
     try:
-        observed = observe(cloudwatch, cluster, start=start, end=end, pod_nodes=pod_nodes)
+        observed = (
+            observe(cloudwatch, cluster, start=start, end=end, pod_nodes=pod_nodes)
+            if promql is None
+            else observe_otel(cloudwatch, promql, cluster, start=start, end=end)
+        )
         stepped, failed = stepping_hours(
             cloudwatch, cluster, (exact_jobs or {}).values(), start=start, end=end
         )
-    except (ClientError, BotoCoreError) as err:
+    except (ClientError, BotoCoreError, PromQLError) as err:
         run.skip(f"GPU-hours of {cluster}", err)
         return run
     for job, error in sorted(failed.items()):

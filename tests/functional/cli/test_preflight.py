@@ -11,7 +11,7 @@ Metrics Insights alarm holds its query as a metric's ``Expression``
 """
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from cli.demo_preflight import seed_cluster, stub_addons
 from cli.main import main
 from cli.preflight_aws import Clients, gather, read_gpu_instances, read_nodegroups
 from cli.preflight_checks import Check, Verdict, plan_for, run_checks
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
 
 REGION = "us-east-1"
 SELECT = 'SELECT AVG(CPUUtilization) FROM SCHEMA("AWS/EC2", InstanceId)'
@@ -56,7 +57,7 @@ def _verdicts(checks: list[Check]) -> dict[str, Verdict]:
 
 
 def _preflight(
-    session: Any, settings: Settings, installed: dict[str, tuple[str, str]]
+    session: Any, settings: Settings, installed: Mapping[str, tuple[str, ...]]
 ) -> list[Check]:
     addons = session.client("eks")
     stubber = stub_addons(addons, settings.cluster_name, installed)
@@ -84,6 +85,33 @@ def test_a_ready_cluster_passes_and_the_bottlerocket_group_warns(session: Any) -
         "nodes:gpu-bottlerocket": Verdict.WARN,
         "exporter-nodes": Verdict.OK,
     }
+
+
+def test_preflight_names_the_mode_the_existing_add_on_runs(session: Any) -> None:
+    """DescribeAddon's ``configurationValues`` ("The configuration values that you provided",
+    API_DescribeAddon.html) hold the add-on's mode; a real EKS client parses the answer."""
+    seed_cluster(session.client("eks"), session.client("iam"), "train")
+    otel = json.dumps(
+        {"otelContainerInsights": {"enabled": True}, "containerInsights": {"enabled": False}}
+    )
+    installed = {
+        "eks-pod-identity-agent": ("v1.3.8-eksbuild.2", "ACTIVE"),
+        "amazon-cloudwatch-observability": ("v6.2.0-eksbuild.1", "ACTIVE", otel),
+    }
+    classic = Settings(
+        cluster_name="train",
+        install_addon=False,
+        container_insights_mode=ContainerInsightsMode.CLASSIC,
+    )
+    by_name = {c.name: c for c in _preflight(session, classic, installed)}
+    addon = by_name["observability-addon"]
+    assert addon.verdict is Verdict.WARN
+    assert addon.detail == (
+        "amazon-cloudwatch-observability v6.2.0-eksbuild.1 (ACTIVE) runs otel Container "
+        "Insights, managed elsewhere, but container_insights_mode=classic: the analyzers "
+        "would read classic series it does not send"
+    )
+    assert addon.fix == "-c container_insights_mode=otel"
 
 
 def test_every_conflict_the_account_holds_fails_its_check(session: Any) -> None:

@@ -17,6 +17,7 @@ from cdk.settings import Settings
 from cli.demo_storage import environment
 from gpu_insights_agent.contract.metrics import training_log_group
 from lambdas.shared.aws_clients import client
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.training_analyzer import handler as training_handler
 
 CLUSTER = "train"
@@ -99,7 +100,12 @@ def clients() -> Iterator[dict[str, Any]]:
 
 
 def _run(clients: dict[str, Any], low_power_percent: float) -> tuple[dict[str, Any], list[str]]:
-    settings = Settings(cluster_name=CLUSTER, low_power_percent=low_power_percent)
+    # The GPUs' series are seeded as Classic Container Insights publishes them.
+    settings = Settings(
+        cluster_name=CLUSTER,
+        low_power_percent=low_power_percent,
+        container_insights_mode=ContainerInsightsMode.CLASSIC,
+    )
     env = training_config(settings, report_bucket=BUCKET).environment()
     with environment(env):
         summary = training_handler.handler(

@@ -31,7 +31,7 @@ def _one(template: Template, resource_type: str) -> tuple[str, dict[str, Any]]:
 
 
 def test_addon_is_installed_by_name_with_gpu_metrics(synth: Synth) -> None:
-    template = _template(synth, PROD)
+    template = _template(synth, {**PROD, "container_insights_mode": "classic"})
     _, addon = _one(template, "AWS::EKS::Addon")
     props = addon["Properties"]
     assert props["AddonName"] == "amazon-cloudwatch-observability"
@@ -46,6 +46,14 @@ def test_addon_is_installed_by_name_with_gpu_metrics(synth: Synth) -> None:
     assert values["agent"]["config"]["logs"]["metrics_collected"]["emf"] == {}
     assert values["containerLogs"] == {"enabled": True}
     assert values["tolerations"] == [{"operator": "Exists"}]
+
+
+def test_addon_runs_otel_container_insights_by_default(synth: Synth) -> None:
+    _, addon = _one(_template(synth, PROD), "AWS::EKS::Addon")
+    values = json.loads(addon["Properties"]["ConfigurationValues"])
+    assert values["otelContainerInsights"] == {"enabled": True, "logs": {"enabled": False}}
+    assert values["containerInsights"] == {"enabled": False}
+    assert values["agent"]["config"] == {"logs": {"metrics_collected": {"emf": {}}}}
 
 
 def test_addon_agent_config_validates_against_official_schema(
@@ -129,7 +137,8 @@ def test_addon_can_be_left_to_whoever_manages_it(synth: Synth) -> None:
 
 
 def test_addon_version_is_pinned_when_set(synth: Synth) -> None:
-    template = _template(synth, {**PROD, "addon_version": "v4.1.0-eksbuild.1"})
+    classic = {**PROD, "container_insights_mode": "classic"}
+    template = _template(synth, {**classic, "addon_version": "v4.1.0-eksbuild.1"})
     template.has_resource_properties(
         "AWS::EKS::Addon", {"AddonVersion": "v4.1.0-eksbuild.1", "ResolveConflicts": "OVERWRITE"}
     )

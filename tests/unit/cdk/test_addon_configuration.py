@@ -16,6 +16,7 @@ import pytest
 
 from cdk.constructs.addon_configuration import ObservabilityAddonConfiguration
 from gpu_insights_agent.contract.metrics import DEFAULT_EMF_ENDPOINT, EMF_PORT
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from tests.unit.reference_data import (
     agent_config_schema,
     observability_chart_values,
@@ -83,12 +84,13 @@ def _toleration_problems(tolerations: list[Any]) -> list[str]:
     return [error.message for item in tolerations for error in validator.iter_errors(item)]
 
 
+@pytest.mark.parametrize("mode", list(ContainerInsightsMode))
 @pytest.mark.parametrize("tolerate_all", [True, False])
 @pytest.mark.parametrize("container_logs", [True, False])
 def test_every_value_is_a_chart_key_of_the_charts_type(
-    tolerate_all: bool, container_logs: bool
+    tolerate_all: bool, container_logs: bool, mode: ContainerInsightsMode
 ) -> None:
-    values = _gpu_values(tolerate_all_taints=tolerate_all, container_logs=container_logs)
+    values = _gpu_values(tolerate_all_taints=tolerate_all, container_logs=container_logs, mode=mode)
     assert _chart_problems(values, observability_chart_values()) == []
     assert _toleration_problems(values["tolerations"]) == []
     agent_config = values["agent"]["config"]
@@ -160,3 +162,26 @@ def test_only_gpu_taints_when_not_tolerating_all() -> None:
         {"key": "nvidia.com/gpu", "operator": "Exists"},
         {"key": "example.com/h200", "operator": "Exists"},
     ]
+
+
+def test_otel_mode_turns_on_the_otlp_pipeline_and_turns_off_classics() -> None:
+    """The chart's values.yaml: ``otelContainerInsights.enabled: false`` by default, and
+    ``containerInsights.enabled: true`` ("Can run alongside otelContainerInsights — both
+    pipelines are independent"): OTel mode must set both, or the cluster runs (and pays for)
+    Classic as well. The agent keeps only the EMF listener the exporter sends to."""
+    chart = observability_chart_values()
+    assert chart["otelContainerInsights"]["enabled"] is False
+    assert chart["containerInsights"]["enabled"] is True
+    values = _gpu_values(mode=ContainerInsightsMode.OTEL)
+    assert values["otelContainerInsights"] == {"enabled": True, "logs": {"enabled": False}}
+    assert values["containerInsights"] == {"enabled": False}
+    assert values["agent"]["config"] == {"logs": {"metrics_collected": {"emf": {}}}}
+    # DCGM's exporter, whose series OTel mode sends, is on by the chart's default.
+    assert chart["dcgmExporter"]["enabled"] is True
+
+
+def test_classic_mode_is_todays_configuration_unchanged() -> None:
+    values = _gpu_values(mode=ContainerInsightsMode.CLASSIC)
+    assert set(values) == {"agent", "containerLogs", "tolerations"}
+    kubernetes = values["agent"]["config"]["logs"]["metrics_collected"]["kubernetes"]
+    assert kubernetes["enhanced_container_insights"] is True

@@ -23,6 +23,7 @@ from cli.demo_report import report_function_config
 from cli.demo_storage import storage_analyzer_config
 from cli.demo_training import ENV as DEMO_TRAINING_ENV
 from lambdas.shared.config import FunctionConfig
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.storage_analyzer.config import StorageConfig
 from lambdas.training_analyzer.config import TrainingConfig
 from lambdas.weekly_report.config import ReportConfig
@@ -42,6 +43,7 @@ CHANGED = Settings(
     exporter_interval_seconds=300,
     gpu_instance_type="p4d.24xlarge",
     xid_host_log_filter=True,
+    container_insights_mode=ContainerInsightsMode.CLASSIC,
 )
 #: Fields the settings do not carry: names of resources the caller creates, the default event
 #: bus, which the app always uses, and the silence check's grace for a booting node and the

@@ -15,6 +15,7 @@ from cdk.settings import (
     SettingsError,
     settings_from_context,
 )
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
 
 OIDC = "arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-east-1.amazonaws.com/id/ABC123"
 
@@ -43,6 +44,7 @@ def test_strings_from_the_command_line_are_parsed() -> None:
             "region": "eu-west-1",
             "install_addon": "false",
             "addon_version": "v4.1.0-eksbuild.1",
+            "container_insights_mode": "Classic",
             "agent_credentials": "IRSA",
             "oidc_provider_arn": OIDC,
             "gpu_taint_keys": "nvidia.com/gpu, example.com/accelerator",
@@ -52,6 +54,7 @@ def test_strings_from_the_command_line_are_parsed() -> None:
     )
     assert settings.cluster_name == "train-prod"
     assert settings.install_addon is False
+    assert settings.container_insights_mode is ContainerInsightsMode.CLASSIC
     assert settings.agent_credentials is AgentCredentials.IRSA
     assert settings.gpu_taint_keys == ("nvidia.com/gpu", "example.com/accelerator")
     assert settings.agent_interval_seconds == 30
@@ -147,6 +150,7 @@ def test_cdk_s_own_context_keys_are_not_settings_and_not_refused() -> None:
         ("agent_interval_seconds", "ten", "whole number"),
         ("agent_interval_seconds", "0", "1 to 172800"),
         ("agent_credentials", "node-role", "pod-identity, irsa"),
+        ("container_insights_mode", "enhanced", "one of otel, classic"),
         ("alarm_emails", "oncall-at-example", "email"),
         ("gpu_taint_keys", "bad key/with space", "taint keys"),
         ("oidc_provider_arn", "arn:aws:iam::1:role/x", "oidc-provider"),
@@ -488,3 +492,37 @@ def test_a_partial_or_bad_kubectl_network_is_refused(context: dict[str, Any], sa
         _read(context)
     assert said in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_new_deployments_follow_awss_recommendation() -> None:
+    """ "OTel Container Insights (recommended)" (CloudWatch User Guide, "Amazon EKS" under
+    Container Insights)."""
+    assert settings_from_context({"cluster_name": "t"}).container_insights_mode == "otel"
+
+
+@pytest.mark.parametrize(
+    ("version", "ok"),
+    [
+        ("v6.0.1-eksbuild.1", True),
+        ("v6.2.0-eksbuild.1", True),
+        ("v10.0.0-eksbuild.1", True),
+        ("v6.0.0-eksbuild.9", False),
+        ("v5.9.9-eksbuild.3", False),
+        ("v4.1.0-eksbuild.1", False),
+    ],
+)
+def test_otel_mode_refuses_an_add_on_too_old_for_it(version: str, ok: bool) -> None:
+    """ "install the Amazon CloudWatch Observability EKS add-on version v6.0.1-eksbuild.1 or
+    later" (container-insights-otel-metrics.html); compared as numbers, so v10 is newer than
+    v6. Classic takes any version."""
+    context = {"cluster_name": "t", "addon_version": version}
+    assert settings_from_context({**context, "container_insights_mode": "classic"})
+    if ok:
+        assert settings_from_context(context).addon_version == version
+        return
+    with pytest.raises(SettingsError) as err:
+        settings_from_context(context)
+    assert str(err.value) == (
+        f"setting addon_version={version!r} is not valid: expected v6.0.1-eksbuild.1 or later "
+        "with container_insights_mode=otel (or -c container_insights_mode=classic)"
+    )

@@ -5,6 +5,7 @@ Pod Identity Agent built into Auto Mode (docs.aws.amazon.com/eks/latest/userguid
 pod-id-agent-setup.html), Bottlerocket's NVIDIA_VISIBLE_DEVICES setting (bottlerocket.dev
 .../api/settings/nvidia-container-runtime)."""
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -12,12 +13,14 @@ import pytest
 from cdk.alarms.sizing import INSIGHTS_ALARM_QUOTA
 from cdk.settings import AgentCredentials, Settings
 from cli.preflight_checks import (
+    OBSERVABILITY_ADDON,
     Addon,
     Cluster,
     Facts,
     GpuInstance,
     NodeGroup,
     Verdict,
+    addon_modes,
     check_exporter_reach,
     check_insights_quota,
     check_kubectl,
@@ -30,6 +33,7 @@ from cli.preflight_checks import (
     plan_for,
     run_checks,
 )
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
 
 CLUSTER = Cluster(
     "train", "1.33", "ACTIVE", "https://oidc.eks.us-east-1.amazonaws.com/id/ABC", False
@@ -133,7 +137,8 @@ def test_an_installed_observability_addon_conflicts_unless_managed_elsewhere() -
     assert conflict.verdict is Verdict.FAIL
     assert "already exists" in conflict.detail
     assert "install_addon=false" in conflict.fix
-    elsewhere = replace(PLAN, install_addon=False)
+    # An add-on without configuration values runs the chart's default, Classic.
+    elsewhere = replace(PLAN, install_addon=False, mode=ContainerInsightsMode.CLASSIC)
     assert check_observability_addon(elsewhere, facts(addons=installed), CLUSTER).verdict is (
         Verdict.OK
     )
@@ -407,3 +412,71 @@ def test_no_exporter_no_gpu_node_or_no_read_says_so() -> None:
     check = check_exporter_reach(PLAN, denied)
     assert check.verdict is Verdict.FAIL
     assert check.detail == "could not read: UnauthorizedOperation: ec2:DescribeInstances"
+
+
+OTEL_VALUES = json.dumps(
+    {"otelContainerInsights": {"enabled": True}, "containerInsights": {"enabled": False}}
+)
+
+
+@pytest.mark.parametrize(
+    ("values", "modes"),
+    [
+        # The chart's defaults (values.yaml): containerInsights on, otelContainerInsights off.
+        (None, {"classic"}),
+        ("", {"classic"}),
+        ('{"containerLogs": {"enabled": false}}', {"classic"}),
+        (OTEL_VALUES, {"otel"}),
+        ('{"otelContainerInsights": {"enabled": true}}', {"otel", "classic"}),
+        ('{"containerInsights": {"enabled": false}}', set()),
+        ("otelContainerInsights:\n  enabled: true\n", None),
+    ],
+)
+def test_the_addons_mode_is_read_from_its_configuration_values(
+    values: str | None, modes: set[str] | None
+) -> None:
+    found = addon_modes(Addon(OBSERVABILITY_ADDON, "v6.2.0-eksbuild.1", "ACTIVE", values))
+    assert (None if found is None else set(found)) == modes
+
+
+def test_preflight_names_the_running_mode_and_never_lets_a_deploy_switch_it_silently() -> None:
+    classic = {OBSERVABILITY_ADDON: Addon("x", "v5.1.0-eksbuild.1", "ACTIVE")}
+    otel = {OBSERVABILITY_ADDON: Addon("x", "v6.2.0-eksbuild.1", "ACTIVE", OTEL_VALUES)}
+    # The stack would install its own (otel) add-on over a Classic one: refused, and said.
+    conflict = check_observability_addon(PLAN, facts(addons=classic), CLUSTER)
+    assert conflict.verdict is Verdict.FAIL
+    assert conflict.detail == (
+        "amazon-cloudwatch-observability v5.1.0-eksbuild.1 (ACTIVE) runs classic Container "
+        "Insights: the stack's AWS::EKS::Addon would fail with 'already exists'; deploying "
+        "this project's add-on would switch it to otel mode"
+    )
+    assert conflict.fix.endswith("; to keep its mode, -c container_insights_mode=classic")
+    # Managed elsewhere, in the other mode: the analyzers would read what it does not send.
+    elsewhere = replace(PLAN, install_addon=False)
+    wrong = check_observability_addon(elsewhere, facts(addons=classic), CLUSTER)
+    assert wrong.verdict is Verdict.WARN
+    assert wrong.detail.endswith(
+        "container_insights_mode=otel: the analyzers would read otel series it does not send"
+    )
+    assert wrong.fix == "-c container_insights_mode=classic"
+    same = check_observability_addon(elsewhere, facts(addons=otel), CLUSTER)
+    assert same.verdict is Verdict.OK
+    assert same.detail == (
+        "amazon-cloudwatch-observability v6.2.0-eksbuild.1 (ACTIVE) runs otel Container "
+        "Insights, managed elsewhere"
+    )
+    as_classic = replace(elsewhere, mode=ContainerInsightsMode.CLASSIC)
+    assert check_observability_addon(as_classic, facts(addons=otel), CLUSTER).fix == (
+        "-c container_insights_mode=otel"
+    )
+
+
+def test_otel_mode_on_an_add_on_too_old_for_it_warns() -> None:
+    old = {
+        OBSERVABILITY_ADDON: Addon("x", "v5.1.0-eksbuild.1", "ACTIVE", OTEL_VALUES),
+    }
+    check = check_observability_addon(
+        replace(PLAN, install_addon=False), facts(addons=old), CLUSTER
+    )
+    assert check.verdict is Verdict.WARN
+    assert "needs v6.0.1-eksbuild.1 or later" in check.detail

@@ -1,0 +1,45 @@
+"""Which configuration of the ``amazon-cloudwatch-observability`` add-on a cluster runs, and so
+where its pod and node GPU series are read.
+
+"Two approaches are available: OTel Container Insights (recommended) and Enhanced Container
+Insights (Classic). Both use the amazon-cloudwatch-observability EKS add-on with different
+configurations." (CloudWatch User Guide, "Amazon EKS" under Container Insights,
+https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/deploy-container-insights-EKS.html).
+Classic publishes ``pod_gpu_*`` and ``node_gpu_*`` to the ``ContainerInsights`` namespace (read
+with GetMetricData); OTel sends DCGM's own series over OTLP, read with PromQL.
+"""
+
+import re
+from enum import StrEnum
+from typing import Final
+
+
+class ContainerInsightsMode(StrEnum):
+    OTEL = "otel"
+    CLASSIC = "classic"
+
+
+#: New deployments follow AWS's recommendation.
+DEFAULT_MODE: Final = ContainerInsightsMode.OTEL
+#: "To enable OTel Container Insights on your Amazon EKS cluster, install the Amazon CloudWatch
+#: Observability EKS add-on version v6.0.1-eksbuild.1 or later" ("Container Insights with
+#: OpenTelemetry metrics for Amazon EKS",
+#: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/container-insights-otel-metrics.html).
+OTEL_MIN_ADDON_VERSION: Final = "v6.0.1-eksbuild.1"
+_VERSION: Final = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-eksbuild\.(\d+)$")
+
+
+def addon_version_key(version: str) -> tuple[int, int, int, int] | None:
+    """``v6.0.1-eksbuild.1`` as (6, 0, 1, 1), to compare; None for another shape."""
+    match = _VERSION.fullmatch(version)
+    if match is None:
+        return None
+    major, minor, patch, build = (int(part) for part in match.groups())
+    return major, minor, patch, build
+
+
+def otel_capable(version: str) -> bool:
+    """Whether an add-on version runs OTel Container Insights (False for an unreadable one)."""
+    key = addon_version_key(version)
+    minimum = addon_version_key(OTEL_MIN_ADDON_VERSION)
+    return key is not None and minimum is not None and key >= minimum

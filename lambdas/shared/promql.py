@@ -1,0 +1,270 @@
+"""A client for CloudWatch's Prometheus-compatible query API: PromQL over the OTLP metrics
+OTel Container Insights sends. SigV4-signed with botocore, sent with urllib (no dependency the
+Lambda runtime lacks); the endpoint, credentials and opener are injected.
+
+What AWS documents ("QueryMetrics", CloudWatch User Guide,
+https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch-PromQL-API-QueryMetrics.html):
+
+- ``/api/v1/query`` and ``/api/v1/query_range`` on "the CloudWatch monitoring host for the AWS
+  Region", ``https://monitoring.<Region>.amazonaws.com``; GET or POST, the parameters "as
+  form-encoded body fields for POST requests" (POST here: a query is not length-bound by a URL).
+- ``limit``: "Maximum number of unique time series to return, from 1 to 500"; "A single
+  /api/v1/query or /api/v1/query_range response can return up to 500 unique time series". There
+  is no page token: a response holding ``limit`` series may have dropped others, so it is
+  refused (``PromQLTruncatedError``) and the caller narrows the query (by node, say).
+- "To call QueryMetrics, the calling identity must have both of the following IAM actions:
+  cloudwatch:GetMetricData, cloudwatch:ListMetrics".
+- The limits of every PromQL request include "24-hour scan windows" ("Prometheus-compatible
+  APIs", CloudWatch-PromQL-APIs.html): a range query here scans at most 24 hours, its range
+  selector's lookback included, and ``query_range_paged`` splits a longer window into such
+  pages, merging each series' points.
+
+Signing: SigV4 with the signing name of the monitoring host's service, ``monitoring``
+(botocore's CloudWatch model: ``signingName``). Points per series: at most 11,000, Prometheus's
+own query_range limit ("exceeded maximum resolution of 11,000 points per timeseries",
+prometheus/prometheus web/api/v1/api.go), which CloudWatch's engine, "based on the Prometheus
+3.0 specification" (CloudWatch-PromQL.html), is held to here as well.
+"""
+
+import json
+import math
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+
+SERVICE: Final = "monitoring"
+QUERY_PATH: Final = "/api/v1/query"
+QUERY_RANGE_PATH: Final = "/api/v1/query_range"
+MAX_SERIES: Final = 500
+MAX_POINTS_PER_SERIES: Final = 11_000
+MAX_SCAN_S: Final = 24 * 3600
+TIMEOUT_S: Final = 30
+
+
+def endpoint_for(region: str) -> str:
+    """The Region's monitoring host (``AWS_ENDPOINT_URL`` replaces it where set)."""
+    return f"https://monitoring.{region}.amazonaws.com"
+
+
+class PromQLError(Exception):
+    """A PromQL query that did not give an answer."""
+
+
+class PromQLLimitError(PromQLError):
+    """A request over one of the API's documented limits, refused before it is sent."""
+
+
+class PromQLTruncatedError(PromQLError):
+    """A response that holds as many series as its limit: others may have been dropped."""
+
+
+class PromQLRequestError(PromQLError):
+    """The API answered with an error (HTTP status, Prometheus ``errorType`` and ``error``)."""
+
+    def __init__(self, status: int, error_type: str, message: str) -> None:
+        super().__init__(f"HTTP {status} {error_type}: {message}")
+        self.status = status
+        self.error_type = error_type
+
+
+@dataclass(frozen=True)
+class Series:
+    """One series of a result: its labels and its (epoch seconds, value) points."""
+
+    labels: Mapping[str, str]
+    points: tuple[tuple[float, float], ...] = field(default=())
+
+
+#: Sends a prepared urllib request and returns (status, body); injected so tests can see what
+#: would be sent.
+Opener = Callable[[urllib.request.Request], tuple[int, bytes]]
+
+
+def _urlopen(request: urllib.request.Request) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            return int(response.status), bytes(response.read())
+    except urllib.error.HTTPError as err:
+        return int(err.code), bytes(err.read())
+
+
+@dataclass
+class PromQLClient:
+    """``credentials``: botocore credentials (``session.get_credentials()``), or None to send
+    unsigned (a local Prometheus in tests). ``endpoint``: scheme and host, no path."""
+
+    endpoint: str
+    region: str
+    credentials: Any
+    opener: Opener = _urlopen
+    requests: int = 0
+
+    def signed_request(self, path: str, params: Mapping[str, str]) -> urllib.request.Request:
+        """The POST request for ``path``, form-encoded and SigV4-signed."""
+        url = self.endpoint.rstrip("/") + path
+        body = urllib.parse.urlencode(params)
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        if self.credentials is not None:
+            aws = AWSRequest(method="POST", url=url, data=body, headers=headers)
+            SigV4Auth(self.credentials, SERVICE, self.region).add_auth(aws)
+            headers = dict(aws.headers.items())
+        return urllib.request.Request(url, data=body.encode(), headers=headers, method="POST")
+
+    def _send(self, path: str, params: Mapping[str, str]) -> dict[str, Any]:
+        self.requests += 1
+        try:
+            status, body = self.opener(self.signed_request(path, params))
+        except (urllib.error.URLError, OSError) as err:
+            raise PromQLError(f"{path}: {err}") from err
+        try:
+            answer = json.loads(body or b"{}")
+        except json.JSONDecodeError as err:
+            raise PromQLRequestError(
+                status, "bad_response", body[:200].decode(errors="replace")
+            ) from err
+        if status != 200 or answer.get("status") != "success":
+            raise PromQLRequestError(
+                status, str(answer.get("errorType", "error")), str(answer.get("error", body[:200]))
+            )
+        data: dict[str, Any] = answer.get("data", {})
+        return data
+
+    @staticmethod
+    def _series(data: Mapping[str, Any], limit: int, query: str) -> list[Series]:
+        result = data.get("result", [])
+        if len(result) >= limit:
+            raise PromQLTruncatedError(
+                f"{len(result)} series, the limit of one response: narrow the query {query}"
+            )
+        series = []
+        for item in result:
+            points = item.get("values") or ([item["value"]] if "value" in item else [])
+            series.append(
+                Series(
+                    labels=dict(item.get("metric", {})),
+                    points=tuple((float(t), float(v)) for t, v in points),
+                )
+            )
+        return series
+
+    def query(self, query: str, at: float, *, limit: int = MAX_SERIES) -> list[Series]:
+        """An instant query at ``at`` (epoch seconds)."""
+        _check_limit(limit)
+        params = {"query": query, "time": _stamp(at), "limit": str(limit)}
+        return self._series(self._send(QUERY_PATH, params), limit, query)
+
+    def query_range(
+        self,
+        query: str,
+        start: float,
+        end: float,
+        step: float,
+        *,
+        lookback_s: float = 0.0,
+        limit: int = MAX_SERIES,
+    ) -> list[Series]:
+        """A range query, within the documented limits: ``lookback_s`` is the longest range
+        selector in ``query`` (``[1h]``: 3600), which the scan window counts."""
+        _check_limit(limit)
+        if step <= 0 or end < start:
+            raise PromQLLimitError(
+                f"range {start}..{end} step {step}: expected start <= end, step > 0"
+            )
+        points = math.floor((end - start) / step) + 1
+        if points > MAX_POINTS_PER_SERIES:
+            raise PromQLLimitError(
+                f"{points:,} points per series over {MAX_POINTS_PER_SERIES:,}: a longer step"
+            )
+        if end - start + lookback_s > MAX_SCAN_S:
+            raise PromQLLimitError(
+                f"a scan of {(end - start + lookback_s) / 3600:g} h over the 24-hour scan window"
+            )
+        params = {
+            "query": query,
+            "start": _stamp(start),
+            "end": _stamp(end),
+            "step": f"{step:g}",
+            "limit": str(limit),
+        }
+        return self._series(self._send(QUERY_RANGE_PATH, params), limit, query)
+
+    def query_range_paged(
+        self,
+        query: str,
+        start: float,
+        end: float,
+        step: float,
+        *,
+        lookback_s: float = 0.0,
+        limit: int = MAX_SERIES,
+    ) -> list[Series]:
+        """``query_range`` over any window: pages of whole steps that each scan at most 24
+        hours, each series' points merged in time order."""
+        merged: dict[tuple[tuple[str, str], ...], list[tuple[float, float]]] = {}
+        for first, last in pages(start, end, step, lookback_s):
+            for series in self.query_range(
+                query, first, last, step, lookback_s=lookback_s, limit=limit
+            ):
+                merged.setdefault(tuple(sorted(series.labels.items())), []).extend(series.points)
+        return [
+            Series(labels=dict(key), points=tuple(sorted(points)))
+            for key, points in sorted(merged.items())
+        ]
+
+
+def promql_for(cloudwatch: Any) -> PromQLClient:
+    """The PromQL client beside a CloudWatch client: its endpoint (its Region's monitoring
+    host, or ``AWS_ENDPOINT_URL``), its Region, and its own credentials (its request signer's,
+    so a profile or an assumed role signs PromQL as it signs GetMetricData)."""
+    signer = cloudwatch._request_signer
+    return PromQLClient(
+        endpoint=cloudwatch.meta.endpoint_url,
+        region=cloudwatch.meta.region_name,
+        credentials=signer._credentials,
+    )
+
+
+def pages(
+    start: float, end: float, step: float, lookback_s: float
+) -> Iterator[tuple[float, float]]:
+    """(first, last) evaluation times of each page: whole steps, each page's scan (its span and
+    the lookback) at most ``MAX_SCAN_S``."""
+    steps_per_page = math.floor((MAX_SCAN_S - lookback_s) / step)
+    if steps_per_page < 0 or (steps_per_page == 0 and end > start):
+        raise PromQLLimitError(f"a lookback of {lookback_s:g} s leaves no room in a 24-hour scan")
+    steps_per_page = min(steps_per_page, MAX_POINTS_PER_SERIES - 1)
+    first = start
+    while first <= end:
+        last = min(end, first + steps_per_page * step)
+        yield first, last
+        first = last + step
+
+
+def _check_limit(limit: int) -> None:
+    if not 1 <= limit <= MAX_SERIES:
+        raise PromQLLimitError(f"limit {limit}: expected 1 to {MAX_SERIES}")
+
+
+def _stamp(seconds: float) -> str:
+    """A Unix timestamp the API takes ("RFC 3339 timestamp or a Unix timestamp"), to the
+    millisecond."""
+    return f"{seconds:.3f}"
+
+
+def quote_label(name: str) -> str:
+    """A label name as PromQL 3 writes it: bare where it is a legacy name, quoted otherwise
+    (``"@resource.k8s.pod.name"``): "A metric name that contains dots must be quoted"
+    ("PromQL querying", CloudWatch-PromQL-Querying.html), and label names alike."""
+    legacy = (
+        name
+        and (name[0].isalpha() or name[0] == "_")
+        and all(c.isalnum() or c == "_" for c in name)
+        and name.isascii()
+    )
+    return name if legacy else json.dumps(name)

@@ -1,0 +1,216 @@
+"""The GPU analyzer's reads in OTel Container Insights mode: which pod held which GPU of which
+node, hour by hour, from DCGM's own series read with PromQL.
+
+The add-on sends dcgm-exporter's series over OTLP under DCGM's names, each datapoint of a GPU
+in use labelled with the pod, namespace and node it runs on (the add-on chart's
+``_otel-container-insights-config.tpl``: ``groupbyattrs/cw_k8s_ci_v0_dcgm``,
+``transform/cw_k8s_ci_v0_dcgm_promote``, ``k8sattributes/cw_k8s_ci_v0_pod``), so a pod's GPU
+is an exact (node, GPU index) join: no power matching as in Classic (aws.resolve_nodes).
+CloudWatch exposes an OTLP resource attribute as ``@resource.<name>`` and a datapoint
+attribute bare ("PromQL querying", CloudWatch-PromQL-Querying.html: "attributes use a single-@
+scope prefix, for example, @resource.service.name. Datapoint attributes also support bare
+(un-prefixed) access").
+
+Per node and hour (range queries at a one-hour step, paged by ``lambdas.shared.promql``):
+
+- a pod's samples on a GPU (``count_over_time`` of DCGM_FI_DEV_GPU_UTIL): the share of the
+  hour it held the GPU, over the samples a full hour holds, which is the most common count of
+  a GPU's samples in an hour (every 30 s by default: 120);
+- a pod's mean power on the GPU and the GPU's own (DCGM_FI_DEV_POWER_USAGE, watts), which
+  with the exporter's percent of the limit give the pod's percent (aws.pod_power_percent);
+- the GPUs that reported at all (the node's Container Insights hours).
+
+A pod's controller (the Classic ``PodName``) is its Job's, Deployment's or DaemonSet's name
+where it has one (``k8s.job.name``, ``k8s.deployment.name``, ``k8s.daemonset.name``), its own
+name otherwise, from which workloads.job_of names its job as in Classic.
+"""
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from lambdas.shared.promql import PromQLClient, Series, quote_label
+from lambdas.training_analyzer.gpu_hours.attribution import GpuHour, GpuKey, Hold
+from lambdas.training_analyzer.gpu_hours.aws import (
+    HOUR,
+    Observed,
+    exporter_gpu_hours,
+    pod_power_percent,
+    samples_per_hour,
+)
+
+#: dcgm-exporter's metric names, as the add-on sends them.
+DCGM_UTIL: Final = "DCGM_FI_DEV_GPU_UTIL"
+DCGM_POWER: Final = "DCGM_FI_DEV_POWER_USAGE"
+#: The add-on scrapes DCGM every ``otelContainerInsights.metricResolution`` ("30s").
+SAMPLES_PER_HOUR: Final = 120
+#: Evaluated a millisecond before each hour's end, an hour's ``[1h]`` range holds that hour's
+#: samples, whether the engine's range is closed at its start (Prometheus 2) or open (3).
+_EDGE: Final = 0.001
+
+
+@dataclass(frozen=True)
+class DcgmLabels:
+    """The label names of a DCGM series where it is stored (CloudWatch's by default)."""
+
+    cluster: str = "@resource.k8s.cluster.name"
+    node: str = "@resource.k8s.node.name"
+    namespace: str = "@resource.k8s.namespace.name"
+    pod: str = "@resource.k8s.pod.name"
+    #: dcgm-exporter's own label: the GPU's index.
+    gpu: str = "gpu"
+    job: str = "@resource.k8s.job.name"
+    deployment: str = "@resource.k8s.deployment.name"
+    daemonset: str = "@resource.k8s.daemonset.name"
+
+    def owners(self) -> tuple[str, str, str]:
+        return self.job, self.deployment, self.daemonset
+
+
+CLOUDWATCH: Final = DcgmLabels()
+
+
+class OtelQueries:
+    """The PromQL the reader sends, built for one cluster and label naming."""
+
+    def __init__(self, cluster: str, labels: DcgmLabels = CLOUDWATCH) -> None:
+        self.labels = labels
+        self.cluster = cluster
+
+    def _select(self, metric: str, node: str | None = None, *, pods: bool = False) -> str:
+        q = quote_label
+        # ``__name__=`` selects by name in PromQL 2 and 3 alike (CloudWatch takes it:
+        # "{__name__="http.server.active_requests"}", CloudWatch-PromQL-API-QueryMetrics.html).
+        matchers = [
+            f"__name__={_string(metric)}",
+            f"{q(self.labels.cluster)}={_string(self.cluster)}",
+        ]
+        if node is not None:
+            matchers.append(f"{q(self.labels.node)}={_string(node)}")
+        if pods:
+            matchers.append(f'{q(self.labels.pod)}!=""')
+        return "{" + ", ".join(matchers) + "}[1h]"
+
+    def _by(self, *names: str) -> str:
+        return "by (" + ", ".join(quote_label(n) for n in names) + ")"
+
+    def _pod_keys(self) -> tuple[str, ...]:
+        return (self.labels.namespace, self.labels.pod, self.labels.gpu, *self.labels.owners())
+
+    def nodes(self) -> str:
+        return f"count {self._by(self.labels.node)} (count_over_time({self._select(DCGM_UTIL)}))"
+
+    def pod_samples(self, node: str) -> str:
+        return (
+            f"sum {self._by(*self._pod_keys())} "
+            f"(count_over_time({self._select(DCGM_UTIL, node, pods=True)}))"
+        )
+
+    def pod_watts(self, node: str) -> str:
+        return self._mean(self._select(DCGM_POWER, node, pods=True), self._pod_keys())
+
+    def gpu_samples(self, node: str) -> str:
+        by = self._by(self.labels.gpu)
+        return f"sum {by} (count_over_time({self._select(DCGM_UTIL, node)}))"
+
+    def gpu_watts(self, node: str) -> str:
+        return self._mean(self._select(DCGM_POWER, node), (self.labels.gpu,))
+
+    def _mean(self, selector: str, keys: Iterable[str]) -> str:
+        """The mean of every sample in the hour of each group (not a mean of means)."""
+        by = self._by(*keys)
+        return f"sum {by} (sum_over_time({selector})) / sum {by} (count_over_time({selector}))"
+
+
+def _string(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _hourly(series: Series) -> dict[int, float]:
+    return {round(t + _EDGE) - HOUR: v for t, v in series.points}
+
+
+def read_holds(
+    promql: PromQLClient,
+    cluster: str,
+    *,
+    start: float,
+    end: float,
+    gpu_hours: Iterable[GpuHour],
+    labels: DcgmLabels = CLOUDWATCH,
+) -> tuple[list[Hold], set[tuple[str, int]]]:
+    """Every pod's holds in [start, end) (whole hours) on the GPUs of every node DCGM reported,
+    and the (node, hour)s DCGM reported; ``gpu_hours`` (the exporter's) give each GPU's percent
+    of its limit."""
+    queries = OtelQueries(cluster, labels)
+    first, last = start + HOUR - _EDGE, end - _EDGE
+
+    def read(query: str) -> list[Series]:
+        return promql.query_range_paged(query, first, last, HOUR, lookback_s=HOUR)
+
+    nodes = sorted({s.labels.get(labels.node, "") for s in read(queries.nodes())} - {""})
+    percent = {(h.gpu.node, h.gpu.gpu, h.hour): h.power_utilization for h in gpu_hours}
+    holds: list[Hold] = []
+    reported: set[tuple[str, int]] = set()
+    gpu_counts: list[float] = []
+    per_node = []
+    for node in nodes:
+        gpu_watts = {
+            (s.labels.get(labels.gpu, ""), hour): watts
+            for s in read(queries.gpu_watts(node))
+            for hour, watts in _hourly(s).items()
+        }
+        for s in read(queries.gpu_samples(node)):
+            counts = _hourly(s)
+            gpu_counts += counts.values()
+            reported |= {(node, hour) for hour in counts}
+        samples = read(queries.pod_samples(node))
+        watts = {_key(s.labels, labels): _hourly(s) for s in read(queries.pod_watts(node))}
+        per_node.append((node, samples, watts, gpu_watts))
+    full_hour = samples_per_hour(gpu_counts) if gpu_counts else float(SAMPLES_PER_HOUR)
+    for node, samples, watts, gpu_watts in per_node:
+        for s in samples:
+            key = _key(s.labels, labels)
+            namespace, pod, gpu, controller = key
+            for hour, count in sorted(_hourly(s).items()):
+                pod_watts = watts.get(key, {}).get(hour)
+                holds.append(
+                    Hold(
+                        gpu=GpuKey(node, gpu),
+                        hour=hour,
+                        namespace=namespace,
+                        pod=pod,
+                        controller=controller,
+                        share=min(1.0, count / full_hour),
+                        power_utilization=pod_power_percent(
+                            pod_watts, gpu_watts.get((gpu, hour)), percent.get((node, gpu, hour))
+                        ),
+                    )
+                )
+    return holds, reported
+
+
+def _key(found: Mapping[str, str], labels: DcgmLabels) -> tuple[str, str, str, str]:
+    """(namespace, pod, GPU index, controller) of a pod's series: the controller is the pod's
+    own name where it has no Job, Deployment or DaemonSet, as Classic's PodName is."""
+    pod = found[labels.pod]
+    controller = next((found[o] for o in labels.owners() if found.get(o)), pod)
+    return found.get(labels.namespace, ""), pod, found.get(labels.gpu, ""), controller
+
+
+def observe_otel(
+    cloudwatch: Any,
+    promql: PromQLClient,
+    cluster: str,
+    *,
+    start: float,
+    end: float,
+    labels: DcgmLabels = CLOUDWATCH,
+) -> Observed:
+    """The window's GPU-hours as the exporter saw them (CloudWatch, as in Classic), and the
+    pods' holds as DCGM's labelled series give them: the same ``Observed`` as aws.observe."""
+    gpu_hours = exporter_gpu_hours(cloudwatch, cluster, start=start, end=end)
+    holds, reported = read_holds(
+        promql, cluster, start=start, end=end, gpu_hours=gpu_hours, labels=labels
+    )
+    return Observed(gpu_hours=gpu_hours, holds=holds, ci_node_hours=reported)
