@@ -99,3 +99,50 @@ def test_a_per_gpu_alarm_reads_only_metrics_the_table_shards() -> None:
         if q.metric in set(GpuMetric):
             assert set(q.schema) == set(gpu_schema(GpuMetric(q.metric))), q.metric
             assert GPU_METRIC_ROWS[GpuMetric(q.metric)].alarmed
+
+
+#: The README's unit words for each CloudWatch unit ("None" is a flag, watts or degrees).
+README_UNITS = {
+    "Percent": {"percent"},
+    "Bytes": {"bytes"},
+    "Count": {"count"},
+    "None": {"0/1", "watts", "°C"},
+}
+
+
+def _readme_rows() -> dict[str, list[str]]:
+    """The README's exporter metric table: metric -> (unit, meaning, published as, read by)."""
+    readme = (DATA.parents[1] / "README.md").read_text()
+    section = readme.split("### From the GPU exporter: namespace `GpuInsights`", 1)[1]
+    section = section.split("\n### ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| `") and len(cells) == 5:
+            rows[cells[0].strip("`")] = cells[1:]
+    return rows
+
+
+def test_the_readmes_metric_table_says_what_the_table_does() -> None:
+    """Every per-GPU reading has a README row whose unit, role, Shard, cluster copy and
+    Container Insights equivalent are the table's; the XID events are named in its prose."""
+    rows = _readme_rows()
+    readme = (DATA.parents[1] / "README.md").read_text()
+    for row in GPU_METRICS:
+        name = str(row.metric)
+        if row.role is Role.EVENT:
+            assert f"`{name}` (count" in readme, name
+            continue
+        assert name in rows, f"{name} has no row in the README's metric table"
+        unit, _, published, read_by = rows[name]
+        assert unit in README_UNITS[row.unit], (name, unit)
+        assert (published == "property") is (row.role is Role.PROPERTY), name
+        assert ("every cycle" in published) is (row.role is Role.CYCLE), name
+        assert ("only in hours it is non-zero" in published) is (row.role is Role.FAULT), name
+        assert ("with `Shard`" in published) is row.alarmed, name
+        assert ("per cluster" in published) is row.cluster, name
+        if row.container_insights is not None:
+            assert f"Container Insights `{row.container_insights}`" in read_by, name
+    exporter = {str(m) for m in GpuMetric}
+    listed = {n for n in rows if n.startswith("gpu_") and n not in exporter}
+    assert listed == {"gpu_silent", "gpu_silent_nodes"}  # the silence check's, not the exporter's
