@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Final
 
 from benchmarks import wire
 from lambdas.shared.metric_fetcher import (
+    MetricQuery,
     add_series,
     cost_usd,
     fetch,
@@ -29,9 +30,16 @@ from lambdas.shared.metric_fetcher import (
     sum_terms,
     window_period,
 )
-from lambdas.storage_analyzer.aws import VolumeScope, discover_volumes, volume_queries
-from lambdas.storage_analyzer.ebs_analysis import VolumeMetrics, analyze_volume
-from lambdas.storage_analyzer.ebs_plan import SCREENED, passes
+from lambdas.storage_analyzer.aws import VolumeScope, discover_volumes
+from lambdas.storage_analyzer.ebs_analysis import Volume, VolumeMetrics, analyze_volume
+from lambdas.storage_analyzer.ebs_plan import (
+    BURSTING_TYPES,
+    HOURLY,
+    HOURLY_STAT,
+    NAMESPACE,
+    SCREENED,
+    passes,
+)
 from lambdas.storage_analyzer.run import analyze_storage
 
 VOLUMES = 10_000
@@ -55,6 +63,31 @@ MIX: Final = (
     ("low_credit", 5),  # a gp2 volume whose burst credits ran out (the window minimum)
 )
 _BY_PERCENT: Final = [name for name, percent in MIX for _ in range(percent)]
+
+
+#: The baseline plan's hourly sums (field of VolumeMetrics, metric): what ebs_plan reads as
+#: two metric math totals. The deployed analyzer never runs this plan; only this benchmark
+#: measures it, against ebs_plan's.
+BASELINE_SUMS: Final = (
+    ("read_ops", "VolumeReadOps"),
+    ("write_ops", "VolumeWriteOps"),
+    ("read_bytes", "VolumeReadBytes"),
+    ("write_bytes", "VolumeWriteBytes"),
+)
+
+
+def volume_queries(volume: Volume) -> list[MetricQuery]:
+    """The baseline plan: every series ebs_plan reads, each hourly over the whole window
+    (the screened ones at the statistic ebs_plan reads them hourly at), no screens."""
+    dims = (("VolumeId", volume.volume_id),)
+    series = [(f, m, "Sum") for f, m in BASELINE_SUMS]
+    series += [(f, m, HOURLY_STAT[f]) for f, m, _ in SCREENED]
+    if volume.volume_type in BURSTING_TYPES:
+        series.append(("burst_balance", "BurstBalance", "Minimum"))
+    return [
+        MetricQuery((volume.volume_id, field), NAMESPACE, metric, dims, stat, HOURLY)
+        for field, metric, stat in series
+    ]
 
 
 def pattern_of(index: int) -> str:

@@ -48,8 +48,12 @@ from lambdas.shared.shards import (
     TRAINING_SHARD_JOBS,
     FunctionSize,
 )
+from lambdas.shared.thresholds import (
+    LOW_POWER_PERCENT,
+    LOW_POWER_WINDOW_MINUTES,
+    THROTTLE_WINDOW_MINUTES,
+)
 from lambdas.storage_analyzer.aws import VolumeScope
-from lambdas.training_analyzer.gpu_hours.attribution import LOW_POWER_PERCENT
 from lambdas.training_analyzer.gpu_prices import gpu_hour_price
 
 #: GPUs the per-GPU alarms are sized for unless ``fleet_gpus`` says otherwise (one shard).
@@ -133,8 +137,8 @@ class Settings:
     kubectl_security_group_id: str | None = None
     #: A GPU in use drawing under this share of its power limit for the window is not working.
     low_power_percent: float = LOW_POWER_PERCENT
-    low_power_window_minutes: int = 60
-    throttle_window_minutes: int = 30
+    low_power_window_minutes: int = LOW_POWER_WINDOW_MINUTES
+    throttle_window_minutes: int = THROTTLE_WINDOW_MINUTES
     #: GPUs the fleet may grow to: sizes the alarm shards (alarms.sizing: ceil(GPUs / 400),
     #: one alarm per shard per per-GPU alarm kind). Changing it re-shards exporter and alarms.
     fleet_gpus: int = DEFAULT_FLEET_GPUS

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from moto import mock_aws
 
+from cdk.alarms.annotations import alarm_lines
 from cdk.alarms.catalog import gpu_alarms
 from cdk.alarms.model import AlarmSpec, InsightsQuery
 from cdk.function_configs import silence_config
@@ -406,7 +407,7 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
             result.files.append(out_dir / "report.png")
         alarm_names = [spec.alarm_name(settings.cluster_name) for spec in specs]
         result.dashboards = write_dashboards(
-            settings.cluster_name, list(STORAGE_BUCKETS), alarm_names, out_dir
+            settings.cluster_name, list(STORAGE_BUCKETS), alarm_names, out_dir, alarm_lines(specs)
         )
         result.files += result.dashboards
         if result.exporter is not None and result.exporter.emf_path is not None:
@@ -419,6 +420,7 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
                 node=NODE,
                 buckets=list(STORAGE_BUCKETS),
                 exporter_interval_s=int(INTERVAL_S),
+                alarm_lines=alarm_lines(specs),
                 cloudwatch=clients["cloudwatch"],
                 window=(
                     datetime.fromtimestamp(STORAGE_END - 8 * 86_400, UTC),

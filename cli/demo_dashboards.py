@@ -12,6 +12,7 @@ from typing import Any, Final
 from cli.backtest.dashboards import WidgetView, evaluate_body
 from cli.backtest.history import Sample, read_history, samples_from_emf
 from dashboards.bodies import all_dashboards, training_jobs
+from dashboards.widgets import AlarmLine
 from gpu_insights_agent.contract.metrics import (
     CI_NODE_GPU_METRICS,
     DIM_CLUSTER,
@@ -121,9 +122,15 @@ def dashboard_views(
     buckets: Sequence[str],
     alarm_arns: Sequence[str],
     exporter_interval_s: int,
+    alarm_lines: Sequence[AlarmLine] = (),
 ) -> list[DashboardView]:
     bodies = all_dashboards(
-        cluster, buckets, alarm_arns, "us-east-1", exporter_interval_s=exporter_interval_s
+        cluster,
+        buckets,
+        alarm_arns,
+        "us-east-1",
+        exporter_interval_s=exporter_interval_s,
+        alarm_lines=alarm_lines,
     )
     # The demo's jobs run under their own cluster name: their dashboard is built for it.
     training = training_jobs(training_cluster, "us-east-1")
@@ -144,6 +151,7 @@ def demo_dashboard_views(
     node: str,
     buckets: Sequence[str],
     exporter_interval_s: int,
+    alarm_lines: Sequence[AlarmLine] = (),
     cloudwatch: Any = None,
     window: tuple[datetime, datetime] | None = None,
 ) -> list[DashboardView]:
@@ -161,6 +169,7 @@ def demo_dashboard_views(
         buckets=buckets,
         alarm_arns=[],
         exporter_interval_s=exporter_interval_s,
+        alarm_lines=alarm_lines,
     )
 
 

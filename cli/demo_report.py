@@ -6,7 +6,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,6 +20,7 @@ from cli.demo_exporter import INTERVAL_S
 from cli.demo_storage import END, REPORT_BUCKET, environment
 from cli.service_answers import Params, answer
 from dashboards.bodies import all_dashboards, encode
+from dashboards.widgets import AlarmLine
 from lambdas.weekly_report import handler as report_handler
 from lambdas.weekly_report.config import ReportConfig
 from lambdas.weekly_report.handler import report_prefix
@@ -179,13 +180,20 @@ def render_png(page: Path, png: Path, *, width: int = 900, height: int | None = 
 
 
 def write_dashboards(
-    cluster: str, buckets: list[str], alarm_names: list[str], out_dir: Path
+    cluster: str,
+    buckets: list[str],
+    alarm_names: list[str],
+    out_dir: Path,
+    lines: Sequence[AlarmLine] = (),
 ) -> list[Path]:
+    """The dashboard bodies as the app deploys them, with the alarms' ``lines`` drawn."""
     folder = out_dir / "dashboards"
     folder.mkdir(parents=True, exist_ok=True)
     arns = [f"arn:aws:cloudwatch:us-east-1:123456789012:alarm:{name}" for name in alarm_names]
     paths = []
-    for name, body in all_dashboards(cluster, buckets, arns, "us-east-1").items():
+    for name, body in all_dashboards(
+        cluster, buckets, arns, "us-east-1", alarm_lines=lines
+    ).items():
         path = folder / f"{name}.json"
         path.write_text(json.dumps(json.loads(encode(body)), indent=2) + "\n")
         paths.append(path)

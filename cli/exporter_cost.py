@@ -14,7 +14,7 @@ from gpu_insights_agent.contract.metrics import (
     CLUSTER_METRICS,
     CYCLE_METRICS,
     FAULT_METRICS,
-    GpuMetric,
+    GPU_READINGS,
 )
 
 PRICES_AS_OF: Final = f"us-east-1 list prices read {READ} (cli/prices.py cites each page)"
@@ -46,9 +46,12 @@ class Layout:
     emf_bytes_per_gpu_cycle: int
 
 
-#: Every reading per GPU and per cluster, every hour (the exporter until issue 14).
+#: Every reading per GPU and per cluster, every hour (the exporter until issue 14): each
+#: reading of the metric table whatever its role, XID events aside (they come when an XID
+#: does, before as after), so a new reading adds a series to both layouts and a new event
+#: metric to neither.
 BEFORE: Final = Layout(
-    "every reading per GPU and per cluster", len(GpuMetric) - 2, len(GpuMetric) - 2, 0, 1482
+    "every reading per GPU and per cluster", len(GPU_READINGS), len(GPU_READINGS), 0, 1482
 )
 #: Per GPU what only the exporter gives and something reads; per cluster what the report and
 #: the fleet dashboard read; faults only in their hours; the rest as properties of the line.

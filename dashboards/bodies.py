@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from dashboards.metrics_insights import insights_sql
 from dashboards.widgets import (
+    AlarmLine,
     Widget,
     alarms,
     expression_row,
@@ -73,6 +74,9 @@ OUTLIERS: Final = 10
 #: Lines a node widget draws: more GPUs than any EC2 instance has.
 GPUS_PER_NODE_MAX: Final = 16
 WEEK_S: Final = 7 * 86400
+#: The period of the per-GPU widgets (the dashboards' ``periodOverride`` is ``inherit``, so
+#: CloudWatch keeps it whatever the time range).
+GPU_WIDGET_PERIOD_S: Final = 300
 
 
 COUNT_REPORTING: Final = "GPUs reporting"
@@ -172,8 +176,36 @@ def _gpu_query(
     )
 
 
-def _outliers(title: str, sql: str, *, y_max: float | None = None) -> Widget:
-    return metric_widget(title, [expression_row(sql, id="q")], width=8, y_max=y_max)
+def _outliers(
+    title: str,
+    sql: str,
+    *,
+    y_max: float | None = None,
+    annotations: Sequence[dict[str, Any]] = (),
+) -> Widget:
+    return metric_widget(
+        title,
+        [expression_row(sql, id="q")],
+        width=8,
+        y_max=y_max,
+        period=GPU_WIDGET_PERIOD_S,
+        annotations=annotations,
+    )
+
+
+def _drawn(
+    lines: Sequence[AlarmLine], metric: GpuMetric, function: str, interval_s: int
+) -> list[dict[str, Any]]:
+    """The alarm lines a per-GPU widget of ``metric`` draws (none where Container Insights'
+    series stands in for the metric: the alarms read the exporter's)."""
+    if metric in CI_NODE_GPU_METRICS:
+        return []
+    drawn = (
+        line.annotation(function, GPU_WIDGET_PERIOD_S, interval_s)
+        for line in lines
+        if line.metric == str(metric)
+    )
+    return [a for a in drawn if a is not None]
 
 
 def _single(title: str, rows: Sequence[list[Any]], period: int) -> Widget:
@@ -201,9 +233,26 @@ def _count(title: str, cluster: str, metric: GpuMetric, interval_s: int) -> Widg
     )
 
 
-def gpu_fleet(cluster: str, region: str, exporter_interval_s: int = 10) -> dict[str, Any]:
-    """Counts and fleet aggregates, then the ten worst GPUs or nodes per question."""
+def gpu_fleet(
+    cluster: str,
+    region: str,
+    exporter_interval_s: int = 10,
+    alarm_lines: Sequence[AlarmLine] = (),
+) -> dict[str, Any]:
+    """Counts and fleet aggregates, then the ten worst GPUs or nodes per question; the alarms'
+    thresholds drawn on the widgets of their metrics (``alarm_lines``)."""
     g = GpuMetric
+
+    def worst(
+        title: str, metric: GpuMetric, function: str, order: str, y_max: float | None = None
+    ) -> Widget:
+        return _outliers(
+            title,
+            _gpu_query(cluster, metric, function, order),
+            y_max=y_max,
+            annotations=_drawn(alarm_lines, metric, function, exporter_interval_s),
+        )
+
     c = [(DIM_CLUSTER, cluster)]
     held = insights_sql(
         NAMESPACE_WASTE, WASTE_DIMENSIONS, str(WasteMetric.HELD_NOT_WORKING), "SUM", c
@@ -271,21 +320,13 @@ def gpu_fleet(cluster: str, region: str, exporter_interval_s: int = 10) -> dict[
                 ),
             ],
             [
-                _outliers(
-                    OUTLIER_LOW_POWER,
-                    _gpu_query(cluster, g.ALLOCATED_POWER_UTILIZATION, "AVG", "ASC"),
-                    y_max=100,
-                ),
-                _outliers(
-                    OUTLIER_LOW_SM, _gpu_query(cluster, g.SM_ACTIVE, "AVG", "ASC"), y_max=100
-                ),
-                _outliers(OUTLIER_HOT, _gpu_query(cluster, g.TEMPERATURE, "MAX", "DESC")),
+                worst(OUTLIER_LOW_POWER, g.ALLOCATED_POWER_UTILIZATION, "AVG", "ASC", 100),
+                worst(OUTLIER_LOW_SM, g.SM_ACTIVE, "AVG", "ASC", 100),
+                worst(OUTLIER_HOT, g.TEMPERATURE, "MAX", "DESC"),
             ],
             [
-                _outliers(OUTLIER_THERMAL, _gpu_query(cluster, g.THROTTLED_THERMAL, "SUM", "DESC")),
-                _outliers(
-                    OUTLIER_POWER_BRAKE, _gpu_query(cluster, g.THROTTLED_POWER, "SUM", "DESC")
-                ),
+                worst(OUTLIER_THERMAL, g.THROTTLED_THERMAL, "SUM", "DESC"),
+                worst(OUTLIER_POWER_BRAKE, g.THROTTLED_POWER, "SUM", "DESC"),
                 _outliers(
                     OUTLIER_XID_NODES,
                     insights_sql(
@@ -305,8 +346,14 @@ def gpu_fleet(cluster: str, region: str, exporter_interval_s: int = 10) -> dict[
     )
 
 
-def gpu_node(cluster: str, region: str) -> dict[str, Any]:
-    """One node's GPUs line by line (at most ``GPUS_PER_NODE_MAX`` a widget)."""
+def gpu_node(
+    cluster: str,
+    region: str,
+    exporter_interval_s: int = 10,
+    alarm_lines: Sequence[AlarmLine] = (),
+) -> dict[str, Any]:
+    """One node's GPUs line by line (at most ``GPUS_PER_NODE_MAX`` a widget), the alarms'
+    thresholds drawn on the widgets of their metrics (``alarm_lines``)."""
     g = GpuMetric
 
     def per_gpu(
@@ -321,7 +368,14 @@ def gpu_node(cluster: str, region: str) -> dict[str, Any]:
             node=NODE_PATTERN,
             limit=GPUS_PER_NODE_MAX,
         )
-        return metric_widget(title, [expression_row(sql, id="q", label="GPU")], width=8, **kw)
+        return metric_widget(
+            title,
+            [expression_row(sql, id="q", label="GPU")],
+            width=8,
+            period=GPU_WIDGET_PERIOD_S,
+            annotations=_drawn(alarm_lines, metric, function, exporter_interval_s),
+            **kw,
+        )
 
     xids = insights_sql(
         NAMESPACE_GPU,
@@ -577,11 +631,14 @@ def all_dashboards(
     region: str,
     *,
     exporter_interval_s: int = 10,
+    alarm_lines: Sequence[AlarmLine] = (),
 ) -> dict[str, dict[str, Any]]:
-    """Dashboard name -> body, for the CDK app and the demo."""
+    """Dashboard name -> body, for the CDK app and the demo; ``alarm_lines`` are the deployed
+    alarms' thresholds (cdk/alarms/annotations.py), drawn on the widgets of their metrics."""
+    lines, interval = alarm_lines, exporter_interval_s
     return {
-        dashboard_name(cluster, "gpu-fleet"): gpu_fleet(cluster, region, exporter_interval_s),
-        dashboard_name(cluster, NODE_DASHBOARD): gpu_node(cluster, region),
+        dashboard_name(cluster, "gpu-fleet"): gpu_fleet(cluster, region, interval, lines),
+        dashboard_name(cluster, NODE_DASHBOARD): gpu_node(cluster, region, interval, lines),
         dashboard_name(cluster, "training"): training_jobs(cluster, region),
         dashboard_name(cluster, "storage"): storage(cluster, buckets, region),
         dashboard_name(cluster, "findings"): findings_and_alarms(cluster, alarm_arns, region),

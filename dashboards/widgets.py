@@ -5,6 +5,50 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 GRID_COLUMNS: Final = 24
+#: Metrics Insights functions whose value is in the metric's own unit (a SUM counts samples).
+LEVELS: Final = frozenset({"AVG", "MIN", "MAX"})
+
+
+@dataclass(frozen=True)
+class AlarmLine:
+    """An alarm's threshold, drawn as a horizontal annotation on each widget that shows the
+    metric the alarm reads, as cdk-monitoring-constructs draws its alarms (the alarm's
+    ``toAnnotation()``: its threshold and a label, shaded on the alarming side, "above" for a
+    greater-than alarm and "below" for a less-than one: cdklabs/cdk-monitoring-constructs
+    lib/common/alarm/IAlarmAnnotationStrategy.ts). Built by the caller from the alarm catalog
+    (cdk/alarms/annotations.py): dashboards/ knows no alarm."""
+
+    #: The metric the alarm reads, in its Metrics Insights function over ``period_s``.
+    metric: str
+    function: str
+    period_s: int
+    threshold: float
+    #: Names the alarm.
+    label: str
+    #: "above" or "below": the side of the line where the alarm breaches.
+    fill: str
+
+    def annotation(self, function: str, period_s: int, interval_s: int) -> dict[str, Any] | None:
+        """The line on a widget that reads the metric with ``function`` over ``period_s``, in
+        the widget's unit, or None where the widget's values and the threshold do not compare:
+        a level (AVG, MIN, MAX) against a level, or a widget's SUM of samples against an
+        alarm's AVG over the same period (the share times the samples a period holds, one
+        per exporter interval). A horizontal annotation is ``{value, label, color, fill,
+        yAxis, visible}`` ("Dashboard Widget Object: Annotation Properties",
+        https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/CloudWatch-Dashboard-Body-Structure.html#CloudWatch-Dashboard-Properties-Annotation-Format)."""
+        if function in LEVELS and self.function in LEVELS:
+            value = self.threshold
+        elif function == "SUM" and self.function == "AVG" and period_s == self.period_s:
+            samples = period_s / interval_s
+            value = self.threshold * samples
+            return {
+                "value": value,
+                "label": f"{self.label} ({value:g} of {samples:g} samples)",
+                "fill": self.fill,
+            }
+        else:
+            return None
+        return {"value": value, "label": self.label, "fill": self.fill}
 
 
 @dataclass(frozen=True)
@@ -127,8 +171,10 @@ def metric_widget(
     height: int = 6,
     y_max: float | None = None,
     stat: str | None = None,
+    annotations: Sequence[dict[str, Any]] = (),
 ) -> Widget:
-    """A metric widget over explicit rows: metrics, SQL queries and math expressions."""
+    """A metric widget over explicit rows: metrics, SQL queries and math expressions; with
+    ``annotations``, horizontal lines (``AlarmLine.annotation``)."""
     properties: dict[str, Any] = {
         "title": title,
         "view": view,
@@ -137,6 +183,8 @@ def metric_widget(
     }
     if stat is not None:
         properties["stat"] = stat
+    if annotations:
+        properties["annotations"] = {"horizontal": list(annotations)}
     if view == "timeSeries":
         properties["stacked"] = False
         y_axis: dict[str, Any] = {"left": {"min": 0, "showUnits": False}}

@@ -42,7 +42,11 @@ from gpu_insights_agent.contract.metrics import (
     GpuMetric,
     host_log_namespace,
 )
-from lambdas.training_analyzer.gpu_hours.attribution import LOW_POWER_PERCENT
+from lambdas.shared.thresholds import (
+    LOW_POWER_PERCENT,
+    LOW_POWER_WINDOW_MINUTES,
+    THROTTLE_WINDOW_MINUTES,
+)
 
 #: Metrics Insights alarms look back at most three hours.
 MAX_INSIGHTS_WINDOW_MINUTES = MAX_WINDOW_MINUTES
@@ -62,8 +66,8 @@ class AlarmSettings:
     cluster_name: str
     #: A GPU in use drawing under this share of its power limit is not working.
     low_power_percent: float = LOW_POWER_PERCENT
-    low_power_window_minutes: int = 60
-    throttle_window_minutes: int = 30
+    low_power_window_minutes: int = LOW_POWER_WINDOW_MINUTES
+    throttle_window_minutes: int = THROTTLE_WINDOW_MINUTES
     #: The exporter publishes power against the limit; without it the alarm needs the
     #: instance type to know the limit.
     exporter: bool = True

@@ -5,6 +5,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from cdk.alarms.annotations import alarm_lines
 from cdk.alarms.catalog import deployed_alarms
 from cdk.constructs.agent_log_group import AgentLogGroup
 from cdk.constructs.alarm_topics import AlarmTopics
@@ -116,6 +117,7 @@ class AlarmsStack(DeploymentStack):
                     alarm_arns,
                     self.region,
                     exporter_interval_s=settings.exporter_interval_seconds,
+                    alarm_lines=alarm_lines(specs),
                 ).items()
             )
         ]

@@ -25,20 +25,8 @@ from lambdas.shared.cluster_tags import cluster_tag
 from lambdas.shared.metric_fetcher import MetricQuery
 from lambdas.storage_analyzer.ebs_analysis import Volume
 
+#: The S3 request metrics' period. The EBS queries are lambdas/storage_analyzer/ebs_plan.py's.
 PERIOD_S: Final = 3600
-#: Burst balance exists only for volumes that burst.
-BURSTING_TYPES: Final = frozenset({"gp2", "st1", "sc1"})
-
-#: (field of VolumeMetrics, CloudWatch metric, statistic)
-VOLUME_METRICS: Final = (
-    ("read_ops", "VolumeReadOps", "Sum"),
-    ("write_ops", "VolumeWriteOps", "Sum"),
-    ("read_bytes", "VolumeReadBytes", "Sum"),
-    ("write_bytes", "VolumeWriteBytes", "Sum"),
-    ("queue_length", "VolumeQueueLength", "Average"),
-    ("iops_exceeded", "VolumeIOPSExceededCheck", "Maximum"),
-    ("throughput_exceeded", "VolumeThroughputExceededCheck", "Maximum"),
-)
 BUCKET_METRICS: Final = (
     ("first_byte_p99_ms", "FirstByteLatency", "p99"),
     ("total_latency_p99_ms", "TotalRequestLatency", "p99"),
@@ -144,28 +132,6 @@ def discover_volumes(ec2: Any, *, cluster: str, scope: VolumeScope) -> list[Volu
         if raw["VolumeId"] not in found and not _names_a_cluster(raw):
             found[raw["VolumeId"]] = _volume(raw, cluster_confirmed=False)
     return sorted(found.values(), key=lambda v: v.volume_id)
-
-
-def volume_queries(volume: Volume) -> list[MetricQuery]:
-    """Every series hourly: the plan before the datapoint floor (ebs_plan), which
-    ``make bench`` measures as the baseline."""
-    dims = (("VolumeId", volume.volume_id),)
-    queries = [
-        MetricQuery((volume.volume_id, field), "AWS/EBS", metric, dims, stat, PERIOD_S)
-        for field, metric, stat in VOLUME_METRICS
-    ]
-    if volume.volume_type in BURSTING_TYPES:
-        queries.append(
-            MetricQuery(
-                (volume.volume_id, "burst_balance"),
-                "AWS/EBS",
-                "BurstBalance",
-                dims,
-                "Minimum",
-                PERIOD_S,
-            )
-        )
-    return queries
 
 
 def request_metric_filters(s3: Any, bucket: str) -> list[str]:

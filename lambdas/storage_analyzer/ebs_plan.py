@@ -28,6 +28,7 @@ TOTAL: Final = "FILL({0}, 0) + FILL({1}, 0)"
 #: before the volume existed too (VolumeMetrics.since cuts those).
 FILLED: Final = ("read_ops", "read_bytes")
 NAMESPACE: Final = "AWS/EBS"
+#: Burst balance exists only for volumes that burst.
 BURSTING_TYPES: Final = frozenset({"gp2", "st1", "sc1"})
 #: (field of VolumeMetrics, metric of the window screen, its statistic)
 SCREENED: Final = (

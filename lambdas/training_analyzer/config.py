@@ -16,7 +16,8 @@ from lambdas.shared.config import (
 )
 from lambdas.shared.container_insights_mode import DEFAULT_MODE, ContainerInsightsMode
 from lambdas.shared.shards import LOOKBACK_DAYS, TRAINING_SHARD_JOBS
-from lambdas.training_analyzer.gpu_hours.attribution import LOW_POWER_PERCENT, Thresholds
+from lambdas.shared.thresholds import LOW_POWER_PERCENT
+from lambdas.training_analyzer.gpu_hours.attribution import Thresholds
 from lambdas.training_analyzer.gpu_prices import gpu_hour_price
 
 

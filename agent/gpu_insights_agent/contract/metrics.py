@@ -231,26 +231,118 @@ class GpuMetric(StrEnum):
     HEALTHY = "gpu_healthy"
 
 
-#: CloudWatch units (EMF accepts only CloudWatch's unit names; watts and degrees are "None").
-GPU_METRIC_UNITS: Final[dict[GpuMetric, str]] = {
-    GpuMetric.POWER_DRAW: "None",
-    GpuMetric.POWER_LIMIT: "None",
-    GpuMetric.POWER_UTILIZATION: "Percent",
-    GpuMetric.ALLOCATED_POWER_UTILIZATION: "Percent",
-    GpuMetric.UTILIZATION: "Percent",
-    GpuMetric.MEMORY_USED: "Bytes",
-    GpuMetric.TEMPERATURE: "None",
-    GpuMetric.SM_ACTIVE: "Percent",
-    GpuMetric.SM_OCCUPANCY: "Percent",
-    GpuMetric.TENSOR_ACTIVE: "Percent",
-    GpuMetric.XID_ERRORS: "Count",
-    GpuMetric.XID_FATAL_ERRORS: "Count",
-    GpuMetric.ECC_UNCORRECTED: "Count",
-    GpuMetric.ROW_REMAP_PENDING: "None",
-    GpuMetric.THROTTLED_POWER: "None",
-    GpuMetric.THROTTLED_THERMAL: "None",
-    GpuMetric.HEALTHY: "None",
+class Role(StrEnum):
+    """How the exporter sends a per-GPU reading (what it costs follows from it, ``cost``)."""
+
+    #: A metric per GPU in every cycle (and a cluster copy where ``cluster``).
+    CYCLE = "per cycle"
+    #: A metric per GPU only in the clock hours it is non-zero (exporter.fault_gate).
+    FAULT = "fault gauge"
+    #: Not a metric: a property of the GPU's EMF line (Logs Insights reads it, free of a metric).
+    PROPERTY = "property"
+    #: A metric the moment it happens (XID events), with ``XID_DIMENSION_SETS``.
+    EVENT = "event"
+
+
+class CostClass(StrEnum):
+    """What CloudWatch bills a reading as ("metrics are prorated by the hour",
+    https://aws.amazon.com/cloudwatch/pricing/)."""
+
+    #: A custom metric every hour of the month.
+    HOURLY = "custom metric, every hour"
+    #: A custom metric in the hours it is published only.
+    FAULT_HOURS = "custom metric, its non-zero hours"
+    #: A custom metric once the event has happened.
+    ON_EVENT = "custom metric, once it happens"
+    #: Log ingestion only.
+    LOG_ONLY = "log bytes only"
+
+
+_COST: Final[dict[Role, CostClass]] = {
+    Role.CYCLE: CostClass.HOURLY,
+    Role.FAULT: CostClass.FAULT_HOURS,
+    Role.EVENT: CostClass.ON_EVENT,
+    Role.PROPERTY: CostClass.LOG_ONLY,
 }
+
+
+class GpuMetricRow:
+    """One row of the exporter's metric table (``GPU_METRICS``): everything the exporter,
+    alarms, dashboards, cost model and README know about one per-GPU reading."""
+
+    __slots__ = ("alarmed", "cluster", "container_insights", "metric", "role", "unit")
+
+    def __init__(
+        self,
+        metric: GpuMetric,
+        unit: str,
+        role: Role,
+        *,
+        alarmed: bool = False,
+        cluster: bool = False,
+        container_insights: Optional[str] = None,
+    ) -> None:
+        #: The metric's name.
+        self.metric = metric
+        #: Its CloudWatch unit (EMF accepts only CloudWatch's unit names; watts and degrees
+        #: are "None").
+        self.unit = unit
+        self.role = role
+        #: A per-GPU multi time series alarm reads it: its per-GPU series carry ``Shard``.
+        self.alarmed = alarmed
+        #: It has a per-cluster series too (``ClusterName`` alone).
+        self.cluster = cluster
+        #: Container Insights' per-GPU metric of the same reading (``CI_NODE_GPU_SCHEMA``),
+        #: which dashboards read instead.
+        self.container_insights = container_insights
+
+    @property
+    def cost(self) -> CostClass:
+        return _COST[self.role]
+
+    def __repr__(self) -> str:
+        return f"GpuMetricRow({self.metric!s}, {self.unit}, {self.role!s})"
+
+
+_R = GpuMetricRow
+G = GpuMetric
+#: The exporter's per-GPU metrics, one row each. The sets, schemas and dimension sets below,
+#: the cost model (cli/cost.py), the alarms' invariants and the README's metric table are
+#: derived from or checked against these rows (tests/unit/agent/contract/test_metrics.py).
+GPU_METRICS: Final[tuple[GpuMetricRow, ...]] = (
+    _R(G.POWER_UTILIZATION, "Percent", Role.CYCLE, cluster=True),
+    _R(G.ALLOCATED_POWER_UTILIZATION, "Percent", Role.CYCLE, alarmed=True, cluster=True),
+    _R(G.SM_ACTIVE, "Percent", Role.CYCLE, cluster=True),
+    _R(G.HEALTHY, "None", Role.CYCLE, alarmed=True, cluster=True),
+    _R(G.THROTTLED_THERMAL, "None", Role.FAULT, alarmed=True),
+    _R(G.THROTTLED_POWER, "None", Role.FAULT, alarmed=True),
+    _R(G.ECC_UNCORRECTED, "Count", Role.FAULT, alarmed=True),
+    _R(G.ROW_REMAP_PENDING, "None", Role.FAULT),
+    _R(G.POWER_DRAW, "None", Role.PROPERTY, container_insights=CI_NODE_GPU_POWER_METRIC),
+    _R(G.UTILIZATION, "Percent", Role.PROPERTY, container_insights="node_gpu_utilization"),
+    _R(G.MEMORY_USED, "Bytes", Role.PROPERTY, container_insights="node_gpu_memory_used"),
+    _R(G.TEMPERATURE, "None", Role.PROPERTY, container_insights="node_gpu_temperature"),
+    _R(G.POWER_LIMIT, "None", Role.PROPERTY),
+    _R(G.SM_OCCUPANCY, "Percent", Role.PROPERTY),
+    _R(G.TENSOR_ACTIVE, "Percent", Role.PROPERTY),
+    _R(G.XID_ERRORS, "Count", Role.EVENT, cluster=True),
+    #: XID errors whose code needs action (contract.xid): one alarm covers every code.
+    _R(G.XID_FATAL_ERRORS, "Count", Role.EVENT, cluster=True),
+)
+del _R, G
+GPU_METRIC_ROWS: Final[dict[GpuMetric, GpuMetricRow]] = {r.metric: r for r in GPU_METRICS}
+
+
+def _where(role: Optional[Role] = None, **flags: bool) -> "frozenset[GpuMetric]":
+    return frozenset(
+        r.metric
+        for r in GPU_METRICS
+        if (role is None or r.role is role) and all(getattr(r, k) == v for k, v in flags.items())
+    )
+
+
+#: CloudWatch units, by metric.
+GPU_METRIC_UNITS: Final[dict[GpuMetric, str]] = {r.metric: r.unit for r in GPU_METRICS}
 
 #: Dimension sets of per-GPU readings: one series per GPU, and one per cluster, so that
 #: alarms can watch the whole fleet without one alarm per node.
@@ -261,59 +353,44 @@ GPU_DIMENSION_SETS: Final[tuple[tuple[str, ...], ...]] = (
 #: The per-GPU metrics that the multi time series alarms query: their per-GPU series carry the
 #: GPU's alarm shard as well (one extra dimension, no extra series), so one alarm per shard
 #: returns at most 500 series. Their cluster series is unchanged.
-ALARM_METRICS: Final = frozenset(
-    {
-        GpuMetric.ALLOCATED_POWER_UTILIZATION,
-        GpuMetric.HEALTHY,
-        GpuMetric.THROTTLED_THERMAL,
-        GpuMetric.THROTTLED_POWER,
-        GpuMetric.ECC_UNCORRECTED,
-    }
-)
+ALARM_METRICS: Final = _where(alarmed=True)
 ALARM_DIMENSION_SETS: Final[tuple[tuple[str, ...], ...]] = (
     (DIM_CLUSTER, DIM_NODE, DIM_GPU_INDEX, DIM_SHARD),
     (DIM_CLUSTER,),
 )
-
-
 #: What the exporter publishes per GPU every cycle: what no other source gives and that the
 #: alarms (low power, lost GPU), the GPU-hour attribution (lambdas/training_analyzer/gpu_hours)
 #: or the weekly report read.
-CYCLE_METRICS: Final = frozenset(
-    {
-        GpuMetric.POWER_UTILIZATION,
-        GpuMetric.ALLOCATED_POWER_UTILIZATION,
-        GpuMetric.SM_ACTIVE,
-        GpuMetric.HEALTHY,
-    }
-)
+CYCLE_METRICS: Final = _where(Role.CYCLE)
 #: Fault gauges: per GPU only, and only in the clock hours they are non-zero, from the alarm
 #: period of their first non-zero sample (tests/oracles/sparse.py proves the alarms read the same).
-FAULT_METRICS: Final = frozenset(
-    {
-        GpuMetric.ECC_UNCORRECTED,
-        GpuMetric.THROTTLED_THERMAL,
-        GpuMetric.THROTTLED_POWER,
-        GpuMetric.ROW_REMAP_PENDING,
-    }
-)
-#: The cluster-wide copies that something reads: the weekly report's GPU-days (power samples
-#: and mean, mean SM activity) and the fleet dashboard's counts (reporting, in use) and means
-#: read a cluster copy of each of the four per-GPU cycle metrics, so the two sets are one.
-CLUSTER_METRICS: Final = CYCLE_METRICS
+FAULT_METRICS: Final = _where(Role.FAULT)
+#: The cycle metrics' cluster-wide copies: the weekly report's GPU-days (power samples and
+#: mean, mean SM activity) and the fleet dashboard's counts (reporting, in use) and means.
+CLUSTER_METRICS: Final = _where(Role.CYCLE, cluster=True)
 #: Readings Container Insights already publishes per GPU (``CI_NODE_GPU_SCHEMA``): the exporter
 #: carries them as EMF properties of its log line, and dashboards read Container Insights'.
 CI_NODE_GPU_METRICS: Final[dict[GpuMetric, str]] = {
-    GpuMetric.UTILIZATION: "node_gpu_utilization",
-    GpuMetric.MEMORY_USED: "node_gpu_memory_used",
-    GpuMetric.TEMPERATURE: "node_gpu_temperature",
-    GpuMetric.POWER_DRAW: CI_NODE_GPU_POWER_METRIC,
+    r.metric: r.container_insights for r in GPU_METRICS if r.container_insights is not None
 }
+#: Every reading of a GPU's cycle, whatever its role (XID events are no reading of a cycle).
+GPU_READINGS: Final = frozenset(r.metric for r in GPU_METRICS if r.role is not Role.EVENT)
 
 
 def gpu_schema(metric: GpuMetric) -> tuple[str, ...]:
     """The dimension names of a metric's per-GPU series (what a SCHEMA or SEARCH names)."""
-    return ALARM_DIMENSION_SETS[0] if metric in ALARM_METRICS else GPU_DIMENSION_SETS[0]
+    return ALARM_DIMENSION_SETS[0] if GPU_METRIC_ROWS[metric].alarmed else GPU_DIMENSION_SETS[0]
+
+
+def emf_dimension_sets(metric: GpuMetric) -> "list[tuple[str, ...]]":
+    """The dimension sets of a metric in the exporter's EMF document: its per-GPU schema, and
+    its cluster copy where it has one (XID events: ``XID_DIMENSION_SETS``)."""
+    row = GPU_METRIC_ROWS[metric]
+    if row.role is Role.PROPERTY:
+        return []
+    if row.role is Role.EVENT:
+        return list(XID_DIMENSION_SETS)
+    return [gpu_schema(metric), *([(DIM_CLUSTER,)] if row.cluster else [])]
 
 
 def alarm_shard(node_name: str, gpu_index: int, shards: int) -> str:

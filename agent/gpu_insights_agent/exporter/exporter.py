@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from gpu_insights_agent.contract.metrics import (
-    CLUSTER_METRICS,
     CYCLE_METRICS,
     DIM_CLUSTER,
     DIM_GPU_INDEX,
@@ -30,6 +29,7 @@ from gpu_insights_agent.contract.metrics import (
     XID_DIMENSION_SETS,
     GpuMetric,
     alarm_shard,
+    emf_dimension_sets,
     exporter_log_group,
     gpu_schema,
 )
@@ -187,9 +187,8 @@ class Exporter:
         metrics.update(faults or {})
         own: dict[str, list[tuple[str, ...]]] = {}
         for m in metrics:
-            cluster = [(DIM_CLUSTER,)] if m in CLUSTER_METRICS else []
             pod = extra_sets if m in CYCLE_METRICS else []
-            own[str(m)] = [gpu_schema(m), *cluster, *pod]
+            own[str(m)] = [*emf_dimension_sets(m), *pod]
         return emf_document(
             namespace=NAMESPACE_GPU,
             timestamp_ms=int(now * 1000),

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final
 
+from lambdas.shared.thresholds import IDLE_SM_ACTIVE_PERCENT, LOW_POWER_PERCENT
 from lambdas.training_analyzer.gpu_hours.workloads import JobRef, job_of
 
 HOUR: Final = 3600
@@ -93,18 +94,13 @@ class Hold:
     controller: str | None = None
 
 
-#: Under this share of its power limit a held GPU does no work: the default of the
-#: low_power_percent setting, which the low-power alarm and this attribution share.
-LOW_POWER_PERCENT: Final = 30.0
-
-
 @dataclass(frozen=True)
 class Thresholds:
     #: The low-power alarm's threshold (the low_power_percent setting; the training
     #: analyzer's LOW_POWER_PERCENT variable).
     low_power_percent: float = LOW_POWER_PERCENT
     #: Under this mean SM activity a held GPU does no work, whatever it draws.
-    sm_active_percent: float = 10.0
+    sm_active_percent: float = IDLE_SM_ACTIVE_PERCENT
 
 
 @dataclass

@@ -228,6 +228,24 @@ def test_five_dashboards_are_deployed_with_the_alarms_on_them(synth: Synth) -> N
     assert body.count("Fn::GetAtt") == len(_alarms(_template(synth)))  # every alarm's ARN
 
 
+def test_the_deployed_dashboards_draw_the_alarms_thresholds(synth: Synth) -> None:
+    """The stack passes the catalog's thresholds to the bodies: the low-power alarm's line is
+    drawn on the fleet's lowest-power widget at the alarm's threshold."""
+    dashboards = _template(synth).find_resources("AWS::CloudWatch::Dashboard")
+    fleet = next(
+        d for d in dashboards.values() if d["Properties"]["DashboardName"].endswith("gpu-fleet")
+    )
+    widgets = json.loads(fleet["Properties"]["DashboardBody"])["widgets"]
+    lines = {
+        w["properties"]["title"]: w["properties"]["annotations"]["horizontal"]
+        for w in widgets
+        if "annotations" in w.get("properties", {})
+    }
+    assert lines["Lowest power in use (% of limit), 10 GPUs"] == [
+        {"value": 30, "label": "gpu-low-power alarm: MAX < 30", "fill": "below"}
+    ]
+
+
 def test_the_silence_check_runs_every_five_minutes_with_its_one_declaration(
     synth: Synth,
 ) -> None:

@@ -9,6 +9,8 @@ from typing import Any
 import jsonschema
 import pytest
 
+from cdk.alarms.annotations import alarm_lines
+from cdk.alarms.catalog import AlarmSettings, gpu_alarms
 from cli.backtest.dashboards import WidgetRuleError, body_rule_errors, evaluate_body
 from dashboards.bodies import all_dashboards
 
@@ -21,6 +23,7 @@ DASHBOARDS = all_dashboards(
     ["train-data"],
     ["arn:aws:cloudwatch:us-east-1:123456789012:alarm:gpu-insights-train-x"],
     "us-east-1",
+    alarm_lines=alarm_lines(gpu_alarms(AlarmSettings(cluster_name="train", shards=2))),
 )
 
 
@@ -45,7 +48,16 @@ def test_the_schema_refuses_what_cloudwatch_refuses() -> None:
     wide["widgets"][0]["width"] = 25
     bad_view = copy.deepcopy(body)
     bad_view["widgets"][1]["properties"]["view"] = "number"
-    for broken in (too_many, bad_id, no_pattern, wide, bad_view):
+    annotated = next(
+        i for i, w in enumerate(body["widgets"]) if "annotations" in w.get("properties", {})
+    )
+    no_value = copy.deepcopy(body)
+    del no_value["widgets"][annotated]["properties"]["annotations"]["horizontal"][0]["value"]
+    bad_fill = copy.deepcopy(body)
+    bad_fill["widgets"][annotated]["properties"]["annotations"]["horizontal"][0]["fill"] = "up"
+    with_alarm = copy.deepcopy(body)
+    with_alarm["widgets"][annotated]["properties"]["annotations"]["alarms"] = ["arn:a"]
+    for broken in (too_many, bad_id, no_pattern, wide, bad_view, no_value, bad_fill, with_alarm):
         assert _errors(broken), broken
 
 

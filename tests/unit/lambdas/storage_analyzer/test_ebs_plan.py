@@ -2,6 +2,9 @@
 volume, and the hourly second pass of each volume whose window screen could fire, in calls of
 their own (the second pass is chosen from what the first returned)."""
 
+from typing import Any
+
+from benchmarks.storage_analyzer import volume_queries
 from lambdas.shared.metric_fetcher import batches, floor, floor_of_passes, window_period
 from lambdas.storage_analyzer.ebs_analysis import Volume, VolumeMetrics
 from lambdas.storage_analyzer.ebs_plan import passes
@@ -65,3 +68,23 @@ def test_the_first_pass_of_a_fleet_is_packed_at_the_call_floor() -> None:
     assert floor(first, start=START, end=END)[0] == 184
     assert len(calls) == 184
     assert sorted(q.key for c in calls for q in c) == sorted(q.key for q in first)
+
+
+def _series(queries: list[Any]) -> set[tuple[str, str]]:
+    """(metric, statistic) of every series a plan reads, math inputs included."""
+    found: set[tuple[str, str]] = set()
+    for q in queries:
+        found |= _series(list(q.inputs)) if q.inputs else {(q.metric, q.stat)}
+    return found
+
+
+def test_the_benchmarks_baseline_reads_the_deployed_plans_series_every_hour() -> None:
+    """One plan is deployed (ebs_plan); the benchmark's baseline (benchmarks/storage_analyzer.py)
+    reads the same series, each hourly, so ``make bench`` compares the plans on one metric list."""
+    first, second = passes([LIMITED], {"vol-limited": VolumeMetrics(queue_length=[50.0])}, WINDOW)
+    hourly = [q for q in [*first, *second] if q.period_s == 3600]
+    baseline = volume_queries(LIMITED)
+    assert {q.period_s for q in baseline} == {3600}
+    assert {m for m, _ in _series(baseline)} == {m for m, _ in _series([*first, *second])}
+    assert _series(hourly) <= _series(baseline)
+    assert ("BurstBalance", "Minimum") in _series(baseline)
