@@ -153,7 +153,8 @@ def run(args: argparse.Namespace) -> str:
         day = datetime.fromtimestamp(end, UTC).date()
         result = training_handler.analyze_jobs(training, clients, start, end, day)
         gpu_run, _, _ = training_handler.attribute_gpu_hours(result, training, clients, end)
-        findings = [*result.findings, *gpu_run.findings]
+        memory_run = training_handler.right_size_memory(result, training, clients, end)
+        findings = [*result.findings, *gpu_run.findings, *memory_run.findings]
     if read_nothing(result):
         first = result.findings[0]
         raise AwsFailureError(f"read nothing: {first.resource}: {first.summary}")
