@@ -25,4 +25,4 @@ def test_profiles_hold_their_fraction_of_the_devices_memory() -> None:
     assert smallest_fit("A100 40GB", a100, 19 * GIB).name == "3g.20gb"  # type: ignore[union-attr]
     # More than half the memory needs the whole GPU: no profile.
     assert smallest_fit("A100 40GB", a100, 21 * GIB) is None
-    assert [p.name for p in MIG_PROFILES["H200 141GB"]][0] == "1g.18gb"
+    assert MIG_PROFILES["H200 141GB"][0].name == "1g.18gb"
