@@ -376,3 +376,32 @@ def test_a_long_lookback_needs_smaller_shards() -> None:
         {"lookback_days": "90", "storage_shard_volumes": "3948", "training_shard_jobs": "999"}
     )
     assert settings.lookback_days == 90
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("gpu_memory_near_capacity_percent", "100"),
+        ("gpu_memory_near_capacity_percent", "40"),
+        ("gpu_memory_headroom_percent", "0"),
+        ("gpu_memory_headroom_percent", "150"),
+    ],
+)
+def test_gpu_memory_lines_outside_their_bounds_are_refused(key: str, value: str) -> None:
+    with pytest.raises(SettingsError) as err:
+        _read({key: value})
+    assert str(err.value) == (
+        f"setting {key}={float(value)!r} is not valid: expected "
+        + ("50 to 99 percent" if "capacity" in key else "1 to 99 percent")
+    )
+
+
+def test_gpu_memory_lines_reach_the_training_analyzer() -> None:
+    from cdk.function_configs import training_config
+
+    settings = _read({"gpu_memory_near_capacity_percent": "92.5", "gpu_memory_headroom_percent": 5})
+    config = training_config(settings, report_bucket="b")
+    env = config.environment()
+    assert env["GPU_MEMORY_NEAR_CAPACITY_PERCENT"] == "92.5"
+    assert env["GPU_MEMORY_HEADROOM_PERCENT"] == "5"
+    assert config.memory_thresholds.near_capacity_percent == 92.5
