@@ -2,6 +2,8 @@
 81,559 MiB (nvidia-smi's "81559MiB" on a p5.48xlarge; Container Insights publishes it in bytes,
 contract.metrics ``CI_POD_GPU_MEMORY_TOTAL_METRIC``)."""
 
+from collections.abc import Sequence
+
 import pytest
 
 from lambdas.shared.findings import Kind, Severity
@@ -21,7 +23,9 @@ H100 = 81_559 * MIB
 PRICE = 6.88
 
 
-def _gpus(job: str, peaks: list[float], gpus: int = 1, itype: str | None = "p5.48xlarge"):
+def _gpus(
+    job: str, peaks: Sequence[float], gpus: int = 1, itype: str | None = "p5.48xlarge"
+) -> list[GpuMemory]:
     return [
         GpuMemory("ml", job, f"{job}-{g}", f"nvidia{g}", tuple(peaks), H100, itype)
         for g in range(gpus)
