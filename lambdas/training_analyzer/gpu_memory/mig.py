@@ -53,7 +53,11 @@ MIG_PROFILES: Final[dict[str, tuple[MigProfile, ...]]] = {
     "A100 80GB": _MIG_80GB,
     "H100 80GB": _MIG_80GB,
     "H200 141GB": _profiles("1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"),
+    #: A device known by its memory alone: the two 80 GB models share their profiles' names.
+    "A100 80GB or H100 80GB": _MIG_80GB,
 }
+#: Nominal memory (GiB) -> the models a device of that memory alone may be.
+_BY_MEMORY: Final = {40: "A100 40GB", 80: "A100 80GB or H100 80GB", 141: "H200 141GB"}
 #: Instance family -> the MIG-capable GPU model it carries.
 MIG_FAMILIES: Final[dict[str, str]] = {
     "p4d": "A100 40GB",
@@ -76,9 +80,8 @@ def model_of(instance_type: str | None, capacity_bytes: float) -> str | None:
     if instance_type:
         family = instance_type.removeprefix("ml.").split(".", 1)[0]
         return MIG_FAMILIES.get(family)
-    for model in MIG_PROFILES:
-        nominal = float(model.split()[1].removesuffix("GB")) * _GIB
-        if abs(capacity_bytes - nominal) <= _NOMINAL_TOLERANCE * nominal:
+    for gib, model in _BY_MEMORY.items():
+        if abs(capacity_bytes - gib * _GIB) <= _NOMINAL_TOLERANCE * gib * _GIB:
             return model
     return None
 

@@ -358,6 +358,7 @@ def test_the_demo_report_changes_on_a_real_last_week_and_ties_jobs_across_tables
     # last week's first datapoint (half past its first hour) is that close to the demo's "now".
     assert 13 * 86_400 < END - (LAST_WEEK.start + 1800) <= 14 * 86_400
     assert sorted(key.rsplit("/", 1)[1] for key in result.last_week_objects) == [
+        "gpu-memory.csv",
         "report.csv",
         "report.html",
         "report.json",

@@ -26,3 +26,9 @@ def test_profiles_hold_their_fraction_of_the_devices_memory() -> None:
     # More than half the memory needs the whole GPU: no profile.
     assert smallest_fit("A100 40GB", a100, 21 * GIB) is None
     assert MIG_PROFILES["H200 141GB"][0].name == "1g.18gb"
+
+
+def test_an_80_gb_device_without_a_node_is_either_model() -> None:
+    # A100 80GB and H100 80GB name their profiles alike: the profile is sure, the model is not.
+    assert model_of(None, 81_559 * MIB) == "A100 80GB or H100 80GB"
+    assert smallest_fit("A100 80GB or H100 80GB", 81_559 * MIB, 9 * GIB).name == "1g.10gb"  # type: ignore[union-attr]
