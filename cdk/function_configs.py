@@ -50,6 +50,8 @@ def training_config(
         lookback_days=settings.lookback_days,
         gpu_hour_usd=settings.gpu_hour_usd,
         low_power_percent=settings.low_power_percent,
+        memory_near_capacity_percent=settings.gpu_memory_near_capacity_percent,
+        memory_headroom_percent=settings.gpu_memory_headroom_percent,
         data_sources=settings.training_data_sources,
         shard_jobs=settings.training_shard_jobs,
         container_insights_mode=settings.container_insights_mode,

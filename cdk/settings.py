@@ -54,6 +54,7 @@ from lambdas.shared.thresholds import (
     THROTTLE_WINDOW_MINUTES,
 )
 from lambdas.storage_analyzer.aws import VolumeScope
+from lambdas.training_analyzer.gpu_memory.analysis import HEADROOM_PERCENT, NEAR_CAPACITY_PERCENT
 from lambdas.training_analyzer.gpu_prices import gpu_hour_price
 
 #: GPUs the per-GPU alarms are sized for unless ``fleet_gpus`` says otherwise (one shard).
@@ -188,6 +189,12 @@ class Settings:
     gpu_hour_price_usd: float | None = None
     #: Buckets and volume ids training jobs read: a data-bound job links their storage findings.
     training_data_sources: tuple[str, ...] = ()
+    #: A job whose P95 of GPU memory used is at or above this percent of its GPUs' memory is
+    #: at risk of running out (training_gpu_memory_near_capacity).
+    gpu_memory_near_capacity_percent: float = NEAR_CAPACITY_PERCENT
+    #: The margin above a job's peak GPU memory that a MIG profile must still hold
+    #: (training_gpu_memory_oversized).
+    gpu_memory_headroom_percent: float = HEADROOM_PERCENT
 
     @property
     def gpu_hour_usd(self) -> float:
@@ -402,6 +409,8 @@ _RANGES: Final[dict[str, tuple[int, int, str]]] = {
     "storage_shard_volumes": (100, 200_000, "volumes"),
     "training_fleet_jobs": (0, 1_000_000, "jobs"),
     "training_shard_jobs": (10, 20_000, "jobs"),
+    "gpu_memory_near_capacity_percent": (50, 99, "percent"),
+    "gpu_memory_headroom_percent": (1, 99, "percent"),
 }
 
 
@@ -550,6 +559,8 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "report_schedule": _as_str,
     "gpu_hour_price_usd": _as_float,
     "training_data_sources": _as_str_tuple,
+    "gpu_memory_near_capacity_percent": _as_float,
+    "gpu_memory_headroom_percent": _as_float,
     "alarm_emails": _as_str_tuple,
     "alarm_https_endpoints": _as_str_tuple,
     "warning_emails": _as_str_tuple,

@@ -59,6 +59,7 @@ from gpu_insights_agent.contract.metrics import (
 )
 from lambdas.shared.aws_clients import new_session
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
+from lambdas.weekly_report.memory_section import MEMORY_CSV
 
 DEMO_REGION = "us-east-1"
 
@@ -402,7 +403,9 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
             clients["cloudwatch"], settings.cluster_name, LAST_WEEK.start, THIS_WEEK.start
         )
         result.report, report_path = run_weekly_report(clients, settings, result.backtest, out_dir)
-        result.files += [report_path, out_dir / "report.json", out_dir / "report.csv"]
+        result.files += [
+            report_path, out_dir / "report.json", out_dir / "report.csv", out_dir / MEMORY_CSV
+        ]  # fmt: skip
         if render_png(report_path, out_dir / "report.png"):
             result.files.append(out_dir / "report.png")
         alarm_names = [spec.alarm_name(settings.cluster_name) for spec in specs]

@@ -39,10 +39,10 @@ overnight until the sixth day (the pod ended: its GPU not held), and the failing
 healthy.
 
 Written as CloudWatch stores an hour of one-minute samples (a statistic set: 60 samples), for
-the exporter's per-GPU and cluster series and Container Insights' ``pod_gpu_*`` and
-``node_gpu_*`` series: one datapoint per series and hour (``WeekSeeder.datapoints`` counts
-them), which keeps moto's GetMetricData (a scan of every stored point per query and period) to
-seconds.
+the exporter's per-GPU and cluster series and Container Insights' ``pod_gpu_*`` (power,
+utilization, GPU memory used and total: ``MEMORY_GIB``) and ``node_gpu_*`` series: one
+datapoint per series and hour (``WeekSeeder.datapoints`` counts them), which keeps moto's
+GetMetricData (a scan of every stored point per query and period) to seconds.
 """
 
 from collections.abc import Iterator
@@ -54,6 +54,8 @@ from cli.demo_datums import statistic_set
 from cli.demo_storage import END
 from gpu_insights_agent.contract.metrics import (
     CI_NODE_GPU_POWER_METRIC,
+    CI_POD_GPU_MEMORY_TOTAL_METRIC,
+    CI_POD_GPU_MEMORY_USED_METRIC,
     CI_POD_GPU_POWER_METRIC,
     CI_POD_GPU_UTILIZATION_METRIC,
     DIM_CLUSTER,
@@ -110,6 +112,14 @@ NODES: Final = {
 }  # fmt: skip
 GPUS: Final = tuple((node, gpu) for node, (_, _, count, _) in NODES.items() for gpu in range(count))
 FAILING: Final = ("ip-10-0-2-23.ec2.internal", 2)
+#: GPU memory used (GiB) by the pod holding a GPU, by namespace (the CronJob's runs: 12 GiB):
+#: ``nlp``'s job fills 71 GiB of its H100s (near capacity: out-of-memory risk), ``vision``'s
+#: 52 GiB (right-sized), the notebook 9 GiB (it would fit a MIG 1g.10gb), the nightly
+#: evaluation 12 GiB (a 1g.20gb).
+MEMORY_GIB: Final = {"vision": 52.0, "nlp": 71.0, "research": 9.0, NIGHTLY: 12.0}
+#: An H100 80GB's framebuffer as DCGM reports it (81,559 MiB), in bytes as Container Insights
+#: publishes it (contract.metrics ``CI_POD_GPU_MEMORY_TOTAL_METRIC``).
+H100_MEMORY_BYTES: Final = 81_559 * 2**20
 #: The research node's GPU the CronJob's runs take.
 NIGHTLY_GPU: Final = ("ip-10-0-2-23.ec2.internal", 1)
 #: The training jobs the teams run through ``emitter.training`` (cli/demo_training.py): their
@@ -251,6 +261,12 @@ def _container_insights_data(
     pod = ci.pod_gpu_dimensions(cluster, s.pod, device)
     yield _datum(CI_POD_GPU_UTILIZATION_METRIC, pod, s.hour, [s.sm or 0.0], "Percent", start=start)
     yield _datum(CI_POD_GPU_POWER_METRIC, pod, s.hour, [watts], start=start)
+    holder = NIGHTLY if s.pod.workload == NIGHTLY else NODES[s.node][1]
+    used = MEMORY_GIB[holder] * 2**30
+    yield _datum(CI_POD_GPU_MEMORY_USED_METRIC, pod, s.hour, [used], "Bytes", start=start)
+    yield _datum(
+        CI_POD_GPU_MEMORY_TOTAL_METRIC, pod, s.hour, [H100_MEMORY_BYTES], "Bytes", start=start
+    )
 
 
 @dataclass

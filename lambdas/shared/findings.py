@@ -41,6 +41,10 @@ class Kind(StrEnum):
     TRAINING_FAILURE_CAUSE = "training_failure_cause"
     #: A job (or pod) held GPUs that did no work: priced GPU-hours, by namespace and job.
     GPU_HELD_NOT_WORKING = "gpu_held_not_working"
+    #: A job's GPU memory P95 near its GPUs' capacity: out-of-memory risk.
+    TRAINING_GPU_MEMORY_NEAR_CAPACITY = "training_gpu_memory_near_capacity"
+    #: A job's GPU memory peak, with headroom, fits a MIG profile of its GPU: priced.
+    TRAINING_GPU_MEMORY_OVERSIZED = "training_gpu_memory_oversized"
     #: A resource the analyzer could not analyze; the run went on without it.
     ANALYSIS_ERROR = "analysis_error"
 

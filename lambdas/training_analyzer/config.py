@@ -18,6 +18,11 @@ from lambdas.shared.container_insights_mode import DEFAULT_MODE, ContainerInsigh
 from lambdas.shared.shards import LOOKBACK_DAYS, TRAINING_SHARD_JOBS
 from lambdas.shared.thresholds import LOW_POWER_PERCENT
 from lambdas.training_analyzer.gpu_hours.attribution import Thresholds
+from lambdas.training_analyzer.gpu_memory.analysis import (
+    HEADROOM_PERCENT,
+    NEAR_CAPACITY_PERCENT,
+    MemoryThresholds,
+)
 from lambdas.training_analyzer.gpu_prices import gpu_hour_price
 
 
@@ -31,6 +36,13 @@ class TrainingConfig(FunctionConfig):
     #: The low_power_percent setting: a held GPU-hour under it is held without work, as a GPU
     #: under it pages through the low-power alarm.
     low_power_percent: float = variable("LOW_POWER_PERCENT", PERCENT, default=LOW_POWER_PERCENT)
+    #: The gpu_memory_near_capacity_percent and gpu_memory_headroom_percent settings.
+    memory_near_capacity_percent: float = variable(
+        "GPU_MEMORY_NEAR_CAPACITY_PERCENT", PERCENT, default=NEAR_CAPACITY_PERCENT
+    )
+    memory_headroom_percent: float = variable(
+        "GPU_MEMORY_HEADROOM_PERCENT", PERCENT, default=HEADROOM_PERCENT
+    )
     #: Buckets and volume ids the jobs read (the training_data_sources setting).
     data_sources: tuple[str, ...] = variable("DATA_SOURCES", NAMES, default=())
     #: Jobs per shard of the fleet state machine's plan.
@@ -48,3 +60,10 @@ class TrainingConfig(FunctionConfig):
     def gpu_thresholds(self) -> Thresholds:
         """The GPU-hour attribution's thresholds, with the deployment's low-power line."""
         return Thresholds(low_power_percent=self.low_power_percent)
+
+    @property
+    def memory_thresholds(self) -> MemoryThresholds:
+        return MemoryThresholds(
+            near_capacity_percent=self.memory_near_capacity_percent,
+            headroom_percent=self.memory_headroom_percent,
+        )

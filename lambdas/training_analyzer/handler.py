@@ -15,7 +15,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.events import analysis_window, scheduled_time
-from lambdas.shared.findings import stamped
+from lambdas.shared.findings import AnalysisRun, stamped
 from lambdas.shared.promql import promql_for
 from lambdas.shared.publisher import (
     FindingsPublisher,
@@ -30,6 +30,7 @@ from lambdas.training_analyzer.analysis import ANALYZER
 from lambdas.training_analyzer.config import TrainingConfig
 from lambdas.training_analyzer.gpu_hours.metrics import put_waste_metrics, waste_metric_data
 from lambdas.training_analyzer.gpu_hours.run import GpuHoursRun, analyze_gpu_hours
+from lambdas.training_analyzer.gpu_memory.run import analyze_gpu_memory
 from lambdas.training_analyzer.run import TrainingRun, analyze_training
 
 log = logging.getLogger()
@@ -211,12 +212,30 @@ def attribute_gpu_hours(
     return gpu_run, gpu_start, gpu_day
 
 
+def right_size_memory(
+    run: TrainingRun, config: TrainingConfig, clients: Clients, end: float
+) -> AnalysisRun:
+    """The jobs' GPU memory over the analysis window ending at ``end``, with the pods and
+    nodes the emitter reported in ``run``. Read-only."""
+    return analyze_gpu_memory(
+        cloudwatch=clients("cloudwatch"),
+        cluster=config.cluster_name,
+        start=end - config.lookback_days * 86_400,
+        end=end,
+        gpu_hour_usd=config.gpu_hour_usd,
+        thresholds=config.memory_thresholds,
+        exact_jobs=run.pods,
+        pod_nodes=run.pod_nodes,
+    )
+
+
 def _publish(run: TrainingRun, config: TrainingConfig, day: Any, end: float) -> dict[str, Any]:
     """What runs once for the day, after every job is analyzed (in one run or merged from
     shards): the GPU-hour attribution of the whole cluster, the daily files, the findings."""
     cluster, bucket = config.cluster_name, config.report_bucket
     gpu_run, gpu_start, gpu_day = attribute_gpu_hours(run, config, _clients, end)
-    findings = stamped([*run.findings, *gpu_run.findings], cluster, end)
+    memory_run = right_size_memory(run, config, _clients, end)
+    findings = stamped([*run.findings, *gpu_run.findings, *memory_run.findings], cluster, end)
     # Every job's cost, found or not, for the weekly report's costliest jobs, and the day's
     # GPU-hours by class. Written before the findings are published: the events and counts
     # are not idempotent, so they go out only once every S3 write has succeeded, and a
@@ -246,7 +265,7 @@ def _publish(run: TrainingRun, config: TrainingConfig, day: Any, end: float) -> 
         "gpu_hours_by_class": gpu_run.table.get("classes", {}),
         # A count: the merge's output is a Step Functions state (at most 256 KiB); each
         # skipped resource is named by its analysis_error finding in the file at ``key``.
-        "skipped": len(run.skipped),
+        "skipped": len(run.skipped) + len(memory_run.skipped),
         "key": published.key,
     }
     log.info("training analysis done: %s", summary)

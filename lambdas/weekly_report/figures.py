@@ -10,6 +10,7 @@ from typing import Any
 
 from lambdas.weekly_report.actions import week_actions
 from lambdas.weekly_report.job_waste import job_rows
+from lambdas.weekly_report.memory_section import memory_rows
 from lambdas.weekly_report.waste import CLASSES
 
 
@@ -145,6 +146,8 @@ class WeekFigures:
     previous: dict[str, float | None] = field(default_factory=dict)
     #: GPU-hours by class and who held GPUs without work (lambdas/weekly_report/waste.py).
     waste: dict[str, Any] = field(default_factory=dict)
+    #: Jobs near their GPUs' memory or fitting a MIG profile (memory_section.memory_rows).
+    memory_jobs: list[dict[str, Any]] = field(default_factory=list)
 
     def change(self, name: str) -> float | None:
         """This week's headline figure minus last week's, where both exist."""
@@ -281,6 +284,7 @@ def week_figures(
     )[:5]
     figures.most_wasteful_jobs = [j for j in jobs if j["waste_usd"] > 0][:5]
     figures.throughput_by_job = dict(throughput)
+    figures.memory_jobs = memory_rows(unique)
     figures.malformed_finding_lines = files.malformed
     figures.finding_files = files.files
     return figures

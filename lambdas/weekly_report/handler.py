@@ -30,6 +30,7 @@ from lambdas.weekly_report.figures import (
     read_findings,
     week_figures,
 )
+from lambdas.weekly_report.memory_section import MEMORY_CSV, memory_csv
 from lambdas.weekly_report.render import html_report, text_summary
 from lambdas.weekly_report.waste import waste_csv, week_waste
 from lambdas.weekly_report.week import days, iso_week_name, report_week, run_days
@@ -125,6 +126,13 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         Bucket=bucket,
         Key=prefix + "report.csv",
         Body=waste_csv(figures.waste, cluster=cluster, week=week).encode(),
+        ContentType="text/csv; charset=utf-8",
+    )
+    # The jobs' GPU memory right-sizing, for a spreadsheet.
+    s3.put_object(
+        Bucket=bucket,
+        Key=prefix + MEMORY_CSV,
+        Body=memory_csv(figures.memory_jobs, cluster=cluster, week=week).encode(),
         ContentType="text/csv; charset=utf-8",
     )
     s3.put_object(

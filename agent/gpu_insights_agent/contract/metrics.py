@@ -177,6 +177,13 @@ CI_POD_GPU_SCHEMA: Final = (
 #: and aws/amazon-cloudwatch-agent translator/translate/otel/exporter/awsemf/kubernetes.go.
 CI_POD_GPU_UTILIZATION_METRIC: Final = "pod_gpu_utilization"
 CI_NODE_GPU_POWER_METRIC: Final = "node_gpu_power_draw"
+#: Container Insights' per-pod GPU framebuffer memory used and the device's total, in bytes:
+#: the agent renames DCGM_FI_DEV_FB_USED and DCGM_FI_DEV_FB_TOTAL (MiB) and scales both by
+#: ``1024 * 1024`` (aws/amazon-cloudwatch-agent translator/translate/otel/processor/
+#: metricstransformprocessor/translator.go, ``experimental_scale_value`` for GpuMemUsed and
+#: GpuMemTotal). Dimensions as ``CI_POD_GPU_SCHEMA``.
+CI_POD_GPU_MEMORY_USED_METRIC: Final = "pod_gpu_memory_used"
+CI_POD_GPU_MEMORY_TOTAL_METRIC: Final = "pod_gpu_memory_total"
 CI_NODE_GPU_SCHEMA: Final = (DIM_CLUSTER, DIM_GPU_DEVICE, "InstanceId", "InstanceType", DIM_NODE)
 
 #: Daily GPU-hour attribution totals of the GPU analyzer, for showback dashboards.

@@ -140,10 +140,15 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
     )
     assert training == [
         ("job/bert-data-bound", "training_data_bound"),
+        # 71 GiB of its H100s' 79.6 GiB (cli/demo_week.py MEMORY_GIB): out-of-memory risk.
+        ("job/bert-data-bound", "training_gpu_memory_near_capacity"),
         ("job/gpt-regressing", "training_throughput_regression"),
+        # The notebook (9 GiB) fits a 1g.10gb, the nightly evaluation (12 GiB) a 1g.20gb.
+        ("job/jupyter-alice", "training_gpu_memory_oversized"),
         ("job/llama-slow-checkpoint", "training_slow_checkpoint"),
+        ("job/nightly-eval", "training_gpu_memory_oversized"),
         ("job/vit-flaky", "training_job_failures"),
-    ]  # nothing on resnet-healthy
+    ]  # nothing on resnet-healthy (52 GiB: right-sized)
     assert result.report["summary_sent"] is True
     html = (tmp_path / "out" / "report.html").read_text()
     assert f"GPU week {result.report['week']}: example-gpu-cluster" in html
@@ -185,6 +190,22 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
     lines = (tmp_path / "out" / "exporter-emf.jsonl").read_text().splitlines()
     assert len(lines) == replay.documents
     assert all(parse_emf_line(line)["ClusterName"] == "example-gpu-cluster" for line in lines)
+
+
+def test_the_demo_weeks_gpu_memory_is_judged_and_reported(
+    demo: tuple[DemoResult, Path],
+) -> None:
+    result, tmp_path = demo
+    memory = {
+        f["resource"]: f["evidence"] for f in result.training_findings if "memory" in f["kind"]
+    }
+    assert memory["job/jupyter-alice"]["profile"] == "1g.10gb"
+    assert memory["job/nightly-eval"]["profile"] == "1g.20gb"
+    assert memory["job/bert-data-bound"]["gpu_model"] == "H100 80GB"
+    report = (tmp_path / "out" / "report.html").read_text()
+    # The weekly report's memory table has the notebook's row with its profile.
+    assert "<td>research</td><td>jupyter-alice</td>" in report
+    assert "<td>oversized</td><td>1g.10gb</td>" in report
 
 
 def test_demo_sends_one_message_per_incident(demo: tuple[DemoResult, Path]) -> None:
@@ -337,6 +358,7 @@ def test_the_demo_report_changes_on_a_real_last_week_and_ties_jobs_across_tables
     # last week's first datapoint (half past its first hour) is that close to the demo's "now".
     assert 13 * 86_400 < END - (LAST_WEEK.start + 1800) <= 14 * 86_400
     assert sorted(key.rsplit("/", 1)[1] for key in result.last_week_objects) == [
+        "gpu-memory.csv",
         "report.csv",
         "report.html",
         "report.json",

@@ -526,3 +526,32 @@ def test_otel_mode_refuses_an_add_on_too_old_for_it(version: str, ok: bool) -> N
         f"setting addon_version={version!r} is not valid: expected v6.0.1-eksbuild.1 or later "
         "with container_insights_mode=otel (or -c container_insights_mode=classic)"
     )
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("gpu_memory_near_capacity_percent", "100"),
+        ("gpu_memory_near_capacity_percent", "40"),
+        ("gpu_memory_headroom_percent", "0"),
+        ("gpu_memory_headroom_percent", "150"),
+    ],
+)
+def test_gpu_memory_lines_outside_their_bounds_are_refused(key: str, value: str) -> None:
+    with pytest.raises(SettingsError) as err:
+        _read({key: value})
+    assert str(err.value) == (
+        f"setting {key}={float(value)!r} is not valid: expected "
+        + ("50 to 99 percent" if "capacity" in key else "1 to 99 percent")
+    )
+
+
+def test_gpu_memory_lines_reach_the_training_analyzer() -> None:
+    from cdk.function_configs import training_config
+
+    settings = _read({"gpu_memory_near_capacity_percent": "92.5", "gpu_memory_headroom_percent": 5})
+    config = training_config(settings, report_bucket="b")
+    env = config.environment()
+    assert env["GPU_MEMORY_NEAR_CAPACITY_PERCENT"] == "92.5"
+    assert env["GPU_MEMORY_HEADROOM_PERCENT"] == "5"
+    assert config.memory_thresholds.near_capacity_percent == 92.5
