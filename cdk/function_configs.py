@@ -18,8 +18,8 @@ from lambdas.storage_analyzer.aws import VolumeScope
 from lambdas.storage_analyzer.config import StorageConfig
 from lambdas.training_analyzer.config import TrainingConfig
 from lambdas.weekly_report.config import ReportConfig
-from lambdas.xid_notifier.config import NotifierConfig
-from lambdas.xid_notifier.notification import Severity as NotifiedSeverity
+from lambdas.notifier.config import NotifierConfig
+from lambdas.notifier.notification import Severity as NotifiedSeverity
 
 #: The dashboard a notification links to, with the node picked in its NodeName variable.
 GPU_DASHBOARD = NODE_DASHBOARD

@@ -13,7 +13,7 @@ from lambdas.silence_check.config import SilenceCheckConfig
 from lambdas.storage_analyzer.config import StorageConfig
 from lambdas.training_analyzer.config import TrainingConfig
 from lambdas.weekly_report.config import ReportConfig
-from lambdas.xid_notifier.config import NotifierConfig
+from lambdas.notifier.config import NotifierConfig
 from tests.infra.conftest import Synth
 
 CONTEXT = {
@@ -31,7 +31,7 @@ DECLARED: dict[str, type[FunctionConfig]] = {
     "lambdas.storage_analyzer.handler.handler": StorageConfig,
     "lambdas.training_analyzer.handler.handler": TrainingConfig,
     "lambdas.weekly_report.handler.handler": ReportConfig,
-    "lambdas.xid_notifier.handler.handler": NotifierConfig,
+    "lambdas.notifier.handler.handler": NotifierConfig,
     "lambdas.silence_check.handler.handler": SilenceCheckConfig,
 }
 
@@ -67,7 +67,7 @@ def test_the_settings_values_reach_each_function(synth: Synth) -> None:
     report = environments["lambdas.weekly_report.handler.handler"]
     assert (report["GPU_HOUR_USD"], report["EXPORTER_INTERVAL_SECONDS"]) == ("2.75", "300")
     assert "gpu-insights-train-prod-gpu-low-power" in report["ALARM_KIND_NAMES"].split(",")
-    notifier = environments["lambdas.xid_notifier.handler.handler"]
+    notifier = environments["lambdas.notifier.handler.handler"]
     assert "gpu-low-power" in notifier["ALARM_KINDS"]
     silence = environments["lambdas.silence_check.handler.handler"]
     # Three 300-second cycles; the exporter's DaemonSet runs on amd64 nodes only.

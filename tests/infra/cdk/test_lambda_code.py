@@ -42,7 +42,7 @@ def import_alone(module: str, folder: Path, *, layer: Path | None = None) -> Non
 
 #: Every function's handler, as its construct names it.
 HANDLERS = [
-    "lambdas.xid_notifier.handler.handler",
+    "lambdas.notifier.handler.handler",
     "lambdas.storage_analyzer.handler.handler",
     "lambdas.training_analyzer.handler.handler",
     "lambdas.weekly_report.handler.handler",

@@ -26,7 +26,7 @@ from lambdas.shared.config import FunctionConfig
 from lambdas.storage_analyzer.config import StorageConfig
 from lambdas.training_analyzer.config import TrainingConfig
 from lambdas.weekly_report.config import ReportConfig
-from lambdas.xid_notifier.config import NotifierConfig
+from lambdas.notifier.config import NotifierConfig
 
 #: A deployment whose every setting that reaches a function differs from the default.
 CHANGED = Settings(

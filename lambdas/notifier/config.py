@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Final, cast, get_args
 
 from lambdas.shared.config import PAIRS, TEXT, Codec, FunctionConfig, variable
-from lambdas.xid_notifier.notification import Severity
+from lambdas.notifier.notification import Severity
 
 
 def _kinds(raw: str) -> dict[str, tuple[Severity, str]]:

@@ -19,12 +19,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.subscription import decode_subscription
-from lambdas.xid_notifier.config import NotifierConfig
-from lambdas.xid_notifier.incidents import Deployment, Skipped, from_alarm_event, from_xid_group
-from lambdas.xid_notifier.messages import group_xids, parse_log_events
-from lambdas.xid_notifier.notification import Incident, publish_arguments
-from lambdas.xid_notifier.pods import PodLookupError, pods_on_gpu
-from lambdas.xid_notifier.sent_ledger import SentLedger
+from lambdas.notifier.config import NotifierConfig
+from lambdas.notifier.incidents import Deployment, Skipped, from_alarm_event, from_xid_group
+from lambdas.notifier.messages import group_xids, parse_log_events
+from lambdas.notifier.notification import Incident, publish_arguments
+from lambdas.notifier.pods import PodLookupError, pods_on_gpu
+from lambdas.notifier.sent_ledger import SentLedger
 
 log = logging.getLogger()
 log.setLevel(logging.INFO)

@@ -31,12 +31,12 @@ from cdk.constructs.sdk_layer import sdk_layer
 from gpu_insights_agent.contract.metrics import DIM_XID_CODE
 from gpu_insights_agent.contract.resource_names import alarm_name
 from gpu_insights_agent.contract.xid import KERNEL_XID_FILTER_PATTERN
-from lambdas.xid_notifier.config import NotifierConfig
+from lambdas.notifier.config import NotifierConfig
 
 #: CloudWatch's EventBridge events for an alarm's and a contributor's state
 #: (https://docs.aws.amazon.com/eventbridge/latest/ref/events-ref-cloudwatch.html).
 #: The function's entry point; its asset holds what this module imports.
-HANDLER = "lambdas.xid_notifier.handler.handler"
+HANDLER = "lambdas.notifier.handler.handler"
 ALARM_DETAIL_TYPES = (
     "CloudWatch Alarm State Change",
     "CloudWatch Alarm Contributor State Change",
@@ -58,7 +58,7 @@ RULE_RETRY_ATTEMPTS = 8
 RULE_MAX_EVENT_AGE = Duration.hours(2)
 
 
-class XidNotifier(Construct):
+class Notifier(Construct):
     """Attributes: ``function``, ``config`` (its environment, declared by its handler),
     ``dead_letters``, ``subscriptions``, ``sent``, ``alarm_rule``, ``failing`` (an alarm on
     the dead letters, with ``failing_name``).

@@ -18,13 +18,13 @@ from gpu_insights_agent.contract.metrics import exporter_log_group
 from gpu_insights_agent.emf.sinks import BufferedSender
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
-from lambdas.xid_notifier import handler as xid_handler
-from lambdas.xid_notifier.sent_ledger import LedgerError
+from lambdas.notifier import handler as notifier_handler
+from lambdas.notifier.sent_ledger import LedgerError
 from tests.functional.lambdas.iam import Principal, resolve, role_statements, run_as_role, without
 from tests.unit.agent.exporter.nvml_trace import Clock, trace_lines
-from tests.unit.lambdas.xid_notifier.events import NODE, low_power_contributor
+from tests.unit.lambdas.notifier.events import NODE, low_power_contributor
 
-HANDLER = "lambdas.xid_notifier.handler.handler"
+HANDLER = "lambdas.notifier.handler.handler"
 TABLE = "gpu-insights-train-sent"
 SPECS = gpu_alarms(AlarmSettings(cluster_name="train"))
 
@@ -89,7 +89,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         kinds = {s.key: [str(s.severity), s.title] for s in SPECS}
         monkeypatch.setenv("ALARM_KINDS", json.dumps(kinds))
         for service in ("sns", "dynamodb", "logs"):
-            monkeypatch.setitem(xid_handler._clients, service, session.client(service))
+            monkeypatch.setitem(notifier_handler._clients, service, session.client(service))
         physical = {
             **{f"Topics{n.title()}": {"Ref": arn} for n, arn in arns.items()},
             "XidNotifierSent": {"Ref": TABLE, "Arn": table["TableArn"]},
@@ -104,7 +104,7 @@ def _as_role(aws: dict[str, Any], templates: Any, monkeypatch: Any, drop: Any = 
         statements = without(statements, drop)
     principal = run_as_role(statements, monkeypatch, "notifier")
     for service in ("sns", "dynamodb", "logs"):
-        monkeypatch.setitem(xid_handler._clients, service, principal.role(service))
+        monkeypatch.setitem(notifier_handler._clients, service, principal.role(service))
     aws["sqs"] = principal.admin("sqs")
     return principal
 
@@ -127,8 +127,8 @@ def test_without_its_publish_statement_the_notifier_is_denied(
     aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _as_role(aws, templates, monkeypatch, drop=lambda s: s["Action"] == "sns:Publish")
-    with pytest.raises(xid_handler.PublishError, match="AccessDenied"):
-        xid_handler.handler(_subscription_event([_kernel("53", 79)]), None)
+    with pytest.raises(notifier_handler.PublishError, match="AccessDenied"):
+        notifier_handler.handler(_subscription_event([_kernel("53", 79)]), None)
 
 
 def test_without_its_ledger_statement_the_notifier_sends_nothing(
@@ -136,7 +136,7 @@ def test_without_its_ledger_statement_the_notifier_sends_nothing(
 ) -> None:
     _as_role(aws, templates, monkeypatch, drop="SentLedger")
     with pytest.raises(LedgerError, match="AccessDenied"):
-        xid_handler.handler(_subscription_event([_kernel("53", 79)]), None)
+        notifier_handler.handler(_subscription_event([_kernel("53", 79)]), None)
     assert _messages(aws, "critical") == []
 
 
@@ -156,7 +156,7 @@ def test_exporter_xids_reach_the_topic_their_severity_names(
     assert exporter.watcher is not None
     exporter.watcher.drain()  # XID 13 on GPU 0 and XID 48 on GPU 2
     event = _subscription_event([json.dumps(d) for d in sink.documents])
-    assert xid_handler.handler(event, None) == {"incidents": 2, "published": 2, "unreadable": 0}
+    assert notifier_handler.handler(event, None) == {"incidents": 2, "published": 2, "unreadable": 0}
     (critical,) = _messages(aws, "critical")
     assert critical["Subject"] == "[CRITICAL] XID 48 on node-a GPU 2"
     for line in (
@@ -180,7 +180,7 @@ def test_kernel_log_lines_are_the_fallback_and_bad_lines_are_counted(aws: dict[s
         json.dumps({"message": "NVRM: Xid (PCI:0000:53:00): garbled"}),
         json.dumps({"message": "eth0: link up"}),
     ]  # fmt: skip
-    result = xid_handler.handler(_subscription_event(lines, stream="i-0abc"), None)
+    result = notifier_handler.handler(_subscription_event(lines, stream="i-0abc"), None)
     assert result == {"incidents": 1, "published": 1, "unreadable": 1}
     (critical,) = _messages(aws, "critical")
     assert critical["Subject"] == "[CRITICAL] XID 79 on ip-10-0-0-9.ec2.internal GPU PCI 0000:53:00"
@@ -192,12 +192,12 @@ def test_a_storm_of_500_xid_lines_is_one_message_and_the_next_batch_none(
 ) -> None:
     storm = [_kernel("53", 13, "Graphics SM Warp Exception")] * 500
     at = (int(time.time()) // 300 * 300) * 1000  # the start of a grouping window
-    result = xid_handler.handler(_subscription_event(storm, at_ms=at), None)
+    result = notifier_handler.handler(_subscription_event(storm, at_ms=at), None)
     assert result == {"incidents": 1, "published": 1, "unreadable": 0}
     (message,) = _messages(aws, "warning")
     assert "Seen:          500 times at" in message["Message"]
     # The storm goes on in the next batch, in the same window: already told.
-    later = xid_handler.handler(_subscription_event(storm[:50], at_ms=at + 1000), None)
+    later = notifier_handler.handler(_subscription_event(storm[:50], at_ms=at + 1000), None)
     assert later == {"incidents": 1, "published": 0, "unreadable": 0}
     assert _messages(aws, "warning") == []
 
@@ -209,7 +209,7 @@ def test_sns_failing_on_the_third_publish_then_the_retry_sends_nothing_twice(
     (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html): the
     retry sends the third and the fourth, and each of the four reaches the topic once."""
     _as_role(aws, templates, monkeypatch)
-    sns = xid_handler._clients("sns")
+    sns = notifier_handler._clients("sns")
     calls = []
 
     def refuse_third(**_: Any) -> None:
@@ -221,12 +221,12 @@ def test_sns_failing_on_the_third_publish_then_the_retry_sends_nothing_twice(
 
     sns.meta.events.register("before-call.sns.Publish", refuse_third)
     batch = _subscription_event([_kernel(bus, 13) for bus in ("51", "52", "53", "54")])
-    with pytest.raises(xid_handler.PublishError, match="InternalError"):
-        xid_handler.handler(batch, None)
+    with pytest.raises(notifier_handler.PublishError, match="InternalError"):
+        notifier_handler.handler(batch, None)
     assert len(_messages(aws, "warning")) == 2
     sns.meta.events.unregister("before-call.sns.Publish", refuse_third)
-    assert xid_handler.handler(batch, None)["published"] == 2
-    assert xid_handler.handler(batch, None)["published"] == 0  # a third delivery
+    assert notifier_handler.handler(batch, None)["published"] == 2
+    assert notifier_handler.handler(batch, None)["published"] == 0  # a third delivery
     subjects = [m["Subject"] for m in _messages(aws, "warning")]
     expected = [f"[WARNING] XID 13 on node-a GPU PCI 0000:{b}:00" for b in ("53", "54")]
     assert sorted(subjects) == expected
@@ -254,23 +254,23 @@ def test_a_gpu_contributor_in_alarm_is_one_message_naming_its_pods(
     )
     _as_role(aws, templates, monkeypatch)
     event = low_power_contributor(low_power_alarm(AlarmSettings(cluster_name="train")).description)
-    assert xid_handler.handler(event, None) == {"incidents": 1, "published": 1, "unreadable": 0}
+    assert notifier_handler.handler(event, None) == {"incidents": 1, "published": 1, "unreadable": 0}
     (message,) = _messages(aws, "warning")
     assert message["Subject"] == f"[WARNING] GPU in use but not working on {NODE} GPU 5"
     assert "Pods:          3f9a-trainer-7 (pod UID)" in message["Message"]
     # EventBridge delivers at least once: the same event again is no second page.
-    assert xid_handler.handler(event, None)["published"] == 0
+    assert notifier_handler.handler(event, None)["published"] == 0
     assert _messages(aws, "warning") == []
 
 
 def test_an_alarm_returning_to_ok_sends_nothing(aws: dict[str, Any]) -> None:
     event = low_power_contributor("desc", state="OK")
-    assert xid_handler.handler(event, None) == {"incidents": 0, "published": 0, "unreadable": 0}
+    assert notifier_handler.handler(event, None) == {"incidents": 0, "published": 0, "unreadable": 0}
 
 
 def test_sns_failure_raises_so_lambda_retries(
     aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CRITICAL_TOPIC_ARN", "arn:aws:sns:us-east-1:123456789012:missing")
-    with pytest.raises(xid_handler.PublishError, match="publishing xid/train/"):
-        xid_handler.handler(_subscription_event([_kernel("53", 79)]), None)
+    with pytest.raises(notifier_handler.PublishError, match="publishing xid/train/"):
+        notifier_handler.handler(_subscription_event([_kernel("53", 79)]), None)
