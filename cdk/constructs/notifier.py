@@ -1,7 +1,7 @@
 """The notifier: log subscriptions on the exporter's log group (and, if asked, the host log
 group) and an EventBridge rule on this app's alarm and contributor state changes feed one
-Lambda that sends one readable message per incident to the right topic, once (a DynamoDB
-ledger of what was sent)."""
+Lambda that sends one readable message per incident to each channel (the right topic, and a
+chat webhook where one is set), once per channel (a DynamoDB ledger of what was sent)."""
 
 from collections.abc import Callable, Mapping, Sequence
 
@@ -151,6 +151,23 @@ class Notifier(Construct):
                 resources=[self.sent.table_arn],
             )
         )
+        # The chat webhook's URL, where one is set: that one SecureString parameter (its aws/ssm
+        # key decrypts for any principal of the account, lambdas/notifier/webhook.py).
+        parameter = self.config.webhook_url_parameter
+        if parameter:
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="WebhookUrl",
+                    actions=["ssm:GetParameter"],
+                    resources=[
+                        Stack.of(self).format_arn(
+                            service="ssm",
+                            resource="parameter",
+                            resource_name=parameter.removeprefix("/"),
+                        )
+                    ],
+                )
+            )
         # Which pods hold the GPU an alarm names: the exporter's newest document for it.
         exporter_arn = Stack.of(self).format_arn(
             service="logs",

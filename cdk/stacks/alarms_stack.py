@@ -9,8 +9,8 @@ from cdk.alarms.catalog import deployed_alarms
 from cdk.constructs.agent_log_group import AgentLogGroup
 from cdk.constructs.alarm_topics import AlarmTopics
 from cdk.constructs.gpu_alarms import GpuAlarms
-from cdk.constructs.silence_check import SilenceCheck
 from cdk.constructs.notifier import Notifier
+from cdk.constructs.silence_check import SilenceCheck
 from cdk.function_configs import notifier_config, silence_config
 from cdk.settings import Settings
 from cdk.stacks.deployment_stack import DeploymentStack

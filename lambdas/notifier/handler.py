@@ -5,9 +5,10 @@
 - an EventBridge rule delivers this app's alarm and contributor state changes; each GPU that
   goes into ALARM is one message.
 
-Each incident is claimed in the sent ledger before it is published, so a retried invocation
-sends only what was not sent. Critical incidents go to the critical topic, the rest to the
-warning topic.
+Each incident goes to every channel (SNS: critical incidents to the critical topic, the rest
+to the warning topic; a chat webhook where one is set). Each (incident, channel) is claimed in
+the sent ledger before it is delivered, so a retried invocation sends only what was not sent,
+on the channel that failed.
 """
 
 import logging
@@ -15,16 +16,17 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from lambdas.shared.aws_clients import ClientCache
-from lambdas.shared.subscription import decode_subscription
+from lambdas.notifier.channels import Channel, ChannelError
 from lambdas.notifier.config import NotifierConfig
 from lambdas.notifier.incidents import Deployment, Skipped, from_alarm_event, from_xid_group
 from lambdas.notifier.messages import group_xids, parse_log_events
-from lambdas.notifier.notification import Incident, publish_arguments
+from lambdas.notifier.notification import Incident
 from lambdas.notifier.pods import PodLookupError, pods_on_gpu
-from lambdas.notifier.sent_ledger import SentLedger
+from lambdas.notifier.sent_ledger import SentLedger, claim_key
+from lambdas.notifier.sns_channel import SNS, SnsChannel
+from lambdas.notifier.webhook import WebhookChannel, url_from_parameter
+from lambdas.shared.aws_clients import ClientCache
+from lambdas.shared.subscription import decode_subscription
 
 log = logging.getLogger()
 log.setLevel(logging.INFO)
@@ -33,7 +35,8 @@ _clients = ClientCache()
 
 
 class PublishError(Exception):
-    """SNS refused a notification; raised so that Lambda retries and then dead-letters."""
+    """A channel refused a notification; raised (after the other channels delivered) so that
+    Lambda retries and then dead-letters."""
 
 
 def decode(event: dict[str, Any]) -> dict[str, Any]:
@@ -50,25 +53,47 @@ def deployment(config: NotifierConfig) -> Deployment:
     )
 
 
-def send(
-    sns: Any, ledger: SentLedger, incidents: list[Incident], now_s: float, config: NotifierConfig
-) -> int:
-    """Publish each incident not sent before; a failed publish is released and raised."""
-    sent = 0
-    for incident in incidents:
-        if not ledger.claim(incident.key, now_s):
-            continue
-        topic = (
-            config.critical_topic_arn
-            if incident.severity == "critical"
-            else config.warning_topic_arn
+def channels(config: NotifierConfig) -> list[Channel]:
+    """The channels this deployment delivers to: SNS always, the webhook where it is set."""
+    out: list[Channel] = [
+        SnsChannel(
+            _clients("sns"),
+            critical_topic_arn=config.critical_topic_arn,
+            warning_topic_arn=config.warning_topic_arn,
         )
-        try:
-            sns.publish(**publish_arguments(incident, topic))
-        except (ClientError, BotoCoreError) as err:
-            ledger.release(incident.key)
-            raise PublishError(f"publishing {incident.key} to {topic}: {err}") from err
-        sent += 1
+    ]
+    parameter = config.webhook_url_parameter
+    if parameter:
+        out.append(WebhookChannel(lambda: url_from_parameter(_clients("ssm"), parameter)))
+    return out
+
+
+def send(
+    channels: list[Channel], ledger: SentLedger, incidents: list[Incident], now_s: float
+) -> int:
+    """Deliver each incident on each channel where it was not delivered before. A channel
+    that fails is released for that incident and skipped for the rest of the batch (the
+    others go on); the first failure is raised at the end, so that Lambda retries."""
+    sent = 0
+    failed: dict[str, tuple[str, ChannelError]] = {}
+    for incident in incidents:
+        for channel in channels:
+            if channel.name in failed:
+                continue
+            key = claim_key(incident.key, channel.name, first=SNS)
+            if not ledger.claim(key, now_s):
+                continue
+            try:
+                channel.deliver(incident)
+            except ChannelError as err:
+                ledger.release(key)
+                failed[channel.name] = (incident.key, err)
+                log.error("publishing %s to %s", incident.key, err)
+                continue
+            sent += 1
+    if failed:
+        key, err = next(iter(failed.values()))
+        raise PublishError(f"publishing {key} to {err}") from err
     return sent
 
 
@@ -83,7 +108,7 @@ def _from_logs(event: dict[str, Any], now_s: float, config: NotifierConfig) -> d
     where = deployment(config)
     parsed = parse_log_events(payload, cluster=where.cluster)
     incidents = [from_xid_group(g, where) for g in group_xids(parsed.notices)]
-    published = send(_clients("sns"), _ledger(config), incidents, now_s, config)
+    published = send(channels(config), _ledger(config), incidents, now_s)
     if parsed.unreadable:
         log.warning("%d log events named an XID but could not be read", parsed.unreadable)
     return {"incidents": len(incidents), "published": published, "unreadable": parsed.unreadable}
@@ -107,7 +132,7 @@ def _from_alarm(event: dict[str, Any], now_s: float, config: NotifierConfig) -> 
         log.info("not an incident: %s", result.reason)
         return {"incidents": 0, "published": 0, "unreadable": 0}
     incident = _with_pods(result, int(now_s * 1000), config.exporter_log_group)
-    published = send(_clients("sns"), _ledger(config), [incident], now_s, config)
+    published = send(channels(config), _ledger(config), [incident], now_s)
     return {"incidents": 1, "published": published, "unreadable": 0}
 
 

@@ -286,3 +286,37 @@ def test_the_notifiers_stateful_resources_keep_their_logical_ids(synth: Synth) -
     assert list(template.find_resources("AWS::DynamoDB::Table")) == ["XidNotifierSent8E6A4821"]
     queues = list(template.find_resources("AWS::SQS::Queue"))
     assert "XidNotifierDeadLetters76B32C15" in queues
+
+
+def test_a_chat_webhook_is_read_from_its_one_parameter(synth: Synth) -> None:
+    """The webhook's URL stays in its SecureString parameter: the template holds the
+    parameter's name, and the role may read that parameter alone."""
+    template = _template(synth, {**PROD, "webhook_url_parameter": "/gpu-insights/chat-hook"})
+    (function,) = template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Handler": "lambdas.notifier.handler.handler"}},
+    ).values()
+    variables = function["Properties"]["Environment"]["Variables"]
+    assert variables["WEBHOOK_URL_PARAMETER"] == "/gpu-insights/chat-hook"
+    statements = [
+        s
+        for p in template.find_resources("AWS::IAM::Policy").values()
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        if s.get("Sid") == "WebhookUrl"
+    ]
+    assert [(s["Action"], s["Resource"]) for s in statements] == [
+        (
+            "ssm:GetParameter",
+            {
+                "Fn::Join": [
+                    "",
+                    [
+                        "arn:",
+                        {"Ref": "AWS::Partition"},
+                        ":ssm:eu-west-1:123456789012:parameter/gpu-insights/chat-hook",
+                    ],
+                ]
+            },
+        )
+    ]
+    assert "WEBHOOK_URL_PARAMETER" not in json.dumps(_template(synth).to_json())

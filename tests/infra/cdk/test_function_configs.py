@@ -8,12 +8,12 @@ from typing import Any
 from aws_cdk import Stack
 from aws_cdk.assertions import Template
 
+from lambdas.notifier.config import NotifierConfig
 from lambdas.shared.config import FunctionConfig
 from lambdas.silence_check.config import SilenceCheckConfig
 from lambdas.storage_analyzer.config import StorageConfig
 from lambdas.training_analyzer.config import TrainingConfig
 from lambdas.weekly_report.config import ReportConfig
-from lambdas.notifier.config import NotifierConfig
 from tests.infra.conftest import Synth
 
 CONTEXT = {
