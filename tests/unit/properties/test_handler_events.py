@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lambdas.shared.events import EventError, scheduled_time
-from lambdas.shared.subscription import SubscriptionPayloadError, decode_subscription
 from lambdas.notifier.handler import decode
 from lambdas.notifier.messages import parse_log_events
+from lambdas.shared.events import EventError, scheduled_time
+from lambdas.shared.subscription import SubscriptionPayloadError, decode_subscription
 
 
 @settings(max_examples=150, deadline=None)
