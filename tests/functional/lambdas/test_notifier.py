@@ -18,6 +18,7 @@ from gpu_insights_agent.contract.metrics import exporter_log_group
 from gpu_insights_agent.emf.sinks import BufferedSender
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
+from gpu_insights_agent.exporter.nvml_source import NvmlSource
 from lambdas.notifier import handler as notifier
 from lambdas.notifier.channels import ChannelError
 from lambdas.notifier.config import NotifierConfig
@@ -152,7 +153,7 @@ def test_exporter_xids_reach_the_topic_their_severity_names(
     _as_role(aws, templates, monkeypatch)
     sink = Keep()
     exporter = Exporter(
-        FakeNvml(trace_lines(), clock=Clock(16)),
+        NvmlSource(FakeNvml(trace_lines(), clock=Clock(16))),
         BufferedSender(sink),
         ExporterConfig(cluster_name="train", node_name="node-a"),
     )

@@ -16,8 +16,8 @@ from dashboards.bodies import gpu_node
 from gpu_insights_agent.emf.sinks import BufferedSender
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
+from gpu_insights_agent.exporter.nvml_source import NvmlSource
 from gpu_insights_agent.exporter.xid_watcher import XidEvent
-from lambdas.shared.console_links import node_dashboard_url
 from lambdas.notifier.incidents import (
     AlarmEventError,
     Crossing,
@@ -36,6 +36,7 @@ from lambdas.notifier.notification import (
     render_text,
     subject,
 )
+from lambdas.shared.console_links import node_dashboard_url
 from tests.unit.agent.exporter.nvml_trace import Clock, trace_lines
 from tests.unit.lambdas.notifier.events import (
     AWS_CONTRIBUTOR_EXAMPLE,
@@ -68,7 +69,7 @@ class Keep:
 
 def _exporter() -> Exporter:
     return Exporter(
-        FakeNvml(trace_lines(), clock=Clock(16)),
+        NvmlSource(FakeNvml(trace_lines(), clock=Clock(16))),
         BufferedSender(Keep()),
         ExporterConfig(cluster_name="train", node_name=NODE),
     )
