@@ -32,6 +32,10 @@ log = logging.getLogger()
 log.setLevel(logging.INFO)
 
 _clients = ClientCache()
+#: The webhook URL per parameter, with when it was read: read again after WEBHOOK_URL_KEEP_S,
+#: so a rotated URL is used within minutes without a read per invocation.
+_webhook_urls: dict[str, tuple[str, float]] = {}
+WEBHOOK_URL_KEEP_S = 300.0
 
 
 class PublishError(Exception):
@@ -64,8 +68,17 @@ def channels(config: NotifierConfig) -> list[Channel]:
     ]
     parameter = config.webhook_url_parameter
     if parameter:
-        out.append(WebhookChannel(lambda: url_from_parameter(_clients("ssm"), parameter)))
+        out.append(WebhookChannel(lambda: _webhook_url(parameter)))
     return out
+
+
+def _webhook_url(parameter: str) -> str:
+    now = time.monotonic()
+    kept = _webhook_urls.get(parameter)
+    if kept is None or now - kept[1] > WEBHOOK_URL_KEEP_S:
+        kept = (url_from_parameter(_clients("ssm"), parameter), now)
+        _webhook_urls[parameter] = kept
+    return kept[0]
 
 
 def send(
@@ -92,8 +105,8 @@ def send(
                 continue
             sent += 1
     if failed:
-        key, err = next(iter(failed.values()))
-        raise PublishError(f"publishing {key} to {err}") from err
+        key, cause = next(iter(failed.values()))
+        raise PublishError(f"publishing {key} to {cause}") from cause
     return sent
 
 

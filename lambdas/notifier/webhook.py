@@ -8,7 +8,8 @@ https://docs.aws.amazon.com/chime/latest/dg/webhooks.html). Each ignores the oth
 
 The URL carries the webhook's token, so it is no environment variable: it is an SSM
 SecureString parameter, the parameter's name the ``webhook_url_parameter`` setting, read with
-decryption at the first delivery of a container. Parameter Store's AWS managed key (aws/ssm)
+decryption at a container's first delivery and again every few minutes (the handler's
+``_webhook_url``). Parameter Store's AWS managed key (aws/ssm)
 "grants Decrypt permission to all IAM principals in the AWS account"
 (https://docs.aws.amazon.com/systems-manager/latest/userguide/ps-restrict-decryption.html), so
 the function needs ``ssm:GetParameter`` on that one parameter and nothing of KMS.

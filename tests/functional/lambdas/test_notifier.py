@@ -339,3 +339,14 @@ def test_the_webhook_url_is_read_from_its_secure_string_parameter(
     monkeypatch.setenv("WEBHOOK_URL_PARAMETER", "/gpu-insights/train/webhook")
     names = [c.name for c in notifier.channels(NotifierConfig.current())]
     assert names == ["sns", WEBHOOK]
+    # Read once for a few minutes of invocations, then again (a rotated URL is picked up).
+    reads: list[str] = []
+    ssm.meta.events.register("before-call.ssm.GetParameter", lambda **_: reads.append("read"))
+    monkeypatch.setitem(notifier._clients, "ssm", ssm)
+    monkeypatch.setattr(notifier, "_webhook_urls", {})
+    for _ in range(3):
+        assert notifier._webhook_url("/gpu-insights/train/webhook") == url
+    assert len(reads) == 1
+    monkeypatch.setattr(notifier, "WEBHOOK_URL_KEEP_S", -1.0)
+    notifier._webhook_url("/gpu-insights/train/webhook")
+    assert len(reads) == 2

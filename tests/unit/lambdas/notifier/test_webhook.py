@@ -52,9 +52,14 @@ def test_nothing_listening_is_a_channel_error() -> None:
 
 
 def test_the_url_is_read_once_per_channel() -> None:
-    reads = []
+    reads: list[str] = []
     with webhook_server() as hook:
-        channel = WebhookChannel(lambda: reads.append(1) or hook.url)
+
+        def url() -> str:
+            reads.append(hook.url)
+            return hook.url
+
+        channel = WebhookChannel(url)
         channel.deliver(INCIDENT)
         channel.deliver(INCIDENT)
     assert (len(reads), len(hook.posts)) == (1, 2)
