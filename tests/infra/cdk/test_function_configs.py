@@ -25,6 +25,7 @@ CONTEXT = {
     "gpu_hour_price_usd": "2.75",
     "training_data_sources": "train-data",
     "exporter_interval_seconds": "300",
+    "webhook_url_parameter": "/gpu-insights/train-prod/webhook",
 }
 #: Each handler of the app and the declaration of its environment.
 DECLARED: dict[str, type[FunctionConfig]] = {
@@ -69,6 +70,7 @@ def test_the_settings_values_reach_each_function(synth: Synth) -> None:
     assert "gpu-insights-train-prod-gpu-low-power" in report["ALARM_KIND_NAMES"].split(",")
     notifier = environments["lambdas.notifier.handler.handler"]
     assert "gpu-low-power" in notifier["ALARM_KINDS"]
+    assert notifier["WEBHOOK_URL_PARAMETER"] == "/gpu-insights/train-prod/webhook"
     silence = environments["lambdas.silence_check.handler.handler"]
     # Three 300-second cycles; the exporter's DaemonSet runs on amd64 nodes only.
     assert (silence["LOOKBACK_SECONDS"], silence["ARCHITECTURES"]) == ("900", "x86_64")
