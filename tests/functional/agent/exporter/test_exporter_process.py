@@ -18,7 +18,7 @@ def test_sigterm_flushes_and_exits_cleanly(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "exporter",
+            "gpu_insights_agent.exporter",
             "--cluster-name",
             "train",
             "--node-name",
@@ -48,7 +48,15 @@ def test_sigterm_flushes_and_exits_cleanly(tmp_path: Path) -> None:
 
 def test_no_nvml_exits_non_zero_with_one_sentence() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "exporter", "--cluster-name", "c", "--node-name", "n"],
+        [
+            sys.executable,
+            "-m",
+            "gpu_insights_agent.exporter",
+            "--cluster-name",
+            "c",
+            "--node-name",
+            "n",
+        ],
         capture_output=True,
         text=True,
         timeout=30,
