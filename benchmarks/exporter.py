@@ -16,6 +16,7 @@ from gpu_insights_agent.emf.document import encode
 from gpu_insights_agent.emf.sinks import BufferedSender
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
+from gpu_insights_agent.exporter.nvml_source import NvmlSource
 from gpu_insights_agent.exporter.simulated_trace import SimulatedGpu, node_trace
 
 GPUS = 8
@@ -49,7 +50,7 @@ def main() -> dict[str, float]:
     now = [0.0]
     sink = EncodingSink()
     exporter = Exporter(
-        FakeNvml(trace, clock=lambda: now[0], sleep=lambda _: None),
+        NvmlSource(FakeNvml(trace, clock=lambda: now[0], sleep=lambda _: None)),
         BufferedSender(sink),
         ExporterConfig(cluster_name="bench", node_name="node-0", interval_s=INTERVAL_S),
         clock=lambda: 1_764_000_000 + now[0],

@@ -130,6 +130,28 @@ def https_problem(url: str) -> str | None:
     return None
 
 
+#: Parameter Store: names "can include only the following symbols and letters: a-zA-Z0-9_.-"
+#: and "/" between levels; "can't be prefixed with "aws" or "ssm" (case-insensitive)"; at most
+#: fifteen levels and 1011 characters (PutParameter's Name,
+#: https://docs.aws.amazon.com/systems-manager/latest/APIReference/API_PutParameter.html).
+_PARAMETER: Final = re.compile(r"/?[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*")
+
+
+def parameter_name_problem(name: str) -> str | None:
+    levels = name.removeprefix("/").split("/")
+    if (
+        not _PARAMETER.fullmatch(name)
+        or len(name) > 1011
+        or len(levels) > 15
+        or levels[0].lower().startswith(("aws", "ssm"))
+    ):
+        return (
+            "the name of an SSM parameter such as /gpu-insights/webhook-url (a-zA-Z0-9_.- "
+            "and '/', not starting with aws or ssm)"
+        )
+    return None
+
+
 # arn:partition:service:region:account-id:resource
 # https://docs.aws.amazon.com/IAM/latest/UserGuide/reference-arns.html
 PARTITIONS: Final = frozenset(

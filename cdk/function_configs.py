@@ -12,14 +12,14 @@ from cdk.alarms.model import Severity
 from cdk.node_config.manifest import REQUIRED_NODE_EXPRESSIONS
 from cdk.settings import Settings
 from gpu_insights_agent.contract.resource_names import dashboard_name
+from lambdas.notifier.config import NotifierConfig
+from lambdas.notifier.notification import Severity as NotifiedSeverity
 from lambdas.shared.console_links import NODE_DASHBOARD
 from lambdas.silence_check.config import SilenceCheckConfig, lookback_for
 from lambdas.storage_analyzer.aws import VolumeScope
 from lambdas.storage_analyzer.config import StorageConfig
 from lambdas.training_analyzer.config import TrainingConfig
 from lambdas.weekly_report.config import ReportConfig
-from lambdas.xid_notifier.config import NotifierConfig
-from lambdas.xid_notifier.notification import Severity as NotifiedSeverity
 
 #: The dashboard a notification links to, with the node picked in its NodeName variable.
 GPU_DASHBOARD = NODE_DASHBOARD
@@ -90,6 +90,7 @@ def notifier_config(
         gpu_dashboard=dashboard_name(settings.cluster_name, GPU_DASHBOARD),
         exporter_log_group=exporter_log_group,
         alarm_kinds={s.alarm_kind: (_severity(s.severity), s.title) for s in specs},
+        webhook_url_parameter=settings.webhook_url_parameter,
     )
 
 

@@ -26,6 +26,6 @@ TOPIC_OUTPUTS: Final = {
 
 #: The alarms outside the alarm catalog: one composite per deployment over the GPU alarms
 #: (cdk/constructs/gpu_alarms.py) and the notifier's own failure alarm
-#: (cdk/constructs/xid_notifier.py), by their keys (contract.resource_names.alarm_name).
+#: (cdk/constructs/notifier.py), by their keys (contract.resource_names.alarm_name).
 FLEET_HEALTH_ALARM_KEY: Final = "gpu-fleet-health"
 NOTIFIER_FAILING_ALARM_KEY: Final = "notifier-failing"

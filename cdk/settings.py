@@ -26,6 +26,7 @@ from cdk.aws_values import (
     https_problem,
     iam_arn_problem,
     kms_key_arn_problem,
+    parameter_name_problem,
     schedule_problem,
     sns_topic_arn_problem,
 )
@@ -148,6 +149,10 @@ class Settings:
     #: Critical alarms (pages): email addresses and HTTPS endpoints (a pager's webhook).
     alarm_emails: tuple[str, ...] = ()
     alarm_https_endpoints: tuple[str, ...] = ()
+    #: A chat webhook (Slack, Teams, Chime) the notifier posts every incident to: the name of
+    #: the SSM SecureString parameter (aws/ssm key) that holds its https:// URL, created by
+    #: the operator (CloudFormation creates no SecureString). The URL never enters a template.
+    webhook_url_parameter: str | None = None
     #: Count kernel "NVRM: Xid" lines in Container Insights' host log group (the fallback for
     #: nodes without the exporter). The log group must exist: Fluent Bit creates it on its
     #: first host log line, so turn this on once /aws/containerinsights/<cluster>/host exists.
@@ -387,6 +392,7 @@ _PATTERNS: Final[dict[str, tuple[re.Pattern[str], str]]] = {
 _CHECKS: Final[dict[str, Callable[[str], str | None]]] = {
     "oidc_provider_arn": lambda arn: iam_arn_problem(arn, "oidc-provider"),
     "kubectl_role_arn": lambda arn: iam_arn_problem(arn, "role"),
+    "webhook_url_parameter": parameter_name_problem,
     "storage_schedule": schedule_problem,
     "training_schedule": schedule_problem,
     "report_schedule": schedule_problem,
@@ -540,6 +546,7 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "kubectl_vpc_id": _as_str,
     "kubectl_subnet_ids": _as_str_tuple,
     "kubectl_security_group_id": _as_str,
+    "webhook_url_parameter": _as_str,
     "low_power_percent": _as_float,
     "low_power_window_minutes": _as_int,
     "throttle_window_minutes": _as_int,

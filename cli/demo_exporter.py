@@ -34,6 +34,7 @@ from gpu_insights_agent.emf.document import EmfDocument, encode
 from gpu_insights_agent.emf.sinks import BufferedSender, PutMetricDataSink
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
+from gpu_insights_agent.exporter.nvml_source import NvmlSource
 from gpu_insights_agent.exporter.simulated_trace import SimulatedGpu, node_trace
 from tests.realistic import container_insights as ci
 from tests.realistic import nodes as ec2
@@ -124,15 +125,17 @@ def replay_exporter(cloudwatch: Any, *, cluster_name: str, out_dir: Path) -> Exp
         write_proc(Path(proc))
         tee = TeeSink(PutMetricDataSink(cloudwatch), emf)
         exporter = Exporter(
-            FakeNvml(
-                node_trace(
-                    [SimulatedGpu(role) for role in ROLES],
-                    duration_s=DURATION_S,
-                    node=NODE,
-                    start_hour=START_HOUR,
-                ),
-                clock=lambda: now[0],
-                sleep=lambda _: None,
+            NvmlSource(
+                FakeNvml(
+                    node_trace(
+                        [SimulatedGpu(role) for role in ROLES],
+                        duration_s=DURATION_S,
+                        node=NODE,
+                        start_hour=START_HOUR,
+                    ),
+                    clock=lambda: now[0],
+                    sleep=lambda _: None,
+                )
             ),
             BufferedSender(tee),
             ExporterConfig(

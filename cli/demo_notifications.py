@@ -26,7 +26,7 @@ from gpu_insights_agent.contract.metrics import (
     DIM_XID_CODE,
     exporter_log_group,
 )
-from lambdas.xid_notifier import handler as notifier
+from lambdas.notifier import handler as notifier
 
 ACCOUNT = "123456789012"
 STORM_LINES = 500

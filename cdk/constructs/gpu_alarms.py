@@ -2,7 +2,7 @@
 cluster that sums up GPU fleet health.
 
 The alarms have no actions: their state changes, and their contributors', reach people only
-through the notifier (its EventBridge rule, cdk/constructs/xid_notifier.py), which names the
+through the notifier (its EventBridge rule, cdk/constructs/notifier.py), which names the
 GPU and pages once. An SNS alarm action would send CloudWatch's raw alarm JSON beside it."""
 
 from collections.abc import Sequence

@@ -10,8 +10,8 @@ from cdk.alarms.catalog import deployed_alarms
 from cdk.constructs.agent_log_group import AgentLogGroup
 from cdk.constructs.alarm_topics import AlarmTopics
 from cdk.constructs.gpu_alarms import GpuAlarms
+from cdk.constructs.notifier import Notifier
 from cdk.constructs.silence_check import SilenceCheck
-from cdk.constructs.xid_notifier import XidNotifier
 from cdk.function_configs import notifier_config, silence_config
 from cdk.outputs import ALARMS, CRITICAL_TOPIC_ARN, WARNING_TOPIC_ARN
 from cdk.settings import Settings
@@ -84,7 +84,9 @@ class AlarmsStack(DeploymentStack):
             cluster_name=cluster,
             specs=specs,
         )
-        self.notifier = XidNotifier(
+        # The construct id predates the name: it stays, so that the ledger table and the dead
+        # letters keep their logical IDs (a new ID would replace the table and drop the queue).
+        self.notifier = Notifier(
             self,
             "XidNotifier",
             config=lambda sent_table: notifier_config(

@@ -30,7 +30,7 @@ INTERACTIVE = Config(
 #: functional tests fail on a handler that reaches further. The SDK layer
 #: (cdk/constructs/sdk_layer.py) ships botocore's models for these services only.
 HANDLER_SERVICES = frozenset(
-    {"cloudwatch", "dynamodb", "ec2", "events", "logs", "s3", "sns", "sqs"}
+    {"cloudwatch", "dynamodb", "ec2", "events", "logs", "s3", "sns", "sqs", "ssm"}
 )
 
 

@@ -26,6 +26,7 @@ from gpu_insights_agent.emf.sinks import (
     TcpEmfSink,
 )
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig, NvmlUnavailableError
+from gpu_insights_agent.exporter.nvml_source import NvmlSource
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -146,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gpu exporter: {err}", file=sys.stderr)
         return 1
     exporter = Exporter(
-        nvml,
+        NvmlSource(nvml),
         BufferedSender(sink, capacity=args.buffer),
         ExporterConfig(
             cluster_name=args.cluster_name,

@@ -2,10 +2,10 @@
 
 It fills what Container Insights' DCGM metrics lack: power against the enforced limit, SM
 activity and occupancy, tensor activity, XID errors, ECC and throttling. One GPU failing never
-stops the others; a sink failing never stops collection (see emf.sinks.BufferedSender).
+stops the others; a sink failing never stops collection (see emf.sinks.BufferedSender). The
+devices are read through a ``device_source.DeviceSource`` (NVML: ``nvml_source.NvmlSource``).
 """
 
-import contextlib
 import logging
 import math
 import threading
@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from gpu_insights_agent.contract.metrics import (
     CYCLE_METRICS,
@@ -36,10 +35,18 @@ from gpu_insights_agent.contract.metrics import (
 from gpu_insights_agent.contract.xid import XidSeverity, describe_xid
 from gpu_insights_agent.emf.document import EmfDocument, emf_document
 from gpu_insights_agent.emf.sinks import BufferedSender
+from gpu_insights_agent.exporter.device_source import (
+    Device,
+    DeviceOpenError,
+    DeviceSource,
+    EventWatch,
+    GpuLostError,
+    GpuReading,
+    XidEvent,
+)
 from gpu_insights_agent.exporter.fault_gate import FaultGate
-from gpu_insights_agent.exporter.gpu_sampler import GpuLostError, GpuReading, GpuSampler
+from gpu_insights_agent.exporter.nvml_source import NvmlUnavailableError
 from gpu_insights_agent.exporter.pod_attribution import pod_uids
-from gpu_insights_agent.exporter.xid_watcher import XidEvent, XidWatcher
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +55,7 @@ DIM_POD_UID = "PodUid"
 XID_GPU_LOST = 79
 
 
-class NvmlUnavailableError(Exception):
-    """No NVIDIA driver or no NVML on this node: nothing to export."""
+__all__ = ["Exporter", "ExporterConfig", "NvmlUnavailableError"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,39 +79,31 @@ class ExporterConfig:
 class Exporter:
     def __init__(
         self,
-        nvml: Any,
+        source: DeviceSource,
         sender: BufferedSender,
         config: ExporterConfig,
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self._nvml = nvml
+        self._source = source
         self.sender = sender
         self.config = config
         self._clock = clock
         self._lock = threading.Lock()
-        self.samplers: dict[int, GpuSampler] = {}
+        self.samplers: dict[int, Device] = {}
         self.lost: set[int] = set()
-        self.watcher: XidWatcher | None = None
+        self.watcher: EventWatch | None = None
         self._log_group = exporter_log_group(config.cluster_name)
         self._faults = FaultGate(config.fault_period_s)
         #: Each GPU's alarm shard: fixed by node, index and shard count, hashed once per GPU.
         self._shards: dict[int, str] = {}
 
     def start(self) -> None:
-        nvml = self._nvml
-        try:
-            nvml.nvmlInit()
-        except nvml.NVMLError as err:
-            raise NvmlUnavailableError(
-                f"NVML is not available on this node ({err}): is the NVIDIA driver installed "
-                "and is the container started with the NVIDIA runtime?"
-            ) from err
-        count = int(nvml.nvmlDeviceGetCount())
+        count = self._source.open()
         for index in range(count):
             try:
-                self.samplers[index] = GpuSampler(nvml, index)
-            except nvml.NVMLError as err:
+                self.samplers[index] = self._source.device(index)
+            except DeviceOpenError as err:
                 log.error("GPU %d cannot be opened (%s); reported as unhealthy", index, err)
                 self.lost.add(index)
         log.info(
@@ -113,14 +111,9 @@ class Exporter:
             count,
             self.config.node_name,
             self.config.interval_s,
-            ", ".join(
-                f"{i}={s.name}{'' if s.gpm_supported else ' (no GPM)'}"
-                for i, s in self.samplers.items()
-            ),
+            ", ".join(f"{i}={s.label}" for i, s in self.samplers.items()),
         )
-        self.watcher = XidWatcher(
-            nvml, {i: s.handle for i, s in self.samplers.items()}, self.on_xid, clock=self._clock
-        )
+        self.watcher = self._source.watch(list(self.samplers), self.on_xid, clock=self._clock)
 
     def _dimensions(self, index: int) -> dict[str, str]:
         return {
@@ -277,15 +270,15 @@ class Exporter:
             stop.wait(max(0.0, self.config.interval_s - (time.monotonic() - started)))
 
     def shutdown(self) -> bool:
-        """Stop the watcher, flush what is buffered, release NVML. True if nothing was left."""
+        """Stop the watcher, flush what is buffered, release the devices. True if nothing was
+        left."""
         if self.watcher is not None:
             self.watcher.stop()
         with self._lock:
             flushed = self.sender.flush(force=True)
         for sampler in self.samplers.values():
             sampler.close()
-        with contextlib.suppress(self._nvml.NVMLError):
-            self._nvml.nvmlShutdown()
+        self._source.close()
         if not flushed:
             log.error("%d documents could not be delivered before exit", len(self.sender))
         return flushed

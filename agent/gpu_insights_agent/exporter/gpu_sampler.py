@@ -9,10 +9,10 @@ reused, so memory stays flat.
 
 import contextlib
 import logging
-from dataclasses import dataclass, field
 from typing import Any
 
 from gpu_insights_agent.contract.metrics import GpuMetric
+from gpu_insights_agent.exporter.device_source import GpuLostError, GpuReading
 
 log = logging.getLogger(__name__)
 
@@ -52,17 +52,12 @@ NVML_FUNCTIONS_USED = (
 IN_USE_MEMORY_BYTES = 2**30
 
 
-class GpuLostError(Exception):
-    """NVML says the GPU is lost (fallen off the bus); it will not answer until a reset."""
-
-
-@dataclass
-class GpuReading:
-    metrics: dict[GpuMetric, float]
-    pids: list[int] = field(default_factory=list)
+__all__ = ["GpuLostError", "GpuReading", "GpuSampler"]
 
 
 class GpuSampler:
+    """One NVIDIA GPU as a ``device_source.Device``."""
+
     def __init__(self, nvml: Any, index: int) -> None:
         self._nvml = nvml
         self.index = index
@@ -75,6 +70,10 @@ class GpuSampler:
         self._gpm_samples: list[Any] = []
         self._gpm_primed = False
         self.gpm_supported = self._init_gpm()
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}{'' if self.gpm_supported else ' (no GPM)'}"
 
     def _init_gpm(self) -> bool:
         nvml = self._nvml

@@ -10,20 +10,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+from gpu_insights_agent.exporter.device_source import XidEvent
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class XidEvent:
-    gpu_index: int
-    code: int
-    #: Seconds since the epoch when the exporter received the event.
-    time: float
-    #: "nvml" for driver events, "lost" for a GPU the exporter found fallen off the bus.
-    source: str = "nvml"
+__all__ = ["XidEvent", "XidWatcher"]
 
 
 def _handle_key(handle: Any) -> object:

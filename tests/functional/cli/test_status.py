@@ -44,6 +44,7 @@ from gpu_insights_agent.contract.resource_names import stack_name, topic_name
 from gpu_insights_agent.emf.sinks import BufferedSender, PutMetricDataSink
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
+from gpu_insights_agent.exporter.nvml_source import NvmlSource
 from gpu_insights_agent.exporter.simulated_trace import SimulatedGpu, node_trace
 from lambdas.shared.publisher import findings_key
 from lambdas.weekly_report.handler import report_prefix
@@ -82,7 +83,7 @@ def _exporter(cloudwatch: Any, node: str, start: float, end: float) -> None:
         node=node,
     )
     exporter = Exporter(
-        FakeNvml(trace, clock=lambda: now[0], sleep=lambda _: None),
+        NvmlSource(FakeNvml(trace, clock=lambda: now[0], sleep=lambda _: None)),
         BufferedSender(PutMetricDataSink(cloudwatch)),
         ExporterConfig(cluster_name=CLUSTER, node_name=node, interval_s=INTERVAL_S),
         clock=lambda: start + now[0],

@@ -28,6 +28,7 @@ from cli.backtest.evaluator import AlarmState
 from gpu_insights_agent.emf.sinks import BufferedSender, PutMetricDataSink
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
+from gpu_insights_agent.exporter.nvml_source import NvmlSource
 from gpu_insights_agent.exporter.simulated_trace import SimulatedGpu, node_trace
 from lambdas.silence_check import handler as silence_handler
 from tests.functional.lambdas.iam import REGION, Principal, resolve, role_statements, run_as_role
@@ -62,7 +63,7 @@ def _exporter(cloudwatch: Any, node: str, gpus: int, start: float, end: float) -
         node=node,
     )
     exporter = Exporter(
-        FakeNvml(trace, clock=lambda: now[0], sleep=lambda _: None),
+        NvmlSource(FakeNvml(trace, clock=lambda: now[0], sleep=lambda _: None)),
         BufferedSender(PutMetricDataSink(cloudwatch)),
         ExporterConfig(cluster_name="train", node_name=node, interval_s=INTERVAL_S),
         clock=lambda: start + now[0],

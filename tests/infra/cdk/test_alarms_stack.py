@@ -131,7 +131,7 @@ def test_topics_are_encrypted_refuse_plain_http_and_subscribe_the_settings(synth
     }
 
 
-def test_xid_notifier_reads_both_log_groups_and_is_least_privilege(synth: Synth) -> None:
+def test_notifier_reads_both_log_groups_and_is_least_privilege(synth: Synth) -> None:
     template = _template(synth)
     filters = template.find_resources("AWS::Logs::SubscriptionFilter")
     patterns = sorted(f["Properties"]["FilterPattern"] for f in filters.values())
@@ -148,7 +148,7 @@ def test_xid_notifier_reads_both_log_groups_and_is_least_privilege(synth: Synth)
             assert all("*" not in action for action in actions), actions
     (function,) = template.find_resources(
         "AWS::Lambda::Function",
-        {"Properties": {"Handler": "lambdas.xid_notifier.handler.handler"}},
+        {"Properties": {"Handler": "lambdas.notifier.handler.handler"}},
     ).values()
     assert "DeadLetterConfig" in function["Properties"]
 
@@ -176,7 +176,7 @@ def test_state_changes_reach_the_notifier_retried_and_dead_lettered(synth: Synth
     assert target["RetryPolicy"] == {"MaximumRetryAttempts": 8, "MaximumEventAgeInSeconds": 7200}
     (function,) = template.find_resources(
         "AWS::Lambda::Function",
-        {"Properties": {"Handler": "lambdas.xid_notifier.handler.handler"}},
+        {"Properties": {"Handler": "lambdas.notifier.handler.handler"}},
     ).values()
     queue = function["Properties"]["DeadLetterConfig"]["TargetArn"]
     assert target["DeadLetterConfig"] == {"Arn": queue}
@@ -294,3 +294,47 @@ def test_the_silence_check_runs_every_five_minutes_with_its_one_declaration(
         "AWS::Lambda::Function",
         {"Properties": {"Handler": "lambdas.silence_check.handler.handler"}},
     )
+
+
+def test_the_notifiers_stateful_resources_keep_their_logical_ids(synth: Synth) -> None:
+    """The notifier's ledger and dead letters keep the IDs they were deployed with: a new
+    logical ID would make CloudFormation replace the table (forgetting what was sent) and the
+    queue (dropping the events nobody received)."""
+    template = _template(synth)
+    assert list(template.find_resources("AWS::DynamoDB::Table")) == ["XidNotifierSent8E6A4821"]
+    queues = list(template.find_resources("AWS::SQS::Queue"))
+    assert "XidNotifierDeadLetters76B32C15" in queues
+
+
+def test_a_chat_webhook_is_read_from_its_one_parameter(synth: Synth) -> None:
+    """The webhook's URL stays in its SecureString parameter: the template holds the
+    parameter's name, and the role may read that parameter alone."""
+    template = _template(synth, {**PROD, "webhook_url_parameter": "/gpu-insights/chat-hook"})
+    (function,) = template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Handler": "lambdas.notifier.handler.handler"}},
+    ).values()
+    variables = function["Properties"]["Environment"]["Variables"]
+    assert variables["WEBHOOK_URL_PARAMETER"] == "/gpu-insights/chat-hook"
+    statements = [
+        s
+        for p in template.find_resources("AWS::IAM::Policy").values()
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        if s.get("Sid") == "WebhookUrl"
+    ]
+    assert [(s["Action"], s["Resource"]) for s in statements] == [
+        (
+            "ssm:GetParameter",
+            {
+                "Fn::Join": [
+                    "",
+                    [
+                        "arn:",
+                        {"Ref": "AWS::Partition"},
+                        ":ssm:eu-west-1:123456789012:parameter/gpu-insights/chat-hook",
+                    ],
+                ]
+            },
+        )
+    ]
+    assert "WEBHOOK_URL_PARAMETER" not in json.dumps(_template(synth).to_json())

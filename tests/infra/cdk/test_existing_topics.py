@@ -92,7 +92,7 @@ def test_the_publishers_may_publish_to_the_existing_topics_and_use_their_keys(
     "Allow a user to send messages to a topic with SSE"); SNS refuses the publish otherwise."""
     stacks = synth(CONTEXT)
     requests = _requests(
-        stack_named(stacks, "-Alarms"), "lambdas.xid_notifier.handler.handler", ONCALL, ONCALL_KEY
+        stack_named(stacks, "-Alarms"), "lambdas.notifier.handler.handler", ONCALL, ONCALL_KEY
     ) + _requests(
         stack_named(stacks, "-Analyzers"),
         "lambdas.weekly_report.handler.handler",
@@ -125,7 +125,7 @@ def test_existing_topics_are_imported_and_get_no_policy_or_subscription(synth: S
     alarms.has_resource_properties(
         "AWS::Lambda::Function",
         {
-            "Handler": "lambdas.xid_notifier.handler.handler",
+            "Handler": "lambdas.notifier.handler.handler",
             "Environment": {"Variables": Match.object_like({"CRITICAL_TOPIC_ARN": ONCALL})},
         },
     )
@@ -160,7 +160,7 @@ def test_both_alarm_topics_existing_unencrypted_make_no_key(synth: Synth) -> Non
     assert alarms.find_resources("AWS::KMS::Key") == {}
     assert alarms.find_resources("AWS::SNS::Topic") == {}
     _role, identity = _function_role(
-        stack_named(synth(context), "-Alarms"), "lambdas.xid_notifier.handler.handler"
+        stack_named(synth(context), "-Alarms"), "lambdas.notifier.handler.handler"
     )
     actions = {
         a

@@ -8,12 +8,12 @@ from typing import Any
 from aws_cdk import Stack
 from aws_cdk.assertions import Template
 
+from lambdas.notifier.config import NotifierConfig
 from lambdas.shared.config import FunctionConfig
 from lambdas.silence_check.config import SilenceCheckConfig
 from lambdas.storage_analyzer.config import StorageConfig
 from lambdas.training_analyzer.config import TrainingConfig
 from lambdas.weekly_report.config import ReportConfig
-from lambdas.xid_notifier.config import NotifierConfig
 from tests.infra.conftest import Synth
 
 CONTEXT = {
@@ -25,13 +25,14 @@ CONTEXT = {
     "gpu_hour_price_usd": "2.75",
     "training_data_sources": "train-data",
     "exporter_interval_seconds": "300",
+    "webhook_url_parameter": "/gpu-insights/train-prod/webhook",
 }
 #: Each handler of the app and the declaration of its environment.
 DECLARED: dict[str, type[FunctionConfig]] = {
     "lambdas.storage_analyzer.handler.handler": StorageConfig,
     "lambdas.training_analyzer.handler.handler": TrainingConfig,
     "lambdas.weekly_report.handler.handler": ReportConfig,
-    "lambdas.xid_notifier.handler.handler": NotifierConfig,
+    "lambdas.notifier.handler.handler": NotifierConfig,
     "lambdas.silence_check.handler.handler": SilenceCheckConfig,
 }
 
@@ -67,8 +68,9 @@ def test_the_settings_values_reach_each_function(synth: Synth) -> None:
     report = environments["lambdas.weekly_report.handler.handler"]
     assert (report["GPU_HOUR_USD"], report["EXPORTER_INTERVAL_SECONDS"]) == ("2.75", "300")
     assert "gpu-insights-train-prod-gpu-low-power" in report["ALARM_KIND_NAMES"].split(",")
-    notifier = environments["lambdas.xid_notifier.handler.handler"]
+    notifier = environments["lambdas.notifier.handler.handler"]
     assert "gpu-low-power" in notifier["ALARM_KINDS"]
+    assert notifier["WEBHOOK_URL_PARAMETER"] == "/gpu-insights/train-prod/webhook"
     silence = environments["lambdas.silence_check.handler.handler"]
     # Three 300-second cycles; the exporter's DaemonSet runs on amd64 nodes only.
     assert (silence["LOOKBACK_SECONDS"], silence["ARCHITECTURES"]) == ("900", "x86_64")

@@ -42,7 +42,7 @@ def import_alone(module: str, folder: Path, *, layer: Path | None = None) -> Non
 
 #: Every function's handler, as its construct names it.
 HANDLERS = [
-    "lambdas.xid_notifier.handler.handler",
+    "lambdas.notifier.handler.handler",
     "lambdas.storage_analyzer.handler.handler",
     "lambdas.training_analyzer.handler.handler",
     "lambdas.weekly_report.handler.handler",
@@ -62,7 +62,7 @@ def test_an_asset_holds_what_its_handler_imports_and_nothing_else() -> None:
     assert "gpu_insights_agent/__init__.py" in modules
     assert "lambdas/silence_check/silence.py" in modules
     assert "gpu_insights_agent/contract/xid.py" not in modules
-    assert not [m for m in modules if m.startswith(("lambdas/weekly_report", "lambdas/xid_"))]
+    assert not [m for m in modules if m.startswith(("lambdas/weekly_report", "lambdas/notifier"))]
 
 
 def test_a_handler_that_does_not_exist_is_named() -> None:

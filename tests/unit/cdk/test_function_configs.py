@@ -22,12 +22,12 @@ from cli.demo_notifications import _deployed
 from cli.demo_report import report_function_config
 from cli.demo_storage import storage_analyzer_config
 from cli.demo_training import ENV as DEMO_TRAINING_ENV
+from lambdas.notifier.config import NotifierConfig
 from lambdas.shared.config import FunctionConfig
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.storage_analyzer.config import StorageConfig
 from lambdas.training_analyzer.config import TrainingConfig
 from lambdas.weekly_report.config import ReportConfig
-from lambdas.xid_notifier.config import NotifierConfig
 
 #: A deployment whose every setting that reaches a function differs from the default.
 CHANGED = Settings(
@@ -46,6 +46,7 @@ CHANGED = Settings(
     gpu_instance_type="p4d.24xlarge",
     xid_host_log_filter=True,
     container_insights_mode=ContainerInsightsMode.CLASSIC,
+    webhook_url_parameter="/gpu-insights/train-prod/webhook",
 )
 #: Fields the settings do not carry: names of resources the caller creates, the default event
 #: bus, which the app always uses, and the silence check's grace for a booting node and the
@@ -115,8 +116,10 @@ def _variables(config: type[FunctionConfig], *, runtime: bool = True) -> set[str
 
 
 def _optional(config: type[FunctionConfig]) -> set[str]:
-    """Variables a config may leave unset (None): only the failure queue, the construct's."""
-    return {v.name for n, v in config.variables().items() if n == "failure_queue_url"}
+    """Variables a config may leave unset (None): the failure queue, the construct's, and the
+    notifier's webhook, a channel the demo does not use."""
+    optional = ("failure_queue_url", "webhook_url_parameter")
+    return {v.name for n, v in config.variables().items() if n in optional}
 
 
 def test_the_demo_sets_every_variable_each_handler_reads() -> None:

@@ -257,6 +257,12 @@ def test_schedules_from_the_eventbridge_docs_are_accepted(value: str) -> None:
         ("alarm_https_endpoints", "https://", "https:// URLs"),
         ("alarm_https_endpoints", "https://pager.example.com:99999/x", "valid host and port"),
         ("alarm_https_endpoints", "https://bad_host/x", "valid host and port"),
+        # PutParameter's Name: a-zA-Z0-9_.- and '/', not prefixed aws or ssm, 15 levels.
+        ("webhook_url_parameter", "https://hooks.slack.com/services/T/B/X", "SSM parameter"),
+        ("webhook_url_parameter", "/aws/webhook", "not starting with aws or ssm"),
+        ("webhook_url_parameter", "SSM-webhook", "not starting with aws or ssm"),
+        ("webhook_url_parameter", "/chat hook", "SSM parameter"),
+        ("webhook_url_parameter", "/a" * 16, "SSM parameter"),
     ],
 )
 def test_endpoints_and_arns_aws_refuses_are_refused(key: str, value: str, allowed: str) -> None:
@@ -276,8 +282,10 @@ def test_good_endpoints_and_arns_are_accepted() -> None:
             "oidc.eks.cn-north-1.amazonaws.com.cn/id/ABC123",
             "alarm_emails": "first.last+gpu@ops.example.co.uk",
             "alarm_https_endpoints": "https://events.pagerduty.com:443/integration/KEY/enqueue",
+            "webhook_url_parameter": "/gpu-insights/train/chat_webhook.url",
         }
     )
+    assert settings.webhook_url_parameter == "/gpu-insights/train/chat_webhook.url"
     assert settings.kubectl_role_arn == "arn:aws-us-gov:iam::123456789012:role/platform/eks-admin"
 
 

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lambdas.notifier.handler import decode
+from lambdas.notifier.messages import parse_log_events
 from lambdas.shared.events import EventError, scheduled_time
 from lambdas.shared.subscription import SubscriptionPayloadError, decode_subscription
-from lambdas.xid_notifier.handler import decode
-from lambdas.xid_notifier.messages import parse_log_events
 
 
 @settings(max_examples=150, deadline=None)
@@ -25,7 +25,7 @@ from lambdas.xid_notifier.messages import parse_log_events
         max_size=6,
     )
 )
-def test_xid_notifier_counts_what_it_cannot_read(messages: list[str]) -> None:
+def test_notifier_counts_what_it_cannot_read(messages: list[str]) -> None:
     payload = {"logStream": "node", "logEvents": [{"message": m} for m in messages]}
     parsed = parse_log_events(payload, cluster="train")
     assert len(parsed.notices) + parsed.unreadable <= len(messages)

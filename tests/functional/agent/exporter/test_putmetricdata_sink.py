@@ -10,6 +10,7 @@ from moto import mock_aws
 from gpu_insights_agent.emf.sinks import BufferedSender, PutMetricDataSink
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
+from gpu_insights_agent.exporter.nvml_source import NvmlSource
 from tests.unit.agent.exporter.nvml_trace import Clock, trace_lines
 
 
@@ -27,7 +28,7 @@ def cloudwatch() -> Iterator[Any]:
 def test_exporter_cycle_lands_in_cloudwatch(cloudwatch: Any) -> None:
     clock = Clock(0)
     exporter = Exporter(
-        FakeNvml(trace_lines(), clock=clock),
+        NvmlSource(FakeNvml(trace_lines(), clock=clock)),
         BufferedSender(PutMetricDataSink(cloudwatch)),
         ExporterConfig(cluster_name="train", node_name="node-a"),
         clock=lambda: 1_764_000_000 + clock(),

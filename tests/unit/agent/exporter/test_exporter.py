@@ -11,6 +11,7 @@ from gpu_insights_agent.emf.document import EmfDocument, encode, parse_emf_line
 from gpu_insights_agent.emf.sinks import BufferedSender
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig, NvmlUnavailableError
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
+from gpu_insights_agent.exporter.nvml_source import NvmlSource
 from tests.unit.agent.emf.emf_contract import valid_emf
 from tests.unit.agent.exporter.nvml_trace import Clock, trace_lines
 
@@ -35,7 +36,7 @@ def _exporter(clock: Clock, **config: Any) -> tuple[Exporter, ListSink]:
     sink = ListSink()
     nvml = FakeNvml(trace_lines(), clock=clock, sleep=lambda _: None)
     exporter = Exporter(
-        nvml,
+        NvmlSource(nvml),
         BufferedSender(sink),
         ExporterConfig(cluster_name="train", node_name="node-a", **config),
         clock=lambda: EPOCH + clock(),
@@ -188,7 +189,7 @@ def test_xid_is_emitted_within_a_second_of_the_event() -> None:
     sink = ListSink()
     lines = [*trace_lines()[:3], '{"kind": "xid", "t": 0.3, "index": 0, "code": 79}']
     exporter = Exporter(
-        FakeNvml(lines, clock=lambda: time.monotonic() - started),
+        NvmlSource(FakeNvml(lines, clock=lambda: time.monotonic() - started)),
         BufferedSender(sink),
         ExporterConfig(cluster_name="train", node_name="node-a", interval_s=3600),
     )
@@ -236,7 +237,9 @@ def test_no_driver_is_one_clear_error() -> None:
         pynvml.nvmlShutdown()
         pytest.skip("this machine has an NVIDIA driver")
     exporter = Exporter(
-        pynvml, BufferedSender(ListSink()), ExporterConfig(cluster_name="c", node_name="n")
+        NvmlSource(pynvml),
+        BufferedSender(ListSink()),
+        ExporterConfig(cluster_name="c", node_name="n"),
     )
     with pytest.raises(NvmlUnavailableError, match="NVML is not available on this node"):
         exporter.start()
@@ -258,7 +261,7 @@ def test_shutdown_flushes_what_a_failing_sink_left_behind() -> None:
     sink = Down()
     clock = Clock(0)
     exporter = Exporter(
-        FakeNvml(trace_lines(), clock=clock),
+        NvmlSource(FakeNvml(trace_lines(), clock=clock)),
         BufferedSender(sink),
         ExporterConfig(cluster_name="train", node_name="node-a"),
     )

@@ -15,6 +15,7 @@ from gpu_insights_agent.emf.document import EmfDocument, encode, parse_emf_line
 from gpu_insights_agent.emf.sinks import BufferedSender
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
+from gpu_insights_agent.exporter.nvml_source import NvmlSource
 
 NVML_DATA = Path(__file__).parents[3] / "data" / "nvml"
 #: Cycles whose 5-s GPM window spans a phase change: the real exporter's SM activity covers
@@ -39,7 +40,7 @@ def _replayed(count: int) -> list[EmfDocument]:
             documents.extend(parse_emf_line(encode(d)) for d in batch)
 
     exporter = Exporter(
-        nvml,
+        NvmlSource(nvml),
         BufferedSender(Sink()),
         ExporterConfig(cluster_name="gpu-check", node_name="vm", interval_s=5),
         clock=lambda: 1.8e9 + now[0],

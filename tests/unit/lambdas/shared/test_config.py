@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from lambdas.notifier.config import NotifierConfig
 from lambdas.shared.config import ConfigError, FunctionConfig
 from lambdas.silence_check.config import SilenceCheckConfig
 from lambdas.storage_analyzer.aws import VolumeScope
 from lambdas.storage_analyzer.config import StorageConfig
 from lambdas.training_analyzer.config import TrainingConfig
 from lambdas.weekly_report.config import ReportConfig
-from lambdas.xid_notifier.config import NotifierConfig
 
 LAMBDAS = Path(__file__).resolve().parents[4] / "lambdas"
 TRAINING = {"CLUSTER_NAME": "train", "REPORT_BUCKET": "reports"}

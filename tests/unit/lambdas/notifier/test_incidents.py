@@ -16,9 +16,9 @@ from dashboards.bodies import gpu_node
 from gpu_insights_agent.emf.sinks import BufferedSender
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
+from gpu_insights_agent.exporter.nvml_source import NvmlSource
 from gpu_insights_agent.exporter.xid_watcher import XidEvent
-from lambdas.shared.console_links import node_dashboard_url
-from lambdas.xid_notifier.incidents import (
+from lambdas.notifier.incidents import (
     AlarmEventError,
     Crossing,
     Deployment,
@@ -27,17 +27,18 @@ from lambdas.xid_notifier.incidents import (
     from_xid_group,
     read_reason,
 )
-from lambdas.xid_notifier.links import gpu_dashboard_url
-from lambdas.xid_notifier.messages import GROUP_WINDOW_S, group_xids, parse_log_events
-from lambdas.xid_notifier.notification import (
+from lambdas.notifier.links import gpu_dashboard_url
+from lambdas.notifier.messages import GROUP_WINDOW_S, group_xids, parse_log_events
+from lambdas.notifier.notification import (
     Incident,
     publish_arguments,
     render_chatbot,
     render_text,
     subject,
 )
+from lambdas.shared.console_links import node_dashboard_url
 from tests.unit.agent.exporter.nvml_trace import Clock, trace_lines
-from tests.unit.lambdas.xid_notifier.events import (
+from tests.unit.lambdas.notifier.events import (
     AWS_CONTRIBUTOR_EXAMPLE,
     LOW_POWER_QUERY,
     NODE,
@@ -68,7 +69,7 @@ class Keep:
 
 def _exporter() -> Exporter:
     return Exporter(
-        FakeNvml(trace_lines(), clock=Clock(16)),
+        NvmlSource(FakeNvml(trace_lines(), clock=Clock(16))),
         BufferedSender(Keep()),
         ExporterConfig(cluster_name="train", node_name=NODE),
     )

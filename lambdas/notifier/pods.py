@@ -8,7 +8,7 @@ from typing import Any, Final
 from botocore.exceptions import BotoCoreError, ClientError
 
 from gpu_insights_agent.contract.metrics import DIM_GPU_INDEX, DIM_NODE
-from lambdas.xid_notifier.messages import document_time_ms
+from lambdas.notifier.messages import document_time_ms
 
 #: How far back to look: the exporter writes every GPU's document many times in this window.
 LOOKBACK_MS: Final = 10 * 60 * 1000

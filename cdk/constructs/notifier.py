@@ -1,7 +1,7 @@
 """The notifier: log subscriptions on the exporter's log group (and, if asked, the host log
 group) and an EventBridge rule on this app's alarm and contributor state changes feed one
-Lambda that sends one readable message per incident to the right topic, once (a DynamoDB
-ledger of what was sent)."""
+Lambda that sends one readable message per incident to each channel (the right topic, and a
+chat webhook where one is set), once per channel (a DynamoDB ledger of what was sent)."""
 
 from collections.abc import Callable, Mapping, Sequence
 
@@ -31,12 +31,12 @@ from cdk.outputs import NOTIFIER_FAILING_ALARM_KEY
 from gpu_insights_agent.contract.metrics import DIM_XID_CODE
 from gpu_insights_agent.contract.resource_names import alarm_name
 from gpu_insights_agent.contract.xid import KERNEL_XID_FILTER_PATTERN
-from lambdas.xid_notifier.config import NotifierConfig
+from lambdas.notifier.config import NotifierConfig
 
 #: CloudWatch's EventBridge events for an alarm's and a contributor's state
 #: (https://docs.aws.amazon.com/eventbridge/latest/ref/events-ref-cloudwatch.html).
 #: The function's entry point; its asset holds what this module imports.
-HANDLER = "lambdas.xid_notifier.handler.handler"
+HANDLER = "lambdas.notifier.handler.handler"
 ALARM_DETAIL_TYPES = (
     "CloudWatch Alarm State Change",
     "CloudWatch Alarm Contributor State Change",
@@ -58,7 +58,7 @@ RULE_RETRY_ATTEMPTS = 8
 RULE_MAX_EVENT_AGE = Duration.hours(2)
 
 
-class XidNotifier(Construct):
+class Notifier(Construct):
     """Attributes: ``function``, ``config`` (its environment, declared by its handler),
     ``dead_letters``, ``subscriptions``, ``sent``, ``alarm_rule``, ``failing`` (an alarm on
     the dead letters, with ``failing_name``).
@@ -157,6 +157,23 @@ class XidNotifier(Construct):
                 resources=[self.sent.table_arn],
             )
         )
+        # The chat webhook's URL, where one is set: that one SecureString parameter (its aws/ssm
+        # key decrypts for any principal of the account, lambdas/notifier/webhook.py).
+        parameter = self.config.webhook_url_parameter
+        if parameter:
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="WebhookUrl",
+                    actions=["ssm:GetParameter"],
+                    resources=[
+                        Stack.of(self).format_arn(
+                            service="ssm",
+                            resource="parameter",
+                            resource_name=parameter.removeprefix("/"),
+                        )
+                    ],
+                )
+            )
         # Which pods hold the GPU an alarm names: the exporter's newest document for it.
         exporter_arn = Stack.of(self).format_arn(
             service="logs",

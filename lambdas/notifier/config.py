@@ -4,8 +4,8 @@ from the deployment's settings by its construct and by the demo (cdk/function_co
 from dataclasses import dataclass
 from typing import Final, cast, get_args
 
+from lambdas.notifier.notification import Severity
 from lambdas.shared.config import PAIRS, TEXT, Codec, FunctionConfig, variable
-from lambdas.xid_notifier.notification import Severity
 
 
 def _kinds(raw: str) -> dict[str, tuple[Severity, str]]:
@@ -40,3 +40,6 @@ class NotifierConfig(FunctionConfig):
     #: Alarm kind -> (severity, title), by kind, not by shard: one entry per kind whatever
     #: the fleet (Lambda's 4 KB of environment would not hold one per alarm at 10,000 GPUs).
     alarm_kinds: dict[str, tuple[Severity, str]] = variable("ALARM_KINDS", ALARM_KINDS)
+    #: The SSM SecureString parameter holding a chat webhook's URL (lambdas/notifier/webhook.py):
+    #: its name, never the URL, which carries the webhook's token. None: SNS alone.
+    webhook_url_parameter: str | None = variable("WEBHOOK_URL_PARAMETER", TEXT, default=None)

@@ -12,6 +12,9 @@ is how people and Amazon Q Developer subscribe
 (https://docs.aws.amazon.com/sns/latest/dg/fifo-message-delivery.html), and its deduplication
 window is five minutes.
 
+Each channel claims its own key per incident (``claim_key``), so a second channel is neither
+a second page on the first nor silenced by it, and a retry re-sends on the failed channel only.
+
 The claim comes before the publish and is released when the publish fails, so a retry sends
 what failed. A function killed between the two loses that one message (at most once); the
 alarm on the same metric still changes state.
@@ -25,6 +28,13 @@ KEY: Final = "incident"
 EXPIRES: Final = "expires_at"
 #: Keys outlive every retry and every XID window by far; TTL then removes them.
 KEEP_S: Final = 7 * 24 * 3600
+
+
+def claim_key(incident_key: str, channel: str, *, first: str) -> str:
+    """The ledger key of one incident on one channel. The ``first`` channel's is the incident
+    key itself: the keys in the table from before there were channels stay valid, so a
+    deployment's upgrade re-sends nothing."""
+    return incident_key if channel == first else f"{incident_key}#{channel}"
 
 
 class LedgerError(Exception):

@@ -18,13 +18,18 @@ from gpu_insights_agent.contract.metrics import exporter_log_group
 from gpu_insights_agent.emf.sinks import BufferedSender
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
-from lambdas.xid_notifier import handler as xid_handler
-from lambdas.xid_notifier.sent_ledger import LedgerError
+from gpu_insights_agent.exporter.nvml_source import NvmlSource
+from lambdas.notifier import handler as notifier
+from lambdas.notifier.channels import ChannelError
+from lambdas.notifier.config import NotifierConfig
+from lambdas.notifier.sent_ledger import LedgerError
+from lambdas.notifier.webhook import WEBHOOK, WebhookChannel, url_from_parameter
 from tests.functional.lambdas.iam import Principal, resolve, role_statements, run_as_role, without
 from tests.unit.agent.exporter.nvml_trace import Clock, trace_lines
-from tests.unit.lambdas.xid_notifier.events import NODE, low_power_contributor
+from tests.unit.lambdas.notifier.events import NODE, low_power_contributor
+from tests.unit.lambdas.notifier.webhook_server import webhook_server
 
-HANDLER = "lambdas.xid_notifier.handler.handler"
+HANDLER = "lambdas.notifier.handler.handler"
 TABLE = "gpu-insights-train-sent"
 SPECS = gpu_alarms(AlarmSettings(cluster_name="train"))
 
@@ -89,7 +94,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         kinds = {s.key: [str(s.severity), s.title] for s in SPECS}
         monkeypatch.setenv("ALARM_KINDS", json.dumps(kinds))
         for service in ("sns", "dynamodb", "logs"):
-            monkeypatch.setitem(xid_handler._clients, service, session.client(service))
+            monkeypatch.setitem(notifier._clients, service, session.client(service))
         physical = {
             **{f"Topics{n.title()}": {"Ref": arn} for n, arn in arns.items()},
             "XidNotifierSent": {"Ref": TABLE, "Arn": table["TableArn"]},
@@ -104,7 +109,7 @@ def _as_role(aws: dict[str, Any], templates: Any, monkeypatch: Any, drop: Any = 
         statements = without(statements, drop)
     principal = run_as_role(statements, monkeypatch, "notifier")
     for service in ("sns", "dynamodb", "logs"):
-        monkeypatch.setitem(xid_handler._clients, service, principal.role(service))
+        monkeypatch.setitem(notifier._clients, service, principal.role(service))
     aws["sqs"] = principal.admin("sqs")
     return principal
 
@@ -127,8 +132,8 @@ def test_without_its_publish_statement_the_notifier_is_denied(
     aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _as_role(aws, templates, monkeypatch, drop=lambda s: s["Action"] == "sns:Publish")
-    with pytest.raises(xid_handler.PublishError, match="AccessDenied"):
-        xid_handler.handler(_subscription_event([_kernel("53", 79)]), None)
+    with pytest.raises(notifier.PublishError, match="AccessDenied"):
+        notifier.handler(_subscription_event([_kernel("53", 79)]), None)
 
 
 def test_without_its_ledger_statement_the_notifier_sends_nothing(
@@ -136,7 +141,7 @@ def test_without_its_ledger_statement_the_notifier_sends_nothing(
 ) -> None:
     _as_role(aws, templates, monkeypatch, drop="SentLedger")
     with pytest.raises(LedgerError, match="AccessDenied"):
-        xid_handler.handler(_subscription_event([_kernel("53", 79)]), None)
+        notifier.handler(_subscription_event([_kernel("53", 79)]), None)
     assert _messages(aws, "critical") == []
 
 
@@ -148,7 +153,7 @@ def test_exporter_xids_reach_the_topic_their_severity_names(
     _as_role(aws, templates, monkeypatch)
     sink = Keep()
     exporter = Exporter(
-        FakeNvml(trace_lines(), clock=Clock(16)),
+        NvmlSource(FakeNvml(trace_lines(), clock=Clock(16))),
         BufferedSender(sink),
         ExporterConfig(cluster_name="train", node_name="node-a"),
     )
@@ -156,7 +161,11 @@ def test_exporter_xids_reach_the_topic_their_severity_names(
     assert exporter.watcher is not None
     exporter.watcher.drain()  # XID 13 on GPU 0 and XID 48 on GPU 2
     event = _subscription_event([json.dumps(d) for d in sink.documents])
-    assert xid_handler.handler(event, None) == {"incidents": 2, "published": 2, "unreadable": 0}
+    assert notifier.handler(event, None) == {
+        "incidents": 2,
+        "published": 2,
+        "unreadable": 0,
+    }
     (critical,) = _messages(aws, "critical")
     assert critical["Subject"] == "[CRITICAL] XID 48 on node-a GPU 2"
     for line in (
@@ -180,7 +189,7 @@ def test_kernel_log_lines_are_the_fallback_and_bad_lines_are_counted(aws: dict[s
         json.dumps({"message": "NVRM: Xid (PCI:0000:53:00): garbled"}),
         json.dumps({"message": "eth0: link up"}),
     ]  # fmt: skip
-    result = xid_handler.handler(_subscription_event(lines, stream="i-0abc"), None)
+    result = notifier.handler(_subscription_event(lines, stream="i-0abc"), None)
     assert result == {"incidents": 1, "published": 1, "unreadable": 1}
     (critical,) = _messages(aws, "critical")
     assert critical["Subject"] == "[CRITICAL] XID 79 on ip-10-0-0-9.ec2.internal GPU PCI 0000:53:00"
@@ -192,12 +201,12 @@ def test_a_storm_of_500_xid_lines_is_one_message_and_the_next_batch_none(
 ) -> None:
     storm = [_kernel("53", 13, "Graphics SM Warp Exception")] * 500
     at = (int(time.time()) // 300 * 300) * 1000  # the start of a grouping window
-    result = xid_handler.handler(_subscription_event(storm, at_ms=at), None)
+    result = notifier.handler(_subscription_event(storm, at_ms=at), None)
     assert result == {"incidents": 1, "published": 1, "unreadable": 0}
     (message,) = _messages(aws, "warning")
     assert "Seen:          500 times at" in message["Message"]
     # The storm goes on in the next batch, in the same window: already told.
-    later = xid_handler.handler(_subscription_event(storm[:50], at_ms=at + 1000), None)
+    later = notifier.handler(_subscription_event(storm[:50], at_ms=at + 1000), None)
     assert later == {"incidents": 1, "published": 0, "unreadable": 0}
     assert _messages(aws, "warning") == []
 
@@ -209,7 +218,7 @@ def test_sns_failing_on_the_third_publish_then_the_retry_sends_nothing_twice(
     (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html): the
     retry sends the third and the fourth, and each of the four reaches the topic once."""
     _as_role(aws, templates, monkeypatch)
-    sns = xid_handler._clients("sns")
+    sns = notifier._clients("sns")
     calls = []
 
     def refuse_third(**_: Any) -> None:
@@ -221,12 +230,12 @@ def test_sns_failing_on_the_third_publish_then_the_retry_sends_nothing_twice(
 
     sns.meta.events.register("before-call.sns.Publish", refuse_third)
     batch = _subscription_event([_kernel(bus, 13) for bus in ("51", "52", "53", "54")])
-    with pytest.raises(xid_handler.PublishError, match="InternalError"):
-        xid_handler.handler(batch, None)
+    with pytest.raises(notifier.PublishError, match="InternalError"):
+        notifier.handler(batch, None)
     assert len(_messages(aws, "warning")) == 2
     sns.meta.events.unregister("before-call.sns.Publish", refuse_third)
-    assert xid_handler.handler(batch, None)["published"] == 2
-    assert xid_handler.handler(batch, None)["published"] == 0  # a third delivery
+    assert notifier.handler(batch, None)["published"] == 2
+    assert notifier.handler(batch, None)["published"] == 0  # a third delivery
     subjects = [m["Subject"] for m in _messages(aws, "warning")]
     expected = [f"[WARNING] XID 13 on node-a GPU PCI 0000:{b}:00" for b in ("53", "54")]
     assert sorted(subjects) == expected
@@ -254,26 +263,34 @@ def test_a_gpu_contributor_in_alarm_is_one_message_naming_its_pods(
     )
     _as_role(aws, templates, monkeypatch)
     event = low_power_contributor(low_power_alarm(AlarmSettings(cluster_name="train")).description)
-    assert xid_handler.handler(event, None) == {"incidents": 1, "published": 1, "unreadable": 0}
+    assert notifier.handler(event, None) == {
+        "incidents": 1,
+        "published": 1,
+        "unreadable": 0,
+    }
     (message,) = _messages(aws, "warning")
     assert message["Subject"] == f"[WARNING] GPU in use but not working on {NODE} GPU 5"
     assert "Pods:          3f9a-trainer-7 (pod UID)" in message["Message"]
     # EventBridge delivers at least once: the same event again is no second page.
-    assert xid_handler.handler(event, None)["published"] == 0
+    assert notifier.handler(event, None)["published"] == 0
     assert _messages(aws, "warning") == []
 
 
 def test_an_alarm_returning_to_ok_sends_nothing(aws: dict[str, Any]) -> None:
     event = low_power_contributor("desc", state="OK")
-    assert xid_handler.handler(event, None) == {"incidents": 0, "published": 0, "unreadable": 0}
+    assert notifier.handler(event, None) == {
+        "incidents": 0,
+        "published": 0,
+        "unreadable": 0,
+    }
 
 
 def test_sns_failure_raises_so_lambda_retries(
     aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CRITICAL_TOPIC_ARN", "arn:aws:sns:us-east-1:123456789012:missing")
-    with pytest.raises(xid_handler.PublishError, match="publishing xid/train/"):
-        xid_handler.handler(_subscription_event([_kernel("53", 79)]), None)
+    with pytest.raises(notifier.PublishError, match="publishing xid/train/"):
+        notifier.handler(_subscription_event([_kernel("53", 79)]), None)
 
 
 def test_an_existing_on_call_topic_gets_the_page_as_the_notifier_role(
@@ -304,7 +321,66 @@ def test_an_existing_on_call_topic_gets_the_page_as_the_notifier_role(
     (publish,) = [s for s in statements if s["Action"] == "sns:Publish"]
     assert critical_arn in publish["Resource"]
     _as_role(aws, templates, monkeypatch)
-    result = xid_handler.handler(_subscription_event([_kernel("53", 79)]), None)
+    result = notifier.handler(_subscription_event([_kernel("53", 79)]), None)
     assert result == {"incidents": 1, "published": 1, "unreadable": 0}
     (page,) = _messages(aws, "critical")
     assert page["Subject"].startswith("[CRITICAL] XID 79")
+
+
+def test_a_failed_channel_is_retried_alone_and_each_channel_sends_each_incident_once(
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SNS and a chat webhook; the webhook refuses its first post. SNS delivers both
+    incidents anyway; the retry posts both to the webhook and publishes nothing again; a
+    third delivery sends nothing on either."""
+    _as_role(aws, templates, monkeypatch)
+    with webhook_server() as hook:
+        hook.statuses = [500]
+        sns_only = notifier.channels
+        monkeypatch.setattr(
+            notifier,
+            "channels",
+            lambda config: [*sns_only(config), WebhookChannel(lambda: hook.url)],
+        )
+        batch = _subscription_event([_kernel("53", 79), _kernel("54", 13)])
+        with pytest.raises(notifier.PublishError, match=r"to webhook .*HTTP 500"):
+            notifier.handler(batch, None)
+        assert len(_messages(aws, "critical")) == 1
+        assert len(_messages(aws, "warning")) == 1
+        assert len(hook.posts) == 1  # refused, and the webhook skipped for the batch
+        assert notifier.handler(batch, None)["published"] == 2
+        assert _messages(aws, "critical") == _messages(aws, "warning") == []
+        assert notifier.handler(batch, None)["published"] == 0
+    titles = sorted(post["text"].splitlines()[0] for post in hook.posts[1:])
+    assert titles == [
+        "[CRITICAL] XID 79 on node-a GPU PCI 0000:53:00",
+        "[WARNING] XID 13 on node-a GPU PCI 0000:54:00",
+    ]
+
+
+def test_the_webhook_url_is_read_from_its_secure_string_parameter(
+    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ssm = aws["session"].client("ssm")
+    url = "https://hooks.slack.com/services/T000/B000/XXXX"
+    ssm.put_parameter(Name="/gpu-insights/train/webhook", Value=url, Type="SecureString")
+    assert url_from_parameter(ssm, "/gpu-insights/train/webhook") == url
+    ssm.put_parameter(Name="/plain", Value="http://hooks.example.com/x", Type="SecureString")
+    with pytest.raises(ChannelError, match="/plain does not hold an https:// URL"):
+        url_from_parameter(ssm, "/plain")
+    with pytest.raises(ChannelError, match=r"/missing: .*ParameterNotFound"):
+        url_from_parameter(ssm, "/missing")
+    monkeypatch.setenv("WEBHOOK_URL_PARAMETER", "/gpu-insights/train/webhook")
+    names = [c.name for c in notifier.channels(NotifierConfig.current())]
+    assert names == ["sns", WEBHOOK]
+    # Read once for a few minutes of invocations, then again (a rotated URL is picked up).
+    reads: list[str] = []
+    ssm.meta.events.register("before-call.ssm.GetParameter", lambda **_: reads.append("read"))
+    monkeypatch.setitem(notifier._clients, "ssm", ssm)
+    monkeypatch.setattr(notifier, "_webhook_urls", {})
+    for _ in range(3):
+        assert notifier._webhook_url("/gpu-insights/train/webhook") == url
+    assert len(reads) == 1
+    monkeypatch.setattr(notifier, "WEBHOOK_URL_KEEP_S", -1.0)
+    notifier._webhook_url("/gpu-insights/train/webhook")
+    assert len(reads) == 2

@@ -36,9 +36,9 @@ from gpu_insights_agent.contract.metrics import (
 )
 from gpu_insights_agent.contract.resource_names import alarm_name
 from gpu_insights_agent.contract.xid import XidSeverity
-from lambdas.xid_notifier.links import alarm_url, gpu_dashboard_url
-from lambdas.xid_notifier.messages import XidGroup
-from lambdas.xid_notifier.notification import Incident, Severity
+from lambdas.notifier.links import alarm_url, gpu_dashboard_url
+from lambdas.notifier.messages import XidGroup
+from lambdas.notifier.notification import Incident, Severity
 
 ALARM_STATE_CHANGE: Final = "CloudWatch Alarm State Change"
 CONTRIBUTOR_STATE_CHANGE: Final = "CloudWatch Alarm Contributor State Change"

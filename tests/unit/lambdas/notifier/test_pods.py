@@ -7,7 +7,7 @@ from typing import Any
 import boto3
 from botocore.stub import ANY, Stubber
 
-from lambdas.xid_notifier.pods import pods_on_gpu
+from lambdas.notifier.pods import pods_on_gpu
 
 NODE = "ip-10-0-12-34.ec2.internal"
 AT_MS = 1_772_460_600_000  # 2026-03-02 14:10:00 UTC

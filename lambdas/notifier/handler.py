@@ -1,0 +1,157 @@
+"""Lambda entry point of the notifier. Two sources, one formatter:
+
+- a CloudWatch Logs subscription delivers XID events (the exporter's EMF, kernel lines); they
+  are grouped per node, GPU, code and window, one message per group;
+- an EventBridge rule delivers this app's alarm and contributor state changes; each GPU that
+  goes into ALARM is one message.
+
+Each incident goes to every channel (SNS: critical incidents to the critical topic, the rest
+to the warning topic; a chat webhook where one is set). Each (incident, channel) is claimed in
+the sent ledger before it is delivered, so a retried invocation sends only what was not sent,
+on the channel that failed.
+"""
+
+import logging
+import time
+from dataclasses import replace
+from typing import Any
+
+from lambdas.notifier.channels import Channel, ChannelError
+from lambdas.notifier.config import NotifierConfig
+from lambdas.notifier.incidents import Deployment, Skipped, from_alarm_event, from_xid_group
+from lambdas.notifier.messages import group_xids, parse_log_events
+from lambdas.notifier.notification import Incident
+from lambdas.notifier.pods import PodLookupError, pods_on_gpu
+from lambdas.notifier.sent_ledger import SentLedger, claim_key
+from lambdas.notifier.sns_channel import SNS, SnsChannel
+from lambdas.notifier.webhook import WebhookChannel, url_from_parameter
+from lambdas.shared.aws_clients import ClientCache
+from lambdas.shared.subscription import decode_subscription
+
+log = logging.getLogger()
+log.setLevel(logging.INFO)
+
+_clients = ClientCache()
+#: The webhook URL per parameter, with when it was read: read again after WEBHOOK_URL_KEEP_S,
+#: so a rotated URL is used within minutes without a read per invocation.
+_webhook_urls: dict[str, tuple[str, float]] = {}
+WEBHOOK_URL_KEEP_S = 300.0
+
+
+class PublishError(Exception):
+    """A channel refused a notification; raised (after the other channels delivered) so that
+    Lambda retries and then dead-letters."""
+
+
+def decode(event: dict[str, Any]) -> dict[str, Any]:
+    """The subscription payload, or ``SubscriptionPayloadError`` naming what was wrong."""
+    return decode_subscription(event)
+
+
+def deployment(config: NotifierConfig) -> Deployment:
+    return Deployment(
+        cluster=config.cluster_name,
+        region=config.region,
+        gpu_dashboard=config.gpu_dashboard,
+        alarm_kinds=config.alarm_kinds,
+    )
+
+
+def channels(config: NotifierConfig) -> list[Channel]:
+    """The channels this deployment delivers to: SNS always, the webhook where it is set."""
+    out: list[Channel] = [
+        SnsChannel(
+            _clients("sns"),
+            critical_topic_arn=config.critical_topic_arn,
+            warning_topic_arn=config.warning_topic_arn,
+        )
+    ]
+    parameter = config.webhook_url_parameter
+    if parameter:
+        out.append(WebhookChannel(lambda: _webhook_url(parameter)))
+    return out
+
+
+def _webhook_url(parameter: str) -> str:
+    now = time.monotonic()
+    kept = _webhook_urls.get(parameter)
+    if kept is None or now - kept[1] > WEBHOOK_URL_KEEP_S:
+        kept = (url_from_parameter(_clients("ssm"), parameter), now)
+        _webhook_urls[parameter] = kept
+    return kept[0]
+
+
+def send(
+    channels: list[Channel], ledger: SentLedger, incidents: list[Incident], now_s: float
+) -> int:
+    """Deliver each incident on each channel where it was not delivered before. A channel
+    that fails is released for that incident and skipped for the rest of the batch (the
+    others go on); the first failure is raised at the end, so that Lambda retries."""
+    sent = 0
+    failed: dict[str, tuple[str, ChannelError]] = {}
+    for incident in incidents:
+        for channel in channels:
+            if channel.name in failed:
+                continue
+            key = claim_key(incident.key, channel.name, first=SNS)
+            if not ledger.claim(key, now_s):
+                continue
+            try:
+                channel.deliver(incident)
+            except ChannelError as err:
+                ledger.release(key)
+                failed[channel.name] = (incident.key, err)
+                log.error("publishing %s to %s", incident.key, err)
+                continue
+            sent += 1
+    if failed:
+        key, cause = next(iter(failed.values()))
+        raise PublishError(f"publishing {key} to {cause}") from cause
+    return sent
+
+
+def _ledger(config: NotifierConfig) -> SentLedger:
+    return SentLedger(_clients("dynamodb"), config.sent_table)
+
+
+def _from_logs(event: dict[str, Any], now_s: float, config: NotifierConfig) -> dict[str, int]:
+    payload = decode(event)
+    if payload.get("messageType") == "CONTROL_MESSAGE":
+        return {"incidents": 0, "published": 0, "unreadable": 0}
+    where = deployment(config)
+    parsed = parse_log_events(payload, cluster=where.cluster)
+    incidents = [from_xid_group(g, where) for g in group_xids(parsed.notices)]
+    published = send(channels(config), _ledger(config), incidents, now_s)
+    if parsed.unreadable:
+        log.warning("%d log events named an XID but could not be read", parsed.unreadable)
+    return {"incidents": len(incidents), "published": published, "unreadable": parsed.unreadable}
+
+
+def _with_pods(incident: Incident, at_ms: int, log_group: str) -> Incident:
+    """The pods the exporter last saw on the GPU the alarm names, where it names one."""
+    if incident.pods or not incident.gpu.isdigit():
+        return incident
+    try:
+        uids = pods_on_gpu(_clients("logs"), log_group, incident.node, incident.gpu, at_ms)
+    except PodLookupError as err:
+        log.warning("no pods for %s: %s", incident.key, err)
+        return incident
+    return replace(incident, pods=tuple(f"{uid} (pod UID)" for uid in uids))
+
+
+def _from_alarm(event: dict[str, Any], now_s: float, config: NotifierConfig) -> dict[str, int]:
+    result = from_alarm_event(event, deployment(config))
+    if isinstance(result, Skipped):
+        log.info("not an incident: %s", result.reason)
+        return {"incidents": 0, "published": 0, "unreadable": 0}
+    incident = _with_pods(result, int(now_s * 1000), config.exporter_log_group)
+    published = send(channels(config), _ledger(config), [incident], now_s)
+    return {"incidents": 1, "published": published, "unreadable": 0}
+
+
+def handler(event: dict[str, Any], context: object) -> dict[str, int]:
+    now_s = time.time()
+    config = NotifierConfig.current()
+    if "awslogs" in event:
+        return _from_logs(event, now_s, config)
+    return _from_alarm(event, now_s, config)
