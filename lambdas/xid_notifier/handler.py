@@ -21,6 +21,14 @@ from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.subscription import decode_subscription
 from lambdas.xid_notifier.config import NotifierConfig
 from lambdas.xid_notifier.incidents import Deployment, Skipped, from_alarm_event, from_xid_group
+from lambdas.xid_notifier.jobs import (
+    Placement,
+    PlacementLookupError,
+    alarm_time_ms,
+    is_job_kind,
+    job_incident,
+    job_placement,
+)
 from lambdas.xid_notifier.messages import group_xids, parse_log_events
 from lambdas.xid_notifier.notification import Incident, publish_arguments
 from lambdas.xid_notifier.pods import PodLookupError, pods_on_gpu
@@ -101,12 +109,28 @@ def _with_pods(incident: Incident, at_ms: int, log_group: str) -> Incident:
     return replace(incident, pods=tuple(f"{uid} (pod UID)" for uid in uids))
 
 
+def _with_job(incident: Incident, at_ms: int, config: NotifierConfig) -> Incident:
+    """A job alarm's incident with the job's pods, nodes and GPUs (its ranks' newest
+    documents in the training log group), where the emitter was told them."""
+    try:
+        placement = job_placement(
+            _clients("logs"), incident.cluster, incident.job or "", alarm_time_ms(incident, at_ms)
+        )
+    except PlacementLookupError as err:
+        log.warning("no placement for %s: %s", incident.key, err)
+        placement = Placement()
+    return job_incident(incident, config.region, placement)
+
+
 def _from_alarm(event: dict[str, Any], now_s: float, config: NotifierConfig) -> dict[str, int]:
     result = from_alarm_event(event, deployment(config))
     if isinstance(result, Skipped):
         log.info("not an incident: %s", result.reason)
         return {"incidents": 0, "published": 0, "unreadable": 0}
-    incident = _with_pods(result, int(now_s * 1000), config.exporter_log_group)
+    if is_job_kind(result.kind) and result.job:
+        incident = _with_job(result, int(now_s * 1000), config)
+    else:
+        incident = _with_pods(result, int(now_s * 1000), config.exporter_log_group)
     published = send(_clients("sns"), _ledger(config), [incident], now_s, config)
     return {"incidents": 1, "published": published, "unreadable": 0}
 

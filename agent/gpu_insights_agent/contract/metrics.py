@@ -140,9 +140,10 @@ JOB_ALARM_DIMENSIONS: Final = (DIM_CLUSTER, DIM_JOB, DIM_SHARD)
 JOB_ALARM_SHARDS: Final = 8
 #: A rank is overdue once its last step is this many times its recent median step time old.
 STEP_DUE_MULTIPLE: Final = 3
-#: The recent windows a rank's medians are over, and how many it needs before it publishes a
-#: loss deviation or a throughput ratio (until then it has no "usual" to compare with).
-RECENT_WINDOWS: Final = 30
+#: The recent windows a rank's medians are over (an hour at the default one-minute flush: a
+#: slowdown stays under the median for half of it, 30 minutes), and how many it needs before
+#: it publishes a loss deviation or a throughput ratio (until then it has no "usual").
+RECENT_WINDOWS: Final = 60
 MIN_RECENT_WINDOWS: Final = 5
 #: The property that says what a rank was doing at the flush (``JobState``).
 PROP_JOB_STATE: Final = "JobState"

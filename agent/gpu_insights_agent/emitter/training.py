@@ -60,9 +60,9 @@ from gpu_insights_agent.contract.metrics import (
     MIN_RECENT_WINDOWS,
     NAMESPACE_TRAINING,
     POD_NAME_ENV,
-    PROP_POD_NAME,
     PROP_GPUS,
     PROP_JOB_STATE,
+    PROP_POD_NAME,
     PROP_RANK,
     RECENT_WINDOWS,
     STEP_DUE_MULTIPLE,
@@ -183,12 +183,15 @@ class TrainingMetrics:
         wall_clock: Callable[[], float] = time.time,
         loss_name: str = "loss",
         heartbeat: bool = True,
+        gpus: Optional[str] = None,
     ) -> None:
         """``sink`` wins over ``endpoint``; ``endpoint=None`` prints EMF to stdout (Fluent Bit
         ships it). ``samples_per_step`` counts samples where batches have no size of their
         own. ``pod_name`` (default: the ``POD_NAME`` variable the downward API sets) lets the
         GPU analyzer attribute the pod's GPU-hours to this job exactly. ``loss_name`` is the
         ``record()`` name whose NaN and infinities are counted and whose spikes are measured.
+        ``gpus`` (default: ``NVIDIA_VISIBLE_DEVICES``, which the NVIDIA device plugin sets to
+        the container's GPUs) names the rank's GPUs in a job alarm's page.
         ``heartbeat`` starts the daemon thread that publishes the window every ``flush_s``
         when the loop has not (a loop stuck in a collective); without it, ``heartbeat()``
         does that when called. A bad argument raises ``TrainingMetricsError`` here, never in
@@ -235,7 +238,7 @@ class TrainingMetrics:
         self._wall = wall_clock
         self.loss_name = loss_name
         self.shard = job_shard(job_name)
-        self.gpus = os.environ.get(GPUS_ENV) or None
+        self.gpus = gpus if gpus is not None else os.environ.get(GPUS_ENV) or None
         #: Guards the window between the loop and the heartbeat thread (held for in-memory
         #: work only, never for I/O).
         self._lock = threading.RLock()
