@@ -13,7 +13,7 @@ against.
 
 import hashlib
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -139,10 +139,12 @@ def _gpus(job: str, rank: int) -> str:
     )
 
 
-def simulate(cluster: str, start: float) -> list[EmfDocument]:
+def simulate(
+    cluster: str, start: float, jobs: Sequence[AlarmJob] = ALARM_JOBS
+) -> list[EmfDocument]:
     """Every rank of every job from ``start``: the documents the job alarms read."""
     sink = _Collect()
-    for index, job in enumerate(ALARM_JOBS):
+    for index, job in enumerate(jobs):
         pods = k8s.pytorchjob_pods(job.namespace, job.name, RANKS - 1)
         for rank in range(RANKS):
             clock = _Clock(start)
