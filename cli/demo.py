@@ -129,8 +129,8 @@ class DemoResult:
             return lines
         raised = [r for r in self.backtest if r.alarms_raised]
         lines.append(
-            f"5. Backtested the app's {len(self.backtest)} GPU alarms over that replay (read "
-            f"back from CloudWatch): {len(raised)} would have fired. {NOT_BACKTESTED}:"
+            f"5. Backtested the app's {len(self.backtest)} GPU and job alarms over that replay "
+            f"(read back from CloudWatch): {len(raised)} would have fired. {NOT_BACKTESTED}:"
         )
         for r in raised:
             first = next(t for t in r.transitions if t.new.value == "ALARM")
