@@ -208,10 +208,8 @@ def seed_alarm_jobs(clients: dict[str, Any], cluster: str, start: float) -> int:
     if not logs.describe_log_groups(logGroupNamePrefix=group)["logGroups"]:
         logs.create_log_group(logGroupName=group)
     logs.create_log_stream(logGroupName=group, logStreamName="agent-job-alarms")
-    events = sorted(
-        ({"timestamp": int(d["_aws"]["Timestamp"]), "message": encode(d)} for d in documents),
-        key=lambda e: e["timestamp"],
-    )
+    stamped = sorted((int(d["_aws"]["Timestamp"]), encode(d)) for d in documents)
+    events = [{"timestamp": at, "message": line} for at, line in stamped]
     for first in range(0, len(events), 5000):
         logs.put_log_events(
             logGroupName=group,
