@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from cdk.alarms.catalog import AlarmSettings
+from cdk.alarms.jobs import JobAlarmSettings
 from cdk.alarms.power_table import gpu_power
 from cdk.alarms.sizing import shards_for
 from cdk.aws_values import (
@@ -144,6 +145,17 @@ class Settings:
     #: GPUs the fleet may grow to: sizes the alarm shards (alarms.sizing: ceil(GPUs / 400),
     #: one alarm per shard per per-GPU alarm kind). Changing it re-shards exporter and alarms.
     fleet_gpus: int = DEFAULT_FLEET_GPUS
+    #: The training job alarms (cdk/alarms/jobs.py): hung, loss not finite or jumped,
+    #: throughput collapsed, read from what the training emitter publishes.
+    job_alarms: bool = True
+    #: A job is hung this many minutes after its next step was due (3x its own median step).
+    job_hung_minutes: int = JobAlarmSettings.hung_minutes
+    #: A loss spike: this many robust deviations above the job's recent median.
+    job_loss_spike_deviations: float = JobAlarmSettings.loss_spike_deviations
+    #: Throughput collapsed: under this share of the job's recent median ...
+    job_throughput_fraction: float = JobAlarmSettings.throughput_fraction
+    #: ... for this many minutes (a multiple of 5).
+    job_throughput_window_minutes: int = JobAlarmSettings.throughput_window_minutes
     #: Without the exporter, the low-power alarm reads the GPUs' power limit from this type.
     gpu_instance_type: str | None = None
     #: Critical alarms (pages): email addresses and HTTPS endpoints (a pager's webhook).
@@ -218,6 +230,15 @@ class Settings:
             gpu_instance_type=self.gpu_instance_type,
             host_logs=self.xid_host_log_filter,
             shards=self.alarm_shards,
+            jobs=self.job_alarm_settings() if self.job_alarms else None,
+        )
+
+    def job_alarm_settings(self) -> JobAlarmSettings:
+        return JobAlarmSettings(
+            hung_minutes=self.job_hung_minutes,
+            loss_spike_deviations=self.job_loss_spike_deviations,
+            throughput_fraction=self.job_throughput_fraction,
+            throughput_window_minutes=self.job_throughput_window_minutes,
         )
 
     @property
@@ -551,6 +572,11 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "low_power_window_minutes": _as_int,
     "throttle_window_minutes": _as_int,
     "fleet_gpus": _as_int,
+    "job_alarms": _as_bool,
+    "job_hung_minutes": _as_int,
+    "job_loss_spike_deviations": _as_float,
+    "job_throughput_fraction": _as_float,
+    "job_throughput_window_minutes": _as_int,
     "gpu_instance_type": _as_str,
     "xid_host_log_filter": _as_bool,
     "storage_buckets": _as_str_tuple,

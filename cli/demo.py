@@ -32,6 +32,8 @@ from cli.demo_exporter import (
     replay_exporter,
     replay_window,
 )
+from cli.demo_jobs import job_events, seed_alarm_jobs
+from cli.demo_jobs import summary_lines as job_summary_lines
 from cli.demo_last_week import carry_report, last_week_report
 from cli.demo_notifications import NotificationsDemo, notifications_summary, run_notifications
 from cli.demo_preflight import run_preflight
@@ -130,8 +132,8 @@ class DemoResult:
             return lines
         raised = [r for r in self.backtest if r.alarms_raised]
         lines.append(
-            f"5. Backtested the app's {len(self.backtest)} GPU alarms over that replay (read "
-            f"back from CloudWatch): {len(raised)} would have fired. {NOT_BACKTESTED}:"
+            f"5. Backtested the app's {len(self.backtest)} GPU and job alarms over that replay "
+            f"(read back from CloudWatch): {len(raised)} would have fired. {NOT_BACKTESTED}:"
         )
         for r in raised:
             first = next(t for t in r.transitions if t.new.value == "ALARM")
@@ -143,6 +145,7 @@ class DemoResult:
                 lines.append(f"   {'':<24} on {r.named(group)}")
         quiet = [r.spec.key for r in self.backtest if not r.alarms_raised]
         lines.append(f"   stayed quiet: {', '.join(quiet)}")
+        lines += job_summary_lines(self.backtest, replay_window()[0])
         silent = next(
             r
             for r in self.backtest
@@ -381,6 +384,9 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
         # the run that attributes the Sunday of its replay comes after it.
         _storage_step(result, clients, settings, out_dir)
         _training_step(result, clients, settings, out_dir)
+        # Training jobs that hang, go NaN, jump and slow down, in the replayed hours: the
+        # backtest below evaluates the job alarms over them with the GPU alarms.
+        seed_alarm_jobs(clients, settings.cluster_name, replay_window()[0])
         specs = _exporter_step(result, clients, settings, out_dir)
         # The teams' jobs train on through the week's last hour, into the Sunday that the
         # analyzer's Monday-morning run (the default schedule's 07:00) attributes, now with the
@@ -393,7 +399,12 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
             findings.writelines(json.dumps(f) + "\n" for f in result.monday_findings)
         if result.exporter is not None:
             result.notifications = run_notifications(
-                session, settings, result.exporter, result.backtest, out_dir
+                session,
+                settings,
+                result.exporter,
+                result.backtest,
+                out_dir,
+                job_events(settings, result.backtest, session.region_name),
             )
             if result.notifications.path is not None:
                 result.files.append(result.notifications.path)

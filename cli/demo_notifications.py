@@ -6,7 +6,7 @@ import base64
 import gzip
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -199,6 +199,7 @@ def run_notifications(
     replay: ExporterReplay,
     backtest: list[BacktestResult],
     out_dir: Path,
+    job_events: Sequence[dict[str, Any]] = (),
 ) -> NotificationsDemo:
     demo = NotificationsDemo()
     sqs = session.client("sqs")
@@ -219,6 +220,9 @@ def run_notifications(
             for gpu in gpus_in_alarm(result):
                 event = contributor_event(settings, result, gpu, session.region_name)
                 notifier.handler(event, None)
+        # 2b. Each job the raised job alarms name, as its contributor event.
+        for event in job_events:
+            notifier.handler(event, None)
         # 3. A storm: 500 identical XID 13 lines in one batch, then the same batch retried,
         #    as the host's kernel log delivers them at the end of the replayed hours.
         storm = [json.dumps({"message": STORM_LINE, "hostname": NODE})] * STORM_LINES

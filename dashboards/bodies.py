@@ -59,9 +59,11 @@ from gpu_insights_agent.contract.metrics import (
 from gpu_insights_agent.contract.resource_names import dashboard_name
 from lambdas.shared.console_links import (
     JOB_PATTERN,
+    JOB_VARIABLE,
     NODE_DASHBOARD,
     NODE_PATTERN,
     NODE_VARIABLE,
+    TRAINING_DASHBOARD,
     node_dashboard_url,
 )
 
@@ -492,7 +494,7 @@ def training_jobs(cluster: str, region: str) -> dict[str, Any]:
         region,
         [
             _pattern_variable(
-                "job",
+                JOB_VARIABLE,
                 "Job",
                 JOB_PATTERN,
                 (NAMESPACE_TRAINING, TRAINING_DIMENSIONS, str(t.STEPS)),
@@ -639,7 +641,7 @@ def all_dashboards(
     return {
         dashboard_name(cluster, "gpu-fleet"): gpu_fleet(cluster, region, interval, lines),
         dashboard_name(cluster, NODE_DASHBOARD): gpu_node(cluster, region, interval, lines),
-        dashboard_name(cluster, "training"): training_jobs(cluster, region),
+        dashboard_name(cluster, TRAINING_DASHBOARD): training_jobs(cluster, region),
         dashboard_name(cluster, "storage"): storage(cluster, buckets, region),
         dashboard_name(cluster, "findings"): findings_and_alarms(cluster, alarm_arns, region),
     }

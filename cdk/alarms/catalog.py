@@ -12,8 +12,9 @@ has one alarm per alarm shard, ``WHERE Shard = 'k'``: the alarm count depends on
 size setting only, never on which nodes exist.
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
+from cdk.alarms.jobs import JOB_ALARM_KINDS, JobAlarmSettings, job_alarms
 from cdk.alarms.model import (
     AlarmMetric,
     AlarmSpec,
@@ -76,6 +77,8 @@ class AlarmSettings:
     host_logs: bool = True
     #: Alarm shards (alarms.sizing.shards_for the fleet size): one alarm per shard per kind.
     shards: int = 1
+    #: The training job alarms' thresholds (cdk/alarms/jobs.py); None: no job alarms.
+    jobs: JobAlarmSettings | None = field(default_factory=JobAlarmSettings)
 
     def __post_init__(self) -> None:
         if self.shards < 1:
@@ -268,7 +271,8 @@ def _sustained_throttling(
 
 
 def gpu_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
-    """Every alarm: the per-GPU kinds once per shard, the cluster-level ones once."""
+    """Every alarm the backtest replays: the per-GPU kinds once per shard, the cluster-level
+    ones once, and the training job alarms once per job alarm shard."""
     shards = [str(i) for i in range(settings.shards)] if settings.exporter else ["0"]
     per_gpu = [low_power_alarm(settings, shard) for shard in shards]
     if settings.exporter:
@@ -291,6 +295,8 @@ def gpu_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
                 "the metric filter publishes only when a line matches",
             )
         )
+    if settings.jobs is not None:
+        alarms += job_alarms(settings.cluster_name, settings.jobs)
     return [replace(a, kind=a.alarm_kind) for a in alarms]
 
 
@@ -458,4 +464,10 @@ def alarm_sizing(settings: AlarmSettings, fleet_gpus: int) -> AlarmSizing:
     """The Metrics Insights alarms these settings make for a fleet of ``fleet_gpus`` GPUs."""
     sized = replace(settings, shards=shards_for(fleet_gpus))
     insights = [s for s in gpu_alarms(sized) if isinstance(s.metric, InsightsQuery)]
-    return AlarmSizing(fleet_gpus=fleet_gpus, shards=sized.shards, insights_alarms=len(insights))
+    jobs = [s for s in insights if s.kind in JOB_ALARM_KINDS]
+    return AlarmSizing(
+        fleet_gpus=fleet_gpus,
+        shards=sized.shards,
+        insights_alarms=len(insights),
+        job_alarms=len(jobs),
+    )

@@ -54,6 +54,8 @@ class AlarmSizing:
     shards: int
     insights_alarms: int
     quota: int = INSIGHTS_ALARM_QUOTA
+    #: Of them, the training job alarms (a fixed count: one per job alarm shard and kind).
+    job_alarms: int = 0
 
     @property
     def fits_default_quota(self) -> bool:
@@ -63,6 +65,7 @@ class AlarmSizing:
         return (
             f"{self.fleet_gpus:,} GPUs -> {self.shards} alarm shard(s) of up to "
             f"{MAX_SERIES_PER_QUERY} series -> {self.insights_alarms} Metrics Insights alarms "
-            f"of the default quota of {self.quota} per Region"
+            + (f"({self.job_alarms} of them for training jobs) " if self.job_alarms else "")
+            + f"of the default quota of {self.quota} per Region"
             + ("" if self.fits_default_quota else " (raise the quota first)")
         )

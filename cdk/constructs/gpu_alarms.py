@@ -11,6 +11,7 @@ from typing import Any
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
+from cdk.alarms.jobs import JOB_ALARM_KINDS
 from cdk.alarms.model import AlarmSpec, Difference, InsightsQuery, MetricStat
 from cdk.outputs import FLEET_HEALTH_ALARM_KEY
 from gpu_insights_agent.contract.resource_names import alarm_name
@@ -99,7 +100,10 @@ class GpuAlarms(Construct):
                 treat_missing_data=str(spec.missing_data),
                 **alarm_metric_properties(spec),
             )
-        names = [alarm.alarm_name for alarm in self.alarms.values()]
+        # The GPUs' health: the training job alarms page their jobs, and stay out of it.
+        names = [
+            self.alarms[spec.key].alarm_name for spec in specs if spec.kind not in JOB_ALARM_KINDS
+        ]
         self.composite = cloudwatch.CfnCompositeAlarm(
             self,
             "FleetHealth",
@@ -112,4 +116,4 @@ class GpuAlarms(Construct):
             actions_enabled=False,
         )
         for alarm in self.alarms.values():
-            self.composite.node.add_dependency(alarm)
+            self.composite.node.add_dependency(alarm)  # every alarm: deploys in one order

@@ -28,7 +28,7 @@ from cdk.constructs.lambda_code import lambda_code
 from cdk.constructs.nag import acknowledge_wildcard_resources
 from cdk.constructs.sdk_layer import sdk_layer
 from cdk.outputs import NOTIFIER_FAILING_ALARM_KEY
-from gpu_insights_agent.contract.metrics import DIM_XID_CODE
+from gpu_insights_agent.contract.metrics import DIM_XID_CODE, training_log_group
 from gpu_insights_agent.contract.resource_names import alarm_name
 from gpu_insights_agent.contract.xid import KERNEL_XID_FILTER_PATTERN
 from lambdas.notifier.config import NotifierConfig
@@ -186,9 +186,21 @@ class Notifier(Construct):
                 sid="PodsOnTheGpu", actions=["logs:FilterLogEvents"], resources=[exporter_arn]
             )
         )
+        # Where a job an alarm names runs: its ranks' newest documents (pods, nodes, GPUs).
+        training_arn = Stack.of(self).format_arn(
+            service="logs",
+            resource="log-group",
+            resource_name=f"{training_log_group(cluster_name)}:*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="JobPlacement", actions=["logs:FilterLogEvents"], resources=[training_arn]
+            )
+        )
         acknowledge_wildcard_resources(
             role,
-            resources=[exporter_arn],
+            resources=[exporter_arn, training_arn],
             reason="CloudWatch Logs authorizes FilterLogEvents on ARNs below the group's "
             "(log-group:NAME:log-stream:...); ':*' names this one group, no other",
         )

@@ -19,6 +19,14 @@ from typing import Any
 from lambdas.notifier.channels import Channel, ChannelError
 from lambdas.notifier.config import NotifierConfig
 from lambdas.notifier.incidents import Deployment, Skipped, from_alarm_event, from_xid_group
+from lambdas.notifier.jobs import (
+    Placement,
+    PlacementLookupError,
+    alarm_time_ms,
+    is_job_kind,
+    job_incident,
+    job_placement,
+)
 from lambdas.notifier.messages import group_xids, parse_log_events
 from lambdas.notifier.notification import Incident
 from lambdas.notifier.pods import PodLookupError, pods_on_gpu
@@ -139,12 +147,28 @@ def _with_pods(incident: Incident, at_ms: int, log_group: str) -> Incident:
     return replace(incident, pods=tuple(f"{uid} (pod UID)" for uid in uids))
 
 
+def _with_job(incident: Incident, at_ms: int, config: NotifierConfig) -> Incident:
+    """A job alarm's incident with the job's pods, nodes and GPUs (its ranks' newest
+    documents in the training log group), where the emitter was told them."""
+    try:
+        placement = job_placement(
+            _clients("logs"), incident.cluster, incident.job or "", alarm_time_ms(incident, at_ms)
+        )
+    except PlacementLookupError as err:
+        log.warning("no placement for %s: %s", incident.key, err)
+        placement = Placement()
+    return job_incident(incident, config.region, placement)
+
+
 def _from_alarm(event: dict[str, Any], now_s: float, config: NotifierConfig) -> dict[str, int]:
     result = from_alarm_event(event, deployment(config))
     if isinstance(result, Skipped):
         log.info("not an incident: %s", result.reason)
         return {"incidents": 0, "published": 0, "unreadable": 0}
-    incident = _with_pods(result, int(now_s * 1000), config.exporter_log_group)
+    if is_job_kind(result.kind) and result.job:
+        incident = _with_job(result, int(now_s * 1000), config)
+    else:
+        incident = _with_pods(result, int(now_s * 1000), config.exporter_log_group)
     published = send(channels(config), _ledger(config), [incident], now_s)
     return {"incidents": 1, "published": published, "unreadable": 0}
 

@@ -16,6 +16,9 @@ JOB_PATTERN: Final = "JOB_TO_SHOW"
 #: The node dashboard's variable id (what a URL names to preselect a node).
 NODE_VARIABLE: Final = "node"
 NODE_DASHBOARD: Final = "gpu-node"
+#: The training jobs dashboard and its job variable's id (a job alarm's page links it).
+TRAINING_DASHBOARD: Final = "training"
+JOB_VARIABLE: Final = "job"
 
 
 def dashboard_url(region: str, dashboard: str, node: str | None = None) -> str:
@@ -32,3 +35,9 @@ def dashboard_url(region: str, dashboard: str, node: str | None = None) -> str:
 def node_dashboard_url(region: str, cluster: str, node: str | None = None) -> str:
     """The console URL of the node dashboard, with ``node`` preselected when given."""
     return dashboard_url(region, dashboard_name(cluster, NODE_DASHBOARD), node)
+
+
+def job_dashboard_url(region: str, dashboard: str, job: str) -> str:
+    """The training jobs dashboard with ``job`` preselected in its job variable."""
+    url = dashboard_url(region, dashboard)
+    return f"{url}?var-{JOB_VARIABLE}={quote(job, safe='')}"

@@ -85,6 +85,23 @@ class TrainingMetric(StrEnum):
     #: Percent of the step time spent waiting for data, per job and window (a ratio of
     #: sums, so a dashboard never has to divide one job's series by another's).
     DATA_WAIT_SHARE = "data_wait_share"
+    # The job alarms' metrics (cdk/alarms/jobs.py), published every flush with the job's
+    # alarm shard (``JOB_ALARM_DIMENSIONS``), stepping or not, until the job ends.
+    #: Seconds since the rank's last completed step: the heartbeat a dashboard charts.
+    SECONDS_SINCE_STEP = "seconds_since_step"
+    #: Seconds the rank is past when its next step was due (``STEP_DUE_MULTIPLE`` times its
+    #: recent median step time after its last step, checkpoint save or evaluation); 0 while
+    #: a checkpoint save or an evaluation is in progress and at the end: what job-hung reads.
+    STEP_OVERDUE = "step_overdue_seconds"
+    #: ``record(loss=...)`` values that were NaN or infinite in the window (CloudWatch takes
+    #: neither as a value, so they are counted instead).
+    LOSS_NOT_FINITE = "loss_not_finite"
+    #: The window's mean loss in robust deviations above the median of the rank's recent
+    #: windows: (loss - median) / (1.4826 x MAD).
+    LOSS_DEVIATION = "loss_deviation"
+    #: Samples per second of training time (checkpoint saves and evaluation left out) as a
+    #: share of the rank's recent median: 1 is as usual, 0.2 a fifth of it.
+    THROUGHPUT_RATIO = "throughput_ratio"
 
 
 TRAINING_METRIC_UNITS: Final[dict[TrainingMetric, str]] = {
@@ -98,8 +115,62 @@ TRAINING_METRIC_UNITS: Final[dict[TrainingMetric, str]] = {
     TrainingMetric.JOB_FAILED: "Count",
     TrainingMetric.STEPS: "Count",
     TrainingMetric.DATA_WAIT_SHARE: "Percent",
+    TrainingMetric.SECONDS_SINCE_STEP: "Seconds",
+    TrainingMetric.STEP_OVERDUE: "Seconds",
+    TrainingMetric.LOSS_NOT_FINITE: "Count",
+    TrainingMetric.LOSS_DEVIATION: "None",
+    TrainingMetric.THROUGHPUT_RATIO: "None",
 }
 TRAINING_DIMENSIONS: Final = (DIM_CLUSTER, DIM_JOB)
+#: The metrics the job alarms read: published with the job's alarm shard as a dimension
+#: (one series per job and shard, however many ranks), so one alarm per shard returns at most
+#: 500 jobs (cdk/alarms/sizing.py).
+JOB_ALARM_METRICS: Final = frozenset(
+    {
+        TrainingMetric.SECONDS_SINCE_STEP,
+        TrainingMetric.STEP_OVERDUE,
+        TrainingMetric.LOSS_NOT_FINITE,
+        TrainingMetric.LOSS_DEVIATION,
+        TrainingMetric.THROUGHPUT_RATIO,
+    }
+)
+JOB_ALARM_DIMENSIONS: Final = (DIM_CLUSTER, DIM_JOB, DIM_SHARD)
+#: Job alarm shards: fixed, because a training script cannot know the deployment's settings.
+#: 2,000 concurrent jobs put 250 +- 15 in each, half of the 500 series a query returns.
+JOB_ALARM_SHARDS: Final = 8
+#: A rank is overdue once its last step is this many times its recent median step time old.
+STEP_DUE_MULTIPLE: Final = 3
+#: The recent windows a rank's medians are over (an hour at the default one-minute flush: a
+#: slowdown stays under the median for half of it, 30 minutes), and how many it needs before
+#: it publishes a loss deviation or a throughput ratio (until then it has no "usual").
+RECENT_WINDOWS: Final = 60
+MIN_RECENT_WINDOWS: Final = 5
+#: The property that says what a rank was doing at the flush (``JobState``).
+PROP_JOB_STATE: Final = "JobState"
+#: The property listing the GPUs the rank's container was given (the device plugin's
+#: ``NVIDIA_VISIBLE_DEVICES``), for the notifier to name the job's GPUs.
+PROP_GPUS: Final = "Gpus"
+GPUS_ENV: Final = "NVIDIA_VISIBLE_DEVICES"
+
+
+class JobState(StrEnum):
+    """What a rank was doing when it flushed: tells a hang from a pause that is no hang."""
+
+    STEPPING = "stepping"
+    CHECKPOINTING = "checkpointing"
+    EVALUATING = "evaluating"
+    #: No step completed in the window and none of the above in progress.
+    STALLED = "stalled"
+    ENDED = "ended"
+
+
+def job_shard(job_name: str) -> str:
+    """The job's alarm shard, ``"0"`` to ``JOB_ALARM_SHARDS - 1``: stable for a job name
+    (SHA-256, not Python's per-process ``hash``), the same on every rank."""
+    digest = hashlib.sha256(job_name.encode()).digest()
+    return str(int.from_bytes(digest[:8], "big") % JOB_ALARM_SHARDS)
+
+
 #: Properties (not dimensions) that the training analyzer reads back from the log lines.
 PROP_RANK: Final = "Rank"
 #: The pod a rank runs in (from the downward API), so GPU-hours attribute to the job exactly.

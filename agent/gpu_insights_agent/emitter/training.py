@@ -20,6 +20,18 @@ documents and a counter (``dropped``), never a step. A ``record()`` name that wo
 of the document is refused, counted and logged once; a batch whose size cannot be read is
 counted in ``unsized_batches``. ``close()`` waits up to ``close_timeout_s`` for the queue.
 
+Besides the window's means it publishes, with the job's alarm shard, what the job alarms
+compare (cdk/alarms/jobs.py), because CloudWatch can neither see a series that stopped nor
+take a median: a heartbeat that a daemon thread keeps publishing every ``flush_s`` while the
+loop is stuck (``seconds_since_step``, ``step_overdue_seconds``, which stays 0 inside
+``checkpoint_save()`` and ``evaluating()`` and ends at ``close()``); the count of NaN and
+infinite losses, which CloudWatch refuses as values ("CloudWatch rejects values that are
+either too small or too large. Values must be in the range of -2^360 to 2^360. In addition,
+special values (for example, NaN, +Infinity, -Infinity) are not supported", MetricDatum,
+https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_MetricDatum.html); and the
+loss and throughput against the rank's own recent median, which Metrics Insights (AVG, COUNT,
+MAX, MIN, SUM) cannot compute.
+
 Standard library only, Python 3.9 and later (with emf.document, emf.sinks,
 emitter.background_sender and contract.metrics, which are too; ``make test`` checks them
 with vermin).
@@ -29,8 +41,10 @@ import contextlib
 import logging
 import math
 import os
+import statistics
+import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional, Tuple, TypeVar
@@ -39,15 +53,25 @@ from gpu_insights_agent.contract.metrics import (
     DIM_CLUSTER,
     DIM_JOB,
     DIM_NODE,
+    DIM_SHARD,
     EMF_PORT,
+    GPUS_ENV,
+    JOB_ALARM_DIMENSIONS,
+    MIN_RECENT_WINDOWS,
     NAMESPACE_TRAINING,
     POD_NAME_ENV,
+    PROP_GPUS,
+    PROP_JOB_STATE,
     PROP_POD_NAME,
     PROP_RANK,
+    RECENT_WINDOWS,
+    STEP_DUE_MULTIPLE,
     TRAINING_DIMENSIONS,
     TRAINING_METRIC_UNITS,
+    JobState,
     TrainingMetric,
     dimension_value_problem,
+    job_shard,
     training_log_group,
 )
 from gpu_insights_agent.emf.document import (
@@ -118,6 +142,26 @@ class _Window:
     checkpoint_restore: list[float] = field(default_factory=list)
     checkpoint_size: list[float] = field(default_factory=list)
     model: dict[str, list[float]] = field(default_factory=dict)
+    #: Seconds inside checkpoint_save() or evaluating(): not training time.
+    paused: float = 0.0
+    loss_not_finite: int = 0
+
+
+#: Scales a median absolute deviation to a standard deviation's size for normal data.
+MAD_TO_SIGMA = 1.4826
+
+
+def robust_deviation(value: float, recent: "Iterable[float]") -> Optional[float]:
+    """``value`` in robust deviations from the median of ``recent``: (value - median) /
+    (1.4826 x MAD). None with fewer than ``MIN_RECENT_WINDOWS`` values, or no spread."""
+    values = list(recent)
+    if len(values) < MIN_RECENT_WINDOWS:
+        return None
+    median = statistics.median(values)
+    mad = statistics.median(abs(v - median) for v in values)
+    if mad <= 0:
+        return None
+    return (value - median) / (MAD_TO_SIGMA * mad)
 
 
 class TrainingMetrics:
@@ -137,12 +181,21 @@ class TrainingMetrics:
         queue_capacity: int = 64,
         clock: Callable[[], float] = time.perf_counter,
         wall_clock: Callable[[], float] = time.time,
+        loss_name: str = "loss",
+        heartbeat: bool = True,
+        gpus: Optional[str] = None,
     ) -> None:
         """``sink`` wins over ``endpoint``; ``endpoint=None`` prints EMF to stdout (Fluent Bit
         ships it). ``samples_per_step`` counts samples where batches have no size of their
         own. ``pod_name`` (default: the ``POD_NAME`` variable the downward API sets) lets the
-        GPU analyzer attribute the pod's GPU-hours to this job exactly. A bad argument raises
-        ``TrainingMetricsError`` here, never in the loop."""
+        GPU analyzer attribute the pod's GPU-hours to this job exactly. ``loss_name`` is the
+        ``record()`` name whose NaN and infinities are counted and whose spikes are measured.
+        ``gpus`` (default: ``NVIDIA_VISIBLE_DEVICES``, which the NVIDIA device plugin sets to
+        the container's GPUs) names the rank's GPUs in a job alarm's page.
+        ``heartbeat`` starts the daemon thread that publishes the window every ``flush_s``
+        when the loop has not (a loop stuck in a collective); without it, ``heartbeat()``
+        does that when called. A bad argument raises ``TrainingMetricsError`` here, never in
+        the loop."""
         for what, name in (("job_name", job_name), ("cluster_name", cluster_name)):
             problem = dimension_value_problem(what, name)
             if problem:
@@ -183,12 +236,48 @@ class TrainingMetrics:
         self.refused: Counter[str] = Counter()
         self._clock = clock
         self._wall = wall_clock
+        self.loss_name = loss_name
+        self.shard = job_shard(job_name)
+        self.gpus = gpus if gpus is not None else os.environ.get(GPUS_ENV) or None
+        #: Guards the window between the loop and the heartbeat thread (held for in-memory
+        #: work only, never for I/O).
+        self._lock = threading.RLock()
+        started = clock()
+        self._last_step: Optional[float] = None
+        self._progress_at = started
+        #: checkpoint_save() and evaluating() in progress (they may nest).
+        self._pauses: list[JobState] = []
+        self._recent_step_time: deque[float] = deque(maxlen=RECENT_WINDOWS)
+        self._recent_rate: deque[float] = deque(maxlen=RECENT_WINDOWS)
+        self._recent_loss: deque[float] = deque(maxlen=RECENT_WINDOWS)
         if sink is None:
             sink = StdoutSink() if endpoint is None else TcpEmfSink(*endpoint, timeout_s=0.5)
         self._sender = BackgroundSender(sink, capacity=queue_capacity)
         self._sender.start()
-        self._window = _Window(started=clock(), wall_started=wall_clock())
+        self._window = _Window(started=started, wall_started=wall_clock())
         self._closed = False
+        self._stop = threading.Event()
+        if heartbeat:
+            thread = threading.Thread(
+                target=self._beat, name="training-metrics-heartbeat", daemon=True
+            )
+            thread.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.flush_s):
+            try:
+                self.heartbeat()
+            except Exception:  # never let the thread die with a traceback in the job's log
+                log.exception("training metrics heartbeat failed")
+
+    def heartbeat(self) -> None:
+        """Publish the window if the loop has not for ``flush_s`` (it is stuck in a step, a
+        checkpoint save or an evaluation): the heartbeat keeps the job's series alive, so a
+        hang is a value the alarm compares, not a series that stops (which a multi time
+        series alarm reads as OK)."""
+        with self._lock:
+            if not self._closed and self._clock() - self._window.started >= self.flush_s:
+                self.flush()
 
     # --- measuring ---------------------------------------------------------------------------
 
@@ -212,7 +301,12 @@ class TrainingMetrics:
             step_started = done
 
     def _record_step(self, step_time: float, data_wait: float, batch: object) -> None:
+        with self._lock:
+            self._record_step_locked(step_time, data_wait, batch)
+
+    def _record_step_locked(self, step_time: float, data_wait: float, batch: object) -> None:
         window = self._window
+        self._last_step = self._progress_at = self._clock()
         window.steps += 1
         window.step_time += step_time
         window.data_wait += data_wait
@@ -240,14 +334,37 @@ class TrainingMetrics:
         return self._sender.dropped
 
     @contextlib.contextmanager
-    def checkpoint_save(self, size_bytes: Optional[int] = None) -> Iterator[None]:
-        started = self._clock()
+    def _paused(self, state: JobState) -> Iterator[float]:
+        """A stretch that is no training: the heartbeat says so, and the rank's step is not
+        overdue while it lasts, nor its throughput lower for it."""
+        with self._lock:
+            self._pauses.append(state)
+            started = self._clock()
         try:
-            yield
+            yield started
         finally:
-            self._window.checkpoint_save.append(self._clock() - started)
-            if size_bytes is not None:
-                self._window.checkpoint_size.append(float(size_bytes))
+            with self._lock:
+                self._pauses.remove(state)
+                now = self._progress_at = self._clock()
+                # The part of the pause inside the current window (a flush may fall within it).
+                self._window.paused += now - max(started, self._window.started)
+
+    @contextlib.contextmanager
+    def checkpoint_save(self, size_bytes: Optional[int] = None) -> Iterator[None]:
+        with self._paused(JobState.CHECKPOINTING) as started:
+            try:
+                yield
+            finally:
+                self._window.checkpoint_save.append(self._clock() - started)
+                if size_bytes is not None:
+                    self._window.checkpoint_size.append(float(size_bytes))
+
+    @contextlib.contextmanager
+    def evaluating(self) -> Iterator[None]:
+        """Wrap evaluation between epochs (``with metrics.evaluating(): evaluate(model)``):
+        no step completes while it runs, and that is no hang."""
+        with self._paused(JobState.EVALUATING):
+            yield
 
     @contextlib.contextmanager
     def checkpoint_restore(self) -> Iterator[None]:
@@ -265,7 +382,11 @@ class TrainingMetrics:
         ``_aws``, a built-in metric such as ``steps``) or longer than EMF's 1024 characters is
         refused: never published, counted in ``refused`` and logged once, so that the loop goes
         on and the other values still count. Values that are not numbers, and NaN or infinity,
-        are skipped."""
+        are skipped; for ``loss_name``, NaN and infinity are counted in ``loss_not_finite``."""
+        with self._lock:
+            self._record_locked(values)
+
+    def _record_locked(self, values: Mapping[str, object]) -> None:
         model = self._window.model
         for name, value in values.items():
             if name not in model and not self._accepts(name):
@@ -278,6 +399,8 @@ class TrainingMetrics:
                 continue
             if math.isfinite(number):
                 model.setdefault(name, []).append(number)
+            elif name == self.loss_name:
+                self._window.loss_not_finite += 1
 
     def _accepts(self, name: str) -> bool:
         why = RESERVED_NAMES.get(name)
@@ -314,15 +437,88 @@ class TrainingMetrics:
                 metrics[checkpoint] = max(values)
         for name, series in w.model.items():
             metrics[name] = sum(series) / len(series)
-        return self._emf(metrics, w.wall_started)
+        return self._emf(metrics, w.wall_started) + self._job_alarm_documents(elapsed)
 
-    def _emf(self, metrics: dict[str, float], stamp: float) -> list[EmfDocument]:
-        units = {name: _UNITS.get(name, "None") for name in metrics}
+    def state(self) -> JobState:
+        if self._closed:
+            return JobState.ENDED
+        if self._pauses:
+            return self._pauses[-1]
+        return JobState.STEPPING if self._window.steps else JobState.STALLED
+
+    def _job_alarm_metrics(self, elapsed: float) -> dict[str, float]:
+        """What the job alarms compare, for the window (see the module's docstring)."""
+        w, now, state = self._window, self._clock(), self.state()
+        metrics: dict[str, float] = {TrainingMetric.LOSS_NOT_FINITE: float(w.loss_not_finite)}
+        if self._last_step is not None:
+            metrics[TrainingMetric.SECONDS_SINCE_STEP] = now - self._last_step
+            overdue = 0.0
+            if state in (JobState.STEPPING, JobState.STALLED):
+                recent = self._recent_step_time
+                due = STEP_DUE_MULTIPLE * statistics.median(recent) if recent else 0.0
+                overdue = max(0.0, now - self._progress_at - due)
+            metrics[TrainingMetric.STEP_OVERDUE] = overdue
+        losses = w.model.get(self.loss_name)
+        if losses:
+            loss = sum(losses) / len(losses)
+            deviation = robust_deviation(loss, self._recent_loss)
+            if deviation is not None:
+                metrics[TrainingMetric.LOSS_DEVIATION] = deviation
+        training_s = elapsed - w.paused
+        if w.steps and w.samples and training_s > 0:
+            rate = w.samples / training_s
+            if len(self._recent_rate) >= MIN_RECENT_WINDOWS:
+                usual = statistics.median(self._recent_rate)
+                if usual > 0:
+                    metrics[TrainingMetric.THROUGHPUT_RATIO] = rate / usual
+        return metrics
+
+    def _remember(self, elapsed: float) -> None:
+        """The window joins the recent ones the medians are over (after it was compared)."""
+        w = self._window
+        if w.steps:
+            self._recent_step_time.append(w.step_time / w.steps)
+            training_s = elapsed - w.paused
+            if w.samples and training_s > 0:
+                self._recent_rate.append(w.samples / training_s)
+        losses = w.model.get(self.loss_name)
+        if losses:
+            self._recent_loss.append(sum(losses) / len(losses))
+
+    def _job_alarm_documents(self, elapsed: float) -> list[EmfDocument]:
+        metrics = self._job_alarm_metrics(elapsed)
+        properties = self._properties()
+        properties[PROP_JOB_STATE] = str(self.state())
+        if self.gpus:
+            properties[PROP_GPUS] = self.gpus
+        return [
+            emf_document(
+                namespace=NAMESPACE_TRAINING,
+                timestamp_ms=int(self._window.wall_started * 1000),
+                dimension_sets=[JOB_ALARM_DIMENSIONS],
+                dimensions={
+                    DIM_CLUSTER: self.cluster_name,
+                    DIM_JOB: self.job_name,
+                    DIM_SHARD: self.shard,
+                },
+                metrics={str(k): v for k, v in metrics.items()},
+                units={str(k): _UNITS[str(k)] for k in metrics},
+                properties=properties,
+                log_group=training_log_group(self.cluster_name),
+            )
+        ]
+
+    def _properties(self) -> dict[str, object]:
         properties: dict[str, object] = {PROP_RANK: self.rank}
         if self.node_name:
             properties[DIM_NODE] = self.node_name
         if self.pod_name:
             properties[PROP_POD_NAME] = self.pod_name
+        return properties
+
+    def _emf(self, metrics: dict[str, float], stamp: float) -> list[EmfDocument]:
+        units = {name: _UNITS.get(name, "None") for name in metrics}
+        properties = self._properties()
         return [
             emf_document(
                 namespace=NAMESPACE_TRAINING,
@@ -340,13 +536,15 @@ class TrainingMetrics:
     def flush(self) -> None:
         """Hand the window to the sender thread and start a new one. Never blocks or raises:
         a document that cannot be built is dropped and counted."""
-        try:
-            documents = self.documents()
-        except ValueError as err:  # an EMF limit the window broke; the loop goes on
-            self._sender.dropped += 1
-            log.warning("training metrics window dropped: %s", err)
-            documents = []
-        self._window = _Window(started=self._clock(), wall_started=self._wall())
+        with self._lock:
+            try:
+                documents = self.documents()
+            except ValueError as err:  # an EMF limit the window broke; the loop goes on
+                self._sender.dropped += 1
+                log.warning("training metrics window dropped: %s", err)
+                documents = []
+            self._remember(self._clock() - self._window.started)
+            self._window = _Window(started=self._clock(), wall_started=self._wall())
         self._sender.submit(documents)
 
     def drain(self, timeout_s: float = 5.0) -> bool:
@@ -361,8 +559,10 @@ class TrainingMetrics:
         once however many ranks it has."""
         if self._closed:
             return
-        self._closed = True
-        self.flush()
+        self._stop.set()
+        with self._lock:
+            self._closed = True  # the last heartbeat says ended: step_overdue_seconds 0
+            self.flush()
         if self.rank == 0:
             outcome = TrainingMetric.JOB_SUCCEEDED if succeeded else TrainingMetric.JOB_FAILED
             self._sender.submit(self._emf({outcome: 1.0}, self._wall()))

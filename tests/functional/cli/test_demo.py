@@ -12,6 +12,7 @@ from cdk.node_config.cloudwatch_agent_config import gpu_node_agent_config
 from cdk.settings import Settings
 from cli.demo import DemoResult, run_demo
 from cli.demo_exporter import REPLAY_PODS, pod_uid, replay_window
+from cli.demo_jobs import ALARM_JOBS, job_pages
 from cli.demo_report import chromium, page_height, png_size
 from cli.demo_storage import DEMO_CLUSTER, END
 from cli.demo_week import LAST_WEEK
@@ -36,9 +37,9 @@ def test_demo_synthesizes_stores_and_fetches_the_agent_config(
     written = json.loads((tmp_path / "out" / "agent-config.json").read_text())
     jsonschema.Draft4Validator(agent_schema).validate(written)
     stacks = json.loads((tmp_path / "out" / "stacks.json").read_text())
-    # Eight GPU alarms (gpu-silent among them; no actions), the silence check's heartbeat and
-    # the notifier-failing alarm.
-    assert stacks["GpuInsights-example-gpu-cluster-Alarms"]["AWS::CloudWatch::Alarm"] == 10
+    # Eight GPU alarms (gpu-silent among them; no actions), the silence check's heartbeat,
+    # the notifier-failing alarm and the 32 job alarms (four kinds in eight job shards).
+    assert stacks["GpuInsights-example-gpu-cluster-Alarms"]["AWS::CloudWatch::Alarm"] == 42
     # Three analyzers and CDK's custom-resource provider (it makes the training log group).
     assert stacks["GpuInsights-example-gpu-cluster-Analyzers"]["AWS::Lambda::Function"] == 4
     del stacks["GpuInsights-example-gpu-cluster-Alarms"]
@@ -89,7 +90,7 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
         ("3", "48"),
         ("3", "79"),
     ]
-    raised = {r.spec.key: r.alarms_raised for r in result.backtest}
+    raised = {r.spec.key: r.alarms_raised for r in result.backtest if r.spec.kind.startswith("gpu")}
     assert raised == {
         "gpu-low-power": 1,  # the idle GPU holds memory but draws 12% of its limit
         # XID 48 (with its double-bit error) at 16:26, XID 79 as the GPU falls off the bus ten
@@ -226,8 +227,18 @@ def test_demo_sends_one_message_per_incident(demo: tuple[DemoResult, Path]) -> N
             "[WARNING] GPU in use but not working on ip-10-0-1-17.ec2.internal GPU 1",
             "[WARNING] Sustained thermal throttling on ip-10-0-1-17.ec2.internal GPU 2",
             "[WARNING] XID 13 on ip-10-0-1-17.ec2.internal GPU PCI 0000:53:00",
+            # The planted jobs, each with the nodes its ranks run on (cli/demo_jobs.py).
+            f"[CRITICAL] Training job hung: job llama-hangs on {_nodes(1)}",
+            f"[CRITICAL] Training loss is NaN or infinite: job gpt-nan on {_nodes(2)}",
+            f"[WARNING] Training loss jumped: job t5-loss-spike on {_nodes(3)}",
+            f"[WARNING] Training throughput collapsed: job bert-slows on {_nodes(4)}",
         ]
     )
+    hung = next(text for _, s, text in notified.messages if "job llama-hangs" in s)
+    assert "Pods:          llama-hangs-master-0, llama-hangs-worker-0" in hung, hung
+    assert "GPU:           GPU-" in hung
+    assert "Ranks:         rank 0: stalled; rank 1: stalled" in hung
+    assert "?var-job=llama-hangs" in hung
     # Each exporter XID is dated by its document's _aws.Timestamp, when the GPU reported it,
     # not by its log event (the batch reached CloudWatch Logs after the last of them).
     lines = (tmp_path / "out" / "exporter-emf.jsonl").read_text().splitlines()
@@ -544,3 +555,26 @@ def test_the_monday_run_shows_the_replayed_nodes_gpu_held_without_work(
     summary = result.summary()
     assert "gpu_held_not_working" in summary.split("Monday", 1)[1]
     assert "speech/job/whisper-finetune" in summary
+
+
+def test_demo_pages_each_planted_job_within_its_window_and_nothing_else(
+    demo: tuple[DemoResult, Path],
+) -> None:
+    """The Done-when of the job alarms: the backtest over the demo's hours pages each planted
+    hang, NaN loss, loss jump and throughput collapse within its window, and nothing else."""
+    result, _ = demo
+    pages = job_pages(result.backtest, replay_window()[0])
+    planted = {job.name: job for job in ALARM_JOBS if job.pages}
+    assert set(pages) == set(planted)  # resnet-steady's save and evaluation page nobody
+    for name, (kind, minute) in pages.items():
+        assert kind == planted[name].pages
+        assert planted[name].due[0] <= minute <= planted[name].due[1], (name, minute)
+    jobs = [r for r in result.backtest if r.spec.kind.startswith("job-")]
+    assert len(jobs) == 32
+    assert sum(r.alarms_raised for r in jobs) == 4
+    assert "llama-hangs     job-hung at minute 56" in result.summary()
+
+
+def _nodes(job_index: int) -> str:
+    """The two ranks' nodes of the demo's job alarm job ``job_index`` (cli/demo_jobs.py)."""
+    return ", ".join(f"ip-10-0-4-{10 * job_index + rank}.ec2.internal" for rank in range(2))

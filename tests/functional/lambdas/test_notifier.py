@@ -384,3 +384,99 @@ def test_the_webhook_url_is_read_from_its_secure_string_parameter(
     monkeypatch.setattr(notifier, "WEBHOOK_URL_KEEP_S", -1.0)
     notifier._webhook_url("/gpu-insights/train/webhook")
     assert len(reads) == 2
+
+
+# --- a training job alarm's page (lambdas/notifier/jobs.py) -----------------------------
+
+
+def _job_hung_event(at: str) -> dict[str, Any]:
+    """A job-hung contributor in ALARM, as EventBridge delivers it: the contributor's
+    attributes are the query's GROUP BY values (ClusterName, JobName)."""
+    (spec,) = [s for s in SPECS if s.key == "job-hung-shard-00"]
+    name = spec.alarm_name("train")
+    return {
+        "version": "0",
+        "id": "7f3c9e1a-job",
+        "detail-type": "CloudWatch Alarm Contributor State Change",
+        "source": "aws.cloudwatch",
+        "account": "123456789012",
+        "time": at,
+        "region": "us-east-1",
+        "resources": [f"arn:aws:cloudwatch:us-east-1:123456789012:alarm:{name}"],
+        "detail": {
+            "alarmName": name,
+            "alarmContributor": {
+                "id": "5c1a2b3d4e5f6a7b",
+                "attributes": {"ClusterName": "train", "JobName": "llama-ft"},
+            },
+            "configuration": {"description": spec.description},
+            "state": {
+                "value": "ALARM",
+                "reason": (
+                    "Threshold Crossed: 1 datapoint was greater than or equal to the threshold "
+                    f"(600.0). The most recent datapoint which crossed the threshold: [642.0 "
+                    f"({at[8:10]}/{at[5:7]}/{at[2:4]} {at[11:19]})]."
+                ),
+                "timestamp": at,
+            },
+        },
+    }
+
+
+def _emit_job(session: Any, at_s: float) -> None:
+    """Two ranks of llama-ft, as the emitter writes them to the training log group."""
+    from gpu_insights_agent.contract.metrics import training_log_group
+    from gpu_insights_agent.emf.document import encode
+    from gpu_insights_agent.emitter.training import TrainingMetrics
+
+    logs = session.client("logs")
+    logs.create_log_group(logGroupName=training_log_group("train"))
+    logs.create_log_stream(logGroupName=training_log_group("train"), logStreamName="agent")
+    events = []
+    for rank in range(2):
+        sink = Keep()
+        metrics = TrainingMetrics(
+            job_name="llama-ft",
+            cluster_name="train",
+            rank=rank,
+            node_name=f"ip-10-0-2-{rank}.ec2.internal",
+            pod_name=f"llama-ft-worker-{rank}",
+            gpus=f"GPU-{rank}a,GPU-{rank}b",
+            sink=sink,
+            heartbeat=False,
+            wall_clock=lambda: at_s - 120,
+        )
+        metrics.flush()
+        metrics.drain()
+        events += [
+            {"timestamp": int(at_s * 1000) - 120_000, "message": encode(d)} for d in sink.documents
+        ]
+    logs.put_log_events(
+        logGroupName=training_log_group("train"), logStreamName="agent", logEvents=events
+    )
+
+
+def test_a_hung_job_is_one_message_naming_its_pods_nodes_gpus_and_dashboard(
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = time.time()
+    _emit_job(aws["session"], now)
+    # By kind, as the stack declares them (cdk/function_configs.py): job alarms are sharded.
+    kinds = {s.kind: [str(s.severity), s.title] for s in SPECS}
+    monkeypatch.setenv("ALARM_KINDS", json.dumps(kinds))
+    _as_role(aws, templates, monkeypatch)
+    at = time.strftime("%Y-%m-%dT%H:%M:%S.000+0000", time.gmtime(now))
+    assert notifier.handler(_job_hung_event(at), None)["published"] == 1
+    (message,) = _messages(aws, "critical")
+    text = message["Message"]
+    assert message["Subject"] == (
+        "[CRITICAL] Training job hung: job llama-ft on ip-10-0-2-0.ec2.internal, "
+        "ip-10-0-2-1.ec2.internal"
+    )
+    assert "Pods:          llama-ft-worker-0, llama-ft-worker-1" in text, text
+    assert "GPU:           GPU-0a,GPU-0b, GPU-1a,GPU-1b" in text
+    assert "Job:           llama-ft" in text
+    assert "Observed:      642" in text
+    assert "Threshold:     600" in text
+    assert "read the ranks' last log lines" in text  # what to do
+    assert "#dashboards/dashboard/gpu-insights-train-training?var-job=llama-ft" in text, text

@@ -86,9 +86,48 @@ def test_composite_sums_up_every_gpu_alarm(synth: Synth) -> None:
     template = _template(synth)
     (composite,) = template.find_resources("AWS::CloudWatch::CompositeAlarm").values()
     rule = composite["Properties"]["AlarmRule"]
-    for name in _alarms(template):
+    gpu = [name for name in _alarms(template) if not name.startswith("job-")]
+    for name in gpu:
         assert f'ALARM("gpu-insights-train-prod-{name}")' in rule
-    assert rule.count(" OR ") == len(_alarms(template)) - 1
+    assert rule.count(" OR ") == len(gpu) - 1
+    assert "job-" not in rule  # the job alarms page jobs, not the GPUs' health
+
+
+def test_job_alarms_one_per_kind_and_job_shard_grouped_by_job(synth: Synth) -> None:
+    """Multi time series Metrics Insights alarms: GROUP BY ClusterName, JobName makes each job
+    a contributor ("Create an alarm based on a Multi Time Series Metrics Insights query",
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/multi-time-series-alarm.html)."""
+    alarms = _alarms(_template(synth, {**PROD, "job_hung_minutes": "20"}))
+    jobs = {name: alarm for name, alarm in alarms.items() if name.startswith("job-")}
+    assert len(jobs) == 4 * 8
+    hung = jobs["job-hung-shard-03"]
+    (query,) = hung["Metrics"]
+    assert query["Expression"] == (
+        'SELECT MIN(step_overdue_seconds) FROM SCHEMA("GpuInsights/Training", ClusterName, '
+        "JobName, Shard) WHERE ClusterName = 'train-prod' AND Shard = '3' "
+        "GROUP BY ClusterName, JobName ORDER BY MIN() DESC"
+    )
+    assert (query["Period"], hung["Threshold"], hung["EvaluationPeriods"]) == (60, 1200, 1)
+    assert hung["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert hung["AlarmDescription"].startswith("[critical] job-hung: ")
+    nan = jobs["job-loss-not-finite-shard-00"]
+    assert nan["Metrics"][0]["Expression"].startswith("SELECT SUM(loss_not_finite)")
+    assert nan["Threshold"] == 1
+    slow = jobs["job-throughput-collapsed-shard-07"]
+    assert slow["Metrics"][0]["Expression"].startswith("SELECT MAX(throughput_ratio)")
+    assert (slow["Metrics"][0]["Period"], slow["EvaluationPeriods"]) == (300, 3)
+    assert (slow["Threshold"], slow["ComparisonOperator"]) == (0.5, "LessThanThreshold")
+    spike = jobs["job-loss-spike-shard-05"]
+    assert spike["Threshold"] == 10
+    assert all(len(a["AlarmDescription"]) <= 1024 for a in jobs.values())
+    assert not {n for n in _alarms(_template(synth, {**PROD, "job_alarms": "false"}))
+                if n.startswith("job-")}  # fmt: skip
+
+
+def test_the_notifier_may_read_the_training_log_group_for_a_jobs_placement(synth: Synth) -> None:
+    template = _template(synth)
+    text = json.dumps(template.find_resources("AWS::IAM::Policy"))
+    assert "log-group:/aws/gpu-insights/train-prod/training:*" in text
 
 
 def test_topics_are_encrypted_refuse_plain_http_and_subscribe_the_settings(synth: Synth) -> None:
@@ -202,7 +241,8 @@ def test_state_changes_reach_the_notifier_retried_and_dead_lettered(synth: Synth
 def test_container_insights_only_cluster_alarms_on_pod_power_in_watts(synth: Synth) -> None:
     context = {**PROD, "exporter_enabled": "false", "gpu_instance_type": "p4d.24xlarge"}
     alarms = _alarms(_template(synth, context))
-    assert set(alarms) == {"gpu-low-power", "gpu-xid-host-log"}
+    gpu = {name for name in alarms if not name.startswith("job-")}  # the jobs' emitters' own
+    assert gpu == {"gpu-low-power", "gpu-xid-host-log"}
     low = alarms["gpu-low-power"]
     assert low["Threshold"] == 120  # 30% of the A100's 400 W
     assert "pod_gpu_power_draw" in low["Metrics"][0]["Expression"]

@@ -28,6 +28,16 @@ class Keep:
             valid_emf(line)
             self.documents.append(parse_emf_line(line))
 
+    @property
+    def windows(self) -> list[dict[str, Any]]:
+        """The window's means (ClusterName, JobName), without the job alarms' documents."""
+        return [d for d in self.documents if "Shard" not in d]
+
+    @property
+    def beats(self) -> list[dict[str, Any]]:
+        """The job alarms' documents (ClusterName, JobName, Shard)."""
+        return [d for d in self.documents if "Shard" in d]
+
 
 def loader(clock: Clock, batches: int, wait: float, size: int = 32) -> Iterator[list[int]]:
     for _ in range(batches):
@@ -50,7 +60,7 @@ def test_steps_time_the_wait_and_the_step(monkeypatch: pytest.MonkeyPatch) -> No
     for _ in metrics.steps(loader(clock, 10, wait=0.25)):
         clock.now += 0.75  # the training step
     metrics.close(succeeded=True)
-    (window,) = sink.documents  # rank 3 records no outcome: rank 0 does, once for the job
+    (window,) = sink.windows  # rank 3 records no outcome: rank 0 does, once for the job
     assert window["steps"] == 10
     assert window["step_time_seconds"] == pytest.approx(1.0)
     assert window["data_wait_seconds"] == pytest.approx(0.25)
@@ -78,8 +88,9 @@ def test_emission_rate_is_bounded_whatever_the_step_rate() -> None:
     metrics.flush()
     metrics.drain()
     # One document a minute (and the last partial one), however many steps: 36,000 in all.
-    assert 60 <= len(sink.documents) <= 61
-    assert sum(d["steps"] for d in sink.documents) == 36_000
+    assert 60 <= len(sink.windows) <= 61
+    assert len(sink.beats) == len(sink.windows)  # and the job alarms' heartbeat with each
+    assert sum(d["steps"] for d in sink.windows) == 36_000
 
 
 def test_a_dead_sink_never_reaches_the_training_loop() -> None:
@@ -92,12 +103,13 @@ def test_a_dead_sink_never_reaches_the_training_loop() -> None:
         trained += 1
     metrics.close(succeeded=False)
     assert trained == 100
-    assert metrics.dropped == 101  # 100 windows and the outcome
+    # 100 windows, each with its heartbeat; the last heartbeat (ended); the outcome
+    assert metrics.dropped == 202
     sink.down = False
     metrics.record(loss=1.0)
     metrics.flush()
     metrics.drain()
-    assert sink.documents[0]["loss"] == 1.0
+    assert sink.windows[0]["loss"] == 1.0
 
 
 def test_checkpoints_model_metrics_and_batches_without_len() -> None:
@@ -120,7 +132,7 @@ def test_checkpoints_model_metrics_and_batches_without_len() -> None:
         clock.now += 30
     metrics.flush()
     metrics.drain()
-    (document,) = sink.documents
+    (document,) = sink.windows
     assert document["samples_per_second"] == pytest.approx(4 * 64 / 154)
     assert (document["checkpoint_save_seconds"], document["checkpoint_restore_seconds"]) == (
         120,
@@ -162,7 +174,7 @@ def test_a_record_name_that_would_clobber_the_document_is_refused_and_said_once(
         metrics.record(**{"x" * 1025: 1.0})
     metrics.flush()
     metrics.drain()
-    (document,) = sink.documents
+    (document,) = sink.windows
     assert (document["ClusterName"], document["JobName"], document["Rank"]) == ("train", "llm", 2)
     assert (document["NodeName"], document["steps"], document["loss"]) == ("n1", 3, 0.25)
     assert document["step_time_seconds"] == pytest.approx(1.0)
@@ -183,11 +195,11 @@ def test_more_than_100_names_split_into_several_documents_none_dropped() -> None
         metrics.record(**{f"layer_{i:03d}_grad_norm": float(i) for i in range(230)})
     metrics.flush()
     metrics.drain()
-    assert len(sink.documents) == 3
-    assert metrics.emitted == 3
+    assert len(sink.windows) == 3
+    assert metrics.emitted == 4  # and the heartbeat
     assert metrics.dropped == 0
     published: dict[str, float] = {}
-    for document in sink.documents:
+    for document in sink.windows:
         names = [m["Name"] for m in document["_aws"]["CloudWatchMetrics"][0]["Metrics"]]
         assert len(names) <= 100
         assert (document["ClusterName"], document["JobName"], document["Rank"]) == (
@@ -313,3 +325,161 @@ def test_a_hanging_resolver_never_delays_a_step(monkeypatch: pytest.MonkeyPatch)
     assert metrics.drain(5)
     assert metrics.emitted == 0
     assert metrics.dropped >= 1
+
+
+# --- what the job alarms compare (cdk/alarms/jobs.py) -----------------------------------------
+
+
+def _job(clock: Clock, sink: Keep, **kw: Any) -> TrainingMetrics:
+    return TrainingMetrics(
+        job_name="llm",
+        cluster_name="train",
+        flush_s=60,
+        sink=sink,
+        clock=clock,
+        heartbeat=False,
+        **kw,
+    )
+
+
+def _train(metrics: TrainingMetrics, clock: Clock, minutes: int, step_s: float = 1.0) -> None:
+    """``minutes`` of one-second steps (32 samples each), flushed each minute."""
+    for _ in metrics.steps(loader(clock, int(minutes * 60 / step_s), wait=0.0)):
+        clock.now += step_s
+
+
+def test_a_hung_rank_keeps_publishing_its_heartbeat_and_grows_overdue() -> None:
+    clock, sink = Clock(0.0), Keep()
+    metrics = _job(clock, sink)
+    _train(metrics, clock, 10)
+    # The loop hangs inside a step (a collective that never returns): only the heartbeat runs.
+    for _ in range(20):
+        clock.now += 60
+        metrics.heartbeat()
+    metrics.drain()
+    beats = sink.beats
+    assert beats[-1]["Shard"] == metrics.shard
+    assert beats[-1]["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [
+        ["ClusterName", "JobName", "Shard"]
+    ]
+    assert beats[-1]["JobState"] == "stalled"
+    assert beats[-1]["seconds_since_step"] == pytest.approx(20 * 60)
+    # Overdue from three median steps (3 s) after the last one.
+    assert beats[-1]["step_overdue_seconds"] == pytest.approx(20 * 60 - 3)
+    assert all(b["step_overdue_seconds"] == 0 for b in beats[:9])  # while it stepped
+    # A loop that is stepping flushes by itself: the heartbeat publishes nothing more.
+    published = len(sink.documents)
+    metrics.heartbeat()
+    metrics.drain()
+    assert len(sink.documents) == published
+
+
+def test_a_checkpoint_save_an_evaluation_and_the_end_are_no_hang() -> None:
+    clock, sink = Clock(0.0), Keep()
+    metrics = _job(clock, sink)
+    _train(metrics, clock, 10)
+    with metrics.checkpoint_save():
+        for _ in range(15):  # a 15-minute save, the heartbeat going on
+            clock.now += 60
+            metrics.heartbeat()
+    with metrics.evaluating():
+        for _ in range(15):
+            clock.now += 60
+            metrics.heartbeat()
+    clock.now += 2
+    metrics.flush()  # two seconds after the evaluation: not overdue yet (3 s allowed)
+    metrics.close(succeeded=True)
+    states = [(b["JobState"], b["step_overdue_seconds"]) for b in sink.beats[10:]]
+    assert states[:15] == [("checkpointing", 0.0)] * 15
+    assert states[15:30] == [("evaluating", 0.0)] * 15
+    assert states[30:] == [("stalled", 0.0), ("ended", 0.0)]
+    # seconds_since_step still says how long it was since a step, for the dashboard.
+    assert sink.beats[-2]["seconds_since_step"] == pytest.approx(30 * 60 + 2)
+
+
+def test_the_same_pause_without_its_context_is_overdue() -> None:
+    """The control of the test above: what makes those no hang is the context manager."""
+    clock, sink = Clock(0.0), Keep()
+    metrics = _job(clock, sink)
+    _train(metrics, clock, 10)
+    for _ in range(30):
+        clock.now += 60
+        metrics.heartbeat()
+    metrics.drain()
+    assert sink.beats[-1]["step_overdue_seconds"] == pytest.approx(30 * 60 - 3)
+
+
+def test_overdue_is_measured_against_the_jobs_own_step_time() -> None:
+    clock, sink = Clock(0.0), Keep()
+    metrics = _job(clock, sink)
+    _train(metrics, clock, 20, step_s=30.0)  # 30-second steps: due 90 s after the last
+    clock.now += 120
+    metrics.heartbeat()
+    metrics.drain()
+    assert sink.beats[-1]["step_overdue_seconds"] == pytest.approx(120 - 90)
+
+
+def test_non_finite_losses_are_counted_and_never_published_as_values() -> None:
+    clock, sink = Clock(0.0), Keep()
+    metrics = _job(clock, sink)
+    for i, _ in enumerate(metrics.steps(loader(clock, 6, wait=0.0))):
+        clock.now += 1
+        loss = [2.0, float("nan"), float("inf"), "nan", 1.0, float("-inf")][i]
+        metrics.record(loss=loss, grad_norm=float("inf"))  # grad_norm inf: not the loss
+    metrics.flush()
+    metrics.drain()
+    (window,) = sink.windows
+    (beat,) = sink.beats
+    assert beat["loss_not_finite"] == 4
+    assert window["loss"] == 1.5  # the finite ones only: CloudWatch refuses NaN and inf
+    assert "grad_norm" not in window
+
+
+def test_a_loss_spike_is_measured_in_robust_deviations_over_the_recent_windows() -> None:
+    clock, sink = Clock(0.0), Keep()
+    metrics = _job(clock, sink)
+    losses = [2.0, 1.9, 2.1, 2.0, 1.8, 2.2, 2.0, 9.0]
+    for loss in losses:
+        for _ in metrics.steps(loader(clock, 60, wait=0.0)):
+            clock.now += 1
+            metrics.record(loss=loss)
+    metrics.flush()
+    metrics.drain()
+    deviations = [b.get("loss_deviation") for b in sink.beats]
+    # Five windows before it says anything; then (loss - median) / (1.4826 x MAD).
+    assert deviations[:5] == [None] * 5
+    assert deviations[5] == pytest.approx((2.2 - 2.0) / (1.4826 * 0.1))
+    # median 2.0, MAD 0.1 of the seven before: (9 - 2) / 0.148 = 47 deviations.
+    assert deviations[7] == pytest.approx((9.0 - 2.0) / (1.4826 * 0.1))
+
+
+def test_throughput_is_a_ratio_to_the_recent_median_leaving_out_checkpoints() -> None:
+    clock, sink = Clock(0.0), Keep()
+    metrics = _job(clock, sink)
+    _train(metrics, clock, 10)  # 32 samples/s
+    for _ in metrics.steps(loader(clock, 30, wait=0.0)):  # a minute with a 30 s checkpoint
+        clock.now += 1
+    with metrics.checkpoint_save():
+        clock.now += 30
+    metrics.flush()
+    _train(metrics, clock, 3, step_s=4.0)  # a quarter of the speed
+    metrics.drain()
+    ratios = [b.get("throughput_ratio") for b in sink.beats]
+    assert ratios[:5] == [None] * 5
+    assert ratios[5:10] == [pytest.approx(1.0)] * 5
+    assert ratios[10] == pytest.approx(1.0)  # the save is no slowdown
+    assert ratios[11:] == [pytest.approx(0.25)] * 3
+
+
+def test_the_heartbeat_thread_publishes_while_the_loop_is_stuck() -> None:
+    sink = Keep()
+    metrics = TrainingMetrics(job_name="llm", cluster_name="train", flush_s=0.05, sink=sink)
+    for _ in metrics.steps([[0] * 32] * 3):
+        pass
+    time.sleep(0.5)  # stuck: no step, no flush from the loop
+    metrics.drain()
+    stuck = [b for b in sink.beats if b["JobState"] == "stalled"]
+    assert len(stuck) >= 3
+    assert stuck[-1]["seconds_since_step"] >= 0.3
+    metrics.close(succeeded=True)
+    assert sink.beats[-1]["JobState"] == "ended"

@@ -11,6 +11,8 @@ from cdk.alarms.model import Comparison, InsightsQuery, MissingData, Severity
 
 
 def _by_key(**kwargs: object) -> dict:  # type: ignore[type-arg]
+    """The GPU alarms (the job alarms are tests/unit/cdk/alarms/test_jobs.py's)."""
+    kwargs = {"jobs": None, **kwargs}
     return {a.key: a for a in gpu_alarms(AlarmSettings(cluster_name="train", **kwargs))}  # type: ignore[arg-type]
 
 
@@ -49,7 +51,7 @@ def test_low_power_query_returns_one_series_per_in_use_gpu() -> None:
 
 
 def test_per_gpu_kinds_get_one_alarm_per_shard_and_none_names_a_node() -> None:
-    alarms = gpu_alarms(AlarmSettings(cluster_name="train", shards=25))
+    alarms = gpu_alarms(AlarmSettings(cluster_name="train", shards=25, jobs=None))
     per_gpu = [a for a in alarms if a.multi_series]
     kinds = {a.kind for a in per_gpu}
     assert kinds == {"gpu-low-power", "gpu-lost", "gpu-ecc-uncorrected",
@@ -67,18 +69,32 @@ def test_per_gpu_kinds_get_one_alarm_per_shard_and_none_names_a_node() -> None:
 def test_alarm_sizing_for_ten_thousand_gpus_fits_the_default_quota() -> None:
     """200 Metrics Insights alarms per account and Region by default ("Limits",
     https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html)."""
-    sizing = alarm_sizing(AlarmSettings(cluster_name="train"), 10_000)
+    gpus_only = AlarmSettings(cluster_name="train", jobs=None)
+    sizing = alarm_sizing(gpus_only, 10_000)
     assert (sizing.shards, sizing.insights_alarms, sizing.quota) == (25, 126, 200)
     assert sizing.fits_default_quota
-    big = alarm_sizing(AlarmSettings(cluster_name="train"), 20_000)
+    big = alarm_sizing(gpus_only, 20_000)
     assert (big.shards, big.insights_alarms, big.fits_default_quota) == (50, 251, False)
-    assert alarm_sizing(AlarmSettings(cluster_name="train"), 64).insights_alarms == 6
-    # The README's sizing table: 15,600 GPUs is the most that fits.
-    most = alarm_sizing(AlarmSettings(cluster_name="train"), 15_600)
+    assert alarm_sizing(gpus_only, 64).insights_alarms == 6
+    # The README's sizing table: 15,600 GPUs is the most that fits without the job alarms.
+    most = alarm_sizing(gpus_only, 15_600)
     assert (most.shards, most.insights_alarms, most.fits_default_quota) == (39, 196, True)
-    over = alarm_sizing(AlarmSettings(cluster_name="train"), 15_601)
+    over = alarm_sizing(gpus_only, 15_601)
     assert (over.shards, over.insights_alarms, over.fits_default_quota) == (40, 201, False)
-    assert alarm_sizing(AlarmSettings(cluster_name="train"), 2_000).insights_alarms == 26
+    assert alarm_sizing(gpus_only, 2_000).insights_alarms == 26
+
+
+def test_the_job_alarms_take_32_of_the_quota_whatever_the_fleet() -> None:
+    """Four kinds in eight job alarm shards: 2,000 concurrent jobs are 250 a query."""
+    with_jobs = AlarmSettings(cluster_name="train")
+    assert alarm_sizing(with_jobs, 64).insights_alarms == 6 + 32
+    ten = alarm_sizing(with_jobs, 10_000)
+    assert (ten.insights_alarms, ten.job_alarms, ten.fits_default_quota) == (158, 32, True)
+    assert "(32 of them for training jobs)" in ten.line()
+    # The README's sizing table: 13,200 GPUs is the most that fits with them.
+    most = alarm_sizing(with_jobs, 13_200)
+    assert (most.shards, most.insights_alarms, most.fits_default_quota) == (33, 198, True)
+    assert not alarm_sizing(with_jobs, 13_201).fits_default_quota
 
 
 def test_container_insights_fallback_converts_the_share_to_watts() -> None:

@@ -1,0 +1,94 @@
+import json
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from lambdas.notifier.jobs import (
+    NOT_KNOWN,
+    Placement,
+    PlacementLookupError,
+    alarm_time_ms,
+    job_incident,
+    job_placement,
+)
+from lambdas.notifier.notification import Incident
+
+INCIDENT = Incident(
+    key="alarm/x/1/2026-01-01T10:00:00.000+0000",
+    severity="critical",
+    kind="job-hung",
+    title="Training job hung",
+    what="Training job hung: 1 datapoint was greater than or equal to the threshold (600).",
+    cluster="train",
+    node="not named (a cluster-wide series)",
+    gpu="not named (a cluster-wide series)",
+    action="read the ranks' last log lines",
+    job="llama-ft",
+    when="2026-01-01T10:00:00.000+0000",
+)
+
+
+def _logs() -> object:
+    return boto3.client(
+        "logs", region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
+    )
+
+
+def test_the_newest_document_of_each_rank_names_its_pod_node_and_gpus() -> None:
+    logs = _logs()
+    doc = {"ClusterName": "train", "JobName": "llama-ft", "_aws": {"Timestamp": 0}}
+    events = [
+        {"timestamp": 1, "message": json.dumps({**doc, "Rank": 1, "NodeName": "old-node",
+                                                "_aws": {"Timestamp": 1000}})},
+        {"timestamp": 2, "message": json.dumps({**doc, "Rank": 1, "NodeName": "n1",
+                                                "PodName": "w-0", "Gpus": "GPU-b",
+                                                "JobState": "stalled",
+                                                "_aws": {"Timestamp": 2000}})},
+        {"timestamp": 3, "message": json.dumps({**doc, "Rank": 0, "NodeName": "n0",
+                                                "PodName": "m-0", "Gpus": "GPU-a",
+                                                "JobState": "stalled",
+                                                "_aws": {"Timestamp": 1500}})},
+        {"timestamp": 4, "message": json.dumps({**doc, "JobName": "other", "Rank": 0})},
+        {"timestamp": 5, "message": "not json"},
+    ]  # fmt: skip
+    with Stubber(logs) as stub:  # type: ignore[arg-type]
+        stub.add_response(
+            "filter_log_events",
+            {"events": events},
+            {
+                "logGroupName": "/aws/gpu-insights/train/training",
+                "startTime": 1_000_000 - 600_000,
+                "endTime": 1_060_000,
+                "filterPattern": '{ $.JobName = "llama-ft" }',
+            },
+        )
+        placement = job_placement(logs, "train", "llama-ft", 1_000_000)
+    assert placement == Placement(
+        pods=("m-0", "w-0"),
+        nodes=("n0", "n1"),
+        gpus=("GPU-a", "GPU-b"),
+        states=("rank 0: stalled", "rank 1: stalled"),
+    )
+
+
+def test_a_log_group_it_may_not_read_is_a_lookup_error_and_the_page_goes_out_unplaced() -> None:
+    logs = _logs()
+    with Stubber(logs) as stub:  # type: ignore[arg-type]
+        stub.add_client_error("filter_log_events", "AccessDeniedException")
+        with pytest.raises(PlacementLookupError, match="AccessDenied"):
+            job_placement(logs, "train", "llama-ft", 1_000_000)
+    page = job_incident(INCIDENT, "us-east-1", Placement())
+    assert page.title == "Training job hung: job llama-ft"
+    assert (page.node, page.gpu) == (NOT_KNOWN, NOT_KNOWN)
+    assert page.dashboard_url == (
+        "https://us-east-1.console.aws.amazon.com/cloudwatch/home?region=us-east-1"
+        "#dashboards/dashboard/gpu-insights-train-training?var-job=llama-ft"
+    )
+
+
+def test_the_placement_is_read_at_the_time_the_job_went_into_alarm() -> None:
+    assert alarm_time_ms(INCIDENT, 5) == 1_767_261_600_000
+    from dataclasses import replace
+
+    assert alarm_time_ms(replace(INCIDENT, when="yesterday"), 5) == 5
