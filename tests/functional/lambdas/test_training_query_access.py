@@ -52,6 +52,9 @@ def test_a_refused_rank_query_is_published_as_an_analysis_error(
         "GPU_HOUR_USD": "6.88",
         "REPORT_BUCKET": REPORT_BUCKET,
         "EVENT_BUS": "default",
+        # seed() publishes Container Insights' Classic series (the OTel path is tested on a
+        # PromQL engine in test_gpu_attribution_otel.py).
+        "CONTAINER_INSIGHTS_MODE": "classic",
     }
     with stubber:
         summary, findings = run_analyzer(training_handler.handler, env, clients["s3"])
