@@ -90,9 +90,4 @@ def argv(command: str, **placeholders: str) -> list[str]:
     filled in (each one must be given)."""
     words = shlex.split(command.split("|", 1)[0])
     assert words[0] == "gpu-insights", command
-    filled = []
-    for word in words[1:]:
-        for name in re.findall(r"<(\w+)>", word):
-            word = word.replace(f"<{name}>", placeholders[name])
-        filled.append(word)
-    return filled
+    return [re.sub(r"<(\w+)>", lambda m: placeholders[m.group(1)], word) for word in words[1:]]

@@ -75,9 +75,7 @@ def test_every_setting_shown_with_c_is_a_setting(page: Path) -> None:
 
 def test_every_command_of_the_command_line_is_documented() -> None:
     text = (DOCS / "cli.md").read_text()
-    undocumented = {
-        name for name in _subcommands(_parser()) if f"`gpu-insights {name}" not in text
-    }
+    undocumented = {name for name in _subcommands(_parser()) if f"`gpu-insights {name}" not in text}
     assert undocumented == set()
 
 
