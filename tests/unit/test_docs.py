@@ -115,3 +115,9 @@ def test_the_readmes_cost_figure_is_what_the_command_prints(
     assert main(command.split()[1:]) == 0
     (total,) = re.findall(r"^\$\s*([\d,.]+)\s+a month", capsys.readouterr().out, re.M)
     assert re.findall(r"it prints \$([\d,.]+) a month", readme) == [total]
+
+
+def test_every_setting_is_in_the_settings_page() -> None:
+    """docs/settings.md is where a refused key is sent (cdk/settings.py): it names each one."""
+    text = (DOCS / "settings.md").read_text()
+    assert {key for key in SETTING_KEYS if f"`{key}`" not in text} == set()
