@@ -73,7 +73,7 @@ def test_alarm_sizing_for_ten_thousand_gpus_fits_the_default_quota() -> None:
     big = alarm_sizing(AlarmSettings(cluster_name="train"), 20_000)
     assert (big.shards, big.insights_alarms, big.fits_default_quota) == (50, 251, False)
     assert alarm_sizing(AlarmSettings(cluster_name="train"), 64).insights_alarms == 6
-    # The README's sizing table: 15,600 GPUs is the most that fits.
+    # docs/alarms.md's sizing table: 15,600 GPUs is the most that fits.
     most = alarm_sizing(AlarmSettings(cluster_name="train"), 15_600)
     assert (most.shards, most.insights_alarms, most.fits_default_quota) == (39, 196, True)
     over = alarm_sizing(AlarmSettings(cluster_name="train"), 15_601)
