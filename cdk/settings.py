@@ -644,7 +644,7 @@ def setting_key_problem(key: str) -> str | None:
     if key in SETTING_KEYS or is_cdk_context_key(key):
         return None
     close = closest_setting(key)
-    hint = f"did you mean {close!r}?" if close else "the README's Settings table lists them"
+    hint = f"did you mean {close!r}?" if close else "docs/settings.md lists them"
     return f"unknown setting {key!r}: {hint}"
 
 

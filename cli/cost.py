@@ -39,7 +39,7 @@ from cli.prices import (
     tiered_metric_cost,
 )
 from dashboards.bodies import all_dashboards
-from gpu_insights_agent.contract.metrics import FAULT_METRICS
+from gpu_insights_agent.contract.metrics import FAULT_METRICS, JOB_ALARM_SHARDS, NAMESPACE_TRAINING
 from lambdas.shared.metric_fetcher import MetricQuery
 from lambdas.shared.shards import STORAGE, TRAINING, FunctionSize
 from lambdas.silence_check.config import MEMORY_MB as SILENCE_MEMORY_MB
@@ -330,7 +330,10 @@ def _alarms(d: Deployment) -> list[LineItem]:
     analyzed = 0.0
     for spec in insights:
         share = d.gpus / d.settings.alarm_shards
-        if isinstance(spec.metric, InsightsQuery) and spec.metric.metric in faults:
+        if isinstance(spec.metric, InsightsQuery) and spec.metric.namespace == NAMESPACE_TRAINING:
+            # A job alarm reads one series per job of its job shard (the emitter's Shard).
+            share = d.jobs / JOB_ALARM_SHARDS
+        elif isinstance(spec.metric, InsightsQuery) and spec.metric.metric in faults:
             share *= FAULT_HOUR_SHARE
         elif spec.shard is None:  # not sharded: the silence alarm's sparse series
             share = 0
@@ -346,7 +349,8 @@ def _alarms(d: Deployment) -> list[LineItem]:
             analyzed * INSIGHTS_ALARM.usd,
             INSIGHTS_ALARM,
             f"{len(insights)} alarms in {d.settings.alarm_shards} shard(s) (the alarm catalog), "
-            f"each reading its shard's GPUs; fault gauges in {FAULT_HOUR_SHARE:.0%} of hours",
+            f"each reading its shard's GPUs or jobs; fault gauges in {FAULT_HOUR_SHARE:.0%} of "
+            "hours",
         ),
         LineItem(
             "Standard alarms",

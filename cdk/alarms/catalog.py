@@ -1,5 +1,5 @@
 """The GPU alarms this project deploys, built from settings. Each choice is explained here
-once: the CDK app deploys these specs, the backtest evaluates them, the README lists them.
+once: the CDK app deploys these specs, the backtest evaluates them, docs/alarms.md lists them.
 
 None of them names a node or instance. The per-GPU alarms are multi time series alarms: a
 Metrics Insights query that GROUPs BY ClusterName, NodeName, GpuIndex returns one series per

@@ -115,7 +115,7 @@ class AlarmSpec:
     threshold: float
     comparison: Comparison
     missing_data: MissingData
-    #: Why missing data is treated this way: shown in the README and the alarm description.
+    #: Why missing data is treated this way: shown in docs/alarms.md and the alarm description.
     missing_data_reason: str
     tags: tuple[str, ...] = field(default=())
     #: What the alarm watches, the same for every shard (``gpu-low-power``); the key adds the

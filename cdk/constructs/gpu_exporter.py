@@ -74,7 +74,7 @@ class GpuExporter(Construct):
             value=self.image.image_uri,
         )
         # An output inside a construct gets a hashed id (GpuExporterImageUri5B7FDA48); the
-        # stack's output is named as the README names it, for `aws cloudformation
+        # stack's output is named as the README and docs/deploy.md name it, for `aws cloudformation
         # describe-stacks`.
         output.override_logical_id(IMAGE_URI)
 

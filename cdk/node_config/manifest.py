@@ -72,7 +72,7 @@ GPU_NODE_EXPRESSIONS: Final[tuple[dict[str, Any], ...]] = (
 #: Where the exporter can run, whatever the labels: the image is built for linux/amd64 only
 #: (cdk/constructs/gpu_exporter.py), and EKS Auto Mode nodes do not hand NVIDIA_VISIBLE_DEVICES
 #: to unprivileged containers, so on either it would crash-loop without NVML (preflight and
-#: the README say what covers those nodes).
+#: docs/deploy.md say what covers those nodes).
 REQUIRED_NODE_EXPRESSIONS: Final[tuple[dict[str, Any], ...]] = (
     {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
     {"key": "eks.amazonaws.com/compute-type", "operator": "NotIn", "values": ["auto"]},

@@ -1,14 +1,13 @@
 """The stack outputs a user reads with ``aws cloudformation describe-stacks``: named as the
-README names them, never with a construct's hash."""
+README and docs/ name them, never with a construct's hash."""
 
 import re
-from pathlib import Path
 
 from aws_cdk.assertions import Template
 
+from tests.docs_text import pages
 from tests.infra.conftest import Synth
 
-ROOT = Path(__file__).resolve().parents[3]
 FULL = {
     "cluster_name": "ml-prod",
     "account": "123456789012",
@@ -40,8 +39,8 @@ def test_every_output_the_readme_names_is_in_the_templates(synth: Synth) -> None
     outputs = {
         name for stack in synth(FULL) for name in Template.from_stack(stack).find_outputs("*")
     }
-    named = readme_outputs((ROOT / "README.md").read_text())
-    assert "ImageUri" in named
+    named = {name for page in pages() for name in readme_outputs(page.read_text())}
+    assert {"ImageUri", "AgentConfigFetchCommand", "ReportBucketName"} <= named
     assert named - outputs == set()
 
 

@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 AGENT = ROOT / "agent"
-#: The oldest Python the emitter supports (README, "Training metrics").
+#: The oldest Python the emitter supports (docs/analyzers.md, "Three lines in a training script").
 MINIMUM = "3.9"
 #: ``X | Y`` (3.10) flagged anywhere, annotations evaluated as Python 3.9 evaluates them.
 FLAGS = ("--feature", "union-types", "--eval-annotations")

@@ -89,7 +89,7 @@ def test_there_is_no_default_cluster(context: dict[str, Any]) -> None:
             "unknown setting 'sns_topic_arn': did you mean 'critical_topic_arn'?",
         ),
         ({"cluster-name": "train"}, "unknown setting 'cluster-name': did you mean 'cluster_name'?"),
-        ({"cluster_name": "t", "alarm": "x"}, "unknown setting 'alarm': the README's Settings"),
+        ({"cluster_name": "t", "alarm": "x"}, "unknown setting 'alarm': docs/settings.md"),
         ({"cluster_name": "t", "@aws-cdk": "x"}, None),
         ({"cluster_name": "t", "aws:cdk": "x"}, "unknown setting 'aws:cdk'"),
     ],

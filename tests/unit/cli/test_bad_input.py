@@ -173,7 +173,7 @@ TRAINING = ["analyze", "training", "--cluster-name", "x"]
         (["backtest", "--history", "h.jsonl", "-c", "fleet_gpu=10"], ["did you mean 'fleet_gpus'"]),
         (
             ["backtest", "--history", "h.jsonl", "-c", "nosuch=1"],
-            ["unknown setting 'nosuch'", "Settings table"],
+            ["unknown setting 'nosuch'", "docs/settings.md"],
         ),
         ([*MANIFEST, "--interval", "999999"], ["999999"]),
         ([*MANIFEST, "--fleet-gpus", "600000"], ["--fleet-gpus 600000"]),

@@ -61,9 +61,10 @@ def test_the_fleet_of_40_eight_gpu_nodes(capsys: pytest.CaptureFixture[str]) -> 
     ci = items["Container Insights enhanced observability: GPU observations"]
     assert ci["quantity"] == pytest.approx(320 * 18 * 43_800 / 1e6)
     assert ci["usd"] == pytest.approx(52.98, abs=0.01)
-    # One shard: low power and lost GPU read every GPU, the 3 fault alarms read 2% of them.
+    # One shard: low power and lost GPU read every GPU, the 3 fault alarms read 2% of them;
+    # the 32 job alarms (4 kinds in 8 job shards) read the 40 jobs, a job shard's 5 each.
     insights = items["Metrics Insights alarms"]
-    assert insights["quantity"] == pytest.approx(320 * 2 + 320 * 3 * 0.02)
+    assert insights["quantity"] == pytest.approx(320 * 2 + 320 * 3 * 0.02 + 32 * 40 / 8)
     assert items["Standard alarms"]["quantity"] == 4  # XID fatal, XID (2 metrics), dead letters
     assert items["Dashboards"]["usd"] == 15.0  # 5 dashboards at $3
     # 1 GB a day by default, 30.42 days, $0.50 a GB.

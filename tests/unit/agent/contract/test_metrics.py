@@ -110,11 +110,16 @@ README_UNITS = {
 }
 
 
+#: The metric reference (moved out of the README, which links it).
+METRICS_PAGE = DATA.parents[1] / "docs" / "metrics.md"
+
+
 def _readme_rows() -> dict[str, list[str]]:
-    """The README's exporter metric table: metric -> (unit, meaning, published as, read by)."""
-    readme = (DATA.parents[1] / "README.md").read_text()
-    section = readme.split("### From the GPU exporter: namespace `GpuInsights`", 1)[1]
-    section = section.split("\n### ", 1)[0]
+    """docs/metrics.md's exporter metric table: metric -> (unit, meaning, published as, read
+    by)."""
+    readme = METRICS_PAGE.read_text()
+    section = readme.split("From the GPU exporter: namespace `GpuInsights`", 1)[1]
+    section = section.split("\n## ", 1)[0]
     rows = {}
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -124,10 +129,10 @@ def _readme_rows() -> dict[str, list[str]]:
 
 
 def test_the_readmes_metric_table_says_what_the_table_does() -> None:
-    """Every per-GPU reading has a README row whose unit, role, Shard, cluster copy and
+    """Every per-GPU reading has a docs/metrics.md row whose unit, role, Shard, cluster copy and
     Container Insights equivalent are the table's; the XID events are named in its prose."""
     rows = _readme_rows()
-    readme = (DATA.parents[1] / "README.md").read_text()
+    readme = METRICS_PAGE.read_text()
     for row in GPU_METRICS:
         name = str(row.metric)
         if row.role is Role.EVENT:

@@ -76,7 +76,7 @@ def test_alarm_sizing_for_ten_thousand_gpus_fits_the_default_quota() -> None:
     big = alarm_sizing(gpus_only, 20_000)
     assert (big.shards, big.insights_alarms, big.fits_default_quota) == (50, 251, False)
     assert alarm_sizing(gpus_only, 64).insights_alarms == 6
-    # The README's sizing table: 15,600 GPUs is the most that fits without the job alarms.
+    # docs/alarms.md's sizing table: 15,600 GPUs is the most that fits without the job alarms.
     most = alarm_sizing(gpus_only, 15_600)
     assert (most.shards, most.insights_alarms, most.fits_default_quota) == (39, 196, True)
     over = alarm_sizing(gpus_only, 15_601)
@@ -91,7 +91,7 @@ def test_the_job_alarms_take_32_of_the_quota_whatever_the_fleet() -> None:
     ten = alarm_sizing(with_jobs, 10_000)
     assert (ten.insights_alarms, ten.job_alarms, ten.fits_default_quota) == (158, 32, True)
     assert "(32 of them for training jobs)" in ten.line()
-    # The README's sizing table: 13,200 GPUs is the most that fits with them.
+    # docs/alarms.md's sizing table: 13,200 GPUs is the most that fits with them.
     most = alarm_sizing(with_jobs, 13_200)
     assert (most.shards, most.insights_alarms, most.fits_default_quota) == (33, 198, True)
     assert not alarm_sizing(with_jobs, 13_201).fits_default_quota

@@ -1,0 +1,123 @@
+"""README.md and docs/ against the code: every command and option they show exists in the
+command line's parser, every ``-c`` key is a setting, every relative link resolves, every
+command is documented, and the README's cost figure is what the command prints."""
+
+import argparse
+import re
+from pathlib import Path
+
+import pytest
+
+from cdk.settings import SETTING_KEYS
+from cli.main import _parser, main
+from tests.docs_text import DOCS, README, ROOT, context_keys, gpu_insights_commands, pages
+
+_OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    return {
+        name: sub
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for name, sub in action.choices.items()
+    }
+
+
+def command_problems(command: str) -> list[str]:
+    """What in one ``gpu-insights ...`` command the parser does not know, in words."""
+    parser = _parser()
+    words = command.split()[1:]
+    path = ["gpu-insights"]
+    while words and (subs := _subcommands(parser)) and re.fullmatch(r"[a-z][a-z-]*", words[0]):
+        if words[0] not in subs:
+            return [f"{' '.join(path)} has no command {words[0]!r}"]
+        parser = subs[words.pop(0)]
+        path.append(parser.prog.split()[-1])
+    known = set(parser._option_string_actions)
+    return [
+        f"{' '.join(path)} has no option {option}"
+        for option in _OPTION.findall(" ".join(words))
+        if option not in known
+    ]
+
+
+def test_the_command_check_finds_a_wrong_command_and_option() -> None:
+    assert command_problems("gpu-insights status -c cluster_name=x --json") == []
+    assert command_problems("gpu-insights analyze storage --cluster-name x [--scope cluster]") == []
+    assert command_problems("gpu-insights statu -c cluster_name=x") == [
+        "gpu-insights has no command 'statu'"
+    ]
+    assert command_problems("gpu-insights manifest --image x --cluster x") == [
+        "gpu-insights manifest has no option --cluster"
+    ]
+    assert command_problems("gpu-insights analyze storag") == [
+        "gpu-insights analyze has no command 'storag'"
+    ]
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: p.name)
+def test_every_command_shown_exists_in_the_command_line(page: Path) -> None:
+    commands = gpu_insights_commands(page.read_text())
+    assert [p for c in commands for p in command_problems(c)] == []
+
+
+def test_the_readme_shows_the_deploy_commands() -> None:
+    shown = {c.split()[1] for c in gpu_insights_commands(README.read_text()) if " " in c}
+    assert {"preflight", "manifest", "status", "cost-estimate"} <= shown
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: p.name)
+def test_every_setting_shown_with_c_is_a_setting(page: Path) -> None:
+    assert set(context_keys(page.read_text())) - SETTING_KEYS == set()
+
+
+def test_every_command_of_the_command_line_is_documented() -> None:
+    text = (DOCS / "cli.md").read_text()
+    undocumented = {name for name in _subcommands(_parser()) if f"`gpu-insights {name}" not in text}
+    assert undocumented == set()
+
+
+def link_problems(page: Path) -> list[str]:
+    """Each relative link of a page whose file is not in the repository."""
+    problems = []
+    for target in _LINK.findall(page.read_text()):
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            continue
+        path = (page.parent / target.split("#", 1)[0]).resolve()
+        if not path.exists() or ROOT not in path.parents:
+            problems.append(f"{page.name}: {target}")
+    return problems
+
+
+def test_the_link_check_finds_a_broken_link(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("[here](page.md), [there](gone.md#x), [web](https://example.com), [a](#b)")
+    assert link_problems(page) == ["page.md: page.md", "page.md: gone.md#x"]
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: p.name)
+def test_every_relative_link_resolves(page: Path) -> None:
+    assert link_problems(page) == []
+
+
+def test_the_readme_links_every_docs_page() -> None:
+    linked = set(_LINK.findall(README.read_text()))
+    assert {f"docs/{p.name}" for p in DOCS.glob("*.md")} - linked == set()
+
+
+def test_the_readmes_cost_figure_is_what_the_command_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    readme = README.read_text()
+    (command,) = [c for c in gpu_insights_commands(readme) if "cost-estimate" in c]
+    assert main(command.split()[1:]) == 0
+    (total,) = re.findall(r"^\$\s*([\d,.]+)\s+a month", capsys.readouterr().out, re.M)
+    assert re.findall(r"it prints \$([\d,.]+) a month", readme) == [total]
+
+
+def test_every_setting_is_in_the_settings_page() -> None:
+    """docs/settings.md is where a refused key is sent (cdk/settings.py): it names each one."""
+    text = (DOCS / "settings.md").read_text()
+    assert {key for key in SETTING_KEYS if f"`{key}`" not in text} == set()
