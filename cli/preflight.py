@@ -9,11 +9,9 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 
-from cdk.settings import settings_from_context
-from cli.failures import AwsFailureError
 from cli.preflight_aws import Clients, gather
 from cli.preflight_checks import Check, Verdict, plan_for, run_checks
-from cli.settings_args import add_settings_arguments, context_from_args
+from cli.settings_args import add_settings_arguments, settings_and_session
 
 
 class ChecksFailedError(Exception):
@@ -93,18 +91,10 @@ def report(checks: Sequence[Check], *, cluster: str, region: str, json_output: b
 
 
 def run(args: argparse.Namespace) -> str:
-    from botocore.exceptions import BotoCoreError
 
-    from lambdas.shared.aws_clients import INTERACTIVE, client, new_session
+    from lambdas.shared.aws_clients import INTERACTIVE, client
 
-    settings = settings_from_context(context_from_args(args))
-    try:
-        session = new_session(profile_name=args.profile, region_name=args.region or settings.region)
-    except BotoCoreError as err:  # an unknown --profile: an AWS failure, exit 1
-        raise AwsFailureError(str(err)) from err
-    region = session.region_name
-    if region is None:
-        raise AwsFailureError("no AWS Region: give --region, -c region=..., or AWS_REGION")
+    settings, session, region = settings_and_session(args)
     eks = client("eks", session=session, config=INTERACTIVE)
     clients = Clients(
         eks=eks,

@@ -4,8 +4,10 @@ context, then each ``-c KEY=VALUE``. Shared by the commands that need the settin
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
-from cdk.settings import setting_key_problem
+from cdk.settings import Settings, setting_key_problem, settings_from_context
+from cli.failures import AwsFailureError
 
 
 def add_settings_arguments(parser: argparse.ArgumentParser, *, context_help: str) -> None:
@@ -59,3 +61,21 @@ def context_from_args(args: argparse.Namespace) -> dict[str, object]:
             raise ValueError(problem)
         context[key] = value
     return context
+
+
+def settings_and_session(args: argparse.Namespace) -> tuple[Settings, Any, str]:
+    """The settings the command was given, a session in their Region (``--region`` first) with
+    ``--profile``, and that Region; an unknown profile or no Region is an AWS failure (exit 1)."""
+    from botocore.exceptions import BotoCoreError
+
+    from lambdas.shared.aws_clients import new_session
+
+    settings = settings_from_context(context_from_args(args))
+    try:
+        session = new_session(profile_name=args.profile, region_name=args.region or settings.region)
+    except BotoCoreError as err:  # an unknown --profile
+        raise AwsFailureError(str(err)) from err
+    region = session.region_name
+    if region is None:
+        raise AwsFailureError("no AWS Region: give --region, -c region=..., or AWS_REGION")
+    return settings, session, region

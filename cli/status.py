@@ -5,10 +5,8 @@ fails (``ChecksFailedError``), 2 for bad input, as ``preflight``."""
 import argparse
 import time
 
-from cdk.settings import settings_from_context
-from cli.failures import AwsFailureError
 from cli.preflight import report
-from cli.settings_args import add_settings_arguments, context_from_args
+from cli.settings_args import add_settings_arguments, settings_and_session
 from cli.status_aws import Clients, gather
 from cli.status_checks import WINDOW_S, run_checks
 
@@ -41,18 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> str:
-    from botocore.exceptions import BotoCoreError
 
-    from lambdas.shared.aws_clients import INTERACTIVE, client, new_session
+    from lambdas.shared.aws_clients import INTERACTIVE, client
 
-    settings = settings_from_context(context_from_args(args))
-    try:
-        session = new_session(profile_name=args.profile, region_name=args.region or settings.region)
-    except BotoCoreError as err:  # an unknown --profile: an AWS failure, exit 1
-        raise AwsFailureError(str(err)) from err
-    region = session.region_name
-    if region is None:
-        raise AwsFailureError("no AWS Region: give --region, -c region=..., or AWS_REGION")
+    settings, session, region = settings_and_session(args)
 
     def make(service: str) -> object:
         return client(service, session=session, config=INTERACTIVE)
