@@ -5,7 +5,7 @@ itself is held to."""
 import argparse
 import json
 
-from cdk.alarms.catalog import AlarmSettings, alarm_sizing
+from cdk.alarms.catalog import alarm_sizing
 from cdk.settings import settings_from_context
 from cli.cost import MAX_GPUS_PER_NODE, Deployment, as_json, estimate, table
 from cli.settings_args import add_settings_arguments, context_from_args
@@ -97,6 +97,5 @@ def run(args: argparse.Namespace) -> str:
     items = estimate(deployment)
     if args.json:
         return json.dumps(as_json(deployment, items), indent=2)
-    # How many alarms a fleet needs does not depend on the cluster's name.
-    sizing = alarm_sizing(AlarmSettings(cluster_name="any"), settings.fleet_gpus)
+    sizing = alarm_sizing(settings.alarm_settings(), settings.fleet_gpus)
     return f"{table(deployment, items)}\nAlarms: {sizing.line()}"

@@ -3,6 +3,7 @@
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib import metadata
@@ -239,10 +240,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gpu-insights {args.command}: {err}", file=sys.stderr)
         return NO_DATA_EXIT
     except (ChecksFailedError, NoCauseFoundError) as failed:  # the report stands; status 1
-        print(failed.output)
-        return 1
-    print(output)
-    return 0
+        return _emit(failed.output, 1)
+    return _emit(output, 0)
+
+
+def _emit(output: str, status: int) -> int:
+    """Prints the output; a reader that went away (``| head``, quitting ``less``) ends the
+    command quietly, as Python's signal documentation advises for a closed pipe, with the
+    shell's status for it."""
+    try:
+        print(output)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's own flush at exit is quiet
+        return 141
+    return status
 
 
 if __name__ == "__main__":

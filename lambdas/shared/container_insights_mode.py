@@ -19,13 +19,16 @@ class ContainerInsightsMode(StrEnum):
     CLASSIC = "classic"
 
 
-#: New deployments follow AWS's recommendation.
-DEFAULT_MODE: Final = ContainerInsightsMode.OTEL
-#: "To enable OTel Container Insights on your Amazon EKS cluster, install the Amazon CloudWatch
-#: Observability EKS add-on version v6.0.1-eksbuild.1 or later" ("Container Insights with
-#: OpenTelemetry metrics for Amazon EKS",
-#: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/container-insights-otel-metrics.html).
-OTEL_MIN_ADDON_VERSION: Final = "v6.0.1-eksbuild.1"
+#: Classic until every reader of Container Insights' series reads OTel mode too: the GPU-hour
+#: attribution does, but four dashboard widgets and `gpu-insights status` still read Classic's
+#: ``node_gpu_*``, which OTel mode turns off. A deployment chooses ``otel`` by its setting.
+DEFAULT_MODE: Final = ContainerInsightsMode.CLASSIC
+#: "Version 6.2.0 or later of the amazon-cloudwatch-observability add-on" ("Quick start: OTel
+#: Container Insights on Amazon EKS", prerequisites,
+#: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/container-insights-eks-otel-quickstart.html).
+#: The preview's page named v6.0.1-eksbuild.1 (container-insights-otel-metrics.html); the
+#: current quick start's later version is the one held to.
+OTEL_MIN_ADDON_VERSION: Final = "v6.2.0-eksbuild.1"
 _VERSION: Final = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-eksbuild\.(\d+)$")
 
 

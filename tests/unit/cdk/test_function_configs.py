@@ -45,7 +45,7 @@ CHANGED = Settings(
     exporter_interval_seconds=300,
     gpu_instance_type="p4d.24xlarge",
     xid_host_log_filter=True,
-    container_insights_mode=ContainerInsightsMode.CLASSIC,
+    container_insights_mode=ContainerInsightsMode.OTEL,
     webhook_url_parameter="/gpu-insights/train-prod/webhook",
 )
 #: Fields the settings do not carry: names of resources the caller creates, the default event

@@ -502,17 +502,20 @@ def test_a_partial_or_bad_kubectl_network_is_refused(context: dict[str, Any], sa
     assert "\n" not in str(err.value)
 
 
-def test_new_deployments_follow_awss_recommendation() -> None:
-    """ "OTel Container Insights (recommended)" (CloudWatch User Guide, "Amazon EKS" under
-    Container Insights)."""
-    assert settings_from_context({"cluster_name": "t"}).container_insights_mode == "otel"
+def test_the_default_mode_is_the_one_every_reader_reads() -> None:
+    """AWS recommends OTel mode, and a deployment may choose it; the default stays Classic while
+    dashboards and status read Classic's node_gpu_* (lambdas/shared/container_insights_mode.py)."""
+    assert settings_from_context({"cluster_name": "t"}).container_insights_mode == "classic"
+    otel = {"cluster_name": "t", "container_insights_mode": "otel"}
+    assert settings_from_context(otel).container_insights_mode == "otel"
 
 
 @pytest.mark.parametrize(
     ("version", "ok"),
     [
-        ("v6.0.1-eksbuild.1", True),
         ("v6.2.0-eksbuild.1", True),
+        ("v6.1.9-eksbuild.2", False),
+        ("v6.0.1-eksbuild.1", False),
         ("v10.0.0-eksbuild.1", True),
         ("v6.0.0-eksbuild.9", False),
         ("v5.9.9-eksbuild.3", False),
@@ -520,10 +523,10 @@ def test_new_deployments_follow_awss_recommendation() -> None:
     ],
 )
 def test_otel_mode_refuses_an_add_on_too_old_for_it(version: str, ok: bool) -> None:
-    """ "install the Amazon CloudWatch Observability EKS add-on version v6.0.1-eksbuild.1 or
-    later" (container-insights-otel-metrics.html); compared as numbers, so v10 is newer than
+    """ "Version 6.2.0 or later of the amazon-cloudwatch-observability add-on"
+    (container-insights-eks-otel-quickstart.html); compared as numbers, so v10 is newer than
     v6. Classic takes any version."""
-    context = {"cluster_name": "t", "addon_version": version}
+    context = {"cluster_name": "t", "addon_version": version, "container_insights_mode": "otel"}
     assert settings_from_context({**context, "container_insights_mode": "classic"})
     if ok:
         assert settings_from_context(context).addon_version == version
@@ -531,7 +534,7 @@ def test_otel_mode_refuses_an_add_on_too_old_for_it(version: str, ok: bool) -> N
     with pytest.raises(SettingsError) as err:
         settings_from_context(context)
     assert str(err.value) == (
-        f"setting addon_version={version!r} is not valid: expected v6.0.1-eksbuild.1 or later "
+        f"setting addon_version={version!r} is not valid: expected v6.2.0-eksbuild.1 or later "
         "with container_insights_mode=otel (or -c container_insights_mode=classic)"
     )
 

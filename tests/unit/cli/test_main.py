@@ -199,3 +199,23 @@ def test_version_is_the_installed_distributions(capsys: pytest.CaptureFixture[st
         main(["--version"])
     assert exited.value.code == 0
     assert capsys.readouterr().out == f"gpu-insights {metadata.version('eks-gpu-insights')}\n"
+
+
+def test_a_reader_that_went_away_ends_the_command_quietly() -> None:
+    """``gpu-insights agent-config | head -0``: the pipe closes before the output is written;
+    no BrokenPipeError traceback, and the shell's status for a closed pipe (128 + SIGPIPE)."""
+    import subprocess
+    import sys
+
+    child = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "agent-config"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=Path(__file__).resolve().parents[3],
+    )
+    assert child.stdout is not None
+    assert child.stderr is not None
+    child.stdout.close()
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=120) == 141
+    assert "Traceback" not in err, err

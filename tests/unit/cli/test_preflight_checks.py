@@ -38,7 +38,15 @@ from lambdas.shared.container_insights_mode import ContainerInsightsMode
 CLUSTER = Cluster(
     "train", "1.33", "ACTIVE", "https://oidc.eks.us-east-1.amazonaws.com/id/ABC", False
 )
-PLAN = plan_for(Settings(cluster_name="train"))
+#: The GPU alarms alone (the 32 job alarms are counted in test_the_job_alarms_count_too), in
+#: OTel mode, the one the add-on checks below are about.
+PLAN = plan_for(
+    Settings(
+        cluster_name="train",
+        job_alarms=False,
+        container_insights_mode=ContainerInsightsMode.OTEL,
+    )
+)
 PROVIDER = "arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-east-1.amazonaws.com/id/ABC"
 
 
@@ -62,7 +70,12 @@ def test_plan_names_what_the_stacks_create_by_name_and_its_insights_alarms() -> 
         "gpu-insights-train-gpu-silent",  # one alarm, not one per shard
     )
     without_exporter = plan_for(
-        Settings(cluster_name="train", exporter_enabled=False, gpu_instance_type="p5.48xlarge")
+        Settings(
+            cluster_name="train",
+            exporter_enabled=False,
+            gpu_instance_type="p5.48xlarge",
+            job_alarms=False,
+        )
     )
     assert without_exporter.insights_alarms == ("gpu-insights-train-gpu-low-power",)
 
@@ -197,7 +210,7 @@ def test_insights_alarms_count_against_the_quota_of_200(existing: int, verdict: 
 def test_a_fleet_of_10000_gpus_adds_126_alarms_and_fails_beside_75_others() -> None:
     """200 Metrics Insights alarms per account and Region by default ("Limits",
     https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html)."""
-    plan = plan_for(Settings(cluster_name="train", fleet_gpus=10_000))
+    plan = plan_for(Settings(cluster_name="train", fleet_gpus=10_000, job_alarms=False))
     assert (len(plan.insights_alarms), plan.alarm_shards) == (126, 25)
     assert check_insights_quota(plan, facts()).detail == (
         "0 Metrics Insights alarms exist, this deployment adds 126 (fleet_gpus=10,000: 25 alarm "
@@ -205,6 +218,16 @@ def test_a_fleet_of_10000_gpus_adds_126_alarms_and_fails_beside_75_others() -> N
     )
     others = tuple(f"other-{i}" for i in range(75))
     assert check_insights_quota(plan, facts(insights_alarms=others)).verdict is Verdict.FAIL
+
+
+def test_the_job_alarms_count_too() -> None:
+    """4 job alarm kinds in 8 job shards beside the 6 GPU alarms of one shard."""
+    plan = plan_for(Settings(cluster_name="train"))
+    assert len(plan.insights_alarms) == 6 + 32
+    assert check_insights_quota(plan, facts()).detail.startswith(
+        "0 Metrics Insights alarms exist, this deployment adds 38 (fleet_gpus=400: 1 alarm "
+        "shard(s)): 38 of"
+    )
 
 
 def test_a_redeploy_does_not_count_its_own_alarms_twice() -> None:
@@ -479,4 +502,4 @@ def test_otel_mode_on_an_add_on_too_old_for_it_warns() -> None:
         replace(PLAN, install_addon=False), facts(addons=old), CLUSTER
     )
     assert check.verdict is Verdict.WARN
-    assert "needs v6.0.1-eksbuild.1 or later" in check.detail
+    assert "needs v6.2.0-eksbuild.1 or later" in check.detail
