@@ -48,8 +48,10 @@ def test_addon_is_installed_by_name_with_gpu_metrics(synth: Synth) -> None:
     assert values["tolerations"] == [{"operator": "Exists"}]
 
 
-def test_addon_runs_otel_container_insights_by_default(synth: Synth) -> None:
-    _, addon = _one(_template(synth, PROD), "AWS::EKS::Addon")
+def test_addon_runs_otel_container_insights_when_chosen(synth: Synth) -> None:
+    _, addon = _one(
+        _template(synth, {**PROD, "container_insights_mode": "otel"}), "AWS::EKS::Addon"
+    )
     values = json.loads(addon["Properties"]["ConfigurationValues"])
     assert values["otelContainerInsights"] == {"enabled": True, "logs": {"enabled": False}}
     assert values["containerInsights"] == {"enabled": False}
