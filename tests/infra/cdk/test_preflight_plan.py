@@ -56,7 +56,8 @@ def test_the_metrics_insights_alarms_are_those_preflight_counts(synth: Synth) ->
         if any("SELECT " in m.get("Expression", "") for m in p.get("Metrics", []))
     }
     assert insights == set(plan_for(settings_from_context(PROD)).insights_alarms)
-    assert len(insights) == 6  # five per-GPU kinds at one shard, and gpu-silent
+    # Five per-GPU kinds at one shard and gpu-silent; four job kinds in eight job shards.
+    assert len(insights) == 6 + 32
 
 
 def test_the_exporter_image_is_built_for_the_architectures_preflight_assumes(
