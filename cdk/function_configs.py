@@ -54,6 +54,7 @@ def training_config(
         memory_headroom_percent=settings.gpu_memory_headroom_percent,
         data_sources=settings.training_data_sources,
         shard_jobs=settings.training_shard_jobs,
+        failure_log_jobs=settings.failure_log_jobs,
         container_insights_mode=settings.container_insights_mode,
         failure_queue_url=failure_queue_url,
     )

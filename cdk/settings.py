@@ -56,6 +56,7 @@ from lambdas.shared.thresholds import (
     THROTTLE_WINDOW_MINUTES,
 )
 from lambdas.storage_analyzer.aws import VolumeScope
+from lambdas.training_analyzer.failure_run import FAILURE_LOG_JOBS
 from lambdas.training_analyzer.gpu_memory.analysis import HEADROOM_PERCENT, NEAR_CAPACITY_PERCENT
 from lambdas.training_analyzer.gpu_prices import gpu_hour_price
 
@@ -212,6 +213,9 @@ class Settings:
     #: The margin above a job's peak GPU memory that a MIG profile must still hold
     #: (training_gpu_memory_oversized).
     gpu_memory_headroom_percent: float = HEADROOM_PERCENT
+    #: Failed jobs whose Container Insights logs one training analyzer run (or shard) reads
+    #: for their cause (training_failure_cause); the rest are named by analysis_error.
+    failure_log_jobs: int = FAILURE_LOG_JOBS
 
     @property
     def gpu_hour_usd(self) -> float:
@@ -438,6 +442,7 @@ _RANGES: Final[dict[str, tuple[int, int, str]]] = {
     "training_shard_jobs": (10, 20_000, "jobs"),
     "gpu_memory_near_capacity_percent": (50, 99, "percent"),
     "gpu_memory_headroom_percent": (1, 99, "percent"),
+    "failure_log_jobs": (1, 10_000, "jobs"),
 }
 
 
@@ -594,6 +599,7 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "training_data_sources": _as_str_tuple,
     "gpu_memory_near_capacity_percent": _as_float,
     "gpu_memory_headroom_percent": _as_float,
+    "failure_log_jobs": _as_int,
     "alarm_emails": _as_str_tuple,
     "alarm_https_endpoints": _as_str_tuple,
     "warning_emails": _as_str_tuple,

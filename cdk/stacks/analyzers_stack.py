@@ -19,10 +19,11 @@ from cdk.stacks.deployment_stack import DeploymentStack
 from gpu_insights_agent.contract.metrics import (
     NAMESPACE_FINDINGS,
     NAMESPACE_WASTE,
+    container_insights_log_group_prefix,
     training_log_group,
 )
 from gpu_insights_agent.contract.resource_names import topic_name
-from lambdas.shared.report_keys import GPU_HOURS_KEY, JOB_COSTS_KEY
+from lambdas.shared.report_keys import FAILURES_KEY, GPU_HOURS_KEY, JOB_COSTS_KEY
 from lambdas.shared.shards import STORAGE, TRAINING
 from lambdas.weekly_report.config import MEMORY_MB as REPORT_MEMORY_MB
 from lambdas.weekly_report.config import TIMEOUT_S as REPORT_TIMEOUT_S
@@ -179,6 +180,19 @@ class AnalyzersStack(DeploymentStack):
         gpu_hours_objects = self.report.bucket.arn_for_objects(
             GPU_HOURS_KEY.format(cluster=settings.cluster_name, day="*")
         )
+        failures_objects = self.report.bucket.arn_for_objects(
+            FAILURES_KEY.format(cluster=settings.cluster_name, day="*")
+        )
+        # A failed job's pods' and nodes' logs (lambdas/training_analyzer/failure_logs.py):
+        # this cluster's Container Insights groups (application, host, dataplane) and their
+        # streams, which "log-group:/aws/containerinsights/<cluster>/*" matches, no other
+        # cluster's ("/aws/containerinsights/<cluster>-eu/..." lacks the slash).
+        container_logs_arn = self.format_arn(
+            service="logs",
+            resource="log-group",
+            resource_name=f"{container_insights_log_group_prefix(settings.cluster_name)}/*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
         training_fleet = settings.training_fleet_jobs > settings.training_shard_jobs
         self.training = AnalyzerFunction(
             self,
@@ -202,9 +216,14 @@ class AnalyzersStack(DeploymentStack):
                     resources=["*"],
                 ),
                 iam.PolicyStatement(
+                    sid="ReadFailureLogs",
+                    actions=["logs:DescribeLogStreams", "logs:FilterLogEvents"],
+                    resources=[container_logs_arn],
+                ),
+                iam.PolicyStatement(
                     sid="WriteJobCosts",
                     actions=["s3:PutObject"],
-                    resources=[job_costs_objects, gpu_hours_objects],
+                    resources=[job_costs_objects, gpu_hours_objects, failures_objects],
                 ),
                 iam.PolicyStatement(
                     sid="PublishWasteTotals",
@@ -240,15 +259,19 @@ class AnalyzersStack(DeploymentStack):
                 "*",
                 self.report.bucket.arn_for_objects("findings/*"),
                 logs_arn,
+                container_logs_arn,
                 job_costs_objects,
                 gpu_hours_objects,
+                failures_objects,
                 *([self.report.bucket.arn_for_objects("shards/*")] if training_fleet else []),
             ],
             reason="GetMetricData, ListMetrics and PutMetricData (limited by condition to the "
             "findings namespace) take no resource ARNs; GetQueryResults names only a query id; "
             "StartQuery is authorized on the training log group's ARN with its ':*' suffix; "
-            "findings/* is the analyzers' own prefix; date=* in the job costs and GPU-hours "
-            "keys is one file a day; shards/* is the fleet state machine's staging prefix",
+            "/aws/containerinsights/<cluster>/* is this cluster's Container Insights log "
+            "groups and their streams; "
+            "findings/* is the analyzers' own prefix; date=* in the job costs, GPU-hours and "
+            "failures keys is one file a day; shards/* is the fleet state machine's staging prefix",
         )
         #: The Distributed Map that runs the training analysis in shards, above the threshold.
         self.training_fleet: FleetMap | None = None

@@ -18,3 +18,12 @@ def job_costs_key(cluster: str, day: date) -> str:
 
 def gpu_hours_key(cluster: str, day: date) -> str:
     return GPU_HOURS_KEY.format(cluster=cluster, day=day.isoformat())
+
+
+#: Each day's failed runs of training jobs, with their causes and signatures (the weekly
+#: report's failures section reads the week's and groups them).
+FAILURES_KEY: Final = "reports/cluster={cluster}/date={day}/training-failures.json"
+
+
+def failures_key(cluster: str, day: date) -> str:
+    return FAILURES_KEY.format(cluster=cluster, day=day.isoformat())

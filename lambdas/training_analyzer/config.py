@@ -17,6 +17,7 @@ from lambdas.shared.config import (
 from lambdas.shared.container_insights_mode import DEFAULT_MODE, ContainerInsightsMode
 from lambdas.shared.shards import LOOKBACK_DAYS, TRAINING_SHARD_JOBS
 from lambdas.shared.thresholds import LOW_POWER_PERCENT
+from lambdas.training_analyzer.failure_run import FAILURE_LOG_JOBS
 from lambdas.training_analyzer.gpu_hours.attribution import Thresholds
 from lambdas.training_analyzer.gpu_memory.analysis import (
     HEADROOM_PERCENT,
@@ -45,6 +46,9 @@ class TrainingConfig(FunctionConfig):
     )
     #: Buckets and volume ids the jobs read (the training_data_sources setting).
     data_sources: tuple[str, ...] = variable("DATA_SOURCES", NAMES, default=())
+    #: The failure_log_jobs setting: failed jobs whose Container Insights logs a run (or a
+    #: shard) reads for their cause.
+    failure_log_jobs: int = variable("FAILURE_LOG_JOBS", WHOLE, default=FAILURE_LOG_JOBS)
     #: Jobs per shard of the fleet state machine's plan.
     shard_jobs: int = variable("SHARD_JOBS", WHOLE, default=TRAINING_SHARD_JOBS)
     event_bus: str = variable("EVENT_BUS", TEXT, default="default")

@@ -19,6 +19,7 @@ from typing import Any
 from lambdas.shared.shard_parts import add_run, read_required, run_document, shard_key
 from lambdas.shared.shards import map_items
 from lambdas.training_analyzer.analysis import JobCost, RankStats
+from lambdas.training_analyzer.failure_run import FAILURE_LOG_JOBS, FailedRun
 from lambdas.training_analyzer.run import TrainingRun, analyze_jobs, plan_jobs
 
 
@@ -31,12 +32,17 @@ def part_key(cluster: str, day: str, index: int) -> str:
 
 
 def _run_document(run: TrainingRun) -> dict[str, Any]:
-    return {**run_document(run), "costs": {job: asdict(c) for job, c in run.costs.items()}}
+    return {
+        **run_document(run),
+        "costs": {job: asdict(c) for job, c in run.costs.items()},
+        "failures": [f.to_json() for f in run.failures],
+    }
 
 
 def _add(run: TrainingRun, document: dict[str, Any]) -> None:
     add_run(run, document)
     run.costs.update({job: JobCost(**cost) for job, cost in document["costs"].items()})
+    run.failures += [FailedRun.from_json(f) for f in document.get("failures", [])]
 
 
 def plan(
@@ -90,7 +96,11 @@ def shard(
     start: float,
     end: float,
     gpu_hour_usd: float,
+    logs: Any = None,
+    failure_log_jobs: int = FAILURE_LOG_JOBS,
 ) -> dict[str, Any]:
+    """One shard's jobs analyzed, their failed jobs' logs read (``failure_log_jobs`` a
+    shard, as a whole run reads them), its part written."""
     planned = _plan(s3, bucket, cluster, day)
     jobs = planned["jobs"][first : first + count]
     ranks = {
@@ -101,6 +111,7 @@ def shard(
     run = analyze_jobs(
         cloudwatch=cloudwatch, cluster=cluster, jobs=jobs, ranks=ranks, start=start, end=end,
         gpu_hour_usd=gpu_hour_usd, related_storage=tuple(planned["related_storage"]),
+        logs=logs, failure_log_jobs=failure_log_jobs,
     )  # fmt: skip
     body = json.dumps(_run_document(run)).encode()
     s3.put_object(Bucket=bucket, Key=part_key(cluster, day, index), Body=body)

@@ -23,7 +23,7 @@ from lambdas.shared.publisher import (
     failure_queue_keeper,
     findings_key,
 )
-from lambdas.shared.report_keys import gpu_hours_key, job_costs_key
+from lambdas.shared.report_keys import failures_key, gpu_hours_key, job_costs_key
 from lambdas.shared.s3_objects import ListBucketDeniedError, read_object
 from lambdas.training_analyzer import fleet
 from lambdas.training_analyzer.analysis import ANALYZER
@@ -158,7 +158,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
             s3=_clients("s3"), cloudwatch=_clients("cloudwatch"), bucket=bucket,
             cluster=cluster, day=day.isoformat(), index=int(event["index"]),
             first=int(event["first"]), count=int(event["count"]), start=start, end=end,
-            gpu_hour_usd=price,
+            gpu_hour_usd=price, logs=_clients("logs"), failure_log_jobs=config.failure_log_jobs,
         )  # fmt: skip
     if mode == "merge":
         run = fleet.read_parts(
@@ -183,6 +183,7 @@ def analyze_jobs(
         end=end,
         gpu_hour_usd=config.gpu_hour_usd,
         related_storage=related,
+        failure_log_jobs=config.failure_log_jobs,
     )
     run.findings += tail.findings
     run.skipped += tail.skipped
@@ -242,6 +243,9 @@ def _publish(run: TrainingRun, config: TrainingConfig, day: Any, end: float) -> 
     # retried run does not send them twice.
     costs = {job: asdict(cost) for job, cost in run.costs.items()}
     _put_json(_clients("s3"), bucket, job_costs_key(cluster, day), costs)
+    # The failed runs read, for the weekly report's failures section to group.
+    failed = [f.to_json() for f in run.failures]
+    _put_json(_clients("s3"), bucket, failures_key(cluster, day), failed)
     if gpu_run.table:
         _put_json(_clients("s3"), bucket, gpu_hours_key(cluster, gpu_day), gpu_run.table)
     published = FindingsPublisher(
@@ -263,6 +267,7 @@ def _publish(run: TrainingRun, config: TrainingConfig, day: Any, end: float) -> 
         "gpu_hours": sum(c.gpu_hours for c in run.costs.values()),
         "findings": len(findings),
         "gpu_hours_by_class": gpu_run.table.get("classes", {}),
+        "failures_read": len(run.failures),
         # A count: the merge's output is a Step Functions state (at most 256 KiB); each
         # skipped resource is named by its analysis_error finding in the file at ``key``.
         "skipped": len(run.skipped) + len(memory_run.skipped),

@@ -31,6 +31,7 @@ from lambdas.training_analyzer.aws import (
     list_jobs,
     rank_stats,
 )
+from lambdas.training_analyzer.failure_run import FAILURE_LOG_JOBS, FailedRun, FailureReads
 
 AWS_ERRORS = (ClientError, BotoCoreError)
 
@@ -43,6 +44,8 @@ class TrainingRun(AnalysisRun):
     pods: dict[str, str] = field(default_factory=dict)
     #: Pod name -> the node the emitter reported it on (the GPU analyzer's exact node join).
     pod_nodes: dict[str, str] = field(default_factory=dict)
+    #: Each failed hour whose logs were read, for the weekly report's failures section.
+    failures: list[FailedRun] = field(default_factory=list)
 
 
 def _job_series(
@@ -151,10 +154,15 @@ def analyze_jobs(
     related_storage: tuple[str, ...] = (),
     thresholds: TrainingThresholds = TrainingThresholds(),  # noqa: B008
     run: TrainingRun | None = None,
+    logs: Any = None,
+    failure_log_jobs: int = FAILURE_LOG_JOBS,
 ) -> TrainingRun:
     """The jobs' findings and costs, job by job: a whole run's jobs or one shard's
     (lambdas/training_analyzer/fleet.py). Each job's findings depend on its own series, ranks
-    and nodes only, so a shard finds for its jobs what the whole run finds for them."""
+    and nodes only, so a shard finds for its jobs what the whole run finds for them. With a
+    ``logs`` client, the failed jobs' causes are read from Container Insights' logs (at most
+    ``failure_log_jobs`` of them: lambdas/training_analyzer/failure_run.py) after every job's
+    other findings are in."""
     run = run if run is not None else TrainingRun()
     if not jobs:
         return run
@@ -172,6 +180,8 @@ def analyze_jobs(
     except AWS_ERRORS as err:
         run.skip(f"GPU metrics of {cluster}'s training nodes", err)
         gpus = {}
+    reads = _failure_reads(logs, cloudwatch, cluster, series, failed, start, end,
+                           failure_log_jobs, run)  # fmt: skip
     for job in jobs:
         if job in failed:
             run.skip(f"job/{job}", MetricDataError(failed[job]))
@@ -186,11 +196,42 @@ def analyze_jobs(
             lookback_hours=(end - start) / 3600,
         )
         try:
-            run.findings += analyze_job(data, thresholds)
-            run.costs[job] = job_cost(data)
+            found = analyze_job(data, thresholds)
+            run.costs[job] = cost = job_cost(data)
         except (ValueError, ZeroDivisionError, TypeError, statistics.StatisticsError) as err:
             run.skip(f"job/{job}", err)
+            continue
+        run.findings += found
+        if reads is not None:
+            links = tuple(f"{f.kind} {f.resource}" for f in found)
+            run.failures += reads.explain(job, data.ranks, hours[job], cost.gpus, links, run)
     return run
+
+
+def _failure_reads(
+    logs: Any,
+    cloudwatch: Any,
+    cluster: str,
+    series: dict[str, JobSeries],
+    failed: dict[str, str],
+    start: float,
+    end: float,
+    max_jobs: int,
+    run: TrainingRun,
+) -> FailureReads | None:
+    """The failed jobs' log reads (their ``job_failed`` total in the window at least one),
+    without a ``logs`` client none."""
+    if logs is None:
+        return None
+    failures = {
+        job: total
+        for job, s in series.items()
+        if job not in failed and (total := sum(s.failures.values())) >= 1
+    }
+    return FailureReads(
+        cloudwatch=cloudwatch, logs=logs, cluster=cluster, failures=failures, start=start,
+        end=end, max_jobs=max_jobs, run=run,
+    )  # fmt: skip
 
 
 def analyze_training(
@@ -203,11 +244,12 @@ def analyze_training(
     gpu_hour_usd: float,
     related_storage: tuple[str, ...] = (),
     thresholds: TrainingThresholds = TrainingThresholds(),  # noqa: B008
+    failure_log_jobs: int = FAILURE_LOG_JOBS,
 ) -> TrainingRun:
     run = TrainingRun()
     jobs, ranks = plan_jobs(cloudwatch, logs, cluster, start, end, run)
     return analyze_jobs(
         cloudwatch=cloudwatch, cluster=cluster, jobs=jobs, ranks=ranks, start=start, end=end,
         gpu_hour_usd=gpu_hour_usd, related_storage=related_storage, thresholds=thresholds,
-        run=run,
+        run=run, logs=logs, failure_log_jobs=failure_log_jobs,
     )  # fmt: skip

@@ -9,15 +9,39 @@ from typing import Any
 
 import pytest
 
+from benchmarks import wire
 from benchmarks.training_fleet import Fleet, bucket_client
 from lambdas.shared.shard_parts import MissingPartError
 from lambdas.training_analyzer import fleet
 from lambdas.training_analyzer.run import TrainingRun, analyze_training
+from tests.unit.reference_data import failure_log_corpus
+
+#: A CUDA out-of-memory line from the sourced corpus (tests/data/failure_logs/corpus.json).
+OOM_LINE = next(s for s in failure_log_corpus() if s.id == "cuda-oom-torch-2x").lines[0]
 
 END = 1_764_288_000.0  # 2025-11-28T00:00:00Z
 START = END - 86_400
 DAY = "2025-11-28"
 JOBS = 45
+
+
+def _failure_logs(logs: Any, *, refuse: str | None = None) -> Any:
+    """Container Insights' groups behind the fleet's logs client: each failed job's pod
+    stream printed the corpus's CUDA OOM; the pod named ``refuse`` is refused (throttled)."""
+
+    def streams(params: dict[str, Any]) -> dict[str, Any]:
+        prefix = params["logStreamNamePrefix"]
+        if refuse and refuse in prefix:
+            raise wire.RefusedError("ThrottlingException", "Rate exceeded")
+        return {"logStreams": [{"logStreamName": prefix + "x"}]}
+
+    def events(params: dict[str, Any]) -> dict[str, Any]:
+        if not params["logGroupName"].endswith("/application"):
+            return {"events": []}
+        return {"events": [{"timestamp": params["startTime"] + 1, "message": OOM_LINE}]}
+
+    wire.serve_json(logs, {"DescribeLogStreams": streams, "FilterLogEvents": events})
+    return logs
 
 
 def _single(cloudwatch: Any, logs: Any) -> TrainingRun:
@@ -36,7 +60,7 @@ def _sharded(
     for item in reversed(planned["shards"]):  # the Map runs shards in any order
         fleet.shard(
             s3=s3, cloudwatch=cloudwatch, bucket="reports", cluster="bench", day=DAY,
-            start=START, end=END, gpu_hour_usd=6.88, **item,
+            start=START, end=END, gpu_hour_usd=6.88, logs=logs, **item,
         )  # fmt: skip
     merged = fleet.read_parts(
         s3=s3, bucket="reports", cluster="bench", day=DAY, shards=len(planned["shards"])
@@ -49,11 +73,17 @@ def test_shards_merge_to_the_single_runs_findings_costs_and_pods(
     per_shard: int, shards: int
 ) -> None:
     cloudwatch, logs = Fleet(JOBS, start=START, end=END).clients()
-    single = _single(cloudwatch, logs)
+    single = _single(cloudwatch, _failure_logs(logs))
     kinds = {f.kind for f in single.findings}
-    # 73 rule firings, less the 7 data-bound jobs whose idle GPUs are not priced twice.
-    assert len(single.findings) == 66
-    assert len(kinds) == 6  # every rule fires somewhere
+    # 73 rule firings, less the 7 data-bound jobs whose idle GPUs are not priced twice, and
+    # the 5 failed jobs' causes (every ninth job fails).
+    assert len(single.findings) == 66 + 5
+    assert len(kinds) == 7  # every rule fires somewhere
+    causes = [f for f in single.findings if f.kind == "training_failure_cause"]
+    assert [f.resource for f in causes] == [f"job/job-{j:05d}" for j in range(0, JOBS, 9)]
+    assert {f.evidence["cause"] for f in causes} == {"cuda_out_of_memory"}
+    # It failed in each of the day's 24 hours: its latest three are read.
+    assert len(single.failures) == 5 * 3
     objects: dict[str, bytes] = {}
     planned, merged = _sharded(cloudwatch, logs, bucket_client(objects), per_shard)
     assert planned["jobs"] == JOBS
@@ -68,7 +98,33 @@ def test_shards_merge_to_the_single_runs_findings_costs_and_pods(
     assert merged.pod_nodes == single.pod_nodes
     assert len(merged.pod_nodes) == 4 * JOBS
     assert merged.skipped == single.skipped == []
+    assert merged.failures == single.failures
     assert fleet.part_key("bench", DAY, shards - 1) in objects
+
+
+def test_a_failed_jobs_logs_refused_loses_no_other_finding() -> None:
+    """One job's logs read refused: that job is named, every other finding stands."""
+    cloudwatch, logs = Fleet(JOBS, start=START, end=END).clients()
+    single = _single(cloudwatch, _failure_logs(logs, refuse="job-00009-0"))
+    causes = [f.resource for f in single.findings if f.kind == "training_failure_cause"]
+    assert causes == ["job/job-00000", "job/job-00018", "job/job-00027", "job/job-00036"]
+    assert single.skipped == ["job/job-00009"]
+    assert len(single.findings) == 66 + 4 + 1
+    assert {f.job for f in single.failures} == {"job-00000", "job-00018", "job-00027", "job-00036"}
+
+
+def test_failed_jobs_over_the_cap_are_named_the_most_failures_first() -> None:
+    cloudwatch, logs = Fleet(JOBS, start=START, end=END).clients()
+    run = analyze_training(
+        cloudwatch=cloudwatch, logs=_failure_logs(logs), cluster="bench", start=START, end=END,
+        gpu_hour_usd=6.88, failure_log_jobs=2,
+    )  # fmt: skip
+    causes = [f.resource for f in run.findings if f.kind == "training_failure_cause"]
+    # Each failed twice in the window: by name.
+    assert causes == ["job/job-00000", "job/job-00009"]
+    assert run.skipped == ["job/job-00018", "job/job-00027", "job/job-00036"]
+    errors = [f for f in run.findings if f.kind == "analysis_error"]
+    assert "over the failure_log_jobs setting's 2 a run" in errors[0].summary
 
 
 def test_what_the_plan_and_the_storage_read_skip_keeps_its_place_in_the_findings() -> None:
@@ -77,6 +133,7 @@ def test_what_the_plan_and_the_storage_read_skip_keeps_its_place_in_the_findings
     failing = Fleet(12, start=START, end=END)
     failing.ranks = lambda params: {"status": "Failed", "results": []}  # type: ignore[method-assign]
     cloudwatch, logs = failing.clients()
+    _failure_logs(logs)
     tail = TrainingRun()
     tail.skip("s3://reports/findings/storage.jsonl", OSError("refused"))
     single = _single(cloudwatch, logs)
@@ -88,6 +145,9 @@ def test_what_the_plan_and_the_storage_read_skip_keeps_its_place_in_the_findings
         == single.skipped
         == [
             "ranks of bench's training jobs",
+            # Failed, with no pod or node known to read the logs of.
+            "job/job-00000",
+            "job/job-00009",
             "s3://reports/findings/storage.jsonl",
         ]
     )
@@ -97,6 +157,7 @@ def test_what_the_plan_and_the_storage_read_skip_keeps_its_place_in_the_findings
 
 def test_a_missing_part_is_an_error_naming_the_shard() -> None:
     cloudwatch, logs = Fleet(10, start=START, end=END).clients()
+    _failure_logs(logs)
     objects: dict[str, bytes] = {}
     s3 = bucket_client(objects)
     _sharded(cloudwatch, logs, s3, 4)
@@ -104,5 +165,5 @@ def test_a_missing_part_is_an_error_naming_the_shard() -> None:
     with pytest.raises(MissingPartError, match=r"training-part-00001\.json is missing: shard 1"):
         fleet.read_parts(s3=s3, bucket="reports", cluster="bench", day=DAY, shards=3)
     part = json.loads(objects[fleet.part_key("bench", DAY, 2)])
-    assert sorted(part) == ["costs", "findings", "skipped"]
+    assert sorted(part) == ["costs", "failures", "findings", "skipped"]
     assert len(part["costs"]) == 2  # jobs 8 and 9
