@@ -97,8 +97,13 @@ def failed_run_gpu_hours(
 
 
 def run_nodes(diagnosed: Sequence[str], pods: Sequence[FailedPod]) -> tuple[str, ...]:
-    """The failure's nodes: those its deciding lines name, else its pods'."""
-    return tuple(sorted(set(diagnosed) or {p.node for p in pods}))
+    """The failure's nodes: those its deciding lines name, else its pods'. A host log's
+    syslog ``host`` is the node's short name (``ip-10-0-1-23``) where Kubernetes names it by
+    its private DNS name (``ip-10-0-1-23.ec2.internal``): the pod's node it is the label of
+    is named instead, so one node is counted once."""
+    full = {p.node.split(".", 1)[0]: p.node for p in pods}
+    named = {full.get(node, node) for node in diagnosed}
+    return tuple(sorted(named or {p.node for p in pods}))
 
 
 def failure_hours_queries(cluster: str, jobs: Iterable[str]) -> list[MetricQuery]:

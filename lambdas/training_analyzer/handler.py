@@ -244,7 +244,7 @@ def _publish(run: TrainingRun, config: TrainingConfig, day: Any, end: float) -> 
     costs = {job: asdict(cost) for job, cost in run.costs.items()}
     _put_json(_clients("s3"), bucket, job_costs_key(cluster, day), costs)
     # The failed runs read, for the weekly report's failures section to group.
-    failed = [f.to_json() for f in run.failures]
+    failed = {"failures": [f.to_json() for f in run.failures]}
     _put_json(_clients("s3"), bucket, failures_key(cluster, day), failed)
     if gpu_run.table:
         _put_json(_clients("s3"), bucket, gpu_hours_key(cluster, gpu_day), gpu_run.table)

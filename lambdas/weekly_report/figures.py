@@ -148,6 +148,9 @@ class WeekFigures:
     waste: dict[str, Any] = field(default_factory=dict)
     #: Jobs near their GPUs' memory or fitting a MIG profile (memory_section.memory_rows).
     memory_jobs: list[dict[str, Any]] = field(default_factory=list)
+    #: The week's failed runs, their causes and recurring signatures
+    #: (failures_section.failure_figures).
+    failures: dict[str, Any] = field(default_factory=dict)
 
     def change(self, name: str) -> float | None:
         """This week's headline figure minus last week's, where both exist."""

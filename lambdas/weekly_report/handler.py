@@ -11,7 +11,7 @@ from typing import Any
 
 from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.events import scheduled_time
-from lambdas.shared.report_keys import gpu_hours_key, job_costs_key
+from lambdas.shared.report_keys import failures_key, gpu_hours_key, job_costs_key
 from lambdas.shared.s3_objects import object_exists, read_object
 from lambdas.weekly_report.aws import (
     alarm_prefix,
@@ -23,6 +23,12 @@ from lambdas.weekly_report.aws import (
     xid_counts,
 )
 from lambdas.weekly_report.config import ReportConfig
+from lambdas.weekly_report.failures_section import (
+    FAILURES_CSV,
+    failure_figures,
+    failures_csv,
+    week_runs,
+)
 from lambdas.weekly_report.figures import (
     HEADLINE,
     JobCosts,
@@ -33,7 +39,7 @@ from lambdas.weekly_report.figures import (
 from lambdas.weekly_report.memory_section import MEMORY_CSV, memory_csv
 from lambdas.weekly_report.render import html_report, text_summary
 from lambdas.weekly_report.waste import waste_csv, week_waste
-from lambdas.weekly_report.week import days, iso_week_name, report_week, run_days
+from lambdas.weekly_report.week import days, epoch, iso_week_name, report_week, run_days
 
 log = logging.getLogger()
 log.setLevel(logging.INFO)
@@ -114,6 +120,13 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         ExpiresIn=LINK_SECONDS,
     )
     figures.malformed_job_costs = costs.malformed
+    # The week's failed runs, from every run of the week (their lookbacks overlap).
+    failed = week_runs(
+        (_document(s3, bucket, failures_key(cluster, d)) for d in run_days(start, end)),
+        start=epoch(start),
+        end=epoch(end),
+    )
+    figures.failures = failure_figures(failed, gpu_hour_usd=price)
     document = {**figures.to_dict(), **headline(figures)}
     s3.put_object(
         Bucket=bucket,
@@ -133,6 +146,13 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         Bucket=bucket,
         Key=prefix + MEMORY_CSV,
         Body=memory_csv(figures.memory_jobs, cluster=cluster, week=week).encode(),
+        ContentType="text/csv; charset=utf-8",
+    )
+    # The week's failed runs, their causes and signatures, for a spreadsheet.
+    s3.put_object(
+        Bucket=bucket,
+        Key=prefix + FAILURES_CSV,
+        Body=failures_csv(figures.failures, cluster=cluster, week=week).encode(),
         ContentType="text/csv; charset=utf-8",
     )
     s3.put_object(

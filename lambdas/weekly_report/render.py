@@ -6,6 +6,7 @@ from typing import Any
 
 from lambdas.training_analyzer.gpu_hours.findings import HOURS_PER_MONTH
 from lambdas.weekly_report.charts import bar_chart, line_chart
+from lambdas.weekly_report.failures_section import failures_section
 from lambdas.weekly_report.figures import WeekFigures, class_key, headline
 from lambdas.weekly_report.job_waste import HOURS_PER_WEEK
 from lambdas.weekly_report.memory_section import memory_section
@@ -384,6 +385,7 @@ def html_report(figures: WeekFigures, *, link: str | None = None) -> str:
             "were skipped.</p>"
         )
     parts.append(_jobs_section(f))
+    parts.append(failures_section(f.failures))
     parts.append(memory_section(f.memory_jobs))
     if link:
         parts.append(f'<p><a href="{escape(link)}">This report in the report bucket</a></p>')
