@@ -545,6 +545,46 @@ def test_training_role_may_run_its_logs_insights_query(deployed: list[Deployed])
     assert results == {"start": ALLOWED, "results": ALLOWED, "other group": "ImplicitlyDenied"}
 
 
+def test_training_role_may_read_its_clusters_container_insights_logs_only(
+    deployed: list[Deployed],
+) -> None:
+    """A failed job's pods' and nodes' logs (lambdas/training_analyzer/failure_logs.py):
+    DescribeLogStreams and FilterLogEvents on this cluster's Container Insights groups, as the
+    group's ARN, with its ``:*`` suffix, or below it (how AccessDenied messages name a logs
+    resource, aws/aws-sdk-js#3022); not another cluster's whose name starts with this one's,
+    and no other log action there."""
+    ((stack, role),) = [
+        (s, logical_id)
+        for s in deployed
+        for logical_id, _ in s.of_type("AWS::IAM::Role")
+        if logical_id.startswith("TrainingAnalyzerRole")
+    ]
+    groups = f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/containerinsights"
+    base = Request(
+        name="",
+        principal=stack.resolve.arn(role),
+        action="logs:FilterLogEvents",
+        resource="",
+        account_id=ACCOUNT,
+        identity_policies=_identity_policies(stack, role),
+    )
+    allowed = [
+        replace(base, name=f"{action} {kind}{suffix}", action=f"logs:{action}",
+                resource=f"{groups}/train-prod/{kind}{suffix}")
+        for action in ("DescribeLogStreams", "FilterLogEvents")
+        for kind in ("application", "host", "dataplane")
+        for suffix in ("", ":*", ":log-stream:")
+    ]  # fmt: skip
+    denied = [
+        replace(base, name="other cluster", resource=f"{groups}/train-prod-eu/host:*"),
+        replace(base, name="write", action="logs:PutLogEvents",
+                resource=f"{groups}/train-prod/host:log-stream:x"),
+    ]  # fmt: skip
+    results = simulate([*allowed, *denied])
+    assert {r.name: results[r.name] for r in allowed} == {r.name: ALLOWED for r in allowed}
+    assert (results["other cluster"], results["write"]) == ("ImplicitlyDenied",) * 2
+
+
 def test_training_role_gets_404_for_a_day_without_storage_findings(
     deployed: list[Deployed],
 ) -> None:

@@ -85,9 +85,17 @@ def test_the_five_simulated_jobs_get_exactly_their_findings(
         ("job/bert-data-bound", "training_data_bound"),
         ("job/gpt-regressing", "training_throughput_regression"),
         ("job/llama-slow-checkpoint", "training_slow_checkpoint"),
+        ("job/vit-flaky", "training_failure_cause"),
         ("job/vit-flaky", "training_job_failures"),
     ]
     by_kind = {f["kind"]: f for f in findings}
+    # Its cause is read from Container Insights' log groups, which this cluster lacks: said.
+    cause = by_kind["training_failure_cause"]
+    assert (cause["severity"], cause["evidence"]["cause"]) == ("info", "unknown")
+    assert cause["evidence"]["log_groups_missing"] == [
+        f"/aws/containerinsights/{CLUSTER}/{kind}" for kind in ("application", "dataplane", "host")
+    ]
+    assert cause["related"] == ["training_job_failures job/vit-flaky"]
     bound = by_kind["training_data_bound"]["evidence"]
     assert bound["data_wait_share"] == pytest.approx(0.4, abs=0.01)
     assert by_kind["training_job_failures"]["evidence"]["failures"] == 2.0
@@ -112,6 +120,25 @@ def test_a_denied_costs_write_fails_the_run_before_any_event_or_count(
     assert _events(principal, seeded["queue"]) == 0
     counts = principal.admin("cloudwatch").list_metrics(Namespace="GpuInsights/Findings")
     assert counts["Metrics"] == []
+
+
+def test_without_the_failure_logs_grant_the_failed_job_is_named_and_nothing_else_lost(
+    seeded: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The role without ReadFailureLogs: the failed job's read is refused (AccessDenied), its
+    analysis_error names it, and the run's other findings are all there."""
+    principal, clients = _as_role(templates, monkeypatch, drop="ReadFailureLogs")
+    summary, findings = run_training_analyzer(clients, principal.admin("logs"))
+    assert summary["skipped"] == 1
+    (error,) = [f for f in findings if f["kind"] == "analysis_error"]
+    assert error["resource"] == "job/vit-flaky"
+    assert "AccessDenied" in error["summary"]
+    assert sorted((f["resource"], f["kind"]) for f in findings if f is not error) == [
+        ("job/bert-data-bound", "training_data_bound"),
+        ("job/gpt-regressing", "training_throughput_regression"),
+        ("job/llama-slow-checkpoint", "training_slow_checkpoint"),
+        ("job/vit-flaky", "training_job_failures"),
+    ]
 
 
 def test_the_fleet_state_machine_path_writes_the_single_runs_files(

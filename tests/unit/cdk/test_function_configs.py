@@ -41,6 +41,7 @@ CHANGED = Settings(
     low_power_percent=25.0,
     gpu_memory_near_capacity_percent=92.0,
     gpu_memory_headroom_percent=20.0,
+    failure_log_jobs=25,
     training_data_sources=("train-data",),
     exporter_interval_seconds=300,
     gpu_instance_type="p4d.24xlarge",
