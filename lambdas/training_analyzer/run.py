@@ -160,9 +160,9 @@ def analyze_jobs(
     """The jobs' findings and costs, job by job: a whole run's jobs or one shard's
     (lambdas/training_analyzer/fleet.py). Each job's findings depend on its own series, ranks
     and nodes only, so a shard finds for its jobs what the whole run finds for them. With a
-    ``logs`` client, the failed jobs' causes are read from Container Insights' logs (at most
-    ``failure_log_jobs`` of them: lambdas/training_analyzer/failure_run.py) after every job's
-    other findings are in."""
+    ``logs`` client, each failed job's cause is read from Container Insights' logs (at most
+    ``failure_log_jobs`` jobs: lambdas/training_analyzer/failure_run.py) and follows the job's
+    own findings, which it links."""
     run = run if run is not None else TrainingRun()
     if not jobs:
         return run
