@@ -60,9 +60,14 @@ def test_a_refused_rank_query_is_published_as_an_analysis_error(
         summary, findings = run_analyzer(training_handler.handler, env, clients["s3"])
     stubber.assert_no_pending_responses()
     errors = [f for f in findings if f["kind"] == "analysis_error"]
-    assert [e["resource"] for e in errors] == [f"ranks of {CLUSTER}'s training jobs"]
+    # Without ranks, the failed job's pods and nodes are unknown: its logs are not read.
+    assert [e["resource"] for e in errors] == [
+        f"ranks of {CLUSTER}'s training jobs",
+        "job/vit-flaky",
+    ]
     assert "AccessDeniedException" in errors[0]["summary"]
     assert "logs:StartQuery" in errors[0]["evidence"]["error"]
-    assert summary["skipped"] == 1  # a count; the finding above names it
+    assert "its emitter reported no pod and node" in errors[1]["summary"]
+    assert summary["skipped"] == 2  # a count; the findings above name them
     # The rules that need no ranks still ran.
     assert {f["kind"] for f in findings} >= {"training_data_bound", "training_job_failures"}
