@@ -226,11 +226,11 @@ def main() -> None:
         )
         for s in fl.alarms
     ]
-    a = fl.analysis
+    timed = fl.analysis
     rows += [
-        Row(f"failure analysis: {a.jobs:,} jobs x 24 h, CPU", a.cpu_s, None, "s"),
-        Row(f"failure analysis: of it, classifying {a.failed:,} failed jobs' logs",
-            a.classify_cpu_s, None, "s"),
+        Row(f"failure analysis: {timed.jobs:,} jobs x 24 h, CPU", timed.cpu_s, None, "s"),
+        Row(f"failure analysis: of it, classifying {timed.failed:,} failed jobs' logs",
+            timed.classify_cpu_s, None, "s"),
     ]  # fmt: skip
     rows.append(Row("cdk synth of the whole app", synth_seconds(), None, "s"))
     cost = estimate(nodes=1, gpus_per_node=8)

@@ -273,10 +273,8 @@ def seed_failures(clients: dict[str, Any], cluster: str) -> int:
     PutMetricDataSink(clients["cloudwatch"]).send(documents)
     group = training_log_group(cluster)
     logs.create_log_stream(logGroupName=group, logStreamName="agent-failures")
-    agent = sorted(
-        ({"timestamp": int(d["_aws"]["Timestamp"]), "message": encode(d)} for d in documents),
-        key=lambda e: e["timestamp"],
-    )
+    stamped = sorted((int(d["_aws"]["Timestamp"]), encode(d)) for d in documents)
+    agent = [{"timestamp": at, "message": line} for at, line in stamped]
     logs.put_log_events(logGroupName=group, logStreamName="agent-failures", logEvents=agent)
     existing = {g["logGroupName"] for g in logs.describe_log_groups()["logGroups"]}
     for (group, stream), events in sorted(streams.items()):

@@ -29,9 +29,9 @@ from lambdas.training_analyzer.aws import list_jobs
 @pytest.fixture
 def clients() -> Iterator[dict[str, Any]]:
     with mock_aws():
-        made = {n: boto3.client(n, region_name="us-east-1") for n in ("logs", "cloudwatch")}
-        made["logs"].create_log_group(logGroupName=training_log_group(DEMO_CLUSTER))
-        yield made
+        logs = boto3.client("logs", region_name="us-east-1")
+        logs.create_log_group(logGroupName=training_log_group(DEMO_CLUSTER))
+        yield {"logs": logs, "cloudwatch": boto3.client("cloudwatch", region_name="us-east-1")}
 
 
 def _failed(cloudwatch: Any, job: str) -> float:
@@ -48,7 +48,7 @@ def _failed(cloudwatch: Any, job: str) -> float:
         Period=3 * 3600 + 7200,
         Statistics=["Sum"],
     )["Datapoints"]
-    return sum(p["Sum"] for p in points)
+    return float(sum(p["Sum"] for p in points))
 
 
 def test_each_planted_failure_is_failed_in_the_metrics_and_classified_with_its_cause(
