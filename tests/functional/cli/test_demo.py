@@ -496,6 +496,13 @@ def test_the_demo_reports_job_tables_agree_with_each_other_and_the_findings(
     # The throughput chart is dated like the others.
     chart = html[html.index("Training throughput by job") :]
     assert document["days"][0]["day"][5:] in chart[: chart.index("</svg>")]
+
+
+def test_the_demo_reports_throughput_by_job_for_the_days_each_ran(
+    demo: tuple[DemoResult, Path],
+) -> None:
+    _, tmp_path = demo
+    document = json.loads((tmp_path / "out" / "report.json").read_text())
     # Each of the week's jobs ran on each day: its throughput charts seven days. The jobs
     # planted to fail in the replayed hours (cli/demo_failures.py) chart that day alone;
     # whisper-finetune, which steps through no emitter, charts none.
