@@ -22,8 +22,10 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Final
 
+from cli.checkout import CHECKOUT, CORPUS
 from cli.demo_exporter import (
     DURATION_S,
     NODE,
@@ -46,7 +48,6 @@ from lambdas.training_analyzer.failure_logs import (
     stream_prefixes,
 )
 from tests.realistic import pods as k8s
-from tests.unit.reference_data import failure_log_corpus
 
 #: The failing jobs' nodes: a pool the week's fleet does not simulate (job N on node 5.N).
 NODE_POOL: Final = "ip-10-0-5-{index}.ec2.internal"
@@ -121,8 +122,14 @@ def _failing_gpu() -> _Trace:
     return _Trace(f"{domain[-4:]}:{bus}:{device}", START_EPOCH + xid["t"], START_EPOCH + lost["t"])
 
 
+@cache
+def _corpus() -> dict[str, tuple[str, ...]]:
+    entries = json.loads((CHECKOUT / CORPUS).read_text(encoding="utf-8"))["entries"]
+    return {e["id"]: tuple(e["lines"]) for e in entries}
+
+
 def _corpus_lines(sample_id: str) -> tuple[str, ...]:
-    return next(s.lines for s in failure_log_corpus() if s.id == sample_id)
+    return _corpus()[sample_id]
 
 
 def _on_bus(line: str, bus: str) -> str:
