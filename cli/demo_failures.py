@@ -49,7 +49,8 @@ from lambdas.training_analyzer.failure_logs import (
 )
 from tests.realistic import pods as k8s
 
-#: The failing jobs' nodes: a pool the week's fleet does not simulate (job N on node 5.N).
+#: The failing jobs' nodes, a pool the week's fleet does not simulate: job N's rank R on
+#: ip-10-0-5-<10N+R>.
 NODE_POOL: Final = "ip-10-0-5-{index}.ec2.internal"
 FLUSH_S: Final = 300.0
 STEP_S: Final = 2.0
