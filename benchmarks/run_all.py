@@ -16,6 +16,7 @@ from benchmarks import (
     attribution,
     exporter,
     failure_causes,
+    failure_logs,
     fan_out,
     storage_analyzer,
     training_analyzer,
@@ -205,6 +206,32 @@ def main() -> None:
         Row("failure causes: lines/CPU-s, failure lines only", fc.lines_per_s_failures, None, "/s"),
         Row("failure causes: lines/CPU-s, lines naming no cause", fc.lines_per_s_quiet, None, "/s"),
     ]
+    fl = failure_logs.main()
+    for r in fl.reads:
+        rows += [
+            Row(f"failure logs, {r.label}: failed jobs a day", r.failed_per_day, None, "jobs"),
+            Row(f"failure logs, {r.label}: read a job by name", r.read_bytes_per_job / 2**20,
+                None, "MiB"),
+            Row(f"failure logs, {r.label}: Logs Insights would scan a job",
+                r.insights_bytes_per_job / failure_logs.GB, None, "GB"),
+            Row(f"failure logs, {r.label}: Logs Insights a day", r.insights_usd_per_day, None,
+                "USD"),
+        ]  # fmt: skip
+    rows += [
+        Row(
+            f"alarms at {s.fleet_gpus:,} GPUs: Metrics Insights ({s.job_alarms} for jobs) vs quota",
+            s.insights_alarms,
+            s.quota,
+            "alarms",
+        )
+        for s in fl.alarms
+    ]
+    timed = fl.analysis
+    rows += [
+        Row(f"failure analysis: {timed.jobs:,} jobs x 24 h, CPU", timed.cpu_s, None, "s"),
+        Row(f"failure analysis: of it, classifying {timed.failed:,} failed jobs' logs",
+            timed.classify_cpu_s, None, "s"),
+    ]  # fmt: skip
     rows.append(Row("cdk synth of the whole app", synth_seconds(), None, "s"))
     cost = estimate(nodes=1, gpus_per_node=8)
     rows += [

@@ -8,8 +8,10 @@ from typing import Final
 
 #: The folder ``cli/`` sits in: the clone, where the package is installed editable from one.
 CHECKOUT: Final = Path(__file__).resolve().parent.parent
-#: What the demo needs of the clone: the app's settings and the cluster model.
-NEEDS: Final = ("cdk.json", "tests/realistic/__init__.py")
+#: The failure-log corpus: the demo's failed jobs print its lines (cli/demo_failures.py).
+CORPUS: Final = "tests/data/failure_logs/corpus.json"
+#: What the demo needs of the clone: the app's settings, the cluster model and the corpus.
+NEEDS: Final = ("cdk.json", "tests/realistic/__init__.py", CORPUS)
 
 
 class NotACheckoutError(ValueError):

@@ -32,6 +32,7 @@ from cli.demo_exporter import (
     replay_exporter,
     replay_window,
 )
+from cli.demo_failures import diagnose, failures_summary, seed_failures
 from cli.demo_jobs import job_events, seed_alarm_jobs
 from cli.demo_jobs import summary_lines as job_summary_lines
 from cli.demo_last_week import carry_report, last_week_report
@@ -100,6 +101,8 @@ class DemoResult:
     sunday_attribution: dict[str, Any] = field(default_factory=dict)
     #: Its findings (the replayed node's GPU held without work among them).
     monday_findings: list[dict[str, Any]] = field(default_factory=list)
+    #: The planted failed jobs' failure-cause findings (cli/demo_failures.py).
+    failures: list[dict[str, Any]] = field(default_factory=list)
 
     def _exporter_lines(self) -> list[str]:
         """Step 4: what the exporter's replay read back, GPU by GPU."""
@@ -197,6 +200,8 @@ class DemoResult:
             )
         if self.sunday_attribution:
             lines += monday_summary(self.monday_findings)
+        if self.failures:
+            lines += failures_summary(self.failures)
         if self.report:
             lines.append(
                 f"8. Ran the weekly report Lambda for {self.report['week']}, compared with the "
@@ -392,11 +397,14 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
         # analyzer's Monday-morning run (the default schedule's 07:00) attributes, now with the
         # exporter's node in it: its GPU held at 12% of its power limit, its lost GPU.
         seed_training(clients, (STORAGE_END, STORAGE_END + 3600), fleet=True)
+        # Jobs that die in the replayed hours, their logs where Container Insights puts them.
+        seed_failures(clients, settings.cluster_name)
         result.sunday_attribution, result.monday_findings = run_next_morning(
             clients["s3"], STORAGE_END + 8 * 3600
         )
         with (out_dir / "training-findings.jsonl").open("a") as findings:
             findings.writelines(json.dumps(f) + "\n" for f in result.monday_findings)
+        result.failures = diagnose(clients["logs"], settings.cluster_name, result.monday_findings)
         if result.exporter is not None:
             result.notifications = run_notifications(
                 session,

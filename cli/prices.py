@@ -71,6 +71,14 @@ INSIGHTS_ALARM: Final = Price(
     CLOUDWATCH_PRICING,
     note="the Alarms tab could not be read in full: check the per-metric-analyzed price",
 )
+#: Logs Insights queries, per GB of log data scanned (the pricing page's Logs tab). The training
+#: analyzer reads failed jobs' logs with FilterLogEvents instead, which has no per-GB charge.
+LOGS_INSIGHTS: Final = Price(
+    0.005,
+    "GB scanned",
+    CLOUDWATCH_PRICING,
+    note="quoted from the page by guides (c3x.dev, factualminds.com, 2026)",
+)
 COMPOSITE_ALARM: Final = Price(0.50, "composite alarm-month", CLOUDWATCH_PRICING)
 DASHBOARD: Final = Price(3.00, "dashboard-month", CLOUDWATCH_PRICING)
 #: GetMetricData: "$0.01 per 1,000 metrics requested", never in the free tier ("not including
@@ -94,6 +102,7 @@ S3_REQUEST_METRIC: Final = Price(
 PRICES: Final[dict[str, Price]] = {
     "custom_metric": CUSTOM_METRIC,
     "logs_ingestion": LOGS_INGESTION,
+    "logs_insights_scanned": LOGS_INSIGHTS,
     "enhanced_container_insights": ENHANCED_CI,
     "otel_container_insights": OTEL_CI,
     "standard_alarm": STANDARD_ALARM,

@@ -121,3 +121,30 @@ def test_every_setting_is_in_the_settings_page() -> None:
     """docs/settings.md is where a refused key is sent (cdk/settings.py): it names each one."""
     text = (DOCS / "settings.md").read_text()
     assert {key for key in SETTING_KEYS if f"`{key}`" not in text} == set()
+
+
+def test_the_readmes_training_figures_are_the_codes() -> None:
+    """The job alarms' defaults and price, and the failure log reads' Logs Insights price at
+    2,000 GPUs, as the README's training paragraph states them."""
+    from benchmarks.failure_logs import log_reads
+    from cdk.alarms.jobs import JOB_ALARM_KINDS, JobAlarmSettings
+    from cli.prices import INSIGHTS_ALARM
+
+    text = " ".join(README.read_text().split())
+    paragraph = text[text.index("**Training jobs.**") : text.index("**Weekly report.**")]
+    defaults = JobAlarmSettings()
+    for kind in JOB_ALARM_KINDS:
+        assert f"`{kind}`" in paragraph
+    assert f"no step for {defaults.hung_minutes} minutes past due" in paragraph
+    assert f"a loss {defaults.loss_spike_deviations:g} robust deviations" in paragraph
+    assert (
+        f"under {defaults.throughput_fraction:g} of its recent samples per second for "
+        f"{defaults.throughput_window_minutes} minutes"
+    ) in paragraph
+    per_job = len(JOB_ALARM_KINDS) * INSIGHTS_ALARM.usd  # one series per job each
+    assert f"${per_job:.2f} a job a month for the four" in paragraph
+    fleet = log_reads()[-1]
+    assert (
+        f"${fleet.insights_usd_per_day:.2f} a day for the {fleet.failed_per_day:g} failed jobs "
+        f"a day of a 2,000-GPU fleet"
+    ) in paragraph

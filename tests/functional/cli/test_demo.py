@@ -12,6 +12,7 @@ from cdk.node_config.cloudwatch_agent_config import gpu_node_agent_config
 from cdk.settings import Settings
 from cli.demo import DemoResult, run_demo
 from cli.demo_exporter import REPLAY_PODS, pod_uid, replay_window
+from cli.demo_failures import PLANTED
 from cli.demo_jobs import ALARM_JOBS, job_pages
 from cli.demo_report import chromium, page_height, png_size
 from cli.demo_storage import DEMO_CLUSTER, END
@@ -495,15 +496,28 @@ def test_the_demo_reports_job_tables_agree_with_each_other_and_the_findings(
     # The throughput chart is dated like the others.
     chart = html[html.index("Training throughput by job") :]
     assert document["days"][0]["day"][5:] in chart[: chart.index("</svg>")]
-    # Each job ran on each day: its throughput charts seven days.
-    assert {job: len(days) for job, days in document["throughput_by_job"].items()} == {
+
+
+def test_the_demo_reports_throughput_by_job_for_the_days_each_ran(
+    demo: tuple[DemoResult, Path],
+) -> None:
+    _, tmp_path = demo
+    document = json.loads((tmp_path / "out" / "report.json").read_text())
+    # Each of the week's jobs ran on each day: its throughput charts seven days. The jobs
+    # planted to fail in the replayed hours (cli/demo_failures.py) chart that day alone;
+    # whisper-finetune, which steps through no emitter, charts none.
+    throughput = dict(document["throughput_by_job"])
+    planted = {job: throughput.pop(job) for job in ("sdxl-cuda-oom", "mixtral-nccl-timeout",
+                                                    "tokenize-oom-killed")}  # fmt: skip
+    assert {job: len(days) for job, days in throughput.items()} == {
         "bert-data-bound": 7,
         "gpt-regressing": 7,
         "llama-slow-checkpoint": 7,
         "resnet-healthy": 7,
         "vit-flaky": 7,
     }
-    assert all(None not in days for days in document["throughput_by_job"].values())
+    assert all(None not in days for days in throughput.values())
+    assert [sum(d is not None for d in days) for days in planted.values()] == [1, 1, 1]
 
 
 def test_the_demo_reports_sentences_hold_for_its_week(demo: tuple[DemoResult, Path]) -> None:
@@ -581,3 +595,19 @@ def test_demo_pages_each_planted_job_within_its_window_and_nothing_else(
 def _nodes(job_index: int) -> str:
     """The two ranks' nodes of the demo's job alarm job ``job_index`` (cli/demo_jobs.py)."""
     return ", ".join(f"ip-10-0-4-{10 * job_index + rank}.ec2.internal" for rank in range(2))
+
+
+def test_the_demo_explains_each_planted_failure(demo: tuple[DemoResult, Path]) -> None:
+    """Every failure planted in the demo's week is classified with its cause and cited lines,
+    read back from the week's own log groups beside everything else the demo wrote."""
+    result, _ = demo
+    assert [(f["resource"], f["evidence"]["cause"]) for f in result.failures] == [
+        (f"job/{p.job}", p.cause) for p in PLANTED
+    ]
+    assert all(f["evidence"]["lines"] for f in result.failures)
+    summary = result.summary()
+    for p in PLANTED:
+        assert any(line.split()[:2] == [p.job, p.cause] for line in summary.splitlines())
+    # The Monday run, which covers the replayed hours, counts each as a failed run.
+    failed = {f["resource"] for f in result.monday_findings if f["kind"] == "training_job_failures"}
+    assert {f"job/{p.job}" for p in PLANTED} <= failed
