@@ -10,6 +10,20 @@ https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/multi-time-series
 One query returns at most 500 series in full (cdk/alarms/sizing.py), so each per-GPU alarm kind
 has one alarm per alarm shard, ``WHERE Shard = 'k'``: the alarm count depends on the fleet
 size setting only, never on which nodes exist.
+
+In OTel Container Insights mode (``AlarmSettings.promql``) the add-on sends DCGM's own series
+with the pod and node labels, and an alarm can be a PromQL alarm (cdk/alarms/promql.py): every
+series its instant query returns is a contributor, with no 500-series cap and so no shards.
+Where each alarm kind goes, per mode (docs/alarms.md shows this table):
+
+| alarm kind | Classic | OTel mode | why |
+| --- | --- | --- | --- |
+| gpu-low-power | Metrics Insights, sharded (exporter) or Container Insights' pod_gpu_power_draw | PromQL on DCGM_FI_DEV_POWER_USAGE of pod-held GPUs, one alarm, when gpu_instance_type names the GPUs' power; else as Classic | the add-on's DCGM counters list power draw but not the power limit (DCGM_FI_DEV_POWER_MGMT_LIMIT), so the limit is the instance type's (power_table) |
+| gpu-xid, gpu-xid-fatal | metric alarms on the exporter's counts; pages from the exporter's log | same | the add-on's DCGM counters list no DCGM_FI_DEV_XID_ERRORS; where it is sent it is the last XID code, a gauge that holds its value, so ``> 0`` breaches until the driver reloads, a repeat of the same code changes nothing, and two XIDs within a scrape read as one: the exporter's events (under a second, each one) stay the page |
+| gpu-xid-host-log | metric alarm on the host-log metric filter | same | a log metric filter, not a series PromQL reads |
+| gpu-silent | Metrics Insights on the silence check's series, one alarm | same | a PromQL ``unless``/``absent`` of a GPU's series returns it only while the look back still holds it, then it drops out and recovers to OK while the GPU is still silent; and a node scaled in would page; the silence check reads running instances |
+| gpu-lost, gpu-ecc-uncorrected, gpu-thermal-throttling, gpu-power-brake | Metrics Insights, sharded | same | the exporter's gauges go by EMF to the GpuInsights namespace, which PromQL does not read |
+| job-* | Metrics Insights, job shards | same | the emitter's metrics go by EMF, which PromQL does not read |
 """
 
 from dataclasses import dataclass, field, replace
@@ -26,6 +40,7 @@ from cdk.alarms.model import (
     Severity,
 )
 from cdk.alarms.power_table import UnknownInstanceTypeError, gpu_power
+from cdk.alarms.promql import PromQLQuery, low_power_query
 from cdk.alarms.sizing import MAX_WINDOW_MINUTES, AlarmSizing, shards_for
 from gpu_insights_agent.contract.metrics import (
     CI_POD_GPU_POWER_METRIC,
@@ -79,6 +94,14 @@ class AlarmSettings:
     shards: int = 1
     #: The training job alarms' thresholds (cdk/alarms/jobs.py); None: no job alarms.
     jobs: JobAlarmSettings | None = field(default_factory=JobAlarmSettings)
+    #: OTel Container Insights mode: DCGM's series reach PromQL, and the alarms on them are
+    #: PromQL alarms (``promql_alarms``) in place of their Metrics Insights ones.
+    promql: bool = False
+
+    @property
+    def promql_low_power(self) -> bool:
+        """The low-power alarm is a PromQL alarm: OTel mode, and the GPUs' power known."""
+        return self.promql and self.gpu_instance_type is not None
 
     def __post_init__(self) -> None:
         if self.shards < 1:
@@ -274,7 +297,9 @@ def gpu_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
     """Every alarm the backtest replays: the per-GPU kinds once per shard, the cluster-level
     ones once, and the training job alarms once per job alarm shard."""
     shards = [str(i) for i in range(settings.shards)] if settings.exporter else ["0"]
-    per_gpu = [low_power_alarm(settings, shard) for shard in shards]
+    per_gpu = (
+        [] if settings.promql_low_power else [low_power_alarm(settings, shard) for shard in shards]
+    )
     if settings.exporter:
         per_gpu += [spec for shard in shards for spec in _per_gpu_exporter_alarms(settings, shard)]
     alarms = [_sharded(settings, spec) for spec in per_gpu]
@@ -372,10 +397,52 @@ def silence_check_alarm(settings: AlarmSettings) -> AlarmSpec:
 
 
 def deployed_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
-    """Every alarm the app deploys: the GPU alarms (what the backtest replays) and, with the
-    exporter, the silence check's heartbeat."""
+    """Every alarm the app deploys: the GPU alarms (what the backtest replays), the PromQL
+    alarms of OTel mode and, with the exporter, the silence check's heartbeat."""
     heartbeat = [silence_check_alarm(settings)] if settings.exporter else []
-    return [*gpu_alarms(settings), *heartbeat]
+    return [*gpu_alarms(settings), *promql_alarms(settings), *heartbeat]
+
+
+def promql_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
+    """OTel mode's PromQL alarms (the table above): one alarm per kind for every GPU."""
+    if not settings.promql_low_power:
+        return []
+    assert settings.gpu_instance_type is not None
+    power = gpu_power(settings.gpu_instance_type)
+    share = settings.low_power_percent
+    threshold = round(power.watts_per_gpu * share / 100, 1)
+    window = settings.low_power_window_minutes
+    query = low_power_query(settings.cluster_name, threshold, window)
+    return [
+        AlarmSpec(
+            key="gpu-low-power",
+            kind="gpu-low-power",
+            title="GPU in use but not working",
+            description=(
+                f"For {window} minutes a pod-held GPU's peak power stayed under {threshold:g} W "
+                f"({share:g}% of {power.gpu}'s {power.watts_per_gpu:g} W): a GPU held by a job "
+                "that does no work. Look for a job waiting on data, a hung rank, or a job that "
+                "finished without releasing its GPUs. Each contributor (the series' cluster, "
+                "node, gpu, namespace and pod labels) names the GPU and the pod."
+            ),
+            severity=Severity.WARNING,
+            metric=query,
+            period_s=query.evaluation_interval_s,
+            evaluation_periods=1,
+            datapoints_to_alarm=1,
+            threshold=threshold,
+            comparison=Comparison.LESS,
+            missing_data=MissingData.NOT_BREACHING,
+            missing_data_reason=(
+                "a GPU the query does not return is not breaching: no pod holds it, or it "
+                "works; absent for the recovery period, its contributor is OK"
+            ),
+        )
+    ]
+
+
+def is_promql(spec: AlarmSpec) -> bool:
+    return isinstance(spec.metric, PromQLQuery)
 
 
 def _xid_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
@@ -470,4 +537,5 @@ def alarm_sizing(settings: AlarmSettings, fleet_gpus: int) -> AlarmSizing:
         shards=sized.shards,
         insights_alarms=len(insights),
         job_alarms=len(jobs),
+        promql_alarms=len(promql_alarms(sized)),
     )
