@@ -14,19 +14,11 @@ size setting only, never on which nodes exist.
 In OTel Container Insights mode (``AlarmSettings.promql``) the add-on sends DCGM's own series
 with the pod and node labels, and an alarm can be a PromQL alarm (cdk/alarms/promql.py): every
 series its instant query returns is a contributor, with no 500-series cap and so no shards.
-Where each alarm kind goes, per mode (docs/alarms.md shows this table):
-
-| alarm kind | Classic | OTel mode | why |
-| --- | --- | --- | --- |
-| gpu-low-power | Metrics Insights, sharded (exporter) or Container Insights' pod_gpu_power_draw | PromQL on DCGM_FI_DEV_POWER_USAGE of pod-held GPUs, one alarm, when gpu_instance_type names the GPUs' power; else as Classic | the add-on's DCGM counters list power draw but not the power limit (DCGM_FI_DEV_POWER_MGMT_LIMIT), so the limit is the instance type's (power_table) |
-| gpu-xid, gpu-xid-fatal | metric alarms on the exporter's counts; pages from the exporter's log | same | the add-on's DCGM counters list no DCGM_FI_DEV_XID_ERRORS; where it is sent it is the last XID code, a gauge that holds its value, so ``> 0`` breaches until the driver reloads, a repeat of the same code changes nothing, and two XIDs within a scrape read as one: the exporter's events (under a second, each one) stay the page |
-| gpu-xid-host-log | metric alarm on the host-log metric filter | same | a log metric filter, not a series PromQL reads |
-| gpu-silent | Metrics Insights on the silence check's series, one alarm | same | a PromQL ``unless``/``absent`` of a GPU's series returns it only while the look back still holds it, then it drops out and recovers to OK while the GPU is still silent; and a node scaled in would page; the silence check reads running instances |
-| gpu-lost, gpu-ecc-uncorrected, gpu-thermal-throttling, gpu-power-brake | Metrics Insights, sharded | same | the exporter's gauges go by EMF to the GpuInsights namespace, which PromQL does not read |
-| job-* | Metrics Insights, job shards | same | the emitter's metrics go by EMF, which PromQL does not read |
+Where each alarm kind goes, per mode, and why: ``ALARMS_BY_MODE`` (docs/alarms.md shows it).
 """
 
 from dataclasses import dataclass, field, replace
+from typing import Final
 
 from cdk.alarms.jobs import JOB_ALARM_KINDS, JobAlarmSettings, job_alarms
 from cdk.alarms.model import (
@@ -63,6 +55,82 @@ from lambdas.shared.thresholds import (
     LOW_POWER_WINDOW_MINUTES,
     THROTTLE_WINDOW_MINUTES,
 )
+
+
+@dataclass(frozen=True)
+class ModeRow:
+    """One row of ``ALARMS_BY_MODE``: an alarm kind, what it is in each mode, and why."""
+
+    kinds: str
+    classic: str
+    otel: str
+    why: str
+
+
+#: Where each alarm kind goes in Classic and in OTel mode. One table: docs/alarms.md shows it
+#: (a test holds the two equal). "The add-on's DCGM counters": the dcgm-exporter counters CSV
+#: the add-on mounts (aws/amazon-cloudwatch-agent-operator helm/templates/
+#: dcgm-exporter-configmap.yaml, ``dcp-metrics-included.csv``: GPU and memory-copy utilization,
+#: framebuffer free/used/total/percent, memory and GPU temperature, power draw, fan speed; no
+#: power limit, no XID). DCGM_FI_DEV_XID_ERRORS is "Value of the last XID error encountered"
+#: (dcgm-exporter's default-counters.csv).
+ALARMS_BY_MODE: Final = (
+    ModeRow(
+        "gpu-low-power",
+        "Metrics Insights, one alarm per shard (the exporter's power against the enforced "
+        "limit), or on Container Insights' pod_gpu_power_draw without the exporter",
+        "one PromQL alarm on DCGM_FI_DEV_POWER_USAGE of pod-held GPUs where gpu_instance_type "
+        "gives the GPUs' power; else as in Classic",
+        "the add-on's DCGM counters send power draw but not the power limit "
+        "(DCGM_FI_DEV_POWER_MGMT_LIMIT), so the limit is the instance type's (power table)",
+    ),
+    ModeRow(
+        "gpu-xid-fatal, gpu-xid",
+        "metric alarms on the exporter's XID counts; pages from the exporter's log",
+        "the same",
+        "the add-on's DCGM counters send no DCGM_FI_DEV_XID_ERRORS; where it is sent it is the "
+        "last XID code, a gauge that keeps its value: `> 0` breaches until the driver reloads, "
+        "a repeat of the same code changes nothing and two XIDs within a scrape read as one. "
+        "The exporter's events (each XID, within a second) stay the page",
+    ),
+    ModeRow(
+        "gpu-xid-host-log",
+        "a metric alarm on the kernel-log metric filter",
+        "the same",
+        "a log metric filter's count, not a series PromQL reads",
+    ),
+    ModeRow(
+        "gpu-silent",
+        "Metrics Insights on the silence check's series (one alarm)",
+        "the same",
+        "a GPU whose series stops is returned by an `unless` or `absent` query only while the "
+        "look back still holds it, then drops out and recovers to OK while still silent, and "
+        "a node scaled in would page; the silence check reads the running instances",
+    ),
+    ModeRow(
+        "gpu-lost, gpu-ecc-uncorrected, gpu-thermal-throttling, gpu-power-brake",
+        "Metrics Insights, one alarm per shard",
+        "the same",
+        "the exporter's gauges go by EMF to the GpuInsights namespace, which PromQL does not read",
+    ),
+    ModeRow(
+        "job-hung, job-loss-not-finite, job-loss-spike, job-throughput-collapsed",
+        "Metrics Insights, one alarm per job shard",
+        "the same",
+        "the training emitter's metrics go by EMF, which PromQL does not read",
+    ),
+)
+
+
+def mode_table() -> str:
+    """``ALARMS_BY_MODE`` as the Markdown table docs/alarms.md shows."""
+    rows = [
+        "| alarm kind | Classic | OTel mode | why |",
+        "| --- | --- | --- | --- |",
+        *(f"| {r.kinds} | {r.classic} | {r.otel} | {r.why} |" for r in ALARMS_BY_MODE),
+    ]
+    return "\n".join(rows) + "\n"
+
 
 #: Metrics Insights alarms look back at most three hours.
 MAX_INSIGHTS_WINDOW_MINUTES = MAX_WINDOW_MINUTES

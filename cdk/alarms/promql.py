@@ -15,8 +15,8 @@ The backtest evaluates these alarms as that page says (cli/backtest/promql_alarm
 from dataclasses import dataclass
 from typing import Final
 
+from lambdas.shared.dcgm import CLOUDWATCH, DCGM_POWER, DcgmLabels
 from lambdas.shared.promql import quote_label
-from lambdas.training_analyzer.gpu_hours.otel import CLOUDWATCH, DCGM_POWER, DcgmLabels
 
 #: AlarmPromQLCriteria: "Query ... Length Constraints: Minimum length of 1. Maximum length of
 #: 10000"; "PendingPeriod ... RecoveryPeriod ... Valid Range: Minimum value of 0. Maximum value
@@ -104,9 +104,7 @@ def low_power_query(
     )
     by = ", ".join(q(n) for n in (labels.cluster, labels.node, labels.gpu, labels.namespace))
     return PromQLQuery(
-        query=(
-            f"max by ({by}, {q(labels.pod)}) (max_over_time({selector})) < {threshold_watts:g}"
-        ),
+        query=(f"max by ({by}, {q(labels.pod)}) (max_over_time({selector})) < {threshold_watts:g}"),
         evaluation_interval_s=EVALUATION_INTERVAL_S,
         pending_period_s=window_minutes * 60 - RANGE_S,
         recovery_period_s=RECOVERY_S,

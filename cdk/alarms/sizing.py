@@ -70,5 +70,9 @@ class AlarmSizing:
             + (f"({self.job_alarms} of them for training jobs) " if self.job_alarms else "")
             + f"of the default quota of {self.quota} per Region"
             + ("" if self.fits_default_quota else " (raise the quota first)")
-            + (f", and {self.promql_alarms} PromQL alarm(s), unsharded" if self.promql_alarms else "")
+            + (
+                f", and {self.promql_alarms} PromQL alarm(s), unsharded"
+                if self.promql_alarms
+                else ""
+            )
         )

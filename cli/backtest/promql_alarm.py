@@ -104,9 +104,7 @@ def evaluation_times(start: float, end: float, interval_s: int) -> Iterator[floa
         at += interval_s
 
 
-def replay(
-    client: PromQLClient, query: PromQLQuery, start: float, end: float
-) -> list[Transition]:
+def replay(client: PromQLClient, query: PromQLQuery, start: float, end: float) -> list[Transition]:
     """Every contributor transition of the alarm from ``start`` to ``end``: its instant query
     run at each evaluation time by the engine behind ``client``."""
     states = ContributorStates(query.pending_period_s, query.recovery_period_s)

@@ -27,7 +27,9 @@ def run(
     return out
 
 
-def test_a_gpu_breaching_for_four_minutes_does_not_alarm_with_a_five_minute_pending_period() -> None:
+def test_a_gpu_breaching_for_four_minutes_does_not_alarm_with_a_five_minute_pending_period() -> (
+    None
+):
     states = ContributorStates(pending_period_s=300, recovery_period_s=300)
     # Returned at minutes 0..4: breaching for 240 s at the last of them.
     assert run(states, 10, {m: [GPU3] for m in range(5)}) == []
