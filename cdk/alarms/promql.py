@@ -53,6 +53,8 @@ class PromQLQuery:
     pending_period_s: int
     recovery_period_s: int
     labels: DcgmLabels = CLOUDWATCH
+    #: The longest range selector in the query (``[5m]``: 300): what a replay's scan counts.
+    lookback_s: int = 0
 
     def __post_init__(self) -> None:
         if not 1 <= len(self.query) <= MAX_QUERY_CHARS:
@@ -109,4 +111,5 @@ def low_power_query(
         pending_period_s=window_minutes * 60 - RANGE_S,
         recovery_period_s=RECOVERY_S,
         labels=labels,
+        lookback_s=RANGE_S,
     )

@@ -113,3 +113,29 @@ def replay(client: PromQLClient, query: PromQLQuery, start: float, end: float) -
         returned = [contributor(s.labels) for s in client.query(query.query, at)]
         transitions += states.evaluate(at, returned)
     return transitions
+
+
+def replay_range(
+    client: PromQLClient, query: PromQLQuery, start: float, end: float
+) -> list[Transition]:
+    """``replay`` in a few requests: a range query at a step of the evaluation interval is the
+    instant query at each step ("an expression that is evaluated at each step of the range",
+    Prometheus' HTTP API, "Range queries"), a series' point at a step being its return there.
+    Paged to the API's 24-hour scan window and 11,000 points (lambdas.shared.promql)."""
+    times = list(evaluation_times(start, end, query.evaluation_interval_s))
+    if not times:
+        return []
+    returned: dict[float, list[Contributor]] = {round(at, 3): [] for at in times}
+    series = client.query_range_paged(
+        query.query, times[0], times[-1], query.evaluation_interval_s, lookback_s=query.lookback_s
+    )
+    for found in series:
+        key = contributor(found.labels)
+        for at, _ in found.points:
+            if round(at, 3) in returned:
+                returned[round(at, 3)].append(key)
+    states = ContributorStates(query.pending_period_s, query.recovery_period_s)
+    transitions: list[Transition] = []
+    for at in times:
+        transitions += states.evaluate(at, returned[round(at, 3)])
+    return transitions

@@ -15,7 +15,7 @@ import pytest
 
 from cdk.alarms.catalog import AlarmSettings, promql_alarms
 from cdk.alarms.promql import PromQLQuery, low_power_query
-from cli.backtest.promql_alarm import ALARM, OK, replay
+from cli.backtest.promql_alarm import ALARM, OK, replay, replay_range
 from cli.demo_week import START
 from lambdas.shared.promql import PromQLClient
 from tests.functional.lambdas.otel_week import week_samples
@@ -90,3 +90,17 @@ def test_the_low_power_alarm_pages_each_idle_held_gpu_an_hour_after_its_power_fe
     assert {frozenset(t.labels) for t in transitions} == {
         frozenset({labels.cluster, labels.node, labels.gpu, labels.namespace, labels.pod})
     }
+
+
+def test_a_range_query_at_the_evaluation_interval_replays_the_same_transitions(
+    prometheus: PromQLClient,
+) -> None:
+    """What ``gpu-insights backtest`` sends to CloudWatch: range queries (two pages of at
+    most 24 hours here) in place of 2,040 instant queries, the same transitions."""
+    query = _deployed_query()
+    end = START + HOURS * 3600
+    requests = prometheus.requests
+    ranged = replay_range(prometheus, query, START, end)
+    assert prometheus.requests - requests == 2
+    assert ranged == replay(prometheus, query, START, end)
+    assert len(ranged) == 6
