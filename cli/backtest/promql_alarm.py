@@ -19,10 +19,12 @@ A contributor that is breaching but not yet past its pending period is not track
 absent: its breach was not continuous, and its next breach starts a new pending period.
 """
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from datetime import UTC, datetime
+from typing import Any, Final, Literal
 
+from cdk.alarms.model import AlarmSpec
 from cdk.alarms.promql import PromQLQuery
 from lambdas.shared.promql import PromQLClient
 
@@ -139,3 +141,44 @@ def replay_range(
     for at in times:
         transitions += states.evaluate(at, returned[round(at, 3)])
     return transitions
+
+
+def _when(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def report(spec: AlarmSpec, transitions: Sequence[Transition]) -> str:
+    """One PromQL alarm's replay as the text report's section: its evaluation, each
+    contributor that went into ALARM and when it did and recovered."""
+    query = spec.metric
+    assert isinstance(query, PromQLQuery)
+    raised = [t for t in transitions if t.state == ALARM]
+    lines = [
+        f"{spec.key} [{spec.severity}] {spec.title} (PromQL, every "
+        f"{query.evaluation_interval_s} s, pending {query.pending_period_s} s, recovery "
+        f"{query.recovery_period_s} s): {len(raised)} contributor(s) went into ALARM"
+    ]
+    for key in sorted({t.contributor for t in transitions}):
+        named = ", ".join(f"{k}={v}" for k, v in key)
+        lines.append(f"    contributor {named}:")
+        lines += [f"      {_when(t.at)}  -> {t.state}" for t in transitions if t.contributor == key]
+    return "\n".join(lines)
+
+
+def as_json(spec: AlarmSpec, transitions: Sequence[Transition]) -> dict[str, Any]:
+    query = spec.metric
+    assert isinstance(query, PromQLQuery)
+    return {
+        "alarm": spec.key,
+        "severity": str(spec.severity),
+        "promql": query.query,
+        "contributors": [
+            {
+                "attributes": dict(key),
+                "transitions": [
+                    {"time": t.at, "to": t.state} for t in transitions if t.contributor == key
+                ],
+            }
+            for key in sorted({t.contributor for t in transitions})
+        ],
+    }

@@ -9,9 +9,12 @@ holds its GPU at 6% of 700 W outside 09:00-18:00 and works at 55% inside; the da
 job (nlp) holds two GPUs at 22% throughout; the vision job works at 88%. 30% of 700 W is 210 W.
 """
 
+import json
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
+from moto import mock_aws
 
 from cdk.alarms.catalog import AlarmSettings, promql_alarms
 from cdk.alarms.promql import PromQLQuery, low_power_query
@@ -104,3 +107,50 @@ def test_a_range_query_at_the_evaluation_interval_replays_the_same_transitions(
     assert prometheus.requests - requests == 2
     assert ranged == replay(prometheus, query, START, end)
     assert len(ranged) == 6
+
+
+def test_the_backtest_command_replays_otel_modes_promql_alarm_beside_the_others(
+    prometheus: PromQLClient, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``gpu-insights backtest --cloudwatch`` in OTel mode: the Metrics Insights alarms from
+    CloudWatch (moto, empty here), the PromQL alarm from the PromQL API beside it (this engine,
+    whose label names are Prometheus 2's: the alarm's query is given them)."""
+    import lambdas.shared.promql
+    from cdk.alarms import catalog
+    from cli.main import main
+
+    monkeypatch.setattr(lambdas.shared.promql, "promql_for", lambda _cloudwatch: prometheus)
+    legacy = _deployed_query()
+    real = catalog.promql_alarms
+    monkeypatch.setattr(
+        "cli.backtest.command.promql_alarms",
+        lambda settings: [replace(s, metric=legacy) for s in real(settings)],
+    )
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "t")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "t")
+    with mock_aws():
+        code = main(
+            [
+                "backtest", "--cloudwatch", "--region", "us-east-1", "--json",
+                "--start", "2026-11-23T00:00:00Z", "--end", "2026-11-23T12:00:00Z",
+                "-c", f"cluster_name={CLUSTER}", "-c", "container_insights_mode=otel",
+                "-c", "gpu_instance_type=p5.48xlarge",
+            ]
+        )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0, out
+    document = json.loads(out)
+    (low,) = [a for a in document if a["alarm"] == "gpu-low-power"]
+    assert low["promql"] == legacy.query
+    pods = {c["attributes"][legacy_labels().pod]: c["transitions"] for c in low["contributors"]}
+    assert pods["jupyter-alice-0"] == [
+        {"time": START + 3360, "to": "ALARM"},
+        {"time": START + 9 * 3600 + 360, "to": "OK"},
+    ]
+    assert sorted(pods) == [
+        "bert-data-bound-master-0",
+        "bert-data-bound-worker-0",
+        "jupyter-alice-0",
+    ]
+    # The Metrics Insights low-power alarm is not replayed beside it: OTel mode has none.
+    assert not [a for a in document if a["alarm"].startswith("gpu-low-power-")]

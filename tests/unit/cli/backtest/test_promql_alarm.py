@@ -3,6 +3,7 @@
 contributor breaches continuously for PendingPeriod, OK after it is absent for RecoveryPeriod,
 the alarm in ALARM while any contributor is. Evaluated every 60 s as the GPU alarms are."""
 
+from cdk.alarms.catalog import AlarmSettings, promql_alarms
 from cli.backtest.promql_alarm import (
     ALARM,
     OK,
@@ -10,6 +11,7 @@ from cli.backtest.promql_alarm import (
     Transition,
     contributor,
     evaluation_times,
+    report,
 )
 
 GPU3 = contributor({"@resource.k8s.node.name": "ip-10-0-1-7.ec2.internal", "gpu": "3"})
@@ -90,3 +92,20 @@ def test_each_contributor_has_its_own_state_and_the_alarm_is_in_alarm_while_any_
 def test_no_pending_period_alarms_at_the_first_evaluation_that_returns_the_gpu() -> None:
     states = ContributorStates(pending_period_s=0, recovery_period_s=0)
     assert run(states, 3, {1: [GPU5]}) == [Transition(60, GPU5, ALARM), Transition(120, GPU5, OK)]
+
+
+def test_the_text_report_names_each_contributor_and_when_it_changed() -> None:
+    (spec,) = promql_alarms(
+        AlarmSettings(cluster_name="train", promql=True, gpu_instance_type="p5.48xlarge")
+    )
+    start = 1_763_856_000  # 2025-11-23 00:00 UTC
+    text = report(
+        spec, [Transition(start + 3360, GPU3, ALARM), Transition(start + 32760, GPU3, OK)]
+    )
+    assert text.splitlines() == [
+        "gpu-low-power [warning] GPU in use but not working (PromQL, every 60 s, pending "
+        "3300 s, recovery 300 s): 1 contributor(s) went into ALARM",
+        "    contributor @resource.k8s.node.name=ip-10-0-1-7.ec2.internal, gpu=3:",
+        "      2025-11-23 00:56  -> ALARM",
+        "      2025-11-23 09:06  -> OK",
+    ]
