@@ -7,7 +7,7 @@ references at synth, moto's names in the demo)."""
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cdk.alarms.catalog import deployed_alarms
+from cdk.alarms.catalog import deployed_alarms, is_promql
 from cdk.alarms.model import Severity
 from cdk.node_config.manifest import REQUIRED_NODE_EXPRESSIONS
 from cdk.settings import Settings
@@ -91,6 +91,7 @@ def notifier_config(
         gpu_dashboard=dashboard_name(settings.cluster_name, GPU_DASHBOARD),
         exporter_log_group=exporter_log_group,
         alarm_kinds={s.alarm_kind: (_severity(s.severity), s.title) for s in specs},
+        promql_alarm_kinds=tuple(sorted({s.alarm_kind for s in specs if is_promql(s)})) or None,
         webhook_url_parameter=settings.webhook_url_parameter,
     )
 

@@ -235,6 +235,7 @@ class Settings:
             host_logs=self.xid_host_log_filter,
             shards=self.alarm_shards,
             jobs=self.job_alarm_settings() if self.job_alarms else None,
+            promql=self.container_insights_mode is ContainerInsightsMode.OTEL,
         )
 
     def job_alarm_settings(self) -> JobAlarmSettings:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from lambdas.training_analyzer.gpu_hours.otel import CLOUDWATCH, DcgmLabels
+from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
 
 #: Written one sample a line: (metric, labels, epoch seconds, value).
 Sample = tuple[str, Mapping[str, str], float, float]

@@ -10,9 +10,15 @@ https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/multi-time-series
 One query returns at most 500 series in full (cdk/alarms/sizing.py), so each per-GPU alarm kind
 has one alarm per alarm shard, ``WHERE Shard = 'k'``: the alarm count depends on the fleet
 size setting only, never on which nodes exist.
+
+In OTel Container Insights mode (``AlarmSettings.promql``) the add-on sends DCGM's own series
+with the pod and node labels, and an alarm can be a PromQL alarm (cdk/alarms/promql.py): every
+series its instant query returns is a contributor, with no 500-series cap and so no shards.
+Where each alarm kind goes, per mode, and why: ``ALARMS_BY_MODE`` (docs/alarms.md shows it).
 """
 
 from dataclasses import dataclass, field, replace
+from typing import Final
 
 from cdk.alarms.jobs import JOB_ALARM_KINDS, JobAlarmSettings, job_alarms
 from cdk.alarms.model import (
@@ -26,6 +32,7 @@ from cdk.alarms.model import (
     Severity,
 )
 from cdk.alarms.power_table import UnknownInstanceTypeError, gpu_power
+from cdk.alarms.promql import PromQLQuery, low_power_query
 from cdk.alarms.sizing import MAX_WINDOW_MINUTES, AlarmSizing, shards_for
 from gpu_insights_agent.contract.metrics import (
     CI_POD_GPU_POWER_METRIC,
@@ -48,6 +55,82 @@ from lambdas.shared.thresholds import (
     LOW_POWER_WINDOW_MINUTES,
     THROTTLE_WINDOW_MINUTES,
 )
+
+
+@dataclass(frozen=True)
+class ModeRow:
+    """One row of ``ALARMS_BY_MODE``: an alarm kind, what it is in each mode, and why."""
+
+    kinds: str
+    classic: str
+    otel: str
+    why: str
+
+
+#: Where each alarm kind goes in Classic and in OTel mode. One table: docs/alarms.md shows it
+#: (a test holds the two equal). "The add-on's DCGM counters": the dcgm-exporter counters CSV
+#: the add-on mounts (aws/amazon-cloudwatch-agent-operator helm/templates/
+#: dcgm-exporter-configmap.yaml, ``dcp-metrics-included.csv``: GPU and memory-copy utilization,
+#: framebuffer free/used/total/percent, memory and GPU temperature, power draw, fan speed; no
+#: power limit, no XID). DCGM_FI_DEV_XID_ERRORS is "Value of the last XID error encountered"
+#: (dcgm-exporter's default-counters.csv).
+ALARMS_BY_MODE: Final = (
+    ModeRow(
+        "gpu-low-power",
+        "Metrics Insights, one alarm per shard (the exporter's power against the enforced "
+        "limit), or on Container Insights' pod_gpu_power_draw without the exporter",
+        "one PromQL alarm on DCGM_FI_DEV_POWER_USAGE of pod-held GPUs where gpu_instance_type "
+        "gives the GPUs' power; else as in Classic",
+        "the add-on's DCGM counters send power draw but not the power limit "
+        "(DCGM_FI_DEV_POWER_MGMT_LIMIT), so the limit is the instance type's (power table)",
+    ),
+    ModeRow(
+        "gpu-xid-fatal, gpu-xid",
+        "metric alarms on the exporter's XID counts; pages from the exporter's log",
+        "the same",
+        "the add-on's DCGM counters send no DCGM_FI_DEV_XID_ERRORS; where it is sent it is the "
+        "last XID code, a gauge that keeps its value: `> 0` breaches until the driver reloads, "
+        "a repeat of the same code changes nothing and two XIDs within a scrape read as one. "
+        "The exporter's events (each XID, within a second) stay the page",
+    ),
+    ModeRow(
+        "gpu-xid-host-log",
+        "a metric alarm on the kernel-log metric filter",
+        "the same",
+        "a log metric filter's count, not a series PromQL reads",
+    ),
+    ModeRow(
+        "gpu-silent",
+        "Metrics Insights on the silence check's series (one alarm)",
+        "the same",
+        "a GPU whose series stops is returned by an `unless` or `absent` query only while the "
+        "look back still holds it, then drops out and recovers to OK while still silent, and "
+        "a node scaled in would page; the silence check reads the running instances",
+    ),
+    ModeRow(
+        "gpu-lost, gpu-ecc-uncorrected, gpu-thermal-throttling, gpu-power-brake",
+        "Metrics Insights, one alarm per shard",
+        "the same",
+        "the exporter's gauges go by EMF to the GpuInsights namespace, which PromQL does not read",
+    ),
+    ModeRow(
+        "job-hung, job-loss-not-finite, job-loss-spike, job-throughput-collapsed",
+        "Metrics Insights, one alarm per job shard",
+        "the same",
+        "the training emitter's metrics go by EMF, which PromQL does not read",
+    ),
+)
+
+
+def mode_table() -> str:
+    """``ALARMS_BY_MODE`` as the Markdown table docs/alarms.md shows."""
+    rows = [
+        "| alarm kind | Classic | OTel mode | why |",
+        "| --- | --- | --- | --- |",
+        *(f"| {r.kinds} | {r.classic} | {r.otel} | {r.why} |" for r in ALARMS_BY_MODE),
+    ]
+    return "\n".join(rows) + "\n"
+
 
 #: Metrics Insights alarms look back at most three hours.
 MAX_INSIGHTS_WINDOW_MINUTES = MAX_WINDOW_MINUTES
@@ -79,6 +162,14 @@ class AlarmSettings:
     shards: int = 1
     #: The training job alarms' thresholds (cdk/alarms/jobs.py); None: no job alarms.
     jobs: JobAlarmSettings | None = field(default_factory=JobAlarmSettings)
+    #: OTel Container Insights mode: DCGM's series reach PromQL, and the alarms on them are
+    #: PromQL alarms (``promql_alarms``) in place of their Metrics Insights ones.
+    promql: bool = False
+
+    @property
+    def promql_low_power(self) -> bool:
+        """The low-power alarm is a PromQL alarm: OTel mode, and the GPUs' power known."""
+        return self.promql and self.gpu_instance_type is not None
 
     def __post_init__(self) -> None:
         if self.shards < 1:
@@ -274,7 +365,9 @@ def gpu_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
     """Every alarm the backtest replays: the per-GPU kinds once per shard, the cluster-level
     ones once, and the training job alarms once per job alarm shard."""
     shards = [str(i) for i in range(settings.shards)] if settings.exporter else ["0"]
-    per_gpu = [low_power_alarm(settings, shard) for shard in shards]
+    per_gpu = (
+        [] if settings.promql_low_power else [low_power_alarm(settings, shard) for shard in shards]
+    )
     if settings.exporter:
         per_gpu += [spec for shard in shards for spec in _per_gpu_exporter_alarms(settings, shard)]
     alarms = [_sharded(settings, spec) for spec in per_gpu]
@@ -372,10 +465,52 @@ def silence_check_alarm(settings: AlarmSettings) -> AlarmSpec:
 
 
 def deployed_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
-    """Every alarm the app deploys: the GPU alarms (what the backtest replays) and, with the
-    exporter, the silence check's heartbeat."""
+    """Every alarm the app deploys: the GPU alarms (what the backtest replays), the PromQL
+    alarms of OTel mode and, with the exporter, the silence check's heartbeat."""
     heartbeat = [silence_check_alarm(settings)] if settings.exporter else []
-    return [*gpu_alarms(settings), *heartbeat]
+    return [*gpu_alarms(settings), *promql_alarms(settings), *heartbeat]
+
+
+def promql_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
+    """OTel mode's PromQL alarms (the table above): one alarm per kind for every GPU."""
+    if not settings.promql_low_power:
+        return []
+    assert settings.gpu_instance_type is not None
+    power = gpu_power(settings.gpu_instance_type)
+    share = settings.low_power_percent
+    threshold = round(power.watts_per_gpu * share / 100, 1)
+    window = settings.low_power_window_minutes
+    query = low_power_query(settings.cluster_name, threshold, window)
+    return [
+        AlarmSpec(
+            key="gpu-low-power",
+            kind="gpu-low-power",
+            title="GPU in use but not working",
+            description=(
+                f"For {window} minutes a pod-held GPU's peak power stayed under {threshold:g} W "
+                f"({share:g}% of {power.gpu}'s {power.watts_per_gpu:g} W): a GPU held by a job "
+                "that does no work. Look for a job waiting on data, a hung rank, or a job that "
+                "finished without releasing its GPUs. Each contributor (the series' cluster, "
+                "node, gpu, namespace and pod labels) names the GPU and the pod."
+            ),
+            severity=Severity.WARNING,
+            metric=query,
+            period_s=query.evaluation_interval_s,
+            evaluation_periods=1,
+            datapoints_to_alarm=1,
+            threshold=threshold,
+            comparison=Comparison.LESS,
+            missing_data=MissingData.NOT_BREACHING,
+            missing_data_reason=(
+                "a GPU the query does not return is not breaching: no pod holds it, or it "
+                "works; absent for the recovery period, its contributor is OK"
+            ),
+        )
+    ]
+
+
+def is_promql(spec: AlarmSpec) -> bool:
+    return isinstance(spec.metric, PromQLQuery)
 
 
 def _xid_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
@@ -470,4 +605,5 @@ def alarm_sizing(settings: AlarmSettings, fleet_gpus: int) -> AlarmSizing:
         shards=sized.shards,
         insights_alarms=len(insights),
         job_alarms=len(jobs),
+        promql_alarms=len(promql_alarms(sized)),
     )

@@ -3,6 +3,7 @@
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from cdk.alarms.promql import PromQLQuery
 from dashboards.metrics_insights import insights_sql
 from gpu_insights_agent.contract.resource_names import alarm_name
 
@@ -98,6 +99,8 @@ class Difference:
 
 
 AlarmMetric = MetricStat | InsightsQuery | Difference
+#: What an alarm the app deploys watches: a metric alarm's, or a PromQL alarm's query.
+DeployedMetric = AlarmMetric | PromQLQuery
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,7 @@ class AlarmSpec:
     title: str
     description: str
     severity: Severity
-    metric: AlarmMetric
+    metric: DeployedMetric
     period_s: int
     evaluation_periods: int
     datapoints_to_alarm: int
@@ -130,7 +133,10 @@ class AlarmSpec:
 
     @property
     def multi_series(self) -> bool:
-        """One contributor per series the query returns (a Metrics Insights GROUP BY)."""
+        """One contributor per series the query returns (a Metrics Insights GROUP BY, or a
+        PromQL alarm, whose every returned series is one)."""
+        if isinstance(self.metric, PromQLQuery):
+            return True
         return isinstance(self.metric, InsightsQuery) and bool(self.metric.group_by)
 
     def alarm_name(self, cluster_name: str) -> str:

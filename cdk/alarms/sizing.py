@@ -56,6 +56,8 @@ class AlarmSizing:
     quota: int = INSIGHTS_ALARM_QUOTA
     #: Of them, the training job alarms (a fixed count: one per job alarm shard and kind).
     job_alarms: int = 0
+    #: OTel mode's PromQL alarms besides (one per kind whatever the fleet; not in this quota).
+    promql_alarms: int = 0
 
     @property
     def fits_default_quota(self) -> bool:
@@ -68,4 +70,9 @@ class AlarmSizing:
             + (f"({self.job_alarms} of them for training jobs) " if self.job_alarms else "")
             + f"of the default quota of {self.quota} per Region"
             + ("" if self.fits_default_quota else " (raise the quota first)")
+            + (
+                f", and {self.promql_alarms} PromQL alarm(s), unsharded"
+                if self.promql_alarms
+                else ""
+            )
         )

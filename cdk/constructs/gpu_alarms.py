@@ -13,6 +13,7 @@ from constructs import Construct
 
 from cdk.alarms.jobs import JOB_ALARM_KINDS
 from cdk.alarms.model import AlarmSpec, Difference, InsightsQuery, MetricStat
+from cdk.alarms.promql import PromQLQuery
 from cdk.outputs import FLEET_HEALTH_ALARM_KEY
 from gpu_insights_agent.contract.resource_names import alarm_name
 
@@ -69,6 +70,37 @@ def alarm_metric_properties(spec: AlarmSpec) -> dict[str, Any]:
     }
 
 
+def _description(spec: AlarmSpec, missing: str) -> str:
+    return f"[{spec.severity}] {spec.alarm_kind}: {spec.description} {missing}"[:1024]
+
+
+def _promql_alarm(
+    scope: Construct, cluster_name: str, spec: AlarmSpec, query: PromQLQuery
+) -> cloudwatch.CfnAlarm:
+    """A PromQL alarm: ``EvaluationCriteria.PromQLCriteria`` and ``EvaluationInterval``, and
+    no metric, threshold or comparison ("Create an alarm using a PromQL query", CLI example:
+    ``--evaluation-criteria '{"PromQLCriteria":{"Query":...}}' --evaluation-interval 60``,
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Create_PromQL_Alarm.html)."""
+    return cloudwatch.CfnAlarm(
+        scope,
+        spec.key,
+        alarm_name=spec.alarm_name(cluster_name),
+        alarm_description=_description(
+            spec,
+            f"A GPU the query stops returning is OK after {query.recovery_period_s} s "
+            f"({spec.missing_data_reason}).",
+        ),
+        evaluation_criteria=cloudwatch.CfnAlarm.EvaluationCriteriaProperty(
+            prom_ql_criteria=cloudwatch.CfnAlarm.AlarmPromQLCriteriaProperty(
+                query=query.query,
+                pending_period=query.pending_period_s,
+                recovery_period=query.recovery_period_s,
+            )
+        ),
+        evaluation_interval=query.evaluation_interval_s,
+    )
+
+
 class GpuAlarms(Construct):
     """Attributes: ``alarms`` (key -> CfnAlarm), ``composite``."""
 
@@ -84,15 +116,16 @@ class GpuAlarms(Construct):
         self.alarms: dict[str, cloudwatch.CfnAlarm] = {}
         for spec in specs:
             missing = f"Missing data: {spec.missing_data} ({spec.missing_data_reason})."
+            if isinstance(spec.metric, PromQLQuery):
+                self.alarms[spec.key] = _promql_alarm(self, cluster_name, spec, spec.metric)
+                continue
             self.alarms[spec.key] = cloudwatch.CfnAlarm(
                 self,
                 spec.key,
                 alarm_name=spec.alarm_name(cluster_name),
                 # "[severity] kind:" first, so a reader maps any shard's alarm to its kind and
                 # topic without a lookup; contributors name cluster, node and GPU.
-                alarm_description=(
-                    f"[{spec.severity}] {spec.alarm_kind}: {spec.description} {missing}"
-                )[:1024],
+                alarm_description=_description(spec, missing),
                 comparison_operator=str(spec.comparison),
                 threshold=spec.threshold,
                 evaluation_periods=spec.evaluation_periods,

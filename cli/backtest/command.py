@@ -7,13 +7,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cdk.alarms.catalog import SILENT_ALARM, gpu_alarms
+from cdk.alarms.catalog import SILENT_ALARM, gpu_alarms, promql_alarms
+from cdk.alarms.model import AlarmSpec
+from cdk.alarms.promql import PromQLQuery
 from cdk.function_configs import silence_config
 from cdk.settings import settings_from_context
 from cli.backtest.cloudwatch_history import fetch_samples
 from cli.backtest.engine import BacktestResult, backtest, history_end, report
 from cli.backtest.evaluator import Transition
 from cli.backtest.history import Sample, read_history
+from cli.backtest.promql_alarm import Transition as PromQLTransition
+from cli.backtest.promql_alarm import as_json as promql_json
+from cli.backtest.promql_alarm import replay_range
+from cli.backtest.promql_alarm import report as promql_report
 from cli.backtest.silence_history import NOTE, derive_silence, has_silence
 from cli.settings_args import add_settings_arguments, context_from_args
 from gpu_insights_agent.contract.metrics import DIM_CLUSTER
@@ -112,6 +118,9 @@ def _no_cluster(sample: Sample) -> bool:
 def run(args: argparse.Namespace) -> str:
     settings = settings_from_context(context_from_args(args))
     specs = gpu_alarms(settings.alarm_settings())
+    #: OTel mode's PromQL alarms: replayed through CloudWatch's PromQL API (--cloudwatch).
+    promql_specs = promql_alarms(settings.alarm_settings())
+    promql: list[tuple[AlarmSpec, list[PromQLTransition]]] = []  # replayed with --cloudwatch
     notes: dict[str, str] = {}
     start, end = _time(args.start, "start"), _time(args.end, "end")
     #: Where each end of the range came from, for an error that names it.
@@ -124,6 +133,12 @@ def run(args: argparse.Namespace) -> str:
             start, origin["start"] = min(s.timestamp for s in samples), "the history's first sample"
         if end is None:
             end, origin["end"] = history_end(specs, samples), "the history's last sample"
+        notes |= {
+            spec.key: f"{spec.key} is a PromQL alarm: it reads DCGM's series through "
+            "CloudWatch's PromQL API, which a history file does not hold; replay it with "
+            "--cloudwatch"
+            for spec in promql_specs
+        }
         if not has_silence(samples):
             # The exporter's documents alone: the silence check's rule, run over them.
             first = min(s.timestamp for s in samples)
@@ -141,9 +156,9 @@ def run(args: argparse.Namespace) -> str:
         start = start if start is not None else end - args.hours * 3600
         # --region, else the deployment's region setting, else the standard chain's.
         session = new_session(profile_name=args.profile, region_name=args.region or settings.region)
-        samples = fetch_samples(
-            client("cloudwatch", session=session, config=INTERACTIVE), specs, start=start, end=end
-        )
+        cloudwatch = client("cloudwatch", session=session, config=INTERACTIVE)
+        samples = fetch_samples(cloudwatch, specs, start=start, end=end)
+        promql = _replay_promql(cloudwatch, promql_specs, start, end)
     if end <= start:
         raise ValueError(
             f"the replayed range ends ({_iso(end)}, {origin['end']}) before it starts "
@@ -156,8 +171,31 @@ def run(args: argparse.Namespace) -> str:
         )
     results = backtest(specs, samples, start=start, end=end)
     if args.json:
-        return _as_json(results, notes)
-    return report(results, start=start, end=end) + "".join(f"\n\n{n}" for n in notes.values())
+        document = json.loads(_as_json(results, notes))
+        document += [promql_json(spec, transitions) for spec, transitions in promql]
+        return json.dumps(document, indent=2)
+    return (
+        report(results, start=start, end=end)
+        + "".join(f"\n\n{promql_report(spec, transitions)}" for spec, transitions in promql)
+        + "".join(f"\n\n{n}" for n in notes.values())
+    )
+
+
+def _replay_promql(
+    cloudwatch: Any, specs: list[AlarmSpec], start: float, end: float
+) -> list[tuple[AlarmSpec, list[PromQLTransition]]]:
+    """Each PromQL alarm replayed by CloudWatch's PromQL API (its range queries, signed as the
+    CloudWatch client's calls are)."""
+    from lambdas.shared.promql import promql_for
+
+    if not specs or end <= start:
+        return []
+    engine = promql_for(cloudwatch)
+    out = []
+    for spec in specs:
+        assert isinstance(spec.metric, PromQLQuery)
+        out.append((spec, replay_range(engine, spec.metric, start, end)))
+    return out
 
 
 def _iso(epoch: float) -> str:

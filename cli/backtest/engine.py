@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from cdk.alarms.model import AlarmMetric, AlarmSpec, Difference, InsightsQuery, MetricStat
+from cdk.alarms.promql import PromQLQuery
 from cli.backtest.evaluator import (
     EXTRA_PERIODS,
     AlarmState,
@@ -127,15 +128,18 @@ def backtest(
     index = SampleIndex(samples)
     results = []
     for spec in specs:
+        metric = spec.metric
+        if isinstance(metric, PromQLQuery):  # replayed by cli/backtest/promql_alarm.py
+            raise ValueError(f"{spec.key} is a PromQL alarm: replay it with promql_alarm.replay")
         reach = spec.evaluation_periods + EXTRA_PERIODS  # the first evaluation's range
         earliest = start - start % spec.period_s - spec.period_s * reach
-        in_window = [s for s in index.for_metric(spec.metric) if earliest <= s.timestamp < end]
-        series = alarm_values(spec.metric, in_window, spec.period_s)
+        in_window = [s for s in index.for_metric(metric) if earliest <= s.timestamp < end]
+        series = alarm_values(metric, in_window, spec.period_s)
         if isinstance(series, Contributors):
             outcome = evaluate_contributors(spec, series, start=start, end=end)
             # Said only when nothing matched: the exporter's own cluster-wide copies of the
             # metric never match a per-GPU query, and are no mistake.
-            unmatched = () if in_window else index.unmatched(spec.metric)
+            unmatched = () if in_window else index.unmatched(metric)
             results.append(_multi(spec, series, outcome, unmatched))
             continue
         results.append(

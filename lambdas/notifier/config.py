@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Final, cast, get_args
 
 from lambdas.notifier.notification import Severity
-from lambdas.shared.config import PAIRS, TEXT, Codec, FunctionConfig, variable
+from lambdas.shared.config import NAMES, PAIRS, TEXT, Codec, FunctionConfig, variable
 
 
 def _kinds(raw: str) -> dict[str, tuple[Severity, str]]:
@@ -40,6 +40,9 @@ class NotifierConfig(FunctionConfig):
     #: Alarm kind -> (severity, title), by kind, not by shard: one entry per kind whatever
     #: the fleet (Lambda's 4 KB of environment would not hold one per alarm at 10,000 GPUs).
     alarm_kinds: dict[str, tuple[Severity, str]] = variable("ALARM_KINDS", ALARM_KINDS)
+    #: The kinds deployed as PromQL alarms (OTel mode): each GPU comes as a contributor event,
+    #: so the alarm's own event is no page. None: none (Classic).
+    promql_alarm_kinds: tuple[str, ...] | None = variable("PROMQL_ALARM_KINDS", NAMES, default=None)
     #: The SSM SecureString parameter holding a chat webhook's URL (lambdas/notifier/webhook.py):
     #: its name, never the URL, which carries the webhook's token. None: SNS alone.
     webhook_url_parameter: str | None = variable("WEBHOOK_URL_PARAMETER", TEXT, default=None)

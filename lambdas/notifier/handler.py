@@ -62,6 +62,7 @@ def deployment(config: NotifierConfig) -> Deployment:
         region=config.region,
         gpu_dashboard=config.gpu_dashboard,
         alarm_kinds=config.alarm_kinds,
+        promql_kinds=frozenset(config.promql_alarm_kinds or ()),
     )
 
 

@@ -13,6 +13,11 @@ https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-and-ev
   the series' GROUP BY values: cluster, node and GPU here) and its own ``state``. A contributor
   is only ever in ALARM or OK
   (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Acting_Alarm_Changes.html).
+  A PromQL alarm's contributors come the same way: "Each returned time series is a
+  contributor, identified by its unique set of attributes" (alarm-promql.html), and a
+  contributor's attributes are "A map of attributes that describe the contributor, such as
+  metric dimensions and other identifying characteristics" (API_AlarmContributor.html): the
+  series' labels, DCGM's node, GPU, namespace and pod here.
 
 One incident is one GPU going into ALARM. So a contributor's ALARM is an incident; the alarm's
 own ALARM is one only where it has no contributors (a single-series alarm), else the same GPU
@@ -39,6 +44,7 @@ from gpu_insights_agent.contract.xid import XidSeverity
 from lambdas.notifier.links import alarm_url, gpu_dashboard_url
 from lambdas.notifier.messages import XidGroup
 from lambdas.notifier.notification import Incident, Severity
+from lambdas.shared.dcgm import CLOUDWATCH as DCGM_LABELS
 
 ALARM_STATE_CHANGE: Final = "CloudWatch Alarm State Change"
 CONTRIBUTOR_STATE_CHANGE: Final = "CloudWatch Alarm Contributor State Change"
@@ -76,6 +82,8 @@ class Deployment:
     gpu_dashboard: str
     #: Alarm kind (the key in its name) -> (severity, title), from the alarm catalog.
     alarm_kinds: dict[str, tuple[Severity, str]]
+    #: The kinds deployed as PromQL alarms: every series is a contributor with its own event.
+    promql_kinds: frozenset[str] = frozenset()
 
     @property
     def alarm_prefix(self) -> str:
@@ -232,10 +240,18 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
         attributes = {str(k): str(v) for k, v in contributor["attributes"].items()}
         contributor_id = str(contributor.get("id", ""))
     severity, title = deployment.alarm_kinds[kind]
-    node = attributes.get(DIM_NODE, "")
-    gpu = attributes.get(DIM_GPU_INDEX, "")
+    # A Metrics Insights contributor's GROUP BY dimensions, or a PromQL contributor's series
+    # labels: DCGM's, which name the node, GPU and pod (lambdas/shared/dcgm.py).
+    node = attributes.get(DIM_NODE) or attributes.get(DCGM_LABELS.node, "")
+    gpu = attributes.get(DIM_GPU_INDEX) or attributes.get(DCGM_LABELS.gpu, "")
     # Pod identity in Container Insights' per-pod GPU series (the alarms without the exporter).
-    pods = (attributes[DIM_FULL_POD_NAME],) if DIM_FULL_POD_NAME in attributes else ()
+    pods: tuple[str, ...] = ()
+    if DIM_FULL_POD_NAME in attributes:
+        pods = (attributes[DIM_FULL_POD_NAME],)
+    elif DCGM_LABELS.pod in attributes:
+        namespace = attributes.get(DCGM_LABELS.namespace)
+        pod = attributes[DCGM_LABELS.pod]
+        pods = (f"{namespace}/{pod}" if namespace else pod,)
     where = f" on {node} GPU {gpu}" if node and gpu else (f" on {pods[0]}" if pods else "")
     if node and gpu == ALL_GPUS:  # the silence check's series for a node that sent nothing
         where = f" on {node}, all its GPUs"
@@ -255,7 +271,9 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
         kind=kind,
         title=f"{title}{where}",
         what=what,
-        cluster=attributes.get(DIM_CLUSTER, deployment.cluster),
+        cluster=attributes.get(DIM_CLUSTER)
+        or attributes.get(DCGM_LABELS.cluster)
+        or deployment.cluster,
         node=node or "not named (a cluster-wide series)",
         gpu=gpu or "not named (a cluster-wide series)",
         pods=pods,
@@ -285,7 +303,9 @@ def _not_paged(
         # The rule matches by prefix, so cluster train-eu's alarms reach cluster train's
         # notifier (gpu-insights-train-eu-gpu-lost): only this deployment's own names page.
         return f"{name} is no alarm of this deployment ({kind!r} is not its kind)"
-    if detail_type == ALARM_STATE_CHANGE and _has_contributors(detail):
+    if detail_type == ALARM_STATE_CHANGE and (
+        kind in deployment.promql_kinds or _has_contributors(detail)
+    ):
         return f"{name}: each GPU in ALARM comes as its own contributor event"
     muted = _muted(detail, state)
     return f"{name}: {muted}" if muted else None

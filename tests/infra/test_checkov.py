@@ -20,6 +20,12 @@ from tests.infra.conftest import Synth
 from tests.infra.test_security_review import FULL
 
 REPO = Path(__file__).resolve().parents[2]
+#: OTel mode with the GPUs' power known: its low-power alarm is a PromQL alarm.
+OTEL_PROMQL = {
+    "cluster_name": "train",
+    "container_insights_mode": "otel",
+    "gpu_instance_type": "p5.48xlarge",
+}
 
 
 def checkov_binary() -> str:
@@ -52,7 +58,9 @@ def run_checkov(directory: str) -> list[dict[str, Any]]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "context", [{"cluster_name": "train"}, FULL], ids=["default", "all-options"]
+    "context",
+    [{"cluster_name": "train"}, FULL, OTEL_PROMQL],
+    ids=["default", "all-options", "otel-promql-alarms"],
 )
 def test_checkov_passes_on_every_template(synth: Synth, context: dict[str, str]) -> None:
     stacks = synth(context)

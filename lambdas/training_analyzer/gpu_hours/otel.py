@@ -26,9 +26,9 @@ name otherwise, from which workloads.job_of names its job as in Classic.
 """
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
+from lambdas.shared.dcgm import CLOUDWATCH, DCGM_POWER, DCGM_UTIL, DcgmLabels
 from lambdas.shared.promql import PromQLClient, Series, quote_label
 from lambdas.training_analyzer.gpu_hours.attribution import GpuHour, GpuKey, Hold
 from lambdas.training_analyzer.gpu_hours.aws import (
@@ -39,35 +39,11 @@ from lambdas.training_analyzer.gpu_hours.aws import (
     samples_per_hour,
 )
 
-#: dcgm-exporter's metric names, as the add-on sends them.
-DCGM_UTIL: Final = "DCGM_FI_DEV_GPU_UTIL"
-DCGM_POWER: Final = "DCGM_FI_DEV_POWER_USAGE"
 #: The add-on scrapes DCGM every ``otelContainerInsights.metricResolution`` ("30s").
 SAMPLES_PER_HOUR: Final = 120
 #: Evaluated a millisecond before each hour's end, an hour's ``[1h]`` range holds that hour's
 #: samples, whether the engine's range is closed at its start (Prometheus 2) or open (3).
 _EDGE: Final = 0.001
-
-
-@dataclass(frozen=True)
-class DcgmLabels:
-    """The label names of a DCGM series where it is stored (CloudWatch's by default)."""
-
-    cluster: str = "@resource.k8s.cluster.name"
-    node: str = "@resource.k8s.node.name"
-    namespace: str = "@resource.k8s.namespace.name"
-    pod: str = "@resource.k8s.pod.name"
-    #: dcgm-exporter's own label: the GPU's index.
-    gpu: str = "gpu"
-    job: str = "@resource.k8s.job.name"
-    deployment: str = "@resource.k8s.deployment.name"
-    daemonset: str = "@resource.k8s.daemonset.name"
-
-    def owners(self) -> tuple[str, str, str]:
-        return self.job, self.deployment, self.daemonset
-
-
-CLOUDWATCH: Final = DcgmLabels()
 
 
 class OtelQueries:

@@ -5,7 +5,7 @@ the pod's labels on the samples of the hours a pod holds the GPU; a lost GPU sen
 from collections.abc import Iterator
 
 from cli.demo_week import GPUS, HOURS, POWER_LIMIT_W, THIS_WEEK, WeekPlan, _behaviour
-from lambdas.training_analyzer.gpu_hours.otel import DCGM_POWER, DCGM_UTIL
+from lambdas.shared.dcgm import DCGM_POWER, DCGM_UTIL
 from tests.prometheus import Sample
 from tests.realistic import otel
 

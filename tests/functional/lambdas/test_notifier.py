@@ -13,7 +13,13 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from cdk.alarms.catalog import AlarmSettings, gpu_alarms, low_power_alarm
+from cdk.alarms.catalog import (
+    AlarmSettings,
+    deployed_alarms,
+    gpu_alarms,
+    low_power_alarm,
+    promql_alarms,
+)
 from gpu_insights_agent.contract.metrics import exporter_log_group
 from gpu_insights_agent.emf.sinks import BufferedSender
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
@@ -26,7 +32,13 @@ from lambdas.notifier.sent_ledger import LedgerError
 from lambdas.notifier.webhook import WEBHOOK, WebhookChannel, url_from_parameter
 from tests.functional.lambdas.iam import Principal, resolve, role_statements, run_as_role, without
 from tests.unit.agent.exporter.nvml_trace import Clock, trace_lines
-from tests.unit.lambdas.notifier.events import NODE, low_power_contributor
+from tests.unit.lambdas.notifier.events import (
+    AWS_CONTRIBUTOR_EXAMPLE,
+    NODE,
+    alarm_level,
+    as_promql_contributor,
+    low_power_contributor,
+)
 from tests.unit.lambdas.notifier.webhook_server import webhook_server
 
 HANDLER = "lambdas.notifier.handler.handler"
@@ -274,6 +286,30 @@ def test_a_gpu_contributor_in_alarm_is_one_message_naming_its_pods(
     # EventBridge delivers at least once: the same event again is no second page.
     assert notifier.handler(event, None)["published"] == 0
     assert _messages(aws, "warning") == []
+
+
+def test_otel_modes_promql_contributor_is_one_message_naming_gpu_node_and_pod(
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OTel mode's low-power PromQL alarm: the contributor's series labels name the pod, so
+    the page names it without a read of the exporter's log; the alarm's own event pages
+    nothing, and the same event again nothing either."""
+    otel = AlarmSettings(cluster_name="train", promql=True, gpu_instance_type="p5.48xlarge")
+    kinds = {s.kind: [str(s.severity), s.title] for s in deployed_alarms(otel)}
+    monkeypatch.setenv("ALARM_KINDS", json.dumps(kinds))
+    monkeypatch.setenv("PROMQL_ALARM_KINDS", "gpu-low-power")
+    _as_role(aws, templates, monkeypatch)
+    (spec,) = promql_alarms(otel)
+    event = as_promql_contributor(
+        AWS_CONTRIBUTOR_EXAMPLE, "gpu-insights-train-gpu-low-power", spec.description
+    )
+    assert notifier.handler(alarm_level(event), None)["incidents"] == 0
+    assert notifier.handler(event, None) == {"incidents": 1, "published": 1, "unreadable": 0}
+    (message,) = _messages(aws, "warning")
+    assert message["Subject"] == f"[WARNING] GPU in use but not working on {NODE} GPU 5"
+    assert "Pods:          nlp/bert-data-bound-worker-0" in message["Message"]
+    assert notifier.handler(event, None)["published"] == 0
+    assert _messages(aws, "critical") == []
 
 
 def test_an_alarm_returning_to_ok_sends_nothing(aws: dict[str, Any]) -> None:

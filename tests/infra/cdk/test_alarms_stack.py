@@ -378,3 +378,52 @@ def test_a_chat_webhook_is_read_from_its_one_parameter(synth: Synth) -> None:
         )
     ]
     assert "WEBHOOK_URL_PARAMETER" not in json.dumps(_template(synth).to_json())
+
+
+#: OTel Container Insights mode with the GPUs' power known (H100s, 700 W each).
+OTEL = {**PROD, "container_insights_mode": "otel", "gpu_instance_type": "p5.48xlarge"}
+
+
+def test_otel_mode_alarms_on_low_power_with_one_promql_alarm_for_every_gpu(synth: Synth) -> None:
+    """In place of the low-power Metrics Insights alarm (one per shard): one PromQL alarm on
+    DCGM's power of pod-held GPUs, its EvaluationCriteria.PromQLCriteria and
+    EvaluationInterval as PutMetricAlarm takes them, no metric, threshold or action."""
+    template = _template(synth, {**OTEL, "fleet_gpus": "2000"})  # 5 shards
+    alarms = _alarms(template)
+    assert not [n for n in alarms if n.startswith("gpu-low-power-shard")]
+    low = alarms["gpu-low-power"]
+    criteria = low["EvaluationCriteria"]["PromQLCriteria"]
+    assert criteria["Query"] == (
+        'max by ("@resource.k8s.cluster.name", "@resource.k8s.node.name", gpu, '
+        '"@resource.k8s.namespace.name", "@resource.k8s.pod.name") '
+        '(max_over_time({__name__="DCGM_FI_DEV_POWER_USAGE", '
+        '"@resource.k8s.cluster.name"="train-prod", "@resource.k8s.pod.name"!=""}[5m])) < 210'
+    )  # 30% of the H100's 700 W
+    # An hour under it: the first breach once a whole 5-minute range is under, then 55 min.
+    assert criteria["PendingPeriod"] == 3300
+    assert criteria["RecoveryPeriod"] == 300
+    assert low["EvaluationInterval"] == 60
+    assert not {"MetricName", "Metrics", "Threshold", "ComparisonOperator"} & set(low)
+    assert not {"AlarmActions", "OKActions", "InsufficientDataActions"} & set(low)
+    assert low["AlarmDescription"].startswith("[warning] gpu-low-power: ")
+    # The exporter's per-GPU alarms stay sharded: their gauges go by EMF, not to PromQL.
+    assert "gpu-lost-shard-04" in alarms
+    assert "gpu-silent" in alarms
+    (composite,) = template.find_resources("AWS::CloudWatch::CompositeAlarm").values()
+    assert 'ALARM("gpu-insights-train-prod-gpu-low-power")' in composite["Properties"]["AlarmRule"]
+
+
+def test_otel_mode_without_the_gpus_power_keeps_the_exporters_low_power_alarm(
+    synth: Synth,
+) -> None:
+    """DCGM's power limit is not among the add-on's counters: without gpu_instance_type the
+    limit is the exporter's, and so is the alarm."""
+    alarms = _alarms(_template(synth, {**PROD, "container_insights_mode": "otel"}))
+    assert "EvaluationCriteria" not in alarms["gpu-low-power"]
+    assert "gpu_allocated_power_utilization" in alarms["gpu-low-power"]["Metrics"][0]["Expression"]
+
+
+def test_cfn_lint_passes_on_the_otel_mode_alarms_stack(synth: Synth) -> None:
+    template = json.dumps(_template(synth, OTEL).to_json())
+    matches = lint(template, regions=["eu-west-1"])
+    assert [str(m) for m in matches if m.rule.id.startswith("E")] == []

@@ -26,6 +26,9 @@ CONTEXT = {
     "training_data_sources": "train-data",
     "exporter_interval_seconds": "300",
     "webhook_url_parameter": "/gpu-insights/train-prod/webhook",
+    # OTel mode with the GPUs' power known: the notifier is told its PromQL alarm kinds.
+    "container_insights_mode": "otel",
+    "gpu_instance_type": "p5.48xlarge",
 }
 #: Each handler of the app and the declaration of its environment.
 DECLARED: dict[str, type[FunctionConfig]] = {
@@ -70,6 +73,7 @@ def test_the_settings_values_reach_each_function(synth: Synth) -> None:
     assert "gpu-insights-train-prod-gpu-low-power" in report["ALARM_KIND_NAMES"].split(",")
     notifier = environments["lambdas.notifier.handler.handler"]
     assert "gpu-low-power" in notifier["ALARM_KINDS"]
+    assert notifier["PROMQL_ALARM_KINDS"] == "gpu-low-power"
     assert notifier["WEBHOOK_URL_PARAMETER"] == "/gpu-insights/train-prod/webhook"
     silence = environments["lambdas.silence_check.handler.handler"]
     # Three 300-second cycles; the exporter's DaemonSet runs on amd64 nodes only.

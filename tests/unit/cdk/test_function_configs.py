@@ -117,9 +117,10 @@ def _variables(config: type[FunctionConfig], *, runtime: bool = True) -> set[str
 
 
 def _optional(config: type[FunctionConfig]) -> set[str]:
-    """Variables a config may leave unset (None): the failure queue, the construct's, and the
-    notifier's webhook, a channel the demo does not use."""
-    optional = ("failure_queue_url", "webhook_url_parameter")
+    """Variables a config may leave unset (None): the failure queue, the construct's, the
+    notifier's webhook, a channel the demo does not use, and its PromQL alarm kinds, which
+    Classic has none of."""
+    optional = ("failure_queue_url", "webhook_url_parameter", "promql_alarm_kinds")
     return {v.name for n, v in config.variables().items() if n in optional}
 
 

@@ -174,3 +174,33 @@ def alarm_level(contributor_event: dict[str, Any]) -> dict[str, Any]:
     event["detail-type"] = "CloudWatch Alarm State Change"
     del event["detail"]["alarmContributor"]
     return event
+
+
+#: A PromQL alarm contributor's attributes: its series' labels as the low-power alarm's query
+#: returns them (``max by`` cluster, node, GPU, namespace and pod: cdk/alarms/promql.py), under
+#: CloudWatch's PromQL names (lambdas/shared/dcgm.py). The pod is the data-bound BERT job's
+#: rank of the realistic model (cli/demo_week.py).
+PROMQL_LOW_POWER_LABELS = {
+    "@resource.k8s.cluster.name": "train",
+    "@resource.k8s.node.name": NODE,
+    "gpu": "5",
+    "@resource.k8s.namespace.name": "nlp",
+    "@resource.k8s.pod.name": "bert-data-bound-worker-0",
+}
+
+
+def as_promql_contributor(example: dict[str, Any], name: str, query: str) -> dict[str, Any]:
+    """AWS's contributor example as OTel mode's low-power PromQL alarm would send it: the
+    alarm's name, and its contributor's attributes the series' labels. The stored User Guide
+    shows no PromQL alarm's event, so what else a PromQL alarm's event carries is not known
+    here: the metrics list (a PromQL alarm has none; ``EvaluationCriteria`` holds its query)
+    is left out, and the notifier reads neither it nor the reason to name the GPU."""
+    event = copy.deepcopy(example)
+    event["resources"] = [f"arn:aws:cloudwatch:{REGION}:{ACCOUNT}:alarm:{name}"]
+    detail = event["detail"]
+    detail["alarmName"] = name
+    detail["alarmContributor"]["attributes"] = dict(PROMQL_LOW_POWER_LABELS)
+    del detail["muteDetail"]
+    del detail["configuration"]["metrics"]
+    detail["configuration"]["description"] = query
+    return event

@@ -10,7 +10,14 @@ from urllib.parse import unquote
 import jsonschema
 import pytest
 
-from cdk.alarms.catalog import AlarmSettings, gpu_alarms, low_power_alarm, silence_check_alarm
+from cdk.alarms.catalog import (
+    AlarmSettings,
+    deployed_alarms,
+    gpu_alarms,
+    low_power_alarm,
+    promql_alarms,
+    silence_check_alarm,
+)
 from cdk.alarms.model import InsightsQuery
 from dashboards.bodies import gpu_node
 from gpu_insights_agent.emf.sinks import BufferedSender
@@ -45,6 +52,7 @@ from tests.unit.lambdas.notifier.events import (
     SINGLE_METRIC,
     alarm_level,
     as_gpu_contributor,
+    as_promql_contributor,
     low_power_contributor,
 )
 
@@ -307,6 +315,55 @@ def test_aws_documented_contributor_event_of_a_gpu_alarm_names_cluster_node_and_
     alarm = alarm_level(event)
     alarm["detail"]["state"]["reason"] = "6 out of 6 time series evaluated to ALARM"
     assert isinstance(from_alarm_event(alarm, DEPLOYMENT), Skipped)
+
+
+OTEL = AlarmSettings(cluster_name="train", promql=True, gpu_instance_type="p5.48xlarge")
+(PROMQL_LOW_POWER,) = promql_alarms(OTEL)
+OTEL_DEPLOYMENT = replace(
+    DEPLOYMENT,
+    alarm_kinds={s.kind: (str(s.severity), s.title) for s in deployed_alarms(OTEL)},  # type: ignore[misc]
+    promql_kinds=frozenset({PROMQL_LOW_POWER.kind}),
+)
+
+
+def test_a_promql_contributor_names_the_gpu_node_and_pod_from_its_series_labels() -> None:
+    """OTel mode's low-power PromQL alarm: its contributor's attributes are the series'
+    labels, so the page names the GPU, its node and the pod that holds it, with no pod lookup
+    in the exporter's log."""
+    event = as_promql_contributor(
+        AWS_CONTRIBUTOR_EXAMPLE, "gpu-insights-train-gpu-low-power", PROMQL_LOW_POWER.description
+    )
+    incident = from_alarm_event(event, OTEL_DEPLOYMENT)
+    assert isinstance(incident, Incident)
+    assert (incident.cluster, incident.node, incident.gpu) == ("train", NODE, "5")
+    assert incident.pods == ("nlp/bert-data-bound-worker-0",)
+    assert incident.title == f"GPU in use but not working on {NODE} GPU 5"
+    assert incident.kind == "gpu-low-power"
+    assert incident.severity == "warning"
+    assert "210 W" in incident.action  # the description names the threshold in watts
+    text = render_text(incident)
+    for line in ("Cluster:       train", f"Node:          {NODE}", "GPU:           5"):
+        assert line in text, text
+    assert "nlp/bert-data-bound-worker-0" in text
+    # Its return to OK is no page.
+    event["detail"]["state"]["value"] = "OK"
+    assert isinstance(from_alarm_event(event, OTEL_DEPLOYMENT), Skipped)
+
+
+def test_a_promql_alarms_own_state_change_is_no_second_page() -> None:
+    """Every series a PromQL alarm returns is a contributor with its own event; the alarm's
+    own ALARM would page the same GPU twice, whatever its configuration lists."""
+    event = as_promql_contributor(
+        AWS_CONTRIBUTOR_EXAMPLE, "gpu-insights-train-gpu-low-power", PROMQL_LOW_POWER.description
+    )
+    alarm = alarm_level(event)
+    skipped = from_alarm_event(alarm, OTEL_DEPLOYMENT)
+    assert isinstance(skipped, Skipped)
+    assert "contributor event" in skipped.reason
+    # Without knowing the kind is a PromQL alarm's, the event would have paged.
+    assert isinstance(
+        from_alarm_event(alarm, replace(OTEL_DEPLOYMENT, promql_kinds=frozenset())), Incident
+    )
 
 
 def test_a_silent_node_pages_critical_naming_the_node_and_how_many_gpus() -> None:

@@ -4,7 +4,8 @@ naming of resource attributes)."""
 
 from dataclasses import fields
 
-from lambdas.training_analyzer.gpu_hours.otel import CLOUDWATCH, DCGM_POWER, DCGM_UTIL, OtelQueries
+from lambdas.shared.dcgm import CLOUDWATCH, DCGM_POWER, DCGM_UTIL
+from lambdas.training_analyzer.gpu_hours.otel import OtelQueries
 from tests.realistic import otel
 from tests.realistic import pods as k8s
 

@@ -1,0 +1,39 @@
+"""DCGM's series as OTel Container Insights sends them: dcgm-exporter's metric names and the
+label names CloudWatch's PromQL gives their pod, node and GPU. One declaration for every reader:
+the GPU-hour attribution, the PromQL alarms (cdk/alarms/promql.py) and the notifier, which names
+a PromQL alarm contributor's GPU by these labels.
+
+CloudWatch exposes an OTLP resource attribute as ``@resource.<name>`` and a datapoint attribute
+bare ("PromQL querying", CloudWatch-PromQL-Querying.html: "attributes use a single-@ scope
+prefix, for example, @resource.service.name. Datapoint attributes also support bare
+(un-prefixed) access"); the add-on promotes dcgm-exporter's pod, namespace and container to
+resource attributes and sets the node and cluster (tests/realistic/otel.py).
+"""
+
+from dataclasses import dataclass
+from typing import Final
+
+#: dcgm-exporter's metric names, as the add-on sends them.
+DCGM_UTIL: Final = "DCGM_FI_DEV_GPU_UTIL"
+DCGM_POWER: Final = "DCGM_FI_DEV_POWER_USAGE"
+
+
+@dataclass(frozen=True)
+class DcgmLabels:
+    """The label names of a DCGM series where it is stored (CloudWatch's by default)."""
+
+    cluster: str = "@resource.k8s.cluster.name"
+    node: str = "@resource.k8s.node.name"
+    namespace: str = "@resource.k8s.namespace.name"
+    pod: str = "@resource.k8s.pod.name"
+    #: dcgm-exporter's own label: the GPU's index.
+    gpu: str = "gpu"
+    job: str = "@resource.k8s.job.name"
+    deployment: str = "@resource.k8s.deployment.name"
+    daemonset: str = "@resource.k8s.daemonset.name"
+
+    def owners(self) -> tuple[str, str, str]:
+        return self.job, self.deployment, self.daemonset
+
+
+CLOUDWATCH: Final = DcgmLabels()

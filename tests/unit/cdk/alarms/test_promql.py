@@ -1,0 +1,83 @@
+"""OTel mode's PromQL alarms: which alarm becomes one, what it asks of CloudWatch within
+AlarmPromQLCriteria's limits, and how many Metrics Insights alarms it takes off the quota."""
+
+from pathlib import Path
+
+import pytest
+
+from cdk.alarms.catalog import (
+    AlarmSettings,
+    alarm_sizing,
+    deployed_alarms,
+    gpu_alarms,
+    mode_table,
+    promql_alarms,
+)
+from cdk.alarms.promql import PromQLAlarmError, PromQLQuery, low_power_query
+
+DOCS = Path(__file__).resolve().parents[4] / "docs" / "alarms.md"
+OTEL = AlarmSettings(cluster_name="train", promql=True, gpu_instance_type="p4d.24xlarge")
+
+
+def test_otel_mode_with_the_gpus_power_has_one_low_power_promql_alarm_and_no_shards() -> None:
+    (low,) = promql_alarms(OTEL)
+    assert isinstance(low.metric, PromQLQuery)
+    assert (low.key, low.kind, low.threshold) == ("gpu-low-power", "gpu-low-power", 120.0)
+    assert "< 120" in low.metric.query  # 30% of the A100's 400 W
+    assert "120 W (30% of A100's 400 W)" in low.description
+    assert not [s for s in gpu_alarms(OTEL) if s.kind == "gpu-low-power"]
+    assert [s.key for s in deployed_alarms(OTEL) if s.kind == "gpu-low-power"] == ["gpu-low-power"]
+
+
+def test_the_alarm_settings_window_sets_the_pending_period() -> None:
+    for minutes, pending in ((5, 0), (30, 1500), (60, 3300), (180, 10_500)):
+        (low,) = promql_alarms(
+            AlarmSettings(**{**OTEL.__dict__, "low_power_window_minutes": minutes})
+        )
+        assert isinstance(low.metric, PromQLQuery)
+        assert low.metric.pending_period_s == pending, minutes
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        AlarmSettings(cluster_name="train", promql=True),  # OTel, the limit unknown
+        AlarmSettings(cluster_name="train", gpu_instance_type="p4d.24xlarge"),  # Classic
+    ],
+)
+def test_without_otel_mode_or_the_gpus_power_the_low_power_alarm_stays_metrics_insights(
+    settings: AlarmSettings,
+) -> None:
+    assert promql_alarms(settings) == []
+    assert [s.key for s in gpu_alarms(settings) if s.kind == "gpu-low-power"] == ["gpu-low-power"]
+
+
+def test_ten_thousand_gpus_in_otel_mode_take_25_fewer_metrics_insights_alarms() -> None:
+    classic = alarm_sizing(AlarmSettings(cluster_name="train", jobs=None), 10_000)
+    otel = alarm_sizing(AlarmSettings(**{**OTEL.__dict__, "jobs": None}), 10_000)
+    assert (classic.shards, classic.insights_alarms, classic.promql_alarms) == (25, 126, 0)
+    assert (otel.shards, otel.insights_alarms, otel.promql_alarms) == (25, 101, 1)
+    assert otel.line().endswith(
+        "101 Metrics Insights alarms of the default quota of 200 per Region, and 1 PromQL "
+        "alarm(s), unsharded"
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"query": "x" * 10_001}, "query is 10001 characters; PromQLCriteria takes 1 to 10000"),
+        ({"pending_period_s": 86_401}, "pending_period_s=86401 must be 0 to 86400 seconds"),
+        ({"recovery_period_s": -1}, "recovery_period_s=-1 must be 0 to 86400 seconds"),
+        ({"evaluation_interval_s": 45}, "evaluation_interval_s=45 must be 10, 20, 30"),
+        ({"evaluation_interval_s": 7200}, "evaluation_interval_s=7200 must be 10, 20, 30"),
+    ],
+)
+def test_what_cloudwatch_would_refuse_is_named(change: dict, problem: str) -> None:  # type: ignore[type-arg]
+    query = low_power_query("train", 120, 60)
+    with pytest.raises(PromQLAlarmError, match=problem.replace("(", r"\(")):
+        PromQLQuery(**{**query.__dict__, **change})
+
+
+def test_the_docs_show_the_catalogs_table_of_alarms_by_mode() -> None:
+    assert mode_table() in DOCS.read_text()
