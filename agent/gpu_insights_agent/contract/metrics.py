@@ -84,6 +84,17 @@ OTLP_POD_UID: Final = "k8s.pod.uid"
 OTLP_XID_CODE: Final = "xid_code"
 OTLP_CLUSTER: Final = "k8s.cluster.name"
 OTLP_NODE: Final = "k8s.node.name"
+
+
+class ExporterSink(StrEnum):
+    """How the exporter's DaemonSet sends its metrics (the exporter_sink setting): EMF to the
+    agent's listener (CloudWatch metrics in ``GpuInsights``, read with GetMetricData and Metrics
+    Insights), or OTLP to the agent's OTLP endpoint in OTel mode (read with PromQL only)."""
+
+    EMF = "emf"
+    OTLP = "otlp"
+
+
 #: An exporter cycle longer than an hour would leave hourly alarms without data.
 EXPORTER_MAX_INTERVAL_S: Final = 3600
 #: Seconds between the exporter's cycles unless the exporter_interval_seconds setting says.

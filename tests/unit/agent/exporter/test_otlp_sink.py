@@ -16,11 +16,12 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 
 from gpu_insights_agent.contract.metrics import DEFAULT_OTLP_ENDPOINT, GpuMetric
 from gpu_insights_agent.emf.sinks import BufferedSender, SinkError
+from gpu_insights_agent.exporter import cli
 from gpu_insights_agent.exporter.device_source import XidEvent
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
 from gpu_insights_agent.exporter.nvml_source import NvmlSource
-from gpu_insights_agent.exporter.otlp_sink import OtlpSink
+from gpu_insights_agent.exporter.otlp_sink import OtlpSink, datapoint_labels
 from tests.unit.agent.exporter.nvml_trace import Clock, trace_lines
 
 EPOCH = 1_764_000_000.0
@@ -37,7 +38,7 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 receiver.paths.append(self.path)
                 receiver.content_types.append(self.headers["Content-Type"])
@@ -144,7 +145,8 @@ def test_a_cycle_arrives_as_gauges_labelled_as_dcgm_labels_its_series(receiver: 
     names = {name for _, name, *_ in points}
     # Readings DCGM's series carry and EMF keeps as properties are not sent again, and
     # nothing EMF-only (the alarm shard, a cluster-wide copy) rides along.
-    assert GpuMetric.POWER_DRAW not in names and GpuMetric.TEMPERATURE not in names
+    assert GpuMetric.POWER_DRAW not in names
+    assert GpuMetric.TEMPERATURE not in names
     assert not any("Shard" in labels for _, _, labels, *_ in points)
     per_gpu = [labels["gpu"] for _, name, labels, *_ in points if name == GpuMetric.HEALTHY]
     assert sorted(per_gpu) == ["0", "0", "1", "1", "2", "2"]
@@ -154,7 +156,7 @@ def test_an_xid_goes_out_at_once_with_its_code(receiver: Receiver) -> None:
     clock = Clock(0)
     exporter = _exporter(clock, OtlpSink(receiver.url))
     exporter.on_xid(XidEvent(gpu_index=2, code=79, time=EPOCH + 3.25, source="nvml"))
-    (request,) = receiver.requests  # one request, sent from on_xid, not at the next cycle
+    (_request,) = receiver.requests  # one request, sent from on_xid, not at the next cycle
     xids = {name: (value, labels, t) for _, name, labels, value, t in receiver.points()}
     value, labels, t = xids[GpuMetric.XID_ERRORS]
     assert (value, labels["gpu"], labels["xid_code"], t) == (
@@ -192,3 +194,28 @@ def test_a_refusing_endpoint_is_a_sink_error_and_the_buffer_keeps_the_batch(
 
 def test_default_endpoint_is_the_add_ons_agent_service() -> None:
     assert DEFAULT_OTLP_ENDPOINT == "http://cloudwatch-agent.amazon-cloudwatch:4318/v1/metrics"
+
+
+def test_the_command_line_sends_otlp_where_the_flag_or_opentelemetrys_variable_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    base = ["--cluster-name", "train", "--node-name", "node-a", "--sink", "otlp"]
+    monkeypatch.delenv(cli.OTLP_ENDPOINT_ENV, raising=False)
+    sink = cli._sink(cli.parser().parse_args(base))
+    assert isinstance(sink, OtlpSink)
+    assert sink.endpoint == DEFAULT_OTLP_ENDPOINT
+    monkeypatch.setenv(cli.OTLP_ENDPOINT_ENV, "http://collector:4318/v1/metrics")
+    sink = cli._sink(cli.parser().parse_args(base))
+    assert isinstance(sink, OtlpSink)
+    assert sink.endpoint == "http://collector:4318/v1/metrics"
+    flag = [*base, "--otlp-endpoint", "http://10.0.0.7:4318/v1/metrics"]
+    sink = cli._sink(cli.parser().parse_args(flag))
+    assert isinstance(sink, OtlpSink)
+    assert sink.endpoint == "http://10.0.0.7:4318/v1/metrics"
+
+
+def test_a_document_of_one_pod_names_its_uid() -> None:
+    one = {"GpuIndex": "3", "PodUids": ["0d6c1b5e-3f0a-4c43-9f1e-7f4a8f0e2a11"]}
+    assert datapoint_labels(one)["k8s.pod.uid"] == "0d6c1b5e-3f0a-4c43-9f1e-7f4a8f0e2a11"
+    shared = {"GpuIndex": "3", "PodUids": ["a", "b"]}  # two pods on one GPU: neither is it
+    assert "k8s.pod.uid" not in datapoint_labels(shared)
