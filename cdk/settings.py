@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import Enum, StrEnum
 from typing import Any, Final
 
 from cdk.alarms.catalog import AlarmSettings
@@ -571,12 +571,15 @@ def _as_str_tuple(key: str, raw: object) -> tuple[str, ...]:
     )
 
 
-def _as_enum(enum: type[StrEnum]) -> Callable[[str, object], StrEnum]:
-    def parse(key: str, raw: object) -> StrEnum:
+def _as_enum(enum: type[Enum]) -> Callable[[str, object], Enum]:
+    """A setting that is one of ``enum``'s string values (``enum.StrEnum``, or the agent's
+    contract enums, which are ``str`` and ``Enum`` for Python 3.9)."""
+
+    def parse(key: str, raw: object) -> Enum:
         try:
             return enum(str(raw).strip().lower())
         except ValueError as err:
-            allowed = ", ".join(member.value for member in enum)
+            allowed = ", ".join(str(member.value) for member in enum)
             raise SettingsError(
                 f"setting {key}={raw!r} is not valid: expected one of {allowed}"
             ) from err

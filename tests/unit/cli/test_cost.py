@@ -90,7 +90,7 @@ def test_otel_mode_prices_the_add_ons_gpu_series_by_its_preview(
     assert dcgm["quantity"] == pytest.approx(320 * 9 * 2 * 43_800 / 1e6)
     assert dcgm["usd"] == 0
     assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(392.88)
-    total = sum(float(i["usd"]) for i in items.values())  # type: ignore[arg-type]
+    total = sum(float(str(i["usd"])) for i in items.values())
     assert total == pytest.approx(628.51 - 52.98, abs=0.02)
 
 
