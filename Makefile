@@ -26,7 +26,7 @@ $(CHECKOV):
 $(STAMP): pyproject.toml agent/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e './agent[exporter]' -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e './agent[exporter,otlp]' -e '.[dev]'
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 

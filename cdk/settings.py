@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import Enum, StrEnum
 from typing import Any, Final
 
 from cdk.alarms.catalog import AlarmSettings
@@ -32,7 +32,11 @@ from cdk.aws_values import (
     sns_topic_arn_problem,
 )
 from cdk.node_config.cloudwatch_agent_config import MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS
-from gpu_insights_agent.contract.metrics import EXPORTER_INTERVAL_S, EXPORTER_MAX_INTERVAL_S
+from gpu_insights_agent.contract.metrics import (
+    EXPORTER_INTERVAL_S,
+    EXPORTER_MAX_INTERVAL_S,
+    ExporterSink,
+)
 from gpu_insights_agent.contract.resource_names import EKS_CLUSTER, parameter_name
 from lambdas.shared.container_insights_mode import (
     DEFAULT_MODE,
@@ -125,6 +129,9 @@ class Settings:
     exporter_interval_seconds: int = EXPORTER_INTERVAL_S
     #: Share the host's PID namespace to name the pod using each GPU (off: a privilege).
     exporter_pod_attribution: bool = False
+    #: "emf" (GpuInsights metrics, which the alarms, dashboards and analyzers read) or "otlp"
+    #: (to the add-on agent's OTLP endpoint, PromQL only; needs container_insights_mode=otel).
+    exporter_sink: ExporterSink = ExporterSink.EMF
     #: key=value labels that mark GPU nodes beside the ones the exporter knows (GPU Operator,
     #: GPU feature discovery, NFD, Karpenter, NVIDIA GPU instance types): a node with any of
     #: them runs the exporter too.
@@ -303,6 +310,7 @@ class Settings:
                 "a price in USD above 0 and below 1000",
             )
         _require_addon_runs_mode(self.addon_version, self.container_insights_mode)
+        _require_otlp_endpoint(self.exporter_sink, self.container_insights_mode, self.addon_version)
         if self.agent_credentials is AgentCredentials.IRSA:
             _require(
                 self.oidc_provider_arn,
@@ -452,6 +460,36 @@ def _require(ok: object, key: str, value: object, allowed: str) -> None:
         raise SettingsError(f"setting {key}={value!r} is not valid: expected {allowed}")
 
 
+#: The add-on's agent serves OTLP "in version 8.0.0 and later" ("OTLP ingestion",
+#: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/eks-observability-addon-otlp-endpoint.html).
+OTLP_ENDPOINT_MIN_ADDON_VERSION: Final = "v8.0.0-eksbuild.1"
+
+
+def _require_otlp_endpoint(
+    sink: ExporterSink, mode: ContainerInsightsMode, version: str | None
+) -> None:
+    """The exporter sends OTLP only where the add-on's agent serves it: OTel mode, and a pinned
+    add-on no older than the endpoint."""
+    if sink is not ExporterSink.OTLP:
+        return
+    _require(
+        mode is ContainerInsightsMode.OTEL,
+        "exporter_sink",
+        str(sink),
+        "emf unless container_insights_mode=otel (PromQL reads OTLP metrics; Classic's "
+        "alarms and readers read GpuInsights)",
+    )
+    key = addon_version_key(version) if version else None
+    minimum = addon_version_key(OTLP_ENDPOINT_MIN_ADDON_VERSION)
+    _require(
+        key is None or (minimum is not None and key >= minimum),
+        "addon_version",
+        version,
+        f"{OTLP_ENDPOINT_MIN_ADDON_VERSION} or later with exporter_sink=otlp (the agent's OTLP "
+        "endpoint), or -c exporter_sink=emf",
+    )
+
+
 def _require_addon_runs_mode(version: str | None, mode: ContainerInsightsMode) -> None:
     """A pinned add-on must be new enough for OTel mode (a malformed version is refused by
     its pattern instead)."""
@@ -539,12 +577,15 @@ def _as_str_tuple(key: str, raw: object) -> tuple[str, ...]:
     )
 
 
-def _as_enum(enum: type[StrEnum]) -> Callable[[str, object], StrEnum]:
-    def parse(key: str, raw: object) -> StrEnum:
+def _as_enum(enum: type[Enum]) -> Callable[[str, object], Enum]:
+    """A setting that is one of ``enum``'s string values (``enum.StrEnum``, or the agent's
+    contract enums, which are ``str`` and ``Enum`` for Python 3.9)."""
+
+    def parse(key: str, raw: object) -> Enum:
         try:
             return enum(str(raw).strip().lower())
         except ValueError as err:
-            allowed = ", ".join(member.value for member in enum)
+            allowed = ", ".join(str(member.value) for member in enum)
             raise SettingsError(
                 f"setting {key}={raw!r} is not valid: expected one of {allowed}"
             ) from err
@@ -568,6 +609,7 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "exporter_enabled": _as_bool,
     "exporter_interval_seconds": _as_int,
     "exporter_pod_attribution": _as_bool,
+    "exporter_sink": _as_enum(ExporterSink),
     "gpu_node_labels": _as_str_tuple,
     "kubectl_role_arn": _as_str,
     "kubectl_vpc_id": _as_str,

@@ -20,6 +20,8 @@ from cli.exporter_cost import (
     ENHANCED_CI_GPU_OBSERVATIONS_PER_GPU_MINUTE,
     FAULT_HOUR_SHARE,
     MINUTES_PER_MONTH,
+    OTLP_BYTES_PER_DATAPOINT,
+    LayoutCost,
     layout_cost,
 )
 from cli.prices import (
@@ -32,6 +34,8 @@ from cli.prices import (
     LAMBDA_GB_SECOND,
     LAMBDA_REQUESTS,
     LOGS_INGESTION,
+    OTEL_CI,
+    OTLP_METRICS,
     S3_REQUEST_METRIC,
     STANDARD_ALARM,
     STATE_TRANSITIONS,
@@ -39,7 +43,16 @@ from cli.prices import (
     tiered_metric_cost,
 )
 from dashboards.bodies import all_dashboards
-from gpu_insights_agent.contract.metrics import FAULT_METRICS, JOB_ALARM_SHARDS, NAMESPACE_TRAINING
+from gpu_insights_agent.contract.metrics import (
+    ADDON_DCGM_FIELDS,
+    ADDON_DCGM_INTERVAL_S,
+    CYCLE_METRICS,
+    FAULT_METRICS,
+    JOB_ALARM_SHARDS,
+    NAMESPACE_TRAINING,
+    ExporterSink,
+)
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.metric_fetcher import MetricQuery
 from lambdas.shared.shards import STORAGE, TRAINING, FunctionSize
 from lambdas.silence_check.config import MEMORY_MB as SILENCE_MEMORY_MB
@@ -229,41 +242,16 @@ def estimate(deployment: Deployment) -> list[LineItem]:
         interval_s=interval,
         fault_hour_share=FAULT_HOUR_SHARE,
     )
-    exporter_metrics = exporter.metrics + exporter.fault_metric_months
+    otlp = s.exporter_sink is ExporterSink.OTLP
+    exporter_metrics = 0.0 if otlp else exporter.metrics + exporter.fault_metric_months
+    exporter_metrics_usd = 0.0 if otlp else exporter.metrics_usd
     s3_metrics = (
         len(s.storage_buckets) * S3_REQUEST_METRICS_PER_BUCKET if s.s3_enable_request_metrics else 0
     )
-    observations = d.gpus * ENHANCED_CI_GPU_OBSERVATIONS_PER_GPU_MINUTE * MINUTES_PER_MONTH
     logs_gb = d.container_log_gb_per_day * DAYS_PER_MONTH
     items = [
-        LineItem(
-            "Exporter custom metrics (GpuInsights)",
-            exporter_metrics,
-            "metric-months",
-            exporter.metrics_usd,
-            CUSTOM_METRIC,
-            f"{d.gpus:,} GPUs x {AFTER.per_gpu} + {AFTER.per_cluster} per cluster, and "
-            f"{AFTER.faults_per_gpu} fault gauges per GPU in {FAULT_HOUR_SHARE:.0%} of hours "
-            "(assumed)",
-        ),
-        LineItem(
-            "Exporter EMF log ingestion",
-            exporter.ingestion_gb,
-            "GB",
-            exporter.ingestion_usd,
-            LOGS_INGESTION,
-            f"{AFTER.emf_bytes_per_gpu_cycle:,} bytes per GPU every {interval} s "
-            "(benchmarks/exporter.py)",
-        ),
-        LineItem(
-            "Container Insights enhanced observability: GPU observations",
-            observations / 1e6,
-            "million observations",
-            observations / 1e6 * ENHANCED_CI.usd,
-            ENHANCED_CI,
-            f"{d.gpus:,} GPUs x {ENHANCED_CI_GPU_OBSERVATIONS_PER_GPU_MINUTE} a minute; the "
-            "cluster's CPU, memory and network observations come on top",
-        ),
+        *(_exporter_otlp(d) if otlp else _exporter_emf(d, exporter)),
+        _container_insights(d),
         LineItem(
             "Container logs ingestion (Fluent Bit, on in the add-on)",
             logs_gb,
@@ -311,7 +299,7 @@ def estimate(deployment: Deployment) -> list[LineItem]:
             "S3 request metrics",
             s3_metrics,
             "metric-months",
-            tiered_metric_cost(exporter_metrics + s3_metrics) - exporter.metrics_usd,
+            tiered_metric_cost(exporter_metrics + s3_metrics) - exporter_metrics_usd,
             S3_REQUEST_METRIC,
             f"{len(s.storage_buckets)} storage_buckets x {S3_REQUEST_METRICS_PER_BUCKET} metrics"
             if s.s3_enable_request_metrics
@@ -319,6 +307,79 @@ def estimate(deployment: Deployment) -> list[LineItem]:
         ),
     ]
     return items
+
+
+def _exporter_emf(d: Deployment, exporter: LayoutCost) -> list[LineItem]:
+    """The exporter over EMF: custom metrics in GpuInsights, and the lines' log bytes."""
+    return [
+        LineItem(
+            "Exporter custom metrics (GpuInsights)",
+            exporter.metrics + exporter.fault_metric_months,
+            "metric-months",
+            exporter.metrics_usd,
+            CUSTOM_METRIC,
+            f"{d.gpus:,} GPUs x {AFTER.per_gpu} + {AFTER.per_cluster} per cluster, and "
+            f"{AFTER.faults_per_gpu} fault gauges per GPU in {FAULT_HOUR_SHARE:.0%} of hours "
+            "(assumed)",
+        ),
+        LineItem(
+            "Exporter EMF log ingestion",
+            exporter.ingestion_gb,
+            "GB",
+            exporter.ingestion_usd,
+            LOGS_INGESTION,
+            f"{AFTER.emf_bytes_per_gpu_cycle:,} bytes per GPU every "
+            f"{d.settings.exporter_interval_seconds} s (benchmarks/exporter.py)",
+        ),
+    ]
+
+
+def _exporter_otlp(d: Deployment) -> list[LineItem]:
+    """The exporter over OTLP (exporter_sink=otlp): every datapoint of every cycle, billed by
+    its bytes; no custom metric, no log line."""
+    interval = d.settings.exporter_interval_seconds
+    per_gpu_cycle = len(CYCLE_METRICS) + len(FAULT_METRICS) * FAULT_HOUR_SHARE
+    datapoints = d.gpus * per_gpu_cycle * MINUTES_PER_MONTH * 60 / interval
+    gb = datapoints * OTLP_BYTES_PER_DATAPOINT / 1e9
+    return [
+        LineItem(
+            "Exporter OTLP metrics ingestion",
+            gb,
+            "GB",
+            gb * OTLP_METRICS.usd,
+            OTLP_METRICS,
+            f"{d.gpus:,} GPUs x ({len(CYCLE_METRICS)} + {len(FAULT_METRICS)} fault gauges in "
+            f"{FAULT_HOUR_SHARE:.0%} of hours) datapoints every {interval} s x "
+            f"{OTLP_BYTES_PER_DATAPOINT} bytes (as sent; the agent's labels come on top)",
+        )
+    ]
+
+
+def _container_insights(d: Deployment) -> LineItem:
+    """The add-on's GPU series in the deployment's Container Insights mode."""
+    if d.settings.container_insights_mode is ContainerInsightsMode.OTEL:
+        fields = len(ADDON_DCGM_FIELDS)
+        datapoints = d.gpus * fields * MINUTES_PER_MONTH * 60 / ADDON_DCGM_INTERVAL_S
+        return LineItem(
+            "OTel Container Insights: DCGM GPU series (add-on, OTLP)",
+            datapoints / 1e6,
+            "million datapoints",
+            datapoints / 1e6 * OTEL_CI.usd,
+            OTEL_CI,
+            f"{d.gpus:,} GPUs x {fields} DCGM fields every {ADDON_DCGM_INTERVAL_S} s; after the "
+            "preview, by their bytes (up to 150 labels each); the cluster's cAdvisor, node and "
+            "kube-state series come on top",
+        )
+    observations = d.gpus * ENHANCED_CI_GPU_OBSERVATIONS_PER_GPU_MINUTE * MINUTES_PER_MONTH
+    return LineItem(
+        "Container Insights enhanced observability: GPU observations",
+        observations / 1e6,
+        "million observations",
+        observations / 1e6 * ENHANCED_CI.usd,
+        ENHANCED_CI,
+        f"{d.gpus:,} GPUs x {ENHANCED_CI_GPU_OBSERVATIONS_PER_GPU_MINUTE} a minute; the "
+        "cluster's CPU, memory and network observations come on top",
+    )
 
 
 def _alarms(d: Deployment) -> list[LineItem]:

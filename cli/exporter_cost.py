@@ -62,6 +62,14 @@ AFTER: Final = Layout(
     len(FAULT_METRICS),
     982,
 )
+#: Bytes one of the exporter's OTLP datapoints takes, serialized alone as CloudWatch bills it
+#: ("Each OTLP data point contributes its serialized size to the ingestion volume ... Metric
+#: name, All labels (keys and values), Resource attributes, Timestamp and value", "OTel metrics
+#: pricing and storage", https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/metrics-otel-pricing.html):
+#: the mean over the per-cycle metrics of an H100 on an EKS node, as sent (the agent adds the
+#: node's and the exporter pod's labels on top, so this is a floor). Measured by
+#: tests/unit/cli/test_cost.py, which fails when the encoding changes.
+OTLP_BYTES_PER_DATAPOINT: Final = 352
 #: Per-GPU gauges the exporter publishes every hour (XID counts come only when an XID does).
 GAUGES_PER_GPU: Final = AFTER.per_gpu
 

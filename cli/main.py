@@ -34,6 +34,7 @@ from cli.preflight import add_arguments as add_preflight_arguments
 from cli.preflight import run as run_preflight
 from cli.status import add_arguments as add_status_arguments
 from cli.status import run as run_status
+from gpu_insights_agent.contract.metrics import ExporterSink
 from gpu_insights_agent.exporter.cli import OneLineParser
 
 #: The distribution the command line is installed from: its metadata holds the one version.
@@ -111,6 +112,13 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_FLEET_GPUS,
         help="the fleet_gpus setting the alarms are sized for (the exporter's alarm shards)",
     )
+    manifest.add_argument(
+        "--sink",
+        choices=[str(s) for s in ExporterSink],
+        default=str(ExporterSink.EMF),
+        help="the exporter_sink setting: emf (GpuInsights metrics) or otlp (the add-on agent's "
+        "OTLP endpoint, OTel mode)",
+    )
 
     cost = commands.add_parser(
         "cost-estimate", help="what the whole deployment costs a month, line by line"
@@ -172,6 +180,7 @@ def _manifest(args: argparse.Namespace) -> str:
         gpu_taint_keys=args.taint_keys or ("nvidia.com/gpu",),
         pod_attribution=args.pod_attribution,
         alarm_shards=shards_for(args.fleet_gpus),
+        sink=ExporterSink(args.sink),
     )
     # A List is what `kubectl apply -f -` takes in one go; JSON is valid YAML.
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2)

@@ -57,9 +57,32 @@ ENHANCED_CI: Final = Price(
     note="its first tier, as quoted from the page in a decision record verified 2026-10-02; "
     "larger volumes are priced lower, so this is the upper bound",
 )
-#: Container Insights with OpenTelemetry metrics: per GB of OTLP data ingested, no per-series
-#: charge (quoted from the same page, same record).
-OTEL_CI: Final = Price(0.08, "GB of OTLP metrics ingested", CLOUDWATCH_PRICING)
+#: OpenTelemetry metrics sent over OTLP (the exporter's, with exporter_sink=otlp): "a per-GB
+#: ingestion model with included storage and query access. There are no per-metric, per-API-call,
+#: or separate storage charges" ("OTel metrics pricing and storage", OTEL_METRICS_PRICING). The
+#: figure per GB is the one quoted from the pricing page in the decision record above.
+OTEL_METRICS_PRICING: Final = (
+    "https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/metrics-otel-pricing.html"
+)
+OTLP_METRICS: Final = Price(
+    0.08,
+    "GB of OTLP metrics ingested",
+    OTEL_METRICS_PRICING,
+    note="per GB, no per-metric charge, as the page says; the $0.08 is quoted from the pricing "
+    "page in a decision record verified 2026-10-02: check it",
+)
+#: Container Insights with OpenTelemetry metrics, the add-on's own series (DCGM's GPU series
+#: among them): "available in public preview at no additional charge in US East (N. Virginia),
+#: US West (Oregon), Europe (Ireland), Asia Pacific (Singapore), and Asia Pacific (Sydney)"
+#: ("Container Insights with OpenTelemetry metrics for Amazon EKS", OTEL_CI_PREVIEW). No price
+#: after the preview is published there; OTLP_METRICS' model is the likely one.
+OTEL_CI_PREVIEW: Final = "https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/container-insights-otel-metrics.html"
+OTEL_CI: Final = Price(
+    0.0,
+    "million datapoints (preview)",
+    OTEL_CI_PREVIEW,
+    note="at no additional charge in preview, five Regions; no later price published",
+)
 #: A standard-resolution alarm, per metric it lists ("Alarm metrics", the page's free tier:
 #: "only applicable to Standard resolution alarms that list metrics directly and don't use a
 #: Metrics Insights query").
@@ -105,6 +128,7 @@ PRICES: Final[dict[str, Price]] = {
     "logs_insights_scanned": LOGS_INSIGHTS,
     "enhanced_container_insights": ENHANCED_CI,
     "otel_container_insights": OTEL_CI,
+    "otlp_metrics": OTLP_METRICS,
     "standard_alarm": STANDARD_ALARM,
     "metrics_insights_alarm": INSIGHTS_ALARM,
     "composite_alarm": COMPOSITE_ALARM,

@@ -12,6 +12,7 @@ from constructs import Construct
 from cdk.constructs.checkov import skip_provider_functions
 from cdk.node_config.manifest import exporter_manifests
 from cdk.outputs import IMAGE_URI
+from gpu_insights_agent.contract.metrics import ExporterSink
 
 #: The image's build context: agent/ alone (its Dockerfile installs it), in .dockerignore syntax
 #: without what a local install or test run leaves there.
@@ -44,6 +45,7 @@ class GpuExporter(Construct):
         kubectl_role_arn: str | None,
         kubectl_network: KubectlNetwork | None = None,
         alarm_shards: int = 1,
+        sink: ExporterSink = ExporterSink.EMF,
     ) -> None:
         super().__init__(scope, construct_id)
         # Built at deploy time; synth only stages and fingerprints the context (no Docker).
@@ -60,6 +62,7 @@ class GpuExporter(Construct):
             cluster_name=cluster_name,
             interval_s=interval_s,
             alarm_shards=alarm_shards,
+            sink=sink,
             gpu_node_labels=gpu_node_labels,
             gpu_taint_keys=gpu_taint_keys,
             pod_attribution=pod_attribution,

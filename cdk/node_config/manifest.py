@@ -19,7 +19,12 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from cdk.node_config.gpu_instance_types import node_instance_types
-from gpu_insights_agent.contract.metrics import DEFAULT_EMF_ENDPOINT, EXPORTER_MAX_INTERVAL_S
+from gpu_insights_agent.contract.metrics import (
+    DEFAULT_EMF_ENDPOINT,
+    DEFAULT_OTLP_ENDPOINT,
+    EXPORTER_MAX_INTERVAL_S,
+    ExporterSink,
+)
 from gpu_insights_agent.contract.resource_names import cluster_name_problem
 
 #: Kubernetes "Labels and Selectors", syntax and character set (taint keys follow it): an
@@ -139,12 +144,15 @@ def exporter_manifests(
     namespace: str = DEFAULT_NAMESPACE,
     interval_s: int = 10,
     emf_endpoint: str = DEFAULT_EMF_ENDPOINT,
+    sink: ExporterSink = ExporterSink.EMF,
+    otlp_endpoint: str = DEFAULT_OTLP_ENDPOINT,
     gpu_node_labels: Sequence[str] = (),
     gpu_taint_keys: Sequence[str] = ("nvidia.com/gpu",),
     pod_attribution: bool = False,
     alarm_shards: int = 1,
 ) -> list[dict[str, Any]]:
-    """The objects to apply, in order."""
+    """The objects to apply, in order. ``sink`` (the exporter_sink setting) says where the
+    exporter sends: the agent's EMF listener, or its OTLP endpoint in OTel mode."""
     if not 1 <= interval_s <= EXPORTER_MAX_INTERVAL_S:
         raise ManifestError(
             f"exporter interval {interval_s} s must be 1 to {EXPORTER_MAX_INTERVAL_S} s"
@@ -167,8 +175,11 @@ def exporter_manifests(
         "--node-name", "$(NODE_NAME)",
         "--interval", str(interval_s),
         "--alarm-shards", str(alarm_shards),
-        "--emf-endpoint", emf_endpoint,
     ]  # fmt: skip
+    if sink is ExporterSink.OTLP:
+        args += ["--sink", "otlp", "--otlp-endpoint", otlp_endpoint]
+    else:
+        args += ["--emf-endpoint", emf_endpoint]
     if pod_attribution:
         args += ["--proc-root", "/proc"]
     container = {

@@ -16,8 +16,11 @@ ROOT = Path(__file__).resolve().parents[2]
 PROJECT = {"gpu_insights_agent", "cdk", "lambdas", "dashboards", "cli", "tests", "benchmarks"}
 RULES: dict[str, tuple[set[str], set[str]]] = {
     # Runs in the cluster and installs alone: itself only; the exporter reads NVML and may send
-    # with boto3 (its extra).
-    "agent/gpu_insights_agent": ({"gpu_insights_agent"}, {"pynvml", "boto3", "botocore"}),
+    # with boto3 (its extra), or over OTLP with the OpenTelemetry SDK (the otlp extra).
+    "agent/gpu_insights_agent": (
+        {"gpu_insights_agent"},
+        {"pynvml", "boto3", "botocore", "opentelemetry"},
+    ),
     # The Lambda runtime: the functions' code and the metric contract they read.
     "lambdas": ({"lambdas", "gpu_insights_agent"}, {"boto3", "botocore"}),
     # Pure functions the CDK app and the demo render.

@@ -62,6 +62,39 @@ AGENT_NAMESPACE: Final = "amazon-cloudwatch"
 AGENT_SERVICE_ACCOUNT: Final = "cloudwatch-agent"
 #: Where the exporter sends EMF by default: the add-on's agent service, in-cluster.
 DEFAULT_EMF_ENDPOINT: Final = f"tcp://{AGENT_SERVICE_ACCOUNT}.{AGENT_NAMESPACE}:{EMF_PORT}"
+#: Where the exporter sends OTLP by default in OTel mode: the add-on's CloudWatch agent serves
+#: "OTLP over gRPC on port 4317 and over HTTP on port 4318, in plaintext" on every node, on by
+#: default in add-on 8.0.0 and later ("OTLP ingestion", CloudWatch User Guide,
+#: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/eks-observability-addon-otlp-endpoint.html),
+#: through the agent's service; /v1/metrics is OTLP/HTTP's metrics path.
+OTLP_HTTP_PORT: Final = 4318
+DEFAULT_OTLP_ENDPOINT: Final = (
+    f"http://{AGENT_SERVICE_ACCOUNT}.{AGENT_NAMESPACE}:{OTLP_HTTP_PORT}/v1/metrics"
+)
+#: The labels of the exporter's OTLP datapoints, named as dcgm-exporter names its series' (so a
+#: PromQL query joins the two on them): the GPU's index, UUID, device and model on the
+#: datapoint; the cluster and node as the add-on's pipeline sets them on the resource
+#: (tests/realistic/otel.py draws them from the add-on chart). The pod holding the GPU is its
+#: UID (the exporter reads UIDs from the processes' cgroups, not names).
+OTLP_GPU: Final = "gpu"
+OTLP_UUID: Final = "UUID"
+OTLP_DEVICE: Final = "device"
+OTLP_MODEL: Final = "modelName"
+OTLP_POD_UID: Final = "k8s.pod.uid"
+OTLP_XID_CODE: Final = "xid_code"
+OTLP_CLUSTER: Final = "k8s.cluster.name"
+OTLP_NODE: Final = "k8s.node.name"
+
+
+class ExporterSink(StrEnum):
+    """How the exporter's DaemonSet sends its metrics (the exporter_sink setting): EMF to the
+    agent's listener (CloudWatch metrics in ``GpuInsights``, read with GetMetricData and Metrics
+    Insights), or OTLP to the agent's OTLP endpoint in OTel mode (read with PromQL only)."""
+
+    EMF = "emf"
+    OTLP = "otlp"
+
+
 #: An exporter cycle longer than an hour would leave hourly alarms without data.
 EXPORTER_MAX_INTERVAL_S: Final = 3600
 #: Seconds between the exporter's cycles unless the exporter_interval_seconds setting says.
@@ -348,7 +381,7 @@ class GpuMetricRow:
     """One row of the exporter's metric table (``GPU_METRICS``): everything the exporter,
     alarms, dashboards, cost model and README know about one per-GPU reading."""
 
-    __slots__ = ("alarmed", "cluster", "container_insights", "metric", "role", "unit")
+    __slots__ = ("alarmed", "cluster", "container_insights", "dcgm", "metric", "role", "unit")
 
     def __init__(
         self,
@@ -359,6 +392,7 @@ class GpuMetricRow:
         alarmed: bool = False,
         cluster: bool = False,
         container_insights: Optional[str] = None,
+        dcgm: Optional[str] = None,
     ) -> None:
         #: The metric's name.
         self.metric = metric
@@ -373,6 +407,10 @@ class GpuMetricRow:
         #: Container Insights' per-GPU metric of the same reading (``CI_NODE_GPU_SCHEMA``),
         #: which dashboards read instead.
         self.container_insights = container_insights
+        #: DCGM's field for the same reading (``DCGM_FI_*``, as dcgm-exporter names its
+        #: series), None where DCGM has none. The add-on's dcgm-exporter collects only
+        #: ``ADDON_DCGM_FIELDS`` of them: in OTel mode those are what the add-on already gives.
+        self.dcgm = dcgm
 
     @property
     def cost(self) -> CostClass:
@@ -390,25 +428,74 @@ G = GpuMetric
 GPU_METRICS: Final[tuple[GpuMetricRow, ...]] = (
     _R(G.POWER_UTILIZATION, "Percent", Role.CYCLE, cluster=True),
     _R(G.ALLOCATED_POWER_UTILIZATION, "Percent", Role.CYCLE, alarmed=True, cluster=True),
-    _R(G.SM_ACTIVE, "Percent", Role.CYCLE, cluster=True),
+    _R(G.SM_ACTIVE, "Percent", Role.CYCLE, cluster=True, dcgm="DCGM_FI_PROF_SM_ACTIVE"),
     _R(G.HEALTHY, "None", Role.CYCLE, alarmed=True, cluster=True),
-    _R(G.THROTTLED_THERMAL, "None", Role.FAULT, alarmed=True),
-    _R(G.THROTTLED_POWER, "None", Role.FAULT, alarmed=True),
-    _R(G.ECC_UNCORRECTED, "Count", Role.FAULT, alarmed=True),
-    _R(G.ROW_REMAP_PENDING, "None", Role.FAULT),
-    _R(G.POWER_DRAW, "None", Role.PROPERTY, container_insights=CI_NODE_GPU_POWER_METRIC),
-    _R(G.UTILIZATION, "Percent", Role.PROPERTY, container_insights="node_gpu_utilization"),
-    _R(G.MEMORY_USED, "Bytes", Role.PROPERTY, container_insights="node_gpu_memory_used"),
-    _R(G.TEMPERATURE, "None", Role.PROPERTY, container_insights="node_gpu_temperature"),
-    _R(G.POWER_LIMIT, "None", Role.PROPERTY),
-    _R(G.SM_OCCUPANCY, "Percent", Role.PROPERTY),
-    _R(G.TENSOR_ACTIVE, "Percent", Role.PROPERTY),
-    _R(G.XID_ERRORS, "Count", Role.EVENT, cluster=True),
+    _R(G.THROTTLED_THERMAL, "None", Role.FAULT, alarmed=True, dcgm="DCGM_FI_DEV_THERMAL_VIOLATION"),
+    _R(G.THROTTLED_POWER, "None", Role.FAULT, alarmed=True, dcgm="DCGM_FI_DEV_POWER_VIOLATION"),
+    _R(G.ECC_UNCORRECTED, "Count", Role.FAULT, alarmed=True, dcgm="DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"),
+    _R(G.ROW_REMAP_PENDING, "None", Role.FAULT, dcgm="DCGM_FI_DEV_ROW_REMAP_PENDING"),
+    _R(
+        G.POWER_DRAW,
+        "None",
+        Role.PROPERTY,
+        container_insights=CI_NODE_GPU_POWER_METRIC,
+        dcgm="DCGM_FI_DEV_POWER_USAGE",
+    ),
+    _R(
+        G.UTILIZATION,
+        "Percent",
+        Role.PROPERTY,
+        container_insights="node_gpu_utilization",
+        dcgm="DCGM_FI_DEV_GPU_UTIL",
+    ),
+    _R(
+        G.MEMORY_USED,
+        "Bytes",
+        Role.PROPERTY,
+        container_insights="node_gpu_memory_used",
+        dcgm="DCGM_FI_DEV_FB_USED",
+    ),
+    _R(
+        G.TEMPERATURE,
+        "None",
+        Role.PROPERTY,
+        container_insights="node_gpu_temperature",
+        dcgm="DCGM_FI_DEV_GPU_TEMP",
+    ),
+    _R(G.POWER_LIMIT, "None", Role.PROPERTY, dcgm="DCGM_FI_DEV_ENFORCED_POWER_LIMIT"),
+    _R(G.SM_OCCUPANCY, "Percent", Role.PROPERTY, dcgm="DCGM_FI_PROF_SM_OCCUPANCY"),
+    _R(G.TENSOR_ACTIVE, "Percent", Role.PROPERTY, dcgm="DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"),
+    #: DCGM's XID field is a gauge of the last code seen ("Value of the last XID error
+    #: encountered", NVIDIA/dcgm-exporter etc/default-counters.csv), read at each scrape:
+    #: two XIDs between scrapes are one value, and a repeat of the same code is no change.
+    _R(G.XID_ERRORS, "Count", Role.EVENT, cluster=True, dcgm="DCGM_FI_DEV_XID_ERRORS"),
     #: XID errors whose code needs action (contract.xid): one alarm covers every code.
     _R(G.XID_FATAL_ERRORS, "Count", Role.EVENT, cluster=True),
 )
 del _R, G
 GPU_METRIC_ROWS: Final[dict[GpuMetric, GpuMetricRow]] = {r.metric: r for r in GPU_METRICS}
+
+#: The DCGM fields the add-on's dcgm-exporter collects, its ``metricsConfig``
+#: (aws-observability/helm-charts charts/amazon-cloudwatch-observability/templates/linux/
+#: dcgm-exporter-daemonset.yaml): in OTel mode the add-on sends these, under these names, every
+#: ``otelContainerInsights.metricResolution`` ("30s"; _otel-container-insights-config.tpl,
+#: ``prometheus/cw_k8s_ci_v0_dcgm``). No profiling field (SM activity), no XID, no power limit,
+#: no violation or ECC counter is among them.
+ADDON_DCGM_FIELDS: Final = frozenset(
+    {
+        "DCGM_FI_DEV_GPU_UTIL",
+        "DCGM_FI_DEV_MEM_COPY_UTIL",
+        "DCGM_FI_DEV_FB_FREE",
+        "DCGM_FI_DEV_FB_USED",
+        "DCGM_FI_DEV_FB_TOTAL",
+        "DCGM_FI_DEV_FB_USED_PERCENT",
+        "DCGM_FI_DEV_MEMORY_TEMP",
+        "DCGM_FI_DEV_GPU_TEMP",
+        "DCGM_FI_DEV_POWER_USAGE",
+    }
+)
+#: Seconds between the add-on's scrapes of dcgm-exporter in OTel mode (its chart's default).
+ADDON_DCGM_INTERVAL_S: Final = 30
 
 
 def _where(role: Optional[Role] = None, **flags: bool) -> "frozenset[GpuMetric]":

@@ -3,6 +3,7 @@ recorded trace)."""
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -14,6 +15,7 @@ from urllib.parse import urlsplit
 
 from gpu_insights_agent.contract.metrics import (
     DEFAULT_EMF_ENDPOINT,
+    DEFAULT_OTLP_ENDPOINT,
     EXPORTER_MAX_INTERVAL_S,
     dimension_value_problem,
 )
@@ -38,24 +40,36 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
+#: OpenTelemetry's variable for an OTLP metrics endpoint ("OTLP Exporter Configuration",
+#: https://opentelemetry.io/docs/specs/otel/protocol/exporter/): the default of --otlp-endpoint.
+OTLP_ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"
+
 #: Shorter cycles are a busy loop, not monitoring: a trace replay in a test is the fastest use.
 MIN_INTERVAL_S = 0.1
 
 
 def parser() -> argparse.ArgumentParser:
     p = OneLineParser(
-        prog="python -m gpu_insights_agent.exporter", description="GPU node exporter (NVML to EMF)"
+        prog="python -m gpu_insights_agent.exporter",
+        description="GPU node exporter (NVML to EMF, or to OTLP in OTel Container Insights)",
     )
     p.add_argument("--cluster-name", required=True)
     p.add_argument("--node-name", required=True, help="the Kubernetes node (downward API)")
     p.add_argument("--interval", type=float, default=10.0, help="seconds between cycles (10)")
     p.add_argument(
         "--sink",
-        choices=("emf", "stdout", "cloudwatch"),
+        choices=("emf", "otlp", "stdout", "cloudwatch"),
         default="emf",
-        help="emf: the CloudWatch agent's listener; stdout; cloudwatch: PutMetricData",
+        help="emf: the CloudWatch agent's listener; otlp: its OTLP/HTTP endpoint (OTel mode); "
+        "stdout; cloudwatch: PutMetricData",
     )
     p.add_argument("--emf-endpoint", default=DEFAULT_EMF_ENDPOINT, help="tcp://host:port")
+    p.add_argument(
+        "--otlp-endpoint",
+        default=os.environ.get(OTLP_ENDPOINT_ENV) or DEFAULT_OTLP_ENDPOINT,
+        help=f"OTLP/HTTP metrics URL for --sink otlp (${OTLP_ENDPOINT_ENV}, else "
+        f"{DEFAULT_OTLP_ENDPOINT})",
+    )
     p.add_argument("--buffer", type=int, default=10_000, help="documents kept while a sink is down")
     p.add_argument(
         "--proc-root",
@@ -81,10 +95,30 @@ def _sink(args: argparse.Namespace) -> Sink:
         import boto3
 
         return PutMetricDataSink(boto3.client("cloudwatch", region_name=args.region))
+    if args.sink == "otlp":
+        return _otlp_sink(args.otlp_endpoint)
     endpoint = urlsplit(args.emf_endpoint)
     if endpoint.scheme != "tcp" or not endpoint.hostname or not endpoint.port:
         raise ValueError(f"--emf-endpoint {args.emf_endpoint!r} is not tcp://host:port")
     return TcpEmfSink(endpoint.hostname, endpoint.port)
+
+
+class MissingExtraError(Exception):
+    """An option needs a dependency of an extra that is not installed."""
+
+
+def _otlp_sink(endpoint: str) -> Sink:
+    url = urlsplit(endpoint)
+    if url.scheme not in ("http", "https") or not url.hostname or not url.path.strip("/"):
+        raise ValueError(f"--otlp-endpoint {endpoint!r} is not http(s)://host[:port]/path")
+    try:
+        from gpu_insights_agent.exporter.otlp_sink import OtlpSink
+    except ModuleNotFoundError as err:
+        raise MissingExtraError(
+            "--sink otlp needs the OpenTelemetry SDK: pip install "
+            "'eks-gpu-insights-agent[exporter,otlp]' (the exporter's image has it)"
+        ) from err
+    return OtlpSink(endpoint)
 
 
 def _nvml(args: argparse.Namespace) -> Any:

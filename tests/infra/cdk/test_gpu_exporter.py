@@ -52,6 +52,22 @@ def test_kubectl_role_applies_the_daemonset_after_the_addon(synth: Synth) -> Non
     assert resource["Properties"]["Overwrite"] is True
 
 
+def test_the_daemonset_sends_otlp_when_the_exporter_sink_setting_says(synth: Synth) -> None:
+    """exporter_sink=otlp in OTel mode: the applied DaemonSet's exporter sends to the add-on
+    agent's OTLP endpoint instead of its EMF listener."""
+    context = {**KUBECTL, "container_insights_mode": "otel", "exporter_sink": "otlp"}
+    (resource,) = (
+        _template(synth, context).find_resources("Custom::AWSCDK-EKS-KubernetesResource").values()
+    )
+    objects = json.loads(_joined(resource["Properties"]["Manifest"]))
+    args = objects[2]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--sink") + 1] == "otlp"
+    assert args[args.index("--otlp-endpoint") + 1] == (
+        "http://cloudwatch-agent.amazon-cloudwatch:4318/v1/metrics"
+    )
+    assert "--emf-endpoint" not in args
+
+
 def test_exporter_can_be_turned_off(synth: Synth) -> None:
     template = _template(
         synth, {**PROD, "exporter_enabled": "false", "gpu_instance_type": "p5.48xlarge"}

@@ -539,6 +539,29 @@ def test_otel_mode_refuses_an_add_on_too_old_for_it(version: str, ok: bool) -> N
     )
 
 
+def test_the_exporter_sends_otlp_only_where_the_add_ons_agent_serves_it() -> None:
+    """The agent's OTLP endpoint is "available in version 8.0.0 and later" of the add-on
+    (eks-observability-addon-otlp-endpoint.html), and only PromQL reads what arrives there: so
+    OTel mode, and no pinned add-on older than 8.0.0."""
+    otel = {"cluster_name": "t", "container_insights_mode": "otel", "exporter_sink": "OTLP"}
+    assert settings_from_context(otel).exporter_sink == "otlp"
+    assert settings_from_context({"cluster_name": "t"}).exporter_sink == "emf"
+    pinned = {**otel, "addon_version": "v8.0.0-eksbuild.1"}
+    assert settings_from_context(pinned).exporter_sink == "otlp"
+    with pytest.raises(SettingsError) as err:
+        settings_from_context({**otel, "container_insights_mode": "classic"})
+    assert str(err.value).startswith(
+        "setting exporter_sink='otlp' is not valid: "
+        "expected emf unless container_insights_mode=otel"
+    )
+    with pytest.raises(SettingsError) as err:
+        settings_from_context({**otel, "addon_version": "v6.2.0-eksbuild.1"})
+    assert str(err.value) == (
+        "setting addon_version='v6.2.0-eksbuild.1' is not valid: expected v8.0.0-eksbuild.1 or "
+        "later with exporter_sink=otlp (the agent's OTLP endpoint), or -c exporter_sink=emf"
+    )
+
+
 @pytest.mark.parametrize(
     ("key", "value"),
     [

@@ -77,6 +77,66 @@ def test_the_fleet_of_40_eight_gpu_nodes(capsys: pytest.CaptureFixture[str]) -> 
     assert items["S3 request metrics"]["usd"] == 0  # s3_enable_request_metrics is off
 
 
+def test_otel_mode_prices_the_add_ons_gpu_series_by_its_preview(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """OTel mode: DCGM's 9 fields the add-on scrapes every 30 s, "at no additional charge" in
+    preview (container-insights-otel-metrics.html), in place of Classic's observations; the
+    exporter stays on EMF (exporter_sink=emf), as in Classic."""
+    items = _items(capsys, "-c", "container_insights_mode=otel")
+    assert "Container Insights enhanced observability: GPU observations" not in items
+    dcgm = items["OTel Container Insights: DCGM GPU series (add-on, OTLP)"]
+    # 320 GPUs x 9 fields x 2 a minute x 43,800 minutes: 252.3 million datapoints, $0.
+    assert dcgm["quantity"] == pytest.approx(320 * 9 * 2 * 43_800 / 1e6)
+    assert dcgm["usd"] == 0
+    assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(392.88)
+    total = sum(float(str(i["usd"])) for i in items.values())
+    assert total == pytest.approx(628.51 - 52.98, abs=0.02)
+
+
+def test_the_exporter_over_otlp_is_billed_by_its_bytes_not_by_its_series(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """exporter_sink=otlp: every datapoint of every 10 s cycle at its serialized size, per GB
+    ("OTel metrics pricing and storage"); no custom metric and no EMF log line."""
+    items = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=otlp")
+    assert "Exporter custom metrics (GpuInsights)" not in items
+    assert "Exporter EMF log ingestion" not in items
+    otlp = items["Exporter OTLP metrics ingestion"]
+    # 320 GPUs x (4 + 4 x 2%) datapoints x 262,800 cycles x 352 bytes: 120.8 GB at $0.08.
+    assert otlp["quantity"] == pytest.approx(320 * 4.08 * 262_800 * 352 / 1e9)
+    assert otlp["usd"] == pytest.approx(9.66, abs=0.01)
+    assert otlp["price"]["usd"] == 0.08  # type: ignore[index]
+
+
+def test_the_bytes_a_datapoint_is_billed_are_measured() -> None:
+    """OTLP_BYTES_PER_DATAPOINT is the mean size of one per-cycle datapoint encoded alone by the
+    exporter's own sink and the SDK's encoder, with an EKS node's and an H100's real-length
+    names: it changes when the labels or the encoding do."""
+    from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
+
+    from cli.exporter_cost import OTLP_BYTES_PER_DATAPOINT
+    from gpu_insights_agent.contract.metrics import CYCLE_METRICS
+    from gpu_insights_agent.exporter.otlp_sink import metrics_data
+
+    sizes = []
+    for metric in sorted(CYCLE_METRICS):
+        document = {
+            "ClusterName": "ml-training",
+            "NodeName": "ip-10-0-141-27.us-west-2.compute.internal",
+            "GpuIndex": "7",
+            "GpuUuid": "GPU-5f9e3c1a-2b4d-4e6f-8a0b-1c2d3e4f5a6b",
+            "GpuName": "NVIDIA H100 80GB HBM3",
+            str(metric): 87.5,
+            "_aws": {
+                "Timestamp": 1_764_000_000_000,
+                "CloudWatchMetrics": [{"Metrics": [{"Name": str(metric), "Unit": "Percent"}]}],
+            },
+        }
+        sizes.append(encode_metrics(metrics_data([document])).ByteSize())
+    assert round(sum(sizes) / len(sizes)) == OTLP_BYTES_PER_DATAPOINT
+
+
 def test_the_users_log_volume_and_settings_are_priced(capsys: pytest.CaptureFixture[str]) -> None:
     items = _items(
         capsys,
@@ -119,4 +179,5 @@ def test_every_price_cites_its_page_and_date() -> None:
     for price in PRICES.values():
         assert price.source.startswith("https://")
         assert price.read == READ
-        assert price.usd > 0
+        # Free only where the page says so: the OTel Container Insights preview.
+        assert price.usd > 0 or "no additional charge" in price.note

@@ -10,6 +10,8 @@ import pytest
 from cdk.alarms.catalog import AlarmSettings, gpu_alarms
 from cdk.alarms.model import InsightsQuery
 from gpu_insights_agent.contract.metrics import (
+    ADDON_DCGM_FIELDS,
+    ADDON_DCGM_INTERVAL_S,
     ALARM_METRICS,
     CI_NODE_GPU_METRICS,
     CLUSTER_METRICS,
@@ -151,3 +153,17 @@ def test_the_readmes_metric_table_says_what_the_table_does() -> None:
     exporter = {str(m) for m in GpuMetric}
     listed = {n for n in rows if n.startswith("gpu_") and n not in exporter}
     assert listed == {"gpu_silent", "gpu_silent_nodes"}  # the silence check's, not the exporter's
+
+
+def test_what_the_add_ons_dcgm_gives_is_a_property_and_what_it_lacks_is_the_exporters() -> None:
+    """In OTel mode the add-on sends the DCGM fields of its dcgm-exporter's metricsConfig
+    (ADDON_DCGM_FIELDS, from the chart's dcgm-exporter-daemonset.yaml): a reading among them is
+    one Container Insights publishes in Classic too, and rides as a property; every reading the
+    exporter sends as a metric is one the add-on's DCGM does not collect."""
+    for row in GPU_METRICS:
+        given = row.dcgm in ADDON_DCGM_FIELDS
+        assert given == (row.container_insights is not None), row
+        if row.role is not Role.PROPERTY:
+            assert not given, row
+    assert all(f.startswith("DCGM_FI_") for f in ADDON_DCGM_FIELDS)
+    assert ADDON_DCGM_INTERVAL_S == 30

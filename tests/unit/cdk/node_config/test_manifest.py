@@ -7,6 +7,8 @@ import pytest
 from cdk.node_config.gpu_instance_types import node_instance_types
 from cdk.node_config.manifest import ManifestError, exporter_manifests
 from cli.main import main
+from gpu_insights_agent.contract.metrics import ExporterSink
+from gpu_insights_agent.exporter.cli import parser as exporter_parser
 
 
 def _daemon_set(**kwargs: object) -> dict:  # type: ignore[type-arg]
@@ -146,3 +148,21 @@ def test_strict_schemas_refuse_a_wrong_type() -> None:
     daemon_set["spec"]["template"]["spec"]["containers"][0]["securityContext"]["runAsUser"] = "1"
     with pytest.raises(kubernetes_validate.ValidationError, match="integer"):
         kubernetes_validate.validate(daemon_set, KUBERNETES_VERSION, strict=True)
+
+
+@pytest.mark.parametrize(
+    ("sink", "sent_to"),
+    [
+        (ExporterSink.EMF, ("emf", "tcp://cloudwatch-agent.amazon-cloudwatch:25888")),
+        (ExporterSink.OTLP, ("otlp", "http://cloudwatch-agent.amazon-cloudwatch:4318/v1/metrics")),
+    ],
+)
+def test_the_exporter_sink_setting_is_what_the_exporters_own_parser_reads(
+    sink: ExporterSink, sent_to: tuple[str, str]
+) -> None:
+    """The DaemonSet's args, as the exporter parses them (the downward API fills NODE_NAME)."""
+    container = _daemon_set(sink=sink)["spec"]["template"]["spec"]["containers"][0]
+    args = [a.replace("$(NODE_NAME)", "ip-10-0-1-5") for a in container["args"]]
+    parsed = exporter_parser().parse_args(args)
+    endpoint = parsed.otlp_endpoint if parsed.sink == "otlp" else parsed.emf_endpoint
+    assert (parsed.sink, endpoint) == sent_to
