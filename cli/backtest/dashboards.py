@@ -22,9 +22,11 @@ from typing import Any
 
 from cdk.alarms.model import MetricStat
 from cdk.alarms.sizing import MAX_SERIES_PER_QUERY
-from cli.backtest import insights
+from cli.backtest import insights, promql_widgets
 from cli.backtest.history import Sample
 from cli.backtest.series import Values, aggregate, metric_values
+from dashboards.widgets import is_promql
+from lambdas.shared.promql import PromQLClient
 
 #: The most series one SEARCH returns.
 SEARCH_MAX_SERIES = MAX_SERIES_PER_QUERY  # a SEARCH stops at 500 series too
@@ -55,6 +57,15 @@ MAX_INSIGHTS_QUERIES = 1
 MAX_INSIGHTS_LIMIT = MAX_SERIES_PER_QUERY
 #: "Query up to two weeks of data for visualization in your metrics, widgets, and alarm graphs."
 MAX_INSIGHTS_RANGE_S = 14 * 86_400
+
+
+@dataclass(frozen=True)
+class PromQLSource:
+    """Where a widget's PromQL queries are run (a Prometheus-compatible query API), and the
+    end of the dashboard's time range, in epoch seconds."""
+
+    client: PromQLClient
+    end: float
 
 
 class WidgetEvaluationError(ValueError):
@@ -219,9 +230,38 @@ def index(samples: Iterable[Sample]) -> Index:
     return by_metric
 
 
+def _promql(
+    options: Mapping[str, Any], period: int, span_s: float, promql: PromQLSource | None
+) -> Result:
+    """The query's series over the dashboard's range at the widget's period, as the query API
+    gives them (paged to its 24-hour scans), each labelled by its label values in label-name
+    order and ranked by its mean, in the order its ``topk``/``bottomk`` picks."""
+    query: str = options["expression"]
+    if promql is None:
+        raise WidgetEvaluationError(f"a PromQL query and no PromQL engine to run it: {query!r}")
+    end = promql.end
+    lookback = max(promql_widgets.range_seconds(query), default=0.0)
+    found = promql.client.query_range_paged(query, end - span_s, end, period, lookback_s=lookback)
+    series = []
+    for s in found:
+        values = dict(s.points)
+        label = " ".join(v for k, v in sorted(s.labels.items()) if k != "__name__")
+        series.append((label, values, sum(values.values()) / len(values) if values else 0.0))
+    ascending = "bottomk(" in query
+    series.sort(key=lambda s: (s[2] if ascending else -s[2], s[0]))
+    return series
+
+
 def _row(
-    row: list[Any], by_metric: Index, period: int, env: dict[str, Values]
+    row: list[Any],
+    by_metric: Index,
+    period: int,
+    env: dict[str, Values],
+    promql: PromQLSource | None = None,
+    span_s: float = 86_400,
 ) -> tuple[dict[str, Any], Result]:
+    if is_promql(row):
+        return row[0], _promql(row[0], period, span_s, promql)
     if isinstance(row[0], str):
         samples: Sequence[Sample] = by_metric.get((row[0], row[1]), [])
         options = row[-1] if isinstance(row[-1], dict) else {}
@@ -260,7 +300,10 @@ def _insights_queries(rows: Sequence[list[Any]]) -> list[str]:
     return [
         row[0]["expression"]
         for row in rows
-        if row and isinstance(row[0], dict) and _SELECT.search(row[0].get("expression", ""))
+        if row
+        and isinstance(row[0], dict)
+        and not is_promql(row)
+        and _SELECT.search(row[0].get("expression", ""))
     ]
 
 
@@ -286,6 +329,13 @@ def widget_rule_errors(widget: Mapping[str, Any]) -> list[str]:
         limit = _LIMIT.search(query)
         if limit and int(limit[1]) > MAX_INSIGHTS_LIMIT:
             errors.append(f"{title!r}: LIMIT {limit[1]} above {MAX_INSIGHTS_LIMIT} in {query!r}")
+    promql = [row[0]["expression"] for row in rows if is_promql(row)]
+    if promql and len(rows) > 1:
+        # Query Studio adds one query's visualization as one widget: a PromQL query is drawn
+        # alone, no metric math or Metrics Insights row beside it.
+        errors.append(f"{title!r}: a PromQL query shares its metrics array with {len(rows) - 1}")
+    for query in promql:
+        errors += promql_widgets.rule_errors(title, query)
     return errors
 
 
@@ -314,7 +364,14 @@ def body_rule_errors(body: Mapping[str, Any]) -> list[str]:
     return errors
 
 
-def evaluate_widget(widget: dict[str, Any], by_metric: Index) -> WidgetView:
+def evaluate_widget(
+    widget: dict[str, Any],
+    by_metric: Index,
+    promql: PromQLSource | None = None,
+    span_s: float = 86_400,
+) -> WidgetView:
+    """What the widget shows; its PromQL queries run by ``promql`` over the ``span_s`` before
+    its end."""
     properties = widget["properties"]
     title = properties.get("title", "")
     if widget["type"] != "metric":
@@ -327,7 +384,7 @@ def evaluate_widget(widget: dict[str, Any], by_metric: Index) -> WidgetView:
     env: dict[str, Values] = {}
     lines: list[Line] = []
     for row in properties["metrics"]:
-        options, result = _row(row, by_metric, period, env)
+        options, result = _row(row, by_metric, period, env, promql, span_s)
         if isinstance(result, dict) and "id" in options:
             env[options["id"]] = result
         if options.get("visible", True):
@@ -339,11 +396,18 @@ def evaluate_body(
     body: dict[str, Any],
     samples: Sequence[Sample] | Index,
     variables: Mapping[str, str] | None = None,
+    promql: PromQLSource | None = None,
 ) -> list[WidgetView]:
-    """Every metric widget of the body, in order, with what it shows."""
+    """Every metric widget of the body, in order, with what it shows; PromQL widgets run by
+    ``promql`` over the body's default range (a day where it names none) before its end."""
     applied = apply_variables(body, variables or {})
     errors = body_rule_errors(applied)
     if errors:
         raise WidgetRuleError("; ".join(errors))
     by_metric = samples if isinstance(samples, dict) else index(samples)
-    return [evaluate_widget(w, by_metric) for w in applied["widgets"] if w["type"] == "metric"]
+    span = _range_s(applied.get("start", "")) or 86_400.0
+    return [
+        evaluate_widget(w, by_metric, promql, span)
+        for w in applied["widgets"]
+        if w["type"] == "metric"
+    ]

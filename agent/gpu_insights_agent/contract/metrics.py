@@ -348,7 +348,7 @@ class GpuMetricRow:
     """One row of the exporter's metric table (``GPU_METRICS``): everything the exporter,
     alarms, dashboards, cost model and README know about one per-GPU reading."""
 
-    __slots__ = ("alarmed", "cluster", "container_insights", "metric", "role", "unit")
+    __slots__ = ("alarmed", "cluster", "container_insights", "dcgm", "metric", "role", "unit")
 
     def __init__(
         self,
@@ -359,6 +359,7 @@ class GpuMetricRow:
         alarmed: bool = False,
         cluster: bool = False,
         container_insights: Optional[str] = None,
+        dcgm: Optional[str] = None,
     ) -> None:
         #: The metric's name.
         self.metric = metric
@@ -373,6 +374,9 @@ class GpuMetricRow:
         #: Container Insights' per-GPU metric of the same reading (``CI_NODE_GPU_SCHEMA``),
         #: which dashboards read instead.
         self.container_insights = container_insights
+        #: dcgm-exporter's metric of the same reading, which OTel Container Insights sends
+        #: under DCGM's own name (``DCGM_GPU_METRICS``), read with PromQL.
+        self.dcgm = dcgm
 
     @property
     def cost(self) -> CostClass:
@@ -396,10 +400,34 @@ GPU_METRICS: Final[tuple[GpuMetricRow, ...]] = (
     _R(G.THROTTLED_POWER, "None", Role.FAULT, alarmed=True),
     _R(G.ECC_UNCORRECTED, "Count", Role.FAULT, alarmed=True),
     _R(G.ROW_REMAP_PENDING, "None", Role.FAULT),
-    _R(G.POWER_DRAW, "None", Role.PROPERTY, container_insights=CI_NODE_GPU_POWER_METRIC),
-    _R(G.UTILIZATION, "Percent", Role.PROPERTY, container_insights="node_gpu_utilization"),
-    _R(G.MEMORY_USED, "Bytes", Role.PROPERTY, container_insights="node_gpu_memory_used"),
-    _R(G.TEMPERATURE, "None", Role.PROPERTY, container_insights="node_gpu_temperature"),
+    _R(
+        G.POWER_DRAW,
+        "None",
+        Role.PROPERTY,
+        container_insights=CI_NODE_GPU_POWER_METRIC,
+        dcgm="DCGM_FI_DEV_POWER_USAGE",
+    ),
+    _R(
+        G.UTILIZATION,
+        "Percent",
+        Role.PROPERTY,
+        container_insights="node_gpu_utilization",
+        dcgm="DCGM_FI_DEV_GPU_UTIL",
+    ),
+    _R(
+        G.MEMORY_USED,
+        "Bytes",
+        Role.PROPERTY,
+        container_insights="node_gpu_memory_used",
+        dcgm="DCGM_FI_DEV_FB_USED",  # MiB (DCGM_MIB_METRICS)
+    ),
+    _R(
+        G.TEMPERATURE,
+        "None",
+        Role.PROPERTY,
+        container_insights="node_gpu_temperature",
+        dcgm="DCGM_FI_DEV_GPU_TEMP",
+    ),
     _R(G.POWER_LIMIT, "None", Role.PROPERTY),
     _R(G.SM_OCCUPANCY, "Percent", Role.PROPERTY),
     _R(G.TENSOR_ACTIVE, "Percent", Role.PROPERTY),
@@ -451,6 +479,18 @@ CLUSTER_METRICS: Final = _where(Role.CYCLE, cluster=True)
 CI_NODE_GPU_METRICS: Final[dict[GpuMetric, str]] = {
     r.metric: r.container_insights for r in GPU_METRICS if r.container_insights is not None
 }
+#: The same readings in OTel Container Insights mode: dcgm-exporter's series under DCGM's own
+#: names, each labelled with its GPU (``gpu``), node, cluster and the pod holding it
+#: (aws-observability/helm-charts charts/amazon-cloudwatch-observability/templates/linux/
+#: _otel-container-insights-config.tpl: ``prometheus/cw_k8s_ci_v0_dcgm`` scrapes
+#: dcgm-exporter; ``transform/cw_k8s_ci_v0_set_unit`` names these metrics).
+DCGM_GPU_METRICS: Final[dict[GpuMetric, str]] = {
+    r.metric: r.dcgm for r in GPU_METRICS if r.dcgm is not None
+}
+#: Those DCGM sends in MiB where the exporter and Classic's node_gpu_* give bytes
+#: (``transform/cw_k8s_ci_v0_set_unit`` sets "MiBy"; Classic scales by 1024 * 1024, see
+#: ``CI_POD_GPU_MEMORY_USED_METRIC``).
+DCGM_MIB_METRICS: Final = frozenset({GpuMetric.MEMORY_USED})
 #: Every reading of a GPU's cycle, whatever its role (XID events are no reading of a cycle).
 GPU_READINGS: Final = frozenset(r.metric for r in GPU_METRICS if r.role is not Role.EVENT)
 

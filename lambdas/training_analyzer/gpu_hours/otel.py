@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from gpu_insights_agent.contract.metrics import DCGM_GPU_METRICS, GpuMetric
 from lambdas.shared.promql import PromQLClient, Series, quote_label
 from lambdas.training_analyzer.gpu_hours.attribution import GpuHour, GpuKey, Hold
 from lambdas.training_analyzer.gpu_hours.aws import (
@@ -39,9 +40,9 @@ from lambdas.training_analyzer.gpu_hours.aws import (
     samples_per_hour,
 )
 
-#: dcgm-exporter's metric names, as the add-on sends them.
-DCGM_UTIL: Final = "DCGM_FI_DEV_GPU_UTIL"
-DCGM_POWER: Final = "DCGM_FI_DEV_POWER_USAGE"
+#: dcgm-exporter's metric names, as the add-on sends them (the metric contract's).
+DCGM_UTIL: Final = DCGM_GPU_METRICS[GpuMetric.UTILIZATION]
+DCGM_POWER: Final = DCGM_GPU_METRICS[GpuMetric.POWER_DRAW]
 #: The add-on scrapes DCGM every ``otelContainerInsights.metricResolution`` ("30s").
 SAMPLES_PER_HOUR: Final = 120
 #: Evaluated a millisecond before each hour's end, an hour's ``[1h]`` range holds that hour's
