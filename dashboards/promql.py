@@ -5,12 +5,12 @@ as their Metrics Insights twins are: a twin's ``GROUP BY ... ORDER BY ... LIMIT 
       and on (<keys>) topk(n, <f> by (<keys>) (<f>_over_time(<series>[<rank>] @ end())))
 
 The left side draws each GPU at the widget's period; the right side picks the n GPUs to draw
-once, at the end of the query's range (``@ end()``, "the end of the range query", Prometheus
-"Querying basics", ``@`` modifier, which CloudWatch's engine, "based on the Prometheus 3.0
-specification", has: CloudWatch-PromQL.html). ``and`` keeps only the left side's series whose
-keys the right side has, so the widget draws at most n series over its whole range however many
-GPUs report, as a ``LIMIT n`` does; a ``topk`` alone would pick n at each step and draw more
-over a range in which the ranking changes.
+once, over the day that ends the query's range (``@ end()``, "the end of the range query",
+Prometheus "Querying basics", ``@`` modifier, which CloudWatch's engine, "based on the
+Prometheus 3.0 specification", has: CloudWatch-PromQL.html). ``and`` keeps only the left
+side's series whose keys the right side has, so the widget draws at most n series over its
+whole range however many GPUs report, as a ``LIMIT n`` does; a ``topk`` alone would pick n at
+each step and draw more over a range in which the ranking changes.
 
 Every query selects its series by metric name ("The expression must select a metric by name",
 "QueryMetrics", CloudWatch-PromQL-API-QueryMetrics.html) and the cluster; label names are
@@ -28,8 +28,10 @@ from lambdas.training_analyzer.gpu_hours.otel import CLOUDWATCH, DcgmLabels
 FUNCTIONS: Final = {"AVG": "avg", "MAX": "max", "MIN": "min", "SUM": "sum"}
 #: ORDER BY and the PromQL that picks the n first in that order.
 PICK: Final = {"DESC": "topk", "ASC": "bottomk"}
-#: The window the n GPUs drawn are ranked over, ending at the range's end: the last hour.
-RANK_WINDOW_S: Final = 3600
+#: The window the n GPUs drawn are ranked over, ending at the range's end: the dashboards'
+#: default range (``"start": "-PT24H"``), so that, as a twin's ORDER BY ranks "within the time
+#: range", a GPU that reported in the day is drawn however early it stopped (the lost one).
+RANK_WINDOW_S: Final = 24 * 3600
 
 
 def duration(seconds: int) -> str:

@@ -26,7 +26,7 @@ from cli.backtest import insights, promql_widgets
 from cli.backtest.history import Sample
 from cli.backtest.series import Values, aggregate, metric_values
 from dashboards.widgets import is_promql
-from lambdas.shared.promql import PromQLClient
+from lambdas.shared.promql import MAX_SCAN_S, PromQLClient
 
 #: The most series one SEARCH returns.
 SEARCH_MAX_SERIES = MAX_SERIES_PER_QUERY  # a SEARCH stops at 500 series too
@@ -233,15 +233,18 @@ def index(samples: Iterable[Sample]) -> Index:
 def _promql(
     options: Mapping[str, Any], period: int, span_s: float, promql: PromQLSource | None
 ) -> Result:
-    """The query's series over the dashboard's range at the widget's period, as the query API
-    gives them (paged to its 24-hour scans), each labelled by its label values in label-name
-    order and ranked by its mean, in the order its ``topk``/``bottomk`` picks."""
+    """The query's series at the widget's period over the dashboard's range, or over as much
+    of its end as one request of the query API scans (24 hours, the query's lookback
+    included: a day's range starts a lookback later), so that ``@ end()`` is the range's one
+    end; each series labelled by its label values in label-name order and ranked by its mean,
+    in the order its ``topk``/``bottomk`` picks."""
     query: str = options["expression"]
     if promql is None:
         raise WidgetEvaluationError(f"a PromQL query and no PromQL engine to run it: {query!r}")
     end = promql.end
-    lookback = max(promql_widgets.range_seconds(query), default=0.0)
-    found = promql.client.query_range_paged(query, end - span_s, end, period, lookback_s=lookback)
+    lookback = promql_widgets.lookback_seconds(query)
+    start = max(end - span_s, end - MAX_SCAN_S + lookback)
+    found = promql.client.query_range(query, start, end, period, lookback_s=lookback)
     series = []
     for s in found:
         values = dict(s.points)

@@ -49,6 +49,13 @@ def range_seconds(query: str) -> list[float]:
     return [int(n) * _UNITS[unit] for n, unit in _RANGE.findall(query)]
 
 
+def lookback_seconds(query: str) -> float:
+    """How far before a step the query reads: its longest range selector not pinned by ``@``
+    (a pinned one reads before the pinned time, the same at every step)."""
+    unpinned = [m.group(0) for m in _SELECTOR.finditer(query) if not m["at"]]
+    return max((s for text in unpinned for s in range_seconds(text)), default=0.0)
+
+
 def _matching(text: str, opening: int) -> int:
     """The index of the parenthesis closing the one at ``opening`` (quotes skipped)."""
     depth, quoted, i = 0, False, opening
