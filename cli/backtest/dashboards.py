@@ -6,11 +6,14 @@ metric arrays with their statistic per period, Metrics Insights queries with
 :mod:`cli.backtest.insights`, the metric-math expressions the bodies use (ids, numbers, ``+ - * /``,
 parentheses, ``PERIOD(id)``), and ``SEARCH``/``SORT(SEARCH(...), FUNC, ASC|DESC, n)`` for the
 storage and findings widgets (a SEARCH returns at most 500 series). Rows with
-``"visible": false`` are inputs, not drawn.
+``"visible": false`` are inputs, not drawn. A PromQL row (OTel mode's GPU widgets,
+``dashboards.widgets.promql_row``) is run on a Prometheus-compatible query API
+(``PromQLSource``): a real engine, not a reading of the query.
 
 Before a widget is evaluated, it is held to the rules CloudWatch documents for what a metric
 widget may hold (``widget_rule_errors``): a widget that breaks one does not render in
-CloudWatch, so it is refused here, not drawn.
+CloudWatch, so it is refused here, not drawn; a PromQL query is held to the rules in
+:mod:`cli.backtest.promql_widgets`.
 """
 
 import json
