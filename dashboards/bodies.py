@@ -15,9 +15,12 @@ https://docs.aws.amazon.com/cdk/api/v2/docs/aws-cdk-lib.aws_cloudwatch.VariableT
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from dashboards.metrics_insights import insights_sql
+from dashboards.promql import gpu_query
+from dashboards.sources import Query, reading
 from dashboards.widgets import (
     AlarmLine,
     Widget,
@@ -27,6 +30,7 @@ from dashboards.widgets import (
     layout,
     metric_row,
     metric_widget,
+    promql_row,
     search,
     text,
 )
@@ -66,6 +70,8 @@ from lambdas.shared.console_links import (
     TRAINING_DASHBOARD,
     node_dashboard_url,
 )
+from lambdas.shared.container_insights_mode import DEFAULT_MODE, ContainerInsightsMode
+from lambdas.training_analyzer.gpu_hours.otel import CLOUDWATCH, DcgmLabels
 
 #: CloudWatch refuses dashboard bodies above this size.
 MAX_BODY_BYTES: Final = 1_000_000
@@ -142,6 +148,15 @@ def _pattern_variable(
     }
 
 
+@dataclass(frozen=True)
+class Mode:
+    """Which Container Insights mode the GPU widgets read (``dashboards.sources``), and the
+    label names of DCGM's series where OTel mode's PromQL reads them."""
+
+    mode: ContainerInsightsMode = DEFAULT_MODE
+    labels: DcgmLabels = CLOUDWATCH
+
+
 def _gpu_query(
     cluster: str,
     metric: GpuMetric,
@@ -151,43 +166,65 @@ def _gpu_query(
     group_by: Sequence[str] = (DIM_NODE, DIM_GPU_INDEX),
     node: str | None = None,
     limit: int = OUTLIERS,
-) -> str:
-    """A per-GPU query. The readings Container Insights publishes per GPU are read there (the
-    exporter carries them only as properties), its GPUs named by ``GpuDevice``."""
+    mode: Mode = Mode(),
+    label: str = "",
+) -> list[Any]:
+    """A per-GPU query's row, where ``dashboards.sources`` reads the metric in the mode. The
+    readings Container Insights publishes per GPU are read there (the exporter carries them
+    only as properties): Classic's named by ``GpuDevice``, DCGM's by its ``gpu`` label."""
+    source = reading(metric, mode.mode)
+    if source.query is Query.PROMQL:
+        keys = {DIM_NODE: mode.labels.node, DIM_GPU_INDEX: mode.labels.gpu}
+        query = gpu_query(
+            source.name,
+            function,
+            order,
+            cluster=cluster,
+            keys=[keys[d] for d in group_by],
+            limit=limit,
+            period_s=GPU_WIDGET_PERIOD_S,
+            node=node,
+            scale=source.scale,
+            labels=mode.labels,
+        )
+        return promql_row(query, id="q", label=label)
     where = [(DIM_CLUSTER, cluster)] + ([(DIM_NODE, node)] if node else [])
-    if metric in CI_NODE_GPU_METRICS:
-        return insights_sql(
+    if source.namespace == NAMESPACE_CONTAINER_INSIGHTS:
+        sql = insights_sql(
             NAMESPACE_CONTAINER_INSIGHTS,
             CI_NODE_GPU_SCHEMA,
-            CI_NODE_GPU_METRICS[metric],
+            source.name,
             function,
             where,
             group_by=[DIM_GPU_DEVICE if d == DIM_GPU_INDEX else d for d in group_by],
             order=order,
             limit=limit,
         )
-    return insights_sql(
-        NAMESPACE_GPU,
-        gpu_schema(metric),  # the alarm metrics' per-GPU series carry a Shard too
-        str(metric),
-        function,
-        where,
-        group_by=group_by,
-        order=order,
-        limit=limit,
-    )
+    else:
+        sql = insights_sql(
+            NAMESPACE_GPU,
+            gpu_schema(metric),  # the alarm metrics' per-GPU series carry a Shard too
+            str(metric),
+            function,
+            where,
+            group_by=group_by,
+            order=order,
+            limit=limit,
+        )
+    return expression_row(sql, id="q", label=label)
 
 
 def _outliers(
     title: str,
-    sql: str,
+    query: str | list[Any],
     *,
     y_max: float | None = None,
     annotations: Sequence[dict[str, Any]] = (),
 ) -> Widget:
+    """A ranked widget of one query: Metrics Insights SQL, or a row already built."""
     return metric_widget(
         title,
-        [expression_row(sql, id="q")],
+        [expression_row(query, id="q") if isinstance(query, str) else query],
         width=8,
         y_max=y_max,
         period=GPU_WIDGET_PERIOD_S,
@@ -240,6 +277,7 @@ def gpu_fleet(
     region: str,
     exporter_interval_s: int = 10,
     alarm_lines: Sequence[AlarmLine] = (),
+    mode: Mode = Mode(),
 ) -> dict[str, Any]:
     """Counts and fleet aggregates, then the ten worst GPUs or nodes per question; the alarms'
     thresholds drawn on the widgets of their metrics (``alarm_lines``)."""
@@ -250,7 +288,7 @@ def gpu_fleet(
     ) -> Widget:
         return _outliers(
             title,
-            _gpu_query(cluster, metric, function, order),
+            _gpu_query(cluster, metric, function, order, mode=mode),
             y_max=y_max,
             annotations=_drawn(alarm_lines, metric, function, exporter_interval_s),
         )
@@ -353,6 +391,7 @@ def gpu_node(
     region: str,
     exporter_interval_s: int = 10,
     alarm_lines: Sequence[AlarmLine] = (),
+    mode: Mode = Mode(),
 ) -> dict[str, Any]:
     """One node's GPUs line by line (at most ``GPUS_PER_NODE_MAX`` a widget), the alarms'
     thresholds drawn on the widgets of their metrics (``alarm_lines``)."""
@@ -361,7 +400,7 @@ def gpu_node(
     def per_gpu(
         title: str, metric: GpuMetric, function: str = "AVG", order: str = "DESC", **kw: Any
     ) -> Widget:
-        sql = _gpu_query(
+        row = _gpu_query(
             cluster,
             metric,
             function,
@@ -369,10 +408,12 @@ def gpu_node(
             group_by=(DIM_GPU_INDEX,),
             node=NODE_PATTERN,
             limit=GPUS_PER_NODE_MAX,
+            mode=mode,
+            label="GPU",
         )
         return metric_widget(
             title,
-            [expression_row(sql, id="q", label="GPU")],
+            [row],
             width=8,
             period=GPU_WIDGET_PERIOD_S,
             annotations=_drawn(alarm_lines, metric, function, exporter_interval_s),
@@ -634,13 +675,17 @@ def all_dashboards(
     *,
     exporter_interval_s: int = 10,
     alarm_lines: Sequence[AlarmLine] = (),
+    mode: ContainerInsightsMode = DEFAULT_MODE,
+    dcgm_labels: DcgmLabels = CLOUDWATCH,
 ) -> dict[str, dict[str, Any]]:
     """Dashboard name -> body, for the CDK app and the demo; ``alarm_lines`` are the deployed
-    alarms' thresholds (cdk/alarms/annotations.py), drawn on the widgets of their metrics."""
-    lines, interval = alarm_lines, exporter_interval_s
+    alarms' thresholds (cdk/alarms/annotations.py), drawn on the widgets of their metrics;
+    ``mode`` the Container Insights mode the GPU widgets read (``dashboards.sources``), and
+    ``dcgm_labels`` the label names of DCGM's series in OTel mode (CloudWatch's by default)."""
+    lines, interval, reads = alarm_lines, exporter_interval_s, Mode(mode, dcgm_labels)
     return {
-        dashboard_name(cluster, "gpu-fleet"): gpu_fleet(cluster, region, interval, lines),
-        dashboard_name(cluster, NODE_DASHBOARD): gpu_node(cluster, region, interval, lines),
+        dashboard_name(cluster, "gpu-fleet"): gpu_fleet(cluster, region, interval, lines, reads),
+        dashboard_name(cluster, NODE_DASHBOARD): gpu_node(cluster, region, interval, lines, reads),
         dashboard_name(cluster, TRAINING_DASHBOARD): training_jobs(cluster, region),
         dashboard_name(cluster, "storage"): storage(cluster, buckets, region),
         dashboard_name(cluster, "findings"): findings_and_alarms(cluster, alarm_arns, region),

@@ -161,6 +161,31 @@ def expression_row(
     return [item]
 
 
+#: How a metrics-array row says its ``expression`` is PromQL, not metric math or Metrics
+#: Insights. AWS documents that a PromQL query is kept as a dashboard widget ("choose Add to
+#: dashboard to save the visualization as a dashboard widget. The widget continues to run the
+#: PromQL query at the dashboard's refresh interval", "Running PromQL queries in Query Studio",
+#: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch-PromQL-QueryStudio.html),
+#: but "Dashboard Body Structure and Syntax" names no key for one: this key and value are the
+#: one place that says it, for a body the console saves to be compared against.
+PROMQL_LANGUAGE_KEY: Final = "queryLanguage"
+PROMQL_LANGUAGE: Final = "PromQL"
+
+
+def promql_row(query: str, *, id: str, label: str = "") -> list[Any]:
+    """A PromQL query as a row of a widget's ``metrics`` array: alone in its widget, one
+    series drawn per series the query returns."""
+    return [{"expression": query, "id": id, "label": label, PROMQL_LANGUAGE_KEY: PROMQL_LANGUAGE}]
+
+
+def is_promql(row: Sequence[Any]) -> bool:
+    return (
+        bool(row)
+        and isinstance(row[0], dict)
+        and row[0].get(PROMQL_LANGUAGE_KEY) == (PROMQL_LANGUAGE)
+    )
+
+
 def metric_widget(
     title: str,
     metrics: Sequence[list[Any]],

@@ -120,6 +120,7 @@ class AlarmsStack(DeploymentStack):
                     self.region,
                     exporter_interval_s=settings.exporter_interval_seconds,
                     alarm_lines=alarm_lines(specs),
+                    mode=settings.container_insights_mode,
                 ).items()
             )
         ]

@@ -6,11 +6,14 @@ metric arrays with their statistic per period, Metrics Insights queries with
 :mod:`cli.backtest.insights`, the metric-math expressions the bodies use (ids, numbers, ``+ - * /``,
 parentheses, ``PERIOD(id)``), and ``SEARCH``/``SORT(SEARCH(...), FUNC, ASC|DESC, n)`` for the
 storage and findings widgets (a SEARCH returns at most 500 series). Rows with
-``"visible": false`` are inputs, not drawn.
+``"visible": false`` are inputs, not drawn. A PromQL row (OTel mode's GPU widgets,
+``dashboards.widgets.promql_row``) is run on a Prometheus-compatible query API
+(``PromQLSource``): a real engine, not a reading of the query.
 
 Before a widget is evaluated, it is held to the rules CloudWatch documents for what a metric
 widget may hold (``widget_rule_errors``): a widget that breaks one does not render in
-CloudWatch, so it is refused here, not drawn.
+CloudWatch, so it is refused here, not drawn; a PromQL query is held to the rules in
+:mod:`cli.backtest.promql_widgets`.
 """
 
 import json
@@ -22,9 +25,11 @@ from typing import Any
 
 from cdk.alarms.model import MetricStat
 from cdk.alarms.sizing import MAX_SERIES_PER_QUERY
-from cli.backtest import insights
+from cli.backtest import insights, promql_widgets
 from cli.backtest.history import Sample
 from cli.backtest.series import Values, aggregate, metric_values
+from dashboards.widgets import is_promql
+from lambdas.shared.promql import MAX_SCAN_S, PromQLClient
 
 #: The most series one SEARCH returns.
 SEARCH_MAX_SERIES = MAX_SERIES_PER_QUERY  # a SEARCH stops at 500 series too
@@ -55,6 +60,15 @@ MAX_INSIGHTS_QUERIES = 1
 MAX_INSIGHTS_LIMIT = MAX_SERIES_PER_QUERY
 #: "Query up to two weeks of data for visualization in your metrics, widgets, and alarm graphs."
 MAX_INSIGHTS_RANGE_S = 14 * 86_400
+
+
+@dataclass(frozen=True)
+class PromQLSource:
+    """Where a widget's PromQL queries are run (a Prometheus-compatible query API), and the
+    end of the dashboard's time range, in epoch seconds."""
+
+    client: PromQLClient
+    end: float
 
 
 class WidgetEvaluationError(ValueError):
@@ -219,9 +233,41 @@ def index(samples: Iterable[Sample]) -> Index:
     return by_metric
 
 
+def _promql(
+    options: Mapping[str, Any], period: int, span_s: float, promql: PromQLSource | None
+) -> Result:
+    """The query's series at the widget's period over the dashboard's range, or over as much
+    of its end as one request of the query API scans (24 hours, the query's lookback
+    included: a day's range starts a lookback later), so that ``@ end()`` is the range's one
+    end; each series labelled by its label values in label-name order and ranked by its mean,
+    in the order its ``topk``/``bottomk`` picks."""
+    query: str = options["expression"]
+    if promql is None:
+        raise WidgetEvaluationError(f"a PromQL query and no PromQL engine to run it: {query!r}")
+    end = promql.end
+    lookback = promql_widgets.lookback_seconds(query)
+    start = max(end - span_s, end - MAX_SCAN_S + lookback)
+    found = promql.client.query_range(query, start, end, period, lookback_s=lookback)
+    series = []
+    for s in found:
+        values = dict(s.points)
+        label = " ".join(v for k, v in sorted(s.labels.items()) if k != "__name__")
+        series.append((label, values, sum(values.values()) / len(values) if values else 0.0))
+    ascending = "bottomk(" in query
+    series.sort(key=lambda s: (s[2] if ascending else -s[2], s[0]))
+    return series
+
+
 def _row(
-    row: list[Any], by_metric: Index, period: int, env: dict[str, Values]
+    row: list[Any],
+    by_metric: Index,
+    period: int,
+    env: dict[str, Values],
+    promql: PromQLSource | None = None,
+    span_s: float = 86_400,
 ) -> tuple[dict[str, Any], Result]:
+    if is_promql(row):
+        return row[0], _promql(row[0], period, span_s, promql)
     if isinstance(row[0], str):
         samples: Sequence[Sample] = by_metric.get((row[0], row[1]), [])
         options = row[-1] if isinstance(row[-1], dict) else {}
@@ -260,7 +306,10 @@ def _insights_queries(rows: Sequence[list[Any]]) -> list[str]:
     return [
         row[0]["expression"]
         for row in rows
-        if row and isinstance(row[0], dict) and _SELECT.search(row[0].get("expression", ""))
+        if row
+        and isinstance(row[0], dict)
+        and not is_promql(row)
+        and _SELECT.search(row[0].get("expression", ""))
     ]
 
 
@@ -286,6 +335,13 @@ def widget_rule_errors(widget: Mapping[str, Any]) -> list[str]:
         limit = _LIMIT.search(query)
         if limit and int(limit[1]) > MAX_INSIGHTS_LIMIT:
             errors.append(f"{title!r}: LIMIT {limit[1]} above {MAX_INSIGHTS_LIMIT} in {query!r}")
+    promql = [row[0]["expression"] for row in rows if is_promql(row)]
+    if promql and len(rows) > 1:
+        # Query Studio adds one query's visualization as one widget: a PromQL query is drawn
+        # alone, no metric math or Metrics Insights row beside it.
+        errors.append(f"{title!r}: a PromQL query shares its metrics array with {len(rows) - 1}")
+    for query in promql:
+        errors += promql_widgets.rule_errors(title, query)
     return errors
 
 
@@ -314,7 +370,14 @@ def body_rule_errors(body: Mapping[str, Any]) -> list[str]:
     return errors
 
 
-def evaluate_widget(widget: dict[str, Any], by_metric: Index) -> WidgetView:
+def evaluate_widget(
+    widget: dict[str, Any],
+    by_metric: Index,
+    promql: PromQLSource | None = None,
+    span_s: float = 86_400,
+) -> WidgetView:
+    """What the widget shows; its PromQL queries run by ``promql`` over the ``span_s`` before
+    its end."""
     properties = widget["properties"]
     title = properties.get("title", "")
     if widget["type"] != "metric":
@@ -327,7 +390,7 @@ def evaluate_widget(widget: dict[str, Any], by_metric: Index) -> WidgetView:
     env: dict[str, Values] = {}
     lines: list[Line] = []
     for row in properties["metrics"]:
-        options, result = _row(row, by_metric, period, env)
+        options, result = _row(row, by_metric, period, env, promql, span_s)
         if isinstance(result, dict) and "id" in options:
             env[options["id"]] = result
         if options.get("visible", True):
@@ -339,11 +402,18 @@ def evaluate_body(
     body: dict[str, Any],
     samples: Sequence[Sample] | Index,
     variables: Mapping[str, str] | None = None,
+    promql: PromQLSource | None = None,
 ) -> list[WidgetView]:
-    """Every metric widget of the body, in order, with what it shows."""
+    """Every metric widget of the body, in order, with what it shows; PromQL widgets run by
+    ``promql`` over the body's default range (a day where it names none) before its end."""
     applied = apply_variables(body, variables or {})
     errors = body_rule_errors(applied)
     if errors:
         raise WidgetRuleError("; ".join(errors))
     by_metric = samples if isinstance(samples, dict) else index(samples)
-    return [evaluate_widget(w, by_metric) for w in applied["widgets"] if w["type"] == "metric"]
+    span = _range_s(applied.get("start", "")) or 86_400.0
+    return [
+        evaluate_widget(w, by_metric, promql, span)
+        for w in applied["widgets"]
+        if w["type"] == "metric"
+    ]

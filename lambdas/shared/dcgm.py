@@ -13,9 +13,11 @@ resource attributes and sets the node and cluster (tests/realistic/otel.py).
 from dataclasses import dataclass
 from typing import Final
 
-#: dcgm-exporter's metric names, as the add-on sends them.
-DCGM_UTIL: Final = "DCGM_FI_DEV_GPU_UTIL"
-DCGM_POWER: Final = "DCGM_FI_DEV_POWER_USAGE"
+from gpu_insights_agent.contract.metrics import DCGM_GPU_METRICS, GpuMetric
+
+#: dcgm-exporter's metric names, as the add-on sends them (the metric contract's).
+DCGM_UTIL: Final = DCGM_GPU_METRICS[GpuMetric.UTILIZATION]
+DCGM_POWER: Final = DCGM_GPU_METRICS[GpuMetric.POWER_DRAW]
 
 
 @dataclass(frozen=True)

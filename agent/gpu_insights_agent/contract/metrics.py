@@ -410,6 +410,7 @@ class GpuMetricRow:
         #: DCGM's field for the same reading (``DCGM_FI_*``, as dcgm-exporter names its
         #: series), None where DCGM has none. The add-on's dcgm-exporter collects only
         #: ``ADDON_DCGM_FIELDS`` of them: in OTel mode those are what the add-on already gives.
+        #: Read with PromQL in OTel mode (``DCGM_GPU_METRICS``).
         self.dcgm = dcgm
 
     @property
@@ -453,7 +454,7 @@ GPU_METRICS: Final[tuple[GpuMetricRow, ...]] = (
         "Bytes",
         Role.PROPERTY,
         container_insights="node_gpu_memory_used",
-        dcgm="DCGM_FI_DEV_FB_USED",
+        dcgm="DCGM_FI_DEV_FB_USED",  # MiB (DCGM_MIB_METRICS)
     ),
     _R(
         G.TEMPERATURE,
@@ -538,6 +539,18 @@ CLUSTER_METRICS: Final = _where(Role.CYCLE, cluster=True)
 CI_NODE_GPU_METRICS: Final[dict[GpuMetric, str]] = {
     r.metric: r.container_insights for r in GPU_METRICS if r.container_insights is not None
 }
+#: The same readings in OTel Container Insights mode: dcgm-exporter's series under DCGM's own
+#: names, each labelled with its GPU (``gpu``), node, cluster and the pod holding it
+#: (aws-observability/helm-charts charts/amazon-cloudwatch-observability/templates/linux/
+#: _otel-container-insights-config.tpl: ``prometheus/cw_k8s_ci_v0_dcgm`` scrapes
+#: dcgm-exporter; ``transform/cw_k8s_ci_v0_set_unit`` names these metrics).
+DCGM_GPU_METRICS: Final[dict[GpuMetric, str]] = {
+    r.metric: r.dcgm for r in GPU_METRICS if r.dcgm in ADDON_DCGM_FIELDS
+}
+#: Those DCGM sends in MiB where the exporter and Classic's node_gpu_* give bytes
+#: (``transform/cw_k8s_ci_v0_set_unit`` sets "MiBy"; Classic scales by 1024 * 1024, see
+#: ``CI_POD_GPU_MEMORY_USED_METRIC``).
+DCGM_MIB_METRICS: Final = frozenset({GpuMetric.MEMORY_USED})
 #: Every reading of a GPU's cycle, whatever its role (XID events are no reading of a cycle).
 GPU_READINGS: Final = frozenset(r.metric for r in GPU_METRICS if r.role is not Role.EVENT)
 

@@ -5,6 +5,7 @@ from aws_cdk import Stack
 from aws_cdk.assertions import Match, Template
 from cfnlint.api import lint
 
+from dashboards.widgets import PROMQL_LANGUAGE, PROMQL_LANGUAGE_KEY
 from lambdas.silence_check.config import SilenceCheckConfig
 from tests.infra.conftest import Synth
 
@@ -284,6 +285,36 @@ def test_the_deployed_dashboards_draw_the_alarms_thresholds(synth: Synth) -> Non
     assert lines["Lowest power in use (% of limit), 10 GPUs"] == [
         {"value": 30, "label": "gpu-low-power alarm: MAX < 30", "fill": "below"}
     ]
+
+
+def _bodies(template: Template) -> dict[str, str]:
+    """Each deployed dashboard's body (its alarm ARNs left as the template's references)."""
+    return {
+        d["Properties"]["DashboardName"].removeprefix("gpu-insights-train-prod-"): json.dumps(
+            d["Properties"]["DashboardBody"]
+        )
+        for d in template.find_resources("AWS::CloudWatch::Dashboard").values()
+    }
+
+
+def test_otel_mode_deploys_dashboards_that_read_dcgm_by_promql_not_node_gpu(
+    synth: Synth,
+) -> None:
+    """The stack passes the mode: in OTel mode the GPU widgets that read Classic's node_gpu_*
+    read DCGM's series by PromQL (the fleet's hottest GPUs; the node's utilization,
+    temperature and memory), and no body names node_gpu_*, which OTel mode turns off; the
+    exporter's and the jobs' widgets are unchanged."""
+    otel = _bodies(_template(synth, {**PROD, "container_insights_mode": "otel"}))
+    classic = _bodies(_template(synth))
+    assert all("node_gpu_" not in body for body in otel.values())
+    assert sum("node_gpu_" in body for body in classic.values()) == 2
+    marker = f'\\"{PROMQL_LANGUAGE_KEY}\\":\\"{PROMQL_LANGUAGE}\\"'  # a body inside a Fn::Join
+    promql = {name: body.count(marker) for name, body in otel.items()}
+    assert promql == {"gpu-fleet": 1, "gpu-node": 3, "training": 0, "storage": 0, "findings": 0}
+    assert "DCGM_FI_DEV_GPU_TEMP" in otel["gpu-fleet"]
+    assert {n: otel[n] for n in ("training", "storage", "findings")} == {
+        n: classic[n] for n in ("training", "storage", "findings")
+    }
 
 
 def test_the_silence_check_runs_every_five_minutes_with_its_one_declaration(

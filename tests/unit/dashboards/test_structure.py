@@ -11,8 +11,15 @@ import pytest
 
 from cdk.alarms.annotations import alarm_lines
 from cdk.alarms.catalog import AlarmSettings, gpu_alarms
-from cli.backtest.dashboards import WidgetRuleError, body_rule_errors, evaluate_body
+from cli.backtest.dashboards import (
+    WidgetEvaluationError,
+    WidgetRuleError,
+    body_rule_errors,
+    evaluate_body,
+)
 from dashboards.bodies import all_dashboards
+from dashboards.widgets import promql_row
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
 
 SCHEMA = json.loads(
     (Path(__file__).parents[2] / "data" / "cloudwatch-dashboard-body.schema.json").read_text()
@@ -25,15 +32,28 @@ DASHBOARDS = all_dashboards(
     "us-east-1",
     alarm_lines=alarm_lines(gpu_alarms(AlarmSettings(cluster_name="train", shards=2))),
 )
+OTEL = all_dashboards(
+    "train",
+    ["train-data"],
+    ["arn:aws:cloudwatch:us-east-1:123456789012:alarm:gpu-insights-train-x"],
+    "us-east-1",
+    alarm_lines=alarm_lines(gpu_alarms(AlarmSettings(cluster_name="train", shards=2))),
+    mode=ContainerInsightsMode.OTEL,
+)
+BOTH = {
+    f"{mode} {name}": body
+    for mode, bodies in (("classic", DASHBOARDS), ("otel", OTEL))
+    for name, body in bodies.items()
+}
 
 
 def _errors(body: dict[str, Any]) -> list[str]:
     return [f"{list(e.absolute_path)}: {e.message}" for e in VALIDATOR.iter_errors(body)]
 
 
-@pytest.mark.parametrize("name", sorted(DASHBOARDS))
+@pytest.mark.parametrize("name", sorted(BOTH))
 def test_every_body_has_aws_documented_structure(name: str) -> None:
-    assert _errors(DASHBOARDS[name]) == []
+    assert _errors(BOTH[name]) == []
 
 
 def test_the_schema_refuses_what_cloudwatch_refuses() -> None:
@@ -61,11 +81,13 @@ def test_the_schema_refuses_what_cloudwatch_refuses() -> None:
         assert _errors(broken), broken
 
 
-@pytest.mark.parametrize("name", sorted(DASHBOARDS))
+@pytest.mark.parametrize("name", sorted(BOTH))
 def test_every_widget_keeps_cloudwatchs_metrics_insights_rules(name: str) -> None:
     """One Metrics Insights query per metrics array, LIMIT at most 500, at most 500 rows, two
-    weeks of range (the rules are quoted in cli/backtest/dashboards.py)."""
-    assert body_rule_errors(DASHBOARDS[name]) == []
+    weeks of range (the rules are quoted in cli/backtest/dashboards.py); a PromQL query alone
+    in its widget, selecting by metric name, bounded by its text at 500 series or fewer,
+    reaching back 24 hours at most (cli/backtest/promql_widgets.py)."""
+    assert body_rule_errors(BOTH[name]) == []
 
 
 def _sql_row(limit: int = 10, metric: str = "VolumeReadOps") -> list[Any]:
@@ -104,3 +126,41 @@ def test_evaluating_a_broken_widget_is_an_error_not_a_picture() -> None:
     broken = _with_rows([_sql_row(), _sql_row(metric="VolumeWriteOps")])
     with pytest.raises(WidgetRuleError, match="2 Metrics Insights queries"):
         evaluate_body(broken, [])
+
+
+BOUNDED = (
+    '(max by (gpu) (max_over_time({__name__="DCGM_FI_DEV_GPU_TEMP"}[5m]))) and on (gpu) '
+    'topk(10, max by (gpu) (max_over_time({__name__="DCGM_FI_DEV_GPU_TEMP"}[1h] @ end())))'
+)
+
+
+def _promql(query: str) -> dict[str, Any]:
+    return _with_rows([promql_row(query, id="q")])
+
+
+def test_the_rules_refuse_a_promql_widget_that_breaks_one() -> None:
+    """Each mutation breaks one rule; the unbroken one passes."""
+    assert body_rule_errors(_promql(BOUNDED)) == []
+    by_labels = BOUNDED.replace('__name__="DCGM_FI_DEV_GPU_TEMP"', 'gpu="0"')
+    assert body_rule_errors(_promql(by_labels)) == [
+        f"'w': a PromQL selector without a metric name in {by_labels!r}"
+    ]
+    every_step = BOUNDED.replace(" @ end()", "")  # picks ten at every step: more over a range
+    assert "does not bound" in body_rule_errors(_promql(every_step))[0]
+    grouped = 'max by (gpu) ({__name__="DCGM_FI_DEV_GPU_TEMP"})'  # one series per GPU
+    assert "does not bound" in body_rule_errors(_promql(grouped))[0]
+    other_keys = BOUNDED.replace("and on (gpu)", 'and on ("@resource.k8s.node.name")')
+    assert "does not bound" in body_rule_errors(_promql(other_keys))[0]
+    wide = BOUNDED.replace("topk(10,", "topk(501,")
+    assert body_rule_errors(_promql(wide)) == [
+        "'w': up to 501 series, above the 500 of one response"
+    ]
+    far = BOUNDED.replace("[1h] @ end()", "[2d] @ end()")
+    assert body_rule_errors(_promql(far)) == ["'w': a range of 48 h beyond the 24-hour scan window"]
+    shared = _with_rows([promql_row(BOUNDED, id="q"), [{"expression": "q * 2", "id": "e"}]])
+    assert body_rule_errors(shared) == ["'w': a PromQL query shares its metrics array with 1"]
+
+
+def test_evaluating_a_promql_widget_needs_an_engine() -> None:
+    with pytest.raises(WidgetEvaluationError, match="no PromQL engine"):
+        evaluate_body(_promql(BOUNDED), [])
