@@ -102,7 +102,7 @@ def serve(openmetrics: Path, data: Path) -> Iterator[str]:
         [promtool, "tsdb", "create-blocks-from", "openmetrics", str(openmetrics), str(data)],
         check=True,
         capture_output=True,
-        timeout=120,
+        timeout=600,  # two weeks of 2-hour blocks: seconds on an idle machine
     )
     config = data / "prometheus.yml"
     config.write_text("global: {}\n")
