@@ -167,7 +167,8 @@ class LocalPromQL(urllib.request.BaseHandler):
             method="POST",
         )
         try:
-            with urllib.request.build_opener().open(local, timeout=30) as response:
+            # Generous: a loaded machine's engine, whose answer the reader waits for.
+            with urllib.request.build_opener().open(local, timeout=300) as response:
                 status, answer = int(response.status), response.read()
         except urllib.error.HTTPError as err:
             status, answer = int(err.code), err.read()
