@@ -305,6 +305,9 @@ def _write_lines(path: Path, records: list[dict[str, Any]]) -> Path:
 def _storage_step(
     result: DemoResult, clients: dict[str, Any], settings: Settings, out_dir: Path
 ) -> None:
+    # Seeded again where the resources the findings name are made: the steps before make as
+    # many of moto's ids in either mode, those after read more or fewer pages.
+    mock_random.seed(MOTO_SEED)
     result.storage_names = seed_storage(clients, settings.cluster_name)
     _, result.storage_findings = run_storage_analyzer(clients, settings)
     result.files.append(_write_lines(out_dir / "storage-findings.jsonl", result.storage_findings))
