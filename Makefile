@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml agent/pyproject.toml | ck
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install demo test test-old-python bench lint typecheck clean prometheus
+.PHONY: install demo demo-otel test test-old-python bench lint typecheck clean prometheus
 
 # checkov pins boto3==1.35.49 (so botocore 1.35) and packaging<24, older than the project's:
 # it gets its own environment, and tests/infra/test_checkov.py runs it from there.
@@ -32,6 +32,11 @@ $(STAMP): pyproject.toml agent/pyproject.toml
 
 demo: install
 	$(BIN)/gpu-insights demo --out out --cdk-out cdk.out
+
+# The same demo in OTel Container Insights mode, compared with a Classic run: it needs
+# Prometheus (`make prometheus`, Debian's package) and says so in one line without it.
+demo-otel: install
+	$(BIN)/gpu-insights demo --mode otel --out out --cdk-out cdk.out
 
 lint: install
 	$(BIN)/ruff check .

@@ -5,14 +5,18 @@ Each step uses the production code path; only the endpoint differs. Where moto l
 """
 
 import json
+import tempfile
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from itertools import chain
 from pathlib import Path
 from typing import Any, Final
 
 from moto import mock_aws
+from moto.moto_api._internal import mock_random
 
 from cdk.alarms.annotations import alarm_lines
 from cdk.alarms.catalog import gpu_alarms
@@ -37,6 +41,7 @@ from cli.demo_jobs import job_events, seed_alarm_jobs
 from cli.demo_jobs import summary_lines as job_summary_lines
 from cli.demo_last_week import carry_report, last_week_report
 from cli.demo_notifications import NotificationsDemo, notifications_summary, run_notifications
+from cli.demo_otel import DEMO_INTERVAL_S, OtelEngine, joins, replay_samples, week_samples
 from cli.demo_preflight import run_preflight
 from cli.demo_report import render_png, run_weekly_report, write_dashboards
 from cli.demo_storage import BUCKETS as STORAGE_BUCKETS
@@ -62,9 +67,11 @@ from gpu_insights_agent.contract.metrics import (
 )
 from lambdas.shared.aws_clients import new_session
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
+from lambdas.shared.promql import promql_for
 from lambdas.weekly_report.memory_section import MEMORY_CSV
 
 DEMO_REGION = "us-east-1"
+MOTO_SEED = 2026
 
 
 @dataclass
@@ -103,6 +110,11 @@ class DemoResult:
     monday_findings: list[dict[str, Any]] = field(default_factory=list)
     #: The planted failed jobs' failure-cause findings (cli/demo_failures.py).
     failures: list[dict[str, Any]] = field(default_factory=list)
+    mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC
+    #: OTel mode: the DCGM samples the local Prometheus held, and (pods, pod-hours, misplaced)
+    #: of this week's holds as the GPU analyzer reads them (cli/demo_otel.py ``joins``).
+    otel_series: int = 0
+    otel_joins: tuple[int, int, int] | None = None
 
     def _exporter_lines(self) -> list[str]:
         """Step 4: what the exporter's replay read back, GPU by GPU."""
@@ -166,21 +178,57 @@ class DemoResult:
         )
         return lines
 
+    def _addon_line(self) -> str:
+        """Step 2: the add-on's configuration in the demo's Container Insights mode."""
+        config = self.addon_configuration
+        collected = config["agent"]["config"]["logs"]["metrics_collected"]
+        moto = "(moto has no EKS add-on API: written to a file instead)"
+        if self.mode is ContainerInsightsMode.OTEL:
+            return (
+                "2. Add-on amazon-cloudwatch-observability configuration, OTel mode: OTel "
+                f"Container Insights={config['otelContainerInsights']['enabled']}, Classic="
+                f"{config['containerInsights']['enabled']}, EMF listener={'emf' in collected} "
+                + moto
+            )
+        kubernetes = collected["kubernetes"]
+        return (
+            "2. Add-on amazon-cloudwatch-observability configuration: enhanced Container Insights="
+            f"{kubernetes['enhanced_container_insights']}, GPU metrics="
+            f"{kubernetes['accelerated_compute_metrics']}, EMF listener={'emf' in collected} "
+            + moto
+        )
+
+    def _otel_lines(self) -> list[str]:
+        """OTel mode: where the GPU analyzer's pods came from, and how they joined."""
+        if self.otel_joins is None:
+            return []
+        pods, hours, misplaced = self.otel_joins
+        joined = (
+            "every pod joined its node and GPU exactly"
+            if misplaced == 0
+            else f"{misplaced} pod-hours on another node or GPU than the week put them on"
+        )
+        return [
+            f"   OTel mode: the GPU analyzer read its pods from {self.otel_series:,} DCGM samples "
+            f"(every {DEMO_INTERVAL_S} s, pod and node labels) in a local Prometheus, by PromQL "
+            f"at the Region's monitoring host: {pods} pods, {hours:,} pod-hours this week, "
+            f"{joined} (node label and DCGM's gpu index; no power matching). The GPU memory "
+            "right-sizing and the dashboards read Classic's series (no OTel reader yet)."
+        ]
+
     def summary(self) -> str:
-        lines = ["EKS GPU Insights demo (no AWS account: moto in-process)", ""]
+        lines = [
+            "EKS GPU Insights demo (no AWS account: moto in-process), "
+            f"{self.mode} Container Insights mode",
+            "",
+        ]
         lines.append(
             f"1. Synthesized the CDK app into {self.cdk_out}/ (cdk-nag AwsSolutions: clean)"
         )
         for stack, counts in self.resources_by_stack.items():
             detail = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
             lines.append(f"   {stack}: {sum(counts.values())} resources ({detail})")
-        kubernetes = self.addon_configuration["agent"]["config"]["logs"]["metrics_collected"]
-        lines.append(
-            "2. Add-on amazon-cloudwatch-observability configuration: enhanced Container Insights="
-            f"{kubernetes['kubernetes']['enhanced_container_insights']}, GPU metrics="
-            f"{kubernetes['kubernetes']['accelerated_compute_metrics']}, EMF listener="
-            f"{'emf' in kubernetes} (moto has no EKS add-on API: written to a file instead)"
-        )
+        lines.append(self._addon_line())
         measurements = self.fetched_agent_config["metrics"]["metrics_collected"]["nvidia_gpu"]
         lines.append(
             f"3. Stored the GPU agent configuration in SSM {self.parameter_name} and fetched it "
@@ -202,6 +250,7 @@ class DemoResult:
             lines += monday_summary(self.monday_findings)
         if self.failures:
             lines += failures_summary(self.failures)
+        lines += self._otel_lines()
         if self.report:
             lines.append(
                 f"8. Ran the weekly report Lambda for {self.report['week']}, compared with the "
@@ -261,6 +310,9 @@ def _write_lines(path: Path, records: list[dict[str, Any]]) -> Path:
 def _storage_step(
     result: DemoResult, clients: dict[str, Any], settings: Settings, out_dir: Path
 ) -> None:
+    # Seeded again where the resources the findings name are made: the steps before make as
+    # many of moto's ids in either mode, those after read more or fewer pages.
+    mock_random.seed(MOTO_SEED)
     result.storage_names = seed_storage(clients, settings.cluster_name)
     _, result.storage_findings = run_storage_analyzer(clients, settings)
     result.files.append(_write_lines(out_dir / "storage-findings.jsonl", result.storage_findings))
@@ -286,7 +338,7 @@ def _training_step(
         seed_training(clients, (day_start, STORAGE_END), fleet=True)
 
     result.training_summary, result.training_findings = run_training_analyzer(
-        clients, earlier_runs=earlier_runs()
+        clients, earlier_runs=earlier_runs(), mode=settings.container_insights_mode
     )
     result.week_datapoints = week.datapoints
     result.files.append(_write_lines(out_dir / "training-findings.jsonl", result.training_findings))
@@ -344,16 +396,57 @@ def _points_between(cloudwatch: Any, cluster: str, start: float, end: float) -> 
     return int(sum(answer["MetricDataResults"][0]["Values"]))
 
 
-def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) -> DemoResult:
-    """Synthesize, apply what moto supports, fetch it back, and write the results."""
-    # The demo's weeks are seeded as Classic Container Insights publishes them, so its
-    # deployment runs Classic whatever mode the settings name.
+def run_demo(
+    *,
+    out_dir: Path,
+    cdk_out: Path,
+    settings: Settings | None = None,
+    mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC,
+) -> DemoResult:
+    """Synthesize, apply what moto supports, fetch it back, and write the results. ``mode``:
+    the Container Insights mode the demo deploys (whatever the settings name); in OTel mode a
+    local Prometheus (cli/demo_otel.py) serves the weeks' DCGM series to the GPU analyzer."""
     settings = replace(
-        settings or Settings(cluster_name=DEMO_CLUSTER),
-        container_insights_mode=ContainerInsightsMode.CLASSIC,
+        settings or Settings(cluster_name=DEMO_CLUSTER), container_insights_mode=mode
     )
+    # moto's ids (instances, volumes) from one seed: two runs name the same resources, so
+    # their findings and reports compare byte for byte.
+    mock_random.seed(MOTO_SEED)
+    with ExitStack() as stack:
+        engine = None
+        if mode is ContainerInsightsMode.OTEL:
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="otel-")))
+            engine = OtelEngine(folder, DEMO_REGION, settings.cluster_name, stack)
+            cluster = settings.cluster_name
+            engine.load(
+                "weeks",
+                chain(week_samples(cluster, LAST_WEEK), week_samples(cluster, THIS_WEEK)),
+            )
+        return _run(out_dir, cdk_out, settings, engine)
+
+
+def _monday(
+    clients: dict[str, Any], settings: Settings, engine: OtelEngine | None, result: DemoResult
+) -> None:
+    """The analyzer's Monday-morning run over the Sunday the teams trained into, and the
+    failed jobs' causes read back from their logs."""
+    seed_training(clients, (STORAGE_END, STORAGE_END + 3600), fleet=True)
+    # Jobs that die in the replayed hours, their logs where Container Insights puts them.
+    seed_failures(clients, settings.cluster_name)
+    result.sunday_attribution, result.monday_findings = run_next_morning(
+        clients["s3"], STORAGE_END + 8 * 3600, settings.container_insights_mode
+    )
+    if engine is not None:
+        result.otel_joins = joins(promql_for(clients["cloudwatch"]), settings.cluster_name)
+        result.otel_series = engine.lines
+    with (result.out_dir / "training-findings.jsonl").open("a") as findings:
+        findings.writelines(json.dumps(f) + "\n" for f in result.monday_findings)
+    result.failures = diagnose(clients["logs"], settings.cluster_name, result.monday_findings)
+
+
+def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | None) -> DemoResult:
     templates = _synthesize(settings, cdk_out)
-    result = DemoResult(out_dir=out_dir, cdk_out=cdk_out)
+    result = DemoResult(out_dir=out_dir, cdk_out=cdk_out, mode=settings.container_insights_mode)
     for name, template in templates.items():
         result.resources_by_stack[name] = Counter(
             resource["Type"] for resource in template.get("Resources", {}).values()
@@ -393,18 +486,13 @@ def run_demo(*, out_dir: Path, cdk_out: Path, settings: Settings | None = None) 
         # backtest below evaluates the job alarms over them with the GPU alarms.
         seed_alarm_jobs(clients, settings.cluster_name, replay_window()[0])
         specs = _exporter_step(result, clients, settings, out_dir)
+        if engine is not None and result.exporter is not None and result.exporter.emf_path:
+            # What the add-on sent of the replayed node in OTel mode, beside the weeks'.
+            engine.load("replay", replay_samples(settings.cluster_name, result.exporter.emf_path))
         # The teams' jobs train on through the week's last hour, into the Sunday that the
         # analyzer's Monday-morning run (the default schedule's 07:00) attributes, now with the
         # exporter's node in it: its GPU held at 12% of its power limit, its lost GPU.
-        seed_training(clients, (STORAGE_END, STORAGE_END + 3600), fleet=True)
-        # Jobs that die in the replayed hours, their logs where Container Insights puts them.
-        seed_failures(clients, settings.cluster_name)
-        result.sunday_attribution, result.monday_findings = run_next_morning(
-            clients["s3"], STORAGE_END + 8 * 3600
-        )
-        with (out_dir / "training-findings.jsonl").open("a") as findings:
-            findings.writelines(json.dumps(f) + "\n" for f in result.monday_findings)
-        result.failures = diagnose(clients["logs"], settings.cluster_name, result.monday_findings)
+        _monday(clients, settings, engine, result)
         if result.exporter is not None:
             result.notifications = run_notifications(
                 session,

@@ -51,7 +51,9 @@ def last_week_report(settings: Settings, region: str) -> tuple[dict[str, bytes],
         clients["logs"].create_log_group(logGroupName=training_log_group(cluster))
         week = WeekSeeder(clients["cloudwatch"], cluster, LAST_WEEK)
         end = LAST_WEEK.start + WEEK  # this week's Monday 00:00: its run closes the Sunday
-        run_training_analyzer(clients, earlier_runs=week, at=end)
+        run_training_analyzer(
+            clients, earlier_runs=week, at=end, mode=settings.container_insights_mode
+        )
         summary = report_handler_run(clients, settings, [], now=end - 3600)
         prefix = report_prefix(cluster, summary["week"])
         listed = s3.list_objects_v2(Bucket=REPORT_BUCKET, Prefix=prefix)

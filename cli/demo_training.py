@@ -22,7 +22,7 @@ other three jobs run on a node pool the week's fleet does not simulate (``OTHER_
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -291,11 +291,17 @@ SETTINGS = Settings(
     cluster_name=CLUSTER,
     lookback_days=1,
     training_data_sources=("demo-training-data",),
-    # The demo's week is seeded as Classic Container Insights publishes it.
+    # The demo's Classic run; its OTel run deploys it in OTel mode (``environment_for``).
     container_insights_mode=ContainerInsightsMode.CLASSIC,
 )
 #: The environment the stack gives the analyzer in that deployment.
 ENV = training_config(SETTINGS, report_bucket=REPORT_BUCKET).environment()
+
+
+def environment_for(mode: ContainerInsightsMode) -> dict[str, str]:
+    """The analyzer's environment in a deployment of that Container Insights mode."""
+    settings = replace(SETTINGS, container_insights_mode=mode)
+    return training_config(settings, report_bucket=REPORT_BUCKET).environment()
 
 
 def run_training_analyzer(
@@ -303,9 +309,11 @@ def run_training_analyzer(
     log_reader: Any = None,
     earlier_runs: Iterable[float] = (),
     at: float = END,
+    mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The analyzer's run at ``at`` (the demo's end), after its runs at ``earlier_runs``
-    (epoch seconds), as its daily schedule would have run them."""
+    (epoch seconds), as its daily schedule would have run them, deployed in ``mode``."""
+    env = environment_for(mode)
     training_handler._clients.update(
         cloudwatch=clients["cloudwatch"],
         events=clients["events"],
@@ -313,17 +321,19 @@ def run_training_analyzer(
         logs=clients["logs"],
     )
     rank_query_results(clients["logs"], log_reader)
-    with environment(ENV):
+    with environment(env):
         for time in earlier_runs:
             training_handler.handler({"time": datetime.fromtimestamp(time, UTC).isoformat()}, None)
-    return run_analyzer(training_handler.handler, ENV, clients["s3"], at=at)
+    return run_analyzer(training_handler.handler, env, clients["s3"], at=at)
 
 
-def run_next_morning(s3: Any, at: float) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def run_next_morning(
+    s3: Any, at: float, mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The analyzer's next scheduled run (after ``run_training_analyzer``, whose clients it
     keeps): it attributes the whole UTC day before ``at``, so the run on the Monday after the
     week closes its Sunday. Its findings are that Monday's (next week's report's)."""
-    return run_analyzer(training_handler.handler, ENV, s3, at=at)
+    return run_analyzer(training_handler.handler, environment_for(mode), s3, at=at)
 
 
 def training_summary(summary: dict[str, Any], findings: list[dict[str, Any]]) -> list[str]:

@@ -66,6 +66,14 @@ def _parser() -> argparse.ArgumentParser:
         help="where results go: a new or empty folder, or a previous demo's (out/)",
     )
     demo.add_argument("--cdk-out", default="cdk.out", help="where templates go (cdk.out/)")
+    demo.add_argument(
+        "--mode",
+        choices=("classic", "otel"),
+        default="classic",
+        help="the Container Insights mode the demo deploys (default classic); otel serves the "
+        "weeks' DCGM series from a local Prometheus (Debian's prometheus package) and compares "
+        "the findings and report with a classic run's",
+    )
 
     agent = commands.add_parser(
         "agent-config", help="print the CloudWatch agent configuration for EC2 GPU nodes"
@@ -197,6 +205,13 @@ def _demo(args: argparse.Namespace) -> str:
         for option, raw in (("--out", args.out), ("--cdk-out", args.cdk_out))
     }
     use_checkout()  # the demo's cluster is the realistic model in the clone's tests/
+    if args.mode == "otel":
+        from cli.demo_promql import PrometheusMissingError, binaries
+
+        try:
+            binaries()
+        except PrometheusMissingError as err:
+            raise ValueError(f"demo --mode otel {err}") from err
     for option, path in folders.items():
         make_folder(option, path)
     try:
@@ -207,7 +222,11 @@ def _demo(args: argparse.Namespace) -> str:
         raise ValueError("needs moto: pip install 'eks-gpu-insights[demo]'") from err
     # The summary reports the simulated XIDs and the lost GPU; their log lines would repeat it.
     logging.basicConfig(level=logging.CRITICAL)
-    return run_demo(out_dir=folders["--out"], cdk_out=folders["--cdk-out"]).summary()
+    if args.mode == "classic":
+        return run_demo(out_dir=folders["--out"], cdk_out=folders["--cdk-out"]).summary()
+    from cli.demo_otel import run_both
+
+    return run_both(out_dir=folders["--out"], cdk_out=folders["--cdk-out"])
 
 
 #: Each command returns what it prints; bad input raises ValueError (the project's input

@@ -15,7 +15,10 @@ Read-only checks, after cdk deploy, that the cluster the settings name is watche
 
   stacks                  the three stacks are deployed
   observability-addon     amazon-cloudwatch-observability is ACTIVE
-  container-insights-gpu  its node_gpu_* metrics arrived in the last {WINDOW_S // 60} minutes
+  container-insights-gpu  its GPU metrics arrived in the last {WINDOW_S // 60} minutes, in the
+                          container_insights_mode the settings name (the add-on must run it):
+                          classic, node_gpu_* (ListMetrics and GetMetricData); otel, every
+                          GPU node's DCGM series, by PromQL (the nodes without, named)
   exporter-nodes          every running NVIDIA GPU node sent the exporter's series in the last
                           {WINDOW_S // 60} minutes (the nodes that did not, named)
   alarms                  every alarm exists; those without data or in ALARM, named
@@ -41,19 +44,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> str:
 
     from lambdas.shared.aws_clients import INTERACTIVE, client
+    from lambdas.shared.promql import promql_for
 
     settings, session, region = settings_and_session(args)
 
     def make(service: str) -> object:
         return client(service, session=session, config=INTERACTIVE)
 
+    cloudwatch = make("cloudwatch")
     clients = Clients(
         eks_addons=make("eks"),
         cloudformation=make("cloudformation"),
-        cloudwatch=make("cloudwatch"),
+        cloudwatch=cloudwatch,
         ec2=make("ec2"),
         sns=make("sns"),
         s3=make("s3"),
+        promql=promql_for(cloudwatch),
     )
     checks = run_checks(gather(settings, clients, now=time.time()))
     return report(checks, cluster=settings.cluster_name, region=region, json_output=args.json)

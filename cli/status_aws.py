@@ -34,10 +34,13 @@ from gpu_insights_agent.contract.metrics import (
     NAMESPACE_CONTAINER_INSIGHTS,
 )
 from gpu_insights_agent.contract.resource_names import alarm_name, stack_name
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
+from lambdas.shared.dcgm import CLOUDWATCH, DCGM_UTIL
 from lambdas.shared.metric_fetcher import MetricQuery, fetch
+from lambdas.shared.promql import PromQLClient, PromQLError, quote_label
 from lambdas.silence_check.aws import SilenceReadError, gpu_nodes, reported_gpus
 from lambdas.silence_check.config import DEFAULT_ARCHITECTURES, DEFAULT_GRACE_S
-from lambdas.silence_check.silence import find_silent
+from lambdas.silence_check.silence import GpuNode, find_silent
 
 T = TypeVar("T")
 #: DescribeAlarms takes at most 100 names a call.
@@ -62,6 +65,8 @@ class Clients:
     ec2: Any
     sns: Any
     s3: Any
+    #: CloudWatch's PromQL query API (``lambdas.shared.promql.promql_for``): OTel mode's series.
+    promql: PromQLClient | None = None
 
 
 def _read(unreadable: dict[str, str], fact: str, read: Callable[[], T], empty: T) -> T:
@@ -70,7 +75,7 @@ def _read(unreadable: dict[str, str], fact: str, read: Callable[[], T], empty: T
     except ClientError as err:
         error = err.response.get("Error", {})
         unreadable[fact] = f"{error.get('Code', 'error')}: {error.get('Message', err)}"
-    except (StatusReadError, SilenceReadError) as err:
+    except (StatusReadError, SilenceReadError, PromQLError) as err:
         unreadable[fact] = str(err)
     return empty
 
@@ -146,6 +151,49 @@ def read_ci_gpu_samples(cloudwatch: Any, cluster: str, *, now: float) -> int:
     return total
 
 
+def _string(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def dcgm_queries(cluster: str, node: str | None = None) -> str:
+    """The PromQL of the DCGM check: with no ``node``, each node's GPUs with a
+    ``DCGM_FI_DEV_GPU_UTIL`` sample in the window (at most one series a node, whatever pods
+    came and went); with ``node``, that node's GPU indices."""
+    labels, q = CLOUDWATCH, quote_label
+    matchers = [f"__name__={_string(DCGM_UTIL)}", f"{q(labels.cluster)}={_string(cluster)}"]
+    if node is not None:
+        matchers.append(f"{q(labels.node)}={_string(node)}")
+    samples = f"count_over_time({{{', '.join(matchers)}}}[{WINDOW_S // 60}m])"
+    if node is not None:
+        return f"count by ({q(labels.gpu)}) ({samples})"
+    return f"count by ({q(labels.node)}) (count by ({q(labels.node)}, {q(labels.gpu)}) ({samples}))"
+
+
+def read_dcgm_gpus(
+    promql: PromQLClient, cluster: str, nodes: Iterable[GpuNode], *, now: float
+) -> dict[str, set[str]]:
+    """NodeName -> the GPU indices whose DCGM series the add-on sent in the window (OTel
+    mode), as ``find_silent`` takes them: one query for every node's count of GPUs, and one
+    for the indices of each GPU node that sent fewer than EC2 says it has. A node that sent
+    all ``n`` of its GPUs sent indices 0 to n-1 (dcgm-exporter's ``gpu`` label is the
+    device's index)."""
+    node_label = CLOUDWATCH.node
+    counts = {
+        s.labels[node_label]: int(s.points[-1][1])
+        for s in promql.query(dcgm_queries(cluster), now)
+        if s.labels.get(node_label) and s.points
+    }
+    expected = {name: node.gpus for node in nodes for name in node.names()}
+    reported: dict[str, set[str]] = {}
+    for name, count in counts.items():
+        if count >= expected.get(name, count):
+            reported[name] = {str(i) for i in range(count)}
+        else:
+            found = promql.query(dcgm_queries(cluster, name), now)
+            reported[name] = {s.labels[CLOUDWATCH.gpu] for s in found if CLOUDWATCH.gpu in s.labels}
+    return reported
+
+
 def _findings_key_parts(key: str) -> tuple[date, str] | None:
     """findings/cluster=C/date=YYYY-MM-DD/ANALYZER.jsonl -> (day, analyzer)."""
     parts = key.split("/")
@@ -206,25 +254,49 @@ def gather(settings: Settings, clients: Clients, *, now: float) -> Facts:
         lambda: read_addons(clients.eks_addons, cluster, [OBSERVABILITY_ADDON]),
         no_addon,
     )
-    samples = _read(
-        unreadable,
-        "container_insights",
-        lambda: read_ci_gpu_samples(clients.cloudwatch, cluster, now=now),
-        0,
+    otel = settings.container_insights_mode is ContainerInsightsMode.OTEL
+    samples = (
+        0
+        if otel
+        else _read(
+            unreadable,
+            "container_insights",
+            lambda: read_ci_gpu_samples(clients.cloudwatch, cluster, now=now),
+            0,
+        )
     )
-    nodes, silence = (), None
-    if settings.exporter_enabled:
+    nodes: tuple[GpuNode, ...] = ()
+    if settings.exporter_enabled or otel:
+        nodes = _read(
+            unreadable,
+            "gpu_nodes",
+            lambda: tuple(gpu_nodes(clients.ec2, cluster, DEFAULT_ARCHITECTURES)),
+            (),
+        )
+    dcgm = None
+    if otel and "gpu_nodes" in unreadable:
+        unreadable["container_insights"] = unreadable["gpu_nodes"]
+    elif otel:
 
-        def exporter() -> tuple[Any, Any]:
-            found = gpu_nodes(clients.ec2, cluster, DEFAULT_ARCHITECTURES)
+        def dcgm_silence() -> Any:
+            if clients.promql is None:
+                raise StatusReadError("no PromQL client for OTel mode's series")
+            reported = read_dcgm_gpus(clients.promql, cluster, nodes, now=now)
+            return find_silent(nodes, reported, now=now, grace_s=DEFAULT_GRACE_S)
+
+        dcgm = _read(unreadable, "container_insights", dcgm_silence, None)
+    silence = None
+    if settings.exporter_enabled and "gpu_nodes" in unreadable:
+        unreadable["exporter"] = unreadable["gpu_nodes"]
+    elif settings.exporter_enabled:
+
+        def exporter() -> Any:
             reported, listed = reported_gpus(
                 clients.cloudwatch, cluster, now=now, lookback_s=WINDOW_S
             )
-            return tuple(found), find_silent(
-                found, reported, listed, now=now, grace_s=DEFAULT_GRACE_S
-            )
+            return find_silent(nodes, reported, listed, now=now, grace_s=DEFAULT_GRACE_S)
 
-        nodes, silence = _read(unreadable, "exporter", exporter, ((), None))
+        silence = _read(unreadable, "exporter", exporter, None)
     no_alarms: dict[str, str | None] = {}
     alarms = _read(
         unreadable,
@@ -261,7 +333,9 @@ def gather(settings: Settings, clients: Clients, *, now: float) -> Facts:
         stacks=stacks,
         exporter=settings.exporter_enabled,
         addon=addons[OBSERVABILITY_ADDON],
+        mode=settings.container_insights_mode,
         ci_gpu_samples=samples,
+        dcgm=dcgm,
         gpu_nodes=nodes,
         silence=silence,
         alarms=alarms,

@@ -6,8 +6,13 @@ What "working" means, check by check:
 - ``stacks``: the three stacks are deployed (a ``*_COMPLETE`` status that is not a rollback or
   a deletion), so their outputs name the topics and the report bucket.
 - ``observability-addon``: amazon-cloudwatch-observability is ACTIVE, and ``container-insights-
-  gpu``: its GPU metrics arrive (the cluster's ``node_gpu_power_draw`` series had samples in
-  the window).
+  gpu``: its GPU metrics arrive, in the Container Insights mode of the settings
+  (``container_insights_mode``), which the add-on's configuration must run (``preflight``
+  reads it so, cli/preflight_checks.py ``addon_modes``). Classic: the cluster's
+  ``node_gpu_power_draw`` series had samples in the window. OTel: every GPU node past its grace
+  period sent DCGM's ``DCGM_FI_DEV_GPU_UTIL`` for each of its GPUs in the window, read with
+  PromQL by the node label (``@resource.k8s.node.name``) and judged by the silence check's
+  rule, named node by node where not.
 - ``exporter-nodes``: every running NVIDIA GPU instance of the cluster past its grace period
   sent the exporter's per-GPU series in the window, named node by node where not (the silence
   check's own rule, lambdas/silence_check/silence.py).
@@ -27,7 +32,9 @@ from datetime import UTC, date, datetime
 from typing import Final
 
 from cdk.outputs import ANALYZERS, REPORT_BUCKET_NAME, TOPIC_OUTPUTS
-from cli.preflight_checks import Addon, Check, Verdict
+from cli.preflight_checks import Addon, Check, Verdict, addon_modes
+from lambdas.shared.container_insights_mode import DEFAULT_MODE, ContainerInsightsMode
+from lambdas.shared.dcgm import DCGM_UTIL
 from lambdas.silence_check.silence import Check as Silence
 from lambdas.silence_check.silence import GpuNode
 from lambdas.storage_analyzer.ebs_analysis import ANALYZER as STORAGE
@@ -72,7 +79,11 @@ class Facts:
     stacks: Mapping[str, Stack]  # by part: Observability, Alarms, Analyzers
     exporter: bool = True
     addon: Addon | None = None  # None: not installed
+    #: The settings' Container Insights mode: where its GPU series are read.
+    mode: ContainerInsightsMode = DEFAULT_MODE
     ci_gpu_samples: int = 0
+    #: OTel mode: the GPU nodes' DCGM series judged by the silence check's rule.
+    dcgm: Silence | None = None
     gpu_nodes: tuple[GpuNode, ...] = ()
     silence: Silence | None = None
     #: Every alarm the deployment makes, by name, with its StateValue; None where missing.
@@ -136,10 +147,23 @@ def check_addon(facts: Facts) -> Check:
 
 def check_container_insights(facts: Facts) -> Check:
     name = "container-insights-gpu"
+    modes = addon_modes(facts.addon) if facts.addon is not None else None
+    if modes is not None and facts.mode not in modes:
+        runs = " and ".join(sorted(modes)) or "no"
+        return Check(
+            name,
+            Verdict.FAIL,
+            f"the add-on runs {runs} Container Insights, but container_insights_mode="
+            f"{facts.mode}: the analyzers read series it does not send",
+            "gpu-insights preflight with the same settings says which mode to set or to "
+            "enable in the add-on's configuration",
+        )
     unreadable = _unreadable(name, facts, "container_insights")
     if unreadable:
         return unreadable
     minutes = WINDOW_S // 60
+    if facts.mode is ContainerInsightsMode.OTEL:
+        return _check_dcgm(name, facts)
     if facts.ci_gpu_samples:
         return Check(
             name,
@@ -152,6 +176,36 @@ def check_container_insights(facts: Facts) -> Check:
         f"no node_gpu_* sample for ClusterName={facts.cluster} in the last {minutes} minutes",
         "check the add-on's dcgm-exporter pods (kubectl -n amazon-cloudwatch get pods) and "
         "that accelerated compute metrics are on in its configuration",
+    )
+
+
+def _check_dcgm(name: str, facts: Facts) -> Check:
+    """OTel mode: each GPU node's DCGM series, by the node label."""
+    minutes = WINDOW_S // 60
+    dcgm = facts.dcgm
+    if dcgm is None or dcgm.expected_nodes == 0:
+        young = f" ({dcgm.young_nodes} inside their grace period)" if dcgm else ""
+        return Check(
+            name,
+            Verdict.WARN,
+            f"no running NVIDIA GPU instance tagged kubernetes.io/cluster/{facts.cluster} to "
+            f"check for DCGM series{young}",
+            "nothing to do until GPU nodes run",
+        )
+    if not dcgm.silent:
+        return Check(
+            name,
+            Verdict.OK,
+            f"{DCGM_UTIL}: {dcgm.expected_nodes} GPU nodes, {dcgm.expected_gpus} GPUs in the "
+            f"last {minutes} minutes (PromQL)",
+        )
+    return Check(
+        name,
+        Verdict.FAIL,
+        f"{dcgm.silent_nodes} of {dcgm.expected_nodes} GPU nodes without {DCGM_UTIL} in the "
+        f"last {minutes} minutes: " + "; ".join(s.line() for s in dcgm.silent),
+        "check the add-on's dcgm-exporter pod on each node named (kubectl -n amazon-cloudwatch "
+        "get pods -o wide) and that accelerated compute metrics are on in its configuration",
     )
 
 

@@ -71,7 +71,7 @@ from lambdas.shared.console_links import (
     node_dashboard_url,
 )
 from lambdas.shared.container_insights_mode import DEFAULT_MODE, ContainerInsightsMode
-from lambdas.training_analyzer.gpu_hours.otel import CLOUDWATCH, DcgmLabels
+from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
 
 #: CloudWatch refuses dashboard bodies above this size.
 MAX_BODY_BYTES: Final = 1_000_000

@@ -21,8 +21,8 @@ import json
 from collections.abc import Sequence
 from typing import Final
 
+from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
 from lambdas.shared.promql import quote_label
-from lambdas.training_analyzer.gpu_hours.otel import CLOUDWATCH, DcgmLabels
 
 #: Metrics Insights functions and their PromQL aggregation (``<f>`` and ``<f>_over_time``).
 FUNCTIONS: Final = {"AVG": "avg", "MAX": "max", "MIN": "min", "SUM": "sum"}

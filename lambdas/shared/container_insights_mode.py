@@ -20,8 +20,9 @@ class ContainerInsightsMode(StrEnum):
 
 
 #: Classic until every reader of Container Insights' series reads OTel mode too: the GPU-hour
-#: attribution does, but four dashboard widgets and `gpu-insights status` still read Classic's
-#: ``node_gpu_*``, which OTel mode turns off. A deployment chooses ``otel`` by its setting.
+#: attribution and `gpu-insights status` do, but the GPU memory right-sizing reads Classic's
+#: ``pod_gpu_memory_*`` and four dashboard widgets its ``node_gpu_*``, which OTel mode turns
+#: off. A deployment chooses ``otel`` by its setting.
 DEFAULT_MODE: Final = ContainerInsightsMode.CLASSIC
 #: "Version 6.2.0 or later of the amazon-cloudwatch-observability add-on" ("Quick start: OTel
 #: Container Insights on Amazon EKS", prerequisites,

@@ -11,15 +11,20 @@ import pytest
 from cdk.node_config.cloudwatch_agent_config import gpu_node_agent_config
 from cdk.settings import Settings
 from cli.demo import DemoResult, run_demo
-from cli.demo_exporter import REPLAY_PODS, pod_uid, replay_window
+from cli.demo_exporter import NODE, REPLAY_PODS, pod_uid, replay_window
 from cli.demo_failures import PLANTED
 from cli.demo_jobs import ALARM_JOBS, job_pages
+from cli.demo_otel import COMPARED, compare
 from cli.demo_report import chromium, page_height, png_size
 from cli.demo_storage import DEMO_CLUSTER, END
-from cli.demo_week import LAST_WEEK
+from cli.demo_week import GPUS, HOURS, LAST_WEEK, _behaviour
+from cli.main import main
+from gpu_insights_agent.contract.metrics import DIM_GPU_INDEX, DIM_NODE, GpuMetric
 from gpu_insights_agent.emf.document import parse_emf_line
 from lambdas.notifier.notification import MAX_SUBJECT
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.weekly_report.job_waste import week_of
+from tests.prometheus import binaries
 
 
 def test_demo_synthesizes_stores_and_fetches_the_agent_config(
@@ -611,3 +616,63 @@ def test_the_demo_explains_each_planted_failure(demo: tuple[DemoResult, Path]) -
     # The Monday run, which covers the replayed hours, counts each as a failed run.
     failed = {f["resource"] for f in result.monday_findings if f["kind"] == "training_job_failures"}
     assert {f"job/{p.job}" for p in PLANTED} <= failed
+
+
+@pytest.mark.promql_engine
+def test_the_otel_run_joins_every_pod_exactly_and_equals_the_classic_run(
+    demo: tuple[DemoResult, Path], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """`gpu-insights demo --mode otel`: the same weeks as the add-on sends them in OTel mode,
+    read by the GPU analyzer with PromQL from a real engine; its findings, waste table and
+    report files are the Classic run's, byte for byte."""
+    binaries()  # skipped, saying how to get it, without Prometheus
+    classic, _ = demo
+    folder = tmp_path_factory.mktemp("otel")
+    result = run_demo(
+        out_dir=folder / "out", cdk_out=folder / "cdk.out", mode=ContainerInsightsMode.OTEL
+    )
+    assert result.otel_joins is not None
+    pods, hours, misplaced = result.otel_joins
+    assert misplaced == 0
+    # Every hour a pod holds a GPU, by the week's plan and the replayed node's EMF (its lost
+    # GPU's pod holds it until it is lost): each read back, on its node and GPU.
+    planned = {
+        (s.pod.name, s.hour)
+        for hour in range(HOURS)
+        for node, gpu in GPUS
+        for s in [_behaviour(node, gpu, hour)]
+        if s.pod is not None and s.power is not None
+    }
+    assert result.exporter is not None
+    assert result.exporter.emf_path is not None
+    replayed = {
+        (REPLAY_PODS[int(d[DIM_GPU_INDEX])].name, d["_aws"]["Timestamp"] // 3_600_000)
+        for line in result.exporter.emf_path.read_text().splitlines()
+        for d in [json.loads(line)]
+        if d.get(DIM_NODE) == NODE and str(GpuMetric.POWER_DRAW) in d
+    }
+    assert (pods, hours) == (
+        len({pod for pod, _ in planned | replayed}),
+        len(planned) + len(replayed),
+    )
+    compared = compare(classic.out_dir, result.out_dir)
+    assert [name for name, _ in compared] == list(COMPARED)
+    assert all(equal for _, equal in compared), compared
+    assert result.training_findings == classic.training_findings
+    assert result.training_findings  # the week has findings to compare
+    assert result.addon_configuration["otelContainerInsights"]["enabled"] is True
+    assert result.addon_configuration["containerInsights"]["enabled"] is False
+    assert "every pod joined its node and GPU exactly" in result.summary()
+
+
+def test_the_otel_demo_without_prometheus_says_so_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no prometheus, no promtool
+    status = main(
+        ["demo", "--mode", "otel", "--out", str(tmp_path / "o"), "--cdk-out", str(tmp_path / "c")]
+    )
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.count("\n") == 1
+    assert "apt-get install prometheus" in err

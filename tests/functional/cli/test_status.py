@@ -18,7 +18,9 @@ https://docs.aws.amazon.com/sns/latest/api/API_Subscription.html), so that case 
 import json
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -26,6 +28,7 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
+from cdk.constructs.addon_configuration import ObservabilityAddonConfiguration
 from cdk.outputs import (
     ALARMS,
     ANALYZERS,
@@ -36,6 +39,7 @@ from cdk.outputs import (
     WARNING_TOPIC_ARN,
 )
 from cdk.settings import Settings
+from cli.demo_promql import answering
 from cli.main import main
 from cli.preflight_checks import Check, Verdict
 from cli.status_aws import Clients, expected_alarms, gather, read_subscriptions
@@ -46,8 +50,13 @@ from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
 from gpu_insights_agent.exporter.nvml_source import NvmlSource
 from gpu_insights_agent.exporter.simulated_trace import SimulatedGpu, node_trace
+from lambdas.shared.container_insights_mode import OTEL_MIN_ADDON_VERSION, ContainerInsightsMode
+from lambdas.shared.promql import promql_for
 from lambdas.shared.publisher import findings_key
 from lambdas.weekly_report.handler import report_prefix
+from tests.prometheus import serve, write_openmetrics
+from tests.realistic import otel
+from tests.realistic import pods as k8s
 from tests.realistic.container_insights import NODE_GPU_DIMENSION_SETS, gpu_device
 from tests.realistic.nodes import P5_48XLARGE
 
@@ -421,3 +430,150 @@ def test_the_command_exits_1_and_prints_json_when_a_check_fails(
     (exporter,) = [c for c in document["checks"] if c["check"] == "exporter-nodes"]
     assert exporter["verdict"] == "warn"
     assert "(3 inside their grace period)" in exporter["detail"]
+
+
+# OTel mode: the add-on sends DCGM's series over OTLP, read with PromQL through CloudWatch's
+# query API; here Debian's Prometheus answers that API's host (cli/demo_promql.py) with the
+# realistic model's DCGM series (tests/realistic/otel.py), moto the rest.
+OTEL = replace(SETTINGS, container_insights_mode=ContainerInsightsMode.OTEL)
+
+
+def _otel_addon(account: dict[str, Any]) -> Any:
+    """The add-on as the Observability stack configures it in OTel mode."""
+    client = account["session"].client("eks")
+    stubber = Stubber(client)
+    configuration = ObservabilityAddonConfiguration.for_gpu_cluster(
+        cluster_name=CLUSTER,
+        container_logs=OTEL.container_logs,
+        tolerate_all_taints=OTEL.tolerate_all_taints,
+        gpu_taint_keys=OTEL.gpu_taint_keys,
+        mode=OTEL.container_insights_mode,
+    )
+    stubber.add_response(
+        "describe_addon",
+        {
+            "addon": {
+                "addonName": "amazon-cloudwatch-observability",
+                "clusterName": CLUSTER,
+                "addonVersion": OTEL_MIN_ADDON_VERSION,
+                "status": "ACTIVE",
+                "configurationValues": configuration.to_json(),
+            }
+        },
+        {"clusterName": CLUSTER, "addonName": "amazon-cloudwatch-observability"},
+    )
+    stubber.activate()
+    return client
+
+
+def _dcgm(nodes: dict[str, str], start: float, end: float, lost: tuple[str, int]) -> Iterator[Any]:
+    """Each node's eight GPUs' DCGM_FI_DEV_GPU_UTIL every 30 s (the add-on's default
+    metricResolution), GPU 0 held by a training pod; the ``lost`` GPU sends nothing."""
+    pod = k8s.job_pods("vision", "resnet-healthy", 1, indexed=True)[0]
+    for node in nodes:
+        for gpu in range(P5_48XLARGE.gpu_count):
+            if (node, gpu) == lost:
+                continue
+            labels = otel.dcgm_promql_labels(CLUSTER, node, gpu, pod if gpu == 0 else None)
+            at = start
+            while at < end:
+                yield "DCGM_FI_DEV_GPU_UTIL", labels, at, 87.0
+                at += otel.SCRAPE_INTERVAL_S
+
+
+@pytest.fixture
+def dcgm_engine(account: dict[str, Any], tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """Prometheus holding 20 minutes of DCGM series of two of the three GPU nodes (the third
+    sends none), one GPU of the second lost, answering the Region's query API host."""
+    run_at = account["run_at"]
+    silent, lost, full = list(account["nodes"])
+    nodes = {n: account["nodes"][n] for n in (lost, full)}
+    write_openmetrics(tmp_path / "dcgm.om", _dcgm(nodes, run_at - 1200, run_at, (lost, 5)))
+    with serve(tmp_path / "dcgm.om", tmp_path / "data") as url, answering(REGION, url) as api:
+        yield {"silent": silent, "lost": lost, "full": full, "api": api}
+
+
+@pytest.mark.promql_engine
+def test_otel_mode_reads_each_gpu_nodes_dcgm_series_with_promql(
+    account: dict[str, Any], dcgm_engine: dict[str, Any]
+) -> None:
+    cloudwatch = account["session"].client("cloudwatch")
+    promql = promql_for(cloudwatch)
+    clients = replace(_clients(account, _stacks(account), _otel_addon(account)), promql=promql)
+    checks = _by_name(run_checks(gather(OTEL, clients, now=account["run_at"])))
+    check = checks["container-insights-gpu"]
+    assert check.verdict is Verdict.FAIL
+    silent, lost = dcgm_engine["silent"], dcgm_engine["lost"]
+    assert check.detail.startswith(
+        "2 of 3 GPU nodes without DCGM_FI_DEV_GPU_UTIL in the last 15 minutes: "
+    )
+    assert f"{silent} (" in check.detail
+    assert "all 8 GPUs silent" in check.detail
+    assert f"{lost} (" in check.detail
+    assert "GPU 5 silent" in check.detail
+    assert dcgm_engine["full"] not in check.detail
+    # One query for every node's GPUs, one for the indices of the node short of GPUs.
+    assert promql.requests == 2
+    # Sent SigV4-signed to the Region's monitoring host, as CloudWatch takes them.
+    sent = dcgm_engine["api"].answered
+    assert [r.full_url for r in sent] == [
+        "https://monitoring.us-west-2.amazonaws.com/api/v1/query"
+    ] * 2
+    for request in sent:
+        authorization = request.get_header("Authorization")
+        assert authorization.startswith("AWS4-HMAC-SHA256 Credential=")
+        assert "/us-west-2/monitoring/aws4_request" in authorization
+
+
+@pytest.mark.promql_engine
+def test_otel_status_command_is_ok_when_every_gpu_node_sends_dcgm(
+    account: dict[str, Any],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The README's command line with the OTel setting: the PromQL client made beside the
+    CloudWatch client, answered at the Region's monitoring host."""
+    from lambdas.shared import aws_clients
+
+    run_at = account["run_at"]
+    write_openmetrics(
+        tmp_path / "dcgm.om", _dcgm(account["nodes"], run_at - 1200, run_at, ("", -1))
+    )
+    stubbed = {"cloudformation": _stacks(account), "eks": _otel_addon(account)}
+    made = aws_clients.client
+    monkeypatch.setattr(
+        aws_clients, "client", lambda service, **kw: stubbed.get(service) or made(service, **kw)
+    )
+    monkeypatch.setattr("time.time", lambda: run_at)
+    with serve(tmp_path / "dcgm.om", tmp_path / "data") as url, answering(REGION, url):
+        main(
+            [
+                "status",
+                "-c",
+                f"cluster_name={CLUSTER}",
+                "-c",
+                "container_insights_mode=otel",
+                "--region",
+                REGION,
+                "--json",
+            ]
+        )
+    document = json.loads(capsys.readouterr().out)
+    (check,) = [c for c in document["checks"] if c["check"] == "container-insights-gpu"]
+    assert check["verdict"] == "ok", check
+    assert check["detail"] == (
+        "DCGM_FI_DEV_GPU_UTIL: 3 GPU nodes, 24 GPUs in the last 15 minutes (PromQL)"
+    )
+
+
+def test_a_mode_the_add_on_does_not_run_fails_the_check(account: dict[str, Any]) -> None:
+    """Settings in OTel mode, the add-on in Classic (its chart's defaults): said, not read."""
+    clients = _clients(account, _stacks(account), _addon(account, "ACTIVE"))
+    checks = _by_name(run_checks(gather(OTEL, clients, now=account["run_at"])))
+    check = checks["container-insights-gpu"]
+    assert check.verdict is Verdict.FAIL
+    assert check.detail == (
+        "the add-on runs classic Container Insights, but container_insights_mode=otel: the "
+        "analyzers read series it does not send"
+    )

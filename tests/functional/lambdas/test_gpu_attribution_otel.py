@@ -1,6 +1,6 @@
 """The GPU-hour attribution in OTel Container Insights mode, against a real PromQL engine
 (Debian's Prometheus, tests/prometheus.py) holding the demo's week as the add-on sends it in
-OTel mode (otel_week.py), and against moto holding the same week as Classic publishes it
+OTel mode (cli/demo_otel.py), and against moto holding the same week as Classic publishes it
 (cli/demo_week.py): the two readers give the same holds, findings and GPU-hour tables, and the
 OTel reader places every pod on its node and GPU exactly.
 
@@ -17,6 +17,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from cli.demo_otel import week_samples
 from cli.demo_week import (
     DAYS,
     FAILING,
@@ -36,7 +37,6 @@ from lambdas.training_analyzer.gpu_hours.attribution import (
 from lambdas.training_analyzer.gpu_hours.aws import Observed, observe
 from lambdas.training_analyzer.gpu_hours.findings import day_table, held_not_working
 from lambdas.training_analyzer.gpu_hours.otel import observe_otel, read_holds
-from tests.functional.lambdas.otel_week import week_samples
 from tests.prometheus import legacy_labels, serve, write_openmetrics
 
 pytestmark = pytest.mark.promql_engine

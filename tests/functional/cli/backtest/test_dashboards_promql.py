@@ -2,7 +2,7 @@
 tests/prometheus.py) by the dashboard evaluator, over DCGM's series labelled as the realistic
 model labels them (tests/realistic/otel.py):
 
-- the demo's week as OTel Container Insights sends it (tests/functional/lambdas/otel_week.py,
+- the demo's week as OTel Container Insights sends it (cli/demo_otel.py,
   its GPU utilization, and each held GPU's framebuffer memory, ``MEMORY_GIB``, in MiB as DCGM
   sends it): the node dashboard draws each reporting GPU of the node picked, with the day's
   figures the model gives, and no line for the GPU lost that week;
@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from cli.backtest.dashboards import PromQLSource, WidgetView, evaluate_body, index
+from cli.demo_otel import PHASE_S, week_samples
 from cli.demo_week import (
     FAILING,
     HOURS,
@@ -38,7 +39,6 @@ from dashboards.sources import reading
 from gpu_insights_agent.contract.metrics import CI_NODE_GPU_METRICS, GpuMetric
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.promql import PromQLClient
-from tests.functional.lambdas.otel_week import PHASE_S, week_samples
 from tests.prometheus import Sample, legacy_labels, serve, write_openmetrics
 from tests.realistic import otel
 from tests.unit.dashboards.fleet_history import fleet

@@ -1,0 +1,189 @@
+"""The demo in OTel Container Insights mode: the same weeks, as the add-on sends them in that mode
+(DCGM's series, every 30 seconds, labelled with the pod and node, tests/realistic/otel.py),
+served by a local Prometheus (cli/demo_promql.py) that answers the training analyzer's PromQL
+at the Region's monitoring host, while moto answers its CloudWatch reads.
+
+What the OTel run shows, compared, not assumed: every pod's hours join its node and GPU
+exactly (by the node label and DCGM's ``gpu`` index: no power matching), and the findings,
+the waste table and the report equal the Classic run's on the same weeks.
+
+Only the GPU-hour attribution reads OTel mode's series today; the GPU memory right-sizing and
+the dashboards still read Classic's ``pod_gpu_memory_*`` and ``node_gpu_*``, which the OTel
+run keeps in CloudWatch as the Classic run writes them.
+"""
+
+import filecmp
+import json
+import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Final
+
+from cli.demo_exporter import NODE as REPLAY_NODE
+from cli.demo_exporter import REPLAY_PODS
+from cli.demo_promql import LocalPromQL, Sample, answering, serve, write_openmetrics
+from cli.demo_week import (
+    DAYS,
+    FAILING,
+    GPUS,
+    HOURS,
+    NODES,
+    POWER_LIMIT_W,
+    THIS_WEEK,
+    WeekPlan,
+    _behaviour,
+)
+from gpu_insights_agent.contract.metrics import DIM_GPU_INDEX, DIM_NODE, GpuMetric
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
+from lambdas.shared.dcgm import DCGM_POWER, DCGM_UTIL
+from lambdas.shared.promql import PromQLClient
+from lambdas.training_analyzer.gpu_hours.attribution import UNPLACED_NODE
+from lambdas.training_analyzer.gpu_hours.otel import read_holds
+from tests.realistic import otel
+
+#: Scrapes land mid-interval, never on an hour's edge (the scraper's phase is its own).
+PHASE_S: Final = 15.0
+#: The demo's ``otelContainerInsights.metricResolution``: "300s" (the chart takes any "<N>s",
+#: "30s" by default). A pod's share of an hour is its samples over a full hour's, so the
+#: interval changes no figure, and a tenth of the samples keeps Prometheus's block import of
+#: the two weeks to seconds.
+DEMO_INTERVAL_S: Final = 300
+#: What the two runs write that must be equal: the analyzers' findings, the weekly report
+#: (its waste table and GPU-hour tables among them) in each of its forms.
+COMPARED: Final = (
+    "storage-findings.jsonl",
+    "training-findings.jsonl",
+    "report.json",
+    "report.csv",
+    "report.html",
+)
+
+
+def week_samples(
+    cluster: str,
+    plan: WeekPlan = THIS_WEEK,
+    hours: int = HOURS,
+    interval: int = DEMO_INTERVAL_S,
+) -> Iterator[Sample]:
+    """Each GPU's DCGM series every ``interval`` (the add-on's
+    ``otelContainerInsights.metricResolution``, "30s" by default), the pod's labels on the
+    samples of the hours a pod holds the GPU; a lost GPU sends nothing. A share of an hour is
+    a count of samples over a full hour's, whatever the interval."""
+    for hour in range(hours):
+        for node, gpu in GPUS:
+            s = _behaviour(node, gpu, hour, plan)
+            if s.power is None:
+                continue
+            labels = otel.dcgm_promql_labels(cluster, node, gpu, s.pod)
+            start = plan.start + hour * 3600 + PHASE_S
+            watts = s.power / 100 * POWER_LIMIT_W
+            for i in range(3600 // interval):
+                at = start + i * interval
+                yield DCGM_UTIL, labels, at, s.sm or 0.0
+                yield DCGM_POWER, labels, at, watts
+
+
+def replay_samples(
+    cluster: str, emf_path: Path, interval: int = DEMO_INTERVAL_S
+) -> Iterator[Sample]:
+    """The replayed node's DCGM series from the samples its exporter read (the EMF it wrote):
+    each GPU's power and utilization as DCGM reports them at each scrape in the exporter's
+    cycle, labelled with the pod that holds it; a lost GPU answers nothing."""
+    for line in emf_path.read_text(encoding="utf-8").splitlines():
+        document = json.loads(line)
+        watts = document.get(str(GpuMetric.POWER_DRAW))
+        if watts is None or document.get(DIM_NODE) != REPLAY_NODE:
+            continue
+        gpu = int(document[DIM_GPU_INDEX])
+        labels = otel.dcgm_promql_labels(cluster, REPLAY_NODE, gpu, REPLAY_PODS[gpu])
+        cycle_start = document["_aws"]["Timestamp"] / 1000
+        utilization = float(document.get(str(GpuMetric.UTILIZATION), 0.0))
+        for at in _scrapes(cycle_start, interval):
+            yield DCGM_UTIL, labels, at, utilization
+            yield DCGM_POWER, labels, at, float(watts)
+
+
+def _scrapes(cycle_start: float, interval: int, cycle_s: float = 60.0) -> Iterator[float]:
+    """The scrapes (every ``interval`` from the scraper's phase) in the exporter's cycle."""
+    at = (cycle_start - PHASE_S) // interval * interval + PHASE_S
+    at += interval if at < cycle_start else 0
+    while at < cycle_start + cycle_s:
+        yield at
+        at += interval
+
+
+class OtelEngine:
+    """Prometheus holding the weeks' DCGM series, answering the Region's PromQL host; loaded
+    again (a new engine) when the replayed node's series are added."""
+
+    def __init__(self, folder: Path, region: str, cluster: str, stack: ExitStack) -> None:
+        self.folder, self.region, self.cluster, self.stack = folder, region, cluster, stack
+        self.samples: list[Path] = []
+        self.local: LocalPromQL | None = None
+        self.lines = 0
+
+    def load(self, name: str, samples: Iterator[Sample]) -> None:
+        path = self.folder / f"{name}.om"
+        self.lines += write_openmetrics(path, samples)
+        self.samples.append(path)
+        merged = self.folder / f"engine-{len(self.samples)}"
+        merged.mkdir(parents=True)
+        combined = merged / "series.om"
+        with combined.open("w") as out:
+            for part in self.samples:
+                text = part.read_text()
+                out.write(text.removesuffix("# EOF\n"))
+            out.write("# EOF\n")
+        url = self.stack.enter_context(serve(combined, merged / "data"))
+        if self.local is None:
+            self.local = self.stack.enter_context(answering(self.region, url))
+        else:
+            self.local.url = url
+
+
+def joins(promql: PromQLClient, cluster: str, plan: WeekPlan = THIS_WEEK) -> tuple[int, int, int]:
+    """(pods, pod-hours, those placed on another node or GPU than the week put them on, or
+    unplaced) of the week's GPU analyzer reads in OTel mode."""
+    start, end = plan.start, plan.start + DAYS * 86_400
+    holds, _ = read_holds(promql, cluster, start=start, end=end, gpu_hours=())
+    where = {
+        (pod.namespace, pod.name): (node, str(gpu))
+        for node, (_, _, _, held) in NODES.items()
+        for gpu, pod in held.items()
+    } | {(pod.namespace, pod.name): (REPLAY_NODE, str(gpu)) for gpu, pod in enumerate(REPLAY_PODS)}
+    nightly = (FAILING[0], "1")  # the CronJob's runs, on the research node's second GPU
+    wrong = sum(
+        1
+        for h in holds
+        if h.gpu.node == UNPLACED_NODE
+        or (h.gpu.node, h.gpu.gpu) != where.get((h.namespace, h.pod), nightly)
+    )
+    return len({(h.namespace, h.pod) for h in holds}), len(holds), wrong
+
+
+def compare(classic: Path, otel_out: Path) -> list[tuple[str, bool]]:
+    """Each compared file of the two runs, and whether they are byte for byte equal."""
+    return [
+        (name, filecmp.cmp(classic / name, otel_out / name, shallow=False)) for name in COMPARED
+    ]
+
+
+def run_both(*, out_dir: Path, cdk_out: Path) -> str:
+    """The Classic run (in a folder of its own), then the OTel run into ``out_dir``: the OTel
+    run's summary, and whether each compared file equals the Classic run's."""
+    from cli.demo import run_demo  # the demo imports this module
+
+    with tempfile.TemporaryDirectory(prefix="classic-") as classic:
+        base = Path(classic)
+        run_demo(out_dir=base / "out", cdk_out=base / "cdk.out")
+        result = run_demo(out_dir=out_dir, cdk_out=cdk_out, mode=ContainerInsightsMode.OTEL)
+        compared = compare(base / "out", out_dir)
+    same = [name for name, equal in compared if equal]
+    different = [name for name, equal in compared if not equal]
+    line = (
+        f"The OTel run's findings and report equal the Classic run's: {', '.join(same)}"
+        if not different
+        else f"The OTel run DIFFERS from the Classic run in: {', '.join(different)}"
+    )
+    return result.summary() + "\n\n" + line

@@ -1,0 +1,199 @@
+"""A real PromQL engine where the demo and the tests have no account: Debian's ``prometheus``
+(2.42), fed series written as OpenMetrics through ``promtool tsdb create-blocks-from
+openmetrics``, started on a free port, and answering the requests a ``PromQLClient`` sends to
+CloudWatch's monitoring host (``answering``), as moto answers the botocore clients beside it.
+
+Prometheus 2.42 predates UTF-8 label names (Prometheus 3.0), so the series are stored under
+legacy names (``@resource.k8s.pod.name`` as ``_resource_k8s_pod_name``); ``answering`` renames a
+query's quoted label names on the way in and the answer's on the way out, so the readers send
+CloudWatch's own names ("PromQL querying", CloudWatch-PromQL-Querying.html): the engine is
+Prometheus's, only the label spelling is translated.
+"""
+
+import io
+import json
+import re
+import shutil
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import urllib.response
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from email.message import Message
+from pathlib import Path
+from typing import Any, Final
+
+#: Written one sample a line: (metric, labels, epoch seconds, value).
+Sample = tuple[str, Mapping[str, str], float, float]
+#: Debian's package: it holds both ``prometheus`` and ``promtool``.
+PACKAGE: Final = "prometheus"
+#: A quoted label name in a query: what CloudWatch's attribute names need ("@resource....").
+_QUOTED: Final = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
+class PrometheusMissingError(Exception):
+    """``prometheus`` or ``promtool`` is not on PATH."""
+
+
+def binaries() -> tuple[str, str]:
+    """promtool and prometheus, or ``PrometheusMissingError`` naming the package."""
+    promtool, prometheus = shutil.which("promtool"), shutil.which("prometheus")
+    if promtool is None or prometheus is None:
+        raise PrometheusMissingError(
+            f"needs Prometheus (prometheus and promtool on PATH): apt-get install {PACKAGE}"
+        )
+    return promtool, prometheus
+
+
+def legacy_label(name: str) -> str:
+    """A label name Prometheus 2 accepts ([a-zA-Z_][a-zA-Z0-9_]*)."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def write_openmetrics(path: Path, samples: Iterable[Sample]) -> int:
+    """The samples as one OpenMetrics exposition (gauges, each metric's lines together),
+    label names made legacy. Returns the lines written."""
+    by_metric: dict[str, list[str]] = {}
+    for metric, labels, at, value in samples:
+        text = ",".join(f'{legacy_label(k)}="{_escape(v)}"' for k, v in sorted(labels.items()))
+        by_metric.setdefault(metric, []).append(f"{metric}{{{text}}} {value:g} {at:.3f}\n")
+    with path.open("w") as out:
+        for metric, lines in by_metric.items():
+            out.write(f"# TYPE {metric} gauge\n")
+            out.writelines(lines)
+        out.write("# EOF\n")
+    return sum(len(lines) for lines in by_metric.values())
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_ready(url: str, process: "subprocess.Popen[bytes]") -> None:
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/-/ready", timeout=1) as ready:
+                if ready.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                _, err = process.communicate(timeout=5)
+                raise RuntimeError(f"prometheus did not start: {err.decode()[-2000:]}") from None
+            time.sleep(0.1)
+
+
+@contextmanager
+def serve(openmetrics: Path, data: Path) -> Iterator[str]:
+    """Prometheus serving the series of ``openmetrics`` on a free port; yields its URL."""
+    promtool, prometheus = binaries()
+    subprocess.run(
+        [promtool, "tsdb", "create-blocks-from", "openmetrics", str(openmetrics), str(data)],
+        check=True,
+        capture_output=True,
+        timeout=600,  # two weeks of 2-hour blocks: seconds on an idle machine
+    )
+    config = data / "prometheus.yml"
+    config.write_text("global: {}\n")
+    url = f"http://127.0.0.1:{_free_port()}"
+    process = subprocess.Popen(
+        [
+            prometheus,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={data}",
+            # The blocks hold past weeks: kept, not expired by the default 15 days.
+            "--storage.tsdb.retention.time=100y",
+            f"--web.listen-address={url.removeprefix('http://')}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        _wait_ready(url, process)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+class LocalPromQL(urllib.request.BaseHandler):
+    """Answers ``https://monitoring.<region>.amazonaws.com/api/v1/...`` from the local engine
+    at ``url``: the (SigV4-signed, form-encoded) request's query with its quoted label names
+    made legacy, the answer's label names given back as the query spelt them."""
+
+    handler_order = 100  # before urllib's own HTTPS handler
+
+    def __init__(self, region: str, url: str) -> None:
+        self.host = f"monitoring.{region}.amazonaws.com"
+        self.url = url
+        #: The requests it answered, as they were sent (headers, signature and body).
+        self.answered: list[urllib.request.Request] = []
+
+    def https_open(self, request: urllib.request.Request) -> Any:
+        parts = urllib.parse.urlsplit(request.full_url)
+        if parts.hostname != self.host or not parts.path.startswith("/api/v1/"):
+            return None  # the next handler's
+        self.answered.append(request)
+        data = request.data if isinstance(request.data, bytes) else b""
+        form = urllib.parse.parse_qs(data.decode(), keep_blank_values=True)
+        names: dict[str, str] = {}
+
+        def rename(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if not name.startswith("@"):  # a label value, or a legacy name
+                return match.group(0)
+            names[legacy_label(name)] = name
+            return legacy_label(name)
+
+        form = {
+            k: [_QUOTED.sub(rename, v) if k == "query" else v for v in vs] for k, vs in form.items()
+        }
+        body = urllib.parse.urlencode(form, doseq=True).encode()
+        local = urllib.request.Request(
+            self.url + parts.path,
+            data=body,
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+            method="POST",
+        )
+        try:
+            # Generous: a loaded machine's engine, whose answer the reader waits for.
+            with urllib.request.build_opener().open(local, timeout=300) as response:
+                status, answer = int(response.status), response.read()
+        except urllib.error.HTTPError as err:
+            status, answer = int(err.code), err.read()
+        document = json.loads(answer)
+        for item in document.get("data", {}).get("result", []) or []:
+            if isinstance(item, dict) and "metric" in item:
+                item["metric"] = {names.get(k, k): v for k, v in item["metric"].items()}
+        headers = Message()
+        headers["Content-Type"] = "application/json"
+        response = urllib.response.addinfourl(
+            io.BytesIO(json.dumps(document).encode()), headers, request.full_url, status
+        )
+        # urllib's error processor reads a response's msg, which addinfourl does not set.
+        response.msg = "OK" if status == 200 else "Error"  # type: ignore[attr-defined]
+        return response
+
+
+@contextmanager
+def answering(region: str, url: str) -> Iterator[LocalPromQL]:
+    """Within it, urllib's requests to ``region``'s monitoring host's query API go to the
+    engine at ``url`` (``serve``'s); every other request as before."""
+    previous = urllib.request._opener  # type: ignore[attr-defined]
+    local = LocalPromQL(region, url)
+    urllib.request.install_opener(urllib.request.build_opener(local))
+    try:
+        yield local
+    finally:
+        urllib.request._opener = previous  # type: ignore[attr-defined]
