@@ -79,8 +79,8 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _wait_ready(url: str, process: "subprocess.Popen[bytes]") -> None:
-    deadline = time.monotonic() + 20
+def _wait_ready(url: str, process: "subprocess.Popen[bytes]", log: Path) -> None:
+    deadline = time.monotonic() + 60
     while True:
         try:
             with urllib.request.urlopen(f"{url}/-/ready", timeout=1) as ready:
@@ -89,8 +89,9 @@ def _wait_ready(url: str, process: "subprocess.Popen[bytes]") -> None:
         except (urllib.error.URLError, OSError):
             if process.poll() is not None or time.monotonic() > deadline:
                 process.kill()
-                _, err = process.communicate(timeout=5)
-                raise RuntimeError(f"prometheus did not start: {err.decode()[-2000:]}") from None
+                process.wait(timeout=5)
+                said = log.read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"prometheus did not start: {said}") from None
             time.sleep(0.1)
 
 
@@ -107,20 +108,24 @@ def serve(openmetrics: Path, data: Path) -> Iterator[str]:
     config = data / "prometheus.yml"
     config.write_text("global: {}\n")
     url = f"http://127.0.0.1:{_free_port()}"
-    process = subprocess.Popen(
-        [
-            prometheus,
-            f"--config.file={config}",
-            f"--storage.tsdb.path={data}",
-            # The blocks hold past weeks: kept, not expired by the default 15 days.
-            "--storage.tsdb.retention.time=100y",
-            f"--web.listen-address={url.removeprefix('http://')}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    # Its log to a file: a pipe nobody reads fills (a line a block loaded) and then blocks
+    # every goroutine that logs, queries among them.
+    log = data / "prometheus.log"
+    with log.open("wb") as log_file:
+        process = subprocess.Popen(
+            [
+                prometheus,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={data}",
+                # The blocks hold past weeks: kept, not expired by the default 15 days.
+                "--storage.tsdb.retention.time=100y",
+                f"--web.listen-address={url.removeprefix('http://')}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=log_file,
+        )
     try:
-        _wait_ready(url, process)
+        _wait_ready(url, process, log)
         yield url
     finally:
         process.terminate()
