@@ -93,18 +93,19 @@ def read_failure_log(
     start_ms, end_ms = int(start * 1000), int(end * 1000)
     events: list[tuple[int, str]] = []
     missing: list[str] = []
-    for failed in pods:
-        for group, prefix in stream_prefixes(cluster, failed):
-            if group in missing:
-                continue
-            try:
-                names = list(_streams(logs, group, prefix))
-            except logs.exceptions.ResourceNotFoundException:
-                missing.append(group)
-                continue
-            for i in range(0, len(names), MAX_STREAM_NAMES):
-                batch = names[i : i + MAX_STREAM_NAMES]
-                events += _events(logs, group, batch, start_ms, end_ms)
+    # A node's host and dataplane streams are read once, however many of the job's pods it ran.
+    wanted = dict.fromkeys(pair for failed in pods for pair in stream_prefixes(cluster, failed))
+    for group, prefix in wanted:
+        if group in missing:
+            continue
+        try:
+            names = list(_streams(logs, group, prefix))
+        except logs.exceptions.ResourceNotFoundException:
+            missing.append(group)
+            continue
+        for i in range(0, len(names), MAX_STREAM_NAMES):
+            batch = names[i : i + MAX_STREAM_NAMES]
+            events += _events(logs, group, batch, start_ms, end_ms)
     events.sort(key=lambda e: e[0])
     return "\n".join(message for _, message in events[-MAX_EVENTS:]), missing
 

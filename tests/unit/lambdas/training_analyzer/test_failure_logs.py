@@ -104,6 +104,20 @@ def test_the_xid_on_the_jobs_node_is_named_from_the_host_log(logs: Any) -> None:
     assert evidence["log_groups_missing"] == [f"{GROUPS}/dataplane"]
 
 
+def test_a_nodes_host_log_is_read_once_for_all_the_jobs_pods_on_it(logs: Any) -> None:
+    """Four ranks on one node: its XID line is one line read and one cited, not four."""
+    xid = SAMPLES["xid-79-nvsentinel"].lines[0]
+    pods = [FailedPod(f"train-worker-{rank}", NODE) for rank in range(4)]
+    for pod in pods:
+        put(logs, "application", app_stream(NODE, pod.pod), (FAILED_AT - 60, app_record("step")))
+    put(logs, "host", f"{NODE}.host.dmesg", (FAILED_AT - 30, host_record(xid)))
+
+    finding = explain_job_failure(logs, "train", "llm-7b", pods, window=failure_window(FAILED_AT))
+    assert finding.evidence["cause"] == "gpu_xid"
+    assert [line["text"] for line in finding.evidence["lines"]] == [xid]
+    assert finding.evidence["lines_read"] == 5
+
+
 def test_a_pod_restarted_past_one_calls_stream_limit_is_read_whole(logs: Any) -> None:
     """Each restart of a container is a stream of its own; FilterLogEvents takes 100 names."""
     restarts = MAX_STREAM_NAMES + 20
