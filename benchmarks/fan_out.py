@@ -33,9 +33,10 @@ from moto import mock_aws
 
 from benchmarks import training_analyzer, wire
 from benchmarks.storage_analyzer import END, FakeCloudWatch, ec2_client
-from benchmarks.training_fleet import Fleet, bucket_client
+from benchmarks.training_fleet import Fleet, bucket_client, serve_failure_logs
 from cdk.function_configs import storage_config
 from cdk.settings import Settings
+from cli.demo_failures import corpus_lines
 from lambdas.shared.findings import AnalysisRun
 from lambdas.shared.metric_fetcher import MAX_DATAPOINTS_PER_CALL
 from lambdas.shared.shards import (
@@ -207,10 +208,13 @@ def same_training() -> dict[str, float]:
     the staged plan read back from S3, its part written there), on the same data."""
     start, end = training_analyzer.START, training_analyzer.END
     cloudwatch, logs = Fleet(SAME_JOBS, start=start, end=end).clients()
+    # The failed jobs' logs: each printed the corpus's CUDA out-of-memory.
+    serve_failure_logs(logs, corpus_lines("cuda-oom-torch-2x")[0])
     cpu = time.process_time()
     single = analyze_training(
-        cloudwatch=cloudwatch, logs=logs, cluster="bench", start=start, end=end, gpu_hour_usd=6.88
-    )
+        cloudwatch=cloudwatch, logs=logs, cluster="bench", start=start, end=end, gpu_hour_usd=6.88,
+        failure_log_jobs=SAME_JOBS,
+    )  # fmt: skip
     single_cpu, cpu = time.process_time() - cpu, time.process_time()
     objects: dict[str, bytes] = {}
     s3 = bucket_client(objects)
@@ -221,7 +225,14 @@ def same_training() -> dict[str, float]:
     )  # fmt: skip
     for item in planned["shards"]:
         training_fleet.shard(
-            **where, cloudwatch=cloudwatch, start=start, end=end, gpu_hour_usd=6.88, **item
+            **where,
+            cloudwatch=cloudwatch,
+            logs=logs,
+            failure_log_jobs=SAME_JOBS,
+            start=start,
+            end=end,
+            gpu_hour_usd=6.88,
+            **item,
         )
     merged = training_fleet.read_parts(**where, shards=len(planned["shards"]))
     same = (

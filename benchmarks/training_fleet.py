@@ -146,3 +146,23 @@ def bucket_client(objects: dict[str, bytes]) -> Any:
     answer(s3, "PutObject", put)
     answer(s3, "GetObject", get)
     return s3
+
+
+def serve_failure_logs(logs: Any, line: str, *, refuse: str | None = None) -> Any:
+    """Container Insights' log groups behind the fleet's logs client: each failed job's pod
+    stream printed ``line`` around its failure; the pod named ``refuse`` is refused
+    (throttled)."""
+
+    def streams(params: dict[str, Any]) -> dict[str, Any]:
+        prefix = params["logStreamNamePrefix"]
+        if refuse and refuse in prefix:
+            raise wire.RefusedError("ThrottlingException", "Rate exceeded")
+        return {"logStreams": [{"logStreamName": prefix + "x"}]}
+
+    def events(params: dict[str, Any]) -> dict[str, Any]:
+        if not params["logGroupName"].endswith("/application"):
+            return {"events": []}
+        return {"events": [{"timestamp": params["startTime"] + 1, "message": line}]}
+
+    wire.serve_json(logs, {"DescribeLogStreams": streams, "FilterLogEvents": events})
+    return logs

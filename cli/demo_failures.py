@@ -129,7 +129,7 @@ def _corpus() -> dict[str, tuple[str, ...]]:
     return {e["id"]: tuple(e["lines"]) for e in entries}
 
 
-def _corpus_lines(sample_id: str) -> tuple[str, ...]:
+def corpus_lines(sample_id: str) -> tuple[str, ...]:
     return _corpus()[sample_id]
 
 
@@ -246,21 +246,21 @@ def log_events(cluster: str, job: _Planted) -> dict[tuple[str, str], list[dict[s
         "container_name": CONTAINER,
         "host": node,
     }
-    printed = [line for sample in failure.printed for line in _corpus_lines(sample)]
+    printed = [line for sample in failure.printed for line in corpus_lines(sample)]
     for i, line in enumerate(printed):
         add(app_group, stream, job.failed_at - 1 + i / 1000, {
             "stream": "stderr", "_p": "F", "log": line, "kubernetes": kubernetes,
         })  # fmt: skip
     for sample in failure.kernel:
-        for i, line in enumerate(_corpus_lines(sample)):
+        for i, line in enumerate(corpus_lines(sample)):
             record = {**json.loads(line), **aws}
             if "host" in record:  # the syslog parser's host: the node's short name
                 record["host"] = node.split(".")[0]
             add(host_group, f"{host_prefix}messages", job.failed_at - 2 + i / 1000, record)
     if failure.cause == "gpu_xid":
         trace = _failing_gpu()
-        (xid_48,) = (json.loads(line)["message"] for line in _corpus_lines("xid-48-host-log-group"))
-        (xid_79,) = _corpus_lines("xid-79-nvsentinel")
+        (xid_48,) = (json.loads(line)["message"] for line in corpus_lines("xid-48-host-log-group"))
+        (xid_79,) = corpus_lines("xid-79-nvsentinel")
         for at, line in ((trace.xid_48_s, xid_48), (trace.lost_s, xid_79)):
             record = {"message": _on_bus(line, trace.bus), **aws}
             add(host_group, f"{host_prefix}dmesg", at, record)

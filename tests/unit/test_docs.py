@@ -110,11 +110,15 @@ def test_the_readme_links_every_docs_page() -> None:
 def test_the_readmes_cost_figure_is_what_the_command_prints(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """Each mode's figure is the one its command prints, in the order the commands are shown."""
     readme = README.read_text()
-    (command,) = [c for c in gpu_insights_commands(readme) if "cost-estimate" in c]
-    assert main(command.split()[1:]) == 0
-    (total,) = re.findall(r"^\$\s*([\d,.]+)\s+a month", capsys.readouterr().out, re.M)
-    assert re.findall(r"it prints \$([\d,.]+) a month", readme) == [total]
+    totals = []
+    for command in [c for c in gpu_insights_commands(readme) if "cost-estimate" in c]:
+        assert main(command.split()[1:]) == 0
+        (total,) = re.findall(r"^\$\s*([\d,.]+)\s+a month", capsys.readouterr().out, re.M)
+        totals.append(total)
+    assert len(totals) == 2
+    assert re.findall(r"\$([\d,.]+) a month in (?:Classic|OTel)\s+mode", readme) == totals
 
 
 def test_every_setting_is_in_the_settings_page() -> None:

@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import wire
-from benchmarks.training_fleet import Fleet, bucket_client
+from benchmarks.training_fleet import Fleet, bucket_client, serve_failure_logs
 from lambdas.shared.shard_parts import MissingPartError
 from lambdas.training_analyzer import fleet
 from lambdas.training_analyzer.run import TrainingRun, analyze_training
@@ -26,22 +25,8 @@ JOBS = 45
 
 
 def _failure_logs(logs: Any, *, refuse: str | None = None) -> Any:
-    """Container Insights' groups behind the fleet's logs client: each failed job's pod
-    stream printed the corpus's CUDA OOM; the pod named ``refuse`` is refused (throttled)."""
-
-    def streams(params: dict[str, Any]) -> dict[str, Any]:
-        prefix = params["logStreamNamePrefix"]
-        if refuse and refuse in prefix:
-            raise wire.RefusedError("ThrottlingException", "Rate exceeded")
-        return {"logStreams": [{"logStreamName": prefix + "x"}]}
-
-    def events(params: dict[str, Any]) -> dict[str, Any]:
-        if not params["logGroupName"].endswith("/application"):
-            return {"events": []}
-        return {"events": [{"timestamp": params["startTime"] + 1, "message": OOM_LINE}]}
-
-    wire.serve_json(logs, {"DescribeLogStreams": streams, "FilterLogEvents": events})
-    return logs
+    """Each failed job's pod stream printed the corpus's CUDA OOM."""
+    return serve_failure_logs(logs, OOM_LINE, refuse=refuse)
 
 
 def _single(cloudwatch: Any, logs: Any) -> TrainingRun:
