@@ -35,6 +35,7 @@ from cli.demo_exporter import (
     START_EPOCH,
     START_HOUR,
 )
+from cli.demo_jobs import Clock, Collect
 from gpu_insights_agent.contract.metrics import training_log_group
 from gpu_insights_agent.emf.document import encode
 from gpu_insights_agent.emf.sinks import PutMetricDataSink
@@ -162,29 +163,13 @@ def planted() -> list[_Planted]:
     return [_placed(f, i) for i, f in enumerate(PLANTED)]
 
 
-class _Collect:
-    def __init__(self) -> None:
-        self.documents: list[Any] = []
-
-    def send(self, documents: Any) -> None:
-        self.documents.extend(documents)
-
-
-class _Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def emitter_documents(cluster: str, job: _Planted) -> list[Any]:
     """What the job's ranks' emitters publish up to the failure: steps from the replay's start
     (none for whisper-finetune), and rank 0's ``job_failed``."""
-    sink = _Collect()
+    sink = Collect()
     stepping = job.failure.job != "whisper-finetune"
     for rank in range(len(job.pods) if stepping else 1):
-        clock = _Clock(START_EPOCH)
+        clock = Clock(START_EPOCH)
         metrics = TrainingMetrics(
             job_name=job.failure.job,
             cluster_name=cluster,
@@ -198,7 +183,7 @@ def emitter_documents(cluster: str, job: _Planted) -> list[Any]:
             heartbeat=False,
         )
 
-        def batches(metrics_clock: _Clock = clock) -> Iterator[list[int]]:
+        def batches(metrics_clock: Clock = clock) -> Iterator[list[int]]:
             while metrics_clock.now < job.failed_at - STEP_S:
                 yield [0] * BATCH
 

@@ -115,7 +115,9 @@ ALARM_JOBS: Final = (
 )
 
 
-class _Collect:
+class Collect:
+    """The emitter's sink in the demo: the EMF documents kept, to be published at once."""
+
     def __init__(self) -> None:
         self.documents: list[EmfDocument] = []
 
@@ -123,7 +125,9 @@ class _Collect:
         self.documents.extend(documents)
 
 
-class _Clock:
+class Clock:
+    """The emitter's clock in the demo, set by the simulated run."""
+
     def __init__(self, now: float) -> None:
         self.now = now
 
@@ -143,11 +147,11 @@ def simulate(
     cluster: str, start: float, jobs: Sequence[AlarmJob] = ALARM_JOBS
 ) -> list[EmfDocument]:
     """Every rank of every job from ``start``: the documents the job alarms read."""
-    sink = _Collect()
+    sink = Collect()
     for index, job in enumerate(jobs):
         pods = k8s.pytorchjob_pods(job.namespace, job.name, RANKS - 1)
         for rank in range(RANKS):
-            clock = _Clock(start)
+            clock = Clock(start)
             rng = random.Random(f"{job.name}/{rank}")
             metrics = TrainingMetrics(
                 job_name=job.name,
@@ -172,7 +176,7 @@ def simulate(
 
 
 def _phase(
-    metrics: TrainingMetrics, clock: _Clock, rng: random.Random, phase: Phase, start: float
+    metrics: TrainingMetrics, clock: Clock, rng: random.Random, phase: Phase, start: float
 ) -> None:
     until = clock.now + phase.minutes * 60
     if phase.doing == "train":

@@ -48,7 +48,7 @@ PHASE_S: Final = 15.0
 #: "30s" by default). A pod's share of an hour is its samples over a full hour's, so the
 #: interval changes no figure, and a tenth of the samples keeps Prometheus's block import of
 #: the two weeks to seconds.
-DEMO_INTERVAL_S: Final = 300
+DEMO_INTERVAL_S: Final = 60
 #: What the two runs write that must be equal: the analyzers' findings, the weekly report
 #: (its waste table and GPU-hour tables among them) in each of its forms.
 COMPARED: Final = (

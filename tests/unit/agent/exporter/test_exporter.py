@@ -13,9 +13,7 @@ from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig, NvmlU
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
 from gpu_insights_agent.exporter.nvml_source import NvmlSource
 from tests.unit.agent.emf.emf_contract import valid_emf
-from tests.unit.agent.exporter.nvml_trace import Clock, trace_lines
-
-EPOCH = 1_764_000_000.0
+from tests.unit.agent.exporter.nvml_trace import EPOCH, Clock, started_exporter, trace_lines
 
 
 class ListSink:
@@ -34,15 +32,7 @@ class ListSink:
 
 def _exporter(clock: Clock, **config: Any) -> tuple[Exporter, ListSink]:
     sink = ListSink()
-    nvml = FakeNvml(trace_lines(), clock=clock, sleep=lambda _: None)
-    exporter = Exporter(
-        NvmlSource(nvml),
-        BufferedSender(sink),
-        ExporterConfig(cluster_name="train", node_name="node-a", **config),
-        clock=lambda: EPOCH + clock(),
-    )
-    exporter.start()
-    return exporter, sink
+    return started_exporter(clock, sink, **config), sink
 
 
 def _by_gpu(documents: list[EmfDocument]) -> dict[str, EmfDocument]:

@@ -22,9 +22,7 @@ from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
 from gpu_insights_agent.exporter.nvml_source import NvmlSource
 from gpu_insights_agent.exporter.otlp_sink import OtlpSink, datapoint_labels
-from tests.unit.agent.exporter.nvml_trace import Clock, trace_lines
-
-EPOCH = 1_764_000_000.0
+from tests.unit.agent.exporter.nvml_trace import EPOCH, Clock, started_exporter, trace_lines
 
 
 class Receiver:
@@ -88,15 +86,7 @@ def receiver() -> Iterator[Receiver]:
 
 
 def _exporter(clock: Clock, sink: OtlpSink, **config: Any) -> Exporter:
-    nvml = FakeNvml(trace_lines(), clock=clock, sleep=lambda _: None)
-    exporter = Exporter(
-        NvmlSource(nvml),
-        BufferedSender(sink),
-        ExporterConfig(cluster_name="train", node_name="node-a", **config),
-        clock=lambda: EPOCH + clock(),
-    )
-    exporter.start()
-    return exporter
+    return started_exporter(clock, sink, **config)
 
 
 def test_a_cycle_arrives_as_gauges_labelled_as_dcgm_labels_its_series(receiver: Receiver) -> None:
