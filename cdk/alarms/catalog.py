@@ -80,9 +80,11 @@ ALARMS_BY_MODE: Final = (
         "Metrics Insights, one alarm per shard (the exporter's power against the enforced "
         "limit), or on Container Insights' pod_gpu_power_draw without the exporter",
         "one PromQL alarm on DCGM_FI_DEV_POWER_USAGE of pod-held GPUs where gpu_instance_type "
-        "gives the GPUs' power; else as in Classic",
+        "gives the GPUs' power and the fleet fits one shard; else as in Classic",
         "the add-on's DCGM counters send power draw but not the power limit "
-        "(DCGM_FI_DEV_POWER_MGMT_LIMIT), so the limit is the instance type's (power table)",
+        "(DCGM_FI_DEV_POWER_MGMT_LIMIT), so the limit is the instance type's (power table); a "
+        "PromQL alarm evaluates at most 500 returned series (PARTIAL_DATA beyond), and every "
+        "GPU of a larger fleet can be idle at once",
     ),
     ModeRow(
         "gpu-xid-fatal, gpu-xid",
@@ -168,8 +170,13 @@ class AlarmSettings:
 
     @property
     def promql_low_power(self) -> bool:
-        """The low-power alarm is a PromQL alarm: OTel mode, and the GPUs' power known."""
-        return self.promql and self.gpu_instance_type is not None
+        """The low-power alarm is a PromQL alarm: OTel mode, the GPUs' power known, and a fleet
+        of one shard. A PromQL alarm's query is evaluated on at most 500 series ("the
+        EvaluationState will be set to PARTIAL_DATA if the PromQL query returns more than 500
+        time series", "Limits that apply to alarms based on PromQL queries",
+        https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html), and
+        every GPU of a fleet can be idle at once: a larger fleet keeps the sharded alarm."""
+        return self.promql and self.gpu_instance_type is not None and self.shards == 1
 
     def __post_init__(self) -> None:
         if self.shards < 1:

@@ -8,7 +8,10 @@ contributor "continues breaching for the duration specified by PendingPeriod" be
 "remains absent for the duration specified by RecoveryPeriod" before OK; "The alarm is in ALARM
 state when at least one contributor has been breaching for longer than the pending period"
 ("PromQL alarms", https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-promql.html).
-No GROUP BY and no 500-series cap as in Metrics Insights: one alarm covers every GPU, no shards.
+No GROUP BY: the query returns one series per breaching GPU. AWS evaluates at most 500 of
+them ("PARTIAL_DATA" beyond) and tracks at most 100 contributors in ALARM ("Limits that
+apply to alarms based on PromQL queries", alarm-limits.html), so one alarm covers a fleet of
+one shard (``AlarmSettings.promql_low_power``); a larger fleet keeps the sharded alarm.
 The backtest evaluates these alarms as that page says (cli/backtest/promql_alarm.py).
 """
 

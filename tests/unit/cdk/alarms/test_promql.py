@@ -1,6 +1,7 @@
 """OTel mode's PromQL alarms: which alarm becomes one, what it asks of CloudWatch within
 AlarmPromQLCriteria's limits, and how many Metrics Insights alarms it takes off the quota."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -52,15 +53,25 @@ def test_without_otel_mode_or_the_gpus_power_the_low_power_alarm_stays_metrics_i
     assert [s.key for s in gpu_alarms(settings) if s.kind == "gpu-low-power"] == ["gpu-low-power"]
 
 
-def test_ten_thousand_gpus_in_otel_mode_take_25_fewer_metrics_insights_alarms() -> None:
-    classic = alarm_sizing(AlarmSettings(cluster_name="train", jobs=None), 10_000)
-    otel = alarm_sizing(AlarmSettings(**{**OTEL.__dict__, "jobs": None}), 10_000)
-    assert (classic.shards, classic.insights_alarms, classic.promql_alarms) == (25, 126, 0)
-    assert (otel.shards, otel.insights_alarms, otel.promql_alarms) == (25, 101, 1)
+def test_a_fleet_of_one_shard_takes_the_low_power_alarm_off_the_insights_quota() -> None:
+    classic = alarm_sizing(AlarmSettings(cluster_name="train", jobs=None), 400)
+    otel = alarm_sizing(AlarmSettings(**{**OTEL.__dict__, "jobs": None}), 400)
+    assert (classic.shards, classic.insights_alarms, classic.promql_alarms) == (1, 6, 0)
+    assert (otel.shards, otel.insights_alarms, otel.promql_alarms) == (1, 5, 1)
     assert otel.line().endswith(
-        "101 Metrics Insights alarms of the default quota of 200 per Region, and 1 PromQL "
+        "5 Metrics Insights alarms of the default quota of 200 per Region, and 1 PromQL "
         "alarm(s), unsharded"
     )
+
+
+def test_a_larger_fleet_keeps_the_sharded_low_power_alarm_in_otel_mode() -> None:
+    """Every GPU of 401 can be idle at once: a PromQL alarm evaluates at most 500 returned
+    series (alarm-limits.html), so past one shard the alarm stays Metrics Insights."""
+    otel = AlarmSettings(**{**OTEL.__dict__, "jobs": None})
+    sized = alarm_sizing(otel, 10_000)
+    assert (sized.shards, sized.insights_alarms, sized.promql_alarms) == (25, 126, 0)
+    assert not replace(otel, shards=2).promql_low_power
+    assert replace(otel, shards=1).promql_low_power
 
 
 @pytest.mark.parametrize(
