@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import Acknowledgment, CfnOutput, IgnoreMode, NestedStack, Stack, Validations
+from aws_cdk import Acknowledgment, Annotations, CfnOutput, IgnoreMode, NestedStack, Stack, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_eks as eks
@@ -48,6 +48,15 @@ class GpuExporter(Construct):
         sink: ExporterSink = ExporterSink.EMF,
     ) -> None:
         super().__init__(scope, construct_id)
+        if sink is ExporterSink.OTLP:
+            Annotations.of(self).add_warning_v2(
+                "gpu-insights:exporter-sink-otlp",
+                "exporter_sink=otlp: the exporter sends OTLP only, so the alarms on its "
+                "GpuInsights metrics (gpu-lost, gpu-ecc-uncorrected, gpu-thermal-throttling, "
+                "gpu-power-brake, gpu-xid, gpu-xid-fatal and the sharded gpu-low-power), the GPU "
+                "silence check and its dashboard widgets get no data from it; keep "
+                "exporter_sink=emf where they must page",
+            )
         # Built at deploy time; synth only stages and fingerprints the context (no Docker).
         self.image = ecr_assets.DockerImageAsset(
             self,

@@ -5,7 +5,7 @@ from typing import Any
 
 from aws_cdk import App
 from aws_cdk import aws_ecr_assets as ecr_assets
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Annotations, Match, Template
 from cfnlint.api import lint
 
 from tests.infra.cdk.test_lambda_code import import_alone
@@ -66,6 +66,13 @@ def test_the_daemonset_sends_otlp_when_the_exporter_sink_setting_says(synth: Syn
         "http://cloudwatch-agent.amazon-cloudwatch:4318/v1/metrics"
     )
     assert "--emf-endpoint" not in args
+    stack = stack_named(synth(context), "-Observability")
+    warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp(".*"))
+    # The alarms on GpuInsights read nothing from an exporter that sends OTLP: synth says so.
+    assert any(
+        "exporter_sink=otlp" in str(w.entry.data) and "gpu-xid-fatal" in str(w.entry.data)
+        for w in warnings
+    )
 
 
 def test_exporter_can_be_turned_off(synth: Synth) -> None:
