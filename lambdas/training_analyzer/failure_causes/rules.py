@@ -87,14 +87,23 @@ _RULES: Final[tuple[tuple[Cause, tuple[str, ...], re.Pattern[str]], ...]] = (
         ),
     ),
     # The kubelet's node-pressure eviction (pod status reason Evicted, "The node was low on
-    # resource: memory. ...", "The node had condition: [MemoryPressure].").
+    # resource: memory. ...", "The node had condition: [MemoryPressure]."), and the kubelet's
+    # own line in the dataplane group: klog.InfoS("Eviction manager: pod is evicted
+    # successfully", "pod", klog.KObj(pod)) (kubernetes/kubernetes,
+    # pkg/kubelet/eviction/eviction_manager.go, evictPod).
     (
         Cause.EVICTED,
-        ("The node was low on resource", "The node had condition", "Evicted"),
+        (
+            "The node was low on resource",
+            "The node had condition",
+            "Evicted",
+            "Eviction manager: pod is evicted",
+        ),
         _any(
             r"The node was low on resource: [\w-]+",
             r"The node had condition: \[\w+Pressure\]",
             r"\bEvicted\b",
+            r"Eviction manager: pod is evicted successfully",
         ),
     ),
     (

@@ -136,3 +136,17 @@ def test_citations_stop_at_the_cap() -> None:
 def test_every_cause_has_advice() -> None:
     assert set(ADVICE) == set(Cause)
     assert all(a.title and a.what_to_do for a in ADVICE.values())
+
+
+def test_the_kubelets_own_eviction_line_names_the_eviction() -> None:
+    """What the dataplane group holds of an eviction: the kubelet's klog line
+    (kubernetes/kubernetes pkg/kubelet/eviction/eviction_manager.go), as journald prints it."""
+    line = (
+        "Oct 12 19:34:45 ip-10-0-7-41 kubelet[2480]: I1012 19:34:45.445172    2480 "
+        'eviction_manager.go:595] "Eviction manager: pod is evicted successfully" '
+        'pod="ml/trainer-0"'
+    )
+    diagnosis = classify_text(line)
+    assert diagnosis.cause is Cause.EVICTED
+    # Cited without journald's prefix, as every line is.
+    assert [c.text for c in diagnosis.lines] == [line.split("kubelet[2480]: ")[1]]
