@@ -89,7 +89,8 @@ def _text(diagnosis: Diagnosis, note: str) -> str:
     out.append(f"What to do: {diagnosis.recommendation}")
     if diagnosis.signature:
         out.append(f"Signature: {diagnosis.signature}")
-    out.append(f"Read {diagnosis.lines_read:,} lines{note}.")
+    lines = "line" if diagnosis.lines_read == 1 else "lines"
+    out.append(f"Read {diagnosis.lines_read:,} {lines}{note}.")
     return "\n".join(out)
 
 

@@ -3,7 +3,15 @@
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import Acknowledgment, Annotations, CfnOutput, IgnoreMode, NestedStack, Stack, Validations
+from aws_cdk import (
+    Acknowledgment,
+    Annotations,
+    CfnOutput,
+    IgnoreMode,
+    NestedStack,
+    Stack,
+    Validations,
+)
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_eks as eks

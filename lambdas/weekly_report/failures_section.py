@@ -102,19 +102,21 @@ def failure_figures(runs: list[dict[str, Any]], *, gpu_hour_usd: float) -> dict[
         for (node, cause), seen in by_node.items()
     ]
     # A run on one node is that node's; a run whose lines name several (or none) is no one
-    # node's, so it cannot make a signature look like it follows a node or spans nodes.
+    # node's, so it cannot make a signature look like it follows a node or spans nodes. A run
+    # whose cause is unknown has no signature: nothing to recur.
+    signed = [r for r in runs if r["signature"]]
     occurrences = [
         Occurrence(
-            signature=r["signature"] or r["cause"],
+            signature=r["signature"],
             cause=r["cause"],
             job=r["job"],
             node=r["nodes"][0] if len(r["nodes"]) == 1 else "",
             at=datetime.fromtimestamp(r["at"], UTC),
         )
-        for r in runs
+        for r in signed
     ]
     hours: Counter[tuple[str, str]] = Counter()
-    for o, r in zip(occurrences, runs, strict=True):
+    for o, r in zip(occurrences, signed, strict=True):
         hours[(o.signature, o.cause)] += r["gpu_hours"]
     signatures = [
         {

@@ -109,6 +109,10 @@ class MissingExtraError(Exception):
 
 def _otlp_sink(endpoint: str) -> Sink:
     url = urlsplit(endpoint)
+    try:
+        url.port  # noqa: B018 - raises on a port outside 0-65535 or not a number
+    except ValueError as err:
+        raise ValueError(f"--otlp-endpoint {endpoint!r}: {err}") from err
     if url.scheme not in ("http", "https") or not url.hostname or not url.path.strip("/"):
         raise ValueError(f"--otlp-endpoint {endpoint!r} is not http(s)://host[:port]/path")
     try:

@@ -209,3 +209,20 @@ def test_a_document_of_one_pod_names_its_uid() -> None:
     assert datapoint_labels(one)["k8s.pod.uid"] == "0d6c1b5e-3f0a-4c43-9f1e-7f4a8f0e2a11"
     shared = {"GpuIndex": "3", "PodUids": ["a", "b"]}  # two pods on one GPU: neither is it
     assert "k8s.pod.uid" not in datapoint_labels(shared)
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "problem"),
+    [
+        ("http://cloudwatch-agent:99999/v1/metrics", "out of range"),
+        ("http://cloudwatch-agent:http/v1/metrics", "could not be cast"),
+        ("tcp://cloudwatch-agent:4318/v1/metrics", "is not http"),
+        ("http://cloudwatch-agent:4318", "is not http"),
+    ],
+)
+def test_an_endpoint_no_request_could_reach_is_refused_at_start(
+    endpoint: str, problem: str
+) -> None:
+    args = ["--cluster-name", "train", "--node-name", "node-a", "--sink", "otlp"]
+    with pytest.raises(ValueError, match=problem):
+        cli._sink(cli.parser().parse_args([*args, "--otlp-endpoint", endpoint]))

@@ -85,3 +85,13 @@ def test_the_section_names_what_a_signature_points_at(suspect: str) -> None:
     html = failures_section(failure_figures(runs, gpu_hour_usd=1.0))
     assert ("<td>the node (one node, several jobs)</td>" in html) is (suspect == "node")
     assert ("<td>the code or data (several nodes)</td>" in html) is (suspect == "code_or_data")
+
+
+def test_failures_of_unknown_cause_count_but_do_not_recur() -> None:
+    """Two runs whose logs named no cause have no signature: counted per job, never a
+    recurring signature of their own."""
+    runs = [_run("vit", at, "n1", sig="", cause="unknown") for at in (110 * H, 130 * H)]
+    figures = failure_figures([*runs, _run("a", 120 * H, "n2")], gpu_hour_usd=10.0)
+    assert figures["failures"] == 3
+    assert [s["signature"] for s in figures["signatures"]] == ["CUDA out of memory"]
+    assert {j["job"]: j["failures"] for j in figures["by_job"]} == {"vit": 2, "a": 1}
