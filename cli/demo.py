@@ -68,6 +68,7 @@ from gpu_insights_agent.contract.metrics import (
 from lambdas.shared.aws_clients import new_session
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.promql import promql_for
+from lambdas.weekly_report.failures_section import FAILURES_CSV
 from lambdas.weekly_report.memory_section import MEMORY_CSV
 
 DEMO_REGION = "us-east-1"
@@ -213,7 +214,9 @@ class DemoResult:
             f"(every {DEMO_INTERVAL_S} s, pod and node labels) in a local Prometheus, by PromQL "
             f"at the Region's monitoring host: {pods} pods, {hours:,} pod-hours this week, "
             f"{joined} (node label and DCGM's gpu index; no power matching). The GPU memory "
-            "right-sizing and the dashboards read Classic's series (no OTel reader yet)."
+            "right-sizing reads Classic's series (no OTel reader yet), and out/dashboards holds "
+            "Classic's bodies: the OTel mode's, with PromQL widgets, are in cdk.out's Alarms "
+            "template."
         ]
 
     def summary(self) -> str:
@@ -511,7 +514,8 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
         )
         result.report, report_path = run_weekly_report(clients, settings, result.backtest, out_dir)
         result.files += [
-            report_path, out_dir / "report.json", out_dir / "report.csv", out_dir / MEMORY_CSV
+            report_path, out_dir / "report.json", out_dir / "report.csv", out_dir / MEMORY_CSV,
+            out_dir / FAILURES_CSV,
         ]  # fmt: skip
         if render_png(report_path, out_dir / "report.png"):
             result.files.append(out_dir / "report.png")

@@ -57,6 +57,7 @@ COMPARED: Final = (
     "report.json",
     "report.csv",
     "report.html",
+    "failures.csv",
 )
 
 

@@ -24,6 +24,7 @@ from dashboards.widgets import AlarmLine
 from lambdas.weekly_report import handler as report_handler
 from lambdas.weekly_report.config import ReportConfig
 from lambdas.weekly_report.handler import report_prefix
+from lambdas.weekly_report.failures_section import FAILURES_CSV
 from lambdas.weekly_report.memory_section import MEMORY_CSV
 
 
@@ -110,7 +111,7 @@ def run_weekly_report(
     path = out_dir / "report.html"
     path.write_bytes(html)
     # The report's JSON and its per-namespace CSV (for a spreadsheet), as the Lambda wrote them.
-    for name in ("report.json", "report.csv", MEMORY_CSV):
+    for name in ("report.json", "report.csv", MEMORY_CSV, FAILURES_CSV):
         key = report_prefix(settings.cluster_name, summary["week"]) + name
         data = clients["s3"].get_object(Bucket=REPORT_BUCKET, Key=key)["Body"].read()
         (out_dir / name).write_bytes(data)
