@@ -23,8 +23,8 @@ from dashboards.bodies import all_dashboards, encode
 from dashboards.widgets import AlarmLine
 from lambdas.weekly_report import handler as report_handler
 from lambdas.weekly_report.config import ReportConfig
-from lambdas.weekly_report.handler import report_prefix
 from lambdas.weekly_report.failures_section import FAILURES_CSV
+from lambdas.weekly_report.handler import report_prefix
 from lambdas.weekly_report.memory_section import MEMORY_CSV
 
 
