@@ -54,8 +54,7 @@ ENHANCED_CI: Final = Price(
     0.21,
     "million observations",
     CLOUDWATCH_PRICING,
-    note="its first tier, as quoted from the page in a decision record verified 2026-10-02; "
-    "larger volumes are priced lower, so this is the upper bound",
+    note="the first tier (2026-10-02); larger volumes are priced lower, so an upper bound",
 )
 #: OpenTelemetry metrics sent over OTLP (the exporter's, with exporter_sink=otlp): "a per-GB
 #: ingestion model with included storage and query access. There are no per-metric, per-API-call,
@@ -68,8 +67,8 @@ OTLP_METRICS: Final = Price(
     0.08,
     "GB of OTLP metrics ingested",
     OTEL_METRICS_PRICING,
-    note="per GB, no per-metric charge, as the page says; the $0.08 is quoted from the pricing "
-    "page in a decision record verified 2026-10-02: check it",
+    note="per GB, no per-metric charge; the per-GB figure of 2026-10-02: confirm it on the "
+    "pricing page",
 )
 #: Container Insights with OpenTelemetry metrics, the add-on's own series (DCGM's GPU series
 #: among them): "available in public preview at no additional charge in US East (N. Virginia),
@@ -92,7 +91,7 @@ INSIGHTS_ALARM: Final = Price(
     0.10,
     "metric analyzed-month",
     CLOUDWATCH_PRICING,
-    note="the Alarms tab could not be read in full: check the per-metric-analyzed price",
+    note="per metric analyzed: confirm it on the pricing page's Alarms tab",
 )
 #: Logs Insights queries, per GB of log data scanned (the pricing page's Logs tab). The training
 #: analyzer reads failed jobs' logs with FilterLogEvents instead, which has no per-GB charge.
@@ -100,7 +99,7 @@ LOGS_INSIGHTS: Final = Price(
     0.005,
     "GB scanned",
     CLOUDWATCH_PRICING,
-    note="quoted from the page by guides (c3x.dev, factualminds.com, 2026)",
+    note="per GB scanned (2026): confirm it on the pricing page's Logs tab",
 )
 COMPOSITE_ALARM: Final = Price(0.50, "composite alarm-month", CLOUDWATCH_PRICING)
 DASHBOARD: Final = Price(3.00, "dashboard-month", CLOUDWATCH_PRICING)
@@ -110,7 +109,10 @@ DASHBOARD: Final = Price(3.00, "dashboard-month", CLOUDWATCH_PRICING)
 GET_METRIC_DATA: Final = Price(0.01, "1,000 metrics requested", CLOUDWATCH_PRICING)
 #: Lambda, x86 (the functions' architecture), first tier of GB-seconds, and requests.
 LAMBDA_GB_SECOND: Final = Price(
-    0.0000166667, "GB-second (x86)", LAMBDA_PRICING, note="quoted from the page by a guide"
+    0.0000166667,
+    "GB-second (x86)",
+    LAMBDA_PRICING,
+    note="x86, first tier: confirm it on the pricing page",
 )
 LAMBDA_REQUESTS: Final = Price(0.20, "million requests", LAMBDA_PRICING)
 #: Step Functions Standard Workflows: "$0.025 per 1,000 state transitions" (US East (N.
