@@ -75,6 +75,14 @@ def run(args: argparse.Namespace) -> str:
     # What a deployment costs does not depend on its cluster's name.
     context.setdefault("cluster_name", "any")
     gpus = args.nodes * args.gpus_per_node
+    if args.fleet_gpus is not None and args.fleet_gpus < gpus:
+        # Alarms sized for fewer GPUs than run would each read over 500 series: CloudWatch
+        # evaluates them on partial data (alarm-limits.html).
+        raise ValueError(
+            f"--fleet-gpus {args.fleet_gpus} is fewer than the {gpus:,} GPUs priced "
+            f"({args.nodes} nodes x {args.gpus_per_node}): the alarms would be sized for "
+            "fewer GPUs than run"
+        )
     # The options go through the settings' own rules: the fleet and interval the deployment
     # would refuse are refused here, in the same words.
     for key, value in (

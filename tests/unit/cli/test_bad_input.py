@@ -163,6 +163,7 @@ TRAINING = ["analyze", "training", "--cluster-name", "x"]
         ([*COST, "--container-log-gb-per-day", "nan"], ["--container-log-gb-per-day nan"]),
         ([*COST, "--container-log-gb-per-day", "-1"], ["--container-log-gb-per-day -1"]),
         ([*COST, "--volumes", "-1"], ["--volumes -1"]),
+        ([*COST, "--fleet-gpus", "4"], ["--fleet-gpus 4 is fewer than the 8 GPUs"]),
         (["manifest", "--image", "", "--cluster-name", "train"], ["image"]),
         (["manifest", "--image", "x", "--cluster-name", " "], ["cluster name"]),
         (["manifest", "--image", "repo/exporter:1\nkind: Pod", "--cluster-name", "t"], ["--image"]),
