@@ -44,10 +44,11 @@ from tests.realistic import otel
 
 #: Scrapes land mid-interval, never on an hour's edge (the scraper's phase is its own).
 PHASE_S: Final = 15.0
-#: The demo's ``otelContainerInsights.metricResolution``: "300s" (the chart takes any "<N>s",
-#: "30s" by default). A pod's share of an hour is its samples over a full hour's, so the
-#: interval changes no figure, and a tenth of the samples keeps Prometheus's block import of
-#: the two weeks to seconds.
+#: The demo's ``otelContainerInsights.metricResolution``: "60s" (the chart takes any "<N>s",
+#: "30s" by default). A pod's share of an hour is its samples over a full hour's; at the
+#: exporter's own 60 s cycle the replayed node's lost GPU stops at the same sample in both
+#: modes (at 300 s its last hour read 8/12 where the exporter's read 36/60), and half the
+#: default's samples keep Prometheus's block import of the two weeks short.
 DEMO_INTERVAL_S: Final = 60
 #: What the two runs write that must be equal: the analyzers' findings, the weekly report
 #: (its waste table and GPU-hour tables among them) in each of its forms.

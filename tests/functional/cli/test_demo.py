@@ -621,12 +621,6 @@ def test_the_demo_explains_each_planted_failure(demo: tuple[DemoResult, Path]) -
 
 
 @pytest.mark.promql_engine
-@pytest.mark.xfail(
-    strict=True,
-    reason="one finding differs: the Monday run's replayed node, whose lost GPU's last hour "
-    "the demo's 300 s DCGM samples quantize to 8/12 of an hour (7.667 GPU-hours held) where "
-    "the exporter's 60 s samples give 36/60 (7.6); the week's days and storage are equal",
-)
 def test_the_otel_run_joins_every_pod_exactly_and_equals_the_classic_run(
     demo: tuple[DemoResult, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
