@@ -23,6 +23,7 @@ from gpu_insights_agent.contract.metrics import DIM_GPU_INDEX, DIM_NODE, GpuMetr
 from gpu_insights_agent.emf.document import parse_emf_line
 from lambdas.notifier.notification import MAX_SUBJECT
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
+from lambdas.shared.findings import Kind
 from lambdas.weekly_report.job_waste import week_of
 from tests.prometheus import binaries
 
@@ -180,6 +181,8 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
     assert shown["training: Data-wait share of the step (%), 10 jobs"].lines[0].label == (
         "bert-data-bound"
     )
+    kinds = shown.pop("findings: Findings by kind (daily)")
+    assert kinds.series <= len(Kind)  # a line a kind of finding the week had
     assert max(w.series for w in shown.values()) <= 16  # a node's GPUs at most
     # The analyzers' own metrics, read back from CloudWatch: the week's waste by namespace
     # (the report's figures: nlp's data-bound job steps, so its hours are not held without
@@ -343,7 +346,12 @@ def test_the_demo_week_leads_with_the_teams_that_held_gpus_without_work(
     }
     # The last day's: the notebook's alone; the data-bound job stepped in every hour it held.
     assert sorted(held) == ["namespace/research/job/jupyter-alice"]
-    assert "analysis_error" not in document["findings_by_kind"]
+    # The one analysis error: the planted XID job, whose emitter reported no pod to read the
+    # logs of (cli/demo_failures.py; the demo reads that job's logs itself and says so).
+    assert document["findings_by_kind"].get("analysis_error", 0) == 1
+    (error,) = [f for f in result.monday_findings if f["kind"] == "analysis_error"]
+    assert error["resource"] == "job/whisper-finetune"
+    assert "reported no pod" in error["summary"]
     browser = chromium()
     if browser is not None:  # the screenshot is the whole page, not its first 2,400 px
         width, height = png_size(tmp_path / "out" / "report.png")
@@ -380,6 +388,7 @@ def test_the_demo_report_changes_on_a_real_last_week_and_ties_jobs_across_tables
     # last week's first datapoint (half past its first hour) is that close to the demo's "now".
     assert 13 * 86_400 < END - (LAST_WEEK.start + 1800) <= 14 * 86_400
     assert sorted(key.rsplit("/", 1)[1] for key in result.last_week_objects) == [
+        "failures.csv",
         "gpu-memory.csv",
         "report.csv",
         "report.html",
@@ -494,7 +503,9 @@ def test_the_demo_reports_job_tables_agree_with_each_other_and_the_findings(
     )
     html = (tmp_path / "out" / "report.html").read_text()
     assert "<b>$923 this week</b>: <b>bert-data-bound: waits for data</b>" in html
-    assert html.count("<table>") == html.count('<p class="relates">') - 2
+    # Each table with the sentence that relates it, but the headline's two and the failures'
+    # per-job and per-node tables, which share their section's one.
+    assert html.count("<table>") == html.count('<p class="relates">') - 1
     assert "GPU-hours held (week)" in html
     assert "of them stepping" in html
     assert "Waiting while stepping (week)" in html
