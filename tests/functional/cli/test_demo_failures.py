@@ -88,6 +88,7 @@ def test_each_planted_failure_is_failed_in_the_metrics_and_classified_with_its_c
         "NVRM: Xid (PCI:0000:13:00): 79, GPU has fallen off the bus"
     )
     assert [d["severity"] for d in diagnosed] == ["warning", "warning", "critical", "critical"]
+    # Read here, not by an analyzer run (none ran): the line says so.
     assert diagnosis_lines(by_job["job/sdxl-cuda-oom"])[0].split() == [
         "sdxl-cuda-oom",
         "cuda_out_of_memory",
@@ -95,6 +96,7 @@ def test_each_planted_failure_is_failed_in_the_metrics_and_classified_with_its_c
         "out",
         "of",
         "memory",
+        *["(read", "by", "the", "demo:", "the", "analyzer", "had", "no", "pod", "for", "it)"],
     ]
 
 

@@ -416,10 +416,15 @@ OTEL = {**PROD, "container_insights_mode": "otel", "gpu_instance_type": "p5.48xl
 
 
 def test_otel_mode_alarms_on_low_power_with_one_promql_alarm_for_every_gpu(synth: Synth) -> None:
-    """In place of the low-power Metrics Insights alarm (one per shard): one PromQL alarm on
-    DCGM's power of pod-held GPUs, its EvaluationCriteria.PromQLCriteria and
-    EvaluationInterval as PutMetricAlarm takes them, no metric, threshold or action."""
-    template = _template(synth, {**OTEL, "fleet_gpus": "2000"})  # 5 shards
+    """In place of the low-power Metrics Insights alarm, on a fleet of one shard: one PromQL
+    alarm on DCGM's power of pod-held GPUs, its EvaluationCriteria.PromQLCriteria and
+    EvaluationInterval as PutMetricAlarm takes them, no metric, threshold or action. A larger
+    fleet keeps the sharded alarm: every GPU can be idle at once, and a PromQL alarm evaluates
+    at most 500 of the series its query returns (alarm-limits.html)."""
+    larger = _alarms(_template(synth, {**OTEL, "fleet_gpus": "2000"}))  # 5 shards
+    assert "gpu-low-power-shard-04" in larger
+    assert "gpu-low-power" not in larger
+    template = _template(synth, {**OTEL, "fleet_gpus": "400"})  # 1 shard
     alarms = _alarms(template)
     assert not [n for n in alarms if n.startswith("gpu-low-power-shard")]
     low = alarms["gpu-low-power"]
@@ -437,8 +442,9 @@ def test_otel_mode_alarms_on_low_power_with_one_promql_alarm_for_every_gpu(synth
     assert not {"MetricName", "Metrics", "Threshold", "ComparisonOperator"} & set(low)
     assert not {"AlarmActions", "OKActions", "InsufficientDataActions"} & set(low)
     assert low["AlarmDescription"].startswith("[warning] gpu-low-power: ")
-    # The exporter's per-GPU alarms stay sharded: their gauges go by EMF, not to PromQL.
-    assert "gpu-lost-shard-04" in alarms
+    # The exporter's per-GPU alarms stay Metrics Insights: their gauges go by EMF, not to PromQL.
+    assert "gpu-lost-shard-04" in larger
+    assert [n for n in alarms if n.startswith("gpu-lost")]
     assert "gpu-silent" in alarms
     (composite,) = template.find_resources("AWS::CloudWatch::CompositeAlarm").values()
     assert 'ALARM("gpu-insights-train-prod-gpu-low-power")' in composite["Properties"]["AlarmRule"]
