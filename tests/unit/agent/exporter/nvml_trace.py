@@ -5,11 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gpu_insights_agent.emf.sinks import BufferedSender, Sink
-from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
-from gpu_insights_agent.exporter.fake_nvml import FakeNvml
-from gpu_insights_agent.exporter.nvml_source import NvmlSource
-
 #: The wall-clock time of the trace's start.
 EPOCH = 1_764_000_000.0
 
@@ -110,16 +105,3 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-def started_exporter(clock: Clock, sink: Sink, **config: Any) -> Exporter:
-    """The exporter over the trace's fake NVML, sending to ``sink``, started."""
-    nvml = FakeNvml(trace_lines(), clock=clock, sleep=lambda _: None)
-    exporter = Exporter(
-        NvmlSource(nvml),
-        BufferedSender(sink),
-        ExporterConfig(cluster_name="train", node_name="node-a", **config),
-        clock=lambda: EPOCH + clock(),
-    )
-    exporter.start()
-    return exporter

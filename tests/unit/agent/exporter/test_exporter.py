@@ -13,7 +13,8 @@ from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig, NvmlU
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
 from gpu_insights_agent.exporter.nvml_source import NvmlSource
 from tests.unit.agent.emf.emf_contract import valid_emf
-from tests.unit.agent.exporter.nvml_trace import EPOCH, Clock, started_exporter, trace_lines
+from tests.unit.agent.exporter.nvml_trace import EPOCH, Clock, trace_lines
+from tests.unit.agent.exporter.started import started_exporter
 
 
 class ListSink:

@@ -22,7 +22,8 @@ from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
 from gpu_insights_agent.exporter.nvml_source import NvmlSource
 from gpu_insights_agent.exporter.otlp_sink import OtlpSink, datapoint_labels
-from tests.unit.agent.exporter.nvml_trace import EPOCH, Clock, started_exporter, trace_lines
+from tests.unit.agent.exporter.nvml_trace import EPOCH, Clock, trace_lines
+from tests.unit.agent.exporter.started import started_exporter
 
 
 class Receiver:

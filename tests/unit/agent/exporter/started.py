@@ -1,0 +1,23 @@
+"""The exporter over the NVML trace's fake devices (the exporter needs Python 3.11; the trace
+itself stays importable by the emitter's tests on 3.9)."""
+
+from typing import Any
+
+from gpu_insights_agent.emf.sinks import BufferedSender, Sink
+from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
+from gpu_insights_agent.exporter.fake_nvml import FakeNvml
+from gpu_insights_agent.exporter.nvml_source import NvmlSource
+from tests.unit.agent.exporter.nvml_trace import EPOCH, Clock, trace_lines
+
+
+def started_exporter(clock: Clock, sink: Sink, **config: Any) -> Exporter:
+    """The exporter over the trace's fake NVML, sending to ``sink``, started."""
+    nvml = FakeNvml(trace_lines(), clock=clock, sleep=lambda _: None)
+    exporter = Exporter(
+        NvmlSource(nvml),
+        BufferedSender(sink),
+        ExporterConfig(cluster_name="train", node_name="node-a", **config),
+        clock=lambda: EPOCH + clock(),
+    )
+    exporter.start()
+    return exporter
