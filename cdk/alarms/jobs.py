@@ -17,6 +17,7 @@ one query returns in full (cdk/alarms/sizing.py).
 """
 
 from dataclasses import dataclass, replace
+from functools import partial
 
 from cdk.alarms.model import AlarmSpec, Comparison, InsightsQuery, MissingData, Severity
 from cdk.alarms.sizing import MAX_WINDOW_MINUTES
@@ -115,8 +116,17 @@ def _kinds(cluster: str, settings: JobAlarmSettings, shard: str) -> list[AlarmSp
         "each rank publishes every flush while the job runs; a job that ended stops its "
         "series, and its contributor goes OK"
     )
+    # Every job alarm: one minute, one datapoint, a job without data is not breaching.
+    row = partial(
+        AlarmSpec,
+        period_s=MINUTE,
+        evaluation_periods=1,
+        datapoints_to_alarm=1,
+        missing_data=MissingData.NOT_BREACHING,
+        shard=shard,
+    )
     return [
-        AlarmSpec(
+        row(
             key=JOB_HUNG,
             title="Training job hung",
             description=(
@@ -131,16 +141,11 @@ def _kinds(cluster: str, settings: JobAlarmSettings, shard: str) -> list[AlarmSp
             severity=Severity.CRITICAL,
             # MIN over the ranks: a rank saving a checkpoint (0) keeps the job from paging.
             metric=_per_job(cluster, TrainingMetric.STEP_OVERDUE, "MIN", "DESC", shard),
-            period_s=MINUTE,
-            evaluation_periods=1,
-            datapoints_to_alarm=1,
             threshold=hung_s,
             comparison=Comparison.GREATER_OR_EQUAL,
-            missing_data=MissingData.NOT_BREACHING,
             missing_data_reason=only_while_running,
-            shard=shard,
         ),
-        AlarmSpec(
+        row(
             key=JOB_LOSS_NOT_FINITE,
             title="Training loss is NaN or infinite",
             description=(
@@ -151,16 +156,11 @@ def _kinds(cluster: str, settings: JobAlarmSettings, shard: str) -> list[AlarmSp
             ),
             severity=Severity.CRITICAL,
             metric=_per_job(cluster, TrainingMetric.LOSS_NOT_FINITE, "SUM", "DESC", shard),
-            period_s=MINUTE,
-            evaluation_periods=1,
-            datapoints_to_alarm=1,
             threshold=1,
             comparison=Comparison.GREATER_OR_EQUAL,
-            missing_data=MissingData.NOT_BREACHING,
             missing_data_reason=only_while_running,
-            shard=shard,
         ),
-        AlarmSpec(
+        row(
             key=JOB_LOSS_SPIKE,
             title="Training loss jumped",
             description=(
@@ -172,16 +172,11 @@ def _kinds(cluster: str, settings: JobAlarmSettings, shard: str) -> list[AlarmSp
             ),
             severity=Severity.WARNING,
             metric=_per_job(cluster, TrainingMetric.LOSS_DEVIATION, "MAX", "DESC", shard),
-            period_s=MINUTE,
-            evaluation_periods=1,
-            datapoints_to_alarm=1,
             threshold=settings.loss_spike_deviations,
             comparison=Comparison.GREATER_OR_EQUAL,
-            missing_data=MissingData.NOT_BREACHING,
             missing_data_reason="a job that records no loss has no deviation, and no spike",
-            shard=shard,
         ),
-        AlarmSpec(
+        row(
             key=JOB_THROUGHPUT_COLLAPSED,
             title="Training throughput collapsed",
             description=(
@@ -199,11 +194,9 @@ def _kinds(cluster: str, settings: JobAlarmSettings, shard: str) -> list[AlarmSp
             datapoints_to_alarm=periods,
             threshold=fraction,
             comparison=Comparison.LESS,
-            missing_data=MissingData.NOT_BREACHING,
             missing_data_reason=(
                 "a job that completes no step has no ratio: job-hung pages for it"
             ),
-            shard=shard,
         ),
     ]
 
