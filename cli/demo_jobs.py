@@ -15,7 +15,6 @@ import hashlib
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Final
 
 from cdk.alarms.jobs import (
@@ -26,7 +25,7 @@ from cdk.alarms.jobs import (
 )
 from cdk.settings import Settings
 from cli.backtest.engine import BacktestResult
-from cli.demo_notifications import ACCOUNT, cloudwatch_reason
+from cli.demo_notifications import alarm_contributor_event
 from gpu_insights_agent.contract.metrics import DIM_CLUSTER, DIM_JOB, DIM_SHARD, training_log_group
 from gpu_insights_agent.emf.document import EmfDocument, encode
 from gpu_insights_agent.emf.sinks import PutMetricDataSink
@@ -249,33 +248,14 @@ def job_contributor_event(
         for t in transitions
         if t.new.value == "ALARM"
     )
-    when = datetime.fromtimestamp(first.time, UTC)
-    name = result.spec.alarm_name(settings.cluster_name)
     inside = first.reason[first.reason.find("[") + 1 : first.reason.find("]")]
     values = [float(v.split(" (")[0]) for v in inside.split(", ") if v.split(" (")[0]]
-    return {
-        "version": "0",
-        "id": f"demo-{result.spec.key}-{job}",
-        "detail-type": "CloudWatch Alarm Contributor State Change",
-        "source": "aws.cloudwatch",
-        "account": ACCOUNT,
-        "time": f"{when:%Y-%m-%dT%H:%M:%SZ}",
-        "region": region,
-        "resources": [f"arn:aws:cloudwatch:{region}:{ACCOUNT}:alarm:{name}"],
-        "detail": {
-            "alarmName": name,
-            "alarmContributor": {
-                "id": hashlib.sha256(job.encode()).hexdigest()[:16],
-                "attributes": {DIM_CLUSTER: settings.cluster_name, DIM_JOB: job},
-            },
-            "configuration": {"description": result.spec.description},
-            "state": {
-                "value": "ALARM",
-                "reason": cloudwatch_reason(result, values, when),
-                "timestamp": when.isoformat(),
-            },
-        },
-    }
+    attributes = {DIM_CLUSTER: settings.cluster_name, DIM_JOB: job}
+    return alarm_contributor_event(
+        settings, result, region, first, values,
+        name=job, contributor_id=hashlib.sha256(job.encode()).hexdigest()[:16],
+        attributes=attributes,
+    )  # fmt: skip
 
 
 def job_events(settings: Settings, results: list[BacktestResult], region: str) -> list[Any]:

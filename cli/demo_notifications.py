@@ -95,31 +95,44 @@ def contributor_event(
 ) -> dict[str, Any]:
     """A ``CloudWatch Alarm Contributor State Change`` for one GPU of one raised alarm."""
     first = _first_alarm(result, gpu)
+    attributes = {DIM_CLUSTER: settings.cluster_name, DIM_NODE: NODE, DIM_GPU_INDEX: gpu}
+    return alarm_contributor_event(
+        settings, result, region, first, _values(first.reason),
+        name=gpu, contributor_id=f"{result.spec.key[:10]}{gpu}"[:16], attributes=attributes,
+    )  # fmt: skip
+
+
+def alarm_contributor_event(
+    settings: Settings,
+    result: BacktestResult,
+    region: str,
+    first: Transition,
+    values: list[float],
+    *,
+    name: str,
+    contributor_id: str,
+    attributes: dict[str, str],
+) -> dict[str, Any]:
+    """The event EventBridge delivers when a contributor (a GPU, a job) of a raised alarm goes
+    to ALARM, at its first ALARM transition in the backtest."""
     when = datetime.fromtimestamp(first.time, UTC)
-    name = result.spec.alarm_name(settings.cluster_name)
+    alarm = result.spec.alarm_name(settings.cluster_name)
     return {
         "version": "0",
-        "id": f"demo-{result.spec.key}-{gpu}",
+        "id": f"demo-{result.spec.key}-{name}",
         "detail-type": "CloudWatch Alarm Contributor State Change",
         "source": "aws.cloudwatch",
         "account": ACCOUNT,
         "time": f"{when:%Y-%m-%dT%H:%M:%SZ}",
         "region": region,
-        "resources": [f"arn:aws:cloudwatch:{region}:{ACCOUNT}:alarm:{name}"],
+        "resources": [f"arn:aws:cloudwatch:{region}:{ACCOUNT}:alarm:{alarm}"],
         "detail": {
-            "alarmName": name,
-            "alarmContributor": {
-                "id": f"{result.spec.key[:10]}{gpu}"[:16],
-                "attributes": {
-                    DIM_CLUSTER: settings.cluster_name,
-                    DIM_NODE: NODE,
-                    DIM_GPU_INDEX: gpu,
-                },
-            },
+            "alarmName": alarm,
+            "alarmContributor": {"id": contributor_id, "attributes": attributes},
             "configuration": {"description": result.spec.description},
             "state": {
                 "value": "ALARM",
-                "reason": cloudwatch_reason(result, _values(first.reason), when),
+                "reason": cloudwatch_reason(result, values, when),
                 "timestamp": when.isoformat(),
             },
         },
