@@ -213,10 +213,10 @@ class DemoResult:
             f"   OTel mode: the GPU analyzer read its pods from {self.otel_series:,} DCGM samples "
             f"(every {DEMO_INTERVAL_S} s, pod and node labels) in a local Prometheus, by PromQL "
             f"at the Region's monitoring host: {pods} pods, {hours:,} pod-hours this week, "
-            f"{joined} (node label and DCGM's gpu index; no power matching). The GPU memory "
-            "right-sizing reads Classic's series (no OTel reader yet), and out/dashboards holds "
-            "Classic's bodies: the OTel mode's, with PromQL widgets, are in cdk.out's Alarms "
-            "template."
+            f"{joined} (node label and DCGM's gpu index; no power matching); the GPU memory "
+            "right-sizing read DCGM's framebuffer series by the same labels. out/dashboards "
+            "holds Classic's bodies: the OTel mode's, with PromQL widgets, are in cdk.out's "
+            "Alarms template."
         ]
 
     def summary(self) -> str:
@@ -328,7 +328,13 @@ def _training_step(
     analyzer's daily run over it."""
     # Monday to Friday attributed by the runs at the midnight after each; Saturday by the
     # training step's run (Sunday 23:00), Sunday by the Monday run after the exporter's replay.
-    week = WeekSeeder(clients["cloudwatch"], settings.cluster_name, THIS_WEEK, daily_runs=5)
+    week = WeekSeeder(
+        clients["cloudwatch"],
+        settings.cluster_name,
+        THIS_WEEK,
+        daily_runs=5,
+        container_insights=settings.container_insights_mode is ContainerInsightsMode.CLASSIC,
+    )
     clients["logs"].create_log_group(logGroupName=training_log_group(settings.cluster_name))
 
     def earlier_runs() -> Iterator[float]:
@@ -354,7 +360,10 @@ def _exporter_step(
     back from CloudWatch exactly as `gpu-insights backtest --cloudwatch` reads it."""
     cloudwatch = clients["cloudwatch"]
     result.exporter = replay_exporter(
-        cloudwatch, cluster_name=settings.cluster_name, out_dir=out_dir
+        cloudwatch,
+        cluster_name=settings.cluster_name,
+        out_dir=out_dir,
+        container_insights=settings.container_insights_mode is ContainerInsightsMode.CLASSIC,
     )
     if result.exporter.emf_path is not None:
         result.files.append(result.exporter.emf_path)

@@ -117,7 +117,11 @@ class ExporterReplay:
     emf_path: Path | None = None
 
 
-def replay_exporter(cloudwatch: Any, *, cluster_name: str, out_dir: Path) -> ExporterReplay:
+def replay_exporter(
+    cloudwatch: Any, *, cluster_name: str, out_dir: Path, container_insights: bool = True
+) -> ExporterReplay:
+    """The node's replay; ``container_insights``: Classic Container Insights publishes its
+    series of the node too (OTel mode's are served by PromQL, cli/demo_otel.py)."""
     now = [0.0]
     emf_path = out_dir / "exporter-emf.jsonl"
     result = ExporterReplay(emf_path=emf_path)
@@ -155,7 +159,8 @@ def replay_exporter(cloudwatch: Any, *, cluster_name: str, out_dir: Path) -> Exp
             result.cycles += 1
         exporter.shutdown()
     result.documents += len(tee.xid_documents)
-    publish_container_insights(cloudwatch, cluster_name, emf_path)
+    if container_insights:
+        publish_container_insights(cloudwatch, cluster_name, emf_path)
     result.xids = [
         (d[DIM_GPU_INDEX], d[DIM_XID_CODE], str(d["XidSeverity"]), str(d["XidDescription"]))
         for d in tee.xid_documents

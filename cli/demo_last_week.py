@@ -32,6 +32,7 @@ from cli.demo_training import run_training_analyzer
 from cli.demo_week import LAST_WEEK, WEEK, WeekSeeder
 from gpu_insights_agent.contract.metrics import training_log_group
 from lambdas.shared.aws_clients import new_session
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.weekly_report.handler import report_prefix
 
 
@@ -49,7 +50,8 @@ def last_week_report(settings: Settings, region: str) -> tuple[dict[str, bytes],
         s3 = clients["s3"]
         s3.create_bucket(Bucket=REPORT_BUCKET)
         clients["logs"].create_log_group(logGroupName=training_log_group(cluster))
-        week = WeekSeeder(clients["cloudwatch"], cluster, LAST_WEEK)
+        classic = settings.container_insights_mode is ContainerInsightsMode.CLASSIC
+        week = WeekSeeder(clients["cloudwatch"], cluster, LAST_WEEK, container_insights=classic)
         end = LAST_WEEK.start + WEEK  # this week's Monday 00:00: its run closes the Sunday
         run_training_analyzer(
             clients, earlier_runs=week, at=end, mode=settings.container_insights_mode

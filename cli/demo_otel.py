@@ -7,9 +7,9 @@ What the OTel run shows, compared, not assumed: every pod's hours join its node 
 exactly (by the node label and DCGM's ``gpu`` index: no power matching), and the findings,
 the waste table and the report equal the Classic run's on the same weeks.
 
-Only the GPU-hour attribution reads OTel mode's series today; the GPU memory right-sizing and
-the dashboards still read Classic's ``pod_gpu_memory_*`` and ``node_gpu_*``, which the OTel
-run keeps in CloudWatch as the Classic run writes them.
+The GPU-hour attribution and the GPU memory right-sizing read OTel mode's series; the OTel run
+writes none of Classic's Container Insights series to CloudWatch, so neither can fall back on
+them.
 """
 
 import filecmp
@@ -27,16 +27,19 @@ from cli.demo_week import (
     DAYS,
     FAILING,
     GPUS,
+    H100_MEMORY_BYTES,
+    H100_NAME,
     HOURS,
     NODES,
     POWER_LIMIT_W,
     THIS_WEEK,
     WeekPlan,
     _behaviour,
+    memory_used_bytes,
 )
 from gpu_insights_agent.contract.metrics import DIM_GPU_INDEX, DIM_NODE, GpuMetric
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
-from lambdas.shared.dcgm import DCGM_POWER, DCGM_UTIL
+from lambdas.shared.dcgm import DCGM_FB_TOTAL, DCGM_FB_USED, DCGM_POWER, DCGM_UTIL, MIB
 from lambdas.shared.promql import PromQLClient
 from lambdas.training_analyzer.gpu_hours.attribution import UNPLACED_NODE
 from lambdas.training_analyzer.gpu_hours.otel import read_holds
@@ -59,6 +62,7 @@ COMPARED: Final = (
     "report.csv",
     "report.html",
     "failures.csv",
+    "gpu-memory.csv",
 )
 
 
@@ -71,19 +75,23 @@ def week_samples(
     """Each GPU's DCGM series every ``interval`` (the add-on's
     ``otelContainerInsights.metricResolution``, "30s" by default), the pod's labels on the
     samples of the hours a pod holds the GPU; a lost GPU sends nothing. A share of an hour is
-    a count of samples over a full hour's, whatever the interval."""
+    a count of samples over a full hour's, whatever the interval. The framebuffer used and
+    its size (MiB) are the Classic run's ``pod_gpu_memory_*`` (``memory_used_bytes``)."""
     for hour in range(hours):
         for node, gpu in GPUS:
             s = _behaviour(node, gpu, hour, plan)
             if s.power is None:
                 continue
-            labels = otel.dcgm_promql_labels(cluster, node, gpu, s.pod)
+            labels = otel.dcgm_promql_labels(cluster, node, gpu, s.pod, model=H100_NAME)
             start = plan.start + hour * 3600 + PHASE_S
             watts = s.power / 100 * POWER_LIMIT_W
+            used = memory_used_bytes(s) / MIB
             for i in range(3600 // interval):
                 at = start + i * interval
                 yield DCGM_UTIL, labels, at, s.sm or 0.0
                 yield DCGM_POWER, labels, at, watts
+                yield DCGM_FB_USED, labels, at, used
+                yield DCGM_FB_TOTAL, labels, at, H100_MEMORY_BYTES / MIB
 
 
 def replay_samples(

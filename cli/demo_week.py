@@ -69,6 +69,7 @@ from gpu_insights_agent.contract.metrics import (
     alarm_shard,
     gpu_schema,
 )
+from gpu_insights_agent.exporter.simulated_trace import SimulatedGpu
 from tests.realistic import container_insights as ci
 from tests.realistic import nodes as ec2
 from tests.realistic import pods as k8s
@@ -120,6 +121,9 @@ MEMORY_GIB: Final = {"vision": 52.0, "nlp": 71.0, "research": 9.0, NIGHTLY: 12.0
 #: An H100 80GB's framebuffer as DCGM reports it (81,559 MiB), in bytes as Container Insights
 #: publishes it (contract.metrics ``CI_POD_GPU_MEMORY_TOTAL_METRIC``).
 H100_MEMORY_BYTES: Final = 81_559 * 2**20
+#: NVML's name of the p5's GPUs, which DCGM's series carry (``modelName``): the replayed
+#: exporter's simulated GPU's.
+H100_NAME: Final = SimulatedGpu.name
 #: The research node's GPU the CronJob's runs take.
 NIGHTLY_GPU: Final = ("ip-10-0-2-23.ec2.internal", 1)
 #: The training jobs the teams run through ``emitter.training`` (cli/demo_training.py): their
@@ -244,6 +248,14 @@ def _exporter_data(
     return data
 
 
+def memory_used_bytes(s: GpuHourSample) -> float:
+    """The GPU memory the pod holding the GPU uses in the hour (``MEMORY_GIB``), 0 if none."""
+    if s.pod is None:
+        return 0.0
+    holder = NIGHTLY if s.pod.workload == NIGHTLY else NODES[s.node][1]
+    return MEMORY_GIB[holder] * 2**30
+
+
 def _container_insights_data(
     cluster: str, s: GpuHourSample, start: float
 ) -> Iterator[dict[str, Any]]:
@@ -261,8 +273,7 @@ def _container_insights_data(
     pod = ci.pod_gpu_dimensions(cluster, s.pod, device)
     yield _datum(CI_POD_GPU_UTILIZATION_METRIC, pod, s.hour, [s.sm or 0.0], "Percent", start=start)
     yield _datum(CI_POD_GPU_POWER_METRIC, pod, s.hour, [watts], start=start)
-    holder = NIGHTLY if s.pod.workload == NIGHTLY else NODES[s.node][1]
-    used = MEMORY_GIB[holder] * 2**30
+    used = memory_used_bytes(s)
     yield _datum(CI_POD_GPU_MEMORY_USED_METRIC, pod, s.hour, [used], "Bytes", start=start)
     yield _datum(
         CI_POD_GPU_MEMORY_TOTAL_METRIC, pod, s.hour, [H100_MEMORY_BYTES], "Bytes", start=start
@@ -286,6 +297,9 @@ class WeekSeeder:
     #: attributed by the caller's own runs, each day once (a second run over a day would
     #: publish its waste metrics twice).
     daily_runs: int = DAYS - 1
+    #: Whether Classic Container Insights publishes (``pod_gpu_*``, ``node_gpu_*``): not in
+    #: OTel mode, whose DCGM series cli/demo_otel.py serves by PromQL.
+    container_insights: bool = True
 
     def __iter__(self) -> Iterator[float]:
         for day in range(DAYS):
@@ -301,7 +315,7 @@ class WeekSeeder:
         for hour in hours:
             samples = [_behaviour(node, gpu, hour, self.plan) for node, gpu in GPUS]
             exporter += _exporter_data(self.cluster, hour, samples, start)
-            for sample in samples:
+            for sample in samples if self.container_insights else ():
                 insights += _container_insights_data(self.cluster, sample, start)
         node, gpu = FAILING
         lost = self.plan.lost_at_hour

@@ -13,11 +13,24 @@ resource attributes and sets the node and cluster (tests/realistic/otel.py).
 from dataclasses import dataclass
 from typing import Final
 
-from gpu_insights_agent.contract.metrics import DCGM_GPU_METRICS, GpuMetric
+from gpu_insights_agent.contract.metrics import (
+    DCGM_GPU_METRICS,
+    OTLP_DEVICE,
+    OTLP_GPU,
+    OTLP_MODEL,
+    GpuMetric,
+)
 
 #: dcgm-exporter's metric names, as the add-on sends them (the metric contract's).
 DCGM_UTIL: Final = DCGM_GPU_METRICS[GpuMetric.UTILIZATION]
 DCGM_POWER: Final = DCGM_GPU_METRICS[GpuMetric.POWER_DRAW]
+#: The framebuffer used and its size, in MiB (``DCGM_MIB_METRICS``): the GPU memory
+#: right-sizing's reads. The exporter has no capacity metric, so the total, one of the add-on's
+#: fields (``ADDON_DCGM_FIELDS``), is named here.
+DCGM_FB_USED: Final = DCGM_GPU_METRICS[GpuMetric.MEMORY_USED]
+DCGM_FB_TOTAL: Final = "DCGM_FI_DEV_FB_TOTAL"
+#: Bytes in the MiB DCGM reports memory in.
+MIB: Final = 2**20
 
 
 @dataclass(frozen=True)
@@ -28,8 +41,11 @@ class DcgmLabels:
     node: str = "@resource.k8s.node.name"
     namespace: str = "@resource.k8s.namespace.name"
     pod: str = "@resource.k8s.pod.name"
-    #: dcgm-exporter's own label: the GPU's index.
-    gpu: str = "gpu"
+    #: dcgm-exporter's own labels: the GPU's index, its device (``nvidia0``, Classic's
+    #: GpuDevice) and NVML's name of its model ("NVIDIA H100 80GB HBM3").
+    gpu: str = OTLP_GPU
+    device: str = OTLP_DEVICE
+    model: str = OTLP_MODEL
     job: str = "@resource.k8s.job.name"
     deployment: str = "@resource.k8s.deployment.name"
     daemonset: str = "@resource.k8s.daemonset.name"

@@ -5,7 +5,7 @@ Its environment is declared in lambdas/training_analyzer/config.py and read at c
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from datetime import UTC, date, datetime
 from typing import Any
@@ -214,19 +214,27 @@ def attribute_gpu_hours(
 
 
 def right_size_memory(
-    run: TrainingRun, config: TrainingConfig, clients: Clients, end: float
+    run: TrainingRun,
+    config: TrainingConfig,
+    clients: Clients,
+    end: float,
+    placed: Mapping[str, str],
 ) -> AnalysisRun:
     """The jobs' GPU memory over the analysis window ending at ``end``, with the pods and
-    nodes the emitter reported in ``run``. Read-only."""
+    nodes the emitter reported in ``run`` (and, for the other pods, the nodes the GPU-hour
+    attribution ``placed`` them on). Read-only."""
+    cloudwatch = clients("cloudwatch")
+    otel = config.container_insights_mode is ContainerInsightsMode.OTEL
     return analyze_gpu_memory(
-        cloudwatch=clients("cloudwatch"),
+        cloudwatch=cloudwatch,
         cluster=config.cluster_name,
         start=end - config.lookback_days * 86_400,
         end=end,
         gpu_hour_usd=config.gpu_hour_usd,
         thresholds=config.memory_thresholds,
         exact_jobs=run.pods,
-        pod_nodes=run.pod_nodes,
+        pod_nodes={**placed, **run.pod_nodes},
+        promql=promql_for(cloudwatch) if otel else None,
     )
 
 
@@ -235,7 +243,7 @@ def _publish(run: TrainingRun, config: TrainingConfig, day: Any, end: float) -> 
     shards): the GPU-hour attribution of the whole cluster, the daily files, the findings."""
     cluster, bucket = config.cluster_name, config.report_bucket
     gpu_run, gpu_start, gpu_day = attribute_gpu_hours(run, config, _clients, end)
-    memory_run = right_size_memory(run, config, _clients, end)
+    memory_run = right_size_memory(run, config, _clients, end, gpu_run.pod_nodes)
     findings = stamped([*run.findings, *gpu_run.findings, *memory_run.findings], cluster, end)
     # Every job's cost, found or not, for the weekly report's costliest jobs, and the day's
     # GPU-hours by class. Written before the findings are published: the events and counts

@@ -136,14 +136,23 @@ def _owner_attributes(pod: Pod) -> dict[str, str]:
 
 
 def dcgm_promql_labels(
-    cluster: str, node: str, gpu: int, pod: Pod | None = None, container: str = "main"
+    cluster: str,
+    node: str,
+    gpu: int,
+    pod: Pod | None = None,
+    container: str = "main",
+    model: str | None = None,
 ) -> dict[str, str]:
     """The labels CloudWatch's PromQL gives one DCGM datapoint of GPU ``gpu`` on ``node``,
     held by ``pod`` (None: a GPU no pod holds, whose datapoint carries no pod labels):
-    dcgm-exporter's labels on the datapoint, bare; the resource attributes the pipeline sets
-    (pod, namespace, container promoted; node and cluster; the pod's owners) under
-    ``@resource.``."""
+    dcgm-exporter's labels on the datapoint, bare (its ``modelName``, NVML's name of the
+    device, where ``model`` is given: dcgm-exporter writes it on every series, as in its
+    /metrics ``DCGM_FI_DEV_SM_CLOCK{...,gpu="0",modelName="NVIDIA GeForce RTX 4070",...}``);
+    the resource attributes the pipeline sets (pod, namespace, container promoted; node and
+    cluster; the pod's owners) under ``@resource.``."""
     datapoint = {"gpu": str(gpu), "device": f"nvidia{gpu}"}
+    if model is not None:
+        datapoint["modelName"] = model
     resource = {"k8s.node.name": node, "k8s.cluster.name": cluster}
     if pod is not None:
         datapoint |= {"pod": pod.name, "namespace": pod.namespace, "container": container}

@@ -53,7 +53,7 @@ class OtelQueries:
         self.labels = labels
         self.cluster = cluster
 
-    def _select(self, metric: str, node: str | None = None, *, pods: bool = False) -> str:
+    def select(self, metric: str, node: str | None = None, *, pods: bool = False) -> str:
         q = quote_label
         # ``__name__=`` selects by name in PromQL 2 and 3 alike (CloudWatch takes it:
         # "{__name__="http.server.active_requests"}", CloudWatch-PromQL-API-QueryMetrics.html).
@@ -67,34 +67,34 @@ class OtelQueries:
             matchers.append(f'{q(self.labels.pod)}!=""')
         return "{" + ", ".join(matchers) + "}[1h]"
 
-    def _by(self, *names: str) -> str:
+    def by(self, *names: str) -> str:
         return "by (" + ", ".join(quote_label(n) for n in names) + ")"
 
-    def _pod_keys(self) -> tuple[str, ...]:
+    def pod_keys(self) -> tuple[str, ...]:
         return (self.labels.namespace, self.labels.pod, self.labels.gpu, *self.labels.owners())
 
     def nodes(self) -> str:
-        return f"count {self._by(self.labels.node)} (count_over_time({self._select(DCGM_UTIL)}))"
+        return f"count {self.by(self.labels.node)} (count_over_time({self.select(DCGM_UTIL)}))"
 
     def pod_samples(self, node: str) -> str:
         return (
-            f"sum {self._by(*self._pod_keys())} "
-            f"(count_over_time({self._select(DCGM_UTIL, node, pods=True)}))"
+            f"sum {self.by(*self.pod_keys())} "
+            f"(count_over_time({self.select(DCGM_UTIL, node, pods=True)}))"
         )
 
     def pod_watts(self, node: str) -> str:
-        return self._mean(self._select(DCGM_POWER, node, pods=True), self._pod_keys())
+        return self._mean(self.select(DCGM_POWER, node, pods=True), self.pod_keys())
 
     def gpu_samples(self, node: str) -> str:
-        by = self._by(self.labels.gpu)
-        return f"sum {by} (count_over_time({self._select(DCGM_UTIL, node)}))"
+        by = self.by(self.labels.gpu)
+        return f"sum {by} (count_over_time({self.select(DCGM_UTIL, node)}))"
 
     def gpu_watts(self, node: str) -> str:
-        return self._mean(self._select(DCGM_POWER, node), (self.labels.gpu,))
+        return self._mean(self.select(DCGM_POWER, node), (self.labels.gpu,))
 
     def _mean(self, selector: str, keys: Iterable[str]) -> str:
         """The mean of every sample in the hour of each group (not a mean of means)."""
-        by = self._by(*keys)
+        by = self.by(*keys)
         return f"sum {by} (sum_over_time({selector})) / sum {by} (count_over_time({selector}))"
 
 
@@ -102,8 +102,14 @@ def _string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _hourly(series: Series) -> dict[int, float]:
+def hourly(series: Series) -> dict[int, float]:
+    """A series of ``read_hours`` by the start of each hour."""
     return {round(t + _EDGE) - HOUR: v for t, v in series.points}
+
+
+def read_hours(promql: PromQLClient, query: str, start: float, end: float) -> list[Series]:
+    """``query`` (over ``[1h]`` ranges) at each whole hour's end in [start, end), paged."""
+    return promql.query_range_paged(query, start + HOUR - _EDGE, end - _EDGE, HOUR, lookback_s=HOUR)
 
 
 def read_holds(
@@ -119,10 +125,9 @@ def read_holds(
     and the (node, hour)s DCGM reported; ``gpu_hours`` (the exporter's) give each GPU's percent
     of its limit."""
     queries = OtelQueries(cluster, labels)
-    first, last = start + HOUR - _EDGE, end - _EDGE
 
     def read(query: str) -> list[Series]:
-        return promql.query_range_paged(query, first, last, HOUR, lookback_s=HOUR)
+        return read_hours(promql, query, start, end)
 
     nodes = sorted({s.labels.get(labels.node, "") for s in read(queries.nodes())} - {""})
     percent = {(h.gpu.node, h.gpu.gpu, h.hour): h.power_utilization for h in gpu_hours}
@@ -134,21 +139,21 @@ def read_holds(
         gpu_watts = {
             (s.labels.get(labels.gpu, ""), hour): watts
             for s in read(queries.gpu_watts(node))
-            for hour, watts in _hourly(s).items()
+            for hour, watts in hourly(s).items()
         }
         for s in read(queries.gpu_samples(node)):
-            counts = _hourly(s)
+            counts = hourly(s)
             gpu_counts += counts.values()
             reported |= {(node, hour) for hour in counts}
         samples = read(queries.pod_samples(node))
-        watts = {_key(s.labels, labels): _hourly(s) for s in read(queries.pod_watts(node))}
+        watts = {pod_key(s.labels, labels): hourly(s) for s in read(queries.pod_watts(node))}
         per_node.append((node, samples, watts, gpu_watts))
     full_hour = samples_per_hour(gpu_counts) if gpu_counts else float(SAMPLES_PER_HOUR)
     for node, samples, watts, gpu_watts in per_node:
         for s in samples:
-            key = _key(s.labels, labels)
+            key = pod_key(s.labels, labels)
             namespace, pod, gpu, controller = key
-            for hour, count in sorted(_hourly(s).items()):
+            for hour, count in sorted(hourly(s).items()):
                 pod_watts = watts.get(key, {}).get(hour)
                 holds.append(
                     Hold(
@@ -166,7 +171,7 @@ def read_holds(
     return holds, reported
 
 
-def _key(found: Mapping[str, str], labels: DcgmLabels) -> tuple[str, str, str, str]:
+def pod_key(found: Mapping[str, str], labels: DcgmLabels) -> tuple[str, str, str, str]:
     """(namespace, pod, GPU index, controller) of a pod's series: the controller is the pod's
     own name where it has no Job, Deployment or DaemonSet, as Classic's PodName is."""
     pod = found[labels.pod]

@@ -3,7 +3,8 @@ the training analyzer's invocation, which knows the jobs' pods (exact attributio
 day's training findings (why a job's GPUs waited) without a second read; the hours in which
 those jobs stepped are read for the same window."""
 
-from collections.abc import Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,7 +13,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 from lambdas.shared.findings import AnalysisRun
 from lambdas.shared.metric_fetcher import MetricDataError
 from lambdas.shared.promql import PromQLClient, PromQLError
-from lambdas.training_analyzer.gpu_hours.attribution import Thresholds, attribute
+from lambdas.training_analyzer.gpu_hours.attribution import (
+    UNPLACED_NODE,
+    Hold,
+    Thresholds,
+    attribute,
+)
 from lambdas.training_analyzer.gpu_hours.aws import observe
 from lambdas.training_analyzer.gpu_hours.findings import ANALYZER, day_table, held_not_working
 from lambdas.training_analyzer.gpu_hours.otel import observe_otel
@@ -23,6 +29,9 @@ from lambdas.training_analyzer.gpu_hours.stepping import stepping_hours
 class GpuHoursRun(AnalysisRun):
     analyzer: str = ANALYZER
     table: dict[str, Any] = field(default_factory=dict)
+    #: Each pod's node, as the attribution placed it (the node of most of its hours): the
+    #: GPU memory right-sizing's instance types for pods no emitter reported.
+    pod_nodes: dict[str, str] = field(default_factory=dict)
 
 
 def analyze_gpu_hours(
@@ -65,6 +74,7 @@ def analyze_gpu_hours(
         stepping=stepped,
     )
     run.table = day_table(attribution, gpu_hour_usd)
+    run.pod_nodes = placed_nodes(observed.holds)
     run.findings += held_not_working(
         attribution,
         gpu_hour_usd=gpu_hour_usd,
@@ -73,3 +83,13 @@ def analyze_gpu_hours(
         training_findings=training_findings,
     )
     return run
+
+
+def placed_nodes(holds: Iterable[Hold]) -> dict[str, str]:
+    """Each pod's node of most of its held hours (the first by name on a tie), unplaced
+    holds left out."""
+    shares: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for hold in holds:
+        if hold.gpu.node != UNPLACED_NODE:
+            shares[hold.pod][hold.gpu.node] += hold.share
+    return {pod: min(nodes, key=lambda node: (-nodes[node], node)) for pod, nodes in shares.items()}

@@ -49,6 +49,8 @@ class GpuMemory:
     capacity_bytes: float
     #: The instance type of the pod's node, where the node is known.
     instance_type: str | None = None
+    #: NVML's name of the device, where the series carries it (OTel mode).
+    gpu_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,8 @@ def judge(
     peaks = [v for g in gpus for v in g.hourly_peaks]
     capacity = min(g.capacity_bytes for g in gpus)
     instance = next((g.instance_type for g in gpus if g.instance_type), None)
-    model = model_of(instance, capacity)
+    name = next((g.gpu_name for g in gpus if g.gpu_name), None)
+    model = model_of(instance, capacity, name)
     peak, high = max(peaks), p95(peaks)
     gpu_hours = float(len(peaks))
     base = JobMemory(

@@ -73,10 +73,29 @@ _NOMINAL_TOLERANCE: Final = 0.05
 _GIB: Final = 2**30
 
 
-def model_of(instance_type: str | None, capacity_bytes: float) -> str | None:
-    """The MIG-capable GPU model of a device: its node's instance family where known (a
-    family without MIG has none), otherwise the model whose nominal memory its capacity is
-    (within 5%, in GiB: DCGM reports the framebuffer less what the driver reserves)."""
+#: NVML's name of a device (dcgm-exporter's ``modelName`` label) -> the MIG-capable model it is,
+#: by the part of the name that says so: "NVIDIA A100-SXM4-40GB" and "...-80GB" (the GPU
+#: Operator's ``nvidia.com/gpu.product`` on a p4d, tests/realistic/nodes.py), "NVIDIA H100 80GB
+#: HBM3" (NVML on a p5) and "NVIDIA H200" (NVML on an H200, the recorded trace of
+#: tests/unit/agent/exporter/test_real_gpu_trace.py). Any other name (A10G, L4, L40S, T4,
+#: V100 on EC2) has no MIG.
+MIG_NAMES: Final = (
+    ("A100-SXM4-40GB", "A100 40GB"),
+    ("A100-SXM4-80GB", "A100 80GB"),
+    ("H100 80GB", "H100 80GB"),
+    ("H200", "H200 141GB"),
+)
+
+
+def model_of(
+    instance_type: str | None, capacity_bytes: float, gpu_name: str | None = None
+) -> str | None:
+    """The MIG-capable GPU model of a device: by its NVML name where known (OTel mode's DCGM
+    series carry it), else its node's instance family (a family without MIG has none), else
+    the model whose nominal memory its capacity is (within 5%, in GiB: DCGM reports the
+    framebuffer less what the driver reserves)."""
+    if gpu_name:
+        return next((model for part, model in MIG_NAMES if part in gpu_name), None)
     if instance_type:
         family = instance_type.removeprefix("ml.").split(".", 1)[0]
         return MIG_FAMILIES.get(family)

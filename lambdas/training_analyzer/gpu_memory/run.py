@@ -8,6 +8,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from lambdas.shared.findings import AnalysisRun
 from lambdas.shared.metric_fetcher import MetricDataError
+from lambdas.shared.promql import PromQLClient, PromQLError
 from lambdas.training_analyzer.gpu_memory.analysis import (
     ANALYZER,
     MemoryThresholds,
@@ -15,6 +16,7 @@ from lambdas.training_analyzer.gpu_memory.analysis import (
     memory_findings,
 )
 from lambdas.training_analyzer.gpu_memory.aws import read_gpu_memory
+from lambdas.training_analyzer.gpu_memory.otel import read_gpu_memory_otel
 
 
 def analyze_gpu_memory(
@@ -27,13 +29,26 @@ def analyze_gpu_memory(
     thresholds: MemoryThresholds,
     exact_jobs: Mapping[str, str] | None = None,
     pod_nodes: Mapping[str, str] | None = None,
+    promql: PromQLClient | None = None,
 ) -> AnalysisRun:
+    """``promql``: read DCGM's series in OTel Container Insights mode rather than Classic's
+    ``pod_gpu_memory_*`` (None). ``pod_nodes`` (Classic): each pod's node, for its instance
+    type."""
     run = AnalysisRun(analyzer=ANALYZER)
     try:
-        gpus = read_gpu_memory(
-            cloudwatch, cluster, start=start, end=end, exact_jobs=exact_jobs, pod_nodes=pod_nodes
+        gpus = (
+            read_gpu_memory(
+                cloudwatch,
+                cluster,
+                start=start,
+                end=end,
+                exact_jobs=exact_jobs,
+                pod_nodes=pod_nodes,
+            )
+            if promql is None
+            else read_gpu_memory_otel(promql, cluster, start=start, end=end, exact_jobs=exact_jobs)
         )
-    except (ClientError, BotoCoreError, MetricDataError) as err:
+    except (ClientError, BotoCoreError, MetricDataError, PromQLError) as err:
         run.skip(f"GPU memory of {cluster}", err)
         return run
     jobs = judge_jobs(

@@ -37,6 +37,15 @@ from lambdas.training_analyzer.gpu_hours.attribution import (
 from lambdas.training_analyzer.gpu_hours.aws import Observed, observe
 from lambdas.training_analyzer.gpu_hours.findings import day_table, held_not_working
 from lambdas.training_analyzer.gpu_hours.otel import observe_otel, read_holds
+from lambdas.training_analyzer.gpu_hours.run import placed_nodes
+from lambdas.training_analyzer.gpu_memory.analysis import (
+    GpuMemory,
+    Verdict,
+    judge_jobs,
+    memory_findings,
+)
+from lambdas.training_analyzer.gpu_memory.aws import read_gpu_memory
+from lambdas.training_analyzer.gpu_memory.otel import read_gpu_memory_otel
 from tests.prometheus import legacy_labels, serve, write_openmetrics
 
 pytestmark = pytest.mark.promql_engine
@@ -153,3 +162,48 @@ def test_the_otel_reader_joins_every_pod_to_its_node_and_gpu_exactly(
     assert not [h for h in holds if (h.gpu.node, int(h.gpu.gpu)) == (lost_node, lost_gpu)]
     assert start < min(h.hour for h in holds) + 3600
     assert max(h.hour for h in holds) < end
+
+
+def _memory(gpus: list[GpuMemory]) -> list[tuple[object, ...]]:
+    return sorted(
+        (g.namespace, g.job, g.pod, g.device, sorted(g.hourly_peaks), g.capacity_bytes)
+        for g in gpus
+    )
+
+
+def test_both_memory_readers_give_the_weeks_same_gpus_and_findings(
+    prometheus: PromQLClient, classic_week: Any
+) -> None:
+    """The week's GPU memory read from DCGM's framebuffer series (MiB) equals Classic's
+    ``pod_gpu_memory_*`` (bytes); OTel names each device's model from its ``modelName``, Classic
+    from the instance type of the node the attribution placed its pod on, and the two agree."""
+    start, end = START, START + DAYS * DAY
+    requests = prometheus.requests
+    otel = read_gpu_memory_otel(
+        prometheus, CLUSTER, start=start, end=end, exact_jobs=EXACT, labels=legacy_labels()
+    )
+    # A node listing, then two queries a node, each a day a page.
+    assert prometheus.requests - requests == DAYS * (1 + 2 * len(NODES))
+    holds, _ = read_holds(
+        prometheus, CLUSTER, start=start, end=end, gpu_hours=(), labels=legacy_labels()
+    )
+    classic = read_gpu_memory(
+        classic_week, CLUSTER, start=start, end=end, exact_jobs=EXACT, pod_nodes=placed_nodes(holds)
+    )
+    assert _memory(otel) == _memory(classic)
+    assert {g.gpu_name for g in otel} == {"NVIDIA H100 80GB HBM3"}
+    assert all(g.instance_type == "p5.48xlarge" for g in classic)
+    judged = [
+        judge_jobs(gpus, gpu_hour_usd=PRICE, window_hours=DAYS * 24) for gpus in (otel, classic)
+    ]
+    assert judged[0] == judged[1]
+    # nlp's job fills 71 GiB of 79.65 (near capacity); the notebook's 9 GiB fits a 1g.10gb of
+    # its H100 and the nightly runs' 12 GiB a 1g.20gb; vision's 52 GiB needs the whole GPU.
+    assert {(j.job, str(j.verdict), j.profile, j.model) for j in judged[0]} == {
+        ("bert-data-bound", "near capacity", None, "H100 80GB"),
+        ("jupyter-alice", "oversized", "1g.10gb", "H100 80GB"),
+        ("nightly-eval", "oversized", "1g.20gb", "H100 80GB"),
+        ("resnet-healthy", "right-sized", None, "H100 80GB"),
+    }
+    said = [json.dumps([f.to_dict() for f in memory_findings(j)], sort_keys=True) for j in judged]
+    assert said[0] == said[1]

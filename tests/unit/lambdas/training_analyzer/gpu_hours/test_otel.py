@@ -17,7 +17,9 @@ def test_the_reader_reads_metrics_the_add_on_sends() -> None:
 
 def test_every_label_the_reader_groups_by_is_on_a_held_gpus_series() -> None:
     (pod,) = k8s.job_pods("vision", "resnet", 1)
-    labels = otel.dcgm_promql_labels("train", "ip-10-0-2-21.ec2.internal", 3, pod)
+    labels = otel.dcgm_promql_labels(
+        "train", "ip-10-0-2-21.ec2.internal", 3, pod, model="NVIDIA H100 80GB HBM3"
+    )
     used = {getattr(CLOUDWATCH, f.name) for f in fields(CLOUDWATCH)}
     # A Job's pod: no Deployment or DaemonSet owner (the reader takes the first it has).
     assert used - set(labels) == {CLOUDWATCH.deployment, CLOUDWATCH.daemonset}

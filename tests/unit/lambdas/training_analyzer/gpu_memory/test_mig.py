@@ -32,3 +32,15 @@ def test_an_80_gb_device_without_a_node_is_either_model() -> None:
     # A100 80GB and H100 80GB name their profiles alike: the profile is sure, the model is not.
     assert model_of(None, 81_559 * MIB) == "A100 80GB or H100 80GB"
     assert smallest_fit("A100 80GB or H100 80GB", 81_559 * MIB, 9 * GIB).name == "1g.10gb"  # type: ignore[union-attr]
+
+
+def test_nvmls_name_of_a_device_says_its_model_before_anything_else() -> None:
+    """OTel mode's DCGM series carry ``modelName``: the model without a node or a guess."""
+    assert model_of(None, 81_559 * MIB, "NVIDIA H100 80GB HBM3") == "H100 80GB"
+    assert model_of(None, 81_920 * MIB, "NVIDIA A100-SXM4-80GB") == "A100 80GB"
+    assert model_of(None, 40_960 * MIB, "NVIDIA A100-SXM4-40GB") == "A100 40GB"
+    assert model_of(None, 143_771 * MIB, "NVIDIA H200") == "H200 141GB"
+    # The name wins over a node's family, and a GPU without MIG has none, whatever its memory.
+    assert model_of("p4d.24xlarge", 81_559 * MIB, "NVIDIA H100 80GB HBM3") == "H100 80GB"
+    assert model_of(None, 22_731 * MIB, "NVIDIA A10G") is None
+    assert model_of(None, 46_068 * MIB, "NVIDIA L40S") is None
