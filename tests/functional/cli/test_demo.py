@@ -215,6 +215,8 @@ def test_the_demo_weeks_gpu_memory_is_judged_and_reported(
     assert memory["job/jupyter-alice"]["profile"] == "1g.10gb"
     assert memory["job/nightly-eval"]["profile"] == "1g.20gb"
     assert memory["job/bert-data-bound"]["gpu_model"] == "H100 80GB"
+    # No emitter runs in the notebook: its node is where the GPU-hour attribution placed it.
+    assert memory["job/jupyter-alice"]["gpu_model"] == "H100 80GB"
     report = (tmp_path / "out" / "report.html").read_text()
     # The weekly report's memory table has the notebook's row with its profile.
     assert "<td>research</td><td>jupyter-alice</td>" in report
