@@ -14,6 +14,8 @@ them.
 
 import filecmp
 import json
+import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -22,7 +24,14 @@ from typing import Final
 
 from cli.demo_exporter import NODE as REPLAY_NODE
 from cli.demo_exporter import REPLAY_PODS
-from cli.demo_promql import LocalPromQL, Sample, answering, serve, write_openmetrics
+from cli.demo_promql import (
+    LocalPromQL,
+    Sample,
+    answering,
+    create_blocks,
+    serve_blocks,
+    write_openmetrics,
+)
 from cli.demo_week import (
     DAYS,
     FAILING,
@@ -124,28 +133,29 @@ def _scrapes(cycle_start: float, interval: int, cycle_s: float = 60.0) -> Iterat
 
 
 class OtelEngine:
-    """Prometheus holding the weeks' DCGM series, answering the Region's PromQL host; loaded
-    again (a new engine) when the replayed node's series are added."""
+    """Prometheus holding the weeks' DCGM series, answering the Region's PromQL host; started
+    again (a new engine over the blocks so far and the new ones) when the replayed node's
+    series are added. Each load turns only its own samples into blocks."""
 
     def __init__(self, folder: Path, region: str, cluster: str, stack: ExitStack) -> None:
         self.folder, self.region, self.cluster, self.stack = folder, region, cluster, stack
-        self.samples: list[Path] = []
+        self.blocks: list[Path] = []
         self.local: LocalPromQL | None = None
         self.lines = 0
 
     def load(self, name: str, samples: Iterator[Sample]) -> None:
         path = self.folder / f"{name}.om"
         self.lines += write_openmetrics(path, samples)
-        self.samples.append(path)
-        merged = self.folder / f"engine-{len(self.samples)}"
-        merged.mkdir(parents=True)
-        combined = merged / "series.om"
-        with combined.open("w") as out:
-            for part in self.samples:
-                text = part.read_text()
-                out.write(text.removesuffix("# EOF\n"))
-            out.write("# EOF\n")
-        url = self.stack.enter_context(serve(combined, merged / "data"))
+        blocks = self.folder / f"blocks-{name}"
+        create_blocks(path, blocks)
+        self.blocks.append(blocks)
+        data = self.folder / f"engine-{len(self.blocks)}"
+        data.mkdir(parents=True)
+        for folder in self.blocks:  # hard links: the engines only read the blocks
+            for block in folder.iterdir():
+                if block.is_dir() and block.name != "wal":
+                    shutil.copytree(block, data / block.name, copy_function=os.link)
+        url = self.stack.enter_context(serve_blocks(data))
         if self.local is None:
             self.local = self.stack.enter_context(answering(self.region, url))
         else:

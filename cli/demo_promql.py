@@ -95,16 +95,31 @@ def _wait_ready(url: str, process: "subprocess.Popen[bytes]", log: Path) -> None
             time.sleep(0.1)
 
 
-@contextmanager
-def serve(openmetrics: Path, data: Path) -> Iterator[str]:
-    """Prometheus serving the series of ``openmetrics`` on a free port; yields its URL."""
-    promtool, prometheus = binaries()
+def create_blocks(openmetrics: Path, data: Path) -> None:
+    """``openmetrics``'s series as TSDB blocks in ``data``: another exposition's blocks added
+    to the same folder are served beside them (Prometheus 2.39 and later read overlapping
+    blocks, merging their series at query time), so a load adds only what is new."""
+    promtool, _ = binaries()
     subprocess.run(
         [promtool, "tsdb", "create-blocks-from", "openmetrics", str(openmetrics), str(data)],
         check=True,
         capture_output=True,
-        timeout=600,  # two weeks of 2-hour blocks: seconds on an idle machine
+        timeout=1200,  # two weeks of 2-hour blocks: a minute or two on an idle machine
     )
+
+
+@contextmanager
+def serve(openmetrics: Path, data: Path) -> Iterator[str]:
+    """Prometheus serving the series of ``openmetrics`` on a free port; yields its URL."""
+    create_blocks(openmetrics, data)
+    with serve_blocks(data) as url:
+        yield url
+
+
+@contextmanager
+def serve_blocks(data: Path) -> Iterator[str]:
+    """Prometheus serving the blocks in ``data`` on a free port; yields its URL."""
+    _, prometheus = binaries()
     config = data / "prometheus.yml"
     config.write_text("global: {}\n")
     url = f"http://127.0.0.1:{_free_port()}"
