@@ -43,6 +43,7 @@ from lambdas.shared.container_insights_mode import (
     OTEL_MIN_ADDON_VERSION,
     ContainerInsightsMode,
     addon_version_key,
+    at_least,
     otel_capable,
 )
 from lambdas.shared.shards import (
@@ -479,10 +480,10 @@ def _require_otlp_endpoint(
         "emf unless container_insights_mode=otel (PromQL reads OTLP metrics; Classic's "
         "alarms and readers read GpuInsights)",
     )
-    key = addon_version_key(version) if version else None
-    minimum = addon_version_key(OTLP_ENDPOINT_MIN_ADDON_VERSION)
     _require(
-        key is None or (minimum is not None and key >= minimum),
+        not version
+        or addon_version_key(version) is None
+        or at_least(version, OTLP_ENDPOINT_MIN_ADDON_VERSION),
         "addon_version",
         version,
         f"{OTLP_ENDPOINT_MIN_ADDON_VERSION} or later with exporter_sink=otlp (the agent's OTLP "

@@ -36,12 +36,14 @@ from cli.prices import (
     LOGS_INGESTION,
     OTEL_CI,
     OTLP_METRICS,
+    PROMQL_QUERIES,
     S3_REQUEST_METRIC,
     STANDARD_ALARM,
     STATE_TRANSITIONS,
     Price,
     tiered_metric_cost,
 )
+from cli.promql_reads import attribution_reads
 from dashboards.bodies import all_dashboards
 from gpu_insights_agent.contract.metrics import (
     ADDON_DCGM_FIELDS,
@@ -54,6 +56,7 @@ from gpu_insights_agent.contract.metrics import (
 )
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.metric_fetcher import MetricQuery
+from lambdas.shared.promql import MAX_SERIES
 from lambdas.shared.shards import STORAGE, TRAINING, FunctionSize
 from lambdas.silence_check.config import MEMORY_MB as SILENCE_MEMORY_MB
 from lambdas.silence_check.config import SCHEDULE_MINUTES
@@ -295,6 +298,7 @@ def estimate(deployment: Deployment) -> list[LineItem]:
             f"every {SCHEDULE_MINUTES} min; the run time is assumed",
         ),
         _get_metric_data(d),
+        *([_promql(d)] if s.container_insights_mode is ContainerInsightsMode.OTEL else []),
         LineItem(
             "S3 request metrics",
             s3_metrics,
@@ -461,6 +465,32 @@ def _get_metric_data(d: Deployment) -> LineItem:
         f"storage {_volume_metrics(window_s)} a volume a run, training "
         f"{_job_metrics(window_s)} a job a run, the silence check 1 a GPU a run; the GPU "
         "attribution and the report read a few more",
+    )
+
+
+def _promql(d: Deployment) -> LineItem:
+    """OTel mode's PromQL through the query API: the GPU-hour attribution's, once a training
+    analyzer run (cli/promql_reads.py counts what it sends)."""
+    schedule = d.settings.training_schedule
+    runs = runs_per_month(schedule)
+    reads = attribution_reads(d.nodes, d.gpus_per_node)
+    samples = reads.samples * runs
+    stops = (
+        f"; over {MAX_SERIES - 1} nodes its node query holds the API's {MAX_SERIES} series a "
+        "response and the attribution stops there"
+        if reads.truncated
+        else ""
+    )
+    return LineItem(
+        "PromQL queries (GPU-hour attribution, query API)",
+        samples / 1e6,
+        "million samples scanned",
+        samples / 1e6 * PROMQL_QUERIES.usd,
+        PROMQL_QUERIES,
+        f"{reads.requests:,} request{'' if reads.requests == 1 else 's'} a run over the "
+        f"{d.nodes} nodes' DCGM series, {reads.samples / 1e6:,.2f} million samples at most, "
+        f"x {runs:,.1f} runs ({schedule}); free of charge in the preview; the dashboards' "
+        f"PromQL is free after it too, `gpu-insights status` reads on demand (not counted){stops}",
     )
 
 

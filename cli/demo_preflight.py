@@ -4,7 +4,7 @@ moto has the EKS cluster, node group, IAM, Logs and CloudWatch APIs, not the EKS
 the add-on reads go to a real EKS client with botocore's Stubber answering them.
 """
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from botocore.stub import Stubber
@@ -23,14 +23,16 @@ KUBERNETES_VERSION = "1.33"
 POD_IDENTITY_VERSION = "v1.3.8-eksbuild.2"
 
 
-def seed_cluster(eks: Any, iam: Any, cluster: str) -> None:
+def seed_cluster(
+    eks: Any, iam: Any, cluster: str, *, kubernetes_version: str = KUBERNETES_VERSION
+) -> None:
     """The cluster and its node groups, as the demo's account holds them (moto)."""
     role = iam.create_role(
         RoleName=f"{cluster}-eks",
         AssumeRolePolicyDocument='{"Version": "2012-10-17", "Statement": []}',
     )["Role"]["Arn"]
     eks.create_cluster(
-        name=cluster, version=KUBERNETES_VERSION, roleArn=role, resourcesVpcConfig={}
+        name=cluster, version=kubernetes_version, roleArn=role, resourcesVpcConfig={}
     )
     for name, (ami, instance) in NODEGROUPS.items():
         eks.create_nodegroup(
@@ -43,10 +45,18 @@ def seed_cluster(eks: Any, iam: Any, cluster: str) -> None:
         )
 
 
-def stub_addons(eks: Any, cluster: str, installed: Mapping[str, tuple[str, ...]]) -> Stubber:
+def stub_addons(
+    eks: Any,
+    cluster: str,
+    installed: Mapping[str, tuple[str, ...]],
+    *,
+    versions: Sequence[Mapping[str, Any]] = (),
+    kubernetes_version: str = KUBERNETES_VERSION,
+) -> Stubber:
     """A Stubber that answers preflight's describe_addon calls, in their order, for the
     add-ons ``installed`` names (version, status, and its configuration values where given);
-    the others are not found."""
+    the others are not found. ``versions``: the pages of DescribeAddonVersions it answers next
+    for the observability add-on on ``kubernetes_version``, where preflight asks."""
     stubber = Stubber(eks)
     for name in (POD_IDENTITY_ADDON, OBSERVABILITY_ADDON):
         params = {"clusterName": cluster, "addonName": name}
@@ -69,6 +79,10 @@ def stub_addons(eks: Any, cluster: str, installed: Mapping[str, tuple[str, ...]]
                 http_status_code=404,
                 expected_params=params,
             )
+    params = {"addonName": OBSERVABILITY_ADDON, "kubernetesVersion": kubernetes_version}
+    for i, page in enumerate(versions):
+        token = {"nextToken": versions[i - 1]["nextToken"]} if i else {}
+        stubber.add_response("describe_addon_versions", dict(page), params | token)
     stubber.activate()
     return stubber
 

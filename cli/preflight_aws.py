@@ -24,11 +24,13 @@ from cli.preflight_checks import (
     OBSERVABILITY_ADDON,
     POD_IDENTITY_ADDON,
     Addon,
+    AddonVersion,
     Cluster,
     Facts,
     GpuInstance,
     NodeGroup,
     Plan,
+    needs_addon_versions,
 )
 from lambdas.shared.cluster_tags import cluster_tag
 from lambdas.silence_check.aws import GPU_MANUFACTURER, TYPES_PER_CALL
@@ -42,8 +44,9 @@ class PreflightAccessError(AwsFailureError):
 
 @dataclass(frozen=True)
 class Clients:
-    """The clients preflight reads with. ``eks_addons`` serves the EKS add-on API: the same
-    client as ``eks`` in use; tests give it a Stubber, as moto has no add-on API."""
+    """The clients preflight reads with. ``eks_addons`` serves the EKS add-on API
+    (DescribeAddon, DescribeAddonVersions): the same client as ``eks`` in use; tests give it a
+    Stubber, as moto has no add-on API."""
 
     eks: Any
     eks_addons: Any
@@ -94,6 +97,30 @@ def read_addons(eks: Any, cluster: str, names: Iterable[str]) -> dict[str, Addon
                 addon.get("configurationValues"),
             )
     return found
+
+
+def read_addon_versions(eks: Any, name: str, kubernetes_version: str) -> tuple[AddonVersion, ...]:
+    """The versions of add-on ``name`` EKS offers for ``kubernetes_version``, each marked where
+    its ``compatibilities`` entry for that version is the default (DescribeAddonVersions,
+    https://docs.aws.amazon.com/eks/latest/APIReference/API_DescribeAddonVersions.html)."""
+    pages = eks.get_paginator("describe_addon_versions").paginate(
+        addonName=name, kubernetesVersion=kubernetes_version
+    )
+    found = []
+    for page in pages:
+        for addon in page["addons"]:
+            if addon.get("addonName") != name:
+                continue
+            for offered in addon.get("addonVersions", []):
+                compatible = [
+                    c
+                    for c in offered.get("compatibilities", [])
+                    if c.get("clusterVersion") == kubernetes_version
+                ]
+                if compatible:
+                    default = any(c.get("defaultVersion", False) for c in compatible)
+                    found.append(AddonVersion(offered["addonVersion"], default))
+    return tuple(found)
 
 
 def read_nodegroups(eks: Any, cluster: str) -> tuple[NodeGroup, ...]:
@@ -209,6 +236,7 @@ def gather(plan: Plan, clients: Clients, *, region: str) -> Facts:
     try:
         cluster = read_cluster(clients.eks, plan.cluster_name)
         addons: dict[str, Addon | None] = {}
+        addon_versions: tuple[AddonVersion, ...] = ()
         nodegroups: tuple[NodeGroup, ...] = ()
         gpu_instances: tuple[GpuInstance, ...] = ()
         nvidia_types: dict[str, str] = {}
@@ -223,6 +251,17 @@ def gather(plan: Plan, clients: Clients, *, region: str) -> Facts:
                 ),
                 {},
             )
+            if "addons" not in unreadable and needs_addon_versions(
+                plan, addons.get(OBSERVABILITY_ADDON)
+            ):
+                addon_versions = _read(
+                    unreadable,
+                    "addon_versions",
+                    lambda: read_addon_versions(
+                        clients.eks_addons, OBSERVABILITY_ADDON, cluster.version
+                    ),
+                    (),
+                )
             nodegroups = _read(
                 unreadable,
                 "nodegroups",
@@ -244,6 +283,7 @@ def gather(plan: Plan, clients: Clients, *, region: str) -> Facts:
             region=region,
             cluster=cluster,
             addons=addons,
+            addon_versions=addon_versions,
             oidc_provider_arns=(
                 _read(
                     unreadable, "oidc_providers", lambda: read_oidc_provider_arns(clients.iam), ()

@@ -14,6 +14,11 @@ The AWS reads are in ``cli.preflight_aws``; nothing here calls AWS. Sources of t
   containers. Default: false"):
   https://bottlerocket.dev/en/os/1.54.x/api/settings/nvidia-container-runtime ; the DCGM
   exporter failing the same way there: https://github.com/bottlerocket-os/bottlerocket/issues/3992
+- "The version with ``True`` in the ``Defaultversion`` column is the version that the add-on is
+  created with, by default" (DescribeAddonVersions' ``compatibilities[].defaultVersion`` for the
+  cluster's Kubernetes version; EKS User Guide, "Create an Amazon EKS add-on":
+  https://docs.aws.amazon.com/eks/latest/userguide/creating-an-add-on.html): the add-on the
+  stack installs without ``addon_version`` (its AWS::EKS::Addon names none).
 - Which GPU nodes the exporter's DaemonSet reaches: its own node affinity
   (cdk/node_config/manifest.py), judged by Kubernetes' rules (cdk/node_config/node_affinity.py) on
   the labels AWS shows of each node: the well-known ones the kubelet and cloud provider set
@@ -39,8 +44,9 @@ from cdk.alarms.sizing import INSIGHTS_ALARM_QUOTA
 from cdk.node_config.gpu_instance_types import is_nvidia_gpu_instance_type
 from cdk.node_config.manifest import REQUIRED_NODE_EXPRESSIONS, gpu_node_terms
 from cdk.node_config.node_affinity import requirement_matches, selects
-from cdk.settings import AgentCredentials, Settings
+from cdk.settings import OTLP_ENDPOINT_MIN_ADDON_VERSION, AgentCredentials, Settings
 from gpu_insights_agent.contract.metrics import (
+    ExporterSink,
     container_insights_log_group_prefix,
     exporter_log_group,
     training_log_group,
@@ -49,6 +55,8 @@ from lambdas.shared.container_insights_mode import (
     DEFAULT_MODE,
     OTEL_MIN_ADDON_VERSION,
     ContainerInsightsMode,
+    addon_version_key,
+    at_least,
     otel_capable,
 )
 
@@ -110,6 +118,10 @@ class Plan:
     kubectl_vpc_id: str | None = None
     #: The Container Insights mode the deployment configures and its analyzers read.
     mode: ContainerInsightsMode = DEFAULT_MODE
+    #: Where the exporter sends its metrics (otlp: the add-on agent's OTLP endpoint).
+    exporter_sink: ExporterSink = ExporterSink.EMF
+    #: The add-on version the stack pins, or None for EKS's default.
+    addon_version: str | None = None
 
 
 def plan_for(settings: Settings) -> Plan:
@@ -136,6 +148,8 @@ def plan_for(settings: Settings) -> Plan:
         exporter_node_terms=tuple(gpu_node_terms(settings.gpu_node_labels)),
         kubectl_vpc_id=settings.kubectl_vpc_id,
         mode=settings.container_insights_mode,
+        exporter_sink=settings.exporter_sink,
+        addon_version=settings.addon_version,
     )
 
 
@@ -200,6 +214,26 @@ def _modes_said(modes: frozenset[ContainerInsightsMode] | None) -> str:
 
 
 @dataclass(frozen=True)
+class AddonVersion:
+    """A version of the observability add-on EKS offers for the cluster's Kubernetes version
+    (DescribeAddonVersions), and whether it is the one EKS installs when none is named."""
+
+    version: str
+    default: bool = False
+
+
+def needs_addon_versions(plan: Plan, installed: Addon | None) -> bool:
+    """Whether the add-on versions EKS offers decide a verdict: with exporter_sink=otlp, the
+    add-on EKS would install at its default version, or an installed one too old for the OTLP
+    endpoint (to name the version to update it to)."""
+    if plan.exporter_sink is not ExporterSink.OTLP:
+        return False
+    if installed is None:
+        return plan.install_addon and plan.addon_version is None
+    return not at_least(installed.version, OTLP_ENDPOINT_MIN_ADDON_VERSION)
+
+
+@dataclass(frozen=True)
 class NodeGroup:
     name: str
     ami_type: str
@@ -229,8 +263,8 @@ class GpuInstance:
 @dataclass(frozen=True)
 class Facts:
     """What the account holds. A fact that could not be read is absent and its reason is in
-    ``unreadable`` under the fact's name (``addons``, ``oidc_providers``, ``log_groups``,
-    ``alarms``, ``nodegroups``, ``instances``)."""
+    ``unreadable`` under the fact's name (``addons``, ``addon_versions``, ``oidc_providers``,
+    ``log_groups``, ``alarms``, ``nodegroups``, ``instances``)."""
 
     region: str
     cluster: Cluster | None  # None: no such cluster
@@ -244,6 +278,9 @@ class Facts:
     #: Of the node groups' and instances' types, those EC2 says have NVIDIA GPUs, with their
     #: Kubernetes architecture.
     nvidia_instance_types: Mapping[str, str] = field(default_factory=dict)
+    #: The observability add-on's versions for the cluster's Kubernetes version, read where
+    #: ``needs_addon_versions`` says they decide a verdict.
+    addon_versions: tuple[AddonVersion, ...] = ()
     unreadable: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -424,6 +461,70 @@ def check_kubectl_endpoint(plan: Plan, cluster: Cluster) -> Check | None:
     return Check(name, Verdict.OK, "public endpoint: CDK's kubectl provider reaches it")
 
 
+#: Why exporter_sink=otlp needs a newer add-on, said after "older than".
+_OTLP_NEEDS: Final = (
+    f"{OTLP_ENDPOINT_MIN_ADDON_VERSION}, which exporter_sink=otlp needs (the agent's OTLP endpoint)"
+)
+
+
+def _newest_for_otlp(facts: Facts) -> str | None:
+    """The newest add-on version EKS offers for the cluster with the OTLP endpoint, if any."""
+    fit = [
+        v.version
+        for v in facts.addon_versions
+        if at_least(v.version, OTLP_ENDPOINT_MIN_ADDON_VERSION)
+    ]
+    return max(fit, key=lambda v: addon_version_key(v) or (0, 0, 0, 0)) if fit else None
+
+
+def _update_for_otlp(facts: Facts, cluster: Cluster) -> str:
+    version = _newest_for_otlp(facts) or f"<{OTLP_ENDPOINT_MIN_ADDON_VERSION} or later>"
+    return (
+        f"aws eks update-addon --cluster-name {cluster.name} --addon-name "
+        f"{OBSERVABILITY_ADDON} --addon-version {version}"
+    )
+
+
+def _default_install(plan: Plan, facts: Facts, cluster: Cluster) -> Check:
+    """With exporter_sink=otlp and no addon_version, the stack's add-on is EKS's default
+    version for the cluster's Kubernetes version: it must serve the OTLP endpoint."""
+    name = "observability-addon"
+    if (blocked := _unreadable(name, facts, "addon_versions")) is not None:
+        return blocked
+    kubernetes = f"Kubernetes {cluster.version}"
+    newest = _newest_for_otlp(facts)
+    fix = (
+        f"-c addon_version={newest} (the newest EKS offers for {kubernetes})"
+        if newest
+        else f"no version EKS offers for {kubernetes} is {OTLP_ENDPOINT_MIN_ADDON_VERSION} or "
+        "later yet: -c exporter_sink=emf"
+    )
+    defaults = [v.version for v in facts.addon_versions if v.default]
+    if not defaults:
+        return Check(
+            name,
+            Verdict.FAIL,
+            f"{OBSERVABILITY_ADDON} not installed yet, and EKS names no default version of it "
+            f"for {kubernetes} (DescribeAddonVersions)",
+            fix,
+        )
+    default = max(defaults, key=lambda v: addon_version_key(v) or (0, 0, 0, 0))
+    if at_least(default, OTLP_ENDPOINT_MIN_ADDON_VERSION):
+        return Check(
+            name,
+            Verdict.OK,
+            f"{OBSERVABILITY_ADDON} not installed yet: EKS installs its default {default} for "
+            f"{kubernetes}, {plan.mode} mode with the agent's OTLP endpoint",
+        )
+    return Check(
+        name,
+        Verdict.FAIL,
+        f"{OBSERVABILITY_ADDON} not installed yet: without addon_version EKS installs its "
+        f"default for {kubernetes}, {default}, older than {_OTLP_NEEDS}",
+        fix,
+    )
+
+
 def check_observability_addon(plan: Plan, facts: Facts, cluster: Cluster) -> Check:
     name = "observability-addon"
     if (blocked := _unreadable(name, facts, "addons")) is not None:
@@ -431,27 +532,34 @@ def check_observability_addon(plan: Plan, facts: Facts, cluster: Cluster) -> Che
     addon = facts.addons.get(OBSERVABILITY_ADDON)
     if addon is None:
         if plan.install_addon:
+            if needs_addon_versions(plan, addon):
+                return _default_install(plan, facts, cluster)
             return Check(
                 name, Verdict.OK, f"{OBSERVABILITY_ADDON} not installed yet: {plan.mode} mode"
             )
+        listener = "OTLP endpoint" if plan.exporter_sink is ExporterSink.OTLP else "EMF listener"
         return Check(
             name,
             Verdict.WARN,
             f"install_addon=false and {OBSERVABILITY_ADDON} is not installed: no Container "
-            "Insights and no EMF listener for the exporter",
+            f"Insights and no {listener} for the exporter",
             "install it where you manage add-ons, or deploy with -c install_addon=true",
         )
-    return _installed_addon(plan, addon, cluster)
+    return _installed_addon(plan, addon, facts, cluster)
 
 
-def _installed_addon(plan: Plan, addon: Addon, cluster: Cluster) -> Check:
-    """An observability add-on the cluster already runs: its mode against the plan's."""
+def _installed_addon(plan: Plan, addon: Addon, facts: Facts, cluster: Cluster) -> Check:
+    """An observability add-on the cluster already runs: its mode and version against the
+    plan's."""
     name = "observability-addon"
     modes = addon_modes(addon)
     runs = f"{OBSERVABILITY_ADDON} {addon.version} ({addon.status}) runs {_modes_said(modes)}"
     other = next(iter(set(ContainerInsightsMode) - {plan.mode}))
     switch = modes is not None and plan.mode not in modes
     keep = f"-c container_insights_mode={other}" if modes == frozenset({other}) else ""
+    too_old = plan.exporter_sink is ExporterSink.OTLP and not at_least(
+        addon.version, OTLP_ENDPOINT_MIN_ADDON_VERSION
+    )
     if plan.install_addon:
         switching = (
             f"; deploying this project's add-on would switch it to {plan.mode} mode"
@@ -461,11 +569,20 @@ def _installed_addon(plan: Plan, addon: Addon, cluster: Cluster) -> Check:
         return Check(
             name,
             Verdict.FAIL,
-            f"{runs}: the stack's AWS::EKS::Addon would fail with 'already exists'{switching}",
+            f"{runs}: the stack's AWS::EKS::Addon would fail with 'already exists'{switching}"
+            + (f"; it is older than {_OTLP_NEEDS}" if too_old else ""),
             "keep it and deploy with -c install_addon=false (then give it this project's "
             "configuration values yourself), or remove it first: aws eks delete-addon "
             f"--cluster-name {cluster.name} --addon-name {OBSERVABILITY_ADDON} --preserve"
-            + (f"; to keep its mode, {keep}" if keep else ""),
+            + (f"; to keep its mode, {keep}" if keep else "")
+            + (f"; to keep it, first {_update_for_otlp(facts, cluster)}" if too_old else ""),
+        )
+    if too_old:
+        return Check(
+            name,
+            Verdict.FAIL,
+            f"{runs}, managed elsewhere; it is older than {_OTLP_NEEDS}",
+            _update_for_otlp(facts, cluster),
         )
     if switch:
         return Check(

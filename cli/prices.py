@@ -82,6 +82,23 @@ OTEL_CI: Final = Price(
     OTEL_CI_PREVIEW,
     note="at no additional charge in preview, five Regions; no later price published",
 )
+#: PromQL sent to the Prometheus-compatible query API (the GPU-hour attribution's reads in OTel
+#: mode): "OTLP metrics ingestion, PromQL querying, OTel enrichment of vended AWS metrics, and
+#: Query Studio are in public preview release, are free of charge, and subject to change"
+#: ("Query metrics with PromQL", PROMQL_PREVIEW). The model after it: "Console queries free —
+#: PromQL queries in the CloudWatch console (Query Studio, dashboards) are free"; "API queries
+#: charged per sample — Programmatic PromQL queries are charged per million samples scanned"
+#: (OTEL_METRICS_PRICING); the pages read give no figure per sample.
+PROMQL_PREVIEW: Final = (
+    "https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch-PromQL.html"
+)
+PROMQL_QUERIES: Final = Price(
+    0.0,
+    "million samples scanned (preview)",
+    PROMQL_PREVIEW,
+    note="free of charge in public preview; after it, query API reads per million samples "
+    "scanned (console and dashboard queries stay free), at no figure published on the pages read",
+)
 #: A standard-resolution alarm, per metric it lists ("Alarm metrics", the page's free tier:
 #: "only applicable to Standard resolution alarms that list metrics directly and don't use a
 #: Metrics Insights query").
@@ -131,6 +148,7 @@ PRICES: Final[dict[str, Price]] = {
     "enhanced_container_insights": ENHANCED_CI,
     "otel_container_insights": OTEL_CI,
     "otlp_metrics": OTLP_METRICS,
+    "promql_queries": PROMQL_QUERIES,
     "standard_alarm": STANDARD_ALARM,
     "metrics_insights_alarm": INSIGHTS_ALARM,
     "composite_alarm": COMPOSITE_ALARM,

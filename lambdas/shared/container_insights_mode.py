@@ -43,8 +43,12 @@ def addon_version_key(version: str) -> tuple[int, int, int, int] | None:
     return major, minor, patch, build
 
 
+def at_least(version: str, minimum: str) -> bool:
+    """Whether add-on ``version`` is ``minimum`` or later (False for an unreadable one)."""
+    key, least = addon_version_key(version), addon_version_key(minimum)
+    return key is not None and least is not None and key >= least
+
+
 def otel_capable(version: str) -> bool:
     """Whether an add-on version runs OTel Container Insights (False for an unreadable one)."""
-    key = addon_version_key(version)
-    minimum = addon_version_key(OTEL_MIN_ADDON_VERSION)
-    return key is not None and minimum is not None and key >= minimum
+    return at_least(version, OTEL_MIN_ADDON_VERSION)

@@ -26,6 +26,7 @@ from cli.demo_preflight import seed_cluster, stub_addons
 from cli.main import main
 from cli.preflight_aws import Clients, gather, read_gpu_instances, read_nodegroups
 from cli.preflight_checks import Check, Verdict, plan_for, run_checks
+from gpu_insights_agent.contract.metrics import ExporterSink
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 
 REGION = "us-east-1"
@@ -112,6 +113,97 @@ def test_preflight_names_the_mode_the_existing_add_on_runs(session: Any) -> None
         "would read classic series it does not send"
     )
     assert addon.fix == "-c container_insights_mode=otel"
+
+
+#: DescribeAddonVersions --addon-name amazon-cloudwatch-observability --kubernetes-version 1.31
+#: as AWS answered it on 2025-09-15 (aws-samples/one-observability-demo pull request #392): its
+#: first entry, v4.4.0-eksbuild.1, then the latest and the default (the older entries after it
+#: are left out).
+VERSIONS_1_31: dict[str, Any] = {
+    "addons": [
+        {
+            "addonName": "amazon-cloudwatch-observability",
+            "type": "observability",
+            "addonVersions": [
+                {
+                    "addonVersion": "v4.4.0-eksbuild.1",
+                    "architecture": ["amd64", "arm64"],
+                    "computeTypes": ["ec2", "hybrid", "auto"],
+                    "compatibilities": [
+                        {
+                            "clusterVersion": "1.31",
+                            "platformVersions": ["*"],
+                            "defaultVersion": True,
+                        }
+                    ],
+                    "requiresConfiguration": False,
+                    "requiresIamPermissions": True,
+                }
+            ],
+        }
+    ]
+}
+#: A later page offering the first version with the OTLP endpoint ("available in version 8.0.0
+#: and later", eks-observability-addon-otlp-endpoint.html), not the default.
+VERSION_8 = {
+    "addons": [
+        {
+            "addonName": "amazon-cloudwatch-observability",
+            "type": "observability",
+            "addonVersions": [
+                {
+                    "addonVersion": "v8.0.0-eksbuild.1",
+                    "architecture": ["amd64", "arm64"],
+                    "compatibilities": [
+                        {
+                            "clusterVersion": "1.31",
+                            "platformVersions": ["*"],
+                            "defaultVersion": False,
+                        }
+                    ],
+                }
+            ],
+        }
+    ]
+}
+
+
+@pytest.mark.parametrize(
+    ("pages", "fix"),
+    [
+        ([VERSIONS_1_31], "no version EKS offers for Kubernetes 1.31 is v8.0.0-eksbuild.1 or "
+         "later yet: -c exporter_sink=emf"),
+        ([VERSIONS_1_31 | {"nextToken": "2"}, VERSION_8],
+         "-c addon_version=v8.0.0-eksbuild.1 (the newest EKS offers for Kubernetes 1.31)"),
+    ],
+)  # fmt: skip
+def test_the_otlp_sink_fails_on_the_default_add_on_eks_would_install(
+    session: Any, pages: list[dict[str, Any]], fix: str
+) -> None:
+    """Without addon_version the stack's AWS::EKS::Addon gets EKS's default for the cluster's
+    Kubernetes version ("The version with True in the Defaultversion column is the version that
+    the add-on is created with, by default", creating-an-add-on.html); read through the real
+    paginator, across pages."""
+    seed_cluster(session.client("eks"), session.client("iam"), "train", kubernetes_version="1.31")
+    settings = Settings(
+        cluster_name="train",
+        container_insights_mode=ContainerInsightsMode.OTEL,
+        exporter_sink=ExporterSink.OTLP,
+    )
+    addons = session.client("eks")
+    installed = {"eks-pod-identity-agent": ("v1.3.8-eksbuild.2", "ACTIVE")}
+    stubber = stub_addons(addons, "train", installed, versions=pages, kubernetes_version="1.31")
+    plan = plan_for(settings)
+    checks = run_checks(plan, gather(plan, _clients(session, addons), region=REGION))
+    stubber.assert_no_pending_responses()
+    (addon,) = [c for c in checks if c.name == "observability-addon"]
+    assert addon.verdict is Verdict.FAIL
+    assert addon.detail == (
+        "amazon-cloudwatch-observability not installed yet: without addon_version EKS installs "
+        "its default for Kubernetes 1.31, v4.4.0-eksbuild.1, older than v8.0.0-eksbuild.1, "
+        "which exporter_sink=otlp needs (the agent's OTLP endpoint)"
+    )
+    assert addon.fix == fix
 
 
 def test_every_conflict_the_account_holds_fails_its_check(session: Any) -> None:

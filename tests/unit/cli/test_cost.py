@@ -94,6 +94,30 @@ def test_otel_mode_prices_the_add_ons_gpu_series_by_its_preview(
     assert total == pytest.approx(628.51 - 52.98, abs=0.02)
 
 
+def test_otel_mode_prices_the_attribution_s_promql_at_the_preview_s_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The GPU-hour attribution's PromQL through the query API, counted from its reader
+    (cli/promql_reads.py): "PromQL querying ... and Query Studio are in public preview release,
+    are free of charge" (CloudWatch-PromQL.html); after it, "Programmatic PromQL queries are
+    charged per million samples scanned" (metrics-otel-pricing.html), the line's unit."""
+    items = _items(capsys, "-c", "container_insights_mode=otel")
+    promql = items["PromQL queries (GPU-hour attribution, query API)"]
+    # 6,451,200 samples a daily run (161 requests) x 30.42 runs: 196.2 million, at $0.
+    assert promql["quantity"] == pytest.approx(6_451_200 * DAYS / 1e6)
+    assert promql["usd"] == 0
+    assert promql["unit"] == "million samples scanned"
+    assert str(promql["basis"]).startswith("161 requests a run over the 40 nodes' DCGM series")
+    assert "free of charge in the preview" in str(promql["basis"])
+    price = promql["price"]
+    assert price["source"] == (  # type: ignore[index]
+        "https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch-PromQL.html"
+    )
+    assert "free of charge in public preview" in price["note"]  # type: ignore[index]
+    # Classic reads no PromQL.
+    assert not any("PromQL" in name for name in _items(capsys))
+
+
 def test_the_exporter_over_otlp_is_billed_by_its_bytes_not_by_its_series(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -179,5 +203,8 @@ def test_every_price_cites_its_page_and_date() -> None:
     for price in PRICES.values():
         assert price.source.startswith("https://")
         assert price.read == READ
-        # Free only where the page says so: the OTel Container Insights preview.
-        assert price.usd > 0 or "no additional charge" in price.note
+        # Free only where the page says so, in its words: the OTel Container Insights preview
+        # ("at no additional charge") and PromQL's ("free of charge").
+        assert price.usd > 0 or any(
+            words in price.note for words in ("no additional charge", "free of charge")
+        )

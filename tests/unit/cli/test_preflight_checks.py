@@ -15,6 +15,7 @@ from cdk.settings import AgentCredentials, Settings
 from cli.preflight_checks import (
     OBSERVABILITY_ADDON,
     Addon,
+    AddonVersion,
     Cluster,
     Facts,
     GpuInstance,
@@ -30,9 +31,11 @@ from cli.preflight_checks import (
     check_observability_addon,
     check_oidc_provider,
     check_pod_identity,
+    needs_addon_versions,
     plan_for,
     run_checks,
 )
+from gpu_insights_agent.contract.metrics import ExporterSink
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 
 CLUSTER = Cluster(
@@ -503,3 +506,107 @@ def test_otel_mode_on_an_add_on_too_old_for_it_warns() -> None:
     )
     assert check.verdict is Verdict.WARN
     assert "needs v6.2.0-eksbuild.1 or later" in check.detail
+
+
+#: exporter_sink=otlp sends to the agent's OTLP endpoint, "available in version 8.0.0 and later
+#: of the Amazon CloudWatch Observability Amazon EKS add-on" ("OTLP ingestion",
+#: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/eks-observability-addon-otlp-endpoint.html).
+OTLP = plan_for(
+    Settings(
+        cluster_name="train",
+        job_alarms=False,
+        container_insights_mode=ContainerInsightsMode.OTEL,
+        exporter_sink=ExporterSink.OTLP,
+    )
+)
+#: DescribeAddonVersions for Kubernetes 1.31 on 2025-09-15: v4.4.0-eksbuild.1, the latest then,
+#: with ``"defaultVersion": true`` (aws-samples/one-observability-demo pull request #392).
+DEFAULT_1_31 = AddonVersion("v4.4.0-eksbuild.1", default=True)
+#: The first version with the OTLP endpoint (the page above), offered beside the default.
+FIRST_OTLP = AddonVersion("v8.0.0-eksbuild.1")
+UPDATE = (
+    "aws eks update-addon --cluster-name train --addon-name amazon-cloudwatch-observability "
+    "--addon-version "
+)
+
+
+def test_the_otlp_sink_fails_on_an_installed_add_on_older_than_8_0_0() -> None:
+    """The add-on that runs OTel mode (6.2.0) still has no OTLP endpoint for the exporter."""
+    otel = {OBSERVABILITY_ADDON: Addon("x", "v6.2.0-eksbuild.1", "ACTIVE", OTEL_VALUES)}
+    elsewhere = replace(OTLP, install_addon=False)
+    check = check_observability_addon(elsewhere, facts(addons=otel), CLUSTER)
+    assert check.verdict is Verdict.FAIL
+    assert check.detail == (
+        "amazon-cloudwatch-observability v6.2.0-eksbuild.1 (ACTIVE) runs otel Container "
+        "Insights, managed elsewhere; it is older than v8.0.0-eksbuild.1, which "
+        "exporter_sink=otlp needs (the agent's OTLP endpoint)"
+    )
+    assert check.fix == UPDATE + "<v8.0.0-eksbuild.1 or later>"
+    # With the versions EKS offers for the cluster read, the fix names the newest that fits.
+    offered = facts(addons=otel, addon_versions=(DEFAULT_1_31, FIRST_OTLP))
+    assert check_observability_addon(elsewhere, offered, CLUSTER).fix == (
+        UPDATE + "v8.0.0-eksbuild.1"
+    )
+    # Installed by the stack too: the collision fails as before, and says the version.
+    clash = check_observability_addon(OTLP, offered, CLUSTER)
+    assert clash.verdict is Verdict.FAIL
+    assert clash.detail.endswith(
+        "'already exists'; it is older than v8.0.0-eksbuild.1, which exporter_sink=otlp "
+        "needs (the agent's OTLP endpoint)"
+    )
+    assert clash.fix.endswith("; to keep it, first " + UPDATE + "v8.0.0-eksbuild.1")
+    # 8.0.0 serves the endpoint; the EMF sink needs no such version.
+    new = {OBSERVABILITY_ADDON: Addon("x", "v8.0.0-eksbuild.1", "ACTIVE", OTEL_VALUES)}
+    assert check_observability_addon(elsewhere, facts(addons=new), CLUSTER).verdict is (Verdict.OK)
+    emf = replace(elsewhere, exporter_sink=ExporterSink.EMF)
+    assert check_observability_addon(emf, facts(addons=otel), CLUSTER).verdict is Verdict.OK
+
+
+def test_the_otlp_sink_fails_where_eks_would_install_a_default_older_than_8_0_0() -> None:
+    absent = {OBSERVABILITY_ADDON: None}
+    old_cluster = replace(CLUSTER, version="1.31")
+    only_default = facts(addons=absent, addon_versions=(DEFAULT_1_31,))
+    check = check_observability_addon(OTLP, only_default, old_cluster)
+    assert check.verdict is Verdict.FAIL
+    assert check.detail == (
+        "amazon-cloudwatch-observability not installed yet: without addon_version EKS installs "
+        "its default for Kubernetes 1.31, v4.4.0-eksbuild.1, older than v8.0.0-eksbuild.1, "
+        "which exporter_sink=otlp needs (the agent's OTLP endpoint)"
+    )
+    assert check.fix == (
+        "no version EKS offers for Kubernetes 1.31 is v8.0.0-eksbuild.1 or later yet: "
+        "-c exporter_sink=emf"
+    )
+    offered = facts(addons=absent, addon_versions=(DEFAULT_1_31, FIRST_OTLP))
+    assert check_observability_addon(OTLP, offered, old_cluster).fix == (
+        "-c addon_version=v8.0.0-eksbuild.1 (the newest EKS offers for Kubernetes 1.31)"
+    )
+    default_8 = facts(addons=absent, addon_versions=(replace(FIRST_OTLP, default=True),))
+    ok = check_observability_addon(OTLP, default_8, old_cluster)
+    assert ok.verdict is Verdict.OK
+    assert ok.detail == (
+        "amazon-cloudwatch-observability not installed yet: EKS installs its default "
+        "v8.0.0-eksbuild.1 for Kubernetes 1.31, otel mode with the agent's OTLP endpoint"
+    )
+    none_default = facts(addons=absent, addon_versions=(FIRST_OTLP,))
+    no_default = check_observability_addon(OTLP, none_default, old_cluster)
+    assert no_default.verdict is Verdict.FAIL
+    assert "EKS names no default version of it for Kubernetes 1.31" in no_default.detail
+    unread = facts(addons=absent, unreadable={"addon_versions": "AccessDeniedException: no"})
+    assert check_observability_addon(OTLP, unread, old_cluster).detail == (
+        "could not read: AccessDeniedException: no"
+    )
+
+
+def test_the_add_on_versions_are_read_only_where_they_decide_a_verdict() -> None:
+    old = Addon(OBSERVABILITY_ADDON, "v6.2.0-eksbuild.1", "ACTIVE", OTEL_VALUES)
+    new = Addon(OBSERVABILITY_ADDON, "v8.0.0-eksbuild.1", "ACTIVE", OTEL_VALUES)
+    assert needs_addon_versions(OTLP, None)  # EKS's default would be installed
+    assert needs_addon_versions(OTLP, old)  # the version to update to is named
+    assert not needs_addon_versions(OTLP, new)
+    assert not needs_addon_versions(replace(OTLP, addon_version="v8.0.0-eksbuild.1"), None)
+    assert not needs_addon_versions(replace(OTLP, install_addon=False), None)
+    assert not needs_addon_versions(PLAN, None)  # the EMF sink
+    # plan_for carries the two settings the verdict turns on.
+    assert OTLP.exporter_sink is ExporterSink.OTLP
+    assert OTLP.addon_version is None
