@@ -43,7 +43,7 @@ from cli.prices import (
     Price,
     tiered_metric_cost,
 )
-from cli.promql_reads import attribution_reads
+from cli.promql_reads import analyzer_reads
 from dashboards.bodies import all_dashboards
 from gpu_insights_agent.contract.metrics import (
     ADDON_DCGM_FIELDS,
@@ -469,20 +469,20 @@ def _get_metric_data(d: Deployment) -> LineItem:
 
 
 def _promql(d: Deployment) -> LineItem:
-    """OTel mode's PromQL through the query API: the GPU-hour attribution's, once a training
-    analyzer run (cli/promql_reads.py counts what it sends)."""
+    """OTel mode's PromQL through the query API: the GPU-hour attribution's and the GPU memory
+    right-sizing's, once a training analyzer run (cli/promql_reads.py counts what they send)."""
     schedule = d.settings.training_schedule
     runs = runs_per_month(schedule)
-    reads = attribution_reads(d.nodes, d.gpus_per_node)
+    reads = analyzer_reads(d.nodes, d.gpus_per_node, d.settings.lookback_days)
     samples = reads.samples * runs
     stops = (
         f"; over {MAX_SERIES - 1} nodes its node query holds the API's {MAX_SERIES} series a "
-        "response and the attribution stops there"
+        "response and the analyzer's OTel reads stop there"
         if reads.truncated
         else ""
     )
     return LineItem(
-        "PromQL queries (GPU-hour attribution, query API)",
+        "PromQL queries (GPU-hours and GPU memory, query API)",
         samples / 1e6,
         "million samples scanned",
         samples / 1e6 * PROMQL_QUERIES.usd,

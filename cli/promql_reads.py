@@ -1,8 +1,9 @@
-"""What the GPU-hour attribution's PromQL costs to send in OTel mode, counted from the code that
-sends it: ``read_holds`` run once over the day a training analyzer run attributes, against a
-PromQL client whose opener records each request instead of sending it.
+"""What the training analyzer's PromQL costs to send in OTel mode, counted from the code that
+sends it: the GPU-hour attribution's ``read_holds`` over the day a run attributes, and the GPU
+memory right-sizing's ``read_gpu_memory_otel`` over its lookback, against a PromQL client whose
+opener records each request instead of sending it.
 
-The recording opener answers the attribution's node query with ``nodes`` nodes and every other
+The recording opener answers the readers' node query with ``nodes`` nodes and every other
 query with no series, so the requests counted are the ones the reader makes for that fleet
 (its node query, then its queries for each node, each in as many 24-hour pages as the window
 takes). The samples a request scans are counted from its text and range: each ``[1h]`` range
@@ -20,6 +21,7 @@ from typing import Final
 
 from lambdas.shared.promql import PromQLClient, PromQLTruncatedError
 from lambdas.training_analyzer.gpu_hours.otel import SAMPLES_PER_HOUR, OtelQueries, read_holds
+from lambdas.training_analyzer.gpu_memory.otel import read_gpu_memory_otel
 from lambdas.training_analyzer.handler import attributed_day
 
 #: The range selector of every attribution query, and the evaluation step: one hour.
@@ -31,7 +33,7 @@ _A_RUN: Final = datetime(2026, 12, 1, 7, tzinfo=UTC).timestamp()
 
 @dataclass(frozen=True)
 class PromQLReads:
-    """One attribution run's PromQL: requests sent, and samples they scan at most."""
+    """One analyzer run's PromQL: requests sent, and samples they scan at most."""
 
     requests: int
     samples: float
@@ -39,7 +41,7 @@ class PromQLReads:
     truncated: bool = False
 
 
-def attribution_reads(nodes: int, gpus_per_node: int) -> PromQLReads:
+def analyzer_reads(nodes: int, gpus_per_node: int, lookback_days: int) -> PromQLReads:
     """The requests and samples of one run over a fleet of ``nodes`` GPU nodes."""
     names = [f"node-{i}" for i in range(nodes)]
     queries = OtelQueries(_CLUSTER)
@@ -65,6 +67,7 @@ def attribution_reads(nodes: int, gpus_per_node: int) -> PromQLReads:
     start, end, _day = attributed_day(_A_RUN)
     try:
         read_holds(client, _CLUSTER, start=start, end=end, gpu_hours=())
+        read_gpu_memory_otel(client, _CLUSTER, start=_A_RUN - lookback_days * 86_400, end=_A_RUN)
     except PromQLTruncatedError:
         return PromQLReads(requests=client.requests, samples=samples, truncated=True)
     return PromQLReads(requests=client.requests, samples=samples)

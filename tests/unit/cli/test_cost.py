@@ -94,20 +94,21 @@ def test_otel_mode_prices_the_add_ons_gpu_series_by_its_preview(
     assert total == pytest.approx(628.51 - 52.98, abs=0.02)
 
 
-def test_otel_mode_prices_the_attribution_s_promql_at_the_preview_s_nothing(
+def test_otel_mode_prices_the_analyzer_s_promql_at_the_preview_s_nothing(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """The GPU-hour attribution's PromQL through the query API, counted from its reader
+    """The GPU-hour attribution's and GPU memory right-sizing's PromQL through the query API,
+    counted from their readers
     (cli/promql_reads.py): "PromQL querying ... and Query Studio are in public preview release,
     are free of charge" (CloudWatch-PromQL.html); after it, "Programmatic PromQL queries are
     charged per million samples scanned" (metrics-otel-pricing.html), the line's unit."""
     items = _items(capsys, "-c", "container_insights_mode=otel")
-    promql = items["PromQL queries (GPU-hour attribution, query API)"]
-    # 6,451,200 samples a daily run (161 requests) x 30.42 runs: 196.2 million, at $0.
-    assert promql["quantity"] == pytest.approx(6_451_200 * DAYS / 1e6)
+    promql = items["PromQL queries (GPU-hours and GPU memory, query API)"]
+    # 25,804,800 samples a daily run (728 requests) x 30.42 runs: 784.9 million, at $0.
+    assert promql["quantity"] == pytest.approx(25_804_800 * DAYS / 1e6)
     assert promql["usd"] == 0
     assert promql["unit"] == "million samples scanned"
-    assert str(promql["basis"]).startswith("161 requests a run over the 40 nodes' DCGM series")
+    assert str(promql["basis"]).startswith("728 requests a run over the 40 nodes' DCGM series")
     assert "free of charge in the preview" in str(promql["basis"])
     price = promql["price"]
     assert price["source"] == (  # type: ignore[index]
