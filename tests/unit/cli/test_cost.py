@@ -104,11 +104,13 @@ def test_otel_mode_prices_the_analyzer_s_promql_at_the_preview_s_nothing(
     charged per million samples scanned" (metrics-otel-pricing.html), the line's unit."""
     items = _items(capsys, "-c", "container_insights_mode=otel")
     promql = items["PromQL queries (GPU-hours and GPU memory, query API)"]
-    # 25,804,800 samples a daily run (728 requests) x 30.42 runs: 784.9 million, at $0.
-    assert promql["quantity"] == pytest.approx(25_804_800 * DAYS / 1e6)
+    # The attribution's day (161 requests, 6,451,200 samples) and the memory reads' 14-day
+    # lookback (81 requests and 2,764,800 samples a day): 45,158,400 samples a daily run
+    # (1,295 requests) x 30.42 runs: 1,373.6 million, at $0.
+    assert promql["quantity"] == pytest.approx((6_451_200 + 14 * 2_764_800) * DAYS / 1e6)
     assert promql["usd"] == 0
     assert promql["unit"] == "million samples scanned"
-    assert str(promql["basis"]).startswith("728 requests a run over the 40 nodes' DCGM series")
+    assert str(promql["basis"]).startswith("1,295 requests a run over the 40 nodes' DCGM series")
     assert "free of charge in the preview" in str(promql["basis"])
     price = promql["price"]
     assert price["source"] == (  # type: ignore[index]
