@@ -56,8 +56,11 @@ prometheus:
 	@command -v prometheus >/dev/null || (apt-get update -q && apt-get install -y -q --no-install-recommends prometheus) \
 		|| echo "Prometheus could not be installed: the PromQL engine tests will be skipped"
 
+# The suite on every core (pytest-xdist). --dist loadscope keeps each module on one worker, so
+# a module-scoped fixture (the demo's run, a backtest, a synthesized app) is built once.
+PYTEST_WORKERS ?= auto
 test: lint typecheck node_modules/.package-lock.json
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope
 	$(MAKE) test-old-python
 
 # The training emitter runs in training images on Python 3.9+: vermin checks its modules in the

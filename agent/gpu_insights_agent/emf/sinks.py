@@ -138,7 +138,8 @@ class TcpEmfSink:
             host, port = self._address
             raise SinkError(f"EMF endpoint tcp://{host}:{port}: {err}") from err
         self.stats.resent += sum(n for _, n, _ in backlog)
-        self._unconfirmed = deque((now, n, p) for _, n, p in backlog)
+        if backlog:  # written again just now, on the new connection
+            self._unconfirmed = deque((now, n, p) for _, n, p in backlog)
         self._unconfirmed.append((now, len(documents), payload))
         held = sum(n for _, n, _ in self._unconfirmed)  # once a send, not once a drop
         while held > self._max_unconfirmed:
