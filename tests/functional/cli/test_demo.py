@@ -733,10 +733,13 @@ def _assert_otel_dashboards(result: DemoResult, classic: DemoResult) -> None:
     otel, before = shown(result), shown(classic)
     utilization = otel["gpu-node: GPU utilization (%)"]
     assert [label for label, _ in utilization] == ["3", "2", "0", "1"]
-    assert utilization == [
-        (label.removeprefix("nvidia"), pytest.approx(value, abs=1e-9))
-        for label, value in before["gpu-node: GPU utilization (%)"]
+    classic_utilization = before["gpu-node: GPU utilization (%)"]
+    assert [label for label, _ in utilization] == [
+        label.removeprefix("nvidia") for label, _ in classic_utilization
     ]
+    assert [v for _, v in utilization] == pytest.approx(
+        [v for _, v in classic_utilization], abs=1e-9
+    )
     assert utilization[-1][1] == pytest.approx(1.708, abs=5e-4)  # the idle GPU
     # The thermal GPU leads, by DCGM's index where Classic names its device.
     hottest = otel["gpu-fleet: Hottest (C), 10 GPUs"]
