@@ -24,6 +24,7 @@ from cdk.alarms.model import AlarmSpec, InsightsQuery
 from cdk.function_configs import silence_config
 from cdk.settings import Settings
 from cli.backtest.cloudwatch_history import fetch_samples
+from cli.backtest.dashboards import PromQLSource
 from cli.backtest.engine import BacktestResult, backtest, report
 from cli.backtest.silence_history import NOTE as SILENCE_NOTE
 from cli.backtest.silence_history import derive_silence
@@ -215,8 +216,8 @@ class DemoResult:
             f"at the Region's monitoring host: {pods} pods, {hours:,} pod-hours this week, "
             f"{joined} (node label and DCGM's gpu index; no power matching); the GPU memory "
             "right-sizing read DCGM's framebuffer series by the same labels. out/dashboards "
-            "holds Classic's bodies: the OTel mode's, with PromQL widgets, are in cdk.out's "
-            "Alarms template."
+            "holds the OTel mode's bodies, whose PromQL widgets step 11 runs on the same "
+            "Prometheus."
         ]
 
     def summary(self) -> str:
@@ -270,7 +271,9 @@ class DemoResult:
         if self.notifications is not None:
             lines += notifications_summary(self.notifications)
         if self.dashboard_views:
-            lines += dashboards_summary(self.dashboard_views, DEMO_REGION, self.cluster, NODE)
+            lines += dashboards_summary(
+                self.dashboard_views, DEMO_REGION, self.cluster, NODE, self.mode
+            )
         lines.append("")
         lines.append("Output:")
         lines.extend(f"   {path}" for path in self.files)
@@ -529,12 +532,25 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
         if render_png(report_path, out_dir / "report.png"):
             result.files.append(out_dir / "report.png")
         alarm_names = [spec.alarm_name(settings.cluster_name) for spec in specs]
+        mode = settings.container_insights_mode
         result.dashboards = write_dashboards(
-            settings.cluster_name, list(STORAGE_BUCKETS), alarm_names, out_dir, alarm_lines(specs)
+            settings.cluster_name,
+            list(STORAGE_BUCKETS),
+            alarm_names,
+            out_dir,
+            alarm_lines(specs),
+            mode=mode,
         )
         result.files += result.dashboards
         if result.exporter is not None and result.exporter.emf_path is not None:
             result.cluster = settings.cluster_name
+            # The OTel bodies' PromQL widgets run on the local Prometheus, as the console runs
+            # them at the Region's monitoring host, over the day that ends with the replay.
+            promql = (
+                PromQLSource(promql_for(clients["cloudwatch"]), end=replay_window()[1])
+                if engine is not None
+                else None
+            )
             result.dashboard_views = demo_dashboard_views(
                 result.exporter.emf_path,
                 clients["logs"],
@@ -549,6 +565,8 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
                     datetime.fromtimestamp(STORAGE_END - 8 * 86_400, UTC),
                     datetime.fromtimestamp(STORAGE_END + 2 * 3600, UTC),
                 ),
+                mode=mode,
+                promql=promql,
             )
 
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,8 @@
 """What each dashboard would show on the demo's data: every widget's query evaluated over the
 metrics the demo published (the exporter's EMF lines, the training jobs' EMF read back from
 CloudWatch Logs), with the node and job pickers set to the demo's node and its data-bound job.
+In OTel mode the bodies are the OTel mode's, and each PromQL widget's query runs on the demo's
+Prometheus (``PromQLSource``) over the day that ends with the replay.
 """
 
 from collections.abc import Sequence
@@ -9,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
-from cli.backtest.dashboards import WidgetView, evaluate_body
+from cli.backtest.dashboards import PromQLSource, WidgetView, evaluate_body
 from cli.backtest.history import Sample, read_history, samples_from_emf
 from dashboards.bodies import all_dashboards, training_jobs
 from dashboards.widgets import AlarmLine
@@ -29,6 +31,7 @@ from gpu_insights_agent.contract.metrics import (
 from gpu_insights_agent.contract.resource_names import dashboard_name
 from gpu_insights_agent.emf.document import parse_emf_line
 from lambdas.shared.console_links import NODE_VARIABLE, node_dashboard_url
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
 
 DATA_BOUND_JOB = "bert-data-bound"
 #: The demo node's instance, as Container Insights names it.
@@ -123,7 +126,11 @@ def dashboard_views(
     alarm_arns: Sequence[str],
     exporter_interval_s: int,
     alarm_lines: Sequence[AlarmLine] = (),
+    mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC,
+    promql: PromQLSource | None = None,
 ) -> list[DashboardView]:
+    """Each dashboard the app deploys in ``mode``, as it shows on ``samples``; its PromQL
+    widgets (OTel mode's) run by ``promql``."""
     bodies = all_dashboards(
         cluster,
         buckets,
@@ -131,6 +138,7 @@ def dashboard_views(
         "us-east-1",
         exporter_interval_s=exporter_interval_s,
         alarm_lines=alarm_lines,
+        mode=mode,
     )
     # The demo's jobs run under their own cluster name: their dashboard is built for it.
     training = training_jobs(training_cluster, "us-east-1")
@@ -138,7 +146,7 @@ def dashboard_views(
     views = []
     for name, body in bodies.items():
         shown = training if name == dashboard_name(cluster, "training") else body
-        views.append(DashboardView(name, evaluate_body(shown, samples, chosen)))
+        views.append(DashboardView(name, evaluate_body(shown, samples, chosen, promql)))
     return views
 
 
@@ -154,10 +162,13 @@ def demo_dashboard_views(
     alarm_lines: Sequence[AlarmLine] = (),
     cloudwatch: Any = None,
     window: tuple[datetime, datetime] | None = None,
+    mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC,
+    promql: PromQLSource | None = None,
 ) -> list[DashboardView]:
     lines = emf_path.read_text(encoding="utf-8").splitlines()
     samples = read_history(lines, source=str(emf_path))
-    samples += [s for line in lines for s in container_insights_samples(line)]
+    if mode is ContainerInsightsMode.CLASSIC:  # OTel mode turns Classic's node_gpu_* off
+        samples += [s for line in lines for s in container_insights_samples(line)]
     samples += training_samples(logs, training_cluster)
     if cloudwatch is not None and window is not None:
         samples += published_samples(cloudwatch, start=window[0], end=window[1])
@@ -170,13 +181,24 @@ def demo_dashboard_views(
         alarm_arns=[],
         exporter_interval_s=exporter_interval_s,
         alarm_lines=alarm_lines,
+        mode=mode,
+        promql=promql,
     )
 
 
 def dashboards_summary(
-    views: Sequence[DashboardView], region: str, cluster: str, node: str
+    views: Sequence[DashboardView],
+    region: str,
+    cluster: str,
+    node: str,
+    mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC,
 ) -> list[str]:
     lines = ["11. What each dashboard shows on the demo's data (top entries, series drawn):"]
+    if mode is ContainerInsightsMode.OTEL:
+        lines.append(
+            "   OTel mode's bodies: each PromQL widget's query run on the local Prometheus over "
+            "the day that ends with the replay"
+        )
     for view in views:
         lines.append(f"   {view.name}")
         for widget in view.widgets:

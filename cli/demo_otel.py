@@ -7,9 +7,10 @@ What the OTel run shows, compared, not assumed: every pod's hours join its node 
 exactly (by the node label and DCGM's ``gpu`` index: no power matching), and the findings,
 the waste table and the report equal the Classic run's on the same weeks.
 
-The GPU-hour attribution and the GPU memory right-sizing read OTel mode's series; the OTel run
-writes none of Classic's Container Insights series to CloudWatch, so neither can fall back on
-them.
+The GPU-hour attribution, the GPU memory right-sizing and the dashboards' PromQL widgets (the
+bodies the Alarms stack deploys in OTel mode, cli/demo_dashboards.py) read OTel mode's series
+from that Prometheus; the OTel run writes none of Classic's Container Insights series to
+CloudWatch, so no reader can fall back on them.
 """
 
 import filecmp
@@ -46,7 +47,13 @@ from cli.demo_week import (
     _behaviour,
     memory_used_bytes,
 )
-from gpu_insights_agent.contract.metrics import DIM_GPU_INDEX, DIM_NODE, GpuMetric
+from dashboards.sources import reading
+from gpu_insights_agent.contract.metrics import (
+    DCGM_GPU_METRICS,
+    DIM_GPU_INDEX,
+    DIM_NODE,
+    GpuMetric,
+)
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.dcgm import DCGM_FB_TOTAL, DCGM_FB_USED, DCGM_POWER, DCGM_UTIL, MIB
 from lambdas.shared.promql import PromQLClient
@@ -62,6 +69,8 @@ PHASE_S: Final = 15.0
 #: modes (at 300 s its last hour read 8/12 where the exporter's read 36/60), and half the
 #: default's samples keep Prometheus's block import of the two weeks short.
 DEMO_INTERVAL_S: Final = 60
+#: The readings every sample carries (the GPU analyzer's), whatever the document holds.
+PAIRED: Final = frozenset({GpuMetric.UTILIZATION, GpuMetric.POWER_DRAW})
 #: What the two runs write that must be equal: the analyzers' findings, the weekly report
 #: (its waste table and GPU-hour tables among them) in each of its forms.
 COMPARED: Final = (
@@ -107,8 +116,12 @@ def replay_samples(
     cluster: str, emf_path: Path, interval: int = DEMO_INTERVAL_S
 ) -> Iterator[Sample]:
     """The replayed node's DCGM series from the samples its exporter read (the EMF it wrote):
-    each GPU's power and utilization as DCGM reports them at each scrape in the exporter's
-    cycle, labelled with the pod that holds it; a lost GPU answers nothing."""
+    each GPU's power and utilization, and the other readings the add-on's DCGM sends that the
+    document carries (framebuffer memory in MiB, temperature: ``DCGM_GPU_METRICS``, the same
+    readings the Classic run's ``node_gpu_*`` stand in for), as DCGM reports them at each
+    scrape in the exporter's cycle, labelled with the pod that holds it; a lost GPU answers
+    nothing. The exporter reads no framebuffer size, so none is sent: the replayed pods'
+    memory is judged in neither mode (Classic's run publishes no ``pod_gpu_memory_*`` of them)."""
     for line in emf_path.read_text(encoding="utf-8").splitlines():
         document = json.loads(line)
         watts = document.get(str(GpuMetric.POWER_DRAW))
@@ -118,9 +131,17 @@ def replay_samples(
         labels = otel.dcgm_promql_labels(cluster, REPLAY_NODE, gpu, REPLAY_PODS[gpu])
         cycle_start = document["_aws"]["Timestamp"] / 1000
         utilization = float(document.get(str(GpuMetric.UTILIZATION), 0.0))
+        others = [
+            (source.name, float(document[str(metric)]) / source.scale)
+            for metric in DCGM_GPU_METRICS
+            if metric not in PAIRED and str(metric) in document
+            for source in [reading(metric, ContainerInsightsMode.OTEL)]
+        ]
         for at in _scrapes(cycle_start, interval):
             yield DCGM_UTIL, labels, at, utilization
             yield DCGM_POWER, labels, at, float(watts)
+            for name, value in others:
+                yield name, labels, at, value
 
 
 def _scrapes(cycle_start: float, interval: int, cycle_s: float = 60.0) -> Iterator[float]:

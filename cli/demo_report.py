@@ -21,6 +21,7 @@ from cli.demo_storage import END, REPORT_BUCKET, environment
 from cli.service_answers import Params, answer
 from dashboards.bodies import all_dashboards, encode
 from dashboards.widgets import AlarmLine
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.weekly_report import handler as report_handler
 from lambdas.weekly_report.config import ReportConfig
 from lambdas.weekly_report.failures_section import FAILURES_CSV
@@ -187,14 +188,16 @@ def write_dashboards(
     alarm_names: list[str],
     out_dir: Path,
     lines: Sequence[AlarmLine] = (),
+    mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC,
 ) -> list[Path]:
-    """The dashboard bodies as the app deploys them, with the alarms' ``lines`` drawn."""
+    """The dashboard bodies as the app deploys them in ``mode``, with the alarms' ``lines``
+    drawn."""
     folder = out_dir / "dashboards"
     folder.mkdir(parents=True, exist_ok=True)
     arns = [f"arn:aws:cloudwatch:us-east-1:123456789012:alarm:{name}" for name in alarm_names]
     paths = []
     for name, body in all_dashboards(
-        cluster, buckets, arns, "us-east-1", alarm_lines=lines
+        cluster, buckets, arns, "us-east-1", alarm_lines=lines, mode=mode
     ).items():
         path = folder / f"{name}.json"
         path.write_text(json.dumps(json.loads(encode(body)), indent=2) + "\n")

@@ -22,6 +22,7 @@ from dashboards.metrics_insights import insights_sql
 from dashboards.promql import gpu_query
 from dashboards.sources import Query, reading
 from dashboards.widgets import (
+    CHART_WIDGET,
     AlarmLine,
     Widget,
     alarms,
@@ -30,7 +31,7 @@ from dashboards.widgets import (
     layout,
     metric_row,
     metric_widget,
-    promql_row,
+    promql_widget,
     search,
     text,
 )
@@ -116,7 +117,7 @@ def _body(
 ) -> dict[str, Any]:
     widgets = layout(rows)
     for widget in widgets:
-        if widget["type"] in {"metric", "alarm"}:
+        if widget["type"] in {"metric", "alarm", CHART_WIDGET}:
             widget["properties"]["region"] = region
     body: dict[str, Any] = {"start": "-PT24H", "periodOverride": "inherit", "widgets": widgets}
     if variables:
@@ -157,7 +158,8 @@ class Mode:
     labels: DcgmLabels = CLOUDWATCH
 
 
-def _gpu_query(
+def _gpu_widget(
+    title: str,
     cluster: str,
     metric: GpuMetric,
     function: str,
@@ -168,10 +170,13 @@ def _gpu_query(
     limit: int = OUTLIERS,
     mode: Mode = Mode(),
     label: str = "",
-) -> list[Any]:
-    """A per-GPU query's row, where ``dashboards.sources`` reads the metric in the mode. The
+    y_max: float | None = None,
+    annotations: Sequence[dict[str, Any]] = (),
+) -> Widget:
+    """A per-GPU widget, where ``dashboards.sources`` reads the metric in the mode. The
     readings Container Insights publishes per GPU are read there (the exporter carries them
-    only as properties): Classic's named by ``GpuDevice``, DCGM's by its ``gpu`` label."""
+    only as properties): Classic's with Metrics Insights, named by ``GpuDevice``; DCGM's with
+    PromQL in a chart widget, named by its ``gpu`` label."""
     source = reading(metric, mode.mode)
     if source.query is Query.PROMQL:
         keys = {DIM_NODE: mode.labels.node, DIM_GPU_INDEX: mode.labels.gpu}
@@ -187,7 +192,7 @@ def _gpu_query(
             scale=source.scale,
             labels=mode.labels,
         )
-        return promql_row(query, id="q", label=label)
+        return promql_widget(title, query, label=label)
     where = [(DIM_CLUSTER, cluster)] + ([(DIM_NODE, node)] if node else [])
     if source.namespace == NAMESPACE_CONTAINER_INSIGHTS:
         sql = insights_sql(
@@ -211,7 +216,9 @@ def _gpu_query(
             order=order,
             limit=limit,
         )
-    return expression_row(sql, id="q", label=label)
+    return _outliers(
+        title, expression_row(sql, id="q", label=label), y_max=y_max, annotations=annotations
+    )
 
 
 def _outliers(
@@ -286,9 +293,13 @@ def gpu_fleet(
     def worst(
         title: str, metric: GpuMetric, function: str, order: str, y_max: float | None = None
     ) -> Widget:
-        return _outliers(
+        return _gpu_widget(
             title,
-            _gpu_query(cluster, metric, function, order, mode=mode),
+            cluster,
+            metric,
+            function,
+            order,
+            mode=mode,
             y_max=y_max,
             annotations=_drawn(alarm_lines, metric, function, exporter_interval_s),
         )
@@ -398,9 +409,14 @@ def gpu_node(
     g = GpuMetric
 
     def per_gpu(
-        title: str, metric: GpuMetric, function: str = "AVG", order: str = "DESC", **kw: Any
+        title: str,
+        metric: GpuMetric,
+        function: str = "AVG",
+        order: str = "DESC",
+        y_max: float | None = None,
     ) -> Widget:
-        row = _gpu_query(
+        return _gpu_widget(
+            title,
             cluster,
             metric,
             function,
@@ -410,14 +426,8 @@ def gpu_node(
             limit=GPUS_PER_NODE_MAX,
             mode=mode,
             label="GPU",
-        )
-        return metric_widget(
-            title,
-            [row],
-            width=8,
-            period=GPU_WIDGET_PERIOD_S,
+            y_max=y_max,
             annotations=_drawn(alarm_lines, metric, function, exporter_interval_s),
-            **kw,
         )
 
     xids = insights_sql(

@@ -1,6 +1,6 @@
 """Widget builders and the grid: widgets are laid out in rows on CloudWatch's 24-column grid."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -161,29 +161,47 @@ def expression_row(
     return [item]
 
 
-#: How a metrics-array row says its ``expression`` is PromQL, not metric math or Metrics
-#: Insights. AWS documents that a PromQL query is kept as a dashboard widget ("choose Add to
-#: dashboard to save the visualization as a dashboard widget. The widget continues to run the
-#: PromQL query at the dashboard's refresh interval", "Running PromQL queries in Query Studio",
-#: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch-PromQL-QueryStudio.html),
-#: but "Dashboard Body Structure and Syntax" names no key for one: this key and value are the
-#: one place that says it, for a body the console saves to be compared against.
-PROMQL_LANGUAGE_KEY: Final = "queryLanguage"
-PROMQL_LANGUAGE: Final = "PromQL"
+#: A PromQL query on a dashboard is a chart widget, not a row of a metric widget's ``metrics``
+#: array: ``"type": "chart"``, its queries in ``properties.data.queries``, each
+#: ``{"id", "type": "cloudwatch-metrics", "language": "PromQL", "query", "label"}``, with the
+#: widget's ``title``, ``region`` and ``view`` ("line"). CloudWatch refuses ``data.queries`` on a
+#: metric widget ("Should have required property 'metrics'", "The metric widget should have
+#: specified a region and a data source or an alarm annotation": PutDashboard's validation
+#: errors in aws-solutions-library-samples/guidance-for-claude-code-with-amazon-bedrock issue
+#: #759, https://github.com/aws-solutions-library-samples/guidance-for-claude-code-with-amazon-bedrock/issues/759,
+#: fixed by typing its PromQL widgets "chart" in pull request #760 as its sibling dashboard,
+#: which deployed, types them); "Dashboard Body Structure and Syntax" lists "Properties of a
+#: Chart Widget Object" beside the metric widget's (CloudWatch-Dashboard-Body-Structure.md,
+#: User Guide, docs.amazonaws.cn). Query Studio's "Add to dashboard" saves such a widget ("The
+#: widget continues to run the PromQL query at the dashboard's refresh interval",
+#: CloudWatch-PromQL-QueryStudio.html).
+CHART_WIDGET: Final = "chart"
+PROMQL_QUERY: Final = {"type": "cloudwatch-metrics", "language": "PromQL"}
 
 
-def promql_row(query: str, *, id: str, label: str = "") -> list[Any]:
-    """A PromQL query as a row of a widget's ``metrics`` array: alone in its widget, one
-    series drawn per series the query returns."""
-    return [{"expression": query, "id": id, "label": label, PROMQL_LANGUAGE_KEY: PROMQL_LANGUAGE}]
-
-
-def is_promql(row: Sequence[Any]) -> bool:
-    return (
-        bool(row)
-        and isinstance(row[0], dict)
-        and row[0].get(PROMQL_LANGUAGE_KEY) == (PROMQL_LANGUAGE)
+def promql_widget(
+    title: str, query: str, *, id: str = "q", label: str = "", width: int = 8, height: int = 6
+) -> Widget:
+    """A chart widget of one PromQL query, one line drawn per series the query returns."""
+    item: dict[str, Any] = {"id": id, **PROMQL_QUERY, "query": query}
+    if label:
+        item["label"] = label
+    return Widget(
+        CHART_WIDGET, width, height, {"title": title, "view": "line", "data": {"queries": [item]}}
     )
+
+
+def chart_queries(widget: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The queries of a chart widget (none for any other widget)."""
+    if widget.get("type") != CHART_WIDGET:
+        return []
+    queries: list[dict[str, Any]] = widget.get("properties", {}).get("data", {}).get("queries", [])
+    return queries
+
+
+def is_promql(query: Mapping[str, Any]) -> bool:
+    """Whether a chart widget's query is PromQL over CloudWatch's metrics."""
+    return all(query.get(k) == v for k, v in PROMQL_QUERY.items())
 
 
 def metric_widget(

@@ -6,8 +6,8 @@ metric arrays with their statistic per period, Metrics Insights queries with
 :mod:`cli.backtest.insights`, the metric-math expressions the bodies use (ids, numbers, ``+ - * /``,
 parentheses, ``PERIOD(id)``), and ``SEARCH``/``SORT(SEARCH(...), FUNC, ASC|DESC, n)`` for the
 storage and findings widgets (a SEARCH returns at most 500 series). Rows with
-``"visible": false`` are inputs, not drawn. A PromQL row (OTel mode's GPU widgets,
-``dashboards.widgets.promql_row``) is run on a Prometheus-compatible query API
+``"visible": false`` are inputs, not drawn. A chart widget's PromQL queries (OTel mode's GPU
+widgets, ``dashboards.widgets.promql_widget``) are run on a Prometheus-compatible query API
 (``PromQLSource``): a real engine, not a reading of the query.
 
 Before a widget is evaluated, it is held to the rules CloudWatch documents for what a metric
@@ -28,7 +28,7 @@ from cdk.alarms.sizing import MAX_SERIES_PER_QUERY
 from cli.backtest import insights, promql_widgets
 from cli.backtest.history import Sample
 from cli.backtest.series import Values, aggregate, metric_values
-from dashboards.widgets import is_promql
+from dashboards.widgets import CHART_WIDGET, chart_queries, is_promql
 from lambdas.shared.promql import MAX_SCAN_S, PromQLClient
 
 #: The most series one SEARCH returns.
@@ -60,6 +60,13 @@ MAX_INSIGHTS_QUERIES = 1
 MAX_INSIGHTS_LIMIT = MAX_SERIES_PER_QUERY
 #: "Query up to two weeks of data for visualization in your metrics, widgets, and alarm graphs."
 MAX_INSIGHTS_RANGE_S = 14 * 86_400
+
+
+#: The widgets that draw series: metric widgets, and chart widgets of PromQL queries.
+DRAWN = frozenset({"metric", CHART_WIDGET})
+#: A metric widget's period where it names none (the page's default), and a PromQL query's step
+#: where it aggregates over no window.
+DEFAULT_STEP_S = 300
 
 
 @dataclass(frozen=True)
@@ -233,21 +240,20 @@ def index(samples: Iterable[Sample]) -> Index:
     return by_metric
 
 
-def _promql(
-    options: Mapping[str, Any], period: int, span_s: float, promql: PromQLSource | None
-) -> Result:
-    """The query's series at the widget's period over the dashboard's range, or over as much
-    of its end as one request of the query API scans (24 hours, the query's lookback
-    included: a day's range starts a lookback later), so that ``@ end()`` is the range's one
-    end; each series labelled by its label values in label-name order and ranked by its mean,
-    in the order its ``topk``/``bottomk`` picks."""
-    query: str = options["expression"]
+def _promql(query: str, span_s: float, promql: PromQLSource | None) -> Result:
+    """The query's series over the dashboard's range, or over as much of its end as one
+    request of the query API scans (24 hours, the query's lookback included: a day's range
+    starts a lookback later), so that ``@ end()`` is the range's one end, at a step of the
+    window each point aggregates (its longest unpinned range selector, ``[5m]``: 300 s; a chart
+    widget names no period); each series labelled by its label values in label-name order and
+    ranked by its mean, in the order its ``topk``/``bottomk`` picks."""
     if promql is None:
         raise WidgetEvaluationError(f"a PromQL query and no PromQL engine to run it: {query!r}")
     end = promql.end
     lookback = promql_widgets.lookback_seconds(query)
+    step = lookback or DEFAULT_STEP_S
     start = max(end - span_s, end - MAX_SCAN_S + lookback)
-    found = promql.client.query_range(query, start, end, period, lookback_s=lookback)
+    found = promql.client.query_range(query, start, end, step, lookback_s=lookback)
     series = []
     for s in found:
         values = dict(s.points)
@@ -259,15 +265,8 @@ def _promql(
 
 
 def _row(
-    row: list[Any],
-    by_metric: Index,
-    period: int,
-    env: dict[str, Values],
-    promql: PromQLSource | None = None,
-    span_s: float = 86_400,
+    row: list[Any], by_metric: Index, period: int, env: dict[str, Values]
 ) -> tuple[dict[str, Any], Result]:
-    if is_promql(row):
-        return row[0], _promql(row[0], period, span_s, promql)
     if isinstance(row[0], str):
         samples: Sequence[Sample] = by_metric.get((row[0], row[1]), [])
         options = row[-1] if isinstance(row[-1], dict) else {}
@@ -306,19 +305,34 @@ def _insights_queries(rows: Sequence[list[Any]]) -> list[str]:
     return [
         row[0]["expression"]
         for row in rows
-        if row
-        and isinstance(row[0], dict)
-        and not is_promql(row)
-        and _SELECT.search(row[0].get("expression", ""))
+        if row and isinstance(row[0], dict) and _SELECT.search(row[0].get("expression", ""))
     ]
 
 
+def _chart_rule_errors(title: str, widget: Mapping[str, Any]) -> list[str]:
+    """A chart widget's queries: each PromQL over CloudWatch's metrics, held to the rules of
+    :mod:`cli.backtest.promql_widgets`."""
+    queries = chart_queries(widget)
+    if not queries:
+        return [f"{title!r}: a chart widget without a query"]
+    errors = []
+    for query in queries:
+        if not is_promql(query):
+            errors.append(f"{title!r}: a chart query that is not PromQL over metrics: {query!r}")
+        else:
+            errors += promql_widgets.rule_errors(title, query["query"])
+    return errors
+
+
 def widget_rule_errors(widget: Mapping[str, Any]) -> list[str]:
-    """The documented rules the metric widget breaks (none for any other widget), each named."""
-    if widget["type"] != "metric":
-        return []
+    """The documented rules the metric or chart widget breaks (none for any other widget),
+    each named."""
     properties = widget["properties"]
     title = properties.get("title", "")
+    if widget["type"] == CHART_WIDGET:
+        return _chart_rule_errors(title, widget)
+    if widget["type"] != "metric":
+        return []
     rows = properties.get("metrics", [])
     errors = []
     if len(rows) > MAX_ROWS:
@@ -335,13 +349,6 @@ def widget_rule_errors(widget: Mapping[str, Any]) -> list[str]:
         limit = _LIMIT.search(query)
         if limit and int(limit[1]) > MAX_INSIGHTS_LIMIT:
             errors.append(f"{title!r}: LIMIT {limit[1]} above {MAX_INSIGHTS_LIMIT} in {query!r}")
-    promql = [row[0]["expression"] for row in rows if is_promql(row)]
-    if promql and len(rows) > 1:
-        # Query Studio adds one query's visualization as one widget: a PromQL query is drawn
-        # alone, no metric math or Metrics Insights row beside it.
-        errors.append(f"{title!r}: a PromQL query shares its metrics array with {len(rows) - 1}")
-    for query in promql:
-        errors += promql_widgets.rule_errors(title, query)
     return errors
 
 
@@ -376,21 +383,26 @@ def evaluate_widget(
     promql: PromQLSource | None = None,
     span_s: float = 86_400,
 ) -> WidgetView:
-    """What the widget shows; its PromQL queries run by ``promql`` over the ``span_s`` before
-    its end."""
+    """What the widget shows; a chart widget's PromQL queries run by ``promql`` over the
+    ``span_s`` before its end."""
     properties = widget["properties"]
     title = properties.get("title", "")
-    if widget["type"] != "metric":
+    if widget["type"] not in DRAWN:
         return WidgetView(title, [])
     errors = widget_rule_errors(widget)
     if errors:
         raise WidgetRuleError("; ".join(errors))
-    period = properties.get("period", 300)
+    lines: list[Line] = []
+    for query in chart_queries(widget):
+        found = _promql(query["query"], span_s, promql)
+        lines += _lines(query.get("label") or query["id"], found, single=False)
+    if widget["type"] == CHART_WIDGET:
+        return WidgetView(title, lines)
+    period = properties.get("period", DEFAULT_STEP_S)
     single = properties.get("view") == "singleValue"
     env: dict[str, Values] = {}
-    lines: list[Line] = []
     for row in properties["metrics"]:
-        options, result = _row(row, by_metric, period, env, promql, span_s)
+        options, result = _row(row, by_metric, period, env)
         if isinstance(result, dict) and "id" in options:
             env[options["id"]] = result
         if options.get("visible", True):
@@ -404,8 +416,9 @@ def evaluate_body(
     variables: Mapping[str, str] | None = None,
     promql: PromQLSource | None = None,
 ) -> list[WidgetView]:
-    """Every metric widget of the body, in order, with what it shows; PromQL widgets run by
-    ``promql`` over the body's default range (a day where it names none) before its end."""
+    """Every metric and chart widget of the body, in order, with what it shows; PromQL widgets
+    run by ``promql`` over the body's default range (a day where it names none) before its
+    end."""
     applied = apply_variables(body, variables or {})
     errors = body_rule_errors(applied)
     if errors:
@@ -415,5 +428,5 @@ def evaluate_body(
     return [
         evaluate_widget(w, by_metric, promql, span)
         for w in applied["widgets"]
-        if w["type"] == "metric"
+        if w["type"] in DRAWN
     ]

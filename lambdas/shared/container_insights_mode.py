@@ -21,9 +21,8 @@ class ContainerInsightsMode(StrEnum):
 
 #: Classic until every reader of Container Insights' series reads OTel mode too: the GPU-hour
 #: attribution, `gpu-insights status`, the low-power alarm and the dashboards do, but the GPU
-#: memory right-sizing reads Classic's ``pod_gpu_memory_*``, which OTel mode turns off, and the
-#: dashboards' PromQL widget key is not in AWS's dashboard body reference. A deployment chooses
-#: ``otel`` by its setting.
+#: memory right-sizing reads Classic's ``pod_gpu_memory_*``, which OTel mode turns off. A
+#: deployment chooses ``otel`` by its setting.
 DEFAULT_MODE: Final = ContainerInsightsMode.CLASSIC
 #: "Version 6.2.0 or later of the amazon-cloudwatch-observability add-on" ("Quick start: OTel
 #: Container Insights on Amazon EKS", prerequisites,

@@ -629,6 +629,82 @@ def test_the_otel_run_joins_every_pod_exactly_and_equals_the_classic_run(
     assert result.addon_configuration["otelContainerInsights"]["enabled"] is True
     assert result.addon_configuration["containerInsights"]["enabled"] is False
     assert "every pod joined its node and GPU exactly" in result.summary()
+    _assert_otel_dashboards(result, classic)
+
+
+#: The dashboards whose bodies the demo writes as the Alarms stack builds them (the storage and
+#: findings dashboards name the demo's buckets and its GPU alarms' ARNs, which synth names
+#: otherwise).
+SAME_AS_DEPLOYED = ("gpu-fleet", "gpu-node", "training")
+
+
+def _deployed_bodies(cdk_out: Path) -> dict[str, Any]:
+    """The Alarms template's dashboard bodies, their Fn::Join resolved in the demo's Region."""
+    (path,) = cdk_out.glob("*-Alarms.template.json")
+    resources = json.loads(path.read_text())["Resources"]
+
+    def part(value: Any) -> str:
+        if isinstance(value, str):
+            return value
+        if value == {"Ref": "AWS::Region"}:
+            return "us-east-1"
+        name = resources[value["Fn::GetAtt"][0]]["Properties"]["AlarmName"]
+        return f"arn:aws:cloudwatch:us-east-1:123456789012:alarm:{name}"
+
+    bodies = {}
+    for resource in resources.values():
+        if resource["Type"] == "AWS::CloudWatch::Dashboard":
+            props = resource["Properties"]
+            body = props["DashboardBody"]
+            text = "".join(map(part, body["Fn::Join"][1])) if isinstance(body, dict) else body
+            bodies[props["DashboardName"]] = json.loads(text)
+    return bodies
+
+
+def _assert_otel_dashboards(result: DemoResult, classic: DemoResult) -> None:
+    """The OTel run writes the bodies its Alarms stack deploys (PromQL in chart widgets) and
+    runs their PromQL widgets on its Prometheus: on the replayed node, the same figures as
+    Classic's node_gpu_* widgets where both average, the GPU named by DCGM's index."""
+    deployed = _deployed_bodies(result.cdk_out)
+    prefix = f"gpu-insights-{DEMO_CLUSTER}-"
+    for name in SAME_AS_DEPLOYED:
+        written = json.loads((result.out_dir / "dashboards" / f"{prefix}{name}.json").read_text())
+        assert written == deployed[prefix + name], name
+    charts = {
+        name: sum(w["type"] == "chart" for w in deployed[prefix + name]["widgets"])
+        for name in SAME_AS_DEPLOYED
+    }
+    assert charts == {"gpu-fleet": 1, "gpu-node": 3, "training": 0}
+
+    def shown(run: DemoResult) -> dict[str, list[tuple[str, float]]]:
+        return {
+            f"{view.name.removeprefix(prefix)}: {w.title}": [(x.label, x.value) for x in w.lines]
+            for view in run.dashboard_views
+            for w in view.widgets
+        }
+
+    otel, before = shown(result), shown(classic)
+    utilization = otel["gpu-node: GPU utilization (%)"]
+    assert [label for label, _ in utilization] == ["3", "2", "0", "1"]
+    classic_utilization = before["gpu-node: GPU utilization (%)"]
+    assert [label for label, _ in utilization] == [
+        label.removeprefix("nvidia") for label, _ in classic_utilization
+    ]
+    assert [v for _, v in utilization] == pytest.approx(
+        [v for _, v in classic_utilization], abs=1e-9
+    )
+    assert utilization[-1][1] == pytest.approx(1.708, abs=5e-4)  # the idle GPU
+    # The thermal GPU leads, by DCGM's index where Classic names its device.
+    hottest = otel["gpu-fleet: Hottest (C), 10 GPUs"]
+    assert (hottest[0][0], len(hottest)) == (f"{NODE} 2", 4)
+    assert before["gpu-fleet: Hottest (C), 10 GPUs"][0][0] == f"{NODE} nvidia2"
+    # The idle GPU's 2 GiB, sent by DCGM in MiB and drawn in bytes.
+    memory = dict(otel["gpu-node: Memory used (bytes)"])
+    assert memory["1"] == dict(before["gpu-node: Memory used (bytes)"])["nvidia1"] == 2 * 2**30
+    assert len(otel["gpu-node: Temperature (C)"]) == 4
+    summary = result.summary()
+    assert "GPU utilization (%): 3 95.88, 2 95.87, 0 95.62 [4 series]" in summary
+    assert "out/dashboards holds the OTel mode's bodies" in summary
 
 
 def test_the_otel_demo_without_prometheus_says_so_in_one_line(

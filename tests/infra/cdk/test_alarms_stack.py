@@ -5,7 +5,6 @@ from aws_cdk import Stack
 from aws_cdk.assertions import Match, Template
 from cfnlint.api import lint
 
-from dashboards.widgets import PROMQL_LANGUAGE, PROMQL_LANGUAGE_KEY
 from lambdas.silence_check.config import SilenceCheckConfig
 from tests.infra.conftest import Synth
 
@@ -308,8 +307,11 @@ def test_otel_mode_deploys_dashboards_that_read_dcgm_by_promql_not_node_gpu(
     classic = _bodies(_template(synth))
     assert all("node_gpu_" not in body for body in otel.values())
     assert sum("node_gpu_" in body for body in classic.values()) == 2
-    marker = f'\\"{PROMQL_LANGUAGE_KEY}\\":\\"{PROMQL_LANGUAGE}\\"'  # a body inside a Fn::Join
+    # A chart widget's PromQL query (dashboards/widgets.py), in a body inside a Fn::Join.
+    marker = '\\"type\\":\\"cloudwatch-metrics\\",\\"language\\":\\"PromQL\\"'
     promql = {name: body.count(marker) for name, body in otel.items()}
+    charts = {name: body.count('\\"type\\":\\"chart\\"') for name, body in otel.items()}
+    assert charts == promql
     assert promql == {"gpu-fleet": 1, "gpu-node": 3, "training": 0, "storage": 0, "findings": 0}
     assert "DCGM_FI_DEV_GPU_TEMP" in otel["gpu-fleet"]
     assert {n: otel[n] for n in ("training", "storage", "findings")} == {

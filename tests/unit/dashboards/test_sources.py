@@ -12,7 +12,7 @@ import pytest
 from cli.backtest.promql_widgets import series_bound
 from dashboards.bodies import GPUS_PER_NODE_MAX, OUTLIERS, all_dashboards
 from dashboards.sources import MIB, READINGS, Query, reading
-from dashboards.widgets import is_promql
+from dashboards.widgets import CHART_WIDGET, chart_queries, is_promql
 from gpu_insights_agent.contract.metrics import (
     CI_NODE_GPU_METRICS,
     DCGM_GPU_METRICS,
@@ -91,17 +91,20 @@ def test_otel_mode_reads_by_promql_exactly_what_classic_reads_from_node_gpu() ->
         if key not in switched:
             assert twin == widget, key
             continue
-        assert {k: v for k, v in twin.items() if k != "properties"} == {
-            k: v for k, v in widget.items() if k != "properties"
+        # A chart widget of one PromQL query in the metric widget's place.
+        assert (twin["type"], widget["type"]) == (CHART_WIDGET, "metric")
+        assert {k: v for k, v in twin.items() if k not in {"type", "properties"}} == {
+            k: v for k, v in widget.items() if k not in {"type", "properties"}
         }
-        (row,) = twin["properties"]["metrics"]
-        assert is_promql(row)
+        (query,) = chart_queries(twin)
+        assert is_promql(query)
         (classic_row,) = widget["properties"]["metrics"]
         limit = _LIMIT.search(classic_row[0]["expression"])
         assert limit is not None
-        assert series_bound(row[0]["expression"]) == int(limit[1])
+        assert series_bound(query["query"]) == int(limit[1])
         assert int(limit[1]) in {OUTLIERS, GPUS_PER_NODE_MAX}
-        assert row[0]["label"] == classic_row[0]["label"]
+        assert query.get("label", "") == classic_row[0]["label"]
+        assert twin["properties"]["region"] == widget["properties"]["region"]
 
 
 def test_no_otel_body_names_a_metric_otel_mode_turns_off() -> None:

@@ -18,7 +18,7 @@ from cli.backtest.dashboards import (
     evaluate_body,
 )
 from dashboards.bodies import all_dashboards
-from dashboards.widgets import promql_row
+from dashboards.widgets import layout, promql_widget
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 
 SCHEMA = json.loads(
@@ -81,11 +81,29 @@ def test_the_schema_refuses_what_cloudwatch_refuses() -> None:
         assert _errors(broken), broken
 
 
+def test_the_schema_refuses_a_promql_query_where_cloudwatch_refuses_it() -> None:
+    """PromQL's ``data.queries`` on a metric widget is what CloudWatch refused ("Should have
+    required property 'metrics'": aws-solutions-library-samples/
+    guidance-for-claude-code-with-amazon-bedrock issue #759); on a chart widget, a query
+    without its language, or with a metric row's key, is refused too."""
+    body = OTEL["gpu-insights-train-gpu-fleet"]
+    (chart,) = [i for i, w in enumerate(body["widgets"]) if w["type"] == "chart"]
+    as_metric = copy.deepcopy(body)
+    as_metric["widgets"][chart]["type"] = "metric"
+    no_language = copy.deepcopy(body)
+    del no_language["widgets"][chart]["properties"]["data"]["queries"][0]["language"]
+    as_row = copy.deepcopy(body)
+    query = as_row["widgets"][chart]["properties"]["data"]["queries"][0]
+    query["expression"] = query.pop("query")
+    for broken in (as_metric, no_language, as_row):
+        assert _errors(broken), broken
+
+
 @pytest.mark.parametrize("name", sorted(BOTH))
 def test_every_widget_keeps_cloudwatchs_metrics_insights_rules(name: str) -> None:
     """One Metrics Insights query per metrics array, LIMIT at most 500, at most 500 rows, two
-    weeks of range (the rules are quoted in cli/backtest/dashboards.py); a PromQL query alone
-    in its widget, selecting by metric name, bounded by its text at 500 series or fewer,
+    weeks of range (the rules are quoted in cli/backtest/dashboards.py); a PromQL query in a
+    chart widget, selecting by metric name, bounded by its text at 500 series or fewer,
     reaching back 24 hours at most (cli/backtest/promql_widgets.py)."""
     assert body_rule_errors(BOTH[name]) == []
 
@@ -135,7 +153,7 @@ BOUNDED = (
 
 
 def _promql(query: str) -> dict[str, Any]:
-    return _with_rows([promql_row(query, id="q")])
+    return {"start": "-PT24H", "widgets": layout([[promql_widget("w", query)]])}
 
 
 def test_the_rules_refuse_a_promql_widget_that_breaks_one() -> None:
@@ -157,8 +175,12 @@ def test_the_rules_refuse_a_promql_widget_that_breaks_one() -> None:
     ]
     far = BOUNDED.replace("[1h] @ end()", "[2d] @ end()")
     assert body_rule_errors(_promql(far)) == ["'w': a range of 48 h beyond the 24-hour scan window"]
-    shared = _with_rows([promql_row(BOUNDED, id="q"), [{"expression": "q * 2", "id": "e"}]])
-    assert body_rule_errors(shared) == ["'w': a PromQL query shares its metrics array with 1"]
+    as_sql = _promql(BOUNDED)
+    as_sql["widgets"][0]["properties"]["data"]["queries"][0]["language"] = "SQL"
+    assert "a chart query that is not PromQL" in body_rule_errors(as_sql)[0]
+    empty = _promql(BOUNDED)
+    empty["widgets"][0]["properties"]["data"]["queries"] = []
+    assert body_rule_errors(empty) == ["'w': a chart widget without a query"]
 
 
 def test_evaluating_a_promql_widget_needs_an_engine() -> None:

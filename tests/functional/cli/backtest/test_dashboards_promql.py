@@ -36,6 +36,7 @@ from dashboards import bodies
 from dashboards.bodies import all_dashboards
 from dashboards.promql import RANK_WINDOW_S, duration
 from dashboards.sources import reading
+from dashboards.widgets import chart_queries
 from gpu_insights_agent.contract.metrics import CI_NODE_GPU_METRICS, GpuMetric
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.promql import PromQLClient
@@ -209,7 +210,7 @@ def test_a_widget_draws_its_ten_however_the_ranking_moves(engine: PromQLSource) 
     assert sorted(int(line.label.split()[1]) for line in view.lines) == list(range(14, 24))
     body = all_dashboards(MOVING_CLUSTER, [], [], "us-east-1", mode=OTEL, dcgm_labels=LABELS)
     query = next(
-        w["properties"]["metrics"][0][0]["expression"]
+        chart_queries(w)[0]["query"]
         for w in body[f"gpu-insights-{MOVING_CLUSTER}-gpu-fleet"]["widgets"]
         if w["properties"].get("title") == bodies.OUTLIER_HOT
     )
