@@ -19,11 +19,12 @@ class ContainerInsightsMode(StrEnum):
     CLASSIC = "classic"
 
 
-#: Classic until every reader of Container Insights' series reads OTel mode too: the GPU-hour
-#: attribution, `gpu-insights status`, the low-power alarm and the dashboards do, but the GPU
-#: memory right-sizing reads Classic's ``pod_gpu_memory_*``, which OTel mode turns off. A
-#: deployment chooses ``otel`` by its setting.
-DEFAULT_MODE: Final = ContainerInsightsMode.CLASSIC
+#: OTel, AWS's recommendation ("OTel Container Insights (recommended)"; Classic "is in
+#: maintenance mode"): every reader of Container Insights' series reads it (the GPU-hour
+#: attribution, the GPU memory right-sizing, `gpu-insights status`, the low-power alarm, the
+#: dashboards). A cluster whose add-on runs Classic keeps it with ``classic``; `preflight`
+#: refuses a deploy that would switch it.
+DEFAULT_MODE: Final = ContainerInsightsMode.OTEL
 #: "Version 6.2.0 or later of the amazon-cloudwatch-observability add-on" ("Quick start: OTel
 #: Container Insights on Amazon EKS", prerequisites,
 #: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/container-insights-eks-otel-quickstart.html).

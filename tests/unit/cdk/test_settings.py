@@ -502,12 +502,12 @@ def test_a_partial_or_bad_kubectl_network_is_refused(context: dict[str, Any], sa
     assert "\n" not in str(err.value)
 
 
-def test_the_default_mode_is_the_one_every_reader_reads() -> None:
-    """AWS recommends OTel mode, and a deployment may choose it; the default stays Classic while
-    dashboards and status read Classic's node_gpu_* (lambdas/shared/container_insights_mode.py)."""
-    assert settings_from_context({"cluster_name": "t"}).container_insights_mode == "classic"
-    otel = {"cluster_name": "t", "container_insights_mode": "otel"}
-    assert settings_from_context(otel).container_insights_mode == "otel"
+def test_the_default_mode_is_the_one_aws_recommends() -> None:
+    """ "OTel Container Insights (recommended)"; Classic "is in maintenance mode" (CloudWatch User
+    Guide, "Amazon EKS"): a new deployment gets OTel mode, a cluster on Classic chooses it."""
+    assert settings_from_context({"cluster_name": "t"}).container_insights_mode == "otel"
+    classic = {"cluster_name": "t", "container_insights_mode": "classic"}
+    assert settings_from_context(classic).container_insights_mode == "classic"
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from cli.prices import PRICES, READ
 #: Days in CloudWatch's month of 730 hours.
 DAYS = 730 / 24
 FLEET = ["cost-estimate", "--nodes", "40", "--gpus-per-node", "8"]
+CLASSIC = ("-c", "container_insights_mode=classic")
 
 
 def _items(capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, dict[str, object]]:
@@ -25,7 +26,7 @@ def _items(capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, dict[st
 def test_every_line_item_of_the_month_names_its_price_and_source(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(FLEET) == 0
+    assert main([*FLEET, *CLASSIC]) == 0
     out = capsys.readouterr().out
     for name in (
         "Exporter custom metrics",
@@ -53,7 +54,7 @@ def test_every_line_item_of_the_month_names_its_price_and_source(
 
 
 def test_the_fleet_of_40_eight_gpu_nodes(capsys: pytest.CaptureFixture[str]) -> None:
-    items = _items(capsys)
+    items = _items(capsys, *CLASSIC)
     # 320 GPUs x 4 + 4 series, 320 x 4 fault gauges in 2% of hours: 1,309.6 at $0.30.
     assert items["Exporter custom metrics (GpuInsights)"]["quantity"] == pytest.approx(1309.6)
     assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(392.88)
@@ -118,7 +119,9 @@ def test_otel_mode_prices_the_analyzer_s_promql_at_the_preview_s_nothing(
     )
     assert "free of charge in public preview" in price["note"]  # type: ignore[index]
     # Classic reads no PromQL.
-    assert not any("PromQL" in name for name in _items(capsys))
+    assert not any("PromQL" in name for name in _items(capsys, *CLASSIC))
+    # OTel is the default mode.
+    assert _items(capsys) == items
 
 
 def test_the_exporter_over_otlp_is_billed_by_its_bytes_not_by_its_series(

@@ -72,15 +72,17 @@ def test_plan_names_what_the_stacks_create_by_name_and_its_insights_alarms() -> 
         "gpu-insights-train-gpu-power-brake",
         "gpu-insights-train-gpu-silent",  # one alarm, not one per shard
     )
-    without_exporter = plan_for(
-        Settings(
-            cluster_name="train",
-            exporter_enabled=False,
-            gpu_instance_type="p5.48xlarge",
-            job_alarms=False,
-        )
+    without_exporter = Settings(
+        cluster_name="train",
+        exporter_enabled=False,
+        gpu_instance_type="p5.48xlarge",
+        job_alarms=False,
+        container_insights_mode=ContainerInsightsMode.CLASSIC,
     )
-    assert without_exporter.insights_alarms == ("gpu-insights-train-gpu-low-power",)
+    assert plan_for(without_exporter).insights_alarms == ("gpu-insights-train-gpu-low-power",)
+    # In OTel mode (the default) that alarm is a PromQL alarm, no Metrics Insights query.
+    otel = replace(without_exporter, container_insights_mode=ContainerInsightsMode.OTEL)
+    assert plan_for(otel).insights_alarms == ()
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from dashboards import bodies
 from dashboards.bodies import FINDINGS_METRIC, MAX_BODY_BYTES, all_dashboards, encode
 from dashboards.widgets import GRID_COLUMNS, Widget, layout
 from gpu_insights_agent.contract.metrics import GpuMetric, TrainingMetric, WasteMetric
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
 
 #: AWS metrics the dashboards may name, each documented in its service's CloudWatch metrics
 #: page (Amazon EBS, Amazon S3 request metrics).
@@ -52,11 +53,14 @@ CONTRACT = {
 }
 SEARCH = re.compile(r"\{([^,}]+)[^}]*\} MetricName=\\?\"([^\"\\]+)\\?\"")
 
+#: Classic's bodies: every widget a Metrics Insights or metric query (OTel's PromQL widgets:
+#: test_sources.py, test_structure.py).
 DASHBOARDS = all_dashboards(
     "train",
     ["train-data"],
     ["arn:aws:cloudwatch:us-east-1:123456789012:alarm:gpu-insights-train-x"],
     "us-east-1",
+    mode=ContainerInsightsMode.CLASSIC,
 )
 
 

@@ -17,6 +17,7 @@ from cli.backtest.dashboards import (
 )
 from dashboards import bodies
 from dashboards.bodies import all_dashboards
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from tests.unit.dashboards.fleet_history import CLUSTER, fleet
 
 CHOSEN = {"node": "node-0", "job": "job-0"}
@@ -26,8 +27,10 @@ CHOSEN = {"node": "node-0", "job": "job-0"}
 def views(nodes: int) -> dict[str, WidgetView]:
     by_metric = index(fleet(nodes))
     shown: dict[str, WidgetView] = {}
+    # Classic's bodies, evaluated on Classic's series (the PromQL widgets: test_demo.py's OTel
+    # run, cli/backtest/promql_widgets.py).
     for name, body in all_dashboards(
-        CLUSTER, ["b"], [], "us-east-1", exporter_interval_s=60
+        CLUSTER, ["b"], [], "us-east-1", exporter_interval_s=60, mode=ContainerInsightsMode.CLASSIC
     ).items():
         for view in evaluate_body(body, by_metric, CHOSEN):
             shown[f"{name.removeprefix('gpu-insights-train-')}: {view.title}"] = view
@@ -94,7 +97,9 @@ def test_no_widget_draws_more_series_at_8000_gpus_than_its_fixed_bound() -> None
 
 
 def test_a_pattern_variable_rewrites_the_node_inside_the_queries() -> None:
-    body = all_dashboards(CLUSTER, [], [], "us-east-1")["gpu-insights-train-gpu-node"]
+    body = all_dashboards(CLUSTER, [], [], "us-east-1", mode=ContainerInsightsMode.CLASSIC)[
+        "gpu-insights-train-gpu-node"
+    ]
     applied = apply_variables(body, {"node": "node-7"})
     sql = applied["widgets"][1]["properties"]["metrics"][0][0]["expression"]
     assert "NodeName = 'node-7'" in sql
