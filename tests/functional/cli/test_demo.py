@@ -3,6 +3,7 @@
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,7 @@ from cli.demo_failures import PLANTED
 from cli.demo_jobs import ALARM_JOBS, job_pages
 from cli.demo_otel import COMPARED, compare
 from cli.demo_report import chromium, page_height, png_size
-from cli.demo_storage import END
+from cli.demo_storage import DEMO_CLUSTER, END
 from cli.demo_week import GPUS, HOURS, LAST_WEEK, _behaviour
 from cli.main import main
 from gpu_insights_agent.contract.metrics import DIM_GPU_INDEX, DIM_NODE, GpuMetric
