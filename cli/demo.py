@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from itertools import chain
 from pathlib import Path
 from typing import Any, Final
 
@@ -433,10 +432,7 @@ def run_demo(
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="otel-")))
             engine = OtelEngine(folder, DEMO_REGION, settings.cluster_name, stack)
             cluster = settings.cluster_name
-            engine.load(
-                "weeks",
-                chain(week_samples(cluster, LAST_WEEK), week_samples(cluster, THIS_WEEK)),
-            )
+            engine.load("last-week", week_samples(cluster, LAST_WEEK))
         return _run(out_dir, cdk_out, settings, engine)
 
 
@@ -471,6 +467,8 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
 
     # The week before, first and in its own moto context: only its report objects cross over.
     last_week, result.last_week_datapoints = last_week_report(settings, DEMO_REGION)
+    if engine is not None:  # this week's series alone, as this week's moto holds them
+        engine.load("this-week", week_samples(settings.cluster_name, THIS_WEEK), alone=True)
     with mock_aws():
         session = new_session(
             aws_access_key_id="demo", aws_secret_access_key="demo", region_name=DEMO_REGION

@@ -108,8 +108,9 @@ def week_samples(
                 at = start + i * interval
                 yield DCGM_UTIL, labels, at, s.sm or 0.0
                 yield DCGM_POWER, labels, at, watts
-                yield DCGM_FB_USED, labels, at, used
-                yield DCGM_FB_TOTAL, labels, at, H100_MEMORY_BYTES / MIB
+                if s.pod is not None:  # as the Classic run's pod_gpu_memory_*: held hours only
+                    yield DCGM_FB_USED, labels, at, used
+                    yield DCGM_FB_TOTAL, labels, at, H100_MEMORY_BYTES / MIB
 
 
 def replay_samples(
@@ -164,13 +165,15 @@ class OtelEngine:
         self.local: LocalPromQL | None = None
         self.lines = 0
 
-    def load(self, name: str, samples: Iterator[Sample]) -> None:
+    def load(self, name: str, samples: Iterator[Sample], *, alone: bool = False) -> None:
+        """``samples`` added to the engine's series; ``alone``: in place of them (a new week
+        run in a moto of its own, which holds none of the week before's series)."""
         path = self.folder / f"{name}.om"
         self.lines += write_openmetrics(path, samples)
         blocks = self.folder / f"blocks-{name}"
         create_blocks(path, blocks)
-        self.blocks.append(blocks)
-        data = self.folder / f"engine-{len(self.blocks)}"
+        self.blocks = [*([] if alone else self.blocks), blocks]
+        data = self.folder / f"engine-{name}"
         data.mkdir(parents=True)
         for folder in self.blocks:  # hard links: the engines only read the blocks
             for block in folder.iterdir():

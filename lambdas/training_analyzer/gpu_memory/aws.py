@@ -8,7 +8,8 @@ A pod is its FullPodName; its job is named as the GPU-hour attribution names it
 (gpu_hours.workloads.job_of: the emitter's where it reported the pod, else from the
 controller). ``pod_gpu_*`` carries no NodeName, so a pod's node is the emitter's where it
 reported one, and the node's instance type is read from the listing of ``node_gpu_power_draw``
-(ClusterName, NodeName, InstanceId, InstanceType, GpuDevice)."""
+(ClusterName, NodeName, InstanceId, InstanceType, GpuDevice); a pod of unknown node has its
+cluster's GPU instance family where all its GPU nodes share one."""
 
 from collections import defaultdict
 from collections.abc import Mapping
@@ -35,6 +36,7 @@ from lambdas.shared.metric_fetcher import (
 )
 from lambdas.training_analyzer.gpu_hours.workloads import job_of
 from lambdas.training_analyzer.gpu_memory.analysis import GpuMemory
+from lambdas.training_analyzer.gpu_memory.mig import family_of
 
 HOUR: Final = 3600
 _INSTANCE_TYPE: Final = "InstanceType"
@@ -105,6 +107,10 @@ def read_gpu_memory(
             name, *key = series.query.key
             values[tuple(key)][name] = series.values
     types = instance_types(cloudwatch, cluster) if values else {}
+    families = {family_of(t) for t in types.values()}
+    # A pod of unknown node ran on one of the cluster's GPU nodes: where they are all of one
+    # family, so is its GPU.
+    anywhere = min(types.values()) if len(families) == 1 else None
     nodes = pod_nodes or {}
     gpus = []
     for (namespace, pod, controller, device), named in sorted(values.items()):
@@ -117,7 +123,7 @@ def read_gpu_memory(
                 device=device,
                 hourly_peaks=tuple(named.get("used", ())),
                 capacity_bytes=max(named.get("total", ()), default=0.0),
-                instance_type=types.get(node) if node else None,
+                instance_type=types.get(node) if node else anywhere,
             )
         )
     return gpus

@@ -87,6 +87,11 @@ MIG_NAMES: Final = (
 )
 
 
+def family_of(instance_type: str) -> str:
+    """``p5`` of ``p5.48xlarge`` (and of SageMaker's ``ml.p5.48xlarge``)."""
+    return instance_type.removeprefix("ml.").split(".", 1)[0]
+
+
 def model_of(
     instance_type: str | None, capacity_bytes: float, gpu_name: str | None = None
 ) -> str | None:
@@ -97,8 +102,7 @@ def model_of(
     if gpu_name:
         return next((model for part, model in MIG_NAMES if part in gpu_name), None)
     if instance_type:
-        family = instance_type.removeprefix("ml.").split(".", 1)[0]
-        return MIG_FAMILIES.get(family)
+        return MIG_FAMILIES.get(family_of(instance_type))
     for gib, model in _BY_MEMORY.items():
         if abs(capacity_bytes - gib * _GIB) <= _NOMINAL_TOLERANCE * gib * _GIB:
             return model

@@ -15,12 +15,14 @@ import pytest
 
 from cdk.settings import settings_from_context
 from cli.demo_preflight import seed_cluster
+from cli.demo_promql import answering
 from cli.main import _parser, main
 from cli.preflight_checks import Verdict
 from cli.settings_args import context_from_args
 from tests.docs_text import argv, deploy_steps
 from tests.functional.cli import test_preflight as preflight
 from tests.functional.cli import test_status as deployed
+from tests.prometheus import serve, write_openmetrics
 
 account = deployed.account
 STEPS = deploy_steps()
@@ -66,14 +68,18 @@ def test_step_3_preflight_passes_on_a_ready_cluster(
     assert [(c.name, c.detail) for c in checks if c.verdict is Verdict.FAIL] == []
 
 
+@pytest.mark.promql_engine
 def test_step_7_status_exits_0_on_a_working_deployment(
     account: dict[str, Any],
     cdk_json: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     """After deploy, exporter and subscriptions: the README's status command line as the user
-    runs it (its settings from the cdk.json of step 2) prints a line a check and fails none."""
+    runs it (its settings from the cdk.json of step 2, in the default OTel mode: the add-on
+    configured so, every GPU node's DCGM series in a real PromQL engine) prints a line a check
+    and fails none."""
     import cli.status
     from lambdas.shared import aws_clients
 
@@ -83,7 +89,8 @@ def test_step_7_status_exits_0_on_a_working_deployment(
     cloudwatch = account["session"].client("cloudwatch")
     for node in account["nodes"]:
         deployed._exporter(cloudwatch, node, run_at - 1200, run_at)
-    deployed._container_insights(cloudwatch, account["nodes"], run_at - 900, run_at)
+    dcgm = tmp_path / "dcgm.om"
+    write_openmetrics(dcgm, deployed._dcgm(account["nodes"], run_at - 1200, run_at, ("", -1)))
     deployed._alarms(account, {})
     sns = account["session"].client("sns")
     for purpose, key in (
@@ -96,13 +103,14 @@ def test_step_7_status_exits_0_on_a_working_deployment(
     deployed._analyzed(account, days_ago=1)
     stubbed = {
         "cloudformation": deployed._stacks(account),
-        "eks": deployed._addon(account, "ACTIVE"),
+        "eks": deployed._otel_addon(account),
     }
     made = aws_clients.client
     monkeypatch.setattr(
         aws_clients, "client", lambda service, **kw: stubbed.get(service) or made(service, **kw)
     )
-    status = main(_command("status"))
+    with serve(dcgm, tmp_path / "data") as url, answering(deployed.REGION, url):
+        status = main(_command("status"))
     out = capsys.readouterr()
     assert status == 0, out.out + out.err
     checks = dict(line.split()[1::-1] for line in out.out.splitlines()[:-2])

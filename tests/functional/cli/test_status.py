@@ -68,7 +68,13 @@ IMAGE = "ami-12c6146b"
 #: Status runs half an hour after moto launched the instances: past the 15-minute grace.
 RUN_AFTER_S = 1800
 INTERVAL_S = 60.0
-SETTINGS = Settings(cluster_name=CLUSTER, region=REGION, account=ACCOUNT)
+#: A deployment in Classic mode (its add-on's, ``_addon``); OTel mode's: ``OTEL``.
+SETTINGS = Settings(
+    cluster_name=CLUSTER,
+    region=REGION,
+    account=ACCOUNT,
+    container_insights_mode=ContainerInsightsMode.CLASSIC,
+)
 
 
 def _instance(ec2: Any, instance_type: str, cluster: str) -> tuple[str, str]:

@@ -40,7 +40,6 @@ from lambdas.training_analyzer.gpu_hours.otel import observe_otel, read_holds
 from lambdas.training_analyzer.gpu_hours.run import placed_nodes
 from lambdas.training_analyzer.gpu_memory.analysis import (
     GpuMemory,
-    Verdict,
     judge_jobs,
     memory_findings,
 )

@@ -239,7 +239,13 @@ def test_state_changes_reach_the_notifier_retried_and_dead_lettered(synth: Synth
 
 
 def test_container_insights_only_cluster_alarms_on_pod_power_in_watts(synth: Synth) -> None:
-    context = {**PROD, "exporter_enabled": "false", "gpu_instance_type": "p4d.24xlarge"}
+    """Classic mode (OTel mode's is a PromQL alarm: test_otel_mode_alarms_on_low_power_...)."""
+    context = {
+        **PROD,
+        "exporter_enabled": "false",
+        "gpu_instance_type": "p4d.24xlarge",
+        "container_insights_mode": "classic",
+    }
     alarms = _alarms(_template(synth, context))
     gpu = {name for name in alarms if not name.startswith("job-")}  # the jobs' emitters' own
     assert gpu == {"gpu-low-power", "gpu-xid-host-log"}
@@ -304,7 +310,7 @@ def test_otel_mode_deploys_dashboards_that_read_dcgm_by_promql_not_node_gpu(
     temperature and memory), and no body names node_gpu_*, which OTel mode turns off; the
     exporter's and the jobs' widgets are unchanged."""
     otel = _bodies(_template(synth, {**PROD, "container_insights_mode": "otel"}))
-    classic = _bodies(_template(synth))
+    classic = _bodies(_template(synth, {**PROD, "container_insights_mode": "classic"}))
     assert all("node_gpu_" not in body for body in otel.values())
     assert sum("node_gpu_" in body for body in classic.values()) == 2
     # A chart widget's PromQL query (dashboards/widgets.py), in a body inside a Fn::Join.

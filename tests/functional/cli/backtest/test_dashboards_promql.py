@@ -26,8 +26,6 @@ from cli.demo_otel import PHASE_S, week_samples
 from cli.demo_week import (
     FAILING,
     HOURS,
-    MEMORY_GIB,
-    NIGHTLY,
     NODES,
     THIS_WEEK,
     _behaviour,
@@ -56,22 +54,6 @@ OTEL = ContainerInsightsMode.OTEL
 LABELS = legacy_labels()
 VISION, _, RESEARCH = NODES
 MIB = 2**20
-
-
-def _memory_samples() -> Iterator[Sample]:
-    """Each held GPU's framebuffer memory in the hours its pod holds it, in MiB."""
-    name = reading(GpuMetric.MEMORY_USED, OTEL).name
-    for hour in range(HOURS):
-        for node, (_, namespace, count, _) in NODES.items():
-            for gpu in range(count):
-                s = _behaviour(node, gpu, hour)
-                if s.power is None or s.pod is None:
-                    continue
-                holder = NIGHTLY if s.pod.workload == NIGHTLY else namespace
-                labels = otel.dcgm_promql_labels(WEEK_CLUSTER, node, gpu, s.pod)
-                start = THIS_WEEK.start + hour * 3600 + PHASE_S
-                for i in range(3600 // INTERVAL):
-                    yield name, labels, start + i * INTERVAL, MEMORY_GIB[holder] * 1024
 
 
 def _fleet_samples(nodes: int) -> Iterator[Sample]:
@@ -113,8 +95,8 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromQLSource]:
     folder: Path = tmp_path_factory.mktemp("otel-dashboards")
 
     def every() -> Iterator[Sample]:
+        # The week's DCGM series, each held GPU's framebuffer memory (MiB) among them.
         yield from week_samples(WEEK_CLUSTER, interval=INTERVAL)
-        yield from _memory_samples()
         yield from _fleet_samples(3)
         yield from _moving_samples()
 

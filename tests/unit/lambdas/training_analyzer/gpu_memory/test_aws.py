@@ -86,8 +86,28 @@ def test_each_pods_gpu_is_read_with_its_job_and_node_type(cloudwatch: Any) -> No
     assert by_pod[master.name].instance_type == "p5.48xlarge"
     assert {by_pod[master.name].job, by_pod[worker.name].job} == {"bert"}
     assert by_pod[notebook.name].job == "jupyter-alice"
-    assert by_pod[notebook.name].instance_type is None  # no node known for it
+    # No node known for it, but the cluster's GPU nodes are all p5s: so is its GPU's.
+    assert by_pod[notebook.name].instance_type == "p5.48xlarge"
     assert by_pod[notebook.name].hourly_peaks == (6 * GIB, 9 * GIB)
+    # A p4d joins the cluster: the notebook's GPU may be either node's.
+    cloudwatch.put_metric_data(
+        Namespace=NAMESPACE_CONTAINER_INSIGHTS,
+        MetricData=[
+            statistic_set(
+                CI_NODE_GPU_POWER_METRIC,
+                ci.node_gpu_dimensions(CLUSTER, "ip-2", "i-0456", "p4d.24xlarge", "nvidia0"),
+                START,
+                [300.0],
+            )
+        ],
+    )
+    mixed = read_gpu_memory(
+        cloudwatch, CLUSTER, start=START, end=START + 86_400,
+        pod_nodes={master.name: node, worker.name: node},
+    )  # fmt: skip
+    by_pod = {g.pod: g for g in mixed}
+    assert by_pod[notebook.name].instance_type is None
+    assert by_pod[master.name].instance_type == "p5.48xlarge"
 
 
 def test_a_fleet_is_read_in_full_batches(cloudwatch: Any) -> None:
