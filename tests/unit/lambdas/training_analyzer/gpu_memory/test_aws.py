@@ -54,6 +54,12 @@ def _pod_hours(pod: k8s.Pod, device: str, used_gib: list[float]) -> list[dict[st
     return data
 
 
+def _gpu_node(cloudwatch: Any, node: str, instance_id: str, instance_type: str) -> None:
+    """A GPU node's ``node_gpu_power_draw``, whose dimensions name its instance type."""
+    dims = ci.node_gpu_dimensions(CLUSTER, node, instance_id, instance_type, "nvidia0")
+    _put(cloudwatch, [statistic_set(CI_NODE_GPU_POWER_METRIC, dims, START, [600.0])])
+
+
 def test_each_pods_gpu_is_read_with_its_job_and_node_type(cloudwatch: Any) -> None:
     # A PyTorchJob's two pods on one p5 (the emitter reported their node) and a notebook.
     master, worker = k8s.pytorchjob_pods("nlp", "bert", 1)
@@ -65,17 +71,7 @@ def test_each_pods_gpu_is_read_with_its_job_and_node_type(cloudwatch: Any) -> No
         + _pod_hours(notebook, "nvidia0", [6, 9]),
     )
     node = "ip-10-0-2-22.ec2.internal"
-    cloudwatch.put_metric_data(
-        Namespace=NAMESPACE_CONTAINER_INSIGHTS,
-        MetricData=[
-            statistic_set(
-                CI_NODE_GPU_POWER_METRIC,
-                ci.node_gpu_dimensions(CLUSTER, node, "i-0123", "p5.48xlarge", "nvidia0"),
-                START,
-                [600.0],
-            )
-        ],
-    )
+    _gpu_node(cloudwatch, node, "i-0123", "p5.48xlarge")
     gpus = read_gpu_memory(
         cloudwatch, CLUSTER, start=START, end=START + 86_400,
         pod_nodes={master.name: node, worker.name: node},
@@ -90,17 +86,7 @@ def test_each_pods_gpu_is_read_with_its_job_and_node_type(cloudwatch: Any) -> No
     assert by_pod[notebook.name].instance_type == "p5.48xlarge"
     assert by_pod[notebook.name].hourly_peaks == (6 * GIB, 9 * GIB)
     # A p4d joins the cluster: the notebook's GPU may be either node's.
-    cloudwatch.put_metric_data(
-        Namespace=NAMESPACE_CONTAINER_INSIGHTS,
-        MetricData=[
-            statistic_set(
-                CI_NODE_GPU_POWER_METRIC,
-                ci.node_gpu_dimensions(CLUSTER, "ip-2", "i-0456", "p4d.24xlarge", "nvidia0"),
-                START,
-                [300.0],
-            )
-        ],
-    )
+    _gpu_node(cloudwatch, "ip-2", "i-0456", "p4d.24xlarge")
     mixed = read_gpu_memory(
         cloudwatch, CLUSTER, start=START, end=START + 86_400,
         pod_nodes={master.name: node, worker.name: node},
