@@ -7,8 +7,9 @@ the tests through :func:`build`.
 import os
 import sys
 from collections.abc import Mapping
+from typing import Final
 
-from aws_cdk import App, Stack, Validations
+from aws_cdk import Annotations, App, Stack, Validations
 from cdk_nag import AwsSolutionsChecks
 
 from cdk.settings import Settings, SettingsError, settings_from_context
@@ -16,6 +17,10 @@ from cdk.stacks.alarms_stack import AlarmsStack
 from cdk.stacks.analyzers_stack import AnalyzersStack
 from cdk.stacks.observability_stack import ObservabilityStack
 from gpu_insights_agent.contract.resource_names import stack_id
+
+#: The setting whose default changed from classic to otel: a deployment that leaves it unset
+#: is told at synth.
+MODE_KEY: Final = "container_insights_mode"
 
 
 def settings_for(app: App, environ: Mapping[str, str]) -> Settings:
@@ -36,6 +41,15 @@ def build(app: App, settings: Settings) -> list[Stack]:
         AnalyzersStack(app, stack_id(cluster, AnalyzersStack.part), settings=settings),
     ]
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    if settings.install_addon and app.node.try_get_context(MODE_KEY) is None:
+        Annotations.of(stacks[0]).add_warning_v2(
+            "gpu-insights:container-insights-mode-default",
+            f"{MODE_KEY} is not set: the add-on is configured for OTel Container Insights (the "
+            "default, AWS's recommendation; a preview in five Regions). A deployment made when "
+            "Classic was the default switches its add-on to OTel on this deploy: set "
+            f"-c {MODE_KEY}=classic to keep Classic (gpu-insights preflight names the mode the "
+            "add-on runs)",
+        )
     return stacks
 
 

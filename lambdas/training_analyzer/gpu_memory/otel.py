@@ -55,11 +55,11 @@ def read_gpu_memory_otel(
     names: dict[tuple[str, ...], str] = {}
     for node in nodes:
         for s in read_hours(promql, queries.used(node), start, end):
-            key = _device_key(s, labels)
+            key = _device_key(s, labels, node)
             peaks[key] += [mib * MIB for _, mib in sorted(hourly(s).items())]
             names[key] = s.labels.get(labels.model, "")
         for s in read_hours(promql, queries.total(node), start, end):
-            key = _device_key(s, labels)
+            key = _device_key(s, labels, node)
             most = max(hourly(s).values(), default=0.0) * MIB
             capacity[key] = max(capacity.get(key, 0.0), most)
     return [
@@ -73,11 +73,13 @@ def read_gpu_memory_otel(
             gpu_name=names.get(key) or None,
         )
         for key, values in sorted(peaks.items())
-        for namespace, pod, controller, device in [key]
+        for namespace, pod, controller, device, _node in [key]
     ]
 
 
-def _device_key(series: Series, labels: DcgmLabels) -> tuple[str, str, str, str]:
-    """(namespace, pod, controller, device) of a pod's series: the Classic reader's key."""
+def _device_key(series: Series, labels: DcgmLabels, node: str) -> tuple[str, str, str, str, str]:
+    """(namespace, pod, controller, device, node) of a pod's series: the Classic reader's key
+    and the node, so a pod name rescheduled to another node (a StatefulSet's or PyTorchJob's
+    ``-worker-0``) is two GPUs, each with its own capacity and model."""
     namespace, pod, gpu, controller = pod_key(series.labels, labels)
-    return namespace, pod, controller, series.labels.get(labels.device) or f"nvidia{gpu}"
+    return namespace, pod, controller, series.labels.get(labels.device) or f"nvidia{gpu}", node

@@ -1,8 +1,15 @@
 """The whole app synthesized as `cdk synth` runs it (tests/unit/cdk/test_app.py: a process of
 its own, context in ``CDK_CONTEXT_JSON``)."""
 
+from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
+from aws_cdk import App
+from aws_cdk.assertions import Annotations, Match
+
+from cdk.app import MODE_KEY, build
+from cdk.settings import Settings, settings_from_context
 from tests.unit.cdk.test_app import CLI_CONTEXT, cdk_app
 
 
@@ -16,3 +23,25 @@ def test_synth_as_the_cdk_cli_runs_it_names_the_stacks_for_the_cluster(tmp_path:
         f"GpuInsights-ml-prod-{part}.template.json"
         for part in ("Alarms", "Analyzers", "Observability")
     ]
+
+
+def _warnings(context: dict[str, Any]) -> list[str]:
+    app = App(context=context)
+    stacks = build(app, settings_from_context(context))
+    app.synth()
+    found = Annotations.from_stack(stacks[0]).find_warning("*", Match.any_value())
+    return [str(w.entry.data) for w in found]
+
+
+def test_synth_says_so_when_the_container_insights_mode_is_left_to_its_default() -> None:
+    """OTel is the default; a deployment made when Classic was would switch its add-on."""
+    assert MODE_KEY in {f.name for f in fields(Settings)}
+    (said,) = [w for w in _warnings({"cluster_name": "ml-prod"}) if MODE_KEY in w]
+    assert f"-c {MODE_KEY}=classic to keep Classic" in said
+    for mode in ("otel", "classic"):
+        assert not [
+            w for w in _warnings({"cluster_name": "ml-prod", MODE_KEY: mode}) if MODE_KEY in w
+        ]
+    # The add-on managed elsewhere: the deploy switches nothing.
+    elsewhere = {"cluster_name": "ml-prod", "install_addon": "false"}
+    assert not [w for w in _warnings(elsewhere) if MODE_KEY in w]
