@@ -553,7 +553,9 @@ def _per_gpu_exporter_alarms(settings: AlarmSettings, shard: str) -> list[AlarmS
             key="gpu-lost",
             title="GPU lost",
             description=(
-                "NVML says a GPU fell off the bus (gpu_healthy=0). It stays lost until the "
+                "NVML says a GPU fell off the bus, or its calls keep failing with a device or "
+                "driver fault such as RESET_REQUIRED (gpu_healthy=0; the GPU's exporter "
+                "document names the NVML code in UnhealthyReason). It stays lost until the "
                 f"node is rebooted or the GPU reset; drain the node. {NAMES_THE_GPU}"
             ),
             severity=Severity.CRITICAL,

@@ -4,7 +4,8 @@ second family (Trainium and Inferentia through neuron-monitor) is one more sourc
 
 Per cycle the exporter asks each device for a :class:`GpuReading` (the contract's metrics and
 the PIDs on it); between cycles a watch hands on error events (XIDs) as they happen; a device
-that stops answering raises :class:`GpuLostError` and is reported unhealthy from then on.
+that stops answering raises :class:`GpuLostError` and is reported unhealthy from then on; a
+device whose faults persist reads ``gpu_healthy`` 0 with a :class:`DeviceFault` as the reason.
 """
 
 from collections.abc import Callable, Iterable
@@ -26,10 +27,20 @@ class GpuLostError(Exception):
     """The device is lost (fallen off the bus); it will not answer until a reset."""
 
 
+@dataclass(frozen=True)
+class DeviceFault:
+    """Why a device is unhealthy: its library's code name and what the vendor says it means."""
+
+    reason: str
+    detail: str
+
+
 @dataclass
 class GpuReading:
     metrics: dict[GpuMetric, float]
     pids: list[int] = field(default_factory=list)
+    #: Set with ``gpu_healthy`` 0: the fault that persisted.
+    fault: DeviceFault | None = None
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from gpu_insights_agent.emf.document import EmfDocument, emf_document
 from gpu_insights_agent.emf.sinks import BufferedSender
 from gpu_insights_agent.exporter.device_source import (
     Device,
+    DeviceFault,
     DeviceOpenError,
     DeviceSource,
     EventWatch,
@@ -45,6 +46,7 @@ from gpu_insights_agent.exporter.device_source import (
     XidEvent,
 )
 from gpu_insights_agent.exporter.fault_gate import FaultGate
+from gpu_insights_agent.exporter.nvml_faults import GPU_IS_LOST, device_fault
 from gpu_insights_agent.exporter.nvml_source import NvmlUnavailableError
 from gpu_insights_agent.exporter.pod_attribution import pod_uids
 
@@ -53,6 +55,10 @@ log = logging.getLogger(__name__)
 DIM_POD_UID = "PodUid"
 #: The XID the driver logs for a GPU that has fallen off the bus; used for a lost GPU too.
 XID_GPU_LOST = 79
+#: The properties that say why a document's gpu_healthy is 0.
+UNHEALTHY_REASON = "UnhealthyReason"
+UNHEALTHY_DETAIL = "UnhealthyDetail"
+LOST_FAULT = device_fault(GPU_IS_LOST)
 
 
 __all__ = ["Exporter", "ExporterConfig", "NvmlUnavailableError"]
@@ -92,6 +98,8 @@ class Exporter:
         self._lock = threading.Lock()
         self.samplers: dict[int, Device] = {}
         self.lost: set[int] = set()
+        #: Why each lost GPU is lost (the error that lost or failed to open it).
+        self._lost_fault: dict[int, DeviceFault] = {}
         self.watcher: EventWatch | None = None
         self._log_group = exporter_log_group(config.cluster_name)
         self._faults = FaultGate(config.fault_period_s)
@@ -106,6 +114,9 @@ class Exporter:
             except DeviceOpenError as err:
                 log.error("GPU %d cannot be opened (%s); reported as unhealthy", index, err)
                 self.lost.add(index)
+                self._lost_fault[index] = DeviceFault(
+                    reason="DEVICE_OPEN_FAILED", detail=f"the GPU cannot be opened: {err}"
+                )
         log.info(
             "exporting %d GPU(s) on %s every %.0f s: %s",
             count,
@@ -170,6 +181,10 @@ class Exporter:
         if sampler is not None:
             properties["GpuUuid"] = sampler.uuid
             properties["GpuName"] = sampler.name
+        if reading.fault is not None:
+            # Why gpu_healthy is 0 (the gpu-lost alarm's page points here).
+            properties[UNHEALTHY_REASON] = reading.fault.reason
+            properties[UNHEALTHY_DETAIL] = reading.fault.detail
         pods = self._pods(reading.pids)
         if pods:
             properties["PodUids"] = pods
@@ -247,10 +262,13 @@ class Exporter:
                 except GpuLostError as err:
                     log.error("%s; the other GPUs go on", err)
                     self.lost.add(index)
+                    self._lost_fault[index] = LOST_FAULT
                     self.on_xid(
                         XidEvent(gpu_index=index, code=XID_GPU_LOST, time=now, source="lost")
                     )
-            unhealthy = GpuReading(metrics={GpuMetric.HEALTHY: 0.0})
+            unhealthy = GpuReading(
+                metrics={GpuMetric.HEALTHY: 0.0}, fault=self._lost_fault.get(index, LOST_FAULT)
+            )
             documents += self.gpu_documents(index, unhealthy, now)
         self._emit(documents)
         return documents

@@ -14,9 +14,11 @@ Trace format: JSON lines, ``t`` in seconds from the start of the trace.
      "sm_occupancy": 41.0, "tensor_active": 63.0, "pids": [4242]}
     {"kind": "xid", "t": 125.0, "index": 1, "code": 79}
     {"kind": "lost", "t": 300.0, "index": 1}
+    {"kind": "fault", "t": 400.0, "index": 0, "code": 16}
 
-A sample sets the fields it names and keeps the others. Malformed lines are skipped and
-counted in ``malformed_lines``, never raised.
+A fault makes every call on that GPU fail with the NVML code given (pynvml's NVMLError of that
+value) from its time on, until a later fault of code 0. A sample sets the fields it names and
+keeps the others. Malformed lines are skipped and counted in ``malformed_lines``, never raised.
 """
 
 import json
@@ -71,6 +73,8 @@ class _Gpu:
     ecc: bool
     samples: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
     lost_at: float = float("inf")
+    #: (time, code): every call from that time fails with the code; 0 ends it.
+    faults: list[tuple[float, int]] = field(default_factory=list)
     # Replay position: samples[:cursor] are applied to state, as of time state_at.
     cursor: int = 0
     state: dict[str, Any] = field(default_factory=dict)
@@ -202,6 +206,7 @@ class FakeNvml:
                     self.first_malformed = f"line {number}: {err}"
         for gpu in self._gpus.values():
             gpu.samples.sort(key=lambda sample: sample[0])
+            gpu.faults.sort(key=lambda fault: fault[0])
         self._xids.sort()
 
     @classmethod
@@ -243,6 +248,11 @@ class FakeNvml:
             self._xids.append((t, index, int(record["code"])))
         elif kind == "lost":
             gpu.lost_at = min(gpu.lost_at, t)
+        elif kind == "fault":
+            code = record["code"]
+            if not isinstance(code, int) or isinstance(code, bool) or code < 0:
+                raise TraceError(f"fault code {code!r} is not an NVML return code")
+            gpu.faults.append((t, code))
         else:
             raise TraceError(f"unknown record kind {kind!r}")
 
@@ -252,8 +262,12 @@ class FakeNvml:
         if not self._initialized:
             raise pynvml.NVMLError(pynvml.NVML_ERROR_UNINITIALIZED)
         gpu = self._gpus[handle.index]
-        if self._clock() >= gpu.lost_at:
+        now = self._clock()
+        if now >= gpu.lost_at:
             raise pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST)
+        code = next((c for t, c in reversed(gpu.faults) if t <= now), 0)
+        if code:
+            raise pynvml.NVMLError(code)
         return gpu
 
     def _state(self, handle: FakeHandle) -> dict[str, Any]:

@@ -1,7 +1,9 @@
 """One GPU's readings per collection cycle, from NVML (pynvml or the trace-replaying fake).
 
 Readings NVML cannot give on this GPU (NOT_SUPPORTED) are left out and said once in the log;
-a lost GPU raises GpuLostError so the exporter can report it and carry on with the others.
+a lost GPU raises GpuLostError so the exporter can report it and carry on with the others; any
+other failing code is classed by ``nvml_faults``, and a fault that persists for its
+``FAULT_CYCLES`` reads ``gpu_healthy`` 0 with the code as the reason.
 SM activity, SM occupancy and tensor activity come from GPM (Hopper and newer), computed
 between this cycle's sample and the last one; two GPM buffers are allocated once per GPU and
 reused, so memory stays flat.
@@ -13,6 +15,13 @@ from typing import Any
 
 from gpu_insights_agent.contract.metrics import GpuMetric
 from gpu_insights_agent.exporter.device_source import GpuLostError, GpuReading
+from gpu_insights_agent.exporter.nvml_faults import (
+    FaultRun,
+    cycle_fault,
+    describe_code,
+    device_fault,
+    is_fault,
+)
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +78,12 @@ class GpuSampler:
         self._gpm_request: Any = None
         self._gpm_samples: list[Any] = []
         self._gpm_primed = False
+        #: This cycle's fault codes (call order) and answered calls; each failing reading's
+        #: last code, so that a fault that persists is logged once, not every cycle.
+        self._failed: list[int] = []
+        self._answered = 0
+        self._failing: dict[str, int] = {}
+        self._fault_run = FaultRun()
         self.gpm_supported = self._init_gpm()
 
     @property
@@ -106,22 +121,54 @@ class GpuSampler:
         self._gpm_samples = []
 
     def _call(self, what: str, function: str, *args: Any) -> Any:
-        """One NVML call; None when unsupported (logged once) or failed (logged)."""
+        """One NVML call; None when unsupported (logged once) or failed (counted for the
+        cycle's fault, logged when its code changes)."""
         nvml = self._nvml
         try:
-            return getattr(nvml, function)(self.handle, *args)
+            value = getattr(nvml, function)(self.handle, *args)
         except nvml.NVMLError as err:
-            if err.value == nvml.NVML_ERROR_GPU_IS_LOST:
-                raise GpuLostError(f"GPU {self.index} ({self.uuid}) is lost") from err
-            if err.value == nvml.NVML_ERROR_NOT_SUPPORTED:
-                if what not in self._unsupported:
-                    self._unsupported.add(what)
-                    log.info("GPU %d does not support %s; left out", self.index, what)
-            else:
-                log.warning("GPU %d: %s failed: %s", self.index, what, err)
+            self._failed_call(what, err)
             return None
+        self._answered += 1
+        self._failing.pop(what, None)
+        return value
+
+    def _failed_call(self, what: str, err: Any) -> None:
+        code = int(err.value)
+        if code == self._nvml.NVML_ERROR_GPU_IS_LOST:
+            raise GpuLostError(f"GPU {self.index} ({self.uuid}) is lost") from err
+        if not is_fault(code):
+            if what not in self._unsupported:
+                self._unsupported.add(what)
+                log.info("GPU %d does not support %s; left out", self.index, what)
+            return
+        self._failed.append(code)
+        if self._failing.get(what) != code:
+            self._failing[what] = code
+            row = describe_code(code)
+            log.warning("GPU %d: %s failed: %s (%s)", self.index, what, err, row.fault_class)
 
     def sample(self) -> GpuReading:
+        self._failed, self._answered = [], 0
+        reading = self._sample()
+        code = self._fault_run.observe(cycle_fault(self._failed, self._answered))
+        if code is not None:
+            row = describe_code(code)
+            if self._fault_run.count == self._fault_run.cycles:
+                log.error(
+                    "GPU %d (%s) is unhealthy: %s (%s) for %d cycles: %s",
+                    self.index,
+                    self.uuid,
+                    row.name,
+                    row.fault_class,
+                    self._fault_run.count,
+                    row.meaning,
+                )
+            reading.metrics[GpuMetric.HEALTHY] = 0.0
+            reading.fault = device_fault(code)
+        return reading
+
+    def _sample(self) -> GpuReading:
         nvml = self._nvml
         metrics: dict[GpuMetric, float] = {GpuMetric.HEALTHY: 1.0}
         draw_mw = self._call("power draw", "nvmlDeviceGetPowerUsage")
@@ -199,8 +246,9 @@ class GpuSampler:
             try:
                 nvml.nvmlGpmMetricsGet(request)
             except nvml.NVMLError as err:
-                log.warning("GPU %d: GPM metrics failed: %s", self.index, err)
+                self._failed_call("GPM metrics", err)
             else:
+                self._answered += 1
                 for slot, metric in enumerate(
                     (GpuMetric.SM_ACTIVE, GpuMetric.SM_OCCUPANCY, GpuMetric.TENSOR_ACTIVE)
                 ):
