@@ -126,9 +126,34 @@ def batch_size(batch: object) -> Optional[int]:
     return None
 
 
+class _Mean:
+    """A running mean: ``record()`` may be called millions of times in one window, and the
+    document needs only the mean, so each name holds two numbers, not its values. Adding left
+    to right gives the same float as ``sum()`` over the list did."""
+
+    __slots__ = ("count", "total")
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self.count = 0
+
+    def add(self, value: float) -> None:
+        self.total += value
+        self.count += 1
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.count
+
+
+def _max(current: Optional[float], value: float) -> float:
+    return value if current is None or value > current else current
+
+
 @dataclass
 class _Window:
-    """What happened since the last flush."""
+    """What happened since the last flush: running aggregates only, so memory stays flat
+    however many steps, checkpoints and ``record()`` calls a window holds."""
 
     started: float
     #: Wall-clock start: the window's metrics are stamped with the time they began, so the
@@ -138,10 +163,11 @@ class _Window:
     samples: float = 0.0
     step_time: float = 0.0
     data_wait: float = 0.0
-    checkpoint_save: list[float] = field(default_factory=list)
-    checkpoint_restore: list[float] = field(default_factory=list)
-    checkpoint_size: list[float] = field(default_factory=list)
-    model: dict[str, list[float]] = field(default_factory=dict)
+    #: The longest save and restore, the largest checkpoint (the document publishes maxima).
+    checkpoint_save: Optional[float] = None
+    checkpoint_restore: Optional[float] = None
+    checkpoint_size: Optional[float] = None
+    model: dict[str, _Mean] = field(default_factory=dict)
     #: Seconds inside checkpoint_save() or evaluating(): not training time.
     paused: float = 0.0
     loss_not_finite: int = 0
@@ -355,9 +381,10 @@ class TrainingMetrics:
             try:
                 yield
             finally:
-                self._window.checkpoint_save.append(self._clock() - started)
+                w = self._window
+                w.checkpoint_save = _max(w.checkpoint_save, self._clock() - started)
                 if size_bytes is not None:
-                    self._window.checkpoint_size.append(float(size_bytes))
+                    w.checkpoint_size = _max(w.checkpoint_size, float(size_bytes))
 
     @contextlib.contextmanager
     def evaluating(self) -> Iterator[None]:
@@ -372,7 +399,8 @@ class TrainingMetrics:
         try:
             yield
         finally:
-            self._window.checkpoint_restore.append(self._clock() - started)
+            w = self._window
+            w.checkpoint_restore = _max(w.checkpoint_restore, self._clock() - started)
 
     def record(self, **values: object) -> None:
         """Free-form model metrics (loss, learning_rate, grad_norm, eval_accuracy, ...): the
@@ -398,7 +426,10 @@ class TrainingMetrics:
             except ValueError:
                 continue
             if math.isfinite(number):
-                model.setdefault(name, []).append(number)
+                mean = model.get(name)
+                if mean is None:
+                    mean = model[name] = _Mean()
+                mean.add(number)
             elif name == self.loss_name:
                 self._window.loss_not_finite += 1
 
@@ -428,15 +459,15 @@ class TrainingMetrics:
                 metrics[TrainingMetric.DATA_WAIT_SHARE] = 100 * w.data_wait / w.step_time
             if w.samples and elapsed > 0:
                 metrics[TrainingMetric.SAMPLES_PER_SECOND] = w.samples / elapsed
-        for checkpoint, values in (
+        for checkpoint, longest in (
             (TrainingMetric.CHECKPOINT_SAVE, w.checkpoint_save),
             (TrainingMetric.CHECKPOINT_RESTORE, w.checkpoint_restore),
             (TrainingMetric.CHECKPOINT_SIZE, w.checkpoint_size),
         ):
-            if values:
-                metrics[checkpoint] = max(values)
-        for name, series in w.model.items():
-            metrics[name] = sum(series) / len(series)
+            if longest is not None:
+                metrics[checkpoint] = longest
+        for name, mean in w.model.items():
+            metrics[name] = mean.mean
         return self._emf(metrics, w.wall_started) + self._job_alarm_documents(elapsed)
 
     def state(self) -> JobState:
@@ -460,7 +491,7 @@ class TrainingMetrics:
             metrics[TrainingMetric.STEP_OVERDUE] = overdue
         losses = w.model.get(self.loss_name)
         if losses:
-            loss = sum(losses) / len(losses)
+            loss = losses.mean
             deviation = robust_deviation(loss, self._recent_loss)
             if deviation is not None:
                 metrics[TrainingMetric.LOSS_DEVIATION] = deviation
@@ -483,7 +514,7 @@ class TrainingMetrics:
                 self._recent_rate.append(w.samples / training_s)
         losses = w.model.get(self.loss_name)
         if losses:
-            self._recent_loss.append(sum(losses) / len(losses))
+            self._recent_loss.append(losses.mean)
 
     def _job_alarm_documents(self, elapsed: float) -> list[EmfDocument]:
         metrics = self._job_alarm_metrics(elapsed)

@@ -1,7 +1,9 @@
 import logging
+import random
 import socket
 import threading
 import time
+import tracemalloc
 from collections.abc import Iterator
 from typing import Any
 
@@ -483,3 +485,51 @@ def test_the_heartbeat_thread_publishes_while_the_loop_is_stuck() -> None:
     assert stuck[-1]["seconds_since_step"] >= 0.3
     metrics.close(succeeded=True)
     assert sink.beats[-1]["JobState"] == "ended"
+
+
+def test_a_million_record_calls_in_one_window_hold_constant_memory() -> None:
+    """A window keeps running aggregates, not every value: before, a million ``record()``
+    calls between two flushes held every float until the flush (tens of MB)."""
+    clock, sink = Clock(0.0), Keep()
+    metrics = _job(clock, sink)
+    metrics.record(loss=1.0, grad_norm=1.0)  # the names' first entries, before measuring
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        for i in range(1_000_000):
+            metrics.record(loss=float(i % 7), grad_norm=0.5)
+        after, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert after - before < 64 * 1024
+    assert peak - before < 64 * 1024
+    metrics.flush()
+    metrics.drain()
+    (window,) = sink.windows
+    # 1 + (0+1+...+6) over each 7 calls: the mean of what was recorded, nothing dropped.
+    total = 1.0 + sum(float(i % 7) for i in range(1_000_000))
+    assert window["loss"] == total / 1_000_001
+    assert window["grad_norm"] == (1.0 + 0.5 * 1_000_000) / 1_000_001
+
+
+def test_the_window_means_are_the_same_floats_as_the_mean_of_every_value() -> None:
+    """The running mean adds left to right, as ``sum()`` over the kept values did, so the
+    document of a small window is what it was to the last bit."""
+    rng = random.Random(30)
+    values = [rng.uniform(-1e3, 1e3) * 10 ** rng.randint(-8, 8) for _ in range(257)]
+    clock, sink = Clock(0.0), Keep()
+    metrics = _job(clock, sink)
+    for value in values:
+        metrics.record(loss=value)
+    for seconds in (3.0, 41.5, 7.25):
+        with metrics.checkpoint_save(size_bytes=int(seconds * 2**30)):
+            clock.now += seconds
+        with metrics.checkpoint_restore():
+            clock.now += seconds / 2
+    metrics.flush()
+    metrics.drain()
+    (window,) = sink.windows
+    assert window["loss"] == sum(values) / len(values)
+    assert window["checkpoint_save_seconds"] == 41.5
+    assert window["checkpoint_restore_seconds"] == 20.75
+    assert window["checkpoint_size_bytes"] == int(41.5 * 2**30)
