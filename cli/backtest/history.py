@@ -9,7 +9,8 @@ of one series at one time:
 
 ``timestamp`` is ISO 8601 with a zone, or seconds since the epoch. Gaps are simply missing
 data, which each alarm treats as its definition says. A malformed line is an error that names
-the line: a backtest on silently dropped data would mislead.
+the line: a backtest on silently dropped data would mislead. So is a line whose numbers no float
+holds or whose JSON nests past Python's recursion limit.
 """
 
 import json
@@ -73,21 +74,51 @@ def _sample(record: Any) -> Sample:
     )
 
 
+#: Digits of the largest finite float (about 1.8e308): a longer integer is no metric value.
+_MAX_INT_DIGITS = 309
+
+
+def _bounded_int(text: str) -> int:
+    """A JSON integer, or ValueError naming its size: Python refuses over 4,300 digits with
+    advice for programmers, and one of 310 to 4,300 digits fits no float a sample holds."""
+    digits = len(text.lstrip("-"))
+    if digits > _MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {digits} digits is too large for a metric value")
+    return int(text)
+
+
 def read_history(lines: Iterable[str], *, source: str = "history") -> list[Sample]:
     """Sample lines, or EMF lines as the exporter writes them (``--sink stdout``), or both."""
-    samples = []
+    samples: list[Sample] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(line, parse_int=_bounded_int)
             if isinstance(record, dict) and "_aws" in record:
-                samples.extend(samples_from_emf([parse_emf_line(line)]))
+                samples.extend(_checked(s) for s in samples_from_emf([parse_emf_line(line)]))
             else:
                 samples.append(_sample(record))
         except (ValueError, TypeError) as err:
             raise HistoryError(f"{source} line {number}: {err}") from err
+        except OverflowError as err:  # an integer past a float's range (10**400)
+            raise HistoryError(
+                f"{source} line {number}: a number is too large for a float ({err})"
+            ) from err
+        except RecursionError as err:  # JSON arrays or objects nested thousands deep
+            raise HistoryError(
+                f"{source} line {number}: JSON nested too deeply to be a sample or EMF document"
+            ) from err
     return samples
+
+
+def _checked(sample: Sample) -> Sample:
+    """An EMF line's sample held to a sample line's rules: a time in range, a finite value
+    (CloudWatch refuses NaN and infinity, MetricDatum)."""
+    check_epoch(sample.timestamp, "_aws.Timestamp (as seconds)")
+    if not math.isfinite(sample.value):
+        raise ValueError(f"{sample.metric} {sample.value!r} is not a finite number")
+    return sample
 
 
 def samples_from_emf(documents: Iterable[EmfDocument]) -> list[Sample]:

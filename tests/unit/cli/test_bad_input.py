@@ -129,6 +129,49 @@ def test_a_usage_error_is_one_line_that_says_where_help_is(
     _one_line(capsys, *words)
 
 
+_EMF_LINE = (
+    '{"_aws": {"Timestamp": %s, "CloudWatchMetrics": [{"Namespace": "GpuInsights", '
+    '"Dimensions": [["ClusterName"]], "Metrics": [{"Name": "gpu_healthy"}]}]}, '
+    '"ClusterName": "train", "gpu_healthy": %s}'
+)
+_HUGE = "1" + "0" * 400  # 10**400: no float holds it (Python raised OverflowError)
+_NOW_MS = 1_795_132_800_000  # the good line's 2026-11-20T00:00:00Z
+
+
+@pytest.mark.usefixtures("no_aws")
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        # A sample line's value or timestamp, and an EMF line's value or timestamp, as a huge
+        # integer: each raised OverflowError with a traceback and exit 1.
+        (
+            json.dumps({**SAMPLE, "timestamp": "2026-11-20T00:00:00Z"}).replace("9.5", _HUGE),
+            ["line 2", "401 digits"],
+        ),
+        (json.dumps({**SAMPLE, "timestamp": 0}).replace(": 0", f": {_HUGE}"), ["401 digits"]),
+        (_EMF_LINE % (_NOW_MS, _HUGE), ["line 2", "401 digits"]),
+        (_EMF_LINE % (_HUGE, 1), ["401 digits"]),
+        # Past Python's own limit of 4,300 digits: named by its size, not by Python's advice.
+        (_EMF_LINE % (_NOW_MS, "9" * 5000), ["5000 digits", "too large for a metric value"]),
+        # Within a float's range but no time, or no finite value: an EMF line is held to a
+        # sample line's rules (a timestamp of 1e297 s made a replay without end).
+        (_EMF_LINE % ("1" + "0" * 300, 1), ["_aws.Timestamp", "2000 to 2199"]),
+        (_EMF_LINE % (_NOW_MS, "1e400"), ["gpu_healthy inf"]),
+        # Nested 100,000 deep: RecursionError with a traceback before.
+        ("[" * 100_000 + "]" * 100_000, ["line 2", "nested too deeply"]),
+        ('{"_aws": ' + "[" * 100_000 + "]" * 100_000 + "}", ["nested too deeply"]),
+    ],
+)
+def test_a_history_line_with_a_huge_number_or_deep_nesting_is_named(
+    tmp_path: Path, line: str, words: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    history = tmp_path / "history.jsonl"
+    good = json.dumps({**SAMPLE, "timestamp": "2026-11-20T00:00:00Z"})
+    history.write_text(f"{good}\n{line}\n")
+    assert main(["backtest", "--history", str(history), "-c", "cluster_name=train"]) == 2
+    _one_line(capsys, "history.jsonl line 2", *words)
+
+
 @pytest.mark.usefixtures("no_aws")
 def test_a_binary_history_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     history = tmp_path / "bin.json"
