@@ -2,6 +2,7 @@
 and the gpu-lost alarm pages for it; a reading the GPU lacks (NOT_SUPPORTED) is no fault."""
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pynvml
@@ -169,3 +170,11 @@ def test_a_fault_record_without_a_return_code_is_a_skipped_line() -> None:
     nvml = FakeNvml(lines, clock=Clock(0), sleep=lambda _: None)
     assert nvml.malformed_lines == 4
     assert nvml.first_malformed == "line 2: fault code '16' is not an NVML return code"
+
+
+def test_the_metrics_page_states_the_cycles_the_exporter_waits() -> None:
+    page = (Path(__file__).parents[4] / "docs" / "metrics.md").read_text()
+    interval = ExporterConfig(cluster_name="c", node_name="n").interval_s
+    assert f"**{FAULT_CYCLES} faulted cycles in a row**" in page
+    assert f"({FAULT_CYCLES * interval:.0f} s at the default {interval:.0f} s interval)" in page
+    assert f"for {FAULT_CYCLES} cycles in a row" in page  # the gpu_healthy row
