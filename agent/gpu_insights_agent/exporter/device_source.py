@@ -22,6 +22,11 @@ class DeviceUnavailableError(Exception):
 class DeviceOpenError(Exception):
     """One device could not be opened; the exporter reports it unhealthy and goes on."""
 
+    def __init__(self, message: str, fault: "DeviceFault | None" = None) -> None:
+        super().__init__(message)
+        #: The library's reason, where it gave one.
+        self.fault = fault
+
 
 class GpuLostError(Exception):
     """The device is lost (fallen off the bus); it will not answer until a reset."""

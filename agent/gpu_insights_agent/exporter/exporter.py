@@ -114,7 +114,7 @@ class Exporter:
             except DeviceOpenError as err:
                 log.error("GPU %d cannot be opened (%s); reported as unhealthy", index, err)
                 self.lost.add(index)
-                self._lost_fault[index] = DeviceFault(
+                self._lost_fault[index] = err.fault or DeviceFault(
                     reason="DEVICE_OPEN_FAILED", detail=f"the GPU cannot be opened: {err}"
                 )
         log.info(

@@ -11,6 +11,7 @@ from gpu_insights_agent.exporter.device_source import (
     XidEvent,
 )
 from gpu_insights_agent.exporter.gpu_sampler import GpuSampler
+from gpu_insights_agent.exporter.nvml_faults import device_fault
 from gpu_insights_agent.exporter.xid_watcher import XidWatcher
 
 
@@ -40,7 +41,7 @@ class NvmlSource:
         try:
             sampler = GpuSampler(self.nvml, index)
         except self.nvml.NVMLError as err:
-            raise DeviceOpenError(str(err)) from err
+            raise DeviceOpenError(str(err), device_fault(int(err.value))) from err
         self._samplers[index] = sampler
         return sampler
 

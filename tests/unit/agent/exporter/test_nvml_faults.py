@@ -178,3 +178,10 @@ def test_the_metrics_page_states_the_cycles_the_exporter_waits() -> None:
     assert f"**{FAULT_CYCLES} faulted cycles in a row**" in page
     assert f"({FAULT_CYCLES * interval:.0f} s at the default {interval:.0f} s interval)" in page
     assert f"for {FAULT_CYCLES} cycles in a row" in page  # the gpu_healthy row
+
+
+def test_a_gpu_that_cannot_be_opened_names_nvmls_code() -> None:
+    exporter, _, _ = _exporter([(0, pynvml.NVML_ERROR_RESET_REQUIRED)])
+    assert exporter.lost == {0}
+    (gpu0,) = [d for d in exporter.collect_once() if d.get("GpuIndex") == "0"]
+    assert (gpu0["gpu_healthy"], gpu0["UnhealthyReason"]) == (0.0, "NVML_ERROR_RESET_REQUIRED")
