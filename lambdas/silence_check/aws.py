@@ -37,10 +37,6 @@ class SilenceReadError(Exception):
     (and so stop its heartbeat), not call the GPU silent or healthy."""
 
 
-#: The most values one DescribeInstances filter is given at a time: EC2's Filter reference states
-#: no limit, and requests with more than 200 values are refused in practice (apache/druid#1954,
-#: "EC2 autoscaler: avoid hitting aws filter limits", which settled on 100).
-VALUES_PER_FILTER: Final = 100
 RUNNING: Final = {"Name": "instance-state-name", "Values": ["running"]}
 
 

@@ -1,4 +1,5 @@
-"""GPU nodes as each provisioning path names and labels them: EKS managed node groups (the
+"""GPU nodes as each provisioning path names, labels and tags them (the EC2 tags on their
+instances, at the end): EKS managed node groups (the
 accelerated AMI), Karpenter, EKS Auto Mode, self-managed nodes; and the labels NVIDIA's GPU
 feature discovery, the GPU Operator and Node Feature Discovery add, where they run. Nothing
 here is a GPU label unless one of those put it there: a managed node group on the accelerated
