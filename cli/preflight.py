@@ -42,6 +42,9 @@ Read-only checks of the account and cluster the settings name, before cdk deploy
   nodes:auto-mode       EKS Auto Mode nodes, where the exporter sees no GPU
   exporter-nodes        every NVIDIA GPU node (running instances tagged for the cluster, node
                         groups' types) is one the exporter's DaemonSet selects, or why not
+  silence-coverage      every running NVIDIA GPU instance of the cluster (by its tags, or as
+                        Container Insights saw its node) is one the silence check covers; one
+                        line for each other (EKS Auto Mode, arm64, untagged: the tag to add)
 
 Exit status: 0 when nothing fails, 1 when a check fails, 2 for bad input."""
 

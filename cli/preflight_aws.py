@@ -2,14 +2,16 @@
 the plain data ``cli.preflight_checks`` judges. A denied read becomes an ``unreadable`` fact
 (its check fails and says why); no credentials or no Region is an error of the whole run.
 
-The cluster's GPU nodes are its running instances tagged ``kubernetes.io/cluster/<cluster>``
-(managed node groups, Karpenter and self-managed nodes carry it: lambdas/silence_check/aws.py
-says by whose word) whose type EC2's DescribeInstanceTypes gives an NVIDIA GPU. How each was
-provisioned is in its tags: ``eks:nodegroup-name`` on a managed node group's (the tag keys the
-EKS node group service role's policy, AWSServiceRoleForAmazonEKSNodegroup, lets it put on the
-group's Auto Scaling group, which propagates them at launch), ``karpenter.sh/nodepool`` on
-Karpenter's (aws/karpenter-provider-aws pkg/providers/instance, the NodePool tag), and
-``Operator.Managed`` on EKS Auto Mode's (EC2 managed instances).
+The cluster's GPU nodes are its running instances a tag names the cluster's (each provisioning
+path's tags: lambdas/shared/cluster_tags.py says by whose word) whose type EC2's
+DescribeInstanceTypes gives an NVIDIA GPU. How each was provisioned is in its tags:
+``eks:nodegroup-name`` on a managed node group's (the tag keys the EKS node group service
+role's policy, AWSServiceRoleForAmazonEKSNodegroup, lets it put on the group's Auto Scaling
+group, which propagates them at launch), ``karpenter.sh/nodepool`` on Karpenter's
+(aws/karpenter-provider-aws pkg/providers/instance, the NodePool tag), and ``Operator.Managed``
+or ``eks:kubernetes-node-pool-name`` on EKS Auto Mode's (lambdas/silence_check/coverage.py).
+The running GPU instances of the cluster the silence check does not cover are read by
+cli/silence_coverage.py.
 """
 
 from collections.abc import Callable, Iterable
@@ -32,8 +34,15 @@ from cli.preflight_checks import (
     Plan,
     needs_addon_versions,
 )
-from lambdas.shared.cluster_tags import cluster_tag
-from lambdas.silence_check.aws import GPU_MANUFACTURER, TYPES_PER_CALL
+from cli.silence_coverage import read_ci_gpu_nodes, read_uncovered
+from lambdas.silence_check.aws import (
+    GPU_MANUFACTURER,
+    TYPES_PER_CALL,
+    cluster_instance,
+    cluster_instances,
+)
+from lambdas.silence_check.config import DEFAULT_ARCHITECTURES
+from lambdas.silence_check.coverage import Uncovered
 
 T = TypeVar("T")
 
@@ -167,13 +176,7 @@ def read_gpu_instances(
 ) -> tuple[tuple[GpuInstance, ...], dict[str, str]]:
     """The cluster's running instances with NVIDIA GPUs, and which of their and the node
     groups' types have NVIDIA GPUs (with the type's architecture)."""
-    pages = ec2.get_paginator("describe_instances").paginate(
-        Filters=[
-            {"Name": "tag-key", "Values": [cluster_tag(cluster)]},
-            {"Name": "instance-state-name", "Values": ["running"]},
-        ]
-    )
-    instances = [i for page in pages for r in page["Reservations"] for i in r["Instances"]]
+    instances = cluster_instances(ec2, cluster)
     types = {i["InstanceType"] for i in instances}
     nvidia = read_nvidia_types(ec2, types.union(*(g.instance_types for g in nodegroups)))
     found = []
@@ -189,7 +192,7 @@ def read_gpu_instances(
                 arch=nvidia[i["InstanceType"]],
                 nodegroup=tags.get("eks:nodegroup-name"),
                 nodepool=tags.get("karpenter.sh/nodepool"),
-                auto_mode=bool(i.get("Operator", {}).get("Managed", False)),
+                auto_mode=cluster_instance(i).auto_mode,
             )
         )
     return tuple(found), nvidia
@@ -240,6 +243,7 @@ def gather(plan: Plan, clients: Clients, *, region: str) -> Facts:
         nodegroups: tuple[NodeGroup, ...] = ()
         gpu_instances: tuple[GpuInstance, ...] = ()
         nvidia_types: dict[str, str] = {}
+        uncovered: tuple[Uncovered, ...] = ()
         if cluster is not None:
             addons = _read(
                 unreadable,
@@ -276,6 +280,17 @@ def gather(plan: Plan, clients: Clients, *, region: str) -> Facts:
                     lambda: read_gpu_instances(clients.ec2, plan.cluster_name, nodegroups),
                     nothing,
                 )
+                uncovered = _read(
+                    unreadable,
+                    "silence_coverage",
+                    lambda: read_uncovered(
+                        clients.ec2,
+                        plan.cluster_name,
+                        DEFAULT_ARCHITECTURES,
+                        seen_ids=read_ci_gpu_nodes(clients.cloudwatch, plan.cluster_name),
+                    ),
+                    (),
+                )
         log_groups = plan.fixed_log_groups + (
             (plan.required_log_group,) if plan.required_log_group else ()
         )
@@ -303,6 +318,7 @@ def gather(plan: Plan, clients: Clients, *, region: str) -> Facts:
             nodegroups=nodegroups,
             gpu_instances=gpu_instances,
             nvidia_instance_types=nvidia_types,
+            silence_uncovered=uncovered,
             unreadable=unreadable,
         )
     except ClientError as err:  # describe_cluster itself refused: nothing can be checked

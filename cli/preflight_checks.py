@@ -33,7 +33,7 @@ The AWS reads are in ``cli.preflight_aws``; nothing here calls AWS. Sources of t
 
 import json
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
@@ -59,6 +59,7 @@ from lambdas.shared.container_insights_mode import (
     at_least,
     otel_capable,
 )
+from lambdas.silence_check.coverage import Uncovered
 
 POD_IDENTITY_ADDON: Final = "eks-pod-identity-agent"
 OBSERVABILITY_ADDON: Final = "amazon-cloudwatch-observability"
@@ -264,7 +265,7 @@ class GpuInstance:
 class Facts:
     """What the account holds. A fact that could not be read is absent and its reason is in
     ``unreadable`` under the fact's name (``addons``, ``addon_versions``, ``oidc_providers``,
-    ``log_groups``, ``alarms``, ``nodegroups``, ``instances``)."""
+    ``log_groups``, ``alarms``, ``nodegroups``, ``instances``, ``silence_coverage``)."""
 
     region: str
     cluster: Cluster | None  # None: no such cluster
@@ -275,6 +276,9 @@ class Facts:
     nodegroups: tuple[NodeGroup, ...] = ()
     #: The cluster's running instances with NVIDIA GPUs.
     gpu_instances: tuple[GpuInstance, ...] = ()
+    #: The cluster's running NVIDIA GPU instances the silence check does not cover
+    #: (cli/silence_coverage.py).
+    silence_uncovered: tuple[Uncovered, ...] = ()
     #: Of the node groups' and instances' types, those EC2 says have NVIDIA GPUs, with their
     #: Kubernetes architecture.
     nvidia_instance_types: Mapping[str, str] = field(default_factory=dict)
@@ -886,6 +890,52 @@ def check_exporter_reach(plan: Plan, facts: Facts) -> Check:
     )
 
 
+#: The silence check's coverage lines: ``silence-coverage``, or one per uncovered instance.
+SILENCE_COVERAGE: Final = "silence-coverage"
+
+
+def check_silence_coverage(
+    uncovered: Sequence[Uncovered], *, exporter: bool, unreadable: str | None, command: str
+) -> list[Check]:
+    """One line per uncovered instance (``silence-coverage:<instance id>``), or one that says
+    none is. An untagged one fails (a tag fixes it); one the exporter cannot serve warns."""
+    if not exporter:
+        return [
+            Check(
+                SILENCE_COVERAGE,
+                Verdict.OK,
+                "the exporter is off (exporter_enabled=false): no silence check",
+            )
+        ]
+    if unreadable is not None:
+        return [
+            Check(
+                SILENCE_COVERAGE,
+                Verdict.FAIL,
+                f"could not read: {unreadable}",
+                f"run {command} with read access to it",
+            )
+        ]
+    if not uncovered:
+        return [
+            Check(
+                SILENCE_COVERAGE,
+                Verdict.OK,
+                "the silence check covers every running NVIDIA GPU instance of the cluster "
+                "(by its tags, and as Container Insights saw its nodes)",
+            )
+        ]
+    return [
+        Check(
+            f"{SILENCE_COVERAGE}:{u.instance_id}",
+            Verdict.FAIL if u.untagged else Verdict.WARN,
+            f"{u.instance_type}{f' {u.node_name}' if u.node_name else ''}: {u.why}",
+            u.fix,
+        )
+        for u in uncovered
+    ]
+
+
 def run_checks(plan: Plan, facts: Facts) -> list[Check]:
     """Every check, in the order a person fixes them; cluster checks need the cluster."""
     checks = [check_cluster(plan, facts)]
@@ -905,4 +955,10 @@ def run_checks(plan: Plan, facts: Facts) -> list[Check]:
     if cluster is not None:
         checks += check_nodes(plan, facts, cluster)
         checks.append(check_exporter_reach(plan, facts))
+        checks += check_silence_coverage(
+            facts.silence_uncovered,
+            exporter=plan.exporter,
+            unreadable=facts.unreadable.get("silence_coverage"),
+            command="preflight",
+        )
     return checks

@@ -5,7 +5,8 @@ check fails and says why).
 The stacks' outputs (cdk/outputs.py) name the topics and the report bucket, whether the app
 made them or the settings named existing ones. The GPU nodes and the GPUs the exporter reported
 are read as the silence check reads them (lambdas/silence_check/aws.py), and judged by its
-rule: one definition of "a GPU node that should report".
+rule: one definition of "a GPU node that should report"; the GPU instances of the cluster it
+does not cover are read by cli/silence_coverage.py.
 """
 
 from collections.abc import Callable, Iterable
@@ -27,6 +28,7 @@ from cdk.outputs import (
 from cdk.settings import Settings
 from cli.preflight_aws import read_addons
 from cli.preflight_checks import OBSERVABILITY_ADDON, Addon
+from cli.silence_coverage import read_ci_gpu_nodes, read_uncovered
 from cli.status_checks import ANALYZERS_RUN, WINDOW_S, Facts, Stack, Subscriptions
 from gpu_insights_agent.contract.metrics import (
     CI_NODE_GPU_POWER_METRIC,
@@ -40,6 +42,7 @@ from lambdas.shared.metric_fetcher import MetricQuery, fetch
 from lambdas.shared.promql import PromQLClient, PromQLError, quote_label
 from lambdas.silence_check.aws import SilenceReadError, gpu_nodes, reported_gpus
 from lambdas.silence_check.config import DEFAULT_ARCHITECTURES, DEFAULT_GRACE_S
+from lambdas.silence_check.coverage import Uncovered
 from lambdas.silence_check.silence import GpuNode, find_silent
 
 T = TypeVar("T")
@@ -194,6 +197,18 @@ def read_dcgm_gpus(
     return reported
 
 
+def read_coverage(
+    clients: Clients, cluster: str, *, dcgm_nodes: Iterable[str] | None
+) -> tuple[Uncovered, ...]:
+    """The silence check's uncovered GPU instances, by tag and as Container Insights saw the
+    cluster's nodes: in OTel mode, the nodes of the DCGM series the container-insights-gpu
+    check read (``dcgm_nodes``: no query more); in Classic, its node series' instance ids."""
+    if dcgm_nodes is not None:
+        return read_uncovered(clients.ec2, cluster, DEFAULT_ARCHITECTURES, seen_names=dcgm_nodes)
+    seen = read_ci_gpu_nodes(clients.cloudwatch, cluster)
+    return read_uncovered(clients.ec2, cluster, DEFAULT_ARCHITECTURES, seen_ids=seen)
+
+
 def _findings_key_parts(key: str) -> tuple[date, str] | None:
     """findings/cluster=C/date=YYYY-MM-DD/ANALYZER.jsonl -> (day, analyzer)."""
     parts = key.split("/")
@@ -274,6 +289,8 @@ def gather(settings: Settings, clients: Clients, *, now: float) -> Facts:
             (),
         )
     dcgm = None
+    #: OTel mode: the node names of the DCGM series read (evidence of the cluster's nodes).
+    dcgm_nodes: set[str] = set()
     if otel and "gpu_nodes" in unreadable:
         unreadable["container_insights"] = unreadable["gpu_nodes"]
     elif otel:
@@ -282,6 +299,7 @@ def gather(settings: Settings, clients: Clients, *, now: float) -> Facts:
             if clients.promql is None:
                 raise StatusReadError("no PromQL client for OTel mode's series")
             reported = read_dcgm_gpus(clients.promql, cluster, nodes, now=now)
+            dcgm_nodes.update(reported)
             return find_silent(nodes, reported, now=now, grace_s=DEFAULT_GRACE_S)
 
         dcgm = _read(unreadable, "container_insights", dcgm_silence, None)
@@ -297,6 +315,14 @@ def gather(settings: Settings, clients: Clients, *, now: float) -> Facts:
             return find_silent(nodes, reported, listed, now=now, grace_s=DEFAULT_GRACE_S)
 
         silence = _read(unreadable, "exporter", exporter, None)
+    uncovered: tuple[Uncovered, ...] = ()
+    if settings.exporter_enabled:
+        uncovered = _read(
+            unreadable,
+            "silence_coverage",
+            lambda: read_coverage(clients, cluster, dcgm_nodes=dcgm_nodes if otel else None),
+            (),
+        )
     no_alarms: dict[str, str | None] = {}
     alarms = _read(
         unreadable,
@@ -338,6 +364,7 @@ def gather(settings: Settings, clients: Clients, *, now: float) -> Facts:
         dcgm=dcgm,
         gpu_nodes=nodes,
         silence=silence,
+        silence_uncovered=uncovered,
         alarms=alarms,
         topics=topics,
         findings=findings,

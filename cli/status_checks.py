@@ -16,6 +16,10 @@ What "working" means, check by check:
 - ``exporter-nodes``: every running NVIDIA GPU instance of the cluster past its grace period
   sent the exporter's per-GPU series in the window, named node by node where not (the silence
   check's own rule, lambdas/silence_check/silence.py).
+- ``silence-coverage``: every running NVIDIA GPU instance of the cluster that the silence check
+  does not cover (EKS Auto Mode's, an architecture the exporter is not built for, or one no tag
+  names the cluster's but Container Insights saw as its node), one line each with the tag to
+  add (cli/silence_coverage.py).
 - ``alarms``: every alarm the deployment makes exists; those without data
   (INSUFFICIENT_DATA) and those in ALARM are named. The composite over the GPU alarms is left
   out: its state is theirs.
@@ -32,9 +36,10 @@ from datetime import UTC, date, datetime
 from typing import Final
 
 from cdk.outputs import ANALYZERS, REPORT_BUCKET_NAME, TOPIC_OUTPUTS
-from cli.preflight_checks import Addon, Check, Verdict, addon_modes
+from cli.preflight_checks import Addon, Check, Verdict, addon_modes, check_silence_coverage
 from lambdas.shared.container_insights_mode import DEFAULT_MODE, ContainerInsightsMode
 from lambdas.shared.dcgm import DCGM_UTIL
+from lambdas.silence_check.coverage import Uncovered
 from lambdas.silence_check.silence import Check as Silence
 from lambdas.silence_check.silence import GpuNode
 from lambdas.storage_analyzer.ebs_analysis import ANALYZER as STORAGE
@@ -86,6 +91,8 @@ class Facts:
     dcgm: Silence | None = None
     gpu_nodes: tuple[GpuNode, ...] = ()
     silence: Silence | None = None
+    #: The cluster's running NVIDIA GPU instances the silence check does not cover.
+    silence_uncovered: tuple[Uncovered, ...] = ()
     #: Every alarm the deployment makes, by name, with its StateValue; None where missing.
     alarms: Mapping[str, str | None] = field(default_factory=dict)
     #: By purpose (critical, warning, report); None where the topic does not exist.
@@ -188,8 +195,8 @@ def _check_dcgm(name: str, facts: Facts) -> Check:
         return Check(
             name,
             Verdict.WARN,
-            f"no running NVIDIA GPU instance tagged kubernetes.io/cluster/{facts.cluster} to "
-            f"check for DCGM series{young}",
+            f"no running NVIDIA GPU instance a tag names cluster {facts.cluster}'s to check "
+            f"for DCGM series{young}",
             "nothing to do until GPU nodes run",
         )
     if not dcgm.silent:
@@ -220,8 +227,7 @@ def check_exporter(facts: Facts) -> Check:
         return Check(
             name,
             Verdict.WARN,
-            f"no running NVIDIA GPU instance tagged kubernetes.io/cluster/{facts.cluster} to "
-            f"check{young}",
+            f"no running NVIDIA GPU instance a tag names cluster {facts.cluster}'s to check{young}",
             "nothing to do until GPU nodes run",
         )
     if not silence.silent:
@@ -363,6 +369,12 @@ def run_checks(facts: Facts) -> list[Check]:
     checks = [check_stacks(facts), check_addon(facts), check_container_insights(facts)]
     if facts.exporter:
         checks.append(check_exporter(facts))
+    checks += check_silence_coverage(
+        facts.silence_uncovered,
+        exporter=facts.exporter,
+        unreadable=facts.unreadable.get("silence_coverage"),
+        command="status",
+    )
     checks.append(check_alarms(facts))
     checks += [check_topic(facts, purpose) for purpose in TOPIC_OUTPUTS]
     if facts.stacks.get(ANALYZERS, Stack("", "")).outputs.get(REPORT_BUCKET_NAME) or (

@@ -1,11 +1,12 @@
 """AWS adapters of the silence check: the cluster's GPU instances from EC2, the GPUs the
 exporter reported from CloudWatch, and the check's own metrics. Clients are injected.
 
-Which instances are the cluster's: those tagged ``kubernetes.io/cluster/<cluster>``, the tag
-every EKS provisioning path sets (lambdas/shared/cluster_tags.py). Only
-``running`` instances are asked for: a stopping or terminated one is a scale-down, not silence.
-EC2 managed instances (``Operator.Managed``: EKS Auto Mode's) are left out, as the exporter is
-(cdk/node_config/manifest.py), and so are architectures its image is not built for.
+Which instances are the cluster's: those a tag of any provisioning path names the cluster's
+(lambdas/shared/cluster_tags.py), read in two DescribeInstances calls. Only ``running``
+instances are asked for: a stopping or terminated one is a scale-down, not silence. Of them the
+check expects those it covers (lambdas/silence_check/coverage.py): not EKS Auto Mode's, which
+the exporter leaves out (cdk/node_config/manifest.py), nor architectures its image is not built
+for; ``gpu-insights preflight`` and ``status`` name the ones it does not cover.
 """
 
 from collections.abc import Iterable, Iterator, Sequence
@@ -18,8 +19,9 @@ from gpu_insights_agent.contract.metrics import (
     NAMESPACE_GPU,
     gpu_schema,
 )
-from lambdas.shared.cluster_tags import cluster_tag
+from lambdas.shared.cluster_tags import instance_filters, matching_tags, tags_of
 from lambdas.shared.metric_fetcher import MetricQuery, fetch, listed_dimensions, window_period
+from lambdas.silence_check.coverage import ClusterInstance, covered
 from lambdas.silence_check.silence import REPORTING_METRIC, Check, GpuNode, metric_data
 
 #: DescribeInstanceTypes takes at most 100 types a call.
@@ -35,19 +37,43 @@ class SilenceReadError(Exception):
     (and so stop its heartbeat), not call the GPU silent or healthy."""
 
 
-def _instances(ec2: Any, cluster: str, architectures: Sequence[str]) -> Iterator[dict[str, Any]]:
-    pages = ec2.get_paginator("describe_instances").paginate(
-        Filters=[
-            {"Name": "tag-key", "Values": [cluster_tag(cluster)]},
-            {"Name": "instance-state-name", "Values": ["running"]},
-            {"Name": "architecture", "Values": list(architectures)},
-        ]
-    )
+RUNNING: Final = {"Name": "instance-state-name", "Values": ["running"]}
+
+
+def running_instances(ec2: Any, filters: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Running instances that pass ``filters``, through DescribeInstances' paginator."""
+    pages = ec2.get_paginator("describe_instances").paginate(Filters=[*filters, RUNNING])
     for page in pages:
         for reservation in page["Reservations"]:
-            for instance in reservation["Instances"]:
-                if not instance.get("Operator", {}).get("Managed", False):
-                    yield instance
+            yield from reservation["Instances"]
+
+
+def cluster_instances(
+    ec2: Any, cluster: str, architectures: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """The running instances a tag names ``cluster``'s, each once (of ``architectures`` only,
+    where given): one call for each of ``instance_filters``, each match checked by
+    ``matching_tags``."""
+    arch = [{"Name": "architecture", "Values": list(architectures)}] if architectures else []
+    found: dict[str, dict[str, Any]] = {}
+    for filters in instance_filters(cluster):
+        for instance in running_instances(ec2, [*filters, *arch]):
+            if matching_tags(tags_of(instance), cluster):
+                found.setdefault(instance["InstanceId"], instance)
+    return list(found.values())
+
+
+def cluster_instance(instance: dict[str, Any], seen_as: str = "") -> ClusterInstance:
+    """DescribeInstances' description of an instance, as coverage.py judges it."""
+    return ClusterInstance(
+        instance_id=instance["InstanceId"],
+        instance_type=instance["InstanceType"],
+        node_name=instance.get("PrivateDnsName", ""),
+        architecture=instance.get("Architecture", ""),
+        tags=tags_of(instance),
+        managed=bool(instance.get("Operator", {}).get("Managed", False)),
+        seen_as=seen_as,
+    )
 
 
 def nvidia_gpus(ec2: Any, instance_types: Iterable[str]) -> dict[str, int]:
@@ -66,8 +92,12 @@ def nvidia_gpus(ec2: Any, instance_types: Iterable[str]) -> dict[str, int]:
 
 
 def gpu_nodes(ec2: Any, cluster: str, architectures: Sequence[str]) -> list[GpuNode]:
-    """The cluster's running instances with NVIDIA GPUs."""
-    instances = list(_instances(ec2, cluster, architectures))
+    """The cluster's running instances with NVIDIA GPUs that the check covers."""
+    instances = [
+        i
+        for i in cluster_instances(ec2, cluster, architectures)
+        if covered(cluster_instance(i), cluster, architectures)
+    ]
     gpus = nvidia_gpus(ec2, (i["InstanceType"] for i in instances))
     return [
         GpuNode(

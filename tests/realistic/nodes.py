@@ -1,4 +1,5 @@
-"""GPU nodes as each provisioning path names and labels them: EKS managed node groups (the
+"""GPU nodes as each provisioning path names, labels and tags them (the EC2 tags on their
+instances, at the end): EKS managed node groups (the
 accelerated AMI), Karpenter, EKS Auto Mode, self-managed nodes; and the labels NVIDIA's GPU
 feature discovery, the GPU Operator and Node Feature Discovery add, where they run. Nothing
 here is a GPU label unless one of those put it there: a managed node group on the accelerated
@@ -297,3 +298,72 @@ def node(
     for extra in provisioning:
         labels |= extra
     return Node(name, instance_id, instance_type, zone, labels)
+
+
+# The EC2 tags each provisioning path puts on the instances it launches (what DescribeInstances
+# shows; lambdas/shared/cluster_tags.py is the product's reading of them, these the sources').
+
+
+def managed_node_group_tags(cluster: str, nodegroup: str) -> dict[str, str]:
+    """An EKS managed node group's instance: ``eks:cluster-name``, ``eks:nodegroup-name`` and
+    ``kubernetes.io/cluster/<cluster>: owned``, from the group's Auto Scaling group, propagated
+    at launch (the tag keys AWSServiceRoleForAmazonEKSNodegroup lets EKS put on the group,
+    https://docs.aws.amazon.com/aws-managed-policy/latest/reference/AWSServiceRoleForAmazonEKSNodegroup.html).
+    The ``aws:`` tags beside them (``aws:autoscaling:groupName``, ``aws:ec2launchtemplate:id``)
+    are reserved to AWS and left out."""
+    return {
+        "eks:cluster-name": cluster,
+        "eks:nodegroup-name": nodegroup,
+        f"kubernetes.io/cluster/{cluster}": "owned",
+    }
+
+
+def karpenter_tags(cluster: str, nodepool: str, nodeclass: str) -> dict[str, str]:
+    """A Karpenter instance's static tags (aws/karpenter-provider-aws pkg/cloudprovider/
+    cloudprovider.go ``getTags``: ``kubernetes.io/cluster/<cluster>: owned``, the NodePool,
+    ``eks:eks-cluster-name`` (pkg/apis/v1 ``EKSClusterNameTagKey``) and the EC2NodeClass),
+    over the EC2NodeClass's own ``spec.tags``."""
+    return {
+        f"kubernetes.io/cluster/{cluster}": "owned",
+        "karpenter.sh/nodepool": nodepool,
+        "eks:eks-cluster-name": cluster,
+        "karpenter.k8s.aws/ec2nodeclass": nodeclass,
+    }
+
+
+def auto_mode_tags(cluster: str, nodepool: str, nodeclass: str = "default") -> dict[str, str]:
+    """An EKS Auto Mode instance: the tags AmazonEKSComputePolicy requires of every
+    ``ec2:RunInstances`` and ``ec2:CreateFleet`` the cluster role makes (``aws:RequestTag/
+    eks:eks-cluster-name`` its own cluster, ``eks:kubernetes-node-pool-name`` and
+    ``eks:kubernetes-node-class-name`` set:
+    https://docs.aws.amazon.com/aws-managed-policy/latest/reference/AmazonEKSComputePolicy.html).
+    Its ``Operator.Managed`` (an EC2 managed instance) moto does not model."""
+    return {
+        "eks:eks-cluster-name": cluster,
+        "eks:kubernetes-node-pool-name": nodepool,
+        "eks:kubernetes-node-class-name": nodeclass,
+    }
+
+
+def eksctl_self_managed_tags(cluster: str, nodegroup: str) -> dict[str, str]:
+    """An eksctl self-managed (unmanaged) node group's instance: its Auto Scaling group's tags,
+    ``PropagateAtLaunch: "true"``: ``Name`` ``<cluster>-<nodegroup>-Node`` and
+    ``kubernetes.io/cluster/<cluster>: owned`` (eksctl-io/eksctl pkg/cfn/builder, nodegroup
+    test "NodeGroupTags")."""
+    return {"Name": f"{cluster}-{nodegroup}-Node", f"kubernetes.io/cluster/{cluster}": "owned"}
+
+
+def eksctl_stack_tags(cluster: str) -> dict[str, str]:
+    """The tags eksctl puts on every CloudFormation stack it makes (eksctl pkg/cfn/manager
+    ``NewStackCollection``: ``ClusterNameTag``, ``OldClusterNameTag``), which reach a stack's
+    resources where CloudFormation propagates stack tags ("varies by resource type",
+    CloudFormation User Guide, "CloudFormation resource tagging")."""
+    return {
+        "alpha.eksctl.io/cluster-name": cluster,
+        "eksctl.cluster.k8s.io/v1alpha1/cluster-name": cluster,
+    }
+
+
+#: A self-managed node launched from a template of one's own that sets no tag: nothing in EC2
+#: says whose it is (the kubelet joins the cluster by its bootstrap configuration alone).
+UNTAGGED: Final[dict[str, str]] = {}

@@ -52,7 +52,7 @@ def test_demo_synthesizes_stores_and_fetches_the_agent_config(
     assert "7 nvidia_gpu measurements every 30 s" in summary  # the allowlisted defaults
     # Preflight ran on the demo's cluster before anything was written: the Bottlerocket group
     # warns, nothing fails (moto for EKS, Stubber for its add-on API).
-    assert result.preflight[-1] == "8 ok, 1 warn, 0 fail"
+    assert result.preflight[-1] == "9 ok, 1 warn, 0 fail"
     # Both GPU node groups' types are ones the exporter's DaemonSet selects.
     (reach,) = [line for line in result.preflight if "exporter-nodes" in line]
     assert reach.startswith("OK   exporter-nodes")

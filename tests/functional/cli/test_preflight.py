@@ -24,10 +24,18 @@ from moto import mock_aws
 from cdk.settings import MISSING_CLUSTER, AgentCredentials, Settings
 from cli.demo_preflight import seed_cluster, stub_addons
 from cli.main import main
+from cli.preflight import as_json, table
 from cli.preflight_aws import Clients, gather, read_gpu_instances, read_nodegroups
 from cli.preflight_checks import Check, Verdict, plan_for, run_checks
 from gpu_insights_agent.contract.metrics import ExporterSink
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
+from tests.realistic.container_insights import NODE_GPU_DIMENSION_SETS, gpu_device
+from tests.realistic.nodes import (
+    UNTAGGED,
+    auto_mode_tags,
+    karpenter_tags,
+    managed_node_group_tags,
+)
 
 REGION = "us-east-1"
 SELECT = 'SELECT AVG(CPUUtilization) FROM SCHEMA("AWS/EC2", InstanceId)'
@@ -85,6 +93,7 @@ def test_a_ready_cluster_passes_and_the_bottlerocket_group_warns(session: Any) -
         "nodes:gpu-al2023": Verdict.OK,
         "nodes:gpu-bottlerocket": Verdict.WARN,
         "exporter-nodes": Verdict.OK,
+        "silence-coverage": Verdict.OK,
     }
 
 
@@ -283,6 +292,7 @@ def test_every_conflict_the_account_holds_fails_its_check(session: Any) -> None:
         "nodes:grace": Verdict.FAIL,
         # The Grace node group's g5g (arm64) type: left out by design, and said so.
         "exporter-nodes": Verdict.WARN,
+        "silence-coverage": Verdict.OK,
     }
     assert by_name["insights-alarm-quota"].detail.startswith(
         # 6 GPU alarms and 32 job alarms (4 kinds in 8 job shards).
@@ -299,15 +309,20 @@ def test_every_conflict_the_account_holds_fails_its_check(session: Any) -> None:
 IMAGE = "ami-12c6146b"
 
 
-def _instance(ec2: Any, instance_type: str, tags: dict[str, str], *, stop: bool = False) -> Any:
+def _instance(
+    ec2: Any, instance_type: str, tags: dict[str, str], *, stop: bool = False, image: str = IMAGE
+) -> Any:
     (instance,) = ec2.run_instances(
-        ImageId=IMAGE,
+        ImageId=image,
         MinCount=1,
         MaxCount=1,
         InstanceType=instance_type,
+        # EC2 refuses a tag specification without a tag: an untagged instance has none.
         TagSpecifications=[
             {"ResourceType": "instance", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}
-        ],
+        ]
+        if tags
+        else [],
     )["Instances"]
     if stop:
         ec2.stop_instances(InstanceIds=[instance["InstanceId"]])
@@ -360,6 +375,106 @@ def test_every_gpu_node_of_the_cluster_is_checked_against_the_daemonset(session:
         "g5.12xlarge, self-managed): no GPU mark AWS can see"
     )
     assert "-c gpu_node_labels=eks.amazonaws.com/nodegroup=gpu-al2023" in reach.fix
+
+
+def _ci_node_series(cloudwatch: Any, cluster: str, instance: Any) -> None:
+    """Container Insights' node_gpu_power_draw for a node, in the agent's dimension sets."""
+    full = {
+        "ClusterName": cluster,
+        "NodeName": instance["PrivateDnsName"],
+        "InstanceId": instance["InstanceId"],
+        "InstanceType": instance["InstanceType"],
+        "GpuDevice": gpu_device(0),
+    }
+    cloudwatch.put_metric_data(
+        Namespace="ContainerInsights",
+        MetricData=[
+            {
+                "MetricName": "node_gpu_power_draw",
+                "Dimensions": [{"Name": d, "Value": full[d]} for d in dimensions],
+                "Value": 150.0,
+            }
+            for dimensions in NODE_GPU_DIMENSION_SETS
+        ],
+    )
+
+
+def test_every_gpu_instance_the_silence_check_does_not_cover_is_named(session: Any) -> None:
+    """The cluster's running NVIDIA GPU instances as each path tags them: a managed node
+    group's and Karpenter's are covered; EKS Auto Mode's (no exporter there) and an arm64 one
+    (no exporter image) warn; a self-managed one launched without a tag, which Container
+    Insights saw as a node of the cluster, fails with the tag to add. An untagged instance
+    nothing ties to the cluster, and another cluster's untagged node, are not named."""
+    eks, ec2, cloudwatch = (
+        session.client("eks"),
+        session.client("ec2"),
+        session.client("cloudwatch"),
+    )
+    seed_cluster(eks, session.client("iam"), "train")
+    _instance(ec2, "p5.48xlarge", managed_node_group_tags("train", "gpu-al2023"))
+    _instance(ec2, "g6e.12xlarge", karpenter_tags("train", "gpu", "default"))
+    auto = _instance(ec2, "p5.48xlarge", auto_mode_tags("train", "gpu"))
+    arm64 = ec2.describe_images(Filters=[{"Name": "architecture", "Values": ["arm64"]}])
+    grace = _instance(
+        ec2,
+        "g5g.xlarge",
+        managed_node_group_tags("train", "grace"),
+        image=arm64["Images"][0]["ImageId"],
+    )
+    untagged = _instance(ec2, "g5.12xlarge", UNTAGGED)
+    _ci_node_series(cloudwatch, "train", untagged)
+    _instance(ec2, "g5.12xlarge", UNTAGGED)  # nothing says whose
+    others = _instance(ec2, "g5.12xlarge", UNTAGGED)
+    _ci_node_series(cloudwatch, "other", others)
+    settings = Settings(cluster_name="train")
+    installed = {"eks-pod-identity-agent": ("v1.3.8-eksbuild.2", "ACTIVE")}
+    checks = _preflight(session, settings, installed)
+    named = {c.name: c for c in checks if c.name.startswith("silence-coverage")}
+    no_tag_helps = "none by tag: Container Insights' GPU metrics are all that watch its GPUs"
+
+    def line(instance: Any) -> str:
+        return f"{instance['InstanceType']} {instance['PrivateDnsName']}: "
+
+    assert {n: (c.verdict, c.detail, c.fix) for n, c in named.items()} == {
+        f"silence-coverage:{auto['InstanceId']}": (
+            Verdict.WARN,
+            line(auto) + "an EKS Auto Mode node: the exporter does not run there, so the "
+            "silence check expects nothing of it",
+            no_tag_helps,
+        ),
+        f"silence-coverage:{grace['InstanceId']}": (
+            Verdict.WARN,
+            line(grace) + "arm64: the exporter's image runs on x86_64 only, so the silence "
+            "check expects nothing of it",
+            no_tag_helps,
+        ),
+        f"silence-coverage:{untagged['InstanceId']}": (
+            Verdict.FAIL,
+            line(untagged) + "no tag names it cluster train's (it is node "
+            f"{untagged['PrivateDnsName']} of the cluster in Container Insights' "
+            "node_gpu_power_draw series), so the silence check does not see it",
+            "tag it kubernetes.io/cluster/train=owned, in its launch template or Auto Scaling "
+            "group (propagated at launch) so that its replacements carry it too",
+        ),
+    }
+    # One line per instance in the table, and one entry each in --json.
+    text = table(checks).splitlines()
+    assert f"FAIL silence-coverage:{untagged['InstanceId']}" in "\n".join(text)
+    assert sum(1 for t in text if "silence-coverage:" in t) == 3
+    document = json.loads(as_json(checks, cluster="train", region=REGION))
+    entry = next(c for c in document["checks"] if c["check"].endswith(untagged["InstanceId"]))
+    assert entry["verdict"] == "fail"
+    assert entry["fix"].startswith("tag it kubernetes.io/cluster/train=owned")
+    # A tag is all it takes: tagged as the fix says, it is covered, and nothing fails.
+    ec2.create_tags(
+        Resources=[untagged["InstanceId"]],
+        Tags=[{"Key": "kubernetes.io/cluster/train", "Value": "owned"}],
+    )
+    checks = _preflight(session, settings, installed)
+    assert sorted(c.verdict for c in checks if c.name.startswith("silence-coverage")) == [
+        Verdict.WARN,
+        Verdict.WARN,
+    ]
 
 
 def test_a_node_group_s_labels_are_read_for_the_daemonset(session: Any) -> None:
@@ -503,6 +618,17 @@ def test_a_denied_read_fails_its_check_and_names_the_error(session: Any) -> None
     seed_cluster(session.client("eks"), session.client("iam"), "train")
     cloudwatch = session.client("cloudwatch")
     stubber = Stubber(cloudwatch)
+    # The silence check's coverage first lists Container Insights' node GPU series: none.
+    stubber.add_response(
+        "list_metrics",
+        {"Metrics": []},
+        {
+            "Namespace": "ContainerInsights",
+            "MetricName": "node_gpu_power_draw",
+            "Dimensions": [{"Name": "ClusterName", "Value": "train"}],
+            "RecentlyActive": "PT3H",
+        },
+    )
     stubber.add_client_error(
         "describe_alarms",
         "AccessDenied",

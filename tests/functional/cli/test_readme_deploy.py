@@ -119,6 +119,7 @@ def test_step_7_status_exits_0_on_a_working_deployment(
         "observability-addon": "OK",
         "container-insights-gpu": "OK",
         "exporter-nodes": "OK",
+        "silence-coverage": "OK",
         "alarms": "OK",
         "topic:critical": "OK",
         "topic:warning": "OK",
@@ -127,4 +128,4 @@ def test_step_7_status_exits_0_on_a_working_deployment(
         "analyzer:training": "OK",
         "weekly-report": "OK",
     }
-    assert out.out.splitlines()[-1] == "11 ok, 0 warn, 0 fail"
+    assert out.out.splitlines()[-1] == "12 ok, 0 warn, 0 fail"

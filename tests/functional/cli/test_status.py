@@ -42,7 +42,7 @@ from cdk.settings import Settings
 from cli.demo_promql import answering
 from cli.main import main
 from cli.preflight_checks import Check, Verdict
-from cli.status_aws import Clients, expected_alarms, gather, read_subscriptions
+from cli.status_aws import Clients, expected_alarms, gather, read_coverage, read_subscriptions
 from cli.status_checks import run_checks
 from gpu_insights_agent.contract.resource_names import stack_name, topic_name
 from gpu_insights_agent.emf.sinks import BufferedSender, PutMetricDataSink
@@ -58,7 +58,7 @@ from tests.prometheus import serve, write_openmetrics
 from tests.realistic import otel
 from tests.realistic import pods as k8s
 from tests.realistic.container_insights import NODE_GPU_DIMENSION_SETS, gpu_device
-from tests.realistic.nodes import P5_48XLARGE
+from tests.realistic.nodes import P5_48XLARGE, UNTAGGED, auto_mode_tags
 
 REGION = "us-west-2"
 CLUSTER = "ml-prod"
@@ -77,14 +77,18 @@ SETTINGS = Settings(
 )
 
 
-def _instance(ec2: Any, instance_type: str, cluster: str) -> tuple[str, str]:
-    tags = [{"Key": f"kubernetes.io/cluster/{cluster}", "Value": "owned"}]
+def _instance(
+    ec2: Any, instance_type: str, cluster: str, tagged: dict[str, str] | None = None
+) -> tuple[str, str]:
+    given = {f"kubernetes.io/cluster/{cluster}": "owned"} if tagged is None else tagged
+    tags = [{"Key": k, "Value": v} for k, v in given.items()]
     (instance,) = ec2.run_instances(
         ImageId=IMAGE,
         MinCount=1,
         MaxCount=1,
         InstanceType=instance_type,
-        TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+        # EC2 refuses a tag specification without a tag: an untagged instance has none.
+        TagSpecifications=[{"ResourceType": "instance", "Tags": tags}] if tags else [],
     )["Instances"]
     return str(instance["PrivateDnsName"]), str(instance["InstanceId"])
 
@@ -304,6 +308,7 @@ def test_a_working_deployment_is_all_ok(account: dict[str, Any]) -> None:
         "observability-addon": Verdict.OK,
         "container-insights-gpu": Verdict.OK,
         "exporter-nodes": Verdict.OK,
+        "silence-coverage": Verdict.OK,
         "alarms": Verdict.OK,
         "topic:critical": Verdict.OK,
         "topic:warning": Verdict.OK,
@@ -346,6 +351,7 @@ def test_a_broken_deployment_names_what_is_wrong(account: dict[str, Any]) -> Non
         "observability-addon": Verdict.FAIL,
         "container-insights-gpu": Verdict.FAIL,
         "exporter-nodes": Verdict.FAIL,
+        "silence-coverage": Verdict.OK,
         "alarms": Verdict.FAIL,
         "topic:critical": Verdict.FAIL,
         "topic:warning": Verdict.WARN,
@@ -362,6 +368,61 @@ def test_a_broken_deployment_names_what_is_wrong(account: dict[str, Any]) -> Non
         f"1 of {len(names)} alarms missing: gpu-insights-ml-prod-notifier-failing"
     )
     assert by_name["topic:critical"].detail == "no confirmed subscriber"
+
+
+def test_status_names_the_gpu_instances_the_silence_check_does_not_cover(
+    account: dict[str, Any],
+) -> None:
+    """Beside the three tagged GPU nodes that report: an EKS Auto Mode GPU instance (tagged as
+    Auto Mode tags them: no exporter there) and a self-managed one launched without a tag that
+    Container Insights reports as a node of the cluster. exporter-nodes still judges the three;
+    each of the others is one silence-coverage line, the untagged one failing with its tag."""
+    run_at = account["run_at"]
+    session = account["session"]
+    ec2, cloudwatch = session.client("ec2"), session.client("cloudwatch")
+    auto_node, auto_id = _instance(ec2, P5_48XLARGE.name, CLUSTER, auto_mode_tags(CLUSTER, "gpu"))
+    bare_node, bare_id = _instance(ec2, P5_48XLARGE.name, CLUSTER, UNTAGGED)
+    for node in account["nodes"]:
+        _exporter(cloudwatch, node, run_at - 1200, run_at)
+    _container_insights(cloudwatch, {**account["nodes"], bare_node: bare_id}, run_at - 900, run_at)
+    clients = _clients(account, _stacks(account), _addon(account, "ACTIVE"))
+    checks = run_checks(gather(SETTINGS, clients, now=run_at))
+    by_name = _by_name(checks)
+    assert by_name["exporter-nodes"].detail == (
+        "3 GPU nodes, 24 GPUs reported in the last 15 minutes"
+    )
+    lines = {c.name: (c.verdict, c.detail, c.fix) for c in checks if "silence-coverage" in c.name}
+    assert lines == {
+        f"silence-coverage:{auto_id}": (
+            Verdict.WARN,
+            f"p5.48xlarge {auto_node}: an EKS Auto Mode node: the exporter does not run there, "
+            "so the silence check expects nothing of it",
+            "none by tag: Container Insights' GPU metrics are all that watch its GPUs",
+        ),
+        f"silence-coverage:{bare_id}": (
+            Verdict.FAIL,
+            f"p5.48xlarge {bare_node}: no tag names it cluster {CLUSTER}'s (it is node "
+            f"{bare_node} of the cluster in Container Insights' node_gpu_power_draw series), "
+            "so the silence check does not see it",
+            f"tag it kubernetes.io/cluster/{CLUSTER}=owned, in its launch template or Auto "
+            "Scaling group (propagated at launch) so that its replacements carry it too",
+        ),
+    }
+
+
+def test_in_otel_mode_the_dcgm_series_node_names_find_an_untagged_gpu_instance(
+    account: dict[str, Any],
+) -> None:
+    """OTel mode's evidence is the node names of the DCGM series the container-insights-gpu
+    check read: an untagged GPU instance named there is described by its private DNS name
+    (tests/unit/cli/test_silence_coverage.py holds what is sent for a name with wildcards)."""
+    ec2 = account["session"].client("ec2")
+    bare_node, bare_id = _instance(ec2, P5_48XLARGE.name, CLUSTER, UNTAGGED)
+    _instance(ec2, P5_48XLARGE.name, CLUSTER, UNTAGGED)  # named by nothing: not the cluster's
+    clients = _clients(account, _stacks(account), _addon(account, "ACTIVE"))
+    (uncovered,) = read_coverage(clients, CLUSTER, dcgm_nodes={*account["nodes"], bare_node})
+    assert (uncovered.instance_id, uncovered.untagged) == (bare_id, True)
+    assert f"(it is node {bare_node} of the cluster in its DCGM series)" in uncovered.why
 
 
 def test_alarms_without_data_and_pending_subscriptions_are_named(

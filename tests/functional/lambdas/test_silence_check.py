@@ -33,6 +33,13 @@ from gpu_insights_agent.exporter.simulated_trace import SimulatedGpu, node_trace
 from lambdas.silence_check import handler as silence_handler
 from tests.functional.lambdas.iam import REGION, Principal, resolve, role_statements, run_as_role
 from tests.functional.lambdas.iam import without as without_statement
+from tests.realistic.nodes import (
+    UNTAGGED,
+    auto_mode_tags,
+    eksctl_stack_tags,
+    karpenter_tags,
+    managed_node_group_tags,
+)
 
 HANDLER = "lambdas.silence_check.handler.handler"
 INTERVAL_S = 60.0
@@ -42,14 +49,18 @@ IMAGE = "ami-12c6146b"
 RUN_AFTER_S = 1800
 
 
-def _ec2_instance(ec2: Any, instance_type: str, cluster: str) -> tuple[str, str]:
-    tags = [{"Key": f"kubernetes.io/cluster/{cluster}", "Value": "owned"}]
+def _ec2_instance(
+    ec2: Any, instance_type: str, cluster: str, tagged: dict[str, str] | None = None
+) -> tuple[str, str]:
+    given = {f"kubernetes.io/cluster/{cluster}": "owned"} if tagged is None else tagged
+    tags = [{"Key": k, "Value": v} for k, v in given.items()]
     (instance,) = ec2.run_instances(
         ImageId=IMAGE,
         MinCount=1,
         MaxCount=1,
         InstanceType=instance_type,
-        TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+        # EC2 refuses a tag specification without a tag: an untagged instance has none.
+        TagSpecifications=[{"ResourceType": "instance", "Tags": tags}] if tags else [],
     )["Instances"]
     return str(instance["PrivateDnsName"]), str(instance["InstanceId"])
 
@@ -205,6 +216,58 @@ def test_new_nodes_are_not_expected_within_the_grace_period(
     _as_role(aws, templates, monkeypatch)
     result = _run(aws["run_at"] - RUN_AFTER_S + 300)
     assert (result["expected_nodes"], result["young_nodes"], result["silent"]) == (0, 3, [])
+
+
+@pytest.mark.parametrize(
+    "tag",
+    [
+        ("kubernetes.io/cluster/train", "shared"),
+        ("eks:cluster-name", "train"),
+        ("eks:eks-cluster-name", "train"),
+        ("alpha.eksctl.io/cluster-name", "train"),
+        ("eksctl.cluster.k8s.io/v1alpha1/cluster-name", "train"),
+    ],
+)
+def test_any_one_tag_of_a_provisioning_path_makes_a_gpu_instance_expected(
+    aws: dict[str, Any], templates: Any, monkeypatch: pytest.MonkeyPatch, tag: tuple[str, str]
+) -> None:
+    """Each tag a provisioning path sets names the cluster on its own
+    (lambdas/shared/cluster_tags.py): a GPU instance with only that one is expected to report,
+    and, with no exporter on it, is silent."""
+    node, instance_id = _ec2_instance(aws["ec2"], "p5.48xlarge", "train", dict([tag]))
+    _as_role(aws, templates, monkeypatch)
+    result = _run(aws["run_at"])
+    assert result["expected_nodes"] == 4
+    assert f"{node} ({instance_id}, p5.48xlarge): all 8 GPUs silent" in result["silent"]
+
+
+def test_the_check_expects_the_gpu_instances_each_path_tags_as_the_cluster_s(
+    aws: dict[str, Any], templates: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Instances tagged as each provisioning path tags them (tests/realistic/nodes.py): a
+    managed node group's, Karpenter's and one eksctl's stack tags alone name are expected; an
+    EKS Auto Mode instance (no exporter there), an untagged one and another cluster's one
+    whose Name is "train" are not. Nothing reports: every expected node is silent."""
+    ec2, run_at = aws["ec2"], aws["run_at"]
+    expected = dict(
+        _ec2_instance(ec2, "g5.12xlarge", "train", tags)
+        for tags in (
+            managed_node_group_tags("train", "gpu"),
+            karpenter_tags("train", "gpu", "default"),
+            eksctl_stack_tags("train"),
+        )
+    )
+    for tags in (
+        auto_mode_tags("train", "gpu"),
+        UNTAGGED,
+        {**managed_node_group_tags("other", "gpu"), "Name": "train"},
+    ):
+        _ec2_instance(ec2, "g5.12xlarge", "train", tags)
+    _as_role(aws, templates, monkeypatch)
+    result = _run(run_at)
+    assert (result["expected_nodes"], result["expected_gpus"]) == (6, 3 * 8 + 3 * 4)
+    silent = {line.partition(" (")[0] for line in result["silent"]}
+    assert silent == set(aws["nodes"]) | set(expected)
 
 
 @pytest.mark.parametrize(

@@ -322,7 +322,7 @@ def test_a_ready_cluster_passes_every_check() -> None:
     checks = run_checks(PLAN, ready)
     assert [c.name for c in checks] == [
         "cluster", "pod-identity-agent", "kubectl-version", "observability-addon",
-        "log-groups", "insights-alarm-quota", "nodes:gpu", "exporter-nodes",
+        "log-groups", "insights-alarm-quota", "nodes:gpu", "exporter-nodes", "silence-coverage",
     ]  # fmt: skip
     assert {c.verdict for c in checks} == {Verdict.OK}
 
