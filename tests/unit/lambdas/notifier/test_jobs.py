@@ -8,6 +8,7 @@ from lambdas.notifier.jobs import (
     NOT_KNOWN,
     Placement,
     PlacementLookupError,
+    Rank,
     alarm_time_ms,
     job_incident,
     job_placement,
@@ -65,10 +66,10 @@ def test_the_newest_document_of_each_rank_names_its_pod_node_and_gpus() -> None:
         )
         placement = job_placement(logs, "train", "llama-ft", 1_000_000)
     assert placement == Placement(
-        pods=("m-0", "w-0"),
-        nodes=("n0", "n1"),
-        gpus=("GPU-a", "GPU-b"),
-        states=("rank 0: stalled", "rank 1: stalled"),
+        (
+            Rank("0", pod="m-0", node="n0", gpus="GPU-a", state="stalled"),
+            Rank("1", pod="w-0", node="n1", gpus="GPU-b", state="stalled"),
+        )
     )
 
 
