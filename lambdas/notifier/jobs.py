@@ -87,12 +87,13 @@ def _state_rank(state: str) -> int:
     return order.index(state) if state in order else len(order)
 
 
-def few(items: tuple[str, ...] | list[str], noun: str) -> str:
-    """``a, b`` or ``a, b, c, d, e and 1,019 more (1,024 pods)``."""
+def few(items: tuple[str, ...] | list[str], noun: str | None = None) -> str:
+    """``a, b`` or ``a, b, c, d, e and 1,019 more (1,024 pods)`` (no count without ``noun``)."""
     if len(items) <= FIRST_FEW:
         return ", ".join(items)
     shown = ", ".join(items[:FIRST_FEW])
-    return f"{shown} and {len(items) - FIRST_FEW:,} more ({len(items):,} {noun})"
+    total = f" ({len(items):,} {noun})" if noun else ""
+    return f"{shown} and {len(items) - FIRST_FEW:,} more{total}"
 
 
 def ranks_summary(placement: Placement) -> str:
@@ -104,8 +105,8 @@ def ranks_summary(placement: Placement) -> str:
         counts.setdefault(r.state, []).append(r.rank)
     parts = [f"{len(names):,} {state}" for state, names in counts.items()]
     if parts:
-        worst, names = next(iter(counts.items()))
-        parts[0] += f" (rank {few(names, 'ranks ' + worst)})"
+        names = next(iter(counts.values()))
+        parts[0] += f" (rank {few(names)})"
     return f"{len(ranks):,} ranks: " + ", ".join(parts)
 
 
@@ -185,7 +186,7 @@ def job_incident(incident: Incident, region: str, placement: Placement) -> Incid
         title=f"{title}: job {job}{where}",
         what=incident.what.replace(f"{title}:", f"{title}: job {job}{where}:", 1),
         node=nodes or NOT_KNOWN,
-        gpu=few(placement.each("gpus"), "GPU lists") or NOT_KNOWN,
+        gpu=few(placement.each("gpus"), "ranks' GPU sets") or NOT_KNOWN,
         pods=incident.pods or ((few(pods, "pods"),) if pods else ()),
         facts=tuple(facts),
         dashboard_url=job_dashboard_url(
