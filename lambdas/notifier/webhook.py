@@ -31,6 +31,7 @@ from urllib.parse import quote, urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from lambdas.notifier import markup
 from lambdas.notifier.channels import ChannelError, Delivery
 from lambdas.notifier.config import FUNCTION_TIMEOUT_S
 from lambdas.notifier.notification import Incident
@@ -108,7 +109,8 @@ def post(url: str, payload: bytes, *, deadline_s: float) -> tuple[int, str]:
         if isinstance(err, ValueError | InvalidURL):
             why = "the URL is not valid (not shown: it holds the token)"
             raise DeliveryFaultError(f"{type(err).__name__}: {why}") from None
-        raise DeliveryFaultError(f"{type(err).__name__}: {scrub(str(err), url)[:200]}") from None
+        said = markup.one_line(scrub(str(err), url)).strip()[:200]
+        raise DeliveryFaultError(f"{type(err).__name__}: {said}") from None
     finally:
         timer.cancel()
         connection.close()
@@ -160,5 +162,6 @@ class WebhookChannel:
                 "(a webhook URL answers itself; store the URL it names)"
             )
         if not 200 <= status < 300:
-            raise ChannelError(f"webhook {where}: HTTP {status} {scrub(reason, url)[:100]}")
+            said = markup.one_line(scrub(reason, url))[:100]
+            raise ChannelError(f"webhook {where}: HTTP {status} {said}")
         return Delivery(WEBHOOK, str(status))

@@ -24,6 +24,8 @@ _OK: Final = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n
 class Webhook:
     url: str
     posts: list[dict[str, Any]] = field(default_factory=list)
+    #: The posts answered 200: what a chat would show.
+    shown: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     #: Paths GET from this server (where a followed redirect lands).
     gets: list[str] = field(default_factory=list)
@@ -85,6 +87,8 @@ def webhook_server() -> Iterator[Webhook]:
             if hook.delay_s:
                 hook.released.wait(hook.delay_s)
             status = hook.statuses.pop(0) if hook.statuses else 200
+            if status == 200:
+                hook.shown.append(hook.posts[-1])
             self.send_response(status)
             self.end_headers()
             self.wfile.write(b"ok" if status == 200 else b"invalid_token")
