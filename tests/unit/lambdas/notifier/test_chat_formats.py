@@ -9,6 +9,8 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lambdas.notifier import limits
 from lambdas.notifier.jobs import job_incident, job_placement
@@ -214,3 +216,36 @@ def test_teams_shows_untrusted_text_only_in_text_runs() -> None:
     runs = [e["text"] for e in elements if e["type"] == "TextRun"]
     assert "[Open the runbook](https://evil.example)" in runs  # shown as is: TextRun
     assert [a["url"] for a in card["actions"]] == []  # JOB links nothing; no link was injected
+
+
+_ANY_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=3_000)
+
+
+@settings(max_examples=150, deadline=None)
+@given(job=_ANY_TEXT, pod=_ANY_TEXT, node=_ANY_TEXT, state=_ANY_TEXT)
+def test_any_text_in_any_field_is_inert_and_fits_every_channel(
+    job: str, pod: str, node: str, state: str
+) -> None:
+    """Whatever the fields hold: every body fits its limit, Slack's text has no ``<`` or ``>``
+    (the page's own text has none), Teams' card holds no markdown element, and the email
+    has the page's own lines only."""
+    page = replace(
+        JOB,
+        title=f"Training job hung: job {job}",
+        job=job,
+        pods=(pod,),
+        node=node,
+        facts=(("Ranks", state),),
+    )
+    sizes = _sizes(page)
+    assert {k: v for k, v in sizes.items() if v > LIMITS[k]} == {}, sizes
+    slack_text = json.loads(body(page, Format.SLACK))["text"]
+    assert "<" not in slack_text
+    assert ">" not in slack_text
+    card = json.loads(body(page, Format.TEAMS))["attachments"][0]["content"]
+    assert {e["type"] for b in card["body"] for e in [b, *b["inlines"]]} == {
+        "RichTextBlock",
+        "TextRun",
+    }
+    own = render_text(replace(JOB, pods=("p",), facts=(("Ranks", "s"),))).split("\n")
+    assert len(render_text(page).split("\n")) == len(own) - (0 if job else 1)  # no Job: row
