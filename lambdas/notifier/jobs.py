@@ -78,7 +78,7 @@ STATE_ORDER: Final = (
     JobState.STEPPING,
 )
 #: A page names this many of a list (pods, nodes, GPUs, ranks) and counts the rest: 1,024
-#: ranks listed in full were 379 KiB, past SNS's 256 KiB (lambdas/notifier/limits.py).
+#: ranks listed in full were 330 KiB, past SNS's 256 KiB (lambdas/notifier/limits.py).
 FIRST_FEW: Final = 5
 
 
@@ -97,14 +97,14 @@ def few(items: tuple[str, ...] | list[str], noun: str | None = None) -> str:
 
 
 def ranks_summary(placement: Placement) -> str:
-    """How many ranks are in each state, worst first, and which ranks are in the worst:
-    ``1,024 ranks: 24 stalled (rank 3, 17, ...), 1,000 stepping``."""
+    """How many ranks are in each state, worst first, and which ranks are in the worst (unless
+    all step): ``1,024 ranks: 24 stalled (rank 3, 17, ...), 1,000 stepping``."""
     ranks = [r for r in placement.worst_first() if r.state]
     counts: dict[str, list[str]] = {}
     for r in ranks:
         counts.setdefault(r.state, []).append(r.rank)
     parts = [f"{len(names):,} {state}" for state, names in counts.items()]
-    if parts:
+    if parts and ranks[0].state != JobState.STEPPING:
         names = next(iter(counts.values()))
         parts[0] += f" (rank {few(names)})"
     return f"{len(ranks):,} ranks: " + ", ".join(parts)
