@@ -129,14 +129,14 @@ T = TypeVar("T")
 
 
 def fitted(incident: Incident, render: Callable[[Incident], T], fits: Callable[[T], bool]) -> T:
-    """``render`` of ``incident`` with the longest field cap whose result ``fits``; the
-    shortest cap's where none does (its fields are 40 characters: every channel takes it)."""
-    out = render(capped(incident, FIELD_CAPS[0]))
-    for chars in FIELD_CAPS[1:]:
+    """``render`` of ``incident`` with the longest field cap whose result ``fits``; where none
+    does (a console link that holds a job name of a thousand characters), the shortest cap's
+    without the links: the page goes out, naming what it is about."""
+    for chars in FIELD_CAPS:
+        out = render(capped(incident, chars))
         if fits(out):
             return out
-        out = render(capped(incident, chars))
-    return out
+    return render(replace(capped(incident, FIELD_CAPS[-1]), alarm_url=None, dashboard_url=None))
 
 
 def subject(incident: Incident) -> str:

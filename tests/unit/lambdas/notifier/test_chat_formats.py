@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lambdas.notifier import limits
-from lambdas.notifier.jobs import job_incident, job_placement
+from lambdas.notifier.jobs import Placement, job_incident, job_placement
 from lambdas.notifier.notification import Incident, publish_arguments, render_text
 from lambdas.notifier.webhook_formats import Format, body, format_for
 
@@ -119,6 +119,19 @@ def test_a_page_nothing_summarised_is_cut_to_fit_the_smallest_channel() -> None:
     sizes = _sizes(huge)
     assert {k: v for k, v in sizes.items() if v > LIMITS[k]} == {}, sizes
     assert limits.CUT in render_text(huge)
+
+
+def test_a_job_name_as_long_as_cloudwatch_allows_still_fits_every_channel() -> None:
+    """A dimension value may be 1,024 characters (CloudWatch's Dimension.Value,
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_Dimension.html); the
+    job dashboard's link quotes it, three characters for each ``%``-encoded one."""
+    name = "<>" * 512
+    page = job_incident(replace(JOB, job=name), "us-east-1", Placement())
+    assert page.dashboard_url is not None
+    assert len(page.dashboard_url) > 3_072
+    sizes = _sizes(page)
+    assert {k: v for k, v in sizes.items() if v > LIMITS[k]} == {}, sizes
+    assert "GPU dashboard:" in render_text(page)  # email has room for the link
 
 
 @pytest.mark.parametrize(
