@@ -21,8 +21,10 @@ from benchmarks import (
     storage_analyzer,
     training_analyzer,
     training_emitter,
+    webhook_faults,
 )
 from cli.exporter_cost import estimate
+from lambdas.notifier.config import FUNCTION_TIMEOUT_S
 from lambdas.shared.shards import STORAGE, TRAINING, TRAINING_SHARD_JOBS
 
 
@@ -232,6 +234,21 @@ def main() -> None:
         Row(f"failure analysis: of it, classifying {timed.failed:,} failed jobs' logs",
             timed.classify_cpu_s, None, "s"),
     ]  # fmt: skip
+    hooks = webhook_faults.main()
+    for h in hooks:
+        rows += [
+            Row(f"webhook, {h.fault}: pages delivered of {h.pages}", h.delivered, h.pages, "pages"),
+            Row(f"webhook, {h.fault}: claims left held", h.claims_held, None, "claims"),
+        ]
+    rows += [
+        Row("webhook faults: pages lost", sum(h.lost for h in hooks), None, "pages"),
+        Row(
+            "webhook: longest delivery (slow drip) vs the function's timeout",
+            max(h.longest_delivery_s for h in hooks),
+            float(FUNCTION_TIMEOUT_S),
+            "s",
+        ),
+    ]
     rows.append(Row("cdk synth of the whole app", synth_seconds(), None, "s"))
     cost = estimate(nodes=1, gpus_per_node=8)
     rows += [

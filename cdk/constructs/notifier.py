@@ -31,7 +31,7 @@ from cdk.outputs import NOTIFIER_FAILING_ALARM_KEY
 from gpu_insights_agent.contract.metrics import DIM_XID_CODE, training_log_group
 from gpu_insights_agent.contract.resource_names import alarm_name
 from gpu_insights_agent.contract.xid import KERNEL_XID_FILTER_PATTERN
-from lambdas.notifier.config import NotifierConfig
+from lambdas.notifier.config import FUNCTION_TIMEOUT_S, NotifierConfig
 
 #: CloudWatch's EventBridge events for an alarm's and a contributor's state
 #: (https://docs.aws.amazon.com/eventbridge/latest/ref/events-ref-cloudwatch.html).
@@ -122,7 +122,7 @@ class Notifier(Construct):
             code=lambda_code(HANDLER),
             layers=[sdk_layer(self)],
             role=role,
-            timeout=Duration.seconds(30),
+            timeout=Duration.seconds(FUNCTION_TIMEOUT_S),
             memory_size=256,
             log_group=function_logs,
             dead_letter_queue=self.dead_letters,

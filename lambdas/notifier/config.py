@@ -7,6 +7,10 @@ from typing import Final, cast, get_args
 from lambdas.notifier.notification import Severity
 from lambdas.shared.config import NAMES, PAIRS, TEXT, Codec, FunctionConfig, variable
 
+#: The function's timeout (its construct's): a page's deliveries are bounded well inside it
+#: (lambdas/notifier/webhook.py DEADLINE_S, handler.send).
+FUNCTION_TIMEOUT_S: Final = 30
+
 
 def _kinds(raw: str) -> dict[str, tuple[Severity, str]]:
     pairs = PAIRS.parse(raw)

@@ -9,12 +9,19 @@ Each incident goes to every channel (SNS: critical incidents to the critical top
 to the warning topic; a chat webhook where one is set). Each (incident, channel) is claimed in
 the sent ledger before it is delivered, so a retried invocation sends only what was not sent,
 on the channel that failed.
+
+A delivery that fails in any way (a channel's refusal, or a fault in a channel's code) releases
+its claim before anything else, so that the retry sends it; none is claimed when less time is
+left than one delivery may take (``RESERVE_S``), so that the function's timeout cannot leave a
+claim held for a page that was never sent.
 """
 
 import logging
+import math
 import time
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Final
 
 from lambdas.notifier.channels import Channel, ChannelError
 from lambdas.notifier.config import NotifierConfig
@@ -32,7 +39,7 @@ from lambdas.notifier.notification import Incident
 from lambdas.notifier.pods import PodLookupError, pods_on_gpu
 from lambdas.notifier.sent_ledger import SentLedger, claim_key
 from lambdas.notifier.sns_channel import SNS, SnsChannel
-from lambdas.notifier.webhook import WebhookChannel, url_from_parameter
+from lambdas.notifier.webhook import DEADLINE_S, WebhookChannel, url_from_parameter
 from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.subscription import decode_subscription
 
@@ -44,6 +51,22 @@ _clients = ClientCache()
 #: so a rotated URL is used within minutes without a read per invocation.
 _webhook_urls: dict[str, tuple[str, float]] = {}
 WEBHOOK_URL_KEEP_S = 300.0
+#: No claim is made with less of the invocation left than this: one webhook delivery's
+#: deadline, and time to release its claim and raise.
+RESERVE_S: Final = DEADLINE_S + 2.0
+
+
+class _Clock:
+    """The invocation's time left, from Lambda's context (unbounded outside Lambda)."""
+
+    context: object = None
+
+    def left_s(self) -> float:
+        remaining = getattr(self.context, "get_remaining_time_in_millis", None)
+        return float(remaining()) / 1000 if callable(remaining) else math.inf
+
+
+_clock = _Clock()
 
 
 class PublishError(Exception):
@@ -91,31 +114,58 @@ def _webhook_url(parameter: str) -> str:
 
 
 def send(
-    channels: list[Channel], ledger: SentLedger, incidents: list[Incident], now_s: float
+    channels: list[Channel],
+    ledger: SentLedger,
+    incidents: list[Incident],
+    now_s: float,
+    *,
+    time_left_s: Callable[[], float] | None = None,
 ) -> int:
     """Deliver each incident on each channel where it was not delivered before. A channel
     that fails is released for that incident and skipped for the rest of the batch (the
-    others go on); the first failure is raised at the end, so that Lambda retries."""
+    others go on); the first failure is raised at the end, so that Lambda retries. A failure
+    that is no ChannelError (a fault in a channel's code) is released and logged with its
+    traceback like the others, and raised as the PublishError's cause. With less than
+    ``RESERVE_S`` left (``time_left_s``, the invocation's by default), nothing more is claimed
+    and the rest is left to the retry."""
+    left = time_left_s or _clock.left_s
     sent = 0
-    failed: dict[str, tuple[str, ChannelError]] = {}
+    unclaimed = 0
+    failed: dict[str, tuple[str, Exception]] = {}
     for incident in incidents:
         for channel in channels:
             if channel.name in failed:
+                continue
+            if left() < RESERVE_S:
+                unclaimed += 1
                 continue
             key = claim_key(incident.key, channel.name, first=SNS)
             if not ledger.claim(key, now_s):
                 continue
             try:
                 channel.deliver(incident)
-            except ChannelError as err:
+            except Exception as err:
                 ledger.release(key)
                 failed[channel.name] = (incident.key, err)
-                log.error("publishing %s to %s", incident.key, err)
+                if isinstance(err, ChannelError):
+                    log.error("publishing %s to %s", incident.key, err)
+                else:
+                    log.exception(
+                        "publishing %s: a fault in the %s channel", incident.key, channel.name
+                    )
                 continue
             sent += 1
     if failed:
-        key, cause = next(iter(failed.values()))
-        raise PublishError(f"publishing {key} to {cause}") from cause
+        name, (key, cause) = next(iter(failed.items()))
+        if isinstance(cause, ChannelError):
+            raise PublishError(f"publishing {key} to {cause}") from cause
+        raise PublishError(
+            f"publishing {key}: a fault in {name}: {type(cause).__name__}: {cause}"
+        ) from cause
+    if unclaimed:
+        raise PublishError(
+            f"{unclaimed} deliveries not tried: under {RESERVE_S:g} s of the invocation left"
+        )
     return sent
 
 
@@ -176,6 +226,7 @@ def _from_alarm(event: dict[str, Any], now_s: float, config: NotifierConfig) -> 
 
 def handler(event: dict[str, Any], context: object) -> dict[str, int]:
     now_s = time.time()
+    _clock.context = context
     config = NotifierConfig.current()
     if "awslogs" in event:
         return _from_logs(event, now_s, config)

@@ -21,6 +21,7 @@ from gpu_insights_agent.contract.metrics import (
     PROP_JOB_STATE,
     PROP_POD_NAME,
     PROP_RANK,
+    JobState,
     training_log_group,
 )
 from gpu_insights_agent.contract.resource_names import dashboard_name
@@ -40,14 +41,73 @@ class PlacementLookupError(Exception):
 
 
 @dataclass(frozen=True)
+class Rank:
+    """Where one rank ran and what it said it was doing (its newest document)."""
+
+    rank: str
+    pod: str = ""
+    node: str = ""
+    #: The rank's GPUs as the device plugin listed them (``GPU-a,GPU-b``).
+    gpus: str = ""
+    #: What the rank was doing (``JobState``), e.g. ``stalled``.
+    state: str = ""
+
+
+@dataclass(frozen=True)
 class Placement:
     """Where a job's ranks ran, from their newest documents (rank order)."""
 
-    pods: tuple[str, ...] = ()
-    nodes: tuple[str, ...] = ()
-    gpus: tuple[str, ...] = ()
-    #: What each rank said it was doing (JobState), e.g. ``0: stalled``.
-    states: tuple[str, ...] = ()
+    ranks: tuple[Rank, ...] = ()
+
+    def worst_first(self) -> list[Rank]:
+        """The ranks, those in the worst state first (``STATE_ORDER``), rank order within."""
+        return sorted(self.ranks, key=lambda r: _state_rank(r.state))
+
+    def each(self, attr: str) -> tuple[str, ...]:
+        """One field of every rank, worst first, without repeats or blanks."""
+        return tuple(dict.fromkeys(v for r in self.worst_first() if (v := getattr(r, attr))))
+
+
+#: States from the one to look at first: a stalled rank is what a hung job's page is about.
+#: A state the emitter does not write (anything else in a document) comes after these.
+STATE_ORDER: Final = (
+    JobState.STALLED,
+    JobState.ENDED,
+    JobState.CHECKPOINTING,
+    JobState.EVALUATING,
+    JobState.STEPPING,
+)
+#: A page names this many of a list (pods, nodes, GPUs, ranks) and counts the rest: 1,024
+#: ranks listed in full were 330 KiB, past SNS's 256 KiB (lambdas/notifier/limits.py).
+FIRST_FEW: Final = 5
+
+
+def _state_rank(state: str) -> int:
+    order = [str(s) for s in STATE_ORDER]
+    return order.index(state) if state in order else len(order)
+
+
+def few(items: tuple[str, ...] | list[str], noun: str | None = None) -> str:
+    """``a, b`` or ``a, b, c, d, e and 1,019 more (1,024 pods)`` (no count without ``noun``)."""
+    if len(items) <= FIRST_FEW:
+        return ", ".join(items)
+    shown = ", ".join(items[:FIRST_FEW])
+    total = f" ({len(items):,} {noun})" if noun else ""
+    return f"{shown} and {len(items) - FIRST_FEW:,} more{total}"
+
+
+def ranks_summary(placement: Placement) -> str:
+    """How many ranks are in each state, worst first, and which ranks are in the worst (unless
+    all step): ``1,024 ranks: 24 stalled (rank 3, 17, ...), 1,000 stepping``."""
+    ranks = [r for r in placement.worst_first() if r.state]
+    counts: dict[str, list[str]] = {}
+    for r in ranks:
+        counts.setdefault(r.state, []).append(r.rank)
+    parts = [f"{len(names):,} {state}" for state, names in counts.items()]
+    if parts and ranks[0].state != JobState.STEPPING:
+        names = next(iter(counts.values()))
+        parts[0] += f" (rank {few(names)})"
+    return f"{len(ranks):,} ranks: " + ", ".join(parts)
 
 
 def is_job_kind(kind: str) -> bool:
@@ -78,16 +138,22 @@ def job_placement(logs: Any, cluster: str, job: str, at_ms: int) -> Placement:
         when = document_time_ms(document, int(event.get("timestamp", 0)))
         if when >= newest.get(rank, (-1, {}))[0]:
             newest[rank] = (when, document)
-    ranks = [newest[r][1] for r in sorted(newest, key=lambda r: (len(r), r))]
+    documents = [newest[r][1] for r in sorted(newest, key=lambda r: (len(r), r))]
 
-    def each(key: str) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(str(d[key]) for d in ranks if d.get(key)))
+    def text(document: dict[str, Any], key: str) -> str:
+        return str(document[key]) if document.get(key) else ""
 
-    states = tuple(
-        f"rank {d.get(PROP_RANK, '?')}: {d[PROP_JOB_STATE]}" for d in ranks if PROP_JOB_STATE in d
-    )
     return Placement(
-        pods=each(PROP_POD_NAME), nodes=each(DIM_NODE), gpus=each(PROP_GPUS), states=states
+        tuple(
+            Rank(
+                rank=str(d.get(PROP_RANK, "?")),
+                pod=text(d, PROP_POD_NAME),
+                node=text(d, DIM_NODE),
+                gpus=text(d, PROP_GPUS),
+                state=text(d, PROP_JOB_STATE),
+            )
+            for d in documents
+        )
     )
 
 
@@ -104,21 +170,24 @@ def alarm_time_ms(incident: Incident, default_ms: int) -> int:
 
 
 def job_incident(incident: Incident, region: str, placement: Placement) -> Incident:
-    """The alarm's incident, told of the job: its name in the title, where it runs, and the
-    training dashboard with the job picked."""
+    """The alarm's incident, told of the job: its name in the title, where it runs (the worst
+    ranks' first, a few named and the rest counted, however many ranks), and the training
+    dashboard with the job picked, where every rank is."""
     job = incident.job or "?"
-    where = (" on " + ", ".join(placement.nodes)) if placement.nodes else ""
+    nodes = few(placement.each("node"), "nodes")
+    pods = placement.each("pod")
+    where = f" on {nodes}" if nodes else ""
     title = incident.title.split(" on ", 1)[0]
     facts = list(incident.facts)
-    if placement.states:
-        facts.append(("Ranks", "; ".join(placement.states)))
+    if any(r.state for r in placement.ranks):
+        facts.append(("Ranks", ranks_summary(placement)))
     return replace(
         incident,
         title=f"{title}: job {job}{where}",
         what=incident.what.replace(f"{title}:", f"{title}: job {job}{where}:", 1),
-        node=", ".join(placement.nodes) or NOT_KNOWN,
-        gpu=", ".join(placement.gpus) or NOT_KNOWN,
-        pods=incident.pods or placement.pods,
+        node=nodes or NOT_KNOWN,
+        gpu=few(placement.each("gpus"), "ranks' GPU sets") or NOT_KNOWN,
+        pods=incident.pods or ((few(pods, "pods"),) if pods else ()),
         facts=tuple(facts),
         dashboard_url=job_dashboard_url(
             region, dashboard_name(incident.cluster, TRAINING_DASHBOARD), job

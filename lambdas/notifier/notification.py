@@ -14,11 +14,26 @@ The custom notification's fields (``version`` "1.0", ``source`` "custom", ``cont
 ``textType``, ``title``, ``description``, ``nextSteps``, ``keywords``; ``metadata`` with
 ``threadId``, ``summary``, ``eventType``, ``relatedResources``, ``additionalContext``) are
 AWS's: https://docs.aws.amazon.com/chatbot/latest/adminguide/custom-notifs.html.
+
+Every field of an incident may come from outside (a job name, a pod name, a rank's state): each
+is folded to one line and cut at a length (``capped``), and escaped for the markup it is shown
+in (``lambdas/notifier/markup.py``); a message that would still pass its channel's limit
+(``lambdas/notifier/limits.py``) is rendered again with shorter fields (``fitted``).
 """
 
 import json
-from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Final, Literal, TypeVar
+
+from lambdas.notifier import markup
+from lambdas.notifier.limits import (
+    MAX_FACT_CHARS,
+    Q_DEVELOPER_NOTIFICATION_BYTES,
+    SNS_MESSAGE_BYTES,
+    clip_chars,
+    utf8_len,
+)
 
 Severity = Literal["critical", "warning"]
 
@@ -71,9 +86,62 @@ class Incident:
         return rows
 
 
+def mapped(incident: Incident, text: Callable[[str], str]) -> Incident:
+    """``incident`` with ``text`` applied to every field a person reads (not its key, kind,
+    resources or console links, which the notifier builds)."""
+
+    def opt(value: str | None) -> str | None:
+        return None if value is None else text(value)
+
+    return replace(
+        incident,
+        title=text(incident.title),
+        what=text(incident.what),
+        cluster=text(incident.cluster),
+        node=text(incident.node),
+        gpu=text(incident.gpu),
+        action=text(incident.action),
+        pods=tuple(text(p) for p in incident.pods),
+        job=opt(incident.job),
+        threshold=opt(incident.threshold),
+        observed=opt(incident.observed),
+        when=opt(incident.when),
+        facts=tuple((text(label), text(value)) for label, value in incident.facts),
+    )
+
+
+def capped(incident: Incident, chars: int = MAX_FACT_CHARS) -> Incident:
+    """Every field on one line and at most ``chars`` characters: a page names, it does not
+    enumerate (a list of 1,024 pods is summarised before it gets here; this is the guard)."""
+
+    def cap(value: str) -> str:
+        return clip_chars(markup.one_line(value), chars)
+
+    short = mapped(incident, cap)
+    # The pods are one row: cut as one.
+    return replace(short, pods=(cap(", ".join(short.pods)),)) if short.pods else short
+
+
+#: Field lengths tried in turn until a message fits its channel: the first fits every page
+#: summarised as ``jobs.py`` does; the others are for inputs nothing summarised.
+FIELD_CAPS: Final = (MAX_FACT_CHARS, 300, 150, 80, 40)
+T = TypeVar("T")
+
+
+def fitted(incident: Incident, render: Callable[[Incident], T], fits: Callable[[T], bool]) -> T:
+    """``render`` of ``incident`` with the longest field cap whose result ``fits``; where none
+    does (a console link that holds a job name of a thousand characters), the shortest cap's
+    without the links: the page goes out, naming what it is about."""
+    for chars in FIELD_CAPS:
+        out = render(capped(incident, chars))
+        if fits(out):
+            return out
+    return render(replace(capped(incident, FIELD_CAPS[-1]), alarm_url=None, dashboard_url=None))
+
+
 def subject(incident: Incident) -> str:
     text = f"[{incident.severity.upper()}] {incident.title}"
-    ascii_text = text.encode("ascii", "replace").decode().replace("\n", " ")
+    ascii_text = markup.one_line(text.encode("ascii", "replace").decode())
     return ascii_text[:MAX_SUBJECT]
 
 
@@ -87,7 +155,12 @@ def _links(incident: Incident) -> list[tuple[str, str]]:
 
 
 def render_text(incident: Incident) -> str:
-    """The message an email subscriber reads."""
+    """The message an email subscriber reads (its fields one line each, at most
+    ``MAX_FACT_CHARS`` long)."""
+    return _text(capped(incident))
+
+
+def _text(incident: Incident) -> str:
     rows = incident.rows()
     width = max(len(label) for label, _ in [*rows, *_links(incident), ("What to do", "")]) + 2
     lines = [f"[{incident.severity.upper()}] {incident.title}", "", incident.what, ""]
@@ -101,8 +174,14 @@ def render_text(incident: Incident) -> str:
 
 
 def render_chatbot(incident: Incident) -> dict[str, Any]:
-    """The same incident as an Amazon Q Developer custom notification."""
-    facts = "\n".join(f"*{label}:* {value}" for label, value in incident.rows())
+    """The same incident as an Amazon Q Developer custom notification, its fields escaped for
+    client-markdown."""
+    return _chatbot(capped(incident), escaped=mapped(capped(incident), markup.markdown))
+
+
+def _chatbot(incident: Incident, *, escaped: Incident) -> dict[str, Any]:
+    """``incident``'s fields raw (data: keywords, context) and ``escaped`` (what is shown)."""
+    facts = "\n".join(f"*{label}:* {value}" for label, value in escaped.rows())
     links = [f"{label}: {url}" for label, url in _links(incident)]
     return {
         "version": "1.0",
@@ -110,14 +189,14 @@ def render_chatbot(incident: Incident) -> dict[str, Any]:
         "id": incident.key,
         "content": {
             "textType": "client-markdown",
-            "title": f"{_ICON[incident.severity]} [{incident.severity.upper()}] {incident.title}",
-            "description": f"{incident.what}\n\n{facts}",
-            "nextSteps": [incident.action, *links],
-            "keywords": [incident.severity, incident.kind, incident.cluster, incident.node],
+            "title": f"{_ICON[incident.severity]} [{incident.severity.upper()}] {escaped.title}",
+            "description": f"{escaped.what}\n\n{facts}",
+            "nextSteps": [escaped.action, *links],
+            "keywords": [incident.severity, incident.kind, escaped.cluster, escaped.node],
         },
         "metadata": {
             "threadId": incident.key,
-            "summary": subject(incident),
+            "summary": subject(escaped),
             "eventType": incident.kind,
             "relatedResources": list(incident.resources),
             "additionalContext": {
@@ -132,16 +211,28 @@ def render_chatbot(incident: Incident) -> dict[str, Any]:
 
 def publish_arguments(incident: Incident, topic_arn: str) -> dict[str, str]:
     """``sns.publish`` keyword arguments: plain text by default and for email, the custom
-    notification for HTTPS subscribers (Amazon Q Developer)."""
-    text = render_text(incident)
-    message = {
-        "default": text,
-        "email": text,
-        "https": json.dumps(render_chatbot(incident)),
-    }
+    notification for HTTPS subscribers (Amazon Q Developer). The whole ``Message`` (the JSON
+    of the three) fits SNS's limit, and the notification Amazon Q Developer shows fits the
+    smallest of the chat apps it posts to."""
+
+    def render(capped_incident: Incident) -> tuple[str, str]:
+        text = _text(capped_incident)
+        chatbot = json.dumps(
+            _chatbot(capped_incident, escaped=mapped(capped_incident, markup.markdown))
+        )
+        return json.dumps({"default": text, "email": text, "https": chatbot}), chatbot
+
+    def fits(out: tuple[str, str]) -> bool:
+        message, chatbot = out
+        return (
+            utf8_len(message) <= SNS_MESSAGE_BYTES
+            and utf8_len(chatbot) <= Q_DEVELOPER_NOTIFICATION_BYTES
+        )
+
+    message, _ = fitted(incident, render, fits)
     return {
         "TopicArn": topic_arn,
         "Subject": subject(incident),
-        "Message": json.dumps(message),
+        "Message": message,
         "MessageStructure": "json",
     }

@@ -1,10 +1,16 @@
 """The webhook channel: each incident POSTed as JSON to a chat webhook (Slack, Amazon Chime,
 Microsoft Teams), for a team that reads its pages in chat without Amazon Q Developer.
 
-One body serves the three: Slack's incoming webhooks read ``text`` ("the text field ... will
-be used as the message text", https://api.slack.com/messaging/webhooks), as do Teams'
-incoming webhooks; Amazon Chime's read ``Content`` (``{"Content":"Message Body"}``,
-https://docs.aws.amazon.com/chime/latest/dg/webhooks.html). Each ignores the other's key.
+The body is the one the URL's service takes (``webhook_formats.py``: Slack's ``text``, a Teams
+Workflows Adaptive Card, Chime's ``Content``), within its documented size (``limits.py``).
+
+One POST, and only its status counts: 2xx is delivered; a redirect is refused, not followed (a
+302 followed as a GET reaches no channel, yet looked sent); anything else, and any fault of the
+transport (a refused or reset connection, an answer that is not HTTP, a URL ``http.client``
+will not send), is a :class:`ChannelError`, so the handler releases the claim and Lambda's
+retry sends the page again. The whole delivery (connect, TLS, request, the answer's status) is
+bounded by one deadline, not by a timeout per socket read that a server answering a byte at a
+time would reset forever: a timer shuts the socket at the deadline.
 
 The URL carries the webhook's token, so it is no environment variable: it is an SSM
 SecureString parameter, the parameter's name the ``webhook_url_parameter`` setting, read with
@@ -15,34 +21,100 @@ decryption at a container's first delivery and again every few minutes (the hand
 the function needs ``ssm:GetParameter`` on that one parameter and nothing of KMS.
 """
 
-import json
-import urllib.error
-import urllib.request
+import contextlib
+import socket
+import threading
 from collections.abc import Callable
+from http.client import HTTPConnection, HTTPException, HTTPSConnection, InvalidURL
 from typing import Any, Final
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from lambdas.notifier import markup
 from lambdas.notifier.channels import ChannelError, Delivery
-from lambdas.notifier.notification import Incident, render_text
+from lambdas.notifier.config import FUNCTION_TIMEOUT_S
+from lambdas.notifier.notification import Incident
+from lambdas.notifier.webhook_formats import body, format_for
 
 WEBHOOK: Final = "webhook"
-#: One POST waits at most this long (to connect, and for each read): two incidents' worth
-#: stays well inside the function's 30 s timeout beside SNS and the ledger.
-TIMEOUT_S: Final = 5.0
+#: One delivery, start to status, is given up after this: with SNS and the ledger, a page on
+#: both channels ends well inside the function's timeout (the handler also stops claiming
+#: when less than one delivery's time is left: handler.send).
+DEADLINE_S: Final = FUNCTION_TIMEOUT_S / 6
 
 
-def body(incident: Incident) -> bytes:
-    """The JSON a Slack, Teams or Chime webhook shows as one message."""
-    text = render_text(incident)
-    return json.dumps({"text": text, "Content": text}).encode()
+class DeliveryFaultError(Exception):
+    """The POST got no HTTP status; the message never holds the URL's path or query."""
 
 
 def _where(url: str) -> str:
     """The URL without its path and query: those hold the token, never logged or raised."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}"
+
+
+def _secrets(url: str) -> list[str]:
+    """The pieces of the URL's path and query, in the forms an error message could show them."""
+    parts = urlsplit(url)
+    pieces = [parts.path, parts.query]
+    for sep in "/?&=":
+        pieces = [p for piece in pieces for p in piece.split(sep)]
+    out = []
+    for piece in {p for p in pieces if len(p) >= 4}:
+        out += [piece, repr(piece)[1:-1], quote(piece, safe="")]
+    return sorted(set(out), key=len, reverse=True)
+
+
+def scrub(text: str, url: str) -> str:
+    """``text`` with every piece of ``url``'s path and query replaced by ``...``."""
+    for secret in _secrets(url):
+        text = text.replace(secret, "...")
+    return text
+
+
+def _abort(connection: HTTPConnection, fired: threading.Event) -> None:
+    """Shut the connection's socket: a read blocked on it returns at once."""
+    fired.set()
+    sock = connection.sock
+    if sock is not None:
+        with contextlib.suppress(OSError):  # already closed: nothing to unblock
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+def post(url: str, payload: bytes, *, deadline_s: float) -> tuple[int, str]:
+    """POST ``payload`` as JSON; the answer's status and reason, read within ``deadline_s``
+    in all, or :class:`DeliveryFaultError`. Redirects are not followed."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise DeliveryFaultError("the URL is not valid (not shown: it holds the token)") from None
+    kind = HTTPSConnection if parts.scheme == "https" else HTTPConnection
+    connection = kind(parts.hostname or "", port, timeout=deadline_s)
+    fired = threading.Event()
+    timer = threading.Timer(deadline_s, _abort, args=(connection, fired))
+    timer.daemon = True
+    timer.start()
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    try:
+        connection.request(
+            "POST", target, body=payload, headers={"Content-Type": "application/json"}
+        )
+        response = connection.getresponse()
+        status, reason = int(response.status), str(response.reason)
+    except (OSError, HTTPException, ValueError) as err:
+        if fired.is_set():
+            raise DeliveryFaultError(f"timed out: no answer within {deadline_s:g} s") from None
+        if isinstance(err, ValueError | InvalidURL):
+            why = "the URL is not valid (not shown: it holds the token)"
+            raise DeliveryFaultError(f"{type(err).__name__}: {why}") from None
+        said = markup.one_line(scrub(str(err), url)).strip()[:200]
+        raise DeliveryFaultError(f"{type(err).__name__}: {said}") from None
+    finally:
+        timer.cancel()
+        connection.close()
+    return status, reason
 
 
 def url_from_parameter(ssm: Any, parameter: str) -> str:
@@ -52,6 +124,11 @@ def url_from_parameter(ssm: Any, parameter: str) -> str:
     except (ClientError, BotoCoreError) as err:
         raise ChannelError(f"webhook URL parameter {parameter}: {err}") from err
     url = str(value).strip()
+    if not url.isascii() or any(c.isspace() or not c.isprintable() for c in url):
+        raise ChannelError(
+            f"webhook URL parameter {parameter} holds a URL with a space, a control or a "
+            "non-ASCII character (not shown: it holds the token)"
+        )
     if urlsplit(url).scheme != "https" or not urlsplit(url).hostname:
         raise ChannelError(f"webhook URL parameter {parameter} does not hold an https:// URL")
     return url
@@ -61,10 +138,10 @@ class WebhookChannel:
     """``url`` is called at the first delivery and kept: a parameter that cannot be read fails
     this channel alone (the others deliver, the retry reads it again)."""
 
-    def __init__(self, url: Callable[[], str], *, timeout_s: float = TIMEOUT_S) -> None:
+    def __init__(self, url: Callable[[], str], *, deadline_s: float = DEADLINE_S) -> None:
         self._url_source = url
         self._url: str | None = None
-        self.timeout_s = timeout_s
+        self.deadline_s = deadline_s
 
     @property
     def name(self) -> str:
@@ -74,17 +151,17 @@ class WebhookChannel:
         if self._url is None:
             self._url = self._url_source()
         url = self._url
-        request = urllib.request.Request(
-            url,
-            data=body(incident),
-            headers={"Content-Type": "application/json"},
-            method="POST",
-        )
+        where = _where(url)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                status = int(response.status)
-        except urllib.error.HTTPError as err:
-            raise ChannelError(f"webhook {_where(url)}: HTTP {err.code} {err.reason}") from err
-        except (urllib.error.URLError, TimeoutError, OSError) as err:
-            raise ChannelError(f"webhook {_where(url)}: {err}") from err
+            status, reason = post(url, body(incident, format_for(url)), deadline_s=self.deadline_s)
+        except DeliveryFaultError as err:
+            raise ChannelError(f"webhook {where}: {err}") from None
+        if 300 <= status < 400:
+            raise ChannelError(
+                f"webhook {where}: HTTP {status}, a redirect: refused, not followed "
+                "(a webhook URL answers itself; store the URL it names)"
+            )
+        if not 200 <= status < 300:
+            said = markup.one_line(scrub(reason, url))[:100]
+            raise ChannelError(f"webhook {where}: HTTP {status} {said}")
         return Delivery(WEBHOOK, str(status))

@@ -205,7 +205,7 @@ def test_demo_sends_one_message_per_incident(demo: tuple[DemoResult, Path]) -> N
     hung = next(text for _, s, text in notified.messages if "job llama-hangs" in s)
     assert "Pods:          llama-hangs-master-0, llama-hangs-worker-0" in hung, hung
     assert "GPU:           GPU-" in hung
-    assert "Ranks:         rank 0: stalled; rank 1: stalled" in hung
+    assert "Ranks:         2 ranks: 2 stalled (rank 0, 1)" in hung
     assert "?var-job=llama-hangs" in hung
     # Each exporter XID is dated by its document's _aws.Timestamp, when the GPU reported it,
     # not by its log event (the batch reached CloudWatch Logs after the last of them).

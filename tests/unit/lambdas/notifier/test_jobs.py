@@ -8,9 +8,11 @@ from lambdas.notifier.jobs import (
     NOT_KNOWN,
     Placement,
     PlacementLookupError,
+    Rank,
     alarm_time_ms,
     job_incident,
     job_placement,
+    ranks_summary,
 )
 from lambdas.notifier.notification import Incident
 
@@ -65,10 +67,10 @@ def test_the_newest_document_of_each_rank_names_its_pod_node_and_gpus() -> None:
         )
         placement = job_placement(logs, "train", "llama-ft", 1_000_000)
     assert placement == Placement(
-        pods=("m-0", "w-0"),
-        nodes=("n0", "n1"),
-        gpus=("GPU-a", "GPU-b"),
-        states=("rank 0: stalled", "rank 1: stalled"),
+        (
+            Rank("0", pod="m-0", node="n0", gpus="GPU-a", state="stalled"),
+            Rank("1", pod="w-0", node="n1", gpus="GPU-b", state="stalled"),
+        )
     )
 
 
@@ -92,3 +94,13 @@ def test_the_placement_is_read_at_the_time_the_job_went_into_alarm() -> None:
     from dataclasses import replace
 
     assert alarm_time_ms(replace(INCIDENT, when="yesterday"), 5) == 5
+
+
+def test_the_ranks_are_counted_per_state_worst_first_naming_the_worst() -> None:
+    states = ["stepping", "checkpointing", "stalled", "stepping", "resharding", "stalled"]
+    placement = Placement(tuple(Rank(str(r), state=s) for r, s in enumerate(states)))
+    assert ranks_summary(placement) == (
+        "6 ranks: 2 stalled (rank 2, 5), 1 checkpointing, 2 stepping, 1 resharding"
+    )
+    all_stepping = Placement(tuple(Rank(str(r), state="stepping") for r in range(3)))
+    assert ranks_summary(all_stepping) == "3 ranks: 3 stepping"

@@ -1,8 +1,12 @@
+import time
+import traceback
+
 import pytest
 
 from lambdas.notifier.channels import ChannelError
+from lambdas.notifier.config import FUNCTION_TIMEOUT_S
 from lambdas.notifier.notification import Incident, render_text
-from lambdas.notifier.webhook import WEBHOOK, WebhookChannel
+from lambdas.notifier.webhook import DEADLINE_S, WEBHOOK, WebhookChannel
 from tests.unit.lambdas.notifier.webhook_server import webhook_server
 
 INCIDENT = Incident(
@@ -41,7 +45,7 @@ def test_a_webhook_that_hangs_is_given_up_after_the_timeout() -> None:
     with webhook_server() as hook:
         hook.delay_s = 5.0
         with pytest.raises(ChannelError, match="timed out"):
-            WebhookChannel(lambda: hook.url, timeout_s=0.2).deliver(INCIDENT)
+            WebhookChannel(lambda: hook.url, deadline_s=0.2).deliver(INCIDENT)
 
 
 def test_nothing_listening_is_a_channel_error() -> None:
@@ -63,3 +67,70 @@ def test_the_url_is_read_once_per_channel() -> None:
         channel.deliver(INCIDENT)
         channel.deliver(INCIDENT)
     assert (len(reads), len(hook.posts)) == (1, 2)
+
+
+# --- faults of the server or the path to it (issue: a page lost, a claim held, a token leaked)
+
+
+def _leaks(err: BaseException, *logs: str) -> list[str]:
+    """The token's pieces found in the error, its whole traceback (causes and contexts
+    included) or the log: a traceback printed by Lambda must not carry the URL's path."""
+    text = "".join(traceback.format_exception(err)) + "".join(logs)
+    return [s for s in ("secret-token", "/services/", "T000/B000") if s in text]
+
+
+@pytest.mark.parametrize(
+    ("fault", "says"),
+    [
+        ("garbage", r"BadStatusLine"),
+        ("redirect", r"HTTP 302, a redirect: refused, not followed"),
+        ("reset", r"Connection(Reset|Aborted)Error|RemoteDisconnected"),
+    ],
+)
+def test_a_server_fault_is_a_channel_error_that_names_no_token(
+    fault: str, says: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with webhook_server() as hook:
+        hook.faults = [fault]
+        with pytest.raises(ChannelError, match=rf"^webhook http://127\.0\.0\.1:\d+: .*{says}") as e:
+            WebhookChannel(lambda: hook.url, deadline_s=2.0).deliver(INCIDENT)
+    assert _leaks(e.value, caplog.text) == []
+    assert hook.gets == []  # the redirect was not followed as a GET
+
+
+def test_a_server_dripping_its_answer_is_given_up_at_the_deadline_not_per_read() -> None:
+    """A whole 200 answer at one byte every 0.1 s takes 6 s; each read is quick, so a timeout
+    per read never fires (a server dripping a byte every 2 s held a delivery 74 s)."""
+    with webhook_server() as hook:
+        hook.faults, hook.drip_s = ["drip"], 0.1
+        started = time.monotonic()
+        with pytest.raises(ChannelError, match=r"timed out: no answer within 0\.5 s") as e:
+            WebhookChannel(lambda: hook.url, deadline_s=0.5).deliver(INCIDENT)
+        took = time.monotonic() - started
+    assert 0.5 <= took < 1.5, took
+    assert _leaks(e.value) == []
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://hooks.slack.com/services/T000/B000/secret-token x",  # a space: InvalidURL
+        "https://hooks.slack.com/services/T000/B000/secret-token\x7f",  # a control character
+        "https://hooks.slack.com:99999/services/T000/B000/secret-token",  # port out of range
+        "https://hooks.slack.com/services/T000/B000/secret-tokén",  # not ASCII
+    ],
+)
+def test_a_url_http_client_will_not_send_is_a_channel_error_that_names_no_token(
+    url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each is refused before a connection is opened (no request leaves the machine)."""
+    with pytest.raises(ChannelError, match=r"^webhook https://hooks\.slack\.com(:99999)?: ") as e:
+        WebhookChannel(lambda: url, deadline_s=1.0).deliver(INCIDENT)
+    assert _leaks(e.value, caplog.text) == []
+    assert e.value.__cause__ is None
+    assert e.value.__suppress_context__
+
+
+def test_the_deadline_is_well_inside_the_functions_timeout() -> None:
+    # A page on SNS and the webhook, and the ledger around them, fit in the 30 s with room.
+    assert DEADLINE_S * 3 <= FUNCTION_TIMEOUT_S

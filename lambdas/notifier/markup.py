@@ -1,0 +1,60 @@
+"""Untrusted text (job names, pod and node names, a rank's state, a log line) made inert for
+each place a page is shown. Pure logic.
+
+A job name is whatever the training script passed (the emitter takes any printable ASCII), so
+``<!channel> <https://evil.example|Open the runbook>`` must reach a chat as those characters,
+not as a mention of everyone and a link. Only the fields of an incident are escaped; the page's
+own labels, layout and console links are the notifier's.
+
+- Plain text (email): no markup, but a line break in a field would forge a line of the page
+  (``What to do: ...``): every field is folded to one line (:func:`one_line`), for every channel.
+- Slack ``text`` (mrkdwn): "you must escape ``&``, ``<`` and ``>``" as ``&amp;``, ``&lt;``,
+  ``&gt;``; "you shouldn't HTML entity-encode the entire text, as only the specific characters
+  shown above will be decoded for display in Slack"
+  (https://api.slack.com/reference/surfaces/formatting#escaping, "Escaping text").
+- Amazon Q Developer ``client-markdown``: rendered "in the target chat platform's markdown"
+  (https://docs.aws.amazon.com/chatbot/latest/adminguide/custom-notifs.html), Slack's or Teams':
+  Slack's three escapes, and CommonMark's backslash escape ("Any ASCII punctuation character may
+  be backslash-escaped", https://spec.commonmark.org/0.31.2/#backslash-escapes) before the
+  characters that open a link, code or emphasis in Teams' markdown subset
+  (https://learn.microsoft.com/en-us/adaptive-cards/authoring-cards/text-features).
+- Amazon Chime: "Webhooks messages can be formatted with markdown", and "@All and @Present
+  annotations" alert a room (https://docs.aws.amazon.com/chime/latest/dg/webhooks.html):
+  CommonMark's backslash escapes (``<``, ``>`` and ``&`` among them: Chime is not Slack), and a
+  zero-width space after every ``@`` so that no name is an annotation.
+- Microsoft Teams (Adaptive Card): untrusted text goes only into ``TextRun`` elements, whose
+  ``text`` is shown as is ("Markdown is not supported",
+  https://learn.microsoft.com/en-us/adaptive-cards/schema-explorer/text-run): nothing to escape.
+"""
+
+import re
+from typing import Final
+
+#: C0 controls, DEL and the C1 controls; Unicode line and paragraph separators.
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+#: What opens markup inline in CommonMark and Teams' subset: escape, code, emphasis, links.
+_MARKDOWN: Final = re.compile(r"([\\`*_~\[\]()])")
+#: The same and CommonMark's raw HTML, autolinks and entities, for a renderer that is not Slack.
+_COMMONMARK: Final = re.compile(r"([\\`*_~\[\]()<>&])")
+_ZERO_WIDTH_SPACE: Final = "\u200b"
+
+
+def one_line(text: str) -> str:
+    """``text`` with every run of control characters (line breaks, tabs, escapes) one space."""
+    return _CONTROL.sub(" ", text)
+
+
+def slack(text: str) -> str:
+    """Slack mrkdwn: ``&``, ``<``, ``>`` as Slack's three entities."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def markdown(text: str) -> str:
+    """Amazon Q Developer client-markdown: Slack's escapes and CommonMark backslash escapes."""
+    return _MARKDOWN.sub(r"\\\1", slack(one_line(text)))
+
+
+def chime(text: str) -> str:
+    """Amazon Chime markdown: CommonMark backslash escapes, and no ``@`` annotation."""
+    escaped = _COMMONMARK.sub(r"\\\1", one_line(text))
+    return escaped.replace("@", "@" + _ZERO_WIDTH_SPACE)

@@ -1,0 +1,127 @@
+"""The handler's send loop against a real webhook channel on localhost and the sent ledger in
+moto: whatever a channel does, a page it did not deliver is not left claimed, so the retry
+sends it (a held claim would keep it for the ledger's 7-day TTL)."""
+
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from lambdas.notifier import handler as notifier
+from lambdas.notifier.channels import Channel, Delivery
+from lambdas.notifier.notification import Incident
+from lambdas.notifier.sent_ledger import SentLedger
+from lambdas.notifier.webhook import WebhookChannel
+from tests.unit.lambdas.notifier.webhook_server import FAULTS, webhook_server
+
+TABLE = "gpu-insights-train-sent"
+NOW_S = 1_772_460_000.0
+
+
+def _incident(n: int) -> Incident:
+    return Incident(
+        key=f"xid/train/node-a/{n}/79/1772460000000",
+        severity="critical",
+        kind="gpu-xid-fatal",
+        title=f"XID 79 on node-a GPU {n}",
+        what=f"GPU {n} on node-a reported XID 79: GPU has fallen off the bus.",
+        cluster="train",
+        node="node-a",
+        gpu=str(n),
+        action="Cordon and drain the node.",
+    )
+
+
+@pytest.fixture
+def ledger() -> Iterator[tuple[SentLedger, Any]]:
+    with mock_aws():
+        dynamodb = boto3.client(
+            "dynamodb", region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
+        )
+        dynamodb.create_table(
+            TableName=TABLE,
+            KeySchema=[{"AttributeName": "incident", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "incident", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        yield SentLedger(dynamodb, TABLE), dynamodb
+
+
+def _claims(dynamodb: Any) -> list[str]:
+    return sorted(i["incident"]["S"] for i in dynamodb.scan(TableName=TABLE)["Items"])
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_a_webhook_fault_releases_its_claim_and_the_retry_sends_the_page(
+    fault: str, ledger: tuple[SentLedger, Any]
+) -> None:
+    sent, dynamodb = ledger
+    with webhook_server() as hook:
+        hook.faults, hook.drip_s = [fault], 0.2
+        channel = WebhookChannel(lambda: hook.url, deadline_s=0.5)
+        with pytest.raises(notifier.PublishError, match=r"to webhook http://127\.0\.0\.1"):
+            notifier.send([channel], sent, [_incident(0)], NOW_S)
+        assert _claims(dynamodb) == []  # released: nothing held for 7 days
+        assert notifier.send([channel], sent, [_incident(0)], NOW_S) == 1
+    assert _claims(dynamodb) == ["xid/train/node-a/0/79/1772460000000#webhook"]
+    assert len(hook.posts) == 2
+    assert hook.gets == []
+
+
+class _Broken:
+    """A channel with a fault in its own code (not a refusal it names as ChannelError)."""
+
+    def __init__(self) -> None:
+        self.routes: dict[str, str] = {}
+
+    @property
+    def name(self) -> str:
+        return "broken"
+
+    def deliver(self, incident: Incident) -> Delivery:
+        return Delivery(self.name, self.routes["no such key"])
+
+
+def test_a_fault_in_a_channels_code_is_released_logged_and_raised_after_the_others_deliver(
+    ledger: tuple[SentLedger, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    sent, dynamodb = ledger
+    with webhook_server() as hook:
+        channels: list[Channel] = [_Broken(), WebhookChannel(lambda: hook.url)]
+        with pytest.raises(notifier.PublishError, match="a fault in broken: KeyError") as e:
+            notifier.send(channels, sent, [_incident(0), _incident(1)], NOW_S)
+    assert isinstance(e.value.__cause__, KeyError)  # the programming error stays visible
+    assert "Traceback" in caplog.text
+    assert "KeyError: 'no such key'" in caplog.text
+    assert len(hook.posts) == 2  # the webhook delivered both pages anyway
+    assert _claims(dynamodb) == [f"xid/train/node-a/{n}/79/1772460000000#webhook" for n in (0, 1)]
+
+
+def test_nothing_is_claimed_with_under_one_deliverys_time_left(
+    ledger: tuple[SentLedger, Any],
+) -> None:
+    sent, dynamodb = ledger
+    with webhook_server() as hook:
+        channel = WebhookChannel(lambda: hook.url)
+        with pytest.raises(notifier.PublishError, match="2 deliveries not tried"):
+            notifier.send(
+                [channel],
+                sent,
+                [_incident(0), _incident(1)],
+                NOW_S,
+                time_left_s=lambda: notifier.RESERVE_S - 0.1,
+            )
+    assert (_claims(dynamodb), hook.posts) == ([], [])
+
+
+def test_the_invocations_time_left_comes_from_lambdas_context() -> None:
+    class Context:
+        def get_remaining_time_in_millis(self) -> int:
+            return 4_200
+
+    clock = notifier._Clock()
+    assert clock.left_s() == float("inf")  # outside Lambda: no bound
+    clock.context = Context()
+    assert clock.left_s() == 4.2
