@@ -30,7 +30,8 @@ from lambdas.notifier.jobs import (
 from lambdas.notifier.messages import group_xids, parse_log_events
 from lambdas.notifier.notification import Incident
 from lambdas.notifier.pods import PodLookupError, pods_on_gpu
-from lambdas.notifier.sent_ledger import SentLedger, claim_key
+from lambdas.notifier.refused import refused_line
+from lambdas.notifier.sent_ledger import LedgerError, SentLedger, claim_key
 from lambdas.notifier.sns_channel import SNS, SnsChannel
 from lambdas.notifier.webhook import WebhookChannel, url_from_parameter
 from lambdas.shared.aws_clients import ClientCache
@@ -93,30 +94,50 @@ def _webhook_url(parameter: str) -> str:
 def send(
     channels: list[Channel], ledger: SentLedger, incidents: list[Incident], now_s: float
 ) -> int:
-    """Deliver each incident on each channel where it was not delivered before. A channel
-    that fails is released for that incident and skipped for the rest of the batch (the
-    others go on); the first failure is raised at the end, so that Lambda retries."""
+    """Deliver each incident on each channel where it was not delivered before. Each delivery
+    stands alone: a ledger error on one incident's key is that incident's failure, and the
+    other incidents go on. A channel that fails is released for that incident and skipped for
+    the rest of the batch (the others go on). Any failure is raised at the end, so that Lambda
+    retries; the ledger makes the retry send only what was not sent."""
     sent = 0
-    failed: dict[str, tuple[str, ChannelError]] = {}
+    failed_channels: set[str] = set()
+    failures: list[tuple[str, Exception]] = []
     for incident in incidents:
         for channel in channels:
-            if channel.name in failed:
+            if channel.name in failed_channels:
                 continue
             key = claim_key(incident.key, channel.name, first=SNS)
-            if not ledger.claim(key, now_s):
+            try:
+                if not ledger.claim(key, now_s):
+                    continue
+            except LedgerError as err:
+                failures.append((incident.key, err))
+                log.error("claiming %s for %s: %s", incident.key, channel.name, err)
                 continue
             try:
                 channel.deliver(incident)
             except ChannelError as err:
-                ledger.release(key)
-                failed[channel.name] = (incident.key, err)
+                failed_channels.add(channel.name)
+                failures.append((incident.key, err))
                 log.error("publishing %s to %s", incident.key, err)
+                _release(ledger, key)
                 continue
             sent += 1
-    if failed:
-        key, cause = next(iter(failed.values()))
-        raise PublishError(f"publishing {key} to {cause}") from cause
+    if failures:
+        key, cause = failures[0]
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        to = " to " if isinstance(cause, ChannelError) else ": "
+        raise PublishError(f"publishing {key}{more}{to}{cause}") from cause
     return sent
+
+
+def _release(ledger: SentLedger, key: str) -> None:
+    """Release a claim whose message was not sent; a release that fails is logged (the claim
+    then holds until its TTL: that one message is lost, the batch goes on)."""
+    try:
+        ledger.release(key)
+    except LedgerError as err:
+        log.error("%s: its message will not be retried", err)
 
 
 def _ledger(config: NotifierConfig) -> SentLedger:
@@ -129,10 +150,11 @@ def _from_logs(event: dict[str, Any], now_s: float, config: NotifierConfig) -> d
         return {"incidents": 0, "published": 0, "unreadable": 0}
     where = deployment(config)
     parsed = parse_log_events(payload, cluster=where.cluster)
+    for refusal in parsed.refused:
+        log.warning("refused log event %s: %s", refusal.event_id, refusal.reason)
+    print(refused_line(where.cluster, parsed.unreadable, int(now_s * 1000)), flush=True)
     incidents = [from_xid_group(g, where) for g in group_xids(parsed.notices)]
     published = send(channels(config), _ledger(config), incidents, now_s)
-    if parsed.unreadable:
-        log.warning("%d log events named an XID but could not be read", parsed.unreadable)
     return {"incidents": len(incidents), "published": published, "unreadable": parsed.unreadable}
 
 

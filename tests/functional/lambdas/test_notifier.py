@@ -25,6 +25,7 @@ from gpu_insights_agent.emf.sinks import BufferedSender
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
 from gpu_insights_agent.exporter.nvml_source import NvmlSource
+from gpu_insights_agent.exporter.xid_watcher import XidEvent
 from lambdas.notifier import handler as notifier
 from lambdas.notifier.channels import ChannelError
 from lambdas.notifier.config import NotifierConfig
@@ -152,8 +153,9 @@ def test_without_its_ledger_statement_the_notifier_sends_nothing(
     aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _as_role(aws, templates, monkeypatch, drop="SentLedger")
-    with pytest.raises(LedgerError, match="AccessDenied"):
+    with pytest.raises(notifier.PublishError, match="AccessDenied") as raised:
         notifier.handler(_subscription_event([_kernel("53", 79)]), None)
+    assert isinstance(raised.value.__cause__, LedgerError)
     assert _messages(aws, "critical") == []
 
 
@@ -206,6 +208,61 @@ def test_kernel_log_lines_are_the_fallback_and_bad_lines_are_counted(aws: dict[s
     (critical,) = _messages(aws, "critical")
     assert critical["Subject"] == "[CRITICAL] XID 79 on ip-10-0-0-9.ec2.internal GPU PCI 0000:53:00"
     assert "GPU has fallen off the bus" in critical["Message"]
+
+
+def test_one_bad_document_is_refused_and_counted_and_the_fatal_xid_beside_it_pages(
+    aws: dict[str, Any],
+    templates: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """XidCode 1e400 (infinity to JSON) and a NodeName over 2,048 bytes beside a real XID 79
+    from the exporter. Before: OverflowError, the whole batch retried into the dead letters."""
+    _as_role(aws, templates, monkeypatch)
+    sink = Keep()
+    exporter = Exporter(
+        NvmlSource(FakeNvml(trace_lines(), clock=Clock(16))),
+        BufferedSender(sink),
+        ExporterConfig(cluster_name="train", node_name="node-a"),
+    )
+    exporter.start()
+    exporter.on_xid(XidEvent(gpu_index=1, code=79, time=time.time()))
+    (fatal,) = sink.documents
+    infinite = json.dumps(fatal).replace('"XidCode": "79"', '"XidCode": 1e400')
+    long_node = json.dumps({**fatal, "NodeName": "n" * 2100})
+    event = _subscription_event([infinite, json.dumps(fatal), long_node])
+    assert notifier.handler(event, None) == {"incidents": 1, "published": 1, "unreadable": 2}
+    (critical,) = _messages(aws, "critical")
+    assert critical["Subject"] == "[CRITICAL] XID 79 on node-a GPU 1"
+    (line,) = [json.loads(x) for x in capsys.readouterr().out.splitlines() if '"_aws"' in x]
+    assert line["notifier_refused_documents"] == 2.0
+    assert line["ClusterName"] == "train"
+
+
+def test_a_ledger_error_on_one_incident_does_not_stop_the_others(
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DynamoDB refuses the claim of one incident's key: the three others of the batch page
+    now, and the retry pages the fourth once. Before: the first refusal ended the batch."""
+    _as_role(aws, templates, monkeypatch)
+    dynamodb = notifier._clients("dynamodb")
+
+    def refuse_bus_52(params: dict[str, Any], **_: Any) -> None:
+        if "0000:52:00" in params["Item"]["incident"]["S"]:
+            raise ClientError(
+                {"Error": {"Code": "InternalServerError", "Message": "try again"}}, "PutItem"
+            )
+
+    dynamodb.meta.events.register("provide-client-params.dynamodb.PutItem", refuse_bus_52)
+    batch = _subscription_event([_kernel(bus, 13) for bus in ("51", "52", "53", "54")])
+    with pytest.raises(notifier.PublishError, match="InternalServerError"):
+        notifier.handler(batch, None)
+    first = sorted(m["Subject"] for m in _messages(aws, "warning"))
+    assert first == [f"[WARNING] XID 13 on node-a GPU PCI 0000:{b}:00" for b in ("51", "53", "54")]
+    dynamodb.meta.events.unregister("provide-client-params.dynamodb.PutItem", refuse_bus_52)
+    assert notifier.handler(batch, None)["published"] == 1
+    (retried,) = _messages(aws, "warning")
+    assert retried["Subject"] == "[WARNING] XID 13 on node-a GPU PCI 0000:52:00"
 
 
 def test_a_storm_of_500_xid_lines_is_one_message_and_the_next_batch_none(
