@@ -27,7 +27,8 @@ from lambdas.notifier.jobs import (
     job_incident,
     job_placement,
 )
-from lambdas.notifier.messages import group_xids, parse_log_events
+from lambdas.notifier.kernel_log import KernelCheck, check, read_kernel_lines, span
+from lambdas.notifier.messages import XidGroup, group_xids, parse_log_events
 from lambdas.notifier.notification import Incident
 from lambdas.notifier.pods import PodLookupError, pods_on_gpu
 from lambdas.notifier.refused import refused_line
@@ -153,9 +154,27 @@ def _from_logs(event: dict[str, Any], now_s: float, config: NotifierConfig) -> d
     for refusal in parsed.refused:
         log.warning("refused log event %s: %s", refusal.event_id, refusal.reason)
     print(refused_line(where.cluster, parsed.unreadable, int(now_s * 1000)), flush=True)
-    incidents = [from_xid_group(g, where) for g in group_xids(parsed.notices)]
+    groups = group_xids(parsed.notices)
+    checks = _kernel_checks(groups, config)
+    incidents = [
+        from_xid_group(
+            g, where, checks.get(g.key), require_kernel=config.require_kernel_confirmation
+        )
+        for g in groups
+    ]
     published = send(channels(config), _ledger(config), incidents, now_s)
     return {"incidents": len(incidents), "published": published, "unreadable": parsed.unreadable}
+
+
+def _kernel_checks(groups: list[XidGroup], config: NotifierConfig) -> dict[str, KernelCheck]:
+    """What the kernel log says of each exporter XID group (one read for the batch)."""
+    window = span(groups)
+    if config.host_log_group is None or window is None:
+        return {}
+    lines = read_kernel_lines(_clients("logs"), config.host_log_group, *window)
+    if lines.unread:
+        log.warning("kernel log: %s", lines.unread)
+    return {g.key: check(g, lines) for g in groups if g.first.from_exporter}
 
 
 def _with_pods(incident: Incident, at_ms: int, log_group: str) -> Incident:

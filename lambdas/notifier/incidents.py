@@ -41,6 +41,7 @@ from gpu_insights_agent.contract.metrics import (
 )
 from gpu_insights_agent.contract.resource_names import alarm_name
 from gpu_insights_agent.contract.xid import XidSeverity
+from lambdas.notifier.kernel_log import KernelCheck
 from lambdas.notifier.links import alarm_url, gpu_dashboard_url
 from lambdas.notifier.messages import XidGroup
 from lambdas.notifier.notification import Incident, Severity
@@ -103,9 +104,21 @@ def _utc(ms: int) -> str:
     return f"{datetime.fromtimestamp(ms / 1000, UTC):%Y-%m-%d %H:%M:%S} UTC"
 
 
-def from_xid_group(group: XidGroup, deployment: Deployment) -> Incident:
+def from_xid_group(
+    group: XidGroup,
+    deployment: Deployment,
+    kernel: KernelCheck | None = None,
+    *,
+    require_kernel: bool = False,
+) -> Incident:
+    """The XID group's incident; ``kernel`` what the node's kernel log says of an exporter
+    XID (lambdas/notifier/kernel_log.py). With ``require_kernel``, a fatal XID the kernel log
+    does not confirm still pages, as a warning that says so: never dropped, since the kernel
+    line can trail the exporter's document, but not a page in the night on a document any pod
+    could have written."""
     notice = group.first
     fatal = notice.severity is XidSeverity.FATAL
+    unconfirmed = fatal and require_kernel and (kernel is None or kernel.confirmed is not True)
     first, last = _utc(notice.time_ms), _utc(group.last_ms)
     if group.count == 1:
         repeats = f"once, at {first}"
@@ -123,24 +136,39 @@ def from_xid_group(group: XidGroup, deployment: Deployment) -> Incident:
             "Usually an application fault (a bad memory access, a killed context): read the "
             "job's logs. Worth a closer look when it repeats across jobs on this GPU."
         )
+    what = f"GPU {notice.gpu} on {notice.node} reported XID {notice.code}: {notice.meaning}."
+    title = f"XID {notice.code} on {notice.node} GPU {notice.gpu}"
+    if unconfirmed:
+        title += " (unconfirmed by the kernel log)"
+        what += (
+            " Unconfirmed by the kernel log, so sent as a warning: this deployment pages a "
+            "fatal XID only when the node's kernel log confirms it."
+        )
+        action = (
+            "Check the node's kernel log (dmesg) for NVRM: Xid before acting: a document the "
+            f"kernel does not confirm may not come from the exporter. {action}"
+        )
+    facts = [
+        ("XID", f"{notice.code} ({notice.severity})"),
+        ("Seen", repeats),
+        ("Source", notice.source),
+    ]
+    if kernel is not None:
+        facts.append(("Kernel log", kernel.text))
     node_known = not notice.node.startswith("unknown")
     return Incident(
         key=group.key,
-        severity="critical" if fatal else "warning",
+        severity="critical" if fatal and not unconfirmed else "warning",
         kind="gpu-xid-fatal" if fatal else "gpu-xid",
-        title=f"XID {notice.code} on {notice.node} GPU {notice.gpu}",
-        what=f"GPU {notice.gpu} on {notice.node} reported XID {notice.code}: {notice.meaning}.",
+        title=title,
+        what=what,
         cluster=notice.cluster,
         node=notice.node,
         gpu=notice.gpu,
         pods=group.pods,
         action=action,
         dashboard_url=deployment.dashboard_for(notice.node) if node_known else None,
-        facts=(
-            ("XID", f"{notice.code} ({notice.severity})"),
-            ("Seen", repeats),
-            ("Source", notice.source),
-        ),
+        facts=tuple(facts),
     )
 
 

@@ -118,16 +118,21 @@ def _from_emf(document: Any, cluster: str, event_ms: int) -> XidNotice | None:
     )
 
 
+def kernel_record(message: str, stream: str) -> tuple[str, Any]:
+    """A host log event's kernel line and host: Fluent Bit ships host logs as JSON with the
+    line under "message" or "log" and the host under "hostname" (or "ec2_instance_id"); a
+    plain line is the line itself, from its stream's host."""
+    if not message.lstrip().startswith("{"):
+        return message, stream
+    record = json.loads(message)
+    if not isinstance(record, dict):
+        raise fields.DocumentError(f"a host log line that is a JSON {type(record).__name__}")
+    text = str(record.get("message") or record.get("log") or "")
+    return text, record.get("hostname") or record.get("ec2_instance_id") or stream
+
+
 def _from_kernel(message: str, stream: str, cluster: str, time_ms: int) -> XidNotice | None:
-    # Fluent Bit ships host logs as JSON with the line under "message" or "log".
-    text = message
-    node: Any = stream
-    if message.lstrip().startswith("{"):
-        record = json.loads(message)
-        if not isinstance(record, dict):
-            raise fields.DocumentError(f"a host log line that is a JSON {type(record).__name__}")
-        text = str(record.get("message") or record.get("log") or "")
-        node = record.get("hostname") or record.get("ec2_instance_id") or stream
+    text, node = kernel_record(message, stream)
     xid = parse_kernel_xid_line(text)
     if xid is None:
         return None

@@ -25,6 +25,9 @@ from gpu_insights_agent.contract.metrics import (
     FAULT_METRICS,
     GPU_METRIC_UNITS,
     NAMESPACE_GPU,
+    PROP_PCI_BUS_ID,
+    PROP_POD_UIDS,
+    PROP_XID_SOURCE,
     XID_DIMENSION_SETS,
     GpuMetric,
     alarm_shard,
@@ -172,7 +175,7 @@ class Exporter:
             properties["GpuName"] = sampler.name
         pods = self._pods(reading.pids)
         if pods:
-            properties["PodUids"] = pods
+            properties[PROP_POD_UIDS] = pods
             if self.config.pod_dimension and len(pods) == 1:
                 dimensions[DIM_POD_UID] = pods[0]
                 extra_sets.append((DIM_CLUSTER, DIM_POD_UID))
@@ -201,14 +204,16 @@ class Exporter:
         properties: dict[str, object] = {
             "XidDescription": row.meaning,
             "XidSeverity": str(row.severity),
-            "XidSource": event.source,
+            PROP_XID_SOURCE: event.source,
             "EventTime": datetime.fromtimestamp(event.time, UTC).isoformat(),
         }
         sampler = self.samplers.get(event.gpu_index)
         if sampler is not None:
             properties["GpuUuid"] = sampler.uuid
+            if sampler.pci_bus_id:
+                properties[PROP_PCI_BUS_ID] = sampler.pci_bus_id
         if pods:
-            properties["PodUids"] = pods
+            properties[PROP_POD_UIDS] = pods
         return emf_document(
             namespace=NAMESPACE_GPU,
             timestamp_ms=int(event.time * 1000),

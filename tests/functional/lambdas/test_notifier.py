@@ -265,6 +265,106 @@ def test_a_ledger_error_on_one_incident_does_not_stop_the_others(
     assert retried["Subject"] == "[WARNING] XID 13 on node-a GPU PCI 0000:52:00"
 
 
+def _exporter_xid(code: int, gpu: int, at_s: float) -> tuple[str, str]:
+    """One exporter XID document (as the agent writes it to the log group), and its GPU's
+    PCI bus id as the kernel prints it (``0000:53:00``)."""
+    sink = Keep()
+    exporter = Exporter(
+        NvmlSource(FakeNvml(trace_lines(), clock=Clock(16))),
+        BufferedSender(sink),
+        ExporterConfig(cluster_name="train", node_name="node-a"),
+    )
+    exporter.start()
+    exporter.on_xid(XidEvent(gpu_index=gpu, code=code, time=at_s))
+    (document,) = sink.documents
+    domain, bus, device = document["PciBusId"].split(".")[0].split(":")
+    return json.dumps(document), f"{domain[-4:]}:{bus}:{device}".lower()
+
+
+def _kernel_log(aws: dict[str, Any], lines: list[tuple[int, str]]) -> str:
+    """Container Insights' host log group with these kernel lines in node-a's dmesg stream,
+    as Fluent Bit ships them (JSON, the line under "log")."""
+    logs = aws["session"].client("logs")
+    group = "/aws/containerinsights/train/host"
+    logs.create_log_group(logGroupName=group)
+    logs.create_log_stream(logGroupName=group, logStreamName="node-a.host.dmesg")
+    if lines:
+        logs.put_log_events(
+            logGroupName=group,
+            logStreamName="node-a.host.dmesg",
+            logEvents=[{"timestamp": t, "message": json.dumps({"log": m})} for t, m in lines],
+        )
+    return group
+
+
+@pytest.mark.parametrize("required", [False, True])
+def test_an_exporter_xid_the_kernel_log_confirms_pages_critical_and_says_so(
+    aws: dict[str, Any],
+    templates: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+    required: bool,
+) -> None:
+    now = time.time()
+    document, bus = _exporter_xid(79, 1, now)
+    line = f"[ 812.4] NVRM: Xid (PCI:{bus}): 79, pid=4123, GPU has fallen off the bus."
+    monkeypatch.setenv("HOST_LOG_GROUP", _kernel_log(aws, [(int(now * 1000) + 3000, line)]))
+    monkeypatch.setenv("REQUIRE_KERNEL_CONFIRMATION", "true" if required else "false")
+    _as_role(aws, templates, monkeypatch)
+    assert notifier.handler(_subscription_event([document]), None)["published"] == 1
+    (page,) = _messages(aws, "critical")
+    assert page["Subject"] == "[CRITICAL] XID 79 on node-a GPU 1"
+    assert f"Kernel log:    confirmed: NVRM: Xid (PCI:{bus}): 79" in page["Message"]
+
+
+def test_an_unconfirmed_fatal_xid_is_a_warning_that_says_so_where_confirmation_is_required(
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A document any pod could have written to the agent's EMF listener: the node's kernel
+    logged XID 79 on another GPU's bus, and an XID 13 on this one, but not 79 on this one."""
+    now = time.time()
+    document, bus = _exporter_xid(79, 1, now)
+    other = "0000:ff:00"
+    lines = [
+        (int(now * 1000), f"NVRM: Xid (PCI:{other}): 79, pid=1, GPU has fallen off the bus."),
+        (int(now * 1000), f"NVRM: Xid (PCI:{bus}): 13, Graphics SM Warp Exception"),
+    ]
+    monkeypatch.setenv("HOST_LOG_GROUP", _kernel_log(aws, lines))
+    monkeypatch.setenv("REQUIRE_KERNEL_CONFIRMATION", "true")
+    _as_role(aws, templates, monkeypatch)
+    assert notifier.handler(_subscription_event([document]), None)["published"] == 1
+    assert _messages(aws, "critical") == []
+    (page,) = _messages(aws, "warning")
+    assert page["Subject"] == "[WARNING] XID 79 on node-a GPU 1 (unconfirmed by the kernel log)"
+    text = page["Message"]
+    assert "Unconfirmed by the kernel log, so sent as a warning" in text
+    assert f"unconfirmed by the kernel log: no NVRM: Xid 79 on PCI {bus}" in text.lower()
+    # Not required: the same document pages critical, and says what the kernel log shows.
+    monkeypatch.setenv("REQUIRE_KERNEL_CONFIRMATION", "false")
+    later = _subscription_event(
+        [_exporter_xid(79, 1, now + 400)[0]], at_ms=int(now * 1000) + 400_000
+    )
+    assert notifier.handler(later, None)["published"] == 1
+    (critical,) = _messages(aws, "critical")
+    assert "Kernel log:    unconfirmed by the kernel log" in critical["Message"]
+
+
+def test_an_unreadable_kernel_log_is_said_and_the_page_still_goes(
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No host log group (Container Insights' host logs off): the read fails, the page says
+    the XID was not checked, and with confirmation required it is a warning, never lost."""
+    monkeypatch.setenv("HOST_LOG_GROUP", "/aws/containerinsights/train/host")
+    monkeypatch.setenv("REQUIRE_KERNEL_CONFIRMATION", "true")
+    _as_role(aws, templates, monkeypatch)
+    document, _ = _exporter_xid(79, 1, time.time())
+    assert notifier.handler(_subscription_event([document]), None)["published"] == 1
+    (page,) = _messages(aws, "warning")
+    assert (
+        "Kernel log:    not checked: /aws/containerinsights/train/host could not be read"
+        in (page["Message"])
+    )
+
+
 def test_a_storm_of_500_xid_lines_is_one_message_and_the_next_batch_none(
     aws: dict[str, Any],
 ) -> None:
