@@ -182,11 +182,11 @@ def _with_pods(incident: Incident, at_ms: int, log_group: str) -> Incident:
     if incident.pods or not incident.gpu.isdigit():
         return incident
     try:
-        uids = pods_on_gpu(_clients("logs"), log_group, incident.node, incident.gpu, at_ms)
+        pods = pods_on_gpu(_clients("logs"), log_group, incident.node, incident.gpu, at_ms)
     except PodLookupError as err:
         log.warning("no pods for %s: %s", incident.key, err)
         return incident
-    return replace(incident, pods=tuple(f"{uid} (pod UID)" for uid in uids))
+    return replace(incident, pods=pods)
 
 
 def _with_job(incident: Incident, at_ms: int, config: NotifierConfig) -> Incident:

@@ -30,6 +30,7 @@ from gpu_insights_agent.contract.metrics import (
     DIM_XID_CODE,
     PROP_PCI_BUS_ID,
     PROP_POD_UIDS,
+    PROP_PODS,
     PROP_XID_SOURCE,
 )
 from gpu_insights_agent.contract.xid import (
@@ -103,6 +104,7 @@ def _from_emf(document: Any, cluster: str, event_ms: int) -> XidNotice | None:
     code = fields.xid_code(document[DIM_XID_CODE])
     row = describe_xid(code)
     uids = fields.pod_uids(document.get(PROP_POD_UIDS))
+    names = fields.pod_names(document.get(PROP_PODS))
     return XidNotice(
         cluster=fields.cluster_name(document.get(DIM_CLUSTER, cluster), cluster),
         node=fields.node_name(document.get(DIM_NODE)),
@@ -111,7 +113,7 @@ def _from_emf(document: Any, cluster: str, event_ms: int) -> XidNotice | None:
         severity=row.severity,
         meaning=row.meaning,
         source=f"GPU exporter ({fields.source(document.get(PROP_XID_SOURCE, 'nvml'))})",
-        pods=tuple(f"{uid} (pod UID)" for uid in uids),
+        pods=names or tuple(f"{uid} (pod UID)" for uid in uids),
         time_ms=document_time_ms(document, event_ms),
         pci_bus_id=fields.pci_bus_id(document.get(PROP_PCI_BUS_ID)),
         from_exporter=True,

@@ -212,9 +212,12 @@ PROP_POD_NAME: Final = "PodName"
 POD_NAME_ENV: Final = "POD_NAME"
 
 #: Properties of the exporter's documents that the notifier reads: the UIDs of the pods on the
-#: GPU, how the exporter learnt of an XID (``nvml``, ``lost``), and the GPU's PCI bus id (the
-#: kernel's ``NVRM: Xid`` line names the GPU by it).
+#: GPU (and their names), how the exporter learnt of an XID (``nvml``, ``lost``), and the GPU's
+#: PCI bus id (the kernel's ``NVRM: Xid`` line names the GPU by it).
 PROP_POD_UIDS: Final = "PodUids"
+#: The same pods as ``namespace/name`` (what a person knows them by), where the exporter can
+#: read them from the kubelet's pod log directories.
+PROP_PODS: Final = "Pods"
 PROP_XID_SOURCE: Final = "XidSource"
 PROP_PCI_BUS_ID: Final = "PciBusId"
 

@@ -27,6 +27,7 @@ from gpu_insights_agent.contract.metrics import (
     NAMESPACE_GPU,
     PROP_PCI_BUS_ID,
     PROP_POD_UIDS,
+    PROP_PODS,
     PROP_XID_SOURCE,
     XID_DIMENSION_SETS,
     GpuMetric,
@@ -49,7 +50,7 @@ from gpu_insights_agent.exporter.device_source import (
 )
 from gpu_insights_agent.exporter.fault_gate import FaultGate
 from gpu_insights_agent.exporter.nvml_source import NvmlUnavailableError
-from gpu_insights_agent.exporter.pod_attribution import pod_uids
+from gpu_insights_agent.exporter.pod_attribution import pod_names, pod_uids
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,9 @@ class ExporterConfig:
     interval_s: float = 10.0
     #: A /proc that shows the GPU processes (the host's, with hostPID); None: no attribution.
     proc_root: Path | None = None
+    #: The kubelet's pod log directory (the host's /var/log/pods, read-only): names the pods
+    #: by namespace and name beside their UIDs. None: UIDs only.
+    pod_log_root: Path | None = None
     #: Add a (ClusterName, PodUid) series for GPUs used by one pod. Off by default: every pod
     #: would be a new custom metric.
     pod_dimension: bool = False
@@ -130,6 +134,18 @@ class Exporter:
             return []
         return pod_uids(pids, self.config.proc_root)
 
+    def _pod_properties(self, uids: list[str]) -> dict[str, object]:
+        """The pods' UIDs, and their ``namespace/name`` where the kubelet's log directories
+        name them: properties, never dimensions (a pod is not a series)."""
+        if not uids:
+            return {}
+        properties: dict[str, object] = {PROP_POD_UIDS: uids}
+        if self.config.pod_log_root is not None:
+            names = pod_names(uids, self.config.pod_log_root)
+            if names:
+                properties[PROP_PODS] = names
+        return properties
+
     def gpu_documents(self, index: int, reading: GpuReading, now: float) -> list[EmfDocument]:
         """The cycle's document of one GPU, after any held fault samples that its fault gauges
         release (``exporter.fault_gate``): those go out alone, with their own timestamps."""
@@ -175,7 +191,7 @@ class Exporter:
             properties["GpuName"] = sampler.name
         pods = self._pods(reading.pids)
         if pods:
-            properties[PROP_POD_UIDS] = pods
+            properties.update(self._pod_properties(pods))
             if self.config.pod_dimension and len(pods) == 1:
                 dimensions[DIM_POD_UID] = pods[0]
                 extra_sets.append((DIM_CLUSTER, DIM_POD_UID))
@@ -212,8 +228,7 @@ class Exporter:
             properties["GpuUuid"] = sampler.uuid
             if sampler.pci_bus_id:
                 properties[PROP_PCI_BUS_ID] = sampler.pci_bus_id
-        if pods:
-            properties[PROP_POD_UIDS] = pods
+        properties.update(self._pod_properties(pods))
         return emf_document(
             namespace=NAMESPACE_GPU,
             timestamp_ms=int(event.time * 1000),

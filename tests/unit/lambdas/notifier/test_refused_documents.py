@@ -177,3 +177,29 @@ def test_nvml_and_kernel_pci_bus_ids_name_one_device() -> None:
     assert not same_pci_device("00000000:53:00.0", "0000:54:00")
     assert not same_pci_device("00000001:53:00.0", "0000:53:00")
     assert not same_pci_device("garbage", "0000:53:00")
+
+
+def test_an_xid_page_names_its_pods_by_namespace_and_name() -> None:
+    """The exporter's ``Pods`` (namespace/name, from the kubelet's pod log directories) over
+    its ``PodUids``. Before: "Pods: 1f2e3d4c-... (pod UID)"."""
+    document = exporter_xid()
+    document["PodUids"] = ["1f2e3d4c-5b6a-4789-8abc-def012345678"]
+    document["Pods"] = ["nlp/bert-data-bound-worker-0"]
+    (group,) = group_xids(
+        parse_log_events(_payload([json.dumps(document)]), cluster="train").notices
+    )
+    assert group.pods == ("nlp/bert-data-bound-worker-0",)
+    del document["Pods"]
+    (group,) = group_xids(
+        parse_log_events(_payload([json.dumps(document)]), cluster="train").notices
+    )
+    assert group.pods == ("1f2e3d4c-5b6a-4789-8abc-def012345678 (pod UID)",)
+
+
+@pytest.mark.parametrize("pods", ["nlp/x", ["nlp"], ["NLP/x"], ["a_b/x"], [7], ["nlp/x/y"]])
+def test_pods_not_as_kubernetes_names_them_are_refused(pods: Any) -> None:
+    document = exporter_xid()
+    document["Pods"] = pods
+    parsed = parse_log_events(_payload([json.dumps(document)]), cluster="train")
+    (refusal,) = parsed.refused
+    assert refusal.reason.startswith("Pods ")
