@@ -18,6 +18,7 @@ from benchmarks import (
     failure_causes,
     failure_logs,
     fan_out,
+    page_faults,
     storage_analyzer,
     training_analyzer,
     training_emitter,
@@ -231,6 +232,15 @@ def main() -> None:
         Row(f"failure analysis: {timed.jobs:,} jobs x 24 h, CPU", timed.cpu_s, None, "s"),
         Row(f"failure analysis: of it, classifying {timed.failed:,} failed jobs' logs",
             timed.classify_cpu_s, None, "s"),
+    ]  # fmt: skip
+    x = page_faults.main()["xid_batch"]
+    rows += [
+        Row("pager: XID pages delivered, 1,000 documents 1% malformed", x["pages"], x["good"],
+            "pages"),
+        Row("pager: pages re-sent when every batch is delivered again",
+            x["resent"] + x["duplicates"], None, "pages"),
+        Row("pager: malformed documents refused and counted", x["refused_counted"],
+            x["malformed"], "docs"),
     ]  # fmt: skip
     rows.append(Row("cdk synth of the whole app", synth_seconds(), None, "s"))
     cost = estimate(nodes=1, gpus_per_node=8)
