@@ -72,7 +72,10 @@ def read_kernel_lines(logs: Any, log_group: str, start_ms: int, end_ms: int) -> 
                 filterPattern=KERNEL_XID_FILTER_PATTERN,
                 **token,
             )
-        except (ClientError, BotoCoreError) as err:
+        except ClientError as err:
+            code = err.response.get("Error", {}).get("Code", "an error")
+            return KernelLines(by_node, unread=f"{log_group} could not be read ({code})")
+        except BotoCoreError as err:
             return KernelLines(by_node, unread=f"{log_group} could not be read ({err})")
         for event in page.get("events", []):
             _add(by_node, event)
