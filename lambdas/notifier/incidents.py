@@ -226,14 +226,13 @@ def _threshold_and_observed(
     raw = state.get("reasonData")
     if raw:
         data = _reason_data(raw)
-        try:
+        try:  # an alarm of another kind may word it otherwise: the sentence stands then
             points = [float(p) for p in data.get("recentDatapoints", [])]
             threshold = _number(data["threshold"])
+        except (ValueError, TypeError, KeyError):
+            pass
+        else:
             values = [_number(p) for p in points[-6:]]
-        except (ValueError, TypeError, KeyError, OverflowError):
-            raise AlarmEventError(
-                "detail.state.reasonData has no numeric threshold and recentDatapoints"
-            ) from None
     if not values:
         return threshold, None
     observed = ", ".join(values)

@@ -91,7 +91,7 @@ def _add(by_node: dict[str, list[tuple[int, KernelXid]]], event: dict[str, Any])
     try:
         text, host = kernel_record(str(event.get("message", "")), node)
         xid = parse_kernel_xid_line(text)
-    except (ValueError, XidLineError):
+    except (ValueError, XidLineError, RecursionError):
         return
     if xid is not None and isinstance(event.get("timestamp"), int):
         by_node.setdefault(str(host), []).append((event["timestamp"], xid))

@@ -46,13 +46,19 @@ def _alarm_with_reason_data(reason_data: Any) -> dict[str, Any]:
     [
         (_alarm_with_reason_data("[1, 2]"), "detail.state.reasonData is not a string holding"),
         (_alarm_with_reason_data(["x"]), "detail.state.reasonData is not a string holding"),
-        (_alarm_with_reason_data('{"threshold": "x"}'), "no numeric threshold"),
     ],
 )
 def test_malformed_reason_data_is_the_named_error(event: dict[str, Any], named: str) -> None:
     """Before: AttributeError ('list' object has no attribute 'get') or TypeError."""
     with pytest.raises(AlarmEventError, match=named):
         from_alarm_event(event, DEPLOYMENT)
+
+
+def test_reason_data_in_another_wording_leaves_the_reason_sentence_to_speak() -> None:
+    event = _alarm_with_reason_data('{"threshold": "x", "recentDatapoints": {"a": 1}}')
+    incident = from_alarm_event(event, DEPLOYMENT)
+    assert isinstance(incident, Incident)
+    assert incident.threshold == "30"  # the sentence's "the threshold (30.0)"
 
 
 def _muted(start: str, end: str) -> dict[str, Any]:
