@@ -18,6 +18,7 @@ from benchmarks import (
     failure_causes,
     failure_logs,
     fan_out,
+    page_faults,
     storage_analyzer,
     training_analyzer,
     training_emitter,
@@ -249,6 +250,15 @@ def main() -> None:
             "s",
         ),
     ]
+    x = page_faults.main()["xid_batch"]
+    rows += [
+        Row("pager: XID pages delivered, 1,000 documents 1% malformed", x["pages"], x["good"],
+            "pages"),
+        Row("pager: pages re-sent when every batch is delivered again",
+            x["resent"] + x["duplicates"], None, "pages"),
+        Row("pager: malformed documents refused and counted", x["refused_counted"],
+            x["malformed"], "docs"),
+    ]  # fmt: skip
     rows.append(Row("cdk synth of the whole app", synth_seconds(), None, "s"))
     cost = estimate(nodes=1, gpus_per_node=8)
     rows += [

@@ -11,6 +11,7 @@ from cdk.alarms.catalog import deployed_alarms, is_promql
 from cdk.alarms.model import Severity
 from cdk.node_config.manifest import REQUIRED_NODE_EXPRESSIONS
 from cdk.settings import Settings
+from gpu_insights_agent.contract.metrics import container_insights_log_group_prefix
 from gpu_insights_agent.contract.resource_names import dashboard_name
 from lambdas.notifier.config import NotifierConfig
 from lambdas.notifier.notification import Severity as NotifiedSeverity
@@ -93,6 +94,8 @@ def notifier_config(
         alarm_kinds={s.alarm_kind: (_severity(s.severity), s.title) for s in specs},
         promql_alarm_kinds=tuple(sorted({s.alarm_kind for s in specs if is_promql(s)})) or None,
         webhook_url_parameter=settings.webhook_url_parameter,
+        host_log_group=f"{container_insights_log_group_prefix(settings.cluster_name)}/host",
+        require_kernel_confirmation=settings.xid_require_kernel_confirmation,
     )
 
 

@@ -29,3 +29,6 @@ TOPIC_OUTPUTS: Final = {
 #: (cdk/constructs/notifier.py), by their keys (contract.resource_names.alarm_name).
 FLEET_HEALTH_ALARM_KEY: Final = "gpu-fleet-health"
 NOTIFIER_FAILING_ALARM_KEY: Final = "notifier-failing"
+#: The notifier's refused log events (lambdas/notifier/refused.py): a document that named an XID
+#: but failed a check, which may be a GPU fault that paged no one.
+NOTIFIER_REFUSED_ALARM_KEY: Final = "notifier-refused"

@@ -178,6 +178,10 @@ class Settings:
     #: nodes without the exporter). The log group must exist: Fluent Bit creates it on its
     #: first host log line, so turn this on once /aws/containerinsights/<cluster>/host exists.
     xid_host_log_filter: bool = False
+    #: Page a fatal XID from the exporter only when the node's kernel log (Container Insights'
+    #: host log group) holds the driver's own "NVRM: Xid" line for it; unconfirmed, it is sent
+    #: as a warning that says so (docs/paging.md, "Who can write an XID").
+    xid_require_kernel_confirmation: bool = False
     #: Warnings (a digest to read, not a page).
     warning_emails: tuple[str, ...] = ()
     report_emails: tuple[str, ...] = ()
@@ -628,6 +632,7 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "job_throughput_window_minutes": _as_int,
     "gpu_instance_type": _as_str,
     "xid_host_log_filter": _as_bool,
+    "xid_require_kernel_confirmation": _as_bool,
     "storage_buckets": _as_str_tuple,
     "storage_volume_scope": _as_str,
     "storage_schedule": _as_str,

@@ -283,8 +283,9 @@ class DemoResult:
 NOT_BACKTESTED: Final = (
     "Not backtested: gpu-silence-check (it reads the silence check's heartbeat, and the demo "
     "runs no silence check; gpu-silent, which reads the check's series, is backtested and "
-    "stays quiet for the same reason), notifier-failing (the notifier Lambda's own Errors "
-    "metric) and gpu-fleet-health (a composite of the others that sends nothing)"
+    "stays quiet for the same reason), notifier-failing and notifier-refused (the notifier's "
+    "own dead letters and refused log events) and gpu-fleet-health (a composite of the "
+    "others that sends nothing)"
 )
 
 

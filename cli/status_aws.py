@@ -21,6 +21,7 @@ from cdk.alarms.catalog import deployed_alarms
 from cdk.outputs import (
     ANALYZERS,
     NOTIFIER_FAILING_ALARM_KEY,
+    NOTIFIER_REFUSED_ALARM_KEY,
     PARTS,
     REPORT_BUCKET_NAME,
     TOPIC_OUTPUTS,
@@ -104,7 +105,8 @@ def expected_alarms(settings: Settings) -> list[str]:
     """Every metric alarm the deployment makes: the catalog's and the notifier's own."""
     specs = deployed_alarms(settings.alarm_settings())
     names = [spec.alarm_name(settings.cluster_name) for spec in specs]
-    return [*names, alarm_name(settings.cluster_name, NOTIFIER_FAILING_ALARM_KEY)]
+    own = (NOTIFIER_FAILING_ALARM_KEY, NOTIFIER_REFUSED_ALARM_KEY)
+    return [*names, *(alarm_name(settings.cluster_name, key) for key in own)]
 
 
 def read_alarm_states(cloudwatch: Any, names: list[str]) -> dict[str, str | None]:

@@ -84,14 +84,15 @@ class AlarmTopics(Construct):
             enforce_ssl=True,
         )
 
-    def allow_alarm(self, topic: sns.ITopic, alarm_name: str) -> None:
-        """Let this one alarm of this account publish to the topic (its alarm action). On an
+    def allow_alarm(self, topic: sns.ITopic, *alarm_names: str) -> None:
+        """Let these alarms of this account publish to the topic (their alarm action). On an
         imported topic the owner's policies decide: synth says what they must allow."""
         stack = Stack.of(self)
         if self.key is None or not isinstance(topic, sns.Topic):
             Annotations.of(self).add_warning_v2(
                 "gpu-insights:imported-topic-alarm",
-                f"The alarm {alarm_name} publishes to {topic.topic_arn}: that topic's policy "
+                f"The alarms {', '.join(alarm_names)} publish to {topic.topic_arn}: that "
+                "topic's policy "
                 "must allow cloudwatch.amazonaws.com sns:Publish for it, and a customer "
                 "managed key's policy kms:GenerateDataKey and kms:Decrypt "
                 "(https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html)",
@@ -100,12 +101,15 @@ class AlarmTopics(Construct):
         conditions = {
             "StringEquals": {"aws:SourceAccount": stack.account},
             "ArnLike": {
-                "aws:SourceArn": stack.format_arn(
-                    service="cloudwatch",
-                    resource="alarm",
-                    resource_name=alarm_name,
-                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                )
+                "aws:SourceArn": [
+                    stack.format_arn(
+                        service="cloudwatch",
+                        resource="alarm",
+                        resource_name=name,
+                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                    )
+                    for name in alarm_names
+                ]
             },
         }
         topic.add_to_resource_policy(

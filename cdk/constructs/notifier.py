@@ -27,8 +27,14 @@ from cdk.constructs.checkov import (
 from cdk.constructs.lambda_code import lambda_code
 from cdk.constructs.nag import acknowledge_wildcard_resources
 from cdk.constructs.sdk_layer import sdk_layer
-from cdk.outputs import NOTIFIER_FAILING_ALARM_KEY
-from gpu_insights_agent.contract.metrics import DIM_XID_CODE, training_log_group
+from cdk.outputs import NOTIFIER_FAILING_ALARM_KEY, NOTIFIER_REFUSED_ALARM_KEY
+from gpu_insights_agent.contract.metrics import (
+    DIM_CLUSTER,
+    DIM_XID_CODE,
+    NAMESPACE_GPU,
+    NOTIFIER_REFUSED_METRIC,
+    training_log_group,
+)
 from gpu_insights_agent.contract.resource_names import alarm_name
 from gpu_insights_agent.contract.xid import KERNEL_XID_FILTER_PATTERN
 from lambdas.notifier.config import FUNCTION_TIMEOUT_S, NotifierConfig
@@ -51,6 +57,7 @@ LEDGER_REASONS: Mapping[str, str] = {
 #: The notifier's own failure alarm: the one alarm with an SNS action (it cannot page through
 #: the notifier that failed). Outside every alarm kind's name, so the rule does not take it.
 FAILING_ALARM_KEY = NOTIFIER_FAILING_ALARM_KEY
+REFUSED_ALARM_KEY = NOTIFIER_REFUSED_ALARM_KEY
 #: EventBridge retries a failed delivery to the function this often within this age, then
 #: sends the event to the dead-letter queue
 #: (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-retry-policy.html).
@@ -61,7 +68,8 @@ RULE_MAX_EVENT_AGE = Duration.hours(2)
 class Notifier(Construct):
     """Attributes: ``function``, ``config`` (its environment, declared by its handler),
     ``dead_letters``, ``subscriptions``, ``sent``, ``alarm_rule``, ``failing`` (an alarm on
-    the dead letters, with ``failing_name``).
+    the dead letters, with ``failing_name``), ``refused`` (an alarm on the refused log
+    events, with ``refused_name``).
 
     ``config`` gives the function's configuration for the name of the sent ledger, which this
     construct creates (cdk/function_configs.py ``notifier_config``)."""
@@ -198,9 +206,27 @@ class Notifier(Construct):
                 sid="JobPlacement", actions=["logs:FilterLogEvents"], resources=[training_arn]
             )
         )
+        # Whether the node's kernel log confirms an exporter XID: Container Insights' host log
+        # group, read (lambdas/notifier/kernel_log.py), whether or not it is subscribed.
+        read_arns = [exporter_arn, training_arn]
+        if self.config.host_log_group:
+            kernel_arn = Stack.of(self).format_arn(
+                service="logs",
+                resource="log-group",
+                resource_name=f"{self.config.host_log_group}:*",
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            )
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="KernelLogConfirms",
+                    actions=["logs:FilterLogEvents"],
+                    resources=[kernel_arn],
+                )
+            )
+            read_arns.append(kernel_arn)
         acknowledge_wildcard_resources(
             role,
-            resources=[exporter_arn, training_arn],
+            resources=read_arns,
             reason="CloudWatch Logs authorizes FilterLogEvents on ARNs below the group's "
             "(log-group:NAME:log-stream:...); ':*' names this one group, no other",
         )
@@ -266,6 +292,31 @@ class Notifier(Construct):
             metric_name="ApproximateNumberOfMessagesVisible",
             dimensions=[{"name": "QueueName", "value": self.dead_letters.queue_name}],
             statistic="Maximum",
+            period=300,
+            evaluation_periods=1,
+            datapoints_to_alarm=1,
+            threshold=1,
+            comparison_operator="GreaterThanOrEqualToThreshold",
+            treat_missing_data="notBreaching",
+            alarm_actions=[critical.topic_arn],
+        )
+        # A log event that named an XID but was refused may be a GPU fault that paged no one
+        # (or a forged document): page for it, as for the dead letters.
+        self.refused_name = alarm_name(cluster_name, REFUSED_ALARM_KEY)
+        self.refused = cloudwatch.CfnAlarm(
+            self,
+            "Refused",
+            alarm_name=self.refused_name,
+            alarm_description=(
+                f"[critical] The notifier of {cluster_name} refused log events that named an "
+                "XID (a field not as the exporter or the kernel writes it): each may be a GPU "
+                "fault that paged no one. The function's log says which event and why "
+                '("refused log event"); see docs/paging.md.'
+            ),
+            namespace=NAMESPACE_GPU,
+            metric_name=NOTIFIER_REFUSED_METRIC,
+            dimensions=[{"name": DIM_CLUSTER, "value": cluster_name}],
+            statistic="Sum",
             period=300,
             evaluation_periods=1,
             datapoints_to_alarm=1,

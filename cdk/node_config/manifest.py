@@ -43,6 +43,15 @@ def is_label_key(key: str) -> bool:
 
 
 NAME: Final = "gpu-insights-exporter"
+#: With pod attribution, the kubelet's pod log directories (``/var/log/pods/<namespace>_<name>_
+#: <uid>``, kubernetes/kubernetes pkg/kubelet/kuberuntime/helpers.go) mounted read-only: the
+#: exporter names the pods on a GPU by namespace and name from them. Only the directory names
+#: are read, never a log.
+POD_LOG_MOUNT: Final = "/host/var/log/pods"
+POD_LOG_VOLUME: Final = {
+    "name": "pod-logs",
+    "hostPath": {"path": "/var/log/pods", "type": "Directory"},
+}
 DEFAULT_NAMESPACE: Final = "gpu-insights"
 
 
@@ -181,7 +190,7 @@ def exporter_manifests(
     else:
         args += ["--emf-endpoint", emf_endpoint]
     if pod_attribution:
-        args += ["--proc-root", "/proc"]
+        args += ["--proc-root", "/proc", "--pod-log-root", POD_LOG_MOUNT]
     container = {
         "name": "exporter",
         "image": image,
@@ -205,6 +214,10 @@ def exporter_manifests(
             "seccompProfile": {"type": "RuntimeDefault"},
         },
     }
+    if pod_attribution:
+        container["volumeMounts"] = [
+            {"name": POD_LOG_VOLUME["name"], "mountPath": POD_LOG_MOUNT, "readOnly": True}
+        ]
     daemon_set = {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
@@ -227,7 +240,7 @@ def exporter_manifests(
                     },
                     "tolerations": [{"key": key, "operator": "Exists"} for key in gpu_taint_keys],
                     "containers": [container],
-                    **({"hostPID": True} if pod_attribution else {}),
+                    **({"hostPID": True, "volumes": [POD_LOG_VOLUME]} if pod_attribution else {}),
                 },
             },
         },

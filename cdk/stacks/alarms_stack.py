@@ -104,7 +104,9 @@ class AlarmsStack(DeploymentStack):
             topic_key_arns=self.topics.publish_key_arns,
             alarm_kind_names=sorted({spec.kind_name(cluster) for spec in specs}),
         )
-        self.topics.allow_alarm(self.topics.critical, self.notifier.failing_name)
+        self.topics.allow_alarm(
+            self.topics.critical, self.notifier.failing_name, self.notifier.refused_name
+        )
         for subscription in self.notifier.subscriptions[:1]:
             subscription.node.add_dependency(self.exporter_logs.ready)
         alarm_arns = [alarm.attr_arn for alarm in self.alarms.alarms.values()]

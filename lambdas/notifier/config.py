@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Final, cast, get_args
 
 from lambdas.notifier.notification import Severity
-from lambdas.shared.config import NAMES, PAIRS, TEXT, Codec, FunctionConfig, variable
+from lambdas.shared.config import FLAG, NAMES, PAIRS, TEXT, Codec, FunctionConfig, variable
 
 #: The function's timeout (its construct's): a page's deliveries are bounded well inside it
 #: (lambdas/notifier/webhook.py DEADLINE_S, handler.send).
@@ -50,3 +50,9 @@ class NotifierConfig(FunctionConfig):
     #: The SSM SecureString parameter holding a chat webhook's URL (lambdas/notifier/webhook.py):
     #: its name, never the URL, which carries the webhook's token. None: SNS alone.
     webhook_url_parameter: str | None = variable("WEBHOOK_URL_PARAMETER", TEXT, default=None)
+    #: Container Insights' host log group, where the kernel's ``NVRM: Xid`` lines land: read to
+    #: say whether the node's kernel log confirms an exporter XID. None: not read.
+    host_log_group: str | None = variable("HOST_LOG_GROUP", TEXT, default=None)
+    #: Page a fatal exporter XID only when the kernel log confirms it (else a warning that says
+    #: so): the ``xid_require_kernel_confirmation`` setting.
+    require_kernel_confirmation: bool = variable("REQUIRE_KERNEL_CONFIRMATION", FLAG, default=False)

@@ -34,10 +34,12 @@ from lambdas.notifier.jobs import (
     job_incident,
     job_placement,
 )
-from lambdas.notifier.messages import group_xids, parse_log_events
+from lambdas.notifier.kernel_log import KernelCheck, check, read_kernel_lines, span
+from lambdas.notifier.messages import XidGroup, group_xids, parse_log_events
 from lambdas.notifier.notification import Incident
 from lambdas.notifier.pods import PodLookupError, pods_on_gpu
-from lambdas.notifier.sent_ledger import SentLedger, claim_key
+from lambdas.notifier.refused import refused_line
+from lambdas.notifier.sent_ledger import LedgerError, SentLedger, claim_key
 from lambdas.notifier.sns_channel import SNS, SnsChannel
 from lambdas.notifier.webhook import DEADLINE_S, WebhookChannel, url_from_parameter
 from lambdas.shared.aws_clients import ClientCache
@@ -121,52 +123,77 @@ def send(
     *,
     time_left_s: Callable[[], float] | None = None,
 ) -> int:
-    """Deliver each incident on each channel where it was not delivered before. A channel
-    that fails is released for that incident and skipped for the rest of the batch (the
-    others go on); the first failure is raised at the end, so that Lambda retries. A failure
-    that is no ChannelError (a fault in a channel's code) is released and logged with its
-    traceback like the others, and raised as the PublishError's cause. With less than
-    ``RESERVE_S`` left (``time_left_s``, the invocation's by default), nothing more is claimed
-    and the rest is left to the retry."""
+    """Deliver each incident on each channel where it was not delivered before. Each delivery
+    stands alone: a ledger error on one incident's key is that incident's failure, and the
+    other incidents go on. A channel that fails is released for that incident and skipped for
+    the rest of the batch (the others go on); a failure that is no ChannelError (a fault in a
+    channel's code) is released and logged with its traceback like the others. Any failure is
+    raised at the end, so that Lambda retries; the ledger makes the retry send only what was
+    not sent. With less than ``RESERVE_S`` left (``time_left_s``, the invocation's by
+    default), nothing more is claimed and the rest is left to the retry."""
     left = time_left_s or _clock.left_s
     sent = 0
     unclaimed = 0
-    failed: dict[str, tuple[str, Exception]] = {}
+    failed_channels: set[str] = set()
+    failures: list[tuple[str, str, Exception]] = []
     for incident in incidents:
         for channel in channels:
-            if channel.name in failed:
+            if channel.name in failed_channels:
                 continue
             if left() < RESERVE_S:
                 unclaimed += 1
                 continue
             key = claim_key(incident.key, channel.name, first=SNS)
-            if not ledger.claim(key, now_s):
+            try:
+                if not ledger.claim(key, now_s):
+                    continue
+            except LedgerError as err:
+                failures.append((incident.key, channel.name, err))
+                log.error("claiming %s for %s: %s", incident.key, channel.name, err)
                 continue
             try:
                 channel.deliver(incident)
             except Exception as err:
-                ledger.release(key)
-                failed[channel.name] = (incident.key, err)
+                failed_channels.add(channel.name)
+                failures.append((incident.key, channel.name, err))
                 if isinstance(err, ChannelError):
                     log.error("publishing %s to %s", incident.key, err)
                 else:
                     log.exception(
                         "publishing %s: a fault in the %s channel", incident.key, channel.name
                     )
+                _release(ledger, key)
                 continue
             sent += 1
-    if failed:
-        name, (key, cause) = next(iter(failed.items()))
+    _raise_first(failures, unclaimed)
+    return sent
+
+
+def _raise_first(failures: list[tuple[str, str, Exception]], unclaimed: int) -> None:
+    """The batch's first failure as a PublishError (counting the rest), so Lambda retries."""
+    if failures:
+        key, name, cause = failures[0]
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
         if isinstance(cause, ChannelError):
-            raise PublishError(f"publishing {key} to {cause}") from cause
+            raise PublishError(f"publishing {key}{more} to {cause}") from cause
+        if isinstance(cause, LedgerError):
+            raise PublishError(f"publishing {key}{more}: {cause}") from cause
         raise PublishError(
-            f"publishing {key}: a fault in {name}: {type(cause).__name__}: {cause}"
+            f"publishing {key}{more}: a fault in {name}: {type(cause).__name__}: {cause}"
         ) from cause
     if unclaimed:
         raise PublishError(
             f"{unclaimed} deliveries not tried: under {RESERVE_S:g} s of the invocation left"
         )
-    return sent
+
+
+def _release(ledger: SentLedger, key: str) -> None:
+    """Release a claim whose message was not sent; a release that fails is logged (the claim
+    then holds until its TTL: that one message is lost, the batch goes on)."""
+    try:
+        ledger.release(key)
+    except LedgerError as err:
+        log.error("%s: its message will not be retried", err)
 
 
 def _ledger(config: NotifierConfig) -> SentLedger:
@@ -179,11 +206,30 @@ def _from_logs(event: dict[str, Any], now_s: float, config: NotifierConfig) -> d
         return {"incidents": 0, "published": 0, "unreadable": 0}
     where = deployment(config)
     parsed = parse_log_events(payload, cluster=where.cluster)
-    incidents = [from_xid_group(g, where) for g in group_xids(parsed.notices)]
+    for refusal in parsed.refused:
+        log.warning("refused log event %s: %s", refusal.event_id, refusal.reason)
+    print(refused_line(where.cluster, parsed.unreadable, int(now_s * 1000)), flush=True)
+    groups = group_xids(parsed.notices)
+    checks = _kernel_checks(groups, config)
+    incidents = [
+        from_xid_group(
+            g, where, checks.get(g.key), require_kernel=config.require_kernel_confirmation
+        )
+        for g in groups
+    ]
     published = send(channels(config), _ledger(config), incidents, now_s)
-    if parsed.unreadable:
-        log.warning("%d log events named an XID but could not be read", parsed.unreadable)
     return {"incidents": len(incidents), "published": published, "unreadable": parsed.unreadable}
+
+
+def _kernel_checks(groups: list[XidGroup], config: NotifierConfig) -> dict[str, KernelCheck]:
+    """What the kernel log says of each exporter XID group (one read for the batch)."""
+    window = span(groups)
+    if config.host_log_group is None or window is None:
+        return {}
+    lines = read_kernel_lines(_clients("logs"), config.host_log_group, *window)
+    if lines.unread:
+        log.warning("kernel log: %s", lines.unread)
+    return {g.key: check(g, lines) for g in groups if g.first.from_exporter}
 
 
 def _with_pods(incident: Incident, at_ms: int, log_group: str) -> Incident:
@@ -191,11 +237,11 @@ def _with_pods(incident: Incident, at_ms: int, log_group: str) -> Incident:
     if incident.pods or not incident.gpu.isdigit():
         return incident
     try:
-        uids = pods_on_gpu(_clients("logs"), log_group, incident.node, incident.gpu, at_ms)
+        pods = pods_on_gpu(_clients("logs"), log_group, incident.node, incident.gpu, at_ms)
     except PodLookupError as err:
         log.warning("no pods for %s: %s", incident.key, err)
         return incident
-    return replace(incident, pods=tuple(f"{uid} (pod UID)" for uid in uids))
+    return replace(incident, pods=pods)
 
 
 def _with_job(incident: Incident, at_ms: int, config: NotifierConfig) -> Incident:

@@ -41,10 +41,12 @@ from gpu_insights_agent.contract.metrics import (
 )
 from gpu_insights_agent.contract.resource_names import alarm_name
 from gpu_insights_agent.contract.xid import XidSeverity
+from lambdas.notifier.kernel_log import KernelCheck
 from lambdas.notifier.links import alarm_url, gpu_dashboard_url
 from lambdas.notifier.messages import XidGroup
 from lambdas.notifier.notification import Incident, Severity
 from lambdas.shared.dcgm import CLOUDWATCH as DCGM_LABELS
+from lambdas.shared.events import EventError
 
 ALARM_STATE_CHANGE: Final = "CloudWatch Alarm State Change"
 CONTRIBUTOR_STATE_CHANGE: Final = "CloudWatch Alarm Contributor State Change"
@@ -69,7 +71,7 @@ _CONTRIBUTOR_REASON = re.compile(
 _POINT = re.compile(r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?) \(")
 
 
-class AlarmEventError(ValueError):
+class AlarmEventError(EventError):
     """An EventBridge event the notifier cannot read; the message names the field."""
 
 
@@ -102,9 +104,21 @@ def _utc(ms: int) -> str:
     return f"{datetime.fromtimestamp(ms / 1000, UTC):%Y-%m-%d %H:%M:%S} UTC"
 
 
-def from_xid_group(group: XidGroup, deployment: Deployment) -> Incident:
+def from_xid_group(
+    group: XidGroup,
+    deployment: Deployment,
+    kernel: KernelCheck | None = None,
+    *,
+    require_kernel: bool = False,
+) -> Incident:
+    """The XID group's incident; ``kernel`` what the node's kernel log says of an exporter
+    XID (lambdas/notifier/kernel_log.py). With ``require_kernel``, a fatal XID the kernel log
+    does not confirm still pages, as a warning that says so: never dropped, since the kernel
+    line can trail the exporter's document, but not a page in the night on a document any pod
+    could have written."""
     notice = group.first
     fatal = notice.severity is XidSeverity.FATAL
+    unconfirmed = fatal and require_kernel and (kernel is None or kernel.confirmed is not True)
     first, last = _utc(notice.time_ms), _utc(group.last_ms)
     if group.count == 1:
         repeats = f"once, at {first}"
@@ -122,24 +136,39 @@ def from_xid_group(group: XidGroup, deployment: Deployment) -> Incident:
             "Usually an application fault (a bad memory access, a killed context): read the "
             "job's logs. Worth a closer look when it repeats across jobs on this GPU."
         )
+    what = f"GPU {notice.gpu} on {notice.node} reported XID {notice.code}: {notice.meaning}."
+    title = f"XID {notice.code} on {notice.node} GPU {notice.gpu}"
+    if unconfirmed:
+        title += " (unconfirmed by the kernel log)"
+        what += (
+            " Unconfirmed by the kernel log, so sent as a warning: this deployment pages a "
+            "fatal XID only when the node's kernel log confirms it."
+        )
+        action = (
+            "Check the node's kernel log (dmesg) for NVRM: Xid before acting: a document the "
+            f"kernel does not confirm may not come from the exporter. {action}"
+        )
+    facts = [
+        ("XID", f"{notice.code} ({notice.severity})"),
+        ("Seen", repeats),
+        ("Source", notice.source),
+    ]
+    if kernel is not None:
+        facts.append(("Kernel log", kernel.text))
     node_known = not notice.node.startswith("unknown")
     return Incident(
         key=group.key,
-        severity="critical" if fatal else "warning",
+        severity="critical" if fatal and not unconfirmed else "warning",
         kind="gpu-xid-fatal" if fatal else "gpu-xid",
-        title=f"XID {notice.code} on {notice.node} GPU {notice.gpu}",
-        what=f"GPU {notice.gpu} on {notice.node} reported XID {notice.code}: {notice.meaning}.",
+        title=title,
+        what=what,
         cluster=notice.cluster,
         node=notice.node,
         gpu=notice.gpu,
-        pods=tuple(f"{uid} (pod UID)" for uid in group.pods),
+        pods=group.pods,
         action=action,
         dashboard_url=deployment.dashboard_for(notice.node) if node_known else None,
-        facts=(
-            ("XID", f"{notice.code} ({notice.severity})"),
-            ("Seen", repeats),
-            ("Source", notice.source),
-        ),
+        facts=tuple(facts),
     )
 
 
@@ -196,8 +225,8 @@ def _threshold_and_observed(
     values = list(crossing.values[:6]) if crossing else []
     raw = state.get("reasonData")
     if raw:
-        try:
-            data = json.loads(raw)
+        data = _reason_data(raw)
+        try:  # an alarm of another kind may word it otherwise: the sentence stands then
             points = [float(p) for p in data.get("recentDatapoints", [])]
             threshold = _number(data["threshold"])
         except (ValueError, TypeError, KeyError):
@@ -211,6 +240,32 @@ def _threshold_and_observed(
         latest = "" if crossing.of is not None else "the most recent breach; "
         observed += f" ({latest}{crossing.sentence()} the threshold)"
     return threshold, observed
+
+
+def _reason_data(raw: Any) -> dict[str, Any]:
+    """``reasonData``: "An explanation for the alarm state change, in JSON format"
+    (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_MetricAlarm.html,
+    StateReasonData): a string holding a JSON object."""
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else None
+    except (ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict):
+        raise AlarmEventError("detail.state.reasonData is not a string holding a JSON object")
+    return data
+
+
+#: A multi time series alarm's state reason once more contributors are in ALARM than it pages:
+#: "If there are more than 100 contributors in ALARM (for example 105), the StateReason will be
+#: "100+ time series evaluated to ALARM"" ("Limits",
+#: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html).
+_AT_CONTRIBUTOR_CAP = re.compile(r"^(?P<count>\d+)\+ time series evaluated to ALARM")
+
+
+def contributor_cap(reason: str) -> str | None:
+    """``"100+"`` where a state reason says the contributor cap was reached, else None."""
+    match = _AT_CONTRIBUTOR_CAP.match(reason)
+    return f"{match['count']}+" if match else None
 
 
 def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident | Skipped:
@@ -263,8 +318,19 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
         if crossing
         else reason or f"{name} is in ALARM."
     )
+    cap = contributor_cap(reason) if contributor is None else None
+    if cap:
+        where = f": {cap} in ALARM"
+        what = (
+            f"{title}: {cap} time series are in ALARM. An alarm pages at most 100 of its "
+            "contributors, so those past the first 100 get no page of their own: open the "
+            "alarm for the full list, and the fleet-level count alarm for how many breach."
+        )
     description = str(configuration.get("description", "")).strip()
-    arn = next(iter(event.get("resources") or []), "")
+    resources = event.get("resources") or []
+    if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):
+        raise AlarmEventError("resources is not a list of ARNs")
+    arn = next(iter(resources), "")
     return Incident(
         key=f"alarm/{name}/{contributor_id}/{state.get('timestamp', event.get('time', ''))}",
         severity=severity,
@@ -303,8 +369,10 @@ def _not_paged(
         # The rule matches by prefix, so cluster train-eu's alarms reach cluster train's
         # notifier (gpu-insights-train-eu-gpu-lost): only this deployment's own names page.
         return f"{name} is no alarm of this deployment ({kind!r} is not its kind)"
-    if detail_type == ALARM_STATE_CHANGE and (
-        kind in deployment.promql_kinds or _has_contributors(detail)
+    if (
+        detail_type == ALARM_STATE_CHANGE
+        and (kind in deployment.promql_kinds or _has_contributors(detail))
+        and contributor_cap(str(state.get("reason", ""))) is None
     ):
         return f"{name}: each GPU in ALARM comes as its own contributor event"
     muted = _muted(detail, state)
@@ -323,12 +391,25 @@ def _muted(detail: dict[str, Any], state: dict[str, Any]) -> str | None:
     try:
         start = _event_time(str(mute["muteWindowStart"]))
         end = _event_time(str(mute["muteWindowEnd"]))
-        changed = _event_time(str(state["timestamp"]))
     except (KeyError, ValueError):
         return f"muted by {rule}"
+    changed = _event_time_or_error(state.get("timestamp"), "detail.state.timestamp")
+    if start.tzinfo is None or end.tzinfo is None:
+        raise AlarmEventError("detail.muteDetail's window has a time without a time zone")
     if start <= changed <= end:
         return f"muted by {rule} until {end:%Y-%m-%d %H:%M} UTC"
     return None
+
+
+def _event_time_or_error(raw: Any, what: str) -> datetime:
+    """An event time with its zone, or the named error."""
+    try:
+        parsed = _event_time(str(raw)) if isinstance(raw, str) else None
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.tzinfo is None:
+        raise AlarmEventError(f"{what} {str(raw)[:40]!r} is not a time with a time zone")
+    return parsed
 
 
 def _event_time(text: str) -> datetime:

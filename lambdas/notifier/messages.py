@@ -20,16 +20,26 @@ timestamp stands.
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from gpu_insights_agent.contract.metrics import DIM_CLUSTER, DIM_GPU_INDEX, DIM_NODE, DIM_XID_CODE
+from gpu_insights_agent.contract.metrics import (
+    DIM_CLUSTER,
+    DIM_GPU_INDEX,
+    DIM_NODE,
+    DIM_XID_CODE,
+    PROP_PCI_BUS_ID,
+    PROP_POD_UIDS,
+    PROP_PODS,
+    PROP_XID_SOURCE,
+)
 from gpu_insights_agent.contract.xid import (
     XidLineError,
     XidSeverity,
     describe_xid,
     parse_kernel_xid_line,
 )
+from lambdas.notifier import xid_fields as fields
 
 
 @dataclass(frozen=True)
@@ -45,85 +55,127 @@ class XidNotice:
     #: When the GPU reported it (milliseconds since the epoch): the exporter document's
     #: ``_aws.Timestamp``, else the log event's timestamp.
     time_ms: int = 0
+    #: The GPU's PCI bus id where the exporter wrote it (the kernel log names the GPU by it).
+    pci_bus_id: str | None = None
+    #: True for the exporter's documents (which the kernel log can confirm), False for a
+    #: kernel line (which is the kernel log).
+    from_exporter: bool = False
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A log event the notifier would not read, and why (logged, counted, never raised)."""
+
+    event_id: str
+    reason: str
 
 
 @dataclass
 class Parsed:
     notices: list[XidNotice]
-    #: Events that named an XID but could not be read (counted, not raised).
-    unreadable: int = 0
+    #: Events that named an XID but were refused, each with its reason.
+    refused: list[Refusal] = field(default_factory=list)
+
+    @property
+    def unreadable(self) -> int:
+        return len(self.refused)
 
 
 def document_time_ms(document: Any, event_ms: int) -> int:
     """An EMF document's ``_aws.Timestamp`` (epoch milliseconds); ``event_ms`` (the log event's
-    timestamp) where the document has none, or one that is not a finite, positive number."""
+    timestamp) where the document has none, or one that is not a whole number of milliseconds
+    in the years the notifier reads (2000 to 2199; so never NaN or infinite)."""
     meta = document.get("_aws") if isinstance(document, dict) else None
     stamp = meta.get("Timestamp") if isinstance(meta, dict) else None
     if isinstance(stamp, bool) or not isinstance(stamp, int | float):
         return event_ms
-    if not math.isfinite(stamp) or stamp <= 0:
+    if not math.isfinite(stamp) or not fields.EARLIEST_MS <= stamp < fields.LATEST_MS:
         return event_ms
     return int(stamp)
 
 
-def _from_emf(document: dict[str, Any], cluster_hint: str, event_ms: int) -> XidNotice | None:
+def _from_emf(document: Any, cluster: str, event_ms: int) -> XidNotice | None:
+    """An exporter document's XID, every field checked (``xid_fields``); None for a document
+    that is not about an XID (the exporter's cycle documents)."""
+    if not isinstance(document, dict):
+        raise fields.DocumentError(f"an EMF line that is a JSON {type(document).__name__}")
     if DIM_XID_CODE not in document:
         return None
-    code = int(document[DIM_XID_CODE])
+    code = fields.xid_code(document[DIM_XID_CODE])
     row = describe_xid(code)
-    pods = document.get("PodUids") or []
+    uids = fields.pod_uids(document.get(PROP_POD_UIDS))
+    names = fields.pod_names(document.get(PROP_PODS))
     return XidNotice(
-        cluster=str(document.get(DIM_CLUSTER, cluster_hint)),
-        node=str(document.get(DIM_NODE, "unknown node")),
-        gpu=str(document.get(DIM_GPU_INDEX, "?")),
+        cluster=fields.cluster_name(document.get(DIM_CLUSTER, cluster), cluster),
+        node=fields.node_name(document.get(DIM_NODE)),
+        gpu=fields.gpu_index(document.get(DIM_GPU_INDEX)),
         code=code,
         severity=row.severity,
         meaning=row.meaning,
-        source=f"GPU exporter ({document.get('XidSource', 'nvml')})",
-        pods=tuple(str(p) for p in pods),
+        source=f"GPU exporter ({fields.source(document.get(PROP_XID_SOURCE, 'nvml'))})",
+        pods=names or tuple(f"{uid} (pod UID)" for uid in uids),
         time_ms=document_time_ms(document, event_ms),
+        pci_bus_id=fields.pci_bus_id(document.get(PROP_PCI_BUS_ID)),
+        from_exporter=True,
     )
 
 
+def kernel_record(message: str, stream: str) -> tuple[str, Any]:
+    """A host log event's kernel line and host: Fluent Bit ships host logs as JSON with the
+    line under "message" or "log" and the host under "hostname" (or "ec2_instance_id"); a
+    plain line is the line itself, from its stream's host."""
+    if not message.lstrip().startswith("{"):
+        return message, stream
+    record = json.loads(message)
+    if not isinstance(record, dict):
+        raise fields.DocumentError(f"a host log line that is a JSON {type(record).__name__}")
+    text = str(record.get("message") or record.get("log") or "")
+    return text, record.get("hostname") or record.get("ec2_instance_id") or stream
+
+
 def _from_kernel(message: str, stream: str, cluster: str, time_ms: int) -> XidNotice | None:
-    # Fluent Bit ships host logs as JSON with the line under "message" or "log".
-    text = message
-    node = stream
-    if message.lstrip().startswith("{"):
-        record = json.loads(message)
-        text = str(record.get("message") or record.get("log") or "")
-        node = str(record.get("hostname") or record.get("ec2_instance_id") or stream)
+    text, node = kernel_record(message, stream)
     xid = parse_kernel_xid_line(text)
     if xid is None:
         return None
     row = describe_xid(xid.code)
     return XidNotice(
         cluster=cluster,
-        node=node,
+        node=fields.host_name(node, "host name"),
         gpu=f"PCI {xid.pci_bus_id}",
         code=xid.code,
         severity=row.severity,
         meaning=row.meaning,
         source="kernel log (Container Insights host logs)",
         time_ms=time_ms,
+        pci_bus_id=xid.pci_bus_id,
     )
 
 
+def _read_event(event: dict[str, Any], stream: str, cluster: str) -> XidNotice | None:
+    message = event.get("message")
+    if not isinstance(message, str):
+        raise fields.DocumentError(f"log event message is a {type(message).__name__}")
+    time_ms = fields.event_time_ms(event.get("timestamp"))
+    if '"_aws"' in message:
+        return _from_emf(json.loads(message), cluster, time_ms)
+    return _from_kernel(message, stream, cluster, time_ms)
+
+
 def parse_log_events(payload: dict[str, Any], *, cluster: str) -> Parsed:
-    """The XIDs in a decoded CloudWatch Logs subscription payload."""
+    """The XIDs in a decoded CloudWatch Logs subscription payload. Each event is read on its
+    own: one that fails a check is refused with its reason, and the others go on."""
     parsed = Parsed(notices=[])
     stream = str(payload.get("logStream", "unknown node"))
     for event in payload.get("logEvents", []):
-        message = str(event.get("message", ""))
+        event_id = str(event.get("id", "?"))[:64]
         try:
-            notice: XidNotice | None
-            time_ms = int(event.get("timestamp", 0))
-            if '"_aws"' in message:
-                notice = _from_emf(json.loads(message), cluster, time_ms)
-            else:
-                notice = _from_kernel(message, stream, cluster, time_ms)
-        except (ValueError, TypeError, XidLineError):
-            parsed.unreadable += 1
+            notice = _read_event(event, stream, cluster)
+        except (ValueError, XidLineError) as err:  # DocumentError, JSON, kernel line
+            parsed.refused.append(Refusal(event_id, str(err)[:300]))
+            continue
+        except RecursionError:  # JSON nested deeper than the interpreter's stack
+            parsed.refused.append(Refusal(event_id, "JSON nested too deep to read"))
             continue
         if notice is not None:
             parsed.notices.append(notice)

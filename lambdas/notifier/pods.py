@@ -1,5 +1,6 @@
-"""The pods on a GPU an alarm names: the exporter writes the pod UIDs it sees on each GPU into
-its EMF documents (``PodUids``), so the newest document of that node and GPU says who held it.
+"""The pods on a GPU an alarm names: the exporter writes the pods it sees on each GPU into its
+EMF documents (``Pods``, namespace/name, where it can name them; ``PodUids`` always), so the
+newest document of that node and GPU says who held it.
 """
 
 import json
@@ -7,7 +8,7 @@ from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from gpu_insights_agent.contract.metrics import DIM_GPU_INDEX, DIM_NODE
+from gpu_insights_agent.contract.metrics import DIM_GPU_INDEX, DIM_NODE, PROP_POD_UIDS, PROP_PODS
 from lambdas.notifier.messages import document_time_ms
 
 #: How far back to look: the exporter writes every GPU's document many times in this window.
@@ -19,8 +20,9 @@ class PodLookupError(Exception):
 
 
 def pods_on_gpu(logs: Any, log_group: str, node: str, gpu: str, at_ms: int) -> tuple[str, ...]:
-    """Pod UIDs of the newest exporter document for this node and GPU before ``at_ms``: newest
-    by the document's own ``_aws.Timestamp`` (its log event's where it has none)."""
+    """The pods of the newest exporter document for this node and GPU before ``at_ms`` (newest
+    by the document's own ``_aws.Timestamp``, its log event's where it has none), as the page
+    names them: ``namespace/name`` where the document has them, else ``<uid> (pod UID)``."""
     pattern = f'{{ ($.{DIM_NODE} = "{node}") && ($.{DIM_GPU_INDEX} = "{gpu}") }}'
     try:
         response = logs.filter_log_events(
@@ -40,8 +42,12 @@ def pods_on_gpu(logs: Any, log_group: str, node: str, gpu: str, at_ms: int) -> t
         if not isinstance(document, dict):
             continue
         same = str(document.get(DIM_NODE)) == node and str(document.get(DIM_GPU_INDEX)) == gpu
-        uids = document.get("PodUids")
+        uids, names = document.get(PROP_POD_UIDS), document.get(PROP_PODS)
         when = document_time_ms(document, int(event.get("timestamp", 0)))
-        if same and isinstance(uids, list) and uids and when > newest[0]:
-            newest = (when, tuple(str(u) for u in uids))
+        if not same or not isinstance(uids, list) or not uids or when <= newest[0]:
+            continue
+        if isinstance(names, list) and names:
+            newest = (when, tuple(str(n) for n in names))
+        else:
+            newest = (when, tuple(f"{u} (pod UID)" for u in uids))
     return newest[1]

@@ -26,6 +26,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 KEY: Final = "incident"
 EXPIRES: Final = "expires_at"
+#: "The maximum length of a partition key value is 2048 bytes" (Constraints in Amazon DynamoDB,
+#: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Constraints.html#limits-partition-sort-keys).
+MAX_KEY_BYTES: Final = 2048
 #: Keys outlive every retry and every XID window by far; TTL then removes them.
 KEEP_S: Final = 7 * 24 * 3600
 
@@ -48,6 +51,11 @@ class SentLedger:
 
     def claim(self, key: str, now_s: float) -> bool:
         """True if this call is the first to claim the incident."""
+        size = len(key.encode())
+        if size > MAX_KEY_BYTES:
+            raise LedgerError(
+                f"claiming {key[:80]}...: the key is {size} bytes; DynamoDB takes {MAX_KEY_BYTES}"
+            )
         try:
             self.dynamodb.put_item(
                 TableName=self.table,

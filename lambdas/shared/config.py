@@ -103,6 +103,12 @@ def _join(names: tuple[str, ...]) -> str:
     return ",".join(names)
 
 
+def _flag(raw: str) -> bool:
+    if raw not in ("true", "false"):
+        raise ValueError(f"{raw!r} is not true or false")
+    return raw == "true"
+
+
 def _pairs(raw: str) -> dict[str, tuple[str, str]]:
     document = json.loads(raw)
     if not isinstance(document, dict) or not all(
@@ -121,6 +127,7 @@ TEXT: Final = Codec[str]("a non-empty string", _text, str)
 WHOLE: Final = Codec[int]("a whole number above 0", _whole, str)
 USD: Final = Codec[float]("a price in USD, 0 or more", _price, _number)
 PERCENT: Final = Codec[float]("a percent above 0 and below 100", _percent, _number)
+FLAG: Final = Codec[bool]('"true" or "false"', _flag, lambda on: "true" if on else "false")
 #: Comma-separated names (buckets, volume ids, alarm names); empty for none.
 NAMES: Final = Codec[tuple[str, ...]]("comma-separated names", _names, _join)
 #: Name -> (severity, title), as JSON.

@@ -470,10 +470,13 @@ def test_every_request_aws_makes_for_the_app_is_allowed(
 def test_the_requests_cover_every_alarm_schedule_subscription_and_destination(
     requests: dict[str, list[Request]],
 ) -> None:
-    # One alarm publishes (and encrypts) by itself: the notifier's failure alarm, to the
-    # critical topic. The GPU alarms have no action; the notifier pages for them.
+    # Two alarms publish (and encrypt) by themselves: the notifier's failure and refused-events
+    # alarms, to the critical topic. The GPU alarms have no action; the notifier pages for them.
     publishes = [r for r in requests["alarms"] if r.action == "sns:Publish"]
-    assert [r.name.split(" ")[0][:17] for r in publishes] == ["XidNotifierFailin"]
+    assert sorted(r.name.split(" ")[0][:17] for r in publishes) == [
+        "XidNotifierFailin",
+        "XidNotifierRefuse",
+    ]
     assert "TopicsCritical" in publishes[0].name
     assert len(requests["alarms"]) == 3 * len(publishes)
     # The weekly report's and the silence check's schedules invoke their functions, the

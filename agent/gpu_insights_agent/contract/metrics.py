@@ -211,6 +211,16 @@ PROP_POD_NAME: Final = "PodName"
 #: The variable the training pod's downward API sets to ``metadata.name``.
 POD_NAME_ENV: Final = "POD_NAME"
 
+#: Properties of the exporter's documents that the notifier reads: the UIDs of the pods on the
+#: GPU (and their names), how the exporter learnt of an XID (``nvml``, ``lost``), and the GPU's
+#: PCI bus id (the kernel's ``NVRM: Xid`` line names the GPU by it).
+PROP_POD_UIDS: Final = "PodUids"
+#: The same pods as ``namespace/name`` (what a person knows them by), where the exporter can
+#: read them from the kubelet's pod log directories.
+PROP_PODS: Final = "Pods"
+PROP_XID_SOURCE: Final = "XidSource"
+PROP_PCI_BUS_ID: Final = "PciBusId"
+
 
 def dimension_value_problem(what: str, value: object) -> Optional[str]:
     """Why CloudWatch would refuse ``value`` as a dimension value, or None: "Dimension values
@@ -244,6 +254,11 @@ HOST_LOG_XID_METRIC: Final = "gpu_xid_host_log_lines"
 SILENT_GPUS_METRIC: Final = "gpu_silent"
 #: Per ClusterName every run: nodes with at least one silent GPU.
 SILENT_NODES_METRIC: Final = "gpu_silent_nodes"
+#: Published by the notifier (lambdas/notifier/refused.py), namespace ``GpuInsights``, per
+#: ClusterName on every batch of log events it reads: the events that named an XID but that it
+#: refused (a field that is not as the exporter or the kernel writes it). Alarmed: a refused
+#: document may be a GPU fault that paged no one.
+NOTIFIER_REFUSED_METRIC: Final = "notifier_refused_documents"
 #: The ``GpuIndex`` of a node that sent nothing at all: one series for all its GPUs.
 ALL_GPUS: Final = "all"
 

@@ -122,6 +122,10 @@ XID_CODES: Final[dict[int, XidCode]] = _table(
     (158, "GPU fatal timeout", "RESET_GPU", ""),
 )  # fmt: skip
 
+#: The largest code read as an XID: the driver prints the code in decimal, and the kernel line's
+#: pattern below reads at most 4 digits (NVIDIA's catalogue runs to the 100s today).
+MAX_XID_CODE: Final = 9999
+
 #: The codes an alarm must treat as needing action now.
 FATAL_XID_CODES: Final[frozenset[int]] = frozenset(
     code for code, row in XID_CODES.items() if row.severity is XidSeverity.FATAL

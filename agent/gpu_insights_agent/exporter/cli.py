@@ -77,6 +77,11 @@ def parser() -> argparse.ArgumentParser:
         help="a /proc showing GPU processes (hostPID), for pod attribution",
     )
     p.add_argument(
+        "--pod-log-root",
+        type=Path,
+        help="the kubelet's pod log directory (the host's /var/log/pods), to name pods",
+    )
+    p.add_argument(
         "--alarm-shards",
         type=int,
         default=1,
@@ -192,6 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             node_name=args.node_name,
             interval_s=args.interval,
             proc_root=args.proc_root,
+            pod_log_root=args.pod_log_root,
             pod_dimension=args.pod_dimension,
             alarm_shards=args.alarm_shards,
         ),

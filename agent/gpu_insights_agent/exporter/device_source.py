@@ -64,6 +64,9 @@ class Device(Protocol):
     index: int
     name: str
     uuid: str
+    #: Its PCI bus id (``00000000:53:00.0``) where the device reports one: the kernel's XID
+    #: lines name the GPU by it.
+    pci_bus_id: str | None
 
     @property
     def label(self) -> str:

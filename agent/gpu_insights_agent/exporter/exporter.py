@@ -25,6 +25,10 @@ from gpu_insights_agent.contract.metrics import (
     FAULT_METRICS,
     GPU_METRIC_UNITS,
     NAMESPACE_GPU,
+    PROP_PCI_BUS_ID,
+    PROP_POD_UIDS,
+    PROP_PODS,
+    PROP_XID_SOURCE,
     XID_DIMENSION_SETS,
     GpuMetric,
     alarm_shard,
@@ -48,7 +52,7 @@ from gpu_insights_agent.exporter.device_source import (
 from gpu_insights_agent.exporter.fault_gate import FaultGate
 from gpu_insights_agent.exporter.nvml_faults import GPU_IS_LOST, device_fault
 from gpu_insights_agent.exporter.nvml_source import NvmlUnavailableError
-from gpu_insights_agent.exporter.pod_attribution import pod_uids
+from gpu_insights_agent.exporter.pod_attribution import pod_names, pod_uids
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +75,9 @@ class ExporterConfig:
     interval_s: float = 10.0
     #: A /proc that shows the GPU processes (the host's, with hostPID); None: no attribution.
     proc_root: Path | None = None
+    #: The kubelet's pod log directory (the host's /var/log/pods, read-only): names the pods
+    #: by namespace and name beside their UIDs. None: UIDs only.
+    pod_log_root: Path | None = None
     #: Add a (ClusterName, PodUid) series for GPUs used by one pod. Off by default: every pod
     #: would be a new custom metric.
     pod_dimension: bool = False
@@ -138,6 +145,18 @@ class Exporter:
             return []
         return pod_uids(pids, self.config.proc_root)
 
+    def _pod_properties(self, uids: list[str]) -> dict[str, object]:
+        """The pods' UIDs, and their ``namespace/name`` where the kubelet's log directories
+        name them: properties, never dimensions (a pod is not a series)."""
+        if not uids:
+            return {}
+        properties: dict[str, object] = {PROP_POD_UIDS: uids}
+        if self.config.pod_log_root is not None:
+            names = pod_names(uids, self.config.pod_log_root)
+            if names:
+                properties[PROP_PODS] = names
+        return properties
+
     def gpu_documents(self, index: int, reading: GpuReading, now: float) -> list[EmfDocument]:
         """The cycle's document of one GPU, after any held fault samples that its fault gauges
         release (``exporter.fault_gate``): those go out alone, with their own timestamps."""
@@ -187,7 +206,7 @@ class Exporter:
             properties[UNHEALTHY_DETAIL] = reading.fault.detail
         pods = self._pods(reading.pids)
         if pods:
-            properties["PodUids"] = pods
+            properties.update(self._pod_properties(pods))
             if self.config.pod_dimension and len(pods) == 1:
                 dimensions[DIM_POD_UID] = pods[0]
                 extra_sets.append((DIM_CLUSTER, DIM_POD_UID))
@@ -216,14 +235,15 @@ class Exporter:
         properties: dict[str, object] = {
             "XidDescription": row.meaning,
             "XidSeverity": str(row.severity),
-            "XidSource": event.source,
+            PROP_XID_SOURCE: event.source,
             "EventTime": datetime.fromtimestamp(event.time, UTC).isoformat(),
         }
         sampler = self.samplers.get(event.gpu_index)
         if sampler is not None:
             properties["GpuUuid"] = sampler.uuid
-        if pods:
-            properties["PodUids"] = pods
+            if sampler.pci_bus_id:
+                properties[PROP_PCI_BUS_ID] = sampler.pci_bus_id
+        properties.update(self._pod_properties(pods))
         return emf_document(
             namespace=NAMESPACE_GPU,
             timestamp_ms=int(event.time * 1000),

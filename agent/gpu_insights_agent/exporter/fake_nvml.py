@@ -61,6 +61,11 @@ def _check_sample_value(name: str, value: object) -> None:
         raise TraceError(f"{name} {value!r} is not a finite number")
 
 
+@dataclass(frozen=True)
+class _PciInfo:
+    busId: bytes
+
+
 @dataclass
 class _Gpu:
     index: int
@@ -315,6 +320,10 @@ class FakeNvml:
 
     def nvmlDeviceGetUUID(self, handle: FakeHandle) -> str:
         return self._gpu(handle).uuid
+
+    def nvmlDeviceGetPciInfo(self, handle: FakeHandle) -> _PciInfo:
+        """pynvml's ``nvmlPciInfo_t``: ``busId`` is a ``c_char`` array, so bytes."""
+        return _PciInfo(busId=self._gpu(handle).pci_bus_id.encode())
 
     def nvmlDeviceGetPowerUsage(self, handle: FakeHandle) -> int:
         return int(float(self._value(handle, "power_w")) * 1000)

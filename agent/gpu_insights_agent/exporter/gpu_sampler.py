@@ -73,6 +73,7 @@ class GpuSampler:
         self.handle = nvml.nvmlDeviceGetHandleByIndex(index)
         self.name = str(nvml.nvmlDeviceGetName(self.handle))
         self.uuid = str(nvml.nvmlDeviceGetUUID(self.handle))
+        self.pci_bus_id = self._read_pci_bus_id()
         self._unsupported: set[str] = set()
         self._ecc_total: int | None = None
         self._gpm_request: Any = None
@@ -85,6 +86,16 @@ class GpuSampler:
         self._failing: dict[str, int] = {}
         self._fault_run = FaultRun()
         self.gpm_supported = self._init_gpm()
+
+    def _read_pci_bus_id(self) -> str | None:
+        """NVML's ``busId`` (``nvmlPciInfo_t``, "the tuple domain:bus:device.function PCI
+        identifier", NVML API reference): the same GPU the kernel's ``NVRM: Xid (PCI:...)``
+        line names. None where NVML cannot say."""
+        try:
+            bus_id = self._nvml.nvmlDeviceGetPciInfo(self.handle).busId
+        except self._nvml.NVMLError:
+            return None
+        return bus_id.decode("ascii", "replace") if isinstance(bus_id, bytes) else str(bus_id)
 
     @property
     def label(self) -> str:

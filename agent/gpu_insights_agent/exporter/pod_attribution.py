@@ -1,4 +1,5 @@
-"""Which pod uses a GPU: from the PIDs NVML reports to the pod UID in their cgroup path.
+"""Which pod uses a GPU: from the PIDs NVML reports to the pod UID in their cgroup path, and
+from the UID to the pod's namespace and name in the kubelet's pod log directories.
 
 Needs the host's PID namespace (the DaemonSet's hostPID when attribution is on): NVML
 reports no processes of other namespaces to a container. Where a PID cannot be read the
@@ -31,3 +32,23 @@ def pod_uids(pids: Iterable[int], proc_root: Path) -> list[str]:
         if uid and uid not in found:
             found.append(uid)
     return found
+
+
+def pod_names(uids: Iterable[str], pod_log_root: Path) -> list[str]:
+    """``namespace/name`` of each pod UID found, in the order given. The kubelet keeps one
+    log directory per pod on its node, named ``<namespace>_<name>_<uid>`` under
+    ``/var/log/pods`` (kubernetes/kubernetes, pkg/kubelet/kuberuntime/helpers.go,
+    ``BuildPodLogsDirectory``, with ``logPathDelimiter`` "_"); a namespace and a pod name are
+    DNS names, which hold no "_", so the split is exact. A UID without a directory (a pod
+    already gone, a directory that cannot be listed) is left out."""
+    wanted = list(dict.fromkeys(uids))
+    try:
+        entries = [entry.name for entry in pod_log_root.iterdir()]
+    except OSError:
+        return []
+    found: dict[str, str] = {}
+    for entry in entries:
+        parts = entry.split("_")
+        if len(parts) == 3 and parts[2] in wanted:
+            found[parts[2]] = f"{parts[0]}/{parts[1]}"
+    return [found[uid] for uid in wanted if uid in found]

@@ -25,6 +25,7 @@ from gpu_insights_agent.emf.sinks import BufferedSender
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
 from gpu_insights_agent.exporter.nvml_source import NvmlSource
+from gpu_insights_agent.exporter.xid_watcher import XidEvent
 from lambdas.notifier import handler as notifier
 from lambdas.notifier.channels import ChannelError
 from lambdas.notifier.config import NotifierConfig
@@ -152,8 +153,9 @@ def test_without_its_ledger_statement_the_notifier_sends_nothing(
     aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _as_role(aws, templates, monkeypatch, drop="SentLedger")
-    with pytest.raises(LedgerError, match="AccessDenied"):
+    with pytest.raises(notifier.PublishError, match="AccessDenied") as raised:
         notifier.handler(_subscription_event([_kernel("53", 79)]), None)
+    assert isinstance(raised.value.__cause__, LedgerError)
     assert _messages(aws, "critical") == []
 
 
@@ -206,6 +208,161 @@ def test_kernel_log_lines_are_the_fallback_and_bad_lines_are_counted(aws: dict[s
     (critical,) = _messages(aws, "critical")
     assert critical["Subject"] == "[CRITICAL] XID 79 on ip-10-0-0-9.ec2.internal GPU PCI 0000:53:00"
     assert "GPU has fallen off the bus" in critical["Message"]
+
+
+def test_one_bad_document_is_refused_and_counted_and_the_fatal_xid_beside_it_pages(
+    aws: dict[str, Any],
+    templates: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """XidCode 1e400 (infinity to JSON) and a NodeName over 2,048 bytes beside a real XID 79
+    from the exporter. Before: OverflowError, the whole batch retried into the dead letters."""
+    _as_role(aws, templates, monkeypatch)
+    sink = Keep()
+    exporter = Exporter(
+        NvmlSource(FakeNvml(trace_lines(), clock=Clock(16))),
+        BufferedSender(sink),
+        ExporterConfig(cluster_name="train", node_name="node-a"),
+    )
+    exporter.start()
+    exporter.on_xid(XidEvent(gpu_index=1, code=79, time=time.time()))
+    (fatal,) = sink.documents
+    infinite = json.dumps(fatal).replace('"XidCode": "79"', '"XidCode": 1e400')
+    long_node = json.dumps({**fatal, "NodeName": "n" * 2100})
+    event = _subscription_event([infinite, json.dumps(fatal), long_node])
+    assert notifier.handler(event, None) == {"incidents": 1, "published": 1, "unreadable": 2}
+    (critical,) = _messages(aws, "critical")
+    assert critical["Subject"] == "[CRITICAL] XID 79 on node-a GPU 1"
+    (line,) = [json.loads(x) for x in capsys.readouterr().out.splitlines() if '"_aws"' in x]
+    assert line["notifier_refused_documents"] == 2.0
+    assert line["ClusterName"] == "train"
+
+
+def test_a_ledger_error_on_one_incident_does_not_stop_the_others(
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DynamoDB refuses the claim of one incident's key: the three others of the batch page
+    now, and the retry pages the fourth once. Before: the first refusal ended the batch."""
+    _as_role(aws, templates, monkeypatch)
+    dynamodb = notifier._clients("dynamodb")
+
+    def refuse_bus_52(params: dict[str, Any], **_: Any) -> None:
+        if "0000:52:00" in params["Item"]["incident"]["S"]:
+            raise ClientError(
+                {"Error": {"Code": "InternalServerError", "Message": "try again"}}, "PutItem"
+            )
+
+    dynamodb.meta.events.register("provide-client-params.dynamodb.PutItem", refuse_bus_52)
+    batch = _subscription_event([_kernel(bus, 13) for bus in ("51", "52", "53", "54")])
+    with pytest.raises(notifier.PublishError, match="InternalServerError"):
+        notifier.handler(batch, None)
+    first = sorted(m["Subject"] for m in _messages(aws, "warning"))
+    assert first == [f"[WARNING] XID 13 on node-a GPU PCI 0000:{b}:00" for b in ("51", "53", "54")]
+    dynamodb.meta.events.unregister("provide-client-params.dynamodb.PutItem", refuse_bus_52)
+    assert notifier.handler(batch, None)["published"] == 1
+    (retried,) = _messages(aws, "warning")
+    assert retried["Subject"] == "[WARNING] XID 13 on node-a GPU PCI 0000:52:00"
+
+
+def _exporter_xid(code: int, gpu: int, at_s: float) -> tuple[str, str]:
+    """One exporter XID document (as the agent writes it to the log group), and its GPU's
+    PCI bus id as the kernel prints it (``0000:53:00``)."""
+    sink = Keep()
+    exporter = Exporter(
+        NvmlSource(FakeNvml(trace_lines(), clock=Clock(16))),
+        BufferedSender(sink),
+        ExporterConfig(cluster_name="train", node_name="node-a"),
+    )
+    exporter.start()
+    exporter.on_xid(XidEvent(gpu_index=gpu, code=code, time=at_s))
+    (document,) = sink.documents
+    domain, bus, device = document["PciBusId"].split(".")[0].split(":")
+    return json.dumps(document), f"{domain[-4:]}:{bus}:{device}".lower()
+
+
+def _kernel_log(aws: dict[str, Any], lines: list[tuple[int, str]]) -> str:
+    """Container Insights' host log group with these kernel lines in node-a's dmesg stream,
+    as Fluent Bit ships them (JSON, the line under "log")."""
+    logs = aws["session"].client("logs")
+    group = "/aws/containerinsights/train/host"
+    logs.create_log_group(logGroupName=group)
+    logs.create_log_stream(logGroupName=group, logStreamName="node-a.host.dmesg")
+    if lines:
+        logs.put_log_events(
+            logGroupName=group,
+            logStreamName="node-a.host.dmesg",
+            logEvents=[{"timestamp": t, "message": json.dumps({"log": m})} for t, m in lines],
+        )
+    return group
+
+
+@pytest.mark.parametrize("required", [False, True])
+def test_an_exporter_xid_the_kernel_log_confirms_pages_critical_and_says_so(
+    aws: dict[str, Any],
+    templates: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+    required: bool,
+) -> None:
+    now = time.time()
+    document, bus = _exporter_xid(79, 1, now)
+    line = f"[ 812.4] NVRM: Xid (PCI:{bus}): 79, pid=4123, GPU has fallen off the bus."
+    monkeypatch.setenv("HOST_LOG_GROUP", _kernel_log(aws, [(int(now * 1000) + 3000, line)]))
+    monkeypatch.setenv("REQUIRE_KERNEL_CONFIRMATION", "true" if required else "false")
+    _as_role(aws, templates, monkeypatch)
+    assert notifier.handler(_subscription_event([document]), None)["published"] == 1
+    (page,) = _messages(aws, "critical")
+    assert page["Subject"] == "[CRITICAL] XID 79 on node-a GPU 1"
+    assert f"Kernel log:    confirmed: NVRM: Xid (PCI:{bus}): 79" in page["Message"]
+
+
+def test_an_unconfirmed_fatal_xid_is_a_warning_that_says_so_where_confirmation_is_required(
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A document any pod could have written to the agent's EMF listener: the node's kernel
+    logged XID 79 on another GPU's bus, and an XID 13 on this one, but not 79 on this one."""
+    now = time.time()
+    document, bus = _exporter_xid(79, 1, now)
+    other = "0000:ff:00"
+    lines = [
+        (int(now * 1000), f"NVRM: Xid (PCI:{other}): 79, pid=1, GPU has fallen off the bus."),
+        (int(now * 1000), f"NVRM: Xid (PCI:{bus}): 13, Graphics SM Warp Exception"),
+    ]
+    monkeypatch.setenv("HOST_LOG_GROUP", _kernel_log(aws, lines))
+    monkeypatch.setenv("REQUIRE_KERNEL_CONFIRMATION", "true")
+    _as_role(aws, templates, monkeypatch)
+    assert notifier.handler(_subscription_event([document]), None)["published"] == 1
+    assert _messages(aws, "critical") == []
+    (page,) = _messages(aws, "warning")
+    assert page["Subject"] == "[WARNING] XID 79 on node-a GPU 1 (unconfirmed by the kernel log)"
+    text = page["Message"]
+    assert "Unconfirmed by the kernel log, so sent as a warning" in text
+    assert "Kernel log:    unconfirmed by the kernel log: no NVRM: Xid 79 on PCI 00000000:" in text
+    # Not required: the same document pages critical, and says what the kernel log shows.
+    monkeypatch.setenv("REQUIRE_KERNEL_CONFIRMATION", "false")
+    later = _subscription_event(
+        [_exporter_xid(79, 1, now + 400)[0]], at_ms=int(now * 1000) + 400_000
+    )
+    assert notifier.handler(later, None)["published"] == 1
+    (critical,) = _messages(aws, "critical")
+    assert "Kernel log:    unconfirmed by the kernel log" in critical["Message"]
+
+
+def test_an_unreadable_kernel_log_is_said_and_the_page_still_goes(
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No host log group (Container Insights' host logs off): the read fails, the page says
+    the XID was not checked, and with confirmation required it is a warning, never lost."""
+    monkeypatch.setenv("HOST_LOG_GROUP", "/aws/containerinsights/train/host")
+    monkeypatch.setenv("REQUIRE_KERNEL_CONFIRMATION", "true")
+    _as_role(aws, templates, monkeypatch)
+    document, _ = _exporter_xid(79, 1, time.time())
+    assert notifier.handler(_subscription_event([document]), None)["published"] == 1
+    (page,) = _messages(aws, "warning")
+    assert (
+        "Kernel log:    not checked: /aws/containerinsights/train/host could not be read"
+        in (page["Message"])
+    )
 
 
 def test_a_storm_of_500_xid_lines_is_one_message_and_the_next_batch_none(

@@ -36,14 +36,15 @@ def _topic_ids(template: Template) -> dict[str, str]:
 
 
 FAILING = "gpu-insights-train-prod-notifier-failing"
+REFUSED = "gpu-insights-train-prod-notifier-refused"
 
 
 def _alarms(template: Template) -> dict[str, dict[str, Any]]:
-    """The GPU alarms (all but the notifier's own failure alarm)."""
+    """The GPU alarms (all but the notifier's own failure and refused-events alarms)."""
     return {
         a["Properties"]["AlarmName"].removeprefix("gpu-insights-train-prod-"): a["Properties"]
         for a in template.find_resources("AWS::CloudWatch::Alarm").values()
-        if a["Properties"]["AlarmName"] != FAILING
+        if a["Properties"]["AlarmName"] not in (FAILING, REFUSED)
     }
 
 
@@ -130,6 +131,48 @@ def test_the_notifier_may_read_the_training_log_group_for_a_jobs_placement(synth
     assert "log-group:/aws/gpu-insights/train-prod/training:*" in text
 
 
+def test_refused_log_events_page_through_their_own_alarm(synth: Synth) -> None:
+    """The notifier prints its refused count as EMF (lambdas/notifier/refused.py); one
+    refused event in five minutes pages the critical topic, as the dead letters do."""
+    template = _template(synth)
+    (refused,) = [
+        a["Properties"]
+        for a in template.find_resources("AWS::CloudWatch::Alarm").values()
+        if a["Properties"]["AlarmName"] == REFUSED
+    ]
+    assert (refused["Namespace"], refused["MetricName"]) == (
+        "GpuInsights",
+        "notifier_refused_documents",
+    )
+    assert refused["Dimensions"] == [{"Name": "ClusterName", "Value": "train-prod"}]
+    assert (refused["Statistic"], refused["Period"], refused["Threshold"]) == ("Sum", 300, 1)
+    assert refused["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert refused["TreatMissingData"] == "notBreaching"
+    assert refused["AlarmActions"] == [{"Ref": _topic_ids(template)["critical"]}]
+
+
+def test_the_notifier_reads_the_kernel_log_and_is_told_the_confirmation_setting(
+    synth: Synth,
+) -> None:
+    template = _template(synth, {**PROD, "xid_require_kernel_confirmation": "true"})
+    statements = [
+        st
+        for policy in template.find_resources("AWS::IAM::Policy").values()
+        for st in policy["Properties"]["PolicyDocument"]["Statement"]
+        if st.get("Sid") == "KernelLogConfirms"
+    ]
+    (kernel,) = statements
+    assert kernel["Action"] == "logs:FilterLogEvents"
+    assert "log-group:/aws/containerinsights/train-prod/host:*" in json.dumps(kernel["Resource"])
+    (function,) = template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Handler": "lambdas.notifier.handler.handler"}},
+    ).values()
+    variables = function["Properties"]["Environment"]["Variables"]
+    assert variables["HOST_LOG_GROUP"] == "/aws/containerinsights/train-prod/host"
+    assert variables["REQUIRE_KERNEL_CONFIRMATION"] == "true"
+
+
 def test_topics_are_encrypted_refuse_plain_http_and_subscribe_the_settings(synth: Synth) -> None:
     template = _template(synth)
     topics = _topic_ids(template)
@@ -150,15 +193,15 @@ def test_topics_are_encrypted_refuse_plain_http_and_subscribe_the_settings(synth
         assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
     # The warning topic: the notifier's role publishes (identity policy), CloudWatch never.
     assert len(policies[topics["warning"]]) == 1
-    # The critical topic: CloudWatch publishes for the notifier's failure alarm only (the
+    # The critical topic: CloudWatch publishes for the notifier's own two alarms only (the
     # full evaluation is in tests/infra/test_resource_policies).
     _, allow = policies[topics["critical"]]
     assert allow["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
     assert allow["Action"] == "sns:Publish"
     assert allow["Condition"]["StringEquals"] == {"aws:SourceAccount": "123456789012"}
-    assert json.dumps(allow["Condition"]["ArnLike"]).endswith(
-        f':cloudwatch:eu-west-1:123456789012:alarm:{FAILING}"]]}}}}'
-    )
+    sources = allow["Condition"]["ArnLike"]["aws:SourceArn"]
+    assert [json.dumps(arn).endswith(f':alarm:{name}"]]}}') for arn, name in
+            zip(sources, (FAILING, REFUSED), strict=True)] == [True, True]  # fmt: skip
     endpoints = {
         (s["Properties"]["Protocol"], s["Properties"]["Endpoint"])
         for s in template.find_resources("AWS::SNS::Subscription").values()
@@ -211,6 +254,7 @@ def test_state_changes_reach_the_notifier_retried_and_dead_lettered(synth: Synth
     for key in _alarms(template):
         assert any(f"gpu-insights-train-prod-{key}".startswith(p) for p in prefixes), key
     assert not any(FAILING.startswith(p) for p in prefixes)  # it pages by itself
+    assert not any(REFUSED.startswith(p) for p in prefixes)
     (target,) = rule["Properties"]["Targets"]
     assert target["RetryPolicy"] == {"MaximumRetryAttempts": 8, "MaximumEventAgeInSeconds": 7200}
     (function,) = template.find_resources(

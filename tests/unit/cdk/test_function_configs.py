@@ -46,6 +46,7 @@ CHANGED = Settings(
     exporter_interval_seconds=300,
     gpu_instance_type="p4d.24xlarge",
     xid_host_log_filter=True,
+    xid_require_kernel_confirmation=True,
     container_insights_mode=ContainerInsightsMode.CLASSIC,
     webhook_url_parameter="/gpu-insights/train-prod/webhook",
 )

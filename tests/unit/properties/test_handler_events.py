@@ -58,23 +58,88 @@ def test_a_malformed_subscription_event_is_refused_by_name(event: Any, named: st
         decode(event)
 
 
+#: An XID document as the exporter writes it (agent/gpu_insights_agent/exporter/exporter.py):
+#: the fields a subscription payload must carry for the notifier to page.
+_XID_DOCUMENT = {
+    "XidDescription": "GPU has fallen off the bus",
+    "XidSeverity": "fatal",
+    "XidSource": "nvml",
+    "ClusterName": "train",
+    "NodeName": "ip-10-0-12-34.ec2.internal",
+    "GpuIndex": "3",
+    "XidCode": "79",
+    "gpu_xid_errors": 1.0,
+    "gpu_xid_fatal_errors": 1.0,
+    "_aws": {
+        "Timestamp": 1_772_460_000_000,
+        "CloudWatchMetrics": [
+            {
+                "Namespace": "GpuInsights",
+                "Dimensions": [["ClusterName", "NodeName", "GpuIndex", "XidCode"]],
+                "Metrics": [{"Name": "gpu_xid_errors", "Unit": "Count"}],
+            }
+        ],
+    },
+}
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3),
+    max_leaves=6,
+)
+
+
+@st.composite
+def _xid_payloads(draw: st.DrawFn) -> tuple[dict[str, Any], int]:
+    """A CloudWatch Logs data message of exporter XID documents (GPU i for the i-th), some
+    with one field replaced by a generated value; and how many were left whole."""
+    events, whole = [], 0
+    for i in range(draw(st.integers(0, 6))):
+        document = {**_XID_DOCUMENT, "GpuIndex": str(i)}
+        if draw(st.booleans()):
+            key = draw(st.sampled_from(["XidCode", "NodeName", "GpuIndex", "ClusterName"]))
+            document[key] = draw(_json_values)
+        else:
+            whole += 1
+        message = json.dumps(document)
+        events.append({"id": str(i), "timestamp": 1_772_460_000_000 + i, "message": message})
+    payload = {
+        "messageType": "DATA_MESSAGE",
+        "logGroup": "/aws/gpu-insights/train/exporter",
+        "logStream": "ip-10-0-12-34.ec2.internal",
+        "logEvents": events,
+    }
+    return _data(gzip.compress(json.dumps(payload).encode())), whole
+
+
 @settings(max_examples=200, deadline=None)
 @given(
-    st.binary(max_size=200).map(gzip.compress).map(_data)
-    | st.binary(max_size=100).map(_data)
+    st.binary(max_size=200).map(gzip.compress).map(_data).map(lambda e: (e, None))
+    | st.binary(max_size=100).map(_data).map(lambda e: (e, None))
     | st.recursive(
         st.none() | st.integers() | st.text(max_size=10),
         lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3),
         max_leaves=6,
-    ).map(lambda v: _data(gzip.compress(json.dumps(v).encode())))
+    ).map(lambda v: (_data(gzip.compress(json.dumps(v).encode())), None))
+    | _xid_payloads()
 )
-def test_subscription_payloads_are_decoded_or_refused_by_name(event: dict[str, Any]) -> None:
+def test_subscription_payloads_are_decoded_or_refused_by_name(
+    case: tuple[dict[str, Any], int | None],
+) -> None:
+    """Garbage is refused by name; a payload of XID documents gives one notice per whole
+    document (GPU 0, 1, ...), and each other one is a notice or a refusal with its reason."""
+    event, whole = case
     try:
         payload = decode_subscription(event)
     except SubscriptionPayloadError:
+        assert whole is None
         return
     parsed = parse_log_events(payload, cluster="train")
-    assert parsed.unreadable >= 0
+    events = payload.get("logEvents", [])
+    assert len(parsed.notices) + parsed.unreadable <= len(events)
+    assert all(r.reason for r in parsed.refused)
+    if whole is not None:
+        assert len(parsed.notices) + parsed.unreadable == len(events)
+        assert sum(n.code == 79 and n.severity == "fatal" for n in parsed.notices) >= whole
 
 
 @settings(max_examples=200, deadline=None)

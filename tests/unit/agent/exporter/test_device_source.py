@@ -21,6 +21,7 @@ DRAW = str(GpuMetric.POWER_DRAW)
 class Chip:
     def __init__(self, index: int, power: list[float]) -> None:
         self.index, self.name, self.uuid = index, "accelerator", f"chip-{index}"
+        self.pci_bus_id: str | None = None
         self.power = power
         self.closed = False
 

@@ -9,6 +9,7 @@ import pytest
 from gpu_insights_agent.contract.metrics import ALARM_METRICS, alarm_shard
 from gpu_insights_agent.emf.document import EmfDocument, encode, parse_emf_line
 from gpu_insights_agent.emf.sinks import BufferedSender
+from gpu_insights_agent.exporter.device_source import XidEvent
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig, NvmlUnavailableError
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
 from gpu_insights_agent.exporter.nvml_source import NvmlSource
@@ -215,6 +216,32 @@ def test_pod_attribution_from_the_host_proc(tmp_path: Any) -> None:
     assert all(
         ["ClusterName", "PodUid"] in d["Dimensions"] for d in gpu0["_aws"]["CloudWatchMetrics"]
     )
+
+
+def test_pods_are_named_by_namespace_and_name_from_the_kubelets_pod_log_directories(
+    tmp_path: Any,
+) -> None:
+    """The kubelet names each pod's log directory <namespace>_<name>_<uid> under
+    /var/log/pods (kubernetes/kubernetes pkg/kubelet/kuberuntime/helpers.go,
+    BuildPodLogsDirectory). Before: pages named pods by UID only."""
+    uid = "1f2e3d4c-5b6a-4789-8abc-def012345678"
+    proc, pods = tmp_path / "proc", tmp_path / "pods"
+    (proc / "4242").mkdir(parents=True)
+    (proc / "4242" / "cgroup").write_text(
+        f"0::/kubepods.slice/kubepods-pod{uid.replace('-', '_')}.slice/cri-containerd-abc.scope\n"
+    )
+    pods.mkdir()
+    (pods / f"nlp_bert-data-bound-worker-0_{uid}").mkdir()
+    (pods / "kube-system_aws-node-x7k2p_0a0a0a0a-0000-4000-8000-000000000000").mkdir()
+    exporter, _ = _exporter(Clock(0), proc_root=proc, pod_log_root=pods)
+    gpu0 = _by_gpu(exporter.collect_once())["0"]
+    assert gpu0["PodUids"] == [uid]
+    assert gpu0["Pods"] == ["nlp/bert-data-bound-worker-0"]
+    assert "Pods" not in str(gpu0["_aws"])  # a property, never a dimension
+    xid = exporter.xid_document(XidEvent(gpu_index=0, code=79, time=0.0), [uid])
+    assert xid["Pods"] == ["nlp/bert-data-bound-worker-0"]
+    # NVML's busId of GPU 0 (the trace's), which the kernel prints as PCI:0000:53:00.
+    assert xid["PciBusId"] == "00000000:53:00.0"
 
 
 def test_no_driver_is_one_clear_error() -> None:

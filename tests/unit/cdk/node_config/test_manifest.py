@@ -43,10 +43,22 @@ def test_exporter_runs_with_no_privilege_it_does_not_need() -> None:
 
 
 def test_pod_attribution_shares_the_host_pid_namespace_and_nothing_else() -> None:
+    """The host's PIDs (whose cgroups name the pod UIDs) and, read-only, the kubelet's pod log
+    directories (whose names give each UID's namespace and name); nothing else of the host."""
     pod = _daemon_set(pod_attribution=True)["spec"]["template"]["spec"]
     assert pod["hostPID"] is True
-    assert pod["containers"][0]["args"][-2:] == ["--proc-root", "/proc"]
-    assert pod["containers"][0]["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    (container,) = pod["containers"]
+    assert container["args"][-4:] == [
+        "--proc-root", "/proc", "--pod-log-root", "/host/var/log/pods",
+    ]  # fmt: skip
+    assert pod["volumes"] == [
+        {"name": "pod-logs", "hostPath": {"path": "/var/log/pods", "type": "Directory"}}
+    ]
+    assert container["volumeMounts"] == [
+        {"name": "pod-logs", "mountPath": "/host/var/log/pods", "readOnly": True}
+    ]
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
 
 
 def test_gpu_nodes_are_selected_by_label_or_instance_type_and_gpu_taints_tolerated() -> None:
