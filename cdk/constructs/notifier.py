@@ -230,8 +230,13 @@ class Notifier(Construct):
             self,
             "AlarmStateChanges",
             description=f"State changes of {cluster_name}'s GPU alarms and their contributors",
+            # This account's alarms only: a rule on the default bus also matches events
+            # other accounts send to it where the bus policy lets them ("account" is the
+            # event's source account, "Amazon EventBridge events",
+            # https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-events-structure.html).
             event_pattern=events.EventPattern(
                 source=["aws.cloudwatch"],
+                account=[Stack.of(self).account],
                 detail_type=list(ALARM_DETAIL_TYPES),
                 detail={
                     "alarmName": events.Match.any_of(

@@ -619,3 +619,69 @@ def test_training_role_gets_404_for_a_day_without_storage_findings(
         ]
     )
     assert results == {"storage findings": ALLOWED, "other bucket": "ImplicitlyDenied"}
+
+
+def _role_named(stacks: list[Deployed], prefix: str) -> tuple[Deployed, str]:
+    ((stack, role),) = [
+        (s, logical_id)
+        for s in stacks
+        for logical_id, _ in s.of_type("AWS::IAM::Role")
+        if logical_id.startswith(prefix)
+    ]
+    return stack, role
+
+
+def test_the_agent_may_put_metric_data_to_container_insights_only(
+    deployed: list[Deployed],
+) -> None:
+    """The agent's PutMetricData carries a cloudwatch:namespace condition (PutMetricData's
+    condition key, Service Authorization Reference): Container Insights' namespace is
+    allowed, any other denied, so a pod with the agent's role cannot forge GpuInsights'
+    alarmed series."""
+    stack, role = _role_named(deployed, "ContainerInsightsAgentIdentityRole")
+    base = Request(
+        name="",
+        principal=stack.resolve.arn(role),
+        action="cloudwatch:PutMetricData",
+        resource="*",
+        account_id=ACCOUNT,
+        identity_policies=_identity_policies(stack, role),
+    )
+    results = simulate(
+        [
+            replace(base, name=ns, context={"cloudwatch:namespace": ns})
+            for ns in ("ContainerInsights", "GpuInsights", "GpuInsights/Training", "AWS/EC2")
+        ]
+    )
+    assert results == {
+        "ContainerInsights": ALLOWED,
+        "GpuInsights": "ImplicitlyDenied",
+        "GpuInsights/Training": "ImplicitlyDenied",
+        "AWS/EC2": "ImplicitlyDenied",
+    }
+
+
+def test_the_topic_key_lets_cloudwatch_encrypt_for_this_accounts_alarms_only(
+    deployed: list[Deployed],
+) -> None:
+    """The key statement for cloudwatch.amazonaws.com holds aws:SourceAccount: the failure
+    alarm of this account may encrypt for its topic; the same request from an alarm of
+    another account is denied (the confused deputy,
+    https://docs.aws.amazon.com/IAM/latest/UserGuide/confused-deputy.html)."""
+    (request,) = [
+        r
+        for r in alarm_requests(deployed)
+        if r.action == "kms:GenerateDataKey" and "TopicsCritical" in r.name
+    ]
+    other = "210987654321"
+    forged = replace(
+        request,
+        name="other account",
+        context={
+            **request.context,
+            "aws:SourceAccount": other,
+            "aws:SourceArn": request.context["aws:SourceArn"].replace(ACCOUNT, other),
+        },
+    )
+    results = simulate([request, forged])
+    assert results == {request.name: ALLOWED, "other account": "ImplicitlyDenied"}

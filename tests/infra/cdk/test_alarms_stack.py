@@ -203,6 +203,7 @@ def test_state_changes_reach_the_notifier_retried_and_dead_lettered(synth: Synth
     ).values()
     pattern = rule["Properties"]["EventPattern"]
     assert pattern["source"] == ["aws.cloudwatch"]
+    assert pattern["account"] == [PROD["account"]]  # another account's events on the bus: no
     assert pattern["detail-type"] == [
         "CloudWatch Alarm State Change",
         "CloudWatch Alarm Contributor State Change",
