@@ -50,6 +50,7 @@ from gpu_insights_agent.contract.metrics import (
     GpuMetric,
     host_log_namespace,
 )
+from gpu_insights_agent.contract.resource_names import shard_alarm_name
 from lambdas.shared.thresholds import (
     LOW_POWER_PERCENT,
     LOW_POWER_WINDOW_MINUTES,
@@ -233,7 +234,7 @@ def _sharded(settings: AlarmSettings, spec: AlarmSpec) -> AlarmSpec:
     return replace(
         spec,
         kind=spec.key,
-        key=f"{spec.key}-shard-{int(spec.shard):02d}",
+        key=shard_alarm_name(spec.key, int(spec.shard)),
         description=(
             f"{spec.description} Covers the GPUs of alarm shard {spec.shard} of "
             f"{settings.shards} (Shard dimension)."

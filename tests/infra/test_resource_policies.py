@@ -685,3 +685,43 @@ def test_the_topic_key_lets_cloudwatch_encrypt_for_this_accounts_alarms_only(
     )
     results = simulate([request, forged])
     assert results == {request.name: ALLOWED, "other account": "ImplicitlyDenied"}
+
+
+def test_the_report_reads_the_alarm_history_of_this_deployments_alarms_only(
+    deployed: list[Deployed],
+) -> None:
+    """DescribeAlarmHistory is authorized on the alarm (Service Authorization Reference,
+    Amazon CloudWatch, resource type ``alarm``): the report's role reads this deployment's
+    alarms, a sharded kind's shards included, and not the alarms of cluster train-prod-eu,
+    whose names start with this cluster's and a hyphen, nor any other of the Region's."""
+    stack, role = _role_named(deployed, "WeeklyReportRole")
+    alarms = f"arn:aws:cloudwatch:{REGION}:{ACCOUNT}:alarm:gpu-insights-"
+    base = Request(
+        name="",
+        principal=stack.resolve.arn(role),
+        action="cloudwatch:DescribeAlarmHistory",
+        resource="",
+        account_id=ACCOUNT,
+        identity_policies=_identity_policies(stack, role),
+    )
+    names = {
+        "gpu-lost": "train-prod-gpu-lost",
+        "job shard": "train-prod-job-hung-shard-07",
+        "silent": "train-prod-gpu-silent",
+        "other cluster": "train-prod-eu-gpu-lost",
+        "other cluster's shard": "train-prod-eu-job-hung-shard-07",
+        "someone else's": "x",
+        "a name past this one's": "train-prod-gpu-lost-canary",
+    }
+    results = simulate(
+        [replace(base, name=name, resource=f"{alarms}{alarm}") for name, alarm in names.items()]
+    )
+    assert results == {
+        "gpu-lost": ALLOWED,
+        "job shard": ALLOWED,
+        "silent": ALLOWED,
+        "other cluster": "ImplicitlyDenied",
+        "other cluster's shard": "ImplicitlyDenied",
+        "someone else's": "ImplicitlyDenied",
+        "a name past this one's": "ImplicitlyDenied",
+    }

@@ -204,6 +204,15 @@ def alarm_name(cluster: str, key: str) -> str:
     return fit(ALARM, "gpu-insights-", cluster, f"-{key}")
 
 
+#: What a shard's alarm adds to its kind's name (and key): ``gpu-lost-shard-03``.
+SHARD_SUFFIX: Final = "-shard-"
+
+
+def shard_alarm_name(name: str, shard: int) -> str:
+    """The name (or key) of one shard's alarm of a sharded alarm kind: ``...-shard-03``."""
+    return f"{name}{SHARD_SUFFIX}{shard:02d}"
+
+
 def dashboard_name(cluster: str, purpose: str) -> str:
     return fit(DASHBOARD, "gpu-insights-", cluster, f"-{purpose}")
 
