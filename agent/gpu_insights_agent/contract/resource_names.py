@@ -208,6 +208,11 @@ def alarm_name(cluster: str, key: str) -> str:
 SHARD_SUFFIX: Final = "-shard-"
 
 
+#: What a kind's fleet count alarm adds to the kind's key: ``gpu-low-power-at-cap`` pages when
+#: so many GPUs breach gpu-low-power at once that its contributors reach CloudWatch's cap.
+CAP_ALARM_SUFFIX: Final = "-at-cap"
+
+
 def shard_alarm_name(name: str, shard: int) -> str:
     """The name (or key) of one shard's alarm of a sharded alarm kind: ``...-shard-03``."""
     return f"{name}{SHARD_SUFFIX}{shard:02d}"
