@@ -58,6 +58,13 @@ RULE_RETRY_ATTEMPTS = 8
 RULE_MAX_EVENT_AGE = Duration.hours(2)
 
 
+def _shortest(prefixes: Sequence[str]) -> list[str]:
+    """The prefixes no other one starts: they match the same names in a smaller pattern (a
+    fleet count alarm's kind, ``gpu-lost-at-cap``, starts with its kind's ``gpu-lost``)."""
+    unique = sorted(set(prefixes))
+    return [p for p in unique if not any(p != q and p.startswith(q) for q in unique)]
+
+
 class Notifier(Construct):
     """Attributes: ``function``, ``config`` (its environment, declared by its handler),
     ``dead_letters``, ``subscriptions``, ``sent``, ``alarm_rule``, ``failing`` (an alarm on
@@ -240,7 +247,7 @@ class Notifier(Construct):
                 detail_type=list(ALARM_DETAIL_TYPES),
                 detail={
                     "alarmName": events.Match.any_of(
-                        *(events.Match.prefix(name) for name in alarm_kind_names)
+                        *(events.Match.prefix(name) for name in _shortest(alarm_kind_names))
                     )
                 },
             ),

@@ -227,6 +227,9 @@ def test_state_changes_reach_the_notifier_retried_and_dead_lettered(synth: Synth
     for key in _alarms(template):
         assert any(f"gpu-insights-train-prod-{key}".startswith(p) for p in prefixes), key
     assert not any(FAILING.startswith(p) for p in prefixes)  # it pages by itself
+    # No prefix another one already matches (a fleet count alarm's name starts with its
+    # kind's): the pattern grows with the kinds, not with their counts.
+    assert not [p for p in prefixes if any(p != q and p.startswith(q) for q in prefixes)]
     (target,) = rule["Properties"]["Targets"]
     assert target["RetryPolicy"] == {"MaximumRetryAttempts": 8, "MaximumEventAgeInSeconds": 7200}
     (function,) = template.find_resources(
