@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from cdk.alarms.catalog import AlarmSettings, gpu_alarms
+from cdk.alarms.model import insights_query
 from cdk.alarms.sizing import shards_for
 from cli.backtest.engine import backtest
 from cli.backtest.history import Sample
@@ -74,7 +75,7 @@ def main() -> dict[str, Any]:
         "gpus": gpus,
         "gpus_evaluated": evaluated,
         "alarms": len(specs),
-        "insights_alarms": sum(r.spec.multi_series for r in results),
+        "insights_alarms": sum(insights_query(r.spec.metric) is not None for r in results),
         "partial": sum(r.partial_evaluations for r in results),
         "most_series": max(r.most_series for r in results),
         "faults_named": len(named),

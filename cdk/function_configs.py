@@ -4,11 +4,12 @@ in the demo alike. The declarations (names, types, defaults) are the functions' 
 (``lambdas/<function>/config.py``); the names of resources are the caller's (CloudFormation
 references at synth, moto's names in the demo)."""
 
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cdk.alarms.catalog import deployed_alarms, is_promql
-from cdk.alarms.model import Severity
+from cdk.alarms.model import AlarmSpec, Severity
 from cdk.node_config.manifest import REQUIRED_NODE_EXPRESSIONS
 from cdk.settings import Settings
 from gpu_insights_agent.contract.metrics import container_insights_log_group_prefix
@@ -70,7 +71,18 @@ def report_config(settings: Settings, *, report_bucket: str, topic_arn: str) -> 
         gpu_hour_usd=settings.gpu_hour_usd,
         exporter_interval_seconds=settings.exporter_interval_seconds,
         alarm_kind_names=tuple(sorted({s.kind_name(settings.cluster_name) for s in specs})),
+        alarm_shards=_shards(settings.cluster_name, specs) or None,
     )
+
+
+def _shards(cluster: str, specs: Sequence[AlarmSpec]) -> dict[str, int]:
+    """Each sharded kind's name and how many shard alarms it has (the rest are one alarm
+    named as their kind)."""
+    shards: dict[str, int] = defaultdict(int)
+    for spec in specs:
+        if spec.alarm_name(cluster) != spec.kind_name(cluster):
+            shards[spec.kind_name(cluster)] += 1
+    return dict(shards)
 
 
 def notifier_config(

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Final
 
 from cdk.alarms.catalog import gpu_alarms
-from cdk.alarms.model import Difference, InsightsQuery
+from cdk.alarms.model import BreachCount, Difference, insights_query
 from cdk.settings import Settings
 from cli.exporter_cost import (
     AFTER,
@@ -52,6 +52,7 @@ from gpu_insights_agent.contract.metrics import (
     FAULT_METRICS,
     JOB_ALARM_SHARDS,
     NAMESPACE_TRAINING,
+    SILENT_GPUS_METRIC,
     ExporterSink,
 )
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
@@ -388,22 +389,26 @@ def _container_insights(d: Deployment) -> LineItem:
 
 def _alarms(d: Deployment) -> list[LineItem]:
     specs = gpu_alarms(d.settings.alarm_settings())
-    insights = [spec for spec in specs if isinstance(spec.metric, InsightsQuery)]
+    insights = [spec for spec in specs if insights_query(spec.metric) is not None]
     # A query analyzes each series it reads: one per GPU for the hourly gauges, one per GPU
-    # in its fault hours for the fault gauges; gpu_silent exists only for a silent GPU.
+    # in its fault hours for the fault gauges; gpu_silent exists only for a silent GPU. A
+    # fleet count alarm reads its kind's query over every shard.
     faults = {str(m) for m in FAULT_METRICS}
     analyzed = 0.0
     for spec in insights:
-        share = d.gpus / d.settings.alarm_shards
-        if isinstance(spec.metric, InsightsQuery) and spec.metric.namespace == NAMESPACE_TRAINING:
+        query = insights_query(spec.metric)
+        assert query is not None
+        whole = isinstance(spec.metric, BreachCount)  # every shard's series
+        share = d.gpus / (1 if whole else d.settings.alarm_shards)
+        if query.namespace == NAMESPACE_TRAINING:
             # A job alarm reads one series per job of its job shard (the emitter's Shard).
-            share = d.jobs / JOB_ALARM_SHARDS
-        elif isinstance(spec.metric, InsightsQuery) and spec.metric.metric in faults:
+            share = d.jobs / (1 if whole else JOB_ALARM_SHARDS)
+        elif query.metric in faults:
             share *= FAULT_HOUR_SHARE
-        elif spec.shard is None:  # not sharded: the silence alarm's sparse series
-            share = 0
+        elif query.metric == SILENT_GPUS_METRIC or (spec.shard is None and not whole):
+            share = 0  # not sharded: the silence alarm's sparse series
         analyzed += share
-    standard = [spec for spec in specs if not isinstance(spec.metric, InsightsQuery)]
+    standard = [spec for spec in specs if insights_query(spec.metric) is None]
     # Each metric an alarm lists is an alarm metric; the notifier's dead-letter alarm is one.
     standard_metrics = sum(2 if isinstance(s.metric, Difference) else 1 for s in standard) + 1
     return [

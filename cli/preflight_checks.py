@@ -39,7 +39,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from cdk.alarms.catalog import gpu_alarms
-from cdk.alarms.model import InsightsQuery
+from cdk.alarms.model import insights_query
 from cdk.alarms.sizing import INSIGHTS_ALARM_QUOTA
 from cdk.node_config.gpu_instance_types import is_nvidia_gpu_instance_type
 from cdk.node_config.manifest import REQUIRED_NODE_EXPRESSIONS, gpu_node_terms
@@ -142,7 +142,7 @@ def plan_for(settings: Settings) -> Plan:
             else None
         ),
         insights_alarms=tuple(
-            s.alarm_name(cluster) for s in specs if isinstance(s.metric, InsightsQuery)
+            s.alarm_name(cluster) for s in specs if insights_query(s.metric) is not None
         ),
         fleet_gpus=settings.fleet_gpus,
         alarm_shards=settings.alarm_shards,

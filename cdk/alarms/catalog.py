@@ -17,6 +17,7 @@ series its instant query returns is a contributor, with no 500-series cap and so
 Where each alarm kind goes, per mode, and why: ``ALARMS_BY_MODE`` (docs/alarms.md shows it).
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
@@ -24,16 +25,24 @@ from cdk.alarms.jobs import JOB_ALARM_KINDS, JobAlarmSettings, job_alarms
 from cdk.alarms.model import (
     AlarmMetric,
     AlarmSpec,
+    BreachCount,
     Comparison,
     Difference,
     InsightsQuery,
     MetricStat,
     MissingData,
     Severity,
+    insights_query,
 )
 from cdk.alarms.power_table import UnknownInstanceTypeError, gpu_power
 from cdk.alarms.promql import PromQLQuery, low_power_query
-from cdk.alarms.sizing import MAX_WINDOW_MINUTES, AlarmSizing, shards_for
+from cdk.alarms.sizing import (
+    CAP_ALARM_SERIES,
+    MAX_CONTRIBUTORS_IN_ALARM,
+    MAX_WINDOW_MINUTES,
+    AlarmSizing,
+    shards_for,
+)
 from gpu_insights_agent.contract.metrics import (
     CI_POD_GPU_POWER_METRIC,
     CI_POD_GPU_SCHEMA,
@@ -49,6 +58,11 @@ from gpu_insights_agent.contract.metrics import (
     SILENT_GPUS_METRIC,
     GpuMetric,
     host_log_namespace,
+)
+from gpu_insights_agent.contract.resource_names import (
+    CAP_ALARM_SUFFIX,
+    alarm_name,
+    shard_alarm_name,
 )
 from lambdas.shared.thresholds import (
     LOW_POWER_PERCENT,
@@ -233,7 +247,7 @@ def _sharded(settings: AlarmSettings, spec: AlarmSpec) -> AlarmSpec:
     return replace(
         spec,
         kind=spec.key,
-        key=f"{spec.key}-shard-{int(spec.shard):02d}",
+        key=shard_alarm_name(spec.key, int(spec.shard)),
         description=(
             f"{spec.description} Covers the GPUs of alarm shard {spec.shard} of "
             f"{settings.shards} (Shard dimension)."
@@ -397,7 +411,63 @@ def gpu_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
         )
     if settings.jobs is not None:
         alarms += job_alarms(settings.cluster_name, settings.jobs)
-    return [replace(a, kind=a.alarm_kind) for a in alarms]
+    alarms = [replace(a, kind=a.alarm_kind) for a in alarms]
+    return alarms + cap_alarms(settings.cluster_name, alarms)
+
+
+def cap_alarms(cluster: str, alarms: Sequence[AlarmSpec]) -> list[AlarmSpec]:
+    """One fleet count alarm per multi time series kind: it pages once when
+    ``CAP_ALARM_SERIES`` of the kind's series breach at once. "Alarms evaluating multiple time
+    series will limit the number of contributors in ALARM to 100", fewer with many attributes
+    (alarm-limits.html, Metrics Insights and PromQL alike): a shard sized for 400 GPUs can
+    have them all idle on a weekend, and the GPUs past the cap are never paged one by one.
+
+    The count reads the kind's query over the whole cluster (no Shard), ORDER BY as the kind
+    ranks its worst first, so it counts the breaching series among the first 500 returned: it
+    reaches ``CAP_ALARM_SERIES`` no later than any one shard's alarm reaches its cap. A PromQL
+    kind counts its own breaching series, ``count(...) >= N``. Same period, datapoints and
+    severity as the kind; a period with no datapoint counts none."""
+    first: dict[str, AlarmSpec] = {}
+    for spec in alarms:
+        if spec.multi_series and not spec.counts:
+            first.setdefault(spec.alarm_kind, spec)
+    return [_cap_alarm(cluster, spec) for spec in first.values()]
+
+
+def _cap_alarm(cluster: str, spec: AlarmSpec) -> AlarmSpec:
+    kind = spec.alarm_kind
+    metric = spec.metric
+    counted: BreachCount | PromQLQuery
+    if isinstance(metric, PromQLQuery):
+        counted = replace(metric, query=f"count({metric.query}) >= {CAP_ALARM_SERIES}")
+    else:
+        assert isinstance(metric, InsightsQuery)
+        whole_cluster = tuple((k, v) for k, v in metric.where if k != DIM_SHARD)
+        counted = BreachCount(replace(metric, where=whole_cluster), spec.comparison, spec.threshold)
+    key = f"{kind}{CAP_ALARM_SUFFIX}"
+    return replace(
+        spec,
+        key=key,
+        kind=key,
+        counts=kind,
+        shard=None,
+        title=f"{CAP_ALARM_SERIES}+ at once: {spec.title}",
+        description=(
+            f"{CAP_ALARM_SERIES} or more series breached {kind} at once ({spec.title.lower()}): "
+            "the count is this alarm's value. CloudWatch keeps at most "
+            f"{MAX_CONTRIBUTORS_IN_ALARM} contributors of an alarm in ALARM (fewer when they "
+            f"carry many attributes), so past that {kind} pages no more of them one by one: "
+            "treat it as one fleet-wide incident with a shared cause (a data source, the "
+            "scheduler, a driver or image rollout, the network). Where to look: the fleet "
+            f"dashboard, `gpu-insights status`, and every {alarm_name(cluster, kind)} alarm's "
+            "contributors in the CloudWatch console (Alarms, the alarm, Contributors)."
+        ),
+        metric=counted,
+        threshold=CAP_ALARM_SERIES,
+        comparison=Comparison.GREATER_OR_EQUAL,
+        missing_data=MissingData.NOT_BREACHING,
+        missing_data_reason="a period with no breaching series counts none",
+    )
 
 
 def silent_gpu_alarm(settings: AlarmSettings) -> AlarmSpec:
@@ -488,7 +558,7 @@ def promql_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
     threshold = round(power.watts_per_gpu * share / 100, 1)
     window = settings.low_power_window_minutes
     query = low_power_query(settings.cluster_name, threshold, window)
-    return [
+    alarms = [
         AlarmSpec(
             key="gpu-low-power",
             kind="gpu-low-power",
@@ -514,6 +584,7 @@ def promql_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
             ),
         )
     ]
+    return alarms + cap_alarms(settings.cluster_name, alarms)
 
 
 def is_promql(spec: AlarmSpec) -> bool:
@@ -607,8 +678,8 @@ def _per_gpu_exporter_alarms(settings: AlarmSettings, shard: str) -> list[AlarmS
 def alarm_sizing(settings: AlarmSettings, fleet_gpus: int) -> AlarmSizing:
     """The Metrics Insights alarms these settings make for a fleet of ``fleet_gpus`` GPUs."""
     sized = replace(settings, shards=shards_for(fleet_gpus))
-    insights = [s for s in gpu_alarms(sized) if isinstance(s.metric, InsightsQuery)]
-    jobs = [s for s in insights if s.kind in JOB_ALARM_KINDS]
+    insights = [s for s in gpu_alarms(sized) if insights_query(s.metric) is not None]
+    jobs = [s for s in insights if (s.counts or s.kind) in JOB_ALARM_KINDS]
     return AlarmSizing(
         fleet_gpus=fleet_gpus,
         shards=sized.shards,

@@ -32,6 +32,7 @@ from gpu_insights_agent.contract.metrics import (
     STEP_DUE_MULTIPLE,
     TrainingMetric,
 )
+from gpu_insights_agent.contract.resource_names import shard_alarm_name
 
 #: What a job alarm's contributor is: these name the job in every notification.
 JOB_CONTRIBUTOR = (DIM_CLUSTER, DIM_JOB)
@@ -210,7 +211,7 @@ def job_alarms(cluster: str, settings: JobAlarmSettings) -> list[AlarmSpec]:
                 replace(
                     spec,
                     kind=spec.key,
-                    key=f"{spec.key}-shard-{index:02d}",
+                    key=shard_alarm_name(spec.key, index),
                     description=(
                         f"{spec.description} Covers the jobs of job alarm shard {index} of "
                         f"{JOB_ALARM_SHARDS} (Shard dimension)."

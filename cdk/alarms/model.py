@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Final
 
 from cdk.alarms.promql import PromQLQuery
 from dashboards.metrics_insights import insights_sql
@@ -98,7 +99,67 @@ class Difference:
         return "m1 - FILL(m2, 0)"
 
 
-AlarmMetric = MetricStat | InsightsQuery | Difference
+#: ``BreachCount.expression``'s bound: FLOOR(value / threshold) / K is in (-1, 1] for every
+#: value within K thresholds of 0, which no GPU or job series comes near.
+_K: Final = 10**15
+
+
+@dataclass(frozen=True)
+class BreachCount:
+    """How many series of a multi time series query breach at once, per period: the series
+    CloudWatch would make contributors, counted in one series an alarm can watch.
+
+    "A Metrics Insights query that includes a GROUP BY clause returns multiple time series.
+    Therefore, its returned results can be used with any metric math function that takes an
+    array of time series as input" ("Use Metrics Insights queries with metric math",
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-metrics-insights-math.html).
+    The expression uses only what the metric math reference shows on an array (``TS[]``):
+    arithmetic with a scalar (``METRICS()*100``, ``SUM(100/[m1, m2])``), FLOOR, CEIL, FILL
+    (``FILL(METRICS(), 0)``) and SUM, which "of an array of time series returns a single time
+    series" ("Metric math syntax and functions",
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html).
+    For a threshold t > 0, ``CEIL(FLOOR(v / t) / K)`` is 1 where v >= t and 0 where v < t;
+    arithmetic reads a missing value as 0 (the same page), so for ``<`` a series without a
+    datapoint in the period is filled with t first, and is no breach, as it is no contributor.
+    """
+
+    query: InsightsQuery
+    comparison: Comparison
+    threshold: float
+
+    def __post_init__(self) -> None:
+        if not self.query.group_by:
+            raise ValueError(f"{self.query.sql()!r} has no GROUP BY: one series, nothing to count")
+        if self.threshold <= 0 or self.comparison not in (
+            Comparison.GREATER_OR_EQUAL,
+            Comparison.LESS,
+        ):
+            raise ValueError(
+                f"cannot count {self.comparison} {self.threshold:g}: a count takes >= or < a "
+                "threshold above 0"
+            )
+
+    def expression(self, query_id: str = "q1") -> str:
+        t = f"{self.threshold:g}"
+        if self.comparison is Comparison.GREATER_OR_EQUAL:
+            return f"SUM(CEIL(FLOOR({query_id} / {t}) / {_K}))"
+        return f"SUM(1 - CEIL(FLOOR(FILL({query_id}, {t}) / {t}) / {_K}))"
+
+    def breaches(self, value: float) -> bool:
+        return self.comparison.breaches(value, self.threshold)
+
+
+AlarmMetric = MetricStat | InsightsQuery | Difference | BreachCount
+
+
+def insights_query(metric: "DeployedMetric") -> InsightsQuery | None:
+    """The Metrics Insights query an alarm runs (its own, or the one its count reads): such
+    an alarm counts against the Metrics Insights alarm quota and is priced by what it reads."""
+    if isinstance(metric, BreachCount):
+        return metric.query
+    return metric if isinstance(metric, InsightsQuery) else None
+
+
 #: What an alarm the app deploys watches: a metric alarm's, or a PromQL alarm's query.
 DeployedMetric = AlarmMetric | PromQLQuery
 
@@ -130,6 +191,9 @@ class AlarmSpec:
     @property
     def alarm_kind(self) -> str:
         return self.kind or self.key
+
+    #: For a fleet count alarm (catalog.cap_alarms): the kind whose series it counts.
+    counts: str = ""
 
     @property
     def multi_series(self) -> bool:

@@ -6,7 +6,9 @@ https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html
 - "A default of 200 alarms using the Metrics Insights query per account per Region";
 - "Only the latest 3 hours of data can be used for evaluating the alarm's conditions";
 - "Alarms evaluating multiple time series will limit the number of contributors in ALARM
-  to 100" (the StateReason then reads "100+ time series evaluated to ALARM");
+  to 100" (the StateReason then reads "100+ time series evaluated to ALARM"), and fewer "if
+  the volume of attributes is too large": each kind has a fleet count alarm for that
+  (``CAP_ALARM_SERIES``);
 - "the EvaluationState will be set to PARTIAL_DATA ... If the Metrics Insights query returns
   more than 500 time series ... If the Metrics Insights query matches more than 10,000
   metrics".
@@ -24,6 +26,12 @@ from typing import Final
 MAX_SERIES_PER_QUERY: Final = 500
 MAX_METRICS_PER_QUERY: Final = 10_000
 MAX_CONTRIBUTORS_IN_ALARM: Final = 100
+#: Where a kind's fleet count alarm (catalog.cap_alarms) pages: this many of its series
+#: breaching at once. Ten under the cap, for "if the volume of attributes is too large, the
+#: number of contributors in ALARM can be limited to less than 100" (alarm-limits.html, for
+#: Metrics Insights and PromQL alarms alike): past the cap the kind's alarm pages no more
+#: GPUs (or jobs) one by one, so the count pages once for all of them.
+CAP_ALARM_SERIES: Final = 90
 MAX_WINDOW_MINUTES: Final = 180
 #: The default quota of Metrics Insights alarms per account and Region (adjustable).
 INSIGHTS_ALARM_QUOTA: Final = 200

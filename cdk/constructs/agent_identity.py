@@ -6,6 +6,8 @@ every log group in the account. SSM parameter reads and X-Ray are left out: the 
 its configuration from the add-on values, not from SSM, and this project turns on no tracing.
 """
 
+from typing import Final
+
 from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
@@ -15,12 +17,25 @@ from cdk.constructs.nag import acknowledge_wildcard_resources
 from gpu_insights_agent.contract.metrics import (
     AGENT_NAMESPACE,
     AGENT_SERVICE_ACCOUNT,
+    NAMESPACE_CONTAINER_INSIGHTS,
     container_insights_log_group_prefix,
     exporter_log_group,
     training_log_group,
 )
 
 POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
+#: The namespaces the agent may PutMetricData to: Container Insights' ("Container Insights
+#: ... metrics ... in the ContainerInsights namespace", Amazon CloudWatch User Guide, "Amazon
+#: EKS and Kubernetes Container Insights metrics",
+#: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Container-Insights-metrics-EKS.html).
+#: The exporter's and the training emitter's EMF documents go through the agent's logs path
+#: (PutLogEvents to their log groups, ``logs.metrics_collected.emf``): CloudWatch Logs extracts
+#: their metrics, no PutMetricData of this role. ``cloudwatch:namespace`` is PutMetricData's one
+#: condition key (Service Authorization Reference, Amazon CloudWatch); IfExists, because a
+#: request that names no namespace (the OTLP metrics endpoint of OTel mode) carries no key to
+#: compare, while every PutMetricData call must name one (its Namespace is required), so the
+#: condition still holds every PutMetricData call to this list.
+AGENT_METRIC_NAMESPACES: Final = (NAMESPACE_CONTAINER_INSIGHTS,)
 
 
 def log_group_arns(stack: Stack, cluster_name: str) -> list[str]:
@@ -46,7 +61,12 @@ def agent_policy_statements(stack: Stack, cluster_name: str) -> list[iam.PolicyS
     """What the agent and Fluent Bit call: metrics, their log groups, and volume/tag lookups."""
     return [
         iam.PolicyStatement(
-            sid="PublishMetrics", actions=["cloudwatch:PutMetricData"], resources=["*"]
+            sid="PublishMetrics",
+            actions=["cloudwatch:PutMetricData"],
+            resources=["*"],
+            conditions={
+                "StringEqualsIfExists": {"cloudwatch:namespace": list(AGENT_METRIC_NAMESPACES)}
+            },
         ),
         iam.PolicyStatement(
             sid="WriteContainerInsightsLogs",

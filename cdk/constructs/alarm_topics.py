@@ -122,12 +122,16 @@ class AlarmTopics(Construct):
             )
         )
         # CloudWatch encrypts the alarm's notification for the topic with this key (the
-        # statement of AWS's example, which sets no condition).
+        # statement of AWS's example), for this account's alarms only: aws:SourceAccount
+        # against the confused deputy, as for any service principal in a key policy
+        # (https://docs.aws.amazon.com/kms/latest/developerguide/key-policy-services.html;
+        # https://docs.aws.amazon.com/IAM/latest/UserGuide/confused-deputy.html).
         self.key.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="CloudWatchAlarmsPublish",
                 principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
                 actions=["kms:Decrypt", "kms:GenerateDataKey"],
                 resources=["*"],
+                conditions={"StringEquals": {"aws:SourceAccount": stack.account}},
             )
         )

@@ -12,7 +12,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from cdk.alarms.jobs import JOB_ALARM_KINDS
-from cdk.alarms.model import AlarmSpec, Difference, InsightsQuery, MetricStat
+from cdk.alarms.model import AlarmSpec, BreachCount, Difference, InsightsQuery, MetricStat
 from cdk.alarms.promql import PromQLQuery
 from cdk.outputs import FLEET_HEALTH_ALARM_KEY
 from gpu_insights_agent.contract.resource_names import alarm_name
@@ -50,6 +50,20 @@ def alarm_metric_properties(spec: AlarmSpec) -> dict[str, Any]:
                     "period": spec.period_s,
                     "returnData": True,
                 }
+            ]
+        }
+    if isinstance(metric, BreachCount):
+        # The kind's query, and the count of its breaching series as the one series the alarm
+        # watches (an alarm's Metrics "must return a single time series", PutMetricAlarm).
+        return {
+            "metrics": [
+                {
+                    "id": "q1",
+                    "expression": metric.query.sql(),
+                    "period": spec.period_s,
+                    "returnData": False,
+                },
+                {"id": "e1", "expression": metric.expression("q1"), "returnData": True},
             ]
         }
     assert isinstance(metric, Difference)
@@ -133,9 +147,12 @@ class GpuAlarms(Construct):
                 treat_missing_data=str(spec.missing_data),
                 **alarm_metric_properties(spec),
             )
-        # The GPUs' health: the training job alarms page their jobs, and stay out of it.
+        # The GPUs' health: the training job alarms page their jobs, and stay out of it (their
+        # fleet count alarms too).
         names = [
-            self.alarms[spec.key].alarm_name for spec in specs if spec.kind not in JOB_ALARM_KINDS
+            self.alarms[spec.key].alarm_name
+            for spec in specs
+            if (spec.counts or spec.kind) not in JOB_ALARM_KINDS
         ]
         self.composite = cloudwatch.CfnCompositeAlarm(
             self,

@@ -65,6 +65,13 @@ RULE_RETRY_ATTEMPTS = 8
 RULE_MAX_EVENT_AGE = Duration.hours(2)
 
 
+def _shortest(prefixes: Sequence[str]) -> list[str]:
+    """The prefixes no other one starts: they match the same names in a smaller pattern (a
+    fleet count alarm's kind, ``gpu-lost-at-cap``, starts with its kind's ``gpu-lost``)."""
+    unique = sorted(set(prefixes))
+    return [p for p in unique if not any(p != q and p.startswith(q) for q in unique)]
+
+
 class Notifier(Construct):
     """Attributes: ``function``, ``config`` (its environment, declared by its handler),
     ``dead_letters``, ``subscriptions``, ``sent``, ``alarm_rule``, ``failing`` (an alarm on
@@ -256,12 +263,17 @@ class Notifier(Construct):
             self,
             "AlarmStateChanges",
             description=f"State changes of {cluster_name}'s GPU alarms and their contributors",
+            # This account's alarms only: a rule on the default bus also matches events
+            # other accounts send to it where the bus policy lets them ("account" is the
+            # event's source account, "Amazon EventBridge events",
+            # https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-events-structure.html).
             event_pattern=events.EventPattern(
                 source=["aws.cloudwatch"],
+                account=[Stack.of(self).account],
                 detail_type=list(ALARM_DETAIL_TYPES),
                 detail={
                     "alarmName": events.Match.any_of(
-                        *(events.Match.prefix(name) for name in alarm_kind_names)
+                        *(events.Match.prefix(name) for name in _shortest(alarm_kind_names))
                     )
                 },
             ),

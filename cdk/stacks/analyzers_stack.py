@@ -22,7 +22,7 @@ from gpu_insights_agent.contract.metrics import (
     container_insights_log_group_prefix,
     training_log_group,
 )
-from gpu_insights_agent.contract.resource_names import topic_name
+from gpu_insights_agent.contract.resource_names import SHARD_SUFFIX, topic_name
 from lambdas.shared.report_keys import FAILURES_KEY, GPU_HOURS_KEY, JOB_COSTS_KEY
 from lambdas.shared.shards import STORAGE, TRAINING
 from lambdas.weekly_report.config import MEMORY_MB as REPORT_MEMORY_MB
@@ -315,14 +315,28 @@ class AnalyzersStack(DeploymentStack):
             else []
         )
         bucket = self.report.bucket
+        weekly_config = report_config(
+            settings, report_bucket=bucket.bucket_name, topic_arn=self.report_topic.topic_arn
+        )
+        # DescribeAlarmHistory is authorized on the alarm (Service Authorization Reference,
+        # Amazon CloudWatch: resource type ``alarm``, arn:...:alarm:NAME): this deployment's
+        # alarms by name, a sharded kind's shards by ``-shard-*``, no other cluster's.
+        shards = weekly_config.alarm_shards or {}
+        alarm_arns = [
+            self.format_arn(
+                service="cloudwatch",
+                resource="alarm",
+                resource_name=f"{kind}{SHARD_SUFFIX}*" if kind in shards else kind,
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            )
+            for kind in weekly_config.alarm_kind_names
+        ]
         self.weekly_report = AnalyzerFunction(
             self,
             "WeeklyReport",
             description=f"Weekly GPU report of {settings.cluster_name}",
             handler="lambdas.weekly_report.handler.handler",
-            config=report_config(
-                settings, report_bucket=bucket.bucket_name, topic_arn=self.report_topic.topic_arn
-            ),
+            config=weekly_config,
             statements=[
                 iam.PolicyStatement(
                     sid="ReadFindingsAndReports",
@@ -348,13 +362,20 @@ class AnalyzersStack(DeploymentStack):
                     resources=[self.report.key.key_arn],
                 ),
                 iam.PolicyStatement(
-                    sid="ReadMetricsAndAlarmHistory",
-                    actions=[
-                        "cloudwatch:GetMetricData",
-                        "cloudwatch:ListMetrics",
-                        "cloudwatch:DescribeAlarmHistory",
-                    ],
+                    sid="ReadMetrics",
+                    actions=["cloudwatch:GetMetricData", "cloudwatch:ListMetrics"],
                     resources=["*"],
+                ),
+                *(
+                    [
+                        iam.PolicyStatement(
+                            sid="ReadAlarmHistory",
+                            actions=["cloudwatch:DescribeAlarmHistory"],
+                            resources=alarm_arns,
+                        )
+                    ]
+                    if alarm_arns
+                    else []
                 ),
                 iam.PolicyStatement(
                     sid="SendSummary",
@@ -374,8 +395,14 @@ class AnalyzersStack(DeploymentStack):
                 bucket.arn_for_objects("findings/*"),
                 bucket.arn_for_objects("reports/*"),
             ],
-            reason="GetMetricData, ListMetrics and DescribeAlarmHistory take no resource ARNs; "
-            "findings/* and reports/* are the app's own prefixes of its report bucket",
+            reason="GetMetricData and ListMetrics take no resource ARNs; findings/* and "
+            "reports/* are the app's own prefixes of its report bucket",
+        )
+        acknowledge_wildcard_resources(
+            self.weekly_report.role,
+            resources=[arn for arn in alarm_arns if arn.endswith("*")],
+            reason="a sharded alarm kind's alarms are its name and -shard-NN, one per shard of "
+            "the fleet size setting; this names that kind's shards, no other alarm",
         )
         CfnOutput(
             self,

@@ -12,7 +12,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from cdk.alarms.model import AlarmSpec, Difference, InsightsQuery, MetricStat
+from cdk.alarms.model import AlarmSpec, Difference, InsightsQuery, MetricStat, insights_query
 from cli.backtest.history import Dimensions, Sample
 from lambdas.shared.metric_fetcher import MetricQuery, fetch
 
@@ -58,13 +58,14 @@ def requests_for(client: Any, specs: Sequence[AlarmSpec]) -> list[SeriesRequest]
                 stat.namespace, stat.metric, frozenset(stat.dimensions), stat.stat, spec.period_s
             )
             wanted[request] = None
-        if isinstance(metric, InsightsQuery):
-            for dims in _list_series(client, metric):
+        query = insights_query(metric)  # its own, or the one a fleet count reads
+        if query is not None:
+            for dims in _list_series(client, query):
                 request = SeriesRequest(
-                    metric.namespace,
-                    metric.metric,
+                    query.namespace,
+                    query.metric,
                     dims,
-                    _FUNCTION_STATISTIC[metric.function],
+                    _FUNCTION_STATISTIC[query.function],
                     spec.period_s,
                 )
                 wanted[request] = None

@@ -5,7 +5,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from cdk.alarms.model import AlarmMetric, AlarmSpec, Difference, InsightsQuery, MetricStat
+from cdk.alarms.model import (
+    AlarmMetric,
+    AlarmSpec,
+    BreachCount,
+    Difference,
+    InsightsQuery,
+    MetricStat,
+)
 from cdk.alarms.promql import PromQLQuery
 from cli.backtest.evaluator import (
     EXTRA_PERIODS,
@@ -92,6 +99,8 @@ class SampleIndex:
     def unmatched(self, metric: AlarmMetric) -> tuple[tuple[str, ...], ...]:
         """The history's dimension sets of a Metrics Insights query's metric that are not
         its SCHEMA (a sample without ``Shard`` matches no per-GPU alarm query)."""
+        if isinstance(metric, BreachCount):
+            metric = metric.query
         if not isinstance(metric, InsightsQuery):
             return ()
         wanted = tuple(sorted(metric.schema))
@@ -102,6 +111,8 @@ class SampleIndex:
         return tuple(sorted(d for d in found if d != wanted))
 
     def for_metric(self, metric: AlarmMetric) -> list[Sample]:
+        if isinstance(metric, BreachCount):
+            metric = metric.query
         if isinstance(metric, MetricStat):
             return self._metric(metric.namespace, metric.metric)
         if isinstance(metric, Difference):

@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from cdk.alarms.model import AlarmMetric, Difference, InsightsQuery, MetricStat
+from cdk.alarms.model import AlarmMetric, BreachCount, Difference, InsightsQuery, MetricStat
 from cdk.alarms.sizing import MAX_METRICS_PER_QUERY, MAX_SERIES_PER_QUERY
 from cli.backtest.history import Sample
 
@@ -154,9 +154,26 @@ def difference_values(diff: Difference, samples: Sequence[Sample], period_s: int
     return {start: value - second.get(start, 0.0) for start, value in first.items()}
 
 
+def breach_count_values(count: BreachCount, samples: Sequence[Sample], period_s: int) -> Values:
+    """Per period, how many of the query's series breach (what the count expression gives):
+    of the series the query returns, at most 500, and ORDER BY ranks the breaching ones
+    first (the kinds' orders, cdk/alarms/catalog.py), so the count is the breaching series'
+    up to 500. A period where no series has a datapoint has no count."""
+    series = query_values(count.query, samples, period_s)
+    assert isinstance(series, Contributors)
+    breaching: dict[float, int] = defaultdict(int)
+    for values in series.groups.values():
+        for start, value in values.items():
+            breaching[start] += count.breaches(value)
+    cap = min(count.query.limit or MAX_SERIES_PER_QUERY, MAX_SERIES_PER_QUERY)
+    return {start: float(min(n, cap)) for start, n in breaching.items()}
+
+
 def alarm_values(metric: AlarmMetric, samples: Sequence[Sample], period_s: int) -> AlarmSeries:
     if isinstance(metric, MetricStat):
         return metric_values(metric, samples, period_s)
     if isinstance(metric, InsightsQuery):
         return query_values(metric, samples, period_s)
+    if isinstance(metric, BreachCount):
+        return breach_count_values(metric, samples, period_s)
     return difference_values(metric, samples, period_s)

@@ -39,7 +39,7 @@ from gpu_insights_agent.contract.metrics import (
     DIM_JOB,
     DIM_NODE,
 )
-from gpu_insights_agent.contract.resource_names import alarm_name
+from gpu_insights_agent.contract.resource_names import CAP_ALARM_SUFFIX, alarm_name
 from gpu_insights_agent.contract.xid import XidSeverity
 from lambdas.notifier.kernel_log import KernelCheck
 from lambdas.notifier.links import alarm_url, gpu_dashboard_url
@@ -319,7 +319,14 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
         else reason or f"{name} is in ALARM."
     )
     cap = contributor_cap(reason) if contributor is None else None
-    if cap:
+    if kind.endswith(CAP_ALARM_SUFFIX) and crossing and crossing.values:
+        counted = kind.removesuffix(CAP_ALARM_SUFFIX)
+        what = (
+            f"{crossing.values[0]} series breach {counted} at once ({crossing.sentence()} "
+            f"the threshold ({crossing.threshold})): past CloudWatch's cap on contributors in "
+            f"ALARM, {counted} pages no more of them one by one."
+        )
+    elif cap:
         where = f": {cap} in ALARM"
         what = (
             f"{title}: {cap} time series are in ALARM. An alarm pages at most 100 of its "
@@ -418,6 +425,13 @@ def _event_time(text: str) -> datetime:
 
 
 def _has_contributors(detail: dict[str, Any]) -> bool:
-    """A Metrics Insights query with GROUP BY makes one contributor per group."""
+    """A Metrics Insights query with GROUP BY makes one contributor per group, where the alarm
+    watches it: the query whose ``returnData`` is true (MetricDataQuery's ReturnData, true
+    when left out). A fleet count alarm reads a GROUP BY query and watches the count, one
+    series: its own event is its page."""
     metrics = detail.get("configuration", {}).get("metrics", [])
-    return any("GROUP BY" in str(m.get("expression", "")).upper() for m in metrics)
+    return any(
+        m.get("returnData", True) is not False
+        and "GROUP BY" in str(m.get("expression", "")).upper()
+        for m in metrics
+    )

@@ -16,7 +16,6 @@ from gpu_insights_agent.contract.metrics import (
     GpuMetric,
     TrainingMetric,
 )
-from gpu_insights_agent.contract.resource_names import alarm_name
 from lambdas.shared.metric_fetcher import MetricQuery, fetch, listed_dimensions
 from lambdas.shared.s3_objects import read_object
 from lambdas.training_analyzer.aws import list_jobs
@@ -86,40 +85,34 @@ def xid_counts(
     return [(node, code, n) for (node, code), n in counts.items() if n > 0]
 
 
-def alarm_prefix(cluster: str) -> str:
-    """What every alarm of the deployment is named with
-    (agent/gpu_insights_agent/contract/resource_names.py)."""
-    return alarm_name(cluster, "")
-
-
 def alarms_raised(
-    cloudwatch: Any, kind_names: Sequence[str], start: date, end: date
+    cloudwatch: Any, alarm_names: Sequence[str], start: date, end: date
 ) -> list[tuple[str, str]]:
-    """The app's metric alarms that went into ALARM during the week, with when. An alarm is
-    the app's when its name starts with one of its kinds' names (``kind_names``: a shard adds
-    ``-shard-NN``); ``gpu-insights-<cluster>-`` alone would also take the alarms of a cluster
-    whose name starts with this one's and a hyphen (prod, prod-eu).
-
-    DescribeAlarmHistory filters by one exact AlarmName at most (no prefix), so this reads the
-    week's state updates of the region's metric alarms and keeps the app's by name: one call
-    per 100 state updates, where listing the app's alarms first (DescribeAlarms) and reading
-    each one's history would take one call per alarm and one more."""
+    """The app's metric alarms that went into ALARM during the week, with when: each alarm's
+    state updates by its exact name (``alarm_names``, ReportConfig.alarm_names). An
+    AlarmName is the one way DescribeAlarmHistory narrows to an alarm (it has no name prefix),
+    and the role may read the history of this deployment's alarms only
+    (DescribeAlarmHistory's resource is the alarm, ``arn:...:alarm:NAME``, Service
+    Authorization Reference, Amazon CloudWatch): one call per alarm, a few hundred a week at
+    the largest fleet."""
     raised = []
-    pages = cloudwatch.get_paginator("describe_alarm_history").paginate(
-        HistoryItemType="StateUpdate",
-        StartDate=datetime.fromtimestamp(epoch(start), UTC),
-        EndDate=datetime.fromtimestamp(epoch(end), UTC),
-    )
-    for page in pages:
-        for item in page["AlarmHistoryItems"]:
-            if not item.get("AlarmName", "").startswith(tuple(kind_names)):
-                continue
-            try:
-                state = json.loads(item.get("HistoryData", "{}"))["newState"]["stateValue"]
-            except (ValueError, KeyError, TypeError):
-                continue
-            if state == "ALARM":
-                raised.append((item["AlarmName"], item["Timestamp"].strftime("%Y-%m-%d %H:%M")))
+    for name in alarm_names:
+        pages = cloudwatch.get_paginator("describe_alarm_history").paginate(
+            AlarmName=name,
+            HistoryItemType="StateUpdate",
+            StartDate=datetime.fromtimestamp(epoch(start), UTC),
+            EndDate=datetime.fromtimestamp(epoch(end), UTC),
+        )
+        for page in pages:
+            for item in page["AlarmHistoryItems"]:
+                if item.get("AlarmName") != name:
+                    continue
+                try:
+                    state = json.loads(item.get("HistoryData", "{}"))["newState"]["stateValue"]
+                except (ValueError, KeyError, TypeError):
+                    continue
+                if state == "ALARM":
+                    raised.append((name, item["Timestamp"].strftime("%Y-%m-%d %H:%M")))
     return sorted(raised, key=lambda a: a[1])
 
 

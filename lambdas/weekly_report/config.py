@@ -2,17 +2,36 @@
 built from the deployment's settings by its construct and by the demo
 (cdk/function_configs.py)."""
 
+import json
 from dataclasses import dataclass
 from typing import Final
 
 from gpu_insights_agent.contract.metrics import EXPORTER_INTERVAL_S
-from lambdas.shared.config import NAMES, TEXT, USD, WHOLE, FunctionConfig, variable
+from gpu_insights_agent.contract.resource_names import shard_alarm_name
+from lambdas.shared.config import NAMES, TEXT, USD, WHOLE, Codec, FunctionConfig, variable
 from lambdas.training_analyzer.gpu_prices import gpu_hour_price
 
 #: The function's memory and timeout (its construct's, and what `gpu-insights cost-estimate`
 #: prices).
 MEMORY_MB: Final = 512
 TIMEOUT_S: Final = 300
+
+
+def _shards(raw: str) -> dict[str, int]:
+    document = json.loads(raw)
+    if not isinstance(document, dict) or not all(
+        isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in document.values()
+    ):
+        raise ValueError("not an object of whole numbers above 0")
+    return {str(kind): int(n) for kind, n in document.items()}
+
+
+#: Alarm kind name -> its number of shards, as JSON.
+SHARDS: Final = Codec[dict[str, int]](
+    "a JSON object of alarm kind name: shard count (a whole number above 0)",
+    _shards,
+    lambda shards: json.dumps(shards, separators=(",", ":"), sort_keys=True),
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,6 +45,19 @@ class ReportConfig(FunctionConfig):
     exporter_interval_seconds: int = variable(
         "EXPORTER_INTERVAL_SECONDS", WHOLE, default=EXPORTER_INTERVAL_S
     )
-    #: Each alarm kind's name without its shard (the alarm catalog's); none: every alarm
-    #: named for the cluster.
+    #: Each alarm kind's name without its shard (the alarm catalog's); none: no alarm history
+    #: is read (its role may read these alarms' history only).
     alarm_kind_names: tuple[str, ...] = variable("ALARM_KIND_NAMES", NAMES, default=())
+    #: The sharded kinds among them and their shard count: kind ``k`` of ``n`` shards is the
+    #: alarms ``k-shard-00`` to ``k-shard-<n-1>``. None: no kind is sharded.
+    alarm_shards: dict[str, int] | None = variable("ALARM_SHARDS", SHARDS, default=None)
+
+    def alarm_names(self) -> tuple[str, ...]:
+        """Every alarm of the deployment by its exact name: DescribeAlarmHistory takes one
+        exact AlarmName (no prefix), and the role may read these alarms' history only."""
+        shards = self.alarm_shards or {}
+        return tuple(
+            shard_alarm_name(kind, shard) if kind in shards else kind
+            for kind in self.alarm_kind_names
+            for shard in range(shards.get(kind, 1))
+        )

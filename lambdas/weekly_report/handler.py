@@ -14,7 +14,6 @@ from lambdas.shared.events import scheduled_time
 from lambdas.shared.report_keys import failures_key, gpu_hours_key, job_costs_key
 from lambdas.shared.s3_objects import object_exists, read_object
 from lambdas.weekly_report.aws import (
-    alarm_prefix,
     alarms_raised,
     finding_texts,
     gpu_days,
@@ -64,12 +63,6 @@ def _document(s3: Any, bucket: str, key: str) -> dict[str, Any] | None:
     return document if isinstance(document, dict) else None
 
 
-def _alarm_kind_names(config: ReportConfig) -> tuple[str, ...]:
-    """The alarm kinds' names (the stack's, from the alarm catalog); without them, every alarm
-    named for the cluster."""
-    return config.alarm_kind_names or (alarm_prefix(config.cluster_name),)
-
-
 def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     config = ReportConfig.current()
     cluster, bucket = config.cluster_name, config.report_bucket
@@ -104,7 +97,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
             float(config.exporter_interval_seconds),
         ),
         xids=xid_counts(cloudwatch, cluster, start, end),
-        alarms=alarms_raised(cloudwatch, _alarm_kind_names(config), start, end),
+        alarms=alarms_raised(cloudwatch, config.alarm_names(), start, end),
         files=files,
         job_costs=costs.costs,
         throughput=throughput_by_job(cloudwatch, cluster, start, end),

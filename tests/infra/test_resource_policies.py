@@ -622,3 +622,109 @@ def test_training_role_gets_404_for_a_day_without_storage_findings(
         ]
     )
     assert results == {"storage findings": ALLOWED, "other bucket": "ImplicitlyDenied"}
+
+
+def _role_named(stacks: list[Deployed], prefix: str) -> tuple[Deployed, str]:
+    ((stack, role),) = [
+        (s, logical_id)
+        for s in stacks
+        for logical_id, _ in s.of_type("AWS::IAM::Role")
+        if logical_id.startswith(prefix)
+    ]
+    return stack, role
+
+
+def test_the_agent_may_put_metric_data_to_container_insights_only(
+    deployed: list[Deployed],
+) -> None:
+    """The agent's PutMetricData carries a cloudwatch:namespace condition (PutMetricData's
+    condition key, Service Authorization Reference): Container Insights' namespace is
+    allowed, any other denied, so a pod with the agent's role cannot forge GpuInsights'
+    alarmed series."""
+    stack, role = _role_named(deployed, "ContainerInsightsAgentIdentityRole")
+    base = Request(
+        name="",
+        principal=stack.resolve.arn(role),
+        action="cloudwatch:PutMetricData",
+        resource="*",
+        account_id=ACCOUNT,
+        identity_policies=_identity_policies(stack, role),
+    )
+    results = simulate(
+        [
+            replace(base, name=ns, context={"cloudwatch:namespace": ns})
+            for ns in ("ContainerInsights", "GpuInsights", "GpuInsights/Training", "AWS/EC2")
+        ]
+    )
+    assert results == {
+        "ContainerInsights": ALLOWED,
+        "GpuInsights": "ImplicitlyDenied",
+        "GpuInsights/Training": "ImplicitlyDenied",
+        "AWS/EC2": "ImplicitlyDenied",
+    }
+
+
+def test_the_topic_key_lets_cloudwatch_encrypt_for_this_accounts_alarms_only(
+    deployed: list[Deployed],
+) -> None:
+    """The key statement for cloudwatch.amazonaws.com holds aws:SourceAccount: the failure
+    alarm of this account may encrypt for its topic; the same request from an alarm of
+    another account is denied (the confused deputy,
+    https://docs.aws.amazon.com/IAM/latest/UserGuide/confused-deputy.html)."""
+    (request,) = [
+        r
+        for r in alarm_requests(deployed)
+        if r.action == "kms:GenerateDataKey" and "TopicsCritical" in r.name
+    ]
+    other = "210987654321"
+    forged = replace(
+        request,
+        name="other account",
+        context={
+            **request.context,
+            "aws:SourceAccount": other,
+            "aws:SourceArn": request.context["aws:SourceArn"].replace(ACCOUNT, other),
+        },
+    )
+    results = simulate([request, forged])
+    assert results == {request.name: ALLOWED, "other account": "ImplicitlyDenied"}
+
+
+def test_the_report_reads_the_alarm_history_of_this_deployments_alarms_only(
+    deployed: list[Deployed],
+) -> None:
+    """DescribeAlarmHistory is authorized on the alarm (Service Authorization Reference,
+    Amazon CloudWatch, resource type ``alarm``): the report's role reads this deployment's
+    alarms, a sharded kind's shards included, and not the alarms of cluster train-prod-eu,
+    whose names start with this cluster's and a hyphen, nor any other of the Region's."""
+    stack, role = _role_named(deployed, "WeeklyReportRole")
+    alarms = f"arn:aws:cloudwatch:{REGION}:{ACCOUNT}:alarm:gpu-insights-"
+    base = Request(
+        name="",
+        principal=stack.resolve.arn(role),
+        action="cloudwatch:DescribeAlarmHistory",
+        resource="",
+        account_id=ACCOUNT,
+        identity_policies=_identity_policies(stack, role),
+    )
+    names = {
+        "gpu-lost": "train-prod-gpu-lost",
+        "job shard": "train-prod-job-hung-shard-07",
+        "silent": "train-prod-gpu-silent",
+        "other cluster": "train-prod-eu-gpu-lost",
+        "other cluster's shard": "train-prod-eu-job-hung-shard-07",
+        "someone else's": "x",
+        "a name past this one's": "train-prod-gpu-lost-canary",
+    }
+    results = simulate(
+        [replace(base, name=name, resource=f"{alarms}{alarm}") for name, alarm in names.items()]
+    )
+    assert results == {
+        "gpu-lost": ALLOWED,
+        "job shard": ALLOWED,
+        "silent": ALLOWED,
+        "other cluster": "ImplicitlyDenied",
+        "other cluster's shard": "ImplicitlyDenied",
+        "someone else's": "ImplicitlyDenied",
+        "a name past this one's": "ImplicitlyDenied",
+    }

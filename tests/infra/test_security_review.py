@@ -32,7 +32,6 @@ NO_RESOURCE_LEVEL = {
     "cloudwatch:PutMetricData",
     "cloudwatch:GetMetricData",
     "cloudwatch:ListMetrics",
-    "cloudwatch:DescribeAlarmHistory",
     "ec2:DescribeVolumes",
     "ec2:DescribeInstances",
     "ec2:DescribeInstanceTypes",

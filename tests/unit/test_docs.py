@@ -145,7 +145,8 @@ def test_the_readmes_training_figures_are_the_codes() -> None:
         f"under {defaults.throughput_fraction:g} of its recent samples per second for "
         f"{defaults.throughput_window_minutes} minutes"
     ) in paragraph
-    per_job = len(JOB_ALARM_KINDS) * INSIGHTS_ALARM.usd  # one series per job each
+    # one series per job each, and again for each kind's fleet count (catalog.cap_alarms)
+    per_job = 2 * len(JOB_ALARM_KINDS) * INSIGHTS_ALARM.usd
     assert f"${per_job:.2f} a job a month for the four" in paragraph
     fleet = log_reads()[-1]
     assert (

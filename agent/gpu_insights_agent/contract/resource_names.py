@@ -204,6 +204,20 @@ def alarm_name(cluster: str, key: str) -> str:
     return fit(ALARM, "gpu-insights-", cluster, f"-{key}")
 
 
+#: What a shard's alarm adds to its kind's name (and key): ``gpu-lost-shard-03``.
+SHARD_SUFFIX: Final = "-shard-"
+
+
+#: What a kind's fleet count alarm adds to the kind's key: ``gpu-low-power-at-cap`` pages when
+#: so many GPUs breach gpu-low-power at once that its contributors reach CloudWatch's cap.
+CAP_ALARM_SUFFIX: Final = "-at-cap"
+
+
+def shard_alarm_name(name: str, shard: int) -> str:
+    """The name (or key) of one shard's alarm of a sharded alarm kind: ``...-shard-03``."""
+    return f"{name}{SHARD_SUFFIX}{shard:02d}"
+
+
 def dashboard_name(cluster: str, purpose: str) -> str:
     return fit(DASHBOARD, "gpu-insights-", cluster, f"-{purpose}")
 

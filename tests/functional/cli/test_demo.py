@@ -62,6 +62,18 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
         "gpu-thermal-throttling": 1,
         "gpu-power-brake": 0,
         "gpu-silent": 0,  # the replayed node never goes silent
+        # Four GPUs are far from 90 breaching at once: no fleet count alarm.
+        **{
+            f"{kind}-at-cap": 0
+            for kind in (
+                "gpu-low-power",
+                "gpu-lost",
+                "gpu-ecc-uncorrected",
+                "gpu-thermal-throttling",
+                "gpu-power-brake",
+                "gpu-silent",
+            )
+        },
     }
     # No silence check runs in the replay: its rule runs over the node's samples, and says so.
     assert (
@@ -559,7 +571,7 @@ def test_demo_pages_each_planted_job_within_its_window_and_nothing_else(
         assert kind == planted[name].pages
         assert planted[name].due[0] <= minute <= planted[name].due[1], (name, minute)
     jobs = [r for r in result.backtest if r.spec.kind.startswith("job-")]
-    assert len(jobs) == 32
+    assert len(jobs) == 32 + 4  # and the four kinds' fleet counts, which page none of them
     assert sum(r.alarms_raised for r in jobs) == 4
     assert "llama-hangs     job-hung at minute 56" in result.summary()
 

@@ -456,7 +456,7 @@ def test_otel_modes_promql_contributor_is_one_message_naming_gpu_node_and_pod(
     monkeypatch.setenv("ALARM_KINDS", json.dumps(kinds))
     monkeypatch.setenv("PROMQL_ALARM_KINDS", "gpu-low-power")
     _as_role(aws, templates, monkeypatch)
-    (spec,) = promql_alarms(otel)
+    spec, _ = promql_alarms(otel)  # the low-power alarm (and its fleet count)
     event = as_promql_contributor(
         AWS_CONTRIBUTOR_EXAMPLE, "gpu-insights-train-gpu-low-power", spec.description
     )

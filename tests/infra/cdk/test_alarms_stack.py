@@ -75,6 +75,18 @@ def test_each_alarm_has_its_metric_threshold_periods_and_no_action(synth: Synth)
     assert xid["Metrics"][2]["Expression"] == "m1 - FILL(m2, 0)"
     host = alarms["gpu-xid-host-log"]
     assert host["Namespace"] == "GpuInsights/HostLogs/train-prod"
+    # The kind's fleet count: its query over every shard, and the count of its breaching
+    # series the one series the alarm watches (90 of them: past 100 contributors in ALARM the
+    # kind pages no more GPUs).
+    cap = alarms["gpu-low-power-at-cap"]
+    read, count = cap["Metrics"]
+    assert (read["Id"], read["ReturnData"], read["Period"]) == ("q1", False, 300)
+    assert read["Expression"] == query["Expression"].replace(" AND Shard = '0'", "")
+    assert (count["Id"], count["ReturnData"]) == ("e1", True)
+    assert count["Expression"] == "SUM(1 - CEIL(FLOOR(FILL(q1, 30) / 30) / 1000000000000000))"
+    assert (cap["Threshold"], cap["ComparisonOperator"]) == (90, "GreaterThanOrEqualToThreshold")
+    assert (cap["EvaluationPeriods"], cap["DatapointsToAlarm"]) == (12, 12)
+    assert cap["AlarmDescription"].startswith("[warning] gpu-low-power-at-cap: 90 or more ")
 
 
 def test_no_alarm_names_a_node_or_an_instance(synth: Synth) -> None:
@@ -100,7 +112,10 @@ def test_job_alarms_one_per_kind_and_job_shard_grouped_by_job(synth: Synth) -> N
     https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/multi-time-series-alarm.html)."""
     alarms = _alarms(_template(synth, {**PROD, "job_hung_minutes": "20"}))
     jobs = {name: alarm for name, alarm in alarms.items() if name.startswith("job-")}
-    assert len(jobs) == 4 * 8
+    assert len(jobs) == 4 * 8 + 4  # and each kind's fleet count
+    assert jobs["job-hung-at-cap"]["Metrics"][1]["Expression"] == (
+        "SUM(CEIL(FLOOR(q1 / 1200) / 1000000000000000))"
+    )
     hung = jobs["job-hung-shard-03"]
     (query,) = hung["Metrics"]
     assert query["Expression"] == (
@@ -246,6 +261,7 @@ def test_state_changes_reach_the_notifier_retried_and_dead_lettered(synth: Synth
     ).values()
     pattern = rule["Properties"]["EventPattern"]
     assert pattern["source"] == ["aws.cloudwatch"]
+    assert pattern["account"] == [PROD["account"]]  # another account's events on the bus: no
     assert pattern["detail-type"] == [
         "CloudWatch Alarm State Change",
         "CloudWatch Alarm Contributor State Change",
@@ -255,6 +271,9 @@ def test_state_changes_reach_the_notifier_retried_and_dead_lettered(synth: Synth
         assert any(f"gpu-insights-train-prod-{key}".startswith(p) for p in prefixes), key
     assert not any(FAILING.startswith(p) for p in prefixes)  # it pages by itself
     assert not any(REFUSED.startswith(p) for p in prefixes)
+    # No prefix another one already matches (a fleet count alarm's name starts with its
+    # kind's): the pattern grows with the kinds, not with their counts.
+    assert not [p for p in prefixes if any(p != q and p.startswith(q) for q in prefixes)]
     (target,) = rule["Properties"]["Targets"]
     assert target["RetryPolicy"] == {"MaximumRetryAttempts": 8, "MaximumEventAgeInSeconds": 7200}
     (function,) = template.find_resources(
@@ -292,7 +311,7 @@ def test_container_insights_only_cluster_alarms_on_pod_power_in_watts(synth: Syn
     }
     alarms = _alarms(_template(synth, context))
     gpu = {name for name in alarms if not name.startswith("job-")}  # the jobs' emitters' own
-    assert gpu == {"gpu-low-power", "gpu-xid-host-log"}
+    assert gpu == {"gpu-low-power", "gpu-low-power-at-cap", "gpu-xid-host-log"}
     low = alarms["gpu-low-power"]
     assert low["Threshold"] == 120  # 30% of the A100's 400 W
     assert "pod_gpu_power_draw" in low["Metrics"][0]["Expression"]
@@ -494,6 +513,10 @@ def test_otel_mode_alarms_on_low_power_with_one_promql_alarm_for_every_gpu(synth
     assert not {"MetricName", "Metrics", "Threshold", "ComparisonOperator"} & set(low)
     assert not {"AlarmActions", "OKActions", "InsufficientDataActions"} & set(low)
     assert low["AlarmDescription"].startswith("[warning] gpu-low-power: ")
+    # Its fleet count: the same breaching series counted, with the same pending period.
+    count = alarms["gpu-low-power-at-cap"]["EvaluationCriteria"]["PromQLCriteria"]
+    assert count["Query"] == f"count({criteria['Query']}) >= 90"
+    assert (count["PendingPeriod"], count["RecoveryPeriod"]) == (3300, 300)
     # The exporter's per-GPU alarms stay Metrics Insights: their gauges go by EMF, not to PromQL.
     assert "gpu-lost-shard-04" in larger
     assert [n for n in alarms if n.startswith("gpu-lost")]

@@ -10,6 +10,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from cdk.alarms.catalog import deployed_alarms
 from cdk.function_configs import (
     notifier_config,
     report_config,
@@ -171,3 +172,18 @@ def test_the_demo_reads_its_week_as_the_deployment_would() -> None:
     assert report.alarm_kind_names  # the catalog's kinds, as the stack sets them
     training: Any = TrainingConfig.from_environ(DEMO_TRAINING_ENV)
     assert training.low_power_percent == settings.low_power_percent
+
+
+def test_the_report_names_every_deployed_alarm_whose_history_it_reads() -> None:
+    """The report reads alarm history by exact alarm name (its role may read no other): the
+    names its configuration gives are the deployed alarms' own, a sharded kind's every shard
+    included, for a fleet of three shards."""
+    settings = Settings(cluster_name="train", fleet_gpus=1200)
+    config = report_config(settings, report_bucket="b", topic_arn="t")
+    deployed = {s.alarm_name("train") for s in deployed_alarms(settings.alarm_settings())}
+    assert set(config.alarm_names()) == deployed
+    assert len(config.alarm_names()) == len(deployed)
+    assert "gpu-insights-train-gpu-lost-shard-02" in config.alarm_names()
+    assert config.alarm_shards is not None
+    assert config.alarm_shards["gpu-insights-train-gpu-lost"] == 3
+    assert ReportConfig.from_environ(config.environment()) == config

@@ -63,9 +63,10 @@ def test_the_fleet_of_40_eight_gpu_nodes(capsys: pytest.CaptureFixture[str]) -> 
     assert ci["quantity"] == pytest.approx(320 * 18 * 43_800 / 1e6)
     assert ci["usd"] == pytest.approx(52.98, abs=0.01)
     # One shard: low power and lost GPU read every GPU, the 3 fault alarms read 2% of them;
-    # the 32 job alarms (4 kinds in 8 job shards) read the 40 jobs, a job shard's 5 each.
+    # the 32 job alarms (4 kinds in 8 job shards) read the 40 jobs, a job shard's 5 each;
+    # each kind's fleet count reads the kind's series once more, over every shard.
     insights = items["Metrics Insights alarms"]
-    assert insights["quantity"] == pytest.approx(320 * 2 + 320 * 3 * 0.02 + 32 * 40 / 8)
+    assert insights["quantity"] == pytest.approx(2 * (320 * 2 + 320 * 3 * 0.02 + 32 * 40 / 8))
     assert items["Standard alarms"]["quantity"] == 4  # XID fatal, XID (2 metrics), dead letters
     assert items["Dashboards"]["usd"] == 15.0  # 5 dashboards at $3
     # 1 GB a day by default, 30.42 days, $0.50 a GB.
@@ -92,7 +93,7 @@ def test_otel_mode_prices_the_add_ons_gpu_series_by_its_preview(
     assert dcgm["usd"] == 0
     assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(392.88)
     total = sum(float(str(i["usd"])) for i in items.values())
-    assert total == pytest.approx(628.51 - 52.98, abs=0.02)
+    assert total == pytest.approx(710.42 - 52.98, abs=0.02)
 
 
 def test_otel_mode_prices_the_analyzer_s_promql_at_the_preview_s_nothing(

@@ -71,6 +71,13 @@ def test_plan_names_what_the_stacks_create_by_name_and_its_insights_alarms() -> 
         "gpu-insights-train-gpu-thermal-throttling",
         "gpu-insights-train-gpu-power-brake",
         "gpu-insights-train-gpu-silent",  # one alarm, not one per shard
+        # and each kind's fleet count, a count over a Metrics Insights query too
+        "gpu-insights-train-gpu-low-power-at-cap",
+        "gpu-insights-train-gpu-lost-at-cap",
+        "gpu-insights-train-gpu-ecc-uncorrected-at-cap",
+        "gpu-insights-train-gpu-thermal-throttling-at-cap",
+        "gpu-insights-train-gpu-power-brake-at-cap",
+        "gpu-insights-train-gpu-silent-at-cap",
     )
     without_exporter = Settings(
         cluster_name="train",
@@ -79,7 +86,10 @@ def test_plan_names_what_the_stacks_create_by_name_and_its_insights_alarms() -> 
         job_alarms=False,
         container_insights_mode=ContainerInsightsMode.CLASSIC,
     )
-    assert plan_for(without_exporter).insights_alarms == ("gpu-insights-train-gpu-low-power",)
+    assert plan_for(without_exporter).insights_alarms == (
+        "gpu-insights-train-gpu-low-power",
+        "gpu-insights-train-gpu-low-power-at-cap",
+    )
     # In OTel mode (the default) that alarm is a PromQL alarm, no Metrics Insights query.
     otel = replace(without_exporter, container_insights_mode=ContainerInsightsMode.OTEL)
     assert plan_for(otel).insights_alarms == ()
@@ -198,8 +208,8 @@ def test_the_host_log_filter_needs_its_log_group() -> None:
 
 @pytest.mark.parametrize(
     ("existing", "verdict"),
-    [(0, Verdict.OK), (174, Verdict.OK), (175, Verdict.WARN), (194, Verdict.WARN),
-     (195, Verdict.FAIL)],
+    [(0, Verdict.OK), (168, Verdict.OK), (169, Verdict.WARN), (188, Verdict.WARN),
+     (189, Verdict.FAIL)],
 )  # fmt: skip
 def test_insights_alarms_count_against_the_quota_of_200(existing: int, verdict: Verdict) -> None:
     assert INSIGHTS_ALARM_QUOTA == 200
@@ -207,31 +217,32 @@ def test_insights_alarms_count_against_the_quota_of_200(existing: int, verdict: 
     check = check_insights_quota(PLAN, facts(insights_alarms=names))
     assert check.verdict is verdict
     assert check.detail.startswith(
-        f"{existing} Metrics Insights alarms exist, this deployment adds 6 "
+        f"{existing} Metrics Insights alarms exist, this deployment adds 12 "
         "(fleet_gpus=400: 1 alarm shard(s))"
     )
 
 
-def test_a_fleet_of_10000_gpus_adds_126_alarms_and_fails_beside_75_others() -> None:
+def test_a_fleet_of_10000_gpus_adds_132_alarms_and_fails_beside_75_others() -> None:
     """200 Metrics Insights alarms per account and Region by default ("Limits",
     https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html)."""
     plan = plan_for(Settings(cluster_name="train", fleet_gpus=10_000, job_alarms=False))
-    assert (len(plan.insights_alarms), plan.alarm_shards) == (126, 25)
+    assert (len(plan.insights_alarms), plan.alarm_shards) == (132, 25)
     assert check_insights_quota(plan, facts()).detail == (
-        "0 Metrics Insights alarms exist, this deployment adds 126 (fleet_gpus=10,000: 25 alarm "
-        "shard(s)): 126 of the default quota of 200 per Region"
+        "0 Metrics Insights alarms exist, this deployment adds 132 (fleet_gpus=10,000: 25 alarm "
+        "shard(s)): 132 of the default quota of 200 per Region"
     )
     others = tuple(f"other-{i}" for i in range(75))
     assert check_insights_quota(plan, facts(insights_alarms=others)).verdict is Verdict.FAIL
 
 
 def test_the_job_alarms_count_too() -> None:
-    """4 job alarm kinds in 8 job shards beside the 6 GPU alarms of one shard."""
+    """4 job alarm kinds in 8 job shards beside the 6 GPU alarms of one shard, and the 10
+    kinds' fleet counts."""
     plan = plan_for(Settings(cluster_name="train"))
-    assert len(plan.insights_alarms) == 6 + 32
+    assert len(plan.insights_alarms) == 6 + 32 + 10
     assert check_insights_quota(plan, facts()).detail.startswith(
-        "0 Metrics Insights alarms exist, this deployment adds 38 (fleet_gpus=400: 1 alarm "
-        "shard(s)): 38 of"
+        "0 Metrics Insights alarms exist, this deployment adds 48 (fleet_gpus=400: 1 alarm "
+        "shard(s)): 48 of"
     )
 
 
@@ -239,8 +250,8 @@ def test_a_redeploy_does_not_count_its_own_alarms_twice() -> None:
     names = (*PLAN.insights_alarms, "other-0")
     check = check_insights_quota(PLAN, facts(insights_alarms=names))
     assert check.detail.startswith(
-        "1 Metrics Insights alarms exist, this deployment adds 6 (fleet_gpus=400: 1 alarm "
-        "shard(s)): 7 of"
+        "1 Metrics Insights alarms exist, this deployment adds 12 (fleet_gpus=400: 1 alarm "
+        "shard(s)): 13 of"
     )
 
 

@@ -50,7 +50,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromQLClien
 def _deployed_query() -> PromQLQuery:
     """The deployed alarm's query, its label names as this engine stores them."""
     settings = AlarmSettings(cluster_name=CLUSTER, promql=True, gpu_instance_type="p5.48xlarge")
-    (spec,) = promql_alarms(settings)
+    spec, _ = promql_alarms(settings)  # the low-power alarm (and its fleet count)
     assert isinstance(spec.metric, PromQLQuery)
     ours = low_power_query(CLUSTER, spec.threshold, settings.low_power_window_minutes)
     assert ours == spec.metric  # the same alarm, CloudWatch's label names

@@ -1,3 +1,6 @@
+import math
+from dataclasses import replace
+
 import pytest
 
 from cdk.alarms.catalog import (
@@ -7,7 +10,8 @@ from cdk.alarms.catalog import (
     gpu_alarms,
     low_power_alarm,
 )
-from cdk.alarms.model import Comparison, InsightsQuery, MissingData, Severity
+from cdk.alarms.model import BreachCount, Comparison, InsightsQuery, MissingData, Severity
+from cdk.alarms.sizing import CAP_ALARM_SERIES, MAX_CONTRIBUTORS_IN_ALARM
 
 
 def _by_key(**kwargs: object) -> dict:  # type: ignore[type-arg]
@@ -20,7 +24,10 @@ def test_exporter_alarms_and_their_defaults() -> None:
     alarms = _by_key()
     assert sorted(alarms) == sorted(
         ["gpu-low-power", "gpu-xid-fatal", "gpu-xid", "gpu-lost", "gpu-ecc-uncorrected",
-         "gpu-thermal-throttling", "gpu-power-brake", "gpu-xid-host-log", "gpu-silent"]
+         "gpu-thermal-throttling", "gpu-power-brake", "gpu-xid-host-log", "gpu-silent",
+         # each multi time series kind's fleet count (its contributors' cap)
+         "gpu-low-power-at-cap", "gpu-lost-at-cap", "gpu-ecc-uncorrected-at-cap",
+         "gpu-thermal-throttling-at-cap", "gpu-power-brake-at-cap", "gpu-silent-at-cap"]
     )  # fmt: skip
     low = alarms["gpu-low-power"]
     assert (low.threshold, low.comparison, low.period_s) == (30.0, Comparison.LESS, 300)
@@ -53,6 +60,7 @@ def test_low_power_query_returns_one_series_per_in_use_gpu() -> None:
 def test_per_gpu_kinds_get_one_alarm_per_shard_and_none_names_a_node() -> None:
     alarms = gpu_alarms(AlarmSettings(cluster_name="train", shards=25, jobs=None))
     per_gpu = [a for a in alarms if a.multi_series]
+    assert not [a for a in per_gpu if a.counts]  # a fleet count is one series
     kinds = {a.kind for a in per_gpu}
     assert kinds == {"gpu-low-power", "gpu-lost", "gpu-ecc-uncorrected",
                      "gpu-thermal-throttling", "gpu-power-brake", "gpu-silent"}  # fmt: skip
@@ -71,30 +79,31 @@ def test_alarm_sizing_for_ten_thousand_gpus_fits_the_default_quota() -> None:
     https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html)."""
     gpus_only = AlarmSettings(cluster_name="train", jobs=None)
     sizing = alarm_sizing(gpus_only, 10_000)
-    assert (sizing.shards, sizing.insights_alarms, sizing.quota) == (25, 126, 200)
+    assert (sizing.shards, sizing.insights_alarms, sizing.quota) == (25, 132, 200)
     assert sizing.fits_default_quota
     big = alarm_sizing(gpus_only, 20_000)
-    assert (big.shards, big.insights_alarms, big.fits_default_quota) == (50, 251, False)
-    assert alarm_sizing(gpus_only, 64).insights_alarms == 6
-    # docs/alarms.md's sizing table: 15,600 GPUs is the most that fits without the job alarms.
-    most = alarm_sizing(gpus_only, 15_600)
-    assert (most.shards, most.insights_alarms, most.fits_default_quota) == (39, 196, True)
-    over = alarm_sizing(gpus_only, 15_601)
-    assert (over.shards, over.insights_alarms, over.fits_default_quota) == (40, 201, False)
-    assert alarm_sizing(gpus_only, 2_000).insights_alarms == 26
+    assert (big.shards, big.insights_alarms, big.fits_default_quota) == (50, 257, False)
+    assert alarm_sizing(gpus_only, 64).insights_alarms == 6 + 6  # and their 6 fleet counts
+    # docs/alarms.md's sizing table: 15,200 GPUs is the most that fits without the job alarms.
+    most = alarm_sizing(gpus_only, 15_200)
+    assert (most.shards, most.insights_alarms, most.fits_default_quota) == (38, 197, True)
+    over = alarm_sizing(gpus_only, 15_201)
+    assert (over.shards, over.insights_alarms, over.fits_default_quota) == (39, 202, False)
+    assert alarm_sizing(gpus_only, 2_000).insights_alarms == 32
 
 
 def test_the_job_alarms_take_32_of_the_quota_whatever_the_fleet() -> None:
-    """Four kinds in eight job alarm shards: 2,000 concurrent jobs are 250 a query."""
+    """Four kinds in eight job alarm shards: 2,000 concurrent jobs are 250 a query; and each
+    kind's fleet count, 36 in all."""
     with_jobs = AlarmSettings(cluster_name="train")
-    assert alarm_sizing(with_jobs, 64).insights_alarms == 6 + 32
+    assert alarm_sizing(with_jobs, 64).insights_alarms == 12 + 32 + 4
     ten = alarm_sizing(with_jobs, 10_000)
-    assert (ten.insights_alarms, ten.job_alarms, ten.fits_default_quota) == (158, 32, True)
-    assert "(32 of them for training jobs)" in ten.line()
-    # docs/alarms.md's sizing table: 13,200 GPUs is the most that fits with them.
-    most = alarm_sizing(with_jobs, 13_200)
-    assert (most.shards, most.insights_alarms, most.fits_default_quota) == (33, 198, True)
-    assert not alarm_sizing(with_jobs, 13_201).fits_default_quota
+    assert (ten.insights_alarms, ten.job_alarms, ten.fits_default_quota) == (168, 36, True)
+    assert "(36 of them for training jobs)" in ten.line()
+    # docs/alarms.md's sizing table: 12,400 GPUs is the most that fits with them.
+    most = alarm_sizing(with_jobs, 12_400)
+    assert (most.shards, most.insights_alarms, most.fits_default_quota) == (31, 198, True)
+    assert not alarm_sizing(with_jobs, 12_401).fits_default_quota
 
 
 def test_container_insights_fallback_converts_the_share_to_watts() -> None:
@@ -127,3 +136,73 @@ def test_window_sets_the_evaluation_periods() -> None:
 def test_bad_thresholds_are_named(kwargs: dict, problem: str) -> None:  # type: ignore[type-arg]
     with pytest.raises(AlarmSettingsError, match=problem.replace("(", r"\(")):
         AlarmSettings(cluster_name="train", **kwargs)
+
+
+def test_each_multi_series_kind_has_a_fleet_count_alarm_that_pages_before_the_cap() -> None:
+    """Past 100 contributors in ALARM (fewer with many attributes) a kind pages no more GPUs
+    one by one (alarm-limits.html): its fleet count alarm counts the kind's breaching series
+    over the whole cluster, every shard, and pages at 90, with the kind's severity and
+    periods."""
+    alarms = {a.key: a for a in gpu_alarms(AlarmSettings(cluster_name="train", shards=25))}
+    counts = {a.counts: a for a in alarms.values() if a.counts}
+    assert sorted(counts) == sorted(
+        ["gpu-low-power", "gpu-lost", "gpu-ecc-uncorrected", "gpu-thermal-throttling",
+         "gpu-power-brake", "gpu-silent", "job-hung", "job-loss-not-finite", "job-loss-spike",
+         "job-throughput-collapsed"]
+    )  # fmt: skip
+    low, kind = counts["gpu-low-power"], alarms["gpu-low-power-shard-07"]
+    assert isinstance(low.metric, BreachCount)
+    assert (low.key, low.kind, low.shard) == ("gpu-low-power-at-cap",) * 2 + (None,)
+    assert (low.threshold, low.comparison) == (CAP_ALARM_SERIES, Comparison.GREATER_OR_EQUAL)
+    assert CAP_ALARM_SERIES < MAX_CONTRIBUTORS_IN_ALARM
+    assert (low.severity, low.period_s, low.evaluation_periods) == (
+        kind.severity,
+        kind.period_s,
+        kind.evaluation_periods,
+    )
+    assert low.metric.query.where == (("ClusterName", "train"),)  # every shard
+    assert (low.metric.comparison, low.metric.threshold) == (Comparison.LESS, 30.0)
+    assert low.metric.expression() == ("SUM(1 - CEIL(FLOOR(FILL(q1, 30) / 30) / 1000000000000000))")
+    lost = counts["gpu-lost"]
+    assert lost.severity is Severity.CRITICAL
+    hung = counts["job-hung"].metric
+    assert isinstance(hung, BreachCount)
+    assert hung.expression() == "SUM(CEIL(FLOOR(q1 / 600) / 1000000000000000))"
+
+
+@pytest.mark.parametrize(
+    ("comparison", "threshold", "values", "count"),
+    [
+        # what the expression computes, per series, for each value it may read
+        (Comparison.GREATER_OR_EQUAL, 0.5, [0.0, 0.49, 0.5, 0.51, 1.0, -3.0, 4e9], 4),
+        (Comparison.LESS, 30.0, [0.0, 12.0, 29.99, 30.0, 95.0, None], 3),
+        (Comparison.LESS, 1.0, [0.0, 1.0, 1.0, None, None], 1),
+    ],
+)
+def test_the_count_expression_is_one_per_breaching_series(
+    comparison: Comparison, threshold: float, values: list[float | None], count: int
+) -> None:
+    """The metric math of BreachCount, worked as the reference defines each function
+    (using-metric-math.html: FLOOR, CEIL, FILL, a missing value read as 0 in arithmetic,
+    SUM over the array), agrees with the comparison it counts, a missing datapoint (None)
+    being no breach."""
+
+    def per_series(v: float | None) -> float:
+        if comparison is Comparison.GREATER_OR_EQUAL:
+            return math.ceil(math.floor((v or 0.0) / threshold) / 10**15)
+        filled = threshold if v is None else v
+        return 1 - math.ceil(math.floor(filled / threshold) / 10**15)
+
+    assert sum(per_series(v) for v in values) == count
+    assert count == sum(v is not None and comparison.breaches(v, threshold) for v in values)
+
+
+def test_a_count_takes_a_grouped_query_and_a_threshold_it_can_compute() -> None:
+    spec = _by_key()["gpu-lost"]
+    assert isinstance(spec.metric, InsightsQuery)
+    with pytest.raises(ValueError, match="no GROUP BY"):
+        BreachCount(replace(spec.metric, group_by=()), Comparison.LESS, 1)
+    with pytest.raises(ValueError, match="a count takes >= or < a threshold above 0"):
+        BreachCount(spec.metric, Comparison.GREATER, 1)
+    with pytest.raises(ValueError, match="a count takes >= or < a threshold above 0"):
+        BreachCount(spec.metric, Comparison.LESS, 0)

@@ -21,8 +21,16 @@ OTEL = AlarmSettings(cluster_name="train", promql=True, gpu_instance_type="p4d.2
 
 
 def test_otel_mode_with_the_gpus_power_has_one_low_power_promql_alarm_and_no_shards() -> None:
-    (low,) = promql_alarms(OTEL)
+    low, count = promql_alarms(OTEL)
     assert isinstance(low.metric, PromQLQuery)
+    assert isinstance(count.metric, PromQLQuery)
+    # Its fleet count: the same breaching series, counted, past 100 contributors in ALARM.
+    assert count.metric.query == f"count({low.metric.query}) >= 90"
+    assert (count.key, count.counts, count.metric.pending_period_s) == (
+        "gpu-low-power-at-cap",
+        "gpu-low-power",
+        low.metric.pending_period_s,
+    )
     assert (low.key, low.kind, low.threshold) == ("gpu-low-power", "gpu-low-power", 120.0)
     assert "< 120" in low.metric.query  # 30% of the A100's 400 W
     assert "120 W (30% of A100's 400 W)" in low.description
@@ -32,7 +40,7 @@ def test_otel_mode_with_the_gpus_power_has_one_low_power_promql_alarm_and_no_sha
 
 def test_the_alarm_settings_window_sets_the_pending_period() -> None:
     for minutes, pending in ((5, 0), (30, 1500), (60, 3300), (180, 10_500)):
-        (low,) = promql_alarms(
+        low, _ = promql_alarms(
             AlarmSettings(**{**OTEL.__dict__, "low_power_window_minutes": minutes})
         )
         assert isinstance(low.metric, PromQLQuery)
@@ -56,10 +64,11 @@ def test_without_otel_mode_or_the_gpus_power_the_low_power_alarm_stays_metrics_i
 def test_a_fleet_of_one_shard_takes_the_low_power_alarm_off_the_insights_quota() -> None:
     classic = alarm_sizing(AlarmSettings(cluster_name="train", jobs=None), 400)
     otel = alarm_sizing(AlarmSettings(**{**OTEL.__dict__, "jobs": None}), 400)
-    assert (classic.shards, classic.insights_alarms, classic.promql_alarms) == (1, 6, 0)
-    assert (otel.shards, otel.insights_alarms, otel.promql_alarms) == (1, 5, 1)
+    # Each with its kinds' fleet count alarms.
+    assert (classic.shards, classic.insights_alarms, classic.promql_alarms) == (1, 12, 0)
+    assert (otel.shards, otel.insights_alarms, otel.promql_alarms) == (1, 10, 2)
     assert otel.line().endswith(
-        "5 Metrics Insights alarms of the default quota of 200 per Region, and 1 PromQL "
+        "10 Metrics Insights alarms of the default quota of 200 per Region, and 2 PromQL "
         "alarm(s), unsharded"
     )
 
@@ -69,7 +78,7 @@ def test_a_larger_fleet_keeps_the_sharded_low_power_alarm_in_otel_mode() -> None
     series (alarm-limits.html), so past one shard the alarm stays Metrics Insights."""
     otel = AlarmSettings(**{**OTEL.__dict__, "jobs": None})
     sized = alarm_sizing(otel, 10_000)
-    assert (sized.shards, sized.insights_alarms, sized.promql_alarms) == (25, 126, 0)
+    assert (sized.shards, sized.insights_alarms, sized.promql_alarms) == (25, 132, 0)
     assert not replace(otel, shards=2).promql_low_power
     assert replace(otel, shards=1).promql_low_power
 

@@ -95,7 +95,7 @@ def test_no_pending_period_alarms_at_the_first_evaluation_that_returns_the_gpu()
 
 
 def test_the_text_report_names_each_contributor_and_when_it_changed() -> None:
-    (spec,) = promql_alarms(
+    spec, _ = promql_alarms(
         AlarmSettings(cluster_name="train", promql=True, gpu_instance_type="p5.48xlarge")
     )
     start = 1_763_856_000  # 2025-11-23 00:00 UTC

@@ -308,3 +308,23 @@ def test_samples_without_the_shard_dimension_are_said_not_silently_ignored() -> 
     )
     assert shard.alarms_raised == 1
     assert shard.unmatched_dimensions == ()
+
+
+def test_a_weekend_that_idles_120_gpus_of_a_shard_pages_its_fleet_count_once() -> None:
+    """CloudWatch keeps at most 100 contributors of an alarm in ALARM (alarm-limits.html):
+    with 120 held GPUs idle in one shard, the fleet count alarm counts 120 breaching series
+    in each period and goes into ALARM with the kind's own window; with 80 it stays OK."""
+    specs = {a.key: a for a in gpu_alarms(AlarmSettings(cluster_name="train", jobs=None))}
+    count = specs["gpu-low-power-at-cap"]
+    metric = "gpu_allocated_power_utilization"
+    busy = [s for g in range(10) for s in _hours_of("b", str(g), 88.0, 2, metric)]
+    end = T0 + 2 * 3600
+    for idle, raised in ((120, 1), (80, 0)):
+        held = [
+            s for g in range(idle) for s in _hours_of(f"n{g // 8}", str(g % 8), 12.0, 2, metric)
+        ]
+        (result,) = backtest([count], busy + held, start=T0, end=end)
+        assert result.alarms_raised == raised, idle
+        if raised:
+            (alarm,) = [t for t in result.transitions if t.new is AlarmState.ALARM]
+            assert alarm.time - T0 == 3600  # twelve 5-minute periods, as gpu-low-power

@@ -18,7 +18,7 @@ from cdk.alarms.catalog import (
     promql_alarms,
     silence_check_alarm,
 )
-from cdk.alarms.model import InsightsQuery
+from cdk.alarms.model import BreachCount, InsightsQuery
 from dashboards.bodies import gpu_node
 from gpu_insights_agent.emf.sinks import BufferedSender
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
@@ -318,7 +318,7 @@ def test_aws_documented_contributor_event_of_a_gpu_alarm_names_cluster_node_and_
 
 
 OTEL = AlarmSettings(cluster_name="train", promql=True, gpu_instance_type="p5.48xlarge")
-(PROMQL_LOW_POWER,) = promql_alarms(OTEL)
+PROMQL_LOW_POWER, _ = promql_alarms(OTEL)  # the low-power alarm and its fleet count
 OTEL_DEPLOYMENT = replace(
     DEPLOYMENT,
     alarm_kinds={s.kind: (str(s.severity), s.title) for s in deployed_alarms(OTEL)},  # type: ignore[misc]
@@ -493,3 +493,40 @@ def test_without_a_readable_document_timestamp_the_log_events_stands(stamp: Any)
     at = 1_772_463_600_000  # 15:00:00
     (notice,) = parse_log_events(_payload([json.dumps(document)], [at]), cluster="train").notices
     assert notice.time_ms == at
+
+
+def test_a_fleet_count_alarm_pages_how_many_breach_and_where_to_look() -> None:
+    """gpu-low-power-at-cap reads the kind's GROUP BY query (returnData false) and watches the
+    count (returnData true): its own ALARM is the page, with the count CloudWatch wrote in
+    its reason (newest datapoint first) and where to look. Before, the GROUP BY in the query
+    it reads made it "each GPU comes as its own contributor event", and 412 idle GPUs past
+    the 100-contributor cap paged nobody."""
+    (spec,) = [s for s in gpu_alarms(SETTINGS) if s.key == "gpu-low-power-at-cap"]
+    metric = spec.metric
+    assert isinstance(metric, BreachCount)
+    event = alarm_level(_gpu_example("gpu-insights-train-gpu-low-power-at-cap"))
+    points = ", ".join(f"{412 - i}.0 (02/03/26 {14 - i // 12:02d}:{55 - 5 * (i % 12):02d}:00)"
+                       for i in range(12))  # fmt: skip
+    event["detail"]["state"] = {
+        "value": "ALARM",
+        "reason": f"Threshold Crossed: 12 out of the last 12 datapoints [{points}] was greater "
+        "than or equal to the threshold (90.0) (minimum 12 datapoints for OK -> ALARM "
+        "transition).",
+        "timestamp": "2026-03-02T14:05:12.345+0000",
+    }
+    event["detail"]["configuration"] = {
+        "description": spec.description,
+        "metrics": [
+            {"id": "q1", "expression": metric.query.sql(), "period": 300, "returnData": False},
+            {"id": "e1", "expression": metric.expression("q1"), "returnData": True},
+        ],
+    }
+    incident = from_alarm_event(event, DEPLOYMENT)
+    assert isinstance(incident, Incident)
+    assert (incident.severity, incident.kind) == ("warning", "gpu-low-power-at-cap")
+    assert incident.title == "90+ at once: GPU in use but not working"
+    assert incident.what.startswith("412 series breach gpu-low-power at once (12 of the last 12")
+    assert "gpu-insights status" in incident.action
+    assert "gpu-insights-train-gpu-low-power alarm's contributors" in incident.action
+    # The kind's own alarm still comes contributor by contributor, not as a second page.
+    assert isinstance(from_alarm_event(alarm_level(_gpu_example()), DEPLOYMENT), Skipped)

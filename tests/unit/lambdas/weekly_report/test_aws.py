@@ -42,13 +42,14 @@ def _item(name: str, state: str, hour: int) -> dict[str, Any]:
     }
 
 
-def test_alarm_history_is_read_with_the_parameters_the_api_has(
+def test_alarm_history_is_read_alarm_by_alarm_by_its_exact_name(
     cloudwatch: tuple[Any, Stubber],
 ) -> None:
     """DescribeAlarmHistory has no AlarmNamePrefix (botocore's model lists AlarmName,
     AlarmContributorId, AlarmTypes, HistoryItemType, StartDate, EndDate, MaxRecords,
-    NextToken, ScanBy): the old call failed here with ParamValidationError, before any
-    response, as it does in AWS."""
+    NextToken, ScanBy) and the report's role may read its own alarms' history only, so each
+    alarm is asked for by name, every page of it; what the answer holds of another alarm is
+    not this one's."""
     client, stubber = cloudwatch
     sent: list[dict[str, Any]] = []  # recorded after botocore validated them
     client.meta.events.register(
@@ -64,35 +65,35 @@ def test_alarm_history_is_read_with_the_parameters_the_api_has(
         "StartDate": datetime(2026, 11, 23, tzinfo=UTC),
         "EndDate": datetime(2026, 11, 30, tzinfo=UTC),
     }
+    shard = "gpu-insights-train-power-low-shard-03"
+    fatal = "gpu-insights-train-xid-fatal"
     stubber.add_response(
         "describe_alarm_history",
-        {
-            "AlarmHistoryItems": [
-                _item("gpu-insights-train-xid-fatal", "ALARM", 3),
-                _item("gpu-insights-train-xid-fatal", "OK", 4),
-                _item("gpu-insights-train2-xid-fatal", "ALARM", 5),  # another cluster's
-                _item("gpu-insights-train-eu-xid-fatal", "ALARM", 5),  # cluster train-eu's
-                _item("someone-elses-alarm", "ALARM", 6),
-            ],
-            "NextToken": "page-2",
-        },
+        {"AlarmHistoryItems": [_item(shard, "ALARM", 1)], "NextToken": "page-2"},
+    )
+    stubber.add_response(
+        "describe_alarm_history",
+        {"AlarmHistoryItems": [_item(shard, "OK", 2), _item(shard, "ALARM", 4)]},
     )
     stubber.add_response(
         "describe_alarm_history",
         {
             "AlarmHistoryItems": [
-                _item("gpu-insights-train-power-low-shard-03", "ALARM", 1),
-                _item("gpu-insights-train-power-low", "ALARM", 2),
+                _item(fatal, "ALARM", 3),
+                _item("gpu-insights-train-eu-xid-fatal", "ALARM", 5),  # not the one asked
             ]
         },
     )
-    kinds = ("gpu-insights-train-power-low", "gpu-insights-train-xid-fatal")
-    assert alarms_raised(client, kinds, START, END) == [
-        ("gpu-insights-train-power-low-shard-03", "2026-11-24 01:00"),
-        ("gpu-insights-train-power-low", "2026-11-24 02:00"),
-        ("gpu-insights-train-xid-fatal", "2026-11-24 03:00"),
+    assert alarms_raised(client, (shard, fatal), START, END) == [
+        (shard, "2026-11-24 01:00"),
+        (fatal, "2026-11-24 03:00"),
+        (shard, "2026-11-24 04:00"),
     ]
-    assert sent == [window, {**window, "NextToken": "page-2"}]
+    assert sent == [
+        {"AlarmName": shard, **window},
+        {"AlarmName": shard, **window, "NextToken": "page-2"},
+        {"AlarmName": fatal, **window},
+    ]
 
 
 @pytest.mark.parametrize(
