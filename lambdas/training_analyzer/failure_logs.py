@@ -33,7 +33,7 @@ AFTER_S: Final = 10 * 60
 
 #: The causes that take a node or GPU out of service: the finding is critical.
 _CRITICAL: Final = frozenset(
-    {Cause.GPU_XID, Cause.NODE_LOST, Cause.IO_ERROR, Cause.KERNEL_OOM_KILLER}
+    {Cause.GPU_XID, Cause.GPU_FAULT, Cause.NODE_LOST, Cause.IO_ERROR, Cause.KERNEL_OOM_KILLER}
 )
 
 
