@@ -549,7 +549,7 @@ def test_training_role_may_read_its_clusters_container_insights_logs_only(
     deployed: list[Deployed],
 ) -> None:
     """A failed job's pods' and nodes' logs (lambdas/training_analyzer/failure_logs.py):
-    DescribeLogStreams and FilterLogEvents on this cluster's Container Insights groups, as the
+    DescribeLogStreams and GetLogEvents on this cluster's Container Insights groups, as the
     group's ARN, with its ``:*`` suffix, or below it (how AccessDenied messages name a logs
     resource, aws/aws-sdk-js#3022); not another cluster's whose name starts with this one's,
     and no other log action there."""
@@ -563,7 +563,7 @@ def test_training_role_may_read_its_clusters_container_insights_logs_only(
     base = Request(
         name="",
         principal=stack.resolve.arn(role),
-        action="logs:FilterLogEvents",
+        action="logs:GetLogEvents",
         resource="",
         account_id=ACCOUNT,
         identity_policies=_identity_policies(stack, role),
@@ -571,7 +571,7 @@ def test_training_role_may_read_its_clusters_container_insights_logs_only(
     allowed = [
         replace(base, name=f"{action} {kind}{suffix}", action=f"logs:{action}",
                 resource=f"{groups}/train-prod/{kind}{suffix}")
-        for action in ("DescribeLogStreams", "FilterLogEvents")
+        for action in ("DescribeLogStreams", "GetLogEvents")
         for kind in ("application", "host", "dataplane")
         for suffix in ("", ":*", ":log-stream:")
     ]  # fmt: skip
