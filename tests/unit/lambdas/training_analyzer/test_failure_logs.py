@@ -205,7 +205,7 @@ def test_a_crash_loops_lines_are_read_from_the_end_up_to_the_cap_only(logs: Any)
 def _syslog(line: str) -> str:
     """A /var/log/messages record as Fluent Bit's syslog parser makes it: the kernel's line,
     its ident, the node's short name."""
-    return json.dumps({"host": NODE.split(".")[0], "ident": "kernel", "message": line})
+    return json.dumps({"host": NODE.partition(".")[0], "ident": "kernel", "message": line})
 
 
 def test_a_kernel_line_in_both_dmesg_and_messages_is_read_once(logs: Any) -> None:
