@@ -568,15 +568,18 @@ def test_training_role_may_read_its_clusters_container_insights_logs_only(
         account_id=ACCOUNT,
         identity_policies=_identity_policies(stack, role),
     )
+    # GetLogEvents is authorized on a log stream's ARN (its resource type is log-stream).
+    stream = ":log-stream:ip-10-0-1-23.ec2.internal.host.dmesg"
     allowed = [
         replace(base, name=f"{action} {kind}{suffix}", action=f"logs:{action}",
                 resource=f"{groups}/train-prod/{kind}{suffix}")
-        for action in ("DescribeLogStreams", "GetLogEvents")
+        for action, suffixes in (("DescribeLogStreams", ("", ":*", ":log-stream:")),
+                                 ("GetLogEvents", (stream,)))
         for kind in ("application", "host", "dataplane")
-        for suffix in ("", ":*", ":log-stream:")
+        for suffix in suffixes
     ]  # fmt: skip
     denied = [
-        replace(base, name="other cluster", resource=f"{groups}/train-prod-eu/host:*"),
+        replace(base, name="other cluster", resource=f"{groups}/train-prod-eu/host{stream}"),
         replace(base, name="write", action="logs:PutLogEvents",
                 resource=f"{groups}/train-prod/host:log-stream:x"),
     ]  # fmt: skip
