@@ -1,8 +1,17 @@
 """A failed job whose emitter named no pod (it died before its first step): its pods, nodes and
 held GPU-hours come from the GPU-hour attribution, and its logs are read from them (moto)."""
 
+from datetime import UTC, datetime
 from typing import Any
 
+import boto3
+
+from gpu_insights_agent.contract.metrics import (
+    DIM_CLUSTER,
+    DIM_JOB,
+    NAMESPACE_TRAINING,
+    TrainingMetric,
+)
 from lambdas.shared.findings import AnalysisRun, Kind
 from lambdas.training_analyzer.failure_logs import FailedPod
 from lambdas.training_analyzer.failure_placement import (
@@ -102,13 +111,30 @@ def test_an_unplaced_failed_job_is_read_from_the_pods_the_attribution_placed(log
     assert "GPU-hour attribution of 2026-11-29 placed none of its pods" in error.summary
 
 
-def test_a_failed_job_without_emitter_pods_waits_for_the_attribution() -> None:
+def test_a_failed_job_without_emitter_pods_waits_for_the_attribution(logs: Any) -> None:
     """Not an analysis_error ("its emitter reported no pod and node"): kept to be read."""
+    cloudwatch = boto3.client(
+        "cloudwatch", region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
+    )
+    cloudwatch.put_metric_data(
+        Namespace=NAMESPACE_TRAINING,
+        MetricData=[
+            {
+                "MetricName": str(TrainingMetric.JOB_FAILED),
+                "Dimensions": [
+                    {"Name": DIM_CLUSTER, "Value": "train"},
+                    {"Name": DIM_JOB, "Value": "w"},
+                ],
+                "Timestamp": datetime.fromtimestamp(HOUR + 1800, UTC),
+                "Value": 1.0,
+            }
+        ],
+    )
     run = AnalysisRun(analyzer="training")
-    reads = FailureReads.__new__(FailureReads)
-    reads.logs, reads.cluster, reads.total, reads.max_jobs = None, "train", 1, 50
-    reads.read, reads.over, reads.unplaced = {"w"}, set(), []
-    reads.hours = {"w": [float(HOUR)]}
+    reads = FailureReads(
+        cloudwatch=cloudwatch, logs=logs, cluster="train", failures={"w": 1.0},
+        start=HOUR - 6 * H, end=HOUR + H, max_jobs=50, run=run,
+    )  # fmt: skip
     assert reads.explain("w", [], [], 0, ("link",), run) == []
     assert run.findings == []
     assert reads.unplaced == [UnplacedFailure("w", (float(HOUR),), ("link",))]
