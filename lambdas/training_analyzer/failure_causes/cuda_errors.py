@@ -103,8 +103,6 @@ _BY_TEXT: Final = {
     for key in (*error.messages, error.name, error.driver_name)
     if key
 }
-#: A line names a CUDA error only where it speaks of CUDA ("out of memory" alone is no one's).
-_CUDA: Final = re.compile(r"cuda", re.IGNORECASE)
 _NAMED: Final = re.compile(
     "|".join(
         rf"\b{re.escape(k)}\b" if k[0].isalnum() else re.escape(k)
@@ -115,7 +113,9 @@ _NAMED: Final = re.compile(
 
 def cuda_error(text: str) -> CudaError | None:
     """The CUDA error a line names, by its text or enum name, or None."""
-    if not _CUDA.search(text):
+    # A line names a CUDA error only where it speaks of CUDA, Cuda or cuda (a plain substring
+    # test: most lines of a log name none).
+    if "uda" not in text and "UDA" not in text:
         return None
     named = _NAMED.search(text)
     return _BY_TEXT[named[0]] if named else None

@@ -143,11 +143,11 @@ def _parse(raws: Iterable[str]) -> Iterator[LogLine]:
         body = strip_prefixes(strip_terminal_escapes(raw))
         node = ""
         envelope = _envelope(body)
-        if envelope is not None:
+        if envelope is not None:  # JSON's escapes (\u001b) decode to what was stripped above
             body, node = envelope
+            body, node = strip_terminal_escapes(body, keep="\n"), strip_terminal_escapes(node)
         # A record's text may hold several lines (a multiline traceback joined by Fluent Bit).
         parts = body.split("\n")
-        node = strip_terminal_escapes(node)
         for part in parts:
-            text = strip_prefixes(strip_terminal_escapes(part))
+            text = strip_prefixes(part.rstrip("\r"))
             yield LogLine(number=number, raw=raw, text=text, node=node)
