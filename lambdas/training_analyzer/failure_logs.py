@@ -29,6 +29,9 @@ KERNEL_STREAMS: Final = ("dmesg", "messages")
 #: Events read per failed job at most: the classifier cites a handful, and a crash loop can
 #: print millions. The newest are kept (a failure is printed last).
 MAX_EVENTS: Final = 20_000
+#: Pages read of one stream at most, empty ones included: a bound that a server's answers
+#: cannot stretch (the cap is two full pages of 10,000 events).
+MAX_PAGES: Final = 50
 #: The window read around the failure: the minutes before it, and a few after (the kubelet's
 #: and the node's lines about a pod's end follow its last line).
 BEFORE_S: Final = 30 * 60
@@ -73,13 +76,14 @@ def _newest(
 ) -> list[tuple[int, str, str]]:
     """The stream's newest events in the window, at most ``cap``, oldest first: GetLogEvents
     from the stream's end (``startFromHead`` false: "the latest log events are returned
-    first"), paged backward with ``nextBackwardToken``, which "returns the same token you
-    passed in" at the stream's start (CloudWatch Logs API Reference, GetLogEvents). Paging
-    stops at the cap: a crash loop's millions of lines cost a page or two, not all of them."""
+    first"), paged backward with ``nextBackwardToken`` until it "returns the same token you
+    passed in" at the stream's start; a page may be empty "while there are more log events
+    available through the token" (CloudWatch Logs API Reference, GetLogEvents). Paging stops
+    at the cap: a crash loop's millions of lines cost a page or two, not all of them."""
     pages: list[list[dict[str, Any]]] = []
     token: str | None = None
     read = 0
-    while read < cap:
+    for _ in range(MAX_PAGES):
         page = logs.get_log_events(
             logGroupName=group, logStreamName=stream, startTime=start_ms, endTime=end_ms,
             startFromHead=False, **({"nextToken": token} if token else {}),
@@ -88,7 +92,7 @@ def _newest(
         pages.append(events)
         read += len(events)
         backward = page.get("nextBackwardToken")
-        if not events or not backward or backward == token:
+        if read >= cap or not backward or backward == token:
             break
         token = backward
     newest = [(e["timestamp"], e["message"], stream) for page in reversed(pages) for e in page]
