@@ -2,7 +2,7 @@
 failure analysis's time at 10,000 jobs.
 
 Log reads: the analyzer reads a failed job's pods' streams and its nodes' host and dataplane
-streams by name (FilterLogEvents: no per-byte charge) over ``failure_window`` of the hour whose
+streams by name (GetLogEvents: no per-byte charge) over ``failure_window`` of the hour whose
 ``job_failed`` count rose, at most ``MAX_EVENTS`` events. A Logs Insights query instead scans
 every byte of the three log groups in the window, at ``prices.LOGS_INSIGHTS`` a GB. Log volumes
 are stated, not measured (``*_BYTES_PER_HOUR``): a chatty training container and a GPU node's
@@ -79,7 +79,7 @@ class LogReads:
 
     @property
     def read_bytes_per_job(self) -> float:
-        """What FilterLogEvents returns for one failed job: its streams over the window, at
+        """What GetLogEvents returns for one failed job: its streams over the window, at
         most ``MAX_EVENTS`` events."""
         hours = self.window_s / 3600
         streams = hours * (
@@ -227,7 +227,7 @@ if __name__ == "__main__":
     for r in result.reads:
         print(
             f"{r.label}: {r.failed_per_day:g} failed jobs/day, read "
-            f"{r.read_bytes_per_job / 2**20:,.1f} MiB a job by name (FilterLogEvents, no scan "
+            f"{r.read_bytes_per_job / 2**20:,.1f} MiB a job by name (GetLogEvents, no scan "
             "charge); Logs Insights would scan "
             f"{r.insights_bytes_per_job / GB:,.3f} GB a job, ${r.insights_usd_per_day:,.4f}/day "
             f"at {LOGS_INSIGHTS.label()}"

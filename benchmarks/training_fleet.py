@@ -160,9 +160,13 @@ def serve_failure_logs(logs: Any, line: str, *, refuse: str | None = None) -> An
         return {"logStreams": [{"logStreamName": prefix + "x"}]}
 
     def events(params: dict[str, Any]) -> dict[str, Any]:
-        if not params["logGroupName"].endswith("/application"):
-            return {"events": []}
-        return {"events": [{"timestamp": params["startTime"] + 1, "message": line}]}
+        # Read from the stream's end (GetLogEvents, startFromHead false): one page, then the
+        # stream's start, where the backward token comes back as it was sent.
+        if "nextToken" in params:
+            return {"events": [], "nextBackwardToken": params["nextToken"]}
+        found = params["logGroupName"].endswith("/application")
+        page = [{"timestamp": params["startTime"] + 1, "message": line}] if found else []
+        return {"events": page, "nextBackwardToken": "b/0", "nextForwardToken": "f/0"}
 
-    wire.serve_json(logs, {"DescribeLogStreams": streams, "FilterLogEvents": events})
+    wire.serve_json(logs, {"DescribeLogStreams": streams, "GetLogEvents": events})
     return logs

@@ -109,7 +109,8 @@ def _analyze(
     training = training_config(settings, report_bucket=report_bucket or "")
     day = datetime.fromtimestamp(end, UTC).date()
     jobs = training_handler.analyze_jobs(training, clients, start, end, day)
-    gpu_run, _, _ = training_handler.attribute_gpu_hours(jobs, training, clients, end)
+    gpu_run, _, gpu_day = training_handler.attribute_gpu_hours(jobs, training, clients, end)
+    training_handler.place_failures(jobs, gpu_run, training, clients, gpu_day)
     memory_run = training_handler.right_size_memory(jobs, training, clients, end, gpu_run.pod_nodes)
     gpu_hours = sum(gpu_run.table.get("classes", {}).values())
     return jobs, [*jobs.findings, *gpu_run.findings, *memory_run.findings], gpu_hours

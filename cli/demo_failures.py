@@ -10,7 +10,8 @@ and each failure is read back and classified through the training analyzer's own
 
 Each job reports its end through the emitter (``close(succeeded=False)`` on rank 0: the
 ``job_failed`` count the analyzer reads); the first three step until then, whisper-finetune
-runs no step loop through it (its GPU-hours stay inferred from its pods, as before). The lines
+runs no step loop through it (its GPU-hours stay inferred from its pods, and the analyzer
+reads its failure from the pods the GPU-hour attribution placed). The lines
 are the corpus's (tests/data/failure_logs/corpus.json, each with its public source), written as
 Container Insights' Fluent Bit writes them: group and stream names as the reader looks them up
 (``failure_logs.stream_prefixes``), records shaped as the manifest's inputs and filters make
@@ -281,7 +282,7 @@ def seed_failures(clients: dict[str, Any], cluster: str) -> int:
     return written
 
 
-#: Marks a cause the demo read itself where the analyzer's run had no pod to read.
+#: Marks a cause the demo read itself where no analyzer run wrote one.
 DEMO_READ: Final = "read_by_demo"
 
 
@@ -303,7 +304,7 @@ def diagnose(
         finding = explain_job_failure(
             logs, cluster, job.failure.job, pods, window=failure_window(hour, hour + 3600)
         )
-        # The analyzer skipped it (its emitter reported no pods): the demo reads it itself.
+        # No analyzer run read it (none ran over its hours): the demo reads it itself.
         diagnosed.append({**finding.to_dict(), DEMO_READ: True})
     return diagnosed
 
@@ -311,7 +312,7 @@ def diagnose(
 def diagnosis_lines(finding: dict[str, Any]) -> list[str]:
     """A failure-cause finding as the demo prints it: job, cause, the lines it cites."""
     evidence = finding["evidence"]
-    by = " (read by the demo: the analyzer had no pod for it)" if finding.get(DEMO_READ) else ""
+    by = " (read by the demo: no analyzer run read it)" if finding.get(DEMO_READ) else ""
     lines = [
         f"   {finding['resource'].removeprefix('job/'):<22} {evidence['cause']:<20} "
         f"{evidence['title']}{by}"

@@ -111,7 +111,7 @@ INSIGHTS_ALARM: Final = Price(
     note="per metric analyzed: confirm it on the pricing page's Alarms tab",
 )
 #: Logs Insights queries, per GB of log data scanned (the pricing page's Logs tab). The training
-#: analyzer reads failed jobs' logs with FilterLogEvents instead, which has no per-GB charge.
+#: analyzer reads failed jobs' logs with GetLogEvents instead, which has no per-GB charge.
 LOGS_INSIGHTS: Final = Price(
     0.005,
     "GB scanned",

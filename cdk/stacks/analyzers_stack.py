@@ -217,7 +217,7 @@ class AnalyzersStack(DeploymentStack):
                 ),
                 iam.PolicyStatement(
                     sid="ReadFailureLogs",
-                    actions=["logs:DescribeLogStreams", "logs:FilterLogEvents"],
+                    actions=["logs:DescribeLogStreams", "logs:GetLogEvents"],
                     resources=[container_logs_arn],
                 ),
                 iam.PolicyStatement(

@@ -7,10 +7,12 @@ Fluent Bit, as Container Insights deploys it, names each log stream by its node 
 ``${HOST_NAME}.`` for the host group, and the record's tag follows it: ``application.var.log.
 containers.<pod>_<namespace>_<container>-<id>.log``, ``dataplane.systemd.<unit>``,
 ``host.dmesg``). So a pod's container logs and its node's kernel and kubelet logs are found by
-stream-name prefix: listed with DescribeLogStreams, then read with FilterLogEvents by name (at
-most 100 names a call), both paged. FilterLogEvents has no per-byte charge, unlike a Logs
+stream-name prefix: listed with DescribeLogStreams (paged), then each stream read from its end
+with GetLogEvents up to the event cap, and the node's kernel lines, which its dmesg and
+messages streams both carry, read once. GetLogEvents has no per-byte charge, unlike a Logs
 Insights query over the whole group."""
 
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
@@ -18,14 +20,18 @@ from typing import Any, Final
 from gpu_insights_agent.contract.metrics import container_insights_log_group_prefix
 from lambdas.shared.findings import Finding, Kind, Severity
 from lambdas.training_analyzer.analysis import ANALYZER
-from lambdas.training_analyzer.failure_causes import Cause, Diagnosis, classify_text
+from lambdas.training_analyzer.failure_causes import Cause, Diagnosis, classify_text, read_lines
 
-#: "logStreamNames ... Array Members: Minimum number of 1 item. Maximum number of 100 items."
-#: (CloudWatch Logs API Reference, FilterLogEvents).
-MAX_STREAM_NAMES: Final = 100
+#: The host group's streams that carry the kernel's lines: Fluent Bit's tail inputs tagged
+#: ``host.dmesg`` (/var/log/dmesg) and ``host.messages`` (/var/log/messages); its third,
+#: ``host.secure`` (/var/log/secure), holds logins (fluent-bit.yaml, ``host-log.conf``).
+KERNEL_STREAMS: Final = ("dmesg", "messages")
 #: Events read per failed job at most: the classifier cites a handful, and a crash loop can
 #: print millions. The newest are kept (a failure is printed last).
 MAX_EVENTS: Final = 20_000
+#: Pages read of one stream at most, empty ones included: a bound that a server's answers
+#: cannot stretch (the cap is two full pages of 10,000 events).
+MAX_PAGES: Final = 50
 #: The window read around the failure: the minutes before it, and a few after (the kubelet's
 #: and the node's lines about a pod's end follow its last line).
 BEFORE_S: Final = 30 * 60
@@ -33,7 +39,7 @@ AFTER_S: Final = 10 * 60
 
 #: The causes that take a node or GPU out of service: the finding is critical.
 _CRITICAL: Final = frozenset(
-    {Cause.GPU_XID, Cause.NODE_LOST, Cause.IO_ERROR, Cause.KERNEL_OOM_KILLER}
+    {Cause.GPU_XID, Cause.GPU_FAULT, Cause.NODE_LOST, Cause.IO_ERROR, Cause.KERNEL_OOM_KILLER}
 )
 
 
@@ -65,18 +71,61 @@ def _streams(logs: Any, group: str, prefix: str) -> Iterator[str]:
         token = {"nextToken": page["nextToken"]}
 
 
-def _events(
-    logs: Any, group: str, names: list[str], start_ms: int, end_ms: int
-) -> Iterator[tuple[int, str]]:
-    token: dict[str, str] = {}
-    while True:
-        page = logs.filter_log_events(
-            logGroupName=group, logStreamNames=names, startTime=start_ms, endTime=end_ms, **token
-        )
-        yield from ((e["timestamp"], e["message"]) for e in page.get("events", []))
-        if not page.get("nextToken"):
-            return
-        token = {"nextToken": page["nextToken"]}
+def _newest(
+    logs: Any, group: str, stream: str, start_ms: int, end_ms: int, cap: int
+) -> list[tuple[int, str, str]]:
+    """The stream's newest events in the window, at most ``cap``, oldest first: GetLogEvents
+    from the stream's end (``startFromHead`` false: "the latest log events are returned
+    first"), paged backward with ``nextBackwardToken`` until it "returns the same token you
+    passed in" at the stream's start; a page may be empty "while there are more log events
+    available through the token" (CloudWatch Logs API Reference, GetLogEvents). Paging stops
+    at the cap: a crash loop's millions of lines cost a page or two, not all of them."""
+    pages: list[list[dict[str, Any]]] = []
+    token: str | None = None
+    read = 0
+    for _ in range(MAX_PAGES):
+        page = logs.get_log_events(
+            logGroupName=group, logStreamName=stream, startTime=start_ms, endTime=end_ms,
+            startFromHead=False, **({"nextToken": token} if token else {}),
+        )  # fmt: skip
+        events = page.get("events", [])
+        pages.append(events)
+        read += len(events)
+        backward = page.get("nextBackwardToken")
+        if read >= cap or not backward or backward == token:
+            break
+        token = backward
+    newest = [(e["timestamp"], e["message"], stream) for page in reversed(pages) for e in page]
+    return newest[-cap:]
+
+
+def _kernel_stream(stream: str) -> tuple[str, str] | None:
+    """(node, kind) of a node's kernel-log stream (``<node>.host.dmesg`` or
+    ``<node>.host.messages``), else None."""
+    node, _, kind = stream.rpartition(".host.")
+    return (node, kind) if node and kind in KERNEL_STREAMS else None
+
+
+def kernel_lines_once(events: Iterable[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
+    """The events, in time order, with each kernel line of a node read once: the kernel
+    prints to both /var/log/dmesg and /var/log/messages (rsyslog's kern facility), which
+    Fluent Bit ships as two streams, so a line in one that the other already holds (the same
+    text once prefixes and records are read away) is dropped; a line printed twice in one
+    stream stays twice."""
+    counts: dict[tuple[str, str, str], int] = defaultdict(int)
+    kept = []
+    for event in sorted(events, key=lambda e: e[0]):
+        kernel = _kernel_stream(event[2])
+        if kernel is None:
+            kept.append(event)
+            continue
+        node, kind = kernel
+        text = "\n".join(line.text for line in read_lines(event[1]))
+        other = next(k for k in KERNEL_STREAMS if k != kind)
+        counts[(node, kind, text)] += 1
+        if counts[(node, kind, text)] > counts[(node, other, text)]:
+            kept.append(event)
+    return kept
 
 
 def failure_window(failed_from: float, failed_to: float | None = None) -> tuple[float, float]:
@@ -91,7 +140,7 @@ def read_failure_log(
     """The events from ``start`` to ``end`` (epoch seconds) in time order as one log, and the
     log groups that do not exist (Container Insights' logs not turned on): read as absent."""
     start_ms, end_ms = int(start * 1000), int(end * 1000)
-    events: list[tuple[int, str]] = []
+    events: list[tuple[int, str, str]] = []
     missing: list[str] = []
     # A node's host and dataplane streams are read once, however many of the job's pods it ran.
     wanted = dict.fromkeys(pair for failed in pods for pair in stream_prefixes(cluster, failed))
@@ -103,11 +152,12 @@ def read_failure_log(
         except logs.exceptions.ResourceNotFoundException:
             missing.append(group)
             continue
-        for i in range(0, len(names), MAX_STREAM_NAMES):
-            batch = names[i : i + MAX_STREAM_NAMES]
-            events += _events(logs, group, batch, start_ms, end_ms)
-    events.sort(key=lambda e: e[0])
-    return "\n".join(message for _, message in events[-MAX_EVENTS:]), missing
+        if group.endswith("/host"):  # the kernel's lines; not /var/log/secure's logins
+            names = [name for name in names if _kernel_stream(name)]
+        for name in names:
+            events += _newest(logs, group, name, start_ms, end_ms, MAX_EVENTS)
+    events = kernel_lines_once(events)
+    return "\n".join(message for _, message, _ in events[-MAX_EVENTS:]), missing
 
 
 def failure_cause_finding(

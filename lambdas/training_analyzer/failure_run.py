@@ -10,9 +10,11 @@ Bounded: at most ``failure_log_jobs`` jobs are read a run (a shard of the fleet 
 machine is a run), the most failures first; each job over it is named by an
 ``analysis_error`` finding, and at most ``FAILURES_PER_JOB`` of a job's failed hours (its
 latest) are read. A job whose logs cannot be read is named the same way, and the other
-jobs' findings stand."""
+jobs' findings stand. A failed job whose emitter named no pod is kept as an
+``UnplacedFailure``, read once the GPU-hour attribution has placed its pods
+(failure_placement.py)."""
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -79,6 +81,28 @@ class FailedRun:
             signature=str(document["signature"]),
             nodes=tuple(str(n) for n in document["nodes"]),
             gpu_hours=float(document["gpu_hours"]),
+        )
+
+
+@dataclass(frozen=True)
+class UnplacedFailure:
+    """A failed job the emitter named no pod for: read once the attribution has its pods."""
+
+    job: str
+    #: Its failed hours in the window (epoch seconds), ascending.
+    hours: tuple[float, ...]
+    #: Its own findings, as "kind resource", for its cause to link.
+    links: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "hours": list(self.hours), "links": list(self.links)}
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any]) -> "UnplacedFailure":
+        return cls(
+            job=str(document["job"]),
+            hours=tuple(float(h) for h in document["hours"]),
+            links=tuple(str(link) for link in document["links"]),
         )
 
 
@@ -159,6 +183,9 @@ class FailureReads:
         order = sorted(failures, key=lambda job: (-failures[job], job))
         self.read, self.over = set(order[:max_jobs]), set(order[max_jobs:])
         self.hours: dict[str, list[float]] = {}
+        #: Failed jobs the emitter named no pod of: read after the GPU-hour attribution
+        #: (failure_placement.py), which places their pods.
+        self.unplaced: list[UnplacedFailure] = []
         if not self.read:
             return
         try:
@@ -192,15 +219,11 @@ class FailureReads:
             return []
         pods = [FailedPod(r.pod, r.node) for r in ranks if r.pod and r.node]
         if not pods:
-            run.skip(
-                f"job/{job}",
-                FailureLogsError("failure logs not read: its emitter reported no pod and node"),
-            )
+            self.unplaced.append(UnplacedFailure(job, tuple(job_hours), links))
             return []
+        costs = failed_run_gpu_hours(stepping, job_hours, gpus)
         try:
-            found, runs = _explain_job(
-                self.logs, self.cluster, job, pods, job_hours, stepping, gpus
-            )
+            found, runs = explain_job(self.logs, self.cluster, job, pods, job_hours, costs)
         except _AWS_ERRORS as err:
             run.skip(f"job/{job}", FailureLogsError(f"failure logs: {err}"))
             return []
@@ -208,17 +231,16 @@ class FailureReads:
         return runs
 
 
-def _explain_job(
+def explain_job(
     logs: Any,
     cluster: str,
     job: str,
     pods: list[FailedPod],
     job_hours: list[float],
-    stepping: Sequence[float],
-    gpus: int,
+    costs: Mapping[float, float],
 ) -> tuple[Finding, list[FailedRun]]:
-    """The job's latest failed hours read and classified; its finding is the latest's."""
-    costs = failed_run_gpu_hours(stepping, job_hours, gpus)
+    """The job's latest failed hours read and classified, each run priced at ``costs`` (its
+    GPU-hours by failed hour); its finding is the latest's."""
     read = []
     for hour in job_hours[-FAILURES_PER_JOB:]:
         window_start, window_end = failure_window(hour, hour + HOUR)

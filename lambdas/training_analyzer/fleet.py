@@ -19,7 +19,7 @@ from typing import Any
 from lambdas.shared.shard_parts import add_run, read_required, run_document, shard_key
 from lambdas.shared.shards import map_items
 from lambdas.training_analyzer.analysis import JobCost, RankStats
-from lambdas.training_analyzer.failure_run import FAILURE_LOG_JOBS, FailedRun
+from lambdas.training_analyzer.failure_run import FAILURE_LOG_JOBS, FailedRun, UnplacedFailure
 from lambdas.training_analyzer.run import TrainingRun, analyze_jobs, plan_jobs
 
 
@@ -36,6 +36,7 @@ def _run_document(run: TrainingRun) -> dict[str, Any]:
         **run_document(run),
         "costs": {job: asdict(c) for job, c in run.costs.items()},
         "failures": [f.to_json() for f in run.failures],
+        "unplaced_failures": [f.to_json() for f in run.unplaced_failures],
     }
 
 
@@ -43,6 +44,9 @@ def _add(run: TrainingRun, document: dict[str, Any]) -> None:
     add_run(run, document)
     run.costs.update({job: JobCost(**cost) for job, cost in document["costs"].items()})
     run.failures += [FailedRun.from_json(f) for f in document.get("failures", [])]
+    run.unplaced_failures += [
+        UnplacedFailure.from_json(f) for f in document.get("unplaced_failures", [])
+    ]
 
 
 def plan(

@@ -28,6 +28,7 @@ from lambdas.shared.s3_objects import ListBucketDeniedError, read_object
 from lambdas.training_analyzer import fleet
 from lambdas.training_analyzer.analysis import ANALYZER
 from lambdas.training_analyzer.config import TrainingConfig
+from lambdas.training_analyzer.failure_placement import explain_unplaced
 from lambdas.training_analyzer.gpu_hours.metrics import put_waste_metrics, waste_metric_data
 from lambdas.training_analyzer.gpu_hours.run import GpuHoursRun, analyze_gpu_hours
 from lambdas.training_analyzer.gpu_memory.run import analyze_gpu_memory
@@ -213,6 +214,25 @@ def attribute_gpu_hours(
     return gpu_run, gpu_start, gpu_day
 
 
+def place_failures(
+    run: TrainingRun, gpu_run: GpuHoursRun, config: TrainingConfig, clients: Clients, day: date
+) -> None:
+    """The failed jobs no emitter named a pod of, read from the logs of the pods the GPU-hour
+    attribution of ``day`` placed (lambdas/training_analyzer/failure_placement.py): their
+    causes join ``run``'s findings and their failed runs its failures. Read-only."""
+    if not run.unplaced_failures:
+        return
+    run.failures += explain_unplaced(
+        clients("logs"),
+        config.cluster_name,
+        run.unplaced_failures,
+        gpu_run.held_jobs,
+        run,
+        day=day.isoformat(),
+    )
+    run.unplaced_failures = []
+
+
 def right_size_memory(
     run: TrainingRun,
     config: TrainingConfig,
@@ -243,6 +263,7 @@ def _publish(run: TrainingRun, config: TrainingConfig, day: Any, end: float) -> 
     shards): the GPU-hour attribution of the whole cluster, the daily files, the findings."""
     cluster, bucket = config.cluster_name, config.report_bucket
     gpu_run, gpu_start, gpu_day = attribute_gpu_hours(run, config, _clients, end)
+    place_failures(run, gpu_run, config, _clients, gpu_day)
     memory_run = right_size_memory(run, config, _clients, end, gpu_run.pod_nodes)
     findings = stamped([*run.findings, *gpu_run.findings, *memory_run.findings], cluster, end)
     # Every job's cost, found or not, for the weekly report's costliest jobs, and the day's

@@ -31,7 +31,12 @@ from lambdas.training_analyzer.aws import (
     list_jobs,
     rank_stats,
 )
-from lambdas.training_analyzer.failure_run import FAILURE_LOG_JOBS, FailedRun, FailureReads
+from lambdas.training_analyzer.failure_run import (
+    FAILURE_LOG_JOBS,
+    FailedRun,
+    FailureReads,
+    UnplacedFailure,
+)
 
 AWS_ERRORS = (ClientError, BotoCoreError)
 
@@ -46,6 +51,9 @@ class TrainingRun(AnalysisRun):
     pod_nodes: dict[str, str] = field(default_factory=dict)
     #: Each failed hour whose logs were read, for the weekly report's failures section.
     failures: list[FailedRun] = field(default_factory=list)
+    #: Failed jobs whose emitter named no pod: read after the GPU-hour attribution places
+    #: their pods (failure_placement.py).
+    unplaced_failures: list[UnplacedFailure] = field(default_factory=list)
 
 
 def _job_series(
@@ -205,6 +213,8 @@ def analyze_jobs(
         if reads is not None:
             links = tuple(f"{f.kind} {f.resource}" for f in found)
             run.failures += reads.explain(job, data.ranks, hours[job], cost.gpus, links, run)
+    if reads is not None:
+        run.unplaced_failures += reads.unplaced
     return run
 
 

@@ -5,7 +5,9 @@ signatures grouped across jobs, nodes and days (failure_causes.group_signatures)
 they point at and what their failed runs cost. Pure: figures, their HTML section and CSV.
 
 A failed run's GPU-hours are its GPUs x its stepping hours since the job's previous failure
-(the analyzer's measure of a job's GPU-hours, lambdas/training_analyzer/failure_run.py),
+(the analyzer's measure of a job's GPU-hours, lambdas/training_analyzer/failure_run.py), or,
+for a job whose emitter reported no step, what its pods held in that time as the GPU-hour
+attribution measured it (lambdas/training_analyzer/failure_placement.py),
 priced at the deployment's GPU-hour price: what the run held until it failed, of which a
 checkpoint saves some."""
 
@@ -183,7 +185,8 @@ def failures_section(figures: Mapping[str, Any]) -> str:
     intro = (
         f"{figures['failures']} failed run(s), each cause named from its pods' and nodes' "
         f"Container Insights logs: {figures['gpu_hours']:,.1f} GPU-hours held by the runs "
-        f"that failed (their GPUs x their stepping hours until the failure), "
+        f"that failed (their GPUs x their stepping hours until the failure; for a job whose "
+        f"emitter reported no step, the GPU-hours its pods held), "
         f"${figures['usd']:,.0f} at ${price:,.2f} a GPU-hour; a checkpoint saves part of it."
     )
     parts = [head, f'<p class="relates">{escape(intro)}</p>', "<h3>Causes per job</h3>"]

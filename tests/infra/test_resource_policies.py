@@ -552,7 +552,7 @@ def test_training_role_may_read_its_clusters_container_insights_logs_only(
     deployed: list[Deployed],
 ) -> None:
     """A failed job's pods' and nodes' logs (lambdas/training_analyzer/failure_logs.py):
-    DescribeLogStreams and FilterLogEvents on this cluster's Container Insights groups, as the
+    DescribeLogStreams and GetLogEvents on this cluster's Container Insights groups, as the
     group's ARN, with its ``:*`` suffix, or below it (how AccessDenied messages name a logs
     resource, aws/aws-sdk-js#3022); not another cluster's whose name starts with this one's,
     and no other log action there."""
@@ -566,20 +566,23 @@ def test_training_role_may_read_its_clusters_container_insights_logs_only(
     base = Request(
         name="",
         principal=stack.resolve.arn(role),
-        action="logs:FilterLogEvents",
+        action="logs:GetLogEvents",
         resource="",
         account_id=ACCOUNT,
         identity_policies=_identity_policies(stack, role),
     )
+    # GetLogEvents is authorized on a log stream's ARN (its resource type is log-stream).
+    stream = ":log-stream:ip-10-0-1-23.ec2.internal.host.dmesg"
     allowed = [
         replace(base, name=f"{action} {kind}{suffix}", action=f"logs:{action}",
                 resource=f"{groups}/train-prod/{kind}{suffix}")
-        for action in ("DescribeLogStreams", "FilterLogEvents")
+        for action, suffixes in (("DescribeLogStreams", ("", ":*", ":log-stream:")),
+                                 ("GetLogEvents", (stream,)))
         for kind in ("application", "host", "dataplane")
-        for suffix in ("", ":*", ":log-stream:")
+        for suffix in suffixes
     ]  # fmt: skip
     denied = [
-        replace(base, name="other cluster", resource=f"{groups}/train-prod-eu/host:*"),
+        replace(base, name="other cluster", resource=f"{groups}/train-prod-eu/host{stream}"),
         replace(base, name="write", action="logs:PutLogEvents",
                 resource=f"{groups}/train-prod/host:log-stream:x"),
     ]  # fmt: skip

@@ -9,6 +9,8 @@ from typing import Final
 
 class Cause(StrEnum):
     GPU_XID = "gpu_xid"
+    GPU_FAULT = "gpu_fault"
+    GPU_UNAVAILABLE = "gpu_unavailable"
     SPOT_INTERRUPTION = "spot_interruption"
     NODE_LOST = "node_lost"
     IO_ERROR = "io_error"
@@ -37,6 +39,20 @@ ADVICE: Final[dict[Cause, Advice]] = {
         "Act on the GPU as NVIDIA's catalogue says for the code (reset the GPU, or drain and "
         "replace the node for a fatal code); resubmit the job from its last checkpoint on "
         "healthy GPUs. The other ranks' NCCL errors and timeouts follow from this GPU.",
+    ),
+    Cause.GPU_FAULT: Advice(
+        "GPU fault reported by CUDA",
+        "CUDA reported a fault of the GPU itself (its memory's uncorrectable ECC error, or its "
+        "NVLink's), not of the code. Find the GPU in the node's kernel log (its XID) and "
+        "nvidia-smi -q (ECC errors, retired pages or remapped rows); drain the node and reset "
+        "or replace the GPU, then resume the job from its last checkpoint on healthy GPUs.",
+    ),
+    Cause.GPU_UNAVAILABLE: Advice(
+        "No usable GPU for the job",
+        "CUDA found the job's GPU busy, missing or not ready (another process holding it in "
+        "exclusive compute mode, a GPU in a bad state, Fabric Manager not running, a driver "
+        "older than the image's CUDA). Check the node: nvidia-smi (processes, compute mode), "
+        "its kernel log's XIDs, the NVIDIA device plugin and driver; cordon it if it recurs.",
     ),
     Cause.SPOT_INTERRUPTION: Advice(
         "Spot interruption of the node",
@@ -117,13 +133,17 @@ ADVICE: Final[dict[Cause, Advice]] = {
 
 
 #: Root cause first: a lost GPU or node explains the OOMs, NCCL errors and timeouts its peers
-#: print after it; a concrete resource exhausted explains the collective that then failed; an
-#: XID that NVIDIA calls an application fault (13, 31, 43, 45) explains less than an out of
-#: memory in the same lines (XID 45 follows every killed process), so it ranks below them.
+#: print after it (a fatal XID names the GPU's fault more exactly than CUDA's error for it,
+#: and a GPU CUDA could not use explains what failed after); a concrete resource exhausted
+#: explains the collective that then failed; an XID that NVIDIA calls an application fault
+#: (13, 31, 43, 45) explains less than an out of memory in the same lines (XID 45 follows
+#: every killed process), so it ranks below them.
 _ORDER: Final = (
     (Cause.GPU_XID, True),
+    (Cause.GPU_FAULT, None),
     (Cause.SPOT_INTERRUPTION, None),
     (Cause.NODE_LOST, None),
+    (Cause.GPU_UNAVAILABLE, None),
     (Cause.IO_ERROR, None),
     (Cause.KERNEL_OOM_KILLER, None),
     (Cause.EVICTED, None),

@@ -121,6 +121,8 @@ def classify_lines(lines: Sequence[LogLine]) -> Diagnosis:
             recommendation += (
                 f" NVIDIA's action for XID {detail['xid']}: {detail['nvidia_action']}."
             )
+    elif "cuda_error" in detail:
+        title = f"{title}: {detail['cuda_message']} ({detail['cuda_error']}, {detail['cuda_code']})"
     if exception is not None and cause is not Cause.APPLICATION_EXCEPTION:
         detail.setdefault("exception", exception.type)
     cited = _cite([m.line for m in deciding])

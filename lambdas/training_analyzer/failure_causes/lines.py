@@ -7,7 +7,8 @@ manifest (aws-samples/amazon-cloudwatch-container-insights,
 k8s-deployment-manifest-templates/deployment-mode/daemonset/container-insights-monitoring/
 fluent-bit/fluent-bit.yaml: the kubernetes filter on ``application.*``, ``Key message`` for
 /var/log/dmesg, the syslog parser's ``message``, and the dataplane's ``MESSAGE`` renamed
-``message``). Each line is reduced to the text its program printed, keeping where it came from."""
+``message``). Each line is reduced to the text its program printed, keeping where it came
+from, with no terminal escape sequence (a coloured traceback reads as the plain one)."""
 
 import json
 import re
@@ -52,6 +53,31 @@ _PREFIX_FORMS: Final = (
 #: One pattern for all of them, so that a line costs one match per prefix it has.
 _PREFIX: Final = re.compile("|".join(f"(?:{form})" for form in _PREFIX_FORMS))
 _MAX_PREFIXES: Final = 6
+
+
+#: Terminal escape sequences (ECMA-48, the standard xterm and its kin follow): CSI (ESC [ or
+#: 0x9B, parameters, intermediates, a final byte: colours, cursor moves), the string controls
+#: OSC, DCS, SOS, PM and APC (ESC ] P X ^ _ or 0x9D 0x90 0x98 0x9E 0x9F, ended by BEL or ST:
+#: OSC 8 hyperlinks, window titles), and ESC with intermediates and a final byte.
+_ESCAPES: Final = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]"
+)
+#: What is left of the C0 and C1 control characters (a lone ESC, a carriage return that would
+#: overwrite the line, a backspace), but tab.
+_CONTROLS: Final = "".join(chr(c) for c in (*range(0x00, 0x20), *range(0x7F, 0xA0)) if c != 9)
+_ANY_CONTROL: Final = re.compile(f"[{re.escape(_CONTROLS)}]")
+
+
+def strip_terminal_escapes(text: str, *, keep: str = "") -> str:
+    """The text with terminal escape sequences and control characters removed (but tab and
+    the characters in ``keep``): a log line printed to a terminal cannot recolour, move the
+    cursor, retitle the window or hide a link behind other text."""
+    if not _ANY_CONTROL.search(text):  # most lines: nothing to remove
+        return text
+    text = _ESCAPES.sub("", text)
+    return text.translate({ord(c): None for c in _CONTROLS if c not in keep})
 
 
 def strip_prefixes(text: str) -> str:
@@ -114,12 +140,14 @@ def read_lines(text: str) -> list[LogLine]:
 
 def _parse(raws: Iterable[str]) -> Iterator[LogLine]:
     for number, raw in enumerate(raws, start=1):
-        body = strip_prefixes(raw)
+        body = strip_prefixes(strip_terminal_escapes(raw))
         node = ""
         envelope = _envelope(body)
-        if envelope is not None:
+        if envelope is not None:  # JSON's escapes (\u001b) decode to what was stripped above
             body, node = envelope
+            body, node = strip_terminal_escapes(body, keep="\n"), strip_terminal_escapes(node)
         # A record's text may hold several lines (a multiline traceback joined by Fluent Bit).
         parts = body.split("\n")
         for part in parts:
-            yield LogLine(number=number, raw=raw, text=strip_prefixes(part.rstrip("\r")), node=node)
+            text = strip_prefixes(part.rstrip("\r"))
+            yield LogLine(number=number, raw=raw, text=text, node=node)

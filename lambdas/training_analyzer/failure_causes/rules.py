@@ -12,6 +12,7 @@ from gpu_insights_agent.contract.xid import (
     parse_kernel_xid_line,
 )
 from lambdas.training_analyzer.failure_causes.causes import Cause
+from lambdas.training_analyzer.failure_causes.cuda_errors import CudaFault, cuda_error
 from lambdas.training_analyzer.failure_causes.lines import LogLine
 
 
@@ -213,11 +214,34 @@ def _xid(line: LogLine) -> Match | None:
     )
 
 
+#: Whose fault a CUDA error is (cuda_errors.py), as the cause it names.
+_CUDA_CAUSES: Final = {
+    CudaFault.DEVICE: Cause.GPU_FAULT,
+    CudaFault.UNAVAILABLE: Cause.GPU_UNAVAILABLE,
+    CudaFault.APPLICATION: Cause.APPLICATION_EXCEPTION,
+}
+
+
+def _cuda(line: LogLine) -> Match | None:
+    error = cuda_error(line.text)
+    if error is None:
+        return None
+    detail = {
+        "cuda_error": error.name,
+        "cuda_code": str(error.code),
+        "cuda_message": error.messages[0],
+    }
+    return Match(cause=_CUDA_CAUSES[error.fault], line=line, detail=detail)
+
+
 def match_line(line: LogLine) -> Match | None:
     """The cause the line names, or None."""
     xid = _xid(line)
     if xid is not None:
         return xid
+    cuda = _cuda(line)
+    if cuda is not None:
+        return cuda
     text = line.text
     # One scan for every rule's needles first: most lines of a log name no cause.
     found = set(_NEEDLES.findall(text))

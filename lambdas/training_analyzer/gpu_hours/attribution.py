@@ -116,6 +116,9 @@ class PodHours:
     idle_hours: set[int] = field(default_factory=set)
     #: Held GPU-hours (of any class but lost) in hours its job's emitter reported steps.
     stepping: float = 0.0
+    #: Held GPU-hours (of any class) by hour (epoch seconds): what a run of its job that
+    #: failed held until it failed, where no emitter reported its steps (failure_placement).
+    by_hour: dict[int, float] = field(default_factory=lambda: defaultdict(float))
     time_sliced: bool = False
     no_container_insights: bool = False
 
@@ -365,6 +368,7 @@ def _account(
             cls = HourClass.WORKING
             result.stepping_under_threshold += portion
     pod.hours[cls] += portion
+    pod.by_hour[hour.hour] += portion
     pod.gpus.add(hour.gpu)
     if cls is HourClass.NOT_WORKING:
         pod.idle_hours.add(hour.hour)

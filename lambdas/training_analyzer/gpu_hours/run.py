@@ -13,6 +13,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from lambdas.shared.findings import AnalysisRun
 from lambdas.shared.metric_fetcher import MetricDataError
 from lambdas.shared.promql import PromQLClient, PromQLError
+from lambdas.training_analyzer.failure_placement import HeldJob, held_jobs
 from lambdas.training_analyzer.gpu_hours.attribution import (
     UNPLACED_NODE,
     Hold,
@@ -32,6 +33,9 @@ class GpuHoursRun(AnalysisRun):
     #: Each pod's node, as the attribution placed it (the node of most of its hours): the
     #: GPU memory right-sizing's instance types for pods no emitter reported.
     pod_nodes: dict[str, str] = field(default_factory=dict)
+    #: Each job's pods and held GPU-hours by hour: where the failed jobs no emitter named a
+    #: pod of ran (lambdas/training_analyzer/failure_placement.py).
+    held_jobs: dict[str, HeldJob] = field(default_factory=dict)
 
 
 def analyze_gpu_hours(
@@ -75,6 +79,7 @@ def analyze_gpu_hours(
     )
     run.table = day_table(attribution, gpu_hour_usd)
     run.pod_nodes = placed_nodes(observed.holds)
+    run.held_jobs = held_jobs(attribution)
     run.findings += held_not_working(
         attribution,
         gpu_hour_usd=gpu_hour_usd,

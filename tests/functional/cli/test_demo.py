@@ -9,7 +9,7 @@ import pytest
 
 from cli.demo import DemoResult, run_demo
 from cli.demo_exporter import NODE, REPLAY_PODS, pod_uid, replay_window
-from cli.demo_failures import PLANTED
+from cli.demo_failures import DEMO_READ, PLANTED
 from cli.demo_jobs import ALARM_JOBS, job_pages
 from cli.demo_otel import COMPARED, compare
 from cli.demo_report import chromium, page_height, png_size
@@ -312,12 +312,22 @@ def test_the_demo_week_leads_with_the_teams_that_held_gpus_without_work(
     }
     # The last day's: the notebook's alone; the data-bound job stepped in every hour it held.
     assert sorted(held) == ["namespace/research/job/jupyter-alice"]
-    # The one analysis error: the planted XID job, whose emitter reported no pod to read the
-    # logs of (cli/demo_failures.py; the demo reads that job's logs itself and says so).
-    assert document["findings_by_kind"].get("analysis_error", 0) == 1
-    (error,) = [f for f in result.monday_findings if f["kind"] == "analysis_error"]
-    assert error["resource"] == "job/whisper-finetune"
-    assert "reported no pod" in error["summary"]
+    # No analysis error: the planted XID job, whose emitter reported no pod, is read from the
+    # pods the GPU-hour attribution placed (lambdas/training_analyzer/failure_placement.py),
+    # and its failed run priced at the 7.6 GPU-hours they held.
+    assert document["findings_by_kind"].get("analysis_error", 0) == 0
+    (whisper,) = [
+        f
+        for f in result.monday_findings
+        if f["kind"] == "training_failure_cause" and f["resource"] == "job/whisper-finetune"
+    ]
+    assert whisper["evidence"]["cause"] == "gpu_xid"
+    assert whisper["evidence"]["pods_from"].startswith("GPU-hour attribution of ")
+    assert [r["gpu_hours"] for r in whisper["evidence"]["failures"]] == [7.6]
+    # The report's failed runs: the five before and whisper-finetune's.
+    failures = document["failures"]
+    assert (failures["failures"], failures["gpu_hours"], failures["usd"]) == (6, 27.6, 189.89)
+    assert "6 failed run(s)" in html
     browser = chromium()
     if browser is not None:  # the screenshot is the whole page, not its first 2,400 px
         width, height = png_size(tmp_path / "out" / "report.png")
@@ -592,6 +602,8 @@ def test_the_demo_explains_each_planted_failure(demo: tuple[DemoResult, Path]) -
     summary = result.summary()
     for p in PLANTED:
         assert any(line.split()[:2] == [p.job, p.cause] for line in summary.splitlines())
+    # Each read by the analyzer's Monday run, none by the demo on its behalf.
+    assert not any(f.get(DEMO_READ) for f in result.failures)
     # The Monday run, which covers the replayed hours, counts each as a failed run.
     failed = {f["resource"] for f in result.monday_findings if f["kind"] == "training_job_failures"}
     assert {f"job/{p.job}" for p in PLANTED} <= failed

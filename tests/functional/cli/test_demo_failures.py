@@ -96,7 +96,7 @@ def test_each_planted_failure_is_failed_in_the_metrics_and_classified_with_its_c
         "out",
         "of",
         "memory",
-        *["(read", "by", "the", "demo:", "the", "analyzer", "had", "no", "pod", "for", "it)"],
+        *["(read", "by", "the", "demo:", "no", "analyzer", "run", "read", "it)"],
     ]
 
 

@@ -114,3 +114,45 @@ def test_an_unreadable_log_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixtu
     path.chmod(0)
     assert main(["explain-failure", "--log", str(path)]) == 2
     assert "cannot be read" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("stdin", [False, True])
+def test_a_huge_logs_cited_line_is_numbered_as_the_whole_file_numbers_it(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    stdin: bool,
+) -> None:
+    """Only the last 64 KiB are read, yet the OOM on line 30,002 is cited as line 30,002, not
+    by its place in the window read (from a file, which seeks, and from standard input)."""
+    monkeypatch.setattr(explain_failure, "MAX_BYTES", 64 * 1024)
+    oom = SAMPLES["cuda-oom-traceback-last"].lines[-1]
+    filler = "".join(f"step {n} loss 2.5\n" for n in range(30_000))
+    data = ("header\n" + filler + oom + "\n" + "step done\n" * 10).encode()
+    path = tmp_path / "big.log"
+    path.write_bytes(data)
+    if stdin:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    assert main(["explain-failure", "--log", "-" if stdin else str(path), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["truncated"] is True
+    assert [line["number"] for line in document["lines"]] == [30_002]
+    assert data.decode().splitlines()[30_002 - 1] == oom
+
+
+def test_terminal_escapes_in_the_log_never_reach_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A coloured traceback line, an OSC 8 hyperlink, a title change, a backspace: the cause is
+    still named, and what is printed holds no escape or control character."""
+    oom = SAMPLES["cuda-oom-traceback-last"].lines[-1]
+    path = tmp_path / "coloured.log"
+    path.write_text(
+        "\x1b]0;pwned\x07step 1\n"
+        f"\x1b[31m{oom}\x1b[0m \x1b]8;;http://evil.example\x07docs\x1b]8;;\x07\x08\x1bc\n"
+    )
+    assert main(["explain-failure", "--log", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "cuda_out_of_memory" in out
+    assert f"  2: {oom} docs" in out.splitlines()
+    assert not any(ch in out for ch in "\x1b\x07\x08\x9b\x9d")

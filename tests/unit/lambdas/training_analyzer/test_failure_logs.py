@@ -13,7 +13,7 @@ from moto import mock_aws
 
 from lambdas.shared.findings import Kind, Severity
 from lambdas.training_analyzer.failure_logs import (
-    MAX_STREAM_NAMES,
+    MAX_EVENTS,
     FailedPod,
     explain_job_failure,
     failure_window,
@@ -118,9 +118,9 @@ def test_a_nodes_host_log_is_read_once_for_all_the_jobs_pods_on_it(logs: Any) ->
     assert finding.evidence["lines_read"] == 5
 
 
-def test_a_pod_restarted_past_one_calls_stream_limit_is_read_whole(logs: Any) -> None:
-    """Each restart of a container is a stream of its own; FilterLogEvents takes 100 names."""
-    restarts = MAX_STREAM_NAMES + 20
+def test_a_pod_restarted_many_times_is_read_whole(logs: Any) -> None:
+    """Each restart of a container is a stream of its own: every one is read."""
+    restarts = 120
     for n in range(restarts):
         line = "step 10 loss 2.5" if n < restarts - 1 else SAMPLES["cuda-oom-torch-2x"].lines[0]
         put(logs, "application", app_stream(NODE, "train-worker-1", f"{n:064x}"),
@@ -161,3 +161,72 @@ def test_stream_prefixes_follow_fluent_bits_names() -> None:
 def test_the_window_spans_the_failed_hour_with_margins() -> None:
     assert failure_window(7200.0, 10800.0) == (7200.0 - 1800, 10800.0 + 600)
     assert failure_window(7200.0) == (7200.0 - 1800, 7200.0 + 600)
+
+
+def _calls(client: Any) -> list[str]:
+    """The operations the client sends, as botocore names them."""
+    sent: list[str] = []
+    client.meta.events.register(
+        "before-call.cloudwatch-logs.*", lambda model, **_: sent.append(model.name)
+    )
+    return sent
+
+
+def test_a_crash_loops_lines_are_read_from_the_end_up_to_the_cap_only(logs: Any) -> None:
+    """25,000 lines in the window, the OOM last: two pages from the end (10,000 events a
+    page) hold the cap's 20,000 newest; the 5,000 oldest are never read."""
+    stream = app_stream(NODE, "train-worker-1")
+    logs.create_log_stream(logGroupName=f"{GROUPS}/application", logStreamName=stream)
+    count = MAX_EVENTS + 5_000
+    lines = [app_record(f"step {n} loss 2.5") for n in range(count - 1)]
+    lines.append(app_record(SAMPLES["cuda-oom-torch-2x"].lines[0]))
+    first = FAILED_AT - 1500
+    for i in range(0, count, 10_000):
+        logs.put_log_events(
+            logGroupName=f"{GROUPS}/application",
+            logStreamName=stream,
+            logEvents=[
+                {"timestamp": int((first + (i + n) / 100) * 1000), "message": m}
+                for n, m in enumerate(lines[i : i + 10_000])
+            ],
+        )
+    sent = _calls(logs)
+    finding = explain_job_failure(
+        logs, "train", "llm-7b", [FailedPod("train-worker-1", NODE)],
+        window=failure_window(FAILED_AT),
+    )  # fmt: skip
+    assert finding.evidence["cause"] == "cuda_out_of_memory"
+    assert finding.evidence["lines_read"] == MAX_EVENTS
+    assert finding.evidence["lines"][0]["number"] == MAX_EVENTS
+    reads = [op for op in sent if op in ("GetLogEvents", "FilterLogEvents")]
+    assert reads == ["GetLogEvents", "GetLogEvents"]
+
+
+def _syslog(line: str) -> str:
+    """A /var/log/messages record as Fluent Bit's syslog parser makes it: the kernel's line,
+    its ident, the node's short name."""
+    return json.dumps({"host": NODE.partition(".")[0], "ident": "kernel", "message": line})
+
+
+def test_a_kernel_line_in_both_dmesg_and_messages_is_read_once(logs: Any) -> None:
+    """The driver's XID reaches /var/log/dmesg and /var/log/messages: one line read, one cited.
+    A line the kernel printed twice stays twice; /var/log/secure's logins are not read."""
+    xid = SAMPLES["xid-79-nvsentinel"].lines[0]
+    oom = "Out of memory: Killed process 15784 (python3) total-vm:11964kB, anon-rss:4288kB"
+    put(logs, "host", f"{NODE}.host.dmesg",
+        (FAILED_AT - 40, host_record(f"[ 1843.308145] {xid}")),
+        (FAILED_AT - 30, host_record(f"[ 1850.100000] {oom}")),
+        (FAILED_AT - 20, host_record(f"[ 1860.100000] {oom}")))  # fmt: skip
+    put(logs, "host", f"{NODE}.host.messages",
+        (FAILED_AT - 39, _syslog(xid)), (FAILED_AT - 29, _syslog(oom)))  # fmt: skip
+    put(logs, "host", f"{NODE}.host.secure",
+        (FAILED_AT - 35, _syslog("Accepted publickey for ec2-user from 10.0.0.5")))  # fmt: skip
+
+    finding = explain_job_failure(
+        logs, "train", "llm-7b", [FailedPod("train-worker-1", NODE)],
+        window=failure_window(FAILED_AT),
+    )  # fmt: skip
+    assert finding.evidence["cause"] == "gpu_xid"
+    assert [line["text"] for line in finding.evidence["lines"]] == [xid]
+    # The XID once, the OOM twice (printed twice): 3 lines, not 5, and no login.
+    assert finding.evidence["lines_read"] == 3

@@ -128,14 +128,11 @@ def test_what_the_plan_and_the_storage_read_skip_keeps_its_place_in_the_findings
     assert (
         merged.skipped
         == single.skipped
-        == [
-            "ranks of bench's training jobs",
-            # Failed, with no pod or node known to read the logs of.
-            "job/job-00000",
-            "job/job-00009",
-            "s3://reports/findings/storage.jsonl",
-        ]
+        == ["ranks of bench's training jobs", "s3://reports/findings/storage.jsonl"]
     )
+    # Failed, with no pod or node known yet: kept, for the GPU-hour attribution to place.
+    assert merged.unplaced_failures == single.unplaced_failures
+    assert [f.job for f in merged.unplaced_failures] == ["job-00000", "job-00009"]
     assert [f.to_json() for f in merged.findings] == [f.to_json() for f in single.findings]
     assert merged.pods == {}
 
@@ -150,5 +147,5 @@ def test_a_missing_part_is_an_error_naming_the_shard() -> None:
     with pytest.raises(MissingPartError, match=r"training-part-00001\.json is missing: shard 1"):
         fleet.read_parts(s3=s3, bucket="reports", cluster="bench", day=DAY, shards=3)
     part = json.loads(objects[fleet.part_key("bench", DAY, 2)])
-    assert sorted(part) == ["costs", "failures", "findings", "skipped"]
+    assert sorted(part) == ["costs", "failures", "findings", "skipped", "unplaced_failures"]
     assert len(part["costs"]) == 2  # jobs 8 and 9

@@ -77,3 +77,19 @@ def test_filter_log_events_output_is_read_event_by_event() -> None:
 def test_json_that_is_not_a_record_stays_as_written() -> None:
     (line,) = read_lines('{"reason": "OOMKilled"}')
     assert line.text == '{"reason": "OOMKilled"}'
+
+
+def test_terminal_escapes_are_read_away_in_plain_lines_and_in_records() -> None:
+    """A coloured line, and a Fluent Bit record whose JSON escapes decode to colour and an
+    OSC 8 link (\\u001b), read as the text the program printed."""
+    plain = "\x1b[1;31mRuntimeError: CUDA error: device-side assert triggered\x1b[0m"
+    record = json.dumps(
+        {"log": "\x1b]8;;http://x\x07torch.OutOfMemoryError\x1b]8;;\x07: CUDA out of memory\n",
+         "kubernetes": {"host": "ip-10-0-1-2\x1b[8m"}}
+    )  # fmt: skip
+    first, second = read_lines(plain + "\n" + record)
+    assert first.text == "RuntimeError: CUDA error: device-side assert triggered"
+    assert (second.text, second.node) == (
+        "torch.OutOfMemoryError: CUDA out of memory",
+        "ip-10-0-1-2",
+    )

@@ -1,0 +1,112 @@
+"""Failed jobs whose training emitter named no pod and node (a job that died before its first
+step, or runs no step loop through the emitter): their pods and nodes, and what each failed run
+held, taken from the GPU-hour attribution (lambdas/training_analyzer/gpu_hours), which knows
+every pod that held a GPU and the job its controller's name implies. Their logs are then read
+as the emitter-named jobs' are (failure_run.py), after the attribution, once a day.
+
+A run's GPU-hours are what its job's pods held in the hours after the job's previous failure
+and up to this one, in the attributed day: the attribution's own figure, so the failure and the
+``gpu_held_not_working`` finding of one job never price its hours twice over."""
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from lambdas.shared.findings import AnalysisRun
+from lambdas.training_analyzer.failure_logs import FailedPod
+from lambdas.training_analyzer.failure_run import (
+    FailedRun,
+    FailureLogsError,
+    UnplacedFailure,
+    explain_job,
+)
+from lambdas.training_analyzer.gpu_hours.attribution import (
+    UNKNOWN_NAMESPACE,
+    UNPLACED_NODE,
+    Attribution,
+)
+
+_AWS_ERRORS: Final = (ClientError, BotoCoreError)
+
+
+@dataclass(frozen=True)
+class HeldJob:
+    """A job's pods as the attribution placed them, and the GPU-hours they held by hour."""
+
+    pods: tuple[FailedPod, ...]
+    held_by_hour: Mapping[float, float]
+
+
+def held_jobs(attribution: Attribution) -> dict[str, HeldJob]:
+    """Each job's pods on each node they held a GPU on, and its held GPU-hours by hour; the
+    holders the attribution could not name (no Container Insights data, not placed on a node)
+    are no job's."""
+    pods: dict[str, set[FailedPod]] = defaultdict(set)
+    held: dict[str, dict[float, float]] = defaultdict(lambda: defaultdict(float))
+    for pod in attribution.pods.values():
+        if pod.namespace == UNKNOWN_NAMESPACE:
+            continue
+        job = pod.job.job
+        pods[job] |= {FailedPod(pod.pod, g.node) for g in pod.gpus if g.node != UNPLACED_NODE}
+        for hour, portion in pod.by_hour.items():
+            held[job][float(hour)] += portion
+    return {
+        job: HeldJob(tuple(sorted(found, key=lambda p: (p.pod, p.node))), dict(held[job]))
+        for job, found in pods.items()
+        if found
+    }
+
+
+def held_run_gpu_hours(
+    held_by_hour: Mapping[float, float], failed_hours: Iterable[float]
+) -> dict[float, float]:
+    """Each failed hour's run: the GPU-hours held after the previous failed hour and up to
+    this one (the failed hour included: it held its GPUs until it failed)."""
+    runs: dict[float, float] = {}
+    previous = float("-inf")
+    for hour in sorted(set(failed_hours)):
+        held = sum(h for at, h in held_by_hour.items() if previous < at <= hour)
+        runs[hour] = round(held, 4)
+        previous = hour
+    return runs
+
+
+def explain_unplaced(
+    logs: Any,
+    cluster: str,
+    unplaced: Sequence[UnplacedFailure],
+    held: Mapping[str, HeldJob],
+    run: AnalysisRun,
+    *,
+    day: str,
+) -> list[FailedRun]:
+    """Each unplaced failed job's cause (its ``training_failure_cause`` on ``run``) from the
+    logs of the pods the attribution of ``day`` placed; a job it placed no pod of, or whose
+    logs cannot be read, is named on ``run``, and the others stand."""
+    runs: list[FailedRun] = []
+    for failure in unplaced:
+        job = held.get(failure.job)
+        if job is None:
+            run.skip(
+                f"job/{failure.job}",
+                FailureLogsError(
+                    "failure logs not read: its emitter reported no pod and node, and the "
+                    f"GPU-hour attribution of {day} placed none of its pods"
+                ),
+            )
+            continue
+        costs = held_run_gpu_hours(job.held_by_hour, failure.hours)
+        try:
+            found, read = explain_job(
+                logs, cluster, failure.job, list(job.pods), list(failure.hours), costs
+            )
+        except _AWS_ERRORS as err:
+            run.skip(f"job/{failure.job}", FailureLogsError(f"failure logs: {err}"))
+            continue
+        evidence = {**found.evidence, "pods_from": f"GPU-hour attribution of {day}"}
+        run.findings.append(replace(found, related=failure.links, evidence=evidence))
+        runs += read
+    return runs
