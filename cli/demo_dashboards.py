@@ -78,13 +78,21 @@ def container_insights_samples(line: str) -> list[Sample]:
     ]
 
 
-#: What the analyzers published that the dashboards read, with the statistic each is read by.
-PUBLISHED: Final = ((NAMESPACE_WASTE, "Sum"), (NAMESPACE_FINDINGS, FINDINGS_COUNT_STAT))
+#: What the analyzers published that the dashboards read, with the statistic each is read by;
+#: and the storage dashboard's AWS/EBS and AWS/S3 series, which the demo put in CloudWatch as
+#: AWS would (cli/demo_storage.py: one datapoint an hour each, so an hour's Average is that
+#: datapoint, drawn as the console draws it).
+PUBLISHED: Final = (
+    (NAMESPACE_WASTE, "Sum"),
+    (NAMESPACE_FINDINGS, FINDINGS_COUNT_STAT),
+    ("AWS/EBS", "Average"),
+    ("AWS/S3", "Average"),
+)
 
 
 def published_samples(cloudwatch: Any, *, start: datetime, end: datetime) -> list[Sample]:
-    """The analyzers' own metrics (waste by namespace, finding counts) read back from
-    CloudWatch, hour by hour: ListMetrics, then GetMetricData in batches of 500."""
+    """The metrics in CloudWatch that the dashboards read (``PUBLISHED``) read back hour by
+    hour: ListMetrics, then GetMetricData in batches of 500."""
     samples: list[Sample] = []
     for namespace, stat in PUBLISHED:
         pages = cloudwatch.get_paginator("list_metrics").paginate(Namespace=namespace)

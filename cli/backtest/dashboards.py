@@ -198,8 +198,12 @@ def _search(expression: str, samples: Sequence[Sample]) -> list[tuple[str, Value
     if found is None:
         raise WidgetEvaluationError(f"unsupported SEARCH {expression!r}")
     namespace, *dimensions = found["schema"].split(",")
-    terms = dict(_TERM.findall(found["terms"]))
-    metric = terms.pop("MetricName")
+    # Terms of one name are alternatives (the bodies OR a name's values in parentheses:
+    # ``(BucketName="a" OR BucketName="b")``); terms of different names must all hold.
+    terms: dict[str, set[str]] = defaultdict(set)
+    for name, value in _TERM.findall(found["terms"]):
+        terms[name].add(value)
+    (metric,) = terms.pop("MetricName")
     period = int(found["period"])
     groups: dict[frozenset[tuple[str, str]], dict[float, list[float]]] = defaultdict(
         lambda: defaultdict(list)
@@ -207,9 +211,8 @@ def _search(expression: str, samples: Sequence[Sample]) -> list[tuple[str, Value
     for s in samples:
         if s.namespace != namespace or s.metric != metric:
             continue
-        if {n for n, _ in s.dimensions} != set(dimensions) or not set(
-            terms.items()
-        ) <= s.dimensions:
+        named = dict(s.dimensions)
+        if set(named) != set(dimensions) or any(named.get(k) not in v for k, v in terms.items()):
             continue
         groups[s.dimensions][s.timestamp - s.timestamp % period].append(s.value)
     series = []
