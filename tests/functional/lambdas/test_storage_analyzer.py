@@ -155,9 +155,7 @@ def test_handler_finds_what_was_seeded_and_nothing_on_healthy_resources(
     # Its EBS widgets now draw the cluster's three volumes, and not the Region's fourth.
     assert summary["dashboard_volumes"] == 3
     drawn = json.loads(
-        aws["cloudwatch"].get_dashboard(DashboardName="gpu-insights-train-storage")[
-            "DashboardBody"
-        ]
+        aws["cloudwatch"].get_dashboard(DashboardName="gpu-insights-train-storage")["DashboardBody"]
     )
     reads = next(
         w["properties"]["metrics"]
