@@ -27,7 +27,13 @@ from cli.backtest.dashboards import PromQLSource
 from cli.backtest.engine import BacktestResult, backtest, report
 from cli.backtest.silence_history import NOTE as SILENCE_NOTE
 from cli.backtest.silence_history import derive_silence
-from cli.demo_dashboards import DashboardView, dashboards_summary, demo_dashboard_views
+from cli.demo_dashboards import (
+    DashboardView,
+    dashboards_summary,
+    demo_dashboard_views,
+    deploy_storage_dashboard,
+    storage_dashboard,
+)
 from cli.demo_exporter import (
     INTERVAL_S,
     NODE,
@@ -320,6 +326,7 @@ def _storage_step(
     # many of moto's ids in either mode, those after read more or fewer pages.
     mock_random.seed(MOTO_SEED)
     result.storage_names = seed_storage(clients, settings.cluster_name)
+    deploy_storage_dashboard(clients["cloudwatch"], settings.cluster_name, list(STORAGE_BUCKETS))
     _, result.storage_findings = run_storage_analyzer(clients, settings)
     result.files.append(_write_lines(out_dir / "storage-findings.jsonl", result.storage_findings))
 
@@ -532,6 +539,8 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
             result.files.append(out_dir / "report.png")
         alarm_names = [spec.alarm_name(settings.cluster_name) for spec in specs]
         mode = settings.container_insights_mode
+        # The storage dashboard as the analyzer left it: the cluster's volumes in its widgets.
+        deployed = storage_dashboard(clients["cloudwatch"], settings.cluster_name)
         result.dashboards = write_dashboards(
             settings.cluster_name,
             list(STORAGE_BUCKETS),
@@ -539,6 +548,7 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
             out_dir,
             alarm_lines(specs),
             mode=mode,
+            deployed=deployed,
         )
         result.files += result.dashboards
         if result.exporter is not None and result.exporter.emf_path is not None:
@@ -566,6 +576,7 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
                 ),
                 mode=mode,
                 promql=promql,
+                deployed=deployed,
             )
 
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,8 @@ In OTel mode the bodies are the OTel mode's, and each PromQL widget's query runs
 Prometheus (``PromQLSource``) over the day that ends with the replay.
 """
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any, Final
 
 from cli.backtest.dashboards import PromQLSource, WidgetView, evaluate_body
 from cli.backtest.history import Sample, read_history, samples_from_emf
-from dashboards.bodies import all_dashboards, training_jobs
+from dashboards.bodies import all_dashboards, encode, storage, training_jobs
 from dashboards.widgets import AlarmLine
 from gpu_insights_agent.contract.metrics import (
     CI_NODE_GPU_METRICS,
@@ -30,7 +31,7 @@ from gpu_insights_agent.contract.metrics import (
 )
 from gpu_insights_agent.contract.resource_names import dashboard_name
 from gpu_insights_agent.emf.document import parse_emf_line
-from lambdas.shared.console_links import NODE_VARIABLE, node_dashboard_url
+from lambdas.shared.console_links import NODE_VARIABLE, STORAGE_DASHBOARD, node_dashboard_url
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 
 DATA_BOUND_JOB = "bert-data-bound"
@@ -78,13 +79,21 @@ def container_insights_samples(line: str) -> list[Sample]:
     ]
 
 
-#: What the analyzers published that the dashboards read, with the statistic each is read by.
-PUBLISHED: Final = ((NAMESPACE_WASTE, "Sum"), (NAMESPACE_FINDINGS, FINDINGS_COUNT_STAT))
+#: What the analyzers published that the dashboards read, with the statistic each is read by;
+#: and the storage dashboard's AWS/EBS and AWS/S3 series, which the demo put in CloudWatch as
+#: AWS would (cli/demo_storage.py: one datapoint an hour each, so an hour's Average is that
+#: datapoint, drawn as the console draws it).
+PUBLISHED: Final = (
+    (NAMESPACE_WASTE, "Sum"),
+    (NAMESPACE_FINDINGS, FINDINGS_COUNT_STAT),
+    ("AWS/EBS", "Average"),
+    ("AWS/S3", "Average"),
+)
 
 
 def published_samples(cloudwatch: Any, *, start: datetime, end: datetime) -> list[Sample]:
-    """The analyzers' own metrics (waste by namespace, finding counts) read back from
-    CloudWatch, hour by hour: ListMetrics, then GetMetricData in batches of 500."""
+    """The metrics in CloudWatch that the dashboards read (``PUBLISHED``) read back hour by
+    hour: ListMetrics, then GetMetricData in batches of 500."""
     samples: list[Sample] = []
     for namespace, stat in PUBLISHED:
         pages = cloudwatch.get_paginator("list_metrics").paginate(Namespace=namespace)
@@ -128,18 +137,23 @@ def dashboard_views(
     alarm_lines: Sequence[AlarmLine] = (),
     mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC,
     promql: PromQLSource | None = None,
+    deployed: Mapping[str, dict[str, Any]] | None = None,
 ) -> list[DashboardView]:
     """Each dashboard the app deploys in ``mode``, as it shows on ``samples``; its PromQL
-    widgets (OTel mode's) run by ``promql``."""
-    bodies = all_dashboards(
-        cluster,
-        buckets,
-        alarm_arns,
-        "us-east-1",
-        exporter_interval_s=exporter_interval_s,
-        alarm_lines=alarm_lines,
-        mode=mode,
-    )
+    widgets (OTel mode's) run by ``promql``; ``deployed``: bodies as CloudWatch holds them
+    after a run wrote to them (the storage dashboard's volumes), by name."""
+    bodies = {
+        **all_dashboards(
+            cluster,
+            buckets,
+            alarm_arns,
+            "us-east-1",
+            exporter_interval_s=exporter_interval_s,
+            alarm_lines=alarm_lines,
+            mode=mode,
+        ),
+        **(deployed or {}),
+    }
     # The demo's jobs run under their own cluster name: their dashboard is built for it.
     training = training_jobs(training_cluster, "us-east-1")
     chosen = {NODE_VARIABLE: node, "job": DATA_BOUND_JOB}
@@ -164,6 +178,7 @@ def demo_dashboard_views(
     window: tuple[datetime, datetime] | None = None,
     mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC,
     promql: PromQLSource | None = None,
+    deployed: Mapping[str, dict[str, Any]] | None = None,
 ) -> list[DashboardView]:
     lines = emf_path.read_text(encoding="utf-8").splitlines()
     samples = read_history(lines, source=str(emf_path))
@@ -183,6 +198,23 @@ def demo_dashboard_views(
         alarm_lines=alarm_lines,
         mode=mode,
         promql=promql,
+        deployed=deployed,
+    )
+
+
+def storage_dashboard(cloudwatch: Any, cluster: str) -> dict[str, dict[str, Any]]:
+    """The storage dashboard as CloudWatch holds it, by name: the storage analyzer's run wrote
+    the cluster's volumes into it (lambdas/storage_analyzer/dashboard.py)."""
+    name = dashboard_name(cluster, STORAGE_DASHBOARD)
+    body: dict[str, Any] = json.loads(cloudwatch.get_dashboard(DashboardName=name)["DashboardBody"])
+    return {name: body}
+
+
+def deploy_storage_dashboard(cloudwatch: Any, cluster: str, buckets: Sequence[str]) -> None:
+    """The storage dashboard as the Alarms stack deploys it, before the analyzer's first run."""
+    cloudwatch.put_dashboard(
+        DashboardName=dashboard_name(cluster, STORAGE_DASHBOARD),
+        DashboardBody=encode(storage(cluster, buckets, "us-east-1")),
     )
 
 

@@ -6,7 +6,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -189,16 +189,16 @@ def write_dashboards(
     out_dir: Path,
     lines: Sequence[AlarmLine] = (),
     mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC,
+    deployed: Mapping[str, dict[str, Any]] | None = None,
 ) -> list[Path]:
     """The dashboard bodies as the app deploys them in ``mode``, with the alarms' ``lines``
-    drawn."""
+    drawn; ``deployed``: bodies as CloudWatch holds them after a run wrote to them, by name."""
     folder = out_dir / "dashboards"
     folder.mkdir(parents=True, exist_ok=True)
     arns = [f"arn:aws:cloudwatch:us-east-1:123456789012:alarm:{name}" for name in alarm_names]
     paths = []
-    for name, body in all_dashboards(
-        cluster, buckets, arns, "us-east-1", alarm_lines=lines, mode=mode
-    ).items():
+    bodies = all_dashboards(cluster, buckets, arns, "us-east-1", alarm_lines=lines, mode=mode)
+    for name, body in {**bodies, **(deployed or {})}.items():
         path = folder / f"{name}.json"
         path.write_text(json.dumps(json.loads(encode(body)), indent=2) + "\n")
         paths.append(path)

@@ -68,11 +68,13 @@ from lambdas.shared.console_links import (
     NODE_DASHBOARD,
     NODE_PATTERN,
     NODE_VARIABLE,
+    STORAGE_DASHBOARD,
     TRAINING_DASHBOARD,
     node_dashboard_url,
 )
 from lambdas.shared.container_insights_mode import DEFAULT_MODE, ContainerInsightsMode
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
+from lambdas.storage_analyzer.dashboard import EBS_WIDGETS, heading, volume_rows
 
 #: CloudWatch refuses dashboard bodies above this size.
 MAX_BODY_BYTES: Final = 1_000_000
@@ -556,51 +558,23 @@ def training_jobs(cluster: str, region: str) -> dict[str, Any]:
     )
 
 
-def storage(cluster: str, buckets: Sequence[str], region: str) -> dict[str, Any]:
-    del cluster  # EBS metrics carry no cluster; the widgets show the account's busiest volumes
-    # Metrics Insights, not SORT(SEARCH(...)): a SEARCH stops at 500 series before the SORT,
-    # so in an account of more volumes the "ten busiest" would be ten of an arbitrary 500;
-    # ORDER BY ranks every volume it reads (up to 10,000 metrics) before LIMIT.
+def storage(
+    cluster: str, buckets: Sequence[str], region: str, volume_ids: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """The storage dashboard. EBS metrics name no cluster, so its EBS widgets draw the volumes
+    ``volume_ids`` (the cluster's, which the storage analyzer writes into the deployed body on
+    every run: lambdas/storage_analyzer/dashboard.py), none before its first run: never the
+    Region's other volumes."""
 
-    def top(metric: str, function: str, *, id: str) -> list[Any]:
-        sql = insights_sql(
-            "AWS/EBS", ("VolumeId",), metric, function, (), group_by=("VolumeId",),
-            order="DESC", limit=OUTLIERS,
-        )  # fmt: skip
-        return expression_row(sql, id=id)
+    def widget(title: str, row: list[Any], width: int) -> Widget:
+        return metric_widget(title, row, width=width, period=300)
 
-    def widget(title: str, row: list[Any], width: int = 12) -> Widget:
-        # One query a widget: "One metrics array can include no more than one Metrics
-        # Insights query" (cli/backtest/dashboards.py holds every widget to it).
-        return metric_widget(title, [row], width=width, period=300)
-
-    rows = [
-        [
-            text(
-                "# Storage\nThe ten busiest EBS volumes, then the S3 buckets the analyzer reads. "
-                "Compare throughput with what each volume provisions (storage findings)."
-            )
-        ],
-        [
-            widget("EBS read ops per 5 minutes (ten busiest)", top("VolumeReadOps", "SUM", id="q")),
-            widget(
-                "EBS read bytes per 5 minutes (ten busiest)", top("VolumeReadBytes", "SUM", id="q")
-            ),
-        ],
-        [
-            widget("EBS queue length", top("VolumeQueueLength", "AVG", id="q")),
-            widget(
-                "EBS throughput limit exceeded (checks)",
-                top("VolumeThroughputExceededCheck", "MAX", id="t"),
-                width=6,
-            ),
-            widget(
-                "EBS IOPS limit exceeded (checks)",
-                top("VolumeIOPSExceededCheck", "MAX", id="i"),
-                width=6,
-            ),
-        ],
+    ebs = [
+        widget(title, volume_rows(metric, stat, fn, volume_ids or ()), width)
+        for (title, metric, stat, fn), width in zip(EBS_WIDGETS, (12, 12, 12, 6, 6), strict=True)
     ]
+    count = None if volume_ids is None else len(volume_ids)
+    rows = [[text(heading(cluster, count))], ebs[:2], ebs[2:]]
     if buckets:
         names = " OR ".join(f'BucketName="{b}"' for b in buckets)
         s3 = "{AWS/S3,BucketName,FilterId}"
@@ -697,7 +671,7 @@ def all_dashboards(
         dashboard_name(cluster, "gpu-fleet"): gpu_fleet(cluster, region, interval, lines, reads),
         dashboard_name(cluster, NODE_DASHBOARD): gpu_node(cluster, region, interval, lines, reads),
         dashboard_name(cluster, TRAINING_DASHBOARD): training_jobs(cluster, region),
-        dashboard_name(cluster, "storage"): storage(cluster, buckets, region),
+        dashboard_name(cluster, STORAGE_DASHBOARD): storage(cluster, buckets, region),
         dashboard_name(cluster, "findings"): findings_and_alarms(cluster, alarm_arns, region),
     }
 

@@ -22,7 +22,8 @@ from gpu_insights_agent.contract.metrics import (
     container_insights_log_group_prefix,
     training_log_group,
 )
-from gpu_insights_agent.contract.resource_names import SHARD_SUFFIX, topic_name
+from gpu_insights_agent.contract.resource_names import SHARD_SUFFIX, dashboard_name, topic_name
+from lambdas.shared.console_links import STORAGE_DASHBOARD
 from lambdas.shared.report_keys import FAILURES_KEY, GPU_HOURS_KEY, JOB_COSTS_KEY
 from lambdas.shared.shards import STORAGE, TRAINING
 from lambdas.weekly_report.config import MEMORY_MB as REPORT_MEMORY_MB
@@ -107,6 +108,18 @@ class AnalyzersStack(DeploymentStack):
                     "ec2:DescribeInstances",
                 ],
                 resources=["*"],
+            ),
+            # The storage dashboard alone: the run writes the cluster's volumes into its EBS
+            # widgets (lambdas/storage_analyzer/dashboard.py). A dashboard's ARN has no Region
+            # (arn:aws:cloudwatch::<account>:dashboard/<name>, Service Authorization Reference,
+            # Amazon CloudWatch, resource type "dashboard").
+            iam.PolicyStatement(
+                sid="DrawClusterVolumesOnStorageDashboard",
+                actions=["cloudwatch:GetDashboard", "cloudwatch:PutDashboard"],
+                resources=[
+                    f"arn:{self.partition}:cloudwatch::{self.account}:dashboard/"
+                    + dashboard_name(settings.cluster_name, STORAGE_DASHBOARD)
+                ],
             ),
         ]
         fleet = settings.storage_fleet_volumes > settings.storage_shard_volumes

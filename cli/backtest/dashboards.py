@@ -5,7 +5,9 @@ JSON). Each metric widget's rows are then evaluated the way CloudWatch evaluates
 metric arrays with their statistic per period, Metrics Insights queries with
 :mod:`cli.backtest.insights`, the metric-math expressions the bodies use (ids, numbers, ``+ - * /``,
 parentheses, ``PERIOD(id)``), and ``SEARCH``/``SORT(SEARCH(...), FUNC, ASC|DESC, n)`` for the
-storage and findings widgets (a SEARCH returns at most 500 series). Rows with
+storage and findings widgets (a SEARCH returns at most 500 series), and
+``SORT(METRICS(), FUNC, ASC|DESC, n)`` over the widget's metric rows (the storage dashboard's
+EBS widgets, one hidden row a volume). Rows with
 ``"visible": false`` are inputs, not drawn. A chart widget's PromQL queries (OTel mode's GPU
 widgets, ``dashboards.widgets.promql_widget``) are run on a Prometheus-compatible query API
 (``PromQLSource``): a real engine, not a reading of the query.
@@ -38,6 +40,8 @@ _SEARCH = re.compile(
     r"SEARCH\('\{(?P<schema>[^}]*)\}(?P<terms>[^']*)',\s*'(?P<stat>\w+)',\s*(?P<period>\d+)\)"
 )
 _SORTED = re.compile(r"^SORT\((?P<search>SEARCH\(.*\)),\s*(\w+),\s*(ASC|DESC),\s*(\d+)\)")
+#: ``SORT(METRICS(), FUNC, ASC|DESC, n)``: the widget's metric rows before it, ranked.
+_SORTED_ROWS = re.compile(r"^SORT\(METRICS\(\),\s*(\w+),\s*(ASC|DESC),\s*(\d+)\)$")
 _TERM = re.compile(r'(\w+)="([^"]*)"')
 _TOKEN = re.compile(r"\s*(\d+(?:\.\d+)?|[A-Za-z_][A-Za-z0-9_]*|[()+\-*/])")
 _SELECT = re.compile(r"\bSELECT\b", re.IGNORECASE)
@@ -198,8 +202,12 @@ def _search(expression: str, samples: Sequence[Sample]) -> list[tuple[str, Value
     if found is None:
         raise WidgetEvaluationError(f"unsupported SEARCH {expression!r}")
     namespace, *dimensions = found["schema"].split(",")
-    terms = dict(_TERM.findall(found["terms"]))
-    metric = terms.pop("MetricName")
+    # Terms of one name are alternatives (the bodies OR a name's values in parentheses:
+    # ``(BucketName="a" OR BucketName="b")``); terms of different names must all hold.
+    terms: dict[str, set[str]] = defaultdict(set)
+    for name, value in _TERM.findall(found["terms"]):
+        terms[name].add(value)
+    (metric,) = terms.pop("MetricName")
     period = int(found["period"])
     groups: dict[frozenset[tuple[str, str]], dict[float, list[float]]] = defaultdict(
         lambda: defaultdict(list)
@@ -207,9 +215,8 @@ def _search(expression: str, samples: Sequence[Sample]) -> list[tuple[str, Value
     for s in samples:
         if s.namespace != namespace or s.metric != metric:
             continue
-        if {n for n, _ in s.dimensions} != set(dimensions) or not set(
-            terms.items()
-        ) <= s.dimensions:
+        named = dict(s.dimensions)
+        if set(named) != set(dimensions) or any(named.get(k) not in v for k, v in terms.items()):
             continue
         groups[s.dimensions][s.timestamp - s.timestamp % period].append(s.value)
     series = []
@@ -265,15 +272,24 @@ def _promql(query: str, span_s: float, promql: PromQLSource | None) -> Result:
 
 
 def _row(
-    row: list[Any], by_metric: Index, period: int, env: dict[str, Values]
+    row: list[Any],
+    by_metric: Index,
+    period: int,
+    env: dict[str, Values],
+    env_labels: dict[str, tuple[str, Values]],
 ) -> tuple[dict[str, Any], Result]:
+    """One row's options and result; a metric row's series is also kept, by its id, with its
+    label (its own, else its dimension values) for a ``SORT(METRICS(), ...)`` after it."""
     if isinstance(row[0], str):
         samples: Sequence[Sample] = by_metric.get((row[0], row[1]), [])
         options = row[-1] if isinstance(row[-1], dict) else {}
         pairs = row[2:-1] if options else row[2:]
         dims = tuple(zip(pairs[::2], pairs[1::2], strict=True))
         stat = MetricStat(row[0], row[1], dims, options.get("stat", "Average"))
-        return options, metric_values(stat, samples, options.get("period", period))
+        values = metric_values(stat, samples, options.get("period", period))
+        key = options.get("id", f"row{len(env_labels)}")
+        env_labels[key] = (options.get("label") or " ".join(v for _, v in dims), values)
+        return options, values
     options = row[0]
     expression: str = options["expression"]
     row_period = options.get("period", period)
@@ -285,6 +301,16 @@ def _row(
         return options, [(" ".join(s.group), s.values, s.score) for s in found]
     if "SEARCH(" in expression:
         return options, _search(expression, [s for group in by_metric.values() for s in group])
+    ranked = _SORTED_ROWS.match(expression)
+    if ranked:
+        function, order, limit = ranked.groups()
+        series = [
+            (label, values, aggregate(function, list(values.values())))
+            for label, values in env_labels.values()
+            if values
+        ]
+        series.sort(key=lambda s: s[2], reverse=order == "DESC")
+        return options, series[: int(limit)]
     return options, math(expression, env, row_period)
 
 
@@ -401,8 +427,9 @@ def evaluate_widget(
     period = properties.get("period", DEFAULT_STEP_S)
     single = properties.get("view") == "singleValue"
     env: dict[str, Values] = {}
+    env_labels: dict[str, tuple[str, Values]] = {}
     for row in properties["metrics"]:
-        options, result = _row(row, by_metric, period, env)
+        options, result = _row(row, by_metric, period, env, env_labels)
         if isinstance(result, dict) and "id" in options:
             env[options["id"]] = result
         if options.get("visible", True):

@@ -12,6 +12,8 @@ https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-metric
 :class:`Contributors` models which series a window returns.
 """
 
+import math
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -36,7 +38,19 @@ _STATISTICS: dict[str, Callable[[Sequence[float]], float]] = {
 }
 
 
+#: A percentile statistic, ``p99`` or ``p99.9`` ("pNN.NN", CloudWatch User Guide, "Statistics
+#: definitions", https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Statistics-definitions.html).
+_PERCENTILE = re.compile(r"p(\d{1,2}(?:\.\d+)?|100)")
+
+
 def aggregate(statistic: str, values: Sequence[float]) -> float:
+    percentile = _PERCENTILE.fullmatch(statistic)
+    if percentile and values:
+        # Nearest rank over the period's samples: a period of one sample (a statistic set or
+        # a datapoint an hour) is that sample at any percentile.
+        ordered = sorted(values)
+        rank = math.ceil(float(percentile[1]) / 100 * len(ordered))
+        return float(ordered[min(len(ordered), max(1, rank)) - 1])
     try:
         return float(_STATISTICS[statistic](values))
     except KeyError:

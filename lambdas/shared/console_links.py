@@ -18,6 +18,8 @@ NODE_VARIABLE: Final = "node"
 NODE_DASHBOARD: Final = "gpu-node"
 #: The training jobs dashboard and its job variable's id (a job alarm's page links it).
 TRAINING_DASHBOARD: Final = "training"
+#: The storage dashboard, whose EBS widgets the storage analyzer fills with the cluster's volumes.
+STORAGE_DASHBOARD: Final = "storage"
 JOB_VARIABLE: Final = "job"
 
 

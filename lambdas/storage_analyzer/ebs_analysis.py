@@ -12,7 +12,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from lambdas.shared.findings import Finding, Kind, Severity
+from lambdas.storage_analyzer.ebs_growth import growth_advice
 from lambdas.storage_analyzer.ebs_prices import (
+    EBS_LIMITS,
     EBS_PRICES,
     PRICES_AS_OF,
     provisioned_iops,
@@ -310,6 +312,7 @@ def _saturation(
     if share < t.saturated_hours_share and not exceeded and not low_credit:
         return []
     limit = "throughput" if hot_mibps >= hot_iops else "IOPS"
+    ceiling = EBS_LIMITS.get(volume.volume_type)
     return [
         _finding(
             volume,
@@ -331,9 +334,10 @@ def _saturation(
                 "min_burst_balance_percent": min(metrics.burst_balance)
                 if metrics.burst_balance
                 else None,
+                "type_max_iops": ceiling.max_iops if ceiling else None,
+                "type_max_throughput_mibps": ceiling.max_mibps if ceiling else None,
             },
-            "Raise its provisioned IOPS/throughput (gp3 to 16,000 IOPS and 1,000 MiB/s), move "
-            "gp2 to gp3, or stage the training data on instance NVMe or FSx for Lustre.",
+            growth_advice(volume.volume_type, prov_iops, prov_mibps, limit),
         )
     ]
 

@@ -1,8 +1,9 @@
 """EBS list prices and performance baselines, us-east-1.
 
 Prices: https://aws.amazon.com/ebs/pricing/ as this project recorded them in 2026-11 (the page
-could not be re-read when this was written; check it, and other regions differ). Baselines:
-the "Amazon EBS volume types" page of the EBS User Guide.
+could not be re-read when this was written; check it, and other regions differ). Baselines and
+limits: the "Amazon EBS volume types" page of the EBS User Guide
+(https://docs.aws.amazon.com/ebs/latest/userguide/ebs-volume-types.html).
 """
 
 from dataclasses import dataclass
@@ -33,9 +34,47 @@ EBS_PRICES: Final[dict[str, VolumePrice]] = {
 }
 
 
+@dataclass(frozen=True)
+class VolumeLimits:
+    """What one volume of a type can be made to do: the advice to grow a saturated volume is
+    only as good as these ceilings."""
+
+    max_iops: int
+    max_mibps: int
+    max_size_gib: int
+    #: The IOPS one can provision (gp3, io1, io2); 0 where IOPS follow from size (gp2) or
+    #: throughput is what is sold (st1, sc1).
+    min_iops: int = 0
+    #: The throughput one can provision (gp3 alone); 0 where it follows from IOPS or size.
+    min_mibps: int = 0
+
+    @property
+    def provisions_iops(self) -> bool:
+        return self.min_iops > 0
+
+
+#: Per-volume ceilings, as of 2026-11. The provisioned ranges (gp3, io1, io2 IOPS; gp3
+#: throughput; every size) are the EC2 API's own, CreateVolume ``Iops``, ``Throughput`` and
+#: ``Size`` (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateVolume.html; the
+#: same text ships in botocore's EC2 service model, which tests/unit/lambdas/storage_analyzer/
+#: test_ebs_limits.py reads to hold this table to it). The other ceilings (gp2 16,000 IOPS and
+#: 250 MiB/s; io1 1,000 MiB/s; io2 Block Express 4,000 MiB/s; st1 500 IOPS and 500 MiB/s; sc1
+#: 250 IOPS and 250 MiB/s) are the "Amazon EBS volume types" page's table of each type's
+#: maximum IOPS and throughput per volume
+#: (https://docs.aws.amazon.com/ebs/latest/userguide/ebs-volume-types.html).
+EBS_LIMITS: Final[dict[str, VolumeLimits]] = {
+    "gp3": VolumeLimits(80_000, 2_000, 65_536, min_iops=3_000, min_mibps=125),
+    "gp2": VolumeLimits(16_000, 250, 16_384),
+    "io1": VolumeLimits(64_000, 1_000, 16_384, min_iops=100),
+    "io2": VolumeLimits(256_000, 4_000, 65_536, min_iops=100),
+    "st1": VolumeLimits(500, 500, 16_384),
+    "sc1": VolumeLimits(250, 250, 16_384),
+}
+
+
 def gp2_baseline_iops(size_gib: int) -> int:
-    """3 IOPS per GiB, at least 100 and at most 16,000."""
-    return min(16_000, max(100, 3 * size_gib))
+    """3 IOPS per GiB, at least 100 and at most gp2's ceiling (16,000)."""
+    return min(EBS_LIMITS["gp2"].max_iops, max(100, 3 * size_gib))
 
 
 def provisioned_iops(volume_type: str, size_gib: int, iops: int | None) -> float:
@@ -56,9 +95,10 @@ def provisioned_throughput_mibps(
         case "gp2":
             return 128.0 if size_gib <= 170 else 250.0
         case "io1" | "io2":
-            return min(1000.0, (iops or 0) * 0.256)  # 256 KiB per I/O
+            # 256 KiB per I/O, up to the type's ceiling
+            return min(float(EBS_LIMITS[volume_type].max_mibps), (iops or 0) * 0.256)
         case "st1":
-            return min(500.0, 250.0 * tib)  # burst rate
+            return min(float(EBS_LIMITS["st1"].max_mibps), 250.0 * tib)  # burst rate
         case "sc1":
-            return min(250.0, 80.0 * tib)
+            return min(float(EBS_LIMITS["sc1"].max_mibps), 80.0 * tib)
     return 0.0

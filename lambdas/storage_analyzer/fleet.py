@@ -76,4 +76,6 @@ def read_parts(*, s3: Any, bucket: str, cluster: str, day: str, shards: int) -> 
         document = json.loads(read_required(s3, bucket, key, f": shard {index} did not finish"))
         add_run(run, document)
         run.volumes += document["volumes"]
+    staged = json.loads(read_required(s3, bucket, volumes_key(cluster, day)))
+    run.volume_ids = [v["volume_id"] for v in staged]
     return run

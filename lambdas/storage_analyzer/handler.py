@@ -8,12 +8,15 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from gpu_insights_agent.contract.resource_names import dashboard_name
 from lambdas.shared.aws_clients import ClientCache
+from lambdas.shared.console_links import STORAGE_DASHBOARD
 from lambdas.shared.events import analysis_window, scheduled_time
 from lambdas.shared.findings import stamped
 from lambdas.shared.publisher import FindingsPublisher, failure_queue_keeper
 from lambdas.storage_analyzer import fleet
 from lambdas.storage_analyzer.config import StorageConfig
+from lambdas.storage_analyzer.dashboard import draw_volumes
 from lambdas.storage_analyzer.ebs_analysis import ANALYZER
 from lambdas.storage_analyzer.run import StorageRun, analyze_buckets, analyze_storage
 from lambdas.storage_analyzer.s3_analysis import S3Thresholds
@@ -26,6 +29,11 @@ _clients = ClientCache()
 def _publish(run: StorageRun, config: StorageConfig, end: float) -> dict[str, Any]:
     cluster = config.cluster_name
     findings = stamped(run.findings, cluster, end)
+    # The deployed storage dashboard draws the volumes found today (EBS metrics name no
+    # cluster); a dashboard that cannot be written is logged, and the findings still go out.
+    drawn = draw_volumes(
+        _clients("cloudwatch"), dashboard_name(cluster, STORAGE_DASHBOARD), cluster, run.volume_ids
+    )
     published = FindingsPublisher(
         s3=_clients("s3"),
         events=_clients("events"),
@@ -44,6 +52,7 @@ def _publish(run: StorageRun, config: StorageConfig, end: float) -> dict[str, An
         # skipped resource is named by its analysis_error finding in the file at ``key``.
         "skipped": len(run.skipped),
         "key": published.key,
+        "dashboard_volumes": len(run.volume_ids) if drawn else None,
     }
     log.info("storage analysis done: %s", summary)
     return summary

@@ -2,7 +2,7 @@
 analyze volume by volume as their series arrive, and keep going past any resource that fails."""
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -38,6 +38,8 @@ class StorageRun(AnalysisRun):
     analyzer: str = ANALYZER
     volumes: int = 0
     buckets: int = 0
+    #: The cluster's volumes, by ID, for the storage dashboard's EBS widgets (dashboard.py).
+    volume_ids: list[str] = field(default_factory=list)
 
 
 def _collect(
@@ -184,6 +186,7 @@ def analyze_storage(
     except AWS_ERRORS as err:
         run.skip(f"EBS volumes of {cluster}", err)
         volumes = []
+    run.volume_ids = [v.volume_id for v in volumes]
     analyze_volumes(cloudwatch, volumes, start, end, ebs_thresholds, run)
     return analyze_buckets(s3, cloudwatch, buckets, start, end, s3_thresholds, run)
 

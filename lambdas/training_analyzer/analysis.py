@@ -6,6 +6,7 @@ metrics from only some ranks. It gives a correct answer or no finding, never an 
 
 import statistics
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from lambdas.shared.findings import Finding, Kind, Severity
 from lambdas.training_analyzer.gpu_prices import PRICES_AS_OF
@@ -79,6 +80,8 @@ class JobData:
     related_storage: tuple[str, ...] = ()
     #: Hours the analysis covered, to turn waste seen into waste per month.
     lookback_hours: float = 14 * 24
+    #: When that window ended (epoch seconds), for the sentences that price it; None: unsaid.
+    window_end: float | None = None
 
 
 @dataclass(frozen=True)
@@ -150,6 +153,29 @@ def lookback_words(hours: float) -> str:
     return f"{days:,.0f}-day" if days == int(days) else f"{hours:,.0f}-hour"
 
 
+def _utc(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def lookback_phrase(data: JobData) -> str:
+    """ "its 1-day lookback (2026-11-29 07:00 to 2026-11-30 07:00 UTC)": the window named by
+    its hours, so a reader can tell it from the GPU-hour attribution's calendar day (a run at
+    07:00 looks back to 07:00; the attribution holds yesterday 00:00-24:00)."""
+    words = f"its {lookback_words(data.lookback_hours)} lookback"
+    if data.window_end is None:
+        return words
+    start = data.window_end - data.lookback_hours * 3600
+    return f"{words} ({_utc(start)} to {_utc(data.window_end)} UTC)"
+
+
+def stepped_words(cost: JobCost) -> str:
+    """ "the 34 GPU-hours it stepped (2 GPUs x 17 hours)": GPU-hours that are stepping hours
+    times ranks, said so, as they are not the hours the job held its GPUs."""
+    gpus = f"{cost.gpus} GPU{'s' if cost.gpus != 1 else ''}"
+    hours = f"{cost.active_hours} hour{'s' if cost.active_hours != 1 else ''}"
+    return f"the {cost.gpu_hours:,.0f} GPU-hours it stepped ({gpus} x {hours})"
+
+
 def analyze_job(data: JobData, t: TrainingThresholds = TrainingThresholds()) -> list[Finding]:
     findings: list[Finding] = []
     for rule in (_data_bound, _underutilized, _slow_checkpoint, _regression, _failures, _straggler):
@@ -173,8 +199,8 @@ def _data_bound(data: JobData, t: TrainingThresholds) -> list[Finding]:
             Kind.TRAINING_DATA_BOUND,
             Severity.CRITICAL if share > 0.5 else Severity.WARNING,
             f"{s.job} waits for data {share:.0%} of each step ({wait:.3f} s of {step:.3f} s): "
-            f"${cost.dollars * share:,.0f} of {cost.gpu_hours:,.0f} GPU-hours over its "
-            f"{lookback_words(data.lookback_hours)} lookback went to waiting.",
+            f"${cost.dollars * share:,.0f} of {stepped_words(cost)} in {lookback_phrase(data)} "
+            "went to waiting.",
             {
                 "data_wait_share": round(share, 3),
                 "mean_step_seconds": round(step, 4),
@@ -219,8 +245,8 @@ def _underutilized(data: JobData, t: TrainingThresholds) -> list[Finding]:
             )
             + (" and " if gpu.power_utilization is not None and gpu.sm_active is not None else "")
             + (f"{gpu.sm_active:.0f}% SM activity" if gpu.sm_active is not None else "")
-            + f": about ${cost.dollars * idle_share:,.0f} of GPU time idle over its "
-            f"{lookback_words(data.lookback_hours)} lookback.",
+            + f": about ${cost.dollars * idle_share:,.0f} of {stepped_words(cost)} idle in "
+            f"{lookback_phrase(data)}.",
             {
                 "power_utilization_percent": gpu.power_utilization,
                 "sm_active_percent": gpu.sm_active,

@@ -240,16 +240,20 @@ def right_size_memory(
     end: float,
     placed: Mapping[str, str],
 ) -> AnalysisRun:
-    """The jobs' GPU memory over the analysis window ending at ``end``, with the pods and
+    """The jobs' GPU memory over the lookback's whole UTC days that end where the GPU-hour
+    attribution's day ends (the attributed day itself at a 1-day lookback), with the pods and
     nodes the emitter reported in ``run`` (and, for the other pods, the nodes the GPU-hour
-    attribution ``placed`` them on). Read-only."""
+    attribution ``placed`` them on). The same hours as the attribution's: the GPU-hours a
+    right-sizing prices are those the attribution says the job held, not a window 7 hours
+    later that reads a different count of the same notebook's hours. Read-only."""
     cloudwatch = clients("cloudwatch")
     otel = config.container_insights_mode is ContainerInsightsMode.OTEL
+    _, day_end, _ = attributed_day(end)
     return analyze_gpu_memory(
         cloudwatch=cloudwatch,
         cluster=config.cluster_name,
-        start=end - config.lookback_days * 86_400,
-        end=end,
+        start=day_end - config.lookback_days * 86_400,
+        end=day_end,
         gpu_hour_usd=config.gpu_hour_usd,
         thresholds=config.memory_thresholds,
         exact_jobs=run.pods,

@@ -202,6 +202,7 @@ def analyze_jobs(
             gpu_hour_usd=gpu_hour_usd,
             related_storage=related_storage,
             lookback_hours=(end - start) / 3600,
+            window_end=end,
         )
         try:
             found = analyze_job(data, thresholds)

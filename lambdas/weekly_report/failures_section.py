@@ -11,8 +11,6 @@ attribution measured it (lambdas/training_analyzer/failure_placement.py),
 priced at the deployment's GPU-hour price: what the run held until it failed, of which a
 checkpoint saves some."""
 
-import csv
-import io
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -20,6 +18,7 @@ from html import escape
 from typing import Any, Final
 
 from lambdas.training_analyzer.failure_causes.signature import Occurrence, group_signatures
+from lambdas.weekly_report.spreadsheet import csv_table
 
 #: The section's CSV, beside report.csv under the week's prefix: one row per failed run.
 FAILURES_CSV: Final = "failures.csv"
@@ -259,9 +258,8 @@ def failures_section(figures: Mapping[str, Any]) -> str:
 
 
 def failures_csv(figures: Mapping[str, Any], *, cluster: str, week: str) -> str:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    for run in figures.get("runs", []):
-        writer.writerow({**run, "nodes": " ".join(run["nodes"]), "cluster": cluster, "week": week})
-    return out.getvalue()
+    rows = (
+        {**run, "nodes": " ".join(run["nodes"]), "cluster": cluster, "week": week}
+        for run in figures.get("runs", [])
+    )
+    return csv_table(COLUMNS, rows)

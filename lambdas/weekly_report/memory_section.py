@@ -3,11 +3,11 @@ P95 of GPU memory used against its GPUs' capacity, the verdict, the MIG profile 
 what that saves a month; from the week's latest ``training_gpu_memory_*`` finding per job.
 Pure: rows, their HTML section and their CSV."""
 
-import csv
-import io
 from collections.abc import Iterable, Mapping
 from html import escape
 from typing import Any, Final
+
+from lambdas.weekly_report.spreadsheet import csv_table
 
 #: The findings this section is made of (lambdas/shared/findings.py Kind).
 MEMORY_KINDS: Final = frozenset(
@@ -120,10 +120,4 @@ def _usd(value: float | None) -> str:
 
 
 def memory_csv(rows: Iterable[Mapping[str, Any]], *, cluster: str, week: str) -> str:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        full = {**row, "cluster": cluster, "week": week}
-        writer.writerow({k: "" if full.get(k) is None else full[k] for k in COLUMNS})
-    return out.getvalue()
+    return csv_table(COLUMNS, ({**row, "cluster": cluster, "week": week} for row in rows))

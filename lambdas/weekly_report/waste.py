@@ -2,12 +2,11 @@
 daily tables (``gpu-hours.json``), with the change from last week's report, and the
 per-namespace showback table as CSV."""
 
-import csv
-import io
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lambdas.training_analyzer.gpu_hours.attribution import HourClass
+from lambdas.weekly_report.spreadsheet import csv_table
 
 #: The classes every GPU-hour falls in, in the order the report shows them.
 CLASSES = (HourClass.NOT_HELD, HourClass.WORKING, HourClass.NOT_WORKING, HourClass.FAULTED)
@@ -144,15 +143,13 @@ def waste_csv(waste: Mapping[str, Any], *, cluster: str, week: str) -> str:
     (what a team is charged back) beside its waste: ``held_not_working_usd`` plus
     ``waiting_while_stepping_usd`` is ``waste_usd``."""
     price = float(waste.get("gpu_hour_usd") or 0.0)
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    for row in waste.get("namespaces", []):
-        full = {
+    rows = (
+        {
             **row,
             "cluster": cluster,
             "week": week,
             "held_usd": round(float(row.get("held_gpu_hours") or 0.0) * price, 2),
         }
-        writer.writerow({k: "" if full.get(k) is None else full.get(k) for k in CSV_COLUMNS})
-    return out.getvalue()
+        for row in waste.get("namespaces", [])
+    )
+    return csv_table(CSV_COLUMNS, rows)

@@ -1,5 +1,6 @@
 """The demo end to end: real synth, real moto, files a user opens."""
 
+import csv
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -185,6 +186,17 @@ def test_the_demo_weeks_gpu_memory_is_judged_and_reported(
     # The weekly report's memory table has the notebook's row with its profile.
     assert "<td>research</td><td>jupyter-alice</td>" in report
     assert "<td>oversized</td><td>1g.10gb</td>" in report
+    # One figure per fact: each run prices the notebook's MIG saving on the GPU-hours its
+    # GPU-hour attribution says it held (the whole UTC day before the run), so Sunday
+    # 23:00's run and Monday 07:00's agree, and each agrees with its own held-GPU finding.
+    for findings in (result.training_findings, result.monday_findings):
+        mig = next(f for f in findings if f["kind"] == "training_gpu_memory_oversized"
+                   and f["resource"] == "job/jupyter-alice")  # fmt: skip
+        held = next(f for f in findings if f["kind"] == "gpu_held_not_working"
+                    and f["resource"] == "namespace/research/job/jupyter-alice")  # fmt: skip
+        assert mig["evidence"]["gpu_hours"] == held["evidence"]["held_gpu_hours"] == 24.0
+        assert mig["estimated_monthly_waste_usd"] == pytest.approx(4304.91, abs=0.01)
+    assert '<td>1g.10gb</td><td class="num">$4,305</td>' in report
 
 
 def test_demo_sends_one_message_per_incident(demo: tuple[DemoResult, Path]) -> None:
@@ -337,12 +349,14 @@ def test_the_demo_week_leads_with_the_teams_that_held_gpus_without_work(
     order = ["<td>research</td>", "<td>speech</td>", "<td>nlp</td>", "<td>vision</td>"]
     assert [html.index(cell) for cell in order] == sorted(html.index(cell) for cell in order)
     # The showback table opens in a spreadsheet: a header, then a row per namespace.
-    rows = (tmp_path / "out" / "report.csv").read_text().splitlines()
-    assert rows[0].startswith("cluster,week,namespace,")
-    assert [row.split(",")[2] for row in rows[1:5]] == ["research", "speech", "nlp", "vision"]
+    lines = (tmp_path / "out" / "report.csv").read_text().splitlines()
+    assert lines[0].startswith("cluster,week,namespace,")
+    rows = list(csv.reader(lines))  # text cells quoted, numbers bare (spreadsheet.py)
+    assert [row[2] for row in rows[1:5]] == ["research", "speech", "nlp", "vision"]
+    assert lines[1].startswith(f'"{DEMO_CLUSTER}",')
     # Its waste in two named parts and their sum, as the report's namespace table has them.
-    header = rows[0].split(",")
-    nlp = dict(zip(header, rows[3].split(","), strict=True))
+    header = rows[0]
+    nlp = dict(zip(header, rows[3], strict=True))
     parts = ("held_not_working_usd", "waiting_while_stepping_usd", "waste_usd")
     assert [float(nlp[k]) for k in parts] == [0.0, bert_waiting, bert_waiting]
 
@@ -441,8 +455,18 @@ def test_the_demo_reports_job_tables_agree_with_each_other_and_the_findings(
     share = bound["evidence"]["data_wait_share"]
     assert bert["waiting_usd"] == pytest.approx(share * 336 * 6.88, rel=2e-3)
     assert 900 < bert["waiting_usd"] < 0.5 * bert["held_usd"]
-    # The finding's own dollars say the window they cover (the demo's one-day lookback).
-    assert "$132 of 48 GPU-hours over its 1-day lookback went to waiting." in bound["summary"]
+    # The finding's own dollars say the window they cover (the demo's one-day lookback, by
+    # its hours: the analyzer's run at the demo's end) and that its GPU-hours are the hours
+    # the job stepped.
+    end = END - END % 3600
+
+    def utc(epoch: float) -> str:
+        return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M")
+
+    assert bound["summary"].endswith(
+        "$132 of the 48 GPU-hours it stepped (2 GPUs x 24 hours) in its 1-day lookback "
+        f"({utc(end - 86_400)} to {utc(end)} UTC) went to waiting."
+    )
     assert costs["resnet-healthy"]["waste_usd"] == 0.0
     # The actions are the tables' figures, each once, the most dollars first.
     actions = {a["title"]: a for a in document["actions"]}

@@ -12,6 +12,7 @@ import pytest
 from moto import mock_aws
 
 from cli.service_answers import answer, dated_volumes, error, metric_math_sums
+from dashboards.bodies import storage as storage_dashboard
 from lambdas.shared.metric_fetcher import floor_calls
 from lambdas.storage_analyzer import fleet
 from lambdas.storage_analyzer import handler as storage_handler
@@ -141,11 +142,29 @@ def test_handler_finds_what_was_seeded_and_nothing_on_healthy_resources(
     principal.role("cloudwatch").meta.events.register(
         "before-call.monitoring.GetMetricData", lambda model, **_: calls.append(model.name)
     )
+    # The storage dashboard as the Alarms stack deploys it, before the analyzer's first run.
+    synthesized = storage_dashboard("train", ["train-data", "checkpoints"], "us-east-1")
+    aws["cloudwatch"].put_dashboard(
+        DashboardName="gpu-insights-train-storage", DashboardBody=json.dumps(synthesized)
+    )
     event = {"time": datetime.fromtimestamp(END, UTC).isoformat()}
     summary = storage_handler.handler(event, None)
     assert summary["volumes"] == 3
     assert summary["buckets"] == 2
     assert summary["skipped"] == 0
+    # Its EBS widgets now draw the cluster's three volumes, and not the Region's fourth.
+    assert summary["dashboard_volumes"] == 3
+    drawn = json.loads(
+        aws["cloudwatch"].get_dashboard(DashboardName="gpu-insights-train-storage")["DashboardBody"]
+    )
+    reads = next(
+        w["properties"]["metrics"]
+        for w in drawn["widgets"]
+        if w["properties"].get("title") == "EBS read ops per 5 minutes (ten busiest)"
+    )
+    assert sorted(row[3] for row in reads[:-1]) == sorted(ids.values())
+    assert reads[-1][0]["expression"] == "SORT(METRICS(), SUM, DESC, 10)"
+    assert "the cluster's 3 volumes" in json.dumps(drawn)
     body = aws["s3"].get_object(Bucket="reports", Key=summary["key"])["Body"].read().decode()
     findings = [json.loads(line) for line in body.splitlines()]
     found = {(f["kind"], f["resource"]) for f in findings}

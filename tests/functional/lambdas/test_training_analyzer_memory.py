@@ -20,7 +20,7 @@ from gpu_insights_agent.contract.metrics import (
     NAMESPACE_CONTAINER_INSIGHTS,
 )
 from lambdas.shared.aws_clients import client
-from lambdas.shared.events import analysis_window
+from lambdas.training_analyzer.handler import attributed_day
 from tests.functional.lambdas.iam import resolve, role_statements, run_as_role
 from tests.realistic import container_insights as ci
 
@@ -64,7 +64,7 @@ def seeded() -> Iterator[dict[str, Any]]:
         made: dict[str, Any] = {s: client(s, session=session) for s in SERVICES}
         made["s3"].create_bucket(Bucket=REPORT_BUCKET)
         seed(made)
-        start, _ = analysis_window(END, 1)
+        start, _, _ = attributed_day(END)  # the day the memory right-sizing reads
         data = _memory(start)
         for first in range(0, len(data), 1000):
             made["cloudwatch"].put_metric_data(
@@ -93,3 +93,6 @@ def test_the_handler_finds_memory_at_risk_and_memory_to_spare(
     assert small["evidence"]["profile"] == "1g.10gb"
     # One GPU all day at $6.88 (the deployment's price): 730 GPU-hours a month, 6/7 freed.
     assert small["estimated_monthly_waste_usd"] == pytest.approx(730 * 6 / 7 * 6.88, abs=0.01)
+    # Read over the GPU-hour attribution's day (the whole UTC day before the run), not the
+    # rolling lookback ending at the run's hour: its 24 GPU-hours are the day's.
+    assert small["evidence"]["gpu_hours"] == 24.0

@@ -11,6 +11,7 @@ node with the same disk-full error. Every log line is the sourced corpus's
 Insights (its application records as lambdas/training_analyzer/failure_causes/lines.py reads
 them; the host records are the corpus's own JSON records)."""
 
+import csv
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -326,7 +327,7 @@ def test_the_report_counts_causes_per_job_and_node_and_prices_recurring_signatur
     )  # fmt: skip
     assert rows[0] == "cluster,week,job,failed_hour,cause,nodes,signature,gpu_hours,usd"
     assert len(rows) == 1 + 5
-    first = rows[1].split(",")
+    first = next(csv.reader([rows[1]]))
     assert first[:6] == [
         CLUSTER,
         done["week"],

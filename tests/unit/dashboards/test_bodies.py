@@ -155,21 +155,29 @@ def test_count_widgets_hold_at_least_one_sample_per_gpu_whatever_the_interval(
     assert {c["period"] for c in counts} == {period}
 
 
-def test_the_busiest_volumes_are_ranked_over_every_volume_not_500() -> None:
-    """A SEARCH returns at most 500 series before a SORT sees them; a Metrics Insights ORDER BY
-    ranks every metric the query reads before its LIMIT
-    (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-metrics-insights-querylanguage.html)."""
-    body = bodies.storage("train", (), "us-east-1")
-    text = json.dumps(body)
-    assert "AWS/EBS,VolumeId" not in text  # no SEARCH over the account's volumes
-    queries = [
-        row[0]["expression"]
+def test_the_ebs_widgets_rank_the_clusters_volumes_alone_within_the_dashboard_limits() -> None:
+    """EBS metrics name no cluster: the EBS widgets draw the volumes the storage analyzer
+    wrote (a hidden row each, then one SORT of them), never a query over the Region's. A
+    widget holds at most 500 rows and a dashboard 2,500 metrics
+    (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/CloudWatch-Dashboard-Body-Structure.html,
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch_limits.html)."""
+    synthesized = json.dumps(bodies.storage("train", (), "us-east-1"))
+    assert "AWS/EBS" not in synthesized  # before the analyzer's first run: nothing, not the Region
+    volumes = [f"vol-{i:017x}" for i in range(700)]
+    body = bodies.storage("train", ["b"], "us-east-1", volume_ids=volumes)
+    ebs = [
+        w["properties"]
         for w in body["widgets"]
-        if w["type"] == "metric"
-        for row in w["properties"]["metrics"]
-        if "AWS/EBS" in row[0].get("expression", "")
+        if w["type"] == "metric" and w["properties"]["title"].startswith("EBS")
     ]
-    assert len(queries) == 5
-    for sql in queries:
-        query = parse(sql)
-        assert (query.group_by, query.limit) == (("VolumeId",), 10)
+    assert len(ebs) == 5
+    metric_widgets = [w["properties"] for w in body["widgets"] if w["type"] == "metric"]
+    assert sum(len(p["metrics"]) for p in metric_widgets) <= 2500
+    for properties in ebs:
+        *hidden, (sort,) = properties["metrics"]
+        assert len(hidden) == 480
+        assert len(properties["metrics"]) <= 500
+        assert all(row[0] == "AWS/EBS" and row[-1]["visible"] is False for row in hidden)
+        assert sort["expression"].startswith("SORT(METRICS(), ")
+        assert sort["expression"].endswith(", DESC, 10)")
+    assert "480 of the cluster's 700 volumes" in json.dumps(body)

@@ -111,3 +111,33 @@ def test_metric_math_pairs_periods_and_refuses_an_unknown_id() -> None:
     assert math("(n - ok) * 10 / PERIOD(n)", env, 60) == {0.0: 1.0}
     with pytest.raises(WidgetEvaluationError, match="not a row"):
         math("n / m", env, 60)
+
+
+def test_the_storage_dashboard_draws_every_named_bucket_and_the_busiest_volumes() -> None:
+    """The S3 widgets OR the buckets' names in one SEARCH: every bucket named is drawn (a term
+    of one name is an alternative, not the last one written); the EBS widgets rank the
+    cluster's volumes, and only those, by their reads."""
+    from cli.backtest.history import Sample
+
+    def s3(bucket: str, metric: str, value: float) -> Sample:
+        dims = frozenset({("BucketName", bucket), ("FilterId", "EntireBucket")})
+        return Sample("AWS/S3", metric, dims, 3600.0, value)
+
+    def ebs(volume: str, ops: float) -> Sample:
+        return Sample("AWS/EBS", "VolumeReadOps", frozenset({("VolumeId", volume)}), 3600.0, ops)
+
+    latencies = [s3(b, "FirstByteLatency", ms) for b, ms in (("a", 40.0), ("b", 250.0), ("c", 9.0))]
+    # vol-9 is another cluster's (EBS metrics name no cluster): it is not drawn, however busy.
+    samples = [*latencies, ebs("vol-1", 10.0), ebs("vol-2", 900.0), ebs("vol-9", 5000.0)]
+    before_first_run = bodies.storage(CLUSTER, ["a"], "us-east-1")
+    drawn = {v.title: v.series for v in evaluate_body(before_first_run, samples)}
+    assert drawn["EBS read ops per 5 minutes (ten busiest)"] == 0
+    body = bodies.storage(CLUSTER, ["a", "b"], "us-east-1", volume_ids=["vol-2", "vol-1"])
+    shown = {v.title: v for v in evaluate_body(body, samples)}
+    latency = shown["S3 first-byte latency p99 (ms)"]
+    assert sorted((line.label, line.value) for line in latency.lines) == [
+        ("a EntireBucket", 40.0),
+        ("b EntireBucket", 250.0),
+    ]
+    reads = shown["EBS read ops per 5 minutes (ten busiest)"]
+    assert [(line.label, line.value) for line in reads.lines] == [("vol-2", 900.0), ("vol-1", 10.0)]

@@ -120,6 +120,40 @@ def test_saturation_edge_is_ninety_percent_for_a_tenth_of_hours() -> None:
     assert Kind.EBS_THROUGHPUT_SATURATED not in kinds(volume, metrics)
 
 
+def test_a_saturated_gp3_volume_is_told_how_far_it_can_still_grow() -> None:
+    """gp3 takes up to 80,000 IOPS and 2,000 MiB/s (EC2 API, CreateVolume; held to botocore's
+    model in test_ebs_limits): a volume at 16,000 IOPS, or at 1,000 MiB/s, is not at its
+    ceiling; one at both ceilings is told so."""
+    (iops,) = analyze_volume(gp3(iops=16_000), steady(15_000, mibps=10))
+    assert iops.kind is Kind.EBS_THROUGHPUT_SATURATED
+    assert iops.recommendation.startswith("Raise its provisioned IOPS from 16,000 (up to 80,000)")
+    assert (iops.evidence["type_max_iops"], iops.evidence["type_max_throughput_mibps"]) == (
+        80_000,
+        2_000,
+    )
+    (mibps,) = analyze_volume(gp3(iops=3000, throughput=1000), steady(100, mibps=950))
+    assert mibps.recommendation.startswith(
+        "Raise its provisioned throughput from 1,000 MiB/s (up to 2,000)"
+    )
+    (top,) = analyze_volume(gp3(iops=80_000, throughput=2000), steady(79_000, mibps=1990))
+    assert top.recommendation.startswith("It is at gp3's ceiling (80,000 IOPS, 2,000 MiB/s")
+
+
+def test_a_saturated_gp2_or_io2_volume_is_told_its_way_up() -> None:
+    gp2 = Volume("vol-2", "gp2", 1000, "in-use")  # 3,000 IOPS baseline, 250 MiB/s
+    (moved,) = analyze_volume(gp2, steady(2950, mibps=10))
+    assert moved.recommendation.startswith(
+        "Move it to gp3, which takes up to 80,000 IOPS and 2,000 MiB/s whatever its size "
+        "(this gp2 volume gives 3,000 IOPS and 250 MiB/s)"
+    )
+    io2 = Volume("vol-3", "io2", 1000, "in-use", 64_000, None, "i-1")
+    (raised,) = analyze_volume(io2, steady(63_000, mibps=10))
+    advice = raised.recommendation
+    assert advice.startswith("Raise its provisioned IOPS from 64,000 (up to 256,000)")
+    # io2 throughput follows IOPS up to 4,000 MiB/s (256 KiB an I/O), not io1's 1,000
+    assert raised.evidence["provisioned_throughput_mibps"] == 4000.0
+
+
 def test_a_single_exceeded_check_is_saturation() -> None:
     metrics = steady(500, mibps=10)
     metrics.iops_exceeded[100] = 1.0

@@ -84,12 +84,31 @@ def test_data_bound_edge_is_twenty_percent_of_step_time() -> None:
     # 10 hours x 4 GPUs x $6.88 x 21% waiting, at 730/336 of that pace for a month.
     assert finding.evidence["waste_in_lookback_usd"] == pytest.approx(40 * 6.88 * 0.21, rel=1e-3)
     assert finding.estimated_monthly_waste_usd == pytest.approx(40 * 6.88 * 0.21 * 730 / 336)
-    # Its dollars say the window they cover (the default 14-day lookback), not "this week".
+    # Its dollars say the window they cover (the default 14-day lookback), not "this week",
+    # and that its GPU-hours are stepping hours times GPUs.
     assert finding.summary.endswith(
-        ": $58 of 40 GPU-hours over its 14-day lookback went to waiting."
+        ": $58 of the 40 GPU-hours it stepped (4 GPUs x 10 hours) in its 14-day lookback "
+        "went to waiting."
     )
     two_days = analyze_job(replace(JobData(series=series(wait=0.21)), lookback_hours=48.0))
-    assert "over its 2-day lookback" in two_days[0].summary
+    assert "in its 2-day lookback" in two_days[0].summary
+
+
+def test_a_data_bound_job_in_a_window_that_is_not_the_calendar_day_names_its_hours() -> None:
+    """A run at 07:00 with a 1-day lookback reads 07:00 to 07:00; the GPU-hour attribution of
+    the same run holds yesterday 00:00-24:00. A job that held 2 GPUs all of yesterday and
+    stepped its last 17 hours of the window says so, with the window, so its 34 GPU-hours are
+    not read against the attribution's 48."""
+    end = 1_796_022_000.0  # 2026-11-30 07:00 UTC
+    data = JobData(
+        series=series(wait=0.4, hours=17), ranks=ranks([1.0] * 2), lookback_hours=24.0,
+        window_end=end,
+    )  # fmt: skip
+    (finding,) = analyze_job(data)
+    assert finding.summary.endswith(
+        "of the 34 GPU-hours it stepped (2 GPUs x 17 hours) in its 1-day lookback "
+        "(2026-11-29 07:00 to 2026-11-30 07:00 UTC) went to waiting."
+    )
 
 
 def test_underutilized_by_power_or_by_sm_activity() -> None:

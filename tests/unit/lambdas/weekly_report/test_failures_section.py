@@ -70,7 +70,8 @@ def test_the_csv_has_a_row_per_failed_run_and_the_section_says_when_there_is_non
     figures = failure_figures([_run("a", 110 * H, "n1")], gpu_hour_usd=2.5)
     assert failures_csv(figures, cluster="c", week="2026-W48").splitlines() == [
         "cluster,week,job,failed_hour,cause,nodes,signature,gpu_hours,usd",
-        "c,2026-W48,a,1970-01-05 14:00,cuda_out_of_memory,n1,CUDA out of memory,4.0,10.0",
+        '"c","2026-W48","a","1970-01-05 14:00","cuda_out_of_memory","n1","CUDA out of memory",'
+        "4.0,10.0",
     ]
     assert "$10 at $2.50 a GPU-hour" in failures_section(figures)
     empty = failures_section(failure_figures([], gpu_hour_usd=2.5))
