@@ -268,6 +268,18 @@ def contributor_cap(reason: str) -> str | None:
     return f"{match['count']}+" if match else None
 
 
+def _series_pods(attributes: dict[str, str]) -> tuple[str, ...]:
+    """Pod identity in Container Insights' per-pod GPU series (the alarms without the
+    exporter), or DCGM's pod labels in OTel mode."""
+    if DIM_FULL_POD_NAME in attributes:
+        return (attributes[DIM_FULL_POD_NAME],)
+    if DCGM_LABELS.pod in attributes:
+        namespace = attributes.get(DCGM_LABELS.namespace)
+        pod = attributes[DCGM_LABELS.pod]
+        return (f"{namespace}/{pod}" if namespace else pod,)
+    return ()
+
+
 def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident | Skipped:
     detail_type = event.get("detail-type")
     if detail_type not in (ALARM_STATE_CHANGE, CONTRIBUTOR_STATE_CHANGE):
@@ -299,14 +311,7 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
     # labels: DCGM's, which name the node, GPU and pod (lambdas/shared/dcgm.py).
     node = attributes.get(DIM_NODE) or attributes.get(DCGM_LABELS.node, "")
     gpu = attributes.get(DIM_GPU_INDEX) or attributes.get(DCGM_LABELS.gpu, "")
-    # Pod identity in Container Insights' per-pod GPU series (the alarms without the exporter).
-    pods: tuple[str, ...] = ()
-    if DIM_FULL_POD_NAME in attributes:
-        pods = (attributes[DIM_FULL_POD_NAME],)
-    elif DCGM_LABELS.pod in attributes:
-        namespace = attributes.get(DCGM_LABELS.namespace)
-        pod = attributes[DCGM_LABELS.pod]
-        pods = (f"{namespace}/{pod}" if namespace else pod,)
+    pods = _series_pods(attributes)
     where = f" on {node} GPU {gpu}" if node and gpu else (f" on {pods[0]}" if pods else "")
     if node and gpu == ALL_GPUS:  # the silence check's series for a node that sent nothing
         where = f" on {node}, all its GPUs"
