@@ -22,7 +22,7 @@ from benchmarks import (
     training_analyzer,
     training_emitter,
 )
-from cli.exporter_cost import estimate
+from cli.cost.exporter import estimate
 from lambdas.shared.shards import STORAGE, TRAINING, TRAINING_SHARD_JOBS
 
 
@@ -45,7 +45,7 @@ def synth_seconds() -> float:
 
     from cdk.app import build
     from cdk.settings import Settings
-    from cli.demo_storage import DEMO_CLUSTER
+    from cli.demo.storage import DEMO_CLUSTER
 
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as outdir:

@@ -22,18 +22,18 @@ from cli.backtest.cloudwatch_history import HistoryFetchError
 from cli.backtest.command import add_arguments as add_backtest_arguments
 from cli.backtest.command import run as run_backtest
 from cli.checkout import use_checkout
-from cli.cost_command import add_arguments as add_cost_arguments
-from cli.cost_command import run as run_cost_estimate
-from cli.demo_folders import check_folder, make_folder
+from cli.cost.command import add_arguments as add_cost_arguments
+from cli.cost.command import run as run_cost_estimate
+from cli.demo.folders import check_folder, make_folder
 from cli.explain_failure import NoCauseFoundError
 from cli.explain_failure import add_arguments as add_explain_failure_arguments
 from cli.explain_failure import run as run_explain_failure
 from cli.failures import NO_DATA_EXIT, AwsFailureError, NoDataError
-from cli.preflight import ChecksFailedError
-from cli.preflight import add_arguments as add_preflight_arguments
-from cli.preflight import run as run_preflight
-from cli.status import add_arguments as add_status_arguments
-from cli.status import run as run_status
+from cli.preflight.command import ChecksFailedError
+from cli.preflight.command import add_arguments as add_preflight_arguments
+from cli.preflight.command import run as run_preflight
+from cli.status.command import add_arguments as add_status_arguments
+from cli.status.command import run as run_status
 from gpu_insights_agent.contract.metrics import ExporterSink
 from gpu_insights_agent.exporter.cli import OneLineParser
 
@@ -204,9 +204,9 @@ def _demo(args: argparse.Namespace) -> str:
         option: check_folder(option, raw)
         for option, raw in (("--out", args.out), ("--cdk-out", args.cdk_out))
     }
-    use_checkout()  # the demo's cluster is the realistic model in the clone's tests/
+    use_checkout()  # the demo reads the clone's cdk.json and failure-log corpus
     if args.mode == "otel":
-        from cli.demo_promql import PrometheusMissingError, binaries
+        from cli.demo.promql import PrometheusMissingError, binaries
 
         try:
             binaries()
@@ -215,7 +215,7 @@ def _demo(args: argparse.Namespace) -> str:
     for option, path in folders.items():
         make_folder(option, path)
     try:
-        from cli.demo import run_demo  # imports the CDK and moto, which takes seconds
+        from cli.demo.command import run_demo  # imports the CDK and moto, which takes seconds
     except ModuleNotFoundError as err:
         if err.name != "moto":
             raise
@@ -224,7 +224,7 @@ def _demo(args: argparse.Namespace) -> str:
     logging.basicConfig(level=logging.CRITICAL)
     if args.mode == "classic":
         return run_demo(out_dir=folders["--out"], cdk_out=folders["--cdk-out"]).summary()
-    from cli.demo_otel import run_both
+    from cli.demo.both_modes import run_both
 
     return run_both(out_dir=folders["--out"], cdk_out=folders["--cdk-out"])
 

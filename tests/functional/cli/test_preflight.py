@@ -22,10 +22,10 @@ from botocore.stub import Stubber
 from moto import mock_aws
 
 from cdk.settings import MISSING_CLUSTER, AgentCredentials, Settings
-from cli.demo_preflight import seed_cluster, stub_addons
+from cli.demo.preflight import seed_cluster, stub_addons
 from cli.main import main
-from cli.preflight_aws import Clients, gather, read_gpu_instances, read_nodegroups
-from cli.preflight_checks import Check, Verdict, plan_for, run_checks
+from cli.preflight.aws import Clients, gather, read_gpu_instances, read_nodegroups
+from cli.preflight.checks import Check, Verdict, plan_for, run_checks
 from gpu_insights_agent.contract.metrics import ExporterSink
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 

@@ -407,7 +407,7 @@ def test_the_demo_writes_only_into_a_folder_it_made_or_was_given_empty(
 
 
 def test_a_previous_demo_output_is_written_again(tmp_path: Path) -> None:
-    from cli.demo_folders import MARK, check_folder, make_folder
+    from cli.demo.folders import MARK, check_folder, make_folder
 
     fresh = tmp_path / "out"
     assert check_folder("--out", str(fresh)) == fresh
