@@ -6,9 +6,8 @@ import argparse
 import json
 
 from cdk.alarms.catalog import alarm_sizing
-from cdk.settings import settings_from_context
 from cli.cost.estimate import MAX_GPUS_PER_NODE, Deployment, as_json, estimate, table
-from cli.settings_args import add_settings_arguments, context_from_args
+from cli.settings_args import add_settings_arguments, command_settings
 
 #: The most container logs a day the estimate takes, GB: 100 TB a month.
 MAX_LOG_GB_PER_DAY = 3_000.0
@@ -16,7 +15,7 @@ MAX_LOG_GB_PER_DAY = 3_000.0
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nodes", type=int, required=True, help="GPU nodes")
-    parser.add_argument("--gpus-per-node", type=int, required=True)
+    parser.add_argument("--gpus-per-node", type=int, required=True, help="GPUs in each node")
     parser.add_argument(
         "--interval",
         type=float,
@@ -46,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="training jobs the training analyzer reads (training_fleet_jobs, else one a node)",
     )
-    add_settings_arguments(parser, context_help="a setting, as given to cdk synth (repeatable)")
+    add_settings_arguments(parser, aws=False, cluster=False)
     parser.add_argument("--json", action="store_true", help="the line items as JSON")
 
 
@@ -71,9 +70,6 @@ def run(args: argparse.Namespace) -> str:
     for option, value in (("--volumes", args.volumes), ("--jobs", args.jobs)):
         if value is not None and value < 0:
             raise ValueError(f"{option} {value} must be 0 or more")
-    context = context_from_args(args)
-    # What a deployment costs does not depend on its cluster's name.
-    context.setdefault("cluster_name", "any")
     gpus = args.nodes * args.gpus_per_node
     if args.fleet_gpus is not None and args.fleet_gpus < gpus:
         # Alarms sized for fewer GPUs than run would each read over 500 series: CloudWatch
@@ -84,16 +80,18 @@ def run(args: argparse.Namespace) -> str:
             "fewer GPUs than run"
         )
     # The options go through the settings' own rules: the fleet and interval the deployment
-    # would refuse are refused here, in the same words.
-    for key, value in (
-        ("fleet_gpus", args.fleet_gpus if args.fleet_gpus is not None else gpus),
-        ("exporter_interval_seconds", _whole(args.interval)),
-        ("storage_fleet_volumes", args.volumes),
-        ("training_fleet_jobs", args.jobs),
-    ):
-        if value is not None:
-            context[key] = value
-    settings = settings_from_context(context)
+    # would refuse are refused here, in the same words. What a deployment costs does not
+    # depend on its cluster's name.
+    settings = command_settings(
+        args,
+        {
+            "fleet_gpus": args.fleet_gpus if args.fleet_gpus is not None else gpus,
+            "exporter_interval_seconds": _whole(args.interval),
+            "storage_fleet_volumes": args.volumes,
+            "training_fleet_jobs": args.jobs,
+        },
+        defaults={"cluster_name": "any"},
+    )
     deployment = Deployment(
         settings=settings,
         nodes=args.nodes,

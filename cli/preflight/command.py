@@ -41,19 +41,13 @@ Read-only checks of the account and cluster the settings name, before cdk deploy
   nodes:<group>         each GPU node group's OS and architecture suit the exporter
   nodes:auto-mode       EKS Auto Mode nodes, where the exporter sees no GPU
   exporter-nodes        every NVIDIA GPU node (running instances tagged for the cluster, node
-                        groups' types) is one the exporter's DaemonSet selects, or why not
-
-Exit status: 0 when nothing fails, 1 when a check fails, 2 for bad input."""
+                        groups' types) is one the exporter's DaemonSet selects, or why not"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = DESCRIPTION
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    add_settings_arguments(
-        parser,
-        context_help="a setting, as given to cdk deploy (repeatable); cluster_name is required",
-    )
-    parser.add_argument("--region", help="AWS region (default: the region setting, then the chain)")
+    add_settings_arguments(parser, aws=True)
     parser.add_argument("--json", action="store_true", help="the checks as a JSON document")
 
 

@@ -25,19 +25,13 @@ Read-only checks, after cdk deploy, that the cluster the settings name is watche
   topic:<purpose>         critical, warning, report: a confirmed subscriber (those awaiting
                           confirmation, named)
   analyzer:<name>         the storage and training analyzers' newest findings, and
-  weekly-report           the newest weekly report, in the report bucket
-
-Exit status: 0 when nothing fails, 1 when a check fails, 2 for bad input."""
+  weekly-report           the newest weekly report, in the report bucket"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = DESCRIPTION
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    add_settings_arguments(
-        parser,
-        context_help="a setting, as given to cdk deploy (repeatable); cluster_name is required",
-    )
-    parser.add_argument("--region", help="AWS region (default: the region setting, then the chain)")
+    add_settings_arguments(parser, aws=True)
     parser.add_argument("--json", action="store_true", help="the checks as a JSON document")
 
 

@@ -28,7 +28,7 @@ RULES: dict[str, tuple[set[str], set[str]]] = {
     # Synth time: builds what the others define.
     "cdk": (
         {"cdk", "lambdas", "dashboards", "gpu_insights_agent"},
-        {"aws_cdk", "constructs", "cdk_nag", "jsii"},
+        {"aws_cdk", "constructs", "cdk_nag", "jsii", "botocore"},
     ),
 }
 
