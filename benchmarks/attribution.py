@@ -2,17 +2,17 @@
 large fleet: every
 GPU-hour classified and every hold attributed, as the daily run does for one day, here for
 seven days at once. Prints wall and CPU time and peak Python memory. The pods are the realistic
-cluster model's (tests/realistic): each job an Indexed Job over eight nodes, its pods named and
+cluster model's (cli/demo/realistic): each job an Indexed Job over eight nodes, its pods named and
 their controller (Container Insights' PodName) given as the agent gives them."""
 
 import time
 import tracemalloc
 from typing import Any
 
+from cli.demo.realistic import container_insights as ci
+from cli.demo.realistic import pods as k8s
 from lambdas.training_analyzer.gpu_hours.attribution import GpuHour, GpuKey, Hold, attribute
 from lambdas.training_analyzer.gpu_hours.findings import day_table
-from tests.realistic import container_insights as ci
-from tests.realistic import pods as k8s
 
 GPUS_PER_NODE = 8
 HOURS = 7 * 24

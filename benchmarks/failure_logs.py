@@ -21,9 +21,9 @@ from typing import Final
 from cdk.alarms.catalog import alarm_sizing
 from cdk.alarms.sizing import AlarmSizing
 from cdk.settings import Settings
-from cli.demo_failures import planted
-from cli.demo_storage import DEMO_CLUSTER
-from cli.prices import LOGS_INSIGHTS
+from cli.cost.prices import LOGS_INSIGHTS
+from cli.demo.failures import planted
+from cli.demo.storage import DEMO_CLUSTER
 from lambdas.training_analyzer.analysis import (
     JobData,
     JobSeries,

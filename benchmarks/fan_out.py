@@ -36,7 +36,7 @@ from benchmarks.storage_analyzer import END, FakeCloudWatch, ec2_client
 from benchmarks.training_fleet import Fleet, bucket_client, serve_failure_logs
 from cdk.function_configs import storage_config
 from cdk.settings import Settings
-from cli.demo_failures import corpus_lines
+from cli.demo.failures import corpus_lines
 from lambdas.shared.findings import AnalysisRun
 from lambdas.shared.metric_fetcher import MAX_DATAPOINTS_PER_CALL
 from lambdas.shared.shards import (

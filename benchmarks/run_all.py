@@ -24,7 +24,7 @@ from benchmarks import (
     training_emitter,
     webhook_faults,
 )
-from cli.exporter_cost import estimate
+from cli.cost.exporter import estimate
 from lambdas.notifier.config import FUNCTION_TIMEOUT_S
 from lambdas.shared.shards import STORAGE, TRAINING, TRAINING_SHARD_JOBS
 
@@ -48,7 +48,7 @@ def synth_seconds() -> float:
 
     from cdk.app import build
     from cdk.settings import Settings
-    from cli.demo_storage import DEMO_CLUSTER
+    from cli.demo.storage import DEMO_CLUSTER
 
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as outdir:

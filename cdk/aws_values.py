@@ -3,6 +3,8 @@ subscription endpoints, ARNs. Each check returns ``None`` for a good value, or a
 that the settings' one-line error carries, so a bad value stops synth instead of a deploy.
 """
 
+import difflib
+import functools
 import re
 from typing import Final
 from urllib.parse import urlsplit
@@ -280,3 +282,28 @@ def data_source_problem(source: str) -> str | None:
         return None
     reason = bucket_problem(source)
     return None if reason is None else "S3 bucket names (no s3:// or path) or EBS volume ids"
+
+
+@functools.cache
+def known_regions() -> frozenset[str]:
+    """Every Region of every partition in the installed botocore's endpoint data (its
+    ``endpoints.json``: the partitions' ``regions``), the list the AWS SDK itself resolves
+    endpoints from."""
+    import botocore.session  # synth and the commands only; botocore comes with boto3
+
+    data = botocore.session.get_session().get_data("endpoints")
+    return frozenset(region for p in data["partitions"] for region in p.get("regions", {}))
+
+
+def region_problem(region: str) -> str | None:
+    """Why no AWS endpoint answers in this Region (a typo such as us-weest-2), or None."""
+    regions = known_regions()
+    if region in regions:
+        return None
+    import botocore
+
+    close = difflib.get_close_matches(region, sorted(regions), n=1)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    return (
+        f"an AWS Region botocore {botocore.__version__} knows (its partitions' endpoint data){hint}"
+    )

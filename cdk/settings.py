@@ -28,6 +28,7 @@ from cdk.aws_values import (
     iam_arn_problem,
     kms_key_arn_problem,
     parameter_name_problem,
+    region_problem,
     schedule_problem,
     sns_topic_arn_problem,
 )
@@ -431,6 +432,7 @@ _PATTERNS: Final[dict[str, tuple[re.Pattern[str], str]]] = {
 _CHECKS: Final[dict[str, Callable[[str], str | None]]] = {
     "oidc_provider_arn": lambda arn: iam_arn_problem(arn, "oidc-provider"),
     "kubectl_role_arn": lambda arn: iam_arn_problem(arn, "role"),
+    "region": region_problem,
     "webhook_url_parameter": parameter_name_problem,
     "storage_schedule": schedule_problem,
     "training_schedule": schedule_problem,
@@ -523,19 +525,35 @@ def _require_shard_fits(key: str, items: int, days: int, size: FunctionSize, cou
         )
 
 
+#: The spellings of a boolean setting, the same from ``-c KEY=VALUE`` (always a string) and from
+#: cdk.json (a JSON boolean, number or string): case and surrounding blanks do not matter.
+TRUE_WORDS: Final = ("true", "yes", "on", "1")
+FALSE_WORDS: Final = ("false", "no", "off", "0")
+
+
 def _as_bool(key: str, raw: object) -> bool:
+    word = str(raw).strip().lower() if isinstance(raw, str | int | float) else None
     if isinstance(raw, bool):
         return raw
-    if isinstance(raw, str) and raw.strip().lower() in {"true", "false", "yes", "no", "1", "0"}:
-        return raw.strip().lower() in {"true", "yes", "1"}
-    raise SettingsError(f"setting {key}={raw!r} is not valid: expected true or false")
+    if isinstance(raw, int | float) and raw in (0, 1):
+        return bool(raw)
+    if word in TRUE_WORDS or word in FALSE_WORDS:
+        return word in TRUE_WORDS
+    raise SettingsError(
+        f"setting {key}={raw!r} is not valid: expected one of {', '.join(TRUE_WORDS)} or "
+        f"{', '.join(FALSE_WORDS)}"
+    )
 
 
 def _as_int(key: str, raw: object) -> int:
+    """A whole number: a JSON integer, a JSON number with no fraction (2000.0), or a string of
+    digits (``-c`` gives strings)."""
     if isinstance(raw, bool):
         raise SettingsError(f"setting {key}={raw!r} is not valid: expected a whole number")
     if isinstance(raw, int):
         return raw
+    if isinstance(raw, float) and raw.is_integer():
+        return int(raw)
     if isinstance(raw, str):
         try:
             return int(raw.strip())

@@ -11,12 +11,12 @@ from datetime import UTC, datetime
 
 from cdk.aws_values import bucket_problem
 from cdk.function_configs import storage_config, training_config
-from cdk.settings import Settings, settings_from_context
+from cdk.settings import Settings
 from cli.failures import AwsFailureError, NoDataError
-from cli.settings_args import add_settings_arguments, context_from_args
+from cli.settings_args import add_settings_arguments, command_settings, session_for
 from gpu_insights_agent.contract.metrics import NAMESPACE_TRAINING
 from gpu_insights_agent.contract.resource_names import cluster_name_problem
-from lambdas.shared.aws_clients import INTERACTIVE, ClientCache, client, new_session
+from lambdas.shared.aws_clients import INTERACTIVE, ClientCache, client
 from lambdas.shared.events import analysis_window
 from lambdas.shared.findings import AnalysisRun, Finding, stamped
 from lambdas.storage_analyzer import handler as storage_handler
@@ -29,7 +29,6 @@ from lambdas.training_analyzer.run import TrainingRun
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     targets = parser.add_subparsers(dest="target", required=True, metavar="TARGET")
     storage = targets.add_parser("storage", help="EBS volumes and S3 buckets")
-    storage.add_argument("--cluster-name", required=True)
     storage.add_argument(
         "--scope",
         choices=[s.value for s in VolumeScope],
@@ -43,7 +42,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="S3 bucket, repeatable (default: the storage_buckets setting)",
     )
     training = targets.add_parser("training", help="training jobs of the cluster")
-    training.add_argument("--cluster-name", required=True)
     training.add_argument(
         "--gpu-hour-usd",
         type=float,
@@ -60,8 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         sub.add_argument(
             "--days", type=int, default=None, help="lookback in days (the lookback_days setting)"
         )
-        add_settings_arguments(sub, context_help="a setting, as given to cdk synth (repeatable)")
-        sub.add_argument("--region", help="AWS region")
+        add_settings_arguments(sub, aws=True)
         sub.add_argument("--json", action="store_true", help="findings as JSON lines")
 
 
@@ -117,11 +114,11 @@ def _analyze(
 
 
 def _nothing_of_the_cluster(
-    args: argparse.Namespace, settings: Settings, run: AnalysisRun, gpu_hours: float
+    region: str, settings: Settings, run: AnalysisRun, gpu_hours: float
 ) -> str | None:
     """Why the run found nothing of the cluster at all (a typo in its name, the wrong Region
     or account), or None: "No findings." would read as a clean bill of health."""
-    where = f"in {args.region}" if args.region else "in this Region"
+    where = f"in {region}"
     name = settings.cluster_name
     if isinstance(run, StorageRun):
         if run.volumes or run.buckets:
@@ -144,25 +141,11 @@ def _nothing_of_the_cluster(
     return None
 
 
-def _settings(args: argparse.Namespace) -> Settings:
-    """The deployment's settings (cdk.json, each ``-c``), the options given here over them."""
-    context = context_from_args(args)
-    context["cluster_name"] = args.cluster_name
-    for key, value in (
-        ("lookback_days", args.days),
-        ("storage_volume_scope", getattr(args, "scope", None)),
-        ("storage_buckets", getattr(args, "bucket", None) or None),
-        ("gpu_hour_price_usd", getattr(args, "gpu_hour_usd", None)),
-    ):
-        if value is not None:
-            context[key] = value
-    return settings_from_context(context)
-
-
 def run(args: argparse.Namespace) -> str:
-    problem = cluster_name_problem(args.cluster_name)
-    if problem:
-        raise ValueError(f"--cluster-name: {problem}")
+    if args.cluster_name is not None:
+        problem = cluster_name_problem(args.cluster_name)
+        if problem:
+            raise ValueError(f"--cluster-name: {problem}")
     for bucket in getattr(args, "bucket", None) or []:
         problem = bucket_problem(bucket)
         if problem:
@@ -172,7 +155,16 @@ def run(args: argparse.Namespace) -> str:
     price = getattr(args, "gpu_hour_usd", None)
     if price is not None and not (0 <= price <= 1000):
         raise ValueError(f"--gpu-hour-usd {price} must be 0 to 1000")
-    settings = _settings(args)
+    # The deployment's settings (cdk.json, each -c), the options given here over them.
+    settings = command_settings(
+        args,
+        {
+            "lookback_days": args.days,
+            "storage_volume_scope": getattr(args, "scope", None),
+            "storage_buckets": getattr(args, "bucket", None) or None,
+            "gpu_hour_price_usd": getattr(args, "gpu_hour_usd", None),
+        },
+    )
     report_bucket = getattr(args, "report_bucket", None)
     problem = bucket_problem(report_bucket) if report_bucket is not None else None
     if problem:
@@ -182,12 +174,12 @@ def run(args: argparse.Namespace) -> str:
             "training_data_sources is set: --report-bucket (the stack's ReportBucketName "
             "output) is where the storage findings to link are read"
         )
+    # The handlers' session: its clients parse GetMetricData's epoch timestamps as fast as the
+    # Lambdas' do (a plain boto3 session's parser took four times the CPU of a whole run).
+    session, region = session_for(args, settings)
     # Each skip is a finding (printed) or the one line of a run that read nothing: the Lambdas'
     # warning log of it would be a second line on stderr.
     logging.getLogger("lambdas").setLevel(logging.ERROR)
-    # The handlers' session: its clients parse GetMetricData's epoch timestamps as fast as the
-    # Lambdas' do (a plain boto3 session's parser took four times the CPU of a whole run).
-    session = new_session(profile_name=args.profile, region_name=args.region)
     clients = ClientCache()
     for service in ("ec2", "s3", "cloudwatch", "logs"):
         clients[service] = client(service, session=session, config=INTERACTIVE)
@@ -195,8 +187,14 @@ def run(args: argparse.Namespace) -> str:
     result, findings, gpu_hours = _analyze(args.target, settings, clients, report_bucket, end)
     if read_nothing(result):
         first = result.findings[0]
-        raise AwsFailureError(f"read nothing: {first.resource}: {first.summary}")
-    missing = _nothing_of_the_cluster(args, settings, result, gpu_hours)
+        # The summary names its resource already where the reader wrote it so.
+        said = (
+            first.summary
+            if first.summary.startswith(first.resource)
+            else (f"{first.resource}: {first.summary}")
+        )
+        raise AwsFailureError(f"read nothing: {said}")
+    missing = _nothing_of_the_cluster(region, settings, result, gpu_hours)
     if missing:
         raise NoDataError(missing)
     findings = stamped(findings, settings.cluster_name, end)

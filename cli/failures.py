@@ -15,3 +15,19 @@ class NoDataError(Exception):
 
 #: The exit status of NoDataError.
 NO_DATA_EXIT = 3
+
+#: What each exit status means, the same for every command that can end with it.
+EXIT_STATUSES: dict[int, str] = {
+    0: "done (preflight, status: every check passed; explain-failure: a cause was named)",
+    1: "AWS could not be reached or refused, or a check failed, or no cause was found (the "
+    "report is still printed)",
+    2: "bad input: an option, a setting or a file, named in one line",
+    NO_DATA_EXIT: "nothing of the cluster was found to analyze (is its name right?)",
+}
+
+
+def exit_status_help(command: str, statuses: tuple[int, ...]) -> str:
+    """The ``--help`` epilog that lists the command's exit statuses."""
+    lines = [f"exit status of {command}:"]
+    lines += [f"  {status}  {EXIT_STATUSES[status]}" for status in sorted({0, 2, *statuses})]
+    return "\n".join(lines)

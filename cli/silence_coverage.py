@@ -1,6 +1,6 @@
 """What the ``silence-coverage`` lines of ``gpu-insights preflight`` and ``status`` read: every
 running NVIDIA GPU instance of the cluster that the silence check does not cover
-(lambdas/silence_check/coverage.py judges; cli/preflight_checks.py ``check_silence_coverage``
+(lambdas/silence_check/coverage.py judges; cli/preflight/checks.py ``check_silence_coverage``
 words them).
 
 Which instances are the cluster's, by any evidence:
@@ -9,7 +9,7 @@ Which instances are the cluster's, by any evidence:
   the check reads them (two DescribeInstances calls);
 - Container Insights saw it as a node of the cluster: Classic's ``node_gpu_power_draw`` series
   carry (ClusterName, NodeName, InstanceId) (Container-Insights-metrics-enhanced-EKS.html;
-  tests/realistic/container_insights.py ``NODE_GPU_DIMENSION_SETS``), listed in one
+  cli/demo/realistic/container_insights.py ``NODE_GPU_DIMENSION_SETS``), listed in one
   ListMetrics call over the last three hours; OTel mode's DCGM series carry the node's name,
   read by PromQL (``status`` only). The add-on runs its DCGM exporter on NVIDIA instance types
   whatever the instance's tags (cdk/node_config/gpu_instance_types.py, from its chart), so a

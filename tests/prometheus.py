@@ -1,10 +1,10 @@
 """A real PromQL engine for tests: Debian's ``prometheus`` (2.42), as the demo runs it
-(cli/demo_promql.py), skipped (saying how to get it) where it is not installed.
+(cli/demo/promql.py), skipped (saying how to get it) where it is not installed.
 
 Prometheus 2.42 predates UTF-8 label names (Prometheus 3.0), so the series are stored under
 legacy names (``@resource.k8s.pod.name`` as ``_resource_k8s_pod_name``): a reader is given those
-names (``legacy_labels``), or queries through ``cli.demo_promql.answering``, which translates
-CloudWatch's own names (the realistic model's, tests/realistic/otel.py, and the reader's
+names (``legacy_labels``), or queries through ``cli.demo.promql.answering``, which translates
+CloudWatch's own names (the realistic model's, cli/demo/realistic/otel.py, and the reader's
 default) on the way in and out.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from cli import demo_promql
-from cli.demo_promql import Sample, legacy_label, write_openmetrics
+from cli.demo import promql as demo_promql
+from cli.demo.promql import Sample, legacy_label, write_openmetrics
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
 
 __all__ = ["Sample", "binaries", "legacy_label", "legacy_labels", "serve", "write_openmetrics"]

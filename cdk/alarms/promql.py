@@ -92,7 +92,7 @@ def low_power_query(
     """Each pod-held GPU whose peak power over the last ``RANGE_S`` stayed under
     ``threshold_watts``: one series per (cluster, node, GPU, namespace, pod), the contributor
     that names the GPU and the pod. DCGM labels a GPU's datapoints with the pod only while a
-    pod holds it (tests/realistic/otel.py), so an idle GPU is never returned. Pending for the
+    pod holds it (cli/demo/realistic/otel.py), so an idle GPU is never returned. Pending for the
     rest of the window: the first breach is seen when a whole range is under the threshold,
     so ALARM comes ``window_minutes`` after the GPU's power fell."""
     q = quote_label

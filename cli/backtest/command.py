@@ -11,8 +11,7 @@ from cdk.alarms.catalog import SILENT_ALARM, gpu_alarms, promql_alarms
 from cdk.alarms.model import AlarmSpec
 from cdk.alarms.promql import PromQLQuery
 from cdk.function_configs import silence_config
-from cdk.settings import settings_from_context
-from cli.backtest.cloudwatch_history import fetch_samples
+from cli.backtest.cloudwatch_history import HistoryFetchError, fetch_samples
 from cli.backtest.engine import BacktestResult, backtest, history_end, report
 from cli.backtest.evaluator import Transition
 from cli.backtest.history import Sample, read_history
@@ -21,7 +20,8 @@ from cli.backtest.promql_alarm import as_json as promql_json
 from cli.backtest.promql_alarm import replay_range
 from cli.backtest.promql_alarm import report as promql_report
 from cli.backtest.silence_history import NOTE, derive_silence, has_silence
-from cli.settings_args import add_settings_arguments, context_from_args
+from cli.failures import AwsFailureError
+from cli.settings_args import add_settings_arguments, command_settings, session_for
 from gpu_insights_agent.contract.metrics import DIM_CLUSTER
 from lambdas.shared.events import parse_utc
 
@@ -41,8 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--hours", type=float, default=168.0, help="with --cloudwatch and no --start: hours back"
     )
-    add_settings_arguments(parser, context_help="a setting, as given to cdk synth (repeatable)")
-    parser.add_argument("--region", help="AWS region")
+    add_settings_arguments(parser, aws=True)
     parser.add_argument("--json", action="store_true", help="print the transitions as JSON")
 
 
@@ -116,7 +115,7 @@ def _no_cluster(sample: Sample) -> bool:
 
 
 def run(args: argparse.Namespace) -> str:
-    settings = settings_from_context(context_from_args(args))
+    settings = command_settings(args)
     specs = gpu_alarms(settings.alarm_settings())
     #: OTel mode's PromQL alarms: replayed through CloudWatch's PromQL API (--cloudwatch).
     promql_specs = promql_alarms(settings.alarm_settings())
@@ -150,14 +149,17 @@ def run(args: argparse.Namespace) -> str:
                     "silence after it is not seen: pass --end to replay past it"
                 )
     else:
-        from lambdas.shared.aws_clients import INTERACTIVE, client, new_session
+        from lambdas.shared.aws_clients import INTERACTIVE, client
 
         end = end if end is not None else time.time()
         start = start if start is not None else end - args.hours * 3600
         # --region, else the deployment's region setting, else the standard chain's.
-        session = new_session(profile_name=args.profile, region_name=args.region or settings.region)
+        session, _ = session_for(args, settings)
         cloudwatch = client("cloudwatch", session=session, config=INTERACTIVE)
-        samples = fetch_samples(cloudwatch, specs, start=start, end=end)
+        try:
+            samples = fetch_samples(cloudwatch, specs, start=start, end=end)
+        except HistoryFetchError as err:  # an AWS error: one line, exit 1
+            raise AwsFailureError(str(err)) from err
         promql = _replay_promql(cloudwatch, promql_specs, start, end)
     if end <= start:
         raise ValueError(

@@ -7,7 +7,7 @@ CloudWatch exposes an OTLP resource attribute as ``@resource.<name>`` and a data
 bare ("PromQL querying", CloudWatch-PromQL-Querying.html: "attributes use a single-@ scope
 prefix, for example, @resource.service.name. Datapoint attributes also support bare
 (un-prefixed) access"); the add-on promotes dcgm-exporter's pod, namespace and container to
-resource attributes and sets the node and cluster (tests/realistic/otel.py).
+resource attributes and sets the node and cluster (cli/demo/realistic/otel.py).
 """
 
 from dataclasses import dataclass

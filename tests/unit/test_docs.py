@@ -132,7 +132,7 @@ def test_the_readmes_training_figures_are_the_codes() -> None:
     2,000 GPUs, as the README's training paragraph states them."""
     from benchmarks.failure_logs import log_reads
     from cdk.alarms.jobs import JOB_ALARM_KINDS, JobAlarmSettings
-    from cli.prices import INSIGHTS_ALARM
+    from cli.cost.prices import INSIGHTS_ALARM
 
     text = " ".join(README.read_text().split())
     paragraph = text[text.index("**Training jobs.**") : text.index("**Weekly report.**")]

@@ -28,7 +28,7 @@ RULES: dict[str, tuple[set[str], set[str]]] = {
     # Synth time: builds what the others define.
     "cdk": (
         {"cdk", "lambdas", "dashboards", "gpu_insights_agent"},
-        {"aws_cdk", "constructs", "cdk_nag", "jsii"},
+        {"aws_cdk", "constructs", "cdk_nag", "jsii", "botocore"},
     ),
 }
 
@@ -70,17 +70,92 @@ def test_a_function_never_imports_another_functions_handler() -> None:
     assert offenders == []
 
 
-def test_the_operators_machine_reads_the_tests_only_for_the_cluster_model() -> None:
-    """The demo draws its cluster from tests/realistic (cli/checkout.py); nothing else in cli/
-    reaches into the tests (the runtime folders above never do; benchmarks/ may read the tests'
-    data, as the classifier's accuracy on the failure-log corpus does)."""
+#: The folders a packaged install ships: none may import the tests, which it would not have.
+SHIPPED = ("agent", "cdk", "cli", "dashboards", "lambdas")
+
+
+@pytest.mark.parametrize("folder", SHIPPED)
+def test_shipped_code_never_imports_the_tests(folder: str) -> None:
+    """The demo's cluster model ships with the command (cli/demo/realistic/); test oracles stay
+    in tests/ (benchmarks/ may read the tests' data, as the classifier's accuracy on the
+    failure-log corpus does)."""
     offenders = [
         f"{path.relative_to(ROOT)}:{line}: {name}"
-        for path in sorted((ROOT / "cli").rglob("*.py"))
+        for path in sorted((ROOT / folder).rglob("*.py"))
         for line, name in imports(path)
-        if name.split(".")[0] == "tests" and not name.startswith("tests.realistic")
+        if name.split(".")[0] == "tests"
     ]
     assert offenders == []
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT / "agent" if path.is_relative_to(ROOT / "agent") else ROOT)
+    parts = rel.with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Each project module and the project modules it imports, at module level or inside a
+    function (an import moved into a function hides a circle, it does not end it)."""
+    paths = [
+        p
+        for folder in ("agent/gpu_insights_agent", *SHIPPED[1:])
+        for p in (ROOT / folder).rglob("*.py")
+    ]
+    modules = {module_name(p): p for p in paths}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(), str(path))
+        targets: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                targets.add(node.module)
+                targets |= {f"{node.module}.{alias.name}" for alias in node.names}
+        graph[name] = {t for t in targets if t in modules and t != name}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected set of two or more modules (Tarjan), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            members = []
+            while True:
+                w = stack.pop()
+                members.append(w)
+                if w == v:
+                    break
+            if len(members) > 1:
+                found.append(sorted(members))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def test_no_import_circles() -> None:
+    assert circles(import_graph()) == []
+
+
+def test_a_circle_is_found() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert circles(graph) == [["a", "b", "c"]]
 
 
 def test_a_crossing_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

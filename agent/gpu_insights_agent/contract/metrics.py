@@ -74,7 +74,7 @@ DEFAULT_OTLP_ENDPOINT: Final = (
 #: The labels of the exporter's OTLP datapoints, named as dcgm-exporter names its series' (so a
 #: PromQL query joins the two on them): the GPU's index, UUID, device and model on the
 #: datapoint; the cluster and node as the add-on's pipeline sets them on the resource
-#: (tests/realistic/otel.py draws them from the add-on chart). The pod holding the GPU is its
+#: (cli/demo/realistic/otel.py draws them from the add-on chart). The pod holding the GPU is its
 #: UID (the exporter reads UIDs from the processes' cgroups, not names).
 OTLP_GPU: Final = "gpu"
 OTLP_UUID: Final = "UUID"
@@ -439,7 +439,7 @@ class GpuMetricRow:
 _R = GpuMetricRow
 G = GpuMetric
 #: The exporter's per-GPU metrics, one row each. The sets, schemas and dimension sets below,
-#: the cost model (cli/cost.py), the alarms' invariants and the README's metric table are
+#: the cost model (cli/cost/estimate.py), the alarms' invariants and the README's metric table are
 #: derived from or checked against these rows (tests/unit/agent/contract/test_metrics.py).
 GPU_METRICS: Final[tuple[GpuMetricRow, ...]] = (
     _R(G.POWER_UTILIZATION, "Percent", Role.CYCLE, cluster=True),

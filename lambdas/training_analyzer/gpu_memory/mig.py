@@ -75,7 +75,7 @@ _GIB: Final = 2**30
 
 #: NVML's name of a device (dcgm-exporter's ``modelName`` label) -> the MIG-capable model it is,
 #: by the part of the name that says so: "NVIDIA A100-SXM4-40GB" and "...-80GB" (the GPU
-#: Operator's ``nvidia.com/gpu.product`` on a p4d, tests/realistic/nodes.py), "NVIDIA H100 80GB
+#: Operator's ``nvidia.com/gpu.product`` on a p4d, cli/demo/realistic/nodes.py), "NVIDIA H100 80GB
 #: HBM3" (NVML on a p5) and "NVIDIA H200" (NVML on an H200, the recorded trace of
 #: tests/unit/agent/exporter/test_real_gpu_trace.py). Any other name (A10G, L4, L40S, T4,
 #: V100 on EC2) has no MIG.

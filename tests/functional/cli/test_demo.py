@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from cli.demo import DemoResult, run_demo
-from cli.demo_exporter import NODE, REPLAY_PODS, pod_uid, replay_window
-from cli.demo_failures import DEMO_READ, PLANTED
-from cli.demo_jobs import ALARM_JOBS, job_pages
-from cli.demo_otel import COMPARED, compare
-from cli.demo_report import chromium, page_height, png_size
-from cli.demo_storage import DEMO_CLUSTER, END
-from cli.demo_week import GPUS, HOURS, LAST_WEEK, _behaviour
+from cli.demo.both_modes import COMPARED, compare
+from cli.demo.command import DemoResult, run_demo
+from cli.demo.exporter import NODE, REPLAY_PODS, pod_uid, replay_window
+from cli.demo.failures import DEMO_READ, PLANTED
+from cli.demo.jobs import ALARM_JOBS, job_pages
+from cli.demo.report import chromium, page_height, png_size
+from cli.demo.storage import DEMO_CLUSTER, END
+from cli.demo.week import GPUS, HOURS, LAST_WEEK, _behaviour
 from cli.main import main
 from gpu_insights_agent.contract.metrics import DIM_GPU_INDEX, DIM_NODE, GpuMetric
 from gpu_insights_agent.emf.document import parse_emf_line
@@ -114,7 +114,7 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
     )
     assert training == [
         ("job/bert-data-bound", "training_data_bound"),
-        # 71 GiB of its H100s' 79.6 GiB (cli/demo_week.py MEMORY_GIB): out-of-memory risk.
+        # 71 GiB of its H100s' 79.6 GiB (cli/demo/week.py MEMORY_GIB): out-of-memory risk.
         ("job/bert-data-bound", "training_gpu_memory_near_capacity"),
         ("job/gpt-regressing", "training_throughput_regression"),
         # The notebook (9 GiB) fits a 1g.10gb, the nightly evaluation (12 GiB) a 1g.20gb.
@@ -219,7 +219,7 @@ def test_demo_sends_one_message_per_incident(demo: tuple[DemoResult, Path]) -> N
             "[WARNING] GPU in use but not working on ip-10-0-1-17.ec2.internal GPU 1",
             "[WARNING] Sustained thermal throttling on ip-10-0-1-17.ec2.internal GPU 2",
             "[WARNING] XID 13 on ip-10-0-1-17.ec2.internal GPU PCI 0000:53:00",
-            # The planted jobs, each with the nodes its ranks run on (cli/demo_jobs.py).
+            # The planted jobs, each with the nodes its ranks run on (cli/demo/jobs.py).
             f"[CRITICAL] Training job hung: job llama-hangs on {_nodes(1)}",
             f"[CRITICAL] Training loss is NaN or infinite: job gpt-nan on {_nodes(2)}",
             f"[WARNING] Training loss jumped: job t5-loss-spike on {_nodes(3)}",
@@ -367,7 +367,7 @@ def test_the_demo_report_changes_on_a_real_last_week_and_ties_jobs_across_tables
     result, tmp_path = demo
     document = json.loads((tmp_path / "out" / "report.json").read_text())
     waste = document["waste"]
-    # Last week's report came from its own run of the pipeline (cli/demo_last_week.py: nlp
+    # Last week's report came from its own run of the pipeline (cli/demo/last_week.py: nlp
     # started on the fourth day, the notebook was culled overnight until the sixth, no GPU
     # failed), in its own moto context: this week's CloudWatch returns none of its points,
     # and only the objects the report handler wrote crossed over.
@@ -522,7 +522,7 @@ def test_the_demo_reports_throughput_by_job_for_the_days_each_ran(
     _, tmp_path = demo
     document = json.loads((tmp_path / "out" / "report.json").read_text())
     # Each of the week's jobs ran on each day: its throughput charts seven days. The jobs
-    # planted to fail in the replayed hours (cli/demo_failures.py) chart that day alone;
+    # planted to fail in the replayed hours (cli/demo/failures.py) chart that day alone;
     # whisper-finetune, which steps through no emitter, charts none.
     throughput = dict(document["throughput_by_job"])
     planted = {job: throughput.pop(job) for job in ("sdxl-cuda-oom", "mixtral-nccl-timeout",
@@ -611,7 +611,7 @@ def test_demo_pages_each_planted_job_within_its_window_and_nothing_else(
 
 
 def _nodes(job_index: int) -> str:
-    """The two ranks' nodes of the demo's job alarm job ``job_index`` (cli/demo_jobs.py)."""
+    """The two ranks' nodes of the demo's job alarm job ``job_index`` (cli/demo/jobs.py)."""
     return ", ".join(f"ip-10-0-4-{10 * job_index + rank}.ec2.internal" for rank in range(2))
 
 

@@ -11,9 +11,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from cli.demo_exporter import NODE, replay_exporter, replay_window
-from cli.demo_failures import PLANTED, diagnose, diagnosis_lines, planted, seed_failures
-from cli.demo_storage import DEMO_CLUSTER
+from cli.demo.exporter import NODE, replay_exporter, replay_window
+from cli.demo.failures import PLANTED, diagnose, diagnosis_lines, planted, seed_failures
+from cli.demo.storage import DEMO_CLUSTER
 from gpu_insights_agent.contract.metrics import (
     DIM_CLUSTER,
     DIM_GPU_INDEX,
@@ -78,7 +78,7 @@ def test_each_planted_failure_is_failed_in_the_metrics_and_classified_with_its_c
     assert "Watchdog caught collective operation timeout" in nccl
     oom = by_job["job/tokenize-oom-killed"]["evidence"]["lines"][0]["text"]
     assert oom.startswith("Out of memory: Killed process 15784 (python3)")
-    # The XID is the replayed node's failing GPU's (cli/demo_exporter.py): its bus, its codes,
+    # The XID is the replayed node's failing GPU's (cli/demo/exporter.py): its bus, its codes,
     # its node; the kernel OOM killer and the XID take a node out: critical.
     xid = by_job["job/whisper-finetune"]
     assert xid["evidence"]["detail"]["xid"] == "48"

@@ -11,8 +11,8 @@ import jsonschema
 
 from cdk.node_config.cloudwatch_agent_config import gpu_node_agent_config
 from cdk.settings import Settings
-from cli.demo import run_demo
-from cli.demo_storage import DEMO_CLUSTER
+from cli.demo.command import run_demo
+from cli.demo.storage import DEMO_CLUSTER
 
 
 def test_demo_synthesizes_stores_and_fetches_the_agent_config(

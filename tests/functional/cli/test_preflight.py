@@ -22,20 +22,20 @@ from botocore.stub import Stubber
 from moto import mock_aws
 
 from cdk.settings import MISSING_CLUSTER, AgentCredentials, Settings
-from cli.demo_preflight import seed_cluster, stub_addons
-from cli.main import main
-from cli.preflight import as_json, table
-from cli.preflight_aws import Clients, gather, read_gpu_instances, read_nodegroups
-from cli.preflight_checks import Check, Verdict, plan_for, run_checks
-from gpu_insights_agent.contract.metrics import ExporterSink
-from lambdas.shared.container_insights_mode import ContainerInsightsMode
-from tests.realistic.container_insights import NODE_GPU_DIMENSION_SETS, gpu_device
-from tests.realistic.nodes import (
+from cli.demo.preflight import seed_cluster, stub_addons
+from cli.demo.realistic.container_insights import NODE_GPU_DIMENSION_SETS, gpu_device
+from cli.demo.realistic.nodes import (
     UNTAGGED,
     auto_mode_tags,
     karpenter_tags,
     managed_node_group_tags,
 )
+from cli.main import main
+from cli.preflight.aws import Clients, gather, read_gpu_instances, read_nodegroups
+from cli.preflight.checks import Check, Verdict, plan_for, run_checks
+from cli.preflight.command import as_json, table
+from gpu_insights_agent.contract.metrics import ExporterSink
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
 
 REGION = "us-east-1"
 SELECT = 'SELECT AVG(CPUUtilization) FROM SCHEMA("AWS/EC2", InstanceId)'

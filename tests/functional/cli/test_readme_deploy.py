@@ -3,7 +3,7 @@ cdk.json, then step 3's ``preflight`` and step 7's ``status`` command lines exac
 README shows them (synth and ``manifest``: tests/infra/cdk/test_readme_deploy.py).
 
 The account and the healthy deployment are test_status's and test_preflight's (the cluster
-and its node groups as cli/demo_preflight.py seeds them; the add-on reads and the stacks,
+and its node groups as cli/demo/preflight.py seeds them; the add-on reads and the stacks,
 which moto lacks, answered by botocore Stubbers)."""
 
 import json
@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from cdk.settings import settings_from_context
-from cli.demo_preflight import seed_cluster
-from cli.demo_promql import answering
+from cli.demo.preflight import seed_cluster
+from cli.demo.promql import answering
 from cli.main import _parser, main
-from cli.preflight_checks import Verdict
+from cli.preflight.checks import Verdict
 from cli.settings_args import context_from_args
 from tests.docs_text import argv, deploy_steps
 from tests.functional.cli import test_preflight as preflight
@@ -80,12 +80,12 @@ def test_step_7_status_exits_0_on_a_working_deployment(
     runs it (its settings from the cdk.json of step 2, in the default OTel mode: the add-on
     configured so, every GPU node's DCGM series in a real PromQL engine) prints a line a check
     and fails none."""
-    import cli.status
+    import cli.status.command
     from lambdas.shared import aws_clients
 
     # Status runs half an hour after the GPU nodes started (past the exporter's grace period).
     run_at = account["run_at"]
-    monkeypatch.setattr(cli.status, "time", SimpleNamespace(time=lambda: run_at))
+    monkeypatch.setattr(cli.status.command, "time", SimpleNamespace(time=lambda: run_at))
     cloudwatch = account["session"].client("cloudwatch")
     for node in account["nodes"]:
         deployed._exporter(cloudwatch, node, run_at - 1200, run_at)

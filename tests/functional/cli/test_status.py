@@ -4,7 +4,7 @@ The account holds what the deployment and the cluster really make: running p5.48
 instances tagged ``kubernetes.io/cluster/<cluster>`` (a CPU node and another cluster's GPU node
 beside them), the real exporter's series sent through PutMetricData from each GPU node,
 Container Insights' ``node_gpu_power_draw`` in the dimension sets the agent emits
-(tests/realistic/container_insights.py), the alarms the alarm catalog names, the topics with
+(cli/demo/realistic/container_insights.py), the alarms the alarm catalog names, the topics with
 their subscriptions, and the analyzers' findings files and the weekly report where the
 functions write them (lambdas/shared/publisher.py ``findings_key``, lambdas/weekly_report).
 
@@ -39,11 +39,15 @@ from cdk.outputs import (
     WARNING_TOPIC_ARN,
 )
 from cdk.settings import Settings
-from cli.demo_promql import answering
+from cli.demo.promql import answering
+from cli.demo.realistic import otel
+from cli.demo.realistic import pods as k8s
+from cli.demo.realistic.container_insights import NODE_GPU_DIMENSION_SETS, gpu_device
+from cli.demo.realistic.nodes import P5_48XLARGE, UNTAGGED, auto_mode_tags
 from cli.main import main
-from cli.preflight_checks import Check, Verdict
-from cli.status_aws import Clients, expected_alarms, gather, read_coverage, read_subscriptions
-from cli.status_checks import run_checks
+from cli.preflight.checks import Check, Verdict
+from cli.status.aws import Clients, expected_alarms, gather, read_coverage, read_subscriptions
+from cli.status.checks import run_checks
 from gpu_insights_agent.contract.resource_names import stack_name, topic_name
 from gpu_insights_agent.emf.sinks import BufferedSender, PutMetricDataSink
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
@@ -55,10 +59,6 @@ from lambdas.shared.promql import promql_for
 from lambdas.shared.publisher import findings_key
 from lambdas.weekly_report.handler import report_prefix
 from tests.prometheus import serve, write_openmetrics
-from tests.realistic import otel
-from tests.realistic import pods as k8s
-from tests.realistic.container_insights import NODE_GPU_DIMENSION_SETS, gpu_device
-from tests.realistic.nodes import P5_48XLARGE, UNTAGGED, auto_mode_tags
 
 REGION = "us-west-2"
 CLUSTER = "ml-prod"
@@ -500,8 +500,8 @@ def test_the_command_exits_1_and_prints_json_when_a_check_fails(
 
 
 # OTel mode: the add-on sends DCGM's series over OTLP, read with PromQL through CloudWatch's
-# query API; here Debian's Prometheus answers that API's host (cli/demo_promql.py) with the
-# realistic model's DCGM series (tests/realistic/otel.py), moto the rest.
+# query API; here Debian's Prometheus answers that API's host (cli/demo/promql.py) with the
+# realistic model's DCGM series (cli/demo/realistic/otel.py), moto the rest.
 OTEL = replace(SETTINGS, container_insights_mode=ContainerInsightsMode.OTEL)
 
 

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from cli.demo_storage import DEMO_CLUSTER
+from cli.demo.storage import DEMO_CLUSTER
 from tests.functional.lambdas.iam import ACCOUNT, REGION
 
 #: The deployment the functional tests run as: the demo's cluster, the storage tests' buckets.

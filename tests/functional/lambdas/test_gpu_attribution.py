@@ -1,6 +1,6 @@
 """The GPU analyzer's reads against moto: the exporter's per-GPU series and Container Insights'
 pod and node GPU series, joined to one attribution. The pods and their dimensions are the
-realistic cluster model's (tests/realistic: pods as their controllers name them, PodName and
+realistic cluster model's (cli/demo/realistic: pods as their controllers name them, PodName and
 FullPodName as the CloudWatch agent sets them in enhanced mode)."""
 
 from collections.abc import Mapping, Sequence
@@ -10,11 +10,11 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from cli.demo.realistic import container_insights as ci
+from cli.demo.realistic import pods as k8s
 from lambdas.shared.aws_clients import client
 from lambdas.training_analyzer.gpu_hours.attribution import GpuHour, Hold, HourClass, attribute
 from lambdas.training_analyzer.gpu_hours.aws import observe
-from tests.realistic import container_insights as ci
-from tests.realistic import pods as k8s
 
 START = 1_764_000_000 - 1_764_000_000 % 3600
 #: A notebook's pod (PodName = FullPodName = nb-0) and a Job's (PodName r, FullPodName r-<5>).
@@ -269,7 +269,7 @@ def _put_minutes(
 
 def test_a_pods_share_is_its_minutes_at_the_agents_high_frequency_interval() -> None:
     # accelerated_compute_gpu_metrics_collection_interval = 1: 60 samples in each minute
-    # (tests/realistic/container_insights.py, samples_per_minute). The Job's pod held the GPU
+    # (cli/demo/realistic/container_insights.py, samples_per_minute). The Job's pod held the GPU
     # for 30 minutes: half an hour, not the whole hour 1,800 samples over 60 would make it.
     per_minute = ci.samples_per_minute(1)
     with mock_aws():

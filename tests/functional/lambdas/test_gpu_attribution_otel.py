@@ -1,7 +1,7 @@
 """The GPU-hour attribution in OTel Container Insights mode, against a real PromQL engine
 (Debian's Prometheus, tests/prometheus.py) holding the demo's week as the add-on sends it in
-OTel mode (cli/demo_otel.py), and against moto holding the same week as Classic publishes it
-(cli/demo_week.py): the two readers give the same holds, findings and GPU-hour tables, and the
+OTel mode (cli/demo/otel.py), and against moto holding the same week as Classic publishes it
+(cli/demo/week.py): the two readers give the same holds, findings and GPU-hour tables, and the
 OTel reader places every pod on its node and GPU exactly.
 
 The week's DCGM series are written at a 300 s ``metricResolution`` (the chart takes any
@@ -17,8 +17,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from cli.demo_otel import week_samples
-from cli.demo_week import (
+from cli.demo.otel import week_samples
+from cli.demo.week import (
     DAYS,
     FAILING,
     JOB_PODS,

@@ -25,6 +25,13 @@ from cdk.settings import Settings
 from cli.backtest.cloudwatch_history import fetch_samples
 from cli.backtest.engine import backtest
 from cli.backtest.evaluator import AlarmState
+from cli.demo.realistic.nodes import (
+    UNTAGGED,
+    auto_mode_tags,
+    eksctl_stack_tags,
+    karpenter_tags,
+    managed_node_group_tags,
+)
 from gpu_insights_agent.emf.sinks import BufferedSender, PutMetricDataSink
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
@@ -33,13 +40,6 @@ from gpu_insights_agent.exporter.simulated_trace import SimulatedGpu, node_trace
 from lambdas.silence_check import handler as silence_handler
 from tests.functional.lambdas.iam import REGION, Principal, resolve, role_statements, run_as_role
 from tests.functional.lambdas.iam import without as without_statement
-from tests.realistic.nodes import (
-    UNTAGGED,
-    auto_mode_tags,
-    eksctl_stack_tags,
-    karpenter_tags,
-    managed_node_group_tags,
-)
 
 HANDLER = "lambdas.silence_check.handler.handler"
 INTERVAL_S = 60.0
@@ -244,7 +244,7 @@ def test_any_one_tag_of_a_provisioning_path_makes_a_gpu_instance_expected(
 def test_the_check_expects_the_gpu_instances_each_path_tags_as_the_cluster_s(
     aws: dict[str, Any], templates: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Instances tagged as each provisioning path tags them (tests/realistic/nodes.py): a
+    """Instances tagged as each provisioning path tags them (cli/demo/realistic/nodes.py): a
     managed node group's, Karpenter's and one eksctl's stack tags alone name are expected; an
     EKS Auto Mode instance (no exporter there), an untagged one and another cluster's one
     whose Name is "train" are not. Nothing reports: every expected node is silent."""

@@ -11,13 +11,13 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from cli.demo.realistic import volumes as realistic_volumes
 from cli.service_answers import answer, dated_volumes, error, metric_math_sums
 from dashboards.bodies import storage as storage_dashboard
 from lambdas.shared.metric_fetcher import floor_calls
 from lambdas.storage_analyzer import fleet
 from lambdas.storage_analyzer import handler as storage_handler
 from tests.functional.lambdas.iam import resolve, role_statements, run_as_role
-from tests.realistic import volumes as realistic_volumes
 
 END = datetime(2025, 11, 28, tzinfo=UTC).timestamp()
 DAYS = 3
@@ -306,7 +306,7 @@ def test_a_volume_is_judged_only_on_the_hours_since_it_was_made_and_attached(
 def test_the_cluster_scope_finds_a_karpenter_nodes_volumes_and_its_detached_claims(
     aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The model's volumes (tests/realistic/volumes.py) tagged as a default EBS CSI driver
+    """The model's volumes (cli/demo/realistic/volumes.py) tagged as a default EBS CSI driver
     tags them, with no tag naming the cluster, on a node tagged as Karpenter tags it
     (``kubernetes.io/cluster/<cluster>`` and ``eks:eks-cluster-name``, no ``eks:cluster-name``):
     all five are the cluster's, and the node's root volume; another cluster's detached volume

@@ -12,8 +12,8 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from cli.demo_storage import END, REPORT_BUCKET, environment
-from cli.demo_training import (
+from cli.demo.storage import END, REPORT_BUCKET, environment
+from cli.demo.training import (
     CLUSTER,
     ENV,
     JOBS,
@@ -22,8 +22,8 @@ from cli.demo_training import (
     run_training_analyzer,
     seed,
 )
-from cli.demo_week import START as WEEK_START
-from cli.demo_week import WeekPlan, WeekSeeder
+from cli.demo.week import START as WEEK_START
+from cli.demo.week import WeekPlan, WeekSeeder
 from gpu_insights_agent.contract.metrics import training_log_group
 from lambdas.shared.aws_clients import client
 from lambdas.shared.publisher import PublishError

@@ -9,10 +9,11 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from cli.demo_datums import statistic_set
-from cli.demo_storage import END, REPORT_BUCKET
-from cli.demo_training import CLUSTER, run_training_analyzer, seed
-from cli.demo_week import JOB_NODES, JOB_PODS, NOTEBOOK
+from cli.demo.datums import statistic_set
+from cli.demo.realistic import container_insights as ci
+from cli.demo.storage import END, REPORT_BUCKET
+from cli.demo.training import CLUSTER, run_training_analyzer, seed
+from cli.demo.week import JOB_NODES, JOB_PODS, NOTEBOOK
 from gpu_insights_agent.contract.metrics import (
     CI_NODE_GPU_POWER_METRIC,
     CI_POD_GPU_MEMORY_TOTAL_METRIC,
@@ -22,7 +23,6 @@ from gpu_insights_agent.contract.metrics import (
 from lambdas.shared.aws_clients import client
 from lambdas.training_analyzer.handler import attributed_day
 from tests.functional.lambdas.iam import resolve, role_statements, run_as_role
-from tests.realistic import container_insights as ci
 
 HANDLER = "lambdas.training_analyzer.handler.handler"
 PHYSICAL = {"ReportBucket": {"Ref": REPORT_BUCKET, "Arn": f"arn:aws:s3:::{REPORT_BUCKET}"}}

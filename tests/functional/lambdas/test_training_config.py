@@ -14,7 +14,7 @@ from moto import mock_aws
 
 from cdk.function_configs import training_config
 from cdk.settings import Settings
-from cli.demo_storage import environment
+from cli.demo.storage import environment
 from gpu_insights_agent.contract.metrics import training_log_group
 from lambdas.shared.aws_clients import client
 from lambdas.shared.container_insights_mode import ContainerInsightsMode

@@ -23,9 +23,9 @@ from moto import mock_aws
 
 from cdk.function_configs import report_config, training_config
 from cdk.settings import Settings
-from cli.demo_report import alarm_history
-from cli.demo_storage import DEMO_CLUSTER, REPORT_BUCKET, environment, run_analyzer
-from cli.demo_training import rank_query_results
+from cli.demo.report import alarm_history
+from cli.demo.storage import DEMO_CLUSTER, REPORT_BUCKET, environment, run_analyzer
+from cli.demo.training import rank_query_results
 from cli.service_answers import answer
 from gpu_insights_agent.contract.metrics import (
     DIM_CLUSTER,

@@ -10,8 +10,8 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
-from cli.demo_storage import REPORT_BUCKET, run_analyzer
-from cli.demo_training import CLUSTER, seed
+from cli.demo.storage import REPORT_BUCKET, run_analyzer
+from cli.demo.training import CLUSTER, seed
 from lambdas.training_analyzer import handler as training_handler
 
 

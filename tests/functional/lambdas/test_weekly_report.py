@@ -10,8 +10,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from cli.demo_report import alarm_history, chromium, render_png
-from cli.demo_storage import environment
+from cli.demo.report import alarm_history, chromium, render_png
+from cli.demo.storage import environment
 from cli.service_answers import answer
 from lambdas.weekly_report import handler as report_handler
 from tests.functional.lambdas.iam import (

@@ -9,7 +9,7 @@ from aws_cdk import App, Stack
 from aws_cdk.assertions import Template
 
 from cdk.settings import settings_from_context
-from cli.preflight_checks import EXPORTER_IMAGE_ARCHITECTURES, KUBECTL_MINOR, plan_for
+from cli.preflight.checks import EXPORTER_IMAGE_ARCHITECTURES, KUBECTL_MINOR, plan_for
 from tests.infra.conftest import Synth, stack_named
 
 PROD = {"cluster_name": "train-prod", "account": "123456789012", "region": "eu-west-1"}

@@ -1,7 +1,7 @@
 """The README's deploy steps on the synthesized app and the realistic cluster model: step 2's
 ``context`` with step 4's ``cdk deploy -c`` makes the three stacks the README names, with the
 subscriptions it promises, and leaves the exporter to step 5, whose ``manifest`` command line
-(as the README shows it) selects every NVIDIA GPU node of tests/realistic/nodes.py and no
+(as the README shows it) selects every NVIDIA GPU node of cli/demo/realistic/nodes.py and no
 other node. Preflight and status: tests/functional/cli/test_readme_deploy.py."""
 
 import json

@@ -19,10 +19,10 @@ from cdk.function_configs import (
     training_config,
 )
 from cdk.settings import Settings
-from cli.demo_notifications import _deployed
-from cli.demo_report import report_function_config
-from cli.demo_storage import storage_analyzer_config
-from cli.demo_training import ENV as DEMO_TRAINING_ENV
+from cli.demo.notifications import _deployed
+from cli.demo.report import report_function_config
+from cli.demo.storage import storage_analyzer_config
+from cli.demo.training import ENV as DEMO_TRAINING_ENV
 from lambdas.notifier.config import NotifierConfig
 from lambdas.shared.config import FunctionConfig
 from lambdas.shared.container_insights_mode import ContainerInsightsMode

@@ -146,7 +146,9 @@ def test_cdk_s_own_context_keys_are_not_settings_and_not_refused() -> None:
         ("account", "1234", "12-digit"),
         ("region", "mars-1", "region name"),
         ("addon_version", "4.1", "v4.1.0-eksbuild.1"),
-        ("install_addon", "maybe", "true or false"),
+        ("install_addon", "maybe", "true, yes, on, 1 or false, no, off, 0"),
+        ("job_alarms", "2", "true, yes, on, 1 or false, no, off, 0"),
+        ("region", "us-weest-2", "did you mean us-west-2?"),
         ("agent_interval_seconds", "ten", "whole number"),
         ("agent_interval_seconds", "0", "1 to 172800"),
         ("agent_credentials", "node-role", "pod-identity, irsa"),
@@ -589,3 +591,30 @@ def test_gpu_memory_lines_reach_the_training_analyzer() -> None:
     assert env["GPU_MEMORY_NEAR_CAPACITY_PERCENT"] == "92.5"
     assert env["GPU_MEMORY_HEADROOM_PERCENT"] == "5"
     assert config.memory_thresholds.near_capacity_percent == 92.5
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        # One parser for -c (always a string) and cdk.json (JSON's own types): once
+        # -c job_alarms=yes was accepted but =off refused, and "install_addon": "false" (a
+        # string) accepted while "job_alarms": 1 was refused.
+        ("yes", True), ("off", False), ("On", True), (" FALSE ", False), ("0", False),
+        (True, True), (False, False), (1, True), (0, False), ("false", False),
+    ],
+)  # fmt: skip
+def test_a_boolean_is_read_the_same_from_c_and_cdk_json(raw: object, expected: bool) -> None:
+    settings = settings_from_context({"cluster_name": "c", "job_alarms": raw, "install_addon": raw})
+    assert (settings.job_alarms, settings.install_addon) == (expected, expected)
+
+
+def test_a_whole_number_from_json_may_be_written_as_a_float() -> None:
+    assert settings_from_context({"cluster_name": "c", "fleet_gpus": 2000.0}).fleet_gpus == 2000
+    with pytest.raises(SettingsError, match=r"fleet_gpus=2000\.5 is not valid"):
+        settings_from_context({"cluster_name": "c", "fleet_gpus": 2000.5})
+
+
+@pytest.mark.parametrize("region", ["us-west-2", "eu-central-1", "cn-north-1", "us-gov-west-1"])
+def test_every_partitions_region_is_taken(region: str) -> None:
+    """botocore's endpoint data (endpoints.json) lists each partition's Regions."""
+    assert settings_from_context({"cluster_name": "c", "region": region}).region == region

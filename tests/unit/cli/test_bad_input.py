@@ -19,26 +19,6 @@ SAMPLE = {
 }
 
 
-@pytest.fixture
-def no_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
-    """No region, no profile, no credentials, no instance metadata: a machine without AWS."""
-    for name in (
-        "AWS_REGION",
-        "AWS_DEFAULT_REGION",
-        "AWS_PROFILE",
-        "AWS_ACCESS_KEY_ID",
-        "AWS_SECRET_ACCESS_KEY",
-        "AWS_SESSION_TOKEN",
-        "AWS_ENDPOINT_URL",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    monkeypatch.chdir(tmp_path)
-    return monkeypatch
-
-
 def _one_line(capsys: pytest.CaptureFixture[str], *words: str) -> str:
     err = capsys.readouterr().err
     assert "Traceback" not in err
@@ -116,7 +96,7 @@ def test_backtest_times_are_bounded_before_work_starts(
     ("argv", "words"),
     [
         ([*["cost-estimate", "--nodes", "x", "--gpus-per-node", "8"]], ["--nodes", "'x'"]),
-        (["manifest", "--image", "repo/e:1"], ["--cluster-name", "manifest --help"]),
+        (["manifest", "--cluster-name", "c"], ["--image", "manifest --help"]),
         (["nosuch"], ["'nosuch'"]),
     ],
 )
@@ -208,10 +188,10 @@ TRAINING = ["analyze", "training", "--cluster-name", "x"]
         ([*COST, "--volumes", "-1"], ["--volumes -1"]),
         ([*COST, "--fleet-gpus", "4"], ["--fleet-gpus 4 is fewer than the 8 GPUs"]),
         (["manifest", "--image", "", "--cluster-name", "train"], ["image"]),
-        (["manifest", "--image", "x", "--cluster-name", " "], ["cluster name"]),
+        (["manifest", "--image", "x", "--cluster-name", " "], ["cluster_name"]),
         (["manifest", "--image", "repo/exporter:1\nkind: Pod", "--cluster-name", "t"], ["--image"]),
         (["manifest", "--image", "Repo/Exporter", "--cluster-name", "t"], ["--image"]),
-        (["manifest", "--image", "x", "--cluster-name", "a b"], ["cluster name 'a b'"]),
+        (["manifest", "--image", "x", "--cluster-name", "a b"], ["cluster_name='a b'"]),
         (["analyze", "training", "--cluster-name", ""], ["--cluster-name", "cluster name ''"]),
         (["analyze", "storage", "--cluster-name=-x"], ["cluster name '-x'"]),
         (["backtest", "--history", "h.jsonl", "-c", "fleet_gpu=10"], ["did you mean 'fleet_gpus'"]),
@@ -219,16 +199,17 @@ TRAINING = ["analyze", "training", "--cluster-name", "x"]
             ["backtest", "--history", "h.jsonl", "-c", "nosuch=1"],
             ["unknown setting 'nosuch'", "docs/settings.md"],
         ),
-        ([*MANIFEST, "--interval", "999999"], ["999999"]),
-        ([*MANIFEST, "--fleet-gpus", "600000"], ["--fleet-gpus 600000"]),
-        ([*MANIFEST, "--node-label", "bad key=v"], ["label key 'bad key'"]),
-        ([*MANIFEST, "--node-label", "k=bad value"], ["label value 'bad value'"]),
-        ([*MANIFEST, "--node-label", "k=" + "v" * 64], ["label value"]),
+        # manifest reads the settings as synth does (issue: it refused -c, so its DaemonSet
+        # could differ from the deployed alarms' shards and interval).
+        ([*MANIFEST, "-c", "exporter_interval_seconds=999999"], ["999999"]),
+        ([*MANIFEST, "-c", "fleet_gpus=600000"], ["fleet_gpus=600000"]),
+        ([*MANIFEST, "-c", "gpu_node_labels=bad key=v"], ["gpu_node_labels", "bad key=v"]),
+        ([*MANIFEST, "-c", "gpu_node_labels=k=bad value"], ["gpu_node_labels", "bad value"]),
+        ([*MANIFEST, "-c", "gpu_node_labels=k=" + "v" * 64], ["label value"]),
         (["analyze", "storage", "--cluster-name", "c", "--bucket", ""], ["--bucket ''"]),
         (["analyze", "storage", "--cluster-name", "c", "--bucket", "Bad_Bucket"], ["Bad_Bucket"]),
-        ([*MANIFEST, "--taint-key", ""], ["taint key ''"]),
-        ([*MANIFEST, "--taint-key", "bad key!"], ["taint key 'bad key!'"]),
-        ([*MANIFEST, "--taint-key=-nvidia.com/gpu"], ["taint key"]),
+        ([*MANIFEST, "-c", "gpu_taint_keys=bad key!"], ["gpu_taint_keys", "bad key!"]),
+        ([*MANIFEST, "-c", "gpu_taint_keys=-nvidia.com/gpu"], ["gpu_taint_keys"]),
         (["demo", "--out", "a-file"], ["--out a-file is a file"]),
         ([*TRAINING, "-c", "low_power_percen=25"], ["did you mean 'low_power_percent'"]),
         ([*TRAINING, "-c", "low_power_percent=x"], ["setting low_power_percent='x'"]),
@@ -256,7 +237,7 @@ def test_a_demo_folder_under_a_file_is_refused_before_the_synth_starts(
     def synth_started() -> None:
         raise AssertionError("the demo started before refusing the path")
 
-    monkeypatch.setattr("cli.main.use_checkout", synth_started)
+    monkeypatch.setattr("cli.demo.command.arguments.use_checkout", synth_started)
     Path("a-file").write_text("")
     assert main(["demo", option, "a-file/sub"]) == 2
     _one_line(capsys, f"{option} a-file/sub: a-file is a file")
@@ -436,7 +417,7 @@ def test_the_demo_writes_only_into_a_folder_it_made_or_was_given_empty(
 ) -> None:
     """`demo --out ""` once wrote sixteen files into the current folder (the repository root,
     five into the dashboards package); /proc/x failed in a traceback after the synth."""
-    monkeypatch.setattr("cli.main.use_checkout", lambda: None)
+    monkeypatch.setattr("cli.demo.command.arguments.use_checkout", lambda: None)
     Path("mine").mkdir()
     Path("mine/notes.txt").write_text("the user's")
     Path("README.md").write_text("the user's")
@@ -450,7 +431,7 @@ def test_the_demo_writes_only_into_a_folder_it_made_or_was_given_empty(
 
 
 def test_a_previous_demo_output_is_written_again(tmp_path: Path) -> None:
-    from cli.demo_folders import MARK, check_folder, make_folder
+    from cli.demo.folders import MARK, check_folder, make_folder
 
     fresh = tmp_path / "out"
     assert check_folder("--out", str(fresh)) == fresh

@@ -39,9 +39,12 @@ def test_manifest_prints_a_list_kubectl_applies(capsys: pytest.CaptureFixture[st
 
 
 def test_manifest_bad_label_is_one_clear_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["manifest", "--image", "x", "--cluster-name", "c", "--node-label", "gpu"]) == 2
+    assert (
+        main(["manifest", "--image", "x", "--cluster-name", "c", "-c", "gpu_node_labels=gpu"]) == 2
+    )
     assert capsys.readouterr().err.strip() == (
-        "gpu-insights manifest: GPU node label 'gpu' is not key=value"
+        "gpu-insights manifest: setting gpu_node_labels='gpu' is not valid: expected Kubernetes "
+        "labels as key=value, such as nvidia.com/gpu.present=true"
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from cli.backtest.promql_widgets import series_bound
+from cli.demo.realistic.otel import DCGM_METRIC_UNITS
 from dashboards.bodies import GPUS_PER_NODE_MAX, OUTLIERS, all_dashboards
 from dashboards.sources import MIB, READINGS, Query, reading
 from dashboards.widgets import CHART_WIDGET, chart_queries, is_promql
@@ -21,7 +22,6 @@ from gpu_insights_agent.contract.metrics import (
     GpuMetric,
 )
 from lambdas.shared.container_insights_mode import DEFAULT_MODE, ContainerInsightsMode
-from tests.realistic.otel import DCGM_METRIC_UNITS
 
 CLASSIC, OTEL = ContainerInsightsMode.CLASSIC, ContainerInsightsMode.OTEL
 ARGS: tuple[Any, ...] = ("train", ["train-data"], ["arn:a"], "us-east-1")
@@ -30,7 +30,7 @@ _LIMIT = re.compile(r"LIMIT (\d+)$")
 
 def test_every_container_insights_reading_has_its_dcgm_series_as_the_add_on_names_it() -> None:
     """The readings Classic publishes as node_gpu_* are DCGM's, and OTel mode sends them under
-    the names the add-on's configuration gives a unit (tests/realistic/otel.py)."""
+    the names the add-on's configuration gives a unit (cli/demo/realistic/otel.py)."""
     assert set(DCGM_GPU_METRICS) == set(CI_NODE_GPU_METRICS)
     assert set(DCGM_GPU_METRICS.values()) <= set(DCGM_METRIC_UNITS)
     for metric in CI_NODE_GPU_METRICS:

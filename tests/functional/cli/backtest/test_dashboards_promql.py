@@ -1,8 +1,8 @@
 """OTel mode's PromQL widgets run against a real PromQL engine (Debian's Prometheus,
 tests/prometheus.py) by the dashboard evaluator, over DCGM's series labelled as the realistic
-model labels them (tests/realistic/otel.py):
+model labels them (cli/demo/realistic/otel.py):
 
-- the demo's week as OTel Container Insights sends it (cli/demo_otel.py,
+- the demo's week as OTel Container Insights sends it (cli/demo/otel.py,
   its GPU utilization, and each held GPU's framebuffer memory, ``MEMORY_GIB``, in MiB as DCGM
   sends it): the node dashboard draws each reporting GPU of the node picked, with the day's
   figures the model gives, and no line for the GPU lost that week;
@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 
 from cli.backtest.dashboards import PromQLSource, WidgetView, evaluate_body, index
-from cli.demo_otel import PHASE_S, week_samples
-from cli.demo_week import (
+from cli.demo.otel import PHASE_S, week_samples
+from cli.demo.realistic import otel
+from cli.demo.week import (
     FAILING,
     HOURS,
     NODES,
@@ -39,7 +40,6 @@ from gpu_insights_agent.contract.metrics import CI_NODE_GPU_METRICS, GpuMetric
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.promql import PromQLClient
 from tests.prometheus import Sample, legacy_labels, serve, write_openmetrics
-from tests.realistic import otel
 from tests.unit.dashboards.fleet_history import fleet
 
 pytestmark = pytest.mark.promql_engine

@@ -1,5 +1,5 @@
 """OTel mode's low-power PromQL alarm replayed over the demo's week as the add-on sends it
-(cli/demo_otel.py week_samples: DCGM's series every 30 s with the pod and node labels),
+(cli/demo/otel.py week_samples: DCGM's series every 30 s with the pod and node labels),
 its instant query answered by a real PromQL engine (Debian's Prometheus, tests/prometheus.py)
 at each evaluation interval and its contributors' states kept as CloudWatch documents them
 (cli/backtest/promql_alarm.py).
@@ -19,11 +19,11 @@ from moto import mock_aws
 from cdk.alarms.catalog import AlarmSettings, promql_alarms
 from cdk.alarms.promql import PromQLQuery, low_power_query
 from cli.backtest.promql_alarm import ALARM, OK, replay, replay_range
-from cli.demo_otel import week_samples
-from cli.demo_week import START
+from cli.demo.otel import week_samples
+from cli.demo.realistic import otel as realistic_otel
+from cli.demo.week import START
 from lambdas.shared.promql import PromQLClient
 from tests.prometheus import legacy_labels, serve, write_openmetrics
-from tests.realistic import otel as realistic_otel
 
 pytestmark = pytest.mark.promql_engine
 

@@ -1,5 +1,5 @@
 """The exporter's DaemonSet against the nodes each provisioning path really makes (the label
-sets of tests/realistic/nodes.py, each with its sources): every NVIDIA GPU node is selected,
+sets of cli/demo/realistic/nodes.py, each with its sources): every NVIDIA GPU node is selected,
 whatever provisioned it and whether or not NVIDIA's feature discovery runs, and no other node
 is, judged as the Kubernetes scheduler judges node affinity (cdk/node_config/node_affinity.py).
 EKS Auto Mode and arm64 GPU nodes are left out on purpose (the exporter sees no GPU there, or
@@ -9,7 +9,7 @@ import pytest
 
 from cdk.node_config.manifest import exporter_manifests, gpu_node_terms
 from cdk.node_config.node_affinity import selects, term_matches
-from tests.realistic import nodes as ec2
+from cli.demo.realistic import nodes as ec2
 
 ZONE, ZONE_ID = "us-west-2a", "usw2-az1"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"

@@ -1,5 +1,5 @@
 """The job alarms, evaluated by the backtest over what the real emitter publishes for jobs with
-trouble planted at a known minute (cli/demo_jobs.py): each pages within its window, with the
+trouble planted at a known minute (cli/demo/jobs.py): each pages within its window, with the
 job it names, and the job whose checkpoint save and evaluation stop its steps pages nothing."""
 
 from dataclasses import replace
@@ -10,7 +10,7 @@ from cdk.alarms.catalog import AlarmSettings, gpu_alarms
 from cdk.alarms.jobs import JOB_ALARM_KINDS, JobAlarmSettings
 from cli.backtest.engine import BacktestResult, backtest
 from cli.backtest.history import samples_from_emf
-from cli.demo_jobs import ALARM_JOBS, job_pages, simulate
+from cli.demo.jobs import ALARM_JOBS, job_pages, simulate
 
 START = 1_764_000_000.0
 END = START + 2 * 3600

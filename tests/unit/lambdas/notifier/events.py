@@ -179,7 +179,7 @@ def alarm_level(contributor_event: dict[str, Any]) -> dict[str, Any]:
 #: A PromQL alarm contributor's attributes: its series' labels as the low-power alarm's query
 #: returns them (``max by`` cluster, node, GPU, namespace and pod: cdk/alarms/promql.py), under
 #: CloudWatch's PromQL names (lambdas/shared/dcgm.py). The pod is the data-bound BERT job's
-#: rank of the realistic model (cli/demo_week.py).
+#: rank of the realistic model (cli/demo/week.py).
 PROMQL_LOW_POWER_LABELS = {
     "@resource.k8s.cluster.name": "train",
     "@resource.k8s.node.name": NODE,

@@ -1,12 +1,10 @@
 """Which of a cluster's GPU instances the silence check covers, on plain data: the tags each
-provisioning path really sets (tests/realistic/nodes.py, with their sources) against
+provisioning path really sets (cli/demo/realistic/nodes.py, with their sources) against
 lambdas/shared/cluster_tags.py and lambdas/silence_check/coverage.py."""
 
 import pytest
 
-from lambdas.shared.cluster_tags import matching_tags
-from lambdas.silence_check.coverage import ClusterInstance, uncovered_instances, why_uncovered
-from tests.realistic.nodes import (
+from cli.demo.realistic.nodes import (
     UNTAGGED,
     auto_mode_tags,
     eksctl_self_managed_tags,
@@ -14,6 +12,8 @@ from tests.realistic.nodes import (
     karpenter_tags,
     managed_node_group_tags,
 )
+from lambdas.shared.cluster_tags import matching_tags
+from lambdas.silence_check.coverage import ClusterInstance, uncovered_instances, why_uncovered
 
 X86: tuple[str, ...] = ("x86_64",)
 

@@ -1,13 +1,13 @@
 """The OTel reader's queries in CloudWatch's own label names, held to the realistic model's
-DCGM series (tests/realistic/otel.py: the add-on's pipeline, and CloudWatch's ``@resource.``
+DCGM series (cli/demo/realistic/otel.py: the add-on's pipeline, and CloudWatch's ``@resource.``
 naming of resource attributes)."""
 
 from dataclasses import fields
 
+from cli.demo.realistic import otel
+from cli.demo.realistic import pods as k8s
 from lambdas.shared.dcgm import CLOUDWATCH, DCGM_POWER, DCGM_UTIL
 from lambdas.training_analyzer.gpu_hours.otel import OtelQueries
-from tests.realistic import otel
-from tests.realistic import pods as k8s
 
 
 def test_the_reader_reads_metrics_the_add_on_sends() -> None:

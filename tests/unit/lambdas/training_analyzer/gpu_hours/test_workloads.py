@@ -1,8 +1,8 @@
 import pytest
 
+from cli.demo.realistic import container_insights as ci
+from cli.demo.realistic import pods as k8s
 from lambdas.training_analyzer.gpu_hours.workloads import JobRef, infer_job, job_of
-from tests.realistic import container_insights as ci
-from tests.realistic import pods as k8s
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """The GPU memory reader against moto's CloudWatch, with Container Insights' own dimension
-sets (tests/realistic/container_insights.py) and its unit: bytes, the agent scaling DCGM's MiB
+sets (cli/demo/realistic/container_insights.py) and its unit: bytes, the agent scaling DCGM's MiB
 by 1024 * 1024 (aws/amazon-cloudwatch-agent translator/translate/otel/processor/
 metricstransformprocessor/translator.go)."""
 
@@ -10,7 +10,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from cli.demo_datums import statistic_set
+from cli.demo.datums import statistic_set
+from cli.demo.realistic import container_insights as ci
+from cli.demo.realistic import pods as k8s
 from gpu_insights_agent.contract.metrics import (
     CI_NODE_GPU_POWER_METRIC,
     CI_POD_GPU_MEMORY_TOTAL_METRIC,
@@ -19,8 +21,6 @@ from gpu_insights_agent.contract.metrics import (
 )
 from lambdas.shared.metric_fetcher import MAX_QUERIES_PER_CALL
 from lambdas.training_analyzer.gpu_memory.aws import memory_queries, read_gpu_memory
-from tests.realistic import container_insights as ci
-from tests.realistic import pods as k8s
 
 CLUSTER = "train"
 START = 1_764_547_200.0  # 2025-12-01 00:00 UTC

@@ -1,17 +1,17 @@
 """The OTel memory reader's queries, held to the realistic model's DCGM series
-(tests/realistic/otel.py) and the add-on's fields (contract.metrics ``ADDON_DCGM_FIELDS``)."""
+(cli/demo/realistic/otel.py) and the add-on's fields (contract.metrics ``ADDON_DCGM_FIELDS``)."""
 
 import json
 import urllib.parse
 import urllib.request
 
+from cli.demo.realistic import otel
+from cli.demo.realistic import pods as k8s
 from gpu_insights_agent.contract.metrics import ADDON_DCGM_FIELDS
 from lambdas.shared.dcgm import CLOUDWATCH, DCGM_FB_TOTAL, DCGM_FB_USED, MIB
 from lambdas.shared.promql import PromQLClient
 from lambdas.training_analyzer.gpu_memory.analysis import Verdict, judge_jobs
 from lambdas.training_analyzer.gpu_memory.otel import MemoryQueries, read_gpu_memory_otel
-from tests.realistic import otel
-from tests.realistic import pods as k8s
 
 
 def test_the_reader_reads_fields_the_add_on_sends_in_mib() -> None:

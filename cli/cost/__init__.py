@@ -1,0 +1,1 @@
+"""The `gpu-insights cost-estimate` command and the price table it uses."""

@@ -1,0 +1,107 @@
+"""``gpu-insights cost-estimate``'s options: the fleet, the settings (cdk.json and ``-c``, as
+`cdk deploy` reads them) and the volumes no setting gives; refused by the rules the deployment
+itself is held to."""
+
+import argparse
+import json
+
+from cdk.alarms.catalog import alarm_sizing
+from cli.cost.estimate import MAX_GPUS_PER_NODE, Deployment, as_json, estimate, table
+from cli.settings_args import add_settings_arguments, command_settings
+
+#: The most container logs a day the estimate takes, GB: 100 TB a month.
+MAX_LOG_GB_PER_DAY = 3_000.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--nodes", type=int, required=True, help="GPU nodes")
+    parser.add_argument("--gpus-per-node", type=int, required=True, help="GPUs in each node")
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=None,
+        help="exporter interval, whole seconds (the exporter_interval_seconds setting)",
+    )
+    parser.add_argument(
+        "--fleet-gpus",
+        type=int,
+        help="GPUs the alarms are sized for (the fleet_gpus setting; default: nodes x GPUs)",
+    )
+    parser.add_argument(
+        "--container-log-gb-per-day",
+        type=float,
+        default=1.0,
+        help="container logs the add-on's Fluent Bit sends a day, GB (1)",
+    )
+    parser.add_argument(
+        "--volumes",
+        type=int,
+        default=None,
+        help="EBS volumes the storage analyzer reads (storage_fleet_volumes, else one a node)",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="training jobs the training analyzer reads (training_fleet_jobs, else one a node)",
+    )
+    add_settings_arguments(parser, aws=False, cluster=False)
+    parser.add_argument("--json", action="store_true", help="the line items as JSON")
+
+
+def _whole(value: float | None) -> float | int | None:
+    """A whole number of seconds as the setting takes it; anything else for it to refuse."""
+    return int(value) if value is not None and value.is_integer() else value
+
+
+def run(args: argparse.Namespace) -> str:
+    if not 1 <= args.gpus_per_node <= MAX_GPUS_PER_NODE:
+        raise ValueError(
+            f"--gpus-per-node {args.gpus_per_node} must be 1 to {MAX_GPUS_PER_NODE} "
+            "(no EC2 instance type has more)"
+        )
+    if args.nodes < 1:
+        raise ValueError(f"--nodes {args.nodes} must be at least 1")
+    if not 0 <= args.container_log_gb_per_day <= MAX_LOG_GB_PER_DAY:
+        raise ValueError(
+            f"--container-log-gb-per-day {args.container_log_gb_per_day} must be a number "
+            f"from 0 to {MAX_LOG_GB_PER_DAY:,.0f}"
+        )
+    for option, value in (("--volumes", args.volumes), ("--jobs", args.jobs)):
+        if value is not None and value < 0:
+            raise ValueError(f"{option} {value} must be 0 or more")
+    gpus = args.nodes * args.gpus_per_node
+    if args.fleet_gpus is not None and args.fleet_gpus < gpus:
+        # Alarms sized for fewer GPUs than run would each read over 500 series: CloudWatch
+        # evaluates them on partial data (alarm-limits.html).
+        raise ValueError(
+            f"--fleet-gpus {args.fleet_gpus} is fewer than the {gpus:,} GPUs priced "
+            f"({args.nodes} nodes x {args.gpus_per_node}): the alarms would be sized for "
+            "fewer GPUs than run"
+        )
+    # The options go through the settings' own rules: the fleet and interval the deployment
+    # would refuse are refused here, in the same words. What a deployment costs does not
+    # depend on its cluster's name.
+    settings = command_settings(
+        args,
+        {
+            "fleet_gpus": args.fleet_gpus if args.fleet_gpus is not None else gpus,
+            "exporter_interval_seconds": _whole(args.interval),
+            "storage_fleet_volumes": args.volumes,
+            "training_fleet_jobs": args.jobs,
+        },
+        defaults={"cluster_name": "any"},
+    )
+    deployment = Deployment(
+        settings=settings,
+        nodes=args.nodes,
+        gpus_per_node=args.gpus_per_node,
+        container_log_gb_per_day=args.container_log_gb_per_day,
+        volumes=settings.storage_fleet_volumes or args.nodes,
+        jobs=settings.training_fleet_jobs or args.nodes,
+    )
+    items = estimate(deployment)
+    if args.json:
+        return json.dumps(as_json(deployment, items), indent=2)
+    sizing = alarm_sizing(settings.alarm_settings(), settings.fleet_gpus)
+    return f"{table(deployment, items)}\nAlarms: {sizing.line()}"

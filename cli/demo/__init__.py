@@ -1,0 +1,1 @@
+"""The `gpu-insights demo` command: a week of a small GPU cluster on moto."""

@@ -1,0 +1,591 @@
+"""The embedded default: the real app and code, an in-process moto instead of an account.
+
+Each step uses the production code path; only the endpoint differs. Where moto lacks an API
+(the EKS add-on, Pod Identity), the demo says so and shows what would be sent instead.
+"""
+
+import json
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+from moto import mock_aws
+from moto.moto_api._internal import mock_random
+
+from cdk.alarms.annotations import alarm_lines
+from cdk.alarms.catalog import gpu_alarms
+from cdk.alarms.model import AlarmSpec, InsightsQuery
+from cdk.function_configs import silence_config
+from cdk.settings import Settings
+from cli.backtest.cloudwatch_history import fetch_samples
+from cli.backtest.dashboards import PromQLSource
+from cli.backtest.engine import BacktestResult, backtest, report
+from cli.backtest.silence_history import NOTE as SILENCE_NOTE
+from cli.backtest.silence_history import derive_silence
+from cli.demo.dashboards import (
+    DashboardView,
+    dashboards_summary,
+    demo_dashboard_views,
+    deploy_storage_dashboard,
+    storage_dashboard,
+)
+from cli.demo.exporter import (
+    INTERVAL_S,
+    NODE,
+    ROLES,
+    ExporterReplay,
+    replay_exporter,
+    replay_window,
+)
+from cli.demo.failures import diagnose, failures_summary, seed_failures
+from cli.demo.jobs import job_events, seed_alarm_jobs
+from cli.demo.jobs import summary_lines as job_summary_lines
+from cli.demo.last_week import carry_report, last_week_report
+from cli.demo.notifications import NotificationsDemo, notifications_summary, run_notifications
+from cli.demo.otel import DEMO_INTERVAL_S, OtelEngine, joins, replay_samples, week_samples
+from cli.demo.preflight import run_preflight
+from cli.demo.report import render_png, run_weekly_report, write_dashboards
+from cli.demo.storage import BUCKETS as STORAGE_BUCKETS
+from cli.demo.storage import DEMO_CLUSTER, run_storage_analyzer, storage_summary
+from cli.demo.storage import END as STORAGE_END
+from cli.demo.storage import seed as seed_storage
+from cli.demo.training import CLUSTER as TRAINING_CLUSTER
+from cli.demo.training import (
+    monday_summary,
+    run_next_morning,
+    run_training_analyzer,
+    training_summary,
+)
+from cli.demo.training import seed as seed_training
+from cli.demo.week import LAST_WEEK, THIS_WEEK, WeekSeeder
+from gpu_insights_agent.contract.metrics import (
+    DIM_CLUSTER,
+    DIM_NODE,
+    NAMESPACE_GPU,
+    SILENT_GPUS_METRIC,
+    GpuMetric,
+    training_log_group,
+)
+from lambdas.shared.aws_clients import new_session
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
+from lambdas.shared.promql import promql_for
+from lambdas.weekly_report.failures_section import FAILURES_CSV
+from lambdas.weekly_report.memory_section import MEMORY_CSV
+
+DEMO_REGION = "us-east-1"
+MOTO_SEED = 2026
+
+
+@dataclass
+class DemoResult:
+    """What the demo did, for the summary it prints and for tests."""
+
+    out_dir: Path
+    cdk_out: Path
+    resources_by_stack: dict[str, Counter[str]] = field(default_factory=dict)
+    parameter_name: str = ""
+    fetched_agent_config: dict[str, Any] = field(default_factory=dict)
+    addon_configuration: dict[str, Any] = field(default_factory=dict)
+    files: list[Path] = field(default_factory=list)
+    exporter: ExporterReplay | None = None
+    backtest: list[BacktestResult] = field(default_factory=list)
+    storage_findings: list[dict[str, Any]] = field(default_factory=list)
+    storage_names: dict[str, str] = field(default_factory=dict)
+    training_summary: dict[str, Any] = field(default_factory=dict)
+    training_findings: list[dict[str, Any]] = field(default_factory=list)
+    report: dict[str, Any] = field(default_factory=dict)
+    dashboards: list[Path] = field(default_factory=list)
+    preflight: list[str] = field(default_factory=list)
+    week_datapoints: int = 0
+    #: The week before's run (its own moto context): its datapoints, and the report objects
+    #: carried into this week's bucket.
+    last_week_datapoints: int = 0
+    last_week_objects: list[str] = field(default_factory=list)
+    #: Datapoints of the week before that this week's CloudWatch returned (none: separate).
+    last_week_points_seen: int = -1
+    notifications: NotificationsDemo | None = None
+    dashboard_views: list[DashboardView] = field(default_factory=list)
+    cluster: str = ""
+    #: The summary of the analyzer's Monday run that attributes the week's Sunday.
+    sunday_attribution: dict[str, Any] = field(default_factory=dict)
+    #: Its findings (the replayed node's GPU held without work among them).
+    monday_findings: list[dict[str, Any]] = field(default_factory=list)
+    #: The planted failed jobs' failure-cause findings (cli/demo/failures.py).
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC
+    #: OTel mode: the DCGM samples the local Prometheus held, and (pods, pod-hours, misplaced)
+    #: of this week's holds as the GPU analyzer reads them (cli/demo/otel.py ``joins``).
+    otel_series: int = 0
+    otel_joins: tuple[int, int, int] | None = None
+
+    def _exporter_lines(self) -> list[str]:
+        """Step 4: what the exporter's replay read back, GPU by GPU."""
+        lines: list[str] = []
+        if self.exporter is None:
+            return lines
+        replay = self.exporter
+        lines.append(
+            f"4. Ran the GPU exporter on a simulated node ({', '.join(ROLES)} H100s) for "
+            f"{replay.cycles} cycles; {replay.documents} EMF documents into CloudWatch "
+            "(GpuInsights), read back:"
+        )
+        for gpu, share in replay.power_utilization_by_gpu.items():
+            sm = replay.sm_active_by_gpu.get(gpu)
+            sm_text = f"SM active {sm:5.1f}%" if sm is not None else "SM active n/a"
+            health = "  LOST (gpu_healthy=0)" if gpu in replay.unhealthy_gpus else ""
+            throttled = replay.thermal_throttled_by_gpu.get(gpu, 0.0)
+            lines.append(
+                f"   GPU {gpu} ({ROLES[int(gpu)]:>7}): power {share:5.1f}% of its limit, "
+                f"{sm_text}, thermally throttled {throttled:3.0f}% of samples{health}"
+            )
+        for gpu, code, severity, meaning in replay.xids:
+            lines.append(f"   XID {code} on GPU {gpu} ({severity}): {meaning}")
+        return lines
+
+    def _backtest_lines(self) -> list[str]:
+        """Step 5: each alarm that would have fired, and the GPU it names."""
+        lines: list[str] = []
+        if not self.backtest:
+            return lines
+        raised = [r for r in self.backtest if r.alarms_raised]
+        lines.append(
+            f"5. Backtested the app's {len(self.backtest)} GPU and job alarms over that replay "
+            f"(read back from CloudWatch): {len(raised)} would have fired. {NOT_BACKTESTED}:"
+        )
+        for r in raised:
+            first = next(t for t in r.transitions if t.new.value == "ALARM")
+            lines.append(
+                f"   {r.spec.key:<24} [{r.spec.severity}] at "
+                f"{datetime.fromtimestamp(first.time, UTC):%H:%M}: {first.reason}"
+            )
+            for group in r.contributors_alarmed:  # the GPU a multi time series alarm names
+                lines.append(f"   {'':<24} on {r.named(group)}")
+        quiet = [r.spec.key for r in self.backtest if not r.alarms_raised]
+        lines.append(f"   stayed quiet: {', '.join(quiet)}")
+        lines += job_summary_lines(self.backtest, replay_window()[0])
+        silent = next(
+            r
+            for r in self.backtest
+            if isinstance(r.spec.metric, InsightsQuery)
+            and r.spec.metric.metric == SILENT_GPUS_METRIC
+        )
+        lines.append(
+            "   gpu-silent: the silence check's rule, run every 5 minutes over the replay "
+            "(no EC2 in it: the node counts as running to the end), found "
+            + (
+                ", ".join(silent.named(g) for g in silent.contributors_alarmed)
+                if silent.alarms_raised
+                else "every GPU reporting to the end"
+            )
+        )
+        return lines
+
+    def _addon_line(self) -> str:
+        """Step 2: the add-on's configuration in the demo's Container Insights mode."""
+        config = self.addon_configuration
+        collected = config["agent"]["config"]["logs"]["metrics_collected"]
+        moto = "(moto has no EKS add-on API: written to a file instead)"
+        if self.mode is ContainerInsightsMode.OTEL:
+            return (
+                "2. Add-on amazon-cloudwatch-observability configuration, OTel mode: OTel "
+                f"Container Insights={config['otelContainerInsights']['enabled']}, Classic="
+                f"{config['containerInsights']['enabled']}, EMF listener={'emf' in collected} "
+                + moto
+            )
+        kubernetes = collected["kubernetes"]
+        return (
+            "2. Add-on amazon-cloudwatch-observability configuration: enhanced Container Insights="
+            f"{kubernetes['enhanced_container_insights']}, GPU metrics="
+            f"{kubernetes['accelerated_compute_metrics']}, EMF listener={'emf' in collected} "
+            + moto
+        )
+
+    def _otel_lines(self) -> list[str]:
+        """OTel mode: where the GPU analyzer's pods came from, and how they joined."""
+        if self.otel_joins is None:
+            return []
+        pods, hours, misplaced = self.otel_joins
+        joined = (
+            "every pod joined its node and GPU exactly"
+            if misplaced == 0
+            else f"{misplaced} pod-hours on another node or GPU than the week put them on"
+        )
+        return [
+            f"   OTel mode: the GPU analyzer read its pods from {self.otel_series:,} DCGM samples "
+            f"(every {DEMO_INTERVAL_S} s, pod and node labels) in a local Prometheus, by PromQL "
+            f"at the Region's monitoring host: {pods} pods, {hours:,} pod-hours this week, "
+            f"{joined} (node label and DCGM's gpu index; no power matching); the GPU memory "
+            "right-sizing read DCGM's framebuffer series by the same labels. out/dashboards "
+            "holds the OTel mode's bodies, whose PromQL widgets step 11 runs on the same "
+            "Prometheus."
+        ]
+
+    def summary(self) -> str:
+        lines = [
+            "EKS GPU Insights demo (no AWS account: moto in-process), "
+            f"{self.mode} Container Insights mode",
+            "",
+        ]
+        lines.append(
+            f"1. Synthesized the CDK app into {self.cdk_out}/ (cdk-nag AwsSolutions: clean)"
+        )
+        for stack, counts in self.resources_by_stack.items():
+            detail = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
+            lines.append(f"   {stack}: {sum(counts.values())} resources ({detail})")
+        lines.append(self._addon_line())
+        measurements = self.fetched_agent_config["metrics"]["metrics_collected"]["nvidia_gpu"]
+        lines.append(
+            f"3. Stored the GPU agent configuration in SSM {self.parameter_name} and fetched it "
+            f"back as a node would: {len(measurements['measurement'])} nvidia_gpu measurements "
+            f"every {measurements['metrics_collection_interval']} s"
+        )
+        lines += self._exporter_lines() + self._backtest_lines()
+        if self.storage_findings:
+            lines += storage_summary(self.storage_findings, self.storage_names)
+        if self.training_summary:
+            lines += training_summary(self.training_summary, self.training_findings)
+            lines.append(
+                f"   before it, the week: {self.week_datapoints:,} hourly datapoints of three "
+                "teams' GPUs (exporter and Container Insights), the steps of the two teams' "
+                "jobs in every hour they held GPUs and a short run of each job a day, the "
+                "analyzer run on each day"
+            )
+        if self.sunday_attribution:
+            lines += monday_summary(self.monday_findings)
+        if self.failures:
+            lines += failures_summary(self.failures)
+        lines += self._otel_lines()
+        if self.report:
+            lines.append(
+                f"8. Ran the weekly report Lambda for {self.report['week']}, compared with the "
+                f"week before's report (a run of its own over {self.last_week_datapoints:,} "
+                "datapoints of a week when nlp started mid-week and the notebook was culled "
+                "overnight): report.html and "
+                f"report.json in the report bucket ({self.report['findings']} findings read, "
+                f"{self.report['malformed_finding_lines']} malformed lines), the summary sent to "
+                "SNS once; and wrote the five dashboard bodies the app deploys."
+            )
+        if self.preflight:
+            lines.append("9. `gpu-insights preflight` before the deploy, on the demo's cluster:")
+            lines.extend(f"   {line}" for line in self.preflight if line)
+        if self.notifications is not None:
+            lines += notifications_summary(self.notifications)
+        if self.dashboard_views:
+            lines += dashboards_summary(
+                self.dashboard_views, DEMO_REGION, self.cluster, NODE, self.mode
+            )
+        lines.append("")
+        lines.append("Output:")
+        lines.extend(f"   {path}" for path in self.files)
+        return "\n".join(lines)
+
+
+#: The alarms the app deploys that the backtest leaves out, and why.
+NOT_BACKTESTED: Final = (
+    "Not backtested: gpu-silence-check (it reads the silence check's heartbeat, and the demo "
+    "runs no silence check; gpu-silent, which reads the check's series, is backtested and "
+    "stays quiet for the same reason), notifier-failing and notifier-refused (the notifier's "
+    "own dead letters and refused log events) and gpu-fleet-health (a composite of the "
+    "others that sends nothing)"
+)
+
+
+def _synthesize(settings: Settings, cdk_out: Path) -> dict[str, dict[str, Any]]:
+    from aws_cdk import App
+
+    from cdk.app import build
+
+    app = App(outdir=str(cdk_out))
+    build(app, settings)
+    assembly = app.synth()
+    return {stack.stack_name: dict(stack.template) for stack in assembly.stacks}
+
+
+def _resources(template: dict[str, Any], resource_type: str) -> list[dict[str, Any]]:
+    return [
+        resource.get("Properties", {})
+        for resource in template.get("Resources", {}).values()
+        if resource["Type"] == resource_type
+    ]
+
+
+def _write_lines(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def _storage_step(
+    result: DemoResult, clients: dict[str, Any], settings: Settings, out_dir: Path
+) -> None:
+    # Seeded again where the resources the findings name are made: the steps before make as
+    # many of moto's ids in either mode, those after read more or fewer pages.
+    mock_random.seed(MOTO_SEED)
+    result.storage_names = seed_storage(clients, settings.cluster_name)
+    deploy_storage_dashboard(clients["cloudwatch"], settings.cluster_name, list(STORAGE_BUCKETS))
+    _, result.storage_findings = run_storage_analyzer(clients, settings)
+    result.files.append(_write_lines(out_dir / "storage-findings.jsonl", result.storage_findings))
+
+
+def _training_step(
+    result: DemoResult, clients: dict[str, Any], settings: Settings, out_dir: Path
+) -> None:
+    """The week's fleet and its jobs' runs, a day at a time, each day before the training
+    analyzer's daily run over it."""
+    # Monday to Friday attributed by the runs at the midnight after each; Saturday by the
+    # training step's run (Sunday 23:00), Sunday by the Monday run after the exporter's replay.
+    week = WeekSeeder(
+        clients["cloudwatch"],
+        settings.cluster_name,
+        THIS_WEEK,
+        daily_runs=5,
+        container_insights=settings.container_insights_mode is ContainerInsightsMode.CLASSIC,
+    )
+    clients["logs"].create_log_group(logGroupName=training_log_group(settings.cluster_name))
+
+    def earlier_runs() -> Iterator[float]:
+        day_start = THIS_WEEK.start
+        for run_at in week:  # each day's fleet, then its jobs' runs, before its run
+            seed_training(clients, (day_start, run_at), fleet=True)
+            yield run_at
+            day_start = run_at
+        # The last day's, before the last run.
+        seed_training(clients, (day_start, STORAGE_END), fleet=True)
+
+    result.training_summary, result.training_findings = run_training_analyzer(
+        clients, earlier_runs=earlier_runs(), mode=settings.container_insights_mode
+    )
+    result.week_datapoints = week.datapoints
+    result.files.append(_write_lines(out_dir / "training-findings.jsonl", result.training_findings))
+
+
+def _exporter_step(
+    result: DemoResult, clients: dict[str, Any], settings: Settings, out_dir: Path
+) -> list[AlarmSpec]:
+    """The exporter's replay, then the alarms the app deploys over what it published, read
+    back from CloudWatch exactly as `gpu-insights backtest --cloudwatch` reads it."""
+    cloudwatch = clients["cloudwatch"]
+    result.exporter = replay_exporter(
+        cloudwatch,
+        cluster_name=settings.cluster_name,
+        out_dir=out_dir,
+        container_insights=settings.container_insights_mode is ContainerInsightsMode.CLASSIC,
+    )
+    if result.exporter.emf_path is not None:
+        result.files.append(result.exporter.emf_path)
+    specs = gpu_alarms(settings.alarm_settings())
+    start, end = replay_window()
+    # The replayed node's series only: the demo week's other nodes publish hourly statistic
+    # sets, which one-minute alarms would read as a datapoint an hour (and flap on).
+    samples = [
+        s
+        for s in fetch_samples(cloudwatch, specs, start=start, end=end)
+        if dict(s.dimensions).get(DIM_NODE, NODE) == NODE
+    ]
+    # No silence check runs in the replay: gpu_silent as its rule would publish it.
+    samples += derive_silence(samples, silence_config(settings), start=start, end=end)
+    result.backtest = backtest(specs, samples, start=start, end=end)
+    path = out_dir / "alarm-backtest.txt"
+    path.write_text(report(result.backtest, start=start, end=end) + f"\n\n{SILENCE_NOTE}\n")
+    result.files.append(path)
+    return specs
+
+
+def _points_between(cloudwatch: Any, cluster: str, start: float, end: float) -> int:
+    """The fleet's power datapoints CloudWatch returns between ``start`` and ``end``."""
+    answer = cloudwatch.get_metric_data(
+        MetricDataQueries=[
+            {
+                "Id": "power",
+                "MetricStat": {
+                    "Metric": {
+                        "Namespace": NAMESPACE_GPU,
+                        "MetricName": str(GpuMetric.POWER_UTILIZATION),
+                        "Dimensions": [{"Name": DIM_CLUSTER, "Value": cluster}],
+                    },
+                    "Period": 86_400,
+                    "Stat": "SampleCount",
+                },
+            }
+        ],
+        StartTime=datetime.fromtimestamp(start, UTC),
+        EndTime=datetime.fromtimestamp(end, UTC),
+    )
+    return int(sum(answer["MetricDataResults"][0]["Values"]))
+
+
+def run_demo(
+    *,
+    out_dir: Path,
+    cdk_out: Path,
+    settings: Settings | None = None,
+    mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC,
+) -> DemoResult:
+    """Synthesize, apply what moto supports, fetch it back, and write the results. ``mode``:
+    the Container Insights mode the demo deploys (whatever the settings name); in OTel mode a
+    local Prometheus (cli/demo/otel.py) serves the weeks' DCGM series to the GPU analyzer."""
+    settings = replace(
+        settings or Settings(cluster_name=DEMO_CLUSTER), container_insights_mode=mode
+    )
+    # moto's ids (instances, volumes) from one seed: two runs name the same resources, so
+    # their findings and reports compare byte for byte.
+    mock_random.seed(MOTO_SEED)
+    with ExitStack() as stack:
+        engine = None
+        if mode is ContainerInsightsMode.OTEL:
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="otel-")))
+            engine = OtelEngine(folder, DEMO_REGION, settings.cluster_name, stack)
+            cluster = settings.cluster_name
+            engine.load("last-week", week_samples(cluster, LAST_WEEK))
+        return _run(out_dir, cdk_out, settings, engine)
+
+
+def _monday(
+    clients: dict[str, Any], settings: Settings, engine: OtelEngine | None, result: DemoResult
+) -> None:
+    """The analyzer's Monday-morning run over the Sunday the teams trained into, and the
+    failed jobs' causes read back from their logs."""
+    seed_training(clients, (STORAGE_END, STORAGE_END + 3600), fleet=True)
+    # Jobs that die in the replayed hours, their logs where Container Insights puts them.
+    seed_failures(clients, settings.cluster_name)
+    result.sunday_attribution, result.monday_findings = run_next_morning(
+        clients["s3"], STORAGE_END + 8 * 3600, settings.container_insights_mode
+    )
+    if engine is not None:
+        result.otel_joins = joins(promql_for(clients["cloudwatch"]), settings.cluster_name)
+        result.otel_series = engine.lines
+    with (result.out_dir / "training-findings.jsonl").open("a") as findings:
+        findings.writelines(json.dumps(f) + "\n" for f in result.monday_findings)
+    result.failures = diagnose(clients["logs"], settings.cluster_name, result.monday_findings)
+
+
+def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | None) -> DemoResult:
+    templates = _synthesize(settings, cdk_out)
+    result = DemoResult(out_dir=out_dir, cdk_out=cdk_out, mode=settings.container_insights_mode)
+    for name, template in templates.items():
+        result.resources_by_stack[name] = Counter(
+            resource["Type"] for resource in template.get("Resources", {}).values()
+        )
+    addons = [props for t in templates.values() for props in _resources(t, "AWS::EKS::Addon")]
+    result.addon_configuration = json.loads(addons[0]["ConfigurationValues"])
+
+    # The week before, first and in its own moto context: only its report objects cross over.
+    last_week, result.last_week_datapoints = last_week_report(settings, DEMO_REGION)
+    if engine is not None:  # this week's series alone, as this week's moto holds them
+        engine.load("this-week", week_samples(settings.cluster_name, THIS_WEEK), alone=True)
+    with mock_aws():
+        session = new_session(
+            aws_access_key_id="demo", aws_secret_access_key="demo", region_name=DEMO_REGION
+        )
+        ssm = session.client("ssm")
+        # What CloudFormation does with each AWS::SSM::Parameter in the synthesized templates.
+        for template in templates.values():
+            for props in _resources(template, "AWS::SSM::Parameter"):
+                ssm.put_parameter(Name=props["Name"], Value=props["Value"], Type=props["Type"])
+        # What `amazon-cloudwatch-agent-ctl -a fetch-config -c ssm:NAME` reads on a node.
+        result.parameter_name = settings.agent_config_parameter_name
+        value = ssm.get_parameter(Name=result.parameter_name)["Parameter"]["Value"]
+        result.fetched_agent_config = json.loads(value)
+
+        # Before the deploy (and before the steps below write log groups), as a user would.
+        result.preflight = run_preflight(session, settings)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        clients = {
+            name: session.client(name)
+            for name in ("ec2", "s3", "cloudwatch", "events", "logs", "sns")
+        }
+        # moto's GetMetricData scans every stored datapoint for every period of every query:
+        # the week's daily runs come before the exporter's minute-by-minute data is stored;
+        # the run that attributes the Sunday of its replay comes after it.
+        _storage_step(result, clients, settings, out_dir)
+        _training_step(result, clients, settings, out_dir)
+        # Training jobs that hang, go NaN, jump and slow down, in the replayed hours: the
+        # backtest below evaluates the job alarms over them with the GPU alarms.
+        seed_alarm_jobs(clients, settings.cluster_name, replay_window()[0])
+        specs = _exporter_step(result, clients, settings, out_dir)
+        if engine is not None and result.exporter is not None and result.exporter.emf_path:
+            # What the add-on sent of the replayed node in OTel mode, beside the weeks'.
+            engine.load("replay", replay_samples(settings.cluster_name, result.exporter.emf_path))
+        # The teams' jobs train on through the week's last hour, into the Sunday that the
+        # analyzer's Monday-morning run (the default schedule's 07:00) attributes, now with the
+        # exporter's node in it: its GPU held at 12% of its power limit, its lost GPU.
+        _monday(clients, settings, engine, result)
+        if result.exporter is not None:
+            result.notifications = run_notifications(
+                session,
+                settings,
+                result.exporter,
+                result.backtest,
+                out_dir,
+                job_events(settings, result.backtest, session.region_name),
+            )
+            if result.notifications.path is not None:
+                result.files.append(result.notifications.path)
+        carry_report(clients["s3"], last_week)
+        result.last_week_objects = sorted(last_week)
+        result.last_week_points_seen = _points_between(
+            clients["cloudwatch"], settings.cluster_name, LAST_WEEK.start, THIS_WEEK.start
+        )
+        result.report, report_path = run_weekly_report(clients, settings, result.backtest, out_dir)
+        result.files += [
+            report_path, out_dir / "report.json", out_dir / "report.csv", out_dir / MEMORY_CSV,
+            out_dir / FAILURES_CSV,
+        ]  # fmt: skip
+        if render_png(report_path, out_dir / "report.png"):
+            result.files.append(out_dir / "report.png")
+        alarm_names = [spec.alarm_name(settings.cluster_name) for spec in specs]
+        mode = settings.container_insights_mode
+        # The storage dashboard as the analyzer left it: the cluster's volumes in its widgets.
+        deployed = storage_dashboard(clients["cloudwatch"], settings.cluster_name)
+        result.dashboards = write_dashboards(
+            settings.cluster_name,
+            list(STORAGE_BUCKETS),
+            alarm_names,
+            out_dir,
+            alarm_lines(specs),
+            mode=mode,
+            deployed=deployed,
+        )
+        result.files += result.dashboards
+        if result.exporter is not None and result.exporter.emf_path is not None:
+            result.cluster = settings.cluster_name
+            # The OTel bodies' PromQL widgets run on the local Prometheus, as the console runs
+            # them at the Region's monitoring host, over the day that ends with the replay.
+            promql = (
+                PromQLSource(promql_for(clients["cloudwatch"]), end=replay_window()[1])
+                if engine is not None
+                else None
+            )
+            result.dashboard_views = demo_dashboard_views(
+                result.exporter.emf_path,
+                clients["logs"],
+                cluster=settings.cluster_name,
+                training_cluster=TRAINING_CLUSTER,
+                node=NODE,
+                buckets=list(STORAGE_BUCKETS),
+                exporter_interval_s=int(INTERVAL_S),
+                alarm_lines=alarm_lines(specs),
+                cloudwatch=clients["cloudwatch"],
+                window=(
+                    datetime.fromtimestamp(STORAGE_END - 8 * 86_400, UTC),
+                    datetime.fromtimestamp(STORAGE_END + 2 * 3600, UTC),
+                ),
+                mode=mode,
+                promql=promql,
+                deployed=deployed,
+            )
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for filename, document in (
+        ("agent-config.json", result.fetched_agent_config),
+        ("addon-configuration.json", result.addon_configuration),
+        ("stacks.json", {k: dict(v) for k, v in result.resources_by_stack.items()}),
+    ):
+        path = out_dir / filename
+        path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+        result.files.append(path)
+    return result

@@ -1,0 +1,257 @@
+"""The demo's GPU node: the real exporter replays a simulated NVML trace into (moto) CloudWatch.
+
+Virtual time: each cycle moves the trace's clock by the exporter's interval, so hours of a
+node replay in a second, through the same Exporter, XidWatcher and PutMetricDataSink that
+run on a node with ``--sink cloudwatch``.
+"""
+
+import json
+import tempfile
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, TextIO
+
+from cli.demo.datums import statistic_set
+from cli.demo.realistic import container_insights as ci
+from cli.demo.realistic import nodes as ec2
+from cli.demo.realistic import pods as k8s
+from cli.demo.storage import END
+from gpu_insights_agent.contract.metrics import (
+    ALARM_METRICS,
+    CI_NODE_GPU_POWER_METRIC,
+    CI_POD_GPU_POWER_METRIC,
+    CI_POD_GPU_UTILIZATION_METRIC,
+    DIM_CLUSTER,
+    DIM_GPU_INDEX,
+    DIM_NODE,
+    DIM_SHARD,
+    DIM_XID_CODE,
+    NAMESPACE_CONTAINER_INSIGHTS,
+    NAMESPACE_GPU,
+    GpuMetric,
+    alarm_shard,
+)
+from gpu_insights_agent.emf.document import EmfDocument, encode
+from gpu_insights_agent.emf.sinks import BufferedSender, PutMetricDataSink
+from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
+from gpu_insights_agent.exporter.fake_nvml import FakeNvml
+from gpu_insights_agent.exporter.nvml_source import NvmlSource
+from gpu_insights_agent.exporter.simulated_trace import SimulatedGpu, node_trace
+
+#: A p5.48xlarge of a managed node group on the accelerated AMI (cli/demo/realistic/nodes.py).
+REPLAYED: Final = ec2.node(
+    "10.0.1.17", "i-0f1e2d3c4b5a69788", ec2.P5_48XLARGE, "us-east-1a", "use1-az4",
+    ec2.managed_node_group_labels("gpu-speech", "ami-0c2d3e4f5a6b7c8d9"),
+)  # fmt: skip
+NODE = REPLAYED.name
+ROLES = ("busy", "idle", "thermal", "failing")
+INTERVAL_S = 60.0
+DURATION_S = 2 * 3600.0
+#: The replay ends six hours before the demo's "now", so the weekly report's week holds it.
+START_EPOCH = END - 6 * 3600 - DURATION_S
+START_HOUR = 12.5
+
+
+#: The pods that hold the replayed node's GPUs, one GPU each: a PyTorchJob's master and three
+#: workers (Container Insights names them by their own names). The idle GPU's pod holds it at
+#: 12% of its limit.
+REPLAY_PODS: Final = k8s.pytorchjob_pods("speech", "whisper-finetune", len(ROLES) - 1)
+
+
+#: The host PID of the process on each GPU in the trace (exporter.simulated_trace: 1000 + its
+#: index, where the GPU runs work).
+FIRST_PID: Final = 1000
+
+
+def pod_uid(pod: k8s.Pod) -> str:
+    """A stable UID for a replayed pod (Kubernetes gives each pod a random UUID)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"pod/{pod.namespace}/{pod.name}"))
+
+
+def write_proc(root: Path) -> None:
+    """The node's /proc as the exporter reads it for pod attribution: each GPU process's
+    cgroup, a cgroup v2 path under the kubelet's systemd driver (the EKS accelerated AL2023
+    AMI's), which names the pod as ``pod<uid>`` with underscores (gpu_insights_agent/exporter/
+    pod_attribution.py;
+    Kubernetes "About cgroup v2" and "Configuring a cgroup driver",
+    https://kubernetes.io/docs/tasks/administer-cluster/kubeadm/configure-cgroup-driver/)."""
+    for index, pod in enumerate(REPLAY_PODS):
+        slug = pod_uid(pod).replace("-", "_")
+        directory = root / str(FIRST_PID + index)
+        directory.mkdir(parents=True)
+        (directory / "cgroup").write_text(
+            f"0::/kubepods.slice/kubepods-pod{slug}.slice/cri-containerd-{index:064x}.scope\n"
+        )
+
+
+def replay_window() -> tuple[float, float]:
+    return START_EPOCH, START_EPOCH + DURATION_S
+
+
+class TeeSink:
+    """Writes every EMF line to a file, as the agent's listener would receive it, keeps the
+    XID documents for the summary, and passes everything on."""
+
+    def __init__(self, forward: PutMetricDataSink, stream: TextIO) -> None:
+        self._forward = forward
+        self._stream = stream
+        self.xid_documents: list[EmfDocument] = []
+
+    def send(self, documents: Any) -> None:
+        self._stream.writelines(encode(d) + "\n" for d in documents)
+        self.xid_documents.extend(d for d in documents if DIM_XID_CODE in d)
+        self._forward.send(documents)
+
+
+@dataclass
+class ExporterReplay:
+    cycles: int = 0
+    documents: int = 0
+    power_utilization_by_gpu: dict[str, float] = field(default_factory=dict)
+    sm_active_by_gpu: dict[str, float | None] = field(default_factory=dict)
+    thermal_throttled_by_gpu: dict[str, float] = field(default_factory=dict)
+    xids: list[tuple[str, str, str, str]] = field(default_factory=list)
+    unhealthy_gpus: list[str] = field(default_factory=list)
+    emf_path: Path | None = None
+
+
+def replay_exporter(
+    cloudwatch: Any, *, cluster_name: str, out_dir: Path, container_insights: bool = True
+) -> ExporterReplay:
+    """The node's replay; ``container_insights``: Classic Container Insights publishes its
+    series of the node too (OTel mode's are served by PromQL, cli/demo/otel.py)."""
+    now = [0.0]
+    emf_path = out_dir / "exporter-emf.jsonl"
+    result = ExporterReplay(emf_path=emf_path)
+    with emf_path.open("w", encoding="utf-8") as emf, tempfile.TemporaryDirectory() as proc:
+        write_proc(Path(proc))
+        tee = TeeSink(PutMetricDataSink(cloudwatch), emf)
+        exporter = Exporter(
+            NvmlSource(
+                FakeNvml(
+                    node_trace(
+                        [SimulatedGpu(role) for role in ROLES],
+                        duration_s=DURATION_S,
+                        node=NODE,
+                        start_hour=START_HOUR,
+                    ),
+                    clock=lambda: now[0],
+                    sleep=lambda _: None,
+                )
+            ),
+            BufferedSender(tee),
+            ExporterConfig(
+                cluster_name=cluster_name,
+                node_name=NODE,
+                interval_s=INTERVAL_S,
+                proc_root=Path(proc),
+            ),
+            clock=lambda: START_EPOCH + now[0],
+        )
+        exporter.start()
+        assert exporter.watcher is not None
+        for cycle in range(int(DURATION_S / INTERVAL_S)):
+            now[0] = cycle * INTERVAL_S
+            exporter.watcher.drain()
+            result.documents += len(exporter.collect_once())
+            result.cycles += 1
+        exporter.shutdown()
+    result.documents += len(tee.xid_documents)
+    if container_insights:
+        publish_container_insights(cloudwatch, cluster_name, emf_path)
+    result.xids = [
+        (d[DIM_GPU_INDEX], d[DIM_XID_CODE], str(d["XidSeverity"]), str(d["XidDescription"]))
+        for d in tee.xid_documents
+    ]
+    for index in range(len(ROLES)):
+        gpu = str(index)
+        result.power_utilization_by_gpu[gpu] = (
+            _average(cloudwatch, cluster_name, gpu, GpuMetric.POWER_UTILIZATION) or 0.0
+        )
+        result.sm_active_by_gpu[gpu] = _average(cloudwatch, cluster_name, gpu, GpuMetric.SM_ACTIVE)
+        # The throttle flag is sent only in the hours it is set (exporter.fault_gate): its share
+        # of the GPU's samples is its sum over the count of samples the GPU answered.
+        answered = _statistic(
+            cloudwatch, cluster_name, gpu, GpuMetric.POWER_UTILIZATION, "SampleCount"
+        )
+        throttled = _statistic(cloudwatch, cluster_name, gpu, GpuMetric.THROTTLED_THERMAL, "Sum")
+        result.thermal_throttled_by_gpu[gpu] = (
+            100 * (throttled or 0.0) / answered if answered else 0.0
+        )
+        if _minimum(cloudwatch, cluster_name, gpu, GpuMetric.HEALTHY) == 0.0:
+            result.unhealthy_gpus.append(gpu)
+    return result
+
+
+def _statistic(
+    cloudwatch: Any, cluster: str, gpu: str, metric: GpuMetric, stat: str
+) -> float | None:
+    """One statistic over the whole replay, read back from CloudWatch as a user would."""
+    response = cloudwatch.get_metric_statistics(
+        Namespace=NAMESPACE_GPU,
+        MetricName=str(metric),
+        Dimensions=[
+            {"Name": DIM_CLUSTER, "Value": cluster},
+            {"Name": DIM_NODE, "Value": NODE},
+            {"Name": DIM_GPU_INDEX, "Value": gpu},
+            # The alarm metrics' per-GPU series carry the GPU's alarm shard (one shard here).
+            *(
+                [{"Name": DIM_SHARD, "Value": alarm_shard(NODE, int(gpu), 1)}]
+                if metric in ALARM_METRICS
+                else []
+            ),
+        ],
+        StartTime=START_EPOCH - 60,
+        EndTime=START_EPOCH + DURATION_S + 60,
+        Period=int(DURATION_S + 120),
+        Statistics=[stat],
+    )
+    points = response["Datapoints"]
+    return float(points[0][stat]) if points else None
+
+
+def _average(cloudwatch: Any, cluster: str, gpu: str, metric: GpuMetric) -> float | None:
+    return _statistic(cloudwatch, cluster, gpu, metric, "Average")
+
+
+def _minimum(cloudwatch: Any, cluster: str, gpu: str, metric: GpuMetric) -> float | None:
+    return _statistic(cloudwatch, cluster, gpu, metric, "Minimum")
+
+
+def publish_container_insights(cloudwatch: Any, cluster: str, emf_path: Path) -> int:
+    """What Container Insights publishes for the replayed node, hour by hour, from the same
+    samples the exporter read: ``node_gpu_power_watt`` per GPU and, for the pod that holds each
+    GPU, ``pod_gpu_utilization`` and ``pod_gpu_power_draw`` (a lost GPU answers nothing, so
+    nothing after it is lost). Without them the GPU analyzer sees the node's GPUs held by no pod
+    while the week's other nodes have Container Insights data. Returns the datapoints."""
+    samples: dict[tuple[str, float], list[tuple[float, float]]] = defaultdict(list)
+    for line in emf_path.read_text(encoding="utf-8").splitlines():
+        document = json.loads(line)
+        watts = document.get(str(GpuMetric.POWER_DRAW))
+        if watts is None or document.get(DIM_NODE) != NODE:
+            continue
+        hour = document["_aws"]["Timestamp"] / 1000 // 3600 * 3600
+        utilization = float(document.get(str(GpuMetric.UTILIZATION), 0.0))
+        samples[(str(document[DIM_GPU_INDEX]), hour)].append((float(watts), utilization))
+    data: list[dict[str, Any]] = []
+    for (gpu, hour), values in sorted(samples.items()):
+        device = ci.gpu_device(int(gpu))
+        node_dims = ci.node_gpu_dimensions(
+            cluster, NODE, REPLAYED.instance_id, REPLAYED.instance_type.name, device
+        )
+        pod_dims = ci.pod_gpu_dimensions(cluster, REPLAY_PODS[int(gpu)], device)
+        watts = [w for w, _ in values]
+        data += [
+            statistic_set(CI_NODE_GPU_POWER_METRIC, node_dims, hour, watts),
+            statistic_set(CI_POD_GPU_POWER_METRIC, pod_dims, hour, watts),
+            statistic_set(
+                CI_POD_GPU_UTILIZATION_METRIC, pod_dims, hour, [u for _, u in values], "Percent"
+            ),
+        ]
+    for first in range(0, len(data), 1000):
+        cloudwatch.put_metric_data(
+            Namespace=NAMESPACE_CONTAINER_INSIGHTS, MetricData=data[first : first + 1000]
+        )
+    return len(data)

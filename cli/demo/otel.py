@@ -1,0 +1,193 @@
+"""The demo in OTel Container Insights mode: the same weeks, as the add-on sends them in that mode
+(DCGM's series, every 30 seconds, labelled with the pod and node, cli/demo/realistic/otel.py),
+served by a local Prometheus (cli/demo/promql.py) that answers the training analyzer's PromQL
+at the Region's monitoring host, while moto answers its CloudWatch reads.
+
+What the OTel run shows, compared, not assumed: every pod's hours join its node and GPU
+exactly (by the node label and DCGM's ``gpu`` index: no power matching), and the findings,
+the waste table and the report equal the Classic run's on the same weeks.
+
+The GPU-hour attribution, the GPU memory right-sizing and the dashboards' PromQL widgets (the
+bodies the Alarms stack deploys in OTel mode, cli/demo/dashboards.py) read OTel mode's series
+from that Prometheus; the OTel run writes none of Classic's Container Insights series to
+CloudWatch, so no reader can fall back on them.
+"""
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Final
+
+from cli.demo.exporter import NODE as REPLAY_NODE
+from cli.demo.exporter import REPLAY_PODS
+from cli.demo.promql import (
+    LocalPromQL,
+    Sample,
+    answering,
+    create_blocks,
+    serve_blocks,
+    write_openmetrics,
+)
+from cli.demo.realistic import otel
+from cli.demo.week import (
+    DAYS,
+    FAILING,
+    GPUS,
+    H100_MEMORY_BYTES,
+    H100_NAME,
+    HOURS,
+    NODES,
+    POWER_LIMIT_W,
+    THIS_WEEK,
+    WeekPlan,
+    _behaviour,
+    memory_used_bytes,
+)
+from dashboards.sources import reading
+from gpu_insights_agent.contract.metrics import (
+    DCGM_GPU_METRICS,
+    DIM_GPU_INDEX,
+    DIM_NODE,
+    GpuMetric,
+)
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
+from lambdas.shared.dcgm import DCGM_FB_TOTAL, DCGM_FB_USED, DCGM_POWER, DCGM_UTIL, MIB
+from lambdas.shared.promql import PromQLClient
+from lambdas.training_analyzer.gpu_hours.attribution import UNPLACED_NODE
+from lambdas.training_analyzer.gpu_hours.otel import read_holds
+
+#: Scrapes land mid-interval, never on an hour's edge (the scraper's phase is its own).
+PHASE_S: Final = 15.0
+#: The demo's ``otelContainerInsights.metricResolution``: "60s" (the chart takes any "<N>s",
+#: "30s" by default). A pod's share of an hour is its samples over a full hour's; at the
+#: exporter's own 60 s cycle the replayed node's lost GPU stops at the same sample in both
+#: modes (at 300 s its last hour read 8/12 where the exporter's read 36/60), and half the
+#: default's samples keep Prometheus's block import of the two weeks short.
+DEMO_INTERVAL_S: Final = 60
+#: The readings every sample carries (the GPU analyzer's), whatever the document holds.
+PAIRED: Final = frozenset({GpuMetric.UTILIZATION, GpuMetric.POWER_DRAW})
+
+
+def week_samples(
+    cluster: str,
+    plan: WeekPlan = THIS_WEEK,
+    hours: int = HOURS,
+    interval: int = DEMO_INTERVAL_S,
+) -> Iterator[Sample]:
+    """Each GPU's DCGM series every ``interval`` (the add-on's
+    ``otelContainerInsights.metricResolution``, "30s" by default), the pod's labels on the
+    samples of the hours a pod holds the GPU; a lost GPU sends nothing. A share of an hour is
+    a count of samples over a full hour's, whatever the interval. The framebuffer used and
+    its size (MiB) are the Classic run's ``pod_gpu_memory_*`` (``memory_used_bytes``)."""
+    for hour in range(hours):
+        for node, gpu in GPUS:
+            s = _behaviour(node, gpu, hour, plan)
+            if s.power is None:
+                continue
+            labels = otel.dcgm_promql_labels(cluster, node, gpu, s.pod, model=H100_NAME)
+            start = plan.start + hour * 3600 + PHASE_S
+            watts = s.power / 100 * POWER_LIMIT_W
+            used = memory_used_bytes(s) / MIB
+            for i in range(3600 // interval):
+                at = start + i * interval
+                yield DCGM_UTIL, labels, at, s.sm or 0.0
+                yield DCGM_POWER, labels, at, watts
+                if s.pod is not None:  # as the Classic run's pod_gpu_memory_*: held hours only
+                    yield DCGM_FB_USED, labels, at, used
+                    yield DCGM_FB_TOTAL, labels, at, H100_MEMORY_BYTES / MIB
+
+
+def replay_samples(
+    cluster: str, emf_path: Path, interval: int = DEMO_INTERVAL_S
+) -> Iterator[Sample]:
+    """The replayed node's DCGM series from the samples its exporter read (the EMF it wrote):
+    each GPU's power and utilization, and the other readings the add-on's DCGM sends that the
+    document carries (framebuffer memory in MiB, temperature: ``DCGM_GPU_METRICS``, the same
+    readings the Classic run's ``node_gpu_*`` stand in for), as DCGM reports them at each
+    scrape in the exporter's cycle, labelled with the pod that holds it; a lost GPU answers
+    nothing. The exporter reads no framebuffer size, so none is sent: the replayed pods'
+    memory is judged in neither mode (Classic's run publishes no ``pod_gpu_memory_*`` of them)."""
+    for line in emf_path.read_text(encoding="utf-8").splitlines():
+        document = json.loads(line)
+        watts = document.get(str(GpuMetric.POWER_DRAW))
+        if watts is None or document.get(DIM_NODE) != REPLAY_NODE:
+            continue
+        gpu = int(document[DIM_GPU_INDEX])
+        labels = otel.dcgm_promql_labels(cluster, REPLAY_NODE, gpu, REPLAY_PODS[gpu])
+        cycle_start = document["_aws"]["Timestamp"] / 1000
+        utilization = float(document.get(str(GpuMetric.UTILIZATION), 0.0))
+        others = [
+            (source.name, float(document[str(metric)]) / source.scale)
+            for metric in DCGM_GPU_METRICS
+            if metric not in PAIRED and str(metric) in document
+            for source in [reading(metric, ContainerInsightsMode.OTEL)]
+        ]
+        for at in _scrapes(cycle_start, interval):
+            yield DCGM_UTIL, labels, at, utilization
+            yield DCGM_POWER, labels, at, float(watts)
+            for name, value in others:
+                yield name, labels, at, value
+
+
+def _scrapes(cycle_start: float, interval: int, cycle_s: float = 60.0) -> Iterator[float]:
+    """The scrapes (every ``interval`` from the scraper's phase) in the exporter's cycle."""
+    at = (cycle_start - PHASE_S) // interval * interval + PHASE_S
+    at += interval if at < cycle_start else 0
+    while at < cycle_start + cycle_s:
+        yield at
+        at += interval
+
+
+class OtelEngine:
+    """Prometheus holding the weeks' DCGM series, answering the Region's PromQL host; started
+    again (a new engine over the blocks so far and the new ones) when the replayed node's
+    series are added. Each load turns only its own samples into blocks."""
+
+    def __init__(self, folder: Path, region: str, cluster: str, stack: ExitStack) -> None:
+        self.folder, self.region, self.cluster, self.stack = folder, region, cluster, stack
+        self.blocks: list[Path] = []
+        self.local: LocalPromQL | None = None
+        self.lines = 0
+
+    def load(self, name: str, samples: Iterator[Sample], *, alone: bool = False) -> None:
+        """``samples`` added to the engine's series; ``alone``: in place of them (a new week
+        run in a moto of its own, which holds none of the week before's series)."""
+        path = self.folder / f"{name}.om"
+        self.lines += write_openmetrics(path, samples)
+        blocks = self.folder / f"blocks-{name}"
+        create_blocks(path, blocks)
+        self.blocks = [*([] if alone else self.blocks), blocks]
+        data = self.folder / f"engine-{name}"
+        data.mkdir(parents=True)
+        for folder in self.blocks:  # hard links: the engines only read the blocks
+            for block in folder.iterdir():
+                if block.is_dir() and block.name != "wal":
+                    shutil.copytree(block, data / block.name, copy_function=os.link)
+        url = self.stack.enter_context(serve_blocks(data))
+        if self.local is None:
+            self.local = self.stack.enter_context(answering(self.region, url))
+        else:
+            self.local.url = url
+
+
+def joins(promql: PromQLClient, cluster: str, plan: WeekPlan = THIS_WEEK) -> tuple[int, int, int]:
+    """(pods, pod-hours, those placed on another node or GPU than the week put them on, or
+    unplaced) of the week's GPU analyzer reads in OTel mode."""
+    start, end = plan.start, plan.start + DAYS * 86_400
+    holds, _ = read_holds(promql, cluster, start=start, end=end, gpu_hours=())
+    where = {
+        (pod.namespace, pod.name): (node, str(gpu))
+        for node, (_, _, _, held) in NODES.items()
+        for gpu, pod in held.items()
+    } | {(pod.namespace, pod.name): (REPLAY_NODE, str(gpu)) for gpu, pod in enumerate(REPLAY_PODS)}
+    nightly = (FAILING[0], "1")  # the CronJob's runs, on the research node's second GPU
+    wrong = sum(
+        1
+        for h in holds
+        if h.gpu.node == UNPLACED_NODE
+        or (h.gpu.node, h.gpu.gpu) != where.get((h.namespace, h.pod), nightly)
+    )
+    return len({(h.namespace, h.pod) for h in holds}), len(holds), wrong

@@ -1,0 +1,205 @@
+"""The demo's Monday: the weekly report Lambda over everything the demo produced, and the
+dashboard bodies the app deploys."""
+
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from cdk.function_configs import report_config
+from cdk.settings import Settings
+from cli.backtest.engine import BacktestResult
+from cli.backtest.evaluator import AlarmState
+from cli.demo.exporter import INTERVAL_S
+from cli.demo.storage import END, REPORT_BUCKET, environment
+from cli.service_answers import Params, answer
+from dashboards.bodies import all_dashboards, encode
+from dashboards.widgets import AlarmLine
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
+from lambdas.weekly_report import handler as report_handler
+from lambdas.weekly_report.config import ReportConfig
+from lambdas.weekly_report.failures_section import FAILURES_CSV
+from lambdas.weekly_report.handler import report_prefix
+from lambdas.weekly_report.memory_section import MEMORY_CSV
+
+
+def raised_items(cluster: str, backtest: list[BacktestResult]) -> list[Params]:
+    """The state changes into ALARM that the backtest computed for the app's alarms."""
+    return [
+        {
+            "AlarmName": r.spec.alarm_name(cluster),
+            "AlarmType": "MetricAlarm",
+            "Timestamp": datetime.fromtimestamp(t.time, UTC),
+            "HistoryItemType": "StateUpdate",
+            "HistorySummary": f"Alarm updated from {t.old} to {t.new}",
+            "HistoryData": json.dumps({"newState": {"stateValue": str(t.new)}}),
+        }
+        for r in backtest
+        for t in r.transitions
+        if t.new is AlarmState.ALARM
+    ]
+
+
+def alarm_history(items: list[Params]) -> Callable[[Params], Params]:
+    """DescribeAlarmHistory as CloudWatch answers it, over these history items, filtered as
+    the request asks: moto evaluates no alarm and does not implement the operation."""
+
+    def respond(params: Params) -> Params:
+        start, end = params.get("StartDate"), params.get("EndDate")
+        return {
+            "AlarmHistoryItems": [
+                i
+                for i in items
+                if params.get("AlarmName", i["AlarmName"]) == i["AlarmName"]
+                and params.get("HistoryItemType", i["HistoryItemType"]) == i["HistoryItemType"]
+                and (start is None or start <= i["Timestamp"])
+                and (end is None or i["Timestamp"] < end)
+            ]
+        }
+
+    return respond
+
+
+def report_function_config(settings: Settings, topic_arn: str) -> ReportConfig:
+    """The function's configuration as the stack builds it, for the deployment whose exporter
+    cycles as the demo's does (cli/demo/exporter.py: once a minute)."""
+    demo = replace(settings, exporter_interval_seconds=int(INTERVAL_S))
+    return report_config(demo, report_bucket=REPORT_BUCKET, topic_arn=topic_arn)
+
+
+def report_handler_run(
+    clients: dict[str, Any],
+    settings: Settings,
+    backtest: list[BacktestResult],
+    *,
+    now: float = END,
+) -> dict[str, Any]:
+    """The report Lambda's run on the Monday after ``now`` (the demo's "now"): its report
+    covers the week that holds ``now``."""
+    cluster = settings.cluster_name
+    topic = clients["sns"].create_topic(Name=f"gpu-insights-{cluster}-reports")["TopicArn"]
+    report_handler._clients.update(
+        s3=clients["s3"],
+        sns=clients["sns"],
+        cloudwatch=clients["cloudwatch"],
+    )
+    answer(
+        clients["cloudwatch"],
+        "DescribeAlarmHistory",
+        alarm_history(raised_items(cluster, backtest)),
+    )
+    monday = datetime.fromtimestamp(now, UTC).date()
+    monday += timedelta(days=7 - monday.weekday())
+    with environment(report_function_config(settings, topic).environment()):
+        summary: dict[str, Any] = report_handler.handler(
+            {"time": f"{monday.isoformat()}T08:00:00Z"}, None
+        )
+    return summary
+
+
+def run_weekly_report(
+    clients: dict[str, Any], settings: Settings, backtest: list[BacktestResult], out_dir: Path
+) -> tuple[dict[str, Any], Path]:
+    """The report of the demo's week, and its files in ``out_dir``."""
+    summary = report_handler_run(clients, settings, backtest)
+    html = clients["s3"].get_object(Bucket=REPORT_BUCKET, Key=summary["key"])["Body"].read()
+    path = out_dir / "report.html"
+    path.write_bytes(html)
+    # The report's JSON and its per-namespace CSV (for a spreadsheet), as the Lambda wrote them.
+    for name in ("report.json", "report.csv", MEMORY_CSV, FAILURES_CSV):
+        key = report_prefix(settings.cluster_name, summary["week"]) + name
+        data = clients["s3"].get_object(Bucket=REPORT_BUCKET, Key=key)["Body"].read()
+        (out_dir / name).write_bytes(data)
+    return summary, path
+
+
+def chromium() -> str | None:
+    return (
+        shutil.which("chromium")
+        or shutil.which("chromium-browser")
+        or shutil.which("google-chrome")
+    )
+
+
+#: Injected into a copy of the page to measure it: the browser's layout, not a guess.
+_MEASURE = (
+    "<script>document.body.dataset.pageHeight="
+    "Math.ceil(document.documentElement.scrollHeight)</script>"
+)
+_BROWSER_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars")
+
+
+def page_height(browser: str, page: Path, width: int) -> int:
+    """The page's full height in CSS pixels at ``width``, as headless Chromium lays it out (a
+    screenshot captures the window only, so the window must be that tall)."""
+    with tempfile.TemporaryDirectory() as folder:
+        measured = Path(folder) / page.name
+        measured.write_text(
+            page.read_text(encoding="utf-8").replace("</body>", _MEASURE + "</body>")
+        )
+        dom = subprocess.run(
+            [browser, *_BROWSER_FLAGS, f"--window-size={width},800", "--dump-dom",
+             measured.resolve().as_uri()],
+            check=True, capture_output=True, text=True, timeout=120,
+        ).stdout  # fmt: skip
+    found = re.search(r'data-page-height="(\d+)"', dom)
+    if found is None:
+        raise RuntimeError(f"headless Chromium did not lay out {page} (no height measured)")
+    return int(found.group(1))
+
+
+def png_size(png: Path) -> tuple[int, int]:
+    """A PNG's (width, height) in pixels, from its IHDR chunk (the first, at byte 16)."""
+    header = png.read_bytes()[:24]
+    return int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
+
+
+def render_png(page: Path, png: Path, *, width: int = 900, height: int | None = None) -> bool:
+    """A screenshot of the whole report as a browser shows it (``height``: a window of that
+    height instead, cut there); False where no Chromium is installed."""
+    browser = chromium()
+    if browser is None:
+        return False
+    height = height or page_height(browser, page, width)
+    subprocess.run(
+        [
+            browser,
+            *_BROWSER_FLAGS,
+            f"--screenshot={png}",
+            f"--window-size={width},{height}",
+            page.resolve().as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    return png.exists()
+
+
+def write_dashboards(
+    cluster: str,
+    buckets: list[str],
+    alarm_names: list[str],
+    out_dir: Path,
+    lines: Sequence[AlarmLine] = (),
+    mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC,
+    deployed: Mapping[str, dict[str, Any]] | None = None,
+) -> list[Path]:
+    """The dashboard bodies as the app deploys them in ``mode``, with the alarms' ``lines``
+    drawn; ``deployed``: bodies as CloudWatch holds them after a run wrote to them, by name."""
+    folder = out_dir / "dashboards"
+    folder.mkdir(parents=True, exist_ok=True)
+    arns = [f"arn:aws:cloudwatch:us-east-1:123456789012:alarm:{name}" for name in alarm_names]
+    paths = []
+    bodies = all_dashboards(cluster, buckets, arns, "us-east-1", alarm_lines=lines, mode=mode)
+    for name, body in {**bodies, **(deployed or {})}.items():
+        path = folder / f"{name}.json"
+        path.write_text(json.dumps(json.loads(encode(body)), indent=2) + "\n")
+        paths.append(path)
+    return paths

@@ -1,0 +1,1 @@
+"""The `gpu-insights preflight` command: checks before a deploy."""

@@ -1,0 +1,1 @@
+"""The `gpu-insights status` command: what a deployment sees now."""

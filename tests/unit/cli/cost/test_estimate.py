@@ -1,0 +1,217 @@
+"""`gpu-insights cost-estimate`: the whole deployment's month, each line with its price, the
+page it is from and the day it was read."""
+
+import json
+
+import pytest
+
+from cli.cost.estimate import runs_per_month
+from cli.cost.prices import PRICES, READ
+from cli.main import main
+
+#: Days in CloudWatch's month of 730 hours.
+DAYS = 730 / 24
+FLEET = ["cost-estimate", "--nodes", "40", "--gpus-per-node", "8"]
+CLASSIC = ("-c", "container_insights_mode=classic")
+
+
+def _items(capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, dict[str, object]]:
+    assert main([*FLEET, *extra, "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    items = {i["name"]: i for i in document["line_items"]}
+    assert document["total_usd"] == pytest.approx(sum(i["usd"] for i in items.values()), abs=0.05)
+    return items
+
+
+def test_every_line_item_of_the_month_names_its_price_and_source(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main([*FLEET, *CLASSIC]) == 0
+    out = capsys.readouterr().out
+    for name in (
+        "Exporter custom metrics",
+        "Exporter EMF log ingestion",
+        "Container Insights enhanced observability",
+        "Container logs ingestion",
+        "Metrics Insights alarms",
+        "Standard alarms",
+        "Composite alarm",
+        "Dashboards",
+        "Lambda: storage analyzer",
+        "Lambda: training analyzer",
+        "Lambda: weekly report",
+        "Lambda: silence check",
+        "GetMetricData metrics requested",
+        "S3 request metrics",
+    ):
+        assert name in out
+    # 18 line items (no Step Functions below the fleet thresholds), each with its price's date.
+    rows = [line for line in out.splitlines() if line.startswith("$")]
+    assert len(rows) == 18 + 1  # and the total
+    assert out.count(f"read {READ}") == 18
+    assert "https://aws.amazon.com/cloudwatch/pricing/" in out
+    assert "https://aws.amazon.com/lambda/pricing/" in out
+
+
+def test_the_fleet_of_40_eight_gpu_nodes(capsys: pytest.CaptureFixture[str]) -> None:
+    items = _items(capsys, *CLASSIC)
+    # 320 GPUs x 4 + 4 series, 320 x 4 fault gauges in 2% of hours: 1,309.6 at $0.30.
+    assert items["Exporter custom metrics (GpuInsights)"]["quantity"] == pytest.approx(1309.6)
+    assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(392.88)
+    # 320 GPUs x 18 observations a minute x 43,800 minutes, at $0.21 a million.
+    ci = items["Container Insights enhanced observability: GPU observations"]
+    assert ci["quantity"] == pytest.approx(320 * 18 * 43_800 / 1e6)
+    assert ci["usd"] == pytest.approx(52.98, abs=0.01)
+    # One shard: low power and lost GPU read every GPU, the 3 fault alarms read 2% of them;
+    # the 32 job alarms (4 kinds in 8 job shards) read the 40 jobs, a job shard's 5 each;
+    # each kind's fleet count reads the kind's series once more, over every shard.
+    insights = items["Metrics Insights alarms"]
+    assert insights["quantity"] == pytest.approx(2 * (320 * 2 + 320 * 3 * 0.02 + 32 * 40 / 8))
+    assert items["Standard alarms"]["quantity"] == 4  # XID fatal, XID (2 metrics), dead letters
+    assert items["Dashboards"]["usd"] == 15.0  # 5 dashboards at $3
+    # 1 GB a day by default, 30.42 days, $0.50 a GB.
+    assert items["Container logs ingestion (Fluent Bit, on in the add-on)"]["usd"] == 15.21
+    # The silence check: every 5 minutes, 256 MB.
+    assert items["Lambda requests: silence check"]["quantity"] == pytest.approx(8760)
+    # GetMetricData: 7 a volume and 8 a job daily (one a node each), 1 a GPU every 5 min.
+    gmd = items["GetMetricData metrics requested"]["quantity"]
+    assert gmd == pytest.approx(40 * 7 * DAYS + 40 * 8 * DAYS + 320 * 8760, rel=1e-4)
+    assert items["S3 request metrics"]["usd"] == 0  # s3_enable_request_metrics is off
+
+
+def test_otel_mode_prices_the_add_ons_gpu_series_by_its_preview(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """OTel mode: DCGM's 9 fields the add-on scrapes every 30 s, "at no additional charge" in
+    preview (container-insights-otel-metrics.html), in place of Classic's observations; the
+    exporter stays on EMF (exporter_sink=emf), as in Classic."""
+    items = _items(capsys, "-c", "container_insights_mode=otel")
+    assert "Container Insights enhanced observability: GPU observations" not in items
+    dcgm = items["OTel Container Insights: DCGM GPU series (add-on, OTLP)"]
+    # 320 GPUs x 9 fields x 2 a minute x 43,800 minutes: 252.3 million datapoints, $0.
+    assert dcgm["quantity"] == pytest.approx(320 * 9 * 2 * 43_800 / 1e6)
+    assert dcgm["usd"] == 0
+    assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(392.88)
+    total = sum(float(str(i["usd"])) for i in items.values())
+    assert total == pytest.approx(710.42 - 52.98, abs=0.02)
+
+
+def test_otel_mode_prices_the_analyzer_s_promql_at_the_preview_s_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The GPU-hour attribution's and GPU memory right-sizing's PromQL through the query API,
+    counted from their readers
+    (cli/cost/promql_reads.py): "PromQL querying ... and Query Studio are in public preview release,
+    are free of charge" (CloudWatch-PromQL.html); after it, "Programmatic PromQL queries are
+    charged per million samples scanned" (metrics-otel-pricing.html), the line's unit."""
+    items = _items(capsys, "-c", "container_insights_mode=otel")
+    promql = items["PromQL queries (GPU-hours and GPU memory, query API)"]
+    # The attribution's day (161 requests, 6,451,200 samples) and the memory reads' 14-day
+    # lookback (81 requests and 2,764,800 samples a day): 45,158,400 samples a daily run
+    # (1,295 requests) x 30.42 runs: 1,373.6 million, at $0.
+    assert promql["quantity"] == pytest.approx((6_451_200 + 14 * 2_764_800) * DAYS / 1e6)
+    assert promql["usd"] == 0
+    assert promql["unit"] == "million samples scanned"
+    assert str(promql["basis"]).startswith("1,295 requests a run over the 40 nodes' DCGM series")
+    assert "free of charge in the preview" in str(promql["basis"])
+    price = promql["price"]
+    assert price["source"] == (  # type: ignore[index]
+        "https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch-PromQL.html"
+    )
+    assert "free of charge in public preview" in price["note"]  # type: ignore[index]
+    # Classic reads no PromQL.
+    assert not any("PromQL" in name for name in _items(capsys, *CLASSIC))
+    # OTel is the default mode.
+    assert _items(capsys) == items
+
+
+def test_the_exporter_over_otlp_is_billed_by_its_bytes_not_by_its_series(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """exporter_sink=otlp: every datapoint of every 10 s cycle at its serialized size, per GB
+    ("OTel metrics pricing and storage"); no custom metric and no EMF log line."""
+    items = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=otlp")
+    assert "Exporter custom metrics (GpuInsights)" not in items
+    assert "Exporter EMF log ingestion" not in items
+    otlp = items["Exporter OTLP metrics ingestion"]
+    # 320 GPUs x (4 + 4 x 2%) datapoints x 262,800 cycles x 352 bytes: 120.8 GB at $0.08.
+    assert otlp["quantity"] == pytest.approx(320 * 4.08 * 262_800 * 352 / 1e9)
+    assert otlp["usd"] == pytest.approx(9.66, abs=0.01)
+    assert otlp["price"]["usd"] == 0.08  # type: ignore[index]
+
+
+def test_the_bytes_a_datapoint_is_billed_are_measured() -> None:
+    """OTLP_BYTES_PER_DATAPOINT is the mean size of one per-cycle datapoint encoded alone by the
+    exporter's own sink and the SDK's encoder, with an EKS node's and an H100's real-length
+    names: it changes when the labels or the encoding do."""
+    from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
+
+    from cli.cost.exporter import OTLP_BYTES_PER_DATAPOINT
+    from gpu_insights_agent.contract.metrics import CYCLE_METRICS
+    from gpu_insights_agent.exporter.otlp_sink import metrics_data
+
+    sizes = []
+    for metric in sorted(CYCLE_METRICS):
+        document = {
+            "ClusterName": "ml-training",
+            "NodeName": "ip-10-0-141-27.us-west-2.compute.internal",
+            "GpuIndex": "7",
+            "GpuUuid": "GPU-5f9e3c1a-2b4d-4e6f-8a0b-1c2d3e4f5a6b",
+            "GpuName": "NVIDIA H100 80GB HBM3",
+            str(metric): 87.5,
+            "_aws": {
+                "Timestamp": 1_764_000_000_000,
+                "CloudWatchMetrics": [{"Metrics": [{"Name": str(metric), "Unit": "Percent"}]}],
+            },
+        }
+        sizes.append(encode_metrics(metrics_data([document])).ByteSize())
+    assert round(sum(sizes) / len(sizes)) == OTLP_BYTES_PER_DATAPOINT
+
+
+def test_the_users_log_volume_and_settings_are_priced(capsys: pytest.CaptureFixture[str]) -> None:
+    items = _items(
+        capsys,
+        "--container-log-gb-per-day",
+        "20",
+        "--volumes",
+        "300000",
+        "-c",
+        "s3_enable_request_metrics=true",
+        "-c",
+        "storage_buckets=data-a,data-b",
+    )
+    assert items["Container logs ingestion (Fluent Bit, on in the add-on)"]["usd"] == 304.17
+    # 16 request metrics per bucket filter, as custom metrics past the exporter's in tier 1.
+    assert items["S3 request metrics"]["quantity"] == 32
+    assert items["S3 request metrics"]["usd"] == pytest.approx(9.6)
+    # 300,000 volumes: the Distributed Map of 15 shards of 20,000, daily.
+    sfn = items["Step Functions: storage analyzer fleet map"]
+    assert sfn["quantity"] == pytest.approx(DAYS * (3 + 2 * 15), rel=1e-4)
+    assert items["Lambda requests: storage analyzer"]["quantity"] == pytest.approx(DAYS * 15)
+
+
+@pytest.mark.parametrize(
+    ("schedule", "runs"),
+    [
+        ("cron(0 6 * * ? *)", DAYS),  # daily
+        ("cron(0 8 ? * MON *)", 4.345),  # weekly
+        ("cron(0 8 ? * MON-FRI *)", 21.726),
+        ("cron(0 */6 * * ? *)", 4 * DAYS),
+        ("cron(0 0 1 * ? *)", 1),
+        ("rate(5 minutes)", 8760),
+        ("rate(1 hour)", 730),
+    ],
+)
+def test_a_schedule_is_counted_in_runs_a_month(schedule: str, runs: float) -> None:
+    assert runs_per_month(schedule) == pytest.approx(runs, rel=1e-3)
+
+
+def test_every_price_cites_its_page_and_date() -> None:
+    for price in PRICES.values():
+        assert price.source.startswith("https://")
+        assert price.read == READ
+        # Free only where the page says so, in its words: the OTel Container Insights preview
+        # ("at no additional charge") and PromQL's ("free of charge").
+        assert price.usd > 0 or any(
+            words in price.note for words in ("no additional charge", "free of charge")
+        )

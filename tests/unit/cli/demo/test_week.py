@@ -1,0 +1,45 @@
+"""The demo's week is drawn from the realistic cluster model: its pods as their controllers
+name them, so Container Insights' PodName differs from FullPodName where Kubernetes makes it."""
+
+from datetime import UTC, datetime
+
+from cli.demo import week as demo_week
+from cli.demo.exporter import REPLAY_PODS
+from cli.demo.realistic import container_insights as ci
+from cli.demo.training import RANK_PODS
+
+
+def test_the_weeks_pods_and_the_names_container_insights_gives_them() -> None:
+    named = {p.name: ci.pod_name(p) for p in [*demo_week.VISION_JOB, *demo_week.NLP_JOB]}
+    # The Indexed Job's pods share the Job's name; the PyTorchJob's keep their own.
+    assert sorted(set(named.values())) == [
+        "bert-data-bound-master-0",
+        "bert-data-bound-worker-0",
+        "resnet-healthy",
+    ]
+    assert all(
+        name.startswith("resnet-healthy-") for name, v in named.items() if v == "resnet-healthy"
+    )
+    assert ci.pod_name(demo_week.NOTEBOOK) == "jupyter-alice-0"
+    assert [ci.pod_name(p) for p in REPLAY_PODS] == [p.name for p in REPLAY_PODS]
+    # Every rank's pod is the one the week simulates on its node, or another workload's.
+    assert RANK_PODS["resnet-healthy"] == demo_week.VISION_JOB
+    assert len({p.name for pods in RANK_PODS.values() for p in pods}) == 10
+
+
+def test_each_night_a_new_cronjob_run_holds_the_research_nodes_second_gpu() -> None:
+    node, gpu = demo_week.NIGHTLY_GPU
+    runs = []
+    for hour in range(demo_week.HOURS):
+        sample = demo_week._behaviour(node, gpu, hour)
+        if sample.pod is not None:
+            runs.append((hour % 24, sample.pod.name, ci.pod_name(sample.pod), sample.power))
+    assert len(runs) == 7
+    assert {(h, power) for h, _, _, power in runs} == {(demo_week.NIGHTLY_HOUR, 75.0)}
+    first_start = demo_week.START + demo_week.NIGHTLY_HOUR * 3600
+    minutes = int(first_start) // 60
+    assert datetime.fromtimestamp(first_start, UTC).hour == 2
+    # Its Job is nightly-eval-<scheduled minute>; the pod is that Job's, with 5 more characters.
+    assert runs[0][2] == f"nightly-eval-{minutes}"
+    assert runs[0][1].startswith(f"nightly-eval-{minutes}-")
+    assert len({pod for _, pod, _, _ in runs}) == 7

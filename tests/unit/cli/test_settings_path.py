@@ -1,0 +1,163 @@
+"""One settings path for every command: each fault here was found by trying the README as a new
+user would, and each test failed before the commands read settings through
+cli/settings_args.py as `cdk synth` does."""
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from cli.main import COMMANDS, _parser, main
+from tests.unit.cli.test_bad_input import _one_line
+
+pytestmark = pytest.mark.usefixtures("no_aws")
+
+MANIFEST = ["manifest", "--image", "repo/exporter:1"]
+
+
+def _daemon_set_args(capsys: pytest.CaptureFixture[str]) -> list[str]:
+    items = json.loads(capsys.readouterr().out)["items"]
+    (daemon_set,) = [i for i in items if i["kind"] == "DaemonSet"]
+    (container,) = daemon_set["spec"]["template"]["spec"]["containers"]
+    return list(container["args"])
+
+
+def _after(args: list[str], option: str) -> str:
+    return args[args.index(option) + 1]
+
+
+def test_manifest_follows_the_settings_the_alarms_are_sized_for(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """manifest once refused -c: a cdk.json with fleet_gpus=2000 gave a DaemonSet with one
+    alarm shard while the deployed alarms had five."""
+    argv = [*MANIFEST, "-c", "cluster_name=train", "-c", "fleet_gpus=2000"]
+    assert main([*argv, "-c", "exporter_interval_seconds=30"]) == 0
+    args = _daemon_set_args(capsys)
+    assert (_after(args, "--alarm-shards"), _after(args, "--interval")) == ("5", "30")
+    assert _after(args, "--cluster-name") == "train"
+
+
+def test_manifest_reads_cdk_json_like_synth(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cdk_json = tmp_path / "cdk.json"
+    context = {"cluster_name": "ml-prod", "fleet_gpus": 10_000, "exporter_sink": "otlp"}
+    cdk_json.write_text(json.dumps({"context": {**context, "container_insights_mode": "otel"}}))
+    assert main([*MANIFEST, "--cdk-json", str(cdk_json)]) == 0
+    args = _daemon_set_args(capsys)
+    assert (_after(args, "--alarm-shards"), _after(args, "--sink")) == ("25", "otlp")
+    assert _after(args, "--cluster-name") == "ml-prod"
+
+
+def test_analyze_takes_its_cluster_from_the_settings(capsys: pytest.CaptureFixture[str]) -> None:
+    """`analyze training -c cluster_name=ml-prod` once still demanded --cluster-name; now it
+    gets as far as AWS (no Region on this machine: exit 1 in one line of the project's)."""
+    assert main(["analyze", "training", "-c", "cluster_name=ml-prod"]) == 1
+    _one_line(capsys, "no AWS Region: give --region, -c region=..., or AWS_REGION")
+
+
+@pytest.mark.parametrize("target", ["storage", "training"])
+def test_without_a_region_analyze_says_so_in_its_own_words(
+    target: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Once botocore's "You must specify a region." reached the user."""
+    assert main(["analyze", target, "--cluster-name", "c"]) == 1
+    err = _one_line(capsys, "no AWS Region")
+    assert "You must specify a region" not in err
+
+
+def test_a_command_without_a_cluster_names_every_way_to_give_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["analyze", "storage", "--region", "us-east-1"]) == 2
+    _one_line(capsys, "--cluster-name NAME", "-c cluster_name=NAME", "cdk.json")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["analyze", "storage", "--cluster-name", "c", "--region", "us-weest-2"],
+        ["preflight", "--cluster-name", "c", "--region", "us-weest-2"],
+        ["status", "-c", "cluster_name=c", "-c", "region=us-weest-2"],
+        ["backtest", "--cloudwatch", "-c", "cluster_name=c", "--region", "us-weest-2"],
+    ],
+)
+def test_a_region_no_partition_has_is_bad_input_everywhere(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    _one_line(capsys, "us-weest-2", "did you mean us-west-2?")
+
+
+def test_an_option_that_did_nothing_is_gone(capsys: pytest.CaptureFixture[str]) -> None:
+    """cost-estimate reads no AWS: its --profile was accepted and ignored."""
+    with pytest.raises(SystemExit) as exited:
+        main(["cost-estimate", "--nodes", "1", "--gpus-per-node", "8", "--profile", "nosuch"])
+    assert exited.value.code == 2
+    assert "--profile" in capsys.readouterr().err
+
+
+def _subparsers() -> dict[str, argparse.ArgumentParser]:
+    found: dict[str, argparse.ArgumentParser] = {}
+    pending = [("", _parser())]
+    while pending:
+        prefix, parser = pending.pop()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found[f"{prefix}{name}"] = sub
+                    pending.append((f"{prefix}{name} ", sub))
+    return found
+
+
+def test_every_option_of_every_command_has_help() -> None:
+    missing = [
+        f"{name} {'/'.join(action.option_strings)}"
+        for name, parser in _subparsers().items()
+        for action in parser._actions
+        if action.option_strings and not action.help
+    ]
+    assert missing == []
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_help_lists_its_exit_statuses(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    assert f"exit status of {command}:" in out
+    assert "  0  done" in out
+    assert "  2  bad input" in out
+    assert ("  1  AWS could not be reached" in out) == bool(COMMANDS[command].statuses)
+
+
+@pytest.mark.parametrize(
+    ("argv", "status"),
+    [
+        (["preflight", "-c", "cluster_name=c", "-c", "fleet_gpus=x", "--json"], 2),
+        (["preflight", "-c", "cluster_name=c", "--json"], 1),
+        (["analyze", "storage", "--cluster-name", "c", "--json"], 1),
+        (["cost-estimate", "--nodes", "0", "--gpus-per-node", "8", "--json"], 2),
+    ],
+)
+def test_json_means_json_on_every_path(
+    argv: list[str], status: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """preflight --json once printed plain text when it failed."""
+    assert main(argv) == status
+    document = json.loads(capsys.readouterr().out)
+    assert document["command"] == argv[0]
+    assert document["exit_status"] == status
+    assert "\n" not in document["error"]
+
+
+def test_a_failed_read_names_what_failed_once(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without credentials, analyze training once said "training jobs of c: training jobs of
+    c could not be analyzed: ..."."""
+    assert main(["analyze", "training", "--cluster-name", "c", "--region", "us-east-1"]) == 1
+    err = _one_line(capsys, "credentials")
+    assert err.count("training jobs of c") == 1
