@@ -99,11 +99,6 @@ def command_settings(
     as synth checks them."""
     context = {**(defaults or {}), **context_from_args(args)}
     context.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    if context.get("cluster_name") is None and hasattr(args, "cluster_name"):
-        raise ValueError(
-            'no cluster: give --cluster-name NAME, -c cluster_name=NAME, or "cluster_name" '
-            'in cdk.json\'s "context"'
-        )
     return settings_from_context(context)
 
 

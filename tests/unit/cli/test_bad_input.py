@@ -237,7 +237,7 @@ def test_a_demo_folder_under_a_file_is_refused_before_the_synth_starts(
     def synth_started() -> None:
         raise AssertionError("the demo started before refusing the path")
 
-    monkeypatch.setattr("cli.demo.command.arguments.use_checkout", synth_started)
+    monkeypatch.setattr("cli.demo.arguments.use_checkout", synth_started)
     Path("a-file").write_text("")
     assert main(["demo", option, "a-file/sub"]) == 2
     _one_line(capsys, f"{option} a-file/sub: a-file is a file")
@@ -417,7 +417,7 @@ def test_the_demo_writes_only_into_a_folder_it_made_or_was_given_empty(
 ) -> None:
     """`demo --out ""` once wrote sixteen files into the current folder (the repository root,
     five into the dashboards package); /proc/x failed in a traceback after the synth."""
-    monkeypatch.setattr("cli.demo.command.arguments.use_checkout", lambda: None)
+    monkeypatch.setattr("cli.demo.arguments.use_checkout", lambda: None)
     Path("mine").mkdir()
     Path("mine/notes.txt").write_text("the user's")
     Path("README.md").write_text("the user's")

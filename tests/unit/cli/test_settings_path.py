@@ -68,11 +68,11 @@ def test_without_a_region_analyze_says_so_in_its_own_words(
     assert "You must specify a region" not in err
 
 
-def test_a_command_without_a_cluster_names_every_way_to_give_one(
+def test_a_command_without_a_cluster_says_so_as_synth_does(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(["analyze", "storage", "--region", "us-east-1"]) == 2
-    _one_line(capsys, "--cluster-name NAME", "-c cluster_name=NAME", "cdk.json")
+    _one_line(capsys, "setting cluster_name is missing", "-c cluster_name=NAME", "cdk.json")
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ import pytest
 from moto import mock_aws
 
 from cdk.alarms.catalog import AlarmSettings, promql_alarms
+from cdk.alarms.model import AlarmSpec
 from cdk.alarms.promql import PromQLQuery, low_power_query
 from cli.backtest.promql_alarm import ALARM, OK, replay, replay_range
 from cli.demo.otel import week_samples
@@ -126,10 +127,18 @@ def test_the_backtest_command_replays_otel_modes_promql_alarm_beside_the_others(
     monkeypatch.setattr(lambdas.shared.promql, "promql_for", lambda _cloudwatch: prometheus)
     legacy = _deployed_query()
     real = catalog.promql_alarms
-    monkeypatch.setattr(
-        "cli.backtest.command.promql_alarms",
-        lambda settings: [replace(s, metric=legacy) for s in real(settings)],
-    )
+
+    def with_legacy_labels(settings: AlarmSettings) -> list[AlarmSpec]:
+        """Each alarm's query with the low-power query in Prometheus 2's label names (the
+        fleet count alarm wraps it in count(...) >= N)."""
+        specs = real(settings)
+        (plain,) = [s.metric.query for s in specs if s.key == "gpu-low-power"]  # type: ignore[union-attr]
+        return [
+            replace(s, metric=replace(legacy, query=s.metric.query.replace(plain, legacy.query)))  # type: ignore[union-attr]
+            for s in specs
+        ]
+
+    monkeypatch.setattr("cli.backtest.command.promql_alarms", with_legacy_labels)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "t")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "t")
     with mock_aws():
@@ -156,5 +165,11 @@ def test_the_backtest_command_replays_otel_modes_promql_alarm_beside_the_others(
         "bert-data-bound-worker-0",
         "jupyter-alice-0",
     ]
-    # The Metrics Insights low-power alarm is not replayed beside it: OTel mode has none.
-    assert not [a for a in document if a["alarm"].startswith("gpu-low-power-")]
+    # The Metrics Insights low-power alarm is not replayed beside it: OTel mode has none. Its
+    # fleet count alarm is PromQL too, and three idle GPUs are far from the cap.
+    assert not [
+        a for a in document if a["alarm"].startswith("gpu-low-power-") and "promql" not in a
+    ]
+    (cap,) = [a for a in document if a["alarm"] == "gpu-low-power-at-cap"]
+    assert cap["promql"].startswith("count(")
+    assert cap["contributors"] == []

@@ -22,7 +22,12 @@ def test_each_kind_once_per_job_shard_with_the_shard_in_its_query() -> None:
         ("job_throughput_fraction", "0", "job_throughput_fraction=0.0 must be above 0"),
         ("job_throughput_window_minutes", "12", "must be a multiple of the 5-minute period"),
         ("job_throughput_window_minutes", "45", "up to 30 (the job's median adapts"),
-        ("job_alarms", "maybe", "setting job_alarms='maybe' is not valid: expected true or false"),
+        (
+            "job_alarms",
+            "maybe",
+            "setting job_alarms='maybe' is not valid: expected one of true, yes, on, 1 or "
+            "false, no, off, 0",
+        ),
     ],
 )
 def test_a_threshold_it_cannot_use_is_refused_in_one_line(key: str, value: str, says: str) -> None:

@@ -135,7 +135,13 @@ def _printed_objects(capsys: pytest.CaptureFixture[str], *args: str) -> list[dic
 
 @pytest.mark.parametrize(
     "args",
-    [(), ("--pod-attribution", "--interval", "30", "--taint-key", "example.com/h200")],
+    [
+        (),
+        (
+            *("-c", "exporter_pod_attribution=true", "-c", "exporter_interval_seconds=30"),
+            *("-c", "gpu_taint_keys=example.com/h200"),
+        ),
+    ],
 )
 def test_printed_objects_pass_kubernetes_strict_schemas(
     capsys: pytest.CaptureFixture[str], args: tuple[str, ...]
