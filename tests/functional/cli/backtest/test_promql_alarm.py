@@ -132,9 +132,12 @@ def test_the_backtest_command_replays_otel_modes_promql_alarm_beside_the_others(
         """Each alarm's query with the low-power query in Prometheus 2's label names (the
         fleet count alarm wraps it in count(...) >= N)."""
         specs = real(settings)
-        (plain,) = [s.metric.query for s in specs if s.key == "gpu-low-power"]  # type: ignore[union-attr]
+        queries = {s.key: s.metric for s in specs if isinstance(s.metric, PromQLQuery)}
+        plain = queries["gpu-low-power"].query
         return [
-            replace(s, metric=replace(legacy, query=s.metric.query.replace(plain, legacy.query)))  # type: ignore[union-attr]
+            replace(
+                s, metric=replace(legacy, query=queries[s.key].query.replace(plain, legacy.query))
+            )
             for s in specs
         ]
 
