@@ -531,6 +531,12 @@ TRUE_WORDS: Final = ("true", "yes", "on", "1")
 FALSE_WORDS: Final = ("false", "no", "off", "0")
 
 
+#: Digits as written in ASCII: Python's int() and float() also take "1_000" and other
+#: scripts' digits (full-width ones), which no other tool reading cdk.json would.
+_WHOLE: Final = re.compile(r"[+-]?[0-9]+")
+_NUMBER: Final = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
 def _as_bool(key: str, raw: object) -> bool:
     word = str(raw).strip().lower() if isinstance(raw, str | int | float) else None
     if isinstance(raw, bool):
@@ -554,22 +560,16 @@ def _as_int(key: str, raw: object) -> int:
         return raw
     if isinstance(raw, float) and raw.is_integer():
         return int(raw)
-    if isinstance(raw, str):
-        try:
-            return int(raw.strip())
-        except ValueError:
-            pass
+    if isinstance(raw, str) and _WHOLE.fullmatch(raw.strip()):
+        return int(raw.strip())
     raise SettingsError(f"setting {key}={raw!r} is not valid: expected a whole number")
 
 
 def _as_float(key: str, raw: object) -> float:
     if not isinstance(raw, bool) and isinstance(raw, int | float):
         return float(raw)
-    if isinstance(raw, str):
-        try:
-            return float(raw.strip())
-        except ValueError:
-            pass
+    if isinstance(raw, str) and _NUMBER.fullmatch(raw.strip()):
+        return float(raw.strip())
     raise SettingsError(f"setting {key}={raw!r} is not valid: expected a number")
 
 

@@ -15,7 +15,6 @@ from cdk.settings import Settings
 from cli.failures import AwsFailureError, NoDataError
 from cli.settings_args import add_settings_arguments, command_settings, session_for
 from gpu_insights_agent.contract.metrics import NAMESPACE_TRAINING
-from gpu_insights_agent.contract.resource_names import cluster_name_problem
 from lambdas.shared.aws_clients import INTERACTIVE, ClientCache, client
 from lambdas.shared.events import analysis_window
 from lambdas.shared.findings import AnalysisRun, Finding, stamped
@@ -142,10 +141,6 @@ def _nothing_of_the_cluster(
 
 
 def run(args: argparse.Namespace) -> str:
-    if args.cluster_name is not None:
-        problem = cluster_name_problem(args.cluster_name)
-        if problem:
-            raise ValueError(f"--cluster-name: {problem}")
     for bucket in getattr(args, "bucket", None) or []:
         problem = bucket_problem(bucket)
         if problem:

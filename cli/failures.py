@@ -16,9 +16,9 @@ class NoDataError(Exception):
 #: The exit status of NoDataError.
 NO_DATA_EXIT = 3
 
-#: What each exit status means, the same for every command that can end with it.
+#: What each exit status means, the same for every command that can end with it; what 0
+#: means is each command's own (``exit_status_help``'s ``done``).
 EXIT_STATUSES: dict[int, str] = {
-    0: "done (preflight, status: every check passed; explain-failure: a cause was named)",
     1: "AWS could not be reached or refused, or a check failed, or no cause was found (the "
     "report is still printed)",
     2: "bad input: an option, a setting or a file, named in one line",
@@ -26,8 +26,8 @@ EXIT_STATUSES: dict[int, str] = {
 }
 
 
-def exit_status_help(command: str, statuses: tuple[int, ...]) -> str:
+def exit_status_help(command: str, statuses: tuple[int, ...], done: str = "done") -> str:
     """The ``--help`` epilog that lists the command's exit statuses."""
-    lines = [f"exit status of {command}:"]
-    lines += [f"  {status}  {EXIT_STATUSES[status]}" for status in sorted({0, 2, *statuses})]
+    lines = [f"exit status of {command}:", f"  0  {done}"]
+    lines += [f"  {status}  {EXIT_STATUSES[status]}" for status in sorted({2, *statuses})]
     return "\n".join(lines)

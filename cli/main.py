@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
+from typing import NoReturn
 
 from cli import analyze, explain_failure, node_config
 from cli.backtest import command as backtest
@@ -39,6 +40,8 @@ class Command:
     run: Callable[[argparse.Namespace], str]
     #: The exit statuses the command can end with, beyond 0 and 2 (cli/failures.py).
     statuses: tuple[int, ...] = ()
+    #: What exit status 0 means for it.
+    done: str = "done"
 
 
 COMMANDS: dict[str, Command] = {
@@ -73,42 +76,71 @@ COMMANDS: dict[str, Command] = {
         analyze.add_arguments,
         analyze.run,
         (1, NO_DATA_EXIT),
+        "the findings were printed (none is a finding too)",
     ),
     "preflight": Command(
         "read-only checks of the account and cluster before cdk deploy",
         preflight.add_arguments,
         preflight.run,
         (1,),
+        "every check passed (warnings may be printed)",
     ),
     "explain-failure": Command(
         "name the cause of a failed job from its log, cite the lines, say what to do",
         explain_failure.add_arguments,
         explain_failure.run,
         (1,),
+        "a cause was named",
     ),
     "status": Command(
         "read-only checks, after cdk deploy, that GPU Insights is working",
         status.add_arguments,
         status.run,
         (1,),
+        "every check passed (warnings may be printed)",
     ),
 }
 
 
+class UsageError(Exception):
+    """A usage error argparse found (an unknown option, a missing one, a word where a number
+    goes): ``main`` says it in one line, as JSON too with ``--json``, and exits 2."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(message)
+        self.prog = prog
+
+
+class _Parser(OneLineParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self.prog, message)
+
+
+def _add_epilog(parser: argparse.ArgumentParser, text: str) -> None:
+    """``text`` after the parser's own epilog, and after each of its subcommands' (analyze's
+    targets), so every ``--help`` lists it."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = f"{parser.epilog}\n\n{text}" if parser.epilog else text
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _add_epilog(sub, text)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(
+    parser = _Parser(
         prog="gpu-insights",
         description="CloudWatch insight into GPU training on Amazon EKS.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Each command's --help lists its exit statuses: 0 done, 1 AWS failed or a check "
+        "failed, 2 bad input, 3 nothing of the cluster to analyze.",
     )
     parser.add_argument("--version", action="version", version=f"gpu-insights {version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, command in COMMANDS.items():
-        sub = commands.add_parser(
-            name, help=command.help, formatter_class=argparse.RawDescriptionHelpFormatter
-        )
+        sub = commands.add_parser(name, help=command.help)
         command.add_arguments(sub)
-        statuses = exit_status_help(name, command.statuses)
-        sub.epilog = f"{sub.epilog}\n\n{statuses}" if sub.epilog else statuses
+        _add_epilog(sub, exit_status_help(name, command.statuses, command.done))
     return parser
 
 
@@ -123,7 +155,11 @@ def _aws_errors() -> tuple[type[Exception], ...]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = _parser().parse_args(words)
+    except UsageError as err:
+        _usage_error(err, words)
     try:
         output = COMMANDS[args.command].run(args)
     except ValueError as err:
@@ -137,13 +173,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _emit(output, 0)
 
 
+def _usage_error(error: UsageError, words: list[str]) -> NoReturn:
+    """One line naming the command and where its help is; with ``--json``, the same as a JSON
+    object on stdout. Exit status 2, as argparse's own."""
+    command = error.prog.removeprefix("gpu-insights").strip()
+    if not command:  # the root parser: an unknown option after a known command
+        command = next((word for word in words if word in COMMANDS), "")
+    prog = f"gpu-insights {command}".strip()
+    message = " ".join(str(error).split())
+    print(f"{prog}: {message} (see {prog} --help)", file=sys.stderr)
+    if "--json" in words:
+        _emit(json.dumps({"command": command, "error": message, "exit_status": 2}), 2)
+    raise SystemExit(2)
+
+
 def _fail(args: argparse.Namespace, error: Exception, status: int) -> int:
     """One line on stderr in the project's words; with ``--json``, a JSON object on stdout
     too (``error``, ``exit_status``), so a script that reads JSON reads every outcome."""
     message = " ".join(str(error).split())  # one line, whatever the error held
     print(f"gpu-insights {args.command}: {message}", file=sys.stderr)
     if getattr(args, "json", False):
-        document = {"command": args.command, "error": message, "exit_status": status}
+        command = " ".join(filter(None, (args.command, getattr(args, "target", None))))
+        document = {"command": command, "error": message, "exit_status": status}
         return _emit(json.dumps(document), status)
     return status
 

@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fleet-gpus",
         type=int,
-        help="GPUs the alarms are sized for (the fleet_gpus setting; default: nodes x GPUs)",
+        help="GPUs the alarms are sized for (default: the fleet_gpus setting, else nodes x GPUs)",
     )
     parser.add_argument(
         "--container-log-gb-per-day",
@@ -71,21 +71,25 @@ def run(args: argparse.Namespace) -> str:
         if value is not None and value < 0:
             raise ValueError(f"{option} {value} must be 0 or more")
     gpus = args.nodes * args.gpus_per_node
-    if args.fleet_gpus is not None and args.fleet_gpus < gpus:
+    # The options go through the settings' own rules: the fleet and interval the deployment
+    # would refuse are refused here, in the same words. What a deployment costs does not
+    # depend on its cluster's name. The alarms are sized for --fleet-gpus, else the
+    # deployment's fleet_gpus setting (cdk.json, -c), else the GPUs priced.
+    given = command_settings(args, defaults={"cluster_name": "any", "fleet_gpus": gpus})
+    fleet = args.fleet_gpus if args.fleet_gpus is not None else given.fleet_gpus
+    if fleet < gpus:
         # Alarms sized for fewer GPUs than run would each read over 500 series: CloudWatch
         # evaluates them on partial data (alarm-limits.html).
+        where = "--fleet-gpus " if args.fleet_gpus is not None else "fleet_gpus="
         raise ValueError(
-            f"--fleet-gpus {args.fleet_gpus} is fewer than the {gpus:,} GPUs priced "
+            f"{where}{fleet} is fewer than the {gpus:,} GPUs priced "
             f"({args.nodes} nodes x {args.gpus_per_node}): the alarms would be sized for "
             "fewer GPUs than run"
         )
-    # The options go through the settings' own rules: the fleet and interval the deployment
-    # would refuse are refused here, in the same words. What a deployment costs does not
-    # depend on its cluster's name.
     settings = command_settings(
         args,
         {
-            "fleet_gpus": args.fleet_gpus if args.fleet_gpus is not None else gpus,
+            "fleet_gpus": fleet,
             "exporter_interval_seconds": _whole(args.interval),
             "storage_fleet_volumes": args.volumes,
             "training_fleet_jobs": args.jobs,

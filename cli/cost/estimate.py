@@ -52,6 +52,7 @@ from gpu_insights_agent.contract.metrics import (
     FAULT_METRICS,
     JOB_ALARM_SHARDS,
     NAMESPACE_TRAINING,
+    NOTIFIER_REFUSED_METRIC,
     SILENT_GPUS_METRIC,
     ExporterSink,
 )
@@ -409,8 +410,9 @@ def _alarms(d: Deployment) -> list[LineItem]:
             share = 0  # not sharded: the silence alarm's sparse series
         analyzed += share
     standard = [spec for spec in specs if insights_query(spec.metric) is None]
-    # Each metric an alarm lists is an alarm metric; the notifier's dead-letter alarm is one.
-    standard_metrics = sum(2 if isinstance(s.metric, Difference) else 1 for s in standard) + 1
+    # Each metric an alarm lists is an alarm metric; the notifier's dead-letter and
+    # refused-documents alarms are one each.
+    standard_metrics = sum(2 if isinstance(s.metric, Difference) else 1 for s in standard) + 2
     return [
         LineItem(
             "Metrics Insights alarms",
@@ -428,8 +430,16 @@ def _alarms(d: Deployment) -> list[LineItem]:
             "alarm metrics",
             standard_metrics * STANDARD_ALARM.usd,
             STANDARD_ALARM,
-            f"{len(standard)} catalog alarms ({standard_metrics - 1} metrics) and the "
-            "notifier's dead-letter alarm",
+            f"{len(standard)} catalog alarms ({standard_metrics - 2} metrics) and the "
+            "notifier's dead-letter and refused-documents alarms",
+        ),
+        LineItem(
+            "Notifier custom metric (refused documents)",
+            1,
+            "metric-months",
+            CUSTOM_METRIC.usd,
+            CUSTOM_METRIC,
+            f"{NOTIFIER_REFUSED_METRIC} per cluster (lambdas/notifier/refused.py)",
         ),
         LineItem(
             "Composite alarm (fleet health)",

@@ -618,3 +618,17 @@ def test_a_whole_number_from_json_may_be_written_as_a_float() -> None:
 def test_every_partitions_region_is_taken(region: str) -> None:
     """botocore's endpoint data (endpoints.json) lists each partition's Regions."""
     assert settings_from_context({"cluster_name": "c", "region": region}).region == region
+
+
+@pytest.mark.parametrize(
+    ("key", "raw"),
+    [
+        ("fleet_gpus", "1_000"),
+        ("fleet_gpus", "\uff12\uff10\uff10\uff10"),
+        ("low_power_percent", "1_0"),
+    ],
+)
+def test_a_number_is_ascii_digits(key: str, raw: str) -> None:
+    """int() and float() take "1_000" and full-width digits; docs/settings.md says digits."""
+    with pytest.raises(SettingsError, match=f"setting {key}="):
+        settings_from_context({"cluster_name": "c", key: raw})

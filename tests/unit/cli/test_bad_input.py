@@ -192,8 +192,8 @@ TRAINING = ["analyze", "training", "--cluster-name", "x"]
         (["manifest", "--image", "repo/exporter:1\nkind: Pod", "--cluster-name", "t"], ["--image"]),
         (["manifest", "--image", "Repo/Exporter", "--cluster-name", "t"], ["--image"]),
         (["manifest", "--image", "x", "--cluster-name", "a b"], ["cluster_name='a b'"]),
-        (["analyze", "training", "--cluster-name", ""], ["--cluster-name", "cluster name ''"]),
-        (["analyze", "storage", "--cluster-name=-x"], ["cluster name '-x'"]),
+        (["analyze", "training", "--cluster-name", ""], ["setting cluster_name=''"]),
+        (["analyze", "storage", "--cluster-name=-x"], ["setting cluster_name='-x'"]),
         (["backtest", "--history", "h.jsonl", "-c", "fleet_gpu=10"], ["did you mean 'fleet_gpus'"]),
         (
             ["backtest", "--history", "h.jsonl", "-c", "nosuch=1"],

@@ -130,7 +130,7 @@ def test_every_help_lists_its_exit_statuses(
         main([command, "--help"])
     out = capsys.readouterr().out
     assert f"exit status of {command}:" in out
-    assert "  0  done" in out
+    assert f"  0  {COMMANDS[command].done}" in out
     assert "  2  bad input" in out
     assert ("  1  AWS could not be reached" in out) == bool(COMMANDS[command].statuses)
 
@@ -150,7 +150,7 @@ def test_json_means_json_on_every_path(
     """preflight --json once printed plain text when it failed."""
     assert main(argv) == status
     document = json.loads(capsys.readouterr().out)
-    assert document["command"] == argv[0]
+    assert document["command"] == " ".join(argv[:2] if argv[0] == "analyze" else argv[:1])
     assert document["exit_status"] == status
     assert "\n" not in document["error"]
 
@@ -161,3 +161,46 @@ def test_a_failed_read_names_what_failed_once(capsys: pytest.CaptureFixture[str]
     assert main(["analyze", "training", "--cluster-name", "c", "--region", "us-east-1"]) == 1
     err = _one_line(capsys, "credentials")
     assert err.count("training jobs of c") == 1
+
+
+@pytest.mark.parametrize("target", ["storage", "training"])
+def test_a_subcommands_help_lists_the_exit_statuses_too(
+    target: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`analyze storage --help` once listed none."""
+    with pytest.raises(SystemExit):
+        main(["analyze", target, "--help"])
+    assert "  3  nothing of the cluster was found" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["cost-estimate", "--nodes", "1e400", "--gpus-per-node", "8", "--json"], "cost-estimate"),
+        (["status", "--bogus", "--json"], "status"),
+        (["analyze", "storage", "--days", "x", "--json"], "analyze storage"),
+    ],
+)
+def test_a_usage_error_with_json_is_json(
+    argv: list[str], command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    captured = capsys.readouterr()
+    document = json.loads(captured.out)
+    assert (document["command"], document["exit_status"]) == (command, 2)
+    assert captured.err.startswith(f"gpu-insights {command}: ")
+
+
+def test_cost_estimate_sizes_the_alarms_for_the_deployments_fleet(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """cost-estimate once sized the alarms for nodes x GPUs whatever fleet_gpus said."""
+    argv = ["cost-estimate", "--nodes", "40", "--gpus-per-node", "8", "-c", "fleet_gpus=20000"]
+    assert main(argv) == 0
+    assert "20,000 GPUs -> 50 alarm shard(s)" in capsys.readouterr().out
+    assert main([*argv[:-1], "fleet_gpus=abc"]) == 2
+    _one_line(capsys, "setting fleet_gpus='abc' is not valid")
+    assert main([*argv[:-1], "fleet_gpus=100"]) == 2
+    _one_line(capsys, "fleet_gpus=100 is fewer than the 320 GPUs priced")

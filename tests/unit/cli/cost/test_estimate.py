@@ -45,10 +45,10 @@ def test_every_line_item_of_the_month_names_its_price_and_source(
         "S3 request metrics",
     ):
         assert name in out
-    # 18 line items (no Step Functions below the fleet thresholds), each with its price's date.
+    # 19 line items (no Step Functions below the fleet thresholds), each with its price's date.
     rows = [line for line in out.splitlines() if line.startswith("$")]
-    assert len(rows) == 18 + 1  # and the total
-    assert out.count(f"read {READ}") == 18
+    assert len(rows) == 19 + 1  # and the total
+    assert out.count(f"read {READ}") == 19
     assert "https://aws.amazon.com/cloudwatch/pricing/" in out
     assert "https://aws.amazon.com/lambda/pricing/" in out
 
@@ -67,7 +67,9 @@ def test_the_fleet_of_40_eight_gpu_nodes(capsys: pytest.CaptureFixture[str]) -> 
     # each kind's fleet count reads the kind's series once more, over every shard.
     insights = items["Metrics Insights alarms"]
     assert insights["quantity"] == pytest.approx(2 * (320 * 2 + 320 * 3 * 0.02 + 32 * 40 / 8))
-    assert items["Standard alarms"]["quantity"] == 4  # XID fatal, XID (2 metrics), dead letters
+    # XID fatal, XID (2 metrics), the notifier's dead letters and refused documents.
+    assert items["Standard alarms"]["quantity"] == 5
+    assert items["Notifier custom metric (refused documents)"]["usd"] == pytest.approx(0.30)
     assert items["Dashboards"]["usd"] == 15.0  # 5 dashboards at $3
     # 1 GB a day by default, 30.42 days, $0.50 a GB.
     assert items["Container logs ingestion (Fluent Bit, on in the add-on)"]["usd"] == 15.21
@@ -93,7 +95,7 @@ def test_otel_mode_prices_the_add_ons_gpu_series_by_its_preview(
     assert dcgm["usd"] == 0
     assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(392.88)
     total = sum(float(str(i["usd"])) for i in items.values())
-    assert total == pytest.approx(710.42 - 52.98, abs=0.02)
+    assert total == pytest.approx(710.82 - 52.98, abs=0.02)
 
 
 def test_otel_mode_prices_the_analyzer_s_promql_at_the_preview_s_nothing(
