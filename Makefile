@@ -30,12 +30,13 @@ $(STAMP): pyproject.toml agent/pyproject.toml
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
-demo: install
+# The demo needs the project and moto, not the test tools' own environments (checkov).
+demo: $(STAMP)
 	$(BIN)/gpu-insights demo --out out --cdk-out cdk.out
 
 # The same demo in OTel Container Insights mode, compared with a Classic run: it needs
 # Prometheus (`make prometheus`, Debian's package) and says so in one line without it.
-demo-otel: install
+demo-otel: $(STAMP)
 	$(BIN)/gpu-insights demo --mode otel --out out --cdk-out cdk.out
 
 lint: install
@@ -59,8 +60,9 @@ prometheus:
 # The suite on every core (pytest-xdist). --dist loadscope keeps each module on one worker, so
 # a module-scoped fixture (the demo's run, a backtest, a synthesized app) is built once.
 PYTEST_WORKERS ?= auto
+# --durations=25 prints the slowest tests, so the suite's time budget stays in view.
 test: lint typecheck node_modules/.package-lock.json
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope --durations=25
 	$(MAKE) test-old-python
 
 # The training emitter runs in training images on Python 3.9+: vermin checks its modules in the
