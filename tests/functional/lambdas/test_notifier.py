@@ -281,19 +281,37 @@ def _exporter_xid(code: int, gpu: int, at_s: float) -> tuple[str, str]:
     return json.dumps(document), f"{domain[-4:]}:{bus}:{device}".lower()
 
 
-def _kernel_log(aws: dict[str, Any], lines: list[tuple[int, str]]) -> str:
-    """Container Insights' host log group with these kernel lines in node-a's dmesg stream,
-    as Fluent Bit ships them (JSON, the line under "log")."""
+#: node-a's instance id, as Fluent Bit's aws filter adds it to every host record.
+INSTANCE = "i-0abc1234def567890"
+HOST_STREAMS = ("node-a.host.dmesg", "node-a.host.messages")
+
+
+def _host_record(stream: str, line: str) -> str:
+    """A kernel line as Container Insights' Fluent Bit ships it (host-log.conf): /var/log/dmesg
+    read with ``Key message``, /var/log/messages through the syslog parser (whose ``host`` is
+    the syslog host), each with the aws filter's ``az`` and ``ec2_instance_id`` and no node
+    name; the node is the stream's, ``<node>.host.<file>``."""
+    record: dict[str, Any] = {"message": line, "az": "us-east-1a", "ec2_instance_id": INSTANCE}
+    if stream.endswith(".messages"):
+        record.update(host="ip-10-0-1-2", ident="kernel")
+    return json.dumps(record)
+
+
+def _kernel_log(
+    aws: dict[str, Any], lines: list[tuple[int, str]], streams: tuple[str, ...] = HOST_STREAMS[:1]
+) -> str:
+    """Container Insights' host log group with these kernel lines in node-a's host streams."""
     logs = aws["session"].client("logs")
     group = "/aws/containerinsights/train/host"
     logs.create_log_group(logGroupName=group)
-    logs.create_log_stream(logGroupName=group, logStreamName="node-a.host.dmesg")
-    if lines:
-        logs.put_log_events(
-            logGroupName=group,
-            logStreamName="node-a.host.dmesg",
-            logEvents=[{"timestamp": t, "message": json.dumps({"log": m})} for t, m in lines],
-        )
+    for stream in streams:
+        logs.create_log_stream(logGroupName=group, logStreamName=stream)
+        if lines:
+            logs.put_log_events(
+                logGroupName=group,
+                logStreamName=stream,
+                logEvents=[{"timestamp": t, "message": _host_record(stream, m)} for t, m in lines],
+            )
     return group
 
 
