@@ -34,7 +34,13 @@ from lambdas.notifier.jobs import (
     job_incident,
     job_placement,
 )
-from lambdas.notifier.kernel_log import KernelCheck, check, read_kernel_lines, span
+from lambdas.notifier.kernel_log import (
+    KernelCheck,
+    KernelLines,
+    check,
+    read_kernel_lines,
+    span,
+)
 from lambdas.notifier.messages import XidGroup, group_xids, parse_log_events
 from lambdas.notifier.notification import Incident
 from lambdas.notifier.pods import PodLookupError, pods_on_gpu
@@ -210,7 +216,7 @@ def _from_logs(event: dict[str, Any], now_s: float, config: NotifierConfig) -> d
         log.warning("refused log event %s: %s", refusal.event_id, refusal.reason)
     print(refused_line(where.cluster, parsed.unreadable, int(now_s * 1000)), flush=True)
     groups = group_xids(parsed.notices)
-    checks = _kernel_checks(groups, config)
+    checks = _kernel_checks(groups, config, int(now_s * 1000))
     incidents = [
         from_xid_group(
             g, where, checks.get(g.key), require_kernel=config.require_kernel_confirmation
@@ -221,15 +227,20 @@ def _from_logs(event: dict[str, Any], now_s: float, config: NotifierConfig) -> d
     return {"incidents": len(incidents), "published": published, "unreadable": parsed.unreadable}
 
 
-def _kernel_checks(groups: list[XidGroup], config: NotifierConfig) -> dict[str, KernelCheck]:
-    """What the kernel log says of each exporter XID group (one read for the batch)."""
-    window = span(groups)
-    if config.host_log_group is None or window is None:
+def _kernel_checks(
+    groups: list[XidGroup], config: NotifierConfig, now_ms: int
+) -> dict[str, KernelCheck]:
+    """What the kernel log says of each exporter XID group (one read for the batch, bounded
+    near now: kernel_log.span)."""
+    if config.host_log_group is None:
         return {}
-    lines = read_kernel_lines(_clients("logs"), config.host_log_group, *window)
+    window = span(groups, now_ms)
+    lines = KernelLines({})
+    if window is not None:
+        lines = read_kernel_lines(_clients("logs"), config.host_log_group, *window)
     if lines.unread:
         log.warning("kernel log: %s", lines.unread)
-    return {g.key: check(g, lines) for g in groups if g.first.from_exporter}
+    return {g.key: check(g, lines, now_ms) for g in groups if g.first.from_exporter}
 
 
 def _with_pods(incident: Incident, at_ms: int, log_group: str) -> Incident:

@@ -14,7 +14,12 @@ Fluent Bit ships host logs every few seconds, so a line can trail the document).
 
 One ``FilterLogEvents`` call (and its pages, at most ``MAX_PAGES``) per batch, over the batch's
 time span, whatever its nodes. Host log streams are named ``<node>.host.<file>`` (Container
-Insights' Fluent Bit configuration, as lambdas/training_analyzer/failure_logs.py reads them).
+Insights' Fluent Bit configuration, ``messages.STREAM_INFIX``): the node is the stream's.
+
+A document's time is its own ``_aws.Timestamp``, which whoever wrote it chose: the read never
+reaches further back than ``MAX_AGE_MS`` before now, so one backdated document cannot widen
+the read for its batch; a group dated before that is "not checked: too old" on its own, and
+the others are checked as ever.
 """
 
 from collections.abc import Iterable
@@ -38,8 +43,9 @@ WINDOW_MS: Final = 120_000
 #: Pages of one batch's read (FilterLogEvents returns up to 10,000 events a page); an XID storm
 #: past them is left unread rather than holding the function.
 MAX_PAGES: Final = 5
-#: What separates the node from the file in a host log stream's name.
-STREAM_INFIX: Final = ".host."
+#: How far before now a document may be dated and still be checked: an hour (a subscription
+#: delivers within minutes; the agent retries a batch for less).
+MAX_AGE_MS: Final = 3_600_000
 
 
 @dataclass(frozen=True)
@@ -87,9 +93,8 @@ def read_kernel_lines(logs: Any, log_group: str, start_ms: int, end_ms: int) -> 
 
 def _add(by_node: dict[str, list[tuple[int, KernelXid]]], event: dict[str, Any]) -> None:
     stream = str(event.get("logStreamName", ""))
-    node = stream.rpartition(STREAM_INFIX)[0] or stream
     try:
-        text, host = kernel_record(str(event.get("message", "")), node)
+        text, host = kernel_record(str(event.get("message", "")), stream)
         xid = parse_kernel_xid_line(text)
     except (ValueError, XidLineError, RecursionError):
         return
@@ -97,9 +102,18 @@ def _add(by_node: dict[str, list[tuple[int, KernelXid]]], event: dict[str, Any])
         by_node.setdefault(str(host), []).append((event["timestamp"], xid))
 
 
-def check(group: XidGroup, lines: KernelLines) -> KernelCheck:
+def in_reach(group: XidGroup, now_ms: int) -> bool:
+    """Whether the group is dated where the kernel read reaches: no more than ``MAX_AGE_MS``
+    before now. (A document dated ahead of now widens the read only into times that have no
+    lines yet.)"""
+    return now_ms - MAX_AGE_MS <= group.first.time_ms
+
+
+def check(group: XidGroup, lines: KernelLines, now_ms: int) -> KernelCheck:
     """Whether the group's node logged its code on its GPU's bus near its time."""
     notice = group.first
+    if not in_reach(group, now_ms):
+        return KernelCheck(None, _too_old(notice.time_ms, now_ms))
     seen = lines.by_node.get(notice.node, [])
     start, end = notice.time_ms - WINDOW_MS, group.last_ms + WINDOW_MS
     for at, xid in seen:
@@ -119,9 +133,21 @@ def check(group: XidGroup, lines: KernelLines) -> KernelCheck:
     )
 
 
-def span(groups: Iterable[XidGroup]) -> tuple[int, int] | None:
-    """The time span the exporter groups need read, or None where there is none."""
-    times = [(g.first.time_ms, g.last_ms) for g in groups if g.first.from_exporter]
+def _too_old(time_ms: int, now_ms: int) -> str:
+    return (
+        f"not checked: too old (dated {(now_ms - time_ms) // 60_000} minutes before now; the "
+        f"kernel log is read back {MAX_AGE_MS // 60_000} minutes)"
+    )
+
+
+def span(groups: Iterable[XidGroup], now_ms: int) -> tuple[int, int] | None:
+    """The time span the exporter groups in reach (``in_reach``) need read, or None where
+    there is none: never more than ``MAX_AGE_MS`` before now, whatever a document says."""
+    times = [
+        (g.first.time_ms, g.last_ms)
+        for g in groups
+        if g.first.from_exporter and in_reach(g, now_ms)
+    ]
     if not times:
         return None
     return min(t[0] for t in times) - WINDOW_MS, max(t[1] for t in times) + WINDOW_MS

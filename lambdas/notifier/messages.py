@@ -120,17 +120,39 @@ def _from_emf(document: Any, cluster: str, event_ms: int) -> XidNotice | None:
     )
 
 
+#: What separates the node from the file in a host log stream's name: Container Insights'
+#: Fluent Bit writes the host group with ``log_stream_prefix ${HOST_NAME}.`` and tags its
+#: inputs ``host.dmesg``, ``host.messages`` and ``host.secure`` (``host-log.conf`` in
+#: aws-samples/amazon-cloudwatch-container-insights, k8s-deployment-manifest-templates/
+#: deployment-mode/daemonset/container-insights-monitoring/quickstart/
+#: cwagent-fluent-bit-quickstart-enhanced.yaml), and ``HOST_NAME`` is the pod's
+#: ``spec.nodeName``: so ``<node name>.host.dmesg``, the name the exporter writes as
+#: ``NodeName``.
+STREAM_INFIX = ".host."
+
+
+def stream_node(stream: str) -> str | None:
+    """The node of a host log stream named ``<node>.host.<file>``, else None."""
+    node, infix, kind = stream.rpartition(STREAM_INFIX)
+    return node if infix and node and kind else None
+
+
 def kernel_record(message: str, stream: str) -> tuple[str, Any]:
-    """A host log event's kernel line and host: Fluent Bit ships host logs as JSON with the
-    line under "message" or "log" and the host under "hostname" (or "ec2_instance_id"); a
-    plain line is the line itself, from its stream's host."""
+    """A host log event's kernel line and node. The node is the stream's (``<node>.host.
+    <file>``): Fluent Bit's records carry the instance id (``ec2_instance_id``, from the aws
+    filter) and, from /var/log/messages, the syslog host, neither the node name the exporter
+    writes; only a stream without that suffix leaves the node to the record's ``hostname``,
+    else ``ec2_instance_id``, else the stream's whole name. The line is the record's
+    "message" (``host.dmesg`` read with ``Key message``, ``host.messages`` by the syslog
+    parser) or "log"; a plain line is the line itself."""
+    node = stream_node(stream)
     if not message.lstrip().startswith("{"):
-        return message, stream
+        return message, node or stream
     record = json.loads(message)
     if not isinstance(record, dict):
         raise fields.DocumentError(f"a host log line that is a JSON {type(record).__name__}")
     text = str(record.get("message") or record.get("log") or "")
-    return text, record.get("hostname") or record.get("ec2_instance_id") or stream
+    return text, node or record.get("hostname") or record.get("ec2_instance_id") or stream
 
 
 def _from_kernel(message: str, stream: str, cluster: str, time_ms: int) -> XidNotice | None:
@@ -189,7 +211,7 @@ GROUP_WINDOW_S = 300
 
 @dataclass(frozen=True)
 class XidGroup:
-    """Every notice of one cluster, node, GPU and code in one window."""
+    """Every notice of one cluster, node, GPU (``device``) and code in one window."""
 
     first: XidNotice
     count: int
@@ -202,27 +224,37 @@ class XidGroup:
 
     @property
     def key(self) -> str:
-        """The incident's identity: the same on a retried invocation and in a later batch of
-        the same window, different for another GPU, code or window."""
+        """The incident's identity: the same on a retried invocation, in a later batch of the
+        same window, and for the exporter's document and the kernel's line of one XID (from
+        either host stream); different for another GPU, code or window."""
         n = self.first
-        return f"xid/{n.cluster}/{n.node}/{n.gpu}/{n.code}/{self.window_start_ms}"
+        return f"xid/{n.cluster}/{n.node}/{device(n)}/{n.code}/{self.window_start_ms}"
+
+
+def device(notice: XidNotice) -> str:
+    """The GPU an XID names, one way for both sources: its PCI bus id in the kernel's form
+    where known (``xid_fields.pci_device``), else the exporter's GPU index."""
+    return fields.pci_device(notice.pci_bus_id) if notice.pci_bus_id else notice.gpu
 
 
 def group_xids(notices: list[XidNotice]) -> list[XidGroup]:
-    """Notices grouped per cluster, node, GPU, code and window, in order of first sight."""
+    """Notices grouped per cluster, node, GPU (``device``), code and window, in order of
+    first sight. A group's ``first`` is its earliest exporter notice where it has one (which
+    names the GPU by index), else its earliest notice."""
     groups: dict[tuple[str, str, str, int, int], list[XidNotice]] = {}
     for notice in notices:
         window = notice.time_ms // (GROUP_WINDOW_S * 1000)
-        key = (notice.cluster, notice.node, notice.gpu, notice.code, window)
+        key = (notice.cluster, notice.node, device(notice), notice.code, window)
         groups.setdefault(key, []).append(notice)
     out = []
     for members in groups.values():
         pods: dict[str, None] = {}
         for member in members:
             pods.update(dict.fromkeys(member.pods))
+        exporter = [n for n in members if n.from_exporter]
         out.append(
             XidGroup(
-                first=min(members, key=lambda n: n.time_ms),
+                first=min(exporter or members, key=lambda n: n.time_ms),
                 count=len(members),
                 last_ms=max(n.time_ms for n in members),
                 pods=tuple(pods),

@@ -142,6 +142,21 @@ def same_pci_device(a: str, b: str) -> bool:
     )
 
 
+def pci_device(value: str) -> str:
+    """One form for a PCI bus id, whichever printed it, so that the exporter's XID and the
+    kernel's line of it key one incident. NVML's ``busId`` is "the tuple
+    domain:bus:device.function PCI identifier" (https://docs.nvidia.com/deploy/nvml-api/
+    structnvmlPciInfo__t.html; ``00000000:53:00.0``, an 8-digit domain); the driver's line is
+    ``NVRM: Xid (PCI:0000:53:00): 79`` (a 4-digit domain, no function; the project's
+    contract/xid.py reads it). Both become the kernel's form: the domain as 4 hex digits (more
+    where it has more), bus and device in lower case, no function (a GPU is function 0).
+    ``value`` must fit ``PCI_BUS_ID``."""
+    match = PCI_BUS_ID.fullmatch(value)
+    if match is None:
+        raise DocumentError(f"PCI bus id {_short(value)} is not a PCI bus id")
+    return f"{int(match['domain'], 16):04x}:{match['bus'].lower()}:{match['device'].lower()}"
+
+
 def event_time_ms(value: Any) -> int:
     """A log event's ``timestamp``: epoch milliseconds in the years 2000 to 2199."""
     if isinstance(value, bool) or not isinstance(value, int):

@@ -281,19 +281,37 @@ def _exporter_xid(code: int, gpu: int, at_s: float) -> tuple[str, str]:
     return json.dumps(document), f"{domain[-4:]}:{bus}:{device}".lower()
 
 
-def _kernel_log(aws: dict[str, Any], lines: list[tuple[int, str]]) -> str:
-    """Container Insights' host log group with these kernel lines in node-a's dmesg stream,
-    as Fluent Bit ships them (JSON, the line under "log")."""
+#: node-a's instance id, as Fluent Bit's aws filter adds it to every host record.
+INSTANCE = "i-0abc1234def567890"
+HOST_STREAMS = ("node-a.host.dmesg", "node-a.host.messages")
+
+
+def _host_record(stream: str, line: str) -> str:
+    """A kernel line as Container Insights' Fluent Bit ships it (host-log.conf): /var/log/dmesg
+    read with ``Key message``, /var/log/messages through the syslog parser (whose ``host`` is
+    the syslog host), each with the aws filter's ``az`` and ``ec2_instance_id`` and no node
+    name; the node is the stream's, ``<node>.host.<file>``."""
+    record: dict[str, Any] = {"message": line, "az": "us-east-1a", "ec2_instance_id": INSTANCE}
+    if stream.endswith(".messages"):
+        record.update(host="ip-10-0-1-2", ident="kernel")
+    return json.dumps(record)
+
+
+def _kernel_log(
+    aws: dict[str, Any], lines: list[tuple[int, str]], streams: tuple[str, ...] = HOST_STREAMS[:1]
+) -> str:
+    """Container Insights' host log group with these kernel lines in node-a's host streams."""
     logs = aws["session"].client("logs")
     group = "/aws/containerinsights/train/host"
     logs.create_log_group(logGroupName=group)
-    logs.create_log_stream(logGroupName=group, logStreamName="node-a.host.dmesg")
-    if lines:
-        logs.put_log_events(
-            logGroupName=group,
-            logStreamName="node-a.host.dmesg",
-            logEvents=[{"timestamp": t, "message": json.dumps({"log": m})} for t, m in lines],
-        )
+    for stream in streams:
+        logs.create_log_stream(logGroupName=group, logStreamName=stream)
+        if lines:
+            logs.put_log_events(
+                logGroupName=group,
+                logStreamName=stream,
+                logEvents=[{"timestamp": t, "message": _host_record(stream, m)} for t, m in lines],
+            )
     return group
 
 
@@ -314,6 +332,67 @@ def test_an_exporter_xid_the_kernel_log_confirms_pages_critical_and_says_so(
     (page,) = _messages(aws, "critical")
     assert page["Subject"] == "[CRITICAL] XID 79 on node-a GPU 1"
     assert f"Kernel log:    confirmed: NVRM: Xid (PCI:{bus}): 79" in page["Message"]
+
+
+def _host_event(stream: str, lines: list[tuple[int, str]]) -> dict[str, Any]:
+    """The host log group's subscription (``xid_host_log_filter``) delivering these lines."""
+    payload = {
+        "messageType": "DATA_MESSAGE",
+        "logGroup": "/aws/containerinsights/train/host",
+        "logStream": stream,
+        "logEvents": [
+            {"id": f"{stream}-{t}", "timestamp": t, "message": _host_record(stream, m)}
+            for t, m in lines
+        ],
+    }
+    data = base64.b64encode(gzip.compress(json.dumps(payload).encode())).decode()
+    return {"awslogs": {"data": data}}
+
+
+def test_one_xid_from_the_exporter_and_both_host_streams_pages_once(
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``xid_host_log_filter`` the kernel's line reaches the notifier from host.dmesg and
+    host.messages as well as the exporter's document: all three key one incident (cluster,
+    node, PCI bus in one form, code, window), so the sent ledger pages it once, with the GPU
+    index the exporter gave."""
+    now = (time.time() // 300) * 300 + 60  # a minute into a grouping window
+    at_ms = int(now * 1000)
+    document, bus = _exporter_xid(79, 1, now)
+    line = f"[ 812.4] NVRM: Xid (PCI:{bus}): 79, pid=4123, GPU has fallen off the bus."
+    monkeypatch.setenv("HOST_LOG_GROUP", _kernel_log(aws, [(at_ms + 3000, line)], HOST_STREAMS))
+    _as_role(aws, templates, monkeypatch)
+    assert notifier.handler(_subscription_event([document], at_ms=at_ms), None)["published"] == 1
+    for stream in HOST_STREAMS:
+        result = notifier.handler(_host_event(stream, [(at_ms + 3000, line)]), None)
+        assert (result["incidents"], result["published"]) == (1, 0)
+    (page,) = _messages(aws, "critical")
+    assert page["Subject"] == "[CRITICAL] XID 79 on node-a GPU 1"
+    assert f"Kernel log:    confirmed: NVRM: Xid (PCI:{bus}): 79" in page["Message"]
+    assert _messages(aws, "warning") == []
+
+
+def test_a_backdated_document_is_not_checked_and_the_real_xid_beside_it_is_confirmed(
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A document dated three hours back (its ``_aws.Timestamp`` is whatever its writer chose)
+    neither widens the batch's kernel read nor hides the real XID beside it."""
+    now = time.time()
+    real, bus = _exporter_xid(79, 1, now)
+    forged, _ = _exporter_xid(79, 2, now - 3 * 3600)
+    line = f"NVRM: Xid (PCI:{bus}): 79, pid=4123, GPU has fallen off the bus."
+    monkeypatch.setenv("HOST_LOG_GROUP", _kernel_log(aws, [(int(now * 1000) + 3000, line)]))
+    _as_role(aws, templates, monkeypatch)
+    assert notifier.handler(_subscription_event([forged, real]), None)["published"] == 2
+    pages = {p["Subject"]: p["Message"] for p in _messages(aws, "critical")}
+    assert (
+        f"Kernel log:    confirmed: NVRM: Xid (PCI:{bus}): 79"
+        in (pages["[CRITICAL] XID 79 on node-a GPU 1"])
+    )
+    assert (
+        "Kernel log:    not checked: too old (dated 180 minutes before now"
+        in (pages["[CRITICAL] XID 79 on node-a GPU 2"])
+    )
 
 
 def test_an_unconfirmed_fatal_xid_is_a_warning_that_says_so_where_confirmation_is_required(

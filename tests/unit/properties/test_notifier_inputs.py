@@ -30,6 +30,7 @@ from lambdas.notifier.incidents import (
 )
 from lambdas.notifier.messages import group_xids, parse_log_events
 from lambdas.notifier.notification import Incident, publish_arguments
+from lambdas.notifier.xid_fields import pci_device
 from tests.unit.agent.exporter.nvml_trace import Clock, trace_lines
 from tests.unit.lambdas.notifier.events import (
     AWS_CONTRIBUTOR_EXAMPLE,
@@ -112,6 +113,11 @@ def broken(draw: st.DrawFn) -> str:
     return line
 
 
+def _device(document: dict[str, Any]) -> str:
+    bus = document.get("PciBusId")
+    return pci_device(bus) if bus else str(document["GpuIndex"])
+
+
 @QUICK
 @given(st.lists(exporter_xids(), max_size=12), st.lists(broken(), max_size=4), st.randoms())
 def test_every_good_exporter_document_is_one_incident_and_each_bad_one_refused(
@@ -132,7 +138,8 @@ def test_every_good_exporter_document_is_one_incident_and_each_bad_one_refused(
     assert all(r.reason for r in parsed.refused)
     assert all(lines[int(i)] in bad for i in refused_ids)
     incidents = [from_xid_group(g, DEPLOYMENT) for g in group_xids(parsed.notices)]
-    expected = {(d["NodeName"], d["GpuIndex"], int(d["XidCode"]), w) for d, w in good}
+    # The key names a GPU by its PCI bus id, in the kernel's form, where the document has one.
+    expected = {(d["NodeName"], _device(d), int(d["XidCode"]), w) for d, w in good}
     keys = {i.key for i in incidents}
     assert len(keys) == len(incidents)  # one incident per key: each pages once per channel
     good_keys = {
