@@ -125,21 +125,20 @@ def send(
 ) -> int:
     """Deliver each incident on each channel where it was not delivered before. Each delivery
     stands alone: a ledger error on one incident's key is that incident's failure, and the
-    other incidents go on. A channel that fails is released for that incident and skipped for
-    the rest of the batch (the others go on); a failure that is no ChannelError (a fault in a
-    channel's code) is released and logged with its traceback like the others. Any failure is
+    other incidents go on. A channel that fails is released for that incident alone and still
+    tried for the batch's other incidents (a refusal may be that one page's: its size, its
+    text); the time reserve bounds the batch, not a channel's first failure. A failure that is
+    no ChannelError (a fault in a channel's code) is released and logged with its traceback
+    like the others. Any failure is
     raised at the end, so that Lambda retries; the ledger makes the retry send only what was
     not sent. With less than ``RESERVE_S`` left (``time_left_s``, the invocation's by
     default), nothing more is claimed and the rest is left to the retry."""
     left = time_left_s or _clock.left_s
     sent = 0
     unclaimed = 0
-    failed_channels: set[str] = set()
     failures: list[tuple[str, str, Exception]] = []
     for incident in incidents:
         for channel in channels:
-            if channel.name in failed_channels:
-                continue
             if left() < RESERVE_S:
                 unclaimed += 1
                 continue
@@ -154,7 +153,6 @@ def send(
             try:
                 channel.deliver(incident)
             except Exception as err:
-                failed_channels.add(channel.name)
                 failures.append((incident.key, channel.name, err))
                 if isinstance(err, ChannelError):
                     log.error("publishing %s to %s", incident.key, err)
