@@ -49,9 +49,17 @@ class DeliveryFaultError(Exception):
 
 
 def _where(url: str) -> str:
-    """The URL without its path and query: those hold the token, never logged or raised."""
+    """The URL's scheme, host and port only: its userinfo (``user:token@``), path and query
+    may hold the token, never logged or raised."""
     parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    host = parts.hostname or ""
+    if ":" in host:  # an IPv6 literal keeps its brackets
+        host = f"[{host}]"
+    return f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
 
 
 def _secrets(url: str) -> list[str]:

@@ -134,3 +134,13 @@ def test_a_url_http_client_will_not_send_is_a_channel_error_that_names_no_token(
 def test_the_deadline_is_well_inside_the_functions_timeout() -> None:
     # A page on SNS and the webhook, and the ledger around them, fit in the 30 s with room.
     assert DEADLINE_S * 3 <= FUNCTION_TIMEOUT_S
+
+
+def test_a_url_with_userinfo_is_named_by_scheme_host_and_port_alone() -> None:
+    with webhook_server() as hook:
+        hook.statuses = [403]
+        url = hook.url.replace("http://", "http://hookuser:userinfo-token@", 1)
+        with pytest.raises(ChannelError, match=r"^webhook http://127\.0\.0\.1:\d+: HTTP 403") as e:
+            WebhookChannel(lambda: url).deliver(INCIDENT)
+    assert "userinfo-token" not in str(e.value)
+    assert "hookuser" not in str(e.value)
