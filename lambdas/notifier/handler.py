@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Final
 
+from botocore.config import Config
+
 from lambdas.notifier.channels import Channel, ChannelError
 from lambdas.notifier.config import NotifierConfig
 from lambdas.notifier.incidents import Deployment, Skipped, from_alarm_event, from_xid_group
@@ -48,7 +50,16 @@ from lambdas.shared.subscription import decode_subscription
 log = logging.getLogger()
 log.setLevel(logging.INFO)
 
-_clients = ClientCache()
+#: The notifier's AWS calls (SNS publish, the ledger's claims and releases, SSM, Logs) are
+#: bounded inside RESERVE_S: two attempts (standard mode) of at most 1 s to connect and 2 s
+#: per read, so one call gives up within CLIENT_CALL_S (with standard mode's first backoff,
+#: under 1 s) and a slow publish cannot outlive the invocation after its claim, as the shared
+#: RETRIES (10 adaptive attempts of 5 s + 30 s) would.
+CLIENT_CONFIG: Final = Config(
+    retries={"mode": "standard", "max_attempts": 2}, connect_timeout=1, read_timeout=2
+)
+CLIENT_CALL_S: Final = 2 * (1 + 2) + 1.0
+_clients = ClientCache(CLIENT_CONFIG)
 #: The webhook URL per parameter, with when it was read: read again after WEBHOOK_URL_KEEP_S,
 #: so a rotated URL is used within minutes without a read per invocation.
 _webhook_urls: dict[str, tuple[str, float]] = {}

@@ -150,3 +150,20 @@ def test_a_channel_that_refuses_one_page_still_delivers_the_batchs_others(
         "[CRITICAL] XID 79 on node-a GPU 2",
         "[CRITICAL] XID 79 on node-a GPU 0",
     ]
+
+
+def test_the_handlers_aws_clients_are_bounded_inside_the_reserve(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each client the handler makes carries the notifier's config, whose worst call (every
+    attempt connecting and reading to its timeout, and the backoff) fits in RESERVE_S."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    # A fresh cache with the module's own config: nothing made here stays for other tests.
+    monkeypatch.setattr(notifier, "_clients", type(notifier._clients)(notifier._clients.config))
+    for service in ("sns", "dynamodb", "ssm", "logs"):
+        config = notifier._clients(service).meta.config
+        assert config.retries == {"mode": "standard", "max_attempts": 2}
+        assert (config.connect_timeout, config.read_timeout) == (1, 2)
+    config = notifier.CLIENT_CONFIG
+    worst = config.retries["max_attempts"] * (config.connect_timeout + config.read_timeout) + 1
+    assert worst == notifier.CLIENT_CALL_S <= notifier.RESERVE_S
