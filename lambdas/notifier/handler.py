@@ -51,12 +51,13 @@ log = logging.getLogger()
 log.setLevel(logging.INFO)
 
 #: The notifier's AWS calls (SNS publish, the ledger's claims and releases, SSM, Logs) are
-#: bounded inside RESERVE_S: two attempts (standard mode) of at most 1 s to connect and 2 s
-#: per read, so one call gives up within CLIENT_CALL_S (with standard mode's first backoff,
-#: under 1 s) and a slow publish cannot outlive the invocation after its claim, as the shared
-#: RETRIES (10 adaptive attempts of 5 s + 30 s) would.
+#: bounded inside RESERVE_S: two attempts in all (standard mode; botocore's ``max_attempts``
+#: would count retries only: three attempts) of at most 1 s to connect and 2 s per read, so
+#: one call gives up within CLIENT_CALL_S (standard mode's first backoff is under 1 s) and a
+#: slow publish cannot outlive the invocation after its claim, as the shared RETRIES (10
+#: adaptive attempts of 5 s + 30 s) would.
 CLIENT_CONFIG: Final = Config(
-    retries={"mode": "standard", "max_attempts": 2}, connect_timeout=1, read_timeout=2
+    retries={"mode": "standard", "total_max_attempts": 2}, connect_timeout=1, read_timeout=2
 )
 CLIENT_CALL_S: Final = 2 * (1 + 2) + 1.0
 _clients = ClientCache(CLIENT_CONFIG)

@@ -162,8 +162,10 @@ def test_the_handlers_aws_clients_are_bounded_inside_the_reserve(
     monkeypatch.setattr(notifier, "_clients", type(notifier._clients)(notifier._clients.config))
     for service in ("sns", "dynamodb", "ssm", "logs"):
         config = notifier._clients(service).meta.config
-        assert config.retries == {"mode": "standard", "max_attempts": 2}
+        assert config.retries == {"mode": "standard", "total_max_attempts": 2}
         assert (config.connect_timeout, config.read_timeout) == (1, 2)
     config = notifier.CLIENT_CONFIG
-    worst = config.retries["max_attempts"] * (config.connect_timeout + config.read_timeout) + 1
+    worst = (
+        config.retries["total_max_attempts"] * (config.connect_timeout + config.read_timeout) + 1
+    )
     assert worst == notifier.CLIENT_CALL_S <= notifier.RESERVE_S
