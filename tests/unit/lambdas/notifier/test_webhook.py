@@ -1,5 +1,8 @@
+import socket
 import time
 import traceback
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -144,3 +147,83 @@ def test_a_url_with_userinfo_is_named_by_scheme_host_and_port_alone() -> None:
             WebhookChannel(lambda: url).deliver(INCIDENT)
     assert "userinfo-token" not in str(e.value)
     assert "hookuser" not in str(e.value)
+
+
+@pytest.fixture
+def never_accepting() -> Iterator[tuple[str, int]]:
+    """A listener whose backlog is full: a connect to it is never answered (the SYN dropped),
+    as an unreachable address would be."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    address = listener.getsockname()
+    held: list[socket.socket] = []
+    try:
+        while True:
+            client = socket.socket()
+            client.settimeout(0.2)
+            try:
+                client.connect(address)
+            except OSError:
+                client.close()
+                break
+            held.append(client)
+        yield address
+    finally:
+        for client in held:
+            client.close()
+        listener.close()
+
+
+def test_a_host_of_many_unreachable_addresses_is_given_up_at_the_deadline(
+    never_accepting: tuple[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: http.client's create_connection gave each of the three addresses the whole
+    timeout (0.3 s each: 0.9 s for a 0.3 s deadline), and the deadline's timer had no socket
+    to shut while it connected."""
+    host, port = never_accepting
+    addresses = [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (host, port))] * 3
+    asked: list[str] = []
+
+    def getaddrinfo(name: str, *args: Any, **kwargs: Any) -> list[Any]:
+        asked.append(name)
+        return addresses
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    channel = WebhookChannel(lambda: "https://hooks.example.com/services/T/B/token", deadline_s=0.3)
+    start = time.monotonic()
+    with pytest.raises(ChannelError, match=r"^webhook https://hooks\.example\.com: timed out"):
+        channel.deliver(INCIDENT)
+    assert time.monotonic() - start < 0.6
+    assert asked == ["hooks.example.com"]
+
+
+def test_a_name_lookup_that_hangs_is_given_up_at_the_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def getaddrinfo(*args: Any, **kwargs: Any) -> list[Any]:
+        time.sleep(2.0)
+        return []
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    channel = WebhookChannel(lambda: "https://hooks.example.com/services/T/B/token", deadline_s=0.3)
+    start = time.monotonic()
+    with pytest.raises(ChannelError, match="timed out"):
+        channel.deliver(INCIDENT)
+    assert time.monotonic() - start < 0.6
+
+
+def test_a_host_of_refusing_addresses_says_connection_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with webhook_server() as hook:
+        port = int(hook.url.split(":")[2].split("/")[0])
+    addresses = [
+        (socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (f"127.0.0.{n}", port))
+        for n in (1, 2, 3)
+    ]
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: addresses)
+    with pytest.raises(ChannelError, match="Connection refused"):
+        WebhookChannel(lambda: f"http://hooks.example.com:{port}/x", deadline_s=0.5).deliver(
+            INCIDENT
+        )
