@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Final
 
+from botocore.config import Config
+
 from lambdas.notifier.channels import Channel, ChannelError
 from lambdas.notifier.config import NotifierConfig
 from lambdas.notifier.incidents import Deployment, Skipped, from_alarm_event, from_xid_group
@@ -54,7 +56,17 @@ from lambdas.shared.subscription import decode_subscription
 log = logging.getLogger()
 log.setLevel(logging.INFO)
 
-_clients = ClientCache()
+#: The notifier's AWS calls (SNS publish, the ledger's claims and releases, SSM, Logs) are
+#: bounded inside RESERVE_S: two attempts in all (standard mode; botocore's ``max_attempts``
+#: would count retries only: three attempts) of at most 1 s to connect and 2 s per read, so
+#: one call gives up within CLIENT_CALL_S (standard mode's first backoff is under 1 s) and a
+#: slow publish cannot outlive the invocation after its claim, as the shared RETRIES (10
+#: adaptive attempts of 5 s + 30 s) would.
+CLIENT_CONFIG: Final = Config(
+    retries={"mode": "standard", "total_max_attempts": 2}, connect_timeout=1, read_timeout=2
+)
+CLIENT_CALL_S: Final = 2 * (1 + 2) + 1.0
+_clients = ClientCache(CLIENT_CONFIG)
 #: The webhook URL per parameter, with when it was read: read again after WEBHOOK_URL_KEEP_S,
 #: so a rotated URL is used within minutes without a read per invocation.
 _webhook_urls: dict[str, tuple[str, float]] = {}
@@ -131,21 +143,20 @@ def send(
 ) -> int:
     """Deliver each incident on each channel where it was not delivered before. Each delivery
     stands alone: a ledger error on one incident's key is that incident's failure, and the
-    other incidents go on. A channel that fails is released for that incident and skipped for
-    the rest of the batch (the others go on); a failure that is no ChannelError (a fault in a
-    channel's code) is released and logged with its traceback like the others. Any failure is
+    other incidents go on. A channel that fails is released for that incident alone and still
+    tried for the batch's other incidents (a refusal may be that one page's: its size, its
+    text); the time reserve bounds the batch, not a channel's first failure. A failure that is
+    no ChannelError (a fault in a channel's code) is released and logged with its traceback
+    like the others. Any failure is
     raised at the end, so that Lambda retries; the ledger makes the retry send only what was
     not sent. With less than ``RESERVE_S`` left (``time_left_s``, the invocation's by
     default), nothing more is claimed and the rest is left to the retry."""
     left = time_left_s or _clock.left_s
     sent = 0
     unclaimed = 0
-    failed_channels: set[str] = set()
     failures: list[tuple[str, str, Exception]] = []
     for incident in incidents:
         for channel in channels:
-            if channel.name in failed_channels:
-                continue
             if left() < RESERVE_S:
                 unclaimed += 1
                 continue
@@ -160,7 +171,6 @@ def send(
             try:
                 channel.deliver(incident)
             except Exception as err:
-                failed_channels.add(channel.name)
                 failures.append((incident.key, channel.name, err))
                 if isinstance(err, ChannelError):
                     log.error("publishing %s to %s", incident.key, err)

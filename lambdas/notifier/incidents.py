@@ -26,6 +26,7 @@ code and count), are skipped with the reason.
 """
 
 import json
+import logging
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -52,6 +53,7 @@ ALARM_STATE_CHANGE: Final = "CloudWatch Alarm State Change"
 CONTRIBUTOR_STATE_CHANGE: Final = "CloudWatch Alarm Contributor State Change"
 #: Alarm kinds whose incidents the XID log path reports (per GPU, with code and count).
 REPORTED_FROM_LOGS: Final = ("gpu-xid",)
+log = logging.getLogger(__name__)
 _SHARD = re.compile(r"-shard-\d+$")
 #: The two state-reason sentences CloudWatch writes on a threshold crossing. An alarm's:
 #: "Threshold Crossed: 12 out of the last 12 datapoints [12.1 (02/10/19 16:59:00), ...] was
@@ -395,16 +397,29 @@ def _muted(detail: dict[str, Any], state: dict[str, Any]) -> str | None:
     """An alarm mute rule silences an alarm's actions while the alarm goes on evaluating
     (AWS::CloudWatch::AlarmMuteRule); its events then carry ``muteDetail`` (the User Guide's
     "Alarm events and EventBridge" examples). The notifier is this alarm's action, so a change
-    inside the mute window is not paged; a window it cannot read counts as muted."""
+    inside the mute window is not paged. A window it cannot read (a start or end missing or
+    not a time) is no mute: the page goes out, with a warning naming the field, since a page
+    dropped on a guess is worse than one sent during a window."""
     mute = detail.get("muteDetail")
     if not isinstance(mute, dict):
         return None
     rule = str(mute.get("mutedByArn", "a mute rule"))
-    try:
-        start = _event_time(str(mute["muteWindowStart"]))
-        end = _event_time(str(mute["muteWindowEnd"]))
-    except (KeyError, ValueError):
-        return f"muted by {rule}"
+    bounds: list[datetime] = []
+    for field in ("muteWindowStart", "muteWindowEnd"):
+        raw = mute.get(field)
+        try:
+            bounds.append(_event_time(raw if isinstance(raw, str) else ""))
+        except ValueError:
+            log.warning(
+                "detail.muteDetail.%s %s of %s is %s: the window is unreadable, so the alarm "
+                "is paged as not muted",
+                field,
+                repr(str(raw)[:40]),
+                rule,
+                "missing" if raw is None else "not a time",
+            )
+            return None
+    start, end = bounds
     changed = _event_time_or_error(state.get("timestamp"), "detail.state.timestamp")
     if start.tzinfo is None or end.tzinfo is None:
         raise AlarmEventError("detail.muteDetail's window has a time without a time zone")

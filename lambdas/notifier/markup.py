@@ -13,11 +13,12 @@ own labels, layout and console links are the notifier's.
   shown above will be decoded for display in Slack"
   (https://api.slack.com/reference/surfaces/formatting#escaping, "Escaping text").
 - Amazon Q Developer ``client-markdown``: rendered "in the target chat platform's markdown"
-  (https://docs.aws.amazon.com/chatbot/latest/adminguide/custom-notifs.html), Slack's or Teams':
-  Slack's three escapes, and CommonMark's backslash escape ("Any ASCII punctuation character may
-  be backslash-escaped", https://spec.commonmark.org/0.31.2/#backslash-escapes) before the
-  characters that open a link, code or emphasis in Teams' markdown subset
-  (https://learn.microsoft.com/en-us/adaptive-cards/authoring-cards/text-features).
+  (https://docs.aws.amazon.com/chatbot/latest/adminguide/custom-notifs.html). Slack's three
+  escapes only: Slack's formatting reference defines no other escape, so a backslash is shown
+  as typed (``bert\\_base\\_v2`` would reach the channel with its backslashes). What is
+  dangerous there is a mention or a link (``<!channel>``, ``<https://...|text>``), and the
+  three escapes make those inert; emphasis in a job name is cosmetic. The notification's
+  ``keywords`` are values, not markdown: they carry the plain field.
 - Amazon Chime: "Webhooks messages can be formatted with markdown", and "@All and @Present
   annotations" alert a room (https://docs.aws.amazon.com/chime/latest/dg/webhooks.html):
   CommonMark's backslash escapes (``<``, ``>`` and ``&`` among them: Chime is not Slack), and a
@@ -32,9 +33,8 @@ from typing import Final
 
 #: C0 controls, DEL and the C1 controls; Unicode line and paragraph separators.
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
-#: What opens markup inline in CommonMark and Teams' subset: escape, code, emphasis, links.
-_MARKDOWN: Final = re.compile(r"([\\`*_~\[\]()])")
-#: The same and CommonMark's raw HTML, autolinks and entities, for a renderer that is not Slack.
+#: What opens markup inline in CommonMark (escape, code, emphasis, links), raw HTML,
+#: autolinks and entities, for Chime's renderer (not Slack).
 _COMMONMARK: Final = re.compile(r"([\\`*_~\[\]()<>&])")
 _ZERO_WIDTH_SPACE: Final = "\u200b"
 
@@ -50,8 +50,9 @@ def slack(text: str) -> str:
 
 
 def markdown(text: str) -> str:
-    """Amazon Q Developer client-markdown: Slack's escapes and CommonMark backslash escapes."""
-    return _MARKDOWN.sub(r"\\\1", slack(one_line(text)))
+    """Amazon Q Developer client-markdown: one line, and Slack's three escapes only (no
+    backslash escapes: Slack would show them)."""
+    return slack(one_line(text))
 
 
 def chime(text: str) -> str:

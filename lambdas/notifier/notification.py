@@ -192,7 +192,7 @@ def _chatbot(incident: Incident, *, escaped: Incident) -> dict[str, Any]:
             "title": f"{_ICON[incident.severity]} [{incident.severity.upper()}] {escaped.title}",
             "description": f"{escaped.what}\n\n{facts}",
             "nextSteps": [escaped.action, *links],
-            "keywords": [incident.severity, incident.kind, escaped.cluster, escaped.node],
+            "keywords": [incident.severity, incident.kind, incident.cluster, incident.node],
         },
         "metadata": {
             "threadId": incident.key,

@@ -8,9 +8,13 @@ One POST, and only its status counts: 2xx is delivered; a redirect is refused, n
 302 followed as a GET reaches no channel, yet looked sent); anything else, and any fault of the
 transport (a refused or reset connection, an answer that is not HTTP, a URL ``http.client``
 will not send), is a :class:`ChannelError`, so the handler releases the claim and Lambda's
-retry sends the page again. The whole delivery (connect, TLS, request, the answer's status) is
-bounded by one deadline, not by a timeout per socket read that a server answering a byte at a
-time would reset forever: a timer shuts the socket at the deadline.
+retry sends the page again. The whole delivery (name lookup, connect, TLS, request, the
+answer's status) is bounded by one deadline, not by a timeout per socket read that a server
+answering a byte at a time would reset forever: a timer shuts the socket at the deadline. The
+connection is opened within the same deadline (``_connector``): the name is resolved in a
+thread waited on for the time left, and each resolved address is tried with only the time left,
+stopping when it is spent (``http.client`` would give every address the whole timeout, and the
+timer has no socket to shut while it connects).
 
 The URL carries the webhook's token, so it is no environment variable: it is an SSM
 SecureString parameter, the parameter's name the ``webhook_url_parameter`` setting, read with
@@ -24,6 +28,7 @@ the function needs ``ssm:GetParameter`` on that one parameter and nothing of KMS
 import contextlib
 import socket
 import threading
+import time
 from collections.abc import Callable
 from http.client import HTTPConnection, HTTPException, HTTPSConnection, InvalidURL
 from typing import Any, Final
@@ -49,9 +54,17 @@ class DeliveryFaultError(Exception):
 
 
 def _where(url: str) -> str:
-    """The URL without its path and query: those hold the token, never logged or raised."""
+    """The URL's scheme, host and port only: its userinfo (``user:token@``), path and query
+    may hold the token, never logged or raised."""
     parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    host = parts.hostname or ""
+    if ":" in host:  # an IPv6 literal keeps its brackets
+        host = f"[{host}]"
+    return f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
 
 
 def _secrets(url: str) -> list[str]:
@@ -82,6 +95,61 @@ def _abort(connection: HTTPConnection, fired: threading.Event) -> None:
             sock.shutdown(socket.SHUT_RDWR)
 
 
+def _resolve(host: str, port: int, left_s: float) -> list[Any]:
+    """``getaddrinfo`` for ``host``, given at most ``left_s``: resolved in a daemon thread (a
+    lookup cannot be interrupted), which is left behind if it takes longer."""
+    found: list[Any] = []
+    failed: list[OSError] = []
+
+    def lookup() -> None:
+        try:
+            found.extend(socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM))
+        except OSError as err:
+            failed.append(err)
+
+    thread = threading.Thread(target=lookup, daemon=True)
+    thread.start()
+    thread.join(max(left_s, 0.0))
+    if thread.is_alive():
+        raise TimeoutError(f"no address for the host within {left_s:.3g} s")
+    if failed:
+        raise failed[0]
+    return found
+
+
+def _connector(deadline: float) -> Callable[..., socket.socket]:
+    """A stand-in for ``socket.create_connection`` (``http.client``'s ``_create_connection``)
+    that opens the connection before ``deadline`` (``time.monotonic``): each address is given
+    only the time left, and none is tried once it is spent."""
+
+    def connect(
+        address: tuple[str, int], timeout: Any = None, source_address: Any = None
+    ) -> socket.socket:
+        host, port = address
+        error: OSError | None = None
+        for family, kind, proto, _, sockaddr in _resolve(host, port, deadline - time.monotonic()):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.settimeout(left)
+                if source_address:
+                    sock.bind(source_address)
+                sock.connect(sockaddr)
+            except OSError as err:
+                sock.close()
+                error = err
+                continue
+            sock.settimeout(timeout)
+            return sock
+        if time.monotonic() >= deadline:
+            raise TimeoutError("no connection within the deadline")
+        raise error or OSError("no address for the host")
+
+    return connect
+
+
 def post(url: str, payload: bytes, *, deadline_s: float) -> tuple[int, str]:
     """POST ``payload`` as JSON; the answer's status and reason, read within ``deadline_s``
     in all, or :class:`DeliveryFaultError`. Redirects are not followed."""
@@ -92,6 +160,9 @@ def post(url: str, payload: bytes, *, deadline_s: float) -> tuple[int, str]:
         raise DeliveryFaultError("the URL is not valid (not shown: it holds the token)") from None
     kind = HTTPSConnection if parts.scheme == "https" else HTTPConnection
     connection = kind(parts.hostname or "", port, timeout=deadline_s)
+    # http.client's hook for how it connects (HTTPConnection.__init__ sets it to
+    # socket.create_connection; HTTPSConnection.connect wraps the socket it returns).
+    connection._create_connection = _connector(time.monotonic() + deadline_s)  # type: ignore[attr-defined]
     fired = threading.Event()
     timer = threading.Timer(deadline_s, _abort, args=(connection, fired))
     timer.daemon = True
@@ -104,7 +175,7 @@ def post(url: str, payload: bytes, *, deadline_s: float) -> tuple[int, str]:
         response = connection.getresponse()
         status, reason = int(response.status), str(response.reason)
     except (OSError, HTTPException, ValueError) as err:
-        if fired.is_set():
+        if fired.is_set() or isinstance(err, TimeoutError):
             raise DeliveryFaultError(f"timed out: no answer within {deadline_s:g} s") from None
         if isinstance(err, ValueError | InvalidURL):
             why = "the URL is not valid (not shown: it holds the token)"

@@ -99,12 +99,18 @@ class ClientCache(dict[str, Any]):
     the demo put moto-backed clients in under the service's name.
 
     Only botocore clients get in: a wrapper or stand-in would accept calls that botocore
-    refuses against the service model, and a test would pass where AWS fails."""
+    refuses against the service model, and a test would pass where AWS fails.
+
+    ``config`` is the clients' (``RETRIES`` unless a handler bounds its calls tighter)."""
+
+    def __init__(self, config: Config = RETRIES) -> None:
+        super().__init__()
+        self.config = config
 
     def __call__(self, service: str) -> Any:
         _listed(service)
         if service not in self:
-            self[service] = client(service)
+            self[service] = client(service, config=self.config)
             if service == "cloudwatch":
                 warn_if_slow_protocol(self[service])
         return self[service]

@@ -2,6 +2,7 @@
 field; an alarm whose contributors in ALARM pass CloudWatch's cap says "100+"."""
 
 import copy
+import logging
 from typing import Any
 
 import pytest
@@ -121,3 +122,31 @@ def test_a_contributor_event_never_reads_as_the_cap() -> None:
     incident = from_alarm_event(event, DEPLOYMENT)
     assert isinstance(incident, Incident)
     assert "100+" not in incident.title
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("muteWindowStart", None, "missing"),
+        ("muteWindowEnd", None, "missing"),
+        ("muteWindowStart", "soon", "not a time"),
+        ("muteWindowEnd", 1767261600, "not a time"),
+    ],
+)
+def test_an_unreadable_mute_window_pages_with_a_warning_naming_the_field(
+    field: str, value: Any, said: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before: a window without a readable start or end counted as muted (an info line only),
+    and the page was dropped."""
+    event = _muted("2026-01-01T10:00:00.000+0000", "2026-01-01T12:00:00.000+0000")
+    event["detail"]["state"]["timestamp"] = "2026-01-01T11:00:00.000+0000"
+    assert not isinstance(from_alarm_event(event, DEPLOYMENT), Incident)  # read: muted
+    if value is None:
+        del event["detail"]["muteDetail"][field]
+    else:
+        event["detail"]["muteDetail"][field] = value
+    with caplog.at_level(logging.WARNING):
+        assert isinstance(from_alarm_event(event, DEPLOYMENT), Incident)
+    (warning,) = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert f"detail.muteDetail.{field}" in warning.getMessage()
+    assert said in warning.getMessage()

@@ -207,8 +207,10 @@ def test_amazon_q_developer_markdown_is_escaped() -> None:
     assert "<!channel>" not in shown
     assert "<https://evil" not in shown
     assert "&lt;!channel&gt;" in content["title"]
-    assert r"\[Open the runbook\]\(https://evil.example\)" in content["description"]
-    assert r"\*node\*" in content["description"]
+    # Slack's three escapes only: a backslash escape would be shown as typed.
+    assert "[Open the runbook](https://evil.example)" in content["description"]
+    assert "*node*" in content["description"]
+    assert "\\" not in content["description"]
     # Plain text for email: nothing escaped, but no forged line.
     assert HOSTILE_JOB in message["email"]
     assert not any(line.startswith("What to do:    curl") for line in message["email"].split("\n"))
@@ -262,3 +264,15 @@ def test_any_text_in_any_field_is_inert_and_fits_every_channel(
     }
     own = render_text(replace(JOB, pods=("p",), facts=(("Ranks", "s"),))).split("\n")
     assert len(render_text(page).split("\n")) == len(own) - (0 if job else 1)  # no Job: row
+
+
+def test_amazon_q_developer_shows_a_job_name_as_typed_and_keywords_plain() -> None:
+    """Before: ``bert\\_base\\_v2`` in the channel (backslash escapes Slack does not
+    define), and a keyword ``a &amp; b`` for a cluster named ``a & b``."""
+    page = replace(JOB, title="Training job hung: job bert_base_v2", cluster="a & b", node="n_1")
+    message = json.loads(publish_arguments(page, "arn:aws:sns:us-east-1:123456789012:t")["Message"])
+    content = json.loads(message["https"])["content"]
+    assert "bert_base_v2" in content["title"]
+    shown = [content["title"], content["description"], *content["nextSteps"]]
+    assert [text for text in shown if "\\" in text] == []
+    assert content["keywords"] == [page.severity, page.kind, "a & b", "n_1"]

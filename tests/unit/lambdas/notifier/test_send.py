@@ -125,3 +125,45 @@ def test_the_invocations_time_left_comes_from_lambdas_context() -> None:
     assert clock.left_s() == float("inf")  # outside Lambda: no bound
     clock.context = Context()
     assert clock.left_s() == 4.2
+
+
+def test_a_channel_that_refuses_one_page_still_delivers_the_batchs_others(
+    ledger: tuple[SentLedger, Any],
+) -> None:
+    """A of A, B, C is refused: B and C are delivered in this invocation, A alone is raised
+    for the retry (a channel is not skipped for the batch after one refusal)."""
+    sent, dynamodb = ledger
+    with webhook_server() as hook:
+        hook.statuses = [500]
+        channel = WebhookChannel(lambda: hook.url)
+        batch = [_incident(0), _incident(1), _incident(2)]
+        with pytest.raises(notifier.PublishError, match=r"publishing xid/train/node-a/0/.*500"):
+            notifier.send([channel], sent, batch, NOW_S)
+        assert len(hook.posts) == 3
+        assert _claims(dynamodb) == [
+            f"xid/train/node-a/{n}/79/1772460000000#webhook" for n in (1, 2)
+        ]
+        assert notifier.send([channel], sent, batch, NOW_S) == 1
+        assert notifier.send([channel], sent, batch, NOW_S) == 0
+    assert [post["text"].splitlines()[0] for post in hook.shown] == [
+        "[CRITICAL] XID 79 on node-a GPU 1",
+        "[CRITICAL] XID 79 on node-a GPU 2",
+        "[CRITICAL] XID 79 on node-a GPU 0",
+    ]
+
+
+def test_the_handlers_aws_clients_are_bounded_inside_the_reserve(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each client the handler makes carries the notifier's config, whose worst call (every
+    attempt connecting and reading to its timeout, and the backoff) fits in RESERVE_S."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    # A fresh cache with the module's own config: nothing made here stays for other tests.
+    monkeypatch.setattr(notifier, "_clients", type(notifier._clients)(notifier._clients.config))
+    for service in ("sns", "dynamodb", "ssm", "logs"):
+        config = notifier._clients(service).meta.config
+        assert config.retries == {"mode": "standard", "total_max_attempts": 2}
+        assert (config.connect_timeout, config.read_timeout) == (1, 2)
+    own: Any = notifier.CLIENT_CONFIG  # botocore's Config sets its options at run time
+    worst = own.retries["total_max_attempts"] * (own.connect_timeout + own.read_timeout) + 1
+    assert worst == notifier.CLIENT_CALL_S <= notifier.RESERVE_S

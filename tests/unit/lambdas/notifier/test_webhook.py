@@ -1,5 +1,8 @@
+import socket
 import time
 import traceback
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -134,3 +137,93 @@ def test_a_url_http_client_will_not_send_is_a_channel_error_that_names_no_token(
 def test_the_deadline_is_well_inside_the_functions_timeout() -> None:
     # A page on SNS and the webhook, and the ledger around them, fit in the 30 s with room.
     assert DEADLINE_S * 3 <= FUNCTION_TIMEOUT_S
+
+
+def test_a_url_with_userinfo_is_named_by_scheme_host_and_port_alone() -> None:
+    with webhook_server() as hook:
+        hook.statuses = [403]
+        url = hook.url.replace("http://", "http://hookuser:userinfo-token@", 1)
+        with pytest.raises(ChannelError, match=r"^webhook http://127\.0\.0\.1:\d+: HTTP 403") as e:
+            WebhookChannel(lambda: url).deliver(INCIDENT)
+    assert "userinfo-token" not in str(e.value)
+    assert "hookuser" not in str(e.value)
+
+
+@pytest.fixture
+def never_accepting() -> Iterator[tuple[str, int]]:
+    """A listener whose backlog is full: a connect to it is never answered (the SYN dropped),
+    as an unreachable address would be."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    address = listener.getsockname()
+    held: list[socket.socket] = []
+    try:
+        while True:
+            client = socket.socket()
+            client.settimeout(0.2)
+            try:
+                client.connect(address)
+            except OSError:
+                client.close()
+                break
+            held.append(client)
+        yield address
+    finally:
+        for client in held:
+            client.close()
+        listener.close()
+
+
+def test_a_host_of_many_unreachable_addresses_is_given_up_at_the_deadline(
+    never_accepting: tuple[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: http.client's create_connection gave each of the three addresses the whole
+    timeout (0.5 s each: 2 s for a 0.5 s deadline), and the deadline's timer had no socket
+    to shut while it connected."""
+    host, port = never_accepting
+    addresses = [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (host, port))] * 4
+    asked: list[str] = []
+
+    def getaddrinfo(name: str, *args: Any, **kwargs: Any) -> list[Any]:
+        asked.append(name)
+        return addresses
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    channel = WebhookChannel(lambda: "https://hooks.example.com/services/T/B/token", deadline_s=0.5)
+    start = time.monotonic()
+    with pytest.raises(ChannelError, match=r"^webhook https://hooks\.example\.com: timed out"):
+        channel.deliver(INCIDENT)
+    assert time.monotonic() - start < 1.2
+    assert asked == ["hooks.example.com"]
+
+
+def test_a_name_lookup_that_hangs_is_given_up_at_the_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def getaddrinfo(*args: Any, **kwargs: Any) -> list[Any]:
+        time.sleep(3.0)
+        return []
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    channel = WebhookChannel(lambda: "https://hooks.example.com/services/T/B/token", deadline_s=0.5)
+    start = time.monotonic()
+    with pytest.raises(ChannelError, match="timed out"):
+        channel.deliver(INCIDENT)
+    assert time.monotonic() - start < 1.2
+
+
+def test_a_host_of_refusing_addresses_says_connection_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with webhook_server() as hook:
+        port = int(hook.url.split(":")[2].split("/")[0])
+    addresses = [
+        (socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (f"127.0.0.{n}", port))
+        for n in (1, 2, 3)
+    ]
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: addresses)
+    with pytest.raises(ChannelError, match="Connection refused"):
+        WebhookChannel(lambda: f"http://hooks.example.com:{port}/x", deadline_s=0.5).deliver(
+            INCIDENT
+        )
