@@ -81,6 +81,15 @@ class Notifier(Construct):
     ``config`` gives the function's configuration for the name of the sent ledger, which this
     construct creates (cdk/function_configs.py ``notifier_config``)."""
 
+    def _log_group_arn(self, name: str) -> str:
+        """A log group's ARN with ':*', the form FilterLogEvents is authorized on."""
+        return Stack.of(self).format_arn(
+            service="logs",
+            resource="log-group",
+            resource_name=f"{name}:*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+
     def __init__(
         self,
         scope: Construct,
@@ -190,24 +199,14 @@ class Notifier(Construct):
                 )
             )
         # Which pods hold the GPU an alarm names: the exporter's newest document for it.
-        exporter_arn = Stack.of(self).format_arn(
-            service="logs",
-            resource="log-group",
-            resource_name=f"{exporter_log_group.log_group_name}:*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
+        exporter_arn = self._log_group_arn(exporter_log_group.log_group_name)
         role.add_to_policy(
             iam.PolicyStatement(
                 sid="PodsOnTheGpu", actions=["logs:FilterLogEvents"], resources=[exporter_arn]
             )
         )
         # Where a job an alarm names runs: its ranks' newest documents (pods, nodes, GPUs).
-        training_arn = Stack.of(self).format_arn(
-            service="logs",
-            resource="log-group",
-            resource_name=f"{training_log_group(cluster_name)}:*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
+        training_arn = self._log_group_arn(training_log_group(cluster_name))
         role.add_to_policy(
             iam.PolicyStatement(
                 sid="JobPlacement", actions=["logs:FilterLogEvents"], resources=[training_arn]
@@ -217,12 +216,7 @@ class Notifier(Construct):
         # group, read (lambdas/notifier/kernel_log.py), whether or not it is subscribed.
         read_arns = [exporter_arn, training_arn]
         if self.config.host_log_group:
-            kernel_arn = Stack.of(self).format_arn(
-                service="logs",
-                resource="log-group",
-                resource_name=f"{self.config.host_log_group}:*",
-                arn_format=ArnFormat.COLON_RESOURCE_NAME,
-            )
+            kernel_arn = self._log_group_arn(self.config.host_log_group)
             role.add_to_policy(
                 iam.PolicyStatement(
                     sid="KernelLogConfirms",
