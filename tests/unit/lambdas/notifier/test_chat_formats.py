@@ -16,23 +16,11 @@ from lambdas.notifier import limits
 from lambdas.notifier.jobs import Placement, job_incident, job_placement
 from lambdas.notifier.notification import Incident, publish_arguments, render_text
 from lambdas.notifier.webhook_formats import Format, body, format_for
+from tests.unit.lambdas.notifier.test_jobs import INCIDENT
 
 AT_MS = 1_767_261_600_000
-JOB = Incident(
-    key="alarm/x/1/2026-01-01T10:00:00.000+0000",
-    severity="critical",
-    kind="job-hung",
-    title="Training job hung",
-    what="Training job hung: 1 datapoint was greater than or equal to the threshold (600).",
-    cluster="train",
-    node="not named (a cluster-wide series)",
-    gpu="not named (a cluster-wide series)",
-    action="read the ranks' last log lines",
-    job="llama-ft",
-    when="2026-01-01T10:00:00.000+0000",
-    threshold="600",
-    observed="642",
-)
+#: The job alarm's incident of the jobs tests, with the numbers a page shows.
+JOB = replace(INCIDENT, threshold="600", observed="642")
 #: The ranks that stopped stepping (24 of them): the ones a page must name first.
 STALLED = (3, 17, 40, 41, 99, *range(300, 319))
 
