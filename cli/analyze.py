@@ -6,7 +6,8 @@ import argparse
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 from cdk.aws_values import bucket_problem
@@ -89,6 +90,19 @@ def read_nothing(run: AnalysisRun) -> bool:
     if isinstance(run, StorageRun):
         return run.volumes == 0 and run.buckets == 0
     return run.skipped[0].startswith("training jobs of ")
+
+
+@contextmanager
+def _lambda_logs_at(level: int) -> Iterator[None]:
+    """The handlers' loggers at ``level`` for one run, then as they were: the command runs
+    inside other programs (the demo, the tests), whose warnings must still be heard."""
+    logger = logging.getLogger("lambdas")
+    before = logger.level
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
 
 
 def _analyze(
@@ -174,12 +188,12 @@ def run(args: argparse.Namespace) -> str:
     session, region = session_for(args, settings)
     # Each skip is a finding (printed) or the one line of a run that read nothing: the Lambdas'
     # warning log of it would be a second line on stderr.
-    logging.getLogger("lambdas").setLevel(logging.ERROR)
     clients = ClientCache()
     for service in ("ec2", "s3", "cloudwatch", "logs"):
         clients[service] = client(service, session=session, config=INTERACTIVE)
     _, end = analysis_window(time.time(), settings.lookback_days)
-    result, findings, gpu_hours = _analyze(args.target, settings, clients, report_bucket, end)
+    with _lambda_logs_at(logging.ERROR):
+        result, findings, gpu_hours = _analyze(args.target, settings, clients, report_bucket, end)
     if read_nothing(result):
         first = result.findings[0]
         # The summary names its resource already where the reader wrote it so.
