@@ -84,6 +84,15 @@ OTLP_POD_UID: Final = "k8s.pod.uid"
 OTLP_XID_CODE: Final = "xid_code"
 OTLP_CLUSTER: Final = "k8s.cluster.name"
 OTLP_NODE: Final = "k8s.node.name"
+#: The pod, namespace and container that hold a GPU (or run a training rank), as resource
+#: attributes named as the add-on names DCGM's, so one label declaration reads both
+#: (lambdas/shared/dcgm.py: ``@resource.k8s.pod.name`` in PromQL).
+OTLP_POD: Final = "k8s.pod.name"
+OTLP_NAMESPACE: Final = "k8s.namespace.name"
+OTLP_CONTAINER: Final = "k8s.container.name"
+#: The training emitter's datapoint labels: the job (EMF's JobName) and the rank.
+OTLP_JOB: Final = "job_name"
+OTLP_RANK: Final = "rank"
 
 
 class ExporterSink(StrEnum):
