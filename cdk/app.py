@@ -54,7 +54,10 @@ def build(app: App, settings: Settings) -> list[Stack]:
 
 
 def main() -> int:
-    app = App()
+    # No construct stack traces in the cloud assembly: from Python they are the jsii kernel's
+    # JavaScript frames, and the CDK CLI prints the first one ("/tmp/.../lib/program.js:1:55913")
+    # above each warning, pointing at nothing a user can open.
+    app = App(stack_traces=False)
     try:
         settings = settings_for(app, os.environ)
     except SettingsError as err:

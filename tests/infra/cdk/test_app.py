@@ -1,6 +1,7 @@
 """The whole app synthesized as `cdk synth` runs it (tests/unit/cdk/test_app.py: a process of
 its own, context in ``CDK_CONTEXT_JSON``)."""
 
+import json
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,16 @@ def test_synth_as_the_cdk_cli_runs_it_names_the_stacks_for_the_cluster(tmp_path:
         f"GpuInsights-ml-prod-{part}.template.json"
         for part in ("Alarms", "Analyzers", "Observability")
     ]
+    # The CLI prints an entry's first trace frame above its warning: from Python, a frame of
+    # the jsii kernel's lib/program.js, so the app records none.
+    entries = [
+        entry
+        for stack_file in (tmp_path / "cdk.out").glob("*.metadata.json")
+        for path_entries in json.loads(stack_file.read_text()).values()
+        for entry in path_entries
+    ]
+    assert any(entry["type"] == "aws:cdk:warning" for entry in entries)
+    assert not [e for e in entries if e["type"] == "aws:cdk:warning" and "trace" in e]
 
 
 def _warnings(context: dict[str, Any]) -> list[str]:
