@@ -4,6 +4,7 @@ code where it cannot run (Lambda code importing the CDK app), or make the agent 
 a training image has."""
 
 import ast
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -179,3 +180,32 @@ def test_the_top_level_is_the_design_cards() -> None:
         "dist", "cdk.context.json",
     }  # fmt: skip
     assert {name for name in top if not name.endswith(".egg-info")} - ignored == expected
+
+
+def _picture() -> str:
+    """The fenced picture at the top of docs/layout.md."""
+    return (ROOT / "docs" / "layout.md").read_text().split("```")[1]
+
+
+def test_the_picture_shows_where_every_command_and_cli_module_lives() -> None:
+    """A newcomer finds a command's code from the picture alone: every command is drawn, every
+    path the picture names exists, and every module or package at cli/'s top level is named.
+    Issue: `status`, `explain-failure` and `agent-config` were missing, and manifest's module
+    was drawn as cli/main.py after it moved."""
+    from cli.main import COMMANDS
+
+    picture = _picture()
+    for name in COMMANDS:
+        assert re.search(rf"^   [\w ,|-]*\b{re.escape(name)}\b", picture, re.M), name
+    named = set(re.findall(r"\bcli/[\w/]+(?:\.py|/)", picture))
+    assert named, "the picture names no cli path"
+    for path in named:
+        assert (ROOT / path).exists(), path
+    top = {
+        p.name + ("/" if p.is_dir() else "")
+        for p in (ROOT / "cli").iterdir()
+        if (p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").exists()
+    }
+    assert {f"cli/{name}" for name in top} <= named
+    # The issue's bound: the command line in rooms, at most 12 Python files at its top level.
+    assert len(list((ROOT / "cli").glob("*.py"))) <= 12
