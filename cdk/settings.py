@@ -759,7 +759,9 @@ def settings_from_context(context: Mapping[str, object]) -> Settings:
     # (lambdas/shared/container_insights_mode.py OTEL_REGIONS); set, it is held to that table.
     if "container_insights_mode" not in values:
         region = values.get("region")
-        values["container_insights_mode"] = default_mode(region if isinstance(region, str) else None)
+        values["container_insights_mode"] = default_mode(
+            region if isinstance(region, str) else None
+        )
     # A shard size left at its default shrinks to what one run can read in the lookback
     # given (lookback_days=90 reads 6.4 times the days of the default 14); one set by hand
     # is held to the same limit and refused by name when it is over.

@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from typing import Final
 
 READ: Final = "2026-12-01"
-QUERY_METRICS: Final = (
-    "https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch-PromQL-API-QueryMetrics.html"
+QUERY_METRICS: Final = "https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch-PromQL-API-QueryMetrics.html"
+RANGE_CHANGE: Final = (
+    "https://aws.amazon.com/about-aws/whats-new/2026/11/cloudwatch-promql-query-30days/"
 )
-RANGE_CHANGE: Final = "https://aws.amazon.com/about-aws/whats-new/2026/11/cloudwatch-promql-query-30days/"
 
 
 @dataclass(frozen=True)

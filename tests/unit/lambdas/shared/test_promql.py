@@ -137,9 +137,9 @@ def test_a_request_over_the_api_s_limits_is_refused_before_it_is_sent() -> None:
     """promql_limits (read 2026-12-01): range selectors reach back at most 24 hours, one
     request covers at most 30 days (from 7 on 2026-11-20), 11,000 points a series."""
     client = _client(Recorder())
-    with pytest.raises(PromQLLimitError, match="range selector of 25 h: .* at most 24 h"):
+    with pytest.raises(PromQLLimitError, match=r"range selector of 25 h: .* at most 24 h"):
         client.query_range("q", 0, 3600, 3600, lookback_s=25 * 3600)
-    with pytest.raises(PromQLLimitError, match="a range of 31 days: .* at most 30 days"):
+    with pytest.raises(PromQLLimitError, match=r"a range of 31 days: .* at most 30 days"):
         client.query_range("q", 0, 31 * 86_400, 86_400)
     with pytest.raises(PromQLLimitError, match="11,001 points per series over 11,000"):
         client.query_range("q", 0, 11_000, 1)
