@@ -17,6 +17,11 @@ from cdk.stacks.alarms_stack import AlarmsStack
 from cdk.stacks.analyzers_stack import AnalyzersStack
 from cdk.stacks.observability_stack import ObservabilityStack
 from gpu_insights_agent.contract.resource_names import stack_id
+from lambdas.shared.container_insights_mode import (
+    OTEL_REGIONS,
+    OTEL_REGIONS_READ,
+    ContainerInsightsMode,
+)
 
 #: The setting whose default changed from classic to otel: a deployment that leaves it unset
 #: is told at synth.
@@ -32,6 +37,25 @@ def settings_for(app: App, environ: Mapping[str, str]) -> Settings:
     return settings_from_context(context)
 
 
+def mode_default_warning(settings: Settings) -> str:
+    """What synth says of a mode left unset: OTel where AWS offers it (a deployment made when
+    Classic was the default switches its add-on), Classic in a Region it does not."""
+    if settings.container_insights_mode is ContainerInsightsMode.CLASSIC:
+        return (
+            f"{MODE_KEY} is not set: the add-on is configured for Classic Container Insights, "
+            f"as AWS does not offer OTel Container Insights in {settings.region} (only in "
+            f"{', '.join(sorted(OTEL_REGIONS))}, its list read {OTEL_REGIONS_READ}); set "
+            f"-c {MODE_KEY}=classic to say so"
+        )
+    return (
+        f"{MODE_KEY} is not set: the add-on is configured for OTel Container Insights (the "
+        "default where AWS offers it, AWS's recommendation; a preview in "
+        f"{', '.join(sorted(OTEL_REGIONS))}). A deployment made when Classic was the default "
+        f"switches its add-on to OTel on this deploy: set -c {MODE_KEY}=classic to keep "
+        "Classic (gpu-insights preflight names the mode the add-on runs)"
+    )
+
+
 def build(app: App, settings: Settings) -> list[Stack]:
     """Every stack of one deployment, checked by cdk-nag's AwsSolutions pack at synth."""
     cluster = settings.cluster_name
@@ -43,12 +67,7 @@ def build(app: App, settings: Settings) -> list[Stack]:
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     if settings.install_addon and app.node.try_get_context(MODE_KEY) is None:
         Annotations.of(stacks[0]).add_warning_v2(
-            "gpu-insights:container-insights-mode-default",
-            f"{MODE_KEY} is not set: the add-on is configured for OTel Container Insights (the "
-            "default, AWS's recommendation; a preview in five Regions). A deployment made when "
-            "Classic was the default switches its add-on to OTel on this deploy: set "
-            f"-c {MODE_KEY}=classic to keep Classic (gpu-insights preflight names the mode the "
-            "add-on runs)",
+            "gpu-insights:container-insights-mode-default", mode_default_warning(settings)
         )
     return stacks
 

@@ -45,7 +45,10 @@ from lambdas.shared.container_insights_mode import (
     ContainerInsightsMode,
     addon_version_key,
     at_least,
+    default_mode,
     otel_capable,
+    otel_offered,
+    otel_region_problem,
 )
 from lambdas.shared.shards import (
     LOOKBACK_DAYS,
@@ -115,6 +118,8 @@ class Settings:
     #: series over OTLP, read with PromQL) or "classic" (Enhanced Container Insights: pod_gpu_*
     #: and node_gpu_* in ContainerInsights). Synth cannot see the add-on a cluster already runs;
     #: ``gpu-insights preflight`` names its mode and warns before a deploy would switch it.
+    #: Unset, OTel where AWS offers it (``OTEL_REGIONS``) and Classic elsewhere; OTel is
+    #: refused in a Region AWS does not offer it in.
     container_insights_mode: ContainerInsightsMode = DEFAULT_MODE
     agent_credentials: AgentCredentials = AgentCredentials.POD_IDENTITY
     #: The cluster's IAM OIDC provider; required with IRSA.
@@ -315,6 +320,13 @@ class Settings:
                 self.gpu_hour_price_usd,
                 "a price in USD above 0 and below 1000",
             )
+        _require(
+            self.container_insights_mode is not ContainerInsightsMode.OTEL
+            or otel_offered(self.region),
+            "container_insights_mode",
+            str(self.container_insights_mode),
+            otel_region_problem(str(self.region)),
+        )
         _require_addon_runs_mode(self.addon_version, self.container_insights_mode)
         _require_otlp_endpoint(self.exporter_sink, self.container_insights_mode, self.addon_version)
         if self.agent_credentials is AgentCredentials.IRSA:
@@ -743,6 +755,13 @@ def settings_from_context(context: Mapping[str, object]) -> Settings:
         for key, raw in context.items()
         if key in SETTING_KEYS and raw is not None
     }
+    # The mode left unset is OTel where AWS offers it and Classic in any other Region
+    # (lambdas/shared/container_insights_mode.py OTEL_REGIONS); set, it is held to that table.
+    if "container_insights_mode" not in values:
+        region = values.get("region")
+        values["container_insights_mode"] = default_mode(
+            region if isinstance(region, str) else None
+        )
     # A shard size left at its default shrinks to what one run can read in the lookback
     # given (lookback_days=90 reads 6.4 times the days of the default 14); one set by hand
     # is held to the same limit and refused by name when it is over.

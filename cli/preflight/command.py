@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from cli.preflight.aws import Clients, gather
 from cli.preflight.checks import Check, Verdict, plan_for, run_checks
-from cli.settings_args import add_settings_arguments, settings_and_session
+from cli.settings_args import add_settings_arguments, command_settings, settings_and_session
 
 
 class ChecksFailedError(Exception):
@@ -93,6 +93,10 @@ def run(args: argparse.Namespace) -> str:
     from lambdas.shared.aws_clients import INTERACTIVE, client
 
     settings, session, region = settings_and_session(args)
+    if settings.region is None:
+        # The Region the deploy goes to decides the mode (OTel only where AWS offers it), as
+        # CDK_DEFAULT_REGION decides it at synth: an OTel mode there is refused in one line.
+        settings = command_settings(args, {"region": region})
     eks = client("eks", session=session, config=INTERACTIVE)
     clients = Clients(
         eks=eks,

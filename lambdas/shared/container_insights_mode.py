@@ -34,6 +34,41 @@ OTEL_MIN_ADDON_VERSION: Final = "v6.2.0-eksbuild.1"
 _VERSION: Final = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-eksbuild\.(\d+)$")
 
 
+#: The Regions where AWS offers OTel Container Insights, read 2026-12-01: "available in public
+#: preview ... in US East (N. Virginia), US West (Oregon), Europe (Ireland), Asia Pacific
+#: (Singapore), and Asia Pacific (Sydney)" ("Container Insights with OpenTelemetry metrics for
+#: Amazon EKS",
+#: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/container-insights-otel-metrics.html).
+#: OTel mode is the default only here; elsewhere synth and `preflight` refuse it, and a
+#: deployment that leaves the mode unset gets Classic.
+OTEL_REGIONS_READ: Final = "2026-12-01"
+OTEL_REGIONS: Final = frozenset(
+    {"us-east-1", "us-west-2", "eu-west-1", "ap-southeast-1", "ap-southeast-2"}
+)
+
+
+def otel_offered(region: str | None) -> bool:
+    """Whether AWS offers OTel Container Insights in ``region`` (True where it is not known:
+    synth without a Region, whose deploy Region decides; `preflight` knows it)."""
+    return region is None or region in OTEL_REGIONS
+
+
+def default_mode(region: str | None) -> ContainerInsightsMode:
+    """The mode of a deployment that does not set one: OTel where AWS offers it, else
+    Classic."""
+    return DEFAULT_MODE if otel_offered(region) else ContainerInsightsMode.CLASSIC
+
+
+def otel_region_problem(region: str) -> str:
+    """What OTel mode is refused for in ``region`` (the ``expected`` part of a one-line
+    settings error), naming the setting that fixes it."""
+    offered = ", ".join(sorted(OTEL_REGIONS))
+    return (
+        f"-c container_insights_mode=classic in {region}: AWS offers OTel Container Insights "
+        f"only in {offered} (its list read {OTEL_REGIONS_READ})"
+    )
+
+
 def addon_version_key(version: str) -> tuple[int, int, int, int] | None:
     """``v6.0.1-eksbuild.1`` as (6, 0, 1, 1), to compare; None for another shape."""
     match = _VERSION.fullmatch(version)

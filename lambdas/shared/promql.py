@@ -8,22 +8,20 @@ https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch-PromQL
 - ``/api/v1/query`` and ``/api/v1/query_range`` on "the CloudWatch monitoring host for the AWS
   Region", ``https://monitoring.<Region>.amazonaws.com``; GET or POST, the parameters "as
   form-encoded body fields for POST requests" (POST here: a query is not length-bound by a URL).
-- ``limit``: "Maximum number of unique time series to return, from 1 to 500"; "A single
-  /api/v1/query or /api/v1/query_range response can return up to 500 unique time series". There
-  is no page token: a response holding ``limit`` series may have dropped others, so it is
-  refused (``PromQLTruncatedError``) and the caller narrows the query (by node, say).
+- The API's limits (series a response holds, range a request covers, range selectors, points
+  per series) and how a truncated answer is told are the one table of
+  lambdas/shared/promql_limits.py (read 2026-12-01). A request over one is refused before it is
+  sent (``PromQLLimitError``, naming the limit); a response holding ``limit`` series is refused
+  as truncated (``PromQLTruncatedError``) and the caller narrows the query (by node, say).
 - "To call QueryMetrics, the calling identity must have both of the following IAM actions:
   cloudwatch:GetMetricData, cloudwatch:ListMetrics".
-- The limits of every PromQL request include "24-hour scan windows" ("Prometheus-compatible
-  APIs", CloudWatch-PromQL-APIs.html): a range query here scans at most 24 hours, its range
-  selector's lookback included, and ``query_range_paged`` splits a longer window into such
-  pages, merging each series' points.
+- ``query_range_paged`` splits a long window into pages that each scan at most 24 hours, its
+  range selector's lookback included (the "24-hour scan windows" every request is held to,
+  CloudWatch-PromQL-APIs.html), well inside the 30 days one request may cover, merging each
+  series' points.
 
 Signing: SigV4 with the signing name of the monitoring host's service, ``monitoring``
-(botocore's CloudWatch model: ``signingName``). Points per series: at most 11,000, Prometheus's
-own query_range limit ("exceeded maximum resolution of 11,000 points per timeseries",
-prometheus/prometheus web/api/v1/api.go), which CloudWatch's engine, "based on the Prometheus
-3.0 specification" (CloudWatch-PromQL.html), is held to here as well.
+(botocore's CloudWatch model: ``signingName``).
 """
 
 import json
@@ -38,12 +36,16 @@ from typing import Any, Final
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 
+from lambdas.shared.promql_limits import LIMITS
+
 SERVICE: Final = "monitoring"
 QUERY_PATH: Final = "/api/v1/query"
 QUERY_RANGE_PATH: Final = "/api/v1/query_range"
-MAX_SERIES: Final = 500
-MAX_POINTS_PER_SERIES: Final = 11_000
-MAX_SCAN_S: Final = 24 * 3600
+MAX_SERIES: Final = LIMITS.max_series
+MAX_POINTS_PER_SERIES: Final = LIMITS.max_points_per_series
+#: The longest range selector, and the scan one page of ``query_range_paged`` covers.
+MAX_SCAN_S: Final = LIMITS.max_selector_s
+MAX_RANGE_S: Final = LIMITS.max_range_s
 TIMEOUT_S: Final = 30
 
 
@@ -132,15 +134,20 @@ class PromQLClient:
             raise PromQLRequestError(
                 status, str(answer.get("errorType", "error")), str(answer.get("error", body[:200]))
             )
-        data: dict[str, Any] = answer.get("data", {})
+        data: dict[str, Any] = dict(answer.get("data", {}))
+        if answer.get("warnings"):  # Prometheus's response field, beside "data"
+            data["warnings"] = answer["warnings"]
         return data
 
     @staticmethod
     def _series(data: Mapping[str, Any], limit: int, query: str) -> list[Series]:
         result = data.get("result", [])
         if len(result) >= limit:
+            said = "; ".join(str(w) for w in data.get("warnings", ()) if w)
             raise PromQLTruncatedError(
-                f"{len(result)} series, the limit of one response: narrow the query {query}"
+                f"{len(result)} series, the limit of {limit} a response (at most "
+                f"{MAX_SERIES}, promql_limits): narrow the query {query}"
+                + (f" ({said})" if said else "")
             )
         series = []
         for item in result:
@@ -181,9 +188,16 @@ class PromQLClient:
             raise PromQLLimitError(
                 f"{points:,} points per series over {MAX_POINTS_PER_SERIES:,}: a longer step"
             )
-        if end - start + lookback_s > MAX_SCAN_S:
+        if lookback_s > MAX_SCAN_S:
             raise PromQLLimitError(
-                f"a scan of {(end - start + lookback_s) / 3600:g} h over the 24-hour scan window"
+                f"a range selector of {lookback_s / 3600:g} h: the API's range selectors reach "
+                f"back at most {MAX_SCAN_S / 3600:g} h (promql_limits, read {LIMITS.read})"
+            )
+        if end - start > MAX_RANGE_S:
+            raise PromQLLimitError(
+                f"a range of {(end - start) / 86_400:g} days: one request covers at most "
+                f"{MAX_RANGE_S / 86_400:g} days (promql_limits, read {LIMITS.read}); use "
+                "query_range_paged"
             )
         params = {
             "query": query,

@@ -500,12 +500,14 @@ GPU_METRICS: Final[tuple[GpuMetricRow, ...]] = (
 del _R, G
 GPU_METRIC_ROWS: Final[dict[GpuMetric, GpuMetricRow]] = {r.metric: r for r in GPU_METRICS}
 
-#: The DCGM fields the add-on's dcgm-exporter collects, its ``metricsConfig``
-#: (aws-observability/helm-charts charts/amazon-cloudwatch-observability/templates/linux/
-#: dcgm-exporter-daemonset.yaml): in OTel mode the add-on sends these, under these names, every
-#: ``otelContainerInsights.metricResolution`` ("30s"; _otel-container-insights-config.tpl,
-#: ``prometheus/cw_k8s_ci_v0_dcgm``). No profiling field (SM activity), no XID, no power limit,
-#: no violation or ECC counter is among them.
+#: The DCGM fields the add-on's dcgm-exporter collects, its ``metricsConfig`` (read 2026-12-01:
+#: aws-observability/helm-charts 71a298f, charts/amazon-cloudwatch-observability/templates/
+#: linux/dcgm-exporter-daemonset.yaml, which the operator's dcgm-exporter-config-map carries as
+#: dcp-metrics-included.csv: aws/amazon-cloudwatch-agent-operator internal/manifests/
+#: dcgmexporter/configmap.go): in OTel mode the add-on sends these ten, under these names,
+#: every ``otelContainerInsights.metricResolution`` ("30s"; _otel-container-insights-config.tpl,
+#: ``prometheus/cw_k8s_ci_v0_dcgm``). Tensor activity is the one profiling field; no SM
+#: activity or clock, no XID, no power limit, no violation or ECC counter is among them.
 ADDON_DCGM_FIELDS: Final = frozenset(
     {
         "DCGM_FI_DEV_GPU_UTIL",
@@ -517,8 +519,13 @@ ADDON_DCGM_FIELDS: Final = frozenset(
         "DCGM_FI_DEV_MEMORY_TEMP",
         "DCGM_FI_DEV_GPU_TEMP",
         "DCGM_FI_DEV_POWER_USAGE",
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
     }
 )
+#: The ``label`` fields of the same ``metricsConfig`` ("DCGM_FI_DRIVER_VERSION, label, Driver
+#: Version."): dcgm-exporter writes each as a label of that name on every series it sends
+#: (``DCGM_FI_DRIVER_VERSION="535.183.06"``), a series' label, not a series of its own.
+ADDON_DCGM_LABEL_FIELDS: Final = ("DCGM_FI_DRIVER_VERSION",)
 #: Seconds between the add-on's scrapes of dcgm-exporter in OTel mode (its chart's default).
 ADDON_DCGM_INTERVAL_S: Final = 30
 
@@ -569,7 +576,9 @@ CI_NODE_GPU_METRICS: Final[dict[GpuMetric, str]] = {
 #: _otel-container-insights-config.tpl: ``prometheus/cw_k8s_ci_v0_dcgm`` scrapes
 #: dcgm-exporter; ``transform/cw_k8s_ci_v0_set_unit`` names these metrics).
 DCGM_GPU_METRICS: Final[dict[GpuMetric, str]] = {
-    r.metric: r.dcgm for r in GPU_METRICS if r.dcgm in ADDON_DCGM_FIELDS
+    r.metric: r.dcgm
+    for r in GPU_METRICS
+    if r.dcgm in ADDON_DCGM_FIELDS and r.container_insights is not None
 }
 #: Those DCGM sends in MiB where the exporter and Classic's node_gpu_* give bytes
 #: (``transform/cw_k8s_ci_v0_set_unit`` sets "MiBy"; Classic scales by 1024 * 1024, see

@@ -27,8 +27,10 @@ from cli.demo.realistic.pods import (
 #: ``otelContainerInsights.metricResolution`` (chart default "30s").
 SCRAPE_INTERVAL_S: Final = 30
 #: The DCGM metrics the config names (``transform/cw_k8s_ci_v0_set_unit``: "DCGM explicit
-#: mappings"), with the unit it sets. The exporter sends what its counters CSV lists; these are
-#: the ones the add-on gives a unit.
+#: mappings"), with the unit it sets. The exporter sends what its counters CSV lists
+#: (contract.metrics ``ADDON_DCGM_FIELDS``, the ten series the add-on sends); these are the ones
+#: the add-on gives a unit. ``DCGM_FI_DEV_SM_CLOCK`` is named here but not collected: no such
+#: series arrives.
 DCGM_METRIC_UNITS: Final = {
     "DCGM_FI_DEV_GPU_UTIL": "%",
     "DCGM_FI_DEV_MEM_COPY_UTIL": "%",
@@ -40,6 +42,13 @@ DCGM_METRIC_UNITS: Final = {
     "DCGM_FI_DEV_POWER_USAGE": "W",
     "DCGM_FI_DEV_SM_CLOCK": "MHz",
 }
+#: The driver version every series carries: the metricsConfig's one ``label`` field
+#: (contract.metrics ``ADDON_DCGM_LABEL_FIELDS``), written by dcgm-exporter as a label of the
+#: field's own name (NVIDIA/dcgm-exporter internal/pkg/collector/base_collector.go:
+#: ``labels[counter.FieldName] = v``); the value as its tests give a driver's
+#: (internal/pkg/transformation/kubernetes_mig_test.go, "DriverVersion": "575.51.03").
+DRIVER_VERSION_LABEL: Final = "DCGM_FI_DRIVER_VERSION"
+DRIVER_VERSION: Final = "575.51.03"
 #: ``groupbyattrs/cw_k8s_ci_v0_dcgm`` groups by dcgm-exporter's pod, namespace, container;
 #: ``transform/cw_k8s_ci_v0_dcgm_promote`` copies them to these resource attributes, keeps the
 #: raw labels on the datapoint, and deletes ``Hostname`` and ``pci_bus_id``.
@@ -92,13 +101,15 @@ DROPPED_NODE_LABEL_PREFIXES: Final = (
 
 def dcgm_pod_labels(cluster: str, node: str, pod: Pod, container: str, gpu: int) -> dict[str, str]:
     """The labels of one DCGM datapoint of ``pod``'s GPU ``gpu`` (before pod and node labels):
-    dcgm-exporter's own (``gpu``, ``device``; ``UUID`` and ``modelName`` left out here), the
+    dcgm-exporter's own (``gpu``, ``device``, the driver version; ``UUID`` and ``modelName``
+    left out here), the
     raw pod labels, and the attributes the pipeline adds: the pod's own name, never its
     controller's, and the node it runs on (``transform/cw_k8s_ci_v0_set_node_name``, from
     ``K8S_NODE_NAME``; ``k8s.cluster.name`` from ``transform/cw_k8s_ci_v0_set_cluster_name``)."""
     return {
         "gpu": str(gpu),
         "device": f"nvidia{gpu}",
+        DRIVER_VERSION_LABEL: DRIVER_VERSION,
         "pod": pod.name,
         "namespace": pod.namespace,
         "container": container,
@@ -155,10 +166,10 @@ def dcgm_promql_labels(
     held by ``pod`` (None: a GPU no pod holds, whose datapoint carries no pod labels):
     dcgm-exporter's labels on the datapoint, bare (its ``modelName``, NVML's name of the
     device, where ``model`` is given: dcgm-exporter writes it on every series, as in its
-    /metrics ``DCGM_FI_DEV_SM_CLOCK{...,gpu="0",modelName="NVIDIA GeForce RTX 4070",...}``);
+    /metrics), and the driver version label (``DRIVER_VERSION_LABEL``);
     the resource attributes the pipeline sets (pod, namespace, container promoted; node and
     cluster; the pod's owners) under ``@resource.``."""
-    datapoint = {"gpu": str(gpu), "device": f"nvidia{gpu}"}
+    datapoint = {"gpu": str(gpu), "device": f"nvidia{gpu}", DRIVER_VERSION_LABEL: DRIVER_VERSION}
     if model is not None:
         datapoint["modelName"] = model
     resource = {"k8s.node.name": node, "k8s.cluster.name": cluster}

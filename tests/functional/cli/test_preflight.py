@@ -718,6 +718,22 @@ def test_command_refuses_what_synth_refuses_in_the_same_words(
     assert capsys.readouterr().err == f"gpu-insights preflight: {said}\n"
 
 
+def test_command_refuses_otel_mode_where_aws_does_not_offer_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """OTel Container Insights in a Region AWS does not offer it in (OTEL_REGIONS): refused,
+    exit 2, in synth's one line, whether the Region is the setting's or ``--region``'s."""
+    path = tmp_path / "cdk.json"
+    path.write_text(json.dumps({"context": {"cluster_name": "t"}}))
+    otel = ["-c", "container_insights_mode=otel"]
+    for where in (["--region", "eu-central-1"], ["-c", "region=eu-central-1"]):
+        assert main(["preflight", "--cdk-json", str(path), *otel, *where]) == 2
+        said = capsys.readouterr().err
+        assert said.startswith("gpu-insights preflight: setting container_insights_mode='otel'")
+        assert "-c container_insights_mode=classic in eu-central-1" in said
+        assert said.count("\n") == 1
+
+
 def test_command_takes_cdk_s_own_keys_beside_the_settings(
     session: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -53,6 +53,15 @@ def test_synth_says_so_when_the_container_insights_mode_is_left_to_its_default()
         assert not [
             w for w in _warnings({"cluster_name": "ml-prod", MODE_KEY: mode}) if MODE_KEY in w
         ]
+    # In a Region AWS does not offer OTel Container Insights in, the unset mode is Classic,
+    # and synth says why (OTEL_REGIONS); set to otel there, synth refuses it in one line.
+    frankfurt = {"cluster_name": "ml-prod", "region": "eu-central-1"}
+    (said,) = [w for w in _warnings(frankfurt) if MODE_KEY in w]
+    assert "configured for Classic Container Insights" in said
+    assert "does not offer OTel Container Insights in eu-central-1" in said
+    assert settings_from_context(frankfurt).container_insights_mode == "classic"
+    (said,) = [w for w in _warnings({**frankfurt, "region": "eu-west-1"}) if MODE_KEY in w]
+    assert "configured for OTel Container Insights" in said
     # The add-on managed elsewhere: the deploy switches nothing.
     elsewhere = {"cluster_name": "ml-prod", "install_addon": "false"}
     assert not [w for w in _warnings(elsewhere) if MODE_KEY in w]

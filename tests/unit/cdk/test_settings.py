@@ -513,6 +513,42 @@ def test_the_default_mode_is_the_one_aws_recommends() -> None:
 
 
 @pytest.mark.parametrize(
+    ("region", "unset", "otel_ok"),
+    [
+        # OTEL_REGIONS: "US East (N. Virginia), US West (Oregon), Europe (Ireland), Asia
+        # Pacific (Singapore), and Asia Pacific (Sydney)" (container-insights-otel-metrics.html).
+        ("us-east-1", "otel", True),
+        ("us-west-2", "otel", True),
+        ("eu-west-1", "otel", True),
+        ("ap-southeast-1", "otel", True),
+        ("ap-southeast-2", "otel", True),
+        ("eu-central-1", "classic", False),
+        ("us-east-2", "classic", False),
+        ("ap-northeast-1", "classic", False),
+        (None, "otel", True),  # synth without a Region: its deploy Region decides
+    ],
+)
+def test_otel_mode_only_where_aws_offers_it(region: str | None, unset: str, otel_ok: bool) -> None:
+    """The unset mode is OTel only where AWS offers it, Classic elsewhere; OTel set in another
+    Region is refused in one line naming the setting that fixes it."""
+    context: dict[str, Any] = {"cluster_name": "t"}
+    if region is not None:
+        context["region"] = region
+    assert settings_from_context(context).container_insights_mode == unset
+    assert settings_from_context({**context, "container_insights_mode": "classic"})
+    otel = {**context, "container_insights_mode": "otel"}
+    if otel_ok:
+        assert settings_from_context(otel).container_insights_mode == "otel"
+        return
+    with pytest.raises(SettingsError) as err:
+        settings_from_context(otel)
+    said = str(err.value)
+    assert "\n" not in said
+    assert f"-c container_insights_mode=classic in {region}" in said
+    assert "only in ap-southeast-1, ap-southeast-2, eu-west-1, us-east-1, us-west-2" in said
+
+
+@pytest.mark.parametrize(
     ("version", "ok"),
     [
         ("v6.2.0-eksbuild.1", True),

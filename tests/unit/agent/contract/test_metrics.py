@@ -12,6 +12,7 @@ from cdk.alarms.model import InsightsQuery
 from gpu_insights_agent.contract.metrics import (
     ADDON_DCGM_FIELDS,
     ADDON_DCGM_INTERVAL_S,
+    ADDON_DCGM_LABEL_FIELDS,
     ALARM_METRICS,
     CI_NODE_GPU_METRICS,
     CLUSTER_METRICS,
@@ -157,12 +158,19 @@ def test_the_readmes_metric_table_says_what_the_table_does() -> None:
 
 def test_what_the_add_ons_dcgm_gives_is_a_property_and_what_it_lacks_is_the_exporters() -> None:
     """In OTel mode the add-on sends the DCGM fields of its dcgm-exporter's metricsConfig
-    (ADDON_DCGM_FIELDS, from the chart's dcgm-exporter-daemonset.yaml): a reading among them is
-    one Container Insights publishes in Classic too, and rides as a property; every reading the
-    exporter sends as a metric is one the add-on's DCGM does not collect."""
+    (ADDON_DCGM_FIELDS, from the chart's dcgm-exporter-daemonset.yaml): ten, tensor activity
+    the one profiling field, no SM clock, and the driver version as a label. A reading
+    Container Insights publishes in Classic is among them and rides as a property; every
+    reading the exporter sends as a metric is one the add-on's DCGM does not collect."""
+    assert len(ADDON_DCGM_FIELDS) == 10
+    assert "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE" in ADDON_DCGM_FIELDS
+    assert "DCGM_FI_DEV_SM_CLOCK" not in ADDON_DCGM_FIELDS
+    assert "DCGM_FI_PROF_SM_ACTIVE" not in ADDON_DCGM_FIELDS
+    assert ADDON_DCGM_LABEL_FIELDS == ("DCGM_FI_DRIVER_VERSION",)
     for row in GPU_METRICS:
         given = row.dcgm in ADDON_DCGM_FIELDS
-        assert given == (row.container_insights is not None), row
+        if row.container_insights is not None:
+            assert given, row
         if row.role is not Role.PROPERTY:
             assert not given, row
     assert all(f.startswith("DCGM_FI_") for f in ADDON_DCGM_FIELDS)

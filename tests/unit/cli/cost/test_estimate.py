@@ -84,14 +84,14 @@ def test_the_fleet_of_40_eight_gpu_nodes(capsys: pytest.CaptureFixture[str]) -> 
 def test_otel_mode_prices_the_add_ons_gpu_series_by_its_preview(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """OTel mode: DCGM's 9 fields the add-on scrapes every 30 s, "at no additional charge" in
+    """OTel mode: DCGM's 10 fields the add-on scrapes every 30 s, "at no additional charge" in
     preview (container-insights-otel-metrics.html), in place of Classic's observations; the
     exporter stays on EMF (exporter_sink=emf), as in Classic."""
     items = _items(capsys, "-c", "container_insights_mode=otel")
     assert "Container Insights enhanced observability: GPU observations" not in items
     dcgm = items["OTel Container Insights: DCGM GPU series (add-on, OTLP)"]
-    # 320 GPUs x 9 fields x 2 a minute x 43,800 minutes: 252.3 million datapoints, $0.
-    assert dcgm["quantity"] == pytest.approx(320 * 9 * 2 * 43_800 / 1e6)
+    # 320 GPUs x 10 fields x 2 a minute x 43,800 minutes: 280.3 million datapoints, $0.
+    assert dcgm["quantity"] == pytest.approx(320 * 10 * 2 * 43_800 / 1e6)
     assert dcgm["usd"] == 0
     assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(392.88)
     total = sum(float(str(i["usd"])) for i in items.values())
@@ -127,6 +127,18 @@ def test_otel_mode_prices_the_analyzer_s_promql_at_the_preview_s_nothing(
     assert _items(capsys) == items
 
 
+def test_a_region_without_otel_container_insights_is_priced_in_classic(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Where AWS does not offer OTel Container Insights (OTEL_REGIONS), the unset mode is
+    Classic, never its free preview; OTel set there is refused, exit 2, in one line."""
+    items = _items(capsys, "-c", "region=eu-central-1")
+    assert "OTel Container Insights: DCGM GPU series (add-on, OTLP)" not in items
+    assert "Container Insights enhanced observability: GPU observations" in items
+    assert main([*FLEET, "-c", "region=eu-central-1", "-c", "container_insights_mode=otel"]) == 2
+    assert "-c container_insights_mode=classic in eu-central-1" in capsys.readouterr().err
+
+
 def test_the_exporter_over_otlp_is_billed_by_its_bytes_not_by_its_series(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -140,6 +152,8 @@ def test_the_exporter_over_otlp_is_billed_by_its_bytes_not_by_its_series(
     assert otlp["quantity"] == pytest.approx(320 * 4.08 * 262_800 * 352 / 1e9)
     assert otlp["usd"] == pytest.approx(9.66, abs=0.01)
     assert otlp["price"]["usd"] == 0.08  # type: ignore[index]
+    # Per 8-GPU node-month: 8 x 4.08 x 262,800 x 352 bytes = 3.02 GB, $0.24 (goal: <= $2).
+    assert "3.02 GB, $0.24 per 8-GPU node-month" in str(otlp["basis"])
 
 
 def test_the_bytes_a_datapoint_is_billed_are_measured() -> None:

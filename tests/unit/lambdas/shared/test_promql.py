@@ -124,15 +124,23 @@ def test_a_response_as_long_as_its_limit_is_refused_as_truncated() -> None:
     """ "A single /api/v1/query or /api/v1/query_range response can return up to 500 unique
     time series", with no page token: a full one may have dropped series."""
     full = _matrix(*({"pod": f"p{i}"} for i in range(3)))
-    with pytest.raises(PromQLTruncatedError, match="3 series, the limit of one response"):
+    with pytest.raises(PromQLTruncatedError, match="3 series, the limit of 3 a response"):
         _client(Recorder((200, full))).query_range("q", 0, 60, 60, limit=3)
+    # Prometheus's "warnings" beside "data" are said with it.
+    warned = {**full, "warnings": ["results truncated"]}
+    with pytest.raises(PromQLTruncatedError, match=r"at most 500.*\(results truncated\)"):
+        _client(Recorder((200, warned))).query_range("q", 0, 60, 60, limit=3)
     assert len(_client(Recorder((200, full))).query_range("q", 0, 60, 60, limit=4)) == 3
 
 
-def test_a_scan_over_24_hours_or_11000_points_is_refused() -> None:
+def test_a_request_over_the_api_s_limits_is_refused_before_it_is_sent() -> None:
+    """promql_limits (read 2026-12-01): range selectors reach back at most 24 hours, one
+    request covers at most 30 days (from 7 on 2026-11-20), 11,000 points a series."""
     client = _client(Recorder())
-    with pytest.raises(PromQLLimitError, match="25 h over the 24-hour scan window"):
-        client.query_range("q", 0, MAX_SCAN_S, 3600, lookback_s=3600)
+    with pytest.raises(PromQLLimitError, match=r"range selector of 25 h: .* at most 24 h"):
+        client.query_range("q", 0, 3600, 3600, lookback_s=25 * 3600)
+    with pytest.raises(PromQLLimitError, match=r"a range of 31 days: .* at most 30 days"):
+        client.query_range("q", 0, 31 * 86_400, 86_400)
     with pytest.raises(PromQLLimitError, match="11,001 points per series over 11,000"):
         client.query_range("q", 0, 11_000, 1)
     assert client.requests == 0
