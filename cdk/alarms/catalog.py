@@ -103,21 +103,27 @@ ALARMS_BY_MODE: Final = (
         "gpu-low-power",
         "Metrics Insights, one alarm per shard (the exporter's power against the enforced "
         "limit), or on Container Insights' pod_gpu_power_draw without the exporter",
-        "one PromQL alarm on DCGM_FI_DEV_POWER_USAGE of pod-held GPUs where gpu_instance_type "
-        "gives the GPUs' power and the fleet fits one shard; else as in Classic",
-        "the add-on's DCGM counters send power draw but not the power limit "
-        "(DCGM_FI_DEV_POWER_MGMT_LIMIT), so the limit is the instance type's (power table); a "
-        "PromQL alarm evaluates at most 500 returned series (PARTIAL_DATA beyond), and every "
-        "GPU of a larger fleet can be idle at once",
+        "with exporter_sink=otlp: one PromQL alarm on the exporter's "
+        "gpu_allocated_power_utilization, each GPU against its own enforced limit, at any fleet "
+        "size; with the EMF sink: one PromQL alarm on DCGM_FI_DEV_POWER_USAGE of pod-held GPUs "
+        "where gpu_instance_type gives the GPUs' power and the fleet fits one shard, else as in "
+        "Classic",
+        "the exporter's series over OTLP reach PromQL, and its percent of the enforced limit is "
+        "right for a mixed fleet (an H100's 700 W, an L4's 72 W); the add-on's DCGM counters "
+        "send power draw but not the power limit (DCGM_FI_DEV_POWER_MGMT_LIMIT), so with the "
+        "EMF sink the limit is the instance type's (power table)",
     ),
     ModeRow(
         "gpu-xid-fatal, gpu-xid",
         "metric alarms on the exporter's XID counts; pages from the exporter's log",
-        "the same",
-        "the add-on's DCGM counters send no DCGM_FI_DEV_XID_ERRORS; where it is sent it is the "
-        "last XID code, a gauge that keeps its value: `> 0` breaches until the driver reloads, "
-        "a repeat of the same code changes nothing and two XIDs within a scrape read as one. "
-        "The exporter's events (each XID, within a second) stay the page",
+        "with exporter_sink=otlp: one PromQL alarm each on the exporter's XID counters per GPU "
+        "and code (a counter that stepped, or was born, in the last 5 minutes); pages from the "
+        "exporter's log; with the EMF sink as in Classic",
+        "the exporter counts each XID per GPU and code; `increase` misses a counter's first "
+        "sample, so the query compares the latest value with the one before. The add-on's DCGM "
+        "counters send no DCGM_FI_DEV_XID_ERRORS; where it is sent it is the last XID code, a "
+        "gauge that keeps its value. The exporter's events (each XID, within a second) stay "
+        "the page",
     ),
     ModeRow(
         "gpu-xid-host-log",
@@ -128,16 +134,21 @@ ALARMS_BY_MODE: Final = (
     ModeRow(
         "gpu-silent",
         "Metrics Insights on the silence check's series (one alarm)",
-        "the same",
-        "a GPU whose series stops is returned by an `unless` or `absent` query only while the "
-        "look back still holds it, then drops out and recovers to OK while still silent, and "
-        "a node scaled in would page; the silence check reads the running instances",
+        "with exporter_sink=otlp: one PromQL alarm per node, Kube State Metrics' nvidia_com_gpu "
+        "capacity against the GPUs that sent gpu_healthy in 10 minutes, and no silence check; "
+        "with the EMF sink as in Classic",
+        "a query on a GPU's own series returns it only while the look back holds it, then it "
+        "recovers while still silent; the capacity is there while the node exists, so the "
+        "node keeps breaching, and leaves the result within 2 minutes of the node's deletion, "
+        "before its GPUs' last samples leave their 10: a node scaled in never pages",
     ),
     ModeRow(
         "gpu-lost, gpu-ecc-uncorrected, gpu-thermal-throttling, gpu-power-brake",
         "Metrics Insights, one alarm per shard",
-        "the same",
-        "the exporter's gauges go by EMF to the GpuInsights namespace, which PromQL does not read",
+        "with exporter_sink=otlp: one PromQL alarm per kind on the exporter's gauges; with the "
+        "EMF sink as in Classic",
+        "over OTLP the gauges reach PromQL; by EMF they go to the GpuInsights namespace, which "
+        "PromQL does not read",
     ),
     ModeRow(
         "job-hung, job-loss-not-finite, job-loss-spike, job-throughput-collapsed",
