@@ -35,7 +35,16 @@ from cdk.alarms.model import (
     insights_query,
 )
 from cdk.alarms.power_table import UnknownInstanceTypeError, gpu_power
-from cdk.alarms.promql import PromQLQuery, low_power_query
+from cdk.alarms.promql import (
+    PromQLQuery,
+    low_power_query,
+    otlp_ecc_query,
+    otlp_lost_query,
+    otlp_low_power_query,
+    otlp_silent_query,
+    otlp_throttle_query,
+    otlp_xid_query,
+)
 from cdk.alarms.sizing import (
     CAP_ALARM_SERIES,
     MAX_CONTRIBUTORS_IN_ALARM,
@@ -43,6 +52,7 @@ from cdk.alarms.sizing import (
     AlarmSizing,
     shards_for,
 )
+from cdk.node_config.manifest import REQUIRED_NODE_EXPRESSIONS
 from gpu_insights_agent.contract.metrics import (
     CI_POD_GPU_POWER_METRIC,
     CI_POD_GPU_SCHEMA,
@@ -93,21 +103,27 @@ ALARMS_BY_MODE: Final = (
         "gpu-low-power",
         "Metrics Insights, one alarm per shard (the exporter's power against the enforced "
         "limit), or on Container Insights' pod_gpu_power_draw without the exporter",
-        "one PromQL alarm on DCGM_FI_DEV_POWER_USAGE of pod-held GPUs where gpu_instance_type "
-        "gives the GPUs' power and the fleet fits one shard; else as in Classic",
-        "the add-on's DCGM counters send power draw but not the power limit "
-        "(DCGM_FI_DEV_POWER_MGMT_LIMIT), so the limit is the instance type's (power table); a "
-        "PromQL alarm evaluates at most 500 returned series (PARTIAL_DATA beyond), and every "
-        "GPU of a larger fleet can be idle at once",
+        "with exporter_sink=otlp: one PromQL alarm on the exporter's "
+        "gpu_allocated_power_utilization, each GPU against its own enforced limit, at any fleet "
+        "size; with the EMF sink: one PromQL alarm on DCGM_FI_DEV_POWER_USAGE of pod-held GPUs "
+        "where gpu_instance_type gives the GPUs' power and the fleet fits one shard, else as in "
+        "Classic",
+        "the exporter's series over OTLP reach PromQL, and its percent of the enforced limit is "
+        "right for a mixed fleet (an H100's 700 W, an L4's 72 W); the add-on's DCGM counters "
+        "send power draw but not the power limit (DCGM_FI_DEV_POWER_MGMT_LIMIT), so with the "
+        "EMF sink the limit is the instance type's (power table)",
     ),
     ModeRow(
         "gpu-xid-fatal, gpu-xid",
         "metric alarms on the exporter's XID counts; pages from the exporter's log",
-        "the same",
-        "the add-on's DCGM counters send no DCGM_FI_DEV_XID_ERRORS; where it is sent it is the "
-        "last XID code, a gauge that keeps its value: `> 0` breaches until the driver reloads, "
-        "a repeat of the same code changes nothing and two XIDs within a scrape read as one. "
-        "The exporter's events (each XID, within a second) stay the page",
+        "with exporter_sink=otlp: one PromQL alarm each on the exporter's XID counters per GPU "
+        "and code (a counter that stepped, or was born, in the last 5 minutes); pages from the "
+        "exporter's log; with the EMF sink as in Classic",
+        "the exporter counts each XID per GPU and code; `increase` misses a counter's first "
+        "sample, so the query compares the latest value with the one before. The add-on's DCGM "
+        "counters send no DCGM_FI_DEV_XID_ERRORS; where it is sent it is the last XID code, a "
+        "gauge that keeps its value. The exporter's events (each XID, within a second) stay "
+        "the page",
     ),
     ModeRow(
         "gpu-xid-host-log",
@@ -118,16 +134,21 @@ ALARMS_BY_MODE: Final = (
     ModeRow(
         "gpu-silent",
         "Metrics Insights on the silence check's series (one alarm)",
-        "the same",
-        "a GPU whose series stops is returned by an `unless` or `absent` query only while the "
-        "look back still holds it, then drops out and recovers to OK while still silent, and "
-        "a node scaled in would page; the silence check reads the running instances",
+        "with exporter_sink=otlp: one PromQL alarm per node, Kube State Metrics' nvidia_com_gpu "
+        "capacity against the GPUs that sent gpu_healthy in 10 minutes, and no silence check; "
+        "with the EMF sink as in Classic",
+        "a query on a GPU's own series returns it only while the look back holds it, then it "
+        "recovers while still silent; the capacity is there while the node exists, so the "
+        "node keeps breaching, and leaves the result within 2 minutes of the node's deletion, "
+        "before its GPUs' last samples leave their 10: a node scaled in never pages",
     ),
     ModeRow(
         "gpu-lost, gpu-ecc-uncorrected, gpu-thermal-throttling, gpu-power-brake",
         "Metrics Insights, one alarm per shard",
-        "the same",
-        "the exporter's gauges go by EMF to the GpuInsights namespace, which PromQL does not read",
+        "with exporter_sink=otlp: one PromQL alarm per kind on the exporter's gauges; with the "
+        "EMF sink as in Classic",
+        "over OTLP the gauges reach PromQL; by EMF they go to the GpuInsights namespace, which "
+        "PromQL does not read",
     ),
     ModeRow(
         "job-hung, job-loss-not-finite, job-loss-spike, job-throughput-collapsed",
@@ -181,16 +202,37 @@ class AlarmSettings:
     #: OTel Container Insights mode: DCGM's series reach PromQL, and the alarms on them are
     #: PromQL alarms (``promql_alarms``) in place of their Metrics Insights ones.
     promql: bool = False
+    #: The exporter sends OTLP (exporter_sink=otlp), so its series reach PromQL too.
+    otlp: bool = False
+
+    @property
+    def promql_gpu(self) -> bool:
+        """Every per-GPU and node alarm is a PromQL alarm on the exporter's OTLP series: OTel
+        mode, the exporter on, its sink OTLP. One alarm per kind, no shard."""
+        return self.promql and self.otlp and self.exporter
+
+    @property
+    def silence_check(self) -> bool:
+        """The silence check (lambdas/silence_check) and its alarms: with the exporter, where
+        ``gpu-silent`` is not a PromQL alarm on Kube State Metrics' capacity."""
+        return self.exporter and not self.promql_gpu
 
     @property
     def promql_low_power(self) -> bool:
-        """The low-power alarm is a PromQL alarm: OTel mode, the GPUs' power known, and a fleet
-        of one shard. A PromQL alarm's query is evaluated on at most 500 series ("the
-        EvaluationState will be set to PARTIAL_DATA if the PromQL query returns more than 500
-        time series", "Limits that apply to alarms based on PromQL queries",
-        https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html), and
-        every GPU of a fleet can be idle at once: a larger fleet keeps the sharded alarm."""
-        return self.promql and self.gpu_instance_type is not None and self.shards == 1
+        """The low-power alarm is a PromQL alarm on DCGM's power, the exporter's own series not
+        in PromQL (its EMF sink): OTel mode, the GPUs' power known (the instance type's), and a
+        fleet of one shard, as before the exporter's OTLP sink. The fleet size is no PromQL
+        limit: the query returns only the GPUs under the threshold ("all matching time series
+        returned by the query are considered to be breaching", alarm-promql.html), and
+        PARTIAL_DATA comes past 500 returned ("Limits that apply to alarms based on PromQL
+        queries", https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html).
+        With exporter_sink=otlp (``promql_gpu``) every kind is one PromQL alarm at any size."""
+        return (
+            self.promql
+            and not self.promql_gpu
+            and self.gpu_instance_type is not None
+            and self.shards == 1
+        )
 
     def __post_init__(self) -> None:
         if self.shards < 1:
@@ -387,12 +429,15 @@ def gpu_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
     ones once, and the training job alarms once per job alarm shard."""
     shards = [str(i) for i in range(settings.shards)] if settings.exporter else ["0"]
     per_gpu = (
-        [] if settings.promql_low_power else [low_power_alarm(settings, shard) for shard in shards]
+        []
+        if settings.promql_low_power or settings.promql_gpu
+        else [low_power_alarm(settings, shard) for shard in shards]
     )
-    if settings.exporter:
+    metric_alarms = settings.exporter and not settings.promql_gpu
+    if metric_alarms:
         per_gpu += [spec for shard in shards for spec in _per_gpu_exporter_alarms(settings, shard)]
     alarms = [_sharded(settings, spec) for spec in per_gpu]
-    if settings.exporter:
+    if metric_alarms:
         alarms += [replace(spec, kind=spec.key) for spec in _xid_alarms(settings)]
         alarms.append(silent_gpu_alarm(settings))
     if settings.host_logs:
@@ -544,12 +589,16 @@ def silence_check_alarm(settings: AlarmSettings) -> AlarmSpec:
 def deployed_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
     """Every alarm the app deploys: the GPU alarms (what the backtest replays), the PromQL
     alarms of OTel mode and, with the exporter, the silence check's heartbeat."""
-    heartbeat = [silence_check_alarm(settings)] if settings.exporter else []
+    heartbeat = [silence_check_alarm(settings)] if settings.silence_check else []
     return [*gpu_alarms(settings), *promql_alarms(settings), *heartbeat]
 
 
 def promql_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
-    """OTel mode's PromQL alarms (the table above): one alarm per kind for every GPU."""
+    """OTel mode's PromQL alarms (the table above): one alarm per kind for every GPU, each
+    with its fleet count."""
+    if settings.promql_gpu:
+        alarms = otlp_alarms(settings)
+        return alarms + cap_alarms(settings.cluster_name, alarms)
     if not settings.promql_low_power:
         return []
     assert settings.gpu_instance_type is not None
@@ -686,4 +735,116 @@ def alarm_sizing(settings: AlarmSettings, fleet_gpus: int) -> AlarmSizing:
         insights_alarms=len(insights),
         job_alarms=len(jobs),
         promql_alarms=len(promql_alarms(sized)),
+    )
+
+
+#: What names a GPU in a PromQL contributor (``promql.gpu_contributor``), in place of
+#: ``NAMES_THE_GPU``'s dimensions.
+NAMES_THE_GPU_BY_LABELS = (
+    "Each contributor (the series' cluster, node and gpu labels, and the namespace and pod "
+    "where a pod holds the GPU) names the GPU."
+)
+
+
+def _promql(spec: AlarmSpec, query: PromQLQuery, reason: str) -> AlarmSpec:
+    """``spec`` (a Metrics Insights alarm's words, threshold and severity) as the PromQL alarm
+    that evaluates ``query``: no shard, one evaluation a minute, and no treat-missing-data (a
+    series the query does not return is not breaching)."""
+    return replace(
+        spec,
+        kind=spec.kind or spec.key,
+        description=spec.description.replace(NAMES_THE_GPU, NAMES_THE_GPU_BY_LABELS),
+        metric=query,
+        period_s=query.evaluation_interval_s,
+        evaluation_periods=1,
+        datapoints_to_alarm=1,
+        missing_data=MissingData.NOT_BREACHING,
+        missing_data_reason=reason,
+        shard=None,
+    )
+
+
+def otlp_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
+    """The per-GPU and node kinds as PromQL alarms on the exporter's OTLP series (one alarm per
+    kind, any fleet): the same words and thresholds as their Metrics Insights alarms, each query
+    returning only the GPUs (or nodes) that breach (cdk/alarms/promql.py)."""
+    cluster = settings.cluster_name
+    classic = {s.key: s for s in _per_gpu_exporter_alarms(settings, "0")}
+    classic |= {s.key: s for s in _xid_alarms(settings)}
+    low = low_power_alarm(replace(settings, shards=1))
+    absent = "a GPU the query does not return is not breaching; absent for the recovery period, "
+    xid_note = (
+        " Each contributor (cluster, node, gpu, xid_code, and the pod that held the GPU) names "
+        "the GPU and the code; the XID message from the exporter's log pages in seconds."
+    )
+    return [
+        _promql(
+            low,
+            otlp_low_power_query(
+                cluster, settings.low_power_percent, settings.low_power_window_minutes
+            ),
+            absent + "its contributor is OK (the exporter sends the series only while the GPU "
+            "is in use: an idle GPU is never returned)",
+        ),
+        _promql(
+            replace(
+                classic["gpu-xid-fatal"],
+                description=classic["gpu-xid-fatal"].description + xid_note,
+            ),
+            otlp_xid_query(cluster, fatal=True),
+            absent + "a GPU and code whose count did not step in the last 5 minutes is OK",
+        ),
+        _promql(
+            replace(classic["gpu-xid"], description=classic["gpu-xid"].description + xid_note),
+            otlp_xid_query(cluster, fatal=False),
+            absent + "a GPU and code whose count did not step in the last 5 minutes is OK",
+        ),
+        _promql(
+            classic["gpu-ecc-uncorrected"],
+            otlp_ecc_query(cluster),
+            absent + "GPUs without ECC, or without new errors, send no count",
+        ),
+        *(
+            _promql(
+                classic[key],
+                otlp_throttle_query(cluster, metric, settings.throttle_window_minutes),
+                absent + "the gauge is sent only in its non-zero hours",
+            )
+            for key, metric in (
+                ("gpu-thermal-throttling", GpuMetric.THROTTLED_THERMAL),
+                ("gpu-power-brake", GpuMetric.THROTTLED_POWER),
+            )
+        ),
+        _promql(
+            classic["gpu-lost"],
+            otlp_lost_query(cluster),
+            absent + "a GPU that stops reporting is gpu-silent's, not read as lost or healthy",
+        ),
+        otlp_silent_alarm(settings),
+    ]
+
+
+def otlp_silent_alarm(settings: AlarmSettings) -> AlarmSpec:
+    """``gpu-silent`` without the silence check: a node Kube State Metrics says has N GPUs of
+    which fewer than N still send the exporter's series (``promql.otlp_silent_query``). It
+    keeps breaching while the node exists; a node scaled in leaves the result."""
+    query = otlp_silent_query(settings.cluster_name, REQUIRED_NODE_EXPRESSIONS)
+    return replace(
+        silent_gpu_alarm(settings),
+        description=(
+            "A node Kube State Metrics says has N GPUs (nvidia.com/gpu capacity) sent no "
+            "exporter sample for some of them in 10 minutes: the exporter crashed or was "
+            "evicted, the node hangs or lost its network, or the driver stopped listing a GPU. "
+            "The value is how many of its GPUs are silent. Check the node's Ready condition and "
+            "the exporter pod on it (kubectl -n gpu-insights get pods -o wide); a GPU the "
+            "driver lost needs a reset or a node replacement. Each contributor (the series' "
+            "cluster and node labels) names the node."
+        ),
+        metric=query,
+        period_s=query.evaluation_interval_s,
+        missing_data_reason=(
+            "a node the query does not return has every GPU reporting, or is gone from the "
+            "cluster; it pages from Kube State Metrics' capacity, not from the silent GPUs' "
+            "own series, so it stays in ALARM while the node exists"
+        ),
     )

@@ -28,7 +28,7 @@ from gpu_insights_agent.contract.xid import KERNEL_XID_FILTER_PATTERN
 
 class AlarmsStack(DeploymentStack):
     """Attributes: ``topics``, ``alarms``, ``notifier``, ``exporter_logs``, ``silence`` (the
-    silence check, None without the exporter)."""
+    silence check, None without the exporter or where its sink is OTLP in OTel mode)."""
 
     part = ALARMS
 
@@ -74,9 +74,10 @@ class AlarmsStack(DeploymentStack):
                 metric_value="1",
             )
         specs = deployed_alarms(alarm_settings)
-        #: What reads the exporter's silence from outside the node (lambdas/silence_check).
+        #: What reads the exporter's silence from outside the node (lambdas/silence_check):
+        #: none where gpu-silent is a PromQL alarm on Kube State Metrics' GPU capacity.
         self.silence: SilenceCheck | None = None
-        if alarm_settings.exporter:
+        if alarm_settings.silence_check:
             self.silence = SilenceCheck(self, "SilenceCheck", config=silence_config(settings))
         self.alarms = GpuAlarms(
             self,

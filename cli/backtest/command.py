@@ -133,12 +133,12 @@ def run(args: argparse.Namespace) -> str:
         if end is None:
             end, origin["end"] = history_end(specs, samples), "the history's last sample"
         notes |= {
-            spec.key: f"{spec.key} is a PromQL alarm: it reads DCGM's series through "
+            spec.key: f"{spec.key} is a PromQL alarm: it reads its series through "
             "CloudWatch's PromQL API, which a history file does not hold; replay it with "
             "--cloudwatch"
             for spec in promql_specs
         }
-        if not has_silence(samples):
+        if settings.alarm_settings().silence_check and not has_silence(samples):
             # The exporter's documents alone: the silence check's rule, run over them.
             first = min(s.timestamp for s in samples)
             samples += derive_silence(samples, silence_config(settings), start=first, end=end)

@@ -317,6 +317,9 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
     where = f" on {node} GPU {gpu}" if node and gpu else (f" on {pods[0]}" if pods else "")
     if node and gpu == ALL_GPUS:  # the silence check's series for a node that sent nothing
         where = f" on {node}, all its GPUs"
+    if node and not gpu:  # a node-level series: OTel mode's gpu-silent names the node only
+        where = f" on {node}"
+        gpu = "not named (some of the node's GPUs)"
     reason = str(state.get("reason", ""))
     crossing = read_reason(reason)
     threshold, observed = _threshold_and_observed(state, crossing)

@@ -18,6 +18,7 @@ from gpu_insights_agent.contract.metrics import (
     OTLP_DEVICE,
     OTLP_GPU,
     OTLP_MODEL,
+    OTLP_XID_CODE,
     GpuMetric,
 )
 
@@ -46,6 +47,13 @@ class DcgmLabels:
     gpu: str = OTLP_GPU
     device: str = OTLP_DEVICE
     model: str = OTLP_MODEL
+    #: The exporter's XID counters' code label (``contract.metrics.OTLP_XID_CODE``).
+    xid_code: str = OTLP_XID_CODE
+    #: A node's Kubernetes labels on a series, ``k8s.node.label.<key>``: what the add-on's
+    #: ``k8sattributes/cw_k8s_ci_v0_node`` processor sets on Kube State Metrics' series
+    #: (aws-observability/helm-charts, charts/amazon-cloudwatch-observability/templates/linux/
+    #: _otel-container-insights-cluster-scraper-config.tpl: ``tag_name: "k8s.node.label.$$$1"``).
+    node_label_prefix: str = "@resource.k8s.node.label."
     job: str = "@resource.k8s.job.name"
     deployment: str = "@resource.k8s.deployment.name"
     daemonset: str = "@resource.k8s.daemonset.name"

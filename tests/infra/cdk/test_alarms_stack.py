@@ -539,3 +539,54 @@ def test_cfn_lint_passes_on_the_otel_mode_alarms_stack(synth: Synth) -> None:
     template = json.dumps(_template(synth, OTEL).to_json())
     matches = lint(template, regions=["eu-west-1"])
     assert [str(m) for m in matches if m.rule.id.startswith("E")] == []
+
+
+OTLP = {
+    **PROD,
+    "container_insights_mode": "otel",
+    "exporter_sink": "otlp",
+    "fleet_gpus": "10000",
+    "job_alarms": "false",  # the job alarms are cdk/alarms/jobs.py's
+}
+
+
+def test_otel_mode_with_the_otlp_sink_makes_every_gpu_alarm_one_promql_alarm_at_10000_gpus(
+    synth: Synth,
+) -> None:
+    """`cdk synth -c container_insights_mode=otel -c exporter_sink=otlp -c fleet_gpus=10000`:
+    each GPU and node kind one PromQL alarm and its fleet count, no Metrics Insights alarm, no
+    Shard, and no silence check (gpu-silent reads Kube State Metrics' GPU capacity). The kernel
+    log's XID count stays a metric alarm: a log metric filter's metric, which PromQL does not
+    read and which no shard divides."""
+    template = _template(synth, OTLP)
+    alarms = _alarms(template)
+    kinds = (
+        "gpu-low-power",
+        "gpu-xid-fatal",
+        "gpu-xid",
+        "gpu-ecc-uncorrected",
+        "gpu-thermal-throttling",
+        "gpu-power-brake",
+        "gpu-lost",
+        "gpu-silent",
+    )
+    assert sorted(alarms) == sorted([*kinds, *(f"{k}-at-cap" for k in kinds), "gpu-xid-host-log"])
+    promql = {n for n, a in alarms.items() if "EvaluationCriteria" in a}
+    assert promql == set(alarms) - {"gpu-xid-host-log"}
+    assert alarms["gpu-xid-host-log"]["MetricName"] == "gpu_xid_host_log_lines"
+    assert not [n for n, a in alarms.items() if "SCHEMA(" in json.dumps(a) or "Shard" in str(a)]
+    template.resource_count_is("AWS::Events::Rule", 1)  # the alarms' state changes only
+    assert not template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Handler": "lambdas.silence_check.handler.handler"}},
+    )
+    silent = alarms["gpu-silent"]["EvaluationCriteria"]["PromQLCriteria"]
+    assert (
+        'kube_node_status_capacity", "@resource.k8s.cluster.name"="train-prod", '
+        in (silent["Query"])
+    )
+    assert (silent["PendingPeriod"], silent["RecoveryPeriod"]) == (300, 300)
+    # The Classic and otel+emf alarms of the same fleet: sharded, with the silence check.
+    emf = _alarms(_template(synth, {**OTLP, "exporter_sink": "emf"}))
+    assert "gpu-lost-shard-24" in emf
+    assert "gpu-silence-check" in emf

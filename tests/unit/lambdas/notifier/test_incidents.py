@@ -44,6 +44,7 @@ from lambdas.notifier.notification import (
     subject,
 )
 from lambdas.shared.console_links import node_dashboard_url
+from lambdas.shared.dcgm import CLOUDWATCH as DCGM_LABELS
 from tests.unit.agent.exporter.nvml_trace import Clock, trace_lines
 from tests.unit.lambdas.notifier.events import (
     AWS_CONTRIBUTOR_EXAMPLE,
@@ -348,6 +349,31 @@ def test_a_promql_contributor_names_the_gpu_node_and_pod_from_its_series_labels(
     # Its return to OK is no page.
     event["detail"]["state"]["value"] = "OK"
     assert isinstance(from_alarm_event(event, OTEL_DEPLOYMENT), Skipped)
+
+
+def test_otel_modes_silent_node_contributor_names_the_node_from_its_labels() -> None:
+    """With the exporter's OTLP sink gpu-silent is a PromQL alarm whose series is the node's
+    (its cluster and node labels), not a GPU's: the page names the node."""
+    otlp = AlarmSettings(cluster_name="train", promql=True, otlp=True, jobs=None)
+    (silent,) = [s for s in promql_alarms(otlp) if s.key == "gpu-silent"]
+    deployment = replace(
+        DEPLOYMENT,
+        alarm_kinds={s.kind: (str(s.severity), s.title) for s in deployed_alarms(otlp)},  # type: ignore[misc]
+        promql_kinds=frozenset(s.kind for s in promql_alarms(otlp)),
+    )
+    event = as_promql_contributor(
+        AWS_CONTRIBUTOR_EXAMPLE, "gpu-insights-train-gpu-silent", silent.description
+    )
+    event["detail"]["alarmContributor"]["attributes"] = {
+        DCGM_LABELS.cluster: "train",
+        DCGM_LABELS.node: NODE,
+    }
+    incident = from_alarm_event(event, deployment)
+    assert isinstance(incident, Incident)
+    assert incident.title == f"GPU not reporting on {NODE}"
+    assert (incident.cluster, incident.node, incident.severity) == ("train", NODE, "critical")
+    assert incident.gpu == "not named (some of the node's GPUs)"
+    assert "Kube State Metrics" in incident.action
 
 
 def test_a_promql_alarms_own_state_change_is_no_second_page() -> None:
