@@ -250,6 +250,10 @@ PROP_POD_UIDS: Final = "PodUids"
 #: read them from the kubelet's pod log directories.
 PROP_PODS: Final = "Pods"
 PROP_XID_SOURCE: Final = "XidSource"
+#: The XID event's running count on its GPU and code since the exporter started (this event
+#: included): what the OTLP sink sends as the ``gpu_xid_errors`` counter, so PromQL's
+#: ``increase()`` sees every XID, where DCGM's field is a gauge of the last code seen.
+PROP_XID_COUNT: Final = "XidCount"
 PROP_PCI_BUS_ID: Final = "PciBusId"
 
 
