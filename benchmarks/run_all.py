@@ -18,13 +18,18 @@ from benchmarks import (
     failure_causes,
     failure_logs,
     fan_out,
+    otlp_bytes,
     page_faults,
     storage_analyzer,
     training_analyzer,
     training_emitter,
     webhook_faults,
 )
-from cli.cost.exporter import estimate
+from cli.cost.exporter import (
+    OTLP_BYTES_PER_DATAPOINT,
+    TRAINING_OTLP_BYTES_PER_DATAPOINT,
+    estimate,
+)
 from lambdas.notifier.config import FUNCTION_TIMEOUT_S
 from lambdas.shared.shards import STORAGE, TRAINING, TRAINING_SHARD_JOBS
 
@@ -56,6 +61,22 @@ def synth_seconds() -> float:
         build(app, Settings(cluster_name=DEMO_CLUSTER))
         app.synth()
     return time.perf_counter() - started
+
+
+def _otlp_rows() -> list[Row]:
+    """Bytes per OTLP datapoint, billed against the cost model's figure, and on the wire."""
+    o = otlp_bytes.main()
+    node, rank = o["exporter"], o["emitter"]
+    return [
+        Row("OTLP: exporter bytes billed a datapoint vs the cost model",
+            node["billed_bytes_per_datapoint"], OTLP_BYTES_PER_DATAPOINT, "bytes"),
+        Row("OTLP: exporter bytes on the wire a datapoint", node["wire_bytes_per_datapoint"],
+            None, "bytes"),
+        Row("OTLP: emitter bytes billed a datapoint vs the cost model",
+            rank["billed_bytes_per_datapoint"], TRAINING_OTLP_BYTES_PER_DATAPOINT, "bytes"),
+        Row("OTLP: emitter JSON bytes on the wire a datapoint", rank["wire_bytes_per_datapoint"],
+            None, "bytes"),
+    ]  # fmt: skip
 
 
 def main() -> None:
@@ -161,6 +182,7 @@ def main() -> None:
             "blocks",
         ),
     ]
+    rows += _otlp_rows()
     w = training_emitter.main()
     rows += [
         Row("emitter: overhead per step", w["per_step_overhead_us"], None, "us"),

@@ -48,6 +48,17 @@ NAME: Final = "gpu-insights-exporter"
 #: exporter names the pods on a GPU by namespace and name from them. Only the directory names
 #: are read, never a log.
 POD_LOG_MOUNT: Final = "/host/var/log/pods"
+#: With the OTLP sink, the exporter's pod asks the add-on agent's ``k8sattributes`` processor to
+#: leave it out. That processor (in the agent's OTLP pipeline, with no pod association
+#: configured: aws/amazon-cloudwatch-agent translator/translate/otel/processor/
+#: k8sattributesprocessor/translator.go) finds the sender's pod by the connection's IP and fills
+#: every ``k8s.*`` attribute the sender left unset from it (open-telemetry/
+#: opentelemetry-collector-contrib processor/k8sattributesprocessor/pod_association.go,
+#: ``extractPodIDNoAssociations``; processor.go, ``setResourceAttribute``): without this, a GPU no
+#: pod holds would be labelled with the exporter's own pod, namespace, container and DaemonSet.
+#: The processor skips a pod with this annotation (internal/kube/client.go,
+#: ``ignoreAnnotation``, ``shouldIgnorePod``).
+K8S_ATTRIBUTES_IGNORE: Final = ("opentelemetry.io/k8s-processor/ignore", "true")
 POD_LOG_VOLUME: Final = {
     "name": "pod-logs",
     "hostPath": {"path": "/var/log/pods", "type": "Directory"},
@@ -226,7 +237,14 @@ def exporter_manifests(
             "selector": {"matchLabels": {"app.kubernetes.io/name": NAME}},
             "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}},
             "template": {
-                "metadata": {"labels": labels},
+                "metadata": {
+                    "labels": labels,
+                    **(
+                        {"annotations": dict([K8S_ATTRIBUTES_IGNORE])}
+                        if sink is ExporterSink.OTLP
+                        else {}
+                    ),
+                },
                 "spec": {
                     "serviceAccountName": NAME,
                     "automountServiceAccountToken": False,

@@ -62,14 +62,20 @@ AFTER: Final = Layout(
     len(FAULT_METRICS),
     982,
 )
-#: Bytes one of the exporter's OTLP datapoints takes, serialized alone as CloudWatch bills it
+#: Bytes one of the exporter's OTLP datapoints is billed, serialized alone as CloudWatch bills it
 #: ("Each OTLP data point contributes its serialized size to the ingestion volume ... Metric
 #: name, All labels (keys and values), Resource attributes, Timestamp and value", "OTel metrics
 #: pricing and storage", https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/metrics-otel-pricing.html):
-#: the mean over the per-cycle metrics of an H100 on an EKS node, as sent (the agent adds the
-#: node's and the exporter pod's labels on top, so this is a floor). Measured by
-#: tests/unit/cli/cost/test_estimate.py, which fails when the encoding changes.
-OTLP_BYTES_PER_DATAPOINT: Final = 352
+#: the mean over an 8-GPU EKS training node's cycles, its GPUs held by one pod (the resource
+#: names it), as the exporter sends them (the agent adds its own resource attributes on top, so
+#: this is a floor). Measured by benchmarks/otlp_bytes.py (on the wire, the batched protobuf
+#: request is about 127 bytes a datapoint: the billed size repeats the resource and metric name
+#: for each); tests/unit/cli/cost/test_estimate.py holds it to the measurement.
+OTLP_BYTES_PER_DATAPOINT: Final = 455
+#: The same for the training emitter's datapoints (a rank's window, its pod, namespace and node on
+#: the resource, job and rank on the datapoint): billed as protobuf, whatever the emitter's JSON
+#: took on the wire (the agent re-sends to CloudWatch as OTLP protobuf). benchmarks/otlp_bytes.py.
+TRAINING_OTLP_BYTES_PER_DATAPOINT: Final = 348
 #: Per-GPU gauges the exporter publishes every hour (XID counts come only when an XID does).
 GAUGES_PER_GPU: Final = AFTER.per_gpu
 

@@ -93,6 +93,28 @@ OTLP_CONTAINER: Final = "k8s.container.name"
 #: The training emitter's datapoint labels: the job (EMF's JobName) and the rank.
 OTLP_JOB: Final = "job_name"
 OTLP_RANK: Final = "rank"
+#: OpenTelemetry's resource attribute naming the sender ("service.name", semantic conventions;
+#: without it the SDK says "unknown_service").
+OTLP_SERVICE: Final = "service.name"
+#: CloudWatch unit names as UCUM, OTLP's units ("%" and "By" as the add-on's pipeline sets them
+#: for DCGM's series, transform/cw_k8s_ci_v0_set_unit; "1" for a count, "" for none).
+OTLP_UNITS: Final = {
+    "Percent": "%",
+    "Bytes": "By",
+    "Count": "1",
+    "Count/Second": "1/s",
+    "Seconds": "s",
+    "None": "",
+}
+#: The variable that sends the training emitter's metrics over OTLP/HTTP (JSON) to the URL it
+#: holds (``DEFAULT_OTLP_ENDPOINT`` in OTel mode) instead of EMF; the ``otlp_endpoint`` argument
+#: wins over it.
+OTLP_ENDPOINT_ENV: Final = "GPU_INSIGHTS_OTLP_ENDPOINT"
+#: The variable a training pod's downward API sets to ``metadata.namespace``; without it, the
+#: namespace of the pod's service account token, which the kubelet mounts at this path
+#: ("Accessing the Kubernetes API from a Pod", https://kubernetes.io/docs/tasks/run-application/access-api-from-pod/).
+POD_NAMESPACE_ENV: Final = "POD_NAMESPACE"
+SERVICE_ACCOUNT_NAMESPACE_FILE: Final = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 
 class ExporterSink(StrEnum):
@@ -228,6 +250,10 @@ PROP_POD_UIDS: Final = "PodUids"
 #: read them from the kubelet's pod log directories.
 PROP_PODS: Final = "Pods"
 PROP_XID_SOURCE: Final = "XidSource"
+#: The XID event's running count on its GPU and code since the exporter started (this event
+#: included): what the OTLP sink sends as the ``gpu_xid_errors`` counter, so PromQL's
+#: ``increase()`` sees every XID, where DCGM's field is a gauge of the last code seen.
+PROP_XID_COUNT: Final = "XidCount"
 PROP_PCI_BUS_ID: Final = "PciBusId"
 
 

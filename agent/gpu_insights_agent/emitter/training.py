@@ -10,7 +10,9 @@ Three lines in a training script::
 
 It aggregates in process and emits one EMF document per ``flush_s`` (60 s by default) however
 fast the loop steps (more than 100 metrics go out as several documents, as EMF allows 100 a
-directive), to the CloudWatch agent's EMF listener or stdout.
+directive), to the CloudWatch agent's EMF listener or stdout; or, with ``otlp_endpoint`` (or the
+``GPU_INSIGHTS_OTLP_ENDPOINT`` variable), as OTLP/HTTP JSON to the add-on's OTLP endpoint in OTel
+mode (``emitter.otlp``: the same windows and values, labelled for PromQL).
 
 It never blocks or raises into the loop. The loop only adds to an in-memory aggregate; once
 a window is due it hands the window's documents to a daemon sender thread through a bounded
@@ -33,7 +35,8 @@ loss and throughput against the rank's own recent median, which Metrics Insights
 MAX, MIN, SUM) cannot compute.
 
 Standard library only, Python 3.9 and later (with emf.document, emf.sinks,
-emitter.background_sender and contract.metrics, which are too; ``make test`` checks them
+emitter.background_sender, emitter.otlp, otlp.json_encoding, otlp.http_sink and
+contract.metrics, which are too; ``make test`` checks them
 with vermin).
 """
 
@@ -59,6 +62,7 @@ from gpu_insights_agent.contract.metrics import (
     JOB_ALARM_DIMENSIONS,
     MIN_RECENT_WINDOWS,
     NAMESPACE_TRAINING,
+    OTLP_ENDPOINT_ENV,
     POD_NAME_ENV,
     PROP_GPUS,
     PROP_JOB_STATE,
@@ -83,6 +87,8 @@ from gpu_insights_agent.emf.document import (
 )
 from gpu_insights_agent.emf.sinks import Sink, StdoutSink, TcpEmfSink
 from gpu_insights_agent.emitter.background_sender import BackgroundSender
+from gpu_insights_agent.emitter.otlp import encoder, pod_namespace
+from gpu_insights_agent.otlp.http_sink import OtlpJsonSink, endpoint_problem
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -190,6 +196,23 @@ def robust_deviation(value: float, recent: "Iterable[float]") -> Optional[float]
     return (value - median) / (MAD_TO_SIGMA * mad)
 
 
+def _sink(
+    sink: Optional[Sink], endpoint: Optional[Tuple[str, int]], otlp_endpoint: Optional[str]
+) -> Sink:
+    """Where the documents go: ``sink``; else OTLP/HTTP JSON to ``otlp_endpoint`` or the
+    ``GPU_INSIGHTS_OTLP_ENDPOINT`` variable; else EMF to ``endpoint`` (stdout when None)."""
+    if sink is not None:
+        return sink
+    if otlp_endpoint is None:
+        otlp_endpoint = os.environ.get(OTLP_ENDPOINT_ENV) or None
+    if otlp_endpoint is not None:
+        problem = endpoint_problem(otlp_endpoint)
+        if problem:
+            raise TrainingMetricsError(f"otlp_endpoint: {problem}")
+        return OtlpJsonSink(otlp_endpoint, encoder(pod_namespace()))
+    return StdoutSink() if endpoint is None else TcpEmfSink(*endpoint, timeout_s=0.5)
+
+
 class TrainingMetrics:
     def __init__(
         self,
@@ -210,9 +233,13 @@ class TrainingMetrics:
         loss_name: str = "loss",
         heartbeat: bool = True,
         gpus: Optional[str] = None,
+        otlp_endpoint: Optional[str] = None,
     ) -> None:
-        """``sink`` wins over ``endpoint``; ``endpoint=None`` prints EMF to stdout (Fluent Bit
-        ships it). ``samples_per_step`` counts samples where batches have no size of their
+        """``sink`` wins over ``otlp_endpoint``, which wins over ``endpoint``;
+        ``endpoint=None`` prints EMF to stdout (Fluent Bit ships it). ``otlp_endpoint`` (default:
+        the ``GPU_INSIGHTS_OTLP_ENDPOINT`` variable; in OTel mode the add-on's
+        ``DEFAULT_OTLP_ENDPOINT``) sends the same metrics as OTLP/HTTP JSON to that URL instead
+        of EMF, for PromQL. ``samples_per_step`` counts samples where batches have no size of their
         own. ``pod_name`` (default: the ``POD_NAME`` variable the downward API sets) lets the
         GPU analyzer attribute the pod's GPU-hours to this job exactly. ``loss_name`` is the
         ``record()`` name whose NaN and infinities are counted and whose spikes are measured.
@@ -248,6 +275,7 @@ class TrainingMetrics:
             raise TrainingMetricsError(
                 f"samples_per_step must be a positive integer, not {samples_per_step!r}"
             )
+        sink = _sink(sink, endpoint, otlp_endpoint)
         self.job_name = job_name
         self.cluster_name = cluster_name
         self.rank = rank
@@ -276,8 +304,6 @@ class TrainingMetrics:
         self._recent_step_time: deque[float] = deque(maxlen=RECENT_WINDOWS)
         self._recent_rate: deque[float] = deque(maxlen=RECENT_WINDOWS)
         self._recent_loss: deque[float] = deque(maxlen=RECENT_WINDOWS)
-        if sink is None:
-            sink = StdoutSink() if endpoint is None else TcpEmfSink(*endpoint, timeout_s=0.5)
         self._sender = BackgroundSender(sink, capacity=queue_capacity)
         self._sender.start()
         self._window = _Window(started=started, wall_started=wall_clock())

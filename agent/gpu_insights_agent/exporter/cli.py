@@ -29,6 +29,8 @@ from gpu_insights_agent.emf.sinks import (
 )
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig, NvmlUnavailableError
 from gpu_insights_agent.exporter.nvml_source import NvmlSource
+from gpu_insights_agent.exporter.xid_event_log import XidEventLog
+from gpu_insights_agent.otlp.http_sink import endpoint_problem
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -60,8 +62,8 @@ def parser() -> argparse.ArgumentParser:
         "--sink",
         choices=("emf", "otlp", "stdout", "cloudwatch"),
         default="emf",
-        help="emf: the CloudWatch agent's listener; otlp: its OTLP/HTTP endpoint (OTel mode); "
-        "stdout; cloudwatch: PutMetricData",
+        help="emf: the CloudWatch agent's listener; otlp: its OTLP/HTTP endpoint (OTel mode; "
+        "XID events still go to the listener as log lines); stdout; cloudwatch: PutMetricData",
     )
     p.add_argument("--emf-endpoint", default=DEFAULT_EMF_ENDPOINT, help="tcp://host:port")
     p.add_argument(
@@ -100,11 +102,17 @@ def _sink(args: argparse.Namespace) -> Sink:
         import boto3
 
         return PutMetricDataSink(boto3.client("cloudwatch", region_name=args.region))
+    listener = _emf_listener(args.emf_endpoint)
     if args.sink == "otlp":
-        return _otlp_sink(args.otlp_endpoint)
-    endpoint = urlsplit(args.emf_endpoint)
+        # The XID events' log lines still go to the listener: the XID page path.
+        return XidEventLog(_otlp_sink(args.otlp_endpoint), listener)
+    return listener
+
+
+def _emf_listener(emf_endpoint: str) -> TcpEmfSink:
+    endpoint = urlsplit(emf_endpoint)
     if endpoint.scheme != "tcp" or not endpoint.hostname or not endpoint.port:
-        raise ValueError(f"--emf-endpoint {args.emf_endpoint!r} is not tcp://host:port")
+        raise ValueError(f"--emf-endpoint {emf_endpoint!r} is not tcp://host:port")
     return TcpEmfSink(endpoint.hostname, endpoint.port)
 
 
@@ -113,13 +121,9 @@ class MissingExtraError(Exception):
 
 
 def _otlp_sink(endpoint: str) -> Sink:
-    url = urlsplit(endpoint)
-    try:
-        url.port  # noqa: B018 - raises on a port outside 0-65535 or not a number
-    except ValueError as err:
-        raise ValueError(f"--otlp-endpoint {endpoint!r}: {err}") from err
-    if url.scheme not in ("http", "https") or not url.hostname or not url.path.strip("/"):
-        raise ValueError(f"--otlp-endpoint {endpoint!r} is not http(s)://host[:port]/path")
+    problem = endpoint_problem(endpoint)
+    if problem:
+        raise ValueError(f"--otlp-endpoint: {problem}")
     try:
         from gpu_insights_agent.exporter.otlp_sink import OtlpSink
     except ModuleNotFoundError as err:

@@ -28,6 +28,7 @@ from gpu_insights_agent.contract.metrics import (
     PROP_PCI_BUS_ID,
     PROP_POD_UIDS,
     PROP_PODS,
+    PROP_XID_COUNT,
     PROP_XID_SOURCE,
     XID_DIMENSION_SETS,
     GpuMetric,
@@ -112,6 +113,9 @@ class Exporter:
         self._faults = FaultGate(config.fault_period_s)
         #: Each GPU's alarm shard: fixed by node, index and shard count, hashed once per GPU.
         self._shards: dict[int, str] = {}
+        #: XIDs per (GPU, code) since the exporter started (``PROP_XID_COUNT``).
+        self._xid_counts: dict[tuple[int, int], int] = {}
+        self._xid_count_lock = threading.Lock()  # the watcher thread and a cycle both count
 
     def start(self) -> None:
         count = self._source.open()
@@ -229,10 +233,15 @@ class Exporter:
         )
 
     def xid_document(self, event: XidEvent, pods: list[str]) -> EmfDocument:
+        """One XID's document; it counts the XID in its GPU's and code's running count."""
         row = describe_xid(event.code)
         fatal = row.severity is XidSeverity.FATAL
         metrics = {str(GpuMetric.XID_ERRORS): 1.0, str(GpuMetric.XID_FATAL_ERRORS): float(fatal)}
+        key = (event.gpu_index, event.code)
+        with self._xid_count_lock:
+            count = self._xid_counts[key] = self._xid_counts.get(key, 0) + 1
         properties: dict[str, object] = {
+            PROP_XID_COUNT: count,
             "XidDescription": row.meaning,
             "XidSeverity": str(row.severity),
             PROP_XID_SOURCE: event.source,

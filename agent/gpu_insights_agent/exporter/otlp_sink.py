@@ -3,20 +3,36 @@ agent, which serves OTLP on every node and sends it on to CloudWatch, queried wi
 DCGM's own series.
 
 The exporter builds the same documents in either mode; this sink reads each EMF document's
-metrics (what its directives name, so the fault gauges' sparse hours and the XID events go out as
-they do over EMF) and sends them as OTLP gauges, labelled as dcgm-exporter labels its series
-(``contract.metrics.OTLP_*``). What EMF needs and OTLP does not is left out: the cluster-wide
-copies (PromQL aggregates at query time), the alarm ``Shard``, the properties.
+metrics (what its directives name, so the fault gauges' sparse hours go out as they do over EMF)
+and sends them as OTLP gauges, labelled as dcgm-exporter labels its series
+(``contract.metrics.OTLP_*``): the GPU's index, UUID, device and model on the datapoint; the
+cluster, node and sender on the resource, and, for a GPU that one pod holds, the pod's UID and,
+where the kubelet's pod log directories name it (``exporter.pod_attribution``), its name and
+namespace: one resource per node and pod. The container is not named: the exporter knows the
+pod from a process's cgroup, not which of its containers the kubelet calls it.
+
+XIDs are counters, not gauges: ``gpu_xid_errors`` per GPU and code, and ``gpu_xid_fatal_errors``
+per GPU and fatal code, are cumulative monotonic sums of the exporter's running count
+(``PROP_XID_COUNT``) since the sink started, sent when an XID happens, with the count's zero one
+millisecond before a code's first XID: PromQL's ``increase()`` needs two samples in its window,
+and sees each XID (DCGM's XID field is a gauge of the last code, which two XIDs of one code in a
+scrape leave unchanged). What EMF needs and OTLP does not is left out: the cluster-wide copies
+(PromQL aggregates at query time), the alarm ``Shard``, the properties.
 
 Encoding and transport are the OpenTelemetry SDK's (``opentelemetry-exporter-otlp-proto-http``,
-the ``otlp`` extra); retries and the memory bound stay with ``emf.sinks.BufferedSender``.
+the ``otlp`` extra): protobuf, which the exporter's image can carry, where the training emitter
+must keep to the standard library and sends JSON (``otlp.json_encoding``); retries and the memory
+bound stay with ``emf.sinks.BufferedSender``. A retried batch sends its counters' same totals
+again, which changes no count.
 """
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.sdk.metrics.export import (
+    AggregationTemporality,
     Gauge,
     Metric,
     MetricExportResult,
@@ -24,6 +40,7 @@ from opentelemetry.sdk.metrics.export import (
     NumberDataPoint,
     ResourceMetrics,
     ScopeMetrics,
+    Sum,
 )
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
@@ -37,23 +54,33 @@ from gpu_insights_agent.contract.metrics import (
     OTLP_DEVICE,
     OTLP_GPU,
     OTLP_MODEL,
+    OTLP_NAMESPACE,
     OTLP_NODE,
+    OTLP_POD,
     OTLP_POD_UID,
+    OTLP_SERVICE,
+    OTLP_UNITS,
     OTLP_UUID,
     OTLP_XID_CODE,
+    PROP_POD_UIDS,
+    PROP_PODS,
+    PROP_XID_COUNT,
+    GpuMetric,
 )
 from gpu_insights_agent.emf.document import EmfDocument
 from gpu_insights_agent.emf.sinks import SinkError
 
-#: CloudWatch unit names as UCUM, OTLP's units ("%" and "By" as the add-on's pipeline sets them
-#: for DCGM's series, transform/cw_k8s_ci_v0_set_unit; "1" for a count).
-_UCUM: Final = {"Percent": "%", "Bytes": "By", "Count": "1", "Seconds": "s", "None": ""}
 SCOPE: Final = InstrumentationScope("gpu_insights_agent.exporter")
-#: The resource's ``service.name`` (OTel's semantic conventions; without it the SDK says
-#: "unknown_service"). Only these three resource attributes: each byte is billed.
+#: The resource's ``service.name`` (without it the SDK says "unknown_service"). Only the
+#: attributes above ride on the resource: each byte is billed on every datapoint.
 SERVICE_NAME: Final = "gpu-insights-exporter"
 #: Seconds one export may take, retries included, before the buffer keeps the batch.
 TIMEOUT_S: Final = 5.0
+#: The XID counters, and how far before a code's first XID its zero is stamped.
+XID_COUNTERS: Final = frozenset({GpuMetric.XID_ERRORS, GpuMetric.XID_FATAL_ERRORS})
+ZERO_BEFORE_NS: Final = 1_000_000
+
+_Series = tuple[str, str, bool]  # metric name, unit, counter
 
 
 def _metric_units(document: EmfDocument) -> dict[str, str]:
@@ -63,6 +90,28 @@ def _metric_units(document: EmfDocument) -> dict[str, str]:
         for metric in directive["Metrics"]:
             units[metric["Name"]] = metric.get("Unit", "None")
     return units
+
+
+def _one(document: EmfDocument, key: str) -> str | None:
+    """The document's only pod in a list property (two pods on one GPU: neither is it)."""
+    values = document.get(key)
+    return str(values[0]) if isinstance(values, list) and len(values) == 1 else None
+
+
+def resource_attributes(document: EmfDocument) -> dict[str, str]:
+    """The resource of one document's datapoints: its node, and the pod that holds its GPU."""
+    attributes = {
+        OTLP_CLUSTER: str(document[DIM_CLUSTER]),
+        OTLP_NODE: str(document[DIM_NODE]),
+        OTLP_SERVICE: SERVICE_NAME,
+    }
+    uid = _one(document, PROP_POD_UIDS)
+    if uid is not None:
+        attributes[OTLP_POD_UID] = uid
+        pod = _one(document, PROP_PODS)
+        if pod is not None:
+            attributes[OTLP_NAMESPACE], _, attributes[OTLP_POD] = pod.partition("/")
+    return attributes
 
 
 def datapoint_labels(document: EmfDocument) -> dict[str, str]:
@@ -76,52 +125,69 @@ def datapoint_labels(document: EmfDocument) -> dict[str, str]:
         labels[OTLP_UUID] = str(document["GpuUuid"])
     if "GpuName" in document:
         labels[OTLP_MODEL] = str(document["GpuName"])
-    pods = document.get("PodUids")
-    if isinstance(pods, list) and len(pods) == 1:
-        labels[OTLP_POD_UID] = str(pods[0])
     if DIM_XID_CODE in document:
         labels[OTLP_XID_CODE] = str(document[DIM_XID_CODE])
     return labels
 
 
-def metrics_data(documents: Sequence[EmfDocument]) -> MetricsData:
-    """The documents as one OTLP request: a resource per (cluster, node), a gauge per metric,
-    a datapoint per document that carries it, at the document's own time."""
-    by_resource: dict[tuple[str, str], dict[str, tuple[str, list[NumberDataPoint]]]] = {}
+def _points(document: EmfDocument, start_ns: int) -> list[tuple[_Series, NumberDataPoint]]:
+    labels = datapoint_labels(document)
+    time_ns = int(document["_aws"]["Timestamp"]) * 1_000_000
+    points = []
+    for name, unit in _metric_units(document).items():
+        if name not in document:  # EMF drops a non-finite value; so does OTLP
+            continue
+        if name not in XID_COUNTERS:
+            point = NumberDataPoint(labels, time_ns, time_ns, float(document[name]))
+            points.append(((name, OTLP_UNITS.get(unit, ""), False), point))
+            continue
+        count = document.get(PROP_XID_COUNT)
+        if not isinstance(count, int) or (
+            name == GpuMetric.XID_FATAL_ERRORS and not document[name]
+        ):
+            continue  # no running count, or a code that is not fatal: nothing to count
+        series = (name, OTLP_UNITS["Count"], True)
+        if count == 1:
+            zero_ns = max(start_ns, time_ns - ZERO_BEFORE_NS)
+            points.append((series, NumberDataPoint(labels, start_ns, zero_ns, 0.0)))
+        points.append((series, NumberDataPoint(labels, start_ns, time_ns, float(count))))
+    return points
+
+
+def metrics_data(documents: Sequence[EmfDocument], *, start_ns: int = 0) -> MetricsData:
+    """The documents as one OTLP request: a resource per node and pod, a gauge (or XID counter)
+    per metric, a datapoint per document that carries it, at the document's own time.
+    ``start_ns``: when the XID counts began (the sink's start)."""
+    by_resource: dict[tuple[tuple[str, str], ...], dict[_Series, list[NumberDataPoint]]] = {}
     for document in documents:
-        key = (str(document[DIM_CLUSTER]), str(document[DIM_NODE]))
-        gauges = by_resource.setdefault(key, {})
-        labels = datapoint_labels(document)
-        time_ns = int(document["_aws"]["Timestamp"]) * 1_000_000
-        for name, unit in _metric_units(document).items():
-            if name not in document:  # EMF drops a non-finite value; so does OTLP
-                continue
-            point = NumberDataPoint(
-                attributes=labels,
-                start_time_unix_nano=time_ns,
-                time_unix_nano=time_ns,
-                value=float(document[name]),
-            )
-            gauges.setdefault(name, (_UCUM.get(unit, ""), []))[1].append(point)
+        key = tuple(resource_attributes(document).items())
+        series = by_resource.setdefault(key, {})
+        for name, point in _points(document, start_ns):
+            series.setdefault(name, []).append(point)
     return MetricsData(
         resource_metrics=[
             ResourceMetrics(
-                resource=Resource(
-                    {OTLP_CLUSTER: cluster, OTLP_NODE: node, "service.name": SERVICE_NAME}
-                ),
+                resource=Resource(dict(resource)),
                 scope_metrics=[
                     ScopeMetrics(
                         scope=SCOPE,
                         metrics=[
-                            Metric(name=name, description=None, unit=unit, data=Gauge(points))
-                            for name, (unit, points) in gauges.items()
+                            Metric(
+                                name=name,
+                                description=None,
+                                unit=unit,
+                                data=Sum(points, AggregationTemporality.CUMULATIVE, True)
+                                if counter
+                                else Gauge(points),
+                            )
+                            for (name, unit, counter), points in series.items()
                         ],
                         schema_url="",
                     )
                 ],
                 schema_url="",
             )
-            for (cluster, node), gauges in by_resource.items()
+            for resource, series in by_resource.items()
         ]
     )
 
@@ -136,9 +202,12 @@ class OtlpSink:
         timeout_s: float = TIMEOUT_S,
         headers: Mapping[str, str] | None = None,
         exporter: Any = None,
+        start_ns: int | None = None,
     ) -> None:
         self.endpoint = endpoint
         self._timeout_s = timeout_s
+        #: When the XID counts began: the sink starts with the exporter.
+        self.start_ns = time.time_ns() if start_ns is None else start_ns
         self._exporter = exporter or OTLPMetricExporter(
             endpoint=endpoint, timeout=timeout_s, headers=dict(headers or {})
         )
@@ -147,7 +216,7 @@ class OtlpSink:
         if not documents:
             return
         result = self._exporter.export(
-            metrics_data(documents), timeout_millis=self._timeout_s * 1000
+            metrics_data(documents, start_ns=self.start_ns), timeout_millis=self._timeout_s * 1000
         )
         if result is not MetricExportResult.SUCCESS:
             raise SinkError(

@@ -49,7 +49,11 @@ def test_the_emitter_imports_the_standard_library_and_the_agent_only() -> None:
         "gpu_insights_agent.emf.sinks",
         "gpu_insights_agent.emitter",
         "gpu_insights_agent.emitter.background_sender",
+        "gpu_insights_agent.emitter.otlp",
         "gpu_insights_agent.emitter.training",
+        "gpu_insights_agent.otlp",
+        "gpu_insights_agent.otlp.http_sink",
+        "gpu_insights_agent.otlp.json_encoding",
     ]
 
 

@@ -11,20 +11,32 @@ import pytest
 
 from gpu_insights_agent.emf.document import encode, parse_emf_line
 from gpu_insights_agent.emf.sinks import SinkError
+from gpu_insights_agent.emitter.otlp import encoder
 from gpu_insights_agent.emitter.training import TrainingMetrics, TrainingMetricsError
 from tests.unit.agent.emf.emf_contract import valid_emf
 from tests.unit.agent.exporter.nvml_trace import Clock
+from tests.unit.agent.otlp.otlp_json import parse, rows
 
 
 class Keep:
-    def __init__(self) -> None:
+    """Keeps what the emitter sends, read back as its encoding carries it: EMF lines checked
+    against the specification's schema, or (``encoding="otlp"``) the OTLP JSON bodies the
+    emitter's OTLP sink would POST, parsed as opentelemetry-proto's message and read back into
+    the same names (the labels as the EMF keys they stand for)."""
+
+    def __init__(self, encoding: str = "emf", namespace: str | None = None) -> None:
         self.documents: list[dict[str, Any]] = []
         self.down = False
+        self.encoding = encoding
+        self._encode = encoder(namespace)
 
     def send(self, documents: Any) -> None:
         if self.down:
             raise SinkError("agent unreachable")
         for document in documents:
+            if self.encoding == "otlp":
+                self.documents.append(_from_otlp(self._encode([document])))
+                continue
             # Every line must be EMF by the specification's schema and limits.
             line = encode(document)
             valid_emf(line)
@@ -33,12 +45,32 @@ class Keep:
     @property
     def windows(self) -> list[dict[str, Any]]:
         """The window's means (ClusterName, JobName), without the job alarms' documents."""
-        return [d for d in self.documents if "Shard" not in d]
+        return [d for d in self.documents if "loss_not_finite" not in d]
 
     @property
     def beats(self) -> list[dict[str, Any]]:
-        """The job alarms' documents (ClusterName, JobName, Shard)."""
-        return [d for d in self.documents if "Shard" in d]
+        """The job alarms' documents (ClusterName, JobName, Shard): each has loss_not_finite."""
+        return [d for d in self.documents if "loss_not_finite" in d]
+
+
+def _from_otlp(body: bytes) -> dict[str, Any]:
+    """One document's OTLP request as the EMF keys its labels stand for, and its values."""
+    found = rows(parse(body))
+    (resource,) = {tuple(sorted(r.resource.items())) for r in found}
+    (labels,) = {tuple(sorted(r.labels.items())) for r in found}
+    assert {r.kind for r in found} == {"gauge"}
+    keys = {"k8s.cluster.name": "ClusterName", "k8s.node.name": "NodeName",
+            "k8s.pod.name": "PodName", "job_name": "JobName", "rank": "Rank"}  # fmt: skip
+    document: dict[str, Any] = {keys[k]: v for k, v in (*resource, *labels) if k in keys}
+    document["Rank"] = int(document["Rank"])
+    document.update({r.name: r.value for r in found})
+    return document
+
+
+@pytest.fixture(params=["emf", "otlp"])
+def encoding(request: pytest.FixtureRequest) -> str:
+    """Tests that take it run over both encodings: the same windows and values either way."""
+    return str(request.param)
 
 
 def loader(clock: Clock, batches: int, wait: float, size: int = 32) -> Iterator[list[int]]:
@@ -82,8 +114,8 @@ def test_steps_time_the_wait_and_the_step(monkeypatch: pytest.MonkeyPatch) -> No
     assert "job_succeeded" not in window
 
 
-def test_emission_rate_is_bounded_whatever_the_step_rate() -> None:
-    clock, sink = Clock(0.0), Keep()
+def test_emission_rate_is_bounded_whatever_the_step_rate(encoding: str) -> None:
+    clock, sink = Clock(0.0), Keep(encoding)
     metrics = TrainingMetrics(job_name="j", cluster_name="c", flush_s=60, sink=sink, clock=clock)
     for _ in metrics.steps(loader(clock, 36_000, wait=0.001, size=1)):  # 10 steps/s for an hour
         clock.now += 0.099
@@ -95,8 +127,8 @@ def test_emission_rate_is_bounded_whatever_the_step_rate() -> None:
     assert sum(d["steps"] for d in sink.windows) == 36_000
 
 
-def test_a_dead_sink_never_reaches_the_training_loop() -> None:
-    clock, sink = Clock(0.0), Keep()
+def test_a_dead_sink_never_reaches_the_training_loop(encoding: str) -> None:
+    clock, sink = Clock(0.0), Keep(encoding)
     sink.down = True
     metrics = TrainingMetrics(job_name="j", cluster_name="c", flush_s=1, sink=sink, clock=clock)
     trained = 0
@@ -114,8 +146,8 @@ def test_a_dead_sink_never_reaches_the_training_loop() -> None:
     assert sink.windows[0]["loss"] == 1.0
 
 
-def test_checkpoints_model_metrics_and_batches_without_len() -> None:
-    clock, sink = Clock(0.0), Keep()
+def test_checkpoints_model_metrics_and_batches_without_len(encoding: str) -> None:
+    clock, sink = Clock(0.0), Keep(encoding)
     metrics = TrainingMetrics(
         job_name="j", cluster_name="c", sink=sink, clock=clock, samples_per_step=64
     )
@@ -145,8 +177,8 @@ def test_checkpoints_model_metrics_and_batches_without_len() -> None:
     assert "text" not in document
 
 
-def test_context_manager_records_failure_on_exception() -> None:
-    sink = Keep()
+def test_context_manager_records_failure_on_exception(encoding: str) -> None:
+    sink = Keep(encoding)
     with pytest.raises(RuntimeError), TrainingMetrics(job_name="j", cluster_name="c", sink=sink):
         raise RuntimeError("NCCL timeout")
     assert sink.documents[-1]["job_failed"] == 1.0
@@ -217,11 +249,12 @@ def test_more_than_100_names_split_into_several_documents_none_dropped() -> None
 
 
 def test_the_pod_name_comes_from_the_downward_api_variable(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, encoding: str
 ) -> None:
-    """The GPU analyzer joins the job with Container Insights' pod GPU series on PodName."""
+    """The GPU analyzer joins the job with Container Insights' pod GPU series on PodName (over
+    OTLP: k8s.pod.name, as DCGM's series carry it)."""
     monkeypatch.setenv("POD_NAME", "llm-worker-3")
-    clock, sink = Clock(0.0), Keep()
+    clock, sink = Clock(0.0), Keep(encoding)
     metrics = TrainingMetrics(job_name="llm", cluster_name="train", sink=sink, clock=clock)
     for _ in metrics.steps(loader(clock, 2, wait=0.5)):
         clock.now += 0.5
@@ -421,8 +454,8 @@ def test_overdue_is_measured_against_the_jobs_own_step_time() -> None:
     assert sink.beats[-1]["step_overdue_seconds"] == pytest.approx(120 - 90)
 
 
-def test_non_finite_losses_are_counted_and_never_published_as_values() -> None:
-    clock, sink = Clock(0.0), Keep()
+def test_non_finite_losses_are_counted_and_never_published_as_values(encoding: str) -> None:
+    clock, sink = Clock(0.0), Keep(encoding)
     metrics = _job(clock, sink)
     for i, _ in enumerate(metrics.steps(loader(clock, 6, wait=0.0))):
         clock.now += 1
@@ -437,8 +470,10 @@ def test_non_finite_losses_are_counted_and_never_published_as_values() -> None:
     assert "grad_norm" not in window
 
 
-def test_a_loss_spike_is_measured_in_robust_deviations_over_the_recent_windows() -> None:
-    clock, sink = Clock(0.0), Keep()
+def test_a_loss_spike_is_measured_in_robust_deviations_over_the_recent_windows(
+    encoding: str,
+) -> None:
+    clock, sink = Clock(0.0), Keep(encoding)
     metrics = _job(clock, sink)
     losses = [2.0, 1.9, 2.1, 2.0, 1.8, 2.2, 2.0, 9.0]
     for loss in losses:
@@ -455,8 +490,8 @@ def test_a_loss_spike_is_measured_in_robust_deviations_over_the_recent_windows()
     assert deviations[7] == pytest.approx((9.0 - 2.0) / (1.4826 * 0.1))
 
 
-def test_throughput_is_a_ratio_to_the_recent_median_leaving_out_checkpoints() -> None:
-    clock, sink = Clock(0.0), Keep()
+def test_throughput_is_a_ratio_to_the_recent_median_leaving_out_checkpoints(encoding: str) -> None:
+    clock, sink = Clock(0.0), Keep(encoding)
     metrics = _job(clock, sink)
     _train(metrics, clock, 10)  # 32 samples/s
     for _ in metrics.steps(loader(clock, 30, wait=0.0)):  # a minute with a 30 s checkpoint

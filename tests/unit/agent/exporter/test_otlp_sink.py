@@ -15,15 +15,19 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 )
 
 from gpu_insights_agent.contract.metrics import DEFAULT_OTLP_ENDPOINT, GpuMetric
-from gpu_insights_agent.emf.sinks import BufferedSender, SinkError
+from gpu_insights_agent.emf.document import encode
+from gpu_insights_agent.emf.sinks import BufferedSender, Sink, SinkError, TcpEmfSink
 from gpu_insights_agent.exporter import cli
 from gpu_insights_agent.exporter.device_source import XidEvent
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
 from gpu_insights_agent.exporter.nvml_source import NvmlSource
-from gpu_insights_agent.exporter.otlp_sink import OtlpSink, datapoint_labels
+from gpu_insights_agent.exporter.otlp_sink import OtlpSink, resource_attributes
+from gpu_insights_agent.exporter.xid_event_log import XidEventLog
+from tests.unit.agent.emf.emf_contract import valid_emf
 from tests.unit.agent.exporter.nvml_trace import EPOCH, Clock, trace_lines
 from tests.unit.agent.exporter.started import started_exporter
+from tests.unit.agent.otlp.otlp_json import Row, rows
 
 
 class Receiver:
@@ -60,20 +64,16 @@ class Receiver:
 
     def points(self) -> list[tuple[dict[str, str], str, dict[str, str], float, int]]:
         """(resource attributes, metric name, datapoint attributes, value, time ns) of every
-        datapoint received."""
-        found = []
-        for request in self.requests:
-            for rm in request.resource_metrics:
-                resource = {a.key: a.value.string_value for a in rm.resource.attributes}
-                for sm in rm.scope_metrics:
-                    for metric in sm.metrics:
-                        assert metric.WhichOneof("data") == "gauge", metric.name
-                        for p in metric.gauge.data_points:
-                            labels = {a.key: a.value.string_value for a in p.attributes}
-                            found.append(
-                                (resource, metric.name, labels, p.as_double, p.time_unix_nano)
-                            )
-        return found
+        gauge datapoint received."""
+        return [
+            (r.resource, r.name, r.labels, r.value, r.time_ns)
+            for r in self.rows()
+            if r.kind == "gauge"
+        ]
+
+    def rows(self) -> list[Row]:
+        """Every datapoint received, gauge or sum."""
+        return [row for request in self.requests for row in rows(request)]
 
 
 @pytest.fixture
@@ -86,7 +86,7 @@ def receiver() -> Iterator[Receiver]:
     r.server.server_close()
 
 
-def _exporter(clock: Clock, sink: OtlpSink, **config: Any) -> Exporter:
+def _exporter(clock: Clock, sink: Sink, **config: Any) -> Exporter:
     return started_exporter(clock, sink, **config)
 
 
@@ -143,21 +143,63 @@ def test_a_cycle_arrives_as_gauges_labelled_as_dcgm_labels_its_series(receiver: 
     assert sorted(per_gpu) == ["0", "0", "1", "1", "2", "2"]
 
 
-def test_an_xid_goes_out_at_once_with_its_code(receiver: Receiver) -> None:
+def test_xids_are_counters_per_gpu_and_code_sent_at_once_from_a_zero(
+    receiver: Receiver,
+) -> None:
+    """``increase(gpu_xid_errors[5m])`` sees every XID: a running count per GPU and code since
+    the exporter started (a cumulative monotonic sum), from a zero just before a code's first
+    XID (PromQL's increase needs two samples); before, each XID was a gauge of 1."""
     clock = Clock(0)
-    exporter = _exporter(clock, OtlpSink(receiver.url))
-    exporter.on_xid(XidEvent(gpu_index=2, code=79, time=EPOCH + 3.25, source="nvml"))
-    (_request,) = receiver.requests  # one request, sent from on_xid, not at the next cycle
-    xids = {name: (value, labels, t) for _, name, labels, value, t in receiver.points()}
-    value, labels, t = xids[GpuMetric.XID_ERRORS]
-    assert (value, labels["gpu"], labels["xid_code"], t) == (
-        1.0,
-        "2",
-        "79",
-        1_764_000_003_250_000_000,  # the event's own time, to the millisecond EMF keeps
-    )
-    assert labels["UUID"] == "GPU-h100-2"
-    assert xids[GpuMetric.XID_FATAL_ERRORS][0] == 1.0  # 79: fallen off the bus
+    started = int((EPOCH - 60) * 1e9)
+    exporter = _exporter(clock, OtlpSink(receiver.url, start_ns=started))
+    for t, code in ((3.25, 79), (4.0, 13), (9.5, 79)):
+        exporter.on_xid(XidEvent(gpu_index=2, code=code, time=EPOCH + t, source="nvml"))
+    assert len(receiver.requests) == 3  # each sent from on_xid, not at the next cycle
+    found = receiver.rows()
+    assert {(r.kind, r.monotonic, r.temporality, r.start_ns) for r in found} == {
+        ("sum", True, 2, started)  # AGGREGATION_TEMPORALITY_CUMULATIVE
+    }
+    # Each at the event's own time, to the millisecond EMF keeps.
+    t79, t13, again = ((int(EPOCH) * 1000 + ms) * 10**6 for ms in (3250, 4000, 9500))
+    series: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    for r in found:
+        series.setdefault((r.name, r.labels["xid_code"]), [])
+    for r in found:
+        series[(r.name, r.labels["xid_code"])].append((r.time_ns, r.value))
+    assert series[(GpuMetric.XID_ERRORS, "79")] == [(t79 - 10**6, 0.0), (t79, 1.0), (again, 2.0)]
+    assert series[(GpuMetric.XID_FATAL_ERRORS, "79")] == series[(GpuMetric.XID_ERRORS, "79")]
+    assert series[(GpuMetric.XID_ERRORS, "13")] == [(t13 - 10**6, 0.0), (t13, 1.0)]
+    assert (GpuMetric.XID_FATAL_ERRORS, "13") not in series  # 13 is the application's fault
+    labels = found[0].labels
+    assert (labels["gpu"], labels["UUID"], labels["device"]) == ("2", "GPU-h100-2", "nvidia2")
+
+
+def test_an_otlp_exporter_still_writes_its_xid_events_to_its_log_group_without_a_metric(
+    receiver: Receiver,
+) -> None:
+    """The XID page path (the notifier's subscription on ``$.XidCode`` in the exporter's log
+    group) holds in OTLP mode: each XID event document goes to the agent's EMF listener with no
+    metric directive (a log line, no custom metric), its metrics over OTLP; cycles over OTLP
+    only."""
+    logged: list[dict[str, Any]] = []
+
+    class Listener:
+        def send(self, documents: Any) -> None:
+            logged.extend(documents)
+
+    clock = Clock(0)
+    exporter = _exporter(clock, XidEventLog(OtlpSink(receiver.url), Listener()))
+    exporter.collect_once()
+    exporter.on_xid(XidEvent(gpu_index=1, code=48, time=EPOCH + 2, source="nvml"))
+    (event,) = logged
+    assert (event["XidCode"], event["GpuIndex"], event["XidCount"]) == ("48", "1", 1)
+    assert event["_aws"]["CloudWatchMetrics"] == []
+    assert event["_aws"]["LogGroupName"] == "/aws/gpu-insights/train/exporter"
+    valid_emf(encode(event))
+    assert {r.name for r in receiver.rows() if r.kind == "sum"} == {
+        GpuMetric.XID_ERRORS,
+        GpuMetric.XID_FATAL_ERRORS,
+    }
 
 
 def test_a_refusing_endpoint_is_a_sink_error_and_the_buffer_keeps_the_batch(
@@ -192,24 +234,57 @@ def test_the_command_line_sends_otlp_where_the_flag_or_opentelemetrys_variable_s
 ) -> None:
     base = ["--cluster-name", "train", "--node-name", "node-a", "--sink", "otlp"]
     monkeypatch.delenv(cli.OTLP_ENDPOINT_ENV, raising=False)
-    sink = cli._sink(cli.parser().parse_args(base))
-    assert isinstance(sink, OtlpSink)
-    assert sink.endpoint == DEFAULT_OTLP_ENDPOINT
+
+    def endpoints(argv: list[str]) -> tuple[str, tuple[str, int]]:
+        sink = cli._sink(cli.parser().parse_args(argv))
+        assert isinstance(sink, XidEventLog)
+        assert isinstance(sink.metrics, OtlpSink)
+        assert isinstance(sink.log, TcpEmfSink)  # the XID events' log lines
+        return sink.metrics.endpoint, sink.log._address
+
+    assert endpoints(base) == (
+        DEFAULT_OTLP_ENDPOINT,
+        ("cloudwatch-agent.amazon-cloudwatch", 25888),
+    )
     monkeypatch.setenv(cli.OTLP_ENDPOINT_ENV, "http://collector:4318/v1/metrics")
-    sink = cli._sink(cli.parser().parse_args(base))
-    assert isinstance(sink, OtlpSink)
-    assert sink.endpoint == "http://collector:4318/v1/metrics"
+    assert endpoints(base)[0] == "http://collector:4318/v1/metrics"
     flag = [*base, "--otlp-endpoint", "http://10.0.0.7:4318/v1/metrics"]
-    sink = cli._sink(cli.parser().parse_args(flag))
-    assert isinstance(sink, OtlpSink)
-    assert sink.endpoint == "http://10.0.0.7:4318/v1/metrics"
+    assert endpoints(flag)[0] == "http://10.0.0.7:4318/v1/metrics"
 
 
-def test_a_document_of_one_pod_names_its_uid() -> None:
-    one = {"GpuIndex": "3", "PodUids": ["0d6c1b5e-3f0a-4c43-9f1e-7f4a8f0e2a11"]}
-    assert datapoint_labels(one)["k8s.pod.uid"] == "0d6c1b5e-3f0a-4c43-9f1e-7f4a8f0e2a11"
-    shared = {"GpuIndex": "3", "PodUids": ["a", "b"]}  # two pods on one GPU: neither is it
-    assert "k8s.pod.uid" not in datapoint_labels(shared)
+def test_a_gpu_held_by_one_pod_is_on_that_pods_resource(receiver: Receiver, tmp_path: Any) -> None:
+    """One resource per node and pod, named as the add-on names DCGM's (k8s.pod.name,
+    k8s.namespace.name), from the process's cgroup and the kubelet's pod log directories; a GPU
+    no pod holds is on the node's resource alone."""
+    uid = "1f2e3d4c-5b6a-4789-8abc-def012345678"
+    proc, pods = tmp_path / "proc", tmp_path / "pods"
+    (proc / "4242").mkdir(parents=True)
+    (proc / "4242" / "cgroup").write_text(
+        f"0::/kubepods.slice/kubepods-pod{uid.replace('-', '_')}.slice/cri-containerd-abc.scope\n"
+    )
+    pods.mkdir()
+    (pods / f"nlp_bert-worker-0_{uid}").mkdir()
+    exporter = _exporter(Clock(0), OtlpSink(receiver.url), proc_root=proc, pod_log_root=pods)
+    exporter.collect_once()
+    by_gpu = {labels["gpu"]: resource for resource, _, labels, *_ in receiver.points()}
+    node = {
+        "k8s.cluster.name": "train",
+        "k8s.node.name": "node-a",
+        "service.name": "gpu-insights-exporter",
+    }
+    assert by_gpu["0"] == {
+        **node,
+        "k8s.pod.uid": uid,
+        "k8s.pod.name": "bert-worker-0",
+        "k8s.namespace.name": "nlp",
+    }
+    assert by_gpu["2"] == node  # the trace's GPU 2 runs no process
+    assert len(receiver.requests[0].resource_metrics) == 2
+    shared = {"ClusterName": "c", "NodeName": "n", "PodUids": ["a", "b"], "Pods": ["x/a", "x/b"]}
+    assert "k8s.pod.uid" not in resource_attributes(shared)  # two pods on one GPU: neither
+    unnamed = {"ClusterName": "c", "NodeName": "n", "PodUids": ["a"]}
+    assert resource_attributes(unnamed)["k8s.pod.uid"] == "a"  # no pod log root: the UID only
+    assert "k8s.pod.name" not in resource_attributes(unnamed)
 
 
 @pytest.mark.parametrize(

@@ -184,3 +184,21 @@ def test_the_exporter_sink_setting_is_what_the_exporters_own_parser_reads(
     parsed = exporter_parser().parse_args(args)
     endpoint = parsed.otlp_endpoint if parsed.sink == "otlp" else parsed.emf_endpoint
     assert (parsed.sink, endpoint) == sent_to
+
+
+def test_over_otlp_the_add_ons_k8sattributes_leaves_the_exporters_own_pod_out() -> None:
+    """The agent's k8sattributes processor finds a sender's pod by the connection's IP and fills
+    what the sender left unset (open-telemetry/opentelemetry-collector-contrib
+    processor/k8sattributesprocessor): the exporter's pod opts out, so a GPU no pod holds is not
+    labelled with the exporter's pod; and the XID events' listener stays the EMF one."""
+    template = _daemon_set(sink=ExporterSink.OTLP)["spec"]["template"]
+    assert template["metadata"]["annotations"] == {"opentelemetry.io/k8s-processor/ignore": "true"}
+    kubernetes_validate.validate(
+        _daemon_set(sink=ExporterSink.OTLP), KUBERNETES_VERSION, strict=True
+    )
+    assert "annotations" not in _daemon_set(sink=ExporterSink.EMF)["spec"]["template"]["metadata"]
+    container = template["spec"]["containers"][0]
+    parsed = exporter_parser().parse_args(
+        [a.replace("$(NODE_NAME)", "ip-10-0-1-5") for a in container["args"]]
+    )
+    assert parsed.emf_endpoint == "tcp://cloudwatch-agent.amazon-cloudwatch:25888"

@@ -148,40 +148,28 @@ def test_the_exporter_over_otlp_is_billed_by_its_bytes_not_by_its_series(
     assert "Exporter custom metrics (GpuInsights)" not in items
     assert "Exporter EMF log ingestion" not in items
     otlp = items["Exporter OTLP metrics ingestion"]
-    # 320 GPUs x (4 + 4 x 2%) datapoints x 262,800 cycles x 352 bytes: 120.8 GB at $0.08.
-    assert otlp["quantity"] == pytest.approx(320 * 4.08 * 262_800 * 352 / 1e9)
-    assert otlp["usd"] == pytest.approx(9.66, abs=0.01)
+    # 320 GPUs x (4 + 4 x 2%) datapoints x 262,800 cycles x 455 bytes: 156.1 GB at $0.08.
+    assert otlp["quantity"] == pytest.approx(320 * 4.08 * 262_800 * 455 / 1e9)
+    assert otlp["usd"] == pytest.approx(12.49, abs=0.01)
     assert otlp["price"]["usd"] == 0.08  # type: ignore[index]
     # Per 8-GPU node-month: 8 x 4.08 x 262,800 x 352 bytes = 3.02 GB, $0.24 (goal: <= $2).
     assert "3.02 GB, $0.24 per 8-GPU node-month" in str(otlp["basis"])
 
 
 def test_the_bytes_a_datapoint_is_billed_are_measured() -> None:
-    """OTLP_BYTES_PER_DATAPOINT is the mean size of one per-cycle datapoint encoded alone by the
-    exporter's own sink and the SDK's encoder, with an EKS node's and an H100's real-length
-    names: it changes when the labels or the encoding do."""
-    from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
+    """OTLP_BYTES_PER_DATAPOINT and TRAINING_OTLP_BYTES_PER_DATAPOINT are what
+    benchmarks/otlp_bytes.py measures of the real senders' payloads (each datapoint serialized
+    alone, as billed), within 2%: they change when the labels or the encoding do."""
+    from benchmarks.otlp_bytes import emitter_flush, exporter_node
+    from cli.cost.exporter import OTLP_BYTES_PER_DATAPOINT, TRAINING_OTLP_BYTES_PER_DATAPOINT
 
-    from cli.cost.exporter import OTLP_BYTES_PER_DATAPOINT
-    from gpu_insights_agent.contract.metrics import CYCLE_METRICS
-    from gpu_insights_agent.exporter.otlp_sink import metrics_data
-
-    sizes = []
-    for metric in sorted(CYCLE_METRICS):
-        document = {
-            "ClusterName": "ml-training",
-            "NodeName": "ip-10-0-141-27.us-west-2.compute.internal",
-            "GpuIndex": "7",
-            "GpuUuid": "GPU-5f9e3c1a-2b4d-4e6f-8a0b-1c2d3e4f5a6b",
-            "GpuName": "NVIDIA H100 80GB HBM3",
-            str(metric): 87.5,
-            "_aws": {
-                "Timestamp": 1_764_000_000_000,
-                "CloudWatchMetrics": [{"Metrics": [{"Name": str(metric), "Unit": "Percent"}]}],
-            },
-        }
-        sizes.append(encode_metrics(metrics_data([document])).ByteSize())
-    assert round(sum(sizes) / len(sizes)) == OTLP_BYTES_PER_DATAPOINT
+    node = exporter_node(cycles=18)
+    assert node["billed_bytes_per_datapoint"] == pytest.approx(OTLP_BYTES_PER_DATAPOINT, rel=0.02)
+    assert node["wire_bytes_per_datapoint"] < OTLP_BYTES_PER_DATAPOINT / 2  # batched on the wire
+    rank = emitter_flush()
+    assert rank["billed_bytes_per_datapoint"] == pytest.approx(
+        TRAINING_OTLP_BYTES_PER_DATAPOINT, rel=0.02
+    )
 
 
 def test_the_users_log_volume_and_settings_are_priced(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,96 @@
+"""OTLP/HTTP with the JSON encoding, standard library only: POSTs each batch of points to an
+OTLP metrics endpoint (the add-on's CloudWatch agent on its node, ``DEFAULT_OTLP_ENDPOINT``).
+
+A ``Sink`` like the EMF sinks: ``send`` raises ``SinkError`` on failure and keeps no state, so
+whoever calls it (``emitter.background_sender``, on its own thread) owns drops and counts. The
+request goes straight to the endpoint, never through a ``HTTP(S)_PROXY`` of the environment: the
+agent is in-cluster, and a training image's proxy is for the internet. Python 3.9.
+"""
+
+import json
+import logging
+import urllib.error
+import urllib.request
+from typing import Callable, Optional, Sequence
+from urllib.parse import urlsplit
+
+from gpu_insights_agent.emf.document import EmfDocument
+from gpu_insights_agent.emf.sinks import SinkError
+from gpu_insights_agent.otlp.json_encoding import CONTENT_TYPE
+
+log = logging.getLogger(__name__)
+
+#: Seconds one request may take (connecting, sending, the answer); name resolution is not
+#: bounded by it, which is why only a background thread sends.
+TIMEOUT_S = 2.0
+
+
+def endpoint_problem(endpoint: str) -> Optional[str]:
+    """Why no request could reach ``endpoint``, or None: an http(s) URL with a host and a path
+    (OTLP/HTTP's metrics path is ``/v1/metrics``)."""
+    try:
+        url = urlsplit(endpoint)
+        url.port  # noqa: B018 - raises on a port outside 0-65535 or not a number
+    except ValueError as err:
+        return f"OTLP endpoint {endpoint!r}: {err}"
+    if url.scheme not in ("http", "https") or not url.hostname or not url.path.strip("/"):
+        return f"OTLP endpoint {endpoint!r} is not http(s)://host[:port]/path"
+    return None
+
+
+class OtlpJsonSink:
+    """Sends a batch of documents as one OTLP/HTTP JSON request; ``encode`` turns the batch into
+    the body (empty: nothing to send)."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        encode: Callable[[Sequence[EmfDocument]], bytes],
+        *,
+        timeout_s: float = TIMEOUT_S,
+    ) -> None:
+        problem = endpoint_problem(endpoint)
+        if problem:
+            raise ValueError(problem)
+        self.endpoint = endpoint
+        self._encode = encode
+        self._timeout_s = timeout_s
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        #: Datapoints the endpoint said it rejected in answers that were otherwise a success
+        #: (OTLP's ``partialSuccess``: not to be retried, so counted and logged).
+        self.rejected = 0
+
+    def send(self, documents: Sequence[EmfDocument]) -> None:
+        body = self._encode(documents)
+        if not body:
+            return
+        request = urllib.request.Request(
+            self.endpoint, data=body, method="POST", headers={"Content-Type": CONTENT_TYPE}
+        )
+        try:
+            with self._opener.open(request, timeout=self._timeout_s) as response:
+                answer = response.read()
+        except urllib.error.HTTPError as err:
+            raise SinkError(f"OTLP endpoint {self.endpoint}: HTTP {err.code} {err.reason}") from err
+        except (OSError, ValueError) as err:  # URLError, a timeout, a refused connection
+            raise SinkError(f"OTLP endpoint {self.endpoint}: {err}") from err
+        self._count_partial_success(answer)
+
+    def _count_partial_success(self, answer: bytes) -> None:
+        """ "If the request is only partially accepted ... the server MUST respond with HTTP 200
+        OK" and a ``partialSuccess`` naming the rejected datapoints ("Partial Success",
+        https://opentelemetry.io/docs/specs/otlp/#partial-success-1): the client "MUST NOT"
+        retry them."""
+        try:
+            partial = json.loads(answer or b"{}").get("partialSuccess") or {}
+            rejected = int(partial.get("rejectedDataPoints") or 0)
+        except (ValueError, AttributeError, TypeError):
+            return  # a protobuf answer, or none: nothing said about rejected points
+        if rejected:
+            self.rejected += rejected
+            log.warning(
+                "OTLP endpoint %s rejected %d datapoints: %.200s",
+                self.endpoint,
+                rejected,
+                partial.get("errorMessage", ""),
+            )
