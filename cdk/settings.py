@@ -249,6 +249,7 @@ class Settings:
             shards=self.alarm_shards,
             jobs=self.job_alarm_settings() if self.job_alarms else None,
             promql=self.container_insights_mode is ContainerInsightsMode.OTEL,
+            otlp=self.exporter_sink is ExporterSink.OTLP,
         )
 
     def job_alarm_settings(self) -> JobAlarmSettings:
