@@ -55,8 +55,7 @@ def test_the_page_names_the_ranks_pods_and_nodes_and_says_the_gpus_are_no_label(
     )
     page = job_incident(_incident(), "us-east-1", placement)
     assert page.title == (
-        "Training job hung: job llama-hangs on ip-10-0-4-10.ec2.internal, "
-        "ip-10-0-4-11.ec2.internal"
+        "Training job hung: job llama-hangs on ip-10-0-4-10.ec2.internal, ip-10-0-4-11.ec2.internal"
     )
     assert subject(page).startswith("[CRITICAL] Training job hung: job llama-hangs on ")
     text = render_text(page)
