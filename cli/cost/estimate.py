@@ -12,8 +12,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
-from cdk.alarms.catalog import gpu_alarms
-from cdk.alarms.model import BreachCount, Difference, insights_query
+from cdk.alarms.catalog import gpu_alarms, promql_alarms
+from cdk.alarms.jobs import JOB_ALARM_KINDS
+from cdk.alarms.model import AlarmSpec, BreachCount, Difference, insights_query
+from cdk.alarms.promql import PromQLQuery
 from cdk.settings import Settings
 from cli.cost.exporter import (
     AFTER,
@@ -36,6 +38,7 @@ from cli.cost.prices import (
     LOGS_INGESTION,
     OTEL_CI,
     OTLP_METRICS,
+    PROMQL_ALARM,
     PROMQL_QUERIES,
     S3_REQUEST_METRIC,
     STANDARD_ALARM,
@@ -292,12 +295,16 @@ def estimate(deployment: Deployment) -> list[LineItem]:
             REPORT_RUN_S,
             f"{s.report_schedule}; the run time is assumed",
         ),
-        *_lambda(
-            "silence check",
-            MINUTES_PER_MONTH / SCHEDULE_MINUTES,
-            SILENCE_MEMORY_MB,
-            SILENCE_RUN_S,
-            f"every {SCHEDULE_MINUTES} min; the run time is assumed",
+        *(
+            _lambda(
+                "silence check",
+                MINUTES_PER_MONTH / SCHEDULE_MINUTES,
+                SILENCE_MEMORY_MB,
+                SILENCE_RUN_S,
+                f"every {SCHEDULE_MINUTES} min; the run time is assumed",
+            )
+            if s.alarm_settings().silence_check
+            else []
         ),
         _get_metric_data(d),
         *([_promql(d)] if s.container_insights_mode is ContainerInsightsMode.OTEL else []),
@@ -414,20 +421,13 @@ def _alarms(d: Deployment) -> list[LineItem]:
             share = 0  # not sharded: the silence alarm's sparse series
         analyzed += share
     standard = [spec for spec in specs if insights_query(spec.metric) is None]
+    promql = promql_alarms(d.settings.alarm_settings())
     # Each metric an alarm lists is an alarm metric; the notifier's dead-letter and
     # refused-documents alarms are one each.
     standard_metrics = sum(2 if isinstance(s.metric, Difference) else 1 for s in standard) + 2
     return [
-        LineItem(
-            "Metrics Insights alarms",
-            analyzed,
-            "metrics analyzed",
-            analyzed * INSIGHTS_ALARM.usd,
-            INSIGHTS_ALARM,
-            f"{len(insights)} alarms in {d.settings.alarm_shards} shard(s) (the alarm catalog), "
-            f"each reading its shard's GPUs or jobs; fault gauges in {FAULT_HOUR_SHARE:.0%} of "
-            "hours",
-        ),
+        *([_insights_alarms(d, insights, analyzed)] if insights else []),
+        *([_promql_alarms(d, promql)] if promql else []),
         LineItem(
             "Standard alarms",
             standard_metrics,
@@ -456,6 +456,45 @@ def _alarms(d: Deployment) -> list[LineItem]:
     ]
 
 
+def _insights_alarms(d: Deployment, insights: Sequence[AlarmSpec], analyzed: float) -> LineItem:
+    return LineItem(
+        "Metrics Insights alarms",
+        analyzed,
+        "metrics analyzed",
+        analyzed * INSIGHTS_ALARM.usd,
+        INSIGHTS_ALARM,
+        f"{len(insights)} alarms in {d.settings.alarm_shards} shard(s) (the alarm catalog), "
+        f"each reading its shard's GPUs or jobs; fault gauges in {FAULT_HOUR_SHARE:.0%} of "
+        "hours",
+    )
+
+
+def _promql_alarms(d: Deployment, alarms: Sequence[AlarmSpec]) -> LineItem:
+    """OTel mode's PromQL alarms, by the samples their evaluations scan: each reads every GPU's
+    (or job's) series over its look back, every evaluation interval, an upper bound for the
+    sparse series (fault gauges, XID counters)."""
+    samples = 0.0
+    for spec in alarms:
+        query = spec.metric
+        assert isinstance(query, PromQLQuery)
+        job = (spec.counts or spec.kind) in JOB_ALARM_KINDS
+        series = d.jobs if job else d.gpus
+        # The emitter flushes a window a minute by default (emitter/training.py's flush_s).
+        interval = 60 if job else d.settings.exporter_interval_seconds
+        per_series = max(1.0, query.lookback_s / interval)
+        evaluations = MINUTES_PER_MONTH * 60 / query.evaluation_interval_s
+        samples += series * per_series * evaluations
+    return LineItem(
+        "PromQL alarms",
+        samples / 1e6,
+        "million samples scanned",
+        samples / 1e6 * PROMQL_ALARM.usd,
+        PROMQL_ALARM,
+        f"{len(alarms)} alarms (one per kind and its fleet count, no shard), each evaluated "
+        "every minute over every GPU's or job's series in its look back, at most",
+    )
+
+
 def _dashboards(s: Settings) -> LineItem:
     count = len(all_dashboards(s.cluster_name, list(s.storage_buckets), [], "us-east-1"))
     return LineItem(
@@ -473,7 +512,8 @@ def _get_metric_data(d: Deployment) -> LineItem:
     window_s = s.lookback_days * 86_400
     storage = d.volumes * _volume_metrics(window_s) * runs_per_month(s.storage_schedule)
     training = d.jobs * _job_metrics(window_s) * runs_per_month(s.training_schedule)
-    silence = d.gpus * MINUTES_PER_MONTH / SCHEDULE_MINUTES
+    checked = s.alarm_settings().silence_check
+    silence = d.gpus * MINUTES_PER_MONTH / SCHEDULE_MINUTES if checked else 0
     metrics = storage + training + silence
     return LineItem(
         "GetMetricData metrics requested",
@@ -482,8 +522,9 @@ def _get_metric_data(d: Deployment) -> LineItem:
         metrics / 1000 * GET_METRIC_DATA.usd,
         GET_METRIC_DATA,
         f"storage {_volume_metrics(window_s)} a volume a run, training "
-        f"{_job_metrics(window_s)} a job a run, the silence check 1 a GPU a run; the GPU "
-        "attribution and the report read a few more",
+        f"{_job_metrics(window_s)} a job a run"
+        + (", the silence check 1 a GPU a run" if checked else "")
+        + "; the GPU attribution and the report read a few more",
     )
 
 

@@ -99,6 +99,17 @@ PROMQL_QUERIES: Final = Price(
     note="free of charge in public preview; after it, query API reads per million samples "
     "scanned (console and dashboard queries stay free), at no figure published on the pages read",
 )
+#: A PromQL alarm: "PromQL alarms" (alarm-promql.html) and the pricing pages read
+#: (CLOUDWATCH_PRICING, OTEL_METRICS_PRICING) publish no figure for one, and PromQL
+#: is "free of charge" in the preview (PROMQL_PREVIEW). Priced at no figure; the estimate
+#: prints the alarms and the samples their evaluations scan, so they can be priced.
+PROMQL_ALARM: Final = Price(
+    0.0,
+    "million samples scanned by alarm evaluations (preview)",
+    PROMQL_PREVIEW,
+    note="no price for PromQL alarms published on the pages read; the samples their "
+    "evaluations scan are printed",
+)
 #: A standard-resolution alarm, per metric it lists ("Alarm metrics", the page's free tier:
 #: "only applicable to Standard resolution alarms that list metrics directly and don't use a
 #: Metrics Insights query").

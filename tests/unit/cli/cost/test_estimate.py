@@ -219,3 +219,25 @@ def test_every_price_cites_its_page_and_date() -> None:
         assert price.usd > 0 or any(
             words in price.note for words in ("no additional charge", "free of charge")
         )
+
+
+def test_with_the_otlp_sink_every_alarm_is_a_promql_alarm_and_no_silence_check_runs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """OTel mode with exporter_sink=otlp deploys one PromQL alarm per kind and its fleet count
+    (8 GPU kinds and 4 job kinds: 24), no Metrics Insights alarm and no silence check, so
+    neither is priced; before, the PromQL alarms were left out and the silence check's runs
+    and GetMetricData reads (2.8 million metrics a month at 320 GPUs) were priced."""
+    items = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=otlp")
+    assert "Metrics Insights alarms" not in items
+    assert not [name for name in items if "silence check" in name]
+    promql = items["PromQL alarms"]
+    assert str(promql["basis"]).startswith("24 alarms (one per kind and its fleet count")
+    assert promql["usd"] == 0  # no figure published: the samples are printed instead
+    assert float(promql["quantity"]) > 0  # type: ignore[arg-type]
+    # 40 volumes' and 40 jobs' reads, nothing a GPU: 18,250 metrics requested.
+    assert items["GetMetricData metrics requested"]["quantity"] == pytest.approx(18_250)
+    emf = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf")
+    assert "PromQL alarms" not in emf
+    assert "Metrics Insights alarms" in emf
+    assert "Lambda: silence check" in emf
