@@ -8,8 +8,8 @@ run on a node with ``--sink cloudwatch``.
 import json
 import tempfile
 import uuid
-from collections.abc import Sequence
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TextIO

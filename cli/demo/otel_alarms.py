@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from opentelemetry.sdk.metrics.export import MetricExportResult, MetricsData
+from opentelemetry.sdk.metrics.export import MetricExportResult, MetricsData, NumberDataPoint
 
 from cdk.alarms.catalog import promql_alarms
 from cdk.alarms.model import AlarmSpec
@@ -203,36 +203,42 @@ def run_exporters(cluster: str) -> ExporterHours:
         (STEADY, ("busy",) * 8, DURATION_S),
         (SILENT, ("busy",) * 8, SILENT_AT_S),
     ):
-        kept, lines = _Kept(), _Lines()
-        now = [0.0]
-        with tempfile.TemporaryDirectory() as proc, tempfile.TemporaryDirectory() as logs:
-            write_proc(Path(proc), PODS[node.name])
-            write_pod_logs(Path(logs), PODS[node.name])
-            sink = OtlpSink("http://local", exporter=kept, start_ns=int(START * 1e9))
-            exporter = Exporter(
-                NvmlSource(
-                    FakeNvml(_trace(node, roles), clock=lambda: now[0], sleep=lambda _: None)
-                ),
-                BufferedSender(XidEventLog(sink, lines)),
-                ExporterConfig(
-                    cluster_name=cluster,
-                    node_name=node.name,
-                    interval_s=INTERVAL_S,
-                    proc_root=Path(proc),
-                    pod_log_root=Path(logs),
-                ),
-                clock=lambda: START + now[0],
-            )
-            exporter.start()
-            assert exporter.watcher is not None
-            for cycle in range(int(stop_s / INTERVAL_S)):
-                now[0] = cycle * INTERVAL_S
-                exporter.watcher.drain()
-                exporter.collect_once()
-            exporter.shutdown()
+        kept, lines = _run_node(cluster, node, roles, stop_s)
         hours.requests += kept.requests
         hours.xid_lines += lines.documents
     return hours
+
+
+def _run_node(
+    cluster: str, node: ec2.Node, roles: Sequence[str], stop_s: float
+) -> tuple[_Kept, _Lines]:
+    """One node's exporter, in virtual time, until ``stop_s`` into the window."""
+    kept, lines = _Kept(), _Lines()
+    now = [0.0]
+    with tempfile.TemporaryDirectory() as proc, tempfile.TemporaryDirectory() as logs:
+        write_proc(Path(proc), PODS[node.name])
+        write_pod_logs(Path(logs), PODS[node.name])
+        sink = OtlpSink("http://local", exporter=kept, start_ns=int(START * 1e9))
+        exporter = Exporter(
+            NvmlSource(FakeNvml(_trace(node, roles), clock=lambda: now[0], sleep=lambda _: None)),
+            BufferedSender(XidEventLog(sink, lines)),
+            ExporterConfig(
+                cluster_name=cluster,
+                node_name=node.name,
+                interval_s=INTERVAL_S,
+                proc_root=Path(proc),
+                pod_log_root=Path(logs),
+            ),
+            clock=lambda: START + now[0],
+        )
+        exporter.start()
+        assert exporter.watcher is not None
+        for cycle in range(int(stop_s / INTERVAL_S)):
+            now[0] = cycle * INTERVAL_S
+            exporter.watcher.drain()
+            exporter.collect_once()
+        exporter.shutdown()
+    return kept, lines
 
 
 def otlp_samples(requests: Sequence[MetricsData]) -> Iterator[Sample]:
@@ -246,7 +252,9 @@ def otlp_samples(requests: Sequence[MetricsData]) -> Iterator[Sample]:
             for scope in resource_metrics.scope_metrics:
                 for metric in scope.metrics:
                     for point in metric.data.data_points:
-                        labels = resource | {k: str(v) for k, v in point.attributes.items()}
+                        assert isinstance(point, NumberDataPoint)  # gauges and sums only
+                        attributes = point.attributes or {}
+                        labels = resource | {k: str(v) for k, v in attributes.items()}
                         yield metric.name, labels, point.time_unix_nano / 1e9, float(point.value)
 
 
