@@ -11,9 +11,9 @@ from moto import mock_aws
 
 from cdk.settings import Settings
 from cli.demo.command import DEMO_REGION
+from cli.demo.exporter import REPLAYED
 from cli.demo.otel_alarms import (
     FAULTS,
-    REPLAYED,
     SILENT,
     START,
     STEADY,
