@@ -26,6 +26,7 @@ from cli.demo.otel_alarms import (
 from cli.demo.storage import DEMO_CLUSTER
 from lambdas.shared.aws_clients import new_session
 from lambdas.shared.dcgm import CLOUDWATCH as L
+from tests.docs_text import README
 
 pytestmark = pytest.mark.promql_engine
 
@@ -96,3 +97,17 @@ def test_the_steady_gpus_and_nodes_page_nothing(demo: OtelAlarmsDemo) -> None:
     lines = otel_alarms_summary(demo)
     assert not [line for line in lines if "NOT PAGED" in line]
     assert lines[-1].endswith(": 0 pages")
+
+
+def test_the_readme_states_what_the_stage_prints(demo: OtelAlarmsDemo) -> None:
+    readme = " ".join(README.read_text().split())
+    after = {f.what: round((demo.pages_for(f)[0].at - START - f.at_s) / MINUTE) for f in FAULTS}
+    for phrase in (
+        f"replays the app's {len(demo.alarms)} PromQL alarms every minute",
+        f"each of the {len(FAULTS)} planted faults pages once",
+        f"the idle held GPU {after['idle held GPU']} minutes in",
+        f"thermal throttling after {after['thermal throttling']} minutes",
+        f"the silent node {after['silent node']} minutes after its exporter stopped",
+        f"the steady GPUs and nodes page {len(steady_pages(demo))} times",
+    ):
+        assert phrase in readme, phrase
