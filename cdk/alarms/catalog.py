@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Final
 
 from cdk.alarms.jobs import JOB_ALARM_KINDS, JobAlarmSettings, job_alarms
+from cdk.alarms.jobs_promql import promql_job_alarms
 from cdk.alarms.model import (
     AlarmMetric,
     AlarmSpec,
@@ -153,8 +154,12 @@ ALARMS_BY_MODE: Final = (
     ModeRow(
         "job-hung, job-loss-not-finite, job-loss-spike, job-throughput-collapsed",
         "Metrics Insights, one alarm per job shard",
-        "the same",
-        "the training emitter's metrics go by EMF, which PromQL does not read",
+        "with exporter_sink=otlp, one PromQL alarm per kind on the training emitter's OTLP "
+        "series, `by` cluster, namespace and job_name (the same thresholds and windows); with "
+        "exporter_sink=emf as in Classic",
+        "PromQL reads only what comes by OTLP, and the training pods' emitter must send OTLP "
+        "too; a query returns only the jobs that breach, so one alarm watches every job "
+        "(500 breaching at once; the fleet count alarm pages a mass event)",
     ),
 )
 
@@ -202,7 +207,8 @@ class AlarmSettings:
     #: OTel Container Insights mode: DCGM's series reach PromQL, and the alarms on them are
     #: PromQL alarms (``promql_alarms``) in place of their Metrics Insights ones.
     promql: bool = False
-    #: The exporter sends OTLP (exporter_sink=otlp), so its series reach PromQL too.
+    #: The exporter and the training emitter send OTLP (exporter_sink=otlp), so their series
+    #: reach PromQL too.
     otlp: bool = False
 
     @property
@@ -210,6 +216,12 @@ class AlarmSettings:
         """Every per-GPU and node alarm is a PromQL alarm on the exporter's OTLP series: OTel
         mode, the exporter on, its sink OTLP. One alarm per kind, no shard."""
         return self.promql and self.otlp and self.exporter
+
+    @property
+    def promql_jobs(self) -> bool:
+        """The job alarms are PromQL alarms (cdk/alarms/jobs_promql.py): OTel mode with the
+        OTLP sink, where the emitter's series reach PromQL and not GpuInsights/Training."""
+        return self.promql and self.otlp and self.jobs is not None
 
     @property
     def silence_check(self) -> bool:
@@ -454,7 +466,7 @@ def gpu_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
                 "the metric filter publishes only when a line matches",
             )
         )
-    if settings.jobs is not None:
+    if settings.jobs is not None and not settings.promql_jobs:
         alarms += job_alarms(settings.cluster_name, settings.jobs)
     alarms = [replace(a, kind=a.alarm_kind) for a in alarms]
     return alarms + cap_alarms(settings.cluster_name, alarms)
@@ -594,11 +606,19 @@ def deployed_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
 
 
 def promql_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
-    """OTel mode's PromQL alarms (the table above): one alarm per kind for every GPU, each
-    with its fleet count."""
-    if settings.promql_gpu:
-        alarms = otlp_alarms(settings)
-        return alarms + cap_alarms(settings.cluster_name, alarms)
+    """OTel mode's PromQL alarms (the table above): one alarm per kind for every GPU and every
+    job, each with its fleet count alarm."""
+    alarms = otlp_alarms(settings) if settings.promql_gpu else _promql_low_power(settings)
+    # The job alarms (cdk/alarms/jobs_promql.py), where the emitter sends OTLP.
+    if settings.promql_jobs:
+        assert settings.jobs is not None
+        alarms += promql_job_alarms(settings.cluster_name, settings.jobs)
+    return alarms + cap_alarms(settings.cluster_name, alarms)
+
+
+def _promql_low_power(settings: AlarmSettings) -> list[AlarmSpec]:
+    """OTel mode with the EMF sink: the low-power alarm on DCGM's power where the fleet's GPU
+    power is known (``promql_low_power``)."""
     if not settings.promql_low_power:
         return []
     assert settings.gpu_instance_type is not None
@@ -633,7 +653,7 @@ def promql_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
             ),
         )
     ]
-    return alarms + cap_alarms(settings.cluster_name, alarms)
+    return alarms
 
 
 def is_promql(spec: AlarmSpec) -> bool:

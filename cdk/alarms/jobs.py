@@ -109,7 +109,10 @@ def _per_job(
     )
 
 
-def _kinds(cluster: str, settings: JobAlarmSettings, shard: str) -> list[AlarmSpec]:
+def job_kind_specs(cluster: str, settings: JobAlarmSettings, shard: str) -> list[AlarmSpec]:
+    """Each job alarm kind on one shard's Metrics Insights query: its title, description,
+    severity, threshold and window, which OTel mode's PromQL alarms keep with their own query
+    (cdk/alarms/jobs_promql.py)."""
     hung_s = settings.hung_minutes * 60
     periods = settings.throughput_window_minutes * 60 // THROUGHPUT_PERIOD_S
     fraction = settings.throughput_fraction
@@ -206,7 +209,7 @@ def job_alarms(cluster: str, settings: JobAlarmSettings) -> list[AlarmSpec]:
     """Every job alarm: each kind once per job alarm shard (``-shard-NN`` in the key)."""
     alarms = []
     for index in range(JOB_ALARM_SHARDS):
-        for spec in _kinds(cluster, settings, str(index)):
+        for spec in job_kind_specs(cluster, settings, str(index)):
             alarms.append(
                 replace(
                     spec,

@@ -101,7 +101,7 @@ def _promql_alarm(
         alarm_name=spec.alarm_name(cluster_name),
         alarm_description=_description(
             spec,
-            f"A GPU the query stops returning is OK after {query.recovery_period_s} s "
+            f"A contributor the query stops returning is OK after {query.recovery_period_s} s "
             f"({spec.missing_data_reason}).",
         ),
         evaluation_criteria=cloudwatch.CfnAlarm.EvaluationCriteriaProperty(

@@ -38,6 +38,7 @@ from gpu_insights_agent.contract.metrics import (
 from gpu_insights_agent.contract.resource_names import alarm_name
 from gpu_insights_agent.contract.xid import KERNEL_XID_FILTER_PATTERN
 from lambdas.notifier.config import FUNCTION_TIMEOUT_S, NotifierConfig
+from lambdas.notifier.jobs import is_job_kind
 
 #: CloudWatch's EventBridge events for an alarm's and a contributor's state
 #: (https://docs.aws.amazon.com/eventbridge/latest/ref/events-ref-cloudwatch.html).
@@ -212,6 +213,25 @@ class Notifier(Construct):
                 sid="JobPlacement", actions=["logs:FilterLogEvents"], resources=[training_arn]
             )
         )
+        # Where a PromQL job alarm's job runs (OTel mode): its ranks' series' labels, read with
+        # CloudWatch's PromQL API, which needs "both of the following IAM actions:
+        # cloudwatch:GetMetricData, cloudwatch:ListMetrics" ("QueryMetrics",
+        # https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch-PromQL-API-QueryMetrics.html);
+        # neither has resource-level permissions.
+        if any(is_job_kind(k) for k in self.config.promql_alarm_kinds or ()):
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="JobPlacementPromQL",
+                    actions=["cloudwatch:GetMetricData", "cloudwatch:ListMetrics"],
+                    resources=["*"],
+                )
+            )
+            acknowledge_wildcard_resources(
+                role,
+                resources=["*"],
+                reason="GetMetricData and ListMetrics authorize only '*'; the PromQL API needs "
+                "both to read the ranks of a job an alarm names",
+            )
         # Whether the node's kernel log confirms an exporter XID: Container Insights' host log
         # group, read (lambdas/notifier/kernel_log.py), whether or not it is subscribed.
         read_arns = [exporter_arn, training_arn]

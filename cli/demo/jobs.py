@@ -26,11 +26,24 @@ from cdk.alarms.jobs import (
 from cdk.settings import Settings
 from cli.backtest.engine import BacktestResult
 from cli.demo.notifications import alarm_contributor_event
+from cli.demo.promql import Sample
 from cli.demo.realistic import pods as k8s
-from gpu_insights_agent.contract.metrics import DIM_CLUSTER, DIM_JOB, DIM_SHARD, training_log_group
+from gpu_insights_agent.contract.metrics import (
+    DIM_CLUSTER,
+    DIM_JOB,
+    DIM_NODE,
+    DIM_SHARD,
+    JOB_ALARM_METRICS,
+    OTLP_JOB,
+    OTLP_RANK,
+    PROP_POD_NAME,
+    PROP_RANK,
+    training_log_group,
+)
 from gpu_insights_agent.emf.document import EmfDocument, encode
 from gpu_insights_agent.emf.sinks import PutMetricDataSink
 from gpu_insights_agent.emitter.training import TrainingMetrics
+from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
 
 RANKS = 2
 BATCH = 64
@@ -172,6 +185,32 @@ def simulate(
             else:
                 metrics.drain()
     return [d for d in sink.documents if DIM_SHARD in d]
+
+
+def promql_samples(
+    documents: Sequence[EmfDocument],
+    jobs: Sequence[AlarmJob] = ALARM_JOBS,
+    labels: DcgmLabels = CLOUDWATCH,
+) -> Iterator[Sample]:
+    """The series OTel mode's emitter sends for the same flushes, as CloudWatch's PromQL labels
+    them: each job alarm metric a gauge with the flush's value, one series per rank, the
+    cluster, namespace, pod and node resource attributes (``@resource.``) and the ``job_name``
+    and ``rank`` datapoint attributes (contract.metrics ``OTLP_*``)."""
+    namespaces = {job.name: job.namespace for job in jobs}
+    for document in documents:
+        job = str(document[DIM_JOB])
+        series = {
+            labels.cluster: str(document[DIM_CLUSTER]),
+            labels.namespace: namespaces[job],
+            labels.pod: str(document[PROP_POD_NAME]),
+            labels.node: str(document[DIM_NODE]),
+            OTLP_JOB: job,
+            OTLP_RANK: str(document[PROP_RANK]),
+        }
+        at = int(document["_aws"]["Timestamp"]) / 1000
+        for metric in document["_aws"]["CloudWatchMetrics"][0]["Metrics"]:
+            if metric["Name"] in JOB_ALARM_METRICS:
+                yield str(metric["Name"]), series, at, float(document[metric["Name"]])
 
 
 def _phase(

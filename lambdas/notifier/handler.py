@@ -35,6 +35,7 @@ from lambdas.notifier.jobs import (
     is_job_kind,
     job_incident,
     job_placement,
+    promql_placement,
 )
 from lambdas.notifier.kernel_log import (
     KernelCheck,
@@ -51,6 +52,7 @@ from lambdas.notifier.sent_ledger import LedgerError, SentLedger, claim_key
 from lambdas.notifier.sns_channel import SNS, SnsChannel
 from lambdas.notifier.webhook import DEADLINE_S, WebhookChannel, url_from_parameter
 from lambdas.shared.aws_clients import ClientCache
+from lambdas.shared.promql import PromQLClient, bounded_opener, promql_for
 from lambdas.shared.subscription import decode_subscription
 
 log = logging.getLogger()
@@ -265,13 +267,23 @@ def _with_pods(incident: Incident, at_ms: int, log_group: str) -> Incident:
     return replace(incident, pods=pods)
 
 
+def _promql() -> PromQLClient:
+    """CloudWatch's PromQL API as the function's role, each request bounded as its other
+    calls are (``CLIENT_CALL_S``)."""
+    return replace(promql_for(_clients("cloudwatch")), opener=bounded_opener(CLIENT_CALL_S))
+
+
 def _with_job(incident: Incident, at_ms: int, config: NotifierConfig) -> Incident:
     """A job alarm's incident with the job's pods, nodes and GPUs (its ranks' newest
-    documents in the training log group), where the emitter was told them."""
+    documents in the training log group), where the emitter was told them; for a PromQL job
+    alarm (OTel mode), its ranks' pods and nodes from their series' labels."""
+    at = alarm_time_ms(incident, at_ms)
+    job = incident.job or ""
     try:
-        placement = job_placement(
-            _clients("logs"), incident.cluster, incident.job or "", alarm_time_ms(incident, at_ms)
-        )
+        if incident.kind in (config.promql_alarm_kinds or ()):
+            placement = promql_placement(_promql(), incident.cluster, incident.namespace, job, at)
+        else:
+            placement = job_placement(_clients("logs"), incident.cluster, job, at)
     except PlacementLookupError as err:
         log.warning("no placement for %s: %s", incident.key, err)
         placement = Placement()

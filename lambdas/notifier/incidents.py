@@ -17,7 +17,8 @@ https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-and-ev
   contributor, identified by its unique set of attributes" (alarm-promql.html), and a
   contributor's attributes are "A map of attributes that describe the contributor, such as
   metric dimensions and other identifying characteristics" (API_AlarmContributor.html): the
-  series' labels, DCGM's node, GPU, namespace and pod here.
+  series' labels, DCGM's node, GPU, namespace and pod here, or a job alarm's cluster,
+  namespace and ``job_name``.
 
 One incident is one GPU going into ALARM. So a contributor's ALARM is an incident; the alarm's
 own ALARM is one only where it has no contributors (a single-series alarm), else the same GPU
@@ -39,6 +40,7 @@ from gpu_insights_agent.contract.metrics import (
     DIM_GPU_INDEX,
     DIM_JOB,
     DIM_NODE,
+    OTLP_JOB,
 )
 from gpu_insights_agent.contract.resource_names import CAP_ALARM_SUFFIX, alarm_name
 from gpu_insights_agent.contract.xid import XidSeverity
@@ -360,7 +362,10 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
         node=node or "not named (a cluster-wide series)",
         gpu=gpu or "not named (a cluster-wide series)",
         pods=pods,
-        job=attributes.get(DIM_JOB),
+        # A Metrics Insights job contributor's JobName, or a PromQL one's job_name label
+        # (cdk/alarms/jobs_promql.py: by cluster, namespace and job).
+        job=attributes.get(DIM_JOB) or attributes.get(OTLP_JOB),
+        namespace=attributes.get(DCGM_LABELS.namespace) if OTLP_JOB in attributes else None,
         threshold=threshold,
         observed=observed,
         when=str(state.get("timestamp", event.get("time", ""))) or None,

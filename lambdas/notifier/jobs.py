@@ -5,6 +5,12 @@ The job alarms' contributors are (ClusterName, JobName) (cdk/alarms/jobs.py); th
 each rank's pod (``PodName``, from the downward API), node (``NodeName``) and GPUs (``Gpus``,
 the ``NVIDIA_VISIBLE_DEVICES`` the device plugin gives the container) in every document it
 writes, so the newest document of each rank says where the job is.
+
+In OTel mode with the OTLP sink the job alarms are PromQL alarms whose contributor is the job's
+cluster, namespace and ``job_name`` (cdk/alarms/jobs_promql.py), and the emitter writes no
+documents: each rank's series carries its ``rank``, pod and node as labels, so the job's ranks
+are read from PromQL instead (``promql_placement``). Its GPUs and states are not labels, and
+are not named.
 """
 
 import json
@@ -17,23 +23,30 @@ from botocore.exceptions import BotoCoreError, ClientError
 from gpu_insights_agent.contract.metrics import (
     DIM_JOB,
     DIM_NODE,
+    OTLP_JOB,
+    OTLP_RANK,
     PROP_GPUS,
     PROP_JOB_STATE,
     PROP_POD_NAME,
     PROP_RANK,
     JobState,
+    TrainingMetric,
     training_log_group,
 )
 from gpu_insights_agent.contract.resource_names import dashboard_name
 from lambdas.notifier.messages import document_time_ms
 from lambdas.notifier.notification import Incident
 from lambdas.shared.console_links import TRAINING_DASHBOARD, job_dashboard_url
+from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
+from lambdas.shared.promql import PromQLClient, PromQLError, quote_label
 
 #: The kinds of alarm whose contributor is a job (cdk/alarms/jobs.py names them ``job-*``).
 JOB_KIND_PREFIX: Final = "job-"
 #: How far back to read: every rank writes at least one document a minute while it runs.
 LOOKBACK_MS: Final = 10 * 60 * 1000
 NOT_KNOWN: Final = "not known (the emitter was given none)"
+#: OTel mode: the emitter's OTLP series name the rank's pod and node, not its GPUs.
+NO_GPU_LABEL: Final = "not named (no label of the job's OTLP series): kubectl describe its pods"
 
 
 class PlacementLookupError(Exception):
@@ -58,6 +71,8 @@ class Placement:
     """Where a job's ranks ran, from their newest documents (rank order)."""
 
     ranks: tuple[Rank, ...] = ()
+    #: What a page says of the GPUs where no rank names them.
+    gpus_unknown: str = NOT_KNOWN
 
     def worst_first(self) -> list[Rank]:
         """The ranks, those in the worst state first (``STATE_ORDER``), rank order within."""
@@ -157,6 +172,45 @@ def job_placement(logs: Any, cluster: str, job: str, at_ms: int) -> Placement:
     )
 
 
+def promql_placement(
+    client: PromQLClient,
+    cluster: str,
+    namespace: str | None,
+    job: str,
+    at_ms: int,
+    labels: DcgmLabels = CLOUDWATCH,
+) -> Placement:
+    """The pods and nodes of the job's ranks in their newest flush before ``at_ms``: the
+    heartbeat every rank sends each flush while it runs (``seconds_since_step``), one series
+    per rank, its rank, pod and node labels (rank order)."""
+    q = quote_label
+    matchers = [
+        f"__name__={json.dumps(str(TrainingMetric.SECONDS_SINCE_STEP))}",
+        f"{q(labels.cluster)}={json.dumps(cluster)}",
+        f"{q(OTLP_JOB)}={json.dumps(job)}",
+    ]
+    if namespace:
+        matchers.append(f"{q(labels.namespace)}={json.dumps(namespace)}")
+    by = ", ".join(q(n) for n in (OTLP_RANK, labels.pod, labels.node))
+    query = f"max by ({by}) (last_over_time({{{', '.join(matchers)}}}[{LOOKBACK_MS // 60_000}m]))"
+    try:
+        series = client.query(query, at_ms / 1000)
+    except PromQLError as err:
+        raise PlacementLookupError(f"reading the ranks of job {job} by PromQL: {err}") from err
+    ranks = sorted(
+        (
+            Rank(
+                rank=s.labels.get(OTLP_RANK, "?"),
+                pod=s.labels.get(labels.pod, ""),
+                node=s.labels.get(labels.node, ""),
+            )
+            for s in series
+        ),
+        key=lambda r: (len(r.rank), r.rank),
+    )
+    return Placement(tuple(ranks), gpus_unknown=NO_GPU_LABEL)
+
+
 def alarm_time_ms(incident: Incident, default_ms: int) -> int:
     """When the contributor went into ALARM (its state's timestamp), so the placement read is
     the job's at that time even when the event comes late; ``default_ms`` where unreadable."""
@@ -186,7 +240,7 @@ def job_incident(incident: Incident, region: str, placement: Placement) -> Incid
         title=f"{title}: job {job}{where}",
         what=incident.what.replace(f"{title}:", f"{title}: job {job}{where}:", 1),
         node=nodes or NOT_KNOWN,
-        gpu=few(placement.each("gpus"), "ranks' GPU sets") or NOT_KNOWN,
+        gpu=few(placement.each("gpus"), "ranks' GPU sets") or placement.gpus_unknown,
         pods=incident.pods or ((few(pods, "pods"),) if pods else ()),
         facts=tuple(facts),
         dashboard_url=job_dashboard_url(

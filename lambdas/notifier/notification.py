@@ -59,6 +59,8 @@ class Incident:
     action: str
     pods: tuple[str, ...] = ()
     job: str | None = None
+    #: The job's Kubernetes namespace, where its contributor names one (OTel mode's PromQL).
+    namespace: str | None = None
     threshold: str | None = None
     observed: str | None = None
     when: str | None = None
@@ -76,6 +78,8 @@ class Incident:
             rows.append(("Pods", ", ".join(self.pods)))
         if self.job:
             rows.append(("Job", self.job))
+        if self.namespace:
+            rows.append(("Namespace", self.namespace))
         if self.threshold is not None:
             rows.append(("Threshold", self.threshold))
         if self.observed is not None:
@@ -103,6 +107,7 @@ def mapped(incident: Incident, text: Callable[[str], str]) -> Incident:
         action=text(incident.action),
         pods=tuple(text(p) for p in incident.pods),
         job=opt(incident.job),
+        namespace=opt(incident.namespace),
         threshold=opt(incident.threshold),
         observed=opt(incident.observed),
         when=opt(incident.when),

@@ -24,6 +24,7 @@ Signing: SigV4 with the signing name of the monitoring host's service, ``monitor
 (botocore's CloudWatch model: ``signingName``).
 """
 
+import functools
 import json
 import math
 import urllib.error
@@ -88,12 +89,18 @@ class Series:
 Opener = Callable[[urllib.request.Request], tuple[int, bytes]]
 
 
-def _urlopen(request: urllib.request.Request) -> tuple[int, bytes]:
+def _urlopen(request: urllib.request.Request, timeout_s: float = TIMEOUT_S) -> tuple[int, bytes]:
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
             return int(response.status), bytes(response.read())
     except urllib.error.HTTPError as err:
         return int(err.code), bytes(err.read())
+
+
+def bounded_opener(timeout_s: float) -> Opener:
+    """An opener that gives up after ``timeout_s``: for a caller with less time than
+    ``TIMEOUT_S`` to wait (the notifier, whose page must go out within its invocation)."""
+    return functools.partial(_urlopen, timeout_s=timeout_s)
 
 
 @dataclass

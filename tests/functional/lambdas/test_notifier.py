@@ -755,3 +755,55 @@ def test_a_hung_job_is_one_message_naming_its_pods_nodes_gpus_and_dashboard(
     assert "Threshold:     600" in text
     assert "read the ranks' last log lines" in text  # what to do
     assert "#dashboards/dashboard/gpu-insights-train-training?var-job=llama-ft" in text, text
+
+
+@pytest.mark.promql_engine
+def test_a_promql_job_contributor_is_one_message_naming_its_ranks_pods_and_nodes(
+    aws: dict[str, Any],
+    templates: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Any,
+) -> None:
+    """OTel mode with the OTLP sink: job-hung is a PromQL alarm whose contributor is the job
+    (cluster, namespace, job_name). The emitter writes no documents there, so the notifier reads
+    the job's ranks from CloudWatch's PromQL API, signed with its CloudWatch client's
+    credentials: here the demo's jobs as OTel mode's emitter sends them, served by a real engine
+    at the Region's monitoring host (cli.demo.promql.answering)."""
+    from cli.demo.jobs import promql_samples, simulate
+    from cli.demo.promql import answering
+    from tests.prometheus import serve, write_openmetrics
+    from tests.unit.lambdas.notifier.events import PROMQL_JOB_LABELS
+
+    start = 1_764_000_000.0
+    write_openmetrics(tmp_path / "jobs.om", promql_samples(simulate("train", start)))
+    otlp = AlarmSettings(cluster_name="train", promql=True, otlp=True)
+    kinds = {s.kind: [str(s.severity), s.title] for s in deployed_alarms(otlp)}
+    monkeypatch.setenv("ALARM_KINDS", json.dumps(kinds))
+    monkeypatch.setenv(
+        "PROMQL_ALARM_KINDS", ",".join(sorted({s.kind for s in promql_alarms(otlp)}))
+    )
+    _as_role(aws, templates, monkeypatch)
+    monkeypatch.setitem(notifier._clients, "cloudwatch", aws["session"].client("cloudwatch"))
+    (spec,) = [s for s in promql_alarms(otlp) if s.key == "job-hung"]
+    event = as_promql_contributor(
+        AWS_CONTRIBUTOR_EXAMPLE, "gpu-insights-train-job-hung", spec.description, PROMQL_JOB_LABELS
+    )
+    # The replay's page: minute 55 of the demo's hours (tests/functional/cli/backtest/
+    # test_job_promql_alarms.py).
+    at = time.strftime("%Y-%m-%dT%H:%M:%S.000+0000", time.gmtime(start + 55 * 60))
+    event["detail"]["state"]["timestamp"] = at
+    with serve(tmp_path / "jobs.om", tmp_path / "data") as url, answering("us-east-1", url) as api:
+        assert notifier.handler(event, None) == {"incidents": 1, "published": 1, "unreadable": 0}
+    (request,) = api.answered
+    assert request.get_header("Authorization", "").startswith("AWS4-HMAC-SHA256 ")
+    (message,) = _messages(aws, "critical")
+    text = message["Message"]
+    assert message["Subject"].startswith("[CRITICAL] Training job hung: job llama-hangs on ")
+    for line in (
+        "Node:          ip-10-0-4-10.ec2.internal, ip-10-0-4-11.ec2.internal",
+        "Pods:          llama-hangs-master-0, llama-hangs-worker-0",
+        "Job:           llama-hangs",
+        "Namespace:     nlp",
+        "GPU:           not named (no label of the job's OTLP series)",
+    ):
+        assert line in text, text

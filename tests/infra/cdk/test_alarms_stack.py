@@ -590,3 +590,52 @@ def test_otel_mode_with_the_otlp_sink_makes_every_gpu_alarm_one_promql_alarm_at_
     emf = _alarms(_template(synth, {**OTLP, "exporter_sink": "emf"}))
     assert "gpu-lost-shard-24" in emf
     assert "gpu-silence-check" in emf
+
+
+def test_otel_mode_with_the_otlp_sink_has_one_promql_alarm_per_job_kind_and_no_job_shard(
+    synth: Synth,
+) -> None:
+    """The training emitter's series go by OTLP there: each job alarm kind is one PromQL alarm
+    on them, by cluster, namespace and job, and none is a Metrics Insights alarm in shards; the
+    notifier may read a job's ranks with the PromQL API (GetMetricData and ListMetrics) and is
+    told the job kinds are PromQL's."""
+    template = _template(synth, {**OTEL, "exporter_sink": "otlp", "fleet_gpus": "10000"})
+    alarms = _alarms(template)
+    jobs = {n: a for n, a in alarms.items() if n.startswith("job-")}
+    assert sorted(jobs) == [
+        "job-hung",
+        "job-hung-at-cap",
+        "job-loss-not-finite",
+        "job-loss-not-finite-at-cap",
+        "job-loss-spike",
+        "job-loss-spike-at-cap",
+        "job-throughput-collapsed",
+        "job-throughput-collapsed-at-cap",
+    ]
+    hung = jobs["job-hung"]
+    criteria = hung["EvaluationCriteria"]["PromQLCriteria"]
+    assert criteria == {
+        "Query": 'min by ("@resource.k8s.cluster.name", "@resource.k8s.namespace.name", '
+        'job_name) (last_over_time({__name__="step_overdue_seconds", '
+        '"@resource.k8s.cluster.name"="train-prod"}[2m])) >= 600',
+        "PendingPeriod": 0,
+        "RecoveryPeriod": 300,
+    }
+    assert hung["EvaluationInterval"] == 60
+    assert hung["AlarmDescription"].startswith("[critical] job-hung: ")
+    throughput = jobs["job-throughput-collapsed"]["EvaluationCriteria"]["PromQLCriteria"]
+    assert throughput["PendingPeriod"] == 600
+    assert all("Metrics" not in a for a in jobs.values())
+    policies = json.dumps(template.find_resources("AWS::IAM::Policy"))
+    assert '"Sid": "JobPlacementPromQL"' in policies
+    (function,) = [
+        f["Properties"]
+        for f in template.find_resources("AWS::Lambda::Function").values()
+        if "PROMQL_ALARM_KINDS" in f["Properties"].get("Environment", {}).get("Variables", {})
+    ]
+    kinds = function["Environment"]["Variables"]["PROMQL_ALARM_KINDS"]
+    assert {"job-hung", "job-throughput-collapsed"} <= set(kinds.split(","))
+    # With the EMF sink the job alarms stay sharded, and the notifier reads no PromQL.
+    emf = _template(synth, {**OTEL, "fleet_gpus": "10000"})
+    assert "job-hung-shard-07" in _alarms(emf)
+    assert "JobPlacementPromQL" not in json.dumps(emf.find_resources("AWS::IAM::Policy"))

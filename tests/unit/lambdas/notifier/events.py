@@ -189,7 +189,21 @@ PROMQL_LOW_POWER_LABELS = {
 }
 
 
-def as_promql_contributor(example: dict[str, Any], name: str, query: str) -> dict[str, Any]:
+#: A PromQL job alarm contributor's attributes: ``by`` cluster, namespace and job
+#: (cdk/alarms/jobs_promql.py), a job of the demo's (cli/demo/jobs.py).
+PROMQL_JOB_LABELS = {
+    "@resource.k8s.cluster.name": "train",
+    "@resource.k8s.namespace.name": "nlp",
+    "job_name": "llama-hangs",
+}
+
+
+def as_promql_contributor(
+    example: dict[str, Any],
+    name: str,
+    query: str,
+    attributes: dict[str, str] = PROMQL_LOW_POWER_LABELS,
+) -> dict[str, Any]:
     """AWS's contributor example as OTel mode's low-power PromQL alarm would send it: the
     alarm's name, and its contributor's attributes the series' labels. The stored User Guide
     shows no PromQL alarm's event, so what else a PromQL alarm's event carries is not known
@@ -199,7 +213,7 @@ def as_promql_contributor(example: dict[str, Any], name: str, query: str) -> dic
     event["resources"] = [f"arn:aws:cloudwatch:{REGION}:{ACCOUNT}:alarm:{name}"]
     detail = event["detail"]
     detail["alarmName"] = name
-    detail["alarmContributor"]["attributes"] = dict(PROMQL_LOW_POWER_LABELS)
+    detail["alarmContributor"]["attributes"] = dict(attributes)
     del detail["muteDetail"]
     del detail["configuration"]["metrics"]
     detail["configuration"]["description"] = query
