@@ -22,18 +22,22 @@ Three nodes of eight H100s for two hours of the demo's replay window, one-minute
 - a silent node: eight busy GPUs whose exporter stops (crashed, evicted) while Kube State
   Metrics still says the node has eight.
 
+The training jobs are the demo's alarm jobs (cli/demo/jobs.py: a steady job, a hung job, a NaN
+loss, a loss spike, a slowdown), their emitters' documents encoded by the emitter's own OTLP JSON
+encoder (emitter.otlp ``encoder``, each job with its pod's namespace) and read back as the
+samples CloudWatch stores; their pages name the job from its labels and its ranks' pods from
+PromQL, which the notifier asks the same Prometheus.
+
 The XID page comes from the exporter's log (the notifier's subscription on its XID lines, in
 seconds); the XID alarms' contributor events reach the notifier too, which leaves them to the
-log (lambdas/notifier/incidents.py ``REPORTED_FROM_LOGS``). The training jobs' faults (a hung
-job, a NaN loss) are not here: their alarms are Metrics Insights alarms until the job alarms
-have PromQL queries (cdk/alarms/jobs.py).
+log (lambdas/notifier/incidents.py ``REPORTED_FROM_LOGS``).
 """
 
 import hashlib
 import json
 import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import ExitStack
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -55,13 +59,15 @@ from cli.demo.exporter import (
     pod_uid,
     write_proc,
 )
+from cli.demo.jobs import ALARM_JOBS, AlarmJob, Phase, simulate
 from cli.demo.notifications import ACCOUNT, _deployed, _received, _subscription
 from cli.demo.promql import Sample, answering, serve, write_openmetrics
 from cli.demo.realistic import nodes as ec2
 from cli.demo.realistic import pods as k8s
-from gpu_insights_agent.contract.metrics import DIM_XID_CODE, ExporterSink
+from gpu_insights_agent.contract.metrics import DIM_JOB, DIM_XID_CODE, OTLP_JOB, ExporterSink
 from gpu_insights_agent.emf.document import EmfDocument, encode
 from gpu_insights_agent.emf.sinks import BufferedSender
+from gpu_insights_agent.emitter.otlp import encoder
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
 from gpu_insights_agent.exporter.nvml_source import NvmlSource
@@ -114,11 +120,32 @@ class Fault:
     (``xid_code``: the XID page, which comes from the exporter's log)."""
 
     what: str
-    node: str
+    node: str | None
     gpu: str | None
     at_s: float
     alarm: str
     xid_code: str | None = None
+    job: str | None = None
+    #: By when (seconds after the fault) it must page, where the alarm's query alone does not
+    #: say (a job's trouble: cli/demo/jobs.py ``due``); else ``window_s`` of its alarm.
+    due_s: float | None = None
+
+    def names(self, labels: dict[str, str]) -> bool:
+        """Whether a contributor's (or a page's) labels name this fault's node, GPU, XID code
+        or job."""
+        wanted = {L.node: self.node, L.gpu: self.gpu, L.xid_code: self.xid_code, OTLP_JOB: self.job}
+        return all(labels.get(k) == v for k, v in wanted.items() if v is not None)
+
+
+def trouble_at_s(job: AlarmJob) -> float:
+    """When a job's trouble starts: the end of its phases before the first that is not plain
+    training (cli/demo/jobs.py ``Phase``)."""
+    at = 0.0
+    for phase in job.phases:
+        if phase != Phase(phase.minutes):
+            return at
+        at += phase.minutes * 60
+    return at
 
 
 FAULTS: Final = (
@@ -130,6 +157,19 @@ FAULTS: Final = (
     Fault("XID 79", REPLAYED.name, "3", FAILED_AT_S, "gpu-xid-fatal", "79"),
     Fault("GPU lost", REPLAYED.name, "3", FAILED_AT_S, "gpu-lost"),
     Fault("silent node", SILENT.name, None, SILENT_AT_S, "gpu-silent"),
+    *(
+        Fault(
+            job.name,
+            None,
+            None,
+            trouble_at_s(job),
+            job.pages,
+            job=job.name,
+            due_s=job.due[1] * 60 - trouble_at_s(job),
+        )
+        for job in ALARM_JOBS
+        if job.pages is not None
+    ),
 )
 
 
@@ -241,6 +281,39 @@ def _run_node(
     return kept, lines
 
 
+def job_samples(cluster: str) -> Iterator[Sample]:
+    """The demo's alarm jobs' series from START, as their emitters send them over OTLP (the
+    emitter's JSON encoding, each job's pods in its namespace) and CloudWatch stores them."""
+    documents = simulate(cluster, START)
+    for job in ALARM_JOBS:
+        body = encoder(job.namespace)([d for d in documents if d[DIM_JOB] == job.name])
+        yield from json_samples(json.loads(body))
+
+
+def _value(attribute: dict[str, Any]) -> str:
+    """An OTLP JSON ``AnyValue``'s scalar, as a label (ProtoJSON: ``stringValue``,
+    ``intValue`` as a decimal string, ``doubleValue``, ``boolValue``)."""
+    (value,) = attribute["value"].values()
+    return str(value)
+
+
+def json_samples(request: dict[str, Any]) -> Iterator[Sample]:
+    """An OTLP/HTTP JSON metrics request's gauge and sum datapoints as PromQL samples:
+    resource attributes under ``@resource.``, datapoint attributes bare."""
+    for resource_metrics in request["resourceMetrics"]:
+        resource = {
+            f"@resource.{a['key']}": _value(a)
+            for a in resource_metrics["resource"].get("attributes", [])
+        }
+        for scope in resource_metrics["scopeMetrics"]:
+            for metric in scope["metrics"]:
+                data = metric.get("gauge") or metric["sum"]
+                for point in data["dataPoints"]:
+                    labels = resource | {a["key"]: _value(a) for a in point.get("attributes", [])}
+                    value = point["asDouble"] if "asDouble" in point else point["asInt"]
+                    yield metric["name"], labels, int(point["timeUnixNano"]) / 1e9, float(value)
+
+
 def otlp_samples(requests: Sequence[MetricsData]) -> Iterator[Sample]:
     """Each OTLP datapoint as the PromQL sample CloudWatch stores: resource attributes under
     ``@resource.``, datapoint attributes bare, at the datapoint's time."""
@@ -285,18 +358,17 @@ def otlp_settings(settings: Settings) -> Settings:
     )
 
 
-def replay_alarms(
-    cluster: str, alarms: Sequence[AlarmSpec], samples: Iterator[Sample], region: str
-) -> dict[str, list[Transition]]:
-    """Each PromQL alarm's contributor transitions over the window, on a local Prometheus
-    holding ``samples``."""
+@contextmanager
+def serving(samples: Iterable[Sample], region: str) -> Iterator[PromQLClient]:
+    """A local Prometheus holding ``samples`` that answers ``region``'s PromQL host (the
+    alarms' replay and the notifier's job placement alike); yields a client of it."""
     client = PromQLClient(endpoint=endpoint_for(region), region=region, credentials=None)
     with tempfile.TemporaryDirectory(prefix="otel-alarms-") as folder, ExitStack() as stack:
         path = Path(folder) / "exporter.om"
         write_openmetrics(path, samples)
         url = stack.enter_context(serve(path, Path(folder) / "data"))
         stack.enter_context(answering(region, url))
-        return {spec.key: replay_range(client, _query(spec), START, END) for spec in alarms}
+        yield client
 
 
 def _query(spec: AlarmSpec) -> PromQLQuery:
@@ -362,25 +434,16 @@ class OtelAlarmsDemo:
     samples: int = 0
 
     def pages_for(self, fault: Fault) -> list[Page]:
-        """The pages that name the fault's node (and GPU, and XID code)."""
-        return [
-            p
-            for p in self.pages
-            if p.alarm == (XID_LOG if fault.xid_code else fault.alarm)
-            and p.labels.get(L.node) == fault.node
-            and (fault.gpu is None or p.labels.get(L.gpu) == fault.gpu)
-            and (fault.xid_code is None or p.labels.get(L.xid_code) == fault.xid_code)
-        ]
+        """The pages of the fault's alarm (its XID log line, for an XID) that name it."""
+        alarm = XID_LOG if fault.xid_code else fault.alarm
+        return [p for p in self.pages if p.alarm == alarm and fault.names(p.labels)]
 
     def raised(self, fault: Fault) -> list[Transition]:
-        """The fault's alarm's contributors that went into ALARM naming the fault's GPU."""
+        """The fault's alarm's contributors that went into ALARM naming it."""
         return [
             t
             for t in self.transitions.get(fault.alarm, [])
-            if t.state == ALARM
-            and t.labels.get(L.node) == fault.node
-            and (fault.gpu is None or t.labels.get(L.gpu) == fault.gpu)
-            and (fault.xid_code is None or t.labels.get(L.xid_code) == fault.xid_code)
+            if t.state == ALARM and fault.names(t.labels)
         ]
 
 
@@ -402,9 +465,23 @@ def run_otel_alarms(
     cluster = settings.cluster_name
     demo = OtelAlarmsDemo(alarms=promql_alarms(settings.alarm_settings()))
     hours = run_exporters(cluster)
-    samples = [*otlp_samples(hours.requests), *capacity_samples(cluster)]
+    samples = [*otlp_samples(hours.requests), *capacity_samples(cluster), *job_samples(cluster)]
     demo.samples = len(samples)
-    demo.transitions = replay_alarms(cluster, demo.alarms, iter(samples), region)
+    with serving(samples, region) as client:
+        demo.transitions = {
+            spec.key: replay_range(client, _query(spec), START, END) for spec in demo.alarms
+        }
+        _page(session, settings, region, hours, demo)
+    if folder is not None:
+        _write(folder / "otel-alarms.json", demo)
+    return demo
+
+
+def _page(
+    session: Any, settings: Settings, region: str, hours: ExporterHours, demo: OtelAlarmsDemo
+) -> None:
+    """Each XID log line and each ALARM contributor through the notifier, in time order."""
+    cluster = settings.cluster_name
     events: list[tuple[float, str, dict[str, str], dict[str, Any]]] = []
     for document in hours.xid_lines:  # each delivered 5 s after it was logged
         at_ms = int(document["_aws"]["Timestamp"]) + 5_000
@@ -417,15 +494,14 @@ def run_otel_alarms(
                 events.append((raised.at, spec.key, raised.labels, event))
     sqs = session.client("sqs")
     with _deployed(session, settings) as queues:
+        # The job pages' PromQL placement reads signed as the function's cloudwatch client.
+        notifier._clients["cloudwatch"] = session.client("cloudwatch")
         for at, alarm, labels, event in sorted(events, key=lambda e: e[0]):
             notifier.handler(event, None)
             for topic, subject, text in _received(sqs, queues):
                 demo.pages.append(Page(alarm, labels, at, topic, subject, text))
-    for service in ("sns", "dynamodb", "logs"):
+    for service in ("sns", "dynamodb", "logs", "cloudwatch"):
         notifier._clients.pop(service, None)
-    if folder is not None:
-        _write(folder / "otel-alarms.json", demo)
-    return demo
 
 
 def _write(path: Path, demo: OtelAlarmsDemo) -> None:
@@ -452,37 +528,38 @@ def window_s(spec: AlarmSpec) -> int:
     return query.lookback_s + query.pending_period_s + query.evaluation_interval_s
 
 
+def within_s(fault: Fault, alarms: Sequence[AlarmSpec]) -> float:
+    """By when after it the fault must page: its own due time, else its alarm's window."""
+    if fault.due_s is not None:
+        return fault.due_s
+    return window_s(next(spec for spec in alarms if spec.key == fault.alarm))
+
+
 def steady_pages(demo: OtelAlarmsDemo) -> list[Page]:
-    """The pages that name no planted fault's GPU or node."""
-    faulty = {(f.node, f.gpu) for f in FAULTS}
-    return [
-        p
-        for p in demo.pages
-        if (p.labels.get(L.node), p.labels.get(L.gpu)) not in faulty
-        and (p.labels.get(L.node), None) not in faulty
-    ]
+    """The pages that name no planted fault."""
+    return [p for p in demo.pages if not any(p in demo.pages_for(f) for f in FAULTS)]
 
 
 def otel_alarms_summary(demo: OtelAlarmsDemo) -> list[str]:
     """Each planted fault, the alarm that paged it, when relative to the fault, what the page
     names; then what the steady GPUs and nodes paged."""
-    specs = {spec.key: spec for spec in demo.alarms}
     lines = [
-        f"12. OTel mode, exporter_sink=otlp: three nodes' exporters for two hours over OTLP "
-        f"({demo.samples:,} samples in a local Prometheus, Kube State Metrics' GPU capacity "
-        f"among them), the app's {len(demo.alarms)} PromQL alarms replayed every minute, each "
-        f"ALARM contributor and XID log line through the notifier: {len(demo.pages)} pages"
+        f"12. OTel mode, exporter_sink=otlp: three nodes' exporters and five training jobs' "
+        f"emitters for two hours over OTLP ({demo.samples:,} samples in a local Prometheus, "
+        f"Kube State Metrics' GPU capacity among them), the app's {len(demo.alarms)} PromQL "
+        f"alarms replayed every minute, each ALARM contributor and XID log line through the "
+        f"notifier: {len(demo.pages)} pages"
     ]
     for fault in FAULTS:
         pages = demo.pages_for(fault)
         raised = demo.raised(fault)
-        where = f"{fault.node} GPU {fault.gpu}" if fault.gpu is not None else fault.node
+        where = fault.job or (f"{fault.node} GPU {fault.gpu}" if fault.gpu else fault.node)
         if not pages or not raised:
             lines.append(f"   {fault.what:<19} on {where}: NOT PAGED by {fault.alarm}")
             continue
         alarm = (
             f"{fault.alarm} ALARM after {_minutes(raised[0].at - START - fault.at_s)} "
-            f"(its window {_minutes(window_s(specs[fault.alarm]))})"
+            f"(due within {_minutes(within_s(fault, demo.alarms))})"
         )
         via = "the exporter's XID log line" if fault.xid_code else "the contributor"
         pods = f", pod {pages[0].pods}" if pages[0].pods else ""
@@ -492,7 +569,8 @@ def otel_alarms_summary(demo: OtelAlarmsDemo) -> list[str]:
             f"{pages[0].subject}{pods}"
         )
     lines.append(
-        f"   steady: {STEADY.name}'s 8 GPUs, GPUs 4-7 of {REPLAYED.name}, and every GPU of "
-        f"{SILENT.name} before it went silent: {len(steady_pages(demo))} pages"
+        f"   steady: {STEADY.name}'s 8 GPUs, GPUs 4-7 of {REPLAYED.name}, every GPU of "
+        f"{SILENT.name} before it went silent, and job {ALARM_JOBS[0].name}: "
+        f"{len(steady_pages(demo))} pages"
     )
     return lines
