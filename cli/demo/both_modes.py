@@ -1,12 +1,20 @@
 """``gpu-insights demo --mode otel``: the Classic run, then the OTel run on the same weeks, and
-whether the two wrote the same findings and report (cli/demo/otel.py serves the OTel run)."""
+whether the two wrote the same findings and report (cli/demo/otel.py serves the OTel run); then
+the alarm stage with the exporter's OTLP sink (cli/demo/otel_alarms.py): each planted fault paged
+once by a PromQL alarm replayed on Prometheus."""
 
 import filecmp
 import tempfile
 from pathlib import Path
 from typing import Final
 
-from cli.demo.command import run_demo
+from moto import mock_aws
+
+from cdk.settings import Settings
+from cli.demo.command import DEMO_REGION, run_demo
+from cli.demo.otel_alarms import otel_alarms_summary, run_otel_alarms
+from cli.demo.storage import DEMO_CLUSTER
+from lambdas.shared.aws_clients import new_session
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 
 #: What the two runs write that must be equal: the analyzers' findings, the weekly report
@@ -44,4 +52,9 @@ def run_both(*, out_dir: Path, cdk_out: Path) -> str:
         if not different
         else f"The OTel run DIFFERS from the Classic run in: {', '.join(different)}"
     )
-    return result.summary() + "\n\n" + line
+    with mock_aws():  # the alarm stage's notifier, topics and ledger: a moto of its own
+        session = new_session(
+            aws_access_key_id="demo", aws_secret_access_key="demo", region_name=DEMO_REGION
+        )
+        alarms = run_otel_alarms(session, Settings(cluster_name=DEMO_CLUSTER), DEMO_REGION, out_dir)
+    return "\n".join([result.summary(), "", line, "", *otel_alarms_summary(alarms)])

@@ -9,6 +9,7 @@ import json
 import tempfile
 import uuid
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TextIO
@@ -70,14 +71,14 @@ def pod_uid(pod: k8s.Pod) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"pod/{pod.namespace}/{pod.name}"))
 
 
-def write_proc(root: Path) -> None:
+def write_proc(root: Path, pods: Sequence[k8s.Pod] = REPLAY_PODS) -> None:
     """The node's /proc as the exporter reads it for pod attribution: each GPU process's
     cgroup, a cgroup v2 path under the kubelet's systemd driver (the EKS accelerated AL2023
     AMI's), which names the pod as ``pod<uid>`` with underscores (gpu_insights_agent/exporter/
     pod_attribution.py;
     Kubernetes "About cgroup v2" and "Configuring a cgroup driver",
     https://kubernetes.io/docs/tasks/administer-cluster/kubeadm/configure-cgroup-driver/)."""
-    for index, pod in enumerate(REPLAY_PODS):
+    for index, pod in enumerate(pods):
         slug = pod_uid(pod).replace("-", "_")
         directory = root / str(FIRST_PID + index)
         directory.mkdir(parents=True)

@@ -1,0 +1,576 @@
+"""The OTel demo's alarm stage: the exporter's hours in OTLP form, every PromQL alarm the app
+deploys with ``exporter_sink=otlp`` replayed on a local Prometheus, and each contributor that
+goes into ALARM paged through the real notifier handler, once.
+
+The series are the exporter's own: the demo's NVML trace (exporter.simulated_trace) replayed
+through the real ``Exporter`` into the real ``XidEventLog(OtlpSink, listener)`` of
+``--sink otlp``, whose OTLP exporter is swapped for one that keeps each request's
+``MetricsData`` (the encoder's output, ``otlp_sink.metrics_data``). Each datapoint becomes one
+Prometheus sample under CloudWatch's names: a resource attribute as ``@resource.<name>``, a
+datapoint attribute bare ("PromQL querying", CloudWatch-PromQL-Querying.html, as
+lambdas/shared/dcgm.py reads it). Kube State Metrics' GPU capacity per node is written as the
+add-on sends it (cdk/alarms/promql.py ``KSM_CAPACITY``), every 30 s.
+
+Three nodes of eight H100s for two hours of the demo's replay window, one-minute cycles:
+
+- the demo's replayed node: GPU 0 busy (the trace's XID 13), GPU 1 held by a pod that does no
+  work (planted: the trace's idle GPU given the pod's process, so the exporter names the pod),
+  GPU 2 thermally throttled from 13:00, GPU 3 failing (an uncorrectable ECC error with its
+  XID 48, then off the bus ten minutes later: the exporter's XID 79 and ``gpu_healthy`` 0),
+  GPUs 4-7 busy and steady;
+- a steady node: eight busy GPUs, the trace's XID left out;
+- a silent node: eight busy GPUs whose exporter stops (crashed, evicted) while Kube State
+  Metrics still says the node has eight.
+
+The training jobs are the demo's alarm jobs (cli/demo/jobs.py: a steady job, a hung job, a NaN
+loss, a loss spike, a slowdown), their emitters' documents encoded by the emitter's own OTLP JSON
+encoder (emitter.otlp ``encoder``, each job with its pod's namespace) and read back as the
+samples CloudWatch stores; their pages name the job from its labels and its ranks' pods from
+PromQL, which the notifier asks the same Prometheus.
+
+The XID page comes from the exporter's log (the notifier's subscription on its XID lines, in
+seconds); the XID alarms' contributor events reach the notifier too, which leaves them to the
+log (lambdas/notifier/incidents.py ``REPORTED_FROM_LOGS``).
+"""
+
+import hashlib
+import json
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+from opentelemetry.sdk.metrics.export import MetricExportResult, MetricsData, NumberDataPoint
+
+from cdk.alarms.catalog import promql_alarms
+from cdk.alarms.model import AlarmSpec
+from cdk.alarms.promql import KSM_CAPACITY, KSM_GPU_RESOURCE, KSM_RESOURCE, PromQLQuery
+from cdk.settings import Settings
+from cli.backtest.promql_alarm import ALARM, Transition, replay_range
+from cli.demo.exporter import (
+    FIRST_PID,
+    INTERVAL_S,
+    REPLAYED,
+    START_EPOCH,
+    START_HOUR,
+    pod_uid,
+    write_proc,
+)
+from cli.demo.jobs import ALARM_JOBS, AlarmJob, Phase, simulate
+from cli.demo.notifications import ACCOUNT, _deployed, _received, _subscription
+from cli.demo.promql import Sample, answering, serve, write_openmetrics
+from cli.demo.realistic import nodes as ec2
+from cli.demo.realistic import pods as k8s
+from gpu_insights_agent.contract.metrics import DIM_JOB, DIM_XID_CODE, OTLP_JOB, ExporterSink
+from gpu_insights_agent.emf.document import EmfDocument, encode
+from gpu_insights_agent.emf.sinks import BufferedSender
+from gpu_insights_agent.emitter.otlp import encoder
+from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
+from gpu_insights_agent.exporter.fake_nvml import FakeNvml
+from gpu_insights_agent.exporter.nvml_source import NvmlSource
+from gpu_insights_agent.exporter.otlp_sink import OtlpSink
+from gpu_insights_agent.exporter.simulated_trace import SimulatedGpu, node_trace
+from gpu_insights_agent.exporter.xid_event_log import XidEventLog
+from lambdas.notifier import handler as notifier
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
+from lambdas.shared.dcgm import CLOUDWATCH as L
+from lambdas.shared.promql import PromQLClient, endpoint_for
+
+#: Two hours of one-minute cycles from the demo's replay window (cli/demo/exporter.py).
+DURATION_S: Final = 2 * 3600.0
+START: Final = START_EPOCH
+END: Final = START + DURATION_S
+#: Kube State Metrics' scrape (the add-on's 30 s metricResolution default).
+KSM_STEP_S: Final = 30
+#: The steady node and the silent node, two more p5.48xlarge of the replayed node's group.
+STEADY: Final = ec2.node(
+    "10.0.1.18", "i-0f1e2d3c4b5a69789", ec2.P5_48XLARGE, "us-east-1a", "use1-az4",
+    ec2.managed_node_group_labels("gpu-speech", "ami-0c2d3e4f5a6b7c8d9"),
+)  # fmt: skip
+SILENT: Final = ec2.node(
+    "10.0.1.19", "i-0f1e2d3c4b5a6978a", ec2.P5_48XLARGE, "us-east-1a", "use1-az4",
+    ec2.managed_node_group_labels("gpu-speech", "ami-0c2d3e4f5a6b7c8d9"),
+)  # fmt: skip
+#: When the silent node's exporter stops (seconds into the window).
+SILENT_AT_S: Final = 50 * 60.0
+#: The replayed node's GPUs: the demo's four roles, then four steady ones.
+REPLAYED_ROLES: Final = ("busy", "idle", "thermal", "failing", "busy", "busy", "busy", "busy")
+IDLE_GPU: Final = 1
+#: Each node's pods, one a GPU: a PyTorchJob's master and workers.
+PODS: Final = {
+    REPLAYED.name: k8s.pytorchjob_pods("speech", "whisper-finetune", 7),
+    STEADY.name: k8s.pytorchjob_pods("speech", "wav2vec-pretrain", 7),
+    SILENT.name: k8s.pytorchjob_pods("speech", "tts-distill", 7),
+}
+#: The trace's times (exporter.simulated_trace): a failing GPU's double-bit ECC error (with its
+#: XID 48) ten minutes before it leaves the bus at 80% of the trace; busy GPU 0's XID 13 at
+#: 30%; thermal throttling from 13:00, the window starting at ``START_HOUR``.
+FAILED_AT_S: Final = DURATION_S * 0.8
+ECC_AT_S: Final = FAILED_AT_S - 600
+XID_13_AT_S: Final = DURATION_S * 0.3
+HOT_AT_S: Final = (13 - START_HOUR) * 3600
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A planted fault: where, when (seconds into the window), and the alarm that pages it
+    (``xid_code``: the XID page, which comes from the exporter's log)."""
+
+    what: str
+    node: str | None
+    gpu: str | None
+    at_s: float
+    alarm: str
+    xid_code: str | None = None
+    job: str | None = None
+    #: By when (seconds after the fault) it must page, where the alarm's query alone does not
+    #: say (a job's trouble: cli/demo/jobs.py ``due``); else ``window_s`` of its alarm.
+    due_s: float | None = None
+
+    def names(self, labels: dict[str, str]) -> bool:
+        """Whether a contributor's (or a page's) labels name this fault's node, GPU, XID code
+        or job."""
+        wanted = {L.node: self.node, L.gpu: self.gpu, L.xid_code: self.xid_code, OTLP_JOB: self.job}
+        return all(labels.get(k) == v for k, v in wanted.items() if v is not None)
+
+
+def trouble_at_s(job: AlarmJob) -> float:
+    """When a job's trouble starts: the end of its phases before the first that is not plain
+    training (cli/demo/jobs.py ``Phase``)."""
+    at = 0.0
+    for phase in job.phases:
+        if phase != Phase(phase.minutes):
+            return at
+        at += phase.minutes * 60
+    return at
+
+
+FAULTS: Final = (
+    Fault("idle held GPU", REPLAYED.name, str(IDLE_GPU), 0.0, "gpu-low-power"),
+    Fault("XID 13", REPLAYED.name, "0", XID_13_AT_S, "gpu-xid", "13"),
+    Fault("thermal throttling", REPLAYED.name, "2", HOT_AT_S, "gpu-thermal-throttling"),
+    Fault("uncorrectable ECC", REPLAYED.name, "3", ECC_AT_S, "gpu-ecc-uncorrected"),
+    Fault("XID 48", REPLAYED.name, "3", ECC_AT_S, "gpu-xid-fatal", "48"),
+    Fault("XID 79", REPLAYED.name, "3", FAILED_AT_S, "gpu-xid-fatal", "79"),
+    Fault("GPU lost", REPLAYED.name, "3", FAILED_AT_S, "gpu-lost"),
+    Fault("silent node", SILENT.name, None, SILENT_AT_S, "gpu-silent"),
+    *(
+        Fault(
+            job.name,
+            None,
+            None,
+            trouble_at_s(job),
+            job.pages,
+            job=job.name,
+            due_s=job.due[1] * 60 - trouble_at_s(job),
+        )
+        for job in ALARM_JOBS
+        if job.pages is not None
+    ),
+)
+
+
+#: What a page from the exporter's XID log line is filed under, beside the alarms' keys.
+XID_LOG: Final = "xid-log"
+
+
+class _Kept:
+    """The OTLP exporter's place: keeps each request's ``MetricsData``, accepted."""
+
+    def __init__(self) -> None:
+        self.requests: list[MetricsData] = []
+
+    def export(self, metrics_data: MetricsData, **_: Any) -> MetricExportResult:
+        self.requests.append(metrics_data)
+        return MetricExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        pass
+
+
+class _Lines:
+    """The agent's EMF listener's place: keeps the XID log lines."""
+
+    def __init__(self) -> None:
+        self.documents: list[EmfDocument] = []
+
+    def send(self, documents: Sequence[EmfDocument]) -> None:
+        self.documents.extend(documents)
+
+
+def write_pod_logs(root: Path, pods: Sequence[k8s.Pod]) -> None:
+    """The kubelet's ``/var/log/pods/<namespace>_<name>_<uid>`` directories, by which the
+    exporter names a pod (exporter.pod_attribution.pod_names)."""
+    for pod in pods:
+        (root / f"{pod.namespace}_{pod.name}_{pod_uid(pod)}").mkdir(parents=True)
+
+
+def _trace(node: ec2.Node, roles: Sequence[str]) -> list[str]:
+    """The node's NVML trace: the replayed node's with its idle GPU held by its pod's process
+    (the planted fault), the others' without the trace's XID (steady)."""
+    lines = node_trace(
+        [SimulatedGpu(role) for role in roles],
+        duration_s=DURATION_S,
+        node=node.name,
+        start_hour=START_HOUR,
+    )
+    planted = []
+    for line in lines:
+        record = json.loads(line)
+        if node is not REPLAYED and record["kind"] == "xid":
+            continue
+        if node is REPLAYED and record["kind"] == "sample" and record["index"] == IDLE_GPU:
+            record["pids"] = [FIRST_PID + IDLE_GPU]
+        planted.append(json.dumps(record))
+    return planted
+
+
+@dataclass
+class ExporterHours:
+    #: Every OTLP request the exporters sent, and the XID lines they logged.
+    requests: list[MetricsData] = field(default_factory=list)
+    xid_lines: list[EmfDocument] = field(default_factory=list)
+
+
+def run_exporters(cluster: str) -> ExporterHours:
+    """Each node's exporter over the window through ``--sink otlp``'s sinks."""
+    hours = ExporterHours()
+    for node, roles, stop_s in (
+        (REPLAYED, REPLAYED_ROLES, DURATION_S),
+        (STEADY, ("busy",) * 8, DURATION_S),
+        (SILENT, ("busy",) * 8, SILENT_AT_S),
+    ):
+        kept, lines = _run_node(cluster, node, roles, stop_s)
+        hours.requests += kept.requests
+        hours.xid_lines += lines.documents
+    return hours
+
+
+def _run_node(
+    cluster: str, node: ec2.Node, roles: Sequence[str], stop_s: float
+) -> tuple[_Kept, _Lines]:
+    """One node's exporter, in virtual time, until ``stop_s`` into the window."""
+    kept, lines = _Kept(), _Lines()
+    now = [0.0]
+    with tempfile.TemporaryDirectory() as proc, tempfile.TemporaryDirectory() as logs:
+        write_proc(Path(proc), PODS[node.name])
+        write_pod_logs(Path(logs), PODS[node.name])
+        sink = OtlpSink("http://local", exporter=kept, start_ns=int(START * 1e9))
+        exporter = Exporter(
+            NvmlSource(FakeNvml(_trace(node, roles), clock=lambda: now[0], sleep=lambda _: None)),
+            BufferedSender(XidEventLog(sink, lines)),
+            ExporterConfig(
+                cluster_name=cluster,
+                node_name=node.name,
+                interval_s=INTERVAL_S,
+                proc_root=Path(proc),
+                pod_log_root=Path(logs),
+            ),
+            clock=lambda: START + now[0],
+        )
+        exporter.start()
+        assert exporter.watcher is not None
+        for cycle in range(int(stop_s / INTERVAL_S)):
+            now[0] = cycle * INTERVAL_S
+            exporter.watcher.drain()
+            exporter.collect_once()
+        exporter.shutdown()
+    return kept, lines
+
+
+def job_samples(cluster: str) -> Iterator[Sample]:
+    """The demo's alarm jobs' series from START, as their emitters send them over OTLP (the
+    emitter's JSON encoding, each job's pods in its namespace) and CloudWatch stores them."""
+    documents = simulate(cluster, START)
+    for job in ALARM_JOBS:
+        body = encoder(job.namespace)([d for d in documents if d[DIM_JOB] == job.name])
+        yield from json_samples(json.loads(body))
+
+
+def _value(attribute: dict[str, Any]) -> str:
+    """An OTLP JSON ``AnyValue``'s scalar, as a label (ProtoJSON: ``stringValue``,
+    ``intValue`` as a decimal string, ``doubleValue``, ``boolValue``)."""
+    (value,) = attribute["value"].values()
+    return str(value)
+
+
+def json_samples(request: dict[str, Any]) -> Iterator[Sample]:
+    """An OTLP/HTTP JSON metrics request's gauge and sum datapoints as PromQL samples:
+    resource attributes under ``@resource.``, datapoint attributes bare."""
+    for resource_metrics in request["resourceMetrics"]:
+        resource = {
+            f"@resource.{a['key']}": _value(a)
+            for a in resource_metrics["resource"].get("attributes", [])
+        }
+        for scope in resource_metrics["scopeMetrics"]:
+            for metric in scope["metrics"]:
+                data = metric.get("gauge") or metric["sum"]
+                for point in data["dataPoints"]:
+                    labels = resource | {a["key"]: _value(a) for a in point.get("attributes", [])}
+                    value = point["asDouble"] if "asDouble" in point else point["asInt"]
+                    yield metric["name"], labels, int(point["timeUnixNano"]) / 1e9, float(value)
+
+
+def otlp_samples(requests: Sequence[MetricsData]) -> Iterator[Sample]:
+    """Each OTLP datapoint as the PromQL sample CloudWatch stores: resource attributes under
+    ``@resource.``, datapoint attributes bare, at the datapoint's time."""
+    for request in requests:
+        for resource_metrics in request.resource_metrics:
+            resource = {
+                f"@resource.{k}": str(v) for k, v in resource_metrics.resource.attributes.items()
+            }
+            for scope in resource_metrics.scope_metrics:
+                for metric in scope.metrics:
+                    for point in metric.data.data_points:
+                        assert isinstance(point, NumberDataPoint)  # gauges and sums only
+                        attributes = point.attributes or {}
+                        labels = resource | {k: str(v) for k, v in attributes.items()}
+                        yield metric.name, labels, point.time_unix_nano / 1e9, float(point.value)
+
+
+def capacity_samples(cluster: str) -> Iterator[Sample]:
+    """Kube State Metrics' ``nvidia.com/gpu`` capacity of each node, as the add-on sends it:
+    KSM's ``node``, ``resource`` and ``unit`` labels, the node and cluster on the resource and
+    the node's labels beside them (cdk/alarms/promql.py ``KSM_CAPACITY``)."""
+    for node in (REPLAYED, STEADY, SILENT):
+        labels = {
+            L.cluster: cluster,
+            L.node: node.name,
+            "node": node.name,
+            KSM_RESOURCE: KSM_GPU_RESOURCE,
+            "unit": "integer",
+        } | {L.node_label_prefix + k: v for k, v in node.labels.items()}
+        at = START
+        while at < END:
+            yield KSM_CAPACITY, labels, at, float(node.instance_type.gpu_count)
+            at += KSM_STEP_S
+
+
+def otlp_settings(settings: Settings) -> Settings:
+    """The demo's settings in OTel mode with the exporter's OTLP sink."""
+    return replace(
+        settings,
+        container_insights_mode=ContainerInsightsMode.OTEL,
+        exporter_sink=ExporterSink.OTLP,
+    )
+
+
+@contextmanager
+def serving(samples: Iterable[Sample], region: str) -> Iterator[PromQLClient]:
+    """A local Prometheus holding ``samples`` that answers ``region``'s PromQL host (the
+    alarms' replay and the notifier's job placement alike); yields a client of it."""
+    client = PromQLClient(endpoint=endpoint_for(region), region=region, credentials=None)
+    with tempfile.TemporaryDirectory(prefix="otel-alarms-") as folder, ExitStack() as stack:
+        path = Path(folder) / "exporter.om"
+        write_openmetrics(path, samples)
+        url = stack.enter_context(serve(path, Path(folder) / "data"))
+        stack.enter_context(answering(region, url))
+        yield client
+
+
+def _query(spec: AlarmSpec) -> PromQLQuery:
+    assert isinstance(spec.metric, PromQLQuery)
+    return spec.metric
+
+
+def contributor_event(
+    spec: AlarmSpec, cluster: str, region: str, raised: Transition
+) -> dict[str, Any]:
+    """The ``CloudWatch Alarm Contributor State Change`` of a PromQL alarm's contributor:
+    its attributes the series' labels. What else a PromQL alarm's event carries is not in the
+    User Guide's examples: no metrics list (the query is in its ``EvaluationCriteria``), and a
+    reason the notifier does not read to name the GPU (tests/unit/lambdas/notifier/events.py
+    ``as_promql_contributor``)."""
+    name = spec.alarm_name(cluster)
+    when = datetime.fromtimestamp(raised.at, UTC)
+    return {
+        "version": "0",
+        "id": f"demo-{spec.key}-{int(raised.at)}",
+        "detail-type": "CloudWatch Alarm Contributor State Change",
+        "source": "aws.cloudwatch",
+        "account": ACCOUNT,
+        "time": f"{when:%Y-%m-%dT%H:%M:%SZ}",
+        "region": region,
+        "resources": [f"arn:aws:cloudwatch:{region}:{ACCOUNT}:alarm:{name}"],
+        "detail": {
+            "alarmName": name,
+            "alarmContributor": {
+                "id": hashlib.sha256(repr(raised.contributor).encode()).hexdigest()[:16],
+                "attributes": raised.labels,
+            },
+            "configuration": {"description": spec.description},
+            "state": {"value": ALARM, "reason": "", "timestamp": when.isoformat()},
+        },
+    }
+
+
+@dataclass(frozen=True)
+class Page:
+    """A message the notifier sent: from which alarm (or the XID log), for which contributor,
+    when (epoch seconds) and its subject."""
+
+    alarm: str
+    labels: dict[str, str]
+    at: float
+    topic: str
+    subject: str
+    text: str
+
+    @property
+    def pods(self) -> str:
+        """The message's Pods row (lambdas/notifier/notification.py ``rows``), or ""."""
+        rows = (line.partition(":") for line in self.text.splitlines())
+        return next((v.strip() for k, _, v in rows if k.strip() == "Pods"), "")
+
+
+@dataclass
+class OtelAlarmsDemo:
+    alarms: list[AlarmSpec] = field(default_factory=list)
+    transitions: dict[str, list[Transition]] = field(default_factory=dict)
+    pages: list[Page] = field(default_factory=list)
+    samples: int = 0
+
+    def pages_for(self, fault: Fault) -> list[Page]:
+        """The pages of the fault's alarm (its XID log line, for an XID) that name it."""
+        alarm = XID_LOG if fault.xid_code else fault.alarm
+        return [p for p in self.pages if p.alarm == alarm and fault.names(p.labels)]
+
+    def raised(self, fault: Fault) -> list[Transition]:
+        """The fault's alarm's contributors that went into ALARM naming it."""
+        return [
+            t
+            for t in self.transitions.get(fault.alarm, [])
+            if t.state == ALARM and fault.names(t.labels)
+        ]
+
+
+def _xid_labels(document: EmfDocument) -> dict[str, str]:
+    """An XID log line's node, GPU and code under the PromQL names a page is matched by."""
+    return {
+        L.node: str(document["NodeName"]),
+        L.gpu: str(document["GpuIndex"]),
+        L.xid_code: str(document[DIM_XID_CODE]),
+    }
+
+
+def run_otel_alarms(
+    session: Any, settings: Settings, region: str, folder: Path | None = None
+) -> OtelAlarmsDemo:
+    """The stage: the exporters' hours, the alarms replayed, each ALARM paged. ``session``: a
+    boto3 session on moto, where the notifier's topics, ledger and log group are made."""
+    settings = otlp_settings(settings)
+    cluster = settings.cluster_name
+    demo = OtelAlarmsDemo(alarms=promql_alarms(settings.alarm_settings()))
+    hours = run_exporters(cluster)
+    samples = [*otlp_samples(hours.requests), *capacity_samples(cluster), *job_samples(cluster)]
+    demo.samples = len(samples)
+    with serving(samples, region) as client:
+        demo.transitions = {
+            spec.key: replay_range(client, _query(spec), START, END) for spec in demo.alarms
+        }
+        _page(session, settings, region, hours, demo)
+    if folder is not None:
+        _write(folder / "otel-alarms.json", demo)
+    return demo
+
+
+def _page(
+    session: Any, settings: Settings, region: str, hours: ExporterHours, demo: OtelAlarmsDemo
+) -> None:
+    """Each XID log line and each ALARM contributor through the notifier, in time order."""
+    cluster = settings.cluster_name
+    events: list[tuple[float, str, dict[str, str], dict[str, Any]]] = []
+    for document in hours.xid_lines:  # each delivered 5 s after it was logged
+        at_ms = int(document["_aws"]["Timestamp"]) + 5_000
+        delivery = _subscription([encode(document)], at_ms, str(document["NodeName"]))
+        events.append((at_ms / 1000, XID_LOG, _xid_labels(document), delivery))
+    for spec in demo.alarms:
+        for raised in demo.transitions[spec.key]:
+            if raised.state == ALARM:
+                event = contributor_event(spec, cluster, region, raised)
+                events.append((raised.at, spec.key, raised.labels, event))
+    sqs = session.client("sqs")
+    with _deployed(session, settings) as queues:
+        # The job pages' PromQL placement reads signed as the function's cloudwatch client.
+        notifier._clients["cloudwatch"] = session.client("cloudwatch")
+        for at, alarm, labels, event in sorted(events, key=lambda e: e[0]):
+            notifier.handler(event, None)
+            for topic, subject, text in _received(sqs, queues):
+                demo.pages.append(Page(alarm, labels, at, topic, subject, text))
+    for service in ("sns", "dynamodb", "logs", "cloudwatch"):
+        notifier._clients.pop(service, None)
+
+
+def _write(path: Path, demo: OtelAlarmsDemo) -> None:
+    path.write_text(
+        json.dumps(
+            [
+                {"alarm": p.alarm, "at": p.at, "topic": p.topic, "subject": p.subject} | p.labels
+                for p in demo.pages
+            ],
+            indent=2,
+        )
+        + "\n"
+    )
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if abs(seconds) < 60 else f"{seconds / 60:.0f} min"
+
+
+def window_s(spec: AlarmSpec) -> int:
+    """The latest a breach that starts between two evaluations pages: the range it must fill
+    (or enter), the pending period, and one evaluation interval."""
+    query = _query(spec)
+    return query.lookback_s + query.pending_period_s + query.evaluation_interval_s
+
+
+def within_s(fault: Fault, alarms: Sequence[AlarmSpec]) -> float:
+    """By when after it the fault must page: its own due time, else its alarm's window."""
+    if fault.due_s is not None:
+        return fault.due_s
+    return window_s(next(spec for spec in alarms if spec.key == fault.alarm))
+
+
+def steady_pages(demo: OtelAlarmsDemo) -> list[Page]:
+    """The pages that name no planted fault."""
+    return [p for p in demo.pages if not any(p in demo.pages_for(f) for f in FAULTS)]
+
+
+def otel_alarms_summary(demo: OtelAlarmsDemo) -> list[str]:
+    """Each planted fault, the alarm that paged it, when relative to the fault, what the page
+    names; then what the steady GPUs and nodes paged."""
+    lines = [
+        f"12. OTel mode, exporter_sink=otlp: three nodes' exporters and five training jobs' "
+        f"emitters for two hours over OTLP ({demo.samples:,} samples in a local Prometheus, "
+        f"Kube State Metrics' GPU capacity among them), the app's {len(demo.alarms)} PromQL "
+        f"alarms replayed every minute, each ALARM contributor and XID log line through the "
+        f"notifier: {len(demo.pages)} pages"
+    ]
+    for fault in FAULTS:
+        pages = demo.pages_for(fault)
+        raised = demo.raised(fault)
+        where = fault.job or (f"{fault.node} GPU {fault.gpu}" if fault.gpu else fault.node)
+        if not pages or not raised:
+            lines.append(f"   {fault.what:<19} on {where}: NOT PAGED by {fault.alarm}")
+            continue
+        alarm = (
+            f"{fault.alarm} ALARM after {_minutes(raised[0].at - START - fault.at_s)} "
+            f"(due within {_minutes(within_s(fault, demo.alarms))})"
+        )
+        via = "the exporter's XID log line" if fault.xid_code else "the contributor"
+        pods = f", pod {pages[0].pods}" if pages[0].pods else ""
+        lines.append(
+            f"   {fault.what:<19} {alarm}; {len(pages)} page from {via}, "
+            f"{_minutes(pages[0].at - START - fault.at_s)} after the fault: "
+            f"{pages[0].subject}{pods}"
+        )
+    lines.append(
+        f"   steady: {STEADY.name}'s 8 GPUs, GPUs 4-7 of {REPLAYED.name}, every GPU of "
+        f"{SILENT.name} before it went silent, and job {ALARM_JOBS[0].name}: "
+        f"{len(steady_pages(demo))} pages"
+    )
+    return lines

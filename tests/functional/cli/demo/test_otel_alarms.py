@@ -1,0 +1,126 @@
+"""The OTel demo's alarm stage (cli/demo/otel_alarms.py): the exporters' and the training
+emitters' OTLP series, the app's
+PromQL alarms replayed on a real Prometheus, each ALARM through the real notifier handler on
+moto. Each planted fault pages exactly once, naming its node, GPU and pod, within its alarm's
+window; the steady GPUs and nodes page nothing."""
+
+from collections.abc import Iterator
+from typing import Final
+
+import pytest
+from moto import mock_aws
+
+from cdk.settings import Settings
+from cli.demo.command import DEMO_REGION
+from cli.demo.exporter import REPLAYED
+from cli.demo.jobs import ALARM_JOBS
+from cli.demo.otel_alarms import (
+    FAULTS,
+    SILENT,
+    START,
+    STEADY,
+    OtelAlarmsDemo,
+    otel_alarms_summary,
+    run_otel_alarms,
+    steady_pages,
+    within_s,
+)
+from cli.demo.storage import DEMO_CLUSTER
+from gpu_insights_agent.contract.metrics import OTLP_JOB
+from lambdas.shared.aws_clients import new_session
+from lambdas.shared.dcgm import CLOUDWATCH as L
+from tests.docs_text import README
+
+pytestmark = pytest.mark.promql_engine
+
+MINUTE: Final = 60
+#: Each fault's page, minutes after the fault: the low-power window's 60 minutes less the
+#: 5-minute range the first breach fills; XIDs from the log line 5 s after it; the ECC count
+#: and the lost GPU at the first evaluation that reads them; the throttling's 30-minute
+#: window; the silent node's 10-minute range and 5-minute pending period.
+PAGED_AFTER_MIN: Final = {
+    "idle held GPU": 55,
+    "XID 13": 0,
+    "thermal throttling": 30,
+    "uncorrectable ECC": 0,
+    "XID 48": 0,
+    "XID 79": 0,
+    "GPU lost": 0,
+    "silent node": 15,
+    # cli/demo/jobs.py: hung after its 45 minutes of steps, due 10 minutes on; NaN and the
+    # spike in their first minute; the slowdown three 5-minute periods on.
+    "llama-hangs": 10,
+    "gpt-nan": 0,
+    "t5-loss-spike": 0,
+    "bert-slows": 15,
+}
+
+
+@pytest.fixture(scope="module")
+def demo() -> Iterator[OtelAlarmsDemo]:
+    with mock_aws():
+        session = new_session(
+            aws_access_key_id="demo", aws_secret_access_key="demo", region_name=DEMO_REGION
+        )
+        yield run_otel_alarms(session, Settings(cluster_name=DEMO_CLUSTER), DEMO_REGION)
+
+
+def test_each_planted_fault_pages_once_named_within_its_window(demo: OtelAlarmsDemo) -> None:
+    for fault in FAULTS:
+        (page,) = demo.pages_for(fault)
+        (raised,) = demo.raised(fault)  # one contributor, into ALARM once
+        after = page.at - START - fault.at_s
+        assert round(after / MINUTE) == PAGED_AFTER_MIN[fault.what], fault.what
+        assert 0 <= raised.at - START - fault.at_s <= within_s(fault, demo.alarms), fault.what
+        assert (fault.job or fault.node or "") in page.subject, fault.what
+        if fault.gpu is not None:
+            assert page.subject.endswith(f"GPU {fault.gpu}"), fault.what
+    assert len(demo.pages) == len(FAULTS)  # nothing else paged
+
+
+def test_the_pages_name_the_pod_from_the_exporters_labels(demo: OtelAlarmsDemo) -> None:
+    named = {f.what: demo.pages_for(f)[0].pods for f in FAULTS}
+    # The idle GPU's pod is named only because its process holds it (the planted fault): the
+    # exporter names a pod from a GPU process's cgroup and the kubelet's pod log directory.
+    assert named["idle held GPU"] == "speech/whisper-finetune-worker-0"
+    assert named["uncorrectable ECC"] == "speech/whisper-finetune-worker-2"
+    assert named["XID 13"] == "speech/whisper-finetune-master-0"
+    # Off the bus, the GPU answers no process: no pod to name.
+    assert named["GPU lost"] == named["XID 79"] == ""
+    (silent,) = demo.pages_for(next(f for f in FAULTS if f.what == "silent node"))
+    assert set(silent.labels) == {L.cluster, L.node}
+    assert silent.labels[L.node] == SILENT.name
+    # A job's page names its ranks' pods, which the notifier reads from their series' labels.
+    assert named["gpt-nan"] == "gpt-nan-master-0, gpt-nan-worker-0"
+
+
+def test_the_steady_gpus_and_nodes_page_nothing(demo: OtelAlarmsDemo) -> None:
+    assert steady_pages(demo) == []
+    quiet = [
+        t
+        for transitions in demo.transitions.values()
+        for t in transitions
+        if t.labels.get(L.node) == STEADY.name
+        or (t.labels.get(L.node) == REPLAYED.name and t.labels.get(L.gpu) in {"4", "5", "6", "7"})
+        or t.labels.get(OTLP_JOB) == ALARM_JOBS[0].name
+    ]
+    assert quiet == []
+    lines = otel_alarms_summary(demo)
+    assert not [line for line in lines if "NOT PAGED" in line]
+    assert lines[-1].endswith(": 0 pages")
+
+
+def test_the_readme_states_what_the_stage_prints(demo: OtelAlarmsDemo) -> None:
+    readme = " ".join(README.read_text().split())
+    after = {f.what: round((demo.pages_for(f)[0].at - START - f.at_s) / MINUTE) for f in FAULTS}
+    for phrase in (
+        f"replays the app's {len(demo.alarms)} PromQL alarms every minute",
+        f"each of the {len(FAULTS)} planted faults pages once",
+        f"the hung job {after['llama-hangs']} minutes after its last step",
+        f"the slowdown after {after['bert-slows']} minutes",
+        f"the idle held GPU {after['idle held GPU']} minutes in",
+        f"thermal throttling after {after['thermal throttling']} minutes",
+        f"the silent node {after['silent node']} minutes after its exporter stopped",
+        f"the steady GPUs, nodes and job page {len(steady_pages(demo))} times",
+    ):
+        assert phrase in readme, phrase
