@@ -58,6 +58,7 @@ def training_config(
         shard_jobs=settings.training_shard_jobs,
         failure_log_jobs=settings.failure_log_jobs,
         container_insights_mode=settings.container_insights_mode,
+        exporter_sink=settings.exporter_sink,
         failure_queue_url=failure_queue_url,
     )
 
@@ -70,6 +71,7 @@ def report_config(settings: Settings, *, report_bucket: str, topic_arn: str) -> 
         topic_arn=topic_arn,
         gpu_hour_usd=settings.gpu_hour_usd,
         exporter_interval_seconds=settings.exporter_interval_seconds,
+        exporter_sink=settings.exporter_sink,
         alarm_kind_names=tuple(sorted({s.kind_name(settings.cluster_name) for s in specs})),
         alarm_shards=_shards(settings.cluster_name, specs) or None,
     )

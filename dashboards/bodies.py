@@ -19,7 +19,13 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from dashboards.metrics_insights import insights_sql
-from dashboards.promql import gpu_query
+from dashboards.promql import (
+    counter_steps,
+    fleet_mean,
+    gpu_query,
+    gpus_at_zero,
+    gpus_reporting,
+)
 from dashboards.sources import Query, reading
 from dashboards.widgets import (
     CHART_WIDGET,
@@ -56,6 +62,7 @@ from gpu_insights_agent.contract.metrics import (
     NAMESPACE_WASTE,
     TRAINING_DIMENSIONS,
     WASTE_DIMENSIONS,
+    ExporterSink,
     GpuMetric,
     TrainingMetric,
     WasteMetric,
@@ -151,13 +158,36 @@ def _pattern_variable(
     }
 
 
+def _node_input(variable_id: str, label: str, pattern: str) -> dict[str, Any]:
+    """A text box rewriting ``pattern`` wherever the body has it: where the exporter sends
+    OTLP there is no metric for a variable's search to list the nodes from (a search reads
+    CloudWatch metrics, not the OTLP store), so the node is typed, or set by an alarm's link
+    (console_links.node_dashboard_url). "INPUT: Freeform text input box" (aws-cdk-lib
+    aws_cloudwatch VariableInputType,
+    https://docs.aws.amazon.com/cdk/api/v2/docs/aws-cdk-lib.aws_cloudwatch.VariableInputType.html)."""
+    return {
+        "type": "pattern",
+        "pattern": pattern,
+        "inputType": "input",
+        "id": variable_id,
+        "label": label,
+        "visible": True,
+    }
+
+
 @dataclass(frozen=True)
 class Mode:
-    """Which Container Insights mode the GPU widgets read (``dashboards.sources``), and the
-    label names of DCGM's series where OTel mode's PromQL reads them."""
+    """Which Container Insights mode the GPU widgets read (``dashboards.sources``), where the
+    exporter sends its series (``sink``: with OTLP they are read with PromQL, in OTel mode
+    only), and the label names of the series OTel mode's PromQL reads."""
 
     mode: ContainerInsightsMode = DEFAULT_MODE
     labels: DcgmLabels = CLOUDWATCH
+    sink: ExporterSink = ExporterSink.EMF
+
+    @property
+    def otlp(self) -> bool:
+        return self.sink is ExporterSink.OTLP
 
 
 def _gpu_widget(
@@ -178,8 +208,9 @@ def _gpu_widget(
     """A per-GPU widget, where ``dashboards.sources`` reads the metric in the mode. The
     readings Container Insights publishes per GPU are read there (the exporter carries them
     only as properties): Classic's with Metrics Insights, named by ``GpuDevice``; DCGM's with
-    PromQL in a chart widget, named by its ``gpu`` label."""
-    source = reading(metric, mode.mode)
+    PromQL in a chart widget, named by its ``gpu`` label; the exporter's own likewise where it
+    sends OTLP (no alarm lines: a chart widget draws none)."""
+    source = reading(metric, mode.mode, mode.sink)
     if source.query is Query.PROMQL:
         keys = {DIM_NODE: mode.labels.node, DIM_GPU_INDEX: mode.labels.gpu}
         query = gpu_query(
@@ -281,6 +312,38 @@ def _count(title: str, cluster: str, metric: GpuMetric, interval_s: int) -> Widg
     )
 
 
+def _fleet_heading(cluster: str, region: str) -> Widget:
+    return text(
+        f"# GPU fleet of {cluster}\nHow many GPUs report, work, idle while held or "
+        "are lost; then the ten worst per question. Each outlier's label names its "
+        f"node: open the [node dashboard]({node_dashboard_url(region, cluster)}) "
+        "and pick it, or follow an alarm's link, which preselects it."
+    )
+
+
+def _otlp_counts(cluster: str, interval_s: int, labels: DcgmLabels) -> list[Widget]:
+    """The fleet's counts and means where the exporter sends OTLP, with PromQL over its series,
+    over the periods of their EMF twins: reporting, in use, lost, power, SM."""
+    g = GpuMetric
+    counted: dict[str, Any] = {
+        "cluster": cluster,
+        "period_s": count_period(interval_s),
+        "labels": labels,
+    }
+    mean: dict[str, Any] = {"cluster": cluster, "period_s": 300, "labels": labels}
+
+    def chart(title: str, query: str, label: str) -> Widget:
+        return promql_widget(title, query, label=label, width=4, height=3)
+
+    return [
+        chart(COUNT_REPORTING, gpus_reporting(str(g.HEALTHY), **counted), "GPUs"),
+        chart(COUNT_IN_USE, gpus_reporting(str(g.ALLOCATED_POWER_UTILIZATION), **counted), "GPUs"),
+        chart(COUNT_LOST, gpus_at_zero(str(g.HEALTHY), **counted), "GPUs"),
+        chart(FLEET_POWER, fleet_mean(str(g.POWER_UTILIZATION), **mean), "%"),
+        chart(FLEET_SM, fleet_mean(str(g.SM_ACTIVE), **mean), "%"),
+    ]
+
+
 def gpu_fleet(
     cluster: str,
     region: str,
@@ -310,28 +373,53 @@ def gpu_fleet(
     held = insights_sql(
         NAMESPACE_WASTE, WASTE_DIMENSIONS, str(WasteMetric.HELD_NOT_WORKING), "SUM", c
     )
+    held_idle = _single(
+        COUNT_HELD_IDLE,
+        [
+            expression_row(held, id="h", visible=False),
+            expression_row("h / 24", id="gpus", label="GPUs, the day's average"),
+        ],
+        86400,
+    )
+    if mode.otlp:
+        counts = _otlp_counts(cluster, exporter_interval_s, mode.labels)
+        xids = promql_widget(
+            OUTLIER_XID_NODES,
+            counter_steps(
+                str(g.XID_ERRORS),
+                cluster=cluster,
+                keys=(mode.labels.node,),
+                limit=OUTLIERS,
+                period_s=GPU_WIDGET_PERIOD_S,
+                labels=mode.labels,
+            ),
+        )
+        heading = _fleet_heading(cluster, region)
+        return _body(
+            [
+                [heading],
+                [*counts[:2], held_idle, *counts[2:]],
+                [
+                    worst(OUTLIER_LOW_POWER, g.ALLOCATED_POWER_UTILIZATION, "AVG", "ASC", 100),
+                    worst(OUTLIER_LOW_SM, g.SM_ACTIVE, "AVG", "ASC", 100),
+                    worst(OUTLIER_HOT, g.TEMPERATURE, "MAX", "DESC"),
+                ],
+                [
+                    worst(OUTLIER_THERMAL, g.THROTTLED_THERMAL, "SUM", "DESC"),
+                    worst(OUTLIER_POWER_BRAKE, g.THROTTLED_POWER, "SUM", "DESC"),
+                    xids,
+                ],
+            ],
+            region,
+        )
     lost = f"(n - ok) * {exporter_interval_s} / PERIOD(n)"
     return _body(
         [
-            [
-                text(
-                    f"# GPU fleet of {cluster}\nHow many GPUs report, work, idle while held or "
-                    "are lost; then the ten worst per question. Each outlier's label names its "
-                    f"node: open the [node dashboard]({node_dashboard_url(region, cluster)}) "
-                    "and pick it, or follow an alarm's link, which preselects it."
-                )
-            ],
+            [_fleet_heading(cluster, region)],
             [
                 _count(COUNT_REPORTING, cluster, g.HEALTHY, exporter_interval_s),
                 _count(COUNT_IN_USE, cluster, g.ALLOCATED_POWER_UTILIZATION, exporter_interval_s),
-                _single(
-                    COUNT_HELD_IDLE,
-                    [
-                        expression_row(held, id="h", visible=False),
-                        expression_row("h / 24", id="gpus", label="GPUs, the day's average"),
-                    ],
-                    86400,
-                ),
+                held_idle,
                 _single(
                     COUNT_LOST,
                     [
@@ -432,16 +520,41 @@ def gpu_node(
             annotations=_drawn(alarm_lines, metric, function, exporter_interval_s),
         )
 
-    xids = insights_sql(
-        NAMESPACE_GPU,
-        XID_SCHEMA,
-        str(g.XID_ERRORS),
-        "SUM",
-        [(DIM_CLUSTER, cluster), (DIM_NODE, NODE_PATTERN)],
-        group_by=(DIM_GPU_INDEX, DIM_XID_CODE),
-        order="DESC",
-        limit=OUTLIERS,
-    )
+    xid_title = "XID errors by GPU and code"
+    if mode.otlp:
+        xid_widget = promql_widget(
+            xid_title,
+            counter_steps(
+                str(g.XID_ERRORS),
+                cluster=cluster,
+                keys=(mode.labels.gpu, mode.labels.xid_code),
+                limit=OUTLIERS,
+                period_s=GPU_WIDGET_PERIOD_S,
+                node=NODE_PATTERN,
+                labels=mode.labels,
+            ),
+        )
+        picker = _node_input(NODE_VARIABLE, "Node", NODE_PATTERN)
+    else:
+        xids = insights_sql(
+            NAMESPACE_GPU,
+            XID_SCHEMA,
+            str(g.XID_ERRORS),
+            "SUM",
+            [(DIM_CLUSTER, cluster), (DIM_NODE, NODE_PATTERN)],
+            group_by=(DIM_GPU_INDEX, DIM_XID_CODE),
+            order="DESC",
+            limit=OUTLIERS,
+        )
+        xid_widget = metric_widget(xid_title, [expression_row(xids, id="q")], width=8)
+        picker = _pattern_variable(
+            NODE_VARIABLE,
+            "Node",
+            NODE_PATTERN,
+            (NAMESPACE_GPU, gpu_schema(g.HEALTHY), str(g.HEALTHY)),
+            DIM_NODE,
+            cluster,
+        )
     return _body(
         [
             [text(f"# One GPU node of {cluster}\nEach line is one GPU of the node picked above.")],
@@ -458,22 +571,11 @@ def gpu_node(
             [
                 per_gpu("Thermally throttled (samples)", g.THROTTLED_THERMAL, "SUM"),
                 per_gpu("Power brake (samples)", g.THROTTLED_POWER, "SUM"),
-                metric_widget(
-                    "XID errors by GPU and code", [expression_row(xids, id="q")], width=8
-                ),
+                xid_widget,
             ],
         ],
         region,
-        [
-            _pattern_variable(
-                NODE_VARIABLE,
-                "Node",
-                NODE_PATTERN,
-                (NAMESPACE_GPU, gpu_schema(g.HEALTHY), str(g.HEALTHY)),
-                DIM_NODE,
-                cluster,
-            )
-        ],
+        [picker],
     )
 
 
@@ -661,12 +763,15 @@ def all_dashboards(
     alarm_lines: Sequence[AlarmLine] = (),
     mode: ContainerInsightsMode = DEFAULT_MODE,
     dcgm_labels: DcgmLabels = CLOUDWATCH,
+    exporter_sink: ExporterSink = ExporterSink.EMF,
 ) -> dict[str, dict[str, Any]]:
     """Dashboard name -> body, for the CDK app and the demo; ``alarm_lines`` are the deployed
     alarms' thresholds (cdk/alarms/annotations.py), drawn on the widgets of their metrics;
     ``mode`` the Container Insights mode the GPU widgets read (``dashboards.sources``), and
-    ``dcgm_labels`` the label names of DCGM's series in OTel mode (CloudWatch's by default)."""
-    lines, interval, reads = alarm_lines, exporter_interval_s, Mode(mode, dcgm_labels)
+    ``dcgm_labels`` the label names of DCGM's series in OTel mode (CloudWatch's by default),
+    ``exporter_sink`` where the exporter's own series are (OTLP: read with PromQL)."""
+    lines, interval = alarm_lines, exporter_interval_s
+    reads = Mode(mode, dcgm_labels, exporter_sink)
     return {
         dashboard_name(cluster, "gpu-fleet"): gpu_fleet(cluster, region, interval, lines, reads),
         dashboard_name(cluster, NODE_DASHBOARD): gpu_node(cluster, region, interval, lines, reads),

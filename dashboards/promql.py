@@ -84,3 +84,66 @@ def gpu_query(
         shown = f"{shown} * {scale}"
     ranked = over(RANK_WINDOW_S, " @ end()")
     return f"({shown}) and on {by} {PICK[order]}({limit}, {ranked})"
+
+
+# --- The exporter's own series over OTLP (exporter_sink=otlp) -----------------------------------
+# Each GPU's series splits by pod (the pod is a resource attribute while a pod holds the GPU:
+# lambdas/shared/dcgm.py), so every query aggregates by node and GPU before anything else.
+
+
+def _gpu_keys(labels: DcgmLabels) -> str:
+    return "(" + ", ".join(quote_label(k) for k in (labels.node, labels.gpu)) + ")"
+
+
+def _cluster_series(metric: str, cluster: str, labels: DcgmLabels) -> str:
+    return selector(metric, [(labels.cluster, cluster)])
+
+
+def gpus_reporting(metric: str, *, cluster: str, period_s: int, labels: DcgmLabels) -> str:
+    """How many GPUs sent ``metric`` in each period (one series)."""
+    series = _cluster_series(metric, cluster, labels)
+    return f"count(count by {_gpu_keys(labels)} (count_over_time({series}[{duration(period_s)}])))"
+
+
+def gpus_at_zero(metric: str, *, cluster: str, period_s: int, labels: DcgmLabels) -> str:
+    """How many GPUs' latest ``metric`` sample of each period is 0 (``gpu_healthy``: lost);
+    0, not no data, while none is (``== bool``)."""
+    series = _cluster_series(metric, cluster, labels)
+    latest = f"min by {_gpu_keys(labels)} (last_over_time({series}[{duration(period_s)}]))"
+    return f"sum({latest} == bool 0)"
+
+
+def fleet_mean(metric: str, *, cluster: str, period_s: int, labels: DcgmLabels) -> str:
+    """The mean over GPUs of each GPU's mean ``metric`` in each period (one series): as the
+    exporter's cluster-wide EMF copy averages like GPUs' samples."""
+    series = f"{_cluster_series(metric, cluster, labels)}[{duration(period_s)}]"
+    by = _gpu_keys(labels)
+    return f"avg(sum by {by} (sum_over_time({series})) / sum by {by} (count_over_time({series})))"
+
+
+def counter_steps(
+    metric: str,
+    *,
+    cluster: str,
+    keys: Sequence[str],
+    limit: int,
+    period_s: int,
+    node: str | None = None,
+    labels: DcgmLabels = CLOUDWATCH,
+) -> str:
+    """What the exporter's cumulative XID counters (one per GPU and code) counted in each
+    period, summed by ``keys``, at most ``limit`` lines: those whose counters changed most in
+    the range's last ``RANK_WINDOW_S``. A counter's count in a period is its latest value less
+    its latest before the period; all of it where it has none before (born at its first XID,
+    which ``increase`` cannot see) or where it fell (the exporter restarted, counting from 0)."""
+    matchers = [(labels.cluster, cluster)] + ([(labels.node, node)] if node is not None else [])
+    series = selector(metric, matchers)
+    counter = "(" + ", ".join(quote_label(k) for k in (labels.node, labels.gpu, labels.xid_code))
+    counter += ")"
+    window = duration(period_s)
+    now = f"max by {counter} (last_over_time({series}[{window}]))"
+    before = f"max by {counter} (last_over_time({series}[{window}] offset {window}))"
+    steps = f"(({now} - {before}) >= 0) or {now}"
+    by = "(" + ", ".join(quote_label(k) for k in keys) + ")"
+    ranked = f"sum by {by} (changes({series}[{duration(RANK_WINDOW_S)}] @ end()))"
+    return f"(sum by {by} ({steps})) and on {by} topk({limit}, {ranked})"

@@ -5,7 +5,6 @@ from pathlib import Path
 
 from aws_cdk import (
     Acknowledgment,
-    Annotations,
     CfnOutput,
     IgnoreMode,
     NestedStack,
@@ -56,15 +55,6 @@ class GpuExporter(Construct):
         sink: ExporterSink = ExporterSink.EMF,
     ) -> None:
         super().__init__(scope, construct_id)
-        if sink is ExporterSink.OTLP:
-            Annotations.of(self).add_warning_v2(
-                "gpu-insights:exporter-sink-otlp",
-                "exporter_sink=otlp: the exporter sends OTLP only, so the alarms on its "
-                "GpuInsights metrics (gpu-lost, gpu-ecc-uncorrected, gpu-thermal-throttling, "
-                "gpu-power-brake, gpu-xid, gpu-xid-fatal and the sharded gpu-low-power), the GPU "
-                "silence check and its dashboard widgets get no data from it; keep "
-                "exporter_sink=emf where they must page",
-            )
         # Built at deploy time; synth only stages and fingerprints the context (no Docker).
         self.image = ecr_assets.DockerImageAsset(
             self,

@@ -124,6 +124,7 @@ class AlarmsStack(DeploymentStack):
                     exporter_interval_s=settings.exporter_interval_seconds,
                     alarm_lines=alarm_lines(specs),
                     mode=settings.container_insights_mode,
+                    exporter_sink=settings.exporter_sink,
                 ).items()
             )
         ]

@@ -19,7 +19,10 @@ from gpu_insights_agent.contract.metrics import (
     TrainingMetric,
     training_log_group,
 )
+from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
+from lambdas.shared.exporter_promql import ExporterQueries, node_batches, per_gpu
 from lambdas.shared.metric_fetcher import MetricQuery, listed_dimensions
+from lambdas.shared.promql import PromQLClient
 from lambdas.training_analyzer.analysis import RankStats
 
 PERIOD_S: Final = 3600
@@ -251,3 +254,28 @@ def gpu_series(cloudwatch: Any, cluster: str, nodes: Iterable[str]) -> list[Metr
                     )
                 )
     return queries
+
+
+def gpu_hours_promql(
+    promql: PromQLClient,
+    cluster: str,
+    nodes: Iterable[str],
+    *,
+    start: float,
+    end: float,
+    labels: DcgmLabels = CLOUDWATCH,
+) -> dict[tuple[str, str], dict[float, list[float]]]:
+    """(node, ``GPU_METRICS`` name) -> hour -> each GPU's mean that hour: ``gpu_series``'s
+    reading where the exporter sends OTLP (exporter_sink=otlp), with PromQL over its series,
+    a batch of nodes a query."""
+    queries = ExporterQueries(cluster, labels)
+    found: dict[tuple[str, str], dict[float, list[float]]] = {}
+    for batch in node_batches(nodes):
+        for name, metric in GPU_METRICS:
+            for (node, _), values in per_gpu(
+                promql, queries.gpu_mean(str(metric), batch), start, end, labels
+            ).items():
+                per_hour = found.setdefault((node, name), {})
+                for hour, value in values.items():
+                    per_hour.setdefault(float(hour), []).append(value)
+    return found

@@ -16,6 +16,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
+from lambdas.shared.promql import PromQLClient
 from lambdas.shared.shard_parts import add_run, read_required, run_document, shard_key
 from lambdas.shared.shards import map_items
 from lambdas.training_analyzer.analysis import JobCost, RankStats
@@ -102,9 +103,11 @@ def shard(
     gpu_hour_usd: float,
     logs: Any = None,
     failure_log_jobs: int = FAILURE_LOG_JOBS,
+    exporter_promql: PromQLClient | None = None,
 ) -> dict[str, Any]:
     """One shard's jobs analyzed, their failed jobs' logs read (``failure_log_jobs`` a
-    shard, as a whole run reads them), its part written."""
+    shard, as a whole run reads them), its part written; ``exporter_promql`` as
+    run.analyze_jobs reads it."""
     planned = _plan(s3, bucket, cluster, day)
     jobs = planned["jobs"][first : first + count]
     ranks = {
@@ -115,7 +118,7 @@ def shard(
     run = analyze_jobs(
         cloudwatch=cloudwatch, cluster=cluster, jobs=jobs, ranks=ranks, start=start, end=end,
         gpu_hour_usd=gpu_hour_usd, related_storage=tuple(planned["related_storage"]),
-        logs=logs, failure_log_jobs=failure_log_jobs,
+        logs=logs, failure_log_jobs=failure_log_jobs, exporter_promql=exporter_promql,
     )  # fmt: skip
     body = json.dumps(_run_document(run)).encode()
     s3.put_object(Bucket=bucket, Key=part_key(cluster, day, index), Body=body)

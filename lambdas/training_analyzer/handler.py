@@ -16,7 +16,7 @@ from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.events import analysis_window, scheduled_time
 from lambdas.shared.findings import AnalysisRun, stamped
-from lambdas.shared.promql import promql_for
+from lambdas.shared.promql import PromQLClient, promql_for
 from lambdas.shared.publisher import (
     FindingsPublisher,
     PublishError,
@@ -160,6 +160,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
             cluster=cluster, day=day.isoformat(), index=int(event["index"]),
             first=int(event["first"]), count=int(event["count"]), start=start, end=end,
             gpu_hour_usd=price, logs=_clients("logs"), failure_log_jobs=config.failure_log_jobs,
+            exporter_promql=exporter_promql(config, _clients),
         )  # fmt: skip
     if mode == "merge":
         run = fleet.read_parts(
@@ -185,6 +186,7 @@ def analyze_jobs(
         gpu_hour_usd=config.gpu_hour_usd,
         related_storage=related,
         failure_log_jobs=config.failure_log_jobs,
+        exporter_promql=exporter_promql(config, clients),
     )
     run.findings += tail.findings
     run.skipped += tail.skipped
@@ -210,8 +212,15 @@ def attribute_gpu_hours(
         training_findings=training_links(run.findings),
         thresholds=config.gpu_thresholds,
         promql=promql_for(cloudwatch) if otel else None,
+        exporter_otlp=config.exporter_otlp,
     )
     return gpu_run, gpu_start, gpu_day
+
+
+def exporter_promql(config: TrainingConfig, clients: Clients) -> PromQLClient | None:
+    """The PromQL client the exporter's series are read with where it sends OTLP, else None
+    (they are ``GpuInsights`` metrics)."""
+    return promql_for(clients("cloudwatch")) if config.exporter_otlp else None
 
 
 def place_failures(

@@ -11,6 +11,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from lambdas.shared.findings import AnalysisRun
 from lambdas.shared.metric_fetcher import MetricDataError, fetch, window_period
+from lambdas.shared.promql import PromQLClient, PromQLError
 from lambdas.training_analyzer.analysis import (
     ANALYZER,
     GpuUsage,
@@ -26,6 +27,7 @@ from lambdas.training_analyzer.analysis import (
 from lambdas.training_analyzer.aws import (
     RankQueryError,
     baseline_query,
+    gpu_hours_promql,
     gpu_series,
     job_queries,
     list_jobs,
@@ -97,21 +99,27 @@ def _gpu_usage(
     hours: dict[str, list[float]],
     start: float,
     end: float,
+    exporter_promql: PromQLClient | None = None,
 ) -> dict[str, GpuUsage]:
-    """Per job: the mean over its nodes' GPUs during its active hours."""
+    """Per job: the mean over its nodes' GPUs during its active hours; the exporter's series
+    read with ``exporter_promql`` where it sends OTLP, else from ``GpuInsights``."""
     all_nodes = set().union(*nodes.values()) if nodes else set()
     if not all_nodes:
         return {}
     per_node: dict[tuple[str, str], dict[float, list[float]]] = defaultdict(
         lambda: defaultdict(list)
     )
-    for batch in fetch(
-        cloudwatch, gpu_series(cloudwatch, cluster, all_nodes), start=start, end=end
-    ):
-        for result in batch:
-            node, _, name = result.query.key
-            for t, v in zip(result.timestamps, result.values, strict=True):
-                per_node[(node, name)][t.timestamp()].append(v)
+    if exporter_promql is not None:
+        read = gpu_hours_promql(exporter_promql, cluster, all_nodes, start=start, end=end)
+        per_node.update({key: defaultdict(list, hours) for key, hours in read.items()})
+    else:
+        for batch in fetch(
+            cloudwatch, gpu_series(cloudwatch, cluster, all_nodes), start=start, end=end
+        ):
+            for result in batch:
+                node, _, name = result.query.key
+                for t, v in zip(result.timestamps, result.values, strict=True):
+                    per_node[(node, name)][t.timestamp()].append(v)
     usage = {}
     for job, job_nodes in nodes.items():
         active = set(hours.get(job, []))
@@ -164,13 +172,15 @@ def analyze_jobs(
     run: TrainingRun | None = None,
     logs: Any = None,
     failure_log_jobs: int = FAILURE_LOG_JOBS,
+    exporter_promql: PromQLClient | None = None,
 ) -> TrainingRun:
     """The jobs' findings and costs, job by job: a whole run's jobs or one shard's
     (lambdas/training_analyzer/fleet.py). Each job's findings depend on its own series, ranks
     and nodes only, so a shard finds for its jobs what the whole run finds for them. With a
     ``logs`` client, each failed job's cause is read from Container Insights' logs (at most
     ``failure_log_jobs`` jobs: lambdas/training_analyzer/failure_run.py) and follows the job's
-    own findings, which it links."""
+    own findings, which it links. ``exporter_promql``: the exporter sends OTLP, so its GPUs'
+    power and SM activity are read with PromQL (exporter_sink=otlp)."""
     run = run if run is not None else TrainingRun()
     if not jobs:
         return run
@@ -184,8 +194,8 @@ def analyze_jobs(
     hours = {job: active_hours(s) for job, s in series.items()}
     nodes = {job: {r.node for r in rs if r.node} for job, rs in ranks.items()}
     try:
-        gpus = _gpu_usage(cloudwatch, cluster, nodes, hours, start, end)
-    except AWS_ERRORS as err:
+        gpus = _gpu_usage(cloudwatch, cluster, nodes, hours, start, end, exporter_promql)
+    except (*AWS_ERRORS, PromQLError) as err:
         run.skip(f"GPU metrics of {cluster}'s training nodes", err)
         gpus = {}
     reads = _failure_reads(logs, cloudwatch, cluster, series, failed, start, end,
@@ -256,11 +266,12 @@ def analyze_training(
     related_storage: tuple[str, ...] = (),
     thresholds: TrainingThresholds = TrainingThresholds(),  # noqa: B008
     failure_log_jobs: int = FAILURE_LOG_JOBS,
+    exporter_promql: PromQLClient | None = None,
 ) -> TrainingRun:
     run = TrainingRun()
     jobs, ranks = plan_jobs(cloudwatch, logs, cluster, start, end, run)
     return analyze_jobs(
         cloudwatch=cloudwatch, cluster=cluster, jobs=jobs, ranks=ranks, start=start, end=end,
         gpu_hour_usd=gpu_hour_usd, related_storage=related_storage, thresholds=thresholds,
-        run=run, logs=logs, failure_log_jobs=failure_log_jobs,
+        run=run, logs=logs, failure_log_jobs=failure_log_jobs, exporter_promql=exporter_promql,
     )  # fmt: skip

@@ -16,7 +16,16 @@ from gpu_insights_agent.contract.metrics import (
     GpuMetric,
     TrainingMetric,
 )
+from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
+from lambdas.shared.exporter_promql import (
+    HOUR,
+    ExporterQueries,
+    counter_increase,
+    hourly,
+    read_hours,
+)
 from lambdas.shared.metric_fetcher import MetricQuery, fetch, listed_dimensions
+from lambdas.shared.promql import PromQLClient
 from lambdas.shared.s3_objects import read_object
 from lambdas.training_analyzer.aws import list_jobs
 from lambdas.weekly_report.figures import GpuDay, JobCosts, read_job_costs
@@ -56,6 +65,69 @@ def gpu_days(
         )
         for day in week_days(start, end)
     ]
+
+
+def gpu_days_promql(
+    promql: PromQLClient,
+    cluster: str,
+    start: date,
+    end: date,
+    interval_s: float,
+    labels: DcgmLabels = CLOUDWATCH,
+) -> list[GpuDay]:
+    """``gpu_days`` where the exporter sends OTLP: the cluster's samples of power utilization
+    and SM activity, and their sums, hour by hour with PromQL (a day's ``[1d]`` range would
+    fill a whole 24-hour scan, leaving no room to page), added up per day: a day's mean is of
+    every sample in it, as the cluster series' daily ``Average`` is."""
+    queries = ExporterQueries(cluster, labels)
+    power, sm = str(GpuMetric.POWER_UTILIZATION), str(GpuMetric.SM_ACTIVE)
+    reads = {
+        "samples": queries.cluster_samples(power),
+        "power_sum": queries.cluster_sum(power),
+        "sm_samples": queries.cluster_samples(sm),
+        "sm_sum": queries.cluster_sum(sm),
+    }
+    values: dict[str, dict[date, float]] = {name: defaultdict(float) for name in reads}
+    for name, query in reads.items():
+        for series in read_hours(promql, query, epoch(start), epoch(end)):
+            for hour, value in hourly(series).items():
+                values[name][datetime.fromtimestamp(hour, UTC).date()] += value
+
+    def mean(total: str, samples: str, day: date) -> float | None:
+        count = values[samples].get(day, 0.0)
+        return values[total].get(day, 0.0) / count if count else None
+
+    hours = interval_s / 3600
+    return [
+        GpuDay(
+            day=day,
+            sampled_gpu_hours=values["samples"].get(day, 0.0) * hours,
+            power_utilization=mean("power_sum", "samples", day),
+            sm_active=mean("sm_sum", "sm_samples", day),
+        )
+        for day in week_days(start, end)
+    ]
+
+
+def xid_counts_promql(
+    promql: PromQLClient, cluster: str, start: date, end: date, labels: DcgmLabels = CLOUDWATCH
+) -> list[tuple[str, str, float]]:
+    """``xid_counts`` where the exporter sends OTLP: each (node, code)'s XIDs in the week from
+    the exporter's cumulative counters per GPU and code (``gpu_xid_errors``), each hour's last
+    value read from a day before the week (a range selector's longest reach: the base of a
+    counter sent every cycle) to its end. A counter with no value in that day counts whole:
+    it was born in the week, or, sent only at its XIDs, last stepped more than a day before,
+    then its earlier XIDs are counted too (more, never fewer, than happened)."""
+    queries = ExporterQueries(cluster, labels)
+    since = epoch(start)
+    found = read_hours(promql, queries.counters(str(GpuMetric.XID_ERRORS)), since - DAY, epoch(end))
+    counts: dict[tuple[str, str], float] = defaultdict(float)
+    for series in found:
+        node = series.labels.get(labels.node, "")
+        code = series.labels.get(labels.xid_code, "")
+        points = [(float(hour), value) for hour, value in hourly(series).items()]
+        counts[(node, code)] += counter_increase(points, since - HOUR)
+    return [(node, code, n) for (node, code), n in sorted(counts.items()) if n > 0]
 
 
 def xid_counts(

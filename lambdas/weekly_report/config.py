@@ -6,9 +6,18 @@ import json
 from dataclasses import dataclass
 from typing import Final
 
-from gpu_insights_agent.contract.metrics import EXPORTER_INTERVAL_S
+from gpu_insights_agent.contract.metrics import EXPORTER_INTERVAL_S, ExporterSink
 from gpu_insights_agent.contract.resource_names import shard_alarm_name
-from lambdas.shared.config import NAMES, TEXT, USD, WHOLE, Codec, FunctionConfig, variable
+from lambdas.shared.config import (
+    NAMES,
+    TEXT,
+    USD,
+    WHOLE,
+    Codec,
+    FunctionConfig,
+    choice,
+    variable,
+)
 from lambdas.training_analyzer.gpu_prices import gpu_hour_price
 
 #: The function's memory and timeout (its construct's, and what `gpu-insights cost-estimate`
@@ -44,6 +53,11 @@ class ReportConfig(FunctionConfig):
     #: The exporter's cycle, which weights its samples by the GPU-hours they cover.
     exporter_interval_seconds: int = variable(
         "EXPORTER_INTERVAL_SECONDS", WHOLE, default=EXPORTER_INTERVAL_S
+    )
+    #: Where the exporter's own series are read: ``GpuInsights`` with GetMetricData (emf), or
+    #: its OTLP series with PromQL (otlp), the exporter_sink setting.
+    exporter_sink: ExporterSink = variable(
+        "EXPORTER_SINK", choice(ExporterSink), default=ExporterSink.EMF
     )
     #: Each alarm kind's name without its shard (the alarm catalog's); none: no alarm history
     #: is read (its role may read these alarms' history only).

@@ -7,19 +7,24 @@ rerun replaces it, and a marker object makes sure the SNS summary goes out once 
 
 import json
 import logging
+from datetime import date
 from typing import Any
 
+from gpu_insights_agent.contract.metrics import ExporterSink
 from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.events import scheduled_time
+from lambdas.shared.promql import promql_for
 from lambdas.shared.report_keys import failures_key, gpu_hours_key, job_costs_key
 from lambdas.shared.s3_objects import object_exists, read_object
 from lambdas.weekly_report.aws import (
     alarms_raised,
     finding_texts,
     gpu_days,
+    gpu_days_promql,
     job_costs,
     throughput_by_job,
     xid_counts,
+    xid_counts_promql,
 )
 from lambdas.weekly_report.config import ReportConfig
 from lambdas.weekly_report.failures_section import (
@@ -30,6 +35,7 @@ from lambdas.weekly_report.failures_section import (
 )
 from lambdas.weekly_report.figures import (
     HEADLINE,
+    GpuDay,
     JobCosts,
     headline,
     read_findings,
@@ -63,6 +69,24 @@ def _document(s3: Any, bucket: str, key: str) -> dict[str, Any] | None:
     return document if isinstance(document, dict) else None
 
 
+def exporter_days(config: ReportConfig, cloudwatch: Any, start: date, end: date) -> list[GpuDay]:
+    """The week's GPU days from the exporter's series: its OTLP series with PromQL where it
+    sends OTLP (exporter_sink=otlp), else its ``GpuInsights`` metrics."""
+    interval = float(config.exporter_interval_seconds)
+    if config.exporter_sink is ExporterSink.OTLP:
+        return gpu_days_promql(promql_for(cloudwatch), config.cluster_name, start, end, interval)
+    return gpu_days(cloudwatch, config.cluster_name, start, end, interval)
+
+
+def exporter_xids(
+    config: ReportConfig, cloudwatch: Any, start: date, end: date
+) -> list[tuple[str, str, float]]:
+    """The week's XIDs per node and code, read where ``exporter_days`` reads."""
+    if config.exporter_sink is ExporterSink.OTLP:
+        return xid_counts_promql(promql_for(cloudwatch), config.cluster_name, start, end)
+    return xid_counts(cloudwatch, config.cluster_name, start, end)
+
+
 def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     config = ReportConfig.current()
     cluster, bucket = config.cluster_name, config.report_bucket
@@ -89,14 +113,8 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     figures = week_figures(
         cluster=cluster,
         week=week,
-        gpu_days=gpu_days(
-            cloudwatch,
-            cluster,
-            start,
-            end,
-            float(config.exporter_interval_seconds),
-        ),
-        xids=xid_counts(cloudwatch, cluster, start, end),
+        gpu_days=exporter_days(config, cloudwatch, start, end),
+        xids=exporter_xids(config, cloudwatch, start, end),
         alarms=alarms_raised(cloudwatch, config.alarm_names(), start, end),
         files=files,
         job_costs=costs.costs,

@@ -252,6 +252,13 @@ def exporter_gpu_hours(cloudwatch: Any, cluster: str, *, start: float, end: floa
         for series in batch:
             _, node, gpu, name = series.query.key
             exporter[(node, gpu)][name] = _hourly(series.timestamps, series.values)
+    return gpu_hours_of(exporter)
+
+
+def gpu_hours_of(
+    exporter: Mapping[tuple[str, str], Mapping[str, Mapping[int, float]]],
+) -> list[GpuHour]:
+    """Each GPU-hour of (node, GPU) -> ``EXPORTER`` name -> hour -> value, however read."""
     gpu_hours: list[GpuHour] = []
     for (node, gpu), named in sorted(exporter.items()):
         hours = set().union(*(set(v) for v in named.values()))

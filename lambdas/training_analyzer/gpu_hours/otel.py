@@ -25,25 +25,33 @@ where it has one (``k8s.job.name``, ``k8s.deployment.name``, ``k8s.daemonset.nam
 name otherwise, from which workloads.job_of names its job as in Classic.
 """
 
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from gpu_insights_agent.contract.metrics import GpuMetric
 from lambdas.shared.dcgm import CLOUDWATCH, DCGM_POWER, DCGM_UTIL, DcgmLabels
+from lambdas.shared.exporter_promql import (
+    ExporterQueries,
+    hourly,
+    node_batches,
+    per_gpu,
+    read_hours,
+    reporting_nodes,
+)
 from lambdas.shared.promql import PromQLClient, Series, quote_label
 from lambdas.training_analyzer.gpu_hours.attribution import GpuHour, GpuKey, Hold
 from lambdas.training_analyzer.gpu_hours.aws import (
-    HOUR,
+    EXPORTER,
     Observed,
     exporter_gpu_hours,
+    gpu_hours_of,
     pod_power_percent,
     samples_per_hour,
 )
 
 #: The add-on scrapes DCGM every ``otelContainerInsights.metricResolution`` ("30s").
 SAMPLES_PER_HOUR: Final = 120
-#: Evaluated a millisecond before each hour's end, an hour's ``[1h]`` range holds that hour's
-#: samples, whether the engine's range is closed at its start (Prometheus 2) or open (3).
-_EDGE: Final = 0.001
 
 
 class OtelQueries:
@@ -100,16 +108,6 @@ class OtelQueries:
 
 def _string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def hourly(series: Series) -> dict[int, float]:
-    """A series of ``read_hours`` by the start of each hour."""
-    return {round(t + _EDGE) - HOUR: v for t, v in series.points}
-
-
-def read_hours(promql: PromQLClient, query: str, start: float, end: float) -> list[Series]:
-    """``query`` (over ``[1h]`` ranges) at each whole hour's end in [start, end), paged."""
-    return promql.query_range_paged(query, start + HOUR - _EDGE, end - _EDGE, HOUR, lookback_s=HOUR)
 
 
 def read_holds(
@@ -179,6 +177,35 @@ def pod_key(found: Mapping[str, str], labels: DcgmLabels) -> tuple[str, str, str
     return found.get(labels.namespace, ""), pod, found.get(labels.gpu, ""), controller
 
 
+def exporter_gpu_hours_promql(
+    promql: PromQLClient,
+    cluster: str,
+    *,
+    start: float,
+    end: float,
+    labels: DcgmLabels = CLOUDWATCH,
+) -> list[GpuHour]:
+    """The window's GPU-hours as the exporter saw them where it sends OTLP: its own series
+    (``EXPORTER``: power against its enforced limit, SM activity, health, in use) read with
+    PromQL, per node batch. DCGM's series cannot stand in: the add-on's DCGM fields carry no
+    power limit (contract.metrics ``ADDON_DCGM_FIELDS``). Every GPU sends ``gpu_healthy``
+    every cycle, a lost one that only, so its nodes are every node's GPUs."""
+    queries = ExporterQueries(cluster, labels)
+    read = {
+        "Average": queries.gpu_mean,
+        "Minimum": queries.gpu_min,
+        "SampleCount": queries.gpu_samples,
+    }
+    exporter: dict[tuple[str, str], dict[str, dict[int, float]]] = defaultdict(dict)
+    nodes = reporting_nodes(promql, queries, str(GpuMetric.HEALTHY), start, end)
+    for batch in node_batches(nodes):
+        for name, metric, stat in EXPORTER:
+            found = per_gpu(promql, read[stat](str(metric), batch), start, end, labels)
+            for gpu, values in found.items():
+                exporter[gpu][name] = values
+    return gpu_hours_of(exporter)
+
+
 def observe_otel(
     cloudwatch: Any,
     promql: PromQLClient,
@@ -187,10 +214,16 @@ def observe_otel(
     start: float,
     end: float,
     labels: DcgmLabels = CLOUDWATCH,
+    exporter_otlp: bool = False,
 ) -> Observed:
-    """The window's GPU-hours as the exporter saw them (CloudWatch, as in Classic), and the
-    pods' holds as DCGM's labelled series give them: the same ``Observed`` as aws.observe."""
-    gpu_hours = exporter_gpu_hours(cloudwatch, cluster, start=start, end=end)
+    """The window's GPU-hours as the exporter saw them (CloudWatch's ``GpuInsights``, as in
+    Classic; with ``exporter_otlp``, its OTLP series with PromQL), and the pods' holds as
+    DCGM's labelled series give them: the same ``Observed`` as aws.observe."""
+    gpu_hours = (
+        exporter_gpu_hours_promql(promql, cluster, start=start, end=end, labels=labels)
+        if exporter_otlp
+        else exporter_gpu_hours(cloudwatch, cluster, start=start, end=end)
+    )
     holds, reported = read_holds(
         promql, cluster, start=start, end=end, gpu_hours=gpu_hours, labels=labels
     )

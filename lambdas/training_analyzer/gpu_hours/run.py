@@ -50,15 +50,19 @@ def analyze_gpu_hours(
     training_findings: Mapping[str, Sequence[str]] | None = None,
     thresholds: Thresholds = Thresholds(),  # noqa: B008
     promql: PromQLClient | None = None,
+    exporter_otlp: bool = False,
 ) -> GpuHoursRun:
     """``promql``: read the pods' holds from OTel Container Insights (DCGM's series, with
-    PromQL) rather than Classic's ``pod_gpu_*`` (None)."""
+    PromQL) rather than Classic's ``pod_gpu_*`` (None); ``exporter_otlp``: read the
+    exporter's GPU-hours from its OTLP series with it too (exporter_sink=otlp)."""
     run = GpuHoursRun()
     try:
         observed = (
             observe(cloudwatch, cluster, start=start, end=end, pod_nodes=pod_nodes)
             if promql is None
-            else observe_otel(cloudwatch, promql, cluster, start=start, end=end)
+            else observe_otel(
+                cloudwatch, promql, cluster, start=start, end=end, exporter_otlp=exporter_otlp
+            )
         )
         stepped, failed = stepping_hours(
             cloudwatch, cluster, (exact_jobs or {}).values(), start=start, end=end

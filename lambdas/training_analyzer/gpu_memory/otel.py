@@ -10,8 +10,9 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 from lambdas.shared.dcgm import CLOUDWATCH, DCGM_FB_TOTAL, DCGM_FB_USED, MIB, DcgmLabels
+from lambdas.shared.exporter_promql import hourly, read_hours
 from lambdas.shared.promql import PromQLClient, Series
-from lambdas.training_analyzer.gpu_hours.otel import OtelQueries, hourly, pod_key, read_hours
+from lambdas.training_analyzer.gpu_hours.otel import OtelQueries, pod_key
 from lambdas.training_analyzer.gpu_hours.workloads import job_of
 from lambdas.training_analyzer.gpu_memory.analysis import GpuMemory
 

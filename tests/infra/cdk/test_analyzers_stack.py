@@ -195,3 +195,32 @@ def test_training_analyzer_memory_holds_a_run_of_the_default_shard(synth: Synth)
     training = functions["lambdas.training_analyzer.handler.handler"]
     assert (training["MemorySize"], training["Timeout"]) == (1024, 600)
     assert training["MemorySize"] >= 1.5 * 530
+
+
+def test_with_the_otlp_sink_the_exporters_readers_are_told_so_and_may_query_promql(
+    synth: Synth,
+) -> None:
+    """exporter_sink=otlp: the exporter's series are in the OTLP store only, so the training
+    analyzer and the weekly report read them with PromQL (their ``EXPORTER_SINK``), and their
+    roles allow what the query API asks of the caller: "the calling identity must have both of
+    the following IAM actions: cloudwatch:GetMetricData, cloudwatch:ListMetrics" ("QueryMetrics",
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch-PromQL-API-QueryMetrics.html)."""
+    readers = {
+        "lambdas.training_analyzer.handler.handler": "TrainingAnalyzerRole",
+        "lambdas.weekly_report.handler.handler": "WeeklyReportRole",
+    }
+    for context, sink in ((PROD, "emf"), ({**PROD, "exporter_sink": "otlp"}, "otlp")):
+        template = _template(synth, {**context, "container_insights_mode": "otel"})
+        functions = {
+            f["Properties"]["Handler"]: f["Properties"]
+            for f in template.find_resources("AWS::Lambda::Function").values()
+        }
+        for handler, role in readers.items():
+            assert functions[handler]["Environment"]["Variables"]["EXPORTER_SINK"] == sink
+            granted = {
+                action
+                for s in _statements(template, role)
+                if s["Effect"] == "Allow" and s["Resource"] == "*"
+                for action in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+            }
+            assert {"cloudwatch:GetMetricData", "cloudwatch:ListMetrics"} <= granted, handler

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from cli.backtest.promql_widgets import series_bound
+from cli.backtest.promql_widgets import rule_errors, series_bound
 from cli.demo.realistic.otel import DCGM_METRIC_UNITS
 from dashboards.bodies import GPUS_PER_NODE_MAX, OUTLIERS, all_dashboards
 from dashboards.sources import MIB, READINGS, Query, reading
@@ -19,13 +19,18 @@ from gpu_insights_agent.contract.metrics import (
     DCGM_GPU_METRICS,
     NAMESPACE_CONTAINER_INSIGHTS,
     NAMESPACE_GPU,
+    ExporterSink,
     GpuMetric,
 )
+from lambdas.shared.console_links import NODE_VARIABLE
 from lambdas.shared.container_insights_mode import DEFAULT_MODE, ContainerInsightsMode
 
 CLASSIC, OTEL = ContainerInsightsMode.CLASSIC, ContainerInsightsMode.OTEL
+OTLP = ExporterSink.OTLP
 ARGS: tuple[Any, ...] = ("train", ["train-data"], ["arn:a"], "us-east-1")
 _LIMIT = re.compile(r"LIMIT (\d+)$")
+#: The exporter's namespace in a body (a metric row's, or quoted in SQL), not its neighbours'.
+_GPU_NAMESPACE = re.compile(r'\\?"' + NAMESPACE_GPU + r'\\?"')
 
 
 def test_every_container_insights_reading_has_its_dcgm_series_as_the_add_on_names_it() -> None:
@@ -40,10 +45,14 @@ def test_every_container_insights_reading_has_its_dcgm_series_as_the_add_on_name
     assert reading(GpuMetric.MEMORY_USED, OTEL).scale == 1_048_576
 
 
-def test_the_table_reads_the_exporter_in_both_modes_and_container_insights_by_mode() -> None:
-    assert len(READINGS) == 2 * len(GpuMetric)
-    for (metric, mode), where in READINGS.items():
-        if metric not in CI_NODE_GPU_METRICS:
+def test_the_table_reads_the_exporter_where_its_sink_sends_and_container_insights_by_mode() -> None:
+    # Classic and OTel with EMF; OTel with OTLP (Classic takes no OTLP sink).
+    assert len(READINGS) == 3 * len(GpuMetric)
+    for (metric, mode, sink), where in READINGS.items():
+        if metric not in CI_NODE_GPU_METRICS and sink is OTLP:
+            assert mode is OTEL
+            assert (where.query, where.namespace, where.name) == (Query.PROMQL, None, str(metric))
+        elif metric not in CI_NODE_GPU_METRICS:
             assert where == reading(metric, CLASSIC)
             assert (where.query, where.namespace, where.name) == (
                 Query.METRICS_INSIGHTS,
@@ -59,12 +68,15 @@ def test_the_table_reads_the_exporter_in_both_modes_and_container_insights_by_mo
         else:
             assert (where.query, where.namespace) == (Query.PROMQL, None)
             assert where.name.startswith("DCGM_FI_")
+            assert where == reading(metric, mode, sink)
 
 
-def _widgets(mode: ContainerInsightsMode) -> dict[tuple[str, str], dict[str, Any]]:
+def _widgets(
+    mode: ContainerInsightsMode, sink: ExporterSink = ExporterSink.EMF
+) -> dict[tuple[str, str], dict[str, Any]]:
     return {
         (name, w["properties"].get("title", w["properties"].get("markdown", ""))): w
-        for name, body in all_dashboards(*ARGS, mode=mode).items()
+        for name, body in all_dashboards(*ARGS, mode=mode, exporter_sink=sink).items()
         for w in body["widgets"]
     }
 
@@ -119,3 +131,33 @@ def test_the_default_mode_is_the_settings_default(mode: ContainerInsightsMode) -
     """A caller that names no mode gets the project's default, Classic today."""
     named = all_dashboards(*ARGS, mode=mode)
     assert (named == all_dashboards(*ARGS)) == (mode is DEFAULT_MODE)
+
+
+def test_with_the_otlp_sink_every_exporter_widget_reads_its_series_by_promql() -> None:
+    """exporter_sink=otlp: no ``GpuInsights`` metric exists, so each widget that reads the
+    exporter reads its OTLP series by PromQL, in the same place under the same title; the
+    widgets of other namespaces (the analyzers' waste, training, storage, findings) stay
+    as they are, and every PromQL query keeps the rules CloudWatch documents."""
+    emf, otlp = _widgets(OTEL), _widgets(OTEL, OTLP)
+    assert list(emf) == list(otlp)
+    exporter = {key for key, w in emf.items() if _GPU_NAMESPACE.search(json.dumps(w))}
+    # The fleet: 5 counts and means, 4 outliers (the hottest is DCGM's), XIDs; the node: 5
+    # per-GPU widgets (utilization, temperature and memory are DCGM's), XIDs.
+    assert len(exporter) == 16
+    for key, widget in emf.items():
+        twin = otlp[key]
+        if key in exporter:
+            assert twin["type"] == CHART_WIDGET, key
+            (query,) = chart_queries(twin)
+            assert is_promql(query)
+            assert rule_errors(key[1], query["query"]) == []
+            assert "Shard" not in json.dumps(twin)
+        else:
+            assert twin == widget or twin["type"] == CHART_WIDGET, key
+    for body in all_dashboards(*ARGS, mode=OTEL, exporter_sink=OTLP).values():
+        assert not _GPU_NAMESPACE.search(json.dumps(body))
+        # The node picker has no GpuInsights metric to search: a text box.
+        for variable in body.get("variables", []):
+            if variable["id"] == NODE_VARIABLE:
+                assert variable["inputType"] == "input"
+                assert "search" not in variable
