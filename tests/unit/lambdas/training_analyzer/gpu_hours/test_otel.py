@@ -20,7 +20,9 @@ def test_every_label_the_reader_groups_by_is_on_a_held_gpus_series() -> None:
     labels = otel.dcgm_promql_labels(
         "train", "ip-10-0-2-21.ec2.internal", 3, pod, model="NVIDIA H100 80GB HBM3"
     )
-    used = {getattr(CLOUDWATCH, f.name) for f in fields(CLOUDWATCH)}
+    # Not DCGM's: the exporter's XID code label and the prefix of Kube State Metrics' node labels.
+    others = {CLOUDWATCH.xid_code, CLOUDWATCH.node_label_prefix}
+    used = {getattr(CLOUDWATCH, f.name) for f in fields(CLOUDWATCH)} - others
     # A Job's pod: no Deployment or DaemonSet owner (the reader takes the first it has).
     assert used - set(labels) == {CLOUDWATCH.deployment, CLOUDWATCH.daemonset}
     assert labels[CLOUDWATCH.pod] == pod.name
