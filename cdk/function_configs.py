@@ -58,6 +58,7 @@ def training_config(
         shard_jobs=settings.training_shard_jobs,
         failure_log_jobs=settings.failure_log_jobs,
         container_insights_mode=settings.container_insights_mode,
+        exporter_sink=settings.exporter_sink,
         failure_queue_url=failure_queue_url,
     )
 

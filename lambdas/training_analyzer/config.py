@@ -4,6 +4,7 @@ the demo (cdk/function_configs.py)."""
 
 from dataclasses import dataclass
 
+from gpu_insights_agent.contract.metrics import ExporterSink
 from lambdas.shared.config import (
     NAMES,
     PERCENT,
@@ -57,8 +58,18 @@ class TrainingConfig(FunctionConfig):
     container_insights_mode: ContainerInsightsMode = variable(
         "CONTAINER_INSIGHTS_MODE", choice(ContainerInsightsMode), default=DEFAULT_MODE
     )
+    #: Where the exporter's own series are read: ``GpuInsights`` with GetMetricData (emf), or
+    #: its OTLP series with PromQL (otlp), the exporter_sink setting.
+    exporter_sink: ExporterSink = variable(
+        "EXPORTER_SINK", choice(ExporterSink), default=ExporterSink.EMF
+    )
     #: The function's failure queue, where findings S3 refuses are kept (its construct's).
     failure_queue_url: str | None = variable("FAILURE_QUEUE_URL", TEXT, default=None)
+
+    @property
+    def exporter_otlp(self) -> bool:
+        """The exporter sends OTLP: its series are read with PromQL only."""
+        return self.exporter_sink is ExporterSink.OTLP
 
     @property
     def gpu_thresholds(self) -> Thresholds:
@@ -71,3 +82,10 @@ class TrainingConfig(FunctionConfig):
             near_capacity_percent=self.memory_near_capacity_percent,
             headroom_percent=self.memory_headroom_percent,
         )
+
+    @property
+    def emitter_otlp(self) -> bool:
+        """The training emitter sends OTLP too (exporter_sink=otlp, OTel mode: the same
+        endpoint, cdk/alarms/catalog.py reads the job alarms' series there): the jobs' series
+        are read with PromQL only (promql_jobs.py)."""
+        return self.exporter_otlp and self.container_insights_mode is ContainerInsightsMode.OTEL

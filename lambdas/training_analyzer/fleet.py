@@ -16,6 +16,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
+from lambdas.shared.promql import PromQLClient
 from lambdas.shared.shard_parts import add_run, read_required, run_document, shard_key
 from lambdas.shared.shards import map_items
 from lambdas.training_analyzer.analysis import JobCost, RankStats
@@ -62,12 +63,14 @@ def plan(
     related_storage: tuple[str, ...],
     tail: TrainingRun,
     per_shard: int,
+    emitter_promql: PromQLClient | None = None,
 ) -> dict[str, Any]:
     """Stages the jobs, their ranks and pods, the related storage findings, what the listing
     skipped (``head``, first in the findings) and what reading storage skipped (``tail``,
-    after the jobs'); returns the shards by index (Step Functions passes at most 256 KiB)."""
+    after the jobs'); returns the shards by index (Step Functions passes at most 256 KiB).
+    ``emitter_promql``: the jobs and ranks read with PromQL (run.plan_jobs)."""
     head = TrainingRun()
-    jobs, ranks = plan_jobs(cloudwatch, logs, cluster, start, end, head)
+    jobs, ranks = plan_jobs(cloudwatch, logs, cluster, start, end, head, emitter_promql)
     document = {
         "jobs": jobs,
         "ranks": {job: [asdict(r) for r in rs] for job, rs in ranks.items()},
@@ -102,9 +105,11 @@ def shard(
     gpu_hour_usd: float,
     logs: Any = None,
     failure_log_jobs: int = FAILURE_LOG_JOBS,
+    emitter_promql: PromQLClient | None = None,
 ) -> dict[str, Any]:
     """One shard's jobs analyzed, their failed jobs' logs read (``failure_log_jobs`` a
-    shard, as a whole run reads them), its part written."""
+    shard, as a whole run reads them), its part written; ``emitter_promql``: their series
+    read with PromQL (run.analyze_jobs)."""
     planned = _plan(s3, bucket, cluster, day)
     jobs = planned["jobs"][first : first + count]
     ranks = {
@@ -115,7 +120,7 @@ def shard(
     run = analyze_jobs(
         cloudwatch=cloudwatch, cluster=cluster, jobs=jobs, ranks=ranks, start=start, end=end,
         gpu_hour_usd=gpu_hour_usd, related_storage=tuple(planned["related_storage"]),
-        logs=logs, failure_log_jobs=failure_log_jobs,
+        logs=logs, failure_log_jobs=failure_log_jobs, emitter_promql=emitter_promql,
     )  # fmt: skip
     body = json.dumps(_run_document(run)).encode()
     s3.put_object(Bucket=bucket, Key=part_key(cluster, day, index), Body=body)

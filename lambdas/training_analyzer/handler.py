@@ -16,7 +16,7 @@ from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.events import analysis_window, scheduled_time
 from lambdas.shared.findings import AnalysisRun, stamped
-from lambdas.shared.promql import promql_for
+from lambdas.shared.promql import PromQLClient, promql_for
 from lambdas.shared.publisher import (
     FindingsPublisher,
     PublishError,
@@ -153,6 +153,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
             cloudwatch=_clients("cloudwatch"), logs=_clients("logs"), s3=_clients("s3"),
             bucket=bucket, cluster=cluster, day=day.isoformat(), start=start, end=end,
             related_storage=related, tail=tail, per_shard=config.shard_jobs,
+            emitter_promql=emitter_promql(config, _clients),
         )  # fmt: skip
     if mode == "shard":
         return fleet.shard(
@@ -160,6 +161,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
             cluster=cluster, day=day.isoformat(), index=int(event["index"]),
             first=int(event["first"]), count=int(event["count"]), start=start, end=end,
             gpu_hour_usd=price, logs=_clients("logs"), failure_log_jobs=config.failure_log_jobs,
+            emitter_promql=emitter_promql(config, _clients),
         )  # fmt: skip
     if mode == "merge":
         run = fleet.read_parts(
@@ -185,10 +187,18 @@ def analyze_jobs(
         gpu_hour_usd=config.gpu_hour_usd,
         related_storage=related,
         failure_log_jobs=config.failure_log_jobs,
+        emitter_promql=emitter_promql(config, clients),
     )
     run.findings += tail.findings
     run.skipped += tail.skipped
     return run
+
+
+def emitter_promql(config: TrainingConfig, clients: Clients) -> PromQLClient | None:
+    """The PromQL client the training emitter's series are read with where it sends OTLP
+    (``config.emitter_otlp``), else None (they are ``GpuInsights/Training`` metrics and the
+    training log group's documents)."""
+    return promql_for(clients("cloudwatch")) if config.emitter_otlp else None
 
 
 def attribute_gpu_hours(
