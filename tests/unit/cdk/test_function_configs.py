@@ -23,6 +23,7 @@ from cli.demo.notifications import _deployed
 from cli.demo.report import report_function_config
 from cli.demo.storage import storage_analyzer_config
 from cli.demo.training import ENV as DEMO_TRAINING_ENV
+from gpu_insights_agent.contract.metrics import ExporterSink
 from lambdas.notifier.config import NotifierConfig
 from lambdas.shared.config import FunctionConfig
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
@@ -89,9 +90,11 @@ def _built(settings: Settings) -> list[FunctionConfig]:
 @pytest.mark.parametrize("index", range(5))
 def test_every_field_the_settings_carry_follows_them(index: int) -> None:
     """Each field differs from the defaults' in CHANGED or in CHANGED in OTel mode (the default
-    mode, where the PromQL alarm kinds follow ``gpu_instance_type``)."""
+    mode, where the PromQL alarm kinds follow ``gpu_instance_type``), with the OTLP sink."""
     default = _built(Settings(cluster_name="train"))[index]
-    otel = replace(CHANGED, container_insights_mode=ContainerInsightsMode.OTEL)
+    otel = replace(
+        CHANGED, container_insights_mode=ContainerInsightsMode.OTEL, exporter_sink=ExporterSink.OTLP
+    )
     changed = [_built(CHANGED)[index], _built(otel)[index]]
     same = [
         f.name
