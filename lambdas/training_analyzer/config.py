@@ -82,3 +82,10 @@ class TrainingConfig(FunctionConfig):
             near_capacity_percent=self.memory_near_capacity_percent,
             headroom_percent=self.memory_headroom_percent,
         )
+
+    @property
+    def emitter_otlp(self) -> bool:
+        """The training emitter sends OTLP too (exporter_sink=otlp, OTel mode: the same
+        endpoint, cdk/alarms/catalog.py reads the job alarms' series there): the jobs' series
+        are read with PromQL only (promql_jobs.py)."""
+        return self.exporter_otlp and self.container_insights_mode is ContainerInsightsMode.OTEL

@@ -177,7 +177,10 @@ class FailureReads:
         end: float,
         max_jobs: int,
         run: AnalysisRun,
+        hours: dict[str, list[float]] | None = None,
     ) -> None:
+        """``hours``: each failed job's failed hours where the caller has read them (the
+        PromQL reader's hourly failures); otherwise read here from ``GpuInsights/Training``."""
         self.logs, self.cluster, self.total = logs, cluster, len(failures)
         self.max_jobs = max_jobs
         order = sorted(failures, key=lambda job: (-failures[job], job))
@@ -187,6 +190,9 @@ class FailureReads:
         #: (failure_placement.py), which places their pods.
         self.unplaced: list[UnplacedFailure] = []
         if not self.read:
+            return
+        if hours is not None:
+            self.hours = {job: hours.get(job, []) for job in sorted(self.read)}
             return
         try:
             self.hours = failure_hours(cloudwatch, cluster, sorted(self.read), start=start, end=end)

@@ -63,12 +63,14 @@ def plan(
     related_storage: tuple[str, ...],
     tail: TrainingRun,
     per_shard: int,
+    emitter_promql: PromQLClient | None = None,
 ) -> dict[str, Any]:
     """Stages the jobs, their ranks and pods, the related storage findings, what the listing
     skipped (``head``, first in the findings) and what reading storage skipped (``tail``,
-    after the jobs'); returns the shards by index (Step Functions passes at most 256 KiB)."""
+    after the jobs'); returns the shards by index (Step Functions passes at most 256 KiB).
+    ``emitter_promql``: the jobs and ranks read with PromQL (run.plan_jobs)."""
     head = TrainingRun()
-    jobs, ranks = plan_jobs(cloudwatch, logs, cluster, start, end, head)
+    jobs, ranks = plan_jobs(cloudwatch, logs, cluster, start, end, head, emitter_promql)
     document = {
         "jobs": jobs,
         "ranks": {job: [asdict(r) for r in rs] for job, rs in ranks.items()},
@@ -104,10 +106,11 @@ def shard(
     logs: Any = None,
     failure_log_jobs: int = FAILURE_LOG_JOBS,
     exporter_promql: PromQLClient | None = None,
+    emitter_promql: PromQLClient | None = None,
 ) -> dict[str, Any]:
     """One shard's jobs analyzed, their failed jobs' logs read (``failure_log_jobs`` a
-    shard, as a whole run reads them), its part written; ``exporter_promql`` as
-    run.analyze_jobs reads it."""
+    shard, as a whole run reads them), its part written; ``exporter_promql`` and
+    ``emitter_promql`` as run.analyze_jobs reads them."""
     planned = _plan(s3, bucket, cluster, day)
     jobs = planned["jobs"][first : first + count]
     ranks = {
@@ -119,6 +122,7 @@ def shard(
         cloudwatch=cloudwatch, cluster=cluster, jobs=jobs, ranks=ranks, start=start, end=end,
         gpu_hour_usd=gpu_hour_usd, related_storage=tuple(planned["related_storage"]),
         logs=logs, failure_log_jobs=failure_log_jobs, exporter_promql=exporter_promql,
+        emitter_promql=emitter_promql,
     )  # fmt: skip
     body = json.dumps(_run_document(run)).encode()
     s3.put_object(Bucket=bucket, Key=part_key(cluster, day, index), Body=body)

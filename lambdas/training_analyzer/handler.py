@@ -153,6 +153,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
             cloudwatch=_clients("cloudwatch"), logs=_clients("logs"), s3=_clients("s3"),
             bucket=bucket, cluster=cluster, day=day.isoformat(), start=start, end=end,
             related_storage=related, tail=tail, per_shard=config.shard_jobs,
+            emitter_promql=emitter_promql(config, _clients),
         )  # fmt: skip
     if mode == "shard":
         return fleet.shard(
@@ -161,6 +162,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
             first=int(event["first"]), count=int(event["count"]), start=start, end=end,
             gpu_hour_usd=price, logs=_clients("logs"), failure_log_jobs=config.failure_log_jobs,
             exporter_promql=exporter_promql(config, _clients),
+            emitter_promql=emitter_promql(config, _clients),
         )  # fmt: skip
     if mode == "merge":
         run = fleet.read_parts(
@@ -187,10 +189,18 @@ def analyze_jobs(
         related_storage=related,
         failure_log_jobs=config.failure_log_jobs,
         exporter_promql=exporter_promql(config, clients),
+        emitter_promql=emitter_promql(config, clients),
     )
     run.findings += tail.findings
     run.skipped += tail.skipped
     return run
+
+
+def emitter_promql(config: TrainingConfig, clients: Clients) -> PromQLClient | None:
+    """The PromQL client the training emitter's series are read with where it sends OTLP
+    (``config.emitter_otlp``), else None (they are ``GpuInsights/Training`` metrics and the
+    training log group's documents)."""
+    return promql_for(clients("cloudwatch")) if config.emitter_otlp else None
 
 
 def attribute_gpu_hours(

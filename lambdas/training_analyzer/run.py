@@ -12,6 +12,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from lambdas.shared.findings import AnalysisRun
 from lambdas.shared.metric_fetcher import MetricDataError, fetch, window_period
 from lambdas.shared.promql import PromQLClient, PromQLError
+from lambdas.training_analyzer import promql_jobs
 from lambdas.training_analyzer.analysis import (
     ANALYZER,
     GpuUsage,
@@ -41,6 +42,8 @@ from lambdas.training_analyzer.failure_run import (
 )
 
 AWS_ERRORS = (ClientError, BotoCoreError)
+#: What a read of the emitter's OTLP series may raise (promql_jobs.py).
+PROMQL_ERRORS = (PromQLError, promql_jobs.JobQueryError)
 
 
 @dataclass
@@ -65,9 +68,18 @@ def _job_series(
     start: float,
     end: float,
     failed: dict[str, str],
+    emitter_promql: PromQLClient | None = None,
 ) -> tuple[dict[str, JobSeries], dict[str, float]]:
     """Each job's series and baseline; a job with a series CloudWatch failed is in
-    ``failed`` (with why), to be skipped rather than judged on missing points."""
+    ``failed`` (with why), to be skipped rather than judged on missing points. With
+    ``emitter_promql`` (the emitter sends OTLP), both read with PromQL (promql_jobs.py)."""
+    lookback = int(end - start)
+    if emitter_promql is not None:
+        read = promql_jobs.job_series(emitter_promql, cluster, jobs, start=start, end=end)
+        before = promql_jobs.baselines(
+            emitter_promql, cluster, jobs, start=start, lookback_s=lookback
+        )
+        return read, before
     series = {job: JobSeries(job=job) for job in jobs}
     baselines: dict[str, float] = {}
     window = window_period(start, end)
@@ -81,7 +93,6 @@ def _job_series(
                 t.timestamp(): v for t, v in zip(result.timestamps, result.values, strict=True)
             }
             setattr(series[job], name, values)
-    lookback = int(end - start)
     earlier = [baseline_query(cluster, job, lookback) for job in jobs]
     for batch in fetch(cloudwatch, earlier, start=start - lookback, end=start):
         for result in batch:
@@ -138,19 +149,32 @@ def _gpu_usage(
 
 
 def plan_jobs(
-    cloudwatch: Any, logs: Any, cluster: str, start: float, end: float, run: TrainingRun
+    cloudwatch: Any,
+    logs: Any,
+    cluster: str,
+    start: float,
+    end: float,
+    run: TrainingRun,
+    emitter_promql: PromQLClient | None = None,
 ) -> tuple[list[str], dict[str, list[RankStats]]]:
     """The jobs, in the order a run analyzes them, and their ranks (one Logs Insights query
-    for the cluster); what cannot be read is skipped on ``run``, and ``run.pods`` is set."""
+    for the cluster; with ``emitter_promql``, the emitter sends OTLP, both read with PromQL);
+    what cannot be read is skipped on ``run``, and ``run.pods`` is set."""
     try:
-        jobs = list_jobs(cloudwatch, cluster)
-    except AWS_ERRORS as err:
+        if emitter_promql is not None:
+            jobs = promql_jobs.list_jobs(emitter_promql, cluster, start=start, end=end)
+        else:
+            jobs = list_jobs(cloudwatch, cluster)
+    except (*AWS_ERRORS, *PROMQL_ERRORS) as err:
         run.skip(f"training jobs of {cluster}", err)
         return [], {}
     ranks: dict[str, list[RankStats]] = {}
     try:
-        ranks = rank_stats(logs, cluster, start=start, end=end)
-    except (*AWS_ERRORS, RankQueryError) as err:
+        if emitter_promql is not None:
+            ranks = promql_jobs.rank_stats(emitter_promql, cluster, jobs, start=start, end=end)
+        else:
+            ranks = rank_stats(logs, cluster, start=start, end=end)
+    except (*AWS_ERRORS, *PROMQL_ERRORS, RankQueryError) as err:
         # Without ranks, stragglers and GPU use cannot be judged; the other rules still can.
         run.skip(f"ranks of {cluster}'s training jobs", err)
     run.pods = {r.pod: job for job, rs in ranks.items() for r in rs if r.pod}
@@ -173,6 +197,7 @@ def analyze_jobs(
     logs: Any = None,
     failure_log_jobs: int = FAILURE_LOG_JOBS,
     exporter_promql: PromQLClient | None = None,
+    emitter_promql: PromQLClient | None = None,
 ) -> TrainingRun:
     """The jobs' findings and costs, job by job: a whole run's jobs or one shard's
     (lambdas/training_analyzer/fleet.py). Each job's findings depend on its own series, ranks
@@ -180,14 +205,17 @@ def analyze_jobs(
     ``logs`` client, each failed job's cause is read from Container Insights' logs (at most
     ``failure_log_jobs`` jobs: lambdas/training_analyzer/failure_run.py) and follows the job's
     own findings, which it links. ``exporter_promql``: the exporter sends OTLP, so its GPUs'
-    power and SM activity are read with PromQL (exporter_sink=otlp)."""
+    power and SM activity are read with PromQL (exporter_sink=otlp); ``emitter_promql``: the
+    emitter sends OTLP, so the jobs' series are read with PromQL (promql_jobs.py)."""
     run = run if run is not None else TrainingRun()
     if not jobs:
         return run
     failed: dict[str, str] = {}
     try:
-        series, baselines = _job_series(cloudwatch, cluster, jobs, start, end, failed)
-    except AWS_ERRORS as err:
+        series, baselines = _job_series(
+            cloudwatch, cluster, jobs, start, end, failed, emitter_promql
+        )
+    except (*AWS_ERRORS, *PROMQL_ERRORS) as err:
         run.skip(f"training jobs of {cluster}", err)
         return run
     ranks = {job: ranks[job] for job in jobs if job in ranks}
@@ -199,7 +227,7 @@ def analyze_jobs(
         run.skip(f"GPU metrics of {cluster}'s training nodes", err)
         gpus = {}
     reads = _failure_reads(logs, cloudwatch, cluster, series, failed, start, end,
-                           failure_log_jobs, run)  # fmt: skip
+                           failure_log_jobs, run, hourly=emitter_promql is not None)  # fmt: skip
     for job in jobs:
         if job in failed:
             run.skip(f"job/{job}", MetricDataError(failed[job]))
@@ -239,9 +267,11 @@ def _failure_reads(
     end: float,
     max_jobs: int,
     run: TrainingRun,
+    hourly: bool = False,
 ) -> FailureReads | None:
     """The failed jobs' log reads (their ``job_failed`` total in the window at least one),
-    without a ``logs`` client none."""
+    without a ``logs`` client none. ``hourly``: ``series`` hold each hour's failures (the
+    PromQL reader's), so their failed hours are not read again from CloudWatch."""
     if logs is None:
         return None
     failures = {
@@ -249,9 +279,14 @@ def _failure_reads(
         for job, s in series.items()
         if job not in failed and (total := sum(s.failures.values())) >= 1
     }
+    hours = (
+        {job: sorted(h for h, v in series[job].failures.items() if v > 0) for job in failures}
+        if hourly
+        else None
+    )
     return FailureReads(
         cloudwatch=cloudwatch, logs=logs, cluster=cluster, failures=failures, start=start,
-        end=end, max_jobs=max_jobs, run=run,
+        end=end, max_jobs=max_jobs, run=run, hours=hours,
     )  # fmt: skip
 
 
@@ -267,11 +302,13 @@ def analyze_training(
     thresholds: TrainingThresholds = TrainingThresholds(),  # noqa: B008
     failure_log_jobs: int = FAILURE_LOG_JOBS,
     exporter_promql: PromQLClient | None = None,
+    emitter_promql: PromQLClient | None = None,
 ) -> TrainingRun:
     run = TrainingRun()
-    jobs, ranks = plan_jobs(cloudwatch, logs, cluster, start, end, run)
+    jobs, ranks = plan_jobs(cloudwatch, logs, cluster, start, end, run, emitter_promql)
     return analyze_jobs(
         cloudwatch=cloudwatch, cluster=cluster, jobs=jobs, ranks=ranks, start=start, end=end,
         gpu_hour_usd=gpu_hour_usd, related_storage=related_storage, thresholds=thresholds,
         run=run, logs=logs, failure_log_jobs=failure_log_jobs, exporter_promql=exporter_promql,
+        emitter_promql=emitter_promql,
     )  # fmt: skip

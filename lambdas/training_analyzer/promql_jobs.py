@@ -1,0 +1,276 @@
+"""The training jobs' reads where the emitter sends OTLP (exporter_sink=otlp, OTel mode): which
+jobs, each job's hourly series and baseline, each rank's steps and step time, all with PromQL
+over the emitter's gauges. Read-only; what ``aws.py`` reads from ``GpuInsights/Training`` and
+the training log group in the EMF path, read here from the only place OTLP puts it.
+
+What the emitter sends (agent/gpu_insights_agent/emitter/otlp.py, ``training_points``): each
+flush's values as gauges named by ``TrainingMetric``, one series per rank, with the resource
+attributes ``k8s.cluster.name``, ``k8s.namespace.name``, ``k8s.pod.name``, ``k8s.node.name`` and
+the datapoint attributes ``job_name`` and ``rank``; CloudWatch's PromQL names a resource
+attribute ``@resource.<name>`` and a datapoint attribute bare ("PromQL querying",
+https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch-PromQL-Querying.html).
+With an OTLP endpoint the emitter sends nothing else: no EMF, so no ``GpuInsights/Training``
+metric and no document in the training log group (emitter/training.py ``_sink``).
+
+The EMF path's statistics, per job and hour, are CloudWatch's over every rank's flushes in that
+hour; here the same from the same samples: ``Sum`` is ``sum_over_time`` summed over the ranks,
+``SampleCount`` ``count_over_time``, ``Average`` the two's quotient (``JOB_METRICS``, one table
+for both paths). An hour is ``[h, h + 1h)``, a ``[1h]`` range evaluated a millisecond before its
+end (gpu_hours/otel.py ``read_hours``). A rank's step time is weighted by its steps hour by hour
+(each hour's mean flush times the hour's steps), where Logs Insights weights each flush: the
+same wherever a rank's flushes in an hour step alike, as a steady loop's do; PromQL without a
+subquery cannot multiply two series' samples before summing them over time.
+
+Limits (lambdas/shared/promql_limits.py): a response holds fewer than 500 series. The listing
+asks by job-name ranges, halved where a range returns that many; the series are read for
+``BATCH_JOBS`` jobs a query (one series a job), the ranks for a batch halved until each returns
+fewer (one series per rank and pod).
+"""
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from gpu_insights_agent.contract.metrics import OTLP_JOB, OTLP_RANK, TrainingMetric
+from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
+from lambdas.shared.promql import PromQLClient, PromQLTruncatedError, Series, quote_label
+from lambdas.training_analyzer.analysis import JobSeries, RankStats
+from lambdas.training_analyzer.aws import JOB_METRICS
+from lambdas.training_analyzer.gpu_hours.otel import _string, hourly, read_hours
+
+#: Jobs a series query names: one series each, well under the 500 a response holds.
+BATCH_JOBS: Final = 250
+#: The metrics a job is listed by (as ``aws.list_jobs``: a job that stepped, or failed).
+LISTED_BY: Final = (TrainingMetric.STEPS, TrainingMetric.JOB_FAILED)
+STEPS: Final = TrainingMetric.STEPS
+STEP_TIME: Final = TrainingMetric.STEP_TIME
+#: The highest code point: the listing's first range covers every job name.
+_TOP: Final = 0x10FFFF
+#: RE2's metacharacters, escaped in a job name matched literally (RE2 syntax: "\\ followed by
+#: punctuation is that punctuation", https://github.com/google/re2/wiki/Syntax).
+_RE2_SPECIAL: Final = re.compile(r"([\\.+*?()|\[\]{}^$-])")
+
+
+class JobQueryError(Exception):
+    """A job read PromQL cannot answer within its limits; the message says which."""
+
+
+def literal(name: str) -> str:
+    """``name`` as an RE2 pattern that matches it alone."""
+    return _RE2_SPECIAL.sub(r"\\\1", name)
+
+
+@dataclass(frozen=True)
+class JobQueries:
+    """The PromQL the reader sends, for one cluster and label naming."""
+
+    cluster: str
+    labels: DcgmLabels = CLOUDWATCH
+
+    def select(self, metric: TrainingMetric, jobs: str | None = None) -> str:
+        """``metric``'s series of the cluster over an hour; ``jobs``: a regex on the job."""
+        matchers = [
+            f"__name__={_string(str(metric))}",
+            f"{quote_label(self.labels.cluster)}={_string(self.cluster)}",
+        ]
+        if jobs is not None:
+            matchers.append(f"{quote_label(OTLP_JOB)}=~{_string(jobs)}")
+        return "{" + ", ".join(matchers) + "}[1h]"
+
+    def by(self, *names: str) -> str:
+        return "by (" + ", ".join(quote_label(n) for n in names) + ")"
+
+    def statistic(
+        self, metric: TrainingMetric, stat: str, jobs: str, keys: Sequence[str] = (OTLP_JOB,)
+    ) -> str:
+        """CloudWatch's ``stat`` (Sum, SampleCount, Average) of each group's samples an hour."""
+        selector, by = self.select(metric, jobs), self.by(*keys)
+        total = f"sum {by} (sum_over_time({selector}))"
+        count = f"sum {by} (count_over_time({selector}))"
+        if stat == "Sum":
+            return total
+        if stat == "SampleCount":
+            return count
+        if stat == "Average":
+            return f"{total} / {count}"
+        raise JobQueryError(f"statistic {stat!r}: expected Sum, SampleCount or Average")
+
+    def listed(self, metric: TrainingMetric, jobs: str) -> str:
+        return f"count {self.by(OTLP_JOB)} (count_over_time({self.select(metric, jobs)}))"
+
+
+def names_regex(jobs: Iterable[str]) -> str:
+    return "|".join(literal(job) for job in sorted(jobs))
+
+
+def _range_regex(prefix: str, low: int, high: int) -> str:
+    """Names that are ``prefix`` or go on from it with a character in [low, high]."""
+    span = f"\\x{{{low:x}}}-\\x{{{high:x}}}"
+    return f"{literal(prefix)}(?:[{span}].*)?"
+
+
+def list_jobs(
+    promql: PromQLClient,
+    cluster: str,
+    *,
+    start: float,
+    end: float,
+    labels: DcgmLabels = CLOUDWATCH,
+) -> list[str]:
+    """The jobs that stepped or failed in [start, end). A name range whose answer is full (500
+    series, perhaps cut) is asked again in two halves, by the next character's code point."""
+    queries = JobQueries(cluster, labels)
+    jobs: set[str] = set()
+    parts: list[tuple[str, int, int]] = [("", 0, _TOP)]
+    while parts:
+        prefix, low, high = parts.pop()
+        regex = _range_regex(prefix, low, high)
+        try:
+            for metric in LISTED_BY:
+                found = read_hours(promql, queries.listed(metric, regex), start, end)
+                jobs.update(s.labels[OTLP_JOB] for s in found if s.labels.get(OTLP_JOB))
+        except PromQLTruncatedError:
+            if low == high:  # one more character: its names, by the character after it
+                parts.append((prefix + chr(low), 0, _TOP))
+            else:
+                middle = (low + high) // 2
+                parts += [(prefix, low, middle), (prefix, middle + 1, high)]
+    return sorted(jobs)
+
+
+def _batches(jobs: Sequence[str]) -> list[list[str]]:
+    ordered = sorted(jobs)
+    return [ordered[i : i + BATCH_JOBS] for i in range(0, len(ordered), BATCH_JOBS)]
+
+
+def job_series(
+    promql: PromQLClient,
+    cluster: str,
+    jobs: Sequence[str],
+    *,
+    start: float,
+    end: float,
+    labels: DcgmLabels = CLOUDWATCH,
+) -> dict[str, JobSeries]:
+    """Each job's hourly series (``JOB_METRICS``: the EMF path's statistics, hour by hour)."""
+    queries = JobQueries(cluster, labels)
+    series = {job: JobSeries(job=job) for job in jobs}
+    for batch in _batches(jobs):
+        regex = names_regex(batch)
+        for field, metric, stat in JOB_METRICS:
+            for found in read_hours(promql, queries.statistic(metric, stat, regex), start, end):
+                job = found.labels.get(OTLP_JOB)
+                if job in series:
+                    values = {float(hour): value for hour, value in hourly(found).items()}
+                    setattr(series[job], field, values)
+    return series
+
+
+def baselines(
+    promql: PromQLClient,
+    cluster: str,
+    jobs: Sequence[str],
+    *,
+    start: float,
+    lookback_s: float,
+    labels: DcgmLabels = CLOUDWATCH,
+) -> dict[str, float]:
+    """Each job's mean throughput over the ``lookback_s`` before ``start`` (its earlier runs):
+    every flush's ``samples_per_second`` in it, as ``aws.baseline_query``'s one Average."""
+    queries = JobQueries(cluster, labels)
+    metric = TrainingMetric.SAMPLES_PER_SECOND
+    found: dict[str, float] = {}
+    for batch in _batches(jobs):
+        regex = names_regex(batch)
+        totals = {
+            stat: _totals(
+                read_hours(
+                    promql, queries.statistic(metric, stat, regex), start - lookback_s, start
+                )
+            )
+            for stat in ("Sum", "SampleCount")
+        }
+        for job, count in totals["SampleCount"].items():
+            if count > 0:
+                found[job] = totals["Sum"].get(job, 0.0) / count
+    return found
+
+
+def _totals(series: Iterable[Series]) -> dict[str, float]:
+    return {s.labels.get(OTLP_JOB, ""): sum(v for _, v in s.points) for s in series}
+
+
+@dataclass
+class _Rank:
+    steps: float = 0.0
+    step_seconds: float = 0.0
+    #: (time of its last sample, node, pod) of the series seen latest: Logs Insights' latest().
+    last: tuple[float, str, str] = (float("-inf"), "", "")
+
+
+def rank_stats(
+    promql: PromQLClient,
+    cluster: str,
+    jobs: Sequence[str],
+    *,
+    start: float,
+    end: float,
+    labels: DcgmLabels = CLOUDWATCH,
+) -> dict[str, list[RankStats]]:
+    """Each job's ranks: steps over [start, end), step time weighted by each hour's steps, and
+    the node and pod of the rank's latest series (a restarted rank's newest pod)."""
+    queries = JobQueries(cluster, labels)
+    keys = (OTLP_JOB, OTLP_RANK, labels.node, labels.pod)
+    ranks: dict[tuple[str, str], _Rank] = {}
+
+    def read(batch: Sequence[str]) -> None:
+        regex = names_regex(batch)
+        steps = read_hours(promql, queries.statistic(STEPS, "Sum", regex, keys), start, end)
+        mean = read_hours(promql, queries.statistic(STEP_TIME, "Average", regex, keys), start, end)
+        means = {_key(s, keys): hourly(s) for s in mean}
+        for s in steps:
+            job, rank, node, pod = _key(s, keys)
+            if not job or not rank:
+                continue
+            rank_means = means.get((job, rank, node, pod), {})
+            stats = ranks.setdefault((job, rank), _Rank())
+            for hour, count in hourly(s).items():
+                if hour in rank_means:
+                    stats.steps += count
+                    stats.step_seconds += count * rank_means[hour]
+            latest = max((t for t, _ in s.points), default=float("-inf"))
+            stats.last = max(stats.last, (latest, node, pod))
+
+    for batch in _batches(jobs):
+        _split_until_whole(batch, read)
+    out: dict[str, list[RankStats]] = {}
+    for (job, rank), stats in sorted(ranks.items()):
+        if stats.steps > 0:
+            out.setdefault(job, []).append(
+                RankStats(
+                    rank=rank,
+                    steps=stats.steps,
+                    mean_step_time=stats.step_seconds / stats.steps,
+                    node=stats.last[1] or None,
+                    pod=stats.last[2] or None,
+                )
+            )
+    return out
+
+
+def _key(series: Series, keys: Sequence[str]) -> tuple[str, str, str, str]:
+    job, rank, node, pod = (series.labels.get(k, "") for k in keys)
+    return job, rank, node, pod
+
+
+def _split_until_whole(batch: Sequence[str], read: Callable[[Sequence[str]], None]) -> None:
+    """``read(batch)``, or where its answer is full (500 series), each half's."""
+    try:
+        read(batch)
+    except PromQLTruncatedError as err:
+        if len(batch) == 1:
+            raise JobQueryError(f"job {batch[0]}: its ranks fill a PromQL answer: {err}") from err
+        middle = len(batch) // 2
+        _split_until_whole(batch[:middle], read)
+        _split_until_whole(batch[middle:], read)

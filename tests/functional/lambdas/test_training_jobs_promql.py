@@ -1,0 +1,147 @@
+"""The training analyzer's two readers of the same jobs: the demo's five jobs, two ranks each,
+run through the real emitter (cli/demo/training.py), once as EMF (moto's CloudWatch and the
+training log group, the EMF path's reads: aws.py) and once as the OTLP gauges the emitter
+sends in their place (emitter/otlp.py ``training_points``), labelled as CloudWatch's PromQL
+labels them ("@resource." before a resource attribute, a datapoint attribute bare: "PromQL
+querying", https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch-PromQL-Querying.html)
+and served by a real PromQL engine (tests/prometheus.py; CloudWatch's label names translated
+on the way by ``cli.demo.promql.answering``). Both give the same jobs, ranks, findings and
+costs."""
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from cli.demo.promql import answering
+from cli.demo.storage import END
+from cli.demo.training import (
+    CLUSTER,
+    JOBS,
+    RANKS,
+    Collect,
+    rank_query_results,
+    seed,
+    simulate,
+)
+from gpu_insights_agent.emitter.otlp import training_points
+from lambdas.shared.aws_clients import client
+from lambdas.shared.events import analysis_window
+from lambdas.shared.promql import PromQLClient, endpoint_for
+from lambdas.training_analyzer.run import TrainingRun, analyze_training, plan_jobs
+from tests.prometheus import legacy_label, serve
+
+pytestmark = pytest.mark.promql_engine
+
+REGION = "us-east-1"
+PRICE = 6.88
+#: The demo's one-day lookback; its day before holds the jobs' earlier runs (the baselines).
+START, STOP = analysis_window(END, 1)
+
+
+def _openmetrics(path: Path, documents: list[Any]) -> None:
+    """The emitter's OTLP points as an OpenMetrics exposition, each value exactly (``repr``:
+    the writer of cli/demo/promql.py keeps 6 digits), label names as CloudWatch names them."""
+    lines: dict[str, list[str]] = {}
+    for point in training_points(documents, "ml"):
+        labels = {f"@resource.{k}": v for k, v in point.resource} | dict(point.attributes)
+        text = ",".join(f'{legacy_label(k)}="{v}"' for k, v in sorted(labels.items()))
+        at = point.time_ns / 1e9
+        lines.setdefault(point.name, []).append(f"{point.name}{{{text}}} {point.value!r} {at:.3f}")
+    body = "".join(
+        f"# TYPE {name} gauge\n" + "".join(f"{line}\n" for line in values)
+        for name, values in lines.items()
+    )
+    path.write_text(body + "# EOF\n")
+
+
+@pytest.fixture(scope="module")
+def promql(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromQLClient]:
+    sink = Collect()
+    for job in JOBS:
+        for rank in range(RANKS):
+            simulate(job, rank, sink)
+    folder = tmp_path_factory.mktemp("emitter-otlp")
+    _openmetrics(folder / "jobs.om", sink.documents)
+    with serve(folder / "jobs.om", folder / "data") as url, answering(REGION, url):
+        yield PromQLClient(endpoint=endpoint_for(REGION), region=REGION, credentials=None)
+
+
+@pytest.fixture
+def emf() -> Iterator[dict[str, Any]]:
+    with mock_aws():
+        session = boto3.Session(
+            region_name=REGION, aws_access_key_id="t", aws_secret_access_key="t"
+        )
+        clients = {s: client(s, session=session) for s in ("cloudwatch", "logs")}
+        seed(clients)
+        rank_query_results(clients["logs"])
+        yield clients
+
+
+def _said(run: TrainingRun) -> str:
+    return json.dumps(
+        {
+            "findings": [f.to_dict() for f in run.findings],
+            "costs": {job: vars(cost) for job, cost in sorted(run.costs.items())},
+            "failures": [f.to_json() for f in run.failures],
+            "skipped": run.skipped,
+        },
+        sort_keys=True,
+        default=str,
+    )
+
+
+def test_both_readers_plan_the_same_jobs_ranks_and_pods(
+    promql: PromQLClient, emf: dict[str, Any]
+) -> None:
+    classic, otlp = TrainingRun(), TrainingRun()
+    jobs, ranks = plan_jobs(emf["cloudwatch"], emf["logs"], CLUSTER, START, STOP, classic)
+    jobs_p, ranks_p = plan_jobs(
+        emf["cloudwatch"], emf["logs"], CLUSTER, START, STOP, otlp, emitter_promql=promql
+    )
+    assert jobs_p == jobs == sorted(j.name for j in JOBS)
+    assert sorted(ranks_p) == sorted(ranks)
+    for job, stats in ranks.items():
+        by_rank = {r.rank: r for r in ranks_p[job]}
+        assert sorted(by_rank) == sorted(r.rank for r in stats) == ["0", "1"]
+        for r in stats:
+            p = by_rank[r.rank]
+            assert (p.steps, p.node, p.pod) == (r.steps, r.node, r.pod)
+            # Weighted by each hour's steps, not each flush's (promql_jobs.py): a checkpoint's
+            # or a run's last, shorter flush weighs its hour's mean by a hair (0.01% here).
+            assert p.mean_step_time == pytest.approx(r.mean_step_time, rel=1e-3)
+    assert otlp.pods == classic.pods
+    assert otlp.pod_nodes == classic.pod_nodes
+    assert len(otlp.pods) == len(JOBS) * RANKS
+    assert classic.skipped == otlp.skipped == []
+
+
+def test_both_readers_find_the_same_for_the_same_jobs(
+    promql: PromQLClient, emf: dict[str, Any]
+) -> None:
+    def run(emitter_promql: PromQLClient | None) -> TrainingRun:
+        return analyze_training(
+            cloudwatch=emf["cloudwatch"], logs=emf["logs"], cluster=CLUSTER, start=START,
+            end=STOP, gpu_hour_usd=PRICE, emitter_promql=emitter_promql,
+        )  # fmt: skip
+
+    classic = run(None)
+    before = promql.requests
+    otlp = run(promql)
+    assert _said(otlp) == _said(classic)
+    kinds = sorted((f.resource, f.kind) for f in otlp.findings)
+    assert kinds == [
+        ("job/bert-data-bound", "training_data_bound"),
+        ("job/gpt-regressing", "training_throughput_regression"),
+        ("job/llama-slow-checkpoint", "training_slow_checkpoint"),
+        ("job/vit-flaky", "training_failure_cause"),
+        ("job/vit-flaky", "training_job_failures"),
+    ]
+    # A one-day window: each read is one page. Listing (2 metrics), ranks (2), the series
+    # (8 JOB_METRICS) and the baseline (2) for the five jobs in one batch.
+    assert promql.requests - before == 2 + 2 + 8 + 2

@@ -1,0 +1,84 @@
+"""The PromQL job reader's pure parts: job names matched literally, the listing's name ranges,
+the statistics it asks for, and when a deployment reads the jobs with it."""
+
+import re
+
+import pytest
+
+from cdk.function_configs import training_config
+from cdk.settings import Settings
+from gpu_insights_agent.contract.metrics import ExporterSink, TrainingMetric
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
+from lambdas.training_analyzer.promql_jobs import (
+    JobQueries,
+    JobQueryError,
+    _range_regex,
+    literal,
+    names_regex,
+)
+
+NAMES = ["llama-7b.ft", "a+b", "x(1)", "job[0]", "c|d", "1.5*2?", "$HOME^", "back\\slash"]
+
+
+def _re2(pattern: str) -> "re.Pattern[str]":
+    """Python's ``re`` reads these patterns as RE2 does (escaped punctuation, ``\\x{...}``
+    aside, which the test rewrites); PromQL anchors a label regex at both ends."""
+    return re.compile(re.sub(r"\\x\{([0-9a-f]+)\}", lambda m: f"\\U{int(m[1], 16):08x}", pattern))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_job_name_is_matched_alone(name: str) -> None:
+    pattern = _re2(literal(name))
+    assert pattern.fullmatch(name)
+    assert not pattern.fullmatch(name + "x")
+    assert not pattern.fullmatch("x" + name)
+
+
+def test_a_batch_matches_its_jobs_and_no_other() -> None:
+    pattern = _re2(names_regex(NAMES[:4]))
+    assert [n for n in NAMES if pattern.fullmatch(n)] == NAMES[:4]
+
+
+def test_the_listings_halves_cover_every_name_once() -> None:
+    names = ["bert", "gpt", "gpt-2", "llama", "Ω-run", ""]
+    low = _re2(_range_regex("", 0, 0x7F))
+    high = _re2(_range_regex("", 0x80, 0x10FFFF))
+    deeper = _re2(_range_regex("gpt", 0, 0x10FFFF))
+    assert [n for n in names if low.fullmatch(n)] == [*names[:4], ""]
+    assert [n for n in names if high.fullmatch(n)] == ["Ω-run", ""]
+    assert [n for n in names if deeper.fullmatch(n)] == ["gpt", "gpt-2"]
+
+
+def test_an_average_is_every_flushs_mean_not_a_mean_of_ranks() -> None:
+    query = JobQueries("train").statistic(TrainingMetric.STEP_TIME, "Average", "a|b")
+    selector = (
+        '{__name__="step_time_seconds", "@resource.k8s.cluster.name"="train", job_name=~"a|b"}[1h]'
+    )
+    assert query == (
+        f"sum by (job_name) (sum_over_time({selector})) / "
+        f"sum by (job_name) (count_over_time({selector}))"
+    )
+    with pytest.raises(JobQueryError, match="'Maximum'"):
+        JobQueries("train").statistic(TrainingMetric.STEPS, "Maximum", "a")
+
+
+@pytest.mark.parametrize(
+    ("mode", "sink", "promql"),
+    [
+        (ContainerInsightsMode.OTEL, ExporterSink.OTLP, True),
+        (ContainerInsightsMode.OTEL, ExporterSink.EMF, False),
+        (ContainerInsightsMode.CLASSIC, ExporterSink.EMF, False),
+    ],
+)
+def test_the_jobs_are_read_with_promql_only_where_the_emitter_sends_otlp(
+    mode: ContainerInsightsMode, sink: ExporterSink, promql: bool
+) -> None:
+    settings = Settings(
+        cluster_name="train",
+        container_insights_mode=mode,
+        exporter_sink=sink,
+        addon_version="v8.0.0-eksbuild.1",
+    )
+    config = training_config(settings, report_bucket="b")
+    assert config.environment()["EXPORTER_SINK"] == sink.value
+    assert config.emitter_otlp is promql
