@@ -43,10 +43,10 @@ from cdk.alarms.jobs import (
     job_kind_specs,
 )
 from cdk.alarms.model import AlarmSpec, Comparison
-from cdk.alarms.promql import RECOVERY_S, PromQLQuery, _string
+from cdk.alarms.promql import RECOVERY_S, PromQLQuery
 from gpu_insights_agent.contract.metrics import OTLP_JOB, TrainingMetric
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
-from lambdas.shared.promql import quote_label
+from lambdas.shared.promql import quote_label, quote_string
 
 #: A rank flushes once a minute, at any second of it: the last two minutes hold its newest
 #: flush whatever the second the alarm evaluates at, so a rank is never missing from a job's
@@ -92,7 +92,7 @@ def job_query(
     has been under it for the whole window, as in every period of the Metrics Insights alarm."""
     q = quote_label
     selector = (
-        f"{{__name__={_string(str(metric))}, {q(labels.cluster)}={_string(cluster)}}}"
+        f"{{__name__={quote_string(str(metric))}, {q(labels.cluster)}={quote_string(cluster)}}}"
         f"[{range_s // 60}m]"
     )
     by = ", ".join(q(n) for n in (labels.cluster, labels.namespace, OTLP_JOB))

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from gpu_insights_agent.contract.metrics import GpuMetric
 from lambdas.shared.dcgm import CLOUDWATCH, DCGM_POWER, DcgmLabels
-from lambdas.shared.promql import quote_label
+from lambdas.shared.promql import quote_label, quote_string
 
 #: AlarmPromQLCriteria: "Query ... Length Constraints: Minimum length of 1. Maximum length of
 #: 10000"; "PendingPeriod ... RecoveryPeriod ... Valid Range: Minimum value of 0. Maximum value
@@ -90,10 +90,6 @@ class PromQLQuery:
             )
 
 
-def _string(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def low_power_query(
     cluster: str,
     threshold_watts: float,
@@ -111,8 +107,8 @@ def low_power_query(
         "{"
         + ", ".join(
             (
-                f"__name__={_string(DCGM_POWER)}",
-                f"{q(labels.cluster)}={_string(cluster)}",
+                f"__name__={quote_string(DCGM_POWER)}",
+                f"{q(labels.cluster)}={quote_string(cluster)}",
                 f'{q(labels.pod)}!=""',
             )
         )
@@ -174,7 +170,11 @@ def _selector(metric: str, cluster: str, labels: DcgmLabels, *matchers: str) -> 
     return (
         "{"
         + ", ".join(
-            (f"__name__={_string(metric)}", f"{q(labels.cluster)}={_string(cluster)}", *matchers)
+            (
+                f"__name__={quote_string(metric)}",
+                f"{q(labels.cluster)}={quote_string(cluster)}",
+                *matchers,
+            )
         )
         + "}"
     )
@@ -305,9 +305,9 @@ def node_label_matchers(
         name = quote_label(labels.node_label_prefix + str(expression["key"]))
         values = "|".join(str(v) for v in expression["values"])
         if expression["operator"] == "In":
-            matchers.append(f"{name}=~{_string(values + '|')}")
+            matchers.append(f"{name}=~{quote_string(values + '|')}")
         elif expression["operator"] == "NotIn":
-            matchers.append(f"{name}!~{_string(values)}")
+            matchers.append(f"{name}!~{quote_string(values)}")
         else:
             raise PromQLAlarmError(
                 f"node expression operator {expression['operator']!r}: only In and NotIn read"
@@ -338,7 +338,7 @@ def otlp_silent_query(
         KSM_CAPACITY,
         cluster,
         labels,
-        f"{quote_label(KSM_RESOURCE)}={_string(KSM_GPU_RESOURCE)}",
+        f"{quote_label(KSM_RESOURCE)}={quote_string(KSM_GPU_RESOURCE)}",
         *node_label_matchers(node_expressions, labels),
     )
     has = f"max by ({on}) (last_over_time({capacity}[{_minutes(CAPACITY_RANGE_S)}]))"

@@ -40,7 +40,7 @@ from gpu_insights_agent.contract.resource_names import alarm_name, stack_name
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.dcgm import CLOUDWATCH, DCGM_UTIL
 from lambdas.shared.metric_fetcher import MetricQuery, fetch
-from lambdas.shared.promql import PromQLClient, PromQLError, quote_label
+from lambdas.shared.promql import PromQLClient, PromQLError, quote_label, quote_string
 from lambdas.silence_check.aws import SilenceReadError, gpu_nodes, reported_gpus
 from lambdas.silence_check.config import DEFAULT_ARCHITECTURES, DEFAULT_GRACE_S
 from lambdas.silence_check.coverage import Uncovered
@@ -156,18 +156,17 @@ def read_ci_gpu_samples(cloudwatch: Any, cluster: str, *, now: float) -> int:
     return total
 
 
-def _string(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def dcgm_queries(cluster: str, node: str | None = None) -> str:
     """The PromQL of the DCGM check: with no ``node``, each node's GPUs with a
     ``DCGM_FI_DEV_GPU_UTIL`` sample in the window (at most one series a node, whatever pods
     came and went); with ``node``, that node's GPU indices."""
     labels, q = CLOUDWATCH, quote_label
-    matchers = [f"__name__={_string(DCGM_UTIL)}", f"{q(labels.cluster)}={_string(cluster)}"]
+    matchers = [
+        f"__name__={quote_string(DCGM_UTIL)}",
+        f"{q(labels.cluster)}={quote_string(cluster)}",
+    ]
     if node is not None:
-        matchers.append(f"{q(labels.node)}={_string(node)}")
+        matchers.append(f"{q(labels.node)}={quote_string(node)}")
     samples = f"count_over_time({{{', '.join(matchers)}}}[{WINDOW_S // 60}m])"
     if node is not None:
         return f"count by ({q(labels.gpu)}) ({samples})"

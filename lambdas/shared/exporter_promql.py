@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Final
 
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
-from lambdas.shared.promql import MAX_SERIES, PromQLClient, Series, quote_label
+from lambdas.shared.promql import MAX_SERIES, PromQLClient, Series, quote_label, quote_string
 
 HOUR: Final = 3600
 #: Evaluated a millisecond before each hour's end, an hour's ``[1h]`` range holds that hour's
@@ -40,10 +40,6 @@ def hourly(series: Series) -> dict[int, float]:
 def read_hours(promql: PromQLClient, query: str, start: float, end: float) -> list[Series]:
     """``query`` (over ``[1h]`` ranges) at each whole hour's end in [start, end), paged."""
     return promql.query_range_paged(query, start + HOUR - EDGE, end - EDGE, HOUR, lookback_s=HOUR)
-
-
-def _string(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def node_pattern(nodes: Iterable[str]) -> str:
@@ -71,11 +67,11 @@ class ExporterQueries:
     def select(self, metric: str, nodes: Sequence[str] = ()) -> str:
         """``metric``'s series of the cluster (of ``nodes``, where named) over the hour."""
         matchers = [
-            f"__name__={_string(metric)}",
-            f"{quote_label(self.labels.cluster)}={_string(self.cluster)}",
+            f"__name__={quote_string(metric)}",
+            f"{quote_label(self.labels.cluster)}={quote_string(self.cluster)}",
         ]
         if nodes:
-            matchers.append(f"{quote_label(self.labels.node)}=~{_string(node_pattern(nodes))}")
+            matchers.append(f"{quote_label(self.labels.node)}=~{quote_string(node_pattern(nodes))}")
         return "{" + ", ".join(matchers) + "}[1h]"
 
     def _by(self, *names: str) -> str:

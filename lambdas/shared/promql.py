@@ -278,6 +278,12 @@ def _stamp(seconds: float) -> str:
     return f"{seconds:.3f}"
 
 
+def quote_string(value: str) -> str:
+    """A label value or metric name as a PromQL string literal, its backslashes and quotes
+    escaped: names come from outside (a job's name, a cluster's)."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def quote_label(name: str) -> str:
     """A label name as PromQL 3 writes it: bare where it is a legacy name, quoted otherwise
     (``"@resource.k8s.pod.name"``): "A metric name that contains dots must be quoted"

@@ -34,10 +34,16 @@ from typing import Final
 
 from gpu_insights_agent.contract.metrics import OTLP_JOB, OTLP_RANK, TrainingMetric
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
-from lambdas.shared.promql import PromQLClient, PromQLTruncatedError, Series, quote_label
+from lambdas.shared.exporter_promql import hourly, read_hours
+from lambdas.shared.promql import (
+    PromQLClient,
+    PromQLTruncatedError,
+    Series,
+    quote_label,
+    quote_string,
+)
 from lambdas.training_analyzer.analysis import JobSeries, RankStats
 from lambdas.training_analyzer.aws import JOB_METRICS
-from lambdas.training_analyzer.gpu_hours.otel import _string, hourly, read_hours
 
 #: Jobs a series query names: one series each, well under the 500 a response holds.
 BATCH_JOBS: Final = 250
@@ -71,11 +77,11 @@ class JobQueries:
     def select(self, metric: TrainingMetric, jobs: str | None = None) -> str:
         """``metric``'s series of the cluster over an hour; ``jobs``: a regex on the job."""
         matchers = [
-            f"__name__={_string(str(metric))}",
-            f"{quote_label(self.labels.cluster)}={_string(self.cluster)}",
+            f"__name__={quote_string(str(metric))}",
+            f"{quote_label(self.labels.cluster)}={quote_string(self.cluster)}",
         ]
         if jobs is not None:
-            matchers.append(f"{quote_label(OTLP_JOB)}=~{_string(jobs)}")
+            matchers.append(f"{quote_label(OTLP_JOB)}=~{quote_string(jobs)}")
         return "{" + ", ".join(matchers) + "}[1h]"
 
     def by(self, *names: str) -> str:

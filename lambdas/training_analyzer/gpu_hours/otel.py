@@ -39,7 +39,7 @@ from lambdas.shared.exporter_promql import (
     read_hours,
     reporting_nodes,
 )
-from lambdas.shared.promql import PromQLClient, Series, quote_label
+from lambdas.shared.promql import PromQLClient, Series, quote_label, quote_string
 from lambdas.training_analyzer.gpu_hours.attribution import GpuHour, GpuKey, Hold
 from lambdas.training_analyzer.gpu_hours.aws import (
     EXPORTER,
@@ -66,11 +66,11 @@ class OtelQueries:
         # ``__name__=`` selects by name in PromQL 2 and 3 alike (CloudWatch takes it:
         # "{__name__="http.server.active_requests"}", CloudWatch-PromQL-API-QueryMetrics.html).
         matchers = [
-            f"__name__={_string(metric)}",
-            f"{q(self.labels.cluster)}={_string(self.cluster)}",
+            f"__name__={quote_string(metric)}",
+            f"{q(self.labels.cluster)}={quote_string(self.cluster)}",
         ]
         if node is not None:
-            matchers.append(f"{q(self.labels.node)}={_string(node)}")
+            matchers.append(f"{q(self.labels.node)}={quote_string(node)}")
         if pods:
             matchers.append(f'{q(self.labels.pod)}!=""')
         return "{" + ", ".join(matchers) + "}[1h]"
@@ -104,10 +104,6 @@ class OtelQueries:
         """The mean of every sample in the hour of each group (not a mean of means)."""
         by = self.by(*keys)
         return f"sum {by} (sum_over_time({selector})) / sum {by} (count_over_time({selector}))"
-
-
-def _string(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def read_holds(
