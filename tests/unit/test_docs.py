@@ -117,7 +117,7 @@ def test_the_readmes_cost_figure_is_what_the_command_prints(
         assert main(command.split()[1:]) == 0
         (total,) = re.findall(r"^\$\s*([\d,.]+)\s+a month", capsys.readouterr().out, re.M)
         totals.append(total)
-    assert len(totals) == 2
+    assert len(totals) == 3
     assert re.findall(r"\$([\d,.]+) a month in (?:Classic|OTel)\s+mode", readme) == totals
 
 
