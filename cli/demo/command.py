@@ -43,6 +43,7 @@ from cli.demo.exporter import (
     replay_window,
 )
 from cli.demo.failures import diagnose, failures_summary, seed_failures
+from cli.demo.indexed_cloudwatch import indexed_cloudwatch
 from cli.demo.jobs import job_events, seed_alarm_jobs
 from cli.demo.jobs import summary_lines as job_summary_lines
 from cli.demo.last_week import carry_report, last_week_report
@@ -435,6 +436,8 @@ def run_demo(
     # their findings and reports compare byte for byte.
     mock_random.seed(MOTO_SEED)
     with ExitStack() as stack:
+        # moto's answers, from indexes: most of a run was moto scanning every datapoint.
+        stack.enter_context(indexed_cloudwatch())
         engine = None
         if mode is ContainerInsightsMode.OTEL:
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="otel-")))
@@ -463,7 +466,10 @@ def _monday(
     result.failures = diagnose(clients["logs"], settings.cluster_name, result.monday_findings)
 
 
-def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | None) -> DemoResult:
+def _synthesized(
+    settings: Settings, out_dir: Path, cdk_out: Path
+) -> tuple[DemoResult, dict[str, dict[str, Any]]]:
+    """Step 1 and the add-on's configuration (step 2): the result so far, and the templates."""
     templates = _synthesize(settings, cdk_out)
     result = DemoResult(out_dir=out_dir, cdk_out=cdk_out, mode=settings.container_insights_mode)
     for name, template in templates.items():
@@ -472,27 +478,74 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
         )
     addons = [props for t in templates.values() for props in _resources(t, "AWS::EKS::Addon")]
     result.addon_configuration = json.loads(addons[0]["ConfigurationValues"])
+    return result, templates
 
+
+def _session() -> Any:
+    return new_session(
+        aws_access_key_id="demo", aws_secret_access_key="demo", region_name=DEMO_REGION
+    )
+
+
+def _configure(
+    session: Any, templates: dict[str, dict[str, Any]], settings: Settings, result: DemoResult
+) -> None:
+    """Step 3, the agent configuration stored and fetched back, then the preflight."""
+    ssm = session.client("ssm")
+    # What CloudFormation does with each AWS::SSM::Parameter in the synthesized templates.
+    for template in templates.values():
+        for props in _resources(template, "AWS::SSM::Parameter"):
+            ssm.put_parameter(Name=props["Name"], Value=props["Value"], Type=props["Type"])
+    # What `amazon-cloudwatch-agent-ctl -a fetch-config -c ssm:NAME` reads on a node.
+    result.parameter_name = settings.agent_config_parameter_name
+    value = ssm.get_parameter(Name=result.parameter_name)["Parameter"]["Value"]
+    result.fetched_agent_config = json.loads(value)
+    # Before the deploy (and before the demo's steps write log groups), as a user would.
+    result.preflight = run_preflight(session, settings)
+
+
+def _write_deployment(result: DemoResult) -> None:
+    """The agent's and the add-on's configuration and the stacks' resources, as files."""
+    result.out_dir.mkdir(parents=True, exist_ok=True)
+    for filename, document in (
+        ("agent-config.json", result.fetched_agent_config),
+        ("addon-configuration.json", result.addon_configuration),
+        ("stacks.json", {k: dict(v) for k, v in result.resources_by_stack.items()}),
+    ):
+        path = result.out_dir / filename
+        path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+        result.files.append(path)
+
+
+def deploy_demo(
+    *,
+    out_dir: Path,
+    cdk_out: Path,
+    settings: Settings,
+    mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC,
+) -> DemoResult:
+    """The demo's deploy alone (steps 1 to 3 and the preflight, in a moto of its own), with
+    the files it writes: what a setting changes in the app and the agent's configuration, in
+    the seconds of a synth rather than the minutes of the demo's weeks. ``mode`` as
+    ``run_demo``'s."""
+    settings = replace(settings, container_insights_mode=mode)
+    mock_random.seed(MOTO_SEED)
+    result, templates = _synthesized(settings, out_dir, cdk_out)
+    with mock_aws():
+        _configure(_session(), templates, settings, result)
+    _write_deployment(result)
+    return result
+
+
+def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | None) -> DemoResult:
+    result, templates = _synthesized(settings, out_dir, cdk_out)
     # The week before, first and in its own moto context: only its report objects cross over.
     last_week, result.last_week_datapoints = last_week_report(settings, DEMO_REGION)
     if engine is not None:  # this week's series alone, as this week's moto holds them
         engine.load("this-week", week_samples(settings.cluster_name, THIS_WEEK), alone=True)
     with mock_aws():
-        session = new_session(
-            aws_access_key_id="demo", aws_secret_access_key="demo", region_name=DEMO_REGION
-        )
-        ssm = session.client("ssm")
-        # What CloudFormation does with each AWS::SSM::Parameter in the synthesized templates.
-        for template in templates.values():
-            for props in _resources(template, "AWS::SSM::Parameter"):
-                ssm.put_parameter(Name=props["Name"], Value=props["Value"], Type=props["Type"])
-        # What `amazon-cloudwatch-agent-ctl -a fetch-config -c ssm:NAME` reads on a node.
-        result.parameter_name = settings.agent_config_parameter_name
-        value = ssm.get_parameter(Name=result.parameter_name)["Parameter"]["Value"]
-        result.fetched_agent_config = json.loads(value)
-
-        # Before the deploy (and before the steps below write log groups), as a user would.
-        result.preflight = run_preflight(session, settings)
+        session = _session()
+        _configure(session, templates, settings, result)
         out_dir.mkdir(parents=True, exist_ok=True)
         clients = {
             name: session.client(name)
@@ -579,13 +632,5 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
                 deployed=deployed,
             )
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for filename, document in (
-        ("agent-config.json", result.fetched_agent_config),
-        ("addon-configuration.json", result.addon_configuration),
-        ("stacks.json", {k: dict(v) for k, v in result.resources_by_stack.items()}),
-    ):
-        path = out_dir / filename
-        path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
-        result.files.append(path)
+    _write_deployment(result)
     return result
