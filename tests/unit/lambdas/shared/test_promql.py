@@ -24,6 +24,7 @@ from lambdas.shared.promql import (
     pages,
     promql_for,
     quote_label,
+    quote_string,
 )
 
 CREDENTIALS = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "token")
@@ -182,6 +183,25 @@ def test_a_week_is_read_in_pages_that_each_scan_at_most_24_hours() -> None:
 )
 def test_label_names_with_dots_are_quoted_as_promql_3_writes_them(name: str, written: str) -> None:
     assert quote_label(name) == written
+
+
+@pytest.mark.parametrize(
+    ("value", "written"),
+    [
+        ("llama-7b", '"llama-7b"'),
+        ('say "hi"', r'"say \"hi\""'),
+        ("C:\\runs", r'"C:\\runs"'),
+        ("two\nlines", r'"two\nlines"'),
+        ("bell\x07tab\tdel\x7f", r'"bell\x07tab\x09del\x7f"'),
+        ("émoji😀", '"émoji😀"'),
+    ],
+    ids=["plain", "quotes", "backslash", "newline", "control", "utf-8"],
+)
+def test_a_label_value_is_one_promql_string_whatever_it_holds(value: str, written: str) -> None:
+    """A raw newline ends a PromQL string ("unterminated quoted string"), and a surrogate half's
+    ``\\u`` escape is refused: tests/functional/lambdas/shared/test_promql.py holds these on a
+    real engine."""
+    assert quote_string(value) == written
 
 
 def test_the_promql_client_beside_a_cloudwatch_client_shares_its_endpoint_and_signer() -> None:
