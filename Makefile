@@ -19,14 +19,19 @@ CHECKOV := $(VENV)/checkov/bin/checkov
 
 install: $(STAMP) $(CHECKOV)
 
-$(CHECKOV):
-	$(PYTHON) -m venv $(VENV)/checkov
-	$(VENV)/checkov/bin/python -m pip install --quiet checkov==$(CHECKOV_VERSION)
-
-$(STAMP): pyproject.toml agent/pyproject.toml
+# uv installs the environments from the same PyPI packages as pip, in a fraction of its time
+# (a fresh clone's `make test` has a 15-minute budget; pip took about three of them).
+UV := $(BIN)/uv
+$(UV):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e './agent[exporter,otlp]' -e '.[dev]'
+	$(BIN)/python -m pip install --quiet uv
+
+$(CHECKOV): | $(UV)
+	$(PYTHON) -m venv $(VENV)/checkov
+	$(UV) pip install --quiet --python $(VENV)/checkov/bin/python checkov==$(CHECKOV_VERSION)
+
+$(STAMP): pyproject.toml agent/pyproject.toml | $(UV)
+	$(UV) pip install --quiet --python $(BIN)/python -e './agent[exporter,otlp]' -e '.[dev]'
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
