@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from itertools import chain
 from pathlib import Path
 from typing import Any, Final
 
@@ -44,11 +45,19 @@ from cli.demo.exporter import (
 )
 from cli.demo.failures import diagnose, failures_summary, seed_failures
 from cli.demo.indexed_cloudwatch import indexed_cloudwatch
-from cli.demo.jobs import job_events, seed_alarm_jobs
+from cli.demo.jobs import emitter_samples, job_events, seed_alarm_jobs
 from cli.demo.jobs import summary_lines as job_summary_lines
 from cli.demo.last_week import carry_report, last_week_report
 from cli.demo.notifications import NotificationsDemo, notifications_summary, run_notifications
-from cli.demo.otel import DEMO_INTERVAL_S, OtelEngine, joins, replay_samples, week_samples
+from cli.demo.otel import (
+    DEMO_INTERVAL_S,
+    OtelEngine,
+    exporter_week_samples,
+    joins,
+    replay_samples,
+    week_samples,
+)
+from cli.demo.otlp import otlp_samples
 from cli.demo.preflight import run_preflight
 from cli.demo.report import render_png, run_weekly_report, write_dashboards
 from cli.demo.storage import BUCKETS as STORAGE_BUCKETS
@@ -62,6 +71,7 @@ from cli.demo.training import (
     run_training_analyzer,
     training_summary,
 )
+from cli.demo.training import otlp_samples as training_samples
 from cli.demo.training import seed as seed_training
 from cli.demo.week import LAST_WEEK, THIS_WEEK, WeekSeeder
 from gpu_insights_agent.contract.metrics import (
@@ -69,6 +79,7 @@ from gpu_insights_agent.contract.metrics import (
     DIM_NODE,
     NAMESPACE_GPU,
     SILENT_GPUS_METRIC,
+    ExporterSink,
     GpuMetric,
     training_log_group,
 )
@@ -345,20 +356,24 @@ def _training_step(
         THIS_WEEK,
         daily_runs=5,
         container_insights=settings.container_insights_mode is ContainerInsightsMode.CLASSIC,
+        exporter=not _otlp(settings),
     )
     clients["logs"].create_log_group(logGroupName=training_log_group(settings.cluster_name))
 
     def earlier_runs() -> Iterator[float]:
         day_start = THIS_WEEK.start
         for run_at in week:  # each day's fleet, then its jobs' runs, before its run
-            seed_training(clients, (day_start, run_at), fleet=True)
+            seed_training(clients, (day_start, run_at), fleet=True, otlp=_otlp(settings))
             yield run_at
             day_start = run_at
         # The last day's, before the last run.
-        seed_training(clients, (day_start, STORAGE_END), fleet=True)
+        seed_training(clients, (day_start, STORAGE_END), fleet=True, otlp=_otlp(settings))
 
     result.training_summary, result.training_findings = run_training_analyzer(
-        clients, earlier_runs=earlier_runs(), mode=settings.container_insights_mode
+        clients,
+        earlier_runs=earlier_runs(),
+        mode=settings.container_insights_mode,
+        sink=settings.exporter_sink,
     )
     result.week_datapoints = week.datapoints
     result.files.append(_write_lines(out_dir / "training-findings.jsonl", result.training_findings))
@@ -375,6 +390,7 @@ def _exporter_step(
         cluster_name=settings.cluster_name,
         out_dir=out_dir,
         container_insights=settings.container_insights_mode is ContainerInsightsMode.CLASSIC,
+        otlp=_otlp(settings),
     )
     if result.exporter.emf_path is not None:
         result.files.append(result.exporter.emf_path)
@@ -432,6 +448,8 @@ def run_demo(
     settings = replace(
         settings or Settings(cluster_name=DEMO_CLUSTER), container_insights_mode=mode
     )
+    if mode is ContainerInsightsMode.OTEL:  # the exporter and emitter over OTLP, as OTel mode's
+        settings = replace(settings, exporter_sink=ExporterSink.OTLP)
     # moto's ids (instances, volumes) from one seed: two runs name the same resources, so
     # their findings and reports compare byte for byte.
     mock_random.seed(MOTO_SEED)
@@ -443,8 +461,16 @@ def run_demo(
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="otel-")))
             engine = OtelEngine(folder, DEMO_REGION, settings.cluster_name, stack)
             cluster = settings.cluster_name
-            engine.load("last-week", week_samples(cluster, LAST_WEEK))
+            engine.load(
+                "last-week",
+                chain(week_samples(cluster, LAST_WEEK), exporter_week_samples(cluster, LAST_WEEK)),
+            )
         return _run(out_dir, cdk_out, settings, engine)
+
+
+def _otlp(settings: Settings) -> bool:
+    """The exporter and the training emitter send OTLP: their series are the engine's."""
+    return settings.exporter_sink is ExporterSink.OTLP
 
 
 def _monday(
@@ -452,12 +478,13 @@ def _monday(
 ) -> None:
     """The analyzer's Monday-morning run over the Sunday the teams trained into, and the
     failed jobs' causes read back from their logs."""
-    seed_training(clients, (STORAGE_END, STORAGE_END + 3600), fleet=True)
+    seed_training(clients, (STORAGE_END, STORAGE_END + 3600), fleet=True, otlp=_otlp(settings))
     # Jobs that die in the replayed hours, their logs where Container Insights puts them.
     seed_failures(clients, settings.cluster_name)
     result.sunday_attribution, result.monday_findings = run_next_morning(
-        clients["s3"], STORAGE_END + 8 * 3600, settings.container_insights_mode
-    )
+        clients["s3"], STORAGE_END + 8 * 3600, settings.container_insights_mode,
+        settings.exporter_sink,
+    )  # fmt: skip
     if engine is not None:
         result.otel_joins = joins(promql_for(clients["cloudwatch"]), settings.cluster_name)
         result.otel_series = engine.lines
@@ -542,7 +569,13 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
     # The week before, first and in its own moto context: only its report objects cross over.
     last_week, result.last_week_datapoints = last_week_report(settings, DEMO_REGION)
     if engine is not None:  # this week's series alone, as this week's moto holds them
-        engine.load("this-week", week_samples(settings.cluster_name, THIS_WEEK), alone=True)
+        cluster = settings.cluster_name
+        this_week = chain(
+            week_samples(cluster, THIS_WEEK),
+            exporter_week_samples(cluster, THIS_WEEK),
+            training_samples(),
+        )
+        engine.load("this-week", this_week, alone=True)
     with mock_aws():
         session = _session()
         _configure(session, templates, settings, result)
@@ -558,11 +591,23 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
         _training_step(result, clients, settings, out_dir)
         # Training jobs that hang, go NaN, jump and slow down, in the replayed hours: the
         # backtest below evaluates the job alarms over them with the GPU alarms.
-        seed_alarm_jobs(clients, settings.cluster_name, replay_window()[0])
+        if not _otlp(settings):
+            seed_alarm_jobs(clients, settings.cluster_name, replay_window()[0])
         specs = _exporter_step(result, clients, settings, out_dir)
         if engine is not None and result.exporter is not None and result.exporter.emf_path:
-            # What the add-on sent of the replayed node in OTel mode, beside the weeks'.
-            engine.load("replay", replay_samples(settings.cluster_name, result.exporter.emf_path))
+            # What the add-on sent of the replayed node in OTel mode, beside the weeks'; with
+            # the OTLP sink, what its exporter and the alarm jobs' emitters sent too.
+            kept = result.exporter.otlp
+            engine.load(
+                "replay",
+                chain(
+                    replay_samples(settings.cluster_name, result.exporter.emf_path),
+                    otlp_samples(kept.requests) if kept is not None else (),
+                    emitter_samples(settings.cluster_name, replay_window()[0])
+                    if _otlp(settings)
+                    else (),
+                ),
+            )
         # The teams' jobs train on through the week's last hour, into the Sunday that the
         # analyzer's Monday-morning run (the default schedule's 07:00) attributes, now with the
         # exporter's node in it: its GPU held at 12% of its power limit, its lost GPU.

@@ -23,6 +23,7 @@ from typing import Final
 
 from cli.demo.exporter import NODE as REPLAY_NODE
 from cli.demo.exporter import REPLAY_PODS
+from cli.demo.otlp import exporter_documents, exporter_samples
 from cli.demo.promql import (
     LocalPromQL,
     Sample,
@@ -44,6 +45,7 @@ from cli.demo.week import (
     THIS_WEEK,
     WeekPlan,
     _behaviour,
+    exporter_data,
     memory_used_bytes,
 )
 from dashboards.sources import reading
@@ -98,6 +100,14 @@ def week_samples(
                 if s.pod is not None:  # as the Classic run's pod_gpu_memory_*: held hours only
                     yield DCGM_FB_USED, labels, at, used
                     yield DCGM_FB_TOTAL, labels, at, H100_MEMORY_BYTES / MIB
+
+
+def exporter_week_samples(cluster: str, plan: WeekPlan = THIS_WEEK) -> Iterator[Sample]:
+    """The exporter's week over OTLP (exporter_sink=otlp): what it publishes by EMF in the
+    Classic run (week.py ``exporter_data``), each cycle's document through its OTLP sink's
+    encoder (cli/demo/otlp.py), one sample per GPU and minute as the exporter's cycle."""
+    data = exporter_data(cluster, plan, range(HOURS))
+    return exporter_samples(exporter_documents(data), start=plan.start)
 
 
 def replay_samples(
