@@ -19,13 +19,16 @@ from moto import mock_aws
 from moto.moto_api._internal import mock_random
 
 from cdk.alarms.annotations import alarm_lines
-from cdk.alarms.catalog import gpu_alarms
+from cdk.alarms.catalog import gpu_alarms, promql_alarms
 from cdk.alarms.model import AlarmSpec, InsightsQuery
+from cdk.alarms.promql import PromQLQuery
 from cdk.function_configs import silence_config
-from cdk.settings import Settings
+from cdk.settings import OTLP_ENDPOINT_MIN_ADDON_VERSION, Settings
 from cli.backtest.cloudwatch_history import fetch_samples
 from cli.backtest.dashboards import PromQLSource
 from cli.backtest.engine import BacktestResult, backtest, report
+from cli.backtest.promql_alarm import ALARM as PROMQL_ALARM
+from cli.backtest.promql_alarm import replay_range
 from cli.backtest.silence_history import NOTE as SILENCE_NOTE
 from cli.backtest.silence_history import derive_silence
 from cli.demo.dashboards import (
@@ -448,8 +451,14 @@ def run_demo(
     settings = replace(
         settings or Settings(cluster_name=DEMO_CLUSTER), container_insights_mode=mode
     )
-    if mode is ContainerInsightsMode.OTEL:  # the exporter and emitter over OTLP, as OTel mode's
-        settings = replace(settings, exporter_sink=ExporterSink.OTLP)
+    if mode is ContainerInsightsMode.OTEL:
+        # The exporter and the emitter over OTLP, to the add-on's endpoint: the add-on pinned
+        # to a version that serves it (preflight's fix for EKS's older default).
+        settings = replace(
+            settings,
+            exporter_sink=ExporterSink.OTLP,
+            addon_version=settings.addon_version or OTLP_ENDPOINT_MIN_ADDON_VERSION,
+        )
     # moto's ids (instances, volumes) from one seed: two runs name the same resources, so
     # their findings and reports compare byte for byte.
     mock_random.seed(MOTO_SEED)
@@ -466,6 +475,25 @@ def run_demo(
                 chain(week_samples(cluster, LAST_WEEK), exporter_week_samples(cluster, LAST_WEEK)),
             )
         return _run(out_dir, cdk_out, settings, engine)
+
+
+def promql_raised(promql: Any, settings: Settings) -> list[tuple[AlarmSpec, float]]:
+    """Each PromQL alarm the app deploys replayed over the exporter's replay on the local
+    Prometheus (cli/backtest/promql_alarm.py, as CloudWatch evaluates it): when the alarm went
+    into ALARM, each time its first contributor did (the alarm is in ALARM while any is)."""
+    start, end = replay_window()
+    raised = []
+    for spec in promql_alarms(settings.alarm_settings()):
+        assert isinstance(spec.metric, PromQLQuery)
+        alarmed: set[Any] = set()
+        for t in replay_range(promql, spec.metric, start, end):
+            if t.state == PROMQL_ALARM:
+                if not alarmed:
+                    raised.append((spec, t.at))
+                alarmed.add(t.contributor)
+            else:
+                alarmed.discard(t.contributor)
+    return raised
 
 
 def _otlp(settings: Settings) -> bool:
@@ -628,7 +656,10 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
         result.last_week_points_seen = _points_between(
             clients["cloudwatch"], settings.cluster_name, LAST_WEEK.start, THIS_WEEK.start
         )
-        result.report, report_path = run_weekly_report(clients, settings, result.backtest, out_dir)
+        raised = promql_raised(promql_for(clients["cloudwatch"]), settings) if engine else []
+        result.report, report_path = run_weekly_report(
+            clients, settings, result.backtest, out_dir, raised
+        )
         result.files += [
             report_path, out_dir / "report.json", out_dir / "report.csv", out_dir / MEMORY_CSV,
             out_dir / FAILURES_CSV,

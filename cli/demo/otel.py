@@ -23,7 +23,7 @@ from typing import Final
 
 from cli.demo.exporter import NODE as REPLAY_NODE
 from cli.demo.exporter import REPLAY_PODS
-from cli.demo.otlp import exporter_documents, exporter_samples
+from cli.demo.otlp import statistic_set_samples
 from cli.demo.promql import (
     LocalPromQL,
     Sample,
@@ -106,8 +106,7 @@ def exporter_week_samples(cluster: str, plan: WeekPlan = THIS_WEEK) -> Iterator[
     """The exporter's week over OTLP (exporter_sink=otlp): what it publishes by EMF in the
     Classic run (week.py ``exporter_data``), each cycle's document through its OTLP sink's
     encoder (cli/demo/otlp.py), one sample per GPU and minute as the exporter's cycle."""
-    data = exporter_data(cluster, plan, range(HOURS))
-    return exporter_samples(exporter_documents(data), start=plan.start)
+    return statistic_set_samples(exporter_data(cluster, plan, range(HOURS)), start=plan.start)
 
 
 def replay_samples(

@@ -102,16 +102,30 @@ def exporter_samples(documents: Sequence[EmfDocument], *, start: float) -> Itera
     return otlp_samples([metrics_data(documents, start_ns=int(start * 1e9))])
 
 
-def exporter_documents(data: Iterable[dict[str, Any]]) -> list[EmfDocument]:
-    """The exporter's documents behind its per-GPU PutMetricData statistic sets (``data``, as
-    cli/demo/week.py writes them): for each GPU, one document per cycle holding each metric's
-    sample of that cycle (``SampleCount`` samples of ``Sum / SampleCount``, the only values
-    the week's statistic sets hold), the cycles spread over the hour. The cluster-wide copies
-    are EMF's, which OTLP leaves to PromQL's aggregation (exporter/otlp_sink.py), and the
-    ``Shard`` is EMF's alone. An XID count becomes the exporter's running count per GPU and
-    code (``PROP_XID_COUNT``), which its sink sends as a counter."""
-    cycles: dict[tuple[tuple[str, str], ...], dict[float, dict[str, tuple[float, str]]]]
-    cycles = defaultdict(lambda: defaultdict(dict))
+def statistic_set_samples(data: Iterable[dict[str, Any]], *, start: float) -> Iterator[Sample]:
+    """The exporter's per-GPU PutMetricData statistic sets (``data``, as cli/demo/week.py
+    writes them) as the samples its OTLP sink sends: for each GPU and hour, one document per
+    cycle holding each metric's sample of that cycle (``SampleCount`` samples of
+    ``Sum / SampleCount``, the only values the week's statistic sets hold), the cycles spread
+    over the hour. The cycles of an hour differ only in their time: the first is encoded, its
+    datapoints stamped again at each cycle's. The cluster-wide copies are EMF's, which OTLP
+    leaves to PromQL's aggregation (exporter/otlp_sink.py), and the ``Shard`` is EMF's alone;
+    an XID count is the exporter's running count per GPU and code (``PROP_XID_COUNT``), which
+    its sink sends as a counter. ``start``: the sink's (its XID counts') start."""
+    for document, cycles in cycle_documents(data):
+        first = int(document["_aws"]["Timestamp"]) / 1000
+        hour = first // 3600 * 3600
+        samples = list(exporter_samples([document], start=start))
+        for i in range(cycles):
+            offset = i * 3600 / cycles
+            for name, labels, at, value in samples:
+                assert at < hour + 3600 - offset  # every cycle in its statistic set's hour
+                yield name, labels, at + offset, value
+
+
+def cycle_documents(data: Iterable[dict[str, Any]]) -> list[tuple[EmfDocument, int]]:
+    """Each GPU-hour's first cycle's document (``statistic_set_samples``) and its cycles."""
+    hours: dict[tuple[Any, ...], dict[str, tuple[float, str]]] = defaultdict(dict)
     for datum in data:
         dims = {d["Name"]: d["Value"] for d in datum["Dimensions"] if d["Name"] != DIM_SHARD}
         if DIM_GPU_INDEX not in dims:
@@ -121,33 +135,27 @@ def exporter_documents(data: Iterable[dict[str, Any]]) -> list[EmfDocument]:
         if stats["Minimum"] != stats["Maximum"]:
             raise ValueError(f"{datum['MetricName']}: a statistic set of several values")
         hour = _timestamp(datum["Timestamp"]) // 3600 * 3600
-        for i in range(count):
-            at = hour + PHASE_S + i * 3600 / count
-            cycles[tuple(sorted(dims.items()))][at][datum["MetricName"]] = (
-                stats["Sum"] / count,
-                datum.get("Unit", "None"),
-            )
+        key = (tuple(sorted(dims.items())), hour, count)
+        hours[key][datum["MetricName"]] = (stats["Sum"] / count, datum.get("Unit", "None"))
     documents = []
     counts: dict[tuple[tuple[str, str], ...], int] = defaultdict(int)
-    for key, by_time in cycles.items():
+    for (key, hour, count), metrics in sorted(hours.items()):
         dims = dict(key)
-        for at, metrics in sorted(by_time.items()):
-            properties: dict[str, object] = {}
-            if any(name in XID_COUNTERS for name in metrics):
-                counts[key] += 1
-                properties[PROP_XID_COUNT] = counts[key]
-            documents.append(
-                emf_document(
-                    namespace=NAMESPACE_GPU,
-                    timestamp_ms=int(at * 1000),
-                    dimension_sets=[[d for d in _DIMENSIONS if d in dims]],
-                    dimensions=dims,
-                    metrics={name: value for name, (value, _) in metrics.items()},
-                    units={name: unit for name, (_, unit) in metrics.items()},
-                    properties=properties,
-                )
-            )
-    return sorted(documents, key=lambda d: int(d["_aws"]["Timestamp"]))
+        properties: dict[str, object] = {}
+        if any(name in XID_COUNTERS for name in metrics):
+            counts[key] += count
+            properties[PROP_XID_COUNT] = counts[key]
+        document = emf_document(
+            namespace=NAMESPACE_GPU,
+            timestamp_ms=int((hour + PHASE_S) * 1000),
+            dimension_sets=[[d for d in _DIMENSIONS if d in dims]],
+            dimensions=dims,
+            metrics={name: value for name, (value, _) in metrics.items()},
+            units={name: unit for name, (_, unit) in metrics.items()},
+            properties=properties,
+        )
+        documents.append((document, count))
+    return documents
 
 
 #: The per-GPU dimension set's names, in the exporter's order (and the XID code's).
