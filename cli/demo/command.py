@@ -47,6 +47,7 @@ from cli.demo.exporter import (
     replay_window,
 )
 from cli.demo.failures import diagnose, failures_summary, seed_failures
+from cli.demo.failures import emitter_samples as failure_samples
 from cli.demo.indexed_cloudwatch import indexed_cloudwatch
 from cli.demo.jobs import emitter_samples, job_events, seed_alarm_jobs
 from cli.demo.jobs import summary_lines as job_summary_lines
@@ -137,6 +138,10 @@ class DemoResult:
     #: of this week's holds as the GPU analyzer reads them (cli/demo/otel.py ``joins``).
     otel_series: int = 0
     otel_joins: tuple[int, int, int] | None = None
+    #: With the exporter's OTLP sink: the PromQL alarms replayed over the replay, and when
+    #: each went into ALARM (``promql_raised``).
+    promql_alarms: list[AlarmSpec] = field(default_factory=list)
+    promql_raised: list[tuple[AlarmSpec, float]] = field(default_factory=list)
 
     def _exporter_lines(self) -> list[str]:
         """Step 4: what the exporter's replay read back, GPU by GPU."""
@@ -144,10 +149,14 @@ class DemoResult:
         if self.exporter is None:
             return lines
         replay = self.exporter
+        sent = (
+            "sent over OTLP (exporter_sink=otlp) to the local Prometheus"
+            if replay.otlp is not None
+            else "into CloudWatch (GpuInsights)"
+        )
         lines.append(
             f"4. Ran the GPU exporter on a simulated node ({', '.join(ROLES)} H100s) for "
-            f"{replay.cycles} cycles; {replay.documents} EMF documents into CloudWatch "
-            "(GpuInsights), read back:"
+            f"{replay.cycles} cycles; {replay.documents} documents {sent}, read back:"
         )
         for gpu, share in replay.power_utilization_by_gpu.items():
             sm = replay.sm_active_by_gpu.get(gpu)
@@ -162,9 +171,28 @@ class DemoResult:
             lines.append(f"   XID {code} on GPU {gpu} ({severity}): {meaning}")
         return lines
 
+    def _promql_lines(self) -> list[str]:
+        """Step 5 with the exporter's OTLP sink: each PromQL alarm that went into ALARM."""
+        lines = [
+            f"5. Replayed the app's {len(self.promql_alarms)} PromQL alarms "
+            "(exporter_sink=otlp) every minute over that replay and the alarm jobs' hours, on "
+            f"the local Prometheus: {len({s.key for s, _ in self.promql_raised})} went into "
+            "ALARM (step 12 pages each planted fault through the notifier):"
+        ]
+        lines += [
+            f"   {spec.key:<24} [{spec.severity}] at {datetime.fromtimestamp(at, UTC):%H:%M}"
+            for spec, at in self.promql_raised
+        ]
+        raised = {spec.key for spec, _ in self.promql_raised}
+        quiet = [s.key for s in self.promql_alarms if s.key not in raised]
+        lines.append(f"   stayed quiet: {', '.join(quiet)}")
+        return lines
+
     def _backtest_lines(self) -> list[str]:
         """Step 5: each alarm that would have fired, and the GPU it names."""
         lines: list[str] = []
+        if self.promql_alarms:
+            return self._promql_lines()
         if not self.backtest:
             return lines
         raised = [r for r in self.backtest if r.alarms_raised]
@@ -508,7 +536,7 @@ def _monday(
     failed jobs' causes read back from their logs."""
     seed_training(clients, (STORAGE_END, STORAGE_END + 3600), fleet=True, otlp=_otlp(settings))
     # Jobs that die in the replayed hours, their logs where Container Insights puts them.
-    seed_failures(clients, settings.cluster_name)
+    seed_failures(clients, settings.cluster_name, otlp_sink=_otlp(settings))
     result.sunday_attribution, result.monday_findings = run_next_morning(
         clients["s3"], STORAGE_END + 8 * 3600, settings.container_insights_mode,
         settings.exporter_sink,
@@ -631,9 +659,14 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
                 chain(
                     replay_samples(settings.cluster_name, result.exporter.emf_path),
                     otlp_samples(kept.requests) if kept is not None else (),
-                    emitter_samples(settings.cluster_name, replay_window()[0])
-                    if _otlp(settings)
-                    else (),
+                    *(
+                        (
+                            emitter_samples(settings.cluster_name, replay_window()[0]),
+                            failure_samples(settings.cluster_name),
+                        )
+                        if _otlp(settings)
+                        else ()
+                    ),
                 ),
             )
         # The teams' jobs train on through the week's last hour, into the Sunday that the
@@ -656,9 +689,11 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
         result.last_week_points_seen = _points_between(
             clients["cloudwatch"], settings.cluster_name, LAST_WEEK.start, THIS_WEEK.start
         )
-        raised = promql_raised(promql_for(clients["cloudwatch"]), settings) if engine else []
+        if _otlp(settings):
+            result.promql_alarms = promql_alarms(settings.alarm_settings())
+            result.promql_raised = promql_raised(promql_for(clients["cloudwatch"]), settings)
         result.report, report_path = run_weekly_report(
-            clients, settings, result.backtest, out_dir, raised
+            clients, settings, result.backtest, out_dir, result.promql_raised
         )
         result.files += [
             report_path, out_dir / "report.json", out_dir / "report.csv", out_dir / MEMORY_CSV,

@@ -295,6 +295,8 @@ def otlp_samples(window: tuple[float, float] = (0.0, END)) -> Iterator[Sample]:
     for job in JOBS:
         documents = [d for d in sink.documents if d[DIM_JOB] == job.name]
         documents += stepping_documents(job, window)
+        # In time order, as the emitter sends them (a series' samples must be, for the engine).
+        documents.sort(key=lambda d: int(d["_aws"]["Timestamp"]))
         yield from emitter_samples(documents, RANK_PODS[job.name][0].namespace)
 
 
