@@ -629,7 +629,8 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
         this_week = chain(
             week_samples(cluster, THIS_WEEK),
             exporter_week_samples(cluster, THIS_WEEK),
-            training_samples(),
+            # The runs and hours of steps every seed_training below writes, the Monday's too.
+            training_samples((0.0, STORAGE_END + 3600)),
         )
         engine.load("this-week", this_week, alone=True)
     with mock_aws():
