@@ -134,7 +134,7 @@ class DemoResult:
     #: The planted failed jobs' failure-cause findings (cli/demo/failures.py).
     failures: list[dict[str, Any]] = field(default_factory=list)
     mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC
-    #: OTel mode: the DCGM samples the local Prometheus held, and (pods, pod-hours, misplaced)
+    #: OTel mode: the samples the local Prometheus held, and (pods, pod-hours, misplaced)
     #: of this week's holds as the GPU analyzer reads them (cli/demo/otel.py ``joins``).
     otel_series: int = 0
     otel_joins: tuple[int, int, int] | None = None
@@ -259,9 +259,10 @@ class DemoResult:
             else f"{misplaced} pod-hours on another node or GPU than the week put them on"
         )
         return [
-            f"   OTel mode: the GPU analyzer read its pods from {self.otel_series:,} DCGM samples "
-            f"(every {DEMO_INTERVAL_S} s, pod and node labels) in a local Prometheus, by PromQL "
-            f"at the Region's monitoring host: {pods} pods, {hours:,} pod-hours this week, "
+            f"   OTel mode: a local Prometheus held {self.otel_series:,} samples (DCGM's every "
+            f"{DEMO_INTERVAL_S} s with pod and node labels; the exporter's and emitters' over "
+            "OTLP), read by PromQL at the Region's monitoring host; the GPU analyzer read "
+            f"{pods} pods, {hours:,} pod-hours this week, "
             f"{joined} (node label and DCGM's gpu index; no power matching); the GPU memory "
             "right-sizing read DCGM's framebuffer series by the same labels. out/dashboards "
             "holds the OTel mode's bodies, whose PromQL widgets step 11 runs on the same "
