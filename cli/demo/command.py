@@ -715,6 +715,7 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
             alarm_lines(specs),
             mode=mode,
             deployed=deployed,
+            exporter_sink=settings.exporter_sink,
         )
         result.files += result.dashboards
         if result.exporter is not None and result.exporter.emf_path is not None:
@@ -743,6 +744,7 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
                 mode=mode,
                 promql=promql,
                 deployed=deployed,
+                exporter_sink=settings.exporter_sink,
             )
 
     _write_deployment(result)

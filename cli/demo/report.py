@@ -22,6 +22,7 @@ from cli.demo.storage import END, REPORT_BUCKET, environment
 from cli.service_answers import Params, answer
 from dashboards.bodies import all_dashboards, encode
 from dashboards.widgets import AlarmLine
+from gpu_insights_agent.contract.metrics import ExporterSink
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.weekly_report import handler as report_handler
 from lambdas.weekly_report.config import ReportConfig
@@ -215,14 +216,19 @@ def write_dashboards(
     lines: Sequence[AlarmLine] = (),
     mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC,
     deployed: Mapping[str, dict[str, Any]] | None = None,
+    exporter_sink: ExporterSink = ExporterSink.EMF,
 ) -> list[Path]:
-    """The dashboard bodies as the app deploys them in ``mode``, with the alarms' ``lines``
-    drawn; ``deployed``: bodies as CloudWatch holds them after a run wrote to them, by name."""
+    """The dashboard bodies as the app deploys them in ``mode`` with the exporter's
+    ``exporter_sink``, with the alarms' ``lines`` drawn; ``deployed``: bodies as CloudWatch
+    holds them after a run wrote to them, by name."""
     folder = out_dir / "dashboards"
     folder.mkdir(parents=True, exist_ok=True)
     arns = [f"arn:aws:cloudwatch:us-east-1:123456789012:alarm:{name}" for name in alarm_names]
     paths = []
-    bodies = all_dashboards(cluster, buckets, arns, "us-east-1", alarm_lines=lines, mode=mode)
+    bodies = all_dashboards(
+        cluster, buckets, arns, "us-east-1", alarm_lines=lines, mode=mode,
+        exporter_sink=exporter_sink,
+    )  # fmt: skip
     for name, body in {**bodies, **(deployed or {})}.items():
         path = folder / f"{name}.json"
         path.write_text(json.dumps(json.loads(encode(body)), indent=2) + "\n")
