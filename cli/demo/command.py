@@ -171,6 +171,12 @@ class DemoResult:
             lines.append(f"   XID {code} on GPU {gpu} ({severity}): {meaning}")
         return lines
 
+    @property
+    def _points(self) -> str:
+        """What the week's figures count: CloudWatch's hourly datapoints, or with the OTLP
+        sink the local Prometheus's samples (DCGM's, the exporter's and the emitters')."""
+        return "samples in the local Prometheus" if self.promql_alarms else "hourly datapoints"
+
     def _promql_lines(self) -> list[str]:
         """Step 5 with the exporter's OTLP sink: each PromQL alarm that went into ALARM."""
         lines = [
@@ -294,7 +300,7 @@ class DemoResult:
         if self.training_summary:
             lines += training_summary(self.training_summary, self.training_findings)
             lines.append(
-                f"   before it, the week: {self.week_datapoints:,} hourly datapoints of three "
+                f"   before it, the week: {self.week_datapoints:,} {self._points} of three "
                 "teams' GPUs (exporter and Container Insights), the steps of the two teams' "
                 "jobs in every hour they held GPUs and a short run of each job a day, the "
                 "analyzer run on each day"
@@ -308,7 +314,7 @@ class DemoResult:
             lines.append(
                 f"8. Ran the weekly report Lambda for {self.report['week']}, compared with the "
                 f"week before's report (a run of its own over {self.last_week_datapoints:,} "
-                "datapoints of a week when nlp started mid-week and the notebook was culled "
+                f"{self._points} of a week when nlp started mid-week and the notebook was culled "
                 "overnight): report.html and "
                 f"report.json in the report bucket ({self.report['findings']} findings read, "
                 f"{self.report['malformed_finding_lines']} malformed lines), the summary sent to "
@@ -693,6 +699,9 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
         )
         if _otlp(settings):
             result.promql_alarms = promql_alarms(settings.alarm_settings())
+            assert engine is not None
+            result.week_datapoints = engine.loaded["this-week"]
+            result.last_week_datapoints = engine.loaded["last-week"]
             result.promql_raised = promql_raised(promql_for(clients["cloudwatch"]), settings)
         result.report, report_path = run_weekly_report(
             clients, settings, result.backtest, out_dir, result.promql_raised

@@ -160,12 +160,15 @@ class OtelEngine:
         self.blocks: list[Path] = []
         self.local: LocalPromQL | None = None
         self.lines = 0
+        #: The samples each load held, by its name.
+        self.loaded: dict[str, int] = {}
 
     def load(self, name: str, samples: Iterator[Sample], *, alone: bool = False) -> None:
         """``samples`` added to the engine's series; ``alone``: in place of them (a new week
         run in a moto of its own, which holds none of the week before's series)."""
         path = self.folder / f"{name}.om"
-        self.lines += write_openmetrics(path, samples)
+        self.loaded[name] = write_openmetrics(path, samples)
+        self.lines += self.loaded[name]
         blocks = self.folder / f"blocks-{name}"
         create_blocks(path, blocks)
         self.blocks = [*([] if alone else self.blocks), blocks]
