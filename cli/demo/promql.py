@@ -71,7 +71,8 @@ def write_openmetrics(path: Path, samples: Iterable[Sample]) -> int:
         text = texts.get(key)
         if text is None:
             text = texts[key] = ",".join(f'{legacy_label(k)}="{_escape(v)}"' for k, v in key)
-        by_metric.setdefault(metric, []).append(f"{metric}{{{text}}} {value:g} {at:.3f}\n")
+        # ``repr``: every digit of the value, as CloudWatch keeps the float it was sent.
+        by_metric.setdefault(metric, []).append(f"{metric}{{{text}}} {value!r} {at:.3f}\n")
     with path.open("w") as out:
         for metric, lines in by_metric.items():
             out.write(f"# TYPE {metric} gauge\n")
