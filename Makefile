@@ -78,13 +78,13 @@ test: lint typecheck node_modules/.package-lock.json
 OLD_PYTHON ?= $(shell for p in python3.9 $(wildcard $(HOME)/.pyenv/versions/3.9*/bin/python3.9) \
 	python3.10 $(wildcard $(HOME)/.pyenv/versions/3.10*/bin/python3.10); do \
 	$$p -c 'import sys; print(sys.executable)' 2>/dev/null && break; done)
-test-old-python:
+test-old-python: | $(UV)
 	@if [ -z "$(OLD_PYTHON)" ]; then \
 		echo "no Python 3.9 or 3.10 on this machine: emitter tests ran on $$($(PYTHON) -V) only"; \
 	else \
 		$(OLD_PYTHON) -m venv $(VENV)/old-python && \
-		$(VENV)/old-python/bin/python -m pip install --quiet --force-reinstall --no-deps ./agent && \
-		$(VENV)/old-python/bin/python -m pip install --quiet pytest jsonschema pyyaml && \
+		$(UV) pip install --quiet --python $(VENV)/old-python/bin/python --reinstall --no-deps ./agent && \
+		$(UV) pip install --quiet --python $(VENV)/old-python/bin/python pytest jsonschema pyyaml opentelemetry-proto && \
 		$(VENV)/old-python/bin/python -c 'import gpu_insights_agent.emitter.training as m; \
 			assert "site-packages" in m.__file__, m.__file__' && \
 		$(VENV)/old-python/bin/python -m pytest -q -p no:cacheprovider tests/unit/agent/emitter/test_training.py; \
