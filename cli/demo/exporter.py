@@ -75,6 +75,21 @@ def pod_uid(pod: k8s.Pod) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"pod/{pod.namespace}/{pod.name}"))
 
 
+def run_cycles(exporter: Exporter, now: list[float], cycles: int) -> int:
+    """The exporter's ``cycles`` in virtual time (``now[0]`` is the trace's clock, moved one
+    interval a cycle), its XID watcher drained before each, as its loop runs them on a node;
+    the documents the cycles built."""
+    exporter.start()
+    assert exporter.watcher is not None
+    documents = 0
+    for cycle in range(cycles):
+        now[0] = cycle * INTERVAL_S
+        exporter.watcher.drain()
+        documents += len(exporter.collect_once())
+    exporter.shutdown()
+    return documents
+
+
 def write_proc(root: Path, pods: Sequence[k8s.Pod] = REPLAY_PODS) -> None:
     """The node's /proc as the exporter reads it for pod attribution: each GPU process's
     cgroup, a cgroup v2 path under the kubelet's systemd driver (the EKS accelerated AL2023
@@ -173,14 +188,9 @@ def replay_exporter(
             ),
             clock=lambda: START_EPOCH + now[0],
         )
-        exporter.start()
-        assert exporter.watcher is not None
-        for cycle in range(int(DURATION_S / INTERVAL_S)):
-            now[0] = cycle * INTERVAL_S
-            exporter.watcher.drain()
-            result.documents += len(exporter.collect_once())
-            result.cycles += 1
-        exporter.shutdown()
+        cycles = int(DURATION_S / INTERVAL_S)
+        result.documents += run_cycles(exporter, now, cycles)
+        result.cycles += cycles
     result.documents += len(tee.xid_documents)
     if container_insights:
         publish_container_insights(cloudwatch, cluster_name, emf_path)

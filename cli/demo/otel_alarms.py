@@ -57,6 +57,7 @@ from cli.demo.exporter import (
     START_EPOCH,
     START_HOUR,
     pod_uid,
+    run_cycles,
     write_proc,
 )
 from cli.demo.jobs import ALARM_JOBS, AlarmJob, Phase, emitter_samples
@@ -257,13 +258,7 @@ def _run_node(
             ),
             clock=lambda: START + now[0],
         )
-        exporter.start()
-        assert exporter.watcher is not None
-        for cycle in range(int(stop_s / INTERVAL_S)):
-            now[0] = cycle * INTERVAL_S
-            exporter.watcher.drain()
-            exporter.collect_once()
-        exporter.shutdown()
+        run_cycles(exporter, now, int(stop_s / INTERVAL_S))
     return kept, lines
 
 
