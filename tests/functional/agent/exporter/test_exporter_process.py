@@ -39,7 +39,13 @@ def test_sigterm_flushes_and_exits_cleanly(tmp_path: Path) -> None:
     assert parse_emf_line(first)["ClusterName"] == "train"
     time.sleep(0.3)
     process.send_signal(signal.SIGTERM)
-    out, err = process.communicate(timeout=10)
+    # Read on through the same buffered reader: communicate() reads the raw pipe, and would
+    # miss what readline() already buffered (the rest of the first cycle, when the signal
+    # comes before a second one).
+    out = process.stdout.read()
+    assert process.stderr is not None
+    err = process.stderr.read()
+    process.wait(timeout=10)
     assert process.returncode == 0, err
     documents = [parse_emf_line(line) for line in [first, *out.splitlines()]]
     assert {d["GpuIndex"] for d in documents} == {"0", "1", "2"}
