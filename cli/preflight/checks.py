@@ -465,10 +465,15 @@ def check_kubectl_endpoint(plan: Plan, cluster: Cluster) -> Check | None:
     return Check(name, Verdict.OK, "public endpoint: CDK's kubectl provider reaches it")
 
 
-#: Why exporter_sink=otlp needs a newer add-on, said after "older than".
+#: Why exporter_sink=otlp needs a newer add-on, said after "older than". The sink is OTLP
+#: by default in OTel mode (cdk.settings.default_sink), so the line says so: a deployment that
+#: never set it learns where the need comes from.
 _OTLP_NEEDS: Final = (
-    f"{OTLP_ENDPOINT_MIN_ADDON_VERSION}, which exporter_sink=otlp needs (the agent's OTLP endpoint)"
+    f"{OTLP_ENDPOINT_MIN_ADDON_VERSION}, which exporter_sink=otlp (the default in OTel mode) "
+    "needs (the agent's OTLP endpoint)"
 )
+#: The other way out of an add-on too old for the OTLP sink: keep it, and send EMF.
+_EMF_INSTEAD: Final = "or keep it with -c exporter_sink=emf"
 
 
 def _newest_for_otlp(facts: Facts) -> str | None:
@@ -485,7 +490,7 @@ def _update_for_otlp(facts: Facts, cluster: Cluster) -> str:
     version = _newest_for_otlp(facts) or f"<{OTLP_ENDPOINT_MIN_ADDON_VERSION} or later>"
     return (
         f"aws eks update-addon --cluster-name {cluster.name} --addon-name "
-        f"{OBSERVABILITY_ADDON} --addon-version {version}"
+        f"{OBSERVABILITY_ADDON} --addon-version {version}, {_EMF_INSTEAD}"
     )
 
 

@@ -210,7 +210,7 @@ def test_the_otlp_sink_fails_on_the_default_add_on_eks_would_install(
     assert addon.detail == (
         "amazon-cloudwatch-observability not installed yet: without addon_version EKS installs "
         "its default for Kubernetes 1.31, v4.4.0-eksbuild.1, older than v8.0.0-eksbuild.1, "
-        "which exporter_sink=otlp needs (the agent's OTLP endpoint)"
+        "which exporter_sink=otlp (the default in OTel mode) needs (the agent's OTLP endpoint)"
     )
     assert addon.fix == fix
 

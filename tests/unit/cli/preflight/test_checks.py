@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 
 from cdk.alarms.sizing import INSIGHTS_ALARM_QUOTA
-from cdk.settings import AgentCredentials, Settings
+from cdk.settings import AgentCredentials, Settings, settings_from_context
 from cli.preflight.checks import (
     OBSERVABILITY_ADDON,
     Addon,
@@ -541,6 +541,8 @@ UPDATE = (
     "aws eks update-addon --cluster-name train --addon-name amazon-cloudwatch-observability "
     "--addon-version "
 )
+#: The default sink's other way out: keep the old add-on and send EMF.
+EMF_INSTEAD = ", or keep it with -c exporter_sink=emf"
 
 
 def test_the_otlp_sink_fails_on_an_installed_add_on_older_than_8_0_0() -> None:
@@ -552,27 +554,44 @@ def test_the_otlp_sink_fails_on_an_installed_add_on_older_than_8_0_0() -> None:
     assert check.detail == (
         "amazon-cloudwatch-observability v6.2.0-eksbuild.1 (ACTIVE) runs otel Container "
         "Insights, managed elsewhere; it is older than v8.0.0-eksbuild.1, which "
-        "exporter_sink=otlp needs (the agent's OTLP endpoint)"
+        "exporter_sink=otlp (the default in OTel mode) needs (the agent's OTLP endpoint)"
     )
-    assert check.fix == UPDATE + "<v8.0.0-eksbuild.1 or later>"
+    assert check.fix == UPDATE + "<v8.0.0-eksbuild.1 or later>" + EMF_INSTEAD
     # With the versions EKS offers for the cluster read, the fix names the newest that fits.
     offered = facts(addons=otel, addon_versions=(DEFAULT_1_31, FIRST_OTLP))
     assert check_observability_addon(elsewhere, offered, CLUSTER).fix == (
-        UPDATE + "v8.0.0-eksbuild.1"
+        UPDATE + "v8.0.0-eksbuild.1" + EMF_INSTEAD
     )
     # Installed by the stack too: the collision fails as before, and says the version.
     clash = check_observability_addon(OTLP, offered, CLUSTER)
     assert clash.verdict is Verdict.FAIL
     assert clash.detail.endswith(
         "'already exists'; it is older than v8.0.0-eksbuild.1, which exporter_sink=otlp "
-        "needs (the agent's OTLP endpoint)"
+        "(the default in OTel mode) needs (the agent's OTLP endpoint)"
     )
-    assert clash.fix.endswith("; to keep it, first " + UPDATE + "v8.0.0-eksbuild.1")
+    assert clash.fix.endswith("; to keep it, first " + UPDATE + "v8.0.0-eksbuild.1" + EMF_INSTEAD)
     # 8.0.0 serves the endpoint; the EMF sink needs no such version.
     new = {OBSERVABILITY_ADDON: Addon("x", "v8.0.0-eksbuild.1", "ACTIVE", OTEL_VALUES)}
     assert check_observability_addon(elsewhere, facts(addons=new), CLUSTER).verdict is (Verdict.OK)
     emf = replace(elsewhere, exporter_sink=ExporterSink.EMF)
     assert check_observability_addon(emf, facts(addons=otel), CLUSTER).verdict is Verdict.OK
+
+
+def test_the_default_sink_names_itself_on_an_add_on_older_than_8_0_0() -> None:
+    """A deployment that never set exporter_sink gets OTLP in OTel mode: against an add-on
+    managed elsewhere at 7.x the line says the sink is the default and how to keep EMF."""
+    context = {"cluster_name": "train", "job_alarms": False, "install_addon": False}
+    plan = plan_for(settings_from_context(context))
+    old = {OBSERVABILITY_ADDON: Addon("x", "v7.0.0-eksbuild.1", "ACTIVE", OTEL_VALUES)}
+    check = check_observability_addon(plan, facts(addons=old), CLUSTER)
+    assert check.verdict is Verdict.FAIL
+    assert check.detail.endswith(
+        "managed elsewhere; it is older than v8.0.0-eksbuild.1, which exporter_sink=otlp "
+        "(the default in OTel mode) needs (the agent's OTLP endpoint)"
+    )
+    assert check.fix == UPDATE + "<v8.0.0-eksbuild.1 or later>" + EMF_INSTEAD
+    emf = plan_for(settings_from_context({**context, "exporter_sink": "emf"}))
+    assert check_observability_addon(emf, facts(addons=old), CLUSTER).verdict is Verdict.OK
 
 
 def test_the_otlp_sink_fails_where_eks_would_install_a_default_older_than_8_0_0() -> None:
@@ -584,7 +603,7 @@ def test_the_otlp_sink_fails_where_eks_would_install_a_default_older_than_8_0_0(
     assert check.detail == (
         "amazon-cloudwatch-observability not installed yet: without addon_version EKS installs "
         "its default for Kubernetes 1.31, v4.4.0-eksbuild.1, older than v8.0.0-eksbuild.1, "
-        "which exporter_sink=otlp needs (the agent's OTLP endpoint)"
+        "which exporter_sink=otlp (the default in OTel mode) needs (the agent's OTLP endpoint)"
     )
     assert check.fix == (
         "no version EKS offers for Kubernetes 1.31 is v8.0.0-eksbuild.1 or later yet: "
