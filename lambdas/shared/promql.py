@@ -36,6 +36,7 @@ from typing import Any, Final
 
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
+from botocore.exceptions import NoCredentialsError
 
 from lambdas.shared.promql_limits import LIMITS
 
@@ -113,12 +114,18 @@ class PromQLClient:
     credentials: Any
     opener: Opener = _urlopen
     requests: int = 0
+    #: CloudWatch's API (``promql_for``) takes only signed requests: with no credentials found,
+    #: each query raises what GetMetricData raises then, before any request, rather than go
+    #: out unsigned and fail as a network or 403 error.
+    signed: bool = False
 
     def signed_request(self, path: str, params: Mapping[str, str]) -> urllib.request.Request:
         """The POST request for ``path``, form-encoded and SigV4-signed."""
         url = self.endpoint.rstrip("/") + path
         body = urllib.parse.urlencode(params)
         headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        if self.credentials is None and self.signed:
+            raise NoCredentialsError
         if self.credentials is not None:
             aws = AWSRequest(method="POST", url=url, data=body, headers=headers)
             SigV4Auth(self.credentials, SERVICE, self.region).add_auth(aws)
@@ -248,6 +255,7 @@ def promql_for(cloudwatch: Any) -> PromQLClient:
         endpoint=cloudwatch.meta.endpoint_url,
         region=cloudwatch.meta.region_name,
         credentials=signer._credentials,
+        signed=True,
     )
 
 

@@ -15,6 +15,7 @@ from cdk.settings import (
     SettingsError,
     settings_from_context,
 )
+from gpu_insights_agent.contract.metrics import ExporterSink
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 
 OIDC = "arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-east-1.amazonaws.com/id/ABC123"
@@ -136,7 +137,8 @@ def test_cdk_s_own_context_keys_are_not_settings_and_not_refused() -> None:
     assert "@aws-cdk/core:newStyleStackSynthesis" in keys
     assert "aws-cdk:enableDiffNoFail" in keys
     settings = settings_from_context({"cluster_name": "train", **dict.fromkeys(keys, True)})
-    assert settings == Settings(cluster_name="train")
+    # From the context the sink follows the mode (OTLP in OTel mode); built directly, EMF.
+    assert settings == Settings(cluster_name="train", exporter_sink=ExporterSink.OTLP)
 
 
 @pytest.mark.parametrize(

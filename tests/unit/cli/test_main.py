@@ -1,4 +1,5 @@
 import json
+import re
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,17 @@ def test_cost_estimate_prints_the_table(capsys: pytest.CaptureFixture[str]) -> N
     assert main(["cost-estimate", "--nodes", "4", "--gpus-per-node", "8"]) == 0
     out = capsys.readouterr().out
     assert "4 GPU nodes x 8 GPUs = 32 GPUs" in out
-    # 4 x 8 GPUs x 4 gauges + 4 cluster series, and 2.56 fault metric-months, at $0.30.
+    # The default (OTel mode, the OTLP sink): 4 nodes x 3.90 GB a month at $0.08 per GB, and
+    # every alarm PromQL (24: one per kind and its fleet count), no catalog metric alarm.
+    assert re.search(r"^\$\s+1\.25  Exporter OTLP metrics ingestion\s+15\.6 GB$", out, re.M)
+    assert "24 alarms (one per kind and its fleet count, no shard)" in out
+    assert "0 catalog alarms (0 metrics)" in out
+    assert "GpuInsights" not in out
+    # The EMF sink: 4 x 8 GPUs x 4 gauges + 4 cluster series, and 2.56 fault metric-months,
+    # at $0.30.
+    argv = ["cost-estimate", "--nodes", "4", "--gpus-per-node", "8", "-c", "exporter_sink=emf"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
     assert "$      40.37  Exporter custom metrics (GpuInsights)" in out
     assert "134.6 metric-months" in out
 
