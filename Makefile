@@ -19,14 +19,19 @@ CHECKOV := $(VENV)/checkov/bin/checkov
 
 install: $(STAMP) $(CHECKOV)
 
-$(CHECKOV):
-	$(PYTHON) -m venv $(VENV)/checkov
-	$(VENV)/checkov/bin/python -m pip install --quiet checkov==$(CHECKOV_VERSION)
-
-$(STAMP): pyproject.toml agent/pyproject.toml
+# uv installs the environments from the same PyPI packages as pip, in a fraction of its time
+# (a fresh clone's `make test` has a 15-minute budget; pip took about three of them).
+UV := $(BIN)/uv
+$(UV):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e './agent[exporter,otlp]' -e '.[dev]'
+	$(BIN)/python -m pip install --quiet uv
+
+$(CHECKOV): | $(UV)
+	$(PYTHON) -m venv $(VENV)/checkov
+	$(UV) pip install --quiet --python $(VENV)/checkov/bin/python checkov==$(CHECKOV_VERSION)
+
+$(STAMP): pyproject.toml agent/pyproject.toml | $(UV)
+	$(UV) pip install --quiet --python $(BIN)/python -e './agent[exporter,otlp]' -e '.[dev]'
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
@@ -73,13 +78,13 @@ test: lint typecheck node_modules/.package-lock.json
 OLD_PYTHON ?= $(shell for p in python3.9 $(wildcard $(HOME)/.pyenv/versions/3.9*/bin/python3.9) \
 	python3.10 $(wildcard $(HOME)/.pyenv/versions/3.10*/bin/python3.10); do \
 	$$p -c 'import sys; print(sys.executable)' 2>/dev/null && break; done)
-test-old-python:
+test-old-python: | $(UV)
 	@if [ -z "$(OLD_PYTHON)" ]; then \
 		echo "no Python 3.9 or 3.10 on this machine: emitter tests ran on $$($(PYTHON) -V) only"; \
 	else \
 		$(OLD_PYTHON) -m venv $(VENV)/old-python && \
-		$(VENV)/old-python/bin/python -m pip install --quiet --force-reinstall --no-deps ./agent && \
-		$(VENV)/old-python/bin/python -m pip install --quiet pytest jsonschema pyyaml && \
+		$(UV) pip install --quiet --python $(VENV)/old-python/bin/python --reinstall --no-deps ./agent && \
+		$(UV) pip install --quiet --python $(VENV)/old-python/bin/python pytest jsonschema pyyaml opentelemetry-proto && \
 		$(VENV)/old-python/bin/python -c 'import gpu_insights_agent.emitter.training as m; \
 			assert "site-packages" in m.__file__, m.__file__' && \
 		$(VENV)/old-python/bin/python -m pytest -q -p no:cacheprovider tests/unit/agent/emitter/test_training.py; \

@@ -150,13 +150,16 @@ def bucket_client(objects: dict[str, bytes]) -> Any:
 
 def serve_failure_logs(logs: Any, line: str, *, refuse: str | None = None) -> Any:
     """Container Insights' log groups behind the fleet's logs client: each failed job's pod
-    stream printed ``line`` around its failure; the pod named ``refuse`` is refused
-    (throttled)."""
+    stream printed ``line`` around its failure; the pod named ``refuse`` is refused (access
+    denied: a 400 that botocore does not retry, where a throttled read, refused as often as the
+    handler's client retries, would end the same way after about a minute of backoff)."""
 
     def streams(params: dict[str, Any]) -> dict[str, Any]:
         prefix = params["logStreamNamePrefix"]
         if refuse and refuse in prefix:
-            raise wire.RefusedError("ThrottlingException", "Rate exceeded")
+            # "AccessDeniedException: You don't have sufficient permissions to perform this
+            # action" (botocore's logs model, the CloudWatch Logs API's shared error shape).
+            raise wire.RefusedError("AccessDeniedException", "not authorized to read the stream")
         return {"logStreams": [{"logStreamName": prefix + "x"}]}
 
     def events(params: dict[str, Any]) -> dict[str, Any]:

@@ -11,14 +11,13 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum, StrEnum
 from typing import Any, Final
 
-from cdk.alarms.catalog import AlarmSettings
+from cdk.alarms.catalog import AlarmSettings, fleet_shards
 from cdk.alarms.jobs import JobAlarmSettings
 from cdk.alarms.power_table import gpu_power
-from cdk.alarms.sizing import shards_for
 from cdk.aws_values import (
     arn_region,
     bucket_problem,
@@ -245,7 +244,7 @@ class Settings:
         return gpu_hour_price(gpu)
 
     def alarm_settings(self) -> AlarmSettings:
-        return AlarmSettings(
+        settings = AlarmSettings(
             cluster_name=self.cluster_name,
             low_power_percent=self.low_power_percent,
             low_power_window_minutes=self.low_power_window_minutes,
@@ -253,11 +252,11 @@ class Settings:
             exporter=self.exporter_enabled,
             gpu_instance_type=self.gpu_instance_type,
             host_logs=self.xid_host_log_filter,
-            shards=self.alarm_shards,
             jobs=self.job_alarm_settings() if self.job_alarms else None,
             promql=self.container_insights_mode is ContainerInsightsMode.OTEL,
             otlp=self.exporter_sink is ExporterSink.OTLP,
         )
+        return replace(settings, shards=fleet_shards(settings, self.fleet_gpus))
 
     def job_alarm_settings(self) -> JobAlarmSettings:
         return JobAlarmSettings(
@@ -269,7 +268,7 @@ class Settings:
 
     @property
     def alarm_shards(self) -> int:
-        return shards_for(self.fleet_gpus)
+        return self.alarm_settings().shards
 
     @property
     def agent_config_parameter_name(self) -> str:

@@ -744,9 +744,17 @@ def _per_gpu_exporter_alarms(settings: AlarmSettings, shard: str) -> list[AlarmS
     ]
 
 
+def fleet_shards(settings: AlarmSettings, fleet_gpus: int) -> int:
+    """The alarm shards these settings need for a fleet of ``fleet_gpus`` GPUs (the exporter's
+    ``--alarm-shards`` and the per-GPU alarms' count): ``shards_for`` the fleet, but one where
+    every GPU and node kind is one PromQL alarm (``promql_gpu``), which no shard divides: a
+    ``fleet_gpus`` changed there neither re-shards the exporter nor rolls its DaemonSet."""
+    return 1 if settings.promql_gpu else shards_for(fleet_gpus)
+
+
 def alarm_sizing(settings: AlarmSettings, fleet_gpus: int) -> AlarmSizing:
     """The Metrics Insights alarms these settings make for a fleet of ``fleet_gpus`` GPUs."""
-    sized = replace(settings, shards=shards_for(fleet_gpus))
+    sized = replace(settings, shards=fleet_shards(settings, fleet_gpus))
     insights = [s for s in gpu_alarms(sized) if insights_query(s.metric) is not None]
     jobs = [s for s in insights if (s.counts or s.kind) in JOB_ALARM_KINDS]
     return AlarmSizing(

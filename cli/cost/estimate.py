@@ -366,8 +366,8 @@ def _exporter_otlp(d: Deployment) -> list[LineItem]:
             f"{d.gpus:,} GPUs x ({len(CYCLE_METRICS)} + {len(FAULT_METRICS)} fault gauges in "
             f"{FAULT_HOUR_SHARE:.0%} of hours) datapoints every {interval} s x "
             f"{OTLP_BYTES_PER_DATAPOINT} bytes (each serialized as billed; the agent's "
-            "attributes come on top): "
-            f"{node_gb:,.2f} GB, ${node_gb * OTLP_METRICS.usd:,.2f} per 8-GPU node-month",
+            "attributes come on top); per 8-GPU node-month: "
+            f"{node_gb:,.2f} GB, ${node_gb * OTLP_METRICS.usd:,.2f}",
         )
     ]
 

@@ -68,7 +68,7 @@ OTLP_METRICS: Final = Price(
     "GB of OTLP metrics ingested",
     OTEL_METRICS_PRICING,
     note="per GB, no per-metric charge; the per-GB figure of 2026-10-02: confirm it on the "
-    "pricing page",
+    "pricing page (OTLP ingestion is free of charge while in preview: CloudWatch-PromQL.html)",
 )
 #: Container Insights with OpenTelemetry metrics, the add-on's own series (DCGM's GPU series
 #: among them): "available in public preview at no additional charge in US East (N. Virginia),

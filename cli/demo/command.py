@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from itertools import chain
 from pathlib import Path
 from typing import Any, Final
 
@@ -18,13 +19,16 @@ from moto import mock_aws
 from moto.moto_api._internal import mock_random
 
 from cdk.alarms.annotations import alarm_lines
-from cdk.alarms.catalog import gpu_alarms
+from cdk.alarms.catalog import gpu_alarms, promql_alarms
 from cdk.alarms.model import AlarmSpec, InsightsQuery
+from cdk.alarms.promql import PromQLQuery
 from cdk.function_configs import silence_config
-from cdk.settings import Settings
+from cdk.settings import OTLP_ENDPOINT_MIN_ADDON_VERSION, Settings
 from cli.backtest.cloudwatch_history import fetch_samples
 from cli.backtest.dashboards import PromQLSource
 from cli.backtest.engine import BacktestResult, backtest, report
+from cli.backtest.promql_alarm import ALARM as PROMQL_ALARM
+from cli.backtest.promql_alarm import replay_range
 from cli.backtest.silence_history import NOTE as SILENCE_NOTE
 from cli.backtest.silence_history import derive_silence
 from cli.demo.dashboards import (
@@ -43,11 +47,21 @@ from cli.demo.exporter import (
     replay_window,
 )
 from cli.demo.failures import diagnose, failures_summary, seed_failures
-from cli.demo.jobs import job_events, seed_alarm_jobs
+from cli.demo.failures import emitter_samples as failure_samples
+from cli.demo.indexed_cloudwatch import indexed_cloudwatch
+from cli.demo.jobs import emitter_samples, job_events, seed_alarm_jobs
 from cli.demo.jobs import summary_lines as job_summary_lines
 from cli.demo.last_week import carry_report, last_week_report
 from cli.demo.notifications import NotificationsDemo, notifications_summary, run_notifications
-from cli.demo.otel import DEMO_INTERVAL_S, OtelEngine, joins, replay_samples, week_samples
+from cli.demo.otel import (
+    DEMO_INTERVAL_S,
+    OtelEngine,
+    exporter_week_samples,
+    joins,
+    replay_samples,
+    week_samples,
+)
+from cli.demo.otlp import otlp_samples
 from cli.demo.preflight import run_preflight
 from cli.demo.report import render_png, run_weekly_report, write_dashboards
 from cli.demo.storage import BUCKETS as STORAGE_BUCKETS
@@ -61,6 +75,7 @@ from cli.demo.training import (
     run_training_analyzer,
     training_summary,
 )
+from cli.demo.training import otlp_samples as training_samples
 from cli.demo.training import seed as seed_training
 from cli.demo.week import LAST_WEEK, THIS_WEEK, WeekSeeder
 from gpu_insights_agent.contract.metrics import (
@@ -68,6 +83,7 @@ from gpu_insights_agent.contract.metrics import (
     DIM_NODE,
     NAMESPACE_GPU,
     SILENT_GPUS_METRIC,
+    ExporterSink,
     GpuMetric,
     training_log_group,
 )
@@ -118,10 +134,14 @@ class DemoResult:
     #: The planted failed jobs' failure-cause findings (cli/demo/failures.py).
     failures: list[dict[str, Any]] = field(default_factory=list)
     mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC
-    #: OTel mode: the DCGM samples the local Prometheus held, and (pods, pod-hours, misplaced)
+    #: OTel mode: the samples the local Prometheus held, and (pods, pod-hours, misplaced)
     #: of this week's holds as the GPU analyzer reads them (cli/demo/otel.py ``joins``).
     otel_series: int = 0
     otel_joins: tuple[int, int, int] | None = None
+    #: With the exporter's OTLP sink: the PromQL alarms replayed over the replay, and when
+    #: each went into ALARM (``promql_raised``).
+    promql_alarms: list[AlarmSpec] = field(default_factory=list)
+    promql_raised: list[tuple[AlarmSpec, float]] = field(default_factory=list)
 
     def _exporter_lines(self) -> list[str]:
         """Step 4: what the exporter's replay read back, GPU by GPU."""
@@ -129,10 +149,14 @@ class DemoResult:
         if self.exporter is None:
             return lines
         replay = self.exporter
+        sent = (
+            "sent over OTLP (exporter_sink=otlp) to the local Prometheus"
+            if replay.otlp is not None
+            else "into CloudWatch (GpuInsights)"
+        )
         lines.append(
             f"4. Ran the GPU exporter on a simulated node ({', '.join(ROLES)} H100s) for "
-            f"{replay.cycles} cycles; {replay.documents} EMF documents into CloudWatch "
-            "(GpuInsights), read back:"
+            f"{replay.cycles} cycles; {replay.documents} documents {sent}, read back:"
         )
         for gpu, share in replay.power_utilization_by_gpu.items():
             sm = replay.sm_active_by_gpu.get(gpu)
@@ -147,9 +171,34 @@ class DemoResult:
             lines.append(f"   XID {code} on GPU {gpu} ({severity}): {meaning}")
         return lines
 
+    @property
+    def _points(self) -> str:
+        """What the week's figures count: CloudWatch's hourly datapoints, or with the OTLP
+        sink the local Prometheus's samples (DCGM's, the exporter's and the emitters')."""
+        return "samples in the local Prometheus" if self.promql_alarms else "hourly datapoints"
+
+    def _promql_lines(self) -> list[str]:
+        """Step 5 with the exporter's OTLP sink: each PromQL alarm that went into ALARM."""
+        lines = [
+            f"5. Replayed the app's {len(self.promql_alarms)} PromQL alarms "
+            "(exporter_sink=otlp) every minute over that replay and the alarm jobs' hours, on "
+            f"the local Prometheus: {len({s.key for s, _ in self.promql_raised})} went into "
+            "ALARM (step 12 pages each planted fault through the notifier):"
+        ]
+        lines += [
+            f"   {spec.key:<24} [{spec.severity}] at {datetime.fromtimestamp(at, UTC):%H:%M}"
+            for spec, at in self.promql_raised
+        ]
+        raised = {spec.key for spec, _ in self.promql_raised}
+        quiet = [s.key for s in self.promql_alarms if s.key not in raised]
+        lines.append(f"   stayed quiet: {', '.join(quiet)}")
+        return lines
+
     def _backtest_lines(self) -> list[str]:
         """Step 5: each alarm that would have fired, and the GPU it names."""
         lines: list[str] = []
+        if self.promql_alarms:
+            return self._promql_lines()
         if not self.backtest:
             return lines
         raised = [r for r in self.backtest if r.alarms_raised]
@@ -216,9 +265,10 @@ class DemoResult:
             else f"{misplaced} pod-hours on another node or GPU than the week put them on"
         )
         return [
-            f"   OTel mode: the GPU analyzer read its pods from {self.otel_series:,} DCGM samples "
-            f"(every {DEMO_INTERVAL_S} s, pod and node labels) in a local Prometheus, by PromQL "
-            f"at the Region's monitoring host: {pods} pods, {hours:,} pod-hours this week, "
+            f"   OTel mode: a local Prometheus held {self.otel_series:,} samples (DCGM's every "
+            f"{DEMO_INTERVAL_S} s with pod and node labels; the exporter's and emitters' over "
+            "OTLP), read by PromQL at the Region's monitoring host; the GPU analyzer read "
+            f"{pods} pods, {hours:,} pod-hours this week, "
             f"{joined} (node label and DCGM's gpu index; no power matching); the GPU memory "
             "right-sizing read DCGM's framebuffer series by the same labels. out/dashboards "
             "holds the OTel mode's bodies, whose PromQL widgets step 11 runs on the same "
@@ -250,7 +300,7 @@ class DemoResult:
         if self.training_summary:
             lines += training_summary(self.training_summary, self.training_findings)
             lines.append(
-                f"   before it, the week: {self.week_datapoints:,} hourly datapoints of three "
+                f"   before it, the week: {self.week_datapoints:,} {self._points} of three "
                 "teams' GPUs (exporter and Container Insights), the steps of the two teams' "
                 "jobs in every hour they held GPUs and a short run of each job a day, the "
                 "analyzer run on each day"
@@ -264,7 +314,7 @@ class DemoResult:
             lines.append(
                 f"8. Ran the weekly report Lambda for {self.report['week']}, compared with the "
                 f"week before's report (a run of its own over {self.last_week_datapoints:,} "
-                "datapoints of a week when nlp started mid-week and the notebook was culled "
+                f"{self._points} of a week when nlp started mid-week and the notebook was culled "
                 "overnight): report.html and "
                 f"report.json in the report bucket ({self.report['findings']} findings read, "
                 f"{self.report['malformed_finding_lines']} malformed lines), the summary sent to "
@@ -344,20 +394,24 @@ def _training_step(
         THIS_WEEK,
         daily_runs=5,
         container_insights=settings.container_insights_mode is ContainerInsightsMode.CLASSIC,
+        exporter=not _otlp(settings),
     )
     clients["logs"].create_log_group(logGroupName=training_log_group(settings.cluster_name))
 
     def earlier_runs() -> Iterator[float]:
         day_start = THIS_WEEK.start
         for run_at in week:  # each day's fleet, then its jobs' runs, before its run
-            seed_training(clients, (day_start, run_at), fleet=True)
+            seed_training(clients, (day_start, run_at), fleet=True, otlp=_otlp(settings))
             yield run_at
             day_start = run_at
         # The last day's, before the last run.
-        seed_training(clients, (day_start, STORAGE_END), fleet=True)
+        seed_training(clients, (day_start, STORAGE_END), fleet=True, otlp=_otlp(settings))
 
     result.training_summary, result.training_findings = run_training_analyzer(
-        clients, earlier_runs=earlier_runs(), mode=settings.container_insights_mode
+        clients,
+        earlier_runs=earlier_runs(),
+        mode=settings.container_insights_mode,
+        sink=settings.exporter_sink,
     )
     result.week_datapoints = week.datapoints
     result.files.append(_write_lines(out_dir / "training-findings.jsonl", result.training_findings))
@@ -374,6 +428,7 @@ def _exporter_step(
         cluster_name=settings.cluster_name,
         out_dir=out_dir,
         container_insights=settings.container_insights_mode is ContainerInsightsMode.CLASSIC,
+        otlp=_otlp(settings),
     )
     if result.exporter.emf_path is not None:
         result.files.append(result.exporter.emf_path)
@@ -431,17 +486,54 @@ def run_demo(
     settings = replace(
         settings or Settings(cluster_name=DEMO_CLUSTER), container_insights_mode=mode
     )
+    if mode is ContainerInsightsMode.OTEL:
+        # The exporter and the emitter over OTLP, to the add-on's endpoint: the add-on pinned
+        # to a version that serves it (preflight's fix for EKS's older default).
+        settings = replace(
+            settings,
+            exporter_sink=ExporterSink.OTLP,
+            addon_version=settings.addon_version or OTLP_ENDPOINT_MIN_ADDON_VERSION,
+        )
     # moto's ids (instances, volumes) from one seed: two runs name the same resources, so
     # their findings and reports compare byte for byte.
     mock_random.seed(MOTO_SEED)
     with ExitStack() as stack:
+        # moto's answers, from indexes: most of a run was moto scanning every datapoint.
+        stack.enter_context(indexed_cloudwatch())
         engine = None
         if mode is ContainerInsightsMode.OTEL:
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="otel-")))
             engine = OtelEngine(folder, DEMO_REGION, settings.cluster_name, stack)
             cluster = settings.cluster_name
-            engine.load("last-week", week_samples(cluster, LAST_WEEK))
+            engine.load(
+                "last-week",
+                chain(week_samples(cluster, LAST_WEEK), exporter_week_samples(cluster, LAST_WEEK)),
+            )
         return _run(out_dir, cdk_out, settings, engine)
+
+
+def promql_raised(promql: Any, settings: Settings) -> list[tuple[AlarmSpec, float]]:
+    """Each PromQL alarm the app deploys replayed over the exporter's replay on the local
+    Prometheus (cli/backtest/promql_alarm.py, as CloudWatch evaluates it): when the alarm went
+    into ALARM, each time its first contributor did (the alarm is in ALARM while any is)."""
+    start, end = replay_window()
+    raised = []
+    for spec in promql_alarms(settings.alarm_settings()):
+        assert isinstance(spec.metric, PromQLQuery)
+        alarmed: set[Any] = set()
+        for t in replay_range(promql, spec.metric, start, end):
+            if t.state == PROMQL_ALARM:
+                if not alarmed:
+                    raised.append((spec, t.at))
+                alarmed.add(t.contributor)
+            else:
+                alarmed.discard(t.contributor)
+    return raised
+
+
+def _otlp(settings: Settings) -> bool:
+    """The exporter and the training emitter send OTLP: their series are the engine's."""
+    return settings.exporter_sink is ExporterSink.OTLP
 
 
 def _monday(
@@ -449,12 +541,13 @@ def _monday(
 ) -> None:
     """The analyzer's Monday-morning run over the Sunday the teams trained into, and the
     failed jobs' causes read back from their logs."""
-    seed_training(clients, (STORAGE_END, STORAGE_END + 3600), fleet=True)
+    seed_training(clients, (STORAGE_END, STORAGE_END + 3600), fleet=True, otlp=_otlp(settings))
     # Jobs that die in the replayed hours, their logs where Container Insights puts them.
-    seed_failures(clients, settings.cluster_name)
+    seed_failures(clients, settings.cluster_name, otlp_sink=_otlp(settings))
     result.sunday_attribution, result.monday_findings = run_next_morning(
-        clients["s3"], STORAGE_END + 8 * 3600, settings.container_insights_mode
-    )
+        clients["s3"], STORAGE_END + 8 * 3600, settings.container_insights_mode,
+        settings.exporter_sink,
+    )  # fmt: skip
     if engine is not None:
         result.otel_joins = joins(promql_for(clients["cloudwatch"]), settings.cluster_name)
         result.otel_series = engine.lines
@@ -463,7 +556,10 @@ def _monday(
     result.failures = diagnose(clients["logs"], settings.cluster_name, result.monday_findings)
 
 
-def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | None) -> DemoResult:
+def _synthesized(
+    settings: Settings, out_dir: Path, cdk_out: Path
+) -> tuple[DemoResult, dict[str, dict[str, Any]]]:
+    """Step 1 and the add-on's configuration (step 2): the result so far, and the templates."""
     templates = _synthesize(settings, cdk_out)
     result = DemoResult(out_dir=out_dir, cdk_out=cdk_out, mode=settings.container_insights_mode)
     for name, template in templates.items():
@@ -472,27 +568,81 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
         )
     addons = [props for t in templates.values() for props in _resources(t, "AWS::EKS::Addon")]
     result.addon_configuration = json.loads(addons[0]["ConfigurationValues"])
+    return result, templates
 
+
+def _session() -> Any:
+    return new_session(
+        aws_access_key_id="demo", aws_secret_access_key="demo", region_name=DEMO_REGION
+    )
+
+
+def _configure(
+    session: Any, templates: dict[str, dict[str, Any]], settings: Settings, result: DemoResult
+) -> None:
+    """Step 3, the agent configuration stored and fetched back, then the preflight."""
+    ssm = session.client("ssm")
+    # What CloudFormation does with each AWS::SSM::Parameter in the synthesized templates.
+    for template in templates.values():
+        for props in _resources(template, "AWS::SSM::Parameter"):
+            ssm.put_parameter(Name=props["Name"], Value=props["Value"], Type=props["Type"])
+    # What `amazon-cloudwatch-agent-ctl -a fetch-config -c ssm:NAME` reads on a node.
+    result.parameter_name = settings.agent_config_parameter_name
+    value = ssm.get_parameter(Name=result.parameter_name)["Parameter"]["Value"]
+    result.fetched_agent_config = json.loads(value)
+    # Before the deploy (and before the demo's steps write log groups), as a user would.
+    result.preflight = run_preflight(session, settings)
+
+
+def _write_deployment(result: DemoResult) -> None:
+    """The agent's and the add-on's configuration and the stacks' resources, as files."""
+    result.out_dir.mkdir(parents=True, exist_ok=True)
+    for filename, document in (
+        ("agent-config.json", result.fetched_agent_config),
+        ("addon-configuration.json", result.addon_configuration),
+        ("stacks.json", {k: dict(v) for k, v in result.resources_by_stack.items()}),
+    ):
+        path = result.out_dir / filename
+        path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+        result.files.append(path)
+
+
+def deploy_demo(
+    *,
+    out_dir: Path,
+    cdk_out: Path,
+    settings: Settings,
+    mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC,
+) -> DemoResult:
+    """The demo's deploy alone (steps 1 to 3 and the preflight, in a moto of its own), with
+    the files it writes: what a setting changes in the app and the agent's configuration, in
+    the seconds of a synth rather than the minutes of the demo's weeks. ``mode`` as
+    ``run_demo``'s."""
+    settings = replace(settings, container_insights_mode=mode)
+    mock_random.seed(MOTO_SEED)
+    result, templates = _synthesized(settings, out_dir, cdk_out)
+    with mock_aws():
+        _configure(_session(), templates, settings, result)
+    _write_deployment(result)
+    return result
+
+
+def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | None) -> DemoResult:
+    result, templates = _synthesized(settings, out_dir, cdk_out)
     # The week before, first and in its own moto context: only its report objects cross over.
     last_week, result.last_week_datapoints = last_week_report(settings, DEMO_REGION)
     if engine is not None:  # this week's series alone, as this week's moto holds them
-        engine.load("this-week", week_samples(settings.cluster_name, THIS_WEEK), alone=True)
-    with mock_aws():
-        session = new_session(
-            aws_access_key_id="demo", aws_secret_access_key="demo", region_name=DEMO_REGION
+        cluster = settings.cluster_name
+        this_week = chain(
+            week_samples(cluster, THIS_WEEK),
+            exporter_week_samples(cluster, THIS_WEEK),
+            # The runs and hours of steps every seed_training below writes, the Monday's too.
+            training_samples((0.0, STORAGE_END + 3600)),
         )
-        ssm = session.client("ssm")
-        # What CloudFormation does with each AWS::SSM::Parameter in the synthesized templates.
-        for template in templates.values():
-            for props in _resources(template, "AWS::SSM::Parameter"):
-                ssm.put_parameter(Name=props["Name"], Value=props["Value"], Type=props["Type"])
-        # What `amazon-cloudwatch-agent-ctl -a fetch-config -c ssm:NAME` reads on a node.
-        result.parameter_name = settings.agent_config_parameter_name
-        value = ssm.get_parameter(Name=result.parameter_name)["Parameter"]["Value"]
-        result.fetched_agent_config = json.loads(value)
-
-        # Before the deploy (and before the steps below write log groups), as a user would.
-        result.preflight = run_preflight(session, settings)
+        engine.load("this-week", this_week, alone=True)
+    with mock_aws():
+        session = _session()
+        _configure(session, templates, settings, result)
         out_dir.mkdir(parents=True, exist_ok=True)
         clients = {
             name: session.client(name)
@@ -505,11 +655,28 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
         _training_step(result, clients, settings, out_dir)
         # Training jobs that hang, go NaN, jump and slow down, in the replayed hours: the
         # backtest below evaluates the job alarms over them with the GPU alarms.
-        seed_alarm_jobs(clients, settings.cluster_name, replay_window()[0])
+        if not _otlp(settings):
+            seed_alarm_jobs(clients, settings.cluster_name, replay_window()[0])
         specs = _exporter_step(result, clients, settings, out_dir)
         if engine is not None and result.exporter is not None and result.exporter.emf_path:
-            # What the add-on sent of the replayed node in OTel mode, beside the weeks'.
-            engine.load("replay", replay_samples(settings.cluster_name, result.exporter.emf_path))
+            # What the add-on sent of the replayed node in OTel mode, beside the weeks'; with
+            # the OTLP sink, what its exporter and the alarm jobs' emitters sent too.
+            kept = result.exporter.otlp
+            engine.load(
+                "replay",
+                chain(
+                    replay_samples(settings.cluster_name, result.exporter.emf_path),
+                    otlp_samples(kept.requests) if kept is not None else (),
+                    *(
+                        (
+                            emitter_samples(settings.cluster_name, replay_window()[0]),
+                            failure_samples(settings.cluster_name),
+                        )
+                        if _otlp(settings)
+                        else ()
+                    ),
+                ),
+            )
         # The teams' jobs train on through the week's last hour, into the Sunday that the
         # analyzer's Monday-morning run (the default schedule's 07:00) attributes, now with the
         # exporter's node in it: its GPU held at 12% of its power limit, its lost GPU.
@@ -530,7 +697,15 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
         result.last_week_points_seen = _points_between(
             clients["cloudwatch"], settings.cluster_name, LAST_WEEK.start, THIS_WEEK.start
         )
-        result.report, report_path = run_weekly_report(clients, settings, result.backtest, out_dir)
+        if _otlp(settings):
+            result.promql_alarms = promql_alarms(settings.alarm_settings())
+            assert engine is not None
+            result.week_datapoints = engine.loaded["this-week"]
+            result.last_week_datapoints = engine.loaded["last-week"]
+            result.promql_raised = promql_raised(promql_for(clients["cloudwatch"]), settings)
+        result.report, report_path = run_weekly_report(
+            clients, settings, result.backtest, out_dir, result.promql_raised
+        )
         result.files += [
             report_path, out_dir / "report.json", out_dir / "report.csv", out_dir / MEMORY_CSV,
             out_dir / FAILURES_CSV,
@@ -549,6 +724,7 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
             alarm_lines(specs),
             mode=mode,
             deployed=deployed,
+            exporter_sink=settings.exporter_sink,
         )
         result.files += result.dashboards
         if result.exporter is not None and result.exporter.emf_path is not None:
@@ -577,15 +753,8 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
                 mode=mode,
                 promql=promql,
                 deployed=deployed,
+                exporter_sink=settings.exporter_sink,
             )
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for filename, document in (
-        ("agent-config.json", result.fetched_agent_config),
-        ("addon-configuration.json", result.addon_configuration),
-        ("stacks.json", {k: dict(v) for k, v in result.resources_by_stack.items()}),
-    ):
-        path = out_dir / filename
-        path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
-        result.files.append(path)
+    _write_deployment(result)
     return result

@@ -27,6 +27,7 @@ from gpu_insights_agent.contract.metrics import (
     NAMESPACE_CONTAINER_INSIGHTS,
     NAMESPACE_FINDINGS,
     NAMESPACE_WASTE,
+    ExporterSink,
     training_log_group,
 )
 from gpu_insights_agent.contract.resource_names import dashboard_name
@@ -138,10 +139,12 @@ def dashboard_views(
     mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC,
     promql: PromQLSource | None = None,
     deployed: Mapping[str, dict[str, Any]] | None = None,
+    exporter_sink: ExporterSink = ExporterSink.EMF,
 ) -> list[DashboardView]:
-    """Each dashboard the app deploys in ``mode``, as it shows on ``samples``; its PromQL
-    widgets (OTel mode's) run by ``promql``; ``deployed``: bodies as CloudWatch holds them
-    after a run wrote to them (the storage dashboard's volumes), by name."""
+    """Each dashboard the app deploys in ``mode`` with the exporter's ``exporter_sink``, as it
+    shows on ``samples``; its PromQL widgets (OTel mode's) run by ``promql``; ``deployed``:
+    bodies as CloudWatch holds them after a run wrote to them (the storage dashboard's
+    volumes), by name."""
     bodies = {
         **all_dashboards(
             cluster,
@@ -151,6 +154,7 @@ def dashboard_views(
             exporter_interval_s=exporter_interval_s,
             alarm_lines=alarm_lines,
             mode=mode,
+            exporter_sink=exporter_sink,
         ),
         **(deployed or {}),
     }
@@ -179,6 +183,7 @@ def demo_dashboard_views(
     mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC,
     promql: PromQLSource | None = None,
     deployed: Mapping[str, dict[str, Any]] | None = None,
+    exporter_sink: ExporterSink = ExporterSink.EMF,
 ) -> list[DashboardView]:
     lines = emf_path.read_text(encoding="utf-8").splitlines()
     samples = read_history(lines, source=str(emf_path))
@@ -199,6 +204,7 @@ def demo_dashboard_views(
         mode=mode,
         promql=promql,
         deployed=deployed,
+        exporter_sink=exporter_sink,
     )
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from cli.demo.datums import statistic_set
+from cli.demo.otlp import KeptRequests, otlp_samples
 from cli.demo.realistic import container_insights as ci
 from cli.demo.realistic import nodes as ec2
 from cli.demo.realistic import pods as k8s
@@ -31,6 +32,7 @@ from gpu_insights_agent.contract.metrics import (
     DIM_XID_CODE,
     NAMESPACE_CONTAINER_INSIGHTS,
     NAMESPACE_GPU,
+    OTLP_GPU,
     GpuMetric,
     alarm_shard,
 )
@@ -39,7 +41,9 @@ from gpu_insights_agent.emf.sinks import BufferedSender, PutMetricDataSink
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
 from gpu_insights_agent.exporter.nvml_source import NvmlSource
+from gpu_insights_agent.exporter.otlp_sink import OtlpSink
 from gpu_insights_agent.exporter.simulated_trace import SimulatedGpu, node_trace
+from gpu_insights_agent.exporter.xid_event_log import XidEventLog
 
 #: A p5.48xlarge of a managed node group on the accelerated AMI (cli/demo/realistic/nodes.py).
 REPLAYED: Final = ec2.node(
@@ -71,6 +75,21 @@ def pod_uid(pod: k8s.Pod) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"pod/{pod.namespace}/{pod.name}"))
 
 
+def run_cycles(exporter: Exporter, now: list[float], cycles: int) -> int:
+    """The exporter's ``cycles`` in virtual time (``now[0]`` is the trace's clock, moved one
+    interval a cycle), its XID watcher drained before each, as its loop runs them on a node;
+    the documents the cycles built."""
+    exporter.start()
+    assert exporter.watcher is not None
+    documents = 0
+    for cycle in range(cycles):
+        now[0] = cycle * INTERVAL_S
+        exporter.watcher.drain()
+        documents += len(exporter.collect_once())
+    exporter.shutdown()
+    return documents
+
+
 def write_proc(root: Path, pods: Sequence[k8s.Pod] = REPLAY_PODS) -> None:
     """The node's /proc as the exporter reads it for pod attribution: each GPU process's
     cgroup, a cgroup v2 path under the kubelet's systemd driver (the EKS accelerated AL2023
@@ -95,7 +114,7 @@ class TeeSink:
     """Writes every EMF line to a file, as the agent's listener would receive it, keeps the
     XID documents for the summary, and passes everything on."""
 
-    def __init__(self, forward: PutMetricDataSink, stream: TextIO) -> None:
+    def __init__(self, forward: Any, stream: TextIO) -> None:
         self._forward = forward
         self._stream = stream
         self.xid_documents: list[EmfDocument] = []
@@ -116,19 +135,37 @@ class ExporterReplay:
     xids: list[tuple[str, str, str, str]] = field(default_factory=list)
     unhealthy_gpus: list[str] = field(default_factory=list)
     emf_path: Path | None = None
+    #: With the OTLP sink: the requests it sent (cli/demo/otlp.py reads them as samples).
+    otlp: KeptRequests | None = None
 
 
 def replay_exporter(
-    cloudwatch: Any, *, cluster_name: str, out_dir: Path, container_insights: bool = True
+    cloudwatch: Any,
+    *,
+    cluster_name: str,
+    out_dir: Path,
+    container_insights: bool = True,
+    otlp: bool = False,
 ) -> ExporterReplay:
     """The node's replay; ``container_insights``: Classic Container Insights publishes its
-    series of the node too (OTel mode's are served by PromQL, cli/demo/otel.py)."""
+    series of the node too (OTel mode's are served by PromQL, cli/demo/otel.py). ``otlp``:
+    the exporter's ``--sink otlp`` (its OTLP sink, the XID lines to the agent's listener,
+    ``XidEventLog``): its requests are kept for the local Prometheus, and the figures read
+    back from what they sent, as PromQL would average them."""
     now = [0.0]
     emf_path = out_dir / "exporter-emf.jsonl"
-    result = ExporterReplay(emf_path=emf_path)
+    result = ExporterReplay(emf_path=emf_path, otlp=KeptRequests() if otlp else None)
     with emf_path.open("w", encoding="utf-8") as emf, tempfile.TemporaryDirectory() as proc:
         write_proc(Path(proc))
-        tee = TeeSink(PutMetricDataSink(cloudwatch), emf)
+        forward: Any = (
+            XidEventLog(
+                OtlpSink("http://local", exporter=result.otlp, start_ns=int(START_EPOCH * 1e9)),
+                Discard(),
+            )
+            if result.otlp is not None
+            else PutMetricDataSink(cloudwatch)
+        )
+        tee = TeeSink(forward, emf)
         exporter = Exporter(
             NvmlSource(
                 FakeNvml(
@@ -151,14 +188,9 @@ def replay_exporter(
             ),
             clock=lambda: START_EPOCH + now[0],
         )
-        exporter.start()
-        assert exporter.watcher is not None
-        for cycle in range(int(DURATION_S / INTERVAL_S)):
-            now[0] = cycle * INTERVAL_S
-            exporter.watcher.drain()
-            result.documents += len(exporter.collect_once())
-            result.cycles += 1
-        exporter.shutdown()
+        cycles = int(DURATION_S / INTERVAL_S)
+        result.documents += run_cycles(exporter, now, cycles)
+        result.cycles += cycles
     result.documents += len(tee.xid_documents)
     if container_insights:
         publish_container_insights(cloudwatch, cluster_name, emf_path)
@@ -166,6 +198,9 @@ def replay_exporter(
         (d[DIM_GPU_INDEX], d[DIM_XID_CODE], str(d["XidSeverity"]), str(d["XidDescription"]))
         for d in tee.xid_documents
     ]
+    if result.otlp is not None:
+        _read_otlp(result, result.otlp)
+        return result
     for index in range(len(ROLES)):
         gpu = str(index)
         result.power_utilization_by_gpu[gpu] = (
@@ -184,6 +219,37 @@ def replay_exporter(
         if _minimum(cloudwatch, cluster_name, gpu, GpuMetric.HEALTHY) == 0.0:
             result.unhealthy_gpus.append(gpu)
     return result
+
+
+class Discard:
+    """The agent's EMF listener's place for the XID log lines: the demo's notifications read
+    the XID documents the tee kept."""
+
+    def send(self, documents: Any) -> None:
+        pass
+
+
+def _read_otlp(result: ExporterReplay, kept: KeptRequests) -> None:
+    """The replay's figures from the OTLP samples its sink sent: each GPU's mean power and SM
+    activity, its samples thermally throttled over the samples it answered, and whether it
+    was lost (``gpu_healthy`` 0)."""
+    values: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for name, labels, _, value in otlp_samples(kept.requests):
+        values[(name, labels.get(OTLP_GPU, ""))].append(value)
+
+    def mean(metric: GpuMetric, gpu: str) -> float | None:
+        found = values.get((str(metric), gpu))
+        return sum(found) / len(found) if found else None
+
+    for index in range(len(ROLES)):
+        gpu = str(index)
+        result.power_utilization_by_gpu[gpu] = mean(GpuMetric.POWER_UTILIZATION, gpu) or 0.0
+        result.sm_active_by_gpu[gpu] = mean(GpuMetric.SM_ACTIVE, gpu)
+        answered = len(values.get((str(GpuMetric.POWER_UTILIZATION), gpu), []))
+        throttled = sum(values.get((str(GpuMetric.THROTTLED_THERMAL), gpu), []))
+        result.thermal_throttled_by_gpu[gpu] = 100 * throttled / answered if answered else 0.0
+        if 0.0 in values.get((str(GpuMetric.HEALTHY), gpu), []):
+            result.unhealthy_gpus.append(gpu)
 
 
 def _statistic(

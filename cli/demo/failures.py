@@ -27,6 +27,7 @@ from functools import cache
 from typing import Any, Final
 
 from cli.checkout import CHECKOUT, CORPUS
+from cli.demo import otlp
 from cli.demo.exporter import (
     DURATION_S,
     NODE,
@@ -37,6 +38,7 @@ from cli.demo.exporter import (
     START_HOUR,
 )
 from cli.demo.jobs import Clock, Collect
+from cli.demo.promql import Sample
 from cli.demo.realistic import pods as k8s
 from gpu_insights_agent.contract.metrics import training_log_group
 from gpu_insights_agent.emf.document import encode
@@ -253,23 +255,33 @@ def log_events(cluster: str, job: _Planted) -> dict[tuple[str, str], list[dict[s
     return events
 
 
-def seed_failures(clients: dict[str, Any], cluster: str) -> int:
+def emitter_samples(cluster: str) -> Iterator[Sample]:
+    """The planted jobs' emitters over OTLP (exporter_sink=otlp): each job's documents through
+    the emitter's OTLP JSON encoder, its pods' namespace on the resource (cli/demo/otlp.py)."""
+    for job in planted():
+        documents = sorted(emitter_documents(cluster, job), key=lambda d: d["_aws"]["Timestamp"])
+        yield from otlp.emitter_samples(documents, job.failure.namespace)
+
+
+def seed_failures(clients: dict[str, Any], cluster: str, *, otlp_sink: bool = False) -> int:
     """Each planted job's documents into CloudWatch and the training log group (as the agent
-    sends them), and its logs into the Container Insights log groups. Returns the events."""
+    sends them; with ``otlp_sink`` none: its emitters send OTLP, ``emitter_samples``), and its
+    logs into the Container Insights log groups. Returns the events."""
     logs = clients["logs"]
     written = 0
     documents: list[Any] = []
     streams: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for job in planted():
-        documents += emitter_documents(cluster, job)
+        documents += [] if otlp_sink else emitter_documents(cluster, job)
         for key, events in log_events(cluster, job).items():
             streams.setdefault(key, []).extend(events)
-    PutMetricDataSink(clients["cloudwatch"]).send(documents)
-    group = training_log_group(cluster)
-    logs.create_log_stream(logGroupName=group, logStreamName="agent-failures")
-    stamped = sorted((int(d["_aws"]["Timestamp"]), encode(d)) for d in documents)
-    agent = [{"timestamp": at, "message": line} for at, line in stamped]
-    logs.put_log_events(logGroupName=group, logStreamName="agent-failures", logEvents=agent)
+    if documents:
+        PutMetricDataSink(clients["cloudwatch"]).send(documents)
+        group = training_log_group(cluster)
+        logs.create_log_stream(logGroupName=group, logStreamName="agent-failures")
+        stamped = sorted((int(d["_aws"]["Timestamp"]), encode(d)) for d in documents)
+        agent = [{"timestamp": at, "message": line} for at, line in stamped]
+        logs.put_log_events(logGroupName=group, logStreamName="agent-failures", logEvents=agent)
     existing = {g["logGroupName"] for g in logs.describe_log_groups()["logGroups"]}
     for (group, stream), events in sorted(streams.items()):
         if group not in existing:

@@ -25,6 +25,7 @@ from cdk.alarms.jobs import (
 )
 from cdk.settings import Settings
 from cli.backtest.engine import BacktestResult
+from cli.demo import otlp
 from cli.demo.notifications import alarm_contributor_event
 from cli.demo.promql import Sample
 from cli.demo.realistic import pods as k8s
@@ -211,6 +212,17 @@ def promql_samples(
         for metric in document["_aws"]["CloudWatchMetrics"][0]["Metrics"]:
             if metric["Name"] in JOB_ALARM_METRICS:
                 yield str(metric["Name"]), series, at, float(document[metric["Name"]])
+
+
+def emitter_samples(cluster: str, start: float) -> Iterator[Sample]:
+    """The jobs' series from ``start`` as their emitters send them over OTLP (exporter_sink=
+    otlp): the documents through the emitter's OTLP JSON encoder, each job's pods in its
+    namespace, as CloudWatch stores them (cli/demo/otlp.py)."""
+    documents = simulate(cluster, start)
+    for job in ALARM_JOBS:
+        yield from otlp.emitter_samples(
+            [d for d in documents if d[DIM_JOB] == job.name], job.namespace
+        )
 
 
 def _phase(

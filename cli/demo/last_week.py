@@ -30,7 +30,7 @@ from cli.demo.report import report_handler_run
 from cli.demo.storage import REPORT_BUCKET
 from cli.demo.training import run_training_analyzer
 from cli.demo.week import LAST_WEEK, WEEK, WeekSeeder
-from gpu_insights_agent.contract.metrics import training_log_group
+from gpu_insights_agent.contract.metrics import ExporterSink, training_log_group
 from lambdas.shared.aws_clients import new_session
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.weekly_report.handler import report_prefix
@@ -51,10 +51,17 @@ def last_week_report(settings: Settings, region: str) -> tuple[dict[str, bytes],
         s3.create_bucket(Bucket=REPORT_BUCKET)
         clients["logs"].create_log_group(logGroupName=training_log_group(cluster))
         classic = settings.container_insights_mode is ContainerInsightsMode.CLASSIC
-        week = WeekSeeder(clients["cloudwatch"], cluster, LAST_WEEK, container_insights=classic)
+        emf = settings.exporter_sink is ExporterSink.EMF
+        week = WeekSeeder(
+            clients["cloudwatch"], cluster, LAST_WEEK, container_insights=classic, exporter=emf
+        )
         end = LAST_WEEK.start + WEEK  # this week's Monday 00:00: its run closes the Sunday
         run_training_analyzer(
-            clients, earlier_runs=week, at=end, mode=settings.container_insights_mode
+            clients,
+            earlier_runs=week,
+            at=end,
+            mode=settings.container_insights_mode,
+            sink=settings.exporter_sink,
         )
         summary = report_handler_run(clients, settings, [], now=end - 3600)
         prefix = report_prefix(cluster, summary["week"])

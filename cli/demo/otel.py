@@ -23,6 +23,7 @@ from typing import Final
 
 from cli.demo.exporter import NODE as REPLAY_NODE
 from cli.demo.exporter import REPLAY_PODS
+from cli.demo.otlp import statistic_set_samples
 from cli.demo.promql import (
     LocalPromQL,
     Sample,
@@ -44,6 +45,7 @@ from cli.demo.week import (
     THIS_WEEK,
     WeekPlan,
     _behaviour,
+    exporter_data,
     memory_used_bytes,
 )
 from dashboards.sources import reading
@@ -100,6 +102,13 @@ def week_samples(
                     yield DCGM_FB_TOTAL, labels, at, H100_MEMORY_BYTES / MIB
 
 
+def exporter_week_samples(cluster: str, plan: WeekPlan = THIS_WEEK) -> Iterator[Sample]:
+    """The exporter's week over OTLP (exporter_sink=otlp): what it publishes by EMF in the
+    Classic run (week.py ``exporter_data``), each cycle's document through its OTLP sink's
+    encoder (cli/demo/otlp.py), one sample per GPU and minute as the exporter's cycle."""
+    return statistic_set_samples(exporter_data(cluster, plan, range(HOURS)), start=plan.start)
+
+
 def replay_samples(
     cluster: str, emf_path: Path, interval: int = DEMO_INTERVAL_S
 ) -> Iterator[Sample]:
@@ -151,12 +160,15 @@ class OtelEngine:
         self.blocks: list[Path] = []
         self.local: LocalPromQL | None = None
         self.lines = 0
+        #: The samples each load held, by its name.
+        self.loaded: dict[str, int] = {}
 
     def load(self, name: str, samples: Iterator[Sample], *, alone: bool = False) -> None:
         """``samples`` added to the engine's series; ``alone``: in place of them (a new week
         run in a moto of its own, which holds none of the week before's series)."""
         path = self.folder / f"{name}.om"
-        self.lines += write_openmetrics(path, samples)
+        self.loaded[name] = write_openmetrics(path, samples)
+        self.lines += self.loaded[name]
         blocks = self.folder / f"blocks-{name}"
         create_blocks(path, blocks)
         self.blocks = [*([] if alone else self.blocks), blocks]

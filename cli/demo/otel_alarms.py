@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from opentelemetry.sdk.metrics.export import MetricExportResult, MetricsData, NumberDataPoint
+from opentelemetry.sdk.metrics.export import MetricsData
 
 from cdk.alarms.catalog import promql_alarms
 from cdk.alarms.model import AlarmSpec
@@ -57,17 +57,18 @@ from cli.demo.exporter import (
     START_EPOCH,
     START_HOUR,
     pod_uid,
+    run_cycles,
     write_proc,
 )
-from cli.demo.jobs import ALARM_JOBS, AlarmJob, Phase, simulate
+from cli.demo.jobs import ALARM_JOBS, AlarmJob, Phase, emitter_samples
 from cli.demo.notifications import ACCOUNT, _deployed, _received, _subscription
+from cli.demo.otlp import KeptRequests, otlp_samples
 from cli.demo.promql import Sample, answering, serve, write_openmetrics
 from cli.demo.realistic import nodes as ec2
 from cli.demo.realistic import pods as k8s
-from gpu_insights_agent.contract.metrics import DIM_JOB, DIM_XID_CODE, OTLP_JOB, ExporterSink
+from gpu_insights_agent.contract.metrics import DIM_XID_CODE, OTLP_JOB, ExporterSink
 from gpu_insights_agent.emf.document import EmfDocument, encode
 from gpu_insights_agent.emf.sinks import BufferedSender
-from gpu_insights_agent.emitter.otlp import encoder
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
 from gpu_insights_agent.exporter.nvml_source import NvmlSource
@@ -177,20 +178,6 @@ FAULTS: Final = (
 XID_LOG: Final = "xid-log"
 
 
-class _Kept:
-    """The OTLP exporter's place: keeps each request's ``MetricsData``, accepted."""
-
-    def __init__(self) -> None:
-        self.requests: list[MetricsData] = []
-
-    def export(self, metrics_data: MetricsData, **_: Any) -> MetricExportResult:
-        self.requests.append(metrics_data)
-        return MetricExportResult.SUCCESS
-
-    def shutdown(self) -> None:
-        pass
-
-
 class _Lines:
     """The agent's EMF listener's place: keeps the XID log lines."""
 
@@ -251,9 +238,9 @@ def run_exporters(cluster: str) -> ExporterHours:
 
 def _run_node(
     cluster: str, node: ec2.Node, roles: Sequence[str], stop_s: float
-) -> tuple[_Kept, _Lines]:
+) -> tuple[KeptRequests, _Lines]:
     """One node's exporter, in virtual time, until ``stop_s`` into the window."""
-    kept, lines = _Kept(), _Lines()
+    kept, lines = KeptRequests(), _Lines()
     now = [0.0]
     with tempfile.TemporaryDirectory() as proc, tempfile.TemporaryDirectory() as logs:
         write_proc(Path(proc), PODS[node.name])
@@ -271,64 +258,8 @@ def _run_node(
             ),
             clock=lambda: START + now[0],
         )
-        exporter.start()
-        assert exporter.watcher is not None
-        for cycle in range(int(stop_s / INTERVAL_S)):
-            now[0] = cycle * INTERVAL_S
-            exporter.watcher.drain()
-            exporter.collect_once()
-        exporter.shutdown()
+        run_cycles(exporter, now, int(stop_s / INTERVAL_S))
     return kept, lines
-
-
-def job_samples(cluster: str) -> Iterator[Sample]:
-    """The demo's alarm jobs' series from START, as their emitters send them over OTLP (the
-    emitter's JSON encoding, each job's pods in its namespace) and CloudWatch stores them."""
-    documents = simulate(cluster, START)
-    for job in ALARM_JOBS:
-        body = encoder(job.namespace)([d for d in documents if d[DIM_JOB] == job.name])
-        yield from json_samples(json.loads(body))
-
-
-def _value(attribute: dict[str, Any]) -> str:
-    """An OTLP JSON ``AnyValue``'s scalar, as a label (ProtoJSON: ``stringValue``,
-    ``intValue`` as a decimal string, ``doubleValue``, ``boolValue``)."""
-    (value,) = attribute["value"].values()
-    return str(value)
-
-
-def json_samples(request: dict[str, Any]) -> Iterator[Sample]:
-    """An OTLP/HTTP JSON metrics request's gauge and sum datapoints as PromQL samples:
-    resource attributes under ``@resource.``, datapoint attributes bare."""
-    for resource_metrics in request["resourceMetrics"]:
-        resource = {
-            f"@resource.{a['key']}": _value(a)
-            for a in resource_metrics["resource"].get("attributes", [])
-        }
-        for scope in resource_metrics["scopeMetrics"]:
-            for metric in scope["metrics"]:
-                data = metric.get("gauge") or metric["sum"]
-                for point in data["dataPoints"]:
-                    labels = resource | {a["key"]: _value(a) for a in point.get("attributes", [])}
-                    value = point["asDouble"] if "asDouble" in point else point["asInt"]
-                    yield metric["name"], labels, int(point["timeUnixNano"]) / 1e9, float(value)
-
-
-def otlp_samples(requests: Sequence[MetricsData]) -> Iterator[Sample]:
-    """Each OTLP datapoint as the PromQL sample CloudWatch stores: resource attributes under
-    ``@resource.``, datapoint attributes bare, at the datapoint's time."""
-    for request in requests:
-        for resource_metrics in request.resource_metrics:
-            resource = {
-                f"@resource.{k}": str(v) for k, v in resource_metrics.resource.attributes.items()
-            }
-            for scope in resource_metrics.scope_metrics:
-                for metric in scope.metrics:
-                    for point in metric.data.data_points:
-                        assert isinstance(point, NumberDataPoint)  # gauges and sums only
-                        attributes = point.attributes or {}
-                        labels = resource | {k: str(v) for k, v in attributes.items()}
-                        yield metric.name, labels, point.time_unix_nano / 1e9, float(point.value)
 
 
 def capacity_samples(cluster: str) -> Iterator[Sample]:
@@ -465,7 +396,11 @@ def run_otel_alarms(
     cluster = settings.cluster_name
     demo = OtelAlarmsDemo(alarms=promql_alarms(settings.alarm_settings()))
     hours = run_exporters(cluster)
-    samples = [*otlp_samples(hours.requests), *capacity_samples(cluster), *job_samples(cluster)]
+    samples = [
+        *otlp_samples(hours.requests),
+        *capacity_samples(cluster),
+        *emitter_samples(cluster, START),
+    ]
     demo.samples = len(samples)
     with serving(samples, region) as client:
         demo.transitions = {

@@ -16,6 +16,7 @@ import re
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -62,9 +63,16 @@ def write_openmetrics(path: Path, samples: Iterable[Sample]) -> int:
     """The samples as one OpenMetrics exposition (gauges, each metric's lines together),
     label names made legacy. Returns the lines written."""
     by_metric: dict[str, list[str]] = {}
+    # A series' labels are written once, not once a sample (weeks of samples share a few
+    # hundred label sets).
+    texts: dict[tuple[tuple[str, str], ...], str] = {}
     for metric, labels, at, value in samples:
-        text = ",".join(f'{legacy_label(k)}="{_escape(v)}"' for k, v in sorted(labels.items()))
-        by_metric.setdefault(metric, []).append(f"{metric}{{{text}}} {value:g} {at:.3f}\n")
+        key = tuple(sorted(labels.items()))
+        text = texts.get(key)
+        if text is None:
+            text = texts[key] = ",".join(f'{legacy_label(k)}="{_escape(v)}"' for k, v in key)
+        # ``repr``: every digit of the value, as CloudWatch keeps the float it was sent.
+        by_metric.setdefault(metric, []).append(f"{metric}{{{text}}} {value!r} {at:.3f}\n")
     with path.open("w") as out:
         for metric, lines in by_metric.items():
             out.write(f"# TYPE {metric} gauge\n")
@@ -95,17 +103,53 @@ def _wait_ready(url: str, process: "subprocess.Popen[bytes]", log: Path) -> None
             time.sleep(0.1)
 
 
+#: promtool's block length (tsdb.DefaultBlockDuration, 2 hours, from the epoch): its import
+#: reads the whole input once for each block it writes (prometheus/prometheus
+#: cmd/promtool/backfill.go, ``createBlocks``), so a week's exposition was read 84 times.
+BLOCK_MS: Final = 2 * 3_600_000
+
+
+def _pieces(openmetrics: Path, folder: Path) -> list[Path]:
+    """``openmetrics`` cut at promtool's block edges (a sample's block: its timestamp in
+    milliseconds, as promtool reads it, over ``BLOCK_MS``): one exposition a block, each
+    metric's lines together under its TYPE line, as in the whole."""
+    pieces: dict[int, dict[str, list[str]]] = {}
+    family = ""
+    with openmetrics.open() as lines:
+        for line in lines:
+            if line.startswith("# TYPE "):
+                family = line
+            elif not line.startswith("#"):
+                block = int(float(line.rsplit(" ", 1)[1]) * 1000) // BLOCK_MS
+                pieces.setdefault(block, {}).setdefault(family, []).append(line)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for block, families in sorted(pieces.items()):
+        path = folder / f"{block}.om"
+        with path.open("w") as out:
+            for header, samples in families.items():
+                out.write(header)
+                out.writelines(samples)
+            out.write("# EOF\n")
+        paths.append(path)
+    return paths
+
+
 def create_blocks(openmetrics: Path, data: Path) -> None:
     """``openmetrics``'s series as TSDB blocks in ``data``: another exposition's blocks added
     to the same folder are served beside them (Prometheus 2.39 and later read overlapping
-    blocks, merging their series at query time), so a load adds only what is new."""
+    blocks, merging their series at query time), so a load adds only what is new. Each block's
+    samples are imported from a file of their own (``_pieces``): the same blocks, the input
+    read once instead of once a block."""
     promtool, _ = binaries()
-    subprocess.run(
-        [promtool, "tsdb", "create-blocks-from", "openmetrics", str(openmetrics), str(data)],
-        check=True,
-        capture_output=True,
-        timeout=1200,  # two weeks of 2-hour blocks: a minute or two on an idle machine
-    )
+    with tempfile.TemporaryDirectory(prefix="openmetrics-") as folder:
+        for piece in _pieces(openmetrics, Path(folder)):
+            subprocess.run(
+                [promtool, "tsdb", "create-blocks-from", "openmetrics", str(piece), str(data)],
+                check=True,
+                capture_output=True,
+                timeout=300,
+            )
 
 
 @contextmanager

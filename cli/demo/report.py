@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from cdk.alarms.model import AlarmSpec
 from cdk.function_configs import report_config
 from cdk.settings import Settings
 from cli.backtest.engine import BacktestResult
@@ -21,6 +22,7 @@ from cli.demo.storage import END, REPORT_BUCKET, environment
 from cli.service_answers import Params, answer
 from dashboards.bodies import all_dashboards, encode
 from dashboards.widgets import AlarmLine
+from gpu_insights_agent.contract.metrics import ExporterSink
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.weekly_report import handler as report_handler
 from lambdas.weekly_report.config import ReportConfig
@@ -43,6 +45,22 @@ def raised_items(cluster: str, backtest: list[BacktestResult]) -> list[Params]:
         for r in backtest
         for t in r.transitions
         if t.new is AlarmState.ALARM
+    ]
+
+
+def promql_raised_items(cluster: str, raised: Sequence[tuple[AlarmSpec, float]]) -> list[Params]:
+    """The PromQL alarms' state changes into ALARM (the alarm, when its first contributor
+    went into ALARM), as DescribeAlarmHistory's items (``raised_items``' shape)."""
+    return [
+        {
+            "AlarmName": spec.alarm_name(cluster),
+            "AlarmType": "MetricAlarm",
+            "Timestamp": datetime.fromtimestamp(at, UTC),
+            "HistoryItemType": "StateUpdate",
+            "HistorySummary": "Alarm updated from OK to ALARM",
+            "HistoryData": json.dumps({"newState": {"stateValue": "ALARM"}}),
+        }
+        for spec, at in raised
     ]
 
 
@@ -79,9 +97,11 @@ def report_handler_run(
     backtest: list[BacktestResult],
     *,
     now: float = END,
+    promql_raised: Sequence[tuple[AlarmSpec, float]] = (),
 ) -> dict[str, Any]:
     """The report Lambda's run on the Monday after ``now`` (the demo's "now"): its report
-    covers the week that holds ``now``."""
+    covers the week that holds ``now``. ``promql_raised``: the PromQL alarms' raises, replayed
+    on the local Prometheus (OTel mode)."""
     cluster = settings.cluster_name
     topic = clients["sns"].create_topic(Name=f"gpu-insights-{cluster}-reports")["TopicArn"]
     report_handler._clients.update(
@@ -92,7 +112,9 @@ def report_handler_run(
     answer(
         clients["cloudwatch"],
         "DescribeAlarmHistory",
-        alarm_history(raised_items(cluster, backtest)),
+        alarm_history(
+            raised_items(cluster, backtest) + promql_raised_items(cluster, promql_raised)
+        ),
     )
     monday = datetime.fromtimestamp(now, UTC).date()
     monday += timedelta(days=7 - monday.weekday())
@@ -104,10 +126,14 @@ def report_handler_run(
 
 
 def run_weekly_report(
-    clients: dict[str, Any], settings: Settings, backtest: list[BacktestResult], out_dir: Path
+    clients: dict[str, Any],
+    settings: Settings,
+    backtest: list[BacktestResult],
+    out_dir: Path,
+    promql_raised: Sequence[tuple[AlarmSpec, float]] = (),
 ) -> tuple[dict[str, Any], Path]:
     """The report of the demo's week, and its files in ``out_dir``."""
-    summary = report_handler_run(clients, settings, backtest)
+    summary = report_handler_run(clients, settings, backtest, promql_raised=promql_raised)
     html = clients["s3"].get_object(Bucket=REPORT_BUCKET, Key=summary["key"])["Body"].read()
     path = out_dir / "report.html"
     path.write_bytes(html)
@@ -190,14 +216,19 @@ def write_dashboards(
     lines: Sequence[AlarmLine] = (),
     mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC,
     deployed: Mapping[str, dict[str, Any]] | None = None,
+    exporter_sink: ExporterSink = ExporterSink.EMF,
 ) -> list[Path]:
-    """The dashboard bodies as the app deploys them in ``mode``, with the alarms' ``lines``
-    drawn; ``deployed``: bodies as CloudWatch holds them after a run wrote to them, by name."""
+    """The dashboard bodies as the app deploys them in ``mode`` with the exporter's
+    ``exporter_sink``, with the alarms' ``lines`` drawn; ``deployed``: bodies as CloudWatch
+    holds them after a run wrote to them, by name."""
     folder = out_dir / "dashboards"
     folder.mkdir(parents=True, exist_ok=True)
     arns = [f"arn:aws:cloudwatch:us-east-1:123456789012:alarm:{name}" for name in alarm_names]
     paths = []
-    bodies = all_dashboards(cluster, buckets, arns, "us-east-1", alarm_lines=lines, mode=mode)
+    bodies = all_dashboards(
+        cluster, buckets, arns, "us-east-1", alarm_lines=lines, mode=mode,
+        exporter_sink=exporter_sink,
+    )  # fmt: skip
     for name, body in {**bodies, **(deployed or {})}.items():
         path = folder / f"{name}.json"
         path.write_text(json.dumps(json.loads(encode(body)), indent=2) + "\n")

@@ -29,6 +29,8 @@ from typing import Any
 from cdk.function_configs import training_config
 from cdk.settings import Settings
 from cli.demo.datums import statistic_set
+from cli.demo.otlp import emitter_samples
+from cli.demo.promql import Sample
 from cli.demo.realistic import pods as k8s
 from cli.demo.storage import DEMO_CLUSTER, END, REPORT_BUCKET, environment, run_analyzer
 from cli.demo.week import DAYS, JOB_NODES, JOB_PODS, job_hours
@@ -42,10 +44,11 @@ from gpu_insights_agent.contract.metrics import (
     PROP_POD_NAME,
     PROP_RANK,
     TRAINING_METRIC_UNITS,
+    ExporterSink,
     TrainingMetric,
     training_log_group,
 )
-from gpu_insights_agent.emf.document import EmfDocument, encode
+from gpu_insights_agent.emf.document import EmfDocument, emf_document, encode
 from gpu_insights_agent.emf.sinks import PutMetricDataSink
 from gpu_insights_agent.emitter.training import TrainingMetrics
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
@@ -216,10 +219,9 @@ def rank_query_results(logs: Any, events_from: Any = None) -> None:
     logs_insights_stats(logs, rows)
 
 
-def stepping_hours(job: SimulatedJob, window: tuple[float, float]) -> list[dict[str, Any]]:
-    """The hours in ``window`` in which a team's job holds its GPUs and no simulated run of it
-    starts: what its two ranks' emitters publish in an hour of steps (a five-minute window
-    each, ``FLUSH_S``), as CloudWatch stores it."""
+def _stepping(job: SimulatedJob, window: tuple[float, float]) -> list[float]:
+    """The starts of the hours in ``window`` in which a team's job holds its GPUs and no
+    simulated run of it starts."""
     if job.name not in JOB_NODES:
         return []
     simulated = {
@@ -227,36 +229,92 @@ def stepping_hours(job: SimulatedJob, window: tuple[float, float]) -> list[dict[
         for start, end, _ in runs(job)
         for hour in range(int(start // 3600 * 3600), int(end), 3600)
     }
+    starts = (WEEK_START + hour * 3600 for hour in job_hours(job.name))
+    return [s for s in starts if window[0] <= s < window[1] and s not in simulated]
+
+
+def _flush_values(job: SimulatedJob) -> dict[TrainingMetric, float]:
+    """What each rank's emitter publishes each window of an hour of steps."""
     step = job.compute_s + job.wait_s
-    windows = RANKS * 3600 // FLUSH_S
-    values = {
+    return {
         TrainingMetric.STEPS: 3600 / step / (3600 // FLUSH_S),
         TrainingMetric.STEP_TIME: step,
         TrainingMetric.DATA_WAIT: job.wait_s,
         TrainingMetric.DATA_WAIT_SHARE: 100 * job.wait_s / step,
         TrainingMetric.SAMPLES_PER_SECOND: BATCH / step,
     }
+
+
+def stepping_hours(job: SimulatedJob, window: tuple[float, float]) -> list[dict[str, Any]]:
+    """The hours in ``window`` in which a team's job holds its GPUs and no simulated run of it
+    starts: what its two ranks' emitters publish in an hour of steps (a five-minute window
+    each, ``FLUSH_S``), as CloudWatch stores it."""
+    windows = RANKS * 3600 // FLUSH_S
     dims = {DIM_CLUSTER: CLUSTER, DIM_JOB: job.name}
-    data = []
-    for hour in job_hours(job.name):
-        start = WEEK_START + hour * 3600
-        if window[0] <= start < window[1] and start not in simulated:
-            data += [
-                statistic_set(
-                    str(metric), dims, start, [value], TRAINING_METRIC_UNITS[metric], windows
-                )
-                for metric, value in values.items()
-            ]
-    return data
+    return [
+        statistic_set(str(metric), dims, start, [value], TRAINING_METRIC_UNITS[metric], windows)
+        for start in _stepping(job, window)
+        for metric, value in _flush_values(job).items()
+    ]
+
+
+def stepping_documents(job: SimulatedJob, window: tuple[float, float]) -> list[EmfDocument]:
+    """``stepping_hours`` as the emitter's own documents: each rank's flush every ``FLUSH_S``
+    of the hour, labelled with its rank, pod and node, as ``TrainingMetrics`` writes them
+    (the OTLP path sends each, where EMF's hour is one statistic set)."""
+    values = {str(metric): value for metric, value in _flush_values(job).items()}
+    units = {str(metric): TRAINING_METRIC_UNITS[metric] for metric in _flush_values(job)}
+    return [
+        emf_document(
+            namespace=NAMESPACE_TRAINING,
+            timestamp_ms=int((start + (flush + 0.5) * FLUSH_S) * 1000),  # mid-window
+            dimension_sets=[[DIM_CLUSTER, DIM_JOB]],
+            dimensions={DIM_CLUSTER: CLUSTER, DIM_JOB: job.name},
+            metrics=values,
+            units=units,
+            properties={
+                PROP_RANK: rank,
+                PROP_POD_NAME: RANK_PODS[job.name][rank].name,
+                DIM_NODE: node_of(job, rank),
+            },
+        )
+        for start in _stepping(job, window)
+        for rank in range(RANKS)
+        for flush in range(3600 // FLUSH_S)
+    ]
+
+
+def otlp_samples(window: tuple[float, float] = (0.0, END)) -> Iterator[Sample]:
+    """What the jobs' emitters send over OTLP (exporter_sink=otlp) for the runs that start in
+    ``window`` and the teams' hours of steps in it: every document through the emitter's
+    OTLP JSON encoder, a job's pods' namespace on its resource, as CloudWatch stores it."""
+    sink = Collect()
+    for job in JOBS:
+        for rank in range(RANKS):
+            simulate(job, rank, sink, window)
+    for job in JOBS:
+        documents = [d for d in sink.documents if d[DIM_JOB] == job.name]
+        documents += stepping_documents(job, window)
+        # In time order, as the emitter sends them (a series' samples must be, for the engine).
+        documents.sort(key=lambda d: int(d["_aws"]["Timestamp"]))
+        yield from emitter_samples(documents, RANK_PODS[job.name][0].namespace)
 
 
 def seed(
-    clients: dict[str, Any], window: tuple[float, float] = (0.0, END), *, fleet: bool = False
+    clients: dict[str, Any],
+    window: tuple[float, float] = (0.0, END),
+    *,
+    fleet: bool = False,
+    otlp: bool = False,
 ) -> int:
     """Run the jobs' runs that start in ``window`` (by default all of them); what the agent
     would do with their EMF: metrics, and the log lines. With the week's ``fleet`` seeded
     (cli/demo/week.py), the teams' jobs step in every hour they hold its GPUs: their other
-    hours of steps in ``window`` are written hour by hour (``stepping_hours``)."""
+    hours of steps in ``window`` are written hour by hour (``stepping_hours``). ``otlp``: the
+    emitters send OTLP (``otlp_samples``, served by PromQL) and nothing here: no metric, no
+    log line."""
+    if otlp:
+        return 0
     sink = Collect()
     for job in JOBS:
         for rank in range(RANKS):
@@ -268,12 +326,7 @@ def seed(
             Namespace=NAMESPACE_TRAINING, MetricData=hourly[first : first + 1000]
         )
     logs = clients["logs"]
-    group = training_log_group(CLUSTER)
-    if not logs.describe_log_groups(logGroupNamePrefix=group)["logGroups"]:
-        logs.create_log_group(logGroupName=group)  # the stack's, made before any run
-    streams = logs.describe_log_streams(logGroupName=group, logStreamNamePrefix="agent")
-    if not streams["logStreams"]:
-        logs.create_log_stream(logGroupName=group, logStreamName="agent")
+    group = _log_stream(logs)
     events = sorted(
         ({"timestamp": d["_aws"]["Timestamp"], "message": encode(d)} for d in sink.documents),
         key=lambda e: e["timestamp"],
@@ -283,6 +336,17 @@ def seed(
             logGroupName=group, logStreamName="agent", logEvents=events[first : first + 5000]
         )
     return len(sink.documents)
+
+
+def _log_stream(logs: Any) -> str:
+    """The training log group (the stack's, made before any run) and the agent's stream."""
+    group = training_log_group(CLUSTER)
+    if not logs.describe_log_groups(logGroupNamePrefix=group)["logGroups"]:
+        logs.create_log_group(logGroupName=group)
+    streams = logs.describe_log_streams(logGroupName=group, logStreamNamePrefix="agent")
+    if not streams["logStreams"]:
+        logs.create_log_stream(logGroupName=group, logStreamName="agent")
+    return group
 
 
 #: The deployment the demo's training analyzer runs in: a one-day lookback, and the bucket
@@ -298,9 +362,12 @@ SETTINGS = Settings(
 ENV = training_config(SETTINGS, report_bucket=REPORT_BUCKET).environment()
 
 
-def environment_for(mode: ContainerInsightsMode) -> dict[str, str]:
-    """The analyzer's environment in a deployment of that Container Insights mode."""
-    settings = replace(SETTINGS, container_insights_mode=mode)
+def environment_for(
+    mode: ContainerInsightsMode, sink: ExporterSink = ExporterSink.EMF
+) -> dict[str, str]:
+    """The analyzer's environment in a deployment of that Container Insights mode and
+    exporter sink."""
+    settings = replace(SETTINGS, container_insights_mode=mode, exporter_sink=sink)
     return training_config(settings, report_bucket=REPORT_BUCKET).environment()
 
 
@@ -310,10 +377,12 @@ def run_training_analyzer(
     earlier_runs: Iterable[float] = (),
     at: float = END,
     mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC,
+    sink: ExporterSink = ExporterSink.EMF,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The analyzer's run at ``at`` (the demo's end), after its runs at ``earlier_runs``
-    (epoch seconds), as its daily schedule would have run them, deployed in ``mode``."""
-    env = environment_for(mode)
+    (epoch seconds), as its daily schedule would have run them, deployed in ``mode`` with the
+    exporter's ``sink``."""
+    env = environment_for(mode, sink)
     training_handler._clients.update(
         cloudwatch=clients["cloudwatch"],
         events=clients["events"],
@@ -328,12 +397,15 @@ def run_training_analyzer(
 
 
 def run_next_morning(
-    s3: Any, at: float, mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC
+    s3: Any,
+    at: float,
+    mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC,
+    sink: ExporterSink = ExporterSink.EMF,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The analyzer's next scheduled run (after ``run_training_analyzer``, whose clients it
     keeps): it attributes the whole UTC day before ``at``, so the run on the Monday after the
     week closes its Sunday. Its findings are that Monday's (next week's report's)."""
-    return run_analyzer(training_handler.handler, environment_for(mode), s3, at=at)
+    return run_analyzer(training_handler.handler, environment_for(mode, sink), s3, at=at)
 
 
 def training_summary(summary: dict[str, Any], findings: list[dict[str, Any]]) -> list[str]:

@@ -45,7 +45,7 @@ datapoint per series and hour (``WeekSeeder.datapoints`` counts them), which kee
 GetMetricData (a scan of every stored point per query and period) to seconds.
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -300,6 +300,9 @@ class WeekSeeder:
     #: Whether Classic Container Insights publishes (``pod_gpu_*``, ``node_gpu_*``): not in
     #: OTel mode, whose DCGM series cli/demo/otel.py serves by PromQL.
     container_insights: bool = True
+    #: Whether the exporter publishes to ``GpuInsights`` (EMF): not with its OTLP sink, whose
+    #: series cli/demo/otel.py serves by PromQL (``exporter_data`` through its encoder).
+    exporter: bool = True
 
     def __iter__(self) -> Iterator[float]:
         for day in range(DAYS):
@@ -309,33 +312,12 @@ class WeekSeeder:
 
     def _put(self, day: int) -> None:
         hours = range(day * 24, (day + 1) * 24)
-        start = self.plan.start
-        exporter: list[dict[str, Any]] = []
+        exporter = exporter_data(self.cluster, self.plan, hours) if self.exporter else []
         insights: list[dict[str, Any]] = []
-        for hour in hours:
-            samples = [_behaviour(node, gpu, hour, self.plan) for node, gpu in GPUS]
-            exporter += _exporter_data(self.cluster, hour, samples, start)
-            for sample in samples if self.container_insights else ():
-                insights += _container_insights_data(self.cluster, sample, start)
-        node, gpu = FAILING
-        lost = self.plan.lost_at_hour
-        if lost is not None and lost in hours:
-            exporter.append(
-                _datum(
-                    str(GpuMetric.XID_ERRORS),
-                    {
-                        DIM_CLUSTER: self.cluster,
-                        DIM_NODE: node,
-                        DIM_GPU_INDEX: str(gpu),
-                        DIM_XID_CODE: "79",
-                    },
-                    lost,
-                    [1.0],
-                    "Count",
-                    samples=1,  # one event
-                    start=start,
-                )
-            )
+        for hour in hours if self.container_insights else ():
+            for node, gpu in GPUS:
+                sample = _behaviour(node, gpu, hour, self.plan)
+                insights += _container_insights_data(self.cluster, sample, self.plan.start)
         for namespace, data in (
             (NAMESPACE_GPU, exporter),
             (NAMESPACE_CONTAINER_INSIGHTS, insights),
@@ -345,3 +327,31 @@ class WeekSeeder:
                     Namespace=namespace, MetricData=data[first : first + 1000]
                 )
         self.datapoints += len(exporter) + len(insights)
+
+
+def exporter_data(cluster: str, plan: WeekPlan, hours: Iterable[int]) -> list[dict[str, Any]]:
+    """What the exporter publishes in these hours of the week, as PutMetricData statistic sets:
+    every GPU's readings, cluster-wide too, and the failing GPU's XID 79 in its lost hour."""
+    data: list[dict[str, Any]] = []
+    node, gpu = FAILING
+    for hour in hours:
+        samples = [_behaviour(n, g, hour, plan) for n, g in GPUS]
+        data += _exporter_data(cluster, hour, samples, plan.start)
+        if hour == plan.lost_at_hour:
+            data.append(
+                _datum(
+                    str(GpuMetric.XID_ERRORS),
+                    {
+                        DIM_CLUSTER: cluster,
+                        DIM_NODE: node,
+                        DIM_GPU_INDEX: str(gpu),
+                        DIM_XID_CODE: "79",
+                    },
+                    hour,
+                    [1.0],
+                    "Count",
+                    samples=1,  # one event
+                    start=plan.start,
+                )
+            )
+    return data

@@ -38,7 +38,7 @@ from lambdas.notifier.messages import document_time_ms
 from lambdas.notifier.notification import Incident
 from lambdas.shared.console_links import TRAINING_DASHBOARD, job_dashboard_url
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
-from lambdas.shared.promql import PromQLClient, PromQLError, quote_label
+from lambdas.shared.promql import PromQLClient, PromQLError, quote_label, quote_string
 
 #: The kinds of alarm whose contributor is a job (cdk/alarms/jobs.py names them ``job-*``).
 JOB_KIND_PREFIX: Final = "job-"
@@ -185,12 +185,12 @@ def promql_placement(
     per rank, its rank, pod and node labels (rank order)."""
     q = quote_label
     matchers = [
-        f"__name__={json.dumps(str(TrainingMetric.SECONDS_SINCE_STEP))}",
-        f"{q(labels.cluster)}={json.dumps(cluster)}",
-        f"{q(OTLP_JOB)}={json.dumps(job)}",
+        f"__name__={quote_string(str(TrainingMetric.SECONDS_SINCE_STEP))}",
+        f"{q(labels.cluster)}={quote_string(cluster)}",
+        f"{q(OTLP_JOB)}={quote_string(job)}",
     ]
     if namespace:
-        matchers.append(f"{q(labels.namespace)}={json.dumps(namespace)}")
+        matchers.append(f"{q(labels.namespace)}={quote_string(namespace)}")
     by = ", ".join(q(n) for n in (OTLP_RANK, labels.pod, labels.node))
     query = f"max by ({by}) (last_over_time({{{', '.join(matchers)}}}[{LOOKBACK_MS // 60_000}m]))"
     try:

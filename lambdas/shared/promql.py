@@ -286,10 +286,27 @@ def _stamp(seconds: float) -> str:
     return f"{seconds:.3f}"
 
 
+def _string_char(char: str) -> str:
+    if char in '\\"':
+        return "\\" + char
+    if char == "\n":
+        return "\\n"
+    if char < " " or char == "\x7f":
+        return f"\\x{ord(char):02x}"
+    return char
+
+
 def quote_string(value: str) -> str:
-    """A label value or metric name as a PromQL string literal, its backslashes and quotes
-    escaped: names come from outside (a job's name, a cluster's)."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A label value or metric name as a PromQL string literal: names come from outside (a
+    job's name, a cluster's, any OTLP sender's labels). PromQL strings take Go's escapes ("the
+    usual escape sequences as in Go", "String literals",
+    https://prometheus.io/docs/prometheus/latest/querying/basics/#string-literals), and its
+    lexer ends a double-quoted string at a raw newline ("unterminated quoted string":
+    prometheus/prometheus promql/parser/lex.go ``lexString``), so backslashes, quotes, newlines
+    and the other control characters are escaped; any other character, UTF-8 beyond the BMP
+    included, is written as itself (a ``\\u`` escape of a surrogate half, as ``json.dumps``
+    writes one, is refused: ``lexEscape``, "invalid Unicode code point")."""
+    return '"' + "".join(_string_char(c) for c in value) + '"'
 
 
 def quote_label(name: str) -> str:

@@ -223,6 +223,7 @@ def attribute_gpu_hours(
         thresholds=config.gpu_thresholds,
         promql=promql_for(cloudwatch) if otel else None,
         exporter_otlp=config.exporter_otlp,
+        emitter_otlp=config.emitter_otlp,
     )
     return gpu_run, gpu_start, gpu_day
 

@@ -145,7 +145,8 @@ def list_jobs(
     return sorted(jobs)
 
 
-def _batches(jobs: Sequence[str]) -> list[list[str]]:
+def batches(jobs: Sequence[str]) -> list[list[str]]:
+    """The jobs in sorted batches of ``BATCH_JOBS``, each one query's."""
     ordered = sorted(jobs)
     return [ordered[i : i + BATCH_JOBS] for i in range(0, len(ordered), BATCH_JOBS)]
 
@@ -162,7 +163,7 @@ def job_series(
     """Each job's hourly series (``JOB_METRICS``: the EMF path's statistics, hour by hour)."""
     queries = JobQueries(cluster, labels)
     series = {job: JobSeries(job=job) for job in jobs}
-    for batch in _batches(jobs):
+    for batch in batches(jobs):
         regex = names_regex(batch)
         for field, metric, stat in JOB_METRICS:
             for found in read_hours(promql, queries.statistic(metric, stat, regex), start, end):
@@ -187,7 +188,7 @@ def baselines(
     queries = JobQueries(cluster, labels)
     metric = TrainingMetric.SAMPLES_PER_SECOND
     found: dict[str, float] = {}
-    for batch in _batches(jobs):
+    for batch in batches(jobs):
         regex = names_regex(batch)
         totals = {
             stat: _totals(
@@ -248,7 +249,7 @@ def rank_stats(
             latest = max((t for t, _ in s.points), default=float("-inf"))
             stats.last = max(stats.last, (latest, node, pod))
 
-    for batch in _batches(jobs):
+    for batch in batches(jobs):
         _split_until_whole(batch, read)
     out: dict[str, list[RankStats]] = {}
     for (job, rank), stats in sorted(ranks.items()):

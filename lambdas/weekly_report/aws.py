@@ -13,6 +13,7 @@ from gpu_insights_agent.contract.metrics import (
     DIM_XID_CODE,
     NAMESPACE_GPU,
     NAMESPACE_TRAINING,
+    OTLP_JOB,
     GpuMetric,
     TrainingMetric,
 )
@@ -28,6 +29,8 @@ from lambdas.shared.metric_fetcher import MetricQuery, fetch, listed_dimensions
 from lambdas.shared.promql import PromQLClient
 from lambdas.shared.s3_objects import read_object
 from lambdas.training_analyzer.aws import list_jobs
+from lambdas.training_analyzer.promql_jobs import JobQueries, batches, names_regex
+from lambdas.training_analyzer.promql_jobs import list_jobs as list_jobs_promql
 from lambdas.weekly_report.figures import GpuDay, JobCosts, read_job_costs
 from lambdas.weekly_report.week import days as week_days
 from lambdas.weekly_report.week import epoch
@@ -209,6 +212,36 @@ def finding_texts(
 def job_costs(s3: Any, bucket: str, key: str) -> JobCosts:
     """The day's job costs; a corrupt file or entry is skipped and counted (``malformed``)."""
     return read_job_costs(read_object(s3, bucket, key))
+
+
+def throughput_by_job_promql(
+    promql: PromQLClient, cluster: str, start: date, end: date
+) -> dict[str, list[float | None]]:
+    """``throughput_by_job`` where the emitter sends OTLP (exporter_sink=otlp): the jobs that
+    stepped or failed in the week (promql_jobs.py ``list_jobs``), each day's mean of every rank's
+    ``samples_per_second`` in it, from hourly sums and counts (as the daily ``Average`` of the
+    EMF path: every flush in the day, not a mean of means)."""
+    first, last = epoch(start), epoch(end)
+    jobs = list_jobs_promql(promql, cluster, start=first, end=last)
+    queries = JobQueries(cluster)
+    metric = TrainingMetric.SAMPLES_PER_SECOND
+    totals: dict[str, dict[str, dict[date, float]]] = {
+        stat: defaultdict(lambda: defaultdict(float)) for stat in ("Sum", "SampleCount")
+    }
+    for batch in batches(jobs):
+        for stat, by_job in totals.items():
+            query = queries.statistic(metric, stat, names_regex(batch))
+            for series in read_hours(promql, query, first, last):
+                job = series.labels.get(OTLP_JOB, "")
+                for hour, value in hourly(series).items():
+                    by_job[job][datetime.fromtimestamp(hour, UTC).date()] += value
+    found: dict[str, list[float | None]] = {}
+    for job, counts in totals["SampleCount"].items():
+        sums = totals["Sum"].get(job, {})
+        by_day = {d: sums.get(d, 0.0) / n for d, n in counts.items() if n}
+        if by_day:
+            found[job] = [by_day.get(d) for d in week_days(start, end)]
+    return dict(sorted(found.items()))
 
 
 def throughput_by_job(

@@ -6,12 +6,15 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date
-from typing import Any
+from typing import Any, Final
 
 from lambdas.weekly_report.actions import week_actions
 from lambdas.weekly_report.job_waste import job_rows
 from lambdas.weekly_report.memory_section import memory_rows
 from lambdas.weekly_report.waste import CLASSES
+
+#: Decimal places of a job's daily throughput (samples a second) in the report.
+THROUGHPUT_DIGITS: Final = 6
 
 
 @dataclass(frozen=True)
@@ -286,7 +289,12 @@ def week_figures(
         ),
     )[:5]
     figures.most_wasteful_jobs = [j for j in jobs if j["waste_usd"] > 0][:5]
-    figures.throughput_by_job = dict(throughput)
+    # Samples a second to the millionth: a day's mean is a sum of thousands of flushes, whose
+    # last digits move with the order CloudWatch or PromQL adds them in.
+    figures.throughput_by_job = {
+        job: [None if v is None else round(v, THROUGHPUT_DIGITS) for v in days]
+        for job, days in throughput.items()
+    }
     figures.memory_jobs = memory_rows(unique)
     figures.malformed_finding_lines = files.malformed
     figures.finding_files = files.files

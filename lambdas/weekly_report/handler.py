@@ -23,6 +23,7 @@ from lambdas.weekly_report.aws import (
     gpu_days_promql,
     job_costs,
     throughput_by_job,
+    throughput_by_job_promql,
     xid_counts,
     xid_counts_promql,
 )
@@ -87,6 +88,16 @@ def exporter_xids(
     return xid_counts(cloudwatch, config.cluster_name, start, end)
 
 
+def exporter_throughput(
+    config: ReportConfig, cloudwatch: Any, start: date, end: date
+) -> dict[str, list[float | None]]:
+    """The jobs' daily throughput from the training emitter's series, read where
+    ``exporter_days`` reads (the emitter sends OTLP with the exporter: exporter_sink=otlp)."""
+    if config.exporter_sink is ExporterSink.OTLP:
+        return throughput_by_job_promql(promql_for(cloudwatch), config.cluster_name, start, end)
+    return throughput_by_job(cloudwatch, config.cluster_name, start, end)
+
+
 def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     config = ReportConfig.current()
     cluster, bucket = config.cluster_name, config.report_bucket
@@ -118,7 +129,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         alarms=alarms_raised(cloudwatch, config.alarm_names(), start, end),
         files=files,
         job_costs=costs.costs,
-        throughput=throughput_by_job(cloudwatch, cluster, start, end),
+        throughput=exporter_throughput(config, cloudwatch, start, end),
         waste=waste,
         previous={k: before.get(k) for k in HEADLINE},  # last week's report, read once above
         storage_analyzed=STORAGE_ANALYZER in analyzers,

@@ -10,9 +10,11 @@ Three lines in a training script::
 
 It aggregates in process and emits one EMF document per ``flush_s`` (60 s by default) however
 fast the loop steps (more than 100 metrics go out as several documents, as EMF allows 100 a
-directive), to the CloudWatch agent's EMF listener or stdout; or, with ``otlp_endpoint`` (or the
-``GPU_INSIGHTS_OTLP_ENDPOINT`` variable), as OTLP/HTTP JSON to the add-on's OTLP endpoint in OTel
-mode (``emitter.otlp``: the same windows and values, labelled for PromQL).
+directive), to the CloudWatch agent's EMF listener or stdout; or, only when ``otlp_endpoint``
+(or the ``GPU_INSIGHTS_OTLP_ENDPOINT`` variable) names it, as OTLP/HTTP JSON to the add-on's
+OTLP endpoint (``emitter.otlp``: the same windows and values, labelled for PromQL), which a
+training pod of an OTel-mode deployment with exporter_sink=otlp sets; nothing picks it by
+itself, since a training script cannot see the deployment's settings.
 
 It never blocks or raises into the loop. The loop only adds to an in-memory aggregate; once
 a window is due it hands the window's documents to a daemon sender thread through a bounded

@@ -23,7 +23,7 @@ from lambdas.training_analyzer.gpu_hours.attribution import (
 from lambdas.training_analyzer.gpu_hours.aws import observe
 from lambdas.training_analyzer.gpu_hours.findings import ANALYZER, day_table, held_not_working
 from lambdas.training_analyzer.gpu_hours.otel import observe_otel
-from lambdas.training_analyzer.gpu_hours.stepping import stepping_hours
+from lambdas.training_analyzer.gpu_hours.stepping import stepping_hours, stepping_hours_promql
 
 
 @dataclass
@@ -51,10 +51,12 @@ def analyze_gpu_hours(
     thresholds: Thresholds = Thresholds(),  # noqa: B008
     promql: PromQLClient | None = None,
     exporter_otlp: bool = False,
+    emitter_otlp: bool = False,
 ) -> GpuHoursRun:
     """``promql``: read the pods' holds from OTel Container Insights (DCGM's series, with
     PromQL) rather than Classic's ``pod_gpu_*`` (None); ``exporter_otlp``: read the
-    exporter's GPU-hours from its OTLP series with it too (exporter_sink=otlp)."""
+    exporter's GPU-hours from its OTLP series with it too (exporter_sink=otlp);
+    ``emitter_otlp``: the jobs' stepping hours from the emitter's OTLP series too."""
     run = GpuHoursRun()
     try:
         observed = (
@@ -64,8 +66,11 @@ def analyze_gpu_hours(
                 cloudwatch, promql, cluster, start=start, end=end, exporter_otlp=exporter_otlp
             )
         )
-        stepped, failed = stepping_hours(
-            cloudwatch, cluster, (exact_jobs or {}).values(), start=start, end=end
+        jobs = (exact_jobs or {}).values()
+        stepped, failed = (
+            stepping_hours_promql(promql, cluster, jobs, start=start, end=end)
+            if emitter_otlp and promql is not None
+            else stepping_hours(cloudwatch, cluster, jobs, start=start, end=end)
         )
     except (ClientError, BotoCoreError, PromQLError) as err:
         run.skip(f"GPU-hours of {cluster}", err)

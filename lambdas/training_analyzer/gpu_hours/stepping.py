@@ -1,5 +1,7 @@
 """The hours in which each job stepped: the training emitter's ``steps`` per job (ClusterName,
-JobName), summed hourly over the attributed window, read with GetMetricData in full batches.
+JobName), summed hourly over the attributed window, read with GetMetricData in full batches;
+where the emitter sends OTLP (exporter_sink=otlp, OTel mode), with PromQL over its ``steps``
+gauges (``stepping_hours_promql``: there is no ``GpuInsights/Training`` metric to read then).
 An hour with steps is work for the job's pods, whatever their GPUs drew (attribution.py)."""
 
 from collections.abc import Iterable
@@ -9,9 +11,13 @@ from gpu_insights_agent.contract.metrics import (
     DIM_CLUSTER,
     DIM_JOB,
     NAMESPACE_TRAINING,
+    OTLP_JOB,
     TrainingMetric,
 )
+from lambdas.shared.exporter_promql import hourly, read_hours
 from lambdas.shared.metric_fetcher import MetricQuery, fetch
+from lambdas.shared.promql import PromQLClient
+from lambdas.training_analyzer.promql_jobs import JobQueries, batches, names_regex
 
 HOUR: Final = 3600
 
@@ -49,3 +55,20 @@ def stepping_hours(
                 if v > 0
             }
     return hours, failed
+
+
+def stepping_hours_promql(
+    promql: PromQLClient, cluster: str, jobs: Iterable[str], *, start: float, end: float
+) -> tuple[dict[str, set[int]], dict[str, str]]:
+    """``stepping_hours`` from the emitter's OTLP series: each job's steps summed hourly over
+    its ranks (promql_jobs.py ``JobQueries``, ``BATCH_JOBS`` jobs a query). A PromQL error
+    fails the whole read (the caller skips the attribution, saying why)."""
+    queries = JobQueries(cluster)
+    hours: dict[str, set[int]] = {}
+    for batch in batches(list(set(jobs))):
+        query = queries.statistic(TrainingMetric.STEPS, "Sum", names_regex(batch))
+        for series in read_hours(promql, query, start, end):
+            job = series.labels.get(OTLP_JOB, "")
+            if job in batch:
+                hours[job] = {h for h, v in hourly(series).items() if v > 0}
+    return hours, {}

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cli.demo.both_modes import COMPARED, compare
+from cli.demo.both_modes import COMPARED, alarm_kinds, compare
 from cli.demo.command import DemoResult, run_demo
 from cli.demo.exporter import NODE, REPLAY_PODS, pod_uid, replay_window
 from cli.demo.failures import DEMO_READ, PLANTED
@@ -673,6 +673,16 @@ def test_the_otel_run_joins_every_pod_exactly_and_equals_the_classic_run(
     compared = compare(classic.out_dir, result.out_dir)
     assert [name for name, _ in compared] == list(COMPARED)
     assert all(equal for _, equal in compared), compared
+    # The exporter's and the emitter's series went over OTLP: the report's alarm history is
+    # the PromQL alarms' (one per kind, no shard), the same ten kinds as Classic's.
+    assert result.exporter.otlp is not None
+    assert result.exporter.otlp.requests
+    kinds = alarm_kinds(result.out_dir)
+    assert kinds == alarm_kinds(classic.out_dir)
+    assert len(kinds) == 10
+    assert sorted({spec.key for spec, _ in result.promql_raised}) == kinds
+    report = json.loads((result.out_dir / "report.json").read_text())
+    assert not any("-shard-" in a["alarm"] for a in report["alarms"])
     assert result.training_findings == classic.training_findings
     assert result.training_findings  # the week has findings to compare
     assert result.addon_configuration["otelContainerInsights"]["enabled"] is True
@@ -723,7 +733,8 @@ def _assert_otel_dashboards(result: DemoResult, classic: DemoResult) -> None:
         name: sum(w["type"] == "chart" for w in deployed[prefix + name]["widgets"])
         for name in SAME_AS_DEPLOYED
     }
-    assert charts == {"gpu-fleet": 1, "gpu-node": 3, "training": 0}
+    # With the exporter's OTLP sink its series are PromQL charts too.
+    assert charts == {"gpu-fleet": 11, "gpu-node": 9, "training": 0}
 
     def shown(run: DemoResult) -> dict[str, list[tuple[str, float]]]:
         return {

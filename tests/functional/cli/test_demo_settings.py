@@ -1,7 +1,7 @@
-"""The demo with a setting of its own (the agent's interval): real synth, real moto, the agent
-configuration a node fetches. A module apart from tests/functional/cli/test_demo.py, whose
-tests share one run of the default demo, so that pytest-xdist (``--dist loadscope``) can give
-the two runs to different workers."""
+"""The demo's deploy with a setting of its own (the agent's interval): real synth, real moto,
+the agent configuration a node fetches, the preflight, the files they write. The deploy alone
+(``deploy_demo``): the demo's weeks after it change none of this, and
+tests/functional/cli/test_demo.py runs them."""
 
 import json
 from pathlib import Path
@@ -11,14 +11,14 @@ import jsonschema
 
 from cdk.node_config.cloudwatch_agent_config import gpu_node_agent_config
 from cdk.settings import Settings
-from cli.demo.command import run_demo
+from cli.demo.command import deploy_demo
 from cli.demo.storage import DEMO_CLUSTER
 
 
 def test_demo_synthesizes_stores_and_fetches_the_agent_config(
     tmp_path: Path, agent_schema: dict[str, Any]
 ) -> None:
-    result = run_demo(
+    result = deploy_demo(
         out_dir=tmp_path / "out",
         cdk_out=tmp_path / "cdk.out",
         settings=Settings(cluster_name=DEMO_CLUSTER, agent_interval_seconds=30),

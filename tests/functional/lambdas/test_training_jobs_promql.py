@@ -10,6 +10,7 @@ costs."""
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from moto import mock_aws
 from cli.demo.promql import answering
 from cli.demo.storage import END
 from cli.demo.training import (
+    BATCH,
     CLUSTER,
     JOBS,
     RANKS,
@@ -32,7 +34,9 @@ from gpu_insights_agent.emitter.otlp import training_points
 from lambdas.shared.aws_clients import client
 from lambdas.shared.events import analysis_window
 from lambdas.shared.promql import PromQLClient, endpoint_for
+from lambdas.training_analyzer.gpu_hours.stepping import stepping_hours, stepping_hours_promql
 from lambdas.training_analyzer.run import TrainingRun, analyze_training, plan_jobs
+from lambdas.weekly_report.aws import throughput_by_job, throughput_by_job_promql
 from tests.prometheus import legacy_label, serve
 
 pytestmark = pytest.mark.promql_engine
@@ -145,3 +149,35 @@ def test_both_readers_find_the_same_for_the_same_jobs(
     # A one-day window: each read is one page. Listing (2 metrics), ranks (2), the series
     # (8 JOB_METRICS) and the baseline (2) for the five jobs in one batch.
     assert promql.requests - before == 2 + 2 + 8 + 2
+
+
+def test_both_readers_give_the_gpu_hour_attribution_the_same_stepping_hours(
+    promql: PromQLClient, emf: dict[str, Any]
+) -> None:
+    """The hours each job stepped in, which class its pods' GPU-hours as working whatever
+    they drew (gpu_hours/stepping.py): from ``GpuInsights/Training`` and from the OTLP
+    gauges alike."""
+    jobs = [j.name for j in JOBS]
+    classic, failed = stepping_hours(emf["cloudwatch"], CLUSTER, jobs, start=START, end=STOP)
+    otlp, failed_p = stepping_hours_promql(promql, CLUSTER, jobs, start=START, end=STOP)
+    assert otlp == classic
+    assert failed == failed_p == {}
+    # The day's last eight hours of runs; vit-flaky's two runs, hours 0-3 and 4-7, leave two
+    # hours without steps.
+    assert len(otlp["resnet-healthy"]) == 8
+    assert len(otlp["vit-flaky"]) == 6
+
+
+def test_both_readers_give_the_weekly_report_the_same_daily_throughput(
+    promql: PromQLClient, emf: dict[str, Any]
+) -> None:
+    """The report's throughput by job and day: each day's mean of every flush's
+    ``samples_per_second``, CloudWatch's daily Average, from PromQL's hourly sums and counts."""
+    end = datetime.fromtimestamp(END, UTC).date() + timedelta(days=1)
+    start = end - timedelta(days=7)
+    classic = throughput_by_job(emf["cloudwatch"], CLUSTER, start, end)
+    otlp = throughput_by_job_promql(promql, CLUSTER, start, end)
+    assert sorted(otlp) == sorted(classic) == sorted(j.name for j in JOBS)
+    for job, days in classic.items():
+        assert otlp[job] == pytest.approx(days, rel=1e-12), job
+    assert classic["resnet-healthy"][:6] == [BATCH / 2.0] * 6  # 64 samples a 2 s step

@@ -7,6 +7,7 @@ from cfnlint.api import lint
 
 from lambdas.silence_check.config import SilenceCheckConfig
 from tests.infra.conftest import Synth
+from tests.unit.cdk.alarms.test_promql_otlp import KINDS as GPU_PROMQL_KINDS
 
 PROD = {
     "cluster_name": "train-prod",
@@ -563,16 +564,7 @@ def test_otel_mode_with_the_otlp_sink_makes_every_gpu_alarm_one_promql_alarm_at_
     read and which no shard divides."""
     template = _template(synth, OTLP)
     alarms = _alarms(template)
-    kinds = (
-        "gpu-low-power",
-        "gpu-xid-fatal",
-        "gpu-xid",
-        "gpu-ecc-uncorrected",
-        "gpu-thermal-throttling",
-        "gpu-power-brake",
-        "gpu-lost",
-        "gpu-silent",
-    )
+    kinds = GPU_PROMQL_KINDS
     assert sorted(alarms) == sorted([*kinds, *(f"{k}-at-cap" for k in kinds), "gpu-xid-host-log"])
     promql = {n for n, a in alarms.items() if "EvaluationCriteria" in a}
     assert promql == set(alarms) - {"gpu-xid-host-log"}

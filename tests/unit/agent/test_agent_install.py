@@ -77,15 +77,38 @@ def test_the_operators_distribution_installs_one_module_and_no_package() -> None
     assert "eks-gpu-insights[cdk,analyzers,demo]" in root["project"]["optional-dependencies"]["dev"]
 
 
+def test_ruff_holds_every_module_the_emitter_loads_to_python_3_9() -> None:
+    """ruff's per-file target version (pyproject.toml) keeps its fixes and rules to what 3.9
+    runs (``zip(strict=...)`` is 3.10: B905's fix would break the emitter) on each module a
+    training image imports."""
+    from fnmatch import fnmatch
+
+    root = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    targets = root["tool"]["ruff"]["per-file-target-version"]
+    py39 = [pattern for pattern, version in targets.items() if version == "py39"]
+    unheld = []
+    for path in emitter_files():
+        relative = str(Path(path).relative_to(ROOT))
+        if Path(path).stat().st_size and not any(fnmatch(relative, p) for p in py39):
+            unheld.append(relative)
+    assert unheld == []
+
+
+def emitter_files() -> list[str]:
+    """The file of each module ``emitter_modules`` names."""
+    files = []
+    for module in emitter_modules():
+        path = AGENT.joinpath(*module.split("."))
+        files.append(str(path / "__init__.py" if path.is_dir() else path.with_suffix(".py")))
+    return files
+
+
 def test_vermin_finds_the_emitter_runs_on_python_3_9() -> None:
     """vermin (https://github.com/netromdk/vermin) reads each file's syntax and library use."""
     vermin = shutil.which("vermin", path=str(Path(sys.executable).parent)) or shutil.which("vermin")
     if vermin is None:
         pytest.fail("vermin is not installed: pip install -e '.[dev]'")
-    files = []
-    for module in emitter_modules():
-        path = AGENT.joinpath(*module.split("."))
-        files.append(str(path / "__init__.py" if path.is_dir() else path.with_suffix(".py")))
+    files = emitter_files()
     result = subprocess.run(
         [vermin, f"-t={MINIMUM}-", "--no-tips", "--violations", *FLAGS, *files],
         capture_output=True,

@@ -43,11 +43,20 @@ def test_manifest_reads_cdk_json_like_synth(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cdk_json = tmp_path / "cdk.json"
-    context = {"cluster_name": "ml-prod", "fleet_gpus": 10_000, "exporter_sink": "otlp"}
+    context = {"cluster_name": "ml-prod", "fleet_gpus": 10_000, "exporter_interval_seconds": 30}
     cdk_json.write_text(json.dumps({"context": {**context, "container_insights_mode": "otel"}}))
     assert main([*MANIFEST, "--cdk-json", str(cdk_json)]) == 0
     args = _daemon_set_args(capsys)
-    assert (_after(args, "--alarm-shards"), _after(args, "--sink")) == ("25", "otlp")
+    assert (_after(args, "--alarm-shards"), _after(args, "--interval")) == ("25", "30")
+    # Over OTLP no alarm is sharded (cdk/alarms/catalog.py fleet_shards): one shard.
+    cdk_json.write_text(
+        json.dumps(
+            {"context": {**context, "container_insights_mode": "otel", "exporter_sink": "otlp"}}
+        )
+    )
+    assert main([*MANIFEST, "--cdk-json", str(cdk_json)]) == 0
+    args = _daemon_set_args(capsys)
+    assert (_after(args, "--alarm-shards"), _after(args, "--sink")) == ("1", "otlp")
     assert _after(args, "--cluster-name") == "ml-prod"
 
 

@@ -33,7 +33,7 @@ def test_at_10000_gpus_each_kind_is_one_promql_alarm_and_no_metrics_insights_ala
     None
 ):
     sized = alarm_sizing(OTLP, 10_000)
-    assert (sized.shards, sized.insights_alarms, sized.promql_alarms) == (25, 0, 16)
+    assert (sized.shards, sized.insights_alarms, sized.promql_alarms) == (1, 0, 16)
     specs = deployed_alarms(AlarmSettings(**{**OTLP.__dict__, "shards": shards_for(10_000)}))
     assert [s.key for s in specs if isinstance(s.metric, PromQLQuery) and not s.counts] == KINDS
     assert [s.key for s in specs if not isinstance(s.metric, PromQLQuery)] == ["gpu-xid-host-log"]

@@ -202,3 +202,20 @@ def test_over_otlp_the_add_ons_k8sattributes_leaves_the_exporters_own_pod_out() 
         [a.replace("$(NODE_NAME)", "ip-10-0-1-5") for a in container["args"]]
     )
     assert parsed.emf_endpoint == "tcp://cloudwatch-agent.amazon-cloudwatch:25888"
+
+
+@pytest.mark.parametrize(
+    ("sink", "shards"),
+    [("emf", 25), ("otlp", 1)],
+)
+def test_the_exporter_shards_its_series_only_where_an_alarm_is_sharded(
+    capsys: pytest.CaptureFixture[str], sink: str, shards: int
+) -> None:
+    """At 10,000 GPUs the EMF sink's Metrics Insights alarms are 25 shards, and the exporter
+    puts each GPU in one; over OTLP every GPU and node kind is one PromQL alarm, so the exporter
+    gets one shard, and a fleet_gpus changed there rolls no DaemonSet."""
+    context = ("-c", "container_insights_mode=otel", "-c", "fleet_gpus=10000")
+    items = _printed_objects(capsys, *context, "-c", f"exporter_sink={sink}")
+    (container,) = items[2]["spec"]["template"]["spec"]["containers"]
+    args = [a.replace("$(NODE_NAME)", "ip-10-0-1-5") for a in container["args"]]
+    assert exporter_parser().parse_args(args).alarm_shards == shards

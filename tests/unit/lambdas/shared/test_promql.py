@@ -25,6 +25,7 @@ from lambdas.shared.promql import (
     pages,
     promql_for,
     quote_label,
+    quote_string,
 )
 
 CREDENTIALS = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "token")
@@ -205,6 +206,25 @@ def test_label_names_with_dots_are_quoted_as_promql_3_writes_them(name: str, wri
     assert quote_label(name) == written
 
 
+@pytest.mark.parametrize(
+    ("value", "written"),
+    [
+        ("llama-7b", '"llama-7b"'),
+        ('say "hi"', r'"say \"hi\""'),
+        ("C:\\runs", r'"C:\\runs"'),
+        ("two\nlines", r'"two\nlines"'),
+        ("bell\x07tab\tdel\x7f", r'"bell\x07tab\x09del\x7f"'),
+        ("émoji😀", '"émoji😀"'),
+    ],
+    ids=["plain", "quotes", "backslash", "newline", "control", "utf-8"],
+)
+def test_a_label_value_is_one_promql_string_whatever_it_holds(value: str, written: str) -> None:
+    """A raw newline ends a PromQL string ("unterminated quoted string"), and a surrogate half's
+    ``\\u`` escape is refused: tests/functional/lambdas/shared/test_promql.py holds these on a
+    real engine."""
+    assert quote_string(value) == written
+
+
 def test_the_promql_client_beside_a_cloudwatch_client_shares_its_endpoint_and_signer() -> None:
     """The training analyzer's OTel reads go where its GetMetricData goes (``AWS_ENDPOINT_URL``
     included), signed with the same credentials."""
@@ -217,3 +237,22 @@ def test_the_promql_client_beside_a_cloudwatch_client_shares_its_endpoint_and_si
     assert promql.credentials.access_key == "AKIDEXAMPLE"
     local = session.client("cloudwatch", endpoint_url="http://localhost:5000")
     assert promql_for(local).endpoint == "http://localhost:5000"
+
+
+def test_cloudwatchs_api_without_credentials_is_refused_before_a_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Beside a CloudWatch client that found no credentials (the CLI run without any), a query
+    raises what GetMetricData raises then, not a network error after an unsigned request."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    recorder = Recorder((200, {"status": "success", "data": {"result": []}}))
+    cloudwatch = boto3.Session(region_name="us-east-1").client("cloudwatch")
+    client = promql_for(cloudwatch)
+    client.opener = recorder
+    with pytest.raises(NoCredentialsError):
+        client.query("up", 5)
+    assert recorder.sent == []

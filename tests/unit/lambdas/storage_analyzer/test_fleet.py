@@ -111,6 +111,9 @@ def test_the_merge_state_returns_counts_under_step_functions_256_kib(
     )
     events, cloudwatch = wire.client("events"), bench.FakeCloudWatch().client()  # PutMetricData
     wire.serve_json(events, {"PutEvents": _put_events})
+    # No storage dashboard deployed: GetDashboard's DashboardNotFoundError ("ResourceNotFound",
+    # HTTP 404, botocore's cloudwatch model), answered here rather than sent to the Region.
+    answer(cloudwatch, "GetDashboard", lambda _: error("ResourceNotFound", "no dashboard", 404))
     for name, client in (("s3", s3), ("events", events), ("cloudwatch", cloudwatch)):
         monkeypatch.setitem(storage_handler._clients, name, client)
     for name, value in {"CLUSTER_NAME": "bench", "REPORT_BUCKET": "reports", "BUCKETS": ""}.items():
@@ -120,6 +123,7 @@ def test_the_merge_state_returns_counts_under_step_functions_256_kib(
     merged = storage_handler.handler(event, None)
     assert state_bytes(merged) <= STATE_PAYLOAD_MAX_BYTES
     assert (merged["volumes"], merged["skipped"], merged["findings"]) == (0, SKIPPED, SKIPPED)
+    assert merged["dashboard_volumes"] is None  # logged, and the findings went out regardless
     lines = [json.loads(line) for line in objects[merged["key"]].splitlines()]
     assert {f["kind"] for f in lines} == {"analysis_error"}
     assert [f["resource"] for f in lines] == [f"vol-{i:017x}" for i in range(SKIPPED)]

@@ -95,6 +95,8 @@ def test_a_failed_jobs_logs_refused_loses_no_other_finding() -> None:
     assert causes == ["job/job-00000", "job/job-00018", "job/job-00027", "job/job-00036"]
     assert single.skipped == ["job/job-00009"]
     assert len(single.findings) == 66 + 4 + 1
+    (error,) = [f for f in single.findings if f.kind == "analysis_error"]
+    assert (error.resource, "(AccessDeniedException)" in error.summary) == ("job/job-00009", True)
     assert {f.job for f in single.failures} == {"job-00000", "job-00018", "job-00027", "job-00036"}
 
 
