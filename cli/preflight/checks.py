@@ -123,6 +123,8 @@ class Plan:
     exporter_sink: ExporterSink = ExporterSink.EMF
     #: The add-on version the stack pins, or None for EKS's default.
     addon_version: str | None = None
+    #: The silence check function runs (AlarmSettings.silence_check): its coverage is by tag.
+    silence_check: bool = True
 
 
 def plan_for(settings: Settings) -> Plan:
@@ -151,6 +153,7 @@ def plan_for(settings: Settings) -> Plan:
         mode=settings.container_insights_mode,
         exporter_sink=settings.exporter_sink,
         addon_version=settings.addon_version,
+        silence_check=settings.alarm_settings().silence_check,
     )
 
 
@@ -899,11 +902,29 @@ def check_exporter_reach(plan: Plan, facts: Facts) -> Check:
 SILENCE_COVERAGE: Final = "silence-coverage"
 
 
+#: Where gpu-silent is a PromQL alarm (the exporter's OTLP sink, cdk/alarms/catalog.py
+#: ``otlp_silent_alarm``): it reads Kube State Metrics' GPU capacity on the nodes the exporter's
+#: DaemonSet runs on (cdk/node_config/manifest.py REQUIRED_NODE_EXPRESSIONS), not EC2's tags.
+_PROMQL_SILENT: Final = (
+    "no silence check function with exporter_sink=otlp: gpu-silent is a PromQL alarm on Kube "
+    "State Metrics' nvidia.com/gpu capacity, which watches every GPU node the exporter runs on "
+    "whatever its tags (not EKS Auto Mode's or non-amd64 ones, which Container Insights' DCGM "
+    "series alone watch)"
+)
+
+
 def check_silence_coverage(
-    uncovered: Sequence[Uncovered], *, exporter: bool, unreadable: str | None, command: str
+    uncovered: Sequence[Uncovered],
+    *,
+    exporter: bool,
+    unreadable: str | None,
+    command: str,
+    silence_check: bool = True,
 ) -> list[Check]:
     """One line per uncovered instance (``silence-coverage:<instance id>``), or one that says
-    none is. An untagged one fails (a tag fixes it); one the exporter cannot serve warns."""
+    none is. An untagged one fails (a tag fixes it); one the exporter cannot serve warns.
+    Without the silence check function (``silence_check`` false: the exporter's OTLP sink) the
+    tags decide nothing: one line says what watches for silence instead."""
     if not exporter:
         return [
             Check(
@@ -912,6 +933,8 @@ def check_silence_coverage(
                 "the exporter is off (exporter_enabled=false): no silence check",
             )
         ]
+    if not silence_check:
+        return [Check(SILENCE_COVERAGE, Verdict.OK, _PROMQL_SILENT)]
     if unreadable is not None:
         return [
             Check(
@@ -965,5 +988,6 @@ def run_checks(plan: Plan, facts: Facts) -> list[Check]:
             exporter=plan.exporter,
             unreadable=facts.unreadable.get("silence_coverage"),
             command="preflight",
+            silence_check=plan.silence_check,
         )
     return checks
