@@ -120,8 +120,9 @@ def _no_cluster(sample: Sample) -> bool:
 #: empty report that reads as "no alarm would have fired".
 _ALL_PROMQL: Final = (
     "--history: every alarm of these settings is a PromQL alarm (OTel mode with "
-    "exporter_sink=otlp, the default), which a history file does not hold: replay them with "
-    "--cloudwatch, or replay the file's GpuInsights series as the EMF sink's alarms with "
+    "exporter_sink=otlp, the default), whose series a history file does not hold: replay them "
+    "with --cloudwatch (each alarm's query through CloudWatch's PromQL API, as the alarm "
+    "evaluates it), or replay the file's GpuInsights series as the EMF sink's alarms with "
     "-c exporter_sink=emf (or -c container_insights_mode=classic)"
 )
 

@@ -130,6 +130,10 @@ def test_backtest_of_a_file_says_when_every_alarm_is_promql(
     assert main([*argv, "-c", "container_insights_mode=classic", "--json"]) == 0
     results = {r["alarm"]: r for r in json.loads(capsys.readouterr().out)}
     assert [t["to"] for t in results["gpu-low-power"]["transitions"]] == ["OK", "ALARM"]
+    # The line's other way: the EMF sink's alarms in OTel mode replay the file too.
+    assert main([*argv, "-c", "exporter_sink=emf", "--json"]) == 0
+    emf = {r["alarm"]: r for r in json.loads(capsys.readouterr().out)}
+    assert [t["to"] for t in emf["gpu-low-power"]["transitions"]] == ["OK", "ALARM"]
 
 
 def test_backtest_names_the_bad_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
