@@ -37,6 +37,7 @@ from cli.preflight.checks import (
 )
 from gpu_insights_agent.contract.metrics import ExporterSink
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
+from lambdas.silence_check.coverage import Uncovered
 
 CLUSTER = Cluster(
     "train", "1.33", "ACTIVE", "https://oidc.eks.us-east-1.amazonaws.com/id/ABC", False
@@ -336,6 +337,32 @@ def test_a_ready_cluster_passes_every_check() -> None:
         "log-groups", "insights-alarm-quota", "nodes:gpu", "exporter-nodes", "silence-coverage",
     ]  # fmt: skip
     assert {c.verdict for c in checks} == {Verdict.OK}
+
+
+def test_with_the_otlp_sink_silence_coverage_is_gpu_silents_promql_alarm() -> None:
+    """OTel mode's default sink: no silence check function, so an untagged GPU instance is no
+    failure (gpu-silent reads Kube State Metrics' capacity, not EC2's tags): one line says so."""
+    otlp = plan_for(settings_from_context({"cluster_name": "train", "region": "us-east-1"}))
+    assert (otlp.exporter_sink, otlp.silence_check, PLAN.silence_check) == (
+        ExporterSink.OTLP,
+        False,
+        True,
+    )
+    untagged = Uncovered(
+        "i-0a1b2c3d4e5f67890", "p5.48xlarge", "ip-10-0-1-17.ec2.internal", "no tag", "tag it", True
+    )
+    ready = facts(
+        addons={
+            "eks-pod-identity-agent": Addon("eks-pod-identity-agent", "v1", "ACTIVE"),
+            "amazon-cloudwatch-observability": None,
+        },
+        silence_uncovered=(untagged,),
+    )
+    (line,) = [c for c in run_checks(otlp, ready) if c.name.startswith("silence-coverage")]
+    assert (line.name, line.verdict) == ("silence-coverage", Verdict.OK)
+    assert line.detail.startswith("no silence check function with exporter_sink=otlp: gpu-silent")
+    (emf,) = [c for c in run_checks(PLAN, ready) if c.name.startswith("silence-coverage")]
+    assert (emf.name, emf.verdict) == ("silence-coverage:i-0a1b2c3d4e5f67890", Verdict.FAIL)
 
 
 #: What EC2's DescribeInstanceTypes says of the fleet's types: NVIDIA GPUs, and the architecture.
