@@ -137,6 +137,8 @@ class Settings:
     exporter_pod_attribution: bool = False
     #: "emf" (GpuInsights metrics, which the alarms, dashboards and analyzers read) or "otlp"
     #: (to the add-on agent's OTLP endpoint, PromQL only; needs container_insights_mode=otel).
+    #: Unset in the context, ``default_sink``: OTLP in OTel mode (unless addon_version pins an
+    #: add-on without the OTLP endpoint), EMF in Classic. Built directly, EMF.
     exporter_sink: ExporterSink = ExporterSink.EMF
     #: key=value labels that mark GPU nodes beside the ones the exporter knows (GPU Operator,
     #: GPU feature discovery, NFD, Karpenter, NVIDIA GPU instance types): a node with any of
@@ -484,6 +486,19 @@ def _require(ok: object, key: str, value: object, allowed: str) -> None:
 OTLP_ENDPOINT_MIN_ADDON_VERSION: Final = "v8.0.0-eksbuild.1"
 
 
+def default_sink(mode: ContainerInsightsMode, version: str | None) -> ExporterSink:
+    """The exporter's sink where the context does not set one. In OTel mode every alarm, reader
+    and dashboard reads PromQL, which sees only what comes by OTLP: with the EMF sink the
+    exporter's and emitter's series land in GpuInsights, where the alarms fall back to sharded
+    Metrics Insights. So OTLP, unless ``version`` pins an add-on older than the agent's OTLP
+    endpoint (then EMF, which that add-on serves); Classic reads GpuInsights, so EMF."""
+    if mode is not ContainerInsightsMode.OTEL:
+        return ExporterSink.EMF
+    if version and not at_least(version, OTLP_ENDPOINT_MIN_ADDON_VERSION):
+        return ExporterSink.EMF
+    return ExporterSink.OTLP
+
+
 def _require_otlp_endpoint(
     sink: ExporterSink, mode: ContainerInsightsMode, version: str | None
 ) -> None:
@@ -761,6 +776,12 @@ def settings_from_context(context: Mapping[str, object]) -> Settings:
         region = values.get("region")
         values["container_insights_mode"] = default_mode(
             region if isinstance(region, str) else None
+        )
+    # The sink left unset follows the mode, as the mode follows the Region (default_sink).
+    if "exporter_sink" not in values:
+        version = values.get("addon_version")
+        values["exporter_sink"] = default_sink(
+            values["container_insights_mode"], version if isinstance(version, str) else None
         )
     # A shard size left at its default shrinks to what one run can read in the lookback
     # given (lookback_days=90 reads 6.4 times the days of the default 14); one set by hand

@@ -17,6 +17,7 @@ from cli.failures import AwsFailureError, NoDataError
 from cli.settings_args import add_settings_arguments, command_settings, session_for
 from gpu_insights_agent.contract.metrics import NAMESPACE_TRAINING
 from lambdas.shared.aws_clients import INTERACTIVE, ClientCache, client
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.events import analysis_window
 from lambdas.shared.findings import AnalysisRun, Finding, stamped
 from lambdas.storage_analyzer import handler as storage_handler
@@ -147,11 +148,25 @@ def _nothing_of_the_cluster(
         )
     if isinstance(run, TrainingRun) and not run.costs and not run.pods and not gpu_hours:
         return (
-            f"cluster {name!r} has no training job metrics ({NAMESPACE_TRAINING}) and no GPU-hours "
-            f"in Container Insights {where} over the last {settings.lookback_days} days: is the "
-            "cluster name right? Nothing was analyzed"
+            f"cluster {name!r} has no training job metrics ({_jobs_read(settings)}) and no "
+            f"GPU-hours in Container Insights{_gpus_read(settings)} {where} over the last "
+            f"{settings.lookback_days} days: is the cluster name right? Nothing was analyzed"
         )
     return None
+
+
+def _jobs_read(settings: Settings) -> str:
+    """Where the training analyzer read the jobs' series (lambdas/training_analyzer/config.py
+    ``emitter_otlp``): with PromQL where the emitter sends OTLP, else GpuInsights/Training."""
+    if training_config(settings, report_bucket="").emitter_otlp:
+        return "the emitter's OTLP series, by PromQL"
+    return NAMESPACE_TRAINING
+
+
+def _gpus_read(settings: Settings) -> str:
+    """OTel mode reads the GPU-hours from DCGM's series with PromQL."""
+    otel = settings.container_insights_mode is ContainerInsightsMode.OTEL
+    return " (DCGM's series, by PromQL)" if otel else ""
 
 
 def run(args: argparse.Namespace) -> str:

@@ -5,7 +5,7 @@ import json
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from cdk.alarms.catalog import SILENT_ALARM, gpu_alarms, promql_alarms
 from cdk.alarms.model import AlarmSpec
@@ -114,6 +114,19 @@ def _no_cluster(sample: Sample) -> bool:
     return not any(k == DIM_CLUSTER for k, _ in sample.dimensions)
 
 
+#: A history file holds CloudWatch metrics (GpuInsights, ContainerInsights: what the EMF sink and
+#: Classic write); in OTel mode with the OTLP sink, the default, every alarm reads PromQL instead,
+#: so the file has nothing to replay: said, with the two ways that do replay, rather than an
+#: empty report that reads as "no alarm would have fired".
+_ALL_PROMQL: Final = (
+    "--history: every alarm of these settings is a PromQL alarm (OTel mode with "
+    "exporter_sink=otlp, the default), whose series a history file does not hold: replay them "
+    "with --cloudwatch (each alarm's query through CloudWatch's PromQL API, as the alarm "
+    "evaluates it), or replay the file's GpuInsights series as the EMF sink's alarms with "
+    "-c exporter_sink=emf (or -c container_insights_mode=classic)"
+)
+
+
 def run(args: argparse.Namespace) -> str:
     settings = command_settings(args)
     specs = gpu_alarms(settings.alarm_settings())
@@ -127,6 +140,8 @@ def run(args: argparse.Namespace) -> str:
     if not 0 < args.hours <= MAX_DAYS * 24:
         raise ValueError(f"--hours {args.hours} must be above 0 up to {MAX_DAYS * 24}")
     if args.history is not None:
+        if not specs:
+            raise ValueError(_ALL_PROMQL)
         samples = _of_cluster(_read(args.history), settings.cluster_name, args.history)
         if start is None:
             start, origin["start"] = min(s.timestamp for s in samples), "the history's first sample"

@@ -23,7 +23,7 @@ from cdk.alarms.catalog import gpu_alarms, promql_alarms
 from cdk.alarms.model import AlarmSpec, InsightsQuery
 from cdk.alarms.promql import PromQLQuery
 from cdk.function_configs import silence_config
-from cdk.settings import OTLP_ENDPOINT_MIN_ADDON_VERSION, Settings
+from cdk.settings import OTLP_ENDPOINT_MIN_ADDON_VERSION, Settings, default_sink
 from cli.backtest.cloudwatch_history import fetch_samples
 from cli.backtest.dashboards import PromQLSource
 from cli.backtest.engine import BacktestResult, backtest, report
@@ -487,12 +487,12 @@ def run_demo(
         settings or Settings(cluster_name=DEMO_CLUSTER), container_insights_mode=mode
     )
     if mode is ContainerInsightsMode.OTEL:
-        # The exporter and the emitter over OTLP, to the add-on's endpoint: the add-on pinned
-        # to a version that serves it (preflight's fix for EKS's older default).
+        # The add-on pinned to a version that serves its OTLP endpoint (preflight's fix for
+        # EKS's older default), so the exporter and the emitter send there: OTel mode's
+        # default sink (cdk.settings.default_sink).
+        version = settings.addon_version or OTLP_ENDPOINT_MIN_ADDON_VERSION
         settings = replace(
-            settings,
-            exporter_sink=ExporterSink.OTLP,
-            addon_version=settings.addon_version or OTLP_ENDPOINT_MIN_ADDON_VERSION,
+            settings, exporter_sink=default_sink(mode, version), addon_version=version
         )
     # moto's ids (instances, volumes) from one seed: two runs name the same resources, so
     # their findings and reports compare byte for byte.

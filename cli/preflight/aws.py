@@ -280,17 +280,18 @@ def gather(plan: Plan, clients: Clients, *, region: str) -> Facts:
                     lambda: read_gpu_instances(clients.ec2, plan.cluster_name, nodegroups),
                     nothing,
                 )
-                uncovered = _read(
-                    unreadable,
-                    "silence_coverage",
-                    lambda: read_uncovered(
-                        clients.ec2,
-                        plan.cluster_name,
-                        DEFAULT_ARCHITECTURES,
-                        seen_ids=read_ci_gpu_nodes(clients.cloudwatch, plan.cluster_name),
-                    ),
-                    (),
-                )
+                if plan.silence_check:
+                    uncovered = _read(
+                        unreadable,
+                        "silence_coverage",
+                        lambda: read_uncovered(
+                            clients.ec2,
+                            plan.cluster_name,
+                            DEFAULT_ARCHITECTURES,
+                            seen_ids=read_ci_gpu_nodes(clients.cloudwatch, plan.cluster_name),
+                        ),
+                        (),
+                    )
         log_groups = plan.fixed_log_groups + (
             (plan.required_log_group,) if plan.required_log_group else ()
         )

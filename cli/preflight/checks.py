@@ -123,6 +123,8 @@ class Plan:
     exporter_sink: ExporterSink = ExporterSink.EMF
     #: The add-on version the stack pins, or None for EKS's default.
     addon_version: str | None = None
+    #: The silence check function runs (AlarmSettings.silence_check): its coverage is by tag.
+    silence_check: bool = True
 
 
 def plan_for(settings: Settings) -> Plan:
@@ -151,6 +153,7 @@ def plan_for(settings: Settings) -> Plan:
         mode=settings.container_insights_mode,
         exporter_sink=settings.exporter_sink,
         addon_version=settings.addon_version,
+        silence_check=settings.alarm_settings().silence_check,
     )
 
 
@@ -465,10 +468,15 @@ def check_kubectl_endpoint(plan: Plan, cluster: Cluster) -> Check | None:
     return Check(name, Verdict.OK, "public endpoint: CDK's kubectl provider reaches it")
 
 
-#: Why exporter_sink=otlp needs a newer add-on, said after "older than".
+#: Why exporter_sink=otlp needs a newer add-on, said after "older than". The sink is OTLP
+#: by default in OTel mode (cdk.settings.default_sink), so the line says so: a deployment that
+#: never set it learns where the need comes from.
 _OTLP_NEEDS: Final = (
-    f"{OTLP_ENDPOINT_MIN_ADDON_VERSION}, which exporter_sink=otlp needs (the agent's OTLP endpoint)"
+    f"{OTLP_ENDPOINT_MIN_ADDON_VERSION}, which exporter_sink=otlp (the default in OTel mode) "
+    "needs (the agent's OTLP endpoint)"
 )
+#: The other way out of an add-on too old for the OTLP sink: keep it, and send EMF.
+_EMF_INSTEAD: Final = "or keep it with -c exporter_sink=emf"
 
 
 def _newest_for_otlp(facts: Facts) -> str | None:
@@ -485,7 +493,7 @@ def _update_for_otlp(facts: Facts, cluster: Cluster) -> str:
     version = _newest_for_otlp(facts) or f"<{OTLP_ENDPOINT_MIN_ADDON_VERSION} or later>"
     return (
         f"aws eks update-addon --cluster-name {cluster.name} --addon-name "
-        f"{OBSERVABILITY_ADDON} --addon-version {version}"
+        f"{OBSERVABILITY_ADDON} --addon-version {version}, {_EMF_INSTEAD}"
     )
 
 
@@ -894,11 +902,29 @@ def check_exporter_reach(plan: Plan, facts: Facts) -> Check:
 SILENCE_COVERAGE: Final = "silence-coverage"
 
 
+#: Where gpu-silent is a PromQL alarm (the exporter's OTLP sink, cdk/alarms/catalog.py
+#: ``otlp_silent_alarm``): it reads Kube State Metrics' GPU capacity on the nodes the exporter's
+#: DaemonSet runs on (cdk/node_config/manifest.py REQUIRED_NODE_EXPRESSIONS), not EC2's tags.
+_PROMQL_SILENT: Final = (
+    "no silence check function with exporter_sink=otlp: gpu-silent is a PromQL alarm on Kube "
+    "State Metrics' nvidia.com/gpu capacity, which watches every GPU node the exporter runs on "
+    "whatever its tags (not EKS Auto Mode's or non-amd64 ones, which Container Insights' DCGM "
+    "series alone watch)"
+)
+
+
 def check_silence_coverage(
-    uncovered: Sequence[Uncovered], *, exporter: bool, unreadable: str | None, command: str
+    uncovered: Sequence[Uncovered],
+    *,
+    exporter: bool,
+    unreadable: str | None,
+    command: str,
+    silence_check: bool = True,
 ) -> list[Check]:
     """One line per uncovered instance (``silence-coverage:<instance id>``), or one that says
-    none is. An untagged one fails (a tag fixes it); one the exporter cannot serve warns."""
+    none is. An untagged one fails (a tag fixes it); one the exporter cannot serve warns.
+    Without the silence check function (``silence_check`` false: the exporter's OTLP sink) the
+    tags decide nothing: one line says what watches for silence instead."""
     if not exporter:
         return [
             Check(
@@ -907,6 +933,8 @@ def check_silence_coverage(
                 "the exporter is off (exporter_enabled=false): no silence check",
             )
         ]
+    if not silence_check:
+        return [Check(SILENCE_COVERAGE, Verdict.OK, _PROMQL_SILENT)]
     if unreadable is not None:
         return [
             Check(
@@ -960,5 +988,6 @@ def run_checks(plan: Plan, facts: Facts) -> list[Check]:
             exporter=plan.exporter,
             unreadable=facts.unreadable.get("silence_coverage"),
             command="preflight",
+            silence_check=plan.silence_check,
         )
     return checks

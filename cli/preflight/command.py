@@ -33,8 +33,9 @@ Read-only checks of the account and cluster the settings name, before cdk deploy
                         private one needs kubectl_vpc_id, kubectl_subnet_ids and
                         kubectl_security_group_id)
   observability-addon   amazon-cloudwatch-observability is not installed already (or, with
-                        install_addon=false, is); with exporter_sink=otlp, the add-on installed
-                        or EKS's default for the cluster is 8.0.0 or later (the OTLP endpoint)
+                        install_addon=false, is); with exporter_sink=otlp (the default in OTel
+                        mode), the add-on installed or EKS's default for the cluster is 8.0.0
+                        or later (the OTLP endpoint)
   log-groups            whether the agent's log groups exist (the stacks adopt them)
   host-log-group        with xid_host_log_filter: Container Insights' host log group exists
   insights-alarm-quota  existing Metrics Insights alarms plus this deployment's fit the quota

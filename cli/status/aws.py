@@ -35,16 +35,18 @@ from gpu_insights_agent.contract.metrics import (
     CI_NODE_GPU_POWER_METRIC,
     DIM_CLUSTER,
     NAMESPACE_CONTAINER_INSIGHTS,
+    ExporterSink,
 )
 from gpu_insights_agent.contract.resource_names import alarm_name, stack_name
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
-from lambdas.shared.dcgm import CLOUDWATCH, DCGM_UTIL
+from lambdas.shared.dcgm import DCGM_UTIL
+from lambdas.shared.exporter_promql import ExporterQueries
 from lambdas.shared.metric_fetcher import MetricQuery, fetch
-from lambdas.shared.promql import PromQLClient, PromQLError, quote_label, quote_string
+from lambdas.shared.promql import PromQLClient, PromQLError
 from lambdas.silence_check.aws import SilenceReadError, gpu_nodes, reported_gpus
 from lambdas.silence_check.config import DEFAULT_ARCHITECTURES, DEFAULT_GRACE_S
 from lambdas.silence_check.coverage import Uncovered
-from lambdas.silence_check.silence import GpuNode, find_silent
+from lambdas.silence_check.silence import REPORTING_METRIC, GpuNode, find_silent
 
 T = TypeVar("T")
 #: DescribeAlarms takes at most 100 names a call.
@@ -82,6 +84,12 @@ def _read(unreadable: dict[str, str], fact: str, read: Callable[[], T], empty: T
     except (StatusReadError, SilenceReadError, PromQLError) as err:
         unreadable[fact] = str(err)
     return empty
+
+
+def _promql(clients: Clients) -> PromQLClient:
+    if clients.promql is None:
+        raise StatusReadError("no PromQL client for OTel mode's series")
+    return clients.promql
 
 
 def read_stack(cloudformation: Any, name: str) -> Stack:
@@ -156,35 +164,20 @@ def read_ci_gpu_samples(cloudwatch: Any, cluster: str, *, now: float) -> int:
     return total
 
 
-def dcgm_queries(cluster: str, node: str | None = None) -> str:
-    """The PromQL of the DCGM check: with no ``node``, each node's GPUs with a
-    ``DCGM_FI_DEV_GPU_UTIL`` sample in the window (at most one series a node, whatever pods
-    came and went); with ``node``, that node's GPU indices."""
-    labels, q = CLOUDWATCH, quote_label
-    matchers = [
-        f"__name__={quote_string(DCGM_UTIL)}",
-        f"{q(labels.cluster)}={quote_string(cluster)}",
-    ]
-    if node is not None:
-        matchers.append(f"{q(labels.node)}={quote_string(node)}")
-    samples = f"count_over_time({{{', '.join(matchers)}}}[{WINDOW_S // 60}m])"
-    if node is not None:
-        return f"count by ({q(labels.gpu)}) ({samples})"
-    return f"count by ({q(labels.node)}) (count by ({q(labels.node)}, {q(labels.gpu)}) ({samples}))"
-
-
-def read_dcgm_gpus(
-    promql: PromQLClient, cluster: str, nodes: Iterable[GpuNode], *, now: float
+def read_reporting_gpus(
+    promql: PromQLClient, cluster: str, metric: str, nodes: Iterable[GpuNode], *, now: float
 ) -> dict[str, set[str]]:
-    """NodeName -> the GPU indices whose DCGM series the add-on sent in the window (OTel
-    mode), as ``find_silent`` takes them: one query for every node's count of GPUs, and one
-    for the indices of each GPU node that sent fewer than EC2 says it has. A node that sent
-    all ``n`` of its GPUs sent indices 0 to n-1 (dcgm-exporter's ``gpu`` label is the
-    device's index)."""
-    node_label = CLOUDWATCH.node
+    """NodeName -> the GPU indices that sent ``metric`` in the window, read with PromQL, as
+    ``find_silent`` takes them: DCGM's series (OTel mode) or the exporter's own (its OTLP sink),
+    which carry the same labels (lambdas/shared/exporter_promql.py). One query for every node's
+    count of GPUs, and one for the indices of each GPU node that sent fewer than EC2 says it
+    has. A node that sent all ``n`` of its GPUs sent indices 0 to n-1 (the ``gpu`` label is the
+    device's index, as dcgm-exporter's)."""
+    queries = ExporterQueries(cluster)
+    node_label = queries.labels.node
     counts = {
         s.labels[node_label]: int(s.points[-1][1])
-        for s in promql.query(dcgm_queries(cluster), now)
+        for s in promql.query(queries.gpus_by_node(metric, WINDOW_S), now)
         if s.labels.get(node_label) and s.points
     }
     expected = {name: node.gpus for node in nodes for name in node.names()}
@@ -193,8 +186,9 @@ def read_dcgm_gpus(
         if count >= expected.get(name, count):
             reported[name] = {str(i) for i in range(count)}
         else:
-            found = promql.query(dcgm_queries(cluster, name), now)
-            reported[name] = {s.labels[CLOUDWATCH.gpu] for s in found if CLOUDWATCH.gpu in s.labels}
+            found = promql.query(queries.node_gpus(metric, name, WINDOW_S), now)
+            gpu = queries.labels.gpu
+            reported[name] = {s.labels[gpu] for s in found if gpu in s.labels}
     return reported
 
 
@@ -297,19 +291,30 @@ def gather(settings: Settings, clients: Clients, *, now: float) -> Facts:
     elif otel:
 
         def dcgm_silence() -> Any:
-            if clients.promql is None:
-                raise StatusReadError("no PromQL client for OTel mode's series")
-            reported = read_dcgm_gpus(clients.promql, cluster, nodes, now=now)
+            reported = read_reporting_gpus(_promql(clients), cluster, DCGM_UTIL, nodes, now=now)
             dcgm_nodes.update(reported)
             return find_silent(nodes, reported, now=now, grace_s=DEFAULT_GRACE_S)
 
         dcgm = _read(unreadable, "container_insights", dcgm_silence, None)
     silence = None
+    # The exporter's OTLP sink (OTel mode): its series are in PromQL only, and gpu-silent is a
+    # PromQL alarm, with no silence check function (AlarmSettings.silence_check).
+    otlp = otel and settings.exporter_sink is ExporterSink.OTLP
+    silence_check = settings.alarm_settings().silence_check
     if settings.exporter_enabled and "gpu_nodes" in unreadable:
         unreadable["exporter"] = unreadable["gpu_nodes"]
     elif settings.exporter_enabled:
 
         def exporter() -> Any:
+            if otlp:
+                # No node past its grace period: nothing to judge, so no query.
+                due = any(now - node.launched >= DEFAULT_GRACE_S for node in nodes)
+                reported = (
+                    read_reporting_gpus(_promql(clients), cluster, REPORTING_METRIC, nodes, now=now)
+                    if due
+                    else {}
+                )
+                return find_silent(nodes, reported, now=now, grace_s=DEFAULT_GRACE_S)
             reported, listed = reported_gpus(
                 clients.cloudwatch, cluster, now=now, lookback_s=WINDOW_S
             )
@@ -317,7 +322,7 @@ def gather(settings: Settings, clients: Clients, *, now: float) -> Facts:
 
         silence = _read(unreadable, "exporter", exporter, None)
     uncovered: tuple[Uncovered, ...] = ()
-    if settings.exporter_enabled:
+    if silence_check:
         uncovered = _read(
             unreadable,
             "silence_coverage",
@@ -359,6 +364,8 @@ def gather(settings: Settings, clients: Clients, *, now: float) -> Facts:
         now=now,
         stacks=stacks,
         exporter=settings.exporter_enabled,
+        exporter_otlp=otlp,
+        silence_check=silence_check,
         addon=addons[OBSERVABILITY_ADDON],
         mode=settings.container_insights_mode,
         ci_gpu_samples=samples,

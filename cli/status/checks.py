@@ -15,11 +15,14 @@ What "working" means, check by check:
   rule, named node by node where not.
 - ``exporter-nodes``: every running NVIDIA GPU instance of the cluster past its grace period
   sent the exporter's per-GPU series in the window, named node by node where not (the silence
-  check's own rule, lambdas/silence_check/silence.py).
+  check's own rule, lambdas/silence_check/silence.py): from GpuInsights with the EMF sink, with
+  PromQL (its ``gpu_healthy`` series, by the node label) with the OTLP sink.
 - ``silence-coverage``: every running NVIDIA GPU instance of the cluster that the silence check
   does not cover (EKS Auto Mode's, an architecture the exporter is not built for, or one no tag
   names the cluster's but Container Insights saw as its node), one line each with the tag to
-  add (cli/silence_coverage.py).
+  add (cli/silence_coverage.py). With the OTLP sink there is no silence check function: one
+  line says that gpu-silent, a PromQL alarm on Kube State Metrics' GPU capacity, covers the
+  nodes by their labels, not their tags.
 - ``alarms``: every alarm the deployment makes exists; those without data
   (INSUFFICIENT_DATA) and those in ALARM are named. The composite over the GPU alarms is left
   out: its state is theirs.
@@ -40,8 +43,8 @@ from cli.preflight.checks import Addon, Check, Verdict, addon_modes, check_silen
 from lambdas.shared.container_insights_mode import DEFAULT_MODE, ContainerInsightsMode
 from lambdas.shared.dcgm import DCGM_UTIL
 from lambdas.silence_check.coverage import Uncovered
+from lambdas.silence_check.silence import REPORTING_METRIC, GpuNode
 from lambdas.silence_check.silence import Check as Silence
-from lambdas.silence_check.silence import GpuNode
 from lambdas.storage_analyzer.ebs_analysis import ANALYZER as STORAGE
 from lambdas.training_analyzer.analysis import ANALYZER as TRAINING
 
@@ -83,6 +86,11 @@ class Facts:
     now: float
     stacks: Mapping[str, Stack]  # by part: Observability, Alarms, Analyzers
     exporter: bool = True
+    #: The exporter sends OTLP (OTel mode): its series were read with PromQL.
+    exporter_otlp: bool = False
+    #: The silence check function runs (AlarmSettings.silence_check); without it, with the
+    #: exporter's OTLP sink, gpu-silent is a PromQL alarm on Kube State Metrics' GPU capacity.
+    silence_check: bool = True
     addon: Addon | None = None  # None: not installed
     #: The settings' Container Insights mode: where its GPU series are read.
     mode: ContainerInsightsMode = DEFAULT_MODE
@@ -230,17 +238,18 @@ def check_exporter(facts: Facts) -> Check:
             f"no running NVIDIA GPU instance a tag names cluster {facts.cluster}'s to check{young}",
             "nothing to do until GPU nodes run",
         )
+    read = f" ({REPORTING_METRIC}, PromQL)" if facts.exporter_otlp else ""
     if not silence.silent:
         return Check(
             name,
             Verdict.OK,
             f"{silence.expected_nodes} GPU nodes, {silence.expected_gpus} GPUs reported in "
-            f"the last {WINDOW_S // 60} minutes",
+            f"the last {WINDOW_S // 60} minutes{read}",
         )
     return Check(
         name,
         Verdict.FAIL,
-        f"{silence.silent_nodes} of {silence.expected_nodes} GPU nodes silent: "
+        f"{silence.silent_nodes} of {silence.expected_nodes} GPU nodes silent{read}: "
         + "; ".join(s.line() for s in silence.silent),
         "gpu-insights preflight names nodes the DaemonSet misses; otherwise kubectl -n "
         "gpu-insights get pods -o wide and the pod's log on that node",
@@ -372,6 +381,7 @@ def run_checks(facts: Facts) -> list[Check]:
     checks += check_silence_coverage(
         facts.silence_uncovered,
         exporter=facts.exporter,
+        silence_check=facts.silence_check,
         unreadable=facts.unreadable.get("silence_coverage"),
         command="status",
     )

@@ -20,9 +20,11 @@ Read-only checks, after cdk deploy, that the cluster the settings name is watche
                           classic, node_gpu_* (ListMetrics and GetMetricData); otel, every
                           GPU node's DCGM series, by PromQL (the nodes without, named)
   exporter-nodes          every running NVIDIA GPU node sent the exporter's series in the last
-                          {WINDOW_S // 60} minutes (the nodes that did not, named)
+                          {WINDOW_S // 60} minutes (the nodes that did not, named): GpuInsights
+                          with exporter_sink=emf, PromQL with otlp (OTel mode's default)
   silence-coverage        every running NVIDIA GPU instance of the cluster is one the silence
                           check covers; one line for each other, with why and the tag to add
+                          (with otlp, gpu-silent is a PromQL alarm and tags decide nothing)
   alarms                  every alarm exists; those without data or in ALARM, named
   topic:<purpose>         critical, warning, report: a confirmed subscriber (those awaiting
                           confirmation, named)

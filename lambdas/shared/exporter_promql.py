@@ -57,22 +57,31 @@ def node_batches(nodes: Iterable[str]) -> list[tuple[str, ...]]:
     ]
 
 
+def range_selector(seconds: int) -> str:
+    """A PromQL range of whole minutes (``[15m]``), or of whole hours (``[1h]``)."""
+    if seconds <= 0 or seconds % 60:
+        raise ValueError(f"a range of {seconds} s: whole minutes above 0 only")
+    return f"[{seconds // HOUR}h]" if seconds % HOUR == 0 else f"[{seconds // 60}m]"
+
+
 class ExporterQueries:
-    """The PromQL over the exporter's series of one cluster, per GPU or for the cluster."""
+    """The PromQL over the exporter's series of one cluster, per GPU or for the cluster (or
+    over DCGM's, whose labels they carry)."""
 
     def __init__(self, cluster: str, labels: DcgmLabels = CLOUDWATCH) -> None:
         self.cluster = cluster
         self.labels = labels
 
-    def select(self, metric: str, nodes: Sequence[str] = ()) -> str:
-        """``metric``'s series of the cluster (of ``nodes``, where named) over the hour."""
+    def select(self, metric: str, nodes: Sequence[str] = (), range_s: int = HOUR) -> str:
+        """``metric``'s series of the cluster (of ``nodes``, where named) over the hour (over
+        ``range_s``, where given)."""
         matchers = [
             f"__name__={quote_string(metric)}",
             f"{quote_label(self.labels.cluster)}={quote_string(self.cluster)}",
         ]
         if nodes:
             matchers.append(f"{quote_label(self.labels.node)}=~{quote_string(node_pattern(nodes))}")
-        return "{" + ", ".join(matchers) + "}[1h]"
+        return "{" + ", ".join(matchers) + "}" + range_selector(range_s)
 
     def _by(self, *names: str) -> str:
         return "by (" + ", ".join(quote_label(n) for n in names) + ")"
@@ -94,6 +103,17 @@ class ExporterQueries:
     def nodes(self, metric: str) -> str:
         """The nodes that sent ``metric`` in the hour."""
         return f"count {self._by(self.labels.node)} (count_over_time({self.select(metric)}))"
+
+    def gpus_by_node(self, metric: str, range_s: int) -> str:
+        """Each node's count of GPUs that sent ``metric`` in the last ``range_s``: one series a
+        node, whatever pods came and went on its GPUs."""
+        samples = f"count_over_time({self.select(metric, range_s=range_s)})"
+        return f"count {self._by(self.labels.node)} (count {self._by(*self.gpu())} ({samples}))"
+
+    def node_gpus(self, metric: str, node: str, range_s: int) -> str:
+        """The GPU indices of ``node`` that sent ``metric`` in the last ``range_s``."""
+        samples = f"count_over_time({self.select(metric, (node,), range_s)})"
+        return f"count {self._by(self.labels.gpu)} ({samples})"
 
     def cluster_sum(self, metric: str) -> str:
         """The cluster's sum of ``metric``'s samples in the hour (one series)."""

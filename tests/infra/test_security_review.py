@@ -25,6 +25,9 @@ FULL = {
     "alarm_emails": "oncall@example.com",
     "storage_fleet_volumes": "100000",  # the storage analysis as a Distributed Map
     "training_fleet_jobs": "10000",  # and the training analysis
+    # The EMF sink: every function (the silence check too) and the Metrics Insights alarms;
+    # OTel mode's default sink, OTLP, is the checkov "default" shape's.
+    "exporter_sink": "emf",
 }
 #: Actions that IAM authorizes only on "*" (no resource-level permissions), per the Service
 #: Authorization Reference; any other action on "*" is a policy that could be scoped.

@@ -8,7 +8,9 @@ being the first botocore supports; getmoto/moto PR #9562 answers it so)."""
 
 import json
 import logging
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,11 +20,14 @@ import pytest
 from botocore.utils import parse_timestamp
 from moto import mock_aws
 
+from cli.demo.promql import answering
+from cli.demo.realistic import otel
 from cli.main import main
 from lambdas.shared import aws_clients
 
 # One GPU's day, held at 27% of its power limit (the fixture ``clients``).
 from tests.functional.lambdas.test_training_config import CLUSTER, clients  # noqa: F401
+from tests.prometheus import serve, write_openmetrics
 
 REGION = "us-east-1"
 HOURS = 48
@@ -133,11 +138,31 @@ def test_analyze_training_runs_the_attribution_with_the_settings_low_power_line(
     assert "gpu_held_not_working" not in kinds("--cdk-json", str(cdk_json))
 
 
+@contextmanager
+def _other_clusters_series(tmp_path: Path) -> Iterator[None]:
+    """CloudWatch's PromQL API for the Region, answered by Prometheus holding the series of
+    cluster ml-prod only (one GPU's DCGM utilization): in OTel mode with the OTLP sink, the
+    default in us-east-1, the training analyzer reads the emitter's and exporter's series there."""
+    now = time.time()
+    labels = otel.dcgm_promql_labels("ml-prod", "ip-10-0-1-17.ec2.internal", 0, None)
+    samples = [("DCGM_FI_DEV_GPU_UTIL", labels, now - 600 + 30 * i, 87.0) for i in range(20)]
+    write_openmetrics(tmp_path / "other.om", samples)
+    with serve(tmp_path / "other.om", tmp_path / "data") as url, answering(REGION, url):
+        yield
+
+
 @pytest.mark.parametrize(
     ("target", "words"),
     [
         ("storage", ["no EBS volume tagged for or attached to cluster 'ml-prd'", "in us-east-1"]),
-        ("training", ["cluster 'ml-prd' has no training job metrics", "no GPU-hours"]),
+        pytest.param(
+            "training",
+            [
+                "cluster 'ml-prd' has no training job metrics (the emitter's OTLP series, by "
+                "PromQL) and no GPU-hours in Container Insights (DCGM's series, by PromQL)",
+            ],
+            marks=pytest.mark.promql_engine,
+        ),
     ],
 )
 def test_analyze_of_a_cluster_with_nothing_says_so_not_no_findings(
@@ -149,11 +174,14 @@ def test_analyze_of_a_cluster_with_nothing_says_so_not_no_findings(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A typo in the cluster's name (ml-prd for ml-prod) finds no volume, job or GPU-hour: exit
-    3 and one line, where "No findings." and 0 read as a clean bill of health."""
+    3 and one line, where "No findings." and 0 read as a clean bill of health. The training
+    analyzer reads PromQL (OTel mode's default OTLP sink): a query that answers no series is
+    nothing to analyze, not a failed read."""
     monkeypatch.chdir(tmp_path)
     handlers_logs = logging.getLogger("lambdas")
     before = handlers_logs.level
-    with mock_aws():
+    engine = _other_clusters_series(tmp_path) if target == "training" else nullcontext()
+    with mock_aws(), engine:
         argv = ["analyze", target, "--cluster-name", "ml-prd", "--region", REGION]
         assert main(argv) == 3
     # The run quiets the handlers' warnings for itself only: before, it left them at ERROR for

@@ -11,7 +11,7 @@ Metrics Insights alarm holds its query as a metric's ``Expression``
 """
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -66,10 +66,15 @@ def _verdicts(checks: list[Check]) -> dict[str, Verdict]:
 
 
 def _preflight(
-    session: Any, settings: Settings, installed: Mapping[str, tuple[str, ...]]
+    session: Any,
+    settings: Settings,
+    installed: Mapping[str, tuple[str, ...]],
+    versions: Sequence[Mapping[str, Any]] = (),
 ) -> list[Check]:
+    """Every check on ``session``'s account; the add-on API answered by a Stubber: the add-ons
+    ``installed``, and the pages of DescribeAddonVersions ``versions`` where preflight asks."""
     addons = session.client("eks")
-    stubber = stub_addons(addons, settings.cluster_name, installed)
+    stubber = stub_addons(addons, settings.cluster_name, installed, versions=versions)
     plan = plan_for(settings)
     checks = run_checks(plan, gather(plan, _clients(session, addons), region=REGION))
     stubber.assert_no_pending_responses()
@@ -210,7 +215,7 @@ def test_the_otlp_sink_fails_on_the_default_add_on_eks_would_install(
     assert addon.detail == (
         "amazon-cloudwatch-observability not installed yet: without addon_version EKS installs "
         "its default for Kubernetes 1.31, v4.4.0-eksbuild.1, older than v8.0.0-eksbuild.1, "
-        "which exporter_sink=otlp needs (the agent's OTLP endpoint)"
+        "which exporter_sink=otlp (the default in OTel mode) needs (the agent's OTLP endpoint)"
     )
     assert addon.fix == fix
 

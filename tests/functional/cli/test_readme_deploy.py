@@ -9,23 +9,52 @@ which moto lacks, answered by botocore Stubbers)."""
 import json
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Final
 
 import pytest
 
-from cdk.settings import settings_from_context
-from cli.demo.preflight import seed_cluster
+from cdk.settings import OTLP_ENDPOINT_MIN_ADDON_VERSION, settings_from_context
+from cli.demo.preflight import KUBERNETES_VERSION, seed_cluster
 from cli.demo.promql import answering
 from cli.main import _parser, main
 from cli.preflight.checks import Verdict
 from cli.settings_args import context_from_args
-from tests.docs_text import argv, deploy_steps
+from gpu_insights_agent.contract.metrics import ExporterSink
+from tests.docs_text import README, argv, deploy_steps
 from tests.functional.cli import test_preflight as preflight
 from tests.functional.cli import test_status as deployed
 from tests.prometheus import serve, write_openmetrics
 
 account = deployed.account
 STEPS = deploy_steps()
+
+
+def _versions(version: str, *, default: bool) -> dict[str, Any]:
+    """A DescribeAddonVersions page for the observability add-on on the seeded cluster's
+    Kubernetes version (cli/demo/preflight.py), in the shape AWS answers it
+    (tests/functional/cli/test_preflight.py ``VERSIONS_1_31``): one version, EKS's default or
+    not."""
+    compatibility = {
+        "clusterVersion": KUBERNETES_VERSION,
+        "platformVersions": ["*"],
+        "defaultVersion": default,
+    }
+    entry = {
+        "addonVersion": version,
+        "architecture": ["amd64", "arm64"],
+        "compatibilities": [compatibility],
+    }
+    addon = {
+        "addonName": "amazon-cloudwatch-observability",
+        "type": "observability",
+        "addonVersions": [entry],
+    }
+    return {"addons": [addon]}
+
+
+#: The ready cluster of step 3: EKS's default add-on for its Kubernetes version serves the OTLP
+#: endpoint ("available in version 8.0.0 and later", eks-observability-addon-otlp-endpoint.html).
+DEFAULT_SERVES_OTLP: Final = _versions("v8.0.0-eksbuild.1", default=True)
 
 
 def _command(name: str) -> list[str]:
@@ -60,12 +89,46 @@ def test_step_3_preflight_passes_on_a_ready_cluster(
     args = _parser().parse_args(_command("preflight"))
     settings = settings_from_context(context_from_args(args))
     assert settings.alarm_emails == ("oncall@example.com",)
+    # OTel mode's default sink, OTLP, and no addon_version: preflight asks EKS which add-on
+    # version the stack would get.
+    assert settings.exporter_sink is ExporterSink.OTLP
+    assert settings.addon_version is None
     checks = preflight._preflight(
-        session, settings, {"eks-pod-identity-agent": ("v1.3.8-eksbuild.2", "ACTIVE")}
+        session,
+        settings,
+        {"eks-pod-identity-agent": ("v1.3.8-eksbuild.2", "ACTIVE")},
+        versions=[DEFAULT_SERVES_OTLP],
     )
     verdicts = {c.name: c.verdict for c in checks}
     assert verdicts["cluster"] is Verdict.OK
     assert [(c.name, c.detail) for c in checks if c.verdict is Verdict.FAIL] == []
+    (addon,) = [c for c in checks if c.name == "observability-addon"]
+    assert "v8.0.0-eksbuild.1" in addon.detail
+
+
+def test_step_3_names_the_version_to_pin_where_eks_default_is_older(
+    account: dict[str, Any], cdk_json: Path
+) -> None:
+    """What step 3 says of an older default: preflight fails the add-on check and its fix is
+    the ``-c addon_version=`` the README names, with the newest version EKS offers."""
+    session = account["session"]
+    seed_cluster(session.client("eks"), session.client("iam"), deployed.CLUSTER)
+    settings = settings_from_context(context_from_args(_parser().parse_args(_command("preflight"))))
+    older = _versions("v4.4.0-eksbuild.1", default=True)
+    newer = _versions("v8.0.0-eksbuild.1", default=False)
+    checks = preflight._preflight(
+        session,
+        settings,
+        {"eks-pod-identity-agent": ("v1.3.8-eksbuild.2", "ACTIVE")},
+        versions=[older | {"nextToken": "2"}, newer],
+    )
+    (addon,) = [c for c in checks if c.name == "observability-addon"]
+    assert addon.verdict is Verdict.FAIL
+    assert addon.fix.startswith("-c addon_version=v8.0.0-eksbuild.1 ")
+    deploy = README.read_text().split("\n## Deploy\n", 1)[1].split("\n## ", 1)[0]
+    step_3 = deploy.split("\n3. ", 1)[1].split("\n4. ", 1)[0]
+    assert "`-c addon_version=<version>`" in step_3
+    assert "`-c exporter_sink=emf`" in step_3
 
 
 @pytest.mark.promql_engine
@@ -78,20 +141,24 @@ def test_step_7_status_exits_0_on_a_working_deployment(
 ) -> None:
     """After deploy, exporter and subscriptions: the README's status command line as the user
     runs it (its settings from the cdk.json of step 2, in the default OTel mode: the add-on
-    configured so, every GPU node's DCGM series in a real PromQL engine) prints a line a check
-    and fails none."""
+    configured so, every GPU node's DCGM series and the exporter's, over its default OTLP
+    sink, in a real PromQL engine) prints a line a check and fails none."""
     import cli.status.command
     from lambdas.shared import aws_clients
 
     # Status runs half an hour after the GPU nodes started (past the exporter's grace period).
     run_at = account["run_at"]
     monkeypatch.setattr(cli.status.command, "time", SimpleNamespace(time=lambda: run_at))
-    cloudwatch = account["session"].client("cloudwatch")
-    for node in account["nodes"]:
-        deployed._exporter(cloudwatch, node, run_at - 1200, run_at)
+    # OTel mode's default sink: the exporter sends OTLP, which only PromQL reads.
+    exporter = [
+        s for n in account["nodes"] for s in deployed._otlp_exporter(n, run_at - 1200, run_at)
+    ]
     dcgm = tmp_path / "dcgm.om"
-    write_openmetrics(dcgm, deployed._dcgm(account["nodes"], run_at - 1200, run_at, ("", -1)))
-    deployed._alarms(account, {})
+    write_openmetrics(
+        dcgm, [*deployed._dcgm(account["nodes"], run_at - 1200, run_at, ("", -1)), *exporter]
+    )
+    settings = settings_from_context(context_from_args(_parser().parse_args(_command("status"))))
+    deployed._alarms(account, {}, settings)
     sns = account["session"].client("sns")
     for purpose, key in (
         ("critical", "alarm_emails"),
@@ -103,7 +170,8 @@ def test_step_7_status_exits_0_on_a_working_deployment(
     deployed._analyzed(account, days_ago=1)
     stubbed = {
         "cloudformation": deployed._stacks(account),
-        "eks": deployed._otel_addon(account),
+        # The add-on the stack installed: one that serves the OTLP endpoint (step 3).
+        "eks": deployed._otel_addon(account, OTLP_ENDPOINT_MIN_ADDON_VERSION),
     }
     made = aws_clients.client
     monkeypatch.setattr(

@@ -39,6 +39,7 @@ from cdk.outputs import (
     WARNING_TOPIC_ARN,
 )
 from cdk.settings import Settings
+from cli.demo.otlp import KeptRequests, otlp_samples
 from cli.demo.promql import answering
 from cli.demo.realistic import otel
 from cli.demo.realistic import pods as k8s
@@ -48,11 +49,13 @@ from cli.main import main
 from cli.preflight.checks import Check, Verdict
 from cli.status.aws import Clients, expected_alarms, gather, read_coverage, read_subscriptions
 from cli.status.checks import run_checks
+from gpu_insights_agent.contract.metrics import ExporterSink
 from gpu_insights_agent.contract.resource_names import stack_name, topic_name
 from gpu_insights_agent.emf.sinks import BufferedSender, PutMetricDataSink
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
 from gpu_insights_agent.exporter.nvml_source import NvmlSource
+from gpu_insights_agent.exporter.otlp_sink import OtlpSink
 from gpu_insights_agent.exporter.simulated_trace import SimulatedGpu, node_trace
 from lambdas.shared.container_insights_mode import OTEL_MIN_ADDON_VERSION, ContainerInsightsMode
 from lambdas.shared.promql import promql_for
@@ -112,6 +115,30 @@ def _exporter(cloudwatch: Any, node: str, start: float, end: float) -> None:
         exporter.collect_once()
         now[0] += INTERVAL_S
     exporter.shutdown()
+
+
+def _otlp_exporter(node: str, start: float, end: float) -> Iterator[Any]:
+    """The real exporter on ``node`` with its OTLP sink (OTel mode's default), a cycle a minute
+    from start to end: its requests as the samples CloudWatch's PromQL holds."""
+    now = [0.0]
+    trace = node_trace(
+        [SimulatedGpu("busy") for _ in range(P5_48XLARGE.gpu_count)],
+        duration_s=end - start + INTERVAL_S,
+        node=node,
+    )
+    kept = KeptRequests()
+    exporter = Exporter(
+        NvmlSource(FakeNvml(trace, clock=lambda: now[0], sleep=lambda _: None)),
+        BufferedSender(OtlpSink("http://local", exporter=kept, start_ns=int(start * 1e9))),
+        ExporterConfig(cluster_name=CLUSTER, node_name=node, interval_s=INTERVAL_S),
+        clock=lambda: start + now[0],
+    )
+    exporter.start()
+    while start + now[0] < end:
+        exporter.collect_once()
+        now[0] += INTERVAL_S
+    exporter.shutdown()
+    return otlp_samples(kept.requests)
 
 
 def _container_insights(cloudwatch: Any, nodes: dict[str, str], start: float, end: float) -> None:
@@ -243,11 +270,13 @@ def _clients(account: dict[str, Any], cloudformation: Any, addons: Any, sns: Any
     )
 
 
-def _alarms(account: dict[str, Any], states: dict[str, str]) -> list[str]:
-    """The deployment's alarms (plain metric alarms under their names), in the given states;
-    a name mapped to "" is not created."""
+def _alarms(
+    account: dict[str, Any], states: dict[str, str], settings: Settings = SETTINGS
+) -> list[str]:
+    """The alarms ``settings``' deployment makes (plain metric alarms under their names), in
+    the given states; a name mapped to "" is not created."""
     cloudwatch = account["session"].client("cloudwatch")
-    names = expected_alarms(SETTINGS)
+    names = expected_alarms(settings)
     for name in names:
         state = states.get(name, "OK")
         if not state:
@@ -505,8 +534,8 @@ def test_the_command_exits_1_and_prints_json_when_a_check_fails(
 OTEL = replace(SETTINGS, container_insights_mode=ContainerInsightsMode.OTEL)
 
 
-def _otel_addon(account: dict[str, Any]) -> Any:
-    """The add-on as the Observability stack configures it in OTel mode."""
+def _otel_addon(account: dict[str, Any], version: str = OTEL_MIN_ADDON_VERSION) -> Any:
+    """The add-on as the Observability stack configures it in OTel mode (at ``version``)."""
     client = account["session"].client("eks")
     stubber = Stubber(client)
     configuration = ObservabilityAddonConfiguration.for_gpu_cluster(
@@ -522,7 +551,7 @@ def _otel_addon(account: dict[str, Any]) -> Any:
             "addon": {
                 "addonName": "amazon-cloudwatch-observability",
                 "clusterName": CLUSTER,
-                "addonVersion": OTEL_MIN_ADDON_VERSION,
+                "addonVersion": version,
                 "status": "ACTIVE",
                 "configurationValues": configuration.to_json(),
             }
@@ -604,8 +633,10 @@ def test_otel_status_command_is_ok_when_every_gpu_node_sends_dcgm(
     from lambdas.shared import aws_clients
 
     run_at = account["run_at"]
+    exporter = [s for n in account["nodes"] for s in _otlp_exporter(n, run_at - 1200, run_at)]
     write_openmetrics(
-        tmp_path / "dcgm.om", _dcgm(account["nodes"], run_at - 1200, run_at, ("", -1))
+        tmp_path / "dcgm.om",
+        [*_dcgm(account["nodes"], run_at - 1200, run_at, ("", -1)), *exporter],
     )
     stubbed = {"cloudformation": _stacks(account), "eks": _otel_addon(account)}
     made = aws_clients.client
@@ -627,10 +658,53 @@ def test_otel_status_command_is_ok_when_every_gpu_node_sends_dcgm(
             ]
         )
     document = json.loads(capsys.readouterr().out)
-    (check,) = [c for c in document["checks"] if c["check"] == "container-insights-gpu"]
+    checks = {c["check"]: c for c in document["checks"]}
+    check = checks["container-insights-gpu"]
     assert check["verdict"] == "ok", check
     assert check["detail"] == (
         "DCGM_FI_DEV_GPU_UTIL: 3 GPU nodes, 24 GPUs in the last 15 minutes (PromQL)"
+    )
+    # The exporter's sink is OTLP by default in OTel mode: its series read with PromQL.
+    exporter_check = checks["exporter-nodes"]
+    assert exporter_check["verdict"] == "ok", exporter_check
+    assert exporter_check["detail"] == (
+        "3 GPU nodes, 24 GPUs reported in the last 15 minutes (gpu_healthy, PromQL)"
+    )
+    assert checks["silence-coverage"]["verdict"] == "ok"
+    assert checks["silence-coverage"]["detail"].startswith(
+        "no silence check function with exporter_sink=otlp: gpu-silent is a PromQL alarm"
+    )
+
+
+@pytest.mark.promql_engine
+def test_with_the_otlp_sink_the_exporter_series_are_read_with_promql(
+    account: dict[str, Any], tmp_path: Path
+) -> None:
+    """OTel mode, the exporter's OTLP sink: two of the three GPU nodes' exporters send, the
+    third is silent, and it is named from the PromQL read (GpuInsights holds nothing). No
+    silence check function runs: the untagged GPU instance beside them is no
+    silence-coverage line, as gpu-silent reads Kube State Metrics' capacity, not tags."""
+    run_at = account["run_at"]
+    silent, *sending = list(account["nodes"])
+    _instance(account["session"].client("ec2"), P5_48XLARGE.name, CLUSTER, UNTAGGED)
+    samples = [s for n in sending for s in _otlp_exporter(n, run_at - 1200, run_at)]
+    write_openmetrics(tmp_path / "exporter.om", samples)
+    otlp = replace(OTEL, exporter_sink=ExporterSink.OTLP)
+    cloudwatch = account["session"].client("cloudwatch")
+    promql = promql_for(cloudwatch)
+    clients = replace(_clients(account, _stacks(account), _otel_addon(account)), promql=promql)
+    with serve(tmp_path / "exporter.om", tmp_path / "data") as url, answering(REGION, url):
+        checks = run_checks(gather(otlp, clients, now=run_at))
+    by_name = _by_name(checks)
+    exporter = by_name["exporter-nodes"]
+    assert exporter.verdict is Verdict.FAIL
+    assert exporter.detail.startswith("1 of 3 GPU nodes silent (gpu_healthy, PromQL): ")
+    assert f"{silent} (" in exporter.detail
+    assert "all 8 GPUs silent" in exporter.detail
+    assert [c.name for c in checks if c.name.startswith("silence-coverage")] == ["silence-coverage"]
+    assert by_name["silence-coverage"].verdict is Verdict.OK
+    assert "watches every GPU node the exporter runs on whatever its tags" in (
+        by_name["silence-coverage"].detail
     )
 
 

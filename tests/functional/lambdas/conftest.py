@@ -18,6 +18,9 @@ CONTEXT = {
     "storage_fleet_volumes": "100000",
     # The training role with the same grants, for its modes.
     "training_fleet_jobs": "10000",
+    # The EMF sink (OTLP is OTel mode's default): every function deploys, the silence check's
+    # role too.
+    "exporter_sink": "emf",
 }
 
 

@@ -17,6 +17,9 @@ PROD = {
     "alarm_https_endpoints": "https://events.pagerduty.example/integration/abc",
     "warning_emails": "gpu-team@example.com",
     "xid_host_log_filter": "true",
+    # The EMF sink's alarms (Metrics Insights in shards, the silence check): OTLP is OTel
+    # mode's default, whose alarms the OTLP context below and DEFAULT_OTLP test.
+    "exporter_sink": "emf",
 }
 
 
@@ -582,6 +585,26 @@ def test_otel_mode_with_the_otlp_sink_makes_every_gpu_alarm_one_promql_alarm_at_
     emf = _alarms(_template(synth, {**OTLP, "exporter_sink": "emf"}))
     assert "gpu-lost-shard-24" in emf
     assert "gpu-silence-check" in emf
+
+
+def test_the_default_synth_is_otel_mode_with_every_alarm_promql_and_no_silence_check(
+    synth: Synth,
+) -> None:
+    """Neither mode nor sink set, in an OTel Region: OTel mode and the OTLP sink
+    (settings.default_sink), so each of the 8 GPU and node kinds and the 4 job kinds is one
+    PromQL alarm with its fleet count (24), the kernel log's XID count the one metric alarm,
+    and no silence check."""
+    default = {k: v for k, v in PROD.items() if k != "exporter_sink"}
+    template = _template(synth, default)
+    alarms = _alarms(template)
+    promql = {n for n, a in alarms.items() if "EvaluationCriteria" in a}
+    assert len(promql) == 24
+    assert set(alarms) - promql == {"gpu-xid-host-log"}
+    assert not [n for n in alarms if "shard" in n]
+    assert not template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Handler": "lambdas.silence_check.handler.handler"}},
+    )
 
 
 def test_otel_mode_with_the_otlp_sink_has_one_promql_alarm_per_job_kind_and_no_job_shard(

@@ -209,7 +209,8 @@ def test_with_the_otlp_sink_the_exporters_readers_are_told_so_and_may_query_prom
         "lambdas.training_analyzer.handler.handler": "TrainingAnalyzerRole",
         "lambdas.weekly_report.handler.handler": "WeeklyReportRole",
     }
-    for context, sink in ((PROD, "emf"), ({**PROD, "exporter_sink": "otlp"}, "otlp")):
+    # The EMF sink pinned, and OTel mode's default sink (OTLP, settings.default_sink).
+    for context, sink in (({**PROD, "exporter_sink": "emf"}, "emf"), (PROD, "otlp")):
         template = _template(synth, {**context, "container_insights_mode": "otel"})
         functions = {
             f["Properties"]["Handler"]: f["Properties"]

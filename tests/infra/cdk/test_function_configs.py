@@ -29,6 +29,9 @@ CONTEXT = {
     # OTel mode with the GPUs' power known: the notifier is told its PromQL alarm kinds.
     "container_insights_mode": "otel",
     "gpu_instance_type": "p5.48xlarge",
+    # The EMF sink (OTLP is OTel mode's default): the silence check deploys too, so every
+    # declared function's environment is read.
+    "exporter_sink": "emf",
 }
 #: Each handler of the app and the declaration of its environment.
 DECLARED: dict[str, type[FunctionConfig]] = {

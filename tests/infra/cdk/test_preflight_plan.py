@@ -12,7 +12,14 @@ from cdk.settings import settings_from_context
 from cli.preflight.checks import EXPORTER_IMAGE_ARCHITECTURES, KUBECTL_MINOR, plan_for
 from tests.infra.conftest import Synth, stack_named
 
-PROD = {"cluster_name": "train-prod", "account": "123456789012", "region": "eu-west-1"}
+#: The EMF sink: its Metrics Insights alarms are what preflight counts against the quota (OTel
+#: mode's default sink, OTLP, makes none: every alarm is PromQL).
+PROD = {
+    "cluster_name": "train-prod",
+    "account": "123456789012",
+    "region": "eu-west-1",
+    "exporter_sink": "emf",
+}
 KUBECTL = {**PROD, "kubectl_role_arn": "arn:aws:iam::123456789012:role/eks-admin"}
 
 

@@ -15,6 +15,7 @@ from cdk.settings import (
     SettingsError,
     settings_from_context,
 )
+from gpu_insights_agent.contract.metrics import ExporterSink
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 
 OIDC = "arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-east-1.amazonaws.com/id/ABC123"
@@ -136,7 +137,8 @@ def test_cdk_s_own_context_keys_are_not_settings_and_not_refused() -> None:
     assert "@aws-cdk/core:newStyleStackSynthesis" in keys
     assert "aws-cdk:enableDiffNoFail" in keys
     settings = settings_from_context({"cluster_name": "train", **dict.fromkeys(keys, True)})
-    assert settings == Settings(cluster_name="train")
+    # From the context the sink follows the mode (OTLP in OTel mode); built directly, EMF.
+    assert settings == Settings(cluster_name="train", exporter_sink=ExporterSink.OTLP)
 
 
 @pytest.mark.parametrize(
@@ -583,7 +585,6 @@ def test_the_exporter_sends_otlp_only_where_the_add_ons_agent_serves_it() -> Non
     OTel mode, and no pinned add-on older than 8.0.0."""
     otel = {"cluster_name": "t", "container_insights_mode": "otel", "exporter_sink": "OTLP"}
     assert settings_from_context(otel).exporter_sink == "otlp"
-    assert settings_from_context({"cluster_name": "t"}).exporter_sink == "emf"
     pinned = {**otel, "addon_version": "v8.0.0-eksbuild.1"}
     assert settings_from_context(pinned).exporter_sink == "otlp"
     with pytest.raises(SettingsError) as err:
@@ -598,6 +599,31 @@ def test_the_exporter_sends_otlp_only_where_the_add_ons_agent_serves_it() -> Non
         "setting addon_version='v6.2.0-eksbuild.1' is not valid: expected v8.0.0-eksbuild.1 or "
         "later with exporter_sink=otlp (the agent's OTLP endpoint), or -c exporter_sink=emf"
     )
+
+
+@pytest.mark.parametrize(
+    ("context", "sink"),
+    [
+        ({}, "otlp"),  # OTel by default: every reader is PromQL, which sees only OTLP
+        ({"region": "us-west-2"}, "otlp"),
+        ({"region": "eu-central-1"}, "emf"),  # no OTel there, so Classic, so EMF
+        ({"container_insights_mode": "classic"}, "emf"),
+        ({"addon_version": "v8.0.0-eksbuild.1"}, "otlp"),  # the first with the endpoint
+        ({"addon_version": "v10.1.0-eksbuild.2"}, "otlp"),
+        ({"addon_version": "v7.9.9-eksbuild.3"}, "emf"),  # OTel mode, no OTLP endpoint yet
+        ({"addon_version": "v6.2.0-eksbuild.1"}, "emf"),
+        ({"exporter_sink": "emf"}, "emf"),  # set, it is kept
+        ({"addon_version": "v6.2.0-eksbuild.1", "container_insights_mode": "classic"}, "emf"),
+    ],
+)
+def test_the_unset_sink_is_otlp_in_otel_mode_where_the_add_on_serves_it(
+    context: dict[str, Any], sink: str
+) -> None:
+    """The sink follows the mode as the mode follows the Region: OTLP in OTel mode (the
+    add-on's OTLP endpoint is "available in version 8.0.0 and later",
+    eks-observability-addon-otlp-endpoint.html, so a pinned older add-on gets EMF rather than
+    a refusal), EMF in Classic."""
+    assert _read(context).exporter_sink == sink
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,11 @@ SAMPLE = {
 }
 
 
+#: A history file holds GpuInsights series, the EMF sink's: the replays of one pin it (in OTel
+#: mode the OTLP sink is the default, whose alarms are all PromQL and refuse a file).
+EMF = ("-c", "exporter_sink=emf")
+
+
 def _one_line(capsys: pytest.CaptureFixture[str], *words: str) -> str:
     err = capsys.readouterr().err
     assert "Traceback" not in err
@@ -87,7 +92,7 @@ def test_backtest_times_are_bounded_before_work_starts(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     history = _history(tmp_path, **sample)
-    assert main(["backtest", "--history", history, "-c", "cluster_name=train", *extra]) == 2
+    assert main(["backtest", "--history", history, "-c", "cluster_name=train", *EMF, *extra]) == 2
     _one_line(capsys, *words)
 
 
@@ -148,7 +153,7 @@ def test_a_history_line_with_a_huge_number_or_deep_nesting_is_named(
     history = tmp_path / "history.jsonl"
     good = json.dumps({**SAMPLE, "timestamp": "2026-11-20T00:00:00Z"})
     history.write_text(f"{good}\n{line}\n")
-    assert main(["backtest", "--history", str(history), "-c", "cluster_name=train"]) == 2
+    assert main(["backtest", "--history", str(history), "-c", "cluster_name=train", *EMF]) == 2
     _one_line(capsys, "history.jsonl line 2", *words)
 
 
@@ -156,7 +161,7 @@ def test_a_history_line_with_a_huge_number_or_deep_nesting_is_named(
 def test_a_binary_history_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     history = tmp_path / "bin.json"
     history.write_bytes(bytes(range(128, 256)))
-    assert main(["backtest", "--history", str(history), "-c", "cluster_name=c"]) == 2
+    assert main(["backtest", "--history", str(history), "-c", "cluster_name=c", *EMF]) == 2
     _one_line(capsys, "--history", "bin.json", "not UTF-8")
 
 
@@ -376,14 +381,14 @@ def test_backtest_of_another_clusters_history_is_refused(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     Path("h.jsonl").write_text(_sample_of("ml-dev") + "\n")
-    assert main(["backtest", "--history", "h.jsonl", "-c", "cluster_name=ml-prod"]) == 2
+    assert main(["backtest", "--history", "h.jsonl", "-c", "cluster_name=ml-prod", *EMF]) == 2
     _one_line(capsys, "no sample is of cluster 'ml-prod'", "'ml-dev'")
 
 
 @pytest.mark.usefixtures("no_aws")
 def test_backtest_of_dev_zero_is_one_line_at_once(capsys: pytest.CaptureFixture[str]) -> None:
     started = time.monotonic()
-    assert main(["backtest", "--history", "/dev/zero", "-c", "cluster_name=c"]) == 2
+    assert main(["backtest", "--history", "/dev/zero", "-c", "cluster_name=c", *EMF]) == 2
     _one_line(capsys, "--history /dev/zero holds a NUL byte (at byte 0)")
     assert time.monotonic() - started < 5
 
@@ -397,7 +402,7 @@ def test_backtest_of_a_history_over_the_cap_is_refused(
     monkeypatch.setattr(backtest, "MAX_HISTORY_BYTES", 1024**3 // 4096)
     monkeypatch.setattr(backtest, "_CHUNK", 4096)
     Path("h.jsonl").write_text((_sample_of("c") + "\n") * 20_000)  # 4 MB
-    assert main(["backtest", "--history", "h.jsonl", "-c", "cluster_name=c"]) == 2
+    assert main(["backtest", "--history", "h.jsonl", "-c", "cluster_name=c", *EMF]) == 2
     _one_line(capsys, "--history h.jsonl is over")
 
 

@@ -1,4 +1,5 @@
 import json
+import re
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,17 @@ def test_cost_estimate_prints_the_table(capsys: pytest.CaptureFixture[str]) -> N
     assert main(["cost-estimate", "--nodes", "4", "--gpus-per-node", "8"]) == 0
     out = capsys.readouterr().out
     assert "4 GPU nodes x 8 GPUs = 32 GPUs" in out
-    # 4 x 8 GPUs x 4 gauges + 4 cluster series, and 2.56 fault metric-months, at $0.30.
+    # The default (OTel mode, the OTLP sink): 4 nodes x 3.90 GB a month at $0.08 per GB, and
+    # every alarm PromQL (24: one per kind and its fleet count), no catalog metric alarm.
+    assert re.search(r"^\$\s+1\.25  Exporter OTLP metrics ingestion\s+15\.6 GB$", out, re.M)
+    assert "24 alarms (one per kind and its fleet count, no shard)" in out
+    assert "0 catalog alarms (0 metrics)" in out
+    assert "GpuInsights" not in out
+    # The EMF sink: 4 x 8 GPUs x 4 gauges + 4 cluster series, and 2.56 fault metric-months,
+    # at $0.30.
+    argv = ["cost-estimate", "--nodes", "4", "--gpus-per-node", "8", "-c", "exporter_sink=emf"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
     assert "$      40.37  Exporter custom metrics (GpuInsights)" in out
     assert "134.6 metric-months" in out
 
@@ -81,6 +92,9 @@ def test_backtest_from_a_file_says_when_an_alarm_fires(
     history = _history(tmp_path, [_sample(m, 9.5) for m in range(120)])
     (tmp_path / "cdk.json").write_text("{}")  # settings from -c alone
     args = ["backtest", "--history", str(history), "--cdk-json", str(tmp_path / "cdk.json")]
+    # A history file holds GpuInsights series: the EMF sink's (in OTel mode the OTLP sink is
+    # the default, whose alarms are all PromQL), so these replays pin exporter_sink=emf.
+    args += ["-c", "exporter_sink=emf"]
     assert main([*args, "-c", "cluster_name=train", "--json"]) == 0
     results = {r["alarm"]: r for r in json.loads(capsys.readouterr().out)}
     low = results["gpu-low-power"]
@@ -99,9 +113,33 @@ def test_backtest_from_a_file_says_when_an_alarm_fires(
     assert [t["to"] for t in stricter["gpu-low-power"]["transitions"]] == ["OK"]
 
 
+def test_backtest_of_a_file_says_when_every_alarm_is_promql(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The default settings (OTel mode, the OTLP sink) make every alarm a PromQL alarm, which a
+    file of GpuInsights samples cannot replay: one line with the two ways that do, not an empty
+    report that reads as no alarm firing. Classic replays the same file."""
+    history = _history(tmp_path, [_sample(m, 9.5) for m in range(120)])
+    argv = ["backtest", "--history", str(history), "-c", "cluster_name=train"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "every alarm of these settings is a PromQL alarm" in err
+    assert "--cloudwatch" in err
+    assert "-c exporter_sink=emf" in err
+    assert main([*argv, "-c", "container_insights_mode=classic", "--json"]) == 0
+    results = {r["alarm"]: r for r in json.loads(capsys.readouterr().out)}
+    assert [t["to"] for t in results["gpu-low-power"]["transitions"]] == ["OK", "ALARM"]
+    # The line's other way: the EMF sink's alarms in OTel mode replay the file too.
+    assert main([*argv, "-c", "exporter_sink=emf", "--json"]) == 0
+    emf = {r["alarm"]: r for r in json.loads(capsys.readouterr().out)}
+    assert [t["to"] for t in emf["gpu-low-power"]["transitions"]] == ["OK", "ALARM"]
+
+
 def test_backtest_names_the_bad_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     history = _history(tmp_path, [_sample(0, 9.5), '{"namespace": "GpuInsights"'])
-    assert main(["backtest", "--history", str(history), "-c", "cluster_name=train"]) == 2
+    argv = ["backtest", "--history", str(history), "-c", "cluster_name=train"]
+    assert main([*argv, "-c", "exporter_sink=emf"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"gpu-insights backtest: {history} line 2:")
     assert "Traceback" not in err
@@ -152,7 +190,8 @@ def test_backtest_from_a_file_pages_gpu_silent_for_a_node_that_stops_sending(
     history = _history(tmp_path, lines)
     (tmp_path / "cdk.json").write_text("{}")
     args = ["backtest", "--history", str(history), "--cdk-json", str(tmp_path / "cdk.json")]
-    args += ["-c", "cluster_name=train", "--end", "2026-11-29T17:00:00Z"]
+    args += ["-c", "cluster_name=train", "-c", "exporter_sink=emf"]  # the EMF sink's gpu-silent
+    args += ["--end", "2026-11-29T17:00:00Z"]
     assert main([*args, "--json"]) == 0
     silent = {r["alarm"]: r for r in json.loads(capsys.readouterr().out)}["gpu-silent"]
     (node,) = silent["contributors"]
@@ -175,6 +214,7 @@ def test_backtest_says_a_silence_after_the_history_is_not_seen_and_the_json_carr
     lines = [_healthy("n1", 0, T15 + minute * 60) for minute in range(45)]
     history = _history(tmp_path, lines)
     args = ["backtest", "--history", str(history), "-c", "cluster_name=train"]
+    args += ["-c", "exporter_sink=emf"]  # the silence check runs with the EMF sink
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "raised 0 time(s)" in out
@@ -190,6 +230,7 @@ def test_backtest_names_where_each_end_of_a_reversed_range_came_from(
 ) -> None:
     history = _history(tmp_path, [_healthy("n1", 0, T15 + minute * 60) for minute in range(5)])
     argv = ["backtest", "--history", str(history), "-c", "cluster_name=train"]
+    argv += ["-c", "exporter_sink=emf"]
     assert main([*argv, "--end", "2026-11-29T14:00:00Z"]) == 2
     err = capsys.readouterr().err
     assert "(2026-11-29 14:00 UTC, --end)" in err

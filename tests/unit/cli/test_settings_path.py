@@ -31,12 +31,16 @@ def test_manifest_follows_the_settings_the_alarms_are_sized_for(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """manifest once refused -c: a cdk.json with fleet_gpus=2000 gave a DaemonSet with one
-    alarm shard while the deployed alarms had five."""
+    alarm shard while the deployed alarms had five. Shards are the EMF sink's (Metrics
+    Insights alarms); OTel mode's default OTLP sink has one PromQL alarm per kind."""
     argv = [*MANIFEST, "-c", "cluster_name=train", "-c", "fleet_gpus=2000"]
-    assert main([*argv, "-c", "exporter_interval_seconds=30"]) == 0
+    assert main([*argv, "-c", "exporter_interval_seconds=30", "-c", "exporter_sink=emf"]) == 0
     args = _daemon_set_args(capsys)
     assert (_after(args, "--alarm-shards"), _after(args, "--interval")) == ("5", "30")
     assert _after(args, "--cluster-name") == "train"
+    assert main([*argv, "-c", "container_insights_mode=otel"]) == 0
+    args = _daemon_set_args(capsys)
+    assert (_after(args, "--alarm-shards"), _after(args, "--sink")) == ("1", "otlp")
 
 
 def test_manifest_reads_cdk_json_like_synth(
@@ -44,16 +48,17 @@ def test_manifest_reads_cdk_json_like_synth(
 ) -> None:
     cdk_json = tmp_path / "cdk.json"
     context = {"cluster_name": "ml-prod", "fleet_gpus": 10_000, "exporter_interval_seconds": 30}
-    cdk_json.write_text(json.dumps({"context": {**context, "container_insights_mode": "otel"}}))
+    cdk_json.write_text(
+        json.dumps(
+            {"context": {**context, "container_insights_mode": "otel", "exporter_sink": "emf"}}
+        )
+    )
     assert main([*MANIFEST, "--cdk-json", str(cdk_json)]) == 0
     args = _daemon_set_args(capsys)
     assert (_after(args, "--alarm-shards"), _after(args, "--interval")) == ("25", "30")
-    # Over OTLP no alarm is sharded (cdk/alarms/catalog.py fleet_shards): one shard.
-    cdk_json.write_text(
-        json.dumps(
-            {"context": {**context, "container_insights_mode": "otel", "exporter_sink": "otlp"}}
-        )
-    )
+    # Over OTLP, OTel mode's default sink, no alarm is sharded (cdk/alarms/catalog.py
+    # fleet_shards): one shard.
+    cdk_json.write_text(json.dumps({"context": {**context, "container_insights_mode": "otel"}}))
     assert main([*MANIFEST, "--cdk-json", str(cdk_json)]) == 0
     args = _daemon_set_args(capsys)
     assert (_after(args, "--alarm-shards"), _after(args, "--sink")) == ("1", "otlp")
@@ -205,10 +210,14 @@ def test_a_usage_error_with_json_is_json(
 def test_cost_estimate_sizes_the_alarms_for_the_deployments_fleet(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """cost-estimate once sized the alarms for nodes x GPUs whatever fleet_gpus said."""
-    argv = ["cost-estimate", "--nodes", "40", "--gpus-per-node", "8", "-c", "fleet_gpus=20000"]
+    """cost-estimate once sized the alarms for nodes x GPUs whatever fleet_gpus said (the EMF
+    sink's shards; OTel mode's default OTLP sink has none)."""
+    fleet = ["cost-estimate", "--nodes", "40", "--gpus-per-node", "8", "-c", "fleet_gpus=20000"]
+    argv = [*fleet[:-2], "-c", "exporter_sink=emf", *fleet[-2:]]
     assert main(argv) == 0
     assert "20,000 GPUs -> 50 alarm shard(s)" in capsys.readouterr().out
+    assert main([*fleet, "-c", "container_insights_mode=otel"]) == 0
+    assert "and 24 PromQL alarm(s), unsharded" in capsys.readouterr().out
     assert main([*argv[:-1], "fleet_gpus=abc"]) == 2
     _one_line(capsys, "setting fleet_gpus='abc' is not valid")
     assert main([*argv[:-1], "fleet_gpus=100"]) == 2

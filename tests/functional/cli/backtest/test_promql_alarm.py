@@ -117,9 +117,11 @@ def test_a_range_query_at_the_evaluation_interval_replays_the_same_transitions(
 def test_the_backtest_command_replays_otel_modes_promql_alarm_beside_the_others(
     prometheus: PromQLClient, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``gpu-insights backtest --cloudwatch`` in OTel mode: the Metrics Insights alarms from
-    CloudWatch (moto, empty here), the PromQL alarm from the PromQL API beside it (this engine,
-    whose label names are Prometheus 2's: the alarm's query is given them)."""
+    """``gpu-insights backtest --cloudwatch`` in OTel mode with the exporter's EMF sink (the
+    Metrics Insights alarms beside a PromQL one exist only there: the default OTLP sink makes
+    every alarm PromQL): the Metrics Insights alarms from CloudWatch (moto, empty here), the
+    DCGM low-power PromQL alarm from the PromQL API beside it (this engine, whose label names
+    are Prometheus 2's: the alarm's query is given them)."""
     import lambdas.shared.promql
     from cdk.alarms import catalog
     from cli.main import main
@@ -150,7 +152,7 @@ def test_the_backtest_command_replays_otel_modes_promql_alarm_beside_the_others(
                 "backtest", "--cloudwatch", "--region", "us-east-1", "--json",
                 "--start", "2026-11-23T00:00:00Z", "--end", "2026-11-23T12:00:00Z",
                 "-c", f"cluster_name={CLUSTER}", "-c", "container_insights_mode=otel",
-                "-c", "gpu_instance_type=p5.48xlarge",
+                "-c", "gpu_instance_type=p5.48xlarge", "-c", "exporter_sink=emf",
             ]
         )  # fmt: skip
     out = capsys.readouterr().out

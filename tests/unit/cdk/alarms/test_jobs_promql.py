@@ -134,7 +134,11 @@ def test_each_alarm_keeps_the_kinds_title_severity_and_threshold_and_names_the_j
 def test_the_deployment_settings_make_them_promql_with_otel_mode_and_the_otlp_sink() -> None:
     otel = {"cluster_name": "train", "container_insights_mode": "otel"}
     assert settings_from_context({**otel, "exporter_sink": "otlp"}).alarm_settings().promql_jobs
-    assert not settings_from_context(otel).alarm_settings().promql_jobs
+    # Unset, the sink is OTLP in OTel mode (settings.default_sink); EMF keeps the shards.
+    assert settings_from_context(otel).alarm_settings().promql_jobs
+    assert not settings_from_context({**otel, "exporter_sink": "emf"}).alarm_settings().promql_jobs
+    classic = {"cluster_name": "train", "container_insights_mode": "classic"}
+    assert not settings_from_context(classic).alarm_settings().promql_jobs
     assert (
         not settings_from_context({**otel, "exporter_sink": "otlp", "job_alarms": "false"})
         .alarm_settings()

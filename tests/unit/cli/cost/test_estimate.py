@@ -86,8 +86,9 @@ def test_otel_mode_prices_the_add_ons_gpu_series_by_its_preview(
 ) -> None:
     """OTel mode: DCGM's 10 fields the add-on scrapes every 30 s, "at no additional charge" in
     preview (container-insights-otel-metrics.html), in place of Classic's observations; the
-    exporter stays on EMF (exporter_sink=emf), as in Classic."""
-    items = _items(capsys, "-c", "container_insights_mode=otel")
+    exporter on EMF (exporter_sink=emf, pinned: OTLP is OTel mode's default) is priced as in
+    Classic."""
+    items = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf")
     assert "Container Insights enhanced observability: GPU observations" not in items
     dcgm = items["OTel Container Insights: DCGM GPU series (add-on, OTLP)"]
     # 320 GPUs x 10 fields x 2 a minute x 43,800 minutes: 280.3 million datapoints, $0.

@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 
 from cdk.alarms.sizing import INSIGHTS_ALARM_QUOTA
-from cdk.settings import AgentCredentials, Settings
+from cdk.settings import AgentCredentials, Settings, settings_from_context
 from cli.preflight.checks import (
     OBSERVABILITY_ADDON,
     Addon,
@@ -37,6 +37,7 @@ from cli.preflight.checks import (
 )
 from gpu_insights_agent.contract.metrics import ExporterSink
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
+from lambdas.silence_check.coverage import Uncovered
 
 CLUSTER = Cluster(
     "train", "1.33", "ACTIVE", "https://oidc.eks.us-east-1.amazonaws.com/id/ABC", False
@@ -338,6 +339,32 @@ def test_a_ready_cluster_passes_every_check() -> None:
     assert {c.verdict for c in checks} == {Verdict.OK}
 
 
+def test_with_the_otlp_sink_silence_coverage_is_gpu_silents_promql_alarm() -> None:
+    """OTel mode's default sink: no silence check function, so an untagged GPU instance is no
+    failure (gpu-silent reads Kube State Metrics' capacity, not EC2's tags): one line says so."""
+    otlp = plan_for(settings_from_context({"cluster_name": "train", "region": "us-east-1"}))
+    assert (otlp.exporter_sink, otlp.silence_check, PLAN.silence_check) == (
+        ExporterSink.OTLP,
+        False,
+        True,
+    )
+    untagged = Uncovered(
+        "i-0a1b2c3d4e5f67890", "p5.48xlarge", "ip-10-0-1-17.ec2.internal", "no tag", "tag it", True
+    )
+    ready = facts(
+        addons={
+            "eks-pod-identity-agent": Addon("eks-pod-identity-agent", "v1", "ACTIVE"),
+            "amazon-cloudwatch-observability": None,
+        },
+        silence_uncovered=(untagged,),
+    )
+    (line,) = [c for c in run_checks(otlp, ready) if c.name.startswith("silence-coverage")]
+    assert (line.name, line.verdict) == ("silence-coverage", Verdict.OK)
+    assert line.detail.startswith("no silence check function with exporter_sink=otlp: gpu-silent")
+    (emf,) = [c for c in run_checks(PLAN, ready) if c.name.startswith("silence-coverage")]
+    assert (emf.name, emf.verdict) == ("silence-coverage:i-0a1b2c3d4e5f67890", Verdict.FAIL)
+
+
 #: What EC2's DescribeInstanceTypes says of the fleet's types: NVIDIA GPUs, and the architecture.
 NVIDIA = {
     "p5.48xlarge": "amd64",
@@ -541,6 +568,8 @@ UPDATE = (
     "aws eks update-addon --cluster-name train --addon-name amazon-cloudwatch-observability "
     "--addon-version "
 )
+#: The default sink's other way out: keep the old add-on and send EMF.
+EMF_INSTEAD = ", or keep it with -c exporter_sink=emf"
 
 
 def test_the_otlp_sink_fails_on_an_installed_add_on_older_than_8_0_0() -> None:
@@ -552,27 +581,44 @@ def test_the_otlp_sink_fails_on_an_installed_add_on_older_than_8_0_0() -> None:
     assert check.detail == (
         "amazon-cloudwatch-observability v6.2.0-eksbuild.1 (ACTIVE) runs otel Container "
         "Insights, managed elsewhere; it is older than v8.0.0-eksbuild.1, which "
-        "exporter_sink=otlp needs (the agent's OTLP endpoint)"
+        "exporter_sink=otlp (the default in OTel mode) needs (the agent's OTLP endpoint)"
     )
-    assert check.fix == UPDATE + "<v8.0.0-eksbuild.1 or later>"
+    assert check.fix == UPDATE + "<v8.0.0-eksbuild.1 or later>" + EMF_INSTEAD
     # With the versions EKS offers for the cluster read, the fix names the newest that fits.
     offered = facts(addons=otel, addon_versions=(DEFAULT_1_31, FIRST_OTLP))
     assert check_observability_addon(elsewhere, offered, CLUSTER).fix == (
-        UPDATE + "v8.0.0-eksbuild.1"
+        UPDATE + "v8.0.0-eksbuild.1" + EMF_INSTEAD
     )
     # Installed by the stack too: the collision fails as before, and says the version.
     clash = check_observability_addon(OTLP, offered, CLUSTER)
     assert clash.verdict is Verdict.FAIL
     assert clash.detail.endswith(
         "'already exists'; it is older than v8.0.0-eksbuild.1, which exporter_sink=otlp "
-        "needs (the agent's OTLP endpoint)"
+        "(the default in OTel mode) needs (the agent's OTLP endpoint)"
     )
-    assert clash.fix.endswith("; to keep it, first " + UPDATE + "v8.0.0-eksbuild.1")
+    assert clash.fix.endswith("; to keep it, first " + UPDATE + "v8.0.0-eksbuild.1" + EMF_INSTEAD)
     # 8.0.0 serves the endpoint; the EMF sink needs no such version.
     new = {OBSERVABILITY_ADDON: Addon("x", "v8.0.0-eksbuild.1", "ACTIVE", OTEL_VALUES)}
     assert check_observability_addon(elsewhere, facts(addons=new), CLUSTER).verdict is (Verdict.OK)
     emf = replace(elsewhere, exporter_sink=ExporterSink.EMF)
     assert check_observability_addon(emf, facts(addons=otel), CLUSTER).verdict is Verdict.OK
+
+
+def test_the_default_sink_names_itself_on_an_add_on_older_than_8_0_0() -> None:
+    """A deployment that never set exporter_sink gets OTLP in OTel mode: against an add-on
+    managed elsewhere at 7.x the line says the sink is the default and how to keep EMF."""
+    context = {"cluster_name": "train", "job_alarms": False, "install_addon": False}
+    plan = plan_for(settings_from_context(context))
+    old = {OBSERVABILITY_ADDON: Addon("x", "v7.0.0-eksbuild.1", "ACTIVE", OTEL_VALUES)}
+    check = check_observability_addon(plan, facts(addons=old), CLUSTER)
+    assert check.verdict is Verdict.FAIL
+    assert check.detail.endswith(
+        "managed elsewhere; it is older than v8.0.0-eksbuild.1, which exporter_sink=otlp "
+        "(the default in OTel mode) needs (the agent's OTLP endpoint)"
+    )
+    assert check.fix == UPDATE + "<v8.0.0-eksbuild.1 or later>" + EMF_INSTEAD
+    emf = plan_for(settings_from_context({**context, "exporter_sink": "emf"}))
+    assert check_observability_addon(emf, facts(addons=old), CLUSTER).verdict is Verdict.OK
 
 
 def test_the_otlp_sink_fails_where_eks_would_install_a_default_older_than_8_0_0() -> None:
@@ -584,7 +630,7 @@ def test_the_otlp_sink_fails_where_eks_would_install_a_default_older_than_8_0_0(
     assert check.detail == (
         "amazon-cloudwatch-observability not installed yet: without addon_version EKS installs "
         "its default for Kubernetes 1.31, v4.4.0-eksbuild.1, older than v8.0.0-eksbuild.1, "
-        "which exporter_sink=otlp needs (the agent's OTLP endpoint)"
+        "which exporter_sink=otlp (the default in OTel mode) needs (the agent's OTLP endpoint)"
     )
     assert check.fix == (
         "no version EKS offers for Kubernetes 1.31 is v8.0.0-eksbuild.1 or later yet: "

@@ -12,6 +12,7 @@ from lambdas.shared.exporter_promql import (
     counter_increase,
     node_batches,
     node_pattern,
+    range_selector,
 )
 from lambdas.shared.promql import MAX_SERIES
 
@@ -60,3 +61,25 @@ def test_per_gpu_queries_keep_only_the_node_and_gpu() -> None:
         '(count_over_time({__name__="gpu_power_utilization", "@resource.k8s.cluster.name"='
         '"train", "@resource.k8s.node.name"=~"n1"}[1h]))'
     )
+
+
+def test_a_window_of_minutes_reads_the_gpus_each_node_sent() -> None:
+    """``gpu-insights status``'s reads (cli/status/aws.py): one series a node, its value the
+    GPUs that sent in the last 15 minutes, and one node's GPU indices."""
+    queries = ExporterQueries("train")
+    selector = '{__name__="gpu_healthy", "@resource.k8s.cluster.name"="train"%s}[15m]'
+    assert queries.gpus_by_node("gpu_healthy", 900) == (
+        'count by ("@resource.k8s.node.name") (count by ("@resource.k8s.node.name", gpu) '
+        f"(count_over_time({selector % ''})))"
+    )
+    assert queries.node_gpus("gpu_healthy", "ip-10-0-0-1.ec2.internal", 900) == (
+        "count by (gpu) (count_over_time("
+        + selector % ', "@resource.k8s.node.name"=~"ip-10-0-0-1\\\\.ec2\\\\.internal"'
+        + "))"
+    )
+
+
+@pytest.mark.parametrize("seconds", [0, -60, 90])
+def test_a_range_is_whole_minutes(seconds: int) -> None:
+    with pytest.raises(ValueError, match=f"a range of {seconds} s: whole minutes"):
+        range_selector(seconds)

@@ -113,6 +113,26 @@ def test_without_credentials_the_request_is_sent_unsigned() -> None:
     assert "authorization" not in {k.lower() for k, _ in recorder.sent[0].header_items()}
 
 
+def test_cloudwatchs_api_without_credentials_is_refused_before_a_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Beside a CloudWatch client that found no credentials (the CLI run without any, as every
+    reader in OTel mode now is), a query raises what GetMetricData raises then, not a network
+    error after an unsigned request."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    recorder = Recorder((200, {"status": "success", "data": {"result": []}}))
+    cloudwatch = boto3.Session(region_name="us-east-1").client("cloudwatch")
+    client = promql_for(cloudwatch)
+    client.opener = recorder
+    with pytest.raises(NoCredentialsError):
+        client.query("up", 5)
+    assert recorder.sent == []
+
+
 @pytest.mark.parametrize("limit", [0, 501])
 def test_a_limit_outside_1_to_500_is_refused_before_it_is_sent(limit: int) -> None:
     """ "Maximum number of unique time series to return, from 1 to 500"."""
