@@ -134,16 +134,21 @@ def main() -> list[FaultRun]:
     return [run(fault) for fault in FAULTS]
 
 
+def line(r: FaultRun) -> str:
+    """One fault's figures as printed (docs/paging.md quotes them)."""
+    return (
+        f"{r.fault:<9} pages {r.pages}, faults injected {r.injected}, invocations "
+        f"{r.invocations}, delivered {r.delivered}/{r.pages}, re-sent {r.resent}, claims "
+        f"left held {r.claims_held}, longest delivery {r.longest_delivery_s:.1f} s "
+        f"(deadline {DEADLINE_S:g} s, function timeout {FUNCTION_TIMEOUT_S} s)"
+    )
+
+
 if __name__ == "__main__":
     logging.disable(logging.ERROR)  # each refused delivery is logged: the counts say it
     runs = main()
     for r in runs:
-        print(
-            f"{r.fault:<9} pages {r.pages}, faults injected {r.injected}, invocations "
-            f"{r.invocations}, delivered {r.delivered}/{r.pages}, re-sent {r.resent}, claims "
-            f"left held {r.claims_held}, longest delivery {r.longest_delivery_s:.1f} s "
-            f"(deadline {DEADLINE_S:g} s, function timeout {FUNCTION_TIMEOUT_S} s)"
-        )
+        print(line(r))
     print(
         f"pages lost {sum(r.lost for r in runs)}, "
         f"claims left held {sum(r.claims_held for r in runs)}"

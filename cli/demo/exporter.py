@@ -106,6 +106,14 @@ def write_proc(root: Path, pods: Sequence[k8s.Pod] = REPLAY_PODS) -> None:
         )
 
 
+def write_pod_logs(root: Path, pods: Sequence[k8s.Pod] = REPLAY_PODS) -> None:
+    """The kubelet's ``/var/log/pods/<namespace>_<name>_<uid>`` directories, by which the
+    exporter names a pod (exporter.pod_attribution.pod_names): a node with pod attribution
+    mounts them read-only beside its /proc (cdk/node_config/manifest.py)."""
+    for pod in pods:
+        (root / f"{pod.namespace}_{pod.name}_{pod_uid(pod)}").mkdir(parents=True)
+
+
 def replay_window() -> tuple[float, float]:
     return START_EPOCH, START_EPOCH + DURATION_S
 
@@ -155,8 +163,13 @@ def replay_exporter(
     now = [0.0]
     emf_path = out_dir / "exporter-emf.jsonl"
     result = ExporterReplay(emf_path=emf_path, otlp=KeptRequests() if otlp else None)
-    with emf_path.open("w", encoding="utf-8") as emf, tempfile.TemporaryDirectory() as proc:
+    with (
+        emf_path.open("w", encoding="utf-8") as emf,
+        tempfile.TemporaryDirectory() as proc,
+        tempfile.TemporaryDirectory() as logs,
+    ):
         write_proc(Path(proc))
+        write_pod_logs(Path(logs))
         forward: Any = (
             XidEventLog(
                 OtlpSink("http://local", exporter=result.otlp, start_ns=int(START_EPOCH * 1e9)),
@@ -185,6 +198,7 @@ def replay_exporter(
                 node_name=NODE,
                 interval_s=INTERVAL_S,
                 proc_root=Path(proc),
+                pod_log_root=Path(logs),
             ),
             clock=lambda: START_EPOCH + now[0],
         )

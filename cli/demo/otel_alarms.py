@@ -56,8 +56,8 @@ from cli.demo.exporter import (
     REPLAYED,
     START_EPOCH,
     START_HOUR,
-    pod_uid,
     run_cycles,
+    write_pod_logs,
     write_proc,
 )
 from cli.demo.jobs import ALARM_JOBS, AlarmJob, Phase, emitter_samples
@@ -186,13 +186,6 @@ class _Lines:
 
     def send(self, documents: Sequence[EmfDocument]) -> None:
         self.documents.extend(documents)
-
-
-def write_pod_logs(root: Path, pods: Sequence[k8s.Pod]) -> None:
-    """The kubelet's ``/var/log/pods/<namespace>_<name>_<uid>`` directories, by which the
-    exporter names a pod (exporter.pod_attribution.pod_names)."""
-    for pod in pods:
-        (root / f"{pod.namespace}_{pod.name}_{pod_uid(pod)}").mkdir(parents=True)
 
 
 def _trace(node: ec2.Node, roles: Sequence[str]) -> list[str]:

@@ -44,6 +44,7 @@ from gpu_insights_agent.contract.metrics import (
 )
 from gpu_insights_agent.contract.resource_names import CAP_ALARM_SUFFIX, alarm_name
 from gpu_insights_agent.contract.xid import XidSeverity
+from lambdas.notifier.jobs import few
 from lambdas.notifier.kernel_log import KernelCheck
 from lambdas.notifier.links import alarm_url, gpu_dashboard_url
 from lambdas.notifier.messages import XidGroup
@@ -160,6 +161,10 @@ def from_xid_group(
     if kernel is not None:
         facts.append(("Kernel log", kernel.text))
     node_known = not notice.node.startswith("unknown")
+    pods = group.pods
+    if pods and group.pods_seen_ms is not None:
+        # The GPU could not say who was on it at the XID: the exporter's last reading, dated.
+        pods = (f"{few(pods, 'pods')} (last seen on this GPU at {_utc(group.pods_seen_ms)})",)
     return Incident(
         key=group.key,
         severity="critical" if fatal and not unconfirmed else "warning",
@@ -169,7 +174,7 @@ def from_xid_group(
         cluster=notice.cluster,
         node=notice.node,
         gpu=notice.gpu,
-        pods=group.pods,
+        pods=pods,
         action=action,
         dashboard_url=deployment.dashboard_for(notice.node) if node_known else None,
         facts=tuple(facts),

@@ -31,6 +31,7 @@ from gpu_insights_agent.contract.metrics import (
     PROP_PCI_BUS_ID,
     PROP_POD_UIDS,
     PROP_PODS,
+    PROP_PODS_LAST_SEEN_MS,
     PROP_XID_SOURCE,
 )
 from gpu_insights_agent.contract.xid import (
@@ -52,6 +53,10 @@ class XidNotice:
     meaning: str
     source: str
     pods: tuple[str, ...] = ()
+    #: When the exporter last read ``pods`` (milliseconds since the epoch), where it could not
+    #: ask the GPU at the XID (fallen off the bus) and named those it had last seen; None:
+    #: read at the XID.
+    pods_seen_ms: int | None = None
     #: When the GPU reported it (milliseconds since the epoch): the exporter document's
     #: ``_aws.Timestamp``, else the log event's timestamp.
     time_ms: int = 0
@@ -114,6 +119,7 @@ def _from_emf(document: Any, cluster: str, event_ms: int) -> XidNotice | None:
         meaning=row.meaning,
         source=f"GPU exporter ({fields.source(document.get(PROP_XID_SOURCE, 'nvml'))})",
         pods=names or tuple(f"{uid} (pod UID)" for uid in uids),
+        pods_seen_ms=fields.pods_last_seen_ms(document.get(PROP_PODS_LAST_SEEN_MS)),
         time_ms=document_time_ms(document, event_ms),
         pci_bus_id=fields.pci_bus_id(document.get(PROP_PCI_BUS_ID)),
         from_exporter=True,
@@ -217,6 +223,10 @@ class XidGroup:
     count: int
     last_ms: int
     pods: tuple[str, ...]
+    #: When the pods were last seen on the GPU, where no notice of the group read them at its
+    #: XID (each named those the exporter remembered: the GPU could not be asked); the latest
+    #: of those times. None: some notice read them at its XID, or none names a pod.
+    pods_seen_ms: int | None = None
 
     @property
     def window_start_ms(self) -> int:
@@ -251,6 +261,9 @@ def group_xids(notices: list[XidNotice]) -> list[XidGroup]:
         pods: dict[str, None] = {}
         for member in members:
             pods.update(dict.fromkeys(member.pods))
+        seen = [n.pods_seen_ms for n in members if n.pods]
+        times = [t for t in seen if t is not None]
+        last_seen = max(times) if times and len(times) == len(seen) else None
         exporter = [n for n in members if n.from_exporter]
         out.append(
             XidGroup(
@@ -258,6 +271,7 @@ def group_xids(notices: list[XidNotice]) -> list[XidGroup]:
                 count=len(members),
                 last_ms=max(n.time_ms for n in members),
                 pods=tuple(pods),
+                pods_seen_ms=last_seen,
             )
         )
     return out

@@ -157,13 +157,24 @@ def pci_device(value: str) -> str:
     return f"{int(match['domain'], 16):04x}:{match['bus'].lower()}:{match['device'].lower()}"
 
 
+def _epoch_ms(value: Any, what: str) -> int:
+    """Epoch milliseconds in the years 2000 to 2199."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise DocumentError(f"{what} {_short(value)} is not epoch milliseconds")
+    if not EARLIEST_MS <= value < LATEST_MS:
+        raise DocumentError(f"{what} {_short(value)} is not in 2000 to 2199")
+    return value
+
+
 def event_time_ms(value: Any) -> int:
     """A log event's ``timestamp``: epoch milliseconds in the years 2000 to 2199."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise DocumentError(f"log event timestamp {_short(value)} is not epoch milliseconds")
-    if not EARLIEST_MS <= value < LATEST_MS:
-        raise DocumentError(f"log event timestamp {_short(value)} is not in 2000 to 2199")
-    return value
+    return _epoch_ms(value, "log event timestamp")
+
+
+def pods_last_seen_ms(value: Any) -> int | None:
+    """``PodsLastSeenMs``: absent (the pods were read at the XID), or when the exporter last
+    read the pods it names (the GPU could not be asked at the XID), epoch milliseconds."""
+    return None if value is None else _epoch_ms(value, "PodsLastSeenMs")
 
 
 def host_name(value: Any, what: str) -> str:

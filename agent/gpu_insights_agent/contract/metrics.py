@@ -249,6 +249,11 @@ PROP_POD_UIDS: Final = "PodUids"
 #: The same pods as ``namespace/name`` (what a person knows them by), where the exporter can
 #: read them from the kubelet's pod log directories.
 PROP_PODS: Final = "Pods"
+#: On an XID document only, when the exporter could not ask the GPU which processes run on it
+#: (fallen off the bus): the pods it names are those of the last cycle that read them, and
+#: this is when (epoch milliseconds). Absent: the pods were read at the XID (an older
+#: notifier, which does not know it, shows them as read then).
+PROP_PODS_LAST_SEEN_MS: Final = "PodsLastSeenMs"
 PROP_XID_SOURCE: Final = "XidSource"
 #: The XID event's running count on its GPU and code since the exporter started (this event
 #: included): what the OTLP sink sends as the ``gpu_xid_errors`` counter, so PromQL's

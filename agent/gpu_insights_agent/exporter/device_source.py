@@ -44,6 +44,9 @@ class DeviceFault:
 class GpuReading:
     metrics: dict[GpuMetric, float]
     pids: list[int] = field(default_factory=list)
+    #: False where the device did not answer which processes run on it (``pids`` is then
+    #: empty, but not known to be): the exporter keeps the pods it last saw on it.
+    pids_read: bool = True
     #: Set with ``gpu_healthy`` 0: the fault that persisted.
     fault: DeviceFault | None = None
 

@@ -28,6 +28,7 @@ from gpu_insights_agent.contract.metrics import (
     PROP_PCI_BUS_ID,
     PROP_POD_UIDS,
     PROP_PODS,
+    PROP_PODS_LAST_SEEN_MS,
     PROP_XID_COUNT,
     PROP_XID_SOURCE,
     XID_DIMENSION_SETS,
@@ -51,6 +52,7 @@ from gpu_insights_agent.exporter.device_source import (
     XidEvent,
 )
 from gpu_insights_agent.exporter.fault_gate import FaultGate
+from gpu_insights_agent.exporter.last_pods import LastSeenPods
 from gpu_insights_agent.exporter.nvml_faults import GPU_IS_LOST, device_fault
 from gpu_insights_agent.exporter.nvml_source import NvmlUnavailableError
 from gpu_insights_agent.exporter.pod_attribution import pod_names, pod_uids
@@ -116,6 +118,8 @@ class Exporter:
         #: XIDs per (GPU, code) since the exporter started (``PROP_XID_COUNT``).
         self._xid_counts: dict[tuple[int, int], int] = {}
         self._xid_count_lock = threading.Lock()  # the watcher thread and a cycle both count
+        #: Each GPU's pods as last read, for an XID on a GPU that cannot be asked (lost).
+        self._last_pods = LastSeenPods(config.interval_s)
 
     def start(self) -> None:
         count = self._source.open()
@@ -232,8 +236,12 @@ class Exporter:
             own_dimension_sets=own,
         )
 
-    def xid_document(self, event: XidEvent, pods: list[str]) -> EmfDocument:
-        """One XID's document; it counts the XID in its GPU's and code's running count."""
+    def xid_document(
+        self, event: XidEvent, pods: list[str], *, pods_seen_at: float | None = None
+    ) -> EmfDocument:
+        """One XID's document; it counts the XID in its GPU's and code's running count.
+        ``pods_seen_at``: the pods were not read at the XID (the GPU could not be asked) but
+        remembered from a cycle at that time (``exporter.last_pods``); the document says so."""
         row = describe_xid(event.code)
         fatal = row.severity is XidSeverity.FATAL
         metrics = {str(GpuMetric.XID_ERRORS): 1.0, str(GpuMetric.XID_FATAL_ERRORS): float(fatal)}
@@ -253,6 +261,8 @@ class Exporter:
             if sampler.pci_bus_id:
                 properties[PROP_PCI_BUS_ID] = sampler.pci_bus_id
         properties.update(self._pod_properties(pods))
+        if pods and pods_seen_at is not None:
+            properties[PROP_PODS_LAST_SEEN_MS] = int(pods_seen_at * 1000)
         return emf_document(
             namespace=NAMESPACE_GPU,
             timestamp_ms=int(event.time * 1000),
@@ -270,14 +280,21 @@ class Exporter:
         log.warning(
             "XID %d on GPU %d (%s): %s", event.code, event.gpu_index, row.severity, row.meaning
         )
-        pods: list[str] = []
         sampler = self.samplers.get(event.gpu_index)
         if sampler is not None and event.gpu_index not in self.lost:
             try:
                 pods = self._pods(sampler.sample_pids())
             except GpuLostError:
-                pods = []
-        self._emit([self.xid_document(event, pods)])
+                pass
+            else:
+                self._emit([self.xid_document(event, pods)])
+                return
+        # The GPU cannot be asked (it has fallen off the bus): the pods it last had, if recent.
+        seen = self._last_pods.recall(event.gpu_index, self._clock())
+        if seen is None:
+            self._emit([self.xid_document(event, [])])
+        else:
+            self._emit([self.xid_document(event, list(seen.uids), pods_seen_at=seen.at)])
 
     def collect_once(self) -> list[EmfDocument]:
         now = self._clock()
@@ -286,7 +303,10 @@ class Exporter:
             sampler = self.samplers.get(index)
             if sampler is not None and index not in self.lost:
                 try:
-                    documents += self.gpu_documents(index, sampler.sample(), now)
+                    reading = sampler.sample()
+                    if reading.pids_read:
+                        self._last_pods.observe(index, self._pods(reading.pids), now)
+                    documents += self.gpu_documents(index, reading, now)
                     continue
                 except GpuLostError as err:
                     log.error("%s; the other GPUs go on", err)

@@ -215,16 +215,21 @@ class GpuSampler:
         self._sample_ecc(metrics)
         if self.gpm_supported:
             self._sample_gpm(metrics)
-        pids = self.sample_pids()
+        read = self._read_pids()
+        pids = read or []
         in_use = bool(pids) or metrics.get(GpuMetric.MEMORY_USED, 0.0) >= IN_USE_MEMORY_BYTES
         if in_use and GpuMetric.POWER_UTILIZATION in metrics:
             metrics[GpuMetric.ALLOCATED_POWER_UTILIZATION] = metrics[GpuMetric.POWER_UTILIZATION]
-        return GpuReading(metrics=metrics, pids=pids)
+        return GpuReading(metrics=metrics, pids=pids, pids_read=read is not None)
+
+    def _read_pids(self) -> list[int] | None:
+        """Host PIDs of the compute processes on this GPU; None where NVML did not say."""
+        processes = self._call("processes", "nvmlDeviceGetComputeRunningProcesses")
+        return None if processes is None else [int(process.pid) for process in processes]
 
     def sample_pids(self) -> list[int]:
-        """Host PIDs of the compute processes on this GPU."""
-        processes = self._call("processes", "nvmlDeviceGetComputeRunningProcesses") or []
-        return [int(process.pid) for process in processes]
+        """Host PIDs of the compute processes on this GPU (none where NVML did not say)."""
+        return self._read_pids() or []
 
     def _sample_ecc(self, metrics: dict[GpuMetric, float]) -> None:
         nvml = self._nvml

@@ -10,7 +10,7 @@ import pytest
 
 from cli.demo.both_modes import COMPARED, alarm_kinds, compare
 from cli.demo.command import DemoResult, run_demo
-from cli.demo.exporter import NODE, REPLAY_PODS, pod_uid, replay_window
+from cli.demo.exporter import NODE, REPLAY_PODS, replay_window
 from cli.demo.failures import DEMO_READ, PLANTED
 from cli.demo.jobs import ALARM_JOBS, job_pages
 from cli.demo.report import chromium, page_height, png_size
@@ -249,9 +249,10 @@ def test_demo_sends_one_message_per_incident(demo: tuple[DemoResult, Path]) -> N
     ecc = [d for d in map(json.loads, lines) if d.get("gpu_ecc_errors_uncorrected")]
     assert [d["_aws"]["Timestamp"] for d in ecc] == [xid48["_aws"]["Timestamp"]]
     # An XID's message names the pods whose processes the exporter saw on the GPU (the
-    # replayed PyTorchJob's): GPU 3 is worker-2's.
+    # replayed PyTorchJob's), by namespace and name: GPU 3 is worker-2's.
     text = next(text for _, s, text in notified.messages if "XID 48 on" in s)
-    assert f"Pods:          {pod_uid(REPLAY_PODS[3])} (pod UID)" in text, text
+    assert f"Pods:          speech/{REPLAY_PODS[3].name}" in text, text
+    assert "(pod UID)" not in text
     storm = next(text for _, s, text in notified.messages if "PCI 0000:53:00" in s)
     # The kernel-log storm is dated in the demo's week: the end of the replayed hours.
     assert f"500 times at {datetime.fromtimestamp(replay_window()[1], UTC):%Y-%m-%d %H:%M}" in (

@@ -11,7 +11,14 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from cli.demo.exporter import NODE, replay_exporter, replay_window
+from cli.demo.exporter import (
+    INTERVAL_S,
+    NODE,
+    REPLAY_PODS,
+    pod_uid,
+    replay_exporter,
+    replay_window,
+)
 from cli.demo.failures import PLANTED, diagnose, diagnosis_lines, planted, seed_failures
 from cli.demo.storage import DEMO_CLUSTER
 from gpu_insights_agent.contract.metrics import (
@@ -20,6 +27,9 @@ from gpu_insights_agent.contract.metrics import (
     DIM_JOB,
     DIM_XID_CODE,
     NAMESPACE_TRAINING,
+    PROP_POD_UIDS,
+    PROP_PODS,
+    PROP_PODS_LAST_SEEN_MS,
     TrainingMetric,
     training_log_group,
 )
@@ -100,6 +110,9 @@ def test_each_planted_failure_is_failed_in_the_metrics_and_classified_with_its_c
     ]
 
 
+XIDS = ("48", "79")
+
+
 def test_the_planted_xid_is_the_one_the_exporter_replays(
     clients: dict[str, Any], tmp_path: Any
 ) -> None:
@@ -118,3 +131,11 @@ def test_the_planted_xid_is_the_one_the_exporter_replays(
     xids = [d["_aws"]["Timestamp"] for d in emf if d.get(DIM_XID_CODE) and d[DIM_GPU_INDEX] == "3"]
     assert [e["timestamp"] for e in events] == xids
     assert xids[-1] == whisper.failed_at * 1000
+    # The replayed node's exporter names the pods on the GPU as a node with pod attribution
+    # does (the kubelet's pod log directories, mounted read-only): GPU 3 is worker-2's.
+    pods = {(d[PROP_POD_UIDS][0], d[PROP_PODS][0]) for d in emf if d.get(DIM_XID_CODE) in XIDS}
+    assert pods == {(pod_uid(REPLAY_PODS[3]), "speech/whisper-finetune-worker-2")}
+    # XID 79: the GPU has fallen off the bus and cannot say who runs on it, so the exporter
+    # names the pods of its last cycle that read them, and when (one cycle before).
+    (lost,) = [d for d in emf if d.get(DIM_XID_CODE) == "79"]
+    assert lost[PROP_PODS_LAST_SEEN_MS] == lost["_aws"]["Timestamp"] - INTERVAL_S * 1000

@@ -10,9 +10,12 @@ from gpu_insights_agent.exporter.nvml_source import NvmlSource
 from tests.unit.agent.exporter.nvml_trace import EPOCH, Clock, trace_lines
 
 
-def started_exporter(clock: Clock, sink: Sink, **config: Any) -> Exporter:
-    """The exporter over the trace's fake NVML, sending to ``sink``, started."""
-    nvml = FakeNvml(trace_lines(), clock=clock, sleep=lambda _: None)
+def started_exporter(
+    clock: Clock, sink: Sink, *, extra: list[str] | None = None, **config: Any
+) -> Exporter:
+    """The exporter over the trace's fake NVML (and ``extra`` trace lines), sending to
+    ``sink``, started."""
+    nvml = FakeNvml(trace_lines(extra), clock=clock, sleep=lambda _: None)
     exporter = Exporter(
         NvmlSource(nvml),
         BufferedSender(sink),

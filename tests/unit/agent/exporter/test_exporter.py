@@ -1,3 +1,4 @@
+import json
 import logging
 import threading
 import time
@@ -242,6 +243,110 @@ def test_pods_are_named_by_namespace_and_name_from_the_kubelets_pod_log_director
     assert xid["Pods"] == ["nlp/bert-data-bound-worker-0"]
     # NVML's busId of GPU 0 (the trace's), which the kernel prints as PCI:0000:53:00.
     assert xid["PciBusId"] == "00000000:53:00.0"
+
+
+WHISPER_UID = "5a6b7c8d-1e2f-4a3b-9c4d-5e6f7a8b9c0d"
+
+
+def _whisper_on_gpu_2(tmp_path: Any) -> Clock:
+    """The host's /proc and the kubelet's pod log directories of a node whose GPU 2 (lost at
+    t=20 in the trace) runs speech/whisper-finetune-worker-2 as PID 5151; a clock at 0."""
+    proc, pods = tmp_path / "proc", tmp_path / "pods"
+    (proc / "5151").mkdir(parents=True)
+    (proc / "5151" / "cgroup").write_text(
+        f"0::/kubepods.slice/kubepods-pod{WHISPER_UID.replace('-', '_')}.slice/cri-x.scope\n"
+    )
+    (pods / f"speech_whisper-finetune-worker-2_{WHISPER_UID}").mkdir(parents=True)
+    return Clock(0)
+
+
+def _gpu_2_samples(pids_at: dict[int, list[int]]) -> list[str]:
+    """Trace lines: the processes NVML reports on GPU 2 from each time on."""
+    return [
+        json.dumps({"kind": "sample", "t": t, "index": 2, "pids": pids})
+        for t, pids in pids_at.items()
+    ]
+
+
+def test_a_lost_gpus_xid_names_the_pods_last_seen_on_it(tmp_path: Any) -> None:
+    """XID 79: the GPU has fallen off the bus and NVML can no longer say what runs on it, so
+    its XID names the pods of the last cycle that could read them, and when that was. Before:
+    no pods at all, and the page said nothing of who was on the GPU."""
+    clock = _whisper_on_gpu_2(tmp_path)
+    sink = ListSink()
+    exporter = started_exporter(
+        clock,
+        sink,
+        extra=_gpu_2_samples({0: [5151]}),
+        proc_root=tmp_path / "proc",
+        pod_log_root=tmp_path / "pods",
+    )
+    exporter.collect_once()
+    clock.now = 10
+    assert _by_gpu(exporter.collect_once())["2"]["PodUids"] == [WHISPER_UID]
+    clock.now = 20  # the cycle that finds GPU 2 lost (the trace loses it at t=20)
+    exporter.collect_once()
+    (lost,) = [d for d in sink.documents if d.get("XidSource") == "lost"]
+    assert lost["PodUids"] == [WHISPER_UID]
+    assert lost["Pods"] == ["speech/whisper-finetune-worker-2"]
+    assert lost["PodsLastSeenMs"] == int((EPOCH + 10) * 1000)  # the cycle at t=10
+    # The driver's own XID 79 comes a little later: the same pods, as last seen.
+    clock.now = 25
+    exporter.on_xid(XidEvent(gpu_index=2, code=79, time=EPOCH + 25))
+    assert sink.documents[-1]["Pods"] == ["speech/whisper-finetune-worker-2"]
+    assert sink.documents[-1]["PodsLastSeenMs"] == int((EPOCH + 10) * 1000)
+    # Three cycles (30 s) after they were seen, the pods may have gone: none is named.
+    clock.now = 41
+    exporter.on_xid(XidEvent(gpu_index=2, code=79, time=EPOCH + 41))
+    assert "PodUids" not in sink.documents[-1]
+    assert "PodsLastSeenMs" not in sink.documents[-1]
+
+
+def test_an_xid_on_a_gpu_that_answers_names_its_pods_now_not_as_last_seen(tmp_path: Any) -> None:
+    clock = _whisper_on_gpu_2(tmp_path)
+    sink = ListSink()
+    exporter = started_exporter(
+        clock, sink, extra=_gpu_2_samples({0: [5151]}), proc_root=tmp_path / "proc"
+    )
+    exporter.collect_once()
+    clock.now = 5
+    exporter.on_xid(XidEvent(gpu_index=2, code=48, time=EPOCH + 5))
+    assert sink.documents[-1]["PodUids"] == [WHISPER_UID]
+    assert "PodsLastSeenMs" not in sink.documents[-1]
+
+
+def test_a_gpu_read_with_no_pods_forgets_the_pods_it_had(tmp_path: Any) -> None:
+    """The job ended at t=10 (NVML lists no process on GPU 2); the GPU falls off the bus at
+    t=20: its XID names nobody, not the job that had already left it."""
+    clock = _whisper_on_gpu_2(tmp_path)
+    sink = ListSink()
+    exporter = started_exporter(
+        clock, sink, extra=_gpu_2_samples({0: [5151], 10: []}), proc_root=tmp_path / "proc"
+    )
+    for t in (0, 10, 20):
+        clock.now = t
+        exporter.collect_once()
+    (lost,) = [d for d in sink.documents if d.get("XidSource") == "lost"]
+    assert "PodUids" not in lost
+    assert "PodsLastSeenMs" not in lost
+
+
+def test_a_cycle_that_cannot_read_the_processes_keeps_the_pods_it_had(tmp_path: Any) -> None:
+    """From t=10 every NVML call on GPU 2 fails with NVML_ERROR_UNKNOWN (999) until it falls
+    off the bus at t=20: the failed process list is no list of none, so the XID still names
+    the pods read at t=0."""
+    clock = _whisper_on_gpu_2(tmp_path)
+    sink = ListSink()
+    failing = json.dumps({"kind": "fault", "t": 10, "index": 2, "code": 999})
+    exporter = started_exporter(
+        clock, sink, extra=[*_gpu_2_samples({0: [5151]}), failing], proc_root=tmp_path / "proc"
+    )
+    for t in (0, 10, 20):
+        clock.now = t
+        exporter.collect_once()
+    (lost,) = [d for d in sink.documents if d.get("XidSource") == "lost"]
+    assert lost["PodUids"] == [WHISPER_UID]
+    assert lost["PodsLastSeenMs"] == int(EPOCH * 1000)
 
 
 def test_no_driver_is_one_clear_error() -> None:

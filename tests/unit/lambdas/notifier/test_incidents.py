@@ -35,7 +35,7 @@ from lambdas.notifier.incidents import (
     read_reason,
 )
 from lambdas.notifier.links import gpu_dashboard_url
-from lambdas.notifier.messages import GROUP_WINDOW_S, group_xids, parse_log_events
+from lambdas.notifier.messages import GROUP_WINDOW_S, XidGroup, group_xids, parse_log_events
 from lambdas.notifier.notification import (
     Incident,
     publish_arguments,
@@ -159,6 +159,42 @@ def test_a_fatal_xid_is_critical_with_its_pod_count_and_what_to_do() -> None:
     assert f"Seen:          {seen}" in text
     assert "Cordon and drain the node" in text
     assert incident.key == f"xid/train/{NODE}/3/79/1772460000000"
+
+
+def _xid_79_group(pods_seen_at: list[float | None]) -> XidGroup:
+    """XID 79 on GPU 3 once per entry, each naming worker-2 by UID: read from NVML at the XID
+    (None), or remembered from the last cycle that could read them, at that time."""
+    exporter = _exporter()
+    t0 = 1_772_460_000.0  # 2026-03-02 14:00:00 UTC
+    documents = [
+        exporter.xid_document(
+            XidEvent(gpu_index=3, code=79, time=t0 + i, source="lost"),
+            ["7f1c2d3e-pod-a"],
+            pods_seen_at=seen,
+        )
+        for i, seen in enumerate(pods_seen_at)
+    ]
+    times = [int((t0 + i) * 1000) for i in range(len(documents))]
+    payload = _payload([json.dumps(d) for d in documents], times)
+    (group,) = group_xids(parse_log_events(payload, cluster="train").notices)
+    return group
+
+
+def test_a_lost_gpus_xid_names_its_pods_as_last_seen_on_it_with_the_time() -> None:
+    """A GPU fallen off the bus cannot say what runs on it: the exporter sends the pods it
+    last read, and when, and the page says so. Before: no Pods row on an XID 79 page."""
+    group = _xid_79_group([1_772_459_990.0, 1_772_459_990.0])  # 13:59:50, ten seconds before
+    text = render_text(from_xid_group(group, DEPLOYMENT))
+    print(text)
+    assert (
+        "Pods:          7f1c2d3e-pod-a (pod UID) (last seen on this GPU at 2026-03-02 13:59:50 UTC)"
+    ) in text
+
+
+def test_pods_read_at_the_xid_are_not_called_last_seen() -> None:
+    text = render_text(from_xid_group(_xid_79_group([1_772_459_990.0, None]), DEPLOYMENT))
+    assert "Pods:          7f1c2d3e-pod-a (pod UID)\n" in text
+    assert "last seen" not in text
 
 
 def test_a_storm_of_500_identical_xids_is_one_incident_with_a_count() -> None:

@@ -97,6 +97,9 @@ def test_a_node_name_over_2048_bytes_is_refused_before_it_reaches_the_ledger() -
         ("PodUids", ["u"] * 111, "is not a list of at most 110 UIDs"),
         ("XidSource", "<b>", "XidSource '<b>' is not a source name"),
         ("PciBusId", "53:00", "PciBusId '53:00' is not a PCI bus id"),
+        ("PodsLastSeenMs", "13:59", "PodsLastSeenMs '13:59' is not epoch milliseconds"),
+        ("PodsLastSeenMs", 1e400, "PodsLastSeenMs inf is not epoch milliseconds"),
+        ("PodsLastSeenMs", 5, "PodsLastSeenMs 5 is not in 2000 to 2199"),
     ],
 )
 def test_each_field_of_an_xid_document_is_checked(field: str, value: Any, named: str) -> None:
