@@ -19,10 +19,13 @@ from cdk.alarms.promql import PromQLQuery
 from cdk.settings import Settings
 from cli.cost.exporter import (
     AFTER,
+    EMITTER_FLUSH_S,
     ENHANCED_CI_GPU_OBSERVATIONS_PER_GPU_MINUTE,
     FAULT_HOUR_SHARE,
     MINUTES_PER_MONTH,
     OTLP_BYTES_PER_DATAPOINT,
+    TRAINING_OTLP_BYTES_PER_DATAPOINT,
+    TRAINING_OTLP_DATAPOINTS_PER_FLUSH,
     LayoutCost,
     layout_cost,
 )
@@ -259,6 +262,7 @@ def estimate(deployment: Deployment) -> list[LineItem]:
     logs_gb = d.container_log_gb_per_day * DAYS_PER_MONTH
     items = [
         *(_exporter_otlp(d) if otlp else _exporter_emf(d, exporter)),
+        *([_emitter_otlp(d)] if otlp else []),
         _container_insights(d),
         LineItem(
             "Container logs ingestion (Fluent Bit, on in the add-on)",
@@ -372,6 +376,27 @@ def _exporter_otlp(d: Deployment) -> list[LineItem]:
     ]
 
 
+def _emitter_otlp(d: Deployment) -> LineItem:
+    """The training emitter over OTLP (with exporter_sink=otlp the jobs' emitters are set to the
+    same endpoint, ``GPU_INSIGHTS_OTLP_ENDPOINT``, and the analyzers read them with PromQL):
+    every rank's window, billed by its datapoints' bytes; no custom metric, no log line. One
+    rank a GPU, each stepping all month: an upper bound."""
+    flushes = MINUTES_PER_MONTH * 60 / EMITTER_FLUSH_S
+    datapoints = d.gpus * TRAINING_OTLP_DATAPOINTS_PER_FLUSH * flushes
+    gb = datapoints * TRAINING_OTLP_BYTES_PER_DATAPOINT / 1e9
+    return LineItem(
+        "Training emitter OTLP metrics ingestion",
+        gb,
+        "GB",
+        gb * OTLP_METRICS.usd,
+        OTLP_METRICS,
+        f"{d.gpus:,} ranks (one a GPU, each stepping all month: at most) x "
+        f"{TRAINING_OTLP_DATAPOINTS_PER_FLUSH} datapoints a window every {EMITTER_FLUSH_S:g} s x "
+        f"{TRAINING_OTLP_BYTES_PER_DATAPOINT} bytes (benchmarks/otlp_bytes.py, each serialized "
+        "as billed)",
+    )
+
+
 def _container_insights(d: Deployment) -> LineItem:
     """The add-on's GPU series in the deployment's Container Insights mode."""
     if d.settings.container_insights_mode is ContainerInsightsMode.OTEL:
@@ -480,7 +505,7 @@ def _promql_alarms(d: Deployment, alarms: Sequence[AlarmSpec]) -> LineItem:
         job = (spec.counts or spec.kind) in JOB_ALARM_KINDS
         series = d.jobs if job else d.gpus
         # The emitter flushes a window a minute by default (emitter/training.py's flush_s).
-        interval = 60 if job else d.settings.exporter_interval_seconds
+        interval = EMITTER_FLUSH_S if job else d.settings.exporter_interval_seconds
         per_series = max(1.0, query.lookback_s / interval)
         evaluations = MINUTES_PER_MONTH * 60 / query.evaluation_interval_s
         samples += series * per_series * evaluations

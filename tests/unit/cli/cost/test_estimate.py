@@ -156,12 +156,31 @@ def test_the_exporter_over_otlp_is_billed_by_its_bytes_not_by_its_series(
     assert str(otlp["basis"]).endswith("per 8-GPU node-month: 3.90 GB, $0.31")
 
 
+def test_the_emitter_over_otlp_is_billed_by_its_bytes_in_the_same_table(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """exporter_sink=otlp: the jobs' emitters send OTLP too, every rank's minute window at its
+    datapoints' serialized size, per GB, at the exporter's price; with EMF, no such line."""
+    items = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=otlp")
+    emitter = items["Training emitter OTLP metrics ingestion"]
+    # 320 ranks (one a GPU) x 13 datapoints x 43,800 minute windows x 348 bytes: 63.4 GB.
+    assert emitter["quantity"] == pytest.approx(320 * 13 * 43_800 * 348 / 1e9)
+    assert emitter["usd"] == pytest.approx(5.07, abs=0.01)
+    assert emitter["price"] == items["Exporter OTLP metrics ingestion"]["price"]
+    emf = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf")
+    assert "Training emitter OTLP metrics ingestion" not in emf
+
+
 def test_the_bytes_a_datapoint_is_billed_are_measured() -> None:
     """OTLP_BYTES_PER_DATAPOINT and TRAINING_OTLP_BYTES_PER_DATAPOINT are what
     benchmarks/otlp_bytes.py measures of the real senders' payloads (each datapoint serialized
     alone, as billed), within 2%: they change when the labels or the encoding do."""
     from benchmarks.otlp_bytes import emitter_flush, exporter_node
-    from cli.cost.exporter import OTLP_BYTES_PER_DATAPOINT, TRAINING_OTLP_BYTES_PER_DATAPOINT
+    from cli.cost.exporter import (
+        OTLP_BYTES_PER_DATAPOINT,
+        TRAINING_OTLP_BYTES_PER_DATAPOINT,
+        TRAINING_OTLP_DATAPOINTS_PER_FLUSH,
+    )
 
     node = exporter_node(cycles=18)
     assert node["billed_bytes_per_datapoint"] == pytest.approx(OTLP_BYTES_PER_DATAPOINT, rel=0.02)
@@ -170,6 +189,7 @@ def test_the_bytes_a_datapoint_is_billed_are_measured() -> None:
     assert rank["billed_bytes_per_datapoint"] == pytest.approx(
         TRAINING_OTLP_BYTES_PER_DATAPOINT, rel=0.02
     )
+    assert rank["datapoints"] == TRAINING_OTLP_DATAPOINTS_PER_FLUSH
 
 
 def test_the_users_log_volume_and_settings_are_priced(capsys: pytest.CaptureFixture[str]) -> None:
