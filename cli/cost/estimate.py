@@ -49,7 +49,7 @@ from cli.cost.prices import (
     Price,
     tiered_metric_cost,
 )
-from cli.cost.promql_reads import analyzer_reads
+from cli.cost.promql_reads import Fleet, analyzer_reads, report_reads
 from dashboards.bodies import all_dashboards
 from gpu_insights_agent.contract.metrics import (
     ADDON_DCGM_FIELDS,
@@ -533,10 +533,14 @@ def _dashboards(s: Settings) -> LineItem:
 
 
 def _get_metric_data(d: Deployment) -> LineItem:
+    """The analyzers' and the silence check's GetMetricData reads; with the OTLP sink the
+    training analyzer reads its jobs with PromQL (``_promql``), none of them here."""
     s = d.settings
     window_s = s.lookback_days * 86_400
+    otlp = s.exporter_sink is ExporterSink.OTLP
     storage = d.volumes * _volume_metrics(window_s) * runs_per_month(s.storage_schedule)
-    training = d.jobs * _job_metrics(window_s) * runs_per_month(s.training_schedule)
+    per_job = 0 if otlp else _job_metrics(window_s)
+    training = d.jobs * per_job * runs_per_month(s.training_schedule)
     checked = s.alarm_settings().silence_check
     silence = d.gpus * MINUTES_PER_MONTH / SCHEDULE_MINUTES if checked else 0
     metrics = storage + training + silence
@@ -546,37 +550,58 @@ def _get_metric_data(d: Deployment) -> LineItem:
         "metrics",
         metrics / 1000 * GET_METRIC_DATA.usd,
         GET_METRIC_DATA,
-        f"storage {_volume_metrics(window_s)} a volume a run, training "
-        f"{_job_metrics(window_s)} a job a run"
+        f"storage {_volume_metrics(window_s)} a volume a run, "
+        + (
+            "training none (its jobs' series are read with PromQL: the PromQL line)"
+            if otlp
+            else f"training {per_job} a job a run"
+        )
         + (", the silence check 1 a GPU a run" if checked else "")
-        + "; the GPU attribution and the report read a few more",
+        + "; the GPU attribution and the report read a few more"
+        + (" (with PromQL too)" if otlp else ""),
     )
 
 
 def _promql(d: Deployment) -> LineItem:
     """OTel mode's PromQL through the query API: the GPU-hour attribution's and the GPU memory
-    right-sizing's, once a training analyzer run (cli/cost/promql_reads.py counts what they
-    send)."""
-    schedule = d.settings.training_schedule
-    runs = runs_per_month(schedule)
-    reads = analyzer_reads(d.nodes, d.gpus_per_node, d.settings.lookback_days)
-    samples = reads.samples * runs
+    right-sizing's, once a training analyzer run; with the OTLP sink the training analyzer's
+    job reads and the exporter's series too, and the weekly report's reads once a week
+    (cli/cost/promql_reads.py counts what they send)."""
+    s = d.settings
+    otlp = s.exporter_sink is ExporterSink.OTLP
+    runs = runs_per_month(s.training_schedule)
+    fleet = Fleet(d.nodes, d.gpus_per_node, d.jobs, s.exporter_interval_seconds, EMITTER_FLUSH_S)
+    reads = analyzer_reads(d.nodes, d.gpus_per_node, s.lookback_days, fleet if otlp else None)
+    weeks = runs_per_month(s.report_schedule) if otlp else 0.0
+    report = report_reads(fleet) if otlp else None
+    samples = reads.samples * runs + (report.samples * weeks if report else 0.0)
     stops = (
-        f"; over {MAX_SERIES - 1} nodes its node query holds the API's {MAX_SERIES} series a "
-        "response and the analyzer's OTel reads stop there"
+        f"; over {MAX_SERIES - 1} nodes a node query holds the API's {MAX_SERIES} series a "
+        "response and the reads that start from it stop there"
         if reads.truncated
         else ""
     )
+    what = (
+        f"{reads.requests:,} request{'' if reads.requests == 1 else 's'} a training analyzer "
+        f"run over the {d.nodes} nodes' DCGM and exporter series and the {d.jobs:,} jobs' "
+        f"emitter series ({d.gpus:,} ranks), {reads.samples / 1e6:,.2f} million samples at "
+        f"most, x {runs:,.1f} runs ({s.training_schedule}); {report.requests:,} a weekly "
+        f"report, {report.samples / 1e6:,.2f} million, x {weeks:,.1f} runs ({s.report_schedule})"
+        if report
+        else f"{reads.requests:,} request{'' if reads.requests == 1 else 's'} a run over the "
+        f"{d.nodes} nodes' DCGM series, {reads.samples / 1e6:,.2f} million samples at most, "
+        f"x {runs:,.1f} runs ({s.training_schedule})"
+    )
     return LineItem(
-        "PromQL queries (GPU-hours and GPU memory, query API)",
+        "PromQL queries (analyzers and weekly report, query API)"
+        if otlp
+        else "PromQL queries (GPU-hours and GPU memory, query API)",
         samples / 1e6,
         "million samples scanned",
         samples / 1e6 * PROMQL_QUERIES.usd,
         PROMQL_QUERIES,
-        f"{reads.requests:,} request{'' if reads.requests == 1 else 's'} a run over the "
-        f"{d.nodes} nodes' DCGM series, {reads.samples / 1e6:,.2f} million samples at most, "
-        f"x {runs:,.1f} runs ({schedule}); free of charge in the preview; the dashboards' "
-        f"PromQL is free after it too, `gpu-insights status` reads on demand (not counted){stops}",
+        f"{what}; free of charge in the preview; the dashboards' PromQL is free after it too, "
+        f"`gpu-insights status` reads on demand (not counted){stops}",
     )
 
 

@@ -255,8 +255,21 @@ def test_with_the_otlp_sink_every_alarm_is_a_promql_alarm_and_no_silence_check_r
     assert str(promql["basis"]).startswith("24 alarms (one per kind and its fleet count")
     assert promql["usd"] == 0  # no figure published: the samples are printed instead
     assert float(promql["quantity"]) > 0  # type: ignore[arg-type]
-    # 40 volumes' and 40 jobs' reads, nothing a GPU: 18,250 metrics requested.
-    assert items["GetMetricData metrics requested"]["quantity"] == pytest.approx(18_250)
+    # 40 volumes' reads, 7 metrics each a daily run; the 40 jobs' series are the emitter's OTLP
+    # series, read with PromQL (before, their 8 metrics a job a run were priced here too:
+    # 18,250 metrics).
+    gmd = items["GetMetricData metrics requested"]
+    assert gmd["quantity"] == pytest.approx(40 * 7 * DAYS) == pytest.approx(8_516.7, abs=0.05)
+    assert "training none" in str(gmd["basis"])
+    # The PromQL line counts them, run through the readers (cli/cost/promql_reads.py): the
+    # DCGM reads' 1,295 requests a run, 262 more for the jobs and the exporter's series (the
+    # listing, ranks, baselines and the jobs' nodes' GPUs 2 requests a 14-day page each, the
+    # series 8; the attribution's exporter 9 and stepping 1), and the report's 64 a week.
+    reads = items["PromQL queries (analyzers and weekly report, query API)"]
+    assert str(reads["basis"]).startswith("1,557 requests a training analyzer run")
+    assert "64 a weekly report" in str(reads["basis"])
+    assert 1_295 + 14 * (2 + 2 + 8 + 2 + 2 * 2) + 9 + 1 == 1_557
+    assert reads["quantity"] == pytest.approx(10_902.4, abs=0.05)
     emf = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf")
     assert "PromQL alarms" not in emf
     assert "Metrics Insights alarms" in emf
