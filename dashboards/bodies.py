@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from dashboards.metrics_insights import insights_sql
 from dashboards.promql import (
+    RANK_WINDOW_S,
     counter_steps,
     fleet_mean,
     gpu_query,
@@ -55,11 +56,14 @@ from gpu_insights_agent.contract.metrics import (
     DIM_XID_CODE,
     FINDINGS_COUNT_METRIC,
     FINDINGS_COUNT_STAT,
+    JOB_ALARM_DIMENSIONS,
+    JOB_ALARM_METRICS,
     NAMESPACE_CONTAINER_INSIGHTS,
     NAMESPACE_FINDINGS,
     NAMESPACE_GPU,
     NAMESPACE_TRAINING,
     NAMESPACE_WASTE,
+    OTLP_JOB,
     TRAINING_DIMENSIONS,
     WASTE_DIMENSIONS,
     ExporterSink,
@@ -82,6 +86,7 @@ from lambdas.shared.console_links import (
 from lambdas.shared.container_insights_mode import DEFAULT_MODE, ContainerInsightsMode
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
 from lambdas.storage_analyzer.dashboard import EBS_WIDGETS, heading, volume_rows
+from lambdas.training_analyzer.promql_jobs import JobQueries
 
 #: CloudWatch refuses dashboard bodies above this size.
 MAX_BODY_BYTES: Final = 1_000_000
@@ -114,6 +119,13 @@ OUTLIER_XID_NODES: Final = "Most XID errors, 10 nodes"
 OUTLIER_DATA_WAIT: Final = "Data-wait share of the step (%), 10 jobs"
 OUTLIER_STEP: Final = "Slowest step (s), 10 jobs"
 OUTLIER_FAILED: Final = "Most failed runs, 10 jobs"
+JOB_HEARTBEAT: Final = "Seconds since its last step"
+JOB_LOSS: Final = "Loss, robust deviations above its median"
+JOB_LOSS_NOT_FINITE: Final = "Non-finite losses"
+JOB_THROUGHPUT_RATIO: Final = "Throughput against its usual (1 = usual)"
+#: A job widget's Metrics Insights function and the CloudWatch statistic of the emitter's
+#: samples that its PromQL twin computes (``promql_jobs.JobQueries.statistic``).
+JOB_STATISTICS: Final = {"AVG": "Average", "MAX": "Maximum", "MIN": "Minimum", "SUM": "Sum"}
 WASTE_HOURS: Final = "Held but not working this week (GPU-hours), 10 namespaces"
 #: The metric ``waste_usd`` prices the not-working hours only
 #: (lambdas/training_analyzer/gpu_hours/metrics.py):
@@ -158,12 +170,12 @@ def _pattern_variable(
     }
 
 
-def _node_input(variable_id: str, label: str, pattern: str) -> dict[str, Any]:
-    """A text box rewriting ``pattern`` wherever the body has it: where the exporter sends
-    OTLP there is no metric for a variable's search to list the nodes from (a search reads
-    CloudWatch metrics, not the OTLP store), so the node is typed, or set by an alarm's link
-    (console_links.node_dashboard_url). "INPUT: Freeform text input box" (aws-cdk-lib
-    aws_cloudwatch VariableInputType,
+def _typed_input(variable_id: str, label: str, pattern: str) -> dict[str, Any]:
+    """A text box rewriting ``pattern`` wherever the body has it: where the exporter or the
+    emitter sends OTLP there is no metric for a variable's search to list the nodes or jobs
+    from (a search reads CloudWatch metrics, not the OTLP store), so the node or job is typed,
+    or set by a link (console_links: ``node_dashboard_url``, the job's ``var-job``).
+    "INPUT: Freeform text input box" (aws-cdk-lib aws_cloudwatch VariableInputType,
     https://docs.aws.amazon.com/cdk/api/v2/docs/aws-cdk-lib.aws_cloudwatch.VariableInputType.html)."""
     return {
         "type": "pattern",
@@ -534,7 +546,7 @@ def gpu_node(
                 labels=mode.labels,
             ),
         )
-        picker = _node_input(NODE_VARIABLE, "Node", NODE_PATTERN)
+        picker = _typed_input(NODE_VARIABLE, "Node", NODE_PATTERN)
     else:
         xids = insights_sql(
             NAMESPACE_GPU,
@@ -580,13 +592,15 @@ def gpu_node(
 
 
 def _job_query(cluster: str, metric: TrainingMetric, function: str, job: str | None) -> str:
-    """Per job (a job's identity kept by GROUP BY), or the one job the picker names."""
+    """Per job (a job's identity kept by GROUP BY), or the one job the picker names. The job
+    alarms' metrics are published with the job's alarm shard (one series a job all the same)."""
+    schema = JOB_ALARM_DIMENSIONS if metric in JOB_ALARM_METRICS else TRAINING_DIMENSIONS
     if job is not None:
         where = [(DIM_CLUSTER, cluster), (DIM_JOB, job)]
-        return insights_sql(NAMESPACE_TRAINING, TRAINING_DIMENSIONS, str(metric), function, where)
+        return insights_sql(NAMESPACE_TRAINING, schema, str(metric), function, where)
     return insights_sql(
         NAMESPACE_TRAINING,
-        TRAINING_DIMENSIONS,
+        schema,
         str(metric),
         function,
         [(DIM_CLUSTER, cluster)],
@@ -594,6 +608,24 @@ def _job_query(cluster: str, metric: TrainingMetric, function: str, job: str | N
         order="DESC",
         limit=OUTLIERS,
     )
+
+
+def job_promql(
+    cluster: str, metric: TrainingMetric, function: str, job: str | None, labels: DcgmLabels
+) -> str:
+    """``_job_query``'s twin over the emitter's OTLP gauges, with the statistic CloudWatch
+    computes from the same samples (``promql_jobs.JobQueries``, the training analyzer's
+    reader): the one job, a series; or per job at the widget's period, kept where the job is
+    among the ``OUTLIERS`` first of the day that ends the range, as the GPU widgets are
+    bounded (``dashboards.promql``)."""
+    stat = JOB_STATISTICS[function]
+    shown = JobQueries(cluster, labels, window_s=GPU_WIDGET_PERIOD_S)
+    if job is not None:
+        return shown.statistic(metric, stat, keys=(), job=job)
+    ranked = JobQueries(cluster, labels, window_s=RANK_WINDOW_S, at_end=True)
+    by = shown.by(OTLP_JOB).removeprefix("by ")
+    top = ranked.statistic(metric, stat)
+    return f"({shown.statistic(metric, stat)}) and on {by} topk({OUTLIERS}, {top})"
 
 
 def _waste(cluster: str, title: str, metric: WasteMetric) -> Widget:
@@ -610,30 +642,51 @@ def _waste(cluster: str, title: str, metric: WasteMetric) -> Widget:
     return metric_widget(title, [expression_row(sql, id="q")], view="bar", period=WEEK_S)
 
 
-def training_jobs(cluster: str, region: str) -> dict[str, Any]:
+def training_jobs(cluster: str, region: str, mode: Mode = Mode()) -> dict[str, Any]:
+    """The ten jobs that wait, step slowest and fail most; one job in detail, with its
+    heartbeat and loss; the week's waste. Where the emitter sends OTLP (``mode.otlp``: it then
+    sends no EMF, emitter/training.py) every job widget is a PromQL chart of the same title in
+    the same place (``job_promql``), and the job picker a text box (no metric to list the jobs
+    from); the waste is the training analyzer's CloudWatch metric in both."""
     t = TrainingMetric
 
+    def outliers(title: str, metric: TrainingMetric, function: str, **kw: Any) -> Widget:
+        if mode.otlp:
+            return promql_widget(title, job_promql(cluster, metric, function, None, mode.labels))
+        return _outliers(title, _job_query(cluster, metric, function, None), **kw)
+
     def one(title: str, metric: TrainingMetric, function: str = "AVG", **kw: Any) -> Widget:
+        if mode.otlp:
+            query = job_promql(cluster, metric, function, JOB_PATTERN, mode.labels)
+            return promql_widget(title, query, label=JOB_PATTERN, width=6)
         sql = _job_query(cluster, metric, function, JOB_PATTERN)
         return metric_widget(title, [expression_row(sql, id="q", label=JOB_PATTERN)], width=6, **kw)
 
+    if mode.otlp:
+        picker = _typed_input(JOB_VARIABLE, "Job", JOB_PATTERN)
+    else:
+        picker = _pattern_variable(
+            JOB_VARIABLE,
+            "Job",
+            JOB_PATTERN,
+            (NAMESPACE_TRAINING, TRAINING_DIMENSIONS, str(t.STEPS)),
+            DIM_JOB,
+            cluster,
+        )
     return _body(
         [
             [
                 text(
                     f"# Training jobs of {cluster}\nThe ten jobs that wait most for data (above "
                     "20% of the step is a job waiting on storage), step slowest and fail most; "
-                    "one job in detail (pick it above); the week's GPU waste by namespace."
+                    "one job in detail (pick it above), its heartbeat and loss; the week's GPU "
+                    "waste by namespace."
                 )
             ],
             [
-                _outliers(
-                    OUTLIER_DATA_WAIT,
-                    _job_query(cluster, t.DATA_WAIT_SHARE, "AVG", None),
-                    y_max=100,
-                ),
-                _outliers(OUTLIER_STEP, _job_query(cluster, t.STEP_TIME, "AVG", None)),
-                _outliers(OUTLIER_FAILED, _job_query(cluster, t.JOB_FAILED, "SUM", None)),
+                outliers(OUTLIER_DATA_WAIT, t.DATA_WAIT_SHARE, "AVG", y_max=100),
+                outliers(OUTLIER_STEP, t.STEP_TIME, "AVG"),
+                outliers(OUTLIER_FAILED, t.JOB_FAILED, "SUM"),
             ],
             [
                 one("Throughput (samples/s)", t.SAMPLES_PER_SECOND),
@@ -642,21 +695,18 @@ def training_jobs(cluster: str, region: str) -> dict[str, Any]:
                 one("Checkpoint save (s)", t.CHECKPOINT_SAVE, "MAX"),
             ],
             [
+                one(JOB_HEARTBEAT, t.SECONDS_SINCE_STEP, "MAX"),
+                one(JOB_LOSS, t.LOSS_DEVIATION, "MAX"),
+                one(JOB_LOSS_NOT_FINITE, t.LOSS_NOT_FINITE, "SUM"),
+                one(JOB_THROUGHPUT_RATIO, t.THROUGHPUT_RATIO, "MIN"),
+            ],
+            [
                 _waste(cluster, WASTE_HOURS, WasteMetric.HELD_NOT_WORKING),
                 _waste(cluster, WASTE_USD, WasteMetric.WASTE_USD),
             ],
         ],
         region,
-        [
-            _pattern_variable(
-                JOB_VARIABLE,
-                "Job",
-                JOB_PATTERN,
-                (NAMESPACE_TRAINING, TRAINING_DIMENSIONS, str(t.STEPS)),
-                DIM_JOB,
-                cluster,
-            )
-        ],
+        [picker],
     )
 
 
@@ -775,7 +825,7 @@ def all_dashboards(
     return {
         dashboard_name(cluster, "gpu-fleet"): gpu_fleet(cluster, region, interval, lines, reads),
         dashboard_name(cluster, NODE_DASHBOARD): gpu_node(cluster, region, interval, lines, reads),
-        dashboard_name(cluster, TRAINING_DASHBOARD): training_jobs(cluster, region),
+        dashboard_name(cluster, TRAINING_DASHBOARD): training_jobs(cluster, region, reads),
         dashboard_name(cluster, STORAGE_DASHBOARD): storage(cluster, buckets, region),
         dashboard_name(cluster, "findings"): findings_and_alarms(cluster, alarm_arns, region),
     }

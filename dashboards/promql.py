@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
-from lambdas.shared.promql import quote_label
+from lambdas.shared.promql import duration, quote_label
 
 #: Metrics Insights functions and their PromQL aggregation (``<f>`` and ``<f>_over_time``).
 FUNCTIONS: Final = {"AVG": "avg", "MAX": "max", "MIN": "min", "SUM": "sum"}
@@ -32,15 +32,6 @@ PICK: Final = {"DESC": "topk", "ASC": "bottomk"}
 #: default range (``"start": "-PT24H"``), so that, as a twin's ORDER BY ranks "within the time
 #: range", a GPU that reported in the day is drawn however early it stopped (the lost one).
 RANK_WINDOW_S: Final = 24 * 3600
-
-
-def duration(seconds: int) -> str:
-    """A PromQL duration in whole hours or minutes ("5m", "1h")."""
-    if seconds % 3600 == 0:
-        return f"{seconds // 3600}h"
-    if seconds % 60 == 0:
-        return f"{seconds // 60}m"
-    return f"{seconds}s"
 
 
 def string(value: str) -> str:

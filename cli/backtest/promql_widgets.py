@@ -86,8 +86,8 @@ def _unwrapped(query: str) -> str:
     return query
 
 
-def _top_level_and(query: str) -> tuple[str, str] | None:
-    """(left, right) of the last ``and`` outside parentheses and quotes, or None."""
+def _top_level(query: str, operator: str) -> tuple[str, str] | None:
+    """(left, right) of the last `` <operator> `` outside parentheses and quotes, or None."""
     depth, quoted, found = 0, False, None
     for i, c in enumerate(query):
         if quoted:
@@ -98,11 +98,11 @@ def _top_level_and(query: str) -> tuple[str, str] | None:
             depth += 1
         elif c == ")":
             depth -= 1
-        elif depth == 0 and query.startswith(" and ", i):
+        elif depth == 0 and query.startswith(f" {operator} ", i):
             found = i
     if found is None:
         return None
-    return query[:found], query[found + len(" and ") :]
+    return query[:found], query[found + len(operator) + 2 :]
 
 
 def _keys(text: str) -> frozenset[str]:
@@ -114,19 +114,29 @@ def _whole(head: "re.Match[str] | None", query: str) -> bool:
     return head is not None and _matching(query, head.end() - 1) == len(query) - 1
 
 
+def _per_key(vector: str, keys: frozenset[str]) -> bool:
+    """Whether ``vector`` holds one series a key at most: aggregated by ``keys``, or one such
+    divided by another (one-to-one matching keeps a series a key)."""
+    vector = _unwrapped(vector)
+    quotient = _top_level(vector, "/")
+    if quotient is not None:
+        return all(_per_key(side, keys) for side in quotient)
+    head = _AGGREGATION.match(vector)
+    if head is None or not _whole(head, vector) or head["by"] is None:
+        return False
+    return _keys(head["by"]) == keys
+
+
 def _and_bound(left: str, right: str) -> int | None:
-    """``left and on (keys) right``: at most right's series where left is aggregated by the
-    same keys (one series a key), times a number or not."""
+    """``left and on (keys) right``: at most right's series where left holds one series a key
+    (``_per_key``), times a number or not."""
     on = _AND_ON.match(right.strip())
     if on is None:
         return None
     left = _unwrapped(left)
     scaled = _SCALED.match(left)
     left = _unwrapped(scaled["vector"]) if scaled else left
-    head = _AGGREGATION.match(left)
-    if head is None or not _whole(head, left) or head["by"] is None:
-        return None
-    if _keys(head["by"]) != _keys(on["keys"]):
+    if not _per_key(left, _keys(on["keys"])):
         return None
     return series_bound(on["right"])
 
@@ -135,9 +145,13 @@ def series_bound(query: str) -> int | None:
     """The most series ``query`` draws over a range, whatever the series it reads; None where
     its text does not bound it."""
     query = _unwrapped(query)
-    both = _top_level_and(query)
+    both = _top_level(query, "and")
     if both is not None:
         return _and_bound(*both)
+    quotient = _top_level(query, "/")
+    if quotient is not None:  # one-to-one: no more series than the fewer side's
+        bounds = [series_bound(side) for side in quotient]
+        return None if None in bounds else min(b for b in bounds if b is not None)
     pick = _PICK.match(query)
     if pick is not None and _matching(query, query.index("(")) == len(query) - 1:
         once = all(m["at"] for m in _SELECTOR.finditer(query[pick.end() :]))

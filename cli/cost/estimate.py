@@ -19,10 +19,13 @@ from cdk.alarms.promql import PromQLQuery
 from cdk.settings import Settings
 from cli.cost.exporter import (
     AFTER,
+    EMITTER_FLUSH_S,
     ENHANCED_CI_GPU_OBSERVATIONS_PER_GPU_MINUTE,
     FAULT_HOUR_SHARE,
     MINUTES_PER_MONTH,
     OTLP_BYTES_PER_DATAPOINT,
+    TRAINING_OTLP_BYTES_PER_DATAPOINT,
+    TRAINING_OTLP_DATAPOINTS_PER_FLUSH,
     LayoutCost,
     layout_cost,
 )
@@ -46,7 +49,7 @@ from cli.cost.prices import (
     Price,
     tiered_metric_cost,
 )
-from cli.cost.promql_reads import analyzer_reads
+from cli.cost.promql_reads import Fleet, analyzer_reads, report_reads
 from dashboards.bodies import all_dashboards
 from gpu_insights_agent.contract.metrics import (
     ADDON_DCGM_FIELDS,
@@ -259,6 +262,7 @@ def estimate(deployment: Deployment) -> list[LineItem]:
     logs_gb = d.container_log_gb_per_day * DAYS_PER_MONTH
     items = [
         *(_exporter_otlp(d) if otlp else _exporter_emf(d, exporter)),
+        *([_emitter_otlp(d)] if otlp else []),
         _container_insights(d),
         LineItem(
             "Container logs ingestion (Fluent Bit, on in the add-on)",
@@ -372,6 +376,27 @@ def _exporter_otlp(d: Deployment) -> list[LineItem]:
     ]
 
 
+def _emitter_otlp(d: Deployment) -> LineItem:
+    """The training emitter over OTLP (with exporter_sink=otlp the jobs' emitters are set to the
+    same endpoint, ``GPU_INSIGHTS_OTLP_ENDPOINT``, and the analyzers read them with PromQL):
+    every rank's window, billed by its datapoints' bytes; no custom metric, no log line. One
+    rank a GPU, each stepping all month: an upper bound."""
+    flushes = MINUTES_PER_MONTH * 60 / EMITTER_FLUSH_S
+    datapoints = d.gpus * TRAINING_OTLP_DATAPOINTS_PER_FLUSH * flushes
+    gb = datapoints * TRAINING_OTLP_BYTES_PER_DATAPOINT / 1e9
+    return LineItem(
+        "Training emitter OTLP metrics ingestion",
+        gb,
+        "GB",
+        gb * OTLP_METRICS.usd,
+        OTLP_METRICS,
+        f"{d.gpus:,} ranks (one a GPU, each stepping all month: at most) x "
+        f"{TRAINING_OTLP_DATAPOINTS_PER_FLUSH} datapoints a window every {EMITTER_FLUSH_S:g} s x "
+        f"{TRAINING_OTLP_BYTES_PER_DATAPOINT} bytes (benchmarks/otlp_bytes.py, each serialized "
+        "as billed)",
+    )
+
+
 def _container_insights(d: Deployment) -> LineItem:
     """The add-on's GPU series in the deployment's Container Insights mode."""
     if d.settings.container_insights_mode is ContainerInsightsMode.OTEL:
@@ -480,7 +505,7 @@ def _promql_alarms(d: Deployment, alarms: Sequence[AlarmSpec]) -> LineItem:
         job = (spec.counts or spec.kind) in JOB_ALARM_KINDS
         series = d.jobs if job else d.gpus
         # The emitter flushes a window a minute by default (emitter/training.py's flush_s).
-        interval = 60 if job else d.settings.exporter_interval_seconds
+        interval = EMITTER_FLUSH_S if job else d.settings.exporter_interval_seconds
         per_series = max(1.0, query.lookback_s / interval)
         evaluations = MINUTES_PER_MONTH * 60 / query.evaluation_interval_s
         samples += series * per_series * evaluations
@@ -508,10 +533,14 @@ def _dashboards(s: Settings) -> LineItem:
 
 
 def _get_metric_data(d: Deployment) -> LineItem:
+    """The analyzers' and the silence check's GetMetricData reads; with the OTLP sink the
+    training analyzer reads its jobs with PromQL (``_promql``), none of them here."""
     s = d.settings
     window_s = s.lookback_days * 86_400
+    otlp = s.exporter_sink is ExporterSink.OTLP
     storage = d.volumes * _volume_metrics(window_s) * runs_per_month(s.storage_schedule)
-    training = d.jobs * _job_metrics(window_s) * runs_per_month(s.training_schedule)
+    per_job = 0 if otlp else _job_metrics(window_s)
+    training = d.jobs * per_job * runs_per_month(s.training_schedule)
     checked = s.alarm_settings().silence_check
     silence = d.gpus * MINUTES_PER_MONTH / SCHEDULE_MINUTES if checked else 0
     metrics = storage + training + silence
@@ -521,37 +550,58 @@ def _get_metric_data(d: Deployment) -> LineItem:
         "metrics",
         metrics / 1000 * GET_METRIC_DATA.usd,
         GET_METRIC_DATA,
-        f"storage {_volume_metrics(window_s)} a volume a run, training "
-        f"{_job_metrics(window_s)} a job a run"
+        f"storage {_volume_metrics(window_s)} a volume a run, "
+        + (
+            "training none (its jobs' series are read with PromQL: the PromQL line)"
+            if otlp
+            else f"training {per_job} a job a run"
+        )
         + (", the silence check 1 a GPU a run" if checked else "")
-        + "; the GPU attribution and the report read a few more",
+        + "; the GPU attribution and the report read a few more"
+        + (" (with PromQL too)" if otlp else ""),
     )
 
 
 def _promql(d: Deployment) -> LineItem:
     """OTel mode's PromQL through the query API: the GPU-hour attribution's and the GPU memory
-    right-sizing's, once a training analyzer run (cli/cost/promql_reads.py counts what they
-    send)."""
-    schedule = d.settings.training_schedule
-    runs = runs_per_month(schedule)
-    reads = analyzer_reads(d.nodes, d.gpus_per_node, d.settings.lookback_days)
-    samples = reads.samples * runs
+    right-sizing's, once a training analyzer run; with the OTLP sink the training analyzer's
+    job reads and the exporter's series too, and the weekly report's reads once a week
+    (cli/cost/promql_reads.py counts what they send)."""
+    s = d.settings
+    otlp = s.exporter_sink is ExporterSink.OTLP
+    runs = runs_per_month(s.training_schedule)
+    fleet = Fleet(d.nodes, d.gpus_per_node, d.jobs, s.exporter_interval_seconds, EMITTER_FLUSH_S)
+    reads = analyzer_reads(d.nodes, d.gpus_per_node, s.lookback_days, fleet if otlp else None)
+    weeks = runs_per_month(s.report_schedule) if otlp else 0.0
+    report = report_reads(fleet) if otlp else None
+    samples = reads.samples * runs + (report.samples * weeks if report else 0.0)
     stops = (
-        f"; over {MAX_SERIES - 1} nodes its node query holds the API's {MAX_SERIES} series a "
-        "response and the analyzer's OTel reads stop there"
+        f"; over {MAX_SERIES - 1} nodes a node query holds the API's {MAX_SERIES} series a "
+        "response and the reads that start from it stop there"
         if reads.truncated
         else ""
     )
+    what = (
+        f"{reads.requests:,} request{'' if reads.requests == 1 else 's'} a training analyzer "
+        f"run over the {d.nodes} nodes' DCGM and exporter series and the {d.jobs:,} jobs' "
+        f"emitter series ({d.gpus:,} ranks), {reads.samples / 1e6:,.2f} million samples at "
+        f"most, x {runs:,.1f} runs ({s.training_schedule}); {report.requests:,} a weekly "
+        f"report, {report.samples / 1e6:,.2f} million, x {weeks:,.1f} runs ({s.report_schedule})"
+        if report
+        else f"{reads.requests:,} request{'' if reads.requests == 1 else 's'} a run over the "
+        f"{d.nodes} nodes' DCGM series, {reads.samples / 1e6:,.2f} million samples at most, "
+        f"x {runs:,.1f} runs ({s.training_schedule})"
+    )
     return LineItem(
-        "PromQL queries (GPU-hours and GPU memory, query API)",
+        "PromQL queries (analyzers and weekly report, query API)"
+        if otlp
+        else "PromQL queries (GPU-hours and GPU memory, query API)",
         samples / 1e6,
         "million samples scanned",
         samples / 1e6 * PROMQL_QUERIES.usd,
         PROMQL_QUERIES,
-        f"{reads.requests:,} request{'' if reads.requests == 1 else 's'} a run over the "
-        f"{d.nodes} nodes' DCGM series, {reads.samples / 1e6:,.2f} million samples at most, "
-        f"x {runs:,.1f} runs ({schedule}); free of charge in the preview; the dashboards' "
-        f"PromQL is free after it too, `gpu-insights status` reads on demand (not counted){stops}",
+        f"{what}; free of charge in the preview; the dashboards' PromQL is free after it too, "
+        f"`gpu-insights status` reads on demand (not counted){stops}",
     )
 
 

@@ -6,6 +6,7 @@ with its page and the day it was read); the Container Insights price can be over
 command line.
 """
 
+import inspect
 from dataclasses import dataclass
 from typing import Final
 
@@ -16,6 +17,7 @@ from gpu_insights_agent.contract.metrics import (
     FAULT_METRICS,
     GPU_READINGS,
 )
+from gpu_insights_agent.emitter.training import TrainingMetrics
 
 PRICES_AS_OF: Final = f"us-east-1 list prices read {READ} (cli/cost/prices.py cites each page)"
 LOGS_INGESTION_PER_GB: Final = LOGS_INGESTION.usd
@@ -76,6 +78,12 @@ OTLP_BYTES_PER_DATAPOINT: Final = 455
 #: the resource, job and rank on the datapoint): billed as protobuf, whatever the emitter's JSON
 #: took on the wire (the agent re-sends to CloudWatch as OTLP protobuf). benchmarks/otlp_bytes.py.
 TRAINING_OTLP_BYTES_PER_DATAPOINT: Final = 348
+#: Datapoints a rank's stepping window sends (its step, throughput, data-wait and step-count
+#: gauges, the job alarms' five, and the loss and learning rate it records), measured by
+#: benchmarks/otlp_bytes.py on the same window; a checkpoint window adds its save's.
+TRAINING_OTLP_DATAPOINTS_PER_FLUSH: Final = 13
+#: Seconds between a rank's windows: the emitter's default ``flush_s``, read from its signature.
+EMITTER_FLUSH_S: Final[float] = inspect.signature(TrainingMetrics).parameters["flush_s"].default
 #: Per-GPU gauges the exporter publishes every hour (XID counts come only when an XID does).
 GAUGES_PER_GPU: Final = AFTER.per_gpu
 

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from cli.backtest.dashboards import PromQLSource, WidgetView, evaluate_body
 from cli.backtest.history import Sample, read_history, samples_from_emf
-from dashboards.bodies import all_dashboards, encode, storage, training_jobs
+from dashboards.bodies import Mode, all_dashboards, encode, storage, training_jobs
 from dashboards.widgets import AlarmLine
 from gpu_insights_agent.contract.metrics import (
     CI_NODE_GPU_METRICS,
@@ -158,8 +158,9 @@ def dashboard_views(
         ),
         **(deployed or {}),
     }
-    # The demo's jobs run under their own cluster name: their dashboard is built for it.
-    training = training_jobs(training_cluster, "us-east-1")
+    # The demo's jobs run under their own cluster name: their dashboard is built for it (over
+    # the emitter's OTLP series, with PromQL, where the jobs send OTLP).
+    training = training_jobs(training_cluster, "us-east-1", Mode(mode, sink=exporter_sink))
     chosen = {NODE_VARIABLE: node, "job": DATA_BOUND_JOB}
     views = []
     for name, body in bodies.items():

@@ -309,6 +309,15 @@ def quote_string(value: str) -> str:
     return '"' + "".join(_string_char(c) for c in value) + '"'
 
 
+def duration(seconds: int) -> str:
+    """A PromQL duration in whole hours or minutes ("5m", "1h"), else seconds."""
+    if seconds % 3600 == 0:
+        return f"{seconds // 3600}h"
+    if seconds % 60 == 0:
+        return f"{seconds // 60}m"
+    return f"{seconds}s"
+
+
 def quote_label(name: str) -> str:
     """A label name as PromQL 3 writes it: bare where it is a legacy name, quoted otherwise
     (``"@resource.k8s.pod.name"``): "A metric name that contains dots must be quoted"

@@ -39,6 +39,7 @@ from lambdas.shared.promql import (
     PromQLClient,
     PromQLTruncatedError,
     Series,
+    duration,
     quote_label,
     quote_string,
 )
@@ -67,40 +68,71 @@ def literal(name: str) -> str:
     return _RE2_SPECIAL.sub(r"\\\1", name)
 
 
+#: CloudWatch's statistics of a group's samples and how PromQL computes each over a range.
+STATISTICS: Final = ("Sum", "SampleCount", "Average", "Maximum", "Minimum")
+
+
 @dataclass(frozen=True)
 class JobQueries:
-    """The PromQL the reader sends, for one cluster and label naming."""
+    """The PromQL the readers send, for one cluster and label naming: each selector over
+    ``window_s`` (an hour for the analyzers' hourly reads; a dashboard widget's period), pinned
+    to the range's end with ``at_end`` (a dashboard ranking its jobs once over a day:
+    dashboards/promql.py)."""
 
     cluster: str
     labels: DcgmLabels = CLOUDWATCH
+    window_s: int = 3600
+    at_end: bool = False
 
-    def select(self, metric: TrainingMetric, jobs: str | None = None) -> str:
-        """``metric``'s series of the cluster over an hour; ``jobs``: a regex on the job."""
+    def select(
+        self, metric: TrainingMetric, jobs: str | None = None, *, job: str | None = None
+    ) -> str:
+        """``metric``'s series of the cluster over the window; ``jobs``: a regex on the job,
+        ``job``: one job's name, matched exactly."""
         matchers = [
             f"__name__={quote_string(str(metric))}",
             f"{quote_label(self.labels.cluster)}={quote_string(self.cluster)}",
         ]
         if jobs is not None:
             matchers.append(f"{quote_label(OTLP_JOB)}=~{quote_string(jobs)}")
-        return "{" + ", ".join(matchers) + "}[1h]"
+        if job is not None:
+            matchers.append(f"{quote_label(OTLP_JOB)}={quote_string(job)}")
+        at = " @ end()" if self.at_end else ""
+        return "{" + ", ".join(matchers) + "}" + f"[{duration(self.window_s)}]{at}"
 
     def by(self, *names: str) -> str:
+        """``by (<names>)``; nothing where there are no names (one series of the whole)."""
+        if not names:
+            return ""
         return "by (" + ", ".join(quote_label(n) for n in names) + ")"
 
     def statistic(
-        self, metric: TrainingMetric, stat: str, jobs: str, keys: Sequence[str] = (OTLP_JOB,)
+        self,
+        metric: TrainingMetric,
+        stat: str,
+        jobs: str | None = None,
+        keys: Sequence[str] = (OTLP_JOB,),
+        *,
+        job: str | None = None,
     ) -> str:
-        """CloudWatch's ``stat`` (Sum, SampleCount, Average) of each group's samples an hour."""
-        selector, by = self.select(metric, jobs), self.by(*keys)
-        total = f"sum {by} (sum_over_time({selector}))"
-        count = f"sum {by} (count_over_time({selector}))"
+        """CloudWatch's ``stat`` (``STATISTICS``) of each group's samples in the window."""
+        selector, by = self.select(metric, jobs, job=job), self.by(*keys)
+        grouped = f" {by} " if by else " "
+
+        def over(function: str, over_time: str) -> str:
+            return f"{function}{grouped}({over_time}_over_time({selector}))"
+
         if stat == "Sum":
-            return total
+            return over("sum", "sum")
         if stat == "SampleCount":
-            return count
+            return over("sum", "count")
         if stat == "Average":
-            return f"{total} / {count}"
-        raise JobQueryError(f"statistic {stat!r}: expected Sum, SampleCount or Average")
+            return f"{over('sum', 'sum')} / {over('sum', 'count')}"
+        if stat == "Maximum":
+            return over("max", "max")
+        if stat == "Minimum":
+            return over("min", "min")
+        raise JobQueryError(f"statistic {stat!r}: expected one of {', '.join(STATISTICS)}")
 
     def listed(self, metric: TrainingMetric, jobs: str) -> str:
         return f"count {self.by(OTLP_JOB)} (count_over_time({self.select(metric, jobs)}))"

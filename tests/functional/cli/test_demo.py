@@ -734,8 +734,8 @@ def _assert_otel_dashboards(result: DemoResult, classic: DemoResult) -> None:
         name: sum(w["type"] == "chart" for w in deployed[prefix + name]["widgets"])
         for name in SAME_AS_DEPLOYED
     }
-    # With the exporter's OTLP sink its series are PromQL charts too.
-    assert charts == {"gpu-fleet": 11, "gpu-node": 9, "training": 0}
+    # With the exporter's and the emitter's OTLP sink their series are PromQL charts too.
+    assert charts == {"gpu-fleet": 11, "gpu-node": 9, "training": 11}
 
     def shown(run: DemoResult) -> dict[str, list[tuple[str, float]]]:
         return {
@@ -763,6 +763,11 @@ def _assert_otel_dashboards(result: DemoResult, classic: DemoResult) -> None:
     memory = dict(otel["gpu-node: Memory used (bytes)"])
     assert memory["1"] == dict(before["gpu-node: Memory used (bytes)"])["nvidia1"] == 2 * 2**30
     assert len(otel["gpu-node: Temperature (C)"]) == 4
+    # The jobs' widgets read the emitters' OTLP series: the data-bound job leads, at its 40%.
+    waits = otel["training: Data-wait share of the step (%), 10 jobs"]
+    assert waits[0][0] == "bert-data-bound"
+    assert waits[0][1] == pytest.approx(40.0, abs=0.1)
+    assert [label for label, _ in otel["training: Step time (s)"]] == ["bert-data-bound"]
     summary = result.summary()
     assert "GPU utilization (%): 3 95.88, 2 95.87, 0 95.62 [4 series]" in summary
     assert "out/dashboards holds the OTel mode's bodies" in summary

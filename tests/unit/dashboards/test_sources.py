@@ -19,10 +19,12 @@ from gpu_insights_agent.contract.metrics import (
     DCGM_GPU_METRICS,
     NAMESPACE_CONTAINER_INSIGHTS,
     NAMESPACE_GPU,
+    NAMESPACE_TRAINING,
+    OTLP_JOB,
     ExporterSink,
     GpuMetric,
 )
-from lambdas.shared.console_links import NODE_VARIABLE
+from lambdas.shared.console_links import JOB_PATTERN, JOB_VARIABLE, NODE_VARIABLE
 from lambdas.shared.container_insights_mode import DEFAULT_MODE, ContainerInsightsMode
 
 CLASSIC, OTEL = ContainerInsightsMode.CLASSIC, ContainerInsightsMode.OTEL
@@ -136,8 +138,9 @@ def test_the_default_mode_is_the_settings_default(mode: ContainerInsightsMode) -
 def test_with_the_otlp_sink_every_exporter_widget_reads_its_series_by_promql() -> None:
     """exporter_sink=otlp: no ``GpuInsights`` metric exists, so each widget that reads the
     exporter reads its OTLP series by PromQL, in the same place under the same title; the
-    widgets of other namespaces (the analyzers' waste, training, storage, findings) stay
-    as they are, and every PromQL query keeps the rules CloudWatch documents."""
+    widgets of other namespaces (the analyzers' waste, storage, findings) stay as they are,
+    the training jobs' are PromQL too (the next test), and every PromQL query keeps the rules
+    CloudWatch documents."""
     emf, otlp = _widgets(OTEL), _widgets(OTEL, OTLP)
     assert list(emf) == list(otlp)
     exporter = {key for key, w in emf.items() if _GPU_NAMESPACE.search(json.dumps(w))}
@@ -161,3 +164,29 @@ def test_with_the_otlp_sink_every_exporter_widget_reads_its_series_by_promql() -
             if variable["id"] == NODE_VARIABLE:
                 assert variable["inputType"] == "input"
                 assert "search" not in variable
+
+
+def test_with_the_otlp_sink_every_job_widget_reads_the_emitters_series_by_promql() -> None:
+    """The emitter sends OTLP, not EMF, in the same deployments (exporter_sink=otlp): no
+    ``GpuInsights/Training`` metric exists, so each of the training dashboard's eleven job
+    widgets is a PromQL chart in the same place under the same title, bounded (10 jobs, or the
+    one picked), by the job label the emitter sets; the waste widgets stay; the job picker is
+    a text box."""
+    emf, otlp = _widgets(OTEL), _widgets(OTEL, OTLP)
+    training = [key for key in emf if key[0].endswith("-training")]
+    jobs = [key for key in training if NAMESPACE_TRAINING in json.dumps(emf[key])]
+    assert len(jobs) == 11
+    for key in jobs:
+        (query,) = chart_queries(otlp[key])
+        assert is_promql(query)
+        assert rule_errors(key[1], query["query"]) == []
+        assert series_bound(query["query"]) in {1, OUTLIERS}
+        assert f'{OTLP_JOB}="{JOB_PATTERN}"' in query["query"] or "topk(10," in query["query"]
+    assert [key for key in training if key not in jobs] == [
+        key for key in training if otlp[key] == emf[key]
+    ]
+    (body,) = [b for n, b in all_dashboards(*ARGS, mode=OTEL, exporter_sink=OTLP).items()
+               if n.endswith("-training")]  # fmt: skip
+    assert NAMESPACE_TRAINING not in json.dumps(body)
+    (picker,) = body["variables"]
+    assert (picker["id"], picker["inputType"]) == (JOB_VARIABLE, "input")

@@ -157,12 +157,31 @@ def test_the_exporter_over_otlp_is_billed_by_its_bytes_not_by_its_series(
     assert str(otlp["basis"]).endswith("per 8-GPU node-month: 3.90 GB, $0.31")
 
 
+def test_the_emitter_over_otlp_is_billed_by_its_bytes_in_the_same_table(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """exporter_sink=otlp: the jobs' emitters send OTLP too, every rank's minute window at its
+    datapoints' serialized size, per GB, at the exporter's price; with EMF, no such line."""
+    items = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=otlp")
+    emitter = items["Training emitter OTLP metrics ingestion"]
+    # 320 ranks (one a GPU) x 13 datapoints x 43,800 minute windows x 348 bytes: 63.4 GB.
+    assert emitter["quantity"] == pytest.approx(320 * 13 * 43_800 * 348 / 1e9)
+    assert emitter["usd"] == pytest.approx(5.07, abs=0.01)
+    assert emitter["price"] == items["Exporter OTLP metrics ingestion"]["price"]
+    emf = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf")
+    assert "Training emitter OTLP metrics ingestion" not in emf
+
+
 def test_the_bytes_a_datapoint_is_billed_are_measured() -> None:
     """OTLP_BYTES_PER_DATAPOINT and TRAINING_OTLP_BYTES_PER_DATAPOINT are what
     benchmarks/otlp_bytes.py measures of the real senders' payloads (each datapoint serialized
     alone, as billed), within 2%: they change when the labels or the encoding do."""
     from benchmarks.otlp_bytes import emitter_flush, exporter_node
-    from cli.cost.exporter import OTLP_BYTES_PER_DATAPOINT, TRAINING_OTLP_BYTES_PER_DATAPOINT
+    from cli.cost.exporter import (
+        OTLP_BYTES_PER_DATAPOINT,
+        TRAINING_OTLP_BYTES_PER_DATAPOINT,
+        TRAINING_OTLP_DATAPOINTS_PER_FLUSH,
+    )
 
     node = exporter_node(cycles=18)
     assert node["billed_bytes_per_datapoint"] == pytest.approx(OTLP_BYTES_PER_DATAPOINT, rel=0.02)
@@ -171,6 +190,7 @@ def test_the_bytes_a_datapoint_is_billed_are_measured() -> None:
     assert rank["billed_bytes_per_datapoint"] == pytest.approx(
         TRAINING_OTLP_BYTES_PER_DATAPOINT, rel=0.02
     )
+    assert rank["datapoints"] == TRAINING_OTLP_DATAPOINTS_PER_FLUSH
 
 
 def test_the_users_log_volume_and_settings_are_priced(capsys: pytest.CaptureFixture[str]) -> None:
@@ -236,8 +256,21 @@ def test_with_the_otlp_sink_every_alarm_is_a_promql_alarm_and_no_silence_check_r
     assert str(promql["basis"]).startswith("24 alarms (one per kind and its fleet count")
     assert promql["usd"] == 0  # no figure published: the samples are printed instead
     assert float(promql["quantity"]) > 0  # type: ignore[arg-type]
-    # 40 volumes' and 40 jobs' reads, nothing a GPU: 18,250 metrics requested.
-    assert items["GetMetricData metrics requested"]["quantity"] == pytest.approx(18_250)
+    # 40 volumes' reads, 7 metrics each a daily run; the 40 jobs' series are the emitter's OTLP
+    # series, read with PromQL (before, their 8 metrics a job a run were priced here too:
+    # 18,250 metrics).
+    gmd = items["GetMetricData metrics requested"]
+    assert gmd["quantity"] == pytest.approx(40 * 7 * DAYS) == pytest.approx(8_516.7, abs=0.05)
+    assert "training none" in str(gmd["basis"])
+    # The PromQL line counts them, run through the readers (cli/cost/promql_reads.py): the
+    # DCGM reads' 1,295 requests a run, 262 more for the jobs and the exporter's series (the
+    # listing, ranks, baselines and the jobs' nodes' GPUs 2 requests a 14-day page each, the
+    # series 8; the attribution's exporter 9 and stepping 1), and the report's 64 a week.
+    reads = items["PromQL queries (analyzers and weekly report, query API)"]
+    assert str(reads["basis"]).startswith("1,557 requests a training analyzer run")
+    assert "64 a weekly report" in str(reads["basis"])
+    assert 1_295 + 14 * (2 + 2 + 8 + 2 + 2 * 2) + 9 + 1 == 1_557
+    assert reads["quantity"] == pytest.approx(10_902.4, abs=0.05)
     emf = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf")
     assert "PromQL alarms" not in emf
     assert "Metrics Insights alarms" in emf

@@ -1,9 +1,9 @@
-"""The training analyzer's PromQL, counted by running its OTel readers: requests as a real
-engine sees them (tests/functional/lambdas/test_gpu_attribution_otel.py holds the same 1 + 4 a
-node a day for the attribution and 1 + 2 a node a day for the memory reads against
-Prometheus), and the samples their range selectors scan."""
+"""The training analyzer's and the weekly report's PromQL, counted by running their OTel
+readers: requests as a real engine sees them (tests/functional/lambdas/test_gpu_attribution_otel
+.py holds the same 1 + 4 a node a day for the attribution and 1 + 2 a node a day for the memory
+reads against Prometheus), and the samples their range selectors scan."""
 
-from cli.cost.promql_reads import analyzer_reads
+from cli.cost.promql_reads import Fleet, analyzer_reads, report_reads
 from lambdas.shared.promql import MAX_SERIES
 from lambdas.training_analyzer.gpu_hours.otel import SAMPLES_PER_HOUR
 
@@ -35,11 +35,60 @@ def test_the_count_follows_the_fleet_and_the_lookback() -> None:
     assert analyzer_reads(40, 4, 7).samples == analyzer_reads(40, 8, 7).samples / 2
 
 
-def test_at_500_nodes_the_node_query_is_refused_as_truncated_and_the_run_stops() -> None:
+def test_at_500_nodes_the_node_queries_are_refused_as_truncated_and_their_reads_stop() -> None:
     """A response holds at most 500 series ("QueryMetrics", CloudWatch-PromQL-API-QueryMetrics
-    .html): the node query's 500 nodes may have dropped others, so the reader sends no more."""
+    .html): a node query's 500 nodes may have dropped others, so its reader sends no more; the
+    attribution's and the memory reads' are each skipped (handler.py runs one after the other)."""
     assert not analyzer_reads(MAX_SERIES - 1, 8, 7).truncated
     stopped = analyzer_reads(MAX_SERIES, 8, 7)
     assert stopped.truncated
-    assert stopped.requests == 1
-    assert stopped.samples == MAX_SERIES * 8 * STEPS * SAMPLES_PER_HOUR
+    assert stopped.requests == 2
+    assert stopped.samples == 2 * MAX_SERIES * 8 * STEPS * SAMPLES_PER_HOUR
+
+
+#: Samples an hour of each sender's series: the exporter's every 10 s, the emitter's every 60 s.
+EXPORTER_HOUR, EMITTER_HOUR = 360, 60
+
+
+def test_with_the_otlp_sink_a_run_reads_the_jobs_and_the_exporter_with_promql_too() -> None:
+    """One node of 8 GPUs, one job of 8 ranks, a day's lookback: each reader's requests (one
+    24-hour page each) and the series its selectors scan, reader by reader."""
+    reads = analyzer_reads(1, 8, 1, Fleet(1, 8, jobs=1))
+    day = STEPS  # hourly evaluations
+    ranks = 8 * day * EMITTER_HOUR  # a selector over the job's 8 ranks
+    gpus = 8 * day * EXPORTER_HOUR  # a selector over the node's 8 GPUs, the exporter's
+    dcgm = 8 * day * SAMPLES_PER_HOUR
+    expected = {
+        # requests, samples
+        "listing (steps, job_failed)": (2, 2 * ranks),
+        "ranks (steps Sum, step time Average: 3 selectors)": (2, 3 * ranks),
+        "series (8 statistics, 4 of them Averages: 12 selectors)": (8, 12 * ranks),
+        "baselines (Sum, SampleCount)": (2, 2 * ranks),
+        "the jobs' nodes' power and SM means": (2, 4 * gpus),
+        "attribution: exporter nodes, 2 means, a minimum, a count": (5, 7 * gpus),
+        "attribution: DCGM holds": (5, (1 + 6) * dcgm),
+        "attribution: stepping hours": (1, ranks),
+        "memory": (3, (1 + 2) * dcgm),
+    }
+    assert reads.requests == sum(r for r, _ in expected.values()) == 30
+    assert reads.samples == sum(s for _, s in expected.values()) == 1_221_120
+    # Without the OTLP sink only the DCGM reads: 8 requests.
+    assert analyzer_reads(1, 8, 1).requests == 5 + 3
+
+
+def test_the_weekly_report_reads_a_week_with_the_otlp_sink() -> None:
+    week = 7 * STEPS
+    reads = report_reads(Fleet(1, 8, jobs=1))
+    # GPU days: 4 cluster sums and counts, a page a day; XIDs: the counters from a day before
+    # the week (8 pages); throughput: the listing (2 metrics) and a Sum and a SampleCount.
+    assert reads.requests == 4 * 7 + 8 + 2 * 7 + 2 * 7 == 64
+    gpus, ranks = 8 * EXPORTER_HOUR, 8 * EMITTER_HOUR
+    assert reads.samples == (4 * week + 8 * STEPS) * gpus + 4 * week * ranks == 2_810_880
+
+
+def test_the_listing_halves_its_name_ranges_from_500_jobs() -> None:
+    """At 499 jobs the listing's one range answers whole (2 requests a page; the throughput's
+    Sum and SampleCount in 2 batches of 250 jobs); at 500 it is full and asked again in halves
+    by code point, character after character of "job-" (promql_jobs.py ``list_jobs``)."""
+    assert report_reads(Fleet(1, 8, jobs=499)).requests == 4 * 7 + 8 + 2 * 7 + 2 * 2 * 7 == 78
+    assert report_reads(Fleet(1, 8, jobs=MAX_SERIES)).requests == 1_522

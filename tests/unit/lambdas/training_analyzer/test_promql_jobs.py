@@ -58,8 +58,8 @@ def test_an_average_is_every_flushs_mean_not_a_mean_of_ranks() -> None:
         f"sum by (job_name) (sum_over_time({selector})) / "
         f"sum by (job_name) (count_over_time({selector}))"
     )
-    with pytest.raises(JobQueryError, match="'Maximum'"):
-        JobQueries("train").statistic(TrainingMetric.STEPS, "Maximum", "a")
+    with pytest.raises(JobQueryError, match="'p99'"):
+        JobQueries("train").statistic(TrainingMetric.STEPS, "p99", "a")
 
 
 @pytest.mark.parametrize(
