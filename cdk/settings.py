@@ -18,7 +18,7 @@ from typing import Any, Final
 from cdk.alarms.catalog import AlarmSettings, fleet_shards
 from cdk.alarms.jobs import JobAlarmSettings
 from cdk.alarms.power_table import gpu_power
-from cdk.alarms.serving_promql import DEFAULT_TTFT_P99_S, ServingAlarmSettings
+from cdk.alarms.serving_promql import DEFAULT_TTFT_P99_S, ServingAlarmSettings, serving_alarms
 from cdk.aws_values import (
     arn_region,
     bucket_problem,
@@ -282,8 +282,6 @@ class Settings:
         return replace(settings, shards=fleet_shards(settings, self.fleet_gpus))
 
     def serving_alarm_settings(self) -> ServingAlarmSettings:
-        """The serving targets, checked in either mode (a bad target is refused by name even
-        where Classic mode deploys no serving alarm)."""
         return ServingAlarmSettings(
             ttft_p99_seconds=self.serving_ttft_p99_seconds,
             ttft_p99_targets=self.serving_ttft_p99_targets,
@@ -376,8 +374,8 @@ class Settings:
             )
         _require_topics(self)
         _require_kubectl_network(self)
+        _require_serving_targets(self)
         try:
-            self.serving_alarm_settings()
             self.alarm_settings()
         except ValueError as err:
             raise SettingsError(f"setting {err}") from err
@@ -391,6 +389,18 @@ class Settings:
     def topic_kms_key_arn(self, purpose: str) -> str | None:
         arn: str | None = getattr(self, f"{purpose}_topic_kms_key_arn")
         return arn
+
+
+def _require_serving_targets(settings: Settings) -> None:
+    """The serving targets, checked in either mode (a bad one is refused by name even where
+    Classic mode deploys no serving alarm); where the alarms deploy, each model's target must
+    also fit its alarm's query."""
+    try:
+        serving = settings.serving_alarm_settings()
+        if settings.alarm_settings().serving is not None:
+            serving_alarms(settings.cluster_name, serving)
+    except ValueError as err:
+        raise SettingsError(f"setting {err}") from err
 
 
 def _require_topics(settings: Settings) -> None:

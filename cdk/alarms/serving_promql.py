@@ -28,7 +28,15 @@ from dataclasses import dataclass
 from typing import Final
 
 from cdk.alarms.model import AlarmSpec, Comparison, MissingData, Severity
-from cdk.alarms.promql import EVALUATION_INTERVAL_S, RANGE_S, RECOVERY_S, PromQLQuery
+from cdk.alarms.promql import (
+    EVALUATION_INTERVAL_S,
+    MAX_QUERY_CHARS,
+    RANGE_S,
+    RECOVERY_S,
+    PromQLAlarmError,
+    PromQLQuery,
+)
+from cdk.alarms.sizing import CAP_ALARM_SERIES
 from gpu_insights_agent.contract.serving import (
     ERRORS_APART,
     HistogramForm,
@@ -409,6 +417,39 @@ def _spec(
     )
 
 
+#: The longest latency query whose fleet count alarm (``count(...) >= N``, catalog.cap_alarms)
+#: still fits PromQLCriteria's Query.
+_MAX_LATENCY_QUERY: Final = MAX_QUERY_CHARS - len(f"count() >= {CAP_ALARM_SERIES}")
+
+
+def _latency_query_that_fits(
+    key: str,
+    signal: Signal,
+    cluster: str,
+    default: float | None,
+    targets: Sequence[tuple[str, float]],
+    labels: DcgmLabels,
+) -> PromQLQuery | None:
+    """The latency SLO query, or a one-line refusal naming the targets setting: each model
+    with its own target adds a clause per server, and the query and its fleet count must fit
+    PromQLCriteria's 10,000 characters (cdk/alarms/promql.py MAX_QUERY_CHARS)."""
+    try:
+        query = latency_slo_query(signal, cluster, default, targets, labels=labels)
+    except PromQLAlarmError:
+        chars = f"over {MAX_QUERY_CHARS}"
+    else:
+        if query is None or len(query.query) <= _MAX_LATENCY_QUERY:
+            return query
+        chars = str(len(query.query))
+    setting = key.replace("-", "_")
+    raise ServingAlarmSettingsError(
+        f"{setting}_targets: {len(targets)} models' targets make the {key} alarm's query "
+        f"{chars} characters, where an alarm and its fleet count take at most "
+        f"{_MAX_LATENCY_QUERY}: give fewer models their own target (the rest share "
+        f"{setting}_seconds)"
+    )
+
+
 def serving_alarms(
     cluster: str, settings: ServingAlarmSettings, labels: DcgmLabels = CLOUDWATCH
 ) -> list[AlarmSpec]:
@@ -422,7 +463,7 @@ def serving_alarms(
         (Signal.E2E, "serving-e2e-p99", "End-to-end latency over target", s.e2e_p99_seconds,
          s.e2e_p99_targets),
     ):  # fmt: skip
-        query = latency_slo_query(signal, cluster, default, targets, labels=labels)
+        query = _latency_query_that_fits(key, signal, cluster, default, targets, labels)
         if query is None:
             continue
         named = ", ".join(f"{m} {t:g} s" for m, t in targets)

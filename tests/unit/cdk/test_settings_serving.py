@@ -105,6 +105,14 @@ def test_per_model_targets_from_the_command_line_or_cdk_json_reach_the_queries()
             {"serving_error_percent": "100"},
             "setting serving_error_percent=100.0 must be above 0 and below 100",
         ),
+        # Each model with its own target adds a clause per server with the histogram (vLLM,
+        # NIM, Triton): 11 such models are past PromQLCriteria's 10,000 characters.
+        (
+            {"serving_ttft_p99_targets": {f"model-{i}": 1 for i in range(11)}},
+            "setting serving_ttft_p99_targets: 11 models' targets make the serving-ttft-p99 "
+            "alarm's query over 10000 characters, where an alarm and its fleet count take at "
+            "most 9987: give fewer models their own target",
+        ),
         # Classic mode deploys no serving alarm, and still refuses a bad target by name.
         (
             {"container_insights_mode": "classic", "serving_e2e_p99_seconds": "-1"},
@@ -119,3 +127,11 @@ def test_a_bad_serving_setting_is_refused_in_one_line_by_name(
         _read(context)
     assert str(err.value).startswith(said)
     assert "\n" not in str(err.value)
+
+
+def test_ten_models_targets_fit_the_alarm_and_its_fleet_count() -> None:
+    """The limit above is the query's, not a count: ten models' targets fit."""
+    ten = _read({"serving_ttft_p99_targets": {f"model-{i}": 1 for i in range(10)}})
+    queries = _serving(ten)
+    assert 9000 < len(queries["serving-ttft-p99"]) <= len(queries["serving-ttft-p99-at-cap"])
+    assert len(queries["serving-ttft-p99-at-cap"]) <= 10_000
