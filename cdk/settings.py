@@ -18,6 +18,7 @@ from typing import Any, Final
 from cdk.alarms.catalog import AlarmSettings, fleet_shards
 from cdk.alarms.jobs import JobAlarmSettings
 from cdk.alarms.power_table import gpu_power
+from cdk.alarms.serving_promql import DEFAULT_TTFT_P99_S, ServingAlarmSettings, serving_alarms
 from cdk.aws_values import (
     arn_region,
     bucket_problem,
@@ -235,6 +236,23 @@ class Settings:
     #: Failed jobs whose Container Insights logs one training analyzer run (or shard) reads
     #: for their cause (training_failure_cause); the rest are named by analysis_error.
     failure_log_jobs: int = FAILURE_LOG_JOBS
+    #: The inference serving SLO alarms (cdk/alarms/serving_promql.py), OTel mode only: the
+    #: add-on sends the servers' latency histograms there; Classic's agent drops histograms.
+    #: On by default: without an inference server their queries return nothing, so they stay
+    #: out of ALARM and page no one, as the job alarms do without jobs.
+    serving_alarms: bool = True
+    #: p99 time to first token, in seconds, above which a model pages: each model's own
+    #: (``{"model": seconds}``, JSON), and the rest at the default.
+    serving_ttft_p99_seconds: float = DEFAULT_TTFT_P99_S
+    serving_ttft_p99_targets: tuple[tuple[str, float], ...] = ()
+    #: p99 end-to-end latency targets: no default (it depends on the output length asked for).
+    serving_e2e_p99_seconds: float | None = None
+    serving_e2e_p99_targets: tuple[tuple[str, float], ...] = ()
+    #: A replica with more than this many requests waiting for this many minutes pages.
+    serving_waiting_requests: int = ServingAlarmSettings.waiting_requests
+    serving_waiting_minutes: int = ServingAlarmSettings.waiting_minutes
+    #: Percent of a model's finished requests that ended in an error.
+    serving_error_percent: float = ServingAlarmSettings.error_percent
 
     @property
     def gpu_hour_usd(self) -> float:
@@ -255,8 +273,26 @@ class Settings:
             jobs=self.job_alarm_settings() if self.job_alarms else None,
             promql=self.container_insights_mode is ContainerInsightsMode.OTEL,
             otlp=self.exporter_sink is ExporterSink.OTLP,
+            # Classic mode none: its agent drops the servers' histograms (serving_promql.py).
+            serving=(
+                self.serving_alarm_settings()
+                if self.serving_alarms
+                and self.container_insights_mode is ContainerInsightsMode.OTEL
+                else None
+            ),
         )
         return replace(settings, shards=fleet_shards(settings, self.fleet_gpus))
+
+    def serving_alarm_settings(self) -> ServingAlarmSettings:
+        return ServingAlarmSettings(
+            ttft_p99_seconds=self.serving_ttft_p99_seconds,
+            ttft_p99_targets=self.serving_ttft_p99_targets,
+            e2e_p99_seconds=self.serving_e2e_p99_seconds,
+            e2e_p99_targets=self.serving_e2e_p99_targets,
+            waiting_requests=self.serving_waiting_requests,
+            waiting_minutes=self.serving_waiting_minutes,
+            error_percent=self.serving_error_percent,
+        )
 
     def job_alarm_settings(self) -> JobAlarmSettings:
         return JobAlarmSettings(
@@ -340,6 +376,7 @@ class Settings:
             )
         _require_topics(self)
         _require_kubectl_network(self)
+        _require_serving_targets(self)
         try:
             self.alarm_settings()
         except ValueError as err:
@@ -354,6 +391,18 @@ class Settings:
     def topic_kms_key_arn(self, purpose: str) -> str | None:
         arn: str | None = getattr(self, f"{purpose}_topic_kms_key_arn")
         return arn
+
+
+def _require_serving_targets(settings: Settings) -> None:
+    """The serving targets, checked in either mode (a bad one is refused by name even where
+    Classic mode deploys no serving alarm); where the alarms deploy, each model's target must
+    also fit its alarm's query."""
+    try:
+        serving = settings.serving_alarm_settings()
+        if settings.alarm_settings().serving is not None:
+            serving_alarms(settings.cluster_name, serving)
+    except ValueError as err:
+        raise SettingsError(f"setting {err}") from err
 
 
 def _require_topics(settings: Settings) -> None:
@@ -627,6 +676,21 @@ def _as_str_tuple(key: str, raw: object) -> tuple[str, ...]:
     )
 
 
+def _as_seconds_map(key: str, raw: object) -> tuple[tuple[str, float], ...]:
+    """Model name to seconds: a JSON object from cdk.json, or from ``-c`` its text
+    (``-c 'serving_ttft_p99_targets={"llama-3-70b": 1.5}'``); each value a number, refused by
+    its model's name. Ranges are ServingAlarmSettings' to check."""
+    expected = 'expected a JSON object of model name to seconds, e.g. {"llama-3-70b": 1.5}'
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as err:
+            raise SettingsError(f"setting {key}={raw!r} is not valid: {expected}") from err
+    if not isinstance(raw, dict):
+        raise SettingsError(f"setting {key}={raw!r} is not valid: {expected}")
+    return tuple((str(model), _as_float(f"{key}[{model!r}]", s)) for model, s in raw.items())
+
+
 def _as_enum(enum: type[Enum]) -> Callable[[str, object], Enum]:
     """A setting that is one of ``enum``'s string values (``enum.StrEnum``, or the agent's
     contract enums, which are ``str`` and ``Enum`` for Python 3.9)."""
@@ -694,6 +758,14 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "gpu_memory_near_capacity_percent": _as_float,
     "gpu_memory_headroom_percent": _as_float,
     "failure_log_jobs": _as_int,
+    "serving_alarms": _as_bool,
+    "serving_ttft_p99_seconds": _as_float,
+    "serving_ttft_p99_targets": _as_seconds_map,
+    "serving_e2e_p99_seconds": _as_float,
+    "serving_e2e_p99_targets": _as_seconds_map,
+    "serving_waiting_requests": _as_int,
+    "serving_waiting_minutes": _as_int,
+    "serving_error_percent": _as_float,
     "alarm_emails": _as_str_tuple,
     "alarm_https_endpoints": _as_str_tuple,
     "warning_emails": _as_str_tuple,

@@ -46,6 +46,7 @@ from cdk.alarms.promql import (
     otlp_throttle_query,
     otlp_xid_query,
 )
+from cdk.alarms.serving_promql import ServingAlarmSettings, serving_alarms
 from cdk.alarms.sizing import (
     CAP_ALARM_SERIES,
     MAX_CONTRIBUTORS_IN_ALARM,
@@ -210,6 +211,9 @@ class AlarmSettings:
     #: The exporter and the training emitter send OTLP (exporter_sink=otlp), so their series
     #: reach PromQL too.
     otlp: bool = False
+    #: The serving SLO alarms (cdk/alarms/serving_promql.py): OTel mode only, where the add-on
+    #: sends the inference servers' own metrics and their histograms; None: none.
+    serving: ServingAlarmSettings | None = None
 
     @property
     def promql_gpu(self) -> bool:
@@ -613,6 +617,8 @@ def promql_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
     if settings.promql_jobs:
         assert settings.jobs is not None
         alarms += promql_job_alarms(settings.cluster_name, settings.jobs)
+    if settings.promql and settings.serving is not None:
+        alarms += serving_alarms(settings.cluster_name, settings.serving)
     return alarms + cap_alarms(settings.cluster_name, alarms)
 
 

@@ -6,7 +6,7 @@ through the notifier (its EventBridge rule, cdk/constructs/notifier.py), which n
 GPU and pages once. An SNS alarm action would send CloudWatch's raw alarm JSON beside it."""
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
@@ -14,8 +14,12 @@ from constructs import Construct
 from cdk.alarms.jobs import JOB_ALARM_KINDS
 from cdk.alarms.model import AlarmSpec, BreachCount, Difference, InsightsQuery, MetricStat
 from cdk.alarms.promql import PromQLQuery
+from cdk.alarms.serving_promql import SERVING_ALARM_KINDS
 from cdk.outputs import FLEET_HEALTH_ALARM_KEY
 from gpu_insights_agent.contract.resource_names import alarm_name
+
+#: Alarm kinds that page a workload, not a GPU: out of the fleet health composite.
+NOT_GPU_HEALTH: Final = frozenset((*JOB_ALARM_KINDS, *SERVING_ALARM_KINDS))
 
 
 def _metric_stat(stat: MetricStat, period_s: int) -> dict[str, Any]:
@@ -147,12 +151,12 @@ class GpuAlarms(Construct):
                 treat_missing_data=str(spec.missing_data),
                 **alarm_metric_properties(spec),
             )
-        # The GPUs' health: the training job alarms page their jobs, and stay out of it (their
-        # fleet count alarms too).
+        # The GPUs' health: the training job alarms page their jobs and the serving alarms
+        # their models, and stay out of it (their fleet count alarms too).
         names = [
             self.alarms[spec.key].alarm_name
             for spec in specs
-            if (spec.counts or spec.kind) not in JOB_ALARM_KINDS
+            if (spec.counts or spec.kind) not in NOT_GPU_HEALTH
         ]
         self.composite = cloudwatch.CfnCompositeAlarm(
             self,

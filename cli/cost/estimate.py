@@ -16,6 +16,7 @@ from cdk.alarms.catalog import gpu_alarms, promql_alarms
 from cdk.alarms.jobs import JOB_ALARM_KINDS
 from cdk.alarms.model import AlarmSpec, BreachCount, Difference, insights_query
 from cdk.alarms.promql import PromQLQuery
+from cdk.alarms.serving_promql import SERVING_ALARM_KINDS
 from cdk.settings import Settings
 from cli.cost.exporter import (
     AFTER,
@@ -502,10 +503,16 @@ def _promql_alarms(d: Deployment, alarms: Sequence[AlarmSpec]) -> LineItem:
     for spec in alarms:
         query = spec.metric
         assert isinstance(query, PromQLQuery)
-        job = (spec.counts or spec.kind) in JOB_ALARM_KINDS
+        kind = spec.counts or spec.kind
+        job = kind in JOB_ALARM_KINDS
+        # A serving replica holds a GPU at least: the GPUs bound the replicas (none without an
+        # inference server), scraped by the add-on as often as DCGM.
+        serving = kind in SERVING_ALARM_KINDS
         series = d.jobs if job else d.gpus
         # The emitter flushes a window a minute by default (emitter/training.py's flush_s).
-        interval = EMITTER_FLUSH_S if job else d.settings.exporter_interval_seconds
+        interval = d.settings.exporter_interval_seconds
+        if job or serving:
+            interval = EMITTER_FLUSH_S if job else ADDON_DCGM_INTERVAL_S
         per_series = max(1.0, query.lookback_s / interval)
         evaluations = MINUTES_PER_MONTH * 60 / query.evaluation_interval_s
         samples += series * per_series * evaluations
@@ -516,7 +523,8 @@ def _promql_alarms(d: Deployment, alarms: Sequence[AlarmSpec]) -> LineItem:
         samples / 1e6 * PROMQL_ALARM.usd,
         PROMQL_ALARM,
         f"{len(alarms)} alarms (one per kind and its fleet count, no shard), each evaluated "
-        "every minute over every GPU's or job's series in its look back, at most",
+        "every minute over every GPU's, job's or serving replica's series in its look back, "
+        "at most",
     )
 
 

@@ -49,6 +49,7 @@ from lambdas.notifier.kernel_log import KernelCheck
 from lambdas.notifier.links import alarm_url, gpu_dashboard_url
 from lambdas.notifier.messages import XidGroup
 from lambdas.notifier.notification import Incident, Severity
+from lambdas.notifier.serving import serving_facts, serving_place
 from lambdas.shared.dcgm import CLOUDWATCH as DCGM_LABELS
 from lambdas.shared.events import EventError
 
@@ -324,7 +325,9 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
     where = f" on {node} GPU {gpu}" if node and gpu else (f" on {pods[0]}" if pods else "")
     if node and gpu == ALL_GPUS:  # the silence check's series for a node that sent nothing
         where = f" on {node}, all its GPUs"
-    if node and not gpu:  # a node-level series: OTel mode's gpu-silent names the node only
+    if serving_facts(attributes):  # a serving alarm's model (cdk/alarms/serving_promql.py)
+        where, node, gpu = serving_place(attributes, pods, node, gpu)
+    elif node and not gpu:  # a node-level series: OTel mode's gpu-silent names the node only
         where = f" on {node}"
         gpu = "not named (some of the node's GPUs)"
     reason = str(state.get("reason", ""))
@@ -378,6 +381,7 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
         alarm_url=alarm_url(deployment.region, name),
         dashboard_url=deployment.dashboard_for(node),
         resources=(arn,) if arn else (),
+        facts=serving_facts(attributes),
     )
 
 

@@ -153,3 +153,15 @@ def test_the_readmes_training_figures_are_the_codes() -> None:
         f"${fleet.insights_usd_per_day:.2f} a day for the {fleet.failed_per_day:g} failed jobs "
         f"a day of a 2,000-GPU fleet"
     ) in paragraph
+
+
+def test_the_metrics_page_names_every_serving_metric_and_model_label() -> None:
+    """docs/metrics.md's serving table is the contract's (contract/serving.py), every name and
+    rename in it."""
+    from gpu_insights_agent.contract.serving import SERVERS, SERVING_METRICS
+
+    text = (DOCS / "metrics.md").read_text()
+    names = {n for m in SERVING_METRICS for n in m.names} | {
+        r.model_label for r in SERVERS.values()
+    }
+    assert {n for n in names if f"`{n}`" not in text} == set()

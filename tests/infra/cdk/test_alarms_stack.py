@@ -5,6 +5,13 @@ from aws_cdk import Stack
 from aws_cdk.assertions import Match, Template
 from cfnlint.api import lint
 
+from cdk.alarms.serving_promql import (
+    errors_query,
+    kv_cache_full_query,
+    latency_slo_query,
+    waiting_query,
+)
+from gpu_insights_agent.contract.serving import Signal
 from lambdas.silence_check.config import SilenceCheckConfig
 from tests.infra.conftest import Synth
 from tests.unit.cdk.alarms.test_promql_otlp import KINDS as GPU_PROMQL_KINDS
@@ -103,11 +110,56 @@ def test_composite_sums_up_every_gpu_alarm(synth: Synth) -> None:
     template = _template(synth)
     (composite,) = template.find_resources("AWS::CloudWatch::CompositeAlarm").values()
     rule = composite["Properties"]["AlarmRule"]
-    gpu = [name for name in _alarms(template) if not name.startswith("job-")]
+    gpu = [name for name in _alarms(template) if not name.startswith(("job-", "serving-"))]
     for name in gpu:
         assert f'ALARM("gpu-insights-train-prod-{name}")' in rule
     assert rule.count(" OR ") == len(gpu) - 1
     assert "job-" not in rule  # the job alarms page jobs, not the GPUs' health
+    assert "serving-" not in rule  # nor the serving alarms (they page models)
+
+
+def test_otel_mode_deploys_the_serving_slo_alarms_as_promql_alarms(synth: Synth) -> None:
+    """PROD is OTel mode (eu-west-1's default): the serving alarms are on by default, each a
+    PromQL alarm on the servers' own series with its fleet count; no e2e alarm without an e2e
+    target. Classic mode deploys none (its agent drops the latency histograms)."""
+    alarms = _alarms(_template(synth))
+    serving = {n: a for n, a in alarms.items() if n.startswith("serving-")}
+    assert sorted(serving) == [
+        f"{kind}{cap}"
+        for kind in (
+            "serving-errors",
+            "serving-kv-cache-full",
+            "serving-requests-waiting",
+            "serving-ttft-p99",
+        )
+        for cap in ("", "-at-cap")
+    ]
+    ttft = serving["serving-ttft-p99"]["EvaluationCriteria"]["PromQLCriteria"]
+    expected = latency_slo_query(Signal.TTFT, "train-prod", 2.0, ())
+    assert expected is not None
+    assert ttft["Query"] == expected.query
+    assert ttft["Query"].startswith(
+        '(histogram_quantile(0.99, sum by ("@resource.k8s.cluster.name", '
+        '"@resource.k8s.namespace.name", "@resource.k8s.deployment.name", model_name) '
+        '(rate({__name__="vllm:time_to_first_token_seconds", '
+        '"@resource.k8s.cluster.name"="train-prod"}[5m]))) > 2)'
+    )
+    assert (ttft["PendingPeriod"], ttft["RecoveryPeriod"]) == (300, 300)
+    waiting = serving["serving-requests-waiting"]["EvaluationCriteria"]["PromQLCriteria"]
+    assert waiting["Query"] == waiting_query("train-prod", 10, 5).query
+    assert waiting["PendingPeriod"] == 240  # 10 waiting every sample of a minute, 5 minutes
+    kv = serving["serving-kv-cache-full"]["EvaluationCriteria"]["PromQLCriteria"]
+    assert kv["Query"] == kv_cache_full_query("train-prod").query
+    assert '"vllm:num_preemptions_total"' in kv["Query"]
+    errors = serving["serving-errors"]["EvaluationCriteria"]["PromQLCriteria"]
+    assert errors["Query"] == errors_query("train-prod", 5.0).query
+    count = serving["serving-ttft-p99-at-cap"]["EvaluationCriteria"]["PromQLCriteria"]
+    assert count["Query"] == f"count({ttft['Query']}) >= 90"
+    assert serving["serving-ttft-p99"]["AlarmDescription"].startswith(
+        "[critical] serving-ttft-p99: "
+    )
+    classic = _alarms(_template(synth, {**PROD, "container_insights_mode": "classic"}))
+    assert not [n for n in classic if n.startswith("serving-")]
 
 
 def test_job_alarms_one_per_kind_and_job_shard_grouped_by_job(synth: Synth) -> None:
@@ -551,6 +603,7 @@ OTLP = {
     "exporter_sink": "otlp",
     "fleet_gpus": "10000",
     "job_alarms": "false",  # the job alarms are cdk/alarms/jobs.py's
+    "serving_alarms": "false",  # and the serving ones test_otel_mode_deploys_the_serving_...'s
 }
 
 

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from cli.cost.estimate import runs_per_month
+from cli.cost.exporter import MINUTES_PER_MONTH
 from cli.cost.prices import PRICES, READ
 from cli.main import main
 
@@ -246,14 +247,15 @@ def test_with_the_otlp_sink_every_alarm_is_a_promql_alarm_and_no_silence_check_r
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """OTel mode with exporter_sink=otlp deploys one PromQL alarm per kind and its fleet count
-    (8 GPU kinds and 4 job kinds: 24), no Metrics Insights alarm and no silence check, so
+    (8 GPU kinds, 4 job kinds and 4 serving kinds: 32), no Metrics Insights alarm and no
+    silence check, so
     neither is priced; before, the PromQL alarms were left out and the silence check's runs
     and GetMetricData reads (2.8 million metrics a month at 320 GPUs) were priced."""
     items = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=otlp")
     assert "Metrics Insights alarms" not in items
     assert not [name for name in items if "silence check" in name]
     promql = items["PromQL alarms"]
-    assert str(promql["basis"]).startswith("24 alarms (one per kind and its fleet count")
+    assert str(promql["basis"]).startswith("32 alarms (one per kind and its fleet count")
     assert promql["usd"] == 0  # no figure published: the samples are printed instead
     assert float(promql["quantity"]) > 0  # type: ignore[arg-type]
     # 40 volumes' reads, 7 metrics each a daily run; the 40 jobs' series are the emitter's OTLP
@@ -272,6 +274,22 @@ def test_with_the_otlp_sink_every_alarm_is_a_promql_alarm_and_no_silence_check_r
     assert 1_295 + 14 * (2 + 2 + 8 + 2 + 2 * 2) + 9 + 1 == 1_557
     assert reads["quantity"] == pytest.approx(10_902.4, abs=0.05)
     emf = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf")
-    assert "PromQL alarms" not in emf
     assert "Metrics Insights alarms" in emf
     assert "Lambda: silence check" in emf
+    quiet = ("-c", "exporter_sink=emf", "-c", "serving_alarms=false")
+    assert "PromQL alarms" not in _items(capsys, "-c", "container_insights_mode=otel", *quiet)
+
+
+def test_otel_mode_prices_the_serving_alarms_scans_bounded_by_the_gpus(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """With the EMF sink OTel mode's only PromQL alarms are the serving ones (on by default):
+    TTFT p99, requests waiting, KV cache full and errors, and their fleet counts (e2e has no
+    default target). Each reads at most one series a GPU (a replica holds one at least),
+    scraped every 30 s: 10 samples in a 5-minute look back, 2 in the queue's minute, so
+    (10 + 2 + 10 + 10) x 2 = 64 a GPU an evaluation, at 320 GPUs every minute of the month."""
+    items = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf")
+    promql = items["PromQL alarms"]
+    assert str(promql["basis"]).startswith("8 alarms")
+    assert promql["quantity"] == pytest.approx(320 * 64 * MINUTES_PER_MONTH / 1e6)
+    assert promql["usd"] == 0

@@ -1,0 +1,525 @@
+"""Inference serving in OTel mode: PromQL over the servers' own metrics (contract/serving.py),
+and the serving SLO alarms built from them.
+
+The queries group by the labels the add-on puts on a pod's series (lambdas/shared/dcgm.py:
+``@resource.k8s.cluster.name``, ``...namespace.name``, ``...deployment.name``, ``...pod.name``,
+``...node.name``; the add-on's ``k8sattributes`` processor walks a pod's ReplicaSet to its
+Deployment, cli/demo/realistic/otel.py ``POD_METADATA``) and the server's model label, a
+datapoint attribute CloudWatch also gives bare ("Datapoint attributes also support bare
+(un-prefixed) access", CloudWatch-PromQL-Querying.html). A model's SLO is read across its
+replicas (``model_group``: cluster, namespace, deployment, model); a replica's queue and KV cache
+on the replica (``replica_group``: the same with pod and node), so its page names both.
+
+Histograms: CloudWatch stores an OTLP histogram as an exponential histogram, which PromQL reads
+as a native histogram under the metric's name (contract/serving.py ``HistogramForm``):
+``histogram_quantile(0.99, sum by (...) (rate(name[5m])))``. A Prometheus that scraped the
+server (the tests' engine) holds classic ``name_bucket`` series with ``le`` instead, and the
+same builders write ``sum by (le, ...)`` there. Counters and classic buckets are cumulative as
+the Prometheus receiver reads them, so ``rate`` applies.
+
+Classic Container Insights: "The CloudWatch agent supports the counter, gauge, and summary metric
+types. The Prometheus metrics with the unsupported histogram metric type are dropped by the
+CloudWatch agent" (ContainerInsights-Prometheus-metrics-conversion.html): no latency
+percentile there, so these alarms are OTel mode's only (docs/alarms.md says what Classic shows).
+"""
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from cdk.alarms.model import AlarmSpec, Comparison, MissingData, Severity
+from cdk.alarms.promql import (
+    EVALUATION_INTERVAL_S,
+    MAX_QUERY_CHARS,
+    RANGE_S,
+    RECOVERY_S,
+    PromQLAlarmError,
+    PromQLQuery,
+)
+from cdk.alarms.sizing import CAP_ALARM_SERIES
+from gpu_insights_agent.contract.serving import (
+    ERRORS_APART,
+    HistogramForm,
+    MetricType,
+    ServingMetric,
+    Signal,
+    servers_with,
+    serving_metric,
+)
+from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
+from lambdas.shared.promql import quote_label, quote_string
+
+#: A p99 from five minutes of requests, as the GPU alarms read five minutes of samples.
+RATE_RANGE_S: Final = RANGE_S
+#: A latency or error SLO pages after five more minutes over its target: ten minutes of it.
+SLO_PENDING_S: Final = 300
+#: KV cache at or above this fraction of its blocks (vLLM's gauge is 0-1: "1 means 100 percent
+#: usage", vllm/v1/metrics/loggers.py) while the replica preempts requests.
+KV_CACHE_FULL: Final = 0.95
+#: A replica's queue is read a minute at a time: every sample of the minute over N.
+QUEUE_RANGE_S: Final = 60
+#: MLPerf Inference's LLM server scenario holds p99 time to first token to 2 s (Llama 2 70B,
+#: MLPerf Inference v4.0: mlcommons.org, "Llama 2 70B: An MLPerf Inference Benchmark for Large
+#: Language Models"): a starting target; set each model's own.
+DEFAULT_TTFT_P99_S: Final = 2.0
+SERVING_ALARM_KINDS: Final = (
+    "serving-ttft-p99",
+    "serving-e2e-p99",
+    "serving-requests-waiting",
+    "serving-kv-cache-full",
+    "serving-errors",
+)
+
+
+class ServingAlarmSettingsError(ValueError):
+    """A serving target the alarms cannot use; the message names it."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServingAlarmSettings:
+    """The serving SLOs. Targets are p99 seconds; a model without its own target has the
+    default (None: no alarm for models without one)."""
+
+    ttft_p99_seconds: float | None = DEFAULT_TTFT_P99_S
+    ttft_p99_targets: tuple[tuple[str, float], ...] = ()
+    #: End-to-end latency depends on the output length a model is asked for: no default.
+    e2e_p99_seconds: float | None = None
+    e2e_p99_targets: tuple[tuple[str, float], ...] = ()
+    #: A replica with more than this many requests waiting ...
+    waiting_requests: int = 10
+    #: ... for this many minutes pages.
+    waiting_minutes: int = 5
+    #: Percent of a model's finished requests that ended in an error.
+    error_percent: float = 5.0
+
+    def __post_init__(self) -> None:
+        for key in ("ttft_p99", "e2e_p99"):
+            default = getattr(self, f"{key}_seconds")
+            if default is not None and not 0 < default <= 3600:
+                raise ServingAlarmSettingsError(
+                    f"serving_{key}_seconds={default} must be above 0 and at most 3600"
+                )
+            seen: set[str] = set()
+            for model, seconds in getattr(self, f"{key}_targets"):
+                if not model or model in seen:
+                    raise ServingAlarmSettingsError(
+                        f"serving_{key}_targets: model {model!r} is empty or given twice"
+                    )
+                seen.add(model)
+                if not 0 < seconds <= 3600:
+                    raise ServingAlarmSettingsError(
+                        f"serving_{key}_targets[{model!r}]={seconds} must be above 0 and at "
+                        "most 3600 seconds"
+                    )
+        if self.waiting_requests < 0:
+            raise ServingAlarmSettingsError(
+                f"serving_waiting_requests={self.waiting_requests} must be 0 or more"
+            )
+        if not 1 <= self.waiting_minutes <= 60:
+            raise ServingAlarmSettingsError(
+                f"serving_waiting_minutes={self.waiting_minutes} must be 1 to 60"
+            )
+        if not 0 < self.error_percent < 100:
+            raise ServingAlarmSettingsError(
+                f"serving_error_percent={self.error_percent} must be above 0 and below 100"
+            )
+
+
+# --- Builders: pure functions of a table row ----------------------------------------------------
+
+
+def model_group(metric: ServingMetric, labels: DcgmLabels = CLOUDWATCH) -> tuple[str, ...]:
+    """What names a model's serving: cluster, namespace, deployment, the server's model label."""
+    return (labels.cluster, labels.namespace, labels.deployment, metric.model_label)
+
+
+def replica_group(metric: ServingMetric, labels: DcgmLabels = CLOUDWATCH) -> tuple[str, ...]:
+    """One replica of a model: the model's group with its pod and node."""
+    return (*model_group(metric, labels), labels.pod, labels.node)
+
+
+def _by(names: Iterable[str]) -> str:
+    return ", ".join(quote_label(n) for n in names)
+
+
+def _minutes(seconds: int) -> str:
+    return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
+
+
+def selector(
+    name: str,
+    cluster: str,
+    metric: ServingMetric,
+    labels: DcgmLabels = CLOUDWATCH,
+    models: "ModelFilter | None" = None,
+) -> str:
+    """``{__name__="name", cluster="...", <the row's matchers>, <model matchers>}``."""
+    matchers = [
+        f"__name__={quote_string(name)}",
+        f"{quote_label(labels.cluster)}={quote_string(cluster)}",
+        *(f"{quote_label(k)}={quote_string(v)}" for k, v in metric.matchers),
+        *(models.matchers(metric.model_label) if models else ()),
+    ]
+    return "{" + ", ".join(matchers) + "}"
+
+
+@dataclass(frozen=True)
+class ModelFilter:
+    """One model (``only``), or every model but some (``excluding``)."""
+
+    only: str | None = None
+    excluding: tuple[str, ...] = ()
+
+    def matchers(self, model_label: str) -> tuple[str, ...]:
+        label = quote_label(model_label)
+        if self.only is not None:
+            return (f"{label}={quote_string(self.only)}",)
+        return tuple(f"{label}!={quote_string(m)}" for m in self.excluding)
+
+
+def _newest_first(parts: Sequence[str]) -> str:
+    """Each rename's aggregate, the newest name's where a group sends it (``or`` keeps the
+    left side's series and adds the right's only for groups the left lacks)."""
+    return parts[0] if len(parts) == 1 else " or ".join(f"({p})" for p in parts)
+
+
+def quantile(
+    metric: ServingMetric,
+    q: float,
+    cluster: str,
+    by: Sequence[str],
+    *,
+    form: HistogramForm = HistogramForm.NATIVE,
+    labels: DcgmLabels = CLOUDWATCH,
+    models: ModelFilter | None = None,
+    range_s: int = RATE_RANGE_S,
+) -> str:
+    """The ``q`` quantile of a latency histogram per ``by`` group, in seconds."""
+    if metric.type is not MetricType.HISTOGRAM or metric.seconds_per_unit is None:
+        raise ValueError(f"{metric!r} is no latency histogram")
+    window = _minutes(range_s)
+    parts = []
+    for name in metric.names:
+        if form is HistogramForm.CLASSIC:
+            sel = selector(f"{name}_bucket", cluster, metric, labels, models)
+            parts.append(f"sum by ({_by(('le', *by))}) (rate({sel}[{window}]))")
+        else:
+            sel = selector(name, cluster, metric, labels, models)
+            parts.append(f"sum by ({_by(by)}) (rate({sel}[{window}]))")
+    expr = f"histogram_quantile({q:g}, {_newest_first(parts)})"
+    scale = metric.seconds_per_unit
+    return expr if scale == 1 else f"({expr} * {scale:g})"
+
+
+def per_second(
+    metric: ServingMetric,
+    cluster: str,
+    by: Sequence[str],
+    *,
+    labels: DcgmLabels = CLOUDWATCH,
+    range_s: int = RATE_RANGE_S,
+) -> str:
+    """A counter's per-second rate per ``by`` group (requests, tokens a second)."""
+    if metric.type is not MetricType.COUNTER:
+        raise ValueError(f"{metric!r} is no counter")
+    window = _minutes(range_s)
+    return _newest_first(
+        [
+            f"sum by ({_by(by)}) (rate({selector(n, cluster, metric, labels)}[{window}]))"
+            for n in metric.names
+        ]
+    )
+
+
+def gauge(
+    metric: ServingMetric,
+    cluster: str,
+    by: Sequence[str],
+    over_time: str = "max_over_time",
+    *,
+    labels: DcgmLabels = CLOUDWATCH,
+    range_s: int = RATE_RANGE_S,
+) -> str:
+    """A gauge read over the range (``over_time``) and its most per ``by`` group: a replica's
+    queue, KV cache."""
+    if metric.type is not MetricType.GAUGE:
+        raise ValueError(f"{metric!r} is no gauge")
+    window = _minutes(range_s)
+    return _newest_first(
+        [
+            f"max by ({_by(by)}) ({over_time}({selector(n, cluster, metric, labels)}[{window}]))"
+            for n in metric.names
+        ]
+    )
+
+
+def error_ratio(
+    errors: ServingMetric,
+    cluster: str,
+    *,
+    labels: DcgmLabels = CLOUDWATCH,
+    range_s: int = RATE_RANGE_S,
+) -> str:
+    """A model's errors as a fraction of its finished requests (both from the table), per
+    model group; where a server counts errors apart from its requests (Triton) over both."""
+    requests = serving_metric(errors.server, Signal.REQUESTS)
+    if errors.signal is not Signal.ERRORS or requests is None:
+        raise ValueError(f"{errors!r} is no errors row with a requests row beside it")
+    by = model_group(errors, labels)
+    failed = per_second(errors, cluster, by, labels=labels, range_s=range_s)
+    total = per_second(requests, cluster, by, labels=labels, range_s=range_s)
+    if errors.server in ERRORS_APART:
+        total = f"({total}) + on ({_by(by)}) ({failed})"
+    return f"({failed}) / on ({_by(by)}) ({total})"
+
+
+# --- The alarms --------------------------------------------------------------------------------
+
+
+def _targets(
+    default: float | None, targets: Sequence[tuple[str, float]]
+) -> list[tuple[ModelFilter, float]]:
+    """One (models, target) per model with its own target, and the rest at the default."""
+    clauses = [(ModelFilter(only=m), s) for m, s in targets]
+    if default is not None:
+        clauses.append((ModelFilter(excluding=tuple(m for m, _ in targets)), default))
+    return clauses
+
+
+def latency_slo_query(
+    signal: Signal,
+    cluster: str,
+    default: float | None,
+    targets: Sequence[tuple[str, float]],
+    *,
+    form: HistogramForm = HistogramForm.NATIVE,
+    labels: DcgmLabels = CLOUDWATCH,
+) -> PromQLQuery | None:
+    """Each model whose p99 ``signal`` over the last five minutes is over its target, one
+    series per model group (its value the p99 in seconds), from every server that has the
+    histogram; None where no model has a target."""
+    clauses = [
+        f"{quantile(m, 0.99, cluster, model_group(m, labels), form=form, labels=labels, models=f)}"
+        f" > {seconds:g}"
+        for m in servers_with(signal)
+        for f, seconds in _targets(default, targets)
+    ]
+    if not clauses:
+        return None
+    return PromQLQuery(
+        query=_newest_first(clauses),
+        evaluation_interval_s=EVALUATION_INTERVAL_S,
+        pending_period_s=SLO_PENDING_S,
+        recovery_period_s=RECOVERY_S,
+        labels=labels,
+        lookback_s=RATE_RANGE_S,
+    )
+
+
+def waiting_query(
+    cluster: str, requests: int, minutes: int, labels: DcgmLabels = CLOUDWATCH
+) -> PromQLQuery:
+    """Each replica every sample of whose last minute had more than ``requests`` waiting,
+    pending the rest of ``minutes``: over N for M minutes."""
+    clauses = [
+        f"({gauge(m, cluster, replica_group(m, labels), 'min_over_time', labels=labels, range_s=QUEUE_RANGE_S)})"  # noqa: E501
+        f" > {requests}"
+        for m in servers_with(Signal.WAITING)
+    ]
+    return PromQLQuery(
+        query=_newest_first(clauses),
+        evaluation_interval_s=EVALUATION_INTERVAL_S,
+        pending_period_s=max(0, minutes * 60 - QUEUE_RANGE_S),
+        recovery_period_s=RECOVERY_S,
+        labels=labels,
+        lookback_s=QUEUE_RANGE_S,
+    )
+
+
+def kv_cache_full_query(cluster: str, labels: DcgmLabels = CLOUDWATCH) -> PromQLQuery:
+    """Each replica whose KV cache reached ``KV_CACHE_FULL`` in the last five minutes while it
+    preempted requests (its preemptions counter rose): a cache too small for its load, not a
+    cache merely well used. Servers with both metrics only (vLLM)."""
+    clauses = []
+    for kv in servers_with(Signal.KV_CACHE):
+        preemptions = serving_metric(kv.server, Signal.PREEMPTIONS)
+        if preemptions is None:
+            continue
+        by = replica_group(kv, labels)
+        full = f"({gauge(kv, cluster, by, labels=labels)}) >= {KV_CACHE_FULL:g}"
+        rising = f"({per_second(preemptions, cluster, by, labels=labels)}) > 0"
+        clauses.append(f"({full}) and on ({_by(by)}) ({rising})")
+    return PromQLQuery(
+        query=_newest_first(clauses),
+        evaluation_interval_s=EVALUATION_INTERVAL_S,
+        pending_period_s=0,
+        recovery_period_s=RECOVERY_S,
+        labels=labels,
+        lookback_s=RATE_RANGE_S,
+    )
+
+
+def errors_query(cluster: str, percent: float, labels: DcgmLabels = CLOUDWATCH) -> PromQLQuery:
+    """Each model whose errors were more than ``percent`` of its finished requests over the
+    last five minutes (a model with no requests divides by 0 and is not returned)."""
+    clauses = [
+        f"({error_ratio(m, cluster, labels=labels)}) > {percent / 100:g}"
+        for m in servers_with(Signal.ERRORS)
+    ]
+    return PromQLQuery(
+        query=_newest_first(clauses),
+        evaluation_interval_s=EVALUATION_INTERVAL_S,
+        pending_period_s=SLO_PENDING_S,
+        recovery_period_s=RECOVERY_S,
+        labels=labels,
+        lookback_s=RATE_RANGE_S,
+    )
+
+
+NAMES_THE_MODEL: Final = (
+    "Each contributor (the series' cluster, namespace, deployment and model labels) names the "
+    "model and the Deployment that serves it."
+)
+NAMES_THE_REPLICA: Final = (
+    "Each contributor (cluster, namespace, deployment, model, pod and node labels) names the "
+    "replica and the node it runs on."
+)
+_ABSENT: Final = (
+    "a model or replica the query does not return is within its target (or sends nothing); "
+    "absent for the recovery period, its contributor is OK"
+)
+
+
+def _spec(
+    key: str,
+    title: str,
+    description: str,
+    severity: Severity,
+    query: PromQLQuery,
+    threshold: float,
+) -> AlarmSpec:
+    """A PromQL alarm has no threshold of its own (its query returns only what breaches):
+    ``threshold`` is the line the query holds, for docs/alarms.md and the page."""
+    return AlarmSpec(
+        key=key,
+        kind=key,
+        title=title,
+        description=description,
+        severity=severity,
+        metric=query,
+        period_s=query.evaluation_interval_s,
+        evaluation_periods=1,
+        datapoints_to_alarm=1,
+        threshold=threshold,
+        comparison=Comparison.GREATER,
+        missing_data=MissingData.NOT_BREACHING,
+        missing_data_reason=_ABSENT,
+    )
+
+
+#: The longest latency query whose fleet count alarm (``count(...) >= N``, catalog.cap_alarms)
+#: still fits PromQLCriteria's Query.
+_MAX_LATENCY_QUERY: Final = MAX_QUERY_CHARS - len(f"count() >= {CAP_ALARM_SERIES}")
+
+
+def _latency_query_that_fits(
+    key: str,
+    signal: Signal,
+    cluster: str,
+    default: float | None,
+    targets: Sequence[tuple[str, float]],
+    labels: DcgmLabels,
+) -> PromQLQuery | None:
+    """The latency SLO query, or a one-line refusal naming the targets setting: each model
+    with its own target adds a clause per server, and the query and its fleet count must fit
+    PromQLCriteria's 10,000 characters (cdk/alarms/promql.py MAX_QUERY_CHARS)."""
+    try:
+        query = latency_slo_query(signal, cluster, default, targets, labels=labels)
+    except PromQLAlarmError:
+        chars = f"over {MAX_QUERY_CHARS}"
+    else:
+        if query is None or len(query.query) <= _MAX_LATENCY_QUERY:
+            return query
+        chars = str(len(query.query))
+    setting = key.replace("-", "_")
+    raise ServingAlarmSettingsError(
+        f"{setting}_targets: {len(targets)} models' targets make the {key} alarm's query "
+        f"{chars} characters, where an alarm and its fleet count take at most "
+        f"{_MAX_LATENCY_QUERY}: give fewer models their own target (the rest share "
+        f"{setting}_seconds)"
+    )
+
+
+def serving_alarms(
+    cluster: str, settings: ServingAlarmSettings, labels: DcgmLabels = CLOUDWATCH
+) -> list[AlarmSpec]:
+    """OTel mode's serving alarms, one PromQL alarm per kind for every model the cluster
+    serves (a kind without a target for any model is left out)."""
+    s = settings
+    alarms = []
+    for signal, key, title, default, targets in (
+        (Signal.TTFT, "serving-ttft-p99", "Time to first token over target", s.ttft_p99_seconds,
+         s.ttft_p99_targets),
+        (Signal.E2E, "serving-e2e-p99", "End-to-end latency over target", s.e2e_p99_seconds,
+         s.e2e_p99_targets),
+    ):  # fmt: skip
+        query = _latency_query_that_fits(key, signal, cluster, default, targets, labels)
+        if query is None:
+            continue
+        named = ", ".join(f"{m} {t:g} s" for m, t in targets)
+        alarms.append(
+            _spec(
+                key,
+                title,
+                f"A model's p99 {signal.value.replace('_', ' ')} over five minutes of requests "
+                f"stayed above its target for {SLO_PENDING_S // 60} more minutes (targets: "
+                + (f"{named}; " if named else "")
+                + (f"others {default:g} s" if default is not None else "no others")
+                + "). The value is the p99 in seconds. Look at the model's requests waiting and "
+                "KV cache (a saturated replica queues), its replicas' GPUs, and a traffic "
+                f"spike: add replicas or lower the load. {NAMES_THE_MODEL}",
+                Severity.CRITICAL,
+                query,
+                default if default is not None else min(t for _, t in targets),
+            )
+        )
+    alarms.append(
+        _spec(
+            "serving-requests-waiting",
+            "Requests waiting on a replica",
+            f"A replica had more than {s.waiting_requests} requests waiting for "
+            f"{s.waiting_minutes} minutes: it runs as many as it can and the rest queue. The "
+            "value is the fewest waiting in the last minute. Add replicas (or GPUs) to the "
+            f"deployment, or check its batch limits. {NAMES_THE_REPLICA}",
+            Severity.WARNING,
+            waiting_query(cluster, s.waiting_requests, s.waiting_minutes, labels),
+            s.waiting_requests,
+        )
+    )
+    alarms.append(
+        _spec(
+            "serving-kv-cache-full",
+            "KV cache full, requests preempted",
+            f"A replica's KV cache reached {KV_CACHE_FULL:.0%} of its blocks while it "
+            "preempted requests in the last five minutes: requests are evicted and recomputed, "
+            "and latency rises. Give the server more GPU memory for its cache, fewer "
+            f"concurrent sequences, or more replicas. {NAMES_THE_REPLICA}",
+            Severity.WARNING,
+            kv_cache_full_query(cluster, labels),
+            KV_CACHE_FULL,
+        )
+    )
+    alarms.append(
+        _spec(
+            "serving-errors",
+            "Serving errors over target",
+            f"More than {s.error_percent:g}% of a model's finished requests ended in an error "
+            f"over five minutes, for {SLO_PENDING_S // 60} more minutes. The value is the "
+            "error fraction. Read the server's log in Container Insights' application log "
+            f"group. {NAMES_THE_MODEL}",
+            Severity.CRITICAL,
+            errors_query(cluster, s.error_percent, labels),
+            s.error_percent / 100,
+        )
+    )
+    return alarms
