@@ -510,7 +510,7 @@ def _promql_alarms(d: Deployment, alarms: Sequence[AlarmSpec]) -> LineItem:
         serving = kind in SERVING_ALARM_KINDS
         series = d.jobs if job else d.gpus
         # The emitter flushes a window a minute by default (emitter/training.py's flush_s).
-        interval = d.settings.exporter_interval_seconds
+        interval: float = d.settings.exporter_interval_seconds
         if job or serving:
             interval = EMITTER_FLUSH_S if job else ADDON_DCGM_INTERVAL_S
         per_series = max(1.0, query.lookback_s / interval)

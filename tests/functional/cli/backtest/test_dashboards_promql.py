@@ -33,12 +33,12 @@ from cli.demo.week import (
 )
 from dashboards import bodies
 from dashboards.bodies import all_dashboards
-from dashboards.promql import RANK_WINDOW_S, duration
+from dashboards.promql import RANK_WINDOW_S
 from dashboards.sources import reading
 from dashboards.widgets import chart_queries
 from gpu_insights_agent.contract.metrics import CI_NODE_GPU_METRICS, GpuMetric
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
-from lambdas.shared.promql import PromQLClient
+from lambdas.shared.promql import PromQLClient, duration
 from tests.prometheus import Sample, legacy_labels, serve, write_openmetrics
 from tests.unit.dashboards.fleet_history import fleet
 

@@ -237,22 +237,3 @@ def test_the_promql_client_beside_a_cloudwatch_client_shares_its_endpoint_and_si
     assert promql.credentials.access_key == "AKIDEXAMPLE"
     local = session.client("cloudwatch", endpoint_url="http://localhost:5000")
     assert promql_for(local).endpoint == "http://localhost:5000"
-
-
-def test_cloudwatchs_api_without_credentials_is_refused_before_a_request(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Beside a CloudWatch client that found no credentials (the CLI run without any), a query
-    raises what GetMetricData raises then, not a network error after an unsigned request."""
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
-    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    recorder = Recorder((200, {"status": "success", "data": {"result": []}}))
-    cloudwatch = boto3.Session(region_name="us-east-1").client("cloudwatch")
-    client = promql_for(cloudwatch)
-    client.opener = recorder
-    with pytest.raises(NoCredentialsError):
-        client.query("up", 5)
-    assert recorder.sent == []
