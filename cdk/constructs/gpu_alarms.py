@@ -11,6 +11,7 @@ from typing import Any
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
+from cdk.alarms.cluster import CLUSTER_ALARM_KINDS
 from cdk.alarms.jobs import JOB_ALARM_KINDS
 from cdk.alarms.model import AlarmSpec, BreachCount, Difference, InsightsQuery, MetricStat
 from cdk.alarms.promql import PromQLQuery
@@ -147,12 +148,12 @@ class GpuAlarms(Construct):
                 treat_missing_data=str(spec.missing_data),
                 **alarm_metric_properties(spec),
             )
-        # The GPUs' health: the training job alarms page their jobs, and stay out of it (their
-        # fleet count alarms too).
+        # The GPUs' health: the training job alarms page their jobs, and the cluster's alarms
+        # its control plane and pods; they stay out of it (their fleet count alarms too).
         names = [
             self.alarms[spec.key].alarm_name
             for spec in specs
-            if (spec.counts or spec.kind) not in JOB_ALARM_KINDS
+            if (spec.counts or spec.kind) not in (*JOB_ALARM_KINDS, *CLUSTER_ALARM_KINDS)
         ]
         self.composite = cloudwatch.CfnCompositeAlarm(
             self,

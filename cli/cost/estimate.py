@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Final
 
 from cdk.alarms.catalog import gpu_alarms, promql_alarms
+from cdk.alarms.cluster import GPU_PENDING
 from cdk.alarms.jobs import JOB_ALARM_KINDS
 from cdk.alarms.model import AlarmSpec, BreachCount, Difference, insights_query
 from cdk.alarms.promql import PromQLQuery
@@ -479,8 +480,11 @@ def _promql_alarms(d: Deployment, alarms: Sequence[AlarmSpec]) -> LineItem:
         assert isinstance(query, PromQLQuery)
         job = (spec.counts or spec.kind) in JOB_ALARM_KINDS
         series = d.jobs if job else d.gpus
-        # The emitter flushes a window a minute by default (emitter/training.py's flush_s).
+        # The emitter flushes a window a minute by default (emitter/training.py's flush_s);
+        # Kube State Metrics' pod series (at most one a GPU) come every add-on scrape.
         interval = 60 if job else d.settings.exporter_interval_seconds
+        if (spec.counts or spec.kind) == GPU_PENDING:
+            interval = ADDON_DCGM_INTERVAL_S
         per_series = max(1.0, query.lookback_s / interval)
         evaluations = MINUTES_PER_MONTH * 60 / query.evaluation_interval_s
         samples += series * per_series * evaluations
@@ -491,7 +495,7 @@ def _promql_alarms(d: Deployment, alarms: Sequence[AlarmSpec]) -> LineItem:
         samples / 1e6 * PROMQL_ALARM.usd,
         PROMQL_ALARM,
         f"{len(alarms)} alarms (one per kind and its fleet count, no shard), each evaluated "
-        "every minute over every GPU's or job's series in its look back, at most",
+        "every minute over every GPU's, job's or GPU pod's series in its look back, at most",
     )
 
 

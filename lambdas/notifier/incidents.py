@@ -50,6 +50,7 @@ from lambdas.notifier.messages import XidGroup
 from lambdas.notifier.notification import Incident, Severity
 from lambdas.shared.dcgm import CLOUDWATCH as DCGM_LABELS
 from lambdas.shared.events import EventError
+from lambdas.shared.kube_state import GPUS_REQUESTED
 
 ALARM_STATE_CHANGE: Final = "CloudWatch Alarm State Change"
 CONTRIBUTOR_STATE_CHANGE: Final = "CloudWatch Alarm Contributor State Change"
@@ -284,6 +285,22 @@ def _series_pods(attributes: dict[str, str]) -> tuple[str, ...]:
     return ()
 
 
+def _pending_pod(
+    attributes: dict[str, str], node: str, gpu: str
+) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+    """A pending GPU pod's contributor (cdk/alarms/cluster.py) is on no node and holds no GPU;
+    its ``gpus_requested`` label (lambdas/shared/kube_state.py) is what it asked for, the page's
+    fact. Any other series keeps its node and GPU, with no fact."""
+    asked = attributes.get(GPUS_REQUESTED)
+    if not asked:
+        return node, gpu, ()
+    return (
+        "none: the pod is not scheduled",
+        f"none allocated ({asked} requested)",
+        (("GPUs requested", asked),),
+    )
+
+
 def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident | Skipped:
     detail_type = event.get("detail-type")
     if detail_type not in (ALARM_STATE_CHANGE, CONTRIBUTOR_STATE_CHANGE):
@@ -322,6 +339,7 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
     if node and not gpu:  # a node-level series: OTel mode's gpu-silent names the node only
         where = f" on {node}"
         gpu = "not named (some of the node's GPUs)"
+    node, gpu, facts = _pending_pod(attributes, node, gpu)
     reason = str(state.get("reason", ""))
     crossing = read_reason(reason)
     threshold, observed = _threshold_and_observed(state, crossing)
@@ -371,8 +389,9 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
         when=str(state.get("timestamp", event.get("time", ""))) or None,
         action=description or "Open the alarm and the GPU dashboard.",
         alarm_url=alarm_url(deployment.region, name),
-        dashboard_url=deployment.dashboard_for(node),
+        dashboard_url=deployment.dashboard_for(node) if not facts else None,
         resources=(arn,) if arn else (),
+        facts=facts,
     )
 
 

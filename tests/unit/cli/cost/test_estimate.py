@@ -67,8 +67,9 @@ def test_the_fleet_of_40_eight_gpu_nodes(capsys: pytest.CaptureFixture[str]) -> 
     # each kind's fleet count reads the kind's series once more, over every shard.
     insights = items["Metrics Insights alarms"]
     assert insights["quantity"] == pytest.approx(2 * (320 * 2 + 320 * 3 * 0.02 + 32 * 40 / 8))
-    # XID fatal, XID (2 metrics), the notifier's dead letters and refused documents.
-    assert items["Standard alarms"]["quantity"] == 5
+    # XID fatal, XID (2 metrics), the control plane's 10 (cdk/alarms/cluster.py), the
+    # notifier's dead letters and refused documents.
+    assert items["Standard alarms"]["quantity"] == 15
     assert items["Notifier custom metric (refused documents)"]["usd"] == pytest.approx(0.30)
     assert items["Dashboards"]["usd"] == 15.0  # 5 dashboards at $3
     # 1 GB a day by default, 30.42 days, $0.50 a GB.
@@ -95,7 +96,7 @@ def test_otel_mode_prices_the_add_ons_gpu_series_by_its_preview(
     assert dcgm["usd"] == 0
     assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(392.88)
     total = sum(float(str(i["usd"])) for i in items.values())
-    assert total == pytest.approx(710.82 - 52.98, abs=0.02)
+    assert total == pytest.approx(711.82 - 52.98, abs=0.02)
 
 
 def test_otel_mode_prices_the_analyzer_s_promql_at_the_preview_s_nothing(
@@ -225,19 +226,21 @@ def test_with_the_otlp_sink_every_alarm_is_a_promql_alarm_and_no_silence_check_r
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """OTel mode with exporter_sink=otlp deploys one PromQL alarm per kind and its fleet count
-    (8 GPU kinds and 4 job kinds: 24), no Metrics Insights alarm and no silence check, so
-    neither is priced; before, the PromQL alarms were left out and the silence check's runs
-    and GetMetricData reads (2.8 million metrics a month at 320 GPUs) were priced."""
+    (8 GPU kinds, 4 job kinds and the pending GPU pods: 26), no Metrics Insights alarm and no
+    silence check, so neither is priced; before, the PromQL alarms were left out and the
+    silence check's runs and GetMetricData reads (2.8 million metrics a month at 320 GPUs) were
+    priced."""
     items = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=otlp")
     assert "Metrics Insights alarms" not in items
     assert not [name for name in items if "silence check" in name]
     promql = items["PromQL alarms"]
-    assert str(promql["basis"]).startswith("24 alarms (one per kind and its fleet count")
+    assert str(promql["basis"]).startswith("26 alarms (one per kind and its fleet count")
     assert promql["usd"] == 0  # no figure published: the samples are printed instead
     assert float(promql["quantity"]) > 0  # type: ignore[arg-type]
     # 40 volumes' and 40 jobs' reads, nothing a GPU: 18,250 metrics requested.
     assert items["GetMetricData metrics requested"]["quantity"] == pytest.approx(18_250)
     emf = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf")
-    assert "PromQL alarms" not in emf
+    # With the EMF sink the pending GPU pods' alarm and its fleet count are the PromQL ones.
+    assert str(emf["PromQL alarms"]["basis"]).startswith("2 alarms (one per kind")
     assert "Metrics Insights alarms" in emf
     assert "Lambda: silence check" in emf
