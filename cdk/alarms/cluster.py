@@ -330,15 +330,13 @@ def gpu_pending_alarm(cluster: str, settings: ClusterAlarmSettings) -> AlarmSpec
         kind=GPU_PENDING,
         title="GPU pod waiting for GPUs",
         description=(
-            f"A pod that asks for GPUs has been unschedulable for {minutes} minutes (its "
-            "PodScheduled condition False, from Kube State Metrics): no node has that many "
-            "free GPUs, or none it may run on (node selector, affinity, taints). kubectl "
-            "describe pod for the scheduler's reason (FailedScheduling); check the node "
-            "group's or Karpenter NodePool's GPU limits, the instance type's capacity in the "
-            "Availability Zones (InsufficientInstanceCapacity in the autoscaler's events), and "
-            "GPUs held by idle pods (the GPU-hour attribution in the weekly report). Each "
-            "contributor (the series' cluster, namespace and pod labels) names the pod, and "
-            f"{GPUS_REQUESTED} the GPUs it asked for."
+            f"A pod that asks for GPUs has been unschedulable for {minutes} minutes: no node "
+            "has that many free GPUs, or none it may run on (selector, affinity, taints). "
+            "kubectl describe pod for the scheduler's reason (FailedScheduling); check the "
+            "node group's or Karpenter NodePool's GPU limits, the instance type's capacity "
+            "(InsufficientInstanceCapacity in the autoscaler's events) and GPUs held by idle "
+            "pods (the weekly report). Each contributor (cluster, namespace, pod) names the "
+            f"pod, {GPUS_REQUESTED} the GPUs it asked for."
         ),
         severity=Severity.WARNING,
         metric=query,

@@ -18,6 +18,7 @@ from cdk.alarms.cluster import (
 from cdk.alarms.model import Comparison, MetricStat, MissingData, Severity
 from cdk.alarms.promql import PromQLQuery
 from cdk.settings import Settings, SettingsError
+from lambdas.notifier.limits import MAX_FACT_CHARS
 
 DOCS = Path(__file__).resolve().parents[4] / "docs" / "alarms.md"
 CLASSIC = AlarmSettings(cluster_name="train", jobs=None, cluster=ClusterAlarmSettings())
@@ -59,6 +60,13 @@ def test_the_control_plane_alarms_read_aws_eks_with_the_slos_thresholds() -> Non
     # Every page says what to look at, not only what crossed.
     assert "kubectl describe pod" in alarms["control-plane-unschedulable-pods"].description
     assert "apiserver_storage_objects" in alarms["control-plane-etcd-size"].description
+
+
+def test_every_page_holds_its_whole_description() -> None:
+    """A page's action is the alarm's description, cut past the notifier's field limit."""
+    for spec in deployed_alarms(OTEL):
+        if spec.kind in CLUSTER_ALARM_KINDS:
+            assert len(spec.description) <= MAX_FACT_CHARS, spec.key
 
 
 def test_they_are_in_both_modes_and_the_backtest_replays_them() -> None:
