@@ -16,6 +16,7 @@ from enum import Enum, StrEnum
 from typing import Any, Final
 
 from cdk.alarms.catalog import AlarmSettings, fleet_shards
+from cdk.alarms.cluster import ClusterAlarmSettings
 from cdk.alarms.jobs import JobAlarmSettings
 from cdk.alarms.power_table import gpu_power
 from cdk.alarms.serving_promql import DEFAULT_TTFT_P99_S, ServingAlarmSettings, serving_alarms
@@ -173,6 +174,14 @@ class Settings:
     job_throughput_fraction: float = JobAlarmSettings.throughput_fraction
     #: ... for this many minutes (a multiple of 5).
     job_throughput_window_minutes: int = JobAlarmSettings.throughput_window_minutes
+    #: The control plane's alarms on AWS/EKS (Kubernetes 1.28 and later) and, in OTel mode,
+    #: the pending GPU pods' (cdk/alarms/cluster.py).
+    control_plane_alarms: bool = True
+    #: A pod the scheduler cannot place pages after this many minutes (each GPU pod in OTel
+    #: mode, the cluster's count of unschedulable pods in Classic).
+    gpu_pending_alarm_minutes: int = ClusterAlarmSettings.pending_minutes
+    #: The control plane's etcd database limit: 8 GiB in the Standard tier.
+    etcd_limit_gib: float = ClusterAlarmSettings.etcd_limit_gib
     #: Without the exporter, the low-power alarm reads the GPUs' power limit from this type.
     gpu_instance_type: str | None = None
     #: Critical alarms (pages): email addresses and HTTPS endpoints (a pager's webhook).
@@ -280,8 +289,14 @@ class Settings:
                 and self.container_insights_mode is ContainerInsightsMode.OTEL
                 else None
             ),
+            cluster=self.cluster_alarm_settings() if self.control_plane_alarms else None,
         )
         return replace(settings, shards=fleet_shards(settings, self.fleet_gpus))
+
+    def cluster_alarm_settings(self) -> ClusterAlarmSettings:
+        return ClusterAlarmSettings(
+            pending_minutes=self.gpu_pending_alarm_minutes, etcd_limit_gib=self.etcd_limit_gib
+        )
 
     def serving_alarm_settings(self) -> ServingAlarmSettings:
         return ServingAlarmSettings(
@@ -739,6 +754,9 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "job_loss_spike_deviations": _as_float,
     "job_throughput_fraction": _as_float,
     "job_throughput_window_minutes": _as_int,
+    "control_plane_alarms": _as_bool,
+    "gpu_pending_alarm_minutes": _as_int,
+    "etcd_limit_gib": _as_float,
     "gpu_instance_type": _as_str,
     "xid_host_log_filter": _as_bool,
     "xid_require_kernel_confirmation": _as_bool,

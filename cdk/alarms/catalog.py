@@ -21,6 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
+from cdk.alarms.cluster import (
+    ClusterAlarmSettings,
+    control_plane_alarms,
+    gpu_pending_alarm,
+)
 from cdk.alarms.jobs import JOB_ALARM_KINDS, JobAlarmSettings, job_alarms
 from cdk.alarms.jobs_promql import promql_job_alarms
 from cdk.alarms.model import (
@@ -162,6 +167,25 @@ ALARMS_BY_MODE: Final = (
         "too; a query returns only the jobs that breach, so one alarm watches every job "
         "(500 breaching at once; the fleet count alarm pages a mass event)",
     ),
+    ModeRow(
+        "control-plane-5xx, control-plane-throttling, control-plane-<verb>-latency, "
+        "control-plane-etcd-size, control-plane-unschedulable-pods",
+        "metric alarms on the control plane's AWS/EKS metrics (cdk/alarms/cluster.py)",
+        "the same",
+        "EKS publishes them in AWS/EKS at no charge from Kubernetes 1.28, whatever the add-on's "
+        "mode; PromQL does not read AWS/EKS",
+    ),
+    ModeRow(
+        "gpu-pods-pending",
+        "none: Classic's pod metrics carry no unschedulable status, so the cluster-wide "
+        "control-plane-unschedulable-pods is the page",
+        "one PromQL alarm on Kube State Metrics: each pod asking for nvidia.com/gpu that the "
+        "scheduler could not place for gpu_pending_alarm_minutes, named with the GPUs it asked "
+        "for",
+        "the add-on sends every Kube State Metrics series in OTel mode, with the pod's name and "
+        "namespace; Classic publishes pod_status_pending and pod_status_scheduled without a "
+        "reason or the GPUs asked for",
+    ),
 )
 
 
@@ -214,6 +238,9 @@ class AlarmSettings:
     #: The serving SLO alarms (cdk/alarms/serving_promql.py): OTel mode only, where the add-on
     #: sends the inference servers' own metrics and their histograms; None: none.
     serving: ServingAlarmSettings | None = None
+    #: The control plane's and the pending GPU pods' alarms (cdk/alarms/cluster.py); None:
+    #: none (the app's settings turn them on: ``control_plane_alarms``).
+    cluster: ClusterAlarmSettings | None = None
 
     @property
     def promql_gpu(self) -> bool:
@@ -472,6 +499,8 @@ def gpu_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
         )
     if settings.jobs is not None and not settings.promql_jobs:
         alarms += job_alarms(settings.cluster_name, settings.jobs)
+    if settings.cluster is not None:
+        alarms += control_plane_alarms(settings.cluster_name, settings.cluster)
     alarms = [replace(a, kind=a.alarm_kind) for a in alarms]
     return alarms + cap_alarms(settings.cluster_name, alarms)
 
@@ -619,6 +648,9 @@ def promql_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
         alarms += promql_job_alarms(settings.cluster_name, settings.jobs)
     if settings.promql and settings.serving is not None:
         alarms += serving_alarms(settings.cluster_name, settings.serving)
+    # Kube State Metrics' pending GPU pods (cdk/alarms/cluster.py): OTel mode, any sink.
+    if settings.promql and settings.cluster is not None:
+        alarms.append(gpu_pending_alarm(settings.cluster_name, settings.cluster))
     return alarms + cap_alarms(settings.cluster_name, alarms)
 
 

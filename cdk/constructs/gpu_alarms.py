@@ -11,6 +11,7 @@ from typing import Any, Final
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
+from cdk.alarms.cluster import CLUSTER_ALARM_KINDS
 from cdk.alarms.jobs import JOB_ALARM_KINDS
 from cdk.alarms.model import AlarmSpec, BreachCount, Difference, InsightsQuery, MetricStat
 from cdk.alarms.promql import PromQLQuery
@@ -18,8 +19,9 @@ from cdk.alarms.serving_promql import SERVING_ALARM_KINDS
 from cdk.outputs import FLEET_HEALTH_ALARM_KEY
 from gpu_insights_agent.contract.resource_names import alarm_name
 
-#: Alarm kinds that page a workload, not a GPU: out of the fleet health composite.
-NOT_GPU_HEALTH: Final = frozenset((*JOB_ALARM_KINDS, *SERVING_ALARM_KINDS))
+#: Alarm kinds that page a workload or the cluster, not a GPU: out of the fleet health
+#: composite.
+NOT_GPU_HEALTH: Final = frozenset((*JOB_ALARM_KINDS, *SERVING_ALARM_KINDS, *CLUSTER_ALARM_KINDS))
 
 
 def _metric_stat(stat: MetricStat, period_s: int) -> dict[str, Any]:
@@ -151,8 +153,9 @@ class GpuAlarms(Construct):
                 treat_missing_data=str(spec.missing_data),
                 **alarm_metric_properties(spec),
             )
-        # The GPUs' health: the training job alarms page their jobs and the serving alarms
-        # their models, and stay out of it (their fleet count alarms too).
+        # The GPUs' health: the training job alarms page their jobs, the serving alarms their
+        # models and the cluster's alarms its control plane and pods; they stay out of it (their
+        # fleet count alarms too).
         names = [
             self.alarms[spec.key].alarm_name
             for spec in specs

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Final
 
 from cdk.alarms.catalog import gpu_alarms, promql_alarms
+from cdk.alarms.cluster import GPU_PENDING
 from cdk.alarms.jobs import JOB_ALARM_KINDS
 from cdk.alarms.model import AlarmSpec, BreachCount, Difference, insights_query
 from cdk.alarms.promql import PromQLQuery
@@ -509,10 +510,14 @@ def _promql_alarms(d: Deployment, alarms: Sequence[AlarmSpec]) -> LineItem:
         # inference server), scraped by the add-on as often as DCGM.
         serving = kind in SERVING_ALARM_KINDS
         series = d.jobs if job else d.gpus
-        # The emitter flushes a window a minute by default (emitter/training.py's flush_s).
+        # The emitter flushes a window a minute by default (emitter/training.py's flush_s);
+        # serving replicas and Kube State Metrics' pod series (at most one a GPU each) come
+        # every add-on scrape.
         interval: float = d.settings.exporter_interval_seconds
-        if job or serving:
-            interval = EMITTER_FLUSH_S if job else ADDON_DCGM_INTERVAL_S
+        if job:
+            interval = EMITTER_FLUSH_S
+        elif serving or kind == GPU_PENDING:
+            interval = ADDON_DCGM_INTERVAL_S
         per_series = max(1.0, query.lookback_s / interval)
         evaluations = MINUTES_PER_MONTH * 60 / query.evaluation_interval_s
         samples += series * per_series * evaluations
@@ -523,8 +528,8 @@ def _promql_alarms(d: Deployment, alarms: Sequence[AlarmSpec]) -> LineItem:
         samples / 1e6 * PROMQL_ALARM.usd,
         PROMQL_ALARM,
         f"{len(alarms)} alarms (one per kind and its fleet count, no shard), each evaluated "
-        "every minute over every GPU's, job's or serving replica's series in its look back, "
-        "at most",
+        "every minute over every GPU's, job's, serving replica's or GPU pod's series in its "
+        "look back, at most",
     )
 
 

@@ -52,6 +52,7 @@ from lambdas.notifier.notification import Incident, Severity
 from lambdas.notifier.serving import serving_facts, serving_place
 from lambdas.shared.dcgm import CLOUDWATCH as DCGM_LABELS
 from lambdas.shared.events import EventError
+from lambdas.shared.kube_state import GPUS_REQUESTED
 
 ALARM_STATE_CHANGE: Final = "CloudWatch Alarm State Change"
 CONTRIBUTOR_STATE_CHANGE: Final = "CloudWatch Alarm Contributor State Change"
@@ -290,6 +291,43 @@ def _series_pods(attributes: dict[str, str]) -> tuple[str, ...]:
     return ()
 
 
+def _pending_pod(
+    attributes: dict[str, str], node: str, gpu: str
+) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+    """A pending GPU pod's contributor (cdk/alarms/cluster.py) is on no node and holds no GPU;
+    its ``gpus_requested`` label (lambdas/shared/kube_state.py) is what it asked for, the page's
+    fact. Any other series keeps its node and GPU, with no fact."""
+    asked = attributes.get(GPUS_REQUESTED)
+    if not asked:
+        return node, gpu, ()
+    return (
+        "none: the pod is not scheduled",
+        f"none allocated ({asked} requested)",
+        (("GPUs requested", asked),),
+    )
+
+
+def _place(
+    attributes: dict[str, str], pods: tuple[str, ...]
+) -> tuple[str, str, str, tuple[tuple[str, str], ...]]:
+    """The title's "where", the node, the GPU row and a pending pod's facts, from the
+    contributor's attributes."""
+    # A Metrics Insights contributor's GROUP BY dimensions, or a PromQL contributor's series
+    # labels: DCGM's, which name the node, GPU and pod (lambdas/shared/dcgm.py).
+    node = attributes.get(DIM_NODE) or attributes.get(DCGM_LABELS.node, "")
+    gpu = attributes.get(DIM_GPU_INDEX) or attributes.get(DCGM_LABELS.gpu, "")
+    where = f" on {node} GPU {gpu}" if node and gpu else (f" on {pods[0]}" if pods else "")
+    if node and gpu == ALL_GPUS:  # the silence check's series for a node that sent nothing
+        where = f" on {node}, all its GPUs"
+    if serving_facts(attributes):  # a serving alarm's model (cdk/alarms/serving_promql.py)
+        where, node, gpu = serving_place(attributes, pods, node, gpu)
+    elif node and not gpu:  # a node-level series: OTel mode's gpu-silent names the node only
+        where = f" on {node}"
+        gpu = "not named (some of the node's GPUs)"
+    node, gpu, pending = _pending_pod(attributes, node, gpu)
+    return where, node, gpu, pending
+
+
 def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident | Skipped:
     detail_type = event.get("detail-type")
     if detail_type not in (ALARM_STATE_CHANGE, CONTRIBUTOR_STATE_CHANGE):
@@ -317,19 +355,8 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
         attributes = {str(k): str(v) for k, v in contributor["attributes"].items()}
         contributor_id = str(contributor.get("id", ""))
     severity, title = deployment.alarm_kinds[kind]
-    # A Metrics Insights contributor's GROUP BY dimensions, or a PromQL contributor's series
-    # labels: DCGM's, which name the node, GPU and pod (lambdas/shared/dcgm.py).
-    node = attributes.get(DIM_NODE) or attributes.get(DCGM_LABELS.node, "")
-    gpu = attributes.get(DIM_GPU_INDEX) or attributes.get(DCGM_LABELS.gpu, "")
     pods = _series_pods(attributes)
-    where = f" on {node} GPU {gpu}" if node and gpu else (f" on {pods[0]}" if pods else "")
-    if node and gpu == ALL_GPUS:  # the silence check's series for a node that sent nothing
-        where = f" on {node}, all its GPUs"
-    if serving_facts(attributes):  # a serving alarm's model (cdk/alarms/serving_promql.py)
-        where, node, gpu = serving_place(attributes, pods, node, gpu)
-    elif node and not gpu:  # a node-level series: OTel mode's gpu-silent names the node only
-        where = f" on {node}"
-        gpu = "not named (some of the node's GPUs)"
+    where, node, gpu, pending = _place(attributes, pods)
     reason = str(state.get("reason", ""))
     crossing = read_reason(reason)
     threshold, observed = _threshold_and_observed(state, crossing)
@@ -379,9 +406,9 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
         when=str(state.get("timestamp", event.get("time", ""))) or None,
         action=description or "Open the alarm and the GPU dashboard.",
         alarm_url=alarm_url(deployment.region, name),
-        dashboard_url=deployment.dashboard_for(node),
+        dashboard_url=deployment.dashboard_for(node) if not pending else None,
         resources=(arn,) if arn else (),
-        facts=serving_facts(attributes),
+        facts=serving_facts(attributes) + pending,
     )
 
 

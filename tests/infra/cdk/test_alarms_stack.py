@@ -5,6 +5,7 @@ from aws_cdk import Stack
 from aws_cdk.assertions import Match, Template
 from cfnlint.api import lint
 
+from cdk.alarms.cluster import CLUSTER_ALARM_KINDS, GPU_PENDING
 from cdk.alarms.serving_promql import (
     errors_query,
     kv_cache_full_query,
@@ -110,12 +111,15 @@ def test_composite_sums_up_every_gpu_alarm(synth: Synth) -> None:
     template = _template(synth)
     (composite,) = template.find_resources("AWS::CloudWatch::CompositeAlarm").values()
     rule = composite["Properties"]["AlarmRule"]
-    gpu = [name for name in _alarms(template) if not name.startswith(("job-", "serving-"))]
+    gpu = [n for n in _alarms(template) if n.startswith("gpu-") and GPU_PENDING not in n]
     for name in gpu:
         assert f'ALARM("gpu-insights-train-prod-{name}")' in rule
     assert rule.count(" OR ") == len(gpu) - 1
     assert "job-" not in rule  # the job alarms page jobs, not the GPUs' health
     assert "serving-" not in rule  # nor the serving alarms (they page models)
+    # Nor the cluster's (cdk/alarms/cluster.py): its control plane and its pending pods.
+    assert "control-plane-" not in rule
+    assert GPU_PENDING not in rule
 
 
 def test_otel_mode_deploys_the_serving_slo_alarms_as_promql_alarms(synth: Synth) -> None:
@@ -366,7 +370,8 @@ def test_container_insights_only_cluster_alarms_on_pod_power_in_watts(synth: Syn
         "container_insights_mode": "classic",
     }
     alarms = _alarms(_template(synth, context))
-    gpu = {name for name in alarms if not name.startswith("job-")}  # the jobs' emitters' own
+    # The jobs' emitters' own, and the control plane's (tests/unit/cdk/alarms/test_cluster.py).
+    gpu = {name for name in alarms if not name.startswith(("job-", "control-plane-"))}
     assert gpu == {"gpu-low-power", "gpu-low-power-at-cap", "gpu-xid-host-log"}
     low = alarms["gpu-low-power"]
     assert low["Threshold"] == 120  # 30% of the A100's 400 W
@@ -439,9 +444,11 @@ def test_otel_mode_deploys_dashboards_that_read_dcgm_by_promql_not_node_gpu(
     assert charts == promql
     assert promql == {"gpu-fleet": 1, "gpu-node": 3, "training": 0, "storage": 0, "findings": 0}
     assert "DCGM_FI_DEV_GPU_TEMP" in otel["gpu-fleet"]
-    assert {n: otel[n] for n in ("training", "storage", "findings")} == {
-        n: classic[n] for n in ("training", "storage", "findings")
+    assert {n: otel[n] for n in ("training", "storage")} == {
+        n: classic[n] for n in ("training", "storage")
     }
+    # The findings dashboard lists every alarm: OTel mode's pending GPU pods' and its count too.
+    assert otel["findings"].count("Fn::GetAtt") == classic["findings"].count("Fn::GetAtt") + 2
 
 
 def test_the_silence_check_runs_every_five_minutes_with_its_one_declaration(
@@ -617,10 +624,13 @@ def test_otel_mode_with_the_otlp_sink_makes_every_gpu_alarm_one_promql_alarm_at_
     read and which no shard divides."""
     template = _template(synth, OTLP)
     alarms = _alarms(template)
-    kinds = GPU_PROMQL_KINDS
-    assert sorted(alarms) == sorted([*kinds, *(f"{k}-at-cap" for k in kinds), "gpu-xid-host-log"])
+    kinds = [*GPU_PROMQL_KINDS, GPU_PENDING]
+    control_plane = [k for k in CLUSTER_ALARM_KINDS if k != GPU_PENDING]  # metric alarms
+    assert sorted(alarms) == sorted(
+        [*kinds, *(f"{k}-at-cap" for k in kinds), "gpu-xid-host-log", *control_plane]
+    )
     promql = {n for n, a in alarms.items() if "EvaluationCriteria" in a}
-    assert promql == set(alarms) - {"gpu-xid-host-log"}
+    assert promql == set(alarms) - {"gpu-xid-host-log", *control_plane}
     assert alarms["gpu-xid-host-log"]["MetricName"] == "gpu_xid_host_log_lines"
     assert not [n for n, a in alarms.items() if "SCHEMA(" in json.dumps(a) or "Shard" in str(a)]
     template.resource_count_is("AWS::Events::Rule", 1)  # the alarms' state changes only
@@ -707,3 +717,31 @@ def test_otel_mode_with_the_otlp_sink_has_one_promql_alarm_per_job_kind_and_no_j
     emf = _template(synth, {**OTEL, "fleet_gpus": "10000"})
     assert "job-hung-shard-07" in _alarms(emf)
     assert "JobPlacementPromQL" not in json.dumps(emf.find_resources("AWS::IAM::Policy"))
+
+
+def test_the_cluster_alarms_read_aws_eks_in_classic_and_kube_state_metrics_in_otel_mode(
+    synth: Synth,
+) -> None:
+    """The control plane's metric alarms on AWS/EKS (dimension ClusterName) in both modes, and
+    in OTel mode the pending GPU pods' PromQL alarm with the setting's pending period (the
+    contexts other tests synthesize: no synth of its own)."""
+    classic = _alarms(_template(synth, {**PROD, "container_insights_mode": "classic"}))
+    etcd = classic["control-plane-etcd-size"]
+    assert (etcd["Namespace"], etcd["MetricName"]) == ("AWS/EKS", "apiserver_storage_size_bytes")
+    assert etcd["Dimensions"] == [{"Name": "ClusterName", "Value": "train-prod"}]
+    assert (etcd["Statistic"], etcd["Threshold"]) == ("Maximum", 6_871_947_674)
+    assert etcd["AlarmDescription"].startswith("[warning] control-plane-etcd-size: ")
+    pending = classic["control-plane-unschedulable-pods"]
+    assert (pending["MetricName"], pending["Statistic"]) == (
+        "scheduler_pending_pods_UNSCHEDULABLE",
+        "Sum",
+    )
+    assert (pending["Period"], pending["EvaluationPeriods"], pending["Threshold"]) == (60, 15, 0)
+    assert pending["ComparisonOperator"] == "GreaterThanThreshold"
+    assert GPU_PENDING not in classic  # Classic has no per-pod pending reason
+    otel = _alarms(_template(synth))  # OTel mode: the default
+    criteria = otel[GPU_PENDING]["EvaluationCriteria"]["PromQLCriteria"]
+    assert criteria["Query"].startswith('count_values by ("@resource.k8s.cluster.name", ')
+    assert '"@resource.k8s.cluster.name"="train-prod"' in criteria["Query"]
+    assert (criteria["PendingPeriod"], criteria["RecoveryPeriod"]) == (900, 300)
+    assert "control-plane-etcd-size" in otel

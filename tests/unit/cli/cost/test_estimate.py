@@ -68,8 +68,9 @@ def test_the_fleet_of_40_eight_gpu_nodes(capsys: pytest.CaptureFixture[str]) -> 
     # each kind's fleet count reads the kind's series once more, over every shard.
     insights = items["Metrics Insights alarms"]
     assert insights["quantity"] == pytest.approx(2 * (320 * 2 + 320 * 3 * 0.02 + 32 * 40 / 8))
-    # XID fatal, XID (2 metrics), the notifier's dead letters and refused documents.
-    assert items["Standard alarms"]["quantity"] == 5
+    # XID fatal, XID (2 metrics), the control plane's 10 (cdk/alarms/cluster.py), the
+    # notifier's dead letters and refused documents.
+    assert items["Standard alarms"]["quantity"] == 15
     assert items["Notifier custom metric (refused documents)"]["usd"] == pytest.approx(0.30)
     assert items["Dashboards"]["usd"] == 15.0  # 5 dashboards at $3
     # 1 GB a day by default, 30.42 days, $0.50 a GB.
@@ -97,7 +98,7 @@ def test_otel_mode_prices_the_add_ons_gpu_series_by_its_preview(
     assert dcgm["usd"] == 0
     assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(392.88)
     total = sum(float(str(i["usd"])) for i in items.values())
-    assert total == pytest.approx(710.82 - 52.98, abs=0.02)
+    assert total == pytest.approx(711.82 - 52.98, abs=0.02)
 
 
 def test_otel_mode_prices_the_analyzer_s_promql_at_the_preview_s_nothing(
@@ -247,15 +248,15 @@ def test_with_the_otlp_sink_every_alarm_is_a_promql_alarm_and_no_silence_check_r
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """OTel mode with exporter_sink=otlp deploys one PromQL alarm per kind and its fleet count
-    (8 GPU kinds, 4 job kinds and 4 serving kinds: 32), no Metrics Insights alarm and no
-    silence check, so
-    neither is priced; before, the PromQL alarms were left out and the silence check's runs
-    and GetMetricData reads (2.8 million metrics a month at 320 GPUs) were priced."""
+    (8 GPU kinds, 4 job kinds, 4 serving kinds and the pending GPU pods: 34), no Metrics
+    Insights alarm and no silence check, so neither is priced; before, the PromQL alarms were
+    left out and the silence check's runs and GetMetricData reads (2.8 million metrics a month
+    at 320 GPUs) were priced."""
     items = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=otlp")
     assert "Metrics Insights alarms" not in items
     assert not [name for name in items if "silence check" in name]
     promql = items["PromQL alarms"]
-    assert str(promql["basis"]).startswith("32 alarms (one per kind and its fleet count")
+    assert str(promql["basis"]).startswith("34 alarms (one per kind and its fleet count")
     assert promql["usd"] == 0  # no figure published: the samples are printed instead
     assert float(promql["quantity"]) > 0  # type: ignore[arg-type]
     # 40 volumes' reads, 7 metrics each a daily run; the 40 jobs' series are the emitter's OTLP
@@ -274,9 +275,21 @@ def test_with_the_otlp_sink_every_alarm_is_a_promql_alarm_and_no_silence_check_r
     assert 1_295 + 14 * (2 + 2 + 8 + 2 + 2 * 2) + 9 + 1 == 1_557
     assert reads["quantity"] == pytest.approx(10_902.4, abs=0.05)
     emf = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf")
+    # With the EMF sink and no serving alarms, the pending GPU pods' alarm and its fleet count
+    # are the PromQL ones.
+    pending = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf",
+                     "-c", "serving_alarms=false")  # fmt: skip
+    assert str(pending["PromQL alarms"]["basis"]).startswith("2 alarms (one per kind")
     assert "Metrics Insights alarms" in emf
     assert "Lambda: silence check" in emf
-    quiet = ("-c", "exporter_sink=emf", "-c", "serving_alarms=false")
+    quiet = (
+        "-c",
+        "exporter_sink=emf",
+        "-c",
+        "serving_alarms=false",
+        "-c",
+        "control_plane_alarms=false",
+    )
     assert "PromQL alarms" not in _items(capsys, "-c", "container_insights_mode=otel", *quiet)
 
 
@@ -288,7 +301,8 @@ def test_otel_mode_prices_the_serving_alarms_scans_bounded_by_the_gpus(
     default target). Each reads at most one series a GPU (a replica holds one at least),
     scraped every 30 s: 10 samples in a 5-minute look back, 2 in the queue's minute, so
     (10 + 2 + 10 + 10) x 2 = 64 a GPU an evaluation, at 320 GPUs every minute of the month."""
-    items = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf")
+    items = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf",
+                   "-c", "control_plane_alarms=false")  # fmt: skip
     promql = items["PromQL alarms"]
     assert str(promql["basis"]).startswith("8 alarms")
     assert promql["quantity"] == pytest.approx(320 * 64 * MINUTES_PER_MONTH / 1e6)
