@@ -245,6 +245,49 @@ def test_pods_are_named_by_namespace_and_name_from_the_kubelets_pod_log_director
     assert xid["PciBusId"] == "00000000:53:00.0"
 
 
+TRAINER_ID = "3f4c0e5a9b1d2c7e8f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6"
+
+
+def _trainer_on_gpu_0(tmp_path: Any) -> dict[str, Any]:
+    """PID 4242 (GPU 0 in the trace) in container ``trainer`` of nlp/bert-worker-0, a pod with
+    a ``data-loader`` container too: the exporter's attribution roots on a tmp_path node."""
+    uid = "1f2e3d4c-5b6a-4789-8abc-def012345678"
+    proc, pods, containers = tmp_path / "proc", tmp_path / "pods", tmp_path / "containers"
+    (proc / "4242").mkdir(parents=True)
+    (proc / "4242" / "cgroup").write_text(
+        f"0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+        f"{uid.replace('-', '_')}.slice/cri-containerd-{TRAINER_ID}.scope\n"
+    )
+    for container in ("data-loader", "trainer"):
+        (pods / f"nlp_bert-worker-0_{uid}" / container).mkdir(parents=True)
+    containers.mkdir()
+    (containers / f"bert-worker-0_nlp_trainer-{TRAINER_ID}.log").symlink_to(
+        f"/var/log/pods/nlp_bert-worker-0_{uid}/trainer/0.log"
+    )
+    return {"proc_root": proc, "pod_log_root": pods, "container_log_root": containers}
+
+
+def test_the_container_holding_a_gpu_is_named_for_the_otlp_sink_only(tmp_path: Any) -> None:
+    """The container ID from the process's cgroup, its name from the kubelet's log symlink.
+    Before: no container at all. EMF has no container field, so an EMF exporter sends none."""
+    roots = _trainer_on_gpu_0(tmp_path)
+    exporter, sink = _exporter(Clock(0), name_containers=True, **roots)
+    documents = exporter.collect_once()
+    assert _by_gpu(documents)["0"]["Container"] == "trainer"
+    assert "Container" not in _by_gpu(documents)["1"]  # the trace's GPU 1: no pod of ours
+    assert "Container" not in str(_by_gpu(documents)["0"]["_aws"])  # never a dimension
+    xid = exporter.xid_document(
+        XidEvent(gpu_index=0, code=13, time=0.0),
+        ["1f2e3d4c-5b6a-4789-8abc-def012345678"],
+        container="trainer",
+    )
+    assert xid["Container"] == "trainer"
+    exporter.on_xid(XidEvent(gpu_index=0, code=13, time=EPOCH + 1))  # GPU 0 answers: read now
+    assert (sink.documents[-1]["XidCode"], sink.documents[-1]["Container"]) == ("13", "trainer")
+    emf, _ = _exporter(Clock(0), **roots)
+    assert "Container" not in _by_gpu(emf.collect_once())["0"]
+
+
 WHISPER_UID = "5a6b7c8d-1e2f-4a3b-9c4d-5e6f7a8b9c0d"
 
 

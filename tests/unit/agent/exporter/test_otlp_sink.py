@@ -287,6 +287,51 @@ def test_a_gpu_held_by_one_pod_is_on_that_pods_resource(receiver: Receiver, tmp_
     assert "k8s.pod.name" not in resource_attributes(unnamed)
 
 
+def test_the_container_holding_a_gpu_is_its_resources_k8s_container_name(
+    receiver: Receiver, tmp_path: Any
+) -> None:
+    """DCGM's series carry the container that holds the GPU as ``k8s.container.name`` (the
+    add-on promotes dcgm-exporter's ``container`` label: cli/demo/realistic/otel.py); so do the
+    exporter's, named from the process's cgroup and the kubelet's log symlink. Before: never.
+    The XID event's log line (EMF) keeps EMF's fields: no container."""
+    uid, cid = "1f2e3d4c-5b6a-4789-8abc-def012345678", "ab" * 32
+    proc, pods, containers = tmp_path / "proc", tmp_path / "pods", tmp_path / "containers"
+    (proc / "4242").mkdir(parents=True)
+    (proc / "4242" / "cgroup").write_text(f"12:memory:/kubepods/burstable/pod{uid}/{cid}\n")
+    for container in ("data-loader", "trainer"):
+        (pods / f"nlp_bert-worker-0_{uid}" / container).mkdir(parents=True)
+    containers.mkdir()
+    (containers / f"bert-worker-0_nlp_trainer-{cid}.log").symlink_to("/nowhere/0.log")
+    logged: list[dict[str, Any]] = []
+
+    class Listener:
+        def send(self, documents: Any) -> None:
+            logged.extend(documents)
+
+    exporter = _exporter(
+        Clock(0),
+        XidEventLog(OtlpSink(receiver.url), Listener()),
+        proc_root=proc,
+        pod_log_root=pods,
+        container_log_root=containers,
+        name_containers=True,
+    )
+    exporter.collect_once()
+    exporter.on_xid(XidEvent(gpu_index=0, code=13, time=EPOCH + 1, source="nvml"))
+    by_gpu = {row.labels["gpu"]: row.resource for row in receiver.rows()}
+    assert by_gpu["0"]["k8s.container.name"] == "trainer"
+    assert by_gpu["0"]["k8s.pod.name"] == "bert-worker-0"
+    assert {
+        row.resource.get("k8s.container.name") for row in receiver.rows() if row.kind == "sum"
+    } == {"trainer"}
+    assert "k8s.container.name" not in by_gpu["2"]
+    (event,) = logged
+    assert event["XidCode"] == "13" and "Container" not in event
+    # Two pods on one GPU: no pod, so no container either.
+    shared = {"ClusterName": "c", "NodeName": "n", "PodUids": ["a", "b"], "Container": "x"}
+    assert "k8s.container.name" not in resource_attributes(shared)
+
+
 @pytest.mark.parametrize(
     ("endpoint", "problem"),
     [
