@@ -75,7 +75,8 @@ DEFAULT_OTLP_ENDPOINT: Final = (
 #: PromQL query joins the two on them): the GPU's index, UUID, device and model on the
 #: datapoint; the cluster and node as the add-on's pipeline sets them on the resource
 #: (cli/demo/realistic/otel.py draws them from the add-on chart). The pod holding the GPU is its
-#: UID (the exporter reads UIDs from the processes' cgroups, not names).
+#: UID (the exporter reads UIDs from the processes' cgroups), and where the kubelet's log
+#: names say, its name, namespace and container (below).
 OTLP_GPU: Final = "gpu"
 OTLP_UUID: Final = "UUID"
 OTLP_DEVICE: Final = "device"
@@ -249,6 +250,11 @@ PROP_POD_UIDS: Final = "PodUids"
 #: The same pods as ``namespace/name`` (what a person knows them by), where the exporter can
 #: read them from the kubelet's pod log directories.
 PROP_PODS: Final = "Pods"
+#: The one container that holds the GPU (its processes' cgroup, named by the kubelet's log
+#: names: ``exporter.pod_attribution``), which the OTLP sink sends as ``OTLP_CONTAINER``. Not an
+#: EMF field: the exporter sets it only with the OTLP sink (``ExporterConfig.name_containers``),
+#: and the XID event's log line leaves it out (``exporter.xid_event_log``).
+PROP_CONTAINER: Final = "Container"
 #: On an XID document only, when the exporter could not ask the GPU which processes run on it
 #: (fallen off the bus): the pods it names are those of the last cycle that read them, and
 #: this is when (epoch milliseconds). Absent: the pods were read at the XID (an older

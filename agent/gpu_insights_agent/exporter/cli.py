@@ -84,6 +84,12 @@ def parser() -> argparse.ArgumentParser:
         help="the kubelet's pod log directory (the host's /var/log/pods), to name pods",
     )
     p.add_argument(
+        "--container-log-root",
+        type=Path,
+        help="the kubelet's container log symlinks (the host's /var/log/containers), to name "
+        "the container on a GPU over OTLP",
+    )
+    p.add_argument(
         "--alarm-shards",
         type=int,
         default=1,
@@ -202,6 +208,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             interval_s=args.interval,
             proc_root=args.proc_root,
             pod_log_root=args.pod_log_root,
+            container_log_root=args.container_log_root,
+            # Only OTLP has a container label; EMF's documents keep their fields.
+            name_containers=args.sink == "otlp",
             pod_dimension=args.pod_dimension,
             alarm_shards=args.alarm_shards,
         ),

@@ -25,6 +25,7 @@ from gpu_insights_agent.contract.metrics import (
     FAULT_METRICS,
     GPU_METRIC_UNITS,
     NAMESPACE_GPU,
+    PROP_CONTAINER,
     PROP_PCI_BUS_ID,
     PROP_POD_UIDS,
     PROP_PODS,
@@ -55,7 +56,12 @@ from gpu_insights_agent.exporter.fault_gate import FaultGate
 from gpu_insights_agent.exporter.last_pods import LastSeenPods
 from gpu_insights_agent.exporter.nvml_faults import GPU_IS_LOST, device_fault
 from gpu_insights_agent.exporter.nvml_source import NvmlUnavailableError
-from gpu_insights_agent.exporter.pod_attribution import pod_names, pod_uids
+from gpu_insights_agent.exporter.pod_attribution import (
+    container_name,
+    pod_containers,
+    pod_names,
+    pod_uids,
+)
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +87,14 @@ class ExporterConfig:
     #: The kubelet's pod log directory (the host's /var/log/pods, read-only): names the pods
     #: by namespace and name beside their UIDs. None: UIDs only.
     pod_log_root: Path | None = None
+    #: The kubelet's container log symlinks (the host's /var/log/containers, read-only): name
+    #: the container of a GPU's processes in a pod of several. None: only a pod with one
+    #: container's log folder has its container named.
+    container_log_root: Path | None = None
+    #: Name the one container holding each GPU (``PROP_CONTAINER``) for the OTLP sink's
+    #: ``k8s.container.name``. Off for EMF, which has no container field (the CLI turns it on
+    #: with ``--sink otlp``); needs ``proc_root`` and ``pod_log_root``.
+    name_containers: bool = False
     #: Add a (ClusterName, PodUid) series for GPUs used by one pod. Off by default: every pod
     #: would be a new custom metric.
     pod_dimension: bool = False
@@ -153,6 +167,25 @@ class Exporter:
             return []
         return pod_uids(pids, self.config.proc_root)
 
+    def _container(self, pids: list[int], pods: list[str]) -> str | None:
+        """The one container of the one pod on a GPU, by name, where named containers are
+        asked for and the kubelet's log names say it for sure."""
+        config = self.config
+        if (
+            not config.name_containers
+            or len(pods) != 1
+            or config.proc_root is None
+            or config.pod_log_root is None
+        ):
+            return None
+        ids = pod_containers(pids, config.proc_root).get(pods[0], [])
+        return container_name(
+            pods[0],
+            ids,
+            pod_log_root=config.pod_log_root,
+            container_log_root=config.container_log_root,
+        )
+
     def _pod_properties(self, uids: list[str]) -> dict[str, object]:
         """The pods' UIDs, and their ``namespace/name`` where the kubelet's log directories
         name them: properties, never dimensions (a pod is not a series)."""
@@ -215,6 +248,9 @@ class Exporter:
         pods = self._pods(reading.pids)
         if pods:
             properties.update(self._pod_properties(pods))
+            container = self._container(reading.pids, pods)
+            if container is not None:
+                properties[PROP_CONTAINER] = container
             if self.config.pod_dimension and len(pods) == 1:
                 dimensions[DIM_POD_UID] = pods[0]
                 extra_sets.append((DIM_CLUSTER, DIM_POD_UID))
@@ -237,11 +273,17 @@ class Exporter:
         )
 
     def xid_document(
-        self, event: XidEvent, pods: list[str], *, pods_seen_at: float | None = None
+        self,
+        event: XidEvent,
+        pods: list[str],
+        *,
+        pods_seen_at: float | None = None,
+        container: str | None = None,
     ) -> EmfDocument:
         """One XID's document; it counts the XID in its GPU's and code's running count.
         ``pods_seen_at``: the pods were not read at the XID (the GPU could not be asked) but
-        remembered from a cycle at that time (``exporter.last_pods``); the document says so."""
+        remembered from a cycle at that time (``exporter.last_pods``); the document says so.
+        ``container``: the pod's container on the GPU, read at the XID (``PROP_CONTAINER``)."""
         row = describe_xid(event.code)
         fatal = row.severity is XidSeverity.FATAL
         metrics = {str(GpuMetric.XID_ERRORS): 1.0, str(GpuMetric.XID_FATAL_ERRORS): float(fatal)}
@@ -263,6 +305,8 @@ class Exporter:
         properties.update(self._pod_properties(pods))
         if pods and pods_seen_at is not None:
             properties[PROP_PODS_LAST_SEEN_MS] = int(pods_seen_at * 1000)
+        if pods and container is not None:
+            properties[PROP_CONTAINER] = container
         return emf_document(
             namespace=NAMESPACE_GPU,
             timestamp_ms=int(event.time * 1000),
@@ -283,11 +327,13 @@ class Exporter:
         sampler = self.samplers.get(event.gpu_index)
         if sampler is not None and event.gpu_index not in self.lost:
             try:
-                pods = self._pods(sampler.sample_pids())
+                pids = sampler.sample_pids()
             except GpuLostError:
                 pass
             else:
-                self._emit([self.xid_document(event, pods)])
+                pods = self._pods(pids)
+                container = self._container(pids, pods)
+                self._emit([self.xid_document(event, pods, container=container)])
                 return
         # The GPU cannot be asked (it has fallen off the bus): the pods it last had, if recent.
         seen = self._last_pods.recall(event.gpu_index, self._clock())

@@ -8,8 +8,11 @@ and sends them as OTLP gauges, labelled as dcgm-exporter labels its series
 (``contract.metrics.OTLP_*``): the GPU's index, UUID, device and model on the datapoint; the
 cluster, node and sender on the resource, and, for a GPU that one pod holds, the pod's UID and,
 where the kubelet's pod log directories name it (``exporter.pod_attribution``), its name and
-namespace: one resource per node and pod. The container is not named: the exporter knows the
-pod from a process's cgroup, not which of its containers the kubelet calls it.
+namespace, and the container its processes run in (``k8s.container.name``, as the add-on
+promotes dcgm-exporter's ``container``): the container ID from the processes' cgroup, its name
+from the kubelet's log symlink (``/var/log/containers``) or the pod's one log folder, and left
+off where those do not say for sure (``PROP_CONTAINER``): one resource per node, pod and
+container.
 
 XIDs are counters, not gauges: ``gpu_xid_errors`` per GPU and code, and ``gpu_xid_fatal_errors``
 per GPU and fatal code, are cumulative monotonic sums of the exporter's running count
@@ -51,6 +54,7 @@ from gpu_insights_agent.contract.metrics import (
     DIM_NODE,
     DIM_XID_CODE,
     OTLP_CLUSTER,
+    OTLP_CONTAINER,
     OTLP_DEVICE,
     OTLP_GPU,
     OTLP_MODEL,
@@ -62,6 +66,7 @@ from gpu_insights_agent.contract.metrics import (
     OTLP_UNITS,
     OTLP_UUID,
     OTLP_XID_CODE,
+    PROP_CONTAINER,
     PROP_POD_UIDS,
     PROP_PODS,
     PROP_XID_COUNT,
@@ -99,7 +104,8 @@ def _one(document: EmfDocument, key: str) -> str | None:
 
 
 def resource_attributes(document: EmfDocument) -> dict[str, str]:
-    """The resource of one document's datapoints: its node, and the pod that holds its GPU."""
+    """The resource of one document's datapoints: its node, and the pod (and container) that
+    holds its GPU."""
     attributes = {
         OTLP_CLUSTER: str(document[DIM_CLUSTER]),
         OTLP_NODE: str(document[DIM_NODE]),
@@ -111,6 +117,9 @@ def resource_attributes(document: EmfDocument) -> dict[str, str]:
         pod = _one(document, PROP_PODS)
         if pod is not None:
             attributes[OTLP_NAMESPACE], _, attributes[OTLP_POD] = pod.partition("/")
+        container = document.get(PROP_CONTAINER)
+        if isinstance(container, str):
+            attributes[OTLP_CONTAINER] = container
     return attributes
 
 
@@ -155,8 +164,8 @@ def _points(document: EmfDocument, start_ns: int) -> list[tuple[_Series, NumberD
 
 
 def metrics_data(documents: Sequence[EmfDocument], *, start_ns: int = 0) -> MetricsData:
-    """The documents as one OTLP request: a resource per node and pod, a gauge (or XID counter)
-    per metric, a datapoint per document that carries it, at the document's own time.
+    """The documents as one OTLP request: a resource per node, pod and container, a gauge (or
+    XID counter) per metric, a datapoint per document that carries it, at its own time.
     ``start_ns``: when the XID counts began (the sink's start)."""
     by_resource: dict[tuple[tuple[str, str], ...], dict[_Series, list[NumberDataPoint]]] = {}
     for document in documents:

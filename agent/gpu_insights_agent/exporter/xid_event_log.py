@@ -17,15 +17,17 @@ and the notifier's ledger pages an incident once.
 import copy
 from collections.abc import Sequence
 
-from gpu_insights_agent.contract.metrics import DIM_XID_CODE
+from gpu_insights_agent.contract.metrics import DIM_XID_CODE, PROP_CONTAINER
 from gpu_insights_agent.emf.document import METADATA_KEY, EmfDocument
 from gpu_insights_agent.emf.sinks import Sink
 
 
 def event_log_line(document: EmfDocument) -> EmfDocument:
-    """The XID event document with no metric directive: a log line only."""
+    """The XID event document with no metric directive: a log line only, with EMF's fields
+    (the container, an OTLP label, left out)."""
     line = copy.deepcopy(document)
     line[METADATA_KEY]["CloudWatchMetrics"] = []
+    line.pop(PROP_CONTAINER, None)
     return line
 
 

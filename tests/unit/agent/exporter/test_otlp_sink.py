@@ -326,7 +326,8 @@ def test_the_container_holding_a_gpu_is_its_resources_k8s_container_name(
     } == {"trainer"}
     assert "k8s.container.name" not in by_gpu["2"]
     (event,) = logged
-    assert event["XidCode"] == "13" and "Container" not in event
+    assert event["XidCode"] == "13"
+    assert "Container" not in event
     # Two pods on one GPU: no pod, so no container either.
     shared = {"ClusterName": "c", "NodeName": "n", "PodUids": ["a", "b"], "Container": "x"}
     assert "k8s.container.name" not in resource_attributes(shared)

@@ -54,11 +54,12 @@ def _proc(root: Path, cgroups: dict[int, str]) -> Path:
 
 def test_each_pods_containers_in_pid_order(tmp_path: Path) -> None:
     other = "0a0a0a0a-0000-4000-8000-000000000000"
+    trainer = f"0::/kubepods.slice/kubepods-pod{SYSTEMD_UID}.slice/cri-containerd-{TRAINER}.scope\n"
     proc = _proc(
         tmp_path,
         {
-            10: f"0::/kubepods.slice/kubepods-pod{SYSTEMD_UID}.slice/cri-containerd-{TRAINER}.scope\n",
-            11: f"0::/kubepods.slice/kubepods-pod{SYSTEMD_UID}.slice/cri-containerd-{TRAINER}.scope\n",
+            10: trainer,
+            11: trainer,
             12: f"0::/kubepods/pod{other}\n",
         },
     )
