@@ -11,7 +11,9 @@ Rules the DaemonSet keeps, and why:
   tolerates the GPU taints;
 - it has resource limits, a read-only root filesystem, runs as nobody with every capability
   dropped, and shares the host's PID namespace only when pod attribution is asked for (NVML
-  reports no processes of other PID namespaces, and their cgroups name the pod).
+  reports no processes of other PID namespaces, and their cgroups name the pod); of the host's
+  files it then mounts, read-only, only the kubelet's log directories whose names name the pods
+  (and, over OTLP, the containers), never reading a log.
 """
 
 import re
@@ -48,6 +50,15 @@ NAME: Final = "gpu-insights-exporter"
 #: exporter names the pods on a GPU by namespace and name from them. Only the directory names
 #: are read, never a log.
 POD_LOG_MOUNT: Final = "/host/var/log/pods"
+#: With pod attribution and the OTLP sink (the only sink with a container label,
+#: ``k8s.container.name``), the kubelet's container log symlinks
+#: (``/var/log/containers/<pod>_<namespace>_<container>-<id>.log``, kubernetes/kubernetes
+#: pkg/kubelet/kuberuntime/legacy.go, ``logSymlink``) mounted read-only: the exporter names the
+#: container of a GPU's processes, in a pod of several, by the container ID in their cgroup. Only
+#: the link names are read, never a link followed nor a log read. The kubelet makes the directory
+#: when it starts (pkg/kubelet/kubelet.go, ``initializeModules``: ``os.MkdirAll(
+#: ContainerLogsDir, ...)``), so it is there on every node.
+CONTAINER_LOG_MOUNT: Final = "/host/var/log/containers"
 #: With the OTLP sink, the exporter's pod asks the add-on agent's ``k8sattributes`` processor to
 #: leave it out. That processor (in the agent's OTLP pipeline, with no pod association
 #: configured: aws/amazon-cloudwatch-agent translator/translate/otel/processor/
@@ -62,6 +73,10 @@ K8S_ATTRIBUTES_IGNORE: Final = ("opentelemetry.io/k8s-processor/ignore", "true")
 POD_LOG_VOLUME: Final = {
     "name": "pod-logs",
     "hostPath": {"path": "/var/log/pods", "type": "Directory"},
+}
+CONTAINER_LOG_VOLUME: Final = {
+    "name": "container-logs",
+    "hostPath": {"path": "/var/log/containers", "type": "Directory"},
 }
 DEFAULT_NAMESPACE: Final = "gpu-insights"
 
@@ -202,6 +217,10 @@ def exporter_manifests(
         args += ["--emf-endpoint", emf_endpoint]
     if pod_attribution:
         args += ["--proc-root", "/proc", "--pod-log-root", POD_LOG_MOUNT]
+    # Container names only where a series can carry them: EMF's documents have no container.
+    name_containers = pod_attribution and sink is ExporterSink.OTLP
+    if name_containers:
+        args += ["--container-log-root", CONTAINER_LOG_MOUNT]
     container = {
         "name": "exporter",
         "image": image,
@@ -225,9 +244,15 @@ def exporter_manifests(
             "seccompProfile": {"type": "RuntimeDefault"},
         },
     }
-    if pod_attribution:
+    # Each host directory read, with where it is mounted: read-only, names only.
+    host_dirs = [(POD_LOG_VOLUME, POD_LOG_MOUNT)] if pod_attribution else []
+    if name_containers:
+        host_dirs.append((CONTAINER_LOG_VOLUME, CONTAINER_LOG_MOUNT))
+    volumes = [volume for volume, _ in host_dirs]
+    if host_dirs:
         container["volumeMounts"] = [
-            {"name": POD_LOG_VOLUME["name"], "mountPath": POD_LOG_MOUNT, "readOnly": True}
+            {"name": volume["name"], "mountPath": path, "readOnly": True}
+            for volume, path in host_dirs
         ]
     daemon_set = {
         "apiVersion": "apps/v1",
@@ -258,7 +283,7 @@ def exporter_manifests(
                     },
                     "tolerations": [{"key": key, "operator": "Exists"} for key in gpu_taint_keys],
                     "containers": [container],
-                    **({"hostPID": True, "volumes": [POD_LOG_VOLUME]} if pod_attribution else {}),
+                    **({"hostPID": True, "volumes": volumes} if pod_attribution else {}),
                 },
             },
         },

@@ -59,6 +59,41 @@ def test_pod_attribution_shares_the_host_pid_namespace_and_nothing_else() -> Non
     ]
     assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert "--container-log-root" not in container["args"]  # EMF has no container field
+
+
+def test_over_otlp_pod_attribution_also_reads_the_container_log_names_read_only() -> None:
+    """Over OTLP (the only sink with ``k8s.container.name``) the exporter names the container on
+    a GPU from the kubelet's /var/log/containers link names, so that directory is mounted too,
+    read-only, and passed as ``--container-log-root``; nothing else of the host is added."""
+    daemon_set = _daemon_set(pod_attribution=True, sink=ExporterSink.OTLP)
+    pod = daemon_set["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert pod["volumes"] == [
+        {"name": "pod-logs", "hostPath": {"path": "/var/log/pods", "type": "Directory"}},
+        {
+            "name": "container-logs",
+            "hostPath": {"path": "/var/log/containers", "type": "Directory"},
+        },
+    ]
+    assert container["volumeMounts"] == [
+        {"name": "pod-logs", "mountPath": "/host/var/log/pods", "readOnly": True},
+        {"name": "container-logs", "mountPath": "/host/var/log/containers", "readOnly": True},
+    ]
+    parsed = exporter_parser().parse_args(
+        [a.replace("$(NODE_NAME)", "ip-10-0-1-5") for a in container["args"]]
+    )
+    assert (parsed.sink, str(parsed.pod_log_root), str(parsed.container_log_root)) == (
+        "otlp",
+        "/host/var/log/pods",
+        "/host/var/log/containers",
+    )
+    kubernetes_validate.validate(daemon_set, KUBERNETES_VERSION, strict=True)
+    # Without pod attribution OTLP mounts nothing of the host, and shares no PID namespace.
+    bare = _daemon_set(sink=ExporterSink.OTLP)["spec"]["template"]["spec"]
+    assert not {"volumes", "hostPID"} & set(bare)
+    assert "volumeMounts" not in bare["containers"][0]
+    assert "--container-log-root" not in bare["containers"][0]["args"]
 
 
 def test_gpu_nodes_are_selected_by_label_or_instance_type_and_gpu_taints_tolerated() -> None:
