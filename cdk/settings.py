@@ -696,9 +696,19 @@ def _as_seconds_map(key: str, raw: object) -> tuple[tuple[str, float], ...]:
     (``-c 'serving_ttft_p99_targets={"llama-3-70b": 1.5}'``); each value a number, refused by
     its model's name. Ranges are ServingAlarmSettings' to check."""
     expected = 'expected a JSON object of model name to seconds, e.g. {"llama-3-70b": 1.5}'
+
+    def unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
+        # json.loads keeps the last of a repeated name silently: a model given twice in the
+        # text of -c is refused by name, as ServingAlarmSettings refuses one given twice.
+        names = [name for name, _ in pairs]
+        twice = next((name for name in names if names.count(name) > 1), None)
+        if twice is not None:
+            raise SettingsError(f"setting {key}: model {twice!r} is empty or given twice")
+        return dict(pairs)
+
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
+            raw = json.loads(raw, object_pairs_hook=unique)
         except json.JSONDecodeError as err:
             raise SettingsError(f"setting {key}={raw!r} is not valid: {expected}") from err
     if not isinstance(raw, dict):

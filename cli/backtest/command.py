@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from cdk.alarms.catalog import SILENT_ALARM, gpu_alarms, promql_alarms
+from cdk.alarms.cluster import CLUSTER_ALARM_KINDS, NAMESPACE_EKS
 from cdk.alarms.model import AlarmSpec
 from cdk.alarms.promql import PromQLQuery
 from cdk.function_configs import silence_config
@@ -115,16 +116,26 @@ def _no_cluster(sample: Sample) -> bool:
 
 
 #: A history file holds CloudWatch metrics (GpuInsights, ContainerInsights: what the EMF sink and
-#: Classic write); in OTel mode with the OTLP sink, the default, every alarm reads PromQL instead,
-#: so the file has nothing to replay: said, with the two ways that do replay, rather than an
-#: empty report that reads as "no alarm would have fired".
+#: Classic write); in OTel mode with the OTLP sink, the default, every GPU and job alarm reads
+#: PromQL instead, and the control plane's metric alarms read AWS/EKS, so a file without AWS/EKS
+#: series has nothing to replay: said, with the two ways that do replay, rather than an empty
+#: report that reads as "no alarm would have fired".
 _ALL_PROMQL: Final = (
-    "--history: every alarm of these settings is a PromQL alarm (OTel mode with "
-    "exporter_sink=otlp, the default), whose series a history file does not hold: replay them "
-    "with --cloudwatch (each alarm's query through CloudWatch's PromQL API, as the alarm "
-    "evaluates it), or replay the file's GpuInsights series as the EMF sink's alarms with "
-    "-c exporter_sink=emf (or -c container_insights_mode=classic)"
+    "--history: every GPU and job alarm of these settings is a PromQL alarm (OTel mode with "
+    "exporter_sink=otlp, the default), whose series a history file does not hold, and the file "
+    "holds no AWS/EKS series for the control plane's alarms: replay them with --cloudwatch "
+    "(each alarm's query through CloudWatch's PromQL API, as the alarm evaluates it), or replay "
+    "the file's GpuInsights series as the EMF sink's alarms with -c exporter_sink=emf (or "
+    "-c container_insights_mode=classic)"
 )
+
+
+def _nothing_to_replay(specs: list[AlarmSpec], samples: list[Sample]) -> bool:
+    """Every alarm a file could feed is the control plane's (cdk/alarms/cluster.py), and the
+    file holds none of their AWS/EKS series."""
+    if any(spec.kind not in CLUSTER_ALARM_KINDS for spec in specs):
+        return False
+    return not any(sample.namespace == NAMESPACE_EKS for sample in samples)
 
 
 def run(args: argparse.Namespace) -> str:
@@ -140,9 +151,9 @@ def run(args: argparse.Namespace) -> str:
     if not 0 < args.hours <= MAX_DAYS * 24:
         raise ValueError(f"--hours {args.hours} must be above 0 up to {MAX_DAYS * 24}")
     if args.history is not None:
-        if not specs:
-            raise ValueError(_ALL_PROMQL)
         samples = _of_cluster(_read(args.history), settings.cluster_name, args.history)
+        if _nothing_to_replay(specs, samples):
+            raise ValueError(_ALL_PROMQL)
         if start is None:
             start, origin["start"] = min(s.timestamp for s in samples), "the history's first sample"
         if end is None:

@@ -100,6 +100,11 @@ def test_per_model_targets_from_the_command_line_or_cdk_json_reach_the_queries()
             {"serving_ttft_p99_targets": {"": 1.5}},
             "setting serving_ttft_p99_targets: model '' is empty or given twice",
         ),
+        # -c's text: JSON keeps the last of a repeated name, so the text is read pair by pair.
+        (
+            {"serving_e2e_p99_targets": '{"llama": 1, "llama": 2}'},
+            "setting serving_e2e_p99_targets: model 'llama' is empty or given twice",
+        ),
         ({"serving_waiting_minutes": "0"}, "setting serving_waiting_minutes=0 must be 1 to 60"),
         (
             {"serving_error_percent": "100"},

@@ -54,10 +54,12 @@ def test_cost_estimate_prints_the_table(capsys: pytest.CaptureFixture[str]) -> N
     out = capsys.readouterr().out
     assert "4 GPU nodes x 8 GPUs = 32 GPUs" in out
     # The default (OTel mode, the OTLP sink): 4 nodes x 3.90 GB a month at $0.08 per GB, and
-    # every alarm PromQL (24: one per kind and its fleet count), no catalog metric alarm.
+    # every GPU, job, serving and pending GPU pod alarm PromQL (34: 8 GPU, 4 job, 4 serving
+    # kinds and the pending pods', each with its fleet count); the only catalog metric alarms
+    # are the control plane's 10 on AWS/EKS.
     assert re.search(r"^\$\s+1\.25  Exporter OTLP metrics ingestion\s+15\.6 GB$", out, re.M)
-    assert "24 alarms (one per kind and its fleet count, no shard)" in out
-    assert "0 catalog alarms (0 metrics)" in out
+    assert "34 alarms (one per kind and its fleet count, no shard)" in out
+    assert "10 catalog alarms (10 metrics)" in out
     assert "GpuInsights" not in out
     # The EMF sink: 4 x 8 GPUs x 4 gauges + 4 cluster series, and 2.56 fault metric-months,
     # at $0.30.
@@ -116,15 +118,18 @@ def test_backtest_from_a_file_says_when_an_alarm_fires(
 def test_backtest_of_a_file_says_when_every_alarm_is_promql(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The default settings (OTel mode, the OTLP sink) make every alarm a PromQL alarm, which a
-    file of GpuInsights samples cannot replay: one line with the two ways that do, not an empty
-    report that reads as no alarm firing. Classic replays the same file."""
+    """The default settings (OTel mode, the OTLP sink) make every GPU and job alarm a PromQL
+    alarm, which a file of GpuInsights samples cannot replay, and the control plane's metric
+    alarms read AWS/EKS, which it does not hold: one line with the two ways that do, not an
+    empty report of the control plane's alarms that reads as no alarm firing. Classic replays
+    the same file."""
     history = _history(tmp_path, [_sample(m, 9.5) for m in range(120)])
     argv = ["backtest", "--history", str(history), "-c", "cluster_name=train"]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert "every alarm of these settings is a PromQL alarm" in err
+    assert "every GPU and job alarm of these settings is a PromQL alarm" in err
+    assert "no AWS/EKS series" in err
     assert "--cloudwatch" in err
     assert "-c exporter_sink=emf" in err
     assert main([*argv, "-c", "container_insights_mode=classic", "--json"]) == 0
@@ -134,6 +139,25 @@ def test_backtest_of_a_file_says_when_every_alarm_is_promql(
     assert main([*argv, "-c", "exporter_sink=emf", "--json"]) == 0
     emf = {r["alarm"]: r for r in json.loads(capsys.readouterr().out)}
     assert [t["to"] for t in emf["gpu-low-power"]["transitions"]] == ["OK", "ALARM"]
+    # A file with the control plane's AWS/EKS series replays their alarms in the default mode:
+    # 3 unschedulable pods every minute for 20 minutes page after the 15-minute default.
+    unschedulable = [
+        json.dumps(
+            {
+                "namespace": "AWS/EKS",
+                "metric": "scheduler_pending_pods_UNSCHEDULABLE",
+                "dimensions": {"ClusterName": "train"},
+                "timestamp": 1_764_331_200 + m * 60,
+                "value": 3,
+            }
+        )
+        for m in range(20)
+    ]
+    eks = _history(tmp_path, unschedulable)
+    assert main(["backtest", "--history", str(eks), "-c", "cluster_name=train", "--json"]) == 0
+    cluster = {r["alarm"]: r for r in json.loads(capsys.readouterr().out)}
+    pending = cluster["control-plane-unschedulable-pods"]["transitions"]
+    assert [t["to"] for t in pending] == ["OK", "ALARM"]
 
 
 def test_backtest_names_the_bad_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,6 +5,7 @@ moto. Each planted fault pages exactly once, naming its node, GPU and pod, withi
 window; the steady GPUs and nodes page nothing."""
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Final
 
 import pytest
@@ -12,9 +13,10 @@ from moto import mock_aws
 
 from cdk.settings import Settings
 from cli.demo.command import DEMO_REGION
-from cli.demo.exporter import REPLAYED
+from cli.demo.exporter import INTERVAL_S, REPLAYED
 from cli.demo.jobs import ALARM_JOBS
 from cli.demo.otel_alarms import (
+    FAILED_AT_S,
     FAULTS,
     SILENT,
     START,
@@ -85,8 +87,14 @@ def test_the_pages_name_the_pod_from_the_exporters_labels(demo: OtelAlarmsDemo) 
     assert named["idle held GPU"] == "speech/whisper-finetune-worker-0"
     assert named["uncorrectable ECC"] == "speech/whisper-finetune-worker-2"
     assert named["XID 13"] == "speech/whisper-finetune-master-0"
-    # Off the bus, the GPU answers no process: no pod to name.
-    assert named["GPU lost"] == named["XID 79"] == ""
+    # Off the bus, the GPU answers no process: the lost GPU's series names no pod, and the XID
+    # 79 page names the pod the exporter last saw on it (the ECC fault's), at its last reading
+    # before the GPU fell off.
+    assert named["GPU lost"] == ""
+    seen = datetime.fromtimestamp(START + FAILED_AT_S - INTERVAL_S, UTC)
+    assert named["XID 79"] == (
+        f"{named['uncorrectable ECC']} (last seen on this GPU at {seen:%Y-%m-%d %H:%M:%S} UTC)"
+    )
     (silent,) = demo.pages_for(next(f for f in FAULTS if f.what == "silent node"))
     assert set(silent.labels) == {L.cluster, L.node}
     assert silent.labels[L.node] == SILENT.name
