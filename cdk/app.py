@@ -1,21 +1,20 @@
 """The CDK app. The only module that reads CDK context or the process environment.
 
 Run by ``cdk synth`` through cdk.json (``python -m cdk.app``), and in-process by the demo and
-the tests through :func:`build`.
+the tests through :func:`build`. aws_cdk is imported only where a construct is made: importing
+it starts the jsii kernel (seconds), and a synth refused for its settings needs none of that.
 """
 
+from __future__ import annotations
+
+import json
 import os
 import sys
 from collections.abc import Mapping
-from typing import Final
-
-from aws_cdk import Annotations, App, Stack, Validations
-from cdk_nag import AwsSolutionsChecks
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
 
 from cdk.settings import Settings, SettingsError, settings_from_context
-from cdk.stacks.alarms_stack import AlarmsStack
-from cdk.stacks.analyzers_stack import AnalyzersStack
-from cdk.stacks.observability_stack import ObservabilityStack
 from gpu_insights_agent.contract.resource_names import stack_id
 from lambdas.shared.container_insights_mode import (
     OTEL_REGIONS,
@@ -23,14 +22,35 @@ from lambdas.shared.container_insights_mode import (
     ContainerInsightsMode,
 )
 
+if TYPE_CHECKING:
+    from aws_cdk import App, Stack
+
 #: The setting whose default changed from classic to otel: a deployment that leaves it unset
 #: is told at synth.
 MODE_KEY: Final = "container_insights_mode"
 
 
-def settings_for(app: App, environ: Mapping[str, str]) -> Settings:
-    """Settings from the app's context; account and region fall back to the CLI's defaults."""
-    context: dict[str, object] = dict(app.node.get_all_context())
+#: Where the CDK CLI hands the app its context: JSON in one variable, and over it a JSON file
+#: named by another when the context is too long for the environment (aws-cdk-lib
+#: core/lib/app.ts ``loadContext``; cx-api/lib/cxapi.ts ``CONTEXT_ENV`` and
+#: ``CONTEXT_OVERFLOW_LOCATION_ENV``, read in aws-cdk-lib 2.275.0's package).
+CONTEXT_ENV: Final = "CDK_CONTEXT_JSON"
+CONTEXT_OVERFLOW_LOCATION_ENV: Final = "CONTEXT_OVERFLOW_LOCATION_ENV"
+
+
+def cli_context(environ: Mapping[str, str]) -> dict[str, object]:
+    """The context the CDK CLI passed, read as the App reads it, without starting jsii."""
+    context: dict[str, object] = {}
+    if environ.get(CONTEXT_ENV):
+        context.update(json.loads(environ[CONTEXT_ENV]))
+    if environ.get(CONTEXT_OVERFLOW_LOCATION_ENV):
+        context.update(json.loads(Path(environ[CONTEXT_OVERFLOW_LOCATION_ENV]).read_text()))
+    return context
+
+
+def settings_for(context: Mapping[str, object], environ: Mapping[str, str]) -> Settings:
+    """Settings from the context; account and region fall back to the CLI's defaults."""
+    context = dict(context)
     for key, variable in (("account", "CDK_DEFAULT_ACCOUNT"), ("region", "CDK_DEFAULT_REGION")):
         if context.get(key) is None and environ.get(variable):
             context[key] = environ[variable]
@@ -58,6 +78,13 @@ def mode_default_warning(settings: Settings) -> str:
 
 def build(app: App, settings: Settings) -> list[Stack]:
     """Every stack of one deployment, checked by cdk-nag's AwsSolutions pack at synth."""
+    from aws_cdk import Annotations, Validations
+    from cdk_nag import AwsSolutionsChecks
+
+    from cdk.stacks.alarms_stack import AlarmsStack
+    from cdk.stacks.analyzers_stack import AnalyzersStack
+    from cdk.stacks.observability_stack import ObservabilityStack
+
     cluster = settings.cluster_name
     stacks: list[Stack] = [
         ObservabilityStack(app, stack_id(cluster, ObservabilityStack.part), settings=settings),
@@ -73,12 +100,18 @@ def build(app: App, settings: Settings) -> list[Stack]:
 
 
 def main() -> int:
-    # No construct stack traces in the cloud assembly: from Python they are the jsii kernel's
-    # JavaScript frames, and the CDK CLI prints the first one ("/tmp/.../lib/program.js:1:55913")
-    # above each warning, pointing at nothing a user can open.
-    app = App(stack_traces=False)
     try:
-        settings = settings_for(app, os.environ)
+        # A refused synth stops here, before aws_cdk is imported (seconds of jsii start-up);
+        # the App's own reading of the context below is the one the stacks are built from.
+        settings_for(cli_context(os.environ), os.environ)
+        from aws_cdk import App
+
+        # No construct stack traces in the cloud assembly: from Python they are the jsii
+        # kernel's JavaScript frames, and the CDK CLI prints the first one
+        # ("/tmp/.../lib/program.js:1:55913") above each warning, pointing at nothing a user
+        # can open.
+        app = App(stack_traces=False)
+        settings = settings_for(app.node.get_all_context(), os.environ)
     except SettingsError as err:
         print(f"gpu-insights: {err}", file=sys.stderr)
         return 2

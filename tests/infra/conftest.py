@@ -1,5 +1,6 @@
 """Synthesize the app once per settings variant; every infra test reads those templates."""
 
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -7,6 +8,8 @@ from typing import Any
 
 import pytest
 from aws_cdk import App, Stack
+from aws_cdk.assertions import Template
+from cfnlint.api import lint
 
 from cdk.app import build
 from cdk.settings import settings_from_context
@@ -36,3 +39,15 @@ def stack_named(stacks: list[Stack], suffix: str) -> Stack:
     """The deployment's stack whose name ends with suffix (-Observability, -Alarms)."""
     (stack,) = [s for s in stacks if s.stack_name.endswith(suffix)]
     return stack
+
+
+def lint_errors(stack: Stack, regions: list[str]) -> list[str]:
+    """cfn-lint's errors (its E rules) on the stack's template in the Regions."""
+    return list(_template_lint_errors(json.dumps(Template.from_stack(stack).to_json()), *regions))
+
+
+@functools.cache
+def _template_lint_errors(template: str, *regions: str) -> tuple[str, ...]:
+    """Linted once per distinct template: deployment shapes that differ in one stack share
+    their other stacks' templates, and cfn-lint takes seconds on each."""
+    return tuple(str(m) for m in lint(template, regions=list(regions)) if m.rule.id.startswith("E"))

@@ -10,6 +10,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from cli.demo.indexed_cloudwatch import indexed_cloudwatch
 from cli.demo.realistic import container_insights as ci
 from cli.demo.realistic import pods as k8s
 from lambdas.shared.aws_clients import client
@@ -43,7 +44,7 @@ def _put(
 
 
 def test_pods_are_joined_to_their_node_gpu_and_classified() -> None:
-    with mock_aws():
+    with mock_aws(), indexed_cloudwatch():
         session = boto3.Session(
             region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
         )
@@ -88,7 +89,7 @@ def _fleet(
     """p5 nodes' GPUs for one hour (node -> each GPU's watts: the exporter's percent of a 700 W
     limit, Container Insights' node power), and pods holding them: (pod, GPU index, the pod's
     watts or None, minutes held), published with the dimensions the agent gives that pod."""
-    with mock_aws():
+    with mock_aws(), indexed_cloudwatch():
         session = boto3.Session(
             region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
         )
@@ -272,7 +273,7 @@ def test_a_pods_share_is_its_minutes_at_the_agents_high_frequency_interval() -> 
     # (cli/demo/realistic/container_insights.py, samples_per_minute). The Job's pod held the GPU
     # for 30 minutes: half an hour, not the whole hour 1,800 samples over 60 would make it.
     per_minute = ci.samples_per_minute(1)
-    with mock_aws():
+    with mock_aws(), indexed_cloudwatch():
         session = boto3.Session(
             region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
         )

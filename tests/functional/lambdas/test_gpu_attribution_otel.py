@@ -7,7 +7,8 @@ OTel reader places every pod on its node and GPU exactly.
 The week's DCGM series are written at a 300 s ``metricResolution`` (the chart takes any
 "<N>s"; 30 s by default): a pod's share of an hour is its samples over a full hour's, so the
 interval does not change a figure, and a tenth of the samples keeps the engine's block import
-to seconds."""
+to seconds. Classic's week is read from moto through the demo's index of it
+(cli/demo/indexed_cloudwatch.py: moto's answers, byte for byte, without its quadratic scans)."""
 
 import json
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from cli.demo.indexed_cloudwatch import indexed_cloudwatch
 from cli.demo.otel import week_samples
 from cli.demo.week import (
     DAYS,
@@ -65,7 +67,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromQLClien
 
 @pytest.fixture(scope="module")
 def classic_week() -> Iterator[Any]:
-    with mock_aws():
+    with mock_aws(), indexed_cloudwatch():
         session = boto3.Session(
             region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
         )

@@ -6,10 +6,9 @@ from typing import Any
 from aws_cdk import App
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk.assertions import Annotations, Match, Template
-from cfnlint.api import lint
 
 from tests.infra.cdk.test_lambda_code import import_alone
-from tests.infra.conftest import Synth, stack_named
+from tests.infra.conftest import Synth, lint_errors, stack_named
 
 PROD = {"cluster_name": "train-prod", "account": "123456789012", "region": "eu-west-1"}
 KUBECTL = {**PROD, "kubectl_role_arn": "arn:aws:iam::123456789012:role/eks-admin"}
@@ -83,8 +82,7 @@ def test_exporter_can_be_turned_off(synth: Synth) -> None:
 
 def test_cfn_lint_passes_with_the_kubectl_provider(synth: Synth) -> None:
     stack = stack_named(synth(KUBECTL), "-Observability")
-    matches = lint(json.dumps(Template.from_stack(stack).to_json()), regions=["eu-west-1"])
-    assert [str(m) for m in matches if m.rule.id.startswith("E")] == []
+    assert lint_errors(stack, ["eu-west-1"]) == []
 
 
 def _staged_image_context(synth: Synth) -> Path:

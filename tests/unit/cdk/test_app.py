@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from cdk.app import CONTEXT_ENV, CONTEXT_OVERFLOW_LOCATION_ENV, cli_context
+
 ROOT = Path(__file__).resolve().parents[3]
 #: What the CDK CLI adds to the project's context on every synth (aws/aws-cdk-cli,
 #: toolkit-lib api/cloud-assembly/environment.ts ``contextFromSettings``), and feature flags
@@ -27,7 +29,9 @@ CLI_CONTEXT: dict[str, Any] = {
 }
 
 
-def cdk_app(context: dict[str, Any], outdir: Path) -> subprocess.CompletedProcess[str]:
+def cdk_app(
+    context: dict[str, Any], outdir: Path, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run the app the way the CDK CLI runs cdk.json's ``app`` command."""
     assert json.loads((ROOT / "cdk.json").read_text())["app"] == "python3 -m cdk.app"
     env = {
@@ -37,6 +41,7 @@ def cdk_app(context: dict[str, Any], outdir: Path) -> subprocess.CompletedProces
         "CDK_OUTDIR": str(outdir),
         "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1",
         "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+        **(extra_env or {}),
     }
     return subprocess.run(
         [sys.executable, "-m", "cdk.app"],
@@ -75,4 +80,35 @@ def test_synth_stops_in_one_line_before_writing_anything(
     result = cdk_app({**CLI_CONTEXT, **context}, outdir)
     assert result.returncode == 2
     assert result.stderr == f"{said}\n"
+    assert not outdir.exists() or not list(outdir.glob("*.template.json"))
+
+
+def test_the_context_is_read_as_the_app_reads_it_the_overflow_file_over_the_variable(
+    tmp_path: Path,
+) -> None:
+    overflow = tmp_path / "context.json"
+    overflow.write_text(json.dumps({"cluster_name": "ml-prod", "lookback_days": 30}))
+    environ = {
+        CONTEXT_ENV: json.dumps({"cluster_name": "ml-dev", "region": "us-west-2"}),
+        CONTEXT_OVERFLOW_LOCATION_ENV: str(overflow),
+    }
+    assert cli_context(environ) == {
+        "cluster_name": "ml-prod",
+        "region": "us-west-2",
+        "lookback_days": 30,
+    }
+    assert cli_context({}) == {}
+
+
+def test_a_setting_in_the_overflow_file_is_refused_like_one_in_the_variable(
+    tmp_path: Path,
+) -> None:
+    overflow = tmp_path / "context.json"
+    overflow.write_text(json.dumps({"cluster": "ml-prod"}))
+    outdir = tmp_path / "cdk.out"
+    result = cdk_app(CLI_CONTEXT, outdir, {CONTEXT_OVERFLOW_LOCATION_ENV: str(overflow)})
+    assert result.returncode == 2
+    assert (
+        result.stderr == "gpu-insights: unknown setting 'cluster': did you mean 'cluster_name'?\n"
+    )
     assert not outdir.exists() or not list(outdir.glob("*.template.json"))
