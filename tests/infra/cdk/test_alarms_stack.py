@@ -444,8 +444,10 @@ def test_otel_mode_deploys_dashboards_that_read_dcgm_by_promql_not_node_gpu(
     assert {n: otel[n] for n in ("training", "storage")} == {
         n: classic[n] for n in ("training", "storage")
     }
-    # The findings dashboard lists every alarm: OTel mode's pending GPU pods' and its count too.
-    assert otel["findings"].count("Fn::GetAtt") == classic["findings"].count("Fn::GetAtt") + 2
+    # The findings dashboard lists every alarm: OTel mode's pending GPU pods' and its count,
+    # and its 4 serving kinds' and their counts too.
+    extra = 2 + 8
+    assert otel["findings"].count("Fn::GetAtt") == classic["findings"].count("Fn::GetAtt") + extra
 
 
 def test_the_silence_check_runs_every_five_minutes_with_its_one_declaration(
@@ -649,15 +651,18 @@ def test_the_default_synth_is_otel_mode_with_every_alarm_promql_and_no_silence_c
     synth: Synth,
 ) -> None:
     """Neither mode nor sink set, in an OTel Region: OTel mode and the OTLP sink
-    (settings.default_sink), so each of the 8 GPU and node kinds and the 4 job kinds is one
-    PromQL alarm with its fleet count (24), the kernel log's XID count the one metric alarm,
-    and no silence check."""
+    (settings.default_sink), so each of the 8 GPU and node kinds, the 4 job kinds, the 4
+    serving kinds and the pending GPU pods is one PromQL alarm with its fleet count (34); the
+    kernel log's XID count and the control plane's 10 are the metric alarms, and there is no
+    silence check."""
     default = {k: v for k, v in PROD.items() if k != "exporter_sink"}
     template = _template(synth, default)
     alarms = _alarms(template)
     promql = {n for n, a in alarms.items() if "EvaluationCriteria" in a}
-    assert len(promql) == 24
-    assert set(alarms) - promql == {"gpu-xid-host-log"}
+    assert len(promql) == 34
+    metric = set(alarms) - promql
+    assert metric - {n for n in metric if n.startswith("control-plane-")} == {"gpu-xid-host-log"}
+    assert len(metric) == 1 + len(CLUSTER_ALARM_KINDS) - 1  # the pending pods' is PromQL
     assert not [n for n in alarms if "shard" in n]
     assert not template.find_resources(
         "AWS::Lambda::Function",

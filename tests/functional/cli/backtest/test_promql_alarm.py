@@ -156,6 +156,10 @@ def test_the_backtest_command_replays_otel_modes_promql_alarm_beside_the_others(
                 # The pending GPU pods' PromQL alarm reads Kube State Metrics, which this
                 # engine does not hold (test_promql_cluster_alarms.py replays it on them).
                 "-c", "control_plane_alarms=false",
+                # Nor the servers' series; their alarms are replayed on them in
+                # tests/functional/cdk/alarms/test_serving_promql.py (in the label names this
+                # engine takes).
+                "-c", "serving_alarms=false",
             ]
         )  # fmt: skip
     out = capsys.readouterr().out

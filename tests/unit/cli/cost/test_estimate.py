@@ -108,8 +108,10 @@ def test_otel_mode_prices_the_analyzer_s_promql_at_the_preview_s_nothing(
     counted from their readers
     (cli/cost/promql_reads.py): "PromQL querying ... and Query Studio are in public preview release,
     are free of charge" (CloudWatch-PromQL.html); after it, "Programmatic PromQL queries are
-    charged per million samples scanned" (metrics-otel-pricing.html), the line's unit."""
-    items = _items(capsys, "-c", "container_insights_mode=otel")
+    charged per million samples scanned" (metrics-otel-pricing.html), the line's unit. With the
+    EMF sink these are the only PromQL reads (the OTLP sink's are
+    test_with_the_otlp_sink_every_alarm...'s)."""
+    items = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf")
     promql = items["PromQL queries (GPU-hours and GPU memory, query API)"]
     # The attribution's day (161 requests, 6,451,200 samples) and the memory reads' 14-day
     # lookback (81 requests and 2,764,800 samples a day): 45,158,400 samples a daily run
@@ -127,7 +129,7 @@ def test_otel_mode_prices_the_analyzer_s_promql_at_the_preview_s_nothing(
     # Classic reads no PromQL.
     assert not any("PromQL" in name for name in _items(capsys, *CLASSIC))
     # OTel is the default mode.
-    assert _items(capsys) == items
+    assert _items(capsys, "-c", "exporter_sink=emf") == items
 
 
 def test_a_region_without_otel_container_insights_is_priced_in_classic(
