@@ -14,7 +14,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from cdk.settings import Settings, SettingsError, settings_from_context
+from cdk.settings import (
+    OTLP_ENDPOINT_MIN_ADDON_VERSION,
+    Settings,
+    SettingsError,
+    settings_from_context,
+)
+from gpu_insights_agent.contract.metrics import ExporterSink
 from gpu_insights_agent.contract.resource_names import stack_id
 from lambdas.shared.container_insights_mode import (
     OTEL_REGIONS,
@@ -76,6 +82,26 @@ def mode_default_warning(settings: Settings) -> str:
     )
 
 
+def sink_default_warning(settings: Settings) -> str | None:
+    """What synth says where an unset ``exporter_sink`` is EMF in OTel mode: only a pinned
+    add-on older than the agent's OTLP endpoint makes it so, and the deployment then gets the
+    sharded Metrics Insights alarms and custom metrics that OTLP would have spared it."""
+    if (
+        settings.container_insights_mode is not ContainerInsightsMode.OTEL
+        or settings.exporter_sink is not ExporterSink.EMF
+    ):
+        return None
+    return (
+        f"exporter_sink is not set: the exporter sends EMF, as addon_version="
+        f"{settings.addon_version} predates the add-on's OTLP endpoint "
+        f"({OTLP_ENDPOINT_MIN_ADDON_VERSION}): its alarms are sharded Metrics Insights alarms "
+        "on custom metrics, which OTLP's PromQL alarms would replace (gpu-insights "
+        "cost-estimate prices both). Pin the add-on at "
+        f"{OTLP_ENDPOINT_MIN_ADDON_VERSION} or later (or leave addon_version unset) for OTLP, "
+        "or set -c exporter_sink=emf to keep EMF"
+    )
+
+
 def build(app: App, settings: Settings) -> list[Stack]:
     """Every stack of one deployment, checked by cdk-nag's AwsSolutions pack at synth."""
     from aws_cdk import Annotations, Validations
@@ -96,6 +122,9 @@ def build(app: App, settings: Settings) -> list[Stack]:
         Annotations.of(stacks[0]).add_warning_v2(
             "gpu-insights:container-insights-mode-default", mode_default_warning(settings)
         )
+    sink_warning = sink_default_warning(settings)
+    if sink_warning and app.node.try_get_context("exporter_sink") is None:
+        Annotations.of(stacks[0]).add_warning_v2("gpu-insights:exporter-sink-default", sink_warning)
     return stacks
 
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from cdk.app import CONTEXT_ENV, CONTEXT_OVERFLOW_LOCATION_ENV, cli_context
+from cdk.app import CONTEXT_ENV, CONTEXT_OVERFLOW_LOCATION_ENV, cli_context, sink_default_warning
+from cdk.settings import settings_from_context
 
 ROOT = Path(__file__).resolve().parents[3]
 #: What the CDK CLI adds to the project's context on every synth (aws/aws-cdk-cli,
@@ -112,3 +113,22 @@ def test_a_setting_in_the_overflow_file_is_refused_like_one_in_the_variable(
         result.stderr == "gpu-insights: unknown setting 'cluster': did you mean 'cluster_name'?\n"
     )
     assert not outdir.exists() or not list(outdir.glob("*.template.json"))
+
+
+def test_an_old_pinned_add_on_s_emf_default_is_said_at_synth() -> None:
+    """An add-on pinned before the OTLP endpoint makes OTel mode's unset sink EMF: synth says so,
+    with the version that would take OTLP; nothing is said where OTLP is the default or in
+    Classic (build() adds it only while exporter_sink is unset in the context)."""
+    base = {"cluster_name": "ml-prod", "region": "us-east-1"}
+    old = settings_from_context({**base, "addon_version": "v7.0.0-eksbuild.1"})
+    assert old.exporter_sink == "emf"
+    said = sink_default_warning(old)
+    assert said is not None
+    assert "addon_version=v7.0.0-eksbuild.1 predates the add-on's OTLP endpoint" in said
+    assert "v8.0.0-eksbuild.1 or later" in said
+    assert "-c exporter_sink=emf" in said
+    assert sink_default_warning(settings_from_context(base)) is None
+    newer = settings_from_context({**base, "addon_version": "v8.0.0-eksbuild.1"})
+    assert sink_default_warning(newer) is None
+    classic = settings_from_context({**base, "container_insights_mode": "classic"})
+    assert sink_default_warning(classic) is None
