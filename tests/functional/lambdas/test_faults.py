@@ -4,9 +4,11 @@ destination that stays down fails the run loudly without losing the findings it 
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
+import botocore.endpoint
 import pytest
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 from moto import mock_aws
@@ -63,6 +65,11 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             s: session.client(s, config=RETRIES)
             for s in ("ec2", "s3", "cloudwatch", "events", "sqs")
         }
+        # botocore sleeps its backoff between retries (seconds, growing): the tests take the
+        # delays it asked for instead of waiting them out.
+        slept: list[float] = []
+        monkeypatch.setattr(botocore.endpoint, "time", SimpleNamespace(sleep=slept.append))
+        clients["slept"] = slept
         clients["s3"].create_bucket(Bucket="reports")
         clients["queue"] = clients["sqs"].create_queue(QueueName="failures")["QueueUrl"]
         for service in ("ec2", "s3", "cloudwatch", "events", "sqs"):
@@ -123,6 +130,7 @@ def test_s3_down_fails_the_run_and_the_findings_reach_the_failure_queue(
     assert (
         len(attempts) == MAX_ATTEMPTS + 1
     )  # the first try and every retry (max_attempts counts retries)
+    assert len(aws["slept"]) == MAX_ATTEMPTS  # a backoff before each retry
     (message,) = aws["sqs"].receive_message(QueueUrl=aws["queue"], MessageAttributeNames=["All"])[
         "Messages"
     ]
