@@ -60,8 +60,10 @@ from gpu_insights_agent.exporter.pod_attribution import (
     container_name,
     pod_containers,
     pod_names,
-    pod_uids,
 )
+
+#: A GPU's pods (UIDs) and the one container holding it, where named.
+Holders = tuple[list[str], "str | None"]
 
 log = logging.getLogger(__name__)
 
@@ -162,26 +164,20 @@ class Exporter:
             DIM_GPU_INDEX: str(index),
         }
 
-    def _pods(self, pids: list[int]) -> list[str]:
-        if self.config.proc_root is None or not pids:
-            return []
-        return pod_uids(pids, self.config.proc_root)
-
-    def _container(self, pids: list[int], pods: list[str]) -> str | None:
-        """The one container of the one pod on a GPU, by name, where named containers are
-        asked for and the kubelet's log names say it for sure."""
+    def _holders(self, pids: list[int]) -> Holders:
+        """The pods on a GPU (their UIDs, from one read of the PIDs' cgroups) and, where named
+        containers are asked for and one pod holds it, its container by name where the
+        kubelet's log names say it for sure."""
         config = self.config
-        if (
-            not config.name_containers
-            or len(pods) != 1
-            or config.proc_root is None
-            or config.pod_log_root is None
-        ):
-            return None
-        ids = pod_containers(pids, config.proc_root).get(pods[0], [])
-        return container_name(
+        if config.proc_root is None or not pids:
+            return [], None
+        containers = pod_containers(pids, config.proc_root)
+        pods = list(containers)
+        if not config.name_containers or len(pods) != 1 or config.pod_log_root is None:
+            return pods, None
+        return pods, container_name(
             pods[0],
-            ids,
+            containers[pods[0]],
             pod_log_root=config.pod_log_root,
             container_log_root=config.container_log_root,
         )
@@ -198,7 +194,9 @@ class Exporter:
                 properties[PROP_PODS] = names
         return properties
 
-    def gpu_documents(self, index: int, reading: GpuReading, now: float) -> list[EmfDocument]:
+    def gpu_documents(
+        self, index: int, reading: GpuReading, now: float, holders: Holders | None = None
+    ) -> list[EmfDocument]:
         """The cycle's document of one GPU, after any held fault samples that its fault gauges
         release (``exporter.fault_gate``): those go out alone, with their own timestamps."""
         faults: dict[float, dict[GpuMetric, float]] = {}
@@ -213,7 +211,11 @@ class Exporter:
             if t != now
         ]
         current = replace(reading, metrics={**cycle, **faults.get(now, {})})
-        return [*past, self.gpu_document(index, current, now, faults=faults.get(now, {}))]
+        current_faults = faults.get(now, {})
+        return [
+            *past,
+            self.gpu_document(index, current, now, faults=current_faults, holders=holders),
+        ]
 
     def gpu_document(
         self,
@@ -222,6 +224,7 @@ class Exporter:
         now: float,
         *,
         faults: dict[GpuMetric, float] | None = None,
+        holders: Holders | None = None,
     ) -> EmfDocument:
         """One GPU's EMF document: the cycle metrics per GPU (and per cluster where read),
         the fault gauges given (per GPU), every other reading as a property."""
@@ -245,10 +248,9 @@ class Exporter:
             # Why gpu_healthy is 0 (the gpu-lost alarm's page points here).
             properties[UNHEALTHY_REASON] = reading.fault.reason
             properties[UNHEALTHY_DETAIL] = reading.fault.detail
-        pods = self._pods(reading.pids)
+        pods, container = holders if holders is not None else self._holders(reading.pids)
         if pods:
             properties.update(self._pod_properties(pods))
-            container = self._container(reading.pids, pods)
             if container is not None:
                 properties[PROP_CONTAINER] = container
             if self.config.pod_dimension and len(pods) == 1:
@@ -331,8 +333,7 @@ class Exporter:
             except GpuLostError:
                 pass
             else:
-                pods = self._pods(pids)
-                container = self._container(pids, pods)
+                pods, container = self._holders(pids)
                 self._emit([self.xid_document(event, pods, container=container)])
                 return
         # The GPU cannot be asked (it has fallen off the bus): the pods it last had, if recent.
@@ -350,9 +351,10 @@ class Exporter:
             if sampler is not None and index not in self.lost:
                 try:
                     reading = sampler.sample()
+                    holders = self._holders(reading.pids)
                     if reading.pids_read:
-                        self._last_pods.observe(index, self._pods(reading.pids), now)
-                    documents += self.gpu_documents(index, reading, now)
+                        self._last_pods.observe(index, holders[0], now)
+                    documents += self.gpu_documents(index, reading, now, holders)
                     continue
                 except GpuLostError as err:
                     log.error("%s; the other GPUs go on", err)
