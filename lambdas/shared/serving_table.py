@@ -1,0 +1,116 @@
+"""A day of inference serving, per model and the workload that serves it: the table the training
+analyzer leaves in the report bucket each day and the weekly report reads the week's seven of
+(its serving section: cost per million output tokens, week on week). One layout for the function
+that writes and the one that reads.
+
+A row is one model served by one workload (a Deployment, a KServe InferenceService, a Ray
+Serve application of a RayService) in one namespace, for one UTC day. Where a workload serves
+more than one model, its GPU-hours are split between them by their generated tokens, so the
+rows' GPU-hours add up to the workload's.
+"""
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, fields
+from datetime import date
+from typing import Any, Final
+
+#: Each day's serving table, keyed by the UTC day it covers.
+SERVING_KEY: Final = "reports/cluster={cluster}/date={day}/serving.json"
+
+
+def serving_key(cluster: str, day: date) -> str:
+    return SERVING_KEY.format(cluster=cluster, day=day.isoformat())
+
+
+class ServingTableError(ValueError):
+    """A serving table that cannot be read: names the row and the field."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServingRow:
+    namespace: str
+    #: The workload's name: the Deployment's, the InferenceService's or the RayService's.
+    workload: str
+    #: ``Deployment``, ``InferenceService`` or ``RayService`` (workloads.serving_controller).
+    kind: str
+    #: The served model's name as the server labels it (vLLM's ``model_name``).
+    model: str
+    #: Most replicas (pods) seen at once in the day.
+    replicas: int
+    #: GPU-hours its pods held in the day (the GPU-hour attribution's, all classes but lost).
+    gpu_hours: float
+    #: What those GPU-hours cost at the settings' price.
+    cost_usd: float
+    requests: float
+    prompt_tokens: float
+    generation_tokens: float
+    #: Its GPUs' mean power as percent of their enforced limit, over the hours held.
+    mean_power_percent: float | None
+    #: Mean KV-cache use in percent (vLLM sends a 0-1 fraction).
+    mean_kv_cache_percent: float | None
+    #: The most requests waiting at once.
+    max_waiting: float | None
+    preemptions: float
+    #: The day's p99 time to first token, seconds, where the server sends it.
+    ttft_p99_s: float | None
+
+    @property
+    def usd_per_million_output_tokens(self) -> float | None:
+        """None where it generated no tokens: a price per token of nothing is not a number."""
+        if self.generation_tokens <= 0:
+            return None
+        return self.cost_usd / self.generation_tokens * 1e6
+
+
+_NUMBERS: Final = tuple(
+    f.name for f in fields(ServingRow) if f.name not in ("namespace", "workload", "kind", "model")
+)
+_OPTIONAL: Final = frozenset(
+    ("mean_power_percent", "mean_kv_cache_percent", "max_waiting", "ttft_p99_s")
+)
+
+
+def encode(day: date, rows: Iterable[ServingRow]) -> str:
+    return json.dumps({"day": day.isoformat(), "rows": [asdict(row) for row in rows]})
+
+
+def _row(index: int, record: Any) -> ServingRow:
+    if not isinstance(record, dict):
+        raise ServingTableError(f"row {index} is not an object")
+    values: dict[str, Any] = {}
+    for name in ("namespace", "workload", "kind", "model"):
+        value = record.get(name)
+        if not isinstance(value, str) or not value:
+            raise ServingTableError(f"row {index}: {name} is not a name: {value!r}")
+        values[name] = value
+    for name in _NUMBERS:
+        value = record.get(name)
+        if value is None and name in _OPTIONAL:
+            values[name] = None
+            continue
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
+            raise ServingTableError(f"row {index}: {name} is not a number: {value!r}")
+        if value < 0:
+            raise ServingTableError(f"row {index}: {name} is negative: {value!r}")
+        values[name] = int(value) if name == "replicas" else float(value)
+    return ServingRow(**values)
+
+
+def decode(text: str | bytes) -> tuple[date, list[ServingRow]]:
+    """The day and its rows; a row that cannot be read raises, naming it (the report skips the
+    day's file and says so, rather than price a week on a half-read table)."""
+    try:
+        document = json.loads(text)
+        day = date.fromisoformat(document["day"])
+        records = document["rows"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise ServingTableError(f"not a serving table: {error}") from error
+    if not isinstance(records, list):
+        raise ServingTableError("rows is not a list")
+    return day, [_row(i, record) for i, record in enumerate(records)]
