@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
 from datetime import date
-from typing import Any, Final
+from typing import Any, Final, get_args
 
 #: Each day's serving table, keyed by the UTC day it covers.
 SERVING_KEY: Final = "reports/cluster={cluster}/date={day}/serving.json"
@@ -67,9 +67,8 @@ class ServingRow:
 _NUMBERS: Final = tuple(
     f.name for f in fields(ServingRow) if f.name not in ("namespace", "workload", "kind", "model")
 )
-_OPTIONAL: Final = frozenset(
-    ("mean_power_percent", "mean_kv_cache_percent", "max_waiting", "ttft_p99_s")
-)
+#: The figures a day may lack, read from the row's own annotations (``float | None``).
+_OPTIONAL: Final = frozenset(f.name for f in fields(ServingRow) if type(None) in get_args(f.type))
 
 
 def encode(day: date, rows: Iterable[ServingRow]) -> str:

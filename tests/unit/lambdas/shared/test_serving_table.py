@@ -1,3 +1,4 @@
+import json
 from datetime import date
 
 import pytest
@@ -62,8 +63,6 @@ def test_key() -> None:
     ],
 )
 def test_bad_row_named(change: dict[str, object], message: str) -> None:
-    import json
-
     document = json.loads(encode(date(2026, 11, 30), [ROW]))
     document["rows"][0].update(change)
     with pytest.raises(ServingTableError, match=f"^{message}$".replace("(", r"\(")):
@@ -71,8 +70,6 @@ def test_bad_row_named(change: dict[str, object], message: str) -> None:
 
 
 def test_optional_figures_may_be_missing() -> None:
-    import json
-
     document = json.loads(encode(date(2026, 11, 30), [ROW]))
     document["rows"][0]["ttft_p99_s"] = None
     _, rows = decode(json.dumps(document))
