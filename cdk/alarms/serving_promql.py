@@ -56,6 +56,7 @@ from lambdas.shared.serving_promql import (  # noqa: F401 (the builders' home; r
     replica_group,
     selector,
 )
+from lambdas.shared.thresholds import SERVING_WAITING_REQUESTS
 
 #: A latency or error SLO pages after five more minutes over its target: ten minutes of it.
 SLO_PENDING_S: Final = 300
@@ -92,7 +93,7 @@ class ServingAlarmSettings:
     e2e_p99_seconds: float | None = None
     e2e_p99_targets: tuple[tuple[str, float], ...] = ()
     #: A replica with more than this many requests waiting ...
-    waiting_requests: int = 10
+    waiting_requests: int = SERVING_WAITING_REQUESTS
     #: ... for this many minutes pages.
     waiting_minutes: int = 5
     #: Percent of a model's finished requests that ended in an error.
