@@ -294,7 +294,8 @@ class AnalyzersStack(DeploymentStack):
             "/aws/containerinsights/<cluster>/* is this cluster's Container Insights log "
             "groups and their streams; "
             "findings/* is the analyzers' own prefix; date=* in the job costs, GPU-hours, "
-            "failures and serving keys is one file a day; shards/* is the fleet state machine's staging prefix",
+            "failures and serving keys is one file a day; shards/* is the fleet state "
+            "machine's staging prefix",
         )
         #: The Distributed Map that runs the training analysis in shards, above the threshold.
         self.training_fleet: FleetMap | None = None
