@@ -18,9 +18,10 @@ IDLE_SM_ACTIVE_PERCENT: Final = 10.0
 #: alarm's line (cdk/alarms/serving_promql.py), and a day's ``serving_saturated`` finding's.
 SERVING_WAITING_REQUESTS: Final = 10
 #: Preempted requests, as percent of a day's requests, over which a deployment is saturated:
-#: vLLM preempts a running sequence only when its KV cache has no free block for it, and
-#: recomputes it ("preemption and recompute", vLLM docs, Optimization and Tuning), so more than
-#: one in a hundred means the cache is the limit most of the day, not in a burst.
+#: vLLM preempts requests "when KV cache space is insufficient to handle all batched requests"
+#: and recomputes them later ("Optimization and Tuning", Preemption,
+#: https://docs.vllm.ai/en/latest/configuration/optimization/), so more than one in a hundred
+#: means the cache is the limit most of the day, not in a burst.
 SERVING_PREEMPTION_PERCENT: Final = 1.0
 #: A day's mean KV-cache use (percent of its blocks) a replica is sized for: under it, with
 #: room for the day's peak hours at over twice the day's mean (a reasoned default; set it to

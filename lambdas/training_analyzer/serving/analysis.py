@@ -9,7 +9,8 @@ and its findings are the workload's, naming its models.
 Sizing, both ways, is one rule at the current per-replica load: the replicas a workload needs
 keep the day's mean KV-cache use at ``kv_target_percent`` (``replicas x mean / target``,
 rounded up, at least one). KV-cache use is what a replica runs out of as its concurrent
-sequences grow (vLLM preempts a sequence when no block is free), so it is the replica's load.
+sequences grow (vLLM preempts requests "when KV cache space is insufficient to handle all batched
+requests": docs.vllm.ai, Optimization and Tuning), so it is the replica's load.
 """
 
 import math
@@ -324,8 +325,10 @@ def _saturated(w: _Workload, day: date, price: float, t: ServingThresholds) -> F
         },
         recommendation=(
             f"Add {add} replica{'s' if add > 1 else ''} (about ${monthly:,.0f} a month at the "
-            "day's GPU-hours per replica), or give each replica more KV cache (a larger "
-            "--gpu-memory-utilization, a GPU with more memory, a shorter --max-model-len)."
+            "day's GPU-hours per replica), or give each replica more KV cache: vLLM's own advice "
+            "for frequent preemptions is a larger gpu_memory_utilization, a smaller "
+            "max_num_seqs or max_num_batched_tokens, or a larger tensor_parallel_size "
+            "(docs.vllm.ai, Optimization and Tuning, Preemption)."
         ),
         analyzer=ANALYZER,
     )
