@@ -8,6 +8,8 @@ vLLM-shaped series, scraped every minute for two hours (the reads' "day" is thei
   once a minute (120); its KV cache is 30% used, up to 7 requests wait; of each minute's 100 first
   tokens 98 come in (0.1, 0.25] s and 2 in (2.5, 5] s: p99 = 2.5 + 2.5 x (99 - 98) / 2 = 3.75 s.
 - Deployment ``chat``, model ``llama``, one replica on a vLLM that sends the old KV-cache name.
+- DCGM's series of A's GPU, with A's pod labels on them as the add-on's ``k8sattributes``
+  processor puts them: the GPU-hour attribution names the same workload.
 
 Each counter starts from its first scrape a minute into the window, so Prometheus' extrapolation
 to the window's start (the counter's zero a minute before) gives the exact increase.
@@ -19,7 +21,9 @@ from pathlib import Path
 import pytest
 
 from gpu_insights_agent.contract.serving import HistogramForm, Signal
+from lambdas.shared.dcgm import DCGM_POWER, DCGM_UTIL
 from lambdas.shared.promql import PromQLClient
+from lambdas.training_analyzer.gpu_hours.otel import read_holds
 from lambdas.training_analyzer.serving.analysis import ModelKey
 from lambdas.training_analyzer.serving.promql import ServingQueries, read_serving
 from tests.prometheus import Sample, legacy_labels, serve, write_openmetrics
@@ -74,6 +78,11 @@ def _series() -> Iterator[Sample]:
         yield "vllm:request_success_total", {**D, "finished_reason": "stop"}, at, 2.0 * minute
         yield "vllm:gpu_cache_usage_perc", D, at, 0.1
         yield "vllm:num_requests_waiting", D, at, 0.0
+        # DCGM's series of A's GPU, as the add-on labels a held GPU's: A's pod labels on it.
+        dcgm = {**{k: v for k, v in A.items() if k not in ("model_name", "engine")},
+                LABELS.gpu: "0"}  # fmt: skip
+        yield DCGM_UTIL, dcgm, at, 40.0
+        yield DCGM_POWER, dcgm, at, 350.0
 
 
 @pytest.fixture(scope="module")
@@ -126,3 +135,15 @@ def test_one_query_per_signal_for_the_whole_cluster() -> None:
     ):
         assert f'__name__="{name}"' in rate
     assert "[1440m]" in rate
+
+
+def test_the_gpu_hour_attribution_names_the_same_workload_from_dcgms_series(
+    engine: PromQLClient,
+) -> None:
+    """The GPU-hours of a KServe replica go to its InferenceService, the workload its serving
+    rows are keyed by, not to its ``code-predictor`` Deployment."""
+    holds, _ = read_holds(engine, CLUSTER, start=START, end=END, gpu_hours=[], labels=LABELS)
+    assert {(h.controller, h.controller_kind, h.pod) for h in holds} == {
+        ("code", "InferenceService", A[LABELS.pod])
+    }
+    assert len(holds) == 2  # one an hour
