@@ -43,7 +43,9 @@ from gpu_insights_agent.contract.serving import (
     serving_metric,
 )
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
-from lambdas.shared.serving_promql import (  # noqa: F401 (the builders' home; re-exported)
+
+# The builders live where Lambda code may read them (re-exported: ``__all__``).
+from lambdas.shared.serving_promql import (
     RATE_RANGE_S,
     ModelFilter,
     _by,
@@ -58,6 +60,18 @@ from lambdas.shared.serving_promql import (  # noqa: F401 (the builders' home; r
 )
 from lambdas.shared.thresholds import SERVING_WAITING_REQUESTS
 
+#: The builders' names, re-exported for the alarms' callers (the module's own names stand).
+__all__ = [
+    "RATE_RANGE_S",
+    "ModelFilter",
+    "error_ratio",
+    "gauge",
+    "model_group",
+    "per_second",
+    "quantile",
+    "replica_group",
+    "selector",
+]
 #: A latency or error SLO pages after five more minutes over its target: ten minutes of it.
 SLO_PENDING_S: Final = 300
 #: KV cache at or above this fraction of its blocks (vLLM's gauge is 0-1: "1 means 100 percent

@@ -20,6 +20,7 @@ from cli.demo.promql import answering
 from cli.demo.storage import REPORT_BUCKET, run_analyzer
 from cli.demo.training import CLUSTER
 from gpu_insights_agent.contract.metrics import training_log_group
+from lambdas.shared.aws_clients import client
 from lambdas.shared.dcgm import CLOUDWATCH
 from lambdas.shared.serving_table import decode, serving_key
 from lambdas.training_analyzer import handler as training_handler
@@ -62,7 +63,7 @@ def clients(tmp_path: Path) -> Iterator[dict[str, Any]]:
         session = boto3.Session(
             region_name=REGION, aws_access_key_id="t", aws_secret_access_key="t"
         )
-        made = {s: session.client(s) for s in SERVICES}
+        made = {s: client(s, session=session) for s in SERVICES}
         made["s3"].create_bucket(Bucket=REPORT_BUCKET)
         # A cluster that trains nothing today still has its training log group.
         made["logs"].create_log_group(logGroupName=training_log_group(CLUSTER))
