@@ -120,11 +120,14 @@ def _analyze(
     training = training_config(settings, report_bucket=report_bucket or "")
     day = datetime.fromtimestamp(end, UTC).date()
     jobs = training_handler.analyze_jobs(training, clients, start, end, day)
-    gpu_run, _, gpu_day = training_handler.attribute_gpu_hours(jobs, training, clients, end)
+    gpu_run, gpu_start, gpu_day = training_handler.attribute_gpu_hours(jobs, training, clients, end)
     training_handler.place_failures(jobs, gpu_run, training, clients, gpu_day)
     memory_run = training_handler.right_size_memory(jobs, training, clients, end, gpu_run.pod_nodes)
+    # The inference servers' day (OTel mode; none in Classic), priced by the same attribution.
+    serving_run = training_handler.serve_day(training, clients, gpu_run, gpu_start, gpu_day)
     gpu_hours = sum(gpu_run.table.get("classes", {}).values())
-    return jobs, [*jobs.findings, *gpu_run.findings, *memory_run.findings], gpu_hours
+    found = [*jobs.findings, *gpu_run.findings, *memory_run.findings, *serving_run.findings]
+    return jobs, found, gpu_hours
 
 
 def _nothing_of_the_cluster(

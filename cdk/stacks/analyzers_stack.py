@@ -25,6 +25,7 @@ from gpu_insights_agent.contract.metrics import (
 from gpu_insights_agent.contract.resource_names import SHARD_SUFFIX, dashboard_name, topic_name
 from lambdas.shared.console_links import STORAGE_DASHBOARD
 from lambdas.shared.report_keys import FAILURES_KEY, GPU_HOURS_KEY, JOB_COSTS_KEY
+from lambdas.shared.serving_table import SERVING_KEY
 from lambdas.shared.shards import STORAGE, TRAINING
 from lambdas.weekly_report.config import MEMORY_MB as REPORT_MEMORY_MB
 from lambdas.weekly_report.config import TIMEOUT_S as REPORT_TIMEOUT_S
@@ -196,6 +197,9 @@ class AnalyzersStack(DeploymentStack):
         failures_objects = self.report.bucket.arn_for_objects(
             FAILURES_KEY.format(cluster=settings.cluster_name, day="*")
         )
+        serving_objects = self.report.bucket.arn_for_objects(
+            SERVING_KEY.format(cluster=settings.cluster_name, day="*")
+        )
         # A failed job's pods' and nodes' logs (lambdas/training_analyzer/failure_logs.py):
         # this cluster's Container Insights groups (application, host, dataplane) and their
         # streams, which "log-group:/aws/containerinsights/<cluster>/*" matches, no other
@@ -236,7 +240,12 @@ class AnalyzersStack(DeploymentStack):
                 iam.PolicyStatement(
                     sid="WriteJobCosts",
                     actions=["s3:PutObject"],
-                    resources=[job_costs_objects, gpu_hours_objects, failures_objects],
+                    resources=[
+                        job_costs_objects,
+                        gpu_hours_objects,
+                        failures_objects,
+                        serving_objects,
+                    ],
                 ),
                 iam.PolicyStatement(
                     sid="PublishWasteTotals",
@@ -276,6 +285,7 @@ class AnalyzersStack(DeploymentStack):
                 job_costs_objects,
                 gpu_hours_objects,
                 failures_objects,
+                serving_objects,
                 *([self.report.bucket.arn_for_objects("shards/*")] if training_fleet else []),
             ],
             reason="GetMetricData, ListMetrics and PutMetricData (limited by condition to the "
@@ -283,8 +293,9 @@ class AnalyzersStack(DeploymentStack):
             "StartQuery is authorized on the training log group's ARN with its ':*' suffix; "
             "/aws/containerinsights/<cluster>/* is this cluster's Container Insights log "
             "groups and their streams; "
-            "findings/* is the analyzers' own prefix; date=* in the job costs, GPU-hours and "
-            "failures keys is one file a day; shards/* is the fleet state machine's staging prefix",
+            "findings/* is the analyzers' own prefix; date=* in the job costs, GPU-hours, "
+            "failures and serving keys is one file a day; shards/* is the fleet state "
+            "machine's staging prefix",
         )
         #: The Distributed Map that runs the training analysis in shards, above the threshold.
         self.training_fleet: FleetMap | None = None

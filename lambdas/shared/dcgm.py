@@ -10,6 +10,7 @@ prefix, for example, @resource.service.name. Datapoint attributes also support b
 resource attributes and sets the node and cluster (cli/demo/realistic/otel.py).
 """
 
+import re
 from dataclasses import dataclass
 from typing import Final
 
@@ -54,9 +55,22 @@ class DcgmLabels:
     #: (aws-observability/helm-charts, charts/amazon-cloudwatch-observability/templates/linux/
     #: _otel-container-insights-cluster-scraper-config.tpl: ``tag_name: "k8s.node.label.$$$1"``).
     node_label_prefix: str = "@resource.k8s.node.label."
+    #: A pod's Kubernetes labels on its series, ``k8s.pod.label.<key>``: the add-on's
+    #: ``k8sattributes/cw_k8s_ci_v0_pod`` extracts every one (``tag_name:
+    #: "k8s.pod.label.$$$1"``, ``key_regex: "(.*)"``; _otel-container-insights-config.tpl).
+    pod_label_prefix: str = "@resource.k8s.pod.label."
     job: str = "@resource.k8s.job.name"
     deployment: str = "@resource.k8s.deployment.name"
     daemonset: str = "@resource.k8s.daemonset.name"
+
+    def pod_label(self, key: str) -> str:
+        """The label name of the pod label ``key``. Where the store names labels as Prometheus
+        2 does (the prefix itself one, as a Prometheus that scraped the series holds them),
+        the key's other characters become ``_`` as well."""
+        name = self.pod_label_prefix + key
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.pod_label_prefix):
+            return re.sub(r"[^A-Za-z0-9_]", "_", name)
+        return name
 
     def owners(self) -> tuple[str, str, str]:
         return self.job, self.deployment, self.daemonset

@@ -45,6 +45,11 @@ class Kind(StrEnum):
     TRAINING_GPU_MEMORY_NEAR_CAPACITY = "training_gpu_memory_near_capacity"
     #: A job's GPU memory peak, with headroom, fits a MIG profile of its GPU: priced.
     TRAINING_GPU_MEMORY_OVERSIZED = "training_gpu_memory_oversized"
+    #: A serving deployment whose replicas' GPUs, KV cache and queue sat idle over a day:
+    #: replicas that could go (or a smaller GPU), priced.
+    SERVING_OVERPROVISIONED = "serving_overprovisioned"
+    #: A serving deployment whose requests waited or were preempted over a day: what to add.
+    SERVING_SATURATED = "serving_saturated"
     #: A resource the analyzer could not analyze; the run went on without it.
     ANALYSIS_ERROR = "analysis_error"
 

@@ -25,6 +25,8 @@ from lambdas.shared.publisher import (
 )
 from lambdas.shared.report_keys import failures_key, gpu_hours_key, job_costs_key
 from lambdas.shared.s3_objects import ListBucketDeniedError, read_object
+from lambdas.shared.serving_table import encode as encode_serving
+from lambdas.shared.serving_table import serving_key
 from lambdas.training_analyzer import fleet
 from lambdas.training_analyzer.analysis import ANALYZER
 from lambdas.training_analyzer.config import TrainingConfig
@@ -33,6 +35,7 @@ from lambdas.training_analyzer.gpu_hours.metrics import put_waste_metrics, waste
 from lambdas.training_analyzer.gpu_hours.run import GpuHoursRun, analyze_gpu_hours
 from lambdas.training_analyzer.gpu_memory.run import analyze_gpu_memory
 from lambdas.training_analyzer.run import TrainingRun, analyze_training
+from lambdas.training_analyzer.serving.run import ServingRun, analyze_serving
 
 log = logging.getLogger()
 log.setLevel(logging.INFO)
@@ -57,13 +60,13 @@ def attributed_day(end: float) -> tuple[float, float, date]:
 
 
 def _put_json(s3: Any, bucket: str, key: str, document: Any) -> None:
+    _put_text(s3, bucket, key, json.dumps(document, sort_keys=True))
+
+
+def _put_text(s3: Any, bucket: str, key: str, text: str) -> None:
+    """A JSON document already encoded (the serving table's own ``encode``)."""
     try:
-        s3.put_object(
-            Bucket=bucket,
-            Key=key,
-            Body=json.dumps(document, sort_keys=True).encode(),
-            ContentType="application/json",
-        )
+        s3.put_object(Bucket=bucket, Key=key, Body=text.encode(), ContentType="application/json")
     except (ClientError, BotoCoreError) as err:
         raise PublishError(f"writing s3://{bucket}/{key}: {err}") from err
 
@@ -282,6 +285,25 @@ def right_size_memory(
     )
 
 
+def serve_day(
+    config: TrainingConfig, clients: Clients, gpu_run: GpuHoursRun, start: float, day: date
+) -> ServingRun:
+    """The inference servers' ``day`` (the GPU-hour attribution's, from ``start``), priced
+    with that attribution's workloads. OTel mode only (serving/run.py); Classic's is empty
+    and unread. Read-only."""
+    if config.container_insights_mode is not ContainerInsightsMode.OTEL:
+        return ServingRun()
+    return analyze_serving(
+        promql_for(clients("cloudwatch")),
+        config.cluster_name,
+        start=start,
+        end=start + 86_400,
+        day=day,
+        workloads=gpu_run.workloads,
+        gpu_hour_usd=config.gpu_hour_usd,
+    )
+
+
 def _publish(run: TrainingRun, config: TrainingConfig, day: Any, end: float) -> dict[str, Any]:
     """What runs once for the day, after every job is analyzed (in one run or merged from
     shards): the GPU-hour attribution of the whole cluster, the daily files, the findings."""
@@ -289,7 +311,12 @@ def _publish(run: TrainingRun, config: TrainingConfig, day: Any, end: float) -> 
     gpu_run, gpu_start, gpu_day = attribute_gpu_hours(run, config, _clients, end)
     place_failures(run, gpu_run, config, _clients, gpu_day)
     memory_run = right_size_memory(run, config, _clients, end, gpu_run.pod_nodes)
-    findings = stamped([*run.findings, *gpu_run.findings, *memory_run.findings], cluster, end)
+    serving_run = serve_day(config, _clients, gpu_run, gpu_start, gpu_day)
+    findings = stamped(
+        [*run.findings, *gpu_run.findings, *memory_run.findings, *serving_run.findings],
+        cluster,
+        end,
+    )
     # Every job's cost, found or not, for the weekly report's costliest jobs, and the day's
     # GPU-hours by class. Written before the findings are published: the events and counts
     # are not idempotent, so they go out only once every S3 write has succeeded, and a
@@ -301,6 +328,10 @@ def _publish(run: TrainingRun, config: TrainingConfig, day: Any, end: float) -> 
     _put_json(_clients("s3"), bucket, failures_key(cluster, day), failed)
     if gpu_run.table:
         _put_json(_clients("s3"), bucket, gpu_hours_key(cluster, gpu_day), gpu_run.table)
+    if serving_run.read:
+        # The day's serving table (lambdas/shared/serving_table.py), for the weekly report.
+        serving = encode_serving(gpu_day, serving_run.rows)
+        _put_text(_clients("s3"), bucket, serving_key(cluster, gpu_day), serving)
     published = FindingsPublisher(
         s3=_clients("s3"),
         events=_clients("events"),
@@ -323,7 +354,8 @@ def _publish(run: TrainingRun, config: TrainingConfig, day: Any, end: float) -> 
         "failures_read": len(run.failures),
         # A count: the merge's output is a Step Functions state (at most 256 KiB); each
         # skipped resource is named by its analysis_error finding in the file at ``key``.
-        "skipped": len(run.skipped) + len(memory_run.skipped),
+        "skipped": len(run.skipped) + len(memory_run.skipped) + len(serving_run.skipped),
+        "serving_rows": len(serving_run.rows),
         "key": published.key,
     }
     log.info("training analysis done: %s", summary)

@@ -92,6 +92,9 @@ class Hold:
     #: Container Insights' PodName for the pod: its Job's, Deployment's, DaemonSet's name, or
     #: its own (workloads.job_of).
     controller: str | None = None
+    #: The controller's kind where the pod's labels named it (workloads.serving_controller:
+    #: an InferenceService, a RayService, a Deployment), else None (inferred from names).
+    controller_kind: str | None = None
 
 
 @dataclass(frozen=True)
@@ -212,10 +215,11 @@ def _pod(
     pod: str,
     exact: Mapping[str, str],
     controller: str | None = None,
+    controller_kind: str | None = None,
 ) -> PodHours:
     key = (namespace, pod)
     if key not in attribution.pods:
-        job = job_of(pod, exact, controller)
+        job = job_of(pod, exact, controller, controller_kind)
         attribution.pods[key] = PodHours(namespace=namespace, pod=pod, job=job)
     return attribution.pods[key]
 
@@ -268,6 +272,7 @@ def attribute(
                 exact,
                 hold.controller,
                 stepped,
+                hold.controller_kind,
             )
             pod.time_sliced |= sliced
             if not measured and hold.power_utilization is None:
@@ -359,8 +364,9 @@ def _account(
     exact: Mapping[str, str],
     controller: str | None = None,
     stepping: Mapping[str, frozenset[int]] | None = None,
+    controller_kind: str | None = None,
 ) -> PodHours:
-    pod = _pod(result, namespace, pod_name, exact, controller)
+    pod = _pod(result, namespace, pod_name, exact, controller, controller_kind)
     if not pod.job.inferred and hour.hour in (stepping or {}).get(pod.job.job, ()):
         if cls is not HourClass.FAULTED:
             pod.stepping += portion

@@ -49,6 +49,7 @@ from lambdas.training_analyzer.gpu_hours.aws import (
     pod_power_percent,
     samples_per_hour,
 )
+from lambdas.training_analyzer.gpu_hours.workloads import SERVING_POD_LABELS, serving_controller
 
 #: The add-on scrapes DCGM every ``otelContainerInsights.metricResolution`` ("30s").
 SAMPLES_PER_HOUR: Final = 120
@@ -81,12 +82,16 @@ class OtelQueries:
     def pod_keys(self) -> tuple[str, ...]:
         return (self.labels.namespace, self.labels.pod, self.labels.gpu, *self.labels.owners())
 
+    def holder_keys(self) -> tuple[str, ...]:
+        """A pod's keys and the pod labels that name a serving controller (pod_controller)."""
+        return (*self.pod_keys(), *(self.labels.pod_label(k) for k in SERVING_POD_LABELS))
+
     def nodes(self) -> str:
         return f"count {self.by(self.labels.node)} (count_over_time({self.select(DCGM_UTIL)}))"
 
     def pod_samples(self, node: str) -> str:
         return (
-            f"sum {self.by(*self.pod_keys())} "
+            f"sum {self.by(*self.holder_keys())} "
             f"(count_over_time({self.select(DCGM_UTIL, node, pods=True)}))"
         )
 
@@ -147,6 +152,10 @@ def read_holds(
         for s in samples:
             key = pod_key(s.labels, labels)
             namespace, pod, gpu, controller = key
+            kind = None
+            serving = pod_controller(s.labels, labels)
+            if serving is not None:
+                kind, controller = serving
             for hour, count in sorted(hourly(s).items()):
                 pod_watts = watts.get(key, {}).get(hour)
                 holds.append(
@@ -156,6 +165,7 @@ def read_holds(
                         namespace=namespace,
                         pod=pod,
                         controller=controller,
+                        controller_kind=kind,
                         share=min(1.0, count / full_hour),
                         power_utilization=pod_power_percent(
                             pod_watts, gpu_watts.get((gpu, hour)), percent.get((node, gpu, hour))
@@ -171,6 +181,13 @@ def pod_key(found: Mapping[str, str], labels: DcgmLabels) -> tuple[str, str, str
     pod = found[labels.pod]
     controller = next((found[o] for o in labels.owners() if found.get(o)), pod)
     return found.get(labels.namespace, ""), pod, found.get(labels.gpu, ""), controller
+
+
+def pod_controller(found: Mapping[str, str], labels: DcgmLabels) -> tuple[str, str] | None:
+    """(kind, name) of the serving controller a pod's series name by its pod labels and owner
+    attributes (workloads.serving_controller), or None."""
+    pod_labels = {key: found.get(labels.pod_label(key), "") for key in SERVING_POD_LABELS}
+    return serving_controller(pod_labels, found.get(labels.deployment))
 
 
 def exporter_gpu_hours_promql(

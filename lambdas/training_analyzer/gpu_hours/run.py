@@ -21,6 +21,7 @@ from lambdas.training_analyzer.gpu_hours.attribution import (
     attribute,
 )
 from lambdas.training_analyzer.gpu_hours.aws import observe
+from lambdas.training_analyzer.gpu_hours.by_workload import WorkloadGpu, by_workload
 from lambdas.training_analyzer.gpu_hours.findings import ANALYZER, day_table, held_not_working
 from lambdas.training_analyzer.gpu_hours.otel import observe_otel
 from lambdas.training_analyzer.gpu_hours.stepping import stepping_hours, stepping_hours_promql
@@ -36,6 +37,8 @@ class GpuHoursRun(AnalysisRun):
     #: Each job's pods and held GPU-hours by hour: where the failed jobs no emitter named a
     #: pod of ran (lambdas/training_analyzer/failure_placement.py).
     held_jobs: dict[str, HeldJob] = field(default_factory=dict)
+    #: Each (namespace, workload)'s GPU-hours and mean power: the day's serving rows' price.
+    workloads: dict[tuple[str, str], WorkloadGpu] = field(default_factory=dict)
 
 
 def analyze_gpu_hours(
@@ -89,6 +92,7 @@ def analyze_gpu_hours(
     run.table = day_table(attribution, gpu_hour_usd)
     run.pod_nodes = placed_nodes(observed.holds)
     run.held_jobs = held_jobs(attribution)
+    run.workloads = by_workload(attribution, observed.holds)
     run.findings += held_not_working(
         attribution,
         gpu_hour_usd=gpu_hour_usd,

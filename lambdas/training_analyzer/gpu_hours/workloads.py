@@ -15,6 +15,16 @@ pod, the Deployment's for a ReplicaSet's, the DaemonSet's or ReplicationControll
 the pod's own name otherwise (amazon-contributing/opentelemetry-collector-contrib
 receiver/awscontainerinsightreceiver/internal/stores/podstore.go, ``addPodOwnersAndPodName``).
 Where it differs from the pod's name, the job is that controller (``controller_job``).
+
+Serving controllers are read from the pod's labels where they reach the analyzer (OTel mode:
+the add-on's ``k8sattributes/cw_k8s_ci_v0_pod`` extracts every pod label as
+``k8s.pod.label.<key>``, ``tag_name: "k8s.pod.label.$$$1"``, ``key_regex: "(.*)"``, and runs in
+the DCGM pipeline: aws-observability/helm-charts charts/amazon-cloudwatch-observability/
+templates/linux/_otel-container-insights-config.tpl, chart 6.4.0): ``serving_controller``. A
+KServe InferenceService's raw-mode pods belong to the Deployment ``<isvc>-predictor`` and a
+RayService's to a RayCluster whose pods are named like a RayJob's; only the labels tell them
+apart. Classic's ``pod_gpu_*`` carry no pod labels: there a KServe pod is its Deployment's and a
+RayService's pod looks like a RayJob's.
 """
 
 import re
@@ -96,12 +106,52 @@ def controller_job(pod: str, controller: str) -> JobRef:
     return JobRef(job=controller, kind=kind, inferred=True)
 
 
-def job_of(pod: str, exact: Mapping[str, str], controller: str | None = None) -> JobRef:
+#: A KServe InferenceService's pods carry its name (kserve pkg/constants
+#: ``InferenceServicePodLabelKey``, research33 §4).
+KSERVE_ISVC_LABEL: Final = "serving.kserve.io/inferenceservice"
+#: KubeRay marks the pods of a cluster a RayService (or RayJob) made with the custom resource's
+#: kind and name (ray-operator ``utils/constant.go``: ``RayOriginatedFromCRDLabelKey``,
+#: ``RayOriginatedFromCRNameLabelKey``; research33 §3).
+RAY_CRD_LABEL: Final = "ray.io/originated-from-crd"
+RAY_CR_NAME_LABEL: Final = "ray.io/originated-from-cr-name"
+#: The pod labels ``serving_controller`` reads.
+SERVING_POD_LABELS: Final = (KSERVE_ISVC_LABEL, RAY_CRD_LABEL, RAY_CR_NAME_LABEL)
+INFERENCE_SERVICE: Final = "InferenceService"
+RAY_SERVICE: Final = "RayService"
+DEPLOYMENT: Final = "Deployment"
+
+
+def serving_controller(
+    pod_labels: Mapping[str, str], deployment: str | None = None
+) -> tuple[str, str] | None:
+    """(kind, name) of the serving controller a pod's Kubernetes labels name: a KServe
+    InferenceService, a RayService, or else the Deployment its owner attributes name (OTel's
+    ``k8s.deployment.name``); None where none does (a training pod, a RayJob's)."""
+    isvc = pod_labels.get(KSERVE_ISVC_LABEL)
+    if isvc:
+        return INFERENCE_SERVICE, isvc
+    name = pod_labels.get(RAY_CR_NAME_LABEL)
+    if pod_labels.get(RAY_CRD_LABEL) == RAY_SERVICE and name:
+        return RAY_SERVICE, name
+    if deployment:
+        return DEPLOYMENT, deployment
+    return None
+
+
+def job_of(
+    pod: str,
+    exact: Mapping[str, str],
+    controller: str | None = None,
+    controller_kind: str | None = None,
+) -> JobRef:
     """The job of the pod named ``pod`` (its own name: Container Insights' FullPodName).
     ``exact`` maps pod names to the job the training emitter reported from inside them;
-    ``controller`` is Container Insights' PodName for the pod, where known."""
+    ``controller`` is Container Insights' PodName for the pod, where known, and
+    ``controller_kind`` its kind where the pod's labels named it (``serving_controller``)."""
     if pod in exact:
         return JobRef(job=exact[pod], kind="emitter.training", inferred=False)
+    if controller and controller_kind:
+        return JobRef(job=controller, kind=controller_kind, inferred=True)
     if controller and controller != pod:
         return controller_job(pod, controller)
     return infer_job(pod)

@@ -274,3 +274,43 @@ def test_stepping_counts_only_for_pods_the_emitter_named_and_not_for_a_lost_gpu(
     assert named.classes[HourClass.WORKING] == 1.0
     assert named.classes[HourClass.FAULTED] == 1.0
     assert named.pods[("team", "bert-data-bound-worker-1")].stepping == 0.0
+
+
+def test_a_serving_pods_hours_are_its_controllers_that_its_labels_named() -> None:
+    # Two replicas of KServe's raw-mode Deployment llama-predictor, labelled with their
+    # InferenceService ``llama``: one workload of two GPU-hours, not the Deployment's.
+    holds = [
+        Hold(
+            gpu=gpu,
+            hour=H,
+            namespace="serving",
+            pod=f"llama-predictor-7c9b4d6f8-{suffix}",
+            share=1.0,
+            controller="llama",
+            controller_kind="InferenceService",
+        )
+        for gpu, suffix in ((G0, "x2v9k"), (G1, "q8hzt"))
+    ]
+    result = attribute([busy(G0), busy(G1)], holds)
+    ((key, pods),) = result.jobs().items()
+    assert key == ("serving", "llama")
+    assert {p.job.kind for p in pods} == {"InferenceService"}
+    assert sum(p.held for p in pods) == pytest.approx(2.0)
+
+
+def test_a_workloads_gpu_hours_and_mean_power_are_its_pods_held_hours() -> None:
+    from lambdas.training_analyzer.gpu_hours.by_workload import by_workload
+
+    # One replica held GPU 0 all hour at 20% of its limit, the other GPU 1 half the hour at
+    # 50%: 1.5 GPU-hours at (20 x 1 + 50 x 0.5) / 1.5 = 30%.
+    holds = [
+        Hold(gpu=G0, hour=H, namespace="serving", pod="api-7c9b4d6f8-x2v9k", share=1.0,
+             power_utilization=20.0, controller="api", controller_kind="Deployment"),
+        Hold(gpu=G1, hour=H, namespace="serving", pod="api-7c9b4d6f8-q8hzt", share=0.5,
+             power_utilization=50.0, controller="api", controller_kind="Deployment"),
+    ]  # fmt: skip
+    result = attribute([busy(G0), busy(G1)], holds)
+    workload = by_workload(result, holds)[("serving", "api")]
+    assert workload.kind == "Deployment"
+    assert workload.gpu_hours == pytest.approx(1.5)
+    assert workload.mean_power_percent == pytest.approx(30.0)

@@ -2,7 +2,12 @@ import pytest
 
 from cli.demo.realistic import container_insights as ci
 from cli.demo.realistic import pods as k8s
-from lambdas.training_analyzer.gpu_hours.workloads import JobRef, infer_job, job_of
+from lambdas.training_analyzer.gpu_hours.workloads import (
+    JobRef,
+    infer_job,
+    job_of,
+    serving_controller,
+)
 
 
 @pytest.mark.parametrize(
@@ -88,3 +93,26 @@ def test_the_emitters_pod_name_is_the_pods_own_name_not_its_controllers() -> Non
         "resnet-sweep-run-9", "emitter.training", False
     )
     assert job_of(second.name, exact, "resnet-sweep").inferred
+
+
+def test_a_rayservices_pods_are_its_own_not_a_rayjobs_where_their_labels_say_so() -> None:
+    # KubeRay names a RayService's cluster pods as it names a RayJob's; only its labels
+    # (ray-operator utils/constant.go) tell them apart.
+    pod = "chat-raycluster-x2v9k-head-ml4pw"
+    assert infer_job(pod) == JobRef(job="chat", kind="RayJob", inferred=True)
+    labels = {"ray.io/originated-from-crd": "RayService", "ray.io/originated-from-cr-name": "chat"}
+    kind, name = serving_controller(labels) or ("", "")
+    assert job_of(pod, {}, name, kind) == JobRef(job="chat", kind="RayService", inferred=True)
+    # A RayJob's cluster is no serving controller.
+    rayjob = {"ray.io/originated-from-crd": "RayJob", "ray.io/originated-from-cr-name": "tune"}
+    assert serving_controller(rayjob) is None
+
+
+def test_a_kserve_pod_is_its_inferenceservices_not_its_predictor_deployments() -> None:
+    pod = "llama-predictor-7c9b4d6f8-x2v9k"
+    labels = {"serving.kserve.io/inferenceservice": "llama", "component": "predictor"}
+    assert job_of(pod, {}, "llama-predictor").kind == "Deployment"
+    assert serving_controller(labels, "llama-predictor") == ("InferenceService", "llama")
+    assert job_of(pod, {}, "llama", "InferenceService").job == "llama"
+    assert serving_controller({}, "llm-api") == ("Deployment", "llm-api")
+    assert serving_controller({}) is None

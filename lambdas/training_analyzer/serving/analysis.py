@@ -1,0 +1,334 @@
+"""A day of inference serving, from the servers' readings and the day's GPU-hour attribution:
+the serving table's rows (lambdas/shared/serving_table.py) and the findings a person acts on.
+Pure: the reads are promql.py's.
+
+A row is one model of one workload. A workload's replicas serve all its models, so its
+GPU-hours are split between them by their generated tokens (evenly where none generated any),
+and its findings are the workload's, naming its models.
+
+Sizing, both ways, is one rule at the current per-replica load: the replicas a workload needs
+keep the day's mean KV-cache use at ``kv_target_percent`` (``replicas x mean / target``,
+rounded up, at least one). KV-cache use is what a replica runs out of as its concurrent
+sequences grow (vLLM preempts requests "when KV cache space is insufficient to handle all batched
+requests": docs.vllm.ai, Optimization and Tuning), so it is the replica's load.
+"""
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Final
+
+from lambdas.shared.findings import Finding, Kind, Severity
+from lambdas.shared.serving_table import ServingRow
+from lambdas.shared.thresholds import (
+    LOW_POWER_PERCENT,
+    SERVING_KV_LOW_PERCENT,
+    SERVING_KV_TARGET_PERCENT,
+    SERVING_PREEMPTION_PERCENT,
+    SERVING_WAITING_REQUESTS,
+)
+from lambdas.training_analyzer.gpu_hours.by_workload import WorkloadGpu
+from lambdas.training_analyzer.gpu_hours.findings import ANALYZER, HOURS_PER_MONTH
+
+#: A month of days, as a month of hours prices a finding (730 h).
+DAYS_PER_MONTH: Final = HOURS_PER_MONTH / 24
+
+
+@dataclass(frozen=True, order=True)
+class ModelKey:
+    """One model of one workload."""
+
+    namespace: str
+    workload: str
+    kind: str
+    model: str
+
+
+@dataclass(frozen=True, order=True)
+class ReplicaKey:
+    """One model on one replica (pod) of a workload."""
+
+    model: ModelKey
+    pod: str
+
+
+@dataclass
+class ServingReads:
+    """A day's readings. Counters are the day's increase; ``kv_cache`` the day's mean as vLLM
+    sends it (a fraction, 0-1); ``waiting`` the day's most at the replica."""
+
+    requests: dict[ReplicaKey, float] = field(default_factory=dict)
+    prompt_tokens: dict[ReplicaKey, float] = field(default_factory=dict)
+    generation_tokens: dict[ReplicaKey, float] = field(default_factory=dict)
+    preemptions: dict[ReplicaKey, float] = field(default_factory=dict)
+    kv_cache: dict[ReplicaKey, float] = field(default_factory=dict)
+    waiting: dict[ReplicaKey, float] = field(default_factory=dict)
+    #: The day's p99 time to first token per model of a workload, seconds.
+    ttft_p99_s: dict[ModelKey, float] = field(default_factory=dict)
+    #: The most replicas that served a model of a workload in one hour of the day.
+    replicas: dict[ModelKey, int] = field(default_factory=dict)
+
+    def counters(self) -> tuple[dict[ReplicaKey, float], ...]:
+        return (self.requests, self.prompt_tokens, self.generation_tokens, self.preemptions)
+
+    def models(self) -> set[ModelKey]:
+        per_replica = (*self.counters(), self.kv_cache, self.waiting)
+        found = {key.model for readings in per_replica for key in readings}
+        return found | set(self.ttft_p99_s) | set(self.replicas)
+
+
+@dataclass(frozen=True)
+class ServingThresholds:
+    low_power_percent: float = LOW_POWER_PERCENT
+    kv_low_percent: float = SERVING_KV_LOW_PERCENT
+    kv_target_percent: float = SERVING_KV_TARGET_PERCENT
+    waiting_requests: float = SERVING_WAITING_REQUESTS
+    preemption_percent: float = SERVING_PREEMPTION_PERCENT
+
+
+def _sum(readings: Mapping[ReplicaKey, float], model: ModelKey) -> float:
+    return sum(v for k, v in readings.items() if k.model == model)
+
+
+def _per_replica(readings: Mapping[ReplicaKey, float], model: ModelKey) -> list[float]:
+    return [v for k, v in readings.items() if k.model == model]
+
+
+def serving_rows(
+    reads: ServingReads,
+    workloads: Mapping[tuple[str, str], WorkloadGpu],
+    gpu_hour_usd: float,
+) -> list[ServingRow]:
+    """The day's rows, one per model of a workload, priced at ``gpu_hour_usd``."""
+    models = sorted(reads.models())
+    tokens = {m: _sum(reads.generation_tokens, m) for m in models}
+    by_workload: dict[tuple[str, str], list[ModelKey]] = defaultdict(list)
+    for m in models:
+        by_workload[(m.namespace, m.workload)].append(m)
+    rows = []
+    for m in models:
+        siblings = by_workload[(m.namespace, m.workload)]
+        generated = sum(tokens[s] for s in siblings)
+        share = tokens[m] / generated if generated > 0 else 1 / len(siblings)
+        gpu = workloads.get((m.namespace, m.workload))
+        gpu_hours = gpu.gpu_hours * share if gpu else 0.0
+        kv = _per_replica(reads.kv_cache, m)
+        waiting = _per_replica(reads.waiting, m)
+        pods = {k.pod for readings in (*reads.counters(), reads.kv_cache) for k in readings
+                if k.model == m}  # fmt: skip
+        rows.append(
+            ServingRow(
+                namespace=m.namespace,
+                workload=m.workload,
+                kind=m.kind,
+                model=m.model,
+                replicas=max(reads.replicas.get(m, 0), 0) or len(pods),
+                gpu_hours=round(gpu_hours, 4),
+                cost_usd=round(gpu_hours * gpu_hour_usd, 2),
+                requests=round(_sum(reads.requests, m), 1),
+                prompt_tokens=round(_sum(reads.prompt_tokens, m), 1),
+                generation_tokens=round(tokens[m], 1),
+                mean_power_percent=None
+                if gpu is None or gpu.mean_power_percent is None
+                else round(gpu.mean_power_percent, 2),
+                mean_kv_cache_percent=round(100 * sum(kv) / len(kv), 2) if kv else None,
+                max_waiting=max(waiting) if waiting else None,
+                preemptions=round(_sum(reads.preemptions, m), 1),
+                ttft_p99_s=reads.ttft_p99_s.get(m),
+            )
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class _Workload:
+    """A workload's day across its models' rows."""
+
+    namespace: str
+    name: str
+    kind: str
+    models: tuple[str, ...]
+    replicas: int
+    gpu_hours: float
+    requests: float
+    generation_tokens: float
+    preemptions: float
+    mean_power_percent: float | None
+    mean_kv_cache_percent: float | None
+    max_waiting: float | None
+
+    @property
+    def resource(self) -> str:
+        return f"namespace/{self.namespace}/{self.kind}/{self.name}"
+
+    @property
+    def replica_gpu_hours(self) -> float:
+        """One replica's GPU-hours in the day, at the day's mean."""
+        return self.gpu_hours / self.replicas if self.replicas else 0.0
+
+    def evidence(self, day: date, gpu_hour_usd: float) -> dict[str, object]:
+        return {
+            "day": day.isoformat(),
+            "namespace": self.namespace,
+            "workload": self.name,
+            "kind": self.kind,
+            "models": list(self.models),
+            "replicas": self.replicas,
+            "gpu_hours": round(self.gpu_hours, 3),
+            "gpu_hour_usd": gpu_hour_usd,
+            "requests": round(self.requests),
+            "generation_tokens": round(self.generation_tokens),
+            "preemptions": round(self.preemptions),
+            "mean_power_percent": self.mean_power_percent,
+            "mean_kv_cache_percent": self.mean_kv_cache_percent,
+            "max_waiting": self.max_waiting,
+        }
+
+
+def _workloads(rows: Iterable[ServingRow]) -> list[_Workload]:
+    grouped: dict[tuple[str, str, str], list[ServingRow]] = defaultdict(list)
+    for row in rows:
+        grouped[(row.namespace, row.workload, row.kind)].append(row)
+    found = []
+    for (namespace, name, kind), group in sorted(grouped.items()):
+        kv = [r.mean_kv_cache_percent for r in group if r.mean_kv_cache_percent is not None]
+        waiting = [r.max_waiting for r in group if r.max_waiting is not None]
+        found.append(
+            _Workload(
+                namespace=namespace,
+                name=name,
+                kind=kind,
+                models=tuple(sorted(r.model for r in group)),
+                replicas=max(r.replicas for r in group),
+                gpu_hours=sum(r.gpu_hours for r in group),
+                requests=sum(r.requests for r in group),
+                generation_tokens=sum(r.generation_tokens for r in group),
+                preemptions=sum(r.preemptions for r in group),
+                mean_power_percent=group[0].mean_power_percent,
+                # Its models share the replicas' cache: their uses add up.
+                mean_kv_cache_percent=sum(kv) if kv else None,
+                max_waiting=max(waiting) if waiting else None,
+            )
+        )
+    return found
+
+
+def replicas_needed(replicas: int, kv_percent: float, target_percent: float) -> int:
+    """Replicas that would hold the day's mean KV-cache use at the target, at least one."""
+    return max(1, math.ceil(round(replicas * kv_percent / target_percent, 6)))
+
+
+def serving_findings(
+    rows: Iterable[ServingRow],
+    *,
+    day: date,
+    gpu_hour_usd: float,
+    thresholds: ServingThresholds = ServingThresholds(),
+) -> list[Finding]:
+    """``serving_overprovisioned`` and ``serving_saturated`` per workload of the day's rows."""
+    findings = []
+    for w in _workloads(rows):
+        finding = _overprovisioned(w, day, gpu_hour_usd, thresholds) or _saturated(
+            w, day, gpu_hour_usd, thresholds
+        )
+        if finding is not None:
+            findings.append(finding)
+    return findings
+
+
+def _overprovisioned(w: _Workload, day: date, price: float, t: ServingThresholds) -> Finding | None:
+    """Low power, a low KV cache and nothing ever waiting, all three measured."""
+    if (
+        w.mean_power_percent is None
+        or w.mean_kv_cache_percent is None
+        or w.max_waiting is None
+        or w.gpu_hours <= 0
+        or w.mean_power_percent >= t.low_power_percent
+        or w.mean_kv_cache_percent >= t.kv_low_percent
+        or w.max_waiting > 0
+    ):
+        return None
+    needed = replicas_needed(w.replicas, w.mean_kv_cache_percent, t.kv_target_percent)
+    spare = w.replicas - needed
+    monthly = spare * w.replica_gpu_hours * price * DAYS_PER_MONTH
+    on = f"{w.name} ({w.kind}) in {w.namespace} served {', '.join(w.models)} on {day}"
+    state = (
+        f"its GPUs at {w.mean_power_percent:.0f}% of their power limit, its KV cache "
+        f"{w.mean_kv_cache_percent:.0f}% used on average and no request waiting"
+    )
+    if spare > 0:
+        summary = (
+            f"{on} on {w.replicas} replicas, {state}: {spare} of them could go "
+            f"(${monthly:,.0f} a month)"
+        )
+        recommendation = (
+            f"Scale {w.name} to {needed} replica{'s' if needed > 1 else ''} (or let an "
+            f"autoscaler on its queue do it): at the day's load that holds the KV cache near "
+            f"{t.kv_target_percent:.0f}%. Check the day was a usual one first."
+        )
+    else:
+        summary = f"{on} on {w.replicas} replica, {state}: a smaller GPU would serve it"
+        recommendation = (
+            "Serve it on a smaller or cheaper GPU, or share the GPU with another model; its "
+            "saving depends on the GPU chosen (lambdas/training_analyzer/gpu_prices.py)."
+        )
+    return Finding(
+        kind=Kind.SERVING_OVERPROVISIONED,
+        resource=w.resource,
+        severity=Severity.WARNING if spare > 0 else Severity.INFO,
+        summary=summary,
+        evidence={
+            **w.evidence(day, price),
+            "replicas_needed": needed,
+            "kv_target_percent": t.kv_target_percent,
+            "replica_gpu_hours_per_day": round(w.replica_gpu_hours, 3),
+        },
+        recommendation=recommendation,
+        estimated_monthly_waste_usd=monthly if spare > 0 else None,
+        analyzer=ANALYZER,
+    )
+
+
+def _saturated(w: _Workload, day: date, price: float, t: ServingThresholds) -> Finding | None:
+    """Requests waiting over the line, or preempted over the share of requests."""
+    preempted = 100 * w.preemptions / w.requests if w.requests > 0 else 0.0
+    waited = w.max_waiting is not None and w.max_waiting > t.waiting_requests
+    if not waited and preempted < t.preemption_percent:
+        return None
+    needed = (
+        replicas_needed(w.replicas, w.mean_kv_cache_percent, t.kv_target_percent)
+        if w.mean_kv_cache_percent is not None
+        else w.replicas + 1
+    )
+    add = max(1, needed - w.replicas)
+    monthly = add * w.replica_gpu_hours * price * DAYS_PER_MONTH
+    why = []
+    if waited:
+        why.append(f"up to {w.max_waiting:.0f} requests waiting at a replica")
+    if preempted >= t.preemption_percent:
+        why.append(f"{w.preemptions:,.0f} preemptions ({preempted:.1f}% of its requests)")
+    return Finding(
+        kind=Kind.SERVING_SATURATED,
+        resource=w.resource,
+        severity=Severity.WARNING,
+        summary=(
+            f"{w.name} ({w.kind}) in {w.namespace} was saturated on {day}: "
+            f"{' and '.join(why)} on {w.replicas} replica{'s' if w.replicas != 1 else ''}"
+        ),
+        evidence={
+            **w.evidence(day, price),
+            "preempted_percent": round(preempted, 2),
+            "replicas_to_add": add,
+            "monthly_cost_of_added_usd": round(monthly, 2),
+        },
+        recommendation=(
+            f"Add {add} replica{'s' if add > 1 else ''} (about ${monthly:,.0f} a month at the "
+            "day's GPU-hours per replica), or give each replica more KV cache: vLLM's own advice "
+            "for frequent preemptions is a larger gpu_memory_utilization, a smaller "
+            "max_num_seqs or max_num_batched_tokens, or a larger tensor_parallel_size "
+            "(docs.vllm.ai, Optimization and Tuning, Preemption)."
+        ),
+        analyzer=ANALYZER,
+    )
