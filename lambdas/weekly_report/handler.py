@@ -16,6 +16,7 @@ from lambdas.shared.events import scheduled_time
 from lambdas.shared.promql import promql_for
 from lambdas.shared.report_keys import failures_key, gpu_hours_key, job_costs_key
 from lambdas.shared.s3_objects import object_exists, read_object
+from lambdas.shared.serving_table import serving_key
 from lambdas.weekly_report.aws import (
     alarms_raised,
     finding_texts,
@@ -44,6 +45,13 @@ from lambdas.weekly_report.figures import (
 )
 from lambdas.weekly_report.memory_section import MEMORY_CSV, memory_csv
 from lambdas.weekly_report.render import html_report, text_summary
+from lambdas.weekly_report.serving_section import (
+    SERVING_CSV,
+    ServingDays,
+    read_days,
+    serving_csv,
+    serving_figures,
+)
 from lambdas.weekly_report.waste import waste_csv, week_waste
 from lambdas.weekly_report.week import days, epoch, iso_week_name, report_week, run_days
 
@@ -98,6 +106,12 @@ def exporter_throughput(
     return throughput_by_job(cloudwatch, config.cluster_name, start, end)
 
 
+def serving_days(s3: Any, bucket: str, cluster: str, start: date, end: date) -> ServingDays:
+    """The days' serving tables (the training analyzer's, one a UTC day), one read each."""
+    keys = {d: serving_key(cluster, d) for d in days(start, end)}
+    return read_days({d: read_object(s3, bucket, key) for d, key in keys.items()})
+
+
 def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     config = ReportConfig.current()
     cluster, bucket = config.cluster_name, config.report_bucket
@@ -149,6 +163,13 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         end=epoch(end),
     )
     figures.failures = failure_figures(failed, gpu_hour_usd=price)
+    # Inference serving: the week's tables against the week before's.
+    week_before = start.fromordinal(start.toordinal() - 7)
+    figures.serving = serving_figures(
+        serving_days(s3, bucket, cluster, start, end),
+        serving_days(s3, bucket, cluster, week_before, start),
+        files.findings,
+    )
     document = {**figures.to_dict(), **headline(figures)}
     s3.put_object(
         Bucket=bucket,
@@ -175,6 +196,13 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         Bucket=bucket,
         Key=prefix + FAILURES_CSV,
         Body=failures_csv(figures.failures, cluster=cluster, week=week).encode(),
+        ContentType="text/csv; charset=utf-8",
+    )
+    # Inference serving per model and workload, for a spreadsheet.
+    s3.put_object(
+        Bucket=bucket,
+        Key=prefix + SERVING_CSV,
+        Body=serving_csv(figures.serving, cluster=cluster, week=week).encode(),
         ContentType="text/csv; charset=utf-8",
     )
     s3.put_object(
