@@ -2,6 +2,8 @@
 table, billed by their OTLP bytes, off unless --serving-replicas says how many run."""
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 from opentelemetry.proto.metrics.v1 import metrics_pb2
@@ -94,3 +96,12 @@ def test_the_control_plane_alarms_are_standard_alarms_on_free_metrics(
     assert "on the control plane's AWS/EKS metrics, which EKS vends free" in str(on["basis"])
     assert "AWS/EKS" not in str(off["basis"])
     assert float(on["usd"]) > float(off["usd"])  # type: ignore[arg-type]
+
+
+def test_the_readmes_serving_figure_is_what_the_command_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    readme = (Path(__file__).parents[4] / "README.md").read_text()
+    (said,) = re.findall(r"about ([\d.]+) GB a replica-month", readme)
+    one = _items(capsys, "--serving-replicas", "1")[LINE]
+    assert f"{float(one['quantity']):.1f}" == said  # type: ignore[arg-type]
