@@ -48,6 +48,7 @@ from lambdas.weekly_report.render import html_report, text_summary
 from lambdas.weekly_report.serving_section import (
     SERVING_CSV,
     ServingDays,
+    has_serving,
     read_days,
     serving_csv,
     serving_figures,
@@ -198,13 +199,14 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         Body=failures_csv(figures.failures, cluster=cluster, week=week).encode(),
         ContentType="text/csv; charset=utf-8",
     )
-    # Inference serving per model and workload, for a spreadsheet.
-    s3.put_object(
-        Bucket=bucket,
-        Key=prefix + SERVING_CSV,
-        Body=serving_csv(figures.serving, cluster=cluster, week=week).encode(),
-        ContentType="text/csv; charset=utf-8",
-    )
+    # Inference serving per model and workload, for a spreadsheet, where the week has any.
+    if has_serving(figures.serving):
+        s3.put_object(
+            Bucket=bucket,
+            Key=prefix + SERVING_CSV,
+            Body=serving_csv(figures.serving, cluster=cluster, week=week).encode(),
+            ContentType="text/csv; charset=utf-8",
+        )
     s3.put_object(
         Bucket=bucket,
         Key=prefix + "report.html",

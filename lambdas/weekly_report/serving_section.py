@@ -192,9 +192,9 @@ def serving_figures(
     }
 
 
-def _shown(serving: Mapping[str, Any]) -> bool:
-    """The section (and the summary's line) is there only where the week has serving rows or a
-    table it could not read: a cluster that serves nothing gets no section."""
+def has_serving(serving: Mapping[str, Any]) -> bool:
+    """The section and the CSV are there only where the week has serving rows or a table it
+    could not read: a cluster that serves nothing gets neither."""
     return bool(serving.get("workloads") or serving.get("unreadable_days"))
 
 
@@ -241,7 +241,7 @@ def _gaps(serving: Mapping[str, Any]) -> str:
 
 def serving_section(serving: Mapping[str, Any]) -> str:
     """The HTML section, or nothing where the week has no serving rows and no bad table."""
-    if not _shown(serving):
+    if not has_serving(serving):
         return ""
     parts = ['<h2 id="serving">Inference serving</h2>']
     if serving["workloads"]:

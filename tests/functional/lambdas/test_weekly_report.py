@@ -355,3 +355,19 @@ def test_the_week_s_serving_tables_are_read_once_each_and_priced(
         "Serving: 96.0 GPU-hours ($384); llama-3-8b $3.00 per million output tokens."
         in (json.loads(messages[0]["Body"])["Message"])
     )
+
+
+def test_a_week_without_serving_tables_writes_no_serving_file_or_line(aws: dict[str, Any]) -> None:
+    _seed(aws)
+    _run(aws)
+    prefix = "reports/cluster=train/week=2026-W48/"
+    listed = aws["s3"].list_objects_v2(Bucket=BUCKET, Prefix=prefix)["Contents"]
+    assert prefix + "serving.csv" not in {o["Key"] for o in listed}
+    assert prefix + "failures.csv" in {o["Key"] for o in listed}
+    document = json.loads(
+        aws["s3"].get_object(Bucket=BUCKET, Key=prefix + "report.json")["Body"].read()
+    )
+    assert document["serving"]["workloads"] == []
+    assert len(document["serving"]["missing_days"]) == 7
+    (message,) = aws["sqs"].receive_message(QueueUrl=aws["queue"])["Messages"]
+    assert "Serving" not in json.loads(message["Body"])["Message"]
