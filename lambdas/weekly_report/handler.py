@@ -16,13 +16,13 @@ from lambdas.shared.events import scheduled_time
 from lambdas.shared.promql import promql_for
 from lambdas.shared.report_keys import failures_key, gpu_hours_key, job_costs_key
 from lambdas.shared.s3_objects import object_exists, read_object
-from lambdas.shared.serving_table import serving_key
 from lambdas.weekly_report.aws import (
     alarms_raised,
     finding_texts,
     gpu_days,
     gpu_days_promql,
     job_costs,
+    serving_days,
     throughput_by_job,
     throughput_by_job_promql,
     xid_counts,
@@ -47,9 +47,7 @@ from lambdas.weekly_report.memory_section import MEMORY_CSV, memory_csv
 from lambdas.weekly_report.render import html_report, text_summary
 from lambdas.weekly_report.serving_section import (
     SERVING_CSV,
-    ServingDays,
     has_serving,
-    read_days,
     serving_csv,
     serving_figures,
 )
@@ -105,12 +103,6 @@ def exporter_throughput(
     if config.exporter_sink is ExporterSink.OTLP:
         return throughput_by_job_promql(promql_for(cloudwatch), config.cluster_name, start, end)
     return throughput_by_job(cloudwatch, config.cluster_name, start, end)
-
-
-def serving_days(s3: Any, bucket: str, cluster: str, start: date, end: date) -> ServingDays:
-    """The days' serving tables (the training analyzer's, one a UTC day), one read each."""
-    keys = {d: serving_key(cluster, d) for d in days(start, end)}
-    return read_days({d: read_object(s3, bucket, key) for d, key in keys.items()})
 
 
 def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
