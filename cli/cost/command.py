@@ -45,6 +45,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="training jobs the training analyzer reads (training_fleet_jobs, else one a node)",
     )
+    parser.add_argument(
+        "--serving-replicas",
+        type=int,
+        default=0,
+        help="inference server replicas whose series OTel mode sends (0: none priced)",
+    )
+    parser.add_argument(
+        "--serving-models",
+        type=int,
+        default=1,
+        help="models each inference server replica serves (1)",
+    )
     add_settings_arguments(parser, aws=False, cluster=False)
     parser.add_argument("--json", action="store_true", help="the line items as JSON")
 
@@ -71,6 +83,14 @@ def run(args: argparse.Namespace) -> str:
         if value is not None and value < 0:
             raise ValueError(f"{option} {value} must be 0 or more")
     gpus = args.nodes * args.gpus_per_node
+    if not 0 <= args.serving_replicas <= gpus:
+        # A replica holds a GPU at least (the serving alarms' bound, cli/cost/estimate.py).
+        raise ValueError(
+            f"--serving-replicas {args.serving_replicas} must be 0 to the {gpus:,} GPUs "
+            "priced: a replica holds a GPU at least"
+        )
+    if args.serving_models < 1:
+        raise ValueError(f"--serving-models {args.serving_models} must be at least 1")
     # The options go through the settings' own rules: the fleet and interval the deployment
     # would refuse are refused here, in the same words. What a deployment costs does not
     # depend on its cluster's name. The alarms are sized for --fleet-gpus, else the
@@ -103,6 +123,8 @@ def run(args: argparse.Namespace) -> str:
         container_log_gb_per_day=args.container_log_gb_per_day,
         volumes=settings.storage_fleet_volumes or args.nodes,
         jobs=settings.training_fleet_jobs or args.nodes,
+        serving_replicas=args.serving_replicas,
+        serving_models=args.serving_models,
     )
     items = estimate(deployment)
     if args.json:

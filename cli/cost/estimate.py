@@ -13,9 +13,9 @@ from dataclasses import asdict, dataclass
 from typing import Any, Final
 
 from cdk.alarms.catalog import gpu_alarms, promql_alarms
-from cdk.alarms.cluster import GPU_PENDING
+from cdk.alarms.cluster import GPU_PENDING, NAMESPACE_EKS
 from cdk.alarms.jobs import JOB_ALARM_KINDS
-from cdk.alarms.model import AlarmSpec, BreachCount, Difference, insights_query
+from cdk.alarms.model import AlarmSpec, BreachCount, Difference, MetricStat, insights_query
 from cdk.alarms.promql import PromQLQuery
 from cdk.alarms.serving_promql import SERVING_ALARM_KINDS
 from cdk.settings import Settings
@@ -52,6 +52,7 @@ from cli.cost.prices import (
     tiered_metric_cost,
 )
 from cli.cost.promql_reads import Fleet, analyzer_reads, report_reads
+from cli.cost.serving import ServingSeries
 from dashboards.bodies import all_dashboards
 from gpu_insights_agent.contract.metrics import (
     ADDON_DCGM_FIELDS,
@@ -120,6 +121,10 @@ class Deployment:
     #: Volumes and jobs the analyzers read (the settings' fleet sizes, else one per node).
     volumes: int
     jobs: int
+    #: Inference server replicas and the models each serves (OTel mode prices their series);
+    #: 0 replicas: none priced, and the serving alarms' scans bounded by the GPUs.
+    serving_replicas: int = 0
+    serving_models: int = 1
 
     @property
     def gpus(self) -> int:
@@ -266,6 +271,7 @@ def estimate(deployment: Deployment) -> list[LineItem]:
         *(_exporter_otlp(d) if otlp else _exporter_emf(d, exporter)),
         *([_emitter_otlp(d)] if otlp else []),
         _container_insights(d),
+        *([_serving_otlp(d)] if d.serving_replicas and _otel(s) else []),
         LineItem(
             "Container logs ingestion (Fluent Bit, on in the add-on)",
             logs_gb,
@@ -399,6 +405,24 @@ def _emitter_otlp(d: Deployment) -> LineItem:
     )
 
 
+def _otel(s: Settings) -> bool:
+    return s.container_insights_mode is ContainerInsightsMode.OTEL
+
+
+def _serving_otlp(d: Deployment) -> LineItem:
+    """The inference servers' series the add-on sends in OTel mode (cli/cost/serving.py)."""
+    series = ServingSeries(d.serving_replicas, d.serving_models)
+    gb = series.gb_per_month
+    return LineItem(
+        "Inference servers' OTLP metrics ingestion (add-on)",
+        gb,
+        "GB",
+        gb * OTLP_METRICS.usd,
+        OTLP_METRICS,
+        series.basis(),
+    )
+
+
 def _container_insights(d: Deployment) -> LineItem:
     """The add-on's GPU series in the deployment's Container Insights mode."""
     if d.settings.container_insights_mode is ContainerInsightsMode.OTEL:
@@ -452,6 +476,11 @@ def _alarms(d: Deployment) -> list[LineItem]:
     # Each metric an alarm lists is an alarm metric; the notifier's dead-letter and
     # refused-documents alarms are one each.
     standard_metrics = sum(2 if isinstance(s.metric, Difference) else 1 for s in standard) + 2
+    eks = sum(
+        1
+        for a in standard
+        if isinstance(a.metric, MetricStat) and a.metric.namespace == NAMESPACE_EKS
+    )
     return [
         *([_insights_alarms(d, insights, analyzed)] if insights else []),
         *([_promql_alarms(d, promql)] if promql else []),
@@ -462,7 +491,13 @@ def _alarms(d: Deployment) -> list[LineItem]:
             standard_metrics * STANDARD_ALARM.usd,
             STANDARD_ALARM,
             f"{len(standard)} catalog alarms ({standard_metrics - 2} metrics) and the "
-            "notifier's dead-letter and refused-documents alarms",
+            "notifier's dead-letter and refused-documents alarms"
+            + (
+                f"; {eks} of them on the control plane's AWS/EKS metrics, which EKS vends free "
+                "(cdk/alarms/cluster.py): their alarm metrics are all they cost"
+                if eks
+                else ""
+            ),
         ),
         LineItem(
             "Notifier custom metric (refused documents)",
@@ -507,9 +542,12 @@ def _promql_alarms(d: Deployment, alarms: Sequence[AlarmSpec]) -> LineItem:
         kind = spec.counts or spec.kind
         job = kind in JOB_ALARM_KINDS
         # A serving replica holds a GPU at least: the GPUs bound the replicas (none without an
-        # inference server), scraped by the add-on as often as DCGM.
+        # inference server) unless --serving-replicas counts them (a series per replica and
+        # model), scraped by the add-on as often as DCGM.
         serving = kind in SERVING_ALARM_KINDS
         series = d.jobs if job else d.gpus
+        if serving and d.serving_replicas:
+            series = d.serving_replicas * d.serving_models
         # The emitter flushes a window a minute by default (emitter/training.py's flush_s);
         # serving replicas and Kube State Metrics' pod series (at most one a GPU each) come
         # every add-on scrape.
@@ -529,7 +567,13 @@ def _promql_alarms(d: Deployment, alarms: Sequence[AlarmSpec]) -> LineItem:
         PROMQL_ALARM,
         f"{len(alarms)} alarms (one per kind and its fleet count, no shard), each evaluated "
         "every minute over every GPU's, job's, serving replica's or GPU pod's series in its "
-        "look back, at most",
+        "look back, at most"
+        + (
+            f"; the serving alarms over {d.serving_replicas:,} replicas x {d.serving_models} "
+            "model(s)"
+            if d.serving_replicas
+            else "; the serving alarms over a replica a GPU (--serving-replicas not given)"
+        ),
     )
 
 

@@ -28,10 +28,12 @@ from lambdas.shared.exporter_promql import (
 from lambdas.shared.metric_fetcher import MetricQuery, fetch, listed_dimensions
 from lambdas.shared.promql import PromQLClient
 from lambdas.shared.s3_objects import read_object
+from lambdas.shared.serving_table import serving_key
 from lambdas.training_analyzer.aws import list_jobs
 from lambdas.training_analyzer.promql_jobs import JobQueries, batches, names_regex
 from lambdas.training_analyzer.promql_jobs import list_jobs as list_jobs_promql
 from lambdas.weekly_report.figures import GpuDay, JobCosts, read_job_costs
+from lambdas.weekly_report.serving_section import ServingDays, read_days
 from lambdas.weekly_report.week import days as week_days
 from lambdas.weekly_report.week import epoch
 
@@ -212,6 +214,12 @@ def finding_texts(
 def job_costs(s3: Any, bucket: str, key: str) -> JobCosts:
     """The day's job costs; a corrupt file or entry is skipped and counted (``malformed``)."""
     return read_job_costs(read_object(s3, bucket, key))
+
+
+def serving_days(s3: Any, bucket: str, cluster: str, start: date, end: date) -> ServingDays:
+    """The days' serving tables (the training analyzer's, one a UTC day), one read each."""
+    keys = {d: serving_key(cluster, d) for d in week_days(start, end)}
+    return read_days({d: read_object(s3, bucket, key) for d, key in keys.items()})
 
 
 def throughput_by_job_promql(

@@ -154,6 +154,9 @@ class WeekFigures:
     #: The week's failed runs, their causes and recurring signatures
     #: (failures_section.failure_figures).
     failures: dict[str, Any] = field(default_factory=dict)
+    #: Inference serving per model and workload, its price per million output tokens this
+    #: week and last, and its findings (serving_section.serving_figures); empty: none read.
+    serving: dict[str, Any] = field(default_factory=dict)
 
     def change(self, name: str) -> float | None:
         """This week's headline figure minus last week's, where both exist."""

@@ -22,6 +22,7 @@ from lambdas.weekly_report.aws import (
     gpu_days,
     gpu_days_promql,
     job_costs,
+    serving_days,
     throughput_by_job,
     throughput_by_job_promql,
     xid_counts,
@@ -44,6 +45,12 @@ from lambdas.weekly_report.figures import (
 )
 from lambdas.weekly_report.memory_section import MEMORY_CSV, memory_csv
 from lambdas.weekly_report.render import html_report, text_summary
+from lambdas.weekly_report.serving_section import (
+    SERVING_CSV,
+    has_serving,
+    serving_csv,
+    serving_figures,
+)
 from lambdas.weekly_report.waste import waste_csv, week_waste
 from lambdas.weekly_report.week import days, epoch, iso_week_name, report_week, run_days
 
@@ -149,6 +156,13 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         end=epoch(end),
     )
     figures.failures = failure_figures(failed, gpu_hour_usd=price)
+    # Inference serving: the week's tables against the week before's.
+    week_before = start.fromordinal(start.toordinal() - 7)
+    figures.serving = serving_figures(
+        serving_days(s3, bucket, cluster, start, end),
+        serving_days(s3, bucket, cluster, week_before, start),
+        files.findings,
+    )
     document = {**figures.to_dict(), **headline(figures)}
     s3.put_object(
         Bucket=bucket,
@@ -177,6 +191,14 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         Body=failures_csv(figures.failures, cluster=cluster, week=week).encode(),
         ContentType="text/csv; charset=utf-8",
     )
+    # Inference serving per model and workload, for a spreadsheet, where the week has any.
+    if has_serving(figures.serving):
+        s3.put_object(
+            Bucket=bucket,
+            Key=prefix + SERVING_CSV,
+            Body=serving_csv(figures.serving, cluster=cluster, week=week).encode(),
+            ContentType="text/csv; charset=utf-8",
+        )
     s3.put_object(
         Bucket=bucket,
         Key=prefix + "report.html",

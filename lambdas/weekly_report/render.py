@@ -10,6 +10,7 @@ from lambdas.weekly_report.failures_section import failures_section
 from lambdas.weekly_report.figures import WeekFigures, class_key, headline
 from lambdas.weekly_report.job_waste import HOURS_PER_WEEK
 from lambdas.weekly_report.memory_section import memory_section
+from lambdas.weekly_report.serving_section import serving_line, serving_section
 from lambdas.weekly_report.waste_section import CLASS_NAMES, relation, waste_section
 
 STYLE = """
@@ -387,6 +388,7 @@ def html_report(figures: WeekFigures, *, link: str | None = None) -> str:
     parts.append(_jobs_section(f))
     parts.append(failures_section(f.failures))
     parts.append(memory_section(f.memory_jobs))
+    parts.append(serving_section(f.serving))
     if link:
         parts.append(f'<p><a href="{escape(link)}">This report in the report bucket</a></p>')
     parts.append("</main></body></html>")
@@ -430,6 +432,9 @@ def text_summary(figures: WeekFigures, *, link: str, top: int = 5) -> str:
             )
             + ".",
         )
+    serving = serving_line(f.serving)
+    if serving:
+        lines.insert(len(lines) - 1, serving)
     if f.top_findings:
         lines.append("Top findings:")
         lines += [

@@ -1,6 +1,6 @@
-"""The one CSV writer of the report (report.csv, gpu-memory.csv, failures.csv): its files are
-opened in spreadsheets, and their text cells carry what the cluster's users wrote (job names,
-log lines), so no text cell may be read as a formula.
+"""The one CSV writer of the report (report.csv, gpu-memory.csv, failures.csv, serving.csv): its
+files are opened in spreadsheets, and their text cells carry what the cluster's users wrote (job
+names, model names, log lines), so no text cell may be read as a formula.
 
 The rule, OWASP's "CSV Injection" guidance (https://owasp.org/www-community/attacks/CSV_Injection):
 a text cell that begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return is prefixed

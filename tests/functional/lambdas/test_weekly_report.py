@@ -315,3 +315,59 @@ def test_the_week_s_findings_are_those_of_the_runs_that_looked_at_it(aws: dict[s
     )
     assert "vol-this-sunday" in json.dumps(document)
     assert "vol-last-sunday" not in json.dumps(document)
+
+
+def test_the_week_s_serving_tables_are_read_once_each_and_priced(
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two days of the week's serving tables and one of the week before, read as the report's
+    role: the JSON's serving object, the CSV and the summary's line; each of the fourteen
+    days' keys read once."""
+    _seed(aws)
+    row = {
+        "namespace": "ml", "workload": "chat", "kind": "Deployment", "model": "llama-3-8b",
+        "replicas": 2, "gpu_hours": 48.0, "cost_usd": 192.0, "requests": 1e4,
+        "prompt_tokens": 1e6, "generation_tokens": 64e6, "mean_power_percent": None,
+        "mean_kv_cache_percent": None, "max_waiting": None, "preemptions": 0.0,
+        "ttft_p99_s": None,
+    }  # fmt: skip
+    for day, tokens in (("2026-11-24", 64e6), ("2026-11-25", 64e6), ("2026-11-17", 48e6)):
+        aws["s3"].put_object(
+            Bucket=BUCKET,
+            Key=f"reports/cluster=train/date={day}/serving.json",
+            Body=json.dumps({"day": day, "rows": [{**row, "generation_tokens": tokens}]}).encode(),
+        )
+    principal, reads = _as_role(aws, templates, monkeypatch)
+    _run(aws)
+    serving_reads = [r for r in reads if r.endswith("/serving.json")]
+    assert len(serving_reads) == len(set(serving_reads)) == 14
+    s3 = principal.admin("s3")
+    prefix = "reports/cluster=train/week=2026-W48/"
+    document = json.loads(s3.get_object(Bucket=BUCKET, Key=prefix + "report.json")["Body"].read())
+    (model,) = document["serving"]["models"]
+    assert (model["cost_usd"], model["usd_per_million_output_tokens"]) == (384.0, 3.0)
+    assert model["last_week_usd_per_million_output_tokens"] == 4.0
+    assert len(document["serving"]["missing_days"]) == 5
+    table = s3.get_object(Bucket=BUCKET, Key=prefix + "serving.csv")["Body"].read().decode()
+    assert '"train","2026-W48","ml","chat","Deployment","llama-3-8b",2,96.0,384.0' in table
+    messages = principal.admin("sqs").receive_message(QueueUrl=aws["queue"])["Messages"]
+    assert (
+        "Serving: 96.0 GPU-hours ($384); llama-3-8b $3.00 per million output tokens."
+        in (json.loads(messages[0]["Body"])["Message"])
+    )
+
+
+def test_a_week_without_serving_tables_writes_no_serving_file_or_line(aws: dict[str, Any]) -> None:
+    _seed(aws)
+    _run(aws)
+    prefix = "reports/cluster=train/week=2026-W48/"
+    listed = aws["s3"].list_objects_v2(Bucket=BUCKET, Prefix=prefix)["Contents"]
+    assert prefix + "serving.csv" not in {o["Key"] for o in listed}
+    assert prefix + "failures.csv" in {o["Key"] for o in listed}
+    document = json.loads(
+        aws["s3"].get_object(Bucket=BUCKET, Key=prefix + "report.json")["Body"].read()
+    )
+    assert document["serving"]["workloads"] == []
+    assert len(document["serving"]["missing_days"]) == 7
+    (message,) = aws["sqs"].receive_message(QueueUrl=aws["queue"])["Messages"]
+    assert "Serving" not in json.loads(message["Body"])["Message"]

@@ -1,0 +1,187 @@
+"""The report's inference serving section from a week of serving tables as the training analyzer
+writes them (serving_table.encode), at $4 a GPU-hour: a chat Deployment of llama-3-8b at $3
+per million output tokens (last week $4), the same model on a RayService at $6, a mistral-7b
+InferenceService at $12 that is new this week; one day's table is bad, one day has none."""
+
+import csv
+import io
+import json
+from datetime import date, timedelta
+from typing import Any
+
+import pytest
+
+from lambdas.shared.serving_table import ServingRow, encode
+from lambdas.weekly_report.figures import read_findings, week_figures
+from lambdas.weekly_report.render import html_report, text_summary
+from lambdas.weekly_report.serving_section import (
+    read_days,
+    serving_csv,
+    serving_figures,
+    serving_line,
+)
+
+MONDAY = date(2026, 11, 23)  # 2026-W48
+WEEK = [MONDAY + timedelta(days=i) for i in range(7)]
+LAST_WEEK = [d - timedelta(days=7) for d in WEEK]
+BAD_DAY, NO_TABLE = WEEK[2], WEEK[6]
+
+
+def _row(namespace: str, workload: str, kind: str, model: str, **figures: float) -> ServingRow:
+    values: dict[str, Any] = {
+        "replicas": 2,
+        "gpu_hours": 48.0,
+        "requests": 10_000.0,
+        "prompt_tokens": 1e6,
+        "generation_tokens": 64e6,
+        "mean_power_percent": 60.0,
+        "mean_kv_cache_percent": 40.0,
+        "max_waiting": 3.0,
+        "preemptions": 0.0,
+        "ttft_p99_s": 0.4,
+    }
+    values.update(figures)
+    values["cost_usd"] = values["gpu_hours"] * 4.0
+    return ServingRow(namespace=namespace, workload=workload, kind=kind, model=model, **values)
+
+
+CHAT = _row("ml", "chat-llama", "Deployment", "llama-3-8b")  # $192, 64M tokens: $3/M
+RAY = _row("research", "ray-llm", "RayService", "llama-3-8b", gpu_hours=12.0, generation_tokens=8e6)
+RAG = _row("ml", "rag", "InferenceService", "mistral-7b", gpu_hours=24.0, generation_tokens=8e6)
+
+
+def _bodies(days: list[date], rows: list[ServingRow]) -> dict[date, bytes | None]:
+    return {d: encode(d, rows).encode() for d in days}
+
+
+def _this_week() -> dict[date, bytes | None]:
+    bodies = _bodies(WEEK, [CHAT, RAY, RAG])
+    bad = json.loads(encode(BAD_DAY, [CHAT]))
+    bad["rows"][0]["gpu_hours"] = -1
+    bodies[BAD_DAY] = json.dumps(bad).encode()
+    bodies[NO_TABLE] = None
+    return bodies
+
+
+def _figures(findings: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    last = _bodies(LAST_WEEK, [_row("ml", "chat-llama", "Deployment", "llama-3-8b",
+                                    generation_tokens=48e6)])  # fmt: skip
+    return serving_figures(read_days(_this_week()), read_days(last), findings or [])
+
+
+def test_prices_per_million_output_tokens_week_on_week() -> None:
+    serving = _figures()
+    # Five days read: 2026-11-25 skipped, 2026-11-29 missing.
+    assert serving["days_read"] == [d.isoformat() for d in WEEK if d not in (BAD_DAY, NO_TABLE)]
+    assert serving["missing_days"] == ["2026-11-29"]
+    (bad,) = serving["unreadable_days"]
+    assert bad["day"] == "2026-11-25"
+    assert "gpu_hours is negative" in bad["error"]
+    assert (serving["gpu_hours"], serving["cost_usd"]) == (5 * 84.0, 5 * 336.0)
+    # $1,680 over 400M tokens.
+    assert serving["usd_per_million_output_tokens"] == 4.2
+    chat, rag, ray = serving["workloads"]  # the costliest first
+    assert (chat["workload"], chat["cost_usd"], chat["generation_tokens"]) == (
+        "chat-llama",
+        960,
+        320e6,
+    )
+    assert (
+        chat["usd_per_million_output_tokens"],
+        chat["last_week_usd_per_million_output_tokens"],
+    ) == (3.0, 4.0)
+    assert chat["change_percent"] == -25.0
+    assert (chat["replicas"], chat["requests"]) == (2, 50_000)
+    assert (rag["model"], rag["usd_per_million_output_tokens"]) == ("mistral-7b", 12.0)
+    assert rag["last_week_usd_per_million_output_tokens"] is None
+    assert (ray["kind"], ray["usd_per_million_output_tokens"]) == ("RayService", 6.0)
+    llama, mistral = serving["models"]
+    # llama-3-8b over both workloads: $1,200 over 360M tokens, against last week's $4.
+    assert (llama["model"], llama["cost_usd"], llama["usd_per_million_output_tokens"]) == (
+        "llama-3-8b", 1200.0, 3.3333,
+    )  # fmt: skip
+    assert llama["change_percent"] == -16.7
+    assert mistral["change_percent"] is None
+    assert serving["last_week_days_read"] == 7
+
+
+def test_the_section_and_summary_say_the_prices_gaps_and_skipped_table() -> None:
+    finding = {
+        "kind": "serving_overprovisioned",
+        "resource": "deployment/ml/chat-llama",
+        "severity": "warning",
+        "summary": "2 replicas at 20% KV cache",
+        "recommendation": "run 1 replica",
+        "estimated_monthly_waste_usd": 1401.6,
+    }
+    files = read_findings(
+        [
+            json.dumps({**finding, "detected_at": "2026-11-24", "estimated_monthly_waste_usd": 9}),
+            json.dumps({**finding, "detected_at": "2026-11-28"}),
+            json.dumps({**finding, "kind": "gpu_held_not_working", "resource": "job/x"}),
+        ]
+    )
+    figures = week_figures(
+        cluster="train", week="2026-W48", gpu_days=[], xids=[], alarms=[], files=files,
+        job_costs={}, throughput={},
+    )  # fmt: skip
+    figures.serving = _figures(files.findings)
+    (listed,) = figures.serving["findings"]  # the latest of the two days, no other kind
+    assert listed["monthly_usd"] == 1401.6
+    html = html_report(figures)
+    section = html[html.index('id="serving"') :]
+    assert "No serving table for 2026-11-29" in section
+    assert "The serving table of 2026-11-25 was skipped: row 0: gpu_hours is negative" in section
+    assert (
+        '<td>chat-llama</td><td>Deployment</td><td>llama-3-8b</td><td class="num">2</td>' in section
+    )
+    assert (
+        '<td class="num">$3.00</td><td class="num">$4.00</td><td class="num">-25.0%</td>' in section
+    )
+    assert '<td class="num">$12.00</td><td class="num">n/a</td><td class="num">new</td>' in section
+    assert "serving_overprovisioned: 2 replicas at 20% KV cache" in section
+    assert '<td class="num">$1,402</td>' in section
+    text = text_summary(figures, link="https://example.com/r")
+    assert (
+        "Serving: 420.0 GPU-hours ($1,680); per million output tokens, cheapest llama-3-8b "
+        "$3.33, dearest mistral-7b $12.00."
+    ) in text.splitlines()
+    assert json.loads(json.dumps(figures.to_dict()))["serving"]["cost_usd"] == 1680.0
+
+
+def test_a_week_without_serving_rows_has_no_section_and_no_line() -> None:
+    empty = serving_figures(read_days(dict.fromkeys(WEEK)), read_days({}), [])
+    figures = week_figures(
+        cluster="train", week="2026-W48", gpu_days=[], xids=[], alarms=[],
+        files=read_findings([]), job_costs={}, throughput={},
+    )  # fmt: skip
+    figures.serving = empty
+    assert 'id="serving"' not in html_report(figures)
+    assert "Serving" not in text_summary(figures, link="l")
+    assert serving_line(empty) is None
+    assert serving_csv(empty, cluster="train", week="2026-W48").count("\n") == 1  # the header
+
+
+def test_a_table_filed_under_another_day_is_skipped_and_named() -> None:
+    days = read_days({WEEK[0]: encode(WEEK[1], [CHAT]).encode(), WEEK[1]: b"{not json"})
+    assert days.rows == []
+    assert days.unreadable[WEEK[0]] == "the table at this day's key says it is 2026-11-24"
+    assert days.unreadable[WEEK[1]].startswith("not a serving table")
+
+
+@pytest.mark.parametrize("model", ['=HYPERLINK("http://x")<script>alert(1)</script>'])
+def test_a_hostile_model_name_is_escaped_in_html_and_csv(model: str) -> None:
+    row = _row("ml", "-chat", "Deployment", model)
+    serving = serving_figures(read_days(_bodies(WEEK[:1], [row])), read_days({}), [])
+    figures = week_figures(
+        cluster="train", week="2026-W48", gpu_days=[], xids=[], alarms=[],
+        files=read_findings([]), job_costs={}, throughput={},
+    )  # fmt: skip
+    figures.serving = serving
+    html = html_report(figures)
+    assert "<script>" not in html
+    assert "=HYPERLINK(&quot;http://x&quot;)&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    (line,) = csv.DictReader(io.StringIO(serving_csv(serving, cluster="c", week="w")))
+    assert line["model"] == "'" + model
+    assert line["workload"] == "'-chat"
+    assert float(line["usd_per_million_output_tokens"]) == 3.0
