@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from lambdas.shared.findings import AnalysisRun
 from lambdas.shared.promql import PromQLClient, PromQLError
 from lambdas.shared.serving_table import ServingRow
@@ -43,7 +45,9 @@ def analyze_serving(
     run = ServingRun()
     try:
         reads = read_serving(promql, cluster, start=start, end=end)
-    except PromQLError as err:
+    except (ClientError, BotoCoreError, PromQLError) as err:
+        # Credentials, throttling or a query refused: the day is skipped and named; the
+        # training findings already made are kept.
         run.skip(f"serving of {cluster}", err)
         return run
     run.read = True
