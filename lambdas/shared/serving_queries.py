@@ -1,0 +1,176 @@
+"""PromQL over the inference servers' own metrics (contract/serving.py): the pure query
+builders that the serving SLO alarms (cdk/alarms/serving_promql.py) and the serving dashboards
+(dashboards/serving.py) both write their queries with, so a dashboard draws what an alarm reads.
+
+The queries group by the labels the add-on puts on a pod's series (lambdas/shared/dcgm.py:
+``@resource.k8s.cluster.name``, ``...namespace.name``, ``...deployment.name``, ``...pod.name``,
+``...node.name``) and the server's model label. Histograms: CloudWatch's native form
+(``histogram_quantile(q, sum by (...) (rate(name[5m])))``) or a Prometheus scrape's classic
+``name_bucket`` series with ``le`` (``HistogramForm``); cdk/alarms/serving_promql.py's docstring
+cites both.
+"""
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from gpu_insights_agent.contract.serving import (
+    ERRORS_APART,
+    HistogramForm,
+    MetricType,
+    ServingMetric,
+    Signal,
+    serving_metric,
+)
+from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
+from lambdas.shared.promql import quote_label, quote_string
+
+#: A rate or a quantile from five minutes of requests, as the GPU alarms read five minutes of
+#: samples (cdk/alarms/promql.py ``RANGE_S``: a test holds the two equal).
+RATE_RANGE_S: Final = 300
+
+
+def model_group(metric: ServingMetric, labels: DcgmLabels = CLOUDWATCH) -> tuple[str, ...]:
+    """What names a model's serving: cluster, namespace, deployment, the server's model label."""
+    return (labels.cluster, labels.namespace, labels.deployment, metric.model_label)
+
+
+def replica_group(metric: ServingMetric, labels: DcgmLabels = CLOUDWATCH) -> tuple[str, ...]:
+    """One replica of a model: the model's group with its pod and node."""
+    return (*model_group(metric, labels), labels.pod, labels.node)
+
+
+def by_labels(names: Iterable[str]) -> str:
+    return ", ".join(quote_label(n) for n in names)
+
+
+def minutes_of(seconds: int) -> str:
+    return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
+
+
+def selector(
+    name: str,
+    cluster: str,
+    metric: ServingMetric,
+    labels: DcgmLabels = CLOUDWATCH,
+    models: "ModelFilter | None" = None,
+) -> str:
+    """``{__name__="name", cluster="...", <the row's matchers>, <model matchers>}``."""
+    matchers = [
+        f"__name__={quote_string(name)}",
+        f"{quote_label(labels.cluster)}={quote_string(cluster)}",
+        *(f"{quote_label(k)}={quote_string(v)}" for k, v in metric.matchers),
+        *(models.matchers(metric.model_label) if models else ()),
+    ]
+    return "{" + ", ".join(matchers) + "}"
+
+
+@dataclass(frozen=True)
+class ModelFilter:
+    """One model (``only``), or every model but some (``excluding``)."""
+
+    only: str | None = None
+    excluding: tuple[str, ...] = ()
+
+    def matchers(self, model_label: str) -> tuple[str, ...]:
+        label = quote_label(model_label)
+        if self.only is not None:
+            return (f"{label}={quote_string(self.only)}",)
+        return tuple(f"{label}!={quote_string(m)}" for m in self.excluding)
+
+
+def newest_first(parts: Sequence[str]) -> str:
+    """Each rename's aggregate, the newest name's where a group sends it (``or`` keeps the
+    left side's series and adds the right's only for groups the left lacks)."""
+    return parts[0] if len(parts) == 1 else " or ".join(f"({p})" for p in parts)
+
+
+def quantile(
+    metric: ServingMetric,
+    q: float,
+    cluster: str,
+    by: Sequence[str],
+    *,
+    form: HistogramForm = HistogramForm.NATIVE,
+    labels: DcgmLabels = CLOUDWATCH,
+    models: ModelFilter | None = None,
+    range_s: int = RATE_RANGE_S,
+) -> str:
+    """The ``q`` quantile of a latency histogram per ``by`` group, in seconds."""
+    if metric.type is not MetricType.HISTOGRAM or metric.seconds_per_unit is None:
+        raise ValueError(f"{metric!r} is no latency histogram")
+    window = minutes_of(range_s)
+    parts = []
+    for name in metric.names:
+        if form is HistogramForm.CLASSIC:
+            sel = selector(f"{name}_bucket", cluster, metric, labels, models)
+            parts.append(f"sum by ({by_labels(('le', *by))}) (rate({sel}[{window}]))")
+        else:
+            sel = selector(name, cluster, metric, labels, models)
+            parts.append(f"sum by ({by_labels(by)}) (rate({sel}[{window}]))")
+    expr = f"histogram_quantile({q:g}, {newest_first(parts)})"
+    scale = metric.seconds_per_unit
+    return expr if scale == 1 else f"({expr} * {scale:g})"
+
+
+def per_second(
+    metric: ServingMetric,
+    cluster: str,
+    by: Sequence[str],
+    *,
+    labels: DcgmLabels = CLOUDWATCH,
+    range_s: int = RATE_RANGE_S,
+) -> str:
+    """A counter's per-second rate per ``by`` group (requests, tokens a second)."""
+    if metric.type is not MetricType.COUNTER:
+        raise ValueError(f"{metric!r} is no counter")
+    window = minutes_of(range_s)
+    return newest_first(
+        [
+            f"sum by ({by_labels(by)}) (rate({selector(n, cluster, metric, labels)}[{window}]))"
+            for n in metric.names
+        ]
+    )
+
+
+def gauge(
+    metric: ServingMetric,
+    cluster: str,
+    by: Sequence[str],
+    over_time: str = "max_over_time",
+    *,
+    labels: DcgmLabels = CLOUDWATCH,
+    range_s: int = RATE_RANGE_S,
+) -> str:
+    """A gauge read over the range (``over_time``) and its most per ``by`` group: a replica's
+    queue, KV cache."""
+    if metric.type is not MetricType.GAUGE:
+        raise ValueError(f"{metric!r} is no gauge")
+    window = minutes_of(range_s)
+    return newest_first(
+        [
+            f"max by ({by_labels(by)}) "
+            f"({over_time}({selector(n, cluster, metric, labels)}[{window}]))"
+            for n in metric.names
+        ]
+    )
+
+
+def error_ratio(
+    errors: ServingMetric,
+    cluster: str,
+    *,
+    labels: DcgmLabels = CLOUDWATCH,
+    range_s: int = RATE_RANGE_S,
+) -> str:
+    """A model's errors as a fraction of its finished requests (both from the table), per
+    model group; where a server counts errors apart from its requests (Triton) over both."""
+    requests = serving_metric(errors.server, Signal.REQUESTS)
+    if errors.signal is not Signal.ERRORS or requests is None:
+        raise ValueError(f"{errors!r} is no errors row with a requests row beside it")
+    by = model_group(errors, labels)
+    failed = per_second(errors, cluster, by, labels=labels, range_s=range_s)
+    total = per_second(requests, cluster, by, labels=labels, range_s=range_s)
+    if errors.server in ERRORS_APART:
+        total = f"({total}) + on ({by_labels(by)}) ({failed})"
+    return f"({failed}) / on ({by_labels(by)}) ({total})"
