@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from dashboards.body import body as _body
+from dashboards.body import typed_input as _typed_input
 from dashboards.metrics_insights import insights_sql
 from dashboards.promql import (
     RANK_WINDOW_S,
@@ -29,13 +31,11 @@ from dashboards.promql import (
 )
 from dashboards.sources import Query, reading
 from dashboards.widgets import (
-    CHART_WIDGET,
     AlarmLine,
     Widget,
     alarms,
     expression_row,
     graph,
-    layout,
     metric_row,
     metric_widget,
     promql_widget,
@@ -133,19 +133,6 @@ WASTE_HOURS: Final = "Held but not working this week (GPU-hours), 10 namespaces"
 WASTE_USD: Final = "Held without work this week (USD), 10 namespaces"
 
 
-def _body(
-    rows: Sequence[Sequence[Widget]], region: str, variables: list[dict[str, Any]] | None = None
-) -> dict[str, Any]:
-    widgets = layout(rows)
-    for widget in widgets:
-        if widget["type"] in {"metric", "alarm", CHART_WIDGET}:
-            widget["properties"]["region"] = region
-    body: dict[str, Any] = {"start": "-PT24H", "periodOverride": "inherit", "widgets": widgets}
-    if variables:
-        body["variables"] = variables
-    return body
-
-
 def _pattern_variable(
     variable_id: str,
     label: str,
@@ -167,23 +154,6 @@ def _pattern_variable(
         "visible": True,
         "search": f'{{{schema}}} MetricName="{metric}" {DIM_CLUSTER}="{cluster}"',
         "populateFrom": populate_from,
-    }
-
-
-def _typed_input(variable_id: str, label: str, pattern: str) -> dict[str, Any]:
-    """A text box rewriting ``pattern`` wherever the body has it: where the exporter or the
-    emitter sends OTLP there is no metric for a variable's search to list the nodes or jobs
-    from (a search reads CloudWatch metrics, not the OTLP store), so the node or job is typed,
-    or set by a link (console_links: ``node_dashboard_url``, the job's ``var-job``).
-    "INPUT: Freeform text input box" (aws-cdk-lib aws_cloudwatch VariableInputType,
-    https://docs.aws.amazon.com/cdk/api/v2/docs/aws-cdk-lib.aws_cloudwatch.VariableInputType.html)."""
-    return {
-        "type": "pattern",
-        "pattern": pattern,
-        "inputType": "input",
-        "id": variable_id,
-        "label": label,
-        "visible": True,
     }
 
 

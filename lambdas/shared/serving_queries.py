@@ -54,6 +54,7 @@ def selector(
     metric: ServingMetric,
     labels: DcgmLabels = CLOUDWATCH,
     models: "ModelFilter | None" = None,
+    where: Sequence[tuple[str, str]] = (),
 ) -> str:
     """``{__name__="name", cluster="...", <the row's matchers>, <model matchers>}``."""
     matchers = [
@@ -61,6 +62,7 @@ def selector(
         f"{quote_label(labels.cluster)}={quote_string(cluster)}",
         *(f"{quote_label(k)}={quote_string(v)}" for k, v in metric.matchers),
         *(models.matchers(metric.model_label) if models else ()),
+        *(f"{quote_label(k)}={quote_string(v)}" for k, v in where),
     ]
     return "{" + ", ".join(matchers) + "}"
 
@@ -95,18 +97,20 @@ def quantile(
     labels: DcgmLabels = CLOUDWATCH,
     models: ModelFilter | None = None,
     range_s: int = RATE_RANGE_S,
+    where: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """The ``q`` quantile of a latency histogram per ``by`` group, in seconds."""
+    """The ``q`` quantile of a latency histogram per ``by`` group, in seconds (of the series
+    that also match ``where``: a dashboard's one deployment)."""
     if metric.type is not MetricType.HISTOGRAM or metric.seconds_per_unit is None:
         raise ValueError(f"{metric!r} is no latency histogram")
     window = minutes_of(range_s)
     parts = []
     for name in metric.names:
         if form is HistogramForm.CLASSIC:
-            sel = selector(f"{name}_bucket", cluster, metric, labels, models)
+            sel = selector(f"{name}_bucket", cluster, metric, labels, models, where)
             parts.append(f"sum by ({by_labels(('le', *by))}) (rate({sel}[{window}]))")
         else:
-            sel = selector(name, cluster, metric, labels, models)
+            sel = selector(name, cluster, metric, labels, models, where)
             parts.append(f"sum by ({by_labels(by)}) (rate({sel}[{window}]))")
     expr = f"histogram_quantile({q:g}, {newest_first(parts)})"
     scale = metric.seconds_per_unit
@@ -120,6 +124,7 @@ def per_second(
     *,
     labels: DcgmLabels = CLOUDWATCH,
     range_s: int = RATE_RANGE_S,
+    where: Sequence[tuple[str, str]] = (),
 ) -> str:
     """A counter's per-second rate per ``by`` group (requests, tokens a second)."""
     if metric.type is not MetricType.COUNTER:
@@ -127,7 +132,8 @@ def per_second(
     window = minutes_of(range_s)
     return newest_first(
         [
-            f"sum by ({by_labels(by)}) (rate({selector(n, cluster, metric, labels)}[{window}]))"
+            f"sum by ({by_labels(by)}) "
+            f"(rate({selector(n, cluster, metric, labels, where=where)}[{window}]))"
             for n in metric.names
         ]
     )
@@ -141,6 +147,7 @@ def gauge(
     *,
     labels: DcgmLabels = CLOUDWATCH,
     range_s: int = RATE_RANGE_S,
+    where: Sequence[tuple[str, str]] = (),
 ) -> str:
     """A gauge read over the range (``over_time``) and its most per ``by`` group: a replica's
     queue, KV cache."""
@@ -150,7 +157,7 @@ def gauge(
     return newest_first(
         [
             f"max by ({by_labels(by)}) "
-            f"({over_time}({selector(n, cluster, metric, labels)}[{window}]))"
+            f"({over_time}({selector(n, cluster, metric, labels, where=where)}[{window}]))"
             for n in metric.names
         ]
     )
