@@ -1,4 +1,5 @@
-"""The dashboards: GPU fleet, one GPU node, training jobs, storage, findings and alarms.
+"""The dashboards: GPU fleet, one GPU node, training jobs, storage, findings and alarms; the
+cluster and, in OTel mode, inference serving (dashboards/cluster.py, dashboards/serving.py).
 
 Every GPU and training widget is a Metrics Insights query with ``GROUP BY ... ORDER BY ...
 LIMIT n`` or a cluster-wide aggregate, never a SEARCH over per-GPU series: a SEARCH returns at
@@ -20,6 +21,7 @@ from typing import Any, Final
 
 from dashboards.body import body as _body
 from dashboards.body import typed_input as _typed_input
+from dashboards.cluster import CLUSTER_DASHBOARD, cluster_dashboard
 from dashboards.metrics_insights import insights_sql
 from dashboards.promql import (
     RANK_WINDOW_S,
@@ -28,6 +30,14 @@ from dashboards.promql import (
     gpu_query,
     gpus_at_zero,
     gpus_reporting,
+)
+from dashboards.serving import (
+    DEPLOYMENT_DASHBOARD,
+    NO_TARGETS,
+    SERVING_DASHBOARD,
+    ServingTargets,
+    deployment,
+    serving,
 )
 from dashboards.sources import Query, reading
 from dashboards.widgets import (
@@ -784,21 +794,50 @@ def all_dashboards(
     mode: ContainerInsightsMode = DEFAULT_MODE,
     dcgm_labels: DcgmLabels = CLOUDWATCH,
     exporter_sink: ExporterSink = ExporterSink.EMF,
+    cluster_lines: Sequence[AlarmLine] = (),
+    serving_targets: ServingTargets = NO_TARGETS,
+    etcd_limit_gib: float | None = None,
+    gpu_pending_minutes: int | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Dashboard name -> body, for the CDK app and the demo; ``alarm_lines`` are the deployed
     alarms' thresholds (cdk/alarms/annotations.py), drawn on the widgets of their metrics;
     ``mode`` the Container Insights mode the GPU widgets read (``dashboards.sources``), and
     ``dcgm_labels`` the label names of DCGM's series in OTel mode (CloudWatch's by default),
-    ``exporter_sink`` where the exporter's own series are (OTLP: read with PromQL)."""
+    ``exporter_sink`` where the exporter's own series are (OTLP: read with PromQL).
+
+    The cluster dashboard in both modes, with the control-plane alarms' lines
+    (``cluster_lines``), the etcd limit and, in OTel mode, the GPU-pending alarm's minutes. The
+    serving dashboards (``dashboards.serving``) in OTel mode only: their widgets are PromQL over
+    the inference servers' own series, which only OTel Container Insights sends to CloudWatch
+    (Classic's agent drops the servers' histograms, and PromQL reads no Classic metric);
+    ``serving_targets`` are the deployed serving alarms' thresholds, written in their titles."""
     lines, interval = alarm_lines, exporter_interval_s
     reads = Mode(mode, dcgm_labels, exporter_sink)
-    return {
+    bodies = {
         dashboard_name(cluster, "gpu-fleet"): gpu_fleet(cluster, region, interval, lines, reads),
         dashboard_name(cluster, NODE_DASHBOARD): gpu_node(cluster, region, interval, lines, reads),
         dashboard_name(cluster, TRAINING_DASHBOARD): training_jobs(cluster, region, reads),
         dashboard_name(cluster, STORAGE_DASHBOARD): storage(cluster, buckets, region),
         dashboard_name(cluster, "findings"): findings_and_alarms(cluster, alarm_arns, region),
+        dashboard_name(cluster, CLUSTER_DASHBOARD): cluster_dashboard(
+            cluster,
+            region,
+            mode,
+            cluster_lines,
+            etcd_limit_gib=etcd_limit_gib,
+            gpu_pending_minutes=gpu_pending_minutes,
+            labels=dcgm_labels,
+        ),
     }
+    if mode is ContainerInsightsMode.OTEL:
+        targets, otlp = serving_targets, exporter_sink is ExporterSink.OTLP
+        bodies[dashboard_name(cluster, SERVING_DASHBOARD)] = serving(
+            cluster, region, targets, dcgm_labels
+        )
+        bodies[dashboard_name(cluster, DEPLOYMENT_DASHBOARD)] = deployment(
+            cluster, region, targets, dcgm_labels, exporter_otlp=otlp
+        )
+    return bodies
 
 
 def encode(body: dict[str, Any]) -> str:

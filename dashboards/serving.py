@@ -95,6 +95,10 @@ class ServingTargets:
         return f"{head} ({', '.join(parts)})" if parts else head
 
 
+#: No serving alarm deployed: no target in a title.
+NO_TARGETS: Final = ServingTargets()
+
+
 def _titled(title: str, alarm: str) -> str:
     return f"{title}; {alarm}" if alarm else title
 
@@ -228,7 +232,7 @@ def _model_widgets(reads: _Reads, targets: ServingTargets) -> list[list[Widget]]
 def serving(
     cluster: str,
     region: str,
-    targets: ServingTargets = ServingTargets(),
+    targets: ServingTargets = NO_TARGETS,
     labels: DcgmLabels = CLOUDWATCH,
     form: HistogramForm = HistogramForm.NATIVE,
 ) -> dict[str, Any]:
@@ -266,7 +270,7 @@ def _gpu_power(reads: _Reads, metric: str, function: str, ranked: str, scale: in
 def deployment(
     cluster: str,
     region: str,
-    targets: ServingTargets = ServingTargets(),
+    targets: ServingTargets = NO_TARGETS,
     labels: DcgmLabels = CLOUDWATCH,
     form: HistogramForm = HistogramForm.NATIVE,
     *,
