@@ -60,13 +60,13 @@ GPU_NODES_DOWN: Final = "GPU nodes not Ready or cordoned"
 
 
 def drawn(
-    lines: Sequence[AlarmLine], metric: str, stat: str, period_s: int
+    lines: Sequence[AlarmLine], metrics: Sequence[str], stat: str, period_s: int
 ) -> list[dict[str, Any]]:
-    """The lines of the alarms that read ``metric`` with ``stat`` over ``period_s``, as the
-    widget does (one per threshold: the verbs' alarms share theirs)."""
+    """The lines of the alarms that read one of ``metrics`` with ``stat`` over ``period_s``,
+    as the widget does; one per threshold (the verbs' latency alarms share theirs)."""
     seen: dict[float, dict[str, Any]] = {}
     for line in lines:
-        if (line.metric, line.function, line.period_s) == (metric, stat, period_s):
+        if line.metric in metrics and (line.function, line.period_s) == (stat, period_s):
             seen.setdefault(
                 line.threshold, {"value": line.threshold, "label": line.label, "fill": line.fill}
             )
@@ -87,7 +87,7 @@ def _eks(
         metric_row(NAMESPACE_EKS, m, [(DIM_CLUSTER, cluster)], stat=stat, id=f"m{i}", visible=True)
         for i, m in enumerate(metrics)
     ]
-    annotations = [a for m in metrics for a in drawn(lines, m, stat, period_s)]
+    annotations = drawn(lines, metrics, stat, period_s)
     return metric_widget(
         title, rows, period=period_s, width=width, stat=stat, annotations=annotations
     )
@@ -96,7 +96,12 @@ def _eks(
 def _etcd(cluster: str, lines: Sequence[AlarmLine], limit_gib: float | None) -> Widget:
     """The etcd database's size in GiB, with its limit and the alarm's share of it."""
     metric = "apiserver_storage_size_bytes"
-    annotations = [{**a, "value": a["value"] / GIB} for a in drawn(lines, metric, "Maximum", 300)]
+    # The alarm's threshold is in bytes: drawn, and named, in the widget's GiB.
+    annotations = [
+        {**a, "value": a["value"] / GIB, "label": f"{a['label'].rsplit(' ', 1)[0]} "
+         f"{a['value'] / GIB:.3g} GiB"}
+        for a in drawn(lines, [metric], "Maximum", 300)
+    ]  # fmt: skip
     if limit_gib is not None:
         annotations.append({"value": limit_gib, "label": f"etcd limit {limit_gib:g} GiB"})
     return metric_widget(
