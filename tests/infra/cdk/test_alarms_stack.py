@@ -428,14 +428,15 @@ def test_the_deployed_dashboards_draw_the_alarms_thresholds(synth: Synth) -> Non
 def test_the_cluster_dashboard_draws_the_control_plane_alarms_thresholds(synth: Synth) -> None:
     """The control-plane alarms' thresholds on the widgets that read their metric, statistic
     and period; the etcd size's in GiB, beside the limit it is a share of."""
-    body = json.loads(
+    (dashboard,) = (
         _template(synth)
         .find_resources(
             "AWS::CloudWatch::Dashboard",
             {"Properties": {"DashboardName": "gpu-insights-train-prod-cluster"}},
         )
-        .popitem()[1]["Properties"]["DashboardBody"]
+        .values()
     )
+    body = json.loads(dashboard["Properties"]["DashboardBody"])
     lines = {
         w["properties"]["title"]: w["properties"]["annotations"]["horizontal"]
         for w in body["widgets"]

@@ -6,6 +6,7 @@ form a Prometheus scrape holds."""
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,7 +36,7 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromQLSource]:
         yield PromQLSource(PromQLClient(endpoint=url, region="us-east-1", credentials=None), END)
 
 
-def _views(body: dict, source: PromQLSource, **variables: str) -> dict[str, WidgetView]:
+def _views(body: dict[str, Any], source: PromQLSource, **variables: str) -> dict[str, WidgetView]:
     return {v.title: v for v in evaluate_body(body, [], variables, promql=source)}
 
 
