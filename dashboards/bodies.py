@@ -1,4 +1,5 @@
-"""The dashboards: GPU fleet, one GPU node, training jobs, storage, findings and alarms.
+"""The dashboards: GPU fleet, one GPU node, training jobs, storage, findings and alarms; the
+cluster and, in OTel mode, inference serving (dashboards/cluster.py, dashboards/serving.py).
 
 Every GPU and training widget is a Metrics Insights query with ``GROUP BY ... ORDER BY ...
 LIMIT n`` or a cluster-wide aggregate, never a SEARCH over per-GPU series: a SEARCH returns at
@@ -18,6 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from dashboards.body import body as _body
+from dashboards.body import typed_input as _typed_input
+from dashboards.cluster import CLUSTER_DASHBOARD, cluster_dashboard
 from dashboards.metrics_insights import insights_sql
 from dashboards.promql import (
     RANK_WINDOW_S,
@@ -27,15 +31,21 @@ from dashboards.promql import (
     gpus_at_zero,
     gpus_reporting,
 )
+from dashboards.serving import (
+    DEPLOYMENT_DASHBOARD,
+    NO_TARGETS,
+    SERVING_DASHBOARD,
+    ServingTargets,
+    deployment,
+    serving,
+)
 from dashboards.sources import Query, reading
 from dashboards.widgets import (
-    CHART_WIDGET,
     AlarmLine,
     Widget,
     alarms,
     expression_row,
     graph,
-    layout,
     metric_row,
     metric_widget,
     promql_widget,
@@ -133,19 +143,6 @@ WASTE_HOURS: Final = "Held but not working this week (GPU-hours), 10 namespaces"
 WASTE_USD: Final = "Held without work this week (USD), 10 namespaces"
 
 
-def _body(
-    rows: Sequence[Sequence[Widget]], region: str, variables: list[dict[str, Any]] | None = None
-) -> dict[str, Any]:
-    widgets = layout(rows)
-    for widget in widgets:
-        if widget["type"] in {"metric", "alarm", CHART_WIDGET}:
-            widget["properties"]["region"] = region
-    body: dict[str, Any] = {"start": "-PT24H", "periodOverride": "inherit", "widgets": widgets}
-    if variables:
-        body["variables"] = variables
-    return body
-
-
 def _pattern_variable(
     variable_id: str,
     label: str,
@@ -167,23 +164,6 @@ def _pattern_variable(
         "visible": True,
         "search": f'{{{schema}}} MetricName="{metric}" {DIM_CLUSTER}="{cluster}"',
         "populateFrom": populate_from,
-    }
-
-
-def _typed_input(variable_id: str, label: str, pattern: str) -> dict[str, Any]:
-    """A text box rewriting ``pattern`` wherever the body has it: where the exporter or the
-    emitter sends OTLP there is no metric for a variable's search to list the nodes or jobs
-    from (a search reads CloudWatch metrics, not the OTLP store), so the node or job is typed,
-    or set by a link (console_links: ``node_dashboard_url``, the job's ``var-job``).
-    "INPUT: Freeform text input box" (aws-cdk-lib aws_cloudwatch VariableInputType,
-    https://docs.aws.amazon.com/cdk/api/v2/docs/aws-cdk-lib.aws_cloudwatch.VariableInputType.html)."""
-    return {
-        "type": "pattern",
-        "pattern": pattern,
-        "inputType": "input",
-        "id": variable_id,
-        "label": label,
-        "visible": True,
     }
 
 
@@ -814,21 +794,50 @@ def all_dashboards(
     mode: ContainerInsightsMode = DEFAULT_MODE,
     dcgm_labels: DcgmLabels = CLOUDWATCH,
     exporter_sink: ExporterSink = ExporterSink.EMF,
+    cluster_lines: Sequence[AlarmLine] = (),
+    serving_targets: ServingTargets = NO_TARGETS,
+    etcd_limit_gib: float | None = None,
+    gpu_pending_minutes: int | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Dashboard name -> body, for the CDK app and the demo; ``alarm_lines`` are the deployed
     alarms' thresholds (cdk/alarms/annotations.py), drawn on the widgets of their metrics;
     ``mode`` the Container Insights mode the GPU widgets read (``dashboards.sources``), and
     ``dcgm_labels`` the label names of DCGM's series in OTel mode (CloudWatch's by default),
-    ``exporter_sink`` where the exporter's own series are (OTLP: read with PromQL)."""
+    ``exporter_sink`` where the exporter's own series are (OTLP: read with PromQL).
+
+    The cluster dashboard in both modes, with the control-plane alarms' lines
+    (``cluster_lines``), the etcd limit and, in OTel mode, the GPU-pending alarm's minutes. The
+    serving dashboards (``dashboards.serving``) in OTel mode only: their widgets are PromQL over
+    the inference servers' own series, which only OTel Container Insights sends to CloudWatch
+    (Classic's agent drops the servers' histograms, and PromQL reads no Classic metric);
+    ``serving_targets`` are the deployed serving alarms' thresholds, written in their titles."""
     lines, interval = alarm_lines, exporter_interval_s
     reads = Mode(mode, dcgm_labels, exporter_sink)
-    return {
+    bodies = {
         dashboard_name(cluster, "gpu-fleet"): gpu_fleet(cluster, region, interval, lines, reads),
         dashboard_name(cluster, NODE_DASHBOARD): gpu_node(cluster, region, interval, lines, reads),
         dashboard_name(cluster, TRAINING_DASHBOARD): training_jobs(cluster, region, reads),
         dashboard_name(cluster, STORAGE_DASHBOARD): storage(cluster, buckets, region),
         dashboard_name(cluster, "findings"): findings_and_alarms(cluster, alarm_arns, region),
+        dashboard_name(cluster, CLUSTER_DASHBOARD): cluster_dashboard(
+            cluster,
+            region,
+            mode,
+            cluster_lines,
+            etcd_limit_gib=etcd_limit_gib,
+            gpu_pending_minutes=gpu_pending_minutes,
+            labels=dcgm_labels,
+        ),
     }
+    if mode is ContainerInsightsMode.OTEL:
+        targets, otlp = serving_targets, exporter_sink is ExporterSink.OTLP
+        bodies[dashboard_name(cluster, SERVING_DASHBOARD)] = serving(
+            cluster, region, targets, dcgm_labels
+        )
+        bodies[dashboard_name(cluster, DEPLOYMENT_DASHBOARD)] = deployment(
+            cluster, region, targets, dcgm_labels, exporter_otlp=otlp
+        )
+    return bodies
 
 
 def encode(body: dict[str, Any]) -> str:

@@ -237,3 +237,17 @@ def metric_widget(
     else:
         properties["setPeriodToTimeRange"] = view != "singleValue"
     return Widget("metric", width, height, properties)
+
+
+def promql_chart(
+    title: str, queries: Sequence[tuple[str, str]], *, width: int = 8, height: int = 6
+) -> Widget:
+    """A chart widget of several PromQL queries (``(query, label)``), each drawing its series:
+    one per inference server that has the signal (a query stays bounded by its own text)."""
+    items = [
+        {"id": f"q{i}", **PROMQL_QUERY, "query": query, **({"label": label} if label else {})}
+        for i, (query, label) in enumerate(queries)
+    ]
+    return Widget(
+        CHART_WIDGET, width, height, {"title": title, "view": "line", "data": {"queries": items}}
+    )

@@ -23,16 +23,10 @@ from dataclasses import dataclass
 from typing import Final
 
 from cdk.alarms.model import AlarmSpec, Comparison, MetricStat, MissingData, Severity
-from cdk.alarms.promql import (
-    EVALUATION_INTERVAL_S,
-    KSM_GPU_RESOURCE,
-    KSM_RESOURCE,
-    RECOVERY_S,
-    PromQLQuery,
-)
+from cdk.alarms.promql import EVALUATION_INTERVAL_S, RECOVERY_S, PromQLQuery
 from gpu_insights_agent.contract.metrics import DIM_CLUSTER
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
-from lambdas.shared.kube_state import GPUS_REQUESTED, KSM_POD_REQUESTS, KSM_POD_UNSCHEDULABLE
+from lambdas.shared.kube_state import GPUS_REQUESTED, gpu_pods_waiting
 from lambdas.shared.promql import quote_label, quote_string
 
 NAMESPACE_EKS: Final = "AWS/EKS"
@@ -299,20 +293,9 @@ def gpu_pending_query(
     Pending ``pending_minutes``: the pod pages once it has been unschedulable that long."""
     pod = (labels.cluster, labels.namespace, labels.pod)
     by = ", ".join(quote_label(n) for n in pod)
-    cluster_matcher = f"{quote_label(labels.cluster)}={quote_string(cluster)}"
-    window = f"[{KSM_RANGE_S // 60}m]"
-    requests = (
-        f"{{__name__={quote_string(KSM_POD_REQUESTS)}, {cluster_matcher}, "
-        f"{quote_label(KSM_RESOURCE)}={quote_string(KSM_GPU_RESOURCE)}}}"
-    )
-    unschedulable = f"{{__name__={quote_string(KSM_POD_UNSCHEDULABLE)}, {cluster_matcher}}}"
-    asked = f"sum by ({by}) (last_over_time({requests}{window}))"
-    waiting = f"max by ({by}) (last_over_time({unschedulable}{window})) == 1"
+    waiting = gpu_pods_waiting(cluster, f"{KSM_RANGE_S // 60}m", labels)
     return PromQLQuery(
-        query=(
-            f"count_values by ({by}) ({quote_string(GPUS_REQUESTED)}, "
-            f"({asked} > 0) and on ({by}) ({waiting}))"
-        ),
+        query=f"count_values by ({by}) ({quote_string(GPUS_REQUESTED)}, {waiting})",
         evaluation_interval_s=EVALUATION_INTERVAL_S,
         pending_period_s=pending_minutes * 60,
         recovery_period_s=RECOVERY_S,

@@ -30,6 +30,9 @@ from typing import Any, Final
 
 from gpu_insights_agent.contract.metrics import GpuMetric
 from lambdas.shared.dcgm import CLOUDWATCH, DCGM_POWER, DcgmLabels
+
+# Kube State Metrics' node capacity series (declared, with its source, in kube_state.py).
+from lambdas.shared.kube_state import KSM_CAPACITY, KSM_GPU_RESOURCE, KSM_RESOURCE
 from lambdas.shared.promql import quote_label, quote_string
 
 #: AlarmPromQLCriteria: "Query ... Length Constraints: Minimum length of 1. Maximum length of
@@ -148,21 +151,6 @@ CAPACITY_RANGE_S: Final = 120
 #: node pages (Classic's silence check gives an instance 15 minutes from launch, boot and
 #: join included: lambdas/silence_check/config.py ``DEFAULT_GRACE_S``).
 SILENT_PENDING_S: Final = 300
-#: Kube State Metrics' per-node capacity series, as the add-on sends it: KSM's metric
-#: ``kube_node_status_capacity`` with labels ``node``, ``resource`` (the resource name with
-#: its dots and slash made underscores) and ``unit`` (kubernetes/kube-state-metrics
-#: internal/store/node_test.go: ``kube_node_status_capacity{node="127.0.0.1",
-#: resource="nvidia_com_gpu",unit="integer"} 4``; docs/metrics/cluster/node-metrics.md). The
-#: add-on's cluster scraper (aws-observability/helm-charts, charts/amazon-cloudwatch-
-#: observability/templates/linux/_otel-container-insights-cluster-scraper-config.tpl, pipeline
-#: ``metrics/cw_k8s_ci_v0_kube_state_metrics``) groups KSM's series by ``node`` and sets
-#: ``k8s.node.name`` from it (``transform/cw_k8s_ci_v0_ksm_promote``), ``k8s.cluster.name``
-#: (``transform/cw_k8s_ci_v0_set_cluster_name``) and the node's labels
-#: (``k8sattributes/cw_k8s_ci_v0_node``) on the resource: the same ``@resource.`` names as the
-#: GPU series carry, so the two join on cluster and node.
-KSM_CAPACITY: Final = "kube_node_status_capacity"
-KSM_RESOURCE: Final = "resource"
-KSM_GPU_RESOURCE: Final = "nvidia_com_gpu"
 
 
 def _selector(metric: str, cluster: str, labels: DcgmLabels, *matchers: str) -> str:

@@ -44,12 +44,12 @@ from gpu_insights_agent.contract.serving import (
 )
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
 
-# The builders live where Lambda code may read them (re-exported: ``__all__``).
-from lambdas.shared.serving_promql import (
+# The query builders live in lambdas/shared/serving_queries.py, where the dashboards read them
+# too (dashboards/ imports nothing from cdk/); imported here under the names the alarms and
+# their tests use.
+from lambdas.shared.serving_queries import (
     RATE_RANGE_S,
     ModelFilter,
-    _by,
-    _newest_first,
     error_ratio,
     gauge,
     model_group,
@@ -58,6 +58,8 @@ from lambdas.shared.serving_promql import (
     replica_group,
     selector,
 )
+from lambdas.shared.serving_queries import by_labels as _by
+from lambdas.shared.serving_queries import newest_first as _newest_first
 from lambdas.shared.thresholds import SERVING_WAITING_REQUESTS
 
 #: The builders' names, re-exported for the alarms' callers (the module's own names stand).
@@ -72,6 +74,7 @@ __all__ = [
     "replica_group",
     "selector",
 ]
+
 #: A latency or error SLO pages after five more minutes over its target: ten minutes of it.
 SLO_PENDING_S: Final = 300
 #: KV cache at or above this fraction of its blocks (vLLM's gauge is 0-1: "1 means 100 percent

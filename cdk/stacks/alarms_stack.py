@@ -5,7 +5,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from cdk.alarms.annotations import alarm_lines
+from cdk.alarms.annotations import alarm_lines, control_plane_lines, serving_targets
 from cdk.alarms.catalog import deployed_alarms
 from cdk.constructs.agent_log_group import AgentLogGroup
 from cdk.constructs.alarm_topics import AlarmTopics
@@ -125,6 +125,16 @@ class AlarmsStack(DeploymentStack):
                     alarm_lines=alarm_lines(specs),
                     mode=settings.container_insights_mode,
                     exporter_sink=settings.exporter_sink,
+                    cluster_lines=control_plane_lines(specs),
+                    serving_targets=serving_targets(
+                        alarm_settings.serving if alarm_settings.promql else None
+                    ),
+                    etcd_limit_gib=settings.etcd_limit_gib,
+                    gpu_pending_minutes=(
+                        alarm_settings.cluster.pending_minutes
+                        if alarm_settings.promql and alarm_settings.cluster is not None
+                        else None
+                    ),
                 ).items()
             )
         ]

@@ -578,7 +578,16 @@ def _promql_alarms(d: Deployment, alarms: Sequence[AlarmSpec]) -> LineItem:
 
 
 def _dashboards(s: Settings) -> LineItem:
-    count = len(all_dashboards(s.cluster_name, list(s.storage_buckets), [], "us-east-1"))
+    # The mode's: OTel mode adds the serving dashboards (dashboards/serving.py).
+    count = len(
+        all_dashboards(
+            s.cluster_name,
+            list(s.storage_buckets),
+            [],
+            "us-east-1",
+            mode=s.container_insights_mode,
+        )
+    )
     return LineItem(
         "Dashboards",
         count,

@@ -73,7 +73,7 @@ def test_every_name_in_every_template_fits_its_kind(synth: Synth) -> None:
     assert checked[("AWS::SNS::Topic", "DisplayName")] == 2
     assert checked[("AWS::SNS::Topic", "TopicName")] == 3
     assert (
-        checked[("AWS::CloudWatch::Dashboard", "DashboardName")] == 5
-    )  # fleet, node, training, storage, findings
+        checked[("AWS::CloudWatch::Dashboard", "DashboardName")] == 8
+    )  # fleet, node, training, storage, findings, cluster, serving, serving-deployment
     assert checked[("AWS::SSM::Parameter", "Name")] == 1
     assert checked[("AWS::CloudWatch::CompositeAlarm", "AlarmName")] == 1

@@ -1,7 +1,7 @@
 """A day of the inference servers' own series, read with PromQL (OTel Container Insights mode):
 one query per signal for the whole cluster, each server's row of the signal
 (agent contract/serving.py) joined with ``or``, grouped by replica, built by the serving
-builders the alarms use (lambdas/shared/serving_promql.py). Eight requests a day, whatever the
+builders the alarms use (lambdas/shared/serving_queries.py). Eight requests a day, whatever the
 number of models; a signal's query may return at most ``MAX_SERIES`` replicas
 (lambdas/shared/promql.py raises past it rather than read part of the cluster).
 
@@ -32,7 +32,7 @@ from gpu_insights_agent.contract.serving import (
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
 from lambdas.shared.exporter_promql import hourly, read_hours
 from lambdas.shared.promql import PromQLClient, Series, quote_label
-from lambdas.shared.serving_promql import gauge, per_second, quantile, selector
+from lambdas.shared.serving_queries import gauge, per_second, quantile, selector
 from lambdas.training_analyzer.gpu_hours.otel import pod_controller
 from lambdas.training_analyzer.gpu_hours.workloads import SERVING_POD_LABELS, infer_job
 from lambdas.training_analyzer.serving.analysis import ModelKey, ReplicaKey, ServingReads

@@ -129,7 +129,7 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
     html = (tmp_path / "out" / "report.html").read_text()
     assert f"GPU week {result.report['week']}: example-gpu-cluster" in html
     assert "gpu-insights-example-gpu-cluster-gpu-xid-fatal" in html  # an alarm raised that week
-    assert len(list((tmp_path / "out" / "dashboards").glob("*.json"))) == 5
+    assert len(list((tmp_path / "out" / "dashboards").glob("*.json"))) == 6  # with the cluster's
     shown = {
         f"{view.name.removeprefix('gpu-insights-example-gpu-cluster-')}: {w.title}": w
         for view in result.dashboard_views

@@ -381,12 +381,24 @@ def test_cfn_lint_passes_on_the_alarms_stack(synth: Synth) -> None:
     assert lint_errors(_alarms_stack(synth, PROD), ["eu-west-1"]) == []
 
 
-def test_five_dashboards_are_deployed_with_the_alarms_on_them(synth: Synth) -> None:
+def test_eight_dashboards_are_deployed_with_the_alarms_on_them(synth: Synth) -> None:
+    """OTel mode (the default): the GPU, training, storage, findings and cluster dashboards,
+    and the serving ones; Classic mode has no serving dashboard (its agent drops the servers'
+    histograms: dashboards/serving.py)."""
     dashboards = _template(synth).find_resources("AWS::CloudWatch::Dashboard")
     names = sorted(d["Properties"]["DashboardName"] for d in dashboards.values())
     assert names == [
         f"gpu-insights-train-prod-{n}"
-        for n in ("findings", "gpu-fleet", "gpu-node", "storage", "training")
+        for n in (
+            "cluster",
+            "findings",
+            "gpu-fleet",
+            "gpu-node",
+            "serving",
+            "serving-deployment",
+            "storage",
+            "training",
+        )
     ]
     findings = next(
         d for d in dashboards.values() if d["Properties"]["DashboardName"].endswith("findings")
@@ -411,6 +423,32 @@ def test_the_deployed_dashboards_draw_the_alarms_thresholds(synth: Synth) -> Non
     assert lines["Lowest power in use (% of limit), 10 GPUs"] == [
         {"value": 30, "label": "gpu-low-power alarm: MAX < 30", "fill": "below"}
     ]
+
+
+def test_the_cluster_dashboard_draws_the_control_plane_alarms_thresholds(synth: Synth) -> None:
+    """The control-plane alarms' thresholds on the widgets that read their metric, statistic
+    and period; the etcd size's in GiB, beside the limit it is a share of."""
+    (dashboard,) = (
+        _template(synth)
+        .find_resources(
+            "AWS::CloudWatch::Dashboard",
+            {"Properties": {"DashboardName": "gpu-insights-train-prod-cluster"}},
+        )
+        .values()
+    )
+    body = json.loads(dashboard["Properties"]["DashboardBody"])
+    lines = {
+        w["properties"]["title"]: w["properties"]["annotations"]["horizontal"]
+        for w in body["widgets"]
+        if "annotations" in w.get("properties", {})
+    }
+    assert lines["API requests: 5XX a minute"] == [
+        {"value": 10, "label": "control-plane-5xx alarm: >= 10", "fill": "above"}
+    ]
+    assert lines["API p99 latency, LIST (s)"] == [
+        {"value": 30, "label": "control-plane-list-latency alarm: > 30", "fill": "above"}
+    ]
+    assert [round(a["value"], 3) for a in lines["etcd database size (GiB)"]] == [6.4, 8.0]
 
 
 def _bodies(template: Template) -> dict[str, str]:
@@ -438,8 +476,26 @@ def test_otel_mode_deploys_dashboards_that_read_dcgm_by_promql_not_node_gpu(
     marker = '\\"type\\":\\"cloudwatch-metrics\\",\\"language\\":\\"PromQL\\"'
     promql = {name: body.count(marker) for name, body in otel.items()}
     charts = {name: body.count('\\"type\\":\\"chart\\"') for name, body in otel.items()}
-    assert charts == promql
-    assert promql == {"gpu-fleet": 1, "gpu-node": 3, "training": 0, "storage": 0, "findings": 0}
+    # One query a chart on the GPU dashboards; the serving and cluster charts hold several.
+    assert charts == {**promql, "cluster": 2, "serving": 19, "serving-deployment": 7}
+    assert promql == {
+        "gpu-fleet": 1,
+        "gpu-node": 3,
+        "training": 0,
+        "storage": 0,
+        "findings": 0,
+        # Kube State Metrics' GPU pods (pending, unschedulable) and nodes (not Ready,
+        # cordoned): dashboards/cluster.py.
+        "cluster": 4,
+        # A query per server with the signal (contract/serving.py): 2 model counts, requests
+        # 4, prompt and generation tokens 2 + 2, TTFT 3 x 3, inter-token 3 x 2, e2e 3 x 3,
+        # running 3, waiting 4, KV cache 2, preemptions 1, errors 4.
+        "serving": 48,
+        # Per replica: TTFT 3, inter-token 2, e2e 3, KV cache 2, waiting 4, running 3; DCGM's
+        # power (the exporter sends EMF here, so no power against the limit).
+        "serving-deployment": 18,
+    }
+    assert "serving" not in classic
     assert "DCGM_FI_DEV_GPU_TEMP" in otel["gpu-fleet"]
     assert {n: otel[n] for n in ("training", "storage")} == {
         n: classic[n] for n in ("training", "storage")

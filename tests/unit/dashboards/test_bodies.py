@@ -28,12 +28,31 @@ DOCUMENTED_AWS = {
         "BurstBalance",
     },
     # Container Insights with enhanced observability, per GPU (ClusterName, NodeName,
-    # InstanceId, InstanceType, GpuDevice): Container-Insights-metrics-enhanced-EKS.html
+    # InstanceId, InstanceType, GpuDevice): Container-Insights-metrics-enhanced-EKS.html; and
+    # cluster-wide ({ClusterName}) pods and nodes: container-insights-metrics-EKS.html
     "ContainerInsights": {
         "node_gpu_utilization",
         "node_gpu_memory_used",
         "node_gpu_temperature",
         "node_gpu_power_draw",
+        "pod_status_pending",
+        "node_status_condition_ready",
+        "cluster_node_count",
+        "cluster_failed_node_count",
+    },
+    # The EKS control plane ("Monitor cluster data with Amazon CloudWatch", Amazon EKS User
+    # Guide, https://docs.aws.amazon.com/eks/latest/userguide/cloudwatch.html)
+    "AWS/EKS": {
+        "apiserver_request_total_4XX",
+        "apiserver_request_total_5XX",
+        "apiserver_request_total_429",
+        *(
+            f"apiserver_request_duration_seconds_{v}_P99"
+            for v in ("GET", "LIST", "POST", "PUT", "PATCH", "DELETE")
+        ),
+        "apiserver_storage_size_bytes",
+        "scheduler_pending_pods",
+        "scheduler_pending_pods_UNSCHEDULABLE",
     },
     "AWS/S3": {
         "FirstByteLatency",

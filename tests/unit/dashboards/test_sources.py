@@ -12,6 +12,8 @@ import pytest
 from cli.backtest.promql_widgets import rule_errors, series_bound
 from cli.demo.realistic.otel import DCGM_METRIC_UNITS
 from dashboards.bodies import GPUS_PER_NODE_MAX, OUTLIERS, all_dashboards
+from dashboards.cluster import CLUSTER_DASHBOARD
+from dashboards.serving import DEPLOYMENT_DASHBOARD, SERVING_DASHBOARD
 from dashboards.sources import MIB, READINGS, Query, reading
 from dashboards.widgets import CHART_WIDGET, chart_queries, is_promql
 from gpu_insights_agent.contract.metrics import (
@@ -24,6 +26,7 @@ from gpu_insights_agent.contract.metrics import (
     ExporterSink,
     GpuMetric,
 )
+from gpu_insights_agent.contract.resource_names import dashboard_name
 from lambdas.shared.console_links import JOB_PATTERN, JOB_VARIABLE, NODE_VARIABLE
 from lambdas.shared.container_insights_mode import DEFAULT_MODE, ContainerInsightsMode
 
@@ -73,12 +76,22 @@ def test_the_table_reads_the_exporter_where_its_sink_sends_and_container_insight
             assert where == reading(metric, mode, sink)
 
 
+#: The dashboards each mode has its own of (the cluster's pods and nodes, OTel's serving):
+#: tests/unit/dashboards/test_cluster.py and test_serving.py.
+MODE_OWN = {
+    dashboard_name(ARGS[0], purpose)
+    for purpose in (CLUSTER_DASHBOARD, SERVING_DASHBOARD, DEPLOYMENT_DASHBOARD)
+}
+
+
 def _widgets(
     mode: ContainerInsightsMode, sink: ExporterSink = ExporterSink.EMF
 ) -> dict[tuple[str, str], dict[str, Any]]:
+    """The widgets of the dashboards both modes have, by dashboard and title."""
     return {
         (name, w["properties"].get("title", w["properties"].get("markdown", ""))): w
         for name, body in all_dashboards(*ARGS, mode=mode, exporter_sink=sink).items()
+        if name not in MODE_OWN
         for w in body["widgets"]
     }
 

@@ -76,3 +76,17 @@ def test_without_the_exporter_nothing_is_drawn() -> None:
     settings = AlarmSettings(cluster_name="train", exporter=False, gpu_instance_type="p5.48xlarge")
     assert alarm_lines(deployed_alarms(settings)) == ()
     assert _annotated(()) == {}
+
+
+def test_the_serving_dashboards_get_the_deployed_serving_targets() -> None:
+    from cdk.alarms.annotations import serving_targets
+    from cdk.alarms.serving_promql import ServingAlarmSettings
+    from dashboards.serving import ServingTargets
+
+    assert serving_targets(None) == ServingTargets()
+    targets = serving_targets(
+        ServingAlarmSettings(ttft_p99_targets=(("llama", 1.5),), waiting_requests=4)
+    )
+    assert (targets.ttft_p99_s, targets.ttft_p99_targets) == (2.0, (("llama", 1.5),))
+    assert (targets.waiting_requests, targets.kv_cache_full, targets.error_percent) == (4, 0.95, 5)
+    assert targets.e2e_p99_s is None

@@ -62,6 +62,6 @@ def test_a_bad_target_is_refused_by_name(settings: dict[str, object], named: str
 
 def test_the_serving_rates_read_the_five_minutes_the_gpu_alarms_read() -> None:
     from cdk.alarms.promql import RANGE_S
-    from lambdas.shared.serving_promql import RATE_RANGE_S
+    from lambdas.shared.serving_queries import RATE_RANGE_S
 
     assert RATE_RANGE_S == RANGE_S

@@ -72,7 +72,7 @@ def test_the_fleet_of_40_eight_gpu_nodes(capsys: pytest.CaptureFixture[str]) -> 
     # notifier's dead letters and refused documents.
     assert items["Standard alarms"]["quantity"] == 15
     assert items["Notifier custom metric (refused documents)"]["usd"] == pytest.approx(0.30)
-    assert items["Dashboards"]["usd"] == 15.0  # 5 dashboards at $3
+    assert items["Dashboards"]["usd"] == 18.0  # 6 dashboards at $3 (Classic: no serving ones)
     # 1 GB a day by default, 30.42 days, $0.50 a GB.
     assert items["Container logs ingestion (Fluent Bit, on in the add-on)"]["usd"] == 15.21
     # The silence check: every 5 minutes, 256 MB.
@@ -98,7 +98,8 @@ def test_otel_mode_prices_the_add_ons_gpu_series_by_its_preview(
     assert dcgm["usd"] == 0
     assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(392.88)
     total = sum(float(str(i["usd"])) for i in items.values())
-    assert total == pytest.approx(711.82 - 52.98, abs=0.02)
+    # Classic's total less its observations, plus the two serving dashboards at $3.
+    assert total == pytest.approx(714.82 - 52.98 + 2 * 3.0, abs=0.02)
 
 
 def test_otel_mode_prices_the_analyzer_s_promql_at_the_preview_s_nothing(

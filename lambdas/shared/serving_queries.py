@@ -1,18 +1,13 @@
-"""PromQL over the inference servers' own metrics (agent contract/serving.py): pure builders of
-a table row, for the serving alarms (cdk/alarms/serving_promql.py), the dashboards and the
-training analyzer's daily serving reads (lambdas/training_analyzer/serving/), which cannot import
-synth-time code.
+"""PromQL over the inference servers' own metrics (contract/serving.py): the pure query
+builders that the serving SLO alarms (cdk/alarms/serving_promql.py) and the serving dashboards
+(dashboards/serving.py) both write their queries with, so a dashboard draws what an alarm reads.
 
-The queries group by the labels the add-on puts on a pod's series (lambdas/shared/dcgm.py) and
-the server's model label, a datapoint attribute CloudWatch also gives bare ("Datapoint
-attributes also support bare (un-prefixed) access", CloudWatch-PromQL-Querying.html).
-
-Histograms: CloudWatch stores an OTLP histogram as an exponential histogram, which PromQL reads
-as a native histogram under the metric's name (contract/serving.py ``HistogramForm``):
-``histogram_quantile(0.99, sum by (...) (rate(name[5m])))``. A Prometheus that scraped the
-server (the tests' engine) holds classic ``name_bucket`` series with ``le`` instead, and the
-same builders write ``sum by (le, ...)`` there. Counters and classic buckets are cumulative as
-the Prometheus receiver reads them, so ``rate`` applies.
+The queries group by the labels the add-on puts on a pod's series (lambdas/shared/dcgm.py:
+``@resource.k8s.cluster.name``, ``...namespace.name``, ``...deployment.name``, ``...pod.name``,
+``...node.name``) and the server's model label. Histograms: CloudWatch's native form
+(``histogram_quantile(q, sum by (...) (rate(name[5m])))``) or a Prometheus scrape's classic
+``name_bucket`` series with ``le`` (``HistogramForm``); cdk/alarms/serving_promql.py's docstring
+cites both.
 """
 
 from collections.abc import Iterable, Sequence
@@ -30,8 +25,8 @@ from gpu_insights_agent.contract.serving import (
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
 from lambdas.shared.promql import quote_label, quote_string
 
-#: A p99 or a rate from five minutes of requests, as the GPU alarms read five minutes of samples
-#: (cdk/alarms/promql.py ``RANGE_S``; a test holds them equal).
+#: A rate or a quantile from five minutes of requests, as the GPU alarms read five minutes of
+#: samples (cdk/alarms/promql.py ``RANGE_S``: a test holds the two equal).
 RATE_RANGE_S: Final = 300
 
 
@@ -45,11 +40,11 @@ def replica_group(metric: ServingMetric, labels: DcgmLabels = CLOUDWATCH) -> tup
     return (*model_group(metric, labels), labels.pod, labels.node)
 
 
-def _by(names: Iterable[str]) -> str:
+def by_labels(names: Iterable[str]) -> str:
     return ", ".join(quote_label(n) for n in names)
 
 
-def _minutes(seconds: int) -> str:
+def minutes_of(seconds: int) -> str:
     return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
 
 
@@ -59,6 +54,7 @@ def selector(
     metric: ServingMetric,
     labels: DcgmLabels = CLOUDWATCH,
     models: "ModelFilter | None" = None,
+    where: Sequence[tuple[str, str]] = (),
 ) -> str:
     """``{__name__="name", cluster="...", <the row's matchers>, <model matchers>}``."""
     matchers = [
@@ -66,6 +62,7 @@ def selector(
         f"{quote_label(labels.cluster)}={quote_string(cluster)}",
         *(f"{quote_label(k)}={quote_string(v)}" for k, v in metric.matchers),
         *(models.matchers(metric.model_label) if models else ()),
+        *(f"{quote_label(k)}={quote_string(v)}" for k, v in where),
     ]
     return "{" + ", ".join(matchers) + "}"
 
@@ -84,7 +81,7 @@ class ModelFilter:
         return tuple(f"{label}!={quote_string(m)}" for m in self.excluding)
 
 
-def _newest_first(parts: Sequence[str]) -> str:
+def newest_first(parts: Sequence[str]) -> str:
     """Each rename's aggregate, the newest name's where a group sends it (``or`` keeps the
     left side's series and adds the right's only for groups the left lacks)."""
     return parts[0] if len(parts) == 1 else " or ".join(f"({p})" for p in parts)
@@ -100,20 +97,22 @@ def quantile(
     labels: DcgmLabels = CLOUDWATCH,
     models: ModelFilter | None = None,
     range_s: int = RATE_RANGE_S,
+    where: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """The ``q`` quantile of a latency histogram per ``by`` group, in seconds."""
+    """The ``q`` quantile of a latency histogram per ``by`` group, in seconds (of the series
+    that also match ``where``: a dashboard's one deployment)."""
     if metric.type is not MetricType.HISTOGRAM or metric.seconds_per_unit is None:
         raise ValueError(f"{metric!r} is no latency histogram")
-    window = _minutes(range_s)
+    window = minutes_of(range_s)
     parts = []
     for name in metric.names:
         if form is HistogramForm.CLASSIC:
-            sel = selector(f"{name}_bucket", cluster, metric, labels, models)
-            parts.append(f"sum by ({_by(('le', *by))}) (rate({sel}[{window}]))")
+            sel = selector(f"{name}_bucket", cluster, metric, labels, models, where)
+            parts.append(f"sum by ({by_labels(('le', *by))}) (rate({sel}[{window}]))")
         else:
-            sel = selector(name, cluster, metric, labels, models)
-            parts.append(f"sum by ({_by(by)}) (rate({sel}[{window}]))")
-    expr = f"histogram_quantile({q:g}, {_newest_first(parts)})"
+            sel = selector(name, cluster, metric, labels, models, where)
+            parts.append(f"sum by ({by_labels(by)}) (rate({sel}[{window}]))")
+    expr = f"histogram_quantile({q:g}, {newest_first(parts)})"
     scale = metric.seconds_per_unit
     return expr if scale == 1 else f"({expr} * {scale:g})"
 
@@ -125,14 +124,16 @@ def per_second(
     *,
     labels: DcgmLabels = CLOUDWATCH,
     range_s: int = RATE_RANGE_S,
+    where: Sequence[tuple[str, str]] = (),
 ) -> str:
     """A counter's per-second rate per ``by`` group (requests, tokens a second)."""
     if metric.type is not MetricType.COUNTER:
         raise ValueError(f"{metric!r} is no counter")
-    window = _minutes(range_s)
-    return _newest_first(
+    window = minutes_of(range_s)
+    return newest_first(
         [
-            f"sum by ({_by(by)}) (rate({selector(n, cluster, metric, labels)}[{window}]))"
+            f"sum by ({by_labels(by)}) "
+            f"(rate({selector(n, cluster, metric, labels, where=where)}[{window}]))"
             for n in metric.names
         ]
     )
@@ -146,15 +147,17 @@ def gauge(
     *,
     labels: DcgmLabels = CLOUDWATCH,
     range_s: int = RATE_RANGE_S,
+    where: Sequence[tuple[str, str]] = (),
 ) -> str:
     """A gauge read over the range (``over_time``) and its most per ``by`` group: a replica's
     queue, KV cache."""
     if metric.type is not MetricType.GAUGE:
         raise ValueError(f"{metric!r} is no gauge")
-    window = _minutes(range_s)
-    return _newest_first(
+    window = minutes_of(range_s)
+    return newest_first(
         [
-            f"max by ({_by(by)}) ({over_time}({selector(n, cluster, metric, labels)}[{window}]))"
+            f"max by ({by_labels(by)}) "
+            f"({over_time}({selector(n, cluster, metric, labels, where=where)}[{window}]))"
             for n in metric.names
         ]
     )
@@ -176,5 +179,5 @@ def error_ratio(
     failed = per_second(errors, cluster, by, labels=labels, range_s=range_s)
     total = per_second(requests, cluster, by, labels=labels, range_s=range_s)
     if errors.server in ERRORS_APART:
-        total = f"({total}) + on ({_by(by)}) ({failed})"
-    return f"({failed}) / on ({_by(by)}) ({total})"
+        total = f"({total}) + on ({by_labels(by)}) ({failed})"
+    return f"({failed}) / on ({by_labels(by)}) ({total})"
