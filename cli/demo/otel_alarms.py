@@ -47,7 +47,7 @@ from opentelemetry.sdk.metrics.export import MetricsData
 
 from cdk.alarms.catalog import promql_alarms
 from cdk.alarms.model import AlarmSpec
-from cdk.alarms.promql import KSM_CAPACITY, KSM_GPU_RESOURCE, KSM_RESOURCE, PromQLQuery
+from cdk.alarms.promql import PromQLQuery
 from cdk.settings import Settings
 from cli.backtest.promql_alarm import ALARM, Transition, replay_range
 from cli.demo.exporter import (
@@ -78,6 +78,7 @@ from gpu_insights_agent.exporter.xid_event_log import XidEventLog
 from lambdas.notifier import handler as notifier
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.dcgm import CLOUDWATCH as L
+from lambdas.shared.kube_state import KSM_CAPACITY, KSM_GPU_RESOURCE, KSM_RESOURCE
 from lambdas.shared.promql import PromQLClient, endpoint_for
 
 #: Two hours of one-minute cycles from the demo's replay window (cli/demo/exporter.py).

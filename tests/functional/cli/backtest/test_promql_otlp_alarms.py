@@ -19,12 +19,13 @@ import pytest
 
 from cdk.alarms.catalog import AlarmSettings, promql_alarms
 from cdk.alarms.model import AlarmSpec
-from cdk.alarms.promql import KSM_CAPACITY, KSM_GPU_RESOURCE, PromQLQuery
+from cdk.alarms.promql import PromQLQuery
 from cli.backtest.promql_alarm import ALARM, OK, Transition, replay_range
 from cli.demo.promql import answering
 from cli.demo.week import START
 from gpu_insights_agent.contract.metrics import GpuMetric
 from lambdas.shared.dcgm import CLOUDWATCH as L
+from lambdas.shared.kube_state import KSM_CAPACITY, KSM_GPU_RESOURCE
 from lambdas.shared.promql import PromQLClient, endpoint_for
 from tests.prometheus import Sample, serve, write_openmetrics
 
