@@ -51,6 +51,7 @@ from cdk.alarms.promql import (
     otlp_throttle_query,
     otlp_xid_query,
 )
+from cdk.alarms.serving_classic import classic_serving_alarms
 from cdk.alarms.serving_promql import ServingAlarmSettings, serving_alarms
 from cdk.alarms.sizing import (
     CAP_ALARM_SERIES,
@@ -238,6 +239,9 @@ class AlarmSettings:
     #: The serving SLO alarms (cdk/alarms/serving_promql.py): OTel mode only, where the add-on
     #: sends the inference servers' own metrics and their histograms; None: none.
     serving: ServingAlarmSettings | None = None
+    #: Classic mode's serving alarms (cdk/alarms/serving_classic.py), Metrics Insights on the
+    #: servers' counters and gauges the agent keeps (``serving_metrics``); None: none.
+    classic_serving: ServingAlarmSettings | None = None
     #: The control plane's and the pending GPU pods' alarms (cdk/alarms/cluster.py); None:
     #: none (the app's settings turn them on: ``control_plane_alarms``).
     cluster: ClusterAlarmSettings | None = None
@@ -501,6 +505,8 @@ def gpu_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
         alarms += job_alarms(settings.cluster_name, settings.jobs)
     if settings.cluster is not None:
         alarms += control_plane_alarms(settings.cluster_name, settings.cluster)
+    if settings.classic_serving is not None and not settings.promql:
+        alarms += classic_serving_alarms(settings.cluster_name, settings.classic_serving)
     alarms = [replace(a, kind=a.alarm_kind) for a in alarms]
     return alarms + cap_alarms(settings.cluster_name, alarms)
 

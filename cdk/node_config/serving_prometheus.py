@@ -181,14 +181,17 @@ def scrape_config() -> dict[str, Any]:
 
 
 def dimensions(metric: ServingMetric) -> list[str]:
-    """A row's one dimension set: a replica of a model, and the labels its matchers read."""
+    """A row's one dimension set: a replica of a model, and the labels the matchers of any row
+    of the same name read (vLLM's requests and errors are one counter, the errors those with
+    ``finished_reason="error"``: its metric keeps the label, and requests sum over it)."""
+    sharing = [m for m in kept_metrics(metric.server) if set(m.names) & set(metric.names)]
     return [
         DIM_CLUSTER,
         DIM_NAMESPACE,
         DIM_POD_NAME,
         DIM_FULL_POD_NAME,
         metric.model_label,
-        *dict.fromkeys(k for k, _ in metric.matchers),
+        *dict.fromkeys(k for m in sharing for k, _ in m.matchers),
     ]
 
 
