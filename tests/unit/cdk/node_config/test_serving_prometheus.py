@@ -186,7 +186,7 @@ def _relabel(labels: dict[str, str], rules: list[dict[str, Any]]) -> dict[str, s
             continue
         if match:
             replacement = rule.get("replacement", "$1")
-            out[rule["target_label"]] = re.sub(r"\$(\d+)", lambda g: match[int(g[1])], replacement)
+            out[rule["target_label"]] = match.expand(re.sub(r"\$(\d+)", r"\\\1", replacement))
     return out
 
 
@@ -231,7 +231,8 @@ def test_a_deployments_vllm_pod_gets_container_insights_dimension_values() -> No
         },
         _job(Server.TRITON)["relabel_configs"],
     )
-    assert stateful is not None and stateful["PodName"] == "triton-a10"
+    assert stateful is not None
+    assert stateful["PodName"] == "triton-a10"
 
 
 def test_ray_serve_is_scraped_on_kuberay_pods_only() -> None:
