@@ -63,6 +63,7 @@ def test_every_alarmed_name_is_one_the_agent_is_told_to_keep_with_those_dimensio
     for spec in classic_serving_alarms("serve", SETTINGS):
         server = next(s for s in Server if spec.key.endswith(f"-{s}"))
         query = spec.metric
+        assert isinstance(query, InsightsQuery)
         assert (
             f"^{re.escape(str(server))}$",
             f"^{re.escape(query.metric)}$",

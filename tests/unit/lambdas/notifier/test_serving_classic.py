@@ -3,6 +3,7 @@ contributor whose GROUP BY dimensions (Container Insights' names) name the model
 Deployment that serves it and the replica's pod."""
 
 from cdk.alarms.catalog import AlarmSettings, deployed_alarms
+from cdk.alarms.model import InsightsQuery
 from cdk.alarms.serving_promql import ServingAlarmSettings
 from lambdas.notifier.incidents import Deployment, from_alarm_event
 from lambdas.notifier.notification import Incident, render_text
@@ -14,7 +15,7 @@ DEPLOYMENT = Deployment(
     cluster="serve",
     region="us-east-1",
     gpu_dashboard="gpu-insights-serve-gpu-node",
-    alarm_kinds={s.alarm_kind: (s.severity, s.title) for s in deployed_alarms(CLASSIC)},
+    alarm_kinds={s.alarm_kind: (s.severity, s.title) for s in deployed_alarms(CLASSIC)},  # type: ignore[misc]
 )
 REPLICA = {
     "ClusterName": "serve",
@@ -27,6 +28,7 @@ REPLICA = {
 
 def _page(key: str, reason: str) -> Incident:
     spec = SPECS[key]
+    assert isinstance(spec.metric, InsightsQuery)
     event = as_gpu_contributor(
         AWS_CONTRIBUTOR_EXAMPLE, f"gpu-insights-serve-{key}", REPLICA, spec.metric.sql()
     )
