@@ -15,8 +15,10 @@ What Classic can alarm on, and what not:
   cache was full.
 - No error-percentage alarm: a percentage is errors over requests, two queries, and "Any
   expression used in a PutMetricAlarm operation must return a single time series"
-  (AWS::CloudWatch::Alarm MetricDataQuery, CloudFormation User Guide), while a Metrics Insights
-  alarm's contributors come from its one GROUP BY query: no per-model ratio.
+  (MetricDataQuery, the CloudWatch API Reference,
+  https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_MetricDataQuery.html),
+  while a Metrics Insights alarm's contributors come from its one GROUP BY query: no per-model
+  ratio.
 - No latency percentile: "The Prometheus metrics with the unsupported histogram metric type are
   dropped by the CloudWatch agent" (ContainerInsights-Prometheus-metrics-conversion.html), and
   time to first token, inter-token and end-to-end latency are histograms in every server.
