@@ -187,6 +187,17 @@ ALARMS_BY_MODE: Final = (
         "namespace; Classic publishes pod_status_pending and pod_status_scheduled without a "
         "reason or the GPUs asked for",
     ),
+    ModeRow(
+        "serving-ttft-p99, serving-e2e-p99, serving-requests-waiting, serving-kv-cache-full, "
+        "serving-errors",
+        "with serving_metrics: Metrics Insights, one alarm per server on its queue gauge "
+        "(serving-requests-waiting-<server>) and one on vLLM's preemptions "
+        "(serving-kv-cache-full-vllm); no latency and no error-rate alarm",
+        "one PromQL alarm per kind over every server's series",
+        "Classic's agent drops the servers' histograms, and a Metrics Insights alarm is one "
+        "query of one metric: no percentile, no errors-over-requests ratio, no KV cache joined "
+        "to preemptions per replica (cdk/alarms/serving_classic.py)",
+    ),
 )
 
 
