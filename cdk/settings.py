@@ -250,6 +250,11 @@ class Settings:
     #: On by default: without an inference server their queries return nothing, so they stay
     #: out of ALARM and page no one, as the job alarms do without jobs.
     serving_alarms: bool = True
+    #: Classic mode: the add-on's agent scrapes the inference servers' counters and gauges
+    #: (cdk/node_config/serving_prometheus.py) into ContainerInsights/Prometheus, and with
+    #: ``serving_alarms`` the Classic serving alarms watch them (cdk/alarms/serving_classic.py).
+    #: OTel mode's add-on collects the servers itself: no effect there.
+    serving_metrics: bool = True
     #: p99 time to first token, in seconds, above which a model pages: each model's own
     #: (``{"model": seconds}``, JSON), and the rest at the default.
     serving_ttft_p99_seconds: float = DEFAULT_TTFT_P99_S
@@ -290,6 +295,13 @@ class Settings:
                 else None
             ),
             cluster=self.cluster_alarm_settings() if self.control_plane_alarms else None,
+            classic_serving=(
+                self.serving_alarm_settings()
+                if self.serving_alarms
+                and self.serving_metrics
+                and self.container_insights_mode is ContainerInsightsMode.CLASSIC
+                else None
+            ),
         )
         return replace(settings, shards=fleet_shards(settings, self.fleet_gpus))
 
@@ -787,6 +799,7 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "gpu_memory_headroom_percent": _as_float,
     "failure_log_jobs": _as_int,
     "serving_alarms": _as_bool,
+    "serving_metrics": _as_bool,
     "serving_ttft_p99_seconds": _as_float,
     "serving_ttft_p99_targets": _as_seconds_map,
     "serving_e2e_p99_seconds": _as_float,

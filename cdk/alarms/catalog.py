@@ -51,6 +51,7 @@ from cdk.alarms.promql import (
     otlp_throttle_query,
     otlp_xid_query,
 )
+from cdk.alarms.serving_classic import classic_serving_alarms
 from cdk.alarms.serving_promql import ServingAlarmSettings, serving_alarms
 from cdk.alarms.sizing import (
     CAP_ALARM_SERIES,
@@ -186,6 +187,17 @@ ALARMS_BY_MODE: Final = (
         "namespace; Classic publishes pod_status_pending and pod_status_scheduled without a "
         "reason or the GPUs asked for",
     ),
+    ModeRow(
+        "serving-ttft-p99, serving-e2e-p99, serving-requests-waiting, serving-kv-cache-full, "
+        "serving-errors",
+        "with serving_metrics: Metrics Insights, one alarm per server on its queue gauge "
+        "(serving-requests-waiting-<server>) and one on vLLM's preemptions "
+        "(serving-kv-cache-full-vllm); no latency and no error-rate alarm",
+        "one PromQL alarm per kind over every server's series",
+        "Classic's agent drops the servers' histograms, and a Metrics Insights alarm is one "
+        "query of one metric: no percentile, no errors-over-requests ratio, no KV cache joined "
+        "to preemptions per replica (cdk/alarms/serving_classic.py)",
+    ),
 )
 
 
@@ -238,6 +250,9 @@ class AlarmSettings:
     #: The serving SLO alarms (cdk/alarms/serving_promql.py): OTel mode only, where the add-on
     #: sends the inference servers' own metrics and their histograms; None: none.
     serving: ServingAlarmSettings | None = None
+    #: Classic mode's serving alarms (cdk/alarms/serving_classic.py), Metrics Insights on the
+    #: servers' counters and gauges the agent keeps (``serving_metrics``); None: none.
+    classic_serving: ServingAlarmSettings | None = None
     #: The control plane's and the pending GPU pods' alarms (cdk/alarms/cluster.py); None:
     #: none (the app's settings turn them on: ``control_plane_alarms``).
     cluster: ClusterAlarmSettings | None = None
@@ -501,6 +516,8 @@ def gpu_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
         alarms += job_alarms(settings.cluster_name, settings.jobs)
     if settings.cluster is not None:
         alarms += control_plane_alarms(settings.cluster_name, settings.cluster)
+    if settings.classic_serving is not None and not settings.promql:
+        alarms += classic_serving_alarms(settings.cluster_name, settings.classic_serving)
     alarms = [replace(a, kind=a.alarm_kind) for a in alarms]
     return alarms + cap_alarms(settings.cluster_name, alarms)
 

@@ -18,7 +18,10 @@ The two Container Insights modes are two configurations of the same chart (its v
   (``otelContainerInsights.logs``) stay off: Fluent Bit (``containerLogs``) already writes the
   host log group the XID fallback filter reads, and both would ingest every log line twice.
 
-Both keep the agent's EMF listener, which the GPU exporter sends to.
+Both keep the agent's EMF listener, which the GPU exporter sends to. In Classic mode with
+``serving_metrics`` the agent also scrapes the inference servers' counters and gauges
+(cdk/node_config/serving_prometheus.py): ``agent.prometheus.config`` with its target allocator,
+and the agent's ``logs.metrics_collected.prometheus``.
 """
 
 import json
@@ -26,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdk.node_config.cloudwatch_agent_config import container_insights_agent_config
+from cdk.node_config.serving_prometheus import prometheus_agent_section, scrape_config
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 
 #: The agent configuration of OTel mode: only the EMF listener (tcp:25888) for the exporter.
@@ -57,6 +61,8 @@ class ObservabilityAddonConfiguration:
     tolerations: tuple[Toleration, ...] = TOLERATE_ALL
     agent_config: dict[str, Any] = field(default_factory=dict)
     mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC
+    #: The chart's ``agent.prometheus`` (Classic mode's serving scrape), None: not set.
+    prometheus: dict[str, Any] | None = None
 
     @classmethod
     def for_gpu_cluster(
@@ -67,28 +73,43 @@ class ObservabilityAddonConfiguration:
         tolerate_all_taints: bool,
         gpu_taint_keys: tuple[str, ...],
         mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC,
+        serving_metrics: bool = False,
     ) -> "ObservabilityAddonConfiguration":
-        """Container Insights in ``mode`` with GPU metrics, and the EMF listener on."""
+        """Container Insights in ``mode`` with GPU metrics, and the EMF listener on; in Classic
+        mode with ``serving_metrics``, the inference servers' scrape as well (OTel mode's
+        add-on collects them itself)."""
         tolerations = (
             TOLERATE_ALL
             if tolerate_all_taints
             else tuple(Toleration(key=key) for key in gpu_taint_keys)
         )
+        classic = mode is ContainerInsightsMode.CLASSIC
+        agent_config = (
+            container_insights_agent_config(cluster_name=cluster_name)
+            if classic
+            else json.loads(json.dumps(EMF_ONLY_AGENT_CONFIG))
+        )
+        prometheus = None
+        if classic and serving_metrics:
+            agent_config["logs"]["metrics_collected"]["prometheus"] = prometheus_agent_section(
+                cluster_name
+            )
+            prometheus = {"config": scrape_config(), "targetAllocator": {"enabled": True}}
         return cls(
             cluster_name=cluster_name,
             container_logs=container_logs,
             tolerations=tolerations,
-            agent_config=(
-                container_insights_agent_config(cluster_name=cluster_name)
-                if mode is ContainerInsightsMode.CLASSIC
-                else json.loads(json.dumps(EMF_ONLY_AGENT_CONFIG))
-            ),
+            agent_config=agent_config,
             mode=mode,
+            prometheus=prometheus,
         )
 
     def to_dict(self) -> dict[str, Any]:
         values: dict[str, Any] = {
-            "agent": {"config": self.agent_config},
+            "agent": {
+                "config": self.agent_config,
+                **({"prometheus": self.prometheus} if self.prometheus is not None else {}),
+            },
             "containerLogs": {"enabled": self.container_logs},
             "tolerations": [toleration.to_dict() for toleration in self.tolerations],
         }

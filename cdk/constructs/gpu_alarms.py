@@ -15,13 +15,16 @@ from cdk.alarms.cluster import CLUSTER_ALARM_KINDS
 from cdk.alarms.jobs import JOB_ALARM_KINDS
 from cdk.alarms.model import AlarmSpec, BreachCount, Difference, InsightsQuery, MetricStat
 from cdk.alarms.promql import PromQLQuery
+from cdk.alarms.serving_classic import CLASSIC_SERVING_ALARM_KINDS
 from cdk.alarms.serving_promql import SERVING_ALARM_KINDS
 from cdk.outputs import FLEET_HEALTH_ALARM_KEY
 from gpu_insights_agent.contract.resource_names import alarm_name
 
 #: Alarm kinds that page a workload or the cluster, not a GPU: out of the fleet health
 #: composite.
-NOT_GPU_HEALTH: Final = frozenset((*JOB_ALARM_KINDS, *SERVING_ALARM_KINDS, *CLUSTER_ALARM_KINDS))
+NOT_GPU_HEALTH: Final = frozenset(
+    (*JOB_ALARM_KINDS, *SERVING_ALARM_KINDS, *CLASSIC_SERVING_ALARM_KINDS, *CLUSTER_ALARM_KINDS)
+)
 
 
 def _metric_stat(stat: MetricStat, period_s: int) -> dict[str, Any]:

@@ -36,6 +36,7 @@ class ObservabilityStack(DeploymentStack):
                     tolerate_all_taints=settings.tolerate_all_taints,
                     gpu_taint_keys=settings.gpu_taint_keys,
                     mode=settings.container_insights_mode,
+                    serving_metrics=settings.serving_metrics,
                 ),
                 addon_version=settings.addon_version,
                 oidc_provider_arn=(

@@ -18,6 +18,7 @@ from cdk.alarms.jobs import JOB_ALARM_KINDS
 from cdk.alarms.model import AlarmSpec, BreachCount, Difference, MetricStat, insights_query
 from cdk.alarms.promql import PromQLQuery
 from cdk.alarms.serving_promql import SERVING_ALARM_KINDS
+from cdk.node_config.serving_prometheus import SERVING_NAMESPACE
 from cdk.settings import Settings
 from cli.cost.exporter import (
     AFTER,
@@ -466,6 +467,11 @@ def _alarms(d: Deployment) -> list[LineItem]:
         if query.namespace == NAMESPACE_TRAINING:
             # A job alarm reads one series per job of its job shard (the emitter's Shard).
             share = d.jobs / (1 if whole else JOB_ALARM_SHARDS)
+        elif query.namespace == SERVING_NAMESPACE:
+            # Classic's serving alarms (cdk/alarms/serving_classic.py) read one series per
+            # serving replica of their server: the fleet estimated here is a training fleet,
+            # with none (docs/alarms.md prices a replica: each alarm and fleet count reads it).
+            share = 0
         elif query.metric in faults:
             share *= FAULT_HOUR_SHARE
         elif query.metric == SILENT_GPUS_METRIC or (spec.shard is None and not whole):

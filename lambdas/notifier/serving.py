@@ -2,11 +2,14 @@
 server's own model label (contract/serving.py ``SERVERS``), and the Deployment and namespace
 that serve it, from the labels the add-on puts on the pod's series (lambdas/shared/dcgm.py).
 The replica alarms' contributors carry the pod and node as well, which the page names as it
-names any pod and node."""
+names any pod and node. A Classic serving alarm's contributor (cdk/alarms/serving_classic.py)
+has Container Insights' dimensions instead: Namespace, PodName (the Deployment or other
+controller) and FullPodName (the pod), with the server's model label."""
 
 from collections.abc import Mapping
 from typing import Final
 
+from gpu_insights_agent.contract.metrics import DIM_NAMESPACE, DIM_POD_NAME
 from gpu_insights_agent.contract.serving import SERVERS
 from lambdas.shared.dcgm import CLOUDWATCH as LABELS
 
@@ -18,10 +21,15 @@ def serving_facts(attributes: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     """("Model", ...) and ("Deployment", "namespace/name") where the contributor names them;
     nothing for a contributor that is no model's (a GPU's, a job's)."""
     model = next((attributes[k] for k in MODEL_LABELS if attributes.get(k)), None)
-    if model is None or LABELS.deployment not in attributes:
+    owner_and_namespace = (
+        (LABELS.deployment, LABELS.namespace),
+        (DIM_POD_NAME, DIM_NAMESPACE),  # Classic's dimensions
+    )
+    owner = next(((o, n) for o, n in owner_and_namespace if attributes.get(o)), None)
+    if model is None or owner is None:
         return ()
-    namespace = attributes.get(LABELS.namespace)
-    deployment = attributes[LABELS.deployment]
+    namespace = attributes.get(owner[1])
+    deployment = attributes[owner[0]]
     return (
         ("Model", model),
         ("Deployment", f"{namespace}/{deployment}" if namespace else deployment),

@@ -5,6 +5,7 @@ from aws_cdk import Stack
 from aws_cdk.assertions import Match, Template
 
 from cdk.alarms.cluster import CLUSTER_ALARM_KINDS, GPU_PENDING
+from cdk.alarms.serving_classic import CLASSIC_SERVING_ALARM_KINDS
 from cdk.alarms.serving_promql import (
     errors_query,
     kv_cache_full_query,
@@ -161,8 +162,17 @@ def test_otel_mode_deploys_the_serving_slo_alarms_as_promql_alarms(synth: Synth)
     assert serving["serving-ttft-p99"]["AlarmDescription"].startswith(
         "[critical] serving-ttft-p99: "
     )
+    # Classic's are Metrics Insights alarms on the counters and gauges its agent keeps
+    # (tests/unit/cdk/alarms/test_serving_classic.py), no PromQL and no latency.
     classic = _alarms(_template(synth, {**PROD, "container_insights_mode": "classic"}))
-    assert not [n for n in classic if n.startswith("serving-")]
+    classic_serving = {n: a for n, a in classic.items() if n.startswith("serving-")}
+    assert sorted(classic_serving) == sorted(
+        f"{kind}{suffix}" for kind in CLASSIC_SERVING_ALARM_KINDS for suffix in ("", "-at-cap")
+    )
+    assert all(
+        "ContainerInsights/Prometheus" in a["Metrics"][0]["Expression"]
+        for a in classic_serving.values()
+    )
 
 
 def test_job_alarms_one_per_kind_and_job_shard_grouped_by_job(synth: Synth) -> None:
@@ -370,7 +380,7 @@ def test_container_insights_only_cluster_alarms_on_pod_power_in_watts(synth: Syn
     }
     alarms = _alarms(_template(synth, context))
     # The jobs' emitters' own, and the control plane's (tests/unit/cdk/alarms/test_cluster.py).
-    gpu = {name for name in alarms if not name.startswith(("job-", "control-plane-"))}
+    gpu = {name for name in alarms if not name.startswith(("job-", "control-plane-", "serving-"))}
     assert gpu == {"gpu-low-power", "gpu-low-power-at-cap", "gpu-xid-host-log"}
     low = alarms["gpu-low-power"]
     assert low["Threshold"] == 120  # 30% of the A100's 400 W
@@ -501,8 +511,8 @@ def test_otel_mode_deploys_dashboards_that_read_dcgm_by_promql_not_node_gpu(
         n: classic[n] for n in ("training", "storage")
     }
     # The findings dashboard lists every alarm: OTel mode's pending GPU pods' and its count,
-    # and its 4 serving kinds' and their counts too.
-    extra = 2 + 8
+    # and its 4 serving kinds' and their counts too; Classic's 5 serving kinds and counts.
+    extra = 2 + 8 - 10
     assert otel["findings"].count("Fn::GetAtt") == classic["findings"].count("Fn::GetAtt") + extra
 
 

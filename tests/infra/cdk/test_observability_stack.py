@@ -45,6 +45,13 @@ def test_addon_is_installed_by_name_with_gpu_metrics(synth: Synth) -> None:
     assert values["agent"]["config"]["logs"]["metrics_collected"]["emf"] == {}
     assert values["containerLogs"] == {"enabled": True}
     assert values["tolerations"] == [{"operator": "Exists"}]
+    # The inference servers' scrape (serving_metrics, on by default): the agent's Prometheus
+    # section and the chart's scrape config with its target allocator; its log events go to
+    # /aws/containerinsights/train-prod/prometheus, inside the role's log scope below.
+    prometheus = values["agent"]["config"]["logs"]["metrics_collected"]["prometheus"]
+    assert prometheus["prometheus_config_path"] == "/etc/prometheusconfig/prometheus.yaml"
+    assert values["agent"]["prometheus"]["targetAllocator"] == {"enabled": True}
+    assert len(values["agent"]["prometheus"]["config"]["scrape_configs"]) == 4
 
 
 def test_addon_runs_otel_container_insights_when_chosen(synth: Synth) -> None:

@@ -31,6 +31,10 @@ FREE_FORM: dict[tuple[str, ...], tuple[type, str]] = {
     # "cloudwatch-agent.modify-config" (templates/_helpers.tpl), which calls hasKey on it: a map,
     # the agent's JSON configuration, checked against the agent's schema and translator keys.
     ("agent", "config"): (dict, "the agent's configuration"),
+    # templates/linux/cloudwatch-agent-custom-resource.yaml writes it, toYaml, as the agent
+    # resource's spec.prometheus.config: a Prometheus configuration (global, scrape_configs),
+    # checked by promtool in tests/unit/cdk/node_config/test_serving_prometheus.py.
+    ("agent", "prometheus", "config"): (dict, "a Prometheus configuration"),
     # Rendered as the pods' tolerations: each a Kubernetes Toleration, checked against its schema.
     ("tolerations",): (list, "Kubernetes tolerations"),
 }
@@ -84,13 +88,19 @@ def _toleration_problems(tolerations: list[Any]) -> list[str]:
     return [error.message for item in tolerations for error in validator.iter_errors(item)]
 
 
+@pytest.mark.parametrize("serving_metrics", [True, False])
 @pytest.mark.parametrize("mode", list(ContainerInsightsMode))
 @pytest.mark.parametrize("tolerate_all", [True, False])
 @pytest.mark.parametrize("container_logs", [True, False])
 def test_every_value_is_a_chart_key_of_the_charts_type(
-    tolerate_all: bool, container_logs: bool, mode: ContainerInsightsMode
+    tolerate_all: bool, container_logs: bool, mode: ContainerInsightsMode, serving_metrics: bool
 ) -> None:
-    values = _gpu_values(tolerate_all_taints=tolerate_all, container_logs=container_logs, mode=mode)
+    values = _gpu_values(
+        tolerate_all_taints=tolerate_all,
+        container_logs=container_logs,
+        mode=mode,
+        serving_metrics=serving_metrics,
+    )
     assert _chart_problems(values, observability_chart_values()) == []
     assert _toleration_problems(values["tolerations"]) == []
     agent_config = values["agent"]["config"]
@@ -185,3 +195,34 @@ def test_classic_mode_is_todays_configuration_unchanged() -> None:
     assert set(values) == {"agent", "containerLogs", "tolerations"}
     kubernetes = values["agent"]["config"]["logs"]["metrics_collected"]["kubernetes"]
     assert kubernetes["enhanced_container_insights"] is True
+
+
+def test_classic_serving_metrics_scrape_through_the_target_allocator() -> None:
+    """The chart's ``agent.prometheus.config`` becomes the agent resource's
+    ``spec.prometheus.config``, which the operator mounts as /etc/prometheusconfig/prometheus.yaml
+    (cdk/node_config/serving_prometheus.py cites where); the agent config points there. The
+    agent is a DaemonSet, so the target allocator shares the servers out: each scraped once."""
+    chart = observability_chart_values()
+    assert chart["agent"]["prometheus"]["targetAllocator"]["enabled"] is False
+    values = _gpu_values(mode=ContainerInsightsMode.CLASSIC, serving_metrics=True)
+    prometheus = values["agent"]["prometheus"]
+    assert prometheus["targetAllocator"] == {"enabled": True}
+    jobs = [job["job_name"] for job in prometheus["config"]["scrape_configs"]]
+    assert jobs == ["vllm", "nim-llm", "triton", "ray-serve"]
+    section = values["agent"]["config"]["logs"]["metrics_collected"]["prometheus"]
+    assert section["prometheus_config_path"] == "/etc/prometheusconfig/prometheus.yaml"
+    assert section["cluster_name"] == "train"
+    assert section["emf_processor"]["metric_namespace"] == "ContainerInsights/Prometheus"
+
+
+@pytest.mark.parametrize(
+    ("mode", "serving_metrics"),
+    [(ContainerInsightsMode.OTEL, True), (ContainerInsightsMode.CLASSIC, False)],
+)
+def test_no_serving_scrape_in_otel_mode_or_when_turned_off(
+    mode: ContainerInsightsMode, serving_metrics: bool
+) -> None:
+    """OTel mode's add-on collects the servers itself; ``serving_metrics=false`` turns it off."""
+    values = _gpu_values(mode=mode, serving_metrics=serving_metrics)
+    assert "prometheus" not in values["agent"]
+    assert "prometheus" not in values["agent"]["config"]["logs"]["metrics_collected"]

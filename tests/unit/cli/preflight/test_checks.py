@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import pytest
 
+from cdk.alarms.serving_classic import CLASSIC_SERVING_ALARM_KINDS
 from cdk.alarms.sizing import INSIGHTS_ALARM_QUOTA
 from cdk.settings import AgentCredentials, Settings, settings_from_context
 from cli.preflight.checks import (
@@ -87,7 +88,16 @@ def test_plan_names_what_the_stacks_create_by_name_and_its_insights_alarms() -> 
         job_alarms=False,
         container_insights_mode=ContainerInsightsMode.CLASSIC,
     )
+    # and Classic's serving alarms on the servers' counters and gauges (serving_metrics).
+    serving = tuple(f"gpu-insights-train-{kind}" for kind in CLASSIC_SERVING_ALARM_KINDS)
     assert plan_for(without_exporter).insights_alarms == (
+        "gpu-insights-train-gpu-low-power",
+        *serving,
+        "gpu-insights-train-gpu-low-power-at-cap",
+        *(f"{name}-at-cap" for name in serving),
+    )
+    unserved = replace(without_exporter, serving_metrics=False)
+    assert plan_for(unserved).insights_alarms == (
         "gpu-insights-train-gpu-low-power",
         "gpu-insights-train-gpu-low-power-at-cap",
     )
