@@ -40,6 +40,7 @@ from cdk.alarms.model import (
     Severity,
     insights_query,
 )
+from cdk.alarms.nodes import node_alarms
 from cdk.alarms.power_table import UnknownInstanceTypeError, gpu_power
 from cdk.alarms.promql import (
     PromQLQuery,
@@ -185,6 +186,19 @@ ALARMS_BY_MODE: Final = (
         "the add-on sends every Kube State Metrics series in OTel mode, with the pod's name and "
         "namespace; Classic publishes pod_status_pending and pod_status_scheduled without a "
         "reason or the GPUs asked for",
+    ),
+    ModeRow(
+        "gpu-node-not-ready, gpu-node-cordoned, gpu-node-hardware-not-ready, gpu-pod-crash-looping",
+        "none: Classic's node_status_condition_ready (per NodeName) and "
+        "pod_container_status_waiting_reason_crash_loop_back_off (per PodName) cannot be "
+        "narrowed to GPU nodes or GPU pods, and it publishes no cordon nor the node monitoring "
+        "agent's conditions",
+        "one PromQL alarm per kind on Kube State Metrics (cdk/alarms/nodes.py), nodes with "
+        "nvidia_com_gpu capacity and pods that request it only, each named with its GPUs",
+        "a Metrics Insights query reads one metric and joins none, and those node and pod "
+        "series carry no GPU count (node_gpu_limit, pod_gpu_request are other metrics); "
+        "Classic's node conditions are Ready and the pressure ones only (aws/amazon-cloudwatch-"
+        "agent's EMF metric declarations)",
     ),
 )
 
@@ -651,6 +665,8 @@ def promql_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
     # Kube State Metrics' pending GPU pods (cdk/alarms/cluster.py): OTel mode, any sink.
     if settings.promql and settings.cluster is not None:
         alarms.append(gpu_pending_alarm(settings.cluster_name, settings.cluster))
+        # GPU nodes NotReady, cordoned or with bad GPUs, crash-looping GPU pods (nodes.py).
+        alarms += node_alarms(settings.cluster_name, settings.cluster.nodes)
     return alarms + cap_alarms(settings.cluster_name, alarms)
 
 
