@@ -53,8 +53,11 @@ def test_demo_synthesizes_stores_and_fetches_the_agent_config(
     assert "4 resources" in summary
     assert "7 nvidia_gpu measurements every 30 s" in summary  # the allowlisted defaults
     # Preflight ran on the demo's cluster before anything was written: the Bottlerocket group
-    # warns, nothing fails (moto for EKS, Stubber for its add-on API).
-    assert result.preflight[-1] == "9 ok, 1 warn, 0 fail"
+    # warns, and its two GPU node groups have no auto repair nor the node monitoring agent
+    # (moto's node groups carry no nodeRepairConfig): warnings, nothing fails (moto for EKS,
+    # Stubber for its add-on API).
+    assert result.preflight[-1] == "9 ok, 4 warn, 0 fail"
+    assert sum("node-repair:" in line and "WARN" in line for line in result.preflight) == 3
     # Both GPU node groups' types are ones the exporter's DaemonSet selects.
     (reach,) = [line for line in result.preflight if "exporter-nodes" in line]
     assert reach.startswith("OK   exporter-nodes")
