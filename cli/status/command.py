@@ -58,6 +58,7 @@ def run(args: argparse.Namespace) -> str:
         sns=make("sns"),
         s3=make("s3"),
         promql=promql_for(cloudwatch),
+        eks=make("eks"),
     )
     checks = run_checks(gather(settings, clients, now=time.time()))
     return report(checks, cluster=settings.cluster_name, region=region, json_output=args.json)
