@@ -80,6 +80,7 @@ from gpu_insights_agent.contract.metrics import (
 from gpu_insights_agent.contract.resource_names import (
     CAP_ALARM_SUFFIX,
     alarm_name,
+    cap_alarm_title,
     shard_alarm_name,
 )
 from lambdas.shared.thresholds import (
@@ -555,7 +556,7 @@ def _cap_alarm(cluster: str, spec: AlarmSpec) -> AlarmSpec:
         kind=key,
         counts=kind,
         shard=None,
-        title=f"{CAP_ALARM_SERIES}+ at once: {spec.title}",
+        title=cap_alarm_title(spec.title),
         description=(
             f"{CAP_ALARM_SERIES} or more series breached {kind} at once ({spec.title.lower()}): "
             "the count is this alarm's value. CloudWatch keeps at most "
