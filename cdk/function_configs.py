@@ -105,8 +105,13 @@ def notifier_config(
         sent_table=sent_table,
         gpu_dashboard=dashboard_name(settings.cluster_name, GPU_DASHBOARD),
         exporter_log_group=exporter_log_group,
-        alarm_kinds={s.alarm_kind: (_severity(s.severity), s.title) for s in specs},
-        promql_alarm_kinds=tuple(sorted({s.alarm_kind for s in specs if is_promql(s)})) or None,
+        # The kinds only: the notifier derives each fleet count alarm's from its kind's
+        # (lambdas/notifier/config.py ``with_cap_kinds``), or the list would pass Lambda's 4 KB.
+        alarm_kinds={s.alarm_kind: (_severity(s.severity), s.title) for s in specs if not s.counts},
+        promql_alarm_kinds=tuple(
+            sorted({s.alarm_kind for s in specs if is_promql(s) and not s.counts})
+        )
+        or None,
         webhook_url_parameter=settings.webhook_url_parameter,
         host_log_group=f"{container_insights_log_group_prefix(settings.cluster_name)}/host",
         require_kernel_confirmation=settings.xid_require_kernel_confirmation,

@@ -18,6 +18,7 @@ from typing import Any, Final
 from cdk.alarms.catalog import AlarmSettings, fleet_shards
 from cdk.alarms.cluster import ClusterAlarmSettings
 from cdk.alarms.jobs import JobAlarmSettings
+from cdk.alarms.nodes import NodeAlarmSettings
 from cdk.alarms.power_table import gpu_power
 from cdk.alarms.serving_promql import DEFAULT_TTFT_P99_S, ServingAlarmSettings, serving_alarms
 from cdk.aws_values import (
@@ -182,6 +183,12 @@ class Settings:
     gpu_pending_alarm_minutes: int = ClusterAlarmSettings.pending_minutes
     #: The control plane's etcd database limit: 8 GiB in the Standard tier.
     etcd_limit_gib: float = ClusterAlarmSettings.etcd_limit_gib
+    #: OTel mode: a GPU node NotReady, cordoned, or with AcceleratedHardwareReady False, and a
+    #: GPU pod in CrashLoopBackOff, page after this many minutes (cdk/alarms/nodes.py).
+    gpu_node_not_ready_minutes: int = NodeAlarmSettings.not_ready_minutes
+    gpu_node_cordoned_minutes: int = NodeAlarmSettings.cordoned_minutes
+    gpu_node_hardware_minutes: int = NodeAlarmSettings.hardware_minutes
+    gpu_pod_crash_loop_minutes: int = NodeAlarmSettings.crash_loop_minutes
     #: Without the exporter, the low-power alarm reads the GPUs' power limit from this type.
     gpu_instance_type: str | None = None
     #: Critical alarms (pages): email addresses and HTTPS endpoints (a pager's webhook).
@@ -307,7 +314,14 @@ class Settings:
 
     def cluster_alarm_settings(self) -> ClusterAlarmSettings:
         return ClusterAlarmSettings(
-            pending_minutes=self.gpu_pending_alarm_minutes, etcd_limit_gib=self.etcd_limit_gib
+            pending_minutes=self.gpu_pending_alarm_minutes,
+            etcd_limit_gib=self.etcd_limit_gib,
+            nodes=NodeAlarmSettings(
+                not_ready_minutes=self.gpu_node_not_ready_minutes,
+                cordoned_minutes=self.gpu_node_cordoned_minutes,
+                hardware_minutes=self.gpu_node_hardware_minutes,
+                crash_loop_minutes=self.gpu_pod_crash_loop_minutes,
+            ),
         )
 
     def serving_alarm_settings(self) -> ServingAlarmSettings:
@@ -779,6 +793,10 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "control_plane_alarms": _as_bool,
     "gpu_pending_alarm_minutes": _as_int,
     "etcd_limit_gib": _as_float,
+    "gpu_node_not_ready_minutes": _as_int,
+    "gpu_node_cordoned_minutes": _as_int,
+    "gpu_node_hardware_minutes": _as_int,
+    "gpu_pod_crash_loop_minutes": _as_int,
     "gpu_instance_type": _as_str,
     "xid_host_log_filter": _as_bool,
     "xid_require_kernel_confirmation": _as_bool,

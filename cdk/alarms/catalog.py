@@ -40,6 +40,7 @@ from cdk.alarms.model import (
     Severity,
     insights_query,
 )
+from cdk.alarms.nodes import node_alarms
 from cdk.alarms.power_table import UnknownInstanceTypeError, gpu_power
 from cdk.alarms.promql import (
     PromQLQuery,
@@ -80,6 +81,7 @@ from gpu_insights_agent.contract.metrics import (
 from gpu_insights_agent.contract.resource_names import (
     CAP_ALARM_SUFFIX,
     alarm_name,
+    cap_alarm_title,
     shard_alarm_name,
 )
 from lambdas.shared.thresholds import (
@@ -197,6 +199,19 @@ ALARMS_BY_MODE: Final = (
         "Classic's agent drops the servers' histograms, and a Metrics Insights alarm is one "
         "query of one metric: no percentile, no errors-over-requests ratio, no KV cache joined "
         "to preemptions per replica (cdk/alarms/serving_classic.py)",
+    ),
+    ModeRow(
+        "gpu-node-not-ready, gpu-node-cordoned, gpu-node-hardware-not-ready, gpu-pod-crash-looping",
+        "none: Classic's node_status_condition_ready (per NodeName) and "
+        "pod_container_status_waiting_reason_crash_loop_back_off (per PodName) cannot be "
+        "narrowed to GPU nodes or GPU pods, and it publishes no cordon nor the node monitoring "
+        "agent's conditions",
+        "one PromQL alarm per kind on Kube State Metrics (cdk/alarms/nodes.py), nodes with "
+        "nvidia_com_gpu capacity and pods that request it only, each named with its GPUs",
+        "a Metrics Insights query reads one metric and joins none, and those node and pod "
+        "series carry no GPU count (node_gpu_limit, pod_gpu_request are other metrics); "
+        "Classic's node conditions are Ready and the pressure ones only (aws/amazon-cloudwatch-"
+        "agent's EMF metric declarations)",
     ),
 )
 
@@ -558,7 +573,7 @@ def _cap_alarm(cluster: str, spec: AlarmSpec) -> AlarmSpec:
         kind=key,
         counts=kind,
         shard=None,
-        title=f"{CAP_ALARM_SERIES}+ at once: {spec.title}",
+        title=cap_alarm_title(spec.title),
         description=(
             f"{CAP_ALARM_SERIES} or more series breached {kind} at once ({spec.title.lower()}): "
             "the count is this alarm's value. CloudWatch keeps at most "
@@ -668,6 +683,8 @@ def promql_alarms(settings: AlarmSettings) -> list[AlarmSpec]:
     # Kube State Metrics' pending GPU pods (cdk/alarms/cluster.py): OTel mode, any sink.
     if settings.promql and settings.cluster is not None:
         alarms.append(gpu_pending_alarm(settings.cluster_name, settings.cluster))
+        # GPU nodes NotReady, cordoned or with bad GPUs, crash-looping GPU pods (nodes.py).
+        alarms += node_alarms(settings.cluster_name, settings.cluster.nodes)
     return alarms + cap_alarms(settings.cluster_name, alarms)
 
 

@@ -19,10 +19,11 @@ EMF metric declarations), so there the control plane's cluster-wide
 ``scheduler_pending_pods_UNSCHEDULABLE`` is the page.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from cdk.alarms.model import AlarmSpec, Comparison, MetricStat, MissingData, Severity
+from cdk.alarms.nodes import NODE_ALARM_KINDS, NodeAlarmSettings
 from cdk.alarms.promql import EVALUATION_INTERVAL_S, RECOVERY_S, PromQLQuery
 from gpu_insights_agent.contract.metrics import DIM_CLUSTER
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
@@ -74,6 +75,8 @@ class ClusterAlarmSettings:
     pending_minutes: int = GPU_PENDING_MINUTES
     #: The control plane's etcd database size limit (8 GiB in the Standard tier).
     etcd_limit_gib: float = ETCD_LIMIT_GIB_STANDARD
+    #: OTel mode's GPU node and crash-looping GPU pod alarms (cdk/alarms/nodes.py).
+    nodes: NodeAlarmSettings = field(default_factory=NodeAlarmSettings)
 
     def __post_init__(self) -> None:
         if not MIN_PENDING_MINUTES <= self.pending_minutes <= MAX_PENDING_MINUTES:
@@ -214,6 +217,7 @@ CLUSTER_ALARM_KINDS: Final = (
     *(row.key for row, _ in CONTROL_PLANE),
     UNSCHEDULABLE,
     GPU_PENDING,
+    *NODE_ALARM_KINDS,
 )
 
 

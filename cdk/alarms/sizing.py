@@ -23,15 +23,14 @@ import math
 from dataclasses import dataclass
 from typing import Final
 
+# The fleet count alarms' threshold: the contract's, which the notifier reads too.
+from gpu_insights_agent.contract.resource_names import (  # the explicit re-export
+    CAP_ALARM_SERIES as CAP_ALARM_SERIES,  # noqa: PLC0414
+)
+
 MAX_SERIES_PER_QUERY: Final = 500
 MAX_METRICS_PER_QUERY: Final = 10_000
 MAX_CONTRIBUTORS_IN_ALARM: Final = 100
-#: Where a kind's fleet count alarm (catalog.cap_alarms) pages: this many of its series
-#: breaching at once. Ten under the cap, for "if the volume of attributes is too large, the
-#: number of contributors in ALARM can be limited to less than 100" (alarm-limits.html, for
-#: Metrics Insights and PromQL alarms alike): past the cap the kind's alarm pages no more
-#: GPUs (or jobs) one by one, so the count pages once for all of them.
-CAP_ALARM_SERIES: Final = 90
 MAX_WINDOW_MINUTES: Final = 180
 #: The default quota of Metrics Insights alarms per account and Region (adjustable).
 INSIGHTS_ALARM_QUOTA: Final = 200

@@ -16,6 +16,7 @@ from cdk.alarms.catalog import gpu_alarms, promql_alarms
 from cdk.alarms.cluster import GPU_PENDING, NAMESPACE_EKS
 from cdk.alarms.jobs import JOB_ALARM_KINDS
 from cdk.alarms.model import AlarmSpec, BreachCount, Difference, MetricStat, insights_query
+from cdk.alarms.nodes import NODE_ALARM_KINDS
 from cdk.alarms.promql import PromQLQuery
 from cdk.alarms.serving_promql import SERVING_ALARM_KINDS
 from cdk.node_config.serving_prometheus import SERVING_NAMESPACE
@@ -560,7 +561,7 @@ def _promql_alarms(d: Deployment, alarms: Sequence[AlarmSpec]) -> LineItem:
         interval: float = d.settings.exporter_interval_seconds
         if job:
             interval = EMITTER_FLUSH_S
-        elif serving or kind == GPU_PENDING:
+        elif serving or kind in (GPU_PENDING, *NODE_ALARM_KINDS):
             interval = ADDON_DCGM_INTERVAL_S
         per_series = max(1.0, query.lookback_s / interval)
         evaluations = MINUTES_PER_MONTH * 60 / query.evaluation_interval_s

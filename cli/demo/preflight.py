@@ -11,7 +11,13 @@ from botocore.stub import Stubber
 
 from cdk.settings import Settings
 from cli.preflight.aws import Clients, gather
-from cli.preflight.checks import OBSERVABILITY_ADDON, POD_IDENTITY_ADDON, plan_for, run_checks
+from cli.preflight.checks import (
+    OBSERVABILITY_ADDON,
+    POD_IDENTITY_ADDON,
+    PREFLIGHT_ADDONS,
+    plan_for,
+    run_checks,
+)
 from cli.preflight.command import table
 
 #: The demo cluster's GPU node groups: one the exporter suits, one where it sees no GPU.
@@ -58,7 +64,7 @@ def stub_addons(
     the others are not found. ``versions``: the pages of DescribeAddonVersions it answers next
     for the observability add-on on ``kubernetes_version``, where preflight asks."""
     stubber = Stubber(eks)
-    for name in (POD_IDENTITY_ADDON, OBSERVABILITY_ADDON):
+    for name in PREFLIGHT_ADDONS:
         params = {"clusterName": cluster, "addonName": name}
         if name in installed:
             version, status, *values = installed[name]

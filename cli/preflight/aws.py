@@ -23,14 +23,16 @@ from botocore.exceptions import BotoCoreError, ClientError
 from cdk.settings import AgentCredentials
 from cli.failures import AwsFailureError
 from cli.preflight.checks import (
+    NODE_MONITORING_ADDON,
     OBSERVABILITY_ADDON,
-    POD_IDENTITY_ADDON,
+    PREFLIGHT_ADDONS,
     Addon,
     AddonVersion,
     Cluster,
     Facts,
     GpuInstance,
     NodeGroup,
+    NodeRepair,
     Plan,
     needs_addon_versions,
 )
@@ -143,6 +145,7 @@ def read_nodegroups(eks: Any, cluster: str) -> tuple[NodeGroup, ...]:
                     ami_type=group.get("amiType", ""),
                     instance_types=tuple(group.get("instanceTypes") or ()),
                     labels=dict(group.get("labels") or {}),
+                    auto_repair=bool((group.get("nodeRepairConfig") or {}).get("enabled")),
                 )
             )
     return tuple(groups)
@@ -233,6 +236,16 @@ def _read(unreadable: dict[str, str], fact: str, read: Callable[[], T], empty: T
         return empty
 
 
+def read_node_repair(eks: Any, cluster: str) -> NodeRepair | None:
+    """Auto Mode, the node groups' repair and the node monitoring agent, for ``status`` (None:
+    no such cluster)."""
+    found = read_cluster(eks, cluster)
+    if found is None:
+        return None
+    agent = read_addons(eks, cluster, (NODE_MONITORING_ADDON,))[NODE_MONITORING_ADDON]
+    return NodeRepair(found.auto_mode, read_nodegroups(eks, cluster), agent)
+
+
 def gather(plan: Plan, clients: Clients, *, region: str) -> Facts:
     """Every fact the checks need, read-only."""
     unreadable: dict[str, str] = {}
@@ -251,7 +264,7 @@ def gather(plan: Plan, clients: Clients, *, region: str) -> Facts:
                 lambda: read_addons(
                     clients.eks_addons,
                     plan.cluster_name,
-                    (POD_IDENTITY_ADDON, OBSERVABILITY_ADDON),
+                    PREFLIGHT_ADDONS,
                 ),
                 {},
             )

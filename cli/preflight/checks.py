@@ -63,6 +63,13 @@ from lambdas.silence_check.coverage import Uncovered
 
 POD_IDENTITY_ADDON: Final = "eks-pod-identity-agent"
 OBSERVABILITY_ADDON: Final = "amazon-cloudwatch-observability"
+#: The EKS node monitoring agent: "included as a capability for all Amazon EKS Auto Mode
+#: clusters. For other cluster types, you can add the monitoring agent as an Amazon EKS
+#: add-on" ("Enable node auto repair and investigate node health issues", awsdocs/amazon-eks-
+#: user-guide latest/ug/nodes/node-health.adoc @4d52b4d0).
+NODE_MONITORING_ADDON: Final = "eks-node-monitoring-agent"
+#: The add-ons preflight reads, in the order it asks (DescribeAddon each).
+PREFLIGHT_ADDONS: Final = (POD_IDENTITY_ADDON, OBSERVABILITY_ADDON, NODE_MONITORING_ADDON)
 #: CDK's kubectl provider runs the kubectl of ``aws-cdk.lambda-layer-kubectl-v33``
 #: (cdk/constructs/gpu_exporter.py); a test holds the two equal.
 KUBECTL_MINOR: Final = 33
@@ -244,6 +251,9 @@ class NodeGroup:
     instance_types: tuple[str, ...] = ()
     #: The Kubernetes labels EKS applies to the group's nodes (DescribeNodegroup ``labels``).
     labels: Mapping[str, str] = field(default_factory=dict)
+    #: DescribeNodegroup ``nodeRepairConfig.enabled``; False where the group has none (node
+    #: auto repair is enabled "when creating or editing a managed node group": node-health.adoc).
+    auto_repair: bool = False
 
 
 @dataclass(frozen=True)
@@ -674,13 +684,21 @@ def _arch(ami_type: str) -> str:
     return "arm64" if "ARM_64" in ami_type else "amd64"
 
 
+def is_gpu_nodegroup(group: NodeGroup) -> bool:
+    """An NVIDIA AMI's group, or a CUSTOM AMI's on NVIDIA GPU instance types."""
+    ami = group.ami_type
+    gpu_ami = ami.endswith(("_GPU", "_NVIDIA")) or "_NVIDIA_" in ami
+    return gpu_ami or (
+        ami == "CUSTOM" and any(map(is_nvidia_gpu_instance_type, group.instance_types))
+    )
+
+
 def check_nodegroup(plan: Plan, group: NodeGroup) -> Check | None:
     """None for a node group without GPUs."""
     ami = group.ami_type
-    gpu_ami = ami.endswith(("_GPU", "_NVIDIA")) or "_NVIDIA_" in ami
-    custom_gpu = ami == "CUSTOM" and any(map(is_nvidia_gpu_instance_type, group.instance_types))
-    if not (gpu_ami or custom_gpu):
+    if not is_gpu_nodegroup(group):
         return None
+    custom_gpu = ami == "CUSTOM"
     name = f"nodes:{group.name}"
     if not plan.exporter:
         return Check(name, Verdict.OK, f"{ami}: the exporter is off (exporter_enabled=false)")
@@ -964,6 +982,104 @@ def check_silence_coverage(
     ]
 
 
+#: "Amazon EKS waits 10 minutes before acting on the ``AcceleratedHardwareReady``
+#: ``NodeConditions``, and 30 minutes for all other conditions"; "By itself, node auto repair
+#: can react to the ``Ready`` condition of the ``kubelet`` ... When paired with the node
+#: monitoring agent, node auto repair can react to more conditions" (node-health.adoc
+#: @4d52b4d0). Auto Mode's repair is always on (research: node-repair.adoc @dbc0b729).
+REPAIR_AFTER_MINUTES: Final = (("AcceleratedHardwareReady", 10), ("Ready and the others", 30))
+_REPAIR_AFTER: Final = ", ".join(f"{c} {m} min" for c, m in REPAIR_AFTER_MINUTES)
+NODE_REPAIR: Final = "node-repair"
+
+
+@dataclass(frozen=True)
+class NodeRepair:
+    """What decides auto repair of the cluster's GPU nodes: Auto Mode (DescribeCluster
+    ``computeConfig.enabled``), each managed node group's ``nodeRepairConfig``, and the node
+    monitoring agent's add-on (None: not installed)."""
+
+    auto_mode: bool
+    nodegroups: tuple[NodeGroup, ...]
+    agent: Addon | None
+
+
+def check_node_repair(
+    repair: NodeRepair | None, *, unreadable: str | None, command: str
+) -> list[Check]:
+    """One line per GPU node group (auto repair on or off, and after how long), one for Auto
+    Mode, one for the node monitoring agent. Repair off warns, never fails: it is the
+    operator's choice, and the alarms page either way (gpu-node-not-ready,
+    gpu-node-hardware-not-ready)."""
+    if unreadable is not None or repair is None:
+        return [
+            Check(
+                NODE_REPAIR,
+                Verdict.FAIL,
+                f"could not read: {unreadable}",
+                f"run {command} with eks:DescribeCluster, eks:ListNodegroups, "
+                "eks:DescribeNodegroup and eks:DescribeAddon",
+            )
+        ]
+    agent_ok = repair.auto_mode or (repair.agent is not None and repair.agent.status == "ACTIVE")
+    reacts = (
+        _REPAIR_AFTER
+        if agent_ok
+        else "Ready 30 min only: without the node monitoring agent no GPU condition is set"
+    )
+    checks = []
+    for group in repair.nodegroups:
+        if not is_gpu_nodegroup(group):
+            continue
+        if group.auto_repair:
+            checks.append(
+                Check(
+                    f"{NODE_REPAIR}:{group.name}",
+                    Verdict.OK,
+                    f"auto repair on: EKS replaces or reboots an unhealthy node ({reacts})",
+                )
+            )
+        else:
+            checks.append(
+                Check(
+                    f"{NODE_REPAIR}:{group.name}",
+                    Verdict.WARN,
+                    "auto repair off: a GPU node with a failed GPU or NotReady stays until "
+                    "someone replaces it (the alarms page either way)",
+                    f"aws eks update-nodegroup-config --cluster-name <cluster> --nodegroup-name "
+                    f"{group.name} --node-repair-config enabled=true",
+                )
+            )
+    if repair.auto_mode:
+        checks.append(
+            Check(
+                f"{NODE_REPAIR}:auto-mode",
+                Verdict.OK,
+                f"EKS Auto Mode: auto repair always on, every GPU action a replacement "
+                f"({_REPAIR_AFTER}); the node monitoring agent is built in",
+            )
+        )
+    if not checks:
+        return [Check(NODE_REPAIR, Verdict.OK, "no GPU managed node group, no Auto Mode")]
+    if not repair.auto_mode:
+        agent = repair.agent
+        checks.append(
+            Check(
+                f"{NODE_REPAIR}:agent",
+                Verdict.OK if agent_ok else Verdict.WARN,
+                f"{NODE_MONITORING_ADDON} {agent.version} {agent.status}"
+                if agent is not None
+                else f"{NODE_MONITORING_ADDON} not installed: no node has "
+                "AcceleratedHardwareReady, so gpu-node-hardware-not-ready never pages and "
+                "auto repair does not see GPU faults",
+                ""
+                if agent_ok
+                else f"aws eks create-addon --cluster-name <cluster> --addon-name "
+                f"{NODE_MONITORING_ADDON}",
+            )
+        )
+    return checks
+
+
 def run_checks(plan: Plan, facts: Facts) -> list[Check]:
     """Every check, in the order a person fixes them; cluster checks need the cluster."""
     checks = [check_cluster(plan, facts)]
@@ -982,6 +1098,13 @@ def run_checks(plan: Plan, facts: Facts) -> list[Check]:
     checks.append(check_insights_quota(plan, facts))
     if cluster is not None:
         checks += check_nodes(plan, facts, cluster)
+        checks += check_node_repair(
+            NodeRepair(
+                cluster.auto_mode, facts.nodegroups, facts.addons.get(NODE_MONITORING_ADDON)
+            ),
+            unreadable=facts.unreadable.get("nodegroups") or facts.unreadable.get("addons"),
+            command="preflight",
+        )
         checks.append(check_exporter_reach(plan, facts))
         checks += check_silence_coverage(
             facts.silence_uncovered,

@@ -41,6 +41,11 @@ Read-only checks of the account and cluster the settings name, before cdk deploy
   insights-alarm-quota  existing Metrics Insights alarms plus this deployment's fit the quota
   nodes:<group>         each GPU node group's OS and architecture suit the exporter
   nodes:auto-mode       EKS Auto Mode nodes, where the exporter sees no GPU
+  node-repair:<group>   each GPU node group's auto repair (nodeRepairConfig), on or off (warns),
+                        and after how long (AcceleratedHardwareReady 10 min, the others 30)
+  node-repair:auto-mode EKS Auto Mode: auto repair always on
+  node-repair:agent     the eks-node-monitoring-agent add-on, which sets AcceleratedHardwareReady
+                        (without it, no GPU fault reaches auto repair or the OTel alarm; warns)
   exporter-nodes        every NVIDIA GPU node (running instances tagged for the cluster, node
                         groups' types) is one the exporter's DaemonSet selects, or why not
   silence-coverage      every running NVIDIA GPU instance of the cluster (by its tags, or as

@@ -27,8 +27,8 @@ from cdk.outputs import (
     TOPIC_OUTPUTS,
 )
 from cdk.settings import Settings
-from cli.preflight.aws import read_addons
-from cli.preflight.checks import OBSERVABILITY_ADDON, Addon
+from cli.preflight.aws import read_addons, read_node_repair
+from cli.preflight.checks import OBSERVABILITY_ADDON, Addon, NodeRepair
 from cli.silence_coverage import read_ci_gpu_nodes, read_uncovered
 from cli.status.checks import ANALYZERS_RUN, WINDOW_S, Facts, Stack, Subscriptions
 from gpu_insights_agent.contract.metrics import (
@@ -73,6 +73,9 @@ class Clients:
     s3: Any
     #: CloudWatch's PromQL query API (``lambdas.shared.promql.promql_for``): OTel mode's series.
     promql: PromQLClient | None = None
+    #: EKS's cluster, node group and add-on reads for node auto repair (``read_node_repair``);
+    #: None: not read, no line.
+    eks: Any = None
 
 
 def _read(unreadable: dict[str, str], fact: str, read: Callable[[], T], empty: T) -> T:
@@ -329,6 +332,11 @@ def gather(settings: Settings, clients: Clients, *, now: float) -> Facts:
             lambda: read_coverage(clients, cluster, dcgm_nodes=dcgm_nodes if otel else None),
             (),
         )
+    repair: NodeRepair | None = None
+    if clients.eks is not None:
+        repair = _read(
+            unreadable, "node_repair", lambda: read_node_repair(clients.eks, cluster), None
+        )
     no_alarms: dict[str, str | None] = {}
     alarms = _read(
         unreadable,
@@ -377,5 +385,6 @@ def gather(settings: Settings, clients: Clients, *, now: float) -> Facts:
         topics=topics,
         findings=findings,
         report_week=week,
+        node_repair=repair,
         unreadable=unreadable,
     )

@@ -39,7 +39,15 @@ from datetime import UTC, date, datetime
 from typing import Final
 
 from cdk.outputs import ANALYZERS, REPORT_BUCKET_NAME, TOPIC_OUTPUTS
-from cli.preflight.checks import Addon, Check, Verdict, addon_modes, check_silence_coverage
+from cli.preflight.checks import (
+    Addon,
+    Check,
+    NodeRepair,
+    Verdict,
+    addon_modes,
+    check_node_repair,
+    check_silence_coverage,
+)
 from lambdas.shared.container_insights_mode import DEFAULT_MODE, ContainerInsightsMode
 from lambdas.shared.dcgm import DCGM_UTIL
 from lambdas.silence_check.coverage import Uncovered
@@ -109,6 +117,9 @@ class Facts:
     findings: Mapping[str, tuple[date, int] | None] = field(default_factory=dict)
     #: The newest weekly report's ISO week (2026-W48), or None.
     report_week: str | None = None
+    #: Auto repair of the GPU nodes (cli/preflight/checks.py ``check_node_repair``); None: not
+    #: read (no EKS client, no such cluster) or unreadable.
+    node_repair: NodeRepair | None = None
     unreadable: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -385,6 +396,10 @@ def run_checks(facts: Facts) -> list[Check]:
         unreadable=facts.unreadable.get("silence_coverage"),
         command="status",
     )
+    if facts.node_repair is not None or "node_repair" in facts.unreadable:
+        checks += check_node_repair(
+            facts.node_repair, unreadable=facts.unreadable.get("node_repair"), command="status"
+        )
     checks.append(check_alarms(facts))
     checks += [check_topic(facts, purpose) for purpose in TOPIC_OUTPUTS]
     if facts.stacks.get(ANALYZERS, Stack("", "")).outputs.get(REPORT_BUCKET_NAME) or (

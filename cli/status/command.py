@@ -25,6 +25,8 @@ Read-only checks, after cdk deploy, that the cluster the settings name is watche
   silence-coverage        every running NVIDIA GPU instance of the cluster is one the silence
                           check covers; one line for each other, with why and the tag to add
                           (with otlp, gpu-silent is a PromQL alarm and tags decide nothing)
+  node-repair:<group>     each GPU node group's auto repair, Auto Mode's and the node
+                          monitoring agent's add-on, as preflight says them
   alarms                  every alarm exists; those without data or in ALARM, named
   topic:<purpose>         critical, warning, report: a confirmed subscriber (those awaiting
                           confirmation, named)
@@ -58,6 +60,7 @@ def run(args: argparse.Namespace) -> str:
         sns=make("sns"),
         s3=make("s3"),
         promql=promql_for(cloudwatch),
+        eks=make("eks"),
     )
     checks = run_checks(gather(settings, clients, now=time.time()))
     return report(checks, cluster=settings.cluster_name, region=region, json_output=args.json)

@@ -4,6 +4,7 @@ from the deployment's settings by its construct and by the demo (cdk/function_co
 from dataclasses import dataclass
 from typing import Final, cast, get_args
 
+from gpu_insights_agent.contract.resource_names import CAP_ALARM_SUFFIX, cap_alarm_title
 from lambdas.notifier.notification import Severity
 from lambdas.shared.config import FLAG, NAMES, PAIRS, TEXT, Codec, FunctionConfig, variable
 
@@ -25,6 +26,18 @@ ALARM_KINDS: Final = Codec[dict[str, tuple[Severity, str]]](
     _kinds,
     lambda kinds: PAIRS.render(cast(dict[str, tuple[str, str]], kinds)),
 )
+
+
+def with_cap_kinds(kinds: dict[str, tuple[Severity, str]]) -> dict[str, tuple[Severity, str]]:
+    """``kinds`` and each one's fleet count alarm kind (``<kind>-at-cap``: the same severity,
+    the catalog's title for it), which the environment leaves out: Lambda's "total size of all
+    environment variables doesn't exceed 4 KB" (https://docs.aws.amazon.com/lambda/latest/dg/
+    configuration-envvars.html) would not hold both at OTel mode's 20-odd PromQL kinds."""
+    caps = {
+        f"{kind}{CAP_ALARM_SUFFIX}": (severity, cap_alarm_title(title))
+        for kind, (severity, title) in kinds.items()
+    }
+    return kinds | caps
 
 
 @dataclass(frozen=True, kw_only=True)

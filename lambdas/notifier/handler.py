@@ -25,8 +25,9 @@ from typing import Any, Final
 
 from botocore.config import Config
 
+from gpu_insights_agent.contract.resource_names import CAP_ALARM_SUFFIX
 from lambdas.notifier.channels import Channel, ChannelError
-from lambdas.notifier.config import NotifierConfig
+from lambdas.notifier.config import NotifierConfig, with_cap_kinds
 from lambdas.notifier.incidents import Deployment, Skipped, from_alarm_event, from_xid_group
 from lambdas.notifier.jobs import (
     Placement,
@@ -106,8 +107,13 @@ def deployment(config: NotifierConfig) -> Deployment:
         cluster=config.cluster_name,
         region=config.region,
         gpu_dashboard=config.gpu_dashboard,
-        alarm_kinds=config.alarm_kinds,
-        promql_kinds=frozenset(config.promql_alarm_kinds or ()),
+        alarm_kinds=with_cap_kinds(config.alarm_kinds),
+        # A PromQL kind's fleet count alarm is a PromQL alarm too (catalog.cap_alarms).
+        promql_kinds=frozenset(
+            name
+            for kind in config.promql_alarm_kinds or ()
+            for name in (kind, f"{kind}{CAP_ALARM_SUFFIX}")
+        ),
     )
 
 

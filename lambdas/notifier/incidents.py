@@ -48,6 +48,7 @@ from lambdas.notifier.jobs import few
 from lambdas.notifier.kernel_log import KernelCheck
 from lambdas.notifier.links import alarm_url, gpu_dashboard_url
 from lambdas.notifier.messages import XidGroup
+from lambdas.notifier.nodes import node_facts, node_place
 from lambdas.notifier.notification import Incident, Severity
 from lambdas.notifier.serving import serving_facts, serving_place
 from lambdas.shared.dcgm import CLOUDWATCH as DCGM_LABELS
@@ -324,6 +325,7 @@ def _place(
     elif node and not gpu:  # a node-level series: OTel mode's gpu-silent names the node only
         where = f" on {node}"
         gpu = "not named (some of the node's GPUs)"
+    where, gpu = node_place(attributes, pods, where, gpu)  # a GPU node's or GPU pod's
     node, gpu, pending = _pending_pod(attributes, node, gpu)
     return where, node, gpu, pending
 
@@ -408,7 +410,7 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
         alarm_url=alarm_url(deployment.region, name),
         dashboard_url=deployment.dashboard_for(node) if not pending else None,
         resources=(arn,) if arn else (),
-        facts=serving_facts(attributes) + pending,
+        facts=serving_facts(attributes) + pending + node_facts(attributes),
     )
 
 

@@ -46,13 +46,6 @@ GPUS_REQUESTED: Final = "gpus_requested"
 KSM_CAPACITY: Final = "kube_node_status_capacity"
 KSM_RESOURCE: Final = "resource"
 KSM_GPU_RESOURCE: Final = "nvidia_com_gpu"
-#: KSM's node condition and cordon series (kubernetes/kube-state-metrics
-#: docs/metrics/cluster/node-metrics.md): ``kube_node_status_condition{condition, status}`` is 1
-#: on the series of the condition's status (``status`` true, false or unknown), 0 on the
-#: others; ``kube_node_spec_unschedulable`` is 1 while the node is cordoned. Node labels as the
-#: capacity's (``k8s.node.name`` on the resource).
-KSM_NODE_CONDITION: Final = "kube_node_status_condition"
-KSM_NODE_UNSCHEDULABLE: Final = "kube_node_spec_unschedulable"
 #: kube_pod_status_phase{phase}: 1 on the pod's phase (kubernetes/kube-state-metrics
 #: docs/metrics/workload/pod-metrics.md).
 KSM_POD_PHASE: Final = "kube_pod_status_phase"
@@ -87,3 +80,26 @@ def gpu_pods_waiting(
     asked = f"sum by ({by}) (last_over_time({requests}[{window}]))"
     held = f"max by ({by}) (last_over_time({state}[{window}])) == 1"
     return f"({asked} > 0) and on ({by}) ({held})"
+
+
+# --- Nodes and crash loops (cdk/alarms/nodes.py) ------------------------------------------------
+# KSM's node metrics (kubernetes/kube-state-metrics docs/metrics/cluster/node-metrics.md
+# @c92fe0c5): ``kube_node_status_condition`` has the labels ``node``, ``condition`` and
+# ``status`` (true|false|unknown, one series each, 1 on the one that holds) and no reason, so a
+# condition's reason (the node monitoring agent's ``NvidiaXID79Error``) is only in the Node
+# object (kubectl describe node); ``kube_node_spec_unschedulable`` (``node``) is 1 while the
+# node is cordoned. The add-on promotes ``node`` to ``k8s.node.name`` on both (see above).
+KSM_NODE_CONDITION: Final = "kube_node_status_condition"
+KSM_NODE_UNSCHEDULABLE: Final = "kube_node_spec_unschedulable"
+#: KSM's pod metrics (docs/metrics/workload/pod-metrics.md @c92fe0c5): one series per container
+#: and ``reason`` (CrashLoopBackOff, ImagePullBackOff, ...), labels ``container``, ``pod``,
+#: ``namespace``, ``uid``; no node (``kube_pod_container_resource_requests`` has it).
+KSM_WAITING_REASON: Final = "kube_pod_container_status_waiting_reason"
+CRASH_LOOP_REASON: Final = "CrashLoopBackOff"
+#: The label ``count_values`` gives a node alarm's contributor: the node's GPUs (its
+#: ``nvidia_com_gpu`` capacity), so that the page says how many GPUs the node takes with it.
+NODE_GPUS: Final = "node_gpus"
+#: The label a crash-looping GPU pod's contributor carries: the GPUs it holds (its containers'
+#: ``nvidia_com_gpu`` requests), named apart from ``GPUS_REQUESTED``, which marks a pod on no
+#: node.
+POD_GPUS: Final = "pod_gpus"

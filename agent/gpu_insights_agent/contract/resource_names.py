@@ -211,6 +211,19 @@ SHARD_SUFFIX: Final = "-shard-"
 #: What a kind's fleet count alarm adds to the kind's key: ``gpu-low-power-at-cap`` pages when
 #: so many GPUs breach gpu-low-power at once that its contributors reach CloudWatch's cap.
 CAP_ALARM_SUFFIX: Final = "-at-cap"
+#: Where a kind's fleet count alarm (cdk/alarms/catalog.py ``cap_alarms``) pages: this many of
+#: its series breaching at once. Ten under the cap, for "if the volume of attributes is too
+#: large, the number of contributors in ALARM can be limited to less than 100"
+#: (alarm-limits.html, for Metrics Insights and PromQL alarms alike): past the cap the kind's
+#: alarm pages no more GPUs (or jobs) one by one, so the count pages once for all of them.
+CAP_ALARM_SERIES: Final = 90
+
+
+def cap_alarm_title(title: str) -> str:
+    """A fleet count alarm's title from its kind's: the catalog names the alarm so, and the
+    notifier derives it so from the kind's (its environment lists no count alarm: Lambda's
+    4 KB of environment variables would not hold them beside the kinds)."""
+    return f"{CAP_ALARM_SERIES}+ at once: {title}"
 
 
 def shard_alarm_name(name: str, shard: int) -> str:

@@ -4,6 +4,7 @@ the agent configuration a node fetches, the preflight, the files they write. The
 tests/functional/cli/test_demo.py runs them."""
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +54,14 @@ def test_demo_synthesizes_stores_and_fetches_the_agent_config(
     assert "4 resources" in summary
     assert "7 nvidia_gpu measurements every 30 s" in summary  # the allowlisted defaults
     # Preflight ran on the demo's cluster before anything was written: the Bottlerocket group
-    # warns, nothing fails (moto for EKS, Stubber for its add-on API).
-    assert result.preflight[-1] == "9 ok, 1 warn, 0 fail"
+    # warns, and its two GPU node groups have no auto repair nor the node monitoring agent
+    # (moto's node groups carry no nodeRepairConfig): warnings, nothing fails (moto for EKS,
+    # Stubber for its add-on API).
+    assert result.preflight[-1] == "9 ok, 4 warn, 0 fail"
+    assert sum("node-repair:" in line and "WARN" in line for line in result.preflight) == 3
     # Both GPU node groups' types are ones the exporter's DaemonSet selects.
     (reach,) = [line for line in result.preflight if "exporter-nodes" in line]
     assert reach.startswith("OK   exporter-nodes")
     assert "selects 2 of the 2 NVIDIA GPU nodes" in reach
-    assert "   WARN nodes:gpu-bottlerocket  BOTTLEROCKET_x86_64_NVIDIA" in summary
+    # The names' column is as wide as the longest check's name.
+    assert re.search(r"^   WARN nodes:gpu-bottlerocket +BOTTLEROCKET_x86_64_NVIDIA", summary, re.M)

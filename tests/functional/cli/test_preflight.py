@@ -32,7 +32,7 @@ from cli.demo.realistic.nodes import (
 )
 from cli.main import main
 from cli.preflight.aws import Clients, gather, read_gpu_instances, read_nodegroups
-from cli.preflight.checks import Check, Verdict, plan_for, run_checks
+from cli.preflight.checks import PREFLIGHT_ADDONS, Check, Verdict, plan_for, run_checks
 from cli.preflight.command import as_json, table
 from gpu_insights_agent.contract.metrics import ExporterSink
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
@@ -99,6 +99,11 @@ def test_a_ready_cluster_passes_and_the_bottlerocket_group_warns(session: Any) -
         "nodes:gpu-bottlerocket": Verdict.WARN,
         "exporter-nodes": Verdict.OK,
         "silence-coverage": Verdict.OK,
+        # moto's node groups have no nodeRepairConfig and the agent's add-on is not installed:
+        # warnings, never failures (test_node_repair.py reads a group with repair on).
+        "node-repair:gpu-al2023": Verdict.WARN,
+        "node-repair:gpu-bottlerocket": Verdict.WARN,
+        "node-repair:agent": Verdict.WARN,
     }
 
 
@@ -298,6 +303,8 @@ def test_every_conflict_the_account_holds_fails_its_check(session: Any) -> None:
         # The Grace node group's g5g (arm64) type: left out by design, and said so.
         "exporter-nodes": Verdict.WARN,
         "silence-coverage": Verdict.OK,
+        "node-repair:grace": Verdict.WARN,
+        "node-repair:agent": Verdict.WARN,
     }
     assert by_name["insights-alarm-quota"].detail.startswith(
         # 6 GPU alarms and 32 job alarms (4 kinds in 8 job shards), and the 10 kinds' counts.
@@ -540,7 +547,7 @@ def test_auto_mode_needs_no_agent_add_on_and_warns_about_the_exporter(session: A
         "computeConfig": {"enabled": True, "nodePools": ["general-purpose"]},
     }
     stubber.add_response("describe_cluster", {"cluster": cluster}, {"name": "auto"})
-    for name in ("eks-pod-identity-agent", "amazon-cloudwatch-observability"):
+    for name in PREFLIGHT_ADDONS:
         stubber.add_client_error(
             "describe_addon",
             "ResourceNotFoundException",
@@ -564,6 +571,9 @@ def test_auto_mode_needs_no_agent_add_on_and_warns_about_the_exporter(session: A
     assert by_name["pod-identity-agent"].detail == "built into EKS Auto Mode nodes"
     assert by_name["pod-identity-agent"].verdict is Verdict.OK
     assert by_name["nodes:auto-mode"].verdict is Verdict.WARN
+    # Auto Mode repairs its nodes whatever the add-ons: one line, OK, and no agent line.
+    assert by_name["node-repair:auto-mode"].verdict is Verdict.OK
+    assert "node-repair:agent" not in by_name
     assert by_name["cluster"].detail == "auto: Kubernetes 1.34, ACTIVE, EKS Auto Mode"
 
 

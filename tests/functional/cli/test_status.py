@@ -511,7 +511,11 @@ def test_the_command_exits_1_and_prints_json_when_a_check_fails(
     }
     made = aws_clients.client
     monkeypatch.setattr(
-        aws_clients, "client", lambda service, **kw: stubbed.get(service) or made(service, **kw)
+        # Each Stubber answers the first client of its service (the add-on's reads); the node
+        # repair reads get moto's, which has no such cluster, so status names no node group.
+        aws_clients,
+        "client",
+        lambda service, **kw: stubbed.pop(service, None) or made(service, **kw),
     )
     status = main(["status", "-c", f"cluster_name={CLUSTER}", "--region", REGION, "--json"])
     out = capsys.readouterr()
@@ -641,7 +645,11 @@ def test_otel_status_command_is_ok_when_every_gpu_node_sends_dcgm(
     stubbed = {"cloudformation": _stacks(account), "eks": _otel_addon(account)}
     made = aws_clients.client
     monkeypatch.setattr(
-        aws_clients, "client", lambda service, **kw: stubbed.get(service) or made(service, **kw)
+        # Each Stubber answers the first client of its service (the add-on's reads); the node
+        # repair reads get moto's, which has no such cluster, so status names no node group.
+        aws_clients,
+        "client",
+        lambda service, **kw: stubbed.pop(service, None) or made(service, **kw),
     )
     monkeypatch.setattr("time.time", lambda: run_at)
     with serve(tmp_path / "dcgm.om", tmp_path / "data") as url, answering(REGION, url):

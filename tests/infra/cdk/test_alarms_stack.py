@@ -5,6 +5,7 @@ from aws_cdk import Stack
 from aws_cdk.assertions import Match, Template
 
 from cdk.alarms.cluster import CLUSTER_ALARM_KINDS, GPU_PENDING
+from cdk.alarms.nodes import NODE_ALARM_KINDS
 from cdk.alarms.serving_classic import CLASSIC_SERVING_ALARM_KINDS
 from cdk.alarms.serving_promql import (
     errors_query,
@@ -111,7 +112,8 @@ def test_composite_sums_up_every_gpu_alarm(synth: Synth) -> None:
     template = _template(synth)
     (composite,) = template.find_resources("AWS::CloudWatch::CompositeAlarm").values()
     rule = composite["Properties"]["AlarmRule"]
-    gpu = [n for n in _alarms(template) if n.startswith("gpu-") and GPU_PENDING not in n]
+    cluster = (GPU_PENDING, *NODE_ALARM_KINDS)  # the cluster's, each with its fleet count
+    gpu = [n for n in _alarms(template) if n.startswith("gpu-") and not n.startswith(cluster)]
     for name in gpu:
         assert f'ALARM("gpu-insights-train-prod-{name}")' in rule
     assert rule.count(" OR ") == len(gpu) - 1
@@ -120,6 +122,7 @@ def test_composite_sums_up_every_gpu_alarm(synth: Synth) -> None:
     # Nor the cluster's (cdk/alarms/cluster.py): its control plane and its pending pods.
     assert "control-plane-" not in rule
     assert GPU_PENDING not in rule
+    assert not any(kind in rule for kind in NODE_ALARM_KINDS)  # nor the GPU nodes' pages
 
 
 def test_otel_mode_deploys_the_serving_slo_alarms_as_promql_alarms(synth: Synth) -> None:
@@ -511,8 +514,9 @@ def test_otel_mode_deploys_dashboards_that_read_dcgm_by_promql_not_node_gpu(
         n: classic[n] for n in ("training", "storage")
     }
     # The findings dashboard lists every alarm: OTel mode's pending GPU pods' and its count,
-    # and its 4 serving kinds' and their counts too; Classic's 5 serving kinds and counts.
-    extra = 2 + 8 - 10
+    # its 4 serving kinds' and its 4 GPU node kinds' and their counts too; Classic's 5 serving
+    # kinds and counts.
+    extra = 2 + 8 + 8 - 10
     assert otel["findings"].count("Fn::GetAtt") == classic["findings"].count("Fn::GetAtt") + extra
 
 
@@ -687,8 +691,8 @@ def test_otel_mode_with_the_otlp_sink_makes_every_gpu_alarm_one_promql_alarm_at_
     read and which no shard divides."""
     template = _template(synth, OTLP)
     alarms = _alarms(template)
-    kinds = [*GPU_PROMQL_KINDS, GPU_PENDING]
-    control_plane = [k for k in CLUSTER_ALARM_KINDS if k != GPU_PENDING]  # metric alarms
+    kinds = [*GPU_PROMQL_KINDS, GPU_PENDING, *NODE_ALARM_KINDS]
+    control_plane = [k for k in CLUSTER_ALARM_KINDS if k not in kinds]  # metric alarms
     assert sorted(alarms) == sorted(
         [*kinds, *(f"{k}-at-cap" for k in kinds), "gpu-xid-host-log", *control_plane]
     )
@@ -718,17 +722,18 @@ def test_the_default_synth_is_otel_mode_with_every_alarm_promql_and_no_silence_c
 ) -> None:
     """Neither mode nor sink set, in an OTel Region: OTel mode and the OTLP sink
     (settings.default_sink), so each of the 8 GPU and node kinds, the 4 job kinds, the 4
-    serving kinds and the pending GPU pods is one PromQL alarm with its fleet count (34); the
-    kernel log's XID count and the control plane's 10 are the metric alarms, and there is no
-    silence check."""
+    serving kinds, the pending GPU pods and the 4 GPU node kinds (cdk/alarms/nodes.py) is one
+    PromQL alarm with its fleet count (42); the kernel log's XID count and the control plane's
+    10 are the metric alarms, and there is no silence check."""
     default = {k: v for k, v in PROD.items() if k != "exporter_sink"}
     template = _template(synth, default)
     alarms = _alarms(template)
     promql = {n for n, a in alarms.items() if "EvaluationCriteria" in a}
-    assert len(promql) == 34
+    assert len(promql) == 42
     metric = set(alarms) - promql
     assert metric - {n for n in metric if n.startswith("control-plane-")} == {"gpu-xid-host-log"}
-    assert len(metric) == 1 + len(CLUSTER_ALARM_KINDS) - 1  # the pending pods' is PromQL
+    # The pending pods' and the GPU nodes' are PromQL.
+    assert len(metric) == 1 + len(CLUSTER_ALARM_KINDS) - 1 - len(NODE_ALARM_KINDS)
     assert not [n for n in alarms if "shard" in n]
     assert not template.find_resources(
         "AWS::Lambda::Function",

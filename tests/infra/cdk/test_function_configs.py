@@ -76,16 +76,18 @@ def test_the_settings_values_reach_each_function(synth: Synth) -> None:
     assert "gpu-insights-train-prod-gpu-low-power" in report["ALARM_KIND_NAMES"].split(",")
     notifier = environments["lambdas.notifier.handler.handler"]
     assert "gpu-low-power" in notifier["ALARM_KINDS"]
-    # The EMF sink's one GPU PromQL alarm, the pending GPU pods' and the serving alarms (OTel
-    # mode's), each with its fleet count.
+    # The EMF sink's one GPU PromQL alarm, the pending GPU pods', the GPU nodes' and the
+    # serving alarms (OTel mode's); their fleet counts the notifier derives (with_cap_kinds).
     kinds = notifier["PROMQL_ALARM_KINDS"].split(",")
     assert [k for k in kinds if not k.startswith("serving-")] == [
         "gpu-low-power",
-        "gpu-low-power-at-cap",
+        "gpu-node-cordoned",
+        "gpu-node-hardware-not-ready",
+        "gpu-node-not-ready",
+        "gpu-pod-crash-looping",
         "gpu-pods-pending",
-        "gpu-pods-pending-at-cap",
     ]
-    assert len([k for k in kinds if k.startswith("serving-")]) == 8
+    assert len([k for k in kinds if k.startswith("serving-")]) == 4
     assert notifier["WEBHOOK_URL_PARAMETER"] == "/gpu-insights/train-prod/webhook"
     silence = environments["lambdas.silence_check.handler.handler"]
     # Three 300-second cycles; the exporter's DaemonSet runs on amd64 nodes only.

@@ -11,6 +11,7 @@ import pytest
 from moto import mock_aws
 
 from cdk.alarms.catalog import deployed_alarms
+from cdk.alarms.promql import PromQLQuery
 from cdk.function_configs import (
     notifier_config,
     report_config,
@@ -193,3 +194,38 @@ def test_the_report_names_every_deployed_alarm_whose_history_it_reads() -> None:
     assert config.alarm_shards is not None
     assert config.alarm_shards["gpu-insights-train-gpu-lost"] == 3
     assert ReportConfig.from_environ(config.environment()) == config
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [
+        {"container_insights_mode": ContainerInsightsMode.OTEL},
+        {"container_insights_mode": ContainerInsightsMode.OTEL, "exporter_sink": ExporterSink.EMF},
+        {"container_insights_mode": ContainerInsightsMode.CLASSIC},
+    ],
+)
+def test_the_notifier_knows_every_deployed_alarm_from_an_environment_under_4_kb(
+    mode: dict[str, Any],
+) -> None:
+    """The environment lists the kinds only; the notifier derives each fleet count alarm's kind,
+    severity and title (lambdas/notifier/config.py ``with_cap_kinds``): Lambda refuses more
+    than 4 KB of environment variables, which OTel mode's kinds and their counts passed."""
+    from lambdas.notifier.handler import deployment
+
+    settings = Settings(cluster_name="train-prod", region="us-east-1", **mode)
+    config = notifier_config(
+        settings,
+        region="us-east-1",
+        critical_topic_arn="arn:aws:sns:us-east-1:123456789012:gpu-insights-train-prod-critical",
+        warning_topic_arn="arn:aws:sns:us-east-1:123456789012:gpu-insights-train-prod-warning",
+        sent_table="gpu-insights-train-prod-sent",
+        exporter_log_group="/aws/gpu-insights/train-prod/exporter",
+    )
+    environment = config.environment()
+    assert sum(len(k) + len(v) for k, v in environment.items()) < 4096
+    assert not any(kind.endswith("-at-cap") for kind in config.alarm_kinds)
+    known = deployment(config)
+    specs = deployed_alarms(settings.alarm_settings())
+    for spec in specs:
+        assert known.alarm_kinds[spec.alarm_kind] == (spec.severity, spec.title), spec.key
+    assert {s.alarm_kind for s in specs if isinstance(s.metric, PromQLQuery)} <= known.promql_kinds

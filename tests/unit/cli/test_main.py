@@ -58,7 +58,7 @@ def test_cost_estimate_prints_the_table(capsys: pytest.CaptureFixture[str]) -> N
     # kinds and the pending pods', each with its fleet count); the only catalog metric alarms
     # are the control plane's 10 on AWS/EKS.
     assert re.search(r"^\$\s+1\.25  Exporter OTLP metrics ingestion\s+15\.6 GB$", out, re.M)
-    assert "34 alarms (one per kind and its fleet count, no shard)" in out
+    assert "42 alarms (one per kind and its fleet count, no shard)" in out
     assert "10 catalog alarms (10 metrics)" in out
     assert "GpuInsights" not in out
     # The EMF sink: 4 x 8 GPUs x 4 gauges + 4 cluster series, and 2.56 fault metric-months,

@@ -16,6 +16,7 @@ from cdk.alarms.cluster import (
     gpu_pending_query,
 )
 from cdk.alarms.model import Comparison, MetricStat, MissingData, Severity
+from cdk.alarms.nodes import NODE_ALARM_KINDS
 from cdk.alarms.promql import PromQLQuery
 from cdk.settings import Settings, SettingsError
 from lambdas.notifier.limits import MAX_FACT_CHARS
@@ -55,7 +56,7 @@ def test_the_control_plane_alarms_read_aws_eks_with_the_slos_thresholds() -> Non
         assert spec.severity is Severity.WARNING
         assert spec.missing_data is MissingData.NOT_BREACHING
         assert not spec.multi_series  # one series: its own state change is the page
-    assert set(CLUSTER_ALARM_KINDS) == {*expected, GPU_PENDING}
+    assert set(CLUSTER_ALARM_KINDS) == {*expected, GPU_PENDING, *NODE_ALARM_KINDS}
     assert alarms["control-plane-unschedulable-pods"].comparison is Comparison.GREATER
     # Every page says what to look at, not only what crossed.
     assert "kubectl describe pod" in alarms["control-plane-unschedulable-pods"].description
@@ -72,7 +73,7 @@ def test_every_page_holds_its_whole_description() -> None:
 def test_they_are_in_both_modes_and_the_backtest_replays_them() -> None:
     for settings in (CLASSIC, OTEL):
         keys = {a.key for a in gpu_alarms(settings)}
-        assert {k for k in CLUSTER_ALARM_KINDS if k != GPU_PENDING} <= keys
+        assert {k for k in CLUSTER_ALARM_KINDS if k not in (GPU_PENDING, *NODE_ALARM_KINDS)} <= keys
     # Off: AlarmSettings' default, as the job alarms' tests and the library's callers expect.
     assert not any(a.key.startswith("control-plane") for a in deployed_alarms(
         AlarmSettings(cluster_name="train", jobs=None)

@@ -251,15 +251,15 @@ def test_with_the_otlp_sink_every_alarm_is_a_promql_alarm_and_no_silence_check_r
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """OTel mode with exporter_sink=otlp deploys one PromQL alarm per kind and its fleet count
-    (8 GPU kinds, 4 job kinds, 4 serving kinds and the pending GPU pods: 34), no Metrics
-    Insights alarm and no silence check, so neither is priced; before, the PromQL alarms were
-    left out and the silence check's runs and GetMetricData reads (2.8 million metrics a month
-    at 320 GPUs) were priced."""
+    (8 GPU kinds, 4 job kinds, 4 serving kinds, the pending GPU pods and 4 node kinds: 42), no
+    Metrics Insights alarm and no silence check, so neither is priced; before, the PromQL alarms
+    were left out and the silence check's runs and GetMetricData reads (2.8 million metrics a
+    month at 320 GPUs) were priced."""
     items = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=otlp")
     assert "Metrics Insights alarms" not in items
     assert not [name for name in items if "silence check" in name]
     promql = items["PromQL alarms"]
-    assert str(promql["basis"]).startswith("34 alarms (one per kind and its fleet count")
+    assert str(promql["basis"]).startswith("42 alarms (one per kind and its fleet count")
     assert promql["usd"] == 0  # no figure published: the samples are printed instead
     assert float(promql["quantity"]) > 0  # type: ignore[arg-type]
     # 40 volumes' reads, 7 metrics each a daily run; the 40 jobs' series are the emitter's OTLP
@@ -278,11 +278,11 @@ def test_with_the_otlp_sink_every_alarm_is_a_promql_alarm_and_no_silence_check_r
     assert 1_295 + 14 * (2 + 2 + 8 + 2 + 2 * 2) + 9 + 1 == 1_557
     assert reads["quantity"] == pytest.approx(10_902.4, abs=0.05)
     emf = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf")
-    # With the EMF sink and no serving alarms, the pending GPU pods' alarm and its fleet count
-    # are the PromQL ones.
+    # With the EMF sink and no serving alarms, the pending GPU pods' and the 4 GPU node kinds'
+    # alarms and their fleet counts are the PromQL ones.
     pending = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf",
                      "-c", "serving_alarms=false")  # fmt: skip
-    assert str(pending["PromQL alarms"]["basis"]).startswith("2 alarms (one per kind")
+    assert str(pending["PromQL alarms"]["basis"]).startswith("10 alarms (one per kind")
     assert "Metrics Insights alarms" in emf
     assert "Lambda: silence check" in emf
     quiet = (

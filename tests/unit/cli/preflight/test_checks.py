@@ -337,14 +337,16 @@ def test_a_ready_cluster_passes_every_check() -> None:
         addons={
             "eks-pod-identity-agent": Addon("eks-pod-identity-agent", "v1", "ACTIVE"),
             "amazon-cloudwatch-observability": None,
+            "eks-node-monitoring-agent": Addon("eks-node-monitoring-agent", "v1.4.0", "ACTIVE"),
         },
-        nodegroups=(NodeGroup("gpu", "AL2023_x86_64_NVIDIA", ("p5.48xlarge",)),),
+        nodegroups=(NodeGroup("gpu", "AL2023_x86_64_NVIDIA", ("p5.48xlarge",), auto_repair=True),),
         nvidia_instance_types={"p5.48xlarge": "amd64"},
     )
     checks = run_checks(PLAN, ready)
     assert [c.name for c in checks] == [
         "cluster", "pod-identity-agent", "kubectl-version", "observability-addon",
-        "log-groups", "insights-alarm-quota", "nodes:gpu", "exporter-nodes", "silence-coverage",
+        "log-groups", "insights-alarm-quota", "nodes:gpu", "node-repair:gpu", "node-repair:agent",
+        "exporter-nodes", "silence-coverage",
     ]  # fmt: skip
     assert {c.verdict for c in checks} == {Verdict.OK}
 
