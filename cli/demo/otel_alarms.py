@@ -20,7 +20,13 @@ Three nodes of eight H100s for two hours of the demo's replay window, one-minute
   GPUs 4-7 busy and steady;
 - a steady node: eight busy GPUs, the trace's XID left out;
 - a silent node: eight busy GPUs whose exporter stops (crashed, evicted) while Kube State
-  Metrics still says the node has eight.
+  Metrics still says the node has eight;
+- a serving node (a g5.12xlarge, four A10G: cli/demo/serving.py): three replicas of a vLLM
+  Deployment and a KServe predictor, one GPU each, their vLLM series beside the exporter's. One
+  vLLM replica holds its GPU and serves nothing (planted, as the replayed node's idle GPU); the
+  others take a traffic spike whose p99 time to first token passes its target (planted).
+
+And an 8-GPU pod the scheduler cannot place, in Kube State Metrics' series (planted).
 
 The training jobs are the demo's alarm jobs (cli/demo/jobs.py: a steady job, a hung job, a NaN
 loss, a loss spike, a slowdown), their emitters' documents encoded by the emitter's own OTLP JSON
@@ -383,9 +389,11 @@ def spike_load(pod: k8s.Pod, step: int) -> Load:
 
 
 def window_serving_samples(cluster: str) -> Iterator[Sample]:
-    """The serving replicas' series each minute of the window (cli/demo/serving.py)."""
+    """The serving replicas' vLLM series and their GPUs' DCGM series each minute of the
+    window (cli/demo/serving.py): the exporter's series, not DCGM's, are what the GPU alarms
+    read with its OTLP sink; DCGM's arrive beside them all the same."""
     times = [START + step * 60 for step in range(int(DURATION_S // 60))]
-    return serving_samples(cluster, times, spike_load)
+    return serving_samples(cluster, times, spike_load, gpu_interval=60)
 
 
 def otlp_settings(settings: Settings) -> Settings:

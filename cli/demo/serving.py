@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from cdk.alarms.power_table import gpu_power
+from cli.demo.otel import DEMO_INTERVAL_S, PHASE_S
 from cli.demo.promql import Sample
 from cli.demo.realistic import nodes as ec2
 from cli.demo.realistic import otel
@@ -141,13 +142,9 @@ class _Histogram:
 def replica_samples(
     cluster: str, pod: Pod, steps: Iterable[tuple[float, Load]]
 ) -> Iterator[Sample]:
-    """A replica's vLLM series and its GPU's DCGM power and SM activity at each step's start:
-    the counters hold the steps before it (from 0 at the first: the server's start), the
-    gauges and the GPU the step's own; counters only rise."""
+    """A replica's vLLM series at each step's start: the counters hold the steps before it
+    (from 0 at the first: the server's start), the gauges the step's own; counters only rise."""
     labels = replica_labels(cluster, pod)
-    gpu = otel.dcgm_promql_labels(
-        cluster, NODE.name, GPU_OF[pod], pod, workload_of(pod).container, model=GPU_NAME
-    )
     ttft = _Histogram(_name(Signal.TTFT), TTFT_BUCKETS)
     itl = _Histogram(_name(Signal.INTER_TOKEN), ITL_BUCKETS)
     e2e = _Histogram(_name(Signal.E2E), REQUEST_LATENCY_BUCKETS)
@@ -164,8 +161,6 @@ def replica_samples(
         yield _name(Signal.RUNNING), labels, at, load.running
         yield _name(Signal.WAITING), labels, at, load.waiting
         yield _name(Signal.KV_CACHE), labels, at, load.kv_cache
-        yield DCGM_UTIL, gpu, at, load.util
-        yield DCGM_POWER, gpu, at, load.power_percent / 100 * GPU_WATTS
         ttft.observe(load.ttft_s, load.requests)
         itl.observe(load.itl_s, load.requests * GENERATION_TOKENS)
         e2e.observe(load.itl_s * GENERATION_TOKENS, load.requests, plus=load.ttft_s)
@@ -176,12 +171,36 @@ def replica_samples(
         generated += load.requests * GENERATION_TOKENS
 
 
-def serving_samples(
-    cluster: str, times: Sequence[float], load: Callable[[Pod, int], Load]
+def gpu_samples(
+    cluster: str, pod: Pod, steps: Sequence[tuple[float, Load]], interval: int
 ) -> Iterator[Sample]:
-    """Every serving replica's samples at ``times``, ``load(pod, i)`` its load in step ``i``."""
+    """The replica's GPU's DCGM SM activity and power every ``interval`` through each step (a
+    step lasts to the next; the last as long as the one before it), labelled with the pod as
+    DCGM's series of a held GPU are (realistic/otel.py ``dcgm_promql_labels``): a share of an
+    hour is a count of samples, so a held hour is a full hour's."""
+    labels = otel.dcgm_promql_labels(
+        cluster, NODE.name, GPU_OF[pod], pod, workload_of(pod).container, model=GPU_NAME
+    )
+    for i, (at, load) in enumerate(steps):
+        length = (steps[i + 1][0] if i + 1 < len(steps) else 2 * at - steps[i - 1][0]) - at
+        for k in range(int(length // interval)):
+            yield DCGM_UTIL, labels, at + k * interval, load.util
+            yield DCGM_POWER, labels, at + k * interval, load.power_percent / 100 * GPU_WATTS
+
+
+def serving_samples(
+    cluster: str,
+    times: Sequence[float],
+    load: Callable[[Pod, int], Load],
+    gpu_interval: int | None = None,
+) -> Iterator[Sample]:
+    """Every serving replica's vLLM series at ``times``, ``load(pod, i)`` its load in step
+    ``i``; with ``gpu_interval``, its GPU's DCGM series every that many seconds."""
     for pod in SERVING_PODS:
-        yield from replica_samples(cluster, pod, ((at, load(pod, i)) for i, at in enumerate(times)))
+        steps = [(at, load(pod, i)) for i, at in enumerate(times)]
+        yield from replica_samples(cluster, pod, steps)
+        if gpu_interval is not None:
+            yield from gpu_samples(cluster, pod, steps, gpu_interval)
 
 
 # --- The week -----------------------------------------------------------------------------------
@@ -193,8 +212,6 @@ SATURATED_DAY: Final = 3
 #: night.
 DAY_REQUESTS_PER_HOUR: Final = 18_000
 NIGHT_REQUESTS_PER_HOUR: Final = 7_200
-#: Scrapes land mid-interval (cli/demo/otel.py ``PHASE_S``).
-PHASE_S: Final = 15.0
 
 
 def week_load(pod: Pod, hour: int) -> Load:
@@ -218,9 +235,15 @@ def week_load(pod: Pod, hour: int) -> Load:
     return Load(NIGHT_REQUESTS_PER_HOUR, running=5, kv_cache=0.2, util=35, power_percent=40)
 
 
-def serving_week_samples(cluster: str, plan: WeekPlan = THIS_WEEK) -> Iterator[Sample]:
+def serving_week_samples(
+    cluster: str, plan: WeekPlan = THIS_WEEK, *, gpus: bool = False
+) -> Iterator[Sample]:
     """The serving replicas' week, one sample an hour (at its start: an hour's requests are
     the counters' increase to the next hour's sample), for the daily serving analysis and the
-    report."""
+    report. ``gpus``: with their GPUs' DCGM series every minute (the demo's
+    ``metricResolution``, cli/demo/otel.py ``DEMO_INTERVAL_S``). The OTel run loads the week
+    without them: its GPU-hour tables, findings and report must equal the Classic run's, whose
+    week (cli/demo/week.py ``NODES``: Container Insights' ``pod_gpu_*`` and the exporter's
+    series) has no serving node."""
     times = [plan.start + hour * 3600 + PHASE_S for hour in range(HOURS)]
-    return serving_samples(cluster, times, week_load)
+    return serving_samples(cluster, times, week_load, DEMO_INTERVAL_S if gpus else None)

@@ -12,6 +12,7 @@ from cli.demo.serving import (
     SATURATED_DAY,
     TTFT_BUCKETS,
     Load,
+    gpu_samples,
     replica_samples,
     serving_week_samples,
 )
@@ -36,13 +37,12 @@ def _base(name: str) -> str:
     return next((name[: -len(s)] for s in SUFFIXES if name.endswith(s)), name)
 
 
-def test_every_name_is_vllms_newest_in_the_serving_table_or_dcgms() -> None:
+def test_every_name_is_vllms_newest_in_the_serving_table() -> None:
     names = {name for name, *_ in replica_samples(CLUSTER, VLLM.pods[0], [(0.0, Load(100))])}
-    served = {_base(n) for n in names} - {DCGM_UTIL, DCGM_POWER}
+    served = {_base(n) for n in names}
     assert served <= VLLM_NAMES
     newest = {m.names[0] for m in SERVING_METRICS if m.server is Server.VLLM}
     assert served == newest  # every signal, none under an old name
-    assert {DCGM_UTIL, DCGM_POWER} <= names
     assert "vllm:time_to_first_token_seconds_bucket" in names  # the CLASSIC form
 
 
@@ -71,7 +71,7 @@ def test_the_ttft_buckets_are_vllms_cumulative_up_to_inf() -> None:
 
 
 def test_counters_only_rise_over_the_week_and_the_idle_replica_serves_nothing() -> None:
-    series = _series(serving_week_samples(CLUSTER))
+    series = _series(serving_week_samples(CLUSTER, gpus=True))
     counters = [
         (key, points)
         for key, points in series.items()
@@ -90,6 +90,10 @@ def test_counters_only_rise_over_the_week_and_the_idle_replica_serves_nothing() 
     assert all(v == 0 for _, v in idle["vllm:prompt_tokens_total"])
     assert max(v for _, v in idle[DCGM_UTIL]) == 0
     assert max(v for _, v in idle[DCGM_POWER]) < 30  # 8% of the A10G's 300 W
+    # The GPU's series every minute of every hour: the attribution counts a full hour held.
+    assert len(idle[DCGM_POWER]) == HOURS * 60
+    # Without them (the OTel run's load), only vLLM's series.
+    assert not any(name.startswith("DCGM_") for name, *_ in serving_week_samples(CLUSTER))
 
 
 def test_the_vllm_deployment_is_saturated_on_one_day_only() -> None:
@@ -115,9 +119,7 @@ def test_the_labels_are_cloudwatchs_in_otel_mode() -> None:
     assert labels[L.deployment] == "mistral-7b-predictor"
     assert labels["@resource.k8s.pod.label.serving.kserve.io/inferenceservice"] == "mistral-7b"
     # The GPU's DCGM series: the same pod, its GPU index, the A10G's name.
-    gpu = next(
-        labels
-        for n, labels, *_ in replica_samples(CLUSTER, pod, [(0.0, Load(1))])
-        if n == DCGM_POWER
-    )
+    steps = [(0.0, Load(1)), (60.0, Load(1))]
+    gpu = next(labels for n, labels, *_ in gpu_samples(CLUSTER, pod, steps, 30) if n == DCGM_POWER)
+    assert len(list(gpu_samples(CLUSTER, pod, steps, 30))) == 2 * 2 * 2  # 2 steps, 2 a step
     assert (gpu[L.pod], gpu[L.gpu], gpu[L.model]) == (pod.name, str(GPU_OF[pod]), "NVIDIA A10G")
