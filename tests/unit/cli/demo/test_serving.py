@@ -4,6 +4,8 @@ counters that only rise, and the week's idle replica and saturated day."""
 from collections import defaultdict
 from collections.abc import Iterable
 
+import pytest
+
 from cli.demo.promql import Sample
 from cli.demo.realistic.serving import IDLE_REPLICA, KSERVE, VLLM
 from cli.demo.serving import (
@@ -70,8 +72,15 @@ def test_the_ttft_buckets_are_vllms_cumulative_up_to_inf() -> None:
     assert count == 100
 
 
-def test_counters_only_rise_over_the_week_and_the_idle_replica_serves_nothing() -> None:
-    series = _series(serving_week_samples(CLUSTER, gpus=True))
+@pytest.fixture(scope="module")
+def week() -> list[Sample]:
+    return list(serving_week_samples(CLUSTER, gpus=True))
+
+
+def test_counters_only_rise_over_the_week_and_the_idle_replica_serves_nothing(
+    week: list[Sample],
+) -> None:
+    series = _series(week)
     counters = [
         (key, points)
         for key, points in series.items()
@@ -96,10 +105,10 @@ def test_counters_only_rise_over_the_week_and_the_idle_replica_serves_nothing() 
     assert not any(name.startswith("DCGM_") for name, *_ in serving_week_samples(CLUSTER))
 
 
-def test_the_vllm_deployment_is_saturated_on_one_day_only() -> None:
+def test_the_vllm_deployment_is_saturated_on_one_day_only(week: list[Sample]) -> None:
     day = {
         (hour // 24)
-        for name, labels, at, value in serving_week_samples(CLUSTER)
+        for name, labels, at, value in week
         if name == "vllm:num_requests_waiting" and value > 0
         for hour in [int((at - THIS_WEEK.start) // 3600)]
         if labels[L.deployment] == VLLM.deployment
