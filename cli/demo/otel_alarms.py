@@ -11,7 +11,7 @@ datapoint attribute bare ("PromQL querying", CloudWatch-PromQL-Querying.html, as
 lambdas/shared/dcgm.py reads it). Kube State Metrics' GPU capacity per node is written as the
 add-on sends it (cdk/alarms/promql.py ``KSM_CAPACITY``), every 30 s.
 
-Three nodes of eight H100s for two hours of the demo's replay window, one-minute cycles:
+Four nodes for two hours of the demo's replay window, one-minute cycles, three of eight H100s:
 
 - the demo's replayed node: GPU 0 busy (the trace's XID 13), GPU 1 held by a pod that does no
   work (planted: the trace's idle GPU given the pod's process, so the exporter names the pod),
@@ -75,7 +75,15 @@ from cli.demo.promql import Sample, answering, serve, write_openmetrics
 from cli.demo.realistic import nodes as ec2
 from cli.demo.realistic import pods as k8s
 from cli.demo.realistic.serving import IDLE_REPLICA, KSERVE, SERVING_PODS, VLLM
-from cli.demo.serving import GPU_NAME, GPU_OF, GPU_WATTS, IDLE, Load, serving_samples
+from cli.demo.serving import (
+    GPU_NAME,
+    GPU_OF,
+    GPU_WATTS,
+    IDLE,
+    MODEL_LABEL,
+    Load,
+    serving_samples,
+)
 from cli.demo.serving import NODE as SERVING
 from gpu_insights_agent.contract.metrics import DIM_XID_CODE, OTLP_JOB, ExporterSink
 from gpu_insights_agent.contract.serving import HistogramForm, Signal
@@ -212,7 +220,7 @@ FAULTS: Final = (
         None,
         SPIKE_AT_S,
         "serving-ttft-p99",
-        labels=((L.deployment, VLLM.deployment), ("model_name", VLLM.model)),
+        labels=((L.deployment, VLLM.deployment), (MODEL_LABEL, VLLM.model)),
     ),
     Fault(
         "GPU pod pending",

@@ -28,7 +28,7 @@ from cli.demo.realistic import otel
 from cli.demo.realistic.pods import Pod
 from cli.demo.realistic.serving import IDLE_REPLICA, SERVING_PODS, VLLM, workload_of
 from cli.demo.week import HOURS, THIS_WEEK, WeekPlan
-from gpu_insights_agent.contract.serving import Server, Signal, serving_metric
+from gpu_insights_agent.contract.serving import SERVERS, Server, Signal, serving_metric
 from lambdas.shared.dcgm import DCGM_POWER, DCGM_UTIL
 
 #: The serving node: a g5.12xlarge (four A10G) of its own managed node group, one GPU a replica.
@@ -67,6 +67,8 @@ GENERATION_TOKENS: Final = 200
 #: vLLM V1's finish reasons (vllm/v1/engine/__init__.py ``FinishReason``: stop, length, abort,
 #: error), each a ``request_success_total`` series from the server's start.
 FINISH_REASONS: Final = ("stop", "length", "abort", "error")
+#: The label vLLM names the model by (contract/serving.py ``SERVERS``).
+MODEL_LABEL: Final = SERVERS[Server.VLLM].model_label
 #: V1's engine index label (loggers.py ``labelnames = ["model_name", "engine"]``): one engine.
 ENGINE: Final = "0"
 
@@ -106,9 +108,7 @@ def replica_labels(cluster: str, pod: Pod) -> dict[str, str]:
     dcgm = otel.dcgm_promql_labels(cluster, NODE.name, GPU_OF[pod], pod, workload.container)
     resource = {k: v for k, v in dcgm.items() if k.startswith(otel.RESOURCE_PREFIX)}
     pod_labels = {f"{otel.RESOURCE_PREFIX}k8s.pod.label.{k}": v for k, v in workload.labels.items()}
-    model = serving_metric(Server.VLLM, Signal.REQUESTS)
-    assert model is not None
-    return {model.model_label: workload.model, "engine": ENGINE} | resource | pod_labels
+    return {MODEL_LABEL: workload.model, "engine": ENGINE} | resource | pod_labels
 
 
 class _Histogram:
