@@ -64,6 +64,7 @@ from cli.demo.otel import (
 from cli.demo.otlp import otlp_samples
 from cli.demo.preflight import run_preflight
 from cli.demo.report import render_png, run_weekly_report, write_dashboards
+from cli.demo.serving import serving_week_samples
 from cli.demo.storage import BUCKETS as STORAGE_BUCKETS
 from cli.demo.storage import DEMO_CLUSTER, run_storage_analyzer, storage_summary
 from cli.demo.storage import END as STORAGE_END
@@ -640,6 +641,9 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
             training_samples((0.0, STORAGE_END + 3600)),
         )
         engine.load("this-week", this_week, alone=True)
+        # The inference replicas' week (cli/demo/serving.py): their vLLM series, for the
+        # serving analysis and the report; their GPUs are in neither mode's week.
+        engine.load("serving-week", serving_week_samples(cluster, THIS_WEEK))
     with mock_aws():
         session = _session()
         _configure(session, templates, settings, result)

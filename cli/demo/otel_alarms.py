@@ -11,7 +11,7 @@ datapoint attribute bare ("PromQL querying", CloudWatch-PromQL-Querying.html, as
 lambdas/shared/dcgm.py reads it). Kube State Metrics' GPU capacity per node is written as the
 add-on sends it (cdk/alarms/promql.py ``KSM_CAPACITY``), every 30 s.
 
-Three nodes of eight H100s for two hours of the demo's replay window, one-minute cycles:
+Four nodes for two hours of the demo's replay window, one-minute cycles, three of eight H100s:
 
 - the demo's replayed node: GPU 0 busy (the trace's XID 13), GPU 1 held by a pod that does no
   work (planted: the trace's idle GPU given the pod's process, so the exporter names the pod),
@@ -20,7 +20,13 @@ Three nodes of eight H100s for two hours of the demo's replay window, one-minute
   GPUs 4-7 busy and steady;
 - a steady node: eight busy GPUs, the trace's XID left out;
 - a silent node: eight busy GPUs whose exporter stops (crashed, evicted) while Kube State
-  Metrics still says the node has eight.
+  Metrics still says the node has eight;
+- a serving node (a g5.12xlarge, four A10G: cli/demo/serving.py): three replicas of a vLLM
+  Deployment and a KServe predictor, one GPU each, their vLLM series beside the exporter's. One
+  vLLM replica holds its GPU and serves nothing (planted, as the replayed node's idle GPU); the
+  others take a traffic spike whose p99 time to first token passes its target (planted).
+
+And an 8-GPU pod the scheduler cannot place, in Kube State Metrics' series (planted).
 
 The training jobs are the demo's alarm jobs (cli/demo/jobs.py: a steady job, a hung job, a NaN
 loss, a loss spike, a slowdown), their emitters' documents encoded by the emitter's own OTLP JSON
@@ -45,9 +51,10 @@ from typing import Any, Final
 
 from opentelemetry.sdk.metrics.export import MetricsData
 
-from cdk.alarms.catalog import promql_alarms
+from cdk.alarms.catalog import AlarmSettings, promql_alarms
 from cdk.alarms.model import AlarmSpec
 from cdk.alarms.promql import PromQLQuery
+from cdk.alarms.serving_promql import latency_slo_query
 from cdk.settings import Settings
 from cli.backtest.promql_alarm import ALARM, Transition, replay_range
 from cli.demo.exporter import (
@@ -56,6 +63,7 @@ from cli.demo.exporter import (
     REPLAYED,
     START_EPOCH,
     START_HOUR,
+    pod_uid,
     run_cycles,
     write_pod_logs,
     write_proc,
@@ -66,7 +74,19 @@ from cli.demo.otlp import KeptRequests, otlp_samples
 from cli.demo.promql import Sample, answering, serve, write_openmetrics
 from cli.demo.realistic import nodes as ec2
 from cli.demo.realistic import pods as k8s
+from cli.demo.realistic.serving import IDLE_REPLICA, KSERVE, SERVING_PODS, VLLM
+from cli.demo.serving import (
+    GPU_NAME,
+    GPU_OF,
+    GPU_WATTS,
+    IDLE,
+    MODEL_LABEL,
+    Load,
+    serving_samples,
+)
+from cli.demo.serving import NODE as SERVING
 from gpu_insights_agent.contract.metrics import DIM_XID_CODE, OTLP_JOB, ExporterSink
+from gpu_insights_agent.contract.serving import HistogramForm, Signal
 from gpu_insights_agent.emf.document import EmfDocument, encode
 from gpu_insights_agent.emf.sinks import BufferedSender
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
@@ -78,7 +98,13 @@ from gpu_insights_agent.exporter.xid_event_log import XidEventLog
 from lambdas.notifier import handler as notifier
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.dcgm import CLOUDWATCH as L
-from lambdas.shared.kube_state import KSM_CAPACITY, KSM_GPU_RESOURCE, KSM_RESOURCE
+from lambdas.shared.kube_state import (
+    KSM_CAPACITY,
+    KSM_GPU_RESOURCE,
+    KSM_POD_REQUESTS,
+    KSM_POD_UNSCHEDULABLE,
+    KSM_RESOURCE,
+)
 from lambdas.shared.promql import PromQLClient, endpoint_for
 
 #: Two hours of one-minute cycles from the demo's replay window (cli/demo/exporter.py).
@@ -106,7 +132,23 @@ PODS: Final = {
     REPLAYED.name: k8s.pytorchjob_pods("speech", "whisper-finetune", 7),
     STEADY.name: k8s.pytorchjob_pods("speech", "wav2vec-pretrain", 7),
     SILENT.name: k8s.pytorchjob_pods("speech", "tts-distill", 7),
+    SERVING.name: list(SERVING_PODS),
 }
+#: Each node's GPU held by a pod that does no work (its process planted in the trace's idle
+#: GPU, so the exporter names the pod): the replayed node's, and the vLLM replica the router
+#: sends nothing.
+IDLE_HELD: Final = {REPLAYED.name: IDLE_GPU, SERVING.name: GPU_OF[IDLE_REPLICA]}
+#: The serving node's GPUs: an A10G each (no GPM: that is Hopper's and later), the idle
+#: replica's idle.
+SERVING_GPUS: Final = tuple(
+    SimulatedGpu(
+        "idle" if pod == IDLE_REPLICA else "busy",
+        name=GPU_NAME,
+        power_limit_w=GPU_WATTS,
+        gpm=False,
+    )
+    for pod in SERVING_PODS
+)
 #: The trace's times (exporter.simulated_trace): a failing GPU's double-bit ECC error (with its
 #: XID 48) ten minutes before it leaves the bus at 80% of the trace; busy GPU 0's XID 13 at
 #: 30%; thermal throttling from 13:00, the window starting at ``START_HOUR``.
@@ -131,12 +173,24 @@ class Fault:
     #: By when (seconds after the fault) it must page, where the alarm's query alone does not
     #: say (a job's trouble: cli/demo/jobs.py ``due``); else ``window_s`` of its alarm.
     due_s: float | None = None
+    #: Other labels the contributor must carry (a model's deployment, a pending pod).
+    labels: tuple[tuple[str, str], ...] = ()
 
     def names(self, labels: dict[str, str]) -> bool:
-        """Whether a contributor's (or a page's) labels name this fault's node, GPU, XID code
-        or job."""
+        """Whether a contributor's (or a page's) labels name this fault's node, GPU, XID code,
+        job and its other labels."""
         wanted = {L.node: self.node, L.gpu: self.gpu, L.xid_code: self.xid_code, OTLP_JOB: self.job}
+        wanted |= dict(self.labels)
         return all(labels.get(k) == v for k, v in wanted.items() if v is not None)
+
+    @property
+    def where(self) -> str:
+        """What the fault is on, as the summary names it."""
+        if self.job:
+            return self.job
+        if self.node:
+            return f"{self.node} GPU {self.gpu}" if self.gpu else self.node
+        return ", ".join(v for _, v in self.labels)
 
 
 def trouble_at_s(job: AlarmJob) -> float:
@@ -150,8 +204,38 @@ def trouble_at_s(job: AlarmJob) -> float:
     return at
 
 
+#: The vLLM Deployment's traffic spike: twice its requests for 15 minutes from 30 minutes in,
+#: its first tokens waiting ten times as long (p99 over the 2 s default target).
+SPIKE_AT_S: Final = 30 * 60.0
+SPIKE_S: Final = 15 * 60.0
+#: A PyTorchJob's master asking for a whole p5.48xlarge (8 GPUs) that no node has free: Pending
+#: (unschedulable) from 20 minutes in to the window's end.
+PENDING_AT_S: Final = 20 * 60.0
+PENDING_POD: Final = k8s.pytorchjob_pods("speech", "llama-70b-pretrain", 0)[0]
+PENDING_GPUS: Final = 8
+#: Kubeflow's PyTorchJob runs its replicas' container named ``pytorch`` (kubeflow/
+#: training-operator pkg/apis/kubeflow.org/v1 ``PyTorchJobDefaultContainerName``).
+PENDING_CONTAINER: Final = "pytorch"
+
 FAULTS: Final = (
     Fault("idle held GPU", REPLAYED.name, str(IDLE_GPU), 0.0, "gpu-low-power"),
+    Fault("idle replica", SERVING.name, str(GPU_OF[IDLE_REPLICA]), 0.0, "gpu-low-power"),
+    Fault(
+        "TTFT spike",
+        None,
+        None,
+        SPIKE_AT_S,
+        "serving-ttft-p99",
+        labels=((L.deployment, VLLM.deployment), (MODEL_LABEL, VLLM.model)),
+    ),
+    Fault(
+        "GPU pod pending",
+        None,
+        None,
+        PENDING_AT_S,
+        "gpu-pods-pending",
+        labels=((L.namespace, PENDING_POD.namespace), (L.pod, PENDING_POD.name)),
+    ),
     Fault("XID 13", REPLAYED.name, "0", XID_13_AT_S, "gpu-xid", "13"),
     Fault("thermal throttling", REPLAYED.name, "2", HOT_AT_S, "gpu-thermal-throttling"),
     Fault("uncorrectable ECC", REPLAYED.name, "3", ECC_AT_S, "gpu-ecc-uncorrected"),
@@ -189,11 +273,12 @@ class _Lines:
         self.documents.extend(documents)
 
 
-def _trace(node: ec2.Node, roles: Sequence[str]) -> list[str]:
-    """The node's NVML trace: the replayed node's with its idle GPU held by its pod's process
-    (the planted fault), the others' without the trace's XID (steady)."""
+def _trace(node: ec2.Node, gpus: Sequence[SimulatedGpu]) -> list[str]:
+    """The node's NVML trace: its idle held GPU's process planted (``IDLE_HELD``: the planted
+    fault), the trace's XID on the replayed node only (the others steady)."""
+    idle = IDLE_HELD.get(node.name)
     lines = node_trace(
-        [SimulatedGpu(role) for role in roles],
+        gpus,
         duration_s=DURATION_S,
         node=node.name,
         start_hour=START_HOUR,
@@ -203,8 +288,8 @@ def _trace(node: ec2.Node, roles: Sequence[str]) -> list[str]:
         record = json.loads(line)
         if node is not REPLAYED and record["kind"] == "xid":
             continue
-        if node is REPLAYED and record["kind"] == "sample" and record["index"] == IDLE_GPU:
-            record["pids"] = [FIRST_PID + IDLE_GPU]
+        if idle is not None and record["kind"] == "sample" and record["index"] == idle:
+            record["pids"] = [FIRST_PID + idle]
         planted.append(json.dumps(record))
     return planted
 
@@ -219,19 +304,21 @@ class ExporterHours:
 def run_exporters(cluster: str) -> ExporterHours:
     """Each node's exporter over the window through ``--sink otlp``'s sinks."""
     hours = ExporterHours()
-    for node, roles, stop_s in (
-        (REPLAYED, REPLAYED_ROLES, DURATION_S),
-        (STEADY, ("busy",) * 8, DURATION_S),
-        (SILENT, ("busy",) * 8, SILENT_AT_S),
+    busy = (SimulatedGpu("busy"),) * 8
+    for node, gpus, stop_s in (
+        (REPLAYED, tuple(SimulatedGpu(role) for role in REPLAYED_ROLES), DURATION_S),
+        (STEADY, busy, DURATION_S),
+        (SILENT, busy, SILENT_AT_S),
+        (SERVING, SERVING_GPUS, DURATION_S),
     ):
-        kept, lines = _run_node(cluster, node, roles, stop_s)
+        kept, lines = _run_node(cluster, node, gpus, stop_s)
         hours.requests += kept.requests
         hours.xid_lines += lines.documents
     return hours
 
 
 def _run_node(
-    cluster: str, node: ec2.Node, roles: Sequence[str], stop_s: float
+    cluster: str, node: ec2.Node, gpus: Sequence[SimulatedGpu], stop_s: float
 ) -> tuple[KeptRequests, _Lines]:
     """One node's exporter, in virtual time, until ``stop_s`` into the window."""
     kept, lines = KeptRequests(), _Lines()
@@ -241,7 +328,7 @@ def _run_node(
         write_pod_logs(Path(logs), PODS[node.name])
         sink = OtlpSink("http://local", exporter=kept, start_ns=int(START * 1e9))
         exporter = Exporter(
-            NvmlSource(FakeNvml(_trace(node, roles), clock=lambda: now[0], sleep=lambda _: None)),
+            NvmlSource(FakeNvml(_trace(node, gpus), clock=lambda: now[0], sleep=lambda _: None)),
             BufferedSender(XidEventLog(sink, lines)),
             ExporterConfig(
                 cluster_name=cluster,
@@ -260,7 +347,7 @@ def capacity_samples(cluster: str) -> Iterator[Sample]:
     """Kube State Metrics' ``nvidia.com/gpu`` capacity of each node, as the add-on sends it:
     KSM's ``node``, ``resource`` and ``unit`` labels, the node and cluster on the resource and
     the node's labels beside them (cdk/alarms/promql.py ``KSM_CAPACITY``)."""
-    for node in (REPLAYED, STEADY, SILENT):
+    for node in (REPLAYED, STEADY, SILENT, SERVING):
         labels = {
             L.cluster: cluster,
             L.node: node.name,
@@ -272,6 +359,55 @@ def capacity_samples(cluster: str) -> Iterator[Sample]:
         while at < END:
             yield KSM_CAPACITY, labels, at, float(node.instance_type.gpu_count)
             at += KSM_STEP_S
+
+
+def pending_samples(cluster: str) -> Iterator[Sample]:
+    """Kube State Metrics' series of the pending pod from ``PENDING_AT_S``, every 30 s:
+    ``kube_pod_status_unschedulable`` 1 and its container's requests (8 GPUs, and CPUs the
+    GPU alarm leaves out), the pod and namespace on the resource as the add-on moves them
+    (lambdas/shared/kube_state.py), KSM's ``node`` label empty: no node holds the pod."""
+    pod = {
+        L.cluster: cluster,
+        L.namespace: PENDING_POD.namespace,
+        L.pod: PENDING_POD.name,
+        "uid": pod_uid(PENDING_POD),
+    }
+    requests = (
+        (KSM_GPU_RESOURCE, "integer", float(PENDING_GPUS)),
+        ("cpu", "core", 96.0),
+    )
+    at = START + PENDING_AT_S
+    while at < END:
+        yield KSM_POD_UNSCHEDULABLE, pod, at, 1.0
+        for resource, unit, value in requests:
+            labels = pod | {
+                "container": PENDING_CONTAINER,
+                "node": "",
+                KSM_RESOURCE: resource,
+                "unit": unit,
+            }
+            yield KSM_POD_REQUESTS, labels, at, value
+        at += KSM_STEP_S
+
+
+def spike_load(pod: k8s.Pod, step: int) -> Load:
+    """A serving replica's minute of the window: the idle replica serves nothing; the vLLM
+    Deployment's others twice as many requests through the spike, the first token ten times
+    as long, their queue and KV cache higher but under their alarms' thresholds."""
+    if pod == IDLE_REPLICA:
+        return IDLE
+    if pod in VLLM.pods and SPIKE_AT_S <= step * 60 < SPIKE_AT_S + SPIKE_S:
+        return Load(600, ttft_s=1.5, itl_s=0.04, running=40, waiting=6, kv_cache=0.9, util=98,
+                    power_percent=95)  # fmt: skip
+    return Load(300, running=16, kv_cache=0.5, util=80, power_percent=80)
+
+
+def window_serving_samples(cluster: str) -> Iterator[Sample]:
+    """The serving replicas' vLLM series and their GPUs' DCGM series each minute of the
+    window (cli/demo/serving.py): the exporter's series, not DCGM's, are what the GPU alarms
+    read with its OTLP sink; DCGM's arrive beside them all the same."""
+    times = [START + step * 60 for step in range(int(DURATION_S // 60))]
+    return serving_samples(cluster, times, spike_load, gpu_interval=60)
 
 
 def otlp_settings(settings: Settings) -> Settings:
@@ -294,6 +430,32 @@ def serving(samples: Iterable[Sample], region: str) -> Iterator[PromQLClient]:
         url = stack.enter_context(serve(path, Path(folder) / "data"))
         stack.enter_context(answering(region, url))
         yield client
+
+
+#: The serving latency alarms and the histogram each reads.
+LATENCY_ALARMS: Final = {"serving-ttft-p99": Signal.TTFT, "serving-e2e-p99": Signal.E2E}
+
+
+def classic_histograms(spec: AlarmSpec, settings: AlarmSettings) -> AlarmSpec:
+    """``spec`` as the local Prometheus can answer it: a serving latency alarm reads CloudWatch's
+    native histograms by the metric's name, which a Prometheus 2.42 holds as classic
+    ``_bucket`` series (contract/serving.py ``HistogramForm``), so its query is rebuilt in that
+    form, the same models and targets (cdk/alarms/serving_promql.py ``latency_slo_query``);
+    every other alarm as deployed."""
+    signal = LATENCY_ALARMS.get(spec.key)
+    if signal is None or settings.serving is None:
+        return spec
+    serving = settings.serving
+    default, targets = (
+        (serving.ttft_p99_seconds, serving.ttft_p99_targets)
+        if signal is Signal.TTFT
+        else (serving.e2e_p99_seconds, serving.e2e_p99_targets)
+    )
+    query = latency_slo_query(
+        signal, settings.cluster_name, default, targets, form=HistogramForm.CLASSIC
+    )
+    assert query is not None  # the deployed alarm exists: some model has a target
+    return replace(spec, metric=query)
 
 
 def _query(spec: AlarmSpec) -> PromQLQuery:
@@ -388,12 +550,17 @@ def run_otel_alarms(
     boto3 session on moto, where the notifier's topics, ledger and log group are made."""
     settings = otlp_settings(settings)
     cluster = settings.cluster_name
-    demo = OtelAlarmsDemo(alarms=promql_alarms(settings.alarm_settings()))
+    alarm_settings = settings.alarm_settings()
+    demo = OtelAlarmsDemo(
+        alarms=[classic_histograms(spec, alarm_settings) for spec in promql_alarms(alarm_settings)]
+    )
     hours = run_exporters(cluster)
     samples = [
         *otlp_samples(hours.requests),
         *capacity_samples(cluster),
         *emitter_samples(cluster, START),
+        *window_serving_samples(cluster),
+        *pending_samples(cluster),
     ]
     demo.samples = len(samples)
     with serving(samples, region) as client:
@@ -473,18 +640,18 @@ def otel_alarms_summary(demo: OtelAlarmsDemo) -> list[str]:
     """Each planted fault, the alarm that paged it, when relative to the fault, what the page
     names; then what the steady GPUs and nodes paged."""
     lines = [
-        f"12. OTel mode, exporter_sink=otlp: three nodes' exporters and five training jobs' "
-        f"emitters for two hours over OTLP ({demo.samples:,} samples in a local Prometheus, "
-        f"Kube State Metrics' GPU capacity among them), the app's {len(demo.alarms)} PromQL "
+        f"12. OTel mode, exporter_sink=otlp: four nodes' exporters, five training jobs' "
+        f"emitters and four inference replicas' vLLM series for two hours ({demo.samples:,} "
+        f"samples in a local Prometheus, Kube State Metrics' GPU capacity and a pending GPU pod "
+        f"among them), the app's {len(demo.alarms)} PromQL "
         f"alarms replayed every minute, each ALARM contributor and XID log line through the "
         f"notifier: {len(demo.pages)} pages"
     ]
     for fault in FAULTS:
         pages = demo.pages_for(fault)
         raised = demo.raised(fault)
-        where = fault.job or (f"{fault.node} GPU {fault.gpu}" if fault.gpu else fault.node)
         if not pages or not raised:
-            lines.append(f"   {fault.what:<19} on {where}: NOT PAGED by {fault.alarm}")
+            lines.append(f"   {fault.what:<19} on {fault.where}: NOT PAGED by {fault.alarm}")
             continue
         alarm = (
             f"{fault.alarm} ALARM after {_minutes(raised[0].at - START - fault.at_s)} "
@@ -499,7 +666,8 @@ def otel_alarms_summary(demo: OtelAlarmsDemo) -> list[str]:
         )
     lines.append(
         f"   steady: {STEADY.name}'s 8 GPUs, GPUs 4-7 of {REPLAYED.name}, every GPU of "
-        f"{SILENT.name} before it went silent, and job {ALARM_JOBS[0].name}: "
+        f"{SILENT.name} before it went silent, job {ALARM_JOBS[0].name}, and model "
+        f"{KSERVE.model} ({KSERVE.deployment}): "
         f"{len(steady_pages(demo))} pages"
     )
     return lines

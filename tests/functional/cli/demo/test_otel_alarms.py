@@ -18,6 +18,7 @@ from cli.demo.jobs import ALARM_JOBS
 from cli.demo.otel_alarms import (
     FAILED_AT_S,
     FAULTS,
+    PENDING_POD,
     SILENT,
     START,
     STEADY,
@@ -27,6 +28,8 @@ from cli.demo.otel_alarms import (
     steady_pages,
     within_s,
 )
+from cli.demo.realistic.serving import IDLE_REPLICA, KSERVE, VLLM
+from cli.demo.serving import NODE as SERVING
 from cli.demo.storage import DEMO_CLUSTER
 from gpu_insights_agent.contract.metrics import OTLP_JOB
 from lambdas.shared.aws_clients import new_session
@@ -42,6 +45,11 @@ MINUTE: Final = 60
 #: window; the silent node's 10-minute range and 5-minute pending period.
 PAGED_AFTER_MIN: Final = {
     "idle held GPU": 55,
+    "idle replica": 55,
+    # The first spike minute's requests lift the 5-minute p99 over 2 s at the next evaluation,
+    # then the 5-minute pending period; the pending pod after gpu_pending_alarm_minutes (15).
+    "TTFT spike": 6,
+    "GPU pod pending": 15,
     "XID 13": 0,
     "thermal throttling": 30,
     "uncorrectable ECC": 0,
@@ -102,6 +110,36 @@ def test_the_pages_name_the_pod_from_the_exporters_labels(demo: OtelAlarmsDemo) 
     assert named["gpt-nan"] == "gpt-nan-master-0, gpt-nan-worker-0"
 
 
+def _page(demo: OtelAlarmsDemo, what: str) -> str:
+    (page,) = demo.pages_for(next(f for f in FAULTS if f.what == what))
+    return page.text
+
+
+def _row(text: str, name: str) -> str:
+    return next(v.strip() for k, _, v in (line.partition(":") for line in text.splitlines())
+                if k.strip() == name)  # fmt: skip
+
+
+def test_the_serving_faults_name_the_replica_the_model_and_the_pending_pod(
+    demo: OtelAlarmsDemo,
+) -> None:
+    # The idle vLLM replica: its GPU allocated (its process), near-zero power, no requests.
+    idle = _page(demo, "idle replica")
+    assert _row(idle, "Node") == SERVING.name
+    assert _row(idle, "GPU") == "2"
+    assert _row(idle, "Pods") == f"inference/{IDLE_REPLICA.name}"
+    # The spike: the model's series name its model and Deployment, no node or GPU.
+    spike = _page(demo, "TTFT spike")
+    assert _row(spike, "Model") == "meta-llama/Llama-3.1-8B-Instruct"
+    assert _row(spike, "Deployment") == f"inference/{VLLM.deployment}"
+    assert _row(spike, "GPU") == "not named (a model's series)"
+    # The 8-GPU pod the scheduler cannot place.
+    pending = _page(demo, "GPU pod pending")
+    assert _row(pending, "Pods") == f"{PENDING_POD.namespace}/{PENDING_POD.name}"
+    assert _row(pending, "GPUs requested") == "8"
+    assert _row(pending, "Node") == "none: the pod is not scheduled"
+
+
 def test_the_steady_gpus_and_nodes_page_nothing(demo: OtelAlarmsDemo) -> None:
     assert steady_pages(demo) == []
     quiet = [
@@ -111,6 +149,8 @@ def test_the_steady_gpus_and_nodes_page_nothing(demo: OtelAlarmsDemo) -> None:
         if t.labels.get(L.node) == STEADY.name
         or (t.labels.get(L.node) == REPLAYED.name and t.labels.get(L.gpu) in {"4", "5", "6", "7"})
         or t.labels.get(OTLP_JOB) == ALARM_JOBS[0].name
+        or t.labels.get(L.deployment) == KSERVE.deployment
+        or (t.labels.get(L.node) == SERVING.name and t.labels.get(L.gpu) != "2")
     ]
     assert quiet == []
     lines = otel_alarms_summary(demo)
@@ -126,7 +166,9 @@ def test_the_readme_states_what_the_stage_prints(demo: OtelAlarmsDemo) -> None:
         f"each of the {len(FAULTS)} planted faults pages once",
         f"the hung job {after['llama-hangs']} minutes after its last step",
         f"the slowdown after {after['bert-slows']} minutes",
-        f"the idle held GPU {after['idle held GPU']} minutes in",
+        f"the idle held GPU and the idle vLLM replica {after['idle replica']} minutes in",
+        f"time to first token {after['TTFT spike']} minutes in",
+        f"the 8-GPU pod pending {after['GPU pod pending']} minutes in",
         f"thermal throttling after {after['thermal throttling']} minutes",
         f"the silent node {after['silent node']} minutes after its exporter stopped",
         f"the steady GPUs, nodes and job page {len(steady_pages(demo))} times",
