@@ -77,16 +77,20 @@ def compare(classic: Path, otel_out: Path) -> list[tuple[str, bool]]:
 
 
 def run_both(*, out_dir: Path, cdk_out: Path) -> str:
-    """The Classic run (in a folder of its own), then the OTel run into ``out_dir``: the OTel
-    run's summary, and whether each compared file equals the Classic run's."""
+    """The Classic run and the OTel run on the same week (each in a folder of its own) and
+    whether each compared file is equal; then the OTel run with the inference replicas in its
+    week (their series only OTel mode reads: ``run_demo``'s ``serving``) into ``out_dir``: its
+    summary, the comparison's line and the alarm stage's."""
+    otel = ContainerInsightsMode.OTEL
     with tempfile.TemporaryDirectory(prefix="classic-") as classic:
         base = Path(classic)
         run_demo(out_dir=base / "out", cdk_out=base / "cdk.out")
-        result = run_demo(out_dir=out_dir, cdk_out=cdk_out, mode=ContainerInsightsMode.OTEL)
-        compared = compare(base / "out", out_dir)
+        run_demo(out_dir=base / "otel", cdk_out=base / "otel.cdk.out", mode=otel)
+        compared = compare(base / "out", base / "otel")
+        kinds = alarm_kinds(base / "otel")
+    result = run_demo(out_dir=out_dir, cdk_out=cdk_out, mode=otel, serving=True)
     same = [name for name, equal in compared if equal]
     different = [name for name, equal in compared if not equal]
-    kinds = alarm_kinds(out_dir)
     line = (
         f"The OTel run (exporter_sink=otlp) equals the Classic run: {', '.join(same)} (the "
         f"reports but their alarm history, which names the same {len(kinds)} kinds raised, "
@@ -99,4 +103,28 @@ def run_both(*, out_dir: Path, cdk_out: Path) -> str:
             aws_access_key_id="demo", aws_secret_access_key="demo", region_name=DEMO_REGION
         )
         alarms = run_otel_alarms(session, Settings(cluster_name=DEMO_CLUSTER), DEMO_REGION, out_dir)
-    return "\n".join([result.summary(), "", line, "", *otel_alarms_summary(alarms)])
+    serving = serving_summary(out_dir)
+    return "\n".join([result.summary(), "", line, "", *serving, "", *otel_alarms_summary(alarms)])
+
+
+def serving_summary(out: Path) -> list[str]:
+    """The serving week's lines, from the report the run wrote: each model's price per million
+    output tokens and the week's serving findings."""
+    report: dict[str, Any] = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    serving = report.get("serving") or {}
+    if not serving:
+        return ["The serving week: the report has no serving section (no table was read)"]
+    lines = [
+        f"The serving week (a vLLM Deployment and a KServe InferenceService, OTel mode only): "
+        f"{serving['gpu_hours']:,.1f} GPU-hours, ${serving['cost_usd']:,.2f}, "
+        f"{serving['generation_tokens'] / 1e6:,.1f}M output tokens (report.html, serving.csv)"
+    ]
+    for model in serving["models"]:
+        price = model["usd_per_million_output_tokens"]
+        shown = "unpriced" if price is None else f"${price:,.4f}"
+        lines.append(f"  {model['model']}: {shown} per million output tokens")
+    for finding in serving["findings"]:
+        dollars = finding.get("monthly_usd")
+        saving = f" (${dollars:,.2f}/month)" if dollars else ""
+        lines.append(f"  {finding['kind']} {finding['resource']}{saving}")
+    return lines

@@ -93,6 +93,7 @@ from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.promql import promql_for
 from lambdas.weekly_report.failures_section import FAILURES_CSV
 from lambdas.weekly_report.memory_section import MEMORY_CSV
+from lambdas.weekly_report.serving_section import SERVING_CSV
 
 DEMO_REGION = "us-east-1"
 MOTO_SEED = 2026
@@ -480,10 +481,16 @@ def run_demo(
     cdk_out: Path,
     settings: Settings | None = None,
     mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC,
+    serving: bool = False,
 ) -> DemoResult:
     """Synthesize, apply what moto supports, fetch it back, and write the results. ``mode``:
     the Container Insights mode the demo deploys (whatever the settings name); in OTel mode a
-    local Prometheus (cli/demo/otel.py) serves the weeks' DCGM series to the GPU analyzer."""
+    local Prometheus (cli/demo/otel.py) serves the weeks' DCGM series to the GPU analyzer.
+    ``serving`` (OTel mode): the week has the inference replicas too (cli/demo/serving.py),
+    their vLLM series and their GPUs' DCGM series, which only OTel mode reads; without them
+    the week is the Classic run's, file for file (cli/demo/both_modes.py)."""
+    if serving and mode is not ContainerInsightsMode.OTEL:
+        raise ValueError("the serving week is OTel mode's: Classic mode reads no serving series")
     settings = replace(
         settings or Settings(cluster_name=DEMO_CLUSTER), container_insights_mode=mode
     )
@@ -510,7 +517,7 @@ def run_demo(
                 "last-week",
                 chain(week_samples(cluster, LAST_WEEK), exporter_week_samples(cluster, LAST_WEEK)),
             )
-        return _run(out_dir, cdk_out, settings, engine)
+        return _run(out_dir, cdk_out, settings, engine, serving=serving)
 
 
 def promql_raised(promql: Any, settings: Settings) -> list[tuple[AlarmSpec, float]]:
@@ -628,7 +635,14 @@ def deploy_demo(
     return result
 
 
-def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | None) -> DemoResult:
+def _run(
+    out_dir: Path,
+    cdk_out: Path,
+    settings: Settings,
+    engine: OtelEngine | None,
+    *,
+    serving: bool = False,
+) -> DemoResult:
     result, templates = _synthesized(settings, out_dir, cdk_out)
     # The week before, first and in its own moto context: only its report objects cross over.
     last_week, result.last_week_datapoints = last_week_report(settings, DEMO_REGION)
@@ -641,9 +655,10 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
             training_samples((0.0, STORAGE_END + 3600)),
         )
         engine.load("this-week", this_week, alone=True)
-        # The inference replicas' week (cli/demo/serving.py): their vLLM series, for the
-        # serving analysis and the report; their GPUs are in neither mode's week.
-        engine.load("serving-week", serving_week_samples(cluster, THIS_WEEK))
+        if serving:
+            # The inference replicas' week (cli/demo/serving.py): their vLLM series and their
+            # GPUs', for the GPU-hour attribution, the serving analysis and the report.
+            engine.load("serving-week", serving_week_samples(cluster, THIS_WEEK, gpus=True))
     with mock_aws():
         session = _session()
         _configure(session, templates, settings, result)
@@ -710,10 +725,9 @@ def _run(out_dir: Path, cdk_out: Path, settings: Settings, engine: OtelEngine | 
         result.report, report_path = run_weekly_report(
             clients, settings, result.backtest, out_dir, result.promql_raised
         )
-        result.files += [
-            report_path, out_dir / "report.json", out_dir / "report.csv", out_dir / MEMORY_CSV,
-            out_dir / FAILURES_CSV,
-        ]  # fmt: skip
+        # The serving CSV is there only for a week that served (the OTel run's serving week).
+        written = ("report.json", "report.csv", MEMORY_CSV, FAILURES_CSV, SERVING_CSV)
+        result.files += [report_path, *(out_dir / n for n in written if (out_dir / n).exists())]
         if render_png(report_path, out_dir / "report.png"):
             result.files.append(out_dir / "report.png")
         alarm_names = [spec.alarm_name(settings.cluster_name) for spec in specs]

@@ -29,6 +29,7 @@ from lambdas.weekly_report.config import ReportConfig
 from lambdas.weekly_report.failures_section import FAILURES_CSV
 from lambdas.weekly_report.handler import report_prefix
 from lambdas.weekly_report.memory_section import MEMORY_CSV
+from lambdas.weekly_report.serving_section import SERVING_CSV
 
 
 def raised_items(cluster: str, backtest: list[BacktestResult]) -> list[Params]:
@@ -138,10 +139,15 @@ def run_weekly_report(
     path = out_dir / "report.html"
     path.write_bytes(html)
     # The report's JSON and its per-namespace CSV (for a spreadsheet), as the Lambda wrote them.
+    prefix = report_prefix(settings.cluster_name, summary["week"])
     for name in ("report.json", "report.csv", MEMORY_CSV, FAILURES_CSV):
-        key = report_prefix(settings.cluster_name, summary["week"]) + name
-        data = clients["s3"].get_object(Bucket=REPORT_BUCKET, Key=key)["Body"].read()
+        data = clients["s3"].get_object(Bucket=REPORT_BUCKET, Key=prefix + name)["Body"].read()
         (out_dir / name).write_bytes(data)
+    # The serving CSV, written only for a week that served (the OTel run's serving week).
+    listed = clients["s3"].list_objects_v2(Bucket=REPORT_BUCKET, Prefix=prefix + SERVING_CSV)
+    if listed.get("KeyCount"):
+        data = clients["s3"].get_object(Bucket=REPORT_BUCKET, Key=prefix + SERVING_CSV)
+        (out_dir / SERVING_CSV).write_bytes(data["Body"].read())
     return summary, path
 
 

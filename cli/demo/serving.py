@@ -18,16 +18,18 @@ add-on's ``k8sattributes/cw_k8s_ci_v0_pod``: realistic/otel.py ``POD_METADATA``)
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Final
+from itertools import chain
+from typing import Any, Final
 
 from cdk.alarms.power_table import gpu_power
 from cli.demo.otel import DEMO_INTERVAL_S, PHASE_S
+from cli.demo.otlp import statistic_set_samples
 from cli.demo.promql import Sample
 from cli.demo.realistic import nodes as ec2
 from cli.demo.realistic import otel
 from cli.demo.realistic.pods import Pod
 from cli.demo.realistic.serving import IDLE_REPLICA, SERVING_PODS, VLLM, workload_of
-from cli.demo.week import HOURS, THIS_WEEK, WeekPlan
+from cli.demo.week import HOURS, THIS_WEEK, GpuHourSample, WeekPlan, exporter_hour_data
 from gpu_insights_agent.contract.serving import SERVERS, Server, Signal, serving_metric
 from lambdas.shared.dcgm import DCGM_POWER, DCGM_UTIL
 
@@ -107,8 +109,15 @@ def replica_labels(cluster: str, pod: Pod) -> dict[str, str]:
     workload = workload_of(pod)
     dcgm = otel.dcgm_promql_labels(cluster, NODE.name, GPU_OF[pod], pod, workload.container)
     resource = {k: v for k, v in dcgm.items() if k.startswith(otel.RESOURCE_PREFIX)}
-    pod_labels = {f"{otel.RESOURCE_PREFIX}k8s.pod.label.{k}": v for k, v in workload.labels.items()}
-    return {MODEL_LABEL: workload.model, "engine": ENGINE} | resource | pod_labels
+    return {MODEL_LABEL: workload.model, "engine": ENGINE} | resource | pod_labels(pod)
+
+
+def pod_labels(pod: Pod) -> dict[str, str]:
+    """The pod template's labels as the add-on's ``k8sattributes/cw_k8s_ci_v0_pod`` puts them on
+    every series of the pod, its GPU's DCGM series among them: how the GPU analyzer tells a
+    KServe InferenceService's pods from their Deployment's (gpu_hours/workloads.py)."""
+    labels = workload_of(pod).labels.items()
+    return {f"{otel.RESOURCE_PREFIX}k8s.pod.label.{k}": v for k, v in labels}
 
 
 class _Histogram:
@@ -180,7 +189,7 @@ def gpu_samples(
     hour is a count of samples, so a held hour is a full hour's."""
     labels = otel.dcgm_promql_labels(
         cluster, NODE.name, GPU_OF[pod], pod, workload_of(pod).container, model=GPU_NAME
-    )
+    ) | pod_labels(pod)
     for i, (at, load) in enumerate(steps):
         length = (steps[i + 1][0] if i + 1 < len(steps) else 2 * at - steps[i - 1][0]) - at
         for k in range(int(length // interval)):
@@ -241,9 +250,29 @@ def serving_week_samples(
     """The serving replicas' week, one sample an hour (at its start: an hour's requests are
     the counters' increase to the next hour's sample), for the daily serving analysis and the
     report. ``gpus``: with their GPUs' DCGM series every minute (the demo's
-    ``metricResolution``, cli/demo/otel.py ``DEMO_INTERVAL_S``). The OTel run loads the week
-    without them: its GPU-hour tables, findings and report must equal the Classic run's, whose
-    week (cli/demo/week.py ``NODES``: Container Insights' ``pod_gpu_*`` and the exporter's
-    series) has no serving node."""
+    ``metricResolution``, cli/demo/otel.py ``DEMO_INTERVAL_S``) and the serving node's exporter
+    series (its OTLP sink's, as the week's other nodes': cli/demo/otel.py
+    ``exporter_week_samples``), which the GPU-hour attribution prices the replicas with. The
+    run that must equal the Classic run loads no serving week: the Classic week
+    (cli/demo/week.py ``NODES``) has no serving node."""
     times = [plan.start + hour * 3600 + PHASE_S for hour in range(HOURS)]
-    return serving_samples(cluster, times, week_load, DEMO_INTERVAL_S if gpus else None)
+    replicas = serving_samples(cluster, times, week_load, DEMO_INTERVAL_S if gpus else None)
+    if not gpus:
+        return replicas
+    return chain(replicas, statistic_set_samples(exporter_week(cluster, plan), start=plan.start))
+
+
+def exporter_week(cluster: str, plan: WeekPlan = THIS_WEEK) -> list[dict[str, Any]]:
+    """The serving node's exporter's week as the week's statistic sets (week.py
+    ``exporter_hour_data``): each replica's GPU at its hour's power, its SM activity at its
+    utilization, allocated to its pod; the node's other GPUs none (one GPU a replica)."""
+    data: list[dict[str, Any]] = []
+    for hour in range(HOURS):
+        samples = [
+            GpuHourSample(NODE.name, GPU_OF[pod], hour, load.power_percent, load.util,
+                          healthy=True, pod=pod)
+            for pod in SERVING_PODS
+            for load in [week_load(pod, hour)]
+        ]  # fmt: skip
+        data += exporter_hour_data(cluster, hour, samples, plan.start)
+    return data

@@ -226,7 +226,7 @@ def _exporter_values(s: GpuHourSample) -> dict[GpuMetric, float]:
     return metrics
 
 
-def _exporter_data(
+def exporter_hour_data(
     cluster: str, hour: int, samples: list[GpuHourSample], start: float
 ) -> list[dict[str, Any]]:
     """Both of the exporter's dimension sets: per GPU, and cluster-wide (every GPU's samples
@@ -336,7 +336,7 @@ def exporter_data(cluster: str, plan: WeekPlan, hours: Iterable[int]) -> list[di
     node, gpu = FAILING
     for hour in hours:
         samples = [_behaviour(n, g, hour, plan) for n, g in GPUS]
-        data += _exporter_data(cluster, hour, samples, plan.start)
+        data += exporter_hour_data(cluster, hour, samples, plan.start)
         if hour == plan.lost_at_hour:
             data.append(
                 _datum(

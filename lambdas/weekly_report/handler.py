@@ -158,11 +158,13 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     figures.failures = failure_figures(failed, gpu_hour_usd=price)
     # Inference serving: the week's tables against the week before's.
     week_before = start.fromordinal(start.toordinal() - 7)
-    figures.serving = serving_figures(
+    serving = serving_figures(
         serving_days(s3, bucket, cluster, start, end),
         serving_days(s3, bucket, cluster, week_before, start),
         files.findings,
     )
+    # A week that served nothing (Classic mode writes no tables) has no serving object.
+    figures.serving = serving if has_serving(serving) else {}
     document = {**figures.to_dict(), **headline(figures)}
     s3.put_object(
         Bucket=bucket,

@@ -99,9 +99,12 @@ def _totals(rows: Iterable[ServingRow], key: Any) -> dict[Any, dict[str, float]]
     return totals
 
 
-def per_million(cost_usd: float, tokens: float) -> float | None:
-    """Dollars per million output tokens; None where nothing was generated."""
-    return None if tokens <= 0 else round(cost_usd / tokens * 1e6, PRICE_DIGITS)
+def per_million(cost_usd: float, tokens: float, gpu_hours: float) -> float | None:
+    """Dollars per million output tokens; None where nothing was generated, or where no
+    GPU-hour was attributed to the tokens (their GPUs' series unread): unknown, not free."""
+    if tokens <= 0 or gpu_hours <= 0:
+        return None
+    return round(cost_usd / tokens * 1e6, PRICE_DIGITS)
 
 
 def _change_percent(now: float | None, before: float | None) -> float | None:
@@ -116,10 +119,12 @@ def _priced(
     """Each key's figures with its price this week and last and the change, costliest first."""
     priced = []
     for key, sums in totals.items():
-        now = per_million(sums["cost_usd"], sums["generation_tokens"])
+        now = per_million(sums["cost_usd"], sums["generation_tokens"], sums["gpu_hours"])
         before_sums = previous.get(key)
         before = (
-            per_million(before_sums["cost_usd"], before_sums["generation_tokens"])
+            per_million(
+                before_sums["cost_usd"], before_sums["generation_tokens"], before_sums["gpu_hours"]
+            )
             if before_sums
             else None
         )
@@ -175,13 +180,14 @@ def serving_figures(
     ]
     cost = sum(r.cost_usd for r in week.rows)
     tokens = sum(r.generation_tokens for r in week.rows)
+    hours = sum(r.gpu_hours for r in week.rows)
     return {
         "workloads": workloads,
         "models": models,
-        "gpu_hours": round(sum(r.gpu_hours for r in week.rows), 2),
+        "gpu_hours": round(hours, 2),
         "cost_usd": round(cost, 2),
         "generation_tokens": tokens,
-        "usd_per_million_output_tokens": per_million(cost, tokens),
+        "usd_per_million_output_tokens": per_million(cost, tokens, hours),
         "days_read": [d.isoformat() for d in week.read],
         "missing_days": [d.isoformat() for d in week.missing],
         "unreadable_days": [

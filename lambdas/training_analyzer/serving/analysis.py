@@ -304,6 +304,12 @@ def _saturated(w: _Workload, day: date, price: float, t: ServingThresholds) -> F
     )
     add = max(1, needed - w.replicas)
     monthly = add * w.replica_gpu_hours * price * DAYS_PER_MONTH
+    # No GPU-hour attributed (its GPUs' series unread): the cost is unknown, not nothing.
+    cost = (
+        f"about ${monthly:,.0f} a month at the day's GPU-hours per replica"
+        if w.replica_gpu_hours > 0
+        else "their cost unknown: no GPU-hours were attributed to its replicas"
+    )
     why = []
     if waited:
         why.append(f"up to {w.max_waiting:.0f} requests waiting at a replica")
@@ -324,8 +330,8 @@ def _saturated(w: _Workload, day: date, price: float, t: ServingThresholds) -> F
             "monthly_cost_of_added_usd": round(monthly, 2),
         },
         recommendation=(
-            f"Add {add} replica{'s' if add > 1 else ''} (about ${monthly:,.0f} a month at the "
-            "day's GPU-hours per replica), or give each replica more KV cache: vLLM's own advice "
+            f"Add {add} replica{'s' if add > 1 else ''} ({cost}), or give each replica more KV "
+            "cache: vLLM's own advice "
             "for frequent preemptions is a larger gpu_memory_utilization, a smaller "
             "max_num_seqs or max_num_batched_tokens, or a larger tensor_parallel_size "
             "(docs.vllm.ai, Optimization and Tuning, Preemption)."

@@ -175,7 +175,11 @@ def test_step_7_status_exits_0_on_a_working_deployment(
     }
     made = aws_clients.client
     monkeypatch.setattr(
-        aws_clients, "client", lambda service, **kw: stubbed.get(service) or made(service, **kw)
+        # Each Stubber answers the first client of its service (the add-on's reads); the node
+        # repair reads get moto's, which has no such cluster, so status names no node group.
+        aws_clients,
+        "client",
+        lambda service, **kw: stubbed.pop(service, None) or made(service, **kw),
     )
     with serve(dcgm, tmp_path / "data") as url, answering(deployed.REGION, url):
         status = main(_command("status"))

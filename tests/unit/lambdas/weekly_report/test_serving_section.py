@@ -185,3 +185,14 @@ def test_a_hostile_model_name_is_escaped_in_html_and_csv(model: str) -> None:
     assert line["model"] == "'" + model
     assert line["workload"] == "'-chat"
     assert float(line["usd_per_million_output_tokens"]) == 3.0
+
+
+def test_tokens_without_gpu_hours_have_no_price_rather_than_a_free_one() -> None:
+    """A workload whose GPUs' series were not read (no GPU-hour attributed) served 64M tokens at
+    an unknown price: None, not $0.00 a million."""
+    unpriced = _row("ml", "chat-llama", "Deployment", "llama-3-8b", gpu_hours=0.0)
+    serving = serving_figures(read_days(_bodies(WEEK, [unpriced])), read_days({}), [])
+    (workload,) = serving["workloads"]
+    assert (workload["generation_tokens"], workload["cost_usd"]) == (7 * 64e6, 0.0)
+    assert workload["usd_per_million_output_tokens"] is None
+    assert serving["usd_per_million_output_tokens"] is None

@@ -117,6 +117,11 @@ def test_a_saturated_deployment_is_told_what_to_add_at_its_per_replica_load() ->
     assert finding.estimated_monthly_waste_usd is None
     assert "up to 37 requests waiting at a replica and 900 preemptions (1.5%" in finding.summary
     assert finding.recommendation.startswith("Add 2 replicas (about $10,045 a month")
+    # The same day with its GPUs unread: the replicas' cost is unknown, not $0.
+    (unpriced,) = serving_findings(serving_rows(reads, {}, PRICE), day=DAY, gpu_hour_usd=PRICE)
+    assert unpriced.recommendation.startswith(
+        "Add 2 replicas (their cost unknown: no GPU-hours were attributed to its replicas)"
+    )
 
 
 def test_a_workloads_gpu_hours_are_split_between_its_models_by_generated_tokens() -> None:

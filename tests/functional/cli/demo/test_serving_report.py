@@ -1,0 +1,110 @@
+"""`gpu-insights demo --mode otel`'s serving run (``run_demo(..., serving=True)``): the week with
+the inference replicas (cli/demo/serving.py: a 3-replica vLLM Deployment, one replica idle all
+week, saturated on ``SATURATED_DAY``; a 1-replica KServe InferenceService) read through the
+real analyzer and report, priced at the demo's $6.88 a GPU-hour (H100's,
+lambdas/training_analyzer/gpu_prices.py; a month is 30.4167 days).
+
+Hand figures: each replica holds its A10G all week, 168 GPU-hours: the Deployment 504
+($3,467.52), the InferenceService 168 ($1,155.84). A replica's day is 24 GPU-hours, so the
+saturated day's 2 more replicas cost 2 x 24 x 6.88 x 30.4167 = $10,044.80 a month, and the idle
+replica's 24 idle GPU-hours a day $5,022.40 a month."""
+
+import csv
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cli.demo.command import DemoResult, run_demo
+from cli.demo.realistic.serving import KSERVE, NAMESPACE, VLLM
+from cli.demo.serving import SATURATED_DAY
+from cli.demo.week import THIS_WEEK
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
+from lambdas.weekly_report.serving_section import SERVING_CSV
+from tests.prometheus import binaries
+
+pytestmark = pytest.mark.promql_engine
+
+PRICE = 6.88
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[DemoResult, dict[str, Any]]:
+    binaries()  # skipped, saying how to get it, without Prometheus
+    folder = tmp_path_factory.mktemp("serving")
+    result = run_demo(out_dir=folder / "out", cdk_out=folder / "cdk.out",
+                      mode=ContainerInsightsMode.OTEL, serving=True)  # fmt: skip
+    report = json.loads((result.out_dir / "report.json").read_text(encoding="utf-8"))
+    return result, report
+
+
+def test_each_model_is_priced_per_million_output_tokens_from_its_replicas_gpu_hours(
+    served: tuple[DemoResult, dict[str, Any]],
+) -> None:
+    _, report = served
+    serving = report["serving"]
+    rows = {(w["workload"], w["kind"]): w for w in serving["workloads"]}
+    assert set(rows) == {(VLLM.deployment, "Deployment"), ("mistral-7b", "InferenceService")}
+    vllm, kserve = rows[(VLLM.deployment, "Deployment")], rows[("mistral-7b", "InferenceService")]
+    assert (vllm["model"], vllm["replicas"], vllm["gpu_hours"], vllm["cost_usd"]) == (
+        VLLM.model,
+        3,
+        504.0,
+        3467.52,
+    )
+    assert (kserve["model"], kserve["replicas"], kserve["gpu_hours"], kserve["cost_usd"]) == (
+        KSERVE.model,
+        1,
+        168.0,
+        1155.84,
+    )
+    for row in (vllm, kserve):
+        assert row["namespace"] == NAMESPACE
+        # Its cost over the tokens it generated, per million: a few dollars on an A10G.
+        price = round(row["cost_usd"] / row["generation_tokens"] * 1e6, 4)
+        assert row["usd_per_million_output_tokens"] == price
+        assert 1.0 < price < 10.0
+    assert serving["missing_days"] == []
+    assert len(serving["days_read"]) == 7
+    assert [m["model"] for m in serving["models"]] == [VLLM.model, KSERVE.model]
+
+
+def test_the_saturated_day_and_the_idle_replica_are_found_with_their_dollars(
+    served: tuple[DemoResult, dict[str, Any]],
+) -> None:
+    result, report = served
+    (saturated,) = report["serving"]["findings"]
+    day = datetime.fromtimestamp(THIS_WEEK.start + SATURATED_DAY * 86_400, UTC).date()
+    assert saturated["kind"] == "serving_saturated"
+    assert saturated["resource"] == f"namespace/{NAMESPACE}/Deployment/{VLLM.deployment}"
+    assert f"saturated on {day}: up to 30 requests waiting" in saturated["summary"]
+    assert saturated["recommendation"].startswith("Add 2 replicas (about $10,045 a month")
+    # The idle replica: its Deployment's GPUs held and a third of them idle, each day.
+    findings = [
+        json.loads(line)
+        for line in (result.out_dir / "training-findings.jsonl").read_text().splitlines()
+    ]
+    idle = [f for f in findings if f["kind"] == "gpu_held_not_working"
+            and f["resource"] == f"namespace/{NAMESPACE}/job/{VLLM.deployment}"]  # fmt: skip
+    assert idle, "the idle replica's held GPU is not found"
+    assert all(f["estimated_monthly_waste_usd"] == pytest.approx(5022.40) for f in idle)
+    assert all("24.0 of them without work ($165.12)" in f["summary"] for f in idle)
+
+
+def test_the_serving_section_and_csv_are_written(
+    served: tuple[DemoResult, dict[str, Any]],
+) -> None:
+    result, report = served
+    html = (result.out_dir / "report.html").read_text(encoding="utf-8")
+    assert '<h2 id="serving">Inference serving</h2>' in html
+    assert "672.0 GPU-hours held by inference servers this week" in html
+    path: Path = result.out_dir / SERVING_CSV
+    assert path in result.files
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["workload"], r["usd_per_million_output_tokens"]) for r in rows] == [
+        (w["workload"], str(w["usd_per_million_output_tokens"]))
+        for w in report["serving"]["workloads"]
+    ]
