@@ -66,6 +66,11 @@ def test_each_model_is_priced_per_million_output_tokens_from_its_replicas_gpu_ho
         price = round(row["cost_usd"] / row["generation_tokens"] * 1e6, 4)
         assert row["usd_per_million_output_tokens"] == price
         assert 1.0 < price < 10.0
+    # The figures README.md and docs/demo.md quote.
+    assert (vllm["usd_per_million_output_tokens"], kserve["usd_per_million_output_tokens"]) == (
+        3.4547,
+        3.0107,
+    )
     assert serving["missing_days"] == []
     assert len(serving["days_read"]) == 7
     assert [m["model"] for m in serving["models"]] == [VLLM.model, KSERVE.model]

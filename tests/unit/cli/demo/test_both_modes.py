@@ -46,3 +46,26 @@ def test_a_kind_raised_in_one_run_only_or_another_figure_makes_the_reports_diffe
     (other / "report.csv").write_text("changed\n")
     assert [n for n, same in compare(classic, other) if not same] == ["report.json", "report.csv",
                                                                       "report.html"]  # fmt: skip
+
+
+def test_the_serving_lines_name_each_models_price_and_finding(tmp_path: Path) -> None:
+    from cli.demo.both_modes import serving_summary
+
+    serving = {
+        "gpu_hours": 672.0, "cost_usd": 4623.36, "generation_tokens": 1_387_630_565.4,
+        "models": [{"model": "llama", "usd_per_million_output_tokens": 3.4547},
+                   {"model": "mistral", "usd_per_million_output_tokens": None}],
+        "findings": [{"kind": "serving_saturated", "resource": "namespace/i/Deployment/d",
+                      "monthly_usd": None}],
+    }  # fmt: skip
+    (tmp_path / "report.json").write_text(json.dumps({"serving": serving}))
+    assert serving_summary(tmp_path)[1:] == [
+        "  llama: $3.4547 per million output tokens",
+        "  mistral: unpriced per million output tokens",
+        "  serving_saturated namespace/i/Deployment/d",
+    ]
+    assert "672.0 GPU-hours, $4,623.36, 1,387.6M output tokens" in serving_summary(tmp_path)[0]
+    (tmp_path / "report.json").write_text(json.dumps({"serving": {}}))
+    assert serving_summary(tmp_path) == [
+        "The serving week: the report has no serving section (no table was read)"
+    ]
