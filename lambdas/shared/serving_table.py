@@ -101,9 +101,18 @@ def _row(index: int, record: Any) -> ServingRow:
     return ServingRow(**values)
 
 
-def decode(text: str | bytes) -> tuple[date, list[ServingRow]]:
-    """The day and its rows; a row that cannot be read raises, naming it (the report skips the
-    day's file and says so, rather than price a week on a half-read table)."""
+@dataclass(frozen=True)
+class ServingTable:
+    day: date
+    rows: list[ServingRow]
+    #: Each row that could not be read, named with why ("row 3: gpu_hours is negative: -1"):
+    #: skipped, the day's other rows kept.
+    skipped: list[str]
+
+
+def decode(text: str | bytes) -> ServingTable:
+    """The day, its rows, and each row that could not be read, named: one bad row costs only
+    itself. A document that is no table at all raises ``ServingTableError``."""
     try:
         document = json.loads(text)
         day = date.fromisoformat(document["day"])
@@ -112,4 +121,10 @@ def decode(text: str | bytes) -> tuple[date, list[ServingRow]]:
         raise ServingTableError(f"not a serving table: {error}") from error
     if not isinstance(records, list):
         raise ServingTableError("rows is not a list")
-    return day, [_row(i, record) for i, record in enumerate(records)]
+    rows, skipped = [], []
+    for index, record in enumerate(records):
+        try:
+            rows.append(_row(index, record))
+        except ServingTableError as error:
+            skipped.append(str(error))
+    return ServingTable(day, rows, skipped)

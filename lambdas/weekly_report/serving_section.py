@@ -62,6 +62,8 @@ class ServingDays:
     read: list[date] = field(default_factory=list)
     missing: list[date] = field(default_factory=list)
     unreadable: dict[date, str] = field(default_factory=dict)
+    #: Rows skipped in the days read, each (day, why): the day's other rows are kept.
+    skipped_rows: list[tuple[date, str]] = field(default_factory=list)
 
 
 def read_days(bodies: Mapping[date, bytes | None]) -> ServingDays:
@@ -73,15 +75,16 @@ def read_days(bodies: Mapping[date, bytes | None]) -> ServingDays:
             week.missing.append(day)
             continue
         try:
-            said, rows = decode(body)
+            table = decode(body)
         except ServingTableError as error:
             week.unreadable[day] = str(error)
             continue
-        if said != day:
-            week.unreadable[day] = f"the table at this day's key says it is {said.isoformat()}"
+        if table.day != day:
+            week.unreadable[day] = f"the table at this day's key says it is {table.day.isoformat()}"
             continue
         week.read.append(day)
-        week.rows += rows
+        week.rows += table.rows
+        week.skipped_rows += [(day, why) for why in table.skipped]
     return week
 
 
@@ -193,6 +196,7 @@ def serving_figures(
         "unreadable_days": [
             {"day": d.isoformat(), "error": e} for d, e in sorted(week.unreadable.items())
         ],
+        "skipped_rows": [{"day": d.isoformat(), "error": e} for d, e in week.skipped_rows],
         "last_week_days_read": len(last_week.read),
         "findings": _latest_serving_findings(findings),
     }
@@ -201,7 +205,9 @@ def serving_figures(
 def has_serving(serving: Mapping[str, Any]) -> bool:
     """The section and the CSV are there only where the week has serving rows or a table it
     could not read: a cluster that serves nothing gets neither."""
-    return bool(serving.get("workloads") or serving.get("unreadable_days"))
+    return bool(
+        serving.get("workloads") or serving.get("unreadable_days") or serving.get("skipped_rows")
+    )
 
 
 def _price(value: float | None) -> str:
@@ -242,6 +248,11 @@ def _gaps(serving: Mapping[str, Any]) -> str:
         )
     for bad in serving["unreadable_days"]:
         said.append(f"The serving table of {bad['day']} was skipped: {bad['error']}.")
+    for bad in serving["skipped_rows"]:
+        said.append(
+            f"In the serving table of {bad['day']}, {bad['error']}: that row was skipped, the "
+            "day's others are counted."
+        )
     return "".join(f"<p><strong>{escape(s)}</strong></p>" for s in said)
 
 

@@ -1,7 +1,8 @@
 """The report's inference serving section from a week of serving tables as the training analyzer
 writes them (serving_table.encode), at $4 a GPU-hour: a chat Deployment of llama-3-8b at $3
 per million output tokens (last week $4), the same model on a RayService at $6, a mistral-7b
-InferenceService at $12 that is new this week; one day's table is bad, one day has none."""
+InferenceService at $12 that is new this week; one day's chat row is bad (skipped, that day's
+other rows kept), one day has no table."""
 
 import csv
 import io
@@ -56,7 +57,7 @@ def _bodies(days: list[date], rows: list[ServingRow]) -> dict[date, bytes | None
 
 def _this_week() -> dict[date, bytes | None]:
     bodies = _bodies(WEEK, [CHAT, RAY, RAG])
-    bad = json.loads(encode(BAD_DAY, [CHAT]))
+    bad = json.loads(encode(BAD_DAY, [CHAT, RAY, RAG]))
     bad["rows"][0]["gpu_hours"] = -1
     bodies[BAD_DAY] = json.dumps(bad).encode()
     bodies[NO_TABLE] = None
@@ -71,15 +72,17 @@ def _figures(findings: list[dict[str, Any]] | None = None) -> dict[str, Any]:
 
 def test_prices_per_million_output_tokens_week_on_week() -> None:
     serving = _figures()
-    # Five days read: 2026-11-25 skipped, 2026-11-29 missing.
-    assert serving["days_read"] == [d.isoformat() for d in WEEK if d not in (BAD_DAY, NO_TABLE)]
+    # Six days read, 2026-11-29 missing; 2026-11-25's chat row skipped, its others counted.
+    assert serving["days_read"] == [d.isoformat() for d in WEEK if d != NO_TABLE]
     assert serving["missing_days"] == ["2026-11-29"]
-    (bad,) = serving["unreadable_days"]
-    assert bad["day"] == "2026-11-25"
-    assert "gpu_hours is negative" in bad["error"]
-    assert (serving["gpu_hours"], serving["cost_usd"]) == (5 * 84.0, 5 * 336.0)
-    # $1,680 over 400M tokens.
-    assert serving["usd_per_million_output_tokens"] == 4.2
+    assert serving["unreadable_days"] == []
+    assert serving["skipped_rows"] == [
+        {"day": "2026-11-25", "error": "row 0: gpu_hours is negative: -1"}
+    ]
+    # Five full days of 84 GPU-hours ($336) and the bad day's RayService and mistral (36, $144).
+    assert (serving["gpu_hours"], serving["cost_usd"]) == (456.0, 1824.0)
+    # $1,824 over 416M tokens.
+    assert serving["usd_per_million_output_tokens"] == 4.3846
     chat, rag, ray = serving["workloads"]  # the costliest first
     assert (chat["workload"], chat["cost_usd"], chat["generation_tokens"]) == (
         "chat-llama",
@@ -92,20 +95,22 @@ def test_prices_per_million_output_tokens_week_on_week() -> None:
     ) == (3.0, 4.0)
     assert chat["change_percent"] == -25.0
     assert (chat["replicas"], chat["requests"]) == (2, 50_000)
-    assert (rag["model"], rag["usd_per_million_output_tokens"]) == ("mistral-7b", 12.0)
+    assert (rag["model"], rag["cost_usd"], rag["usd_per_million_output_tokens"]) == (
+        "mistral-7b", 576.0, 12.0,
+    )  # fmt: skip
     assert rag["last_week_usd_per_million_output_tokens"] is None
     assert (ray["kind"], ray["usd_per_million_output_tokens"]) == ("RayService", 6.0)
     llama, mistral = serving["models"]
-    # llama-3-8b over both workloads: $1,200 over 360M tokens, against last week's $4.
+    # llama-3-8b over both workloads: $960 + $288 over 320M + 48M tokens, against last week's $4.
     assert (llama["model"], llama["cost_usd"], llama["usd_per_million_output_tokens"]) == (
-        "llama-3-8b", 1200.0, 3.3333,
+        "llama-3-8b", 1248.0, 3.3913,
     )  # fmt: skip
-    assert llama["change_percent"] == -16.7
+    assert llama["change_percent"] == -15.2
     assert mistral["change_percent"] is None
     assert serving["last_week_days_read"] == 7
 
 
-def test_the_section_and_summary_say_the_prices_gaps_and_skipped_table() -> None:
+def test_the_section_and_summary_say_the_prices_gaps_and_skipped_row() -> None:
     finding = {
         "kind": "serving_overprovisioned",
         "resource": "deployment/ml/chat-llama",
@@ -131,7 +136,10 @@ def test_the_section_and_summary_say_the_prices_gaps_and_skipped_table() -> None
     html = html_report(figures)
     section = html[html.index('id="serving"') :]
     assert "No serving table for 2026-11-29" in section
-    assert "The serving table of 2026-11-25 was skipped: row 0: gpu_hours is negative" in section
+    assert (
+        "In the serving table of 2026-11-25, row 0: gpu_hours is negative: -1: that row was "
+        "skipped, the day&#x27;s others are counted." in section
+    )
     assert (
         '<td>chat-llama</td><td>Deployment</td><td>llama-3-8b</td><td class="num">2</td>' in section
     )
@@ -143,10 +151,10 @@ def test_the_section_and_summary_say_the_prices_gaps_and_skipped_table() -> None
     assert '<td class="num">$1,402</td>' in section
     text = text_summary(figures, link="https://example.com/r")
     assert (
-        "Serving: 420.0 GPU-hours ($1,680); per million output tokens, cheapest llama-3-8b "
-        "$3.33, dearest mistral-7b $12.00."
+        "Serving: 456.0 GPU-hours ($1,824); per million output tokens, cheapest llama-3-8b "
+        "$3.39, dearest mistral-7b $12.00."
     ) in text.splitlines()
-    assert json.loads(json.dumps(figures.to_dict()))["serving"]["cost_usd"] == 1680.0
+    assert json.loads(json.dumps(figures.to_dict()))["serving"]["cost_usd"] == 1824.0
 
 
 def test_a_week_without_serving_rows_has_no_section_and_no_line() -> None:
