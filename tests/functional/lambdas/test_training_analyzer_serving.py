@@ -97,8 +97,9 @@ def test_the_handler_writes_the_days_serving_table_in_otel_mode(
     summary, findings = run_analyzer(training_handler.handler, _env("otel"), s3, RUN_AT)
     assert [f["summary"] for f in findings if f["kind"] == "analysis_error"] == []
     body = s3.get_object(Bucket=REPORT_BUCKET, Key=serving_key(CLUSTER, DAY))
-    day, (row,) = decode(body["Body"].read())
-    assert day == DAY
+    table = decode(body["Body"].read())
+    (row,) = table.rows
+    assert (table.day, table.skipped) == (DAY, [])
     assert (row.namespace, row.workload, row.kind, row.model) == (
         "serving",
         "chat",
