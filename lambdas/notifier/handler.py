@@ -24,6 +24,7 @@ from dataclasses import replace
 from typing import Any, Final
 
 from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
 
 from gpu_insights_agent.contract.resource_names import CAP_ALARM_SUFFIX
 from lambdas.notifier.channels import Channel, ChannelError
@@ -50,10 +51,11 @@ from lambdas.notifier.notification import Incident
 from lambdas.notifier.pods import PodLookupError, pods_on_gpu
 from lambdas.notifier.refused import refused_line
 from lambdas.notifier.sent_ledger import LedgerError, SentLedger, claim_key
+from lambdas.notifier.serving import model_deployment, read_replicas, with_replicas
 from lambdas.notifier.sns_channel import SNS, SnsChannel
 from lambdas.notifier.webhook import DEADLINE_S, WebhookChannel, url_from_parameter
 from lambdas.shared.aws_clients import ClientCache
-from lambdas.shared.promql import PromQLClient, bounded_opener, promql_for
+from lambdas.shared.promql import PromQLClient, PromQLError, bounded_opener, promql_for
 from lambdas.shared.subscription import decode_subscription
 
 log = logging.getLogger()
@@ -296,6 +298,21 @@ def _with_job(incident: Incident, at_ms: int, config: NotifierConfig) -> Inciden
     return job_incident(incident, config.region, placement)
 
 
+def _with_replicas(incident: Incident, at_ms: int) -> Incident:
+    """A model's serving page (OTel mode) with its Deployment's replicas, nodes and GPUs at the
+    alarm's time; a page that says they could not be read where PromQL refused."""
+    found = model_deployment(incident)
+    assert found is not None
+    namespace, deployment = found
+    at_s = alarm_time_ms(incident, at_ms) / 1000
+    try:
+        replicas = read_replicas(_promql(), incident.cluster, namespace, deployment, at_s)
+    except (PromQLError, BotoCoreError, ClientError) as err:
+        log.warning("no replicas for %s: %s", incident.key, err)
+        replicas = None
+    return with_replicas(incident, replicas)
+
+
 def _from_alarm(event: dict[str, Any], now_s: float, config: NotifierConfig) -> dict[str, int]:
     result = from_alarm_event(event, deployment(config))
     if isinstance(result, Skipped):
@@ -303,6 +320,8 @@ def _from_alarm(event: dict[str, Any], now_s: float, config: NotifierConfig) -> 
         return {"incidents": 0, "published": 0, "unreadable": 0}
     if is_job_kind(result.kind) and result.job:
         incident = _with_job(result, int(now_s * 1000), config)
+    elif model_deployment(result) and result.kind in (config.promql_alarm_kinds or ()):
+        incident = _with_replicas(result, int(now_s * 1000))
     else:
         incident = _with_pods(result, int(now_s * 1000), config.exporter_log_group)
     published = send(channels(config), _ledger(config), [incident], now_s)

@@ -29,6 +29,7 @@ from cli.demo.otel_alarms import (
     within_s,
 )
 from cli.demo.realistic.serving import IDLE_REPLICA, KSERVE, VLLM
+from cli.demo.serving import GPU_OF
 from cli.demo.serving import NODE as SERVING
 from cli.demo.storage import DEMO_CLUSTER
 from gpu_insights_agent.contract.metrics import OTLP_JOB
@@ -128,11 +129,17 @@ def test_the_serving_faults_name_the_replica_the_model_and_the_pending_pod(
     assert _row(idle, "Node") == SERVING.name
     assert _row(idle, "GPU") == "2"
     assert _row(idle, "Pods") == f"inference/{IDLE_REPLICA.name}"
-    # The spike: the model's series name its model and Deployment, no node or GPU.
+    # The spike: the model's series name its model and Deployment; the notifier reads its
+    # replicas, their node and GPUs from DCGM's series at the alarm's time.
     spike = _page(demo, "TTFT spike")
     assert _row(spike, "Model") == "meta-llama/Llama-3.1-8B-Instruct"
     assert _row(spike, "Deployment") == f"inference/{VLLM.deployment}"
-    assert _row(spike, "GPU") == "not named (a model's series)"
+    assert _row(spike, "Replicas") == "3"
+    assert _row(spike, "Node") == SERVING.name
+    assert _row(spike, "GPU") == ", ".join(f"{SERVING.name} GPU {g}" for g in range(3))
+    assert _row(spike, "Pods") == ", ".join(
+        f"inference/{pod.name}" for pod in sorted(VLLM.pods, key=lambda p: GPU_OF[p])
+    )
     # The 8-GPU pod the scheduler cannot place.
     pending = _page(demo, "GPU pod pending")
     assert _row(pending, "Pods") == f"{PENDING_POD.namespace}/{PENDING_POD.name}"
