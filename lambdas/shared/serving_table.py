@@ -16,6 +16,10 @@ from dataclasses import asdict, dataclass, fields
 from datetime import date
 from typing import Any, Final, get_args
 
+#: Characters of a bad value a skipped row's reason shows: the reason goes into the report's
+#: HTML and JSON, and a value may be anything the bucket's writer put there.
+SHOWN_CHARS: Final = 60
+
 #: Each day's serving table, keyed by the UTC day it covers.
 SERVING_KEY: Final = "reports/cluster={cluster}/date={day}/serving.json"
 
@@ -75,6 +79,12 @@ def encode(day: date, rows: Iterable[ServingRow]) -> str:
     return json.dumps({"day": day.isoformat(), "rows": [asdict(row) for row in rows]})
 
 
+def _shown(value: object) -> str:
+    """``repr(value)``, cut to its first :data:`SHOWN_CHARS` characters where longer."""
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "…"
+
+
 def _row(index: int, record: Any) -> ServingRow:
     if not isinstance(record, dict):
         raise ServingTableError(f"row {index} is not an object")
@@ -82,7 +92,7 @@ def _row(index: int, record: Any) -> ServingRow:
     for name in ("namespace", "workload", "kind", "model"):
         value = record.get(name)
         if not isinstance(value, str) or not value:
-            raise ServingTableError(f"row {index}: {name} is not a name: {value!r}")
+            raise ServingTableError(f"row {index}: {name} is not a name: {_shown(value)}")
         values[name] = value
     for name in _NUMBERS:
         value = record.get(name)
@@ -94,9 +104,9 @@ def _row(index: int, record: Any) -> ServingRow:
             or not isinstance(value, int | float)
             or not math.isfinite(value)
         ):
-            raise ServingTableError(f"row {index}: {name} is not a number: {value!r}")
+            raise ServingTableError(f"row {index}: {name} is not a number: {_shown(value)}")
         if value < 0:
-            raise ServingTableError(f"row {index}: {name} is negative: {value!r}")
+            raise ServingTableError(f"row {index}: {name} is negative: {_shown(value)}")
         values[name] = int(value) if name == "replicas" else float(value)
     return ServingRow(**values)
 

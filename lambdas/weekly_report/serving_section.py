@@ -10,6 +10,7 @@ Cost per million output tokens is the summed cost over the summed generated toke
 days read (not a mean of daily prices), so a quiet day weighs what it cost.
 """
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -45,6 +46,12 @@ COLUMNS: Final = (
     "last_week_usd_per_million_output_tokens",
     "change_percent",
 )
+
+#: Characters of a name (model, workload) the HTML and the summary show. A model's name is
+#: whatever its server was started with (vLLM's ``--served-model-name``, a Prometheus label
+#: value: any UTF-8), so it is shown on one line and cut; the CSV and JSON keep it whole.
+NAME_CHARS: Final = 200
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 
 _PRICES: Final = ("GPU-hours", "Cost", "Output tokens", "$ per M output tokens", "Last week",
                   "Change")  # fmt: skip
@@ -210,6 +217,14 @@ def has_serving(serving: Mapping[str, Any]) -> bool:
     )
 
 
+def shown_name(name: str) -> str:
+    """``name`` on one line (each run of control characters, line breaks included, one space:
+    in the plain-text summary a line break would forge a line of its own), cut to
+    :data:`NAME_CHARS` characters."""
+    flat = _CONTROL.sub(" ", name)
+    return flat if len(flat) <= NAME_CHARS else flat[: NAME_CHARS - 1] + "…"
+
+
 def _price(value: float | None) -> str:
     return "n/a" if value is None else f"${value:,.2f}"
 
@@ -283,7 +298,7 @@ def serving_section(serving: Mapping[str, Any]) -> str:
                 MODEL_HEADERS,
                 (
                     [
-                        m["model"],
+                        shown_name(m["model"]),
                         f"{m['gpu_hours']:,.1f}",
                         f"${m['cost_usd']:,.0f}",
                         f"{m['generation_tokens']:,.0f}",
@@ -303,10 +318,10 @@ def serving_section(serving: Mapping[str, Any]) -> str:
                 WORKLOAD_HEADERS,
                 (
                     [
-                        w["namespace"],
-                        w["workload"],
-                        w["kind"],
-                        w["model"],
+                        shown_name(w["namespace"]),
+                        shown_name(w["workload"]),
+                        shown_name(w["kind"]),
+                        shown_name(w["model"]),
                         str(w["replicas"]),
                         f"{w['gpu_hours']:,.1f}",
                         f"${w['cost_usd']:,.0f}",
@@ -329,7 +344,7 @@ def serving_section(serving: Mapping[str, Any]) -> str:
                 (
                     [
                         f"{f['kind']}: {f['summary'] or ''}",
-                        f["resource"],
+                        shown_name(f["resource"]),
                         f["recommendation"] or "",
                         "n/a" if f["monthly_usd"] is None else f"${f['monthly_usd']:,.0f}",
                     ]
@@ -354,12 +369,12 @@ def serving_line(serving: Mapping[str, Any]) -> str | None:
     dear = max(priced, key=lambda m: (m["usd_per_million_output_tokens"], m["model"]))
     if cheap is dear:
         return (
-            f"{head}; {cheap['model']} "
+            f"{head}; {shown_name(cheap['model'])} "
             f"{_price(cheap['usd_per_million_output_tokens'])} per million output tokens."
         )
     return (
-        f"{head}; per million output tokens, cheapest {cheap['model']} "
-        f"{_price(cheap['usd_per_million_output_tokens'])}, dearest {dear['model']} "
+        f"{head}; per million output tokens, cheapest {shown_name(cheap['model'])} "
+        f"{_price(cheap['usd_per_million_output_tokens'])}, dearest {shown_name(dear['model'])} "
         f"{_price(dear['usd_per_million_output_tokens'])}."
     )
 

@@ -82,3 +82,14 @@ def test_optional_figures_may_be_missing() -> None:
 def test_not_a_table() -> None:
     with pytest.raises(ServingTableError, match="not a serving table"):
         decode("[]")
+
+
+def test_a_bad_rows_value_is_shown_cut() -> None:
+    """The reason a row was skipped goes into the report's HTML and JSON: a 10 KB value is shown
+    by its first characters, not whole."""
+    document = json.loads(encode(date(2026, 11, 30), [ROW, ROW]))
+    document["rows"][0]["replicas"] = "y" * 10_000
+    table = decode(json.dumps(document))
+    (why,) = table.skipped
+    assert why == "row 0: replicas is not a number: '" + "y" * 59 + "…"
+    assert table.rows == [ROW]

@@ -204,3 +204,29 @@ def test_tokens_without_gpu_hours_have_no_price_rather_than_a_free_one() -> None
     assert (workload["generation_tokens"], workload["cost_usd"]) == (7 * 64e6, 0.0)
     assert workload["usd_per_million_output_tokens"] is None
     assert serving["usd_per_million_output_tokens"] is None
+
+
+def test_a_long_multiline_model_name_is_one_bounded_line_in_the_summary_and_html() -> None:
+    """A model name is whatever the server was started with: in the SNS summary (plain text) a
+    line break would forge a line of its own, and 10 KB would bury the rest; it is one line, cut,
+    there and in the HTML, and kept whole in the CSV."""
+    model = "evil\nReport: http://phish.example\r\n" + "x" * 10_000
+    rows = [_row("ml", "chat", "Deployment", model), RAG]
+    serving = serving_figures(read_days(_bodies(WEEK[:1], rows)), read_days({}), [])
+    line = serving_line(serving)
+    assert line is not None
+    assert "\n" not in line
+    assert "\r" not in line
+    assert "evil Report: http://phish.example " + "x" * 50 in line
+    assert len(line) < 500
+    assert "mistral-7b $12.00" in line
+    figures = week_figures(
+        cluster="train", week="2026-W48", gpu_days=[], xids=[], alarms=[],
+        files=read_findings([]), job_costs={}, throughput={},
+    )  # fmt: skip
+    figures.serving = serving
+    html = html_report(figures)
+    assert "x" * 201 not in html
+    assert "evil Report: http://phish.example " + "x" * 50 in html
+    (kept, _) = csv.DictReader(io.StringIO(serving_csv(serving, cluster="c", week="w")))
+    assert kept["model"] == model
