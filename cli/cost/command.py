@@ -11,6 +11,10 @@ from cli.settings_args import add_settings_arguments, command_settings
 
 #: The most container logs a day the estimate takes, GB: 100 TB a month.
 MAX_LOG_GB_PER_DAY = 3_000.0
+#: The most models a replica is priced as serving: a bound on what the estimate takes, not a
+#: server's limit (none documents one), so that a slip of the keyboard (1e9) is refused
+#: rather than priced at hundreds of millions of dollars a month.
+MAX_SERVING_MODELS = 1_000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -89,8 +93,10 @@ def run(args: argparse.Namespace) -> str:
             f"--serving-replicas {args.serving_replicas} must be 0 to the {gpus:,} GPUs "
             "priced: a replica holds a GPU at least"
         )
-    if args.serving_models < 1:
-        raise ValueError(f"--serving-models {args.serving_models} must be at least 1")
+    if not 1 <= args.serving_models <= MAX_SERVING_MODELS:
+        raise ValueError(
+            f"--serving-models {args.serving_models} must be 1 to {MAX_SERVING_MODELS:,}"
+        )
     # The options go through the settings' own rules: the fleet and interval the deployment
     # would refuse are refused here, in the same words. What a deployment costs does not
     # depend on its cluster's name. The alarms are sized for --fleet-gpus, else the
