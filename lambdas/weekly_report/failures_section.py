@@ -18,6 +18,7 @@ from html import escape
 from typing import Any, Final
 
 from lambdas.training_analyzer.failure_causes.signature import Occurrence, group_signatures
+from lambdas.weekly_report.html_table import html_table
 from lambdas.weekly_report.spreadsheet import csv_table
 
 #: The section's CSV, beside report.csv under the week's prefix: one row per failed run.
@@ -158,20 +159,6 @@ SUSPECTS: Final = {
 }
 
 
-def _table(headers: list[str], rows: list[list[str]], numeric: set[int]) -> str:
-    head = "".join(f'<th scope="col">{escape(h)}</th>' for h in headers)
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f'<td class="num">{escape(c)}</td>' if i in numeric else f"<td>{escape(c)}</td>"
-            for i, c in enumerate(row)
-        )
-        + "</tr>"
-        for row in rows
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def failures_section(figures: Mapping[str, Any]) -> str:
     head = '<h2 id="failures">Training failures</h2>'
     if not figures.get("failures"):
@@ -190,7 +177,7 @@ def failures_section(figures: Mapping[str, Any]) -> str:
     )
     parts = [head, f'<p class="relates">{escape(intro)}</p>', "<h3>Causes per job</h3>"]
     parts.append(
-        _table(
+        html_table(
             ["Job", "Cause", "Failures", "GPU-hours", "Cost"],
             [
                 [
@@ -207,7 +194,7 @@ def failures_section(figures: Mapping[str, Any]) -> str:
     )
     parts.append("<h3>Causes per node</h3>")
     parts.append(
-        _table(
+        html_table(
             ["Node", "Cause", "Failures", "Jobs"],
             [
                 [n["node"], n["cause"], str(n["failures"]), ", ".join(n["jobs"])]
@@ -223,7 +210,7 @@ def failures_section(figures: Mapping[str, Any]) -> str:
         "code or data the jobs share.</p>"
     )
     parts.append(
-        _table(
+        html_table(
             [
                 "Signature",
                 "Cause",

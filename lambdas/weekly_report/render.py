@@ -8,6 +8,7 @@ from lambdas.training_analyzer.gpu_hours.findings import HOURS_PER_MONTH
 from lambdas.weekly_report.charts import bar_chart, line_chart
 from lambdas.weekly_report.failures_section import failures_section
 from lambdas.weekly_report.figures import WeekFigures, class_key, headline
+from lambdas.weekly_report.html_table import html_table
 from lambdas.weekly_report.job_waste import HOURS_PER_WEEK
 from lambdas.weekly_report.memory_section import memory_section
 from lambdas.weekly_report.serving_section import serving_line, serving_section
@@ -51,23 +52,6 @@ def _delta(figures: WeekFigures, name: str, unit: str = "") -> str:
         return "new" if has_now else "no figure for the week before"
     word = "up" if change > 0 else "down" if change < 0 else "unchanged"
     return f"{word} {abs(change):,.1f}{unit} on the week before" if change else "unchanged"
-
-
-def _table(headers: list[str], rows: list[list[Any]], numeric: set[int] | None = None) -> str:
-    numeric = numeric or set()
-    head = "".join(f'<th scope="col">{escape(h)}</th>' for h in headers)
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f'<td class="num">{escape(str(c))}</td>'
-            if i in numeric
-            else f"<td>{escape(str(c))}</td>"
-            for i, c in enumerate(row)
-        )
-        + "</tr>"
-        for row in rows
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _finding_row(x: dict[str, Any]) -> str:
@@ -153,7 +137,7 @@ def _jobs_section(f: WeekFigures) -> str:
             )
         )
         parts.append(
-            _table(
+            html_table(
                 [
                     "Job",
                     "GPU-hours held (week)",
@@ -189,7 +173,7 @@ def _jobs_section(f: WeekFigures) -> str:
             )
         )
         parts.append(
-            _table(
+            html_table(
                 [
                     "Job",
                     "Held without work (week)",
@@ -227,7 +211,7 @@ def _incidents_and_findings(f: WeekFigures) -> str:
             )
         )
     parts.append(
-        _table(
+        html_table(
             ["Node", "XID code", "Count"],
             [[x["node"], x["code"], f"{x['count']:,.0f}"] for x in f.xids],
             {2},
@@ -244,7 +228,7 @@ def _incidents_and_findings(f: WeekFigures) -> str:
             )
         )
     parts.append(
-        _table(["Alarm", "Time (UTC)"], [[a["alarm"], a["time"]] for a in f.alarms])
+        html_table(["Alarm", "Time (UTC)"], [[a["alarm"], a["time"]] for a in f.alarms])
         if f.alarms
         else "<p>No alarm went into ALARM.</p>"
     )
@@ -272,7 +256,7 @@ def _incidents_and_findings(f: WeekFigures) -> str:
             )
         )
         parts.append(
-            _table(["Kind", "Count"], [[k, n] for k, n in f.findings_by_kind.items()], {1})
+            html_table(["Kind", "Count"], [[k, n] for k, n in f.findings_by_kind.items()], {1})
         )
     else:
         parts.append("<p>No findings this week.</p>")
@@ -359,7 +343,7 @@ def html_report(figures: WeekFigures, *, link: str | None = None) -> str:
             )
         )
         parts.append(
-            _table(
+            html_table(
                 ["Day", "GPU-hours", *CLASS_NAMES.values(), "Power %", "SM active %"],
                 [
                     [

@@ -18,6 +18,7 @@ from html import escape
 from typing import Any, Final
 
 from lambdas.shared.serving_table import ServingRow, ServingTableError, decode
+from lambdas.weekly_report.html_table import html_table
 from lambdas.weekly_report.spreadsheet import csv_table
 
 #: The findings this section lists: the training analyzer's serving kinds
@@ -229,6 +230,26 @@ def _price(value: float | None) -> str:
     return "n/a" if value is None else f"${value:,.2f}"
 
 
+#: How each figure of a model's or workload's row is shown.
+_FIGURE_FORMATS: Final = {
+    "gpu_hours": "{:,.1f}",
+    "cost_usd": "${:,.0f}",
+    "requests": "{:,.0f}",
+    "generation_tokens": "{:,.0f}",
+}
+
+
+def _figure_cells(row: Mapping[str, Any], figures: Sequence[str]) -> list[str]:
+    """The row's ``figures``, then its price this week and last and the change: the columns
+    the per-model and per-workload tables share."""
+    return [
+        *(_FIGURE_FORMATS[name].format(row[name]) for name in figures),
+        _price(row["usd_per_million_output_tokens"]),
+        _price(row["last_week_usd_per_million_output_tokens"]),
+        _change(row),
+    ]
+
+
 def _change(row: Mapping[str, Any]) -> str:
     if row["usd_per_million_output_tokens"] is None:
         return ""
@@ -236,22 +257,6 @@ def _change(row: Mapping[str, Any]) -> str:
         return "new"
     change = row["change_percent"]
     return "n/a" if change is None else f"{change:+.1f}%"
-
-
-def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], text_columns: int) -> str:
-    """Every cell escaped (model and workload names are the cluster's users'); the first
-    ``text_columns`` are text, the rest numbers."""
-    head = "".join(f'<th scope="col">{escape(h)}</th>' for h in headers)
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f"<td>{escape(c)}</td>" if i < text_columns else f'<td class="num">{escape(c)}</td>'
-            for i, c in enumerate(row)
-        )
-        + "</tr>"
-        for row in rows
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _gaps(serving: Mapping[str, Any]) -> str:
@@ -293,66 +298,39 @@ def serving_section(serving: Mapping[str, Any]) -> str:
     parts.append(_gaps(serving))
     if serving["models"]:
         parts.append("<h3>Per model</h3>")
-        parts.append(
-            _table(
-                MODEL_HEADERS,
-                (
-                    [
-                        shown_name(m["model"]),
-                        f"{m['gpu_hours']:,.1f}",
-                        f"${m['cost_usd']:,.0f}",
-                        f"{m['generation_tokens']:,.0f}",
-                        _price(m["usd_per_million_output_tokens"]),
-                        _price(m["last_week_usd_per_million_output_tokens"]),
-                        _change(m),
-                    ]
-                    for m in serving["models"]
-                ),
-                1,
-            )
+        models = (
+            [
+                shown_name(m["model"]),
+                *_figure_cells(m, ("gpu_hours", "cost_usd", "generation_tokens")),
+            ]
+            for m in serving["models"]
         )
+        parts.append(html_table(MODEL_HEADERS, models, range(1, len(MODEL_HEADERS))))
     if serving["workloads"]:
         parts.append("<h3>Per workload</h3>")
-        parts.append(
-            _table(
-                WORKLOAD_HEADERS,
-                (
-                    [
-                        shown_name(w["namespace"]),
-                        shown_name(w["workload"]),
-                        shown_name(w["kind"]),
-                        shown_name(w["model"]),
-                        str(w["replicas"]),
-                        f"{w['gpu_hours']:,.1f}",
-                        f"${w['cost_usd']:,.0f}",
-                        f"{w['requests']:,.0f}",
-                        f"{w['generation_tokens']:,.0f}",
-                        _price(w["usd_per_million_output_tokens"]),
-                        _price(w["last_week_usd_per_million_output_tokens"]),
-                        _change(w),
-                    ]
-                    for w in serving["workloads"]
-                ),
-                4,
-            )
+        figures = ("gpu_hours", "cost_usd", "requests", "generation_tokens")
+        workloads = (
+            [
+                *(shown_name(w[k]) for k in ("namespace", "workload", "kind", "model")),
+                str(w["replicas"]),
+                *_figure_cells(w, figures),
+            ]
+            for w in serving["workloads"]
         )
+        parts.append(html_table(WORKLOAD_HEADERS, workloads, range(4, len(WORKLOAD_HEADERS))))
     if serving["findings"]:
         parts.append("<h3>Serving findings</h3>")
-        parts.append(
-            _table(
-                ["Finding", "Resource", "What to do", "Its estimate a month"],
-                (
-                    [
-                        f"{f['kind']}: {f['summary'] or ''}",
-                        shown_name(f["resource"]),
-                        f["recommendation"] or "",
-                        "n/a" if f["monthly_usd"] is None else f"${f['monthly_usd']:,.0f}",
-                    ]
-                    for f in serving["findings"]
-                ),
-                3,
-            )
+        found = (
+            [
+                f"{f['kind']}: {f['summary'] or ''}",
+                shown_name(f["resource"]),
+                f["recommendation"] or "",
+                "n/a" if f["monthly_usd"] is None else f"${f['monthly_usd']:,.0f}",
+            ]
+            for f in serving["findings"]
         )
+        headers = ["Finding", "Resource", "What to do", "Its estimate a month"]
+        parts.append(html_table(headers, found, {3}))
     return "".join(parts)
 
 

@@ -6,6 +6,7 @@ from html import escape
 from typing import Any
 
 from lambdas.weekly_report.charts import bar_chart
+from lambdas.weekly_report.html_table import html_table
 from lambdas.weekly_report.waste import CLASSES
 
 #: What each GPU-hour class is called, in the report's order (CLASSES).
@@ -59,17 +60,8 @@ def _coverage(waste: dict[str, Any]) -> str:
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f'<th scope="col">{escape(h)}</th>' for h in headers)
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f"<td>{escape(c)}</td>" if i == 0 else f'<td class="num">{escape(c)}</td>'
-            for i, c in enumerate(row)
-        )
-        + "</tr>"
-        for row in rows
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    """The waste tables: the first column names, the others are figures."""
+    return html_table(headers, rows, range(1, len(headers)))
 
 
 def waste_section(waste: dict[str, Any]) -> str:
