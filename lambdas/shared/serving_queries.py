@@ -129,14 +129,7 @@ def per_second(
     """A counter's per-second rate per ``by`` group (requests, tokens a second)."""
     if metric.type is not MetricType.COUNTER:
         raise ValueError(f"{metric!r} is no counter")
-    window = minutes_of(range_s)
-    return newest_first(
-        [
-            f"sum by ({by_labels(by)}) "
-            f"(rate({selector(n, cluster, metric, labels, where=where)}[{window}]))"
-            for n in metric.names
-        ]
-    )
+    return _each_name("sum", "rate", metric, cluster, by, labels, range_s, where)
 
 
 def gauge(
@@ -153,11 +146,26 @@ def gauge(
     queue, KV cache."""
     if metric.type is not MetricType.GAUGE:
         raise ValueError(f"{metric!r} is no gauge")
+    return _each_name("max", over_time, metric, cluster, by, labels, range_s, where)
+
+
+def _each_name(
+    aggregate: str,
+    function: str,
+    metric: ServingMetric,
+    cluster: str,
+    by: Sequence[str],
+    labels: DcgmLabels,
+    range_s: int,
+    where: Sequence[tuple[str, str]],
+) -> str:
+    """``aggregate by (by) (function(<name>[range]))`` for each of the metric's names, the
+    newest name's where a group sends it."""
     window = minutes_of(range_s)
     return newest_first(
         [
-            f"max by ({by_labels(by)}) "
-            f"({over_time}({selector(n, cluster, metric, labels, where=where)}[{window}]))"
+            f"{aggregate} by ({by_labels(by)}) "
+            f"({function}({selector(n, cluster, metric, labels, where=where)}[{window}]))"
             for n in metric.names
         ]
     )
