@@ -298,19 +298,18 @@ def _with_job(incident: Incident, at_ms: int, config: NotifierConfig) -> Inciden
     return job_incident(incident, config.region, placement)
 
 
-def _with_replicas(incident: Incident, at_ms: int) -> Incident:
+def _with_replicas(incident: Incident, model: tuple[str, str], at_ms: int) -> Incident:
     """A model's serving page (OTel mode) with its Deployment's replicas, nodes and GPUs at the
-    alarm's time; a page that says they could not be read where PromQL refused."""
-    found = model_deployment(incident)
-    assert found is not None
-    namespace, deployment = found
+    alarm's time; a page that says they could not be read where PromQL refused. ``model``:
+    its (namespace, Deployment)."""
+    namespace, deployment = model
     at_s = alarm_time_ms(incident, at_ms) / 1000
     try:
         replicas = read_replicas(_promql(), incident.cluster, namespace, deployment, at_s)
     except (PromQLError, BotoCoreError, ClientError) as err:
         log.warning("no replicas for %s: %s", incident.key, err)
         replicas = None
-    return with_replicas(incident, replicas)
+    return with_replicas(incident, replicas, namespace)
 
 
 def _from_alarm(event: dict[str, Any], now_s: float, config: NotifierConfig) -> dict[str, int]:
@@ -320,8 +319,8 @@ def _from_alarm(event: dict[str, Any], now_s: float, config: NotifierConfig) -> 
         return {"incidents": 0, "published": 0, "unreadable": 0}
     if is_job_kind(result.kind) and result.job:
         incident = _with_job(result, int(now_s * 1000), config)
-    elif model_deployment(result) and result.kind in (config.promql_alarm_kinds or ()):
-        incident = _with_replicas(result, int(now_s * 1000))
+    elif (model := model_deployment(result)) and result.kind in (config.promql_alarm_kinds or ()):
+        incident = _with_replicas(result, model, int(now_s * 1000))
     else:
         incident = _with_pods(result, int(now_s * 1000), config.exporter_log_group)
     published = send(channels(config), _ledger(config), [incident], now_s)

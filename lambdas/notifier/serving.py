@@ -120,9 +120,9 @@ def read_replicas(
     return sorted(found, key=Replica.order)
 
 
-def with_replicas(incident: Incident, replicas: list[Replica] | None) -> Incident:
-    """A model's page told its replicas: their pods, nodes and GPUs (a few named, the rest
-    counted); ``None`` where they could not be read, which the page says."""
+def with_replicas(incident: Incident, replicas: list[Replica] | None, namespace: str) -> Incident:
+    """A model's page told its replicas (pods of ``namespace``): their pods, nodes and GPUs (a
+    few named, the rest counted); ``None`` where they could not be read, which the page says."""
     if replicas is None:
         return replace(
             incident,
@@ -133,8 +133,7 @@ def with_replicas(incident: Incident, replicas: list[Replica] | None) -> Inciden
             incident,
             facts=(*incident.facts, ("Replicas", "none held a GPU in the last 5 minutes")),
         )
-    namespace = (model_deployment(incident) or ("", ""))[0]
-    pods = tuple(dict.fromkeys(f"{namespace}/{r.pod}" if namespace else r.pod for r in replicas))
+    pods = tuple(dict.fromkeys(f"{namespace}/{r.pod}" for r in replicas))
     nodes = tuple(dict.fromkeys(r.node for r in replicas))
     gpus = [f"{r.node} GPU {r.gpu}" for r in replicas]
     return replace(

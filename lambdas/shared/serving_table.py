@@ -62,10 +62,16 @@ class ServingRow:
 
     @property
     def usd_per_million_output_tokens(self) -> float | None:
-        """None where it generated no tokens: a price per token of nothing is not a number."""
-        if self.generation_tokens <= 0:
-            return None
-        return self.cost_usd / self.generation_tokens * 1e6
+        return usd_per_million(self.cost_usd, self.generation_tokens, self.gpu_hours)
+
+
+def usd_per_million(cost_usd: float, tokens: float, gpu_hours: float) -> float | None:
+    """Dollars per million output tokens; None where nothing was generated (a price per token
+    of nothing is not a number), or where no GPU-hour was attributed to the tokens (their
+    GPUs' series unread): unknown, not free."""
+    if tokens <= 0 or gpu_hours <= 0:
+        return None
+    return cost_usd / tokens * 1e6
 
 
 _NUMBERS: Final = tuple(

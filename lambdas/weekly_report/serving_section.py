@@ -17,7 +17,7 @@ from datetime import date
 from html import escape
 from typing import Any, Final
 
-from lambdas.shared.serving_table import ServingRow, ServingTableError, decode
+from lambdas.shared.serving_table import ServingRow, ServingTableError, decode, usd_per_million
 from lambdas.weekly_report.html_table import html_table
 from lambdas.weekly_report.spreadsheet import csv_table
 
@@ -111,11 +111,9 @@ def _totals(rows: Iterable[ServingRow], key: Any) -> dict[Any, dict[str, float]]
 
 
 def per_million(cost_usd: float, tokens: float, gpu_hours: float) -> float | None:
-    """Dollars per million output tokens; None where nothing was generated, or where no
-    GPU-hour was attributed to the tokens (their GPUs' series unread): unknown, not free."""
-    if tokens <= 0 or gpu_hours <= 0:
-        return None
-    return round(cost_usd / tokens * 1e6, PRICE_DIGITS)
+    """The table's price per million output tokens, to a cent's hundredth."""
+    price = usd_per_million(cost_usd, tokens, gpu_hours)
+    return None if price is None else round(price, PRICE_DIGITS)
 
 
 def _change_percent(now: float | None, before: float | None) -> float | None:

@@ -109,7 +109,7 @@ def test_a_model_page_is_told_its_replicas_nodes_and_gpus_by_number() -> None:
         '"@resource.k8s.namespace.name"="serving", "@resource.k8s.deployment.name"="llama-vllm"}'
         "[5m]))"
     )
-    told = with_replicas(page, replicas)
+    told = with_replicas(page, replicas, "serving")
     assert told.pods == ("serving/llama-vllm-2", "serving/llama-vllm-9", "serving/llama-vllm-10")
     assert told.node == node
     assert told.gpu == f"{node} GPU 2, {node} GPU 9, {node} GPU 10"
@@ -119,14 +119,16 @@ def test_a_model_page_is_told_its_replicas_nodes_and_gpus_by_number() -> None:
 def test_many_replicas_are_counted_and_an_unread_or_empty_read_is_said() -> None:
     page = _page("serving-errors", MODEL)
     many = [Replica(f"p{i}", f"n{i}", "0") for i in range(12)]
-    told = with_replicas(page, many)
+    told = with_replicas(page, many, "serving")
     assert told.node == "n0, n1, n2, n3, n4 and 7 more (12 nodes)"
     assert told.gpu.endswith("and 7 more (12 GPUs)")
     assert ("Replicas", "12") in told.rows()
-    unread = with_replicas(page, None)
+    unread = with_replicas(page, None, "serving")
     assert ("Replicas", "not read (DCGM's series could not be queried)") in unread.rows()
     assert unread.gpu == "not named (a model's series)"
-    assert ("Replicas", "none held a GPU in the last 5 minutes") in with_replicas(page, []).rows()
+    assert ("Replicas", "none held a GPU in the last 5 minutes") in with_replicas(
+        page, [], "serving"
+    ).rows()
 
 
 def test_a_replica_page_is_not_looked_up_again() -> None:
