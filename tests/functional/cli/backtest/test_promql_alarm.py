@@ -12,6 +12,7 @@ job (nlp) holds two GPUs at 22% throughout; the vision job works at 88%. 30% of 
 import json
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import UTC, datetime
 
 import pytest
 from moto import mock_aws
@@ -35,6 +36,10 @@ BERT = [
     ("ip-10-0-2-22.ec2.internal", str(gpu), "nlp", pod)
     for gpu, pod in enumerate(("bert-data-bound-master-0", "bert-data-bound-worker-0"))
 ]
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +155,8 @@ def test_the_backtest_command_replays_otel_modes_promql_alarm_beside_the_others(
         code = main(
             [
                 "backtest", "--cloudwatch", "--region", "us-east-1", "--json",
-                "--start", "2026-11-23T00:00:00Z", "--end", "2026-11-23T12:00:00Z",
+                # The week's own Monday: the demo week moves with the clock (cli/demo/week.py).
+                "--start", _iso(START), "--end", _iso(START + 12 * 3600),
                 "-c", f"cluster_name={CLUSTER}", "-c", "container_insights_mode=otel",
                 "-c", "gpu_instance_type=p5.48xlarge", "-c", "exporter_sink=emf",
                 # The pending GPU pods' PromQL alarm reads Kube State Metrics, which this
