@@ -1,0 +1,28 @@
+"""Without Prometheus on PATH, ``backtest --history`` and ``analyze training --history`` say so
+in one line, how to get it, and exit with status 4 (cli/failures.py ``TOOL_MISSING_EXIT``),
+never a traceback or an empty replay."""
+
+from pathlib import Path
+
+import pytest
+
+from cli.failures import TOOL_MISSING_EXIT
+from cli.main import main
+
+HISTORY = Path(__file__).parents[3] / "data" / "history" / "otel-node.jsonl"
+
+
+@pytest.mark.parametrize(
+    "command", [["backtest"], ["analyze", "training"]], ids=["backtest", "analyze"]
+)
+def test_without_prometheus_the_history_replay_says_so_in_one_line_and_exits_4(
+    command: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("cli.demo.promql.shutil.which", lambda _name: None)
+    argv = [*command, "--history", str(HISTORY), "-c", "cluster_name=example-gpu-cluster"]
+    assert main(argv) == TOOL_MISSING_EXIT == 4
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.strip().splitlines()
+    assert line.startswith(f"gpu-insights {command[0]}: --history ")
+    assert "apt-get install prometheus" in line
