@@ -28,7 +28,9 @@ from cli.backtest.promql_pages import (
 from cli.demo.promql import serving
 from gpu_insights_agent.contract.serving import HistogramForm, Signal
 from gpu_insights_agent.emf.document import EmfDocument
+from lambdas.notifier.config import NotifierConfig
 from lambdas.shared.dcgm import CLOUDWATCH
+from lambdas.shared.promql import PromQLClient
 
 #: The serving latency alarms and the histogram each reads.
 LATENCY_ALARMS: Final = {"serving-ttft-p99": Signal.TTFT, "serving-e2e-p99": Signal.E2E}
@@ -99,17 +101,31 @@ def replay_alarms(
     ALARM paged (its placement read from the same engine); raises
     ``cli.demo.promql.PrometheusMissingError`` where Prometheus is not installed."""
     config = replay_config(settings, region)
-    replay = OtelReplay(xid_pages=xid_pages(log_lines, config))
     with serving(history.as_samples(), region) as client:
-        for spec in specs:
-            assert isinstance(spec.metric, PromQLQuery)
-            transitions = replay_range(client, spec.metric, start, end)
-            pages = {
-                (t.at, t.contributor): alarm_page(spec, t, config, client)
-                for t in transitions
-                if t.state == ALARM
-            }
-            replay.alarms.append(AlarmReplay(spec, transitions, pages))
+        return replay_on(client, specs, config, log_lines, start, end)
+
+
+def replay_on(
+    client: PromQLClient,
+    specs: Sequence[AlarmSpec],
+    config: NotifierConfig,
+    log_lines: Sequence[EmfDocument],
+    start: float,
+    end: float,
+) -> OtelReplay:
+    """Each alarm over ``start``-``end`` on the engine behind ``client``, each ALARM paged
+    with ``config`` (its placement read from the same engine), and the XID log lines'
+    pages."""
+    replay = OtelReplay(xid_pages=xid_pages(log_lines, config))
+    for spec in specs:
+        assert isinstance(spec.metric, PromQLQuery)
+        transitions = replay_range(client, spec.metric, start, end)
+        pages = {
+            (t.at, t.contributor): alarm_page(spec, t, config, client)
+            for t in transitions
+            if t.state == ALARM
+        }
+        replay.alarms.append(AlarmReplay(spec, transitions, pages))
     return replay
 
 
