@@ -116,10 +116,14 @@ def _of_cluster(history: History, cluster: str, path: Path) -> list[Sample]:
     every alarm raised 0."""
     samples = history.samples
     mine = [s for s in samples if (DIM_CLUSTER, cluster) in s.dimensions or _no_cluster(s)]
+    # The exporter's XID log lines of another cluster: not this deployment's to page.
+    logged = {str(d.get(DIM_CLUSTER)) for d in history.log_lines}
+    history.log_lines = [d for d in history.log_lines if d.get(DIM_CLUSTER) == cluster]
     if not mine and not of_cluster(history.promql, cluster) and not history.log_lines:
         others = sorted(
             {v for s in samples for k, v in s.dimensions if k == DIM_CLUSTER}
             | set(clusters(history.promql))
+            | logged
         )
         raise ValueError(
             f"--history {path}: no sample is of cluster {cluster!r} (the cluster_name setting); "
