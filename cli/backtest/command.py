@@ -310,9 +310,8 @@ def _replay_history(
             start, end,
         )  # fmt: skip
     except PrometheusMissingError as err:
-        raise ToolMissingError(f"--history replays OTel mode's alarms on Prometheus: {err}") from (
-            err
-        )
+        said = f"--history replays OTel mode's alarms on Prometheus: {err}"
+        raise ToolMissingError(said) from err
 
 
 def _replay_promql(
