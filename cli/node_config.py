@@ -20,7 +20,8 @@ def add_manifest_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = (
         "The DaemonSet follows the deployment's settings as cdk deploy reads them (cdk.json, "
         "then each -c): cluster_name, exporter_interval_seconds, exporter_sink, fleet_gpus (the "
-        "alarm shards), gpu_node_labels, gpu_taint_keys, exporter_pod_attribution."
+        "alarm shards), gpu_node_labels, tolerate_all_taints and gpu_taint_keys, "
+        "exporter_pod_attribution."
     )
 
 
@@ -35,6 +36,7 @@ def manifest(args: argparse.Namespace) -> str:
         interval_s=settings.exporter_interval_seconds,
         gpu_node_labels=settings.gpu_node_labels,
         gpu_taint_keys=settings.gpu_taint_keys,
+        tolerate_all_taints=settings.tolerate_all_taints,
         pod_attribution=settings.exporter_pod_attribution,
         alarm_shards=settings.alarm_shards,
         sink=settings.exporter_sink,
