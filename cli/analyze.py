@@ -14,7 +14,7 @@ from cdk.aws_values import bucket_problem
 from cdk.function_configs import storage_config, training_config
 from cdk.settings import Settings
 from cli.failures import AwsFailureError, NoDataError
-from cli.settings_args import add_settings_arguments, command_settings, session_for
+from cli.settings_args import add_settings_arguments, placed_settings, said, session_for
 from gpu_insights_agent.contract.metrics import NAMESPACE_TRAINING
 from lambdas.shared.aws_clients import INTERACTIVE, ClientCache, client
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
@@ -183,7 +183,7 @@ def run(args: argparse.Namespace) -> str:
     if price is not None and not (0 <= price <= 1000):
         raise ValueError(f"--gpu-hour-usd {price} must be 0 to 1000")
     # The deployment's settings (cdk.json, each -c), the options given here over them.
-    settings = command_settings(
+    placed = placed_settings(
         args,
         {
             "lookback_days": args.days,
@@ -192,6 +192,7 @@ def run(args: argparse.Namespace) -> str:
             "gpu_hour_price_usd": getattr(args, "gpu_hour_usd", None),
         },
     )
+    settings, line = placed.settings, placed.line()
     report_bucket = getattr(args, "report_bucket", None)
     problem = bucket_problem(report_bucket) if report_bucket is not None else None
     if problem:
@@ -215,16 +216,18 @@ def run(args: argparse.Namespace) -> str:
     if read_nothing(result):
         first = result.findings[0]
         # The summary names its resource already where the reader wrote it so.
-        said = (
+        what = (
             first.summary
             if first.summary.startswith(first.resource)
             else (f"{first.resource}: {first.summary}")
         )
-        raise AwsFailureError(f"read nothing: {said}")
+        raise AwsFailureError(f"read nothing: {what}")
     missing = _nothing_of_the_cluster(region, settings, result, gpu_hours)
     if missing:
         raise NoDataError(missing)
     findings = stamped(findings, settings.cluster_name, end)
     if args.json:
-        return "\n".join(json.dumps(f.to_dict(), sort_keys=True) for f in findings)
-    return table(findings)
+        return said(
+            args, line, "\n".join(json.dumps(f.to_dict(), sort_keys=True) for f in findings)
+        )
+    return said(args, line, table(findings))

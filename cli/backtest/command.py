@@ -22,7 +22,7 @@ from cli.backtest.promql_alarm import replay_range
 from cli.backtest.promql_alarm import report as promql_report
 from cli.backtest.silence_history import NOTE, derive_silence, has_silence
 from cli.failures import AwsFailureError
-from cli.settings_args import add_settings_arguments, command_settings, session_for
+from cli.settings_args import add_settings_arguments, placed_settings, said, session_for
 from gpu_insights_agent.contract.metrics import DIM_CLUSTER
 from lambdas.shared.events import parse_utc
 
@@ -139,7 +139,8 @@ def _nothing_to_replay(specs: list[AlarmSpec], samples: list[Sample]) -> bool:
 
 
 def run(args: argparse.Namespace) -> str:
-    settings = command_settings(args)
+    placed = placed_settings(args)
+    settings, line = placed.settings, placed.line()
     specs = gpu_alarms(settings.alarm_settings())
     #: OTel mode's PromQL alarms: replayed through CloudWatch's PromQL API (--cloudwatch).
     promql_specs = promql_alarms(settings.alarm_settings())
@@ -201,11 +202,13 @@ def run(args: argparse.Namespace) -> str:
     if args.json:
         document = json.loads(_as_json(results, notes))
         document += [promql_json(spec, transitions) for spec, transitions in promql]
-        return json.dumps(document, indent=2)
-    return (
+        return said(args, line, json.dumps(document, indent=2))
+    return said(
+        args,
+        line,
         report(results, start=start, end=end)
         + "".join(f"\n\n{promql_report(spec, transitions)}" for spec, transitions in promql)
-        + "".join(f"\n\n{n}" for n in notes.values())
+        + "".join(f"\n\n{n}" for n in notes.values()),
     )
 
 
