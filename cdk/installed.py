@@ -1,7 +1,10 @@
 """What `cdk synth` says when cdk.json's ``app`` command (``python3 -m cdk.app``) finds a Python
 without the project installed: the first ``python3`` on PATH is the system's unless the
 project's environment is active, and its first import of the project's packages would end in a
-``No module named 'gpu_insights_agent'`` traceback. Standard library only: it runs first."""
+``No module named 'gpu_insights_agent'`` traceback. Standard library only, and readable by an
+older Python (annotations postponed): it runs first, whatever ``python3`` that is."""
+
+from __future__ import annotations
 
 import sys
 from importlib.util import find_spec
