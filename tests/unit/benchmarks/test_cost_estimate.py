@@ -14,6 +14,7 @@ def test_the_benchmark_runs_the_command_in_each_mode(mode: str) -> None:
         "container_insights_mode setting); "
     )
     assert run.seconds > 0
+    assert run.cpu_seconds > 0
     assert cost_estimate.line(run).startswith(
         f"cost-estimate --nodes 40 --gpus-per-node 8 ({mode}): "
     )
