@@ -18,7 +18,7 @@ applied by ``settings_from_context``). Pure: the environment and the profile's R
 handed in by the one module of each program that reads them.
 """
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -78,13 +78,13 @@ def deploy_region(
     *,
     setting: str | None,
     environ: Mapping[str, str],
-    profile: DeployRegion | None = None,
+    profile: Callable[[], DeployRegion | None] = lambda: None,
     option: str | None = None,
     cdk_cli: bool = False,
 ) -> DeployRegion:
     """The Region: a command's ``--region`` (``option``), the ``region`` setting, the CDK CLI's
     own (``CDK_DEFAULT_REGION``, read where ``cdk_cli``: synth), the Region variables, the
-    profile's, then us-east-1."""
+    profile's (``profile()``, read only when none of those names one), then us-east-1."""
     if option:
         return DeployRegion(option, "--region")
     if setting:
@@ -94,9 +94,7 @@ def deploy_region(
     for variable in REGION_VARIABLES:
         if environ.get(variable):
             return DeployRegion(environ[variable], variable)
-    if profile is not None:
-        return DeployRegion(profile.region, profile.source)
-    return DeployRegion(FALLBACK_REGION, "none set: the CDK CLI's default")
+    return profile() or DeployRegion(FALLBACK_REGION, "none set: the CDK CLI's default")
 
 
 def deployment_line(

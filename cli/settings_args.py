@@ -147,7 +147,7 @@ def placed_settings(
     where = deploy_region(
         setting=setting if isinstance(setting, str) else None,
         environ=environ,
-        profile=_profile_region(getattr(args, "profile", None), environ),
+        profile=lambda: _profile_region(getattr(args, "profile", None), environ),
         option=option,
     )
     if where.source not in {"--region", "the region setting"}:

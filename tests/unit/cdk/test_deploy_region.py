@@ -24,7 +24,7 @@ def test_the_setting_first_then_the_cdk_clis_order() -> None:
     profile = DeployRegion("ap-northeast-1", "profile 'ml''s region in the config file")
 
     def resolve(setting: str | None, env: dict[str, str]) -> DeployRegion:
-        return deploy_region(setting=setting, environ=env, profile=profile)
+        return deploy_region(setting=setting, environ=env, profile=lambda: profile)
 
     assert resolve("eu-west-1", environ) == DeployRegion("eu-west-1", "the region setting")
     assert resolve(None, environ) == DeployRegion("us-west-2", "AWS_REGION")

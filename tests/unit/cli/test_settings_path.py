@@ -18,10 +18,7 @@ MANIFEST = ["manifest", "--image", "repo/exporter:1"]
 
 
 def _daemon_set_args(capsys: pytest.CaptureFixture[str]) -> list[str]:
-    items = json.loads(capsys.readouterr().out)["items"]
-    (daemon_set,) = [i for i in items if i["kind"] == "DaemonSet"]
-    (container,) = daemon_set["spec"]["template"]["spec"]["containers"]
-    return list(container["args"])
+    return _daemon_set_args_of(capsys.readouterr().out)
 
 
 def _after(args: list[str], option: str) -> str:
@@ -265,3 +262,31 @@ def test_cost_estimate_sizes_the_alarms_for_the_deployments_fleet(
     _one_line(capsys, "setting fleet_gpus='abc' is not valid")
     assert main([*argv[:-1], "fleet_gpus=100"]) == 2
     _one_line(capsys, "fleet_gpus=100 is fewer than the 320 GPUs priced")
+
+
+def test_the_profiles_region_decides_the_mode_as_at_synth(
+    no_aws: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With the Region only in the profile (AWS_PROFILE's, in the config file), manifest
+    resolves it as the CDK CLI does: Classic in eu-central-1, so the exporter sends EMF."""
+    (tmp_path / "none").write_text("[profile ml]\nregion = eu-central-1\n")
+    no_aws.setenv("AWS_PROFILE", "ml")
+    assert main([*MANIFEST, "-c", "cluster_name=train"]) == 0
+    out = capsys.readouterr()
+    assert out.err.splitlines()[0].startswith(
+        "Region eu-central-1 (profile 'ml''s region in the config file); Container Insights "
+        "mode classic (unset: Classic"
+    )
+    assert "--emf-endpoint" in _daemon_set_args_of(out.out)
+    # AWS_REGION goes before the profile's, as in the CDK CLI.
+    no_aws.setenv("AWS_REGION", "us-west-2")
+    assert main([*MANIFEST, "-c", "cluster_name=train"]) == 0
+    out = capsys.readouterr()
+    assert out.err.startswith("Region us-west-2 (AWS_REGION); Container Insights mode otel")
+    assert "--otlp-endpoint" in _daemon_set_args_of(out.out)
+
+
+def _daemon_set_args_of(printed: str) -> list[str]:
+    (daemon_set,) = [i for i in json.loads(printed)["items"] if i["kind"] == "DaemonSet"]
+    (container,) = daemon_set["spec"]["template"]["spec"]["containers"]
+    return list(container["args"])
