@@ -12,6 +12,7 @@ from cdk.deploy_region import (
     profile_region,
 )
 from cdk.settings import settings_from_context
+from tests.docs_text import DOCS
 
 
 def test_the_setting_first_then_the_cdk_clis_order() -> None:
@@ -74,3 +75,14 @@ def test_the_line_names_region_source_mode_and_alarms() -> None:
         "mode otel (unset: OTel, as AWS offers it in this Region); 0 Metrics Insights alarms "
         "and 42 PromQL alarms"
     )
+
+
+def test_the_command_line_page_quotes_the_line() -> None:
+    """docs/cli.md's example is the line itself, and its OTel figures the line's."""
+    text = (DOCS / "cli.md").read_text(encoding="utf-8")
+    classic = settings_from_context({"cluster_name": "c", "region": "eu-central-1"})
+    where = DeployRegion("eu-central-1", "AWS_DEFAULT_REGION")
+    assert deployment_line(classic, where, {}) in text
+    otel = settings_from_context({"cluster_name": "c", "region": "us-west-2"})
+    said = deployment_line(otel, DeployRegion("us-west-2", "AWS_REGION"), {})
+    assert " ".join(said.split("; ", 1)[1].split()) in " ".join(text.split())
