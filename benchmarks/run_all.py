@@ -14,6 +14,7 @@ from benchmarks import (
     alarms,
     analyze_cli,
     attribution,
+    cost_estimate,
     exporter,
     failure_causes,
     failure_logs,
@@ -77,6 +78,19 @@ def _otlp_rows() -> list[Row]:
         Row("OTLP: emitter JSON bytes on the wire a datapoint", rank["wire_bytes_per_datapoint"],
             None, "bytes"),
     ]  # fmt: skip
+
+
+def _cost_estimate_rows() -> list[Row]:
+    """``cost-estimate`` at 62,500 nodes x 8 GPUs in each mode, wall and CPU seconds."""
+    fleet = f"{cost_estimate.NODES:,} nodes x {cost_estimate.GPUS_PER_NODE} GPUs"
+    return [
+        row
+        for r in cost_estimate.main()
+        for row in (
+            Row(f"cost-estimate: {fleet}, {r.mode}", r.seconds, cost_estimate.GOAL_S, "s"),
+            Row(f"cost-estimate: {fleet}, {r.mode}, CPU", r.cpu_seconds, cost_estimate.GOAL_S, "s"),
+        )
+    ]
 
 
 def main() -> None:
@@ -281,7 +295,7 @@ def main() -> None:
         Row("pager: malformed documents refused and counted", x["refused_counted"],
             x["malformed"], "docs"),
     ]  # fmt: skip
-    rows.append(Row("cdk synth of the whole app", synth_seconds(), None, "s"))
+    rows += [Row("cdk synth of the whole app", synth_seconds(), None, "s"), *_cost_estimate_rows()]
     cost = estimate(nodes=1, gpus_per_node=8)
     rows += [
         Row(

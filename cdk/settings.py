@@ -879,11 +879,18 @@ def setting_key_problem(key: str) -> str | None:
     return f"unknown setting {key!r}: {hint}"
 
 
-#: What a deployment without a cluster name is told: where the name goes.
-MISSING_CLUSTER: Final = (
-    "setting cluster_name is missing: name the EKS cluster to instrument with "
-    '-c cluster_name=NAME or "cluster_name" in cdk.json\'s "context"'
-)
+def missing_cluster(option: str | None = None) -> str:
+    """What a deployment without a cluster name is told: where the name goes (``option``
+    first, where the command takes one: ``--cluster-name``)."""
+    given = f"{option} NAME, " if option else ""
+    return (
+        "setting cluster_name is missing: name the EKS cluster to instrument with "
+        f'{given}-c cluster_name=NAME or "cluster_name" in cdk.json\'s "context"'
+    )
+
+
+#: What synth says without a cluster name.
+MISSING_CLUSTER: Final = missing_cluster()
 
 
 def settings_from_context(context: Mapping[str, object]) -> Settings:

@@ -15,6 +15,9 @@ DAYS = 730 / 24
 FLEET = ["cost-estimate", "--nodes", "40", "--gpus-per-node", "8"]
 CLASSIC = ("-c", "container_insights_mode=classic")
 
+#: No Region in the environment or a profile: us-east-1, where both modes are offered.
+pytestmark = pytest.mark.usefixtures("no_aws")
+
 
 def _items(capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, dict[str, object]]:
     assert main([*FLEET, *extra, "--json"]) == 0
@@ -310,3 +313,74 @@ def test_otel_mode_prices_the_serving_alarms_scans_bounded_by_the_gpus(
     assert str(promql["basis"]).startswith("8 alarms")
     assert promql["quantity"] == pytest.approx(320 * 64 * MINUTES_PER_MONTH / 1e6)
     assert promql["usd"] == 0
+
+
+def test_no_jobs_and_no_volumes_are_priced_as_none(capsys: pytest.CaptureFixture[str]) -> None:
+    """--jobs 0 and --volumes 0 were once priced as the one-a-node default (40 at --nodes 40)."""
+    items = _items(capsys, *CLASSIC, "--jobs", "0", "--volumes", "0")
+    # GetMetricData: the silence check's GPU a run alone (no volume, no job read).
+    assert items["GetMetricData metrics requested"]["quantity"] == pytest.approx(320 * 8760)
+    assert main([*FLEET, *CLASSIC, "--jobs", "0", "--volumes", "0"]) == 0
+    fleet = capsys.readouterr().out.splitlines()[1]
+    assert (
+        fleet == "Fleet: 40 GPU nodes x 8 GPUs = 320 GPUs; exporter every 10 s; 0 volumes, 0 jobs"
+    )
+    # OTel mode with the OTLP sink: the listing's 2 queries find no job; none is read after.
+    promql = _items(capsys, "--jobs", "0")[
+        "PromQL queries (analyzers and weekly report, query API)"
+    ]
+    assert "0 jobs' emitter series" in str(promql["basis"])
+
+
+def test_one_of_each_is_said_in_the_singular(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [
+        "cost-estimate",
+        "--nodes",
+        "1",
+        "--gpus-per-node",
+        "1",
+        "--jobs",
+        "1",
+        "--volumes",
+        "1",
+    ]
+    assert main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == "Fleet: 1 GPU node x 1 GPU = 1 GPU; exporter every 10 s; 1 volume, 1 job"
+    assert "the 1 node's DCGM and exporter series and the 1 job's emitter series (1 rank)" in (
+        "\n".join(out)
+    )
+
+
+def test_the_first_line_names_the_region_and_mode_priced(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(FLEET) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == (
+        "Region us-east-1 (none set: the CDK CLI's default); Container Insights mode otel "
+        "(unset: OTel, as AWS offers it in this Region); 0 Metrics Insights alarms and 42 "
+        "PromQL alarms"
+    )
+    assert main([*FLEET, "-c", "region=eu-central-1"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith(
+        "Region eu-central-1 (the region setting); Container Insights mode classic (unset: Classic"
+    )
+
+
+def test_a_job_of_more_ranks_than_a_promql_answer_holds_is_refused_by_name(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """It once ended in a JobQueryError traceback: the training analyzer reads a job's ranks in
+    one PromQL answer (promql_jobs.py rank_stats)."""
+    argv = ["cost-estimate", "--nodes", "100", "--gpus-per-node", "8", "--jobs", "1"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err == (
+        "gpu-insights cost-estimate: --jobs 1 shares the 800 GPUs priced as 800 ranks a job: with "
+        "exporter_sink=otlp a job's ranks are read in one PromQL answer of under 500 series; give "
+        "--jobs 2 or more\n"
+    )
+    assert main([*argv, *CLASSIC]) == 0  # Classic reads the jobs with GetMetricData
