@@ -72,10 +72,10 @@ class _Timed(WebhookChannel):
 
     longest_s = 0.0
 
-    def deliver(self, incident: Incident) -> Delivery:
+    def deliver(self, incident: Incident, *, deadline_s: float | None = None) -> Delivery:
         started = time.monotonic()
         try:
-            return super().deliver(incident)
+            return super().deliver(incident, deadline_s=deadline_s)
         finally:
             self.longest_s = max(self.longest_s, time.monotonic() - started)
 
