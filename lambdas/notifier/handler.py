@@ -286,7 +286,7 @@ def _from_logs(event: dict[str, Any], now_s: float, config: NotifierConfig) -> d
     if payload.get("messageType") == "CONTROL_MESSAGE":
         return {"incidents": 0, "published": 0, "unreadable": 0}
     where = deployment(config)
-    parsed = parse_log_events(payload, cluster=where.cluster)
+    parsed = parse_log_events(payload, cluster=where.cluster, now_ms=int(now_s * 1000))
     for refusal in parsed.refused:
         log.warning("refused log event %s: %s", refusal.event_id, refusal.reason)
     print(refused_line(where.cluster, parsed.unreadable, int(now_s * 1000)), flush=True)
