@@ -306,13 +306,21 @@ def _kernel_checks(
     groups: list[XidGroup], config: NotifierConfig, now_ms: int
 ) -> dict[str, KernelCheck]:
     """What the kernel log says of each exporter XID group (one read for the batch, bounded
-    near now: kernel_log.span)."""
+    near now: kernel_log.span, and by the invocation's time: a page is read only while one
+    read at its worst still leaves one delivery's RESERVE_S, so a slow Logs API costs the
+    pages a line, never the pages)."""
     if config.host_log_group is None:
         return {}
     window = span(groups, now_ms)
     lines = KernelLines({})
     if window is not None:
-        lines = read_kernel_lines(_clients("logs"), config.host_log_group, *window)
+        lines = read_kernel_lines(
+            _clients("logs"),
+            config.host_log_group,
+            *window,
+            time_left_s=lambda: _clock.left_s() - RESERVE_S,
+            page_s=CLIENT_CALL_S,
+        )
     if lines.unread:
         log.warning("kernel log: %s", lines.unread)
     return {g.key: check(g, lines, now_ms) for g in groups if g.first.from_exporter}
