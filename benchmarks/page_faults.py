@@ -314,16 +314,19 @@ def otlp_fault(fault: int | str, *, xids: int = XIDS, timeout_s: float = 1.0) ->
             exporter.on_xid(
                 XidEvent(gpu_index=n % GPUS_PER_NODE, code=79, time=time.time(), source=SOURCE)
             )
-        deadline = time.monotonic() + 5
-        while len(lines) < xids and time.monotonic() < deadline:
+        deadline = time.monotonic() + 5  # the listener reads on its own thread
+
+        def seen() -> set[tuple[str, int]]:
+            return {
+                (line["GpuIndex"], line["XidCount"])
+                for line in list(lines)
+                if line.get(PROP_XID_SOURCE) == SOURCE  # the trace's own XIDs aside
+            }
+
+        while len(seen()) < xids and time.monotonic() < deadline:
             time.sleep(0.05)
-        seen = {
-            (line["GpuIndex"], line["XidCount"])
-            for line in lines
-            if line.get(PROP_XID_SOURCE) == SOURCE  # the trace's own XIDs aside
-        }
         resent = len(bodies) - len(set(bodies)) if fault in (400, 404) else None
-    return OtlpFaultRun(fault, xids, len(seen), resent)
+    return OtlpFaultRun(fault, xids, len(seen()), resent)
 
 
 def otlp_line(runs: list[OtlpFaultRun]) -> str:

@@ -81,9 +81,8 @@ def read_kernel_lines(
     token: dict[str, str] = {}
     for read in range(MAX_PAGES):
         if time_left_s is not None and time_left_s() < page_s:
-            return KernelLines(
-                by_node, unread=f"the read stopped after {read} pages: no time left for more"
-            )
+            pages = f"{read} page" + ("" if read == 1 else "s")
+            return KernelLines(by_node, unread=f"no time left to read past {pages}")
         try:
             page = logs.filter_log_events(
                 logGroupName=log_group,
