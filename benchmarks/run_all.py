@@ -93,6 +93,39 @@ def _cost_estimate_rows() -> list[Row]:
     ]
 
 
+def pager_rows() -> list[Row]:
+    """The pager's fault-injection figures (benchmarks/page_faults.py)."""
+    rows: list[Row] = []
+    pager = page_faults.main()
+    x = pager["xid_batch"]
+    rows += [
+        Row(f"pager: XID lines to the log group, OTLP endpoint {r.fault}", r.delivered, r.xids,
+            "XIDs")
+        for r in pager["otlp"]
+    ]  # fmt: skip
+    rows += [
+        Row("pager: OTLP batches sent again after a 400 or 404",
+            sum(r.resent_after_refusal or 0 for r in pager["otlp"]), None, "batches"),
+        Row("pager: SNS pages in the first invocation, webhook hanging", pager["hang"].sns_first,
+            pager["hang"].pages, "pages"),
+        Row("pager: real page after a future-dated forgery", pager["forgery"]["real_pages"], 1,
+            "pages"),
+        Row("pager: webhook answering 200 after 6 s: times shown", pager["late"].shown, 2,
+            "posts"),
+        Row("pager: webhook answering 200 after 6 s: notifier-failing",
+            pager["late"].notifier_failing, None, "events"),
+    ]  # fmt: skip
+    rows += [
+        Row("pager: XID pages delivered, 1,000 documents 1% malformed", x["pages"], x["good"],
+            "pages"),
+        Row("pager: pages re-sent when every batch is delivered again",
+            x["resent"] + x["duplicates"], None, "pages"),
+        Row("pager: malformed documents refused and counted", x["refused_counted"],
+            x["malformed"], "docs"),
+    ]  # fmt: skip
+    return rows
+
+
 def main() -> None:
     logging.disable(logging.WARNING)
     rows: list[Row] = []
@@ -286,15 +319,7 @@ def main() -> None:
             "s",
         ),
     ]
-    x = page_faults.main()["xid_batch"]
-    rows += [
-        Row("pager: XID pages delivered, 1,000 documents 1% malformed", x["pages"], x["good"],
-            "pages"),
-        Row("pager: pages re-sent when every batch is delivered again",
-            x["resent"] + x["duplicates"], None, "pages"),
-        Row("pager: malformed documents refused and counted", x["refused_counted"],
-            x["malformed"], "docs"),
-    ]  # fmt: skip
+    rows += pager_rows()
     rows += [Row("cdk synth of the whole app", synth_seconds(), None, "s"), *_cost_estimate_rows()]
     cost = estimate(nodes=1, gpus_per_node=8)
     rows += [

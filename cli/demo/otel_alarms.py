@@ -85,7 +85,6 @@ from cli.demo.serving import (
 from cli.demo.serving import NODE as SERVING
 from gpu_insights_agent.contract.metrics import DIM_XID_CODE, OTLP_JOB, ExporterSink
 from gpu_insights_agent.emf.document import EmfDocument, encode
-from gpu_insights_agent.emf.sinks import BufferedSender
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
 from gpu_insights_agent.exporter.nvml_source import NvmlSource
@@ -321,7 +320,7 @@ def _run_node(
         sink = OtlpSink("http://local", exporter=kept, start_ns=int(START * 1e9))
         exporter = Exporter(
             NvmlSource(FakeNvml(_trace(node, gpus), clock=lambda: now[0], sleep=lambda _: None)),
-            BufferedSender(XidEventLog(sink, lines)),
+            XidEventLog(sink, lines),
             ExporterConfig(
                 cluster_name=cluster,
                 node_name=node.name,
