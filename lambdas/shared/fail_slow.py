@@ -57,6 +57,9 @@ JOB_DATA_WAIT_RISE_POINTS: Final = 10.0
 #: A node's CPU at or above this percent, while the job's median node is this far below it.
 CPU_SATURATED_PERCENT: Final = 90.0
 CPU_PEER_GAP_POINTS: Final = 20.0
+#: The least count in the window that is a rising counter: one uncorrectable ECC error is a
+#: fault; a link retries now and then on a healthy GPU, so a replay or two is not.
+MIN_RISING: Final = {"ECC errors": 1.0, "PCIe replays": 5.0, "NVLink errors": 5.0}
 #: How much each kind of evidence weighs: a hardware reason NVML gives outweighs a symptom.
 WEIGHTS: Final = {
     "throttle": 3.0,
@@ -174,8 +177,8 @@ def clock_scores(gpus: Sequence[GpuEvidence]) -> dict[tuple[str, str], float]:
     return {key: (value or 0.0) / fastest for key, value in clocks.items()}
 
 
-def _rising(now: float, before: float) -> bool:
-    return now > 0 and now > before
+def _rising(what: str, now: float, before: float) -> bool:
+    return now >= MIN_RISING[what] and now > before
 
 
 def _gpu_evidence(gpus: Sequence[GpuEvidence]) -> dict[tuple[str, str], dict[str, str]]:
@@ -201,7 +204,7 @@ def _gpu_evidence(gpus: Sequence[GpuEvidence]) -> dict[tuple[str, str], dict[str
                 ("PCIe replays", g.pcie_replays, g.pcie_replays_before),
                 ("NVLink errors", g.nvlink_errors, g.nvlink_errors_before),
             )
-            if _rising(now, before)
+            if _rising(what, now, before)
         ]
         if errors:
             found[key]["errors"] = "rising: " + ", ".join(errors)
