@@ -33,6 +33,7 @@ from gpu_insights_agent.contract.metrics import (
     TrainingMetric,
 )
 from gpu_insights_agent.contract.resource_names import shard_alarm_name
+from lambdas.shared.fail_slow import FAIL_SLOW_KIND, GOODPUT_LOW_KIND
 
 #: What a job alarm's contributor is: these name the job in every notification.
 JOB_CONTRIBUTOR = (DIM_CLUSTER, DIM_JOB)
@@ -43,9 +44,9 @@ JOB_LOSS_SPIKE = "job-loss-spike"
 JOB_THROUGHPUT_COLLAPSED = "job-throughput-collapsed"
 #: The job's step time rose over its own recent baseline: a fail-slow, whose page names the
 #: most likely culprit (lambdas/shared/fail_slow.py).
-JOB_STEP_TIME_RISE = "job-step-time-rise"
+JOB_STEP_TIME_RISE = FAIL_SLOW_KIND
 #: The job's goodput over the last hour under the setting (docs/goodput.md).
-JOB_GOODPUT_LOW = "job-goodput-low"
+JOB_GOODPUT_LOW = GOODPUT_LOW_KIND
 JOB_ALARM_KINDS = (
     JOB_HUNG,
     JOB_LOSS_NOT_FINITE,

@@ -39,6 +39,11 @@ from enum import StrEnum
 from statistics import median
 from typing import Final
 
+#: The alarm kinds whose pages this reads for (cdk/alarms/jobs.py deploys them; the notifier
+#: reads their evidence): the fail-slow, and the job's goodput over the hour.
+FAIL_SLOW_KIND: Final = "job-step-time-rise"
+GOODPUT_LOW_KIND: Final = "job-goodput-low"
+
 
 class Throttle(StrEnum):
     """The NVML clock event reasons that are a fault, not a busy GPU's power cap."""
