@@ -82,11 +82,16 @@ class AlarmJob:
     killed: bool = False
     #: The further pages the same trouble raises, each with the minutes it is due within.
     also: tuple[tuple[str, float, float], ...] = ()
+    #: Those raised only where the goodput alarm's hour is a rolling one (OTel mode's PromQL,
+    #: ``avg_over_time``), not the clock hour of the Metrics Insights alarm's period.
+    also_rolling: tuple[tuple[str, float, float], ...] = ()
 
-    def due_pages(self) -> dict[str, tuple[float, float]]:
-        """Every page the job's trouble must raise, by kind: its own and ``also``."""
+    def due_pages(self, rolling: bool = False) -> dict[str, tuple[float, float]]:
+        """Every page the job's trouble must raise, by kind: its own and ``also`` (and
+        ``also_rolling`` with the rolling hour)."""
         own = {self.pages: self.due} if self.pages else {}
-        return own | {kind: (first, last) for kind, first, last in self.also}
+        further = self.also + (self.also_rolling if rolling else ())
+        return own | {kind: (first, last) for kind, first, last in further}
 
 
 #: Each job's trouble and when it must page. Hung: due 10 minutes (job_hung_minutes) plus
@@ -103,6 +108,9 @@ ALARM_JOBS: Final = (
             Phase(15, doing="evaluate"),
             Phase(25),
         ),
+        # Its 12-minute save and the first 6 minutes of its evaluation are 30% of the rolling
+        # hour to minute 86: the goodput of that hour (no clock hour holds as much).
+        also_rolling=((JOB_GOODPUT_LOW, 84.0, 90.0),),
     ),
     AlarmJob(
         "llama-hangs",

@@ -227,7 +227,8 @@ def test_demo_sends_one_message_per_incident(demo: tuple[DemoResult, Path]) -> N
             # Its fail-slow, 12 minutes before the collapse; the hung job's hour of goodput;
             # and the week's data-bound job, 40% of its time waiting for data.
             f"[WARNING] Training job slowed (fail-slow): job bert-slows on {_nodes(4)}",
-            f"[WARNING] Training job goodput low: job llama-hangs on {_nodes(1)}",
+            # Killed at minute 100, its ranks are gone by its goodput page: no node named.
+            "[WARNING] Training job goodput low: job llama-hangs",
             "[WARNING] Training job goodput low: job bert-data-bound on ip-10-0-2-22.ec2.internal",
         ]
     )
@@ -745,7 +746,7 @@ def _assert_otel_dashboards(result: DemoResult, classic: DemoResult) -> None:
         for name in SAME_AS_DEPLOYED
     }
     # With the exporter's and the emitter's OTLP sink their series are PromQL charts too.
-    assert charts == {"gpu-fleet": 11, "gpu-node": 9, "training": 11}
+    assert charts == {"gpu-fleet": 11, "gpu-node": 9, "training": 13}
 
     def shown(run: DemoResult) -> dict[str, list[tuple[str, float]]]:
         return {
