@@ -16,6 +16,7 @@ from benchmarks import (
     attribution,
     cost_estimate,
     exporter,
+    fail_slow,
     failure_causes,
     failure_logs,
     fan_out,
@@ -126,6 +127,19 @@ def pager_rows() -> list[Row]:
     return rows
 
 
+def _fail_slow_rows() -> list[Row]:
+    """The fail-slow replay's detection latency and culprit precision and recall."""
+    fs = fail_slow.main()
+    return [
+        Row("fail-slow: detection after onset, p50", fs.percentile(0.5), None, "min"),
+        Row("fail-slow: detection after onset, p95", fs.percentile(0.95),
+            fail_slow.TARGET_P95_MINUTES, "min"),
+        Row("fail-slow: culprit precision", 100 * fs.precision, 100 * fail_slow.TARGET_SHARE, "%"),
+        Row("fail-slow: culprit recall", 100 * fs.recall, 100 * fail_slow.TARGET_SHARE, "%"),
+        Row("fail-slow: false pages (healthy controls included)", fs.false_pages, None, "pages"),
+    ]  # fmt: skip
+
+
 def main() -> None:
     logging.disable(logging.WARNING)
     rows: list[Row] = []
@@ -229,7 +243,7 @@ def main() -> None:
             "blocks",
         ),
     ]
-    rows += _otlp_rows()
+    rows += _otlp_rows() + _fail_slow_rows()
     w = training_emitter.main()
     rows += [
         Row("emitter: overhead per step", w["per_step_overhead_us"], None, "us"),

@@ -162,7 +162,8 @@ ALARMS_BY_MODE: Final = (
         "PromQL does not read",
     ),
     ModeRow(
-        "job-hung, job-loss-not-finite, job-loss-spike, job-throughput-collapsed",
+        "job-hung, job-loss-not-finite, job-loss-spike, job-throughput-collapsed, "
+        "job-step-time-rise, job-goodput-low",
         "Metrics Insights, one alarm per job shard",
         "with exporter_sink=otlp, one PromQL alarm per kind on the training emitter's OTLP "
         "series, `by` cluster, namespace and job_name (the same thresholds and windows); with "

@@ -49,6 +49,7 @@ from typing import Any, Final
 from opentelemetry.sdk.metrics.export import MetricsData
 
 from cdk.alarms.catalog import promql_alarms
+from cdk.alarms.jobs import JOB_GOODPUT_LOW, JOB_STEP_TIME_RISE
 from cdk.alarms.model import AlarmSpec
 from cdk.alarms.promql import PromQLQuery
 from cdk.settings import Settings
@@ -212,6 +213,9 @@ PENDING_GPUS: Final = 8
 #: training-operator pkg/apis/kubeflow.org/v1 ``PyTorchJobDefaultContainerName``).
 PENDING_CONTAINER: Final = "pytorch"
 
+#: How the summary names a further page of a job (``AlarmJob.also``).
+FURTHER: Final = {JOB_STEP_TIME_RISE: "fail-slow", JOB_GOODPUT_LOW: "goodput"}
+
 FAULTS: Final = (
     Fault("idle held GPU", REPLAYED.name, str(IDLE_GPU), 0.0, "gpu-low-power"),
     Fault("idle replica", SERVING.name, str(GPU_OF[IDLE_REPLICA]), 0.0, "gpu-low-power"),
@@ -250,6 +254,21 @@ FAULTS: Final = (
         )
         for job in ALARM_JOBS
         if job.pages is not None
+    ),
+    # The further pages a job's trouble raises (cli/demo/jobs.py ``also``, ``also_rolling``):
+    # the slowed job's fail-slow, the hung job's and the steady job's hour of goodput.
+    *(
+        Fault(
+            f"{job.name} {FURTHER[kind]}",
+            None,
+            None,
+            trouble_at_s(job),
+            kind,
+            job=job.name,
+            due_s=last * 60 - trouble_at_s(job),
+        )
+        for job in ALARM_JOBS
+        for kind, _, last in job.also + job.also_rolling
     ),
 )
 

@@ -31,6 +31,13 @@ from gpu_insights_agent.contract.resource_names import CAP_ALARM_SUFFIX
 from lambdas.notifier.budget import CLIENT_CALL_S, CLIENT_CONFIG, RESEND_RESERVE_S, RESERVE_S
 from lambdas.notifier.channels import AnswerLateError, Channel, ChannelError, ChannelTimeoutError
 from lambdas.notifier.config import NotifierConfig, with_cap_kinds
+from lambdas.notifier.fail_slow_page import (
+    culprit_of,
+    grown_badput,
+    read_badput,
+    with_badput,
+    with_culprit,
+)
 from lambdas.notifier.incidents import Deployment, Skipped, from_alarm_event, from_xid_group
 from lambdas.notifier.jobs import (
     Placement,
@@ -57,6 +64,7 @@ from lambdas.notifier.serving import model_deployment, read_replicas, with_repli
 from lambdas.notifier.sns_channel import SNS, SnsChannel
 from lambdas.notifier.webhook import LATE_DEADLINE_S, WebhookChannel, url_from_parameter
 from lambdas.shared.aws_clients import ClientCache
+from lambdas.shared.fail_slow import FAIL_SLOW_KIND, GOODPUT_LOW_KIND
 from lambdas.shared.promql import PromQLClient, PromQLError, bounded_opener, promql_for
 from lambdas.shared.subscription import decode_subscription
 
@@ -360,7 +368,39 @@ def _with_job(
     except PlacementLookupError as err:
         log.warning("no placement for %s: %s", incident.key, err)
         placement = Placement()
-    return job_incident(incident, config.region, placement)
+    paged = job_incident(incident, config.region, placement)
+    if incident.kind not in (config.promql_alarm_kinds or ()):
+        return paged
+    if incident.kind == FAIL_SLOW_KIND:
+        return _with_culprit(paged, incident, placement, at)
+    if incident.kind == GOODPUT_LOW_KIND:
+        return _with_badput(paged, incident, at)
+    return paged
+
+
+def _with_culprit(paged: Incident, alarm: Incident, placement: Placement, at_ms: int) -> Incident:
+    """A fail-slow page with its most likely culprit, read at the alarm's time (OTel mode)."""
+    job = alarm.job or ""
+    try:
+        verdict = culprit_of(
+            _promql(), alarm.cluster, alarm.namespace, job, placement.each("node"), at_ms / 1000
+        )
+    except (PromQLError, BotoCoreError, ClientError) as err:
+        log.warning("no culprit for %s: %s", alarm.key, err)
+        return with_culprit(paged, None)
+    return with_culprit(paged, verdict)
+
+
+def _with_badput(paged: Incident, alarm: Incident, at_ms: int) -> Incident:
+    """A goodput page with the badput that grew over the hour before (OTel mode)."""
+    try:
+        now, before = read_badput(
+            _promql(), alarm.cluster, alarm.namespace, alarm.job or "", at_ms / 1000
+        )
+    except (PromQLError, BotoCoreError, ClientError) as err:
+        log.warning("no badput for %s: %s", alarm.key, err)
+        return with_badput(paged, None)
+    return with_badput(paged, grown_badput(now, before))
 
 
 def _with_replicas(

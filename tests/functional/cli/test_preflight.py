@@ -307,9 +307,9 @@ def test_every_conflict_the_account_holds_fails_its_check(session: Any) -> None:
         "node-repair:agent": Verdict.WARN,
     }
     assert by_name["insights-alarm-quota"].detail.startswith(
-        # 6 GPU alarms and 32 job alarms (4 kinds in 8 job shards), and the 10 kinds' counts.
-        "198 Metrics Insights alarms exist, this deployment adds 48 (fleet_gpus=400: 1 alarm "
-        "shard(s)): 246 of the default quota"
+        # 6 GPU alarms and 48 job alarms (6 kinds in 8 job shards), and the 12 kinds' counts.
+        "198 Metrics Insights alarms exist, this deployment adds 66 (fleet_gpus=400: 1 alarm "
+        "shard(s)): 264 of the default quota"
     )
     assert by_name["log-groups"].detail.startswith(
         "/aws/gpu-insights/train/exporter exist(s) and will be adopted"

@@ -256,8 +256,8 @@ def test_cost_estimate_sizes_the_alarms_for_the_deployments_fleet(
     assert main(argv) == 0
     assert "20,000 GPUs -> 50 alarm shard(s)" in capsys.readouterr().out
     assert main([*fleet, "-c", "container_insights_mode=otel"]) == 0
-    # 8 GPU, 4 job and 4 serving kinds and the pending GPU pods, each with its fleet count.
-    assert "and 42 PromQL alarm(s), unsharded" in capsys.readouterr().out
+    # 8 GPU, 6 job and 4 serving kinds and the pending GPU pods, each with its fleet count.
+    assert "and 46 PromQL alarm(s), unsharded" in capsys.readouterr().out
     assert main([*argv[:-1], "fleet_gpus=abc"]) == 2
     _one_line(capsys, "setting fleet_gpus='abc' is not valid")
     assert main([*argv[:-1], "fleet_gpus=100"]) == 2

@@ -67,10 +67,10 @@ def test_the_fleet_of_40_eight_gpu_nodes(capsys: pytest.CaptureFixture[str]) -> 
     assert ci["quantity"] == pytest.approx(320 * 18 * 43_800 / 1e6)
     assert ci["usd"] == pytest.approx(52.98, abs=0.01)
     # One shard: low power and lost GPU read every GPU, the 3 fault alarms read 2% of them;
-    # the 32 job alarms (4 kinds in 8 job shards) read the 40 jobs, a job shard's 5 each;
+    # the 48 job alarms (6 kinds in 8 job shards) read the 40 jobs, a job shard's 5 each;
     # each kind's fleet count reads the kind's series once more, over every shard.
     insights = items["Metrics Insights alarms"]
-    assert insights["quantity"] == pytest.approx(2 * (320 * 2 + 320 * 3 * 0.02 + 32 * 40 / 8))
+    assert insights["quantity"] == pytest.approx(2 * (320 * 2 + 320 * 3 * 0.02 + 48 * 40 / 8))
     # XID fatal, XID (2 metrics), the control plane's 10 (cdk/alarms/cluster.py), the
     # notifier's dead letters and refused documents.
     assert items["Standard alarms"]["quantity"] == 15
@@ -102,7 +102,7 @@ def test_otel_mode_prices_the_add_ons_gpu_series_by_its_preview(
     assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(392.88)
     total = sum(float(str(i["usd"])) for i in items.values())
     # Classic's total less its observations, plus the two serving dashboards at $3.
-    assert total == pytest.approx(714.82 - 52.98 + 2 * 3.0, abs=0.02)
+    assert total == pytest.approx(730.82 - 52.98 + 2 * 3.0, abs=0.02)
 
 
 def test_otel_mode_prices_the_analyzer_s_promql_at_the_preview_s_nothing(
@@ -172,9 +172,9 @@ def test_the_emitter_over_otlp_is_billed_by_its_bytes_in_the_same_table(
     datapoints' serialized size, per GB, at the exporter's price; with EMF, no such line."""
     items = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=otlp")
     emitter = items["Training emitter OTLP metrics ingestion"]
-    # 320 ranks (one a GPU) x 13 datapoints x 43,800 minute windows x 348 bytes: 63.4 GB.
-    assert emitter["quantity"] == pytest.approx(320 * 13 * 43_800 * 348 / 1e9)
-    assert emitter["usd"] == pytest.approx(5.07, abs=0.01)
+    # 320 ranks (one a GPU) x 14 datapoints x 43,800 minute windows x 348 bytes: 68.3 GB.
+    assert emitter["quantity"] == pytest.approx(320 * 14 * 43_800 * 348 / 1e9)
+    assert emitter["usd"] == pytest.approx(5.46, abs=0.01)
     assert emitter["price"] == items["Exporter OTLP metrics ingestion"]["price"]
     emf = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf")
     assert "Training emitter OTLP metrics ingestion" not in emf
@@ -254,7 +254,7 @@ def test_with_the_otlp_sink_every_alarm_is_a_promql_alarm_and_no_silence_check_r
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """OTel mode with exporter_sink=otlp deploys one PromQL alarm per kind and its fleet count
-    (8 GPU kinds, 4 job kinds, 4 serving kinds, the pending GPU pods and 4 node kinds: 42), no
+    (8 GPU kinds, 6 job kinds, 4 serving kinds, the pending GPU pods and 4 node kinds: 46), no
     Metrics Insights alarm and no silence check, so neither is priced; before, the PromQL alarms
     were left out and the silence check's runs and GetMetricData reads (2.8 million metrics a
     month at 320 GPUs) were priced."""
@@ -262,7 +262,7 @@ def test_with_the_otlp_sink_every_alarm_is_a_promql_alarm_and_no_silence_check_r
     assert "Metrics Insights alarms" not in items
     assert not [name for name in items if "silence check" in name]
     promql = items["PromQL alarms"]
-    assert str(promql["basis"]).startswith("42 alarms (one per kind and its fleet count")
+    assert str(promql["basis"]).startswith("46 alarms (one per kind and its fleet count")
     assert promql["usd"] == 0  # no figure published: the samples are printed instead
     assert float(promql["quantity"]) > 0  # type: ignore[arg-type]
     # 40 volumes' reads, 7 metrics each a daily run; the 40 jobs' series are the emitter's OTLP
