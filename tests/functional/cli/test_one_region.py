@@ -85,8 +85,8 @@ def _first_lines(
 @pytest.mark.parametrize(
     ("region", "mode", "alarms"),
     [
-        ("eu-central-1", "classic", "58 Metrics Insights alarms and 0 PromQL alarms"),
-        ("us-west-2", "otel", "0 Metrics Insights alarms and 42 PromQL alarms"),
+        ("eu-central-1", "classic", "76 Metrics Insights alarms and 0 PromQL alarms"),
+        ("us-west-2", "otel", "0 Metrics Insights alarms and 46 PromQL alarms"),
     ],
 )
 def test_every_command_agrees_with_synth_with_the_region_in_the_environment(

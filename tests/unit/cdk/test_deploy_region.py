@@ -67,13 +67,13 @@ def test_the_line_names_region_source_mode_and_alarms() -> None:
     assert line == (
         "Region eu-central-1 (AWS_DEFAULT_REGION); Container Insights mode classic (unset: "
         "Classic, as AWS offers OTel Container Insights only in ap-southeast-1, "
-        "ap-southeast-2, eu-west-1, us-east-1, us-west-2); 58 Metrics Insights alarms and "
+        "ap-southeast-2, eu-west-1, us-east-1, us-west-2); 76 Metrics Insights alarms and "
         "0 PromQL alarms"
     )
     otel = settings_from_context({"cluster_name": "c", "region": "us-west-2"})
     assert deployment_line(otel, DeployRegion("us-west-2", "AWS_REGION"), {}).endswith(
         "mode otel (unset: OTel, as AWS offers it in this Region); 0 Metrics Insights alarms "
-        "and 42 PromQL alarms"
+        "and 46 PromQL alarms"
     )
 
 

@@ -359,7 +359,7 @@ def test_the_first_line_names_the_region_and_mode_priced(
     first = capsys.readouterr().out.splitlines()[0]
     assert first == (
         "Region us-east-1 (none set: the CDK CLI's default); Container Insights mode otel "
-        "(unset: OTel, as AWS offers it in this Region); 0 Metrics Insights alarms and 42 "
+        "(unset: OTel, as AWS offers it in this Region); 0 Metrics Insights alarms and 46 "
         "PromQL alarms"
     )
     assert main([*FLEET, "-c", "region=eu-central-1"]) == 0
