@@ -21,7 +21,9 @@ The two Container Insights modes are two configurations of the same chart (its v
 Both keep the agent's EMF listener, which the GPU exporter sends to. In Classic mode with
 ``serving_metrics`` the agent also scrapes the inference servers' counters and gauges
 (cdk/node_config/serving_prometheus.py): ``agent.prometheus.config`` with its target allocator,
-and the agent's ``logs.metrics_collected.prometheus``.
+and the agent's ``logs.metrics_collected.prometheus``. In OTel mode with ``serving_metrics`` the
+add-on collects vLLM and Ray itself, and ``agent.otelConfig`` adds a Prometheus receiver for
+the servers it does not (Triton, NIM: cdk/node_config/serving_otel.py).
 """
 
 import json
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdk.node_config.cloudwatch_agent_config import container_insights_agent_config
+from cdk.node_config.serving_otel import serving_otel_config
 from cdk.node_config.serving_prometheus import prometheus_agent_section, scrape_config
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 
@@ -63,6 +66,8 @@ class ObservabilityAddonConfiguration:
     mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC
     #: The chart's ``agent.prometheus`` (Classic mode's serving scrape), None: not set.
     prometheus: dict[str, Any] | None = None
+    #: The chart's ``agent.otelConfig`` (OTel mode's serving receiver), None: not set.
+    otel_config: dict[str, Any] | None = None
 
     @classmethod
     def for_gpu_cluster(
@@ -76,8 +81,8 @@ class ObservabilityAddonConfiguration:
         serving_metrics: bool = False,
     ) -> "ObservabilityAddonConfiguration":
         """Container Insights in ``mode`` with GPU metrics, and the EMF listener on; in Classic
-        mode with ``serving_metrics``, the inference servers' scrape as well (OTel mode's
-        add-on collects them itself)."""
+        mode with ``serving_metrics``, the inference servers' scrape as well; in OTel mode with
+        ``serving_metrics``, a receiver for the servers the add-on does not collect itself."""
         tolerations = (
             TOLERATE_ALL
             if tolerate_all_taints
@@ -95,6 +100,7 @@ class ObservabilityAddonConfiguration:
                 cluster_name
             )
             prometheus = {"config": scrape_config(), "targetAllocator": {"enabled": True}}
+        otel_config = None if classic or not serving_metrics else serving_otel_config(cluster_name)
         return cls(
             cluster_name=cluster_name,
             container_logs=container_logs,
@@ -102,6 +108,7 @@ class ObservabilityAddonConfiguration:
             agent_config=agent_config,
             mode=mode,
             prometheus=prometheus,
+            otel_config=otel_config,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -109,6 +116,7 @@ class ObservabilityAddonConfiguration:
             "agent": {
                 "config": self.agent_config,
                 **({"prometheus": self.prometheus} if self.prometheus is not None else {}),
+                **({"otelConfig": self.otel_config} if self.otel_config is not None else {}),
             },
             "containerLogs": {"enabled": self.container_logs},
             "tolerations": [toleration.to_dict() for toleration in self.tolerations],
