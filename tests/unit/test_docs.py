@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from cdk.settings import SETTING_KEYS
-from gpu_insights_agent.contract.metrics import ADDON_DCGM_FIELDS
 from cli.main import _parser, main
+from gpu_insights_agent.contract.metrics import ADDON_DCGM_FIELDS
 from tests.docs_text import DOCS, README, ROOT, context_keys, gpu_insights_commands, pages
 
 _OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")

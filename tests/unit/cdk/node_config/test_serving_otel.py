@@ -3,7 +3,6 @@ aws-observability/helm-charts templates/_helpers.tpl ``cloudwatch-agent.merge-ot
 chart 6.4.0), Prometheus' parser (promtool) and its relabelling rules."""
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +18,7 @@ from cdk.node_config.serving_otel import (
 )
 from gpu_insights_agent.contract.serving import SERVERS
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
-from tests.prometheus import binaries
-from tests.unit.cdk.node_config.test_serving_prometheus import _relabel
+from tests.unit.cdk.node_config.test_serving_prometheus import _relabel, promtool_check
 
 
 def _otel_values(serving_metrics: bool = True) -> dict[str, Any]:
@@ -91,7 +89,6 @@ def test_promtool_accepts_the_receivers_scrape_config(tmp_path: Path) -> None:
     """The collector hands the receiver's ``config`` to Prometheus' own parser once it has
     expanded ``${env:...}`` and ``$$``; Debian's promtool lacks Kubernetes discovery, so a
     static target stands in for it (as in test_serving_prometheus.py)."""
-    promtool, _ = binaries()
     jobs = list(_jobs().values())
     for job in jobs:
         job.pop("kubernetes_sd_configs")
@@ -99,10 +96,5 @@ def test_promtool_accepts_the_receivers_scrape_config(tmp_path: Path) -> None:
     text = yaml.safe_dump({"scrape_configs": jobs}).replace("$$", "$")
     path = tmp_path / "prometheus.yaml"
     path.write_text(text)
-    checked = subprocess.run(
-        [promtool, "check", "config", "--syntax-only", str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    checked = promtool_check(path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
