@@ -16,10 +16,12 @@ from typing import Final
 
 from gpu_insights_agent.contract.serving import (
     ERRORS_APART,
+    SERVERS,
     HistogramForm,
     MetricType,
     ServingMetric,
     Signal,
+    name_regex,
     serving_metric,
 )
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
@@ -56,9 +58,16 @@ def selector(
     models: "ModelFilter | None" = None,
     where: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """``{__name__="name", cluster="...", <the row's matchers>, <model matchers>}``."""
+    """``{__name__="name", cluster="...", <the row's matchers>, <model matchers>}``; for a
+    server whose metrics also arrive under Ray's spelling (vLLM: Ray Serve LLM's
+    ``ray_vllm_*``), ``__name__=~`` both spellings."""
+    name_matcher = (
+        f"__name__=~{quote_string(name_regex(name))}"
+        if SERVERS[metric.server].also_under_ray
+        else f"__name__={quote_string(name)}"
+    )
     matchers = [
-        f"__name__={quote_string(name)}",
+        name_matcher,
         f"{quote_label(labels.cluster)}={quote_string(cluster)}",
         *(f"{quote_label(k)}={quote_string(v)}" for k, v in metric.matchers),
         *(models.matchers(metric.model_label) if models else ()),
