@@ -273,6 +273,12 @@ SERVING_METRICS: Final[tuple[ServingMetric, ...]] = (
 )
 del _M, S, C, G, H
 
+#: vLLM's finish reasons, each a ``finished_reason`` value of ``vllm:request_success_total``:
+#: ``FINISH_REASON_STRINGS`` in vllm-project/vllm vllm/v1/engine/__init__.py, ("stop",
+#: "length", "abort", "error", "repetition") in the newest; older v1 releases have ("stop",
+#: "length", "abort") only.
+VLLM_FINISH_REASONS: Final = ("stop", "length", "abort", "error", "repetition")
+
 #: The servers whose requests counter does not count its errors (Triton: success and failure
 #: are two counters): their error ratio is errors over requests plus errors.
 ERRORS_APART: Final = frozenset({Server.TRITON})
