@@ -273,6 +273,46 @@ SERVING_METRICS: Final[tuple[ServingMetric, ...]] = (
 )
 del _M, S, C, G, H
 
+
+class HttpStatus:
+    """A server's HTTP layer: its requests counter by status class, which names no model (a
+    replica serves one: its model is read from the replica's ``joined`` gauge)."""
+
+    __slots__ = ("error", "handlers", "joined", "name", "server", "status_label")
+
+    def __init__(
+        self,
+        server: Server,
+        name: str,
+        status_label: str,
+        error: str,
+        handlers: str,
+        joined: Signal,
+    ) -> None:
+        self.server = server
+        self.name = name
+        self.status_label = status_label
+        #: The status label's value of a server error.
+        self.error = error
+        #: A regex of the inference handlers (not /metrics, /health).
+        self.handlers = handlers
+        #: The signal whose gauge carries the replica's model label.
+        self.joined = joined
+
+
+#: vLLM's OpenAI server counts its HTTP requests with prometheus_fastapi_instrumentator
+#: (vllm-project/vllm PR #15657; docs/design/metrics.md: ``http_requests_total{handler=
+#: "/v1/completions",method="POST",status="2xx"}``, the status grouped by class), so a 5xx is
+#: an error on every vLLM that has it, a crash or a failed request that never reached the
+#: engine included, where ``finished_reason="error"`` exists only in newer vLLM
+#: (``VLLM_FINISH_REASONS``): its error ratio is the HTTP one where the replica sends it, the
+#: engine's where not (``or``, so nothing is counted twice).
+HTTP_STATUS: Final[dict[Server, HttpStatus]] = {
+    Server.VLLM: HttpStatus(
+        Server.VLLM, "http_requests_total", "status", "5xx", "/v1/.*", Signal.RUNNING
+    ),
+}
+
 #: vLLM's finish reasons, each a ``finished_reason`` value of ``vllm:request_success_total``:
 #: ``FINISH_REASON_STRINGS`` in vllm-project/vllm vllm/v1/engine/__init__.py, ("stop",
 #: "length", "abort", "error", "repetition") in the newest; older v1 releases have ("stop",

@@ -225,3 +225,43 @@ def test_ray_serve_llms_vllm_series_are_read_as_vllms(ray_engine: PromQLClient) 
     assert _by_model(ray_engine.query(errors_query(CLUSTER, 5.0, LABELS).query, END)) == {
         "qwen": 0.2
     }
+
+
+GEMMA_OLD = _pod("gemma", "gemma-vllm", "gemma-vllm-6c-a", "ip-10-0-1-5.ec2.internal")
+PHI = _pod("phi", "phi-vllm", "phi-vllm-9b-a", "ip-10-0-1-6.ec2.internal")
+
+
+def _http_series() -> Iterator[Sample]:
+    """gemma: a vLLM whose finish reasons have no "error" (stop, length, abort), 10% of its
+    completions answered 5xx; phi: a newer vLLM with 5% engine errors and 8% 5xx (a crash's
+    failures among them). Both answer /metrics, which is no inference handler."""
+    for step in range(STEPS):
+        at = START + step * 30
+        for pod, engine_errors, http_5xx in ((GEMMA_OLD, 0.0, 10.0), (PHI, 5.0, 8.0)):
+            replica = {k: v for k, v in pod.items() if k not in ("model_name", "engine")}
+            yield "vllm:num_requests_running", pod, at, 4.0
+            for reason, per_step in (("stop", 100.0 - engine_errors), ("error", engine_errors)):
+                if per_step:
+                    labels = {**pod, "finished_reason": reason}
+                    yield "vllm:request_success_total", labels, at, step * per_step
+            for handler, status, per_step in (
+                ("/v1/completions", "2xx", 100.0 - http_5xx),
+                ("/v1/completions", "5xx", http_5xx),
+                ("/metrics", "2xx", 50.0),
+            ):
+                labels = {**replica, "handler": handler, "method": "POST", "status": status}
+                yield "http_requests_total", labels, at, step * per_step
+
+
+@pytest.fixture(scope="module")
+def http_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromQLClient]:
+    yield from _engine(tmp_path_factory, "http-serving", _http_series())
+
+
+def test_vllms_errors_are_its_5xx_where_it_counts_them_else_its_engines(
+    http_engine: PromQLClient,
+) -> None:
+    """gemma's engine never says "error", its HTTP layer does: 10%; phi's HTTP ratio (8%) is
+    read before its engine's (5%), not added to it."""
+    found = http_engine.query(errors_query(CLUSTER, 5.0, LABELS).query, END)
+    assert _by_model(found) == {"gemma": 0.1, "phi": 0.08}
