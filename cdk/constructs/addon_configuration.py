@@ -81,8 +81,8 @@ class ObservabilityAddonConfiguration:
         serving_metrics: bool = False,
     ) -> "ObservabilityAddonConfiguration":
         """Container Insights in ``mode`` with GPU metrics, and the EMF listener on; in Classic
-        mode with ``serving_metrics``, the inference servers' scrape as well; in OTel mode with
-        ``serving_metrics``, a receiver for the servers the add-on does not collect itself."""
+        mode with ``serving_metrics``, the inference servers' scrape as well (OTel mode's
+        add-on collects them itself)."""
         tolerations = (
             TOLERATE_ALL
             if tolerate_all_taints
@@ -100,6 +100,7 @@ class ObservabilityAddonConfiguration:
                 cluster_name
             )
             prometheus = {"config": scrape_config(), "targetAllocator": {"enabled": True}}
+        # OTel mode: the add-on collects vLLM and Ray; a receiver the servers it does not.
         otel_config = None if classic or not serving_metrics else serving_otel_config(cluster_name)
         return cls(
             cluster_name=cluster_name,
