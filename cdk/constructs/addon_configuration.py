@@ -21,7 +21,9 @@ The two Container Insights modes are two configurations of the same chart (its v
 Both keep the agent's EMF listener, which the GPU exporter sends to. In Classic mode with
 ``serving_metrics`` the agent also scrapes the inference servers' counters and gauges
 (cdk/node_config/serving_prometheus.py): ``agent.prometheus.config`` with its target allocator,
-and the agent's ``logs.metrics_collected.prometheus``.
+and the agent's ``logs.metrics_collected.prometheus``. In OTel mode with ``serving_metrics`` the
+add-on collects vLLM and Ray itself, and ``agent.otelConfig`` adds a Prometheus receiver for
+the servers it does not (Triton, NIM: cdk/node_config/serving_otel.py).
 """
 
 import json
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdk.node_config.cloudwatch_agent_config import container_insights_agent_config
+from cdk.node_config.serving_otel import serving_otel_config
 from cdk.node_config.serving_prometheus import prometheus_agent_section, scrape_config
 from cdk.node_config.tolerations import TOLERATE_ALL, Toleration, taint_tolerations
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
@@ -48,6 +51,8 @@ class ObservabilityAddonConfiguration:
     mode: ContainerInsightsMode = ContainerInsightsMode.CLASSIC
     #: The chart's ``agent.prometheus`` (Classic mode's serving scrape), None: not set.
     prometheus: dict[str, Any] | None = None
+    #: The chart's ``agent.otelConfig`` (OTel mode's serving receiver), None: not set.
+    otel_config: dict[str, Any] | None = None
 
     @classmethod
     def for_gpu_cluster(
@@ -78,6 +83,8 @@ class ObservabilityAddonConfiguration:
                 cluster_name
             )
             prometheus = {"config": scrape_config(), "targetAllocator": {"enabled": True}}
+        # OTel mode: the add-on collects vLLM and Ray; a receiver the servers it does not.
+        otel_config = None if classic or not serving_metrics else serving_otel_config(cluster_name)
         return cls(
             cluster_name=cluster_name,
             container_logs=container_logs,
@@ -85,6 +92,7 @@ class ObservabilityAddonConfiguration:
             agent_config=agent_config,
             mode=mode,
             prometheus=prometheus,
+            otel_config=otel_config,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -92,6 +100,7 @@ class ObservabilityAddonConfiguration:
             "agent": {
                 "config": self.agent_config,
                 **({"prometheus": self.prometheus} if self.prometheus is not None else {}),
+                **({"otelConfig": self.otel_config} if self.otel_config is not None else {}),
             },
             "containerLogs": {"enabled": self.container_logs},
             "tolerations": [toleration.to_dict() for toleration in self.tolerations],

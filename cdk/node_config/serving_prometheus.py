@@ -141,10 +141,10 @@ _DIMENSION_RELABELS: Final[tuple[dict[str, Any], ...]] = (
 )
 
 
-def scrape_job(discovery: Discovery) -> dict[str, Any]:
+def scrape_job(discovery: Discovery, names: tuple[str, ...] | None = None) -> dict[str, Any]:
     """One Prometheus scrape job: the server's pods on its port and path, the dimension labels,
-    and only the names the Classic agent keeps (the rest would be ingested as log events for
-    nothing)."""
+    and only ``names``, by default those the Classic agent keeps (the rest would be ingested as
+    log events for nothing)."""
     row = SERVERS[discovery.server]
     keep = [
         {
@@ -165,7 +165,7 @@ def scrape_job(discovery: Discovery) -> dict[str, Any]:
         "metric_relabel_configs": [
             {
                 "source_labels": ["__name__"],
-                "regex": _names_regex(kept_names(discovery.server)),
+                "regex": _names_regex(names or kept_names(discovery.server)),
                 "action": "keep",
             }
         ],

@@ -33,7 +33,12 @@ _SELECTOR: Final = re.compile(
     (?:\[[^\]]*\])?(?P<at>\s*@\s*(?:end|start)\(\))?""",
     re.VERBOSE,
 )
-_NAMED: Final = re.compile(r'^\s*(?:__name__\s*=\s*"[^"]+"|"[^"]+"\s*(?:,|$))')
+#: A metric name: ``__name__="..."``, the name alone, or ``__name__=~`` a pattern of a finite
+#: set of names (no ``.``, ``*`` or ``+``: vLLM's and Ray Serve LLM's spellings of one name,
+#: contract/serving.py ``name_regex``).
+_NAMED: Final = re.compile(
+    r'^\s*(?:__name__\s*=\s*"[^"]+"|__name__\s*=~\s*"[^".*+]+"|"[^"]+"\s*(?:,|$))'
+)
 #: The head of an aggregation over the rest of the query: its operator, grouping and the
 #: parenthesis its argument opens with.
 _AGGREGATION: Final = re.compile(

@@ -55,7 +55,7 @@ from cli.cost.prices import (
     tiered_metric_cost,
 )
 from cli.cost.promql_reads import Fleet, analyzer_reads, report_reads
-from cli.cost.serving import ServingSeries
+from cli.cost.serving import ClassicServingMetrics, ServingSeries
 from dashboards.bodies import all_dashboards
 from gpu_insights_agent.contract.metrics import (
     ADDON_DCGM_FIELDS,
@@ -275,6 +275,7 @@ def estimate(deployment: Deployment) -> list[LineItem]:
         *([_emitter_otlp(d)] if otlp else []),
         _container_insights(d),
         *([_serving_otlp(d)] if d.serving_replicas and _otel(s) else []),
+        *([_serving_classic(d)] if d.serving_replicas and _classic_scrape(s) else []),
         LineItem(
             "Container logs ingestion (Fluent Bit, on in the add-on)",
             logs_gb,
@@ -423,6 +424,23 @@ def _serving_otlp(d: Deployment) -> LineItem:
         gb * OTLP_METRICS.usd,
         OTLP_METRICS,
         series.basis(),
+    )
+
+
+def _classic_scrape(s: Settings) -> bool:
+    return s.serving_metrics and not _otel(s)
+
+
+def _serving_classic(d: Deployment) -> LineItem:
+    """The inference servers' counters and gauges Classic's scrape makes custom metrics."""
+    metrics = ClassicServingMetrics(d.serving_replicas, d.serving_models)
+    return LineItem(
+        "Inference servers' custom metrics (Classic scrape)",
+        metrics.metric_months,
+        "metric-months",
+        metrics.metric_months * CUSTOM_METRIC.usd,
+        CUSTOM_METRIC,
+        metrics.basis(),
     )
 
 

@@ -10,15 +10,26 @@ serving.py), not by hand: each distinct name a server sends for the signals the 
 dashboards and the serving analysis read, newest name only (a server of one version sends
 one), by type. A floor: a vLLM server exports more than the table's signals (prefix cache,
 per-request token histograms, its config), and the add-on collects them all.
+
+In Classic mode with ``serving_metrics`` the agent's scrape makes each replica's counters and
+gauges custom metrics in ContainerInsights/Prometheus, one per name and dimension set
+(cdk/node_config/serving_prometheus.py): ``ClassicServingMetrics`` counts them from the same
+declarations, vLLM's finished requests once per finish reason it defines.
 """
 
 from collections import Counter
 from dataclasses import dataclass
 from typing import Final
 
+from cdk.node_config.serving_prometheus import dimensions, kept_metrics
 from cli.cost.exporter import MINUTES_PER_MONTH, OTLP_BYTES_PER_DATAPOINT
 from gpu_insights_agent.contract.metrics import ADDON_DCGM_INTERVAL_S
-from gpu_insights_agent.contract.serving import SERVING_METRICS, MetricType, Server
+from gpu_insights_agent.contract.serving import (
+    SERVING_METRICS,
+    VLLM_FINISH_REASONS,
+    MetricType,
+    Server,
+)
 
 #: The server a replica is priced as: vLLM, the one of the table with the most series.
 PRICED_SERVER: Final = Server.VLLM
@@ -77,4 +88,40 @@ class ServingSeries:
             f"{self.bytes_per_scrape:,} bytes a scrape; the server's other series come on top. "
             "Priced as OTLP: the add-on's own series are at no additional charge while OTel "
             "Container Insights is in preview, so this is what they cost after it if billed so"
+        )
+
+
+#: The values each dimension label of a Classic declaration takes per replica and model.
+LABEL_VALUES: Final = {"finished_reason": len(VLLM_FINISH_REASONS)}
+
+
+def classic_metrics_per_model(server: Server = PRICED_SERVER) -> int:
+    """Custom metrics one replica of one model makes in Classic: each kept row's newest name
+    (a server of one version sends one), once per value of its matcher labels (vLLM's
+    ``vllm:request_success_total`` once per finish reason; its errors are one of them)."""
+    metrics: dict[str, int] = {}
+    for m in kept_metrics(server):
+        per_value = 1
+        for label in dimensions(m):
+            per_value *= LABEL_VALUES.get(label, 1)
+        metrics[m.names[0]] = per_value
+    return sum(metrics.values())
+
+
+@dataclass(frozen=True)
+class ClassicServingMetrics:
+    replicas: int
+    models: int
+
+    @property
+    def metric_months(self) -> int:
+        return self.replicas * self.models * classic_metrics_per_model()
+
+    def basis(self) -> str:
+        return (
+            f"{self.replicas:,} replicas (--serving-replicas) x {self.models} model(s) each "
+            f"(--serving-models) x {classic_metrics_per_model()} custom metrics, priced as "
+            f"{PRICED_SERVER} (its kept counters and gauges, vllm:request_success_total once per "
+            f"finish reason: {', '.join(VLLM_FINISH_REASONS)}); the scrape's EMF log events "
+            "come on top as log ingestion, unpriced: their size is the server's labels'"
         )

@@ -9,6 +9,7 @@ rule: one definition of "a GPU node that should report"; the GPU instances of th
 does not cover are read by cli/silence_coverage.py.
 """
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date
@@ -31,6 +32,7 @@ from cli.preflight.aws import read_addons, read_node_repair
 from cli.preflight.checks import OBSERVABILITY_ADDON, Addon, NodeRepair
 from cli.silence_coverage import read_ci_gpu_nodes, read_uncovered
 from cli.status.checks import ANALYZERS_RUN, WINDOW_S, Facts, Stack, Subscriptions
+from cli.status.serving import ALARM_SIGNALS, Missing, Seen, missing_series
 from gpu_insights_agent.contract.metrics import (
     CI_NODE_GPU_POWER_METRIC,
     DIM_CLUSTER,
@@ -38,11 +40,20 @@ from gpu_insights_agent.contract.metrics import (
     ExporterSink,
 )
 from gpu_insights_agent.contract.resource_names import alarm_name, stack_name
+from gpu_insights_agent.contract.serving import (
+    SERVERS,
+    SERVING_METRICS,
+    Server,
+    ServingMetric,
+    Signal,
+    ray_name,
+)
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
-from lambdas.shared.dcgm import DCGM_UTIL
+from lambdas.shared.dcgm import CLOUDWATCH, DCGM_UTIL
 from lambdas.shared.exporter_promql import ExporterQueries
 from lambdas.shared.metric_fetcher import MetricQuery, fetch
-from lambdas.shared.promql import PromQLClient, PromQLError
+from lambdas.shared.promql import PromQLClient, PromQLError, quote_label, quote_string
+from lambdas.shared.serving_queries import by_labels
 from lambdas.silence_check.aws import SilenceReadError, gpu_nodes, reported_gpus
 from lambdas.silence_check.config import DEFAULT_ARCHITECTURES, DEFAULT_GRACE_S
 from lambdas.silence_check.coverage import Uncovered
@@ -195,6 +206,63 @@ def read_reporting_gpus(
     return reported
 
 
+def read_serving_seen(
+    promql: PromQLClient, cluster: str, signals: Iterable[Signal], *, now: float
+) -> Seen:
+    """Per server and signal (its requests and ``signals``), the models its rows name now (the
+    query API's lookback): one query for every row, grouped by each name (vLLM's under Ray
+    Serve LLM's spelling too, contract/serving.py ``ray_name``) and the servers' model labels,
+    each series then told to its rows by its name."""
+    wanted = {Signal.REQUESTS, *signals}
+    rows: dict[str, list[ServingMetric]] = {}
+    for m in SERVING_METRICS:
+        if m.signal in wanted:
+            spellings = [*m.names, *(ray_name(n) for n in m.names)]
+            for name in spellings if SERVERS[m.server].also_under_ray else m.names:
+                rows.setdefault(name, []).append(m)
+    labels = by_labels(("__name__", *dict.fromkeys(r.model_label for r in SERVERS.values())))
+    names = "|".join(re.escape(n) for n in rows)
+    query = (
+        f"group by ({labels}) ({{__name__=~{quote_string(names)}, "
+        f"{quote_label(CLOUDWATCH.cluster)}={quote_string(cluster)}}})"
+    )
+    seen: dict[Server, dict[Signal, set[str]]] = {}
+    for series in promql.query(query, now):
+        for m in rows.get(series.labels.get("__name__", ""), []):
+            models = seen.setdefault(m.server, {}).setdefault(m.signal, set())
+            if series.labels.get(m.model_label):
+                models.add(series.labels[m.model_label])
+    return {s: {g: frozenset(v) for g, v in by.items()} for s, by in seen.items()}
+
+
+def _serving_signals(settings: Settings) -> tuple[Signal, ...]:
+    """The signals the deployment's serving alarms read per model: end-to-end latency only
+    where a target is set (cdk/alarms/serving_promql.py makes no alarm without)."""
+    e2e = settings.serving_e2e_p99_seconds is not None or bool(settings.serving_e2e_p99_targets)
+    return tuple(s for s in ALARM_SIGNALS if s is not Signal.E2E or e2e)
+
+
+def _read_serving_missing(
+    settings: Settings, clients: Clients, unreadable: dict[str, str], *, now: float
+) -> "tuple[Missing, ...] | None":
+    """OTel mode's serving alarms: each model signal they read with no series."""
+    signals = _serving_signals(settings)
+    targets = (*settings.serving_ttft_p99_targets, *settings.serving_e2e_p99_targets)
+    targeted = [model for model, _ in targets]
+    return _read(
+        unreadable,
+        "serving_series",
+        lambda: tuple(
+            missing_series(
+                read_serving_seen(_promql(clients), settings.cluster_name, signals, now=now),
+                targeted,
+                signals,
+            )
+        ),
+        None,
+    )
+
+
 def read_coverage(
     clients: Clients, cluster: str, *, dcgm_nodes: Iterable[str] | None
 ) -> tuple[Uncovered, ...]:
@@ -332,6 +400,11 @@ def gather(settings: Settings, clients: Clients, *, now: float) -> Facts:
             lambda: read_coverage(clients, cluster, dcgm_nodes=dcgm_nodes if otel else None),
             (),
         )
+    serving_missing = (
+        _read_serving_missing(settings, clients, unreadable, now=now)
+        if otel and settings.serving_alarms
+        else None
+    )
     repair: NodeRepair | None = None
     if clients.eks is not None:
         repair = _read(
@@ -386,5 +459,6 @@ def gather(settings: Settings, clients: Clients, *, now: float) -> Facts:
         findings=findings,
         report_week=week,
         node_repair=repair,
+        serving_missing=serving_missing,
         unreadable=unreadable,
     )

@@ -26,6 +26,9 @@ What "working" means, check by check:
 - ``alarms``: every alarm the deployment makes exists; those without data
   (INSUFFICIENT_DATA) and those in ALARM are named. The composite over the GPU alarms is left
   out: its state is theirs.
+- ``serving-series`` (OTel mode with serving alarms): every model whose series an SLO alarm
+  reads do not arrive, with its server and what to enable (cli/status/serving.py): an alarm
+  over a model with no series stays OK.
 - ``topic:<purpose>``: each topic has a confirmed subscriber; one awaiting confirmation is
   named. A critical topic nobody confirmed pages nobody: that fails.
 - ``analyzer:<name>``, ``weekly-report``: the newest findings file and report, which a run
@@ -48,6 +51,7 @@ from cli.preflight.checks import (
     check_node_repair,
     check_silence_coverage,
 )
+from cli.status.serving import Missing, check_serving_series
 from lambdas.shared.container_insights_mode import DEFAULT_MODE, ContainerInsightsMode
 from lambdas.shared.dcgm import DCGM_UTIL
 from lambdas.silence_check.coverage import Uncovered
@@ -120,6 +124,9 @@ class Facts:
     #: Auto repair of the GPU nodes (cli/preflight/checks.py ``check_node_repair``); None: not
     #: read (no EKS client, no such cluster) or unreadable.
     node_repair: NodeRepair | None = None
+    #: OTel mode with serving alarms: each model signal an alarm reads without series
+    #: (cli/status/serving.py); None: not read.
+    serving_missing: "tuple[Missing, ...] | None" = None
     unreadable: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -401,6 +408,12 @@ def run_checks(facts: Facts) -> list[Check]:
             facts.node_repair, unreadable=facts.unreadable.get("node_repair"), command="status"
         )
     checks.append(check_alarms(facts))
+    if facts.serving_missing is not None or "serving_series" in facts.unreadable:
+        checks.append(
+            check_serving_series(
+                facts.serving_missing or (), unreadable=facts.unreadable.get("serving_series")
+            )
+        )
     checks += [check_topic(facts, purpose) for purpose in TOPIC_OUTPUTS]
     if facts.stacks.get(ANALYZERS, Stack("", "")).outputs.get(REPORT_BUCKET_NAME) or (
         "report_bucket" in facts.unreadable

@@ -28,6 +28,8 @@ Read-only checks, after cdk deploy, that the cluster the settings name is watche
   node-repair:<group>     each GPU node group's auto repair, Auto Mode's and the node
                           monitoring agent's add-on, as preflight says them
   alarms                  every alarm exists; those without data or in ALARM, named
+  serving-series          otel with serving alarms: every model whose series an alarm reads
+                          do not arrive (its alarm silent), with its server and what to enable
   topic:<purpose>         critical, warning, report: a confirmed subscriber (those awaiting
                           confirmation, named)
   analyzer:<name>         the storage and training analyzers' newest findings, and

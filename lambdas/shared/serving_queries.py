@@ -16,10 +16,14 @@ from typing import Final
 
 from gpu_insights_agent.contract.serving import (
     ERRORS_APART,
+    HTTP_STATUS,
+    SERVERS,
     HistogramForm,
+    HttpStatus,
     MetricType,
     ServingMetric,
     Signal,
+    name_regex,
     serving_metric,
 )
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
@@ -56,9 +60,16 @@ def selector(
     models: "ModelFilter | None" = None,
     where: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """``{__name__="name", cluster="...", <the row's matchers>, <model matchers>}``."""
+    """``{__name__="name", cluster="...", <the row's matchers>, <model matchers>}``; for a
+    server whose metrics also arrive under Ray's spelling (vLLM: Ray Serve LLM's
+    ``ray_vllm_*``), ``__name__=~`` both spellings."""
+    name_matcher = (
+        f"__name__=~{quote_string(name_regex(name))}"
+        if SERVERS[metric.server].also_under_ray
+        else f"__name__={quote_string(name)}"
+    )
     matchers = [
-        f"__name__={quote_string(name)}",
+        name_matcher,
         f"{quote_label(labels.cluster)}={quote_string(cluster)}",
         *(f"{quote_label(k)}={quote_string(v)}" for k, v in metric.matchers),
         *(models.matchers(metric.model_label) if models else ()),
@@ -188,4 +199,46 @@ def error_ratio(
     total = per_second(requests, cluster, by, labels=labels, range_s=range_s)
     if errors.server in ERRORS_APART:
         total = f"({total}) + on ({by_labels(by)}) ({failed})"
-    return f"({failed}) / on ({by_labels(by)}) ({total})"
+    engine = f"({failed}) / on ({by_labels(by)}) ({total})"
+    if errors.server not in HTTP_STATUS:
+        return engine
+    http = HTTP_STATUS[errors.server]
+    answered = _http_per_model(http, errors, cluster, labels, range_s, ())
+    failed_http = _http_per_model(
+        http, errors, cluster, labels, range_s, ((http.status_label, http.error),)
+    )
+    return f"(({failed_http}) / on ({by_labels(by)}) ({answered})) or ({engine})"
+
+
+def _http_per_model(
+    http: HttpStatus,
+    errors: ServingMetric,
+    cluster: str,
+    labels: DcgmLabels,
+    range_s: int,
+    where: Sequence[tuple[str, str]],
+) -> str:
+    """The server's HTTP requests a second to its inference handlers per model group: each
+    replica's (its pod) joined to the model its ``joined`` gauge names."""
+    gauge_row = serving_metric(errors.server, http.joined)
+    if gauge_row is None:
+        raise ValueError(f"{errors.server} has no {http.joined} row to name a replica's model")
+    replica = (labels.cluster, labels.namespace, labels.deployment, labels.pod)
+    matchers = ", ".join(
+        [
+            f"__name__={quote_string(http.name)}",
+            f"{quote_label(labels.cluster)}={quote_string(cluster)}",
+            f"handler=~{quote_string(http.handlers)}",
+            *(f"{quote_label(k)}={quote_string(v)}" for k, v in where),
+        ]
+    )
+    rate = f"sum by ({by_labels(replica)}) (rate({{{matchers}}}[{minutes_of(range_s)}]))"
+    model = gauge_row.model_label
+    named = newest_first(
+        [
+            f"group by ({by_labels((*replica, model))}) ({selector(n, cluster, gauge_row, labels)})"
+            for n in gauge_row.names
+        ]
+    )
+    joined = f"({rate}) * on ({by_labels(replica)}) group_left ({quote_label(model)}) ({named})"
+    return f"sum by ({by_labels(model_group(errors, labels))}) ({joined})"

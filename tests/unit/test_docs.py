@@ -10,6 +10,7 @@ import pytest
 
 from cdk.settings import SETTING_KEYS
 from cli.main import _parser, main
+from gpu_insights_agent.contract.metrics import ADDON_DCGM_FIELDS
 from tests.docs_text import DOCS, README, ROOT, context_keys, gpu_insights_commands, pages
 
 _OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
@@ -170,3 +171,14 @@ def test_the_metrics_page_names_every_serving_metric_and_model_label() -> None:
         r.model_label for r in SERVERS.values()
     }
     assert {n for n in names if f"`{n}`" not in text} == set()
+
+
+def test_metrics_doc_counts_and_names_the_addons_dcgm_fields() -> None:
+    """docs/metrics.md says how many DCGM fields the add-on collects and names each: the
+    contract's ``ADDON_DCGM_FIELDS`` (ten, tensor activity included)."""
+
+    text = (DOCS / "metrics.md").read_text()
+    words = {9: "nine", 10: "ten", 11: "eleven"}
+    assert f"helm-charts): {words[len(ADDON_DCGM_FIELDS)]} fields" in text
+    assert f"the add-on's {words[len(ADDON_DCGM_FIELDS)]}." in text
+    assert [f for f in sorted(ADDON_DCGM_FIELDS) if f"`{f}`" not in text] == []

@@ -26,6 +26,7 @@ only where it sends no newer (``or`` after aggregation), so a version that sends
 its deprecation is not counted twice.
 """
 
+import re
 from typing import Final
 
 from gpu_insights_agent.contract.metrics import StrEnum
@@ -75,14 +76,25 @@ class HistogramForm(StrEnum):
 class ServerRow:
     """Where a server serves its metrics and which of its labels names the model."""
 
-    __slots__ = ("model_label", "path", "port", "server", "source")
+    __slots__ = ("also_under_ray", "model_label", "path", "port", "server", "source")
 
-    def __init__(self, server: Server, model_label: str, port: int, path: str, source: str):
+    def __init__(
+        self,
+        server: Server,
+        model_label: str,
+        port: int,
+        path: str,
+        source: str,
+        *,
+        also_under_ray: bool = False,
+    ):
         self.server = server
         self.model_label = model_label
         self.port = port
         self.path = path
         self.source = source
+        #: Its metrics also arrive under Ray's spelling (``ray_name``), from Ray Serve LLM.
+        self.also_under_ray = also_under_ray
 
 
 SERVERS: Final[dict[Server, ServerRow]] = {
@@ -91,7 +103,16 @@ SERVERS: Final[dict[Server, ServerRow]] = {
         # Every vLLM metric is labelled model_name (the served model name); V1 adds engine
         # (vllm-project/vllm vllm/v1/metrics/loggers.py ``labelnames = ["model_name",
         # "engine"]``); /metrics on the OpenAI server's port, 8000 (docs/design/metrics.md).
-        ServerRow(Server.VLLM, "model_name", 8000, "/metrics", "vllm docs/design/metrics.md"),
+        # Ray Serve LLM runs the same engine and exports the same metrics through Ray's, as
+        # ``ray_vllm_*`` (``ray_name``): read as vLLM's.
+        ServerRow(
+            Server.VLLM,
+            "model_name",
+            8000,
+            "/metrics",
+            "vllm docs/design/metrics.md",
+            also_under_ray=True,
+        ),
         # /v1/metrics on port 8000 (docs.nvidia.com/nim/large-language-models/latest/
         # observability.html); the model label is vLLM's, the engine NIM runs (UNCONFIRMED
         # in NIM's own docs).
@@ -195,9 +216,15 @@ SERVING_METRICS: Final[tuple[ServingMetric, ...]] = (
     _M(Server.VLLM, S.WAITING, ("vllm:num_requests_waiting",), G, "{request}"),
     _M(Server.VLLM, S.KV_CACHE, ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"), G, "1"),
     _M(Server.VLLM, S.PREEMPTIONS, ("vllm:num_preemptions_total",), C, "{preemption}"),
-    # NIM for LLMs (docs.nvidia.com/nim/large-language-models/latest/observability.html):
-    # request_finish_total counts every finished request, request_failure_total those that
-    # finished for another reason than stop or length.
+    # NIM for LLMs (docs.nvidia.com/nim/large-language-models/latest/observability.html)
+    # exports three request counters: request_finish_total, "Count of finished requests,
+    # differentiated by finish reason as label", request_success_total, "Count of successful
+    # requests", and request_failure_total, "Count of failed requests" (their HELP lines, as
+    # DataDog/integrations-core nvidia_nim/datadog_checks/nvidia_nim/metrics.py records a NIM
+    # scrape); NVIDIA's Run:ai page on NIM metrics says which: success "requests with finish
+    # reason 'stop' or 'length'", failure "requests with other finish reason"
+    # (docs.nvidia.com/run-ai, "NIM Observability Metrics via API"). So every finished request
+    # is in request_finish_total, the failures among them: requests over finish, not apart.
     _M(Server.NIM, S.REQUESTS, ("request_finish_total",), C, "{request}"),
     _M(Server.NIM, S.ERRORS, ("request_failure_total",), C, "{request}"),
     _M(Server.NIM, S.TTFT, ("time_to_first_token_seconds",), H, "s", seconds_per_unit=1),
@@ -246,9 +273,78 @@ SERVING_METRICS: Final[tuple[ServingMetric, ...]] = (
 )
 del _M, S, C, G, H
 
+
+class HttpStatus:
+    """A server's HTTP layer: its requests counter by status class, which names no model (a
+    replica serves one: its model is read from the replica's ``joined`` gauge)."""
+
+    __slots__ = ("error", "handlers", "joined", "name", "server", "status_label")
+
+    def __init__(
+        self,
+        server: Server,
+        name: str,
+        status_label: str,
+        error: str,
+        handlers: str,
+        joined: Signal,
+    ) -> None:
+        self.server = server
+        self.name = name
+        self.status_label = status_label
+        #: The status label's value of a server error.
+        self.error = error
+        #: A regex of the inference handlers (not /metrics, /health).
+        self.handlers = handlers
+        #: The signal whose gauge carries the replica's model label.
+        self.joined = joined
+
+
+#: vLLM's OpenAI server counts its HTTP requests with prometheus_fastapi_instrumentator
+#: (vllm-project/vllm PR #15657; docs/design/metrics.md: ``http_requests_total{handler=
+#: "/v1/completions",method="POST",status="2xx"}``, the status grouped by class), so a 5xx is
+#: an error on every vLLM that has it, a crash or a failed request that never reached the
+#: engine included, where ``finished_reason="error"`` exists only in newer vLLM
+#: (``VLLM_FINISH_REASONS``): its error ratio is the HTTP one where the replica sends it, the
+#: engine's where not (``or``, so nothing is counted twice).
+HTTP_STATUS: Final[dict[Server, HttpStatus]] = {
+    Server.VLLM: HttpStatus(
+        Server.VLLM, "http_requests_total", "status", "5xx", "/v1/.*", Signal.RUNNING
+    ),
+}
+
+#: vLLM's finish reasons, each a ``finished_reason`` value of ``vllm:request_success_total``:
+#: ``FINISH_REASON_STRINGS`` in vllm-project/vllm vllm/v1/engine/__init__.py, ("stop",
+#: "length", "abort", "error", "repetition") in the newest; older v1 releases have ("stop",
+#: "length", "abort") only.
+VLLM_FINISH_REASONS: Final = ("stop", "length", "abort", "error", "repetition")
+
 #: The servers whose requests counter does not count its errors (Triton: success and failure
 #: are two counters): their error ratio is errors over requests plus errors.
 ERRORS_APART: Final = frozenset({Server.TRITON})
+
+
+def ray_name(name: str) -> str:
+    """A vLLM metric's name as Ray Serve LLM exports it. vLLM's Ray wrappers replace every
+    character but ``[a-zA-Z0-9_]`` by ``_`` ("For compatibility with Ray + OpenTelemetry, the
+    metric name must be sanitized. In particular, this replaces disallowed character (e.g.,
+    ':') with '_'", vllm-project/vllm vllm/v1/metrics/ray_wrappers.py
+    ``_get_sanitized_opentelemetry_name``), and Ray prefixes an application's metrics with
+    ``ray_`` and writes a counter with ``_total`` as prometheus_client does (Ray Serve's own
+    ``serve_deployment_request_counter`` is ``ray_serve_deployment_request_counter_total``,
+    docs.ray.io serve/monitoring.html): ``vllm:request_success_total`` is
+    ``ray_vllm_request_success_total``, the ``ray_vllm_*`` family AWS's page on Ray with OTel
+    Container Insights lists. The labels are vLLM's (``model_name``, ``finished_reason``)."""
+    return "ray_" + re.sub(r"[^a-zA-Z0-9_]", "_", name)
+
+
+def name_regex(name: str) -> str:
+    """An RE2 pattern that matches ``name`` and its ``ray_name`` only (a character Ray
+    replaces matches itself or ``_``), so one selector reads a model served by vLLM or by
+    Ray Serve LLM: a replica sends one spelling, so nothing is counted twice."""
+    return "(ray_)?" + "".join(
+        c if re.fullmatch(r"[a-zA-Z0-9_]", c) else f"[{re.escape(c)}_]" for c in name
+    )
 
 
 def serving_metric(server: Server, signal: Signal) -> ServingMetric | None:

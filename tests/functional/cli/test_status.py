@@ -612,13 +612,14 @@ def test_otel_mode_reads_each_gpu_nodes_dcgm_series_with_promql(
     assert f"{lost} (" in check.detail
     assert "GPU 5 silent" in check.detail
     assert dcgm_engine["full"] not in check.detail
-    # One query for every node's GPUs, one for the indices of the node short of GPUs.
-    assert promql.requests == 2
+    # One query for every node's GPUs, one for the indices of the node short of GPUs, and one
+    # for the serving alarms' models (cli/status/aws.py read_serving_seen).
+    assert promql.requests == 3
     # Sent SigV4-signed to the Region's monitoring host, as CloudWatch takes them.
     sent = dcgm_engine["api"].answered
     assert [r.full_url for r in sent] == [
         "https://monitoring.us-west-2.amazonaws.com/api/v1/query"
-    ] * 2
+    ] * 3
     for request in sent:
         authorization = request.get_header("Authorization")
         assert authorization.startswith("AWS4-HMAC-SHA256 Credential=")

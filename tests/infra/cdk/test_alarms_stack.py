@@ -148,7 +148,7 @@ def test_otel_mode_deploys_the_serving_slo_alarms_as_promql_alarms(synth: Synth)
     assert ttft["Query"].startswith(
         '(histogram_quantile(0.99, sum by ("@resource.k8s.cluster.name", '
         '"@resource.k8s.namespace.name", "@resource.k8s.deployment.name", model_name) '
-        '(rate({__name__="vllm:time_to_first_token_seconds", '
+        '(rate({__name__=~"(ray_)?vllm[:_]time_to_first_token_seconds", '
         '"@resource.k8s.cluster.name"="train-prod"}[5m]))) > 2)'
     )
     assert (ttft["PendingPeriod"], ttft["RecoveryPeriod"]) == (300, 300)
@@ -157,9 +157,11 @@ def test_otel_mode_deploys_the_serving_slo_alarms_as_promql_alarms(synth: Synth)
     assert waiting["PendingPeriod"] == 240  # 10 waiting every sample of a minute, 5 minutes
     kv = serving["serving-kv-cache-full"]["EvaluationCriteria"]["PromQLCriteria"]
     assert kv["Query"] == kv_cache_full_query("train-prod").query
-    assert '"vllm:num_preemptions_total"' in kv["Query"]
+    assert '"(ray_)?vllm[:_]num_preemptions_total"' in kv["Query"]
     errors = serving["serving-errors"]["EvaluationCriteria"]["PromQLCriteria"]
     assert errors["Query"] == errors_query("train-prod", 5.0).query
+    # vLLM's 5xx where its HTTP layer counts them, its engine's "error" finish reason elsewhere.
+    assert '__name__="http_requests_total"' in errors["Query"]
     count = serving["serving-ttft-p99-at-cap"]["EvaluationCriteria"]["PromQLCriteria"]
     assert count["Query"] == f"count({ttft['Query']}) >= 90"
     assert serving["serving-ttft-p99"]["AlarmDescription"].startswith(

@@ -35,6 +35,11 @@ FREE_FORM: dict[tuple[str, ...], tuple[type, str]] = {
     # resource's spec.prometheus.config: a Prometheus configuration (global, scrape_configs),
     # checked by promtool in tests/unit/cdk/node_config/test_serving_prometheus.py.
     ("agent", "prometheus", "config"): (dict, "a Prometheus configuration"),
+    # templates/linux/cloudwatch-agent-custom-resource.yaml merges it with the generated OTel
+    # configuration ("cloudwatch-agent.merge-otel-configs", templates/_helpers.tpl), a map or a
+    # YAML string: an OTel collector configuration, checked in
+    # tests/unit/cdk/node_config/test_serving_otel.py.
+    ("agent", "otelConfig"): (dict, "an OTel collector configuration"),
     # Rendered as the pods' tolerations: each a Kubernetes Toleration, checked against its schema.
     ("tolerations",): (list, "Kubernetes tolerations"),
 }
@@ -112,13 +117,13 @@ def test_the_chart_check_finds_a_typo_a_wrong_type_and_an_unexplained_free_form_
     values = _gpu_values()
     values["containerLogs"]["enable"] = True
     values["agent"]["enabled"] = "true"
-    values["agent"]["otelConfig"] = {}
+    values["agent"]["env"] = []
     values["agent"]["config"] = "{}"
     values["tolerations"].append({"key": "x", "operater": "Exists"})
     assert _chart_problems(values, observability_chart_values()) == [
         "agent.config: str, the chart needs dict",
         "agent.enabled: str, the chart's default is bool",
-        "agent.otelConfig: free-form in the chart; say in FREE_FORM what it takes",
+        "agent.env: free-form in the chart; say in FREE_FORM what it takes",
         "containerLogs.enable: not a key of the chart",
     ]
     assert _toleration_problems(values["tolerations"]) == [

@@ -159,6 +159,14 @@ def _promql(query: str) -> dict[str, Any]:
 def test_the_rules_refuse_a_promql_widget_that_breaks_one() -> None:
     """Each mutation breaks one rule; the unbroken one passes."""
     assert body_rule_errors(_promql(BOUNDED)) == []
+    two_spellings = BOUNDED.replace(
+        '__name__="DCGM_FI_DEV_GPU_TEMP"', '__name__=~"(ray_)?DCGM[:_]FI_DEV_GPU_TEMP"'
+    )
+    assert body_rule_errors(_promql(two_spellings)) == []
+    any_name = BOUNDED.replace('__name__="DCGM_FI_DEV_GPU_TEMP"', '__name__=~"DCGM.+"')
+    assert body_rule_errors(_promql(any_name)) == [
+        f"'w': a PromQL selector without a metric name in {any_name!r}"
+    ]
     by_labels = BOUNDED.replace('__name__="DCGM_FI_DEV_GPU_TEMP"', 'gpu="0"')
     assert body_rule_errors(_promql(by_labels)) == [
         f"'w': a PromQL selector without a metric name in {by_labels!r}"

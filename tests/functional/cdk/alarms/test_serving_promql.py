@@ -24,7 +24,13 @@ from cdk.alarms.serving_promql import (
     quantile,
     waiting_query,
 )
-from gpu_insights_agent.contract.serving import HistogramForm, Server, Signal, serving_metric
+from gpu_insights_agent.contract.serving import (
+    HistogramForm,
+    Server,
+    Signal,
+    ray_name,
+    serving_metric,
+)
 from lambdas.shared.dcgm import CLOUDWATCH
 from lambdas.shared.promql import PromQLClient, Series
 from tests.prometheus import Sample, legacy_labels, serve, write_openmetrics
@@ -104,12 +110,18 @@ def _series() -> Iterator[Sample]:
         yield "vllm:num_preemptions_total", MISTRAL, at, 4.0
 
 
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromQLClient]:
-    folder: Path = tmp_path_factory.mktemp("serving")
-    write_openmetrics(folder / "serving.om", _series())
+def _engine(
+    tmp_path_factory: pytest.TempPathFactory, name: str, series: Iterator[Sample]
+) -> Iterator[PromQLClient]:
+    folder: Path = tmp_path_factory.mktemp(name)
+    write_openmetrics(folder / "serving.om", series)
     with serve(folder / "serving.om", folder / "data") as url:
         yield PromQLClient(endpoint=url, region="us-east-1", credentials=None)
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromQLClient]:
+    yield from _engine(tmp_path_factory, "serving", _series())
 
 
 def _by_model(series: list[Series]) -> dict[str, float]:
@@ -172,3 +184,84 @@ def test_the_kv_cache_alarm_needs_preemptions_and_reads_the_old_name(
         ("llama-vllm-5d8f-a", 0.97),
         ("llama-vllm-5d8f-b", 0.98),
     ]
+
+
+QWEN_RAY = {
+    **_pod("qwen", "", "qwen-raycluster-worker-a", "ip-10-0-1-4.ec2.internal"),
+    "ReplicaId": "r1",
+}
+
+
+def _ray_series() -> Iterator[Sample]:
+    """A Ray Serve LLM replica: vLLM's metrics under Ray's spelling (contract ``ray_name``)
+    and vLLM's labels; Ray's pods are no Deployment's."""
+    for name, labels, at, value in _histogram(QWEN_RAY, {2.5: 100}):
+        yield ray_name(name.removesuffix("_bucket")) + "_bucket", labels, at, value
+    for step in range(STEPS):
+        at = START + step * 30
+        for reason, per_step in (("stop", 80.0), ("error", 20.0)):
+            yield (
+                ray_name("vllm:request_success_total"),
+                {**QWEN_RAY, "finished_reason": reason},
+                at,
+                step * per_step,
+            )
+
+
+@pytest.fixture(scope="module")
+def ray_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromQLClient]:
+    yield from _engine(tmp_path_factory, "ray-serving", _ray_series())
+
+
+def test_ray_serve_llms_vllm_series_are_read_as_vllms(ray_engine: PromQLClient) -> None:
+    """``ray_vllm_*`` reaches vLLM's alarms: the TTFT p99 over its 2 s target (every request in
+    the 1-2.5 s bucket: p99 1 + 1.5 x 0.99 = 2.485 s), and 20% of its requests finished with
+    an error."""
+    default = latency_slo_query(
+        Signal.TTFT, CLUSTER, 2.0, (), form=HistogramForm.CLASSIC, labels=LABELS
+    )
+    assert default is not None
+    assert _by_model(ray_engine.query(default.query, END)) == {"qwen": 2.485}
+    assert _by_model(ray_engine.query(errors_query(CLUSTER, 5.0, LABELS).query, END)) == {
+        "qwen": 0.2
+    }
+
+
+GEMMA_OLD = _pod("gemma", "gemma-vllm", "gemma-vllm-6c-a", "ip-10-0-1-5.ec2.internal")
+PHI = _pod("phi", "phi-vllm", "phi-vllm-9b-a", "ip-10-0-1-6.ec2.internal")
+
+
+def _http_series() -> Iterator[Sample]:
+    """gemma: a vLLM whose finish reasons have no "error" (stop, length, abort), 10% of its
+    completions answered 5xx; phi: a newer vLLM with 5% engine errors and 8% 5xx (a crash's
+    failures among them). Both answer /metrics, which is no inference handler."""
+    for step in range(STEPS):
+        at = START + step * 30
+        for pod, engine_errors, http_5xx in ((GEMMA_OLD, 0.0, 10.0), (PHI, 5.0, 8.0)):
+            replica = {k: v for k, v in pod.items() if k not in ("model_name", "engine")}
+            yield "vllm:num_requests_running", pod, at, 4.0
+            for reason, per_step in (("stop", 100.0 - engine_errors), ("error", engine_errors)):
+                if per_step:
+                    labels = {**pod, "finished_reason": reason}
+                    yield "vllm:request_success_total", labels, at, step * per_step
+            for handler, status, per_step in (
+                ("/v1/completions", "2xx", 100.0 - http_5xx),
+                ("/v1/completions", "5xx", http_5xx),
+                ("/metrics", "2xx", 50.0),
+            ):
+                labels = {**replica, "handler": handler, "method": "POST", "status": status}
+                yield "http_requests_total", labels, at, step * per_step
+
+
+@pytest.fixture(scope="module")
+def http_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromQLClient]:
+    yield from _engine(tmp_path_factory, "http-serving", _http_series())
+
+
+def test_vllms_errors_are_its_5xx_where_it_counts_them_else_its_engines(
+    http_engine: PromQLClient,
+) -> None:
+    """gemma's engine never says "error", its HTTP layer does: 10%; phi's HTTP ratio (8%) is
+    read before its engine's (5%), not added to it."""
+    found = http_engine.query(errors_query(CLUSTER, 5.0, LABELS).query, END)
+    assert _by_model(found) == {"gemma": 0.1, "phi": 0.08}

@@ -1,6 +1,7 @@
 """The serving metric table: each server's names as its source writes them, the renames newest
 first, one row per server and signal."""
 
+import re
 from collections import Counter
 
 from gpu_insights_agent.contract.serving import (
@@ -9,6 +10,8 @@ from gpu_insights_agent.contract.serving import (
     MetricType,
     Server,
     Signal,
+    name_regex,
+    ray_name,
     servers_with,
     serving_metric,
 )
@@ -57,3 +60,19 @@ def test_model_labels_and_latency_units() -> None:
     assert ttft == {Server.VLLM: 1, Server.NIM: 1, Server.TRITON: 0.001}
     for m in SERVING_METRICS:
         assert (m.type is MetricType.HISTOGRAM) == (m.seconds_per_unit is not None), m
+
+
+def test_vllms_names_are_read_under_ray_serve_llms_spelling_too() -> None:
+    """Ray Serve LLM's ``ray_vllm_*``: vLLM's Ray wrappers sanitise ``:`` to ``_`` and Ray
+    prefixes ``ray_``; one pattern matches both spellings of a name and nothing else."""
+    assert SERVERS[Server.VLLM].also_under_ray
+    assert not any(r.also_under_ray for s, r in SERVERS.items() if s is not Server.VLLM)
+    assert ray_name("vllm:request_success_total") == "ray_vllm_request_success_total"
+    assert ray_name("vllm:num_requests_waiting") == "ray_vllm_num_requests_waiting"
+    for m in SERVING_METRICS:
+        for name in m.names if m.server is Server.VLLM else ():
+            pattern = re.compile(name_regex(name))
+            assert pattern.fullmatch(name), name
+            assert pattern.fullmatch(ray_name(name)), name
+            assert not pattern.fullmatch(f"{name}_bucket")
+            assert not pattern.fullmatch(name.replace("vllm:", "sglang:"))

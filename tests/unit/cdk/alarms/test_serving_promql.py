@@ -20,11 +20,11 @@ def test_cloudwatch_reads_a_histogram_by_its_own_name_without_le() -> None:
     assert query == (
         "histogram_quantile(0.9, "
         '(sum by ("@resource.k8s.cluster.name", "@resource.k8s.namespace.name", '
-        '"@resource.k8s.deployment.name", model_name) (rate({__name__="vllm:inter_token_latency_'
-        'seconds", "@resource.k8s.cluster.name"="prod"}[5m]))) or (sum by ('
+        '"@resource.k8s.deployment.name", model_name) (rate({__name__=~"(ray_)?vllm[:_]inter_'
+        'token_latency_seconds", "@resource.k8s.cluster.name"="prod"}[5m]))) or (sum by ('
         '"@resource.k8s.cluster.name", "@resource.k8s.namespace.name", '
-        '"@resource.k8s.deployment.name", model_name) (rate({__name__="vllm:time_per_output_'
-        'token_seconds", "@resource.k8s.cluster.name"="prod"}[5m]))))'
+        '"@resource.k8s.deployment.name", model_name) (rate({__name__=~"(ray_)?vllm[:_]time_per_'
+        'output_token_seconds", "@resource.k8s.cluster.name"="prod"}[5m]))))'
     )
     assert "_bucket" not in query
 

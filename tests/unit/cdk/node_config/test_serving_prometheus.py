@@ -136,13 +136,23 @@ def test_a_name_declared_with_two_dimension_sets_is_refused() -> None:
         _check_one_dimension_set_per_name(declarations)
 
 
+def promtool_check(path: Path) -> "subprocess.CompletedProcess[str]":
+    """``promtool check config --syntax-only`` of the file."""
+    promtool, _ = binaries()
+    return subprocess.run(
+        [promtool, "check", "config", "--syntax-only", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
 def test_promtool_accepts_the_scrape_config(tmp_path: Path) -> None:
     """Prometheus' own parser: the operator loads the same file with it
     (internal/manifests/collector/config_replace.go, ``promconfig``). Debian's build leaves
     Kubernetes discovery out ("field kubernetes_sd_configs not found"), so each job's pod
     discovery is checked to be exactly ``role: pod`` and stands in as a static target for the
     parser, which still reads every relabel regex, path and interval."""
-    promtool, _ = binaries()
     path = tmp_path / "prometheus.yaml"
 
     def for_debian(config: dict[str, Any]) -> str:
@@ -152,22 +162,12 @@ def test_promtool_accepts_the_scrape_config(tmp_path: Path) -> None:
         return yaml.safe_dump(config)
 
     path.write_text(for_debian(scrape_config()))
-    checked = subprocess.run(
-        [promtool, "check", "config", "--syntax-only", str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    checked = promtool_check(path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     broken = scrape_config()
     broken["scrape_configs"][0]["relabel_configs"][0]["regex"] = "8000("
     path.write_text(for_debian(broken))
-    refused = subprocess.run(
-        [promtool, "check", "config", "--syntax-only", str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    refused = promtool_check(path)
     assert refused.returncode != 0
 
 

@@ -9,12 +9,18 @@ import pytest
 from opentelemetry.proto.metrics.v1 import metrics_pb2
 
 from cli.cost.exporter import MINUTES_PER_MONTH, OTLP_BYTES_PER_DATAPOINT
-from cli.cost.serving import HISTOGRAM_BOUNDS, HISTOGRAM_EXTRA_BYTES, series_per_model
+from cli.cost.serving import (
+    HISTOGRAM_BOUNDS,
+    HISTOGRAM_EXTRA_BYTES,
+    classic_metrics_per_model,
+    series_per_model,
+)
 from cli.main import main
 from gpu_insights_agent.contract.serving import MetricType, Server
 
 OTEL = ["cost-estimate", "--nodes", "40", "--gpus-per-node", "8"]
 LINE = "Inference servers' OTLP metrics ingestion (add-on)"
+CLASSIC_LINE = "Inference servers' custom metrics (Classic scrape)"
 
 
 def _items(capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, dict[str, object]]:
@@ -105,3 +111,28 @@ def test_the_readmes_serving_figure_is_what_the_command_prints(
     (said,) = re.findall(r"about ([\d.]+) GB a replica-month", readme)
     one = _items(capsys, "--serving-replicas", "1")[LINE]
     assert f"{float(one['quantity']):.1f}" == said  # type: ignore[arg-type]
+
+
+def test_classic_prices_each_replicas_counters_and_gauges_as_custom_metrics(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Classic's scrape: a vLLM replica's 6 kept names (tokens in and out, preemptions,
+    running, waiting, KV cache) and its finished requests once per finish reason (5): 11
+    custom metrics; 20 replicas of 1 model, 220 at $0.30."""
+    assert classic_metrics_per_model() == 11
+    classic = ("-c", "container_insights_mode=classic")
+    assert CLASSIC_LINE not in _items(capsys, *classic)
+    line = _items(capsys, *classic, "--serving-replicas", "20")[CLASSIC_LINE]
+    assert line["quantity"] == 220
+    assert line["usd"] == pytest.approx(66.0)
+    off = _items(capsys, *classic, "--serving-replicas", "20", "-c", "serving_metrics=false")
+    assert CLASSIC_LINE not in off
+    # OTel mode prices the same replicas by their OTLP bytes instead.
+    assert CLASSIC_LINE not in _items(capsys, "--serving-replicas", "20")
+    root = Path(__file__).parents[4]
+    readme = " ".join((root / "README.md").read_text().split())
+    assert f"({classic_metrics_per_model()} a vLLM replica-month)" in readme
+    cli_doc = " ".join((root / "docs" / "cli.md").read_text().split())
+    assert f"({classic_metrics_per_model()} a replica and model," in cli_doc
+    metrics_doc = " ".join((root / "docs" / "metrics.md").read_text().split())
+    assert f"a vLLM replica sends {classic_metrics_per_model()} (" in metrics_doc
