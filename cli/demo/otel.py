@@ -32,6 +32,7 @@ from cli.demo.promql import (
     serve_blocks,
     write_openmetrics,
 )
+from cli.demo.realistic import nodes as ec2
 from cli.demo.realistic import otel
 from cli.demo.week import (
     DAYS,
@@ -56,7 +57,9 @@ from gpu_insights_agent.contract.metrics import (
     GpuMetric,
 )
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
+from lambdas.shared.dcgm import CLOUDWATCH as L
 from lambdas.shared.dcgm import DCGM_FB_TOTAL, DCGM_FB_USED, DCGM_POWER, DCGM_UTIL, MIB
+from lambdas.shared.kube_state import KSM_CAPACITY, KSM_GPU_RESOURCE, KSM_RESOURCE
 from lambdas.shared.promql import PromQLClient
 from lambdas.training_analyzer.gpu_hours.attribution import UNPLACED_NODE
 from lambdas.training_analyzer.gpu_hours.otel import read_holds
@@ -100,6 +103,34 @@ def week_samples(
                 if s.pod is not None:  # as the Classic run's pod_gpu_memory_*: held hours only
                     yield DCGM_FB_USED, labels, at, used
                     yield DCGM_FB_TOTAL, labels, at, H100_MEMORY_BYTES / MIB
+
+
+def capacity_labels(cluster: str, node: ec2.Node) -> dict[str, str]:
+    """The labels of a node's Kube State Metrics ``nvidia.com/gpu`` capacity as the add-on
+    sends it: KSM's ``node``, ``resource`` and ``unit``, the node and cluster on the resource
+    and the node's Kubernetes labels beside them (lambdas/shared/kube_state.py ``KSM_CAPACITY``)."""
+    return {
+        L.cluster: cluster,
+        L.node: node.name,
+        "node": node.name,
+        KSM_RESOURCE: KSM_GPU_RESOURCE,
+        "unit": "integer",
+    } | {L.node_label_prefix + k: v for k, v in node.labels.items()}
+
+
+def capacity_week_samples(
+    cluster: str, plan: WeekPlan = THIS_WEEK, hours: int = HOURS, interval: int = DEMO_INTERVAL_S
+) -> Iterator[Sample]:
+    """Each of the week's nodes' GPU capacity every ``interval``: all of its instance type's
+    GPUs, as KSM reports a node's capacity whatever its pods hold (Classic: week.py
+    ``capacity_data``)."""
+    for hour in range(hours):
+        for node, _, _, _ in NODES.values():
+            labels = capacity_labels(cluster, node)
+            start = plan.start + hour * 3600 + PHASE_S
+            gpus = float(node.instance_type.gpu_count)
+            for i in range(3600 // interval):
+                yield KSM_CAPACITY, labels, start + i * interval, gpus
 
 
 def exporter_week_samples(cluster: str, plan: WeekPlan = THIS_WEEK) -> Iterator[Sample]:

@@ -380,6 +380,7 @@ def test_the_demo_report_changes_on_a_real_last_week_and_ties_jobs_across_tables
     assert 13 * 86_400 < END - (LAST_WEEK.start + 1800) <= 14 * 86_400
     assert sorted(key.rsplit("/", 1)[1] for key in result.last_week_objects) == [
         "failures.csv",
+        "funnel.csv",
         "gpu-memory.csv",
         "report.csv",
         "report.html",
