@@ -16,7 +16,7 @@ CloudWatch, so no reader can fall back on them.
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Final
@@ -72,6 +72,8 @@ PHASE_S: Final = 15.0
 #: modes (at 300 s its last hour read 8/12 where the exporter's read 36/60), and half the
 #: default's samples keep Prometheus's block import of the two weeks short.
 DEMO_INTERVAL_S: Final = 60
+#: The week's GPU nodes (week.py ``NODES``).
+WEEK_NODES: Final = tuple(node for node, _, _, _ in NODES.values())
 #: The readings every sample carries (the GPU analyzer's), whatever the document holds.
 PAIRED: Final = frozenset({GpuMetric.UTILIZATION, GpuMetric.POWER_DRAW})
 
@@ -119,13 +121,17 @@ def capacity_labels(cluster: str, node: ec2.Node) -> dict[str, str]:
 
 
 def capacity_week_samples(
-    cluster: str, plan: WeekPlan = THIS_WEEK, hours: int = HOURS, interval: int = DEMO_INTERVAL_S
+    cluster: str,
+    plan: WeekPlan = THIS_WEEK,
+    hours: int = HOURS,
+    interval: int = DEMO_INTERVAL_S,
+    nodes: Sequence[ec2.Node] = WEEK_NODES,
 ) -> Iterator[Sample]:
     """Each of the week's nodes' GPU capacity every ``interval``: all of its instance type's
     GPUs, as KSM reports a node's capacity whatever its pods hold (Classic: week.py
     ``capacity_data``)."""
     for hour in range(hours):
-        for node, _, _, _ in NODES.values():
+        for node in nodes:
             labels = capacity_labels(cluster, node)
             start = plan.start + hour * 3600 + PHASE_S
             gpus = float(node.instance_type.gpu_count)

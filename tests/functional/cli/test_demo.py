@@ -23,6 +23,7 @@ from lambdas.notifier.notification import MAX_SUBJECT
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.findings import Kind
 from lambdas.weekly_report.job_waste import week_of
+from tests.functional.cli.one_figure import check_one_figure_per_fact
 from tests.prometheus import binaries
 
 
@@ -785,3 +786,32 @@ def test_the_otel_demo_without_prometheus_says_so_in_one_line(
     assert status == 2
     assert err.count("\n") == 1
     assert "apt-get install prometheus" in err
+
+
+def test_one_figure_per_fact_in_every_table_finding_action_and_csv(
+    demo: tuple[DemoResult, Path],
+) -> None:
+    """bert-data-bound's data-bound waste is one figure: each daily finding a whole UTC day
+    (48 GPU-hours, $131.88, $4,011 a month at that pace), the week's the same share of its 336
+    stepping GPU-hours in its job row, its action, the funnel's data-loading badput and the
+    showback CSV; a run at 07:00 no longer prices the 17 hours since the last midnight as its
+    "1-day lookback"."""
+    result, _ = demo
+    report = check_one_figure_per_fact(result.out_dir)
+    bert = [
+        f["evidence"]
+        for f in result.training_findings + result.monday_findings
+        if f["kind"] == "training_data_bound"
+    ]
+    assert [(e["gpu_hours"], e["waste_in_lookback_usd"]) for e in bert] == [(48, 131.88)] * 2
+    (row,) = [w for w in report["funnel"]["workloads"] if w["workload"] == "bert-data-bound"]
+    assert row["badput"]["data_loading"] == {"gpu_hours": 134.18, "usd": 923.16}
+    assert row["productive"]["gpu_hours"] == pytest.approx(336 - 134.18)
+    fleet = {stage: v["gpu_hours"] for stage, v in report["funnel"]["fleet"].items()}
+    # Three p5.48xlarge all week (8 GPUs x 168 hours each) and the replayed node's GPUs the
+    # exporter saw; EC2 bills 4,048 GPU-hours (its two hours of eight GPUs): 0.2% apart.
+    assert fleet["paid"] == 4040.0
+    assert fleet["allocated"] == 854.6
+    assert fleet["active"] == 747.0
+    drops = report["funnel"]["drops"]
+    assert drops["not_allocated"]["by_group"]["p5.48xlarge"]["gpu_hours"] == 3185.0
