@@ -458,10 +458,10 @@ def test_the_demo_reports_job_tables_agree_with_each_other_and_the_findings(
     share = bound["evidence"]["data_wait_share"]
     assert bert["waiting_usd"] == pytest.approx(share * 336 * 6.88, rel=2e-3)
     assert 900 < bert["waiting_usd"] < 0.5 * bert["held_usd"]
-    # The finding's own dollars say the window they cover (the demo's one-day lookback, by
-    # its hours: the analyzer's run at the demo's end) and that its GPU-hours are the hours
-    # the job stepped.
-    end = END - END % 3600
+    # The finding's own dollars say the window they cover (the demo's one-day lookback: the
+    # whole UTC day before the analyzer's run at the demo's end, the GPU-hour attribution's day)
+    # and that its GPU-hours are the hours the job stepped.
+    end = END - END % 86_400
 
     def utc(epoch: float) -> str:
         return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M")
@@ -803,7 +803,10 @@ def test_one_figure_per_fact_in_every_table_finding_action_and_csv(
         for f in result.training_findings + result.monday_findings
         if f["kind"] == "training_data_bound"
     ]
-    assert [(e["gpu_hours"], e["waste_in_lookback_usd"]) for e in bert] == [(48, 131.88)] * 2
+    # Saturday's (the Sunday 23:00 run's) and Sunday's (the Monday 07:00 run's): each a day of
+    # 48 stepping GPU-hours; the week's $923.16 is Sunday's $131.88 a day for seven days.
+    assert [e["gpu_hours"] for e in bert] == [48, 48]
+    assert round(bert[-1]["waste_in_lookback_usd"] * 7, 2) == 923.16
     (row,) = [w for w in report["funnel"]["workloads"] if w["workload"] == "bert-data-bound"]
     assert row["badput"]["data_loading"] == {"gpu_hours": 134.18, "usd": 923.16}
     assert row["productive"]["gpu_hours"] == pytest.approx(336 - 134.18)
