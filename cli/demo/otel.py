@@ -72,8 +72,8 @@ PHASE_S: Final = 15.0
 #: modes (at 300 s its last hour read 8/12 where the exporter's read 36/60), and half the
 #: default's samples keep Prometheus's block import of the two weeks short.
 DEMO_INTERVAL_S: Final = 60
-#: The week's GPU nodes (week.py ``NODES``).
-WEEK_NODES: Final = tuple(node for node, _, _, _ in NODES.values())
+#: The week's GPU nodes and the GPUs the demo's world gives each (week.py ``NODES``).
+WEEK_NODES: Final = tuple((node, count) for node, _, count, _ in NODES.values())
 #: The readings every sample carries (the GPU analyzer's), whatever the document holds.
 PAIRED: Final = frozenset({GpuMetric.UTILIZATION, GpuMetric.POWER_DRAW})
 
@@ -125,18 +125,16 @@ def capacity_week_samples(
     plan: WeekPlan = THIS_WEEK,
     hours: int = HOURS,
     interval: int = DEMO_INTERVAL_S,
-    nodes: Sequence[ec2.Node] = WEEK_NODES,
+    nodes: Sequence[tuple[ec2.Node, int]] = WEEK_NODES,
 ) -> Iterator[Sample]:
-    """Each of the week's nodes' GPU capacity every ``interval``: all of its instance type's
-    GPUs, as KSM reports a node's capacity whatever its pods hold (Classic: week.py
-    ``capacity_data``)."""
+    """Each of the week's nodes' GPU capacity every ``interval``, whatever its pods hold: the
+    GPUs the demo's world gives it (week.py ``NODES``, as Classic's ``capacity_data``)."""
     for hour in range(hours):
-        for node in nodes:
+        for node, gpus in nodes:
             labels = capacity_labels(cluster, node)
             start = plan.start + hour * 3600 + PHASE_S
-            gpus = float(node.instance_type.gpu_count)
             for i in range(3600 // interval):
-                yield KSM_CAPACITY, labels, start + i * interval, gpus
+                yield KSM_CAPACITY, labels, start + i * interval, float(gpus)
 
 
 def exporter_week_samples(cluster: str, plan: WeekPlan = THIS_WEEK) -> Iterator[Sample]:

@@ -261,7 +261,8 @@ def serving_week_samples(
         return replicas
     exporter = statistic_set_samples(exporter_week(cluster, plan), start=plan.start)
     # The serving node's GPU capacity, as Kube State Metrics reports every node's.
-    return chain(replicas, exporter, capacity_week_samples(cluster, plan, nodes=(NODE,)))
+    capacity = capacity_week_samples(cluster, plan, nodes=((NODE, len(GPU_OF)),))
+    return chain(replicas, exporter, capacity)
 
 
 def exporter_week(cluster: str, plan: WeekPlan = THIS_WEEK) -> list[dict[str, Any]]:

@@ -282,18 +282,18 @@ def _container_insights_data(
 
 
 def capacity_data(cluster: str, hour: int, start: float) -> list[dict[str, Any]]:
-    """Each node's ``node_gpu_limit`` in the hour: all its instance type's GPUs (a p5's eight,
-    the ones the demo simulates and the ones that publish nothing else), as Container Insights
-    publishes a node's capacity whatever its pods hold."""
+    """Each node's ``node_gpu_limit`` in the hour, whatever its pods hold: the GPUs the demo's
+    world gives it (``NODES``: the ones it simulates; a p5's other GPUs are not in the world,
+    which publishes nothing of them, so neither does its capacity, nor a silence alarm)."""
     return [
         _datum(
             CI_NODE_GPU_LIMIT_METRIC,
             ci.node_dimensions(cluster, name, node.instance_id),
             hour,
-            [float(node.instance_type.gpu_count)],
+            [float(count)],
             start=start,
         )
-        for name, (node, _, _, _) in NODES.items()
+        for name, (node, _, count, _) in NODES.items()
     ]
 
 

@@ -88,6 +88,7 @@ def week_funnel(
     for row in rows:
         key = (str(row["namespace"]), str(row["job"]))
         held = float(row.get("held_gpu_hours") or 0.0)
+        active = float(row.get("working_gpu_hours") or 0.0)
         value: float | None = None
         badput: dict[str, float] = {}
         source = ""
@@ -97,13 +98,14 @@ def week_funnel(
             value, badput = _training(row, by_job.get(key[1]), stepped[key[1]])
             source = "training steps"
         elif served and key in served:
-            value, source = served[key], "served tokens"
+            # Its active hours, at most those of the days it generated tokens.
+            value, source = min(served[key], active), "served tokens"
         workloads.append(
             Workload(
                 namespace=key[0],
                 workload=key[1],
                 allocated=held,
-                active=float(row.get("working_gpu_hours") or 0.0),
+                active=active,
                 faulted=float(row.get("faulted_gpu_hours") or 0.0),
                 productive=value,
                 badput=badput,

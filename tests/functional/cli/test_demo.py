@@ -819,10 +819,8 @@ def test_one_figure_per_fact_in_every_table_finding_action_and_csv(
     assert row["badput"]["data_loading"] == {"gpu_hours": 134.18, "usd": 923.16}
     assert row["productive"]["gpu_hours"] == pytest.approx(336 - 134.18)
     fleet = {stage: v["gpu_hours"] for stage, v in report["funnel"]["fleet"].items()}
-    # Three p5.48xlarge all week (8 GPUs x 168 hours each) and the replayed node's GPUs the
-    # exporter saw; EC2 bills 4,048 GPU-hours (its two hours of eight GPUs): 0.2% apart.
-    assert fleet["paid"] == 4040.0
-    assert fleet["allocated"] == 854.6
-    assert fleet["active"] == 747.0
+    # The week's nodes' seven GPUs all week (node_gpu_limit), and the four the exporter saw on
+    # the replayed node for two hours (no capacity series of it: the exporter's view).
+    assert fleet == {"paid": 1184.0, "allocated": 854.6, "active": 747.0, "productive": 537.82}
     drops = report["funnel"]["drops"]
-    assert drops["not_allocated"]["by_group"]["p5.48xlarge"]["gpu_hours"] == 3185.0
+    assert drops["not_allocated"]["by_group"]["p5.48xlarge"]["gpu_hours"] == 329.0
