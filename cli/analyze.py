@@ -131,6 +131,8 @@ def _analyze(
         result = storage_handler.analyze(config, clients, start, end)
         return result, list(result.findings), 0.0
     training = training_config(settings, report_bucket=report_bucket or "")
+    # The Lambda's window: the lookback's whole UTC days before the run's.
+    start, end = training_handler.training_window(end, settings.lookback_days)
     day = datetime.fromtimestamp(end, UTC).date()
     jobs = training_handler.analyze_jobs(training, clients, start, end, day)
     gpu_run, gpu_start, gpu_day = training_handler.attribute_gpu_hours(jobs, training, clients, end)

@@ -22,6 +22,7 @@ from typing import Any, Final
 from dashboards.body import body as _body
 from dashboards.body import typed_input as _typed_input
 from dashboards.cluster import CLUSTER_DASHBOARD, cluster_dashboard
+from dashboards.funnel import funnel_widgets
 from dashboards.metrics_insights import insights_sql
 from dashboards.promql import (
     RANK_WINDOW_S,
@@ -393,6 +394,7 @@ def gpu_fleet(
             [
                 [heading],
                 [*counts[:2], held_idle, *counts[2:]],
+                funnel_widgets(cluster, mode.mode, labels=mode.labels),
                 [
                     worst(OUTLIER_LOW_POWER, g.ALLOCATED_POWER_UTILIZATION, "AVG", "ASC", 100),
                     worst(OUTLIER_LOW_SM, g.SM_ACTIVE, "AVG", "ASC", 100),
@@ -454,6 +456,7 @@ def gpu_fleet(
                     300,
                 ),
             ],
+            funnel_widgets(cluster, mode.mode, labels=mode.labels),
             [
                 worst(OUTLIER_LOW_POWER, g.ALLOCATED_POWER_UTILIZATION, "AVG", "ASC", 100),
                 worst(OUTLIER_LOW_SM, g.SM_ACTIVE, "AVG", "ASC", 100),

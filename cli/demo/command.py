@@ -59,6 +59,7 @@ from cli.demo.notifications import NotificationsDemo, notifications_summary, run
 from cli.demo.otel import (
     DEMO_INTERVAL_S,
     OtelEngine,
+    capacity_week_samples,
     exporter_week_samples,
     joins,
     replay_samples,
@@ -95,6 +96,7 @@ from lambdas.shared.aws_clients import new_session
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.promql import promql_for
 from lambdas.weekly_report.failures_section import FAILURES_CSV
+from lambdas.weekly_report.funnel_section import FUNNEL_CSV
 from lambdas.weekly_report.memory_section import MEMORY_CSV
 from lambdas.weekly_report.serving_section import SERVING_CSV
 
@@ -521,7 +523,11 @@ def run_demo(
             cluster = settings.cluster_name
             engine.load(
                 "last-week",
-                chain(week_samples(cluster, LAST_WEEK), exporter_week_samples(cluster, LAST_WEEK)),
+                chain(
+                    week_samples(cluster, LAST_WEEK),
+                    exporter_week_samples(cluster, LAST_WEEK),
+                    capacity_week_samples(cluster, LAST_WEEK),
+                ),
             )
         return _run(out_dir, cdk_out, settings, engine, serving=serving)
 
@@ -671,6 +677,7 @@ def _run(
         this_week = chain(
             week_samples(cluster, THIS_WEEK),
             exporter_week_samples(cluster, THIS_WEEK),
+            capacity_week_samples(cluster, THIS_WEEK),
             # The runs and hours of steps every seed_training below writes, the Monday's too.
             training_samples((0.0, STORAGE_END + 3600)),
         )
@@ -746,7 +753,7 @@ def _run(
             clients, settings, result.backtest, out_dir, result.promql_raised
         )
         # The serving CSV is there only for a week that served (the OTel run's serving week).
-        written = ("report.json", "report.csv", MEMORY_CSV, FAILURES_CSV, SERVING_CSV)
+        written = ("report.json", "report.csv", MEMORY_CSV, FAILURES_CSV, FUNNEL_CSV, SERVING_CSV)
         result.files += [report_path, *(out_dir / n for n in written if (out_dir / n).exists())]
         if render_png(report_path, out_dir / "report.png"):
             result.files.append(out_dir / "report.png")

@@ -16,7 +16,7 @@ CloudWatch, so no reader can fall back on them.
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Final
@@ -32,6 +32,7 @@ from cli.demo.promql import (
     serve_blocks,
     write_openmetrics,
 )
+from cli.demo.realistic import nodes as ec2
 from cli.demo.realistic import otel
 from cli.demo.week import (
     DAYS,
@@ -56,7 +57,9 @@ from gpu_insights_agent.contract.metrics import (
     GpuMetric,
 )
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
+from lambdas.shared.dcgm import CLOUDWATCH as L
 from lambdas.shared.dcgm import DCGM_FB_TOTAL, DCGM_FB_USED, DCGM_POWER, DCGM_UTIL, MIB
+from lambdas.shared.kube_state import KSM_CAPACITY, KSM_GPU_RESOURCE, KSM_RESOURCE
 from lambdas.shared.promql import PromQLClient
 from lambdas.training_analyzer.gpu_hours.attribution import UNPLACED_NODE
 from lambdas.training_analyzer.gpu_hours.otel import read_holds
@@ -69,6 +72,8 @@ PHASE_S: Final = 15.0
 #: modes (at 300 s its last hour read 8/12 where the exporter's read 36/60), and half the
 #: default's samples keep Prometheus's block import of the two weeks short.
 DEMO_INTERVAL_S: Final = 60
+#: The week's GPU nodes and the GPUs the demo's world gives each (week.py ``NODES``).
+WEEK_NODES: Final = tuple((node, count) for node, _, count, _ in NODES.values())
 #: The readings every sample carries (the GPU analyzer's), whatever the document holds.
 PAIRED: Final = frozenset({GpuMetric.UTILIZATION, GpuMetric.POWER_DRAW})
 
@@ -100,6 +105,36 @@ def week_samples(
                 if s.pod is not None:  # as the Classic run's pod_gpu_memory_*: held hours only
                     yield DCGM_FB_USED, labels, at, used
                     yield DCGM_FB_TOTAL, labels, at, H100_MEMORY_BYTES / MIB
+
+
+def capacity_labels(cluster: str, node: ec2.Node) -> dict[str, str]:
+    """The labels of a node's Kube State Metrics ``nvidia.com/gpu`` capacity as the add-on
+    sends it: KSM's ``node``, ``resource`` and ``unit``, the node and cluster on the resource
+    and the node's Kubernetes labels beside them (lambdas/shared/kube_state.py ``KSM_CAPACITY``)."""
+    return {
+        L.cluster: cluster,
+        L.node: node.name,
+        "node": node.name,
+        KSM_RESOURCE: KSM_GPU_RESOURCE,
+        "unit": "integer",
+    } | {L.node_label_prefix + k: v for k, v in node.labels.items()}
+
+
+def capacity_week_samples(
+    cluster: str,
+    plan: WeekPlan = THIS_WEEK,
+    hours: int = HOURS,
+    interval: int = DEMO_INTERVAL_S,
+    nodes: Sequence[tuple[ec2.Node, int]] = WEEK_NODES,
+) -> Iterator[Sample]:
+    """Each of the week's nodes' GPU capacity every ``interval``, whatever its pods hold: the
+    GPUs the demo's world gives it (week.py ``NODES``, as Classic's ``capacity_data``)."""
+    for hour in range(hours):
+        for node, gpus in nodes:
+            labels = capacity_labels(cluster, node)
+            start = plan.start + hour * 3600 + PHASE_S
+            for i in range(3600 // interval):
+                yield KSM_CAPACITY, labels, start + i * interval, float(gpus)
 
 
 def exporter_week_samples(cluster: str, plan: WeekPlan = THIS_WEEK) -> Iterator[Sample]:

@@ -69,6 +69,7 @@ from cli.demo.exporter import (
 )
 from cli.demo.jobs import ALARM_JOBS, AlarmJob, Phase, emitter_samples
 from cli.demo.notifications import ACCOUNT, _deployed, _received, _subscription
+from cli.demo.otel import capacity_labels
 from cli.demo.otlp import KeptRequests, otlp_samples
 from cli.demo.promql import Sample, serving
 from cli.demo.realistic import nodes as ec2
@@ -358,13 +359,7 @@ def capacity_samples(cluster: str) -> Iterator[Sample]:
     KSM's ``node``, ``resource`` and ``unit`` labels, the node and cluster on the resource and
     the node's labels beside them (cdk/alarms/promql.py ``KSM_CAPACITY``)."""
     for node in (REPLAYED, STEADY, SILENT, SERVING):
-        labels = {
-            L.cluster: cluster,
-            L.node: node.name,
-            "node": node.name,
-            KSM_RESOURCE: KSM_GPU_RESOURCE,
-            "unit": "integer",
-        } | {L.node_label_prefix + k: v for k, v in node.labels.items()}
+        labels = capacity_labels(cluster, node)
         at = START
         while at < END:
             yield KSM_CAPACITY, labels, at, float(node.instance_type.gpu_count)

@@ -22,7 +22,7 @@ from itertools import chain
 from typing import Any, Final
 
 from cdk.alarms.power_table import gpu_power
-from cli.demo.otel import DEMO_INTERVAL_S, PHASE_S
+from cli.demo.otel import DEMO_INTERVAL_S, PHASE_S, capacity_week_samples
 from cli.demo.otlp import statistic_set_samples
 from cli.demo.promql import Sample
 from cli.demo.realistic import nodes as ec2
@@ -259,7 +259,10 @@ def serving_week_samples(
     replicas = serving_samples(cluster, times, week_load, DEMO_INTERVAL_S if gpus else None)
     if not gpus:
         return replicas
-    return chain(replicas, statistic_set_samples(exporter_week(cluster, plan), start=plan.start))
+    exporter = statistic_set_samples(exporter_week(cluster, plan), start=plan.start)
+    # The serving node's GPU capacity, as Kube State Metrics reports every node's.
+    capacity = capacity_week_samples(cluster, plan, nodes=((NODE, len(GPU_OF)),))
+    return chain(replicas, exporter, capacity)
 
 
 def exporter_week(cluster: str, plan: WeekPlan = THIS_WEEK) -> list[dict[str, Any]]:

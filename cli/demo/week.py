@@ -56,6 +56,7 @@ from cli.demo.realistic import nodes as ec2
 from cli.demo.realistic import pods as k8s
 from cli.demo.storage import END
 from gpu_insights_agent.contract.metrics import (
+    CI_NODE_GPU_LIMIT_METRIC,
     CI_NODE_GPU_POWER_METRIC,
     CI_POD_GPU_MEMORY_TOTAL_METRIC,
     CI_POD_GPU_MEMORY_USED_METRIC,
@@ -280,6 +281,22 @@ def _container_insights_data(
     )
 
 
+def capacity_data(cluster: str, hour: int, start: float) -> list[dict[str, Any]]:
+    """Each node's ``node_gpu_limit`` in the hour, whatever its pods hold: the GPUs the demo's
+    world gives it (``NODES``: the ones it simulates; a p5's other GPUs are not in the world,
+    which publishes nothing of them, so neither does its capacity, nor a silence alarm)."""
+    return [
+        _datum(
+            CI_NODE_GPU_LIMIT_METRIC,
+            ci.node_dimensions(cluster, name, node.instance_id),
+            hour,
+            [float(count)],
+            start=start,
+        )
+        for name, (node, _, count, _) in NODES.items()
+    ]
+
+
 @dataclass
 class WeekSeeder:
     """Iterated, it writes the week a day at a time and yields, after each day but the last,
@@ -315,6 +332,7 @@ class WeekSeeder:
         exporter = exporter_data(self.cluster, self.plan, hours) if self.exporter else []
         insights: list[dict[str, Any]] = []
         for hour in hours if self.container_insights else ():
+            insights += capacity_data(self.cluster, hour, self.plan.start)
             for node, gpu in GPUS:
                 sample = _behaviour(node, gpu, hour, self.plan)
                 insights += _container_insights_data(self.cluster, sample, self.plan.start)

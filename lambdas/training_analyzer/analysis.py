@@ -158,9 +158,9 @@ def _utc(epoch: float) -> str:
 
 
 def lookback_phrase(data: JobData) -> str:
-    """ "its 1-day lookback (2026-11-29 07:00 to 2026-11-30 07:00 UTC)": the window named by
-    its hours, so a reader can tell it from the GPU-hour attribution's calendar day (a run at
-    07:00 looks back to 07:00; the attribution holds yesterday 00:00-24:00)."""
+    """ "its 1-day lookback (2026-11-29 00:00 to 2026-11-30 00:00 UTC)": the window named by
+    its hours (the handler's: the lookback's whole UTC days before the run's,
+    handler.training_window), so a reader can tell which days a figure covers."""
     words = f"its {lookback_words(data.lookback_hours)} lookback"
     if data.window_end is None:
         return words

@@ -14,7 +14,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
-from lambdas.shared.events import analysis_window, scheduled_time
+from lambdas.shared.events import scheduled_time
 from lambdas.shared.findings import AnalysisRun, stamped
 from lambdas.shared.promql import PromQLClient, promql_for
 from lambdas.shared.publisher import (
@@ -57,6 +57,17 @@ def attributed_day(end: float) -> tuple[float, float, date]:
     day_end = end - end % 86_400
     start = day_end - 86_400
     return start, day_end, datetime.fromtimestamp(start, UTC).date()
+
+
+def training_window(end: float, lookback_days: int) -> tuple[float, float]:
+    """``(start, end)`` of the training analysis a run at ``end`` makes: the lookback's whole
+    UTC days that end where the GPU-hour attribution's day ends (``attributed_day``). A job's
+    GPU-hours and dollars in its findings are then of the same hours as the attribution's
+    table, the report and the GPU memory right-sizing, and a "1-day lookback" is a day of data:
+    a window that ran past the data's last hour (a run at 07:00 over 07:00 to 07:00) counted
+    the hours since midnight as a day's and priced 17 stepping hours a month at a day's pace."""
+    _, day_end, _ = attributed_day(end)
+    return day_end - lookback_days * 86_400, day_end
 
 
 def _put_json(s3: Any, bucket: str, key: str, document: Any) -> None:
@@ -147,7 +158,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     one ``shard`` or the ``merge`` (lambdas/training_analyzer/fleet.py), by ``event["mode"]``."""
     config = TrainingConfig.current()
     cluster, bucket, price = config.cluster_name, config.report_bucket, config.gpu_hour_usd
-    start, end = analysis_window(scheduled_time(event).timestamp(), config.lookback_days)
+    start, end = training_window(scheduled_time(event).timestamp(), config.lookback_days)
     day = datetime.fromtimestamp(end, UTC).date()
     mode = event.get("mode")
     if mode == "plan":
@@ -271,11 +282,11 @@ def right_size_memory(
     later that reads a different count of the same notebook's hours. Read-only."""
     cloudwatch = clients("cloudwatch")
     otel = config.container_insights_mode is ContainerInsightsMode.OTEL
-    _, day_end, _ = attributed_day(end)
+    start, day_end = training_window(end, config.lookback_days)
     return analyze_gpu_memory(
         cloudwatch=cloudwatch,
         cluster=config.cluster_name,
-        start=day_end - config.lookback_days * 86_400,
+        start=start,
         end=day_end,
         gpu_hour_usd=config.gpu_hour_usd,
         thresholds=config.memory_thresholds,

@@ -9,6 +9,7 @@ from datetime import date
 from typing import Any, Final
 
 from lambdas.weekly_report.actions import week_actions
+from lambdas.weekly_report.funnel_section import week_funnel
 from lambdas.weekly_report.job_waste import job_rows
 from lambdas.weekly_report.memory_section import memory_rows
 from lambdas.weekly_report.waste import CLASSES
@@ -157,6 +158,9 @@ class WeekFigures:
     #: Inference serving per model and workload, its price per million output tokens this
     #: week and last, and its findings (serving_section.serving_figures); empty: none read.
     serving: dict[str, Any] = field(default_factory=dict)
+    #: The GPU-hour funnel: paid, allocated, active, productive, each drop named
+    #: (funnel_section.week_funnel).
+    funnel: dict[str, Any] = field(default_factory=dict)
 
     def change(self, name: str) -> float | None:
         """This week's headline figure minus last week's, where both exist."""
@@ -223,6 +227,7 @@ def week_figures(
     waste: dict[str, Any] | None = None,
     previous: dict[str, float | None] | None = None,
     storage_analyzed: bool = True,
+    served: dict[tuple[str, str], float] | None = None,
 ) -> WeekFigures:
     """``waste`` is the week's attribution (``week_waste``): the only source of GPU-hours.
     ``storage_analyzed``: a storage analysis ran in the week (a storage findings file, empty or
@@ -280,6 +285,8 @@ def week_figures(
     every = week_actions(figures.waste, jobs, unique)
     figures.actions = every[:ACTIONS]
     figures.priced_waste_usd = round(sum(a["usd"] for a in every), 2)
+    if figures.waste:
+        figures.funnel = week_funnel(figures.waste, jobs, served)
     # The training jobs: the week's held GPU-hours where the attribution has them, the rest by
     # the training analyzer's own cost of them (its lookback), which only orders them.
     training = [j for j in jobs if not j["inferred"] and j["job"] in job_costs]

@@ -43,6 +43,7 @@ from lambdas.weekly_report.figures import (
     read_findings,
     week_figures,
 )
+from lambdas.weekly_report.funnel_section import FUNNEL_CSV, funnel_csv, served_gpu_hours
 from lambdas.weekly_report.memory_section import MEMORY_CSV, memory_csv
 from lambdas.weekly_report.render import html_report, text_summary
 from lambdas.weekly_report.serving_section import (
@@ -128,6 +129,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     tables = {d: t for d, t in daily.items() if t is not None}
     before = _document(s3, bucket, report_prefix(cluster, last_week) + "report.json") or {}
     waste = week_waste(tables, gpu_hour_usd=price, previous=before.get("waste"))
+    this_week = serving_days(s3, bucket, cluster, start, end)
     figures = week_figures(
         cluster=cluster,
         week=week,
@@ -140,6 +142,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         waste=waste,
         previous={k: before.get(k) for k in HEADLINE},  # last week's report, read once above
         storage_analyzed=STORAGE_ANALYZER in analyzers,
+        served=served_gpu_hours(this_week.rows),
     )
     prefix = report_prefix(cluster, week)
     console = f"https://s3.console.aws.amazon.com/s3/object/{bucket}?prefix={prefix}report.html"
@@ -159,7 +162,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     # Inference serving: the week's tables against the week before's.
     week_before = start.fromordinal(start.toordinal() - 7)
     serving = serving_figures(
-        serving_days(s3, bucket, cluster, start, end),
+        this_week,
         serving_days(s3, bucket, cluster, week_before, start),
         files.findings,
     )
@@ -171,6 +174,13 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         Key=prefix + "report.json",
         Body=json.dumps(document, default=str).encode(),
         ContentType="application/json",
+    )
+    # Each workload's GPU-hour funnel, for a spreadsheet.
+    s3.put_object(
+        Bucket=bucket,
+        Key=prefix + FUNNEL_CSV,
+        Body=funnel_csv(figures.funnel, cluster=cluster, week=week).encode(),
+        ContentType="text/csv; charset=utf-8",
     )
     # The per-namespace showback table, for a spreadsheet.
     s3.put_object(

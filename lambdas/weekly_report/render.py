@@ -8,6 +8,7 @@ from lambdas.training_analyzer.gpu_hours.findings import HOURS_PER_MONTH
 from lambdas.weekly_report.charts import bar_chart, line_chart
 from lambdas.weekly_report.failures_section import failures_section
 from lambdas.weekly_report.figures import WeekFigures, class_key, headline
+from lambdas.weekly_report.funnel_section import funnel_section
 from lambdas.weekly_report.html_table import html_table
 from lambdas.weekly_report.job_waste import HOURS_PER_WEEK
 from lambdas.weekly_report.memory_section import memory_section
@@ -314,6 +315,7 @@ def html_report(figures: WeekFigures, *, link: str | None = None) -> str:
     parts += [_tile(name, value, delta) for name, value, delta in tiles]
     parts.append("</div>")
     parts.append(waste_section(f.waste))
+    parts.append(funnel_section(f.funnel))
     if f.days:
         days = [d["day"][5:] for d in f.days]
         parts.append('<h2 id="gpus">GPUs</h2>')

@@ -89,6 +89,27 @@ def _classes(table: Mapping[str, Any]) -> dict[str, float]:
     return {str(c): float(found.get(str(c)) or 0.0) for c in CLASSES}
 
 
+def _node_sums(days: Iterable[Mapping[str, Any]], name: str) -> dict[str, float]:
+    """A per-node figure of the day tables (``held_by_node``), summed over the days."""
+    sums: dict[str, float] = {}
+    for table in days:
+        for node, hours in (table.get(name) or {}).items():
+            sums[str(node)] = sums.get(str(node), 0.0) + float(hours or 0.0)
+    return {node: round(hours, 2) for node, hours in sorted(sums.items())}
+
+
+def week_capacity(days: Iterable[Iterable[Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """The days' ``capacity`` rows summed per node (its group: the last day's)."""
+    nodes: dict[str, dict[str, Any]] = {}
+    for rows in days:
+        for row in rows:
+            node = str(row.get("node", ""))
+            total = nodes.setdefault(node, {"node": node, "gpu_hours": 0.0})
+            total["gpu_hours"] += float(row.get("gpu_hours") or 0.0)
+            total["group"] = str(row.get("group") or total.get("group") or "")
+    return [{**row, "gpu_hours": round(row["gpu_hours"], 2)} for _, row in sorted(nodes.items())]
+
+
 def week_waste(
     tables: Mapping[str, Mapping[str, Any]],
     *,
@@ -107,10 +128,8 @@ def week_waste(
         for name, value in hours.items():
             classes[name] += value
         by_day.append({"day": day, **{k: round(v, 2) for k, v in hours.items()}})
-    idle_nodes: dict[str, float] = {}
-    for table in days:
-        for node, hours in (table.get("not_held_by_node") or {}).items():
-            idle_nodes[str(node)] = idle_nodes.get(str(node), 0.0) + float(hours or 0.0)
+    idle_nodes = _node_sums(days, "not_held_by_node")
+    by_node = {name: _node_sums(days, name) for name in ("held_by_node", "seen_by_node")}
     namespaces = _sum_rows((r for t in days for r in t.get("namespaces", [])), ("namespace",))
     jobs = _sum_rows((r for t in days for r in t.get("jobs", [])), ("namespace", "job"))
     before = previous or {}
@@ -130,6 +149,11 @@ def week_waste(
         "not_held_by_node": {
             n: round(h, 2) for n, h in sorted(idle_nodes.items(), key=lambda nh: (-nh[1], nh[0]))
         },
+        **by_node,
+        # Each GPU node's paid GPU-hours (the funnel's, goodput/capacity.py), and where the
+        # days' came from ("container_insights", or "exporter" where it stood in).
+        "capacity": week_capacity(t.get("capacity") or [] for t in days),
+        "capacity_sources": sorted({str(t.get("capacity_source", "")) for t in days} - {""}),
         "namespaces": namespaces,
         "jobs": [j for j in jobs if j["not_working_gpu_hours"] > 0][:top],
         # The full job list, for next week's change.

@@ -357,6 +357,12 @@ CI_NODE_GPU_POWER_METRIC: Final = "node_gpu_power_draw"
 CI_POD_GPU_MEMORY_USED_METRIC: Final = "pod_gpu_memory_used"
 CI_POD_GPU_MEMORY_TOTAL_METRIC: Final = "pod_gpu_memory_total"
 CI_NODE_GPU_SCHEMA: Final = (DIM_CLUSTER, DIM_GPU_DEVICE, "InstanceId", "InstanceType", DIM_NODE)
+#: Container Insights' GPUs of a node, "The total number of GPU(s) available on the node",
+#: dimensions (ClusterName) and (ClusterName, InstanceId, NodeName) (Amazon CloudWatch User
+#: Guide, Container-Insights-metrics-EKS.html and Container-Insights-metrics-enhanced-EKS.html):
+#: the GPU-hour funnel's paid stage (lambdas/training_analyzer/goodput/capacity.py).
+CI_NODE_GPU_LIMIT_METRIC: Final = "node_gpu_limit"
+CI_NODE_GPU_LIMIT_SCHEMA: Final = (DIM_CLUSTER, "InstanceId", DIM_NODE)
 
 #: Daily GPU-hour attribution totals of the GPU analyzer, for showback dashboards.
 WASTE_DIMENSIONS: Final = (DIM_CLUSTER, DIM_NAMESPACE)
@@ -367,12 +373,15 @@ class WasteMetric(StrEnum):
 
     HELD = "gpu_hours_held"
     HELD_NOT_WORKING = "gpu_hours_held_not_working"
+    #: Held and working: the GPU-hour funnel's active stage (the fleet dashboard's).
+    HELD_WORKING = "gpu_hours_held_working"
     WASTE_USD = "gpu_waste_usd"
 
 
 WASTE_METRIC_UNITS: Final[dict[WasteMetric, str]] = {
     WasteMetric.HELD: "None",
     WasteMetric.HELD_NOT_WORKING: "None",
+    WasteMetric.HELD_WORKING: "None",
     WasteMetric.WASTE_USD: "None",
 }
 

@@ -200,6 +200,12 @@ def node_gpu_dimensions(
     }
 
 
+def node_dimensions(cluster: str, node: str, instance_id: str) -> dict[str, str]:
+    """The per-node set of ``node_gpu_limit`` (contract.metrics ``CI_NODE_GPU_LIMIT_SCHEMA``:
+    ClusterName, InstanceId, NodeName), in name order."""
+    return {"ClusterName": cluster, "InstanceId": instance_id, "NodeName": node}
+
+
 def gpu_device(index: int) -> str:
     """dcgm-exporter's ``device`` label for GPU ``index`` (``nvidia0``), which the receiver
     relabels to ``GpuDevice``; the node's /dev/nvidiaN."""

@@ -147,6 +147,11 @@ class Attribution:
     unattributed: float = 0.0
     #: GPU-hours no pod held (``HourClass.NOT_HELD``) by node: the idle capacity's evidence.
     not_held_by_node: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    #: GPU-hours pods held (any class) by node, and the GPU-hours the exporter saw by node:
+    #: the GPU-hour funnel's allocated per node and its paid stage's stand-in
+    #: (lambdas/training_analyzer/goodput/).
+    held_by_node: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    seen_by_node: dict[str, float] = field(default_factory=lambda: defaultdict(float))
 
     def namespaces(self) -> dict[str, dict[HourClass, float]]:
         totals: dict[str, dict[HourClass, float]] = defaultdict(lambda: defaultdict(float))
@@ -250,6 +255,7 @@ def attribute(
     claimable: list[tuple[GpuHour, HourClass]] = []
     for hour in gpu_hours:
         seen.add((hour.gpu, hour.hour))
+        result.seen_by_node[hour.gpu.node] += 1.0
         cls = classify(hour, thresholds)
         pods = by_gpu_hour.get((hour.gpu, hour.hour), [])
         if not pods:
@@ -375,6 +381,7 @@ def _account(
             result.stepping_under_threshold += portion
     pod.hours[cls] += portion
     pod.by_hour[hour.hour] += portion
+    result.held_by_node[hour.gpu.node] += portion
     pod.gpus.add(hour.gpu)
     if cls is HourClass.NOT_WORKING:
         pod.idle_hours.add(hour.hour)

@@ -73,15 +73,19 @@ def day_table(attribution: Attribution, gpu_hour_usd: float) -> dict[str, Any]:
         "stepping_under_threshold_gpu_hours": round(attribution.stepping_under_threshold, 4),
         "no_container_insights_gpu_hours": round(attribution.no_container_insights, 4),
         "unattributed_gpu_hours": round(attribution.unattributed, 4),
-        "not_held_by_node": {
-            node: round(hours, 4) for node, hours in sorted(attribution.not_held_by_node.items())
-        },
+        "not_held_by_node": _by_node(attribution.not_held_by_node),
+        "held_by_node": _by_node(attribution.held_by_node),
+        "seen_by_node": _by_node(attribution.seen_by_node),
         "namespaces": [
             _row({"namespace": ns}, hours, gpu_hour_usd, stepping.get(ns, 0.0))
             for ns, hours in sorted(attribution.namespaces().items())
         ],
         "jobs": jobs,
     }
+
+
+def _by_node(hours: Mapping[str, float]) -> dict[str, float]:
+    return {node: round(h, 4) for node, h in sorted(hours.items())}
 
 
 def _window(start: float | None, hours: float) -> str:

@@ -17,6 +17,7 @@ MAX_PER_CALL = 1000
 _FIELDS = {
     WasteMetric.HELD: "held_gpu_hours",
     WasteMetric.HELD_NOT_WORKING: "not_working_gpu_hours",
+    WasteMetric.HELD_WORKING: "working_gpu_hours",
     WasteMetric.WASTE_USD: "waste_usd",
 }
 

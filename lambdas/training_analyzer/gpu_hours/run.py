@@ -14,8 +14,15 @@ from lambdas.shared.findings import AnalysisRun
 from lambdas.shared.metric_fetcher import MetricDataError
 from lambdas.shared.promql import PromQLClient, PromQLError
 from lambdas.training_analyzer.failure_placement import HeldJob, held_jobs
+from lambdas.training_analyzer.goodput.capacity import (
+    capacity_rows,
+    classic_capacity,
+    exporter_capacity,
+    otel_capacity,
+)
 from lambdas.training_analyzer.gpu_hours.attribution import (
     UNPLACED_NODE,
+    Attribution,
     Hold,
     Thresholds,
     attribute,
@@ -90,6 +97,7 @@ def analyze_gpu_hours(
         stepping=stepped,
     )
     run.table = day_table(attribution, gpu_hour_usd)
+    run.table.update(paid_capacity(run, cloudwatch, promql, cluster, start, end, attribution))
     run.pod_nodes = placed_nodes(observed.holds)
     run.held_jobs = held_jobs(attribution)
     run.workloads = by_workload(attribution, observed.holds)
@@ -101,6 +109,37 @@ def analyze_gpu_hours(
         training_findings=training_findings,
     )
     return run
+
+
+def paid_capacity(
+    run: AnalysisRun,
+    cloudwatch: Any,
+    promql: PromQLClient | None,
+    cluster: str,
+    start: float,
+    end: float,
+    attribution: Attribution,
+) -> dict[str, Any]:
+    """The day table's ``capacity`` (each GPU node's GPUs x hours: the funnel's paid stage,
+    goodput/capacity.py) and where it came from. For a node whose capacity Container Insights
+    did not report (or could not be read: said on ``run``), the GPU-hours the exporter saw on
+    it stand in, and ``capacity_source`` says so (``container_insights+exporter``)."""
+    try:
+        nodes = (
+            classic_capacity(cloudwatch, cluster, start=start, end=end)
+            if promql is None
+            else otel_capacity(promql, cluster, start=start, end=end)
+        )
+    except (ClientError, BotoCoreError, PromQLError) as err:
+        run.skip(f"GPU capacity of {cluster}'s nodes", err)
+        nodes = []
+    reported = {n.node for n in nodes}
+    unseen = {n: h for n, h in attribution.seen_by_node.items() if n not in reported}
+    sources = ["container_insights"] if nodes else []
+    if unseen:
+        nodes += exporter_capacity(unseen)
+        sources.append("exporter")
+    return {"capacity": capacity_rows(nodes), "capacity_source": "+".join(sources)}
 
 
 def placed_nodes(holds: Iterable[Hold]) -> dict[str, str]:

@@ -17,7 +17,7 @@ Instance families: p4d (8 x A100 40GB), p4de (8 x A100 80GB), p5 (H100 80GB), p5
 from dataclasses import dataclass
 from typing import Final
 
-#: Compute slices of a whole GPU: a profile of ``g`` slices is g/7 of it (the guide's "7g").
+#: Compute slices of a whole GPU: the guide's "7g" is the whole of it.
 SLICES: Final = 7
 
 
@@ -28,22 +28,30 @@ class MigProfile:
     slices: int
     #: Memory, in eighths of the device's.
     eighths: int
+    #: The guide's "Number of Instances Available": how many of it one GPU holds.
+    instances: int
 
     def memory_bytes(self, capacity_bytes: float) -> float:
         return capacity_bytes * self.eighths / 8
 
     @property
     def gpu_share(self) -> float:
-        """The share of a GPU's hour it takes: its compute slices of seven."""
-        return self.slices / SLICES
+        """The share of a GPU's hour it takes: one of the instances a GPU holds of it. Its
+        memory, not only its compute slices, bounds how many fit: an H100 80GB holds seven
+        1g.10gb but only four 1g.20gb (a quarter of the memory each), so a 1g.20gb takes a
+        quarter of the GPU, not 1/7."""
+        return 1 / self.instances
 
 
-#: (slices, eighths of memory) of the six profiles, smallest first, as the guide lists them.
-_LAYOUT: Final = ((1, 1), (1, 2), (2, 2), (3, 4), (4, 4), (7, 8))
+#: (slices, eighths of memory, instances a GPU holds) of the six profiles, smallest first, as
+#: the guide's tables list them for the A100 and H100 ("Fraction of SMs", "Fraction of Memory",
+#: "Number of Instances Available": 1g.5gb 7, 1g.10gb 4, 2g.10gb 3, 3g.20gb 2, 4g.20gb 1,
+#: 7g.40gb 1 on the A100-SXM4-40GB; the same on the 80 GB A100, the H100 and the H200).
+_LAYOUT: Final = ((1, 1, 7), (1, 2, 4), (2, 2, 3), (3, 4, 2), (4, 4, 1), (7, 8, 1))
 
 
 def _profiles(*names: str) -> tuple[MigProfile, ...]:
-    return tuple(MigProfile(n, s, e) for n, (s, e) in zip(names, _LAYOUT, strict=True))
+    return tuple(MigProfile(n, *layout) for n, layout in zip(names, _LAYOUT, strict=True))
 
 
 _MIG_80GB: Final = _profiles("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")

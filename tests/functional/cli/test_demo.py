@@ -23,7 +23,17 @@ from lambdas.notifier.notification import MAX_SUBJECT
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.findings import Kind
 from lambdas.weekly_report.job_waste import week_of
+from tests.functional.cli.one_figure import check_one_figure_per_fact
 from tests.prometheus import binaries
+
+#: The jobs that ran on the demo's Sunday only: the Monday 07:00 run's findings, over that day.
+SUNDAY_ONLY = {
+    ("job/gpt-regressing", "training_throughput_regression"),
+    ("job/llama-slow-checkpoint", "training_slow_checkpoint"),
+    # Its cause read from Container Insights' logs.
+    ("job/vit-flaky", "training_failure_cause"),
+    ("job/vit-flaky", "training_job_failures"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +117,8 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
         ("saturated-dataset", "ebs_throughput_saturated"),
         ("unattached", "ebs_idle_volume"),
     ]  # the healthy volume, the three-day-old one (too new to call idle), demo-eval-data: nothing
+    # The Sunday 23:00 run's findings are Saturday's (the whole UTC day before it, the day it
+    # attributes); the jobs that ran on the Sunday only are the Monday 07:00 run's.
     training = sorted(
         (f["resource"], f["kind"])
         for f in result.training_findings
@@ -116,15 +128,12 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
         ("job/bert-data-bound", "training_data_bound"),
         # 71 GiB of its H100s' 79.6 GiB (cli/demo/week.py MEMORY_GIB): out-of-memory risk.
         ("job/bert-data-bound", "training_gpu_memory_near_capacity"),
-        ("job/gpt-regressing", "training_throughput_regression"),
         # The notebook (9 GiB) fits a 1g.10gb, the nightly evaluation (12 GiB) a 1g.20gb.
         ("job/jupyter-alice", "training_gpu_memory_oversized"),
-        ("job/llama-slow-checkpoint", "training_slow_checkpoint"),
         ("job/nightly-eval", "training_gpu_memory_oversized"),
-        # Its cause read from Container Insights' logs, which the demo's moto lacks: "unknown".
-        ("job/vit-flaky", "training_failure_cause"),
-        ("job/vit-flaky", "training_job_failures"),
-    ]  # nothing on resnet-healthy (52 GiB: right-sized)
+    ]
+    # Nothing on resnet-healthy (52 GiB: right-sized) in either run.
+    assert {(f["resource"], f["kind"]) for f in result.monday_findings} >= SUNDAY_ONLY
     assert result.report["summary_sent"] is True
     html = (tmp_path / "out" / "report.html").read_text()
     assert f"GPU week {result.report['week']}: example-gpu-cluster" in html
@@ -386,6 +395,7 @@ def test_the_demo_report_changes_on_a_real_last_week_and_ties_jobs_across_tables
     assert 13 * 86_400 < END - (LAST_WEEK.start + 1800) <= 14 * 86_400
     assert sorted(key.rsplit("/", 1)[1] for key in result.last_week_objects) == [
         "failures.csv",
+        "funnel.csv",
         "gpu-memory.csv",
         "report.csv",
         "report.html",
@@ -462,10 +472,10 @@ def test_the_demo_reports_job_tables_agree_with_each_other_and_the_findings(
     share = bound["evidence"]["data_wait_share"]
     assert bert["waiting_usd"] == pytest.approx(share * 336 * 6.88, rel=2e-3)
     assert 900 < bert["waiting_usd"] < 0.5 * bert["held_usd"]
-    # The finding's own dollars say the window they cover (the demo's one-day lookback, by
-    # its hours: the analyzer's run at the demo's end) and that its GPU-hours are the hours
-    # the job stepped.
-    end = END - END % 3600
+    # The finding's own dollars say the window they cover (the demo's one-day lookback: the
+    # whole UTC day before the analyzer's run at the demo's end, the GPU-hour attribution's day)
+    # and that its GPU-hours are the hours the job stepped.
+    end = END - END % 86_400
 
     def utc(epoch: float) -> str:
         return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M")
@@ -754,8 +764,10 @@ def _assert_otel_dashboards(result: DemoResult, classic: DemoResult) -> None:
         name: sum(w["type"] == "chart" for w in deployed[prefix + name]["widgets"])
         for name in SAME_AS_DEPLOYED
     }
-    # With the exporter's and the emitter's OTLP sink their series are PromQL charts too.
-    assert charts == {"gpu-fleet": 11, "gpu-node": 9, "training": 13}
+    # With the exporter's and the emitter's OTLP sink their series are PromQL charts too; the
+    # GPU-hour funnel's paid and allocated GPUs are two more (Kube State Metrics' capacity,
+    # DCGM's pod-labelled series: dashboards/funnel.py).
+    assert charts == {"gpu-fleet": 13, "gpu-node": 9, "training": 13}
 
     def shown(run: DemoResult) -> dict[str, list[tuple[str, float]]]:
         return {
@@ -804,3 +816,33 @@ def test_the_otel_demo_without_prometheus_says_so_in_one_line(
     assert status == 2
     assert err.count("\n") == 1
     assert "apt-get install prometheus" in err
+
+
+def test_one_figure_per_fact_in_every_table_finding_action_and_csv(
+    demo: tuple[DemoResult, Path],
+) -> None:
+    """bert-data-bound's data-bound waste is one figure: each daily finding a whole UTC day
+    (48 GPU-hours, $131.88, $4,011 a month at that pace), the week's the same share of its 336
+    stepping GPU-hours in its job row, its action, the funnel's data-loading badput and the
+    showback CSV; a run at 07:00 no longer prices the 17 hours since the last midnight as its
+    "1-day lookback"."""
+    result, _ = demo
+    report = check_one_figure_per_fact(result.out_dir)
+    bert = [
+        f["evidence"]
+        for f in result.training_findings + result.monday_findings
+        if f["kind"] == "training_data_bound"
+    ]
+    # Saturday's (the Sunday 23:00 run's) and Sunday's (the Monday 07:00 run's): each a day of
+    # 48 stepping GPU-hours; the week's $923.16 is Sunday's $131.88 a day for seven days.
+    assert [e["gpu_hours"] for e in bert] == [48, 48]
+    assert round(bert[-1]["waste_in_lookback_usd"] * 7, 2) == 923.16
+    (row,) = [w for w in report["funnel"]["workloads"] if w["workload"] == "bert-data-bound"]
+    assert row["badput"]["data_loading"] == {"gpu_hours": 134.18, "usd": 923.16}
+    assert row["productive"]["gpu_hours"] == pytest.approx(336 - 134.18)
+    fleet = {stage: v["gpu_hours"] for stage, v in report["funnel"]["fleet"].items()}
+    # The week's nodes' seven GPUs all week (node_gpu_limit), and the four the exporter saw on
+    # the replayed node for two hours (no capacity series of it: the exporter's view).
+    assert fleet == {"paid": 1184.0, "allocated": 854.6, "active": 747.0, "productive": 537.82}
+    drops = report["funnel"]["drops"]
+    assert drops["not_allocated"]["by_group"]["p5.48xlarge"]["gpu_hours"] == 329.0

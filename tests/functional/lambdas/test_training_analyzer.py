@@ -35,6 +35,10 @@ HANDLER = "lambdas.training_analyzer.handler.handler"
 PHYSICAL = {"ReportBucket": {"Ref": REPORT_BUCKET, "Arn": f"arn:aws:s3:::{REPORT_BUCKET}"}}
 SERVICES = ("s3", "cloudwatch", "events", "logs")
 
+#: The analyzer's run the morning after the jobs' day (the default schedule's 07:00): it
+#: analyzes the whole UTC day they ran in (handler.training_window), as it attributes it.
+RUN_AT = END - END % 86_400 + 86_400 + 7 * 3600
+
 
 @pytest.fixture
 def seeded() -> Iterator[dict[str, Any]]:
@@ -80,7 +84,7 @@ def test_the_five_simulated_jobs_get_exactly_their_findings(
     seeded: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     principal, clients = _as_role(templates, monkeypatch)
-    summary, findings = run_training_analyzer(clients, principal.admin("logs"))
+    summary, findings = run_training_analyzer(clients, principal.admin("logs"), at=RUN_AT)
     assert summary["jobs"] == len(JOBS)
     assert summary["skipped"] == 0
     assert RANKS == 2
@@ -121,7 +125,7 @@ def test_a_denied_costs_write_fails_the_run_before_any_event_or_count(
     and since Lambda retries a failed run twice, nothing that is not idempotent went out."""
     principal, clients = _as_role(templates, monkeypatch, drop="WriteJobCosts")
     with pytest.raises(PublishError, match=r"training-jobs\.json.*AccessDenied"):
-        run_training_analyzer(clients, principal.admin("logs"))
+        run_training_analyzer(clients, principal.admin("logs"), at=RUN_AT)
     assert _events(principal, seeded["queue"]) == 0
     counts = principal.admin("cloudwatch").list_metrics(Namespace="GpuInsights/Findings")
     assert counts["Metrics"] == []
@@ -133,7 +137,7 @@ def test_without_the_failure_logs_grant_the_failed_job_is_named_and_nothing_else
     """The role without ReadFailureLogs: the failed job's read is refused (AccessDenied), its
     analysis_error names it, and the run's other findings are all there."""
     principal, clients = _as_role(templates, monkeypatch, drop="ReadFailureLogs")
-    summary, findings = run_training_analyzer(clients, principal.admin("logs"))
+    summary, findings = run_training_analyzer(clients, principal.admin("logs"), at=RUN_AT)
     assert summary["skipped"] == 1
     (error,) = [f for f in findings if f["kind"] == "analysis_error"]
     assert error["resource"] == "job/vit-flaky"
@@ -153,12 +157,12 @@ def test_the_fleet_state_machine_path_writes_the_single_runs_files(
     with IAM on: the day's findings, job costs and GPU-hours are byte for byte the single
     run's, and the merge alone publishes (each finding's event once per path)."""
     principal, clients = _as_role(templates, monkeypatch)
-    single, findings = run_training_analyzer(clients, principal.admin("logs"))
+    single, findings = run_training_analyzer(clients, principal.admin("logs"), at=RUN_AT)
     s3 = principal.admin("s3")
     day = single["key"].rsplit("/", 1)[0]
     reports = day.replace("findings/", "reports/")
     # The GPU-hours are the whole UTC day before the run's, keyed by it.
-    attributed = training_handler.attributed_day(END)[2]
+    attributed = training_handler.attributed_day(RUN_AT)[2]
     keys = [
         single["key"],
         f"{reports}/training-jobs.json",
@@ -168,7 +172,7 @@ def test_the_fleet_state_machine_path_writes_the_single_runs_files(
     for key in keys:
         s3.delete_object(Bucket=REPORT_BUCKET, Key=key)
     assert _events(principal, seeded["queue"]) == len(findings)
-    event = {"time": datetime.fromtimestamp(END, UTC).isoformat()}
+    event = {"time": datetime.fromtimestamp(RUN_AT, UTC).isoformat()}
     with environment({**ENV, "SHARD_JOBS": "2"}):
         planned = training_handler.handler({**event, "mode": "plan"}, None)
         assert planned["jobs"] == len(JOBS)
@@ -188,7 +192,7 @@ def test_the_plan_stages_the_jobs_only_with_the_shards_grant(
     principal, clients = _as_role(templates, monkeypatch, drop="WriteAndReadShards")
     training_handler._clients.update(clients)
     rank_query_results(clients["logs"], principal.admin("logs"))
-    event = {"time": datetime.fromtimestamp(END, UTC).isoformat(), "mode": "plan"}
+    event = {"time": datetime.fromtimestamp(RUN_AT, UTC).isoformat(), "mode": "plan"}
     with environment(ENV), pytest.raises(ClientError, match=r"AccessDenied.*PutObject"):
         training_handler.handler(event, None)
 

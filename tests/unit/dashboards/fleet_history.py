@@ -44,6 +44,17 @@ def _gpu(node: str, gpu: int, metric: GpuMetric, t: float, value: float) -> list
     return samples
 
 
+def _node_gpus(node: str) -> list[Sample]:
+    """Container Insights' per-node GPU counts, a sample a minute for the first hour: its eight
+    GPUs (``node_gpu_limit``), seven of them held by pods (``node_gpu_usage_total``)."""
+    dims = frozenset({("ClusterName", CLUSTER), ("InstanceId", f"i-{node}"), ("NodeName", node)})
+    return [
+        Sample("ContainerInsights", metric, dims, 60.0 * minute, value)
+        for minute in range(60)
+        for metric, value in (("node_gpu_limit", float(GPUS)), ("node_gpu_usage_total", 7.0))
+    ]
+
+
 def fleet(nodes: int, *, periods: int = 1) -> list[Sample]:
     """``nodes`` nodes of 8 GPUs; on node-0 GPU 1 is held and idle, GPU 2 runs hot and GPU 3
     is lost; node-0 has the XIDs; job-0 waits on data; namespace ns-0 wastes most."""
@@ -86,11 +97,15 @@ def fleet(nodes: int, *, periods: int = 1) -> list[Sample]:
             (TrainingMetric.SAMPLES_PER_SECOND, 32.0),
         ):
             samples.append(Sample("GpuInsights/Training", job_metric, job, 0.0, value))
+        samples += _node_gpus(node)
         if n % 10 == 0:
             ns = frozenset({("ClusterName", CLUSTER), ("Namespace", f"ns-{n // 10}")})
             hours = 48.0 if n == 0 else 2.0
             samples.append(
                 Sample("GpuInsights/Waste", WasteMetric.HELD_NOT_WORKING, ns, 0.0, hours)
             )
+            # Its nodes' other held GPUs working all day (ns-0: node-0's five).
+            working = 24.0 * (5 if n == 0 else 7)
+            samples.append(Sample("GpuInsights/Waste", WasteMetric.HELD_WORKING, ns, 0.0, working))
             samples.append(Sample("GpuInsights/Waste", WasteMetric.WASTE_USD, ns, 0.0, 7 * hours))
     return samples

@@ -39,6 +39,11 @@ DOCUMENTED_AWS = {
         "node_status_condition_ready",
         "cluster_node_count",
         "cluster_failed_node_count",
+        # Per node (ClusterName, InstanceId, NodeName): "The total number of GPU(s) available
+        # on the node", "The number of GPU(s) being used by the running pods on the node"
+        # (Container-Insights-metrics-EKS.html): the GPU-hour funnel's paid and allocated.
+        "node_gpu_limit",
+        "node_gpu_usage_total",
     },
     # The EKS control plane ("Monitor cluster data with Amazon CloudWatch", Amazon EKS User
     # Guide, https://docs.aws.amazon.com/eks/latest/userguide/cloudwatch.html)

@@ -13,6 +13,7 @@ from cli.backtest.promql_widgets import rule_errors, series_bound
 from cli.demo.realistic.otel import DCGM_METRIC_UNITS
 from dashboards.bodies import GPUS_PER_NODE_MAX, OUTLIERS, all_dashboards
 from dashboards.cluster import CLUSTER_DASHBOARD
+from dashboards.funnel import FUNNEL_ALLOCATED, FUNNEL_PAID
 from dashboards.serving import DEPLOYMENT_DASHBOARD, SERVING_DASHBOARD
 from dashboards.sources import MIB, READINGS, Query, reading
 from dashboards.widgets import CHART_WIDGET, chart_queries, is_promql
@@ -107,14 +108,26 @@ def test_otel_mode_reads_by_promql_exactly_what_classic_reads_from_node_gpu() ->
     classic, otel = _widgets(CLASSIC), _widgets(OTEL)
     assert list(classic) == list(otel)
     switched = {key for key, widget in classic.items() if _reads_classic_ci(widget)}
+    # The GPU-hour funnel's paid and allocated GPUs: per-node Container Insights series in
+    # Classic, Kube State Metrics' capacity and DCGM's pod-labelled series in OTel mode, each
+    # one sum (no LIMIT: one series whatever the fleet's size).
+    funnel = {key for key in switched if key[1] in (FUNNEL_PAID, FUNNEL_ALLOCATED)}
+    assert len(funnel) == 2
+    switched -= funnel
     assert sorted(title for _, title in switched) == [
         "GPU utilization (%)",
         "Hottest (C), 10 GPUs",
         "Memory used (bytes)",
         "Temperature (C)",
     ]
+    for key in funnel:
+        (query,) = chart_queries(otel[key])
+        assert is_promql(query)
+        assert query["query"].startswith(("sum(", "count("))
     for key, widget in classic.items():
         twin = otel[key]
+        if key in funnel:
+            continue
         if key not in switched:
             assert twin == widget, key
             continue

@@ -87,7 +87,7 @@ def test_the_schema_refuses_a_promql_query_where_cloudwatch_refuses_it() -> None
     guidance-for-claude-code-with-amazon-bedrock issue #759); on a chart widget, a query
     without its language, or with a metric row's key, is refused too."""
     body = OTEL["gpu-insights-train-gpu-fleet"]
-    (chart,) = [i for i, w in enumerate(body["widgets"]) if w["type"] == "chart"]
+    chart = next(i for i, w in enumerate(body["widgets"]) if w["type"] == "chart")
     as_metric = copy.deepcopy(body)
     as_metric["widgets"][chart]["type"] = "metric"
     no_language = copy.deepcopy(body)

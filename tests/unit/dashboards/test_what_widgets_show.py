@@ -17,6 +17,7 @@ from cli.backtest.dashboards import (
 )
 from dashboards import bodies
 from dashboards.bodies import all_dashboards
+from dashboards.funnel import FUNNEL_ACTIVE, FUNNEL_ALLOCATED, FUNNEL_PAID
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from tests.unit.dashboards.fleet_history import CLUSTER, fleet
 
@@ -54,6 +55,11 @@ def test_the_fleet_dashboard_answers_its_questions_at_8_gpus() -> None:
     assert _top(v[f"gpu-fleet: {bodies.OUTLIER_XID_NODES}"]) == ("node-0", 5.0)
     # 6 GPUs at 80% and one at 8% of the same limit: (6 * 80 + 8) / 7
     assert _top(v[f"gpu-fleet: {bodies.FLEET_POWER}"])[1] == pytest.approx(488 / 7)
+    # The GPU-hour funnel's hour: 8 GPUs paid (node_gpu_limit, a sample a minute), 7 held by
+    # pods, 5 of them working on the day's average (120 held-and-working GPU-hours).
+    assert _top(v[f"gpu-fleet: {FUNNEL_PAID}"])[1] == 8
+    assert _top(v[f"gpu-fleet: {FUNNEL_ALLOCATED}"])[1] == 7
+    assert _top(v[f"gpu-fleet: {FUNNEL_ACTIVE}"])[1] == 5
 
 
 def test_the_node_dashboard_shows_the_picked_nodes_gpus_line_by_line() -> None:
@@ -86,6 +92,7 @@ def test_no_widget_draws_more_series_at_8000_gpus_than_its_fixed_bound() -> None
     assert _top(large[f"gpu-fleet: {bodies.OUTLIER_HOT}"]) == ("node-0 nvidia2", 91.0)
     assert _top(large[f"gpu-fleet: {bodies.COUNT_REPORTING}"])[1] == 8000
     assert _top(large[f"gpu-fleet: {bodies.COUNT_LOST}"])[1] == 1
+    assert _top(large[f"gpu-fleet: {FUNNEL_PAID}"])[1] == 8000
     assert len(large[f"gpu-fleet: {bodies.OUTLIER_LOW_POWER}"].lines) == 10
     print(
         "largest series count of any widget:",

@@ -61,7 +61,9 @@ def _fleet_samples(nodes: int) -> Iterator[Sample]:
     day, one sample every five minutes (Classic's node_gpu_* values, memory in MiB)."""
     by_name = {name: metric for metric, name in CI_NODE_GPU_METRICS.items()}
     for s in fleet(nodes):
-        if s.namespace != "ContainerInsights":
+        # Per GPU only: a node's GPU counts (node_gpu_limit, node_gpu_usage_total) have no DCGM
+        # twin (OTel mode reads Kube State Metrics' capacity: dashboards/funnel.py).
+        if s.namespace != "ContainerInsights" or s.metric not in by_name:
             continue
         dims = dict(s.dimensions)
         metric = by_name[s.metric]

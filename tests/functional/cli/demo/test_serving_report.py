@@ -19,10 +19,12 @@ import pytest
 
 from cli.demo.command import DemoResult, run_demo
 from cli.demo.realistic.serving import KSERVE, NAMESPACE, VLLM
+from cli.demo.serving import NODE as SERVING_NODE
 from cli.demo.serving import SATURATED_DAY
 from cli.demo.week import THIS_WEEK
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.weekly_report.serving_section import SERVING_CSV
+from tests.functional.cli.one_figure import check_one_figure_per_fact
 from tests.prometheus import binaries
 
 pytestmark = pytest.mark.promql_engine
@@ -113,3 +115,22 @@ def test_the_serving_section_and_csv_are_written(
         (w["workload"], str(w["usd_per_million_output_tokens"]))
         for w in report["serving"]["workloads"]
     ]
+
+
+def test_one_figure_per_fact_in_otel_mode_with_the_served_tokens_productive(
+    served: tuple[DemoResult, dict[str, Any]],
+) -> None:
+    """The OTel run's outputs hold every job's GPU-hours and dollars equal in every table,
+    finding, action and CSV; its paid stage (Kube State Metrics' capacity) is the world's
+    GPU-hours within 1%, the serving node's included; the replicas' productive hours are those
+    of the days they generated tokens."""
+    result, _ = served
+    report = check_one_figure_per_fact(result.out_dir, all_week=((SERVING_NODE, 4),))
+    rows = {w["workload"]: w for w in report["funnel"]["workloads"]}
+    vllm = rows[VLLM.deployment]
+    assert vllm["productive_source"] == "served tokens"
+    assert vllm["productive"] == vllm["active"]
+    assert vllm["allocated"]["gpu_hours"] == 504.0
+    fleet = report["funnel"]["fleet"]
+    # The week's seven GPUs, the replay's four for two hours, the serving node's four all week.
+    assert fleet["paid"]["gpu_hours"] == 7 * 168 + 8 + 4 * 168

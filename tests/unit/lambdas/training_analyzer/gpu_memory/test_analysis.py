@@ -69,7 +69,9 @@ def test_headroom_decides_the_profile() -> None:
     # 9.5 GiB needs 10.45 GiB with 10% headroom: past 1g.10gb, into 1g.20gb (19.9 GiB).
     (job,) = judge_jobs(_gpus("j", [9.5 * GIB]), gpu_hour_usd=PRICE, window_hours=24)
     assert job.profile == "1g.20gb"
-    assert job.monthly_saving_usd == pytest.approx(730 / 24 * 6 / 7 * PRICE)
+    # An H100 80GB holds four 1g.20gb (NVIDIA's MIG User Guide, "Supported MIG Profiles",
+    # "Number of Instances Available"): the job frees three quarters of its GPU, not 6/7.
+    assert job.monthly_saving_usd == pytest.approx(730 / 24 * 3 / 4 * PRICE)
     (tight,) = judge_jobs(
         _gpus("j", [9.5 * GIB]), gpu_hour_usd=PRICE, window_hours=24,
         thresholds=MemoryThresholds(headroom_percent=4),

@@ -44,3 +44,17 @@ def test_nvmls_name_of_a_device_says_its_model_before_anything_else() -> None:
     assert model_of("p4d.24xlarge", 81_559 * MIB, "NVIDIA H100 80GB HBM3") == "H100 80GB"
     assert model_of(None, 22_731 * MIB, "NVIDIA A10G") is None
     assert model_of(None, 46_068 * MIB, "NVIDIA L40S") is None
+
+
+def test_a_profile_takes_one_of_the_instances_a_gpu_holds_of_it() -> None:
+    # NVIDIA's MIG User Guide, "Supported MIG Profiles" (A100 and H100 tables, "Number of
+    # Instances Available"): 7 x 1g.10gb, 4 x 1g.20gb, 3 x 2g.20gb, 2 x 3g.40gb, 1 x 4g.40gb.
+    shares = {p.name: p.gpu_share for p in MIG_PROFILES["H100 80GB"]}
+    assert shares == {
+        "1g.10gb": 1 / 7,
+        "1g.20gb": 1 / 4,
+        "2g.20gb": 1 / 3,
+        "3g.40gb": 1 / 2,
+        "4g.40gb": 1.0,
+        "7g.80gb": 1.0,
+    }

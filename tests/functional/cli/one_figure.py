@@ -1,0 +1,148 @@
+"""One figure per fact, over a demo run's outputs (report.json, its CSVs, the findings): every
+job's GPU-hours and dollars the same in every table, finding, action and CSV that states them;
+the GPU-hour funnel nested; its paid stage the GPU-hours of the demo's world."""
+
+import csv
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cli.demo.exporter import REPLAY_PODS, replay_window
+from cli.demo.realistic import nodes as ec2
+from cli.demo.week import HOURS, NODES
+from lambdas.training_analyzer.analysis import lookback_words
+from lambdas.training_analyzer.goodput.funnel import check_nesting
+from lambdas.weekly_report.funnel_section import BADPUT_OF_FINDING
+
+#: What one figure may differ by between two files: the rounding of the one that rounds most.
+CENTS = 0.011
+HUNDREDTHS = 0.011
+
+
+def world_gpu_hours(all_week: Sequence[tuple[ec2.Node, int]] = ()) -> float:
+    """The GPU-hours of the demo's world in its week: the GPUs it gives each node times the
+    hours the node ran: the week's three nodes (and ``all_week``'s) all week, the replayed node
+    for its replay. The world gives a p5.48xlarge only the GPUs it simulates (two or three of its
+    eight: week.py ``NODES``, the replay's four), the others publishing nothing: EC2 would bill
+    eight."""
+    start, end = replay_window()
+    nodes = [*((node, count) for node, _, count, _ in NODES.values()), *all_week]
+    week = sum(count * HOURS for _, count in nodes)
+    return week + len(REPLAY_PODS) * (end - start) / 3600
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader(path.read_text(encoding="utf-8").splitlines()))
+
+
+def _findings(out: Path) -> list[dict[str, Any]]:
+    lines = (out / "training-findings.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def check_one_figure_per_fact(
+    out: Path, all_week: Sequence[tuple[ec2.Node, int]] = ()
+) -> dict[str, Any]:
+    """Every assertion of the rule over ``out``; returns the report for the caller's own.
+    ``all_week``: GPU nodes the run's world has beside the week's (the serving node)."""
+    report: dict[str, Any] = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    funnel = report["funnel"]
+    assert check_nesting(funnel) == []
+    assert funnel["clamped"] == {}
+    # Paid reconciles with the world's GPU-hours of the week within 1%.
+    paid = funnel["fleet"]["paid"]["gpu_hours"]
+    world = world_gpu_hours(all_week)
+    assert abs(paid - world) <= 0.01 * world, (paid, world)
+    jobs = {j["job"]: j for j in [*report["costliest_jobs"], *report["most_wasteful_jobs"]]}
+    _held(report, out, jobs)
+    _priced(report, out, jobs)
+    _daily(report, out, jobs)
+    return report
+
+
+def _held(report: dict[str, Any], out: Path, jobs: dict[str, dict[str, Any]]) -> None:
+    funnel, price = report["funnel"], report["waste"]["gpu_hour_usd"]
+    # Each job's held GPU-hours: the attribution's week, the job tables, the funnel's allocated
+    # stage and funnel.csv, in GPU-hours and in dollars.
+    held: dict[str, float] = defaultdict(float)
+    for row in report["waste"]["all_jobs"]:
+        held[row["job"]] += row["held_gpu_hours"]
+    allocated: dict[str, float] = defaultdict(float)
+    allocated_usd: dict[str, float] = defaultdict(float)
+    for w in funnel["workloads"]:
+        allocated[w["workload"]] += w["allocated"]["gpu_hours"]
+        allocated_usd[w["workload"]] += w["allocated"]["usd"]
+    assert held.keys() == allocated.keys()
+    for job, hours in held.items():
+        assert allocated[job] == pytest.approx(hours, abs=HUNDREDTHS), job
+        assert allocated_usd[job] == pytest.approx(hours * price, abs=CENTS * 2), job
+    rows = _csv(out / "funnel.csv")
+    from_csv: dict[str, float] = defaultdict(float)
+    for row in rows:
+        from_csv[row["workload"]] += float(row["allocated_gpu_hours"])
+    assert from_csv == pytest.approx(dict(allocated), abs=HUNDREDTHS)
+    for job, row in jobs.items():
+        if row["held_gpu_hours"] is not None:
+            assert row["held_gpu_hours"] == pytest.approx(held[job], abs=HUNDREDTHS), job
+            assert row["held_usd"] == pytest.approx(allocated_usd[job], abs=CENTS), job
+
+
+def _priced(report: dict[str, Any], out: Path, jobs: dict[str, dict[str, Any]]) -> None:
+    funnel, price = report["funnel"], report["waste"]["gpu_hour_usd"]
+    # Each priced training finding's week: the job row's, the action's, the funnel's badput of
+    # that category, the namespace's waiting in the showback CSV.
+    actions = {a["finding"]: a for a in report["actions"] if a.get("finding")}
+    badput: dict[tuple[str, str], float] = defaultdict(float)
+    for w in funnel["workloads"]:
+        for category, v in w["badput"].items():
+            badput[(w["workload"], category)] += v["gpu_hours"]
+    waiting: dict[str, float] = defaultdict(float)
+    for job, row in jobs.items():
+        for priced in row["priced_findings"]:
+            if priced["basis"] != "week":
+                continue
+            name = f"{priced['kind']} {priced['resource']}"
+            if name in actions:
+                assert actions[name]["usd"] == priced["usd"], name
+                assert actions[name]["gpu_hours"] == priced["gpu_hours"], name
+            category = BADPUT_OF_FINDING[priced["kind"]]
+            assert badput[(job, category)] == pytest.approx(priced["gpu_hours"], abs=HUNDREDTHS)
+            assert priced["usd"] == pytest.approx(priced["gpu_hours"] * price, abs=CENTS * 7)
+        for namespace in row["namespaces"]:
+            waiting[namespace] += row["waiting_usd"] / len(row["namespaces"])
+    for row in _csv(out / "report.csv"):
+        shown = float(row["waiting_while_stepping_usd"])
+        assert shown == pytest.approx(waiting.get(row["namespace"], 0.0), abs=CENTS)
+
+
+def _daily(report: dict[str, Any], out: Path, jobs: dict[str, dict[str, Any]]) -> None:
+    price = report["waste"]["gpu_hour_usd"]
+    # Each daily training finding: a whole day of data (its lookback a whole number of UTC
+    # days), its GPU-hours its GPUs times its stepping hours, its month the day's pace; a job's
+    # daily findings of one kind over whole days of steps say the same GPU-hours.
+    daily: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for f in _findings(out):
+        evidence = f.get("evidence") or {}
+        if f["analyzer"] != "training" or "waste_in_lookback_usd" not in evidence:
+            continue
+        assert f["detected_at"].endswith("T00:00:00+00:00"), f["summary"]
+        if "lookback" in f["summary"]:
+            assert f"its {lookback_words(24)} lookback (" in f["summary"], f["summary"]
+        assert evidence["gpu_hours"] == evidence["gpus"] * evidence["active_hours"]
+        monthly = evidence["waste_in_lookback_usd"] * 730 / 24
+        assert f["estimated_monthly_waste_usd"] == pytest.approx(monthly, abs=0.01 * 730 / 24)
+        daily[(f["kind"], f["resource"])].append(evidence)
+    for (kind, resource), days in daily.items():
+        whole = [d for d in days if d["active_hours"] == 24]
+        assert len({d["gpu_hours"] for d in whole}) <= 1, (kind, resource)
+        job = resource.removeprefix("job/")
+        row = jobs.get(job)
+        priced = [p for p in (row or {}).get("priced_findings", []) if p["kind"] == kind]
+        if whole and priced and priced[0]["basis"] == "week":
+            # The week's GPU-hours of the kind over its stepping GPU-hours is the daily share.
+            share = whole[-1]["waste_in_lookback_usd"] / (whole[-1]["gpu_hours"] * price)
+            assert priced[0]["share"] == pytest.approx(share, abs=0.001), (kind, resource)
