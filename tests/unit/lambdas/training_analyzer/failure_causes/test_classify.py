@@ -150,3 +150,12 @@ def test_the_kubelets_own_eviction_line_names_the_eviction() -> None:
     assert diagnosis.cause is Cause.EVICTED
     # Cited without journald's prefix, as every line is.
     assert [c.text for c in diagnosis.lines] == [line.split("kubelet[2480]: ")[1]]
+
+
+def test_a_json_line_nested_deeper_than_the_stack_costs_nothing_but_its_own_reading() -> None:
+    """``json.loads`` raises RecursionError on such a line; the training analyzer classifies
+    every failed job of the cluster with this, so the line is read as plain text."""
+    deep = "[" * 100_000 + "]" * 100_000
+    found = classify_text('{"log": ' + deep + "}\nRuntimeError: CUDA error: out of memory\n")
+    assert (found.cause, found.lines_read) == (Cause.CUDA_OUT_OF_MEMORY, 2)
+    assert classify_text('{"events": ' + deep + "}").cause is Cause.UNKNOWN
