@@ -143,6 +143,20 @@ def stream_node(stream: str) -> str | None:
     return node if infix and node and kind else None
 
 
+#: The fields by which a line sent to the CloudWatch agent's EMF listener picks its log group
+#: and log stream: the agent's logs exporter runs with ``RawLog``
+#: (aws/amazon-cloudwatch-agent, translator/translate/otel/exporter/awscloudwatchlogs/
+#: translator.go ``setEmfFields``) and then takes a line's group and stream from its
+#: ``_aws.LogGroupName`` and ``_aws.LogStreamName`` ("v1 emf json"), or from top-level
+#: ``log_group_name`` and ``log_stream_name`` ("v0 emf json")
+#: (amazon-contributing/opentelemetry-collector-contrib, exporter/awscloudwatchlogsexporter/
+#: exporter.go ``logToCWLog``, ``emfMetadata``). So a pod that reaches the listener can write
+#: into the host log group, on a stream named ``<node>.host.dmesg``, any line that holds one of
+#: these; Fluent Bit's host records hold none. Go's JSON decoder matches keys without regard
+#: to case (``_AWS`` too), so they are compared case-folded.
+EMF_ROUTING_FIELDS = frozenset({"_aws", "log_group_name", "log_stream_name"})
+
+
 def kernel_record(message: str, stream: str) -> tuple[str, Any]:
     """A host log event's kernel line and node. The node is the stream's (``<node>.host.
     <file>``): Fluent Bit's records carry the instance id (``ec2_instance_id``, from the aws
@@ -150,13 +164,21 @@ def kernel_record(message: str, stream: str) -> tuple[str, Any]:
     writes; only a stream without that suffix leaves the node to the record's ``hostname``,
     else ``ec2_instance_id``, else the stream's whole name. The line is the record's
     "message" (``host.dmesg`` read with ``Key message``, ``host.messages`` by the syslog
-    parser) or "log"; a plain line is the line itself."""
+    parser) or "log"; a plain line is the line itself. A record that holds a field by which
+    an EMF line picks its log group (``EMF_ROUTING_FIELDS``) is no kernel line: it came
+    through the agent's EMF listener, which any pod can reach, not from Fluent Bit."""
     node = stream_node(stream)
     if not message.lstrip().startswith("{"):
         return message, node or stream
     record = json.loads(message)
     if not isinstance(record, dict):
         raise fields.DocumentError(f"a host log line that is a JSON {type(record).__name__}")
+    routed = next((k for k in record if k.casefold() in EMF_ROUTING_FIELDS), None)
+    if routed is not None:
+        raise fields.DocumentError(
+            f"a host log line with the EMF field {routed[:40]!r}: written through the agent's "
+            "EMF listener, not by Fluent Bit"
+        )
     text = str(record.get("message") or record.get("log") or "")
     return text, node or record.get("hostname") or record.get("ec2_instance_id") or stream
 
