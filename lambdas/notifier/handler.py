@@ -50,7 +50,7 @@ from lambdas.notifier.messages import XidGroup, group_xids, parse_log_events
 from lambdas.notifier.notification import Incident
 from lambdas.notifier.pods import PodLookupError, pods_on_gpu
 from lambdas.notifier.refused import refused_line
-from lambdas.notifier.sent_ledger import LedgerError, SentLedger, claim_key
+from lambdas.notifier.sent_ledger import LedgerError, SentLedger, claim_key, claim_near
 from lambdas.notifier.serving import model_deployment, read_replicas, with_replicas
 from lambdas.notifier.sns_channel import SNS, SnsChannel
 from lambdas.notifier.webhook import DEADLINE_S, WebhookChannel, url_from_parameter
@@ -171,8 +171,9 @@ def send(
                 unclaimed += 1
                 continue
             key = claim_key(incident.key, channel.name, first=SNS)
+            near = claim_near(incident.near, channel.name, first=SNS)
             try:
-                if not ledger.claim(key, now_s):
+                if not ledger.claim(key, now_s, near):
                     continue
             except LedgerError as err:
                 failures.append((incident.key, channel.name, err))

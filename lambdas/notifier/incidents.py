@@ -170,6 +170,7 @@ def from_xid_group(
         pods = (f"{few(pods, 'pods')} (last seen on this GPU at {_utc(group.pods_seen_ms)})",)
     return Incident(
         key=group.key,
+        near=group.near,
         severity="critical" if fatal and not unconfirmed else "warning",
         kind="gpu-xid-fatal" if fatal else "gpu-xid",
         title=title,

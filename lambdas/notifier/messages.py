@@ -6,7 +6,8 @@ for nodes without the exporter; the node comes from the log stream, the code fro
 
 A GPU that hits an XID often repeats it hundreds of times a second (an XID 13 storm): notices
 are grouped per cluster, node, GPU and code within a fixed window, and each group is one
-incident with a count.
+incident with a count; a group within ``GROUP_WINDOW_S`` of the same GPU and code's incident in
+the window before or after is that incident (``XidGroup.near``).
 
 An exporter document is dated by its own ``_aws.Timestamp``, when the GPU reported the XID, not
 by its log event's timestamp, which is when the line reached CloudWatch Logs (a batch the agent
@@ -41,6 +42,7 @@ from gpu_insights_agent.contract.xid import (
     parse_kernel_xid_line,
 )
 from lambdas.notifier import xid_fields as fields
+from lambdas.notifier.notification import Near
 
 
 @dataclass(frozen=True)
@@ -259,8 +261,21 @@ class XidGroup:
         """The incident's identity: the same on a retried invocation, in a later batch of the
         same window, and for the exporter's document and the kernel's line of one XID (from
         either host stream); different for another GPU, code or window."""
+        return self._key(self.window_start_ms)
+
+    def _key(self, window_start_ms: int) -> str:
         n = self.first
-        return f"xid/{n.cluster}/{n.node}/{device(n)}/{n.code}/{self.window_start_ms}"
+        return f"xid/{n.cluster}/{n.node}/{device(n)}/{n.code}/{window_start_ms}"
+
+    @property
+    def near(self) -> Near:
+        """The windows beside this one, where the same GPU and code within ``GROUP_WINDOW_S``
+        of this group's time is the same incident: the exporter's document 2 s before a window
+        ends and the kernel's line 3 s after it are one XID (a sliding window over the fixed
+        keys; the sent ledger checks both neighbours as it claims)."""
+        span = GROUP_WINDOW_S * 1000
+        start = self.window_start_ms
+        return Near(self.first.time_ms, span, self._key(start - span), self._key(start + span))
 
 
 def device(notice: XidNotice) -> str:

@@ -1,0 +1,130 @@
+"""One XID across a 5-minute boundary is one page: the exporter's document 2 s before a window
+ends and the kernel's line 3 s after it share the GPU's PCI bus, and the sent ledger (moto's
+DynamoDB) claims an XID's window only where neither window beside it was claimed within the
+span. Retried, replayed in either order, or claimed by two invocations, it pages once."""
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from lambdas.notifier import handler as notifier
+from lambdas.notifier.channels import Delivery
+from lambdas.notifier.incidents import Deployment, from_xid_group
+from lambdas.notifier.messages import GROUP_WINDOW_S, group_xids, parse_log_events
+from lambdas.notifier.notification import Incident
+from lambdas.notifier.sent_ledger import SentLedger
+
+TABLE = "gpu-insights-train-sent"
+NODE = "ip-10-0-12-34.ec2.internal"
+#: 2026-03-02 14:05:00 UTC: a window boundary.
+BOUNDARY_MS = 1_772_460_300_000
+DEPLOYMENT = Deployment(
+    cluster="train", region="us-east-1", gpu_dashboard="gpu-insights-train-gpu-node", alarm_kinds={}
+)
+
+
+class Shown:
+    """The SNS channel's place in the loop: it records each page it is handed."""
+
+    def __init__(self) -> None:
+        self.pages: list[Incident] = []
+
+    @property
+    def name(self) -> str:
+        return "sns"
+
+    def deliver(self, incident: Incident) -> Delivery:
+        self.pages.append(incident)
+        return Delivery(self.name, str(len(self.pages)))
+
+
+@pytest.fixture
+def ledger() -> Iterator[SentLedger]:
+    with mock_aws():
+        dynamodb = boto3.client(
+            "dynamodb", region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
+        )
+        dynamodb.create_table(
+            TableName=TABLE,
+            KeySchema=[{"AttributeName": "incident", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "incident", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        yield SentLedger(dynamodb, TABLE)
+
+
+def _exporter(at_ms: int) -> dict[str, Any]:
+    document = {
+        "_aws": {"Timestamp": at_ms},
+        "ClusterName": "train",
+        "NodeName": NODE,
+        "GpuIndex": "1",
+        "XidCode": "79",
+        "PciBusId": "00000000:53:00.0",
+    }
+    return {"logStream": NODE, "logEvents": [
+        {"id": "e", "timestamp": at_ms + 500, "message": json.dumps(document)}
+    ]}  # fmt: skip
+
+
+def _kernel(at_ms: int) -> dict[str, Any]:
+    line = json.dumps({"message": "NVRM: Xid (PCI:0000:53:00): 79, pid=1, GPU has fallen off"})
+    return {
+        "logStream": f"{NODE}.host.dmesg",
+        "logEvents": [{"id": "k", "timestamp": at_ms, "message": line}],
+    }
+
+
+def _incidents(payload: dict[str, Any]) -> list[Incident]:
+    notices = parse_log_events(payload, cluster="train").notices
+    return [from_xid_group(g, DEPLOYMENT) for g in group_xids(notices)]
+
+
+def _pages(ledger: SentLedger, *batches: dict[str, Any]) -> list[str]:
+    shown = Shown()
+    for batch in batches:
+        notifier.send([shown], ledger, _incidents(batch), BOUNDARY_MS / 1000)
+    return [page.title for page in shown.pages]
+
+
+def test_one_xid_across_a_window_boundary_is_one_page(ledger: SentLedger) -> None:
+    """Before: two critical pages, "GPU 1" and "GPU PCI 0000:53:00"."""
+    before, after = _exporter(BOUNDARY_MS - 2_000), _kernel(BOUNDARY_MS + 3_000)
+    assert _pages(ledger, before, after, before, after) == [f"XID 79 on {NODE} GPU 1"]
+
+
+def test_in_either_order(ledger: SentLedger) -> None:
+    pages = _pages(ledger, _kernel(BOUNDARY_MS + 3_000), _exporter(BOUNDARY_MS - 2_000))
+    assert pages == [f"XID 79 on {NODE} GPU PCI 0000:53:00"]
+
+
+def test_the_same_gpu_failing_again_a_window_later_pages_again(ledger: SentLedger) -> None:
+    span = GROUP_WINDOW_S * 1000
+    first, again = _exporter(BOUNDARY_MS - 2_000), _exporter(BOUNDARY_MS - 2_000 + span)
+    assert len(_pages(ledger, first, again)) == 2
+    # Another GPU's XID beside the first is its own page.
+    other = _kernel(BOUNDARY_MS + 3_000)
+    other["logEvents"][0]["message"] = other["logEvents"][0]["message"].replace(":53:", ":54:")
+    assert len(_pages(ledger, other)) == 1
+
+
+def test_two_invocations_claiming_beside_each_other_page_once(ledger: SentLedger) -> None:
+    """Each claim of a window is one transaction with the checks of the windows beside it:
+    whichever commits first pages, and the other finds it."""
+    (early,) = _incidents(_exporter(BOUNDARY_MS - 2_000))
+    (late,) = _incidents(_kernel(BOUNDARY_MS + 3_000))
+    assert early.near is not None
+    assert late.near is not None
+    assert (early.near.after, late.near.before) == (late.key, early.key)
+    now_s = BOUNDARY_MS / 1000
+    assert [
+        ledger.claim(late.key, now_s, late.near),
+        ledger.claim(early.key, now_s, early.near),
+    ] == [
+        True,
+        False,
+    ]
