@@ -7,9 +7,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from lambdas.notifier import handler as notifier
 from lambdas.notifier.channels import Delivery
@@ -17,8 +15,8 @@ from lambdas.notifier.incidents import Deployment, from_xid_group
 from lambdas.notifier.messages import GROUP_WINDOW_S, group_xids, parse_log_events
 from lambdas.notifier.notification import Incident
 from lambdas.notifier.sent_ledger import SentLedger
+from tests.unit.lambdas.notifier.ledger import moto_ledger
 
-TABLE = "gpu-insights-train-sent"
 NODE = "ip-10-0-12-34.ec2.internal"
 #: 2026-03-02 14:05:00 UTC: a window boundary.
 BOUNDARY_MS = 1_772_460_300_000
@@ -40,21 +38,6 @@ class Shown:
     def deliver(self, incident: Incident) -> Delivery:
         self.pages.append(incident)
         return Delivery(self.name, str(len(self.pages)))
-
-
-@pytest.fixture
-def ledger() -> Iterator[SentLedger]:
-    with mock_aws():
-        dynamodb = boto3.client(
-            "dynamodb", region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
-        )
-        dynamodb.create_table(
-            TableName=TABLE,
-            KeySchema=[{"AttributeName": "incident", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "incident", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        yield SentLedger(dynamodb, TABLE)
 
 
 def _exporter(at_ms: int) -> dict[str, Any]:
@@ -84,25 +67,35 @@ def _incidents(payload: dict[str, Any]) -> list[Incident]:
     return [from_xid_group(g, DEPLOYMENT) for g in group_xids(notices)]
 
 
-def _pages(ledger: SentLedger, *batches: dict[str, Any]) -> list[str]:
+#: The send loop's ledger, and the client under it.
+Ledger = tuple[SentLedger, Any]
+
+
+@pytest.fixture
+def ledger() -> Iterator[Ledger]:
+    with moto_ledger() as made:
+        yield made
+
+
+def _pages(ledger: Ledger, *batches: dict[str, Any]) -> list[str]:
     shown = Shown()
     for batch in batches:
-        notifier.send([shown], ledger, _incidents(batch), BOUNDARY_MS / 1000)
+        notifier.send([shown], ledger[0], _incidents(batch), BOUNDARY_MS / 1000)
     return [page.title for page in shown.pages]
 
 
-def test_one_xid_across_a_window_boundary_is_one_page(ledger: SentLedger) -> None:
+def test_one_xid_across_a_window_boundary_is_one_page(ledger: Ledger) -> None:
     """Before: two critical pages, "GPU 1" and "GPU PCI 0000:53:00"."""
     before, after = _exporter(BOUNDARY_MS - 2_000), _kernel(BOUNDARY_MS + 3_000)
     assert _pages(ledger, before, after, before, after) == [f"XID 79 on {NODE} GPU 1"]
 
 
-def test_in_either_order(ledger: SentLedger) -> None:
+def test_in_either_order(ledger: Ledger) -> None:
     pages = _pages(ledger, _kernel(BOUNDARY_MS + 3_000), _exporter(BOUNDARY_MS - 2_000))
     assert pages == [f"XID 79 on {NODE} GPU PCI 0000:53:00"]
 
 
-def test_the_same_gpu_failing_again_a_window_later_pages_again(ledger: SentLedger) -> None:
+def test_the_same_gpu_failing_again_a_window_later_pages_again(ledger: Ledger) -> None:
     span = GROUP_WINDOW_S * 1000
     first, again = _exporter(BOUNDARY_MS - 2_000), _exporter(BOUNDARY_MS - 2_000 + span)
     assert len(_pages(ledger, first, again)) == 2
@@ -112,7 +105,7 @@ def test_the_same_gpu_failing_again_a_window_later_pages_again(ledger: SentLedge
     assert len(_pages(ledger, other)) == 1
 
 
-def test_two_invocations_claiming_beside_each_other_page_once(ledger: SentLedger) -> None:
+def test_two_invocations_claiming_beside_each_other_page_once(ledger: Ledger) -> None:
     """Each claim of a window is one transaction with the checks of the windows beside it:
     whichever commits first pages, and the other finds it."""
     (early,) = _incidents(_exporter(BOUNDARY_MS - 2_000))
@@ -122,8 +115,8 @@ def test_two_invocations_claiming_beside_each_other_page_once(ledger: SentLedger
     assert (early.near.after, late.near.before) == (late.key, early.key)
     now_s = BOUNDARY_MS / 1000
     assert [
-        ledger.claim(late.key, now_s, late.near),
-        ledger.claim(early.key, now_s, early.near),
+        ledger[0].claim(late.key, now_s, late.near),
+        ledger[0].claim(early.key, now_s, early.near),
     ] == [
         True,
         False,
