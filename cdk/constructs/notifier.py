@@ -174,15 +174,12 @@ class Notifier(Construct):
                     resources=list(topic_key_arns),
                 )
             )
-        # Claim an incident (a conditional put; an XID's, a transaction that also checks the
-        # windows beside it: "dynamodb:ConditionCheckItem" authorizes a ConditionCheck, the
-        # Put its PutItem, "Using IAM with DynamoDB transactions",
-        # https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html)
-        # and release it when the publish fails.
+        # Claim an incident (a conditional put; an XID's, also a conditional update of its
+        # GPU's last page time) and release it when the publish fails.
         role.add_to_policy(
             iam.PolicyStatement(
                 sid="SentLedger",
-                actions=["dynamodb:PutItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem"],
+                actions=["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
                 resources=[self.sent.table_arn],
             )
         )

@@ -261,21 +261,21 @@ class XidGroup:
         """The incident's identity: the same on a retried invocation, in a later batch of the
         same window, and for the exporter's document and the kernel's line of one XID (from
         either host stream); different for another GPU, code or window."""
-        return self._key(self.window_start_ms)
+        return f"{self.gpu_key}/{self.window_start_ms}"
 
-    def _key(self, window_start_ms: int) -> str:
+    @property
+    def gpu_key(self) -> str:
+        """The GPU and code the incident is about, whatever its window."""
         n = self.first
-        return f"xid/{n.cluster}/{n.node}/{device(n)}/{n.code}/{window_start_ms}"
+        return f"xid/{n.cluster}/{n.node}/{device(n)}/{n.code}"
 
     @property
     def near(self) -> Near:
-        """The windows beside this one, where the same GPU and code within ``GROUP_WINDOW_S``
-        of this group's time is the same incident: the exporter's document 2 s before a window
-        ends and the kernel's line 3 s after it are one XID (a sliding window over the fixed
-        keys; the sent ledger checks both neighbours as it claims)."""
-        span = GROUP_WINDOW_S * 1000
-        start = self.window_start_ms
-        return Near(self.first.time_ms, span, self._key(start - span), self._key(start + span))
+        """A page of the same GPU and code less than ``GROUP_WINDOW_S`` from this group's
+        time, in any window, is this incident's: the exporter's document 2 s before a window
+        ends and the kernel's line 3 s after it are one XID (a sliding window beside the fixed
+        keys; the sent ledger keeps each GPU and code's last page time)."""
+        return Near(self.gpu_key, self.first.time_ms, GROUP_WINDOW_S * 1000)
 
 
 def device(notice: XidNotice) -> str:

@@ -44,14 +44,14 @@ _ICON: Final = {"critical": ":rotating_light:", "warning": ":warning:"}
 
 @dataclass(frozen=True)
 class Near:
-    """A sliding window around an incident keyed by a fixed window: the same incident is
-    claimed under the window before's key (``before``) or the window after's (``after``) at a
-    time less than ``span_ms`` from ``at_ms`` (lambdas/notifier/sent_ledger.py)."""
+    """A sliding window beside an incident keyed by a fixed window: one GPU and code's pages
+    are at least ``span_ms`` apart, whatever window each falls in. ``key`` names the GPU and
+    code (the incident key without its window); ``at_ms`` is when this incident happened
+    (lambdas/notifier/sent_ledger.py)."""
 
+    key: str
     at_ms: int
     span_ms: int
-    before: str
-    after: str
 
 
 @dataclass(frozen=True, kw_only=True)

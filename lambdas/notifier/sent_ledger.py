@@ -21,16 +21,15 @@ alarm on the same metric still changes state.
 
 An XID's key names a fixed 5-minute window, and one XID can straddle two: the exporter's
 document 2 s before a window ends, the kernel's line 3 s after. So an XID's claim (``Near``)
-is one ``TransactWriteItems``: its own key put with ``attribute_not_exists``, and a
-``ConditionCheck`` on each neighbouring window's key that passes only where that key is
-absent or was claimed at least a window's span away ("The actions are completed atomically so
-that either all of them succeed, or all of them fail", TransactWriteItems,
-https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html).
-The claim stores its time (``AT``) for the checks beside it. A retry finds its own key; a
-concurrent claim of the same or a neighbouring key cancels one of the two transactions
-(``TransactionConflict``: a ``LedgerError``, so its invocation is retried and then finds the
-claim): one page either way. A neighbour claimed before ``AT`` was stored (by an older
-version) counts as near, so nothing pages twice across the upgrade.
+is two conditional writes. First its window's key, as any claim: a retry, a replay or a later
+batch of the same window finds it. Then the GPU and code's own item (``Near.key``), which
+holds the time of its last page (``AT``): updated to this incident's time only where it is
+absent or at least the span away ("attribute_not_exists(#k) OR #at <= :lo OR #at >= :hi").
+One conditional write to one item succeeds for exactly one writer, so of two invocations
+claiming the two sides of a boundary at once, one pages and the other finds the time; where
+the update is refused, the window's key stays claimed (it is the same incident) and nothing
+is sent. A delivery that fails releases both: the window's key is deleted and the GPU's
+time put back as it was (the claim kept the old value), so the retry sends it.
 """
 
 from dataclasses import replace
@@ -42,7 +41,7 @@ from lambdas.notifier.notification import Near
 
 KEY: Final = "incident"
 EXPIRES: Final = "expires_at"
-#: When the claimed incident happened (epoch milliseconds), for a neighbour's ``Near`` check.
+#: On a GPU and code's item: when its last page's incident happened (epoch milliseconds).
 AT: Final = "at_ms"
 #: "The maximum length of a partition key value is 2048 bytes" (Constraints in Amazon DynamoDB,
 #: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Constraints.html#limits-partition-sort-keys).
@@ -59,14 +58,10 @@ def claim_key(incident_key: str, channel: str, *, first: str) -> str:
 
 
 def claim_near(near: Near | None, channel: str, *, first: str) -> Near | None:
-    """``near`` with its neighbours' keys on ``channel`` (``claim_key``)."""
+    """``near`` with its GPU and code's key on ``channel`` (``claim_key``)."""
     if near is None:
         return None
-    return replace(
-        near,
-        before=claim_key(near.before, channel, first=first),
-        after=claim_key(near.after, channel, first=first),
-    )
+    return replace(near, key=claim_key(near.key, channel, first=first))
 
 
 class LedgerError(Exception):
@@ -77,73 +72,103 @@ class SentLedger:
     def __init__(self, dynamodb: Any, table: str) -> None:
         self.dynamodb = dynamodb
         self.table = table
+        #: Each claimed key's GPU and code item as it was before the claim (its ``Near``, old
+        #: time and expiry), to put back if the delivery fails.
+        self._before: dict[str, tuple[Near, Any, Any]] = {}
 
     def claim(self, key: str, now_s: float, near: Near | None = None) -> bool:
         """True if this call is the first to claim the incident: its key, and with ``near``,
-        no neighbouring window's key claimed within ``near.span_ms`` of ``near.at_ms``."""
-        for each in (key,) if near is None else (key, near.before, near.after):
+        no page of the same GPU and code within ``near.span_ms`` of ``near.at_ms``."""
+        for each in (key,) if near is None else (key, near.key):
             size = len(each.encode())
             if size > MAX_KEY_BYTES:
                 raise LedgerError(
                     f"claiming {each[:80]}...: the key is {size} bytes; DynamoDB takes "
                     f"{MAX_KEY_BYTES}"
                 )
-        item = {KEY: {"S": key}, EXPIRES: {"N": str(int(now_s) + KEEP_S)}}
+        claimed = self._conditional(
+            key,
+            self.dynamodb.put_item,
+            Item={KEY: {"S": key}, EXPIRES: {"N": self._expires(now_s)}},
+            ConditionExpression="attribute_not_exists(#k)",
+            ExpressionAttributeNames={"#k": KEY},
+        )
+        if claimed is None or near is None:
+            return claimed is not None
         try:
-            if near is None:
-                self.dynamodb.put_item(
-                    TableName=self.table,
-                    Item=item,
-                    ConditionExpression="attribute_not_exists(#k)",
-                    ExpressionAttributeNames={"#k": KEY},
-                )
-            else:
-                self.dynamodb.transact_write_items(TransactItems=self._near_claim(item, near))
+            return self._claim_near(key, now_s, near)
+        except LedgerError:
+            self.release(key)
+            raise
+
+    def _conditional(self, key: str, write: Any, **arguments: Any) -> dict[str, Any] | None:
+        """``write``'s answer, or None where its condition failed; any other error is a
+        LedgerError naming ``key``."""
+        try:
+            return dict(write(TableName=self.table, **arguments))
         except ClientError as err:
-            code = err.response["Error"]["Code"]
-            reasons = err.response.get("CancellationReasons") or []
-            if code == "ConditionalCheckFailedException" or any(
-                r.get("Code") == "ConditionalCheckFailed" for r in reasons
-            ):
-                return False
+            if err.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return None
             raise LedgerError(f"claiming {key} in {self.table}: {err}") from err
         except BotoCoreError as err:
             raise LedgerError(f"claiming {key} in {self.table}: {err}") from err
+
+    @staticmethod
+    def _expires(now_s: float) -> str:
+        return str(int(now_s) + KEEP_S)
+
+    def _claim_near(self, key: str, now_s: float, near: Near) -> bool:
+        """Set the GPU and code's last page time to ``near.at_ms`` where it is at least the
+        span away; False (the window's key kept: the same incident) where it is not."""
+        answer = self._conditional(
+            near.key,
+            self.dynamodb.update_item,
+            Key={KEY: {"S": near.key}},
+            UpdateExpression="SET #at = :at, #e = :e",
+            ConditionExpression="attribute_not_exists(#k) OR #at <= :lo OR #at >= :hi",
+            ExpressionAttributeNames={"#k": KEY, "#at": AT, "#e": EXPIRES},
+            ExpressionAttributeValues={
+                ":at": {"N": str(near.at_ms)},
+                ":e": {"N": self._expires(now_s)},
+                ":lo": {"N": str(near.at_ms - near.span_ms)},
+                ":hi": {"N": str(near.at_ms + near.span_ms)},
+            },
+            ReturnValues="UPDATED_OLD",
+        )
+        if answer is None:
+            return False
+        old = answer.get("Attributes", {})
+        self._before[key] = (near, old.get(AT), old.get(EXPIRES))
         return True
 
-    def _near_claim(self, item: dict[str, Any], near: Near) -> list[dict[str, Any]]:
-        """The transaction of a claim with neighbours: each neighbour's key absent or claimed
-        at least ``span_ms`` away (at or before ``at_ms - span_ms`` in the window before, at
-        or after ``at_ms + span_ms`` in the window after), and the key itself put."""
-        names = {"#k": KEY, "#at": AT}
-
-        def check(neighbour: str, comparison: str, bound: int) -> dict[str, Any]:
-            return {
-                "ConditionCheck": {
-                    "TableName": self.table,
-                    "Key": {KEY: {"S": neighbour}},
-                    "ConditionExpression": f"attribute_not_exists(#k) OR #at {comparison} :at",
-                    "ExpressionAttributeNames": names,
-                    "ExpressionAttributeValues": {":at": {"N": str(bound)}},
-                }
-            }
-
-        return [
-            check(near.before, "<=", near.at_ms - near.span_ms),
-            check(near.after, ">=", near.at_ms + near.span_ms),
-            {
-                "Put": {
-                    "TableName": self.table,
-                    "Item": {**item, AT: {"N": str(near.at_ms)}},
-                    "ConditionExpression": "attribute_not_exists(#k)",
-                    "ExpressionAttributeNames": {"#k": KEY},
-                }
-            },
-        ]
-
     def release(self, key: str) -> None:
-        """Forget a claim whose message was not sent, so that the retry sends it."""
+        """Forget a claim whose message was not sent, so that the retry sends it: its key, and
+        where the claim set its GPU and code's last page time, that time as it was."""
         try:
             self.dynamodb.delete_item(TableName=self.table, Key={KEY: {"S": key}})
+            if key in self._before:
+                self._restore(*self._before.pop(key))
         except (ClientError, BotoCoreError) as err:
             raise LedgerError(f"releasing {key} in {self.table}: {err}") from err
+
+    def _restore(self, near: Near, at: Any, expires: Any) -> None:
+        """The GPU and code's item as it was before ``near``'s claim, if the claim's time is
+        still the one it holds (a later page's time is left alone)."""
+        mine = {":mine": {"N": str(near.at_ms)}}
+        if at is None:
+            self.dynamodb.delete_item(
+                TableName=self.table,
+                Key={KEY: {"S": near.key}},
+                ConditionExpression="#at = :mine",
+                ExpressionAttributeNames={"#at": AT},
+                ExpressionAttributeValues=mine,
+            )
+            return
+        self.dynamodb.update_item(
+            TableName=self.table,
+            Key={KEY: {"S": near.key}},
+            UpdateExpression="SET #at = :at, #e = :e",
+            ConditionExpression="#at = :mine",
+            ExpressionAttributeNames={"#at": AT, "#e": EXPIRES},
+            ExpressionAttributeValues={":at": at, ":e": expires, **mine},
+        )

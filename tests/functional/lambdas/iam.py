@@ -13,12 +13,7 @@ https://docs.getmoto.org/en/latest/docs/iam.html) is partial, and these are its 
   never denies (``cloudwatch:namespace`` on PutMetricData): the policy-evaluator tests
   check conditions.
 - Action names: moto names an action by the request's signing name, so CloudWatch's
-  ``cloudwatch:*`` actions are handed to it as ``monitoring:*``; and by the request's
-  operation, so a ``TransactWriteItems`` is ``dynamodb:TransactWriteItems`` to moto, where AWS
-  authorizes each action of the transaction on its own ("Using IAM with DynamoDB
-  transactions": ``dynamodb:ConditionCheckItem`` for a ConditionCheck, ``dynamodb:PutItem``
-  for a Put, https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html):
-  a statement that grants both is handed to moto granting ``TransactWriteItems`` too.
+  ``cloudwatch:*`` actions are handed to it as ``monitoring:*``.
 - Implicit calls: S3's use of the KMS key (SSE-KMS) and SNS's are not authorized by moto.
 - Operations moto lacks and that ``cli.service_answers.answer`` answers before they are sent
   (DescribeAlarmHistory, ListBucketMetricsConfigurations) are not authorized by moto.
@@ -122,10 +117,6 @@ def _actions(statement: Statement) -> list[str]:
     return [actions] if isinstance(actions, str) else list(actions)
 
 
-#: The actions of the notifier's claim transaction, each authorized by AWS on its own.
-_TRANSACTION_PARTS = frozenset({"dynamodb:PutItem", "dynamodb:ConditionCheckItem"})
-
-
 def for_moto(statements: list[Statement]) -> list[Statement]:
     """Statements moto can evaluate: those about services moto authorizes on "*" get "*", and
     CloudWatch's actions are named by its signing name, as moto names them (monitoring:...)."""
@@ -133,10 +124,10 @@ def for_moto(statements: list[Statement]) -> list[Statement]:
     for statement in statements:
         actions = _actions(statement)
         services = {a.split(":", 1)[0] for a in actions}
-        moto_actions = [re.sub(r"^cloudwatch:", "monitoring:", a) for a in actions]
-        if set(actions) >= _TRANSACTION_PARTS:
-            moto_actions.append("dynamodb:TransactWriteItems")
-        moto_statement = {**statement, "Action": moto_actions}
+        moto_statement = {
+            **statement,
+            "Action": [re.sub(r"^cloudwatch:", "monitoring:", a) for a in actions],
+        }
         if services - RESOURCE_AWARE:
             moto_statement["Resource"] = "*"
         out.append(moto_statement)

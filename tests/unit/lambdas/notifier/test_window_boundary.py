@@ -1,7 +1,8 @@
 """One XID across a 5-minute boundary is one page: the exporter's document 2 s before a window
 ends and the kernel's line 3 s after it share the GPU's PCI bus, and the sent ledger (moto's
-DynamoDB) claims an XID's window only where neither window beside it was claimed within the
-span. Retried, replayed in either order, or claimed by two invocations, it pages once."""
+DynamoDB) pages an XID only where its GPU and code's last page is at least the span away.
+Retried, replayed in either order, or claimed by two invocations, it pages once; a delivery
+that fails leaves nothing claimed, so the retry sends it."""
 
 import json
 from collections.abc import Iterator
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from lambdas.notifier import handler as notifier
-from lambdas.notifier.channels import Delivery
+from lambdas.notifier.channels import ChannelError, Delivery
 from lambdas.notifier.incidents import Deployment, from_xid_group
 from lambdas.notifier.messages import GROUP_WINDOW_S, group_xids, parse_log_events
 from lambdas.notifier.notification import Incident
@@ -106,13 +107,13 @@ def test_the_same_gpu_failing_again_a_window_later_pages_again(ledger: Ledger) -
 
 
 def test_two_invocations_claiming_beside_each_other_page_once(ledger: Ledger) -> None:
-    """Each claim of a window is one transaction with the checks of the windows beside it:
-    whichever commits first pages, and the other finds it."""
+    """Both claim the GPU and code's last page time with one conditional write each: the
+    first pages, and the second finds the time."""
     (early,) = _incidents(_exporter(BOUNDARY_MS - 2_000))
     (late,) = _incidents(_kernel(BOUNDARY_MS + 3_000))
     assert early.near is not None
     assert late.near is not None
-    assert (early.near.after, late.near.before) == (late.key, early.key)
+    assert early.near.key == late.near.key
     now_s = BOUNDARY_MS / 1000
     assert [
         ledger[0].claim(late.key, now_s, late.near),
@@ -121,3 +122,25 @@ def test_two_invocations_claiming_beside_each_other_page_once(ledger: Ledger) ->
         True,
         False,
     ]
+
+
+class FailsOnce(Shown):
+    """Refuses its first page, as a channel that is down for a moment would."""
+
+    def deliver(self, incident: Incident) -> Delivery:
+        if not self.pages:
+            self.pages.append(incident)
+            raise ChannelError("sns: down for a moment")
+        return super().deliver(incident)
+
+
+def test_a_failed_delivery_releases_the_gpus_time_so_the_retry_pages(ledger: Ledger) -> None:
+    (incident,) = _incidents(_exporter(BOUNDARY_MS - 2_000))
+    channel = FailsOnce()
+    with pytest.raises(notifier.PublishError, match="down for a moment"):
+        notifier.send([channel], ledger[0], [incident], BOUNDARY_MS / 1000)
+    assert ledger[1].scan(TableName="gpu-insights-train-sent")["Items"] == []
+    assert notifier.send([channel], ledger[0], [incident], BOUNDARY_MS / 1000) == 1
+    # The kernel's line after the boundary is still the same incident.
+    (kernel,) = _incidents(_kernel(BOUNDARY_MS + 3_000))
+    assert notifier.send([channel], ledger[0], [kernel], BOUNDARY_MS / 1000) == 0
