@@ -79,6 +79,24 @@ def _otlp_rows() -> list[Row]:
     ]  # fmt: skip
 
 
+def _pager_rows() -> list[Row]:
+    """The pager's fault injection (benchmarks/page_faults.py)."""
+    pager = page_faults.main()
+    x = pager["xid_batch"]
+    return [
+        Row("pager: XID pages delivered, 1,000 documents 1% malformed", x["pages"], x["good"],
+            "pages"),
+        Row("pager: pages re-sent when every batch is delivered again",
+            x["resent"] + x["duplicates"], None, "pages"),
+        Row("pager: malformed documents refused and counted", x["refused_counted"],
+            x["malformed"], "docs"),
+        Row("pager: forged host-log confirmations that confirmed",
+            pager["forged_confirmation"]["confirmed"], None, "pages"),
+        Row("pager: pages of one XID across a window boundary",
+            pager["window_boundary"]["pages"], 1.0, "pages"),
+    ]  # fmt: skip
+
+
 def main() -> None:
     logging.disable(logging.WARNING)
     rows: list[Row] = []
@@ -272,15 +290,7 @@ def main() -> None:
             "s",
         ),
     ]
-    x = page_faults.main()["xid_batch"]
-    rows += [
-        Row("pager: XID pages delivered, 1,000 documents 1% malformed", x["pages"], x["good"],
-            "pages"),
-        Row("pager: pages re-sent when every batch is delivered again",
-            x["resent"] + x["duplicates"], None, "pages"),
-        Row("pager: malformed documents refused and counted", x["refused_counted"],
-            x["malformed"], "docs"),
-    ]  # fmt: skip
+    rows += _pager_rows()
     rows.append(Row("cdk synth of the whole app", synth_seconds(), None, "s"))
     cost = estimate(nodes=1, gpus_per_node=8)
     rows += [
