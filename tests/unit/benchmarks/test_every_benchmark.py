@@ -7,8 +7,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 BENCHMARKS = ROOT / "benchmarks"
-#: The runner itself: its table is the sum of the others (each smoke-run here), and a run of it
-#: is ``make bench``.
+#: The runner itself: ``make bench``, smoke-run at its benchmarks' small sizes by
+#: test_run_all.py.
 RUNNER = "run_all"
 
 
