@@ -39,24 +39,23 @@ seconds); the XID alarms' contributor events reach the notifier too, which leave
 log (lambdas/notifier/incidents.py ``REPORTED_FROM_LOGS``).
 """
 
-import hashlib
 import json
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
 from opentelemetry.sdk.metrics.export import MetricsData
 
-from cdk.alarms.catalog import AlarmSettings, promql_alarms
+from cdk.alarms.catalog import promql_alarms
+from cdk.alarms.jobs import JOB_GOODPUT_LOW, JOB_STEP_TIME_RISE
 from cdk.alarms.model import AlarmSpec
 from cdk.alarms.promql import PromQLQuery
-from cdk.alarms.serving_promql import latency_slo_query
 from cdk.settings import Settings
+from cli.backtest.otel_replay import classic_histograms
 from cli.backtest.promql_alarm import ALARM, Transition, replay_range
+from cli.backtest.promql_pages import XID_LOG, contributor_event
 from cli.demo.exporter import (
     FIRST_PID,
     INTERVAL_S,
@@ -71,7 +70,7 @@ from cli.demo.exporter import (
 from cli.demo.jobs import ALARM_JOBS, AlarmJob, Phase, emitter_samples
 from cli.demo.notifications import ACCOUNT, _deployed, _received, _subscription
 from cli.demo.otlp import KeptRequests, otlp_samples
-from cli.demo.promql import Sample, answering, serve, write_openmetrics
+from cli.demo.promql import Sample, serving
 from cli.demo.realistic import nodes as ec2
 from cli.demo.realistic import pods as k8s
 from cli.demo.realistic.serving import IDLE_REPLICA, KSERVE, SERVING_PODS, VLLM
@@ -86,9 +85,7 @@ from cli.demo.serving import (
 )
 from cli.demo.serving import NODE as SERVING
 from gpu_insights_agent.contract.metrics import DIM_XID_CODE, OTLP_JOB, ExporterSink
-from gpu_insights_agent.contract.serving import HistogramForm, Signal
 from gpu_insights_agent.emf.document import EmfDocument, encode
-from gpu_insights_agent.emf.sinks import BufferedSender
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
 from gpu_insights_agent.exporter.nvml_source import NvmlSource
@@ -105,7 +102,6 @@ from lambdas.shared.kube_state import (
     KSM_POD_UNSCHEDULABLE,
     KSM_RESOURCE,
 )
-from lambdas.shared.promql import PromQLClient, endpoint_for
 
 #: Two hours of one-minute cycles from the demo's replay window (cli/demo/exporter.py).
 DURATION_S: Final = 2 * 3600.0
@@ -217,6 +213,9 @@ PENDING_GPUS: Final = 8
 #: training-operator pkg/apis/kubeflow.org/v1 ``PyTorchJobDefaultContainerName``).
 PENDING_CONTAINER: Final = "pytorch"
 
+#: How the summary names a further page of a job (``AlarmJob.also``).
+FURTHER: Final = {JOB_STEP_TIME_RISE: "fail-slow", JOB_GOODPUT_LOW: "goodput"}
+
 FAULTS: Final = (
     Fault("idle held GPU", REPLAYED.name, str(IDLE_GPU), 0.0, "gpu-low-power"),
     Fault("idle replica", SERVING.name, str(GPU_OF[IDLE_REPLICA]), 0.0, "gpu-low-power"),
@@ -256,11 +255,22 @@ FAULTS: Final = (
         for job in ALARM_JOBS
         if job.pages is not None
     ),
+    # The further pages a job's trouble raises (cli/demo/jobs.py ``also``, ``also_rolling``):
+    # the slowed job's fail-slow, the hung job's and the steady job's hour of goodput.
+    *(
+        Fault(
+            f"{job.name} {FURTHER[kind]}",
+            None,
+            None,
+            trouble_at_s(job),
+            kind,
+            job=job.name,
+            due_s=last * 60 - trouble_at_s(job),
+        )
+        for job in ALARM_JOBS
+        for kind, _, last in job.also + job.also_rolling
+    ),
 )
-
-
-#: What a page from the exporter's XID log line is filed under, beside the alarms' keys.
-XID_LOG: Final = "xid-log"
 
 
 class _Lines:
@@ -329,7 +339,7 @@ def _run_node(
         sink = OtlpSink("http://local", exporter=kept, start_ns=int(START * 1e9))
         exporter = Exporter(
             NvmlSource(FakeNvml(_trace(node, gpus), clock=lambda: now[0], sleep=lambda _: None)),
-            BufferedSender(XidEventLog(sink, lines)),
+            XidEventLog(sink, lines),
             ExporterConfig(
                 cluster_name=cluster,
                 node_name=node.name,
@@ -419,79 +429,9 @@ def otlp_settings(settings: Settings) -> Settings:
     )
 
 
-@contextmanager
-def serving(samples: Iterable[Sample], region: str) -> Iterator[PromQLClient]:
-    """A local Prometheus holding ``samples`` that answers ``region``'s PromQL host (the
-    alarms' replay and the notifier's job placement alike); yields a client of it."""
-    client = PromQLClient(endpoint=endpoint_for(region), region=region, credentials=None)
-    with tempfile.TemporaryDirectory(prefix="otel-alarms-") as folder, ExitStack() as stack:
-        path = Path(folder) / "exporter.om"
-        write_openmetrics(path, samples)
-        url = stack.enter_context(serve(path, Path(folder) / "data"))
-        stack.enter_context(answering(region, url))
-        yield client
-
-
-#: The serving latency alarms and the histogram each reads.
-LATENCY_ALARMS: Final = {"serving-ttft-p99": Signal.TTFT, "serving-e2e-p99": Signal.E2E}
-
-
-def classic_histograms(spec: AlarmSpec, settings: AlarmSettings) -> AlarmSpec:
-    """``spec`` as the local Prometheus can answer it: a serving latency alarm reads CloudWatch's
-    native histograms by the metric's name, which a Prometheus 2.42 holds as classic
-    ``_bucket`` series (contract/serving.py ``HistogramForm``), so its query is rebuilt in that
-    form, the same models and targets (cdk/alarms/serving_promql.py ``latency_slo_query``);
-    every other alarm as deployed."""
-    signal = LATENCY_ALARMS.get(spec.key)
-    if signal is None or settings.serving is None:
-        return spec
-    serving = settings.serving
-    default, targets = (
-        (serving.ttft_p99_seconds, serving.ttft_p99_targets)
-        if signal is Signal.TTFT
-        else (serving.e2e_p99_seconds, serving.e2e_p99_targets)
-    )
-    query = latency_slo_query(
-        signal, settings.cluster_name, default, targets, form=HistogramForm.CLASSIC
-    )
-    assert query is not None  # the deployed alarm exists: some model has a target
-    return replace(spec, metric=query)
-
-
 def _query(spec: AlarmSpec) -> PromQLQuery:
     assert isinstance(spec.metric, PromQLQuery)
     return spec.metric
-
-
-def contributor_event(
-    spec: AlarmSpec, cluster: str, region: str, raised: Transition
-) -> dict[str, Any]:
-    """The ``CloudWatch Alarm Contributor State Change`` of a PromQL alarm's contributor:
-    its attributes the series' labels. What else a PromQL alarm's event carries is not in the
-    User Guide's examples: no metrics list (the query is in its ``EvaluationCriteria``), and a
-    reason the notifier does not read to name the GPU (tests/unit/lambdas/notifier/events.py
-    ``as_promql_contributor``)."""
-    name = spec.alarm_name(cluster)
-    when = datetime.fromtimestamp(raised.at, UTC)
-    return {
-        "version": "0",
-        "id": f"demo-{spec.key}-{int(raised.at)}",
-        "detail-type": "CloudWatch Alarm Contributor State Change",
-        "source": "aws.cloudwatch",
-        "account": ACCOUNT,
-        "time": f"{when:%Y-%m-%dT%H:%M:%SZ}",
-        "region": region,
-        "resources": [f"arn:aws:cloudwatch:{region}:{ACCOUNT}:alarm:{name}"],
-        "detail": {
-            "alarmName": name,
-            "alarmContributor": {
-                "id": hashlib.sha256(repr(raised.contributor).encode()).hexdigest()[:16],
-                "attributes": raised.labels,
-            },
-            "configuration": {"description": spec.description},
-            "state": {"value": ALARM, "reason": "", "timestamp": when.isoformat()},
-        },
-    }
 
 
 @dataclass(frozen=True)
@@ -586,7 +526,7 @@ def _page(
     for spec in demo.alarms:
         for raised in demo.transitions[spec.key]:
             if raised.state == ALARM:
-                event = contributor_event(spec, cluster, region, raised)
+                event = contributor_event(spec, cluster, region, raised, ACCOUNT)
                 events.append((raised.at, spec.key, raised.labels, event))
     sqs = session.client("sqs")
     with _deployed(session, settings) as queues:

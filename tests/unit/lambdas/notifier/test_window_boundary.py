@@ -15,7 +15,7 @@ from lambdas.notifier.channels import ChannelError, Delivery
 from lambdas.notifier.incidents import Deployment, from_xid_group
 from lambdas.notifier.messages import GROUP_WINDOW_S, group_xids, parse_log_events
 from lambdas.notifier.notification import Incident
-from lambdas.notifier.sent_ledger import SentLedger
+from lambdas.notifier.sent_ledger import Claim, SentLedger
 from tests.unit.lambdas.notifier.ledger import moto_ledger
 
 NODE = "ip-10-0-12-34.ec2.internal"
@@ -36,7 +36,7 @@ class Shown:
     def name(self) -> str:
         return "sns"
 
-    def deliver(self, incident: Incident) -> Delivery:
+    def deliver(self, incident: Incident, *, deadline_s: float | None = None) -> Delivery:
         self.pages.append(incident)
         return Delivery(self.name, str(len(self.pages)))
 
@@ -118,20 +118,17 @@ def test_two_invocations_claiming_beside_each_other_page_once(ledger: Ledger) ->
     assert [
         ledger[0].claim(late.key, now_s, late.near),
         ledger[0].claim(early.key, now_s, early.near),
-    ] == [
-        True,
-        False,
-    ]
+    ] == [Claim.NEW, Claim.HELD]
 
 
 class FailsOnce(Shown):
     """Refuses its first page, as a channel that is down for a moment would."""
 
-    def deliver(self, incident: Incident) -> Delivery:
+    def deliver(self, incident: Incident, *, deadline_s: float | None = None) -> Delivery:
         if not self.pages:
             self.pages.append(incident)
             raise ChannelError("sns: down for a moment")
-        return super().deliver(incident)
+        return super().deliver(incident, deadline_s=deadline_s)
 
 
 def test_a_failed_delivery_releases_the_gpus_time_so_the_retry_pages(ledger: Ledger) -> None:
