@@ -3,8 +3,8 @@ run (``cli.analyze.run``) with the clients it builds, answered at the HTTP layer
 CloudWatch's JSON and EC2's XML wire formats (benchmarks/wire.py) by the storage benchmark's
 fleet (benchmarks/storage_analyzer.py). Prints CPU seconds and the share botocore spent
 parsing, with the handlers' session (what the command builds: lambdas/shared/aws_clients.py
-``new_session``) and with a plain boto3 session (what it built before), each in a fresh
-process; the findings must be the same."""
+``new_session``, which cli/settings_args.py ``session_for`` calls) and with a plain boto3
+session (what it built before), each in a fresh process; the findings must be the same."""
 
 import os
 import time
@@ -55,7 +55,7 @@ def measure(session: str, volumes: int) -> dict[str, float]:
         target="storage", cluster_name="bench", scope="cluster", bucket=[], days=DAYS,
         profile=None, region="us-east-1", json=True, context=[], cdk_json=None,
     )  # fmt: skip
-    plain = patch.object(analyze, "new_session", boto3.Session)
+    plain = patch.object(aws_clients, "new_session", boto3.Session)
     with patch.object(analyze, "client", served), patch.object(analyze, "time", _Clock):
         if session == SESSIONS[0]:
             plain.start()

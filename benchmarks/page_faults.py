@@ -22,10 +22,19 @@ page. Sections, each a function returning its figures; ``main`` runs them all.
    (``notifier-failing``).
 The webhook's other faults (garbage answers, redirects, slow drip, resets) are
 ``benchmarks/webhook_faults.py``.
+6. A forged host-log confirmation: with ``xid_require_kernel_confirmation`` on, a pod that
+   reaches the agent's EMF listener writes a forged XID 79 document and, routed by
+   ``_aws.LogGroupName`` and ``_aws.LogStreamName`` into the host log group on the node's
+   ``<node>.host.dmesg`` stream, a forged kernel line. The page must stay the unconfirmed
+   warning. Prints "forged host-log confirmation: refused".
+7. One XID across a 5-minute window boundary: the exporter's document 2 s before the boundary
+   and the kernel's line for it 3 s after, each delivered (and then delivered again) by its
+   own subscription. Prints "XID across a window boundary: 1 page".
 """
 
 import base64
 import contextlib
+import functools
 import gzip
 import io
 import json
@@ -135,9 +144,10 @@ def _subscription(messages: list[str], at_ms: int) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _deployment() -> Iterator[Callable[[], list[dict[str, Any]]]]:
-    """The notifier's topics (an SQS subscriber on each), its ledger and environment on moto;
-    yields a reader of what the subscribers received since the last read."""
+def _deployment(**settings: str) -> Iterator[Callable[[], list[dict[str, Any]]]]:
+    """The notifier's topics (an SQS subscriber on each), its ledger and environment (and
+    ``settings``, more of its variables) on moto; yields a reader of what the subscribers
+    received since the last read."""
     with mock_aws():
         session = boto3.Session(
             region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
@@ -170,6 +180,7 @@ def _deployment() -> Iterator[Callable[[], list[dict[str, Any]]]]:
             "GPU_DASHBOARD": f"gpu-insights-{CLUSTER}-gpu-node",
             "EXPORTER_LOG_GROUP": exporter_log_group(CLUSTER),
             "ALARM_KINDS": json.dumps(kinds),
+            **settings,
         }
         clients = {s: session.client(s) for s in ("sns", "dynamodb", "logs")}
 
@@ -478,6 +489,97 @@ def late_line(r: LateRun) -> str:
     )
 
 
+#: Container Insights' host log group, where Fluent Bit ships each node's kernel log.
+HOST_LOG_GROUP = f"/aws/containerinsights/{CLUSTER}/host"
+
+
+def _gpu_xid(at_s: float, gpu: int = 1) -> tuple[dict[str, Any], str]:
+    """One XID 79 document as NODE's exporter writes it, and its GPU's bus in the kernel's
+    form (``0000:53:00``)."""
+    sink = _Keep()
+    exporter = Exporter(
+        NvmlSource(FakeNvml(trace_lines(), clock=Clock(16))),
+        BufferedSender(sink),
+        ExporterConfig(cluster_name=CLUSTER, node_name=NODE),
+    )
+    exporter.start()
+    exporter.on_xid(XidEvent(gpu_index=gpu, code=79, time=at_s))
+    (document,) = sink.documents
+    domain, bus, device = str(document["PciBusId"]).split(".")[0].split(":")
+    return document, f"{domain[-4:]}:{bus}:{device}".lower()
+
+
+def _silent(run: Callable[[], Any]) -> Any:
+    """``run()`` without the function's printed refused-count lines."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        return run()
+
+
+def forged_confirmation() -> dict[str, Any]:
+    """Section 6: a forged document and a forged host line routed through the EMF listener."""
+    now = time.time()
+    document, bus = _gpu_xid(now)
+    forged_line = {
+        "_aws": {"LogGroupName": HOST_LOG_GROUP, "LogStreamName": f"{NODE}.host.dmesg"},
+        "message": f"NVRM: Xid (PCI:{bus}): 79, pid=1, GPU has fallen off the bus.",
+        "hostname": NODE,
+    }
+    settings = {"HOST_LOG_GROUP": HOST_LOG_GROUP, "REQUIRE_KERNEL_CONFIRMATION": "true"}
+    with _deployment(**settings) as received:
+        logs = notifier._clients("logs")
+        logs.create_log_group(logGroupName=HOST_LOG_GROUP)
+        # Where the agent writes the forged line: the group and stream the line names.
+        logs.create_log_stream(logGroupName=HOST_LOG_GROUP, logStreamName=f"{NODE}.host.dmesg")
+        logs.put_log_events(
+            logGroupName=HOST_LOG_GROUP,
+            logStreamName=f"{NODE}.host.dmesg",
+            logEvents=[{"timestamp": int(now * 1000) + 1000, "message": json.dumps(forged_line)}],
+        )
+        at_ms = int(now * 1000)
+        event = _subscription([json.dumps(document)], at_ms)
+        _silent(functools.partial(notifier.handler, event, None))
+        pages = received()
+    return {
+        "pages": len(pages),
+        "critical": sum(p["Subject"].startswith("[CRITICAL]") for p in pages),
+        "confirmed": sum("confirmed: NVRM" in p["Message"] for p in pages),
+        "refused": len(pages) == 1 and "unconfirmed by the kernel log" in pages[0]["Subject"],
+    }
+
+
+def window_boundary() -> dict[str, Any]:
+    """Section 7: one XID's exporter document and kernel line on either side of a boundary,
+    each delivered twice."""
+    window_ms = 300_000
+    boundary_ms = (int(time.time() * 1000) // window_ms) * window_ms
+    document, bus = _gpu_xid((boundary_ms - 2_000) / 1000)
+    line = json.dumps({"message": f"NVRM: Xid (PCI:{bus}): 79, pid=1, GPU has fallen off"})
+    kernel = {
+        "messageType": "DATA_MESSAGE",
+        "logGroup": HOST_LOG_GROUP,
+        "logStream": f"{NODE}.host.dmesg",
+        "logEvents": [{"id": "k", "timestamp": boundary_ms + 3_000, "message": line}],
+    }
+    kernel_event = {
+        "awslogs": {"data": base64.b64encode(gzip.compress(json.dumps(kernel).encode())).decode()}
+    }
+    exporter_event = _subscription([json.dumps(document)], boundary_ms - 1_500)
+    with _deployment() as received:
+        for event in (exporter_event, kernel_event, exporter_event, kernel_event):
+            _silent(functools.partial(notifier.handler, event, None))
+        pages = received()
+    return {"pages": len(pages), "subjects": sorted(p["Subject"] for p in pages)}
+
+
+def forged_line(f: dict[str, Any]) -> str:
+    verdict = "refused" if f["refused"] else f"ACCEPTED ({f['confirmed']} confirmed)"
+    return f"forged host-log confirmation: {verdict}"
+
+
+def boundary_line(b: dict[str, Any]) -> str:
+    return f"XID across a window boundary: {b['pages']} page{'s' if b['pages'] != 1 else ''}"
+
+
 def main() -> dict[str, Any]:
     before = logging.root.manager.disable
     logging.disable(logging.ERROR)  # each refused delivery is logged: the counts say it
@@ -495,8 +597,15 @@ def main() -> dict[str, Any]:
     print(forgery_line(forged))
     late = late_answer()
     print(late_line(late))
+    confirmation = forged_confirmation()
+    print(forged_line(confirmation))
+    boundary = window_boundary()
+    print(boundary_line(boundary))
     logging.disable(before)
-    return {"xid_batch": x, "otlp": otlp, "hang": hang, "forgery": forged, "late": late}
+    return {
+        "xid_batch": x, "otlp": otlp, "hang": hang, "forgery": forged, "late": late,
+        "forged_confirmation": confirmation, "window_boundary": boundary,
+    }  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -123,6 +123,10 @@ def pager_rows() -> list[Row]:
             x["resent"] + x["duplicates"], None, "pages"),
         Row("pager: malformed documents refused and counted", x["refused_counted"],
             x["malformed"], "docs"),
+        Row("pager: forged host-log confirmations that confirmed",
+            pager["forged_confirmation"]["confirmed"], None, "pages"),
+        Row("pager: pages of one XID across a window boundary",
+            pager["window_boundary"]["pages"], 1, "pages"),
     ]  # fmt: skip
     return rows
 

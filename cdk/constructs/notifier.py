@@ -174,11 +174,12 @@ class Notifier(Construct):
                     resources=list(topic_key_arns),
                 )
             )
-        # Claim an incident (a conditional put) and release it when the publish fails.
+        # Claim an incident (a conditional put; an XID's, also a conditional update of its
+        # GPU's last page time) and release it when the publish fails.
         role.add_to_policy(
             iam.PolicyStatement(
                 sid="SentLedger",
-                actions=["dynamodb:PutItem", "dynamodb:DeleteItem"],
+                actions=["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
                 resources=[self.sent.table_arn],
             )
         )

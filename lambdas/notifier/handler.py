@@ -59,7 +59,7 @@ from lambdas.notifier.messages import XidGroup, group_xids, parse_log_events
 from lambdas.notifier.notification import Incident
 from lambdas.notifier.pods import PodLookupError, pods_on_gpu
 from lambdas.notifier.refused import refused_line
-from lambdas.notifier.sent_ledger import Claim, LedgerError, SentLedger, claim_key
+from lambdas.notifier.sent_ledger import Claim, LedgerError, SentLedger, claim_key, claim_near
 from lambdas.notifier.serving import model_deployment, read_replicas, with_replicas
 from lambdas.notifier.sns_channel import SNS, SnsChannel
 from lambdas.notifier.webhook import LATE_DEADLINE_S, WebhookChannel, url_from_parameter
@@ -194,8 +194,9 @@ class _Run:
             self.not_tried += 1
             return
         key = claim_key(incident.key, channel.name, first=SNS)
+        near = claim_near(incident.near, channel.name, first=SNS)
         try:
-            found = self.ledger.claim(key, self.now_s)
+            found = self.ledger.claim(key, self.now_s, near)
             if found is Claim.LATE:
                 if self.left() < RESEND_RESERVE_S:
                     self.not_tried += 1

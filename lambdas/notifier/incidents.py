@@ -170,6 +170,7 @@ def from_xid_group(
         pods = (f"{few(pods, 'pods')} (last seen on this GPU at {_utc(group.pods_seen_ms)})",)
     return Incident(
         key=group.key,
+        near=group.near,
         severity="critical" if fatal and not unconfirmed else "warning",
         kind="gpu-xid-fatal" if fatal else "gpu-xid",
         title=title,
@@ -192,7 +193,28 @@ class Skipped:
 
 
 def _number(value: Any) -> str:
-    return f"{float(value):g}"
+    """A number as the page shows it, or the named error for one that is none (``(abc)``) or
+    that no float holds (a 400-digit integer: OverflowError)."""
+    try:
+        return f"{float(value):g}"
+    except (ValueError, TypeError, OverflowError) as err:
+        raise AlarmEventError(
+            f"detail.state.reason's threshold {str(value)[:40]!r} is not a number"
+        ) from err
+
+
+#: Digits of a count the notifier reads from a state reason (datapoints, series): twelve, far
+#: more than any alarm evaluates, and far below the 4,300 digits past which Python reads no
+#: integer from text (``sys.get_int_max_str_digits``: ValueError).
+_MAX_COUNT_DIGITS: Final = 12
+
+
+def _count(text: str) -> int:
+    """A count from a state reason, or the named error for one longer than
+    ``_MAX_COUNT_DIGITS``."""
+    if len(text) > _MAX_COUNT_DIGITS:
+        raise AlarmEventError(f"detail.state.reason counts {text[:20]}... ({len(text)} digits)")
+    return int(text)
 
 
 @dataclass(frozen=True)
@@ -220,8 +242,8 @@ def read_reason(reason: str) -> Crossing | None:
     if not found:
         return None
     return Crossing(
-        hits=int(found["hits"]),
-        of=int(match["of"]) if match else None,
+        hits=_count(found["hits"]),
+        of=_count(match["of"]) if match else None,
         comparison=found["comparison"],
         threshold=_number(found["threshold"]),
         values=tuple(_number(v) for v in _POINT.findall(found["points"])),
@@ -240,11 +262,13 @@ def _threshold_and_observed(
         data = _reason_data(raw)
         try:  # an alarm of another kind may word it otherwise: the sentence stands then
             points = [float(p) for p in data.get("recentDatapoints", [])]
-            threshold = _number(data["threshold"])
+            threshold = f"{float(data['threshold']):g}"
         except (ValueError, TypeError, KeyError):
             pass
+        except OverflowError as err:  # an integer no float holds: no alarm's datapoint
+            raise AlarmEventError("detail.state.reasonData holds a number no float holds") from err
         else:
-            values = [_number(p) for p in points[-6:]]
+            values = [f"{p:g}" for p in points[-6:]]
     if not values:
         return threshold, None
     observed = ", ".join(values)
@@ -270,13 +294,15 @@ def _reason_data(raw: Any) -> dict[str, Any]:
 #: A multi time series alarm's state reason once more contributors are in ALARM than it pages:
 #: "If there are more than 100 contributors in ALARM (for example 105), the StateReason will be
 #: "100+ time series evaluated to ALARM"" ("Limits",
-#: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html).
-_AT_CONTRIBUTOR_CAP = re.compile(r"^(?P<count>\d+)\+ time series evaluated to ALARM")
+#: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html). The
+#: page quotes the sentence, not the whole reason, so it is found wherever the reason holds it
+#: (after a "Threshold Crossed: " as the other reasons begin, say), never only at its start.
+_AT_CONTRIBUTOR_CAP = re.compile(r"(?<![\d.])(?P<count>\d+)\+ time series evaluated to ALARM")
 
 
 def contributor_cap(reason: str) -> str | None:
     """``"100+"`` where a state reason says the contributor cap was reached, else None."""
-    match = _AT_CONTRIBUTOR_CAP.match(reason)
+    match = _AT_CONTRIBUTOR_CAP.search(reason)
     return f"{match['count']}+" if match else None
 
 
@@ -338,8 +364,9 @@ def from_alarm_event(event: dict[str, Any], deployment: Deployment) -> Incident 
     if not isinstance(detail, dict) or not isinstance(detail.get("state"), dict):
         raise AlarmEventError("the event has no detail.state")
     configuration = detail.get("configuration", {})
-    if not isinstance(configuration, dict) or not all(
-        isinstance(m, dict) for m in configuration.get("metrics") or []
+    metrics = configuration.get("metrics") if isinstance(configuration, dict) else None
+    if not isinstance(configuration, dict) or not (
+        metrics is None or (isinstance(metrics, list) and all(isinstance(m, dict) for m in metrics))
     ):
         raise AlarmEventError("detail.configuration is not an object with a list of metrics")
     name = str(detail.get("alarmName", ""))

@@ -38,6 +38,7 @@ from lambdas.notifier.messages import document_time_ms
 from lambdas.notifier.notification import Incident
 from lambdas.shared.console_links import TRAINING_DASHBOARD, job_dashboard_url
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
+from lambdas.shared.log_filter import quote_term
 from lambdas.shared.promql import PromQLClient, PromQLError, quote_label, quote_string
 
 #: The kinds of alarm whose contributor is a job (cdk/alarms/jobs.py names them ``job-*``).
@@ -137,7 +138,7 @@ def job_placement(logs: Any, cluster: str, job: str, at_ms: int) -> Placement:
             logGroupName=group,
             startTime=at_ms - LOOKBACK_MS,
             endTime=at_ms + 60_000,
-            filterPattern=f'{{ $.{DIM_JOB} = "{job}" }}',
+            filterPattern=f"{{ $.{DIM_JOB} = {quote_term(job)} }}",
         )
     except (ClientError, BotoCoreError) as err:
         raise PlacementLookupError(f"reading {group} for job {job}: {err}") from err

@@ -8,13 +8,18 @@ translator/translate/otel/exporter/awscloudwatchlogs/translator.go sets ``EmfOnl
 ``RawLog``; amazon-contributing/opentelemetry-collector-contrib,
 exporter/awscloudwatchlogsexporter/exporter.go ``logToCWLog``). The kernel's own
 ``NVRM: Xid (PCI:<bus>): <code>`` line reaches Container Insights' host log group through
-Fluent Bit, which a pod cannot write to. So an exporter XID whose node logged the same code on
+Fluent Bit, which a pod cannot write to; a pod can put a line into that group only through the
+listener, and such a line holds the field that routed it there, so it is not read as the
+kernel's. So an exporter XID whose node logged the same code on
 the same PCI bus within ``WINDOW_MS`` is confirmed; one with no such line is not (or not yet:
 Fluent Bit ships host logs every few seconds, so a line can trail the document).
 
 One ``FilterLogEvents`` call (and its pages, at most ``MAX_PAGES``) per batch, over the batch's
 time span, whatever its nodes. Host log streams are named ``<node>.host.<file>`` (Container
-Insights' Fluent Bit configuration, ``messages.STREAM_INFIX``): the node is the stream's.
+Insights' Fluent Bit configuration, ``messages.STREAM_INFIX``): the node is the stream's, and
+an event on any other stream is no kernel line. The stream alone proves nothing (a line sent to
+the EMF listener picks its stream as well as its group): a record that holds the fields by
+which it would have done so (``messages.EMF_ROUTING_FIELDS``) confirms nothing.
 
 A document's time is its own ``_aws.Timestamp``, which whoever wrote it chose: the read never
 reaches further back than ``MAX_AGE_MS`` before now, so one backdated document cannot widen
@@ -34,7 +39,7 @@ from gpu_insights_agent.contract.xid import (
     XidLineError,
     parse_kernel_xid_line,
 )
-from lambdas.notifier.messages import XidGroup, kernel_record
+from lambdas.notifier.messages import XidGroup, kernel_record, stream_node
 from lambdas.notifier.xid_fields import same_pci_device
 
 #: A kernel line this close to the exporter's report (either side) confirms it: the driver
@@ -105,14 +110,20 @@ def read_kernel_lines(
 
 
 def _add(by_node: dict[str, list[tuple[int, KernelXid]]], event: dict[str, Any]) -> None:
+    """One host log event's kernel XID, by its stream's node: only a ``<node>.host.<file>``
+    stream's, and only a record Fluent Bit wrote (``messages.kernel_record`` refuses one that
+    came through the EMF listener); never the node a record names itself."""
     stream = str(event.get("logStreamName", ""))
+    node = stream_node(stream)
+    if node is None:
+        return
     try:
-        text, host = kernel_record(str(event.get("message", "")), stream)
+        text, _ = kernel_record(str(event.get("message", "")), stream)
         xid = parse_kernel_xid_line(text)
     except (ValueError, XidLineError, RecursionError):
         return
     if xid is not None and isinstance(event.get("timestamp"), int):
-        by_node.setdefault(str(host), []).append((event["timestamp"], xid))
+        by_node.setdefault(node, []).append((event["timestamp"], xid))
 
 
 def in_reach(group: XidGroup, now_ms: int) -> bool:

@@ -13,12 +13,24 @@ own labels, layout and console links are the notifier's.
   shown above will be decoded for display in Slack"
   (https://api.slack.com/reference/surfaces/formatting#escaping, "Escaping text").
 - Amazon Q Developer ``client-markdown``: rendered "in the target chat platform's markdown"
-  (https://docs.aws.amazon.com/chatbot/latest/adminguide/custom-notifs.html). Slack's three
-  escapes only: Slack's formatting reference defines no other escape, so a backslash is shown
-  as typed (``bert\\_base\\_v2`` would reach the channel with its backslashes). What is
-  dangerous there is a mention or a link (``<!channel>``, ``<https://...|text>``), and the
-  three escapes make those inert; emphasis in a job name is cosmetic. The notification's
-  ``keywords`` are values, not markdown: they carry the plain field.
+  (https://docs.aws.amazon.com/chatbot/latest/adminguide/custom-notifs.html): Slack's, Teams'
+  or Chime's. Slack's three escapes, and no backslash escape: Slack's formatting reference
+  defines none, so a backslash is shown as typed (``bert\\_base\\_v2`` would reach the
+  channel with its backslashes). What is dangerous there is a mention or a link: Slack's
+  (``<!channel>``, ``<https://...|text>``), which the three escapes make inert, and
+  markdown's, which Teams renders (its card markdown's "Hyperlinks": ``[Title](url)``,
+  https://learn.microsoft.com/en-us/microsoftteams/platform/task-modules-and-cards/cards/
+  cards-format) and Chime's ``@All``: :func:`inert` breaks both without a visible
+  character. Emphasis in a job name is cosmetic. The notification's ``keywords`` are values,
+  not markdown: they carry the plain field.
+- Any other webhook host, read as Slack-compatible (Mattermost, Discord's ``/slack``
+  endpoint, Rocket.Chat): Mattermost translates Slack's ``<url|text>`` and ``<!channel>``,
+  "always converts markdown and automatically links @mentions"
+  (https://docs.mattermost.com/developers/integrate/slash-commands/slack, "Slack
+  compatibility"), and Discord pings ``@everyone`` and ``@here`` and renders masked links:
+  Slack's three escapes for the first, :func:`inert` for the rest (a zero-width space after
+  ``@``, as discord.py's ``utils.escape_mentions`` writes ``@\u200beveryone``, and between a
+  link's ``]`` and ``(``, which CommonMark's inline link needs "immediately" after its text).
 - Amazon Chime: "Webhooks messages can be formatted with markdown", and "@All and @Present
   annotations" alert a room (https://docs.aws.amazon.com/chime/latest/dg/webhooks.html):
   CommonMark's backslash escapes (``<``, ``>`` and ``&`` among them: Chime is not Slack), and a
@@ -49,10 +61,21 @@ def slack(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def inert(text: str) -> str:
+    """``text`` on one line with no mention and no markdown link left in it, and nothing
+    visible added: a zero-width space after every ``@`` (``@channel``, ``@everyone``,
+    ``@All``) and between ``]`` and ``(`` (``[text](url)``)."""
+    return (
+        one_line(text)
+        .replace("@", "@" + _ZERO_WIDTH_SPACE)
+        .replace("](", "]" + _ZERO_WIDTH_SPACE + "(")
+    )
+
+
 def markdown(text: str) -> str:
-    """Amazon Q Developer client-markdown: one line, and Slack's three escapes only (no
+    """Amazon Q Developer client-markdown: :func:`inert`, and Slack's three escapes only (no
     backslash escapes: Slack would show them)."""
-    return slack(one_line(text))
+    return slack(inert(text))
 
 
 def chime(text: str) -> str:

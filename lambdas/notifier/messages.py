@@ -6,7 +6,8 @@ for nodes without the exporter; the node comes from the log stream, the code fro
 
 A GPU that hits an XID often repeats it hundreds of times a second (an XID 13 storm): notices
 are grouped per cluster, node, GPU and code within a fixed window, and each group is one
-incident with a count.
+incident with a count; a group within ``GROUP_WINDOW_S`` of the same GPU and code's incident in
+the window before or after is that incident (``XidGroup.near``).
 
 An exporter document is dated by its own ``_aws.Timestamp``, when the GPU reported the XID, not
 by its log event's timestamp, which is when the line reached CloudWatch Logs (a batch the agent
@@ -41,6 +42,7 @@ from gpu_insights_agent.contract.xid import (
     parse_kernel_xid_line,
 )
 from lambdas.notifier import xid_fields as fields
+from lambdas.notifier.notification import Near
 
 
 @dataclass(frozen=True)
@@ -160,6 +162,20 @@ def stream_node(stream: str) -> str | None:
     return node if infix and node and kind else None
 
 
+#: The fields by which a line sent to the CloudWatch agent's EMF listener picks its log group
+#: and log stream: the agent's logs exporter runs with ``RawLog``
+#: (aws/amazon-cloudwatch-agent, translator/translate/otel/exporter/awscloudwatchlogs/
+#: translator.go ``setEmfFields``) and then takes a line's group and stream from its
+#: ``_aws.LogGroupName`` and ``_aws.LogStreamName`` ("v1 emf json"), or from top-level
+#: ``log_group_name`` and ``log_stream_name`` ("v0 emf json")
+#: (amazon-contributing/opentelemetry-collector-contrib, exporter/awscloudwatchlogsexporter/
+#: exporter.go ``logToCWLog``, ``emfMetadata``). So a pod that reaches the listener can write
+#: into the host log group, on a stream named ``<node>.host.dmesg``, any line that holds one of
+#: these; Fluent Bit's host records hold none. Go's JSON decoder matches keys without regard
+#: to case (``_AWS`` too), so they are compared case-folded.
+EMF_ROUTING_FIELDS = frozenset({"_aws", "log_group_name", "log_stream_name"})
+
+
 def kernel_record(message: str, stream: str) -> tuple[str, Any]:
     """A host log event's kernel line and node. The node is the stream's (``<node>.host.
     <file>``): Fluent Bit's records carry the instance id (``ec2_instance_id``, from the aws
@@ -167,13 +183,21 @@ def kernel_record(message: str, stream: str) -> tuple[str, Any]:
     writes; only a stream without that suffix leaves the node to the record's ``hostname``,
     else ``ec2_instance_id``, else the stream's whole name. The line is the record's
     "message" (``host.dmesg`` read with ``Key message``, ``host.messages`` by the syslog
-    parser) or "log"; a plain line is the line itself."""
+    parser) or "log"; a plain line is the line itself. A record that holds a field by which
+    an EMF line picks its log group (``EMF_ROUTING_FIELDS``) is no kernel line: it came
+    through the agent's EMF listener, which any pod can reach, not from Fluent Bit."""
     node = stream_node(stream)
     if not message.lstrip().startswith("{"):
         return message, node or stream
     record = json.loads(message)
     if not isinstance(record, dict):
         raise fields.DocumentError(f"a host log line that is a JSON {type(record).__name__}")
+    routed = next((k for k in record if k.casefold() in EMF_ROUTING_FIELDS), None)
+    if routed is not None:
+        raise fields.DocumentError(
+            f"a host log line with the EMF field {routed[:40]!r}: written through the agent's "
+            "EMF listener, not by Fluent Bit"
+        )
     text = str(record.get("message") or record.get("log") or "")
     return text, node or record.get("hostname") or record.get("ec2_instance_id") or stream
 
@@ -257,8 +281,21 @@ class XidGroup:
         """The incident's identity: the same on a retried invocation, in a later batch of the
         same window, and for the exporter's document and the kernel's line of one XID (from
         either host stream); different for another GPU, code or window."""
+        return f"{self.gpu_key}/{self.window_start_ms}"
+
+    @property
+    def gpu_key(self) -> str:
+        """The GPU and code the incident is about, whatever its window."""
         n = self.first
-        return f"xid/{n.cluster}/{n.node}/{device(n)}/{n.code}/{self.window_start_ms}"
+        return f"xid/{n.cluster}/{n.node}/{device(n)}/{n.code}"
+
+    @property
+    def near(self) -> Near:
+        """A page of the same GPU and code less than ``GROUP_WINDOW_S`` from this group's
+        time, in any window, is this incident's: the exporter's document 2 s before a window
+        ends and the kernel's line 3 s after it are one XID (a sliding window beside the fixed
+        keys; the sent ledger keeps each GPU and code's last page time)."""
+        return Near(self.gpu_key, self.first.time_ms, GROUP_WINDOW_S * 1000)
 
 
 def device(notice: XidNotice) -> str:

@@ -42,6 +42,18 @@ MAX_SUBJECT: Final = 99
 _ICON: Final = {"critical": ":rotating_light:", "warning": ":warning:"}
 
 
+@dataclass(frozen=True)
+class Near:
+    """A sliding window beside an incident keyed by a fixed window: one GPU and code's pages
+    are at least ``span_ms`` apart, whatever window each falls in. ``key`` names the GPU and
+    code (the incident key without its window); ``at_ms`` is when this incident happened
+    (lambdas/notifier/sent_ledger.py)."""
+
+    key: str
+    at_ms: int
+    span_ms: int
+
+
 @dataclass(frozen=True, kw_only=True)
 class Incident:
     """What one person needs to act on one incident."""
@@ -70,6 +82,9 @@ class Incident:
     resources: tuple[str, ...] = ()
     #: Further labelled facts (the XID code and its source, the count of repeats).
     facts: tuple[tuple[str, str], ...] = field(default=())
+    #: Where ``key`` names a fixed window (an XID's), the windows beside it that may hold the
+    #: same incident; None: the key alone is its identity (an alarm's).
+    near: Near | None = None
 
     def rows(self) -> list[tuple[str, str]]:
         """The labelled facts, in reading order; absent ones are left out, not blank."""

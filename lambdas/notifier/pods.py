@@ -10,6 +10,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from gpu_insights_agent.contract.metrics import DIM_GPU_INDEX, DIM_NODE, PROP_POD_UIDS, PROP_PODS
 from lambdas.notifier.messages import document_time_ms
+from lambdas.shared.log_filter import quote_term
 
 #: How far back to look: the exporter writes every GPU's document many times in this window.
 LOOKBACK_MS: Final = 10 * 60 * 1000
@@ -23,7 +24,9 @@ def pods_on_gpu(logs: Any, log_group: str, node: str, gpu: str, at_ms: int) -> t
     """The pods of the newest exporter document for this node and GPU before ``at_ms`` (newest
     by the document's own ``_aws.Timestamp``, its log event's where it has none), as the page
     names them: ``namespace/name`` where the document has them, else ``<uid> (pod UID)``."""
-    pattern = f'{{ ($.{DIM_NODE} = "{node}") && ($.{DIM_GPU_INDEX} = "{gpu}") }}'
+    pattern = (
+        f"{{ ($.{DIM_NODE} = {quote_term(node)}) && ($.{DIM_GPU_INDEX} = {quote_term(gpu)}) }}"
+    )
     try:
         response = logs.filter_log_events(
             logGroupName=log_group,

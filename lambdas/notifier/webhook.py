@@ -19,7 +19,8 @@ thread waited on for the time left, and each resolved address is tried with only
 stopping when it is spent (``http.client`` would give every address the whole timeout, and the
 timer has no socket to shut while it connects).
 
-The URL carries the webhook's token, so it is no environment variable: it is an SSM
+A URL's ``user:password@`` is sent as HTTP Basic authentication (``_basic_auth``), never
+dropped. The URL carries the webhook's token, so it is no environment variable: it is an SSM
 SecureString parameter, the parameter's name the ``webhook_url_parameter`` setting, read with
 decryption at a container's first delivery and again every few minutes (the handler's
 ``_webhook_url``). Parameter Store's AWS managed key (aws/ssm)
@@ -28,14 +29,16 @@ decryption at a container's first delivery and again every few minutes (the hand
 the function needs ``ssm:GetParameter`` on that one parameter and nothing of KMS.
 """
 
+import base64
 import contextlib
+import re
 import socket
 import threading
 import time
 from collections.abc import Callable
 from http.client import HTTPConnection, HTTPException, HTTPSConnection, InvalidURL
 from typing import Any, Final
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -87,21 +90,30 @@ def _where(url: str) -> str:
 
 
 def _secrets(url: str) -> list[str]:
-    """The pieces of the URL's path and query, in the forms an error message could show them."""
+    """The pieces of the URL's userinfo, path and query, however short, in the forms an error
+    message could show them, longest first."""
     parts = urlsplit(url)
-    pieces = [parts.path, parts.query]
+    pieces = [parts.path, parts.query, parts.fragment, parts.username or "", parts.password or ""]
     for sep in "/?&=":
         pieces = [p for piece in pieces for p in piece.split(sep)]
     out = []
-    for piece in {p for p in pieces if len(p) >= 4}:
-        out += [piece, repr(piece)[1:-1], quote(piece, safe="")]
-    return sorted(set(out), key=len, reverse=True)
+    for piece in {p for p in pieces if p}:
+        out += [piece, repr(piece)[1:-1], quote(piece, safe=""), unquote(piece)]
+    return sorted({p for p in out if p}, key=len, reverse=True)
+
+
+#: A piece this short is scrubbed where it stands alone (not inside a longer word), so a
+#: 3-character token echoed in a reason phrase goes and "Not Found" keeps its letters.
+_SHORT: Final = 4
 
 
 def scrub(text: str, url: str) -> str:
-    """``text`` with every piece of ``url``'s path and query replaced by ``...``."""
+    """``text`` with every piece of ``url``'s userinfo, path and query replaced by ``...``."""
     for secret in _secrets(url):
-        text = text.replace(secret, "...")
+        if len(secret) >= _SHORT:
+            text = text.replace(secret, "...")
+        else:
+            text = re.sub(rf"(?<![0-9A-Za-z]){re.escape(secret)}(?![0-9A-Za-z])", "...", text)
     return text
 
 
@@ -187,11 +199,10 @@ def post(url: str, payload: bytes, *, deadline_s: float) -> tuple[int, str]:
     timer.daemon = True
     timer.start()
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    headers = {"Content-Type": "application/json"} | _basic_auth(parts.username, parts.password)
     sent = False
     try:
-        connection.request(
-            "POST", target, body=payload, headers={"Content-Type": "application/json"}
-        )
+        connection.request("POST", target, body=payload, headers=headers)
         sent = True
         response = connection.getresponse()
         status, reason = int(response.status), str(response.reason)
@@ -212,6 +223,17 @@ def post(url: str, payload: bytes, *, deadline_s: float) -> tuple[int, str]:
         timer.cancel()
         connection.close()
     return status, reason
+
+
+def _basic_auth(user: str | None, password: str | None) -> dict[str, str]:
+    """A URL's ``user:password@`` as the header that sends it: HTTP Basic authentication, the
+    user-id and password joined by a colon and Base64-encoded (RFC 7617, section 2), as curl
+    and browsers send a URL's userinfo; ``http.client`` would drop it silently (it connects to
+    the host and port alone). None where the URL has no userinfo."""
+    if user is None:
+        return {}
+    pair = f"{unquote(user)}:{unquote(password or '')}".encode()
+    return {"Authorization": "Basic " + base64.b64encode(pair).decode("ascii")}
 
 
 def url_from_parameter(ssm: Any, parameter: str) -> str:

@@ -11,7 +11,9 @@
 - ``hooks.chime.aws``: Amazon Chime (support ended 2026-02-20): ``{"Content": ...}`` ("a
   JSON payload with a single key Content", https://docs.aws.amazon.com/chime/latest/dg/webhooks.html).
 - Any other host, the documented fallback: ``{"text": ..., "Content": ...}``, Slack's key
-  (which Slack-compatible services read) and Chime's, within the smallest limit of all.
+  (which Slack-compatible services read: Mattermost, Discord's ``/slack`` endpoint) and
+  Chime's, within the smallest limit of all; the ``text``'s fields made inert for those
+  services' mentions and markdown links as well as Slack's (``markup.inert``).
 
 Teams: "Workflows support Adaptive Cards only. It doesn't support the older message card format
 that Office 365 Connectors use"
@@ -130,7 +132,7 @@ def _renderer(fmt: Format) -> tuple[Callable[[Incident], dict[str, Any]], Callab
         )
     return (
         lambda i: {
-            "text": markup.slack(render_text(i)),
+            "text": markup.slack(render_text(mapped(i, markup.inert))),
             "Content": render_text(mapped(i, markup.chime)),
         },
         lambda b: len(b) <= UNKNOWN_WEBHOOK_BYTES,

@@ -293,6 +293,11 @@ def _string_char(char: str) -> str:
         return "\\n"
     if char < " " or char == "\x7f":
         return f"\\x{ord(char):02x}"
+    if char == "\ufffd":
+        # Go's utf8.RuneError: the lexer refuses it written as itself, valid UTF-8 though it is
+        # (prometheus/prometheus promql/parser/lex.go ``lexString``: ``case utf8.RuneError:
+        # l.errorf("invalid UTF-8 rune")``), and takes its ``\u`` escape (``lexEscape``).
+        return "\\ufffd"
     return char
 
 
@@ -303,7 +308,8 @@ def quote_string(value: str) -> str:
     https://prometheus.io/docs/prometheus/latest/querying/basics/#string-literals), and its
     lexer ends a double-quoted string at a raw newline ("unterminated quoted string":
     prometheus/prometheus promql/parser/lex.go ``lexString``), so backslashes, quotes, newlines
-    and the other control characters are escaped; any other character, UTF-8 beyond the BMP
+    and the other control characters are escaped, and U+FFFD too (``_string_char``); any other
+    character, UTF-8 beyond the BMP
     included, is written as itself (a ``\\u`` escape of a surrogate half, as ``json.dumps``
     writes one, is refused: ``lexEscape``, "invalid Unicode code point")."""
     return '"' + "".join(_string_char(c) for c in value) + '"'

@@ -37,6 +37,7 @@ from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
 from lambdas.shared.exporter_promql import hourly, read_hours
 from lambdas.shared.promql import (
     PromQLClient,
+    PromQLRequestError,
     PromQLTruncatedError,
     Series,
     duration,
@@ -191,11 +192,14 @@ def job_series(
     start: float,
     end: float,
     labels: DcgmLabels = CLOUDWATCH,
+    refused: dict[str, str] | None = None,
 ) -> dict[str, JobSeries]:
-    """Each job's hourly series (``JOB_METRICS``: the EMF path's statistics, hour by hour)."""
+    """Each job's hourly series (``JOB_METRICS``: the EMF path's statistics, hour by hour);
+    a job whose read PromQL refuses is in ``refused`` with why (``_split_until_whole``)."""
     queries = JobQueries(cluster, labels)
     series = {job: JobSeries(job=job) for job in jobs}
-    for batch in batches(jobs):
+
+    def read(batch: Sequence[str]) -> None:
         regex = names_regex(batch)
         for field, metric, stat in JOB_METRICS:
             for found in read_hours(promql, queries.statistic(metric, stat, regex), start, end):
@@ -203,6 +207,9 @@ def job_series(
                 if job in series:
                     values = {float(hour): value for hour, value in hourly(found).items()}
                     setattr(series[job], field, values)
+
+    for batch in batches(jobs):
+        _split_until_whole(batch, read, refused)
     return series
 
 
@@ -214,13 +221,16 @@ def baselines(
     start: float,
     lookback_s: float,
     labels: DcgmLabels = CLOUDWATCH,
+    refused: dict[str, str] | None = None,
 ) -> dict[str, float]:
     """Each job's mean throughput over the ``lookback_s`` before ``start`` (its earlier runs):
-    every flush's ``samples_per_second`` in it, as ``aws.baseline_query``'s one Average."""
+    every flush's ``samples_per_second`` in it, as ``aws.baseline_query``'s one Average; a job
+    whose read PromQL refuses is in ``refused`` with why."""
     queries = JobQueries(cluster, labels)
     metric = TrainingMetric.SAMPLES_PER_SECOND
     found: dict[str, float] = {}
-    for batch in batches(jobs):
+
+    def read(batch: Sequence[str]) -> None:
         regex = names_regex(batch)
         totals = {
             stat: _totals(
@@ -233,6 +243,9 @@ def baselines(
         for job, count in totals["SampleCount"].items():
             if count > 0:
                 found[job] = totals["Sum"].get(job, 0.0) / count
+
+    for batch in batches(jobs):
+        _split_until_whole(batch, read, refused)
     return found
 
 
@@ -256,9 +269,11 @@ def rank_stats(
     start: float,
     end: float,
     labels: DcgmLabels = CLOUDWATCH,
+    refused: dict[str, str] | None = None,
 ) -> dict[str, list[RankStats]]:
     """Each job's ranks: steps over [start, end), step time weighted by each hour's steps, and
-    the node and pod of the rank's latest series (a restarted rank's newest pod)."""
+    the node and pod of the rank's latest series (a restarted rank's newest pod); a job whose
+    read PromQL refuses is in ``refused`` with why, and has none."""
     queries = JobQueries(cluster, labels)
     keys = (OTLP_JOB, OTLP_RANK, labels.node, labels.pod)
     ranks: dict[tuple[str, str], _Rank] = {}
@@ -282,7 +297,7 @@ def rank_stats(
             stats.last = max(stats.last, (latest, node, pod))
 
     for batch in batches(jobs):
-        _split_until_whole(batch, read)
+        _split_until_whole(batch, read, refused)
     out: dict[str, list[RankStats]] = {}
     for (job, rank), stats in sorted(ranks.items()):
         if stats.steps > 0:
@@ -303,13 +318,34 @@ def _key(series: Series, keys: Sequence[str]) -> tuple[str, str, str, str]:
     return job, rank, node, pod
 
 
-def _split_until_whole(batch: Sequence[str], read: Callable[[Sequence[str]], None]) -> None:
-    """``read(batch)``, or where its answer is full (500 series), each half's."""
+#: The status of a query the API refuses as written (Prometheus's ``bad_data``: "400 Bad
+#: Request when parameters are missing or incorrect", HTTP API, "Format overview",
+#: https://prometheus.io/docs/prometheus/latest/querying/api/#format-overview).
+BAD_REQUEST: Final = 400
+
+
+def _split_until_whole(
+    batch: Sequence[str],
+    read: Callable[[Sequence[str]], None],
+    refused: dict[str, str] | None = None,
+) -> None:
+    """``read(batch)``, or where its answer is full (500 series), each half's. With
+    ``refused``, a batch the API refuses as written (one job's name it cannot parse) is read
+    in halves too, so that the refusal costs that job's read alone: the job goes in
+    ``refused`` with why, and the batch's others are read."""
     try:
         read(batch)
     except PromQLTruncatedError as err:
         if len(batch) == 1:
             raise JobQueryError(f"job {batch[0]}: its ranks fill a PromQL answer: {err}") from err
-        middle = len(batch) // 2
-        _split_until_whole(batch[:middle], read)
-        _split_until_whole(batch[middle:], read)
+    except PromQLRequestError as err:
+        if refused is None or err.status != BAD_REQUEST:
+            raise
+        if len(batch) == 1:
+            refused[batch[0]] = f"PromQL refused its read: {err}"
+            return
+    else:
+        return
+    middle = len(batch) // 2
+    _split_until_whole(batch[:middle], read, refused)
+    _split_until_whole(batch[middle:], read, refused)

@@ -75,9 +75,11 @@ def _job_series(
     ``emitter_promql`` (the emitter sends OTLP), both read with PromQL (promql_jobs.py)."""
     lookback = int(end - start)
     if emitter_promql is not None:
-        read = promql_jobs.job_series(emitter_promql, cluster, jobs, start=start, end=end)
+        read = promql_jobs.job_series(
+            emitter_promql, cluster, jobs, start=start, end=end, refused=failed
+        )
         before = promql_jobs.baselines(
-            emitter_promql, cluster, jobs, start=start, lookback_s=lookback
+            emitter_promql, cluster, jobs, start=start, lookback_s=lookback, refused=failed
         )
         return read, before
     series = {job: JobSeries(job=job) for job in jobs}
@@ -171,7 +173,12 @@ def plan_jobs(
     ranks: dict[str, list[RankStats]] = {}
     try:
         if emitter_promql is not None:
-            ranks = promql_jobs.rank_stats(emitter_promql, cluster, jobs, start=start, end=end)
+            unread: dict[str, str] = {}
+            ranks = promql_jobs.rank_stats(
+                emitter_promql, cluster, jobs, start=start, end=end, refused=unread
+            )
+            for job, why in unread.items():
+                run.skip(f"ranks of job/{job}", promql_jobs.JobQueryError(why))
         else:
             ranks = rank_stats(logs, cluster, start=start, end=end)
     except (*AWS_ERRORS, *PROMQL_ERRORS, RankQueryError) as err:

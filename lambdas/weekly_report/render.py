@@ -12,7 +12,7 @@ from lambdas.weekly_report.funnel_section import funnel_section
 from lambdas.weekly_report.html_table import html_table
 from lambdas.weekly_report.job_waste import HOURS_PER_WEEK
 from lambdas.weekly_report.memory_section import memory_section
-from lambdas.weekly_report.serving_section import serving_line, serving_section
+from lambdas.weekly_report.serving_section import one_line, serving_line, serving_section
 from lambdas.weekly_report.waste_section import CLASS_NAMES, relation, waste_section
 
 STYLE = """
@@ -388,7 +388,7 @@ def text_summary(figures: WeekFigures, *, link: str, top: int = 5) -> str:
         *(
             [
                 f"What to do this week (${f.priced_waste_usd:,.0f} priced, each GPU-hour once):",
-                *(f"- {_money(a['usd'])}: {a['title']}" for a in f.actions[:3]),
+                *(f"- {_money(a['usd'])}: {one_line(str(a['title']))}" for a in f.actions[:3]),
             ]
             if f.actions
             else []
@@ -424,7 +424,8 @@ def text_summary(figures: WeekFigures, *, link: str, top: int = 5) -> str:
     if f.top_findings:
         lines.append("Top findings:")
         lines += [
-            f"- [{x.get('severity')}] {x['kind']}: {x.get('summary', '')}"
+            # A finding's summary names what it is about (a job, a volume): one line each.
+            one_line(f"- [{x.get('severity')}] {x['kind']}: {x.get('summary', '')}")
             for x in f.top_findings[:top]
         ]
     else:

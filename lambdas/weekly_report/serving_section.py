@@ -216,11 +216,15 @@ def has_serving(serving: Mapping[str, Any]) -> bool:
     )
 
 
+def one_line(text: str) -> str:
+    """``text`` on one line: each run of control characters, line breaks included, one space
+    (in the plain-text summary a line break would forge a line of its own)."""
+    return _CONTROL.sub(" ", text)
+
+
 def shown_name(name: str) -> str:
-    """``name`` on one line (each run of control characters, line breaks included, one space:
-    in the plain-text summary a line break would forge a line of its own), cut to
-    :data:`NAME_CHARS` characters."""
-    flat = _CONTROL.sub(" ", name)
+    """``name`` on one line (``one_line``), cut to :data:`NAME_CHARS` characters."""
+    flat = one_line(name)
     return flat if len(flat) <= NAME_CHARS else flat[: NAME_CHARS - 1] + "…"
 
 

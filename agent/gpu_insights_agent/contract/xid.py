@@ -173,6 +173,9 @@ def parse_kernel_xid_line(line: str) -> KernelXid | None:
     match = _KERNEL_XID.search(line.rstrip("\r\n"))
     if match is None:
         raise XidLineError(f"malformed NVRM Xid line: {line.strip()[:200]!r}")
+    if int(match["code"]) == 0:  # NVIDIA's catalogue numbers XIDs from 1 (as MAX_XID_CODE
+        # bounds them above); the notifier refuses an exporter's document with code 0 too
+        raise XidLineError(f"NVRM Xid line with code 0, no XID: {line.strip()[:200]!r}")
     return KernelXid(
         pci_bus_id=match["pci"].lower(),
         code=int(match["code"]),

@@ -19,6 +19,7 @@ class Cause(StrEnum):
     CONTAINER_MEMORY_LIMIT = "container_memory_limit"
     DISK_FULL = "disk_full"
     CUDA_OUT_OF_MEMORY = "cuda_out_of_memory"
+    CUDA_ILLEGAL_MEMORY_ACCESS = "cuda_illegal_memory_access"
     NETWORK_ERROR = "network_error"
     NCCL_ERROR = "nccl_error"
     NCCL_TIMEOUT = "nccl_timeout"
@@ -101,6 +102,25 @@ ADVICE: Final[dict[Cause, Advice]] = {
         "gradient accumulation), use activation checkpointing or sharding (FSDP/ZeRO), or set "
         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True where fragmentation is reported.",
     ),
+    # cudaErrorIllegalAddress: "The device encountered a load or store instruction on an
+    # invalid memory address. This leaves the process in an inconsistent state and any further
+    # CUDA work will return the same error. To continue using CUDA, the process must be
+    # terminated and relaunched." (CUDA Runtime API, enum cudaError). Kernel launches are
+    # asynchronous, so the error surfaces at a later call: PyTorch prints "CUDA kernel errors
+    # might be asynchronously reported at some other API call, so the stacktrace below might
+    # be incorrect. For debugging consider passing CUDA_LAUNCH_BLOCKING=1.", and CUDA's
+    # programming guide: setting CUDA_LAUNCH_BLOCKING to 1 disables the asynchronicity of
+    # kernel launches. XID 13 (Graphics Engine Exception) and 31 (GPU memory page fault) are
+    # the driver's record of such a fault on the GPU (the XID table, contract/xid.py).
+    Cause.CUDA_ILLEGAL_MEMORY_ACCESS: Advice(
+        "Illegal memory access in a CUDA kernel (reported asynchronously)",
+        "A CUDA kernel read or wrote an invalid device address. Kernel errors are reported at "
+        "a later CUDA call, so the stack trace may point at the wrong line (often a frame "
+        "inside the framework): rerun with CUDA_LAUNCH_BLOCKING=1 to get the call that failed. "
+        "Check the node's kernel log for XID 13 or XID 31 in the same minute: one there is the "
+        "GPU's record of the fault, and a GPU that logs them across jobs is the fault's cause. "
+        "The process cannot use CUDA after this error: restart it from its last checkpoint.",
+    ),
     Cause.NETWORK_ERROR: Advice(
         "EFA or network error",
         "The network under NCCL failed (EFA, libfabric, aws-ofi-nccl). Check the EFA devices "
@@ -137,7 +157,9 @@ ADVICE: Final[dict[Cause, Advice]] = {
 #: and a GPU CUDA could not use explains what failed after); a concrete resource exhausted
 #: explains the collective that then failed; an XID that NVIDIA calls an application fault
 #: (13, 31, 43, 45) explains less than an out of memory in the same lines (XID 45 follows
-#: every killed process), so it ranks below them.
+#: every killed process), so it ranks below them; an illegal memory access ranks below any
+#: XID (its XID 13 or 31 names the GPU and the fault) and above the NCCL errors its peers
+#: print after it.
 _ORDER: Final = (
     (Cause.GPU_XID, True),
     (Cause.GPU_FAULT, None),
@@ -151,6 +173,7 @@ _ORDER: Final = (
     (Cause.DISK_FULL, None),
     (Cause.CUDA_OUT_OF_MEMORY, None),
     (Cause.GPU_XID, False),
+    (Cause.CUDA_ILLEGAL_MEMORY_ACCESS, None),
     (Cause.NETWORK_ERROR, None),
     (Cause.NCCL_ERROR, None),
     (Cause.NCCL_TIMEOUT, None),

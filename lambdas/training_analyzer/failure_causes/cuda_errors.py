@@ -20,11 +20,13 @@ group__CUDA__TYPES.html). The texts are ``cudaGetErrorString``'s, as the corpus'
   ready to start any CUDA work ... verify ... all required driver daemons are actively running"
   (Fabric Manager on NVSwitch systems), 35 and 803 (driver and runtime do not match). The
   node's or the image's, not the code's.
-- ``APPLICATION``: the kernel the code launched failed: 700 illegal address ("The device
-  encountered a load or store instruction on an invalid memory address": a bug, usually; a
-  faulty GPU is the rarer reading, and its XID line then names it first), 710 device-side
-  assert, 719 unspecified launch failure ("Common causes include dereferencing an invalid
-  device pointer and accessing out of bounds shared memory"), 702 launch timeout (a watchdog
+- ``ILLEGAL_ADDRESS``: 700 illegal address ("The device encountered a load or store
+  instruction on an invalid memory address"), a cause of its own: reported asynchronously (at
+  a later call, so the traceback may name the wrong frame), a bug usually, a faulty GPU the
+  rarer reading, whose XID line (13, 31) then names it first.
+- ``APPLICATION``: the kernel the code launched failed: 710 device-side assert, 719
+  unspecified launch failure ("Common causes include dereferencing an invalid device pointer
+  and accessing out of bounds shared memory"), 702 launch timeout (a watchdog
   only on GPUs with kernel timeouts enabled), 701, 714 ("stack corruption or exceeding the
   stack size limit"), 715, 716, 209 (no kernel built for the GPU's architecture), 101.
 2 (out of memory) is not here: rules.py's CUDA out of memory names it, with the allocators'
@@ -42,6 +44,7 @@ from typing import Final
 class CudaFault(StrEnum):
     DEVICE = "device"
     UNAVAILABLE = "unavailable"
+    ILLEGAL_ADDRESS = "illegal_address"
     APPLICATION = "application"
 
 
@@ -75,7 +78,7 @@ CUDA_ERRORS: Final = (
               ("system has unsupported display driver / cuda driver combination",),
               CudaFault.UNAVAILABLE),
     CudaError(700, "cudaErrorIllegalAddress", "CUDA_ERROR_ILLEGAL_ADDRESS",
-              ("an illegal memory access was encountered",), CudaFault.APPLICATION),
+              ("an illegal memory access was encountered",), CudaFault.ILLEGAL_ADDRESS),
     CudaError(710, "cudaErrorAssert", "CUDA_ERROR_ASSERT",
               ("device-side assert triggered",), CudaFault.APPLICATION),
     CudaError(719, "cudaErrorLaunchFailure", "CUDA_ERROR_LAUNCH_FAILED",

@@ -96,7 +96,7 @@ def _envelope(raw: str) -> tuple[str, str] | None:
         return None
     try:
         record = json.loads(raw[start:])
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the stack: a line
         return None
     if not isinstance(record, dict):
         return None
@@ -123,7 +123,7 @@ def _export_events(text: str) -> list[str] | None:
         return None
     try:
         document = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the stack: lines
         return None
     events = document.get("events") if isinstance(document, dict) else None
     if not isinstance(events, list):

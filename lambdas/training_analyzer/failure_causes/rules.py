@@ -218,6 +218,7 @@ def _xid(line: LogLine) -> Match | None:
 _CUDA_CAUSES: Final = {
     CudaFault.DEVICE: Cause.GPU_FAULT,
     CudaFault.UNAVAILABLE: Cause.GPU_UNAVAILABLE,
+    CudaFault.ILLEGAL_ADDRESS: Cause.CUDA_ILLEGAL_MEMORY_ACCESS,
     CudaFault.APPLICATION: Cause.APPLICATION_EXCEPTION,
 }
 

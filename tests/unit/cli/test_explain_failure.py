@@ -188,3 +188,19 @@ def test_terminal_escapes_in_the_log_never_reach_the_terminal(
     assert "cuda_out_of_memory" in out
     assert f"  2: {oom} docs" in out.splitlines()
     assert not any(ch in out for ch in "\x1b\x07\x08\x9b\x9d")
+
+
+#: A JSON value nested deeper than Python's stack: ``json.loads`` raises RecursionError.
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def test_a_deeply_nested_json_line_is_a_line_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "deep.log"
+    path.write_text('{"log": ' + DEEP + "}\nRuntimeError: CUDA error: out of memory\n")
+    assert main(["explain-failure", "--log", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cause"] == "cuda_out_of_memory"
+    path.write_text('{"events": ' + DEEP + "}")  # an export's shape, too deep to read
+    assert main(["explain-failure", "--log", str(path)]) == 1
+    assert capsys.readouterr().out.endswith("Read 1 line.\n")

@@ -25,8 +25,11 @@ pytestmark = pytest.mark.promql_engine
 
 REGION = "us-east-1"
 AT = 1_764_000_000.0
-NAMES = ("plain", 'say "hi"', "C:\\runs", "two\nlines", "tab\there", "bell\x07", "émoji😀")
-IDS = ["plain", "quotes", "backslash", "newline", "tab", "control", "utf-8"]
+NAMES = (
+    "plain", 'say "hi"', "C:\\runs", "two\nlines", "tab\there", "bell\x07", "émoji😀",
+    "rep\ufffdchar",
+)  # fmt: skip
+IDS = ["plain", "quotes", "backslash", "newline", "tab", "control", "utf-8", "replacement-char"]
 
 
 @pytest.fixture(scope="module")

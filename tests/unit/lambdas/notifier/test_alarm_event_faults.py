@@ -150,3 +150,69 @@ def test_an_unreadable_mute_window_pages_with_a_warning_naming_the_field(
     (warning,) = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert f"detail.muteDetail.{field}" in warning.getMessage()
     assert said in warning.getMessage()
+
+
+def _alarm_with_reason(reason: str) -> dict[str, Any]:
+    event = alarm_level(low_power_contributor("desc"))
+    event["detail"]["configuration"]["metrics"] = [{"id": "m1", "metricStat": {}}]
+    event["detail"]["state"]["reason"] = reason
+    event["detail"]["state"].pop("reasonData", None)
+    return event
+
+
+def _metrics_a_number() -> dict[str, Any]:
+    event = alarm_level(low_power_contributor("desc"))
+    event["detail"]["configuration"]["metrics"] = 5
+    return event
+
+
+@pytest.mark.parametrize(
+    ("event", "named"),
+    [
+        (_metrics_a_number(), "detail.configuration is not an object with a list of metrics"),
+        (
+            _alarm_with_reason(
+                "Threshold Crossed: 1 out of the last 1 datapoints [5.0 (01/12/25 13:34:00)] was "
+                "less than the threshold (abc) (minimum 1 datapoint for OK -> ALARM transition)."
+            ),
+            "detail.state.reason's threshold 'abc' is not a number",
+        ),
+        (
+            _alarm_with_reason(
+                f"Threshold Crossed: {'9' * 5000} out of the last 1 datapoints [5.0 (01/12/25 "
+                "13:34:00)] was less than the threshold (30.0)."
+            ),
+            "detail.state.reason counts 99999999999999999999... \\(5000 digits\\)",
+        ),
+        (
+            _alarm_with_reason_data(
+                '{"threshold": 30.0, "recentDatapoints": [' + "1" * 400 + "]}"
+            ),
+            "detail.state.reasonData holds a number no float holds",
+        ),
+        (
+            _alarm_with_reason_data('{"threshold": ' + "1" * 400 + ', "recentDatapoints": []}'),
+            "detail.state.reasonData holds a number no float holds",
+        ),
+    ],
+    ids=["metrics-a-number", "threshold-abc", "count-5000-digits", "point-400-digits",
+         "threshold-400-digits"],
+)  # fmt: skip
+def test_a_malformed_number_is_the_named_error(event: dict[str, Any], named: str) -> None:
+    """Before: TypeError ('int' object is not iterable), ValueError (could not convert string
+    to float: 'abc'; Exceeds the limit (4300 digits) for integer string conversion) and
+    OverflowError (int too large to convert to float)."""
+    with pytest.raises(AlarmEventError, match=named):
+        from_alarm_event(event, DEPLOYMENT)
+
+
+def test_the_cap_is_read_wherever_the_reason_holds_it() -> None:
+    """Before: only a reason that began with the digits read as the cap."""
+    assert contributor_cap("Threshold Crossed: 100+ time series evaluated to ALARM.") == "100+"
+    assert contributor_cap("Alarm state: 250+ time series evaluated to ALARM") == "250+"
+    assert contributor_cap("1.100+ time series evaluated to ALARM") is None
+    event = alarm_level(low_power_contributor("desc"))
+    event["detail"]["state"]["reason"] = "Threshold Crossed: 100+ time series evaluated to ALARM"
+    incident = from_alarm_event(event, DEPLOYMENT)
+    assert isinstance(incident, Incident)
+    assert incident.title == "GPU in use but not working: 100+ in ALARM"

@@ -195,8 +195,10 @@ def test_amazon_q_developer_markdown_is_escaped() -> None:
     assert "<!channel>" not in shown
     assert "<https://evil" not in shown
     assert "&lt;!channel&gt;" in content["title"]
-    # Slack's three escapes only: a backslash escape would be shown as typed.
-    assert "[Open the runbook](https://evil.example)" in content["description"]
+    # Slack's three escapes only (a backslash escape would be shown as typed), and a markdown
+    # link broken without a visible character: Teams renders ``[text](url)``.
+    assert "[Open the runbook](https://evil.example)" not in content["description"]
+    assert "[Open the runbook]\u200b(https://evil.example)" in content["description"]
     assert "*node*" in content["description"]
     assert "\\" not in content["description"]
     # Plain text for email: nothing escaped, but no forged line.
@@ -264,3 +266,49 @@ def test_amazon_q_developer_shows_a_job_name_as_typed_and_keywords_plain() -> No
     shown = [content["title"], content["description"], *content["nextSteps"]]
     assert [text for text in shown if "\\" in text] == []
     assert content["keywords"] == [page.severity, page.kind, "a & b", "n_1"]
+
+
+#: The job name of issue 39: the emitter accepts it.
+MENTIONS_AND_LINK = "@channel @everyone [Open the runbook](https://evil.example/sso)"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://chat.example.com/hooks/xxx-generatedkey-xxx",  # Mattermost
+        "https://discord.com/api/webhooks/123/token/slack",  # Discord's Slack-compatible
+    ],
+)
+def test_a_slack_compatible_webhook_gets_no_mention_and_no_link(url: str) -> None:
+    """Before: the generic body's ``text`` carried ``@channel @everyone`` and the markdown
+    link as typed: Mattermost "automatically links @mentions" and converts markdown, Discord
+    pings ``@everyone`` and renders masked links (lambdas/notifier/markup.py)."""
+    page = replace(JOB, title=f"Training job hung: job {MENTIONS_AND_LINK}", job=MENTIONS_AND_LINK)
+    sent = json.loads(body(page, format_for(url)))
+    for text in (sent["text"], sent["Content"]):
+        assert "@channel" not in text
+        assert "@everyone" not in text
+        assert "](https://evil.example/sso)" not in text
+    assert (
+        "@\u200bchannel @\u200beveryone [Open the runbook]\u200b(https://evil.example/sso)"
+        in (sent["text"])
+    )
+
+
+def test_amazon_q_developer_gets_no_mention_and_no_link_in_title_or_description() -> None:
+    """Before: title and description kept ``@channel``, ``@everyone`` and the markdown link
+    (Amazon Q Developer renders client-markdown in Teams too, whose cards link
+    ``[Title](url)``)."""
+    page = replace(
+        JOB,
+        title=f"Training job hung: job {MENTIONS_AND_LINK}",
+        job=MENTIONS_AND_LINK,
+        what=f"Job {MENTIONS_AND_LINK} hung.",
+    )
+    message = json.loads(publish_arguments(page, "arn:aws:sns:us-east-1:123456789012:t")["Message"])
+    content = json.loads(message["https"])["content"]
+    for shown in (content["title"], content["description"]):
+        assert "@channel" not in shown
+        assert "@everyone" not in shown
+        assert "](https://evil.example/sso)" not in shown
+    assert MENTIONS_AND_LINK in message["email"]  # plain text: nothing renders there

@@ -104,3 +104,25 @@ def test_the_ranks_are_counted_per_state_worst_first_naming_the_worst() -> None:
     )
     all_stepping = Placement(tuple(Rank(str(r), state="stepping") for r in range(3)))
     assert ranks_summary(all_stepping) == "3 ranks: 3 stepping"
+
+
+def test_a_job_name_with_a_quote_is_one_term_of_the_filter_pattern() -> None:
+    """Before: ``{ $.JobName = "say "hi"" }``, a pattern the name ends early. A term's inner
+    double quotes and backslashes are escaped with a backslash (aws/aws-cdk,
+    aws-logs/lib/pattern.ts ``quoteTerm``)."""
+    logs = _logs()
+    job = 'say "hi" C:\\runs'
+    document = {"ClusterName": "train", "JobName": job, "Rank": 0, "NodeName": "n0"}
+    with Stubber(logs) as stub:  # type: ignore[arg-type]
+        stub.add_response(
+            "filter_log_events",
+            {"events": [{"timestamp": 1, "message": json.dumps(document)}]},
+            {
+                "logGroupName": "/aws/gpu-insights/train/training",
+                "startTime": 1_000_000 - 600_000,
+                "endTime": 1_060_000,
+                "filterPattern": r'{ $.JobName = "say \"hi\" C:\\runs" }',
+            },
+        )
+        placement = job_placement(logs, "train", job, 1_000_000)
+    assert [r.node for r in placement.ranks] == ["n0"]

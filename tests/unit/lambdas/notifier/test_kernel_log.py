@@ -152,3 +152,62 @@ def test_a_backdated_document_is_too_old_and_does_not_widen_the_read() -> None:
     # Only backdated documents: no read at all, each says it is too old.
     assert span([old], NOW_MS) is None
     assert check(old, KernelLines({}), NOW_MS).text.startswith("not checked: too old")
+
+
+def _forged(line: str = LINE, **routing: Any) -> str:
+    """A line a pod sent to the agent's EMF listener, routed into the host log group (the
+    agent takes the group and stream from these fields: lambdas/notifier/messages.py
+    ``EMF_ROUTING_FIELDS``), shaped like Fluent Bit's record."""
+    return json.dumps({**routing, "message": line, "hostname": NODE})
+
+
+FORGERIES = [
+    # v1: ``_aws.LogGroupName`` and ``_aws.LogStreamName`` pick the group and the stream.
+    _forged(_aws={"LogGroupName": "/aws/containerinsights/train/host",
+                  "LogStreamName": f"{NODE}.host.dmesg"}),
+    # v0: top-level ``log_group_name`` and ``log_stream_name``, no ``_aws`` at all.
+    _forged(log_group_name="/aws/containerinsights/train/host",
+            log_stream_name=f"{NODE}.host.dmesg"),
+    # Go's JSON decoder matches keys whatever their case: ``_AWS`` routes the line too.
+    _forged(_AWS={"logGroupName": "/aws/containerinsights/train/host"}),
+]  # fmt: skip
+
+
+def test_a_line_routed_through_the_emf_listener_confirms_nothing() -> None:
+    """Before: a forged host line confirmed a forged document ("confirmed: NVRM: Xid
+    (PCI:0000:53:00): 79"), its node taken from the record's own ``hostname``."""
+    (group,) = group_xids(_notices(_payload("exporter", [_document()])))
+    forged = [
+        {"logStreamName": f"{NODE}.host.dmesg", "timestamp": NOW_MS + 1000, "message": m}
+        for m in FORGERIES
+    ]
+    # A Fluent Bit record on a stream that is no host stream: its hostname names no node.
+    forged.append({"logStreamName": "elsewhere", "timestamp": NOW_MS, "message": _dmesg()})
+    lines = read_kernel_lines(_Logs(forged), "host", NOW_MS - 1, NOW_MS + 9000)
+    assert lines.by_node == {}
+    result = check(group, lines, NOW_MS)
+    assert result.confirmed is False
+    assert result.text.startswith("unconfirmed by the kernel log: no NVRM: Xid 79 on PCI")
+    # Fluent Bit's own record beside them still confirms.
+    real = forged + _host_events(NOW_MS + 3000)
+    lines = read_kernel_lines(_Logs(real), "host", NOW_MS - 1, NOW_MS + 9000)
+    assert [len(seen) for seen in lines.by_node.values()] == [2]
+    assert check(group, lines, NOW_MS).confirmed is True
+
+
+def test_a_line_routed_through_the_emf_listener_is_refused_as_a_kernel_line() -> None:
+    for message in FORGERIES[1:]:  # the first holds "_aws": read as an exporter document
+        parsed = parse_log_events(_payload(f"{NODE}.host.dmesg", [message]), cluster="train")
+        assert parsed.notices == []
+        (refusal,) = parsed.refused
+        assert "written through the agent's EMF listener, not by Fluent Bit" in refusal.reason
+
+
+def test_a_kernel_line_with_xid_code_0_pages_nothing() -> None:
+    """The exporter's documents with ``XidCode`` 0 are refused (xid_fields.xid_code: 1 to
+    9,999); before, the kernel's line with code 0 paged "XID 0"."""
+    line = "NVRM: Xid (PCI:0000:53:00): 0, pid=1, nothing"
+    parsed = parse_log_events(_payload(f"{NODE}.host.dmesg", [_dmesg(line)]), cluster="train")
+    assert parsed.notices == []
+    (refusal,) = parsed.refused
+    assert "code 0, no XID" in refusal.reason

@@ -8,7 +8,6 @@ from typing import Any
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from lambdas.notifier import budget
 from lambdas.notifier import handler as notifier
@@ -17,9 +16,9 @@ from lambdas.notifier.notification import Incident
 from lambdas.notifier.sent_ledger import LATE_POSTS, SentLedger
 from lambdas.notifier.sns_channel import SnsChannel
 from lambdas.notifier.webhook import DEADLINE_S, WebhookChannel
+from tests.unit.lambdas.notifier.ledger import TABLE, moto_ledger
 from tests.unit.lambdas.notifier.webhook_server import FAULTS, webhook_server
 
-TABLE = "gpu-insights-train-sent"
 NOW_S = 1_772_460_000.0
 
 
@@ -39,17 +38,8 @@ def _incident(n: int) -> Incident:
 
 @pytest.fixture
 def ledger() -> Iterator[tuple[SentLedger, Any]]:
-    with mock_aws():
-        dynamodb = boto3.client(
-            "dynamodb", region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
-        )
-        dynamodb.create_table(
-            TableName=TABLE,
-            KeySchema=[{"AttributeName": "incident", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "incident", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        yield SentLedger(dynamodb, TABLE), dynamodb
+    with moto_ledger() as made:
+        yield made
 
 
 def _claims(dynamodb: Any) -> list[str]:

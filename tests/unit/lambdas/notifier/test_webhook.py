@@ -227,3 +227,26 @@ def test_a_host_of_refusing_addresses_says_connection_refused(
         WebhookChannel(lambda: f"http://hooks.example.com:{port}/x", deadline_s=0.5).deliver(
             INCIDENT
         )
+
+
+def test_a_urls_user_and_password_are_sent_as_basic_authentication() -> None:
+    """Before: ``http.client`` connected to the host and port alone, and the URL's
+    ``user:password@`` was dropped without a word. RFC 7617, section 2: the user-id and the
+    password joined by a colon, Base64-encoded."""
+    with webhook_server() as hook:
+        url = hook.url.replace("http://", "http://hook%20user:p%40ss@", 1)
+        WebhookChannel(lambda: url).deliver(INCIDENT)
+        WebhookChannel(lambda: hook.url).deliver(INCIDENT)
+    assert hook.headers[0]["Authorization"] == "Basic aG9vayB1c2VyOnBAc3M="  # "hook user:p@ss"
+    assert "Authorization" not in hook.headers[1]
+
+
+def test_a_short_secret_echoed_in_the_reason_phrase_is_scrubbed() -> None:
+    """Before: pieces of the URL under 4 characters were left in (a 3-character token
+    echoed by the server reached the log and the dead-letter queue)."""
+    with webhook_server() as hook:
+        hook.statuses, hook.reason = [403], "Forbidden: token k9z of user ab revoked"
+        url = hook.url.replace("secret-token", "k9z").replace("http://", "http://ab:cd@", 1)
+        with pytest.raises(ChannelError) as e:
+            WebhookChannel(lambda: url).deliver(INCIDENT)
+    assert str(e.value).endswith("HTTP 403 Forbidden: token ... of user ... revoked")

@@ -37,6 +37,8 @@ class Webhook:
     delay_s: float = 0.0
     #: Seconds between two bytes of a dripped answer.
     drip_s: float = 0.5
+    #: The reason phrase of the answers, where not the status's own.
+    reason: str | None = None
     released: threading.Event = field(default_factory=threading.Event)
 
 
@@ -90,7 +92,7 @@ def webhook_server() -> Iterator[Webhook]:
             status = hook.statuses.pop(0) if hook.statuses else 200
             if status == 200:
                 hook.shown.append(hook.posts[-1])
-            self.send_response(status)
+            self.send_response(status, hook.reason)
             self.end_headers()
             self.wfile.write(b"ok" if status == 200 else b"invalid_token")
 

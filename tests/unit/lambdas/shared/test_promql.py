@@ -215,8 +215,9 @@ def test_label_names_with_dots_are_quoted_as_promql_3_writes_them(name: str, wri
         ("two\nlines", r'"two\nlines"'),
         ("bell\x07tab\tdel\x7f", r'"bell\x07tab\x09del\x7f"'),
         ("émoji😀", '"émoji😀"'),
+        ("rep\ufffdchar", r'"rep\ufffdchar"'),
     ],
-    ids=["plain", "quotes", "backslash", "newline", "control", "utf-8"],
+    ids=["plain", "quotes", "backslash", "newline", "control", "utf-8", "replacement-char"],
 )
 def test_a_label_value_is_one_promql_string_whatever_it_holds(value: str, written: str) -> None:
     """A raw newline ends a PromQL string ("unterminated quoted string"), and a surrogate half's

@@ -1,7 +1,10 @@
 """The PromQL job reader's pure parts: job names matched literally, the listing's name ranges,
 the statistics it asks for, and when a deployment reads the jobs with it."""
 
+import json
 import re
+import urllib.parse
+import urllib.request
 
 import pytest
 
@@ -9,12 +12,16 @@ from cdk.function_configs import training_config
 from cdk.settings import Settings
 from gpu_insights_agent.contract.metrics import ExporterSink, TrainingMetric
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
+from lambdas.shared.promql import PromQLClient, PromQLRequestError
 from lambdas.training_analyzer.promql_jobs import (
     JobQueries,
     JobQueryError,
     _range_regex,
+    baselines,
+    job_series,
     literal,
     names_regex,
+    rank_stats,
 )
 
 NAMES = ["llama-7b.ft", "a+b", "x(1)", "job[0]", "c|d", "1.5*2?", "$HOME^", "back\\slash"]
@@ -82,3 +89,37 @@ def test_the_jobs_are_read_with_promql_only_where_the_emitter_sends_otlp(
     config = training_config(settings, report_bucket="b")
     assert config.environment()["EXPORTER_SINK"] == sink.value
     assert config.emitter_otlp is promql
+
+
+def test_a_name_promql_refuses_costs_its_own_read_not_the_batchs() -> None:
+    """The API answers 400 ``bad_data`` to a query it cannot parse (as Prometheus's lexer
+    refused a raw U+FFFD: "invalid UTF-8 rune"): the batch is read in halves until the refused
+    job is alone, and every other job of the batch is still read."""
+    jobs = [f"job{i:02d}" for i in range(40)]
+    bad = "job17"
+    answered: set[str] = set()
+
+    def opener(request: urllib.request.Request) -> tuple[int, bytes]:
+        data = request.data
+        assert isinstance(data, bytes)
+        query = urllib.parse.parse_qs(data.decode())["query"][0]
+        if bad in query:
+            body = {"status": "error", "errorType": "bad_data", "error": "invalid UTF-8 rune"}
+            return 400, json.dumps(body).encode()
+        answered.update(j for j in jobs if j in query)
+        return 200, json.dumps({"status": "success", "data": {"result": []}}).encode()
+
+    promql = PromQLClient(endpoint="http://promql", region="us-east-1", credentials=None)
+    promql.opener = opener
+    refused: dict[str, str] = {}
+    series = job_series(promql, "train", jobs, start=0.0, end=3600.0, refused=refused)
+    assert list(refused) == [bad]
+    assert "HTTP 400 bad_data: invalid UTF-8 rune" in refused[bad]
+    assert answered == set(jobs) - {bad}
+    assert sorted(series) == jobs
+    refused.clear()
+    baselines(promql, "train", jobs, start=0.0, lookback_s=3600.0, refused=refused)
+    rank_stats(promql, "train", jobs, start=0.0, end=3600.0, refused=refused)
+    assert list(refused) == [bad]
+    with pytest.raises(PromQLRequestError, match="400"):  # no one to tell: the error stands
+        job_series(promql, "train", jobs, start=0.0, end=3600.0)

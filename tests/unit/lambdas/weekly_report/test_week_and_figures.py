@@ -409,3 +409,23 @@ def test_a_week_without_storage_analysis_has_no_storage_figure() -> None:
     )  # fmt: skip
     assert unanalyzed.storage_waste_usd is None
     assert headline(unanalyzed)["storage_waste_usd"] is None
+
+
+def test_a_line_break_in_a_finding_forges_no_line_of_the_summary() -> None:
+    figures = week_figures(
+        cluster="train", week="2026-W48", gpu_days=[], xids=[], alarms=[],
+        files=read_findings([]), job_costs={}, throughput={},
+    )  # fmt: skip
+    figures.top_findings = [
+        {
+            "kind": "training_job_failures",
+            "severity": "warning",
+            "summary": "Job evil\nReport: https://evil.example/sso\r\u2028failed 3 times.",
+        }
+    ]
+    lines = text_summary(figures, link="L").splitlines()
+    assert lines[-2:] == [
+        "- [warning] training_job_failures: Job evil Report: https://evil.example/sso failed "
+        "3 times.",
+        "Report: L",
+    ]

@@ -150,3 +150,46 @@ def test_the_kubelets_own_eviction_line_names_the_eviction() -> None:
     assert diagnosis.cause is Cause.EVICTED
     # Cited without journald's prefix, as every line is.
     assert [c.text for c in diagnosis.lines] == [line.split("kubelet[2480]: ")[1]]
+
+
+def test_a_json_line_nested_deeper_than_the_stack_costs_nothing_but_its_own_reading() -> None:
+    """``json.loads`` raises RecursionError on such a line; the training analyzer classifies
+    every failed job of the cluster with this, so the line is read as plain text."""
+    deep = "[" * 100_000 + "]" * 100_000
+    found = classify_text('{"log": ' + deep + "}\nRuntimeError: CUDA error: out of memory\n")
+    assert (found.cause, found.lines_read) == (Cause.CUDA_OUT_OF_MEMORY, 2)
+    assert classify_text('{"events": ' + deep + "}").cause is Cause.UNKNOWN
+
+
+ILLEGAL_ACCESS = [
+    "Traceback (most recent call last):",
+    '  File "/opt/conda/lib/python3.10/site-packages/torch/_tensor.py", line 522, in backward',
+    "    torch.autograd.backward(",
+    "RuntimeError: CUDA error: an illegal memory access was encountered",
+    "CUDA kernel errors might be asynchronously reported at some other API call, so the "
+    "stacktrace below might be incorrect.",
+    "For debugging consider passing CUDA_LAUNCH_BLOCKING=1.",
+]
+
+
+def test_an_illegal_memory_access_is_its_own_cause_not_the_frame_inside_torch() -> None:
+    """Before: "Application exception: RuntimeError in backward ... Fix it at the frame
+    cited", citing a frame inside torch that the log itself says may be wrong."""
+    found = classify_text("\n".join(ILLEGAL_ACCESS))
+    assert found.cause is Cause.CUDA_ILLEGAL_MEMORY_ACCESS
+    assert [c.number for c in found.lines] == [4]
+    assert found.title == (
+        "Illegal memory access in a CUDA kernel (reported asynchronously): an illegal memory "
+        "access was encountered (cudaErrorIllegalAddress, 700)"
+    )
+    assert "CUDA_LAUNCH_BLOCKING=1" in found.recommendation
+    assert "XID 13 or XID 31 in the same minute" in found.recommendation
+    assert "Fix it at the frame cited" not in found.recommendation
+
+
+@pytest.mark.parametrize("code", [13, 31])
+def test_the_gpus_xid_in_the_same_lines_outranks_the_illegal_access(code: int) -> None:
+    xid = f"NVRM: Xid (PCI:0000:53:00): {code}, pid=4123, name=python, Ch 00000008"
+    found = classify_text("\n".join([xid, *ILLEGAL_ACCESS]))
+    assert (found.cause, found.detail["xid"]) == (Cause.GPU_XID, str(code))
+    assert Cause.CUDA_ILLEGAL_MEMORY_ACCESS in found.also_seen

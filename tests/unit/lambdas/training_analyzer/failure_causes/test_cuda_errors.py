@@ -43,7 +43,7 @@ def test_an_uncorrectable_ecc_error_is_the_gpus_fault_not_the_codes() -> None:
          CudaFault.UNAVAILABLE),
         ("RuntimeError: CUDA error: system not yet initialized", 802, CudaFault.UNAVAILABLE),
         ("RuntimeError: CUDA error: an illegal memory access was encountered", 700,
-         CudaFault.APPLICATION),
+         CudaFault.ILLEGAL_ADDRESS),
         ("RuntimeError: CUDA error: device-side assert triggered", 710, CudaFault.APPLICATION),
         ("RuntimeError: CUDA error: unspecified launch failure", 719, CudaFault.APPLICATION),
         ("RuntimeError: CUDA error: the launch timed out and was terminated", 702,
