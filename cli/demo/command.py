@@ -277,6 +277,21 @@ class DemoResult:
             "Prometheus."
         ]
 
+    @property
+    def report_line(self) -> str:
+        """Step 8: the weekly report's run and the dashboard bodies written (as many as the
+        mode's app deploys: ``write_dashboards``)."""
+        return (
+            f"8. Ran the weekly report Lambda for {self.report['week']}, compared with the "
+            f"week before's report (a run of its own over {self.last_week_datapoints:,} "
+            f"{self._points} of a week when nlp started mid-week and the notebook was culled "
+            "overnight): report.html and "
+            f"report.json in the report bucket ({self.report['findings']} findings read, "
+            f"{self.report['malformed_finding_lines']} malformed lines), the summary sent to "
+            f"SNS once; and wrote the {len(self.dashboards)} dashboard bodies the app deploys "
+            f"in {self.mode} mode."
+        )
+
     def summary(self) -> str:
         lines = [
             "EKS GPU Insights demo (no AWS account: moto in-process), "
@@ -313,15 +328,7 @@ class DemoResult:
             lines += failures_summary(self.failures)
         lines += self._otel_lines()
         if self.report:
-            lines.append(
-                f"8. Ran the weekly report Lambda for {self.report['week']}, compared with the "
-                f"week before's report (a run of its own over {self.last_week_datapoints:,} "
-                f"{self._points} of a week when nlp started mid-week and the notebook was culled "
-                "overnight): report.html and "
-                f"report.json in the report bucket ({self.report['findings']} findings read, "
-                f"{self.report['malformed_finding_lines']} malformed lines), the summary sent to "
-                "SNS once; and wrote the five dashboard bodies the app deploys."
-            )
+            lines.append(self.report_line)
         if self.preflight:
             lines.append("9. `gpu-insights preflight` before the deploy, on the demo's cluster:")
             lines.extend(f"   {line}" for line in self.preflight if line)

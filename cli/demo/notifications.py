@@ -4,10 +4,11 @@ topics, sent ledger and the exporter's log group in moto. Prints what people wou
 
 import base64
 import gzip
+import io
 import json
 import re
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -190,8 +191,10 @@ def _deployed(session: Any, settings: Settings) -> Iterator[dict[str, str]]:
     )
     for service in ("sns", "dynamodb", "logs"):
         notifier._clients[service] = session.client(service)
-    # The demo stands in for Lambda too: AWS_REGION, which Lambda sets, with the rest.
-    with environment(config.environment(runtime=True)):
+    # The demo stands in for Lambda too: AWS_REGION, which Lambda sets, with the rest; and
+    # what the function prints (its refused-events EMF line, lambdas/notifier/refused.py) goes
+    # where Lambda sends it, the function's own log, not the demo's output.
+    with environment(config.environment(runtime=True)), redirect_stdout(io.StringIO()):
         yield queues
 
 

@@ -33,6 +33,8 @@ from cli.demo.promql import (
     write_openmetrics,
 )
 from cli.demo.realistic import otel
+from cli.demo.realistic.serving import GPU_OF
+from cli.demo.realistic.serving import NODE as SERVING_NODE
 from cli.demo.week import (
     DAYS,
     FAILING,
@@ -187,7 +189,8 @@ class OtelEngine:
 
 def joins(promql: PromQLClient, cluster: str, plan: WeekPlan = THIS_WEEK) -> tuple[int, int, int]:
     """(pods, pod-hours, those placed on another node or GPU than the week put them on, or
-    unplaced) of the week's GPU analyzer reads in OTel mode."""
+    unplaced) of the week's GPU analyzer reads in OTel mode: the week's training nodes, the
+    replayed node and, where the run loaded it, the serving week's node."""
     start, end = plan.start, plan.start + DAYS * 86_400
     holds, _ = read_holds(promql, cluster, start=start, end=end, gpu_hours=())
     where = {
@@ -195,6 +198,8 @@ def joins(promql: PromQLClient, cluster: str, plan: WeekPlan = THIS_WEEK) -> tup
         for node, (_, _, _, held) in NODES.items()
         for gpu, pod in held.items()
     } | {(pod.namespace, pod.name): (REPLAY_NODE, str(gpu)) for gpu, pod in enumerate(REPLAY_PODS)}
+    # The serving week's replicas (cli/demo/serving.py), one GPU each on the serving node.
+    where |= {(p.namespace, p.name): (SERVING_NODE.name, str(gpu)) for p, gpu in GPU_OF.items()}
     nightly = (FAILING[0], "1")  # the CronJob's runs, on the research node's second GPU
     wrong = sum(
         1

@@ -74,17 +74,16 @@ from cli.demo.otlp import KeptRequests, otlp_samples
 from cli.demo.promql import Sample, answering, serve, write_openmetrics
 from cli.demo.realistic import nodes as ec2
 from cli.demo.realistic import pods as k8s
-from cli.demo.realistic.serving import IDLE_REPLICA, KSERVE, SERVING_PODS, VLLM
+from cli.demo.realistic.serving import GPU_OF, IDLE_REPLICA, KSERVE, SERVING_PODS, VLLM
+from cli.demo.realistic.serving import NODE as SERVING
 from cli.demo.serving import (
     GPU_NAME,
-    GPU_OF,
     GPU_WATTS,
     IDLE,
     MODEL_LABEL,
     Load,
     serving_samples,
 )
-from cli.demo.serving import NODE as SERVING
 from gpu_insights_agent.contract.metrics import DIM_XID_CODE, OTLP_JOB, ExporterSink
 from gpu_insights_agent.contract.serving import HistogramForm, Signal
 from gpu_insights_agent.emf.document import EmfDocument, encode

@@ -28,9 +28,8 @@ from cli.demo.otel_alarms import (
     steady_pages,
     within_s,
 )
-from cli.demo.realistic.serving import IDLE_REPLICA, KSERVE, VLLM
-from cli.demo.serving import GPU_OF
-from cli.demo.serving import NODE as SERVING
+from cli.demo.realistic.serving import GPU_OF, IDLE_REPLICA, KSERVE, VLLM
+from cli.demo.realistic.serving import NODE as SERVING
 from cli.demo.storage import DEMO_CLUSTER
 from gpu_insights_agent.contract.metrics import OTLP_JOB
 from lambdas.shared.aws_clients import new_session
