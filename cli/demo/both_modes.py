@@ -103,6 +103,8 @@ def run_both(*, out_dir: Path, cdk_out: Path) -> str:
             aws_access_key_id="demo", aws_secret_access_key="demo", region_name=DEMO_REGION
         )
         alarms = run_otel_alarms(session, Settings(cluster_name=DEMO_CLUSTER), DEMO_REGION, out_dir)
+    # The summary's output list: the run's files and the alarm stage's.
+    result.files += [path for path in alarms.files if path not in result.files]
     serving = serving_summary(out_dir)
     return "\n".join([result.summary(), "", line, "", *serving, "", *otel_alarms_summary(alarms)])
 

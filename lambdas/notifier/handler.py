@@ -18,6 +18,7 @@ claim held for a page that was never sent.
 
 import logging
 import math
+import re
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -29,11 +30,18 @@ from botocore.exceptions import BotoCoreError, ClientError
 from gpu_insights_agent.contract.resource_names import CAP_ALARM_SUFFIX
 from lambdas.notifier.channels import Channel, ChannelError
 from lambdas.notifier.config import NotifierConfig, with_cap_kinds
-from lambdas.notifier.incidents import Deployment, Skipped, from_alarm_event, from_xid_group
+from lambdas.notifier.incidents import (
+    Deployment,
+    Skipped,
+    from_alarm_event,
+    from_xid_group,
+    last_seen,
+)
 from lambdas.notifier.jobs import (
     Placement,
     PlacementLookupError,
     alarm_time_ms,
+    few,
     is_job_kind,
     job_incident,
     job_placement,
@@ -48,7 +56,11 @@ from lambdas.notifier.kernel_log import (
 )
 from lambdas.notifier.messages import XidGroup, group_xids, parse_log_events
 from lambdas.notifier.notification import Incident
-from lambdas.notifier.pods import PodLookupError, pods_on_gpu
+from lambdas.notifier.pods import (
+    PodLookupError,
+    pods_on_gpu,
+    pods_seen_by_promql,
+)
 from lambdas.notifier.refused import refused_line
 from lambdas.notifier.sent_ledger import LedgerError, SentLedger, claim_key
 from lambdas.notifier.serving import model_deployment, read_replicas, with_replicas
@@ -58,6 +70,10 @@ from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.promql import PromQLClient, PromQLError, bounded_opener, promql_for
 from lambdas.shared.subscription import decode_subscription
 
+#: A Kubernetes node's name: a DNS subdomain ("Node names must be a valid DNS subdomain name",
+#: kubernetes.io/docs/concepts/architecture/nodes/; RFC 1123: lowercase letters, digits, "-"
+#: and "."). An incident's node that is not one is a sentence saying there is none.
+NODE_NAME: Final = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 log = logging.getLogger()
 log.setLevel(logging.INFO)
 
@@ -263,16 +279,46 @@ def _kernel_checks(
     return {g.key: check(g, lines, now_ms) for g in groups if g.first.from_exporter}
 
 
-def _with_pods(incident: Incident, at_ms: int, log_group: str) -> Incident:
-    """The pods the exporter last saw on the GPU the alarm names, where it names one."""
-    if incident.pods or not incident.gpu.isdigit():
+def _with_pods(incident: Incident, at_ms: int, config: NotifierConfig) -> Incident:
+    """The pods the exporter last saw on the GPU the alarm names, where it names one: from its
+    log, or for a PromQL alarm (OTel mode) from its series, which also name the pods of a
+    node the alarm names without a GPU (a silent node's)."""
+    if incident.pods:
+        return incident
+    if incident.kind in (config.promql_alarm_kinds or ()):
+        return _with_promql_pods(incident, alarm_time_ms(incident, at_ms))
+    if not incident.gpu.isdigit():
         return incident
     try:
-        pods = pods_on_gpu(_clients("logs"), log_group, incident.node, incident.gpu, at_ms)
+        pods = pods_on_gpu(
+            _clients("logs"), config.exporter_log_group, incident.node, incident.gpu, at_ms
+        )
     except PodLookupError as err:
         log.warning("no pods for %s: %s", incident.key, err)
         return incident
     return replace(incident, pods=pods)
+
+
+def _with_promql_pods(incident: Incident, at_ms: int) -> Incident:
+    """A PromQL alarm's GPU or node with the pods the exporter's series last named on it, and
+    when, where that reading is older than the alarm (a lost GPU's, a silent node's)."""
+    gpu = incident.gpu if incident.gpu.isdigit() else None
+    if not NODE_NAME.fullmatch(incident.node):
+        return incident  # no node to read: a cluster-wide series, an unscheduled pod
+    try:
+        pods, seen_s = pods_seen_by_promql(
+            _promql(), incident.cluster, incident.node, gpu, at_ms / 1000
+        )
+    except (PodLookupError, BotoCoreError, ClientError) as err:
+        log.warning("no pods for %s: %s", incident.key, err)
+        return incident
+    if not pods or seen_s is None:
+        return incident
+    if seen_s < at_ms / 1000:  # not at the alarm's own reading: dated
+        named = last_seen(pods, int(seen_s * 1000), "GPU" if gpu is not None else "node")
+    else:
+        named = few(pods, "pods")
+    return replace(incident, pods=(named,))
 
 
 def _promql() -> PromQLClient:
@@ -322,7 +368,7 @@ def _from_alarm(event: dict[str, Any], now_s: float, config: NotifierConfig) -> 
     elif (model := model_deployment(result)) and result.kind in (config.promql_alarm_kinds or ()):
         incident = _with_replicas(result, model, int(now_s * 1000))
     else:
-        incident = _with_pods(result, int(now_s * 1000), config.exporter_log_group)
+        incident = _with_pods(result, int(now_s * 1000), config)
     published = send(channels(config), _ledger(config), [incident], now_s)
     return {"incidents": 1, "published": published, "unreadable": 0}
 
