@@ -14,10 +14,10 @@ queue (``scheduler_pending_pods``, ``scheduler_pending_pods_UNSCHEDULABLE``: pod
 The figures are a quiet cluster's minute: a few 4XX (controllers' 404s on objects already gone
 and 409 conflicts on updates are routine), no 5XX and no throttling; p99s well under the
 Kubernetes API call latency SLOs (1 s for a single object, 30 s for a cluster-wide LIST:
-kubernetes/community sig-scalability/slos/api_call_latency.md); an etcd a fraction of its 8 GiB
-limit; and no pod pending but in the hours one is (``pending``, pods). As cli/demo/storage.py
-writes AWS/EBS and AWS/S3, one datapoint an hour stands for the hour's minutes: an hour's
-statistic of it is that minute's figure.
+kubernetes/community sig-scalability/slos/api_call_latency.md); an etcd a fraction of its
+8 GiB limit (EKS's, cdk/alarms/cluster.py); and no pod pending but in the hours one is
+(``pending``). As cli/demo/storage.py writes AWS/EBS and AWS/S3, one datapoint an hour stands
+for the hour's minutes: an hour's statistic of it is that minute's figure.
 """
 
 from collections.abc import Container, Iterator
