@@ -658,39 +658,39 @@ def _dashboard_step(
     where AWS vends them first."""
     if result.exporter is None or result.exporter.emf_path is None:
         return
-        result.cluster = settings.cluster_name
-        # The EKS control plane's vended metrics over the dashboards' window, the hour of
-        # the morning's pending GPU pod in the scheduler's queue (cli/demo/kube_state.py).
-        put_control_plane(
-            clients["cloudwatch"], settings.cluster_name, *DASHBOARD_WINDOW,
-            pending={int(pending_window()[0] // 3600 * 3600)},
-        )  # fmt: skip
-        # The OTel bodies' PromQL widgets run on the local Prometheus, as the console runs
-        # them at the Region's monitoring host, over the day that ends with the replay.
-        promql = (
-            PromQLSource(promql_for(clients["cloudwatch"]), end=replay_window()[1])
-            if engine is not None
-            else None
-        )
-        result.dashboard_views = demo_dashboard_views(
-            result.exporter.emf_path,
-            clients["logs"],
-            cluster=settings.cluster_name,
-            training_cluster=TRAINING_CLUSTER,
-            node=NODE,
-            buckets=list(STORAGE_BUCKETS),
-            exporter_interval_s=int(INTERVAL_S),
-            alarm_lines=alarm_lines(specs),
-            cloudwatch=clients["cloudwatch"],
-            window=(
-                datetime.fromtimestamp(DASHBOARD_WINDOW[0], UTC),
-                datetime.fromtimestamp(DASHBOARD_WINDOW[1], UTC),
-            ),
-            mode=settings.container_insights_mode,
-            promql=promql,
-            deployed=deployed,
-            exporter_sink=settings.exporter_sink,
-        )
+    result.cluster = settings.cluster_name
+    # The EKS control plane's vended metrics over the dashboards' window, the hour of
+    # the morning's pending GPU pod in the scheduler's queue (cli/demo/kube_state.py).
+    put_control_plane(
+        clients["cloudwatch"], settings.cluster_name, *DASHBOARD_WINDOW,
+        pending={int(pending_window()[0] // 3600 * 3600)},
+    )  # fmt: skip
+    # The OTel bodies' PromQL widgets run on the local Prometheus, as the console runs
+    # them at the Region's monitoring host, over the day that ends with the replay.
+    promql = (
+        PromQLSource(promql_for(clients["cloudwatch"]), end=replay_window()[1])
+        if engine is not None
+        else None
+    )
+    result.dashboard_views = demo_dashboard_views(
+        result.exporter.emf_path,
+        clients["logs"],
+        cluster=settings.cluster_name,
+        training_cluster=TRAINING_CLUSTER,
+        node=NODE,
+        buckets=list(STORAGE_BUCKETS),
+        exporter_interval_s=int(INTERVAL_S),
+        alarm_lines=alarm_lines(specs),
+        cloudwatch=clients["cloudwatch"],
+        window=(
+            datetime.fromtimestamp(DASHBOARD_WINDOW[0], UTC),
+            datetime.fromtimestamp(DASHBOARD_WINDOW[1], UTC),
+        ),
+        mode=settings.container_insights_mode,
+        promql=promql,
+        deployed=deployed,
+        exporter_sink=settings.exporter_sink,
+    )
 
 
 def _run(
