@@ -2,19 +2,26 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
-# Reinstall only when the dependency list changes; an existing .venv is reused.
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml agent/pyproject.toml | cksum | cut -d' ' -f1)
+# What is installed is the locked versions the suite passes with (requirements.lock, written by
+# uv from both pyproject.toml files' ranges; the test tools' environments, tests/*.lock): a fresh
+# clone installs what was tested, not whatever PyPI has newest that day. `make lock` moves the
+# locks to the newest releases and runs the suite on them.
+CHECKOV_VERSION := 3.3.30
+OLD_PYTHON_TOOLS := pytest jsonschema pyyaml opentelemetry-proto
+LOCKS := requirements.lock tests/requirements-checkov.lock tests/requirements-old-python.lock
+# Reinstall only when the dependency list or a lock changes; an existing .venv is reused.
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml agent/pyproject.toml $(LOCKS) | cksum | cut -d' ' -f1)
 
 # aws-cdk-lib runs on Node; Node 20 works but is past its end of life for jsii, which would
 # print a banner on every synth.
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install demo demo-otel test test-old-python bench lint typecheck clean prometheus
+.PHONY: install demo demo-otel test test-old-python bench lint typecheck clean prometheus lock
 
 # checkov pins boto3==1.35.49 (so botocore 1.35) and packaging<24, older than the project's:
-# it gets its own environment, and tests/infra/test_checkov.py runs it from there.
-CHECKOV_VERSION := 3.3.30
+# it gets its own environment (tests/requirements-checkov.lock), and tests/infra/test_checkov.py
+# runs it from there.
 CHECKOV := $(VENV)/checkov/bin/checkov
 
 install: $(STAMP) $(CHECKOV)
@@ -22,18 +29,34 @@ install: $(STAMP) $(CHECKOV)
 # uv installs the environments from the same PyPI packages as pip, in a fraction of its time
 # (a fresh clone's `make test` has a 15-minute budget; pip took about three of them).
 UV := $(BIN)/uv
+UV_VERSION := 0.13.9
 $(UV):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet uv
+	$(BIN)/python -m pip install --quiet uv==$(UV_VERSION)
 
-$(CHECKOV): | $(UV)
-	$(PYTHON) -m venv $(VENV)/checkov
-	$(UV) pip install --quiet --python $(VENV)/checkov/bin/python checkov==$(CHECKOV_VERSION)
+$(CHECKOV): tests/requirements-checkov.lock | $(UV)
+	@test -x $(VENV)/checkov/bin/python || $(PYTHON) -m venv $(VENV)/checkov
+	$(UV) pip install --quiet --python $(VENV)/checkov/bin/python -r tests/requirements-checkov.lock
+	@touch $@
 
-$(STAMP): pyproject.toml agent/pyproject.toml | $(UV)
-	$(UV) pip install --quiet --python $(BIN)/python -e './agent[exporter,otlp]' -e '.[dev]'
+$(STAMP): pyproject.toml agent/pyproject.toml $(LOCKS) | $(UV)
+	$(UV) pip install --quiet --python $(BIN)/python -r requirements.lock \
+		-e './agent[exporter,otlp]' -e '.[dev]'
 	@rm -f $(VENV)/.installed-*
 	@touch $@
+
+# The newest releases: re-resolve every lock (within the pyproject.toml files' ranges), install
+# them and run the suite. Commit the locks when it passes; where it fails, fix the project for
+# the newer release, or hold it back in pyproject.toml with the reason.
+UV_COMPILE = $(UV) pip compile --quiet --upgrade --no-header
+lock: | $(UV)
+	$(UV_COMPILE) pyproject.toml agent/pyproject.toml --all-extras --python-version 3.11 \
+		-o requirements.lock
+	echo checkov==$(CHECKOV_VERSION) | $(UV_COMPILE) - --python-version 3.11 \
+		-o tests/requirements-checkov.lock
+	printf '%s\n' $(OLD_PYTHON_TOOLS) | $(UV_COMPILE) - --python-version 3.9 \
+		-o tests/requirements-old-python.lock
+	$(MAKE) test
 
 # The demo needs the project and moto, not the test tools' own environments (checkov).
 demo: $(STAMP)
@@ -84,7 +107,7 @@ test-old-python: | $(UV)
 	else \
 		$(OLD_PYTHON) -m venv $(VENV)/old-python && \
 		$(UV) pip install --quiet --python $(VENV)/old-python/bin/python --reinstall --no-deps ./agent && \
-		$(UV) pip install --quiet --python $(VENV)/old-python/bin/python pytest jsonschema pyyaml opentelemetry-proto && \
+		$(UV) pip install --quiet --python $(VENV)/old-python/bin/python -r tests/requirements-old-python.lock && \
 		$(VENV)/old-python/bin/python -c 'import gpu_insights_agent.emitter.training as m; \
 			assert "site-packages" in m.__file__, m.__file__' && \
 		$(VENV)/old-python/bin/python -m pytest -q -p no:cacheprovider tests/unit/agent/emitter/test_training.py; \

@@ -5,17 +5,23 @@ not published."""
 import argparse
 import json
 import logging
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 from cdk.aws_values import bucket_problem
 from cdk.function_configs import storage_config, training_config
 from cdk.settings import Settings
-from cli.failures import AwsFailureError, NoDataError
+from cli.backtest.command import REPLAY_REGION, read_file
+from cli.demo.promql import PrometheusMissingError, serving
+from cli.failures import AwsFailureError, NoDataError, ToolMissingError
 from cli.settings_args import add_settings_arguments, command_settings, session_for
-from gpu_insights_agent.contract.metrics import NAMESPACE_TRAINING
+from gpu_insights_agent.contract.metrics import NAMESPACE_TRAINING, ExporterSink
 from lambdas.shared.aws_clients import INTERACTIVE, ClientCache, client
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.events import analysis_window
@@ -48,6 +54,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         help="price of a GPU-hour (default: the gpu_hour_price_usd setting, or the GPU's price)",
+    )
+    training.add_argument(
+        "--history",
+        type=Path,
+        default=None,
+        help="analyze OTel mode's series from this file (docs/history.md) on a local "
+        "Prometheus, with no AWS account",
     )
     training.add_argument(
         "--report-bucket",
@@ -201,15 +214,29 @@ def run(args: argparse.Namespace) -> str:
             "training_data_sources is set: --report-bucket (the stack's ReportBucketName "
             "output) is where the storage findings to link are read"
         )
+    if getattr(args, "history", None) is not None:
+        return _from_history(args, settings, report_bucket)
     # The handlers' session: its clients parse GetMetricData's epoch timestamps as fast as the
     # Lambdas' do (a plain boto3 session's parser took four times the CPU of a whole run).
     session, region = session_for(args, settings)
+    _, end = analysis_window(time.time(), settings.lookback_days)
+    return _run(args, settings, report_bucket, session, region, end)
+
+
+def _run(
+    args: argparse.Namespace,
+    settings: Settings,
+    report_bucket: str | None,
+    session: Any,
+    region: str,
+    end: float,
+) -> str:
+    """The analyzer's run with ``session``'s clients over the window that ends at ``end``."""
     # Each skip is a finding (printed) or the one line of a run that read nothing: the Lambdas'
     # warning log of it would be a second line on stderr.
     clients = ClientCache()
     for service in ("ec2", "s3", "cloudwatch", "logs"):
         clients[service] = client(service, session=session, config=INTERACTIVE)
-    _, end = analysis_window(time.time(), settings.lookback_days)
     with _lambda_logs_at(logging.ERROR):
         result, findings, gpu_hours = _analyze(args.target, settings, clients, report_bucket, end)
     if read_nothing(result):
@@ -228,3 +255,46 @@ def run(args: argparse.Namespace) -> str:
     if args.json:
         return "\n".join(json.dumps(f.to_dict(), sort_keys=True) for f in findings)
     return table(findings)
+
+
+def _from_history(args: argparse.Namespace, settings: Settings, report_bucket: str | None) -> str:
+    """The training analyzer over a history file's series (docs/history.md), with no account:
+    a local Prometheus serves them as CloudWatch's PromQL API (cli/demo/promql.py ``serving``)
+    and OTel mode's readers (the emitter's and the exporter's series, the GPU-hours, what the
+    analyzer computes from them) read them there; its other reads (EC2, S3, CloudWatch Logs,
+    GetMetricData) go to an empty moto, as the demo's do, so it finds what the file holds.
+    The window is the lookback that ends with the hour of the file's last sample."""
+    history = read_file(args.history)
+    if not history.promql.series:
+        raise ValueError(
+            f"--history {args.history} holds no PromQL series: analyze training --history "
+            "reads OTel mode's series as CloudWatch's PromQL API returns them (docs/history.md)"
+        )
+    try:
+        from moto import mock_aws
+    except ModuleNotFoundError as err:
+        raise ToolMissingError(
+            "--history answers the analyzer's other reads with moto: pip install -e '.[demo]'"
+        ) from err
+    from lambdas.shared.aws_clients import new_session
+
+    # The file's series are OTel mode's, read as the OTLP sink's (the default there).
+    settings = replace(
+        settings,
+        container_insights_mode=ContainerInsightsMode.OTEL,
+        exporter_sink=ExporterSink.OTLP,
+    )
+    region = args.region or settings.region or REPLAY_REGION
+    _, last = history.promql.span()
+    _, end = analysis_window(last - last % 3600 + 3600, settings.lookback_days)
+    try:
+        with serving(history.promql.as_samples(), region), mock_aws():
+            session = new_session(region_name=region)
+            output = _run(args, settings, report_bucket, session, region, end)
+    except PrometheusMissingError as err:
+        raise ToolMissingError(f"--history analyzes the file on Prometheus: {err}") from err
+    if args.json:  # stdout holds findings alone: each skipped series on stderr
+        for line in history.promql.skipped:
+            print(f"gpu-insights analyze: skipped: {line}", file=sys.stderr)
+        return output
+    return output + "".join(f"\nskipped: {line}" for line in history.promql.skipped)

@@ -16,6 +16,15 @@ class NoDataError(Exception):
 #: The exit status of NoDataError.
 NO_DATA_EXIT = 3
 
+
+class ToolMissingError(Exception):
+    """A program the command runs is not installed (Prometheus, which replays a ``--history``
+    file: Debian's ``prometheus`` package): one line naming how to get it, exit status 4."""
+
+
+#: The exit status of ToolMissingError.
+TOOL_MISSING_EXIT = 4
+
 #: What each exit status means, the same for every command that can end with it; what 0
 #: means is each command's own (``exit_status_help``'s ``done``).
 EXIT_STATUSES: dict[int, str] = {
@@ -23,6 +32,8 @@ EXIT_STATUSES: dict[int, str] = {
     "report is still printed)",
     2: "bad input: an option, a setting or a file, named in one line",
     NO_DATA_EXIT: "nothing of the cluster was found to analyze (is its name right?)",
+    TOOL_MISSING_EXIT: "a program it runs is not installed (Prometheus, for --history: "
+    "apt-get install prometheus), named in one line",
 }
 
 

@@ -14,7 +14,14 @@ from cli import analyze, explain_failure, node_config
 from cli.backtest import command as backtest
 from cli.cost import command as cost
 from cli.demo import arguments as demo
-from cli.failures import NO_DATA_EXIT, AwsFailureError, NoDataError, exit_status_help
+from cli.failures import (
+    NO_DATA_EXIT,
+    TOOL_MISSING_EXIT,
+    AwsFailureError,
+    NoDataError,
+    ToolMissingError,
+    exit_status_help,
+)
 from cli.preflight import command as preflight
 from cli.status import command as status
 from gpu_insights_agent.exporter.cli import OneLineParser
@@ -69,13 +76,13 @@ COMMANDS: dict[str, Command] = {
         "replay metric history through the alarm definitions the app deploys",
         backtest.add_arguments,
         backtest.run,
-        (1,),
+        (1, TOOL_MISSING_EXIT),
     ),
     "analyze": Command(
         "run an analyzer now, read-only, and print its findings",
         analyze.add_arguments,
         analyze.run,
-        (1, NO_DATA_EXIT),
+        (1, NO_DATA_EXIT, TOOL_MISSING_EXIT),
         "the findings were printed (none is a finding too)",
     ),
     "preflight": Command(
@@ -133,7 +140,8 @@ def _parser() -> argparse.ArgumentParser:
         description="CloudWatch insight into GPU training on Amazon EKS.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Each command's --help lists its exit statuses: 0 done, 1 AWS failed or a check "
-        "failed, 2 bad input, 3 nothing of the cluster to analyze.",
+        "failed, 2 bad input, 3 nothing of the cluster to analyze, 4 a program it runs is not "
+        "installed.",
     )
     parser.add_argument("--version", action="version", version=f"gpu-insights {version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -168,6 +176,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(args, err, 1)
     except NoDataError as err:  # the cluster has nothing to analyze: not a clean bill
         return _fail(args, err, NO_DATA_EXIT)
+    except ToolMissingError as err:  # Prometheus, for a --history replay
+        return _fail(args, err, TOOL_MISSING_EXIT)
     except (preflight.ChecksFailedError, explain_failure.NoCauseFoundError) as failed:
         return _emit(failed.output, 1)  # the report stands; status 1
     return _emit(output, 0)

@@ -1,11 +1,17 @@
 """Metric history for the backtest: samples of named series, from a file or from CloudWatch.
 
-File format, one JSON object per line: an EMF document as the exporter writes it, or a sample
-of one series at one time:
+OTel mode's history is series as CloudWatch's PromQL API returns them (cli/backtest/
+promql_history.py, docs/history.md): a file of them, or lines of them among the lines below,
+is read by ``read_history_file``. Classic's (and the EMF sink's), one JSON object per line: an
+EMF document as the exporter writes it, or a sample of one series at one time:
 
     {"namespace": "GpuInsights", "metric": "gpu_allocated_power_utilization",
      "dimensions": {"ClusterName": "train", "NodeName": "n1", "GpuIndex": "0"},
      "timestamp": "2025-11-28T12:00:00Z", "value": 12.5}
+
+An EMF document with no metric directive (``CloudWatchMetrics`` empty) is a log line and no
+metric: the exporter's XID event line in OTel mode (exporter/xid_event_log.py), which the
+notifier pages from the log; it is kept as such (``History.log_lines``).
 
 ``timestamp`` is ISO 8601 with a zone, or seconds since the epoch. Gaps are simply missing
 data, which each alarm treats as its definition says. A malformed line is an error that names
@@ -16,10 +22,11 @@ holds or whose JSON nests past Python's recursion limit.
 import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from cli.backtest.promql_history import PromQLHistory, is_promql_record, read_records
 from gpu_insights_agent.emf.document import EmfDocument, metric_data, parse_emf_line
 from lambdas.shared.events import check_epoch, parse_utc
 
@@ -87,15 +94,54 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
+@dataclass
+class History:
+    """What a history file holds: CloudWatch metric samples, PromQL series, and log lines."""
+
+    samples: list[Sample] = field(default_factory=list)
+    promql: PromQLHistory = field(default_factory=PromQLHistory)
+    #: EMF documents with no metric directive (the exporter's XID lines in OTel mode).
+    log_lines: list[EmfDocument] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.samples or self.promql.series or self.log_lines)
+
+
 def read_history(lines: Iterable[str], *, source: str = "history") -> list[Sample]:
     """Sample lines, or EMF lines as the exporter writes them (``--sink stdout``), or both."""
-    samples: list[Sample] = []
+    return _read_lines(lines, source).samples
+
+
+def read_history_file(text: str, *, source: str = "history") -> History:
+    """A whole history file: one PromQL response (or a JSON array of its series), pretty
+    printed or not, or JSON lines of samples, EMF documents and PromQL responses or series."""
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            whole = json.loads(text, parse_int=_bounded_int)
+        except (ValueError, RecursionError):
+            whole = None  # JSON lines (or bad JSON: each line says where)
+        if isinstance(whole, list):
+            records = [(f"{source} item {i + 1}", entry) for i, entry in enumerate(whole)]
+            return History(promql=read_records(records))
+        if is_promql_record(whole):
+            return History(promql=read_records([(source, whole)]))
+    return _read_lines(text.splitlines(), source)
+
+
+def _read_lines(lines: Iterable[str], source: str) -> History:
+    history = History()
+    samples = history.samples
+    promql: list[tuple[str, object]] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line, parse_int=_bounded_int)
-            if isinstance(record, dict) and "_aws" in record:
+            if is_promql_record(record):
+                promql.append((f"{source} line {number}", record))
+            elif isinstance(record, dict) and _log_line(record):
+                history.log_lines.append(record)
+            elif isinstance(record, dict) and "_aws" in record:
                 samples.extend(_checked(s) for s in samples_from_emf([parse_emf_line(line)]))
             else:
                 samples.append(_sample(record))
@@ -109,7 +155,22 @@ def read_history(lines: Iterable[str], *, source: str = "history") -> list[Sampl
             raise HistoryError(
                 f"{source} line {number}: JSON nested too deeply to be a sample or EMF document"
             ) from err
-    return samples
+    history.promql = read_records(promql)
+    return history
+
+
+def _log_line(record: dict[str, Any]) -> bool:
+    """An EMF document whose ``CloudWatchMetrics`` is empty: valid EMF (the array has no
+    minimum length, ../shared/reference/cloudwatch-emf.schema.json) and a log line only, with
+    its ``_aws.Timestamp`` held to a sample's rules."""
+    aws = record.get("_aws")
+    if not isinstance(aws, dict) or aws.get("CloudWatchMetrics") != []:
+        return False
+    stamp = aws.get("Timestamp")
+    if isinstance(stamp, bool) or not isinstance(stamp, int):
+        raise ValueError(f"_aws.Timestamp {stamp!r} is not an integer of milliseconds")
+    check_epoch(stamp / 1000, "_aws.Timestamp (as seconds)")
+    return True
 
 
 def _checked(sample: Sample) -> Sample:

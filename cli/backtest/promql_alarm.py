@@ -143,13 +143,19 @@ def replay_range(
     return transitions
 
 
-def _when(epoch: float) -> str:
+def when(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M")
 
 
-def report(spec: AlarmSpec, transitions: Sequence[Transition]) -> str:
+def report(
+    spec: AlarmSpec,
+    transitions: Sequence[Transition],
+    pages: Mapping[tuple[float, Contributor], Sequence[str]] | None = None,
+) -> str:
     """One PromQL alarm's replay as the text report's section: its evaluation, each
-    contributor that went into ALARM and when it did and recovered."""
+    contributor that went into ALARM and when it did and recovered; ``pages``: lines shown
+    under a transition (the page it sent), by its time and contributor."""
+    pages = pages or {}
     query = spec.metric
     assert isinstance(query, PromQLQuery)
     raised = [t for t in transitions if t.state == ALARM]
@@ -161,7 +167,10 @@ def report(spec: AlarmSpec, transitions: Sequence[Transition]) -> str:
     for key in sorted({t.contributor for t in transitions}):
         named = ", ".join(f"{k}={v}" for k, v in key)
         lines.append(f"    contributor {named}:")
-        lines += [f"      {_when(t.at)}  -> {t.state}" for t in transitions if t.contributor == key]
+        for t in transitions:
+            if t.contributor == key:
+                lines.append(f"      {when(t.at)}  -> {t.state}")
+                lines += pages.get((t.at, key), ())
     return "\n".join(lines)
 
 

@@ -27,8 +27,11 @@ from cdk.settings import OTLP_ENDPOINT_MIN_ADDON_VERSION, Settings, default_sink
 from cli.backtest.cloudwatch_history import fetch_samples
 from cli.backtest.dashboards import PromQLSource
 from cli.backtest.engine import BacktestResult, backtest, report
+from cli.backtest.otel_replay import OtelReplay, replay_on, replayed_alarms
+from cli.backtest.otel_replay import report as otel_report
 from cli.backtest.promql_alarm import ALARM as PROMQL_ALARM
 from cli.backtest.promql_alarm import replay_range
+from cli.backtest.promql_pages import replay_config
 from cli.backtest.silence_history import NOTE as SILENCE_NOTE
 from cli.backtest.silence_history import derive_silence
 from cli.demo.dashboards import (
@@ -148,6 +151,9 @@ class DemoResult:
     #: each went into ALARM (``promql_raised``).
     promql_alarms: list[AlarmSpec] = field(default_factory=list)
     promql_raised: list[tuple[AlarmSpec, float]] = field(default_factory=list)
+    #: OTel mode's PromQL alarms over the replay, as ``backtest --history`` replays them
+    #: (the OTLP sink's run), in out/alarm-backtest.txt after the metric alarms.
+    otel_backtest: OtelReplay | None = None
 
     def _exporter_lines(self) -> list[str]:
         """Step 4: what the exporter's replay read back, GPU by GPU."""
@@ -550,6 +556,20 @@ def promql_raised(promql: Any, settings: Settings) -> list[tuple[AlarmSpec, floa
     return raised
 
 
+def _otel_backtest(result: DemoResult, promql: Any, settings: Settings, out_dir: Path) -> None:
+    """Every PromQL alarm the app deploys over the replay, on the local Prometheus, each ALARM
+    with the page the notifier would send, as `gpu-insights backtest --history` prints them
+    (cli/backtest/otel_replay.py): appended to out/alarm-backtest.txt, whose metric alarms
+    are the control plane's alone with the OTLP sink. And when each went into ALARM, for the
+    report (``promql_raised``)."""
+    result.promql_raised = promql_raised(promql, settings)
+    start, end = replay_window()
+    config = replay_config(settings, promql.region)
+    result.otel_backtest = replay_on(promql, replayed_alarms(settings), config, [], start, end)
+    path = out_dir / "alarm-backtest.txt"
+    path.write_text(f"{path.read_text()}\n{otel_report(result.otel_backtest)}\n")
+
+
 def _otlp(settings: Settings) -> bool:
     """The exporter and the training emitter send OTLP: their series are the engine's."""
     return settings.exporter_sink is ExporterSink.OTLP
@@ -782,7 +802,7 @@ def _run(
             assert engine is not None
             result.week_datapoints = engine.loaded["this-week"]
             result.last_week_datapoints = engine.loaded["last-week"]
-            result.promql_raised = promql_raised(promql_for(clients["cloudwatch"]), settings)
+            _otel_backtest(result, promql_for(clients["cloudwatch"]), settings, out_dir)
         result.report, report_path = run_weekly_report(
             clients, settings, result.backtest, out_dir, result.promql_raised
         )

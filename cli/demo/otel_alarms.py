@@ -39,24 +39,22 @@ seconds); the XID alarms' contributor events reach the notifier too, which leave
 log (lambdas/notifier/incidents.py ``REPORTED_FROM_LOGS``).
 """
 
-import hashlib
 import json
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
 from opentelemetry.sdk.metrics.export import MetricsData
 
-from cdk.alarms.catalog import AlarmSettings, promql_alarms
+from cdk.alarms.catalog import promql_alarms
 from cdk.alarms.model import AlarmSpec
 from cdk.alarms.promql import PromQLQuery
-from cdk.alarms.serving_promql import latency_slo_query
 from cdk.settings import Settings
+from cli.backtest.otel_replay import classic_histograms
 from cli.backtest.promql_alarm import ALARM, Transition, replay_range
+from cli.backtest.promql_pages import XID_LOG, contributor_event
 from cli.demo import kube_state
 from cli.demo.exporter import (
     FIRST_PID,
@@ -78,7 +76,7 @@ from cli.demo.notifications import (
     messages_text,
 )
 from cli.demo.otlp import KeptRequests, otlp_samples
-from cli.demo.promql import Sample, answering, serve, write_openmetrics
+from cli.demo.promql import Sample, serving
 from cli.demo.realistic import nodes as ec2
 from cli.demo.realistic import pods as k8s
 from cli.demo.realistic.serving import GPU_OF, IDLE_REPLICA, KSERVE, SERVING_PODS, VLLM
@@ -92,7 +90,6 @@ from cli.demo.serving import (
     serving_samples,
 )
 from gpu_insights_agent.contract.metrics import DIM_XID_CODE, OTLP_JOB, ExporterSink
-from gpu_insights_agent.contract.serving import HistogramForm, Signal
 from gpu_insights_agent.emf.document import EmfDocument, encode
 from gpu_insights_agent.emf.sinks import BufferedSender
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
@@ -104,7 +101,6 @@ from gpu_insights_agent.exporter.xid_event_log import XidEventLog
 from lambdas.notifier import handler as notifier
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.dcgm import CLOUDWATCH as L
-from lambdas.shared.promql import PromQLClient, endpoint_for
 
 #: Two hours of one-minute cycles from the demo's replay window (cli/demo/exporter.py).
 DURATION_S: Final = 2 * 3600.0
@@ -253,10 +249,6 @@ FAULTS: Final = (
 )
 
 
-#: What a page from the exporter's XID log line is filed under, beside the alarms' keys.
-XID_LOG: Final = "xid-log"
-
-
 class _Lines:
     """The agent's EMF listener's place: keeps the XID log lines."""
 
@@ -376,79 +368,9 @@ def otlp_settings(settings: Settings) -> Settings:
     )
 
 
-@contextmanager
-def serving(samples: Iterable[Sample], region: str) -> Iterator[PromQLClient]:
-    """A local Prometheus holding ``samples`` that answers ``region``'s PromQL host (the
-    alarms' replay and the notifier's job placement alike); yields a client of it."""
-    client = PromQLClient(endpoint=endpoint_for(region), region=region, credentials=None)
-    with tempfile.TemporaryDirectory(prefix="otel-alarms-") as folder, ExitStack() as stack:
-        path = Path(folder) / "exporter.om"
-        write_openmetrics(path, samples)
-        url = stack.enter_context(serve(path, Path(folder) / "data"))
-        stack.enter_context(answering(region, url))
-        yield client
-
-
-#: The serving latency alarms and the histogram each reads.
-LATENCY_ALARMS: Final = {"serving-ttft-p99": Signal.TTFT, "serving-e2e-p99": Signal.E2E}
-
-
-def classic_histograms(spec: AlarmSpec, settings: AlarmSettings) -> AlarmSpec:
-    """``spec`` as the local Prometheus can answer it: a serving latency alarm reads CloudWatch's
-    native histograms by the metric's name, which a Prometheus 2.42 holds as classic
-    ``_bucket`` series (contract/serving.py ``HistogramForm``), so its query is rebuilt in that
-    form, the same models and targets (cdk/alarms/serving_promql.py ``latency_slo_query``);
-    every other alarm as deployed."""
-    signal = LATENCY_ALARMS.get(spec.key)
-    if signal is None or settings.serving is None:
-        return spec
-    serving = settings.serving
-    default, targets = (
-        (serving.ttft_p99_seconds, serving.ttft_p99_targets)
-        if signal is Signal.TTFT
-        else (serving.e2e_p99_seconds, serving.e2e_p99_targets)
-    )
-    query = latency_slo_query(
-        signal, settings.cluster_name, default, targets, form=HistogramForm.CLASSIC
-    )
-    assert query is not None  # the deployed alarm exists: some model has a target
-    return replace(spec, metric=query)
-
-
 def _query(spec: AlarmSpec) -> PromQLQuery:
     assert isinstance(spec.metric, PromQLQuery)
     return spec.metric
-
-
-def contributor_event(
-    spec: AlarmSpec, cluster: str, region: str, raised: Transition
-) -> dict[str, Any]:
-    """The ``CloudWatch Alarm Contributor State Change`` of a PromQL alarm's contributor:
-    its attributes the series' labels. What else a PromQL alarm's event carries is not in the
-    User Guide's examples: no metrics list (the query is in its ``EvaluationCriteria``), and a
-    reason the notifier does not read to name the GPU (tests/unit/lambdas/notifier/events.py
-    ``as_promql_contributor``)."""
-    name = spec.alarm_name(cluster)
-    when = datetime.fromtimestamp(raised.at, UTC)
-    return {
-        "version": "0",
-        "id": f"demo-{spec.key}-{int(raised.at)}",
-        "detail-type": "CloudWatch Alarm Contributor State Change",
-        "source": "aws.cloudwatch",
-        "account": ACCOUNT,
-        "time": f"{when:%Y-%m-%dT%H:%M:%SZ}",
-        "region": region,
-        "resources": [f"arn:aws:cloudwatch:{region}:{ACCOUNT}:alarm:{name}"],
-        "detail": {
-            "alarmName": name,
-            "alarmContributor": {
-                "id": hashlib.sha256(repr(raised.contributor).encode()).hexdigest()[:16],
-                "attributes": raised.labels,
-            },
-            "configuration": {"description": spec.description},
-            "state": {"value": ALARM, "reason": "", "timestamp": when.isoformat()},
-        },
-    }
 
 
 @dataclass(frozen=True)
@@ -545,7 +467,7 @@ def _page(
     for spec in demo.alarms:
         for raised in demo.transitions[spec.key]:
             if raised.state == ALARM:
-                event = contributor_event(spec, cluster, region, raised)
+                event = contributor_event(spec, cluster, region, raised, ACCOUNT)
                 events.append((raised.at, spec.key, raised.labels, event))
     sqs = session.client("sqs")
     with _deployed(session, settings) as queues:

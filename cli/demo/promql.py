@@ -23,10 +23,12 @@ import urllib.parse
 import urllib.request
 import urllib.response
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from email.message import Message
 from pathlib import Path
 from typing import Any, Final
+
+from lambdas.shared.promql import PromQLClient, endpoint_for
 
 #: Written one sample a line: (metric, labels, epoch seconds, value).
 Sample = tuple[str, Mapping[str, str], float, float]
@@ -248,6 +250,20 @@ class LocalPromQL(urllib.request.BaseHandler):
         # urllib's error processor reads a response's msg, which addinfourl does not set.
         response.msg = "OK" if status == 200 else "Error"  # type: ignore[attr-defined]
         return response
+
+
+@contextmanager
+def serving(samples: Iterable[Sample], region: str) -> Iterator[PromQLClient]:
+    """A local Prometheus holding ``samples`` that answers ``region``'s PromQL host (an
+    alarm's replay and the notifier's reads alike); yields a client of it (unsigned: the
+    engine takes any request)."""
+    client = PromQLClient(endpoint=endpoint_for(region), region=region, credentials=None)
+    with tempfile.TemporaryDirectory(prefix="promql-") as folder, ExitStack() as stack:
+        path = Path(folder) / "series.om"
+        write_openmetrics(path, samples)
+        url = stack.enter_context(serve(path, Path(folder) / "data"))
+        stack.enter_context(answering(region, url))
+        yield client
 
 
 @contextmanager

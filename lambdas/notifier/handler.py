@@ -279,35 +279,30 @@ def _kernel_checks(
     return {g.key: check(g, lines, now_ms) for g in groups if g.first.from_exporter}
 
 
-def _with_pods(incident: Incident, at_ms: int, config: NotifierConfig) -> Incident:
-    """The pods the exporter last saw on the GPU the alarm names, where it names one: from its
-    log, or for a PromQL alarm (OTel mode) from its series, which also name the pods of a
-    node the alarm names without a GPU (a silent node's)."""
-    if incident.pods:
-        return incident
-    if incident.kind in (config.promql_alarm_kinds or ()):
-        return _with_promql_pods(incident, alarm_time_ms(incident, at_ms))
-    if not incident.gpu.isdigit():
+def _with_pods(incident: Incident, at_ms: int, log_group: str) -> Incident:
+    """The pods the exporter last saw on the GPU the alarm names, where it names one."""
+    if incident.pods or not incident.gpu.isdigit():
         return incident
     try:
-        pods = pods_on_gpu(
-            _clients("logs"), config.exporter_log_group, incident.node, incident.gpu, at_ms
-        )
+        pods = pods_on_gpu(_clients("logs"), log_group, incident.node, incident.gpu, at_ms)
     except PodLookupError as err:
         log.warning("no pods for %s: %s", incident.key, err)
         return incident
     return replace(incident, pods=pods)
 
 
-def _with_promql_pods(incident: Incident, at_ms: int) -> Incident:
-    """A PromQL alarm's GPU or node with the pods the exporter's series last named on it, and
-    when, where that reading is older than the alarm (a lost GPU's, a silent node's)."""
+def _with_promql_pods(
+    incident: Incident, at_ms: int, promql: Callable[[], PromQLClient]
+) -> Incident:
+    """A PromQL alarm's GPU or node (OTel mode) with the pods the exporter's series last named
+    on it, and when, where that reading is older than the alarm (a lost GPU's, a silent
+    node's): a node the alarm names without a GPU has its GPUs' pods."""
     gpu = incident.gpu if incident.gpu.isdigit() else None
-    if not NODE_NAME.fullmatch(incident.node):
-        return incident  # no node to read: a cluster-wide series, an unscheduled pod
+    if incident.pods or not NODE_NAME.fullmatch(incident.node):
+        return incident  # named, or no node to read: a cluster-wide series, an unscheduled pod
     try:
         pods, seen_s = pods_seen_by_promql(
-            _promql(), incident.cluster, incident.node, gpu, at_ms / 1000
+            promql(), incident.cluster, incident.node, gpu, at_ms / 1000
         )
     except (PodLookupError, BotoCoreError, ClientError) as err:
         log.warning("no pods for %s: %s", incident.key, err)
@@ -327,7 +322,9 @@ def _promql() -> PromQLClient:
     return replace(promql_for(_clients("cloudwatch")), opener=bounded_opener(CLIENT_CALL_S))
 
 
-def _with_job(incident: Incident, at_ms: int, config: NotifierConfig) -> Incident:
+def _with_job(
+    incident: Incident, at_ms: int, config: NotifierConfig, promql: Callable[[], PromQLClient]
+) -> Incident:
     """A job alarm's incident with the job's pods, nodes and GPUs (its ranks' newest
     documents in the training log group), where the emitter was told them; for a PromQL job
     alarm (OTel mode), its ranks' pods and nodes from their series' labels."""
@@ -335,7 +332,7 @@ def _with_job(incident: Incident, at_ms: int, config: NotifierConfig) -> Inciden
     job = incident.job or ""
     try:
         if incident.kind in (config.promql_alarm_kinds or ()):
-            placement = promql_placement(_promql(), incident.cluster, incident.namespace, job, at)
+            placement = promql_placement(promql(), incident.cluster, incident.namespace, job, at)
         else:
             placement = job_placement(_clients("logs"), incident.cluster, job, at)
     except PlacementLookupError as err:
@@ -344,18 +341,43 @@ def _with_job(incident: Incident, at_ms: int, config: NotifierConfig) -> Inciden
     return job_incident(incident, config.region, placement)
 
 
-def _with_replicas(incident: Incident, model: tuple[str, str], at_ms: int) -> Incident:
+def _with_replicas(
+    incident: Incident, model: tuple[str, str], at_ms: int, promql: Callable[[], PromQLClient]
+) -> Incident:
     """A model's serving page (OTel mode) with its Deployment's replicas, nodes and GPUs at the
     alarm's time; a page that says they could not be read where PromQL refused. ``model``:
     its (namespace, Deployment)."""
     namespace, deployment = model
     at_s = alarm_time_ms(incident, at_ms) / 1000
     try:
-        replicas = read_replicas(_promql(), incident.cluster, namespace, deployment, at_s)
+        replicas = read_replicas(promql(), incident.cluster, namespace, deployment, at_s)
     except (PromQLError, BotoCoreError, ClientError) as err:
         log.warning("no replicas for %s: %s", incident.key, err)
         replicas = None
     return with_replicas(incident, replicas, namespace)
+
+
+def placed(
+    result: Incident,
+    now_ms: int,
+    config: NotifierConfig,
+    *,
+    promql: Callable[[], PromQLClient] = _promql,
+    pods_from_log: bool = True,
+) -> Incident:
+    """An alarm's incident with where it is: a job's ranks, a model's replicas, a GPU's pods.
+    ``promql``: the PromQL API it reads (the function's own; a replay's local engine, for
+    ``gpu-insights backtest --history``); ``pods_from_log``: read a GPU's pods from the
+    exporter's log group (a replay has none)."""
+    if is_job_kind(result.kind) and result.job:
+        return _with_job(result, now_ms, config, promql)
+    if (model := model_deployment(result)) and result.kind in (config.promql_alarm_kinds or ()):
+        return _with_replicas(result, model, now_ms, promql)
+    if result.kind in (config.promql_alarm_kinds or ()):
+        return _with_promql_pods(result, alarm_time_ms(result, now_ms), promql)
+    if not pods_from_log:
+        return result
+    return _with_pods(result, now_ms, config.exporter_log_group)
 
 
 def _from_alarm(event: dict[str, Any], now_s: float, config: NotifierConfig) -> dict[str, int]:
@@ -363,12 +385,7 @@ def _from_alarm(event: dict[str, Any], now_s: float, config: NotifierConfig) -> 
     if isinstance(result, Skipped):
         log.info("not an incident: %s", result.reason)
         return {"incidents": 0, "published": 0, "unreadable": 0}
-    if is_job_kind(result.kind) and result.job:
-        incident = _with_job(result, int(now_s * 1000), config)
-    elif (model := model_deployment(result)) and result.kind in (config.promql_alarm_kinds or ()):
-        incident = _with_replicas(result, model, int(now_s * 1000))
-    else:
-        incident = _with_pods(result, int(now_s * 1000), config)
+    incident = placed(result, int(now_s * 1000), config)
     published = send(channels(config), _ledger(config), [incident], now_s)
     return {"incidents": 1, "published": published, "unreadable": 0}
 

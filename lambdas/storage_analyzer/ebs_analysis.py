@@ -19,6 +19,7 @@ from lambdas.storage_analyzer.ebs_prices import (
     PRICES_AS_OF,
     provisioned_iops,
     provisioned_throughput_mibps,
+    unknown_type_note,
 )
 
 HOUR = 3600.0
@@ -138,16 +139,21 @@ def _pairwise_sum(a: list[float], b: list[float]) -> list[float]:
     return [x + (shorter[i] if i < len(shorter) else 0.0) for i, x in enumerate(longer)]
 
 
-def monthly_cost(volume: Volume) -> float:
+def monthly_cost(volume: Volume) -> float | None:
+    """None where the type has no price in EBS_PRICES: unknown, never $0."""
     price = EBS_PRICES.get(volume.volume_type)
     if price is None:
-        return 0.0
+        return None
     cost = volume.size_gib * price.per_gib_month
     if volume.iops:
         cost += max(0, volume.iops - price.included_iops) * price.per_iops_month
     if volume.throughput_mibps:
         cost += max(0.0, volume.throughput_mibps - price.included_mibps) * price.per_mibps_month
     return cost
+
+
+def _per_month(cost: float | None) -> str:
+    return f"${cost:.2f} a month" if cost is not None else "an unknown price a month"
 
 
 def _finding(
@@ -159,8 +165,10 @@ def _finding(
     recommendation: str,
     waste: float | None = None,
 ) -> Finding:
+    note = unknown_type_note(volume.volume_type)
     evidence = {
         "volume_type": volume.volume_type,
+        **({"volume_type_unknown": note} if note else {}),
         "size_gib": volume.size_gib,
         "state": volume.state,
         **({"attached_to": volume.attached_to} if volume.attached_to else {}),
@@ -225,7 +233,7 @@ def _detached(volume: Volume, t: EbsThresholds, now: float | None) -> list[Findi
         )
     summary = (
         f"{volume.volume_id} ({volume.size_gib} GiB {volume.volume_type}) is attached "
-        f"to nothing and costs ${cost:.2f} a month."
+        f"to nothing and costs {_per_month(cost)}."
     )
     advice = "Snapshot it if the data matters, then delete it."
     if volume.claim_name is not None:
@@ -233,7 +241,7 @@ def _detached(volume: Volume, t: EbsThresholds, now: float | None) -> list[Findi
         evidence["claim"] = claim
         summary = (
             f"{volume.volume_id} ({volume.size_gib} GiB {volume.volume_type}), the volume of "
-            f"claim {claim}, is attached to nothing and costs ${cost:.2f} a month."
+            f"claim {claim}, is attached to nothing and costs {_per_month(cost)}."
         )
         advice = (
             f"If no pod will mount it again, snapshot it if the data matters, then delete the "
@@ -282,7 +290,7 @@ def _idle(volume: Volume, iops: list[float], t: EbsThresholds) -> list[Finding]:
             Kind.EBS_IDLE_VOLUME,
             Severity.WARNING,
             f"{volume.volume_id} averaged under {t.idle_iops:g} IOPS every day for {len(daily)} "
-            f"days: it is attached but unused, at ${cost:.2f} a month.",
+            f"days: it is attached but unused, at {_per_month(cost)}.",
             {"busiest_day_average_iops": round(max(daily), 3), "days": len(daily)},
             "Detach and delete it (after a snapshot), or move its data to S3.",
             cost,

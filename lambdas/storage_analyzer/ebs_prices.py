@@ -6,6 +6,7 @@ limits: the "Amazon EBS volume types" page of the EBS User Guide
 (https://docs.aws.amazon.com/ebs/latest/userguide/ebs-volume-types.html).
 """
 
+import math
 from dataclasses import dataclass
 from typing import Final
 
@@ -40,12 +41,13 @@ class VolumeLimits:
     only as good as these ceilings."""
 
     max_iops: int
-    max_mibps: int
+    #: None where AWS documents no per-volume throughput ceiling for the type (io2a).
+    max_mibps: int | None
     max_size_gib: int
-    #: The IOPS one can provision (gp3, io1, io2); 0 where IOPS follow from size (gp2) or
-    #: throughput is what is sold (st1, sc1).
+    #: The IOPS one can provision (gp3, gp3a, io1, io2, io2a); 0 where IOPS follow from size
+    #: (gp2) or throughput is what is sold (st1, sc1).
     min_iops: int = 0
-    #: The throughput one can provision (gp3 alone); 0 where it follows from IOPS or size.
+    #: The throughput one can provision (gp3, gp3a); 0 where it follows from IOPS or size.
     min_mibps: int = 0
 
     @property
@@ -67,9 +69,33 @@ EBS_LIMITS: Final[dict[str, VolumeLimits]] = {
     "gp2": VolumeLimits(16_000, 250, 16_384),
     "io1": VolumeLimits(64_000, 1_000, 16_384, min_iops=100),
     "io2": VolumeLimits(256_000, 4_000, 65_536, min_iops=100),
+    # The adaptive types, as the EC2 API documents them (CreateVolume: "General Purpose
+    # Adaptive SSD: gp3a", "Provisioned IOPS Adaptive SSD: io2a"; Iops "gp3a: 1,000 - 80,000",
+    # "io2a: 100 - 256,000"; Throughput 125 - 2,000 MiB/s "for gp3 and gp3a volumes only";
+    # Size "gp3a: 1 - 65,536", "io2a: 4 - 65,536" GiB). The API states no throughput ceiling
+    # for io2a, so none is assumed. Neither has a price in EBS_PRICES yet: its findings say
+    # the price is unknown rather than $0.
+    "gp3a": VolumeLimits(80_000, 2_000, 65_536, min_iops=1_000, min_mibps=125),
+    "io2a": VolumeLimits(256_000, None, 65_536, min_iops=100),
     "st1": VolumeLimits(500, 500, 16_384),
     "sc1": VolumeLimits(250, 250, 16_384),
 }
+
+
+#: Magnetic (standard) is priced but has no provisioned ceilings in the table above.
+KNOWN_TYPES: Final = frozenset(EBS_LIMITS) | frozenset(EBS_PRICES)
+
+
+def unknown_type_note(volume_type: str) -> str | None:
+    """A type AWS added after this table (or a value no API returns) is named in each of its
+    volume's findings, and nothing about it (a limit, a price) is guessed from another type."""
+    if volume_type in KNOWN_TYPES:
+        return None
+    return (
+        f"volume type {volume_type!r} is not in this analyzer's tables "
+        "(lambdas/storage_analyzer/ebs_prices.py): its price and limits are unknown, "
+        "so none is assumed"
+    )
 
 
 def gp2_baseline_iops(size_gib: int) -> int:
@@ -78,7 +104,8 @@ def gp2_baseline_iops(size_gib: int) -> int:
 
 
 def provisioned_iops(volume_type: str, size_gib: int, iops: int | None) -> float:
-    if volume_type in {"gp3", "io1", "io2"} and iops:
+    limits = EBS_LIMITS.get(volume_type)
+    if limits is not None and limits.provisions_iops and iops:
         return float(iops)
     if volume_type == "gp2":
         return float(gp2_baseline_iops(size_gib))
@@ -90,15 +117,20 @@ def provisioned_throughput_mibps(
 ) -> float:
     tib = size_gib / 1024
     match volume_type:
-        case "gp3":
-            return float(throughput or 125)
+        case "gp3" | "gp3a":
+            return float(throughput or EBS_LIMITS[volume_type].min_mibps)
         case "gp2":
             return 128.0 if size_gib <= 170 else 250.0
         case "io1" | "io2":
-            # 256 KiB per I/O, up to the type's ceiling
-            return min(float(EBS_LIMITS[volume_type].max_mibps), (iops or 0) * 0.256)
+            return min(_ceiling(volume_type), (iops or 0) * 0.256)  # 256 KiB per I/O
         case "st1":
-            return min(float(EBS_LIMITS["st1"].max_mibps), 250.0 * tib)  # burst rate
+            return min(_ceiling("st1"), 250.0 * tib)  # burst rate
         case "sc1":
-            return min(float(EBS_LIMITS["sc1"].max_mibps), 80.0 * tib)
+            return min(_ceiling("sc1"), 80.0 * tib)
     return 0.0
+
+
+def _ceiling(volume_type: str) -> float:
+    """The type's throughput ceiling, where AWS states one (every type but io2a)."""
+    ceiling = EBS_LIMITS[volume_type].max_mibps
+    return float(ceiling) if ceiling is not None else math.inf

@@ -173,11 +173,12 @@ def test_the_top_level_is_the_design_cards() -> None:
         "pyproject.toml", "cdk", "agent", "lambdas", "dashboards", "tests", "cdk.json",
         "README.md", "cli", "benchmarks", "docs", "Makefile",
     }  # fmt: skip
-    # The policy tests' Node dependencies (tests/infra/policy), and what a checkout grows that
-    # git ignores (environments, outputs), are not layout.
+    # The policy tests' Node dependencies (tests/infra/policy), the Python lock make install
+    # installs from, and what a checkout grows that git ignores (environments, outputs), are
+    # not layout.
     ignored = {
-        "package.json", "package-lock.json", "node_modules", "out", "cdk.out", "build",
-        "dist", "cdk.context.json",
+        "package.json", "package-lock.json", "requirements.lock", "node_modules", "out",
+        "cdk.out", "build", "dist", "cdk.context.json",
     }  # fmt: skip
     assert {name for name in top if not name.endswith(".egg-info")} - ignored == expected
 

@@ -684,6 +684,15 @@ def test_the_otel_run_joins_every_pod_exactly_and_equals_the_classic_run(
     assert sorted({spec.key for spec, _ in result.promql_raised}) == kinds
     report = json.loads((result.out_dir / "report.json").read_text())
     assert not any("-shard-" in a["alarm"] for a in report["alarms"])
+    # out/alarm-backtest.txt shows the PromQL alarms too, each ALARM with its page, as
+    # `backtest --history` prints them: before, only the control plane's metric alarms.
+    assert result.otel_backtest is not None
+    raised = {a.spec.key for a in result.otel_backtest.alarms if a.pages}
+    assert sorted(raised) == kinds
+    backtest_text = (result.out_dir / "alarm-backtest.txt").read_text()
+    for alarm in result.otel_backtest.alarms:
+        assert f"\n{alarm.spec.key} [{alarm.spec.severity}] " in backtest_text
+    assert f"      page: [CRITICAL] GPU lost on {NODE} GPU " in backtest_text
     assert result.training_findings == classic.training_findings
     assert result.training_findings  # the week has findings to compare
     assert result.addon_configuration["otelContainerInsights"]["enabled"] is True

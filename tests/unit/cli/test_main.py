@@ -130,6 +130,8 @@ def test_backtest_of_a_file_says_when_every_alarm_is_promql(
     assert err.count("\n") == 1
     assert "every GPU and job alarm of these settings is a PromQL alarm" in err
     assert "no AWS/EKS series" in err
+    assert "no PromQL series" in err
+    assert "docs/history.md" in err
     assert "--cloudwatch" in err
     assert "-c exporter_sink=emf" in err
     assert main([*argv, "-c", "container_insights_mode=classic", "--json"]) == 0

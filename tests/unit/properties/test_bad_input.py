@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cdk.settings import SETTING_KEYS, SettingsError, settings_from_context
-from cli.backtest.history import HistoryError, read_history
+from cli.backtest.history import HistoryError, read_history, read_history_file
 from gpu_insights_agent.contract.xid import XidLineError, parse_kernel_xid_line, scan_kernel_log
 from gpu_insights_agent.emf.document import EmfError, parse_emf_line
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
@@ -140,3 +140,28 @@ def test_trace_lines_are_loaded_or_counted(lines: list[str]) -> None:
         assert nvml.nvmlDeviceGetCurrentClocksEventReasons(handle) >= 0
     except pynvml.NVMLError:
         pass
+
+
+@RELAXED
+@given(
+    st.lists(
+        json_values
+        | st.fixed_dictionaries(
+            {
+                "metric": json_values
+                | st.dictionaries(st.sampled_from(["__name__", "gpu"]), json_values, max_size=2),
+                "values": json_values | st.lists(st.lists(json_values, max_size=3), max_size=3),
+            }
+        ),
+        max_size=4,
+    )
+)
+def test_a_promql_history_reads_each_series_or_skips_it_by_name(result: list[Any]) -> None:
+    """A history response of arbitrary series (docs/history.md): each is read or skipped and
+    named, never an exception, and one bad series leaves a good one beside it read."""
+    good = {"metric": {"__name__": "gpu_healthy", "gpu": "good"}, "values": [[1764504000, "1"]]}
+    text = json.dumps({"status": "success", "data": {"resultType": "matrix", "result": [
+        *result, good]}})  # fmt: skip
+    history = read_history_file(text)
+    assert any(s.labels.get("gpu") == "good" for s in history.promql.series)
+    assert all(s.points for s in history.promql.series)

@@ -14,7 +14,7 @@ from cli.demo.command import DASHBOARD_WINDOW, DEMO_REGION
 from cli.demo.dashboards import dashboard_views, published_samples
 from cli.demo.exporter import NODE, replay_window
 from cli.demo.kube_state import morning_samples, pending_window
-from cli.demo.otel_alarms import serving
+from cli.demo.promql import serving
 from cli.demo.realistic.control_plane import QUIET_MINUTE, put_control_plane
 from cli.demo.storage import DEMO_CLUSTER
 from gpu_insights_agent.contract.metrics import ExporterSink

@@ -12,7 +12,7 @@ import pytest
 from cdk.alarms.serving_promql import DEFAULT_TTFT_P99_S, model_group, quantile, selector
 from cli.demo.command import DEMO_REGION
 from cli.demo.otel import PHASE_S, joins
-from cli.demo.otel_alarms import serving
+from cli.demo.promql import serving
 from cli.demo.realistic.serving import IDLE_REPLICA, KSERVE, SERVING_PODS, VLLM
 from cli.demo.serving import (
     DAY_REQUESTS_PER_HOUR,

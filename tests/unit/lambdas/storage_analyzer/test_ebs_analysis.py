@@ -308,3 +308,35 @@ def test_a_volume_no_cluster_is_recorded_for_says_so_where_a_person_reads() -> N
     assert finding.recommendation.startswith("Check which cluster made it")
     (own,) = analyze_hourly(Volume("vol-9", "gp3", 100, "available", 3000, 125), VolumeMetrics())
     assert "another cluster" not in own.summary + own.recommendation
+
+
+def test_a_volume_type_the_tables_do_not_know_is_named_never_priced_at_zero() -> None:
+    """A type AWS adds later (botocore's VolumeType enum took gp3a and io2a in 2026-12) must
+    not crash the run, be priced $0, or be advised from another type's ceilings."""
+    (idle,) = analyze_volume(Volume("vol-7", "gp4x", 1000, "available", 3000, 125), VolumeMetrics())
+    assert idle.estimated_monthly_waste_usd is None
+    assert "costs an unknown price a month" in idle.summary
+    assert "'gp4x' is not in this analyzer's tables" in str(idle.evidence["volume_type_unknown"])
+    busy = Volume("vol-8", "gp4x", 500, "in-use", 3000, 500, "i-1")
+    metrics = replace(steady(3000, mibps=500), iops_exceeded=[1.0] + [0.0] * (HOURS - 1))
+    (saturated,) = analyze_volume(busy, metrics)
+    assert saturated.kind is Kind.EBS_THROUGHPUT_SATURATED
+    assert saturated.evidence["type_max_iops"] is None
+    assert "Move it to gp3" not in saturated.recommendation
+    assert saturated.recommendation.startswith("Check how far a gp4x volume can be raised")
+
+
+def test_the_adaptive_types_provision_as_the_ec2_api_documents_them() -> None:
+    """gp3a sells IOPS from 1,000 and throughput like gp3; io2a IOPS to 256,000 with no
+    throughput ceiling stated: their limits are known, their prices not yet (unknown, not $0)."""
+    gp3a = Volume("vol-a", "gp3a", 500, "in-use", 1000, 125, "i-1")
+    (saturated,) = analyze_volume(gp3a, steady(990))
+    assert saturated.evidence["provisioned_iops"] == 1000.0
+    assert saturated.recommendation.startswith(
+        "Raise its provisioned IOPS from 1,000 (up to 80,000): gp3a allows it"
+    )
+    assert "volume_type_unknown" not in saturated.evidence
+    io2a = Volume("vol-b", "io2a", 500, "available", 256_000, None)
+    (idle,) = analyze_volume(io2a, VolumeMetrics())
+    assert idle.estimated_monthly_waste_usd is None
+    assert monthly_cost(io2a) is None

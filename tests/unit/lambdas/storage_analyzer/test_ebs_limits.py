@@ -11,9 +11,11 @@ import pytest
 
 from lambdas.storage_analyzer.ebs_prices import EBS_LIMITS
 
-#: "gp3: 3,000 (default) - 80,000", "st1 and sc1: 125 - 16,384": the types, then a range.
+#: "gp3: 3,000 (default) - 80,000", "gp3a: 1,000 - 80,000", "st1 and sc1: 125 - 16,384": the
+#: types (a letter after the digit too: the adaptive types gp3a and io2a), then a range.
+TYPE = r"[a-z]+\d?[a-z]?"
 RANGE = re.compile(
-    r"((?:[a-z]+\d?)(?: and [a-z]+\d?)*): ([\d,]+)\s*(?:\(\s*default\s*\))?\s*-\s*([\d,]+)"
+    rf"((?:{TYPE})(?: and {TYPE})*): ([\d,]+)\s*(?:\(\s*default\s*\))?\s*-\s*([\d,]+)"
 )
 
 
@@ -40,13 +42,16 @@ def test_provisioned_iops_ranges_are_the_ec2_apis() -> None:
         assert (EBS_LIMITS[name].min_iops, EBS_LIMITS[name].max_iops) == (low, high), name
 
 
-def test_gp3_throughput_range_is_the_ec2_apis() -> None:
+def test_provisioned_throughput_types_and_range_are_the_ec2_apis() -> None:
+    """The API says "Supported for gp3 and gp3a volumes only" (botocore 1.44.18; "gp3 volumes
+    only" before gp3a): every type it sells throughput for, and only those, provision it here."""
     text = _documented("Throughput")
-    assert "gp3 volumes only" in text
+    (named,) = re.findall(r"Supported for (.+?) volumes only", text)
+    sold = set(re.split(r",? and |, ", named))
+    assert {t for t, lim in EBS_LIMITS.items() if lim.min_mibps} == sold
     (low, high) = re.findall(r"Valid Range: (\d+) - (\d+) MiB/s", text)[0]
-    gp3 = EBS_LIMITS["gp3"]
-    assert (gp3.min_mibps, gp3.max_mibps) == (int(low), int(high))
-    assert [t for t, lim in EBS_LIMITS.items() if lim.min_mibps] == ["gp3"]
+    for name in sold:
+        assert (EBS_LIMITS[name].min_mibps, EBS_LIMITS[name].max_mibps) == (int(low), int(high))
 
 
 @pytest.mark.parametrize("volume_type", sorted(EBS_LIMITS))
