@@ -14,7 +14,9 @@ from benchmarks import (
     alarms,
     analyze_cli,
     attribution,
+    cost_estimate,
     exporter,
+    fail_slow,
     failure_causes,
     failure_logs,
     fan_out,
@@ -76,6 +78,65 @@ def _otlp_rows() -> list[Row]:
             rank["billed_bytes_per_datapoint"], TRAINING_OTLP_BYTES_PER_DATAPOINT, "bytes"),
         Row("OTLP: emitter JSON bytes on the wire a datapoint", rank["wire_bytes_per_datapoint"],
             None, "bytes"),
+    ]  # fmt: skip
+
+
+def _cost_estimate_rows() -> list[Row]:
+    """``cost-estimate`` at 62,500 nodes x 8 GPUs in each mode, wall and CPU seconds."""
+    fleet = f"{cost_estimate.NODES:,} nodes x {cost_estimate.GPUS_PER_NODE} GPUs"
+    return [
+        row
+        for r in cost_estimate.main()
+        for row in (
+            Row(f"cost-estimate: {fleet}, {r.mode}", r.seconds, cost_estimate.GOAL_S, "s"),
+            Row(f"cost-estimate: {fleet}, {r.mode}, CPU", r.cpu_seconds, cost_estimate.GOAL_S, "s"),
+        )
+    ]
+
+
+def pager_rows() -> list[Row]:
+    """The pager's fault-injection figures (benchmarks/page_faults.py)."""
+    rows: list[Row] = []
+    pager = page_faults.main()
+    x = pager["xid_batch"]
+    rows += [
+        Row(f"pager: XID lines to the log group, OTLP endpoint {r.fault}", r.delivered, r.xids,
+            "XIDs")
+        for r in pager["otlp"]
+    ]  # fmt: skip
+    rows += [
+        Row("pager: OTLP batches sent again after a 400 or 404",
+            sum(r.resent_after_refusal or 0 for r in pager["otlp"]), None, "batches"),
+        Row("pager: SNS pages in the first invocation, webhook hanging", pager["hang"].sns_first,
+            pager["hang"].pages, "pages"),
+        Row("pager: real page after a future-dated forgery", pager["forgery"]["real_pages"], 1,
+            "pages"),
+        Row("pager: webhook answering 200 after 6 s: times shown", pager["late"].shown, 2,
+            "posts"),
+        Row("pager: webhook answering 200 after 6 s: notifier-failing",
+            pager["late"].notifier_failing, None, "events"),
+    ]  # fmt: skip
+    rows += [
+        Row("pager: XID pages delivered, 1,000 documents 1% malformed", x["pages"], x["good"],
+            "pages"),
+        Row("pager: pages re-sent when every batch is delivered again",
+            x["resent"] + x["duplicates"], None, "pages"),
+        Row("pager: malformed documents refused and counted", x["refused_counted"],
+            x["malformed"], "docs"),
+    ]  # fmt: skip
+    return rows
+
+
+def _fail_slow_rows() -> list[Row]:
+    """The fail-slow replay's detection latency and culprit precision and recall."""
+    fs = fail_slow.main()
+    return [
+        Row("fail-slow: detection after onset, p50", fs.percentile(0.5), None, "min"),
+        Row("fail-slow: detection after onset, p95", fs.percentile(0.95),
+            fail_slow.TARGET_P95_MINUTES, "min"),
+        Row("fail-slow: culprit precision", 100 * fs.precision, 100 * fail_slow.TARGET_SHARE, "%"),
+        Row("fail-slow: culprit recall", 100 * fs.recall, 100 * fail_slow.TARGET_SHARE, "%"),
+        Row("fail-slow: false pages (healthy controls included)", fs.false_pages, None, "pages"),
     ]  # fmt: skip
 
 
@@ -182,7 +243,7 @@ def main() -> None:
             "blocks",
         ),
     ]
-    rows += _otlp_rows()
+    rows += _otlp_rows() + _fail_slow_rows()
     w = training_emitter.main()
     rows += [
         Row("emitter: overhead per step", w["per_step_overhead_us"], None, "us"),
@@ -272,16 +333,8 @@ def main() -> None:
             "s",
         ),
     ]
-    x = page_faults.main()["xid_batch"]
-    rows += [
-        Row("pager: XID pages delivered, 1,000 documents 1% malformed", x["pages"], x["good"],
-            "pages"),
-        Row("pager: pages re-sent when every batch is delivered again",
-            x["resent"] + x["duplicates"], None, "pages"),
-        Row("pager: malformed documents refused and counted", x["refused_counted"],
-            x["malformed"], "docs"),
-    ]  # fmt: skip
-    rows.append(Row("cdk synth of the whole app", synth_seconds(), None, "s"))
+    rows += pager_rows()
+    rows += [Row("cdk synth of the whole app", synth_seconds(), None, "s"), *_cost_estimate_rows()]
     cost = estimate(nodes=1, gpus_per_node=8)
     rows += [
         Row(

@@ -53,16 +53,17 @@ class FaultRun:
         return self.pages - self.delivered
 
 
-def _incident(n: int) -> Incident:
+def xid_79(node: str, gpu: int, cluster: str = "bench") -> Incident:
+    """The page of an XID 79 on one GPU of ``node``."""
     return Incident(
-        key=f"xid/bench/node-{n}/0/79/1772460000000",
+        key=f"xid/{cluster}/{node}/{gpu}/79/1772460000000",
         severity="critical",
         kind="gpu-xid-fatal",
-        title=f"XID 79 on node-{n} GPU 0",
-        what=f"GPU 0 on node-{n} reported XID 79: GPU has fallen off the bus.",
-        cluster="bench",
-        node=f"node-{n}",
-        gpu="0",
+        title=f"XID 79 on {node} GPU {gpu}",
+        what=f"GPU {gpu} on {node} reported XID 79: GPU has fallen off the bus.",
+        cluster=cluster,
+        node=node,
+        gpu=str(gpu),
         action="Cordon and drain the node.",
     )
 
@@ -72,10 +73,10 @@ class _Timed(WebhookChannel):
 
     longest_s = 0.0
 
-    def deliver(self, incident: Incident) -> Delivery:
+    def deliver(self, incident: Incident, *, deadline_s: float | None = None) -> Delivery:
         started = time.monotonic()
         try:
-            return super().deliver(incident)
+            return super().deliver(incident, deadline_s=deadline_s)
         finally:
             self.longest_s = max(self.longest_s, time.monotonic() - started)
 
@@ -92,7 +93,7 @@ def run(fault: str) -> FaultRun:
             BillingMode="PAY_PER_REQUEST",
         )
         ledger = SentLedger(dynamodb, TABLE)
-        incidents = [_incident(n) for n in range(PAGES)]
+        incidents = [xid_79(f"node-{n}", 0) for n in range(PAGES)]
         with webhook_server() as hook:
             hook.faults, hook.drip_s = [fault] * FAULTY_POSTS, DRIP_S
             invocations = 0

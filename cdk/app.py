@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from cdk.deploy_region import MODE_KEY, DeployRegion, deploy_region, deployment_line
+from cdk.installed import require
 from cdk.settings import (
     OTLP_ENDPOINT_MIN_ADDON_VERSION,
     Settings,
@@ -30,10 +32,6 @@ from lambdas.shared.container_insights_mode import (
 
 if TYPE_CHECKING:
     from aws_cdk import App, Stack
-
-#: The setting whose default changed from classic to otel: a deployment that leaves it unset
-#: is told at synth.
-MODE_KEY: Final = "container_insights_mode"
 
 
 #: Where the CDK CLI hands the app its context: JSON in one variable, and over it a JSON file
@@ -55,12 +53,24 @@ def cli_context(environ: Mapping[str, str]) -> dict[str, object]:
 
 
 def settings_for(context: Mapping[str, object], environ: Mapping[str, str]) -> Settings:
-    """Settings from the context; account and region fall back to the CLI's defaults."""
+    """Settings from the context; the account falls back to the CLI's default, the Region to
+    ``deploy_region``'s (the CDK CLI's, else the Region variables, else us-east-1)."""
+    return placed_settings(context, environ)[0]
+
+
+def placed_settings(
+    context: Mapping[str, object], environ: Mapping[str, str]
+) -> tuple[Settings, DeployRegion]:
+    """``settings_for``'s settings, and where their Region came from."""
     context = dict(context)
-    for key, variable in (("account", "CDK_DEFAULT_ACCOUNT"), ("region", "CDK_DEFAULT_REGION")):
-        if context.get(key) is None and environ.get(variable):
-            context[key] = environ[variable]
-    return settings_from_context(context)
+    if context.get("account") is None and environ.get("CDK_DEFAULT_ACCOUNT"):
+        context["account"] = environ["CDK_DEFAULT_ACCOUNT"]
+    setting = context.get("region")
+    where = deploy_region(
+        setting=setting if isinstance(setting, str) else None, environ=environ, cdk_cli=True
+    )
+    context["region"] = where.region
+    return settings_from_context(context), where
 
 
 def mode_default_warning(settings: Settings) -> str:
@@ -129,10 +139,16 @@ def build(app: App, settings: Settings) -> list[Stack]:
 
 
 def main() -> int:
+    # The CDK's own packages, which the command line's install leaves out.
+    require(("aws_cdk", "cdk_nag", "constructs"))
     try:
         # A refused synth stops here, before aws_cdk is imported (seconds of jsii start-up);
         # the App's own reading of the context below is the one the stacks are built from.
-        settings_for(cli_context(os.environ), os.environ)
+        given = cli_context(os.environ)
+        settings, where = placed_settings(given, os.environ)
+        # The first line: the Region, where it came from, the mode and the alarms, as every
+        # gpu-insights command says them.
+        print(f"gpu-insights: {deployment_line(settings, where, given)}", file=sys.stderr)
         from aws_cdk import App
 
         # No construct stack traces in the cloud assembly: from Python they are the jsii

@@ -8,6 +8,8 @@ kernel starts; jsii-runtime reads these variables to leave the banner out (the M
 the same two for its own commands). A value the user set is kept.
 """
 
+from __future__ import annotations
+
 import os
 from collections.abc import MutableMapping
 from typing import Final

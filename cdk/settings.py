@@ -175,6 +175,12 @@ class Settings:
     job_throughput_fraction: float = JobAlarmSettings.throughput_fraction
     #: ... for this many minutes (a multiple of 5).
     job_throughput_window_minutes: int = JobAlarmSettings.throughput_window_minutes
+    #: Fail-slow: the job's step time this many percent over its recent median ...
+    job_step_time_rise_percent: float = JobAlarmSettings.step_time_rise_percent
+    #: ... in every minute of this window.
+    job_step_time_rise_minutes: int = JobAlarmSettings.step_time_rise_minutes
+    #: Goodput now: a job's goodput over the last hour under this percent pages.
+    job_goodput_percent: float = JobAlarmSettings.goodput_percent
     #: The control plane's alarms on AWS/EKS (Kubernetes 1.28 and later) and, in OTel mode,
     #: the pending GPU pods' (cdk/alarms/cluster.py).
     control_plane_alarms: bool = True
@@ -341,6 +347,9 @@ class Settings:
             loss_spike_deviations=self.job_loss_spike_deviations,
             throughput_fraction=self.job_throughput_fraction,
             throughput_window_minutes=self.job_throughput_window_minutes,
+            step_time_rise_percent=self.job_step_time_rise_percent,
+            step_time_rise_minutes=self.job_step_time_rise_minutes,
+            goodput_percent=self.job_goodput_percent,
         )
 
     @property
@@ -790,6 +799,9 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "job_loss_spike_deviations": _as_float,
     "job_throughput_fraction": _as_float,
     "job_throughput_window_minutes": _as_int,
+    "job_step_time_rise_percent": _as_float,
+    "job_step_time_rise_minutes": _as_int,
+    "job_goodput_percent": _as_float,
     "control_plane_alarms": _as_bool,
     "gpu_pending_alarm_minutes": _as_int,
     "etcd_limit_gib": _as_float,
@@ -879,11 +891,18 @@ def setting_key_problem(key: str) -> str | None:
     return f"unknown setting {key!r}: {hint}"
 
 
-#: What a deployment without a cluster name is told: where the name goes.
-MISSING_CLUSTER: Final = (
-    "setting cluster_name is missing: name the EKS cluster to instrument with "
-    '-c cluster_name=NAME or "cluster_name" in cdk.json\'s "context"'
-)
+def missing_cluster(option: str | None = None) -> str:
+    """What a deployment without a cluster name is told: where the name goes (``option``
+    first, where the command takes one: ``--cluster-name``)."""
+    given = f"{option} NAME, " if option else ""
+    return (
+        "setting cluster_name is missing: name the EKS cluster to instrument with "
+        f'{given}-c cluster_name=NAME or "cluster_name" in cdk.json\'s "context"'
+    )
+
+
+#: What synth says without a cluster name.
+MISSING_CLUSTER: Final = missing_cluster()
 
 
 def settings_from_context(context: Mapping[str, object]) -> Settings:

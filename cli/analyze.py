@@ -20,7 +20,7 @@ from cdk.settings import Settings
 from cli.backtest.command import REPLAY_REGION, read_file
 from cli.demo.promql import PrometheusMissingError, serving
 from cli.failures import AwsFailureError, NoDataError, ToolMissingError
-from cli.settings_args import add_settings_arguments, command_settings, session_for
+from cli.settings_args import add_settings_arguments, placed_settings, said, session_for
 from gpu_insights_agent.contract.metrics import NAMESPACE_TRAINING, ExporterSink
 from lambdas.shared.aws_clients import INTERACTIVE, ClientCache, client
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
@@ -196,7 +196,7 @@ def run(args: argparse.Namespace) -> str:
     if price is not None and not (0 <= price <= 1000):
         raise ValueError(f"--gpu-hour-usd {price} must be 0 to 1000")
     # The deployment's settings (cdk.json, each -c), the options given here over them.
-    settings = command_settings(
+    placed = placed_settings(
         args,
         {
             "lookback_days": args.days,
@@ -205,6 +205,7 @@ def run(args: argparse.Namespace) -> str:
             "gpu_hour_price_usd": getattr(args, "gpu_hour_usd", None),
         },
     )
+    settings, line = placed.settings, placed.line()
     report_bucket = getattr(args, "report_bucket", None)
     problem = bucket_problem(report_bucket) if report_bucket is not None else None
     if problem:
@@ -215,12 +216,12 @@ def run(args: argparse.Namespace) -> str:
             "output) is where the storage findings to link are read"
         )
     if getattr(args, "history", None) is not None:
-        return _from_history(args, settings, report_bucket)
+        return said(args, line, _from_history(args, settings, report_bucket))
     # The handlers' session: its clients parse GetMetricData's epoch timestamps as fast as the
     # Lambdas' do (a plain boto3 session's parser took four times the CPU of a whole run).
     session, region = session_for(args, settings)
     _, end = analysis_window(time.time(), settings.lookback_days)
-    return _run(args, settings, report_bucket, session, region, end)
+    return said(args, line, _run(args, settings, report_bucket, session, region, end))
 
 
 def _run(
@@ -242,12 +243,12 @@ def _run(
     if read_nothing(result):
         first = result.findings[0]
         # The summary names its resource already where the reader wrote it so.
-        said = (
+        what = (
             first.summary
             if first.summary.startswith(first.resource)
             else (f"{first.resource}: {first.summary}")
         )
-        raise AwsFailureError(f"read nothing: {said}")
+        raise AwsFailureError(f"read nothing: {what}")
     missing = _nothing_of_the_cluster(region, settings, result, gpu_hours)
     if missing:
         raise NoDataError(missing)

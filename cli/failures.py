@@ -25,11 +25,14 @@ class ToolMissingError(Exception):
 #: The exit status of ToolMissingError.
 TOOL_MISSING_EXIT = 4
 
-#: What each exit status means, the same for every command that can end with it; what 0
-#: means is each command's own (``exit_status_help``'s ``done``).
+#: What exit status 1 means where AWS is read; each command says its own (``Command.failed``).
+AWS_FAILED = (
+    "AWS could not be reached or refused (no credentials, an unknown profile, an API error)"
+)
+
+#: What each exit status means, the same for every command that can end with it; what 0 and
+#: 1 mean is each command's own (``exit_status_help``'s ``done`` and ``failed``).
 EXIT_STATUSES: dict[int, str] = {
-    1: "AWS could not be reached or refused, or a check failed, or no cause was found (the "
-    "report is still printed)",
     2: "bad input: an option, a setting or a file, named in one line",
     NO_DATA_EXIT: "nothing of the cluster was found to analyze (is its name right?)",
     TOOL_MISSING_EXIT: "a program it runs is not installed (Prometheus, for --history: "
@@ -37,8 +40,12 @@ EXIT_STATUSES: dict[int, str] = {
 }
 
 
-def exit_status_help(command: str, statuses: tuple[int, ...], done: str = "done") -> str:
-    """The ``--help`` epilog that lists the command's exit statuses."""
+def exit_status_help(
+    command: str, statuses: tuple[int, ...], done: str = "done", failed: str = ""
+) -> str:
+    """The ``--help`` epilog that lists the command's exit statuses; 1, where it can end so,
+    in the command's own words (``failed``)."""
+    meanings = {**EXIT_STATUSES, 1: failed}
     lines = [f"exit status of {command}:", f"  0  {done}"]
-    lines += [f"  {status}  {EXIT_STATUSES[status]}" for status in sorted({2, *statuses})]
+    lines += [f"  {status}  {meanings[status]}" for status in sorted({2, *statuses})]
     return "\n".join(lines)

@@ -15,6 +15,7 @@ from cli.backtest import command as backtest
 from cli.cost import command as cost
 from cli.demo import arguments as demo
 from cli.failures import (
+    AWS_FAILED,
     NO_DATA_EXIT,
     TOOL_MISSING_EXIT,
     AwsFailureError,
@@ -49,6 +50,8 @@ class Command:
     statuses: tuple[int, ...] = ()
     #: What exit status 0 means for it.
     done: str = "done"
+    #: What exit status 1 means for it, where ``statuses`` holds 1.
+    failed: str = ""
 
 
 COMMANDS: dict[str, Command] = {
@@ -77,6 +80,7 @@ COMMANDS: dict[str, Command] = {
         backtest.add_arguments,
         backtest.run,
         (1, TOOL_MISSING_EXIT),
+        failed=f"with --cloudwatch: {AWS_FAILED}",
     ),
     "analyze": Command(
         "run an analyzer now, read-only, and print its findings",
@@ -84,6 +88,7 @@ COMMANDS: dict[str, Command] = {
         analyze.run,
         (1, NO_DATA_EXIT, TOOL_MISSING_EXIT),
         "the findings were printed (none is a finding too)",
+        f"{AWS_FAILED}, or the run read nothing (its first read failed)",
     ),
     "preflight": Command(
         "read-only checks of the account and cluster before cdk deploy",
@@ -91,6 +96,7 @@ COMMANDS: dict[str, Command] = {
         preflight.run,
         (1,),
         "every check passed (warnings may be printed)",
+        f"a check failed (the report is still printed), or {AWS_FAILED}",
     ),
     "explain-failure": Command(
         "name the cause of a failed job from its log, cite the lines, say what to do",
@@ -98,6 +104,7 @@ COMMANDS: dict[str, Command] = {
         explain_failure.run,
         (1,),
         "a cause was named",
+        "no cause was found in the log (the report is still printed); it calls no AWS API",
     ),
     "status": Command(
         "read-only checks, after cdk deploy, that GPU Insights is working",
@@ -105,6 +112,7 @@ COMMANDS: dict[str, Command] = {
         status.run,
         (1,),
         "every check passed (warnings may be printed)",
+        f"a check failed (the report is still printed), or {AWS_FAILED}",
     ),
 }
 
@@ -139,16 +147,16 @@ def _parser() -> argparse.ArgumentParser:
         prog="gpu-insights",
         description="CloudWatch insight into GPU training on Amazon EKS.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Each command's --help lists its exit statuses: 0 done, 1 AWS failed or a check "
-        "failed, 2 bad input, 3 nothing of the cluster to analyze, 4 a program it runs is not "
-        "installed.",
+        epilog="Each command's --help lists its exit statuses: 0 done, 1 as the command says "
+        "(AWS failed, a check failed, no cause found), 2 bad input, 3 nothing of the cluster "
+        "to analyze, 4 a program it runs is not installed.",
     )
     parser.add_argument("--version", action="version", version=f"gpu-insights {version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, command in COMMANDS.items():
         sub = commands.add_parser(name, help=command.help)
         command.add_arguments(sub)
-        _add_epilog(sub, exit_status_help(name, command.statuses, command.done))
+        _add_epilog(sub, exit_status_help(name, command.statuses, command.done, command.failed))
     return parser
 
 

@@ -7,7 +7,7 @@ import json
 
 from cdk.node_config.cloudwatch_agent_config import DEFAULT_GPU_MEASUREMENTS, gpu_node_agent_config
 from cdk.node_config.manifest import ManifestError, exporter_manifests, image_problem
-from cli.settings_args import add_settings_arguments, command_settings
+from cli.settings_args import add_settings_arguments, command_settings, placed_settings, said
 
 
 def add_manifest_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,7 +20,8 @@ def add_manifest_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = (
         "The DaemonSet follows the deployment's settings as cdk deploy reads them (cdk.json, "
         "then each -c): cluster_name, exporter_interval_seconds, exporter_sink, fleet_gpus (the "
-        "alarm shards), gpu_node_labels, gpu_taint_keys, exporter_pod_attribution."
+        "alarm shards), gpu_node_labels, tolerate_all_taints and gpu_taint_keys, "
+        "exporter_pod_attribution."
     )
 
 
@@ -28,19 +29,22 @@ def manifest(args: argparse.Namespace) -> str:
     problem = image_problem(args.image)
     if problem:
         raise ManifestError(problem)
-    settings = command_settings(args)
+    placed = placed_settings(args)
+    settings = placed.settings
     objects = exporter_manifests(
         image=args.image,
         cluster_name=settings.cluster_name,
         interval_s=settings.exporter_interval_seconds,
         gpu_node_labels=settings.gpu_node_labels,
         gpu_taint_keys=settings.gpu_taint_keys,
+        tolerate_all_taints=settings.tolerate_all_taints,
         pod_attribution=settings.exporter_pod_attribution,
         alarm_shards=settings.alarm_shards,
         sink=settings.exporter_sink,
     )
     # A List is what `kubectl apply -f -` takes in one go; JSON is valid YAML.
-    return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2)
+    listed = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2)
+    return said(args, placed.line(), listed, for_programs=True)
 
 
 def add_agent_config_arguments(parser: argparse.ArgumentParser) -> None:

@@ -133,6 +133,8 @@ JOB_HEARTBEAT: Final = "Seconds since its last step"
 JOB_LOSS: Final = "Loss, robust deviations above its median"
 JOB_LOSS_NOT_FINITE: Final = "Non-finite losses"
 JOB_THROUGHPUT_RATIO: Final = "Throughput against its usual (1 = usual)"
+#: Goodput now (docs/goodput.md): the mean of the job's windows over each rolling window.
+JOB_GOODPUT: Final = {900: "Goodput, last 15 minutes (0-1)", 3600: "Goodput, last hour (0-1)"}
 #: A job widget's Metrics Insights function and the CloudWatch statistic of the emitter's
 #: samples that its PromQL twin computes (``promql_jobs.JobQueries.statistic``).
 JOB_STATISTICS: Final = {"AVG": "Average", "MAX": "Maximum", "MIN": "Minimum", "SUM": "Sum"}
@@ -642,6 +644,15 @@ def training_jobs(cluster: str, region: str, mode: Mode = Mode()) -> dict[str, A
         sql = _job_query(cluster, metric, function, JOB_PATTERN)
         return metric_widget(title, [expression_row(sql, id="q", label=JOB_PATTERN)], width=6, **kw)
 
+    def goodput(window_s: int) -> Widget:
+        """The job's goodput over a rolling window: its windows' mean (every rank's)."""
+        title = JOB_GOODPUT[window_s]
+        if mode.otlp:
+            queries = JobQueries(cluster, mode.labels, window_s=window_s)
+            query = queries.statistic(t.GOODPUT, "Average", keys=(), job=JOB_PATTERN)
+            return promql_widget(title, query, label=JOB_PATTERN, width=6)
+        return one(title, t.GOODPUT, "AVG", period=window_s, y_max=1)
+
     if mode.otlp:
         picker = _typed_input(JOB_VARIABLE, "Job", JOB_PATTERN)
     else:
@@ -680,6 +691,7 @@ def training_jobs(cluster: str, region: str, mode: Mode = Mode()) -> dict[str, A
                 one(JOB_LOSS_NOT_FINITE, t.LOSS_NOT_FINITE, "SUM"),
                 one(JOB_THROUGHPUT_RATIO, t.THROUGHPUT_RATIO, "MIN"),
             ],
+            [goodput(window_s) for window_s in JOB_GOODPUT],
             [
                 _waste(cluster, WASTE_HOURS, WasteMetric.HELD_NOT_WORKING),
                 _waste(cluster, WASTE_USD, WasteMetric.WASTE_USD),

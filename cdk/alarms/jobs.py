@@ -33,6 +33,7 @@ from gpu_insights_agent.contract.metrics import (
     TrainingMetric,
 )
 from gpu_insights_agent.contract.resource_names import shard_alarm_name
+from lambdas.shared.fail_slow import FAIL_SLOW_KIND, GOODPUT_LOW_KIND
 
 #: What a job alarm's contributor is: these name the job in every notification.
 JOB_CONTRIBUTOR = (DIM_CLUSTER, DIM_JOB)
@@ -41,7 +42,19 @@ JOB_HUNG = "job-hung"
 JOB_LOSS_NOT_FINITE = "job-loss-not-finite"
 JOB_LOSS_SPIKE = "job-loss-spike"
 JOB_THROUGHPUT_COLLAPSED = "job-throughput-collapsed"
-JOB_ALARM_KINDS = (JOB_HUNG, JOB_LOSS_NOT_FINITE, JOB_LOSS_SPIKE, JOB_THROUGHPUT_COLLAPSED)
+#: The job's step time rose over its own recent baseline: a fail-slow, whose page names the
+#: most likely culprit (lambdas/shared/fail_slow.py).
+JOB_STEP_TIME_RISE = FAIL_SLOW_KIND
+#: The job's goodput over the last hour under the setting (docs/goodput.md).
+JOB_GOODPUT_LOW = GOODPUT_LOW_KIND
+JOB_ALARM_KINDS = (
+    JOB_HUNG,
+    JOB_LOSS_NOT_FINITE,
+    JOB_LOSS_SPIKE,
+    JOB_THROUGHPUT_COLLAPSED,
+    JOB_STEP_TIME_RISE,
+    JOB_GOODPUT_LOW,
+)
 #: The emitter flushes every minute by default: the one-minute alarms read each flush.
 MINUTE = 60
 THROUGHPUT_PERIOD_S = 300
@@ -51,7 +64,11 @@ MIN_HUNG_MINUTES = 5
 #: A slowdown is under the median of the rank's recent windows for half of them (minutes at
 #: the default one-minute flush); a longer window would never see it all through.
 MAX_THROUGHPUT_WINDOW_MINUTES = RECENT_WINDOWS // 2
+#: The goodput alarm's window: the rolling hour (the dashboard charts 15 minutes too).
+GOODPUT_PERIOD_S = 3600
 NAMES_THE_JOB = "Each contributor (ClusterName, JobName) names the job."
+#: Why the two alarms on the throughput ratio do not breach on missing data.
+NO_STEP_NO_RATIO = "a job that completes no step has no ratio: job-hung pages for it"
 
 
 class JobAlarmSettingsError(ValueError):
@@ -69,6 +86,18 @@ class JobAlarmSettings:
     throughput_fraction: float = 0.5
     #: ... in every period of this window.
     throughput_window_minutes: int = 15
+    #: Fail-slow: the job's step time this many percent over its own recent median ...
+    step_time_rise_percent: float = 10.0
+    #: ... in every minute of this window.
+    step_time_rise_minutes: int = 3
+    #: The job's goodput over the last hour under this percent (docs/goodput.md).
+    goodput_percent: float = 70.0
+
+    @property
+    def step_time_rise_ratio(self) -> float:
+        """The throughput ratio under which the step time has risen ``step_time_rise_percent``:
+        at the same samples a step, throughput is the step time's inverse."""
+        return 1 / (1 + self.step_time_rise_percent / 100)
 
     def __post_init__(self) -> None:
         if not MIN_HUNG_MINUTES <= self.hung_minutes <= MAX_WINDOW_MINUTES:
@@ -91,6 +120,22 @@ class JobAlarmSettings:
                 f"job_throughput_window_minutes={minutes} must be a multiple of the "
                 f"{period}-minute period up to {MAX_THROUGHPUT_WINDOW_MINUTES} (the job's "
                 f"median adapts to a new speed after half its {RECENT_WINDOWS} recent windows)"
+            )
+        if not 5 <= self.step_time_rise_percent <= 100:
+            raise JobAlarmSettingsError(
+                f"job_step_time_rise_percent={self.step_time_rise_percent:g} must be 5 to 100 "
+                "(under 5, a step's ordinary jitter pages; over 100, throughput collapsed pages)"
+            )
+        if not 2 <= self.step_time_rise_minutes <= MAX_THROUGHPUT_WINDOW_MINUTES:
+            raise JobAlarmSettingsError(
+                f"job_step_time_rise_minutes={self.step_time_rise_minutes} must be 2 to "
+                f"{MAX_THROUGHPUT_WINDOW_MINUTES} (one minute is one rank's flush; the job's "
+                f"median adapts to a new speed after half its {RECENT_WINDOWS} recent windows)"
+            )
+        if not 1 <= self.goodput_percent <= 99:
+            raise JobAlarmSettingsError(
+                f"job_goodput_percent={self.goodput_percent:g} must be 1 to 99 (a share of the "
+                "hour the job's GPUs spent on productive steps)"
             )
 
 
@@ -198,8 +243,49 @@ def job_kind_specs(cluster: str, settings: JobAlarmSettings, shard: str) -> list
             datapoints_to_alarm=periods,
             threshold=fraction,
             comparison=Comparison.LESS,
+            missing_data_reason=NO_STEP_NO_RATIO,
+        ),
+        row(
+            key=JOB_STEP_TIME_RISE,
+            title="Training job slowed (fail-slow)",
+            description=(
+                f"For {settings.step_time_rise_minutes} minutes the job's step time was "
+                f"{settings.step_time_rise_percent:g}% or more over its own recent median "
+                f"(even its fastest rank under {settings.step_time_rise_ratio:.3f} of its usual "
+                "samples per second): one slow GPU, link or node slows every rank of a "
+                "collective. The page names the most likely culprit, its rank, pod, node and "
+                "GPU, with the evidence (a throttled GPU, rising ECC, PCIe or NVLink errors, one "
+                "rank's data wait, a node's CPU), or says that the whole job slowed. Cordon "
+                "the culprit's node and restart the job from its last checkpoint without it. "
+                f"{NAMES_THE_JOB}"
+            ),
+            severity=Severity.WARNING,
+            metric=_per_job(cluster, TrainingMetric.THROUGHPUT_RATIO, "MAX", "ASC", shard),
+            evaluation_periods=settings.step_time_rise_minutes,
+            datapoints_to_alarm=settings.step_time_rise_minutes,
+            threshold=round(settings.step_time_rise_ratio, 4),
+            comparison=Comparison.LESS,
+            missing_data_reason=NO_STEP_NO_RATIO,
+        ),
+        row(
+            key=JOB_GOODPUT_LOW,
+            title="Training job goodput low",
+            description=(
+                f"Over the last hour the job's GPUs spent under {settings.goodput_percent:g}% "
+                "of their time on productive steps (the rank's steps' time less their data "
+                "wait, checkpoint saves and evaluation, over the wall time: docs/goodput.md). "
+                "The page says which badput grew: data wait (storage or loaders not keeping "
+                "up), checkpoint saves (save less often or asynchronously), or no steps (hung "
+                f"or stalled ranks). {NAMES_THE_JOB}"
+            ),
+            severity=Severity.WARNING,
+            metric=_per_job(cluster, TrainingMetric.GOODPUT, "AVG", "ASC", shard),
+            period_s=GOODPUT_PERIOD_S,
+            threshold=settings.goodput_percent / 100,
+            comparison=Comparison.LESS,
             missing_data_reason=(
-                "a job that completes no step has no ratio: job-hung pages for it"
+                "a job publishes its goodput from its first step to its end; a job without "
+                "any in the hour is not breaching (job-hung pages for a hang)"
             ),
         ),
     ]

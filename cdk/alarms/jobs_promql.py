@@ -32,9 +32,12 @@ from dataclasses import replace
 from typing import Final
 
 from cdk.alarms.jobs import (
+    GOODPUT_PERIOD_S,
+    JOB_GOODPUT_LOW,
     JOB_HUNG,
     JOB_LOSS_NOT_FINITE,
     JOB_LOSS_SPIKE,
+    JOB_STEP_TIME_RISE,
     JOB_THROUGHPUT_COLLAPSED,
     MINUTE,
     NAMES_THE_JOB,
@@ -71,6 +74,16 @@ _KINDS: Final = {
         "max",
         THROUGHPUT_PERIOD_S,
     ),
+    # Fail-slow: even the fastest rank's newest flush under the ratio, for the whole window.
+    JOB_STEP_TIME_RISE: (
+        TrainingMetric.THROUGHPUT_RATIO,
+        "max_over_time",
+        "max",
+        FLUSH_RANGE_S,
+    ),
+    # Goodput now: every rank's every window of the last hour, averaged (each window is one
+    # flush long, so the mean is the hour's share of productive step time).
+    JOB_GOODPUT_LOW: (TrainingMetric.GOODPUT, "avg_over_time", "avg", GOODPUT_PERIOD_S),
 }
 _OPERATORS: Final = {Comparison.GREATER_OR_EQUAL: ">=", Comparison.LESS: "<"}
 

@@ -30,26 +30,11 @@ from typing import Any
 
 from cdk.node_config.cloudwatch_agent_config import container_insights_agent_config
 from cdk.node_config.serving_prometheus import prometheus_agent_section, scrape_config
+from cdk.node_config.tolerations import TOLERATE_ALL, Toleration, taint_tolerations
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 
 #: The agent configuration of OTel mode: only the EMF listener (tcp:25888) for the exporter.
 EMF_ONLY_AGENT_CONFIG: dict[str, Any] = {"logs": {"metrics_collected": {"emf": {}}}}
-
-
-@dataclass(frozen=True, kw_only=True)
-class Toleration:
-    """A Kubernetes toleration; no key with ``Exists`` tolerates every taint."""
-
-    key: str | None = None
-    operator: str = "Exists"
-    effect: str | None = None
-
-    def to_dict(self) -> dict[str, str]:
-        values = {"key": self.key, "operator": self.operator, "effect": self.effect}
-        return {name: value for name, value in values.items() if value is not None}
-
-
-TOLERATE_ALL = (Toleration(),)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,10 +63,8 @@ class ObservabilityAddonConfiguration:
         """Container Insights in ``mode`` with GPU metrics, and the EMF listener on; in Classic
         mode with ``serving_metrics``, the inference servers' scrape as well (OTel mode's
         add-on collects them itself)."""
-        tolerations = (
-            TOLERATE_ALL
-            if tolerate_all_taints
-            else tuple(Toleration(key=key) for key in gpu_taint_keys)
+        tolerated = taint_tolerations(
+            tolerate_all_taints=tolerate_all_taints, gpu_taint_keys=gpu_taint_keys
         )
         classic = mode is ContainerInsightsMode.CLASSIC
         agent_config = (
@@ -98,7 +81,7 @@ class ObservabilityAddonConfiguration:
         return cls(
             cluster_name=cluster_name,
             container_logs=container_logs,
-            tolerations=tolerations,
+            tolerations=tolerated,
             agent_config=agent_config,
             mode=mode,
             prometheus=prometheus,

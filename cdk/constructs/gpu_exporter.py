@@ -48,6 +48,7 @@ class GpuExporter(Construct):
         interval_s: int,
         gpu_node_labels: tuple[str, ...],
         gpu_taint_keys: tuple[str, ...],
+        tolerate_all_taints: bool,
         pod_attribution: bool,
         kubectl_role_arn: str | None,
         kubectl_network: KubectlNetwork | None = None,
@@ -72,6 +73,7 @@ class GpuExporter(Construct):
             sink=sink,
             gpu_node_labels=gpu_node_labels,
             gpu_taint_keys=gpu_taint_keys,
+            tolerate_all_taints=tolerate_all_taints,
             pod_attribution=pod_attribution,
         )
         self.manifest: eks.KubernetesManifest | None = None

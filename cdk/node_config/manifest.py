@@ -8,7 +8,8 @@ Rules the DaemonSet keeps, and why:
   one when NVIDIA's GPU Operator, GPU feature discovery or Node Feature Discovery, or
   Karpenter, labels it so, or when its instance type has NVIDIA GPUs (an EKS managed node group
   on the accelerated AMI with only the device plugin carries no GPU label at all); it
-  tolerates the GPU taints;
+  tolerates the taints the add-on's agents do (cdk/node_config/tolerations.py: every taint
+  with ``tolerate_all_taints``, else the GPU taint keys);
 - it has resource limits, a read-only root filesystem, runs as nobody with every capability
   dropped, and shares the host's PID namespace only when pod attribution is asked for (NVML
   reports no processes of other PID namespaces, and their cgroups name the pod); of the host's
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from cdk.node_config.gpu_instance_types import node_instance_types
+from cdk.node_config.tolerations import taint_tolerations
 from gpu_insights_agent.contract.metrics import (
     DEFAULT_EMF_ENDPOINT,
     DEFAULT_OTLP_ENDPOINT,
@@ -183,6 +185,7 @@ def exporter_manifests(
     otlp_endpoint: str = DEFAULT_OTLP_ENDPOINT,
     gpu_node_labels: Sequence[str] = (),
     gpu_taint_keys: Sequence[str] = ("nvidia.com/gpu",),
+    tolerate_all_taints: bool = True,
     pod_attribution: bool = False,
     alarm_shards: int = 1,
 ) -> list[dict[str, Any]]:
@@ -281,7 +284,12 @@ def exporter_manifests(
                             }
                         }
                     },
-                    "tolerations": [{"key": key, "operator": "Exists"} for key in gpu_taint_keys],
+                    "tolerations": [
+                        toleration.to_dict()
+                        for toleration in taint_tolerations(
+                            tolerate_all_taints=tolerate_all_taints, gpu_taint_keys=gpu_taint_keys
+                        )
+                    ],
                     "containers": [container],
                     **({"hostPID": True, "volumes": volumes} if pod_attribution else {}),
                 },

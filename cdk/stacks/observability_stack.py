@@ -61,6 +61,7 @@ class ObservabilityStack(DeploymentStack):
                 alarm_shards=settings.alarm_shards,
                 gpu_node_labels=settings.gpu_node_labels,
                 gpu_taint_keys=settings.gpu_taint_keys,
+                tolerate_all_taints=settings.tolerate_all_taints,
                 pod_attribution=settings.exporter_pod_attribution,
                 sink=settings.exporter_sink,
                 kubectl_role_arn=settings.kubectl_role_arn,

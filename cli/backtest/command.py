@@ -34,7 +34,7 @@ from cli.backtest.promql_alarm import report as promql_report
 from cli.backtest.silence_history import NOTE, derive_silence, has_silence
 from cli.demo.promql import PrometheusMissingError
 from cli.failures import AwsFailureError, ToolMissingError
-from cli.settings_args import add_settings_arguments, command_settings, session_for
+from cli.settings_args import add_settings_arguments, placed_settings, said, session_for
 from gpu_insights_agent.contract.metrics import DIM_CLUSTER
 from lambdas.shared.events import parse_utc
 
@@ -185,7 +185,8 @@ class _Replay:
 
 
 def run(args: argparse.Namespace) -> str:
-    settings = command_settings(args)
+    placed = placed_settings(args)
+    settings, line = placed.settings, placed.line()
     if not 0 < args.hours <= MAX_DAYS * 24:
         raise ValueError(f"--hours {args.hours} must be above 0 up to {MAX_DAYS * 24}")
     start, end = _time(args.start, "start"), _time(args.end, "end")
@@ -199,13 +200,15 @@ def run(args: argparse.Namespace) -> str:
         document += [promql_json(spec, transitions) for spec, transitions in replay.promql]
         document += otel_json(replay.otel) if replay.otel is not None else []
         document += [{"skipped": replay.skipped}] if replay.skipped else []
-        return json.dumps(document, indent=2)
-    return (
+        return said(args, line, json.dumps(document, indent=2))
+    return said(
+        args,
+        line,
         report(results, start=replay.start, end=replay.end)
         + "".join(f"\n\n{promql_report(s, transitions)}" for s, transitions in replay.promql)
         + (f"\n\n{otel_report(replay.otel)}" if replay.otel is not None else "")
         + "".join(f"\n\n{n}" for n in replay.notes.values())
-        + "".join(f"\n\nskipped: {line}" for line in replay.skipped)
+        + "".join(f"\n\nskipped: {skip}" for skip in replay.skipped),
     )
 
 

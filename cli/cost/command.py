@@ -7,7 +7,9 @@ import json
 
 from cdk.alarms.catalog import alarm_sizing
 from cli.cost.estimate import MAX_GPUS_PER_NODE, Deployment, as_json, estimate, table
-from cli.settings_args import add_settings_arguments, command_settings
+from cli.settings_args import add_settings_arguments, command_settings, placed_settings, said
+from gpu_insights_agent.contract.metrics import ExporterSink
+from lambdas.shared.promql import MAX_SERIES
 
 #: The most container logs a day the estimate takes, GB: 100 TB a month.
 MAX_LOG_GB_PER_DAY = 3_000.0
@@ -41,13 +43,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--volumes",
         type=int,
         default=None,
-        help="EBS volumes the storage analyzer reads (storage_fleet_volumes, else one a node)",
+        help="EBS volumes the storage analyzer reads; 0 prices none (default: the "
+        "storage_fleet_volumes setting, else one a node)",
     )
     parser.add_argument(
         "--jobs",
         type=int,
         default=None,
-        help="training jobs the training analyzer reads (training_fleet_jobs, else one a node)",
+        help="training jobs the training analyzer reads; 0 prices none (default: the "
+        "training_fleet_jobs setting, else one a node)",
     )
     parser.add_argument(
         "--serving-replicas",
@@ -63,6 +67,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_settings_arguments(parser, aws=False, cluster=False)
     parser.add_argument("--json", action="store_true", help="the line items as JSON")
+
+
+def _items(option: int | None, setting: int, nodes: int) -> int:
+    """Volumes or jobs priced: the option where given (0 prices none), else the fleet
+    setting where set, else one a node."""
+    if option is not None:
+        return option
+    return setting or nodes
 
 
 def _whole(value: float | None) -> float | int | None:
@@ -112,7 +124,7 @@ def run(args: argparse.Namespace) -> str:
             f"({args.nodes} nodes x {args.gpus_per_node}): the alarms would be sized for "
             "fewer GPUs than run"
         )
-    settings = command_settings(
+    placed = placed_settings(
         args,
         {
             "fleet_gpus": fleet,
@@ -122,18 +134,29 @@ def run(args: argparse.Namespace) -> str:
         },
         defaults={"cluster_name": "any"},
     )
+    settings = placed.settings
+    jobs = _items(args.jobs, settings.training_fleet_jobs, args.nodes)
+    if settings.exporter_sink is ExporterSink.OTLP and jobs and gpus // jobs >= MAX_SERIES:
+        # The training analyzer reads a job's ranks (one a GPU) in one PromQL answer
+        # (lambdas/training_analyzer/promql_jobs.py rank_stats): a job of more is not read.
+        raise ValueError(
+            f"--jobs {jobs:,} shares the {gpus:,} GPUs priced as {gpus // jobs:,} ranks a job: "
+            f"with exporter_sink=otlp a job's ranks are read in one PromQL answer of under "
+            f"{MAX_SERIES} series; give --jobs {gpus // MAX_SERIES + 1:,} or more"
+        )
     deployment = Deployment(
         settings=settings,
         nodes=args.nodes,
         gpus_per_node=args.gpus_per_node,
         container_log_gb_per_day=args.container_log_gb_per_day,
-        volumes=settings.storage_fleet_volumes or args.nodes,
-        jobs=settings.training_fleet_jobs or args.nodes,
+        volumes=_items(args.volumes, settings.storage_fleet_volumes, args.nodes),
+        jobs=jobs,
         serving_replicas=args.serving_replicas,
         serving_models=args.serving_models,
     )
     items = estimate(deployment)
-    if args.json:
-        return json.dumps(as_json(deployment, items), indent=2)
     sizing = alarm_sizing(settings.alarm_settings(), settings.fleet_gpus)
-    return f"{table(deployment, items)}\nAlarms: {sizing.line()}"
+    line = placed.line(sizing)
+    if args.json:
+        return said(args, line, json.dumps(as_json(deployment, items), indent=2))
+    return said(args, line, f"{table(deployment, items)}\nAlarms: {sizing.line()}")

@@ -19,6 +19,7 @@ from cdk.alarms.model import AlarmSpec, BreachCount, Difference, MetricStat, ins
 from cdk.alarms.nodes import NODE_ALARM_KINDS
 from cdk.alarms.promql import PromQLQuery
 from cdk.alarms.serving_promql import SERVING_ALARM_KINDS
+from cdk.deploy_region import counted
 from cdk.node_config.serving_prometheus import SERVING_NAMESPACE
 from cdk.settings import Settings
 from cli.cost.exporter import (
@@ -460,11 +461,12 @@ def _alarms(d: Deployment) -> list[LineItem]:
     # fleet count alarm reads its kind's query over every shard.
     faults = {str(m) for m in FAULT_METRICS}
     analyzed = 0.0
+    shards = d.settings.alarm_shards  # once: each reading builds the alarm settings
     for spec in insights:
         query = insights_query(spec.metric)
         assert query is not None
         whole = isinstance(spec.metric, BreachCount)  # every shard's series
-        share = d.gpus / (1 if whole else d.settings.alarm_shards)
+        share = d.gpus / (1 if whole else shards)
         if query.namespace == NAMESPACE_TRAINING:
             # A job alarm reads one series per job of its job shard (the emitter's Shard).
             share = d.jobs / (1 if whole else JOB_ALARM_SHARDS)
@@ -635,6 +637,11 @@ def _get_metric_data(d: Deployment) -> LineItem:
     )
 
 
+def _whose(count: int, noun: str) -> str:
+    """``1 node's``, ``40 nodes'``."""
+    return counted(count, noun) + ("'s" if count == 1 else "'")
+
+
 def _promql(d: Deployment) -> LineItem:
     """OTel mode's PromQL through the query API: the GPU-hour attribution's and the GPU memory
     right-sizing's, once a training analyzer run; with the OTLP sink the training analyzer's
@@ -655,14 +662,16 @@ def _promql(d: Deployment) -> LineItem:
         else ""
     )
     what = (
-        f"{reads.requests:,} request{'' if reads.requests == 1 else 's'} a training analyzer "
-        f"run over the {d.nodes} nodes' DCGM and exporter series and the {d.jobs:,} jobs' "
-        f"emitter series ({d.gpus:,} ranks), {reads.samples / 1e6:,.2f} million samples at "
+        f"{counted(reads.requests, 'request')} a training analyzer "
+        f"run over the {_whose(d.nodes, 'node')} DCGM and exporter series and the "
+        f"{_whose(d.jobs, 'job')} emitter series ({counted(d.gpus, 'rank')}), "
+        f"{reads.samples / 1e6:,.2f} million samples at "
         f"most, x {runs:,.1f} runs ({s.training_schedule}); {report.requests:,} a weekly "
         f"report, {report.samples / 1e6:,.2f} million, x {weeks:,.1f} runs ({s.report_schedule})"
         if report
-        else f"{reads.requests:,} request{'' if reads.requests == 1 else 's'} a run over the "
-        f"{d.nodes} nodes' DCGM series, {reads.samples / 1e6:,.2f} million samples at most, "
+        else f"{counted(reads.requests, 'request')} a run over the "
+        f"{_whose(d.nodes, 'node')} DCGM series, {reads.samples / 1e6:,.2f} million samples "
+        "at most, "
         f"x {runs:,.1f} runs ({s.training_schedule})"
     )
     return LineItem(
@@ -682,8 +691,9 @@ def table(deployment: Deployment, items: Sequence[LineItem]) -> str:
     d = deployment
     total = sum(i.usd for i in items)
     rows = [
-        f"Fleet: {d.nodes} GPU nodes x {d.gpus_per_node} GPUs = {d.gpus:,} GPUs; exporter every "
-        f"{d.settings.exporter_interval_seconds} s; {d.volumes:,} volumes, {d.jobs:,} jobs",
+        f"Fleet: {counted(d.nodes, 'GPU node')} x {counted(d.gpus_per_node, 'GPU')} = "
+        f"{counted(d.gpus, 'GPU')}; exporter every {d.settings.exporter_interval_seconds} s; "
+        f"{counted(d.volumes, 'volume')}, {counted(d.jobs, 'job')}",
         "",
         f"{'per month':>12}  {'line item':<60} {'quantity':>18}",
     ]

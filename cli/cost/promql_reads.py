@@ -1,6 +1,7 @@
-"""What the analyzers' and the weekly report's PromQL costs to send in OTel mode, counted from
-the code that sends it, against a PromQL client whose opener records each request instead of
-sending it:
+"""What the analyzers' and the weekly report's PromQL costs to send in OTel mode: a model of
+the requests each reader sends and the samples they scan, reader by reader, from the queries
+the readers build (their own query builders) and the fleet's size, in time linear in the jobs
+and nodes. It counts:
 
 - every OTel run: the GPU-hour attribution's ``read_holds`` over the day a run attributes, and
   the GPU memory right-sizing's ``read_gpu_memory_otel`` over its lookback;
@@ -10,59 +11,57 @@ sending it:
   nodes), the attribution's exporter GPU-hours and stepping hours, and, once a week, the weekly
   report's GPU days, XIDs and throughput.
 
-The recording opener answers as a fleet of ``nodes`` nodes and ``jobs`` jobs would: a query
-grouped by node alone with the nodes it selects, one grouped by job with the jobs its job
-matcher matches (so the listing halves its name ranges at 500 and more jobs as it would), one
-grouped by rank with each matched job's ranks (one a GPU, the fleet's GPUs shared among the
-jobs, on consecutive nodes), each series with one sample; every other query with no series.
-The samples a request scans are counted from its text and range: each range selector reads, at
-each evaluation, its range's samples of every series it selects, at the rate its sender sends
-them: DCGM's at the add-on's scrape (every GPU of the cluster, or of the node it names; a pod's
-selector is counted as every GPU of its node held, an upper bound), the exporter's at its
-interval (every GPU of the nodes it names; the XID counters as one a GPU, an upper bound), the
-emitter's at its flush (every rank of the jobs it matches).
+Each read is ``read_hours``: a query paged within the API's 24-hour scans
+(lambdas/shared/promql.py ``pages``), one request a page. Its answer is as a fleet (``Fleet``)
+would give it: a query grouped by node alone holds the nodes it selects, one grouped by job the
+jobs it matches, one grouped by rank each matched job's ranks (one a GPU, the fleet's GPUs
+shared among the jobs, on consecutive nodes); an answer of ``MAX_SERIES`` series or more is
+refused as truncated at its first page, and its reader goes on as it does then (the listing
+halves its name range, the ranks halve their batch, the node-led reads stop). Each range
+selector scans, at each evaluation, its range's samples of every series it selects, at its
+sender's rate (``rate_per_hour``): DCGM's at the add-on's scrape (every GPU of the cluster, or
+of the node it names; a pod's selector counted as every GPU of its node, an upper bound), the
+exporter's at its interval (the XID counters as one a GPU, an upper bound), the emitter's at
+its flush (every rank of the jobs it matches). The job names are the fleet's ``job_names``.
+
+tests/oracles/promql_recorder.py runs the real readers against a client that records each
+request and answers as the same fleet; tests/unit/cli/cost/test_promql_model.py holds the model
+to it within 1% on fleets up to 500 jobs.
 """
 
-import functools
+import bisect
 import json
+import math
 import re
-import urllib.parse
-import urllib.request
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final
 
 from gpu_insights_agent.contract.metrics import OTLP_JOB, OTLP_RANK, GpuMetric, TrainingMetric
-from lambdas.shared.dcgm import CLOUDWATCH
 from lambdas.shared.events import analysis_window
-from lambdas.shared.promql import PromQLClient, PromQLTruncatedError
+from lambdas.shared.exporter_promql import EDGE, HOUR, NODES_PER_QUERY, ExporterQueries
+from lambdas.shared.promql import MAX_SERIES, pages
 from lambdas.training_analyzer import promql_jobs
-from lambdas.training_analyzer.aws import gpu_hours_promql
-from lambdas.training_analyzer.gpu_hours.otel import (
-    SAMPLES_PER_HOUR,
-    exporter_gpu_hours_promql,
-    read_holds,
-)
-from lambdas.training_analyzer.gpu_hours.stepping import stepping_hours_promql
-from lambdas.training_analyzer.gpu_memory.otel import read_gpu_memory_otel
+from lambdas.training_analyzer.aws import GPU_METRICS, JOB_METRICS
+from lambdas.training_analyzer.gpu_hours.aws import EXPORTER
+from lambdas.training_analyzer.gpu_hours.otel import SAMPLES_PER_HOUR, OtelQueries
+from lambdas.training_analyzer.gpu_memory.otel import MemoryQueries
 from lambdas.training_analyzer.handler import attributed_day
-from lambdas.weekly_report.aws import gpu_days_promql, throughput_by_job_promql, xid_counts_promql
-from lambdas.weekly_report.week import report_week
+from lambdas.weekly_report.week import epoch, report_week
 
-_CLUSTER: Final = "cluster"
+CLUSTER: Final = "cluster"
 #: A run at the default training schedule's time (07:00 UTC), of a day as the handler sees one.
-_A_RUN: Final = datetime(2026, 12, 1, 7, tzinfo=UTC)
+A_RUN: Final = datetime(2026, 12, 1, 7, tzinfo=UTC)
 #: One selector: its matchers (a bare or quoted label, an operator, a quoted value) and range.
-_SELECTOR: Final = re.compile(r"\{((?:[^{}\"]|\"(?:[^\"\\]|\\.)*\")*)\}\[(\d+)([smhd])\]")
+SELECTOR: Final = re.compile(r"\{((?:[^{}\"]|\"(?:[^\"\\]|\\.)*\")*)\}\[(\d+)([smhd])\]")
 _STRING: Final = r'"(?:[^"\\]|\\.)*"'
-_MATCHER: Final = re.compile(rf"\s*([A-Za-z_]\w*|{_STRING})\s*(=~|!=|!~|=)\s*({_STRING})")
-_UNIT_S: Final = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
-#: RE2's ``\x{hex}`` (promql_jobs.py's name ranges) as Python's ``re`` writes the character.
-_RE2_HEX: Final = re.compile(r"\\x\{([0-9a-fA-F]+)\}")
-_GROUPS: Final = re.compile(r"^\w+ by \(([^)]*)\)")
+MATCHER: Final = re.compile(rf"\s*([A-Za-z_]\w*|{_STRING})\s*(=~|!=|!~|=)\s*({_STRING})")
+UNIT_S: Final = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
 _EXPORTER: Final = frozenset(str(m) for m in GpuMetric)
 _EMITTER: Final = frozenset(str(m) for m in TrainingMetric)
+#: The highest code point: the listing's first range covers every job name.
+_TOP: Final = 0x10FFFF
 
 
 @dataclass(frozen=True)
@@ -77,8 +76,9 @@ class PromQLReads:
 
 @dataclass(frozen=True)
 class Fleet:
-    """What the recording opener answers as: ``jobs`` training jobs (none: no job read), the
-    exporter sending every ``exporter_interval_s`` and the emitter every ``emitter_flush_s``."""
+    """What the readers' answers are counted for: ``jobs`` training jobs (none: no job read),
+    the exporter sending every ``exporter_interval_s`` and the emitter every
+    ``emitter_flush_s``."""
 
     nodes: int
     gpus_per_node: int
@@ -101,115 +101,173 @@ class Fleet:
     def rank_node(self, job: int, rank: int) -> str:
         return f"node-{(job * self.ranks_per_job + rank) // self.gpus_per_node % self.nodes}"
 
+    @property
+    def job_nodes(self) -> int:
+        """The nodes the jobs' ranks run on (``rank_node``'s, all of them)."""
+        slots = self.jobs * self.ranks_per_job
+        return min(self.nodes, -(-slots // self.gpus_per_node)) if self.jobs else 0
 
-def _unquote(text: str) -> str:
+
+def unquote(text: str) -> str:
     return str(json.loads(text)) if text.startswith('"') else text
 
 
-@functools.lru_cache(maxsize=1024)
-def _matcher(op: str, pattern: str) -> Callable[[str], bool]:
-    """A label matcher as a test of a value (compiled once: the listing asks many times)."""
-    if op in {"=", "!="}:
-        return lambda value: (value == pattern) == (op == "=")
-    python = re.compile(_RE2_HEX.sub(lambda m: f"\\U{int(m[1], 16):08x}", pattern), re.DOTALL)
-    return lambda value: (python.fullmatch(value) is not None) == (op == "=~")
+def rate_per_hour(metric: str, fleet: Fleet) -> tuple[bool, float]:
+    """Whether ``metric`` is the emitter's (its series are ranks, else GPUs), and the samples
+    an hour of one of its series: the emitter's flush, the exporter's interval, or DCGM's
+    scrape."""
+    if metric in _EMITTER:
+        return True, 3600 / fleet.emitter_flush_s
+    if metric in _EXPORTER:
+        return False, 3600 / fleet.exporter_interval_s
+    return False, float(SAMPLES_PER_HOUR)
 
 
-class _Recorder:
-    """A PromQL client over ``fleet`` whose requests are answered here and counted."""
+@dataclass
+class _Tally:
+    """The requests and samples counted so far."""
 
-    def __init__(self, fleet: Fleet) -> None:
-        self.fleet = fleet
-        self.samples = 0.0
-        #: The jobs a job matcher matches (a query is sent again for each page of its window).
-        self._jobs: dict[tuple[str, str], set[int]] = {}
-        self.client = PromQLClient(
-            endpoint="http://promql.invalid", region="us-east-1", credentials=None, opener=self
-        )
+    fleet: Fleet
+    requests: int = 0
+    samples: float = 0.0
+    #: (selectors, metric, range hours) of each query text, parsed once.
+    _shapes: dict[str, tuple[int, str, float]] = field(default_factory=dict)
+    #: The evaluations of each page of a window, paged once.
+    _pages: dict[tuple[float, float], list[int]] = field(default_factory=dict)
 
-    def _selected(self, matchers: list[tuple[str, str, str]]) -> tuple[str, list[str], list[int]]:
-        """The selector's metric, the nodes it selects, and the jobs (by index) it selects."""
-        name, nodes, jobs = "", self.fleet.node_names, list(range(self.fleet.jobs))
-        for label, op, value in matchers:
-            if label == "__name__":
-                name = value
-            elif label == CLOUDWATCH.node:
-                test = _matcher(op, value)
-                nodes = [n for n in nodes if test(n)]
-            elif label == OTLP_JOB:
-                matched = self._jobs.get((op, value))
-                if matched is None:
-                    test = _matcher(op, value)
-                    matched = self._jobs[(op, value)] = {
-                        j for j, job in enumerate(self.fleet.job_names) if test(job)
-                    }
-                jobs = [j for j in jobs if j in matched]
-        return name, nodes, jobs
-
-    def __call__(self, request: urllib.request.Request) -> tuple[int, bytes]:
-        body = request.data if isinstance(request.data, bytes) else b""
-        params = {k: v[0] for k, v in urllib.parse.parse_qs(body.decode()).items()}
-        query, step = params["query"], float(params["step"])
-        evaluations = round((float(params["end"]) - float(params["start"])) / step + 1)
-        f = self.fleet
-        selected: tuple[str, list[str], list[int]] = ("", [], [])
-        for found in _SELECTOR.finditer(query):
-            matchers = [(_unquote(m[1]), m[2], _unquote(m[3])) for m in _MATCHER.finditer(found[1])]
-            selected = name, nodes, jobs = self._selected(matchers)
-            hours = int(found[2]) * _UNIT_S[found[3]] / 3600
-            if name in _EMITTER:
-                series, per_hour = len(jobs) * f.ranks_per_job, 3600 / f.emitter_flush_s
-            elif name in _EXPORTER:
-                series, per_hour = len(nodes) * f.gpus_per_node, 3600 / f.exporter_interval_s
-            else:
-                series, per_hour = len(nodes) * f.gpus_per_node, float(SAMPLES_PER_HOUR)
-            self.samples += series * evaluations * hours * per_hour
-        result = [
-            {"metric": labels, "values": [[params["start"], "1"]]}
-            for labels in self._answer(query, selected)
-        ]
-        answer = {"status": "success", "data": {"resultType": "matrix", "result": result}}
-        return 200, json.dumps(answer).encode()
-
-    def _answer(
-        self, query: str, selected: tuple[str, list[str], list[int]]
-    ) -> list[dict[str, str]]:
-        """The series a query grouped by node, job or rank returns; none for any other."""
-        grouped = _GROUPS.match(query)
-        keys = {_unquote(k.strip()) for k in grouped[1].split(",")} if grouped else set()
-        _, nodes, jobs = selected
-        if keys == {CLOUDWATCH.node}:
-            return [{CLOUDWATCH.node: n} for n in nodes]
-        if keys == {OTLP_JOB}:
-            return [{OTLP_JOB: f"job-{j}"} for j in jobs]
-        if OTLP_RANK in keys:
-            return [
-                {
-                    OTLP_JOB: f"job-{j}",
-                    OTLP_RANK: str(r),
-                    CLOUDWATCH.node: self.fleet.rank_node(j, r),
-                    CLOUDWATCH.pod: f"job-{j}-{self.fleet.rank_node(j, r)}",
-                }
-                for j in jobs
-                for r in range(self.fleet.ranks_per_job)
+    def _shape(self, query: str) -> tuple[int, str, float]:
+        if query not in self._shapes:
+            found = list(SELECTOR.finditer(query))
+            names = [
+                unquote(m[3]) for m in MATCHER.finditer(found[0][1]) if unquote(m[1]) == "__name__"
             ]
-        return []
+            hours = int(found[0][2]) * UNIT_S[found[0][3]] / 3600
+            self._shapes[query] = (len(found), names[0], hours)
+        return self._shapes[query]
+
+    def read(self, query: str, start: float, end: float, *, units: int, answer: int = 0) -> bool:
+        """One ``read_hours`` of ``query`` over [start, end): ``units`` the nodes or jobs each
+        selector selects, ``answer`` the series it returns. False where the answer is refused
+        as truncated: its first page sent, no more."""
+        selectors, metric, hours = self._shape(query)
+        emitter, per_hour = rate_per_hour(metric, self.fleet)
+        series = units * (self.fleet.ranks_per_job if emitter else self.fleet.gpus_per_node)
+        if (start, end) not in self._pages:
+            self._pages[(start, end)] = [
+                math.floor((last - first) / HOUR) + 1
+                for first, last in pages(start + HOUR - EDGE, end - EDGE, HOUR, HOUR)
+            ]
+        paged = self._pages[(start, end)]
+        whole = answer < MAX_SERIES
+        evaluations = sum(paged) if whole else paged[0]
+        self.requests += len(paged) if whole else 1
+        self.samples += selectors * series * evaluations * hours * per_hour
+        return whole
 
 
-def _count(fleet: Fleet, reads: Callable[[PromQLClient], bool]) -> PromQLReads:
-    """``reads`` run against the recorder; it returns whether a read stopped truncated."""
-    recorder = _Recorder(fleet)
-    truncated = reads(recorder.client)
-    return PromQLReads(recorder.client.requests, recorder.samples, truncated)
+def _batches(count: int, size: int) -> list[int]:
+    """The sizes of ``count`` items in batches of ``size``."""
+    return [min(size, count - i) for i in range(0, count, size)]
 
 
-def _stopped(read: Callable[[], object]) -> bool:
-    """Whether ``read`` stopped at a truncated answer (the run skips that read, saying so)."""
-    try:
-        read()
-    except PromQLTruncatedError:
-        return True
-    return False
+class _Names:
+    """The fleet's job names, sorted, to count those a listing range matches."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = sorted(names)
+
+    def _from(self, text: str) -> int:
+        return bisect.bisect_left(self.names, text)
+
+    def _prefixed(self, prefix: str) -> int:
+        """The index past the names that start with ``prefix``."""
+        if not prefix:
+            return len(self.names)
+        return self._from(prefix[:-1] + chr(ord(prefix[-1]) + 1))
+
+    def matched(self, prefix: str, low: int, high: int) -> int:
+        """Names that are ``prefix`` or go on from it with a character in [low, high]
+        (promql_jobs.py ``_range_regex``)."""
+        exact = self._from(prefix) < len(self.names) and self.names[self._from(prefix)] == prefix
+        end = self._prefixed(prefix) if high == _TOP else self._from(prefix + chr(high + 1))
+        return int(exact) + max(0, end - self._from(prefix + chr(low)))
+
+
+def _list_jobs(tally: _Tally, names: _Names, start: float, end: float) -> None:
+    """promql_jobs.py ``list_jobs``: each name range, by each listing metric; a full answer
+    asks again in halves (a range of one character, by the character after it)."""
+    queries = promql_jobs.JobQueries(CLUSTER)
+    listed = [queries.listed(metric, "x") for metric in promql_jobs.LISTED_BY]
+    parts: list[tuple[str, int, int]] = [("", 0, _TOP)]
+    while parts:
+        prefix, low, high = parts.pop()
+        matched = names.matched(prefix, low, high)
+        for query in listed:
+            if not tally.read(query, start, end, units=matched, answer=matched):
+                if low == high:
+                    parts.append((prefix + chr(low), 0, _TOP))
+                else:
+                    middle = (low + high) // 2
+                    parts += [(prefix, low, middle), (prefix, middle + 1, high)]
+                break
+
+
+def _rank_stats(tally: _Tally, jobs: int, start: float, end: float) -> None:
+    """promql_jobs.py ``rank_stats``: each batch's steps and mean step time by rank, a batch
+    whose ranks fill an answer read in halves."""
+    queries = promql_jobs.JobQueries(CLUSTER)
+    keys = (OTLP_JOB, OTLP_RANK, queries.labels.node, queries.labels.pod)
+    steps = queries.statistic(promql_jobs.STEPS, "Sum", "x", keys)
+    mean = queries.statistic(promql_jobs.STEP_TIME, "Average", "x", keys)
+    ranks = tally.fleet.ranks_per_job
+
+    def split(size: int) -> None:
+        if tally.read(steps, start, end, units=size, answer=size * ranks):
+            tally.read(mean, start, end, units=size, answer=size * ranks)
+        elif size == 1:
+            raise promql_jobs.JobQueryError(f"{ranks} ranks of one job fill a PromQL answer")
+        else:
+            split(size // 2)
+            split(size - size // 2)
+
+    for size in _batches(jobs, promql_jobs.BATCH_JOBS):
+        split(size)
+
+
+def _per_batch(tally: _Tally, jobs: int, queries: Sequence[str], start: float, end: float) -> None:
+    """Each batch of ``BATCH_JOBS`` jobs read by each of ``queries`` (one series a job)."""
+    for size in _batches(jobs, promql_jobs.BATCH_JOBS):
+        for query in queries:
+            tally.read(query, start, end, units=size, answer=size)
+
+
+def _per_node_batch(
+    tally: _Tally, nodes: int, queries: Sequence[str], start: float, end: float
+) -> None:
+    """Each batch of ``NODES_PER_QUERY`` nodes (``node_batches``) read by each of ``queries``
+    (per GPU)."""
+    for size in _batches(nodes, NODES_PER_QUERY):
+        for query in queries:
+            tally.read(query, start, end, units=size)
+
+
+def _node_led(
+    tally: _Tally, nodes_query: str, per_node: Sequence[str], start: float, end: float
+) -> bool:
+    """A node query, then each node's ``per_node`` queries; False where the node query's
+    answer is full (its reader stops there)."""
+    nodes = tally.fleet.nodes
+    if not tally.read(nodes_query, start, end, units=nodes, answer=nodes):
+        return False
+    for _ in range(nodes):
+        for query in per_node:
+            tally.read(query, start, end, units=1)
+    return True
+
+
+def _statistics(metrics: Sequence[tuple[TrainingMetric, str]]) -> list[str]:
+    queries = promql_jobs.JobQueries(CLUSTER)
+    return [queries.statistic(metric, stat, "x") for metric, stat in metrics]
 
 
 def analyzer_reads(
@@ -220,49 +278,61 @@ def analyzer_reads(
     (run.py ``analyze_training``, then handler.py ``_publish``)."""
     otlp = fleet is not None
     fleet = fleet or Fleet(nodes, gpus_per_node)
-    start, end = analysis_window(_A_RUN.timestamp(), lookback_days)
+    tally = _Tally(fleet)
+    start, end = analysis_window(A_RUN.timestamp(), lookback_days)
     day_start, day_end, _ = attributed_day(end)
-
-    def reads(client: PromQLClient) -> bool:
-        stopped = False
-        pods: dict[str, str] = {}
-        if otlp:
-            jobs = promql_jobs.list_jobs(client, _CLUSTER, start=start, end=end)
-            ranks = promql_jobs.rank_stats(client, _CLUSTER, jobs, start=start, end=end)
-            pods = {r.pod: job for job, rs in ranks.items() for r in rs if r.pod}
-            promql_jobs.job_series(client, _CLUSTER, jobs, start=start, end=end)
-            promql_jobs.baselines(client, _CLUSTER, jobs, start=start, lookback_s=end - start)
-            job_nodes = {r.node for rs in ranks.values() for r in rs if r.node}
-            if job_nodes:
-                gpu_hours_promql(client, _CLUSTER, job_nodes, start=start, end=end)
-
-        def attribution() -> None:
-            if otlp:
-                exporter_gpu_hours_promql(client, _CLUSTER, start=day_start, end=day_end)
-            read_holds(client, _CLUSTER, start=day_start, end=day_end, gpu_hours=())
-            if otlp:
-                stepping_hours_promql(client, _CLUSTER, pods.values(), start=day_start, end=day_end)
-
-        stopped |= _stopped(attribution)
-        memory_start = day_end - lookback_days * 86_400
-        stopped |= _stopped(
-            lambda: read_gpu_memory_otel(client, _CLUSTER, start=memory_start, end=day_end)
-        )
-        return stopped
-
-    return _count(fleet, reads)
+    exporter, dcgm, memory = ExporterQueries(CLUSTER), OtelQueries(CLUSTER), MemoryQueries(CLUSTER)
+    jobs = fleet.jobs if otlp else 0
+    if otlp:
+        _list_jobs(tally, _Names(fleet.job_names), start, end)
+        _rank_stats(tally, jobs, start, end)
+        job_stats = [(metric, stat) for _, metric, stat in JOB_METRICS]
+        _per_batch(tally, jobs, _statistics(job_stats), start, end)
+        baseline = TrainingMetric.SAMPLES_PER_SECOND
+        stats = _statistics([(baseline, "Sum"), (baseline, "SampleCount")])
+        _per_batch(tally, jobs, stats, start - (end - start), start)
+        means = [exporter.gpu_mean(str(metric), ("n",)) for _, metric in GPU_METRICS]
+        _per_node_batch(tally, fleet.job_nodes, means, start, end)
+    whole = True
+    if otlp:
+        read = {"Average": exporter.gpu_mean, "Minimum": exporter.gpu_min}
+        per_gpu = [
+            read.get(stat, exporter.gpu_samples)(str(metric), ("n",))
+            for _, metric, stat in EXPORTER
+        ]
+        healthy = exporter.nodes(str(GpuMetric.HEALTHY))
+        whole = tally.read(healthy, day_start, day_end, units=nodes, answer=nodes)
+        if whole:
+            _per_node_batch(tally, nodes, per_gpu, day_start, day_end)
+    holds = [dcgm.gpu_watts("n"), dcgm.gpu_samples("n"), dcgm.pod_samples("n"), dcgm.pod_watts("n")]
+    whole = whole and _node_led(tally, dcgm.nodes(), holds, day_start, day_end)
+    if whole and otlp:
+        stepping = _statistics([(TrainingMetric.STEPS, "Sum")])
+        _per_batch(tally, jobs, stepping, day_start, day_end)
+    memory_start = day_end - lookback_days * 86_400
+    used = [memory.used("n"), memory.total("n")]
+    remembered = _node_led(tally, memory.nodes(), used, memory_start, day_end)
+    return PromQLReads(tally.requests, tally.samples, not (whole and remembered))
 
 
 def report_reads(fleet: Fleet) -> PromQLReads:
     """The requests and samples of one weekly report with the OTLP sink (handler.py's
     ``exporter_days``, ``exporter_xids``, ``exporter_throughput``), over a week."""
-    start, end = report_week(_A_RUN)
-
-    def reads(client: PromQLClient) -> bool:
-        interval = fleet.exporter_interval_s
-        gpu_days_promql(client, _CLUSTER, start, end, interval)
-        xid_counts_promql(client, _CLUSTER, start, end)
-        throughput_by_job_promql(client, _CLUSTER, start, end)
-        return False
-
-    return _count(fleet, reads)
+    tally = _Tally(fleet)
+    first, last = (epoch(day) for day in report_week(A_RUN))
+    exporter = ExporterQueries(CLUSTER)
+    power, sm = str(GpuMetric.POWER_UTILIZATION), str(GpuMetric.SM_ACTIVE)
+    for query in (
+        exporter.cluster_samples(power),
+        exporter.cluster_sum(power),
+        exporter.cluster_samples(sm),
+        exporter.cluster_sum(sm),
+    ):
+        tally.read(query, first, last, units=fleet.nodes, answer=1)
+    counters = exporter.counters(str(GpuMetric.XID_ERRORS))
+    tally.read(counters, first - 86_400, last, units=fleet.nodes)
+    _list_jobs(tally, _Names(fleet.job_names), first, last)
+    throughput = TrainingMetric.SAMPLES_PER_SECOND
+    stats = _statistics([(throughput, "Sum"), (throughput, "SampleCount")])
+    _per_batch(tally, fleet.jobs, stats, first, last)
+    return PromQLReads(tally.requests, tally.samples)

@@ -37,7 +37,7 @@ from gpu_insights_agent.contract.metrics import (
     alarm_shard,
 )
 from gpu_insights_agent.emf.document import EmfDocument, encode
-from gpu_insights_agent.emf.sinks import BufferedSender, PutMetricDataSink
+from gpu_insights_agent.emf.sinks import BufferedSender, PutMetricDataSink, Sender
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
 from gpu_insights_agent.exporter.nvml_source import NvmlSource
@@ -170,15 +170,14 @@ def replay_exporter(
     ):
         write_proc(Path(proc))
         write_pod_logs(Path(logs))
-        forward: Any = (
-            XidEventLog(
-                OtlpSink("http://local", exporter=result.otlp, start_ns=int(START_EPOCH * 1e9)),
-                Discard(),
-            )
-            if result.otlp is not None
-            else PutMetricDataSink(cloudwatch)
-        )
-        tee = TeeSink(forward, emf)
+        sender: Sender
+        if result.otlp is not None:
+            kept = OtlpSink("http://local", exporter=result.otlp, start_ns=int(START_EPOCH * 1e9))
+            tee = TeeSink(kept, emf)
+            sender = XidEventLog(tee, Discard())
+        else:
+            tee = TeeSink(PutMetricDataSink(cloudwatch), emf)
+            sender = BufferedSender(tee)
         exporter = Exporter(
             NvmlSource(
                 FakeNvml(
@@ -192,7 +191,7 @@ def replay_exporter(
                     sleep=lambda _: None,
                 )
             ),
-            BufferedSender(tee),
+            sender,
             ExporterConfig(
                 cluster_name=cluster_name,
                 node_name=NODE,

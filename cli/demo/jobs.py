@@ -18,9 +18,11 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from cdk.alarms.jobs import (
+    JOB_GOODPUT_LOW,
     JOB_HUNG,
     JOB_LOSS_NOT_FINITE,
     JOB_LOSS_SPIKE,
+    JOB_STEP_TIME_RISE,
     JOB_THROUGHPUT_COLLAPSED,
 )
 from cdk.settings import Settings
@@ -78,6 +80,18 @@ class AlarmJob:
     due: tuple[float, float] = (0.0, 0.0)
     #: Killed (its pod deleted): it never reaches close().
     killed: bool = False
+    #: The further pages the same trouble raises, each with the minutes it is due within.
+    also: tuple[tuple[str, float, float], ...] = ()
+    #: Those raised only where the goodput alarm's hour is a rolling one (OTel mode's PromQL,
+    #: ``avg_over_time``), not the clock hour of the Metrics Insights alarm's period.
+    also_rolling: tuple[tuple[str, float, float], ...] = ()
+
+    def due_pages(self, rolling: bool = False) -> dict[str, tuple[float, float]]:
+        """Every page the job's trouble must raise, by kind: its own and ``also`` (and
+        ``also_rolling`` with the rolling hour)."""
+        own = {self.pages: self.due} if self.pages else {}
+        further = self.also + (self.also_rolling if rolling else ())
+        return own | {kind: (first, last) for kind, first, last in further}
 
 
 #: Each job's trouble and when it must page. Hung: due 10 minutes (job_hung_minutes) plus
@@ -94,6 +108,9 @@ ALARM_JOBS: Final = (
             Phase(15, doing="evaluate"),
             Phase(25),
         ),
+        # Its 12-minute save and the first 6 minutes of its evaluation are 30% of the rolling
+        # hour to minute 86: the goodput of that hour (no clock hour holds as much).
+        also_rolling=((JOB_GOODPUT_LOW, 84.0, 90.0),),
     ),
     AlarmJob(
         "llama-hangs",
@@ -102,6 +119,9 @@ ALARM_JOBS: Final = (
         pages=JOB_HUNG,
         due=(55.0, 58.0),
         killed=True,
+        # Its hour's goodput falls under 70% once 18 of its 60 minutes are hung (minute 63),
+        # the Metrics Insights alarm's hour-long period being the clock hour.
+        also=((JOB_GOODPUT_LOW, 63.0, 120.0),),
     ),
     AlarmJob(
         "gpt-nan",
@@ -124,6 +144,8 @@ ALARM_JOBS: Final = (
         (Phase(50), Phase(60, step_s=4 * STEP_S)),
         pages=JOB_THROUGHPUT_COLLAPSED,
         due=(65.0, 75.0),
+        # The fail-slow: 3 minutes of step time over 10% above its median, from minute 50.
+        also=((JOB_STEP_TIME_RISE, 52.0, 55.0),),
     ),
 )
 
@@ -136,6 +158,10 @@ class Collect:
 
     def send(self, documents: Any) -> None:
         self.documents.extend(documents)
+
+
+#: More documents than one rank's simulated run flushes (two hours of minutes, two a flush).
+QUEUE_CAPACITY: Final = 1024
 
 
 class Clock:
@@ -178,6 +204,10 @@ def simulate(
                 wall_clock=clock,
                 heartbeat=False,
                 gpus=_gpus(job.name, rank),
+                # Room for every flush of the run: the simulated hours pass in milliseconds,
+                # faster than the sender thread empties the default 64, which dropped windows
+                # at random (a killed job is only drained, never closed).
+                queue_capacity=QUEUE_CAPACITY,
             )
             for phase in job.phases:
                 _phase(metrics, clock, rng, phase, start)
@@ -317,12 +347,14 @@ def job_events(settings: Settings, results: list[BacktestResult], region: str) -
     ]
 
 
-def job_pages(results: list[BacktestResult], start: float) -> dict[str, tuple[str, float]]:
-    """Job -> (alarm kind, minutes after ``start`` of its first ALARM), for the summary."""
-    pages = {}
+def job_pages(results: list[BacktestResult], start: float) -> dict[str, dict[str, float]]:
+    """Job -> alarm kind -> minutes after ``start`` of its first ALARM, for the summary."""
+    pages: dict[str, dict[str, float]] = {}
     for result in results:
         for job in jobs_in_alarm(result):
-            pages[job] = (result.spec.kind, (first_alarm_s(result, job) - start) / 60)
+            minute = (first_alarm_s(result, job) - start) / 60
+            kinds = pages.setdefault(job, {})
+            kinds[result.spec.kind] = min(minute, kinds.get(result.spec.kind, minute))
     return pages
 
 
@@ -333,12 +365,14 @@ def summary_lines(results: list[BacktestResult], start: float) -> list[str]:
         "emitter, trouble planted at a known minute):"
     ]
     for job in ALARM_JOBS:
-        got = pages.get(job.name)
-        said = f"{got[0]} at minute {got[1]:.0f}" if got else "no page"
+        got = sorted(pages.get(job.name, {}).items(), key=lambda page: page[1])
+        said = ", ".join(f"{k} at minute {m:.0f}" for k, m in got) if got else "no page"
         want = (
-            f"{job.pages} due in minutes {job.due[0]:.0f}-{job.due[1]:.0f}"
-            if job.pages
-            else "no page due (a 12-minute checkpoint save and a 15-minute evaluation)"
+            ", ".join(
+                f"{kind} due in minutes {first:.0f}-{last:.0f}"
+                for kind, (first, last) in job.due_pages().items()
+            )
+            or "no page due (a 12-minute checkpoint save and a 15-minute evaluation)"
         )
         lines.append(f"   {job.name:<15} {said:<36} ({want})")
     return lines

@@ -49,6 +49,7 @@ from typing import Any, Final
 from opentelemetry.sdk.metrics.export import MetricsData
 
 from cdk.alarms.catalog import promql_alarms
+from cdk.alarms.jobs import JOB_GOODPUT_LOW, JOB_STEP_TIME_RISE
 from cdk.alarms.model import AlarmSpec
 from cdk.alarms.promql import PromQLQuery
 from cdk.settings import Settings
@@ -91,7 +92,6 @@ from cli.demo.serving import (
 )
 from gpu_insights_agent.contract.metrics import DIM_XID_CODE, OTLP_JOB, ExporterSink
 from gpu_insights_agent.emf.document import EmfDocument, encode
-from gpu_insights_agent.emf.sinks import BufferedSender
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
 from gpu_insights_agent.exporter.nvml_source import NvmlSource
@@ -207,6 +207,9 @@ PENDING_AT_S: Final = 20 * 60.0
 PENDING_POD: Final = k8s.pytorchjob_pods("speech", "llama-70b-pretrain", 0)[0]
 PENDING_GPUS: Final = 8
 
+#: How the summary names a further page of a job (``AlarmJob.also``).
+FURTHER: Final = {JOB_STEP_TIME_RISE: "fail-slow", JOB_GOODPUT_LOW: "goodput"}
+
 FAULTS: Final = (
     Fault("idle held GPU", REPLAYED.name, str(IDLE_GPU), 0.0, "gpu-low-power"),
     Fault("idle replica", SERVING.name, str(GPU_OF[IDLE_REPLICA]), 0.0, "gpu-low-power"),
@@ -245,6 +248,21 @@ FAULTS: Final = (
         )
         for job in ALARM_JOBS
         if job.pages is not None
+    ),
+    # The further pages a job's trouble raises (cli/demo/jobs.py ``also``, ``also_rolling``):
+    # the slowed job's fail-slow, the hung job's and the steady job's hour of goodput.
+    *(
+        Fault(
+            f"{job.name} {FURTHER[kind]}",
+            None,
+            None,
+            trouble_at_s(job),
+            kind,
+            job=job.name,
+            due_s=last * 60 - trouble_at_s(job),
+        )
+        for job in ALARM_JOBS
+        for kind, _, last in job.also + job.also_rolling
     ),
 )
 
@@ -315,7 +333,7 @@ def _run_node(
         sink = OtlpSink("http://local", exporter=kept, start_ns=int(START * 1e9))
         exporter = Exporter(
             NvmlSource(FakeNvml(_trace(node, gpus), clock=lambda: now[0], sleep=lambda _: None)),
-            BufferedSender(XidEventLog(sink, lines)),
+            XidEventLog(sink, lines),
             ExporterConfig(
                 cluster_name=cluster,
                 node_name=node.name,

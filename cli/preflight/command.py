@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from cli.preflight.aws import Clients, gather
 from cli.preflight.checks import Check, Verdict, plan_for, run_checks
-from cli.settings_args import add_settings_arguments, command_settings, settings_and_session
+from cli.settings_args import add_settings_arguments, said, settings_and_session
 
 
 class ChecksFailedError(Exception):
@@ -86,9 +86,16 @@ def as_json(checks: Sequence[Check], *, cluster: str, region: str) -> str:
     return json.dumps(document, indent=2)
 
 
-def report(checks: Sequence[Check], *, cluster: str, region: str, json_output: bool) -> str:
-    """What the command prints; raises ChecksFailedError (carrying it) when a check fails."""
-    output = as_json(checks, cluster=cluster, region=region) if json_output else table(checks)
+def report(
+    checks: Sequence[Check], *, cluster: str, region: str, args: argparse.Namespace, line: str
+) -> str:
+    """What the command prints, after its first line (``said``); raises ChecksFailedError
+    (carrying it) when a check fails."""
+    output = said(
+        args,
+        line,
+        as_json(checks, cluster=cluster, region=region) if args.json else table(checks),
+    )
     if any(c.verdict is Verdict.FAIL for c in checks):
         raise ChecksFailedError(output)
     return output
@@ -98,11 +105,9 @@ def run(args: argparse.Namespace) -> str:
 
     from lambdas.shared.aws_clients import INTERACTIVE, client
 
-    settings, session, region = settings_and_session(args)
-    if settings.region is None:
-        # The Region the deploy goes to decides the mode (OTel only where AWS offers it), as
-        # CDK_DEFAULT_REGION decides it at synth: an OTel mode there is refused in one line.
-        settings = command_settings(args, {"region": region})
+    # The Region the deploy goes to decides the mode (OTel only where AWS offers it), as at
+    # synth: an OTel mode there is refused in one line.
+    settings, session, region, line = settings_and_session(args)
     eks = client("eks", session=session, config=INTERACTIVE)
     clients = Clients(
         eks=eks,
@@ -114,4 +119,4 @@ def run(args: argparse.Namespace) -> str:
     )
     plan = plan_for(settings)
     checks = run_checks(plan, gather(plan, clients, region=region))
-    return report(checks, cluster=plan.cluster_name, region=region, json_output=args.json)
+    return report(checks, cluster=plan.cluster_name, region=region, args=args, line=line)

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> str:
     from lambdas.shared.aws_clients import INTERACTIVE, client
     from lambdas.shared.promql import promql_for
 
-    settings, session, region = settings_and_session(args)
+    settings, session, region, line = settings_and_session(args)
 
     def make(service: str) -> object:
         return client(service, session=session, config=INTERACTIVE)
@@ -63,4 +63,4 @@ def run(args: argparse.Namespace) -> str:
         eks=make("eks"),
     )
     checks = run_checks(gather(settings, clients, now=time.time()))
-    return report(checks, cluster=settings.cluster_name, region=region, json_output=args.json)
+    return report(checks, cluster=settings.cluster_name, region=region, args=args, line=line)

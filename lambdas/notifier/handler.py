@@ -10,10 +10,12 @@ to the warning topic; a chat webhook where one is set). Each (incident, channel)
 the sent ledger before it is delivered, so a retried invocation sends only what was not sent,
 on the channel that failed.
 
-A delivery that fails in any way (a channel's refusal, or a fault in a channel's code) releases
-its claim before anything else, so that the retry sends it; none is claimed when less time is
-left than one delivery may take (``RESERVE_S``), so that the function's timeout cannot leave a
-claim held for a page that was never sent.
+Every incident goes out on SNS before any goes to the chat webhook. A delivery that fails in
+any way (a channel's refusal, or a fault in a channel's code) releases its claim before
+anything else, so that the retry sends it, except a post sent whole and answered late, which
+is re-sent once (``send``); none is claimed when less time is left than one delivery may take
+(``RESERVE_S``: a claim, a publish and a release at their bounds), so that the function's
+timeout cannot leave a claim held for a page that was never sent.
 """
 
 import logging
@@ -24,12 +26,19 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Final
 
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from gpu_insights_agent.contract.resource_names import CAP_ALARM_SUFFIX
-from lambdas.notifier.channels import Channel, ChannelError
+from lambdas.notifier.budget import CLIENT_CALL_S, CLIENT_CONFIG, RESEND_RESERVE_S, RESERVE_S
+from lambdas.notifier.channels import AnswerLateError, Channel, ChannelError, ChannelTimeoutError
 from lambdas.notifier.config import NotifierConfig, with_cap_kinds
+from lambdas.notifier.fail_slow_page import (
+    culprit_of,
+    grown_badput,
+    read_badput,
+    with_badput,
+    with_culprit,
+)
 from lambdas.notifier.incidents import (
     Deployment,
     Skipped,
@@ -62,11 +71,12 @@ from lambdas.notifier.pods import (
     pods_seen_by_promql,
 )
 from lambdas.notifier.refused import refused_line
-from lambdas.notifier.sent_ledger import LedgerError, SentLedger, claim_key
+from lambdas.notifier.sent_ledger import Claim, LedgerError, SentLedger, claim_key
 from lambdas.notifier.serving import model_deployment, read_replicas, with_replicas
 from lambdas.notifier.sns_channel import SNS, SnsChannel
-from lambdas.notifier.webhook import DEADLINE_S, WebhookChannel, url_from_parameter
+from lambdas.notifier.webhook import LATE_DEADLINE_S, WebhookChannel, url_from_parameter
 from lambdas.shared.aws_clients import ClientCache
+from lambdas.shared.fail_slow import FAIL_SLOW_KIND, GOODPUT_LOW_KIND
 from lambdas.shared.promql import PromQLClient, PromQLError, bounded_opener, promql_for
 from lambdas.shared.subscription import decode_subscription
 
@@ -77,24 +87,13 @@ NODE_NAME: Final = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 log = logging.getLogger()
 log.setLevel(logging.INFO)
 
-#: The notifier's AWS calls (SNS publish, the ledger's claims and releases, SSM, Logs) are
-#: bounded inside RESERVE_S: two attempts in all (standard mode; botocore's ``max_attempts``
-#: would count retries only: three attempts) of at most 1 s to connect and 2 s per read, so
-#: one call gives up within CLIENT_CALL_S (standard mode's first backoff is under 1 s) and a
-#: slow publish cannot outlive the invocation after its claim, as the shared RETRIES (10
-#: adaptive attempts of 5 s + 30 s) would.
-CLIENT_CONFIG: Final = Config(
-    retries={"mode": "standard", "total_max_attempts": 2}, connect_timeout=1, read_timeout=2
-)
-CLIENT_CALL_S: Final = 2 * (1 + 2) + 1.0
+#: The notifier's AWS calls are bounded by one table (``budget``): each gives up within
+#: CLIENT_CALL_S, and no claim is made with less than RESERVE_S left.
 _clients = ClientCache(CLIENT_CONFIG)
 #: The webhook URL per parameter, with when it was read: read again after WEBHOOK_URL_KEEP_S,
 #: so a rotated URL is used within minutes without a read per invocation.
 _webhook_urls: dict[str, tuple[str, float]] = {}
 WEBHOOK_URL_KEEP_S = 300.0
-#: No claim is made with less of the invocation left than this: one webhook delivery's
-#: deadline, and time to release its claim and raise.
-RESERVE_S: Final = DEADLINE_S + 2.0
 
 
 class _Clock:
@@ -167,66 +166,130 @@ def send(
     *,
     time_left_s: Callable[[], float] | None = None,
 ) -> int:
-    """Deliver each incident on each channel where it was not delivered before. Each delivery
-    stands alone: a ledger error on one incident's key is that incident's failure, and the
-    other incidents go on. A channel that fails is released for that incident alone and still
-    tried for the batch's other incidents (a refusal may be that one page's: its size, its
-    text); the time reserve bounds the batch, not a channel's first failure. A failure that is
-    no ChannelError (a fault in a channel's code) is released and logged with its traceback
-    like the others. Any failure is
-    raised at the end, so that Lambda retries; the ledger makes the retry send only what was
-    not sent. With less than ``RESERVE_S`` left (``time_left_s``, the invocation's by
-    default), nothing more is claimed and the rest is left to the retry."""
-    left = time_left_s or _clock.left_s
-    sent = 0
-    unclaimed = 0
-    failures: list[tuple[str, str, Exception]] = []
-    for incident in incidents:
-        for channel in channels:
-            if left() < RESERVE_S:
-                unclaimed += 1
-                continue
-            key = claim_key(incident.key, channel.name, first=SNS)
-            try:
-                if not ledger.claim(key, now_s):
-                    continue
-            except LedgerError as err:
-                failures.append((incident.key, channel.name, err))
-                log.error("claiming %s for %s: %s", incident.key, channel.name, err)
-                continue
-            try:
+    """Deliver each incident on each channel where it was not delivered before, channel by
+    channel: every incident on SNS (``channels`` lists it first) before any on a chat webhook,
+    so a slow chat service cannot spend the time the pages on SNS need.
+
+    Each delivery stands alone: a ledger error on one incident's key is that incident's
+    failure, and the other incidents go on. A channel that refuses is released for that
+    incident alone and still tried for the batch's other incidents (a refusal may be that one
+    page's: its size, its text); a channel that times out (``ChannelTimeoutError``) is skipped
+    for the rest of the invocation, since each later page would wait out the same deadline.
+    A post sent whole whose answer came late (``AnswerLateError``) keeps its claim, marked: a
+    later invocation re-sends it once with a longer deadline (``LATE_DEADLINE_S``), and a
+    re-send answered in time is a delivered page. A failure that is no ChannelError (a fault
+    in a channel's code) is released and logged with its traceback like the others.
+
+    Any failure, and any delivery not tried, is raised at the end (``PublishError``, with both
+    counts), so that Lambda retries; the ledger makes the retry send only what was not sent.
+    With less than ``RESERVE_S`` left (``time_left_s``, the invocation's by default), nothing
+    more is claimed and the rest is left to the retry."""
+    run = _Run(ledger, now_s, time_left_s or _clock.left_s)
+    for channel in channels:
+        for incident in incidents:
+            run.deliver(channel, incident)
+    _raise_first(run.failures, run.not_tried)
+    return run.sent
+
+
+class _Run:
+    """One invocation's deliveries: what was sent, what failed, what was not tried, and the
+    channels that timed out."""
+
+    def __init__(self, ledger: SentLedger, now_s: float, left: Callable[[], float]) -> None:
+        self.ledger = ledger
+        self.now_s = now_s
+        self.left = left
+        self.sent = 0
+        self.not_tried = 0
+        self.failures: list[tuple[str, str, Exception]] = []
+        self.timed_out: set[str] = set()
+
+    def deliver(self, channel: Channel, incident: Incident) -> None:
+        if channel.name in self.timed_out or self.left() < RESERVE_S:
+            self.not_tried += 1
+            return
+        key = claim_key(incident.key, channel.name, first=SNS)
+        try:
+            found = self.ledger.claim(key, self.now_s)
+            if found is Claim.LATE:
+                if self.left() < RESEND_RESERVE_S:
+                    self.not_tried += 1
+                    return
+                if self.ledger.take_resend(key, self.now_s):
+                    self._publish(channel, incident, key, resend=True)
+                return
+        except LedgerError as err:
+            self.failures.append((incident.key, channel.name, err))
+            log.error("claiming %s for %s: %s", incident.key, channel.name, err)
+            return
+        if found is Claim.UNCONFIRMED:
+            unconfirmed = ChannelError(
+                f"{channel.name}: sent twice, and neither answer came in time; not sent again"
+            )
+            self.failures.append((incident.key, channel.name, unconfirmed))
+            log.error("publishing %s to %s", incident.key, unconfirmed)
+        elif found is Claim.NEW:
+            self._publish(channel, incident, key, resend=False)
+
+    def _publish(self, channel: Channel, incident: Incident, key: str, *, resend: bool) -> None:
+        try:
+            if resend:
+                channel.deliver(incident, deadline_s=LATE_DEADLINE_S)
+            else:
                 channel.deliver(incident)
-            except Exception as err:
-                failures.append((incident.key, channel.name, err))
-                if isinstance(err, ChannelError):
-                    log.error("publishing %s to %s", incident.key, err)
-                else:
-                    log.exception(
-                        "publishing %s: a fault in the %s channel", incident.key, channel.name
-                    )
-                _release(ledger, key)
-                continue
-            sent += 1
-    _raise_first(failures, unclaimed)
-    return sent
+        except Exception as err:
+            self.failures.append((incident.key, channel.name, err))
+            if isinstance(err, ChannelError):
+                log.error("publishing %s to %s", incident.key, err)
+            else:
+                log.exception(
+                    "publishing %s: a fault in the %s channel", incident.key, channel.name
+                )
+            if isinstance(err, ChannelTimeoutError):
+                self.timed_out.add(channel.name)
+            if isinstance(err, AnswerLateError) or resend:
+                # Late: it may have been shown. A re-send that failed otherwise was not, but
+                # the first post may have been: its one re-send is still due.
+                late = 2 if isinstance(err, AnswerLateError) and resend else 1
+                self._write(self.ledger.mark_late, key, posts=late)
+            else:
+                _release(self.ledger, key)
+            return
+        if resend:
+            self._write(self.ledger.confirm, key)
+        self.sent += 1
+
+    def _write(self, write: Callable[..., None], key: str, **kwargs: int) -> None:
+        """A ledger write after a post; one that fails is logged (the claim holds as it was)."""
+        try:
+            write(key, self.now_s, **kwargs)
+        except LedgerError as err:
+            log.error("%s: the claim holds as it was", err)
 
 
-def _raise_first(failures: list[tuple[str, str, Exception]], unclaimed: int) -> None:
-    """The batch's first failure as a PublishError (counting the rest), so Lambda retries."""
+def _raise_first(failures: list[tuple[str, str, Exception]], not_tried: int) -> None:
+    """The batch's first failure as a PublishError (counting the rest, and the deliveries not
+    tried), so Lambda retries."""
+    untried = (
+        f"{not_tried} deliveries not tried (a channel that timed out is skipped for the rest of "
+        f"the invocation; none is claimed with under {RESERVE_S:g} s left)"
+        if not_tried
+        else ""
+    )
     if failures:
         key, name, cause = failures[0]
         more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        also = f"; {untried}" if untried else ""
         if isinstance(cause, ChannelError):
-            raise PublishError(f"publishing {key}{more} to {cause}") from cause
+            raise PublishError(f"publishing {key}{more} to {cause}{also}") from cause
         if isinstance(cause, LedgerError):
-            raise PublishError(f"publishing {key}{more}: {cause}") from cause
+            raise PublishError(f"publishing {key}{more}: {cause}{also}") from cause
         raise PublishError(
-            f"publishing {key}{more}: a fault in {name}: {type(cause).__name__}: {cause}"
+            f"publishing {key}{more}: a fault in {name}: {type(cause).__name__}: {cause}{also}"
         ) from cause
-    if unclaimed:
-        raise PublishError(
-            f"{unclaimed} deliveries not tried: under {RESERVE_S:g} s of the invocation left"
-        )
+    if untried:
+        raise PublishError(untried)
 
 
 def _release(ledger: SentLedger, key: str) -> None:
@@ -247,7 +310,7 @@ def _from_logs(event: dict[str, Any], now_s: float, config: NotifierConfig) -> d
     if payload.get("messageType") == "CONTROL_MESSAGE":
         return {"incidents": 0, "published": 0, "unreadable": 0}
     where = deployment(config)
-    parsed = parse_log_events(payload, cluster=where.cluster)
+    parsed = parse_log_events(payload, cluster=where.cluster, now_ms=int(now_s * 1000))
     for refusal in parsed.refused:
         log.warning("refused log event %s: %s", refusal.event_id, refusal.reason)
     print(refused_line(where.cluster, parsed.unreadable, int(now_s * 1000)), flush=True)
@@ -267,13 +330,21 @@ def _kernel_checks(
     groups: list[XidGroup], config: NotifierConfig, now_ms: int
 ) -> dict[str, KernelCheck]:
     """What the kernel log says of each exporter XID group (one read for the batch, bounded
-    near now: kernel_log.span)."""
+    near now: kernel_log.span, and by the invocation's time: a page is read only while one
+    read at its worst still leaves one delivery's RESERVE_S, so a slow Logs API costs the
+    pages a line, never the pages)."""
     if config.host_log_group is None:
         return {}
     window = span(groups, now_ms)
     lines = KernelLines({})
     if window is not None:
-        lines = read_kernel_lines(_clients("logs"), config.host_log_group, *window)
+        lines = read_kernel_lines(
+            _clients("logs"),
+            config.host_log_group,
+            *window,
+            time_left_s=lambda: _clock.left_s() - RESERVE_S,
+            page_s=CLIENT_CALL_S,
+        )
     if lines.unread:
         log.warning("kernel log: %s", lines.unread)
     return {g.key: check(g, lines, now_ms) for g in groups if g.first.from_exporter}
@@ -338,7 +409,39 @@ def _with_job(
     except PlacementLookupError as err:
         log.warning("no placement for %s: %s", incident.key, err)
         placement = Placement()
-    return job_incident(incident, config.region, placement)
+    paged = job_incident(incident, config.region, placement)
+    if incident.kind not in (config.promql_alarm_kinds or ()):
+        return paged
+    if incident.kind == FAIL_SLOW_KIND:
+        return _with_culprit(paged, incident, placement, at)
+    if incident.kind == GOODPUT_LOW_KIND:
+        return _with_badput(paged, incident, at)
+    return paged
+
+
+def _with_culprit(paged: Incident, alarm: Incident, placement: Placement, at_ms: int) -> Incident:
+    """A fail-slow page with its most likely culprit, read at the alarm's time (OTel mode)."""
+    job = alarm.job or ""
+    try:
+        verdict = culprit_of(
+            _promql(), alarm.cluster, alarm.namespace, job, placement.each("node"), at_ms / 1000
+        )
+    except (PromQLError, BotoCoreError, ClientError) as err:
+        log.warning("no culprit for %s: %s", alarm.key, err)
+        return with_culprit(paged, None)
+    return with_culprit(paged, verdict)
+
+
+def _with_badput(paged: Incident, alarm: Incident, at_ms: int) -> Incident:
+    """A goodput page with the badput that grew over the hour before (OTel mode)."""
+    try:
+        now, before = read_badput(
+            _promql(), alarm.cluster, alarm.namespace, alarm.job or "", at_ms / 1000
+        )
+    except (PromQLError, BotoCoreError, ClientError) as err:
+        log.warning("no badput for %s: %s", alarm.key, err)
+        return with_badput(paged, None)
+    return with_badput(paged, grown_badput(now, before))
 
 
 def _with_replicas(

@@ -172,6 +172,20 @@ def job_placement(logs: Any, cluster: str, job: str, at_ms: int) -> Placement:
     )
 
 
+def job_matchers(
+    metric: TrainingMetric, cluster: str, namespace: str | None, job: str, labels: DcgmLabels
+) -> list[str]:
+    """The matchers of one job's series of the emitter's ``metric`` (every rank's)."""
+    matchers = [
+        f"__name__={quote_string(str(metric))}",
+        f"{quote_label(labels.cluster)}={quote_string(cluster)}",
+        f"{quote_label(OTLP_JOB)}={quote_string(job)}",
+    ]
+    if namespace:
+        matchers.append(f"{quote_label(labels.namespace)}={quote_string(namespace)}")
+    return matchers
+
+
 def promql_placement(
     client: PromQLClient,
     cluster: str,
@@ -184,13 +198,7 @@ def promql_placement(
     heartbeat every rank sends each flush while it runs (``seconds_since_step``), one series
     per rank, its rank, pod and node labels (rank order)."""
     q = quote_label
-    matchers = [
-        f"__name__={quote_string(str(TrainingMetric.SECONDS_SINCE_STEP))}",
-        f"{q(labels.cluster)}={quote_string(cluster)}",
-        f"{q(OTLP_JOB)}={quote_string(job)}",
-    ]
-    if namespace:
-        matchers.append(f"{q(labels.namespace)}={quote_string(namespace)}")
+    matchers = job_matchers(TrainingMetric.SECONDS_SINCE_STEP, cluster, namespace, job, labels)
     by = ", ".join(q(n) for n in (OTLP_RANK, labels.pod, labels.node))
     query = f"max by ({by}) (last_over_time({{{', '.join(matchers)}}}[{LOOKBACK_MS // 60_000}m]))"
     try:

@@ -22,7 +22,7 @@ the read for its batch; a group dated before that is "not checked: too old" on i
 the others are checked as ever.
 """
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -65,11 +65,24 @@ class KernelLines:
     unread: str | None = None
 
 
-def read_kernel_lines(logs: Any, log_group: str, start_ms: int, end_ms: int) -> KernelLines:
-    """Every kernel XID line of the host log group between the two times."""
+def read_kernel_lines(
+    logs: Any,
+    log_group: str,
+    start_ms: int,
+    end_ms: int,
+    *,
+    time_left_s: Callable[[], float] | None = None,
+    page_s: float = 0.0,
+) -> KernelLines:
+    """Every kernel XID line of the host log group between the two times. ``time_left_s``: the
+    time the read may still use; no page is asked for with less than ``page_s`` (one call at
+    its worst) of it left, and what was read so far is kept, ``unread`` saying why no more."""
     by_node: dict[str, list[tuple[int, KernelXid]]] = {}
     token: dict[str, str] = {}
-    for _ in range(MAX_PAGES):
+    for read in range(MAX_PAGES):
+        if time_left_s is not None and time_left_s() < page_s:
+            pages = f"{read} page" + ("" if read == 1 else "s")
+            return KernelLines(by_node, unread=f"no time left to read past {pages}")
         try:
             page = logs.filter_log_events(
                 logGroupName=log_group,

@@ -86,22 +86,37 @@ class Parsed:
         return len(self.refused)
 
 
-def document_time_ms(document: Any, event_ms: int) -> int:
-    """An EMF document's ``_aws.Timestamp`` (epoch milliseconds); ``event_ms`` (the log event's
-    timestamp) where the document has none, or one that is not a whole number of milliseconds
-    in the years the notifier reads (2000 to 2199; so never NaN or infinite)."""
+def _stamp_ms(document: Any) -> int | None:
+    """An EMF document's ``_aws.Timestamp`` (epoch milliseconds), or None where it has none, or
+    one that is not a whole number of milliseconds in the years the notifier reads (2000 to
+    2199; so never NaN or infinite)."""
     meta = document.get("_aws") if isinstance(document, dict) else None
     stamp = meta.get("Timestamp") if isinstance(meta, dict) else None
     if isinstance(stamp, bool) or not isinstance(stamp, int | float):
-        return event_ms
+        return None
     if not math.isfinite(stamp) or not fields.EARLIEST_MS <= stamp < fields.LATEST_MS:
-        return event_ms
+        return None
     return int(stamp)
 
 
-def _from_emf(document: Any, cluster: str, event_ms: int) -> XidNotice | None:
+def document_time_ms(document: Any, event_ms: int) -> int:
+    """An EMF document's ``_aws.Timestamp`` (epoch milliseconds); ``event_ms`` (the log event's
+    timestamp) where the document has none, one that is not a whole number of milliseconds
+    in the years the notifier reads, or one dated more than ``xid_fields.MAX_AHEAD_MS`` after
+    ``event_ms`` (a newest-first read is not led by a document dated ahead)."""
+    stamp = _stamp_ms(document)
+    if stamp is None or stamp > event_ms + fields.MAX_AHEAD_MS:
+        return event_ms
+    return stamp
+
+
+def _from_emf(
+    document: Any, cluster: str, event_ms: int, now_ms: int | None = None
+) -> XidNotice | None:
     """An exporter document's XID, every field checked (``xid_fields``); None for a document
-    that is not about an XID (the exporter's cycle documents)."""
+    that is not about an XID (the exporter's cycle documents). One dated more than
+    ``xid_fields.MAX_AHEAD_MS`` after its log event (or ``now_ms``) is refused: it would claim
+    a window to come."""
     if not isinstance(document, dict):
         raise fields.DocumentError(f"an EMF line that is a JSON {type(document).__name__}")
     if DIM_XID_CODE not in document:
@@ -120,7 +135,9 @@ def _from_emf(document: Any, cluster: str, event_ms: int) -> XidNotice | None:
         source=f"GPU exporter ({fields.source(document.get(PROP_XID_SOURCE, 'nvml'))})",
         pods=names or tuple(f"{uid} (pod UID)" for uid in uids),
         pods_seen_ms=fields.pods_last_seen_ms(document.get(PROP_PODS_LAST_SEEN_MS)),
-        time_ms=document_time_ms(document, event_ms),
+        time_ms=fields.not_ahead(
+            _stamp_ms(document) or event_ms, min(event_ms, now_ms or event_ms)
+        ),
         pci_bus_id=fields.pci_bus_id(document.get(PROP_PCI_BUS_ID)),
         from_exporter=True,
     )
@@ -180,25 +197,28 @@ def _from_kernel(message: str, stream: str, cluster: str, time_ms: int) -> XidNo
     )
 
 
-def _read_event(event: dict[str, Any], stream: str, cluster: str) -> XidNotice | None:
+def _read_event(
+    event: dict[str, Any], stream: str, cluster: str, now_ms: int | None
+) -> XidNotice | None:
     message = event.get("message")
     if not isinstance(message, str):
         raise fields.DocumentError(f"log event message is a {type(message).__name__}")
     time_ms = fields.event_time_ms(event.get("timestamp"))
     if '"_aws"' in message:
-        return _from_emf(json.loads(message), cluster, time_ms)
+        return _from_emf(json.loads(message), cluster, time_ms, now_ms)
     return _from_kernel(message, stream, cluster, time_ms)
 
 
-def parse_log_events(payload: dict[str, Any], *, cluster: str) -> Parsed:
+def parse_log_events(payload: dict[str, Any], *, cluster: str, now_ms: int | None = None) -> Parsed:
     """The XIDs in a decoded CloudWatch Logs subscription payload. Each event is read on its
-    own: one that fails a check is refused with its reason, and the others go on."""
+    own: one that fails a check is refused with its reason, and the others go on. ``now_ms``:
+    the invocation's time, which no document may be dated far past (``xid_fields.not_ahead``)."""
     parsed = Parsed(notices=[])
     stream = str(payload.get("logStream", "unknown node"))
     for event in payload.get("logEvents", []):
         event_id = str(event.get("id", "?"))[:64]
         try:
-            notice = _read_event(event, stream, cluster)
+            notice = _read_event(event, stream, cluster, now_ms)
         except (ValueError, XidLineError) as err:  # DocumentError, JSON, kernel line
             parsed.refused.append(Refusal(event_id, str(err)[:300]))
             continue

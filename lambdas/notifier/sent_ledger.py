@@ -18,8 +18,16 @@ a second page on the first nor silenced by it, and a retry re-sends on the faile
 The claim comes before the publish and is released when the publish fails, so a retry sends
 what failed. A function killed between the two loses that one message (at most once); the
 alarm on the same metric still changes state.
+
+A publish whose request was sent whole but whose answer came late (a webhook that answers
+after its deadline) may have been shown: its claim is kept and marked (``LATE_POSTS`` 1), so a
+later invocation re-sends it once, with a longer deadline, and never again (``Claim``). All of
+it is ``PutItem`` (the claim's condition failure returns the item it found,
+``ReturnValuesOnConditionCheckFailure``: https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_PutItem.html),
+so the function's role needs nothing more.
 """
 
+from enum import Enum
 from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -31,6 +39,22 @@ EXPIRES: Final = "expires_at"
 MAX_KEY_BYTES: Final = 2048
 #: Keys outlive every retry and every XID window by far; TTL then removes them.
 KEEP_S: Final = 7 * 24 * 3600
+#: Posts of the incident sent whole whose answer came late: 1, the first (one re-send is
+#: due); 2, the re-send was taken too. Absent: delivered, or being delivered.
+LATE_POSTS: Final = "late_posts"
+
+
+class Claim(Enum):
+    """What a claim found."""
+
+    #: This call is the first: deliver it.
+    NEW = "new"
+    #: Claimed before: delivered, or being delivered now.
+    HELD = "held"
+    #: Its one post was sent and answered late: it may be re-sent once (``take_resend``).
+    LATE = "late"
+    #: Sent twice and answered late both times: not sent again, and not known to be shown.
+    UNCONFIRMED = "unconfirmed"
 
 
 def claim_key(incident_key: str, channel: str, *, first: str) -> str:
@@ -49,8 +73,9 @@ class SentLedger:
         self.dynamodb = dynamodb
         self.table = table
 
-    def claim(self, key: str, now_s: float) -> bool:
-        """True if this call is the first to claim the incident."""
+    def claim(self, key: str, now_s: float) -> Claim:
+        """``Claim.NEW`` if this call is the first to claim the incident, else what the claim
+        it found says."""
         size = len(key.encode())
         if size > MAX_KEY_BYTES:
             raise LedgerError(
@@ -59,17 +84,57 @@ class SentLedger:
         try:
             self.dynamodb.put_item(
                 TableName=self.table,
-                Item={KEY: {"S": key}, EXPIRES: {"N": str(int(now_s) + KEEP_S)}},
+                Item=self._item(key, now_s),
                 ConditionExpression="attribute_not_exists(#k)",
                 ExpressionAttributeNames={"#k": KEY},
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as err:
             if err.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                return False
+                found: Any = err.response.get("Item") or {}
+                late = found.get(LATE_POSTS, {}).get("N")
+                return {"1": Claim.LATE, "2": Claim.UNCONFIRMED}.get(str(late), Claim.HELD)
             raise LedgerError(f"claiming {key} in {self.table}: {err}") from err
         except BotoCoreError as err:
             raise LedgerError(f"claiming {key} in {self.table}: {err}") from err
+        return Claim.NEW
+
+    def _item(self, key: str, now_s: float, late: int | None = None) -> dict[str, Any]:
+        item = {KEY: {"S": key}, EXPIRES: {"N": str(int(now_s) + KEEP_S)}}
+        if late is not None:
+            item[LATE_POSTS] = {"N": str(late)}
+        return item
+
+    def _put(self, item: dict[str, Any], what: str, **condition: Any) -> bool:
+        """Write the item; False where ``condition`` failed."""
+        try:
+            self.dynamodb.put_item(TableName=self.table, Item=item, **condition)
+        except ClientError as err:
+            if condition and err.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise LedgerError(f"{what} {item[KEY]['S']} in {self.table}: {err}") from err
+        except BotoCoreError as err:
+            raise LedgerError(f"{what} {item[KEY]['S']} in {self.table}: {err}") from err
         return True
+
+    def mark_late(self, key: str, now_s: float, *, posts: int = 1) -> None:
+        """Keep the claim of a page whose post was sent whole and answered late: ``posts`` 1,
+        its first (one re-send is due); 2, the re-send too (none more)."""
+        self._put(self._item(key, now_s, posts), "marking late")
+
+    def take_resend(self, key: str, now_s: float) -> bool:
+        """Take the one re-send of a late claim: True for exactly one caller."""
+        return self._put(
+            self._item(key, now_s, 2),
+            "taking the re-send of",
+            ConditionExpression="#late = :one",
+            ExpressionAttributeNames={"#late": LATE_POSTS},
+            ExpressionAttributeValues={":one": {"N": "1"}},
+        )
+
+    def confirm(self, key: str, now_s: float) -> None:
+        """The re-send was answered: the claim holds as any delivered page's."""
+        self._put(self._item(key, now_s), "confirming")
 
     def release(self, key: str) -> None:
         """Forget a claim whose message was not sent, so that the retry sends it."""

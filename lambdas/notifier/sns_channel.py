@@ -4,9 +4,9 @@ subscribers (``notification.publish_arguments``)."""
 
 from typing import Any, Final
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, ReadTimeoutError
 
-from lambdas.notifier.channels import ChannelError, Delivery
+from lambdas.notifier.channels import ChannelError, ChannelTimeoutError, Delivery
 from lambdas.notifier.notification import Incident, publish_arguments
 
 #: The first channel: its ledger keys are the incident keys themselves, as they were written
@@ -29,10 +29,14 @@ class SnsChannel:
             return self.critical_topic_arn
         return self.warning_topic_arn
 
-    def deliver(self, incident: Incident) -> Delivery:
+    def deliver(self, incident: Incident, *, deadline_s: float | None = None) -> Delivery:
+        """Publish it; ``deadline_s`` is not used: the client's config bounds the call."""
         topic = self.topic_for(incident)
         try:
             response = self.sns.publish(**publish_arguments(incident, topic))
+        except (ConnectTimeoutError, ReadTimeoutError) as err:
+            # Its attempts all timed out: the handler skips SNS for the rest of the invocation.
+            raise ChannelTimeoutError(f"SNS topic {topic}: {err}") from err
         except (ClientError, BotoCoreError) as err:
             raise ChannelError(f"SNS topic {topic}: {err}") from err
         return Delivery(SNS, str(response.get("MessageId", "")))

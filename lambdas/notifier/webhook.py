@@ -8,9 +8,12 @@ One POST, and only its status counts: 2xx is delivered; a redirect is refused, n
 302 followed as a GET reaches no channel, yet looked sent); anything else, and any fault of the
 transport (a refused or reset connection, an answer that is not HTTP, a URL ``http.client``
 will not send), is a :class:`ChannelError`, so the handler releases the claim and Lambda's
-retry sends the page again. The whole delivery (name lookup, connect, TLS, request, the
-answer's status) is bounded by one deadline, not by a timeout per socket read that a server
-answering a byte at a time would reset forever: a timer shuts the socket at the deadline. The
+retry sends the page again. A post sent whole whose answer did not come within the deadline
+may have been shown (a chat service that answers late): it is an ``AnswerLateError``, whose
+claim the handler keeps, marked, for one re-send with ``LATE_DEADLINE_S``. The whole delivery
+(name lookup, connect, TLS, request, the answer's status) is bounded by one deadline, not by a
+timeout per socket read that a server answering a byte at a time would reset forever: a timer
+shuts the socket at the deadline. The
 connection is opened within the same deadline (``_connector``): the name is resolved in a
 thread waited on for the time left, and each resolved address is tried with only the time left,
 stopping when it is spent (``http.client`` would give every address the whole timeout, and the
@@ -37,7 +40,12 @@ from urllib.parse import quote, urlsplit
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lambdas.notifier import markup
-from lambdas.notifier.channels import ChannelError, Delivery
+from lambdas.notifier.channels import (
+    AnswerLateError,
+    ChannelError,
+    ChannelTimeoutError,
+    Delivery,
+)
 from lambdas.notifier.config import FUNCTION_TIMEOUT_S
 from lambdas.notifier.notification import Incident
 from lambdas.notifier.webhook_formats import body, format_for
@@ -47,10 +55,21 @@ WEBHOOK: Final = "webhook"
 #: both channels ends well inside the function's timeout (the handler also stops claiming
 #: when less than one delivery's time is left: handler.send).
 DEADLINE_S: Final = FUNCTION_TIMEOUT_S / 6
+#: The one re-send of a page whose first post was sent whole and answered late: a webhook that
+#: answers after the deadline (a chat service slow to post) is given twice the time, so the
+#: re-send reads the answer, and the page is shown at most twice (handler.send).
+LATE_DEADLINE_S: Final = 2 * DEADLINE_S
 
 
 class DeliveryFaultError(Exception):
-    """The POST got no HTTP status; the message never holds the URL's path or query."""
+    """The POST got no HTTP status; the message never holds the URL's path or query.
+    ``timed_out``: no answer within the deadline; ``sent``: the request had been sent whole
+    (the server may have acted on it)."""
+
+    def __init__(self, message: str, *, timed_out: bool = False, sent: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+        self.sent = sent
 
 
 def _where(url: str) -> str:
@@ -168,15 +187,22 @@ def post(url: str, payload: bytes, *, deadline_s: float) -> tuple[int, str]:
     timer.daemon = True
     timer.start()
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    sent = False
     try:
         connection.request(
             "POST", target, body=payload, headers={"Content-Type": "application/json"}
         )
+        sent = True
         response = connection.getresponse()
         status, reason = int(response.status), str(response.reason)
     except (OSError, HTTPException, ValueError) as err:
         if fired.is_set() or isinstance(err, TimeoutError):
-            raise DeliveryFaultError(f"timed out: no answer within {deadline_s:g} s") from None
+            raise DeliveryFaultError(
+                f"timed out: no answer within {deadline_s:g} s"
+                + (" (the request was sent)" if sent else ""),
+                timed_out=True,
+                sent=sent,
+            ) from None
         if isinstance(err, ValueError | InvalidURL):
             why = "the URL is not valid (not shown: it holds the token)"
             raise DeliveryFaultError(f"{type(err).__name__}: {why}") from None
@@ -218,15 +244,17 @@ class WebhookChannel:
     def name(self) -> str:
         return WEBHOOK
 
-    def deliver(self, incident: Incident) -> Delivery:
+    def deliver(self, incident: Incident, *, deadline_s: float | None = None) -> Delivery:
         if self._url is None:
             self._url = self._url_source()
         url = self._url
         where = _where(url)
+        payload = body(incident, format_for(url))
         try:
-            status, reason = post(url, body(incident, format_for(url)), deadline_s=self.deadline_s)
+            status, reason = post(url, payload, deadline_s=deadline_s or self.deadline_s)
         except DeliveryFaultError as err:
-            raise ChannelError(f"webhook {where}: {err}") from None
+            kind = ChannelTimeoutError if err.timed_out else ChannelError
+            raise (AnswerLateError if err.sent else kind)(f"webhook {where}: {err}") from None
         if 300 <= status < 400:
             raise ChannelError(
                 f"webhook {where}: HTTP {status}, a redirect: refused, not followed "

@@ -42,6 +42,14 @@ EARLIEST_MS: Final = int(EARLIEST_EPOCH * 1000)
 LATEST_MS: Final = int(LATEST_EPOCH * 1000)
 
 
+#: How far after its log event's time (and after now) an exporter document may be dated: the
+#: exporter stamps it when the GPU reported the XID, before the agent writes the line, on a
+#: node whose clock chrony keeps to Amazon Time Sync, so a document dated later was written
+#: so on purpose or by a broken clock. One dated ahead would claim the ledger key of a window
+#: to come (up to the ledger's 7 days), and the real XID of that window would page no one.
+MAX_AHEAD_MS: Final = 60_000
+
+
 class DocumentError(ValueError):
     """One log event the notifier refuses; the message names the field and why."""
 
@@ -164,6 +172,17 @@ def _epoch_ms(value: Any, what: str) -> int:
     if not EARLIEST_MS <= value < LATEST_MS:
         raise DocumentError(f"{what} {_short(value)} is not in 2000 to 2199")
     return value
+
+
+def not_ahead(stamp_ms: int, latest_ms: int) -> int:
+    """A document's time, refused where it is more than ``MAX_AHEAD_MS`` after ``latest_ms``
+    (its log event's time, or now where that is earlier)."""
+    if stamp_ms > latest_ms + MAX_AHEAD_MS:
+        raise DocumentError(
+            f"_aws.Timestamp {stamp_ms} is {(stamp_ms - latest_ms) / 1000:.0f} s after its log "
+            f"event's time or now (at most {MAX_AHEAD_MS // 1000} s)"
+        )
+    return stamp_ms
 
 
 def event_time_ms(value: Any) -> int:

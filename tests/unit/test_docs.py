@@ -145,9 +145,14 @@ def test_the_readmes_training_figures_are_the_codes() -> None:
         f"under {defaults.throughput_fraction:g} of its recent samples per second for "
         f"{defaults.throughput_window_minutes} minutes"
     ) in paragraph
+    assert (
+        f"step time {defaults.step_time_rise_percent:g}% over its recent median for "
+        f"{defaults.step_time_rise_minutes} minutes"
+    ) in paragraph
+    assert f"goodput over the last hour under {defaults.goodput_percent:g}%" in paragraph
     # one series per job each, and again for each kind's fleet count (catalog.cap_alarms)
     per_job = 2 * len(JOB_ALARM_KINDS) * INSIGHTS_ALARM.usd
-    assert f"${per_job:.2f} a job a month for the four" in paragraph
+    assert f"${per_job:.2f} a job a month for the six" in paragraph
     fleet = log_reads()[-1]
     assert (
         f"${fleet.insights_usd_per_day:.2f} a day for the {fleet.failed_per_day:g} failed jobs "

@@ -167,6 +167,11 @@ class TrainingMetric(StrEnum):
     #: Samples per second of training time (checkpoint saves and evaluation left out) as a
     #: share of the rank's recent median: 1 is as usual, 0.2 a fifth of it.
     THROUGHPUT_RATIO = "throughput_ratio"
+    #: The share of the window the rank spent on productive steps: its steps' time less their
+    #: data wait and the checkpoint saves and evaluation inside them, over the window's wall
+    #: time (0 to 1), from its first step on. Its mean over any period is the job's rolling
+    #: goodput there (docs/goodput.md): every window is one flush long.
+    GOODPUT = "goodput"
 
 
 TRAINING_METRIC_UNITS: Final[dict[TrainingMetric, str]] = {
@@ -185,6 +190,7 @@ TRAINING_METRIC_UNITS: Final[dict[TrainingMetric, str]] = {
     TrainingMetric.LOSS_NOT_FINITE: "Count",
     TrainingMetric.LOSS_DEVIATION: "None",
     TrainingMetric.THROUGHPUT_RATIO: "None",
+    TrainingMetric.GOODPUT: "None",
 }
 TRAINING_DIMENSIONS: Final = (DIM_CLUSTER, DIM_JOB)
 #: The metrics the job alarms read: published with the job's alarm shard as a dimension
@@ -197,6 +203,7 @@ JOB_ALARM_METRICS: Final = frozenset(
         TrainingMetric.LOSS_NOT_FINITE,
         TrainingMetric.LOSS_DEVIATION,
         TrainingMetric.THROUGHPUT_RATIO,
+        TrainingMetric.GOODPUT,
     }
 )
 JOB_ALARM_DIMENSIONS: Final = (DIM_CLUSTER, DIM_JOB, DIM_SHARD)

@@ -28,8 +28,29 @@ class SinkError(Exception):
     """A sink could not deliver; the documents stay buffered for a retry."""
 
 
+class SinkRefusedError(SinkError):
+    """The sink's endpoint refused the batch with an answer that says sending it again cannot
+    help (``status``: OTLP/HTTP's non-retryable statuses, ``otlp.http_sink.retryable``): the
+    sender drops the batch, counts it and logs the status once; it is never sent again."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class Sink(Protocol):
     def send(self, documents: Sequence[EmfDocument]) -> None: ...
+
+
+class Sender(Protocol):
+    """What the exporter hands its documents to: a ``BufferedSender``, or one per destination
+    (``exporter.xid_event_log.XidEventLog``)."""
+
+    def submit(self, documents: Sequence[EmfDocument]) -> None: ...
+
+    def flush(self, *, force: bool = False) -> bool: ...
+
+    def __len__(self) -> int: ...
 
 
 class StdoutSink:
@@ -186,6 +207,9 @@ class SenderStats:
     sent: int = 0
     dropped: int = 0
     failures: int = 0
+    #: Documents in batches the sink refused for good (``SinkRefusedError``): dropped, never
+    #: sent again.
+    refused: int = 0
 
 
 class BufferedSender:
@@ -194,7 +218,10 @@ class BufferedSender:
     The buffer is bounded: when full, the oldest documents are dropped and counted, so a sink
     that is down for a day costs a fixed amount of memory. After a failure the sender waits
     (doubling from ``base_backoff_s`` up to ``max_backoff_s``) before it tries again, so a dead
-    endpoint does not slow every collection cycle.
+    endpoint does not slow every collection cycle. A batch the sink refuses for good
+    (``SinkRefusedError``: an answer that says no retry can succeed) is dropped at once,
+    counted (``stats.refused``) and logged with its status, and the documents behind it go on:
+    retried, it would hold every later document behind it until the buffer evicted it.
     """
 
     def __init__(
@@ -236,6 +263,12 @@ class BufferedSender:
             batch = list(islice(self._buffer, self._chunk))
             try:
                 self.sink.send(batch)
+            except SinkRefusedError as err:
+                for _ in batch:
+                    self._buffer.popleft()
+                self.stats.refused += len(batch)
+                log.warning("%s; %d documents dropped, not sent again", err, len(batch))
+                continue
             except SinkError as err:
                 self.stats.failures += 1
                 self._consecutive_failures += 1

@@ -178,6 +178,8 @@ class _Window:
     model: dict[str, _Mean] = field(default_factory=dict)
     #: Seconds inside checkpoint_save() or evaluating(): not training time.
     paused: float = 0.0
+    #: Of them, those inside a step (the loop body saved or evaluated): in ``step_time``.
+    paused_in_steps: float = 0.0
     loss_not_finite: int = 0
 
 
@@ -196,6 +198,19 @@ def robust_deviation(value: float, recent: "Iterable[float]") -> Optional[float]
     if mad <= 0:
         return None
     return (value - median) / (MAD_TO_SIGMA * mad)
+
+
+def window_goodput(
+    step_time: float, data_wait: float, paused_in_steps: float, elapsed: float
+) -> Optional[float]:
+    """The share of a window spent on productive steps (0 to 1): the steps' time less their
+    data wait and the checkpoint saves and evaluation inside them, over the window's wall time
+    (docs/goodput.md). None for a window of no time. A step is counted in the window it ends
+    in, so one that began in the last window may make the share pass 1: it is held to 1."""
+    if elapsed <= 0:
+        return None
+    productive = step_time - data_wait - paused_in_steps
+    return min(1.0, max(0.0, productive / elapsed))
 
 
 def _sink(
@@ -303,6 +318,8 @@ class TrainingMetrics:
         self._progress_at = started
         #: checkpoint_save() and evaluating() in progress (they may nest).
         self._pauses: list[JobState] = []
+        #: The loop body of ``steps()`` is running: a pause now is inside a step's time.
+        self._in_step = False
         self._recent_step_time: deque[float] = deque(maxlen=RECENT_WINDOWS)
         self._recent_rate: deque[float] = deque(maxlen=RECENT_WINDOWS)
         self._recent_loss: deque[float] = deque(maxlen=RECENT_WINDOWS)
@@ -349,7 +366,11 @@ class TrainingMetrics:
             except StopIteration:
                 return
             got = clock()
-            yield batch
+            self._in_step = True
+            try:
+                yield batch
+            finally:
+                self._in_step = False
             done = clock()
             self._record_step(done - step_started, got - wait_started, batch)
             step_started = done
@@ -401,7 +422,10 @@ class TrainingMetrics:
                 self._pauses.remove(state)
                 now = self._progress_at = self._clock()
                 # The part of the pause inside the current window (a flush may fall within it).
-                self._window.paused += now - max(started, self._window.started)
+                inside = now - max(started, self._window.started)
+                self._window.paused += inside
+                if self._in_step:
+                    self._window.paused_in_steps += inside
 
     @contextlib.contextmanager
     def checkpoint_save(self, size_bytes: Optional[int] = None) -> Iterator[None]:
@@ -530,6 +554,9 @@ class TrainingMetrics:
                 usual = statistics.median(self._recent_rate)
                 if usual > 0:
                     metrics[TrainingMetric.THROUGHPUT_RATIO] = rate / usual
+        goodput = window_goodput(w.step_time, w.data_wait, w.paused_in_steps, elapsed)
+        if self._last_step is not None and goodput is not None:
+            metrics[TrainingMetric.GOODPUT] = goodput
         return metrics
 
     def _remember(self, elapsed: float) -> None:

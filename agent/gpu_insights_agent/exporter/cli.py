@@ -23,6 +23,7 @@ from gpu_insights_agent.contract.resource_names import cluster_name_problem
 from gpu_insights_agent.emf.sinks import (
     BufferedSender,
     PutMetricDataSink,
+    Sender,
     Sink,
     StdoutSink,
     TcpEmfSink,
@@ -101,18 +102,20 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _sink(args: argparse.Namespace) -> Sink:
+def _sender(args: argparse.Namespace) -> Sender:
     if args.sink == "stdout":
-        return StdoutSink()
+        return BufferedSender(StdoutSink(), capacity=args.buffer)
     if args.sink == "cloudwatch":
         import boto3
 
-        return PutMetricDataSink(boto3.client("cloudwatch", region_name=args.region))
+        sink = PutMetricDataSink(boto3.client("cloudwatch", region_name=args.region))
+        return BufferedSender(sink, capacity=args.buffer)
     listener = _emf_listener(args.emf_endpoint)
     if args.sink == "otlp":
-        # The XID events' log lines still go to the listener: the XID page path.
-        return XidEventLog(_otlp_sink(args.otlp_endpoint), listener)
-    return listener
+        # The XID events' log lines still go to the listener, buffered on their own: the XID
+        # page path, whatever the OTLP endpoint does.
+        return XidEventLog(_otlp_sink(args.otlp_endpoint), listener, capacity=args.buffer)
+    return BufferedSender(listener, capacity=args.buffer)
 
 
 def _emf_listener(emf_endpoint: str) -> TcpEmfSink:
@@ -188,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"gpu exporter: {message}", file=sys.stderr)
             return 2
     try:
-        sink = _sink(args)
+        sender = _sender(args)
         nvml = _nvml(args)
     except ValueError as err:  # TraceError among them
         print(f"gpu exporter: {err}", file=sys.stderr)
@@ -201,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     exporter = Exporter(
         NvmlSource(nvml),
-        BufferedSender(sink, capacity=args.buffer),
+        sender,
         ExporterConfig(
             cluster_name=args.cluster_name,
             node_name=args.node_name,

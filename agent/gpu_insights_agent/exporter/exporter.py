@@ -41,7 +41,7 @@ from gpu_insights_agent.contract.metrics import (
 )
 from gpu_insights_agent.contract.xid import XidSeverity, describe_xid
 from gpu_insights_agent.emf.document import EmfDocument, emf_document
-from gpu_insights_agent.emf.sinks import BufferedSender
+from gpu_insights_agent.emf.sinks import Sender
 from gpu_insights_agent.exporter.device_source import (
     Device,
     DeviceFault,
@@ -112,7 +112,7 @@ class Exporter:
     def __init__(
         self,
         source: DeviceSource,
-        sender: BufferedSender,
+        sender: Sender,
         config: ExporterConfig,
         *,
         clock: Callable[[], float] = time.time,

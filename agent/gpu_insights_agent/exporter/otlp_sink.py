@@ -26,13 +26,18 @@ Encoding and transport are the OpenTelemetry SDK's (``opentelemetry-exporter-otl
 the ``otlp`` extra): protobuf, which the exporter's image can carry, where the training emitter
 must keep to the standard library and sends JSON (``otlp.json_encoding``); retries and the memory
 bound stay with ``emf.sinks.BufferedSender``. A retried batch sends its counters' same totals
-again, which changes no count.
+again, which changes no count. The SDK's exporter says only success or failure, so the sink
+reads the answer's status from its requests session (a response hook): a status OTLP says not
+to retry (``otlp.http_sink.RETRYABLE_STATUSES``: a 400 or a 404 never succeeds) is a
+``SinkRefusedError``, which the buffer drops and counts rather than sending it again ahead of
+every later batch.
 """
 
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+import requests
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.sdk.metrics.export import (
     AggregationTemporality,
@@ -74,6 +79,7 @@ from gpu_insights_agent.contract.metrics import (
 )
 from gpu_insights_agent.emf.document import EmfDocument
 from gpu_insights_agent.emf.sinks import SinkError
+from gpu_insights_agent.otlp.http_sink import refusal
 
 SCOPE: Final = InstrumentationScope("gpu_insights_agent.exporter")
 #: The resource's ``service.name`` (without it the SDK says "unknown_service"). Only the
@@ -217,17 +223,27 @@ class OtlpSink:
         self._timeout_s = timeout_s
         #: When the XID counts began: the sink starts with the exporter.
         self.start_ns = time.time_ns() if start_ns is None else start_ns
+        #: The last answer's status and reason (None: no answer, a timeout or no connection).
+        self._answer: tuple[int, str] | None = None
+        session = requests.Session()
+        session.hooks["response"].append(self._heard)
         self._exporter = exporter or OTLPMetricExporter(
-            endpoint=endpoint, timeout=timeout_s, headers=dict(headers or {})
+            endpoint=endpoint, timeout=timeout_s, headers=dict(headers or {}), session=session
         )
+
+    def _heard(self, response: requests.Response, *_: Any, **__: Any) -> None:
+        self._answer = (response.status_code, str(response.reason))
 
     def send(self, documents: Sequence[EmfDocument]) -> None:
         if not documents:
             return
+        self._answer = None
         result = self._exporter.export(
             metrics_data(documents, start_ns=self.start_ns), timeout_millis=self._timeout_s * 1000
         )
         if result is not MetricExportResult.SUCCESS:
+            if self._answer is not None:
+                raise refusal(self.endpoint, *self._answer)
             raise SinkError(
                 f"OTLP endpoint {self.endpoint}: {len(documents)} documents not accepted "
                 "(the exporter's log says why)"

@@ -15,7 +15,7 @@ from typing import Callable, Optional, Sequence
 from urllib.parse import urlsplit
 
 from gpu_insights_agent.emf.document import EmfDocument
-from gpu_insights_agent.emf.sinks import SinkError
+from gpu_insights_agent.emf.sinks import SinkError, SinkRefusedError
 from gpu_insights_agent.otlp.json_encoding import CONTENT_TYPE
 
 log = logging.getLogger(__name__)
@@ -23,6 +23,26 @@ log = logging.getLogger(__name__)
 #: Seconds one request may take (connecting, sending, the answer); name resolution is not
 #: bounded by it, which is why only a background thread sends.
 TIMEOUT_S = 2.0
+#: The statuses a client retries: "The requests that receive a response status code listed in
+#: following table SHOULD be retried. All other 4xx or 5xx response status codes MUST NOT be
+#: retried": 429, 502, 503, 504 (OTLP specification, "OTLP/HTTP Response", "Failures",
+#: https://opentelemetry.io/docs/specs/otlp/#failures-1; open-telemetry/
+#: opentelemetry-specification specification/protocol/otlp.md). A 400 or 404 (an add-on with
+#: no OTLP endpoint, a wrong path) never succeeds.
+RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
+#: The most of an answer's body read: an ``ExportMetricsServiceResponse`` is a count and an
+#: error message; a larger body is not read into memory (a 300 MB answer took the sender from
+#: 22 to 622 MiB).
+MAX_ANSWER_BYTES = 64 * 1024
+
+
+def refusal(endpoint: str, status: int, reason: object) -> SinkError:
+    """The error for an HTTP answer that is no success: ``SinkRefusedError`` (dropped, never
+    sent again) for a status OTLP says not to retry, else ``SinkError`` (kept for a retry)."""
+    message = f"OTLP endpoint {endpoint}: HTTP {status} {reason}"
+    if 400 <= status < 600 and status not in RETRYABLE_STATUSES:
+        return SinkRefusedError(f"{message} (not retryable)", status)
+    return SinkError(message)
 
 
 def endpoint_problem(endpoint: str) -> Optional[str]:
@@ -69,9 +89,10 @@ class OtlpJsonSink:
         )
         try:
             with self._opener.open(request, timeout=self._timeout_s) as response:
-                answer = response.read()
+                answer = response.read(MAX_ANSWER_BYTES + 1)
         except urllib.error.HTTPError as err:
-            raise SinkError(f"OTLP endpoint {self.endpoint}: HTTP {err.code} {err.reason}") from err
+            err.close()  # its body unread
+            raise refusal(self.endpoint, err.code, err.reason) from err
         except (OSError, ValueError) as err:  # URLError, a timeout, a refused connection
             raise SinkError(f"OTLP endpoint {self.endpoint}: {err}") from err
         self._count_partial_success(answer)
@@ -81,6 +102,8 @@ class OtlpJsonSink:
         OK" and a ``partialSuccess`` naming the rejected datapoints ("Partial Success",
         https://opentelemetry.io/docs/specs/otlp/#partial-success-1): the client "MUST NOT"
         retry them."""
+        if len(answer) > MAX_ANSWER_BYTES:
+            return  # no answer of OTLP's is this long: not read
         try:
             partial = json.loads(answer or b"{}").get("partialSuccess") or {}
             rejected = int(partial.get("rejectedDataPoints") or 0)

@@ -224,6 +224,12 @@ def test_demo_sends_one_message_per_incident(demo: tuple[DemoResult, Path]) -> N
             f"[CRITICAL] Training loss is NaN or infinite: job gpt-nan on {_nodes(2)}",
             f"[WARNING] Training loss jumped: job t5-loss-spike on {_nodes(3)}",
             f"[WARNING] Training throughput collapsed: job bert-slows on {_nodes(4)}",
+            # Its fail-slow, 12 minutes before the collapse; the hung job's hour of goodput;
+            # and the week's data-bound job, 40% of its time waiting for data.
+            f"[WARNING] Training job slowed (fail-slow): job bert-slows on {_nodes(4)}",
+            # Killed at minute 100, its ranks are gone by its goodput page: no node named.
+            "[WARNING] Training job goodput low: job llama-hangs",
+            "[WARNING] Training job goodput low: job bert-data-bound on ip-10-0-2-22.ec2.internal",
         ]
     )
     hung = next(text for _, s, text in notified.messages if "job llama-hangs" in s)
@@ -601,13 +607,18 @@ def test_demo_pages_each_planted_job_within_its_window_and_nothing_else(
     result, _ = demo
     pages = job_pages(result.backtest, replay_window()[0])
     planted = {job.name: job for job in ALARM_JOBS if job.pages}
+    # Besides them, the week's data-bound job (cli/demo/training.py: 0.8 s of each 2 s step
+    # waiting for data) pages its hour's goodput, once.
+    assert pages.pop("bert-data-bound").keys() == {"job-goodput-low"}
     assert set(pages) == set(planted)  # resnet-steady's save and evaluation page nobody
-    for name, (kind, minute) in pages.items():
-        assert kind == planted[name].pages
-        assert planted[name].due[0] <= minute <= planted[name].due[1], (name, minute)
+    for name, kinds in pages.items():
+        due = planted[name].due_pages()
+        assert set(kinds) == set(due), name
+        for kind, minute in kinds.items():
+            assert due[kind][0] <= minute <= due[kind][1], (name, kind, minute)
     jobs = [r for r in result.backtest if r.spec.kind.startswith("job-")]
-    assert len(jobs) == 32 + 4  # and the four kinds' fleet counts, which page none of them
-    assert sum(r.alarms_raised for r in jobs) == 4
+    assert len(jobs) == 48 + 6  # and the six kinds' fleet counts, which page none of them
+    assert sum(r.alarms_raised for r in jobs) == 7
     assert "llama-hangs     job-hung at minute 56" in result.summary()
 
 
@@ -675,12 +686,12 @@ def test_the_otel_run_joins_every_pod_exactly_and_equals_the_classic_run(
     assert [name for name, _ in compared] == list(COMPARED)
     assert all(equal for _, equal in compared), compared
     # The exporter's and the emitter's series went over OTLP: the report's alarm history is
-    # the PromQL alarms' (one per kind, no shard), the same ten kinds as Classic's.
+    # the PromQL alarms' (one per kind, no shard), the same twelve kinds as Classic's.
     assert result.exporter.otlp is not None
     assert result.exporter.otlp.requests
     kinds = alarm_kinds(result.out_dir)
     assert kinds == alarm_kinds(classic.out_dir)
-    assert len(kinds) == 10
+    assert len(kinds) == 12
     assert sorted({spec.key for spec, _ in result.promql_raised}) == kinds
     report = json.loads((result.out_dir / "report.json").read_text())
     assert not any("-shard-" in a["alarm"] for a in report["alarms"])
@@ -744,7 +755,7 @@ def _assert_otel_dashboards(result: DemoResult, classic: DemoResult) -> None:
         for name in SAME_AS_DEPLOYED
     }
     # With the exporter's and the emitter's OTLP sink their series are PromQL charts too.
-    assert charts == {"gpu-fleet": 11, "gpu-node": 9, "training": 11}
+    assert charts == {"gpu-fleet": 11, "gpu-node": 9, "training": 13}
 
     def shown(run: DemoResult) -> dict[str, list[tuple[str, float]]]:
         return {

@@ -34,11 +34,11 @@ def test_demo_synthesizes_stores_and_fetches_the_agent_config(
     jsonschema.Draft4Validator(agent_schema).validate(written)
     stacks = json.loads((tmp_path / "out" / "stacks.json").read_text())
     # Eight GPU alarms (gpu-silent among them; no actions), the silence check's heartbeat,
-    # the notifier-failing and notifier-refused alarms and the 32 job alarms (four kinds in
-    # eight job shards), the fleet count alarm of each of the 10 multi time series kinds, the
+    # the notifier-failing and notifier-refused alarms and the 48 job alarms (six kinds in
+    # eight job shards), the fleet count alarm of each of the 12 multi time series kinds, the
     # control plane's 10 (cdk/alarms/cluster.py), and Classic's 5 serving alarms (waiting per
     # server, vLLM's preemptions: cdk/alarms/serving_classic.py) with their 5 count alarms.
-    assert stacks["GpuInsights-example-gpu-cluster-Alarms"]["AWS::CloudWatch::Alarm"] == 73
+    assert stacks["GpuInsights-example-gpu-cluster-Alarms"]["AWS::CloudWatch::Alarm"] == 91
     # Three analyzers and CDK's custom-resource provider (it makes the training log group).
     assert stacks["GpuInsights-example-gpu-cluster-Analyzers"]["AWS::Lambda::Function"] == 4
     del stacks["GpuInsights-example-gpu-cluster-Alarms"]

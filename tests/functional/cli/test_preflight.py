@@ -21,7 +21,7 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
-from cdk.settings import MISSING_CLUSTER, AgentCredentials, Settings
+from cdk.settings import AgentCredentials, Settings, missing_cluster
 from cli.demo.preflight import seed_cluster, stub_addons
 from cli.demo.realistic.container_insights import NODE_GPU_DIMENSION_SETS, gpu_device
 from cli.demo.realistic.nodes import (
@@ -307,9 +307,9 @@ def test_every_conflict_the_account_holds_fails_its_check(session: Any) -> None:
         "node-repair:agent": Verdict.WARN,
     }
     assert by_name["insights-alarm-quota"].detail.startswith(
-        # 6 GPU alarms and 32 job alarms (4 kinds in 8 job shards), and the 10 kinds' counts.
-        "198 Metrics Insights alarms exist, this deployment adds 48 (fleet_gpus=400: 1 alarm "
-        "shard(s)): 246 of the default quota"
+        # 6 GPU alarms and 48 job alarms (6 kinds in 8 job shards), and the 12 kinds' counts.
+        "198 Metrics Insights alarms exist, this deployment adds 66 (fleet_gpus=400: 1 alarm "
+        "shard(s)): 264 of the default quota"
     )
     assert by_name["log-groups"].detail.startswith(
         "/aws/gpu-insights/train/exporter exist(s) and will be adopted"
@@ -702,7 +702,7 @@ def test_command_exits_1_on_a_missing_cluster_and_prints_json(
 @pytest.mark.parametrize(
     ("cdk_json", "argv", "said"),
     [
-        ({}, [], MISSING_CLUSTER),
+        ({}, [], missing_cluster("--cluster-name")),
         ({"cluster": "ml-prod"}, [], "unknown setting 'cluster': did you mean 'cluster_name'?"),
         ({}, ["-c", "cluster=ml-prod"], "unknown setting 'cluster': did you mean 'cluster_name'?"),
         (
@@ -725,7 +725,8 @@ def test_command_refuses_what_synth_refuses_in_the_same_words(
     tmp_path: Path,
 ) -> None:
     """Preflight reads the settings as `cdk synth` does (cdk.json, then -c) and refuses a key
-    that is not a setting, or a missing cluster name, with synth's own line
+    that is not a setting, or a missing cluster name, with synth's own line (naming its own
+    --cluster-name first for the cluster)
     (tests/unit/cdk/test_app.py), exit 2."""
     path = tmp_path / "cdk.json"
     path.write_text(json.dumps({"context": cdk_json}))

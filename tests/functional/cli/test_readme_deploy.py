@@ -185,7 +185,10 @@ def test_step_7_status_exits_0_on_a_working_deployment(
         status = main(_command("status"))
     out = capsys.readouterr()
     assert status == 0, out.out + out.err
-    checks = dict(line.split()[1::-1] for line in out.out.splitlines()[:-2])
+    first, *lines = out.out.splitlines()
+    # The Region of step 2's cdk.json and the mode it gives, before the checks.
+    assert first.startswith("Region us-west-2 (the region setting); Container Insights mode otel")
+    checks = dict(line.split()[1::-1] for line in lines[:-2])
     assert checks == {
         "stacks": "OK",
         "observability-addon": "OK",

@@ -417,12 +417,11 @@ def test_an_unconfirmed_fatal_xid_is_a_warning_that_says_so_where_confirmation_i
     text = page["Message"]
     assert "Unconfirmed by the kernel log, so sent as a warning" in text
     assert "Kernel log:    unconfirmed by the kernel log: no NVRM: Xid 79 on PCI 00000000:" in text
-    # Not required: the same document pages critical, and says what the kernel log shows.
+    # Not required: the same XID on another GPU pages critical, and says what the kernel log
+    # shows. (Its own incident: a document dated ahead of the notifier's time is refused.)
     monkeypatch.setenv("REQUIRE_KERNEL_CONFIRMATION", "false")
-    later = _subscription_event(
-        [_exporter_xid(79, 1, now + 400)[0]], at_ms=int(now * 1000) + 400_000
-    )
-    assert notifier.handler(later, None)["published"] == 1
+    another = _subscription_event([_exporter_xid(79, 2, now)[0]])
+    assert notifier.handler(another, None)["published"] == 1
     (critical,) = _messages(aws, "critical")
     assert "Kernel log:    unconfirmed by the kernel log" in critical["Message"]
 
@@ -757,18 +756,18 @@ def test_a_hung_job_is_one_message_naming_its_pods_nodes_gpus_and_dashboard(
     assert "#dashboards/dashboard/gpu-insights-train-training?var-job=llama-ft" in text, text
 
 
-@pytest.mark.promql_engine
-def test_a_promql_job_contributor_is_one_message_naming_its_ranks_pods_and_nodes(
+def _promql_job_page(
     aws: dict[str, Any],
     templates: list[dict[str, Any]],
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Any,
-) -> None:
-    """OTel mode with the OTLP sink: job-hung is a PromQL alarm whose contributor is the job
-    (cluster, namespace, job_name). The emitter writes no documents there, so the notifier reads
-    the job's ranks from CloudWatch's PromQL API, signed with its CloudWatch client's
-    credentials: here the demo's jobs as OTel mode's emitter sends them, served by a real engine
-    at the Region's monitoring host (cli.demo.promql.answering)."""
+    key: str,
+    job: str,
+    minute: int,
+) -> Any:
+    """The notifier's page of ``key``'s PromQL contributor ``job`` at ``minute`` of the demo's
+    jobs as OTel mode's emitter sends them, served by a real engine at the Region's monitoring
+    host (cli.demo.promql.answering); returns the engine's answered requests."""
     from cli.demo.jobs import promql_samples, simulate
     from cli.demo.promql import answering
     from tests.prometheus import serve, write_openmetrics
@@ -784,16 +783,33 @@ def test_a_promql_job_contributor_is_one_message_naming_its_ranks_pods_and_nodes
     )
     _as_role(aws, templates, monkeypatch)
     monkeypatch.setitem(notifier._clients, "cloudwatch", aws["session"].client("cloudwatch"))
-    (spec,) = [s for s in promql_alarms(otlp) if s.key == "job-hung"]
+    (spec,) = [s for s in promql_alarms(otlp) if s.key == key]
+    labels = {**PROMQL_JOB_LABELS, "job_name": job}
     event = as_promql_contributor(
-        AWS_CONTRIBUTOR_EXAMPLE, "gpu-insights-train-job-hung", spec.description, PROMQL_JOB_LABELS
+        AWS_CONTRIBUTOR_EXAMPLE, f"gpu-insights-train-{key}", spec.description, labels
     )
-    # The replay's page: minute 55 of the demo's hours (tests/functional/cli/backtest/
-    # test_job_promql_alarms.py).
-    at = time.strftime("%Y-%m-%dT%H:%M:%S.000+0000", time.gmtime(start + 55 * 60))
+    at = time.strftime("%Y-%m-%dT%H:%M:%S.000+0000", time.gmtime(start + minute * 60))
     event["detail"]["state"]["timestamp"] = at
     with serve(tmp_path / "jobs.om", tmp_path / "data") as url, answering("us-east-1", url) as api:
         assert notifier.handler(event, None) == {"incidents": 1, "published": 1, "unreadable": 0}
+    return api
+
+
+@pytest.mark.promql_engine
+def test_a_promql_job_contributor_is_one_message_naming_its_ranks_pods_and_nodes(
+    aws: dict[str, Any],
+    templates: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Any,
+) -> None:
+    """OTel mode with the OTLP sink: job-hung is a PromQL alarm whose contributor is the job
+    (cluster, namespace, job_name). The emitter writes no documents there, so the notifier reads
+    the job's ranks from CloudWatch's PromQL API, signed with its CloudWatch client's
+    credentials: here the demo's jobs as OTel mode's emitter sends them, served by a real engine
+    at the Region's monitoring host (cli.demo.promql.answering)."""
+    # The replay's page: minute 55 of the demo's hours (tests/functional/cli/backtest/
+    # test_job_promql_alarms.py).
+    api = _promql_job_page(aws, templates, monkeypatch, tmp_path, "job-hung", "llama-hangs", 55)
     (request,) = api.answered
     assert request.get_header("Authorization", "").startswith("AWS4-HMAC-SHA256 ")
     (message,) = _messages(aws, "critical")
@@ -807,3 +823,30 @@ def test_a_promql_job_contributor_is_one_message_naming_its_ranks_pods_and_nodes
         "GPU:           not named (no label of the job's OTLP series)",
     ):
         assert line in text, text
+
+
+@pytest.mark.promql_engine
+def test_a_promql_fail_slow_page_says_its_culprit_read_at_the_alarms_time(
+    aws: dict[str, Any],
+    templates: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Any,
+) -> None:
+    """OTel mode: the fail-slow page of the demo's slowed job (bert-slows, four times slower
+    from minute 50 with no GPU, rank or node standing out) reads its GPUs' and ranks' series at
+    the alarm's time (lambdas/notifier/fail_slow_page.py) and says there is no single culprit;
+    with the role's own signed PromQL requests."""
+    key, job = "job-step-time-rise", "bert-slows"
+    api = _promql_job_page(aws, templates, monkeypatch, tmp_path, key, job, 53)
+    # The ranks' placement, then the ranks' data wait now and before, and the GPUs of their
+    # two nodes: seen, each fault reason, the ECC count now and before.
+    assert len(api.answered) == 1 + 2 + 5
+    assert all(
+        r.get_header("Authorization", "").startswith("AWS4-HMAC-SHA256 ") for r in api.answered
+    )
+    (message,) = _messages(aws, "warning")
+    assert message["Subject"].startswith(f"[WARNING] Training job slowed (fail-slow): job {job}")
+    assert (
+        "Culprit:       none: no GPU, rank or node stands out from the others: the whole job "
+        "slowed (its network, its code, or its input)"
+    ) in message["Message"], message["Message"]

@@ -184,7 +184,7 @@ def test_job_alarms_one_per_kind_and_job_shard_grouped_by_job(synth: Synth) -> N
     https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/multi-time-series-alarm.html)."""
     alarms = _alarms(_template(synth, {**PROD, "job_hung_minutes": "20"}))
     jobs = {name: alarm for name, alarm in alarms.items() if name.startswith("job-")}
-    assert len(jobs) == 4 * 8 + 4  # and each kind's fleet count
+    assert len(jobs) == 6 * 8 + 6  # and each kind's fleet count
     assert jobs["job-hung-at-cap"]["Metrics"][1]["Expression"] == (
         "SUM(CEIL(FLOOR(q1 / 1200) / 1000000000000000))"
     )
@@ -721,15 +721,15 @@ def test_the_default_synth_is_otel_mode_with_every_alarm_promql_and_no_silence_c
     synth: Synth,
 ) -> None:
     """Neither mode nor sink set, in an OTel Region: OTel mode and the OTLP sink
-    (settings.default_sink), so each of the 8 GPU and node kinds, the 4 job kinds, the 4
+    (settings.default_sink), so each of the 8 GPU and node kinds, the 6 job kinds, the 4
     serving kinds, the pending GPU pods and the 4 GPU node kinds (cdk/alarms/nodes.py) is one
-    PromQL alarm with its fleet count (42); the kernel log's XID count and the control plane's
+    PromQL alarm with its fleet count (46); the kernel log's XID count and the control plane's
     10 are the metric alarms, and there is no silence check."""
     default = {k: v for k, v in PROD.items() if k != "exporter_sink"}
     template = _template(synth, default)
     alarms = _alarms(template)
     promql = {n for n, a in alarms.items() if "EvaluationCriteria" in a}
-    assert len(promql) == 42
+    assert len(promql) == 46
     metric = set(alarms) - promql
     assert metric - {n for n in metric if n.startswith("control-plane-")} == {"gpu-xid-host-log"}
     # The pending pods' and the GPU nodes' are PromQL.
@@ -752,12 +752,16 @@ def test_otel_mode_with_the_otlp_sink_has_one_promql_alarm_per_job_kind_and_no_j
     alarms = _alarms(template)
     jobs = {n: a for n, a in alarms.items() if n.startswith("job-")}
     assert sorted(jobs) == [
+        "job-goodput-low",
+        "job-goodput-low-at-cap",
         "job-hung",
         "job-hung-at-cap",
         "job-loss-not-finite",
         "job-loss-not-finite-at-cap",
         "job-loss-spike",
         "job-loss-spike-at-cap",
+        "job-step-time-rise",
+        "job-step-time-rise-at-cap",
         "job-throughput-collapsed",
         "job-throughput-collapsed-at-cap",
     ]

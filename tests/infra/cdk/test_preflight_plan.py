@@ -63,9 +63,9 @@ def test_the_metrics_insights_alarms_are_those_preflight_counts(synth: Synth) ->
         if any("SELECT " in m.get("Expression", "") for m in p.get("Metrics", []))
     }
     assert insights == set(plan_for(settings_from_context(PROD)).insights_alarms)
-    # Five per-GPU kinds at one shard and gpu-silent; four job kinds in eight job shards; the
-    # fleet count alarm of each of those ten kinds.
-    assert len(insights) == 6 + 32 + 10
+    # Five per-GPU kinds at one shard and gpu-silent; six job kinds in eight job shards; the
+    # fleet count alarm of each of those twelve kinds.
+    assert len(insights) == 6 + 48 + 12
 
 
 def test_the_exporter_image_is_built_for_the_architectures_preflight_assumes(

@@ -132,3 +132,28 @@ def test_an_old_pinned_add_on_s_emf_default_is_said_at_synth() -> None:
     assert sink_default_warning(newer) is None
     classic = settings_from_context({**base, "container_insights_mode": "classic"})
     assert sink_default_warning(classic) is None
+
+
+def test_synth_with_a_python_without_the_project_says_how_to_run_it_in_one_line(
+    tmp_path: Path,
+) -> None:
+    """cdk.json's ``python3`` outside .venv once ended in a ``No module named
+    'gpu_insights_agent'`` traceback. ``-S`` leaves out site-packages, where the project is
+    installed: the Python a shell without .venv activated finds."""
+    result = subprocess.run(
+        [sys.executable, "-S", "-m", "cdk.app"],
+        cwd=ROOT,
+        env={**os.environ, "CDK_OUTDIR": str(tmp_path / "cdk.out")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    (line,) = result.stderr.splitlines()
+    assert "no module 'gpu_insights_agent'" in line
+    assert line.endswith(
+        "run `make install`, then `source .venv/bin/activate` and `cdk synth` again (cdk.json "
+        "runs `python3 -m cdk.app` with the first python3 on PATH)"
+    )

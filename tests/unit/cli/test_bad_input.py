@@ -37,11 +37,11 @@ def _one_line(capsys: pytest.CaptureFixture[str], *words: str) -> str:
 @pytest.mark.parametrize(
     ("argv", "words"),
     [
-        (["analyze", "storage", "--cluster-name", "c"], ["region"]),
+        (["analyze", "storage", "--cluster-name", "c"], ["no AWS credentials", "AWS_PROFILE"]),
         (["analyze", "training", "--cluster-name", "c", "--profile", "nosuch"], ["nosuch"]),
-        (["backtest", "--cloudwatch", "-c", "cluster_name=c"], ["region"]),
-        (["analyze", "storage", "--cluster-name", "c", "--region", "us-east-1"], ["read nothing"]),
-        (["analyze", "training", "--cluster-name", "c", "--region", "us-east-1"], ["credentials"]),
+        (["backtest", "--cloudwatch", "-c", "cluster_name=c"], ["no AWS credentials"]),
+        (["preflight", "-c", "cluster_name=c"], ["no AWS credentials", "AWS_ACCESS_KEY_ID"]),
+        (["status", "-c", "cluster_name=c", "--region", "us-east-1"], ["no AWS credentials"]),
     ],
 )
 def test_an_aws_failure_is_one_line_and_exit_1(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
-from cli.settings_args import context_from_args
+from cli.settings_args import NO_CREDENTIALS, context_from_args
 
 
 @pytest.mark.parametrize("command", ["preflight", "backtest"])
@@ -53,21 +53,15 @@ def test_without_a_cdk_json_here_the_settings_come_from_the_command_line(
     assert context_from_args(args)["region"] == "eu-west-1"  # ./cdk.json is read when present
 
 
-def test_preflight_without_a_region_or_with_an_unknown_profile_is_an_aws_failure(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_preflight_without_credentials_or_with_an_unknown_profile_is_an_aws_failure(
+    tmp_path: Path, no_aws: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Exit 1 and one line, as analyze and backtest --cloudwatch (README: exit codes)."""
-    for variable in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"):
-        monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    """Exit 1 and one line that says what to set, as analyze and backtest --cloudwatch
+    (README: exit codes); without a Region, us-east-1, as cdk deploy."""
     empty = tmp_path / "cdk.json"
     empty.write_text("{}")
     base = ["preflight", "-c", "cluster_name=train", "--cdk-json", str(empty)]
     assert main(base) == 1
-    assert (
-        capsys.readouterr()
-        .err.strip()
-        .endswith("no AWS Region: give --region, -c region=..., or AWS_REGION")
-    )
+    assert capsys.readouterr().err.strip().endswith(NO_CREDENTIALS)
     assert main([*base, "--profile", "nosuch"]) == 1
     assert "nosuch" in capsys.readouterr().err

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from cli.main import COMMANDS, _parser, main
+from cli.settings_args import NO_CREDENTIALS
 from tests.unit.cli.test_bad_input import _one_line
 
 pytestmark = pytest.mark.usefixtures("no_aws")
@@ -17,10 +18,7 @@ MANIFEST = ["manifest", "--image", "repo/exporter:1"]
 
 
 def _daemon_set_args(capsys: pytest.CaptureFixture[str]) -> list[str]:
-    items = json.loads(capsys.readouterr().out)["items"]
-    (daemon_set,) = [i for i in items if i["kind"] == "DaemonSet"]
-    (container,) = daemon_set["spec"]["template"]["spec"]["containers"]
-    return list(container["args"])
+    return _daemon_set_args_of(capsys.readouterr().out)
 
 
 def _after(args: list[str], option: str) -> str:
@@ -67,26 +65,42 @@ def test_manifest_reads_cdk_json_like_synth(
 
 def test_analyze_takes_its_cluster_from_the_settings(capsys: pytest.CaptureFixture[str]) -> None:
     """`analyze training -c cluster_name=ml-prod` once still demanded --cluster-name; now it
-    gets as far as AWS (no Region on this machine: exit 1 in one line of the project's)."""
+    gets as far as AWS (no credentials on this machine: exit 1 in one line of the project's)."""
     assert main(["analyze", "training", "-c", "cluster_name=ml-prod"]) == 1
-    _one_line(capsys, "no AWS Region: give --region, -c region=..., or AWS_REGION")
+    _one_line(capsys, NO_CREDENTIALS)
 
 
 @pytest.mark.parametrize("target", ["storage", "training"])
-def test_without_a_region_analyze_says_so_in_its_own_words(
+def test_without_credentials_analyze_says_what_to_set(
     target: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Once botocore's "You must specify a region." reached the user."""
+    """Once botocore's "You must specify a region." reached the user, then its "Unable to
+    locate credentials"; without a Region the command reads us-east-1, as cdk deploy would
+    deploy there (cdk/deploy_region.py)."""
     assert main(["analyze", target, "--cluster-name", "c"]) == 1
-    err = _one_line(capsys, "no AWS Region")
+    err = _one_line(capsys, "--profile", "AWS_PROFILE", "AWS_ACCESS_KEY_ID")
     assert "You must specify a region" not in err
+    assert "Unable to locate credentials" not in err
 
 
 def test_a_command_without_a_cluster_says_so_as_synth_does(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["analyze", "storage", "--region", "us-east-1"]) == 2
-    _one_line(capsys, "setting cluster_name is missing", "-c cluster_name=NAME", "cdk.json")
+    """Each names the command's own --cluster-name first (synth's words have only -c)."""
+    for argv in (
+        ["analyze", "storage", "--region", "us-east-1"],
+        ["preflight"],
+        ["status"],
+        ["backtest", "--cloudwatch"],
+        MANIFEST,
+    ):
+        assert main(argv) == 2, argv
+        _one_line(
+            capsys,
+            "setting cluster_name is missing",
+            "with --cluster-name NAME, -c cluster_name=NAME",
+            "cdk.json",
+        )
 
 
 @pytest.mark.parametrize(
@@ -146,7 +160,26 @@ def test_every_help_lists_its_exit_statuses(
     assert f"exit status of {command}:" in out
     assert f"  0  {COMMANDS[command].done}" in out
     assert "  2  bad input" in out
-    assert ("  1  AWS could not be reached" in out) == bool(COMMANDS[command].statuses)
+    # Exit 1 in the command's own words: explain-failure calls no AWS API; backtest names no
+    # cause; the commands that end so only for AWS or a check say just that.
+    said = {
+        "analyze": "AWS could not be reached or refused (no credentials, an unknown profile, an "
+        "API error), or the run read nothing",
+        "backtest": "with --cloudwatch: AWS could not be reached",
+        "explain-failure": "no cause was found in the log (the report is still printed); it "
+        "calls no AWS API",
+        "preflight": "a check failed (the report is still printed), or AWS could not be reached",
+        "status": "a check failed (the report is still printed), or AWS could not be reached",
+    }
+    one = [" ".join(line.split()) for line in out.splitlines() if line.startswith("  1  ")]
+    assert [line.startswith(f"1 {said[command]}") for line in one] == (
+        [True] if command in said else []
+    )
+    if command == "explain-failure":
+        assert "AWS" not in one[0].replace("calls no AWS API", "")
+    if command == "backtest":
+        assert "cause" not in one[0]
+        assert "check" not in one[0]
 
 
 @pytest.mark.parametrize(
@@ -169,11 +202,17 @@ def test_json_means_json_on_every_path(
     assert "\n" not in document["error"]
 
 
-def test_a_failed_read_names_what_failed_once(capsys: pytest.CaptureFixture[str]) -> None:
-    """Without credentials, analyze training once said "training jobs of c: training jobs of
-    c could not be analyzed: ..."."""
+def test_a_failed_read_names_what_failed_once(
+    no_aws: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A failed read once said "training jobs of c: training jobs of c could not be analyzed:
+    ..." (an endpoint that refuses: the discard port)."""
+    no_aws.setenv("AWS_ACCESS_KEY_ID", "t")
+    no_aws.setenv("AWS_SECRET_ACCESS_KEY", "t")
+    no_aws.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    no_aws.setenv("AWS_MAX_ATTEMPTS", "1")
     assert main(["analyze", "training", "--cluster-name", "c", "--region", "us-east-1"]) == 1
-    err = _one_line(capsys, "credentials")
+    err = _one_line(capsys, "read nothing")
     assert err.count("training jobs of c") == 1
 
 
@@ -217,9 +256,37 @@ def test_cost_estimate_sizes_the_alarms_for_the_deployments_fleet(
     assert main(argv) == 0
     assert "20,000 GPUs -> 50 alarm shard(s)" in capsys.readouterr().out
     assert main([*fleet, "-c", "container_insights_mode=otel"]) == 0
-    # 8 GPU, 4 job and 4 serving kinds and the pending GPU pods, each with its fleet count.
-    assert "and 42 PromQL alarm(s), unsharded" in capsys.readouterr().out
+    # 8 GPU, 6 job and 4 serving kinds and the pending GPU pods, each with its fleet count.
+    assert "and 46 PromQL alarm(s), unsharded" in capsys.readouterr().out
     assert main([*argv[:-1], "fleet_gpus=abc"]) == 2
     _one_line(capsys, "setting fleet_gpus='abc' is not valid")
     assert main([*argv[:-1], "fleet_gpus=100"]) == 2
     _one_line(capsys, "fleet_gpus=100 is fewer than the 320 GPUs priced")
+
+
+def test_the_profiles_region_decides_the_mode_as_at_synth(
+    no_aws: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With the Region only in the profile (AWS_PROFILE's, in the config file), manifest
+    resolves it as the CDK CLI does: Classic in eu-central-1, so the exporter sends EMF."""
+    (tmp_path / "none").write_text("[profile ml]\nregion = eu-central-1\n")
+    no_aws.setenv("AWS_PROFILE", "ml")
+    assert main([*MANIFEST, "-c", "cluster_name=train"]) == 0
+    out = capsys.readouterr()
+    assert out.err.splitlines()[0].startswith(
+        "Region eu-central-1 (profile 'ml''s region in the config file); Container Insights "
+        "mode classic (unset: Classic"
+    )
+    assert "--emf-endpoint" in _daemon_set_args_of(out.out)
+    # AWS_REGION goes before the profile's, as in the CDK CLI.
+    no_aws.setenv("AWS_REGION", "us-west-2")
+    assert main([*MANIFEST, "-c", "cluster_name=train"]) == 0
+    out = capsys.readouterr()
+    assert out.err.startswith("Region us-west-2 (AWS_REGION); Container Insights mode otel")
+    assert "--otlp-endpoint" in _daemon_set_args_of(out.out)
+
+
+def _daemon_set_args_of(printed: str) -> list[str]:
+    (daemon_set,) = [i for i in json.loads(printed)["items"] if i["kind"] == "DaemonSet"]
+    (container,) = daemon_set["spec"]["template"]["spec"]["containers"]
+    return list(container["args"])

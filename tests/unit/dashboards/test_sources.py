@@ -181,14 +181,14 @@ def test_with_the_otlp_sink_every_exporter_widget_reads_its_series_by_promql() -
 
 def test_with_the_otlp_sink_every_job_widget_reads_the_emitters_series_by_promql() -> None:
     """The emitter sends OTLP, not EMF, in the same deployments (exporter_sink=otlp): no
-    ``GpuInsights/Training`` metric exists, so each of the training dashboard's eleven job
+    ``GpuInsights/Training`` metric exists, so each of the training dashboard's thirteen job
     widgets is a PromQL chart in the same place under the same title, bounded (10 jobs, or the
     one picked), by the job label the emitter sets; the waste widgets stay; the job picker is
     a text box."""
     emf, otlp = _widgets(OTEL), _widgets(OTEL, OTLP)
     training = [key for key in emf if key[0].endswith("-training")]
     jobs = [key for key in training if NAMESPACE_TRAINING in json.dumps(emf[key])]
-    assert len(jobs) == 11
+    assert len(jobs) == 13
     for key in jobs:
         (query,) = chart_queries(otlp[key])
         assert is_promql(query)
@@ -203,3 +203,22 @@ def test_with_the_otlp_sink_every_job_widget_reads_the_emitters_series_by_promql
     assert NAMESPACE_TRAINING not in json.dumps(body)
     (picker,) = body["variables"]
     assert (picker["id"], picker["inputType"]) == (JOB_VARIABLE, "input")
+
+
+def test_the_job_dashboard_charts_the_jobs_goodput_over_15_minutes_and_the_hour() -> None:
+    """Goodput now (docs/goodput.md): the mean of the picked job's windows, each rolling window
+    one Metrics Insights period in Classic, one PromQL range where the emitter sends OTLP."""
+    emf, otlp = _widgets(OTEL), _widgets(OTEL, OTLP)
+    for window, duration in ((900, "15m"), (3600, "1h")):
+        title = {900: "Goodput, last 15 minutes (0-1)", 3600: "Goodput, last hour (0-1)"}[window]
+        (key,) = [k for k in emf if k[0].endswith("-training") and k[1] == title]
+        properties = emf[key]["properties"]
+        (row,) = properties["metrics"]
+        assert row[0]["expression"] == (
+            'SELECT AVG(goodput) FROM SCHEMA("GpuInsights/Training", ClusterName, JobName, '
+            f"Shard) WHERE ClusterName = 'train' AND JobName = '{JOB_PATTERN}'"
+        )
+        assert properties["period"] == window
+        (query,) = chart_queries(otlp[key])
+        assert '__name__="goodput"' in query["query"]
+        assert query["query"].count(f"[{duration}])") == 2  # its sum over its count

@@ -570,3 +570,33 @@ def test_the_window_means_are_the_same_floats_as_the_mean_of_every_value() -> No
     assert window["checkpoint_save_seconds"] == 41.5
     assert window["checkpoint_restore_seconds"] == 20.75
     assert window["checkpoint_size_bytes"] == int(41.5 * 2**30)
+
+
+def test_goodput_is_the_windows_step_time_less_data_wait_and_saves_over_its_wall_time(
+    encoding: str,
+) -> None:
+    """docs/goodput.md's rolling goodput, window by window: a minute of steps a third of which
+    waited for the batch is two thirds productive; a 30-second save inside a step is half a
+    minute's badput; a minute with no step (a hang the heartbeat publishes) is 0; before the
+    first step there is none (startup is the daily analyzer's)."""
+    clock, sink = Clock(0.0), Keep(encoding)
+    metrics = _job(clock, sink)
+    clock.now += 60
+    metrics.heartbeat()  # a minute of startup: no goodput yet
+    for _ in metrics.steps(loader(clock, 80, wait=0.25)):  # 0.25 s wait + 0.5 s work a step
+        clock.now += 0.5
+    for i, _ in enumerate(metrics.steps(loader(clock, 20, wait=0.0))):
+        clock.now += 1.5
+        if i == 0:
+            with metrics.checkpoint_save():  # inside the loop body: inside the step's time
+                clock.now += 30
+    clock.now += 60
+    metrics.heartbeat()  # stuck: no step in the window
+    metrics.drain()
+    goodput = [b.get("goodput") for b in sink.beats]
+    assert goodput[0] is None
+    # 80 steps of 0.75 s: the minute, 20 s of it waiting for batches.
+    assert goodput[1] == pytest.approx(40 / 60)
+    # 20 steps of 1.5 s and the 30 s save inside the first: the minute, 30 s of it saving.
+    assert goodput[2] == pytest.approx(30 / 60)
+    assert goodput[3] == 0.0

@@ -4,6 +4,7 @@ POSTed to ``/v1/metrics`` as ``application/x-protobuf``: https://opentelemetry.i
 "OTLP/HTTP"), not a stand-in for the sink's own client."""
 
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -16,7 +17,13 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 
 from gpu_insights_agent.contract.metrics import DEFAULT_OTLP_ENDPOINT, GpuMetric
 from gpu_insights_agent.emf.document import encode
-from gpu_insights_agent.emf.sinks import BufferedSender, Sink, SinkError, TcpEmfSink
+from gpu_insights_agent.emf.sinks import (
+    BufferedSender,
+    Sink,
+    SinkError,
+    SinkRefusedError,
+    TcpEmfSink,
+)
 from gpu_insights_agent.exporter import cli
 from gpu_insights_agent.exporter.device_source import XidEvent
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
@@ -38,12 +45,16 @@ class Receiver:
         self.content_types: list[str] = []
         self.paths: list[str] = []
         self.status = 200
+        #: Seconds to wait before answering (an endpoint that does not answer in time).
+        self.delay_s = 0.0
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 receiver.paths.append(self.path)
+                if receiver.delay_s:
+                    time.sleep(receiver.delay_s)
                 receiver.content_types.append(self.headers["Content-Type"])
                 if receiver.status == 200:
                     request = ExportMetricsServiceRequest()
@@ -86,7 +97,7 @@ def receiver() -> Iterator[Receiver]:
     r.server.server_close()
 
 
-def _exporter(clock: Clock, sink: Sink, **config: Any) -> Exporter:
+def _exporter(clock: Clock, sink: Sink | XidEventLog, **config: Any) -> Exporter:
     return started_exporter(clock, sink, **config)
 
 
@@ -202,12 +213,8 @@ def test_an_otlp_exporter_still_writes_its_xid_events_to_its_log_group_without_a
     }
 
 
-def test_a_refusing_endpoint_is_a_sink_error_and_the_buffer_keeps_the_batch(
-    receiver: Receiver,
-) -> None:
-    receiver.status = 400  # not retryable: the SDK gives up at once
+def _sent_through(sender: BufferedSender) -> tuple[Exporter, list[dict[str, Any]]]:
     clock = Clock(0)
-    sender = BufferedSender(OtlpSink(receiver.url, timeout_s=1.0))
     exporter = Exporter(
         NvmlSource(FakeNvml(trace_lines(), clock=clock, sleep=lambda _: None)),
         sender,
@@ -215,14 +222,85 @@ def test_a_refusing_endpoint_is_a_sink_error_and_the_buffer_keeps_the_batch(
         clock=lambda: EPOCH + clock(),
     )
     exporter.start()
-    documents = exporter.collect_once()
+    return exporter, exporter.collect_once()
+
+
+@pytest.mark.parametrize("status", [503, None])
+def test_a_retryable_failure_is_a_sink_error_and_the_buffer_keeps_the_batch(
+    receiver: Receiver, status: int | None
+) -> None:
+    """503 (OTLP's retryable statuses) or no answer in time: kept for the retry."""
+    if status is None:
+        receiver.delay_s = 1.0
+    else:
+        receiver.status = status
+    sender = BufferedSender(OtlpSink(receiver.url, timeout_s=0.3))
+    _, documents = _sent_through(sender)
     assert len(sender) == len(documents) == 3
-    assert sender.stats.failures == 1
-    with pytest.raises(SinkError, match="not accepted"):
-        OtlpSink(receiver.url, timeout_s=1.0).send(documents)
-    receiver.status = 200
+    assert (sender.stats.failures, sender.stats.refused) == (1, 0)
+    match = "HTTP 503 Service Unavailable" if status else "not accepted"
+    with pytest.raises(SinkError, match=match) as e:
+        OtlpSink(receiver.url, timeout_s=0.3).send(documents)
+    assert not isinstance(e.value, SinkRefusedError)
+    receiver.status, receiver.delay_s = 200, 0.0
     assert sender.flush(force=True)
     assert {labels["gpu"] for _, _, labels, *_ in receiver.points()} == {"0", "1", "2"}
+
+
+@pytest.mark.parametrize("status", [400, 404])
+def test_a_batch_refused_for_good_is_dropped_counted_and_never_sent_again(
+    receiver: Receiver, status: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 400 (bad data) or a 404 (an add-on with no OTLP endpoint, a wrong path) never
+    succeeds: "All other 4xx or 5xx response status codes MUST NOT be retried" (OTLP/HTTP
+    "Failures"). Retried head-first, the batch held every later document behind it."""
+    receiver.status = status
+    sender = BufferedSender(OtlpSink(receiver.url, timeout_s=1.0))
+    exporter, documents = _sent_through(sender)
+    assert (len(sender), sender.stats.refused, sender.stats.failures) == (0, len(documents), 0)
+    (line,) = [r.getMessage() for r in caplog.records if "not sent again" in r.getMessage()]
+    assert f"HTTP {status}" in line
+    assert sender.flush(force=True)  # nothing left to send again
+    assert len(receiver.paths) == 1
+    receiver.status = 200
+    exporter.collect_once()  # the next cycle is sent as ever
+    assert len(receiver.paths) == 2
+    assert len(receiver.requests) == 1
+
+
+class _Listener:
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+
+    def send(self, documents: Any) -> None:
+        self.lines.extend(documents)
+
+
+@pytest.mark.parametrize("status", [400, 404, 503, None])
+def test_the_xid_line_reaches_the_listener_whatever_the_otlp_endpoint_does(
+    receiver: Receiver, status: int | None
+) -> None:
+    """The XID page path in OTLP mode: with the OTLP endpoint refusing (400, 404), answering
+    503 or not answering in time, each XID's log line still reaches the agent's listener, at
+    once and once. (Sent only after OTLP took the batch, it reached it 0 times.)"""
+    if status is None:
+        receiver.delay_s = 1.0
+    else:
+        receiver.status = status
+    listener = _Listener()
+    sender = XidEventLog(OtlpSink(receiver.url, timeout_s=0.3), listener)
+    exporter = _exporter(Clock(0), sender)
+    for n in range(3):
+        exporter.collect_once()
+        exporter.on_xid(XidEvent(gpu_index=n, code=79, time=EPOCH + 2 + n, source="nvml"))
+    assert [(line["GpuIndex"], line["XidCode"]) for line in listener.lines] == [
+        ("0", "79"),
+        ("1", "79"),
+        ("2", "79"),
+    ]
+    # Refused for good: dropped and counted; else kept for the retry.
+    refused = status in (400, 404)
+    assert (sender.metrics.stats.refused > 0, len(sender.metrics) == 0) == (refused, refused)
 
 
 def test_default_endpoint_is_the_add_ons_agent_service() -> None:
@@ -236,11 +314,11 @@ def test_the_command_line_sends_otlp_where_the_flag_or_opentelemetrys_variable_s
     monkeypatch.delenv(cli.OTLP_ENDPOINT_ENV, raising=False)
 
     def endpoints(argv: list[str]) -> tuple[str, tuple[str, int]]:
-        sink = cli._sink(cli.parser().parse_args(argv))
-        assert isinstance(sink, XidEventLog)
-        assert isinstance(sink.metrics, OtlpSink)
-        assert isinstance(sink.log, TcpEmfSink)  # the XID events' log lines
-        return sink.metrics.endpoint, sink.log._address
+        sender = cli._sender(cli.parser().parse_args(argv))
+        assert isinstance(sender, XidEventLog)
+        assert isinstance(sender.metrics.sink, OtlpSink)
+        assert isinstance(sender.log.sink, TcpEmfSink)  # the XID events' log lines
+        return sender.metrics.sink.endpoint, sender.log.sink._address
 
     assert endpoints(base) == (
         DEFAULT_OTLP_ENDPOINT,
@@ -347,4 +425,4 @@ def test_an_endpoint_no_request_could_reach_is_refused_at_start(
 ) -> None:
     args = ["--cluster-name", "train", "--node-name", "node-a", "--sink", "otlp"]
     with pytest.raises(ValueError, match=problem):
-        cli._sink(cli.parser().parse_args([*args, "--otlp-endpoint", endpoint]))
+        cli._sender(cli.parser().parse_args([*args, "--otlp-endpoint", endpoint]))

@@ -92,18 +92,18 @@ def test_alarm_sizing_for_ten_thousand_gpus_fits_the_default_quota() -> None:
     assert alarm_sizing(gpus_only, 2_000).insights_alarms == 32
 
 
-def test_the_job_alarms_take_32_of_the_quota_whatever_the_fleet() -> None:
-    """Four kinds in eight job alarm shards: 2,000 concurrent jobs are 250 a query; and each
-    kind's fleet count, 36 in all."""
+def test_the_job_alarms_take_54_of_the_quota_whatever_the_fleet() -> None:
+    """Six kinds in eight job alarm shards: 2,000 concurrent jobs are 250 a query; and each
+    kind's fleet count, 54 in all."""
     with_jobs = AlarmSettings(cluster_name="train")
-    assert alarm_sizing(with_jobs, 64).insights_alarms == 12 + 32 + 4
+    assert alarm_sizing(with_jobs, 64).insights_alarms == 12 + 48 + 6
     ten = alarm_sizing(with_jobs, 10_000)
-    assert (ten.insights_alarms, ten.job_alarms, ten.fits_default_quota) == (168, 36, True)
-    assert "(36 of them for training jobs)" in ten.line()
-    # docs/alarms.md's sizing table: 12,400 GPUs is the most that fits with them.
-    most = alarm_sizing(with_jobs, 12_400)
-    assert (most.shards, most.insights_alarms, most.fits_default_quota) == (31, 198, True)
-    assert not alarm_sizing(with_jobs, 12_401).fits_default_quota
+    assert (ten.insights_alarms, ten.job_alarms, ten.fits_default_quota) == (186, 54, True)
+    assert "(54 of them for training jobs)" in ten.line()
+    # docs/alarms.md's sizing table: 10,800 GPUs is the most that fits with them.
+    most = alarm_sizing(with_jobs, 10_800)
+    assert (most.shards, most.insights_alarms, most.fits_default_quota) == (27, 196, True)
+    assert not alarm_sizing(with_jobs, 10_801).fits_default_quota
 
 
 def test_container_insights_fallback_converts_the_share_to_watts() -> None:
@@ -148,7 +148,7 @@ def test_each_multi_series_kind_has_a_fleet_count_alarm_that_pages_before_the_ca
     assert sorted(counts) == sorted(
         ["gpu-low-power", "gpu-lost", "gpu-ecc-uncorrected", "gpu-thermal-throttling",
          "gpu-power-brake", "gpu-silent", "job-hung", "job-loss-not-finite", "job-loss-spike",
-         "job-throughput-collapsed"]
+         "job-throughput-collapsed", "job-step-time-rise", "job-goodput-low"]
     )  # fmt: skip
     low, kind = counts["gpu-low-power"], alarms["gpu-low-power-shard-07"]
     assert isinstance(low.metric, BreachCount)

@@ -37,13 +37,13 @@ def test_each_kind_is_one_promql_alarm_by_job_and_no_job_alarm_is_sharded() -> N
     )
     assert all(isinstance(s.metric, PromQLQuery) and s.shard is None for s in deployed)
     assert not [s for s in gpu_alarms(OTLP) if (s.counts or s.kind) in JOB_ALARM_KINDS]
-    # Off the Metrics Insights quota: the EMF sink's 36 job alarms (and, with the GPU kinds
-    # PromQL too, every other) leave it; the four kinds and their counts are 8 PromQL alarms.
+    # Off the Metrics Insights quota: the EMF sink's 54 job alarms (and, with the GPU kinds
+    # PromQL too, every other) leave it; the six kinds and their counts are 12 PromQL alarms.
     emf = alarm_sizing(AlarmSettings(cluster_name="train", promql=True), 10_000)
     otlp = alarm_sizing(OTLP, 10_000)
-    assert (emf.job_alarms, otlp.job_alarms) == (36, 0)
-    assert (emf.insights_alarms, otlp.insights_alarms) == (168, 0)
-    assert len([s for s in promql_alarms(OTLP) if (s.counts or s.kind) in JOB_ALARM_KINDS]) == 8
+    assert (emf.job_alarms, otlp.job_alarms) == (54, 0)
+    assert (emf.insights_alarms, otlp.insights_alarms) == (186, 0)
+    assert len([s for s in promql_alarms(OTLP) if (s.counts or s.kind) in JOB_ALARM_KINDS]) == 12
 
 
 @pytest.mark.parametrize(
@@ -59,7 +59,7 @@ def test_classic_and_the_emf_sink_keep_todays_sharded_job_alarms_exactly(
 ) -> None:
     jobs = [s for s in deployed_alarms(settings) if s.kind in JOB_ALARM_KINDS]
     assert jobs == job_alarms("train", JobAlarmSettings())
-    assert len(jobs) == 32
+    assert len(jobs) == 48
 
 
 def test_the_queries_read_the_emitters_otlp_series_with_the_metrics_insights_rank_function() -> (
@@ -79,6 +79,15 @@ def test_the_queries_read_the_emitters_otlp_series_with_the_metrics_insights_ran
     assert queries["job-throughput-collapsed"].query == (
         f'max by {BY} (max_over_time({{__name__="throughput_ratio", {cluster}}}[5m])) < 0.5'
     )
+    # Fail-slow: the fastest rank's newest flush under 1/1.1 of its usual throughput (a step
+    # time 10% over its recent median), held for the 3-minute window: 60 s pending.
+    assert queries["job-step-time-rise"].query == (
+        f'max by {BY} (max_over_time({{__name__="throughput_ratio", {cluster}}}[2m])) < 0.9091'
+    )
+    # Goodput now: every rank's windows of the last hour, averaged, under 70%.
+    assert queries["job-goodput-low"].query == (
+        f'avg by {BY} (avg_over_time({{__name__="goodput", {cluster}}}[60m])) < 0.7'
+    )
     # Every minute, recovered five minutes after the query stops returning the job.
     assert {(q.evaluation_interval_s, q.recovery_period_s) for q in queries.values()} == {(60, 300)}
     assert {k: q.lookback_s for k, q in queries.items()} == {
@@ -86,6 +95,8 @@ def test_the_queries_read_the_emitters_otlp_series_with_the_metrics_insights_ran
         "job-loss-not-finite": 120,
         "job-loss-spike": 120,
         "job-throughput-collapsed": 300,
+        "job-step-time-rise": 120,
+        "job-goodput-low": 3600,
     }
 
 
@@ -98,6 +109,8 @@ def test_the_settings_thresholds_and_windows_are_the_alarms() -> None:
         "job-loss-not-finite": 0,
         "job-loss-spike": 0,
         "job-throughput-collapsed": 600,
+        "job-step-time-rise": 60,
+        "job-goodput-low": 0,
     }
     changed = _queries(
         JobAlarmSettings(
@@ -105,8 +118,14 @@ def test_the_settings_thresholds_and_windows_are_the_alarms() -> None:
             loss_spike_deviations=4.5,
             throughput_fraction=0.25,
             throughput_window_minutes=30,
+            step_time_rise_percent=25,
+            step_time_rise_minutes=5,
+            goodput_percent=55,
         )
     )
+    assert changed["job-step-time-rise"].query.endswith(" < 0.8")
+    assert changed["job-step-time-rise"].pending_period_s == 180
+    assert changed["job-goodput-low"].query.endswith(" < 0.55")
     assert changed["job-hung"].query.endswith(" >= 1800")
     assert changed["job-loss-spike"].query.endswith(" >= 4.5")
     assert changed["job-throughput-collapsed"].query.endswith(" < 0.25")

@@ -9,6 +9,7 @@ from cdk.node_config.manifest import ManifestError, exporter_manifests
 from cli.main import main
 from gpu_insights_agent.contract.metrics import ExporterSink
 from gpu_insights_agent.exporter.cli import parser as exporter_parser
+from tests.unit.reference_data import observability_chart_values
 
 
 def _daemon_set(**kwargs: object) -> dict:  # type: ignore[type-arg]
@@ -97,9 +98,9 @@ def test_over_otlp_pod_attribution_also_reads_the_container_log_names_read_only(
 
 
 def test_gpu_nodes_are_selected_by_label_or_instance_type_and_gpu_taints_tolerated() -> None:
-    pod = _daemon_set(gpu_taint_keys=("nvidia.com/gpu", "example.com/h200"))["spec"]["template"][
-        "spec"
-    ]
+    pod = _daemon_set(
+        gpu_taint_keys=("nvidia.com/gpu", "example.com/h200"), tolerate_all_taints=False
+    )["spec"]["template"]["spec"]
     terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"
     ]
@@ -134,6 +135,26 @@ def test_gpu_nodes_are_selected_by_label_or_instance_type_and_gpu_taints_tolerat
     assert pod["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Exists"},
         {"key": "example.com/h200", "operator": "Exists"},
+    ]
+
+
+def test_with_tolerate_all_taints_the_exporter_tolerates_every_taint_as_the_addons_agents() -> None:
+    """tolerate_all_taints=true (the default): a GPU node with a taint of any key runs the
+    exporter beside the add-on's agents, whose chart tolerates every taint (the values' root
+    ``tolerations: [{operator: Exists}]``, reference_data.observability_chart_values)."""
+    chart = observability_chart_values()
+    pod = _daemon_set(gpu_taint_keys=("nvidia.com/gpu",))["spec"]["template"]["spec"]
+    assert pod["tolerations"] == chart["tolerations"] == [{"operator": "Exists"}]
+
+
+def test_manifest_command_follows_tolerate_all_taints(capsys: pytest.CaptureFixture[str]) -> None:
+    def printed(*args: str) -> object:
+        (*_, daemon_set) = _printed_objects(capsys, "-c", "gpu_taint_keys=example.com/h200", *args)
+        return daemon_set["spec"]["template"]["spec"]["tolerations"]
+
+    assert printed() == [{"operator": "Exists"}]
+    assert printed("-c", "tolerate_all_taints=false") == [
+        {"key": "example.com/h200", "operator": "Exists"}
     ]
 
 

@@ -15,6 +15,9 @@ DAYS = 730 / 24
 FLEET = ["cost-estimate", "--nodes", "40", "--gpus-per-node", "8"]
 CLASSIC = ("-c", "container_insights_mode=classic")
 
+#: No Region in the environment or a profile: us-east-1, where both modes are offered.
+pytestmark = pytest.mark.usefixtures("no_aws")
+
 
 def _items(capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, dict[str, object]]:
     assert main([*FLEET, *extra, "--json"]) == 0
@@ -64,10 +67,10 @@ def test_the_fleet_of_40_eight_gpu_nodes(capsys: pytest.CaptureFixture[str]) -> 
     assert ci["quantity"] == pytest.approx(320 * 18 * 43_800 / 1e6)
     assert ci["usd"] == pytest.approx(52.98, abs=0.01)
     # One shard: low power and lost GPU read every GPU, the 3 fault alarms read 2% of them;
-    # the 32 job alarms (4 kinds in 8 job shards) read the 40 jobs, a job shard's 5 each;
+    # the 48 job alarms (6 kinds in 8 job shards) read the 40 jobs, a job shard's 5 each;
     # each kind's fleet count reads the kind's series once more, over every shard.
     insights = items["Metrics Insights alarms"]
-    assert insights["quantity"] == pytest.approx(2 * (320 * 2 + 320 * 3 * 0.02 + 32 * 40 / 8))
+    assert insights["quantity"] == pytest.approx(2 * (320 * 2 + 320 * 3 * 0.02 + 48 * 40 / 8))
     # XID fatal, XID (2 metrics), the control plane's 10 (cdk/alarms/cluster.py), the
     # notifier's dead letters and refused documents.
     assert items["Standard alarms"]["quantity"] == 15
@@ -99,7 +102,7 @@ def test_otel_mode_prices_the_add_ons_gpu_series_by_its_preview(
     assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(392.88)
     total = sum(float(str(i["usd"])) for i in items.values())
     # Classic's total less its observations, plus the two serving dashboards at $3.
-    assert total == pytest.approx(714.82 - 52.98 + 2 * 3.0, abs=0.02)
+    assert total == pytest.approx(730.82 - 52.98 + 2 * 3.0, abs=0.02)
 
 
 def test_otel_mode_prices_the_analyzer_s_promql_at_the_preview_s_nothing(
@@ -169,9 +172,9 @@ def test_the_emitter_over_otlp_is_billed_by_its_bytes_in_the_same_table(
     datapoints' serialized size, per GB, at the exporter's price; with EMF, no such line."""
     items = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=otlp")
     emitter = items["Training emitter OTLP metrics ingestion"]
-    # 320 ranks (one a GPU) x 13 datapoints x 43,800 minute windows x 348 bytes: 63.4 GB.
-    assert emitter["quantity"] == pytest.approx(320 * 13 * 43_800 * 348 / 1e9)
-    assert emitter["usd"] == pytest.approx(5.07, abs=0.01)
+    # 320 ranks (one a GPU) x 14 datapoints x 43,800 minute windows x 348 bytes: 68.3 GB.
+    assert emitter["quantity"] == pytest.approx(320 * 14 * 43_800 * 348 / 1e9)
+    assert emitter["usd"] == pytest.approx(5.46, abs=0.01)
     assert emitter["price"] == items["Exporter OTLP metrics ingestion"]["price"]
     emf = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf")
     assert "Training emitter OTLP metrics ingestion" not in emf
@@ -251,7 +254,7 @@ def test_with_the_otlp_sink_every_alarm_is_a_promql_alarm_and_no_silence_check_r
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """OTel mode with exporter_sink=otlp deploys one PromQL alarm per kind and its fleet count
-    (8 GPU kinds, 4 job kinds, 4 serving kinds, the pending GPU pods and 4 node kinds: 42), no
+    (8 GPU kinds, 6 job kinds, 4 serving kinds, the pending GPU pods and 4 node kinds: 46), no
     Metrics Insights alarm and no silence check, so neither is priced; before, the PromQL alarms
     were left out and the silence check's runs and GetMetricData reads (2.8 million metrics a
     month at 320 GPUs) were priced."""
@@ -259,7 +262,7 @@ def test_with_the_otlp_sink_every_alarm_is_a_promql_alarm_and_no_silence_check_r
     assert "Metrics Insights alarms" not in items
     assert not [name for name in items if "silence check" in name]
     promql = items["PromQL alarms"]
-    assert str(promql["basis"]).startswith("42 alarms (one per kind and its fleet count")
+    assert str(promql["basis"]).startswith("46 alarms (one per kind and its fleet count")
     assert promql["usd"] == 0  # no figure published: the samples are printed instead
     assert float(promql["quantity"]) > 0  # type: ignore[arg-type]
     # 40 volumes' reads, 7 metrics each a daily run; the 40 jobs' series are the emitter's OTLP
@@ -310,3 +313,74 @@ def test_otel_mode_prices_the_serving_alarms_scans_bounded_by_the_gpus(
     assert str(promql["basis"]).startswith("8 alarms")
     assert promql["quantity"] == pytest.approx(320 * 64 * MINUTES_PER_MONTH / 1e6)
     assert promql["usd"] == 0
+
+
+def test_no_jobs_and_no_volumes_are_priced_as_none(capsys: pytest.CaptureFixture[str]) -> None:
+    """--jobs 0 and --volumes 0 were once priced as the one-a-node default (40 at --nodes 40)."""
+    items = _items(capsys, *CLASSIC, "--jobs", "0", "--volumes", "0")
+    # GetMetricData: the silence check's GPU a run alone (no volume, no job read).
+    assert items["GetMetricData metrics requested"]["quantity"] == pytest.approx(320 * 8760)
+    assert main([*FLEET, *CLASSIC, "--jobs", "0", "--volumes", "0"]) == 0
+    fleet = capsys.readouterr().out.splitlines()[1]
+    assert (
+        fleet == "Fleet: 40 GPU nodes x 8 GPUs = 320 GPUs; exporter every 10 s; 0 volumes, 0 jobs"
+    )
+    # OTel mode with the OTLP sink: the listing's 2 queries find no job; none is read after.
+    promql = _items(capsys, "--jobs", "0")[
+        "PromQL queries (analyzers and weekly report, query API)"
+    ]
+    assert "0 jobs' emitter series" in str(promql["basis"])
+
+
+def test_one_of_each_is_said_in_the_singular(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [
+        "cost-estimate",
+        "--nodes",
+        "1",
+        "--gpus-per-node",
+        "1",
+        "--jobs",
+        "1",
+        "--volumes",
+        "1",
+    ]
+    assert main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == "Fleet: 1 GPU node x 1 GPU = 1 GPU; exporter every 10 s; 1 volume, 1 job"
+    assert "the 1 node's DCGM and exporter series and the 1 job's emitter series (1 rank)" in (
+        "\n".join(out)
+    )
+
+
+def test_the_first_line_names_the_region_and_mode_priced(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(FLEET) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == (
+        "Region us-east-1 (none set: the CDK CLI's default); Container Insights mode otel "
+        "(unset: OTel, as AWS offers it in this Region); 0 Metrics Insights alarms and 46 "
+        "PromQL alarms"
+    )
+    assert main([*FLEET, "-c", "region=eu-central-1"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith(
+        "Region eu-central-1 (the region setting); Container Insights mode classic (unset: Classic"
+    )
+
+
+def test_a_job_of_more_ranks_than_a_promql_answer_holds_is_refused_by_name(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """It once ended in a JobQueryError traceback: the training analyzer reads a job's ranks in
+    one PromQL answer (promql_jobs.py rank_stats)."""
+    argv = ["cost-estimate", "--nodes", "100", "--gpus-per-node", "8", "--jobs", "1"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err == (
+        "gpu-insights cost-estimate: --jobs 1 shares the 800 GPUs priced as 800 ranks a job: with "
+        "exporter_sink=otlp a job's ranks are read in one PromQL answer of under 500 series; give "
+        "--jobs 2 or more\n"
+    )
+    assert main([*argv, *CLASSIC]) == 0  # Classic reads the jobs with GetMetricData

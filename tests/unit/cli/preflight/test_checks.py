@@ -43,7 +43,7 @@ from lambdas.silence_check.coverage import Uncovered
 CLUSTER = Cluster(
     "train", "1.33", "ACTIVE", "https://oidc.eks.us-east-1.amazonaws.com/id/ABC", False
 )
-#: The GPU alarms alone (the 32 job alarms are counted in test_the_job_alarms_count_too), in
+#: The GPU alarms alone (the 48 job alarms are counted in test_the_job_alarms_count_too), in
 #: OTel mode, the one the add-on checks below are about.
 PLAN = plan_for(
     Settings(
@@ -247,13 +247,13 @@ def test_a_fleet_of_10000_gpus_adds_132_alarms_and_fails_beside_75_others() -> N
 
 
 def test_the_job_alarms_count_too() -> None:
-    """4 job alarm kinds in 8 job shards beside the 6 GPU alarms of one shard, and the 10
+    """6 job alarm kinds in 8 job shards beside the 6 GPU alarms of one shard, and the 12
     kinds' fleet counts."""
     plan = plan_for(Settings(cluster_name="train"))
-    assert len(plan.insights_alarms) == 6 + 32 + 10
+    assert len(plan.insights_alarms) == 6 + 48 + 12
     assert check_insights_quota(plan, facts()).detail.startswith(
-        "0 Metrics Insights alarms exist, this deployment adds 48 (fleet_gpus=400: 1 alarm "
-        "shard(s)): 48 of"
+        "0 Metrics Insights alarms exist, this deployment adds 66 (fleet_gpus=400: 1 alarm "
+        "shard(s)): 66 of"
     )
 
 

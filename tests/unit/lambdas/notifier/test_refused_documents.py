@@ -15,7 +15,7 @@ from gpu_insights_agent.exporter.xid_watcher import XidEvent
 from lambdas.notifier.messages import group_xids, parse_log_events
 from lambdas.notifier.refused import refused_line
 from lambdas.notifier.sent_ledger import MAX_KEY_BYTES, LedgerError, SentLedger
-from lambdas.notifier.xid_fields import same_pci_device
+from lambdas.notifier.xid_fields import MAX_AHEAD_MS, same_pci_device
 from tests.unit.agent.exporter.nvml_trace import Clock, trace_lines
 from tests.unit.lambdas.notifier.events import NODE
 
@@ -206,3 +206,32 @@ def test_pods_not_as_kubernetes_names_them_are_refused(pods: Any) -> None:
     parsed = parse_log_events(_payload([json.dumps(document)]), cluster="train")
     (refusal,) = parsed.refused
     assert refusal.reason.startswith("Pods ")
+
+
+def test_a_document_dated_ahead_of_its_log_event_is_refused_and_cannot_claim_a_window() -> None:
+    """A forged XID 79 dated 10 minutes ahead claimed the ledger key of that window, and the
+    real XID of it then paged no one. Past ``MAX_AHEAD_MS`` after its log event's time it is
+    refused (counted, never a page); within it, a clock a little ahead still pages."""
+    forged = exporter_xid(at=T0 + 600)
+    ahead = exporter_xid(at=T0 + MAX_AHEAD_MS / 1000 - 1)
+    parsed = parse_log_events(_payload([json.dumps(forged), json.dumps(ahead)]), cluster="train")
+    (refusal,) = parsed.refused
+    assert refusal.event_id == "0"
+    assert "_aws.Timestamp 1772460600000 is 600 s after its log event's time" in refusal.reason
+    assert [n.time_ms for n in parsed.notices] == [int(T0 * 1000) + MAX_AHEAD_MS - 1000]
+
+
+def test_a_document_dated_ahead_of_now_is_refused_whatever_its_log_events_time() -> None:
+    """The log event's time is its writer's too (CloudWatch Logs takes events up to 2 hours
+    ahead): the invocation's own time bounds the document as well."""
+    document = exporter_xid(at=T0 + 600)
+    payload = {
+        "logStream": NODE,
+        "logEvents": [
+            {"id": "0", "timestamp": int((T0 + 600) * 1000), "message": json.dumps(document)}
+        ],
+    }
+    assert parse_log_events(payload, cluster="train").notices != []  # no now: the event's time
+    parsed = parse_log_events(payload, cluster="train", now_ms=int(T0 * 1000))
+    assert parsed.notices == []
+    assert "is 600 s after" in parsed.refused[0].reason

@@ -1,0 +1,267 @@
+"""What a fail-slow page (``job-step-time-rise``) and a goodput page (``job-goodput-low``) add
+to a job's page, read at the alarm's time, as a model's page reads its replicas
+(lambdas/notifier/serving.py): the most likely culprit of the slowdown with its evidence, and
+the badput that grew.
+
+OTel mode with the OTLP sink, where the job alarms are PromQL alarms: the exporter's gauges of
+the job's nodes' GPUs (``gpu_throttled_thermal``, ``gpu_throttled_power``: NVML's clock event
+reasons, ``gpu_ecc_errors_uncorrected``), labelled by node and GPU (lambdas/shared/dcgm.py), and
+each rank's ``data_wait_share`` from the emitter, labelled by rank, pod and node, over the five
+minutes before the alarm and the ten before those. The culprit is ranked by
+lambdas/shared/fail_slow.py. The ranks' series name no GPU, so a culprit GPU is named by its node
+and index and a culprit rank by its pod and node.
+"""
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Final
+
+from gpu_insights_agent.contract.metrics import (
+    OTLP_RANK,
+    GpuMetric,
+    TrainingMetric,
+)
+from lambdas.notifier.jobs import job_matchers
+from lambdas.notifier.notification import Incident
+from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
+from lambdas.shared.exporter_promql import ExporterQueries, node_batches, range_selector
+from lambdas.shared.fail_slow import GpuEvidence, RankEvidence, Throttle, Verdict, rank_culprits
+from lambdas.shared.promql import PromQLClient, Series, quote_label
+
+#: The minutes a fail-slow page reads: the alarm's window (3 minutes by default) and the onset
+#: before it; and the minutes before those, the job's own "before".
+EVIDENCE_S: Final = 300
+BEFORE_S: Final = 600
+#: A goodput page compares the hour the alarm read with the hour before it.
+HOUR_S: Final = 3600
+#: The exporter's fault gauges and the clock event reason each stands for.
+THROTTLE_GAUGES: Final = {
+    GpuMetric.THROTTLED_THERMAL: Throttle.THERMAL,
+    GpuMetric.THROTTLED_POWER: Throttle.POWER_BRAKE,
+}
+
+
+def _key(series: Series, *names: str) -> tuple[str, ...]:
+    return tuple(series.labels.get(n, "") for n in names)
+
+
+def _value(series: Series) -> float:
+    return series.points[-1][1] if series.points else 0.0
+
+
+def _by_gpu(
+    client: PromQLClient, query: str, at_s: float, labels: DcgmLabels
+) -> dict[tuple[str, ...], float]:
+    return {_key(s, labels.node, labels.gpu): _value(s) for s in client.query(query, at_s)}
+
+
+def _gpu_query(
+    q: ExporterQueries, function: str, metric: GpuMetric, nodes: Sequence[str], range_s: int
+) -> str:
+    """Each GPU's ``function`` of ``metric`` over ``range_s`` (summed for a sum, else its
+    largest, over the pods that held it)."""
+    by = f"by ({quote_label(q.labels.node)}, {quote_label(q.labels.gpu)})"
+    aggregate = "sum" if function == "sum" else "max"
+    return f"{aggregate} {by} ({function}_over_time({q.select(str(metric), nodes, range_s)}))"
+
+
+def _read(
+    client: PromQLClient,
+    q: ExporterQueries,
+    function: str,
+    metric: GpuMetric,
+    nodes: Sequence[str],
+    at_s: float,
+    range_s: int = EVIDENCE_S,
+) -> dict[tuple[str, ...], float]:
+    return _by_gpu(client, _gpu_query(q, function, metric, nodes, range_s), at_s, q.labels)
+
+
+def read_gpus(
+    client: PromQLClient,
+    cluster: str,
+    nodes: Iterable[str],
+    at_s: float,
+    labels: DcgmLabels = CLOUDWATCH,
+) -> list[GpuEvidence]:
+    """Each GPU of ``nodes`` that reported in the evidence minutes, with its fault reasons and
+    its uncorrectable ECC errors then and before (``PromQLError`` where PromQL refused)."""
+    q = ExporterQueries(cluster, labels)
+    gpus: list[GpuEvidence] = []
+    ecc_metric = GpuMetric.ECC_UNCORRECTED
+    for batch in node_batches(nodes):
+        seen = _read(client, q, "count", GpuMetric.HEALTHY, batch, at_s)
+        reasons = {
+            reason: _read(client, q, "max", metric, batch, at_s)
+            for metric, reason in THROTTLE_GAUGES.items()
+        }
+        ecc = _read(client, q, "sum", ecc_metric, batch, at_s)
+        ecc_before = _read(client, q, "sum", ecc_metric, batch, at_s - EVIDENCE_S, BEFORE_S)
+        for key in sorted(seen):
+            gpus.append(
+                GpuEvidence(
+                    node=key[0],
+                    gpu=key[1],
+                    throttle=frozenset(r for r, v in reasons.items() if v.get(key, 0.0) > 0),
+                    ecc_errors=ecc.get(key, 0.0),
+                    ecc_errors_before=ecc_before.get(key, 0.0) * EVIDENCE_S / BEFORE_S,
+                )
+            )
+    return gpus
+
+
+def rank_query(
+    cluster: str, namespace: str | None, job: str, range_s: int, labels: DcgmLabels
+) -> str:
+    """Each rank's mean data-wait share of its step over ``range_s``, by rank, pod and node."""
+    matchers = job_matchers(TrainingMetric.DATA_WAIT_SHARE, cluster, namespace, job, labels)
+    by = ", ".join(quote_label(n) for n in (OTLP_RANK, labels.pod, labels.node))
+    selector = "{" + ", ".join(matchers) + "}" + range_selector(range_s)
+    return f"avg by ({by}) (avg_over_time({selector}))"
+
+
+def read_ranks(
+    client: PromQLClient,
+    cluster: str,
+    namespace: str | None,
+    job: str,
+    at_s: float,
+    labels: DcgmLabels = CLOUDWATCH,
+) -> list[RankEvidence]:
+    """Each rank's data wait in the evidence minutes and before (``PromQLError`` if refused)."""
+    names = (OTLP_RANK, labels.pod, labels.node)
+    now = {
+        _key(s, *names): _value(s)
+        for s in client.query(rank_query(cluster, namespace, job, EVIDENCE_S, labels), at_s)
+    }
+    before = {
+        _key(s, *names): _value(s)
+        for s in client.query(
+            rank_query(cluster, namespace, job, BEFORE_S, labels), at_s - EVIDENCE_S
+        )
+    }
+    return [
+        RankEvidence(
+            rank=rank, pod=pod, node=node, gpu="", data_wait_share=share,
+            data_wait_share_before=before.get((rank, pod, node), share),
+        )
+        for (rank, pod, node), share in sorted(now.items(), key=lambda kv: (len(kv[0][0]), kv[0]))
+    ]  # fmt: skip
+
+
+def with_culprit(incident: Incident, verdict: Verdict | None) -> Incident:
+    """The job's page told the most likely culprit and its evidence, or that there is no single
+    one and why; ``None``: the series could not be read, which the page says."""
+    if verdict is None:
+        return replace(
+            incident,
+            facts=(*incident.facts, ("Culprit", "not read (PromQL refused the job's series)")),
+        )
+    c = verdict.culprit
+    if c is None:
+        return replace(incident, facts=(*incident.facts, ("Culprit", f"none: {verdict.whole_job}")))
+    where = [f"rank {c.rank}" if c.rank else "", f"pod {c.pod}" if c.pod else "", f"node {c.node}"]
+    where.append(f"GPU {c.gpu}" if c.gpu else "")
+    return replace(
+        incident,
+        facts=(
+            *incident.facts,
+            ("Culprit", ", ".join(w for w in where if w)),
+            ("Evidence", "; ".join(c.evidence)),
+        ),
+    )
+
+
+def culprit_of(
+    client: PromQLClient,
+    cluster: str,
+    namespace: str | None,
+    job: str,
+    nodes: Sequence[str],
+    at_s: float,
+    labels: DcgmLabels = CLOUDWATCH,
+) -> Verdict:
+    """The fail-slow's culprit from the job's GPUs and ranks at the alarm's time."""
+    ranks = read_ranks(client, cluster, namespace, job, at_s, labels)
+    job_nodes = set(nodes) | {r.node for r in ranks if r.node}
+    return rank_culprits(read_gpus(client, cluster, job_nodes, at_s, labels), ranks)
+
+
+# --- which badput grew (job-goodput-low) -------------------------------------------------------
+
+#: A badput category's words on the page and what to do about it.
+BADPUT_ADVICE: Final = {
+    "data wait": "the input pipeline does not keep up: more loader workers, prefetching, or "
+    "faster storage (S3 throughput, FSx for Lustre)",
+    "checkpoint saves": "save less often, or asynchronously, or to faster storage",
+    "no steps": "ranks hung or stalled: read their last log lines; a hang pages job-hung",
+}
+
+
+def grown_badput(now: Mapping[str, float], before: Mapping[str, float]) -> str:
+    """Which badput category grew most, in points of the hour, with what to do; or which is
+    largest where none grew. Shares are 0 to 1 of the hour."""
+    if not now:
+        return "not known (no badput series in the hour)"
+    growth = {k: now[k] - before.get(k, 0.0) for k in now}
+    worst = max(growth, key=lambda k: (growth[k], now[k]))
+    if growth[worst] <= 0:
+        worst = max(now, key=lambda k: now[k])
+        return (
+            f"none grew; the largest is {worst} ({now[worst]:.0%} of the hour): "
+            f"{BADPUT_ADVICE[worst]}"
+        )
+    return (
+        f"{worst}: {now[worst]:.0%} of the hour, {before.get(worst, 0.0):.0%} the hour before: "
+        f"{BADPUT_ADVICE[worst]}"
+    )
+
+
+def badput_queries(
+    cluster: str, namespace: str | None, job: str, labels: DcgmLabels = CLOUDWATCH
+) -> dict[str, str]:
+    """Each badput category's share of the job's hour, from the emitter's series: the mean
+    data-wait share of the step; the saves' seconds over the windows' (a minute each); the
+    windows with no step (a window with steps sends ``step_time_seconds``, every one sends
+    ``goodput``)."""
+
+    def s(metric: TrainingMetric) -> str:
+        matchers = job_matchers(metric, cluster, namespace, job, labels)
+        return "{" + ", ".join(matchers) + "}" + range_selector(HOUR_S)
+
+    windows = f"sum(count_over_time({s(TrainingMetric.GOODPUT)}))"
+    return {
+        "data wait": f"avg(avg_over_time({s(TrainingMetric.DATA_WAIT_SHARE)})) / 100",
+        # A job that saved nothing in the hour has no series: no save is 0, not unknown.
+        "checkpoint saves": f"(sum(sum_over_time({s(TrainingMetric.CHECKPOINT_SAVE)})) "
+        f"or vector(0)) / ({windows} * 60)",
+        "no steps": f"1 - sum(count_over_time({s(TrainingMetric.STEP_TIME)})) / {windows}",
+    }
+
+
+def read_badput(
+    client: PromQLClient,
+    cluster: str,
+    namespace: str | None,
+    job: str,
+    at_s: float,
+    labels: DcgmLabels = CLOUDWATCH,
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The categories' shares of the hour the alarm read and of the hour before it."""
+    queries = badput_queries(cluster, namespace, job, labels)
+
+    def shares(at: float) -> dict[str, float]:
+        found = {}
+        for category, query in queries.items():
+            series = client.query(query, at)
+            if series:
+                found[category] = max(0.0, _value(series[0]))
+        return found
+
+    return shares(at_s), shares(at_s - HOUR_S)
+
+
+def with_badput(incident: Incident, grown: str | None) -> Incident:
+    """The goodput page told which badput grew; ``None``: not read, which the page says."""
+    words = grown if grown is not None else "not read (PromQL refused the job's series)"
+    return replace(incident, facts=(*incident.facts, ("Badput that grew", words)))

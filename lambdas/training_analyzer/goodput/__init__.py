@@ -1,0 +1,1 @@
+"""Goodput: where every GPU-hour went."""

@@ -1,0 +1,85 @@
+"""The fail-slow and goodput pages' reads (lambdas/notifier/fail_slow_page.py) on a real PromQL
+engine (Debian's Prometheus, tests/prometheus.py), over the exporter's and the emitter's series
+as OTel mode stores them: a job of 8 ranks on 2 nodes whose GPU 2 of the second node is held by
+NVML's thermal slowdown from minute 20, then one whose ranks all wait for data."""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cli.demo.promql import Sample
+from gpu_insights_agent.contract.metrics import OTLP_JOB, OTLP_RANK, GpuMetric, TrainingMetric
+from lambdas.notifier.fail_slow_page import culprit_of, grown_badput, read_badput
+from lambdas.shared.dcgm import CLOUDWATCH
+from lambdas.shared.promql import PromQLClient
+from tests.prometheus import legacy_labels, serve, write_openmetrics
+
+pytestmark = pytest.mark.promql_engine
+
+START = 1_764_000_000.0
+NODES = ("ip-10-0-1-1.ec2.internal", "ip-10-0-1-2.ec2.internal")
+L = CLOUDWATCH
+LABELS = legacy_labels()
+
+
+def _samples(job: str, minutes: int, hot_from: int, waiting_from: int) -> Iterator[Sample]:
+    for m in range(minutes):
+        at = START + 60 * m
+        for n, node in enumerate(NODES):
+            for g in range(4):
+                gpu = {L.cluster: "train", L.node: node, L.gpu: str(g)}
+                # The exporter cycles every 10 s; a minute's samples are enough here.
+                yield str(GpuMetric.HEALTHY), gpu, at, 1.0
+                if (n, g) == (1, 2) and m >= hot_from:  # a fault gauge: sent while non-zero
+                    yield str(GpuMetric.THROTTLED_THERMAL), gpu, at, 1.0
+                rank = str(4 * n + g)
+                series = {
+                    L.cluster: "train",
+                    L.namespace: "nlp",
+                    L.pod: f"{job}-worker-{rank}",
+                    L.node: node,
+                    OTLP_JOB: job,
+                    OTLP_RANK: rank,
+                }
+                waiting = m >= waiting_from
+                yield str(TrainingMetric.DATA_WAIT_SHARE), series, at, 40.0 if waiting else 2.0
+                yield str(TrainingMetric.GOODPUT), series, at, 0.55 if waiting else 0.95
+                yield str(TrainingMetric.STEP_TIME), series, at, 1.2
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromQLClient]:
+    folder: Path = tmp_path_factory.mktemp("fail_slow")
+    samples = [
+        *_samples("llm-hot", 40, hot_from=20, waiting_from=10_000),
+        *_samples("llm-waits", 150, hot_from=10_000, waiting_from=75),
+    ]
+    write_openmetrics(folder / "jobs.om", samples)
+    with serve(folder / "jobs.om", folder / "data") as url:
+        yield PromQLClient(endpoint=url, region="us-east-1", credentials=None)
+
+
+def test_the_fail_slow_page_names_the_throttled_gpu_of_its_job(prometheus: PromQLClient) -> None:
+    at = START + 30 * 60
+    verdict = culprit_of(prometheus, "train", "nlp", "llm-hot", NODES, at, LABELS)
+    c = verdict.culprit
+    assert c is not None
+    assert (c.node, c.gpu) == (NODES[1], "2")
+    assert c.evidence == ("NVML clock event reason: thermal slowdown",)
+    # At minute 15 the GPU was not yet throttled: nothing stands out.
+    early = culprit_of(prometheus, "train", "nlp", "llm-hot", NODES, at - 900, LABELS)
+    assert early.culprit is None
+
+
+def test_the_goodput_page_says_the_data_wait_grew(prometheus: PromQLClient) -> None:
+    """From minute 75 every rank waits 40% of its step: the hour to minute 149 against the
+    hour to minute 89, whose last 15 minutes of 61 samples waited too."""
+    now, before = read_badput(prometheus, "train", "nlp", "llm-waits", START + 149 * 60, LABELS)
+    assert now["data wait"] == pytest.approx(0.40)
+    assert before["data wait"] == pytest.approx((46 * 0.02 + 15 * 0.40) / 61)
+    assert (now["no steps"], now["checkpoint saves"]) == (0.0, 0.0)
+    assert grown_badput(now, before) == (
+        "data wait: 40% of the hour, 11% the hour before: the input pipeline does not keep "
+        "up: more loader workers, prefetching, or faster storage (S3 throughput, FSx for Lustre)"
+    )

@@ -1,0 +1,62 @@
+"""What a fail-slow or goodput page adds: the culprit and its evidence, or none and why, or
+that it could not be read; and which badput grew (lambdas/notifier/fail_slow_page.py)."""
+
+from lambdas.notifier.fail_slow_page import grown_badput, with_badput, with_culprit
+from lambdas.notifier.notification import Incident, render_text
+from lambdas.shared.fail_slow import Culprit, Verdict
+
+PAGE = Incident(
+    key="k",
+    severity="warning",
+    kind="job-step-time-rise",
+    title="Training job slowed (fail-slow): job llm",
+    what="w",
+    cluster="train",
+    node="n1, n2",
+    gpu="g",
+    action="a",
+    job="llm",
+)
+
+
+def test_a_culprit_and_its_evidence_are_rows_of_the_page() -> None:
+    verdict = Verdict(
+        Culprit(
+            node="ip-10-0-1-2",
+            gpu="2",
+            evidence=("NVML clock event reason: thermal slowdown", "SM clock 1500 MHz"),
+        )
+    )
+    told = with_culprit(PAGE, verdict)
+    assert ("Culprit", "node ip-10-0-1-2, GPU 2") in told.rows()
+    assert (
+        "Evidence",
+        "NVML clock event reason: thermal slowdown; SM clock 1500 MHz",
+    ) in told.rows()
+    assert "Culprit:    node ip-10-0-1-2, GPU 2\n" in render_text(told)
+    rank = with_culprit(PAGE, Verdict(Culprit(node="n", rank="9", pod="llm-worker-9")))
+    assert ("Culprit", "rank 9, pod llm-worker-9, node n") in rank.rows()
+
+
+def test_no_culprit_and_an_unread_one_are_said() -> None:
+    none = with_culprit(PAGE, Verdict(None, whole_job="every rank waits longer for its data"))
+    assert ("Culprit", "none: every rank waits longer for its data") in none.rows()
+    unread = with_culprit(PAGE, None)
+    assert ("Culprit", "not read (PromQL refused the job's series)") in unread.rows()
+    assert ("Badput that grew", "not read (PromQL refused the job's series)") in with_badput(
+        PAGE, None
+    ).rows()
+
+
+def test_the_badput_that_grew_most_or_the_largest_where_none_grew() -> None:
+    grew = grown_badput(
+        {"data wait": 0.05, "checkpoint saves": 0.30, "no steps": 0.0},
+        {"data wait": 0.04, "checkpoint saves": 0.05, "no steps": 0.0},
+    )
+    assert grew == (
+        "checkpoint saves: 30% of the hour, 5% the hour before: save less often, or "
+        "asynchronously, or to faster storage"
+    )
+    flat = grown_badput({"data wait": 0.25, "no steps": 0.1}, {"data wait": 0.25, "no steps": 0.1})
+    assert flat.startswith("none grew; the largest is data wait (25% of the hour)")
+    assert grown_badput({}, {}) == "not known (no badput series in the hour)"
