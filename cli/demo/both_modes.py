@@ -7,6 +7,7 @@ import filecmp
 import json
 import re
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -104,8 +105,15 @@ def run_both(*, out_dir: Path, cdk_out: Path) -> str:
             aws_access_key_id="demo", aws_secret_access_key="demo", region_name=DEMO_REGION
         )
         alarms = run_otel_alarms(session, Settings(cluster_name=DEMO_CLUSTER), DEMO_REGION, out_dir)
+    result.files = output_files(result.files, alarms.files)
     serving = serving_summary(out_dir)
     return "\n".join([result.summary(), "", line, "", *serving, "", *otel_alarms_summary(alarms)])
+
+
+def output_files(run: Sequence[Path], stage: Sequence[Path]) -> list[Path]:
+    """The summary's output list: the run's files, then those the alarm stage wrote that the
+    run did not (its pages' record; it adds its messages to the run's notifications)."""
+    return [*run, *(path for path in stage if path not in run)]
 
 
 def serving_summary(out: Path) -> list[str]:

@@ -54,6 +54,7 @@ from cli.demo.failures import emitter_samples as failure_samples
 from cli.demo.indexed_cloudwatch import indexed_cloudwatch
 from cli.demo.jobs import emitter_samples, job_events, seed_alarm_jobs
 from cli.demo.jobs import summary_lines as job_summary_lines
+from cli.demo.kube_state import morning_samples, pending_window
 from cli.demo.last_week import carry_report, last_week_report
 from cli.demo.notifications import NotificationsDemo, notifications_summary, run_notifications
 from cli.demo.otel import (
@@ -67,6 +68,7 @@ from cli.demo.otel import (
 )
 from cli.demo.otlp import otlp_samples
 from cli.demo.preflight import run_preflight
+from cli.demo.realistic.control_plane import put_control_plane
 from cli.demo.report import render_png, run_weekly_report, write_dashboards
 from cli.demo.serving import serving_week_samples
 from cli.demo.storage import BUCKETS as STORAGE_BUCKETS
@@ -102,6 +104,8 @@ from lambdas.weekly_report.serving_section import SERVING_CSV
 
 DEMO_REGION = "us-east-1"
 MOTO_SEED = 2026
+#: What step 11's dashboards read of CloudWatch: the week before the Monday run to its end.
+DASHBOARD_WINDOW: Final = (STORAGE_END - 8 * 86_400, STORAGE_END + 2 * 3600)
 
 
 @dataclass
@@ -285,6 +289,21 @@ class DemoResult:
             "Prometheus."
         ]
 
+    @property
+    def report_line(self) -> str:
+        """Step 8: the weekly report's run and the dashboard bodies written (as many as the
+        mode's app deploys: ``write_dashboards``)."""
+        return (
+            f"8. Ran the weekly report Lambda for {self.report['week']}, compared with the "
+            f"week before's report (a run of its own over {self.last_week_datapoints:,} "
+            f"{self._points} of a week when nlp started mid-week and the notebook was culled "
+            "overnight): report.html and "
+            f"report.json in the report bucket ({self.report['findings']} findings read, "
+            f"{self.report['malformed_finding_lines']} malformed lines), the summary sent to "
+            f"SNS once; and wrote the {len(self.dashboards)} dashboard bodies the app deploys "
+            f"in {self.mode} mode."
+        )
+
     def summary(self) -> str:
         lines = [
             "EKS GPU Insights demo (no AWS account: moto in-process), "
@@ -321,15 +340,7 @@ class DemoResult:
             lines += failures_summary(self.failures)
         lines += self._otel_lines()
         if self.report:
-            lines.append(
-                f"8. Ran the weekly report Lambda for {self.report['week']}, compared with the "
-                f"week before's report (a run of its own over {self.last_week_datapoints:,} "
-                f"{self._points} of a week when nlp started mid-week and the notebook was culled "
-                "overnight): report.html and "
-                f"report.json in the report bucket ({self.report['findings']} findings read, "
-                f"{self.report['malformed_finding_lines']} malformed lines), the summary sent to "
-                "SNS once; and wrote the five dashboard bodies the app deploys."
-            )
+            lines.append(self.report_line)
         if self.preflight:
             lines.append("9. `gpu-insights preflight` before the deploy, on the demo's cluster:")
             lines.extend(f"   {line}" for line in self.preflight if line)
@@ -661,6 +672,53 @@ def deploy_demo(
     return result
 
 
+def _dashboard_step(
+    result: DemoResult,
+    clients: dict[str, Any],
+    settings: Settings,
+    specs: list[AlarmSpec],
+    deployed: dict[str, dict[str, Any]],
+    engine: OtelEngine | None,
+) -> None:
+    """Step 11: what each dashboard shows on the demo's data, the control plane's series put
+    where AWS vends them first."""
+    if result.exporter is None or result.exporter.emf_path is None:
+        return
+    result.cluster = settings.cluster_name
+    # The EKS control plane's vended metrics over the dashboards' window, the hour of
+    # the morning's pending GPU pod in the scheduler's queue (cli/demo/kube_state.py).
+    put_control_plane(
+        clients["cloudwatch"], settings.cluster_name, *DASHBOARD_WINDOW,
+        pending={int(pending_window()[0] // 3600 * 3600)},
+    )  # fmt: skip
+    # The OTel bodies' PromQL widgets run on the local Prometheus, as the console runs
+    # them at the Region's monitoring host, over the day that ends with the replay.
+    promql = (
+        PromQLSource(promql_for(clients["cloudwatch"]), end=replay_window()[1])
+        if engine is not None
+        else None
+    )
+    result.dashboard_views = demo_dashboard_views(
+        result.exporter.emf_path,
+        clients["logs"],
+        cluster=settings.cluster_name,
+        training_cluster=TRAINING_CLUSTER,
+        node=NODE,
+        buckets=list(STORAGE_BUCKETS),
+        exporter_interval_s=int(INTERVAL_S),
+        alarm_lines=alarm_lines(specs),
+        cloudwatch=clients["cloudwatch"],
+        window=(
+            datetime.fromtimestamp(DASHBOARD_WINDOW[0], UTC),
+            datetime.fromtimestamp(DASHBOARD_WINDOW[1], UTC),
+        ),
+        mode=settings.container_insights_mode,
+        promql=promql,
+        deployed=deployed,
+        exporter_sink=settings.exporter_sink,
+    )
+
+
 def _run(
     out_dir: Path,
     cdk_out: Path,
@@ -721,6 +779,9 @@ def _run(
                         if _otlp(settings)
                         else ()
                     ),
+                    # Kube State Metrics' morning before the replay: a GPU pod pending, a
+                    # GPU node not Ready then cordoned (the cluster dashboard draws them).
+                    morning_samples(settings.cluster_name),
                 ),
             )
         # The teams' jobs train on through the week's last hour, into the Sunday that the
@@ -772,34 +833,7 @@ def _run(
             exporter_sink=settings.exporter_sink,
         )
         result.files += result.dashboards
-        if result.exporter is not None and result.exporter.emf_path is not None:
-            result.cluster = settings.cluster_name
-            # The OTel bodies' PromQL widgets run on the local Prometheus, as the console runs
-            # them at the Region's monitoring host, over the day that ends with the replay.
-            promql = (
-                PromQLSource(promql_for(clients["cloudwatch"]), end=replay_window()[1])
-                if engine is not None
-                else None
-            )
-            result.dashboard_views = demo_dashboard_views(
-                result.exporter.emf_path,
-                clients["logs"],
-                cluster=settings.cluster_name,
-                training_cluster=TRAINING_CLUSTER,
-                node=NODE,
-                buckets=list(STORAGE_BUCKETS),
-                exporter_interval_s=int(INTERVAL_S),
-                alarm_lines=alarm_lines(specs),
-                cloudwatch=clients["cloudwatch"],
-                window=(
-                    datetime.fromtimestamp(STORAGE_END - 8 * 86_400, UTC),
-                    datetime.fromtimestamp(STORAGE_END + 2 * 3600, UTC),
-                ),
-                mode=mode,
-                promql=promql,
-                deployed=deployed,
-                exporter_sink=settings.exporter_sink,
-            )
+        _dashboard_step(result, clients, settings, specs, deployed, engine)
 
     _write_deployment(result)
     return result

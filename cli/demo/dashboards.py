@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from cli.backtest.dashboards import PromQLSource, WidgetView, evaluate_body
 from cli.backtest.history import Sample, read_history, samples_from_emf
+from cli.demo.realistic.control_plane import NAMESPACE as CONTROL_PLANE_NAMESPACE
 from dashboards.bodies import Mode, all_dashboards, encode, storage, training_jobs
 from dashboards.widgets import AlarmLine
 from gpu_insights_agent.contract.metrics import (
@@ -81,14 +82,16 @@ def container_insights_samples(line: str) -> list[Sample]:
 
 
 #: What the analyzers published that the dashboards read, with the statistic each is read by;
-#: and the storage dashboard's AWS/EBS and AWS/S3 series, which the demo put in CloudWatch as
-#: AWS would (cli/demo/storage.py: one datapoint an hour each, so an hour's Average is that
-#: datapoint, drawn as the console draws it).
+#: and the storage dashboard's AWS/EBS and AWS/S3 series and the cluster dashboard's AWS/EKS
+#: series, which the demo put in CloudWatch as AWS would (cli/demo/storage.py,
+#: cli/demo/realistic/control_plane.py: one datapoint an hour each, so an hour's Average is
+#: that datapoint, drawn as the console draws it).
 PUBLISHED: Final = (
     (NAMESPACE_WASTE, "Sum"),
     (NAMESPACE_FINDINGS, FINDINGS_COUNT_STAT),
     ("AWS/EBS", "Average"),
     ("AWS/S3", "Average"),
+    (CONTROL_PLANE_NAMESPACE, "Average"),
 )
 
 

@@ -4,10 +4,11 @@ topics, sent ledger and the exporter's log group in moto. Prints what people wou
 
 import base64
 import gzip
+import io
 import json
 import re
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +33,8 @@ ACCOUNT = "123456789012"
 STORM_LINES = 500
 STORM_LINE = "NVRM: Xid (PCI:0000:53:00): 13, Graphics SM Warp Exception on (GPC 0, TPC 1, SM 0)"
 TABLE = "demo-sent-incidents"
+#: The file of every message the demo's notifier sent, its body as sent.
+NOTIFICATIONS = "notifications.txt"
 
 
 @dataclass
@@ -190,8 +193,10 @@ def _deployed(session: Any, settings: Settings) -> Iterator[dict[str, str]]:
     )
     for service in ("sns", "dynamodb", "logs"):
         notifier._clients[service] = session.client(service)
-    # The demo stands in for Lambda too: AWS_REGION, which Lambda sets, with the rest.
-    with environment(config.environment(runtime=True)):
+    # The demo stands in for Lambda too: AWS_REGION, which Lambda sets, with the rest; and
+    # what the function prints (its refused-events EMF line, lambdas/notifier/refused.py) goes
+    # where Lambda sends it, the function's own log, not the demo's output.
+    with environment(config.environment(runtime=True)), redirect_stdout(io.StringIO()):
         yield queues
 
 
@@ -246,11 +251,15 @@ def run_notifications(
         demo.messages = _received(sqs, queues)
     for service in ("sns", "dynamodb", "logs"):
         notifier._clients.pop(service, None)
-    demo.path = out_dir / "notifications.txt"
-    demo.path.write_text(
-        "\n\n".join(f"--- to the {t} topic ---\n{text}" for t, _, text in demo.messages) + "\n"
-    )
+    demo.path = out_dir / NOTIFICATIONS
+    demo.path.write_text(messages_text((t, text) for t, _, text in demo.messages))
     return demo
+
+
+def messages_text(messages: Iterable[tuple[str, str]]) -> str:
+    """Each (topic, message) as ``NOTIFICATIONS`` holds it: the message as the notifier sent
+    it, under the topic it went to."""
+    return "\n\n".join(f"--- to the {topic} topic ---\n{text}" for topic, text in messages) + "\n"
 
 
 def notifications_summary(demo: NotificationsDemo) -> list[str]:

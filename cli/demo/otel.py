@@ -23,6 +23,7 @@ from typing import Final
 
 from cli.demo.exporter import NODE as REPLAY_NODE
 from cli.demo.exporter import REPLAY_PODS
+from cli.demo.kube_state import capacity_labels
 from cli.demo.otlp import statistic_set_samples
 from cli.demo.promql import (
     LocalPromQL,
@@ -34,6 +35,8 @@ from cli.demo.promql import (
 )
 from cli.demo.realistic import nodes as ec2
 from cli.demo.realistic import otel
+from cli.demo.realistic.serving import GPU_OF
+from cli.demo.realistic.serving import NODE as SERVING_NODE
 from cli.demo.week import (
     DAYS,
     FAILING,
@@ -57,9 +60,8 @@ from gpu_insights_agent.contract.metrics import (
     GpuMetric,
 )
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
-from lambdas.shared.dcgm import CLOUDWATCH as L
 from lambdas.shared.dcgm import DCGM_FB_TOTAL, DCGM_FB_USED, DCGM_POWER, DCGM_UTIL, MIB
-from lambdas.shared.kube_state import KSM_CAPACITY, KSM_GPU_RESOURCE, KSM_RESOURCE
+from lambdas.shared.kube_state import KSM_CAPACITY
 from lambdas.shared.promql import PromQLClient
 from lambdas.training_analyzer.gpu_hours.attribution import UNPLACED_NODE
 from lambdas.training_analyzer.gpu_hours.otel import read_holds
@@ -105,19 +107,6 @@ def week_samples(
                 if s.pod is not None:  # as the Classic run's pod_gpu_memory_*: held hours only
                     yield DCGM_FB_USED, labels, at, used
                     yield DCGM_FB_TOTAL, labels, at, H100_MEMORY_BYTES / MIB
-
-
-def capacity_labels(cluster: str, node: ec2.Node) -> dict[str, str]:
-    """The labels of a node's Kube State Metrics ``nvidia.com/gpu`` capacity as the add-on
-    sends it: KSM's ``node``, ``resource`` and ``unit``, the node and cluster on the resource
-    and the node's Kubernetes labels beside them (lambdas/shared/kube_state.py ``KSM_CAPACITY``)."""
-    return {
-        L.cluster: cluster,
-        L.node: node.name,
-        "node": node.name,
-        KSM_RESOURCE: KSM_GPU_RESOURCE,
-        "unit": "integer",
-    } | {L.node_label_prefix + k: v for k, v in node.labels.items()}
 
 
 def capacity_week_samples(
@@ -222,7 +211,8 @@ class OtelEngine:
 
 def joins(promql: PromQLClient, cluster: str, plan: WeekPlan = THIS_WEEK) -> tuple[int, int, int]:
     """(pods, pod-hours, those placed on another node or GPU than the week put them on, or
-    unplaced) of the week's GPU analyzer reads in OTel mode."""
+    unplaced) of the week's GPU analyzer reads in OTel mode: the week's training nodes, the
+    replayed node and, where the run loaded it, the serving week's node."""
     start, end = plan.start, plan.start + DAYS * 86_400
     holds, _ = read_holds(promql, cluster, start=start, end=end, gpu_hours=())
     where = {
@@ -230,6 +220,8 @@ def joins(promql: PromQLClient, cluster: str, plan: WeekPlan = THIS_WEEK) -> tup
         for node, (_, _, _, held) in NODES.items()
         for gpu, pod in held.items()
     } | {(pod.namespace, pod.name): (REPLAY_NODE, str(gpu)) for gpu, pod in enumerate(REPLAY_PODS)}
+    # The serving week's replicas (cli/demo/serving.py), one GPU each on the serving node.
+    where |= {(p.namespace, p.name): (SERVING_NODE.name, str(gpu)) for p, gpu in GPU_OF.items()}
     nightly = (FAILING[0], "1")  # the CronJob's runs, on the research node's second GPU
     wrong = sum(
         1

@@ -56,35 +56,40 @@ from cdk.settings import Settings
 from cli.backtest.otel_replay import classic_histograms
 from cli.backtest.promql_alarm import ALARM, Transition, replay_range
 from cli.backtest.promql_pages import XID_LOG, contributor_event
+from cli.demo import kube_state
 from cli.demo.exporter import (
     FIRST_PID,
     INTERVAL_S,
     REPLAYED,
     START_EPOCH,
     START_HOUR,
-    pod_uid,
     run_cycles,
     write_pod_logs,
     write_proc,
 )
 from cli.demo.jobs import ALARM_JOBS, AlarmJob, Phase, emitter_samples
-from cli.demo.notifications import ACCOUNT, _deployed, _received, _subscription
-from cli.demo.otel import capacity_labels
+from cli.demo.notifications import (
+    ACCOUNT,
+    NOTIFICATIONS,
+    _deployed,
+    _received,
+    _subscription,
+    messages_text,
+)
 from cli.demo.otlp import KeptRequests, otlp_samples
 from cli.demo.promql import Sample, serving
 from cli.demo.realistic import nodes as ec2
 from cli.demo.realistic import pods as k8s
-from cli.demo.realistic.serving import IDLE_REPLICA, KSERVE, SERVING_PODS, VLLM
+from cli.demo.realistic.serving import GPU_OF, IDLE_REPLICA, KSERVE, SERVING_PODS, VLLM
+from cli.demo.realistic.serving import NODE as SERVING
 from cli.demo.serving import (
     GPU_NAME,
-    GPU_OF,
     GPU_WATTS,
     IDLE,
     MODEL_LABEL,
     Load,
     serving_samples,
 )
-from cli.demo.serving import NODE as SERVING
 from gpu_insights_agent.contract.metrics import DIM_XID_CODE, OTLP_JOB, ExporterSink
 from gpu_insights_agent.emf.document import EmfDocument, encode
 from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
@@ -96,20 +101,11 @@ from gpu_insights_agent.exporter.xid_event_log import XidEventLog
 from lambdas.notifier import handler as notifier
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.dcgm import CLOUDWATCH as L
-from lambdas.shared.kube_state import (
-    KSM_CAPACITY,
-    KSM_GPU_RESOURCE,
-    KSM_POD_REQUESTS,
-    KSM_POD_UNSCHEDULABLE,
-    KSM_RESOURCE,
-)
 
 #: Two hours of one-minute cycles from the demo's replay window (cli/demo/exporter.py).
 DURATION_S: Final = 2 * 3600.0
 START: Final = START_EPOCH
 END: Final = START + DURATION_S
-#: Kube State Metrics' scrape (the add-on's 30 s metricResolution default).
-KSM_STEP_S: Final = 30
 #: The steady node and the silent node, two more p5.48xlarge of the replayed node's group.
 STEADY: Final = ec2.node(
     "10.0.1.18", "i-0f1e2d3c4b5a69789", ec2.P5_48XLARGE, "us-east-1a", "use1-az4",
@@ -210,9 +206,6 @@ SPIKE_S: Final = 15 * 60.0
 PENDING_AT_S: Final = 20 * 60.0
 PENDING_POD: Final = k8s.pytorchjob_pods("speech", "llama-70b-pretrain", 0)[0]
 PENDING_GPUS: Final = 8
-#: Kubeflow's PyTorchJob runs its replicas' container named ``pytorch`` (kubeflow/
-#: training-operator pkg/apis/kubeflow.org/v1 ``PyTorchJobDefaultContainerName``).
-PENDING_CONTAINER: Final = "pytorch"
 
 #: How the summary names a further page of a job (``AlarmJob.also``).
 FURTHER: Final = {JOB_STEP_TIME_RISE: "fail-slow", JOB_GOODPUT_LOW: "goodput"}
@@ -355,44 +348,13 @@ def _run_node(
 
 
 def capacity_samples(cluster: str) -> Iterator[Sample]:
-    """Kube State Metrics' ``nvidia.com/gpu`` capacity of each node, as the add-on sends it:
-    KSM's ``node``, ``resource`` and ``unit`` labels, the node and cluster on the resource and
-    the node's labels beside them (cdk/alarms/promql.py ``KSM_CAPACITY``)."""
-    for node in (REPLAYED, STEADY, SILENT, SERVING):
-        labels = capacity_labels(cluster, node)
-        at = START
-        while at < END:
-            yield KSM_CAPACITY, labels, at, float(node.instance_type.gpu_count)
-            at += KSM_STEP_S
+    """Kube State Metrics' ``nvidia.com/gpu`` capacity of each node, every 30 s."""
+    return kube_state.capacity_samples(cluster, (REPLAYED, STEADY, SILENT, SERVING), START, END)
 
 
 def pending_samples(cluster: str) -> Iterator[Sample]:
-    """Kube State Metrics' series of the pending pod from ``PENDING_AT_S``, every 30 s:
-    ``kube_pod_status_unschedulable`` 1 and its container's requests (8 GPUs, and CPUs the
-    GPU alarm leaves out), the pod and namespace on the resource as the add-on moves them
-    (lambdas/shared/kube_state.py), KSM's ``node`` label empty: no node holds the pod."""
-    pod = {
-        L.cluster: cluster,
-        L.namespace: PENDING_POD.namespace,
-        L.pod: PENDING_POD.name,
-        "uid": pod_uid(PENDING_POD),
-    }
-    requests = (
-        (KSM_GPU_RESOURCE, "integer", float(PENDING_GPUS)),
-        ("cpu", "core", 96.0),
-    )
-    at = START + PENDING_AT_S
-    while at < END:
-        yield KSM_POD_UNSCHEDULABLE, pod, at, 1.0
-        for resource, unit, value in requests:
-            labels = pod | {
-                "container": PENDING_CONTAINER,
-                "node": "",
-                KSM_RESOURCE: resource,
-                "unit": unit,
-            }
-            yield KSM_POD_REQUESTS, labels, at, value
-        at += KSM_STEP_S
+    """Kube State Metrics' series of the pending pod from ``PENDING_AT_S``, every 30 s."""
+    return kube_state.pending_samples(cluster, PENDING_POD, PENDING_GPUS, START + PENDING_AT_S, END)
 
 
 def spike_load(pod: k8s.Pod, step: int) -> Load:
@@ -454,6 +416,8 @@ class OtelAlarmsDemo:
     transitions: dict[str, list[Transition]] = field(default_factory=dict)
     pages: list[Page] = field(default_factory=list)
     samples: int = 0
+    #: The files the stage wrote (with a folder): its pages' record and their messages.
+    files: list[Path] = field(default_factory=list)
 
     def pages_for(self, fault: Fault) -> list[Page]:
         """The pages of the fault's alarm (its XID log line, for an XID) that name it."""
@@ -504,7 +468,7 @@ def run_otel_alarms(
         }
         _page(session, settings, region, hours, demo)
     if folder is not None:
-        _write(folder / "otel-alarms.json", demo)
+        demo.files = _write(folder, demo)
     return demo
 
 
@@ -535,8 +499,16 @@ def _page(
         notifier._clients.pop(service, None)
 
 
-def _write(path: Path, demo: OtelAlarmsDemo) -> None:
-    path.write_text(
+#: Each page of the stage: its alarm, labels, time, topic and subject (its body is in
+#: ``NOTIFICATIONS``, after the run's own messages).
+PAGES_FILE: Final = "otel-alarms.json"
+
+
+def _write(folder: Path, demo: OtelAlarmsDemo) -> list[Path]:
+    """The pages' record (``PAGES_FILE``), and each page's message as the notifier sent it,
+    added to the run's ``NOTIFICATIONS`` under a line that says whose they are."""
+    pages = folder / PAGES_FILE
+    pages.write_text(
         json.dumps(
             [
                 {"alarm": p.alarm, "at": p.at, "topic": p.topic, "subject": p.subject} | p.labels
@@ -546,6 +518,14 @@ def _write(path: Path, demo: OtelAlarmsDemo) -> None:
         )
         + "\n"
     )
+    messages = folder / NOTIFICATIONS
+    with messages.open("a", encoding="utf-8") as out:
+        out.write(
+            f"\n=== The alarm stage (exporter_sink=otlp, {PAGES_FILE}): "
+            f"{len(demo.pages)} pages ===\n\n"
+        )
+        out.write(messages_text((p.topic, p.text) for p in demo.pages))
+    return [pages, messages]
 
 
 def _minutes(seconds: float) -> str:

@@ -1,6 +1,7 @@
 """The demo's Monday: the weekly report Lambda over everything the demo produced, and the
 dashboard bodies the app deploys."""
 
+import html
 import json
 import re
 import shutil
@@ -160,31 +161,38 @@ def chromium() -> str | None:
     )
 
 
-#: Injected into a copy of the page to measure it: the browser's layout, not a guess.
-_MEASURE = (
-    "<script>document.body.dataset.pageHeight="
-    "Math.ceil(document.documentElement.scrollHeight)</script>"
+_BROWSER_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--hide-scrollbars",
 )
-_BROWSER_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars")
 
 
-def page_height(browser: str, page: Path, width: int) -> int:
-    """The page's full height in CSS pixels at ``width``, as headless Chromium lays it out (a
-    screenshot captures the window only, so the window must be that tall)."""
+def laid_out(browser: str, page: Path, width: int, script: str) -> str:
+    """What ``script`` (a JavaScript expression, given the page as headless Chromium lays it
+    out ``width`` CSS pixels wide) says of it, as a string: the browser's layout, not a guess.
+    The expression is run in a copy of the page, after its body."""
     with tempfile.TemporaryDirectory() as folder:
         measured = Path(folder) / page.name
-        measured.write_text(
-            page.read_text(encoding="utf-8").replace("</body>", _MEASURE + "</body>")
-        )
+        run = f"<script>document.body.dataset.laidOut=String({script})</script>"
+        measured.write_text(page.read_text(encoding="utf-8").replace("</body>", run + "</body>"))
         dom = subprocess.run(
             [browser, *_BROWSER_FLAGS, f"--window-size={width},800", "--dump-dom",
              measured.resolve().as_uri()],
             check=True, capture_output=True, text=True, timeout=120,
         ).stdout  # fmt: skip
-    found = re.search(r'data-page-height="(\d+)"', dom)
+    found = re.search(r'data-laid-out="([^"]*)"', dom)
     if found is None:
-        raise RuntimeError(f"headless Chromium did not lay out {page} (no height measured)")
-    return int(found.group(1))
+        raise RuntimeError(f"headless Chromium did not lay out {page} (its script said nothing)")
+    return html.unescape(found.group(1))
+
+
+def page_height(browser: str, page: Path, width: int) -> int:
+    """The page's full height in CSS pixels at ``width``, as headless Chromium lays it out (a
+    screenshot captures the window only, so the window must be that tall)."""
+    return int(laid_out(browser, page, width, "Math.ceil(document.documentElement.scrollHeight)"))
 
 
 def png_size(png: Path) -> tuple[int, int]:

@@ -25,27 +25,25 @@ from cdk.alarms.power_table import gpu_power
 from cli.demo.otel import DEMO_INTERVAL_S, PHASE_S, capacity_week_samples
 from cli.demo.otlp import statistic_set_samples
 from cli.demo.promql import Sample
-from cli.demo.realistic import nodes as ec2
 from cli.demo.realistic import otel
 from cli.demo.realistic.pods import Pod
-from cli.demo.realistic.serving import IDLE_REPLICA, SERVING_PODS, VLLM, workload_of
+from cli.demo.realistic.serving import (
+    GPU_OF,
+    IDLE_REPLICA,
+    NODE,
+    SERVING_PODS,
+    VLLM,
+    workload_of,
+)
 from cli.demo.week import HOURS, THIS_WEEK, GpuHourSample, WeekPlan, exporter_hour_data
 from gpu_insights_agent.contract.serving import SERVERS, Server, Signal, serving_metric
 from lambdas.shared.dcgm import DCGM_POWER, DCGM_UTIL
 
-#: The serving node: a g5.12xlarge (four A10G) of its own managed node group, one GPU a replica.
-NODE: Final = ec2.node(
-    "10.0.1.20", "i-0f1e2d3c4b5a6978b", ec2.G5_12XLARGE, "us-east-1a", "use1-az4",
-    ec2.managed_node_group_labels("gpu-inference", "ami-0c2d3e4f5a6b7c8d9"),
-)  # fmt: skip
 #: NVML's name of an A10G (dcgm-exporter's ``modelName``, as nodes.py's ``G5_12XLARGE`` product
 #: label "NVIDIA-A10G" writes it with a dash), and its power limit from the fleet's table
 #: (cdk/alarms/power_table.py: "300 W enforced power limit as NVML reports it on g5 instances").
 GPU_NAME: Final = "NVIDIA A10G"
 GPU_WATTS: Final = gpu_power(NODE.instance_type.name).watts_per_gpu
-#: Each serving pod's GPU index on ``NODE``.
-GPU_OF: Final = {pod: gpu for gpu, pod in enumerate(SERVING_PODS)}
-
 #: vLLM's histogram buckets (vllm-project/vllm vllm/v1/metrics/buckets.py, the same lists as
 #: loggers.py's v0.8 and v0.12): time to first token, inter-token latency, request latency.
 TTFT_BUCKETS: Final = (

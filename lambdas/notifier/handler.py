@@ -20,10 +20,11 @@ timeout cannot leave a claim held for a page that was never sent.
 
 import logging
 import math
+import re
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -38,11 +39,18 @@ from lambdas.notifier.fail_slow_page import (
     with_badput,
     with_culprit,
 )
-from lambdas.notifier.incidents import Deployment, Skipped, from_alarm_event, from_xid_group
+from lambdas.notifier.incidents import (
+    Deployment,
+    Skipped,
+    from_alarm_event,
+    from_xid_group,
+    last_seen,
+)
 from lambdas.notifier.jobs import (
     Placement,
     PlacementLookupError,
     alarm_time_ms,
+    few,
     is_job_kind,
     job_incident,
     job_placement,
@@ -57,7 +65,11 @@ from lambdas.notifier.kernel_log import (
 )
 from lambdas.notifier.messages import XidGroup, group_xids, parse_log_events
 from lambdas.notifier.notification import Incident
-from lambdas.notifier.pods import PodLookupError, pods_on_gpu
+from lambdas.notifier.pods import (
+    PodLookupError,
+    pods_on_gpu,
+    pods_seen_by_promql,
+)
 from lambdas.notifier.refused import refused_line
 from lambdas.notifier.sent_ledger import Claim, LedgerError, SentLedger, claim_key, claim_near
 from lambdas.notifier.serving import model_deployment, read_replicas, with_replicas
@@ -68,6 +80,10 @@ from lambdas.shared.fail_slow import FAIL_SLOW_KIND, GOODPUT_LOW_KIND
 from lambdas.shared.promql import PromQLClient, PromQLError, bounded_opener, promql_for
 from lambdas.shared.subscription import decode_subscription
 
+#: A Kubernetes node's name: a DNS subdomain ("Node names must be a valid DNS subdomain name",
+#: kubernetes.io/docs/concepts/architecture/nodes/; RFC 1123: lowercase letters, digits, "-"
+#: and "."). An incident's node that is not one is a sentence saying there is none.
+NODE_NAME: Final = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 log = logging.getLogger()
 log.setLevel(logging.INFO)
 
@@ -347,6 +363,31 @@ def _with_pods(incident: Incident, at_ms: int, log_group: str) -> Incident:
     return replace(incident, pods=pods)
 
 
+def _with_promql_pods(
+    incident: Incident, at_ms: int, promql: Callable[[], PromQLClient]
+) -> Incident:
+    """A PromQL alarm's GPU or node (OTel mode) with the pods the exporter's series last named
+    on it, and when, where that reading is older than the alarm (a lost GPU's, a silent
+    node's): a node the alarm names without a GPU has its GPUs' pods."""
+    gpu = incident.gpu if incident.gpu.isdigit() else None
+    if incident.pods or not NODE_NAME.fullmatch(incident.node):
+        return incident  # named, or no node to read: a cluster-wide series, an unscheduled pod
+    try:
+        pods, seen_s = pods_seen_by_promql(
+            promql(), incident.cluster, incident.node, gpu, at_ms / 1000
+        )
+    except (PodLookupError, BotoCoreError, ClientError) as err:
+        log.warning("no pods for %s: %s", incident.key, err)
+        return incident
+    if not pods or seen_s is None:
+        return incident
+    if seen_s < at_ms / 1000:  # not at the alarm's own reading: dated
+        named = last_seen(pods, int(seen_s * 1000), "GPU" if gpu is not None else "node")
+    else:
+        named = few(pods, "pods")
+    return replace(incident, pods=(named,))
+
+
 def _promql() -> PromQLClient:
     """CloudWatch's PromQL API as the function's role, each request bounded as its other
     calls are (``CLIENT_CALL_S``)."""
@@ -436,6 +477,8 @@ def placed(
         return _with_job(result, now_ms, config, promql)
     if (model := model_deployment(result)) and result.kind in (config.promql_alarm_kinds or ()):
         return _with_replicas(result, model, now_ms, promql)
+    if result.kind in (config.promql_alarm_kinds or ()):
+        return _with_promql_pods(result, alarm_time_ms(result, now_ms), promql)
     if not pods_from_log:
         return result
     return _with_pods(result, now_ms, config.exporter_log_group)

@@ -112,6 +112,12 @@ def _utc(ms: int) -> str:
     return f"{datetime.fromtimestamp(ms / 1000, UTC):%Y-%m-%d %H:%M:%S} UTC"
 
 
+def last_seen(pods: tuple[str, ...], seen_ms: int, where: str = "GPU") -> str:
+    """The Pods row where the GPU (or node) could not say who was on it at the alarm: the
+    exporter's last reading that named them, dated."""
+    return f"{few(pods, 'pods')} (last seen on this {where} at {_utc(seen_ms)})"
+
+
 def from_xid_group(
     group: XidGroup,
     deployment: Deployment,
@@ -167,7 +173,7 @@ def from_xid_group(
     pods = group.pods
     if pods and group.pods_seen_ms is not None:
         # The GPU could not say who was on it at the XID: the exporter's last reading, dated.
-        pods = (f"{few(pods, 'pods')} (last seen on this GPU at {_utc(group.pods_seen_ms)})",)
+        pods = (last_seen(pods, group.pods_seen_ms),)
     return Incident(
         key=group.key,
         near=group.near,

@@ -11,8 +11,15 @@ from html import escape
 
 WIDTH, HEIGHT = 640, 240
 LEFT, RIGHT, TOP, BOTTOM = 48, 12, 28, 36
-COLOURS = ("#1f5fa8", "#c2571a", "#2e8540", "#7b3fa0", "#8a6d00", "#b3003c")
+#: Twelve colours dark enough to read on white, then (``series_colour``) as many more as a chart has
+#: series: a job's line is never drawn in another job's colour.
+COLOURS = (
+    "#1f5fa8", "#c2571a", "#2e8540", "#7b3fa0", "#8a6d00", "#b3003c",
+    "#00838f", "#6d4c41", "#c71585", "#455a64", "#332288", "#5c6b00",
+)  # fmt: skip
 DASHES = ("", "6 3", "2 3", "8 3 2 3", "1 2", "10 4")
+#: The golden angle in degrees: consecutive hues past the palette land far apart.
+_GOLDEN_ANGLE = 137.508
 #: The legend, under the x axis's labels: rows of this many entries, each row this high.
 LEGEND_COLUMNS, LEGEND_ROW = 2, 14
 LEGEND_TOP = HEIGHT - BOTTOM + 22
@@ -52,6 +59,15 @@ def _axes(labels: Sequence[str], y_max: float, unit: str) -> str:
     return "".join(parts)
 
 
+def series_colour(n: int) -> str:
+    """Series ``n``'s colour: the palette's, then hues a golden angle apart at two lightnesses
+    (``hsl()``, which SVG and every browser read), none repeated."""
+    if n < len(COLOURS):
+        return COLOURS[n]
+    extra = n - len(COLOURS)
+    return f"hsl({extra * _GOLDEN_ANGLE % 360:.1f},70%,{32 + 10 * (extra % 2)}%)"
+
+
 def _marker(n: int, x: float, y: float, colour: str) -> str:
     """Series alternate circle and square markers, so points differ by shape too."""
     if n % 2 == 0:
@@ -73,7 +89,7 @@ def _legend(names: Sequence[str]) -> tuple[str, int]:
         'stroke="#ddd"/>'
     ]
     for n, name in enumerate(names):
-        colour, dash = COLOURS[n % len(COLOURS)], DASHES[n % len(DASHES)]
+        colour, dash = series_colour(n), DASHES[n % len(DASHES)]
         x = LEFT + 6 + column * (n % LEGEND_COLUMNS)
         y = LEGEND_TOP + 2 + LEGEND_ROW * (n // LEGEND_COLUMNS) + LEGEND_ROW / 2
         parts.append(
@@ -105,7 +121,7 @@ def line_chart(
             for i, v in enumerate(points)
             if v is not None
         ]
-        colour, dash = COLOURS[n % len(COLOURS)], DASHES[n % len(DASHES)]
+        colour, dash = series_colour(n), DASHES[n % len(DASHES)]
         # A marker at each point: a single day still shows, and points differ by shape too.
         parts += [_marker(n, x, y, colour) for x, y in coordinates]
         if coordinates:

@@ -239,6 +239,7 @@ def failures_section(figures: Mapping[str, Any]) -> str:
                 for s in figures["signatures"]
             ],
             {2, 8, 9},
+            when={3, 4},
         )
     )
     return "".join(parts)

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from html import escape
 from typing import Any, Final
 
+from lambdas.weekly_report.html_table import html_table
 from lambdas.weekly_report.spreadsheet import csv_table
 
 #: The findings this section is made of (lambdas/shared/findings.py Kind).
@@ -90,28 +91,22 @@ def memory_section(rows: list[dict[str, Any]]) -> str:
     )
     headers = ["Namespace", "Job", "GPUs", "Peak GiB", "P95 GiB", "Capacity GiB", "Verdict",
                "MIG profile", "Saving a month"]  # fmt: skip
-    body = "".join(
-        "<tr>"
-        + "".join(f"<td>{escape(str(c))}</td>" for c in (r["namespace"] or "", r["job"]))
-        + "".join(
-            f'<td class="num">{escape(c)}</td>'
-            for c in (
-                _num(r["gpus"], "d"),
-                _num(r["peak_gib"]),
-                _num(r["p95_gib"]),
-                _num(r["capacity_gib"]),
-            )
-        )
-        + f"<td>{escape(str(r['verdict'] or ''))}</td>"
-        + f"<td>{escape(str(r['profile'] or ''))}</td>"
-        + f'<td class="num">{escape(_usd(r["monthly_saving_usd"]))}</td>'
-        + "</tr>"
+    body = [
+        [
+            r["namespace"] or "",
+            r["job"],
+            _num(r["gpus"], "d"),
+            _num(r["peak_gib"]),
+            _num(r["p95_gib"]),
+            _num(r["capacity_gib"]),
+            r["verdict"] or "",
+            r["profile"] or "",
+            _usd(r["monthly_saving_usd"]),
+        ]
         for r in rows
-    )
-    th = "".join(f'<th scope="col">{escape(h)}</th>' for h in headers)
-    return (
-        f'{head}<p class="relates">{escape(intro)}</p>'
-        f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+    ]
+    return f'{head}<p class="relates">{escape(intro)}</p>' + html_table(
+        headers, body, {2, 3, 4, 5, 8}
     )
 
 

@@ -9,7 +9,7 @@ from lambdas.weekly_report.charts import bar_chart, line_chart
 from lambdas.weekly_report.failures_section import failures_section
 from lambdas.weekly_report.figures import WeekFigures, class_key, headline
 from lambdas.weekly_report.funnel_section import funnel_section
-from lambdas.weekly_report.html_table import html_table
+from lambdas.weekly_report.html_table import breakable, html_table, number_cell, table, text_cell
 from lambdas.weekly_report.job_waste import HOURS_PER_WEEK
 from lambdas.weekly_report.memory_section import memory_section
 from lambdas.weekly_report.serving_section import one_line, serving_line, serving_section
@@ -21,13 +21,14 @@ padding:1rem;color:#111;line-height:1.45}
 h1{font-size:1.6rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ccc}
 table{border-collapse:collapse;width:100%;margin:.5rem 0;font-size:.9rem}
 th,td{border:1px solid #bbb;padding:.3rem .5rem;text-align:left;vertical-align:top}
-th{background:#eef2f7}.num{text-align:right}
+th{background:#eef2f7}.num{text-align:right}td.num,.when{white-space:nowrap}
 .tiles{display:flex;flex-wrap:wrap;gap:.5rem}
 .tile{border:1px solid #bbb;border-radius:.4rem;padding:.5rem .8rem;min-width:10rem;flex:1}
 .tile b{display:block;font-size:1.4rem}.chart{width:100%;height:auto;max-width:40rem}
 .sev-critical{font-weight:bold}.sev-critical::before{content:"\\25B2 "}
 .sev-warning::before{content:"\\25CF "}.sev-info::before{content:"\\25CB "}
 .actions li{margin:.4rem 0}.relates{color:#333;font-size:.9rem}
+@media (max-width:64rem){table{font-size:.78rem}th,td{padding:.25rem}}
 @media print{body{max-width:none}h2{break-after:avoid}.chart,table{break-inside:avoid}}
 """
 
@@ -56,13 +57,14 @@ def _delta(figures: WeekFigures, name: str, unit: str = "") -> str:
 
 
 def _finding_row(x: dict[str, Any]) -> str:
-    severity = escape(str(x.get("severity")))
+    severity = str(x.get("severity"))
     cells = [
-        f'<td class="sev-{severity}">{severity}</td>',
-        f"<td>{escape(str(x['kind']))}<br><small>{escape(str(x.get('summary', '')))}</small></td>",
-        f"<td>{escape(str(x.get('resource', '')))}</td>",
-        f"<td>{escape(str(x.get('recommendation', '')))}</td>",
-        f'<td class="num">{_money(x.get("estimated_monthly_waste_usd"))}</td>',
+        text_cell(severity, f"sev-{escape(severity)}"),
+        f"<td>{breakable(str(x['kind']))}<br><small>{breakable(str(x.get('summary', '')))}"
+        "</small></td>",
+        text_cell(x.get("resource", "")),
+        text_cell(x.get("recommendation", "")),
+        number_cell(_money(x.get("estimated_monthly_waste_usd"))),
     ]
     return "<tr>" + "".join(cells) + "</tr>"
 
@@ -229,7 +231,7 @@ def _incidents_and_findings(f: WeekFigures) -> str:
             )
         )
     parts.append(
-        html_table(["Alarm", "Time (UTC)"], [[a["alarm"], a["time"]] for a in f.alarms])
+        html_table(["Alarm", "Time (UTC)"], [[a["alarm"], a["time"]] for a in f.alarms], when={1})
         if f.alarms
         else "<p>No alarm went into ALARM.</p>"
     )
@@ -243,13 +245,8 @@ def _incidents_and_findings(f: WeekFigures) -> str:
                 "problems on this week's GPU-hours, once each: add those, not this column."
             )
         )
-        parts.append(
-            '<table><thead><tr><th scope="col">Severity</th><th scope="col">Finding</th>'
-            '<th scope="col">Resource</th><th scope="col">What to do</th>'
-            '<th scope="col" class="num">Its estimate a month</th></tr></thead><tbody>'
-            + "".join(_finding_row(x) for x in f.top_findings)
-            + "</tbody></table>"
-        )
+        headers = ["Severity", "Finding", "Resource", "What to do", "Its estimate a month"]
+        parts.append(table(headers, (_finding_row(x) for x in f.top_findings), {4}))
         parts.append(
             relation(
                 "Every finding of the week by kind, the latest per resource: the table above "
@@ -358,6 +355,7 @@ def html_report(figures: WeekFigures, *, link: str | None = None) -> str:
                     for d in f.days
                 ],
                 set(range(1, 3 + len(CLASS_NAMES))),
+                when={0},
             )
         )
     parts.append(_incidents_and_findings(f))

@@ -7,6 +7,7 @@ each replica holding one GPU. Their pod names are the ReplicaSet controller's
 from dataclasses import dataclass
 from typing import Final
 
+from cli.demo.realistic import nodes as ec2
 from cli.demo.realistic.pods import Pod, deployment_pods
 
 
@@ -95,6 +96,13 @@ WORKLOADS: Final = (VLLM, KSERVE)
 IDLE_REPLICA: Final = VLLM.pods[-1]
 #: Each serving pod's GPU on the serving node, in order: the vLLM replicas, then KServe's.
 SERVING_PODS: Final = tuple(pod for w in WORKLOADS for pod in w.pods)
+#: The serving node: a g5.12xlarge (four A10G) of its own managed node group, one GPU a replica.
+NODE: Final = ec2.node(
+    "10.0.1.20", "i-0f1e2d3c4b5a6978b", ec2.G5_12XLARGE, "us-east-1a", "use1-az4",
+    ec2.managed_node_group_labels("gpu-inference", "ami-0c2d3e4f5a6b7c8d9"),
+)  # fmt: skip
+#: Each serving pod's GPU index on ``NODE``.
+GPU_OF: Final = {pod: gpu for gpu, pod in enumerate(SERVING_PODS)}
 
 
 def workload_of(pod: Pod) -> ServingWorkload:

@@ -800,6 +800,11 @@ def _assert_otel_dashboards(result: DemoResult, classic: DemoResult) -> None:
     assert waits[0][0] == "bert-data-bound"
     assert waits[0][1] == pytest.approx(40.0, abs=0.1)
     assert [label for label, _ in otel["training: Step time (s)"]] == ["bert-data-bound"]
+    # The cluster dashboard draws every widget: the control plane's AWS/EKS series and Kube
+    # State Metrics' morning (a GPU pod pending, a GPU node not Ready then cordoned).
+    (cluster,) = [v for v in result.dashboard_views if v.name == f"{prefix}cluster"]
+    assert len(cluster.widgets) == 9
+    assert [w.title for w in cluster.widgets if not w.series] == []
     summary = result.summary()
     assert "GPU utilization (%): 3 95.88, 2 95.87, 0 95.62 [4 series]" in summary
     assert "out/dashboards holds the OTel mode's bodies" in summary

@@ -4,8 +4,10 @@ PromQL alarms replayed on a real Prometheus, each ALARM through the real notifie
 moto. Each planted fault pages exactly once, naming its node, GPU and pod, within its alarm's
 window; the steady GPUs and nodes page nothing."""
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Final
 
 import pytest
@@ -15,11 +17,15 @@ from cdk.settings import Settings
 from cli.demo.command import DEMO_REGION
 from cli.demo.exporter import INTERVAL_S, REPLAYED
 from cli.demo.jobs import ALARM_JOBS
+from cli.demo.notifications import NOTIFICATIONS
 from cli.demo.otel_alarms import (
     FAILED_AT_S,
     FAULTS,
+    PAGES_FILE,
     PENDING_POD,
+    PODS,
     SILENT,
+    SILENT_AT_S,
     START,
     STEADY,
     OtelAlarmsDemo,
@@ -28,9 +34,8 @@ from cli.demo.otel_alarms import (
     steady_pages,
     within_s,
 )
-from cli.demo.realistic.serving import IDLE_REPLICA, KSERVE, VLLM
-from cli.demo.serving import GPU_OF
-from cli.demo.serving import NODE as SERVING
+from cli.demo.realistic.serving import GPU_OF, IDLE_REPLICA, KSERVE, VLLM
+from cli.demo.realistic.serving import NODE as SERVING
 from cli.demo.storage import DEMO_CLUSTER
 from gpu_insights_agent.contract.metrics import OTLP_JOB
 from lambdas.shared.aws_clients import new_session
@@ -74,12 +79,18 @@ PAGED_AFTER_MIN: Final = {
 
 
 @pytest.fixture(scope="module")
-def demo() -> Iterator[OtelAlarmsDemo]:
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the stage writes its files, as ``make demo-otel`` has it write them to out/."""
+    return tmp_path_factory.mktemp("out")
+
+
+@pytest.fixture(scope="module")
+def demo(folder: Path) -> Iterator[OtelAlarmsDemo]:
     with mock_aws():
         session = new_session(
             aws_access_key_id="demo", aws_secret_access_key="demo", region_name=DEMO_REGION
         )
-        yield run_otel_alarms(session, Settings(cluster_name=DEMO_CLUSTER), DEMO_REGION)
+        yield run_otel_alarms(session, Settings(cluster_name=DEMO_CLUSTER), DEMO_REGION, folder)
 
 
 def test_each_planted_fault_pages_once_named_within_its_window(demo: OtelAlarmsDemo) -> None:
@@ -102,17 +113,24 @@ def test_the_pages_name_the_pod_from_the_exporters_labels(demo: OtelAlarmsDemo) 
     assert named["idle held GPU"] == "speech/whisper-finetune-worker-0"
     assert named["uncorrectable ECC"] == "speech/whisper-finetune-worker-2"
     assert named["XID 13"] == "speech/whisper-finetune-master-0"
-    # Off the bus, the GPU answers no process: the lost GPU's series names no pod, and the XID
-    # 79 page names the pod the exporter last saw on it (the ECC fault's), at its last reading
-    # before the GPU fell off.
-    assert named["GPU lost"] == ""
+    # Off the bus, the GPU answers no process: the lost GPU's series names no pod, so its page
+    # and the XID 79 page name the pod the exporter last saw on it (the ECC fault's), at its
+    # last reading before the GPU fell off: the page from the exporter's series (PromQL),
+    # the XID's from its log line.
     seen = datetime.fromtimestamp(START + FAILED_AT_S - INTERVAL_S, UTC)
-    assert named["XID 79"] == (
-        f"{named['uncorrectable ECC']} (last seen on this GPU at {seen:%Y-%m-%d %H:%M:%S} UTC)"
-    )
+    lost = f"{named['uncorrectable ECC']} (last seen on this GPU at {seen:%Y-%m-%d %H:%M:%S} UTC)"
+    assert named["XID 79"] == named["GPU lost"] == lost
+    # The silent node's series name the node only: its page names the pods of its eight GPUs
+    # at its exporter's last reading, a few by name and the rest counted.
     (silent,) = demo.pages_for(next(f for f in FAULTS if f.what == "silent node"))
     assert set(silent.labels) == {L.cluster, L.node}
     assert silent.labels[L.node] == SILENT.name
+    pods = sorted(f"{p.namespace}/{p.name}" for p in PODS[SILENT.name])
+    last = datetime.fromtimestamp(START + SILENT_AT_S - INTERVAL_S, UTC)
+    assert named["silent node"] == (
+        f"{', '.join(pods[:5])} and 3 more (8 pods) (last seen on this node at "
+        f"{last:%Y-%m-%d %H:%M:%S} UTC)"
+    )
     # A job's page names its ranks' pods, which the notifier reads from their series' labels.
     assert named["gpt-nan"] == "gpt-nan-master-0, gpt-nan-worker-0"
 
@@ -193,3 +211,19 @@ def test_the_readme_states_what_the_stage_prints(demo: OtelAlarmsDemo) -> None:
         f"the steady GPUs, nodes and job page {len(steady_pages(demo))} times",
     ):
         assert phrase in readme, phrase
+
+
+def test_the_stage_writes_every_pages_message_beside_its_record(
+    demo: OtelAlarmsDemo, folder: Path
+) -> None:
+    """out/otel-alarms.json records each page (alarm, labels, subject); out/notifications.txt
+    holds each page's message as the notifier sent it, after the run's own messages."""
+    assert demo.files == [folder / PAGES_FILE, folder / NOTIFICATIONS]
+    record = json.loads((folder / PAGES_FILE).read_text())
+    assert [p["subject"] for p in record] == [p.subject for p in demo.pages]
+    text = (folder / NOTIFICATIONS).read_text()
+    stage = f"=== The alarm stage (exporter_sink=otlp, {PAGES_FILE}): {len(FAULTS)} pages ==="
+    assert stage in text
+    for page in demo.pages:
+        assert f"--- to the {page.topic} topic ---\n{page.text}" in text
+    assert text.count("--- to the ") == len(demo.pages) == len(FAULTS)

@@ -11,9 +11,9 @@ import pytest
 
 from cdk.alarms.serving_promql import DEFAULT_TTFT_P99_S, model_group, quantile, selector
 from cli.demo.command import DEMO_REGION
-from cli.demo.otel import PHASE_S
+from cli.demo.otel import PHASE_S, joins
 from cli.demo.promql import serving
-from cli.demo.realistic.serving import IDLE_REPLICA, KSERVE, VLLM
+from cli.demo.realistic.serving import IDLE_REPLICA, KSERVE, SERVING_PODS, VLLM
 from cli.demo.serving import (
     DAY_REQUESTS_PER_HOUR,
     GENERATION_TOKENS,
@@ -21,7 +21,7 @@ from cli.demo.serving import (
     SATURATED_DAY,
     serving_week_samples,
 )
-from cli.demo.week import DAYS, THIS_WEEK
+from cli.demo.week import DAYS, HOURS, THIS_WEEK
 from gpu_insights_agent.contract.serving import HistogramForm, Server, Signal, serving_metric
 from lambdas.shared.dcgm import CLOUDWATCH as L
 from lambdas.shared.promql import PromQLClient, quote_label
@@ -91,3 +91,13 @@ def test_the_idle_replica_serves_nothing_all_week(engine: PromQLClient) -> None:
     assert got[IDLE_REPLICA.name] == 0
     assert all(v > 0 for name, v in got.items() if name != IDLE_REPLICA.name)
     assert len(got) == 4
+
+
+def test_the_replicas_hours_join_their_node_and_gpu() -> None:
+    """The OTel run's join check over the serving week (with its GPUs' DCGM series, as
+    ``make demo-otel`` loads it): every replica's hour on the serving node's GPU the week put
+    it on, none counted as misplaced."""
+    with serving(serving_week_samples(CLUSTER, gpus=True), DEMO_REGION) as client:
+        pods, hours, misplaced = joins(client, CLUSTER)
+    assert (pods, hours) == (len(SERVING_PODS), len(SERVING_PODS) * HOURS)  # 4 pods, 672 hours
+    assert misplaced == 0

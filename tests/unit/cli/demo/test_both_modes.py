@@ -69,3 +69,13 @@ def test_the_serving_lines_name_each_models_price_and_finding(tmp_path: Path) ->
     assert serving_summary(tmp_path) == [
         "The serving week: the report has no serving section (no table was read)"
     ]
+
+
+def test_the_output_list_adds_the_alarm_stages_files(tmp_path: Path) -> None:
+    from cli.demo.both_modes import output_files
+    from cli.demo.notifications import NOTIFICATIONS
+    from cli.demo.otel_alarms import PAGES_FILE
+
+    run = [tmp_path / "report.html", tmp_path / NOTIFICATIONS, tmp_path / "stacks.json"]
+    stage = [tmp_path / PAGES_FILE, tmp_path / NOTIFICATIONS]
+    assert output_files(run, stage) == [*run, tmp_path / "otel-alarms.json"]

@@ -7,10 +7,8 @@ from collections.abc import Iterable
 import pytest
 
 from cli.demo.promql import Sample
-from cli.demo.realistic.serving import IDLE_REPLICA, KSERVE, VLLM
+from cli.demo.realistic.serving import GPU_OF, IDLE_REPLICA, KSERVE, NODE, VLLM
 from cli.demo.serving import (
-    GPU_OF,
-    NODE,
     SATURATED_DAY,
     TTFT_BUCKETS,
     Load,

@@ -70,3 +70,15 @@ def test_each_legend_sample_draws_its_series_marker() -> None:
     squares = [r for r in legend.findall("svg:rect", NS) if r.get("class") != "legend-box"]
     assert len(squares) == 1
     assert squares[0].get("fill") == "#c2571a"  # the second series' colour
+
+
+def test_every_series_of_a_chart_has_its_own_colour_past_the_palette() -> None:
+    names = [f"job-{i}" for i in range(40)]
+    svg = ET.fromstring(line_chart("Jobs", DAYS[:2], {n: [1.0, 2.0] for n in names}))
+    strokes = [p.get("stroke") for p in svg.findall("svg:polyline", NS)]
+    assert len(strokes) == 40
+    assert len(set(strokes)) == 40
+    # The legend draws each in its line's colour.
+    legend = svg.find("svg:g[@class='legend']", NS)
+    assert legend is not None
+    assert [line.get("stroke") for line in legend.findall("svg:line", NS)] == strokes
