@@ -37,6 +37,18 @@ JOB_METRICS: Final = (
     ("checkpoint_saves", TrainingMetric.CHECKPOINT_SAVE, "SampleCount"),
     ("failures", TrainingMetric.JOB_FAILED, "Sum"),
     ("successes", TrainingMetric.JOB_SUCCEEDED, "Sum"),
+    # Goodput's (lambdas/training_analyzer/goodput/jobs.py): seconds by what the ranks did,
+    # the step number, each attempt's first step.
+    ("startup_time", TrainingMetric.STARTUP_TIME, "Sum"),
+    ("compute_time", TrainingMetric.COMPUTE_TIME, "Sum"),
+    ("data_wait_time", TrainingMetric.DATA_WAIT_TIME, "Sum"),
+    ("checkpoint_save_time", TrainingMetric.CHECKPOINT_SAVE_TIME, "Sum"),
+    ("evaluation_time", TrainingMetric.EVALUATION_TIME, "Sum"),
+    ("stalled_time", TrainingMetric.STALLED_TIME, "Sum"),
+    ("idle_time", TrainingMetric.IDLE_TIME, "Sum"),
+    ("step_number", TrainingMetric.STEP_NUMBER, "Maximum"),
+    ("resumed_from", TrainingMetric.RESUMED_FROM_STEP, "Minimum"),
+    ("resumes", TrainingMetric.RESUMED_FROM_STEP, "SampleCount"),
 )
 #: The fields whose rules read only their sum over the window (failures, successes, saves
 #: counted): one point over the window gives the same sum as every hour's.
