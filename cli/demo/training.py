@@ -184,7 +184,7 @@ def rank_query_results(logs: Any, events_from: Any = None) -> None:
     reader = events_from or logs
 
     def rows(query: Params) -> list[list[dict[str, str]]]:
-        totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+        totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
         nodes: dict[tuple[str, str], str] = {}
         pods: dict[tuple[str, str], str] = {}
         pages = reader.get_paginator("filter_log_events").paginate(
@@ -200,6 +200,7 @@ def rank_query_results(logs: Any, events_from: Any = None) -> None:
                 key = (doc[DIM_JOB], str(doc[PROP_RANK]))
                 totals[key][0] += doc["steps"]
                 totals[key][1] += doc["step_time_seconds"] * doc["steps"]
+                totals[key][2] += doc.get(str(TrainingMetric.COMPUTE_TIME), 0.0)
                 if DIM_NODE in doc:
                     nodes[key] = doc[DIM_NODE]
                 if PROP_POD_NAME in doc:
@@ -210,10 +211,11 @@ def rank_query_results(logs: Any, events_from: Any = None) -> None:
                 {"field": PROP_RANK, "value": rank},
                 {"field": "steps", "value": str(steps)},
                 {"field": "step_time", "value": str(time / steps)},
+                {"field": "compute", "value": str(compute)},
                 {"field": "node", "value": nodes.get((job, rank), "")},
                 {"field": "pod", "value": pods.get((job, rank), "")},
             ]
-            for (job, rank), (steps, time) in sorted(totals.items())
+            for (job, rank), (steps, time, compute) in sorted(totals.items())
         ]
 
     logs_insights_stats(logs, rows)

@@ -21,7 +21,7 @@ GPU-seconds.
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, Final
 
@@ -91,6 +91,12 @@ class Split:
             str(b): s / HOUR for b, s in sorted(self.badput.items())
         }
 
+    @classmethod
+    def from_gpu_hours(cls, hours: Mapping[str, float]) -> "Split":
+        """``gpu_hours()`` read back; a name that is no badput is a ``ValueError``."""
+        badput = {Badput(k): float(v) * HOUR for k, v in hours.items() if k != "productive"}
+        return cls(float(hours.get("productive", 0.0)) * HOUR, badput)
+
 
 def add(splits: Iterable[Split]) -> Split:
     productive = 0.0
@@ -111,6 +117,20 @@ class AttemptGoodput:
     #: The step it resumed from (None: it was running when the window began).
     resumed_from: float | None
     split: Split
+
+
+#: The figures ``JobGoodput`` carries besides its splits, as they are in its JSON.
+_RATES: Final = (
+    "failures",
+    "restarts",
+    "steps_redone",
+    "mtbf_hours",
+    "mean_checkpoint_save_s",
+    "checkpoint_interval_s",
+    "optimal_checkpoint_interval_s",
+    "ideal_step_s",
+    "step_time_deviation",
+)
 
 
 @dataclass(frozen=True)
@@ -146,6 +166,25 @@ class JobGoodput:
         """The GPU-hours of kept steps' work: the funnel's productive stage for this job."""
         return self.split.productive / HOUR
 
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any]) -> "JobGoodput":
+        """``to_json()`` read back (a shard's part, the day's goodput file)."""
+        return cls(
+            job=str(document["job"]),
+            gpus=int(document["gpus"]),
+            split=Split.from_gpu_hours(document["gpu_hours"]),
+            attempts=tuple(
+                AttemptGoodput(
+                    int(a["index"]),
+                    float(a["first_hour"]),
+                    a["resumed_from"],
+                    Split.from_gpu_hours(a["gpu_hours"]),
+                )
+                for a in document["attempts"]
+            ),
+            **{name: document[name] for name in _RATES},
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "job": self.job,
@@ -163,16 +202,18 @@ class JobGoodput:
                 }
                 for a in self.attempts
             ],
-            "failures": self.failures,
-            "restarts": self.restarts,
-            "steps_redone": self.steps_redone,
-            "mtbf_hours": self.mtbf_hours,
-            "mean_checkpoint_save_s": self.mean_checkpoint_save_s,
-            "checkpoint_interval_s": self.checkpoint_interval_s,
-            "optimal_checkpoint_interval_s": self.optimal_checkpoint_interval_s,
-            "ideal_step_s": self.ideal_step_s,
-            "step_time_deviation": self.step_time_deviation,
+            **{name: getattr(self, name) for name in _RATES},
         }
+
+
+def within(series: JobSeries, start: float, end: float) -> JobSeries:
+    """``series`` with only its hours in [start, end) (a day's goodput out of a lookback's)."""
+    kept = JobSeries(job=series.job)
+    for f in fields(series):
+        if f.name != "job":
+            hourly = getattr(series, f.name).items()
+            setattr(kept, f.name, {h: v for h, v in hourly if start <= h < end})
+    return kept
 
 
 def optimal_checkpoint_interval(save_s: float, mtbf_s: float) -> float:

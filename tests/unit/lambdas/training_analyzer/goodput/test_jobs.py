@@ -1,5 +1,6 @@
 """A job's goodput and badput, each category with real numbers, summing to what it held."""
 
+import json
 import math
 
 import pytest
@@ -7,6 +8,7 @@ import pytest
 from lambdas.training_analyzer.analysis import JobSeries, RankStats
 from lambdas.training_analyzer.goodput.jobs import (
     HOUR,
+    JobGoodput,
     Badput,
     ideal_step_time,
     job_goodput,
@@ -138,3 +140,13 @@ def test_google_ideal_step_time_and_young() -> None:
     assert ideal_step_time([]) is None
     # A 60 s save and a failure a day: about 54 minutes.
     assert optimal_checkpoint_interval(60, 86_400) == pytest.approx(3219.9, abs=0.1)
+
+
+def test_a_jobs_goodput_reads_back_from_its_json() -> None:
+    g = job_goodput(restarted_job(), gpus=GPUS, pending_gpu_seconds=GPUS * 900)
+    assert g is not None
+    again = JobGoodput.from_json(json.loads(json.dumps(g.to_json())))
+    assert again.split.total == pytest.approx(g.split.total)
+    assert again.goodput == pytest.approx(g.goodput)
+    assert again.attempts[1].split.badput[Badput.RECOVERY] == pytest.approx(1_800)
+    assert again.optimal_checkpoint_interval_s == g.optimal_checkpoint_interval_s
