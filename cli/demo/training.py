@@ -140,7 +140,12 @@ def simulate(
 ) -> None:
     """The job's runs that start in ``window`` (by default all of them), in rank ``rank``."""
     start = END - HOURS * 3600
+    #: The step of the last checkpoint saved, and whether the run before failed: a run after
+    #: a failure resumes from that checkpoint (goodput's progress lost: the steps after it).
+    saved, failed = 0, False
     for run_start, run_end, succeeded in runs(job):
+        step, resumed = (saved, True) if failed else (0, False)
+        failed = not succeeded
         if not window[0] <= run_start < window[1]:
             continue
         clock = VirtualClock(run_start)
@@ -156,8 +161,11 @@ def simulate(
             wall_clock=clock,
             heartbeat=False,  # a virtual clock: the loop flushes every window itself
         )
+        if resumed:
+            metrics.resume_from_step(step)
         next_checkpoint = clock.now + job.checkpoint_every_s
         for _ in metrics.steps(_batches(clock, job, run_end)):
+            step += 1
             slower = (
                 job.slower_after_hour is not None
                 and clock.now >= start + job.slower_after_hour * 3600
@@ -167,6 +175,7 @@ def simulate(
             if clock.now >= next_checkpoint:
                 with metrics.checkpoint_save(size_bytes=14 * 2**30):
                     clock.now += job.checkpoint_s
+                saved = step
                 next_checkpoint = clock.now + job.checkpoint_every_s
         metrics.close(succeeded=succeeded)
 
@@ -238,8 +247,12 @@ def _stepping(job: SimulatedJob, window: tuple[float, float]) -> list[float]:
 def _flush_values(job: SimulatedJob) -> dict[TrainingMetric, float]:
     """What each rank's emitter publishes each window of an hour of steps."""
     step = job.compute_s + job.wait_s
+    steps = 3600 / step / (3600 // FLUSH_S)
     return {
-        TrainingMetric.STEPS: 3600 / step / (3600 // FLUSH_S),
+        # The window's seconds by what the rank did (goodput): working and waiting for data.
+        TrainingMetric.COMPUTE_TIME: steps * job.compute_s,
+        TrainingMetric.DATA_WAIT_TIME: steps * job.wait_s,
+        TrainingMetric.STEPS: steps,
         TrainingMetric.STEP_TIME: step,
         TrainingMetric.DATA_WAIT: job.wait_s,
         TrainingMetric.DATA_WAIT_SHARE: 100 * job.wait_s / step,

@@ -295,9 +295,30 @@ class _Attempt:
     index: int
     first_hour: float
     resumed_from: float | None
+    #: It followed an attempt that did not succeed (a new run of the job name follows one
+    #: that did: its startup is startup, and its step number may start over).
+    restart: bool = False
+    hours: list[float] = field(default_factory=list)
     compute: float = 0.0
     lost: float = 0.0
     badput: dict[Badput, float] = field(default_factory=lambda: dict.fromkeys(Badput, 0.0))
+
+
+def _attempts(series: JobSeries, order: Sequence[float]) -> list[_Attempt]:
+    """The one running when the window began (unless the first began in its first hour),
+    then one for each hour an attempt began in, each with its hours."""
+    marks = sorted(h for h, n in series.resumes.items() if n > 0)
+    starts = marks if marks and marks[0] <= order[0] else [order[0], *marks]
+    attempts = []
+    for i, start in enumerate(starts):
+        succeeded = i > 0 and any(
+            v > 0 for h, v in series.successes.items() if starts[i - 1] <= h <= start
+        )
+        resumed = series.resumed_from.get(start) if start in marks else None
+        attempts.append(_Attempt(i, start, resumed, restart=i > 0 and not succeeded))
+    for hour in order:
+        attempts[max(0, sum(1 for s in starts if s <= hour) - 1)].hours.append(hour)
+    return attempts
 
 
 def job_goodput(
@@ -317,44 +338,27 @@ def job_goodput(
     if not hours or not any(h.seen > 0 for h in hours.values()):
         return None
     gpus = max(1, gpus)
-    order = sorted(hours)
     stepped = sum(h.steps for h in hours.values()) > 0
-    marks = sorted(h for h, n in series.resumes.items() if n > 0)
-    # The attempts: the one running when the window began (unless the first began in its
-    # first hour), then one for each hour an attempt began in.
-    first_began_here = bool(marks) and marks[0] <= order[0]
-    starts = marks if first_began_here else [order[0], *marks]
-    attempts = [
-        _Attempt(i, start, series.resumed_from.get(start) if start in marks else None)
-        for i, start in enumerate(starts)
-    ]
-
-    def attempt_of(hour: float) -> int:
-        return max(0, sum(1 for s in starts if s <= hour) - 1)
-
-    for hour in order:
-        h, index = hours[hour], attempt_of(hour)
-        current = attempts[index]
-        # In the hour a restart began, the stall and idle time are the attempt that ended.
-        ended = attempts[index - 1] if index > 0 and hour == starts[index] else current
-        begin = Badput.STARTUP if index == 0 else Badput.RECOVERY
-        current.badput[begin if stepped else Badput.HELD_NO_STEPS] += h.startup
-        current.badput[Badput.DATA_LOADING] += h.data_wait
-        current.badput[Badput.CHECKPOINT_SAVE] += h.checkpoint
-        current.badput[Badput.EVALUATION] += h.evaluation
-        ended.badput[Badput.HUNG] += h.stalled
-        ended.badput[Badput.HELD_NO_STEPS] += h.idle
-        current.compute += h.compute
-        unseen = max(0.0, (held_gpu_seconds or {}).get(hour, 0.0) - h.seen)
-        if unseen > 0:
-            if index > 0 and hour == starts[index]:
-                where = Badput.RECOVERY
-            elif index == 0 and hour <= min((x for x in order if hours[x].steps > 0), default=hour):
-                where = Badput.STARTUP
-            else:
-                where = Badput.HELD_NO_STEPS
-            current.badput[where] += unseen
-    redone = _progress_lost(series, hours, order, attempts, gpus, first_began_here)
+    attempts = _attempts(series, sorted(hours))
+    for index, current in enumerate(attempts):
+        begin = Badput.RECOVERY if current.restart else Badput.STARTUP
+        first_step = min((x for x in current.hours if hours[x].steps > 0), default=None)
+        for hour in current.hours:
+            h = hours[hour]
+            # In the hour an attempt began, the stall and idle time are the one that ended.
+            ended = attempts[index - 1] if index > 0 and hour == current.first_hour else current
+            current.badput[begin if stepped else Badput.HELD_NO_STEPS] += h.startup
+            current.badput[Badput.DATA_LOADING] += h.data_wait
+            current.badput[Badput.CHECKPOINT_SAVE] += h.checkpoint
+            current.badput[Badput.EVALUATION] += h.evaluation
+            ended.badput[Badput.HUNG] += h.stalled
+            ended.badput[Badput.HELD_NO_STEPS] += h.idle
+            current.compute += h.compute
+            # Held by its pods, seen by no emitter: before its first step, its start.
+            unseen = max(0.0, (held_gpu_seconds or {}).get(hour, 0.0) - h.seen)
+            early = first_step is None or hour <= first_step
+            current.badput[begin if early and stepped else Badput.HELD_NO_STEPS] += unseen
+    redone = sum(_progress_lost(series, hours, run, gpus) for run in _runs(attempts))
     slowest = slowest_rank_share(ranks)
     splits = []
     for a in attempts:
@@ -368,9 +372,20 @@ def job_goodput(
             )
         )
     pending = Split(0.0, {Badput.WAITING_FOR_GPUS: max(0.0, pending_gpu_seconds)})
-    return _with_rates(
-        series, hours, gpus, add([*(s.split for s in splits), pending]), tuple(splits), redone
-    )
+    total = add([*(s.split for s in splits), pending])
+    restarts = sum(1 for a in attempts if a.restart)
+    return _with_rates(series, hours, gpus, total, tuple(splits), redone, restarts)
+
+
+def _runs(attempts: Sequence[_Attempt]) -> list[list[_Attempt]]:
+    """The attempts by run: a run's first attempt, then its restarts."""
+    runs: list[list[_Attempt]] = []
+    for a in attempts:
+        if a.restart and runs:
+            runs[-1].append(a)
+        else:
+            runs.append([a])
+    return runs
 
 
 def _with_rates(
@@ -380,10 +395,10 @@ def _with_rates(
     total: Split,
     attempts: tuple[AttemptGoodput, ...],
     redone: float,
+    restarts: int,
 ) -> JobGoodput:
     """The job's goodput with its failure rate, checkpoint interval (and Young's) and step
     time against Google's ideal."""
-    restarts = len(attempts) - 1
     wall_hours = sum(h.seen for h in hours.values()) / gpus / HOUR
     failures = max(round(sum(series.failures.values())), restarts)
     mtbf = wall_hours / failures if failures and wall_hours > 0 else None
@@ -413,39 +428,34 @@ def _with_rates(
 
 
 def _progress_lost(
-    series: JobSeries,
-    hours: Mapping[float, _Hour],
-    order: Sequence[float],
-    attempts: Sequence[_Attempt],
-    gpus: int,
-    first_began_here: bool,
+    series: JobSeries, hours: Mapping[float, _Hour], run: Sequence[_Attempt], gpus: int
 ) -> float:
-    """Steps redone after the restarts (set on each restarted attempt's ``lost``, in
-    GPU-seconds of work): the steps the ranks ran less the progress the step number made.
-    The step number goes back at each restart; each restart takes its share of the total by
-    how far back it went as far as the hours before it show."""
-    if len(attempts) < 2:
+    """Steps one run's restarts redid (set on each restart's ``lost``, in GPU-seconds of
+    work): the steps its ranks ran less the progress its step number made. The step number
+    goes back at each restart; each takes its share of the total by how far back it went as
+    far as the hours before it show."""
+    if len(run) < 2:
         return 0.0
-    numbers = {h: v for h, v in series.step_number.items() if h in hours}
-    ran = sum(h.steps for h in hours.values()) / gpus
-    stepping = [h for h in order if hours[h].steps > 0 and h in numbers]
+    mine = [h for a in run for h in a.hours]
+    numbers = {h: series.step_number[h] for h in mine if h in series.step_number}
+    ran = sum(hours[h].steps for h in mine) / gpus
+    stepping = [h for h in mine if hours[h].steps > 0 and h in numbers]
     if not stepping or ran <= 0:
         return 0.0
-    if first_began_here and attempts[0].resumed_from is not None:
-        initial = attempts[0].resumed_from
+    if run[0].resumed_from is not None:
+        initial = run[0].resumed_from
     else:  # the step number before the window's first step (no restart in its first hour)
         initial = numbers[stepping[0]] - hours[stepping[0]].steps / gpus
     redone = max(0.0, ran - (max(numbers.values()) - initial))
     if redone <= 0:
         return 0.0
     back = []
-    for a in attempts[1:]:
+    for a in run[1:]:
         before = [v for h, v in numbers.items() if h < a.first_hour]
         went_back = max(before) - a.resumed_from if before and a.resumed_from is not None else 0
         back.append(max(0.0, went_back))
     weights = back if sum(back) > 0 else [1.0] * len(back)
-    work = sum(h.compute for h in hours.values())
-    per_step = work / ran  # GPU-seconds of work per job step, all ranks
-    for a, weight in zip(attempts[1:], weights, strict=True):
+    per_step = sum(hours[h].compute for h in mine) / ran  # GPU-seconds a job step, all ranks
+    for a, weight in zip(run[1:], weights, strict=True):
         a.lost = redone * weight / sum(weights) * per_step
     return redone

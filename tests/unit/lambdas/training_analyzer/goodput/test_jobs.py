@@ -150,3 +150,26 @@ def test_a_jobs_goodput_reads_back_from_its_json() -> None:
     assert again.goodput == pytest.approx(g.goodput)
     assert again.attempts[1].split.badput[Badput.RECOVERY] == pytest.approx(1_800)
     assert again.optimal_checkpoint_interval_s == g.optimal_checkpoint_interval_s
+
+
+def test_a_new_run_after_one_that_succeeded_is_no_restart() -> None:
+    """A job name run again from step 0 after a run that succeeded: its step number starts
+    over, but nothing was redone and its startup is startup."""
+    series = JobSeries(
+        job="nightly",
+        startup_time={H[0]: 300, H[2]: 300},
+        compute_time={H[0]: 3_000, H[2]: 3_000},
+        idle_time={H[0]: 300},
+        steps={H[0]: 1_500, H[2]: 1_500},
+        step_number={H[0]: 1_500, H[2]: 1_500},
+        resumed_from={H[0]: 0, H[2]: 0},
+        resumes={H[0]: 1, H[2]: 1},
+        successes={H[0]: 1},
+    )
+    g = job_goodput(series, gpus=1)
+    assert g is not None
+    assert (g.restarts, g.steps_redone, g.failures) == (0, 0.0, 0)
+    assert g.split.badput[Badput.STARTUP] == pytest.approx(600)
+    assert g.split.badput[Badput.RECOVERY] == 0.0
+    assert g.split.badput[Badput.PROGRESS_LOST] == 0.0
+    assert g.goodput == pytest.approx(6_000 / 6_900)
