@@ -157,6 +157,8 @@ class WeekFigures:
     #: Inference serving per model and workload, its price per million output tokens this
     #: week and last, and its findings (serving_section.serving_figures); empty: none read.
     serving: dict[str, Any] = field(default_factory=dict)
+    #: The training jobs' week of goodput: fleet, by size, by job (goodput_section.py).
+    goodput: dict[str, Any] = field(default_factory=dict)
 
     def change(self, name: str) -> float | None:
         """This week's headline figure minus last week's, where both exist."""
