@@ -18,6 +18,7 @@ from benchmarks import (
     failure_causes,
     failure_logs,
     fan_out,
+    goodput_replay,
     otlp_bytes,
     page_faults,
     storage_analyzer,
@@ -280,6 +281,13 @@ def main() -> None:
             x["resent"] + x["duplicates"], None, "pages"),
         Row("pager: malformed documents refused and counted", x["refused_counted"],
             x["malformed"], "docs"),
+    ]  # fmt: skip
+    replay = goodput_replay.main()
+    rows += [
+        Row("goodput replay: goodput vs the truth", 100 * abs(replay.goodput_measured
+            - replay.goodput_truth), goodput_replay.GOAL_POINTS, "points"),
+        Row("goodput replay: largest category's error", max(replay.errors.values()),
+            goodput_replay.GOAL_POINTS, "points"),
     ]  # fmt: skip
     rows.append(Row("cdk synth of the whole app", synth_seconds(), None, "s"))
     cost = estimate(nodes=1, gpus_per_node=8)
