@@ -64,6 +64,17 @@ def synth_seconds() -> float:
     return time.perf_counter() - started
 
 
+def _goodput_rows() -> list[Row]:
+    """The goodput replay's errors against its known truth, in points of the job's total."""
+    replay = goodput_replay.main()
+    return [
+        Row("goodput replay: goodput vs the truth", 100 * abs(replay.goodput_measured
+            - replay.goodput_truth), goodput_replay.GOAL_POINTS, "points"),
+        Row("goodput replay: largest category's error", max(replay.errors.values()),
+            goodput_replay.GOAL_POINTS, "points"),
+    ]  # fmt: skip
+
+
 def _otlp_rows() -> list[Row]:
     """Bytes per OTLP datapoint, billed against the cost model's figure, and on the wire."""
     o = otlp_bytes.main()
@@ -282,14 +293,7 @@ def main() -> None:
         Row("pager: malformed documents refused and counted", x["refused_counted"],
             x["malformed"], "docs"),
     ]  # fmt: skip
-    replay = goodput_replay.main()
-    rows += [
-        Row("goodput replay: goodput vs the truth", 100 * abs(replay.goodput_measured
-            - replay.goodput_truth), goodput_replay.GOAL_POINTS, "points"),
-        Row("goodput replay: largest category's error", max(replay.errors.values()),
-            goodput_replay.GOAL_POINTS, "points"),
-    ]  # fmt: skip
-    rows.append(Row("cdk synth of the whole app", synth_seconds(), None, "s"))
+    rows += [*_goodput_rows(), Row("cdk synth of the whole app", synth_seconds(), None, "s")]
     cost = estimate(nodes=1, gpus_per_node=8)
     rows += [
         Row(
