@@ -295,13 +295,27 @@ class _Attempt:
     index: int
     first_hour: float
     resumed_from: float | None
-    #: It followed an attempt that did not succeed (a new run of the job name follows one
-    #: that did: its startup is startup, and its step number may start over).
+    #: It restarted the attempt before it (``_restarted``); else it began a new run of the
+    #: job name: its startup is startup, and its step number may start over.
     restart: bool = False
     hours: list[float] = field(default_factory=list)
     compute: float = 0.0
     lost: float = 0.0
     badput: dict[Badput, float] = field(default_factory=lambda: dict.fromkeys(Badput, 0.0))
+
+
+def _restarted(series: JobSeries, before: float, start: float, resumed: float | None) -> bool:
+    """Whether the attempt that began in hour ``start`` restarted the one that began in
+    ``before``: that one did not succeed, and either failed (``job_failed``), stalled, or this
+    one resumed from a checkpoint (a step after 0). A process that starts from step 0 after
+    no sign of a failure is a new run of the job name."""
+
+    def between(values: Mapping[float, float]) -> bool:
+        return any(v > 0 for h, v in values.items() if before <= h <= start)
+
+    if between(series.successes):
+        return False
+    return between(series.failures) or between(series.stalled_time) or bool(resumed)
 
 
 def _attempts(series: JobSeries, order: Sequence[float]) -> list[_Attempt]:
@@ -311,11 +325,15 @@ def _attempts(series: JobSeries, order: Sequence[float]) -> list[_Attempt]:
     starts = marks if marks and marks[0] <= order[0] else [order[0], *marks]
     attempts = []
     for i, start in enumerate(starts):
-        succeeded = i > 0 and any(
-            v > 0 for h, v in series.successes.items() if starts[i - 1] <= h <= start
-        )
         resumed = series.resumed_from.get(start) if start in marks else None
-        attempts.append(_Attempt(i, start, resumed, restart=i > 0 and not succeeded))
+        attempts.append(
+            _Attempt(
+                i,
+                start,
+                resumed,
+                restart=i > 0 and _restarted(series, starts[i - 1], start, resumed),
+            )
+        )
     for hour in order:
         attempts[max(0, sum(1 for s in starts if s <= hour) - 1)].hours.append(hour)
     return attempts

@@ -61,8 +61,8 @@ def test_with_the_otlp_sink_a_run_reads_the_jobs_and_the_exporter_with_promql_to
     expected = {
         # requests, samples
         "listing (steps, job_failed)": (2, 2 * ranks),
-        "ranks (steps Sum, step time Average: 3 selectors)": (2, 3 * ranks),
-        "series (8 statistics, 4 of them Averages: 12 selectors)": (8, 12 * ranks),
+        "ranks (steps Sum, step time Average, work Sum: 4 selectors)": (3, 4 * ranks),
+        "series (18 statistics, 4 of them Averages: 22 selectors)": (18, 22 * ranks),
         "baselines (Sum, SampleCount)": (2, 2 * ranks),
         "the jobs' nodes' power and SM means": (2, 4 * gpus),
         "attribution: exporter nodes, 2 means, a minimum, a count": (5, 7 * gpus),
@@ -70,8 +70,8 @@ def test_with_the_otlp_sink_a_run_reads_the_jobs_and_the_exporter_with_promql_to
         "attribution: stepping hours": (1, ranks),
         "memory": (3, (1 + 2) * dcgm),
     }
-    assert reads.requests == sum(r for r, _ in expected.values()) == 30
-    assert reads.samples == sum(s for _, s in expected.values()) == 1_221_120
+    assert reads.requests == sum(r for r, _ in expected.values()) == 41
+    assert reads.samples == sum(s for _, s in expected.values()) == 1_347_840
     # Without the OTLP sink only the DCGM reads: 8 requests.
     assert analyzer_reads(1, 8, 1).requests == 5 + 3
 

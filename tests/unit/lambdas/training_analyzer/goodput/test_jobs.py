@@ -173,3 +173,20 @@ def test_a_new_run_after_one_that_succeeded_is_no_restart() -> None:
     assert g.split.badput[Badput.RECOVERY] == 0.0
     assert g.split.badput[Badput.PROGRESS_LOST] == 0.0
     assert g.goodput == pytest.approx(6_000 / 6_900)
+
+
+def test_a_process_from_step_0_with_no_sign_of_failure_is_a_new_run() -> None:
+    """No success recorded (an earlier run's outcome outside the window), no failure, no stall,
+    and the attempt starts from 0: a new run, not a restart that lost the steps before it."""
+    series = JobSeries(
+        job="team",
+        compute_time={H[0]: 3_600, H[1]: 3_600, H[2]: 3_600},
+        steps={H[0]: 1_800, H[1]: 1_800, H[2]: 1_800},
+        step_number={H[2]: 1_800},
+        resumed_from={H[2]: 0},
+        resumes={H[2]: 1},
+    )
+    g = job_goodput(series, gpus=1)
+    assert g is not None
+    assert (g.restarts, g.steps_redone, len(g.attempts)) == (0, 0.0, 2)
+    assert g.goodput == 1.0
