@@ -116,15 +116,21 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
         ("job/bert-data-bound", "training_data_bound"),
         # 71 GiB of its H100s' 79.6 GiB (cli/demo/week.py MEMORY_GIB): out-of-memory risk.
         ("job/bert-data-bound", "training_gpu_memory_near_capacity"),
+        # Goodput under 90%: 60%, its largest badput waiting for data.
+        ("job/bert-data-bound", "training_low_goodput"),
         ("job/gpt-regressing", "training_throughput_regression"),
         # The notebook (9 GiB) fits a 1g.10gb, the nightly evaluation (12 GiB) a 1g.20gb.
         ("job/jupyter-alice", "training_gpu_memory_oversized"),
+        # 77%, its largest badput saving checkpoints.
+        ("job/llama-slow-checkpoint", "training_low_goodput"),
         ("job/llama-slow-checkpoint", "training_slow_checkpoint"),
         ("job/nightly-eval", "training_gpu_memory_oversized"),
         # Its cause read from Container Insights' logs, which the demo's moto lacks: "unknown".
         ("job/vit-flaky", "training_failure_cause"),
         ("job/vit-flaky", "training_job_failures"),
-    ]  # nothing on resnet-healthy (52 GiB: right-sized)
+        # 79%, its largest badput the steps its second run redid after its checkpoint.
+        ("job/vit-flaky", "training_low_goodput"),
+    ]  # nothing on resnet-healthy (52 GiB: right-sized; 95% goodput)
     assert result.report["summary_sent"] is True
     html = (tmp_path / "out" / "report.html").read_text()
     assert f"GPU week {result.report['week']}: example-gpu-cluster" in html
@@ -168,6 +174,21 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
     lines = (tmp_path / "out" / "exporter-emf.jsonl").read_text().splitlines()
     assert len(lines) == replay.documents
     assert all(parse_emf_line(line)["ClusterName"] == "example-gpu-cluster" for line in lines)
+
+
+def test_the_demo_reports_training_section_leads_with_fleet_goodput(
+    demo: tuple[DemoResult, Path],
+) -> None:
+    """The week's goodput from the training analyzer's daily goodput files: fleet, by size,
+    the jobs; the data-bound job's 60% (docs/goodput.md)."""
+    _, tmp_path = demo
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "Fleet goodput: <b>78.2%</b> of 599.1 GPU-hours" in html
+    assert html.index('id="goodput"') < html.index("Training throughput by job")
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    jobs = {j["job"]: j for j in report["goodput"]["jobs"]}
+    assert round(jobs["bert-data-bound"]["goodput"], 2) == 0.60
+    assert round(jobs["resnet-healthy"]["goodput"], 2) == 0.95
 
 
 def test_the_demo_weeks_gpu_memory_is_judged_and_reported(
