@@ -29,6 +29,7 @@ COMPARED: Final = (
     "report.html",
     "failures.csv",
     "gpu-memory.csv",
+    "goodput.csv",
 )
 #: The report's alarm history, the one part of it the modes' alarms make differ: OTel mode
 #: deploys one PromQL alarm per kind where Classic shards the job alarms

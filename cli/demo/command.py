@@ -92,6 +92,7 @@ from lambdas.shared.aws_clients import new_session
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.promql import promql_for
 from lambdas.weekly_report.failures_section import FAILURES_CSV
+from lambdas.weekly_report.goodput_section import GOODPUT_CSV
 from lambdas.weekly_report.memory_section import MEMORY_CSV
 from lambdas.weekly_report.serving_section import SERVING_CSV
 
@@ -726,7 +727,7 @@ def _run(
             clients, settings, result.backtest, out_dir, result.promql_raised
         )
         # The serving CSV is there only for a week that served (the OTel run's serving week).
-        written = ("report.json", "report.csv", MEMORY_CSV, FAILURES_CSV, SERVING_CSV)
+        written = ("report.json", "report.csv", MEMORY_CSV, FAILURES_CSV, GOODPUT_CSV, SERVING_CSV)
         result.files += [report_path, *(out_dir / n for n in written if (out_dir / n).exists())]
         if render_png(report_path, out_dir / "report.png"):
             result.files.append(out_dir / "report.png")
