@@ -6,12 +6,12 @@ analyzer's daily goodput files (lambdas/training_analyzer/goodput), each day's o
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from html import escape
 from typing import Any, Final
 
 from lambdas.training_analyzer.goodput.jobs import BADPUT_WORDS, HOUR, Badput, JobGoodput
 from lambdas.weekly_report.html_table import html_table
 from lambdas.weekly_report.spreadsheet import csv_table
+from lambdas.weekly_report.waste_section import relation
 
 #: Job sizes, by their GPUs: (most GPUs, name), the last without a bound.
 SIZES: Final = ((1, "1 GPU"), (8, "2-8 GPUs"), (64, "9-64 GPUs"), (511, "65-511 GPUs"),
@@ -143,10 +143,11 @@ def goodput_section(g: Mapping[str, Any]) -> str:
     total = g["total_gpu_hours"]
     parts = [
         '<h3 id="goodput">Goodput</h3>',
-        f"<p>Fleet goodput: <b>{escape(_pct(g['goodput']))}</b> of "
-        f"{escape(_h(total))} GPU-hours the training jobs held or waited for went to the "
-        "work of steps that were kept; the rest is badput, by cause below (docs/goodput.md "
-        "defines each).</p>",
+        relation(
+            f"Fleet goodput: {_pct(g['goodput'])} of {_h(total)} GPU-hours the training jobs "
+            "held or waited for went to the work of steps that were kept; the rest is badput, "
+            "by cause below (docs/goodput.md defines each)."
+        ),
         html_table(
             ["Where the GPU-hours went", "GPU-hours", "Share"],
             [
@@ -163,6 +164,11 @@ def goodput_section(g: Mapping[str, Any]) -> str:
             ],
             {1, 2},
         ),
+        relation(
+            "Goodput by job size (its most GPUs in the week) beside the time between its "
+            "failures (the hours its jobs' GPUs ran over their failures and restarts), from "
+            "the same GPU-hours as the table above."
+        ),
         html_table(
             ["Job size", "Jobs", "GPU-hours", "Goodput", "Failures", "Time between failures (h)"],
             [
@@ -177,6 +183,10 @@ def goodput_section(g: Mapping[str, Any]) -> str:
                 for s in g["by_size"]
             ],
             {1, 2, 3, 4, 5},
+        ),
+        relation(
+            f"The jobs with the most badput this week (up to {TOP_JOBS}; {GOODPUT_CSV} has "
+            "every job), each with its largest badput, from the same GPU-hours."
         ),
         html_table(
             ["Job", "GPUs", "Goodput", "GPU-hours", "Largest badput (GPU-hours)"],

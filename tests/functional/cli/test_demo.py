@@ -183,7 +183,7 @@ def test_the_demo_reports_training_section_leads_with_fleet_goodput(
     the jobs; the data-bound job's 60% (docs/goodput.md)."""
     _, tmp_path = demo
     html = (tmp_path / "out" / "report.html").read_text()
-    assert "Fleet goodput: <b>78.2%</b> of 599.1 GPU-hours" in html
+    assert "Fleet goodput: 78.2% of 599.1 GPU-hours" in html
     assert html.index('id="goodput"') < html.index("Training throughput by job")
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     jobs = {j["job"]: j for j in report["goodput"]["jobs"]}
@@ -401,6 +401,7 @@ def test_the_demo_report_changes_on_a_real_last_week_and_ties_jobs_across_tables
     assert 13 * 86_400 < END - (LAST_WEEK.start + 1800) <= 14 * 86_400
     assert sorted(key.rsplit("/", 1)[1] for key in result.last_week_objects) == [
         "failures.csv",
+        "goodput.csv",
         "gpu-memory.csv",
         "report.csv",
         "report.html",
