@@ -20,6 +20,7 @@ from benchmarks import (
     failure_causes,
     failure_logs,
     fan_out,
+    goodput_replay,
     otlp_bytes,
     page_faults,
     storage_analyzer,
@@ -63,6 +64,17 @@ def synth_seconds() -> float:
         build(app, Settings(cluster_name=DEMO_CLUSTER))
         app.synth()
     return time.perf_counter() - started
+
+
+def _goodput_rows() -> list[Row]:
+    """The goodput replay's errors against its known truth, in points of the job's total."""
+    replay = goodput_replay.main()
+    return [
+        Row("goodput replay: goodput vs the truth", 100 * abs(replay.goodput_measured
+            - replay.goodput_truth), goodput_replay.GOAL_POINTS, "points"),
+        Row("goodput replay: largest category's error", max(replay.errors.values()),
+            goodput_replay.GOAL_POINTS, "points"),
+    ]  # fmt: skip
 
 
 def _otlp_rows() -> list[Row]:
@@ -338,7 +350,11 @@ def main() -> None:
         ),
     ]
     rows += pager_rows()
-    rows += [Row("cdk synth of the whole app", synth_seconds(), None, "s"), *_cost_estimate_rows()]
+    rows += [
+        *_goodput_rows(),
+        Row("cdk synth of the whole app", synth_seconds(), None, "s"),
+        *_cost_estimate_rows(),
+    ]
     cost = estimate(nodes=1, gpus_per_node=8)
     rows += [
         Row(

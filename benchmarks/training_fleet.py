@@ -46,6 +46,21 @@ class Fleet:
             "job_failed": float(j % 9 == 0) * (2.0 if window else 1.0),
             "job_succeeded": 0.0,
             "steps": 1800.0,
+            # Goodput's: an hour of its four ranks' seconds, waiting for data or working.
+            "data_wait_total_seconds": 1800.0 * 0.1 * (j % 7),
+            "compute_seconds": RANKS * 3600.0 - 1800.0 * 0.1 * (j % 7),
+            "step_number": 1800.0,
+            **dict.fromkeys(
+                (
+                    "startup_seconds",
+                    "checkpoint_save_total_seconds",
+                    "evaluation_seconds",
+                    "stalled_seconds",
+                    "idle_seconds",
+                    "resumed_from_step",
+                ),
+                0.0,
+            ),
         }
         return by_metric[metric]
 
@@ -63,6 +78,8 @@ class Fleet:
             value = self._value(metric, dims, window, float(params["StartTime"]) < self.start)
             if window:
                 stamps, values = [params["StartTime"]], [value]
+            elif metric == "resumed_from_step":  # no attempt began in the day: none stored
+                stamps, values = [], []
             elif stat["Stat"] == "SampleCount":
                 stamps, values = self.hours, [1.0] * len(self.hours)
             else:

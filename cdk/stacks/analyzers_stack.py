@@ -24,7 +24,7 @@ from gpu_insights_agent.contract.metrics import (
 )
 from gpu_insights_agent.contract.resource_names import SHARD_SUFFIX, dashboard_name, topic_name
 from lambdas.shared.console_links import STORAGE_DASHBOARD
-from lambdas.shared.report_keys import FAILURES_KEY, GPU_HOURS_KEY, JOB_COSTS_KEY
+from lambdas.shared.report_keys import FAILURES_KEY, GOODPUT_KEY, GPU_HOURS_KEY, JOB_COSTS_KEY
 from lambdas.shared.serving_table import SERVING_KEY
 from lambdas.shared.shards import STORAGE, TRAINING
 from lambdas.weekly_report.config import MEMORY_MB as REPORT_MEMORY_MB
@@ -200,6 +200,9 @@ class AnalyzersStack(DeploymentStack):
         serving_objects = self.report.bucket.arn_for_objects(
             SERVING_KEY.format(cluster=settings.cluster_name, day="*")
         )
+        goodput_objects = self.report.bucket.arn_for_objects(
+            GOODPUT_KEY.format(cluster=settings.cluster_name, day="*")
+        )
         # A failed job's pods' and nodes' logs (lambdas/training_analyzer/failure_logs.py):
         # this cluster's Container Insights groups (application, host, dataplane) and their
         # streams, which "log-group:/aws/containerinsights/<cluster>/*" matches, no other
@@ -245,6 +248,7 @@ class AnalyzersStack(DeploymentStack):
                         gpu_hours_objects,
                         failures_objects,
                         serving_objects,
+                        goodput_objects,
                     ],
                 ),
                 iam.PolicyStatement(
@@ -286,6 +290,7 @@ class AnalyzersStack(DeploymentStack):
                 gpu_hours_objects,
                 failures_objects,
                 serving_objects,
+                goodput_objects,
                 *([self.report.bucket.arn_for_objects("shards/*")] if training_fleet else []),
             ],
             reason="GetMetricData, ListMetrics and PutMetricData (limited by condition to the "

@@ -79,9 +79,10 @@ OTLP_BYTES_PER_DATAPOINT: Final = 455
 #: took on the wire (the agent re-sends to CloudWatch as OTLP protobuf). benchmarks/otlp_bytes.py.
 TRAINING_OTLP_BYTES_PER_DATAPOINT: Final = 348
 #: Datapoints a rank's stepping window sends (its step, throughput, data-wait and step-count
-#: gauges, the job alarms' six, and the loss and learning rate it records), measured by
-#: benchmarks/otlp_bytes.py on the same window; a checkpoint window adds its save's.
-TRAINING_OTLP_DATAPOINTS_PER_FLUSH: Final = 14
+#: gauges, goodput's share and its step number and work and data-wait seconds, the job alarms'
+#: six, and the loss and learning rate it records), measured by benchmarks/otlp_bytes.py on the
+#: same window; a checkpoint window adds its save's.
+TRAINING_OTLP_DATAPOINTS_PER_FLUSH: Final = 17
 #: Seconds between a rank's windows: the emitter's default ``flush_s``, read from its signature.
 EMITTER_FLUSH_S: Final[float] = inspect.signature(TrainingMetrics).parameters["flush_s"].default
 #: Per-GPU gauges the exporter publishes every hour (XID counts come only when an XID does).

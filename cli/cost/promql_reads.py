@@ -39,15 +39,16 @@ from datetime import UTC, datetime
 from typing import Final
 
 from gpu_insights_agent.contract.metrics import OTLP_JOB, OTLP_RANK, GpuMetric, TrainingMetric
-from lambdas.shared.events import analysis_window
+from lambdas.shared.events import attributed_day
 from lambdas.shared.exporter_promql import EDGE, HOUR, NODES_PER_QUERY, ExporterQueries
 from lambdas.shared.promql import MAX_SERIES, pages
 from lambdas.training_analyzer import promql_jobs
 from lambdas.training_analyzer.aws import GPU_METRICS, JOB_METRICS
+from lambdas.training_analyzer.goodput.capacity import CapacityQueries
 from lambdas.training_analyzer.gpu_hours.aws import EXPORTER
 from lambdas.training_analyzer.gpu_hours.otel import SAMPLES_PER_HOUR, OtelQueries
 from lambdas.training_analyzer.gpu_memory.otel import MemoryQueries
-from lambdas.training_analyzer.handler import attributed_day
+from lambdas.training_analyzer.handler import training_window
 from lambdas.weekly_report.week import epoch, report_week
 
 CLUSTER: Final = "cluster"
@@ -213,17 +214,20 @@ def _list_jobs(tally: _Tally, names: _Names, start: float, end: float) -> None:
 
 
 def _rank_stats(tally: _Tally, jobs: int, start: float, end: float) -> None:
-    """promql_jobs.py ``rank_stats``: each batch's steps and mean step time by rank, a batch
+    """promql_jobs.py ``rank_stats``: each batch's steps, mean step time and work seconds by
+    rank, a batch
     whose ranks fill an answer read in halves."""
     queries = promql_jobs.JobQueries(CLUSTER)
     keys = (OTLP_JOB, OTLP_RANK, queries.labels.node, queries.labels.pod)
     steps = queries.statistic(promql_jobs.STEPS, "Sum", "x", keys)
     mean = queries.statistic(promql_jobs.STEP_TIME, "Average", "x", keys)
+    work = queries.statistic(promql_jobs.COMPUTE, "Sum", "x", keys)
     ranks = tally.fleet.ranks_per_job
 
     def split(size: int) -> None:
         if tally.read(steps, start, end, units=size, answer=size * ranks):
             tally.read(mean, start, end, units=size, answer=size * ranks)
+            tally.read(work, start, end, units=size, answer=size * ranks)
         elif size == 1:
             raise promql_jobs.JobQueryError(f"{ranks} ranks of one job fill a PromQL answer")
         else:
@@ -279,7 +283,7 @@ def analyzer_reads(
     otlp = fleet is not None
     fleet = fleet or Fleet(nodes, gpus_per_node)
     tally = _Tally(fleet)
-    start, end = analysis_window(A_RUN.timestamp(), lookback_days)
+    start, end = training_window(A_RUN.timestamp(), lookback_days)
     day_start, day_end, _ = attributed_day(end)
     exporter, dcgm, memory = ExporterQueries(CLUSTER), OtelQueries(CLUSTER), MemoryQueries(CLUSTER)
     jobs = fleet.jobs if otlp else 0
@@ -309,6 +313,10 @@ def analyzer_reads(
     if whole and otlp:
         stepping = _statistics([(TrainingMetric.STEPS, "Sum")])
         _per_batch(tally, jobs, stepping, day_start, day_end)
+    if whole:  # the funnel's paid stage: Kube State Metrics' GPU capacity of every node
+        capacity = CapacityQueries(CLUSTER)
+        for query in (capacity.gpus(), capacity.samples()):
+            tally.read(query, day_start, day_end, units=nodes, answer=nodes)
     memory_start = day_end - lookback_days * 86_400
     used = [memory.used("n"), memory.total("n")]
     remembered = _node_led(tally, memory.nodes(), used, memory_start, day_end)

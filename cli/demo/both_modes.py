@@ -31,6 +31,7 @@ COMPARED: Final = (
     "failures.csv",
     "gpu-memory.csv",
     "funnel.csv",
+    "goodput.csv",
 )
 #: The report's alarm history, the one part of it the modes' alarms make differ: OTel mode
 #: deploys one PromQL alarm per kind where Classic shards the job alarms

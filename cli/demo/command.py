@@ -99,6 +99,7 @@ from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.promql import promql_for
 from lambdas.weekly_report.failures_section import FAILURES_CSV
 from lambdas.weekly_report.funnel_section import FUNNEL_CSV
+from lambdas.weekly_report.goodput_section import GOODPUT_CSV
 from lambdas.weekly_report.memory_section import MEMORY_CSV
 from lambdas.weekly_report.serving_section import SERVING_CSV
 
@@ -814,7 +815,10 @@ def _run(
             clients, settings, result.backtest, out_dir, result.promql_raised
         )
         # The serving CSV is there only for a week that served (the OTel run's serving week).
-        written = ("report.json", "report.csv", MEMORY_CSV, FAILURES_CSV, FUNNEL_CSV, SERVING_CSV)
+        written = (
+            "report.json", "report.csv", MEMORY_CSV, FAILURES_CSV, FUNNEL_CSV, GOODPUT_CSV,
+            SERVING_CSV,
+        )  # fmt: skip
         result.files += [report_path, *(out_dir / n for n in written if (out_dir / n).exists())]
         if render_png(report_path, out_dir / "report.png"):
             result.files.append(out_dir / "report.png")

@@ -29,6 +29,7 @@ from lambdas.weekly_report import handler as report_handler
 from lambdas.weekly_report.config import ReportConfig
 from lambdas.weekly_report.failures_section import FAILURES_CSV
 from lambdas.weekly_report.funnel_section import FUNNEL_CSV
+from lambdas.weekly_report.goodput_section import GOODPUT_CSV
 from lambdas.weekly_report.handler import report_prefix
 from lambdas.weekly_report.memory_section import MEMORY_CSV
 from lambdas.weekly_report.serving_section import SERVING_CSV
@@ -142,7 +143,7 @@ def run_weekly_report(
     path.write_bytes(html)
     # The report's JSON and its per-namespace CSV (for a spreadsheet), as the Lambda wrote them.
     prefix = report_prefix(settings.cluster_name, summary["week"])
-    for name in ("report.json", "report.csv", MEMORY_CSV, FAILURES_CSV, FUNNEL_CSV):
+    for name in ("report.json", "report.csv", MEMORY_CSV, FAILURES_CSV, FUNNEL_CSV, GOODPUT_CSV):
         data = clients["s3"].get_object(Bucket=REPORT_BUCKET, Key=prefix + name)["Body"].read()
         (out_dir / name).write_bytes(data)
     # The serving CSV, written only for a week that served (the OTel run's serving week).

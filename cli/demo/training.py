@@ -140,7 +140,12 @@ def simulate(
 ) -> None:
     """The job's runs that start in ``window`` (by default all of them), in rank ``rank``."""
     start = END - HOURS * 3600
+    #: The step of the last checkpoint saved, and whether the run before failed: a run after
+    #: a failure resumes from that checkpoint (goodput's progress lost: the steps after it).
+    saved, failed = 0, False
     for run_start, run_end, succeeded in runs(job):
+        step, resumed = (saved, True) if failed else (0, False)
+        failed = not succeeded
         if not window[0] <= run_start < window[1]:
             continue
         clock = VirtualClock(run_start)
@@ -156,8 +161,11 @@ def simulate(
             wall_clock=clock,
             heartbeat=False,  # a virtual clock: the loop flushes every window itself
         )
+        if resumed:
+            metrics.resume_from_step(step)
         next_checkpoint = clock.now + job.checkpoint_every_s
         for _ in metrics.steps(_batches(clock, job, run_end)):
+            step += 1
             slower = (
                 job.slower_after_hour is not None
                 and clock.now >= start + job.slower_after_hour * 3600
@@ -167,6 +175,7 @@ def simulate(
             if clock.now >= next_checkpoint:
                 with metrics.checkpoint_save(size_bytes=14 * 2**30):
                     clock.now += job.checkpoint_s
+                saved = step
                 next_checkpoint = clock.now + job.checkpoint_every_s
         metrics.close(succeeded=succeeded)
 
@@ -184,7 +193,7 @@ def rank_query_results(logs: Any, events_from: Any = None) -> None:
     reader = events_from or logs
 
     def rows(query: Params) -> list[list[dict[str, str]]]:
-        totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+        totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
         nodes: dict[tuple[str, str], str] = {}
         pods: dict[tuple[str, str], str] = {}
         pages = reader.get_paginator("filter_log_events").paginate(
@@ -200,6 +209,7 @@ def rank_query_results(logs: Any, events_from: Any = None) -> None:
                 key = (doc[DIM_JOB], str(doc[PROP_RANK]))
                 totals[key][0] += doc["steps"]
                 totals[key][1] += doc["step_time_seconds"] * doc["steps"]
+                totals[key][2] += doc.get(str(TrainingMetric.COMPUTE_TIME), 0.0)
                 if DIM_NODE in doc:
                     nodes[key] = doc[DIM_NODE]
                 if PROP_POD_NAME in doc:
@@ -210,10 +220,11 @@ def rank_query_results(logs: Any, events_from: Any = None) -> None:
                 {"field": PROP_RANK, "value": rank},
                 {"field": "steps", "value": str(steps)},
                 {"field": "step_time", "value": str(time / steps)},
+                {"field": "compute", "value": str(compute)},
                 {"field": "node", "value": nodes.get((job, rank), "")},
                 {"field": "pod", "value": pods.get((job, rank), "")},
             ]
-            for (job, rank), (steps, time) in sorted(totals.items())
+            for (job, rank), (steps, time, compute) in sorted(totals.items())
         ]
 
     logs_insights_stats(logs, rows)
@@ -236,8 +247,12 @@ def _stepping(job: SimulatedJob, window: tuple[float, float]) -> list[float]:
 def _flush_values(job: SimulatedJob) -> dict[TrainingMetric, float]:
     """What each rank's emitter publishes each window of an hour of steps."""
     step = job.compute_s + job.wait_s
+    steps = 3600 / step / (3600 // FLUSH_S)
     return {
-        TrainingMetric.STEPS: 3600 / step / (3600 // FLUSH_S),
+        # The window's seconds by what the rank did (goodput): working and waiting for data.
+        TrainingMetric.COMPUTE_TIME: steps * job.compute_s,
+        TrainingMetric.DATA_WAIT_TIME: steps * job.wait_s,
+        TrainingMetric.STEPS: steps,
         TrainingMetric.STEP_TIME: step,
         TrainingMetric.DATA_WAIT: job.wait_s,
         TrainingMetric.DATA_WAIT_SHARE: 100 * job.wait_s / step,

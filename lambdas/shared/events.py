@@ -1,7 +1,7 @@
 """What the scheduled handlers take from their EventBridge event: the scheduled time."""
 
 import time
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 
@@ -30,6 +30,16 @@ def analysis_window(end: float, lookback_days: int) -> tuple[float, float]:
     the same scheduled event, or the same hour by hand, reads the same hours."""
     end -= end % 3600
     return end - lookback_days * 86_400, end
+
+
+def attributed_day(end: float) -> tuple[float, float, date]:
+    """The whole UTC day a run ending at ``end`` attributes: the day before the one ``end``
+    falls in (a run at 07:00 attributes yesterday 00:00-24:00, complete in CloudWatch by then),
+    as ``(start, end, day)``. Its table is keyed by that day, so the weekly report's Monday to
+    Sunday are the week's own GPU-hours, not a window that ends on each of them."""
+    day_end = end - end % 86_400
+    start = day_end - 86_400
+    return start, day_end, datetime.fromtimestamp(start, UTC).date()
 
 
 #: Times outside these years are refused: no schedule runs then, and near year 1 or 9999 a

@@ -37,6 +37,9 @@ class Kind(StrEnum):
     TRAINING_THROUGHPUT_REGRESSION = "training_throughput_regression"
     TRAINING_JOB_FAILURES = "training_job_failures"
     TRAINING_STRAGGLER = "training_straggler"
+    #: A job's goodput (kept steps' work over the GPU-time it held) under its target, with
+    #: its largest badput named (lambdas/training_analyzer/goodput).
+    TRAINING_LOW_GOODPUT = "training_low_goodput"
     #: A failed job's cause, named from its pods' and nodes' logs, with the lines cited.
     TRAINING_FAILURE_CAUSE = "training_failure_cause"
     #: A job (or pod) held GPUs that did no work: priced GPU-hours, by namespace and job.

@@ -27,3 +27,12 @@ FAILURES_KEY: Final = "reports/cluster={cluster}/date={day}/training-failures.js
 
 def failures_key(cluster: str, day: date) -> str:
     return FAILURES_KEY.format(cluster=cluster, day=day.isoformat())
+
+
+#: Each day's goodput of every training job (lambdas/training_analyzer/goodput), keyed by the
+#: UTC day it covers, the GPU-hour attribution's: the weekly report adds up the week's seven.
+GOODPUT_KEY: Final = "reports/cluster={cluster}/date={day}/goodput.json"
+
+
+def goodput_key(cluster: str, day: date) -> str:
+    return GOODPUT_KEY.format(cluster=cluster, day=day.isoformat())

@@ -28,6 +28,19 @@ class JobSeries:
     checkpoint_saves: dict[float, float] = field(default_factory=dict)
     failures: dict[float, float] = field(default_factory=dict)
     successes: dict[float, float] = field(default_factory=dict)
+    # Goodput (lambdas/training_analyzer/goodput): each hour's seconds, summed over the
+    # ranks, by what they did (the emitter's ``TIME_METRICS``); the highest step number and
+    # each attempt's first (its lowest, and how many ranks' attempts began that hour).
+    startup_time: dict[float, float] = field(default_factory=dict)
+    compute_time: dict[float, float] = field(default_factory=dict)
+    data_wait_time: dict[float, float] = field(default_factory=dict)
+    checkpoint_save_time: dict[float, float] = field(default_factory=dict)
+    evaluation_time: dict[float, float] = field(default_factory=dict)
+    stalled_time: dict[float, float] = field(default_factory=dict)
+    idle_time: dict[float, float] = field(default_factory=dict)
+    step_number: dict[float, float] = field(default_factory=dict)
+    resumed_from: dict[float, float] = field(default_factory=dict)
+    resumes: dict[float, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -38,6 +51,9 @@ class RankStats:
     node: str | None = None
     #: The rank's pod (the emitter's PodName), for the GPU analyzer's exact attribution.
     pod: str | None = None
+    #: Seconds of its steps' own work (the emitter's ``compute_seconds``), where read: a rank
+    #: that waited in collectives for a slower one shows more work per step (goodput).
+    compute_seconds: float | None = None
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,18 @@ JOB_METRICS: Final = (
     ("checkpoint_saves", TrainingMetric.CHECKPOINT_SAVE, "SampleCount"),
     ("failures", TrainingMetric.JOB_FAILED, "Sum"),
     ("successes", TrainingMetric.JOB_SUCCEEDED, "Sum"),
+    # Goodput's (lambdas/training_analyzer/goodput/jobs.py): seconds by what the ranks did,
+    # the step number, each attempt's first step.
+    ("startup_time", TrainingMetric.STARTUP_TIME, "Sum"),
+    ("compute_time", TrainingMetric.COMPUTE_TIME, "Sum"),
+    ("data_wait_time", TrainingMetric.DATA_WAIT_TIME, "Sum"),
+    ("checkpoint_save_time", TrainingMetric.CHECKPOINT_SAVE_TIME, "Sum"),
+    ("evaluation_time", TrainingMetric.EVALUATION_TIME, "Sum"),
+    ("stalled_time", TrainingMetric.STALLED_TIME, "Sum"),
+    ("idle_time", TrainingMetric.IDLE_TIME, "Sum"),
+    ("step_number", TrainingMetric.STEP_NUMBER, "Maximum"),
+    ("resumed_from", TrainingMetric.RESUMED_FROM_STEP, "Minimum"),
+    ("resumes", TrainingMetric.RESUMED_FROM_STEP, "SampleCount"),
 )
 #: The fields whose rules read only their sum over the window (failures, successes, saves
 #: counted): one point over the window gives the same sum as every hour's.
@@ -69,13 +81,15 @@ def rank_query(
     """Per rank of the jobs named from ``first`` (inclusive) to ``before`` (exclusive), by
     string comparison ("Comparison operators accept all data types as arguments", query syntax,
     "Boolean, comparison, numeric, datetime, and other functions"): steps, step time weighted
-    by steps, and the node and pod it ran on; at most ``limit`` rows."""
+    by steps, its steps' work seconds (goodput's wait on the slowest rank), and the node and
+    pod it ran on; at most ``limit`` rows."""
     bounds = "".join(
         f' and {DIM_JOB} {op} "{name}"' for op, name in ((">=", first), ("<", before)) if name
     )
     return (
         f"filter ispresent(steps) and ispresent(step_time_seconds){bounds}"
         " | stats sum(steps) as steps, sum(step_time_seconds * steps) / sum(steps) as step_time,"
+        f" sum({TrainingMetric.COMPUTE_TIME}) as compute,"
         f" latest({DIM_NODE}) as node, latest({PROP_POD_NAME}) as pod by {DIM_JOB}, {PROP_RANK}"
         f" | limit {limit}"
     )
@@ -226,6 +240,7 @@ def _ranks(rows: list[list[dict[str, str]]]) -> dict[str, list[RankStats]]:
                     mean_step_time=float(fields["step_time"]),
                     node=fields.get("node") or None,
                     pod=fields.get("pod") or None,
+                    compute_seconds=float(fields["compute"]) if fields.get("compute") else None,
                 )
             )
         except (KeyError, ValueError):

@@ -21,6 +21,7 @@ from lambdas.shared.shard_parts import add_run, read_required, run_document, sha
 from lambdas.shared.shards import map_items
 from lambdas.training_analyzer.analysis import JobCost, RankStats
 from lambdas.training_analyzer.failure_run import FAILURE_LOG_JOBS, FailedRun, UnplacedFailure
+from lambdas.training_analyzer.goodput.jobs import JobGoodput
 from lambdas.training_analyzer.run import TrainingRun, analyze_jobs, plan_jobs
 
 
@@ -38,6 +39,8 @@ def _run_document(run: TrainingRun) -> dict[str, Any]:
         "costs": {job: asdict(c) for job, c in run.costs.items()},
         "failures": [f.to_json() for f in run.failures],
         "unplaced_failures": [f.to_json() for f in run.unplaced_failures],
+        "goodput": [g.to_json() for g in run.goodput.values()],
+        "day_goodput": [g.to_json() for g in run.day_goodput.values()],
     }
 
 
@@ -48,6 +51,10 @@ def _add(run: TrainingRun, document: dict[str, Any]) -> None:
     run.unplaced_failures += [
         UnplacedFailure.from_json(f) for f in document.get("unplaced_failures", [])
     ]
+    for goodput in document.get("goodput", []):
+        run.goodput[goodput["job"]] = JobGoodput.from_json(goodput)
+    for goodput in document.get("day_goodput", []):
+        run.day_goodput[goodput["job"]] = JobGoodput.from_json(goodput)
 
 
 def plan(

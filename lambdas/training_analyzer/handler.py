@@ -14,7 +14,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
-from lambdas.shared.events import scheduled_time
+from lambdas.shared.events import attributed_day, scheduled_time
 from lambdas.shared.findings import AnalysisRun, stamped
 from lambdas.shared.promql import PromQLClient, promql_for
 from lambdas.shared.publisher import (
@@ -23,7 +23,7 @@ from lambdas.shared.publisher import (
     failure_queue_keeper,
     findings_key,
 )
-from lambdas.shared.report_keys import failures_key, gpu_hours_key, job_costs_key
+from lambdas.shared.report_keys import failures_key, goodput_key, gpu_hours_key, job_costs_key
 from lambdas.shared.s3_objects import ListBucketDeniedError, read_object
 from lambdas.shared.serving_table import encode as encode_serving
 from lambdas.shared.serving_table import serving_key
@@ -47,16 +47,6 @@ STORAGE_CAUSES = {
     "s3_high_latency",
     "s3_high_error_rate",
 }
-
-
-def attributed_day(end: float) -> tuple[float, float, date]:
-    """The whole UTC day a run ending at ``end`` attributes: the day before the one ``end``
-    falls in (a run at 07:00 attributes yesterday 00:00-24:00, complete in CloudWatch by then),
-    as ``(start, end, day)``. Its table is keyed by that day, so the weekly report's Monday to
-    Sunday are the week's own GPU-hours, not a window that ends on each of them."""
-    day_end = end - end % 86_400
-    start = day_end - 86_400
-    return start, day_end, datetime.fromtimestamp(start, UTC).date()
 
 
 def training_window(end: float, lookback_days: int) -> tuple[float, float]:
@@ -339,6 +329,9 @@ def _publish(run: TrainingRun, config: TrainingConfig, day: Any, end: float) -> 
     _put_json(_clients("s3"), bucket, failures_key(cluster, day), failed)
     if gpu_run.table:
         _put_json(_clients("s3"), bucket, gpu_hours_key(cluster, gpu_day), gpu_run.table)
+    # Each job's goodput over the attributed day, for the weekly report to add up.
+    goodput = {"day": gpu_day.isoformat(), "jobs": [g.to_json() for g in run.day_goodput.values()]}
+    _put_json(_clients("s3"), bucket, goodput_key(cluster, gpu_day), goodput)
     if serving_run.read:
         # The day's serving table (lambdas/shared/serving_table.py), for the weekly report.
         serving = encode_serving(gpu_day, serving_run.rows)

@@ -53,6 +53,7 @@ BATCH_JOBS: Final = 250
 LISTED_BY: Final = (TrainingMetric.STEPS, TrainingMetric.JOB_FAILED)
 STEPS: Final = TrainingMetric.STEPS
 STEP_TIME: Final = TrainingMetric.STEP_TIME
+COMPUTE: Final = TrainingMetric.COMPUTE_TIME
 #: The highest code point: the listing's first range covers every job name.
 _TOP: Final = 0x10FFFF
 #: RE2's metacharacters, escaped in a job name matched literally (RE2 syntax: "\\ followed by
@@ -257,6 +258,8 @@ def _totals(series: Iterable[Series]) -> dict[str, float]:
 class _Rank:
     steps: float = 0.0
     step_seconds: float = 0.0
+    #: Its steps' work seconds (the emitter's ``compute_seconds``), None where none was read.
+    compute: float | None = None
     #: (time of its last sample, node, pod) of the series seen latest: Logs Insights' latest().
     last: tuple[float, str, str] = (float("-inf"), "", "")
 
@@ -283,6 +286,12 @@ def rank_stats(
         steps = read_hours(promql, queries.statistic(STEPS, "Sum", regex, keys), start, end)
         mean = read_hours(promql, queries.statistic(STEP_TIME, "Average", regex, keys), start, end)
         means = {_key(s, keys): hourly(s) for s in mean}
+        work = read_hours(promql, queries.statistic(COMPUTE, "Sum", regex, keys), start, end)
+        for s in work:
+            job, rank, _, _ = _key(s, keys)
+            if job and rank:
+                stats = ranks.setdefault((job, rank), _Rank())
+                stats.compute = (stats.compute or 0.0) + sum(hourly(s).values())
         for s in steps:
             job, rank, node, pod = _key(s, keys)
             if not job or not rank:
@@ -308,6 +317,7 @@ def rank_stats(
                     mean_step_time=stats.step_seconds / stats.steps,
                     node=stats.last[1] or None,
                     pod=stats.last[2] or None,
+                    compute_seconds=stats.compute,
                 )
             )
     return out

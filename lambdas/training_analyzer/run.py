@@ -9,6 +9,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from lambdas.shared.events import attributed_day
 from lambdas.shared.findings import AnalysisRun
 from lambdas.shared.metric_fetcher import MetricDataError, fetch, window_period
 from lambdas.shared.promql import PromQLClient, PromQLError
@@ -40,6 +41,8 @@ from lambdas.training_analyzer.failure_run import (
     FailureReads,
     UnplacedFailure,
 )
+from lambdas.training_analyzer.goodput.findings import goodput_finding
+from lambdas.training_analyzer.goodput.jobs import JobGoodput, job_goodput, within
 
 AWS_ERRORS = (ClientError, BotoCoreError)
 #: What a read of the emitter's OTLP series may raise (promql_jobs.py).
@@ -59,6 +62,11 @@ class TrainingRun(AnalysisRun):
     #: Failed jobs whose emitter named no pod: read after the GPU-hour attribution places
     #: their pods (failure_placement.py).
     unplaced_failures: list[UnplacedFailure] = field(default_factory=list)
+    #: Each job's goodput over the window, where its emitter splits its time (goodput/).
+    goodput: dict[str, JobGoodput] = field(default_factory=dict)
+    #: The same over the attributed day (the GPU-hour attribution's, handler.attributed_day),
+    #: for the weekly report to add up day by day.
+    day_goodput: dict[str, JobGoodput] = field(default_factory=dict)
 
 
 def _job_series(
@@ -227,6 +235,7 @@ def analyze_jobs(
         return run
     ranks = {job: ranks[job] for job in jobs if job in ranks}
     hours = {job: active_hours(s) for job, s in series.items()}
+    day_hours = attributed_day(end)[:2]
     nodes = {job: {r.node for r in rs if r.node} for job, rs in ranks.items()}
     try:
         gpus = _gpu_usage(cloudwatch, cluster, nodes, hours, start, end, exporter_promql)
@@ -252,9 +261,16 @@ def analyze_jobs(
         try:
             found = analyze_job(data, thresholds)
             run.costs[job] = cost = job_cost(data)
+            goodput = job_goodput(data.series, gpus=cost.gpus, ranks=data.ranks)
+            day = job_goodput(within(data.series, *day_hours), gpus=cost.gpus, ranks=data.ranks)
         except (ValueError, ZeroDivisionError, TypeError, statistics.StatisticsError) as err:
             run.skip(f"job/{job}", err)
             continue
+        if day is not None:
+            run.day_goodput[job] = day
+        if goodput is not None:
+            run.goodput[job] = goodput
+            found += [f for f in [goodput_finding(goodput)] if f is not None]
         run.findings += found
         if reads is not None:
             links = tuple(f"{f.kind} {f.resource}" for f in found)

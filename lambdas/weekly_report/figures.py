@@ -161,6 +161,8 @@ class WeekFigures:
     #: The GPU-hour funnel: paid, allocated, active, productive, each drop named
     #: (funnel_section.week_funnel).
     funnel: dict[str, Any] = field(default_factory=dict)
+    #: The training jobs' week of goodput: fleet, by size, by job (goodput_section.py).
+    goodput: dict[str, Any] = field(default_factory=dict)
 
     def change(self, name: str) -> float | None:
         """This week's headline figure minus last week's, where both exist."""

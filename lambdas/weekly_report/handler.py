@@ -14,7 +14,7 @@ from gpu_insights_agent.contract.metrics import ExporterSink
 from lambdas.shared.aws_clients import ClientCache
 from lambdas.shared.events import scheduled_time
 from lambdas.shared.promql import promql_for
-from lambdas.shared.report_keys import failures_key, gpu_hours_key, job_costs_key
+from lambdas.shared.report_keys import failures_key, goodput_key, gpu_hours_key, job_costs_key
 from lambdas.shared.s3_objects import object_exists, read_object
 from lambdas.weekly_report.aws import (
     alarms_raised,
@@ -44,6 +44,7 @@ from lambdas.weekly_report.figures import (
     week_figures,
 )
 from lambdas.weekly_report.funnel_section import FUNNEL_CSV, funnel_csv, served_gpu_hours
+from lambdas.weekly_report.goodput_section import GOODPUT_CSV, goodput_csv, goodput_figures
 from lambdas.weekly_report.memory_section import MEMORY_CSV, memory_csv
 from lambdas.weekly_report.render import html_report, text_summary
 from lambdas.weekly_report.serving_section import (
@@ -159,6 +160,10 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         end=epoch(end),
     )
     figures.failures = failure_figures(failed, gpu_hour_usd=price)
+    # The training jobs' goodput, each day of the week once (its file is keyed by the day).
+    figures.goodput = goodput_figures(
+        _document(s3, bucket, goodput_key(cluster, d)) for d in days(start, end)
+    )
     # Inference serving: the week's tables against the week before's.
     week_before = start.fromordinal(start.toordinal() - 7)
     serving = serving_figures(
@@ -201,6 +206,13 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         Bucket=bucket,
         Key=prefix + FAILURES_CSV,
         Body=failures_csv(figures.failures, cluster=cluster, week=week).encode(),
+        ContentType="text/csv; charset=utf-8",
+    )
+    # Each training job's week of goodput and badput, for a spreadsheet.
+    s3.put_object(
+        Bucket=bucket,
+        Key=prefix + GOODPUT_CSV,
+        Body=goodput_csv(figures.goodput, cluster=cluster, week=week).encode(),
         ContentType="text/csv; charset=utf-8",
     )
     # Inference serving per model and workload, for a spreadsheet, where the week has any.

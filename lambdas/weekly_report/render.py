@@ -9,6 +9,7 @@ from lambdas.weekly_report.charts import bar_chart, line_chart
 from lambdas.weekly_report.failures_section import failures_section
 from lambdas.weekly_report.figures import WeekFigures, class_key, headline
 from lambdas.weekly_report.funnel_section import funnel_section
+from lambdas.weekly_report.goodput_section import goodput_section
 from lambdas.weekly_report.html_table import breakable, html_table, number_cell, table, text_cell
 from lambdas.weekly_report.job_waste import HOURS_PER_WEEK
 from lambdas.weekly_report.memory_section import memory_section
@@ -119,6 +120,7 @@ def _jobs_section(f: WeekFigures) -> str:
     """Training jobs: throughput, and each job's week from the one attribution."""
     parts: list[str] = []
     parts.append('<h2 id="jobs">Training jobs</h2>')
+    parts.append(goodput_section(f.goodput))
     if f.throughput_by_job:
         width = max((len(v) for v in f.throughput_by_job.values()), default=0)
         # One value a day of the week, as f.days has them: dated like the other charts.
@@ -197,7 +199,7 @@ def _jobs_section(f: WeekFigures) -> str:
                 {1, 2, 3, 4},
             )
         )
-    if not (f.costliest_jobs or f.throughput_by_job):
+    if not (f.costliest_jobs or f.throughput_by_job or f.goodput.get("jobs")):
         parts.append("<p>No training job reported metrics.</p>")
     return "".join(parts)
 

@@ -34,14 +34,15 @@ from cli.cost.promql_reads import (
 )
 from gpu_insights_agent.contract.metrics import OTLP_JOB, OTLP_RANK
 from lambdas.shared.dcgm import CLOUDWATCH
-from lambdas.shared.events import analysis_window
+from lambdas.shared.events import attributed_day
 from lambdas.shared.promql import PromQLClient, PromQLTruncatedError
 from lambdas.training_analyzer import promql_jobs
 from lambdas.training_analyzer.aws import gpu_hours_promql
+from lambdas.training_analyzer.goodput.capacity import otel_capacity
 from lambdas.training_analyzer.gpu_hours.otel import exporter_gpu_hours_promql, read_holds
 from lambdas.training_analyzer.gpu_hours.stepping import stepping_hours_promql
 from lambdas.training_analyzer.gpu_memory.otel import read_gpu_memory_otel
-from lambdas.training_analyzer.handler import attributed_day
+from lambdas.training_analyzer.handler import training_window
 from lambdas.weekly_report.aws import gpu_days_promql, throughput_by_job_promql, xid_counts_promql
 from lambdas.weekly_report.week import report_week
 
@@ -160,7 +161,7 @@ def recorded_analyzer_reads(
     """``promql_reads.analyzer_reads``, recorded: the readers themselves, in the run's order."""
     otlp = fleet is not None
     fleet = fleet or Fleet(nodes, gpus_per_node)
-    start, end = analysis_window(_A_RUN.timestamp(), lookback_days)
+    start, end = training_window(_A_RUN.timestamp(), lookback_days)
     day_start, day_end, _ = attributed_day(end)
 
     def reads(client: PromQLClient) -> bool:
@@ -182,6 +183,7 @@ def recorded_analyzer_reads(
             read_holds(client, _CLUSTER, start=day_start, end=day_end, gpu_hours=())
             if otlp:
                 stepping_hours_promql(client, _CLUSTER, pods.values(), start=day_start, end=day_end)
+            otel_capacity(client, _CLUSTER, start=day_start, end=day_end)
 
         stopped |= _stopped(attribution)
         memory_start = day_end - lookback_days * 86_400

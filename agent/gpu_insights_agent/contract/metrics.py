@@ -172,6 +172,32 @@ class TrainingMetric(StrEnum):
     #: time (0 to 1), from its first step on. Its mean over any period is the job's rolling
     #: goodput there (docs/goodput.md): every window is one flush long.
     GOODPUT = "goodput"
+    # Goodput (lambdas/training_analyzer/goodput, docs/goodput.md): each rank's window split
+    # by what the rank was doing, in seconds that add up to the window's length, so the job's
+    # GPU-time splits into goodput and badput with nothing left over or counted twice.
+    #: The job's step number after the window's last step (``resume_from_step()`` sets where
+    #: a restored attempt goes on from; else the process counts from 0).
+    STEP_NUMBER = "step_number"
+    #: The step number an attempt (a process) began from, in its first window with a step: a
+    #: restart that goes back to a checkpoint shows as a step number that goes back.
+    RESUMED_FROM_STEP = "resumed_from_step"
+    #: Seconds from the emitter's start to the first batch request (checkpoint restore,
+    #: model build, compilation), time in ``checkpoint_restore()`` included.
+    STARTUP_TIME = "startup_seconds"
+    #: Seconds the rank spent in its steps' own work (the batch in hand, not saving a
+    #: checkpoint or evaluating), up to when the step was due; the rest is ``stalled_seconds``.
+    COMPUTE_TIME = "compute_seconds"
+    #: Seconds the rank waited for its batches (the sum; ``data_wait_seconds`` is the mean).
+    DATA_WAIT_TIME = "data_wait_total_seconds"
+    #: Seconds inside ``checkpoint_save()`` (the sum; ``checkpoint_save_seconds`` the longest).
+    CHECKPOINT_SAVE_TIME = "checkpoint_save_total_seconds"
+    #: Seconds inside ``evaluating()``.
+    EVALUATION_TIME = "evaluation_seconds"
+    #: Seconds a step ran past when it was due (``STEP_DUE_MULTIPLE`` times the recent median
+    #: step): a hang in a collective, until the step ends or the process is killed.
+    STALLED_TIME = "stalled_seconds"
+    #: Seconds outside all of the above: after the loop ended, between loops, before close().
+    IDLE_TIME = "idle_seconds"
 
 
 TRAINING_METRIC_UNITS: Final[dict[TrainingMetric, str]] = {
@@ -191,7 +217,26 @@ TRAINING_METRIC_UNITS: Final[dict[TrainingMetric, str]] = {
     TrainingMetric.LOSS_DEVIATION: "None",
     TrainingMetric.THROUGHPUT_RATIO: "None",
     TrainingMetric.GOODPUT: "None",
+    TrainingMetric.STEP_NUMBER: "Count",
+    TrainingMetric.RESUMED_FROM_STEP: "Count",
+    TrainingMetric.STARTUP_TIME: "Seconds",
+    TrainingMetric.COMPUTE_TIME: "Seconds",
+    TrainingMetric.DATA_WAIT_TIME: "Seconds",
+    TrainingMetric.CHECKPOINT_SAVE_TIME: "Seconds",
+    TrainingMetric.EVALUATION_TIME: "Seconds",
+    TrainingMetric.STALLED_TIME: "Seconds",
+    TrainingMetric.IDLE_TIME: "Seconds",
 }
+#: A rank's window's seconds by what it was doing: they add up to the window's length.
+TIME_METRICS: Final = (
+    TrainingMetric.STARTUP_TIME,
+    TrainingMetric.COMPUTE_TIME,
+    TrainingMetric.DATA_WAIT_TIME,
+    TrainingMetric.CHECKPOINT_SAVE_TIME,
+    TrainingMetric.EVALUATION_TIME,
+    TrainingMetric.STALLED_TIME,
+    TrainingMetric.IDLE_TIME,
+)
 TRAINING_DIMENSIONS: Final = (DIM_CLUSTER, DIM_JOB)
 #: The metrics the job alarms read: published with the job's alarm shard as a dimension
 #: (one series per job and shard, however many ranks), so one alarm per shard returns at most
@@ -249,6 +294,18 @@ PROP_RANK: Final = "Rank"
 PROP_POD_NAME: Final = "PodName"
 #: The variable the training pod's downward API sets to ``metadata.name``.
 POD_NAME_ENV: Final = "POD_NAME"
+#: The property naming the attempt (the process) a document came from: the job's own restart
+#: count where its launcher sets one, else an id drawn at the process's start.
+PROP_ATTEMPT: Final = "Attempt"
+#: Where a job's own attempt number is found, in order: torchrun's count of worker group
+#: restarts ("TORCHELASTIC_RESTART_COUNT - The number of worker group restarts so far",
+#: torchrun (Elastic Launch), environment variables, https://pytorch.org/docs/stable/elastic/run.html),
+#: then JobSet's restart attempt, an annotation and label on its pods ("RestartsKey is an
+#: annotation and label key which defines the restart attempt number the JobSet is currently
+#: on", kubernetes-sigs/jobset pkg/constants, ``jobset.sigs.k8s.io/restart-attempt``) that the
+#: pod's downward API passes as this variable. Kubeflow's PyTorchJob sets neither: its pods
+#: restart under their restartPolicy, and the id drawn at start tells the attempts apart.
+ATTEMPT_ENVS: Final = ("TORCHELASTIC_RESTART_COUNT", "JOBSET_RESTART_ATTEMPT")
 
 #: Properties of the exporter's documents that the notifier reads: the UIDs of the pods on the
 #: GPU (and their names), how the exporter learnt of an XID (``nvml``, ``lost``), and the GPU's

@@ -49,12 +49,14 @@ import os
 import statistics
 import threading
 import time
+import uuid
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional, Tuple, TypeVar
 
 from gpu_insights_agent.contract.metrics import (
+    ATTEMPT_ENVS,
     DIM_CLUSTER,
     DIM_JOB,
     DIM_NODE,
@@ -66,12 +68,14 @@ from gpu_insights_agent.contract.metrics import (
     NAMESPACE_TRAINING,
     OTLP_ENDPOINT_ENV,
     POD_NAME_ENV,
+    PROP_ATTEMPT,
     PROP_GPUS,
     PROP_JOB_STATE,
     PROP_POD_NAME,
     PROP_RANK,
     RECENT_WINDOWS,
     STEP_DUE_MULTIPLE,
+    TIME_METRICS,
     TRAINING_DIMENSIONS,
     TRAINING_METRIC_UNITS,
     JobState,
@@ -181,6 +185,12 @@ class _Window:
     #: Of them, those inside a step (the loop body saved or evaluated): in ``step_time``.
     paused_in_steps: float = 0.0
     loss_not_finite: int = 0
+    #: Seconds by what the rank was doing (``TIME_METRICS``): they add up to the window.
+    times: dict[TrainingMetric, float] = field(default_factory=dict)
+    #: The step number after the window's last step, and where this attempt began (its
+    #: first window with a step only).
+    step_number: Optional[int] = None
+    resumed_from: Optional[int] = None
 
 
 #: Scales a median absolute deviation to a standard deviation's size for normal data.
@@ -211,6 +221,16 @@ def window_goodput(
         return None
     productive = step_time - data_wait - paused_in_steps
     return min(1.0, max(0.0, productive / elapsed))
+
+
+def attempt_id(environ: Mapping[str, str]) -> str:
+    """The attempt (this process) as the job's launcher numbers it (``ATTEMPT_ENVS``:
+    ``torchelastic-2``, ``jobset-1``), else an id drawn now: each process is an attempt."""
+    for name in ATTEMPT_ENVS:
+        value = environ.get(name, "").strip()
+        if value.isdigit():
+            return f"{name.split('_')[0].lower()}-{value}"
+    return uuid.uuid4().hex[:12]
 
 
 def _sink(
@@ -323,6 +343,7 @@ class TrainingMetrics:
         self._recent_step_time: deque[float] = deque(maxlen=RECENT_WINDOWS)
         self._recent_rate: deque[float] = deque(maxlen=RECENT_WINDOWS)
         self._recent_loss: deque[float] = deque(maxlen=RECENT_WINDOWS)
+        self._start_accounting(started)
         self._sender = BackgroundSender(sink, capacity=queue_capacity)
         self._sender.start()
         self._window = _Window(started=started, wall_started=wall_clock())
@@ -359,29 +380,99 @@ class TrainingMetrics:
         iterator = iter(batches)
         clock = self._clock
         step_started = clock()
-        while True:
-            wait_started = clock()
-            try:
-                batch = next(iterator)
-            except StopIteration:
-                return
-            got = clock()
-            self._in_step = True
-            try:
-                yield batch
-            finally:
-                self._in_step = False
-            done = clock()
-            self._record_step(done - step_started, got - wait_started, batch)
-            step_started = done
+        try:
+            while True:
+                wait_started = clock()
+                self._switch(TrainingMetric.DATA_WAIT_TIME, wait_started)
+                try:
+                    batch = next(iterator)
+                except StopIteration:
+                    return
+                got = clock()
+                self._switch(TrainingMetric.COMPUTE_TIME, got, step_work=True)
+                self._in_step = True
+                try:
+                    yield batch
+                finally:
+                    self._in_step = False
+                done = clock()
+                self._record_step(done - step_started, got - wait_started, batch)
+                step_started = done
+        finally:  # the loop ended, broke out, or raised: the rank no longer steps
+            self._switch(TrainingMetric.IDLE_TIME, clock())
+
+    # --- where the time goes (goodput) ------------------------------------------------------
+
+    def _start_accounting(self, started: float) -> None:
+        #: What the rank is doing now (a ``TIME_METRICS`` member, None once closed), since when,
+        #: and when its current step's work began (for the part past due: stalled).
+        self._doing: Optional[TrainingMetric] = TrainingMetric.STARTUP_TIME
+        self._doing_since = started
+        self._step_work_since: Optional[float] = None
+        self._step_number = 0
+        self._stepped = False
+        #: This process's attempt (``attempt_id``), the ``Attempt`` property of its documents.
+        self.attempt = attempt_id(os.environ)
+
+    def resume_from_step(self, step: int) -> None:
+        """Say the step this attempt goes on from (the restored checkpoint's): the step numbers
+        it publishes count on from it, and a restart that went back to an earlier step shows as
+        progress lost (docs/goodput.md). Call it before the first step."""
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise TrainingMetricsError(f"step must be an integer of 0 or more, not {step!r}")
+        with self._lock:
+            self._step_number = step
+
+    def _charge(self, now: float) -> None:
+        """Add the time since the last charge to what the rank was doing; a step's work past
+        when it was due (``STEP_DUE_MULTIPLE`` x the recent median step) is stalled."""
+        doing, since = self._doing, self._doing_since
+        if doing is None or now <= since:
+            return
+        times = self._window.times
+        if doing is TrainingMetric.COMPUTE_TIME and self._step_work_since is not None:
+            recent = self._recent_step_time
+            if recent:
+                due = self._step_work_since + STEP_DUE_MULTIPLE * statistics.median(recent)
+                stalled = now - max(since, due)
+                if stalled > 0:
+                    times[TrainingMetric.STALLED_TIME] = (
+                        times.get(TrainingMetric.STALLED_TIME, 0.0) + stalled
+                    )
+                    now_working = max(0.0, min(now, due) - since)
+                    times[doing] = times.get(doing, 0.0) + now_working
+                    self._doing_since = now
+                    return
+        times[doing] = times.get(doing, 0.0) + (now - since)
+        self._doing_since = now
+
+    def _switch(self, doing: TrainingMetric, now: float, step_work: bool = False) -> None:
+        with self._lock:
+            self._switch_locked(doing, now, step_work)
+
+    def _switch_locked(self, doing: TrainingMetric, now: float, step_work: bool = False) -> None:
+        if self._doing is None:
+            return
+        self._charge(now)
+        self._doing = doing
+        if step_work:
+            self._step_work_since = now
+        elif doing is not TrainingMetric.COMPUTE_TIME:
+            self._step_work_since = None
 
     def _record_step(self, step_time: float, data_wait: float, batch: object) -> None:
         with self._lock:
+            self._switch_locked(TrainingMetric.IDLE_TIME, self._clock())
             self._record_step_locked(step_time, data_wait, batch)
 
     def _record_step_locked(self, step_time: float, data_wait: float, batch: object) -> None:
         window = self._window
         self._last_step = self._progress_at = self._clock()
+        if not self._stepped:
+            self._stepped = True
+            window.resumed_from = self._step_number
+        self._step_number += 1
+        window.step_number = self._step_number
         window.steps += 1
         window.step_time += step_time
         window.data_wait += data_wait
@@ -412,15 +503,28 @@ class TrainingMetrics:
     def _paused(self, state: JobState) -> Iterator[float]:
         """A stretch that is no training: the heartbeat says so, and the rank's step is not
         overdue while it lasts, nor its throughput lower for it."""
+        doing = (
+            TrainingMetric.CHECKPOINT_SAVE_TIME
+            if state is JobState.CHECKPOINTING
+            else TrainingMetric.EVALUATION_TIME
+        )
         with self._lock:
             self._pauses.append(state)
             started = self._clock()
+            before, work_since = self._doing, self._step_work_since
+            self._switch_locked(doing, started)
         try:
             yield started
         finally:
             with self._lock:
                 self._pauses.remove(state)
                 now = self._progress_at = self._clock()
+                if before is not None:
+                    # Back to what it was doing; a step's work goes on from now, its due time
+                    # from its own start (a save in the step is no stall).
+                    self._switch_locked(before, now)
+                    if work_since is not None and before is TrainingMetric.COMPUTE_TIME:
+                        self._step_work_since = work_since + (now - started)
                 # The part of the pause inside the current window (a flush may fall within it).
                 inside = now - max(started, self._window.started)
                 self._window.paused += inside
@@ -518,6 +622,14 @@ class TrainingMetrics:
         ):
             if longest is not None:
                 metrics[checkpoint] = longest
+        if w.step_number is not None:
+            metrics[TrainingMetric.STEP_NUMBER] = w.step_number
+        if w.resumed_from is not None:
+            metrics[TrainingMetric.RESUMED_FROM_STEP] = w.resumed_from
+        for spent in TIME_METRICS:
+            seconds = w.times.get(spent, 0.0)
+            if seconds > 0:
+                metrics[spent] = seconds
         for name, mean in w.model.items():
             metrics[name] = mean.mean
         return self._emf(metrics, w.wall_started) + self._job_alarm_documents(elapsed)
@@ -595,7 +707,7 @@ class TrainingMetrics:
         ]
 
     def _properties(self) -> dict[str, object]:
-        properties: dict[str, object] = {PROP_RANK: self.rank}
+        properties: dict[str, object] = {PROP_RANK: self.rank, PROP_ATTEMPT: self.attempt}
         if self.node_name:
             properties[DIM_NODE] = self.node_name
         if self.pod_name:
@@ -623,6 +735,7 @@ class TrainingMetrics:
         """Hand the window to the sender thread and start a new one. Never blocks or raises:
         a document that cannot be built is dropped and counted."""
         with self._lock:
+            self._charge(self._clock())
             try:
                 documents = self.documents()
             except ValueError as err:  # an EMF limit the window broke; the loop goes on
@@ -649,6 +762,7 @@ class TrainingMetrics:
         with self._lock:
             self._closed = True  # the last heartbeat says ended: step_overdue_seconds 0
             self.flush()
+            self._doing = None  # nothing more is charged
         if self.rank == 0:
             outcome = TrainingMetric.JOB_SUCCEEDED if succeeded else TrainingMetric.JOB_FAILED
             self._sender.submit(self._emf({outcome: 1.0}, self._wall()))

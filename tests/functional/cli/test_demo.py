@@ -29,10 +29,14 @@ from tests.prometheus import binaries
 #: The jobs that ran on the demo's Sunday only: the Monday 07:00 run's findings, over that day.
 SUNDAY_ONLY = {
     ("job/gpt-regressing", "training_throughput_regression"),
+    # Goodput under 90%: its largest badput saving checkpoints.
+    ("job/llama-slow-checkpoint", "training_low_goodput"),
     ("job/llama-slow-checkpoint", "training_slow_checkpoint"),
     # Its cause read from Container Insights' logs.
     ("job/vit-flaky", "training_failure_cause"),
     ("job/vit-flaky", "training_job_failures"),
+    # Goodput under 90%: its largest badput the steps its second run redid.
+    ("job/vit-flaky", "training_low_goodput"),
 }
 
 
@@ -128,6 +132,8 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
         ("job/bert-data-bound", "training_data_bound"),
         # 71 GiB of its H100s' 79.6 GiB (cli/demo/week.py MEMORY_GIB): out-of-memory risk.
         ("job/bert-data-bound", "training_gpu_memory_near_capacity"),
+        # Goodput under 90%, its largest badput waiting for data.
+        ("job/bert-data-bound", "training_low_goodput"),
         # The notebook (9 GiB) fits a 1g.10gb, the nightly evaluation (12 GiB) a 1g.20gb.
         ("job/jupyter-alice", "training_gpu_memory_oversized"),
         ("job/nightly-eval", "training_gpu_memory_oversized"),
@@ -177,6 +183,21 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
     lines = (tmp_path / "out" / "exporter-emf.jsonl").read_text().splitlines()
     assert len(lines) == replay.documents
     assert all(parse_emf_line(line)["ClusterName"] == "example-gpu-cluster" for line in lines)
+
+
+def test_the_demo_reports_training_section_leads_with_fleet_goodput(
+    demo: tuple[DemoResult, Path],
+) -> None:
+    """The week's goodput from the training analyzer's daily goodput files: fleet, by size,
+    the jobs; the data-bound job's 60% (docs/goodput.md)."""
+    _, tmp_path = demo
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "Fleet goodput: 78.2% of 599.1 GPU-hours" in html
+    assert html.index('id="goodput"') < html.index("Training throughput by job")
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    jobs = {j["job"]: j for j in report["goodput"]["jobs"]}
+    assert round(jobs["bert-data-bound"]["goodput"], 2) == 0.60
+    assert round(jobs["resnet-healthy"]["goodput"], 2) == 0.95
 
 
 def test_the_demo_weeks_gpu_memory_is_judged_and_reported(
@@ -396,6 +417,7 @@ def test_the_demo_report_changes_on_a_real_last_week_and_ties_jobs_across_tables
     assert sorted(key.rsplit("/", 1)[1] for key in result.last_week_objects) == [
         "failures.csv",
         "funnel.csv",
+        "goodput.csv",
         "gpu-memory.csv",
         "report.csv",
         "report.html",

@@ -26,6 +26,7 @@ from cli.demo.week import START as WEEK_START
 from cli.demo.week import WeekPlan, WeekSeeder
 from gpu_insights_agent.contract.metrics import training_log_group
 from lambdas.shared.aws_clients import client
+from lambdas.shared.events import attributed_day
 from lambdas.shared.publisher import PublishError
 from lambdas.shared.report_keys import gpu_hours_key
 from lambdas.training_analyzer import handler as training_handler
@@ -92,19 +93,40 @@ def test_the_five_simulated_jobs_get_exactly_their_findings(
     found = sorted((f["resource"], f["kind"]) for f in findings)
     assert found == [
         ("job/bert-data-bound", "training_data_bound"),
+        ("job/bert-data-bound", "training_low_goodput"),
         ("job/gpt-regressing", "training_throughput_regression"),
+        ("job/llama-slow-checkpoint", "training_low_goodput"),
         ("job/llama-slow-checkpoint", "training_slow_checkpoint"),
         ("job/vit-flaky", "training_failure_cause"),
         ("job/vit-flaky", "training_job_failures"),
+        ("job/vit-flaky", "training_low_goodput"),
     ]
-    by_kind = {f["kind"]: f for f in findings}
+    goodput = {f["resource"]: f for f in findings if f["kind"] == "training_low_goodput"}
+    # Its largest badput each: waiting for data, saving checkpoints, redoing the steps after
+    # the checkpoint its second run resumed from.
+    assert {
+        r: (
+            f["evidence"]["goodput"],
+            f["evidence"]["largest_badput"],
+            f["evidence"]["steps_redone"],
+        )
+        for r, f in goodput.items()
+    } == {
+        "job/bert-data-bound": (0.5971, "data_loading", 0.0),
+        "job/llama-slow-checkpoint": (0.7703, "checkpoint_save", 0.0),
+        "job/vit-flaky": (0.7899, "progress_lost", 1780.0),
+    }
+    by_kind = {f["kind"]: f for f in findings if f["kind"] != "training_low_goodput"}
     # Its cause is read from Container Insights' log groups, which this cluster lacks: said.
     cause = by_kind["training_failure_cause"]
     assert (cause["severity"], cause["evidence"]["cause"]) == ("info", "unknown")
     assert cause["evidence"]["log_groups_missing"] == [
         f"/aws/containerinsights/{CLUSTER}/{kind}" for kind in ("application", "dataplane", "host")
     ]
-    assert cause["related"] == ["training_job_failures job/vit-flaky"]
+    assert cause["related"] == [
+        "training_job_failures job/vit-flaky",
+        "training_low_goodput job/vit-flaky",
+    ]
     bound = by_kind["training_data_bound"]["evidence"]
     assert bound["data_wait_share"] == pytest.approx(0.4, abs=0.01)
     assert by_kind["training_job_failures"]["evidence"]["failures"] == 2.0
@@ -115,6 +137,12 @@ def test_the_five_simulated_jobs_get_exactly_their_findings(
     key = summary["key"].replace("findings/", "reports/").rsplit("/", 1)[0]
     costs = principal.admin("s3").get_object(Bucket=REPORT_BUCKET, Key=f"{key}/training-jobs.json")
     assert sorted(json.loads(costs["Body"].read())) == sorted(j.name for j in JOBS)
+    # And the jobs' goodput over the attributed day, keyed by that day (the role may write
+    # it): the day before the run's, whose last hour the one-day lookback ends in, no step.
+    day = attributed_day(END)[2]
+    key = f"reports/cluster={CLUSTER}/date={day.isoformat()}/goodput.json"
+    body = principal.admin("s3").get_object(Bucket=REPORT_BUCKET, Key=key)["Body"].read()
+    assert json.loads(body) == {"day": day.isoformat(), "jobs": []}
     assert _events(principal, seeded["queue"]) == len(findings)
 
 
@@ -144,9 +172,12 @@ def test_without_the_failure_logs_grant_the_failed_job_is_named_and_nothing_else
     assert "AccessDenied" in error["summary"]
     assert sorted((f["resource"], f["kind"]) for f in findings if f is not error) == [
         ("job/bert-data-bound", "training_data_bound"),
+        ("job/bert-data-bound", "training_low_goodput"),
         ("job/gpt-regressing", "training_throughput_regression"),
+        ("job/llama-slow-checkpoint", "training_low_goodput"),
         ("job/llama-slow-checkpoint", "training_slow_checkpoint"),
         ("job/vit-flaky", "training_job_failures"),
+        ("job/vit-flaky", "training_low_goodput"),
     ]
 
 
@@ -162,7 +193,7 @@ def test_the_fleet_state_machine_path_writes_the_single_runs_files(
     day = single["key"].rsplit("/", 1)[0]
     reports = day.replace("findings/", "reports/")
     # The GPU-hours are the whole UTC day before the run's, keyed by it.
-    attributed = training_handler.attributed_day(RUN_AT)[2]
+    attributed = attributed_day(RUN_AT)[2]
     keys = [
         single["key"],
         f"{reports}/training-jobs.json",

@@ -21,7 +21,7 @@ from gpu_insights_agent.contract.metrics import (
     NAMESPACE_CONTAINER_INSIGHTS,
 )
 from lambdas.shared.aws_clients import client
-from lambdas.training_analyzer.handler import attributed_day
+from lambdas.shared.events import attributed_day
 from tests.functional.lambdas.iam import resolve, role_statements, run_as_role
 
 HANDLER = "lambdas.training_analyzer.handler.handler"

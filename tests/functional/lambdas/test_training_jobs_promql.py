@@ -141,14 +141,31 @@ def test_both_readers_find_the_same_for_the_same_jobs(
     kinds = sorted((f.resource, f.kind) for f in otlp.findings)
     assert kinds == [
         ("job/bert-data-bound", "training_data_bound"),
+        ("job/bert-data-bound", "training_low_goodput"),
         ("job/gpt-regressing", "training_throughput_regression"),
+        ("job/llama-slow-checkpoint", "training_low_goodput"),
         ("job/llama-slow-checkpoint", "training_slow_checkpoint"),
         ("job/vit-flaky", "training_failure_cause"),
         ("job/vit-flaky", "training_job_failures"),
+        ("job/vit-flaky", "training_low_goodput"),
     ]
-    # A one-day window: each read is one page. Listing (2 metrics), ranks (2), the series
-    # (8 JOB_METRICS) and the baseline (2) for the five jobs in one batch.
-    assert promql.requests - before == 2 + 2 + 8 + 2
+    # Each job's goodput, the same from both readers; vit-flaky's second run resumed from
+    # its checkpoint an hour in and redid the steps after it.
+    for job, g in classic.goodput.items():
+        assert otlp.goodput[job].split.gpu_hours() == pytest.approx(g.split.gpu_hours())
+    goodput = {j: round(g.goodput or 0, 3) for j, g in classic.goodput.items()}
+    assert goodput == {
+        "bert-data-bound": 0.597,
+        "gpt-regressing": 0.954,
+        "llama-slow-checkpoint": 0.770,
+        "resnet-healthy": 0.945,
+        "vit-flaky": 0.790,
+    }
+    assert classic.goodput["vit-flaky"].steps_redone == pytest.approx(1780)
+    # A one-day window: each read is one page. Listing (2 metrics), ranks (3: steps, step
+    # time, work seconds), the series (18 JOB_METRICS) and the baseline (2) for the five jobs
+    # in one batch.
+    assert promql.requests - before == 2 + 3 + 18 + 2
 
 
 def test_both_readers_give_the_gpu_hour_attribution_the_same_stepping_hours(

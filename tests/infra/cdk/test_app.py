@@ -9,7 +9,8 @@ from typing import Any
 from aws_cdk import App
 from aws_cdk.assertions import Annotations, Match
 
-from cdk.app import MODE_KEY, build
+from cdk.app import build
+from cdk.deploy_region import MODE_KEY
 from cdk.settings import Settings, settings_from_context
 from tests.unit.cdk.test_app import CLI_CONTEXT, cdk_app
 

@@ -19,7 +19,7 @@ import pytest
 
 from cli.demo.command import DemoResult, run_demo
 from cli.demo.realistic.serving import KSERVE, NAMESPACE, VLLM
-from cli.demo.serving import NODE as SERVING_NODE
+from cli.demo.realistic.serving import NODE as SERVING_NODE
 from cli.demo.serving import SATURATED_DAY
 from cli.demo.week import THIS_WEEK
 from lambdas.shared.container_insights_mode import ContainerInsightsMode

@@ -244,8 +244,9 @@ def test_more_than_100_names_split_into_several_documents_none_dropped() -> None
             0,
         )
         published.update({name: document[name] for name in names})
-    # and steps, step time, data wait, its share of the step, samples per second
-    assert len(published) == 230 + 5
+    # and steps, step time, data wait, its share of the step, samples per second; and for
+    # goodput the step number, the step the attempt began from, compute and data wait seconds
+    assert len(published) == 230 + 5 + 4
     assert published["layer_229_grad_norm"] == 229.0
     assert sink.documents[0]["steps"] == 2  # the built-in metrics lead the first document
 

@@ -117,7 +117,8 @@ def test_the_argument_wins_over_the_variable_and_a_bad_url_is_refused_by_name(
     monkeypatch.setenv(OTLP_ENDPOINT_ENV, "http://nowhere.invalid:4318/v1/metrics")
     metrics = TrainingMetrics(job_name="j", cluster_name="c", otlp_endpoint=endpoint.url)
     metrics.close(succeeded=False)
-    assert [r.name for r in endpoint.rows()] == ["loss_not_finite", "job_failed"]
+    # A job that never stepped: its seconds were all startup (docs/goodput.md).
+    assert [r.name for r in endpoint.rows()] == ["startup_seconds", "loss_not_finite", "job_failed"]
     with pytest.raises(TrainingMetricsError, match=r"otlp_endpoint: .* is not http"):
         TrainingMetrics(job_name="j", cluster_name="c", otlp_endpoint="tcp://agent:4318")
     monkeypatch.delenv(OTLP_ENDPOINT_ENV)

@@ -80,9 +80,9 @@ def test_the_fleet_of_40_eight_gpu_nodes(capsys: pytest.CaptureFixture[str]) -> 
     assert items["Container logs ingestion (Fluent Bit, on in the add-on)"]["usd"] == 15.21
     # The silence check: every 5 minutes, 256 MB.
     assert items["Lambda requests: silence check"]["quantity"] == pytest.approx(8760)
-    # GetMetricData: 7 a volume and 8 a job daily (one a node each), 1 a GPU every 5 min.
+    # GetMetricData: 7 a volume and 18 a job daily (one a node each), 1 a GPU every 5 min.
     gmd = items["GetMetricData metrics requested"]["quantity"]
-    assert gmd == pytest.approx(40 * 7 * DAYS + 40 * 8 * DAYS + 320 * 8760, rel=1e-4)
+    assert gmd == pytest.approx(40 * 7 * DAYS + 40 * 18 * DAYS + 320 * 8760, rel=1e-4)
     assert items["S3 request metrics"]["usd"] == 0  # s3_enable_request_metrics is off
 
 
@@ -102,7 +102,7 @@ def test_otel_mode_prices_the_add_ons_gpu_series_by_its_preview(
     assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(392.88)
     total = sum(float(str(i["usd"])) for i in items.values())
     # Classic's total less its observations, plus the two serving dashboards at $3.
-    assert total == pytest.approx(730.82 - 52.98 + 2 * 3.0, abs=0.02)
+    assert total == pytest.approx(730.95 - 52.98 + 2 * 3.0, abs=0.02)
 
 
 def test_otel_mode_prices_the_analyzer_s_promql_at_the_preview_s_nothing(
@@ -117,13 +117,16 @@ def test_otel_mode_prices_the_analyzer_s_promql_at_the_preview_s_nothing(
     test_with_the_otlp_sink_every_alarm...'s)."""
     items = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf")
     promql = items["PromQL queries (GPU-hours and GPU memory, query API)"]
-    # The attribution's day (161 requests, 6,451,200 samples) and the memory reads' 14-day
-    # lookback (81 requests and 2,764,800 samples a day): 45,158,400 samples a daily run
-    # (1,295 requests) x 30.42 runs: 1,373.6 million, at $0.
-    assert promql["quantity"] == pytest.approx((6_451_200 + 14 * 2_764_800) * DAYS / 1e6)
+    # The attribution's day (161 requests, 6,451,200 samples), the nodes' GPU capacity (2
+    # requests, 1,843,200 samples: its 40 series counted as 320 GPUs, an upper bound) and the
+    # memory reads' 14-day lookback (81 requests and 2,764,800 samples a day): 47,001,600
+    # samples a daily run (1,297 requests) x 30.42 runs: 1,429.6 million, at $0.
+    capacity = 2 * 320 * 24 * 120
+    assert capacity == 1_843_200
+    assert promql["quantity"] == pytest.approx((6_451_200 + capacity + 14 * 2_764_800) * DAYS / 1e6)
     assert promql["usd"] == 0
     assert promql["unit"] == "million samples scanned"
-    assert str(promql["basis"]).startswith("1,295 requests a run over the 40 nodes' DCGM series")
+    assert str(promql["basis"]).startswith("1,297 requests a run over the 40 nodes' DCGM series")
     assert "free of charge in the preview" in str(promql["basis"])
     price = promql["price"]
     assert price["source"] == (  # type: ignore[index]
@@ -172,9 +175,9 @@ def test_the_emitter_over_otlp_is_billed_by_its_bytes_in_the_same_table(
     datapoints' serialized size, per GB, at the exporter's price; with EMF, no such line."""
     items = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=otlp")
     emitter = items["Training emitter OTLP metrics ingestion"]
-    # 320 ranks (one a GPU) x 14 datapoints x 43,800 minute windows x 348 bytes: 68.3 GB.
-    assert emitter["quantity"] == pytest.approx(320 * 14 * 43_800 * 348 / 1e9)
-    assert emitter["usd"] == pytest.approx(5.46, abs=0.01)
+    # 320 ranks (one a GPU) x 17 datapoints x 43,800 minute windows x 348 bytes: 82.9 GB.
+    assert emitter["quantity"] == pytest.approx(320 * 17 * 43_800 * 348 / 1e9)
+    assert emitter["usd"] == pytest.approx(6.63, abs=0.01)
     assert emitter["price"] == items["Exporter OTLP metrics ingestion"]["price"]
     emf = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf")
     assert "Training emitter OTLP metrics ingestion" not in emf
@@ -272,14 +275,15 @@ def test_with_the_otlp_sink_every_alarm_is_a_promql_alarm_and_no_silence_check_r
     assert gmd["quantity"] == pytest.approx(40 * 7 * DAYS) == pytest.approx(8_516.7, abs=0.05)
     assert "training none" in str(gmd["basis"])
     # The PromQL line counts them, run through the readers (cli/cost/promql_reads.py): the
-    # DCGM reads' 1,295 requests a run, 262 more for the jobs and the exporter's series (the
+    # DCGM and capacity reads' 1,297 requests a run, 416 more for the jobs and the exporter's series (the
     # listing, ranks, baselines and the jobs' nodes' GPUs 2 requests a 14-day page each, the
-    # series 8; the attribution's exporter 9 and stepping 1), and the report's 64 a week.
+    # series 18, the ranks 3; the attribution's exporter 9 and stepping 1), and the report's
+    # 64 a week.
     reads = items["PromQL queries (analyzers and weekly report, query API)"]
-    assert str(reads["basis"]).startswith("1,557 requests a training analyzer run")
+    assert str(reads["basis"]).startswith("1,713 requests a training analyzer run")
     assert "64 a weekly report" in str(reads["basis"])
-    assert 1_295 + 14 * (2 + 2 + 8 + 2 + 2 * 2) + 9 + 1 == 1_557
-    assert reads["quantity"] == pytest.approx(10_902.4, abs=0.05)
+    assert 1_297 + 14 * (2 + 3 + 18 + 2 + 2 * 2) + 9 + 1 == 1_713
+    assert reads["quantity"] == pytest.approx(13_117.0, abs=0.05)
     emf = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf")
     # With the EMF sink and no serving alarms, the pending GPU pods' and the 4 GPU node kinds'
     # alarms and their fleet counts are the PromQL ones.

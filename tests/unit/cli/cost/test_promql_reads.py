@@ -10,27 +10,30 @@ from lambdas.training_analyzer.gpu_hours.otel import SAMPLES_PER_HOUR
 STEPS = 24  # hourly steps in a day's page
 
 
-def test_a_run_over_40_eight_gpu_nodes_sends_728_requests() -> None:
+def test_a_run_over_40_eight_gpu_nodes_sends_730_requests() -> None:
     reads = analyzer_reads(40, 8, lookback_days=7)
     # The attribution: the node query, then each node's GPU watts, GPU samples, pod samples and
-    # pod watts, one 24-hour page each for the day. The memory reads: the node query and each
-    # node's framebuffer used and size, a page for each of the lookback's 7 days.
-    assert reads.requests == (1 + 4 * 40) + 7 * (1 + 2 * 40)
+    # pod watts, one 24-hour page each for the day, and the nodes' GPU capacity (its most and
+    # its samples: the funnel's paid stage). The memory reads: the node query and each node's
+    # framebuffer used and size, a page for each of the lookback's 7 days.
+    assert reads.requests == (1 + 4 * 40 + 2) + 7 * (1 + 2 * 40)
     # The attribution's node query's one [1h] selector reads all 320 GPUs, a node's six (a
     # mean is a sum over a count: two) its 8; the memory reads the same a day, a node's two
     # selectors its 8; 24 hourly steps of an hour's 120 samples each.
     attribution = (320 + 40 * 8 * 6) * STEPS * SAMPLES_PER_HOUR
+    # Kube State Metrics' capacity, one series a node, counted as every GPU (an upper bound).
+    capacity = 2 * 320 * STEPS * SAMPLES_PER_HOUR
     memory = 7 * (320 + 40 * 8 * 2) * STEPS * SAMPLES_PER_HOUR
-    assert reads.samples == attribution + memory == 25_804_800
+    assert reads.samples == attribution + capacity + memory == 27_648_000
     assert not reads.truncated
 
 
 def test_the_count_follows_the_fleet_and_the_lookback() -> None:
-    assert analyzer_reads(1, 8, lookback_days=7).requests == 5 + 7 * 3
-    assert analyzer_reads(1, 8, lookback_days=1).requests == 5 + 3
+    assert analyzer_reads(1, 8, lookback_days=7).requests == 5 + 2 + 7 * 3
+    assert analyzer_reads(1, 8, lookback_days=1).requests == 5 + 2 + 3
     assert (
         analyzer_reads(1, 8, lookback_days=1).samples
-        == ((8 + 8 * 6) + (8 + 8 * 2)) * STEPS * SAMPLES_PER_HOUR
+        == ((8 + 8 * 6) + 2 * 8 + (8 + 8 * 2)) * STEPS * SAMPLES_PER_HOUR
     )
     assert analyzer_reads(40, 4, 7).samples == analyzer_reads(40, 8, 7).samples / 2
 
@@ -61,19 +64,21 @@ def test_with_the_otlp_sink_a_run_reads_the_jobs_and_the_exporter_with_promql_to
     expected = {
         # requests, samples
         "listing (steps, job_failed)": (2, 2 * ranks),
-        "ranks (steps Sum, step time Average: 3 selectors)": (2, 3 * ranks),
-        "series (8 statistics, 4 of them Averages: 12 selectors)": (8, 12 * ranks),
+        "ranks (steps Sum, step time Average, work Sum: 4 selectors)": (3, 4 * ranks),
+        "series (18 statistics, 4 of them Averages: 22 selectors)": (18, 22 * ranks),
         "baselines (Sum, SampleCount)": (2, 2 * ranks),
         "the jobs' nodes' power and SM means": (2, 4 * gpus),
         "attribution: exporter nodes, 2 means, a minimum, a count": (5, 7 * gpus),
         "attribution: DCGM holds": (5, (1 + 6) * dcgm),
         "attribution: stepping hours": (1, ranks),
+        # Kube State Metrics' capacity, one series a node, counted as its GPUs (an upper bound).
+        "attribution: GPU capacity (its most, its samples)": (2, 2 * dcgm),
         "memory": (3, (1 + 2) * dcgm),
     }
-    assert reads.requests == sum(r for r, _ in expected.values()) == 30
-    assert reads.samples == sum(s for _, s in expected.values()) == 1_221_120
-    # Without the OTLP sink only the DCGM reads: 8 requests.
-    assert analyzer_reads(1, 8, 1).requests == 5 + 3
+    assert reads.requests == sum(r for r, _ in expected.values()) == 43
+    assert reads.samples == sum(s for _, s in expected.values()) == 1_393_920
+    # Without the OTLP sink only the DCGM and capacity reads: 10 requests.
+    assert analyzer_reads(1, 8, 1).requests == 5 + 2 + 3
 
 
 def test_the_weekly_report_reads_a_week_with_the_otlp_sink() -> None:

@@ -84,6 +84,10 @@ def test_shards_merge_to_the_single_runs_findings_costs_and_pods(
     assert len(merged.pod_nodes) == 4 * JOBS
     assert merged.skipped == single.skipped == []
     assert merged.failures == single.failures
+    # Every job's goodput, over the window and the attributed day, as the single run's.
+    assert len(single.goodput) == len(single.day_goodput) == JOBS
+    assert merged.goodput == single.goodput
+    assert merged.day_goodput == single.day_goodput
     assert fleet.part_key("bench", DAY, shards - 1) in objects
 
 
@@ -149,5 +153,7 @@ def test_a_missing_part_is_an_error_naming_the_shard() -> None:
     with pytest.raises(MissingPartError, match=r"training-part-00001\.json is missing: shard 1"):
         fleet.read_parts(s3=s3, bucket="reports", cluster="bench", day=DAY, shards=3)
     part = json.loads(objects[fleet.part_key("bench", DAY, 2)])
-    assert sorted(part) == ["costs", "failures", "findings", "skipped", "unplaced_failures"]
+    assert sorted(part) == [
+        "costs", "day_goodput", "failures", "findings", "goodput", "skipped", "unplaced_failures"
+    ]  # fmt: skip
     assert len(part["costs"]) == 2  # jobs 8 and 9
