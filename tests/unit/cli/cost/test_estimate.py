@@ -275,10 +275,10 @@ def test_with_the_otlp_sink_every_alarm_is_a_promql_alarm_and_no_silence_check_r
     assert gmd["quantity"] == pytest.approx(40 * 7 * DAYS) == pytest.approx(8_516.7, abs=0.05)
     assert "training none" in str(gmd["basis"])
     # The PromQL line counts them, run through the readers (cli/cost/promql_reads.py): the
-    # DCGM and capacity reads' 1,297 requests a run, 416 more for the jobs and the exporter's series (the
-    # listing, ranks, baselines and the jobs' nodes' GPUs 2 requests a 14-day page each, the
-    # series 18, the ranks 3; the attribution's exporter 9 and stepping 1), and the report's
-    # 64 a week.
+    # DCGM and capacity reads' 1,297 requests a run, 416 more for the jobs and the exporter's
+    # series (the listing, ranks, baselines and the jobs' nodes' GPUs 2 requests a 14-day page
+    # each, the series 18, the ranks 3; the attribution's exporter 9 and stepping 1), and the
+    # report's 64 a week.
     reads = items["PromQL queries (analyzers and weekly report, query API)"]
     assert str(reads["basis"]).startswith("1,713 requests a training analyzer run")
     assert "64 a weekly report" in str(reads["basis"])
