@@ -88,9 +88,12 @@ def _policy_of(stack: Deployed, kind: str, key: str, target: str) -> dict[str, A
 
 def _identity_policies(stack: Deployed, role_id: str) -> list[dict[str, Any]]:
     role_name = stack.resolve.ref(role_id)
+    # Inline policies, and the managed ones CDK attaches where a role's default policy grows
+    # past IAM's size limit (its overflow policies: AWS::IAM::ManagedPolicy naming the role).
     documents = [
         props["PolicyDocument"]
-        for _, props in stack.of_type("AWS::IAM::Policy")
+        for kind in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy")
+        for _, props in stack.of_type(kind)
         if role_name in props.get("Roles", [])
     ]
     role = stack.resolve(stack.resources[role_id].get("Properties", {}))

@@ -17,10 +17,12 @@ ROOT = Path(__file__).resolve().parents[2]
 PROJECT = {"gpu_insights_agent", "cdk", "lambdas", "dashboards", "cli", "tests", "benchmarks"}
 RULES: dict[str, tuple[set[str], set[str]]] = {
     # Runs in the cluster and installs alone: itself only; the exporter reads NVML and may send
-    # with boto3 (its extra), or over OTLP with the OpenTelemetry SDK (the otlp extra).
+    # with boto3 (its extra), or over OTLP with the OpenTelemetry SDK (the otlp extra), whose
+    # OTLP/HTTP exporter sends with requests (the exporter reads each answer's status from
+    # that session: exporter/otlp_sink.py).
     "agent/gpu_insights_agent": (
         {"gpu_insights_agent"},
-        {"pynvml", "boto3", "botocore", "opentelemetry"},
+        {"pynvml", "boto3", "botocore", "opentelemetry", "requests"},
     ),
     # The Lambda runtime: the functions' code and the metric contract they read.
     "lambdas": ({"lambdas", "gpu_insights_agent"}, {"boto3", "botocore"}),

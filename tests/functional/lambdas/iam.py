@@ -23,7 +23,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import boto3
 import pytest
@@ -90,6 +90,10 @@ def resolve(value: Any, physical: Mapping[str, Mapping[str, str]]) -> Any:
     return {k: resolve(v, physical) for k, v in value.items()}
 
 
+#: The policy resources that attach statements to a role by naming it in ``Roles``.
+POLICY_TYPES: Final = ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy")
+
+
 def role_statements(templates: list[dict[str, Any]], handler: str) -> list[Statement]:
     """The statements of every IAM policy attached to the role of the function whose handler
     is ``handler`` (inline role policies included), unresolved."""
@@ -103,10 +107,11 @@ def role_statements(templates: list[dict[str, Any]], handler: str) -> list[State
             statements: list[Statement] = []
             for policy in resources[role]["Properties"].get("Policies", []):
                 statements += policy["PolicyDocument"]["Statement"]
+            # Its policies, and the managed ones CDK attaches where the role's default policy
+            # grows past IAM's size limit (overflow policies naming the role).
             for resource in resources.values():
-                if resource["Type"] == "AWS::IAM::Policy" and {"Ref": role} in resource[
-                    "Properties"
-                ].get("Roles", []):
+                attached = {"Ref": role} in resource.get("Properties", {}).get("Roles", [])
+                if resource["Type"] in POLICY_TYPES and attached:
                     statements += resource["Properties"]["PolicyDocument"]["Statement"]
             return statements
     raise LookupError(f"no function with handler {handler} in the synthesized templates")
