@@ -132,7 +132,11 @@ def test_emission_rate_is_bounded_whatever_the_step_rate(encoding: str) -> None:
 def test_a_dead_sink_never_reaches_the_training_loop(encoding: str) -> None:
     clock, sink = Clock(0.0), Keep(encoding)
     sink.down = True
-    metrics = TrainingMetrics(job_name="j", cluster_name="c", flush_s=1, sink=sink, clock=clock)
+    # close() waits for the queue's 202 refused sends: time enough on a loaded machine that the
+    # count is read once each is done (a send cut off by the wait is counted later).
+    metrics = TrainingMetrics(
+        job_name="j", cluster_name="c", flush_s=1, sink=sink, clock=clock, close_timeout_s=60
+    )
     trained = 0
     for _ in metrics.steps(loader(clock, 100, wait=0.1)):
         clock.now += 0.9
