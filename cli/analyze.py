@@ -266,7 +266,8 @@ def _from_history(args: argparse.Namespace, settings: Settings, report_bucket: s
     and OTel mode's readers (the emitter's and the exporter's series, the GPU-hours, what the
     analyzer computes from them) read them there; its other reads (EC2, S3, CloudWatch Logs,
     GetMetricData) go to an empty moto, as the demo's do, so it finds what the file holds.
-    The window is the lookback that ends with the hour of the file's last sample."""
+    The window is the lookback's whole UTC days that end with the day of the file's last
+    sample, as the daily run after that day reads them."""
     history = read_file(args.history)
     if not history.promql.series:
         raise ValueError(
@@ -289,7 +290,9 @@ def _from_history(args: argparse.Namespace, settings: Settings, report_bucket: s
     )
     region = args.region or settings.region or REPLAY_REGION
     _, last = history.promql.span()
-    _, end = analysis_window(last - last % 3600 + 3600, settings.lookback_days)
+    # The run that attributes the day of the file's last sample: at the next UTC midnight, its
+    # window the lookback's whole days up to it (training_handler.training_window).
+    end = last - last % 86_400 + 86_400
     try:
         with serving(history.promql.as_samples(), region), mock_aws():
             session = new_session(region_name=region)

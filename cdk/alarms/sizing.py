@@ -72,7 +72,8 @@ class AlarmSizing:
 
     def line(self) -> str:
         return (
-            f"{self.fleet_gpus:,} GPUs -> {self.shards} alarm shard(s) of up to "
+            f"{self.fleet_gpus:,} GPU{'' if self.fleet_gpus == 1 else 's'} -> {self.shards} "
+            "alarm shard(s) of up to "
             f"{MAX_SERIES_PER_QUERY} series -> {self.insights_alarms} Metrics Insights alarms "
             + (f"({self.job_alarms} of them for training jobs) " if self.job_alarms else "")
             + f"of the default quota of {self.quota} per Region"

@@ -247,6 +247,15 @@ def _from_history(
         origin["end"] = "the history's last sample"
     _check_range(start, end, origin)
     replay = _Replay(specs, samples, start, end, skipped=history.promql.skipped)
+    if history.promql.series and not promql_alarms(settings.alarm_settings()):
+        # Classic deploys no PromQL alarm: the file's series are read by none, and said so.
+        replay.notes["promql-series"] = (
+            f"{len(history.promql.series):,} PromQL series of the file are read by no alarm: "
+            f"this deployment is {settings.container_insights_mode.value} "
+            f"(Region {settings.region}), which deploys no PromQL alarm; replay them as OTel "
+            "mode does with --region in an OTel Region (or -c container_insights_mode=otel "
+            "where AWS offers it)"
+        )
     if otel_input:
         replay.otel = _replay_history(settings, args, history, start, end)
     else:

@@ -74,7 +74,9 @@ def is_promql_record(record: object) -> bool:
         return False
     if isinstance(record.get("data"), dict) and "resultType" in record["data"]:
         return True
-    if "status" in record and "errorType" in record:
+    # An error answer: Prometheus's HTTP API says "status": "error" with "error" (and
+    # "errorType", which a proxy's answer may leave out).
+    if record.get("status") == "error" or ("status" in record and "errorType" in record):
         return True
     return "metric" in record and ("values" in record or "histograms" in record)
 

@@ -388,13 +388,18 @@ def _exporter_otlp(d: Deployment) -> list[LineItem]:
     ]
 
 
+def _ranks(d: Deployment) -> int:
+    """The training ranks the emitter runs in: one a GPU while any job runs, none without."""
+    return d.gpus if d.jobs > 0 else 0
+
+
 def _emitter_otlp(d: Deployment) -> LineItem:
     """The training emitter over OTLP (with exporter_sink=otlp the jobs' emitters are set to the
     same endpoint, ``GPU_INSIGHTS_OTLP_ENDPOINT``, and the analyzers read them with PromQL):
     every rank's window, billed by its datapoints' bytes; no custom metric, no log line. One
     rank a GPU, each stepping all month: an upper bound."""
     flushes = MINUTES_PER_MONTH * 60 / EMITTER_FLUSH_S
-    datapoints = d.gpus * TRAINING_OTLP_DATAPOINTS_PER_FLUSH * flushes
+    datapoints = _ranks(d) * TRAINING_OTLP_DATAPOINTS_PER_FLUSH * flushes
     gb = datapoints * TRAINING_OTLP_BYTES_PER_DATAPOINT / 1e9
     return LineItem(
         "Training emitter OTLP metrics ingestion",
@@ -402,7 +407,8 @@ def _emitter_otlp(d: Deployment) -> LineItem:
         "GB",
         gb * OTLP_METRICS.usd,
         OTLP_METRICS,
-        f"{d.gpus:,} ranks (one a GPU, each stepping all month: at most) x "
+        f"{counted(_ranks(d), 'rank')} (one a GPU of the jobs', each stepping all month: at "
+        "most) x "
         f"{TRAINING_OTLP_DATAPOINTS_PER_FLUSH} datapoints a window every {EMITTER_FLUSH_S:g} s x "
         f"{TRAINING_OTLP_BYTES_PER_DATAPOINT} bytes (benchmarks/otlp_bytes.py, each serialized "
         "as billed)",
@@ -682,7 +688,7 @@ def _promql(d: Deployment) -> LineItem:
     what = (
         f"{counted(reads.requests, 'request')} a training analyzer "
         f"run over the {_whose(d.nodes, 'node')} DCGM and exporter series and the "
-        f"{_whose(d.jobs, 'job')} emitter series ({counted(d.gpus, 'rank')}), "
+        f"{_whose(d.jobs, 'job')} emitter series ({counted(_ranks(d), 'rank')}), "
         f"{reads.samples / 1e6:,.2f} million samples at "
         f"most, x {runs:,.1f} runs ({s.training_schedule}); {report.requests:,} a weekly "
         f"report, {report.samples / 1e6:,.2f} million, x {weeks:,.1f} runs ({s.report_schedule})"

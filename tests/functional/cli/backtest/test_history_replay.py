@@ -120,6 +120,20 @@ def test_a_bad_series_is_skipped_and_named_the_others_replayed(
     assert lost in out
 
 
+def test_in_a_classic_deployment_the_files_series_are_said_to_be_read_by_no_alarm(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside the OTel Regions an unset mode is Classic, which deploys no PromQL alarm: the
+    file's series were left out with no word (only its XID log lines paged)."""
+    binaries()
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-central-1")
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    assert main(["backtest", "--history", str(HISTORY), *ARGS]) == 0
+    out = capsys.readouterr().out
+    assert "PromQL series of the file are read by no alarm: this deployment is classic" in out
+    assert "(Region eu-central-1)" in out
+
+
 def test_analyze_training_reads_the_jobs_from_the_file_with_no_account(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

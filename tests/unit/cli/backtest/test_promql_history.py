@@ -66,13 +66,16 @@ def test_json_lines_of_responses_and_series_merge_one_series_over_two_exports() 
     second = json.dumps(_series("gpu_healthy", "0", [[1764504060, "0"]]))
     error = json.dumps({"status": "error", "errorType": "bad_data", "error": "parse error"})
     vector = json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}})
-    history = read_history_file("\n".join([first, second, error, vector]), source="h")
+    # A proxy's error answer may carry no errorType: still an error answer, skipped by name.
+    bare = json.dumps({"status": "error", "error": "x"})
+    history = read_history_file("\n".join([first, second, error, vector, bare]), source="h")
     (series,) = history.promql.series
     assert series.points == ((1764504000.0, 1.0), (1764504060.0, 0.0))
     assert history.promql.skipped == [
         "h line 3: a response with status 'error' (parse error): none of its series read",
         "h line 4: resultType 'vector', not a matrix of series (export with "
         "/api/v1/query_range): none of its series read",
+        "h line 5: a response with status 'error' (x): none of its series read",
     ]
 
 

@@ -330,10 +330,12 @@ def test_no_jobs_and_no_volumes_are_priced_as_none(capsys: pytest.CaptureFixture
         fleet == "Fleet: 40 GPU nodes x 8 GPUs = 320 GPUs; exporter every 10 s; 0 volumes, 0 jobs"
     )
     # OTel mode with the OTLP sink: the listing's 2 queries find no job; none is read after.
-    promql = _items(capsys, "--jobs", "0")[
-        "PromQL queries (analyzers and weekly report, query API)"
-    ]
-    assert "0 jobs' emitter series" in str(promql["basis"])
+    otel = _items(capsys, "--jobs", "0")
+    promql = otel["PromQL queries (analyzers and weekly report, query API)"]
+    assert "0 jobs' emitter series (0 ranks)" in str(promql["basis"])
+    # No job, no rank: the emitter sends nothing (it was priced at a rank a GPU all the same).
+    emitter = otel["Training emitter OTLP metrics ingestion"]
+    assert (emitter["quantity"], emitter["usd"]) == (0, 0)
 
 
 def test_one_of_each_is_said_in_the_singular(capsys: pytest.CaptureFixture[str]) -> None:
