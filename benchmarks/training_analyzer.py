@@ -45,6 +45,22 @@ class FakeCloudWatch:
             "job_succeeded": 0.0,
             "gpu_power_utilization": 55.0,
             "gpu_sm_active": 70.0,
+            # Goodput's (lambdas/training_analyzer/aws.py JOB_METRICS): an hour of a rank's
+            # seconds, most of it the steps' work, a fifth waiting for data.
+            "compute_seconds": 2880.0,
+            "data_wait_total_seconds": 720.0,
+            "step_number": 1800.0,
+            **dict.fromkeys(
+                (
+                    "startup_seconds",
+                    "checkpoint_save_total_seconds",
+                    "evaluation_seconds",
+                    "stalled_seconds",
+                    "idle_seconds",
+                    "resumed_from_step",
+                ),
+                0.0,
+            ),
         }
 
     def list_metrics(self, params: dict[str, Any]) -> dict[str, Any]:

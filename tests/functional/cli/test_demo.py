@@ -192,7 +192,7 @@ def test_the_demo_reports_training_section_leads_with_fleet_goodput(
     the jobs; the data-bound job's 60% (docs/goodput.md)."""
     _, tmp_path = demo
     html = (tmp_path / "out" / "report.html").read_text()
-    assert "Fleet goodput: 78.2% of 599.1 GPU-hours" in html
+    assert "Fleet goodput: 78.2% of 718.5 GPU-hours" in html
     assert html.index('id="goodput"') < html.index("Training throughput by job")
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     jobs = {j["job"]: j for j in report["goodput"]["jobs"]}

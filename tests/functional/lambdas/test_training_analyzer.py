@@ -138,11 +138,14 @@ def test_the_five_simulated_jobs_get_exactly_their_findings(
     costs = principal.admin("s3").get_object(Bucket=REPORT_BUCKET, Key=f"{key}/training-jobs.json")
     assert sorted(json.loads(costs["Body"].read())) == sorted(j.name for j in JOBS)
     # And the jobs' goodput over the attributed day, keyed by that day (the role may write
-    # it): the day before the run's, whose last hour the one-day lookback ends in, no step.
-    day = attributed_day(END)[2]
+    # it): the day before the run's, the one-day lookback's whole day.
+    day = attributed_day(RUN_AT)[2]
     key = f"reports/cluster={CLUSTER}/date={day.isoformat()}/goodput.json"
-    body = principal.admin("s3").get_object(Bucket=REPORT_BUCKET, Key=key)["Body"].read()
-    assert json.loads(body) == {"day": day.isoformat(), "jobs": []}
+    body = json.loads(
+        principal.admin("s3").get_object(Bucket=REPORT_BUCKET, Key=key)["Body"].read()
+    )
+    assert body["day"] == day.isoformat()
+    assert sorted(j["job"] for j in body["jobs"]) == sorted(j.name for j in JOBS)
     assert _events(principal, seeded["queue"]) == len(findings)
 
 

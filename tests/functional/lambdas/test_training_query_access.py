@@ -10,7 +10,7 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
-from cli.demo.storage import REPORT_BUCKET, run_analyzer
+from cli.demo.storage import END, REPORT_BUCKET, run_analyzer
 from cli.demo.training import CLUSTER, seed
 from lambdas.training_analyzer import handler as training_handler
 
@@ -57,7 +57,10 @@ def test_a_refused_rank_query_is_published_as_an_analysis_error(
         "CONTAINER_INSIGHTS_MODE": "classic",
     }
     with stubber:
-        summary, findings = run_analyzer(training_handler.handler, env, clients["s3"])
+        # The Monday 07:00 run: its whole-day window is the Sunday the failing job ran.
+        summary, findings = run_analyzer(
+            training_handler.handler, env, clients["s3"], at=END + 8 * 3600
+        )
     stubber.assert_no_pending_responses()
     errors = [f for f in findings if f["kind"] == "analysis_error"]
     # Without ranks, the failed job's pods and nodes are unknown: its logs are not read.

@@ -494,7 +494,9 @@ def test_otel_mode_deploys_dashboards_that_read_dcgm_by_promql_not_node_gpu(
     # One query a chart on the GPU dashboards; the serving and cluster charts hold several.
     assert charts == {**promql, "cluster": 2, "serving": 19, "serving-deployment": 7}
     assert promql == {
-        "gpu-fleet": 1,
+        # DCGM's temperature, and the GPU-hour funnel's paid and allocated GPUs (Kube State
+        # Metrics' capacity, DCGM's pod-labelled series: dashboards/funnel.py).
+        "gpu-fleet": 3,
         "gpu-node": 3,
         "training": 0,
         "storage": 0,

@@ -59,7 +59,8 @@ def test_fleet_goodput_and_by_size_with_the_time_between_failures() -> None:
 
 def test_the_section_escapes_job_names_and_the_csv_keeps_them_text() -> None:
     g = week()
-    html = goodput_section(g)
+    # A name may break after its punctuation (html_table.py ``breakable``): read without it.
+    html = goodput_section(g).replace("<wbr>", "")
     assert "Fleet goodput: 87.1% of 24,304.0 GPU-hours" in html
     assert html.count("<table>") == html.count('<p class="relates">') == 3
     assert "&lt;b&gt;ft&lt;/b&gt;" in html
