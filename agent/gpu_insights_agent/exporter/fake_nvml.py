@@ -49,7 +49,8 @@ class TraceError(ValueError):
 
 def _check_sample_value(name: str, value: object) -> None:
     """A sample's ``throttle`` is a list of reason names; every other scalar a finite number
-    (or a flag).
+    of 0 or more (or a flag): NVML's readings are unsigned (``nvmlDeviceGetPowerUsage``'s
+    milliwatts, utilization and temperature are ``unsigned int``s in nvml.h).
     Checked when the trace loads, so a bad value is a skipped line, not a crash mid-run."""
     if name == "throttle":
         if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
@@ -57,8 +58,8 @@ def _check_sample_value(name: str, value: object) -> None:
     elif name == "pids":
         if not (isinstance(value, list) and all(isinstance(v, int) for v in value)):
             raise TraceError(f"pids {value!r} is not a list of process ids")
-    elif not isinstance(value, int | float) or not math.isfinite(value):
-        raise TraceError(f"{name} {value!r} is not a finite number")
+    elif not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise TraceError(f"{name} {value!r} is not a finite number of 0 or more")
 
 
 @dataclass(frozen=True)

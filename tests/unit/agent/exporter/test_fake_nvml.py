@@ -33,6 +33,14 @@ def test_malformed_trace_lines_are_counted_not_raised() -> None:
     assert fake.nvmlDeviceGetCount() == 3
 
 
+def test_a_negative_reading_is_a_malformed_line_not_a_negative_nvml_value() -> None:
+    """NVML's readings are unsigned (nvml.h): a trace line with ``power_w`` -1 read back -1000
+    mW from ``nvmlDeviceGetPowerUsage`` (found by tests/unit/properties/test_bad_input.py)."""
+    negative = '{"kind": "sample", "t": 0, "index": 0, "power_w": -1}'
+    fake = FakeNvml(trace_lines([negative]), clock=Clock())
+    assert fake.malformed_lines == 1
+
+
 def test_lost_gpu_raises_pynvmls_own_error() -> None:
     clock = Clock(25)
     fake = FakeNvml(trace_lines(), clock=clock)
