@@ -10,6 +10,7 @@ from unittest import mock
 
 from benchmarks import wire
 from benchmarks.storage_analyzer import in_fresh_process
+from benchmarks.training_fleet import QUIET_GOODPUT
 from lambdas.shared.metric_fetcher import cost_usd, floor, window_period
 from lambdas.shared.shards import MEMORY_HEADROOM, TRAINING, TRAINING_SHARD_JOBS
 from lambdas.training_analyzer.aws import baseline_query, job_queries
@@ -50,17 +51,7 @@ class FakeCloudWatch:
             "compute_seconds": 2880.0,
             "data_wait_total_seconds": 720.0,
             "step_number": 1800.0,
-            **dict.fromkeys(
-                (
-                    "startup_seconds",
-                    "checkpoint_save_total_seconds",
-                    "evaluation_seconds",
-                    "stalled_seconds",
-                    "idle_seconds",
-                    "resumed_from_step",
-                ),
-                0.0,
-            ),
+            **QUIET_GOODPUT,
         }
 
     def list_metrics(self, params: dict[str, Any]) -> dict[str, Any]:

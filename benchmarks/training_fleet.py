@@ -9,7 +9,7 @@ The rank query's rows are cut and paged as Logs Insights cuts and pages them.
 """
 
 import io
-from typing import Any
+from typing import Any, Final
 
 from botocore.response import StreamingBody
 
@@ -19,6 +19,20 @@ from cli.service_answers import answer, error, insights_bounds, insights_limit, 
 RANKS = 4
 GPUS = 8
 PAGE = 500
+
+#: Goodput's series a steady job sends as 0 (no startup, save, evaluation, stall or idle time
+#: in its hours, no resume): lambdas/training_analyzer/aws.py JOB_METRICS.
+QUIET_GOODPUT: Final[dict[str, float]] = dict.fromkeys(
+    (
+        "startup_seconds",
+        "checkpoint_save_total_seconds",
+        "evaluation_seconds",
+        "stalled_seconds",
+        "idle_seconds",
+        "resumed_from_step",
+    ),
+    0.0,
+)
 
 
 class Fleet:
@@ -50,17 +64,7 @@ class Fleet:
             "data_wait_total_seconds": 1800.0 * 0.1 * (j % 7),
             "compute_seconds": RANKS * 3600.0 - 1800.0 * 0.1 * (j % 7),
             "step_number": 1800.0,
-            **dict.fromkeys(
-                (
-                    "startup_seconds",
-                    "checkpoint_save_total_seconds",
-                    "evaluation_seconds",
-                    "stalled_seconds",
-                    "idle_seconds",
-                    "resumed_from_step",
-                ),
-                0.0,
-            ),
+            **QUIET_GOODPUT,
         }
         return by_metric[metric]
 
