@@ -355,3 +355,11 @@ def serving_metric(server: Server, signal: Signal) -> ServingMetric | None:
 def servers_with(signal: Signal) -> tuple[ServingMetric, ...]:
     """Every server's row for ``signal``, in the table's order."""
     return tuple(m for m in SERVING_METRICS if m.signal is signal)
+
+
+#: The quality proxy a serving team defines (issue 41 item 9, docs/drift.md): one number per
+#: request (a score, a log-probability, a thumbs-up as 1/0) that the standard-library sender
+#: writes as an OTLP explicit-bucket histogram, labelled by the served model like vLLM's series
+#: (``QUALITY_MODEL_LABEL``), and that drift watches beside the token-length histograms.
+QUALITY_METRIC: Final = "gpu_insights_serving_quality"
+QUALITY_MODEL_LABEL: Final = "model_name"
