@@ -3,9 +3,13 @@ opentelemetry-proto's ``ExportMetricsServiceRequest``: one cumulative histogram 
 the contract's name and label, bounded memory, refusals counted by reason and logged once, and
 a request path that never raises nor waits on the network."""
 
+import inspect
 import logging
+import re
 import time
+from collections.abc import Sequence
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
@@ -15,9 +19,9 @@ from gpu_insights_agent.contract.metrics import (
     OTLP_INSTANCE,
 )
 from gpu_insights_agent.contract.serving import QUALITY_METRIC, QUALITY_MODEL_LABEL
-from gpu_insights_agent.otlp.json_encoding import CUMULATIVE
+from gpu_insights_agent.otlp.json_encoding import CUMULATIVE, HistogramPoint
 from gpu_insights_agent.quality import recorder as recorder_module
-from gpu_insights_agent.quality.histogram import Histogram
+from gpu_insights_agent.quality.histogram import MAX_BOUNDS, Histogram
 from gpu_insights_agent.quality.recorder import (
     INTERNAL,
     MAX_MODEL_CHARS,
@@ -32,6 +36,7 @@ from gpu_insights_agent.quality.recorder import (
     SERVICE_NAME,
     QualityRecorder,
     QualityRecorderError,
+    encode,
 )
 from tests.unit.agent.otlp.otlp_endpoint import Endpoint, silent_endpoint
 from tests.unit.agent.otlp.otlp_json import HistogramRow, histograms, parse
@@ -295,3 +300,36 @@ def test_a_bad_argument_is_refused_at_construction_by_name(
     options: dict[str, object] = {"cluster_name": "c", "ticker": False, **arguments}
     with pytest.raises(QualityRecorderError, match=message):
         QualityRecorder(**options)  # type: ignore[arg-type]
+
+
+def test_the_docs_show_what_the_recorder_sends_and_its_figures() -> None:
+    """docs/quality-proxy.md: its stream's buckets are the request's, its figures the code's."""
+    text = (Path(__file__).resolve().parents[4] / "docs" / "quality-proxy.md").read_text()
+    capture: list[bytes] = []
+
+    class Capture:
+        def send(self, documents: Sequence[HistogramPoint]) -> None:
+            capture.append(encode(documents))
+
+    quality = QualityRecorder(
+        cluster_name="c", model="m", buckets=BOUNDS, sink=Capture(), ticker=False
+    )
+    stream = (0.05, 0.25, 0.3, 0.3, 0.95, 1.0, 1.7)
+    assert "a stream of 0.05, 0.25, 0.3, 0.3, 0.95, 1.0\nand 1.7 is sent as" in text
+    for value in stream:
+        quality.record(value)
+    quality.close()
+    (body,) = capture
+    shown = re.search(r'^"bucketCounts":.*$', text, re.M)
+    assert shown is not None
+    assert shown.group(0) in body.decode()
+    assert '"count":"7"' in body.decode()
+    defaults = inspect.signature(QualityRecorder.__init__).parameters
+    for figure in (
+        f"Every {defaults['flush_s'].default:g} s",
+        f"At most {defaults['max_models'].default} models",
+        f"The queue holds {defaults['queue_capacity'].default}\n  requests",
+        f"1 to {MAX_BOUNDS} of them",
+        f"over {MAX_MODEL_CHARS:,} characters",
+    ):
+        assert figure in text

@@ -3,6 +3,7 @@
 from cdk.alarms.promql import RANGE_S
 from gpu_insights_agent.contract.serving import QUALITY_METRIC, QUALITY_MODEL_LABEL, HistogramForm
 from lambdas.shared.serving_queries import RATE_RANGE_S, minutes_of, quality_buckets
+from tests.docs_text import DOCS
 
 
 def test_serving_rates_read_the_gpu_alarms_five_minutes() -> None:
@@ -27,3 +28,8 @@ def test_the_quality_histogram_is_read_native_under_its_own_name_in_cloudwatch()
     classic = quality_buckets("inference", range_s=600, form=HistogramForm.CLASSIC)
     assert f'__name__="{QUALITY_METRIC}_bucket"' in classic
     assert classic.startswith("sum by (le, ")
+
+
+def test_the_quality_proxy_page_shows_the_query_the_builder_writes() -> None:
+    text = (DOCS / "quality-proxy.md").read_text()
+    assert quality_buckets("my-serving-cluster", range_s=3600) in text
