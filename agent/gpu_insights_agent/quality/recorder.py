@@ -14,10 +14,13 @@ never raises, and never does I/O. A daemon thread sends every model's histogram 
 (``DEFAULT_OTLP_ENDPOINT``, or ``GPU_INSIGHTS_OTLP_ENDPOINT``, or ``otlp_endpoint``).
 
 The histogram is cumulative (``AGGREGATION_TEMPORALITY_CUMULATIVE``): each request carries
-every count since the model's first value, as a Prometheus scrape of vLLM's own histograms
-does (the OpenTelemetry Prometheus receiver makes them cumulative), so drift reads the quality
-histogram and the token-length ones the same way, with ``increase()`` over a window; a request
-the endpoint refuses or never gets costs no count, as the next one carries it. CloudWatch
+every count since the model's first value, as the add-on's scrape of vLLM's own histograms
+does (the OpenTelemetry Prometheus receiver sends a scraped histogram with
+``SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)``,
+open-telemetry/opentelemetry-collector-contrib
+receiver/prometheusreceiver/internal/metricfamily.go, ``appendMetric``), so drift reads the
+quality histogram and the token-length ones the same way, with ``increase()`` over a window; a
+request the endpoint refuses or never gets costs no count, as the next one carries it. CloudWatch
 "stores both [explicit-bucket and exponential histograms] as exponential histograms" ("How
 CloudWatch stores histogram metrics",
 https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/metrics-otel-histograms.html),
