@@ -27,6 +27,7 @@ TITLES: Final = {
     "ebs_idle_volume": "idle EBS volume",
     "ebs_overprovisioned_iops": "EBS IOPS paid for and not used",
     "ebs_overprovisioned_throughput": "EBS throughput paid for and not used",
+    "serving_autoscaling": "replicas fixed: saturated at its peaks, spare off-peak",
 }
 
 

@@ -43,6 +43,7 @@ from lambdas.training_analyzer.serving.autoscaling import (
     workload_hours,
 )
 from lambdas.training_analyzer.serving.keys import ModelKey, ReplicaKey
+from lambdas.weekly_report.actions import week_actions
 
 PRICE = 6.88
 MONTH_OF_A_REPLICA_HOUR_A_DAY = PRICE * 730 / 24
@@ -262,3 +263,16 @@ def test_a_day_saturated_throughout_beside_an_idle_replica_routes_to_it_first() 
         f"First find why {pods[2]} got no requests while the others queued (its readiness, "
         "the router's or Service's endpoints): it is paid for. Then add 2 replicas ("
     )
+
+
+def test_the_weeks_action_prices_the_autoscaling_findings_own_share_once(
+    week: dict[int, tuple[list[Finding], list[Finding]]],
+) -> None:
+    (finding,), _ = week[SATURATED_DAY]
+    (action,) = week_actions({}, [], [finding.to_dict()])
+    assert action["title"] == (
+        f"{VLLM_RESOURCE}: replicas fixed: saturated at its peaks, spare off-peak"
+    )
+    # A week of the $3,139.00 a month that the idle GPU finding does not price.
+    assert action["usd"] == pytest.approx(3139.00 * 7 / (730 / 24), abs=0.01)
+    assert action["what_to_do"] == finding.recommendation
