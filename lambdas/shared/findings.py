@@ -53,6 +53,9 @@ class Kind(StrEnum):
     SERVING_OVERPROVISIONED = "serving_overprovisioned"
     #: A serving deployment whose requests waited or were preempted over a day: what to add.
     SERVING_SATURATED = "serving_saturated"
+    #: A serving deployment saturated in some hours of a day and over-provisioned in others
+    #: (or one replica idle while the others queued): autoscale it, priced both ways.
+    SERVING_AUTOSCALING = "serving_autoscaling"
     #: A resource the analyzer could not analyze; the run went on without it.
     ANALYSIS_ERROR = "analysis_error"
 

@@ -19,6 +19,7 @@ from lambdas.training_analyzer.serving.analysis import (
     serving_findings,
     serving_rows,
 )
+from lambdas.training_analyzer.serving.autoscaling import workload_hours
 from lambdas.training_analyzer.serving.promql import read_serving
 
 
@@ -52,7 +53,8 @@ def analyze_serving(
         return run
     run.read = True
     run.rows = serving_rows(reads, workloads, gpu_hour_usd)
+    hours = workload_hours(reads.hourly_replicas, reads.hourly_kv_cache, reads.hourly_waiting)
     run.findings += serving_findings(
-        run.rows, day=day, gpu_hour_usd=gpu_hour_usd, thresholds=thresholds
+        run.rows, day=day, gpu_hour_usd=gpu_hour_usd, thresholds=thresholds, hours=hours
     )
     return run
