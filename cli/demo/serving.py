@@ -303,7 +303,14 @@ DAY_REQUESTS_PER_HOUR: Final = 18_000
 NIGHT_REQUESTS_PER_HOUR: Final = 7_200
 DAY_S: Final = 86_400
 #: The first day (0-based) whose vLLM series are sampled every minute, as the add-on scrapes a
-#: server: the one that holds the start of the day the demo's serving dashboards show. They
+#: server: its Prometheus receivers scrape every ``otelContainerInsights.metricResolution``
+#: ("Scrape interval for all OTEL CI prometheus receivers", "30s" by default:
+#: aws-observability/helm-charts charts/amazon-cloudwatch-observability/values.yaml @71a298f,
+#: templates/linux/_otel-container-insights-config.tpl ``scrape_interval``; "sends them to
+#: CloudWatch using OTLP at 30-second granularity", container-insights-otel-metrics.html), the
+#: demo's "60s" (cli/demo/otel.py ``DEMO_INTERVAL_S``), as its DCGM series and this project's
+#: receiver (cdk/node_config/serving_otel.py ``SCRAPE_INTERVAL_S``). The day sampled so is the
+#: one that holds the start of the day the demo's serving dashboards show. They
 #: end with the replay (cli/demo/command.py: its PromQL widgets run to ``replay_window()``'s
 #: end) and show a day ("-PT24H", dashboards/body.py), and their rates and quantiles read five
 #: minutes of samples (``[5m]``, lambdas/shared/serving_queries.py ``RATE_RANGE_S``), which an
