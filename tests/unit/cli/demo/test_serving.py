@@ -19,7 +19,7 @@ from cli.demo.serving import (
     scraped,
     serving_week_samples,
 )
-from cli.demo.week import HOURS, THIS_WEEK
+from cli.demo.week import DAYS, HOURS, THIS_WEEK
 from gpu_insights_agent.contract.serving import SERVING_METRICS, Server
 from lambdas.shared.dcgm import CLOUDWATCH as L
 from lambdas.shared.dcgm import DCGM_POWER, DCGM_UTIL
@@ -91,7 +91,9 @@ def test_counters_only_rise_over_the_week_and_the_idle_replica_serves_nothing(
     for key, points in counters:
         values = [v for _, v in sorted(points)]
         assert values == sorted(values), key[0]
-        # One sample an hour, then one a minute from the day the dashboards' day starts in.
+        # One sample an hour, then one a minute from the day the dashboards' day starts in: the
+        # week's last two days (docs/demo.md).
+        assert SCRAPED_FROM_DAY == DAYS - 2
         assert len(points) == SCRAPED_FROM_DAY * 24 + (HOURS - SCRAPED_FROM_DAY * 24) * 60
     idle = {
         name: points
