@@ -30,6 +30,7 @@ from cdk.outputs import (
 from cdk.settings import Settings
 from cli.preflight.aws import read_addons, read_node_repair
 from cli.preflight.checks import OBSERVABILITY_ADDON, Addon, NodeRepair
+from cli.serving_paths import running_paths
 from cli.silence_coverage import read_ci_gpu_nodes, read_uncovered
 from cli.status.checks import ANALYZERS_RUN, WINDOW_S, Facts, Stack, Subscriptions
 from cli.status.serving import ALARM_SIGNALS, Missing, Seen, missing_series
@@ -243,9 +244,23 @@ def _serving_signals(settings: Settings) -> tuple[Signal, ...]:
 
 
 def _read_serving_missing(
-    settings: Settings, clients: Clients, unreadable: dict[str, str], *, now: float
+    settings: Settings,
+    clients: Clients,
+    unreadable: dict[str, str],
+    *,
+    now: float,
+    addon: Addon | None,
 ) -> "tuple[Missing, ...] | None":
-    """OTel mode's serving alarms: each model signal they read with no series."""
+    """OTel mode's serving alarms: each model signal they read with no series, a model no
+    server names with each server's path on the add-on the cluster runs (cli/serving_paths.py;
+    the settings' where it could not be read)."""
+    paths = running_paths(
+        settings.container_insights_mode,
+        serving_metrics=settings.serving_metrics,
+        configuration_values=addon.configuration_values if addon else None,
+        from_values=addon is not None,
+        addon_version=addon.version if addon else None,
+    )
     signals = _serving_signals(settings)
     targets = (*settings.serving_ttft_p99_targets, *settings.serving_e2e_p99_targets)
     targeted = [model for model, _ in targets]
@@ -257,6 +272,7 @@ def _read_serving_missing(
                 read_serving_seen(_promql(clients), settings.cluster_name, signals, now=now),
                 targeted,
                 signals,
+                paths,
             )
         ),
         None,
@@ -401,7 +417,9 @@ def gather(settings: Settings, clients: Clients, *, now: float) -> Facts:
             (),
         )
     serving_missing = (
-        _read_serving_missing(settings, clients, unreadable, now=now)
+        _read_serving_missing(
+            settings, clients, unreadable, now=now, addon=addons[OBSERVABILITY_ADDON]
+        )
         if otel and settings.serving_alarms
         else None
     )
