@@ -131,6 +131,11 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     before = _document(s3, bucket, report_prefix(cluster, last_week) + "report.json") or {}
     waste = week_waste(tables, gpu_hour_usd=price, previous=before.get("waste"))
     this_week = serving_days(s3, bucket, cluster, start, end)
+    # The training jobs' goodput, each day of the week once (its file is keyed by the day):
+    # the training section's lead and the funnel's productive stage.
+    goodput = goodput_figures(
+        _document(s3, bucket, goodput_key(cluster, d)) for d in days(start, end)
+    )
     figures = week_figures(
         cluster=cluster,
         week=week,
@@ -144,6 +149,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         previous={k: before.get(k) for k in HEADLINE},  # last week's report, read once above
         storage_analyzed=STORAGE_ANALYZER in analyzers,
         served=served_gpu_hours(this_week.rows),
+        goodput=goodput,
     )
     prefix = report_prefix(cluster, week)
     console = f"https://s3.console.aws.amazon.com/s3/object/{bucket}?prefix={prefix}report.html"
@@ -160,10 +166,6 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         end=epoch(end),
     )
     figures.failures = failure_figures(failed, gpu_hour_usd=price)
-    # The training jobs' goodput, each day of the week once (its file is keyed by the day).
-    figures.goodput = goodput_figures(
-        _document(s3, bucket, goodput_key(cluster, d)) for d in days(start, end)
-    )
     # Inference serving: the week's tables against the week before's.
     week_before = start.fromordinal(start.toordinal() - 7)
     serving = serving_figures(
