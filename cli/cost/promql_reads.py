@@ -45,6 +45,7 @@ from lambdas.shared.promql import MAX_SERIES, pages
 from lambdas.training_analyzer import promql_jobs
 from lambdas.training_analyzer.aws import GPU_METRICS, JOB_METRICS
 from lambdas.training_analyzer.goodput.capacity import CapacityQueries
+from lambdas.training_analyzer.goodput.lemon import WINDOW_DAYS as LEMON_DAYS
 from lambdas.training_analyzer.goodput.pending import PendingQueries
 from lambdas.training_analyzer.gpu_hours.aws import EXPORTER
 from lambdas.training_analyzer.gpu_hours.otel import SAMPLES_PER_HOUR, OtelQueries
@@ -337,7 +338,8 @@ def analyzer_reads(
 
 def report_reads(fleet: Fleet) -> PromQLReads:
     """The requests and samples of one weekly report with the OTLP sink (handler.py's
-    ``exporter_days``, ``exporter_xids``, ``exporter_throughput``), over a week."""
+    ``exporter_days``, ``exporter_xids``, ``exporter_throughput``), over a week, and the lemon
+    nodes' XIDs over 30 days."""
     tally = _Tally(fleet)
     first, last = (epoch(day) for day in report_week(A_RUN))
     exporter = ExporterQueries(CLUSTER)
@@ -351,6 +353,8 @@ def report_reads(fleet: Fleet) -> PromQLReads:
         tally.read(query, first, last, units=fleet.nodes, answer=1)
     counters = exporter.counters(str(GpuMetric.XID_ERRORS))
     tally.read(counters, first - 86_400, last, units=fleet.nodes)
+    # The lemon nodes' XIDs, over the 30 days that end with the week (handler.py week_lemons).
+    tally.read(counters, last - LEMON_DAYS * 86_400 - 86_400, last, units=fleet.nodes)
     _list_jobs(tally, _Names(fleet.job_names), first, last)
     throughput = TrainingMetric.SAMPLES_PER_SECOND
     stats = _statistics([(throughput, "Sum"), (throughput, "SampleCount")])

@@ -163,6 +163,8 @@ class WeekFigures:
     funnel: dict[str, Any] = field(default_factory=dict)
     #: The training jobs' week of goodput: fleet, by size, by job (goodput_section.py).
     goodput: dict[str, Any] = field(default_factory=dict)
+    #: The worst nodes over the last 30 days, with what to do (lemon_section.lemon_figures).
+    lemons: dict[str, Any] = field(default_factory=dict)
 
     def change(self, name: str) -> float | None:
         """This week's headline figure minus last week's, where both exist."""

@@ -88,15 +88,18 @@ def test_the_weekly_report_reads_a_week_with_the_otlp_sink() -> None:
     week = 7 * STEPS
     reads = report_reads(Fleet(1, 8, jobs=1))
     # GPU days: 4 cluster sums and counts, a page a day; XIDs: the counters from a day before
-    # the week (8 pages); throughput: the listing (2 metrics) and a Sum and a SampleCount.
-    assert reads.requests == 4 * 7 + 8 + 2 * 7 + 2 * 7 == 64
+    # the week (8 pages), and from a day before the lemon nodes' 30 days (31 pages);
+    # throughput: the listing (2 metrics) and a Sum and a SampleCount.
+    assert reads.requests == 4 * 7 + 8 + 31 + 2 * 7 + 2 * 7 == 95
     gpus, ranks = 8 * EXPORTER_HOUR, 8 * EMITTER_HOUR
-    assert reads.samples == (4 * week + 8 * STEPS) * gpus + 4 * week * ranks == 2_810_880
+    xids = (8 + 31) * STEPS
+    assert reads.samples == (4 * week + xids) * gpus + 4 * week * ranks == 4_953_600
 
 
 def test_the_listing_halves_its_name_ranges_from_500_jobs() -> None:
     """At 499 jobs the listing's one range answers whole (2 requests a page; the throughput's
     Sum and SampleCount in 2 batches of 250 jobs); at 500 it is full and asked again in halves
     by code point, character after character of "job-" (promql_jobs.py ``list_jobs``)."""
-    assert report_reads(Fleet(1, 8, jobs=499)).requests == 4 * 7 + 8 + 2 * 7 + 2 * 2 * 7 == 78
-    assert report_reads(Fleet(1, 8, jobs=MAX_SERIES)).requests == 1_522
+    reads = report_reads(Fleet(1, 8, jobs=499)).requests
+    assert reads == 4 * 7 + 8 + 31 + 2 * 7 + 2 * 2 * 7 == 109
+    assert report_reads(Fleet(1, 8, jobs=MAX_SERIES)).requests == 1_522 + 31
