@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from lambdas.shared.serving_table import ServingRow
 from lambdas.training_analyzer.goodput.funnel import (
+    NOT_HELD_BADPUT,
     STAGES,
     NodeCapacity,
     Workload,
@@ -115,7 +116,7 @@ def week_funnel(
         # A job's goodput by its emitter's job name: its pods' rows, named by the emitter or
         # inferred from their controller's name.
         split = (goodput or {}).get(key[1])
-        if split and held > 0 and sum(split.values()) > 0:
+        if split and held > 0 and any(v > 0 for k, v in split.items() if k != NOT_HELD_BADPUT):
             value, badput = from_goodput(held, active, split)
             source = GOODPUT_SOURCE
         elif float(row.get("stepping_gpu_hours") or 0.0) > 0 and not row.get("inferred"):

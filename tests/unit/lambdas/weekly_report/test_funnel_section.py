@@ -116,3 +116,13 @@ def test_a_days_funnel_joins_the_days_attribution_and_its_jobs_goodput() -> None
     assert doc["drops"]["active_not_productive"]["by_category"] == {
         "data_loading": {"gpu_hours": 19.2, "usd": round(19.2 * PRICE, 2)}
     }
+
+
+def test_a_goodput_of_pending_time_alone_gives_no_productive_stage() -> None:
+    """A job whose week of goodput is only its pods' pending (it held nothing the emitter saw)
+    keeps the stepping hours' productive stage: pending time is in no stage."""
+    split = {"productive": 0.0, "waiting_for_gpus": 5.0}
+    doc = week_funnel(WASTE, JOBS, goodput={"bert": split})
+    (bert,) = [w for w in doc["workloads"] if w["workload"] == "bert"]
+    assert bert["productive_source"] == "training steps"
+    assert bert["productive"]["gpu_hours"] == pytest.approx(336 - 134.18)
