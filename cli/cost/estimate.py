@@ -717,7 +717,9 @@ def _promql(d: Deployment) -> LineItem:
     otlp = s.exporter_sink is ExporterSink.OTLP
     runs = runs_per_month(s.training_schedule)
     fleet = Fleet(d.nodes, d.gpus_per_node, d.jobs, s.exporter_interval_seconds, EMITTER_FLUSH_S)
-    reads = analyzer_reads(d.nodes, d.gpus_per_node, s.lookback_days, fleet if otlp else None)
+    reads = analyzer_reads(
+        d.nodes, d.gpus_per_node, s.lookback_days, fleet if otlp else None, jobs=d.jobs
+    )
     weeks = runs_per_month(s.report_schedule) if otlp else 0.0
     report = report_reads(fleet) if otlp else None
     samples = reads.samples * runs + (report.samples * weeks if report else 0.0)

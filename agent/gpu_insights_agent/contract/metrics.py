@@ -395,6 +395,11 @@ def host_log_namespace(cluster_name: str) -> str:
 DIM_POD_NAME: Final = "PodName"
 DIM_FULL_POD_NAME: Final = "FullPodName"
 DIM_GPU_DEVICE: Final = "GpuDevice"
+#: Container Insights' per-pod phase count: 1 while the pod is Pending, with dimensions
+#: (ClusterName, FullPodName, Namespace, PodName) among others (aws/amazon-cloudwatch-agent-test
+#: test/metric_value_benchmark ``expectedDimsToMetrics``); no GPU request beside it.
+CI_POD_PENDING_METRIC: Final = "pod_status_pending"
+CI_POD_SCHEMA: Final = (DIM_CLUSTER, DIM_FULL_POD_NAME, DIM_NAMESPACE, DIM_POD_NAME)
 #: Container Insights' per-pod GPU power series (only GPUs that a pod holds have one).
 CI_POD_GPU_POWER_METRIC: Final = "pod_gpu_power_draw"
 CI_POD_GPU_SCHEMA: Final = (
