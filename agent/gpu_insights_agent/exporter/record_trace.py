@@ -16,15 +16,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from gpu_insights_agent.contract.metrics import GpuMetric
+from gpu_insights_agent.exporter.fake_nvml import THROTTLE_NAMES
 from gpu_insights_agent.exporter.gpu_sampler import GpuLostError, GpuSampler
-
-#: Throttle reason names of the trace format, by pynvml's constant name.
-THROTTLE_NAMES = {
-    "power": "nvmlClocksEventReasonSwPowerCap",
-    "power_brake": "nvmlClocksEventReasonHwPowerBrakeSlowdown",
-    "thermal": "nvmlClocksEventReasonSwThermalSlowdown",
-    "hw_thermal": "nvmlClocksEventReasonHwThermalSlowdown",
-}
 
 #: Trace sample fields, by the exporter metric they come from.
 _SAMPLE_FIELDS = {
@@ -35,6 +28,7 @@ _SAMPLE_FIELDS = {
     GpuMetric.SM_ACTIVE: "sm_active",
     GpuMetric.SM_OCCUPANCY: "sm_occupancy",
     GpuMetric.TENSOR_ACTIVE: "tensor_active",
+    GpuMetric.SM_CLOCK: "sm_clock_mhz",
 }
 
 

@@ -838,9 +838,10 @@ def test_a_promql_fail_slow_page_says_its_culprit_read_at_the_alarms_time(
     with the role's own signed PromQL requests."""
     key, job = "job-step-time-rise", "bert-slows"
     api = _promql_job_page(aws, templates, monkeypatch, tmp_path, key, job, 53)
-    # The ranks' placement, then the ranks' data wait now and before, and the GPUs of their
-    # two nodes: seen, each fault reason, the ECC count now and before.
-    assert len(api.answered) == 1 + 2 + 5
+    # The ranks' placement, then the ranks' data wait now and before, the GPUs of their two
+    # nodes (seen; the three fault reasons, the SM clock and the three error counts; the
+    # error counts before) and the nodes' CPU.
+    assert len(api.answered) == 1 + 2 + (1 + 7 + 3) + 1
     assert all(
         r.get_header("Authorization", "").startswith("AWS4-HMAC-SHA256 ") for r in api.answered
     )
