@@ -193,14 +193,15 @@ def read_ranks(
     ]  # fmt: skip
 
 
-def with_culprit(incident: Incident, verdict: Verdict | None) -> Incident:
+def with_culprit(
+    incident: Incident,
+    verdict: Verdict | None,
+    unread: str = "not read (PromQL refused the job's series)",
+) -> Incident:
     """The job's page told the most likely culprit and its evidence, or that there is no single
-    one and why; ``None``: the series could not be read, which the page says."""
+    one and why; ``None``: the series could not be read, which the page says (``unread``)."""
     if verdict is None:
-        return replace(
-            incident,
-            facts=(*incident.facts, ("Culprit", "not read (PromQL refused the job's series)")),
-        )
+        return replace(incident, facts=(*incident.facts, ("Culprit", unread)))
     c = verdict.culprit
     if c is None:
         return replace(incident, facts=(*incident.facts, ("Culprit", f"none: {verdict.whole_job}")))

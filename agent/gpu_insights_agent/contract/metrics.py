@@ -426,6 +426,11 @@ CI_NODE_GPU_SCHEMA: Final = (DIM_CLUSTER, DIM_GPU_DEVICE, "InstanceId", "Instanc
 #: the GPU-hour funnel's paid stage (lambdas/training_analyzer/goodput/capacity.py).
 CI_NODE_GPU_LIMIT_METRIC: Final = "node_gpu_limit"
 CI_NODE_GPU_LIMIT_SCHEMA: Final = (DIM_CLUSTER, "InstanceId", DIM_NODE)
+#: Container Insights' node CPU, "The percentage of CPU units used on the node", dimensions
+#: (ClusterName) and (ClusterName, InstanceId, NodeName) (the same pages): a node whose CPU is
+#: saturated starves its ranks' data loaders (the fail-slow culprit, lambdas/shared/fail_slow.py).
+CI_NODE_CPU_METRIC: Final = "node_cpu_utilization"
+CI_NODE_CPU_SCHEMA: Final = CI_NODE_GPU_LIMIT_SCHEMA
 
 #: Daily GPU-hour attribution totals of the GPU analyzer, for showback dashboards.
 WASTE_DIMENSIONS: Final = (DIM_CLUSTER, DIM_NAMESPACE)
