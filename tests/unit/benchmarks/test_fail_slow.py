@@ -31,3 +31,30 @@ def test_the_pages_name_the_node_the_rank_or_the_data_source() -> None:
     assert source.verdict.culprit is None
     assert "the data source" in source.verdict.lines()[0]
     assert by_kind["healthy"].alarm_s is None
+
+
+def test_the_classic_page_names_every_culprit_but_one_ranks_data_stall() -> None:
+    """Classic publishes no SM clock as a metric and the job's data wait, not each rank's
+    (lambdas/notifier/fail_slow_classic.py): the same ranking names every other fault, and a
+    rank's stall reads as no single culprit, never as a wrong one."""
+    classic = fail_slow.replay(seeds=2).classic
+    for kind in fail_slow.KINDS:
+        expected = 0 if kind == "rank-data-stall" else 2
+        assert classic.by_kind(kind) == (expected, 2), kind
+    assert classic.precision == 1.0
+    assert classic.recall == 10 / 12
+    stalls = [r for r in classic.runs if r.fault.kind == "rank-data-stall"]
+    assert all(r.verdict is not None and r.verdict.culprit is None for r in stalls)
+
+
+def test_a_power_brake_shows_both_reasons_nvml_gives_and_the_page_names_the_node() -> None:
+    """An external power brake sets HW Power Brake Slowdown and HW Slowdown (NVML's clock event
+    reasons): the GPUs' evidence, built from the exporter's flags by the pages' own table, holds
+    both, and the node is named once, not its eight GPUs."""
+    (brake,) = [r for r in fail_slow.replay(seeds=1).runs if r.fault.kind == "power-brake-node"]
+    assert brake.verdict is not None
+    assert brake.verdict.culprit is not None
+    (words,) = [e for e in brake.verdict.culprit.evidence if "clock event reason" in e]
+    assert words == (
+        "8 of the node's 8 GPUs: NVML clock event reason: hardware power brake, hardware slowdown"
+    )
