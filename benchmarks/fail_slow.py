@@ -26,8 +26,8 @@ Figures: detection latency after onset (p50, p95: the alarm's state change, the 
 third breaching minute), and culprit precision (culprits named that were the planted one, of
 all named) and recall (faults whose page named the planted culprit, or for the data source said
 there is none, of all faults planted). The OTel page reads all of it; the Classic page reads
-what Classic publishes as metrics (lambdas/notifier/fail_slow_classic.py): no SM clock, and
-the job's data wait, not each rank's, so its figures are printed beside.
+what Classic publishes (lambdas/notifier/fail_slow_classic.py): no SM clock, each rank's data
+wait from its newest document only and the job's before, so its figures are printed beside.
 """
 
 import random
@@ -311,17 +311,25 @@ def run(kind: str, seed: int, spec: AlarmSpec) -> Run:
     if alarm_s is None:
         return Run(fault, None, None)
     gpus, ranks, cpu = evidence(minutes, alarm_s, spec.evaluation_periods)
-    # Classic: no SM clock; the job's data wait (its ranks' mean), not each rank's.
+    # Classic: no SM clock; each rank's data wait in its newest document (the alarm window's
+    # last minute), the job's series (its ranks' mean) before; no GPU on a rank's document.
     classic_gpus, _, _ = evidence(minutes, alarm_s, spec.evaluation_periods, classic=True)
-    job_wait = (
-        statistics.fmean(r.data_wait_share for r in ranks),
-        statistics.fmean(r.data_wait_share_before for r in ranks),
-    )
+    last = minutes[int(alarm_s // 60) - 1]
+    job_before = statistics.fmean(r.data_wait_share_before for r in ranks)
+    classic_ranks = [
+        replace(
+            r,
+            gpu="",
+            data_wait_share=100 * last.data_wait[int(r.rank)] / last.step_s,
+            data_wait_share_before=job_before,
+        )
+        for r in ranks
+    ]
     return Run(
         fault,
         alarm_s,
         rank_culprits(gpus, ranks, cpu),
-        rank_culprits(classic_gpus, [], cpu, job_data_wait=job_wait),
+        rank_culprits(classic_gpus, classic_ranks, cpu),
     )
 
 
@@ -405,8 +413,8 @@ def main(seeds: int = SEEDS) -> Figures:
     )
     classic = figures.classic
     print(
-        f"  Classic page (no SM clock, the job's data wait): precision {classic.precision:.1%}, "
-        f"recall {classic.recall:.1%}"
+        f"  Classic page (no SM clock; each rank's last window): "
+        f"precision {classic.precision:.1%}, recall {classic.recall:.1%}"
     )
     for kind in KINDS:
         right, total = figures.by_kind(kind)

@@ -15,8 +15,10 @@ Metrics Insights alarm over the job alarm shards; its page reads, at the alarm's
 - each node's CPU: Container Insights' ``node_cpu_utilization`` ("The percentage of CPU units
   used on the node", dimensions ClusterName, InstanceId, NodeName,
   https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Container-Insights-metrics-EKS.html);
-- the job's ``data_wait_share`` (``GpuInsights/Training``, per ClusterName and JobName: no
-  rank's own in Classic, so a rank's data stall is not told from the job's), now and before.
+- the job's ``data_wait_share`` (``GpuInsights/Training``, per ClusterName and JobName), now
+  and before; and each rank's own, in the newest document the page's placement read of it
+  (lambdas/notifier/jobs.py: the share of the rank's last window with steps), so a rank
+  waiting for data while the others do not is named as in OTel mode.
 
 The series are found with ListMetrics (``RecentlyActive`` PT3H, one listing a metric for the
 cluster) and read with GetMetricData in full batches (lambdas/shared/metric_fetcher.py): one
@@ -43,12 +45,14 @@ from gpu_insights_agent.contract.metrics import (
     TrainingMetric,
     gpu_schema,
 )
+from lambdas.notifier.jobs import Placement
 from lambdas.shared.fail_slow import (
     BEFORE_S,
     ERRORS_OF,
     EVIDENCE_S,
     GPU_EVIDENCE,
     GpuEvidence,
+    RankEvidence,
     Reduce,
     Verdict,
     gpu_evidence,
@@ -176,17 +180,36 @@ def read_job_data_wait(
     return now[("now",)], before.get(("before",), now[("now",)])
 
 
+def rank_waits(placement: Placement, before: float | None) -> list[RankEvidence]:
+    """Each rank whose newest document said its data wait, the job's own before (a rank's
+    earlier windows are not read: the job's tells a data source that slowed for all)."""
+    return [
+        RankEvidence(
+            rank=r.rank,
+            pod=r.pod,
+            node=r.node,
+            gpu="",
+            data_wait_share=r.data_wait_share,
+            data_wait_share_before=r.data_wait_share if before is None else before,
+        )
+        for r in placement.ranks
+        if r.data_wait_share is not None and r.node
+    ]
+
+
 def classic_culprit(
-    cloudwatch: Any, cluster: str, job: str, nodes: Sequence[str], at_s: float
+    cloudwatch: Any, cluster: str, job: str, placement: Placement, at_s: float
 ) -> Verdict:
-    """The fail-slow's culprit from the job's nodes' GPUs and CPU and the job's data wait, at
-    the alarm's time (``CulpritReadError`` where CloudWatch refused)."""
+    """The fail-slow's culprit from the job's nodes' GPUs and CPU, its ranks' and its own data
+    wait, at the alarm's time (``CulpritReadError`` where CloudWatch refused)."""
+    nodes = placement.each("node")
     try:
+        job_wait = read_job_data_wait(cloudwatch, cluster, job, at_s)
         return rank_culprits(
             read_gpus(cloudwatch, cluster, nodes, at_s),
-            [],
+            rank_waits(placement, job_wait[1] if job_wait else None),
             read_node_cpu(cloudwatch, cluster, nodes, at_s),
-            job_data_wait=read_job_data_wait(cloudwatch, cluster, job, at_s),
+            job_data_wait=job_wait,
         )
     except (BotoCoreError, ClientError) as err:
         raise CulpritReadError(f"the job's series could not be read: {err}") from err

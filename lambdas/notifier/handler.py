@@ -441,12 +441,11 @@ def _with_classic_culprit(
 ) -> Incident:
     """A Classic fail-slow page (a Metrics Insights alarm) with its most likely culprit, read
     with GetMetricData at the alarm's time from the job's nodes (its ranks' documents)."""
-    nodes = placement.each("node")
-    if not nodes:
+    if not placement.each("node"):
         return with_culprit(paged, None, "not read (the job's ranks named no node)")
     try:
         verdict = classic_culprit(
-            _clients("cloudwatch"), alarm.cluster, alarm.job or "", nodes, at_ms / 1000
+            _clients("cloudwatch"), alarm.cluster, alarm.job or "", placement, at_ms / 1000
         )
     except CulpritReadError as err:
         log.warning("no culprit for %s: %s", alarm.key, err)

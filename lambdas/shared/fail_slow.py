@@ -322,8 +322,13 @@ class _Candidates:
         for r in ranks:
             self.ranks_of_node[r.node] += 1
 
-    def add(self, kind: str, words: str, node: str, gpu: str = "") -> None:
-        rank = self.rank_of_gpu.get((node, gpu)) if gpu else None
+    def add(
+        self, kind: str, words: str, node: str, gpu: str = "", rank: RankEvidence | None = None
+    ) -> None:
+        """``rank``: the rank the evidence is its own (its series may name no GPU, as the
+        emitter's OTLP and EMF ones do not); else the rank on the GPU, where one is named."""
+        if rank is None and gpu:
+            rank = self.rank_of_gpu.get((node, gpu))
         key = (node, gpu, rank.rank if rank else "")
         if key not in self.found:
             self.found[key] = _Candidate(
@@ -377,6 +382,7 @@ def _add_ranks(candidates: _Candidates, waiting: Sequence[RankEvidence], job_wai
                 f"median {job_wait:.0f}%)",
                 r.node,
                 r.gpu,
+                r,
             )
 
 

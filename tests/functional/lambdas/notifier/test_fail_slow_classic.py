@@ -5,6 +5,7 @@ dimensions the realistic cluster model gives it, and the job's data wait; ranked
 the OTel page uses (lambdas/shared/fail_slow.py). A refused read is an error naming it."""
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,11 +25,28 @@ from gpu_insights_agent.contract.metrics import (
     gpu_schema,
 )
 from lambdas.notifier.fail_slow_classic import CulpritReadError, classic_culprit
+from lambdas.notifier.jobs import Placement, Rank
 from lambdas.shared.aws_clients import client
 
 AT = 1_764_000_000 - 1_764_000_000 % 3600 + 3600
 NODES = ("ip-10-0-5-1.ec2.internal", "ip-10-0-5-2.ec2.internal")
 MINUTES = 30  # healthy to minute 20, the fault from then on; the alarm at minute 30
+
+
+def _placement(fault: str = "") -> Placement:
+    """The job's ranks as their newest documents name them (lambdas/notifier/jobs.py), each
+    with its window's data wait: rank 5 waiting far longer for ``rank-stall``."""
+    return Placement(
+        tuple(
+            Rank(
+                rank=str(r),
+                pod=f"llm-worker-{r}",
+                node=NODES[r // 4],
+                data_wait_share=40.0 if (fault == "rank-stall" and r == 5) else 3.0,
+            )
+            for r in range(8)
+        )
+    )
 
 
 def _put(
@@ -107,7 +125,7 @@ def cloudwatch() -> Iterator[Any]:
 
 def test_a_power_braked_node_is_named_by_its_gpus_fault_gauges(cloudwatch: Any) -> None:
     _job(cloudwatch, "power-brake")
-    verdict = classic_culprit(cloudwatch, "c", "llm", NODES, AT)
+    verdict = classic_culprit(cloudwatch, "c", "llm", _placement(), AT)
     assert verdict.culprit is not None
     assert (verdict.culprit.node, verdict.culprit.gpu) == (NODES[1], "")
     assert verdict.culprit.evidence == (
@@ -117,7 +135,7 @@ def test_a_power_braked_node_is_named_by_its_gpus_fault_gauges(cloudwatch: Any) 
 
 def test_a_gpu_whose_pcie_replays_rise_is_named(cloudwatch: Any) -> None:
     _job(cloudwatch, "pcie")
-    verdict = classic_culprit(cloudwatch, "c", "llm", NODES, AT)
+    verdict = classic_culprit(cloudwatch, "c", "llm", _placement(), AT)
     assert verdict.culprit is not None
     assert (verdict.culprit.node, verdict.culprit.gpu) == (NODES[0], "2")
     # Minutes 25 to 29 at 30 a minute; in the ten before, minutes 20 to 24, scaled to five.
@@ -126,15 +144,26 @@ def test_a_gpu_whose_pcie_replays_rise_is_named(cloudwatch: Any) -> None:
 
 def test_a_node_whose_cpu_is_saturated_is_named(cloudwatch: Any) -> None:
     _job(cloudwatch, "cpu")
-    verdict = classic_culprit(cloudwatch, "c", "llm", NODES, AT)
+    verdict = classic_culprit(cloudwatch, "c", "llm", _placement(), AT)
     assert verdict.culprit is not None
     assert (verdict.culprit.node, verdict.culprit.gpu) == (NODES[0], "")
     assert verdict.culprit.evidence == ("node CPU 97% (the job's median node 68%)",)
 
 
+def test_one_rank_waiting_for_data_is_named_from_its_own_document(cloudwatch: Any) -> None:
+    _job(cloudwatch, "none")
+    verdict = classic_culprit(cloudwatch, "c", "llm", _placement("rank-stall"), AT)
+    assert verdict.culprit is not None
+    c = verdict.culprit
+    assert (c.rank, c.pod, c.node, c.gpu) == ("5", "llm-worker-5", NODES[1], "")
+    assert c.evidence == ("rank 5's data wait 40% of the step (the job's median 3%)",)
+
+
 def test_a_job_whose_data_wait_rose_everywhere_has_no_single_culprit(cloudwatch: Any) -> None:
+    """Every rank's document waits 30% now; the job's series, 3% before the onset."""
     _job(cloudwatch, "data-source")
-    verdict = classic_culprit(cloudwatch, "c", "llm", NODES, AT)
+    placement = Placement(tuple(replace(r, data_wait_share=30.0) for r in _placement().ranks))
+    verdict = classic_culprit(cloudwatch, "c", "llm", placement, AT)
     assert verdict.culprit is None
     assert verdict.whole_job.startswith(
         # The ten minutes before the five read: minutes 15 to 24, half of them waiting.
@@ -145,7 +174,7 @@ def test_a_job_whose_data_wait_rose_everywhere_has_no_single_culprit(cloudwatch:
 
 def test_a_healthy_job_has_no_single_culprit(cloudwatch: Any) -> None:
     _job(cloudwatch, "none")
-    verdict = classic_culprit(cloudwatch, "c", "llm", NODES, AT)
+    verdict = classic_culprit(cloudwatch, "c", "llm", _placement(), AT)
     assert verdict.culprit is None
     assert verdict.whole_job.startswith("no GPU, rank or node stands out")
 
@@ -155,6 +184,6 @@ def test_a_refused_read_is_an_error_naming_it() -> None:
         "cloudwatch", region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
     )
     with Stubber(cw) as stub:
-        stub.add_client_error("list_metrics", "AccessDenied", "not authorized", 403)
+        stub.add_client_error("get_metric_data", "AccessDenied", "not authorized", 403)
         with pytest.raises(CulpritReadError, match="AccessDenied"):
-            classic_culprit(cw, "c", "llm", NODES, AT)
+            classic_culprit(cw, "c", "llm", _placement(), AT)

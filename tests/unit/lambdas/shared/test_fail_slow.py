@@ -168,3 +168,14 @@ def test_without_ranks_the_jobs_own_data_wait_tells_the_data_source() -> None:
     assert "the data source" in verdict.whole_job
     assert "31% of the step, 3% before" in verdict.whole_job
     assert "data source" not in rank_culprits(gpus, []).whole_job
+
+
+def test_a_ranks_own_data_wait_names_the_rank_though_its_series_name_no_gpu() -> None:
+    """The emitter's series (OTLP labels, EMF documents) name a rank's pod and node, no GPU:
+    a rank waiting for data is named by its rank and pod all the same, not as its node."""
+    gpus, ranks = _job()
+    ranks = [replace(r, gpu="") for r in ranks]
+    ranks[6] = replace(ranks[6], data_wait_share=35.0)
+    c = rank_culprits(gpus, ranks).culprit
+    assert c is not None
+    assert (c.rank, c.pod, c.node, c.gpu) == ("6", "llm-worker-6", NODES[1], "")
