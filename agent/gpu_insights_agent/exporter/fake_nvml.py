@@ -16,11 +16,12 @@ Trace format: JSON lines, ``t`` in seconds from the start of the trace.
      "pcie_replay_total": 0, "nvlink_errors_total": {"3": {"crc_flit": 12, "replay": 2}}}
 
 The fail-slow evidence has defaults, so a trace that predates it replays unchanged: the SM
-clock is the GPU record's ``sm_clock_mhz`` (an H100 SXM5's boost clock, 1,980 MHz, "GPU Boost
-Clock 1.98 GHz", NVIDIA H100 Tensor Core GPU Architecture whitepaper, table 3) until a sample
-sets one; the PCIe replay counter is 0; a GPU has ``nvlinks`` active NVLink links (0 by
-default: NVML answers NOT_SUPPORTED for its link state and counters, as on a PCIe card), whose
-counters are 0 until ``nvlink_errors_total`` (link -> counter -> total) says.
+clock is the GPU record's ``sm_clock_mhz`` (an H100 SXM5's boost clock, 1,980 MHz: "1.98 GHz
+(high precision)", https://glennklockwood.com/garden/processors/h100, from NVIDIA's H100
+specifications) until a sample sets one; the PCIe replay counter is 0; a GPU has ``nvlinks``
+active NVLink links (0 by default: NVML answers NOT_SUPPORTED for its link state and counters,
+as on a PCIe card), whose counters are 0 until ``nvlink_errors_total`` (link -> counter ->
+total) says.
     {"kind": "xid", "t": 125.0, "index": 1, "code": 79}
     {"kind": "lost", "t": 300.0, "index": 1}
     {"kind": "fault", "t": 400.0, "index": 0, "code": 16}
