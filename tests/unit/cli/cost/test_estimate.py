@@ -61,9 +61,9 @@ def test_every_line_item_of_the_month_names_its_price_and_source(
 
 def test_the_fleet_of_40_eight_gpu_nodes(capsys: pytest.CaptureFixture[str]) -> None:
     items = _items(capsys, *CLASSIC)
-    # 320 GPUs x 4 + 4 series, 320 x 4 fault gauges in 2% of hours: 1,309.6 at $0.30.
-    assert items["Exporter custom metrics (GpuInsights)"]["quantity"] == pytest.approx(1309.6)
-    assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(392.88)
+    # 320 GPUs x 4 + 4 series, 320 x 7 fault gauges in 2% of hours: 1,328.8 at $0.30.
+    assert items["Exporter custom metrics (GpuInsights)"]["quantity"] == pytest.approx(1328.8)
+    assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(398.64)
     # 320 GPUs x 18 observations a minute x 43,800 minutes, at $0.21 a million.
     ci = items["Container Insights enhanced observability: GPU observations"]
     assert ci["quantity"] == pytest.approx(320 * 18 * 43_800 / 1e6)
@@ -101,10 +101,10 @@ def test_otel_mode_prices_the_add_ons_gpu_series_by_its_preview(
     # 320 GPUs x 10 fields x 2 a minute x 43,800 minutes: 280.3 million datapoints, $0.
     assert dcgm["quantity"] == pytest.approx(320 * 10 * 2 * 43_800 / 1e6)
     assert dcgm["usd"] == 0
-    assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(392.88)
+    assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(398.64)
     total = sum(float(str(i["usd"])) for i in items.values())
     # Classic's total less its observations, plus the two serving dashboards at $3.
-    assert total == pytest.approx(920.09 - 52.98 + 2 * 3.0, abs=0.02)
+    assert total == pytest.approx(926.95 - 52.98 + 2 * 3.0, abs=0.02)
 
 
 def test_otel_mode_prices_the_analyzer_s_promql_at_the_preview_s_nothing(
@@ -162,12 +162,13 @@ def test_the_exporter_over_otlp_is_billed_by_its_bytes_not_by_its_series(
     assert "Exporter custom metrics (GpuInsights)" not in items
     assert "Exporter EMF log ingestion" not in items
     otlp = items["Exporter OTLP metrics ingestion"]
-    # 320 GPUs x (4 + 4 x 2%) datapoints x 262,800 cycles x 455 bytes: 156.1 GB at $0.08.
-    assert otlp["quantity"] == pytest.approx(320 * 4.08 * 262_800 * 455 / 1e9)
-    assert otlp["usd"] == pytest.approx(12.49, abs=0.01)
+    # 320 GPUs x (4 + the SM clock + 7 x 2%) datapoints x 262,800 cycles x 455 bytes: 196.7
+    # GB at $0.08.
+    assert otlp["quantity"] == pytest.approx(320 * 5.14 * 262_800 * 455 / 1e9)
+    assert otlp["usd"] == pytest.approx(15.73, abs=0.01)
     assert otlp["price"]["usd"] == 0.08  # type: ignore[index]
-    # Per 8-GPU node-month: 8 x 4.08 x 262,800 x 455 bytes = 3.90 GB, $0.31 (goal: <= $2).
-    assert str(otlp["basis"]).endswith("per 8-GPU node-month: 3.90 GB, $0.31")
+    # Per 8-GPU node-month: 8 x 5.14 x 262,800 x 455 bytes = 4.92 GB, $0.39 (goal: <= $2).
+    assert str(otlp["basis"]).endswith("per 8-GPU node-month: 4.92 GB, $0.39")
 
 
 def test_the_emitter_over_otlp_is_billed_by_its_bytes_in_the_same_table(
