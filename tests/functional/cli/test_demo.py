@@ -10,7 +10,7 @@ import pytest
 
 from cli.demo.both_modes import COMPARED, alarm_kinds, compare
 from cli.demo.command import DemoResult, run_demo
-from cli.demo.exporter import NODE, REPLAY_PODS, replay_window
+from cli.demo.exporter import NODE, REPLAY_PODS, replay_pod, replay_window
 from cli.demo.failures import DEMO_READ, PLANTED
 from cli.demo.jobs import ALARM_JOBS, job_pages
 from cli.demo.report import chromium, page_height, png_size
@@ -705,10 +705,12 @@ def test_the_otel_run_joins_every_pod_exactly_and_equals_the_classic_run(
     assert result.exporter is not None
     assert result.exporter.emf_path is not None
     replayed = {
-        (REPLAY_PODS[int(d[DIM_GPU_INDEX])].name, d["_aws"]["Timestamp"] // 3_600_000)
+        (pod.name, d["_aws"]["Timestamp"] // 3_600_000)
         for line in result.exporter.emf_path.read_text().splitlines()
         for d in [json.loads(line)]
         if d.get(DIM_NODE) == NODE and str(GpuMetric.POWER_DRAW) in d
+        for pod in [replay_pod(int(d[DIM_GPU_INDEX]))]
+        if pod is not None
     }
     assert (pods, hours) == (
         len({pod for pod, _ in planned | replayed}),
