@@ -862,7 +862,8 @@ def _assert_otel_dashboards(result: DemoResult, classic: DemoResult) -> None:
 
     otel, before = shown(result), shown(classic)
     utilization = otel["gpu-node: GPU utilization (%)"]
-    assert [label for label, _ in utilization] == ["3", "2", "0", "1"]
+    labels = [label for label, _ in utilization]
+    assert (labels[:3], sorted(labels)) == (["3", "2", "4"], [str(gpu) for gpu in range(8)])
     classic_utilization = before["gpu-node: GPU utilization (%)"]
     assert [label for label, _ in utilization] == [
         label.removeprefix("nvidia") for label, _ in classic_utilization
@@ -870,15 +871,15 @@ def _assert_otel_dashboards(result: DemoResult, classic: DemoResult) -> None:
     assert [v for _, v in utilization] == pytest.approx(
         [v for _, v in classic_utilization], abs=1e-9
     )
-    assert utilization[-1][1] == pytest.approx(1.708, abs=5e-4)  # the idle GPU
+    assert dict(utilization)["1"] == pytest.approx(1.708, abs=5e-4)  # the idle GPU
     # The thermal GPU leads, by DCGM's index where Classic names its device.
     hottest = otel["gpu-fleet: Hottest (C), 10 GPUs"]
-    assert (hottest[0][0], len(hottest)) == (f"{NODE} 2", 4)
+    assert (hottest[0][0], len(hottest)) == (f"{NODE} 2", 8)
     assert before["gpu-fleet: Hottest (C), 10 GPUs"][0][0] == f"{NODE} nvidia2"
     # The idle GPU's 2 GiB, sent by DCGM in MiB and drawn in bytes.
     memory = dict(otel["gpu-node: Memory used (bytes)"])
     assert memory["1"] == dict(before["gpu-node: Memory used (bytes)"])["nvidia1"] == 2 * 2**30
-    assert len(otel["gpu-node: Temperature (C)"]) == 4
+    assert len(otel["gpu-node: Temperature (C)"]) == 8
     # The jobs' widgets read the emitters' OTLP series: the data-bound job leads, at its 40%.
     waits = otel["training: Data-wait share of the step (%), 10 jobs"]
     assert waits[0][0] == "bert-data-bound"
@@ -894,7 +895,7 @@ def _assert_otel_dashboards(result: DemoResult, classic: DemoResult) -> None:
     assert undrawn == []
     assert [[label for label, _ in lines] for lines in braked.values()] == [[f"{NODE} 4"], ["4"]]
     summary = result.summary()
-    assert "GPU utilization (%): 3 95.88, 2 95.87, 0 95.62 [4 series]" in summary
+    assert "GPU utilization (%): 3 95.88, 2 95.87, 4 95.83 [8 series]" in summary
     assert "out/dashboards holds the OTel mode's bodies" in summary
 
 
