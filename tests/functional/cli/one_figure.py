@@ -30,8 +30,8 @@ def ec2_gpus(instance_types: Iterable[str]) -> dict[str, int]:
     ``GpuInfo.Gpus[].Count``, moto's copy of EC2's instance-type data): what EC2 bills a
     GPU-hour of, read apart from the demo's own instance model."""
     with mock_aws():
-        ec2 = boto3.client("ec2", region_name="us-east-1")
-        described = ec2.describe_instance_types(InstanceTypes=sorted(set(instance_types)))
+        client: Any = boto3.client("ec2", region_name="us-east-1")
+        described = client.describe_instance_types(InstanceTypes=sorted(set(instance_types)))
     return {
         t["InstanceType"]: sum(g["Count"] for g in t.get("GpuInfo", {}).get("Gpus", []))
         for t in described["InstanceTypes"]

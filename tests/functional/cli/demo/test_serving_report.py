@@ -122,8 +122,8 @@ def test_one_figure_per_fact_in_otel_mode_with_the_served_tokens_productive(
 ) -> None:
     """The OTel run's outputs hold every job's GPU-hours and dollars equal in every table,
     finding, action and CSV; its paid stage (Kube State Metrics' capacity) is what EC2 bills
-    for the world's GPU nodes within 1%, the serving node's included; the replicas' productive hours are those
-    of the days they generated tokens."""
+    for the world's GPU nodes within 1%, the serving node's included; the replicas' productive
+    hours are those of the days they generated tokens."""
     result, _ = served
     report = check_one_figure_per_fact(result.out_dir, all_week=(SERVING_NODE,))
     rows = {w["workload"]: w for w in report["funnel"]["workloads"]}
