@@ -653,11 +653,12 @@ def test_the_demo_reports_sentences_hold_for_its_week(demo: tuple[DemoResult, Pa
     assert "resnet-healthy" not in wasted
     assert "each was paged" not in html
     assert "the pages behind" not in html
-    # The namespace table's rows add up: speech's 7.6 held hours are 5.0 working, 2.0 not
-    # working and 0.6 faulted (the week's other 58.4 lost hours were held by no pod).
+    # The namespace table's rows add up: speech's 9.6 held hours (five GPUs of the replayed
+    # node, the braked one working) are 7.0 working, 2.0 not working and 0.6 faulted (the
+    # week's other 58.4 lost hours were held by no pod).
     assert (
         "<td>speech</td>"
-        + "".join(map(num, ("7.6", "5.0", "2.0", "0.6", "$14", "$0", "$14", "66%")))
+        + "".join(map(num, ("9.6", "7.0", "2.0", "0.6", "$14", "$0", "$14", "73%")))
         in html
     )
     assert "the not-working and faulted hours add up" not in html
