@@ -105,7 +105,10 @@ def _node(ip: str, instance_id: str, nodegroup: str) -> ec2.Node:
 #: exporter and DCGM report each GPU of the node, and the device plugin advertises them all as
 #: its capacity) and the pod that holds each GPU all week. The GPUs no pod holds report idle
 #: power with no pod, no allocated reading (the low-power alarm's is for held GPUs) and no pod
-#: series: the funnel's capacity no pod asked for.
+#: series: the funnel's capacity no pod asked for. Reported, as a real exporter reports them:
+#: left out, the capacity of eight against fewer GPUs reporting would read as silence
+#: (cdk/alarms/promql.py ``otlp_silent_query``), and the node's paid GPU-hours would be EC2's
+#: without the GPUs that make them up on any dashboard.
 NODES: Final = {
     node.name: (node, namespace, node.instance_type.gpu_count, held)
     for node, namespace, held in (
