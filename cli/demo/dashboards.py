@@ -20,6 +20,7 @@ from cli.demo.realistic.control_plane import NAMESPACE as CONTROL_PLANE_NAMESPAC
 from cli.demo.realistic.serving import NAMESPACE as SERVING_NAMESPACE
 from cli.demo.realistic.serving import VLLM
 from dashboards.bodies import Mode, all_dashboards, encode, storage, training_jobs
+from dashboards.funnel import CI_NODE_GPU_USAGE_METRIC
 from dashboards.serving import (
     DEPLOYMENT_DASHBOARD,
     DEPLOYMENT_VARIABLE,
@@ -28,7 +29,6 @@ from dashboards.serving import (
     deployment,
     serving,
 )
-from dashboards.funnel import CI_NODE_GPU_USAGE_METRIC
 from dashboards.widgets import AlarmLine
 from gpu_insights_agent.contract.metrics import (
     CI_NODE_GPU_LIMIT_METRIC,

@@ -2,6 +2,7 @@
 nodes' GPUs, then findings job by job; a job that cannot be analyzed is named and skipped."""
 
 import statistics
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
