@@ -53,6 +53,9 @@ class Kind(StrEnum):
     SERVING_OVERPROVISIONED = "serving_overprovisioned"
     #: A serving deployment whose requests waited or were preempted over a day: what to add.
     SERVING_SATURATED = "serving_saturated"
+    #: A served model's traffic moved from its own past (prompt or generation lengths, finish
+    #: reasons, the quality proxy): what moved, by how much, since when, what it may mean.
+    SERVING_DRIFT = "serving_drift"
     #: A resource the analyzer could not analyze; the run went on without it.
     ANALYSIS_ERROR = "analysis_error"
 

@@ -1,0 +1,104 @@
+"""Serving drift read on a real PromQL engine (Debian's Prometheus, through the demo's
+translation of CloudWatch's label names: cli/demo/promql.py ``serving``) over the demo's
+serving replicas (cli/demo/serving.py), scraped every 15 minutes: last week's Saturday as
+usual, and this week's Friday and Saturday, the KServe model's traffic drifting from Saturday
+14:00 UTC (``DRIFT_HOUR``: prompts 80% longer, a quarter of the outputs truncated).
+
+Saturday is read against last week's (a weekly baseline): one ``serving_drift`` finding, the
+KServe model's, since 14:00, with its numbers; the vLLM model's unchanged traffic raises none.
+Friday has no week before it read, so its baseline is the days before it (last week's
+Saturday, six days earlier): unchanged, nothing."""
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Final
+
+import pytest
+
+from cli.demo.command import DEMO_REGION
+from cli.demo.otel import PHASE_S
+from cli.demo.promql import serving
+from cli.demo.realistic.pods import Pod
+from cli.demo.realistic.serving import KSERVE, VLLM
+from cli.demo.serving import DRIFT_HOUR, Load, serving_samples, week_load
+from cli.demo.week import THIS_WEEK
+from lambdas.shared.findings import Kind
+from lambdas.shared.promql import PromQLClient
+from lambdas.training_analyzer.serving.drift import drift_findings
+from lambdas.training_analyzer.serving.drift.finding import DriftModel
+from lambdas.training_analyzer.serving.drift.promql import read_drift
+
+pytestmark = pytest.mark.promql_engine
+
+CLUSTER: Final = "train"
+DAY: Final = 86_400
+STEP: Final = 900
+SATURDAY: Final = DRIFT_HOUR // 24
+#: (first hour of the week, its offset in seconds from this week's start): last week's
+#: Saturday, this week's Friday and Saturday.
+STRETCHES: Final = (
+    (SATURDAY * 24, (SATURDAY - 7) * DAY),
+    ((SATURDAY - 1) * 24, (SATURDAY - 1) * DAY),
+)
+HOURS: Final = (24, 48)
+
+
+def _steps() -> tuple[list[float], list[int]]:
+    times, hours = [], []
+    for (first_hour, offset), length in zip(STRETCHES, HOURS, strict=True):
+        for k in range(length * 3600 // STEP):
+            times.append(THIS_WEEK.start + offset + k * STEP + PHASE_S)
+            hour = first_hour + k * STEP // 3600
+            # Last week's Saturday is an ordinary one: no drift before this week's.
+            hours.append(hour - 24 if offset < 0 else hour)
+    return times, hours
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[PromQLClient]:
+    times, hours = _steps()
+
+    def load(pod: Pod, i: int) -> Load:
+        return week_load(pod, hours[i])
+
+    with serving(serving_samples(CLUSTER, times, load), DEMO_REGION) as client:
+        yield client
+
+
+def _day(day: int) -> tuple[float, datetime]:
+    start = THIS_WEEK.start + day * DAY
+    return start, datetime.fromtimestamp(start, UTC)
+
+
+def test_the_drifting_model_is_found_against_last_week(engine: PromQLClient) -> None:
+    start, day = _day(SATURDAY)
+    reads = read_drift(engine, CLUSTER, start=start)
+    kserve = DriftModel("inference", KSERVE.model)
+    assert set(reads.days) == {kserve, DriftModel("inference", VLLM.model)}
+    assert reads.baselines[kserve] == "the same hours of 1 of the 4 weeks before"
+    (finding,) = drift_findings(reads, day.date())
+    assert finding.kind is Kind.SERVING_DRIFT
+    assert finding.resource == f"namespace/inference/model/{KSERVE.model}"
+    signals = finding.evidence["signals"]
+    assert set(signals) == {"prompt_length", "finish_reason"}
+    hour = datetime.fromtimestamp(THIS_WEEK.start + DRIFT_HOUR * 3600, UTC)
+    assert signals["prompt_length"]["since"] == hour.strftime("%Y-%m-%d %H:00 UTC")
+    # 14:00 to midnight: ten hours, every one of them drifted.
+    assert signals["prompt_length"]["hours_drifted"] == 10
+    assert signals["prompt_length"]["mean_change_percent"] == 80.0
+    assert signals["finish_reason"]["percent"]["length"] == 25.0
+    assert signals["finish_reason"]["baseline_percent"]["length"] == 10.0
+    assert "prompts 80% longer (mean 522 -> 939.6 tokens)" in finding.summary
+    assert "truncated outputs (finish reason length) 10.0% -> 25.0%" in finding.summary
+
+
+def test_a_day_of_unchanged_traffic_against_the_days_before_raises_nothing(
+    engine: PromQLClient,
+) -> None:
+    start, day = _day(SATURDAY - 1)
+    reads = read_drift(engine, CLUSTER, start=start)
+    kserve = DriftModel("inference", KSERVE.model)
+    assert reads.baselines[kserve] == (
+        "the same hours of 1 of the 6 days before (less than a week of history)"
+    )
+    assert drift_findings(reads, day.date()) == []
