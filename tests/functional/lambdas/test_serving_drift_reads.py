@@ -1,13 +1,14 @@
-"""Serving drift read on a real PromQL engine (Debian's Prometheus, through the demo's
-translation of CloudWatch's label names: cli/demo/promql.py ``serving``) over the demo's
-serving replicas (cli/demo/serving.py), scraped every 15 minutes: last week's Saturday as
-usual, and this week's Friday and Saturday, the KServe model's traffic drifting from Saturday
+"""Serving drift read on a real PromQL engine (Debian's Prometheus, through the demo's translation
+of CloudWatch's label names: cli/demo/promql.py ``serving``) over the demo's serving replicas
+(cli/demo/serving.py): last week's Saturday as usual, one sample an hour (the demo's week: an
+hour's increase is then the last sample less the hour before's), and this week's Friday and
+Saturday scraped every 15 minutes (a rate), the KServe model's traffic drifting from Saturday
 14:00 UTC (``DRIFT_HOUR``: prompts 80% longer, a quarter of the outputs truncated).
 
 Saturday is read against last week's (a weekly baseline): one ``serving_drift`` finding, the
 KServe model's, since 14:00, with its numbers; the vLLM model's unchanged traffic raises none.
-Friday has no week before it read, so its baseline is the days before it (last week's
-Saturday, six days earlier): unchanged, nothing."""
+Friday has no week before it read, so its baseline is the days before it (last week's Saturday,
+six days earlier): unchanged, nothing."""
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -41,14 +42,15 @@ STRETCHES: Final = (
     ((SATURDAY - 1) * 24, (SATURDAY - 1) * DAY),
 )
 HOURS: Final = (24, 48)
+STEPS: Final = (3600, STEP)
 
 
 def _steps() -> tuple[list[float], list[int]]:
     times, hours = [], []
-    for (first_hour, offset), length in zip(STRETCHES, HOURS, strict=True):
-        for k in range(length * 3600 // STEP):
-            times.append(THIS_WEEK.start + offset + k * STEP + PHASE_S)
-            hour = first_hour + k * STEP // 3600
+    for (first_hour, offset), length, step in zip(STRETCHES, HOURS, STEPS, strict=True):
+        for k in range(length * 3600 // step):
+            times.append(THIS_WEEK.start + offset + k * step + PHASE_S)
+            hour = first_hour + k * step // 3600
             # Last week's Saturday is an ordinary one: no drift before this week's.
             hours.append(hour - 24 if offset < 0 else hour)
     return times, hours

@@ -16,10 +16,10 @@ data model, "ExponentialHistogram"), so every power of two is a bound at any sca
 and the fraction under it is exact, not interpolated. Either form's sum is read beside its
 buckets (``le="sum"``) for the mean.
 
-One query per signal and window of days (``read_hours``: one request a day), the day and its
-``DRIFT_BASELINE_WEEKS`` weeks before; where a model has none of those weeks yet (its first week
-served), the six days before, so a new model is watched from its second day, against a weaker
-baseline the finding names.
+One query per signal and day read (two requests: an increase scans two hours back), the day and
+its ``DRIFT_BASELINE_WEEKS`` weeks before; where a model has none of those weeks yet (its first
+week served), the six days before, so a new model is watched from its second day, against a
+weaker baseline the finding names.
 """
 
 import math
@@ -37,7 +37,7 @@ from gpu_insights_agent.contract.serving import (
     serving_metric,
 )
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
-from lambdas.shared.exporter_promql import HOUR, hourly, read_hours
+from lambdas.shared.exporter_promql import EDGE, HOUR, hourly
 from lambdas.shared.promql import PromQLClient, Series, quote_label, quote_string
 from lambdas.shared.serving_queries import by_labels, newest_first, selector
 from lambdas.shared.thresholds import DRIFT_BASELINE_WEEKS
@@ -62,6 +62,15 @@ NATIVE_QUALITY_BOUNDS: Final = (
 )
 _LENGTHS: Final = {Signal.PROMPT_LENGTH: DriftSignal.PROMPT_LENGTH,
                    Signal.GENERATION_LENGTH: DriftSignal.GENERATION_LENGTH}  # fmt: skip
+
+
+def increase(sel: str) -> str:
+    """A counter series' increase over the hour: its rate times the hour where the hour holds
+    two samples or more (a scrape), else the last sample of the hour less the last of the hour
+    before (a store sampled hourly: the demo's week), never below 0 (a restart's hour is
+    lost, not read as negative)."""
+    before = f"last_over_time({sel}[1h] offset 1h)"
+    return f"(rate({sel}[1h]) * {HOUR} or clamp_min(last_over_time({sel}[1h]) - {before}, 0))"
 
 
 def _tag(expr: str, value: str) -> str:
@@ -92,17 +101,18 @@ class DriftQueries:
         h = f"sum by ({group}) (rate({sel(name)}[1h]))"
         native = [
             *(
-                _tag(f"histogram_fraction(-Inf, {b:g}, {h}) * histogram_count({h})", f"{b:g}")
+                _tag(f"histogram_fraction(-Inf, {b:g}, {h}) * histogram_count({h}) * {HOUR}",
+                     f"{b:g}")
                 for b in bounds
             ),
-            _tag(f"histogram_count({h})", INF),
-            _tag(f"histogram_sum({h})", SUM),
-        ]
+            _tag(f"histogram_count({h}) * {HOUR}", INF),
+            _tag(f"histogram_sum({h}) * {HOUR}", SUM),
+        ]  # fmt: skip
         classic = [
-            f"sum by ({by_labels((*by, 'le'))}) (rate({sel(name + '_bucket')}[1h]))",
-            _tag(f"sum by ({group}) (rate({sel(name + '_sum')}[1h]))", SUM),
+            f"sum by ({by_labels((*by, 'le'))}) ({increase(sel(name + '_bucket'))})",
+            _tag(f"sum by ({group}) ({increase(sel(name + '_sum'))})", SUM),
         ]
-        return f"({' or '.join([*native, *classic])}) * {HOUR}"
+        return " or ".join([*native, *classic])
 
     def lengths(self, signal: Signal) -> str:
         """Every server's prompt- or generation-length histogram, per namespace and model."""
@@ -142,11 +152,11 @@ class DriftQueries:
             by = by_labels((self.labels.namespace, m.model_label, label))
             parts.append(
                 newest_first(
-                    [f"sum by ({by}) (rate({selector(n, self.cluster, m, self.labels)}[1h]))"
+                    [f"sum by ({by}) ({increase(selector(n, self.cluster, m, self.labels))})"
                      for n in m.names]
                 )
             )  # fmt: skip
-        return f"({newest_first(parts)}) * {HOUR}"
+        return newest_first(parts)
 
     def all(self) -> dict[DriftSignal, str]:
         return {
@@ -218,8 +228,12 @@ def _read(
 ) -> Hours:
     found: Hours = defaultdict(dict)
     for signal, query in queries.items():
-        for model, by_signal in windows(signal, read_hours(promql, query, start, start + DAY_S),
-                                        labels).items():  # fmt: skip
+        # Each hour's end, a millisecond before it (exporter_promql.py ``EDGE``); an increase
+        # reads back two hours (``offset 1h``), which each page's scan counts.
+        answer = promql.query_range_paged(
+            query, start + HOUR - EDGE, start + DAY_S - EDGE, HOUR, lookback_s=2 * HOUR
+        )
+        for model, by_signal in windows(signal, answer, labels).items():
             found[model].update(by_signal)
     return found
 
