@@ -18,11 +18,13 @@ import pytest
 
 from cli.demo.command import DEMO_REGION
 from cli.demo.otel import PHASE_S
-from cli.demo.promql import serving
+from cli.demo.promql import serving as serving_engine
 from cli.demo.realistic.pods import Pod
 from cli.demo.realistic.serving import KSERVE, VLLM
 from cli.demo.serving import DRIFT_HOUR, Load, serving_samples, week_load
 from cli.demo.week import THIS_WEEK
+from dashboards.serving import serving
+from dashboards.widgets import CHART_WIDGET, chart_queries
 from lambdas.shared.findings import Kind
 from lambdas.shared.promql import PromQLClient
 from lambdas.training_analyzer.serving.drift import drift_findings
@@ -63,7 +65,7 @@ def engine() -> Iterator[PromQLClient]:
     def load(pod: Pod, i: int) -> Load:
         return week_load(pod, hours[i])
 
-    with serving(serving_samples(CLUSTER, times, load), DEMO_REGION) as client:
+    with serving_engine(serving_samples(CLUSTER, times, load), DEMO_REGION) as client:
         yield client
 
 
@@ -104,3 +106,27 @@ def test_a_day_of_unchanged_traffic_against_the_days_before_raises_nothing(
         "the same hours of 1 of the 6 days before (less than a week of history)"
     )
     assert drift_findings(reads, day.date()) == []
+
+
+def test_the_serving_dashboards_drift_charts_draw_the_shift(engine: PromQLClient) -> None:
+    """The serving dashboard's drift row (dashboards/serving.py) on the same engine, an hour
+    before Saturday's end: the KServe model's mean prompt 80% over the vLLM model's, its
+    outputs cut at max_tokens 25% to the other's 10%."""
+    charts = {
+        w["properties"]["title"]: chart_queries(w)
+        for w in serving(CLUSTER, DEMO_REGION)["widgets"]
+        if w["type"] == CHART_WIDGET
+    }
+    at = THIS_WEEK.start + (SATURDAY + 1) * DAY - 1800
+
+    def drawn(title: str) -> dict[str, float]:
+        (query, *_) = charts[title]
+        return {
+            s.labels["model_name"]: round(s.points[-1][1], 1)
+            for s in engine.query(query["query"], at)
+        }
+
+    prompts = drawn("Mean prompt length (tokens, the hour), drift")
+    assert prompts == {KSERVE.model: 939.6, VLLM.model: 522.0}
+    cut = drawn("Outputs cut at max_tokens (% of finished, the hour), drift")
+    assert cut == {KSERVE.model: 25.0, VLLM.model: 10.0}
