@@ -16,6 +16,7 @@ from typing import Final
 
 import pytest
 
+from cdk.alarms.serving_promql import drift_truncated_query
 from cli.demo.command import DEMO_REGION
 from cli.demo.otel import PHASE_S
 from cli.demo.promql import serving as serving_engine
@@ -130,3 +131,15 @@ def test_the_serving_dashboards_drift_charts_draw_the_shift(engine: PromQLClient
     assert prompts == {KSERVE.model: 939.6, VLLM.model: 522.0}
     cut = drawn("Outputs cut at max_tokens (% of finished, the hour), drift")
     assert cut == {KSERVE.model: 25.0, VLLM.model: 10.0}
+
+
+def test_the_optional_drift_alarm_pages_the_drifting_model_only(engine: PromQLClient) -> None:
+    """cdk/alarms/serving_promql.py ``drift_truncated_query`` on the same engine: an hour and a
+    half into the shift the KServe model's hour is 25% truncated against 10% in the 22 hours
+    before, far over the line; the vLLM model's unchanged 10% is not returned, nor is any model
+    on Friday."""
+    query = drift_truncated_query(CLUSTER).query
+    shifted = THIS_WEEK.start + DRIFT_HOUR * 3600 + 5400
+    paged = {s.labels["model_name"]: s.points[-1][1] for s in engine.query(query, shifted)}
+    assert paged == {KSERVE.model: pytest.approx(0.25)}
+    assert engine.query(query, THIS_WEEK.start + SATURDAY * DAY - 3600) == []

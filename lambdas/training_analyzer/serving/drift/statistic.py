@@ -86,6 +86,18 @@ def chi2_threshold(df: int, alpha: float) -> float:
     return high
 
 
+def normal_threshold(alpha: float) -> float:
+    """The standard normal's upper ``alpha`` point: z with P(Z > z) = alpha (a one-sided
+    test's line), by bisection on ``math.erfc``."""
+    if not 0 < alpha < 1:
+        raise ValueError(f"a false-alarm rate of {alpha}: between 0 and 1")
+    low, high = -40.0, 40.0
+    for _ in range(200):
+        mid = (low + high) / 2
+        low, high = (mid, high) if 0.5 * math.erfc(mid / math.sqrt(2)) > alpha else (low, mid)
+    return high
+
+
 def merge(current: Sequence[float], baseline: Sequence[float]) -> list[tuple[int, int]]:
     """Runs of adjacent bins, as (first, last) indexes, each with an expected count of at least
     ``MIN_EXPECTED`` in both rows (the smaller row's share of the pooled count): a run grows

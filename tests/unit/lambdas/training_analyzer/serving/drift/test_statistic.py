@@ -12,6 +12,7 @@ from lambdas.training_analyzer.serving.drift.statistic import (
     chi2_threshold,
     homogeneity,
     merge,
+    normal_threshold,
 )
 
 
@@ -77,3 +78,11 @@ def test_unchanged_samples_alarm_at_the_rate_set_where_a_fixed_psi_does_not() ->
         test_alarms += test.p_value < alpha
     assert psi_alarms / trials > 0.3
     assert test_alarms / trials < 2 * alpha
+
+
+def test_the_normal_line_matches_the_published_table() -> None:
+    # Standard normal upper points (NIST/SEMATECH e-Handbook, 1.3.6.7.1).
+    assert normal_threshold(0.05) == pytest.approx(1.645, abs=1e-3)
+    assert normal_threshold(0.001) == pytest.approx(3.090, abs=1e-3)
+    # The drift alarm's line: a model-day's 0.5% over 1,440 evaluations.
+    assert normal_threshold(0.005 / 1440) == pytest.approx(4.498, abs=1e-2)
