@@ -12,6 +12,7 @@ six days earlier): unchanged, nothing."""
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from itertools import chain
 from typing import Final
 
 import pytest
@@ -19,6 +20,7 @@ import pytest
 from cdk.alarms.serving_promql import drift_truncated_query
 from cli.demo.command import DEMO_REGION
 from cli.demo.otel import PHASE_S
+from cli.demo.promql import Sample
 from cli.demo.promql import serving as serving_engine
 from cli.demo.realistic.pods import Pod
 from cli.demo.realistic.serving import KSERVE, VLLM
@@ -26,6 +28,8 @@ from cli.demo.serving import DRIFT_HOUR, Load, serving_samples, week_load
 from cli.demo.week import THIS_WEEK
 from dashboards.serving import serving
 from dashboards.widgets import CHART_WIDGET, chart_queries
+from gpu_insights_agent.contract.serving import QUALITY_METRIC
+from lambdas.shared.dcgm import CLOUDWATCH as L
 from lambdas.shared.findings import Kind
 from lambdas.shared.promql import PromQLClient
 from lambdas.training_analyzer.serving.drift import drift_findings
@@ -59,6 +63,30 @@ def _steps() -> tuple[list[float], list[int]]:
     return times, hours
 
 
+#: A thumbs-up as the quality proxy (1 up, 0 down: docs/drift.md), 500 an hour a model, as
+#: the standard-library sender writes it: an explicit-bucket histogram, here in the classic
+#: form a Prometheus scrape holds. Four in five up, three in five for the KServe model from
+#: ``DRIFT_HOUR``.
+FEEDBACK_PER_HOUR: Final = 500
+
+
+def _quality(times: list[float], hours: list[int]) -> Iterator[Sample]:
+    for model in (KSERVE.model, VLLM.model):
+        labels = {"model_name": model, L.cluster: CLUSTER, L.namespace: "inference"}
+        up = down = 0
+        for i, at in enumerate(times):
+            cumulative = {"0": down, "0.5": down, "1": up + down, "+Inf": up + down}
+            for le, n in cumulative.items():
+                yield f"{QUALITY_METRIC}_bucket", labels | {"le": le}, at, float(n)
+            yield f"{QUALITY_METRIC}_sum", labels, at, float(up)
+            yield f"{QUALITY_METRIC}_count", labels, at, float(up + down)
+            step = (times[i + 1] - at) if i + 1 < len(times) else 0
+            n = round(FEEDBACK_PER_HOUR * min(step, 3600) / 3600)
+            share = 0.6 if model == KSERVE.model and hours[i] >= DRIFT_HOUR else 0.8
+            up += round(n * share)
+            down += n - round(n * share)
+
+
 @pytest.fixture(scope="module")
 def engine() -> Iterator[PromQLClient]:
     times, hours = _steps()
@@ -66,7 +94,8 @@ def engine() -> Iterator[PromQLClient]:
     def load(pod: Pod, i: int) -> Load:
         return week_load(pod, hours[i])
 
-    with serving_engine(serving_samples(CLUSTER, times, load), DEMO_REGION) as client:
+    samples = chain(serving_samples(CLUSTER, times, load), _quality(times, hours))
+    with serving_engine(samples, DEMO_REGION) as client:
         yield client
 
 
@@ -85,7 +114,8 @@ def test_the_drifting_model_is_found_against_last_week(engine: PromQLClient) -> 
     assert finding.kind is Kind.SERVING_DRIFT
     assert finding.resource == f"namespace/inference/model/{KSERVE.model}"
     signals = finding.evidence["signals"]
-    assert set(signals) == {"prompt_length", "finish_reason"}
+    assert set(signals) == {"prompt_length", "finish_reason", "quality"}
+    assert signals["quality"]["mean_change_percent"] == -25.0
     hour = datetime.fromtimestamp(THIS_WEEK.start + DRIFT_HOUR * 3600, UTC)
     assert signals["prompt_length"]["since"] == hour.strftime("%Y-%m-%d %H:00 UTC")
     # 14:00 to midnight: ten hours, every one of them drifted.
@@ -95,6 +125,8 @@ def test_the_drifting_model_is_found_against_last_week(engine: PromQLClient) -> 
     assert signals["finish_reason"]["baseline_percent"]["length"] == 10.0
     assert "prompts 80% longer (mean 522 -> 939.6 tokens)" in finding.summary
     assert "truncated outputs (finish reason length) 10.0% -> 25.0%" in finding.summary
+    assert "quality proxy 25% lower (mean 0.8 -> 0.6)" in finding.summary
+    assert "retrain on fresh data" in finding.recommendation
 
 
 def test_a_day_of_unchanged_traffic_against_the_days_before_raises_nothing(
