@@ -6,7 +6,8 @@ Saturday scraped every 15 minutes (a rate), the KServe model's traffic drifting 
 14:00 UTC (``DRIFT_HOUR``: prompts 80% longer, a quarter of the outputs truncated).
 
 Saturday is read against last week's (a weekly baseline): one ``serving_drift`` finding, the
-KServe model's, since 14:00, with its numbers; the vLLM model's unchanged traffic raises none.
+KServe model's (its thumbs-up quality proxy down too), since 14:00, with its numbers; the vLLM
+model's unchanged traffic raises none.
 Friday has no week before it read, so its baseline is the days before it (last week's Saturday,
 six days earlier): unchanged, nothing."""
 
