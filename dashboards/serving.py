@@ -45,6 +45,7 @@ from lambdas.shared.serving_queries import (
     by_labels,
     error_ratio,
     gauge,
+    increase,
     minutes_of,
     model_group,
     newest_first,
@@ -246,11 +247,10 @@ def _drift_widgets(reads: _Reads) -> list[Widget]:
 
     def mean(m: ServingMetric, name: str) -> str:
         by = by_labels(model_group(m, lb))
-        sel = selector(name, c, m, lb)
-        native = f"sum by ({by}) (rate({sel}[{window}]))"
-        classic = (
-            f"sum by ({by}) (rate({selector(name + '_sum', c, m, lb)}[{window}])) / "
-            f"sum by ({by}) (rate({selector(name + '_count', c, m, lb)}[{window}]))"
+        native = f"sum by ({by}) (rate({selector(name, c, m, lb)}[{window}]))"
+        classic = " / ".join(
+            f"sum by ({by}) ({increase(selector(name + part, c, m, lb), DRIFT_WINDOW_S)})"
+            for part in ("_sum", "_count")
         )
         shown = f"(histogram_sum({native}) / histogram_count({native})) or ({classic})"
         return _bounded(shown, model_group(m, lb), ranked, MODELS_DRAWN)
@@ -266,9 +266,10 @@ def _drift_widgets(reads: _Reads) -> list[Widget]:
             continue
         by = by_labels(model_group(m, lb))
         cut = selector(m.names[0], c, m, lb, where=((label, TRUNCATED),))
+        every = selector(m.names[0], c, m, lb)
         share = (
-            f"sum by ({by}) (rate({cut}[{window}])) / "
-            f"sum by ({by}) (rate({selector(m.names[0], c, m, lb)}[{window}]))"
+            f"sum by ({by}) ({increase(cut, DRIFT_WINDOW_S)}) / "
+            f"sum by ({by}) ({increase(every, DRIFT_WINDOW_S)})"
         )
         truncated.append(
             (_bounded(share, model_group(m, lb), ranked, MODELS_DRAWN, 100), str(server))

@@ -145,7 +145,7 @@ def test_a_day_of_unchanged_traffic_against_the_days_before_raises_nothing(
 def test_the_serving_dashboards_drift_charts_draw_the_shift(engine: PromQLClient) -> None:
     """The serving dashboard's drift row (dashboards/serving.py) on the same engine, an hour
     before Saturday's end: the KServe model's mean prompt 80% over the vLLM model's, its
-    outputs cut at max_tokens 25% to the other's 10%."""
+    outputs cut at max_tokens 25% to the other's 10%; a week before, alike."""
     charts = {
         w["properties"]["title"]: chart_queries(w)
         for w in serving(CLUSTER, DEMO_REGION)["widgets"]
@@ -153,17 +153,23 @@ def test_the_serving_dashboards_drift_charts_draw_the_shift(engine: PromQLClient
     }
     at = THIS_WEEK.start + (SATURDAY + 1) * DAY - 1800
 
-    def drawn(title: str) -> dict[str, float]:
+    def drawn(title: str, at: float) -> dict[str, float]:
         (query, *_) = charts[title]
         return {
             s.labels["model_name"]: round(s.points[-1][1], 1)
             for s in engine.query(query["query"], at)
         }
 
-    prompts = drawn("Mean prompt length (tokens, the hour), drift")
+    prompts = drawn("Mean prompt length (tokens, the hour), drift", at)
     assert prompts == {KSERVE.model: 939.6, VLLM.model: 522.0}
-    cut = drawn("Outputs cut at max_tokens (% of finished, the hour), drift")
+    cut = drawn("Outputs cut at max_tokens (% of finished, the hour), drift", at)
     assert cut == {KSERVE.model: 25.0, VLLM.model: 10.0}
+    # Last week's Saturday, sampled hourly as the demo's week is: drawn all the same.
+    week_before = at - 7 * DAY
+    prompts = drawn("Mean prompt length (tokens, the hour), drift", week_before)
+    assert prompts == {KSERVE.model: 522.0, VLLM.model: 522.0}
+    generations = drawn("Mean generation length (tokens, the hour), drift", week_before)
+    assert generations == {KSERVE.model: 174.0, VLLM.model: 174.0}
 
 
 def test_the_optional_drift_alarm_pages_the_drifting_model_only(engine: PromQLClient) -> None:

@@ -39,7 +39,7 @@ from gpu_insights_agent.contract.serving import (
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
 from lambdas.shared.exporter_promql import EDGE, HOUR, hourly
 from lambdas.shared.promql import PromQLClient, Series, quote_label, quote_string
-from lambdas.shared.serving_queries import by_labels, newest_first, selector
+from lambdas.shared.serving_queries import by_labels, increase, newest_first, selector
 from lambdas.shared.thresholds import DRIFT_BASELINE_WEEKS
 from lambdas.training_analyzer.serving.drift.detect import DriftSignal, ModelDay, Window
 from lambdas.training_analyzer.serving.drift.finding import DriftModel
@@ -62,15 +62,6 @@ NATIVE_QUALITY_BOUNDS: Final = (
 )
 _LENGTHS: Final = {Signal.PROMPT_LENGTH: DriftSignal.PROMPT_LENGTH,
                    Signal.GENERATION_LENGTH: DriftSignal.GENERATION_LENGTH}  # fmt: skip
-
-
-def increase(sel: str) -> str:
-    """A counter series' increase over the hour: its rate times the hour where the hour holds
-    two samples or more (a scrape), else the last sample of the hour less the last of the hour
-    before (a store sampled hourly: the demo's week), never below 0 (a restart's hour is
-    lost, not read as negative)."""
-    before = f"last_over_time({sel}[1h] offset 1h)"
-    return f"(rate({sel}[1h]) * {HOUR} or clamp_min(last_over_time({sel}[1h]) - {before}, 0))"
 
 
 def _tag(expr: str, value: str) -> str:
@@ -109,8 +100,8 @@ class DriftQueries:
             _tag(f"histogram_sum({h}) * {HOUR}", SUM),
         ]  # fmt: skip
         classic = [
-            f"sum by ({by_labels((*by, 'le'))}) ({increase(sel(name + '_bucket'))})",
-            _tag(f"sum by ({group}) ({increase(sel(name + '_sum'))})", SUM),
+            f"sum by ({by_labels((*by, 'le'))}) ({increase(sel(name + '_bucket'), HOUR)})",
+            _tag(f"sum by ({group}) ({increase(sel(name + '_sum'), HOUR)})", SUM),
         ]
         return " or ".join([*native, *classic])
 
@@ -152,7 +143,7 @@ class DriftQueries:
             by = by_labels((self.labels.namespace, m.model_label, label))
             parts.append(
                 newest_first(
-                    [f"sum by ({by}) ({increase(selector(n, self.cluster, m, self.labels))})"
+                    [f"sum by ({by}) ({increase(selector(n, self.cluster, m, self.labels), HOUR)})"
                      for n in m.names]
                 )
             )  # fmt: skip
