@@ -20,7 +20,7 @@ import pytest
 from cli.demo.command import DemoResult, run_demo
 from cli.demo.realistic.serving import KSERVE, NAMESPACE, VLLM
 from cli.demo.realistic.serving import NODE as SERVING_NODE
-from cli.demo.serving import SATURATED_DAY
+from cli.demo.serving import DRIFT_HOUR, SATURATED_DAY
 from cli.demo.week import THIS_WEEK
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.weekly_report.serving_section import SERVING_CSV
@@ -134,3 +134,34 @@ def test_one_figure_per_fact_in_otel_mode_with_the_served_tokens_productive(
     fleet = report["funnel"]["fleet"]
     # The week's seven GPUs, the replay's four for two hours, the serving node's four all week.
     assert fleet["paid"]["gpu_hours"] == 7 * 168 + 8 + 4 * 168
+
+
+def test_the_planted_drift_is_a_finding_and_the_reports_drift_section(
+    served: tuple[DemoResult, dict[str, Any]],
+) -> None:
+    """The KServe model's traffic drifts from ``DRIFT_HOUR`` (prompts 80% longer, a quarter of
+    its outputs cut at max_tokens): a ``serving_drift`` finding on its days, none for the vLLM
+    model, and the report's drift section. The demo's week is sampled once an hour, 15 s past
+    it, so an hour's requests are read from the next hour's sample: the shift is seen from the
+    hour it began or the one after."""
+    result, report = served
+    (drift,) = report["drift"]
+    assert (drift["namespace"], drift["model"]) == (NAMESPACE, KSERVE.model)
+    began = THIS_WEEK.start + DRIFT_HOUR * 3600
+    assert drift["since"] in {
+        datetime.fromtimestamp(began + h * 3600, UTC).strftime("%Y-%m-%d %H:00 UTC") for h in (0, 1)
+    }
+    assert any(m.startswith("prompts ") and "% longer" in m for m in drift["moved"])
+    assert any(
+        m.startswith("truncated outputs (finish reason length)") and m.endswith("-> 25.0%")
+        for m in drift["moved"]
+    )
+    findings = [
+        json.loads(line)
+        for line in (result.out_dir / "training-findings.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    drifted = {f["resource"] for f in findings if f["kind"] == "serving_drift"}
+    assert drifted == {f"namespace/{NAMESPACE}/model/{KSERVE.model}"}
+    html = (result.out_dir / "report.html").read_text(encoding="utf-8")
+    assert '<h2 id="drift">Traffic drift</h2>' in html
