@@ -50,6 +50,8 @@ WEEK_S: Final = 7 * DAY_S
 FALLBACK_DAYS: Final = 6
 #: The bucket label of a histogram's sum, beside its bounds.
 SUM: Final = "sum"
+#: The prefix of a native histogram's share under a bound (``f:64``), beside its count.
+FRACTION: Final = "f:"
 INF: Final = "+Inf"
 #: Bounds a native histogram's counts are read under: token counts from 1 to 2^17 (131,072,
 #: past any context window served today)...
@@ -90,15 +92,13 @@ class DriftQueries:
         the histogram ``name`` (``sel`` writes its selector)."""
         group = by_labels(by)
         h = f"sum by ({group}) (rate({sel(name)}[1h]))"
+        # The share under each bound (``FRACTION``-tagged), the count and the sum: each reads
+        # the histogram once, the counts under the bounds made here (``_window``).
         native = [
-            *(
-                _tag(f"histogram_fraction(-Inf, {b:g}, {h}) * histogram_count({h}) * {HOUR}",
-                     f"{b:g}")
-                for b in bounds
-            ),
+            *(_tag(f"histogram_fraction(-Inf, {b:g}, {h})", f"{FRACTION}{b:g}") for b in bounds),
             _tag(f"histogram_count({h}) * {HOUR}", INF),
             _tag(f"histogram_sum({h}) * {HOUR}", SUM),
-        ]  # fmt: skip
+        ]
         classic = [
             f"sum by ({by_labels((*by, 'le'))}) ({increase(sel(name + '_bucket'), HOUR)})",
             _tag(f"sum by ({group}) ({increase(sel(name + '_sum'), HOUR)})", SUM),
@@ -195,6 +195,12 @@ def windows(
 def _window(signal: DriftSignal, counts: Mapping[str, float]) -> Window:
     if signal.categorical:
         return Window({k: max(0.0, v) for k, v in counts.items()})
+    if any(k.startswith(FRACTION) for k in counts):
+        every = counts.get(INF, 0.0)
+        counts = {
+            k.removeprefix(FRACTION): v * every if k.startswith(FRACTION) else v
+            for k, v in counts.items()
+        }
     bounds = sorted(
         (k for k in counts if k != SUM), key=lambda k: float("inf") if k == INF else float(k)
     )
