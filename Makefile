@@ -93,9 +93,10 @@ test: lint typecheck node_modules/.package-lock.json
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope --durations=25
 	$(MAKE) test-old-python
 
-# The training emitter runs in training images on Python 3.9+: vermin checks its modules in the
-# suite (tests/unit/agent/test_agent_install.py); here agent/ is installed alone (not editable,
-# no dependencies) into an older interpreter and the emitter's tests run against that install:
+# The training emitter runs in training images on Python 3.9+, and the serving quality proxy in
+# serving images: vermin checks their modules in the suite (tests/unit/agent/test_agent_install.py);
+# here agent/ is installed alone (not editable, no dependencies) into an older interpreter and
+# the emitter's, the quality proxy's and their OTLP encoding's tests run against that install:
 # the first 3.9 or 3.10 that runs (on PATH, or pyenv's; uv and Debian's archive offer none
 # offline).
 OLD_PYTHON ?= $(shell for p in python3.9 $(wildcard $(HOME)/.pyenv/versions/3.9*/bin/python3.9) \
@@ -109,8 +110,10 @@ test-old-python: | $(UV)
 		$(UV) pip install --quiet --python $(VENV)/old-python/bin/python --reinstall --no-deps ./agent && \
 		$(UV) pip install --quiet --python $(VENV)/old-python/bin/python -r tests/requirements-old-python.lock && \
 		$(VENV)/old-python/bin/python -c 'import gpu_insights_agent.emitter.training as m; \
-			assert "site-packages" in m.__file__, m.__file__' && \
-		$(VENV)/old-python/bin/python -m pytest -q -p no:cacheprovider tests/unit/agent/emitter/test_training.py; \
+			import gpu_insights_agent.quality.recorder as q; \
+			assert "site-packages" in m.__file__ and "site-packages" in q.__file__, m.__file__' && \
+		$(VENV)/old-python/bin/python -m pytest -q -p no:cacheprovider tests/unit/agent/emitter/test_training.py \
+			tests/unit/agent/quality tests/unit/agent/otlp/test_json_encoding.py; \
 	fi
 
 bench: install

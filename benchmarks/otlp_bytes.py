@@ -188,12 +188,13 @@ def exporter_node(cycles: int = CYCLES) -> dict[str, float]:
     return figures
 
 
-def emitter_flush() -> dict[str, float]:
-    """A rank's one-minute window (steps with their batches, loss and learning rate, and the
-    job alarms' heartbeat) through the emitter's OTLP/HTTP JSON path."""
+def rank_window(**sink: Any) -> TrainingMetrics:
+    """A rank's one-minute window (steps with their batches, loss and learning rate; no
+    heartbeat), flushed to ``sink`` (``otlp_endpoint=`` or ``sink=``) and drained: the window
+    both the OTLP and the EMF figures are of. The caller closes it."""
     clock = [0.0]
     env = {"POD_NAME": POD, "POD_NAMESPACE": NAMESPACE}
-    with endpoint() as e, mock.patch.dict(os.environ, env):
+    with mock.patch.dict(os.environ, env):
         metrics = TrainingMetrics(
             job_name=JOB,
             cluster_name=CLUSTER,
@@ -203,13 +204,20 @@ def emitter_flush() -> dict[str, float]:
             clock=lambda: clock[0],
             wall_clock=lambda: EPOCH + clock[0],
             heartbeat=False,
-            otlp_endpoint=e.url,
+            **sink,
         )
         for _ in metrics.steps(range(60)):
             clock[0] += 1.0
             metrics.record(loss=2.0, learning_rate=1e-4)
         metrics.flush()
-        assert metrics.drain(5), "the endpoint did not take the window"
+        assert metrics.drain(5), "the sink did not take the window"
+    return metrics
+
+
+def emitter_flush() -> dict[str, float]:
+    """A rank's window through the emitter's OTLP/HTTP JSON path."""
+    with endpoint() as e:
+        metrics = rank_window(otlp_endpoint=e.url)
         figures = _figures(e)
         metrics.close(succeeded=True)
     return figures

@@ -35,8 +35,8 @@ AWS_FAILED = (
 EXIT_STATUSES: dict[int, str] = {
     2: "bad input: an option, a setting or a file, named in one line",
     NO_DATA_EXIT: "nothing of the cluster was found to analyze (is its name right?)",
-    TOOL_MISSING_EXIT: "a program it runs is not installed (Prometheus, for --history: "
-    "apt-get install prometheus), named in one line",
+    TOOL_MISSING_EXIT: "a program it runs is not installed (Prometheus, for --history and "
+    "demo --mode otel: apt-get install prometheus), named in one line",
 }
 
 

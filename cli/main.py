@@ -59,6 +59,7 @@ COMMANDS: dict[str, Command] = {
         "synthesize the app and run it end to end against moto (no AWS account)",
         demo.add_arguments,
         demo.run,
+        (TOOL_MISSING_EXIT,),
     ),
     "agent-config": Command(
         "print the CloudWatch agent configuration for EC2 GPU nodes",

@@ -29,6 +29,8 @@ from cli.cost.exporter import (
     FAULT_HOUR_SHARE,
     MINUTES_PER_MONTH,
     OTLP_BYTES_PER_DATAPOINT,
+    TRAINING_EMF_BYTES_PER_FLUSH,
+    TRAINING_EMF_METRICS_PER_JOB,
     TRAINING_OTLP_BYTES_PER_DATAPOINT,
     TRAINING_OTLP_DATAPOINTS_PER_FLUSH,
     LayoutCost,
@@ -266,13 +268,21 @@ def estimate(deployment: Deployment) -> list[LineItem]:
     otlp = s.exporter_sink is ExporterSink.OTLP
     exporter_metrics = 0.0 if otlp else exporter.metrics + exporter.fault_metric_months
     exporter_metrics_usd = 0.0 if otlp else exporter.metrics_usd
+    # Custom metrics are priced in tiers over the account's total: each line takes the tiers
+    # after the lines before it (exporter, then emitter, then S3 request metrics).
+    emitter_metrics = 0 if otlp else d.jobs * TRAINING_EMF_METRICS_PER_JOB
+    before_s3 = exporter_metrics + emitter_metrics
     s3_metrics = (
         len(s.storage_buckets) * S3_REQUEST_METRICS_PER_BUCKET if s.s3_enable_request_metrics else 0
     )
     logs_gb = d.container_log_gb_per_day * DAYS_PER_MONTH
     items = [
         *(_exporter_otlp(d) if otlp else _exporter_emf(d, exporter)),
-        *([_emitter_otlp(d)] if otlp else []),
+        *(
+            [_emitter_otlp(d)]
+            if otlp
+            else _emitter_emf(d, tiered_metric_cost(before_s3) - exporter_metrics_usd)
+        ),
         _container_insights(d),
         *([_serving_otlp(d)] if d.serving_replicas and _otel(s) else []),
         *([_serving_classic(d)] if d.serving_replicas and _classic_scrape(s) else []),
@@ -328,7 +338,7 @@ def estimate(deployment: Deployment) -> list[LineItem]:
             "S3 request metrics",
             s3_metrics,
             "metric-months",
-            tiered_metric_cost(exporter_metrics + s3_metrics) - exporter_metrics_usd,
+            tiered_metric_cost(before_s3 + s3_metrics) - tiered_metric_cost(before_s3),
             S3_REQUEST_METRIC,
             f"{len(s.storage_buckets)} storage_buckets x {S3_REQUEST_METRICS_PER_BUCKET} metrics"
             if s.s3_enable_request_metrics
@@ -413,6 +423,38 @@ def _emitter_otlp(d: Deployment) -> LineItem:
         f"{TRAINING_OTLP_BYTES_PER_DATAPOINT} bytes (benchmarks/otlp_bytes.py, each serialized "
         "as billed)",
     )
+
+
+def _emitter_emf(d: Deployment, metrics_usd: float) -> list[LineItem]:
+    """The training emitter over EMF (exporter_sink=emf): each job's series are custom metrics in
+    GpuInsights/Training, and every rank's windows are log lines. Each job and rank all month:
+    an upper bound, as over OTLP."""
+    if not d.jobs:
+        return []
+    metrics = d.jobs * TRAINING_EMF_METRICS_PER_JOB
+    gb = _ranks(d) * TRAINING_EMF_BYTES_PER_FLUSH * MINUTES_PER_MONTH * 60 / EMITTER_FLUSH_S / 1e9
+    return [
+        LineItem(
+            "Training emitter custom metrics (GpuInsights/Training)",
+            metrics,
+            "metric-months",
+            metrics_usd,
+            CUSTOM_METRIC,
+            f"{counted(d.jobs, 'job')} x {TRAINING_EMF_METRICS_PER_JOB} metrics a stepping "
+            "window publishes (benchmarks/training_emitter.py; checkpoint and history gauges "
+            "come on top)",
+        ),
+        LineItem(
+            "Training emitter EMF log ingestion",
+            gb,
+            "GB",
+            gb * LOGS_INGESTION.usd,
+            LOGS_INGESTION,
+            f"{counted(_ranks(d), 'rank')} (one a GPU of the jobs', each stepping all month: at "
+            f"most) x {TRAINING_EMF_BYTES_PER_FLUSH:,} bytes a window every "
+            f"{EMITTER_FLUSH_S:g} s (benchmarks/training_emitter.py)",
+        ),
+    ]
 
 
 def _otel(s: Settings) -> bool:

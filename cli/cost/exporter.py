@@ -83,6 +83,14 @@ TRAINING_OTLP_BYTES_PER_DATAPOINT: Final = 348
 #: six, and the loss and learning rate it records), measured by benchmarks/otlp_bytes.py on the
 #: same window; a checkpoint window adds its save's.
 TRAINING_OTLP_DATAPOINTS_PER_FLUSH: Final = 17
+#: The same window over EMF (exporter_sink=emf, Classic's default): its lines' bytes, billed as
+#: CloudWatch Logs ingestion, and the custom metrics it publishes for its job in
+#: GpuInsights/Training (ranks share the job's dimensions, so a job publishes each once; the job
+#: alarms' ratio gauges come once a job has history, and a checkpoint window adds its save's).
+#: benchmarks/training_emitter.py's ``emf_window``; tests/unit/cli/cost/test_estimate.py holds
+#: them to it.
+TRAINING_EMF_BYTES_PER_FLUSH: Final = 3017
+TRAINING_EMF_METRICS_PER_JOB: Final = 14
 #: Seconds between a rank's windows: the emitter's default ``flush_s``, read from its signature.
 EMITTER_FLUSH_S: Final[float] = inspect.signature(TrainingMetrics).parameters["flush_s"].default
 #: Per-GPU gauges the exporter publishes every hour (XID counts come only when an XID does).

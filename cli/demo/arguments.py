@@ -6,6 +6,7 @@ import logging
 
 from cli.checkout import use_checkout
 from cli.demo.folders import check_folder, make_folder
+from cli.failures import ToolMissingError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +38,8 @@ def run(args: argparse.Namespace) -> str:
         try:
             binaries()
         except PrometheusMissingError as err:
-            raise ValueError(f"demo --mode otel {err}") from err
+            # A tool to install, not bad input: the status --history replays give it too.
+            raise ToolMissingError(f"demo --mode otel {err}") from err
     for option, path in folders.items():
         make_folder(option, path)
     try:

@@ -231,11 +231,12 @@ def serving_samples(
 
 # --- The week -----------------------------------------------------------------------------------
 
-#: The day (0-based) the vLLM Deployment is saturated: its queue grows, its KV cache is full
-#: and its first tokens wait.
+#: The day (0-based) the vLLM Deployment is saturated in its working hours: its queue grows,
+#: its KV cache is full and its first tokens wait; its night is a usual one.
 SATURATED_DAY: Final = 3
-#: A busy replica's requests an hour: 5 a second in the working day (09:00-18:00 UTC), 2 at
-#: night.
+#: The working day (UTC hours, from the first to before the last).
+WORKING_HOURS: Final = (9, 18)
+#: A busy replica's requests an hour: 5 a second in the working day, 2 at night.
 DAY_REQUESTS_PER_HOUR: Final = 18_000
 NIGHT_REQUESTS_PER_HOUR: Final = 7_200
 #: The hour of the week from which the KServe model's traffic drifts (Saturday 14:00 UTC): a
@@ -248,11 +249,13 @@ DRIFT_TRUNCATED: Final = 0.25
 
 def week_load(pod: Pod, hour: int) -> Load:
     """A replica's hour of the week: the idle replica idle throughout; the others busier in
-    the working day; the vLLM Deployment saturated all of ``SATURATED_DAY``; the KServe
-    model's traffic drifted from ``DRIFT_HOUR`` on."""
+    the working day; the vLLM Deployment saturated in the working hours of ``SATURATED_DAY``
+    (a fixed count too small at its peak and too large at night: an autoscaler's day); the
+    KServe model's traffic drifted from ``DRIFT_HOUR`` on."""
     if pod == IDLE_REPLICA:
         return IDLE
-    if hour // 24 == SATURATED_DAY and pod in VLLM.pods:
+    working = WORKING_HOURS[0] <= hour % 24 < WORKING_HOURS[1]
+    if hour // 24 == SATURATED_DAY and working and pod in VLLM.pods:
         return Load(
             requests=2 * DAY_REQUESTS_PER_HOUR,
             ttft_s=1.5,
@@ -263,7 +266,7 @@ def week_load(pod: Pod, hour: int) -> Load:
             util=99,
             power_percent=97,
         )
-    if 9 <= hour % 24 < 18:
+    if working:
         load = Load(DAY_REQUESTS_PER_HOUR, running=12, kv_cache=0.45, util=70, power_percent=75)
     else:
         load = Load(NIGHT_REQUESTS_PER_HOUR, running=5, kv_cache=0.2, util=35, power_percent=40)

@@ -53,6 +53,9 @@ class Kind(StrEnum):
     SERVING_OVERPROVISIONED = "serving_overprovisioned"
     #: A serving deployment whose requests waited or were preempted over a day: what to add.
     SERVING_SATURATED = "serving_saturated"
+    #: A serving deployment saturated in some hours of a day and over-provisioned in others
+    #: (or one replica idle while the others queued): autoscale it, priced both ways.
+    SERVING_AUTOSCALING = "serving_autoscaling"
     #: A served model's traffic moved from its own past (prompt or generation lengths, finish
     #: reasons, the quality proxy): what moved, by how much, since when, what it may mean.
     SERVING_DRIFT = "serving_drift"

@@ -17,6 +17,8 @@ from typing import Final
 from gpu_insights_agent.contract.serving import (
     ERRORS_APART,
     HTTP_STATUS,
+    QUALITY_METRIC,
+    QUALITY_MODEL_LABEL,
     SERVERS,
     HistogramForm,
     HttpStatus,
@@ -36,7 +38,11 @@ RATE_RANGE_S: Final = 300
 
 def model_group(metric: ServingMetric, labels: DcgmLabels = CLOUDWATCH) -> tuple[str, ...]:
     """What names a model's serving: cluster, namespace, deployment, the server's model label."""
-    return (labels.cluster, labels.namespace, labels.deployment, metric.model_label)
+    return _model_group(metric.model_label, labels)
+
+
+def _model_group(model_label: str, labels: DcgmLabels) -> tuple[str, ...]:
+    return (labels.cluster, labels.namespace, labels.deployment, model_label)
 
 
 def replica_group(metric: ServingMetric, labels: DcgmLabels = CLOUDWATCH) -> tuple[str, ...]:
@@ -137,6 +143,27 @@ def quantile(
     expr = f"histogram_quantile({q:g}, {newest_first(parts)})"
     scale = metric.seconds_per_unit
     return expr if scale == 1 else f"({expr} * {scale:g})"
+
+
+def quality_buckets(
+    cluster: str,
+    *,
+    range_s: int,
+    form: HistogramForm = HistogramForm.NATIVE,
+    labels: DcgmLabels = CLOUDWATCH,
+) -> str:
+    """The serving quality proxy's histogram (``QUALITY_METRIC``, which the agent's
+    ``quality.recorder`` sends) per model: the counts of the values of the last ``range_s``
+    seconds, each sender's cumulative series increased and summed by the model's group (native:
+    one histogram per model; classic: a count per ``le``)."""
+    by = _model_group(QUALITY_MODEL_LABEL, labels)
+    name = QUALITY_METRIC
+    if form is HistogramForm.CLASSIC:
+        name, by = f"{QUALITY_METRIC}_bucket", ("le", *by)
+    sel = (
+        f"{{__name__={quote_string(name)}, {quote_label(labels.cluster)}={quote_string(cluster)}}}"
+    )
+    return f"sum by ({by_labels(by)}) (increase({sel}[{minutes_of(range_s)}]))"
 
 
 def per_second(

@@ -14,6 +14,8 @@ Every action prices GPU-hours of this week once, so the actions add up:
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from lambdas.shared.workload_resource import workload_resource
+from lambdas.training_analyzer.gpu_hours.findings import idle_advice
 from lambdas.weekly_report.job_waste import TRAINING_PREFIX, week_of
 
 HELD_NOT_WORKING: Final = "gpu_held_not_working"
@@ -25,11 +27,8 @@ TITLES: Final = {
     "ebs_idle_volume": "idle EBS volume",
     "ebs_overprovisioned_iops": "EBS IOPS paid for and not used",
     "ebs_overprovisioned_throughput": "EBS throughput paid for and not used",
+    "serving_autoscaling": "replicas fixed: saturated at its peaks, spare off-peak",
 }
-RELEASE: Final = (
-    "Release GPUs a job or notebook does not use (culling idle notebooks, ending finished "
-    "jobs), or find what it waits on; each idle GPU-hour is paid for as a working one."
-)
 
 
 def _title(kind: str) -> str:
@@ -82,7 +81,8 @@ def _held_actions(
         if usd <= 0:
             continue
         namespace, job = str(row["namespace"]), str(row["job"])
-        resource = f"namespace/{namespace}/job/{job}"
+        kind = str(row.get("kind") or "")
+        resource = workload_resource(namespace, job, kind)
         finding = latest.get((HELD_NOT_WORKING, resource))
         idle = float(row.get("not_working_gpu_hours") or 0.0)
         stepping = float(row.get("stepping_gpu_hours") or 0.0)
@@ -100,7 +100,9 @@ def _held_actions(
                 "title": f"{namespace} / {job}: {idle:,.1f} GPU-hours held without work",
                 "usd": round(usd, 2),
                 "gpu_hours": round(idle, 2),
-                "what_to_do": str(finding.get("recommendation")) if finding else RELEASE,
+                "what_to_do": str(finding.get("recommendation"))
+                if finding
+                else idle_advice(job, kind, inferred=inferred),
                 "evidence": evidence,
                 "finding": f"{HELD_NOT_WORKING} {resource}" if finding else None,
             }

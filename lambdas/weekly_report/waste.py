@@ -60,6 +60,9 @@ def _sum_rows(rows: Iterable[Mapping[str, Any]], key: tuple[str, ...]) -> list[d
             total[field] += float(row.get(source) or 0.0)
         for flag in ("inferred", "time_sliced"):
             total[flag] = bool(total.get(flag) or row.get(flag))
+        if row.get("kind"):
+            # The workload's kind (a Deployment's idle replicas are named as the Deployment).
+            total.setdefault("kind", str(row["kind"]))
     for total in totals.values():
         held = total["held_gpu_hours"]
         total["efficiency"] = round(total["working_gpu_hours"] / held, 4) if held else None

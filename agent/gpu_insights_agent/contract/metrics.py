@@ -97,6 +97,12 @@ OTLP_RANK: Final = "rank"
 #: OpenTelemetry's resource attribute naming the sender ("service.name", semantic conventions;
 #: without it the SDK says "unknown_service").
 OTLP_SERVICE: Final = "service.name"
+#: The sending process among those of one service: "MUST be unique for each instance of the
+#: same service.namespace,service.name pair"; behind an application server "each division
+#: (e.g. a worker thread in unicorn) to have its own instance.id" (semantic conventions,
+#: https://opentelemetry.io/docs/specs/semconv/registry/attributes/service/). Each serving
+#: worker's cumulative quality histogram is its own series (``quality.recorder``).
+OTLP_INSTANCE: Final = "service.instance.id"
 #: CloudWatch unit names as UCUM, OTLP's units ("%" and "By" as the add-on's pipeline sets them
 #: for DCGM's series, transform/cw_k8s_ci_v0_set_unit; "1" for a count, "" for none).
 OTLP_UNITS: Final = {

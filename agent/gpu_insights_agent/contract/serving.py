@@ -27,7 +27,7 @@ its deprecation is not counted twice.
 """
 
 import re
-from typing import Final
+from typing import Final, Optional
 
 from gpu_insights_agent.contract.metrics import StrEnum
 
@@ -159,7 +159,7 @@ class ServingMetric:
         unit: str,
         *,
         matchers: tuple[tuple[str, str], ...] = (),
-        seconds_per_unit: float | None = None,
+        seconds_per_unit: Optional[float] = None,
     ) -> None:
         self.server = server
         self.signal = signal
@@ -351,7 +351,7 @@ def name_regex(name: str) -> str:
     )
 
 
-def serving_metric(server: Server, signal: Signal) -> ServingMetric | None:
+def serving_metric(server: Server, signal: Signal) -> Optional[ServingMetric]:
     """The server's row for the signal, or None where the server has no such metric."""
     return next((m for m in SERVING_METRICS if m.server is server and m.signal is signal), None)
 

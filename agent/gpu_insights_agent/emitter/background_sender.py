@@ -1,5 +1,5 @@
-"""A daemon thread that hands documents to a sink, so the thread that produced them never waits
-on the network.
+"""A daemon thread that hands batches (the training emitter's documents, the quality proxy's
+histograms) to a sink, so the thread that produced them never waits on the network.
 
 The producer (a training loop) only appends to a bounded deque under a lock that the sender
 holds for a pop, never across a send: name resolution, connecting, a listener that accepts and
@@ -11,21 +11,29 @@ import logging
 import threading
 import time
 from collections import deque
-from typing import Deque, List, Optional, Sequence
-
-from gpu_insights_agent.emf.document import EmfDocument
-from gpu_insights_agent.emf.sinks import Sink
+from typing import Deque, Generic, List, Optional, Protocol, Sequence, TypeVar
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+T_contra = TypeVar("T_contra", contravariant=True)
 
 
-class BackgroundSender:
-    """Send batches of documents on a daemon thread."""
+class BatchSink(Protocol[T_contra]):
+    """Sends one batch or raises (``emf.sinks.Sink``, ``otlp.http_sink.OtlpJsonSink``)."""
 
-    def __init__(self, sink: Sink, *, capacity: int = 64) -> None:
+    def send(self, documents: Sequence[T_contra]) -> None: ...
+
+
+class BackgroundSender(Generic[T]):
+    """Send batches of documents on a daemon thread; ``what`` names them in its log lines."""
+
+    def __init__(
+        self, sink: BatchSink[T], *, capacity: int = 64, what: str = "training metrics"
+    ) -> None:
         self._sink = sink
-        self._pending: Deque[List[EmfDocument]] = deque()
+        self._pending: Deque[List[T]] = deque()
         self._capacity = capacity
+        self._what = what
         self._ready = threading.Condition(threading.Lock())
         self._busy = False
         self._closing = False
@@ -35,7 +43,7 @@ class BackgroundSender:
         self.dropped = 0
         self.failures = 0
 
-    def submit(self, documents: Sequence[EmfDocument]) -> None:
+    def submit(self, documents: Sequence[T]) -> None:
         """Queue one batch; returns at once whatever the sink is doing."""
         if not documents:
             return
@@ -55,7 +63,7 @@ class BackgroundSender:
                 return
             self._closing = False
             self._thread = threading.Thread(
-                target=self._run, name="gpu-insights-training-metrics", daemon=True
+                target=self._run, name=f"gpu-insights-{self._what.replace(' ', '-')}", daemon=True
             )
         self._thread.start()
 
@@ -97,7 +105,7 @@ class BackgroundSender:
                 self.dropped += len(batch)
                 self.failures += 1
                 if self.failures in {1, 10, 100} or self.failures % 1000 == 0:
-                    log.warning("training metrics dropped (%d so far): %s", self.dropped, err)
+                    log.warning("%s dropped (%d so far): %s", self._what, self.dropped, err)
             finally:
                 with self._ready:
                     self._busy = False

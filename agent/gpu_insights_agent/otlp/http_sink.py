@@ -11,14 +11,14 @@ import json
 import logging
 import urllib.error
 import urllib.request
-from typing import Callable, Optional, Sequence
+from typing import Callable, Generic, Optional, Sequence, TypeVar
 from urllib.parse import urlsplit
 
-from gpu_insights_agent.emf.document import EmfDocument
 from gpu_insights_agent.emf.sinks import SinkError, SinkRefusedError
 from gpu_insights_agent.otlp.json_encoding import CONTENT_TYPE
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: Seconds one request may take (connecting, sending, the answer); name resolution is not
 #: bounded by it, which is why only a background thread sends.
@@ -58,14 +58,14 @@ def endpoint_problem(endpoint: str) -> Optional[str]:
     return None
 
 
-class OtlpJsonSink:
-    """Sends a batch of documents as one OTLP/HTTP JSON request; ``encode`` turns the batch into
-    the body (empty: nothing to send)."""
+class OtlpJsonSink(Generic[T]):
+    """Sends a batch (the training emitter's documents, the quality proxy's histograms) as one
+    OTLP/HTTP JSON request; ``encode`` turns the batch into the body (empty: nothing to send)."""
 
     def __init__(
         self,
         endpoint: str,
-        encode: Callable[[Sequence[EmfDocument]], bytes],
+        encode: Callable[[Sequence[T]], bytes],
         *,
         timeout_s: float = TIMEOUT_S,
     ) -> None:
@@ -80,7 +80,7 @@ class OtlpJsonSink:
         #: (OTLP's ``partialSuccess``: not to be retried, so counted and logged).
         self.rejected = 0
 
-    def send(self, documents: Sequence[EmfDocument]) -> None:
+    def send(self, documents: Sequence[T]) -> None:
         body = self._encode(documents)
         if not body:
             return

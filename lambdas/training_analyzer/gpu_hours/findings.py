@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from lambdas.shared.findings import Finding, Kind, Severity
+from lambdas.shared.serving_advice import idle_replicas_advice
+from lambdas.shared.workload_resource import is_serving, workload_resource
 from lambdas.training_analyzer.gpu_hours.attribution import Attribution, HourClass, PodHours
 
 ANALYZER: Final = "gpu"
@@ -19,6 +21,13 @@ HOURS_PER_MONTH: Final = 730
 MIN_IDLE_GPU_HOURS: Final = 1.0
 #: Training findings that say why a job's GPUs waited.
 CAUSES: Final = frozenset({"training_data_bound", "training_straggler"})
+#: The clause every advice about idle GPU-hours ends with.
+PAID: Final = "each idle GPU-hour is paid for as a working one."
+#: The advice to a job no emitter named (a notebook's, a Job's).
+RELEASE: Final = (
+    "Release GPUs a job or notebook does not use (culling idle notebooks, ending finished "
+    f"jobs), or find what it waits on; {PAID}"
+)
 
 
 def _row(
@@ -99,6 +108,19 @@ def _window(start: float | None, hours: float) -> str:
     return f" from {first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC"
 
 
+def idle_advice(job: str, kind: str, *, inferred: bool = True) -> str:
+    """What to do about a workload's GPU-hours held without work: a serving workload's
+    replicas are scaled, a job the emitter named is ended or shrunk, another released."""
+    if is_serving(kind):
+        return f"{idle_replicas_advice(job, kind)} {PAID}"
+    if inferred:
+        return RELEASE
+    return (
+        "Its ranks reported no training steps in these hours: end or shrink the job while it "
+        f"does not train (a finished, hung or waiting job), or find what it waits on; {PAID}"
+    )
+
+
 def held_not_working(
     attribution: Attribution,
     *,
@@ -132,7 +154,7 @@ def held_not_working(
         findings.append(
             Finding(
                 kind=Kind.GPU_HELD_NOT_WORKING,
-                resource=f"namespace/{namespace}/job/{job}",
+                resource=workload_resource(namespace, job, ref.kind),
                 severity=Severity.WARNING if idle >= held / 2 else Severity.INFO,
                 summary=(
                     f"{job} in {namespace} held GPUs for {held:.1f} GPU-hours{when}, "
@@ -166,15 +188,7 @@ def held_not_working(
                         for h in sorted({h for p in pods for h in p.idle_hours})
                     ],
                 },
-                recommendation=(
-                    "Its ranks reported no training steps in these hours: end or shrink the "
-                    "job while it does not train (a finished, hung or waiting job), or find "
-                    "what it waits on; "
-                    if not ref.inferred
-                    else "Release GPUs a job or notebook does not use (culling idle notebooks, "
-                    "ending finished jobs), or find what it waits on; "
-                )
-                + "each idle GPU-hour is paid for as a working one.",
+                recommendation=idle_advice(job, ref.kind, inferred=ref.inferred),
                 estimated_monthly_waste_usd=waste * HOURS_PER_MONTH / window_hours,
                 analyzer=ANALYZER,
                 related=related,

@@ -32,6 +32,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from lambdas.shared.workload_resource import DEPLOYMENT, INFERENCE_SERVICE, RAY_SERVICE
+
 #: k8s.io/apimachinery/pkg/util/rand's alphabet for generated name suffixes.
 _RAND: Final = "[bcdfghjklmnpqrstvwxz2456789]"
 _SUFFIX: Final = f"{_RAND}{{5}}"
@@ -85,7 +87,7 @@ _CRONJOB_MINUTES_FROM: Final = 26_000_000
 _AFTER_CONTROLLER: Final = (
     ("CronJob", re.compile(rf"^\d{{10}}-{_SUFFIX}$")),
     ("Job", re.compile(rf"^\d{{1,5}}-{_SUFFIX}$")),
-    ("Deployment", re.compile(rf"^[4-9bcdf]{{6,10}}-{_SUFFIX}$")),
+    (DEPLOYMENT, re.compile(rf"^[4-9bcdf]{{6,10}}-{_SUFFIX}$")),
     ("Job or DaemonSet", re.compile(rf"^{_SUFFIX}$")),
 )
 
@@ -116,9 +118,6 @@ RAY_CRD_LABEL: Final = "ray.io/originated-from-crd"
 RAY_CR_NAME_LABEL: Final = "ray.io/originated-from-cr-name"
 #: The pod labels ``serving_controller`` reads.
 SERVING_POD_LABELS: Final = (KSERVE_ISVC_LABEL, RAY_CRD_LABEL, RAY_CR_NAME_LABEL)
-INFERENCE_SERVICE: Final = "InferenceService"
-RAY_SERVICE: Final = "RayService"
-DEPLOYMENT: Final = "Deployment"
 
 
 def serving_controller(

@@ -13,14 +13,14 @@ sequences grow (vLLM preempts requests "when KV cache space is insufficient to h
 requests": docs.vllm.ai, Optimization and Tuning), so it is the replica's load.
 """
 
-import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import Final
 
 from lambdas.shared.findings import Finding, Kind, Severity
+from lambdas.shared.serving_advice import autoscaler
 from lambdas.shared.serving_table import ServingRow
 from lambdas.shared.thresholds import (
     LOW_POWER_PERCENT,
@@ -29,29 +29,20 @@ from lambdas.shared.thresholds import (
     SERVING_PREEMPTION_PERCENT,
     SERVING_WAITING_REQUESTS,
 )
+from lambdas.shared.workload_resource import workload_resource
 from lambdas.training_analyzer.gpu_hours.by_workload import WorkloadGpu
 from lambdas.training_analyzer.gpu_hours.findings import ANALYZER, HOURS_PER_MONTH
+from lambdas.training_analyzer.serving.autoscaling import (
+    ScalingDay,
+    WorkloadHour,
+    WorkloadName,
+    replicas_needed,
+    scaling_day,
+)
+from lambdas.training_analyzer.serving.keys import ModelKey, ReplicaKey
 
 #: A month of days, as a month of hours prices a finding (730 h).
 DAYS_PER_MONTH: Final = HOURS_PER_MONTH / 24
-
-
-@dataclass(frozen=True, order=True)
-class ModelKey:
-    """One model of one workload."""
-
-    namespace: str
-    workload: str
-    kind: str
-    model: str
-
-
-@dataclass(frozen=True, order=True)
-class ReplicaKey:
-    """One model on one replica (pod) of a workload."""
-
-    model: ModelKey
-    pod: str
 
 
 @dataclass
@@ -69,6 +60,11 @@ class ServingReads:
     ttft_p99_s: dict[ModelKey, float] = field(default_factory=dict)
     #: The most replicas that served a model of a workload in one hour of the day.
     replicas: dict[ModelKey, int] = field(default_factory=dict)
+    #: The replicas (pods) that sent a model's series in each hour (epoch seconds of its start).
+    hourly_replicas: dict[ModelKey, dict[int, set[str]]] = field(default_factory=dict)
+    #: Each hour's mean KV-cache use (a fraction, as vLLM sends it) and most requests waiting.
+    hourly_kv_cache: dict[ReplicaKey, dict[int, float]] = field(default_factory=dict)
+    hourly_waiting: dict[ReplicaKey, dict[int, float]] = field(default_factory=dict)
 
     def counters(self) -> tuple[dict[ReplicaKey, float], ...]:
         return (self.requests, self.prompt_tokens, self.generation_tokens, self.preemptions)
@@ -161,7 +157,7 @@ class _Workload:
 
     @property
     def resource(self) -> str:
-        return f"namespace/{self.namespace}/{self.kind}/{self.name}"
+        return workload_resource(self.namespace, self.name, self.kind)
 
     @property
     def replica_gpu_hours(self) -> float:
@@ -215,27 +211,110 @@ def _workloads(rows: Iterable[ServingRow]) -> list[_Workload]:
     return found
 
 
-def replicas_needed(replicas: int, kv_percent: float, target_percent: float) -> int:
-    """Replicas that would hold the day's mean KV-cache use at the target, at least one."""
-    return max(1, math.ceil(round(replicas * kv_percent / target_percent, 6)))
-
-
 def serving_findings(
     rows: Iterable[ServingRow],
     *,
     day: date,
     gpu_hour_usd: float,
     thresholds: ServingThresholds = ServingThresholds(),
+    hours: Mapping[WorkloadName, Sequence[WorkloadHour]] | None = None,
 ) -> list[Finding]:
-    """``serving_overprovisioned`` and ``serving_saturated`` per workload of the day's rows."""
+    """One finding at most per workload of the day's rows: ``serving_overprovisioned``, or
+    ``serving_autoscaling`` where its ``hours`` (autoscaling.py ``workload_hours``) were
+    saturated at the peaks and over-provisioned off-peak, or else ``serving_saturated``. A
+    workload's findings are read together: never "add replicas" for a day whose off-peak
+    hours, or one of whose replicas, went unused."""
     findings = []
     for w in _workloads(rows):
-        finding = _overprovisioned(w, day, gpu_hour_usd, thresholds) or _saturated(
-            w, day, gpu_hour_usd, thresholds
+        scaling = scaling_day(
+            (hours or {}).get((w.namespace, w.name, w.kind), ()),
+            waiting_requests=thresholds.waiting_requests,
+            kv_target_percent=thresholds.kv_target_percent,
         )
+        finding = _overprovisioned(w, day, gpu_hour_usd, thresholds)
+        if finding is None and scaling is not None and scaling.calls_for_autoscaling:
+            finding = _autoscaling(w, scaling, day, gpu_hour_usd, thresholds)
+        if finding is None:
+            idle = scaling.idle_while_saturated if scaling is not None else ()
+            finding = _saturated(w, day, gpu_hour_usd, thresholds, idle)
         if finding is not None:
             findings.append(finding)
     return findings
+
+
+def _autoscaling(
+    w: _Workload, s: ScalingDay, day: date, price: float, t: ServingThresholds
+) -> Finding:
+    """Saturated at the peaks and over-provisioned off-peak: priced as the GPU-hours a day
+    that scaling to each hour's need would free, and what the peaks' missing replicas cost."""
+    # A replica's GPUs, from the attribution's GPU-hours over the replica-hours the series
+    # showed (0 where its GPUs' series were not read: the dollars are then unknown).
+    gpus = w.gpu_hours / s.held_replica_hours if s.held_replica_hours else 0.0
+    month = gpus * price * DAYS_PER_MONTH
+    saved = s.spare_replica_hours * gpus
+    # The spare hours of replicas that served nothing are the idle GPU finding's to price
+    # (gpu_held_not_working, on the same resource): only the rest is this finding's waste.
+    unpriced = (s.spare_replica_hours - s.spare_idle_replica_hours) * month
+    on = f"{w.name} ({w.kind}) in {w.namespace} on {day}"
+    idle = ""
+    if s.idle_while_saturated:
+        n = len(s.idle_while_saturated)
+        idle = (
+            f"; {n} of its replicas served nothing in {s.idle_while_saturated_hours} "
+            "replica-hours while requests waited at the others"
+        )
+    summary = (
+        f"{on} held up to {w.replicas} replicas while its hours needed {s.fewest} to "
+        f"{s.most}: saturated in {s.saturated_hours} hour{'s' if s.saturated_hours != 1 else ''}"
+        f" (up to {s.max_waiting:.0f} requests waiting at a replica), "
+        f"{s.spare_replica_hours} replica-hours more than needed in {s.spare_hours} other "
+        f"hour{'s' if s.spare_hours != 1 else ''}{idle}"
+    )
+    route = _route(s.idle_while_saturated)
+    priced = (
+        f"at the day's load that frees {saved:.0f} GPU-hours a day off-peak (about "
+        f"${s.spare_replica_hours * month:,.0f} a month) and gives its saturated hours the "
+        f"{s.lacking_replica_hours} replica-hours they lacked (about "
+        f"${s.lacking_replica_hours * month:,.0f} a month)"
+        if gpus > 0
+        else "its dollars unknown: no GPU-hours were attributed to its replicas"
+    )
+    return Finding(
+        kind=Kind.SERVING_AUTOSCALING,
+        resource=w.resource,
+        severity=Severity.WARNING,
+        summary=summary,
+        evidence={
+            **w.evidence(day, price),
+            "kv_target_percent": t.kv_target_percent,
+            "waiting_requests_line": t.waiting_requests,
+            "replicas_needed_by_hour": {
+                datetime.fromtimestamp(h, UTC).strftime("%H:00"): n
+                for h, n in sorted(s.needed.items())
+            },
+            "replicas_needed_fewest": s.fewest,
+            "replicas_needed_most": s.most,
+            "saturated_hours": s.saturated_hours,
+            "spare_hours": s.spare_hours,
+            "spare_replica_hours": s.spare_replica_hours,
+            "spare_idle_replica_hours": s.spare_idle_replica_hours,
+            "lacking_replica_hours": s.lacking_replica_hours,
+            "idle_while_saturated": list(s.idle_while_saturated),
+            "idle_while_saturated_replica_hours": s.idle_while_saturated_hours,
+            "gpus_per_replica": round(gpus, 3),
+            "gpu_hours_saved_per_day": round(saved, 3),
+            "monthly_saving_usd": round(s.spare_replica_hours * month, 2),
+            "monthly_cost_of_peak_replicas_usd": round(s.lacking_replica_hours * month, 2),
+        },
+        recommendation=(
+            f"{route}Autoscale {w.name} between {s.fewest} and {s.most} replicas with "
+            f"{autoscaler(w.kind)} rather than a fixed count: {priced}. Adding replicas "
+            "would pay for them off-peak too; removing one would deepen the peaks' queue."
+        ),
+        estimated_monthly_waste_usd=unpriced if unpriced > 0 else None,
+        analyzer=ANALYZER,
+        related=(f"{Kind.GPU_HELD_NOT_WORKING} {w.resource}",) if s.idle_while_saturated else (),
+    )
 
 
 def _overprovisioned(w: _Workload, day: date, price: float, t: ServingThresholds) -> Finding | None:
@@ -291,8 +370,21 @@ def _overprovisioned(w: _Workload, day: date, price: float, t: ServingThresholds
     )
 
 
-def _saturated(w: _Workload, day: date, price: float, t: ServingThresholds) -> Finding | None:
-    """Requests waiting over the line, or preempted over the share of requests."""
+def _route(idle: Sequence[str]) -> str:
+    """The first thing to do where replicas served nothing while the others queued."""
+    if not idle:
+        return ""
+    return (
+        f"First find why {', '.join(idle)} got no requests while the others queued (its "
+        "readiness, the router's or Service's endpoints): it is paid for. "
+    )
+
+
+def _saturated(
+    w: _Workload, day: date, price: float, t: ServingThresholds, idle: Sequence[str] = ()
+) -> Finding | None:
+    """Requests waiting over the line, or preempted over the share of requests; ``idle``: its
+    replicas that served nothing while requests waited at the others, named first."""
     preempted = 100 * w.preemptions / w.requests if w.requests > 0 else 0.0
     waited = w.max_waiting is not None and w.max_waiting > t.waiting_requests
     if not waited and preempted < t.preemption_percent:
@@ -330,7 +422,8 @@ def _saturated(w: _Workload, day: date, price: float, t: ServingThresholds) -> F
             "monthly_cost_of_added_usd": round(monthly, 2),
         },
         recommendation=(
-            f"Add {add} replica{'s' if add > 1 else ''} ({cost}), or give each replica more KV "
+            f"{_route(idle)}{'Then add' if idle else 'Add'} {add} replica{'s' if add > 1 else ''}"
+            f" ({cost}), or give each replica more KV "
             "cache: vLLM's own advice "
             "for frequent preemptions is a larger gpu_memory_utilization, a smaller "
             "max_num_seqs or max_num_batched_tokens, or a larger tensor_parallel_size "

@@ -1,9 +1,10 @@
 """A day of the inference servers' own series, read with PromQL (OTel Container Insights mode):
 one query per signal for the whole cluster, each server's row of the signal
 (agent contract/serving.py) joined with ``or``, grouped by replica, built by the serving
-builders the alarms use (lambdas/shared/serving_queries.py). Eight requests a day, whatever the
-number of models; a signal's query may return at most ``MAX_SERIES`` replicas
-(lambdas/shared/promql.py raises past it rather than read part of the cluster).
+builders the alarms use (lambdas/shared/serving_queries.py). Ten queries a day (the last three
+range queries over its hours), whatever the number of models; a signal's query may return at
+most ``MAX_SERIES`` replicas (lambdas/shared/promql.py raises past it rather than read part of
+the cluster).
 
 A replica's series name its workload as the GPU-hour attribution names its pods
 (gpu_hours/otel.py ``pod_controller``: a KServe InferenceService's or a RayService's pod labels,
@@ -15,7 +16,9 @@ container-insights-eks-otel-vllm.html): where it does not, a KServe pod counts a
 
 Counters are read as ``rate`` over the whole day times the day (PromQL's ``increase``, which the
 builders do not write); gauges as the day's mean (KV cache) or most (waiting) per replica; time
-to first token as the day's p99 per model of a workload, across its replicas.
+to first token as the day's p99 per model of a workload, across its replicas. The KV cache and
+the queue are read hour by hour too, each hour's mean and most per replica, for the autoscaling
+rule (serving/autoscaling.py).
 """
 
 import math
@@ -30,12 +33,13 @@ from gpu_insights_agent.contract.serving import (
     servers_with,
 )
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
-from lambdas.shared.exporter_promql import hourly, read_hours
+from lambdas.shared.exporter_promql import HOUR, hourly, read_hours
 from lambdas.shared.promql import PromQLClient, Series, quote_label
 from lambdas.shared.serving_queries import gauge, per_second, quantile, selector
 from lambdas.training_analyzer.gpu_hours.otel import pod_controller
 from lambdas.training_analyzer.gpu_hours.workloads import SERVING_POD_LABELS, infer_job
-from lambdas.training_analyzer.serving.analysis import ModelKey, ReplicaKey, ServingReads
+from lambdas.training_analyzer.serving.analysis import ServingReads
+from lambdas.training_analyzer.serving.keys import ModelKey, ReplicaKey
 
 DAY_S: Final = 86_400
 #: The labels that name the model, in the table's order of servers.
@@ -83,11 +87,12 @@ class ServingQueries:
             ]
         )  # fmt: skip
 
-    def gauge(self, signal: Signal, over_time: str) -> str:
+    def gauge(self, signal: Signal, over_time: str, range_s: int | None = None) -> str:
+        """Each replica's gauge ``over_time`` the day, or over ``range_s`` (an hour)."""
         return _either(
             [
                 gauge(m, self.cluster, replica_keys(m, self.labels), over_time,
-                      labels=self.labels, range_s=self.day_s)
+                      labels=self.labels, range_s=range_s or self.day_s)
                 for m in servers_with(signal)
             ]
         )  # fmt: skip
@@ -176,4 +181,25 @@ def read_serving(
             for hour in hourly(s):
                 serving[key][hour].add(s.labels.get(labels.pod, ""))
     reads.replicas = {k: max(len(p) for p in hours.values()) for k, hours in serving.items()}
+    reads.hourly_replicas = {k: dict(hours) for k, hours in serving.items()}
+    # Each hour's KV-cache mean and most requests waiting per replica: the day read hour by
+    # hour for the autoscaling rule (analysis/autoscaling.py).
+    reads.hourly_kv_cache = _per_replica_hourly(
+        read_hours(promql, q.gauge(Signal.KV_CACHE, "avg_over_time", HOUR), start, end), labels
+    )
+    reads.hourly_waiting = _per_replica_hourly(
+        read_hours(promql, q.gauge(Signal.WAITING, "max_over_time", HOUR), start, end), labels
+    )
     return reads
+
+
+def _per_replica_hourly(
+    series: Sequence[Series], labels: DcgmLabels
+) -> dict[ReplicaKey, dict[int, float]]:
+    found: dict[ReplicaKey, dict[int, float]] = {}
+    for s in series:
+        key = model_key(s.labels, labels)
+        if key is not None:
+            readings = {h: v for h, v in hourly(s).items() if not math.isnan(v)}
+            found.setdefault(ReplicaKey(key, s.labels.get(labels.pod, "")), {}).update(readings)
+    return found

@@ -1,8 +1,8 @@
 """One day of serving inside the training analyzer's run: read the servers' series, price
 them with the day's GPU-hour attribution (its ``workloads``, already computed: not read twice),
 find, and each model's drift from its own past (drift/). OTel mode only: Classic Container
-Insights drops the servers' histograms and this project
-collects no serving series there, so a Classic run has no serving day (docs/analyzers.md)."""
+Insights drops the servers' histograms and this project collects no serving series there, so a
+Classic run has no serving day (docs/analyzers.md)."""
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,6 +20,7 @@ from lambdas.training_analyzer.serving.analysis import (
     serving_findings,
     serving_rows,
 )
+from lambdas.training_analyzer.serving.autoscaling import workload_hours
 from lambdas.training_analyzer.serving.drift import drift_findings
 from lambdas.training_analyzer.serving.drift.promql import read_drift
 from lambdas.training_analyzer.serving.promql import read_serving
@@ -55,8 +56,9 @@ def analyze_serving(
         return run
     run.read = True
     run.rows = serving_rows(reads, workloads, gpu_hour_usd)
+    hours = workload_hours(reads.hourly_replicas, reads.hourly_kv_cache, reads.hourly_waiting)
     run.findings += serving_findings(
-        run.rows, day=day, gpu_hour_usd=gpu_hour_usd, thresholds=thresholds
+        run.rows, day=day, gpu_hour_usd=gpu_hour_usd, thresholds=thresholds, hours=hours
     )
     try:
         drift = read_drift(promql, cluster, start=start)

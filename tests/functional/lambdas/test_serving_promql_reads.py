@@ -24,7 +24,7 @@ from gpu_insights_agent.contract.serving import HistogramForm, Signal
 from lambdas.shared.dcgm import DCGM_POWER, DCGM_UTIL
 from lambdas.shared.promql import PromQLClient
 from lambdas.training_analyzer.gpu_hours.otel import read_holds
-from lambdas.training_analyzer.serving.analysis import ModelKey
+from lambdas.training_analyzer.serving.keys import ModelKey
 from lambdas.training_analyzer.serving.promql import ServingQueries, read_serving
 from tests.prometheus import Sample, legacy_labels, serve, write_openmetrics
 
@@ -121,6 +121,23 @@ def test_a_days_serving_per_model_of_a_workload(engine: PromQLClient) -> None:
     assert {k: round(v, 5) for k, v in reads.ttft_p99_s.items()} == {CODE: 3.75}
     # Three replicas in the window, at most two in one hour.
     assert reads.replicas == {CODE: 2, CHAT: 1}
+    # Hour by hour (the autoscaling rule's reads): who sent series, the KV cache's mean and
+    # the most waiting per replica; C and B send no KV-cache gauge, so their hours are unsized.
+    first, second = START, START + 3600
+    sent = {k.model: {h: sorted(p) for h, p in v.items()} for k, v in reads.hourly_replicas.items()}
+    assert sent == {
+        CODE.model: {first: sorted([A[LABELS.pod], C[LABELS.pod]]),
+                     second: sorted([A[LABELS.pod], B[LABELS.pod]])},
+        CHAT.model: {first: [D[LABELS.pod]], second: [D[LABELS.pod]]},
+    }  # fmt: skip
+    assert {(k.model.model, k.pod): v for k, v in reads.hourly_kv_cache.items()} == {
+        (CODE.model, A[LABELS.pod]): {first: pytest.approx(0.3), second: pytest.approx(0.3)},
+        (CHAT.model, D[LABELS.pod]): {first: pytest.approx(0.1), second: pytest.approx(0.1)},
+    }
+    assert {(k.model.model, k.pod): v for k, v in reads.hourly_waiting.items()} == {
+        (CODE.model, A[LABELS.pod]): {first: 7.0, second: 7.0},
+        (CHAT.model, D[LABELS.pod]): {first: 0.0, second: 0.0},
+    }
 
 
 def test_one_query_per_signal_for_the_whole_cluster() -> None:

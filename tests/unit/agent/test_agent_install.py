@@ -1,7 +1,8 @@
-"""The agent installs alone and light: what ``gpu_insights_agent.emitter.training`` imports is
-the standard library and the agent's own packages, the agent's distribution needs nothing else,
-and vermin finds nothing in those modules that needs a newer Python than training images have.
-(`make test-old-python` installs agent/ alone into Python 3.9 and runs the emitter's tests.)"""
+"""The agent installs alone and light: what ``gpu_insights_agent.emitter.training`` (training
+images) and ``gpu_insights_agent.quality.recorder`` (serving images) import is the standard
+library and the agent's own packages, the agent's distribution needs nothing else, and vermin
+finds nothing in those modules that needs a newer Python than those images have.
+(`make test-old-python` installs agent/ alone into Python 3.9 and runs both senders' tests.)"""
 
 import shutil
 import subprocess
@@ -19,16 +20,16 @@ MINIMUM = "3.9"
 FLAGS = ("--feature", "union-types", "--eval-annotations")
 
 
-def emitter_modules() -> list[str]:
-    """Every module ``import gpu_insights_agent.emitter.training`` loads, found in a fresh
-    interpreter without site-packages (``-S``) that sees agent/ alone, as a training image."""
+#: The modules a user's image imports: the training emitter, the serving quality proxy.
+EMITTER = "gpu_insights_agent.emitter.training"
+QUALITY = "gpu_insights_agent.quality.recorder"
+
+
+def emitter_modules(entry: str = EMITTER) -> list[str]:
+    """Every module ``import <entry>`` loads, found in a fresh interpreter without
+    site-packages (``-S``) that sees agent/ alone, as a training or serving image."""
     loaded = subprocess.run(
-        [
-            sys.executable,
-            "-S",
-            "-c",
-            "import sys, gpu_insights_agent.emitter.training; print(*sorted(sys.modules))",
-        ],
+        [sys.executable, "-S", "-c", f"import sys, {entry}; print(*sorted(sys.modules))"],
         cwd=AGENT,
         check=True,
         capture_output=True,
@@ -55,6 +56,19 @@ def test_the_emitter_imports_the_standard_library_and_the_agent_only() -> None:
         "gpu_insights_agent.otlp.http_sink",
         "gpu_insights_agent.otlp.json_encoding",
     ]
+
+
+def test_the_quality_proxy_imports_the_standard_library_and_the_agent_only() -> None:
+    """A serving image gets the sender, the serving contract and the emitter's OTLP path, and
+    neither the exporter nor the training loop."""
+    quality, emitter = set(emitter_modules(QUALITY)), set(emitter_modules(EMITTER))
+    assert quality - emitter == {
+        "gpu_insights_agent.contract.serving",
+        "gpu_insights_agent.quality",
+        "gpu_insights_agent.quality.histogram",
+        "gpu_insights_agent.quality.recorder",
+    }
+    assert emitter - quality == {EMITTER}
 
 
 def test_the_agent_installs_alone_with_no_dependencies_and_the_exporter_as_an_extra() -> None:
@@ -87,28 +101,29 @@ def test_ruff_holds_every_module_the_emitter_loads_to_python_3_9() -> None:
     targets = root["tool"]["ruff"]["per-file-target-version"]
     py39 = [pattern for pattern, version in targets.items() if version == "py39"]
     unheld = []
-    for path in emitter_files():
+    for path in emitter_files(EMITTER) + emitter_files(QUALITY):
         relative = str(Path(path).relative_to(ROOT))
         if Path(path).stat().st_size and not any(fnmatch(relative, p) for p in py39):
             unheld.append(relative)
     assert unheld == []
 
 
-def emitter_files() -> list[str]:
+def emitter_files(entry: str = EMITTER) -> list[str]:
     """The file of each module ``emitter_modules`` names."""
     files = []
-    for module in emitter_modules():
+    for module in emitter_modules(entry):
         path = AGENT.joinpath(*module.split("."))
         files.append(str(path / "__init__.py" if path.is_dir() else path.with_suffix(".py")))
     return files
 
 
-def test_vermin_finds_the_emitter_runs_on_python_3_9() -> None:
+@pytest.mark.parametrize("entry", [EMITTER, QUALITY])
+def test_vermin_finds_the_emitter_runs_on_python_3_9(entry: str) -> None:
     """vermin (https://github.com/netromdk/vermin) reads each file's syntax and library use."""
     vermin = shutil.which("vermin", path=str(Path(sys.executable).parent)) or shutil.which("vermin")
     if vermin is None:
         pytest.fail("vermin is not installed: pip install -e '.[dev]'")
-    files = emitter_files()
+    files = emitter_files(entry)
     result = subprocess.run(
         [vermin, f"-t={MINIMUM}-", "--no-tips", "--violations", *FLAGS, *files],
         capture_output=True,

@@ -36,6 +36,7 @@ from gpu_insights_agent.contract.serving import (
     Signal,
     serving_metric,
 )
+from gpu_insights_agent.quality.histogram import DEFAULT_BOUNDS
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
 from lambdas.shared.exporter_promql import EDGE, HOUR, hourly
 from lambdas.shared.promql import PromQLClient, Series, quote_label, quote_string
@@ -56,14 +57,19 @@ INF: Final = "+Inf"
 #: Bounds a native histogram's counts are read under: token counts from 1 to 2^17 (131,072,
 #: past any context window served today)...
 NATIVE_LENGTH_BOUNDS: Final = tuple(2.0**e for e in range(18))
-#: ... and a quality proxy from -256 to 256 (a score, a log-probability, a thumbs-up as 1/0).
-NATIVE_QUALITY_BOUNDS: Final = (
-    *(-(2.0**e) for e in range(8, -9, -1)),
-    0.0,
-    *(2.0**e for e in range(-8, 9)),
+#: ... and a quality proxy: the sender's default bounds (tenths from 0.1 to 1: the agent's
+#: quality/histogram.py ``DEFAULT_BOUNDS``) and powers of two from -256 to 256 around them (a
+#: score on another scale, a log-probability).
+NATIVE_QUALITY_BOUNDS: Final = tuple(
+    sorted(
+        {
+            *DEFAULT_BOUNDS,
+            *(-(2.0**e) for e in range(-8, 9)),
+            0.0,
+            *(2.0**e for e in range(-8, 9)),
+        }
+    )
 )
-_LENGTHS: Final = {Signal.PROMPT_LENGTH: DriftSignal.PROMPT_LENGTH,
-                   Signal.GENERATION_LENGTH: DriftSignal.GENERATION_LENGTH}  # fmt: skip
 
 
 def _tag(expr: str, value: str) -> str:

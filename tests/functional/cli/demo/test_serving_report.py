@@ -1,12 +1,12 @@
 """`gpu-insights demo --mode otel`'s serving run (``run_demo(..., serving=True)``): the week with
 the inference replicas (cli/demo/serving.py: a 3-replica vLLM Deployment, one replica idle all
-week, saturated on ``SATURATED_DAY``; a 1-replica KServe InferenceService) read through the
-real analyzer and report, priced at the demo's $6.88 a GPU-hour (H100's,
-lambdas/training_analyzer/gpu_prices.py; a month is 30.4167 days).
+week, saturated in the working hours of ``SATURATED_DAY``; a 1-replica KServe
+InferenceService) read through the real analyzer and report, priced at the demo's $6.88 a
+GPU-hour (H100's, lambdas/training_analyzer/gpu_prices.py; a month is 30.4167 days).
 
 Hand figures: each replica holds its A10G all week, 168 GPU-hours: the Deployment 504
-($3,467.52), the InferenceService 168 ($1,155.84). A replica's day is 24 GPU-hours, so the
-saturated day's 2 more replicas cost 2 x 24 x 6.88 x 30.4167 = $10,044.80 a month, and the idle
+($3,467.52), the InferenceService 168 ($1,155.84). The saturated day's 15 night hours held 2
+replicas more than they needed, 30 GPU-hours: 30 x 6.88 x 30.4167 = $6,278.00 a month; the idle
 replica's 24 idle GPU-hours a day $5,022.40 a month."""
 
 import csv
@@ -70,7 +70,7 @@ def test_each_model_is_priced_per_million_output_tokens_from_its_replicas_gpu_ho
         assert 1.0 < price < 10.0
     # The figures README.md and docs/demo.md quote.
     assert (vllm["usd_per_million_output_tokens"], kserve["usd_per_million_output_tokens"]) == (
-        3.4547,
+        4.1506,
         3.0107,
     )
     assert serving["missing_days"] == []
@@ -81,23 +81,34 @@ def test_each_model_is_priced_per_million_output_tokens_from_its_replicas_gpu_ho
 def test_the_saturated_day_and_the_idle_replica_are_found_with_their_dollars(
     served: tuple[DemoResult, dict[str, Any]],
 ) -> None:
+    """The Deployment's findings agree: its saturated working hours and spare night are one
+    autoscaling finding (no "add replicas" beside its idle replica), and the idle replica's
+    held GPU is found on the Deployment, named as the serving findings name it."""
     result, report = served
-    (saturated,) = report["serving"]["findings"]
+    resource = f"namespace/{NAMESPACE}/Deployment/{VLLM.deployment}"
+    (autoscaling,) = report["serving"]["findings"]
     day = datetime.fromtimestamp(THIS_WEEK.start + SATURATED_DAY * 86_400, UTC).date()
-    assert saturated["kind"] == "serving_saturated"
-    assert saturated["resource"] == f"namespace/{NAMESPACE}/Deployment/{VLLM.deployment}"
-    assert f"saturated on {day}: up to 30 requests waiting" in saturated["summary"]
-    assert saturated["recommendation"].startswith("Add 2 replicas (about $10,045 a month")
-    # The idle replica: its Deployment's GPUs held and a third of them idle, each day.
+    assert autoscaling["kind"] == "serving_autoscaling"
+    assert autoscaling["resource"] == resource
+    assert (
+        f"on {day} held up to 3 replicas while its hours needed 1 to 5: saturated in 9 hours "
+        "(up to 30 requests waiting" in autoscaling["summary"]
+    )
+    advice = autoscaling["recommendation"]
+    assert "frees 30 GPU-hours a day off-peak (about $6,278 a month)" in advice
     findings = [
         json.loads(line)
         for line in (result.out_dir / "training-findings.jsonl").read_text().splitlines()
     ]
+    assert not [f for f in findings if f["kind"] == "serving_saturated"]
+    # The idle replica: its Deployment's GPUs held and a third of them idle, each day.
     idle = [f for f in findings if f["kind"] == "gpu_held_not_working"
-            and f["resource"] == f"namespace/{NAMESPACE}/job/{VLLM.deployment}"]  # fmt: skip
+            and f["resource"] == resource]  # fmt: skip
     assert idle, "the idle replica's held GPU is not found"
+    assert not [f for f in findings if f["resource"].endswith(f"/job/{VLLM.deployment}")]
     assert all(f["estimated_monthly_waste_usd"] == pytest.approx(5022.40) for f in idle)
     assert all("24.0 of them without work ($165.12)" in f["summary"] for f in idle)
+    assert all("notebook" not in f["recommendation"] for f in idle)
 
 
 def test_the_serving_section_and_csv_are_written(

@@ -5,12 +5,7 @@ https://opentelemetry.io/docs/specs/otlp/ "OTLP/HTTP"). The values are the EMF p
 (test_training.py runs its tests over both encodings); here: the wire, the labels, the choice of
 endpoint and the guarantee that no step ever waits for it."""
 
-import socket
-import threading
 import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 
@@ -18,48 +13,7 @@ from gpu_insights_agent.contract.metrics import OTLP_ENDPOINT_ENV
 from gpu_insights_agent.emitter.training import TrainingMetrics, TrainingMetricsError
 from gpu_insights_agent.otlp.http_sink import OtlpJsonSink
 from tests.unit.agent.exporter.nvml_trace import Clock
-from tests.unit.agent.otlp.otlp_json import Row, parse, rows
-
-
-class Endpoint:
-    """An OTLP/HTTP metrics endpoint on a free local port; answers ``status``."""
-
-    def __init__(self) -> None:
-        self.bodies: list[bytes] = []
-        self.headers: list[tuple[str, str]] = []
-        self.status = 200
-        endpoint = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                endpoint.headers.append((self.path, self.headers["Content-Type"]))
-                if endpoint.status == 200:
-                    endpoint.bodies.append(body)
-                self.send_response(endpoint.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"{}")
-
-            def log_message(self, *_: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1/metrics"
-
-    def rows(self) -> list[Row]:
-        return [row for body in self.bodies for row in rows(parse(body))]
-
-
-@pytest.fixture
-def endpoint() -> Iterator[Endpoint]:
-    e = Endpoint()
-    thread = threading.Thread(target=e.server.serve_forever, daemon=True)
-    thread.start()
-    yield e
-    e.server.shutdown()
-    e.server.server_close()
+from tests.unit.agent.otlp.otlp_endpoint import Endpoint, silent_endpoint
 
 
 def _steps(metrics: TrainingMetrics, clock: Clock, n: int) -> None:
@@ -142,9 +96,7 @@ def test_a_refusing_endpoint_costs_counted_documents_never_a_step(endpoint: Endp
 def test_an_endpoint_that_accepts_and_never_answers_never_delays_a_step() -> None:
     """A listener that takes the connection and never reads nor answers: the sender thread waits
     out its timeout; the loop never does."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1/metrics"
-    try:
+    with silent_endpoint() as url:
         metrics = TrainingMetrics(
             job_name="j", cluster_name="c", otlp_endpoint=url, flush_s=0.001, close_timeout_s=0
         )
@@ -157,5 +109,3 @@ def test_an_endpoint_that_accepts_and_never_answers_never_delays_a_step() -> Non
         metrics.close(succeeded=True)
         assert worst < 0.1
         assert metrics.emitted == 0
-    finally:
-        listener.close()

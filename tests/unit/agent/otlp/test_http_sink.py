@@ -53,7 +53,7 @@ def test_an_answer_of_any_size_costs_the_sender_a_bounded_read(endpoint: _Endpoi
     """A 300 MB answer took the emitter from 22 to 622 MiB: it read the body whole. It reads
     at most MAX_ANSWER_BYTES of it now (an OTLP answer is a count and a message)."""
     endpoint.answer = b" " * (32 * 1024 * 1024)
-    sink = OtlpJsonSink(endpoint.url, lambda _: BODY, timeout_s=5.0)
+    sink: OtlpJsonSink[object] = OtlpJsonSink(endpoint.url, lambda _: BODY, timeout_s=5.0)
     tracemalloc.start()
     try:
         sink.send([{}])
@@ -65,7 +65,7 @@ def test_an_answer_of_any_size_costs_the_sender_a_bounded_read(endpoint: _Endpoi
 
 def test_a_partial_success_within_the_bound_is_still_counted(endpoint: _Endpoint) -> None:
     endpoint.answer = b'{"partialSuccess":{"rejectedDataPoints":"3","errorMessage":"x"}}'
-    sink = OtlpJsonSink(endpoint.url, lambda _: BODY)
+    sink: OtlpJsonSink[object] = OtlpJsonSink(endpoint.url, lambda _: BODY)
     sink.send([{}])
     assert sink.rejected == 3
 
@@ -78,5 +78,5 @@ def test_a_status_otlp_says_not_to_retry_is_refused_for_good(
     be retried" (OTLP/HTTP "Failures")."""
     endpoint.status = status
     with pytest.raises(SinkError, match=f"HTTP {status}") as e:
-        OtlpJsonSink(endpoint.url, lambda _: BODY).send([{}])
+        OtlpJsonSink[object](endpoint.url, lambda _: BODY).send([{}])
     assert isinstance(e.value, SinkRefusedError) == for_good

@@ -35,6 +35,8 @@ def test_every_line_item_of_the_month_names_its_price_and_source(
     for name in (
         "Exporter custom metrics",
         "Exporter EMF log ingestion",
+        "Training emitter custom metrics",
+        "Training emitter EMF log ingestion",
         "Container Insights enhanced observability",
         "Container logs ingestion",
         "Metrics Insights alarms",
@@ -49,10 +51,10 @@ def test_every_line_item_of_the_month_names_its_price_and_source(
         "S3 request metrics",
     ):
         assert name in out
-    # 19 line items (no Step Functions below the fleet thresholds), each with its price's date.
+    # 21 line items (no Step Functions below the fleet thresholds), each with its price's date.
     rows = [line for line in out.splitlines() if line.startswith("$")]
-    assert len(rows) == 19 + 1  # and the total
-    assert out.count(f"read {READ}") == 19
+    assert len(rows) == 21 + 1  # and the total
+    assert out.count(f"read {READ}") == 21
     assert "https://aws.amazon.com/cloudwatch/pricing/" in out
     assert "https://aws.amazon.com/lambda/pricing/" in out
 
@@ -102,7 +104,7 @@ def test_otel_mode_prices_the_add_ons_gpu_series_by_its_preview(
     assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(392.88)
     total = sum(float(str(i["usd"])) for i in items.values())
     # Classic's total less its observations, plus the two serving dashboards at $3.
-    assert total == pytest.approx(730.95 - 52.98 + 2 * 3.0, abs=0.02)
+    assert total == pytest.approx(920.09 - 52.98 + 2 * 3.0, abs=0.02)
 
 
 def test_otel_mode_prices_the_analyzer_s_promql_at_the_preview_s_nothing(
@@ -181,6 +183,42 @@ def test_the_emitter_over_otlp_is_billed_by_its_bytes_in_the_same_table(
     assert emitter["price"] == items["Exporter OTLP metrics ingestion"]["price"]
     emf = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf")
     assert "Training emitter OTLP metrics ingestion" not in emf
+
+
+def test_the_emitter_over_emf_is_priced_as_custom_metrics_and_log_lines(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """exporter_sink=emf (Classic's): each job's series are custom metrics in
+    GpuInsights/Training, taking the price tiers after the exporter's, and every rank's window
+    is a log line; --jobs 0 prices none of it."""
+    items = _items(capsys, *CLASSIC)
+    metrics = items["Training emitter custom metrics (GpuInsights/Training)"]
+    # 40 jobs x 14 metrics at $0.30: the exporter's 1,309.6 leave them in the first tier.
+    assert metrics["quantity"] == 40 * 14
+    assert metrics["usd"] == pytest.approx(168.00)
+    logs = items["Training emitter EMF log ingestion"]
+    # 320 ranks x 3,017 bytes x 43,800 minute windows: 42.3 GB at $0.50.
+    assert logs["quantity"] == pytest.approx(320 * 3017 * 43_800 / 1e9)
+    assert logs["usd"] == pytest.approx(21.14, abs=0.01)
+    # Past the first tier: 10,000 exporter-and-emitter metrics at $0.30, the rest at $0.10.
+    big = _items(capsys, "--nodes", "2000", "--gpus-per-node", "8", "--jobs", "2000", *CLASSIC)
+    exporter = float(str(big["Exporter custom metrics (GpuInsights)"]["quantity"]))
+    emitter = big["Training emitter custom metrics (GpuInsights/Training)"]
+    assert exporter > 10_000
+    assert emitter["usd"] == pytest.approx(2000 * 14 * 0.10)
+    none = _items(capsys, "--jobs", "0", *CLASSIC)
+    assert not any(name.startswith("Training emitter") for name in none)
+
+
+def test_the_emitter_s_emf_figures_are_measured() -> None:
+    """TRAINING_EMF_BYTES_PER_FLUSH and TRAINING_EMF_METRICS_PER_JOB are what
+    benchmarks/training_emitter.py measures of a rank's window through the real EMF encoder."""
+    from benchmarks.training_emitter import emf_window
+    from cli.cost.exporter import TRAINING_EMF_BYTES_PER_FLUSH, TRAINING_EMF_METRICS_PER_JOB
+
+    window = emf_window()
+    assert window["emf_bytes_per_flush"] == pytest.approx(TRAINING_EMF_BYTES_PER_FLUSH, rel=0.02)
+    assert window["emf_series_per_job"] == TRAINING_EMF_METRICS_PER_JOB
 
 
 def test_the_bytes_a_datapoint_is_billed_are_measured() -> None:

@@ -176,3 +176,62 @@ def test_gpu_hours_no_pod_held_are_counted_by_node_for_the_idle_capacity_action(
         "83.0 GPU-hours of the week no pod held, on 2 node(s): n2 80.0, n1 3.0"
     )
     assert action["what_to_do"].startswith("Scale down or consolidate the GPU nodes")
+
+
+#: A vLLM production-stack Deployment's replicas (cli/demo/realistic/serving.py): the
+#: ReplicaSet names its pods ``<deployment>-<pod-template-hash>-<5>``.
+DEPLOYMENT = "vllm-llama3-8b-deployment-vllm"
+REPLICAS = [f"{DEPLOYMENT}-7c9b4d6f8-{s}" for s in ("x2v9k", "q8hzt", "b5wlm")]
+
+
+def _serving_day(kind: str | None) -> object:
+    """Three replicas of a Deployment for 10 hours; the third at 8% of its power limit (its
+    model loaded, no request routed to it). ``kind``: the controller's kind as the pods' labels
+    name it (OTel mode), or None where only its name is known (Classic's PodName)."""
+    hours = [h * 3600 + H for h in range(10)]
+    gpu_hours = [
+        GpuHour(gpu=G[i], hour=h, power_utilization=8.0 if i == 2 else 75.0, in_use=True)
+        for i in range(3)
+        for h in hours
+    ]
+    holds = [
+        Hold(gpu=G[i], hour=h, namespace="inference", pod=pod, share=1, controller=DEPLOYMENT,
+             controller_kind=kind)
+        for i, pod in enumerate(REPLICAS)
+        for h in hours
+    ]  # fmt: skip
+    return attribute(gpu_hours, holds)
+
+
+@pytest.mark.parametrize("kind", ["Deployment", None])
+def test_a_deployments_idle_replica_names_the_deployment_with_serving_advice(
+    kind: str | None,
+) -> None:
+    day = _serving_day(kind)
+    (finding,) = held_not_working(
+        day,  # type: ignore[arg-type]
+        gpu_hour_usd=6.88,
+        window_hours=24,
+        window_start=H - H % 86_400,
+    )
+    assert finding.resource == f"namespace/inference/Deployment/{DEPLOYMENT}"
+    assert finding.evidence["not_working_gpu_hours"] == 10.0
+    assert finding.evidence["pods"] == sorted(REPLICAS)
+    advice = finding.recommendation
+    assert advice.startswith(
+        f"Its replicas held GPUs without serving in these hours: scale {DEPLOYMENT} "
+    )
+    for said in ("vllm:num_requests_waiting", "KEDA"):
+        assert said in advice
+    for unsaid in ("notebook", "finished"):
+        assert unsaid not in advice
+    # The week's action names the same resource, with the same advice, and without the
+    # finding (a week whose findings were not read) the serving advice still.
+    waste = week_waste({"2025-11-24": day_table(day, 6.88)}, gpu_hour_usd=6.88)  # type: ignore[arg-type]
+    found = {"kind": finding.kind, "resource": finding.resource, "summary": finding.summary,
+             "recommendation": advice}  # fmt: skip
+    (action,) = week_actions(waste, [], [found])
+    assert action["finding"] == f"gpu_held_not_working namespace/inference/Deployment/{DEPLOYMENT}"
+    assert action["usd"] == pytest.approx(68.8)
+    (bare,) = week_actions(waste, [], [])
+    assert bare["what_to_do"] == advice

@@ -11,13 +11,12 @@ from lambdas.shared.findings import Kind, Severity
 from lambdas.shared.serving_table import ServingRow
 from lambdas.training_analyzer.gpu_hours.by_workload import WorkloadGpu
 from lambdas.training_analyzer.serving.analysis import (
-    ModelKey,
-    ReplicaKey,
     ServingReads,
-    replicas_needed,
     serving_findings,
     serving_rows,
 )
+from lambdas.training_analyzer.serving.autoscaling import replicas_needed
+from lambdas.training_analyzer.serving.keys import ModelKey, ReplicaKey
 
 DAY = date(2026, 11, 30)
 PRICE = 6.88
