@@ -1,7 +1,8 @@
 """The node slowing a job, found in minutes: a 64-GPU job on 8 nodes replayed with planted
 faults, through the real training emitter (its ``throughput_ratio``), the fail-slow alarm's
 definition (``job-step-time-rise``: cdk/alarms/jobs.py) and the culprit ranking the page uses
-(lambdas/shared/fail_slow.py).
+(lambdas/shared/fail_slow.py), its GPUs' evidence built from the exporter's series by the same
+table both pages read (``fail_slow.GPU_EVIDENCE``, ``gpu_evidence``).
 
 The job is synchronous (every step ends in a collective): a step takes the slowest rank's
 compute and data wait, then the collective's time. Each run trains 40 minutes healthy, plants
@@ -9,7 +10,8 @@ one fault at a random second, and runs 16 minutes more. The faults:
 
 - ``thermal-gpu``: one GPU's clocks held to 65-85% by NVML's thermal slowdown reason;
 - ``power-brake-node``: every GPU of one node halved by the hardware power brake ("reducing
-  the core clocks by a factor of 2 or more", NVML's clock event reasons);
+  the core clocks by a factor of 2 or more", NVML's clock event reasons; HW Slowdown is set
+  with it, as an external power brake asserts both);
 - ``degrading-link``: one GPU's NVLink (or PCIe) link retrying more each minute, the job's
   collectives slowing with it;
 - ``rank-data-stall``: one rank waiting 0.25-0.5 s for each batch;
@@ -23,25 +25,29 @@ apart, a PCIe replay now and then on any GPU, node CPUs between 35% and 55%.
 Figures: detection latency after onset (p50, p95: the alarm's state change, the end of its
 third breaching minute), and culprit precision (culprits named that were the planted one, of
 all named) and recall (faults whose page named the planted culprit, or for the data source said
-there is none, of all faults planted).
+there is none, of all faults planted). The OTel page reads all of it; the Classic page reads
+what Classic publishes (lambdas/notifier/fail_slow_classic.py): no SM clock, each rank's data
+wait from its newest document only and the job's before, so its figures are printed beside.
 """
 
 import random
 import statistics
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from cdk.alarms.jobs import JOB_STEP_TIME_RISE, JobAlarmSettings, job_kind_specs
 from cdk.alarms.model import AlarmSpec
 from cli.demo.jobs import Clock, Collect
-from gpu_insights_agent.contract.metrics import TrainingMetric
+from gpu_insights_agent.contract.metrics import GpuMetric, TrainingMetric
 from gpu_insights_agent.emitter.training import TrainingMetrics
 from lambdas.shared.fail_slow import (
+    THROTTLE_OF,
     GpuEvidence,
     RankEvidence,
     Throttle,
     Verdict,
+    gpu_evidence,
     rank_culprits,
     same_place,
 )
@@ -156,7 +162,7 @@ def minute(m: int, fault: Fault, rng: random.Random) -> Minute:
             for i in on_node:
                 compute[i] = COMPUTE_S / (1 - share * 0.5)
                 clock[i] = CLOCK_MHZ * (1 - share * 0.5)
-                throttle[i] = frozenset({Throttle.POWER_BRAKE})
+                throttle[i] = frozenset({Throttle.POWER_BRAKE, Throttle.HW_SLOWDOWN})
         elif fault.kind == "degrading-link":
             collective = COLLECTIVE_S * min(2.0, 1 + 0.5 * (since + share))
             count = (40 + 40 * fault.severity) * (1 + since) * share
@@ -224,31 +230,34 @@ def alarm_at(ratios: list[tuple[float, float]], spec: AlarmSpec) -> float | None
     return None
 
 
+def _series(window: list[Minute], i: int, *, clock: bool = True) -> dict[GpuMetric, float]:
+    """GPU ``i``'s exporter series over ``window`` as a page reads them (``GPU_EVIDENCE``):
+    each fault reason's flag at its largest, the SM clock's mean, the counters' sums."""
+    reasons: frozenset[Throttle] = frozenset().union(*(m.throttle[i] for m in window))
+    series = {metric: float(reason in reasons) for metric, reason in THROTTLE_OF.items()}
+    series[GpuMetric.PCIE_REPLAYS] = sum(m.link_errors[i][0] for m in window)
+    series[GpuMetric.NVLINK_ERRORS] = sum(m.link_errors[i][1] for m in window)
+    if clock:
+        series[GpuMetric.SM_CLOCK] = statistics.fmean(m.clock[i] for m in window)
+    return series
+
+
 def evidence(
-    minutes: list[Minute], alarm_s: float, window_minutes: int
+    minutes: list[Minute], alarm_s: float, window_minutes: int, *, classic: bool = False
 ) -> tuple[list[GpuEvidence], list[RankEvidence], dict[str, float]]:
     """What the notifier reads at the alarm's time: the alarm's window, and the minutes before
-    it for the "before" figures."""
+    it for the "before" figures (``BEFORE_S`` of fail_slow.py: twice the window's five). The
+    Classic page reads no SM clock (a property of the exporter's line there)."""
     last = int(alarm_s // 60)
     now = minutes[max(0, last - window_minutes) : last]
     before = minutes[max(0, last - window_minutes - BEFORE_MINUTES) : last - window_minutes]
-    scale = len(now) / max(1, len(before))
+    # gpu_evidence scales the minutes before to the evidence's (its BEFORE_S over EVIDENCE_S).
+    to_before = 2 * len(now) / max(1, len(before))
     gpus, ranks = [], []
     for i in range(NODES * GPUS_PER_NODE):
         node, gpu = node_name(i // GPUS_PER_NODE), str(i % GPUS_PER_NODE)
-        reasons: frozenset[Throttle] = frozenset().union(*(m.throttle[i] for m in now))
-        gpus.append(
-            GpuEvidence(
-                node=node,
-                gpu=gpu,
-                throttle=reasons,
-                sm_clock_mhz=statistics.fmean(m.clock[i] for m in now),
-                pcie_replays=sum(m.link_errors[i][0] for m in now),
-                pcie_replays_before=scale * sum(m.link_errors[i][0] for m in before),
-                nvlink_errors=sum(m.link_errors[i][1] for m in now),
-                nvlink_errors_before=scale * sum(m.link_errors[i][1] for m in before),
-            )
-        )
+        earlier = {m: v * to_before for m, v in _series(before, i, clock=False).items()}
+        gpus.append(gpu_evidence(node, gpu, _series(now, i, clock=not classic), earlier))
         ranks.append(
             RankEvidence(
                 rank=str(i),
@@ -270,6 +279,8 @@ class Run:
     fault: Fault
     alarm_s: float | None
     verdict: Verdict | None
+    #: The Classic page's verdict on the same minutes.
+    classic: Verdict | None = None
 
     @property
     def latency_s(self) -> float | None:
@@ -300,12 +311,36 @@ def run(kind: str, seed: int, spec: AlarmSpec) -> Run:
     if alarm_s is None:
         return Run(fault, None, None)
     gpus, ranks, cpu = evidence(minutes, alarm_s, spec.evaluation_periods)
-    return Run(fault, alarm_s, rank_culprits(gpus, ranks, cpu))
+    # Classic: no SM clock; each rank's data wait in its newest document (the alarm window's
+    # last minute), the job's series (its ranks' mean) before; no GPU on a rank's document.
+    classic_gpus, _, _ = evidence(minutes, alarm_s, spec.evaluation_periods, classic=True)
+    last = minutes[int(alarm_s // 60) - 1]
+    job_before = statistics.fmean(r.data_wait_share_before for r in ranks)
+    classic_ranks = [
+        replace(
+            r,
+            gpu="",
+            data_wait_share=100 * last.data_wait[int(r.rank)] / last.step_s,
+            data_wait_share_before=job_before,
+        )
+        for r in ranks
+    ]
+    return Run(
+        fault,
+        alarm_s,
+        rank_culprits(gpus, ranks, cpu),
+        rank_culprits(classic_gpus, classic_ranks, cpu),
+    )
 
 
 @dataclass
 class Figures:
     runs: list[Run] = field(default_factory=list)
+
+    @property
+    def classic(self) -> "Figures":
+        """The same runs as the Classic page judges them."""
+        return Figures([replace(r, verdict=r.classic) for r in self.runs])
 
     @property
     def faulted(self) -> list[Run]:
@@ -376,10 +411,18 @@ def main(seeds: int = SEEDS) -> Figures:
         f"  culprit precision {figures.precision:.1%}, recall {figures.recall:.1%} "
         f"(target {TARGET_SHARE:.0%}); false pages {figures.false_pages}"
     )
+    classic = figures.classic
+    print(
+        f"  Classic page (no SM clock; each rank's last window): "
+        f"precision {classic.precision:.1%}, recall {classic.recall:.1%}"
+    )
     for kind in KINDS:
         right, total = figures.by_kind(kind)
         what = "no page" if kind == "healthy" else "culprit right"
-        print(f"  {kind:<18} {what} {right} of {total}")
+        line = f"  {kind:<18} {what} {right} of {total}"
+        if kind != "healthy":
+            line += f" (Classic {classic.by_kind(kind)[0]})"
+        print(line)
     return figures
 
 

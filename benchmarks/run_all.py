@@ -154,6 +154,9 @@ def _fail_slow_rows() -> list[Row]:
         Row("fail-slow: culprit precision", 100 * fs.precision, 100 * fail_slow.TARGET_SHARE, "%"),
         Row("fail-slow: culprit recall", 100 * fs.recall, 100 * fail_slow.TARGET_SHARE, "%"),
         Row("fail-slow: false pages (healthy controls included)", fs.false_pages, None, "pages"),
+        # Classic's page reads no SM clock and no rank's own data wait: printed, no target.
+        Row("fail-slow: Classic page's culprit precision", 100 * fs.classic.precision, None, "%"),
+        Row("fail-slow: Classic page's culprit recall", 100 * fs.classic.recall, None, "%"),
     ]  # fmt: skip
 
 

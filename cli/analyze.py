@@ -31,6 +31,7 @@ from lambdas.storage_analyzer.aws import VolumeScope
 from lambdas.storage_analyzer.run import StorageRun
 from lambdas.training_analyzer import handler as training_handler
 from lambdas.training_analyzer.run import TrainingRun
+from lambdas.weekly_report.funnel_section import GOODPUT_SOURCE, day_funnel
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -121,15 +122,16 @@ def _lambda_logs_at(level: int) -> Iterator[None]:
 
 def _analyze(
     target: str, settings: Settings, clients: ClientCache, report_bucket: str | None, end: float
-) -> tuple[AnalysisRun, list[Finding], float]:
+) -> tuple[AnalysisRun, list[Finding], float, dict[str, Any]]:
     """The handler's own reads with the configuration its construct builds from the settings;
     nothing is written (the bucket is only read, for the storage links). Returns the run, its
-    findings and the GPU-hours the attribution found (training)."""
+    findings, the GPU-hours the attribution found and the attributed day's GPU-hour funnel
+    with each job's goodput as its productive stage (training; empty without an attribution)."""
     start, end = analysis_window(end, settings.lookback_days)
     if target == "storage":
         config = storage_config(settings, report_bucket=report_bucket or "")
         result = storage_handler.analyze(config, clients, start, end)
-        return result, list(result.findings), 0.0
+        return result, list(result.findings), 0.0, {}
     training = training_config(settings, report_bucket=report_bucket or "")
     # The Lambda's window: the lookback's whole UTC days before the run's.
     start, end = training_handler.training_window(end, settings.lookback_days)
@@ -142,7 +144,12 @@ def _analyze(
     serving_run = training_handler.serve_day(training, clients, gpu_run, gpu_start, gpu_day)
     gpu_hours = sum(gpu_run.table.get("classes", {}).values())
     found = [*jobs.findings, *gpu_run.findings, *memory_run.findings, *serving_run.findings]
-    return jobs, found, gpu_hours
+    funnel: dict[str, Any] = {}
+    if gpu_run.table:
+        goodput = (g.to_json() for g in jobs.day_goodput.values())
+        funnel = day_funnel(gpu_run.table, goodput, gpu_hour_usd=settings.gpu_hour_usd)
+        funnel["day"] = gpu_day.isoformat()
+    return jobs, found, gpu_hours, funnel
 
 
 def _nothing_of_the_cluster(
@@ -241,7 +248,9 @@ def _run(
     for service in ("ec2", "s3", "cloudwatch", "logs"):
         clients[service] = client(service, session=session, config=INTERACTIVE)
     with _lambda_logs_at(logging.ERROR):
-        result, findings, gpu_hours = _analyze(args.target, settings, clients, report_bucket, end)
+        result, findings, gpu_hours, funnel = _analyze(
+            args.target, settings, clients, report_bucket, end
+        )
     if read_nothing(result):
         first = result.findings[0]
         # The summary names its resource already where the reader wrote it so.
@@ -257,7 +266,44 @@ def _run(
     findings = stamped(findings, settings.cluster_name, end)
     if args.json:
         return "\n".join(json.dumps(f.to_dict(), sort_keys=True) for f in findings)
-    return table(findings)
+    return table(findings) + funnel_text(funnel)
+
+
+def funnel_text(document: dict[str, Any]) -> str:
+    """The day's GPU-hour funnel under the findings table: each stage, then each drop named
+    (docs/goodput.md); empty without one."""
+    if not document.get("fleet"):
+        return ""
+    lines = [f"\n\nGPU-hour funnel, {document.get('day', 'the attributed day')}:"]
+    for stage, v in document["fleet"].items():
+        lines.append(f"  {stage:<11} {v['gpu_hours']:>10,.1f} GPU-hours  ${v['usd']:>12,.2f}")
+    drops = document["drops"]
+    named = [
+        *(
+            ("capacity no pod asked for", g, v)
+            for g, v in drops["not_allocated"]["by_group"].items()
+        ),
+        *(
+            ("held and idle", f"{w['namespace']}/{w['workload']}", w["held_idle"])
+            for w in drops["held_not_active"]["by_workload"]
+        ),
+        *(
+            ("active but not productive", c, v)
+            for c, v in drops["active_not_productive"]["by_category"].items()
+        ),
+    ]
+    for drop, where, v in named:
+        lines.append(f"  {drop}: {where} {v['gpu_hours']:,.1f} GPU-hours (${v['usd']:,.2f})")
+    for w in document.get("workloads", []):
+        if w["productive_source"] == GOODPUT_SOURCE:
+            lines.append(
+                f"  productive from its goodput: {w['namespace']}/{w['workload']} "
+                f"{w['productive']['gpu_hours']:,.1f} of {w['active']['gpu_hours']:,.1f} active"
+            )
+    if document.get("clamped"):
+        cut = ", ".join(f"{k} {v:,.1f}" for k, v in document["clamped"].items())
+        lines.append(f"  cut to keep the stages nested (GPU-hours): {cut}")
+    return "\n".join(lines)
 
 
 def _from_history(args: argparse.Namespace, settings: Settings, report_bucket: str | None) -> str:

@@ -194,7 +194,9 @@ def _model_widgets(reads: _Reads, targets: ServingTargets) -> list[list[Widget]]
         kv = f"alarm at {targets.kv_cache_full:.0%} while preempting"
     errors = "" if targets.error_percent is None else f"alarm above {targets.error_percent:g}%"
     counted = f"count({_requests_ranked(reads, lambda m: model_group(m, lb))})"
-    not_drawn = f"count(({ranked}) unless topk({MODELS_DRAWN}, {ranked}))"
+    # All the models less those drawn: 0 where none is left out (a count of nothing would be
+    # no data, which reads as a broken widget).
+    not_drawn = f"{counted} - count(topk({MODELS_DRAWN}, {ranked}))"
     return [
         [
             promql_chart(MODELS_SERVING, [(counted, "models")], width=4, height=3),

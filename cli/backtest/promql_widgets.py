@@ -17,7 +17,8 @@ How many series a query draws over a range (``series_bound``): ``topk(n, ...)`` 
 every step, so over a range in which the ranking changes it draws more than n; it is bounded
 only where its ranking is evaluated once (every selector inside it ``@ end()`` or
 ``@ start()``). ``A and on (keys) B``, with A aggregated ``by (keys)``, draws at most B's
-series; an aggregation without ``by`` draws one.
+series; an aggregation without ``by`` draws one; ``A / B`` and ``A - B`` (one-to-one) no more
+than the fewer side's.
 """
 
 import re
@@ -153,10 +154,11 @@ def series_bound(query: str) -> int | None:
     both = _top_level(query, "and")
     if both is not None:
         return _and_bound(*both)
-    quotient = _top_level(query, "/")
-    if quotient is not None:  # one-to-one: no more series than the fewer side's
-        bounds = [series_bound(side) for side in quotient]
-        return None if None in bounds else min(b for b in bounds if b is not None)
+    for operator in ("/", "-"):
+        sides = _top_level(query, operator)
+        if sides is not None:  # one-to-one: no more series than the fewer side's
+            bounds = [series_bound(side) for side in sides]
+            return None if None in bounds else min(b for b in bounds if b is not None)
     pick = _PICK.match(query)
     if pick is not None and _matching(query, query.index("(")) == len(query) - 1:
         once = all(m["at"] for m in _SELECTOR.finditer(query[pick.end() :]))

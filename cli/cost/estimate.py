@@ -67,6 +67,7 @@ from gpu_insights_agent.contract.metrics import (
     JOB_ALARM_SHARDS,
     NAMESPACE_TRAINING,
     NOTIFIER_REFUSED_METRIC,
+    OTLP_PROPERTIES,
     SILENT_GPUS_METRIC,
     ExporterSink,
 )
@@ -377,7 +378,10 @@ def _exporter_otlp(d: Deployment) -> list[LineItem]:
     """The exporter over OTLP (exporter_sink=otlp): every datapoint of every cycle, billed by
     its bytes; no custom metric, no log line."""
     interval = d.settings.exporter_interval_seconds
-    per_gpu_cycle = len(CYCLE_METRICS) + len(FAULT_METRICS) * FAULT_HOUR_SHARE
+    # Every cycle's metrics and the properties OTLP sends as gauges (the SM clock), and the
+    # fault gauges in their hours.
+    every_cycle = len(CYCLE_METRICS) + len(OTLP_PROPERTIES)
+    per_gpu_cycle = every_cycle + len(FAULT_METRICS) * FAULT_HOUR_SHARE
     datapoints = d.gpus * per_gpu_cycle * MINUTES_PER_MONTH * 60 / interval
     gb = datapoints * OTLP_BYTES_PER_DATAPOINT / 1e9
     # One 8-GPU node's month, the unit the exporter's OTel cost is judged in (goal: $2 or less).
@@ -389,7 +393,7 @@ def _exporter_otlp(d: Deployment) -> list[LineItem]:
             "GB",
             gb * OTLP_METRICS.usd,
             OTLP_METRICS,
-            f"{d.gpus:,} GPUs x ({len(CYCLE_METRICS)} + {len(FAULT_METRICS)} fault gauges in "
+            f"{d.gpus:,} GPUs x ({every_cycle} + {len(FAULT_METRICS)} fault gauges in "
             f"{FAULT_HOUR_SHARE:.0%} of hours) datapoints every {interval} s x "
             f"{OTLP_BYTES_PER_DATAPOINT} bytes (each serialized as billed; the agent's "
             "attributes come on top); per 8-GPU node-month: "
@@ -717,7 +721,9 @@ def _promql(d: Deployment) -> LineItem:
     otlp = s.exporter_sink is ExporterSink.OTLP
     runs = runs_per_month(s.training_schedule)
     fleet = Fleet(d.nodes, d.gpus_per_node, d.jobs, s.exporter_interval_seconds, EMITTER_FLUSH_S)
-    reads = analyzer_reads(d.nodes, d.gpus_per_node, s.lookback_days, fleet if otlp else None)
+    reads = analyzer_reads(
+        d.nodes, d.gpus_per_node, s.lookback_days, fleet if otlp else None, jobs=d.jobs
+    )
     weeks = runs_per_month(s.report_schedule) if otlp else 0.0
     report = report_reads(fleet) if otlp else None
     samples = reads.samples * runs + (report.samples * weeks if report else 0.0)

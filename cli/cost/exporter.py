@@ -62,7 +62,7 @@ AFTER: Final = Layout(
     len(CYCLE_METRICS),
     len(CLUSTER_METRICS),
     len(FAULT_METRICS),
-    982,
+    1008,
 )
 #: Bytes one of the exporter's OTLP datapoints is billed, serialized alone as CloudWatch bills it
 #: ("Each OTLP data point contributes its serialized size to the ingestion volume ... Metric

@@ -45,6 +45,8 @@ from lambdas.shared.promql import MAX_SERIES, pages
 from lambdas.training_analyzer import promql_jobs
 from lambdas.training_analyzer.aws import GPU_METRICS, JOB_METRICS
 from lambdas.training_analyzer.goodput.capacity import CapacityQueries
+from lambdas.training_analyzer.goodput.lemon import WINDOW_DAYS as LEMON_DAYS
+from lambdas.training_analyzer.goodput.pending import PendingQueries
 from lambdas.training_analyzer.gpu_hours.aws import EXPORTER
 from lambdas.training_analyzer.gpu_hours.otel import SAMPLES_PER_HOUR, OtelQueries
 from lambdas.training_analyzer.gpu_memory.otel import MemoryQueries
@@ -275,11 +277,18 @@ def _statistics(metrics: Sequence[tuple[TrainingMetric, str]]) -> list[str]:
 
 
 def analyzer_reads(
-    nodes: int, gpus_per_node: int, lookback_days: int, fleet: Fleet | None = None
+    nodes: int,
+    gpus_per_node: int,
+    lookback_days: int,
+    fleet: Fleet | None = None,
+    *,
+    jobs: int = 0,
 ) -> PromQLReads:
     """The requests and samples of one training analyzer run over a fleet of ``nodes`` GPU
     nodes; with ``fleet`` (its jobs and rates) the OTLP sink's reads too, in the run's order
-    (run.py ``analyze_training``, then handler.py ``_publish``)."""
+    (run.py ``analyze_training``, then handler.py ``_publish``). Where the run has training
+    jobs (``fleet``'s, else ``jobs``), their pods' pending time is read from Kube State
+    Metrics over the lookback (goodput/pending.py)."""
     otlp = fleet is not None
     fleet = fleet or Fleet(nodes, gpus_per_node)
     tally = _Tally(fleet)
@@ -297,6 +306,10 @@ def analyzer_reads(
         _per_batch(tally, jobs, stats, start - (end - start), start)
         means = [exporter.gpu_mean(str(metric), ("n",)) for _, metric in GPU_METRICS]
         _per_node_batch(tally, fleet.job_nodes, means, start, end)
+    if fleet.jobs or jobs:  # Kube State Metrics' pod series, counted as every GPU (a bound)
+        pending = PendingQueries(CLUSTER)
+        for query in (pending.full_samples(), pending.gpu_samples()):
+            tally.read(query, start, end, units=nodes)
     whole = True
     if otlp:
         read = {"Average": exporter.gpu_mean, "Minimum": exporter.gpu_min}
@@ -325,7 +338,8 @@ def analyzer_reads(
 
 def report_reads(fleet: Fleet) -> PromQLReads:
     """The requests and samples of one weekly report with the OTLP sink (handler.py's
-    ``exporter_days``, ``exporter_xids``, ``exporter_throughput``), over a week."""
+    ``exporter_days``, ``exporter_xids``, ``exporter_throughput``), over a week, and the lemon
+    nodes' XIDs over 30 days."""
     tally = _Tally(fleet)
     first, last = (epoch(day) for day in report_week(A_RUN))
     exporter = ExporterQueries(CLUSTER)
@@ -339,6 +353,8 @@ def report_reads(fleet: Fleet) -> PromQLReads:
         tally.read(query, first, last, units=fleet.nodes, answer=1)
     counters = exporter.counters(str(GpuMetric.XID_ERRORS))
     tally.read(counters, first - 86_400, last, units=fleet.nodes)
+    # The lemon nodes' XIDs, over the 30 days that end with the week (handler.py week_lemons).
+    tally.read(counters, last - LEMON_DAYS * 86_400 - 86_400, last, units=fleet.nodes)
     _list_jobs(tally, _Names(fleet.job_names), first, last)
     throughput = TrainingMetric.SAMPLES_PER_SECOND
     stats = _statistics([(throughput, "Sum"), (throughput, "SampleCount")])

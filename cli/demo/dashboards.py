@@ -15,7 +15,17 @@ from typing import Any, Final
 from cli.backtest.dashboards import PromQLSource, WidgetView, evaluate_body
 from cli.backtest.history import Sample, read_history, samples_from_emf
 from cli.demo.realistic.control_plane import NAMESPACE as CONTROL_PLANE_NAMESPACE
+from cli.demo.realistic.serving import NAMESPACE as SERVING_NAMESPACE
+from cli.demo.realistic.serving import VLLM
 from dashboards.bodies import Mode, all_dashboards, encode, storage, training_jobs
+from dashboards.serving import (
+    DEPLOYMENT_DASHBOARD,
+    DEPLOYMENT_VARIABLE,
+    NAMESPACE_VARIABLE,
+    SERVING_DASHBOARD,
+    deployment,
+    serving,
+)
 from dashboards.widgets import AlarmLine
 from gpu_insights_agent.contract.metrics import (
     CI_NODE_GPU_METRICS,
@@ -32,6 +42,7 @@ from gpu_insights_agent.contract.metrics import (
     training_log_group,
 )
 from gpu_insights_agent.contract.resource_names import dashboard_name
+from gpu_insights_agent.contract.serving import HistogramForm
 from gpu_insights_agent.emf.document import parse_emf_line
 from lambdas.shared.console_links import NODE_VARIABLE, STORAGE_DASHBOARD, node_dashboard_url
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
@@ -160,16 +171,40 @@ def dashboard_views(
             exporter_sink=exporter_sink,
         ),
         **(deployed or {}),
+        **(classic_serving(cluster, exporter_sink) if mode is ContainerInsightsMode.OTEL else {}),
     }
     # The demo's jobs run under their own cluster name: their dashboard is built for it (over
     # the emitter's OTLP series, with PromQL, where the jobs send OTLP).
     training = training_jobs(training_cluster, "us-east-1", Mode(mode, sink=exporter_sink))
-    chosen = {NODE_VARIABLE: node, "job": DATA_BOUND_JOB}
+    # The serving-deployment dashboard typed with the demo's vLLM Deployment.
+    chosen = {
+        NODE_VARIABLE: node,
+        "job": DATA_BOUND_JOB,
+        NAMESPACE_VARIABLE: SERVING_NAMESPACE,
+        DEPLOYMENT_VARIABLE: VLLM.deployment,
+    }
     views = []
     for name, body in bodies.items():
         shown = training if name == dashboard_name(cluster, "training") else body
         views.append(DashboardView(name, evaluate_body(shown, samples, chosen, promql)))
     return views
+
+
+def classic_serving(cluster: str, exporter_sink: ExporterSink) -> dict[str, dict[str, Any]]:
+    """The serving dashboards as the local Prometheus can answer them, by name: their latency
+    widgets read CloudWatch's native histograms by the metric's name, which a Prometheus 2.42
+    holds as classic ``_bucket`` series (contract/serving.py ``HistogramForm``), so they are
+    built in that form, as the demo's serving alarms are (cli/backtest/otel_replay.py
+    ``classic_histograms``); every other widget as deployed."""
+    otlp = exporter_sink is ExporterSink.OTLP
+    return {
+        dashboard_name(cluster, SERVING_DASHBOARD): serving(
+            cluster, "us-east-1", form=HistogramForm.CLASSIC
+        ),
+        dashboard_name(cluster, DEPLOYMENT_DASHBOARD): deployment(
+            cluster, "us-east-1", form=HistogramForm.CLASSIC, exporter_otlp=otlp
+        ),
+    }
 
 
 def demo_dashboard_views(

@@ -12,7 +12,7 @@ from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from cdk.function_configs import notifier_config
 from cdk.settings import Settings
@@ -35,6 +35,9 @@ STORM_LINE = "NVRM: Xid (PCI:0000:53:00): 13, Graphics SM Warp Exception on (GPC
 TABLE = "demo-sent-incidents"
 #: The file of every message the demo's notifier sent, its body as sent.
 NOTIFICATIONS = "notifications.txt"
+
+#: The services the demo gives the notifier, as its role gives them in a deployment.
+NOTIFIER_SERVICES: Final = ("sns", "dynamodb", "logs", "cloudwatch")
 
 
 @dataclass
@@ -191,7 +194,8 @@ def _deployed(session: Any, settings: Settings) -> Iterator[dict[str, str]]:
         sent_table=TABLE,
         exporter_log_group=group,
     )
-    for service in ("sns", "dynamodb", "logs"):
+    # CloudWatch: a Classic fail-slow page reads its job's series (fail_slow_classic.py).
+    for service in NOTIFIER_SERVICES:
         notifier._clients[service] = session.client(service)
     # The demo stands in for Lambda too: AWS_REGION, which Lambda sets, with the rest; and
     # what the function prints (its refused-events EMF line, lambdas/notifier/refused.py) goes
@@ -249,7 +253,7 @@ def run_notifications(
         retried = notifier.handler(_subscription(storm, at), None)
         demo.storm_retry_published = retried["published"]
         demo.messages = _received(sqs, queues)
-    for service in ("sns", "dynamodb", "logs"):
+    for service in NOTIFIER_SERVICES:
         notifier._clients.pop(service, None)
     demo.path = out_dir / NOTIFICATIONS
     demo.path.write_text(messages_text((t, text) for t, _, text in demo.messages))

@@ -1,8 +1,9 @@
 """The demo's inference serving: each replica's vLLM series and its GPU's DCGM series, as
 samples (cli/demo/promql.py ``Sample``) for the local Prometheus, in the two stretches the demo
 runs: the alarm stage's two hours (one sample a minute, a traffic spike and an idle replica
-planted: cli/demo/otel_alarms.py) and the week (one sample an hour: what a daily analysis reads;
-the idle replica all week, the vLLM Deployment saturated one day).
+planted: cli/demo/otel_alarms.py) and the week (one sample an hour, what a daily analysis reads,
+and one a minute over the days the serving dashboards show, as the add-on scrapes a server:
+``SCRAPED_FROM_DAY``; the idle replica all week, the vLLM Deployment saturated one day).
 
 Names are the serving table's newest (gpu_insights_agent/contract/serving.py); histograms in
 the CLASSIC form (``<name>_bucket`` with ``le``, ``_sum``, ``_count``) a Prometheus holds that
@@ -15,6 +16,7 @@ under ``@resource.`` as DCGM's series carry them (cli/demo/realistic/otel.py
 add-on's ``k8sattributes/cw_k8s_ci_v0_pod``: realistic/otel.py ``POD_METADATA``).
 """
 
+import math
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -22,6 +24,7 @@ from itertools import chain
 from typing import Any, Final
 
 from cdk.alarms.power_table import gpu_power
+from cli.demo.exporter import pod_uid, replay_window
 from cli.demo.otel import DEMO_INTERVAL_S, PHASE_S, capacity_week_samples
 from cli.demo.otlp import statistic_set_samples
 from cli.demo.promql import Sample
@@ -37,9 +40,12 @@ from cli.demo.realistic.serving import (
     workload_of,
 )
 from cli.demo.week import HOURS, THIS_WEEK, GpuHourSample, WeekPlan, exporter_hour_data
+from gpu_insights_agent.contract.metrics import OTLP_GPU, OTLP_NAMESPACE, OTLP_POD, OTLP_POD_UID
 from gpu_insights_agent.contract.serving import (
     LENGTH_HISTOGRAMS,
     SERVERS,
+    SERVING_METRICS,
+    MetricType,
     Server,
     Signal,
     serving_metric,
@@ -166,6 +172,15 @@ def replica_samples(
 ) -> Iterator[Sample]:
     """A replica's vLLM series at each step's start: the counters hold the steps before it
     (from 0 at the first: the server's start), the gauges the step's own; counters only rise."""
+    for _, samples in replica_states(cluster, pod, steps):
+        yield from samples
+
+
+def replica_states(
+    cluster: str, pod: Pod, steps: Iterable[tuple[float, Load]], *, end: float | None = None
+) -> Iterator[tuple[float, list[Sample]]]:
+    """A replica's vLLM series at each step's start, a list a step; with ``end``, also the
+    counters at ``end`` after the last step (the gauges still the last step's)."""
     labels = replica_labels(cluster, pod)
     ttft = _Histogram(_name(Signal.TTFT), TTFT_BUCKETS)
     itl = _Histogram(_name(Signal.INTER_TOKEN), ITL_BUCKETS)
@@ -174,17 +189,26 @@ def replica_samples(
                if m.server is Server.VLLM for signal in [m.signal]}  # fmt: skip
     finished = dict.fromkeys(FINISH_REASONS, 0)
     prompt = generated = 0
-    for at, load in steps:
-        for histogram in (ttft, itl, e2e, *lengths.values()):
-            yield from histogram.samples(labels, at)
+    load = Load(requests=0)
+
+    def state(at: float) -> list[Sample]:
+        samples = [s for h in (ttft, itl, e2e, *lengths.values()) for s in h.samples(labels, at)]
         for reason, n in finished.items():
-            yield _name(Signal.REQUESTS), labels | {"finished_reason": reason}, at, float(n)
-        yield _name(Signal.PROMPT_TOKENS), labels, at, float(prompt)
-        yield _name(Signal.GENERATION_TOKENS), labels, at, float(generated)
-        yield _name(Signal.PREEMPTIONS), labels, at, 0.0
-        yield _name(Signal.RUNNING), labels, at, load.running
-        yield _name(Signal.WAITING), labels, at, load.waiting
-        yield _name(Signal.KV_CACHE), labels, at, load.kv_cache
+            samples.append(
+                (_name(Signal.REQUESTS), labels | {"finished_reason": reason}, at, float(n))
+            )
+        return [
+            *samples,
+            (_name(Signal.PROMPT_TOKENS), labels, at, float(prompt)),
+            (_name(Signal.GENERATION_TOKENS), labels, at, float(generated)),
+            (_name(Signal.PREEMPTIONS), labels, at, 0.0),
+            (_name(Signal.RUNNING), labels, at, load.running),
+            (_name(Signal.WAITING), labels, at, load.waiting),
+            (_name(Signal.KV_CACHE), labels, at, load.kv_cache),
+        ]
+
+    for at, load in steps:
+        yield at, state(at)
         ttft.observe(load.ttft_s, load.requests)
         itl.observe(load.itl_s, load.requests * GENERATION_TOKENS)
         e2e.observe(load.itl_s * GENERATION_TOKENS, load.requests, plus=load.ttft_s)
@@ -195,6 +219,50 @@ def replica_samples(
         finished["length"] += length
         prompt += round(load.requests * load.prompt_tokens)
         generated += load.requests * GENERATION_TOKENS
+    if end is not None:
+        yield end, state(end)
+
+
+#: vLLM's gauges (the serving table's ``GAUGE`` rows): a scrape reads the step's own value;
+#: every other series a replica sends is a counter (a histogram's buckets, sum and count too).
+GAUGES: Final = frozenset(
+    _name(m.signal)
+    for m in SERVING_METRICS
+    if m.server is Server.VLLM and m.type is MetricType.GAUGE
+)
+
+
+def scraped(
+    states: Iterable[tuple[float, list[Sample]]], interval: int, *, from_s: float
+) -> Iterator[Sample]:
+    """``states`` (each step's series, the last only closing the one before it: not sent) as a
+    scrape every ``interval`` reads them from ``from_s`` on: between two steps a counter rises
+    evenly from one step's value to the next's (a whole number of requests, tokens or bucket
+    counts: rounded down, so a bucket never passes the one above it; a histogram's sum
+    exactly), a gauge holds its step's value. Before ``from_s``, one sample a step."""
+    previous: tuple[float, list[Sample]] | None = None
+    for at, samples in states:
+        if previous is not None:
+            start, before = previous
+            yield from before
+            if start >= from_s:
+                n = round((at - start) / interval)
+                for k in range(1, n):
+                    yield from (
+                        _between(old, new[3], k, n, start + k * interval)
+                        for old, new in zip(before, samples, strict=True)
+                    )
+        previous = at, samples
+
+
+def _between(old: Sample, new: float, k: int, n: int, at: float) -> Sample:
+    """``old``'s series ``k`` ``n``ths of the way to ``new``: a gauge unchanged, a counter
+    risen (module's ``scraped``)."""
+    name, labels, _, value = old
+    if name in GAUGES:
+        return name, labels, at, value
+    risen = (new - value) * k / n
+    return name, labels, at, value + (risen if name.endswith("_sum") else math.floor(risen))
 
 
 def gpu_samples(
@@ -219,12 +287,21 @@ def serving_samples(
     times: Sequence[float],
     load: Callable[[Pod, int], Load],
     gpu_interval: int | None = None,
+    *,
+    scrape: tuple[int, float] | None = None,
 ) -> Iterator[Sample]:
     """Every serving replica's vLLM series at ``times``, ``load(pod, i)`` its load in step
-    ``i``; with ``gpu_interval``, its GPU's DCGM series every that many seconds."""
+    ``i``; with ``gpu_interval``, its GPU's DCGM series every that many seconds; with
+    ``scrape`` (interval, from), its vLLM series every ``interval`` seconds from ``from`` on,
+    as a scrape reads them (``scraped``; the last step as long as the one before it)."""
     for pod in SERVING_PODS:
         steps = [(at, load(pod, i)) for i, at in enumerate(times)]
-        yield from replica_samples(cluster, pod, steps)
+        if scrape is None:
+            yield from replica_samples(cluster, pod, steps)
+        else:
+            end = 2 * times[-1] - times[-2]
+            states = replica_states(cluster, pod, steps, end=end)
+            yield from scraped(states, scrape[0], from_s=scrape[1])
         if gpu_interval is not None:
             yield from gpu_samples(cluster, pod, steps, gpu_interval)
 
@@ -239,6 +316,23 @@ WORKING_HOURS: Final = (9, 18)
 #: A busy replica's requests an hour: 5 a second in the working day, 2 at night.
 DAY_REQUESTS_PER_HOUR: Final = 18_000
 NIGHT_REQUESTS_PER_HOUR: Final = 7_200
+DAY_S: Final = 86_400
+#: The first day (0-based) whose vLLM series are sampled every minute, as the add-on scrapes a
+#: server: its Prometheus receivers scrape every ``otelContainerInsights.metricResolution``
+#: ("Scrape interval for all OTEL CI prometheus receivers", "30s" by default:
+#: aws-observability/helm-charts charts/amazon-cloudwatch-observability/values.yaml @71a298f,
+#: templates/linux/_otel-container-insights-config.tpl ``scrape_interval``; "sends them to
+#: CloudWatch using OTLP at 30-second granularity", container-insights-otel-metrics.html), the
+#: demo's "60s" (cli/demo/otel.py ``DEMO_INTERVAL_S``), as its DCGM series and this project's
+#: receiver (cdk/node_config/serving_otel.py ``SCRAPE_INTERVAL_S``). The day sampled so is the
+#: one that holds the start of the day the demo's serving dashboards show. They
+#: end with the replay (cli/demo/command.py: its PromQL widgets run to ``replay_window()``'s
+#: end) and show a day ("-PT24H", dashboards/body.py), and their rates and quantiles read five
+#: minutes of samples (``[5m]``, lambdas/shared/serving_queries.py ``RATE_RANGE_S``), which an
+#: hourly sample never fills. The days before keep one sample an hour: the daily analysis reads
+#: a day's increase, and a week of minutes would make the demo's Prometheus import much longer.
+#: Whole days, so a day's mean of a gauge weighs its hours alike.
+SCRAPED_FROM_DAY: Final = int((replay_window()[1] - DAY_S - THIS_WEEK.start) // DAY_S)
 #: The hour of the week from which the KServe model's traffic drifts (Saturday 14:00 UTC): a
 #: new client sends prompts 80% longer and a quarter of the outputs hit max_tokens
 #: (docs/drift.md: the ``serving_drift`` finding and the report's drift section).
@@ -280,20 +374,42 @@ def serving_week_samples(
 ) -> Iterator[Sample]:
     """The serving replicas' week, one sample an hour (at its start: an hour's requests are
     the counters' increase to the next hour's sample), for the daily serving analysis and the
-    report. ``gpus``: with their GPUs' DCGM series every minute (the demo's
+    report, and from ``SCRAPED_FROM_DAY`` on one a minute, as the add-on's scrape reads them
+    (``scraped``): the serving dashboards' rates and quantiles read five minutes of samples.
+    ``gpus``: with their GPUs' DCGM series every minute (the demo's
     ``metricResolution``, cli/demo/otel.py ``DEMO_INTERVAL_S``) and the serving node's exporter
     series (its OTLP sink's, as the week's other nodes': cli/demo/otel.py
     ``exporter_week_samples``), which the GPU-hour attribution prices the replicas with. The
     run that must equal the Classic run loads no serving week: the Classic week
     (cli/demo/week.py ``NODES``) has no serving node."""
     times = [plan.start + hour * 3600 + PHASE_S for hour in range(HOURS)]
-    replicas = serving_samples(cluster, times, week_load, DEMO_INTERVAL_S if gpus else None)
+    scrape = (DEMO_INTERVAL_S, plan.start + SCRAPED_FROM_DAY * DAY_S)
+    replicas = serving_samples(
+        cluster, times, week_load, DEMO_INTERVAL_S if gpus else None, scrape=scrape
+    )
     if not gpus:
         return replicas
-    exporter = statistic_set_samples(exporter_week(cluster, plan), start=plan.start)
+    exporter = attributed(statistic_set_samples(exporter_week(cluster, plan), start=plan.start))
     # The serving node's GPU capacity, as Kube State Metrics reports every node's.
     capacity = capacity_week_samples(cluster, plan, nodes=((NODE, len(GPU_OF)),))
     return chain(replicas, exporter, capacity)
+
+
+def attributed(samples: Iterable[Sample]) -> Iterator[Sample]:
+    """The serving node's exporter series as its OTLP sink sends them with pod attribution on,
+    as the replayed node's exporter has it (cli/demo/exporter.py ``write_pod_logs``): a GPU one
+    pod holds carries the pod's UID, namespace and name on its resource
+    (exporter/otlp_sink.py ``resource_attributes``), which the deployment dashboard's power
+    against the limit reads per replica. Each replica holds its GPU all week."""
+    holder = {str(gpu): pod for pod, gpu in GPU_OF.items()}
+    for name, labels, at, value in samples:
+        pod = holder.get(labels.get(OTLP_GPU, ""))
+        held: dict[str, str] = {} if pod is None else {
+            otel.RESOURCE_PREFIX + OTLP_POD_UID: pod_uid(pod),
+            otel.RESOURCE_PREFIX + OTLP_NAMESPACE: pod.namespace,
+            otel.RESOURCE_PREFIX + OTLP_POD: pod.name,
+        }  # fmt: skip
+        yield name, {**labels, **held}, at, value
 
 
 def exporter_week(cluster: str, plan: WeekPlan = THIS_WEEK) -> list[dict[str, Any]]:

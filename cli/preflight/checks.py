@@ -45,6 +45,7 @@ from cdk.node_config.gpu_instance_types import is_nvidia_gpu_instance_type
 from cdk.node_config.manifest import REQUIRED_NODE_EXPRESSIONS, gpu_node_terms
 from cdk.node_config.node_affinity import requirement_matches, selects
 from cdk.settings import OTLP_ENDPOINT_MIN_ADDON_VERSION, AgentCredentials, Settings
+from cli.serving_paths import running_paths, without_path
 from gpu_insights_agent.contract.metrics import (
     ExporterSink,
     container_insights_log_group_prefix,
@@ -132,6 +133,10 @@ class Plan:
     addon_version: str | None = None
     #: The silence check function runs (AlarmSettings.silence_check): its coverage is by tag.
     silence_check: bool = True
+    #: The deployment creates serving SLO alarms (OTel's PromQL ones, or Classic's with the
+    #: scrape), and the add-on it installs carries the servers' scrape (``serving_metrics``).
+    serving_alarms: bool = False
+    serving_metrics: bool = True
 
 
 def plan_for(settings: Settings) -> Plan:
@@ -161,7 +166,15 @@ def plan_for(settings: Settings) -> Plan:
         exporter_sink=settings.exporter_sink,
         addon_version=settings.addon_version,
         silence_check=settings.alarm_settings().silence_check,
+        serving_alarms=serving_alarmed(settings),
+        serving_metrics=settings.serving_metrics,
     )
+
+
+def serving_alarmed(settings: Settings) -> bool:
+    """Whether the deployment creates serving SLO alarms, in either mode."""
+    alarms = settings.alarm_settings()
+    return alarms.serving is not None or alarms.classic_serving is not None
 
 
 @dataclass(frozen=True)
@@ -1080,6 +1093,51 @@ def check_node_repair(
     return checks
 
 
+def _running_version(plan: Plan, facts: Facts, addon: Addon | None) -> str | None:
+    """The add-on version the cluster will run: the one installed where the stack installs
+    none, else the pinned ``addon_version``, else EKS's default where it was read."""
+    if not plan.install_addon:
+        return addon.version if addon is not None else None
+    if plan.addon_version is not None:
+        return plan.addon_version
+    defaults = [v.version for v in facts.addon_versions if v.default]
+    return max(defaults, key=lambda v: addon_version_key(v) or (0, 0, 0, 0)) if defaults else None
+
+
+def check_serving_paths(plan: Plan, facts: Facts) -> Check:
+    """Each inference server's data path in the plan's mode (cli/serving_paths.py, the same
+    judgement as ``status``'s): a server without one leaves its models' SLO alarms silent."""
+    name = "serving-data-path"
+    if not plan.serving_alarms:
+        return Check(name, Verdict.OK, "no serving SLO alarm in this deployment")
+    addon = facts.addons.get(OBSERVABILITY_ADDON)
+    elsewhere = not plan.install_addon and addon is not None
+    if not plan.install_addon and (blocked := _unreadable(name, facts, "addons")) is not None:
+        return blocked
+    paths = running_paths(
+        plan.mode,
+        serving_metrics=plan.serving_metrics,
+        configuration_values=addon.configuration_values if elsewhere and addon else None,
+        from_values=elsewhere,
+        addon_version=_running_version(plan, facts, addon),
+    )
+    missing = without_path(paths)
+    if not missing:
+        return Check(
+            name,
+            Verdict.OK,
+            f"every server's series reach CloudWatch in {plan.mode} mode: "
+            + "; ".join(p.line() for p in paths),
+        )
+    return Check(
+        name,
+        Verdict.WARN,
+        f"{len(missing)} of {len(paths)} servers without a data path in {plan.mode} mode, "
+        "their models' serving SLO alarms silent: " + "; ".join(p.line() for p in missing),
+        "; ".join(f"{p.server}: {p.enable}" for p in missing),
+    )
+
+
 def run_checks(plan: Plan, facts: Facts) -> list[Check]:
     """Every check, in the order a person fixes them; cluster checks need the cluster."""
     checks = [check_cluster(plan, facts)]
@@ -1094,6 +1152,7 @@ def run_checks(plan: Plan, facts: Facts) -> list[Check]:
         if endpoint is not None:
             checks.append(endpoint)
         checks.append(check_observability_addon(plan, facts, cluster))
+        checks.append(check_serving_paths(plan, facts))
     checks += check_log_groups(plan, facts)
     checks.append(check_insights_quota(plan, facts))
     if cluster is not None:

@@ -36,6 +36,10 @@ Read-only checks of the account and cluster the settings name, before cdk deploy
                         install_addon=false, is); with exporter_sink=otlp (the default in OTel
                         mode), the add-on installed or EKS's default for the cluster is 8.0.0
                         or later (the OTLP endpoint)
+  serving-data-path     with serving alarms: each inference server's series have a path to
+                        CloudWatch in the mode (OTel: vLLM by the add-on, Ray Serve from add-on
+                        8.0.0, Triton and NIM by serving_metrics' receiver; Classic: all by
+                        serving_metrics' scrape), else what to enable (warns)
   log-groups            whether the agent's log groups exist (the stacks adopt them)
   host-log-group        with xid_host_log_filter: Container Insights' host log group exists
   insights-alarm-quota  existing Metrics Insights alarms plus this deployment's fit the quota

@@ -9,6 +9,7 @@ rule: one definition of "a GPU node that should report"; the GPU instances of th
 does not cover are read by cli/silence_coverage.py.
 """
 
+import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from cdk.outputs import (
 from cdk.settings import Settings
 from cli.preflight.aws import read_addons, read_node_repair
 from cli.preflight.checks import OBSERVABILITY_ADDON, Addon, NodeRepair
+from cli.serving_paths import running_paths
 from cli.silence_coverage import read_ci_gpu_nodes, read_uncovered
 from cli.status.checks import ANALYZERS_RUN, WINDOW_S, Facts, Stack, Subscriptions
 from cli.status.serving import ALARM_SIGNALS, Missing, Seen, missing_series
@@ -65,6 +67,11 @@ ALARM_NAMES_PER_CALL: Final = 100
 #: What ListSubscriptionsByTopic gives as the ARN of a subscription not yet confirmed
 #: (https://docs.aws.amazon.com/sns/latest/api/API_Subscription.html).
 PENDING: Final = "PendingConfirmation"
+
+
+#: The weekly reports' keys (lambdas/weekly_report/handler.py ``report_prefix``) up to the week.
+REPORTS: Final = "reports/cluster={cluster}/week="
+REPORT_JSON: Final = "/report.json"
 
 
 class StatusReadError(Exception):
@@ -243,9 +250,23 @@ def _serving_signals(settings: Settings) -> tuple[Signal, ...]:
 
 
 def _read_serving_missing(
-    settings: Settings, clients: Clients, unreadable: dict[str, str], *, now: float
+    settings: Settings,
+    clients: Clients,
+    unreadable: dict[str, str],
+    *,
+    now: float,
+    addon: Addon | None,
 ) -> "tuple[Missing, ...] | None":
-    """OTel mode's serving alarms: each model signal they read with no series."""
+    """OTel mode's serving alarms: each model signal they read with no series, a model no
+    server names with each server's path on the add-on the cluster runs (cli/serving_paths.py;
+    the settings' where it could not be read)."""
+    paths = running_paths(
+        settings.container_insights_mode,
+        serving_metrics=settings.serving_metrics,
+        configuration_values=addon.configuration_values if addon else None,
+        from_values=addon is not None,
+        addon_version=addon.version if addon else None,
+    )
     signals = _serving_signals(settings)
     targets = (*settings.serving_ttft_p99_targets, *settings.serving_e2e_p99_targets)
     targeted = [model for model, _ in targets]
@@ -257,6 +278,7 @@ def _read_serving_missing(
                 read_serving_seen(_promql(clients), settings.cluster_name, signals, now=now),
                 targeted,
                 signals,
+                paths,
             )
         ),
         None,
@@ -310,10 +332,41 @@ def read_findings(
         findings[analyzer] = (day, sum(1 for line in body.splitlines() if line.strip()))
     weeks = [
         key.split("/")[2][len("week=") :]
-        for key in _keys(s3, bucket, f"reports/cluster={cluster}/week=")
-        if key.endswith("/report.json")
+        for key in _keys(s3, bucket, REPORTS.format(cluster=cluster))
+        if key.endswith(REPORT_JSON)
     ]
     return findings, max(weeks, default=None)
+
+
+def read_lemons(s3: Any, bucket: str, cluster: str, week: str) -> tuple[dict[str, Any], ...]:
+    """The lemon nodes of the weekly report of ``week`` (its ``lemons``: lambdas/weekly_report/
+    lemon_section.py), worst first; a report that is not JSON is a ``StatusReadError``."""
+    key = REPORTS.format(cluster=cluster) + week + REPORT_JSON
+    body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    try:
+        document = json.loads(body)
+    except ValueError as err:
+        raise StatusReadError(f"s3://{bucket}/{key} is not JSON: {err}") from err
+    lemons = (document.get("lemons") or {}).get("lemons") if isinstance(document, dict) else None
+    return tuple(lemon for lemon in lemons or () if isinstance(lemon, dict) and lemon.get("node"))
+
+
+def _report_facts(
+    unreadable: dict[str, str], s3: Any, bucket: str | None, cluster: str
+) -> tuple[dict[str, tuple[date, int] | None], str | None, tuple[dict[str, Any], ...] | None]:
+    """The analyzers' newest findings, the newest report's week and its lemon nodes (None:
+    no report read)."""
+    findings: dict[str, tuple[date, int] | None] = {}
+    week: str | None = None
+    if not bucket:
+        return findings, week, None
+    findings, week = _read(
+        unreadable, "report_bucket", partial(read_findings, s3, bucket, cluster), (findings, week)
+    )
+    if not week:
+        return findings, week, None
+    lemons = _read(unreadable, "lemon_nodes", partial(read_lemons, s3, bucket, cluster, week), None)
+    return findings, week, lemons
 
 
 def gather(settings: Settings, clients: Clients, *, now: float) -> Facts:
@@ -401,7 +454,9 @@ def gather(settings: Settings, clients: Clients, *, now: float) -> Facts:
             (),
         )
     serving_missing = (
-        _read_serving_missing(settings, clients, unreadable, now=now)
+        _read_serving_missing(
+            settings, clients, unreadable, now=now, addon=addons[OBSERVABILITY_ADDON]
+        )
         if otel and settings.serving_alarms
         else None
     )
@@ -430,16 +485,8 @@ def gather(settings: Settings, clients: Clients, *, now: float) -> Facts:
             if arn
             else None
         )
-    findings: dict[str, tuple[date, int] | None] = {}
-    week: str | None = None
     bucket = stacks[ANALYZERS].outputs.get(REPORT_BUCKET_NAME)
-    if bucket:
-        findings, week = _read(
-            unreadable,
-            "report_bucket",
-            partial(read_findings, clients.s3, bucket, cluster),
-            (findings, week),
-        )
+    findings, week, lemons = _report_facts(unreadable, clients.s3, bucket, cluster)
     return Facts(
         cluster=cluster,
         now=now,
@@ -458,6 +505,7 @@ def gather(settings: Settings, clients: Clients, *, now: float) -> Facts:
         topics=topics,
         findings=findings,
         report_week=week,
+        lemons=lemons,
         node_repair=repair,
         serving_missing=serving_missing,
         unreadable=unreadable,

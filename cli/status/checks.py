@@ -34,12 +34,15 @@ What "working" means, check by check:
 - ``analyzer:<name>``, ``weekly-report``: the newest findings file and report, which a run
   writes even when it finds nothing; none at all is a failure only once the stack has been up
   longer than the schedule needs.
+- ``lemon-node:<node>``: each lemon node the newest weekly report lists (its failures and XIDs
+  per GPU-hour over 30 days against the fleet's: lambdas/training_analyzer/goodput/lemon.py),
+  a warning with what to do; ``lemon-nodes`` ok where it lists none.
 """
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from typing import Final
+from typing import Any, Final
 
 from cdk.outputs import ANALYZERS, REPORT_BUCKET_NAME, TOPIC_OUTPUTS
 from cli.preflight.checks import (
@@ -59,6 +62,7 @@ from lambdas.silence_check.silence import REPORTING_METRIC, GpuNode
 from lambdas.silence_check.silence import Check as Silence
 from lambdas.storage_analyzer.ebs_analysis import ANALYZER as STORAGE
 from lambdas.training_analyzer.analysis import ANALYZER as TRAINING
+from lambdas.training_analyzer.goodput.lemon import LEMON_SCORE, WINDOW_DAYS
 
 #: The analyzers that write a findings file a day (lambdas/shared/publisher.py findings_key).
 ANALYZERS_RUN: Final = (STORAGE, TRAINING)
@@ -121,6 +125,9 @@ class Facts:
     findings: Mapping[str, tuple[date, int] | None] = field(default_factory=dict)
     #: The newest weekly report's ISO week (2026-W48), or None.
     report_week: str | None = None
+    #: The newest weekly report's lemon nodes, worst first (report.json ``lemons``); None: no
+    #: report read.
+    lemons: "tuple[Mapping[str, Any], ...] | None" = None
     #: Auto repair of the GPU nodes (cli/preflight/checks.py ``check_node_repair``); None: not
     #: read (no EKS client, no such cluster) or unreadable.
     node_repair: NodeRepair | None = None
@@ -390,6 +397,37 @@ def check_report(facts: Facts) -> Check:
     )
 
 
+def check_lemons(facts: Facts) -> list[Check]:
+    """One line a lemon node of the newest weekly report (lambdas/training_analyzer/goodput/
+    lemon.py), with what to do; one ok line where it names none."""
+    unreadable = _unreadable("lemon-nodes", facts, "lemon_nodes")
+    if unreadable:
+        return [unreadable]
+    if facts.lemons is None:
+        return []
+    if not facts.lemons:
+        return [
+            Check(
+                "lemon-nodes",
+                Verdict.OK,
+                f"no node fails or breaks GPUs at {LEMON_SCORE:g}x the fleet's rate over "
+                f"{WINDOW_DAYS} days (report {facts.report_week})",
+            )
+        ]
+    return [
+        Check(
+            f"lemon-node:{lemon['node']}",
+            Verdict.WARN,
+            f"{float(lemon.get('score') or 0):.2f}x the fleet's failures and XIDs per GPU-hour "
+            f"over {WINDOW_DAYS} days: {lemon.get('failures', 0)} failed runs, "
+            f"{lemon.get('xids', 0)} XIDs on {float(lemon.get('gpu_hours') or 0):,.1f} GPU-hours "
+            f"(report {facts.report_week})",
+            str(lemon.get("action", "")),
+        )
+        for lemon in facts.lemons
+    ]
+
+
 def run_checks(facts: Facts) -> list[Check]:
     """Every check, in the order the data flows: stacks, add-on, metrics, alarms, topics,
     analyzers."""
@@ -420,6 +458,7 @@ def run_checks(facts: Facts) -> list[Check]:
     ):
         checks += [check_analyzer(facts, a) for a in ANALYZERS_RUN]
         checks.append(check_report(facts))
+        checks += check_lemons(facts)
     else:
         checks.append(
             Check(

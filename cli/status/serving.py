@@ -15,27 +15,21 @@ from dataclasses import dataclass
 from typing import Final
 
 from cli.preflight.checks import Check, Verdict
+from cli.serving_paths import DataPath, data_paths
 from gpu_insights_agent.contract.serving import SERVERS, Server, Signal, serving_metric
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
 
 #: Models each server's rows named in the window: server -> signal -> model label values.
 Seen = Mapping[Server, Mapping[Signal, frozenset[str]]]
 
-#: Where each server's series come from, and what turns them on.
-ENABLE: Final[Mapping[Server, str]] = {
-    Server.VLLM: (
-        "vLLM's /metrics on port 8000, which the add-on collects in OTel mode (Ray Serve LLM's "
-        "ray_vllm_* from add-on 8.0.0); in Classic mode serving_metrics=true"
-    ),
-    Server.NIM: "NIM's /v1/metrics on port 8000, scraped with serving_metrics=true",
-    Server.TRITON: "Triton's metrics on port 8002 (--allow-metrics), scraped with "
-    "serving_metrics=true",
-    Server.RAY_SERVE: "Ray's metrics port 8080 on KubeRay's pods, collected from add-on 8.0.0",
-}
 #: A signal a server exports only when asked (triton-inference-server/server
 #: docs/user_guide/metrics.md: the first-response histogram with ``histogram_latencies``).
 ENABLE_SIGNAL: Final[Mapping[tuple[Server, Signal], str]] = {
     (Server.TRITON, Signal.TTFT): "start Triton with --metrics-config histogram_latencies=true",
 }
+#: The servers' paths where the serving alarms are deployed (OTel mode) with the project's
+#: default ``serving_metrics``: what status names for a model without a server's series.
+OTEL_PATHS: Final = data_paths(ContainerInsightsMode.OTEL, scraped=True)
 #: The signals the SLO alarms read per model or replica (cdk/alarms/serving_promql.py).
 ALARM_SIGNALS: Final = (Signal.TTFT, Signal.E2E, Signal.WAITING, Signal.KV_CACHE)
 
@@ -54,9 +48,13 @@ class Missing:
 
 
 def missing_series(
-    seen: Seen, targeted: Iterable[str], signals: Sequence[Signal] = ALARM_SIGNALS
+    seen: Seen,
+    targeted: Iterable[str],
+    signals: Sequence[Signal] = ALARM_SIGNALS,
+    paths: Sequence[DataPath] = OTEL_PATHS,
 ) -> list[Missing]:
-    """Every (model, signal) an alarm reads with no series, in server then model order."""
+    """Every (model, signal) an alarm reads with no series, in server then model order; a
+    model no server names with each server's data path (``paths``, cli/serving_paths.py)."""
     found: list[Missing] = []
     named: set[str] = set()
     for server in SERVERS:
@@ -74,9 +72,7 @@ def missing_series(
                     )
                     found.append(Missing(model, server, signal, enable))
     for model in sorted(set(targeted) - named):
-        enable = "enable its server's metrics: " + "; ".join(
-            f"{s}: {how}" for s, how in ENABLE.items()
-        )
+        enable = "its server's series: " + "; ".join(p.line() for p in paths)
         found.append(Missing(model, None, Signal.REQUESTS, enable))
     return found
 

@@ -3,13 +3,18 @@ to a job's page, read at the alarm's time, as a model's page reads its replicas
 (lambdas/notifier/serving.py): the most likely culprit of the slowdown with its evidence, and
 the badput that grew.
 
-OTel mode with the OTLP sink, where the job alarms are PromQL alarms: the exporter's gauges of
-the job's nodes' GPUs (``gpu_throttled_thermal``, ``gpu_throttled_power``: NVML's clock event
-reasons, ``gpu_ecc_errors_uncorrected``), labelled by node and GPU (lambdas/shared/dcgm.py), and
-each rank's ``data_wait_share`` from the emitter, labelled by rank, pod and node, over the five
-minutes before the alarm and the ten before those. The culprit is ranked by
-lambdas/shared/fail_slow.py. The ranks' series name no GPU, so a culprit GPU is named by its node
-and index and a culprit rank by its pod and node.
+OTel mode with the OTLP sink, where the job alarms are PromQL alarms: the exporter's series of
+the job's nodes' GPUs (``fail_slow.GPU_EVIDENCE``: NVML's fault clock event reasons, the SM
+clock, new ECC, PCIe replay and NVLink errors), labelled by node and GPU
+(lambdas/shared/dcgm.py), each node's CPU (Prometheus Node Exporter's
+``node_cpu_seconds_total``, which the add-on sends in OTel mode: "These metrics use metric names
+from their original sources, including cAdvisor, Prometheus Node Exporter, NVIDIA DCGM",
+https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/container-insights-otel-metrics.html,
+labelled with the node as DCGM's series are), and each rank's ``data_wait_share`` from the
+emitter, labelled by rank, pod and node, over the five minutes before the alarm and the ten
+before those. The culprit is ranked by lambdas/shared/fail_slow.py. The ranks' series name no
+GPU, so a culprit GPU is named by its node and index and a culprit rank by its pod and node.
+Classic mode's page reads the same table with GetMetricData (lambdas/notifier/fail_slow_classic.py).
 """
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -24,21 +29,33 @@ from gpu_insights_agent.contract.metrics import (
 from lambdas.notifier.jobs import job_matchers
 from lambdas.notifier.notification import Incident
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
-from lambdas.shared.exporter_promql import ExporterQueries, node_batches, range_selector
-from lambdas.shared.fail_slow import GpuEvidence, RankEvidence, Throttle, Verdict, rank_culprits
-from lambdas.shared.promql import PromQLClient, Series, quote_label
+from lambdas.shared.exporter_promql import (
+    ExporterQueries,
+    node_batches,
+    node_pattern,
+    range_selector,
+)
+from lambdas.shared.fail_slow import (
+    BEFORE_S,
+    ERRORS_OF,
+    EVIDENCE_S,
+    GPU_EVIDENCE,
+    GpuEvidence,
+    RankEvidence,
+    Reduce,
+    Verdict,
+    gpu_evidence,
+    rank_culprits,
+)
+from lambdas.shared.promql import PromQLClient, Series, quote_label, quote_string
 
-#: The minutes a fail-slow page reads: the alarm's window (3 minutes by default) and the onset
-#: before it; and the minutes before those, the job's own "before".
-EVIDENCE_S: Final = 300
-BEFORE_S: Final = 600
 #: A goodput page compares the hour the alarm read with the hour before it.
 HOUR_S: Final = 3600
-#: The exporter's fault gauges and the clock event reason each stands for.
-THROTTLE_GAUGES: Final = {
-    GpuMetric.THROTTLED_THERMAL: Throttle.THERMAL,
-    GpuMetric.THROTTLED_POWER: Throttle.POWER_BRAKE,
-}
+#: Prometheus Node Exporter's CPU counter: seconds each CPU spent in each ``mode``; a node's
+#: busy share is 1 less its ``idle`` seconds' rate averaged over its CPUs
+#: (prometheus/node_exporter, collector/cpu_linux.go: ``node_cpu_seconds_total``, "Seconds the
+#: CPUs spent in each mode.").
+NODE_CPU_SECONDS: Final = "node_cpu_seconds_total"
 
 
 def _key(series: Series, *names: str) -> tuple[str, ...]:
@@ -56,25 +73,25 @@ def _by_gpu(
 
 
 def _gpu_query(
-    q: ExporterQueries, function: str, metric: GpuMetric, nodes: Sequence[str], range_s: int
+    q: ExporterQueries, reduce: Reduce, metric: GpuMetric, nodes: Sequence[str], range_s: int
 ) -> str:
-    """Each GPU's ``function`` of ``metric`` over ``range_s`` (summed for a sum, else its
+    """Each GPU's ``reduce`` of ``metric`` over ``range_s`` (summed for a sum, else its
     largest, over the pods that held it)."""
     by = f"by ({quote_label(q.labels.node)}, {quote_label(q.labels.gpu)})"
-    aggregate = "sum" if function == "sum" else "max"
-    return f"{aggregate} {by} ({function}_over_time({q.select(str(metric), nodes, range_s)}))"
+    aggregate = "sum" if reduce is Reduce.SUM else "max"
+    return f"{aggregate} {by} ({reduce}_over_time({q.select(str(metric), nodes, range_s)}))"
 
 
 def _read(
     client: PromQLClient,
     q: ExporterQueries,
-    function: str,
+    reduce: Reduce,
     metric: GpuMetric,
     nodes: Sequence[str],
     at_s: float,
     range_s: int = EVIDENCE_S,
 ) -> dict[tuple[str, ...], float]:
-    return _by_gpu(client, _gpu_query(q, function, metric, nodes, range_s), at_s, q.labels)
+    return _by_gpu(client, _gpu_query(q, reduce, metric, nodes, range_s), at_s, q.labels)
 
 
 def read_gpus(
@@ -84,30 +101,57 @@ def read_gpus(
     at_s: float,
     labels: DcgmLabels = CLOUDWATCH,
 ) -> list[GpuEvidence]:
-    """Each GPU of ``nodes`` that reported in the evidence minutes, with its fault reasons and
-    its uncorrectable ECC errors then and before (``PromQLError`` where PromQL refused)."""
+    """Each GPU of ``nodes`` that reported in the evidence minutes, with what it showed of
+    ``GPU_EVIDENCE`` then, and its error counters before (``PromQLError`` where PromQL
+    refused)."""
     q = ExporterQueries(cluster, labels)
     gpus: list[GpuEvidence] = []
-    ecc_metric = GpuMetric.ECC_UNCORRECTED
     for batch in node_batches(nodes):
-        seen = _read(client, q, "count", GpuMetric.HEALTHY, batch, at_s)
-        reasons = {
-            reason: _read(client, q, "max", metric, batch, at_s)
-            for metric, reason in THROTTLE_GAUGES.items()
+        seen = _read(client, q, Reduce.MAX, GpuMetric.HEALTHY, batch, at_s)
+        now = {m: _read(client, q, r, m, batch, at_s) for m, r in GPU_EVIDENCE.items()}
+        before = {
+            m: _read(client, q, Reduce.SUM, m, batch, at_s - EVIDENCE_S, BEFORE_S)
+            for m in ERRORS_OF
         }
-        ecc = _read(client, q, "sum", ecc_metric, batch, at_s)
-        ecc_before = _read(client, q, "sum", ecc_metric, batch, at_s - EVIDENCE_S, BEFORE_S)
         for key in sorted(seen):
             gpus.append(
-                GpuEvidence(
-                    node=key[0],
-                    gpu=key[1],
-                    throttle=frozenset(r for r, v in reasons.items() if v.get(key, 0.0) > 0),
-                    ecc_errors=ecc.get(key, 0.0),
-                    ecc_errors_before=ecc_before.get(key, 0.0) * EVIDENCE_S / BEFORE_S,
+                gpu_evidence(
+                    key[0],
+                    key[1],
+                    {m: v[key] for m, v in now.items() if key in v},
+                    {m: v[key] for m, v in before.items() if key in v},
                 )
             )
     return gpus
+
+
+def node_cpu_query(cluster: str, nodes: Sequence[str], labels: DcgmLabels = CLOUDWATCH) -> str:
+    """Each node's busy CPU, percent, over the evidence minutes (Node Exporter's counter)."""
+    matchers = (
+        f"__name__={quote_string(NODE_CPU_SECONDS)}",
+        f"{quote_label(labels.cluster)}={quote_string(cluster)}",
+        f"{quote_label(labels.node)}=~{quote_string(node_pattern(nodes))}",
+        f"mode={quote_string('idle')}",
+    )
+    selector = "{" + ", ".join(matchers) + "}" + range_selector(EVIDENCE_S)
+    return f"100 * (1 - avg by ({quote_label(labels.node)}) (rate({selector})))"
+
+
+def read_node_cpu(
+    client: PromQLClient,
+    cluster: str,
+    nodes: Iterable[str],
+    at_s: float,
+    labels: DcgmLabels = CLOUDWATCH,
+) -> dict[str, float]:
+    """Each of ``nodes``' busy CPU percent in the evidence minutes, where its series were read."""
+    found: dict[str, float] = {}
+    for batch in node_batches(nodes):
+        for series in client.query(node_cpu_query(cluster, batch, labels), at_s):
+            node = series.labels.get(labels.node, "")
+            if node and series.points:
+                found[node] = _value(series)
+    return found
 
 
 def rank_query(
@@ -149,14 +193,15 @@ def read_ranks(
     ]  # fmt: skip
 
 
-def with_culprit(incident: Incident, verdict: Verdict | None) -> Incident:
+def with_culprit(
+    incident: Incident,
+    verdict: Verdict | None,
+    unread: str = "not read (PromQL refused the job's series)",
+) -> Incident:
     """The job's page told the most likely culprit and its evidence, or that there is no single
-    one and why; ``None``: the series could not be read, which the page says."""
+    one and why; ``None``: the series could not be read, which the page says (``unread``)."""
     if verdict is None:
-        return replace(
-            incident,
-            facts=(*incident.facts, ("Culprit", "not read (PromQL refused the job's series)")),
-        )
+        return replace(incident, facts=(*incident.facts, ("Culprit", unread)))
     c = verdict.culprit
     if c is None:
         return replace(incident, facts=(*incident.facts, ("Culprit", f"none: {verdict.whole_job}")))
@@ -181,10 +226,14 @@ def culprit_of(
     at_s: float,
     labels: DcgmLabels = CLOUDWATCH,
 ) -> Verdict:
-    """The fail-slow's culprit from the job's GPUs and ranks at the alarm's time."""
+    """The fail-slow's culprit from the job's GPUs, ranks and nodes at the alarm's time."""
     ranks = read_ranks(client, cluster, namespace, job, at_s, labels)
-    job_nodes = set(nodes) | {r.node for r in ranks if r.node}
-    return rank_culprits(read_gpus(client, cluster, job_nodes, at_s, labels), ranks)
+    job_nodes = sorted(set(nodes) | {r.node for r in ranks if r.node})
+    return rank_culprits(
+        read_gpus(client, cluster, job_nodes, at_s, labels),
+        ranks,
+        read_node_cpu(client, cluster, job_nodes, at_s, labels),
+    )
 
 
 # --- which badput grew (job-goodput-low) -------------------------------------------------------

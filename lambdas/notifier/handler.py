@@ -32,6 +32,7 @@ from gpu_insights_agent.contract.resource_names import CAP_ALARM_SUFFIX
 from lambdas.notifier.budget import CLIENT_CALL_S, CLIENT_CONFIG, RESEND_RESERVE_S, RESERVE_S
 from lambdas.notifier.channels import AnswerLateError, Channel, ChannelError, ChannelTimeoutError
 from lambdas.notifier.config import NotifierConfig, with_cap_kinds
+from lambdas.notifier.fail_slow_classic import CulpritReadError, classic_culprit
 from lambdas.notifier.fail_slow_page import (
     culprit_of,
     grown_badput,
@@ -412,6 +413,8 @@ def _with_job(
         placement = Placement()
     paged = job_incident(incident, config.region, placement)
     if incident.kind not in (config.promql_alarm_kinds or ()):
+        if incident.kind == FAIL_SLOW_KIND:
+            return _with_classic_culprit(paged, incident, placement, at)
         return paged
     if incident.kind == FAIL_SLOW_KIND:
         return _with_culprit(paged, incident, placement, at)
@@ -430,6 +433,23 @@ def _with_culprit(paged: Incident, alarm: Incident, placement: Placement, at_ms:
     except (PromQLError, BotoCoreError, ClientError) as err:
         log.warning("no culprit for %s: %s", alarm.key, err)
         return with_culprit(paged, None)
+    return with_culprit(paged, verdict)
+
+
+def _with_classic_culprit(
+    paged: Incident, alarm: Incident, placement: Placement, at_ms: int
+) -> Incident:
+    """A Classic fail-slow page (a Metrics Insights alarm) with its most likely culprit, read
+    with GetMetricData at the alarm's time from the job's nodes (its ranks' documents)."""
+    if not placement.each("node"):
+        return with_culprit(paged, None, "not read (the job's ranks named no node)")
+    try:
+        verdict = classic_culprit(
+            _clients("cloudwatch"), alarm.cluster, alarm.job or "", placement, at_ms / 1000
+        )
+    except CulpritReadError as err:
+        log.warning("no culprit for %s: %s", alarm.key, err)
+        return with_culprit(paged, None, "not read (CloudWatch refused the job's series)")
     return with_culprit(paged, verdict)
 
 

@@ -14,6 +14,7 @@ are not named.
 """
 
 import json
+import math
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final
@@ -65,6 +66,9 @@ class Rank:
     gpus: str = ""
     #: What the rank was doing (``JobState``), e.g. ``stalled``.
     state: str = ""
+    #: Its data wait, percent of its step time, in that document's window (a window with
+    #: steps); None without: Classic publishes the share per job, each rank's line its own.
+    data_wait_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,12 @@ def job_placement(logs: Any, cluster: str, job: str, at_ms: int) -> Placement:
     def text(document: dict[str, Any], key: str) -> str:
         return str(document[key]) if document.get(key) else ""
 
+    def share(document: dict[str, Any]) -> float | None:
+        value = document.get(str(TrainingMetric.DATA_WAIT_SHARE))
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return float(value) if math.isfinite(value) else None
+
     return Placement(
         tuple(
             Rank(
@@ -167,6 +177,7 @@ def job_placement(logs: Any, cluster: str, job: str, at_ms: int) -> Placement:
                 node=text(d, DIM_NODE),
                 gpus=text(d, PROP_GPUS),
                 state=text(d, PROP_JOB_STATE),
+                data_wait_share=share(d),
             )
             for d in documents
         )

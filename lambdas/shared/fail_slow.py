@@ -33,11 +33,13 @@ evidence when no other has as much; else the page says there is no single culpri
 """
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from statistics import median
 from typing import Final
+
+from gpu_insights_agent.contract.metrics import GpuMetric
 
 #: The alarm kinds whose pages this reads for (cdk/alarms/jobs.py deploys them; the notifier
 #: reads their evidence): the fail-slow, and the job's goodput over the hour.
@@ -76,6 +78,49 @@ WEIGHTS: Final = {
 #: Least weight that names a culprit: one symptom alone (a slow clock, rising errors) does.
 MIN_CULPRIT_WEIGHT: Final = 2.0
 
+#: The minutes a page reads: the alarm's window (3 minutes by default) and the onset before
+#: it; and the minutes before those, the job's own "before". Both modes' readers use them.
+EVIDENCE_S: Final = 300
+BEFORE_S: Final = 600
+
+
+class Reduce(StrEnum):
+    """How a GPU's samples over the evidence minutes make one figure (PromQL's
+    ``<reduce>_over_time``; CloudWatch's statistic ``STATISTIC``)."""
+
+    MAX = "max"
+    AVG = "avg"
+    SUM = "sum"
+
+    @property
+    def statistic(self) -> str:
+        return {"max": "Maximum", "avg": "Average", "sum": "Sum"}[self.value]
+
+
+#: The exporter's flags of a clock event reason NVML gives for a fault
+#: (agent/gpu_insights_agent/exporter/gpu_sampler.py sets them from
+#: ``nvmlDeviceGetCurrentClocksEventReasons``): any sample flagged in the minutes counts.
+THROTTLE_OF: Final = {
+    GpuMetric.THROTTLED_THERMAL: Throttle.THERMAL,
+    GpuMetric.THROTTLED_POWER: Throttle.POWER_BRAKE,
+    GpuMetric.THROTTLED_HW_SLOWDOWN: Throttle.HW_SLOWDOWN,
+}
+#: The exporter's error counters (new counts each cycle), summed over the minutes, now and
+#: before, with their words on the page (``MIN_RISING``'s keys).
+ERRORS_OF: Final = {
+    GpuMetric.ECC_UNCORRECTED: "ECC errors",
+    GpuMetric.PCIE_REPLAYS: "PCIe replays",
+    GpuMetric.NVLINK_ERRORS: "NVLink errors",
+}
+#: Every exporter series a page reads of each of the job's GPUs, and how it is reduced: one
+#: table for both modes' readers (lambdas/notifier/fail_slow_page.py with PromQL, and
+#: lambdas/notifier/fail_slow_classic.py with GetMetricData).
+GPU_EVIDENCE: Final = {
+    **dict.fromkeys(THROTTLE_OF, Reduce.MAX),
+    GpuMetric.SM_CLOCK: Reduce.AVG,
+    **dict.fromkeys(ERRORS_OF, Reduce.SUM),
+}
+
 
 @dataclass(frozen=True)
 class GpuEvidence:
@@ -94,6 +139,29 @@ class GpuEvidence:
     pcie_replays_before: float = 0.0
     nvlink_errors: float = 0.0
     nvlink_errors_before: float = 0.0
+
+
+def gpu_evidence(
+    node: str, gpu: str, now: Mapping[GpuMetric, float], before: Mapping[GpuMetric, float]
+) -> GpuEvidence:
+    """One GPU's evidence from what a reader got of ``GPU_EVIDENCE`` over the evidence minutes
+    (``now``) and the minutes before them (``before``: each counter's sum over ``BEFORE_S``);
+    a series not read (not published: a fault gauge's zero hours, a GPU without NVLink) is no
+    evidence, never a 0 taken as a reading for the clock."""
+    scale = EVIDENCE_S / BEFORE_S
+    clock = now.get(GpuMetric.SM_CLOCK)
+    return GpuEvidence(
+        node=node,
+        gpu=gpu,
+        throttle=frozenset(t for m, t in THROTTLE_OF.items() if now.get(m, 0.0) > 0),
+        sm_clock_mhz=clock if clock else None,
+        ecc_errors=now.get(GpuMetric.ECC_UNCORRECTED, 0.0),
+        ecc_errors_before=before.get(GpuMetric.ECC_UNCORRECTED, 0.0) * scale,
+        pcie_replays=now.get(GpuMetric.PCIE_REPLAYS, 0.0),
+        pcie_replays_before=before.get(GpuMetric.PCIE_REPLAYS, 0.0) * scale,
+        nvlink_errors=now.get(GpuMetric.NVLINK_ERRORS, 0.0),
+        nvlink_errors_before=before.get(GpuMetric.NVLINK_ERRORS, 0.0) * scale,
+    )
 
 
 @dataclass(frozen=True)
@@ -216,10 +284,13 @@ def _gpu_evidence(gpus: Sequence[GpuEvidence]) -> dict[tuple[str, str], dict[str
     return found
 
 
-def _data_wait_ranks(ranks: Sequence[RankEvidence]) -> tuple[float, float, list[RankEvidence]]:
-    """The job's median data wait now and before, and the ranks waiting far more than it."""
+def _data_wait_ranks(
+    ranks: Sequence[RankEvidence], job: tuple[float, float] | None = None
+) -> tuple[float, float, list[RankEvidence]]:
+    """The job's median data wait now and before, and the ranks waiting far more than it;
+    without ranks, the job's own data wait (``job``: now, before) where it was read."""
     if not ranks:
-        return 0.0, 0.0, []
+        return (*(job or (0.0, 0.0)), [])
     now = median(r.data_wait_share for r in ranks)
     before = median(r.data_wait_share_before for r in ranks)
     waiting = [r for r in ranks if r.data_wait_share - now >= DATA_WAIT_EXCESS_POINTS]
@@ -251,8 +322,13 @@ class _Candidates:
         for r in ranks:
             self.ranks_of_node[r.node] += 1
 
-    def add(self, kind: str, words: str, node: str, gpu: str = "") -> None:
-        rank = self.rank_of_gpu.get((node, gpu)) if gpu else None
+    def add(
+        self, kind: str, words: str, node: str, gpu: str = "", rank: RankEvidence | None = None
+    ) -> None:
+        """``rank``: the rank the evidence is its own (its series may name no GPU, as the
+        emitter's OTLP and EMF ones do not); else the rank on the GPU, where one is named."""
+        if rank is None and gpu:
+            rank = self.rank_of_gpu.get((node, gpu))
         key = (node, gpu, rank.rank if rank else "")
         if key not in self.found:
             self.found[key] = _Candidate(
@@ -306,6 +382,7 @@ def _add_ranks(candidates: _Candidates, waiting: Sequence[RankEvidence], job_wai
                 f"median {job_wait:.0f}%)",
                 r.node,
                 r.gpu,
+                r,
             )
 
 
@@ -313,12 +390,15 @@ def rank_culprits(
     gpus: Sequence[GpuEvidence],
     ranks: Sequence[RankEvidence],
     node_cpu_percent: dict[str, float] | None = None,
+    job_data_wait: tuple[float, float] | None = None,
 ) -> Verdict:
     """The most likely culprit of a job's slowdown, from its GPUs', ranks' and nodes' series
-    at the alarm's time, or no single one with what slowed the whole job."""
+    at the alarm's time, or no single one with what slowed the whole job. ``job_data_wait``:
+    the job's data wait share now and before, for a reader that has no rank's (Classic's
+    series are per job)."""
     candidates = _Candidates(gpus, ranks)
     _add_gpus(candidates, gpus)
-    job_wait, job_wait_before, waiting = _data_wait_ranks(ranks)
+    job_wait, job_wait_before, waiting = _data_wait_ranks(ranks, job_data_wait)
     _add_ranks(candidates, waiting, job_wait)
     for node, words in _saturated_nodes(node_cpu_percent or {}).items():
         candidates.add("cpu", words, node)

@@ -49,6 +49,8 @@ KSM_GPU_RESOURCE: Final = "nvidia_com_gpu"
 #: kube_pod_status_phase{phase}: 1 on the pod's phase (kubernetes/kube-state-metrics
 #: docs/metrics/workload/pod-metrics.md).
 KSM_POD_PHASE: Final = "kube_pod_status_phase"
+#: Its ``phase`` while the pod waits to run (scheduling, image pulls).
+KSM_PHASE_PENDING: Final = "Pending"
 
 
 def ksm_selector(metric: str, cluster: str, labels: DcgmLabels, **matchers: str) -> str:
@@ -75,7 +77,7 @@ def gpu_pods_waiting(
     pod = (labels.cluster, labels.namespace, labels.pod)
     by = ", ".join(quote_label(n) for n in pod)
     requests = ksm_selector(KSM_POD_REQUESTS, cluster, labels, **{KSM_RESOURCE: KSM_GPU_RESOURCE})
-    extra = {"phase": "Pending"} if waiting == KSM_POD_PHASE else {}
+    extra = {"phase": KSM_PHASE_PENDING} if waiting == KSM_POD_PHASE else {}
     state = ksm_selector(waiting, cluster, labels, **extra)
     asked = f"sum by ({by}) (last_over_time({requests}[{window}]))"
     held = f"max by ({by}) (last_over_time({state}[{window}])) == 1"

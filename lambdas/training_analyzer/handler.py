@@ -167,6 +167,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
             gpu_hour_usd=price, logs=_clients("logs"), failure_log_jobs=config.failure_log_jobs,
             exporter_promql=exporter_promql(config, _clients),
             emitter_promql=emitter_promql(config, _clients),
+            **pending_reads(config, _clients),
         )  # fmt: skip
     if mode == "merge":
         run = fleet.read_parts(
@@ -194,10 +195,19 @@ def analyze_jobs(
         failure_log_jobs=config.failure_log_jobs,
         exporter_promql=exporter_promql(config, clients),
         emitter_promql=emitter_promql(config, clients),
+        **pending_reads(config, clients),
     )
     run.findings += tail.findings
     run.skipped += tail.skipped
     return run
+
+
+def pending_reads(config: TrainingConfig, clients: Clients) -> dict[str, Any]:
+    """Where the jobs' pods' pending time is read (goodput/pending.py): Kube State Metrics
+    with PromQL in OTel mode, Container Insights' ``pod_status_pending`` in Classic."""
+    if config.container_insights_mode is ContainerInsightsMode.OTEL:
+        return {"ksm_promql": promql_for(clients("cloudwatch"))}
+    return {"classic_pending_pods": True}
 
 
 def emitter_promql(config: TrainingConfig, clients: Clients) -> PromQLClient | None:

@@ -43,6 +43,7 @@ from lambdas.training_analyzer.failure_run import (
 )
 from lambdas.training_analyzer.goodput.findings import goodput_finding
 from lambdas.training_analyzer.goodput.jobs import JobGoodput, job_goodput, within
+from lambdas.training_analyzer.goodput.pending import classic_pending, job_pending, otel_pending
 
 AWS_ERRORS = (ClientError, BotoCoreError)
 #: What a read of the emitter's OTLP series may raise (promql_jobs.py).
@@ -213,6 +214,8 @@ def analyze_jobs(
     failure_log_jobs: int = FAILURE_LOG_JOBS,
     exporter_promql: PromQLClient | None = None,
     emitter_promql: PromQLClient | None = None,
+    ksm_promql: PromQLClient | None = None,
+    classic_pending_pods: bool = False,
 ) -> TrainingRun:
     """The jobs' findings and costs, job by job: a whole run's jobs or one shard's
     (lambdas/training_analyzer/fleet.py). Each job's findings depend on its own series, ranks
@@ -221,7 +224,10 @@ def analyze_jobs(
     ``failure_log_jobs`` jobs: lambdas/training_analyzer/failure_run.py) and follows the job's
     own findings, which it links. ``exporter_promql``: the exporter sends OTLP, so its GPUs'
     power and SM activity are read with PromQL (exporter_sink=otlp); ``emitter_promql``: the
-    emitter sends OTLP, so the jobs' series are read with PromQL (promql_jobs.py)."""
+    emitter sends OTLP, so the jobs' series are read with PromQL (promql_jobs.py). Their pods'
+    pending time (goodput's waiting for GPUs: goodput/pending.py) is read from Kube State
+    Metrics with ``ksm_promql`` (OTel mode), or with ``classic_pending_pods`` from Container
+    Insights' ``pod_status_pending``."""
     run = run if run is not None else TrainingRun()
     if not jobs:
         return run
@@ -244,6 +250,7 @@ def analyze_jobs(
         gpus = {}
     reads = _failure_reads(logs, cloudwatch, cluster, series, failed, start, end,
                            failure_log_jobs, run, hourly=emitter_promql is not None)  # fmt: skip
+    waited = _pending(cloudwatch, cluster, ranks, start, end, run, ksm_promql, classic_pending_pods)
     for job in jobs:
         if job in failed:
             run.skip(f"job/{job}", MetricDataError(failed[job]))
@@ -261,8 +268,12 @@ def analyze_jobs(
         try:
             found = analyze_job(data, thresholds)
             run.costs[job] = cost = job_cost(data)
-            goodput = job_goodput(data.series, gpus=cost.gpus, ranks=data.ranks)
-            day = job_goodput(within(data.series, *day_hours), gpus=cost.gpus, ranks=data.ranks)
+            hours_waited = waited.get(job, {})
+            goodput = job_goodput(data.series, gpus=cost.gpus, ranks=data.ranks,
+                                  pending_gpu_seconds=sum(hours_waited.values()))  # fmt: skip
+            day_waited = sum(v for h, v in hours_waited.items() if day_hours[0] <= h < day_hours[1])
+            day = job_goodput(within(data.series, *day_hours), gpus=cost.gpus, ranks=data.ranks,
+                              pending_gpu_seconds=day_waited)  # fmt: skip
         except (ValueError, ZeroDivisionError, TypeError, statistics.StatisticsError) as err:
             run.skip(f"job/{job}", err)
             continue
@@ -278,6 +289,37 @@ def analyze_jobs(
     if reads is not None:
         run.unplaced_failures += reads.unplaced
     return run
+
+
+def _pending(
+    cloudwatch: Any,
+    cluster: str,
+    ranks: dict[str, list[RankStats]],
+    start: float,
+    end: float,
+    run: TrainingRun,
+    ksm_promql: PromQLClient | None,
+    classic: bool,
+) -> dict[str, dict[float, float]]:
+    """Each job's pending GPU-seconds by hour, its pods those its emitter named; a read that
+    fails is skipped on ``run`` (the jobs' goodput then counts no waiting), never guessed."""
+    pods = {r.pod: job for job, rs in ranks.items() for r in rs if r.pod}
+    if not pods or (ksm_promql is None and not classic):
+        return {}
+    try:
+        if ksm_promql is not None:
+            read = otel_pending(ksm_promql, cluster, start=start, end=end)
+        else:
+            per_pod: dict[str, float] = defaultdict(float)
+            for rs in ranks.values():
+                for r in rs:
+                    if r.pod:
+                        per_pod[r.pod] += 1.0  # one rank a GPU
+            read = classic_pending(cloudwatch, cluster, per_pod, start=start, end=end)
+    except (*AWS_ERRORS, PromQLError, MetricDataError) as err:
+        run.skip(f"pending pods of {cluster}'s training jobs", err)
+        return {}
+    return job_pending(read, pods)
 
 
 def _failure_reads(
@@ -326,6 +368,8 @@ def analyze_training(
     failure_log_jobs: int = FAILURE_LOG_JOBS,
     exporter_promql: PromQLClient | None = None,
     emitter_promql: PromQLClient | None = None,
+    ksm_promql: PromQLClient | None = None,
+    classic_pending_pods: bool = False,
 ) -> TrainingRun:
     run = TrainingRun()
     jobs, ranks = plan_jobs(cloudwatch, logs, cluster, start, end, run, emitter_promql)
@@ -333,5 +377,6 @@ def analyze_training(
         cloudwatch=cloudwatch, cluster=cluster, jobs=jobs, ranks=ranks, start=start, end=end,
         gpu_hour_usd=gpu_hour_usd, related_storage=related_storage, thresholds=thresholds,
         run=run, logs=logs, failure_log_jobs=failure_log_jobs, exporter_promql=exporter_promql,
-        emitter_promql=emitter_promql,
+        emitter_promql=emitter_promql, ksm_promql=ksm_promql,
+        classic_pending_pods=classic_pending_pods,
     )  # fmt: skip

@@ -9,7 +9,7 @@ from datetime import date
 from typing import Any, Final
 
 from lambdas.weekly_report.actions import week_actions
-from lambdas.weekly_report.funnel_section import week_funnel
+from lambdas.weekly_report.funnel_section import goodput_splits, week_funnel
 from lambdas.weekly_report.job_waste import job_rows
 from lambdas.weekly_report.memory_section import memory_rows
 from lambdas.weekly_report.waste import CLASSES
@@ -165,6 +165,8 @@ class WeekFigures:
     funnel: dict[str, Any] = field(default_factory=dict)
     #: The training jobs' week of goodput: fleet, by size, by job (goodput_section.py).
     goodput: dict[str, Any] = field(default_factory=dict)
+    #: The worst nodes over the last 30 days, with what to do (lemon_section.lemon_figures).
+    lemons: dict[str, Any] = field(default_factory=dict)
 
     def change(self, name: str) -> float | None:
         """This week's headline figure minus last week's, where both exist."""
@@ -232,11 +234,15 @@ def week_figures(
     previous: dict[str, float | None] | None = None,
     storage_analyzed: bool = True,
     served: dict[tuple[str, str], float] | None = None,
+    goodput: dict[str, Any] | None = None,
 ) -> WeekFigures:
     """``waste`` is the week's attribution (``week_waste``): the only source of GPU-hours.
     ``storage_analyzed``: a storage analysis ran in the week (a storage findings file, empty or
-    not); without one the week has no storage figure."""
+    not); without one the week has no storage figure. ``goodput``: the training jobs' week of
+    goodput (goodput_section.goodput_figures), the funnel's productive stage where it has the
+    job."""
     figures = WeekFigures(cluster=cluster, week=week, previous=previous or {}, waste=waste or {})
+    figures.goodput = goodput or {}
     figures.gpu_hour_classes = dict(figures.waste.get("classes") or {})
     figures.gpu_hour_cost_usd = dict(figures.waste.get("cost_usd") or {})
     figures.gpu_hours = round(sum(figures.gpu_hour_classes.values()), 2)
@@ -290,7 +296,8 @@ def week_figures(
     figures.actions = every[:ACTIONS]
     figures.priced_waste_usd = round(sum(a["usd"] for a in every), 2)
     if figures.waste:
-        figures.funnel = week_funnel(figures.waste, jobs, served)
+        splits = goodput_splits(figures.goodput)
+        figures.funnel = week_funnel(figures.waste, jobs, served, splits)
     # The training jobs: the week's held GPU-hours where the attribution has them, the rest by
     # the training analyzer's own cost of them (its lookback), which only orders them.
     training = [j for j in jobs if not j["inferred"] and j["job"] in job_costs]

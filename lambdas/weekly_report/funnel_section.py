@@ -3,11 +3,13 @@ each namespace and each workload, and each drop named (lambdas/training_analyzer
 funnel.py). Pure: from the week's attribution (``waste``), its jobs' rows (job_waste.py) and
 the GPU-hours of the week's serving tables that served tokens.
 
-Productive, until each job's goodput is computed from its own steps (``productive`` of
-``week_funnel``, which a per-job goodput fills): a training job's stepping GPU-hours (held
-GPU-hours in hours its emitter reported steps) less what its priced training findings say was
-lost while stepping (waiting for data, slow checkpoints, GPUs under-used: job_waste.py
-``priced_findings``, each GPU-hour priced once), each loss its badput category; an inference
+Productive: a training job's goodput over the GPU-time it held times its held GPU-hours, the
+drop from active named by its badput categories (funnel.py ``from_goodput``, from the week's
+goodput files: goodput_section.py); a training job whose emitter splits no time (an older
+emitter) falls back on its stepping GPU-hours (held GPU-hours in hours its emitter reported
+steps) less what its priced training findings say was lost while stepping (waiting for data,
+slow checkpoints, GPUs under-used: job_waste.py ``priced_findings``, each GPU-hour priced
+once), each loss its badput category; an inference
 workload's active GPU-hours, at most the GPU-hours of the days its serving table counted
 generated tokens; any other workload has no productivity signal (a notebook, a job that runs no
 emitter) and its active GPU-hours are ``no_step_or_token_signal``.
@@ -19,13 +21,18 @@ from typing import Any, Final
 
 from lambdas.shared.serving_table import ServingRow
 from lambdas.training_analyzer.goodput.funnel import (
+    NOT_HELD_BADPUT,
     STAGES,
     NodeCapacity,
     Workload,
+    from_goodput,
     funnel,
 )
+from lambdas.training_analyzer.goodput.jobs import Badput
+from lambdas.weekly_report.goodput_section import goodput_figures
 from lambdas.weekly_report.html_table import html_table
 from lambdas.weekly_report.spreadsheet import csv_table
+from lambdas.weekly_report.waste import week_waste
 from lambdas.weekly_report.waste_section import relation
 
 #: The badput category of each priced training finding's lost share.
@@ -35,6 +42,8 @@ BADPUT_OF_FINDING: Final = {
     "training_gpu_underutilized": "gpus_underused_while_stepping",
 }
 FUNNEL_CSV: Final = "funnel.csv"
+#: ``productive_source`` of a training workload whose productive stage is its job's goodput.
+GOODPUT_SOURCE: Final = "job goodput"
 CSV_COLUMNS: Final = (
     "cluster",
     "week",
@@ -70,14 +79,26 @@ def _training(
     return max(0.0, stepping - sum(badput.values())), dict(badput)
 
 
+def goodput_splits(goodput: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """Each job's week of goodput (goodput_section.goodput_figures' rows) as the GPU-hours
+    ``from_goodput`` splits: ``productive`` and each badput."""
+    splits = {}
+    for row in goodput.get("jobs", []):
+        split = {"productive": float(row["productive_gpu_hours"])}
+        split |= {str(b): float(row[f"{b}_gpu_hours"]) for b in Badput}
+        splits[str(row["job"])] = split
+    return splits
+
+
 def week_funnel(
     waste: Mapping[str, Any],
     jobs: Iterable[Mapping[str, Any]],
     served: Mapping[tuple[str, str], float] | None = None,
-    productive: Mapping[tuple[str, str], float] | None = None,
+    goodput: Mapping[str, Mapping[str, float]] | None = None,
 ) -> dict[str, Any]:
-    """The week's funnel. ``productive`` ((namespace, workload) -> GPU-hours), where given,
-    stands for a workload's productive hours (each job's goodput, when computed)."""
+    """The week's funnel. ``goodput`` (job -> its week's ``goodput_splits``), where it has the
+    job, gives a training workload's productive stage and its badput (``from_goodput``); a job
+    without it falls back on its stepping hours less its priced findings."""
     price = float(waste.get("gpu_hour_usd") or 0.0)
     by_job = {str(j["job"]): j for j in jobs if not j.get("inferred")}
     rows = list(waste.get("all_jobs", []))
@@ -92,8 +113,12 @@ def week_funnel(
         value: float | None = None
         badput: dict[str, float] = {}
         source = ""
-        if productive is not None and key in productive:
-            value, source = productive[key], "job goodput"
+        # A job's goodput by its emitter's job name: its pods' rows, named by the emitter or
+        # inferred from their controller's name.
+        split = (goodput or {}).get(key[1])
+        if split and held > 0 and any(v > 0 for k, v in split.items() if k != NOT_HELD_BADPUT):
+            value, badput = from_goodput(held, active, split)
+            source = GOODPUT_SOURCE
         elif float(row.get("stepping_gpu_hours") or 0.0) > 0 and not row.get("inferred"):
             value, badput = _training(row, by_job.get(key[1]), stepped[key[1]])
             source = "training steps"
@@ -125,6 +150,17 @@ def week_funnel(
     )
     document["capacity_sources"] = list(waste.get("capacity_sources", []))
     return document
+
+
+def day_funnel(
+    table: Mapping[str, Any], goodput: Iterable[Mapping[str, Any]], *, gpu_hour_usd: float
+) -> dict[str, Any]:
+    """One day's funnel, as ``gpu-insights analyze training`` shows it: from the day's GPU-hour
+    attribution ``table`` and the jobs' goodput over that day (``JobGoodput.to_json()``, the
+    daily goodput file's entries), as the weekly report joins a week of them."""
+    waste = week_waste({"day": table}, gpu_hour_usd=gpu_hour_usd)
+    week = goodput_figures([{"jobs": list(goodput)}])
+    return week_funnel(waste, [], goodput=goodput_splits(week))
 
 
 def _cells(row: Mapping[str, Any]) -> list[str]:
@@ -168,7 +204,8 @@ def funnel_section(document: Mapping[str, Any]) -> str:
         relation(
             "Each drop between two stages, named: capacity no pod asked for by node group, held "
             "and idle by workload (the GPU-hours table's held without work and lost), active but "
-            "not productive by badput category (the training jobs' priced findings)."
+            "not productive by badput category (the training jobs' goodput, else their priced "
+            "findings)."
         )
     )
     parts.append(html_table(["drop", "where", "GPU-hours", "cost"], rows, (2, 3)))

@@ -7,7 +7,7 @@ rerun replaces it, and a marker object makes sure the SNS summary goes out once 
 
 import json
 import logging
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 
 from gpu_insights_agent.contract.metrics import ExporterSink
@@ -16,6 +16,7 @@ from lambdas.shared.events import scheduled_time
 from lambdas.shared.promql import promql_for
 from lambdas.shared.report_keys import failures_key, goodput_key, gpu_hours_key, job_costs_key
 from lambdas.shared.s3_objects import object_exists, read_object
+from lambdas.training_analyzer.goodput.lemon import WINDOW_DAYS as LEMON_DAYS
 from lambdas.weekly_report.aws import (
     alarms_raised,
     finding_texts,
@@ -46,6 +47,7 @@ from lambdas.weekly_report.figures import (
 )
 from lambdas.weekly_report.funnel_section import FUNNEL_CSV, funnel_csv, served_gpu_hours
 from lambdas.weekly_report.goodput_section import GOODPUT_CSV, goodput_csv, goodput_figures
+from lambdas.weekly_report.lemon_section import lemon_figures, node_records
 from lambdas.weekly_report.memory_section import MEMORY_CSV, memory_csv
 from lambdas.weekly_report.render import html_report, text_summary
 from lambdas.weekly_report.serving_section import (
@@ -108,6 +110,27 @@ def exporter_throughput(
     return throughput_by_job(cloudwatch, config.cluster_name, start, end)
 
 
+def week_lemons(
+    config: ReportConfig, s3: Any, cloudwatch: Any, tables: dict[str, Any], end: date
+) -> dict[str, Any]:
+    """The lemon nodes over the 30 days that end with the week (lemon_section.py): the days'
+    GPU-hour tables (the week's already read: ``tables``), the failed runs of their failure
+    files and the exporter's XIDs."""
+    cluster, bucket = config.cluster_name, config.report_bucket
+    since = end - timedelta(days=LEMON_DAYS)
+    days_tables = (
+        tables.get(d.isoformat()) or _document(s3, bucket, gpu_hours_key(cluster, d))
+        for d in days(since, end)
+    )
+    runs = week_runs(
+        (_document(s3, bucket, failures_key(cluster, d)) for d in run_days(since, end)),
+        start=epoch(since),
+        end=epoch(end),
+    )
+    xids = exporter_xids(config, cloudwatch, since, end)
+    return lemon_figures(node_records((t for t in days_tables if t), runs, xids))
+
+
 def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     config = ReportConfig.current()
     cluster, bucket = config.cluster_name, config.report_bucket
@@ -132,6 +155,11 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     before = _document(s3, bucket, report_prefix(cluster, last_week) + "report.json") or {}
     waste = week_waste(tables, gpu_hour_usd=price, previous=before.get("waste"))
     this_week = serving_days(s3, bucket, cluster, start, end)
+    # The training jobs' goodput, each day of the week once (its file is keyed by the day):
+    # the training section's lead and the funnel's productive stage.
+    goodput = goodput_figures(
+        _document(s3, bucket, goodput_key(cluster, d)) for d in days(start, end)
+    )
     figures = week_figures(
         cluster=cluster,
         week=week,
@@ -145,6 +173,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         previous={k: before.get(k) for k in HEADLINE},  # last week's report, read once above
         storage_analyzed=STORAGE_ANALYZER in analyzers,
         served=served_gpu_hours(this_week.rows),
+        goodput=goodput,
     )
     prefix = report_prefix(cluster, week)
     console = f"https://s3.console.aws.amazon.com/s3/object/{bucket}?prefix={prefix}report.html"
@@ -161,10 +190,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
         end=epoch(end),
     )
     figures.failures = failure_figures(failed, gpu_hour_usd=price)
-    # The training jobs' goodput, each day of the week once (its file is keyed by the day).
-    figures.goodput = goodput_figures(
-        _document(s3, bucket, goodput_key(cluster, d)) for d in days(start, end)
-    )
+    figures.lemons = week_lemons(config, s3, cloudwatch, tables, end)
     # Inference serving: the week's tables against the week before's.
     week_before = start.fromordinal(start.toordinal() - 7)
     serving = serving_figures(

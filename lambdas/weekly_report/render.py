@@ -13,6 +13,7 @@ from lambdas.weekly_report.funnel_section import funnel_section
 from lambdas.weekly_report.goodput_section import goodput_section
 from lambdas.weekly_report.html_table import breakable, html_table, number_cell, table, text_cell
 from lambdas.weekly_report.job_waste import HOURS_PER_WEEK
+from lambdas.weekly_report.lemon_section import lemon_section
 from lambdas.weekly_report.memory_section import memory_section
 from lambdas.weekly_report.serving_section import one_line, serving_line, serving_section
 from lambdas.weekly_report.waste_section import CLASS_NAMES, relation, waste_section
@@ -122,6 +123,7 @@ def _jobs_section(f: WeekFigures) -> str:
     parts: list[str] = []
     parts.append('<h2 id="jobs">Training jobs</h2>')
     parts.append(goodput_section(f.goodput))
+    parts.append(lemon_section(f.lemons))
     if f.throughput_by_job:
         width = max((len(v) for v in f.throughput_by_job.values()), default=0)
         # One value a day of the week, as f.days has them: dated like the other charts.

@@ -19,6 +19,7 @@ import re
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Final
 
 from cli.cost.promql_reads import (
@@ -39,6 +40,8 @@ from lambdas.shared.promql import PromQLClient, PromQLTruncatedError
 from lambdas.training_analyzer import promql_jobs
 from lambdas.training_analyzer.aws import gpu_hours_promql
 from lambdas.training_analyzer.goodput.capacity import otel_capacity
+from lambdas.training_analyzer.goodput.lemon import WINDOW_DAYS as LEMON_DAYS
+from lambdas.training_analyzer.goodput.pending import otel_pending
 from lambdas.training_analyzer.gpu_hours.otel import exporter_gpu_hours_promql, read_holds
 from lambdas.training_analyzer.gpu_hours.stepping import stepping_hours_promql
 from lambdas.training_analyzer.gpu_memory.otel import read_gpu_memory_otel
@@ -176,6 +179,8 @@ def recorded_analyzer_reads(
             job_nodes = {r.node for rs in ranks.values() for r in rs if r.node}
             if job_nodes:
                 gpu_hours_promql(client, _CLUSTER, job_nodes, start=start, end=end)
+            if pods:
+                otel_pending(client, _CLUSTER, start=start, end=end)
 
         def attribution() -> None:
             if otlp:
@@ -203,6 +208,7 @@ def recorded_report_reads(fleet: Fleet) -> PromQLReads:
         interval = fleet.exporter_interval_s
         gpu_days_promql(client, _CLUSTER, start, end, interval)
         xid_counts_promql(client, _CLUSTER, start, end)
+        xid_counts_promql(client, _CLUSTER, end - timedelta(days=LEMON_DAYS), end)
         throughput_by_job_promql(client, _CLUSTER, start, end)
         return False
 

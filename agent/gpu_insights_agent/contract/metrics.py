@@ -395,6 +395,11 @@ def host_log_namespace(cluster_name: str) -> str:
 DIM_POD_NAME: Final = "PodName"
 DIM_FULL_POD_NAME: Final = "FullPodName"
 DIM_GPU_DEVICE: Final = "GpuDevice"
+#: Container Insights' per-pod phase count: 1 while the pod is Pending, with dimensions
+#: (ClusterName, FullPodName, Namespace, PodName) among others (aws/amazon-cloudwatch-agent-test
+#: test/metric_value_benchmark ``expectedDimsToMetrics``); no GPU request beside it.
+CI_POD_PENDING_METRIC: Final = "pod_status_pending"
+CI_POD_SCHEMA: Final = (DIM_CLUSTER, DIM_FULL_POD_NAME, DIM_NAMESPACE, DIM_POD_NAME)
 #: Container Insights' per-pod GPU power series (only GPUs that a pod holds have one).
 CI_POD_GPU_POWER_METRIC: Final = "pod_gpu_power_draw"
 CI_POD_GPU_SCHEMA: Final = (
@@ -426,6 +431,11 @@ CI_NODE_GPU_SCHEMA: Final = (DIM_CLUSTER, DIM_GPU_DEVICE, "InstanceId", "Instanc
 #: the GPU-hour funnel's paid stage (lambdas/training_analyzer/goodput/capacity.py).
 CI_NODE_GPU_LIMIT_METRIC: Final = "node_gpu_limit"
 CI_NODE_GPU_LIMIT_SCHEMA: Final = (DIM_CLUSTER, "InstanceId", DIM_NODE)
+#: Container Insights' node CPU, "The percentage of CPU units used on the node", dimensions
+#: (ClusterName) and (ClusterName, InstanceId, NodeName) (the same pages): a node whose CPU is
+#: saturated starves its ranks' data loaders (the fail-slow culprit, lambdas/shared/fail_slow.py).
+CI_NODE_CPU_METRIC: Final = "node_cpu_utilization"
+CI_NODE_CPU_SCHEMA: Final = CI_NODE_GPU_LIMIT_SCHEMA
 
 #: Daily GPU-hour attribution totals of the GPU analyzer, for showback dashboards.
 WASTE_DIMENSIONS: Final = (DIM_CLUSTER, DIM_NAMESPACE)
@@ -478,6 +488,16 @@ class GpuMetric(StrEnum):
     ROW_REMAP_PENDING = "gpu_row_remap_pending"
     THROTTLED_POWER = "gpu_throttled_power"
     THROTTLED_THERMAL = "gpu_throttled_thermal"
+    #: 1 while NVML's HW Slowdown reason holds the clocks down (heat, an external power brake,
+    #: or fast-trigger protection against a power spike).
+    THROTTLED_HW_SLOWDOWN = "gpu_throttled_hw_slowdown"
+    #: The SM clock at the sample, MHz: a GPU slower than its peers shows here.
+    SM_CLOCK = "gpu_sm_clock_mhz"
+    #: New PCIe replays (link-level retransmissions) since the last cycle.
+    PCIE_REPLAYS = "gpu_pcie_replay_errors"
+    #: New NVLink errors since the last cycle: CRC flit and data errors, replays and
+    #: recoveries, summed over the GPU's active links.
+    NVLINK_ERRORS = "gpu_nvlink_errors"
     #: 1 while NVML answers for the GPU, 0 once it is lost (fallen off the bus).
     HEALTHY = "gpu_healthy"
 
@@ -521,7 +541,16 @@ class GpuMetricRow:
     """One row of the exporter's metric table (``GPU_METRICS``): everything the exporter,
     alarms, dashboards, cost model and README know about one per-GPU reading."""
 
-    __slots__ = ("alarmed", "cluster", "container_insights", "dcgm", "metric", "role", "unit")
+    __slots__ = (
+        "alarmed",
+        "cluster",
+        "container_insights",
+        "dcgm",
+        "metric",
+        "otlp",
+        "role",
+        "unit",
+    )
 
     def __init__(
         self,
@@ -533,6 +562,7 @@ class GpuMetricRow:
         cluster: bool = False,
         container_insights: Optional[str] = None,
         dcgm: Optional[str] = None,
+        otlp: bool = False,
     ) -> None:
         #: The metric's name.
         self.metric = metric
@@ -552,6 +582,9 @@ class GpuMetricRow:
         #: ``ADDON_DCGM_FIELDS`` of them: in OTel mode those are what the add-on already gives.
         #: Read with PromQL in OTel mode (``DCGM_GPU_METRICS``).
         self.dcgm = dcgm
+        #: A property of the EMF line (no custom metric in Classic) that the OTLP sink sends as
+        #: a gauge all the same (OTel mode bills bytes, not metrics, and reads it with PromQL).
+        self.otlp = otlp
 
     @property
     def cost(self) -> CostClass:
@@ -575,6 +608,17 @@ GPU_METRICS: Final[tuple[GpuMetricRow, ...]] = (
     _R(G.THROTTLED_POWER, "None", Role.FAULT, alarmed=True, dcgm="DCGM_FI_DEV_POWER_VIOLATION"),
     _R(G.ECC_UNCORRECTED, "Count", Role.FAULT, alarmed=True, dcgm="DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"),
     _R(G.ROW_REMAP_PENDING, "None", Role.FAULT, dcgm="DCGM_FI_DEV_ROW_REMAP_PENDING"),
+    # The fail-slow culprit's evidence (lambdas/shared/fail_slow.py), priced with Classic's
+    # per-metric bill in mind (cli/cost): the error counters and the HW Slowdown flag are zero
+    # in almost every hour, so they are fault gauges, billed only in their non-zero hours, as
+    # ECC is. The SM clock is never zero: a metric of every cycle would cost Classic a custom
+    # metric a GPU ($0.30 a month at the first tier, $2.40 an 8-GPU node, past issue 14's $14
+    # a node-month), so it rides the EMF line as a property (log bytes only) and goes over
+    # OTLP as a gauge (OTel mode bills its bytes); Classic's page reads it from the line.
+    _R(G.THROTTLED_HW_SLOWDOWN, "None", Role.FAULT),
+    _R(G.SM_CLOCK, "None", Role.PROPERTY, dcgm="DCGM_FI_DEV_SM_CLOCK", otlp=True),
+    _R(G.PCIE_REPLAYS, "Count", Role.FAULT, dcgm="DCGM_FI_DEV_PCIE_REPLAY_COUNTER"),
+    _R(G.NVLINK_ERRORS, "Count", Role.FAULT),
     _R(
         G.POWER_DRAW,
         "None",
@@ -700,6 +744,8 @@ DCGM_GPU_METRICS: Final[dict[GpuMetric, str]] = {
 #: (``transform/cw_k8s_ci_v0_set_unit`` sets "MiBy"; Classic scales by 1024 * 1024, see
 #: ``CI_POD_GPU_MEMORY_USED_METRIC``).
 DCGM_MIB_METRICS: Final = frozenset({GpuMetric.MEMORY_USED})
+#: Properties of the EMF line that the OTLP sink sends as gauges too (``GpuMetricRow.otlp``).
+OTLP_PROPERTIES: Final = frozenset(r.metric for r in GPU_METRICS if r.otlp)
 #: Every reading of a GPU's cycle, whatever its role (XID events are no reading of a cycle).
 GPU_READINGS: Final = frozenset(r.metric for r in GPU_METRICS if r.role is not Role.EVENT)
 

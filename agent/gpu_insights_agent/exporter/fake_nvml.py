@@ -7,11 +7,21 @@ and exposes pynvml's constants, so the exporter cannot tell it from the real lib
 Trace format: JSON lines, ``t`` in seconds from the start of the trace.
 
     {"kind": "gpu", "index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-...",
-     "pci_bus_id": "00000000:53:00.0", "power_limit_w": 700, "gpm": true, "ecc": true}
+     "pci_bus_id": "00000000:53:00.0", "power_limit_w": 700, "gpm": true, "ecc": true,
+     "sm_clock_mhz": 1980, "nvlinks": 18}
     {"kind": "sample", "t": 0, "index": 0, "power_w": 612.5, "utilization": 97,
      "memory_used_bytes": 60000000000, "temperature_c": 71, "throttle": ["power"],
      "ecc_uncorrected_total": 0, "remap_pending": false, "sm_active": 88.0,
-     "sm_occupancy": 41.0, "tensor_active": 63.0, "pids": [4242]}
+     "sm_occupancy": 41.0, "tensor_active": 63.0, "pids": [4242], "sm_clock_mhz": 1755,
+     "pcie_replay_total": 0, "nvlink_errors_total": {"3": {"crc_flit": 12, "replay": 2}}}
+
+The fail-slow evidence has defaults, so a trace that predates it replays unchanged: the SM
+clock is the GPU record's ``sm_clock_mhz`` (an H100 SXM5's boost clock, 1,980 MHz: "1.98 GHz
+(high precision)", https://glennklockwood.com/garden/processors/h100, from NVIDIA's H100
+specifications) until a sample sets one; the PCIe replay counter is 0; a GPU has ``nvlinks``
+active NVLink links (0 by default: NVML answers NOT_SUPPORTED for its link state and counters,
+as on a PCIe card), whose counters are 0 until ``nvlink_errors_total`` (link -> counter ->
+total) says.
     {"kind": "xid", "t": 125.0, "index": 1, "code": 79}
     {"kind": "lost", "t": 300.0, "index": 1}
     {"kind": "fault", "t": 400.0, "index": 0, "code": 16}
@@ -35,12 +45,24 @@ log = logging.getLogger(__name__)
 
 NVMLError = pynvml.NVMLError
 
-_THROTTLE_BITS = {
-    "power": pynvml.nvmlClocksEventReasonSwPowerCap,
-    "power_brake": pynvml.nvmlClocksEventReasonHwPowerBrakeSlowdown,
-    "thermal": pynvml.nvmlClocksEventReasonSwThermalSlowdown,
-    "hw_thermal": pynvml.nvmlClocksEventReasonHwThermalSlowdown,
+#: Throttle reason names of the trace format, by pynvml's constant name.
+THROTTLE_NAMES = {
+    "power": "nvmlClocksEventReasonSwPowerCap",
+    "power_brake": "nvmlClocksEventReasonHwPowerBrakeSlowdown",
+    "thermal": "nvmlClocksEventReasonSwThermalSlowdown",
+    "hw_thermal": "nvmlClocksEventReasonHwThermalSlowdown",
+    "hw_slowdown": "nvmlClocksEventReasonHwSlowdown",
 }
+_THROTTLE_BITS = {name: getattr(pynvml, constant) for name, constant in THROTTLE_NAMES.items()}
+#: The trace's NVLink counter names, by pynvml's ``nvmlNvLinkErrorCounter_t`` value.
+NVLINK_COUNTER_NAMES = {
+    pynvml.NVML_NVLINK_ERROR_DL_REPLAY: "replay",
+    pynvml.NVML_NVLINK_ERROR_DL_RECOVERY: "recovery",
+    pynvml.NVML_NVLINK_ERROR_DL_CRC_FLIT: "crc_flit",
+    pynvml.NVML_NVLINK_ERROR_DL_CRC_DATA: "crc_data",
+}
+#: An H100 SXM5's boost clock, MHz (see the module's docstring).
+DEFAULT_SM_CLOCK_MHZ = 1980.0
 
 
 class TraceError(ValueError):
@@ -58,6 +80,16 @@ def _check_sample_value(name: str, value: object) -> None:
     elif name == "pids":
         if not (isinstance(value, list) and all(isinstance(v, int) for v in value)):
             raise TraceError(f"pids {value!r} is not a list of process ids")
+    elif name == "nvlink_errors_total":
+        if not isinstance(value, dict):
+            raise TraceError(f"nvlink_errors_total {value!r} is not link -> counter -> total")
+        for link, counters in value.items():
+            if not (str(link).isdigit() and isinstance(counters, dict)):
+                raise TraceError(f"nvlink_errors_total link {link!r} is not a link number")
+            for counter, total in counters.items():
+                if counter not in NVLINK_COUNTER_NAMES.values():
+                    raise TraceError(f"unknown NVLink counter {counter!r}")
+                _check_sample_value(f"{counter} errors", total)
     elif not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
         raise TraceError(f"{name} {value!r} is not a finite number of 0 or more")
 
@@ -77,6 +109,8 @@ class _Gpu:
     memory_total_bytes: int
     gpm: bool
     ecc: bool
+    sm_clock_mhz: float = DEFAULT_SM_CLOCK_MHZ
+    nvlinks: int = 0
     samples: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
     lost_at: float = float("inf")
     #: (time, code): every call from that time fails with the code; 0 ends it.
@@ -178,6 +212,14 @@ class FakeNvml:
     NVML_GPM_METRIC_SM_UTIL = pynvml.NVML_GPM_METRIC_SM_UTIL
     NVML_GPM_METRIC_SM_OCCUPANCY = pynvml.NVML_GPM_METRIC_SM_OCCUPANCY
     NVML_GPM_METRIC_ANY_TENSOR_UTIL = pynvml.NVML_GPM_METRIC_ANY_TENSOR_UTIL
+    NVML_CLOCK_SM = pynvml.NVML_CLOCK_SM
+    NVML_FEATURE_ENABLED = pynvml.NVML_FEATURE_ENABLED
+    NVML_NVLINK_MAX_LINKS = pynvml.NVML_NVLINK_MAX_LINKS
+    NVML_NVLINK_ERROR_DL_REPLAY = pynvml.NVML_NVLINK_ERROR_DL_REPLAY
+    NVML_NVLINK_ERROR_DL_RECOVERY = pynvml.NVML_NVLINK_ERROR_DL_RECOVERY
+    NVML_NVLINK_ERROR_DL_CRC_FLIT = pynvml.NVML_NVLINK_ERROR_DL_CRC_FLIT
+    NVML_NVLINK_ERROR_DL_CRC_DATA = pynvml.NVML_NVLINK_ERROR_DL_CRC_DATA
+    nvmlClocksEventReasonHwSlowdown = pynvml.nvmlClocksEventReasonHwSlowdown
     nvmlEventTypeXidCriticalError = pynvml.nvmlEventTypeXidCriticalError
     nvmlClocksEventReasonSwPowerCap = pynvml.nvmlClocksEventReasonSwPowerCap
     nvmlClocksEventReasonHwPowerBrakeSlowdown = pynvml.nvmlClocksEventReasonHwPowerBrakeSlowdown
@@ -237,6 +279,8 @@ class FakeNvml:
                 memory_total_bytes=int(record.get("memory_total_bytes", 80 * 2**30)),
                 gpm=bool(record.get("gpm", False)),
                 ecc=bool(record.get("ecc", True)),
+                sm_clock_mhz=float(record.get("sm_clock_mhz", DEFAULT_SM_CLOCK_MHZ)),
+                nvlinks=int(record.get("nvlinks", 0)),
             )
             return
         gpu = self._gpus.get(index)
@@ -351,6 +395,34 @@ class FakeNvml:
         for name in self._value(handle, "throttle", []):
             reasons |= _THROTTLE_BITS[name]
         return reasons
+
+    def nvmlDeviceGetClockInfo(self, handle: FakeHandle, type: int) -> int:
+        if type != pynvml.NVML_CLOCK_SM:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return int(self._value(handle, "sm_clock_mhz", self._gpu(handle).sm_clock_mhz))
+
+    def nvmlDeviceGetPcieReplayCounter(self, handle: FakeHandle) -> int:
+        return int(self._value(handle, "pcie_replay_total", 0))
+
+    def _nvlink(self, device: FakeHandle, link: int) -> None:
+        """NOT_SUPPORTED on a GPU without NVLink; INVALID_ARGUMENT past its links."""
+        links = self._gpu(device).nvlinks
+        if not links:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        if not 0 <= link < links:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+
+    def nvmlDeviceGetNvLinkState(self, device: FakeHandle, link: int) -> int:
+        self._nvlink(device, link)
+        return int(pynvml.NVML_FEATURE_ENABLED)
+
+    def nvmlDeviceGetNvLinkErrorCounter(self, device: FakeHandle, link: int, counter: int) -> int:
+        self._nvlink(device, link)
+        name = NVLINK_COUNTER_NAMES.get(counter)
+        if name is None:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        totals = self._value(device, "nvlink_errors_total", {})
+        return int(totals.get(str(link), {}).get(name, 0))
 
     def nvmlDeviceGetTotalEccErrors(
         self,

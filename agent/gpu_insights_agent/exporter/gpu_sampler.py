@@ -41,6 +41,10 @@ NVML_FUNCTIONS_USED = (
     "nvmlDeviceGetMemoryInfo",
     "nvmlDeviceGetTemperature",
     "nvmlDeviceGetCurrentClocksEventReasons",
+    "nvmlDeviceGetClockInfo",
+    "nvmlDeviceGetPcieReplayCounter",
+    "nvmlDeviceGetNvLinkState",
+    "nvmlDeviceGetNvLinkErrorCounter",
     "nvmlDeviceGetTotalEccErrors",
     "nvmlDeviceGetRemappedRows",
     "nvmlDeviceGetComputeRunningProcesses",
@@ -53,6 +57,20 @@ NVML_FUNCTIONS_USED = (
     "nvmlDeviceRegisterEvents",
     "nvmlEventSetWait_v2",
     "nvmlEventSetFree",
+)
+
+
+#: The NVLink error counters summed into ``gpu_nvlink_errors``, by pynvml's constant name
+#: (``nvmlNvLinkErrorCounter_t``: "Data link transmit replay error counter", "Data link transmit
+#: recovery error counter", "Data link receive flow control digit CRC error counter", "Data link
+#: receive data CRC error counter", NVML API Reference, NvLink enums; pynvml's
+#: ``NVML_NVLINK_ERROR_DL_*``). Each one is a retransmission or a retraining of the link: the
+#: collectives over it slow down before anything fails.
+NVLINK_ERROR_COUNTERS = (
+    "NVML_NVLINK_ERROR_DL_REPLAY",
+    "NVML_NVLINK_ERROR_DL_RECOVERY",
+    "NVML_NVLINK_ERROR_DL_CRC_FLIT",
+    "NVML_NVLINK_ERROR_DL_CRC_DATA",
 )
 
 
@@ -75,7 +93,9 @@ class GpuSampler:
         self.uuid = str(nvml.nvmlDeviceGetUUID(self.handle))
         self.pci_bus_id = self._read_pci_bus_id()
         self._unsupported: set[str] = set()
-        self._ecc_total: int | None = None
+        #: Each counter's last total (ECC, PCIe replays, each NVLink link and counter), for
+        #: what is new.
+        self._totals: dict[object, int] = {}
         self._gpm_request: Any = None
         self._gpm_samples: list[Any] = []
         self._gpm_primed = False
@@ -86,6 +106,7 @@ class GpuSampler:
         self._failing: dict[str, int] = {}
         self._fault_run = FaultRun()
         self.gpm_supported = self._init_gpm()
+        self.nvlinks = self._active_nvlinks()
 
     def _read_pci_bus_id(self) -> str | None:
         """NVML's ``busId`` (``nvmlPciInfo_t``, "the tuple domain:bus:device.function PCI
@@ -96,6 +117,28 @@ class GpuSampler:
         except self._nvml.NVMLError:
             return None
         return bus_id.decode("ascii", "replace") if isinstance(bus_id, bytes) else str(bus_id)
+
+    def _active_nvlinks(self) -> tuple[int, ...]:
+        """The GPU's NVLink links that are up (``nvmlDeviceGetNvLinkState`` says
+        ``NVML_FEATURE_ENABLED``), read once: none on a GPU without NVLink (NOT_SUPPORTED), which
+        then publishes no NVLink series. A link number past the GPU's links is refused
+        (INVALID_ARGUMENT), so every number up to ``NVML_NVLINK_MAX_LINKS`` is asked."""
+        nvml = self._nvml
+        links = []
+        for link in range(int(nvml.NVML_NVLINK_MAX_LINKS)):
+            try:
+                state = nvml.nvmlDeviceGetNvLinkState(self.handle, link)
+            except nvml.NVMLError:
+                continue
+            if state == nvml.NVML_FEATURE_ENABLED:
+                links.append(link)
+        if not links:
+            log.info(
+                "GPU %d (%s) has no active NVLink: gpu_nvlink_errors is not published",
+                self.index,
+                self.name,
+            )
+        return tuple(links)
 
     @property
     def label(self) -> str:
@@ -212,7 +255,18 @@ class GpuSampler:
             )
             metrics[GpuMetric.THROTTLED_POWER] = float(bool(reasons & power))
             metrics[GpuMetric.THROTTLED_THERMAL] = float(bool(reasons & thermal))
+            # "HW Slowdown (reducing the core clocks by a factor of 2 or more) is engaged":
+            # heat, an external power brake, or fast-trigger protection (NVML API Reference,
+            # nvmlClocksEventReasons; DCGM_CLOCKS_THROTTLE_REASON_HW_SLOWDOWN lists the three).
+            slowdown = nvml.nvmlClocksEventReasonHwSlowdown
+            metrics[GpuMetric.THROTTLED_HW_SLOWDOWN] = float(bool(reasons & slowdown))
+        # nvmlDeviceGetClockInfo(device, NVML_CLOCK_SM): "the current clock speeds for the
+        # device", in MHz (NVML API Reference, Device Queries; pynvml NVML_CLOCK_SM = 1).
+        sm_clock = self._call("SM clock", "nvmlDeviceGetClockInfo", nvml.NVML_CLOCK_SM)
+        if sm_clock is not None:
+            metrics[GpuMetric.SM_CLOCK] = float(sm_clock)
         self._sample_ecc(metrics)
+        self._sample_links(metrics)
         if self.gpm_supported:
             self._sample_gpm(metrics)
         read = self._read_pids()
@@ -239,16 +293,55 @@ class GpuSampler:
             nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
             nvml.NVML_VOLATILE_ECC,
         )
-        if total is not None:
-            # The volatile counter runs since the driver loaded: publish what is new this cycle.
-            # A counter that went down was reset, so everything it holds is new.
-            previous = self._ecc_total
-            new = 0 if previous is None else (total - previous if total >= previous else total)
-            self._ecc_total = int(total)
-            metrics[GpuMetric.ECC_UNCORRECTED] = float(new)
+        ecc = self._new_since(GpuMetric.ECC_UNCORRECTED, total)
+        if ecc is not None:
+            metrics[GpuMetric.ECC_UNCORRECTED] = float(ecc)
         remapped = self._call("row remapping", "nvmlDeviceGetRemappedRows")
         if remapped is not None:
             metrics[GpuMetric.ROW_REMAP_PENDING] = float(bool(remapped[2]))
+
+    def _new_since(self, key: object, total: Any) -> int | None:
+        """A counter's new counts this cycle (0 the first cycle), None where it was not read.
+        The counters run since the driver loaded (or the link trained); one that went down was
+        reset, so everything it holds is new."""
+        if total is None:
+            return None
+        previous = self._totals.get(key)
+        self._totals[key] = int(total)
+        if previous is None:
+            return 0
+        return int(total) - previous if total >= previous else int(total)
+
+    def _sample_links(self, metrics: dict[GpuMetric, float]) -> None:
+        """PCIe replays and NVLink errors: a link that retries slows every collective over it.
+        ``nvmlDeviceGetPcieReplayCounter``: "Retrieve the PCIe replay counter" (Kepler or newer,
+        NVML API Reference); ``nvmlDeviceGetNvLinkErrorCounter(device, link, counter)``: one
+        link's error counter (Pascal or newer), each link and counter of
+        ``NVLINK_ERROR_COUNTERS`` counted on its own and the new counts summed. A GPU that
+        supports neither publishes neither: never a 0 it did not read."""
+        nvml = self._nvml
+        replays = self._new_since(
+            GpuMetric.PCIE_REPLAYS,
+            self._call("PCIe replay counter", "nvmlDeviceGetPcieReplayCounter"),
+        )
+        if replays is not None:
+            metrics[GpuMetric.PCIE_REPLAYS] = float(replays)
+        new = [
+            self._new_since(
+                (link, counter),
+                self._call(
+                    "NVLink error counters",
+                    "nvmlDeviceGetNvLinkErrorCounter",
+                    link,
+                    getattr(nvml, counter),
+                ),
+            )
+            for link in self.nvlinks
+            for counter in NVLINK_ERROR_COUNTERS
+        ]
+        read = [n for n in new if n is not None]
+        if read:
+            metrics[GpuMetric.NVLINK_ERRORS] = float(sum(read))
 
     def _sample_gpm(self, metrics: dict[GpuMetric, float]) -> None:
         nvml = self._nvml

@@ -20,7 +20,8 @@ per GPU and fatal code, are cumulative monotonic sums of the exporter's running 
 millisecond before a code's first XID: PromQL's ``increase()`` needs two samples in its window,
 and sees each XID (DCGM's XID field is a gauge of the last code, which two XIDs of one code in a
 scrape leave unchanged). What EMF needs and OTLP does not is left out: the cluster-wide copies
-(PromQL aggregates at query time), the alarm ``Shard``, the properties.
+(PromQL aggregates at query time), the alarm ``Shard``, the properties (but the readings the
+metric table marks ``otlp``: the SM clock, a property only to spare Classic a custom metric).
 
 Encoding and transport are the OpenTelemetry SDK's (``opentelemetry-exporter-otlp-proto-http``,
 the ``otlp`` extra): protobuf, which the exporter's image can carry, where the training emitter
@@ -58,6 +59,7 @@ from gpu_insights_agent.contract.metrics import (
     DIM_GPU_INDEX,
     DIM_NODE,
     DIM_XID_CODE,
+    GPU_METRIC_UNITS,
     OTLP_CLUSTER,
     OTLP_CONTAINER,
     OTLP_DEVICE,
@@ -67,6 +69,7 @@ from gpu_insights_agent.contract.metrics import (
     OTLP_NODE,
     OTLP_POD,
     OTLP_POD_UID,
+    OTLP_PROPERTIES,
     OTLP_SERVICE,
     OTLP_UNITS,
     OTLP_UUID,
@@ -95,11 +98,15 @@ _Series = tuple[str, str, bool]  # metric name, unit, counter
 
 
 def _metric_units(document: EmfDocument) -> dict[str, str]:
-    """The metrics a document's directives name, with their units, in order."""
+    """The metrics a document's directives name, with their units, in order, and the
+    properties OTLP sends as gauges all the same (``OTLP_PROPERTIES``: the SM clock)."""
     units: dict[str, str] = {}
     for directive in document["_aws"]["CloudWatchMetrics"]:
         for metric in directive["Metrics"]:
             units[metric["Name"]] = metric.get("Unit", "None")
+    for metric in sorted(OTLP_PROPERTIES):
+        if str(metric) in document and isinstance(document[str(metric)], int | float):
+            units.setdefault(str(metric), GPU_METRIC_UNITS[metric])
     return units
 
 

@@ -4,7 +4,8 @@ The trace is the format exporter.fake_nvml replays, so what a real GPU did (an H
 a GPU that throttles) becomes a test fixture or a demo input that the exporter cannot tell
 from the GPU. Readings come through GpuSampler, the exporter's own reader, so a trace holds
 exactly what the exporter would have read; raw counters the sampler reduces (throttle reasons,
-the ECC total) are read as NVML gives them, because the fake needs them raw.
+the ECC, PCIe replay and NVLink error totals) are read as NVML gives them, because the fake
+needs them raw.
 """
 
 import argparse
@@ -16,15 +17,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from gpu_insights_agent.contract.metrics import GpuMetric
+from gpu_insights_agent.exporter.fake_nvml import NVLINK_COUNTER_NAMES, THROTTLE_NAMES
 from gpu_insights_agent.exporter.gpu_sampler import GpuLostError, GpuSampler
-
-#: Throttle reason names of the trace format, by pynvml's constant name.
-THROTTLE_NAMES = {
-    "power": "nvmlClocksEventReasonSwPowerCap",
-    "power_brake": "nvmlClocksEventReasonHwPowerBrakeSlowdown",
-    "thermal": "nvmlClocksEventReasonSwThermalSlowdown",
-    "hw_thermal": "nvmlClocksEventReasonHwThermalSlowdown",
-}
 
 #: Trace sample fields, by the exporter metric they come from.
 _SAMPLE_FIELDS = {
@@ -35,6 +29,7 @@ _SAMPLE_FIELDS = {
     GpuMetric.SM_ACTIVE: "sm_active",
     GpuMetric.SM_OCCUPANCY: "sm_occupancy",
     GpuMetric.TENSOR_ACTIVE: "tensor_active",
+    GpuMetric.SM_CLOCK: "sm_clock_mhz",
 }
 
 
@@ -68,6 +63,7 @@ def gpu_record(nvml: Any, sampler: GpuSampler) -> dict[str, Any]:
     }
     if memory is not None:
         record["memory_total_bytes"] = int(memory.total)
+    record["nvlinks"] = len(sampler.nvlinks)
     return record
 
 
@@ -93,6 +89,20 @@ def sample_record(nvml: Any, sampler: GpuSampler, t: float) -> dict[str, Any]:
     )
     if total is not None:
         record["ecc_uncorrected_total"] = int(total)
+    replays = _raw(nvml, "nvmlDeviceGetPcieReplayCounter", sampler.handle)
+    if replays is not None:
+        record["pcie_replay_total"] = int(replays)
+    links = {
+        str(link): {
+            counter: int(value)
+            for code, counter in NVLINK_COUNTER_NAMES.items()
+            if (value := _raw(nvml, "nvmlDeviceGetNvLinkErrorCounter", sampler.handle, link, code))
+            is not None
+        }
+        for link in sampler.nvlinks
+    }
+    if links:
+        record["nvlink_errors_total"] = links
     if GpuMetric.ROW_REMAP_PENDING in reading.metrics:
         record["remap_pending"] = bool(reading.metrics[GpuMetric.ROW_REMAP_PENDING])
     record["pids"] = reading.pids

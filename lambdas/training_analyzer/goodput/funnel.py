@@ -47,6 +47,12 @@ NO_SIGNAL: Final = "no_step_or_token_signal"
 UNKNOWN_GROUP: Final = "(unknown)"
 #: Rounding of every GPU-hour figure (and 2 places for dollars).
 PLACES: Final = 4
+#: The badput a job's goodput names in time no step ran (its GPUs idle by power, as a rule):
+#: a workload's held-but-not-active GPU-hours are taken from these first (``from_goodput``).
+#: Lists the names of lambdas/training_analyzer/goodput/jobs.py ``Badput``.
+NO_STEP_BADPUT: Final = ("held_no_steps", "hung", "startup", "recovery")
+#: The badput of a job's pods pending: GPU-time waited for, never held, so in no stage.
+NOT_HELD_BADPUT: Final = "waiting_for_gpus"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,6 +92,38 @@ class Workload:
     badput: Mapping[str, float] = field(default_factory=dict)
     #: Which signal gave ``productive`` ("training steps", "served tokens", a per-job goodput).
     productive_source: str = ""
+
+
+def from_goodput(
+    allocated: float, active: float, split: Mapping[str, float]
+) -> tuple[float, dict[str, float]]:
+    """A training workload's productive GPU-hours and its active-but-not-productive badput by
+    category, from its job's goodput ``split`` (GPU-hours: ``productive`` and each badput, as
+    ``JobGoodput.split.gpu_hours()`` names them). The job's goodput over the GPU-time it held
+    (its pods' pending time left out: a pending pod holds no GPU) times the workload's
+    ``allocated`` GPU-hours (the attribution's, the one count of a GPU-hour) is its productive
+    stage, each badput's share of the same its GPU-hours; together they are ``allocated``. Its
+    held-but-not-active hours (``allocated - active``) are then taken from the badput that
+    names time with no step (``NO_STEP_BADPUT``, in proportion to their hours), then from the
+    rest in proportion, so the categories left add up to ``active - productive``; where they
+    run out, productive exceeds active and ``nest`` clips it and reports the cut."""
+    held = {k: max(0.0, float(v)) for k, v in split.items() if k != NOT_HELD_BADPUT}
+    total = sum(held.values())
+    if total <= 0 or allocated <= 0:
+        return 0.0, {}
+    scale = allocated / total
+    productive = held.pop("productive", 0.0) * scale
+    badput = {k: v * scale for k, v in held.items() if v > 0}
+    idle = max(0.0, allocated - max(0.0, active))
+    for names in (NO_STEP_BADPUT, tuple(badput)):
+        pool = sum(badput.get(k, 0.0) for k in names)
+        taken = min(idle, pool)
+        if taken > 0:
+            for k in names:
+                if k in badput:
+                    badput[k] -= badput[k] * taken / pool
+            idle -= taken
+    return productive, {k: v for k, v in badput.items() if v > 1e-9}
 
 
 def _money(hours: float, price: float) -> dict[str, float]:

@@ -16,7 +16,8 @@ from cli.demo.realistic import nodes as ec2
 from cli.demo.week import HOURS, NODES
 from lambdas.training_analyzer.analysis import lookback_words
 from lambdas.training_analyzer.goodput.funnel import check_nesting
-from lambdas.weekly_report.funnel_section import BADPUT_OF_FINDING
+from lambdas.weekly_report.funnel_section import BADPUT_OF_FINDING, GOODPUT_SOURCE
+from lambdas.weekly_report.goodput_section import GOODPUT_CSV
 
 #: What one figure may differ by between two files: the rounding of the one that rounds most.
 CENTS = 0.011
@@ -59,6 +60,7 @@ def check_one_figure_per_fact(
     assert abs(paid - world) <= 0.01 * world, (paid, world)
     jobs = {j["job"]: j for j in [*report["costliest_jobs"], *report["most_wasteful_jobs"]]}
     _held(report, out, jobs)
+    _goodput(report, out)
     _priced(report, out, jobs)
     _daily(report, out, jobs)
     return report
@@ -91,12 +93,47 @@ def _held(report: dict[str, Any], out: Path, jobs: dict[str, dict[str, Any]]) ->
             assert row["held_usd"] == pytest.approx(allocated_usd[job], abs=CENTS), job
 
 
+def _goodput(report: dict[str, Any], out: Path) -> None:
+    """Each training job's goodput is one figure: the goodput section's and goodput.csv's
+    share of what it held is the funnel's productive share of its allocated GPU-hours (the
+    attribution's), as is each badput's that names time steps ran in, unless the nesting cut
+    the job's productive hours to its active ones (reported under ``clamped``)."""
+    funnel = report["funnel"]
+    weeks = {r["job"]: r for r in report["goodput"]["jobs"]}
+    from_csv = {r["job"]: r for r in _csv(out / GOODPUT_CSV)}
+    stages: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for w in funnel["workloads"]:
+        if w["productive_source"] != GOODPUT_SOURCE:
+            continue
+        mine = stages[w["workload"]]
+        for stage in ("allocated", "active", "productive"):
+            mine[stage] += w[stage]["gpu_hours"]
+        for category, v in w["badput"].items():
+            mine[category] += v["gpu_hours"]
+    assert stages, "no workload's productive stage came from its job's goodput"
+    for job, mine in stages.items():
+        week = weeks[job]
+        held = week["total_gpu_hours"] - week["waiting_for_gpus_gpu_hours"]
+        assert float(from_csv[job]["productive_gpu_hours"]) == pytest.approx(
+            week["productive_gpu_hours"], abs=HUNDREDTHS
+        )
+        share = week["productive_gpu_hours"] / held
+        if mine["productive"] < mine["active"] - HUNDREDTHS:  # not cut to its active hours
+            assert mine["productive"] == pytest.approx(share * mine["allocated"], abs=CENTS), job
+            for category in ("data_loading", "checkpoint_save", "evaluation", "progress_lost"):
+                expected = week[f"{category}_gpu_hours"] / held * mine["allocated"]
+                if mine["active"] >= mine["allocated"] - HUNDREDTHS:  # nothing held idle
+                    assert mine[category] == pytest.approx(expected, abs=HUNDREDTHS), job
+        assert mine["productive"] <= mine["active"] + HUNDREDTHS, job
+
+
 def _priced(report: dict[str, Any], out: Path, jobs: dict[str, dict[str, Any]]) -> None:
     funnel, price = report["funnel"], report["waste"]["gpu_hour_usd"]
     # Each priced training finding's week: the job row's, the action's, the funnel's badput of
     # that category, the namespace's waiting in the showback CSV.
     actions = {a["finding"]: a for a in report["actions"] if a.get("finding")}
     badput: dict[tuple[str, str], float] = defaultdict(float)
+    fed = {w["workload"] for w in funnel["workloads"] if w["productive_source"] == GOODPUT_SOURCE}
     for w in funnel["workloads"]:
         for category, v in w["badput"].items():
             badput[(w["workload"], category)] += v["gpu_hours"]
@@ -110,6 +147,8 @@ def _priced(report: dict[str, Any], out: Path, jobs: dict[str, dict[str, Any]]) 
                 assert actions[name]["usd"] == priced["usd"], name
                 assert actions[name]["gpu_hours"] == priced["gpu_hours"], name
             category = BADPUT_OF_FINDING[priced["kind"]]
+            if job in fed:  # its goodput names its badput (``_goodput``)
+                continue
             assert badput[(job, category)] == pytest.approx(priced["gpu_hours"], abs=HUNDREDTHS)
             assert priced["usd"] == pytest.approx(priced["gpu_hours"] * price, abs=CENTS * 7)
         for namespace in row["namespaces"]:

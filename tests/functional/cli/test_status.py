@@ -295,7 +295,7 @@ def _alarms(
     return names
 
 
-def _analyzed(account: dict[str, Any], *, days_ago: int) -> None:
+def _analyzed(account: dict[str, Any], *, days_ago: int, report: bytes = b"{}") -> None:
     s3 = account["session"].client("s3")
     day = datetime.fromtimestamp(account["run_at"], UTC).date() - timedelta(days=days_ago)
     finding = {"kind": "ebs_idle_volume", "resource": "vol-0a1b2c3d4e5f67890"}
@@ -304,7 +304,7 @@ def _analyzed(account: dict[str, Any], *, days_ago: int) -> None:
         s3.put_object(Bucket=account["bucket"], Key=findings_key(CLUSTER, analyzer, day), Body=body)
     year, week, _ = (day - timedelta(days=7)).isocalendar()
     key = report_prefix(CLUSTER, f"{year}-W{week:02d}") + "report.json"
-    s3.put_object(Bucket=account["bucket"], Key=key, Body=b"{}")
+    s3.put_object(Bucket=account["bucket"], Key=key, Body=report)
 
 
 def _by_name(checks: list[Check]) -> dict[str, Check]:
@@ -345,6 +345,7 @@ def test_a_working_deployment_is_all_ok(account: dict[str, Any]) -> None:
         "analyzer:storage": Verdict.OK,
         "analyzer:training": Verdict.OK,
         "weekly-report": Verdict.OK,
+        "lemon-nodes": Verdict.OK,
     }
     # 3 nodes x 8 GPUs, one ClusterName-only series a minute per GPU over 15 minutes.
     assert by_name["container-insights-gpu"].detail == (
@@ -356,6 +357,33 @@ def test_a_working_deployment_is_all_ok(account: dict[str, Any]) -> None:
     assert by_name["topic:critical"].detail == "1 confirmed: email:oncall@example.com"
     assert by_name["analyzer:storage"].detail.endswith(": 2 findings")
     assert by_name["analyzer:training"].detail.endswith(": 0 findings")
+
+
+def test_each_lemon_node_of_the_newest_report_is_named_with_what_to_do(
+    account: dict[str, Any],
+) -> None:
+    """The newest weekly report's lemon nodes (report.json ``lemons``), one warning a node with
+    its numbers and the report's action; a report that is not JSON is said, not read as none."""
+    lemon = {
+        "node": "ip-10-0-1-17.ec2.internal", "score": 3.43, "events": 6, "gpu_hours": 720.0,
+        "failures": 2, "fail_slows": 0, "xids": 4, "action": "cordon it (kubectl cordon ...",
+    }  # fmt: skip
+    _analyzed(account, days_ago=1, report=json.dumps({"lemons": {"lemons": [lemon]}}).encode())
+    clients = _clients(account, _stacks(account), _addon(account, "ACTIVE"))
+    by_name = _by_name(run_checks(gather(SETTINGS, clients, now=account["run_at"])))
+    check = by_name["lemon-node:ip-10-0-1-17.ec2.internal"]
+    assert check.verdict is Verdict.WARN
+    assert check.detail.startswith(
+        "3.43x the fleet's failures and XIDs per GPU-hour over 30 days: 2 failed runs, 4 XIDs "
+        "on 720.0 GPU-hours (report "
+    )
+    assert check.fix == "cordon it (kubectl cordon ..."
+    assert "lemon-nodes" not in by_name
+    _analyzed(account, days_ago=1, report=b"<html>")
+    clients = _clients(account, _stacks(account), _addon(account, "ACTIVE"))
+    by_name = _by_name(run_checks(gather(SETTINGS, clients, now=account["run_at"])))
+    assert by_name["lemon-nodes"].verdict is not Verdict.OK
+    assert "is not JSON" in by_name["lemon-nodes"].detail
 
 
 def test_a_broken_deployment_names_what_is_wrong(account: dict[str, Any]) -> None:

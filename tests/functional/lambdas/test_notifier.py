@@ -663,10 +663,10 @@ def test_the_webhook_url_is_read_from_its_secure_string_parameter(
 # --- a training job alarm's page (lambdas/notifier/jobs.py) -----------------------------
 
 
-def _job_hung_event(at: str) -> dict[str, Any]:
-    """A job-hung contributor in ALARM, as EventBridge delivers it: the contributor's
-    attributes are the query's GROUP BY values (ClusterName, JobName)."""
-    (spec,) = [s for s in SPECS if s.key == "job-hung-shard-00"]
+def _job_hung_event(at: str, key: str = "job-hung-shard-00") -> dict[str, Any]:
+    """A job-hung (or ``key``'s) contributor in ALARM, as EventBridge delivers it: the
+    contributor's attributes are the query's GROUP BY values (ClusterName, JobName)."""
+    (spec,) = [s for s in SPECS if s.key == key]
     name = spec.alarm_name("train")
     return {
         "version": "0",
@@ -756,6 +756,58 @@ def test_a_hung_job_is_one_message_naming_its_pods_nodes_gpus_and_dashboard(
     assert "#dashboards/dashboard/gpu-insights-train-training?var-job=llama-ft" in text, text
 
 
+def test_a_classic_fail_slow_page_names_its_culprit_from_getmetricdata(
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Classic (a Metrics Insights job alarm): the page reads the GPUs of the nodes the job's
+    ranks name (lambdas/notifier/fail_slow_classic.py) with the role's own ListMetrics and
+    GetMetricData, and names the GPU held by the thermal slowdown."""
+    from datetime import UTC, datetime
+
+    from gpu_insights_agent.contract.metrics import GpuMetric, alarm_shard, gpu_schema
+
+    now = time.time()
+    _emit_job(aws["session"], now)
+    cloudwatch = aws["session"].client("cloudwatch")
+    for rank in range(2):
+        node = f"ip-10-0-2-{rank}.ec2.internal"
+        for gpu in range(4):
+            dims = {"ClusterName": "train", "NodeName": node, "GpuIndex": str(gpu)}
+            metrics = [GpuMetric.HEALTHY] + (
+                [GpuMetric.THROTTLED_THERMAL] if rank and gpu == 3 else []
+            )
+            for metric in metrics:
+                shard = (
+                    {"Shard": alarm_shard(node, gpu, 1)} if "Shard" in gpu_schema(metric) else {}
+                )
+                cloudwatch.put_metric_data(
+                    Namespace="GpuInsights",
+                    MetricData=[
+                        {
+                            "MetricName": str(metric),
+                            "Dimensions": [
+                                {"Name": k, "Value": v} for k, v in {**dims, **shard}.items()
+                            ],
+                            "Timestamp": datetime.fromtimestamp(now - 60 * m, UTC),
+                            "Value": 1.0,
+                        }
+                        for m in range(1, 5)
+                    ],
+                )
+    kinds = {s.kind: [str(s.severity), s.title] for s in SPECS}
+    monkeypatch.setenv("ALARM_KINDS", json.dumps(kinds))
+    principal = _as_role(aws, templates, monkeypatch)
+    monkeypatch.setitem(notifier._clients, "cloudwatch", principal.role("cloudwatch"))
+    at = time.strftime("%Y-%m-%dT%H:%M:%S.000+0000", time.gmtime(now))
+    event = _job_hung_event(at, "job-step-time-rise-shard-00")
+    assert notifier.handler(event, None)["published"] == 1
+    (message,) = _messages(aws, "warning")
+    assert message["Subject"].startswith("[WARNING] Training job slowed (fail-slow): job llama-ft")
+    text = message["Message"]
+    assert "Culprit:       node ip-10-0-2-1.ec2.internal, GPU 3" in text, text
+    assert "Evidence:      NVML clock event reason: thermal slowdown" in text, text
+
+
 def _promql_job_page(
     aws: dict[str, Any],
     templates: list[dict[str, Any]],
@@ -838,9 +890,10 @@ def test_a_promql_fail_slow_page_says_its_culprit_read_at_the_alarms_time(
     with the role's own signed PromQL requests."""
     key, job = "job-step-time-rise", "bert-slows"
     api = _promql_job_page(aws, templates, monkeypatch, tmp_path, key, job, 53)
-    # The ranks' placement, then the ranks' data wait now and before, and the GPUs of their
-    # two nodes: seen, each fault reason, the ECC count now and before.
-    assert len(api.answered) == 1 + 2 + 5
+    # The ranks' placement, then the ranks' data wait now and before, the GPUs of their two
+    # nodes (seen; the three fault reasons, the SM clock and the three error counts; the
+    # error counts before) and the nodes' CPU.
+    assert len(api.answered) == 1 + 2 + (1 + 7 + 3) + 1
     assert all(
         r.get_header("Authorization", "").startswith("AWS4-HMAC-SHA256 ") for r in api.answered
     )

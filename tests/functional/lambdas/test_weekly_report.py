@@ -2,7 +2,7 @@
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from moto import mock_aws
 from cli.demo.report import alarm_history, chromium, render_png
 from cli.demo.storage import environment
 from cli.service_answers import answer
+from lambdas.shared.report_keys import gpu_hours_key
 from lambdas.weekly_report import handler as report_handler
 from tests.functional.lambdas.iam import (
     ACCOUNT,
@@ -372,3 +373,47 @@ def test_a_week_without_serving_tables_writes_no_serving_file_or_line(aws: dict[
     assert document["serving"] == {}
     (message,) = aws["sqs"].receive_message(QueueUrl=aws["queue"])["Messages"]
     assert "Serving" not in json.loads(message["Body"])["Message"]
+
+
+def test_the_lemon_nodes_of_30_days_are_listed_with_what_to_do(aws: dict[str, Any]) -> None:
+    """30 days of GPU-hour tables (four nodes' GPUs, 24 GPU-hours a day each), a failed run on
+    one node three weeks before the week and 4 XIDs on it in the week: it holds 5 of the
+    fleet's 5 events on a quarter of its GPU-hours, 4x the fleet's rate; its name is escaped."""
+    bad, nodes = "ip-10-0-1-17<b>", ["ip-10-0-1-17<b>", "n-2", "n-3", "n-4"]
+    for day in range(30):
+        key = gpu_hours_key("train", date(2026, 10, 31) + timedelta(days=day))
+        table = {"classes": {"held_working": 96.0}, "seen_by_node": dict.fromkeys(nodes, 24.0)}
+        aws["s3"].put_object(Bucket=BUCKET, Key=key, Body=json.dumps(table).encode())
+    failed = {"job": "bert", "at": datetime(2026, 11, 2, 3, tzinfo=UTC).timestamp(),
+              "cause": "xid_79", "signature": "s", "nodes": [bad], "gpu_hours": 16.0}  # fmt: skip
+    aws["s3"].put_object(
+        Bucket=BUCKET,
+        Key="reports/cluster=train/date=2026-11-03/training-failures.json",
+        Body=json.dumps({"failures": [failed]}).encode(),
+    )
+    aws["cloudwatch"].put_metric_data(
+        Namespace="GpuInsights",
+        MetricData=[
+            {
+                "MetricName": "gpu_xid_errors",
+                "Dimensions": [{"Name": "ClusterName", "Value": "train"},
+                               {"Name": "NodeName", "Value": bad},
+                               {"Name": "XidCode", "Value": "79"}],
+                "Timestamp": datetime(2026, 11, 25, 3, tzinfo=UTC),
+                "Value": 4.0,
+            }
+        ],
+    )  # fmt: skip
+    _run(aws)
+    prefix = "reports/cluster=train/week=2026-W48/"
+    document = json.loads(
+        aws["s3"].get_object(Bucket=BUCKET, Key=prefix + "report.json")["Body"].read()
+    )
+    (lemon,) = document["lemons"]["lemons"]
+    assert (lemon["node"], lemon["score"], lemon["failures"], lemon["xids"]) == (bad, 4.0, 1, 4)
+    assert lemon["gpu_hours"] == 720.0
+    assert "AcceleratedHardwareReady=False" in lemon["action"]
+    html = aws["s3"].get_object(Bucket=BUCKET, Key=prefix + "report.html")["Body"].read().decode()
+    assert 'id="lemon-nodes"' in html
+    assert "ip-10-0-1-17&lt;b&gt;" in html
+    assert "ip-10-0-1-17<b>" not in html

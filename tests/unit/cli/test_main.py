@@ -53,21 +53,21 @@ def test_cost_estimate_prints_the_table(capsys: pytest.CaptureFixture[str]) -> N
     assert main(["cost-estimate", "--nodes", "4", "--gpus-per-node", "8"]) == 0
     out = capsys.readouterr().out
     assert "4 GPU nodes x 8 GPUs = 32 GPUs" in out
-    # The default (OTel mode, the OTLP sink): 4 nodes x 3.90 GB a month at $0.08 per GB, and
+    # The default (OTel mode, the OTLP sink): 4 nodes x 4.92 GB a month at $0.08 per GB, and
     # every GPU, job, serving and pending GPU pod alarm PromQL (8 GPU, 6 job, 4 serving
     # kinds and the pending pods', each with its fleet count); the only catalog metric alarms
     # are the control plane's 10 on AWS/EKS.
-    assert re.search(r"^\$\s+1\.25  Exporter OTLP metrics ingestion\s+15\.6 GB$", out, re.M)
+    assert re.search(r"^\$\s+1\.57  Exporter OTLP metrics ingestion\s+19\.7 GB$", out, re.M)
     assert "46 alarms (one per kind and its fleet count, no shard)" in out
     assert "10 catalog alarms (10 metrics)" in out
     assert "GpuInsights" not in out
-    # The EMF sink: 4 x 8 GPUs x 4 gauges + 4 cluster series, and 2.56 fault metric-months,
+    # The EMF sink: 4 x 8 GPUs x 4 gauges + 4 cluster series, and 4.48 fault metric-months,
     # at $0.30.
     argv = ["cost-estimate", "--nodes", "4", "--gpus-per-node", "8", "-c", "exporter_sink=emf"]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "$      40.37  Exporter custom metrics (GpuInsights)" in out
-    assert "134.6 metric-months" in out
+    assert "$      40.94  Exporter custom metrics (GpuInsights)" in out
+    assert "136.5 metric-months" in out
 
 
 def _history(tmp_path: Path, lines: list[str]) -> Path:

@@ -152,3 +152,21 @@ def test_analyze_training_reads_the_jobs_from_the_file_with_no_account(
     slow = found["training_slow_checkpoint"]
     assert slow["resource"] == "job/llama-slow-checkpoint"
     assert "takes 420 s to save a checkpoint" in slow["summary"]
+
+
+def test_analyze_training_gives_the_days_funnel_with_productive_from_each_jobs_goodput(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under its findings, the table output gives the file's last day's GPU-hour funnel
+    (docs/goodput.md): the node's capacity (Kube State Metrics) is paid. The file holds no
+    DCGM series labelled with a pod and no emitter time split, so its held hours are no job's
+    and have no goodput (``day_funnel``'s unit test joins them)."""
+    binaries()
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["analyze", "training", "--history", str(HISTORY), *ARGS]) == 0
+    out = capsys.readouterr().out
+    funnel = out[out.index("GPU-hour funnel, 2026-11-30:") :]
+    assert "  paid              24.0 GPU-hours  $      165.12" in funnel
+    assert "  active            20.0 GPU-hours" in funnel
+    assert "active but not productive: no_step_or_token_signal 20.0 GPU-hours" in funnel

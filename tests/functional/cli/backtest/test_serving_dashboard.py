@@ -68,7 +68,8 @@ def test_the_serving_dashboard_draws_each_model_as_the_alarms_read_it(
     }
     assert _by_model(views["Generation tokens a second"]) == {"llama": 3000.0, "mistral": 1500.0}
     assert [line.value for line in views[MODELS_SERVING].lines] == [2.0]
-    assert views[MODELS_NOT_DRAWN].lines == []  # two models: none beyond the ten
+    # Two models: none beyond the ten, a 0 drawn (not "no data").
+    assert [line.value for line in views[MODELS_NOT_DRAWN].lines] == [0.0]
 
 
 def test_the_deployment_dashboard_draws_its_replicas_only(source: PromQLSource) -> None:

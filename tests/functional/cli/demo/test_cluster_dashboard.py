@@ -9,17 +9,14 @@ from datetime import UTC, datetime
 import pytest
 from moto import mock_aws
 
-from cli.backtest.dashboards import PromQLSource
 from cli.demo.command import DASHBOARD_WINDOW, DEMO_REGION
-from cli.demo.dashboards import dashboard_views, published_samples
-from cli.demo.exporter import NODE, replay_window
+from cli.demo.dashboards import published_samples
 from cli.demo.kube_state import morning_samples, pending_window
 from cli.demo.promql import serving
 from cli.demo.realistic.control_plane import QUIET_MINUTE, put_control_plane
 from cli.demo.storage import DEMO_CLUSTER
-from gpu_insights_agent.contract.metrics import ExporterSink
 from lambdas.shared.aws_clients import new_session
-from lambdas.shared.container_insights_mode import ContainerInsightsMode
+from tests.functional.cli.demo.otel_views import otel_views
 
 pytestmark = pytest.mark.promql_engine
 
@@ -38,18 +35,7 @@ def test_every_cluster_dashboard_widget_draws_on_the_demos_world() -> None:
             start=datetime.fromtimestamp(start, UTC),
             end=datetime.fromtimestamp(end, UTC),
         )
-        views = dashboard_views(
-            samples,
-            cluster=DEMO_CLUSTER,
-            training_cluster=DEMO_CLUSTER,
-            node=NODE,
-            buckets=[],
-            alarm_arns=[],
-            exporter_interval_s=60,
-            mode=ContainerInsightsMode.OTEL,
-            promql=PromQLSource(client, end=replay_window()[1]),
-            exporter_sink=ExporterSink.OTLP,
-        )
+        views = otel_views(client, samples)
     assert written == len(QUIET_MINUTE) * ((end - start) // 3600)
     (cluster,) = [v for v in views if v.name == f"gpu-insights-{DEMO_CLUSTER}-cluster"]
     drawn = {w.title: w.series for w in cluster.widgets}

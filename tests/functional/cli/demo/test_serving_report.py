@@ -70,8 +70,8 @@ def test_each_model_is_priced_per_million_output_tokens_from_its_replicas_gpu_ho
         assert 1.0 < price < 10.0
     # The figures README.md and docs/demo.md quote.
     assert (vllm["usd_per_million_output_tokens"], kserve["usd_per_million_output_tokens"]) == (
-        4.1506,
-        3.0107,
+        4.1672,
+        3.0238,
     )
     assert serving["missing_days"] == []
     assert len(serving["days_read"]) == 7

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from cli.demo.promql import Sample
-from gpu_insights_agent.contract.metrics import OTLP_JOB, OTLP_RANK, GpuMetric, TrainingMetric
+from gpu_insights_agent.contract.metrics import GpuMetric, TrainingMetric
 from lambdas.notifier.fail_slow_page import culprit_of, grown_badput, read_badput
 from lambdas.shared.dcgm import CLOUDWATCH
 from lambdas.shared.promql import PromQLClient
+from tests.functional.lambdas.notifier.job_series import rank_labels
 from tests.prometheus import legacy_labels, serve, write_openmetrics
 
 pytestmark = pytest.mark.promql_engine
@@ -33,15 +34,7 @@ def _samples(job: str, minutes: int, hot_from: int, waiting_from: int) -> Iterat
                 yield str(GpuMetric.HEALTHY), gpu, at, 1.0
                 if (n, g) == (1, 2) and m >= hot_from:  # a fault gauge: sent while non-zero
                     yield str(GpuMetric.THROTTLED_THERMAL), gpu, at, 1.0
-                rank = str(4 * n + g)
-                series = {
-                    L.cluster: "train",
-                    L.namespace: "nlp",
-                    L.pod: f"{job}-worker-{rank}",
-                    L.node: node,
-                    OTLP_JOB: job,
-                    OTLP_RANK: rank,
-                }
+                series = rank_labels(job, node, str(4 * n + g))
                 waiting = m >= waiting_from
                 yield str(TrainingMetric.DATA_WAIT_SHARE), series, at, 40.0 if waiting else 2.0
                 yield str(TrainingMetric.GOODPUT), series, at, 0.55 if waiting else 0.95

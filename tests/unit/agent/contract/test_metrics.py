@@ -58,6 +58,8 @@ def test_a_rows_columns_agree(row: GpuMetricRow) -> None:
         assert row.role in {Role.CYCLE, Role.EVENT}
     if row.container_insights is not None:  # published there already: never a metric here
         assert row.role is Role.PROPERTY
+    if row.otlp:  # sent over OTLP although no metric in EMF: only a property needs the flag
+        assert row.role is Role.PROPERTY
     assert (DIM_SHARD in gpu_schema(row.metric)) is row.alarmed
 
 
@@ -109,7 +111,7 @@ README_UNITS = {
     "Percent": {"percent"},
     "Bytes": {"bytes"},
     "Count": {"count"},
-    "None": {"0/1", "watts", "°C"},
+    "None": {"0/1", "watts", "°C", "MHz"},
 }
 
 

@@ -106,7 +106,9 @@ def test_dimensions_and_properties_follow_the_contract() -> None:
     assert (document["ClusterName"], document["NodeName"]) == ("train", "node-a")
     assert document["GpuUuid"] == "GPU-h100-0"
     assert document["_aws"]["Timestamp"] == int(EPOCH * 1000)
-    units = {m["Name"]: m["Unit"] for m in directives[0]["Metrics"] + directives[1]["Metrics"]}
+    units = {
+        m["Name"]: m["Unit"] for d in document["_aws"]["CloudWatchMetrics"] for m in d["Metrics"]
+    }
     assert units["gpu_power_utilization"] == "Percent"
     # Container Insights' readings and the constants ride as properties, not metrics; GPU 0's
     # fault gauges are zero (held back) and GPM has no SM activity yet at the first sample.
@@ -115,6 +117,8 @@ def test_dimensions_and_properties_follow_the_contract() -> None:
         "gpu_allocated_power_utilization",
         "gpu_healthy",
     }
+    # The SM clock (the fail-slow culprit's) is a property: no custom metric in Classic.
+    assert document["gpu_sm_clock_mhz"] == 1980.0
     assert document["gpu_memory_used_bytes"] == 60 * 2**30
     assert document["gpu_power_limit_watts"] == 700.0
 

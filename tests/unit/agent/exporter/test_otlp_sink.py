@@ -149,6 +149,10 @@ def test_a_cycle_arrives_as_gauges_labelled_as_dcgm_labels_its_series(receiver: 
     # nothing EMF-only (the alarm shard, a cluster-wide copy) rides along.
     assert GpuMetric.POWER_DRAW not in names
     assert GpuMetric.TEMPERATURE not in names
+    # The SM clock, a property of the EMF line (no custom metric in Classic), is a gauge here:
+    # the fail-slow page reads it with PromQL.
+    assert second[(GpuMetric.SM_CLOCK, "0")][0] == 1980.0
+    assert second[(GpuMetric.SM_CLOCK, "0")][1]["gpu"] == "0"
     assert not any("Shard" in labels for _, _, labels, *_ in points)
     per_gpu = [labels["gpu"] for _, name, labels, *_ in points if name == GpuMetric.HEALTHY]
     assert sorted(per_gpu) == ["0", "0", "1", "1", "2", "2"]

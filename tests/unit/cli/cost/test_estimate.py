@@ -61,9 +61,9 @@ def test_every_line_item_of_the_month_names_its_price_and_source(
 
 def test_the_fleet_of_40_eight_gpu_nodes(capsys: pytest.CaptureFixture[str]) -> None:
     items = _items(capsys, *CLASSIC)
-    # 320 GPUs x 4 + 4 series, 320 x 4 fault gauges in 2% of hours: 1,309.6 at $0.30.
-    assert items["Exporter custom metrics (GpuInsights)"]["quantity"] == pytest.approx(1309.6)
-    assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(392.88)
+    # 320 GPUs x 4 + 4 series, 320 x 7 fault gauges in 2% of hours: 1,328.8 at $0.30.
+    assert items["Exporter custom metrics (GpuInsights)"]["quantity"] == pytest.approx(1328.8)
+    assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(398.64)
     # 320 GPUs x 18 observations a minute x 43,800 minutes, at $0.21 a million.
     ci = items["Container Insights enhanced observability: GPU observations"]
     assert ci["quantity"] == pytest.approx(320 * 18 * 43_800 / 1e6)
@@ -101,10 +101,10 @@ def test_otel_mode_prices_the_add_ons_gpu_series_by_its_preview(
     # 320 GPUs x 10 fields x 2 a minute x 43,800 minutes: 280.3 million datapoints, $0.
     assert dcgm["quantity"] == pytest.approx(320 * 10 * 2 * 43_800 / 1e6)
     assert dcgm["usd"] == 0
-    assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(392.88)
+    assert items["Exporter custom metrics (GpuInsights)"]["usd"] == pytest.approx(398.64)
     total = sum(float(str(i["usd"])) for i in items.values())
     # Classic's total less its observations, plus the two serving dashboards at $3.
-    assert total == pytest.approx(920.09 - 52.98 + 2 * 3.0, abs=0.02)
+    assert total == pytest.approx(926.95 - 52.98 + 2 * 3.0, abs=0.02)
 
 
 def test_otel_mode_prices_the_analyzer_s_promql_at_the_preview_s_nothing(
@@ -162,12 +162,13 @@ def test_the_exporter_over_otlp_is_billed_by_its_bytes_not_by_its_series(
     assert "Exporter custom metrics (GpuInsights)" not in items
     assert "Exporter EMF log ingestion" not in items
     otlp = items["Exporter OTLP metrics ingestion"]
-    # 320 GPUs x (4 + 4 x 2%) datapoints x 262,800 cycles x 455 bytes: 156.1 GB at $0.08.
-    assert otlp["quantity"] == pytest.approx(320 * 4.08 * 262_800 * 455 / 1e9)
-    assert otlp["usd"] == pytest.approx(12.49, abs=0.01)
+    # 320 GPUs x (4 + the SM clock + 7 x 2%) datapoints x 262,800 cycles x 455 bytes: 196.7
+    # GB at $0.08.
+    assert otlp["quantity"] == pytest.approx(320 * 5.14 * 262_800 * 455 / 1e9)
+    assert otlp["usd"] == pytest.approx(15.73, abs=0.01)
     assert otlp["price"]["usd"] == 0.08  # type: ignore[index]
-    # Per 8-GPU node-month: 8 x 4.08 x 262,800 x 455 bytes = 3.90 GB, $0.31 (goal: <= $2).
-    assert str(otlp["basis"]).endswith("per 8-GPU node-month: 3.90 GB, $0.31")
+    # Per 8-GPU node-month: 8 x 5.14 x 262,800 x 455 bytes = 4.92 GB, $0.39 (goal: <= $2).
+    assert str(otlp["basis"]).endswith("per 8-GPU node-month: 4.92 GB, $0.39")
 
 
 def test_the_emitter_over_otlp_is_billed_by_its_bytes_in_the_same_table(
@@ -313,15 +314,21 @@ def test_with_the_otlp_sink_every_alarm_is_a_promql_alarm_and_no_silence_check_r
     assert gmd["quantity"] == pytest.approx(40 * 7 * DAYS) == pytest.approx(8_516.7, abs=0.05)
     assert "training none" in str(gmd["basis"])
     # The PromQL line counts them, run through the readers (cli/cost/promql_reads.py): the
-    # DCGM and capacity reads' 1,297 requests a run, 416 more for the jobs and the exporter's
-    # series (the listing, ranks, baselines and the jobs' nodes' GPUs 2 requests a 14-day page
-    # each, the series 18, the ranks 3; the attribution's exporter 9 and stepping 1), and the
-    # report's 64 a week.
+    # DCGM and capacity reads' 1,297 requests a run, 444 more for the jobs and the exporter's
+    # series (the listing, ranks, baselines, the jobs' nodes' GPUs and their pods' pending time
+    # 2 requests a 14-day page each, the series 18, the ranks 3; the attribution's exporter 9
+    # and stepping 1), and the report's 95 a week (31 of them the lemon nodes' 30 days of XIDs).
     reads = items["PromQL queries (analyzers and weekly report, query API)"]
-    assert str(reads["basis"]).startswith("1,713 requests a training analyzer run")
-    assert "64 a weekly report" in str(reads["basis"])
-    assert 1_297 + 14 * (2 + 3 + 18 + 2 + 2 * 2) + 9 + 1 == 1_713
-    assert reads["quantity"] == pytest.approx(13_117.0, abs=0.05)
+    assert str(reads["basis"]).startswith("1,741 requests a training analyzer run")
+    assert "95 a weekly report" in str(reads["basis"])
+    assert 1_297 + 14 * (2 + 3 + 18 + 2 + 2 * 2 + 2) + 9 + 1 == 1_741
+    # The pending pods' 3 selectors over 320 GPUs' worth of series, 14 days of hours at 120
+    # samples an hour, 30.42 runs a month: 1,177.3 million of the total.
+    pending = 3 * 320 * 14 * 24 * 120 * DAYS / 1e6
+    # The report's lemon nodes' XIDs: 31 days of hours of 320 GPUs' counters sent every 10 s,
+    # weekly: 372.4 million.
+    lemon = 31 * 24 * 320 * 360 * DAYS / 7 / 1e6
+    assert reads["quantity"] == pytest.approx(13_117.0 + pending + lemon, abs=0.05)
     emf = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf")
     # With the EMF sink and no serving alarms, the pending GPU pods' and the 4 GPU node kinds'
     # alarms and their fleet counts are the PromQL ones.

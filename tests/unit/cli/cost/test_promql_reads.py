@@ -68,6 +68,9 @@ def test_with_the_otlp_sink_a_run_reads_the_jobs_and_the_exporter_with_promql_to
         "series (18 statistics, 4 of them Averages: 22 selectors)": (18, 22 * ranks),
         "baselines (Sum, SampleCount)": (2, 2 * ranks),
         "the jobs' nodes' power and SM means": (2, 4 * gpus),
+        # Kube State Metrics' pending pods (a full hour's samples; pending x GPUs: 2
+        # selectors), its pod series counted as every GPU (an upper bound).
+        "pending pods": (2, (1 + 2) * dcgm),
         "attribution: exporter nodes, 2 means, a minimum, a count": (5, 7 * gpus),
         "attribution: DCGM holds": (5, (1 + 6) * dcgm),
         "attribution: stepping hours": (1, ranks),
@@ -75,8 +78,8 @@ def test_with_the_otlp_sink_a_run_reads_the_jobs_and_the_exporter_with_promql_to
         "attribution: GPU capacity (its most, its samples)": (2, 2 * dcgm),
         "memory": (3, (1 + 2) * dcgm),
     }
-    assert reads.requests == sum(r for r, _ in expected.values()) == 43
-    assert reads.samples == sum(s for _, s in expected.values()) == 1_393_920
+    assert reads.requests == sum(r for r, _ in expected.values()) == 45
+    assert reads.samples == sum(s for _, s in expected.values()) == 1_463_040
     # Without the OTLP sink only the DCGM and capacity reads: 10 requests.
     assert analyzer_reads(1, 8, 1).requests == 5 + 2 + 3
 
@@ -85,15 +88,18 @@ def test_the_weekly_report_reads_a_week_with_the_otlp_sink() -> None:
     week = 7 * STEPS
     reads = report_reads(Fleet(1, 8, jobs=1))
     # GPU days: 4 cluster sums and counts, a page a day; XIDs: the counters from a day before
-    # the week (8 pages); throughput: the listing (2 metrics) and a Sum and a SampleCount.
-    assert reads.requests == 4 * 7 + 8 + 2 * 7 + 2 * 7 == 64
+    # the week (8 pages), and from a day before the lemon nodes' 30 days (31 pages);
+    # throughput: the listing (2 metrics) and a Sum and a SampleCount.
+    assert reads.requests == 4 * 7 + 8 + 31 + 2 * 7 + 2 * 7 == 95
     gpus, ranks = 8 * EXPORTER_HOUR, 8 * EMITTER_HOUR
-    assert reads.samples == (4 * week + 8 * STEPS) * gpus + 4 * week * ranks == 2_810_880
+    xids = (8 + 31) * STEPS
+    assert reads.samples == (4 * week + xids) * gpus + 4 * week * ranks == 4_953_600
 
 
 def test_the_listing_halves_its_name_ranges_from_500_jobs() -> None:
     """At 499 jobs the listing's one range answers whole (2 requests a page; the throughput's
     Sum and SampleCount in 2 batches of 250 jobs); at 500 it is full and asked again in halves
     by code point, character after character of "job-" (promql_jobs.py ``list_jobs``)."""
-    assert report_reads(Fleet(1, 8, jobs=499)).requests == 4 * 7 + 8 + 2 * 7 + 2 * 2 * 7 == 78
-    assert report_reads(Fleet(1, 8, jobs=MAX_SERIES)).requests == 1_522
+    reads = report_reads(Fleet(1, 8, jobs=499)).requests
+    assert reads == 4 * 7 + 8 + 31 + 2 * 7 + 2 * 2 * 7 == 109
+    assert report_reads(Fleet(1, 8, jobs=MAX_SERIES)).requests == 1_522 + 31

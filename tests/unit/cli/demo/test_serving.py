@@ -10,13 +10,16 @@ from cli.demo.promql import Sample
 from cli.demo.realistic.serving import GPU_OF, IDLE_REPLICA, KSERVE, NODE, VLLM
 from cli.demo.serving import (
     SATURATED_DAY,
+    SCRAPED_FROM_DAY,
     TTFT_BUCKETS,
     Load,
     gpu_samples,
     replica_samples,
+    replica_states,
+    scraped,
     serving_week_samples,
 )
-from cli.demo.week import HOURS, THIS_WEEK
+from cli.demo.week import DAYS, HOURS, THIS_WEEK
 from gpu_insights_agent.contract.serving import LENGTH_HISTOGRAMS, SERVING_METRICS, Server
 from lambdas.shared.dcgm import CLOUDWATCH as L
 from lambdas.shared.dcgm import DCGM_POWER, DCGM_UTIL
@@ -90,7 +93,10 @@ def test_counters_only_rise_over_the_week_and_the_idle_replica_serves_nothing(
     for key, points in counters:
         values = [v for _, v in sorted(points)]
         assert values == sorted(values), key[0]
-        assert len(points) == HOURS
+        # One sample an hour, then one a minute from the day the dashboards' day starts in: the
+        # week's last two days (docs/demo.md).
+        assert SCRAPED_FROM_DAY == DAYS - 2
+        assert len(points) == SCRAPED_FROM_DAY * 24 + (HOURS - SCRAPED_FROM_DAY * 24) * 60
     idle = {
         name: points
         for (name, labels), points in series.items()
@@ -132,3 +138,34 @@ def test_the_labels_are_cloudwatchs_in_otel_mode() -> None:
     gpu = next(labels for n, labels, *_ in gpu_samples(CLUSTER, pod, steps, 30) if n == DCGM_POWER)
     assert len(list(gpu_samples(CLUSTER, pod, steps, 30))) == 2 * 2 * 2  # 2 steps, 2 a step
     assert (gpu[L.pod], gpu[L.gpu], gpu[L.model]) == (pod.name, str(GPU_OF[pod]), "NVIDIA A10G")
+
+
+def test_a_scrape_reads_counters_rising_evenly_and_the_hours_values_unchanged() -> None:
+    """Between two hourly steps a scrape every minute reads each counter rising evenly, in
+    whole requests, and each gauge at its hour's value; at each hour's start the values are the
+    hourly series' own, so a day's increase is the same read either way. 7,200 requests in
+    the first hour, of which 648 (9%) at twice the typical 0.12 s first token."""
+    pod = VLLM.pods[0]
+    steps = [(0.0, Load(7_200, running=5)), (3600.0, Load(18_000, running=12))]
+    hourly = _series(replica_samples(CLUSTER, pod, steps))
+    states = replica_states(CLUSTER, pod, steps, end=7200.0)
+    minutes = _series(scraped(states, 60, from_s=0.0))
+    for key, points in hourly.items():
+        assert [p for p in minutes[key] if p[0] in (0.0, 3600.0)] == points, key[0]
+        assert len(minutes[key]) == 120, key[0]
+    stop = next(k for k in minutes if k[0] == "vllm:request_success_total"
+                and dict(k[1])["finished_reason"] == "stop")  # fmt: skip
+    # 6,480 stopped in the first hour (a tenth at max_tokens): 108 a minute.
+    assert [v for _, v in minutes[stop][:3]] == [0.0, 108.0, 216.0]
+    assert minutes[stop][60] == (3600.0, 6480.0)
+    bucket = next(k for k in minutes if k[0] == "vllm:time_to_first_token_seconds_bucket"
+                  and dict(k[1])["le"] == "0.25")  # fmt: skip
+    # 3,528 of 7,200 within 0.25 s but not 0.1 s (40% and 9%) and 3,600 at 0.06 s: 7,128 an
+    # hour, 118.8 a minute read as whole requests.
+    assert [v for _, v in minutes[bucket][:3]] == [0.0, 118.0, 237.0]
+    running = next(k for k in minutes if k[0] == "vllm:num_requests_running")
+    assert {v for t, v in minutes[running] if t < 3600} == {5.0}
+    assert {v for t, v in minutes[running] if t >= 3600} == {12.0}
+    # Before ``from_s``, one sample a step.
+    late = _series(scraped(replica_states(CLUSTER, pod, steps, end=7200.0), 60, from_s=3600.0))
+    assert len(late[running]) == 1 + 60

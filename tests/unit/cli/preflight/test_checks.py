@@ -32,6 +32,7 @@ from cli.preflight.checks import (
     check_observability_addon,
     check_oidc_provider,
     check_pod_identity,
+    check_serving_paths,
     needs_addon_versions,
     plan_for,
     run_checks,
@@ -345,8 +346,8 @@ def test_a_ready_cluster_passes_every_check() -> None:
     checks = run_checks(PLAN, ready)
     assert [c.name for c in checks] == [
         "cluster", "pod-identity-agent", "kubectl-version", "observability-addon",
-        "log-groups", "insights-alarm-quota", "nodes:gpu", "node-repair:gpu", "node-repair:agent",
-        "exporter-nodes", "silence-coverage",
+        "serving-data-path", "log-groups", "insights-alarm-quota", "nodes:gpu",
+        "node-repair:gpu", "node-repair:agent", "exporter-nodes", "silence-coverage",
     ]  # fmt: skip
     assert {c.verdict for c in checks} == {Verdict.OK}
 
@@ -681,3 +682,42 @@ def test_the_add_on_versions_are_read_only_where_they_decide_a_verdict() -> None
     # plan_for carries the two settings the verdict turns on.
     assert OTLP.exporter_sink is ExporterSink.OTLP
     assert OTLP.addon_version is None
+
+
+def test_serving_data_path_names_each_server_whose_alarms_would_be_silent() -> None:
+    """Before a deploy, each inference server's series in the plan's mode (cli/serving_paths.py,
+    status's judgement too): OTel mode without serving_metrics leaves Triton and NIM without a
+    path, so their models' SLO alarms would never fire; an add-on managed elsewhere is read
+    from its own configuration values and version (Ray Serve from 8.0.0)."""
+    assert (PLAN.serving_alarms, PLAN.serving_metrics) == (True, True)
+    ok = check_serving_paths(PLAN, facts())
+    assert ok.verdict is Verdict.OK
+    assert "every server's series reach CloudWatch in otel mode" in ok.detail
+    bare = replace(PLAN, serving_metrics=False)
+    warned = check_serving_paths(bare, facts())
+    assert warned.verdict is Verdict.WARN
+    assert warned.detail.startswith(
+        "2 of 4 servers without a data path in otel mode, their models' serving SLO alarms "
+        "silent: nim-llm (port 8000 /v1/metrics): no path"
+    )
+    assert warned.fix == (
+        "nim-llm: deploy with -c serving_metrics=true; triton: deploy with -c serving_metrics=true"
+    )
+    # Managed elsewhere: an add-on of 6.4.0 without this project's values.
+    elsewhere = replace(PLAN, install_addon=False)
+    old = Addon("amazon-cloudwatch-observability", "v6.4.0-eksbuild.1", "ACTIVE", "{}")
+    check = check_serving_paths(elsewhere, facts(addons={"amazon-cloudwatch-observability": old}))
+    assert check.verdict is Verdict.WARN
+    assert check.detail.startswith("3 of 4 servers without a data path")
+    assert "ray-serve: update the add-on from v6.4.0-eksbuild.1 to v8.0.0-eksbuild.1" in check.fix
+    assert "triton: give the add-on this project's configuration values" in check.fix
+    # Classic without the scrape makes no serving alarm: nothing silent.
+    classic = plan_for(
+        Settings(
+            cluster_name="train",
+            container_insights_mode=ContainerInsightsMode.CLASSIC,
+            serving_metrics=False,
+        )
+    )
+    assert classic.serving_alarms is False
+    assert check_serving_paths(classic, facts()).detail == "no serving SLO alarm in this deployment"

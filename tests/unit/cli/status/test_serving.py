@@ -1,8 +1,12 @@
 """``status`` names every model whose series an SLO alarm reads do not arrive."""
 
 from cli.preflight.checks import Verdict
+from cli.serving_paths import data_paths
 from cli.status.serving import check_serving_series, missing_series
 from gpu_insights_agent.contract.serving import Server, Signal
+from lambdas.shared.container_insights_mode import ContainerInsightsMode
+
+OTEL = ContainerInsightsMode.OTEL
 
 
 def test_each_model_without_an_alarms_series_is_named_with_its_server_and_fix() -> None:
@@ -32,7 +36,12 @@ def test_each_model_without_an_alarms_series_is_named_with_its_server_and_fix() 
     assert found[0].enable == "vllm sends no vllm:kv_cache_usage_perc for it"
     assert found[1].enable == "start Triton with --metrics-config histogram_latencies=true"
     assert found[2].enable == "triton exports no such metric"
-    assert "nim-llm: NIM's /v1/metrics on port 8000" in found[4].enable
+    # A model no server names: each server's data path (cli/serving_paths.py, preflight's).
+    assert "nim-llm (port 8000 /v1/metrics): this project's Prometheus receiver" in found[4].enable
+    bare = missing_series(seen, ("mistral",), paths=data_paths(OTEL, scraped=False))
+    assert "nim-llm (port 8000 /v1/metrics): no path (deploy with -c serving_metrics=true)" in (
+        bare[-1].enable
+    )
     check = check_serving_series(found)
     assert check.verdict is Verdict.WARN
     assert check.detail.startswith("5 model signal(s) without series")

@@ -74,6 +74,30 @@ def test_the_newest_document_of_each_rank_names_its_pod_node_and_gpus() -> None:
     )
 
 
+def test_each_ranks_newest_window_gives_its_data_wait_where_it_stepped() -> None:
+    """A Classic fail-slow page weighs each rank's own data wait (fail_slow_classic.py): the
+    share its newest document holds; none where the window had no step, or held no number."""
+    logs = _logs()
+    doc = {"ClusterName": "train", "JobName": "llama-ft", "NodeName": "n0"}
+    events = [
+        {"timestamp": 1, "message": json.dumps({**doc, "Rank": r, "data_wait_share": share,
+                                                "_aws": {"Timestamp": 1000}})}
+        for r, share in ((0, 4.5), (1, 38), (2, "NaN"), (3, True))
+    ]  # fmt: skip
+    no_step = {**doc, "Rank": 4, "_aws": {"Timestamp": 1}}
+    events.append({"timestamp": 2, "message": json.dumps(no_step)})
+    with Stubber(logs) as stub:  # type: ignore[arg-type]
+        stub.add_response("filter_log_events", {"events": events})
+        placement = job_placement(logs, "train", "llama-ft", 1_000_000)
+    assert [(r.rank, r.data_wait_share) for r in placement.ranks] == [
+        ("0", 4.5),
+        ("1", 38.0),
+        ("2", None),
+        ("3", None),
+        ("4", None),
+    ]
+
+
 def test_a_log_group_it_may_not_read_is_a_lookup_error_and_the_page_goes_out_unplaced() -> None:
     logs = _logs()
     with Stubber(logs) as stub:  # type: ignore[arg-type]

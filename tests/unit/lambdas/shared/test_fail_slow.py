@@ -3,11 +3,15 @@ share is the node's; a whole job waiting for data, or nothing standing out, name
 
 from dataclasses import replace
 
+from gpu_insights_agent.contract.metrics import GpuMetric
 from lambdas.shared.fail_slow import (
+    GPU_EVIDENCE,
     GpuEvidence,
     RankEvidence,
+    Reduce,
     Throttle,
     clock_scores,
+    gpu_evidence,
     rank_culprits,
     same_place,
 )
@@ -131,3 +135,47 @@ def test_the_clock_score_is_the_gpus_clock_over_the_jobs_fastest() -> None:
         GpuEvidence(node="a", gpu="2"),  # not sent: no score
     ]
     assert clock_scores(gpus) == {("a", "0"): 1.0, ("a", "1"): 0.5}
+
+
+def test_one_table_turns_the_exporters_series_into_a_gpus_evidence() -> None:
+    """What either page reads of a GPU (its flags' largest, the clock's mean, the counters'
+    sums, now over five minutes and before over ten) becomes the same evidence: a flag set is
+    a reason, a counter before is scaled to the five minutes, an unread clock is unknown (not
+    0 MHz, which would read as the slowest GPU)."""
+    assert GPU_EVIDENCE[GpuMetric.THROTTLED_HW_SLOWDOWN] is Reduce.MAX
+    assert GPU_EVIDENCE[GpuMetric.SM_CLOCK] is Reduce.AVG
+    assert GPU_EVIDENCE[GpuMetric.NVLINK_ERRORS] is Reduce.SUM
+    assert Reduce.SUM.statistic == "Sum"
+    now = {
+        GpuMetric.THROTTLED_HW_SLOWDOWN: 1.0,
+        GpuMetric.THROTTLED_THERMAL: 0.0,
+        GpuMetric.SM_CLOCK: 1410.0,
+        GpuMetric.PCIE_REPLAYS: 60.0,
+    }
+    gpu = gpu_evidence("n", "3", now, {GpuMetric.PCIE_REPLAYS: 40.0})
+    assert gpu.throttle == frozenset({Throttle.HW_SLOWDOWN})
+    assert (gpu.sm_clock_mhz, gpu.pcie_replays, gpu.pcie_replays_before) == (1410.0, 60.0, 20.0)
+    assert (gpu.nvlink_errors, gpu.ecc_errors) == (0.0, 0.0)
+    assert gpu_evidence("n", "3", {}, {}).sm_clock_mhz is None
+
+
+def test_without_ranks_the_jobs_own_data_wait_tells_the_data_source() -> None:
+    """Classic publishes the job's data wait, not each rank's: risen 10 points, it is the data
+    source for the whole job; unread, nothing is said of it."""
+    gpus, _ = _job()
+    verdict = rank_culprits(gpus, [], job_data_wait=(31.0, 3.0))
+    assert verdict.culprit is None
+    assert "the data source" in verdict.whole_job
+    assert "31% of the step, 3% before" in verdict.whole_job
+    assert "data source" not in rank_culprits(gpus, []).whole_job
+
+
+def test_a_ranks_own_data_wait_names_the_rank_though_its_series_name_no_gpu() -> None:
+    """The emitter's series (OTLP labels, EMF documents) name a rank's pod and node, no GPU:
+    a rank waiting for data is named by its rank and pod all the same, not as its node."""
+    gpus, ranks = _job()
+    ranks = [replace(r, gpu="") for r in ranks]
+    ranks[6] = replace(ranks[6], data_wait_share=35.0)
+    c = rank_culprits(gpus, ranks).culprit
+    assert c is not None
+    assert (c.rank, c.pod, c.node, c.gpu) == ("6", "llm-worker-6", NODES[1], "")

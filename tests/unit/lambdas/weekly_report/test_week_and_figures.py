@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from lambdas.training_analyzer.goodput.jobs import Badput
 from lambdas.weekly_report.figures import (
     GpuDay,
     WeekFigures,
@@ -245,7 +246,9 @@ def _priced(kind: str, resource: str, monthly: float, **evidence: float) -> dict
     return finding
 
 
-def _week_of_jobs(findings: list[dict[str, Any]]) -> WeekFigures:
+def _week_of_jobs(
+    findings: list[dict[str, Any]], goodput: dict[str, Any] | None = None
+) -> WeekFigures:
     week = days(date(2026, 11, 23), date(2026, 11, 30))
     return week_figures(
         cluster="train",
@@ -264,7 +267,33 @@ def _week_of_jobs(findings: list[dict[str, Any]]) -> WeekFigures:
         ),
         previous={"storage_waste_usd": None},
         storage_analyzed=True,
+        goodput=goodput,
     )
+
+
+def test_the_funnels_productive_stage_is_the_jobs_goodput_split_by_its_badput() -> None:
+    """The week's goodput (the training section's lead) feeds the funnel: bert's 60% goodput
+    over what it held makes 201.6 of its 336 GPU-hours productive, the 134.4 beside them its
+    data loading; resnet's 95%, 319.2 (16.8 checkpoint saves)."""
+    zero = {f"{b}_gpu_hours": 0.0 for b in Badput}
+    goodput = {"jobs": [
+        {"job": "bert-data-bound", **zero, "productive_gpu_hours": 196.8,
+         "data_loading_gpu_hours": 131.2, "waiting_for_gpus_gpu_hours": 4.0},
+        {"job": "resnet-healthy", **zero, "productive_gpu_hours": 311.6,
+         "checkpoint_save_gpu_hours": 16.4},
+    ]}  # fmt: skip
+    figures = _week_of_jobs(FINDINGS, goodput)
+    assert figures.goodput is goodput
+    rows = {w["workload"]: w for w in figures.funnel["workloads"]}
+    assert rows["bert-data-bound"]["productive"]["gpu_hours"] == pytest.approx(201.6)
+    assert rows["bert-data-bound"]["badput"]["data_loading"]["gpu_hours"] == 134.4
+    assert rows["resnet-healthy"]["productive"]["gpu_hours"] == pytest.approx(319.2)
+    by_category = figures.funnel["drops"]["active_not_productive"]["by_category"]
+    assert {k: v["gpu_hours"] for k, v in by_category.items()} == {
+        "data_loading": 134.4,
+        "no_step_or_token_signal": 63.0,
+        "checkpoint_save": 16.8,
+    }
 
 
 #: The training analyzer's findings of the week's last day (a one-day lookback): bert waits

@@ -9,6 +9,7 @@ from lambdas.training_analyzer.goodput.funnel import (
     NodeCapacity,
     Workload,
     check_nesting,
+    from_goodput,
     funnel,
 )
 
@@ -122,3 +123,35 @@ def test_check_nesting_names_the_workload_and_stages() -> None:
         "the fleet: allocated 2.0 > paid 1.0",
         "n/w: active 3.0 > allocated 1.0",
     ]
+
+
+def test_a_jobs_goodput_gives_its_productive_stage_and_names_the_drop_by_badput() -> None:
+    # The job's goodput files say 200 productive, 100 data loading and 20 held with no steps
+    # of the 320 GPU-hours it held (and 16 pending, which held nothing); the attribution says
+    # it held 336 (x 1.05), 300 of them active.
+    split = {"productive": 200.0, "data_loading": 100.0, "held_no_steps": 20.0,
+             "waiting_for_gpus": 16.0}  # fmt: skip
+    productive, badput = from_goodput(336.0, 300.0, split)
+    assert productive == pytest.approx(210.0)
+    # The 36 held-and-idle hours come from time with no step first (its 21), then the rest.
+    assert badput == pytest.approx({"data_loading": 90.0})
+    job = Workload(namespace="nlp", workload="bert", allocated=336.0, active=300.0,
+                   productive=productive, badput=badput)  # fmt: skip
+    doc = funnel([NodeCapacity(node="a", gpu_hours=336.0)], [job], gpu_hour_usd=PRICE)
+    assert doc["drops"]["active_not_productive"]["by_category"] == {
+        "data_loading": {"gpu_hours": 90.0, "usd": round(90 * PRICE, 2)}
+    }
+    assert doc["clamped"] == {}
+
+
+def test_goodput_beyond_active_is_clipped_to_it_and_the_cut_reported() -> None:
+    # Its emitter says 9 of its 10 GPU-hours were kept steps; its GPUs read idle by power in
+    # 8 of them: productive is cut to its 2 active hours, the 7 beyond them reported.
+    productive, badput = from_goodput(10.0, 2.0, {"productive": 9.0, "data_loading": 1.0})
+    assert (productive, badput) == (pytest.approx(9.0), {})
+    job = Workload(namespace="n", workload="w", allocated=10.0, active=2.0,
+                   productive=productive, badput=badput)  # fmt: skip
+    doc = funnel([NodeCapacity(node="a", gpu_hours=10.0)], [job], gpu_hour_usd=1.0)
+    assert doc["workloads"][0]["productive"]["gpu_hours"] == 2.0
+    assert doc["clamped"] == {"productive": 7.0}
+    assert check_nesting(doc) == []
