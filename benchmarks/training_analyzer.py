@@ -10,7 +10,7 @@ from unittest import mock
 
 from benchmarks import wire
 from benchmarks.storage_analyzer import in_fresh_process
-from benchmarks.training_fleet import QUIET_GOODPUT
+from benchmarks.training_fleet import QUIET_GOODPUT, gpu_dimensions
 from lambdas.shared.metric_fetcher import cost_usd, floor, window_period
 from lambdas.shared.shards import MEMORY_HEADROOM, TRAINING, TRAINING_SHARD_JOBS
 from lambdas.training_analyzer.aws import baseline_query, job_queries
@@ -44,7 +44,7 @@ class FakeCloudWatch:
             "checkpoint_save_seconds": 60.0,
             "job_failed": 0.0,
             "job_succeeded": 0.0,
-            "gpu_power_utilization": 55.0,
+            "gpu_allocated_power_utilization": 55.0,
             "gpu_sm_active": 70.0,
             # Goodput's (lambdas/training_analyzer/aws.py JOB_METRICS): an hour of a rank's
             # seconds, most of it the steps' work, a fifth waiting for data.
@@ -59,7 +59,7 @@ class FakeCloudWatch:
             dims = [[("ClusterName", "bench"), ("JobName", f"job-{j}")] for j in range(self.jobs)]
         else:
             dims = [
-                [("ClusterName", "bench"), ("NodeName", f"node-{n}"), ("GpuIndex", str(g))]
+                gpu_dimensions(params["MetricName"], f"node-{n}", g)
                 for n in range(NODES)
                 for g in range(8)
             ]

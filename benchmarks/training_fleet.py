@@ -15,6 +15,15 @@ from botocore.response import StreamingBody
 
 from benchmarks import wire
 from cli.service_answers import answer, error, insights_bounds, insights_limit, insights_page
+from gpu_insights_agent.contract.metrics import (
+    DIM_CLUSTER,
+    DIM_GPU_INDEX,
+    DIM_NODE,
+    DIM_SHARD,
+    GpuMetric,
+    alarm_shard,
+    gpu_schema,
+)
 
 RANKS = 4
 GPUS = 8
@@ -35,6 +44,15 @@ QUIET_GOODPUT: Final[dict[str, float]] = dict.fromkeys(
 )
 
 
+def gpu_dimensions(metric: str, node: str, gpu: int) -> list[tuple[str, str]]:
+    """A GPU's series as the exporter writes ``metric`` (``gpu_schema``: the alarm metrics,
+    the allocated reading among them, carry the GPU's alarm shard), as ListMetrics lists it."""
+    dims = [(DIM_CLUSTER, "bench"), (DIM_NODE, node), (DIM_GPU_INDEX, str(gpu))]
+    if DIM_SHARD in gpu_schema(GpuMetric(metric)):
+        dims.append((DIM_SHARD, alarm_shard(node, gpu, 1)))
+    return dims
+
+
 class Fleet:
     def __init__(self, jobs: int, *, start: float, end: float) -> None:
         self.jobs = [f"job-{j:05d}" for j in range(jobs)]
@@ -49,7 +67,8 @@ class Fleet:
     def _value(self, metric: str, dims: dict[str, str], window: bool, before: bool) -> float:
         if "NodeName" in dims:
             n = int(dims["NodeName"].split("-")[1]) % 4
-            return 45.0 + 10 * n if metric == "gpu_power_utilization" else 70.0 + 5 * n
+            power = metric == str(GpuMetric.ALLOCATED_POWER_UTILIZATION)
+            return 45.0 + 10 * n if power else 70.0 + 5 * n
         j = int(dims["JobName"].split("-")[1])
         by_metric = {
             # 0% to 20% below the baseline, the window before this one
@@ -96,7 +115,7 @@ class Fleet:
             dims = [[("ClusterName", "bench"), ("JobName", j)] for j in self.jobs]
         else:
             dims = [
-                [("ClusterName", "bench"), ("NodeName", f"node-{n:05d}"), ("GpuIndex", str(g))]
+                gpu_dimensions(params["MetricName"], f"node-{n:05d}", g)
                 for n in range(self.nodes)
                 for g in range(GPUS)
             ]

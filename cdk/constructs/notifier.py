@@ -39,7 +39,7 @@ from gpu_insights_agent.contract.resource_names import alarm_name
 from gpu_insights_agent.contract.xid import KERNEL_XID_FILTER_PATTERN
 from lambdas.notifier.config import FUNCTION_TIMEOUT_S, NotifierConfig
 from lambdas.notifier.jobs import is_job_kind
-from lambdas.shared.fail_slow import FAIL_SLOW_KIND
+from lambdas.shared.fail_slow import FAIL_SLOW_KIND, GOODPUT_LOW_KIND
 
 #: CloudWatch's EventBridge events for an alarm's and a contributor's state
 #: (https://docs.aws.amazon.com/eventbridge/latest/ref/events-ref-cloudwatch.html).
@@ -234,10 +234,11 @@ class Notifier(Construct):
                 reason="GetMetricData and ListMetrics authorize only '*'; the PromQL API needs "
                 "both to read the ranks of a job an alarm names",
             )
-        # A Classic fail-slow page's culprit (lambdas/notifier/fail_slow_classic.py): the job's
-        # nodes' GPU, CPU and data-wait series, found with ListMetrics and read with
-        # GetMetricData, neither of which has resource-level permissions.
-        elif FAIL_SLOW_KIND in self.config.alarm_kinds:
+        # A Classic fail-slow page's culprit and goodput page's badput
+        # (lambdas/notifier/fail_slow_classic.py): the job's nodes' GPU and CPU series and its
+        # emitter series, found with ListMetrics and read with GetMetricData, neither of which
+        # has resource-level permissions.
+        elif {FAIL_SLOW_KIND, GOODPUT_LOW_KIND} & set(self.config.alarm_kinds):
             role.add_to_policy(
                 iam.PolicyStatement(
                     sid="FailSlowCulprit",
@@ -248,8 +249,8 @@ class Notifier(Construct):
             acknowledge_wildcard_resources(
                 role,
                 resources=["*"],
-                reason="GetMetricData and ListMetrics authorize only '*'; the fail-slow page "
-                "reads the series of the job's GPUs and nodes",
+                reason="GetMetricData and ListMetrics authorize only '*'; the fail-slow and "
+                "goodput pages read the series of the job and its GPUs and nodes",
             )
         # Whether the node's kernel log confirms an exporter XID: Container Insights' host log
         # group, read (lambdas/notifier/kernel_log.py), whether or not it is subscribed.

@@ -63,6 +63,7 @@ from cli.demo.otel import (
     capacity_week_samples,
     exporter_week_samples,
     joins,
+    replay_capacity_samples,
     replay_samples,
     week_samples,
 )
@@ -179,7 +180,7 @@ class DemoResult:
             health = "  LOST (gpu_healthy=0)" if gpu in replay.unhealthy_gpus else ""
             throttled = replay.thermal_throttled_by_gpu.get(gpu, 0.0)
             lines.append(
-                f"   GPU {gpu} ({ROLES[int(gpu)]:>7}): power {share:5.1f}% of its limit, "
+                f"   GPU {gpu} ({ROLES[int(gpu)]:>11}): power {share:5.1f}% of its limit, "
                 f"{sm_text}, thermally throttled {throttled:3.0f}% of samples{health}"
             )
         for gpu, code, severity, meaning in replay.xids:
@@ -771,6 +772,8 @@ def _run(
                 "replay",
                 chain(
                     replay_samples(settings.cluster_name, result.exporter.emf_path),
+                    # Kube State Metrics' capacity of the replayed node while it reports.
+                    replay_capacity_samples(settings.cluster_name),
                     otlp_samples(kept.requests) if kept is not None else (),
                     *(
                         (

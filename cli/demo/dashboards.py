@@ -14,6 +14,8 @@ from typing import Any, Final
 
 from cli.backtest.dashboards import PromQLSource, WidgetView, evaluate_body
 from cli.backtest.history import Sample, read_history, samples_from_emf
+from cli.demo.exporter import REPLAY_PODS, REPLAYED
+from cli.demo.realistic import container_insights as ci
 from cli.demo.realistic.control_plane import NAMESPACE as CONTROL_PLANE_NAMESPACE
 from cli.demo.realistic.serving import NAMESPACE as SERVING_NAMESPACE
 from cli.demo.realistic.serving import VLLM
@@ -26,8 +28,10 @@ from dashboards.serving import (
     deployment,
     serving,
 )
+from dashboards.funnel import CI_NODE_GPU_USAGE_METRIC
 from dashboards.widgets import AlarmLine
 from gpu_insights_agent.contract.metrics import (
+    CI_NODE_GPU_LIMIT_METRIC,
     CI_NODE_GPU_METRICS,
     DIM_CLUSTER,
     DIM_GPU_DEVICE,
@@ -49,7 +53,7 @@ from lambdas.shared.container_insights_mode import ContainerInsightsMode
 
 DATA_BOUND_JOB = "bert-data-bound"
 #: The demo node's instance, as Container Insights names it.
-NODE_INSTANCE = ("i-0a1b2c3d4e5f60017", "p5.48xlarge")
+NODE_INSTANCE = (REPLAYED.instance_id, REPLAYED.instance_type.name)
 TOP = 3
 
 
@@ -89,6 +93,35 @@ def container_insights_samples(line: str) -> list[Sample]:
         Sample(NAMESPACE_CONTAINER_INSIGHTS, name, dimensions, timestamp, float(document[metric]))
         for metric, name in CI_NODE_GPU_METRICS.items()
         if str(metric) in document
+    ]
+
+
+def container_insights_node_samples(lines: Sequence[str]) -> list[Sample]:
+    """Container Insights' per-node GPU counts of the same node at each of its exporter's
+    cycles (Classic), which the fleet dashboard's funnel sums: ``node_gpu_limit``, the node's
+    GPUs (its instance type's: the device plugin advertises each), and
+    ``node_gpu_usage_total``, the GPUs its running pods use (one a pod of the replay's
+    PyTorchJob: ``REPLAY_PODS``), per node (ClusterName, InstanceId, NodeName)."""
+    cycles: dict[float, str] = {}
+    for line in lines:
+        document = parse_emf_line(line)
+        if DIM_GPU_INDEX in document and DIM_XID_CODE not in document:
+            cycles[document["_aws"]["Timestamp"] / 1000] = str(document[DIM_CLUSTER])
+    instance_id, _ = NODE_INSTANCE
+    counts = (
+        (CI_NODE_GPU_LIMIT_METRIC, float(REPLAYED.instance_type.gpu_count)),
+        (CI_NODE_GPU_USAGE_METRIC, float(len(REPLAY_PODS))),
+    )
+    return [
+        Sample(
+            NAMESPACE_CONTAINER_INSIGHTS,
+            name,
+            frozenset(ci.node_dimensions(cluster, REPLAYED.name, instance_id).items()),
+            at,
+            value,
+        )
+        for at, cluster in sorted(cycles.items())
+        for name, value in counts
     ]
 
 
@@ -228,6 +261,7 @@ def demo_dashboard_views(
     samples = read_history(lines, source=str(emf_path))
     if mode is ContainerInsightsMode.CLASSIC:  # OTel mode turns Classic's node_gpu_* off
         samples += [s for line in lines for s in container_insights_samples(line)]
+        samples += container_insights_node_samples(lines)
     samples += training_samples(logs, training_cluster)
     if cloudwatch is not None and window is not None:
         samples += published_samples(cloudwatch, start=window[0], end=window[1])

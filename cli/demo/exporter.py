@@ -22,6 +22,7 @@ from cli.demo.realistic import pods as k8s
 from cli.demo.storage import END
 from gpu_insights_agent.contract.metrics import (
     ALARM_METRICS,
+    CI_NODE_GPU_LIMIT_METRIC,
     CI_NODE_GPU_POWER_METRIC,
     CI_POD_GPU_POWER_METRIC,
     CI_POD_GPU_UTILIZATION_METRIC,
@@ -51,7 +52,14 @@ REPLAYED: Final = ec2.node(
     ec2.managed_node_group_labels("gpu-speech", "ami-0c2d3e4f5a6b7c8d9"),
 )  # fmt: skip
 NODE = REPLAYED.name
-ROLES = ("busy", "idle", "thermal", "failing")
+#: Every GPU of the node, as NVML lists them all: the exporter reports each GPU whether or not a
+#: pod holds it (the device plugin gives GPUs to pods; NVML and the exporter see the node's), so
+#: the three no pod asked for report idle power, with no process and so no allocated reading,
+#: which the low-power alarm reads (it is for GPUs a pod holds). GPU 4's power brake engages for
+#: 48 minutes of the replay (exporter.simulated_trace ``BRAKE_FROM``).
+ROLES: Final = ("busy", "idle", "thermal", "failing", "braked", *("unallocated",) * 3)
+if len(ROLES) != REPLAYED.instance_type.gpu_count:
+    raise ValueError(f"the replayed node's trace has {len(ROLES)} GPUs, its instance type more")
 INTERVAL_S = 60.0
 DURATION_S = 2 * 3600.0
 #: The replay ends six hours before the demo's "now", so the weekly report's week holds it.
@@ -59,10 +67,16 @@ START_EPOCH = END - 6 * 3600 - DURATION_S
 START_HOUR = 12.5
 
 
-#: The pods that hold the replayed node's GPUs, one GPU each: a PyTorchJob's master and three
-#: workers (Container Insights names them by their own names). The idle GPU's pod holds it at
-#: 12% of its limit.
-REPLAY_PODS: Final = k8s.pytorchjob_pods("speech", "whisper-finetune", len(ROLES) - 1)
+#: The pods that hold the replayed node's GPUs, one GPU each (GPU N the Nth): a PyTorchJob's
+#: master and four workers (Container Insights names them by their own names). The idle GPU's
+#: pod holds it at 12% of its limit; the unallocated GPUs come after them, held by none.
+HELD_GPUS: Final = sum(role != "unallocated" for role in ROLES)
+REPLAY_PODS: Final = k8s.pytorchjob_pods("speech", "whisper-finetune", HELD_GPUS - 1)
+
+
+def replay_pod(gpu: int) -> k8s.Pod | None:
+    """The pod holding the replayed node's GPU ``gpu``; None where no pod asked for it."""
+    return REPLAY_PODS[gpu] if gpu < len(REPLAY_PODS) else None
 
 
 #: The host PID of the process on each GPU in the trace (exporter.simulated_trace: 1000 + its
@@ -304,8 +318,11 @@ def publish_container_insights(cloudwatch: Any, cluster: str, emf_path: Path) ->
     """What Container Insights publishes for the replayed node, hour by hour, from the same
     samples the exporter read: ``node_gpu_power_watt`` per GPU and, for the pod that holds each
     GPU, ``pod_gpu_utilization`` and ``pod_gpu_power_draw`` (a lost GPU answers nothing, so
-    nothing after it is lost). Without them the GPU analyzer sees the node's GPUs held by no pod
-    while the week's other nodes have Container Insights data. Returns the datapoints."""
+    nothing after it is lost; a GPU no pod holds has no pod series), and the node's
+    ``node_gpu_limit``, its instance type's GPUs, once a minute while the node reports (the
+    week's nodes': week.py ``capacity_data``). Without them the GPU analyzer sees the node's
+    GPUs held by no pod while the week's other nodes have Container Insights data. Returns the
+    datapoints."""
     samples: dict[tuple[str, float], list[tuple[float, float]]] = defaultdict(list)
     for line in emf_path.read_text(encoding="utf-8").splitlines():
         document = json.loads(line)
@@ -316,20 +333,31 @@ def publish_container_insights(cloudwatch: Any, cluster: str, emf_path: Path) ->
         utilization = float(document.get(str(GpuMetric.UTILIZATION), 0.0))
         samples[(str(document[DIM_GPU_INDEX]), hour)].append((float(watts), utilization))
     data: list[dict[str, Any]] = []
+    minutes: dict[float, int] = defaultdict(int)
     for (gpu, hour), values in sorted(samples.items()):
+        minutes[hour] = max(minutes[hour], len(values))
         device = ci.gpu_device(int(gpu))
         node_dims = ci.node_gpu_dimensions(
             cluster, NODE, REPLAYED.instance_id, REPLAYED.instance_type.name, device
         )
-        pod_dims = ci.pod_gpu_dimensions(cluster, REPLAY_PODS[int(gpu)], device)
         watts = [w for w, _ in values]
+        data.append(statistic_set(CI_NODE_GPU_POWER_METRIC, node_dims, hour, watts))
+        pod = replay_pod(int(gpu))
+        if pod is None:
+            continue
+        pod_dims = ci.pod_gpu_dimensions(cluster, pod, device)
         data += [
-            statistic_set(CI_NODE_GPU_POWER_METRIC, node_dims, hour, watts),
             statistic_set(CI_POD_GPU_POWER_METRIC, pod_dims, hour, watts),
             statistic_set(
                 CI_POD_GPU_UTILIZATION_METRIC, pod_dims, hour, [u for _, u in values], "Percent"
             ),
         ]
+    limit = ci.node_dimensions(cluster, NODE, REPLAYED.instance_id)
+    gpus = float(REPLAYED.instance_type.gpu_count)
+    data += [
+        statistic_set(CI_NODE_GPU_LIMIT_METRIC, limit, hour, [gpus] * count)
+        for hour, count in sorted(minutes.items())
+    ]
     for first in range(0, len(data), 1000):
         cloudwatch.put_metric_data(
             Namespace=NAMESPACE_CONTAINER_INSIGHTS, MetricData=data[first : first + 1000]

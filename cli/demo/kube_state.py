@@ -62,20 +62,16 @@ def capacity_labels(cluster: str, node: ec2.Node) -> dict[str, str]:
     } | {L.node_label_prefix + k: v for k, v in node.labels.items()}
 
 
-#: The GPUs the demo's week gives each of its nodes (week.py ``NODES``): its capacity there, as
-#: the week's own capacity series say (otel.py ``capacity_week_samples``).
-WEEK_GPUS: Final = {node.name: gpus for node, _, gpus, _ in NODES.values()}
-
-
 def capacity_samples(
     cluster: str, nodes: Iterable[ec2.Node], start: float, end: float
 ) -> Iterator[Sample]:
-    """Each node's ``nvidia.com/gpu`` capacity: KSM's ``node``, ``resource`` and ``unit``
-    labels, the node and cluster on the resource and the node's labels beside them
-    (cdk/alarms/promql.py ``KSM_CAPACITY``)."""
+    """Each node's ``nvidia.com/gpu`` capacity, its instance type's GPUs (the device plugin
+    advertises every GPU of the node): KSM's ``node``, ``resource`` and ``unit`` labels, the
+    node and cluster on the resource and the node's labels beside them (cdk/alarms/promql.py
+    ``KSM_CAPACITY``)."""
     for node in nodes:
         labels = capacity_labels(cluster, node)
-        gpus = WEEK_GPUS.get(node.name, node.instance_type.gpu_count)
+        gpus = node.instance_type.gpu_count
         for at in _times(start, end):
             yield KSM_CAPACITY, labels, at, float(gpus)
 

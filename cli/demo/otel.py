@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Final
 
 from cli.demo.exporter import NODE as REPLAY_NODE
-from cli.demo.exporter import REPLAY_PODS
+from cli.demo.exporter import REPLAY_PODS, REPLAYED, replay_pod, replay_window
 from cli.demo.kube_state import capacity_labels
 from cli.demo.otlp import statistic_set_samples
 from cli.demo.promql import (
@@ -74,8 +74,8 @@ PHASE_S: Final = 15.0
 #: modes (at 300 s its last hour read 8/12 where the exporter's read 36/60), and half the
 #: default's samples keep Prometheus's block import of the two weeks short.
 DEMO_INTERVAL_S: Final = 60
-#: The week's GPU nodes and the GPUs the demo's world gives each (week.py ``NODES``).
-WEEK_NODES: Final = tuple((node, count) for node, _, count, _ in NODES.values())
+#: The week's GPU nodes.
+WEEK_NODES: Final = tuple(node for node, _, _, _ in NODES.values())
 #: The readings every sample carries (the GPU analyzer's), whatever the document holds.
 PAIRED: Final = frozenset({GpuMetric.UTILIZATION, GpuMetric.POWER_DRAW})
 
@@ -114,16 +114,38 @@ def capacity_week_samples(
     plan: WeekPlan = THIS_WEEK,
     hours: int = HOURS,
     interval: int = DEMO_INTERVAL_S,
-    nodes: Sequence[tuple[ec2.Node, int]] = WEEK_NODES,
+    nodes: Sequence[ec2.Node] = WEEK_NODES,
 ) -> Iterator[Sample]:
-    """Each of the week's nodes' GPU capacity every ``interval``, whatever its pods hold: the
-    GPUs the demo's world gives it (week.py ``NODES``, as Classic's ``capacity_data``)."""
-    for hour in range(hours):
-        for node, gpus in nodes:
+    """Each of the week's nodes' GPU capacity every ``interval``, whatever its pods hold
+    (``capacity_samples``), all week."""
+    return capacity_samples(cluster, nodes, plan.start, plan.start + hours * 3600, interval)
+
+
+def capacity_samples(
+    cluster: str,
+    nodes: Sequence[ec2.Node],
+    start: float,
+    end: float,
+    interval: int = DEMO_INTERVAL_S,
+) -> Iterator[Sample]:
+    """Each node's ``nvidia.com/gpu`` capacity every ``interval`` from ``start`` (an hour's
+    start) to ``end``: its instance type's GPUs, as Classic's ``node_gpu_limit`` (week.py
+    ``capacity_data``). The device plugin advertises every GPU of the node ("Expose the
+    number of GPUs on each nodes of your cluster", NVIDIA/k8s-device-plugin README), so Kube
+    State Metrics' capacity is the instance type's count whatever the pods hold."""
+    for hour in range(int(start), int(end), 3600):
+        for node in nodes:
             labels = capacity_labels(cluster, node)
-            start = plan.start + hour * 3600 + PHASE_S
             for i in range(3600 // interval):
-                yield KSM_CAPACITY, labels, start + i * interval, float(gpus)
+                at = hour + PHASE_S + i * interval
+                if at < end:
+                    yield KSM_CAPACITY, labels, at, float(node.instance_type.gpu_count)
+
+
+def replay_capacity_samples(cluster: str) -> Iterator[Sample]:
+    """The replayed node's capacity while its exporter's replay runs (the hours the node ran
+    in the demo's world, as Classic's run publishes its ``node_gpu_limit``)."""
+    return capacity_samples(cluster, (REPLAYED,), *replay_window())
 
 
 def exporter_week_samples(cluster: str, plan: WeekPlan = THIS_WEEK) -> Iterator[Sample]:
@@ -149,7 +171,7 @@ def replay_samples(
         if watts is None or document.get(DIM_NODE) != REPLAY_NODE:
             continue
         gpu = int(document[DIM_GPU_INDEX])
-        labels = otel.dcgm_promql_labels(cluster, REPLAY_NODE, gpu, REPLAY_PODS[gpu])
+        labels = otel.dcgm_promql_labels(cluster, REPLAY_NODE, gpu, replay_pod(gpu))
         cycle_start = document["_aws"]["Timestamp"] / 1000
         utilization = float(document.get(str(GpuMetric.UTILIZATION), 0.0))
         others = [

@@ -11,13 +11,15 @@ datapoint attribute bare ("PromQL querying", CloudWatch-PromQL-Querying.html, as
 lambdas/shared/dcgm.py reads it). Kube State Metrics' GPU capacity per node is written as the
 add-on sends it (cdk/alarms/promql.py ``KSM_CAPACITY``), every 30 s.
 
-Four nodes for two hours of the demo's replay window, one-minute cycles, three of eight H100s:
+Four nodes for two hours of the demo's replay window, one-minute cycles:
 
-- the demo's replayed node: GPU 0 busy (the trace's XID 13), GPU 1 held by a pod that does no
-  work (planted: the trace's idle GPU given the pod's process, so the exporter names the pod),
-  GPU 2 thermally throttled from 13:00, GPU 3 failing (an uncorrectable ECC error with its
-  XID 48, then off the bus ten minutes later: the exporter's XID 79 and ``gpu_healthy`` 0),
-  GPUs 4-7 busy and steady;
+- the demo's replayed node (its GPUs as the demo's replay has them, cli/demo/exporter.py
+  ``ROLES``): GPU 0 busy (the trace's XID 13), GPU 1 held by a pod that does no work (planted:
+  the trace's idle GPU given the pod's process, so the exporter names the pod), GPU 2
+  thermally throttled from 13:00, GPU 3 failing (an uncorrectable ECC error with its XID 48,
+  then off the bus ten minutes later: the exporter's XID 79 and ``gpu_healthy`` 0), GPU 4
+  power-braked for 48 minutes (NVML's HW power brake slowdown), GPUs 5-7 held by no pod and
+  idle;
 - a steady node: eight busy GPUs, the trace's XID left out;
 - a silent node: eight busy GPUs whose exporter stops (crashed, evicted) while Kube State
   Metrics still says the node has eight;
@@ -60,7 +62,9 @@ from cli.demo import kube_state
 from cli.demo.exporter import (
     FIRST_PID,
     INTERVAL_S,
+    REPLAY_PODS,
     REPLAYED,
+    ROLES,
     START_EPOCH,
     START_HOUR,
     run_cycles,
@@ -96,7 +100,7 @@ from gpu_insights_agent.exporter.exporter import Exporter, ExporterConfig
 from gpu_insights_agent.exporter.fake_nvml import FakeNvml
 from gpu_insights_agent.exporter.nvml_source import NvmlSource
 from gpu_insights_agent.exporter.otlp_sink import OtlpSink
-from gpu_insights_agent.exporter.simulated_trace import SimulatedGpu, node_trace
+from gpu_insights_agent.exporter.simulated_trace import BRAKE_FROM, SimulatedGpu, node_trace
 from gpu_insights_agent.exporter.xid_event_log import XidEventLog
 from lambdas.notifier import handler as notifier
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
@@ -117,12 +121,11 @@ SILENT: Final = ec2.node(
 )  # fmt: skip
 #: When the silent node's exporter stops (seconds into the window).
 SILENT_AT_S: Final = 50 * 60.0
-#: The replayed node's GPUs: the demo's four roles, then four steady ones.
-REPLAYED_ROLES: Final = ("busy", "idle", "thermal", "failing", "busy", "busy", "busy", "busy")
-IDLE_GPU: Final = 1
+IDLE_GPU: Final = ROLES.index("idle")
+BRAKED_GPU: Final = ROLES.index("braked")
 #: Each node's pods, one a GPU: a PyTorchJob's master and workers.
 PODS: Final = {
-    REPLAYED.name: k8s.pytorchjob_pods("speech", "whisper-finetune", 7),
+    REPLAYED.name: list(REPLAY_PODS),
     STEADY.name: k8s.pytorchjob_pods("speech", "wav2vec-pretrain", 7),
     SILENT.name: k8s.pytorchjob_pods("speech", "tts-distill", 7),
     SERVING.name: list(SERVING_PODS),
@@ -149,6 +152,7 @@ FAILED_AT_S: Final = DURATION_S * 0.8
 ECC_AT_S: Final = FAILED_AT_S - 600
 XID_13_AT_S: Final = DURATION_S * 0.3
 HOT_AT_S: Final = (13 - START_HOUR) * 3600
+BRAKED_AT_S: Final = DURATION_S * BRAKE_FROM
 
 
 @dataclass(frozen=True)
@@ -231,6 +235,7 @@ FAULTS: Final = (
     ),
     Fault("XID 13", REPLAYED.name, "0", XID_13_AT_S, "gpu-xid", "13"),
     Fault("thermal throttling", REPLAYED.name, "2", HOT_AT_S, "gpu-thermal-throttling"),
+    Fault("power brake", REPLAYED.name, str(BRAKED_GPU), BRAKED_AT_S, "gpu-power-brake"),
     Fault("uncorrectable ECC", REPLAYED.name, "3", ECC_AT_S, "gpu-ecc-uncorrected"),
     Fault("XID 48", REPLAYED.name, "3", ECC_AT_S, "gpu-xid-fatal", "48"),
     Fault("XID 79", REPLAYED.name, "3", FAILED_AT_S, "gpu-xid-fatal", "79"),
@@ -310,7 +315,7 @@ def run_exporters(cluster: str) -> ExporterHours:
     hours = ExporterHours()
     busy = (SimulatedGpu("busy"),) * 8
     for node, gpus, stop_s in (
-        (REPLAYED, tuple(SimulatedGpu(role) for role in REPLAYED_ROLES), DURATION_S),
+        (REPLAYED, tuple(SimulatedGpu(role) for role in ROLES), DURATION_S),
         (STEADY, busy, DURATION_S),
         (SILENT, busy, SILENT_AT_S),
         (SERVING, SERVING_GPUS, DURATION_S),
@@ -580,7 +585,7 @@ def otel_alarms_summary(demo: OtelAlarmsDemo) -> list[str]:
             f"{pages[0].subject}{pods}"
         )
     lines.append(
-        f"   steady: {STEADY.name}'s 8 GPUs, GPUs 4-7 of {REPLAYED.name}, every GPU of "
+        f"   steady: {STEADY.name}'s 8 GPUs, GPUs 5-7 of {REPLAYED.name} (no pod's), every GPU of "
         f"{SILENT.name} before it went silent, job {ALARM_JOBS[0].name}, and model "
         f"{KSERVE.model} ({KSERVE.deployment}): "
         f"{len(steady_pages(demo))} pages"

@@ -391,7 +391,7 @@ def serving_week_samples(
         return replicas
     exporter = attributed(statistic_set_samples(exporter_week(cluster, plan), start=plan.start))
     # The serving node's GPU capacity, as Kube State Metrics reports every node's.
-    capacity = capacity_week_samples(cluster, plan, nodes=((NODE, len(GPU_OF)),))
+    capacity = capacity_week_samples(cluster, plan, nodes=(NODE,))
     return chain(replicas, exporter, capacity)
 
 

@@ -16,8 +16,10 @@ What each GPU does, every hour of the week:
   in the day (09:00-18:00 UTC), idle (6%) and still held overnight; and a CronJob
   (``nightly-eval``) evaluates the day's checkpoint on its second GPU from 02:00 to 03:00 UTC
   (75%);
-- the third node's last GPU fails on the fifth day (XID 79, then ``gpu_healthy`` 0 and nothing
-  else, as a lost GPU publishes).
+- the third node's GPU 2, which no pod holds, fails on the fifth day (XID 79, then
+  ``gpu_healthy`` 0 and nothing else, as a lost GPU publishes);
+- every other GPU of the three p5.48xlarge (eight each) is held by no pod all week: it reports
+  idle (5% of its limit, no SM activity), and is the funnel's capacity no pod asked for.
 
 The pods are the realistic cluster model's (cli/demo/realistic/pods.py), named as their
 controllers name them, with the dimensions Container Insights gives them
@@ -99,17 +101,23 @@ def _node(ip: str, instance_id: str, nodegroup: str) -> ec2.Node:
     return ec2.node(ip, instance_id, ec2.P5_48XLARGE, "us-east-1a", "use1-az4", labels)
 
 
-#: Where each team runs: node -> its namespace, the GPUs the demo simulates (of the p5's
-#: eight: the others publish nothing) and the pod that holds each GPU all week.
+#: Where each team runs: node -> its namespace, its GPUs (every GPU of its instance type: the
+#: exporter and DCGM report each GPU of the node, and the device plugin advertises them all as
+#: its capacity) and the pod that holds each GPU all week. The GPUs no pod holds report idle
+#: power with no pod, no allocated reading (the low-power alarm's is for held GPUs) and no pod
+#: series: the funnel's capacity no pod asked for. Reported, as a real exporter reports them:
+#: left out, the capacity of eight against fewer GPUs reporting would read as silence
+#: (cdk/alarms/promql.py ``otlp_silent_query``), and the node's paid GPU-hours would be EC2's
+#: without the GPUs that make them up on any dashboard.
 NODES: Final = {
-    node.name: (node, namespace, count, held)
-    for node, namespace, count, held in (
+    node.name: (node, namespace, node.instance_type.gpu_count, held)
+    for node, namespace, held in (
         (_node("10.0.2.21", "i-00000000000000001", "gpu-vision"), "vision",
-         2, dict(enumerate(VISION_JOB))),
+         dict(enumerate(VISION_JOB))),
         (_node("10.0.2.22", "i-00000000000000002", "gpu-nlp"), "nlp",
-         2, dict(enumerate(NLP_JOB))),
+         dict(enumerate(NLP_JOB))),
         (_node("10.0.2.23", "i-00000000000000003", "gpu-research"), "research",
-         3, {0: NOTEBOOK}),
+         {0: NOTEBOOK}),
     )
 }  # fmt: skip
 GPUS: Final = tuple((node, gpu) for node, (_, _, count, _) in NODES.items() for gpu in range(count))
@@ -282,18 +290,19 @@ def _container_insights_data(
 
 
 def capacity_data(cluster: str, hour: int, start: float) -> list[dict[str, Any]]:
-    """Each node's ``node_gpu_limit`` in the hour, whatever its pods hold: the GPUs the demo's
-    world gives it (``NODES``: the ones it simulates; a p5's other GPUs are not in the world,
-    which publishes nothing of them, so neither does its capacity, nor a silence alarm)."""
+    """Each node's ``node_gpu_limit`` in the hour, whatever its pods hold: its instance type's
+    GPUs ("The total number of GPU(s) available on the node", Amazon CloudWatch User Guide,
+    Container-Insights-metrics-EKS.html: the node's allocatable ``nvidia.com/gpu``, every GPU
+    the device plugin advertises), what EC2 bills."""
     return [
         _datum(
             CI_NODE_GPU_LIMIT_METRIC,
             ci.node_dimensions(cluster, name, node.instance_id),
             hour,
-            [float(count)],
+            [float(node.instance_type.gpu_count)],
             start=start,
         )
-        for name, (node, _, count, _) in NODES.items()
+        for name, (node, _, _, _) in NODES.items()
     ]
 
 

@@ -20,6 +20,13 @@ Metrics Insights alarm over the job alarm shards; its page reads, at the alarm's
   (lambdas/notifier/jobs.py: the share of the rank's last window with steps), so a rank
   waiting for data while the others do not is named as in OTel mode.
 
+A Classic goodput page (``job-goodput-low``) says which badput grew from the same emitter series
+the OTel page reads with PromQL (fail_slow_page.badput_queries), in the hour the alarm read and
+the hour before: ``data_wait_share`` (Average), ``checkpoint_save_seconds`` (Sum) and
+``step_time_seconds`` (SampleCount: the windows with steps) per ClusterName and JobName, and
+``goodput`` (SampleCount: every window) per ClusterName, JobName and Shard, as the emitter
+publishes the job alarms' metrics.
+
 The series are found with ListMetrics (``RecentlyActive`` PT3H, one listing a metric for the
 cluster) and read with GetMetricData in full batches (lambdas/shared/metric_fetcher.py): one
 datapoint a series, its period the window.
@@ -38,13 +45,16 @@ from gpu_insights_agent.contract.metrics import (
     DIM_GPU_INDEX,
     DIM_JOB,
     DIM_NODE,
+    DIM_SHARD,
     NAMESPACE_CONTAINER_INSIGHTS,
     NAMESPACE_GPU,
     NAMESPACE_TRAINING,
     GpuMetric,
     TrainingMetric,
     gpu_schema,
+    job_shard,
 )
+from lambdas.notifier.fail_slow_page import HOUR_S, badput_shares
 from lambdas.notifier.jobs import Placement
 from lambdas.shared.fail_slow import (
     BEFORE_S,
@@ -211,5 +221,34 @@ def classic_culprit(
             read_node_cpu(cloudwatch, cluster, nodes, at_s),
             job_data_wait=job_wait,
         )
+    except (BotoCoreError, ClientError) as err:
+        raise CulpritReadError(f"the job's series could not be read: {err}") from err
+
+
+def read_classic_badput(
+    cloudwatch: Any, cluster: str, job: str, at_s: float
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The badput categories' shares of the hour the alarm read and of the hour before it
+    (``CulpritReadError`` where CloudWatch refused)."""
+    job_dims = {DIM_CLUSTER: cluster, DIM_JOB: job}
+    reads = {
+        "wait": (TrainingMetric.DATA_WAIT_SHARE, job_dims, "Average"),
+        "save": (TrainingMetric.CHECKPOINT_SAVE, job_dims, "Sum"),
+        "steps": (TrainingMetric.STEP_TIME, job_dims, "SampleCount"),
+        "windows": (TrainingMetric.GOODPUT, {**job_dims, DIM_SHARD: job_shard(job)}, "SampleCount"),
+    }
+
+    def shares(end_s: float) -> dict[str, float]:
+        queries = [
+            _query((key,), NAMESPACE_TRAINING, str(metric), dims, stat, HOUR_S)
+            for key, (metric, dims, stat) in reads.items()
+        ]
+        got = {key[0]: value for key, value in _values(cloudwatch, queries, end_s, HOUR_S).items()}
+        return badput_shares(
+            got.get("wait"), got.get("save", 0.0), got.get("windows", 0.0), got.get("steps", 0.0)
+        )
+
+    try:
+        return shares(at_s), shares(at_s - HOUR_S)
     except (BotoCoreError, ClientError) as err:
         raise CulpritReadError(f"the job's series could not be read: {err}") from err

@@ -266,6 +266,24 @@ def grown_badput(now: Mapping[str, float], before: Mapping[str, float]) -> str:
     )
 
 
+def badput_shares(
+    data_wait_percent: float | None, save_s: float, windows: float, step_windows: float
+) -> dict[str, float]:
+    """The categories' shares of an hour from the emitter's series, as ``badput_queries``
+    computes them in PromQL (the Classic page's GetMetricData reads them apart): the mean
+    data-wait share of the steps (percent), the saves' seconds over the windows' (a minute
+    each), the windows with no step. No window: nothing known."""
+    if windows <= 0:
+        return {}
+    shares = {
+        "checkpoint saves": max(0.0, save_s / (windows * 60)),
+        "no steps": max(0.0, 1 - step_windows / windows),
+    }
+    if data_wait_percent is not None:
+        shares["data wait"] = max(0.0, data_wait_percent / 100)
+    return shares
+
+
 def badput_queries(
     cluster: str, namespace: str | None, job: str, labels: DcgmLabels = CLOUDWATCH
 ) -> dict[str, str]:
@@ -310,7 +328,11 @@ def read_badput(
     return shares(at_s), shares(at_s - HOUR_S)
 
 
-def with_badput(incident: Incident, grown: str | None) -> Incident:
+def with_badput(
+    incident: Incident,
+    grown: str | None,
+    unread: str = "not read (PromQL refused the job's series)",
+) -> Incident:
     """The goodput page told which badput grew; ``None``: not read, which the page says."""
-    words = grown if grown is not None else "not read (PromQL refused the job's series)"
+    words = grown if grown is not None else unread
     return replace(incident, facts=(*incident.facts, ("Badput that grew", words)))

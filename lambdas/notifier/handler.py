@@ -32,7 +32,11 @@ from gpu_insights_agent.contract.resource_names import CAP_ALARM_SUFFIX
 from lambdas.notifier.budget import CLIENT_CALL_S, CLIENT_CONFIG, RESEND_RESERVE_S, RESERVE_S
 from lambdas.notifier.channels import AnswerLateError, Channel, ChannelError, ChannelTimeoutError
 from lambdas.notifier.config import NotifierConfig, with_cap_kinds
-from lambdas.notifier.fail_slow_classic import CulpritReadError, classic_culprit
+from lambdas.notifier.fail_slow_classic import (
+    CulpritReadError,
+    classic_culprit,
+    read_classic_badput,
+)
 from lambdas.notifier.fail_slow_page import (
     culprit_of,
     grown_badput,
@@ -415,6 +419,8 @@ def _with_job(
     if incident.kind not in (config.promql_alarm_kinds or ()):
         if incident.kind == FAIL_SLOW_KIND:
             return _with_classic_culprit(paged, incident, placement, at)
+        if incident.kind == GOODPUT_LOW_KIND:
+            return _with_classic_badput(paged, incident, at)
         return paged
     if incident.kind == FAIL_SLOW_KIND:
         return _with_culprit(paged, incident, placement, at)
@@ -462,6 +468,19 @@ def _with_badput(paged: Incident, alarm: Incident, at_ms: int) -> Incident:
     except (PromQLError, BotoCoreError, ClientError) as err:
         log.warning("no badput for %s: %s", alarm.key, err)
         return with_badput(paged, None)
+    return with_badput(paged, grown_badput(now, before))
+
+
+def _with_classic_badput(paged: Incident, alarm: Incident, at_ms: int) -> Incident:
+    """A Classic goodput page (a Metrics Insights alarm) with the badput that grew, read with
+    GetMetricData from the emitter's series."""
+    try:
+        now, before = read_classic_badput(
+            _clients("cloudwatch"), alarm.cluster, alarm.job or "", at_ms / 1000
+        )
+    except CulpritReadError as err:
+        log.warning("no badput for %s: %s", alarm.key, err)
+        return with_badput(paged, None, "not read (CloudWatch refused the job's series)")
     return with_badput(paged, grown_badput(now, before))
 
 

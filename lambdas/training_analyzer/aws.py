@@ -17,6 +17,7 @@ from gpu_insights_agent.contract.metrics import (
     PROP_RANK,
     GpuMetric,
     TrainingMetric,
+    gpu_schema,
     training_log_group,
 )
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
@@ -53,7 +54,14 @@ JOB_METRICS: Final = (
 #: The fields whose rules read only their sum over the window (failures, successes, saves
 #: counted): one point over the window gives the same sum as every hour's.
 WINDOW_SUMS: Final = frozenset({"checkpoint_saves", "failures", "successes"})
-GPU_METRICS: Final = (("power", GpuMetric.POWER_UTILIZATION), ("sm", GpuMetric.SM_ACTIVE))
+#: A job's GPUs' readings: power against the limit of the GPUs in use only (the exporter's
+#: allocated reading, which it sends only for a GPU a process or a job's memory holds), so the
+#: GPUs of a node that no pod asked for, idle, never lower a job's figures; and SM activity,
+#: which the job's reading keeps for the GPU-hours that power reading has.
+GPU_METRICS: Final = (
+    ("power", GpuMetric.ALLOCATED_POWER_UTILIZATION),
+    ("sm", GpuMetric.SM_ACTIVE),
+)
 
 #: Logs Insights' row caps: "If you omit limit, the query defaults to returning up to 10,000 log
 #: events. You can specify a limit value of up to 100,000." (CloudWatch Logs User Guide,
@@ -249,15 +257,17 @@ def _ranks(rows: list[list[dict[str, str]]]) -> dict[str, list[RankStats]]:
 
 
 def gpu_series(cloudwatch: Any, cluster: str, nodes: Iterable[str]) -> list[MetricQuery]:
-    """Power utilization and SM activity of every GPU on these nodes, one query each (the
-    listing yields each series once, though moto lists one per stored datapoint)."""
+    """``GPU_METRICS`` of every GPU on these nodes, one query each, keyed (node, GPU,
+    name) (the listing yields each series once, though moto lists one per stored datapoint);
+    the per-GPU set of each metric (``gpu_schema``: the allocated reading's has its Shard)."""
     wanted = set(nodes)
     queries = []
     for name, metric in GPU_METRICS:
+        schema = set(gpu_schema(metric))
         for dims in listed_dimensions(
             cloudwatch, NAMESPACE_GPU, str(metric), {DIM_CLUSTER: cluster}
         ):
-            if set(dims) == {DIM_CLUSTER, DIM_NODE, DIM_GPU_INDEX} and dims[DIM_NODE] in wanted:
+            if set(dims) == schema and dims[DIM_NODE] in wanted:
                 queries.append(
                     MetricQuery(
                         (dims[DIM_NODE], dims[DIM_GPU_INDEX], name),
@@ -279,18 +289,17 @@ def gpu_hours_promql(
     start: float,
     end: float,
     labels: DcgmLabels = CLOUDWATCH,
-) -> dict[tuple[str, str], dict[float, list[float]]]:
-    """(node, ``GPU_METRICS`` name) -> hour -> each GPU's mean that hour: ``gpu_series``'s
+) -> dict[tuple[str, str, str], dict[float, float]]:
+    """(node, GPU, ``GPU_METRICS`` name) -> hour -> the GPU's mean that hour: ``gpu_series``'s
     reading where the exporter sends OTLP (exporter_sink=otlp), with PromQL over its series,
     a batch of nodes a query."""
     queries = ExporterQueries(cluster, labels)
-    found: dict[tuple[str, str], dict[float, list[float]]] = {}
+    found: dict[tuple[str, str, str], dict[float, float]] = {}
     for batch in node_batches(nodes):
         for name, metric in GPU_METRICS:
-            for (node, _), values in per_gpu(
+            for (node, gpu), values in per_gpu(
                 promql, queries.gpu_mean(str(metric), batch), start, end, labels
             ).items():
-                per_hour = found.setdefault((node, name), {})
-                for hour, value in values.items():
-                    per_hour.setdefault(float(hour), []).append(value)
+                per_hour = found.setdefault((node, gpu, name), {})
+                per_hour.update({float(hour): value for hour, value in values.items()})
     return found

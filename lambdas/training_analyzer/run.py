@@ -2,7 +2,6 @@
 nodes' GPUs, then findings job by job; a job that cannot be analyzed is named and skipped."""
 
 import statistics
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -123,36 +122,41 @@ def _gpu_usage(
     end: float,
     exporter_promql: PromQLClient | None = None,
 ) -> dict[str, GpuUsage]:
-    """Per job: the mean over its nodes' GPUs during its active hours; the exporter's series
-    read with ``exporter_promql`` where it sends OTLP, else from ``GpuInsights``."""
+    """Per job: the mean over its nodes' GPUs in use during its active hours (a GPU-hour with
+    the exporter's allocated reading: a node's GPUs that no pod holds never count); the
+    exporter's series read with ``exporter_promql`` where it sends OTLP, else from
+    ``GpuInsights``."""
     all_nodes = set().union(*nodes.values()) if nodes else set()
     if not all_nodes:
         return {}
-    per_node: dict[tuple[str, str], dict[float, list[float]]] = defaultdict(
-        lambda: defaultdict(list)
-    )
+    per_gpu: dict[tuple[str, str, str], dict[float, float]] = {}
     if exporter_promql is not None:
-        read = gpu_hours_promql(exporter_promql, cluster, all_nodes, start=start, end=end)
-        per_node.update({key: defaultdict(list, hours) for key, hours in read.items()})
+        per_gpu = gpu_hours_promql(exporter_promql, cluster, all_nodes, start=start, end=end)
     else:
         for batch in fetch(
             cloudwatch, gpu_series(cloudwatch, cluster, all_nodes), start=start, end=end
         ):
             for result in batch:
-                node, _, name = result.query.key
+                node, gpu, name = result.query.key
+                read = per_gpu.setdefault((node, gpu, name), {})
                 for t, v in zip(result.timestamps, result.values, strict=True):
-                    per_node[(node, name)][t.timestamp()].append(v)
+                    read[t.timestamp()] = v
     usage = {}
     for job, job_nodes in nodes.items():
         active = set(hours.get(job, []))
+        in_use = [
+            (node, gpu, hour)
+            for (node, gpu, name), read in per_gpu.items()
+            if name == "power" and node in job_nodes
+            for hour in read
+            if hour in active
+        ]
         means = {}
         for name in ("power", "sm"):
             values = [
-                v
-                for node in job_nodes
-                for hour, vs in per_node[(node, name)].items()
-                if hour in active
-                for v in vs
+                per_gpu[(node, gpu, name)][hour]
+                for node, gpu, hour in in_use
+                if hour in per_gpu.get((node, gpu, name), {})
             ]
             means[name] = statistics.fmean(values) if values else None
         usage[job] = GpuUsage(power_utilization=means["power"], sm_active=means["sm"])

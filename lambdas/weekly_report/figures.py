@@ -16,6 +16,14 @@ from lambdas.weekly_report.waste import CLASSES
 
 #: Decimal places of a job's daily throughput (samples a second) in the report.
 THROUGHPUT_DIGITS: Final = 6
+#: Decimal places of a day's mean power and SM activity (percent) in the report: the two modes'
+#: readers (Classic's CloudWatch Average, OTel mode's PromQL sums over counts) add the same
+#: samples in another order, which shows in a float's last digits only.
+PERCENT_DIGITS: Final = 6
+
+
+def _percent(value: float | None) -> float | None:
+    return None if value is None else round(value, PERCENT_DIGITS)
 
 
 @dataclass(frozen=True)
@@ -262,8 +270,8 @@ def week_figures(
                 "day": d.day.isoformat(),
                 "gpu_hours": round(sum(classes.values()), 2),
                 **{str(c): classes.get(str(c), 0.0) for c in CLASSES},
-                "power_utilization": d.power_utilization,
-                "sm_active": d.sm_active,
+                "power_utilization": _percent(d.power_utilization),
+                "sm_active": _percent(d.sm_active),
             }
         )
     figures.xids = [

@@ -6,7 +6,8 @@ writes them; the exporter's XID log lines beside them).
 What it holds, from 12:30 UTC on 2026-11-30 for two hours at the exporter's one-minute cycle:
 the demo's replayed node's eight GPUs (0 busy with its XID 13 at 36 min; 1 held by a pod that
 does no work; 2 thermally throttled from 13:00; 3 failing: an uncorrectable ECC error and XID
-48 at 86 min, off the bus with XID 79 at 96 min; 4-7 busy and steady), Kube State Metrics' GPU
+48 at 86 min, off the bus with XID 79 at 96 min; 4 power-braked from 42 to 90 min; 5-7 held
+by no pod, idle), Kube State Metrics' GPU
 capacity of the node, and two of the demo's alarm jobs' emitters (``resnet-steady``;
 ``llama-hangs``, hung from 45 min). Before it, the eight hours to 12:00 of two of the demo's
 week's training jobs, two ranks each, as their emitters send them (cli/demo/training.py:

@@ -1,17 +1,19 @@
 """One figure per fact, over a demo run's outputs (report.json, its CSVs, the findings): every
 job's GPU-hours and dollars the same in every table, finding, action and CSV that states them;
-the GPU-hour funnel nested; its paid stage the GPU-hours of the demo's world."""
+the GPU-hour funnel nested; its paid stage the GPU-hours EC2 bills for the demo's GPU nodes."""
 
 import csv
 import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+from moto import mock_aws
 
-from cli.demo.exporter import REPLAY_PODS, replay_window
+from cli.demo.exporter import REPLAYED, replay_window
 from cli.demo.realistic import nodes as ec2
 from cli.demo.week import HOURS, NODES
 from lambdas.training_analyzer.analysis import lookback_words
@@ -24,16 +26,29 @@ CENTS = 0.011
 HUNDREDTHS = 0.011
 
 
-def world_gpu_hours(all_week: Sequence[tuple[ec2.Node, int]] = ()) -> float:
-    """The GPU-hours of the demo's world in its week: the GPUs it gives each node times the
-    hours the node ran: the week's three nodes (and ``all_week``'s) all week, the replayed node
-    for its replay. The world gives a p5.48xlarge only the GPUs it simulates (two or three of its
-    eight: week.py ``NODES``, the replay's four), the others publishing nothing: EC2 would bill
-    eight."""
+def ec2_gpus(instance_types: Iterable[str]) -> dict[str, int]:
+    """Each instance type's GPUs as EC2 describes it (``DescribeInstanceTypes``'
+    ``GpuInfo.Gpus[].Count``, moto's copy of EC2's instance-type data): what EC2 bills a
+    GPU-hour of, read apart from the demo's own instance model."""
+    with mock_aws():
+        client: Any = boto3.client("ec2", region_name="us-east-1")
+        described = client.describe_instance_types(InstanceTypes=sorted(set(instance_types)))
+    return {
+        t["InstanceType"]: sum(g["Count"] for g in t.get("GpuInfo", {}).get("Gpus", []))
+        for t in described["InstanceTypes"]
+    }
+
+
+def ec2_gpu_hours(all_week: Sequence[ec2.Node] = ()) -> float:
+    """The GPU-hours EC2 bills for the demo's GPU nodes in its week: each node's instance
+    type's GPUs (``ec2_gpus``) times the hours it ran: the week's three nodes (and
+    ``all_week``'s) all week, the replayed node for its replay."""
     start, end = replay_window()
-    nodes = [*((node, count) for node, _, count, _ in NODES.values()), *all_week]
-    week = sum(count * HOURS for _, count in nodes)
-    return week + len(REPLAY_PODS) * (end - start) / 3600
+    ran = [(node, float(HOURS)) for node, _, _, _ in NODES.values()]
+    ran += [(node, float(HOURS)) for node in all_week]
+    ran.append((REPLAYED, (end - start) / 3600))
+    gpus = ec2_gpus(node.instance_type.name for node, _ in ran)
+    return sum(gpus[node.instance_type.name] * hours for node, hours in ran)
 
 
 def _csv(path: Path) -> list[dict[str, str]]:
@@ -45,19 +60,17 @@ def _findings(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def check_one_figure_per_fact(
-    out: Path, all_week: Sequence[tuple[ec2.Node, int]] = ()
-) -> dict[str, Any]:
+def check_one_figure_per_fact(out: Path, all_week: Sequence[ec2.Node] = ()) -> dict[str, Any]:
     """Every assertion of the rule over ``out``; returns the report for the caller's own.
     ``all_week``: GPU nodes the run's world has beside the week's (the serving node)."""
     report: dict[str, Any] = json.loads((out / "report.json").read_text(encoding="utf-8"))
     funnel = report["funnel"]
     assert check_nesting(funnel) == []
     assert funnel["clamped"] == {}
-    # Paid reconciles with the world's GPU-hours of the week within 1%.
+    # Paid reconciles with the GPU-hours EC2 bills for the week's GPU nodes within 1%.
     paid = funnel["fleet"]["paid"]["gpu_hours"]
-    world = world_gpu_hours(all_week)
-    assert abs(paid - world) <= 0.01 * world, (paid, world)
+    billed = ec2_gpu_hours(all_week)
+    assert abs(paid - billed) <= 0.01 * billed, (paid, billed)
     jobs = {j["job"]: j for j in [*report["costliest_jobs"], *report["most_wasteful_jobs"]]}
     _held(report, out, jobs)
     _goodput(report, out)

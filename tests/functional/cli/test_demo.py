@@ -4,13 +4,13 @@ import csv
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 
 from cli.demo.both_modes import COMPARED, alarm_kinds, compare
 from cli.demo.command import DemoResult, run_demo
-from cli.demo.exporter import NODE, REPLAY_PODS, replay_window
+from cli.demo.exporter import NODE, REPLAY_PODS, replay_pod, replay_window
 from cli.demo.failures import DEMO_READ, PLANTED
 from cli.demo.jobs import ALARM_JOBS, job_pages
 from cli.demo.report import chromium, page_height, png_size
@@ -40,6 +40,16 @@ SUNDAY_ONLY = {
 }
 
 
+#: The per-GPU alarm kinds the replay raises, in the order their GPUs are asserted.
+ALARMED_GPU_KINDS: Final = (
+    "gpu-low-power",
+    "gpu-lost",
+    "gpu-thermal-throttling",
+    "gpu-power-brake",
+    "gpu-ecc-uncorrected",
+)
+
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[DemoResult, Path]:
     """The default demo, run once for the tests below (about a minute)."""
@@ -58,6 +68,14 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
     assert 82 <= busy <= 95
     assert 9 <= idle <= 15
     assert thermal < busy  # throttled GPUs draw less
+    # The braked GPU draws under half its limit for 48 of its 120 minutes; the three no pod
+    # asked for report idle power.
+    assert (
+        max(replay.power_utilization_by_gpu[str(i)] for i in range(5, 8))
+        < 16
+        < replay.power_utilization_by_gpu["4"]
+        < busy - 15
+    )
     assert replay.thermal_throttled_by_gpu["2"] == pytest.approx(75.0)
     assert replay.unhealthy_gpus == ["3"]
     assert [(gpu, code) for gpu, code, _, _ in replay.xids] == [
@@ -75,9 +93,10 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
         "gpu-lost": 1,
         "gpu-ecc-uncorrected": 1,
         "gpu-thermal-throttling": 1,
-        "gpu-power-brake": 0,
+        # GPU 4's hardware power brake, engaged for 48 minutes (its 30-minute window).
+        "gpu-power-brake": 1,
         "gpu-silent": 0,  # the replayed node never goes silent
-        # Four GPUs are far from 90 breaching at once: no fleet count alarm.
+        # Eight GPUs are far from 90 breaching at once: no fleet count alarm.
         **{
             f"{kind}-at-cap": 0
             for kind in (
@@ -99,12 +118,15 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
     assert "gpu-low-power [warning]" in (tmp_path / "out" / "alarm-backtest.txt").read_text()
     # Each per-GPU alarm names the GPU it fired on (its contributor), not just the cluster.
     named = {r.spec.key: [g[-1] for g in r.contributors_alarmed] for r in result.backtest}
-    assert (named["gpu-low-power"], named["gpu-lost"], named["gpu-thermal-throttling"]) == (
+    # The GPUs no pod asked for (5-7) report idle power with no allocated reading: the
+    # low-power alarm, for GPUs in use, leaves them out.
+    assert [named[k] for k in ALARMED_GPU_KINDS] == [
         ["1"],
         ["3"],
         ["2"],
-    )
-    assert named["gpu-ecc-uncorrected"] == ["3"]
+        ["4"],
+        ["3"],
+    ]
     assert "on ClusterName=example-gpu-cluster, NodeName=" in result.summary()
     storage = sorted(
         (result.storage_names.get(f["resource"], f["resource"]), f["kind"])
@@ -157,7 +179,7 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
     # Container Insights names the thermal GPU by its device
     assert shown["gpu-fleet: Hottest (C), 10 GPUs"].lines[0].label == f"{node} nvidia2"
     assert shown["gpu-fleet: GPUs lost"].lines[0].value == 1  # the failing GPU
-    assert shown["gpu-fleet: GPUs reporting"].lines[0].value == 4
+    assert shown["gpu-fleet: GPUs reporting"].lines[0].value == 8  # every GPU of the p5
     assert shown["training: Data-wait share of the step (%), 10 jobs"].lines[0].label == (
         "bert-data-bound"
     )
@@ -166,7 +188,7 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
     assert max(w.series for w in shown.values()) <= 16  # a node's GPUs at most
     # The analyzers' own metrics, read back from CloudWatch: the week's waste by namespace
     # (the report's figures: nlp's data-bound job steps, so its hours are not held without
-    # work) and today's held-but-idle GPUs (of the demo's 11).
+    # work) and today's held-but-idle GPUs (of the demo's 32).
     waste = shown["training: Held without work this week (USD), 10 namespaces"].lines
     assert [(line.label, round(line.value, 2)) for line in waste][:2] == [
         ("research", 722.4),
@@ -183,6 +205,41 @@ def test_demo_exporter_metrics_arrive_and_tell_the_gpus_apart(
     lines = (tmp_path / "out" / "exporter-emf.jsonl").read_text().splitlines()
     assert len(lines) == replay.documents
     assert all(parse_emf_line(line)["ClusterName"] == "example-gpu-cluster" for line in lines)
+
+
+#: The GPU node dashboards: every widget draws on the demo's world in either mode.
+GPU_DASHBOARDS: Final = ("gpu-fleet", "gpu-node")
+
+
+def _power_brake_and_undrawn(
+    result: DemoResult,
+) -> tuple[dict[str, list[tuple[str, float]]], list[str]]:
+    """The GPU dashboards' power-brake widgets as drawn, and their widgets that drew nothing."""
+    prefix = f"gpu-insights-{DEMO_CLUSTER}-"
+    views = [v for v in result.dashboard_views if v.name.removeprefix(prefix) in GPU_DASHBOARDS]
+    assert len(views) == len(GPU_DASHBOARDS)
+    widgets = [(v.name.removeprefix(prefix), w) for v in views for w in v.widgets]
+    braked = {
+        f"{name}: {w.title}": [(line.label, line.value) for line in w.lines]
+        for name, w in widgets
+        if "power-braked" in w.title or "Power brake" in w.title
+    }
+    return braked, [f"{name}: {w.title}" for name, w in widgets if not w.series]
+
+
+def test_every_gpu_dashboard_widget_draws_on_the_demos_world(
+    demo: tuple[DemoResult, Path],
+) -> None:
+    """The fleet and node dashboards draw every widget on the Classic demo's data: the replayed
+    node's GPU 4, power-braked for 48 one-minute samples, in both power-brake widgets; the
+    funnel's paid and allocated GPUs from Container Insights' per-node counts."""
+    result, _ = demo
+    braked, undrawn = _power_brake_and_undrawn(result)
+    assert undrawn == []
+    assert braked == {
+        "gpu-fleet: Most power-braked (braked samples), 10 GPUs": [(f"{NODE} 4", 48.0)],
+        "gpu-node: Power brake (samples)": [("4", 48.0)],
+    }
 
 
 def test_the_demo_reports_training_section_leads_with_fleet_goodput(
@@ -266,6 +323,7 @@ def test_demo_sends_one_message_per_incident(demo: tuple[DemoResult, Path]) -> N
             "[WARNING] XID 13 on ip-10-0-1-17.ec2.internal GPU 0",
             "[WARNING] GPU in use but not working on ip-10-0-1-17.ec2.internal GPU 1",
             "[WARNING] Sustained thermal throttling on ip-10-0-1-17.ec2.internal GPU 2",
+            "[WARNING] Sustained power-brake slowdown on ip-10-0-1-17.ec2.internal GPU 4",
             "[WARNING] XID 13 on ip-10-0-1-17.ec2.internal GPU PCI 0000:53:00",
             # The planted jobs, each with the nodes its ranks run on (cli/demo/jobs.py).
             f"[CRITICAL] Training job hung: job llama-hangs on {_nodes(1)}",
@@ -364,9 +422,11 @@ def test_the_demo_week_leads_with_the_teams_that_held_gpus_without_work(
         ("jupyter-alice", 722.4),
         ("whisper-finetune", 13.76),
     ]
-    # Every GPU-hour of the week: 7 GPUs x 168 hours, and the replayed node's 4 x 2 hours;
-    # the week's failing GPU lost for 58 of them, the replayed node's after its XID 79 for one.
-    assert sum(waste["classes"].values()) == 7 * 168 + 4 * 2
+    # Every GPU-hour of the week: the three p5.48xlarge's 24 GPUs x 168 hours, and the replayed
+    # node's 8 x 2 hours; the week's failing GPU lost for 58 of them, the replayed node's after
+    # its XID 79 for one. The GPUs no pod asked for are the not-held class: 3,133 GPU-hours.
+    assert sum(waste["classes"].values()) == 24 * 168 + 8 * 2
+    assert waste["classes"]["not_held"] == 3133.0
     assert waste["classes"]["lost_or_faulted"] == 58 + 1
     speech = next(r for r in waste["namespaces"] if r["namespace"] == "speech")
     assert 0 < speech["faulted_gpu_hours"] < 1  # the failing GPU's hour, while it was held
@@ -381,7 +441,7 @@ def test_the_demo_week_leads_with_the_teams_that_held_gpus_without_work(
     assert sorted(held) == ["namespace/research/job/jupyter-alice"]
     # No analysis error: the planted XID job, whose emitter reported no pod, is read from the
     # pods the GPU-hour attribution placed (lambdas/training_analyzer/failure_placement.py),
-    # and its failed run priced at the 7.6 GPU-hours they held.
+    # and its failed run priced at the 9.6 GPU-hours they held (five GPUs, one a pod).
     assert document["findings_by_kind"].get("analysis_error", 0) == 0
     (whisper,) = [
         f
@@ -390,10 +450,10 @@ def test_the_demo_week_leads_with_the_teams_that_held_gpus_without_work(
     ]
     assert whisper["evidence"]["cause"] == "gpu_xid"
     assert whisper["evidence"]["pods_from"].startswith("GPU-hour attribution of ")
-    assert [r["gpu_hours"] for r in whisper["evidence"]["failures"]] == [7.6]
+    assert [r["gpu_hours"] for r in whisper["evidence"]["failures"]] == [9.6]
     # The report's failed runs: the five before and whisper-finetune's.
     failures = document["failures"]
-    assert (failures["failures"], failures["gpu_hours"], failures["usd"]) == (6, 27.6, 189.89)
+    assert (failures["failures"], failures["gpu_hours"], failures["usd"]) == (6, 29.6, 203.65)
     assert "6 failed run(s)" in html
     browser = chromium()
     if browser is not None:  # the screenshot is the whole page, not its first 2,400 px
@@ -611,11 +671,12 @@ def test_the_demo_reports_sentences_hold_for_its_week(demo: tuple[DemoResult, Pa
     assert "resnet-healthy" not in wasted
     assert "each was paged" not in html
     assert "the pages behind" not in html
-    # The namespace table's rows add up: speech's 7.6 held hours are 5.0 working, 2.0 not
-    # working and 0.6 faulted (the week's other 58.4 lost hours were held by no pod).
+    # The namespace table's rows add up: speech's 9.6 held hours (five GPUs of the replayed
+    # node, the braked one working) are 7.0 working, 2.0 not working and 0.6 faulted (the
+    # week's other 58.4 lost hours were held by no pod).
     assert (
         "<td>speech</td>"
-        + "".join(map(num, ("7.6", "5.0", "2.0", "0.6", "$14", "$0", "$14", "66%")))
+        + "".join(map(num, ("9.6", "7.0", "2.0", "0.6", "$14", "$0", "$14", "73%")))
         in html
     )
     assert "the not-working and faulted hours add up" not in html
@@ -723,10 +784,12 @@ def test_the_otel_run_joins_every_pod_exactly_and_equals_the_classic_run(
     assert result.exporter is not None
     assert result.exporter.emf_path is not None
     replayed = {
-        (REPLAY_PODS[int(d[DIM_GPU_INDEX])].name, d["_aws"]["Timestamp"] // 3_600_000)
+        (pod.name, d["_aws"]["Timestamp"] // 3_600_000)
         for line in result.exporter.emf_path.read_text().splitlines()
         for d in [json.loads(line)]
         if d.get(DIM_NODE) == NODE and str(GpuMetric.POWER_DRAW) in d
+        for pod in [replay_pod(int(d[DIM_GPU_INDEX]))]
+        if pod is not None
     }
     assert (pods, hours) == (
         len({pod for pod, _ in planned | replayed}),
@@ -736,12 +799,12 @@ def test_the_otel_run_joins_every_pod_exactly_and_equals_the_classic_run(
     assert [name for name, _ in compared] == list(COMPARED)
     assert all(equal for _, equal in compared), compared
     # The exporter's and the emitter's series went over OTLP: the report's alarm history is
-    # the PromQL alarms' (one per kind, no shard), the same twelve kinds as Classic's.
+    # the PromQL alarms' (one per kind, no shard), the same thirteen kinds as Classic's.
     assert result.exporter.otlp is not None
     assert result.exporter.otlp.requests
     kinds = alarm_kinds(result.out_dir)
     assert kinds == alarm_kinds(classic.out_dir)
-    assert len(kinds) == 12
+    assert len(kinds) == 13  # the power brake's among them
     assert sorted({spec.key for spec, _ in result.promql_raised}) == kinds
     report = json.loads((result.out_dir / "report.json").read_text())
     assert not any("-shard-" in a["alarm"] for a in report["alarms"])
@@ -818,7 +881,8 @@ def _assert_otel_dashboards(result: DemoResult, classic: DemoResult) -> None:
 
     otel, before = shown(result), shown(classic)
     utilization = otel["gpu-node: GPU utilization (%)"]
-    assert [label for label, _ in utilization] == ["3", "2", "0", "1"]
+    labels = [label for label, _ in utilization]
+    assert (labels[:3], sorted(labels)) == (["3", "2", "4"], [str(gpu) for gpu in range(8)])
     classic_utilization = before["gpu-node: GPU utilization (%)"]
     assert [label for label, _ in utilization] == [
         label.removeprefix("nvidia") for label, _ in classic_utilization
@@ -826,15 +890,15 @@ def _assert_otel_dashboards(result: DemoResult, classic: DemoResult) -> None:
     assert [v for _, v in utilization] == pytest.approx(
         [v for _, v in classic_utilization], abs=1e-9
     )
-    assert utilization[-1][1] == pytest.approx(1.708, abs=5e-4)  # the idle GPU
+    assert dict(utilization)["1"] == pytest.approx(1.708, abs=5e-4)  # the idle GPU
     # The thermal GPU leads, by DCGM's index where Classic names its device.
     hottest = otel["gpu-fleet: Hottest (C), 10 GPUs"]
-    assert (hottest[0][0], len(hottest)) == (f"{NODE} 2", 4)
+    assert (hottest[0][0], len(hottest)) == (f"{NODE} 2", 8)
     assert before["gpu-fleet: Hottest (C), 10 GPUs"][0][0] == f"{NODE} nvidia2"
     # The idle GPU's 2 GiB, sent by DCGM in MiB and drawn in bytes.
     memory = dict(otel["gpu-node: Memory used (bytes)"])
     assert memory["1"] == dict(before["gpu-node: Memory used (bytes)"])["nvidia1"] == 2 * 2**30
-    assert len(otel["gpu-node: Temperature (C)"]) == 4
+    assert len(otel["gpu-node: Temperature (C)"]) == 8
     # The jobs' widgets read the emitters' OTLP series: the data-bound job leads, at its 40%.
     waits = otel["training: Data-wait share of the step (%), 10 jobs"]
     assert waits[0][0] == "bert-data-bound"
@@ -845,8 +909,12 @@ def _assert_otel_dashboards(result: DemoResult, classic: DemoResult) -> None:
     (cluster,) = [v for v in result.dashboard_views if v.name == f"{prefix}cluster"]
     assert len(cluster.widgets) == 9
     assert [w.title for w in cluster.widgets if not w.series] == []
+    # So do the GPU fleet and node dashboards: the power-braked GPU in both its widgets.
+    braked, undrawn = _power_brake_and_undrawn(result)
+    assert undrawn == []
+    assert [[label for label, _ in lines] for lines in braked.values()] == [[f"{NODE} 4"], ["4"]]
     summary = result.summary()
-    assert "GPU utilization (%): 3 95.88, 2 95.87, 0 95.62 [4 series]" in summary
+    assert "GPU utilization (%): 3 95.88, 2 95.87, 4 95.83 [8 series]" in summary
     assert "out/dashboards holds the OTel mode's bodies" in summary
 
 
@@ -891,8 +959,11 @@ def test_one_figure_per_fact_in_every_table_finding_action_and_csv(
     assert row["badput"]["data_loading"] == {"gpu_hours": 134.3681, "usd": 924.45}
     assert row["productive"]["gpu_hours"] == 201.5522
     fleet = {stage: v["gpu_hours"] for stage, v in report["funnel"]["fleet"].items()}
-    # The week's nodes' seven GPUs all week (node_gpu_limit), and the four the exporter saw on
-    # the replayed node for two hours (no capacity series of it: the exporter's view).
-    assert fleet == {"paid": 1184.0, "allocated": 854.6, "active": 747.0, "productive": 520.6765}
+    # What EC2 bills (node_gpu_limit, the instance type's GPUs): the week's three p5.48xlarge's
+    # eight GPUs all week, and the replayed one's eight for its two hours.
+    assert fleet == {"paid": 4048.0, "allocated": 856.6, "active": 749.0, "productive": 520.6765}
     drops = report["funnel"]["drops"]
-    assert drops["not_allocated"]["by_group"]["p5.48xlarge"]["gpu_hours"] == 329.0
+    # The GPUs no pod asked for: paid less allocated, all on the p5.48xlarge nodes.
+    assert drops["not_allocated"]["by_group"] == {
+        "p5.48xlarge": {"gpu_hours": 3191.4, "usd": 21956.83}
+    }

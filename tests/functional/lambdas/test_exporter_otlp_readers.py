@@ -151,10 +151,13 @@ def test_the_training_analyzer_reads_its_nodes_gpus_hour_by_hour_with_promql(
     cloudwatch: Any,
 ) -> None:
     found = gpu_hours_promql(promql_for(cloudwatch), CLUSTER, [A], start=TEN, end=NOON)
-    # Node A only (B not asked for), each GPU's mean of the hour, the other cluster's never.
-    assert {k: {h: sorted(v) for h, v in hours.items()} for k, hours in found.items()} == {
-        (A, "power"): {TEN: [20.0, 80.0], ELEVEN: [80.0]},
-        (A, "sm"): {TEN: [10.0, 60.0], ELEVEN: [60.0]},
+    # Node A only (B not asked for), each GPU's mean of the hour (power: its allocated
+    # reading, sent while it is in use), the other cluster's never.
+    assert found == {
+        (A, "0", "power"): {TEN: 80.0, ELEVEN: 80.0},
+        (A, "0", "sm"): {TEN: 60.0, ELEVEN: 60.0},
+        (A, "1", "power"): {TEN: 20.0},
+        (A, "1", "sm"): {TEN: 10.0},
     }
 
 

@@ -808,6 +808,53 @@ def test_a_classic_fail_slow_page_names_its_culprit_from_getmetricdata(
     assert "Evidence:      NVML clock event reason: thermal slowdown" in text, text
 
 
+def test_a_classic_goodput_page_says_which_badput_grew_from_getmetricdata(
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Classic (a Metrics Insights job alarm): the goodput page reads the job's emitter series
+    with the role's own GetMetricData (lambdas/notifier/fail_slow_classic.py) and says the data
+    wait grew: 40% of the alarm's hour against 5% the hour before."""
+    from datetime import UTC, datetime
+
+    from gpu_insights_agent.contract.metrics import TrainingMetric, job_shard
+
+    now = time.time()
+    _emit_job(aws["session"], now)
+    cloudwatch = aws["session"].client("cloudwatch")
+    job = {"ClusterName": "train", "JobName": "llama-ft"}
+    for hours_ago, wait in ((1, 40.0), (2, 5.0)):
+        stamps = [now - 3600 * (hours_ago - 1) - 60 * m - 30 for m in range(0, 60, 6)]
+        for metric, dims, value in (
+            (TrainingMetric.GOODPUT, {**job, "Shard": job_shard("llama-ft")}, 0.5),
+            (TrainingMetric.STEP_TIME, job, 1.0),
+            (TrainingMetric.DATA_WAIT_SHARE, job, wait),
+        ):
+            cloudwatch.put_metric_data(
+                Namespace="GpuInsights/Training",
+                MetricData=[
+                    {
+                        "MetricName": str(metric),
+                        "Dimensions": [{"Name": k, "Value": v} for k, v in dims.items()],
+                        "Timestamp": datetime.fromtimestamp(stamp, UTC),
+                        "Value": value,
+                    }
+                    for stamp in stamps
+                ],
+            )
+    kinds = {s.kind: [str(s.severity), s.title] for s in SPECS}
+    monkeypatch.setenv("ALARM_KINDS", json.dumps(kinds))
+    principal = _as_role(aws, templates, monkeypatch)
+    monkeypatch.setitem(notifier._clients, "cloudwatch", principal.role("cloudwatch"))
+    at = time.strftime("%Y-%m-%dT%H:%M:%S.000+0000", time.gmtime(now))
+    event = _job_hung_event(at, "job-goodput-low-shard-00")
+    assert notifier.handler(event, None)["published"] == 1
+    (message,) = [m for m in _messages(aws, "warning") if "goodput" in m["Subject"].lower()]
+    text = message["Message"]
+    assert "Badput that grew: data wait: 40% of the hour, 5% the hour before" in " ".join(
+        text.split()
+    ), text
+
+
 def _promql_job_page(
     aws: dict[str, Any],
     templates: list[dict[str, Any]],

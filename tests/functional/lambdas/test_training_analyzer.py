@@ -269,7 +269,7 @@ def test_each_gpu_hour_table_is_the_whole_utc_day_it_is_keyed_by(
         rows = [r for r in table["namespaces"] if r["namespace"] == "nlp"]
         return float(sum(r["not_working_gpu_hours"] for r in rows))
 
-    # Every GPU-hour of the day, each table: 7 GPUs x 24 hours.
-    assert [sum(t["classes"].values()) for t in tables.values()] == [168.0, 168.0]
+    # Every GPU-hour of the day, each table: the three p5.48xlarge's 24 GPUs x 24 hours.
+    assert [sum(t["classes"].values()) for t in tables.values()] == [576.0, 576.0]
     assert nlp(tables[0]) == 0.0  # Monday: nlp's job had not started
     assert nlp(tables[1]) == 2 * 21.0  # Tuesday 03:00-24:00, two GPUs

@@ -138,18 +138,24 @@ def _expected(node: str, gpu: int, value: Any) -> float | None:
 
 
 def test_the_node_dashboard_draws_the_weeks_gpus_by_promql(engine: PromQLSource) -> None:
-    """The vision node's two GPUs at the job's 86% all day, each with its 52 GiB; the research
-    node's notebook GPU (35% in working hours), the nightly evaluation's GPU (idle but for its
-    run at 02:00) and no line for the GPU lost on day 5."""
+    """The vision node's two GPUs at the job's 86% all day, each with its 52 GiB, and its six
+    GPUs no pod asked for idle (no framebuffer line: no pod's memory); the research node's
+    notebook GPU (35% in working hours), the nightly evaluation's GPU (idle but for its run at
+    02:00), its five idle GPUs and no line for the GPU lost on day 5."""
     vision = _views(WEEK_CLUSTER, engine, VISION)
-    assert _lines(vision["gpu-node: GPU utilization (%)"]) == [("0", 86.0), ("1", 86.0)]
+    assert _lines(vision["gpu-node: GPU utilization (%)"]) == [
+        ("0", 86.0),
+        ("1", 86.0),
+        *((str(gpu), 0.0) for gpu in range(2, 8)),
+    ]
     assert _lines(vision["gpu-node: Memory used (bytes)"]) == [
         ("0", 52 * 2**30),
         ("1", 52 * 2**30),
     ]
     research = _views(WEEK_CLUSTER, engine, RESEARCH)
     utilization = _lines(research["gpu-node: GPU utilization (%)"])
-    assert [label for label, _ in utilization] == ["0", "1"]  # the lost GPU 2 draws nothing
+    # The lost GPU 2 draws nothing.
+    assert [label for label, _ in utilization] == ["0", "1", "3", "4", "5", "6", "7"]
     assert FAILING == (RESEARCH, 2)
     for label, value in utilization:
         assert value == pytest.approx(_expected(RESEARCH, int(label), lambda s: s.sm or 0.0))

@@ -74,9 +74,20 @@ def test_every_otel_alarm_kind_is_replayed_and_each_planted_fault_raises_its_ala
         "gpu-ecc-uncorrected": [(86.0, "3", None)],
         # Throttled from 13:00, pending 30 minutes.
         "gpu-thermal-throttling": [(60.0, "2", None)],
+        # Power-braked from 42 minutes (35% of the two hours), pending 30 minutes.
+        "gpu-power-brake": [(72.0, "4", None)],
         "gpu-lost": [(96.0, "3", None)],
         # Hung from 45 minutes in: 10 minutes past its next step, and 3 steps' grace.
         "job-hung": [(55.0, "llama-hangs", None)],
+        # Each job's rolling hour of goodput under 70% (the emitters' goodput series): the
+        # data-bound job's 60% in the training hours before the node's, the slow checkpointer's
+        # saves, the hung job's hang, the steady job's save and evaluation.
+        "job-goodput-low": [
+            (-510.0, "bert-data-bound", None),
+            (63.0, "llama-hangs", None),
+            (10.0, "llama-slow-checkpoint", None),
+            (86.0, "resnet-steady", None),
+        ],
     }
 
 
@@ -113,7 +124,7 @@ def test_a_bad_series_is_skipped_and_named_the_others_replayed(
     history.write_text(HISTORY.read_text() + json.dumps(bad) + "\n")
     assert main(["backtest", "--history", str(history), *ARGS]) == 0
     out = capsys.readouterr().out
-    assert f"skipped: {history} line 28 " in out  # the 27 lines of the file, then it
+    assert f"skipped: {history} line 35 " in out  # the 34 lines of the file, then it
     assert "value 'up' is not a number" in out
     assert f"      page: [CRITICAL] GPU lost on {NODE} GPU 3" in out
     lost = "gpu-lost [critical] GPU lost (PromQL, every 60 s, pending 0 s, recovery 300 s): 1 "

@@ -47,8 +47,8 @@ pytestmark = pytest.mark.promql_engine
 MINUTE: Final = 60
 #: Each fault's page, minutes after the fault: the low-power window's 60 minutes less the
 #: 5-minute range the first breach fills; XIDs from the log line 5 s after it; the ECC count
-#: and the lost GPU at the first evaluation that reads them; the throttling's 30-minute
-#: window; the silent node's 10-minute range and 5-minute pending period.
+#: and the lost GPU at the first evaluation that reads them; the throttling's and the power
+#: brake's 30-minute window; the silent node's 10-minute range and 5-minute pending period.
 PAGED_AFTER_MIN: Final = {
     "idle held GPU": 55,
     "idle replica": 55,
@@ -58,6 +58,7 @@ PAGED_AFTER_MIN: Final = {
     "GPU pod pending": 15,
     "XID 13": 0,
     "thermal throttling": 30,
+    "power brake": 30,
     "uncorrectable ECC": 0,
     "XID 48": 0,
     "XID 79": 0,
@@ -113,6 +114,8 @@ def test_the_pages_name_the_pod_from_the_exporters_labels(demo: OtelAlarmsDemo) 
     assert named["idle held GPU"] == "speech/whisper-finetune-worker-0"
     assert named["uncorrectable ECC"] == "speech/whisper-finetune-worker-2"
     assert named["XID 13"] == "speech/whisper-finetune-master-0"
+    # GPU 4's power brake: the pod of its process, the job's fourth worker.
+    assert named["power brake"] == "speech/whisper-finetune-worker-3"
     # Off the bus, the GPU answers no process: the lost GPU's series names no pod, so its page
     # and the XID 79 page name the pod the exporter last saw on it (the ECC fault's), at its
     # last reading before the GPU fell off: the page from the exporter's series (PromQL),
@@ -179,7 +182,8 @@ def test_the_steady_gpus_and_nodes_page_nothing(demo: OtelAlarmsDemo) -> None:
         for alarm, transitions in demo.transitions.items()
         for t in transitions
         if t.labels.get(L.node) == STEADY.name
-        or (t.labels.get(L.node) == REPLAYED.name and t.labels.get(L.gpu) in {"4", "5", "6", "7"})
+        # The replayed node's GPUs no pod holds: idle, with no allocated reading.
+        or (t.labels.get(L.node) == REPLAYED.name and t.labels.get(L.gpu) in {"5", "6", "7"})
         # Its rolling hour of goodput is a planted page (cli/demo/jobs.py ``also_rolling``).
         or (t.labels.get(OTLP_JOB) == steady_job.name and alarm not in steady_job.due_pages(True))
         or t.labels.get(L.deployment) == KSERVE.deployment
@@ -207,6 +211,7 @@ def test_the_readme_states_what_the_stage_prints(demo: OtelAlarmsDemo) -> None:
         f"time to first token {after['TTFT spike']} minutes in",
         f"the 8-GPU pod pending {after['GPU pod pending']} minutes in",
         f"thermal throttling after {after['thermal throttling']} minutes",
+        f"the power brake after {after['power brake']} minutes",
         f"the silent node {after['silent node']} minutes after its exporter stopped",
         f"the steady GPUs, nodes and job page {len(steady_pages(demo))} times",
     ):

@@ -132,19 +132,20 @@ def test_one_figure_per_fact_in_otel_mode_with_the_served_tokens_productive(
     served: tuple[DemoResult, dict[str, Any]],
 ) -> None:
     """The OTel run's outputs hold every job's GPU-hours and dollars equal in every table,
-    finding, action and CSV; its paid stage (Kube State Metrics' capacity) is the world's
-    GPU-hours within 1%, the serving node's included; the replicas' productive hours are those
-    of the days they generated tokens."""
+    finding, action and CSV; its paid stage (Kube State Metrics' capacity) is what EC2 bills
+    for the world's GPU nodes within 1%, the serving node's included; the replicas' productive
+    hours are those of the days they generated tokens."""
     result, _ = served
-    report = check_one_figure_per_fact(result.out_dir, all_week=((SERVING_NODE, 4),))
+    report = check_one_figure_per_fact(result.out_dir, all_week=(SERVING_NODE,))
     rows = {w["workload"]: w for w in report["funnel"]["workloads"]}
     vllm = rows[VLLM.deployment]
     assert vllm["productive_source"] == "served tokens"
     assert vllm["productive"] == vllm["active"]
     assert vllm["allocated"]["gpu_hours"] == 504.0
     fleet = report["funnel"]["fleet"]
-    # The week's seven GPUs, the replay's four for two hours, the serving node's four all week.
-    assert fleet["paid"]["gpu_hours"] == 7 * 168 + 8 + 4 * 168
+    # What EC2 bills: the week's three p5.48xlarge's eight GPUs all week, the replayed one's
+    # eight for its two hours, the serving g5.12xlarge's four all week.
+    assert fleet["paid"]["gpu_hours"] == 3 * 8 * 168 + 8 * 2 + 4 * 168
 
 
 def test_the_planted_drift_is_a_finding_and_the_reports_drift_section(

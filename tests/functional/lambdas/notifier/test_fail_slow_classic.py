@@ -2,7 +2,8 @@
 the exporter's series as the EMF sink publishes them (per GPU, the alarmed ones with their
 ``Shard``, fault gauges only in their non-zero minutes), Container Insights' node CPU with the
 dimensions the realistic cluster model gives it, and the job's data wait; ranked by the logic
-the OTel page uses (lambdas/shared/fail_slow.py). A refused read is an error naming it."""
+the OTel page uses (lambdas/shared/fail_slow.py). A Classic goodput page's badput from the
+emitter's windows. A refused read is an error naming it."""
 
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -23,8 +24,14 @@ from gpu_insights_agent.contract.metrics import (
     TrainingMetric,
     alarm_shard,
     gpu_schema,
+    job_shard,
 )
-from lambdas.notifier.fail_slow_classic import CulpritReadError, classic_culprit
+from lambdas.notifier.fail_slow_classic import (
+    CulpritReadError,
+    classic_culprit,
+    read_classic_badput,
+)
+from lambdas.notifier.fail_slow_page import grown_badput
 from lambdas.notifier.jobs import Placement, Rank
 from lambdas.shared.aws_clients import client
 
@@ -179,11 +186,61 @@ def test_a_healthy_job_has_no_single_culprit(cloudwatch: Any) -> None:
     assert verdict.whole_job.startswith("no GPU, rank or node stands out")
 
 
-def test_a_refused_read_is_an_error_naming_it() -> None:
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda cw: classic_culprit(cw, "c", "llm", _placement(), AT),
+        lambda cw: read_classic_badput(cw, "c", "llm", AT),
+    ],
+    ids=["culprit", "badput"],
+)
+def test_a_refused_read_is_an_error_naming_it(read: Any) -> None:
     cw = boto3.client(
         "cloudwatch", region_name="us-east-1", aws_access_key_id="t", aws_secret_access_key="t"
     )
     with Stubber(cw) as stub:
         stub.add_client_error("get_metric_data", "AccessDenied", "not authorized", 403)
         with pytest.raises(CulpritReadError, match="AccessDenied"):
-            classic_culprit(cw, "c", "llm", _placement(), AT)
+            read(cw)
+
+
+def _windows(cw: Any, hour: int, data_wait: float, stepping: int, save_s: float = 0.0) -> None:
+    """Eight ranks' minute windows in the ``hour``-th hour before the alarm, as the emitter's EMF
+    publishes them: every window a ``goodput`` (with the job's shard), a window with steps its
+    ``step_time_seconds`` and ``data_wait_share`` (``stepping`` of every ten), a save its
+    seconds."""
+    job = {"ClusterName": "c", "JobName": "llm"}
+    shard = {**job, "Shard": job_shard("llm")}
+
+    def datum(
+        metric: TrainingMetric, dims: dict[str, str], value: float, stamp: datetime
+    ) -> dict[str, Any]:
+        dimensions = [{"Name": k, "Value": v} for k, v in dims.items()]
+        return {"MetricName": str(metric), "Dimensions": dimensions, "Timestamp": stamp,
+                "Value": value}  # fmt: skip
+
+    for minute in range(60):
+        at = datetime.fromtimestamp(AT - 3600 * hour + 60 * minute + 30, UTC)
+        steps = minute % 10 < stepping
+        data = [datum(TrainingMetric.GOODPUT, shard, 0.5, at) for _ in range(8)]
+        if steps:
+            data += [datum(TrainingMetric.STEP_TIME, job, 1.0, at) for _ in range(8)]
+            data += [datum(TrainingMetric.DATA_WAIT_SHARE, job, data_wait, at) for _ in range(8)]
+        if save_s and minute % 10 == 0:
+            data += [datum(TrainingMetric.CHECKPOINT_SAVE, job, save_s, at) for _ in range(8)]
+        cw.put_metric_data(Namespace=NAMESPACE_TRAINING, MetricData=data)
+
+
+def test_a_classic_goodput_page_reads_which_badput_grew(cloudwatch: Any) -> None:
+    """The hour before: steps in every window, 3% data wait. The alarm's hour: 30% data wait,
+    steps in 8 windows of 10, a 30 s save every ten minutes (6 of the 60 windows' seconds)."""
+    _windows(cloudwatch, 2, data_wait=3.0, stepping=10)
+    _windows(cloudwatch, 1, data_wait=30.0, stepping=8, save_s=30.0)
+    now, before = read_classic_badput(cloudwatch, "c", "llm", AT)
+    assert now == pytest.approx({"data wait": 0.30, "no steps": 0.2, "checkpoint saves": 0.05})
+    assert before == pytest.approx({"data wait": 0.03, "no steps": 0.0, "checkpoint saves": 0.0})
+    assert grown_badput(now, before).startswith("data wait: 30% of the hour, 3% the hour before")
+
+
+def test_a_classic_goodput_page_with_no_windows_knows_nothing(cloudwatch: Any) -> None:
+    assert read_classic_badput(cloudwatch, "c", "llm", AT) == ({}, {})

@@ -35,3 +35,32 @@ def test_same_seed_same_trace_and_roles_behave() -> None:
 def test_unknown_role_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown GPU role 'lazy'"):
         node_trace([SimulatedGpu("lazy")], duration_s=60)
+
+
+def test_braked_gpu_has_its_power_brake_engaged_for_the_middle_of_the_trace() -> None:
+    """The braked GPU: NVML's HW power brake reason from 35% to 75% of the trace (48 of 120
+    minutes), drawing under half its limit then while its kernels keep it busy; outside it a
+    busy GPU's draw and no brake."""
+    records = [
+        json.loads(line)
+        for line in node_trace([SimulatedGpu("braked")], duration_s=7200, step_s=60)
+    ]
+    samples = [r for r in records if r["kind"] == "sample"]
+    braked = [r for r in samples if "power_brake" in r["throttle"]]
+    assert [r["t"] for r in braked] == [60.0 * m for m in range(42, 90)]
+    assert max(r["power_w"] for r in braked) < 0.5 * 700
+    assert min(r["utilization"] for r in braked) >= 92
+    assert min(r["power_w"] for r in samples if r not in braked) > 0.8 * 700
+
+
+def test_unallocated_gpu_runs_no_process_and_holds_no_memory() -> None:
+    records = [
+        json.loads(line)
+        for line in node_trace([SimulatedGpu("unallocated")], duration_s=3600, step_s=60)
+    ]
+    samples = [r for r in records if r["kind"] == "sample"]
+    assert len(samples) == 60
+    assert {(tuple(r["pids"]), r["memory_used_bytes"], r["utilization"]) for r in samples} <= {
+        ((), 0, u) for u in range(4)
+    }
+    assert max(r["power_w"] for r in samples) < 0.16 * 700

@@ -83,7 +83,8 @@ def test_the_exporters_day_over_otlp_counts_the_classic_days_samples() -> None:
         for d in data
         if d["MetricName"] == power and [x["Name"] for x in d["Dimensions"]] == [DIM_CLUSTER]
     )
-    assert sum(1 for name, _, _, _ in samples if name == power) == cluster_wide == 7 * 24 * 60
+    # The three p5.48xlarge nodes' 24 GPUs, each a sample a minute.
+    assert sum(1 for name, _, _, _ in samples if name == power) == cluster_wide == 24 * 24 * 60
 
 
 def test_a_statistic_set_of_several_values_is_refused() -> None:

@@ -5,8 +5,10 @@ from datetime import UTC, datetime
 
 from cli.demo import week as demo_week
 from cli.demo.exporter import REPLAY_PODS
+from cli.demo.otel import capacity_week_samples
 from cli.demo.realistic import container_insights as ci
 from cli.demo.training import RANK_PODS
+from gpu_insights_agent.contract.metrics import CI_NODE_GPU_LIMIT_METRIC, GpuMetric
 
 
 def test_the_weeks_pods_and_the_names_container_insights_gives_them() -> None:
@@ -43,3 +45,35 @@ def test_each_night_a_new_cronjob_run_holds_the_research_nodes_second_gpu() -> N
     assert runs[0][2] == f"nightly-eval-{minutes}"
     assert runs[0][1].startswith(f"nightly-eval-{minutes}-")
     assert len({pod for _, pod, _, _ in runs}) == 7
+
+
+def test_every_gpu_of_each_node_reports_and_its_capacity_is_the_instance_types() -> None:
+    """Each p5.48xlarge of the week reports all eight GPUs (the exporter sees every GPU of the
+    node), the ones no pod holds idle with no allocated reading, and its node_gpu_limit and
+    Kube State Metrics' capacity are eight: what EC2 bills, not the GPUs pods asked for."""
+    assert len(demo_week.GPUS) == 3 * 8
+    hour = 12  # Monday noon: the notebook working, the nightly run done
+    data = demo_week.exporter_data("c", demo_week.THIS_WEEK, [hour])
+    per_gpu = {
+        (dims["NodeName"], dims["GpuIndex"]): d["MetricName"]
+        for d in data
+        for dims in [{x["Name"]: x["Value"] for x in d["Dimensions"]}]
+        if "GpuIndex" in dims and d["MetricName"] == str(GpuMetric.ALLOCATED_POWER_UTILIZATION)
+    }
+    reporting = {
+        (dims["NodeName"], dims["GpuIndex"])
+        for d in data
+        for dims in [{x["Name"]: x["Value"] for x in d["Dimensions"]}]
+        if "GpuIndex" in dims and d["MetricName"] == str(GpuMetric.HEALTHY)
+    }
+    assert len(reporting) == 24
+    # In use: vision's two, nlp's two, the notebook's one.
+    assert len(per_gpu) == 5
+    limits = [
+        d["StatisticValues"]["Sum"] / d["StatisticValues"]["SampleCount"]
+        for d in demo_week.capacity_data("c", hour, demo_week.START)
+        if d["MetricName"] == CI_NODE_GPU_LIMIT_METRIC
+    ]
+    assert limits == [8.0, 8.0, 8.0]
+    ksm = {labels["node"]: value for _, labels, _, value in capacity_week_samples("c", hours=1)}
+    assert ksm == dict.fromkeys(demo_week.NODES, 8.0)

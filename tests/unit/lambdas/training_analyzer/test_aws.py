@@ -118,6 +118,8 @@ def test_a_gpu_listed_twice_is_queried_once() -> None:
                         {"Name": "ClusterName", "Value": "c"},
                         {"Name": "NodeName", "Value": node},
                         {"Name": "GpuIndex", "Value": gpu},
+                        # The allocated reading is an alarm metric: the exporter adds its Shard.
+                        *([{"Name": "Shard", "Value": "00"}] if "allocated" in metric else []),
                     ],
                 }
                 for node, gpu in gpus
@@ -126,7 +128,7 @@ def test_a_gpu_listed_twice_is_queried_once() -> None:
 
     twice = [("n1", "0"), ("n1", "0"), ("n1", "1"), ("n2", "0"), ("n1", "1")]
     with Stubber(cloudwatch) as stubber:
-        for metric in ("gpu_power_utilization", "gpu_sm_active"):
+        for metric in ("gpu_allocated_power_utilization", "gpu_sm_active"):
             stubber.add_response("list_metrics", listed(metric, twice), {
                 "Namespace": "GpuInsights",
                 "MetricName": metric,

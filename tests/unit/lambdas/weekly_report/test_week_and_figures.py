@@ -458,3 +458,26 @@ def test_a_line_break_in_a_finding_forges_no_line_of_the_summary() -> None:
         "3 times.",
         "Report: L",
     ]
+
+
+def test_a_days_means_are_the_same_whichever_reader_added_the_samples() -> None:
+    """Classic's CloudWatch Average and OTel mode's PromQL sum over count add one day's samples
+    in another order (the demo's week read 9.764241658834585% and ...587% SM activity): the
+    report holds the same figure either way, to six places."""
+
+    def day(sm: float) -> dict[str, Any]:
+        figures = week_figures(
+            cluster="train",
+            week="2026-W49",
+            gpu_days=[GpuDay(date(2026, 12, 6), 24.0, 43.368000000000002, sm)],
+            xids=[],
+            alarms=[],
+            files=read_findings([]),
+            job_costs={},
+            throughput={},
+        )
+        return dict(figures.days[0])
+
+    classic, otel = day(9.764241658834585), day(9.764241658834587)
+    assert classic == otel
+    assert (classic["sm_active"], classic["power_utilization"]) == (9.764242, 43.368)
