@@ -23,6 +23,7 @@ from benchmarks import (
     goodput_replay,
     otlp_bytes,
     page_faults,
+    serving_drift,
     storage_analyzer,
     training_analyzer,
     training_emitter,
@@ -159,6 +160,24 @@ def _fail_slow_rows() -> list[Row]:
     ]  # fmt: skip
 
 
+def _drift_rows() -> list[Row]:
+    """Serving drift's false alarms per model-day and hours to detect a planted shift."""
+    d = serving_drift.main()
+    rows = [
+        Row(f"serving drift: false alarms, {rate:,} requests an hour", 100 * share,
+            100 * serving_drift.TARGET_FALSE_ALARMS, "% days")
+        for rate, share in d.false_alarms.items()
+    ]  # fmt: skip
+    rows += [
+        Row(f"serving drift: {x.case}, {x.rate:,} requests an hour, log-sd {x.sigma:g}: "
+            "hours to detect, p95", x.percentile(0.95),
+            serving_drift.TARGET_HOURS if x.rate >= 1_000 and x.sigma == serving_drift.SIGMA
+            else None, "h")
+        for x in d.detections
+    ]  # fmt: skip
+    return rows
+
+
 def main() -> None:
     logging.disable(logging.WARNING)
     rows: list[Row] = []
@@ -262,7 +281,7 @@ def main() -> None:
             "blocks",
         ),
     ]
-    rows += _otlp_rows() + _fail_slow_rows()
+    rows += _otlp_rows() + _fail_slow_rows() + _drift_rows()
     w = training_emitter.main()
     rows += [
         Row("emitter: overhead per step", w["per_step_overhead_us"], None, "us"),

@@ -280,6 +280,10 @@ class Settings:
     serving_waiting_minutes: int = ServingAlarmSettings.waiting_minutes
     #: Percent of a model's finished requests that ended in an error.
     serving_error_percent: float = ServingAlarmSettings.error_percent
+    #: The optional drift alarm per model (docs/drift.md): a model's share of outputs cut at
+    #: max_tokens in the last hour over the day before's. Off: the daily ``serving_drift``
+    #: finding reports drift without paging.
+    serving_drift_alarm: bool = ServingAlarmSettings.drift
 
     @property
     def gpu_hour_usd(self) -> float:
@@ -339,6 +343,7 @@ class Settings:
             waiting_requests=self.serving_waiting_requests,
             waiting_minutes=self.serving_waiting_minutes,
             error_percent=self.serving_error_percent,
+            drift=self.serving_drift_alarm,
         )
 
     def job_alarm_settings(self) -> JobAlarmSettings:
@@ -837,6 +842,7 @@ _PARSERS: Final[dict[str, Callable[[str, object], Any]]] = {
     "serving_waiting_requests": _as_int,
     "serving_waiting_minutes": _as_int,
     "serving_error_percent": _as_float,
+    "serving_drift_alarm": _as_bool,
     "alarm_emails": _as_str_tuple,
     "alarm_https_endpoints": _as_str_tuple,
     "warning_emails": _as_str_tuple,

@@ -31,10 +31,13 @@ from dashboards.promql import selector as dcgm_selector
 from dashboards.widgets import Widget, promql_chart, text
 from gpu_insights_agent.contract.metrics import DCGM_GPU_METRICS, GpuMetric
 from gpu_insights_agent.contract.serving import (
+    FINISH_REASON_LABEL,
+    LENGTH_HISTOGRAMS,
     HistogramForm,
     ServingMetric,
     Signal,
     servers_with,
+    serving_metric,
 )
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
 from lambdas.shared.promql import quote_label
@@ -42,6 +45,7 @@ from lambdas.shared.serving_queries import (
     by_labels,
     error_ratio,
     gauge,
+    increase,
     minutes_of,
     model_group,
     newest_first,
@@ -64,6 +68,11 @@ NAMESPACE_VARIABLE: Final = "namespace"
 DEPLOYMENT_VARIABLE: Final = "deployment"
 MODELS_SERVING: Final = "Models serving"
 MODELS_NOT_DRAWN: Final = f"Models not drawn (beyond the {MODELS_DRAWN} busiest)"
+#: Drift's charts (docs/drift.md) read an hour of requests, as its tests do.
+DRIFT_WINDOW_S: Final = 3600
+#: vLLM's finish reason of an output cut at max_tokens (vllm/v1/engine/__init__.py
+#: ``FinishReason.LENGTH``: "max_tokens was consumed, or max_model_len was reached").
+TRUNCATED: Final = "length"
 
 
 @dataclass(frozen=True)
@@ -231,6 +240,49 @@ def _model_widgets(reads: _Reads, targets: ServingTargets) -> list[list[Widget]]
     ]
 
 
+def _drift_widgets(reads: _Reads) -> list[Widget]:
+    """Each model's mean prompt and generation length and its share of truncated outputs, over
+    the hour: what drift (lambdas/training_analyzer/serving/drift) tests, to see a shift by."""
+    c, lb = reads.cluster, reads.labels
+    ranked = _requests_ranked(reads, lambda m: model_group(m, lb))
+    window = minutes_of(DRIFT_WINDOW_S)
+
+    def mean(m: ServingMetric, name: str) -> str:
+        by = by_labels(model_group(m, lb))
+        native = f"sum by ({by}) (rate({selector(name, c, m, lb)}[{window}]))"
+        classic = " / ".join(
+            f"sum by ({by}) ({increase(selector(name + part, c, m, lb), DRIFT_WINDOW_S)})"
+            for part in ("_sum", "_count")
+        )
+        shown = f"(histogram_sum({native}) / histogram_count({native})) or ({classic})"
+        return _bounded(shown, model_group(m, lb), ranked, MODELS_DRAWN)
+
+    def lengths(signal: Signal, title: str) -> Widget:
+        rows = [m for m in LENGTH_HISTOGRAMS if m.signal is signal]
+        return promql_chart(title, [(mean(m, m.names[0]), str(m.server)) for m in rows])
+
+    truncated = []
+    for server, label in FINISH_REASON_LABEL.items():
+        m = serving_metric(server, Signal.REQUESTS)
+        if m is None:
+            continue
+        by = by_labels(model_group(m, lb))
+        cut = selector(m.names[0], c, m, lb, where=((label, TRUNCATED),))
+        every = selector(m.names[0], c, m, lb)
+        share = (
+            f"sum by ({by}) ({increase(cut, DRIFT_WINDOW_S)}) / "
+            f"sum by ({by}) ({increase(every, DRIFT_WINDOW_S)})"
+        )
+        truncated.append(
+            (_bounded(share, model_group(m, lb), ranked, MODELS_DRAWN, 100), str(server))
+        )
+    return [
+        lengths(Signal.PROMPT_LENGTH, "Mean prompt length (tokens, the hour), drift"),
+        lengths(Signal.GENERATION_LENGTH, "Mean generation length (tokens, the hour), drift"),
+        promql_chart("Outputs cut at max_tokens (% of finished, the hour), drift", truncated),
+    ]
+
+
 def serving(
     cluster: str,
     region: str,
@@ -252,6 +304,7 @@ def serving(
                 )
             ],
             *_model_widgets(reads, targets),
+            _drift_widgets(reads),
         ],
         region,
     )

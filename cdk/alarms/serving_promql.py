@@ -37,7 +37,9 @@ from cdk.alarms.promql import (
 )
 from cdk.alarms.sizing import CAP_ALARM_SERIES
 from gpu_insights_agent.contract.serving import (
+    FINISH_REASON_LABEL,
     HistogramForm,
+    ServingMetric,
     Signal,
     servers_with,
     serving_metric,
@@ -52,6 +54,7 @@ from lambdas.shared.serving_queries import (
     ModelFilter,
     error_ratio,
     gauge,
+    minutes_of,
     model_group,
     per_second,
     quantile,
@@ -60,7 +63,13 @@ from lambdas.shared.serving_queries import (
 )
 from lambdas.shared.serving_queries import by_labels as _by
 from lambdas.shared.serving_queries import newest_first as _newest_first
-from lambdas.shared.thresholds import SERVING_WAITING_REQUESTS
+from lambdas.shared.thresholds import (
+    DRIFT_FALSE_ALARMS_PER_MODEL_DAY,
+    DRIFT_MIN_SHARE_POINTS,
+    DRIFT_MIN_SHARE_RATIO,
+    SERVING_WAITING_REQUESTS,
+)
+from lambdas.training_analyzer.serving.drift.statistic import normal_threshold
 
 #: The builders' names, re-exported for the alarms' callers (the module's own names stand).
 __all__ = [
@@ -92,6 +101,7 @@ SERVING_ALARM_KINDS: Final = (
     "serving-requests-waiting",
     "serving-kv-cache-full",
     "serving-errors",
+    "serving-drift-truncated",
 )
 
 
@@ -115,6 +125,9 @@ class ServingAlarmSettings:
     waiting_minutes: int = 5
     #: Percent of a model's finished requests that ended in an error.
     error_percent: float = 5.0
+    #: The optional drift alarm (``drift_truncated_query``): off by default, the daily
+    #: ``serving_drift`` finding reports drift without paging.
+    drift: bool = False
 
     def __post_init__(self) -> None:
         for key in ("ttft_p99", "e2e_p99"):
@@ -249,6 +262,74 @@ def errors_query(cluster: str, percent: float, labels: DcgmLabels = CLOUDWATCH) 
         recovery_period_s=RECOVERY_S,
         labels=labels,
         lookback_s=RATE_RANGE_S,
+    )
+
+
+#: The drift alarm's hour, and the hours before it its baseline reads: the API's range
+#: selectors reach back at most 24 hours (lambdas/shared/promql_limits.py), an offset's
+#: included, so the same hours of the weeks before (the daily finding's baseline) are out of an
+#: alarm's reach: it compares the last hour with the 22 before it.
+DRIFT_HOUR_S: Final = 3600
+DRIFT_BASELINE_S: Final = 22 * 3600
+#: The alarm's query runs every minute: its false alarms per model-day,
+#: ``DRIFT_FALSE_ALARMS_PER_MODEL_DAY``, split over a day's evaluations (Bonferroni).
+DRIFT_EVALUATIONS_PER_DAY: Final = 86_400 // EVALUATION_INTERVAL_S
+#: vLLM's finish reason of an output cut at max_tokens (vllm/v1/engine/__init__.py).
+TRUNCATED: Final = "length"
+
+
+def _requests(
+    m: ServingMetric,
+    cluster: str,
+    by: Sequence[str],
+    labels: DcgmLabels,
+    where: Sequence[tuple[str, str]],
+    offset_s: int,
+    range_s: int,
+) -> str:
+    """A model's finished requests (of ``where``) over ``range_s`` ending ``offset_s`` ago:
+    the rate times the range, every name of the row."""
+    shift = f" offset {minutes_of(offset_s)}" if offset_s else ""
+    return _newest_first(
+        [f"sum by ({_by(by)}) (rate({selector(n, cluster, m, labels, where=where)}"
+         f"[{minutes_of(range_s)}]{shift})) * {range_s}" for n in m.names]
+    )  # fmt: skip
+
+
+def drift_truncated_query(cluster: str, labels: DcgmLabels = CLOUDWATCH) -> PromQLQuery:
+    """Each model whose share of outputs cut at max_tokens (finish reason ``length``) in the
+    last hour is over the 22 hours' before it by more than chance allows: a two-proportion z
+    test, z = (p - p0) / sqrt(q (1 - q) (1/n + 1/m)) with q the pooled share, over the line
+    that a day's evaluations, each at the false-alarm rate split between them, cross on
+    unchanged traffic at most ``DRIFT_FALSE_ALARMS_PER_MODEL_DAY`` of the days; and by enough
+    to act on (``DRIFT_MIN_SHARE_RATIO`` times, ``DRIFT_MIN_SHARE_POINTS`` points). Its value
+    is the hour's share. Servers that label a finish reason only (vLLM)."""
+    z_line = normal_threshold(DRIFT_FALSE_ALARMS_PER_MODEL_DAY / DRIFT_EVALUATIONS_PER_DAY)
+    clauses = []
+    for server, label in FINISH_REASON_LABEL.items():
+        m = serving_metric(server, Signal.REQUESTS)
+        if m is None:
+            continue
+        by = model_group(m, labels)
+        cut = ((label, TRUNCATED),)
+        n = _requests(m, cluster, by, labels, (), 0, DRIFT_HOUR_S)
+        c = _requests(m, cluster, by, labels, cut, 0, DRIFT_HOUR_S)
+        base_n = _requests(m, cluster, by, labels, (), DRIFT_HOUR_S, DRIFT_BASELINE_S)
+        base_c = _requests(m, cluster, by, labels, cut, DRIFT_HOUR_S, DRIFT_BASELINE_S)
+        p, p0 = f"(({c}) / ({n}))", f"(({base_c}) / ({base_n}))"
+        q = f"((({c}) + ({base_c})) / (({n}) + ({base_n})))"
+        z = f"(({p} - {p0}) / sqrt({q} * (1 - {q}) * (1 / ({n}) + 1 / ({base_n}))))"
+        clauses.append(
+            f"{p} and ({z} > {z_line:.4g}) and ({p} > {DRIFT_MIN_SHARE_RATIO:g} * {p0})"
+            f" and ({p} - {p0} >= {DRIFT_MIN_SHARE_POINTS / 100:g})"
+        )
+    return PromQLQuery(
+        query=_newest_first(clauses),
+        evaluation_interval_s=EVALUATION_INTERVAL_S,
+        pending_period_s=0,
+        recovery_period_s=RECOVERY_S,
+        labels=labels,
+        lookback_s=DRIFT_HOUR_S + DRIFT_BASELINE_S,
     )
 
 
@@ -398,4 +479,21 @@ def serving_alarms(
             s.error_percent / 100,
         )
     )
+    if s.drift:
+        alarms.append(
+            _spec(
+                "serving-drift-truncated",
+                "More outputs cut at max_tokens",
+                "A model's share of outputs cut at max_tokens (finish reason length) in the "
+                "last hour rose over the 22 hours before it, by more than chance allows at its "
+                f"traffic and at least {DRIFT_MIN_SHARE_RATIO:g} times and "
+                f"{DRIFT_MIN_SHARE_POINTS:g} points (docs/drift.md). The value is the hour's "
+                "share. Clients ask for longer answers than max_tokens allows, or the model "
+                "writes longer ones: raise max_tokens or read a sample of the outputs; the "
+                f"daily serving_drift finding says what else moved. {NAMES_THE_MODEL}",
+                Severity.WARNING,
+                drift_truncated_query(cluster, labels),
+                DRIFT_MIN_SHARE_RATIO,
+            )
+        )
     return alarms

@@ -19,7 +19,7 @@ add-on's ``k8sattributes/cw_k8s_ci_v0_pod``: realistic/otel.py ``POD_METADATA``)
 import math
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain
 from typing import Any, Final
 
@@ -33,6 +33,7 @@ from cli.demo.realistic.pods import Pod
 from cli.demo.realistic.serving import (
     GPU_OF,
     IDLE_REPLICA,
+    KSERVE,
     NODE,
     SERVING_PODS,
     VLLM,
@@ -41,6 +42,7 @@ from cli.demo.realistic.serving import (
 from cli.demo.week import HOURS, THIS_WEEK, GpuHourSample, WeekPlan, exporter_hour_data
 from gpu_insights_agent.contract.metrics import OTLP_GPU, OTLP_NAMESPACE, OTLP_POD, OTLP_POD_UID
 from gpu_insights_agent.contract.serving import (
+    LENGTH_HISTOGRAMS,
     SERVERS,
     SERVING_METRICS,
     MetricType,
@@ -75,6 +77,11 @@ SPREAD: Final = ((0.5, 50), (1.0, 40), (2.0, 9), (4.0, 1))
 #: Tokens a request reads and writes; a tenth stop at ``max_tokens`` (finished_reason length).
 PROMPT_TOKENS: Final = 600
 GENERATION_TOKENS: Final = 200
+TRUNCATED: Final = 0.1
+#: vLLM's token-count buckets, ``build_1_2_5_buckets(max_model_len)`` (vllm/v1/metrics/
+#: loggers.py, ``vllm:request_prompt_tokens`` and ``vllm:request_generation_tokens``), at a
+#: max_model_len of 8,192.
+TOKEN_BUCKETS: Final = tuple(float(b * 10**e) for e in range(4) for b in (1, 2, 5))
 #: vLLM V1's finish reasons (vllm/v1/engine/__init__.py ``FinishReason``: stop, length, abort,
 #: error), each a ``request_success_total`` series from the server's start.
 FINISH_REASONS: Final = ("stop", "length", "abort", "error")
@@ -105,6 +112,9 @@ class Load:
     kv_cache: float = 0.0
     util: float = 0.0
     power_percent: float = 8.0
+    #: A request's typical prompt, and the share of requests cut at max_tokens.
+    prompt_tokens: float = PROMPT_TOKENS
+    truncated: float = TRUNCATED
 
 
 #: An allocated replica the router sends nothing: vLLM's model loaded (its weights in memory)
@@ -175,12 +185,14 @@ def replica_states(
     ttft = _Histogram(_name(Signal.TTFT), TTFT_BUCKETS)
     itl = _Histogram(_name(Signal.INTER_TOKEN), ITL_BUCKETS)
     e2e = _Histogram(_name(Signal.E2E), REQUEST_LATENCY_BUCKETS)
+    lengths = {signal: _Histogram(m.names[0], TOKEN_BUCKETS) for m in LENGTH_HISTOGRAMS
+               if m.server is Server.VLLM for signal in [m.signal]}  # fmt: skip
     finished = dict.fromkeys(FINISH_REASONS, 0)
     prompt = generated = 0
     load = Load(requests=0)
 
     def state(at: float) -> list[Sample]:
-        samples = [s for h in (ttft, itl, e2e) for s in h.samples(labels, at)]
+        samples = [s for h in (ttft, itl, e2e, *lengths.values()) for s in h.samples(labels, at)]
         for reason, n in finished.items():
             samples.append(
                 (_name(Signal.REQUESTS), labels | {"finished_reason": reason}, at, float(n))
@@ -200,10 +212,12 @@ def replica_states(
         ttft.observe(load.ttft_s, load.requests)
         itl.observe(load.itl_s, load.requests * GENERATION_TOKENS)
         e2e.observe(load.itl_s * GENERATION_TOKENS, load.requests, plus=load.ttft_s)
-        length = load.requests // 10
+        lengths[Signal.PROMPT_LENGTH].observe(load.prompt_tokens, load.requests)
+        lengths[Signal.GENERATION_LENGTH].observe(GENERATION_TOKENS, load.requests)
+        length = round(load.requests * load.truncated)
         finished["stop"] += load.requests - length
         finished["length"] += length
-        prompt += load.requests * PROMPT_TOKENS
+        prompt += round(load.requests * load.prompt_tokens)
         generated += load.requests * GENERATION_TOKENS
     if end is not None:
         yield end, state(end)
@@ -319,12 +333,19 @@ DAY_S: Final = 86_400
 #: a day's increase, and a week of minutes would make the demo's Prometheus import much longer.
 #: Whole days, so a day's mean of a gauge weighs its hours alike.
 SCRAPED_FROM_DAY: Final = int((replay_window()[1] - DAY_S - THIS_WEEK.start) // DAY_S)
+#: The hour of the week from which the KServe model's traffic drifts (Saturday 14:00 UTC): a
+#: new client sends prompts 80% longer and a quarter of the outputs hit max_tokens
+#: (docs/drift.md: the ``serving_drift`` finding and the report's drift section).
+DRIFT_HOUR: Final = 5 * 24 + 14
+DRIFT_PROMPT_TOKENS: Final = 1.8 * PROMPT_TOKENS
+DRIFT_TRUNCATED: Final = 0.25
 
 
 def week_load(pod: Pod, hour: int) -> Load:
     """A replica's hour of the week: the idle replica idle throughout; the others busier in
     the working day; the vLLM Deployment saturated in the working hours of ``SATURATED_DAY``
-    (a fixed count too small at its peak and too large at night: an autoscaler's day)."""
+    (a fixed count too small at its peak and too large at night: an autoscaler's day); the
+    KServe model's traffic drifted from ``DRIFT_HOUR`` on."""
     if pod == IDLE_REPLICA:
         return IDLE
     working = WORKING_HOURS[0] <= hour % 24 < WORKING_HOURS[1]
@@ -340,8 +361,12 @@ def week_load(pod: Pod, hour: int) -> Load:
             power_percent=97,
         )
     if working:
-        return Load(DAY_REQUESTS_PER_HOUR, running=12, kv_cache=0.45, util=70, power_percent=75)
-    return Load(NIGHT_REQUESTS_PER_HOUR, running=5, kv_cache=0.2, util=35, power_percent=40)
+        load = Load(DAY_REQUESTS_PER_HOUR, running=12, kv_cache=0.45, util=70, power_percent=75)
+    else:
+        load = Load(NIGHT_REQUESTS_PER_HOUR, running=5, kv_cache=0.2, util=35, power_percent=40)
+    if hour >= DRIFT_HOUR and pod in KSERVE.pods:
+        return replace(load, prompt_tokens=DRIFT_PROMPT_TOKENS, truncated=DRIFT_TRUNCATED)
+    return load
 
 
 def serving_week_samples(

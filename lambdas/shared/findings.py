@@ -56,6 +56,9 @@ class Kind(StrEnum):
     #: A serving deployment saturated in some hours of a day and over-provisioned in others
     #: (or one replica idle while the others queued): autoscale it, priced both ways.
     SERVING_AUTOSCALING = "serving_autoscaling"
+    #: A served model's traffic moved from its own past (prompt or generation lengths, finish
+    #: reasons, the quality proxy): what moved, by how much, since when, what it may mean.
+    SERVING_DRIFT = "serving_drift"
     #: A resource the analyzer could not analyze; the run went on without it.
     ANALYSIS_ERROR = "analysis_error"
 

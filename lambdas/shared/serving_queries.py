@@ -98,6 +98,17 @@ class ModelFilter:
         return tuple(f"{label}!={quote_string(m)}" for m in self.excluding)
 
 
+def increase(sel: str, range_s: int) -> str:
+    """A counter series' increase over ``range_s``: its rate times the range where the range
+    holds two samples or more (a scrape), else its last sample in the range less the last in
+    the range before (a store sampled once a range: the demo's hourly week), never below 0 (a
+    restart's range is lost, not read as negative). Per series: aggregate it after."""
+    window = minutes_of(range_s)
+    last = f"last_over_time({sel}[{window}])"
+    before = f"last_over_time({sel}[{window}] offset {window})"
+    return f"(rate({sel}[{window}]) * {range_s} or clamp_min({last} - {before}, 0))"
+
+
 def newest_first(parts: Sequence[str]) -> str:
     """Each rename's aggregate, the newest name's where a group sends it (``or`` keeps the
     left side's series and adds the right's only for groups the left lacks)."""

@@ -30,3 +30,20 @@ SERVING_KV_TARGET_PERCENT: Final = 40.0
 #: Under this day's mean KV-cache use, with GPUs under ``LOW_POWER_PERCENT`` and no request
 #: ever waiting, a deployment's replicas are over-provisioned: half the target.
 SERVING_KV_LOW_PERCENT: Final = SERVING_KV_TARGET_PERCENT / 2
+#: Serving drift (lambdas/training_analyzer/serving/drift, docs/drift.md): the share of a
+#: model's days on unchanged traffic that may raise a drift finding. Split evenly over the
+#: day's tests (24 hours and the whole day, per signal: Bonferroni), each test's false-alarm
+#: rate is this over their number; half the 1% the project promises, for the benchmark's
+#: sampling error (benchmarks/serving_drift.py measures it).
+DRIFT_FALSE_ALARMS_PER_MODEL_DAY: Final = 0.005
+#: A significant shift is reported only where it is large enough to act on: a length or
+#: quality histogram whose mean moved by this fraction, or whose bins' total variation
+#: distance is this (at tens of thousands of requests an hour, a 2% change is significant
+#: and of no interest).
+DRIFT_MIN_EFFECT: Final = 0.1
+#: A finish reason's share moved when it is this many times larger or smaller than the
+#: baseline's and moved by at least ``DRIFT_MIN_SHARE_POINTS`` percentage points.
+DRIFT_MIN_SHARE_RATIO: Final = 1.5
+DRIFT_MIN_SHARE_POINTS: Final = 0.5
+#: Weeks of the same hours a baseline sums (a shift that lasts this long is the new normal).
+DRIFT_BASELINE_WEEKS: Final = 4

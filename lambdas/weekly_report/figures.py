@@ -166,6 +166,8 @@ class WeekFigures:
     #: Inference serving per model and workload, its price per million output tokens this
     #: week and last, and its findings (serving_section.serving_figures); empty: none read.
     serving: dict[str, Any] = field(default_factory=dict)
+    #: The served models whose traffic drifted this week (drift_section.drift_figures).
+    drift: list[dict[str, Any]] = field(default_factory=list)
     #: The GPU-hour funnel: paid, allocated, active, productive, each drop named
     #: (funnel_section.week_funnel).
     funnel: dict[str, Any] = field(default_factory=dict)

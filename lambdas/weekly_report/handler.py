@@ -30,6 +30,7 @@ from lambdas.weekly_report.aws import (
     xid_counts_promql,
 )
 from lambdas.weekly_report.config import ReportConfig
+from lambdas.weekly_report.drift_section import drift_figures
 from lambdas.weekly_report.failures_section import (
     FAILURES_CSV,
     failure_figures,
@@ -199,6 +200,8 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     )
     # A week that served nothing (Classic mode writes no tables) has no serving object.
     figures.serving = serving if has_serving(serving) else {}
+    # The models whose traffic drifted, from the week's serving_drift findings.
+    figures.drift = drift_figures(files.findings)
     document = {**figures.to_dict(), **headline(figures)}
     s3.put_object(
         Bucket=bucket,

@@ -6,6 +6,7 @@ from typing import Any
 
 from lambdas.training_analyzer.gpu_hours.findings import HOURS_PER_MONTH
 from lambdas.weekly_report.charts import bar_chart, line_chart
+from lambdas.weekly_report.drift_section import drift_line, drift_section
 from lambdas.weekly_report.failures_section import failures_section
 from lambdas.weekly_report.figures import WeekFigures, class_key, headline
 from lambdas.weekly_report.funnel_section import funnel_section
@@ -377,6 +378,7 @@ def html_report(figures: WeekFigures, *, link: str | None = None) -> str:
     parts.append(failures_section(f.failures))
     parts.append(memory_section(f.memory_jobs))
     parts.append(serving_section(f.serving))
+    parts.append(drift_section(f.drift))
     if link:
         parts.append(f'<p><a href="{escape(link)}">This report in the report bucket</a></p>')
     parts.append("</main></body></html>")
@@ -420,9 +422,9 @@ def text_summary(figures: WeekFigures, *, link: str, top: int = 5) -> str:
             )
             + ".",
         )
-    serving = serving_line(f.serving)
-    if serving:
-        lines.insert(len(lines) - 1, serving)
+    for line in (serving_line(f.serving), drift_line(f.drift)):
+        if line:
+            lines.insert(len(lines) - 1, line)
     if f.top_findings:
         lines.append("Top findings:")
         lines += [

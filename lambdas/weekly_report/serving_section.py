@@ -17,6 +17,7 @@ from datetime import date
 from html import escape
 from typing import Any, Final
 
+from lambdas.shared.findings import Kind
 from lambdas.shared.serving_table import ServingRow, ServingTableError, decode, usd_per_million
 from lambdas.weekly_report.html_table import html_table
 from lambdas.weekly_report.spreadsheet import csv_table
@@ -24,6 +25,8 @@ from lambdas.weekly_report.spreadsheet import csv_table
 #: The findings this section lists: the training analyzer's serving kinds
 #: (``serving_overprovisioned``, ``serving_saturated``, and any it adds), read by prefix.
 FINDING_PREFIX: Final = "serving_"
+#: Serving kinds with a section of their own, not listed twice: drift (drift_section.py).
+OWN_SECTION: Final = frozenset({str(Kind.SERVING_DRIFT)})
 #: The section's CSV, beside report.csv under the week's prefix: one row per model and workload.
 SERVING_CSV: Final = "serving.csv"
 #: The figures a (namespace, workload, kind, model) adds up over its days; replicas is a max.
@@ -153,7 +156,8 @@ def _latest_serving_findings(findings: Iterable[Mapping[str, Any]]) -> list[dict
     analyzer repeats a lasting one daily), the most dollars first."""
     latest: dict[tuple[str, str], Mapping[str, Any]] = {}
     for f in sorted(findings, key=lambda f: str(f.get("detected_at", ""))):
-        if str(f.get("kind", "")).startswith(FINDING_PREFIX):
+        kind = str(f.get("kind", ""))
+        if kind.startswith(FINDING_PREFIX) and kind not in OWN_SECTION:
             latest[(str(f["kind"]), str(f.get("resource", "")))] = f
     rows = [
         {

@@ -182,3 +182,38 @@ def test_metrics_doc_counts_and_names_the_addons_dcgm_fields() -> None:
     assert f"helm-charts): {words[len(ADDON_DCGM_FIELDS)]} fields" in text
     assert f"the add-on's {words[len(ADDON_DCGM_FIELDS)]}." in text
     assert [f for f in sorted(ADDON_DCGM_FIELDS) if f"`{f}`" not in text] == []
+
+
+def test_the_drift_page_states_the_codes_thresholds_and_the_benchmarks_target_lines() -> None:
+    """docs/drift.md's calibration figures are lambdas/shared/thresholds.py's, and its measured
+    lines for the target (a 20% shift at 1,000 requests an hour or more, caught in its first
+    hour) are what the benchmark prints for them, replayed alone (each case seeded apart)."""
+    from benchmarks import serving_drift as bench
+    from lambdas.shared.thresholds import (
+        DRIFT_BASELINE_WEEKS,
+        DRIFT_FALSE_ALARMS_PER_MODEL_DAY,
+        DRIFT_MIN_EFFECT,
+        DRIFT_MIN_SHARE_POINTS,
+        DRIFT_MIN_SHARE_RATIO,
+    )
+    from lambdas.training_analyzer.serving.drift.detect import alpha_per_test
+    from lambdas.training_analyzer.serving.drift.promql import FALLBACK_DAYS
+
+    text = " ".join((DOCS / "drift.md").read_text().split())
+    words = {4: "four", 6: "six"}
+    share = 100 * DRIFT_FALSE_ALARMS_PER_MODEL_DAY
+    assert f"`DRIFT_FALSE_ALARMS_PER_MODEL_DAY` ({share:g}%" in text
+    assert f"0.005 / 75 = {alpha_per_test(3):.2g}" in text
+    assert f"moved {100 * DRIFT_MIN_EFFECT:g}% or more" in text
+    assert f"distance is {DRIFT_MIN_EFFECT:g} or more" in text
+    assert f"share is {DRIFT_MIN_SHARE_RATIO:g} times larger" in text
+    assert f"moved {DRIFT_MIN_SHARE_POINTS:g} points or more" in text
+    assert f"the same hour of the {words[DRIFT_BASELINE_WEEKS]} weeks before" in text
+    assert f"the same hour of the {words[FALLBACK_DAYS]} days before" in text
+    assert f"{bench.MODEL_DAYS:,} unchanged model-days" in text
+    assert f"{bench.SHIFTS} shifts per case" in text
+    for rate in (1_000, 10_000):
+        for case in bench.CASES:
+            line = bench.detection_line(bench.detection(rate, case, bench.SIGMA))
+            assert "100% caught in the first hour" in line
+            assert line in text

@@ -56,6 +56,10 @@ class Signal(StrEnum):
     WAITING = "requests_waiting"
     KV_CACHE = "kv_cache_usage"
     PREEMPTIONS = "preemptions"
+    #: Per-request histograms of tokens read and written, which drift watches
+    #: (``LENGTH_HISTOGRAMS``).
+    PROMPT_LENGTH = "prompt_length"
+    GENERATION_LENGTH = "generation_length"
 
 
 class MetricType(StrEnum):
@@ -356,6 +360,30 @@ def servers_with(signal: Signal) -> tuple[ServingMetric, ...]:
     """Every server's row for ``signal``, in the table's order."""
     return tuple(m for m in SERVING_METRICS if m.signal is signal)
 
+
+#: Each request's prompt and generation length, as histograms (one observation a request), for
+#: drift (lambdas/training_analyzer/serving/drift, docs/drift.md). vLLM:
+#: ``vllm:request_prompt_tokens`` and ``vllm:request_generation_tokens``, buckets
+#: ``build_1_2_5_buckets(max_model_len)`` (vllm-project/vllm vllm/v1/metrics/loggers.py; Ray
+#: Serve LLM's ``ray_vllm_*`` spelling through ``also_under_ray``); NIM for LLMs:
+#: ``request_prompt_tokens`` and ``request_generation_tokens``, "Histogram of number of prefill
+#: tokens processed" (docs.nvidia.com/nim/large-language-models/latest/observability.html).
+#: Triton and Ray Serve export no token counts. Apart from ``SERVING_METRICS``: no alarm reads
+#: them, and the cost model prices the alarms' rows (cli/cost/serving.py).
+LENGTH_HISTOGRAMS: Final[tuple[ServingMetric, ...]] = tuple(
+    ServingMetric(server, signal, (prefix + name,), MetricType.HISTOGRAM, "{token}")
+    for server, prefix in ((Server.VLLM, "vllm:"), (Server.NIM, ""))
+    for signal, name in (
+        (Signal.PROMPT_LENGTH, "request_prompt_tokens"),
+        (Signal.GENERATION_LENGTH, "request_generation_tokens"),
+    )
+)
+
+#: The label of a request's finish reason on each server's requests counter, where the server
+#: labels one: vLLM's ``labelname_finish_reason = "finished_reason"`` (vllm/v1/metrics/
+#: loggers.py), its values ``VLLM_FINISH_REASONS``. NIM's ``request_finish_total`` is
+#: "differentiated by finish reason as label", the label unnamed in NVIDIA's page: not read.
+FINISH_REASON_LABEL: Final[dict[Server, str]] = {Server.VLLM: "finished_reason"}
 
 #: The quality proxy a serving team defines (issue 41 item 9, docs/drift.md): one number per
 #: request (a score, a log-probability, a thumbs-up as 1/0) that the standard-library sender

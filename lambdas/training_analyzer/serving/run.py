@@ -1,7 +1,8 @@
 """One day of serving inside the training analyzer's run: read the servers' series, price
 them with the day's GPU-hour attribution (its ``workloads``, already computed: not read twice),
-find. OTel mode only: Classic Container Insights drops the servers' histograms and this project
-collects no serving series there, so a Classic run has no serving day (docs/analyzers.md)."""
+find, and each model's drift from its own past (drift/). OTel mode only: Classic Container
+Insights drops the servers' histograms and this project collects no serving series there, so a
+Classic run has no serving day (docs/analyzers.md)."""
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,6 +21,8 @@ from lambdas.training_analyzer.serving.analysis import (
     serving_rows,
 )
 from lambdas.training_analyzer.serving.autoscaling import workload_hours
+from lambdas.training_analyzer.serving.drift import drift_findings
+from lambdas.training_analyzer.serving.drift.promql import read_drift
 from lambdas.training_analyzer.serving.promql import read_serving
 
 
@@ -57,4 +60,11 @@ def analyze_serving(
     run.findings += serving_findings(
         run.rows, day=day, gpu_hour_usd=gpu_hour_usd, thresholds=thresholds, hours=hours
     )
+    try:
+        drift = read_drift(promql, cluster, start=start)
+    except (ClientError, BotoCoreError, PromQLError) as err:
+        # The drift reads alone are skipped and named; the day's table and findings stand.
+        run.skip(f"serving drift of {cluster}", err)
+    else:
+        run.findings += drift_findings(drift, day)
     return run

@@ -18,7 +18,8 @@ SMALL = {
     "exporter.DAY_S": 7200.0, "otlp_bytes.CYCLES": 5, "training_emitter.STEPS": 2_000,
     "training_emitter.FAULT_STEPS": 500, "alarms.NODES": 20,
     "alarms.FAULTS": {(17, 3): "low"}, "failure_causes.THROUGHPUT_LINES": 2_000,
-    "failure_logs.JOBS": 200, "page_faults.NODES": 10,
+    "failure_logs.JOBS": 200, "page_faults.NODES": 10, "serving_drift.MODEL_DAYS": 10,
+    "serving_drift.SHIFTS": 2,
     # The webhook's slow drip waits out two 5-second deadlines; its own test runs the others.
     "webhook_faults.FAULTS": ("garbage",),
 }  # fmt: skip
@@ -41,6 +42,7 @@ def test_every_section_runs_and_prints_its_rows(
         "analyze storage (command line, handlers' session)",
         "pager: pages of one XID across a window boundary",
         "failure causes: corpus samples classified as sourced",
+        "serving drift: false alarms, 1,000 requests an hour",
         "cdk synth of the whole app",
     ):
         assert figure in table

@@ -32,7 +32,7 @@ def test_otel_mode_deploys_the_serving_alarms_by_default_classic_none() -> None:
     assert sorted(_serving(otel)) == sorted(
         f"{kind}{suffix}"
         for kind in SERVING_ALARM_KINDS
-        if kind != "serving-e2e-p99"
+        if kind not in ("serving-e2e-p99", "serving-drift-truncated")
         for suffix in ("", "-at-cap")
     )
     assert _read({"container_insights_mode": "classic"}).alarm_settings().serving is None
@@ -140,3 +140,17 @@ def test_ten_models_targets_fit_the_alarm_and_its_fleet_count() -> None:
     queries = _serving(ten)
     assert 9000 < len(queries["serving-ttft-p99"]) <= len(queries["serving-ttft-p99-at-cap"])
     assert len(queries["serving-ttft-p99-at-cap"]) <= 10_000
+
+
+def test_the_drift_alarm_is_off_by_default_and_deployed_when_set() -> None:
+    """``serving_drift_alarm`` (docs/drift.md): off, no drift alarm; on, one PromQL alarm and
+    its fleet count over every model, OTel mode only."""
+    assert "serving-drift-truncated" not in _serving(_read({"container_insights_mode": "otel"}))
+    on = _read({"container_insights_mode": "otel", "serving_drift_alarm": "on"})
+    assert on.serving_drift_alarm is True
+    drift = {k: q for k, q in _serving(on).items() if k.startswith("serving-drift")}
+    assert sorted(drift) == ["serving-drift-truncated", "serving-drift-truncated-at-cap"]
+    assert 'finished_reason="length"' in drift["serving-drift-truncated"]
+    assert "offset 60m" in drift["serving-drift-truncated"]
+    classic = _read({"container_insights_mode": "classic", "serving_drift_alarm": "on"})
+    assert classic.alarm_settings().serving is None

@@ -20,7 +20,7 @@ import pytest
 from cli.demo.command import DemoResult, run_demo
 from cli.demo.realistic.serving import KSERVE, NAMESPACE, VLLM
 from cli.demo.realistic.serving import NODE as SERVING_NODE
-from cli.demo.serving import SATURATED_DAY
+from cli.demo.serving import DRIFT_HOUR, SATURATED_DAY
 from cli.demo.week import THIS_WEEK
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.weekly_report.serving_section import SERVING_CSV
@@ -146,3 +146,31 @@ def test_one_figure_per_fact_in_otel_mode_with_the_served_tokens_productive(
     # What EC2 bills: the week's three p5.48xlarge's eight GPUs all week, the replayed one's
     # eight for its two hours, the serving g5.12xlarge's four all week.
     assert fleet["paid"]["gpu_hours"] == 3 * 8 * 168 + 8 * 2 + 4 * 168
+
+
+def test_the_planted_drift_is_a_finding_and_the_reports_drift_section(
+    served: tuple[DemoResult, dict[str, Any]],
+) -> None:
+    """The KServe model's traffic drifts from ``DRIFT_HOUR`` (prompts 80% longer, a quarter of
+    its outputs cut at max_tokens): a ``serving_drift`` finding on its days, none for the vLLM
+    model, and the report's drift section, from the hour it began (the week's last two days are
+    scraped every minute: ``SCRAPED_FROM_DAY``)."""
+    result, report = served
+    (drift,) = report["drift"]
+    assert (drift["namespace"], drift["model"]) == (NAMESPACE, KSERVE.model)
+    began = datetime.fromtimestamp(THIS_WEEK.start + DRIFT_HOUR * 3600, UTC)
+    assert drift["since"] == began.strftime("%Y-%m-%d %H:00 UTC")
+    assert any(m.startswith("prompts ") and "% longer" in m for m in drift["moved"])
+    assert any(
+        m.startswith("truncated outputs (finish reason length)") and m.endswith("-> 25.0%")
+        for m in drift["moved"]
+    )
+    findings = [
+        json.loads(line)
+        for line in (result.out_dir / "training-findings.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    drifted = {f["resource"] for f in findings if f["kind"] == "serving_drift"}
+    assert drifted == {f"namespace/{NAMESPACE}/model/{KSERVE.model}"}
+    html = (result.out_dir / "report.html").read_text(encoding="utf-8")
+    assert '<h2 id="drift">Traffic drift</h2>' in html

@@ -20,12 +20,14 @@ from cli.demo.serving import (
     serving_week_samples,
 )
 from cli.demo.week import DAYS, HOURS, THIS_WEEK
-from gpu_insights_agent.contract.serving import SERVING_METRICS, Server
+from gpu_insights_agent.contract.serving import LENGTH_HISTOGRAMS, SERVING_METRICS, Server
 from lambdas.shared.dcgm import CLOUDWATCH as L
 from lambdas.shared.dcgm import DCGM_POWER, DCGM_UTIL
 
 CLUSTER = "train"
-VLLM_NAMES = {n for m in SERVING_METRICS if m.server is Server.VLLM for n in m.names}
+#: The serving table's vLLM rows and its per-request length histograms (drift's).
+VLLM_ROWS = [m for m in (*SERVING_METRICS, *LENGTH_HISTOGRAMS) if m.server is Server.VLLM]
+VLLM_NAMES = {n for m in VLLM_ROWS for n in m.names}
 SUFFIXES = ("_bucket", "_sum", "_count")
 
 
@@ -44,7 +46,7 @@ def test_every_name_is_vllms_newest_in_the_serving_table() -> None:
     names = {name for name, *_ in replica_samples(CLUSTER, VLLM.pods[0], [(0.0, Load(100))])}
     served = {_base(n) for n in names}
     assert served <= VLLM_NAMES
-    newest = {m.names[0] for m in SERVING_METRICS if m.server is Server.VLLM}
+    newest = {m.names[0] for m in VLLM_ROWS}
     assert served == newest  # every signal, none under an old name
     assert "vllm:time_to_first_token_seconds_bucket" in names  # the CLASSIC form
 

@@ -232,3 +232,15 @@ def test_a_long_multiline_model_name_is_one_bounded_line_in_the_summary_and_html
     assert "evil Report: http://phish.example " + "x" * 50 in html.replace("<wbr>", "")
     (kept, _) = csv.DictReader(io.StringIO(serving_csv(serving, cluster="c", week="w")))
     assert kept["model"] == model
+
+
+def test_drift_findings_are_left_to_their_own_section() -> None:
+    """A ``serving_drift`` finding is the drift section's (drift_section.py), not listed twice;
+    the other serving findings stay."""
+    findings = [
+        {"kind": "serving_saturated", "resource": "namespace/ml/Deployment/chat-llama",
+         "detected_at": "2026-11-27T00:00:00+00:00", "summary": "saturated"},
+        {"kind": "serving_drift", "resource": "namespace/ml/model/llama-3-8b",
+         "detected_at": "2026-11-27T00:00:00+00:00", "summary": "drifted"},
+    ]  # fmt: skip
+    assert [f["kind"] for f in _figures(findings)["findings"]] == ["serving_saturated"]
