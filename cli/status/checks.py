@@ -34,9 +34,10 @@ What "working" means, check by check:
 - ``analyzer:<name>``, ``weekly-report``: the newest findings file and report, which a run
   writes even when it finds nothing; none at all is a failure only once the stack has been up
   longer than the schedule needs.
-- ``lemon-node:<node>``: each lemon node the newest weekly report lists (its failures and XIDs
-  per GPU-hour over 30 days against the fleet's: lambdas/training_analyzer/goodput/lemon.py),
-  a warning with what to do; ``lemon-nodes`` ok where it lists none.
+- ``lemon-node:<node>``: each lemon node the newest weekly report lists (its failures,
+  fail-slows and XIDs per GPU-hour over 30 days against the fleet's:
+  lambdas/training_analyzer/goodput/lemon.py), a warning with what to do; ``lemon-nodes`` ok
+  where it lists none.
 """
 
 from collections.abc import Mapping, Sequence
@@ -410,17 +411,18 @@ def check_lemons(facts: Facts) -> list[Check]:
             Check(
                 "lemon-nodes",
                 Verdict.OK,
-                f"no node fails or breaks GPUs at {LEMON_SCORE:g}x the fleet's rate over "
-                f"{WINDOW_DAYS} days (report {facts.report_week})",
+                f"no node fails, slows jobs or breaks GPUs at {LEMON_SCORE:g}x the fleet's "
+                f"rate over {WINDOW_DAYS} days (report {facts.report_week})",
             )
         ]
     return [
         Check(
             f"lemon-node:{lemon['node']}",
             Verdict.WARN,
-            f"{float(lemon.get('score') or 0):.2f}x the fleet's failures and XIDs per GPU-hour "
-            f"over {WINDOW_DAYS} days: {lemon.get('failures', 0)} failed runs, "
-            f"{lemon.get('xids', 0)} XIDs on {float(lemon.get('gpu_hours') or 0):,.1f} GPU-hours "
+            f"{float(lemon.get('score') or 0):.2f}x the fleet's failures, fail-slows and XIDs "
+            f"per GPU-hour over {WINDOW_DAYS} days: {lemon.get('failures', 0)} failed runs, "
+            f"{lemon.get('fail_slows', 0)} fail-slows, {lemon.get('xids', 0)} XIDs on "
+            f"{float(lemon.get('gpu_hours') or 0):,.1f} GPU-hours "
             f"(report {facts.report_week})",
             str(lemon.get("action", "")),
         )

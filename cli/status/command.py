@@ -34,8 +34,9 @@ Read-only checks, after cdk deploy, that the cluster the settings name is watche
                           confirmation, named)
   analyzer:<name>         the storage and training analyzers' newest findings, and
   weekly-report           the newest weekly report, in the report bucket
-  lemon-node:<node>       each lemon node that report lists (its failed runs and XIDs per
-                          GPU-hour over 30 days against the fleet's), with what to do;
+  lemon-node:<node>       each lemon node that report lists (its failed runs, fail-slows
+                          and XIDs per GPU-hour over 30 days against the fleet's), with
+                          what to do;
                           lemon-nodes ok where it lists none"""
 
 

@@ -209,6 +209,7 @@ def with_culprit(
     where.append(f"GPU {c.gpu}" if c.gpu else "")
     return replace(
         incident,
+        culprit_node=c.node,
         facts=(
             *incident.facts,
             ("Culprit", ", ".join(w for w in where if w)),

@@ -32,6 +32,7 @@ from gpu_insights_agent.contract.resource_names import CAP_ALARM_SUFFIX
 from lambdas.notifier.budget import CLIENT_CALL_S, CLIENT_CONFIG, RESEND_RESERVE_S, RESERVE_S
 from lambdas.notifier.channels import AnswerLateError, Channel, ChannelError, ChannelTimeoutError
 from lambdas.notifier.config import NotifierConfig, with_cap_kinds
+from lambdas.notifier.culprit_record import CulpritRecordError, culprit_line
 from lambdas.notifier.fail_slow_classic import (
     CulpritReadError,
     classic_culprit,
@@ -530,7 +531,23 @@ def _from_alarm(event: dict[str, Any], now_s: float, config: NotifierConfig) -> 
         return {"incidents": 0, "published": 0, "unreadable": 0}
     incident = placed(result, int(now_s * 1000), config)
     published = send(channels(config), _ledger(config), [incident], now_s)
+    if published:
+        record_culprit(incident, int(now_s * 1000))
     return {"incidents": 1, "published": published, "unreadable": 0}
+
+
+def record_culprit(incident: Incident, now_ms: int) -> None:
+    """Print the record of a sent fail-slow page's culprit node (culprit_record.py), after the
+    page: by the invocation that delivered it, so a retry or a repeated alarm event whose
+    deliveries were all sent before (``send`` returns 0) records nothing twice. A culprit that
+    cannot be recorded is logged; the page stands."""
+    try:
+        line = culprit_line(incident, now_ms)
+    except CulpritRecordError as err:
+        log.warning("%s", err)
+        return
+    if line:
+        print(line, flush=True)
 
 
 def handler(event: dict[str, Any], context: object) -> dict[str, int]:

@@ -85,6 +85,9 @@ class Incident:
     #: Where ``key`` names a fixed window (an XID's), the windows beside it that may hold the
     #: same incident; None: the key alone is its identity (an alarm's).
     near: Near | None = None
+    #: A fail-slow page's culprit node, where the page names one: recorded for the lemon-node
+    #: score once the page is sent (lambdas/notifier/culprit_record.py). Not shown as such.
+    culprit_node: str | None = None
 
     def rows(self) -> list[tuple[str, str]]:
         """The labelled facts, in reading order; absent ones are left out, not blank."""

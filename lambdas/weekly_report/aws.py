@@ -3,7 +3,7 @@ files. Clients are injected."""
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -11,6 +11,7 @@ from gpu_insights_agent.contract.metrics import (
     DIM_CLUSTER,
     DIM_NODE,
     DIM_XID_CODE,
+    FAIL_SLOW_CULPRIT_METRIC,
     NAMESPACE_GPU,
     NAMESPACE_TRAINING,
     OTLP_JOB,
@@ -160,6 +161,39 @@ def xid_counts(
             node, code = series.query.key
             counts[(node, code)] += sum(series.values)
     return [(node, code, n) for (node, code), n in counts.items() if n > 0]
+
+
+def fail_slow_counts(
+    cloudwatch: Any, cluster: str, nodes: Iterable[str], start: date, end: date
+) -> dict[str, int]:
+    """Each node's fail-slow pages that named it as the culprit between ``start`` and ``end``
+    (the notifier's ``fail_slow_culprits``: lambdas/notifier/culprit_record.py), read with
+    GetMetricData for ``nodes`` (those the GPU-hour tables saw) and for every node ListMetrics
+    lists. "ListMetrics doesn't return information about metrics if those metrics haven't
+    reported data in the past two weeks. To retrieve those metrics, use GetMetricData"
+    (ListMetrics, Amazon CloudWatch API Reference,
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_ListMetrics.html),
+    which reads a series back 455 days at a one-hour period or longer: the tables' nodes are
+    read by name over the whole window, a node no table saw only while listed."""
+    metric = FAIL_SLOW_CULPRIT_METRIC
+    listed = listed_dimensions(cloudwatch, NAMESPACE_GPU, metric, {DIM_CLUSTER: cluster})
+    named = {dims[DIM_NODE] for dims in listed if set(dims) == {DIM_CLUSTER, DIM_NODE}}
+    queries = [
+        MetricQuery(
+            (node,),
+            NAMESPACE_GPU,
+            metric,
+            ((DIM_CLUSTER, cluster), (DIM_NODE, node)),
+            "Sum",
+            DAY,
+        )
+        for node in sorted(named | set(nodes))
+    ]
+    counts: dict[str, float] = defaultdict(float)
+    for batch in fetch(cloudwatch, queries, start=epoch(start), end=epoch(end)):
+        for series in batch:
+            counts[series.query.key[0]] += sum(series.values)
+    return {node: round(n) for node, n in sorted(counts.items()) if n > 0}
 
 
 def alarms_raised(

@@ -19,6 +19,7 @@ from lambdas.shared.s3_objects import object_exists, read_object
 from lambdas.training_analyzer.goodput.lemon import WINDOW_DAYS as LEMON_DAYS
 from lambdas.weekly_report.aws import (
     alarms_raised,
+    fail_slow_counts,
     finding_texts,
     gpu_days,
     gpu_days_promql,
@@ -47,7 +48,7 @@ from lambdas.weekly_report.figures import (
 )
 from lambdas.weekly_report.funnel_section import FUNNEL_CSV, funnel_csv, served_gpu_hours
 from lambdas.weekly_report.goodput_section import GOODPUT_CSV, goodput_csv, goodput_figures
-from lambdas.weekly_report.lemon_section import lemon_figures, node_records
+from lambdas.weekly_report.lemon_section import lemon_figures, node_records, seen_nodes
 from lambdas.weekly_report.memory_section import MEMORY_CSV, memory_csv
 from lambdas.weekly_report.render import html_report, text_summary
 from lambdas.weekly_report.serving_section import (
@@ -118,17 +119,19 @@ def week_lemons(
     files and the exporter's XIDs."""
     cluster, bucket = config.cluster_name, config.report_bucket
     since = end - timedelta(days=LEMON_DAYS)
-    days_tables = (
+    read = (
         tables.get(d.isoformat()) or _document(s3, bucket, gpu_hours_key(cluster, d))
         for d in days(since, end)
     )
+    days_tables = [t for t in read if t]
     runs = week_runs(
         (_document(s3, bucket, failures_key(cluster, d)) for d in run_days(since, end)),
         start=epoch(since),
         end=epoch(end),
     )
     xids = exporter_xids(config, cloudwatch, since, end)
-    return lemon_figures(node_records((t for t in days_tables if t), runs, xids))
+    slows = fail_slow_counts(cloudwatch, cluster, seen_nodes(days_tables), since, end)
+    return lemon_figures(node_records(days_tables, runs, xids, slows))
 
 
 def handler(event: dict[str, Any], context: object) -> dict[str, Any]:

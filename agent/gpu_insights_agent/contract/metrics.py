@@ -375,6 +375,10 @@ SILENT_NODES_METRIC: Final = "gpu_silent_nodes"
 #: refused (a field that is not as the exporter or the kernel writes it). Alarmed: a refused
 #: document may be a GPU fault that paged no one.
 NOTIFIER_REFUSED_METRIC: Final = "notifier_refused_documents"
+#: Published by the notifier (EMF, lambdas/notifier/culprit_record.py) with ClusterName and
+#: NodeName each time a fail-slow page names a culprit on that node: 1 a page. The weekly report
+#: sums 30 days of it per node for the lemon-node score (lambdas/weekly_report/aws.py).
+FAIL_SLOW_CULPRIT_METRIC: Final = "fail_slow_culprits"
 #: The ``GpuIndex`` of a node that sent nothing at all: one series for all its GPUs.
 ALL_GPUS: Final = "all"
 

@@ -366,7 +366,7 @@ def test_each_lemon_node_of_the_newest_report_is_named_with_what_to_do(
     its numbers and the report's action; a report that is not JSON is said, not read as none."""
     lemon = {
         "node": "ip-10-0-1-17.ec2.internal", "score": 3.43, "events": 6, "gpu_hours": 720.0,
-        "failures": 2, "fail_slows": 0, "xids": 4, "action": "cordon it (kubectl cordon ...",
+        "failures": 2, "fail_slows": 1, "xids": 4, "action": "cordon it (kubectl cordon ...",
     }  # fmt: skip
     _analyzed(account, days_ago=1, report=json.dumps({"lemons": {"lemons": [lemon]}}).encode())
     clients = _clients(account, _stacks(account), _addon(account, "ACTIVE"))
@@ -374,8 +374,8 @@ def test_each_lemon_node_of_the_newest_report_is_named_with_what_to_do(
     check = by_name["lemon-node:ip-10-0-1-17.ec2.internal"]
     assert check.verdict is Verdict.WARN
     assert check.detail.startswith(
-        "3.43x the fleet's failures and XIDs per GPU-hour over 30 days: 2 failed runs, 4 XIDs "
-        "on 720.0 GPU-hours (report "
+        "3.43x the fleet's failures, fail-slows and XIDs per GPU-hour over 30 days: 2 failed "
+        "runs, 1 fail-slows, 4 XIDs on 720.0 GPU-hours (report "
     )
     assert check.fix == "cordon it (kubectl cordon ..."
     assert "lemon-nodes" not in by_name

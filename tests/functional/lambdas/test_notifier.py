@@ -756,12 +756,11 @@ def test_a_hung_job_is_one_message_naming_its_pods_nodes_gpus_and_dashboard(
     assert "#dashboards/dashboard/gpu-insights-train-training?var-job=llama-ft" in text, text
 
 
-def test_a_classic_fail_slow_page_names_its_culprit_from_getmetricdata(
+def _classic_fail_slow_event(
     aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Classic (a Metrics Insights job alarm): the page reads the GPUs of the nodes the job's
-    ranks name (lambdas/notifier/fail_slow_classic.py) with the role's own ListMetrics and
-    GetMetricData, and names the GPU held by the thermal slowdown."""
+) -> dict[str, Any]:
+    """A Classic fail-slow alarm's event, the job's GPUs' series planted (GPU 3 of
+    ip-10-0-2-1 held by a thermal slowdown), the handler's clients the notifier's role."""
     from datetime import UTC, datetime
 
     from gpu_insights_agent.contract.metrics import GpuMetric, alarm_shard, gpu_schema
@@ -799,13 +798,53 @@ def test_a_classic_fail_slow_page_names_its_culprit_from_getmetricdata(
     principal = _as_role(aws, templates, monkeypatch)
     monkeypatch.setitem(notifier._clients, "cloudwatch", principal.role("cloudwatch"))
     at = time.strftime("%Y-%m-%dT%H:%M:%S.000+0000", time.gmtime(now))
-    event = _job_hung_event(at, "job-step-time-rise-shard-00")
+    return _job_hung_event(at, "job-step-time-rise-shard-00")
+
+
+def test_a_classic_fail_slow_page_names_its_culprit_from_getmetricdata(
+    aws: dict[str, Any], templates: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Classic (a Metrics Insights job alarm): the page reads the GPUs of the nodes the job's
+    ranks name (lambdas/notifier/fail_slow_classic.py) with the role's own ListMetrics and
+    GetMetricData, and names the GPU held by the thermal slowdown."""
+    event = _classic_fail_slow_event(aws, templates, monkeypatch)
     assert notifier.handler(event, None)["published"] == 1
     (message,) = _messages(aws, "warning")
     assert message["Subject"].startswith("[WARNING] Training job slowed (fail-slow): job llama-ft")
     text = message["Message"]
     assert "Culprit:       node ip-10-0-2-1.ec2.internal, GPU 3" in text, text
     assert "Evidence:      NVML clock event reason: thermal slowdown" in text, text
+
+
+def _culprit_records(out: str) -> list[dict[str, Any]]:
+    """The fail-slow culprit records among what the function printed (its EMF lines)."""
+    lines = [json.loads(x) for x in out.splitlines() if '"_aws"' in x]
+    return [line for line in lines if "fail_slow_culprits" in line]
+
+
+def test_a_sent_fail_slow_page_records_its_culprit_node_once(
+    aws: dict[str, Any],
+    templates: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The page that names a culprit is recorded for the lemon-node score: one EMF line, 1 on
+    fail_slow_culprits for its cluster and node (lambdas/notifier/culprit_record.py), printed
+    after the page, under the role's own policy (it needs none). The same alarm event again
+    (Lambda's retry, a repeated event) sends nothing and records nothing twice."""
+    event = _classic_fail_slow_event(aws, templates, monkeypatch)
+    capsys.readouterr()
+    assert notifier.handler(event, None)["published"] == 1
+    assert len(_messages(aws, "warning")) == 1
+    (record,) = _culprit_records(capsys.readouterr().out)
+    assert record["ClusterName"] == "train"
+    assert record["NodeName"] == "ip-10-0-2-1.ec2.internal"
+    assert record["fail_slow_culprits"] == 1.0
+    assert record["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "GpuInsights"
+    assert record["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["ClusterName", "NodeName"]]
+    assert notifier.handler(event, None)["published"] == 0
+    assert _culprit_records(capsys.readouterr().out) == []
+    assert _messages(aws, "warning") == []
 
 
 def test_a_classic_goodput_page_says_which_badput_grew_from_getmetricdata(
@@ -930,6 +969,7 @@ def test_a_promql_fail_slow_page_says_its_culprit_read_at_the_alarms_time(
     templates: list[dict[str, Any]],
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Any,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """OTel mode: the fail-slow page of the demo's slowed job (bert-slows, four times slower
     from minute 50 with no GPU, rank or node standing out) reads its GPUs' and ranks' series at
@@ -950,3 +990,5 @@ def test_a_promql_fail_slow_page_says_its_culprit_read_at_the_alarms_time(
         "Culprit:       none: no GPU, rank or node stands out from the others: the whole job "
         "slowed (its network, its code, or its input)"
     ) in message["Message"], message["Message"]
+    # No culprit: no node is recorded for the lemon-node score.
+    assert _culprit_records(capsys.readouterr().out) == []

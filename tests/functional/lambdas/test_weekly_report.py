@@ -375,15 +375,29 @@ def test_a_week_without_serving_tables_writes_no_serving_file_or_line(aws: dict[
     assert "Serving" not in json.loads(message["Body"])["Message"]
 
 
+def _thirty_days_of_four_nodes(aws: dict[str, Any], nodes: list[str]) -> None:
+    """30 days of GPU-hour tables before the week's end: each node's GPUs 24 GPU-hours a day."""
+    for day in range(30):
+        key = gpu_hours_key("train", date(2026, 10, 31) + timedelta(days=day))
+        table = {"classes": {"held_working": 96.0}, "seen_by_node": dict.fromkeys(nodes, 24.0)}
+        aws["s3"].put_object(Bucket=BUCKET, Key=key, Body=json.dumps(table).encode())
+
+
+def _week_report(aws: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The W48 report's report.json and report.html, once the report has run."""
+    _run(aws)
+    prefix = "reports/cluster=train/week=2026-W48/"
+    read = aws["s3"].get_object
+    document = json.loads(read(Bucket=BUCKET, Key=prefix + "report.json")["Body"].read())
+    return document, read(Bucket=BUCKET, Key=prefix + "report.html")["Body"].read().decode()
+
+
 def test_the_lemon_nodes_of_30_days_are_listed_with_what_to_do(aws: dict[str, Any]) -> None:
     """30 days of GPU-hour tables (four nodes' GPUs, 24 GPU-hours a day each), a failed run on
     one node three weeks before the week and 4 XIDs on it in the week: it holds 5 of the
     fleet's 5 events on a quarter of its GPU-hours, 4x the fleet's rate; its name is escaped."""
     bad, nodes = "ip-10-0-1-17<b>", ["ip-10-0-1-17<b>", "n-2", "n-3", "n-4"]
-    for day in range(30):
-        key = gpu_hours_key("train", date(2026, 10, 31) + timedelta(days=day))
-        table = {"classes": {"held_working": 96.0}, "seen_by_node": dict.fromkeys(nodes, 24.0)}
-        aws["s3"].put_object(Bucket=BUCKET, Key=key, Body=json.dumps(table).encode())
+    _thirty_days_of_four_nodes(aws, nodes)
     failed = {"job": "bert", "at": datetime(2026, 11, 2, 3, tzinfo=UTC).timestamp(),
               "cause": "xid_79", "signature": "s", "nodes": [bad], "gpu_hours": 16.0}  # fmt: skip
     aws["s3"].put_object(
@@ -404,16 +418,40 @@ def test_the_lemon_nodes_of_30_days_are_listed_with_what_to_do(aws: dict[str, An
             }
         ],
     )  # fmt: skip
-    _run(aws)
-    prefix = "reports/cluster=train/week=2026-W48/"
-    document = json.loads(
-        aws["s3"].get_object(Bucket=BUCKET, Key=prefix + "report.json")["Body"].read()
-    )
+    document, html = _week_report(aws)
     (lemon,) = document["lemons"]["lemons"]
     assert (lemon["node"], lemon["score"], lemon["failures"], lemon["xids"]) == (bad, 4.0, 1, 4)
     assert lemon["gpu_hours"] == 720.0
     assert "AcceleratedHardwareReady=False" in lemon["action"]
-    html = aws["s3"].get_object(Bucket=BUCKET, Key=prefix + "report.html")["Body"].read().decode()
     assert 'id="lemon-nodes"' in html
     assert "ip-10-0-1-17&lt;b&gt;" in html
     assert "ip-10-0-1-17<b>" not in html
+
+
+def test_the_fail_slow_pages_that_named_a_node_make_it_a_lemon(aws: dict[str, Any]) -> None:
+    """The notifier's records of fail-slow culprits (fail_slow_culprits, one per page:
+    lambdas/notifier/culprit_record.py) over the 30 days: 2 on n-2 three weeks before the week
+    and 1 in it, none elsewhere, are 3 of the fleet's 3 events on a quarter of its GPU-hours,
+    4x the fleet's rate; no XID, so no node condition for auto repair. A culprit on a node no
+    table saw is named as not scored."""
+    _thirty_days_of_four_nodes(aws, ["n-1", "n-2", "n-3", "n-4"])
+    for node, day, count in (("n-2", 2, 2.0), ("n-2", 25, 1.0), ("n-9", 25, 1.0)):
+        aws["cloudwatch"].put_metric_data(
+            Namespace="GpuInsights",
+            MetricData=[
+                {
+                    "MetricName": "fail_slow_culprits",
+                    "Dimensions": [{"Name": "ClusterName", "Value": "train"},
+                                   {"Name": "NodeName", "Value": node}],
+                    "Timestamp": datetime(2026, 11, day, 3, tzinfo=UTC),
+                    "Value": count,
+                }
+            ],
+        )  # fmt: skip
+    document, html = _week_report(aws)
+    (lemon,) = document["lemons"]["lemons"]
+    assert (lemon["node"], lemon["score"], lemon["fail_slows"]) == ("n-2", 4.0, 3)
+    assert (lemon["failures"], lemon["xids"], lemon["events"]) == (0, 0, 3)
+    assert "EKS node auto repair (AcceleratedHardwareReady) will not act" in lemon["action"]
+    assert document["lemons"]["refused"] == ["node n-9: 0.0 GPU-hours (must be above 0)"]
+    assert ">Fail-slows<" in html

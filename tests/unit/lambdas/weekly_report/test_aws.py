@@ -11,7 +11,7 @@ from botocore.stub import Stubber
 
 from lambdas.shared.aws_clients import client
 from lambdas.shared.s3_objects import ListBucketDeniedError, object_exists
-from lambdas.weekly_report.aws import alarms_raised, job_costs
+from lambdas.weekly_report.aws import alarms_raised, fail_slow_counts, job_costs
 
 START, END = date(2026, 11, 23), date(2026, 11, 30)
 
@@ -136,3 +136,42 @@ def test_a_404_is_a_missing_object() -> None:
         stubber.add_client_error("head_object", service_error_code="404", http_status_code=404)
         assert job_costs(s3, "reports", "reports/x.json").costs == {}
         assert object_exists(s3, "reports", "reports/x") is False
+
+
+def test_fail_slow_culprits_are_read_by_node_name_beyond_what_listmetrics_lists(
+    cloudwatch: tuple[Any, Stubber],
+) -> None:
+    """ListMetrics lists only series with data in the last two weeks: a node the GPU-hour
+    tables saw is read by name with GetMetricData all the same (its culprits 20 days ago
+    count), beside the node ListMetrics lists; a node with none is left out."""
+    client, stubber = cloudwatch
+    dims = [{"Name": "ClusterName", "Value": "train"}, {"Name": "NodeName", "Value": "n-9"}]
+    stubber.add_response(
+        "list_metrics",
+        {"Metrics": [{"Namespace": "GpuInsights", "MetricName": "fail_slow_culprits",
+                      "Dimensions": dims}]},
+        {"Namespace": "GpuInsights", "MetricName": "fail_slow_culprits",
+         "Dimensions": [{"Name": "ClusterName", "Value": "train"}]},
+    )  # fmt: skip
+    sent: list[dict[str, Any]] = []
+    client.meta.events.register(
+        "before-parameter-build.cloudwatch.GetMetricData",
+        lambda params, **_: sent.append(dict(params)),
+    )
+    day = datetime(2026, 11, 3, tzinfo=UTC)
+    stubber.add_response(
+        "get_metric_data",
+        {
+            "MetricDataResults": [
+                {"Id": "q0", "Timestamps": [day, day], "Values": [2.0, 1.0]},
+                {"Id": "q1", "Timestamps": [], "Values": []},
+                {"Id": "q2", "Timestamps": [day], "Values": [1.0]},
+            ]
+        },
+    )
+    counts = fail_slow_counts(client, "train", ["n-1", "n-2"], date(2026, 10, 31), END)
+    assert counts == {"n-1": 3, "n-9": 1}
+    (request,) = sent
+    stats = [q["MetricStat"] for q in request["MetricDataQueries"]]
+    assert [s["Metric"]["Dimensions"][1]["Value"] for s in stats] == ["n-1", "n-2", "n-9"]
+    assert {s["Stat"] for s in stats} == {"Sum"}

@@ -43,3 +43,25 @@ def test_a_node_with_events_and_no_gpu_hours_is_refused_by_name() -> None:
     assert [lemon["node"] for lemon in doc["lemons"]] == [BAD]
     html = lemon_section(doc)
     assert "1 nodes with events could not be scored: node ip-&lt;gone&gt;: 0.0 GPU-hours" in html
+
+
+def test_fail_slows_count_beside_failures_and_xids() -> None:
+    """9 fail-slow pages naming node 18 beside its failed run: 10 of the fleet's 16 events on a
+    quarter of the GPU-hours, 2.5x; the node of the XIDs falls to 6/16 of them, 1.5x, no lemon.
+    The table shows the fail-slows."""
+    slow = "ip-10-0-1-18.ec2.internal"
+    records = {r.node: r for r in node_records(TABLES, RUNS, XIDS, {slow: 9})}
+    assert (records[slow].failures, records[slow].fail_slows, records[slow].xids) == (1, 9, 0)
+    doc = lemon_figures(records.values())
+    (lemon,) = doc["lemons"]
+    assert (lemon["node"], lemon["score"], lemon["events"], lemon["fail_slows"]) == (
+        slow,
+        2.5,
+        10,
+        9,
+    )
+    assert "will not act on it" in lemon["action"]
+    html = lemon_section(doc)
+    assert "fleet&#x27;s failed runs, fail-slows and XID errors" in html
+    assert ">Fail-slows<" in html
+    assert ">9<" in html
