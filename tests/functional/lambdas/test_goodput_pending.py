@@ -64,7 +64,9 @@ def test_otel_reads_each_pending_gpu_pods_gpu_seconds_from_kube_state_metrics() 
     ]
     with serving(samples, "us-east-1") as promql:
         read = otel_pending(promql, CLUSTER, start=START, end=START + 3600)
-    assert read == [PodPending(MASTER.name, float(START), pytest.approx(WAITED))]
+    (pod,) = read
+    assert (pod.pod, pod.hour) == (MASTER.name, float(START))
+    assert pod.gpu_seconds == pytest.approx(WAITED)
 
 
 def test_classic_reads_pod_status_pending_and_counts_the_pods_ranks_as_its_gpus() -> None:

@@ -332,9 +332,9 @@ def test_with_the_otlp_sink_every_alarm_is_a_promql_alarm_and_no_silence_check_r
     emf = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf")
     # With the EMF sink and no serving alarms, the pending GPU pods' and the 4 GPU node kinds'
     # alarms and their fleet counts are the PromQL ones.
-    pending = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf",
-                     "-c", "serving_alarms=false")  # fmt: skip
-    assert str(pending["PromQL alarms"]["basis"]).startswith("10 alarms (one per kind")
+    no_serving = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf",
+                        "-c", "serving_alarms=false")  # fmt: skip
+    assert str(no_serving["PromQL alarms"]["basis"]).startswith("10 alarms (one per kind")
     assert "Metrics Insights alarms" in emf
     assert "Lambda: silence check" in emf
     quiet = (
