@@ -7,7 +7,6 @@ series carry no attempt. The reader groups by attempt where the label exists; go
 gives each attempt its own seconds of the hour they shared."""
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,11 +20,10 @@ from gpu_insights_agent.contract.metrics import (
     PROP_RANK,
     TrainingMetric,
 )
-from gpu_insights_agent.emitter.otlp import training_points
 from lambdas.shared.promql import PromQLClient, endpoint_for
 from lambdas.training_analyzer.goodput.jobs import HOUR, Badput, job_goodput
 from lambdas.training_analyzer.promql_jobs import job_series
-from tests.prometheus import legacy_label, serve
+from tests.prometheus import emitter_openmetrics, serve
 
 pytestmark = pytest.mark.promql_engine
 
@@ -91,22 +89,6 @@ def _documents(job: str, attempt: str | None, windows: list[Window]) -> list[dic
     return documents
 
 
-def _openmetrics(path: Path, documents: list[dict[str, Any]]) -> None:
-    """The points as an OpenMetrics exposition, label names as CloudWatch's PromQL names them
-    ("@resource." before a resource attribute, a datapoint attribute bare)."""
-    lines: dict[str, list[str]] = {}
-    for point in training_points(documents, "ml"):
-        labels = {f"@resource.{k}": v for k, v in point.resource} | dict(point.attributes)
-        text = ",".join(f'{legacy_label(k)}="{v}"' for k, v in sorted(labels.items()))
-        at = point.time_ns / 1e9
-        lines.setdefault(point.name, []).append(f"{point.name}{{{text}}} {point.value!r} {at:.3f}")
-    body = "".join(
-        f"# TYPE {name} gauge\n" + "".join(f"{line}\n" for line in values)
-        for name, values in lines.items()
-    )
-    path.write_text(body + "# EOF\n")
-
-
 @pytest.fixture(scope="module")
 def promql(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromQLClient]:
     documents = [
@@ -115,7 +97,7 @@ def promql(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromQLClient]:
         *_documents("old", None, [*FIRST, *SECOND]),
     ]
     folder = tmp_path_factory.mktemp("attempts")
-    _openmetrics(folder / "jobs.om", documents)
+    emitter_openmetrics(folder / "jobs.om", documents, "ml")
     with serve(folder / "jobs.om", folder / "data") as url, answering(REGION, url):
         yield PromQLClient(endpoint=endpoint_for(REGION), region=REGION, credentials=None)
 
