@@ -24,8 +24,9 @@ subquery cannot multiply two series' samples before summing them over time.
 
 Limits (lambdas/shared/promql_limits.py): a response holds fewer than 500 series. The listing
 asks by job-name ranges, halved where a range returns that many; the series are read for
-``BATCH_JOBS`` jobs a query (one series a job), the ranks for a batch halved until each returns
-fewer (one series per rank and pod).
+``BATCH_JOBS`` jobs a query (one series a job, or a job's attempt for the statistics read by
+attempt), a batch halved until each returns fewer, the ranks likewise (one series per rank and
+pod).
 """
 
 import re
