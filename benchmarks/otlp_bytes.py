@@ -193,7 +193,7 @@ def rank_window(**sink: Any) -> TrainingMetrics:
     heartbeat), flushed to ``sink`` (``otlp_endpoint=`` or ``sink=``) and drained: the window
     both the OTLP and the EMF figures are of. The caller closes it."""
     clock = [0.0]
-    env = {"POD_NAME": POD, "POD_NAMESPACE": NAMESPACE}
+    env = {"POD_NAME": POD, "POD_NAMESPACE": NAMESPACE, "TORCHELASTIC_RESTART_COUNT": "0"}
     with mock.patch.dict(os.environ, env):
         metrics = TrainingMetrics(
             job_name=JOB,

@@ -8,18 +8,28 @@ CloudWatch's own names (the realistic model's, cli/demo/realistic/otel.py, and t
 default) on the way in and out.
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cli.demo import promql as demo_promql
 from cli.demo.promql import Sample, legacy_label, write_openmetrics
+from gpu_insights_agent.emitter.otlp import training_points
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
 
-__all__ = ["Sample", "binaries", "legacy_label", "legacy_labels", "serve", "write_openmetrics"]
+__all__ = [
+    "Sample",
+    "binaries",
+    "emitter_openmetrics",
+    "legacy_label",
+    "legacy_labels",
+    "serve",
+    "write_openmetrics",
+]
 
 
 def legacy_labels(labels: DcgmLabels = CLOUDWATCH) -> DcgmLabels:
@@ -43,3 +53,21 @@ def serve(openmetrics: Path, data: Path) -> Iterator[str]:
     binaries()
     with demo_promql.serve(openmetrics, data) as url:
         yield url
+
+
+def emitter_openmetrics(path: Path, documents: Sequence[Any], namespace: str) -> None:
+    """The training emitter's OTLP points of ``documents`` (emitter/otlp.py
+    ``training_points``) as an OpenMetrics exposition, each value exactly (``repr``: the writer
+    of cli/demo/promql.py keeps 6 digits), label names as CloudWatch's PromQL names them
+    ("@resource." before a resource attribute, a datapoint attribute bare), stored legacy."""
+    lines: dict[str, list[str]] = {}
+    for point in training_points(documents, namespace):
+        labels = {f"@resource.{k}": v for k, v in point.resource} | dict(point.attributes)
+        text = ",".join(f'{legacy_label(k)}="{v}"' for k, v in sorted(labels.items()))
+        at = point.time_ns / 1e9
+        lines.setdefault(point.name, []).append(f"{point.name}{{{text}}} {point.value!r} {at:.3f}")
+    body = "".join(
+        f"# TYPE {name} gauge\n" + "".join(f"{line}\n" for line in values)
+        for name, values in lines.items()
+    )
+    path.write_text(body + "# EOF\n")

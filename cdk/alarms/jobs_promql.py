@@ -1,9 +1,10 @@
 """The four job alarms as PromQL alarms: OTel mode, where the training emitter sends OTLP.
 
 There the emitter sends the same per-window values as its EMF path, as OTLP gauges named by
-``TrainingMetric``, one series per rank: the resource attributes ``k8s.cluster.name``,
+``TrainingMetric``, one series per rank and attempt: the resource attributes ``k8s.cluster.name``,
 ``k8s.namespace.name``, ``k8s.pod.name``, ``k8s.node.name`` and the datapoint attributes
-``job_name`` and ``rank`` (contract.metrics ``OTLP_*``), which CloudWatch's PromQL names
+``job_name``, ``rank`` and ``attempt`` (contract.metrics ``OTLP_*``; a restart begins new series,
+which the ``by`` below adds to the old within a range), which CloudWatch's PromQL names
 ``@resource.k8s.cluster.name`` and so on, and bare ``job_name``, ``rank`` ("attributes use a
 single-@ scope prefix, for example, @resource.service.name. Datapoint attributes also support
 bare (un-prefixed) access", "PromQL querying",

@@ -41,6 +41,10 @@ class JobSeries:
     step_number: dict[float, float] = field(default_factory=dict)
     resumed_from: dict[float, float] = field(default_factory=dict)
     resumes: dict[float, float] = field(default_factory=dict)
+    #: The same series of each attempt, by its ``attempt`` label, where the emitter's series
+    #: carry one (OTel mode: promql_jobs.job_series); empty where they do not (Classic, older
+    #: emitters), and goodput then tells attempts apart by the hour each began.
+    attempts: dict[str, "JobSeries"] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

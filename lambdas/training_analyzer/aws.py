@@ -1,9 +1,10 @@
 """AWS adapters of the training analyzer: which jobs, their metric queries, their ranks (from
 CloudWatch Logs Insights over the training log group) and their nodes' GPUs. Read-only."""
 
+import operator
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from gpu_insights_agent.contract.metrics import (
@@ -51,6 +52,26 @@ JOB_METRICS: Final = (
     ("resumed_from", TrainingMetric.RESUMED_FROM_STEP, "Minimum"),
     ("resumes", TrainingMetric.RESUMED_FROM_STEP, "SampleCount"),
 )
+#: How the hourly values of a ``JOB_METRICS`` statistic add up over groups of one job's
+#: series (its attempts' series into the job's); an Average is none of them.
+COMBINED: Final[dict[str, Callable[[float, float], float]]] = {
+    "Sum": operator.add,
+    "SampleCount": operator.add,
+    "Maximum": max,
+    "Minimum": min,
+}
+
+
+def combined(stat: str, groups: Iterable[Mapping[float, float]]) -> dict[float, float]:
+    """The hourly values of ``stat`` over ``groups`` as one series (``COMBINED``)."""
+    combine = COMBINED[stat]
+    values: dict[float, float] = {}
+    for group in groups:
+        for hour, value in group.items():
+            values[hour] = combine(values[hour], value) if hour in values else value
+    return values
+
+
 #: The fields whose rules read only their sum over the window (failures, successes, saves
 #: counted): one point over the window gives the same sum as every hour's.
 WINDOW_SUMS: Final = frozenset({"checkpoint_saves", "failures", "successes"})

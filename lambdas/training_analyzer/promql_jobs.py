@@ -6,7 +6,8 @@ the training log group in the EMF path, read here from the only place OTLP puts 
 What the emitter sends (agent/gpu_insights_agent/emitter/otlp.py, ``training_points``): each
 flush's values as gauges named by ``TrainingMetric``, one series per rank, with the resource
 attributes ``k8s.cluster.name``, ``k8s.namespace.name``, ``k8s.pod.name``, ``k8s.node.name`` and
-the datapoint attributes ``job_name`` and ``rank``; CloudWatch's PromQL names a resource
+the datapoint attributes ``job_name``, ``rank`` and ``attempt`` (an emitter older than the
+attempt label sends none); CloudWatch's PromQL names a resource
 attribute ``@resource.<name>`` and a datapoint attribute bare ("PromQL querying",
 https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch-PromQL-Querying.html).
 With an OTLP endpoint the emitter sends nothing else: no EMF, so no ``GpuInsights/Training``
@@ -23,8 +24,9 @@ subquery cannot multiply two series' samples before summing them over time.
 
 Limits (lambdas/shared/promql_limits.py): a response holds fewer than 500 series. The listing
 asks by job-name ranges, halved where a range returns that many; the series are read for
-``BATCH_JOBS`` jobs a query (one series a job), the ranks for a batch halved until each returns
-fewer (one series per rank and pod).
+``BATCH_JOBS`` jobs a query (one series a job, or a job's attempt for the statistics read by
+attempt), a batch halved until each returns fewer, the ranks likewise (one series per rank and
+pod).
 """
 
 import re
@@ -32,7 +34,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from gpu_insights_agent.contract.metrics import OTLP_JOB, OTLP_RANK, TrainingMetric
+from gpu_insights_agent.contract.metrics import OTLP_ATTEMPT, OTLP_JOB, OTLP_RANK, TrainingMetric
 from lambdas.shared.dcgm import CLOUDWATCH, DcgmLabels
 from lambdas.shared.exporter_promql import hourly, read_hours
 from lambdas.shared.promql import (
@@ -45,7 +47,7 @@ from lambdas.shared.promql import (
     quote_string,
 )
 from lambdas.training_analyzer.analysis import JobSeries, RankStats
-from lambdas.training_analyzer.aws import JOB_METRICS
+from lambdas.training_analyzer.aws import COMBINED, JOB_METRICS, combined
 
 #: Jobs a series query names: one series each, well under the 500 a response holds.
 BATCH_JOBS: Final = 250
@@ -195,22 +197,48 @@ def job_series(
     labels: DcgmLabels = CLOUDWATCH,
     refused: dict[str, str] | None = None,
 ) -> dict[str, JobSeries]:
-    """Each job's hourly series (``JOB_METRICS``: the EMF path's statistics, hour by hour);
-    a job whose read PromQL refuses is in ``refused`` with why (``_split_until_whole``)."""
+    """Each job's hourly series (``JOB_METRICS``: the EMF path's statistics, hour by hour),
+    and each attempt's (``JobSeries.attempts``, by the ``attempt`` label) where its series
+    carry one: a statistic that adds up over groups (``COMBINED``) is read by job and attempt
+    and added up into the job's, in the same query. A job whose attempts fill an answer is
+    read as one, without its attempts; a job whose read PromQL refuses is in ``refused`` with
+    why (``_split_until_whole``)."""
     queries = JobQueries(cluster, labels)
     series = {job: JobSeries(job=job) for job in jobs}
+    #: The jobs read without their attempts (one statistic's groups filled an answer).
+    whole: set[str] = set()
+
+    def statistic(field: str, metric: TrainingMetric, stat: str, batch: Sequence[str]) -> None:
+        regex = names_regex(batch)
+        keys = (OTLP_JOB, OTLP_ATTEMPT) if stat in COMBINED else (OTLP_JOB,)
+        try:
+            found = read_hours(promql, queries.statistic(metric, stat, regex, keys), start, end)
+        except PromQLTruncatedError:
+            if len(batch) > 1 or len(keys) == 1:
+                raise
+            whole.add(batch[0])
+            keys = (OTLP_JOB,)
+            found = read_hours(promql, queries.statistic(metric, stat, regex, keys), start, end)
+        by_job: dict[str, list[Series]] = {}
+        for one in found:
+            if one.labels.get(OTLP_JOB) in series:
+                by_job.setdefault(one.labels[OTLP_JOB], []).append(one)
+        for job, groups in by_job.items():
+            values = [{float(hour): v for hour, v in hourly(g).items()} for g in groups]
+            setattr(series[job], field, combined(stat, values) if len(keys) > 1 else values[0])
+            for group, own in zip(groups, values, strict=True):
+                attempt = group.labels.get(OTLP_ATTEMPT) if len(keys) > 1 else None
+                if attempt:
+                    setattr(series[job].attempts.setdefault(attempt, JobSeries(job)), field, own)
 
     def read(batch: Sequence[str]) -> None:
-        regex = names_regex(batch)
         for field, metric, stat in JOB_METRICS:
-            for found in read_hours(promql, queries.statistic(metric, stat, regex), start, end):
-                job = found.labels.get(OTLP_JOB)
-                if job in series:
-                    values = {float(hour): value for hour, value in hourly(found).items()}
-                    setattr(series[job], field, values)
+            statistic(field, metric, stat, batch)
 
     for batch in batches(jobs):
         _split_until_whole(batch, read, refused)
+    for job in whole:
+        series[job].attempts = {}  # some statistic read without them: goodput by the hour
     return series
 
 

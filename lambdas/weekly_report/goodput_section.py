@@ -8,7 +8,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from lambdas.training_analyzer.goodput.jobs import BADPUT_WORDS, HOUR, Badput, JobGoodput
+from lambdas.training_analyzer.goodput.jobs import (
+    BADPUT_WORDS,
+    HOUR,
+    AttemptGoodput,
+    Badput,
+    JobGoodput,
+    Split,
+    add,
+)
 from lambdas.weekly_report.html_table import html_table
 from lambdas.weekly_report.spreadsheet import csv_table
 from lambdas.weekly_report.waste_section import relation
@@ -22,7 +30,7 @@ GOODPUT_CSV: Final = "goodput.csv"
 COLUMNS: Final = (
     "cluster", "week", "job", "gpus", "size", "goodput", "total_gpu_hours",
     "productive_gpu_hours", *(str(b) + "_gpu_hours" for b in Badput), "failures",
-    "running_hours", "mtbf_hours",
+    "running_hours", "mtbf_hours", "attempts", "lowest_attempt_goodput",
 )  # fmt: skip
 
 
@@ -38,6 +46,22 @@ class _Job:
     badput: dict[Badput, float] = field(default_factory=lambda: dict.fromkeys(Badput, 0.0))
     failures: int = 0
     running_hours: float = 0.0
+    #: Each attempt's GPU-seconds over the week's days, by ``_attempt_key``.
+    attempts: dict[tuple[Any, ...], list[Split]] = field(default_factory=dict)
+    last_attempt: tuple[Any, ...] | None = None
+
+    def add_attempts(self, day: int, attempts: Iterable[AttemptGoodput]) -> None:
+        """A day's attempts: one carrying its labels is the same attempt on every day; else
+        the day's first, running when the day began, goes on from the day before's last."""
+        for a in attempts:
+            if a.labels:
+                key: tuple[Any, ...] = ("labels", *a.labels)
+            elif a.index == 0 and a.resumed_from is None and self.last_attempt is not None:
+                key = self.last_attempt
+            else:
+                key = ("day", day, a.index)
+            self.attempts.setdefault(key, []).append(a.split)
+            self.last_attempt = key
 
     @property
     def total(self) -> float:
@@ -56,6 +80,11 @@ class _Job:
             "failures": self.failures,
             "running_hours": self.running_hours,
             "mtbf_hours": self.running_hours / self.failures if self.failures else None,
+            "attempts": len(self.attempts),
+            "lowest_attempt_goodput": min(
+                (g for g in (add(s).goodput for s in self.attempts.values()) if g is not None),
+                default=None,
+            ),
         }
 
 
@@ -64,7 +93,7 @@ def goodput_figures(days: Iterable[Mapping[str, Any] | None]) -> dict[str, Any]:
     cannot be read is counted in ``malformed``, never added."""
     jobs: dict[str, _Job] = {}
     malformed = 0
-    for day in days:
+    for number, day in enumerate(days):
         if day is None:
             continue
         entries = day.get("jobs") if isinstance(day, Mapping) else None
@@ -80,6 +109,7 @@ def goodput_figures(days: Iterable[Mapping[str, Any] | None]) -> dict[str, Any]:
             for b, s in g.split.badput.items():
                 job.badput[b] += s
             job.failures += g.failures
+            job.add_attempts(number, g.attempts)
             held = g.split.total - g.split.badput.get(Badput.WAITING_FOR_GPUS, 0.0)
             job.running_hours += held / max(1, g.gpus) / HOUR
     rows = [j.row() for j in jobs.values()]
@@ -186,15 +216,30 @@ def goodput_section(g: Mapping[str, Any]) -> str:
         ),
         relation(
             f"The jobs with the most badput this week (up to {TOP_JOBS}; {GOODPUT_CSV} has "
-            "every job), each with its largest badput, from the same GPU-hours."
+            "every job), each with its largest badput and its attempts (a restart begins "
+            "one), the lowest goodput of them beside, from the same GPU-hours."
         ),
         html_table(
-            ["Job", "GPUs", "Goodput", "GPU-hours", "Largest badput (GPU-hours)"],
             [
-                [r["job"], r["gpus"], _pct(r["goodput"]), _h(r["total_gpu_hours"]), _largest(r)]
+                "Job",
+                "GPUs",
+                "Goodput",
+                "GPU-hours",
+                "Attempts (lowest goodput)",
+                "Largest badput (GPU-hours)",
+            ],
+            [
+                [
+                    r["job"],
+                    r["gpus"],
+                    _pct(r["goodput"]),
+                    _h(r["total_gpu_hours"]),
+                    f"{r['attempts']} ({_pct(r['lowest_attempt_goodput'])})",
+                    _largest(r),
+                ]
                 for r in g["jobs"][:TOP_JOBS]
             ],
-            {1, 2, 3},
+            {1, 2, 3, 4},
         ),
     ]
     if g.get("malformed"):

@@ -94,6 +94,9 @@ OTLP_CONTAINER: Final = "k8s.container.name"
 #: The training emitter's datapoint labels: the job (EMF's JobName) and the rank.
 OTLP_JOB: Final = "job_name"
 OTLP_RANK: Final = "rank"
+#: And the attempt (the ``Attempt`` property, ``PROP_ATTEMPT``): a restart begins new series,
+#: so the analyzer reads each attempt apart (lambdas/training_analyzer/promql_jobs.py).
+OTLP_ATTEMPT: Final = "attempt"
 #: OpenTelemetry's resource attribute naming the sender ("service.name", semantic conventions;
 #: without it the SDK says "unknown_service").
 OTLP_SERVICE: Final = "service.name"

@@ -1,25 +1,27 @@
 """The training emitter's documents as OTLP points: the same windows and values its EMF path
 publishes, labelled for PromQL (OTel Container Insights).
 
-Resource: the cluster, namespace, pod and node (``k8s.*``, as the add-on names DCGM's, so one
-label declaration reads both); datapoint: the job and the rank. What EMF needs and OTLP does not
-is left out: the alarm ``Shard`` (a PromQL alarm groups by job), the properties (job state,
+Resource: the cluster, namespace, pod and node (``k8s.*``, as the add-on names DCGM's, so one label
+declaration reads both); datapoint: the job, the rank and the attempt (the ``Attempt`` property: a
+restart begins new series, which the analyzer's goodput reads apart). What EMF needs and OTLP does
+not is left out: the alarm ``Shard`` (a PromQL alarm groups by job), the properties (job state,
 GPUs), the log group. Where the emitter leaves a pod attribute unset, the add-on's agent fills it
 from the pod the request came from (its ``k8sattributes`` processor, which identifies the pod by
 the connection's IP when no association is configured: aws/amazon-cloudwatch-agent
-translator/translate/otel/processor/k8sattributesprocessor/translator.go; open-telemetry/
-opentelemetry-collector-contrib processor/k8sattributesprocessor/pod_association.go,
+translator/translate/otel/processor/k8sattributesprocessor/translator.go;
+open-telemetry/opentelemetry-collector-contrib processor/k8sattributesprocessor/pod_association.go,
 ``extractPodIDNoAssociations``), and it never overwrites one the emitter set (processor.go,
 ``setResourceAttribute``). Standard library only, Python 3.9.
 """
 
 import os
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from gpu_insights_agent.contract.metrics import (
     DIM_CLUSTER,
     DIM_JOB,
     DIM_NODE,
+    OTLP_ATTEMPT,
     OTLP_CLUSTER,
     OTLP_JOB,
     OTLP_NAMESPACE,
@@ -29,6 +31,7 @@ from gpu_insights_agent.contract.metrics import (
     OTLP_SERVICE,
     OTLP_UNITS,
     POD_NAMESPACE_ENV,
+    PROP_ATTEMPT,
     PROP_POD_NAME,
     PROP_RANK,
     SERVICE_ACCOUNT_NAMESPACE_FILE,
@@ -67,7 +70,12 @@ def training_points(documents: Sequence[EmfDocument], namespace: Optional[str]) 
         if document.get(DIM_NODE):
             resource.append((OTLP_NODE, str(document[DIM_NODE])))
         resource.append((OTLP_SERVICE, SERVICE_NAME))
-        labels = ((OTLP_JOB, str(document[DIM_JOB])), (OTLP_RANK, str(document[PROP_RANK])))
+        labels: Tuple[Tuple[str, str], ...] = (
+            (OTLP_JOB, str(document[DIM_JOB])),
+            (OTLP_RANK, str(document[PROP_RANK])),
+        )
+        if document.get(PROP_ATTEMPT):
+            labels += ((OTLP_ATTEMPT, str(document[PROP_ATTEMPT])),)
         time_ns = int(document["_aws"]["Timestamp"]) * 1_000_000
         for directive in document["_aws"]["CloudWatchMetrics"]:
             for metric in directive["Metrics"]:

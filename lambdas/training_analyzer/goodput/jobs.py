@@ -26,6 +26,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from lambdas.training_analyzer.analysis import JobSeries, RankStats
+from lambdas.training_analyzer.aws import COMBINED, JOB_METRICS, combined
 
 HOUR: Final = 3600.0
 #: Google's ideal step time: the mean of the steps at or below the median + 3 x MAD
@@ -117,6 +118,10 @@ class AttemptGoodput:
     #: The step it resumed from (None: it was running when the window began).
     resumed_from: float | None
     split: Split
+    #: Its ``attempt`` labels (the emitter's Attempt: one where the launcher numbers attempts,
+    #: one per rank where each process drew its own), where its series carried them; empty
+    #: where attempts were told apart by the hour each began.
+    labels: tuple[str, ...] = ()
 
 
 #: The figures ``JobGoodput`` carries besides its splits, as they are in its JSON.
@@ -179,6 +184,7 @@ class JobGoodput:
                     float(a["first_hour"]),
                     a["resumed_from"],
                     Split.from_gpu_hours(a["gpu_hours"]),
+                    tuple(str(label) for label in a.get("labels", ())),
                 )
                 for a in document["attempts"]
             ),
@@ -199,6 +205,7 @@ class JobGoodput:
                     "resumed_from": a.resumed_from,
                     "goodput": a.split.goodput,
                     "gpu_hours": a.split.gpu_hours(),
+                    "labels": list(a.labels),
                 }
                 for a in self.attempts
             ],
@@ -210,9 +217,13 @@ def within(series: JobSeries, start: float, end: float) -> JobSeries:
     """``series`` with only its hours in [start, end) (a day's goodput out of a lookback's)."""
     kept = JobSeries(job=series.job)
     for f in fields(series):
-        if f.name != "job":
+        if f.name not in ("job", "attempts"):
             hourly = getattr(series, f.name).items()
             setattr(kept, f.name, {h: v for h, v in hourly if start <= h < end})
+    for label, attempt in series.attempts.items():
+        mine = within(attempt, start, end)
+        if _hours(mine):
+            kept.attempts[label] = mine
     return kept
 
 
@@ -299,6 +310,13 @@ class _Attempt:
     #: job name: its startup is startup, and its step number may start over.
     restart: bool = False
     hours: list[float] = field(default_factory=list)
+    #: Its own series where the emitter's carry the attempt (``_labelled``): each hour's
+    #: seconds are then its own, whoever else ran that hour. None: the job's hours.
+    own: JobSeries | None = None
+    labels: tuple[str, ...] = ()
+    #: The hour of its first step, and what its time before it is (``job_goodput``).
+    first_step: float | None = None
+    begin: Badput = Badput.STARTUP
     compute: float = 0.0
     lost: float = 0.0
     badput: dict[Badput, float] = field(default_factory=lambda: dict.fromkeys(Badput, 0.0))
@@ -339,6 +357,47 @@ def _attempts(series: JobSeries, order: Sequence[float]) -> list[_Attempt]:
     return attempts
 
 
+def _merged(job: str, parts: Sequence[JobSeries]) -> JobSeries:
+    """The series of one attempt's labels as one (each statistic as ``COMBINED`` adds it)."""
+    merged = JobSeries(job=job)
+    for name, _, stat in JOB_METRICS:
+        if stat in COMBINED:
+            setattr(merged, name, combined(stat, (getattr(p, name) for p in parts)))
+    return merged
+
+
+def _labelled(series: JobSeries, hours: Mapping[float, _Hour]) -> list[_Attempt] | None:
+    """The attempts by the emitter's ``attempt`` label, in the order they began: the labels
+    whose series began in the same hour are one attempt (a launcher's number is every rank's;
+    a process that found none drew its own, one per rank). Each attempt's seconds are its
+    own, to the second, in the hours two attempts shared. None where the series carry no
+    label, or where the labelled seconds are not all the job's (ranks of an older emitter
+    beside newer ones): the job's attempts are then told apart by the hour (``_attempts``)."""
+    began: dict[float, list[str]] = {}
+    for label, attempt in series.attempts.items():
+        seen = _hours(attempt)
+        if seen:
+            began.setdefault(min(seen), []).append(label)
+    if not began:
+        return None
+    groups = sorted(began.items())
+    own = [_merged(series.job, [series.attempts[x] for x in labels]) for _, labels in groups]
+    labelled = sum(h.seen for o in own for h in _hours(o).values())
+    if not math.isclose(labelled, sum(h.seen for h in hours.values()), abs_tol=1e-6):
+        return None
+    attempts = []
+    for i, ((first, labels), mine) in enumerate(zip(groups, own, strict=True)):
+        resumed = min(mine.resumed_from.values()) if mine.resumed_from else None
+        restart = i > 0 and _restarted(own[i - 1], -math.inf, math.inf, resumed)
+        attempts.append(
+            _Attempt(
+                i, first, resumed, restart=restart, hours=sorted(_hours(mine)), own=mine,
+                labels=tuple(sorted(labels)),
+            )
+        )  # fmt: skip
+    return attempts
+
+
 def job_goodput(
     series: JobSeries,
     *,
@@ -357,26 +416,35 @@ def job_goodput(
         return None
     gpus = max(1, gpus)
     stepped = sum(h.steps for h in hours.values()) > 0
-    attempts = _attempts(series, sorted(hours))
+    attempts = _labelled(series, hours) or _attempts(series, sorted(hours))
     for index, current in enumerate(attempts):
-        begin = Badput.RECOVERY if current.restart else Badput.STARTUP
-        first_step = min((x for x in current.hours if hours[x].steps > 0), default=None)
+        mine = hours if current.own is None else _hours(current.own)
+        current.begin = Badput.RECOVERY if current.restart else Badput.STARTUP
+        current.first_step = min((x for x in current.hours if mine[x].steps > 0), default=None)
         for hour in current.hours:
-            h = hours[hour]
-            # In the hour an attempt began, the stall and idle time are the one that ended.
-            ended = attempts[index - 1] if index > 0 and hour == current.first_hour else current
-            current.badput[begin if stepped else Badput.HELD_NO_STEPS] += h.startup
+            h = mine[hour]
+            # In the hour an attempt began, the stall and idle time are the one that ended
+            # (where the hour's seconds are the job's, not the attempt's own).
+            shared = current.own is None and index > 0 and hour == current.first_hour
+            ended = attempts[index - 1] if shared else current
+            current.badput[current.begin if stepped else Badput.HELD_NO_STEPS] += h.startup
             current.badput[Badput.DATA_LOADING] += h.data_wait
             current.badput[Badput.CHECKPOINT_SAVE] += h.checkpoint
             current.badput[Badput.EVALUATION] += h.evaluation
             ended.badput[Badput.HUNG] += h.stalled
             ended.badput[Badput.HELD_NO_STEPS] += h.idle
             current.compute += h.compute
-            # Held by its pods, seen by no emitter: before its first step, its start.
-            unseen = max(0.0, (held_gpu_seconds or {}).get(hour, 0.0) - h.seen)
-            early = first_step is None or hour <= first_step
-            current.badput[begin if early and stepped else Badput.HELD_NO_STEPS] += unseen
-    redone = sum(_progress_lost(series, hours, run, gpus) for run in _runs(attempts))
+    for hour, h in hours.items():
+        # Held by its pods, seen by no emitter: the attempt of the hour (the last to begin by
+        # then), before its first step its start.
+        unseen = max(0.0, (held_gpu_seconds or {}).get(hour, 0.0) - h.seen)
+        owner = ([a for a in attempts if a.first_hour <= hour] or attempts)[-1]
+        early = owner.first_step is None or hour <= owner.first_step
+        owner.badput[owner.begin if early and stepped else Badput.HELD_NO_STEPS] += unseen
+    redone = sum(
+        _progress_lost(series, hours, run, gpus) if run[0].own is None else _lost(run, gpus)
+        for run in _runs(attempts)
+    )
     slowest = slowest_rank_share(ranks)
     splits = []
     for a in attempts:
@@ -384,11 +452,8 @@ def job_goodput(
         waiting = (a.compute - lost) * slowest
         a.badput[Badput.PROGRESS_LOST] += lost
         a.badput[Badput.WAITING_ON_SLOWEST_RANK] += waiting
-        splits.append(
-            AttemptGoodput(
-                a.index, a.first_hour, a.resumed_from, Split(a.compute - lost - waiting, a.badput)
-            )
-        )
+        productive = Split(a.compute - lost - waiting, a.badput)
+        splits.append(AttemptGoodput(a.index, a.first_hour, a.resumed_from, productive, a.labels))
     pending = Split(0.0, {Badput.WAITING_FOR_GPUS: max(0.0, pending_gpu_seconds)})
     total = add([*(s.split for s in splits), pending])
     restarts = sum(1 for a in attempts if a.restart)
@@ -443,6 +508,23 @@ def _with_rates(
         ideal_step_s=ideal,
         step_time_deviation=(mean_step / ideal - 1) if ideal and mean_step else None,
     )
+
+
+def _lost(run: Sequence[_Attempt], gpus: int) -> float:
+    """Steps one run's restarts redid, attempts told apart by their label (set on each one's
+    ``lost``, in GPU-seconds of its own work): a restart that resumed below the highest step
+    any attempt before it reached redid those steps, as many as it ran."""
+    redone = 0.0
+    reached = -math.inf
+    for index, a in enumerate(run):
+        own = a.own or JobSeries(job="")
+        ran = sum(own.steps.values()) / gpus
+        if index > 0 and a.resumed_from is not None and ran > 0 and reached > a.resumed_from:
+            steps = min(ran, reached - a.resumed_from)
+            a.lost = steps / ran * a.compute
+            redone += steps
+        reached = max([reached, *own.step_number.values()])
+    return redone
 
 
 def _progress_lost(

@@ -11,7 +11,6 @@ costs."""
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -30,14 +29,13 @@ from cli.demo.training import (
     seed,
     simulate,
 )
-from gpu_insights_agent.emitter.otlp import training_points
 from lambdas.shared.aws_clients import client
 from lambdas.shared.events import analysis_window
 from lambdas.shared.promql import PromQLClient, endpoint_for
 from lambdas.training_analyzer.gpu_hours.stepping import stepping_hours, stepping_hours_promql
 from lambdas.training_analyzer.run import TrainingRun, analyze_training, plan_jobs
 from lambdas.weekly_report.aws import throughput_by_job, throughput_by_job_promql
-from tests.prometheus import legacy_label, serve
+from tests.prometheus import emitter_openmetrics, serve
 
 pytestmark = pytest.mark.promql_engine
 
@@ -47,22 +45,6 @@ PRICE = 6.88
 START, STOP = analysis_window(END, 1)
 
 
-def _openmetrics(path: Path, documents: list[Any]) -> None:
-    """The emitter's OTLP points as an OpenMetrics exposition, each value exactly (``repr``:
-    the writer of cli/demo/promql.py keeps 6 digits), label names as CloudWatch names them."""
-    lines: dict[str, list[str]] = {}
-    for point in training_points(documents, "ml"):
-        labels = {f"@resource.{k}": v for k, v in point.resource} | dict(point.attributes)
-        text = ",".join(f'{legacy_label(k)}="{v}"' for k, v in sorted(labels.items()))
-        at = point.time_ns / 1e9
-        lines.setdefault(point.name, []).append(f"{point.name}{{{text}}} {point.value!r} {at:.3f}")
-    body = "".join(
-        f"# TYPE {name} gauge\n" + "".join(f"{line}\n" for line in values)
-        for name, values in lines.items()
-    )
-    path.write_text(body + "# EOF\n")
-
-
 @pytest.fixture(scope="module")
 def promql(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromQLClient]:
     sink = Collect()
@@ -70,7 +52,7 @@ def promql(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromQLClient]:
         for rank in range(RANKS):
             simulate(job, rank, sink)
     folder = tmp_path_factory.mktemp("emitter-otlp")
-    _openmetrics(folder / "jobs.om", sink.documents)
+    emitter_openmetrics(folder / "jobs.om", sink.documents, "ml")
     with serve(folder / "jobs.om", folder / "data") as url, answering(REGION, url):
         yield PromQLClient(endpoint=endpoint_for(REGION), region=REGION, credentials=None)
 

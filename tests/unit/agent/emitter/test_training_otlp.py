@@ -27,6 +27,7 @@ def test_the_variable_sends_otlp_json_labelled_by_job_rank_pod_namespace_and_nod
     monkeypatch.setenv(OTLP_ENDPOINT_ENV, endpoint.url)
     monkeypatch.setenv("POD_NAME", "llm-worker-3")
     monkeypatch.setenv("POD_NAMESPACE", "research")
+    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "2")
     clock = Clock(0.0)
     metrics = TrainingMetrics(
         job_name="llm",
@@ -52,7 +53,7 @@ def test_the_variable_sends_otlp_json_labelled_by_job_rank_pod_namespace_and_nod
         )
     }
     assert {tuple(sorted(r.labels.items())) for r in found} == {
-        (("job_name", "llm"), ("rank", "3"))
+        (("attempt", "torchelastic-2"), ("job_name", "llm"), ("rank", "3"))
     }
     values = {r.name: (r.value, r.unit, r.time_ns) for r in found}
     assert values["steps"] == (10.0, "1", 1_764_000_000 * 10**9)
@@ -63,6 +64,25 @@ def test_the_variable_sends_otlp_json_labelled_by_job_rank_pod_namespace_and_nod
     assert values["seconds_since_step"][0] == 0.0  # the heartbeat's metrics ride along
     assert "job_succeeded" not in values  # rank 3: only rank 0 records the outcome
     assert metrics.dropped == 0
+
+
+def test_each_attempt_is_its_own_series_and_a_process_with_no_launcher_count_draws_one(
+    endpoint: Endpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attempt rides on every datapoint, so PromQL reads a restart's series apart."""
+    monkeypatch.delenv("TORCHELASTIC_RESTART_COUNT", raising=False)
+    monkeypatch.setenv("JOBSET_RESTART_ATTEMPT", "1")
+    for _ in range(2):
+        metrics = TrainingMetrics(
+            job_name="j", cluster_name="c", otlp_endpoint=endpoint.url, heartbeat=False
+        )
+        metrics.close(succeeded=False)
+        monkeypatch.delenv("JOBSET_RESTART_ATTEMPT", raising=False)
+    attempts = [r.labels["attempt"] for r in endpoint.rows()]
+    assert attempts[:3] == ["jobset-1"] * 3
+    drawn = set(attempts[3:])
+    assert len(drawn) == 1
+    assert len(drawn.pop()) == 12  # uuid4's first 12 hex digits, not the launcher's count
 
 
 def test_the_argument_wins_over_the_variable_and_a_bad_url_is_refused_by_name(

@@ -178,9 +178,9 @@ def test_the_emitter_over_otlp_is_billed_by_its_bytes_in_the_same_table(
     datapoints' serialized size, per GB, at the exporter's price; with EMF, no such line."""
     items = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=otlp")
     emitter = items["Training emitter OTLP metrics ingestion"]
-    # 320 ranks (one a GPU) x 17 datapoints x 43,800 minute windows x 348 bytes: 82.9 GB.
-    assert emitter["quantity"] == pytest.approx(320 * 17 * 43_800 * 348 / 1e9)
-    assert emitter["usd"] == pytest.approx(6.63, abs=0.01)
+    # 320 ranks (one a GPU) x 17 datapoints x 43,800 minute windows x 377 bytes: 89.8 GB.
+    assert emitter["quantity"] == pytest.approx(320 * 17 * 43_800 * 377 / 1e9)
+    assert emitter["usd"] == pytest.approx(7.19, abs=0.01)
     assert emitter["price"] == items["Exporter OTLP metrics ingestion"]["price"]
     emf = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf")
     assert "Training emitter OTLP metrics ingestion" not in emf

@@ -123,3 +123,37 @@ def test_a_name_promql_refuses_costs_its_own_read_not_the_batchs() -> None:
     assert list(refused) == [bad]
     with pytest.raises(PromQLRequestError, match="400"):  # no one to tell: the error stands
         job_series(promql, "train", jobs, start=0.0, end=3600.0)
+
+
+def test_a_job_whose_attempts_fill_an_answer_is_read_whole() -> None:
+    """500 attempt series of one job (each rank's process drew its own id, many restarts): the
+    statistic is read again by job alone, and the job keeps no attempts (goodput by the hour);
+    the other job of the batch keeps its own."""
+    hour = 3600.0
+    asked: list[str] = []
+
+    def opener(request: urllib.request.Request) -> tuple[int, bytes]:
+        data = request.data
+        assert isinstance(data, bytes)
+        query = urllib.parse.parse_qs(data.decode())["query"][0]
+        asked.append(query)
+        by_attempt = "by (job_name, attempt)" in query
+        labels: list[dict[str, str]] = []
+        if "few" in query:
+            labels.append(
+                {"job_name": "few"} | ({"attempt": "torchelastic-0"} if by_attempt else {})
+            )
+        if "many" in query:
+            drawn = [{"attempt": f"a{i}"} for i in range(500)] if by_attempt else [{}]
+            labels += [{"job_name": "many"} | d for d in drawn]
+        result = [{"metric": m, "values": [[hour - 0.001, "1"]]} for m in labels]
+        return 200, json.dumps({"status": "success", "data": {"result": result}}).encode()
+
+    promql = PromQLClient(endpoint="http://promql", region="us-east-1", credentials=None)
+    promql.opener = opener
+    series = job_series(promql, "train", ["few", "many"], start=0.0, end=hour)
+    assert series["many"].attempts == {}
+    assert series["many"].compute_time == {0.0: 1.0}
+    assert sorted(series["few"].attempts) == ["torchelastic-0"]
+    assert series["few"].attempts["torchelastic-0"].compute_time == {0.0: 1.0}
+    assert any('by (job_name) (sum_over_time({__name__="compute_seconds"' in q for q in asked)

@@ -72,3 +72,50 @@ def test_the_section_escapes_job_names_and_the_csv_keeps_them_text() -> None:
     assert float(rows[0]["progress_lost_gpu_hours"]) == pytest.approx(2_288.0)
     assert float(rows[0]["mtbf_hours"]) == pytest.approx(23_576.0 / 512 / 3)
     assert goodput_section(goodput_figures([])) == ""
+
+
+def attempt(
+    index: int, labels: tuple[str, ...], resumed_from: float | None, **hours: float
+) -> dict[str, Any]:
+    """One attempt of a job's day (JobGoodput.to_json's ``attempts``), GPU-hours by category."""
+    return {"index": index, "first_hour": 0.0, "resumed_from": resumed_from,
+            "gpu_hours": {"productive": 0.0} | hours, "labels": list(labels)}  # fmt: skip
+
+
+def test_each_job_counts_its_attempts_over_the_week_with_the_lowest_goodput_of_one() -> None:
+    """A labelled attempt is the same one on every day it ran; an unlabelled one running
+    when a day began goes on from the day before's last; a restart begins another."""
+    llama = entry("llama", 8, 10_000.0, progress_lost=1_000.0, recovery=288.0)
+    llama["attempts"] = [
+        attempt(0, ("torchelastic-0",), 0, productive=6_000.0),
+        attempt(1, ("torchelastic-1",), 1200, productive=4_000.0, progress_lost=1_000.0,
+                recovery=288.0),
+    ]  # fmt: skip
+    llama_tuesday = entry("llama", 8, 11_000.0, progress_lost=1_288.0)
+    llama_tuesday["attempts"] = [
+        attempt(0, ("torchelastic-1",), None, productive=11_000.0, progress_lost=1_288.0)
+    ]
+    notebook = entry("<i>nb</i>", 1, 12.0, hung=12.0)
+    notebook["attempts"] = [attempt(0, (), 0, productive=12.0, hung=12.0)]
+    notebook_tuesday = entry("<i>nb</i>", 1, 6.0, recovery=2.0)
+    notebook_tuesday["attempts"] = [
+        attempt(0, (), None, productive=6.0),  # still running from Monday
+        attempt(1, (), 0, recovery=2.0),  # a new process on Tuesday
+    ]
+    g = goodput_figures(
+        [{"jobs": [llama, notebook]}, None, {"jobs": [llama_tuesday, notebook_tuesday]}]
+    )
+    rows = {r["job"]: r for r in g["jobs"]}
+    assert rows["llama"]["attempts"] == 2
+    # torchelastic-1 over both days: 15,000 of 17,576 GPU-hours kept.
+    assert rows["llama"]["lowest_attempt_goodput"] == pytest.approx(15_000 / 17_576)
+    assert rows["<i>nb</i>"]["attempts"] == 2
+    assert rows["<i>nb</i>"]["lowest_attempt_goodput"] == 0.0
+    html = goodput_section(g).replace("<wbr>", "")
+    assert '<td class="num">2 (85.3%)</td>' in html
+    assert "&lt;i&gt;nb&lt;/i&gt;" in html
+    assert "<i>nb</i>" not in html
+    table = list(csv.DictReader(io.StringIO(goodput_csv(g, cluster="c", week="2026-W49"))))
+    by_job = {r["job"]: r for r in table}
+    assert by_job["llama"]["attempts"] == "2"
+    assert float(by_job["llama"]["lowest_attempt_goodput"]) == pytest.approx(15_000 / 17_576)

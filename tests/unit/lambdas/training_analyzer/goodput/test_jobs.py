@@ -190,3 +190,123 @@ def test_a_process_from_step_0_with_no_sign_of_failure_is_a_new_run() -> None:
     assert g is not None
     assert (g.restarts, g.steps_redone, len(g.attempts)) == (0, 0.0, 2)
     assert g.goodput == 1.0
+
+
+def _attempt(rank_share: float, hourly: dict[str, dict[float, float]]) -> JobSeries:
+    """One attempt's series (or one rank's part of it): its seconds and counts times
+    ``rank_share``, its step numbers as they are."""
+    series = JobSeries(job="llm")
+    for name, values in hourly.items():
+        share = 1.0 if name in ("step_number", "resumed_from") else rank_share
+        setattr(series, name, {h: v * share for h, v in values.items()})
+    return series
+
+
+def restarted_within_an_hour(labels: str) -> JobSeries:
+    """Two GPUs, three hours; the restart in the middle of hour 1. Attempt 0: 10 minutes'
+    startup, 2 s of work a step, a 5-minute save at step 1,200 and 5 minutes of data wait in
+    hour 0; in hour 1 600 more steps (to 1,800), a 10-minute hang, killed at minute 30.
+    Attempt 1 starts at minute 30, resumes from step 1,200 after a 10-minute recovery and
+    steps to 1,800 by the hour's end, then to 3,600. Per rank's seconds below; the series
+    carry either one label an attempt (``launcher``: torchrun's count) or one a rank
+    (``drawn``: each process drew its own)."""
+    two = float(GPUS)
+    first: dict[str, dict[float, float]] = {
+        "startup_time": {H[0]: 600},
+        "compute_time": {H[0]: 2400, H[1]: 1200},
+        "data_wait_time": {H[0]: 300},
+        "checkpoint_save_time": {H[0]: 300},
+        "checkpoint_saves": {H[0]: 1},
+        "stalled_time": {H[1]: 600},
+        "steps": {H[0]: 1200, H[1]: 600},
+        "step_number": {H[0]: 1200, H[1]: 1800},
+        "resumed_from": {H[0]: 0},
+        "resumes": {H[0]: 1},
+        "failures": {H[1]: 0.5},  # rank 0 records the outcome: 1 over the two
+    }
+    second: dict[str, dict[float, float]] = {
+        "startup_time": {H[1]: 600},
+        "compute_time": {H[1]: 1200, H[2]: 3600},
+        "steps": {H[1]: 600, H[2]: 1800},
+        "step_number": {H[1]: 1800, H[2]: 3600},
+        "resumed_from": {H[1]: 1200},
+        "resumes": {H[1]: 1},
+    }
+    if labels == "launcher":
+        attempts = {
+            "torchelastic-0": _attempt(two, first),
+            "torchelastic-1": _attempt(two, second),
+        }
+    else:
+        attempts = {
+            f"{attempt}{rank}": _attempt(1.0, series)
+            for attempt, series in (("a0", first), ("b1", second))
+            for rank in range(GPUS)
+        }
+    return JobSeries(
+        job="llm",
+        startup_time={H[0]: two * 600, H[1]: two * 600},
+        compute_time={H[0]: two * 2400, H[1]: two * 2400, H[2]: two * 3600},
+        data_wait_time={H[0]: two * 300},
+        checkpoint_save_time={H[0]: two * 300},
+        checkpoint_saves={H[0]: two},
+        stalled_time={H[1]: two * 600},
+        steps={H[0]: two * 1200, H[1]: two * 1200, H[2]: two * 1800},
+        step_number={H[0]: 1200, H[1]: 1800, H[2]: 3600},
+        resumed_from={H[0]: 0, H[1]: 1200},
+        resumes={H[0]: two, H[1]: two},
+        failures={H[1]: 1},
+        attempts=attempts,
+    )
+
+
+@pytest.mark.parametrize("labels", ["launcher", "drawn"])
+def test_attempts_told_apart_by_their_label_split_the_hour_they_shared_exactly(
+    labels: str,
+) -> None:
+    g = job_goodput(restarted_within_an_hour(labels), gpus=GPUS)
+    assert g is not None
+    first, second = g.attempts
+    # The first held 90 minutes a GPU: 60 minutes of work, startup, save, data wait, the hang.
+    assert first.split.total == pytest.approx(GPUS * 5_400)
+    assert first.split.productive == pytest.approx(GPUS * 3_600)
+    assert first.split.badput[Badput.STARTUP] == pytest.approx(GPUS * 600)
+    assert first.split.badput[Badput.CHECKPOINT_SAVE] == pytest.approx(GPUS * 300)
+    assert first.split.badput[Badput.DATA_LOADING] == pytest.approx(GPUS * 300)
+    assert first.split.badput[Badput.HUNG] == pytest.approx(GPUS * 600)
+    assert first.split.badput[Badput.PROGRESS_LOST] == 0.0
+    # The second: 10 minutes' recovery to its first step, then it redid 1,200 to 1,800 (600
+    # steps of 2 s on each GPU) before making progress.
+    assert second.resumed_from == 1200
+    assert second.split.total == pytest.approx(GPUS * 5_400)
+    assert second.split.badput[Badput.RECOVERY] == pytest.approx(GPUS * 600)
+    assert second.split.badput[Badput.PROGRESS_LOST] == pytest.approx(GPUS * 1_200)
+    assert second.split.productive == pytest.approx(GPUS * 3_600)
+    for attempt in g.attempts:  # each attempt's categories add up to what it held
+        assert sum(attempt.split.gpu_hours().values()) == pytest.approx(
+            attempt.split.total / HOUR, abs=1e-12
+        )
+    # The job is their sum: 3 hours of 2 GPUs, two thirds of it kept steps' work.
+    assert g.split.total == pytest.approx(first.split.total + second.split.total)
+    assert g.total_gpu_hours == pytest.approx(6.0)
+    assert g.goodput == pytest.approx(2 / 3)
+    assert g.steps_redone == pytest.approx(600)
+    assert (g.failures, g.restarts) == (1, 1)
+    expected = ("torchelastic-0",) if labels == "launcher" else ("a00", "a01")
+    assert first.labels == expected
+    assert JobGoodput.from_json(json.loads(json.dumps(g.to_json()))) == g
+
+
+def test_series_without_the_label_or_partly_labelled_split_attempts_by_the_hour() -> None:
+    """An older emitter's series carry no attempt: the restart's hour is the new attempt's
+    (its work in that hour included), as the job's hourly series can only say."""
+    labelled = restarted_within_an_hour("launcher")
+    for attempts in ({}, {"torchelastic-1": labelled.attempts["torchelastic-1"]}):
+        labelled.attempts = attempts
+        g = job_goodput(labelled, gpus=GPUS)
+        assert g is not None
+        first, second = g.attempts
+        assert first.labels == second.labels == ()
+        assert first.split.productive == pytest.approx(GPUS * 2_400)
+        assert g.split.total == pytest.approx(GPUS * 10_800)
+        assert g.steps_redone == pytest.approx(600)
