@@ -7,7 +7,7 @@ https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/metrics-otel-pric
 
 A replica's series are counted from the serving table (agent/gpu_insights_agent/contract/
 serving.py), not by hand: each distinct name a server sends for the signals the alarms, the
-dashboards and the serving analysis read, newest name only (a server of one version sends
+dashboards, the serving analysis and drift read, newest name only (a server of one version sends
 one), by type. A floor: a vLLM server exports more than the table's signals (prefix cache,
 per-request token histograms, its config), and the add-on collects them all.
 
@@ -25,6 +25,7 @@ from cdk.node_config.serving_prometheus import dimensions, kept_metrics
 from cli.cost.exporter import MINUTES_PER_MONTH, OTLP_BYTES_PER_DATAPOINT
 from gpu_insights_agent.contract.metrics import ADDON_DCGM_INTERVAL_S
 from gpu_insights_agent.contract.serving import (
+    LENGTH_HISTOGRAMS,
     SERVING_METRICS,
     VLLM_FINISH_REASONS,
     MetricType,
@@ -45,9 +46,10 @@ HISTOGRAM_EXTRA_BYTES: Final = 379
 
 
 def series_per_model(server: Server = PRICED_SERVER) -> Counter[MetricType]:
-    """The server's distinct names in the serving table, by type (vLLM's errors are its
-    finished requests with a reason: one name, counted once)."""
-    names = {m.names[0]: m.type for m in SERVING_METRICS if m.server is server}
+    """The server's distinct names in the serving table and the length histograms drift reads,
+    by type (vLLM's errors are its finished requests with a reason: one name, counted once)."""
+    read = (*SERVING_METRICS, *LENGTH_HISTOGRAMS)
+    names = {m.names[0]: m.type for m in read if m.server is server}
     return Counter(names.values())
 
 

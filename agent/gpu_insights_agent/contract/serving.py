@@ -369,7 +369,7 @@ def servers_with(signal: Signal) -> tuple[ServingMetric, ...]:
 #: ``request_prompt_tokens`` and ``request_generation_tokens``, "Histogram of number of prefill
 #: tokens processed" (docs.nvidia.com/nim/large-language-models/latest/observability.html).
 #: Triton and Ray Serve export no token counts. Apart from ``SERVING_METRICS``: no alarm reads
-#: them, and the cost model prices the alarms' rows (cli/cost/serving.py).
+#: them; the cost model prices them beside its rows (cli/cost/serving.py).
 LENGTH_HISTOGRAMS: Final[tuple[ServingMetric, ...]] = tuple(
     ServingMetric(server, signal, (prefix + name,), MetricType.HISTOGRAM, "{token}")
     for server, prefix in ((Server.VLLM, "vllm:"), (Server.NIM, ""))

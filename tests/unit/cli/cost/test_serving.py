@@ -30,11 +30,12 @@ def _items(capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, dict[st
 
 def test_a_vllm_replica_s_series_are_the_tables() -> None:
     """vLLM: finished requests (its errors are some of them: one name), prompt and generated
-    tokens, preemptions; running, waiting, KV cache; TTFT, inter-token and e2e histograms."""
+    tokens, preemptions; running, waiting, KV cache; TTFT, inter-token and e2e histograms, and
+    the per-request prompt and generation length histograms drift reads."""
     assert series_per_model() == {
         MetricType.COUNTER: 4,
         MetricType.GAUGE: 3,
-        MetricType.HISTOGRAM: 3,
+        MetricType.HISTOGRAM: 5,
     }
     assert series_per_model(Server.TRITON) == {MetricType.COUNTER: 2, MetricType.GAUGE: 1,
                                                MetricType.HISTOGRAM: 1}  # fmt: skip
@@ -71,12 +72,12 @@ def test_serving_replicas_are_priced_by_their_bytes_only_when_given(
     assert LINE not in _items(capsys)  # today's figures: no replica priced by default
     items = _items(capsys, "--serving-replicas", "16", "--serving-models", "2")
     line = items[LINE]
-    per_scrape = 10 * OTLP_BYTES_PER_DATAPOINT + 3 * HISTOGRAM_EXTRA_BYTES
-    assert per_scrape == 5_687
+    per_scrape = 12 * OTLP_BYTES_PER_DATAPOINT + 5 * HISTOGRAM_EXTRA_BYTES
+    assert per_scrape == 7_355
     gb = 16 * 2 * per_scrape * MINUTES_PER_MONTH * 2 / 1e9  # a scrape every 30 s
     assert line["quantity"] == pytest.approx(gb)
     assert line["usd"] == pytest.approx(round(gb * 0.08, 2))
-    assert "4 counters, 3 gauges and 3 histograms" in str(line["basis"])
+    assert "4 counters, 3 gauges and 5 histograms" in str(line["basis"])
     # Classic mode collects no serving series through the add-on's OTLP path.
     assert LINE not in _items(capsys, "--serving-replicas", "16", "-c",
                               "container_insights_mode=classic")  # fmt: skip
