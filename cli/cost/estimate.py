@@ -63,6 +63,7 @@ from gpu_insights_agent.contract.metrics import (
     ADDON_DCGM_FIELDS,
     ADDON_DCGM_INTERVAL_S,
     CYCLE_METRICS,
+    FAIL_SLOW_CULPRIT_METRIC,
     FAULT_METRICS,
     JOB_ALARM_SHARDS,
     NAMESPACE_TRAINING,
@@ -584,7 +585,10 @@ def _alarms(d: Deployment) -> list[LineItem]:
             "metric-months",
             CUSTOM_METRIC.usd,
             CUSTOM_METRIC,
-            f"{NOTIFIER_REFUSED_METRIC} per cluster (lambdas/notifier/refused.py)",
+            f"{NOTIFIER_REFUSED_METRIC} per cluster (lambdas/notifier/refused.py); "
+            f"{FAIL_SLOW_CULPRIT_METRIC} adds one for each node a fail-slow page names a "
+            "culprit in the month (lambdas/notifier/culprit_record.py), not counted: how many "
+            "nodes slow a job is not known before it happens",
         ),
         LineItem(
             "Composite alarm (fleet health)",

@@ -77,6 +77,10 @@ def test_the_fleet_of_40_eight_gpu_nodes(capsys: pytest.CaptureFixture[str]) -> 
     # notifier's dead letters and refused documents.
     assert items["Standard alarms"]["quantity"] == 15
     assert items["Notifier custom metric (refused documents)"]["usd"] == pytest.approx(0.30)
+    # The lemon score's fail-slow culprits: one a node named in the month, said, not priced.
+    assert "fail_slow_culprits adds one for each node" in str(
+        items["Notifier custom metric (refused documents)"]["basis"]
+    )
     assert items["Dashboards"]["usd"] == 18.0  # 6 dashboards at $3 (Classic: no serving ones)
     # 1 GB a day by default, 30.42 days, $0.50 a GB.
     assert items["Container logs ingestion (Fluent Bit, on in the add-on)"]["usd"] == 15.21
