@@ -284,8 +284,13 @@ def funnel_text(document: dict[str, Any]) -> str:
             for g, v in drops["not_allocated"]["by_group"].items()
         ),
         *(
-            ("held and idle", f"{w['namespace']}/{w['workload']}", w["held_idle"])
+            (drop, f"{w['namespace']}/{w['workload']}", w[key])
             for w in drops["held_not_active"]["by_workload"]
+            for drop, key in (
+                ("held and idle", "held_idle"),
+                ("held on a lost GPU", "held_faulted"),
+            )
+            if w[key]["gpu_hours"] or key == "held_idle"
         ),
         *(
             ("active but not productive", c, v)

@@ -261,14 +261,14 @@ def test_the_demo_reports_the_node_with_the_planted_xids_as_a_lemon(
     demo: tuple[DemoResult, Path],
 ) -> None:
     """The replayed node, with the exporter's planted XIDs 13, 48 and 79 and a failed run on
-    the 8 GPU-hours its GPUs were seen, is the lemon, listed after the goodput tables with
+    the 16 GPU-hours its GPUs were seen, is the lemon, listed after the goodput tables with
     what to do and the auto repair condition its XIDs set (docs/goodput.md)."""
     _, tmp_path = demo
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     (lemon,) = report["lemons"]["lemons"]
     node = "ip-10-0-1-17.ec2.internal"
     assert (lemon["node"], lemon["xids"], lemon["failures"]) == (node, 3, 1)
-    assert lemon["gpu_hours"] == 8.0
+    assert lemon["gpu_hours"] == 16.0
     assert "AcceleratedHardwareReady=False" in lemon["action"]
     html = (tmp_path / "out" / "report.html").read_text()
     assert html.index('id="goodput"') < html.index('id="lemon-nodes"')

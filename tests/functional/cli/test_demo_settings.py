@@ -58,7 +58,7 @@ def test_demo_synthesizes_stores_and_fetches_the_agent_config(
     # warns, and its two GPU node groups have no auto repair nor the node monitoring agent
     # (moto's node groups carry no nodeRepairConfig): warnings, nothing fails (moto for EKS,
     # Stubber for its add-on API).
-    assert result.preflight[-1] == "9 ok, 4 warn, 0 fail"
+    assert result.preflight[-1] == "10 ok, 4 warn, 0 fail"
     assert sum("node-repair:" in line and "WARN" in line for line in result.preflight) == 3
     # Both GPU node groups' types are ones the exporter's DaemonSet selects.
     (reach,) = [line for line in result.preflight if "exporter-nodes" in line]

@@ -492,7 +492,7 @@ def test_otel_mode_deploys_dashboards_that_read_dcgm_by_promql_not_node_gpu(
     promql = {name: body.count(marker) for name, body in otel.items()}
     charts = {name: body.count('\\"type\\":\\"chart\\"') for name, body in otel.items()}
     # One query a chart on the GPU dashboards; the serving and cluster charts hold several.
-    assert charts == {**promql, "cluster": 2, "serving": 19, "serving-deployment": 7}
+    assert charts == {**promql, "cluster": 2, "serving": 22, "serving-deployment": 7}
     assert promql == {
         # DCGM's temperature, and the GPU-hour funnel's paid and allocated GPUs (Kube State
         # Metrics' capacity, DCGM's pod-labelled series: dashboards/funnel.py).
@@ -506,8 +506,9 @@ def test_otel_mode_deploys_dashboards_that_read_dcgm_by_promql_not_node_gpu(
         "cluster": 4,
         # A query per server with the signal (contract/serving.py): 2 model counts, requests
         # 4, prompt and generation tokens 2 + 2, TTFT 3 x 3, inter-token 3 x 2, e2e 3 x 3,
-        # running 3, waiting 4, KV cache 2, preemptions 1, errors 4.
-        "serving": 48,
+        # running 3, waiting 4, KV cache 2, preemptions 1, errors 4; drift's mean prompt and
+        # generation lengths 2 + 2 (vLLM and NIM) and truncated share 1 (vLLM labels finishes).
+        "serving": 53,
         # Per replica: TTFT 3, inter-token 2, e2e 3, KV cache 2, waiting 4, running 3; DCGM's
         # power (the exporter sends EMF here, so no power against the limit).
         "serving-deployment": 18,

@@ -111,6 +111,7 @@ def test_the_image_context_holds_the_exporters_packages_alone(synth: Synth) -> N
         "emitter",
         "exporter",
         "otlp",
+        "quality",
     ]
     assert not list(context.rglob("__pycache__"))
     assert re.findall(r"^COPY (\S+) ", (context / "Dockerfile").read_text(), re.M) == ["."]
