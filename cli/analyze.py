@@ -17,7 +17,8 @@ from typing import Any
 from cdk.aws_values import bucket_problem
 from cdk.function_configs import storage_config, training_config
 from cdk.settings import Settings
-from cli.backtest.command import REPLAY_REGION, read_file
+from cli.backtest.command import REPLAY_REGION, other_cluster, read_file
+from cli.backtest.otel_replay import clusters, of_cluster
 from cli.demo.promql import PrometheusMissingError, serving
 from cli.failures import AwsFailureError, NoDataError, ToolMissingError
 from cli.settings_args import add_settings_arguments, placed_settings, said, session_for
@@ -325,6 +326,8 @@ def _from_history(args: argparse.Namespace, settings: Settings, report_bucket: s
             f"--history {args.history} holds no PromQL series: analyze training --history "
             "reads OTel mode's series as CloudWatch's PromQL API returns them (docs/history.md)"
         )
+    if not of_cluster(history.promql, settings.cluster_name):
+        raise other_cluster(args.history, settings.cluster_name, sorted(clusters(history.promql)))
     try:
         from moto import mock_aws
     except ModuleNotFoundError as err:
@@ -340,10 +343,14 @@ def _from_history(args: argparse.Namespace, settings: Settings, report_bucket: s
         exporter_sink=ExporterSink.OTLP,
     )
     region = args.region or settings.region or REPLAY_REGION
-    _, last = history.promql.span()
+    first, last = history.promql.span()
     # The run that attributes the day of the file's last sample: at the next UTC midnight, its
-    # window the lookback's whole days up to it (training_handler.training_window).
+    # window the lookback's whole days up to it (training_handler.training_window), no more
+    # days than the file's samples touch: a finding's monthly figure is its lookback's waste
+    # scaled to a month, and days the file does not hold would dilute it.
     end = last - last % 86_400 + 86_400
+    held_days = int(last // 86_400 - first // 86_400) + 1
+    settings = replace(settings, lookback_days=min(settings.lookback_days, held_days))
     try:
         with serving(history.promql.as_samples(), region), mock_aws():
             session = new_session(region_name=region)
@@ -351,7 +358,7 @@ def _from_history(args: argparse.Namespace, settings: Settings, report_bucket: s
     except PrometheusMissingError as err:
         raise ToolMissingError(f"--history analyzes the file on Prometheus: {err}") from err
     if args.json:  # stdout holds findings alone: each skipped series on stderr
-        for line in history.promql.skipped:
+        for line in history.skipped:
             print(f"gpu-insights analyze: skipped: {line}", file=sys.stderr)
         return output
-    return output + "".join(f"\nskipped: {line}" for line in history.promql.skipped)
+    return output + "".join(f"\nskipped: {line}" for line in history.skipped)

@@ -105,7 +105,7 @@ def read_file(path: Path) -> History:
             f"--history {path} is not UTF-8 text (byte {err.start}): expected JSON lines"
         ) from err
     if not history:
-        skipped = "; ".join(history.promql.skipped[:3])
+        skipped = "; ".join(history.skipped[:3])
         raise ValueError(f"{path} holds no samples" + (f" ({skipped})" if skipped else ""))
     return history
 
@@ -125,12 +125,17 @@ def _of_cluster(history: History, cluster: str, path: Path) -> list[Sample]:
             | set(clusters(history.promql))
             | logged
         )
-        raise ValueError(
-            f"--history {path}: no sample is of cluster {cluster!r} (the cluster_name setting); "
-            f"it holds {', '.join(repr(o) for o in others[:5])}"
-            + (f" and {len(others) - 5} more" if len(others) > 5 else "")
-        )
+        raise other_cluster(path, cluster, others)
     return mine
+
+
+def other_cluster(path: Path, cluster: str, others: list[str]) -> ValueError:
+    """The error of a history file with no sample of ``cluster``, naming those it holds."""
+    return ValueError(
+        f"--history {path}: no sample is of cluster {cluster!r} (the cluster_name setting); "
+        f"it holds {', '.join(repr(o) for o in others[:5])}"
+        + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+    )
 
 
 def _no_cluster(sample: Sample) -> bool:
@@ -246,7 +251,7 @@ def _from_history(
         end = max(end, last + _LAST_EVALUATION_S) if otel_input else end
         origin["end"] = "the history's last sample"
     _check_range(start, end, origin)
-    replay = _Replay(specs, samples, start, end, skipped=history.promql.skipped)
+    replay = _Replay(specs, samples, start, end, skipped=history.skipped)
     if history.promql.series and not promql_alarms(settings.alarm_settings()):
         # Classic deploys no PromQL alarm: the file's series are read by none, and said so.
         replay.notes["promql-series"] = (

@@ -14,9 +14,11 @@ metric: the exporter's XID event line in OTel mode (exporter/xid_event_log.py), 
 notifier pages from the log; it is kept as such (``History.log_lines``).
 
 ``timestamp`` is ISO 8601 with a zone, or seconds since the epoch. Gaps are simply missing
-data, which each alarm treats as its definition says. A malformed line is an error that names
-the line: a backtest on silently dropped data would mislead. So is a line whose numbers no float
-holds or whose JSON nests past Python's recursion limit.
+data, which each alarm treats as its definition says. A malformed line (bad JSON, an
+interrupted export's last line, numbers no float holds, JSON nested past Python's recursion
+limit) is named, never silently dropped: in a file (``read_history_file``) it is skipped and
+named in ``History.skipped`` beside the PromQL series skipped, the rest read, since one bad
+line must not cost a user the others; ``read_history`` (the demo's own lines) refuses it.
 """
 
 import json
@@ -102,19 +104,28 @@ class History:
     promql: PromQLHistory = field(default_factory=PromQLHistory)
     #: EMF documents with no metric directive (the exporter's XID lines in OTel mode).
     log_lines: list[EmfDocument] = field(default_factory=list)
+    #: Each line that could not be read, named with the reason (a file's, not refused).
+    bad_lines: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.samples or self.promql.series or self.log_lines)
 
+    @property
+    def skipped(self) -> list[str]:
+        """Every line and series skipped, each named with the reason."""
+        return [*self.bad_lines, *self.promql.skipped]
+
 
 def read_history(lines: Iterable[str], *, source: str = "history") -> list[Sample]:
     """Sample lines, or EMF lines as the exporter writes them (``--sink stdout``), or both."""
-    return _read_lines(lines, source).samples
+    return _read_lines(lines, source, strict=True).samples
 
 
 def read_history_file(text: str, *, source: str = "history") -> History:
     """A whole history file: one PromQL response (or a JSON array of its series), pretty
-    printed or not, or JSON lines of samples, EMF documents and PromQL responses or series."""
+    printed or not, or JSON lines of samples, EMF documents and PromQL responses or series.
+    A byte order mark (an editor's UTF-8 with BOM) is no part of the JSON."""
+    text = text.removeprefix("\ufeff")
     if text.lstrip()[:1] in ("{", "["):
         try:
             whole = json.loads(text, parse_int=_bounded_int)
@@ -125,10 +136,12 @@ def read_history_file(text: str, *, source: str = "history") -> History:
             return History(promql=read_records(records))
         if is_promql_record(whole):
             return History(promql=read_records([(source, whole)]))
-    return _read_lines(text.splitlines(), source)
+    return _read_lines(text.splitlines(), source, strict=False)
 
 
-def _read_lines(lines: Iterable[str], source: str) -> History:
+def _read_lines(lines: Iterable[str], source: str, *, strict: bool) -> History:
+    """The lines' samples, series and log lines; a bad line raises ``HistoryError`` where
+    ``strict``, else is named in ``History.bad_lines`` and the rest read."""
     history = History()
     samples = history.samples
     promql: list[tuple[str, object]] = []
@@ -136,25 +149,31 @@ def _read_lines(lines: Iterable[str], source: str) -> History:
         if not line.strip():
             continue
         try:
-            record = json.loads(line, parse_int=_bounded_int)
-            if is_promql_record(record):
-                promql.append((f"{source} line {number}", record))
-            elif isinstance(record, dict) and _log_line(record):
-                history.log_lines.append(record)
-            elif isinstance(record, dict) and "_aws" in record:
-                samples.extend(_checked(s) for s in samples_from_emf([parse_emf_line(line)]))
-            else:
-                samples.append(_sample(record))
-        except (ValueError, TypeError) as err:
-            raise HistoryError(f"{source} line {number}: {err}") from err
-        except OverflowError as err:  # an integer past a float's range (10**400)
-            raise HistoryError(
-                f"{source} line {number}: a number is too large for a float ({err})"
-            ) from err
-        except RecursionError as err:  # JSON arrays or objects nested thousands deep
-            raise HistoryError(
-                f"{source} line {number}: JSON nested too deeply to be a sample or EMF document"
-            ) from err
+            try:
+                record = json.loads(line, parse_int=_bounded_int)
+                if is_promql_record(record):
+                    promql.append((f"{source} line {number}", record))
+                elif isinstance(record, dict) and _log_line(record):
+                    history.log_lines.append(record)
+                elif isinstance(record, dict) and "_aws" in record:
+                    emf = samples_from_emf([parse_emf_line(line)])
+                    samples.extend(_checked(s) for s in emf)
+                else:
+                    samples.append(_sample(record))
+            except (ValueError, TypeError) as err:
+                raise HistoryError(f"{source} line {number}: {err}") from err
+            except OverflowError as err:  # an integer past a float's range (10**400)
+                raise HistoryError(
+                    f"{source} line {number}: a number is too large for a float ({err})"
+                ) from err
+            except RecursionError as err:  # JSON arrays or objects nested thousands deep
+                raise HistoryError(
+                    f"{source} line {number}: JSON nested too deeply to be a sample or EMF document"
+                ) from err
+        except HistoryError as err:
+            if strict:
+                raise
+            history.bad_lines.append(str(err))
     history.promql = read_records(promql)
     return history
 

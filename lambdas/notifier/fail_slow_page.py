@@ -248,6 +248,10 @@ BADPUT_ADVICE: Final = {
 }
 
 
+#: Under this share of the hour, no category the page reads explains a low goodput.
+UNEXPLAINED_BELOW: Final = 0.05
+
+
 def grown_badput(now: Mapping[str, float], before: Mapping[str, float]) -> str:
     """Which badput category grew most, in points of the hour, with what to do; or which is
     largest where none grew. Shares are 0 to 1 of the hour."""
@@ -257,6 +261,12 @@ def grown_badput(now: Mapping[str, float], before: Mapping[str, float]) -> str:
     worst = max(growth, key=lambda k: (growth[k], now[k]))
     if growth[worst] <= 0:
         worst = max(now, key=lambda k: now[k])
+        if now[worst] < UNEXPLAINED_BELOW:
+            return (
+                f"none read explains it ({', '.join(sorted(now))}: each under "
+                f"{UNEXPLAINED_BELOW:.0%} of the hour): look at evaluation, progress redone "
+                "after a restart, or ranks that stopped sending (a hang pages job-hung)"
+            )
         return (
             f"none grew; the largest is {worst} ({now[worst]:.0%} of the hour): "
             f"{BADPUT_ADVICE[worst]}"
@@ -277,20 +287,21 @@ def badput_shares(
     if windows <= 0:
         return {}
     shares = {
-        "checkpoint saves": max(0.0, save_s / (windows * 60)),
-        "no steps": max(0.0, 1 - step_windows / windows),
+        "checkpoint saves": save_s / (windows * 60),
+        "no steps": 1 - step_windows / windows,
     }
     if data_wait_percent is not None:
-        shares["data wait"] = max(0.0, data_wait_percent / 100)
-    return shares
+        shares["data wait"] = data_wait_percent / 100
+    # A share of an hour: a save longer than its window (one that held the flush) is the hour.
+    return {k: min(1.0, max(0.0, v)) for k, v in shares.items()}
 
 
 def badput_queries(
     cluster: str, namespace: str | None, job: str, labels: DcgmLabels = CLOUDWATCH
 ) -> dict[str, str]:
     """Each badput category's share of the job's hour, from the emitter's series: the mean
-    data-wait share of the step; the saves' seconds over the windows' (a minute each); the
-    windows with no step (a window with steps sends ``step_time_seconds``, every one sends
+    data-wait share of the step; the saves' seconds over the ranks' hour; the windows with no
+    step (a window with steps sends ``step_time_seconds``, every one sends
     ``goodput``)."""
 
     def s(metric: TrainingMetric) -> str:
@@ -298,11 +309,14 @@ def badput_queries(
         return "{" + ", ".join(matchers) + "}" + range_selector(HOUR_S)
 
     windows = f"sum(count_over_time({s(TrainingMetric.GOODPUT)}))"
+    # The ranks' hour of wall time, whatever their flush interval or the series' sampling (an
+    # export at another step): each rank that sent a window in the hour held it.
+    rank_hours = f"count(count_over_time({s(TrainingMetric.GOODPUT)}))"
     return {
         "data wait": f"avg(avg_over_time({s(TrainingMetric.DATA_WAIT_SHARE)})) / 100",
         # A job that saved nothing in the hour has no series: no save is 0, not unknown.
         "checkpoint saves": f"(sum(sum_over_time({s(TrainingMetric.CHECKPOINT_SAVE)})) "
-        f"or vector(0)) / ({windows} * 60)",
+        f"or vector(0)) / ({rank_hours} * {HOUR_S})",
         "no steps": f"1 - sum(count_over_time({s(TrainingMetric.STEP_TIME)})) / {windows}",
     }
 
@@ -323,7 +337,7 @@ def read_badput(
         for category, query in queries.items():
             series = client.query(query, at)
             if series:
-                found[category] = max(0.0, _value(series[0]))
+                found[category] = min(1.0, max(0.0, _value(series[0])))
         return found
 
     return shares(at_s), shares(at_s - HOUR_S)

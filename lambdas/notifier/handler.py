@@ -424,18 +424,25 @@ def _with_job(
             return _with_classic_badput(paged, incident, at)
         return paged
     if incident.kind == FAIL_SLOW_KIND:
-        return _with_culprit(paged, incident, placement, at)
+        return _with_culprit(paged, incident, placement, at, promql)
     if incident.kind == GOODPUT_LOW_KIND:
-        return _with_badput(paged, incident, at)
+        return _with_badput(paged, incident, at, promql)
     return paged
 
 
-def _with_culprit(paged: Incident, alarm: Incident, placement: Placement, at_ms: int) -> Incident:
-    """A fail-slow page with its most likely culprit, read at the alarm's time (OTel mode)."""
+def _with_culprit(
+    paged: Incident,
+    alarm: Incident,
+    placement: Placement,
+    at_ms: int,
+    promql: Callable[[], PromQLClient],
+) -> Incident:
+    """A fail-slow page with its most likely culprit, read at the alarm's time (OTel mode) from
+    the same PromQL API as the job's placement (a replay's local engine, never the account)."""
     job = alarm.job or ""
     try:
         verdict = culprit_of(
-            _promql(), alarm.cluster, alarm.namespace, job, placement.each("node"), at_ms / 1000
+            promql(), alarm.cluster, alarm.namespace, job, placement.each("node"), at_ms / 1000
         )
     except (PromQLError, BotoCoreError, ClientError) as err:
         log.warning("no culprit for %s: %s", alarm.key, err)
@@ -460,11 +467,14 @@ def _with_classic_culprit(
     return with_culprit(paged, verdict)
 
 
-def _with_badput(paged: Incident, alarm: Incident, at_ms: int) -> Incident:
-    """A goodput page with the badput that grew over the hour before (OTel mode)."""
+def _with_badput(
+    paged: Incident, alarm: Incident, at_ms: int, promql: Callable[[], PromQLClient]
+) -> Incident:
+    """A goodput page with the badput that grew over the hour before (OTel mode), read from
+    the same PromQL API as the job's placement."""
     try:
         now, before = read_badput(
-            _promql(), alarm.cluster, alarm.namespace, alarm.job or "", at_ms / 1000
+            promql(), alarm.cluster, alarm.namespace, alarm.job or "", at_ms / 1000
         )
     except (PromQLError, BotoCoreError, ClientError) as err:
         log.warning("no badput for %s: %s", alarm.key, err)

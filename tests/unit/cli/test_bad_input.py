@@ -150,11 +150,21 @@ _NOW_MS = 1_795_132_800_000  # the good line's 2026-11-20T00:00:00Z
 def test_a_history_line_with_a_huge_number_or_deep_nesting_is_named(
     tmp_path: Path, line: str, words: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Skipped and named in one line, with no traceback; the good line is replayed."""
     history = tmp_path / "history.jsonl"
     good = json.dumps({**SAMPLE, "timestamp": "2026-11-20T00:00:00Z"})
     history.write_text(f"{good}\n{line}\n")
+    assert main(["backtest", "--history", str(history), "-c", "cluster_name=train", *EMF]) == 0
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    (skipped,) = [s for s in out.splitlines() if s.startswith("skipped: ")]
+    assert skipped.startswith(f"skipped: {history} line 2: ")
+    for word in words:
+        assert word in skipped
+    # Only as a whole file's single line is it refused: nothing else is there to replay.
+    history.write_text(f"{line}\n")
     assert main(["backtest", "--history", str(history), "-c", "cluster_name=train", *EMF]) == 2
-    _one_line(capsys, "history.jsonl line 2", *words)
+    _one_line(capsys, "history.jsonl holds no samples", "history.jsonl line 1", words[-1])
 
 
 @pytest.mark.usefixtures("no_aws")

@@ -36,8 +36,13 @@ def replayed() -> list[dict[str, Any]]:
         outputs.append(output)
         return status
 
+    def account() -> None:
+        raise AssertionError("a replay read the account's PromQL API")
+
     with pytest.MonkeyPatch.context() as patch:  # the module's one run, its output kept
         patch.setattr("cli.main._emit", kept)
+        # Every page's reads go to the replay's engine (docs/history.md: no account).
+        patch.setattr("lambdas.notifier.handler._promql", account)
         assert main(["backtest", "--history", str(HISTORY), *ARGS, "--json"]) == 0
     document: list[dict[str, Any]] = json.loads(outputs[0])
     return document
@@ -103,6 +108,18 @@ def test_each_alarm_pages_as_the_notifier_would_and_the_xid_log_lines_page_too(
     # The job's ranks placed by the notifier's own PromQL read, from the replay's engine.
     assert hung["subject"].startswith("[CRITICAL] Training job hung: job llama-hangs on ")
     assert "Node:          ip-10-0-4-10.ec2.internal, ip-10-0-4-11.ec2.internal" in hung["text"]
+    # The goodput pages' badput, read from the replay's engine: the data-bound job's wait.
+    badput = {
+        p["subject"].split(": job ")[1].split()[0]: line.split(": ", 1)[1]
+        for p in pages["job-goodput-low"]
+        for line in p["text"].splitlines()
+        if "Badput that grew:" in line
+    }
+    assert badput["bert-data-bound"].startswith("data wait: 40% of the hour, 0% the hour before")
+    assert badput["llama-slow-checkpoint"].startswith(
+        "none grew; the largest is checkpoint saves (12% of the hour)"
+    )
+    assert badput["llama-hangs"].startswith("none read explains it")
     # The XID alarms' contributors are left to the exporter's log line, as the notifier does.
     assert [p["text"] for p in pages["gpu-xid-fatal"]] == [
         f"no page: gpu-insights-{CLUSTER}-gpu-xid-fatal: XIDs are reported per GPU from the "
@@ -121,11 +138,13 @@ def test_a_bad_series_is_skipped_and_named_the_others_replayed(
     binaries()
     bad = {"metric": {"__name__": "gpu_healthy", "gpu": "9"}, "values": [[START, "up"]]}
     history = tmp_path / "history.jsonl"
-    history.write_text(HISTORY.read_text() + json.dumps(bad) + "\n")
+    # A bad series, and an interrupted export's last line: each skipped and named.
+    history.write_text(HISTORY.read_text() + json.dumps(bad) + "\n" + '{"status": "succ\n')
     assert main(["backtest", "--history", str(history), *ARGS]) == 0
     out = capsys.readouterr().out
     assert f"skipped: {history} line 35 " in out  # the 34 lines of the file, then it
     assert "value 'up' is not a number" in out
+    assert f"skipped: {history} line 36: Unterminated string" in out
     assert f"      page: [CRITICAL] GPU lost on {NODE} GPU 3" in out
     lost = "gpu-lost [critical] GPU lost (PromQL, every 60 s, pending 0 s, recovery 300 s): 1 "
     assert lost in out
@@ -187,3 +206,16 @@ def test_analyze_training_gives_the_days_funnel_with_productive_from_each_jobs_g
     assert "held and idle: (unknown)/(no Container Insights data) 3.0 GPU-hours" in funnel
     assert "held on a lost GPU: (unknown)/(no Container Insights data) 1.0 GPU-hours" in funnel
     assert "active but not productive: no_step_or_token_signal 11.0 GPU-hours" in funnel
+
+
+def test_analyze_training_refuses_a_file_of_another_cluster_by_name(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As backtest does (docs/cli.md: exit 2), before any read: the file's clusters named."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    argv = ["analyze", "training", "--history", str(HISTORY), "-c", "cluster_name=ml-prod"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "no sample is of cluster 'ml-prod' (the cluster_name setting)" in err
+    assert f"it holds '{CLUSTER}'" in err

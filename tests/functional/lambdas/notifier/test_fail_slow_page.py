@@ -41,12 +41,26 @@ def _samples(job: str, minutes: int, hot_from: int, waiting_from: int) -> Iterat
                 yield str(TrainingMetric.STEP_TIME), series, at, 1.2
 
 
+def _saving(job: str, minutes: int) -> Iterator[Sample]:
+    """Two ranks' windows every 5 minutes (an export at step 300, or ``flush_s=300``), each
+    saving 420 s at minutes 60 and 100, as the --history fixture's llama-slow-checkpoint does."""
+    for m in range(0, minutes, 5):
+        at = START + 60 * m
+        for rank in ("0", "1"):
+            series = rank_labels(job, NODES[0], rank)
+            yield str(TrainingMetric.GOODPUT), series, at, 0.8
+            yield str(TrainingMetric.STEP_TIME), series, at, 2.0
+            if m in (60, 100):
+                yield str(TrainingMetric.CHECKPOINT_SAVE), series, at, 420.0
+
+
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromQLClient]:
     folder: Path = tmp_path_factory.mktemp("fail_slow")
     samples = [
         *_samples("llm-hot", 40, hot_from=20, waiting_from=10_000),
         *_samples("llm-waits", 150, hot_from=10_000, waiting_from=75),
+        *_saving("llm-saves", 120),
     ]
     write_openmetrics(folder / "jobs.om", samples)
     with serve(folder / "jobs.om", folder / "data") as url:
@@ -75,4 +89,18 @@ def test_the_goodput_page_says_the_data_wait_grew(prometheus: PromQLClient) -> N
     assert grown_badput(now, before) == (
         "data wait: 40% of the hour, 11% the hour before: the input pipeline does not keep "
         "up: more loader workers, prefetching, or faster storage (S3 throughput, FSx for Lustre)"
+    )
+
+
+def test_the_goodput_page_shares_saves_over_the_ranks_hour_whatever_the_sampling(
+    prometheus: PromQLClient,
+) -> None:
+    """Saves are a share of the ranks' hour, not of their windows taken as a minute each: at
+    minute 110 each rank saved 420 s twice in the hour (840 s of 3,600: 23%); read as minute
+    windows, its 12 samples a rank would make it 117%."""
+    now, before = read_badput(prometheus, "train", "nlp", "llm-saves", START + 110 * 60, LABELS)
+    assert now["checkpoint saves"] == pytest.approx(840 / 3600)
+    assert before["checkpoint saves"] == 0.0  # the hour to minute 50 saved nothing
+    assert grown_badput(now, before).startswith(
+        "checkpoint saves: 23% of the hour, 0% the hour before"
     )

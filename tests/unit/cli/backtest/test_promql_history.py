@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from cli.backtest.history import HistoryError, read_history_file
+from cli.backtest.history import read_history_file
 from cli.backtest.promql_history import HistorySeries, to_response
 
 POD = "@resource.k8s.pod.name"
@@ -103,5 +103,8 @@ def test_the_exporters_otel_xid_log_line_is_a_log_line_not_a_refusal() -> None:
     history = read_history_file(line + "\n")
     assert history.samples == []
     assert [d["XidCode"] for d in history.log_lines] == ["48"]
-    with pytest.raises(HistoryError, match=r"line 1: _aws\.Timestamp 'x'"):
-        read_history_file(line.replace("1764508560000", '"x"'))
+    # A bad one is skipped and named, the file's other lines read.
+    bad = read_history_file(line.replace("1764508560000", '"x"') + "\n" + line, source="h")
+    assert [d["XidCode"] for d in bad.log_lines] == ["48"]
+    assert len(bad.skipped) == 1
+    assert bad.skipped[0].startswith("h line 1: _aws.Timestamp 'x'")

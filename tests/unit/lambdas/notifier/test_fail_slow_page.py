@@ -60,3 +60,10 @@ def test_the_badput_that_grew_most_or_the_largest_where_none_grew() -> None:
     flat = grown_badput({"data wait": 0.25, "no steps": 0.1}, {"data wait": 0.25, "no steps": 0.1})
     assert flat.startswith("none grew; the largest is data wait (25% of the hour)")
     assert grown_badput({}, {}) == "not known (no badput series in the hour)"
+    # A hung job's ranks send nothing: no category it reads explains the hour, which it says.
+    idle = {"data wait": 0.01, "checkpoint saves": 0.0, "no steps": 0.0}
+    assert grown_badput(idle, idle) == (
+        "none read explains it (checkpoint saves, data wait, no steps: each under 5% of the "
+        "hour): look at evaluation, progress redone after a restart, or ranks that stopped "
+        "sending (a hang pages job-hung)"
+    )
