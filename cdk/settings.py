@@ -71,6 +71,8 @@ from lambdas.training_analyzer.failure_run import FAILURE_LOG_JOBS
 from lambdas.training_analyzer.gpu_memory.analysis import HEADROOM_PERCENT, NEAR_CAPACITY_PERCENT
 from lambdas.training_analyzer.gpu_prices import gpu_hour_price
 
+#: The largest fleet a deployment is sized for (``fleet_gpus``; ``cost-estimate`` prices).
+MAX_FLEET_GPUS: Final = 500_000
 #: GPUs the per-GPU alarms are sized for unless ``fleet_gpus`` says otherwise (one shard).
 DEFAULT_FLEET_GPUS: Final = 400
 
@@ -569,7 +571,7 @@ _RANGES: Final[dict[str, tuple[int, int, str]]] = {
     "agent_interval_seconds": (MIN_INTERVAL_SECONDS, MAX_INTERVAL_SECONDS, "seconds"),
     "exporter_interval_seconds": (1, EXPORTER_MAX_INTERVAL_S, "seconds"),
     "lookback_days": (1, 90, "days"),
-    "fleet_gpus": (1, 500_000, "GPUs"),
+    "fleet_gpus": (1, MAX_FLEET_GPUS, "GPUs"),
     "storage_fleet_volumes": (0, 10_000_000, "volumes"),
     "storage_shard_volumes": (100, 200_000, "volumes"),
     "training_fleet_jobs": (0, 1_000_000, "jobs"),

@@ -105,16 +105,23 @@ def job_query(
     ranks' ranges stay under the throughput fraction from the first to the pending period's end
     has been under it for the whole window, as in every period of the Metrics Insights alarm."""
     q = quote_label
-    selector = (
+    series = (
         f"{{__name__={quote_string(str(metric))}, {q(labels.cluster)}={quote_string(cluster)}}}"
-        f"[{range_s // 60}m]"
     )
+    selector = f"{series}[{range_s // 60}m]"
     by = ", ".join(q(n) for n in (labels.cluster, labels.namespace, OTLP_JOB))
+    query = (
+        f"{across_ranks} by ({by}) ({over_time}({selector})) {_OPERATORS[comparison]} {threshold:g}"
+    )
+    if over_time == "avg_over_time" and range_s > FLUSH_RANGE_S:
+        # A mean over the hour, of a job still flushing: once its ranks stop, the range's mean
+        # is of ever fewer windows, its last ones (a final save), and would page a job that
+        # had ended (the Metrics Insights alarm reads whole clock hours, a job's last one its
+        # own windows).
+        fresh = f"{series}[{FLUSH_RANGE_S // 60}m]"
+        query += f" and {across_ranks} by ({by}) (last_over_time({fresh}))"
     return PromQLQuery(
-        query=(
-            f"{across_ranks} by ({by}) ({over_time}({selector})) "
-            f"{_OPERATORS[comparison]} {threshold:g}"
-        ),
+        query=query,
         evaluation_interval_s=MINUTE,
         pending_period_s=max(0, window_s - range_s),
         recovery_period_s=RECOVERY_S,

@@ -71,6 +71,13 @@ class AlarmSizing:
         return self.insights_alarms <= self.quota
 
     def line(self) -> str:
+        """The sizing in one line; with no Metrics Insights alarm, no shard to speak of."""
+        gpus = f"{self.fleet_gpus:,} GPU{'' if self.fleet_gpus == 1 else 's'}"
+        if not self.insights_alarms and self.promql_alarms:
+            return (
+                f"{gpus} -> {self.promql_alarms} PromQL alarm(s), unsharded (one per kind "
+                "whatever the fleet), and no Metrics Insights alarm"
+            )
         return (
             f"{self.fleet_gpus:,} GPU{'' if self.fleet_gpus == 1 else 's'} -> {self.shards} "
             "alarm shard(s) of up to "

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from cdk.alarms.catalog import alarm_sizing
+from cdk.settings import MAX_FLEET_GPUS
 from cli.cost.estimate import MAX_GPUS_PER_NODE, Deployment, as_json, estimate, table
 from cli.settings_args import add_settings_arguments, command_settings, placed_settings, said
 from gpu_insights_agent.contract.metrics import ExporterSink
@@ -99,6 +100,11 @@ def run(args: argparse.Namespace) -> str:
         if value is not None and value < 0:
             raise ValueError(f"{option} {value} must be 0 or more")
     gpus = args.nodes * args.gpus_per_node
+    if gpus > MAX_FLEET_GPUS:
+        raise ValueError(
+            f"--nodes {args.nodes} x --gpus-per-node {args.gpus_per_node} is {gpus:,} GPUs: "
+            f"at most {MAX_FLEET_GPUS:,} (the fleet_gpus setting's limit)"
+        )
     if not 0 <= args.serving_replicas <= gpus:
         # A replica holds a GPU at least (the serving alarms' bound, cli/cost/estimate.py).
         raise ValueError(

@@ -271,9 +271,13 @@ def estimate(deployment: Deployment) -> list[LineItem]:
     exporter_metrics = 0.0 if otlp else exporter.metrics + exporter.fault_metric_months
     exporter_metrics_usd = 0.0 if otlp else exporter.metrics_usd
     # Custom metrics are priced in tiers over the account's total: each line takes the tiers
-    # after the lines before it (exporter, then emitter, then S3 request metrics).
+    # after the lines before it (exporter, emitter, serving scrape, notifier, S3 metrics).
     emitter_metrics = 0 if otlp else d.jobs * TRAINING_EMF_METRICS_PER_JOB
-    before_s3 = exporter_metrics + emitter_metrics
+    classic_serving = d.serving_replicas > 0 and _classic_scrape(s)
+    serving = ClassicServingMetrics(d.serving_replicas, d.serving_models)
+    before_serving = exporter_metrics + emitter_metrics
+    before_notifier = before_serving + (serving.metric_months if classic_serving else 0)
+    before_s3 = before_notifier + NOTIFIER_METRICS
     s3_metrics = (
         len(s.storage_buckets) * S3_REQUEST_METRICS_PER_BUCKET if s.s3_enable_request_metrics else 0
     )
@@ -283,11 +287,15 @@ def estimate(deployment: Deployment) -> list[LineItem]:
         *(
             [_emitter_otlp(d)]
             if otlp
-            else _emitter_emf(d, tiered_metric_cost(before_s3) - exporter_metrics_usd)
+            else _emitter_emf(d, tiered_metric_cost(before_serving) - exporter_metrics_usd)
         ),
         _container_insights(d),
         *([_serving_otlp(d)] if d.serving_replicas and _otel(s) else []),
-        *([_serving_classic(d)] if d.serving_replicas and _classic_scrape(s) else []),
+        *(
+            [_serving_classic(serving, _tiered(before_serving, serving.metric_months))]
+            if classic_serving
+            else []
+        ),
         LineItem(
             "Container logs ingestion (Fluent Bit, on in the add-on)",
             logs_gb,
@@ -296,7 +304,7 @@ def estimate(deployment: Deployment) -> list[LineItem]:
             LOGS_INGESTION,
             f"{d.container_log_gb_per_day:g} GB a day (--container-log-gb-per-day)",
         ),
-        *_alarms(d),
+        *_alarms(d, _tiered(before_notifier, NOTIFIER_METRICS)),
         _dashboards(s),
         *_analyzer(
             "storage analyzer",
@@ -340,7 +348,7 @@ def estimate(deployment: Deployment) -> list[LineItem]:
             "S3 request metrics",
             s3_metrics,
             "metric-months",
-            tiered_metric_cost(before_s3 + s3_metrics) - tiered_metric_cost(before_s3),
+            _tiered(before_s3, s3_metrics),
             S3_REQUEST_METRIC,
             f"{len(s.storage_buckets)} storage_buckets x {S3_REQUEST_METRICS_PER_BUCKET} metrics"
             if s.s3_enable_request_metrics
@@ -484,14 +492,22 @@ def _classic_scrape(s: Settings) -> bool:
     return s.serving_metrics and not _otel(s)
 
 
-def _serving_classic(d: Deployment) -> LineItem:
+#: The notifier's own custom metrics a cluster always has (its refused documents).
+NOTIFIER_METRICS: Final = 1
+
+
+def _tiered(before: float, metrics: float) -> float:
+    """The price of ``metrics`` custom metrics taking the tiers after ``before`` others."""
+    return tiered_metric_cost(before + metrics) - tiered_metric_cost(before)
+
+
+def _serving_classic(metrics: ClassicServingMetrics, usd: float) -> LineItem:
     """The inference servers' counters and gauges Classic's scrape makes custom metrics."""
-    metrics = ClassicServingMetrics(d.serving_replicas, d.serving_models)
     return LineItem(
         "Inference servers' custom metrics (Classic scrape)",
         metrics.metric_months,
         "metric-months",
-        metrics.metric_months * CUSTOM_METRIC.usd,
+        usd,
         CUSTOM_METRIC,
         metrics.basis(),
     )
@@ -524,7 +540,7 @@ def _container_insights(d: Deployment) -> LineItem:
     )
 
 
-def _alarms(d: Deployment) -> list[LineItem]:
+def _alarms(d: Deployment, notifier_usd: float) -> list[LineItem]:
     specs = gpu_alarms(d.settings.alarm_settings())
     insights = [spec for spec in specs if insights_query(spec.metric) is not None]
     # A query analyzes each series it reads: one per GPU for the hourly gauges, one per GPU
@@ -581,9 +597,9 @@ def _alarms(d: Deployment) -> list[LineItem]:
         ),
         LineItem(
             "Notifier custom metric (refused documents)",
-            1,
+            NOTIFIER_METRICS,
             "metric-months",
-            CUSTOM_METRIC.usd,
+            notifier_usd,
             CUSTOM_METRIC,
             f"{NOTIFIER_REFUSED_METRIC} per cluster (lambdas/notifier/refused.py); "
             f"{FAIL_SLOW_CULPRIT_METRIC} adds one for each node a fail-slow page names a "

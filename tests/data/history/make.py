@@ -19,7 +19,7 @@ Run ``python -m tests.data.history.make`` to write it again.
 """
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final
 
@@ -77,7 +77,12 @@ def main() -> None:
     lines = [json.dumps(to_response(s), separators=(",", ":")) for s in by_metric.values()]
     for document in hours.xid_lines:
         if document["NodeName"] == REPLAYED.name:
+            # Every time the line holds moves with it: its stamp, the event's, the pods' seen.
             document["_aws"]["Timestamp"] += int(shift * 1000)
+            event = datetime.fromisoformat(document["EventTime"]) + timedelta(seconds=shift)
+            document["EventTime"] = event.isoformat()
+            if "PodsLastSeenMs" in document:
+                document["PodsLastSeenMs"] += int(shift * 1000)
             lines.append(json.dumps(document, separators=(",", ":")))
     PATH.write_text("\n".join(lines) + "\n")
 

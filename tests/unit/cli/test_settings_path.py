@@ -257,9 +257,16 @@ def test_cost_estimate_sizes_the_alarms_for_the_deployments_fleet(
     assert "20,000 GPUs -> 50 alarm shard(s)" in capsys.readouterr().out
     assert main([*fleet, "-c", "container_insights_mode=otel"]) == 0
     # 8 GPU, 6 job and 4 serving kinds and the pending GPU pods, each with its fleet count.
-    assert "and 46 PromQL alarm(s), unsharded" in capsys.readouterr().out
+    # No Metrics Insights alarm there: no shard to speak of.
+    assert (
+        "20,000 GPUs -> 46 PromQL alarm(s), unsharded (one per kind whatever the fleet), and "
+        "no Metrics Insights alarm"
+    ) in capsys.readouterr().out
     assert main([*argv[:-1], "fleet_gpus=abc"]) == 2
     _one_line(capsys, "setting fleet_gpus='abc' is not valid")
+    # Nodes x GPUs past the largest fleet: named by the options given, not a setting.
+    assert main(["cost-estimate", "--nodes", "62501", "--gpus-per-node", "8"]) == 2
+    _one_line(capsys, "--nodes 62501 x --gpus-per-node 8 is 500,008 GPUs: at most 500,000")
     assert main([*argv[:-1], "fleet_gpus=100"]) == 2
     _one_line(capsys, "fleet_gpus=100 is fewer than the 320 GPUs priced")
 

@@ -84,9 +84,11 @@ def test_the_queries_read_the_emitters_otlp_series_with_the_metrics_insights_ran
     assert queries["job-step-time-rise"].query == (
         f'max by {BY} (max_over_time({{__name__="throughput_ratio", {cluster}}}[2m])) < 0.9091'
     )
-    # Goodput now: every rank's windows of the last hour, averaged, under 70%.
+    # Goodput now: every rank's windows of the last hour, averaged, under 70%, of a job that
+    # still flushes (a job that ended has no window in the last 2 minutes).
     assert queries["job-goodput-low"].query == (
-        f'avg by {BY} (avg_over_time({{__name__="goodput", {cluster}}}[60m])) < 0.7'
+        f'avg by {BY} (avg_over_time({{__name__="goodput", {cluster}}}[60m])) < 0.7 '
+        f'and avg by {BY} (last_over_time({{__name__="goodput", {cluster}}}[2m]))'
     )
     # Every minute, recovered five minutes after the query stops returning the job.
     assert {(q.evaluation_interval_s, q.recovery_period_s) for q in queries.values()} == {(60, 300)}
@@ -125,7 +127,7 @@ def test_the_settings_thresholds_and_windows_are_the_alarms() -> None:
     )
     assert changed["job-step-time-rise"].query.endswith(" < 0.8")
     assert changed["job-step-time-rise"].pending_period_s == 180
-    assert changed["job-goodput-low"].query.endswith(" < 0.55")
+    assert " < 0.55 and " in changed["job-goodput-low"].query
     assert changed["job-hung"].query.endswith(" >= 1800")
     assert changed["job-loss-spike"].query.endswith(" >= 4.5")
     assert changed["job-throughput-collapsed"].query.endswith(" < 0.25")

@@ -119,13 +119,20 @@ def test_classic_prices_each_replicas_counters_and_gauges_as_custom_metrics(
 ) -> None:
     """Classic's scrape: a vLLM replica's 6 kept names (tokens in and out, preemptions,
     running, waiting, KV cache) and its finished requests once per finish reason (5): 11
-    custom metrics; 20 replicas of 1 model, 220 at $0.30."""
+    custom metrics; 20 replicas of 1 model, 220 at $0.30 on a 40-node fleet."""
     assert classic_metrics_per_model() == 11
     classic = ("-c", "container_insights_mode=classic")
     assert CLASSIC_LINE not in _items(capsys, *classic)
     line = _items(capsys, *classic, "--serving-replicas", "20")[CLASSIC_LINE]
     assert line["quantity"] == 220
     assert line["usd"] == pytest.approx(66.0)
+    # Custom metrics are tiered over the account's total: after a 500,000-GPU fleet's exporter
+    # and emitter metrics (over a million), the replicas' and the notifier's take $0.02.
+    big = ("--nodes", "62500", "--serving-replicas", "20")
+    assert main([*OTEL, *classic, *big, "--json"]) == 0
+    large = {i["name"]: i for i in json.loads(capsys.readouterr().out)["line_items"]}
+    assert large[CLASSIC_LINE]["usd"] == pytest.approx(220 * 0.02)
+    assert large["Notifier custom metric (refused documents)"]["usd"] == pytest.approx(0.02)
     off = _items(capsys, *classic, "--serving-replicas", "20", "-c", "serving_metrics=false")
     assert CLASSIC_LINE not in off
     # OTel mode prices the same replicas by their OTLP bytes instead.
