@@ -183,9 +183,11 @@ def _gpus(job: str, rank: int) -> str:
 
 
 def simulate(
-    cluster: str, start: float, jobs: Sequence[AlarmJob] = ALARM_JOBS
+    cluster: str, start: float, jobs: Sequence[AlarmJob] = ALARM_JOBS, *, every: bool = False
 ) -> list[EmfDocument]:
-    """Every rank of every job from ``start``: the documents the job alarms read."""
+    """Every rank of every job from ``start``: the documents the job alarms read (their shard's
+    documents); with ``every``, the job's own documents too (step time, data wait, saves: what
+    its OTLP sink sends beside them, which the goodput and fail-slow pages read)."""
     sink = Collect()
     for index, job in enumerate(jobs):
         pods = k8s.pytorchjob_pods(job.namespace, job.name, RANKS - 1)
@@ -215,7 +217,7 @@ def simulate(
                 metrics.close(succeeded=True)
             else:
                 metrics.drain()
-    return [d for d in sink.documents if DIM_SHARD in d]
+    return [d for d in sink.documents if every or DIM_SHARD in d]
 
 
 def promql_samples(
@@ -248,7 +250,7 @@ def emitter_samples(cluster: str, start: float) -> Iterator[Sample]:
     """The jobs' series from ``start`` as their emitters send them over OTLP (exporter_sink=
     otlp): the documents through the emitter's OTLP JSON encoder, each job's pods in its
     namespace, as CloudWatch stores them (cli/demo/otlp.py)."""
-    documents = simulate(cluster, start)
+    documents = simulate(cluster, start, every=True)
     for job in ALARM_JOBS:
         yield from otlp.emitter_samples(
             [d for d in documents if d[DIM_JOB] == job.name], job.namespace

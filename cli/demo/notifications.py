@@ -7,6 +7,7 @@ import gzip
 import io
 import json
 import re
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ from gpu_insights_agent.contract.metrics import (
     exporter_log_group,
 )
 from lambdas.notifier import handler as notifier
+from lambdas.notifier.messages import STREAM_INFIX
+from lambdas.notifier.xid_fields import pci_device
 
 ACCOUNT = "123456789012"
 STORM_LINES = 500
@@ -164,9 +167,59 @@ def _values(reason: str) -> list[float]:
 
 
 @contextmanager
-def _deployed(session: Any, settings: Settings) -> Iterator[dict[str, str]]:
+def notifier_at(at_s: float) -> Iterator[None]:
+    """The notifier run as at ``at_s``: the demo delivers each event when it would arrive, so
+    the notifier's reads near its time (the kernel log's last hour) are of the replayed hours."""
+    notifier._clock.now = lambda: at_s
+    try:
+        yield
+    finally:
+        notifier._clock.now = time.time
+
+
+def kernel_record(document: dict[str, Any]) -> str:
+    """The driver's own line of an exporter XID document, as Container Insights' Fluent Bit
+    ships /var/log/dmesg (``Key message``; its aws filter's fields): ``NVRM: Xid (PCI:<bus>):
+    <code>, ...`` with the kernel's form of the GPU's PCI bus id (lambdas/notifier/
+    xid_fields.py ``pci_device``), which the notifier's kernel confirmation reads."""
+    bus = pci_device(str(document["PciBusId"]))
+    line = (
+        f"NVRM: Xid (PCI:{bus}): {document['XidCode']}, pid=4123, name=python3, "
+        f"{document.get('XidDescription', '')}"
+    )
+    return json.dumps({"message": line, "az": "us-east-1a", "ec2_instance_id": "i-0demo"})
+
+
+def _kernel_log(logs: Any, group: str, xid_documents: Sequence[dict[str, Any]]) -> None:
+    """The host log group with the kernel's line of each exporter XID on its node's
+    ``<node>.host.dmesg`` stream, a second after the exporter saw it."""
+    if not logs.describe_log_groups(logGroupNamePrefix=group)["logGroups"]:
+        logs.create_log_group(logGroupName=group)
+    streams: dict[str, list[dict[str, Any]]] = {}
+    for document in xid_documents:
+        stream = f"{document[DIM_NODE]}{STREAM_INFIX}dmesg"
+        at = int(document["_aws"]["Timestamp"]) + 1_000
+        streams.setdefault(stream, []).append({"timestamp": at, "message": kernel_record(document)})
+    for stream, events in streams.items():
+        found = logs.describe_log_streams(logGroupName=group, logStreamNamePrefix=stream)
+        if not found["logStreams"]:
+            logs.create_log_stream(logGroupName=group, logStreamName=stream)
+        logs.put_log_events(
+            logGroupName=group, logStreamName=stream, logEvents=sorted(events, key=_at)
+        )
+
+
+def _at(event: dict[str, Any]) -> int:
+    return int(event["timestamp"])
+
+
+@contextmanager
+def _deployed(
+    session: Any, settings: Settings, xid_documents: Sequence[dict[str, Any]] = ()
+) -> Iterator[dict[str, str]]:
     """The notifier's topics (each with a queue standing in for an email subscriber), its
-    ledger and environment, and its clients."""
+    ledger and environment, and its clients; the host log group holds the kernel's line of
+    each of ``xid_documents`` (the exporter's), as a node's kernel writes it."""
     sns, sqs = session.client("sns"), session.client("sqs")
     queues, topics = {}, {}
     for purpose in ("critical", "warning"):
@@ -194,6 +247,8 @@ def _deployed(session: Any, settings: Settings) -> Iterator[dict[str, str]]:
         sent_table=TABLE,
         exporter_log_group=group,
     )
+    if config.host_log_group is not None:
+        _kernel_log(logs, config.host_log_group, xid_documents)
     # CloudWatch: a Classic fail-slow page reads its job's series (fail_slow_classic.py).
     for service in NOTIFIER_SERVICES:
         notifier._clients[service] = session.client(service)
@@ -225,18 +280,19 @@ def run_notifications(
 ) -> NotificationsDemo:
     demo = NotificationsDemo()
     sqs = session.client("sqs")
-    with _deployed(session, settings) as queues:
+    xid_lines = []
+    if replay.emf_path is not None:
+        xid_lines = [
+            line for line in replay.emf_path.read_text().splitlines() if DIM_XID_CODE in line
+        ]
+    with _deployed(session, settings, [json.loads(line) for line in xid_lines]) as queues:
         # 1. The exporter's XID documents, as the log subscription delivers them.
-        xid_lines = []
-        if replay.emf_path is not None:
-            xid_lines = [
-                line for line in replay.emf_path.read_text().splitlines() if DIM_XID_CODE in line
-            ]
         if xid_lines:
             # One batch, delivered after the last document was written: each event is stamped
             # when CloudWatch Logs received it, so only the documents say when each XID was.
             received = max(json.loads(line)["_aws"]["Timestamp"] for line in xid_lines) + 5_000
-            notifier.handler(_subscription(xid_lines, received), None)
+            with notifier_at(received / 1000):
+                notifier.handler(_subscription(xid_lines, received), None)
         # 2. Each GPU the raised alarms name, as EventBridge delivers its contributor event.
         for result in backtest:
             for gpu in gpus_in_alarm(result):

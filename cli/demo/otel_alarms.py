@@ -79,6 +79,7 @@ from cli.demo.notifications import (
     _received,
     _subscription,
     messages_text,
+    notifier_at,
 )
 from cli.demo.otlp import KeptRequests, otlp_samples
 from cli.demo.promql import Sample, serving
@@ -493,11 +494,12 @@ def _page(
                 event = contributor_event(spec, cluster, region, raised, ACCOUNT)
                 events.append((raised.at, spec.key, raised.labels, event))
     sqs = session.client("sqs")
-    with _deployed(session, settings) as queues:
+    with _deployed(session, settings, hours.xid_lines) as queues:
         # The job pages' PromQL placement reads signed as the function's cloudwatch client.
         notifier._clients["cloudwatch"] = session.client("cloudwatch")
         for at, alarm, labels, event in sorted(events, key=lambda e: e[0]):
-            notifier.handler(event, None)
+            with notifier_at(at):
+                notifier.handler(event, None)
             for topic, subject, text in _received(sqs, queues):
                 demo.pages.append(Page(alarm, labels, at, topic, subject, text))
     for service in ("sns", "dynamodb", "logs", "cloudwatch"):
@@ -586,7 +588,8 @@ def otel_alarms_summary(demo: OtelAlarmsDemo) -> list[str]:
         )
     lines.append(
         f"   steady: {STEADY.name}'s 8 GPUs, GPUs 5-7 of {REPLAYED.name} (no pod's), every GPU of "
-        f"{SILENT.name} before it went silent, job {ALARM_JOBS[0].name}, and model "
+        f"{SILENT.name} before it went silent, job {ALARM_JOBS[0].name} (but for its goodput "
+        "hour, above), and model "
         f"{KSERVE.model} ({KSERVE.deployment}): "
         f"{len(steady_pages(demo))} pages"
     )

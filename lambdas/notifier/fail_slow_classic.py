@@ -22,10 +22,9 @@ Metrics Insights alarm over the job alarm shards; its page reads, at the alarm's
 
 A Classic goodput page (``job-goodput-low``) says which badput grew from the same emitter series
 the OTel page reads with PromQL (fail_slow_page.badput_queries), in the hour the alarm read and
-the hour before: ``data_wait_share`` (Average), ``checkpoint_save_seconds`` (Sum) and
-``step_time_seconds`` (SampleCount: the windows with steps) per ClusterName and JobName, and
-``goodput`` (SampleCount: every window) per ClusterName, JobName and Shard, as the emitter
-publishes the job alarms' metrics.
+the hour before: the emitter's time split (contract.metrics ``TIME_METRICS``: each rank's
+seconds by what it was doing, ``Sum`` per ClusterName and JobName over the hour), each
+category's seconds over all of them (fail_slow_page.badput_shares).
 
 The series are found with ListMetrics (``RecentlyActive`` PT3H, one listing a metric for the
 cluster) and read with GetMetricData in full batches (lambdas/shared/metric_fetcher.py): one
@@ -45,14 +44,13 @@ from gpu_insights_agent.contract.metrics import (
     DIM_GPU_INDEX,
     DIM_JOB,
     DIM_NODE,
-    DIM_SHARD,
     NAMESPACE_CONTAINER_INSIGHTS,
     NAMESPACE_GPU,
     NAMESPACE_TRAINING,
+    TIME_METRICS,
     GpuMetric,
     TrainingMetric,
     gpu_schema,
-    job_shard,
 )
 from lambdas.notifier.fail_slow_page import HOUR_S, badput_shares
 from lambdas.notifier.jobs import Placement
@@ -231,22 +229,14 @@ def read_classic_badput(
     """The badput categories' shares of the hour the alarm read and of the hour before it
     (``CulpritReadError`` where CloudWatch refused)."""
     job_dims = {DIM_CLUSTER: cluster, DIM_JOB: job}
-    reads = {
-        "wait": (TrainingMetric.DATA_WAIT_SHARE, job_dims, "Average"),
-        "save": (TrainingMetric.CHECKPOINT_SAVE, job_dims, "Sum"),
-        "steps": (TrainingMetric.STEP_TIME, job_dims, "SampleCount"),
-        "windows": (TrainingMetric.GOODPUT, {**job_dims, DIM_SHARD: job_shard(job)}, "SampleCount"),
-    }
 
     def shares(end_s: float) -> dict[str, float]:
         queries = [
-            _query((key,), NAMESPACE_TRAINING, str(metric), dims, stat, HOUR_S)
-            for key, (metric, dims, stat) in reads.items()
+            _query((str(metric),), NAMESPACE_TRAINING, str(metric), job_dims, "Sum", HOUR_S)
+            for metric in TIME_METRICS
         ]
-        got = {key[0]: value for key, value in _values(cloudwatch, queries, end_s, HOUR_S).items()}
-        return badput_shares(
-            got.get("wait"), got.get("save", 0.0), got.get("windows", 0.0), got.get("steps", 0.0)
-        )
+        got = _values(cloudwatch, queries, end_s, HOUR_S)
+        return badput_shares({metric: got.get((str(metric),), 0.0) for metric in TIME_METRICS})
 
     try:
         return shares(at_s), shares(at_s - HOUR_S)

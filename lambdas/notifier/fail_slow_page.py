@@ -23,6 +23,7 @@ from typing import Final
 
 from gpu_insights_agent.contract.metrics import (
     OTLP_RANK,
+    TIME_METRICS,
     GpuMetric,
     TrainingMetric,
 )
@@ -244,10 +245,23 @@ BADPUT_ADVICE: Final = {
     "data wait": "the input pipeline does not keep up: more loader workers, prefetching, or "
     "faster storage (S3 throughput, FSx for Lustre)",
     "checkpoint saves": "save less often, or asynchronously, or to faster storage",
-    "no steps": "ranks hung or stalled: read their last log lines; a hang pages job-hung",
+    "evaluation": "evaluate less often, on fewer batches, or in a job of its own",
+    "no steps": "ranks hung past their step's due time, starting, or outside their loop: read "
+    "their last log lines; a hang pages job-hung",
 }
-
-
+#: Each category's seconds in the emitter's time split (contract.metrics ``TIME_METRICS``:
+#: what each rank was doing, second by second, which adds up to its windows), so the shares
+#: are of the ranks' own time, whatever their flush interval or the series' sampling.
+BADPUT_TIME: Final[dict[str, tuple[TrainingMetric, ...]]] = {
+    "data wait": (TrainingMetric.DATA_WAIT_TIME,),
+    "checkpoint saves": (TrainingMetric.CHECKPOINT_SAVE_TIME,),
+    "evaluation": (TrainingMetric.EVALUATION_TIME,),
+    "no steps": (
+        TrainingMetric.STALLED_TIME,
+        TrainingMetric.STARTUP_TIME,
+        TrainingMetric.IDLE_TIME,
+    ),
+}
 #: Under this share of the hour, no category the page reads explains a low goodput.
 UNEXPLAINED_BELOW: Final = 0.05
 
@@ -264,8 +278,8 @@ def grown_badput(now: Mapping[str, float], before: Mapping[str, float]) -> str:
         if now[worst] < UNEXPLAINED_BELOW:
             return (
                 f"none read explains it ({', '.join(sorted(now))}: each under "
-                f"{UNEXPLAINED_BELOW:.0%} of the hour): look at evaluation, progress redone "
-                "after a restart, or ranks that stopped sending (a hang pages job-hung)"
+                f"{UNEXPLAINED_BELOW:.0%} of the hour): look at progress redone after a "
+                "restart, or ranks that stopped sending (a hang pages job-hung)"
             )
         return (
             f"none grew; the largest is {worst} ({now[worst]:.0%} of the hour): "
@@ -277,48 +291,29 @@ def grown_badput(now: Mapping[str, float], before: Mapping[str, float]) -> str:
     )
 
 
-def badput_shares(
-    data_wait_percent: float | None, save_s: float, windows: float, step_windows: float
-) -> dict[str, float]:
-    """The categories' shares of an hour from the emitter's series, as ``badput_queries``
-    computes them in PromQL (the Classic page's GetMetricData reads them apart): the mean
-    data-wait share of the steps (percent), the saves' seconds over the windows' (a minute
-    each), the windows with no step. No window: nothing known."""
-    if windows <= 0:
+def badput_shares(seconds: Mapping[TrainingMetric, float]) -> dict[str, float]:
+    """The categories' shares of the ranks' time in an hour, from the sums of the emitter's
+    time split over every rank (``TIME_METRICS``; a metric with no series is 0); no time
+    accounted: nothing known. Both modes read the same sums, by PromQL or GetMetricData."""
+    total = sum(max(0.0, seconds.get(m, 0.0)) for m in TIME_METRICS)
+    if total <= 0:
         return {}
-    shares = {
-        "checkpoint saves": save_s / (windows * 60),
-        "no steps": 1 - step_windows / windows,
+    return {
+        category: min(1.0, sum(max(0.0, seconds.get(m, 0.0)) for m in metrics) / total)
+        for category, metrics in BADPUT_TIME.items()
     }
-    if data_wait_percent is not None:
-        shares["data wait"] = data_wait_percent / 100
-    # A share of an hour: a save longer than its window (one that held the flush) is the hour.
-    return {k: min(1.0, max(0.0, v)) for k, v in shares.items()}
 
 
 def badput_queries(
     cluster: str, namespace: str | None, job: str, labels: DcgmLabels = CLOUDWATCH
-) -> dict[str, str]:
-    """Each badput category's share of the job's hour, from the emitter's series: the mean
-    data-wait share of the step; the saves' seconds over the ranks' hour; the windows with no
-    step (a window with steps sends ``step_time_seconds``, every one sends
-    ``goodput``)."""
+) -> dict[TrainingMetric, str]:
+    """Each time-split metric's seconds over the job's ranks in the hour."""
 
     def s(metric: TrainingMetric) -> str:
         matchers = job_matchers(metric, cluster, namespace, job, labels)
         return "{" + ", ".join(matchers) + "}" + range_selector(HOUR_S)
 
-    windows = f"sum(count_over_time({s(TrainingMetric.GOODPUT)}))"
-    # The ranks' hour of wall time, whatever their flush interval or the series' sampling (an
-    # export at another step): each rank that sent a window in the hour held it.
-    rank_hours = f"count(count_over_time({s(TrainingMetric.GOODPUT)}))"
-    return {
-        "data wait": f"avg(avg_over_time({s(TrainingMetric.DATA_WAIT_SHARE)})) / 100",
-        # A job that saved nothing in the hour has no series: no save is 0, not unknown.
-        "checkpoint saves": f"(sum(sum_over_time({s(TrainingMetric.CHECKPOINT_SAVE)})) "
-        f"or vector(0)) / ({rank_hours} * {HOUR_S})",
-        "no steps": f"1 - sum(count_over_time({s(TrainingMetric.STEP_TIME)})) / {windows}",
-    }
+    return {metric: f"sum(sum_over_time({s(metric)}))" for metric in TIME_METRICS}
 
 
 def read_badput(
@@ -333,12 +328,12 @@ def read_badput(
     queries = badput_queries(cluster, namespace, job, labels)
 
     def shares(at: float) -> dict[str, float]:
-        found = {}
-        for category, query in queries.items():
+        seconds = {}
+        for metric, query in queries.items():
             series = client.query(query, at)
             if series:
-                found[category] = min(1.0, max(0.0, _value(series[0])))
-        return found
+                seconds[metric] = _value(series[0])
+        return badput_shares(seconds)
 
     return shares(at_s), shares(at_s - HOUR_S)
 

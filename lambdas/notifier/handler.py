@@ -103,9 +103,12 @@ WEBHOOK_URL_KEEP_S = 300.0
 
 
 class _Clock:
-    """The invocation's time left, from Lambda's context (unbounded outside Lambda)."""
+    """The invocation's time left, from Lambda's context (unbounded outside Lambda), and its
+    time: the wall clock, or a replay's (the demo delivers each event when it would arrive)."""
 
-    context: object = None
+    def __init__(self) -> None:
+        self.context: object = None
+        self.now: Callable[[], float] = time.time
 
     def left_s(self) -> float:
         remaining = getattr(self.context, "get_remaining_time_in_millis", None)
@@ -561,7 +564,7 @@ def record_culprit(incident: Incident, now_ms: int) -> None:
 
 
 def handler(event: dict[str, Any], context: object) -> dict[str, int]:
-    now_s = time.time()
+    now_s = _clock.now()
     _clock.context = context
     config = NotifierConfig.current()
     if "awslogs" in event:

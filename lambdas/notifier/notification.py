@@ -162,10 +162,24 @@ def fitted(incident: Incident, render: Callable[[Incident], T], fits: Callable[[
     return render(replace(capped(incident, FIELD_CAPS[-1]), alarm_url=None, dashboard_url=None))
 
 
+#: What ends a subject cut short: the body's first lines hold the whole title.
+CUT: Final = " ..."
+
+
 def subject(incident: Incident) -> str:
     text = f"[{incident.severity.upper()}] {incident.title}"
-    ascii_text = markup.one_line(text.encode("ascii", "replace").decode())
-    return ascii_text[:MAX_SUBJECT]
+    return cut_subject(markup.one_line(text.encode("ascii", "replace").decode()))
+
+
+def cut_subject(text: str) -> str:
+    """``text`` within SNS's subject limit; a longer one cut after its last whole word that
+    fits, then ``CUT``, never inside a name (``ip-10-0-4-4`` read as a node of its own)."""
+    if len(text) <= MAX_SUBJECT:
+        return text
+    room = MAX_SUBJECT - len(CUT)
+    space = text.rfind(" ", 0, room + 1)
+    kept = text[:space] if space > 0 else text[:room]
+    return kept.rstrip(" ,;:") + CUT
 
 
 def _links(incident: Incident) -> list[tuple[str, str]]:

@@ -49,6 +49,13 @@ class FailedPod:
     node: str
 
 
+def node_names(names: Iterable[str]) -> list[str]:
+    """Each node once: a host log's short hostname (``ip-10-0-5-21``) is the node named in full
+    (``ip-10-0-5-21.ec2.internal``, the Kubernetes node name) where that is known too."""
+    found = {n for n in names if n}
+    return sorted(n for n in found if not any(f.startswith(n + ".") for f in found))
+
+
 def stream_prefixes(cluster: str, failed: FailedPod) -> list[tuple[str, str]]:
     """(log group, stream-name prefix) of the pod's containers and its node's host and
     dataplane logs."""
@@ -185,7 +192,7 @@ def failure_cause_finding(
         evidence={
             **diagnosis.to_json(),
             "pods": sorted(p.pod for p in pods),
-            "nodes": sorted({p.node for p in pods} | set(diagnosis.nodes)),
+            "nodes": node_names({p.node for p in pods} | set(diagnosis.nodes)),
             "log_groups_missing": sorted(set(missing)),
         },
         recommendation=diagnosis.recommendation,

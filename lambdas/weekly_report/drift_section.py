@@ -15,7 +15,7 @@ from lambdas.weekly_report.html_table import html_table
 from lambdas.weekly_report.serving_section import one_line, shown_name
 
 KIND: Final = str(Kind.SERVING_DRIFT)
-HEADERS: Final = ("Model", "Namespace", "What moved (latest day)", "Since", "Days",
+HEADERS: Final = ("Model", "Namespace", "What moved (latest day)", "Since", "Days", "Baseline",
                   "What it usually means")  # fmt: skip
 
 
@@ -68,6 +68,7 @@ def drift_section(drift: Sequence[Mapping[str, Any]]) -> str:
             "; ".join(d["moved"]),
             d["since"],
             str(len(d["days"])),
+            str(d.get("baseline") or ""),
             d["recommendation"],
         ]
         for d in drift
@@ -75,7 +76,8 @@ def drift_section(drift: Sequence[Mapping[str, Any]]) -> str:
     return (
         '<h2 id="drift">Traffic drift</h2><p class="relates">Each served model\'s prompt and '
         "generation lengths and finish reasons (and the quality proxy, where sent), hour by "
-        "hour, against the same hours of the weeks before; a model listed moved by more than "
+        "hour, against the same hours of the weeks before (of the days before, for a model "
+        "served less than a week: its baseline); a model listed moved by more than "
         "chance allows at its traffic and by enough to act on (docs/drift.md).</p>"
         + html_table(HEADERS, rows, {4}, {3})
     )

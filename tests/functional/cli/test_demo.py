@@ -19,7 +19,7 @@ from cli.demo.week import GPUS, HOURS, LAST_WEEK, _behaviour
 from cli.main import main
 from gpu_insights_agent.contract.metrics import DIM_GPU_INDEX, DIM_NODE, GpuMetric
 from gpu_insights_agent.emf.document import parse_emf_line
-from lambdas.notifier.notification import MAX_SUBJECT
+from lambdas.notifier.notification import cut_subject
 from lambdas.shared.container_insights_mode import ContainerInsightsMode
 from lambdas.shared.findings import Kind
 from lambdas.weekly_report.job_waste import week_of
@@ -312,9 +312,9 @@ def test_demo_sends_one_message_per_incident(demo: tuple[DemoResult, Path]) -> N
     assert notified is not None
     assert (notified.storm_published, notified.storm_retry_published) == (1, 0)
     subjects = sorted(subject for _, subject, _ in notified.messages)
-    # SNS takes a subject of "less than 100 characters": a long one is cut at MAX_SUBJECT.
+    # SNS takes a subject of "less than 100 characters": a long one is cut after a whole word.
     assert subjects == sorted(
-        s[:MAX_SUBJECT]
+        cut_subject(s)
         for s in [
             "[CRITICAL] XID 48 on ip-10-0-1-17.ec2.internal GPU 3",
             "[CRITICAL] XID 79 on ip-10-0-1-17.ec2.internal GPU 3",

@@ -855,18 +855,18 @@ def test_a_classic_goodput_page_says_which_badput_grew_from_getmetricdata(
     wait grew: 40% of the alarm's hour against 5% the hour before."""
     from datetime import UTC, datetime
 
-    from gpu_insights_agent.contract.metrics import TrainingMetric, job_shard
+    from gpu_insights_agent.contract.metrics import TrainingMetric
 
     now = time.time()
     _emit_job(aws["session"], now)
     cloudwatch = aws["session"].client("cloudwatch")
     job = {"ClusterName": "train", "JobName": "llama-ft"}
+    # The emitter's time split of its minute windows: the data wait's share of each.
     for hours_ago, wait in ((1, 40.0), (2, 5.0)):
         stamps = [now - 3600 * (hours_ago - 1) - 60 * m - 30 for m in range(0, 60, 6)]
         for metric, dims, value in (
-            (TrainingMetric.GOODPUT, {**job, "Shard": job_shard("llama-ft")}, 0.5),
-            (TrainingMetric.STEP_TIME, job, 1.0),
-            (TrainingMetric.DATA_WAIT_SHARE, job, wait),
+            (TrainingMetric.DATA_WAIT_TIME, job, 0.6 * wait),
+            (TrainingMetric.COMPUTE_TIME, job, 60 - 0.6 * wait),
         ):
             cloudwatch.put_metric_data(
                 Namespace="GpuInsights/Training",

@@ -61,9 +61,10 @@ MEANINGS: Final = {
     "error": "More failed requests: see the error-ratio alarm and the server's logs.",
 }
 RETRAIN: Final = (
-    f"A shift that lasts is the traffic's new normal (the baseline takes it in over "
-    f"{DRIFT_BASELINE_WEEKS} weeks): evaluate the model on the new traffic and consider "
-    "retraining it with fresh data."
+    f"A shift that lasts is the traffic's new normal (the baseline, the same hours of the "
+    f"{DRIFT_BASELINE_WEEKS} weeks before or, for a model with less than a week served, of the "
+    "days before, takes it in as they pass): evaluate the model on the new traffic and "
+    "consider retraining it with fresh data."
 )
 _NOUNS: Final = {
     DriftSignal.PROMPT_LENGTH: ("prompts", "longer", "shorter", "tokens"),

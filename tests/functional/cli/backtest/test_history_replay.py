@@ -116,7 +116,8 @@ def test_each_alarm_pages_as_the_notifier_would_and_the_xid_log_lines_page_too(
         if "Badput that grew:" in line
     }
     assert badput["bert-data-bound"].startswith("data wait: 40% of the hour, 0% the hour before")
-    assert badput["llama-hangs"].startswith("none read explains it")
+    # The hung job's ranks stalled past their step's due time (the emitter's time split).
+    assert badput["llama-hangs"].startswith("no steps: 31% of the hour, 0% the hour before")
     # The XID alarms' contributors are left to the exporter's log line, as the notifier does.
     assert [p["text"] for p in pages["gpu-xid-fatal"]] == [
         f"no page: gpu-insights-{CLUSTER}-gpu-xid-fatal: XIDs are reported per GPU from the "
@@ -143,9 +144,9 @@ def test_a_bad_series_is_skipped_and_named_the_others_replayed(
     history.write_text(HISTORY.read_text() + json.dumps(bad) + "\n" + '{"status": "succ\n')
     assert main(["backtest", "--history", str(history), *ARGS]) == 0
     out = capsys.readouterr().out
-    assert f"skipped: {history} line 36 " in out  # the 35 lines of the file, then it
+    assert f"skipped: {history} line 38 " in out  # the 37 lines of the file, then it
     assert "value 'up' is not a number" in out
-    assert f"skipped: {history} line 37: Unterminated string" in out
+    assert f"skipped: {history} line 39: Unterminated string" in out
     assert f"      page: [CRITICAL] GPU lost on {NODE} GPU 3" in out
     lost = "gpu-lost [critical] GPU lost (PromQL, every 60 s, pending 0 s, recovery 300 s): 1 "
     assert lost in out
@@ -176,11 +177,11 @@ def test_analyze_training_reads_the_jobs_from_the_file_with_no_account(
     argv = ["analyze", "training", "--history", str(HISTORY), *ARGS, "--json"]
     assert main(argv) == 0
     findings = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line]
-    found = {f["kind"]: f for f in findings}
-    data_bound = found["training_data_bound"]
+    found = {(f["kind"], f["resource"]): f for f in findings}
+    data_bound = found["training_data_bound", "job/bert-data-bound"]
     assert data_bound["resource"] == "job/bert-data-bound"
     assert "waits for data 40% of each step (0.800 s of 2.010 s)" in data_bound["summary"]
-    slow = found["training_slow_checkpoint"]
+    slow = found["training_slow_checkpoint", "job/llama-slow-checkpoint"]
     assert slow["resource"] == "job/llama-slow-checkpoint"
     assert "takes 420 s to save a checkpoint" in slow["summary"]
 
@@ -199,8 +200,9 @@ def test_analyze_training_gives_the_days_funnel_with_productive_from_each_jobs_g
     out = capsys.readouterr().out
     funnel = out[out.index("GPU-hour funnel, 2026-11-30:") :]
     assert "  paid              24.0 GPU-hours  $      165.12" in funnel
-    # GPUs 5-7 ran unallocated for the file's 3 hours; GPU 4's power-braked hour is held on a
-    # lost GPU: every drop is printed, so the stages' differences are the drops' sums.
+    # GPUs 5-7 ran unallocated for the file's 3 clock hours; GPU 3, lost at 14:06, was held
+    # on a lost GPU that hour: every drop is printed, so the stages' differences are the
+    # drops' sums.
     assert "  allocated         15.0 GPU-hours" in funnel
     assert "  active            11.0 GPU-hours" in funnel
     assert "capacity no pod asked for: p5.48xlarge 9.0 GPU-hours ($61.92)" in funnel

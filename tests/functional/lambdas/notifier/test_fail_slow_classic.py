@@ -24,7 +24,6 @@ from gpu_insights_agent.contract.metrics import (
     TrainingMetric,
     alarm_shard,
     gpu_schema,
-    job_shard,
 )
 from lambdas.notifier.fail_slow_classic import (
     CulpritReadError,
@@ -206,40 +205,44 @@ def test_a_refused_read_is_an_error_naming_it(read: Any) -> None:
 
 def _windows(cw: Any, hour: int, data_wait: float, stepping: int, save_s: float = 0.0) -> None:
     """Eight ranks' minute windows in the ``hour``-th hour before the alarm, as the emitter's EMF
-    publishes them: every window a ``goodput`` (with the job's shard), a window with steps its
-    ``step_time_seconds`` and ``data_wait_share`` (``stepping`` of every ten), a save its
-    seconds."""
+    publishes its time split (contract.metrics ``TIME_METRICS``): a save's seconds every ten
+    minutes; in a window with steps (``stepping`` of every ten) the rest is compute and data
+    wait (``data_wait`` percent of it), in the others stalled."""
     job = {"ClusterName": "c", "JobName": "llm"}
-    shard = {**job, "Shard": job_shard("llm")}
 
-    def datum(
-        metric: TrainingMetric, dims: dict[str, str], value: float, stamp: datetime
-    ) -> dict[str, Any]:
-        dimensions = [{"Name": k, "Value": v} for k, v in dims.items()]
+    def datum(metric: TrainingMetric, value: float, stamp: datetime) -> dict[str, Any]:
+        dimensions = [{"Name": k, "Value": v} for k, v in job.items()]
         return {"MetricName": str(metric), "Dimensions": dimensions, "Timestamp": stamp,
                 "Value": value}  # fmt: skip
 
     for minute in range(60):
         at = datetime.fromtimestamp(AT - 3600 * hour + 60 * minute + 30, UTC)
-        steps = minute % 10 < stepping
-        data = [datum(TrainingMetric.GOODPUT, shard, 0.5, at) for _ in range(8)]
-        if steps:
-            data += [datum(TrainingMetric.STEP_TIME, job, 1.0, at) for _ in range(8)]
-            data += [datum(TrainingMetric.DATA_WAIT_SHARE, job, data_wait, at) for _ in range(8)]
-        if save_s and minute % 10 == 0:
-            data += [datum(TrainingMetric.CHECKPOINT_SAVE, job, save_s, at) for _ in range(8)]
+        saving = save_s if minute % 10 == 0 else 0.0
+        rest = 60.0 - saving
+        split = {TrainingMetric.CHECKPOINT_SAVE_TIME: saving}
+        if minute % 10 < stepping:
+            split[TrainingMetric.DATA_WAIT_TIME] = rest * data_wait / 100
+            split[TrainingMetric.COMPUTE_TIME] = rest * (1 - data_wait / 100)
+        else:
+            split[TrainingMetric.STALLED_TIME] = rest
+        data = [datum(m, v, at) for m, v in split.items() if v > 0 for _ in range(8)]
         cw.put_metric_data(Namespace=NAMESPACE_TRAINING, MetricData=data)
 
 
 def test_a_classic_goodput_page_reads_which_badput_grew(cloudwatch: Any) -> None:
-    """The hour before: steps in every window, 3% data wait. The alarm's hour: 30% data wait,
-    steps in 8 windows of 10, a 30 s save every ten minutes (6 of the 60 windows' seconds)."""
+    """The hour before: steps in every window, 3% of them waiting for data. The alarm's hour:
+    30% of the stepping time waiting (918 s of 3,600: 25.5%), 6 windows of 60 with no step
+    (10%), a 30 s save every ten minutes (5%)."""
     _windows(cloudwatch, 2, data_wait=3.0, stepping=10)
-    _windows(cloudwatch, 1, data_wait=30.0, stepping=8, save_s=30.0)
+    _windows(cloudwatch, 1, data_wait=30.0, stepping=9, save_s=30.0)
     now, before = read_classic_badput(cloudwatch, "c", "llm", AT)
-    assert now == pytest.approx({"data wait": 0.30, "no steps": 0.2, "checkpoint saves": 0.05})
-    assert before == pytest.approx({"data wait": 0.03, "no steps": 0.0, "checkpoint saves": 0.0})
-    assert grown_badput(now, before).startswith("data wait: 30% of the hour, 3% the hour before")
+    assert now == pytest.approx(
+        {"data wait": 0.255, "no steps": 0.1, "checkpoint saves": 0.05, "evaluation": 0.0}
+    )
+    assert before == pytest.approx(
+        {"data wait": 0.03, "no steps": 0.0, "checkpoint saves": 0.0, "evaluation": 0.0}
+    )
+    assert grown_badput(now, before).startswith("data wait: 26% of the hour, 3% the hour before")
 
 
 def test_a_classic_goodput_page_with_no_windows_knows_nothing(cloudwatch: Any) -> None:

@@ -37,21 +37,30 @@ def _samples(job: str, minutes: int, hot_from: int, waiting_from: int) -> Iterat
                 series = rank_labels(job, node, str(4 * n + g))
                 waiting = m >= waiting_from
                 yield str(TrainingMetric.DATA_WAIT_SHARE), series, at, 40.0 if waiting else 2.0
+                # The window's time split: 40% (or 2%) of its 60 s waiting, the rest compute.
+                wait_s = 24.0 if waiting else 1.2
+                yield str(TrainingMetric.DATA_WAIT_TIME), series, at, wait_s
+                yield str(TrainingMetric.COMPUTE_TIME), series, at, 60.0 - wait_s
                 yield str(TrainingMetric.GOODPUT), series, at, 0.55 if waiting else 0.95
                 yield str(TrainingMetric.STEP_TIME), series, at, 1.2
 
 
 def _saving(job: str, minutes: int) -> Iterator[Sample]:
-    """Two ranks' windows every 5 minutes (an export at step 300, or ``flush_s=300``), each
-    saving 420 s at minutes 60 and 100, as the --history fixture's llama-slow-checkpoint does."""
+    """Two ranks' windows every 5 minutes (``flush_s=300``), each saving 420 s from minutes 60
+    and 100 (a window's 300 s, then 120 s of the next), as the --history fixture's
+    llama-slow-checkpoint does; the rest of their time compute."""
+    saves = {60: 300.0, 65: 120.0, 100: 300.0, 105: 120.0}
     for m in range(0, minutes, 5):
         at = START + 60 * m
         for rank in ("0", "1"):
             series = rank_labels(job, NODES[0], rank)
             yield str(TrainingMetric.GOODPUT), series, at, 0.8
             yield str(TrainingMetric.STEP_TIME), series, at, 2.0
-            if m in (60, 100):
-                yield str(TrainingMetric.CHECKPOINT_SAVE), series, at, 420.0
+            save = saves.get(m, 0.0)
+            if save:
+                yield str(TrainingMetric.CHECKPOINT_SAVE_TIME), series, at, save
+            if save < 300:
+                yield str(TrainingMetric.COMPUTE_TIME), series, at, 300.0 - save
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +94,7 @@ def test_the_goodput_page_says_the_data_wait_grew(prometheus: PromQLClient) -> N
     now, before = read_badput(prometheus, "train", "nlp", "llm-waits", START + 149 * 60, LABELS)
     assert now["data wait"] == pytest.approx(0.40)
     assert before["data wait"] == pytest.approx((46 * 0.02 + 15 * 0.40) / 61)
-    assert (now["no steps"], now["checkpoint saves"]) == (0.0, 0.0)
+    assert (now["no steps"], now["checkpoint saves"], now["evaluation"]) == (0.0, 0.0, 0.0)
     assert grown_badput(now, before) == (
         "data wait: 40% of the hour, 11% the hour before: the input pipeline does not keep "
         "up: more loader workers, prefetching, or faster storage (S3 throughput, FSx for Lustre)"
@@ -95,12 +104,13 @@ def test_the_goodput_page_says_the_data_wait_grew(prometheus: PromQLClient) -> N
 def test_the_goodput_page_shares_saves_over_the_ranks_hour_whatever_the_sampling(
     prometheus: PromQLClient,
 ) -> None:
-    """Saves are a share of the ranks' hour, not of their windows taken as a minute each: at
-    minute 110 each rank saved 420 s twice in the hour (840 s of 3,600: 23%); read as minute
-    windows, its 12 samples a rank would make it 117%."""
-    now, before = read_badput(prometheus, "train", "nlp", "llm-saves", START + 110 * 60, LABELS)
+    """Saves are a share of the ranks' time split, not of their windows taken as a minute
+    each: at minute 112 each rank saved 420 s twice in the hour (840 s of 3,600: 23%); read
+    as minute windows, its 12 windows a rank would make it 117%."""
+    # At minute 112 the hour holds the windows of minutes 55 to 110: 12 of 300 s a rank.
+    now, before = read_badput(prometheus, "train", "nlp", "llm-saves", START + 112 * 60, LABELS)
     assert now["checkpoint saves"] == pytest.approx(840 / 3600)
-    assert before["checkpoint saves"] == 0.0  # the hour to minute 50 saved nothing
+    assert before["checkpoint saves"] == 0.0  # the hour to minute 52 saved nothing
     assert grown_badput(now, before).startswith(
         "checkpoint saves: 23% of the hour, 0% the hour before"
     )

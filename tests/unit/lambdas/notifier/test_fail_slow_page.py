@@ -1,7 +1,10 @@
 """What a fail-slow or goodput page adds: the culprit and its evidence, or none and why, or
 that it could not be read; and which badput grew (lambdas/notifier/fail_slow_page.py)."""
 
-from lambdas.notifier.fail_slow_page import grown_badput, with_badput, with_culprit
+import pytest
+
+from gpu_insights_agent.contract.metrics import TrainingMetric
+from lambdas.notifier.fail_slow_page import badput_shares, grown_badput, with_badput, with_culprit
 from lambdas.notifier.notification import Incident, render_text
 from lambdas.shared.fail_slow import Culprit, Verdict
 
@@ -61,9 +64,32 @@ def test_the_badput_that_grew_most_or_the_largest_where_none_grew() -> None:
     assert flat.startswith("none grew; the largest is data wait (25% of the hour)")
     assert grown_badput({}, {}) == "not known (no badput series in the hour)"
     # A hung job's ranks send nothing: no category it reads explains the hour, which it says.
-    idle = {"data wait": 0.01, "checkpoint saves": 0.0, "no steps": 0.0}
+    idle = {"data wait": 0.01, "checkpoint saves": 0.0, "evaluation": 0.0, "no steps": 0.0}
     assert grown_badput(idle, idle) == (
-        "none read explains it (checkpoint saves, data wait, no steps: each under 5% of the "
-        "hour): look at evaluation, progress redone after a restart, or ranks that stopped "
+        "none read explains it (checkpoint saves, data wait, evaluation, no steps: each under "
+        "5% of the hour): look at progress redone after a restart, or ranks that stopped "
         "sending (a hang pages job-hung)"
     )
+
+
+def test_badput_shares_are_of_the_ranks_time_split() -> None:
+    """Each category's seconds over every second the ranks accounted (compute included); a
+    stalled, starting or idle second is one with no step; no time accounted: nothing known."""
+    seconds = {
+        TrainingMetric.COMPUTE_TIME: 2_000.0,
+        TrainingMetric.DATA_WAIT_TIME: 600.0,
+        TrainingMetric.CHECKPOINT_SAVE_TIME: 400.0,
+        TrainingMetric.EVALUATION_TIME: 200.0,
+        TrainingMetric.STALLED_TIME: 300.0,
+        TrainingMetric.IDLE_TIME: 100.0,
+    }
+    assert badput_shares(seconds) == pytest.approx(
+        {
+            "data wait": 600 / 3600,
+            "checkpoint saves": 400 / 3600,
+            "evaluation": 200 / 3600,
+            "no steps": 400 / 3600,
+        }
+    )
+    assert badput_shares({}) == {}
+    assert badput_shares({TrainingMetric.COMPUTE_TIME: 60.0})["no steps"] == 0.0

@@ -6,7 +6,13 @@ real engine)."""
 from cdk.alarms.catalog import AlarmSettings, deployed_alarms, promql_alarms
 from lambdas.notifier.incidents import Deployment, Skipped, from_alarm_event
 from lambdas.notifier.jobs import NO_GPU_LABEL, Placement, Rank, job_incident
-from lambdas.notifier.notification import Incident, render_text, subject
+from lambdas.notifier.notification import (
+    MAX_SUBJECT,
+    Incident,
+    cut_subject,
+    render_text,
+    subject,
+)
 from tests.unit.lambdas.notifier.events import (
     AWS_CONTRIBUTOR_EXAMPLE,
     PROMQL_JOB_LABELS,
@@ -82,3 +88,18 @@ def test_a_metrics_insights_job_contributor_has_no_namespace_row() -> None:
     assert isinstance(incident, Incident)
     assert (incident.job, incident.namespace) == ("llama-hangs", None)
     assert "Namespace:" not in render_text(incident)
+
+
+def test_a_long_subject_is_cut_after_a_whole_word_never_inside_a_node_name() -> None:
+    """SNS's subject is under 100 characters: a job's nodes past it are cut after the last
+    whole name that fits, then " ...", not mid-name (``ip-10-0-4-4`` would name another node)."""
+    nodes = "ip-10-0-4-40.ec2.internal, ip-10-0-4-41.ec2.internal"
+    long = f"[WARNING] Training job slowed (fail-slow): job bert-slows on {nodes}"
+    cut = cut_subject(long)
+    assert cut == (
+        "[WARNING] Training job slowed (fail-slow): job bert-slows on ip-10-0-4-40.ec2.internal ..."
+    )
+    assert len(cut) <= MAX_SUBJECT
+    assert cut_subject("[WARNING] short") == "[WARNING] short"
+    # One word past the limit: cut at the limit, still marked.
+    assert cut_subject("x" * 150) == "x" * (MAX_SUBJECT - 4) + " ..."

@@ -17,6 +17,7 @@ from lambdas.training_analyzer.failure_logs import (
     FailedPod,
     explain_job_failure,
     failure_window,
+    node_names,
     stream_prefixes,
 )
 from tests.unit.reference_data import failure_log_corpus
@@ -230,3 +231,15 @@ def test_a_kernel_line_in_both_dmesg_and_messages_is_read_once(logs: Any) -> Non
     assert [line["text"] for line in finding.evidence["lines"]] == [xid]
     # The XID once, the OOM twice (printed twice): 3 lines, not 5, and no login.
     assert finding.evidence["lines_read"] == 3
+
+
+def test_a_host_logs_short_hostname_is_the_node_named_in_full() -> None:
+    """Container Insights' host logs name the host (``ip-10-0-5-21``), Kubernetes the node
+    (``ip-10-0-5-21.ec2.internal``): one node, named once, in full."""
+    names = {"ip-10-0-5-21.ec2.internal", "ip-10-0-5-21", "ip-10-0-5-20.ec2.internal", ""}
+    assert node_names(names) == ["ip-10-0-5-20.ec2.internal", "ip-10-0-5-21.ec2.internal"]
+    # A short name with no full one is kept; a name that merely starts alike is another node.
+    assert node_names(["ip-10-0-5-2", "ip-10-0-5-21.ec2.internal"]) == [
+        "ip-10-0-5-2",
+        "ip-10-0-5-21.ec2.internal",
+    ]

@@ -47,6 +47,8 @@ def test_the_section_escapes_the_models_name_and_shows_its_figures() -> None:
     assert "mistral&lt;script&gt;" in html
     assert "prompts 80% longer" in html
     assert '<td class="num">2</td>' in html
+    # What it was compared with: the weeks before, or a new model's days before.
+    assert "<td>the same hours of 4 of the 4 weeks before</td>" in html
     assert drift_line(drift_figures(WEEK)) == (
         "Traffic drift: 1 model(s) moved from their past: mistral<script> since "
         "2026-12-05 14:00 UTC"
