@@ -197,7 +197,10 @@ TRAINING = ["analyze", "training", "--cluster-name", "x"]
         ([*COST, "--interval", "7200"], ["exporter_interval_seconds=7200"]),
         ([*COST, "--interval", "0.5"], ["exporter_interval_seconds=0.5"]),
         (["cost-estimate", "--nodes", "1", "--gpus-per-node", "1000"], ["--gpus-per-node 1000"]),
-        (["cost-estimate", "--nodes", "100000", "--gpus-per-node", "8"], ["fleet_gpus=800000"]),
+        (
+            ["cost-estimate", "--nodes", "100000", "--gpus-per-node", "8"],
+            ["800,000 GPUs: at most 500,000"],
+        ),
         ([*COST, "--container-log-gb-per-day", "nan"], ["--container-log-gb-per-day nan"]),
         ([*COST, "--container-log-gb-per-day", "-1"], ["--container-log-gb-per-day -1"]),
         ([*COST, "--volumes", "-1"], ["--volumes -1"]),
