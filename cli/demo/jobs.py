@@ -246,11 +246,13 @@ def promql_samples(
                 yield str(metric["Name"]), series, at, float(document[metric["Name"]])
 
 
-def emitter_samples(cluster: str, start: float) -> Iterator[Sample]:
+def emitter_samples(cluster: str, start: float, *, every: bool = False) -> Iterator[Sample]:
     """The jobs' series from ``start`` as their emitters send them over OTLP (exporter_sink=
     otlp): the documents through the emitter's OTLP JSON encoder, each job's pods in its
-    namespace, as CloudWatch stores them (cli/demo/otlp.py)."""
-    documents = simulate(cluster, start, every=True)
+    namespace, as CloudWatch stores them (cli/demo/otlp.py); the alarms' series, or with
+    ``every`` the job's own too (``simulate``), as the alarm stage's pages read them. The
+    week's run takes the alarms' alone in both modes, as Classic's ``seed_alarm_jobs`` does."""
+    documents = simulate(cluster, start, every=every)
     for job in ALARM_JOBS:
         yield from otlp.emitter_samples(
             [d for d in documents if d[DIM_JOB] == job.name], job.namespace

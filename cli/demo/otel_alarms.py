@@ -463,7 +463,7 @@ def run_otel_alarms(
     samples = [
         *otlp_samples(hours.requests),
         *capacity_samples(cluster),
-        *emitter_samples(cluster, START),
+        *emitter_samples(cluster, START, every=True),
         *window_serving_samples(cluster),
         *pending_samples(cluster),
     ]

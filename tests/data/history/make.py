@@ -54,7 +54,7 @@ def main() -> None:
     node = [
         *otlp_samples(hours.requests),
         *otel_alarms.capacity_samples(CLUSTER),
-        *emitter_samples(CLUSTER, otel_alarms.START),
+        *emitter_samples(CLUSTER, otel_alarms.START, every=True),
     ]
     training_start = TRAINING_DEMO_END - training.HOURS * 3600
     jobs = training.otlp_samples((training_start, TRAINING_DEMO_END))
