@@ -73,6 +73,7 @@ def check_one_figure_per_fact(out: Path, all_week: Sequence[ec2.Node] = ()) -> d
     assert abs(paid - billed) <= 0.01 * billed, (paid, billed)
     jobs = {j["job"]: j for j in [*report["costliest_jobs"], *report["most_wasteful_jobs"]]}
     _held(report, out, jobs)
+    _goodput_held(report, out)
     _goodput(report, out)
     _priced(report, out, jobs)
     _daily(report, out, jobs)
@@ -104,6 +105,36 @@ def _held(report: dict[str, Any], out: Path, jobs: dict[str, dict[str, Any]]) ->
         if row["held_gpu_hours"] is not None:
             assert row["held_gpu_hours"] == pytest.approx(held[job], abs=HUNDREDTHS), job
             assert row["held_usd"] == pytest.approx(allocated_usd[job], abs=CENTS), job
+
+
+def _goodput_held(report: dict[str, Any], out: Path) -> None:
+    """Each training job's goodput is over the GPU-hours the attribution says it held (the
+    job tables', funnel.csv's allocated, the failures'), so it falls in the size its pods held
+    and each badput's GPU-hours are the funnel's; a job told its GPUs were held with no steps
+    had them idle (a job whose steps ran outside the emitter's loop has no goodput)."""
+    held: dict[str, float] = defaultdict(float)
+    for row in report["waste"]["all_jobs"]:
+        held[row["job"]] += row["held_gpu_hours"]
+    from_csv = {r["job"]: r for r in _csv(out / GOODPUT_CSV)}
+    for week in report["goodput"]["jobs"]:
+        job = week["job"]
+        if job not in held:
+            continue
+        total = week["total_gpu_hours"] - week["waiting_for_gpus_gpu_hours"]
+        assert total == pytest.approx(held[job], abs=HUNDREDTHS), job
+        row = from_csv[job]
+        shown = float(row["total_gpu_hours"]) - float(row["waiting_for_gpus_gpu_hours"])
+        assert shown == pytest.approx(held[job], abs=HUNDREDTHS), job
+    workloads: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for w in report["funnel"]["workloads"]:
+        for stage in ("allocated", "active"):
+            workloads[w["workload"]][stage] += w[stage]["gpu_hours"]
+    for f in _findings(out):
+        if f["kind"] == "training_low_goodput" and (
+            f["evidence"]["largest_badput"] == "held_no_steps"
+        ):
+            mine = workloads[f["resource"].removeprefix("job/")]
+            assert mine["active"] < mine["allocated"] / 2, f["summary"]
 
 
 def _goodput(report: dict[str, Any], out: Path) -> None:
