@@ -145,8 +145,13 @@ def week_funnel(
         )
         for c in waste.get("capacity", [])
     ]
+    not_held = (waste.get("classes") or {}).get("not_held")
     document = funnel(
-        capacity, workloads, gpu_hour_usd=price, held_by_node=waste.get("held_by_node")
+        capacity,
+        workloads,
+        gpu_hour_usd=price,
+        held_by_node=waste.get("held_by_node"),
+        not_held=None if not_held is None else float(not_held),
     )
     document["capacity_sources"] = list(waste.get("capacity_sources", []))
     return document
@@ -209,6 +214,18 @@ def funnel_section(document: Mapping[str, Any]) -> str:
         )
     )
     parts.append(html_table(["drop", "where", "GPU-hours", "cost"], rows, (2, 3)))
+    unallocated = drops["not_allocated"]
+    if "not_held" in unallocated:
+        parts.append(
+            relation(
+                f"Of the {unallocated['gpu_hours']:,.1f} GPU-hours of capacity no pod asked "
+                f"for, {unallocated['not_held']['gpu_hours']:,.1f} were on GPUs no pod held "
+                "(the headline's and the idle-capacity action's 'not held by any pod') and "
+                f"{unallocated['lost_or_unseen']['gpu_hours']:,.1f} on lost or faulted GPUs "
+                "no pod held (the headline's 'lost or faulted') or capacity no exporter "
+                "reported."
+            )
+        )
     parts.append(
         relation(
             "Each workload's stages below paid; its held GPU-hours are the job tables' and the "

@@ -71,6 +71,15 @@ def check_one_figure_per_fact(out: Path, all_week: Sequence[ec2.Node] = ()) -> d
     paid = funnel["fleet"]["paid"]["gpu_hours"]
     billed = ec2_gpu_hours(all_week)
     assert abs(paid - billed) <= 0.01 * billed, (paid, billed)
+    # The capacity no pod asked for is the headline's and the idle-capacity action's GPU-hours
+    # no pod held, and the lost GPUs no pod held (the headline's lost or faulted), each named.
+    unallocated = funnel["drops"]["not_allocated"]
+    not_held = report["waste"]["classes"]["not_held"]
+    assert unallocated["not_held"]["gpu_hours"] == pytest.approx(not_held, abs=HUNDREDTHS)
+    rest = unallocated["lost_or_unseen"]["gpu_hours"]
+    assert not_held + rest == pytest.approx(unallocated["gpu_hours"], abs=HUNDREDTHS)
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert f"{unallocated['not_held']['gpu_hours']:,.1f} were on GPUs no pod held" in html
     jobs = {j["job"]: j for j in [*report["costliest_jobs"], *report["most_wasteful_jobs"]]}
     _held(report, out, jobs)
     _goodput_held(report, out)

@@ -14,8 +14,8 @@ from lambdas.training_analyzer.gpu_hours.attribution import (
     HourClass,
     Thresholds,
     attribute,
-    gpus_working,
     classify,
+    gpus_working,
 )
 
 G0, G1 = GpuKey("node-a", "0"), GpuKey("node-a", "1")
