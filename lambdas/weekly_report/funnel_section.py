@@ -31,16 +31,11 @@ from lambdas.training_analyzer.goodput.funnel import (
 from lambdas.training_analyzer.goodput.jobs import Badput
 from lambdas.weekly_report.goodput_section import goodput_figures
 from lambdas.weekly_report.html_table import html_table
+from lambdas.weekly_report.job_waste import BADPUT_OF_FINDING
 from lambdas.weekly_report.spreadsheet import csv_table
 from lambdas.weekly_report.waste import week_waste
 from lambdas.weekly_report.waste_section import relation
 
-#: The badput category of each priced training finding's lost share.
-BADPUT_OF_FINDING: Final = {
-    "training_data_bound": "data_loading",
-    "training_slow_checkpoint": "checkpoint_save",
-    "training_gpu_underutilized": "gpus_underused_while_stepping",
-}
 FUNNEL_CSV: Final = "funnel.csv"
 #: ``productive_source`` of a training workload whose productive stage is its job's goodput.
 GOODPUT_SOURCE: Final = "job goodput"
@@ -217,14 +212,12 @@ def funnel_section(document: Mapping[str, Any]) -> str:
     unallocated = drops["not_allocated"]
     if "not_held" in unallocated:
         parts.append(
-            relation(
-                f"Of the {unallocated['gpu_hours']:,.1f} GPU-hours of capacity no pod asked "
-                f"for, {unallocated['not_held']['gpu_hours']:,.1f} were on GPUs no pod held "
-                "(the headline's and the idle-capacity action's 'not held by any pod') and "
-                f"{unallocated['lost_or_unseen']['gpu_hours']:,.1f} on lost or faulted GPUs "
-                "no pod held (the headline's 'lost or faulted') or capacity no exporter "
-                "reported."
-            )
+            f"<p>Of the {unallocated['gpu_hours']:,.1f} GPU-hours of capacity no pod asked "
+            f"for, {unallocated['not_held']['gpu_hours']:,.1f} were on GPUs no pod held (the "
+            "headline&#x27;s and the idle-capacity action&#x27;s &#x27;not held by any "
+            f"pod&#x27;) and {unallocated['lost_or_unseen']['gpu_hours']:,.1f} on lost or "
+            "faulted GPUs no pod held (the headline&#x27;s &#x27;lost or faulted&#x27;) or "
+            "capacity no exporter reported.</p>"
         )
     parts.append(
         relation(

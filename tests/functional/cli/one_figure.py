@@ -185,6 +185,7 @@ def _priced(report: dict[str, Any], out: Path, jobs: dict[str, dict[str, Any]]) 
     # Each priced training finding's week: the job row's, the action's, the funnel's badput of
     # that category, the namespace's waiting in the showback CSV.
     actions = {a["finding"]: a for a in report["actions"] if a.get("finding")}
+    weeks = {r["job"]: r for r in report["goodput"]["jobs"]}
     badput: dict[tuple[str, str], float] = defaultdict(float)
     fed = {w["workload"] for w in funnel["workloads"] if w["productive_source"] == GOODPUT_SOURCE}
     for w in funnel["workloads"]:
@@ -200,7 +201,9 @@ def _priced(report: dict[str, Any], out: Path, jobs: dict[str, dict[str, Any]]) 
                 assert actions[name]["usd"] == priced["usd"], name
                 assert actions[name]["gpu_hours"] == priced["gpu_hours"], name
             category = BADPUT_OF_FINDING[priced["kind"]]
-            if job in fed:  # its goodput names its badput (``_goodput``)
+            if job in fed:  # its goodput names its badput (``_goodput``): the same figure
+                measured = weeks[job][f"{category}_gpu_hours"]
+                assert priced["gpu_hours"] == pytest.approx(measured, abs=HUNDREDTHS), name
                 continue
             assert badput[(job, category)] == pytest.approx(priced["gpu_hours"], abs=HUNDREDTHS)
             assert priced["usd"] == pytest.approx(priced["gpu_hours"] * price, abs=CENTS * 7)
