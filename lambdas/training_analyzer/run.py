@@ -42,9 +42,8 @@ from lambdas.training_analyzer.failure_run import (
     UnplacedFailure,
 )
 from lambdas.training_analyzer.goodput.findings import goodput_finding
-from lambdas.training_analyzer.goodput.jobs import JobGoodput, job_goodput, seen_hours, within
+from lambdas.training_analyzer.goodput.jobs import JobGoodput, job_goodput, within
 from lambdas.training_analyzer.goodput.pending import classic_pending, job_pending, otel_pending
-from lambdas.training_analyzer.gpu_hours.attribution import gpus_working
 
 AWS_ERRORS = (ClientError, BotoCoreError)
 #: What a read of the emitter's OTLP series may raise (promql_jobs.py).
@@ -249,15 +248,11 @@ def analyze_jobs(
     hours = {job: active_hours(s) for job, s in series.items()}
     day_hours = attributed_day(end)[:2]
     nodes = {job: {r.node for r in rs if r.node} for job, rs in ranks.items()}
-    # A job with no step is read over the hours its emitter reported time in: whether its
-    # GPUs worked tells steps run outside the emitter's loop from GPUs held idle.
-    read_hours = {job: h or seen_hours(series[job]) for job, h in hours.items()}
     try:
-        usage = _gpu_usage(cloudwatch, cluster, nodes, read_hours, start, end, exporter_promql)
+        gpus = _gpu_usage(cloudwatch, cluster, nodes, hours, start, end, exporter_promql)
     except (*AWS_ERRORS, PromQLError) as err:
         run.skip(f"GPU metrics of {cluster}'s training nodes", err)
-        usage = {}
-    gpus = {job: u for job, u in usage.items() if hours.get(job)}
+        gpus = {}
     reads = _failure_reads(logs, cloudwatch, cluster, series, failed, start, end,
                            failure_log_jobs, run, hourly=emitter_promql is not None)  # fmt: skip
     waited = _pending(cloudwatch, cluster, ranks, start, end, run, ksm_promql, classic_pending_pods)
@@ -284,11 +279,6 @@ def analyze_jobs(
             day_waited = sum(v for h, v in hours_waited.items() if day_hours[0] <= h < day_hours[1])
             day = job_goodput(within(data.series, *day_hours), gpus=cost.gpus, ranks=data.ranks,
                               pending_gpu_seconds=day_waited)  # fmt: skip
-            if not hours[job] and gpus_working(usage.get(job)):
-                # No step signal while its GPUs worked: its steps ran outside the emitter's
-                # loop (it reports only its end), so its goodput is unknown, not "held with
-                # no steps"; the funnel counts its active hours as having no signal.
-                goodput = day = None
         except (ValueError, ZeroDivisionError, TypeError, statistics.StatisticsError) as err:
             run.skip(f"job/{job}", err)
             continue

@@ -227,12 +227,6 @@ def within(series: JobSeries, start: float, end: float) -> JobSeries:
     return kept
 
 
-def seen_hours(series: JobSeries) -> list[float]:
-    """The hours the job's emitter reported any of its time in (``TIME_METRICS``), steps or
-    none."""
-    return sorted(hour for hour, h in _hours(series).items() if h.seen > 0)
-
-
 def optimal_checkpoint_interval(save_s: float, mtbf_s: float) -> float:
     """Young's first-order optimum, √(2 x δ x M) for a checkpoint that takes δ seconds to
     write and a mean time between failures of M seconds (J. W. Young, "A first order

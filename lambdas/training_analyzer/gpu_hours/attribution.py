@@ -39,7 +39,6 @@ from enum import StrEnum
 from typing import Final
 
 from lambdas.shared.thresholds import IDLE_SM_ACTIVE_PERCENT, LOW_POWER_PERCENT
-from lambdas.training_analyzer.analysis import GpuUsage
 from lambdas.training_analyzer.gpu_hours.workloads import JobRef, job_of
 
 HOUR: Final = 3600
@@ -180,18 +179,6 @@ def classify(hour: GpuHour, thresholds: Thresholds) -> HourClass:
     if hour.sm_active is not None and hour.sm_active < thresholds.sm_active_percent:
         return HourClass.NOT_WORKING
     return HourClass.WORKING
-
-
-def gpus_working(usage: GpuUsage | None, thresholds: Thresholds = Thresholds()) -> bool:
-    """Whether GPUs whose mean power and SM activity are ``usage`` did work, by the held
-    GPU-hour's rule (``classify``); False where neither was read."""
-    if usage is None or (usage.power_utilization is None and usage.sm_active is None):
-        return False
-    hour = GpuHour(
-        gpu=GpuKey("", ""), hour=0, power_utilization=usage.power_utilization,
-        sm_active=usage.sm_active,
-    )  # fmt: skip
-    return classify(hour, thresholds) is HourClass.WORKING
 
 
 def _held_class(hour: GpuHour, hold: Hold, thresholds: Thresholds) -> HourClass:

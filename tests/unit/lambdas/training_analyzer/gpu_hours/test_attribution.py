@@ -2,7 +2,6 @@ from dataclasses import replace
 
 import pytest
 
-from lambdas.training_analyzer.analysis import GpuUsage
 from lambdas.training_analyzer.gpu_hours.attribution import (
     UNKNOWN_NAMESPACE,
     UNKNOWN_POD,
@@ -15,7 +14,6 @@ from lambdas.training_analyzer.gpu_hours.attribution import (
     Thresholds,
     attribute,
     classify,
-    gpus_working,
 )
 
 G0, G1 = GpuKey("node-a", "0"), GpuKey("node-a", "1")
@@ -316,15 +314,3 @@ def test_a_workloads_gpu_hours_and_mean_power_are_its_pods_held_hours() -> None:
     assert workload.kind == "Deployment"
     assert workload.gpu_hours == pytest.approx(1.5)
     assert workload.mean_power_percent == pytest.approx(30.0)
-
-
-def test_a_jobs_gpus_work_by_the_held_gpu_hours_rule() -> None:
-    """A job's GPUs at 86% SM active and 70% of their power limit worked (the demo's
-    whisper-finetune, whose steps ran outside the emitter's loop); under either threshold,
-    or with nothing read, they did not."""
-    assert gpus_working(GpuUsage(power_utilization=70.0, sm_active=86.0))
-    assert gpus_working(GpuUsage(power_utilization=70.0, sm_active=None))
-    assert not gpus_working(GpuUsage(power_utilization=20.0, sm_active=86.0))
-    assert not gpus_working(GpuUsage(power_utilization=70.0, sm_active=5.0))
-    assert not gpus_working(GpuUsage(power_utilization=None, sm_active=None))
-    assert not gpus_working(None)
