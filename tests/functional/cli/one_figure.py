@@ -18,8 +18,9 @@ from cli.demo.realistic import nodes as ec2
 from cli.demo.week import HOURS, NODES
 from lambdas.training_analyzer.analysis import lookback_words
 from lambdas.training_analyzer.goodput.funnel import check_nesting
-from lambdas.weekly_report.funnel_section import BADPUT_OF_FINDING, GOODPUT_SOURCE
+from lambdas.weekly_report.funnel_section import GOODPUT_SOURCE
 from lambdas.weekly_report.goodput_section import GOODPUT_CSV
+from lambdas.weekly_report.job_waste import BADPUT_OF_FINDING
 
 #: What one figure may differ by between two files: the rounding of the one that rounds most.
 CENTS = 0.011
