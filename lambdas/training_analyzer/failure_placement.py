@@ -27,6 +27,7 @@ from lambdas.training_analyzer.gpu_hours.attribution import (
     UNKNOWN_NAMESPACE,
     UNPLACED_NODE,
     Attribution,
+    HourClass,
 )
 
 _AWS_ERRORS: Final = (ClientError, BotoCoreError)
@@ -38,6 +39,9 @@ class HeldJob:
 
     pods: tuple[FailedPod, ...]
     held_by_hour: Mapping[float, float]
+    #: Of its held GPU-hours, those held and working (the attribution's class): whether its
+    #: GPUs worked in hours no emitter reported a step of (goodput/held.py).
+    working: float = 0.0
 
 
 def held_jobs(attribution: Attribution) -> dict[str, HeldJob]:
@@ -46,15 +50,19 @@ def held_jobs(attribution: Attribution) -> dict[str, HeldJob]:
     are no job's."""
     pods: dict[str, set[FailedPod]] = defaultdict(set)
     held: dict[str, dict[float, float]] = defaultdict(lambda: defaultdict(float))
+    working: dict[str, float] = defaultdict(float)
     for pod in attribution.pods.values():
         if pod.namespace == UNKNOWN_NAMESPACE:
             continue
         job = pod.job.job
+        working[job] += pod.hours.get(HourClass.WORKING, 0.0)
         pods[job] |= {FailedPod(pod.pod, g.node) for g in pod.gpus if g.node != UNPLACED_NODE}
         for hour, portion in pod.by_hour.items():
             held[job][float(hour)] += portion
     return {
-        job: HeldJob(tuple(sorted(found, key=lambda p: (p.pod, p.node))), dict(held[job]))
+        job: HeldJob(
+            tuple(sorted(found, key=lambda p: (p.pod, p.node))), dict(held[job]), working[job]
+        )
         for job, found in pods.items()
         if found
     }

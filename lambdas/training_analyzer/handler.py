@@ -31,6 +31,7 @@ from lambdas.training_analyzer import fleet
 from lambdas.training_analyzer.analysis import ANALYZER
 from lambdas.training_analyzer.config import TrainingConfig
 from lambdas.training_analyzer.failure_placement import explain_unplaced
+from lambdas.training_analyzer.goodput.held import attributed_goodput
 from lambdas.training_analyzer.gpu_hours.metrics import put_waste_metrics, waste_metric_data
 from lambdas.training_analyzer.gpu_hours.run import GpuHoursRun, analyze_gpu_hours
 from lambdas.training_analyzer.gpu_memory.run import analyze_gpu_memory
@@ -221,7 +222,8 @@ def attribute_gpu_hours(
     run: TrainingRun, config: TrainingConfig, clients: Clients, end: float
 ) -> tuple[GpuHoursRun, float, date]:
     """The GPU-hour attribution of the last whole UTC day before ``end``, linking the jobs'
-    training findings of ``run``, as ``(run, day start, day)``. Read-only."""
+    training findings of ``run``, as ``(run, day start, day)``; ``run``'s goodput is then
+    against what the attribution says each job held (goodput/held.py). Reads only."""
     gpu_start, gpu_end, gpu_day = attributed_day(end)
     cloudwatch = clients("cloudwatch")
     otel = config.container_insights_mode is ContainerInsightsMode.OTEL
@@ -239,6 +241,8 @@ def attribute_gpu_hours(
         exporter_otlp=config.exporter_otlp,
         emitter_otlp=config.emitter_otlp,
     )
+    # The day's goodput over what the attribution says each job's pods held (goodput/held.py).
+    attributed_goodput(run, gpu_run.held_jobs)
     return gpu_run, gpu_start, gpu_day
 
 

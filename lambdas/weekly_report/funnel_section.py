@@ -31,16 +31,11 @@ from lambdas.training_analyzer.goodput.funnel import (
 from lambdas.training_analyzer.goodput.jobs import Badput
 from lambdas.weekly_report.goodput_section import goodput_figures
 from lambdas.weekly_report.html_table import html_table
+from lambdas.weekly_report.job_waste import BADPUT_OF_FINDING
 from lambdas.weekly_report.spreadsheet import csv_table
 from lambdas.weekly_report.waste import week_waste
 from lambdas.weekly_report.waste_section import relation
 
-#: The badput category of each priced training finding's lost share.
-BADPUT_OF_FINDING: Final = {
-    "training_data_bound": "data_loading",
-    "training_slow_checkpoint": "checkpoint_save",
-    "training_gpu_underutilized": "gpus_underused_while_stepping",
-}
 FUNNEL_CSV: Final = "funnel.csv"
 #: ``productive_source`` of a training workload whose productive stage is its job's goodput.
 GOODPUT_SOURCE: Final = "job goodput"
@@ -145,8 +140,13 @@ def week_funnel(
         )
         for c in waste.get("capacity", [])
     ]
+    not_held = (waste.get("classes") or {}).get("not_held")
     document = funnel(
-        capacity, workloads, gpu_hour_usd=price, held_by_node=waste.get("held_by_node")
+        capacity,
+        workloads,
+        gpu_hour_usd=price,
+        held_by_node=waste.get("held_by_node"),
+        not_held=None if not_held is None else float(not_held),
     )
     document["capacity_sources"] = list(waste.get("capacity_sources", []))
     return document
@@ -209,6 +209,16 @@ def funnel_section(document: Mapping[str, Any]) -> str:
         )
     )
     parts.append(html_table(["drop", "where", "GPU-hours", "cost"], rows, (2, 3)))
+    unallocated = drops["not_allocated"]
+    if "not_held" in unallocated:
+        parts.append(
+            f"<p>Of the {unallocated['gpu_hours']:,.1f} GPU-hours of capacity no pod asked "
+            f"for, {unallocated['not_held']['gpu_hours']:,.1f} were on GPUs no pod held (the "
+            "headline&#x27;s and the idle-capacity action&#x27;s &#x27;not held by any "
+            f"pod&#x27;) and {unallocated['lost_or_unseen']['gpu_hours']:,.1f} on lost or "
+            "faulted GPUs no pod held (the headline&#x27;s &#x27;lost or faulted&#x27;) or "
+            "capacity no exporter reported.</p>"
+        )
     parts.append(
         relation(
             "Each workload's stages below paid; its held GPU-hours are the job tables' and the "

@@ -21,6 +21,12 @@ from lambdas.training_analyzer.gpu_hours.findings import HOURS_PER_MONTH
 
 HOURS_PER_WEEK: Final = 168
 TRAINING_PREFIX: Final = "training_"
+#: The badput category of each priced training finding's lost share.
+BADPUT_OF_FINDING: Final = {
+    "training_data_bound": "data_loading",
+    "training_slow_checkpoint": "checkpoint_save",
+    "training_gpu_underutilized": "gpus_underused_while_stepping",
+}
 
 
 def week_of(monthly: float) -> float:
@@ -72,12 +78,33 @@ def _add_attribution(row: dict[str, Any], attributed: Mapping[str, Any], price: 
     row["held_not_working_usd"] = round(row["not_working_gpu_hours"] * price, 2)
 
 
+def _week_share(
+    row: Mapping[str, Any], finding: Mapping[str, Any], goodput: Mapping[str, float]
+) -> float | None:
+    """The share of the job's stepping GPU-hours a finding prices on the week: where the job's
+    week of goodput (over the GPU-hours its pods held: goodput_section.py) measured the
+    finding's badput, those GPU-hours' share, the one figure the funnel and goodput.csv state;
+    else the finding's own share of the hours it looked at (``lost_share``)."""
+    share = lost_share(finding)
+    measured = goodput.get(BADPUT_OF_FINDING.get(str(finding.get("kind")), ""))
+    stepping = float(row.get("stepping_gpu_hours") or 0.0)
+    if share is None or measured is None or not row["in_attribution"] or stepping <= 0:
+        return share
+    return min(1.0, max(0.0, measured / stepping))
+
+
 def _price_findings(
-    row: dict[str, Any], findings: Sequence[Mapping[str, Any]], price: float
+    row: dict[str, Any],
+    findings: Sequence[Mapping[str, Any]],
+    price: float,
+    goodput: Mapping[str, float] | None = None,
 ) -> None:
     """The job's priced training findings on the week, the largest share first, together at
-    most its stepping GPU-hours (or, at the findings' pace, at most all of their hours)."""
-    shared = [(share, f) for f in findings if (share := lost_share(f)) is not None]
+    most its stepping GPU-hours (or, at the findings' pace, at most all of their hours).
+    ``goodput``: the job's week of goodput in GPU-hours by badput, where it has one."""
+    shared = [
+        (share, f) for f in findings if (share := _week_share(row, f, goodput or {})) is not None
+    ]
     left = 1.0
     for share, finding in sorted(shared, key=lambda sf: (-sf[0], str(sf[1].get("kind")))):
         taken = min(share, left)
@@ -108,10 +135,13 @@ def job_rows(
     waste: Mapping[str, Any],
     findings: Iterable[Mapping[str, Any]],
     training_jobs: Iterable[str] = (),
+    goodput: Mapping[str, Mapping[str, float]] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per job: the attribution's week (summed over its namespaces), its training
     findings priced on it, and ``waste_usd``, the two added. A name the attribution only
-    inferred from a pod name is no training job's: it is a row of its own, marked."""
+    inferred from a pod name is no training job's: it is a row of its own, marked.
+    ``goodput``: each job's week of goodput in GPU-hours by badput (funnel_section.py
+    ``goodput_splits``), whose measured badput prices the finding that names it."""
     price = float(waste.get("gpu_hour_usd") or 0.0)
     rows: dict[tuple[str, bool], dict[str, Any]] = {}
     for attributed in waste.get("all_jobs", []):
@@ -127,6 +157,6 @@ def job_rows(
         rows.setdefault((job, False), _empty(job, False))
     for (job, inferred), row in rows.items():
         if not inferred:
-            _price_findings(row, by_job.get(job, []), price)
+            _price_findings(row, by_job.get(job, []), price, (goodput or {}).get(job))
         row["waste_usd"] = round((row["held_not_working_usd"] or 0.0) + row["waiting_usd"], 2)
     return sorted(rows.values(), key=lambda r: (-r["waste_usd"], r["job"], r["inferred"]))

@@ -189,10 +189,13 @@ def funnel(
     *,
     gpu_hour_usd: float,
     held_by_node: Mapping[str, float] | None = None,
+    not_held: float | None = None,
 ) -> dict[str, Any]:
     """The funnel of a window. ``held_by_node`` (the attribution's held GPU-hours per node)
     splits the capacity no pod asked for by node group; without it, the drop is the fleet's
-    only."""
+    only. ``not_held`` (the attribution's not-held class: GPU-hours no pod held on GPUs that
+    were not lost) splits the same drop into those and the rest (``lost_or_unseen``: lost or
+    faulted GPUs no pod held, and capacity the exporter saw no GPU-hour of)."""
     price = gpu_hour_usd
     nodes = list(capacity)
     paid = sum(max(0.0, n.gpu_hours) for n in nodes)
@@ -239,6 +242,7 @@ def funnel(
             "not_allocated": {
                 **_money(stages["paid"] - stages["allocated"], price),
                 "by_group": _unallocated(nodes, held_by_node, price),
+                **_not_held(stages["paid"] - stages["allocated"], not_held, price),
             },
             "held_not_active": {
                 **_money(stages["allocated"] - stages["active"], price),
@@ -267,6 +271,17 @@ def funnel(
             for n in sorted(nodes, key=lambda n: n.node)
         ],
         "clamped": {k: round(v, PLACES) for k, v in sorted(clamped.items()) if v > 1e-9},
+    }
+
+
+def _not_held(unallocated: float, not_held: float | None, price: float) -> dict[str, Any]:
+    """The capacity no pod asked for as the attribution's not-held class and the rest."""
+    if not_held is None:
+        return {}
+    held_none = min(max(0.0, not_held), unallocated)
+    return {
+        "not_held": _money(held_none, price),
+        "lost_or_unseen": _money(unallocated - held_none, price),
     }
 
 

@@ -18,8 +18,9 @@ from cli.demo.realistic import nodes as ec2
 from cli.demo.week import HOURS, NODES
 from lambdas.training_analyzer.analysis import lookback_words
 from lambdas.training_analyzer.goodput.funnel import check_nesting
-from lambdas.weekly_report.funnel_section import BADPUT_OF_FINDING, GOODPUT_SOURCE
+from lambdas.weekly_report.funnel_section import GOODPUT_SOURCE
 from lambdas.weekly_report.goodput_section import GOODPUT_CSV
+from lambdas.weekly_report.job_waste import BADPUT_OF_FINDING
 
 #: What one figure may differ by between two files: the rounding of the one that rounds most.
 CENTS = 0.011
@@ -71,8 +72,18 @@ def check_one_figure_per_fact(out: Path, all_week: Sequence[ec2.Node] = ()) -> d
     paid = funnel["fleet"]["paid"]["gpu_hours"]
     billed = ec2_gpu_hours(all_week)
     assert abs(paid - billed) <= 0.01 * billed, (paid, billed)
+    # The capacity no pod asked for is the headline's and the idle-capacity action's GPU-hours
+    # no pod held, and the lost GPUs no pod held (the headline's lost or faulted), each named.
+    unallocated = funnel["drops"]["not_allocated"]
+    not_held = report["waste"]["classes"]["not_held"]
+    assert unallocated["not_held"]["gpu_hours"] == pytest.approx(not_held, abs=HUNDREDTHS)
+    rest = unallocated["lost_or_unseen"]["gpu_hours"]
+    assert not_held + rest == pytest.approx(unallocated["gpu_hours"], abs=HUNDREDTHS)
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert f"{unallocated['not_held']['gpu_hours']:,.1f} were on GPUs no pod held" in html
     jobs = {j["job"]: j for j in [*report["costliest_jobs"], *report["most_wasteful_jobs"]]}
     _held(report, out, jobs)
+    _goodput_held(report, out)
     _goodput(report, out)
     _priced(report, out, jobs)
     _daily(report, out, jobs)
@@ -104,6 +115,36 @@ def _held(report: dict[str, Any], out: Path, jobs: dict[str, dict[str, Any]]) ->
         if row["held_gpu_hours"] is not None:
             assert row["held_gpu_hours"] == pytest.approx(held[job], abs=HUNDREDTHS), job
             assert row["held_usd"] == pytest.approx(allocated_usd[job], abs=CENTS), job
+
+
+def _goodput_held(report: dict[str, Any], out: Path) -> None:
+    """Each training job's goodput is over the GPU-hours the attribution says it held (the
+    job tables', funnel.csv's allocated, the failures'), so it falls in the size its pods held
+    and each badput's GPU-hours are the funnel's; a job told its GPUs were held with no steps
+    had them idle (a job whose steps ran outside the emitter's loop has no goodput)."""
+    held: dict[str, float] = defaultdict(float)
+    for row in report["waste"]["all_jobs"]:
+        held[row["job"]] += row["held_gpu_hours"]
+    from_csv = {r["job"]: r for r in _csv(out / GOODPUT_CSV)}
+    for week in report["goodput"]["jobs"]:
+        job = week["job"]
+        if job not in held:
+            continue
+        total = week["total_gpu_hours"] - week["waiting_for_gpus_gpu_hours"]
+        assert total == pytest.approx(held[job], abs=HUNDREDTHS), job
+        row = from_csv[job]
+        shown = float(row["total_gpu_hours"]) - float(row["waiting_for_gpus_gpu_hours"])
+        assert shown == pytest.approx(held[job], abs=HUNDREDTHS), job
+    workloads: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for w in report["funnel"]["workloads"]:
+        for stage in ("allocated", "active"):
+            workloads[w["workload"]][stage] += w[stage]["gpu_hours"]
+    for f in _findings(out):
+        if f["kind"] == "training_low_goodput" and (
+            f["evidence"]["largest_badput"] == "held_no_steps"
+        ):
+            mine = workloads[f["resource"].removeprefix("job/")]
+            assert mine["active"] < mine["allocated"] / 2, f["summary"]
 
 
 def _goodput(report: dict[str, Any], out: Path) -> None:
@@ -145,6 +186,7 @@ def _priced(report: dict[str, Any], out: Path, jobs: dict[str, dict[str, Any]]) 
     # Each priced training finding's week: the job row's, the action's, the funnel's badput of
     # that category, the namespace's waiting in the showback CSV.
     actions = {a["finding"]: a for a in report["actions"] if a.get("finding")}
+    weeks = {r["job"]: r for r in report["goodput"]["jobs"]}
     badput: dict[tuple[str, str], float] = defaultdict(float)
     fed = {w["workload"] for w in funnel["workloads"] if w["productive_source"] == GOODPUT_SOURCE}
     for w in funnel["workloads"]:
@@ -160,7 +202,9 @@ def _priced(report: dict[str, Any], out: Path, jobs: dict[str, dict[str, Any]]) 
                 assert actions[name]["usd"] == priced["usd"], name
                 assert actions[name]["gpu_hours"] == priced["gpu_hours"], name
             category = BADPUT_OF_FINDING[priced["kind"]]
-            if job in fed:  # its goodput names its badput (``_goodput``)
+            if job in fed:  # its goodput names its badput (``_goodput``): the same figure
+                measured = weeks[job][f"{category}_gpu_hours"]
+                assert priced["gpu_hours"] == pytest.approx(measured, abs=HUNDREDTHS), name
                 continue
             assert badput[(job, category)] == pytest.approx(priced["gpu_hours"], abs=HUNDREDTHS)
             assert priced["usd"] == pytest.approx(priced["gpu_hours"] * price, abs=CENTS * 7)

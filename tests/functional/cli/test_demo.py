@@ -249,7 +249,7 @@ def test_the_demo_reports_training_section_leads_with_fleet_goodput(
     the jobs; the data-bound job's 60% (docs/goodput.md)."""
     _, tmp_path = demo
     html = (tmp_path / "out" / "report.html").read_text()
-    assert "Fleet goodput: 78.2% of 718.5 GPU-hours" in html
+    assert "Fleet goodput: 78.3% of 732.9 GPU-hours" in html
     assert html.index('id="goodput"') < html.index("Training throughput by job")
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     jobs = {j["job"]: j for j in report["goodput"]["jobs"]}
@@ -563,8 +563,9 @@ def test_the_demo_reports_job_tables_agree_with_each_other_and_the_findings(
             assert row["held_not_working_usd"] == attributed[job]["held_not_working_usd"]
             assert row["waste_usd"] <= row["held_usd"]
     # bert-data-bound: held 336 GPU-hours, stepped in all of them, none held without work;
-    # its data-bound finding's share of that stepping time is its waste (about $923, where
-    # the report before priced the same GPU-hours at $2,312 held without work and $44 more).
+    # the data loading its goodput measured is its waste (about $924, its data-bound finding's
+    # share of that stepping time to 0.2%, where the report before priced the same GPU-hours
+    # at $2,312 held without work and $44 more).
     bert = costs["bert-data-bound"]
     assert (bert["held_gpu_hours"], bert["stepping_gpu_hours"]) == (336.0, 336.0)
     assert bert["held_not_working_usd"] == 0.0
@@ -619,7 +620,7 @@ def test_the_demo_reports_job_tables_agree_with_each_other_and_the_findings(
         waste["cost_usd"]["not_held"] + jobs_waste + storage, abs=0.05
     )
     html = (tmp_path / "out" / "report.html").read_text()
-    assert "<b>$923 this week</b>: <b>bert-data-bound: waits for data</b>" in html
+    assert "<b>$924 this week</b>: <b>bert-data-bound: waits for data</b>" in html
     # Each table with the sentence that relates it, but the headline's two and the failures'
     # per-job and per-node tables, which share their section's one.
     assert html.count("<table>") == html.count('<p class="relates">') - 1
@@ -935,11 +936,13 @@ def test_one_figure_per_fact_in_every_table_finding_action_and_csv(
     demo: tuple[DemoResult, Path],
 ) -> None:
     """bert-data-bound's data-bound waste is one figure: each daily finding a whole UTC day
-    (48 GPU-hours, $131.88, $4,011 a month at that pace), the week's the same share of its 336
-    stepping GPU-hours in its job row, its action and the showback CSV; the funnel's
-    productive stage and badput are each job's goodput (one share in the goodput section and
-    the funnel); a run at 07:00 no longer prices the 17 hours since the last midnight as its
-    "1-day lookback"."""
+    (48 GPU-hours, $131.88, $4,011 a month at that pace); the week's the data loading its
+    goodput measured over the 336 GPU-hours its pods held (134.37 GPU-hours, $924.46) in
+    goodput.csv, the funnel, its job row, its action and the showback CSV (before: 131.17,
+    134.37 and 134.18); whisper-finetune, whose steps ran outside the emitter's loop on five
+    working GPUs, has no goodput (before: 0% of 1.6 GPU-hours on "1 GPU", held with no steps);
+    the capacity no pod asked for names the headline's GPU-hours no pod held; a run at 07:00
+    no longer prices the 17 hours since the last midnight as its "1-day lookback"."""
     result, _ = demo
     report = check_one_figure_per_fact(result.out_dir)
     bert = [
@@ -951,17 +954,27 @@ def test_one_figure_per_fact_in_every_table_finding_action_and_csv(
     # 48 stepping GPU-hours; the week's $923.16 is Sunday's $131.88 a day for seven days.
     assert [e["gpu_hours"] for e in bert] == [48, 48]
     assert round(bert[-1]["waste_in_lookback_usd"] * 7, 2) == 923.16
-    # The funnel's productive stage is each job's goodput over what it held (60% of bert's
-    # 328 GPU-hours in the goodput files) times the 336 the attribution says it held, its
-    # data loading the same share (40%): docs/goodput.md.
+    # The funnel's productive stage is each job's goodput over what it held (60% of the 336
+    # GPU-hours the attribution says it held, as the goodput files now take them), its data
+    # loading the same share (40%): docs/goodput.md.
     (row,) = [w for w in report["funnel"]["workloads"] if w["workload"] == "bert-data-bound"]
     assert row["productive_source"] == "job goodput"
-    assert row["badput"]["data_loading"] == {"gpu_hours": 134.3681, "usd": 924.45}
-    assert row["productive"]["gpu_hours"] == 201.5522
+    assert row["badput"]["data_loading"] == {"gpu_hours": 134.3689, "usd": 924.46}
+    assert row["productive"]["gpu_hours"] == 201.5533
+    goodput = {r["job"]: r for r in report["goodput"]["jobs"]}
+    assert round(goodput["bert-data-bound"]["data_loading_gpu_hours"], 2) == 134.37
+    assert "whisper-finetune" not in goodput
+    (whisper,) = [w for w in report["funnel"]["workloads"] if w["workload"] == "whisper-finetune"]
+    assert whisper["badput"] == {"no_step_or_token_signal": {"gpu_hours": 7.0, "usd": 48.16}}
+    assert not [
+        f
+        for f in result.training_findings + result.monday_findings
+        if f["kind"] == "training_low_goodput" and f["resource"] == "job/whisper-finetune"
+    ]
     fleet = {stage: v["gpu_hours"] for stage, v in report["funnel"]["fleet"].items()}
     # What EC2 bills (node_gpu_limit, the instance type's GPUs): the week's three p5.48xlarge's
     # eight GPUs all week, and the replayed one's eight for its two hours.
-    assert fleet == {"paid": 4048.0, "allocated": 856.6, "active": 749.0, "productive": 520.6765}
+    assert fleet == {"paid": 4048.0, "allocated": 856.6, "active": 749.0, "productive": 520.6794}
     drops = report["funnel"]["drops"]
     # The GPUs no pod asked for: paid less allocated, all on the p5.48xlarge nodes.
     assert drops["not_allocated"]["by_group"] == {

@@ -156,3 +156,14 @@ def test_goodput_beyond_active_is_clipped_to_it_and_the_cut_reported() -> None:
     assert doc["workloads"][0]["productive"]["gpu_hours"] == 2.0
     assert doc["clamped"] == {"productive": 7.0}
     assert check_nesting(doc) == []
+
+
+def test_capacity_no_pod_asked_for_names_the_attributions_not_held_and_the_rest() -> None:
+    """Of the 288 GPU-hours no pod asked for, 280 are the attribution's not-held class (the
+    report's headline and idle-capacity action) and 8 a lost GPU's that no pod held."""
+    doc = funnel(NODES, [TRAINING, NOTEBOOK, REPLICA], gpu_hour_usd=PRICE,
+                 held_by_node={"a": 72.0, "b": 24.0}, not_held=280.0)  # fmt: skip
+    drop = doc["drops"]["not_allocated"]
+    assert drop["not_held"] == {"gpu_hours": 280.0, "usd": round(280 * PRICE, 2)}
+    assert drop["lost_or_unseen"] == {"gpu_hours": 8.0, "usd": round(8 * PRICE, 2)}
+    assert "not_held" not in funnel(NODES, [TRAINING], gpu_hour_usd=PRICE)["drops"]["not_allocated"]
