@@ -5,7 +5,8 @@ Every action prices GPU-hours of this week once, so the actions add up:
 
 - a job's GPU-hours held without work (the attribution's, per namespace and job), with its
   ``gpu_held_not_working`` finding as evidence where one was written;
-- a job's training findings, on the share of its stepping GPU-hours they say was lost
+- a job's training findings, on the share of its stepping GPU-hours they say was lost, or,
+  where its pods held no GPU the exporter reported, on the GPU-hours its goodput measured
   (lambdas/weekly_report/job_waste.py);
 - every other priced finding (storage), a week of its monthly estimate;
 - the GPU-hours no pod held (idle capacity), with the nodes that had them.
@@ -124,10 +125,16 @@ def _training_actions(
                     f"{priced['share']:.0%} of its {float(row['stepping_gpu_hours']):,.1f} "
                     "stepping GPU-hours this week"
                 )
+            elif priced["basis"] == "goodput":
+                basis = (
+                    f"{priced['gpu_hours']:,.2f} of the {float(row['goodput_held_gpu_hours']):,.2f}"
+                    " GPU-hours its goodput says it held this week (its pods held no GPU the "
+                    "exporter reported)"
+                )
             else:
                 basis = (
-                    "a week at the finding's own pace (its pods held no GPU the exporter "
-                    "reported this week)"
+                    "what the finding measured in its lookback (its pods held no GPU the "
+                    "exporter reported this week, and no goodput was read for it)"
                 )
             actions.append(
                 {

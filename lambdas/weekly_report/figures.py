@@ -298,13 +298,13 @@ def week_figures(
         if storage_analyzed
         else None
     )
-    jobs = job_rows(figures.waste, unique, job_costs)
+    splits = goodput_splits(figures.goodput)
+    jobs = job_rows(figures.waste, unique, job_costs, splits)
     _namespace_waste(figures.waste, jobs)
     every = week_actions(figures.waste, jobs, unique)
     figures.actions = every[:ACTIONS]
     figures.priced_waste_usd = round(sum(a["usd"] for a in every), 2)
     if figures.waste:
-        splits = goodput_splits(figures.goodput)
         figures.funnel = week_funnel(figures.waste, jobs, served, splits)
     # The training jobs: the week's held GPU-hours where the attribution has them, the rest by
     # the training analyzer's own cost of them (its lookback), which only orders them.

@@ -31,16 +31,11 @@ from lambdas.training_analyzer.goodput.funnel import (
 from lambdas.training_analyzer.goodput.jobs import Badput
 from lambdas.weekly_report.goodput_section import goodput_figures
 from lambdas.weekly_report.html_table import html_table
+from lambdas.weekly_report.job_waste import BADPUT_OF_FINDING
 from lambdas.weekly_report.spreadsheet import csv_table
 from lambdas.weekly_report.waste import week_waste
 from lambdas.weekly_report.waste_section import relation
 
-#: The badput category of each priced training finding's lost share.
-BADPUT_OF_FINDING: Final = {
-    "training_data_bound": "data_loading",
-    "training_slow_checkpoint": "checkpoint_save",
-    "training_gpu_underutilized": "gpus_underused_while_stepping",
-}
 FUNNEL_CSV: Final = "funnel.csv"
 #: ``productive_source`` of a training workload whose productive stage is its job's goodput.
 GOODPUT_SOURCE: Final = "job goodput"
