@@ -231,6 +231,30 @@ def test_the_demo_weeks_saturated_day_is_an_autoscaling_finding_priced_both_ways
     assert "the 18 replica-hours they lacked (about $3,767 a month)" in finding.recommendation
 
 
+def test_the_autoscaling_findings_estimate_is_a_figure_its_advice_states(
+    week: dict[int, tuple[list[Finding], list[Finding]]],
+) -> None:
+    """Its $3,139 a month is the spare hours of the replicas that served (15 a day), said so
+    beside the $6,278 of all 30 freed hours (the idle replica's 15 priced by its idle GPU
+    finding) and the $3,767 the peaks lack; net, autoscaling saves 12 replica-hours a day,
+    $2,511.20 a month."""
+    (finding,), _ = week[SATURATED_DAY]
+    estimate = finding.estimated_monthly_waste_usd
+    assert estimate == pytest.approx(15 * MONTH_OF_A_REPLICA_HOUR_A_DAY, abs=0.01)
+    assert f"${estimate:,.0f} a month of it replicas that served more than the hour needed " in (
+        finding.recommendation
+    )
+    assert (
+        "(this finding's waste; the other $3,139 replicas that served nothing, priced as held "
+        "without work by gpu_held_not_working)" in finding.recommendation
+    )
+    assert finding.evidence["waste_gpu_hours_per_day"] == 15.0
+    assert finding.evidence["monthly_net_saving_usd"] == pytest.approx(
+        12 * MONTH_OF_A_REPLICA_HOUR_A_DAY, abs=0.01
+    )
+    assert "(about $3,767 a month): about $2,511 a month saved net." in finding.recommendation
+
+
 def test_a_day_saturated_throughout_beside_an_idle_replica_routes_to_it_first() -> None:
     """Saturated all day: more replicas, not an autoscaler; but the idle one is named first."""
     model = ModelKey("serving", "chat", "Deployment", "llama")
