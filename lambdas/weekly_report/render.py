@@ -90,8 +90,10 @@ def _actions(f: WeekFigures) -> str:
             f"to (about ${f.priced_waste_usd * HOURS_PER_MONTH / HOURS_PER_WEEK:,.0f} a month "
             f"at this pace); each GPU-hour is priced once at ${price:,.2f}: hours no pod held as "
             "idle capacity, a job's held hours without a training step as held without work, "
-            "its stepping hours by the training finding that says what they lost, so the "
-            "figures add up."
+            "its stepping hours by the training finding that says what they lost, a serving "
+            "workload's replicas that served more than their hour needed by its autoscaling "
+            "finding on the days it was found (its replicas that served nothing are held "
+            "without work), so the figures add up."
         )
     )
     parts.append('<ol class="actions">')
