@@ -118,6 +118,7 @@ def _price_findings(
         if row["in_attribution"]:
             basis = "week"
             gpu_hours = taken * float(row["stepping_gpu_hours"] or 0.0)
+            usd = gpu_hours * price
         elif held > 0:
             basis = "goodput"
             measured = (split or {}).get(BADPUT_OF_FINDING.get(kind, ""))
@@ -125,16 +126,18 @@ def _price_findings(
             gpu_hours = min(max(0.0, wanted), hours_left)
             hours_left -= gpu_hours
             taken = gpu_hours / held
+            usd = gpu_hours * price
         else:
             basis = "finding"
-            gpu_hours = _lookback_usd(finding) * (taken / share) / price if price else 0.0
+            usd = _lookback_usd(finding) * (taken / share) if share else 0.0
+            gpu_hours = usd / price if price else 0.0
         row["priced_findings"].append(
             {
                 "kind": kind,
                 "resource": str(finding.get("resource", "")),
                 "share": round(taken, 4),
                 "gpu_hours": round(gpu_hours, 2),
-                "usd": round(gpu_hours * price, 2),
+                "usd": round(usd, 2),
                 "basis": basis,
             }
         )
