@@ -5,8 +5,13 @@ Every action prices GPU-hours of this week once, so the actions add up:
 
 - a job's GPU-hours held without work (the attribution's, per namespace and job), with its
   ``gpu_held_not_working`` finding as evidence where one was written;
-- a job's training findings, on the share of its stepping GPU-hours they say was lost
+- a job's training findings, on the share of its stepping GPU-hours they say was lost, or,
+  where its pods held no GPU the exporter reported, on the GPU-hours its goodput measured
   (lambdas/weekly_report/job_waste.py);
+- a serving workload's autoscaling finding, on the days of the week it was found: the spare
+  hours of its replicas that served (its estimate, a day of it a day), at most the workload's
+  held and working GPU-hours, so never the held-without-work hours its idle replicas' action
+  prices;
 - every other priced finding (storage), a week of its monthly estimate;
 - the GPU-hours no pod held (idle capacity), with the nodes that had them.
 """
@@ -14,11 +19,13 @@ Every action prices GPU-hours of this week once, so the actions add up:
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from lambdas.shared.findings import Kind
 from lambdas.shared.workload_resource import workload_resource
-from lambdas.training_analyzer.gpu_hours.findings import idle_advice
+from lambdas.training_analyzer.gpu_hours.findings import HOURS_PER_MONTH, idle_advice
 from lambdas.weekly_report.job_waste import TRAINING_PREFIX, week_of
 
 HELD_NOT_WORKING: Final = "gpu_held_not_working"
+AUTOSCALING: Final = str(Kind.SERVING_AUTOSCALING)
 #: How an action names the problem of each kind it prices.
 TITLES: Final = {
     "training_data_bound": "waits for data",
@@ -27,7 +34,7 @@ TITLES: Final = {
     "ebs_idle_volume": "idle EBS volume",
     "ebs_overprovisioned_iops": "EBS IOPS paid for and not used",
     "ebs_overprovisioned_throughput": "EBS throughput paid for and not used",
-    "serving_autoscaling": "replicas fixed: saturated at its peaks, spare off-peak",
+    AUTOSCALING: "replicas fixed: saturated at its peaks, spare off-peak",
 }
 
 
@@ -124,10 +131,16 @@ def _training_actions(
                     f"{priced['share']:.0%} of its {float(row['stepping_gpu_hours']):,.1f} "
                     "stepping GPU-hours this week"
                 )
+            elif priced["basis"] == "goodput":
+                basis = (
+                    f"{priced['gpu_hours']:,.2f} of the {float(row['goodput_held_gpu_hours']):,.2f}"
+                    " GPU-hours its goodput says it held this week (its pods held no GPU the "
+                    "exporter reported)"
+                )
             else:
                 basis = (
-                    "a week at the finding's own pace (its pods held no GPU the exporter "
-                    "reported this week)"
+                    "what the finding measured in its lookback (its pods held no GPU the "
+                    "exporter reported this week, and no goodput was read for it)"
                 )
             actions.append(
                 {
@@ -143,12 +156,74 @@ def _training_actions(
     return actions
 
 
+def _day_key(finding: Mapping[str, Any]) -> str:
+    """The day a daily finding covers: its evidence's, else the day it was detected on."""
+    evidence = finding.get("evidence") or {}
+    return str(evidence.get("day") or str(finding.get("detected_at", ""))[:10])
+
+
+def _working_hours(waste: Mapping[str, Any]) -> dict[str, float]:
+    """Each workload's held and working GPU-hours of the week, by its findings' resource."""
+    working: dict[str, float] = {}
+    for row in waste.get("all_jobs", []):
+        name = workload_resource(str(row["namespace"]), str(row["job"]), str(row.get("kind", "")))
+        working[name] = working.get(name, 0.0) + float(row.get("working_gpu_hours") or 0.0)
+    return working
+
+
+def _serving_actions(
+    waste: Mapping[str, Any],
+    latest: Mapping[tuple[str, str], Mapping[str, Any]],
+    week: Iterable[Mapping[str, Any]],
+) -> list[dict[str, Any]]:
+    """Each workload's ``serving_autoscaling`` finding on the days it was found (a day of its
+    monthly estimate each, in GPU-hours at its own price), at most the workload's held and
+    working GPU-hours: its idle replicas' hours are not working, the held-without-work
+    action's."""
+    days: dict[str, dict[str, float]] = {}
+    for finding in week:
+        monthly = finding.get("estimated_monthly_waste_usd")
+        at = float((finding.get("evidence") or {}).get("gpu_hour_usd") or 0.0)
+        if finding.get("kind") != AUTOSCALING or not monthly or at <= 0:
+            continue
+        found = days.setdefault(str(finding.get("resource", "")), {})
+        found[_day_key(finding)] = float(monthly) * 24 / HOURS_PER_MONTH / at
+    price = float(waste.get("gpu_hour_usd") or 0.0)
+    working = _working_hours(waste)
+    actions = []
+    for resource, by_day in sorted(days.items()):
+        finding = latest[(AUTOSCALING, resource)]
+        hours = sum(by_day.values())
+        if resource in working:
+            hours = min(hours, working[resource])
+        at = price or float(finding["evidence"]["gpu_hour_usd"])
+        evidence = (
+            f"{hours:,.1f} GPU-hours on the {len(by_day)} day(s) it was found "
+            f"({', '.join(sorted(by_day))}): replicas that served more than the hour needed, "
+            "held and working; its replicas that served nothing are held without work, that "
+            "action's hours, not these"
+        )
+        actions.append(
+            {
+                "title": f"{resource}: {_title(AUTOSCALING)}",
+                "usd": round(hours * at, 2),
+                "gpu_hours": round(hours, 2),
+                "what_to_do": str(finding.get("recommendation", "")),
+                "evidence": f"{evidence}. {AUTOSCALING} {resource}: {finding.get('summary', '')}",
+                "finding": f"{AUTOSCALING} {resource}",
+            }
+        )
+    return actions
+
+
 def _other_actions(findings: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     actions = []
     for finding in findings:
         kind = str(finding["kind"])
         monthly = finding.get("estimated_monthly_waste_usd")
-        if kind.startswith(TRAINING_PREFIX) or kind == HELD_NOT_WORKING or not monthly:
+        if kind.startswith(TRAINING_PREFIX) or kind in (HELD_NOT_WORKING, AUTOSCALING):
+            continue
+        if not monthly:
             continue
         resource = str(finding.get("resource", ""))
         actions.append(
@@ -169,14 +244,17 @@ def week_actions(
     waste: Mapping[str, Any],
     jobs: Sequence[Mapping[str, Any]],
     findings: Sequence[Mapping[str, Any]],
+    week: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """Every priced action of the week, the most dollars first. ``jobs`` are
-    ``job_rows(...)``; ``findings`` the week's latest finding per kind and resource."""
+    ``job_rows(...)``; ``findings`` the week's latest finding per kind and resource; ``week``
+    every finding of the week, each day's (``findings`` where not given)."""
     latest = {(str(f["kind"]), str(f.get("resource", ""))): f for f in findings}
     actions = [
         *_capacity_action(waste),
         *_held_actions(waste, latest),
         *_training_actions(jobs, latest),
+        *_serving_actions(waste, latest, findings if week is None else week),
         *_other_actions(findings),
     ]
     return sorted(actions, key=lambda a: (-a["usd"], a["title"]))

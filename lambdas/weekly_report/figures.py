@@ -301,7 +301,7 @@ def week_figures(
     splits = goodput_splits(figures.goodput)
     jobs = job_rows(figures.waste, unique, job_costs, splits)
     _namespace_waste(figures.waste, jobs)
-    every = week_actions(figures.waste, jobs, unique)
+    every = week_actions(figures.waste, jobs, unique, files.findings)
     figures.actions = every[:ACTIONS]
     figures.priced_waste_usd = round(sum(a["usd"] for a in every), 2)
     if figures.waste:

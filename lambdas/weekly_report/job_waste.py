@@ -10,13 +10,21 @@ together take at most all of its stepping hours (the largest share first), so no
 priced twice and a job's waste never exceeds what its GPUs cost.
 
 Where the attribution holds no GPU-hour of the job (its pods ran on GPUs the exporter did
-not report), the week is priced at its finding's own pace: a week (168 hours) of its monthly
-estimate (730 hours), marked ``basis: "finding"``.
+not report), its findings are priced on what was measured of it, never extrapolated past it:
+
+- where the week's goodput has the job (``basis: "goodput"``), on the GPU-hours it held by its
+  goodput (its total less its waiting for GPUs): a finding takes the GPU-hours its badput
+  category measured (checkpoint saves, data loading) or else its share of them, together at
+  most what it held;
+- otherwise (``basis: "finding"``), on what the finding itself measured: its lookback's waste
+  (``waste_in_lookback_usd``), not a week at its pace (a job that ran ten hours would be priced
+  past the hours it held).
 """
 
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from lambdas.training_analyzer.goodput.funnel import NOT_HELD_BADPUT
 from lambdas.training_analyzer.gpu_hours.findings import HOURS_PER_MONTH
 
 HOURS_PER_WEEK: Final = 168
@@ -63,6 +71,8 @@ def _empty(job: str, inferred: bool) -> dict[str, Any]:
         "not_working_gpu_hours": None,
         "held_usd": None,
         "held_not_working_usd": None,
+        #: What its week's goodput says it held, where the attribution holds none of it.
+        "goodput_held_gpu_hours": None,
         "priced_findings": [],
         "waiting_usd": 0.0,
         "waste_usd": 0.0,
@@ -93,34 +103,56 @@ def _week_share(
     return min(1.0, max(0.0, measured / stepping))
 
 
+def goodput_held(split: Mapping[str, float]) -> float:
+    """The GPU-hours a job held by its week's goodput (``goodput_splits``' row): its productive
+    hours and every badput but waiting for GPUs (pods pending hold none)."""
+    return sum(max(0.0, float(v)) for k, v in split.items() if k != NOT_HELD_BADPUT)
+
+
+def _lookback_usd(finding: Mapping[str, Any]) -> float:
+    return float(_number((finding.get("evidence") or {}).get("waste_in_lookback_usd")) or 0.0)
+
+
 def _price_findings(
     row: dict[str, Any],
     findings: Sequence[Mapping[str, Any]],
     price: float,
-    goodput: Mapping[str, float] | None = None,
+    split: Mapping[str, float] | None = None,
 ) -> None:
     """The job's priced training findings on the week, the largest share first, together at
-    most its stepping GPU-hours (or, at the findings' pace, at most all of their hours).
-    ``goodput``: the job's week of goodput in GPU-hours by badput, where it has one."""
+    most its stepping GPU-hours (or, on its goodput, at most the GPU-hours it held).
+    ``split``: the job's week of goodput in GPU-hours by badput, where it has one: its
+    measured badput prices the finding that names it."""
     shared = [
-        (share, f) for f in findings if (share := _week_share(row, f, goodput or {})) is not None
+        (share, f) for f in findings if (share := _week_share(row, f, split or {})) is not None
     ]
-    left = 1.0
+    held = goodput_held(split) if split and not row["in_attribution"] else 0.0
+    if held > 0:
+        row["goodput_held_gpu_hours"] = round(held, 2)
+    left, hours_left = 1.0, held
     for share, finding in sorted(shared, key=lambda sf: (-sf[0], str(sf[1].get("kind")))):
         taken = min(share, left)
         left -= taken
+        kind = str(finding.get("kind"))
         if row["in_attribution"]:
             basis = "week"
             gpu_hours = taken * float(row["stepping_gpu_hours"] or 0.0)
             usd = gpu_hours * price
+        elif held > 0:
+            basis = "goodput"
+            measured = (split or {}).get(BADPUT_OF_FINDING.get(kind, ""))
+            wanted = taken * held if measured is None else float(measured)
+            gpu_hours = min(max(0.0, wanted), hours_left)
+            hours_left -= gpu_hours
+            taken = gpu_hours / held
+            usd = gpu_hours * price
         else:
             basis = "finding"
-            monthly = float(finding.get("estimated_monthly_waste_usd") or 0.0)
-            usd = week_of(monthly) * (taken / share if share else 0.0)
+            usd = _lookback_usd(finding) * (taken / share) if share else 0.0
             gpu_hours = usd / price if price else 0.0
         row["priced_findings"].append(
             {
-                "kind": str(finding.get("kind")),
+                "kind": kind,
                 "resource": str(finding.get("resource", "")),
                 "share": round(taken, 4),
                 "gpu_hours": round(gpu_hours, 2),
@@ -141,7 +173,8 @@ def job_rows(
     findings priced on it, and ``waste_usd``, the two added. A name the attribution only
     inferred from a pod name is no training job's: it is a row of its own, marked.
     ``goodput``: each job's week of goodput in GPU-hours by badput (funnel_section.py
-    ``goodput_splits``), whose measured badput prices the finding that names it."""
+    ``goodput_splits``): its measured badput prices the finding that names it, and a job the
+    attribution does not hold is priced on it."""
     price = float(waste.get("gpu_hour_usd") or 0.0)
     rows: dict[tuple[str, bool], dict[str, Any]] = {}
     for attributed in waste.get("all_jobs", []):

@@ -90,8 +90,10 @@ def _actions(f: WeekFigures) -> str:
             f"to (about ${f.priced_waste_usd * HOURS_PER_MONTH / HOURS_PER_WEEK:,.0f} a month "
             f"at this pace); each GPU-hour is priced once at ${price:,.2f}: hours no pod held as "
             "idle capacity, a job's held hours without a training step as held without work, "
-            "its stepping hours by the training finding that says what they lost, so the "
-            "figures add up."
+            "its stepping hours by the training finding that says what they lost, a serving "
+            "workload's replicas that served more than their hour needed by its autoscaling "
+            "finding on the days it was found (its replicas that served nothing are held "
+            "without work), so the figures add up."
         )
     )
     parts.append('<ol class="actions">')
@@ -112,10 +114,11 @@ def _tile(name: str, value: str, delta: str) -> str:
     )
 
 
-def _priced_on(job: dict[str, Any], basis: str) -> float:
-    """What a job's training findings priced on one basis: the week's stepping GPU-hours
-    (``week``), or the findings' own pace where it held no GPU the exporter saw."""
-    return sum((p["usd"] for p in job["priced_findings"] if p["basis"] == basis), 0.0)
+def _priced_on(job: dict[str, Any], *bases: str) -> float:
+    """What a job's training findings priced on these bases: the week's stepping GPU-hours
+    (``week``), or, where it held no GPU the exporter saw, what its goodput measured
+    (``goodput``) or its findings did (``finding``)."""
+    return sum((p["usd"] for p in job["priced_findings"] if p["basis"] in bases), 0.0)
 
 
 def _jobs_section(f: WeekFigures) -> str:
@@ -175,9 +178,10 @@ def _jobs_section(f: WeekFigures) -> str:
                 "in the table above, and a training job there with no waste is not here. Waste "
                 "is held without work (the first job table's cost) plus waiting while stepping "
                 "(the share of its stepping GPU-hours its training findings say was lost), or, "
-                "for a job whose pods held no GPU the exporter reported, a week at its "
-                "findings' pace; each GPU-hour priced once, each part one of the week's priced "
-                "problems (the five worth most are above)."
+                "for a job whose pods held no GPU the exporter reported, the GPU-hours of its "
+                "findings' badput that its goodput measured (or its findings' own lookback "
+                "without one), at most what it held; each GPU-hour priced once, each part one "
+                "of the week's priced problems (the five worth most are above)."
             )
         )
         parts.append(
@@ -186,7 +190,7 @@ def _jobs_section(f: WeekFigures) -> str:
                     "Job",
                     "Held without work (week)",
                     "Waiting while stepping (week)",
-                    "At its findings' pace (no GPU-hours seen)",
+                    "Measured by its goodput or findings (no GPU-hours seen)",
                     "Waste (week)",
                 ],
                 [
@@ -194,7 +198,9 @@ def _jobs_section(f: WeekFigures) -> str:
                         j["job"] + (" (inferred)" if j.get("inferred") else ""),
                         _money(j["held_not_working_usd"]),
                         _money(_priced_on(j, "week") if j["in_attribution"] else None),
-                        _money(None if j["in_attribution"] else _priced_on(j, "finding")),
+                        _money(
+                            None if j["in_attribution"] else _priced_on(j, "goodput", "finding")
+                        ),
                         _money(j["waste_usd"]),
                     ]
                     for j in f.most_wasteful_jobs

@@ -33,6 +33,7 @@ from lambdas.shared.workload_resource import workload_resource
 from lambdas.training_analyzer.gpu_hours.by_workload import WorkloadGpu
 from lambdas.training_analyzer.gpu_hours.findings import ANALYZER, HOURS_PER_MONTH
 from lambdas.training_analyzer.serving.autoscaling import (
+    ScalingCost,
     ScalingDay,
     WorkloadHour,
     WorkloadName,
@@ -250,11 +251,7 @@ def _autoscaling(
     # A replica's GPUs, from the attribution's GPU-hours over the replica-hours the series
     # showed (0 where its GPUs' series were not read: the dollars are then unknown).
     gpus = w.gpu_hours / s.held_replica_hours if s.held_replica_hours else 0.0
-    month = gpus * price * DAYS_PER_MONTH
-    saved = s.spare_replica_hours * gpus
-    # The spare hours of replicas that served nothing are the idle GPU finding's to price
-    # (gpu_held_not_working, on the same resource): only the rest is this finding's waste.
-    unpriced = (s.spare_replica_hours - s.spare_idle_replica_hours) * month
+    cost = ScalingCost(s, gpus, gpus * price * DAYS_PER_MONTH)
     on = f"{w.name} ({w.kind}) in {w.namespace} on {day}"
     idle = ""
     if s.idle_while_saturated:
@@ -272,10 +269,10 @@ def _autoscaling(
     )
     route = _route(s.idle_while_saturated)
     priced = (
-        f"at the day's load that frees {saved:.0f} GPU-hours a day off-peak (about "
-        f"${s.spare_replica_hours * month:,.0f} a month) and gives its saturated hours the "
-        f"{s.lacking_replica_hours} replica-hours they lacked (about "
-        f"${s.lacking_replica_hours * month:,.0f} a month)"
+        f"at the day's load that frees {cost.freed_gpu_hours:.0f} GPU-hours a day off-peak "
+        f"(about ${cost.freed_monthly:,.0f} a month){_freed_split(cost)} and gives its saturated "
+        f"hours the {s.lacking_replica_hours} replica-hours they lacked (about "
+        f"${cost.peak_monthly:,.0f} a month): {_net(cost.net_monthly)}"
         if gpus > 0
         else "its dollars unknown: no GPU-hours were attributed to its replicas"
     )
@@ -302,19 +299,42 @@ def _autoscaling(
             "idle_while_saturated": list(s.idle_while_saturated),
             "idle_while_saturated_replica_hours": s.idle_while_saturated_hours,
             "gpus_per_replica": round(gpus, 3),
-            "gpu_hours_saved_per_day": round(saved, 3),
-            "monthly_saving_usd": round(s.spare_replica_hours * month, 2),
-            "monthly_cost_of_peak_replicas_usd": round(s.lacking_replica_hours * month, 2),
+            "gpu_hours_saved_per_day": round(cost.freed_gpu_hours, 3),
+            "monthly_saving_usd": round(cost.freed_monthly, 2),
+            "monthly_cost_of_peak_replicas_usd": round(cost.peak_monthly, 2),
+            "monthly_net_saving_usd": round(cost.net_monthly, 2),
+            # Its waste: replicas that served more than the hour needed (the estimate).
+            "waste_gpu_hours_per_day": round(cost.waste_gpu_hours, 3),
         },
         recommendation=(
             f"{route}Autoscale {w.name} between {s.fewest} and {s.most} replicas with "
             f"{autoscaler(w.kind)} rather than a fixed count: {priced}. Adding replicas "
             "would pay for them off-peak too; removing one would deepen the peaks' queue."
         ),
-        estimated_monthly_waste_usd=unpriced if unpriced > 0 else None,
+        estimated_monthly_waste_usd=round(cost.waste_monthly, 2)
+        if cost.waste_monthly > 0
+        else None,
         analyzer=ANALYZER,
         related=(f"{Kind.GPU_HELD_NOT_WORKING} {w.resource}",) if s.idle_while_saturated else (),
     )
+
+
+def _freed_split(cost: ScalingCost) -> str:
+    """The freed hours' two parts, where replicas that served nothing had some of them: theirs
+    priced by the idle GPU finding, the rest this finding's waste (its estimate)."""
+    if not cost.idle_monthly:
+        return ", all of it this finding's waste,"
+    return (
+        f", ${cost.waste_monthly:,.0f} a month of it replicas that served more than the hour "
+        f"needed (this finding's waste; the other ${cost.idle_monthly:,.0f} replicas that "
+        f"served nothing, priced as held without work by {Kind.GPU_HELD_NOT_WORKING}),"
+    )
+
+
+def _net(monthly: float) -> str:
+    if monthly >= 0:
+        return f"about ${monthly:,.0f} a month saved net"
+    return f"about ${-monthly:,.0f} a month more net, for the peaks' queue"
 
 
 def _overprovisioned(w: _Workload, day: date, price: float, t: ServingThresholds) -> Finding | None:

@@ -169,3 +169,49 @@ def scaling_day(
         max_waiting=max(h.max_waiting for h in hours),
         held_replica_hours=sum(h.replicas for h in hours),
     )
+
+
+@dataclass(frozen=True)
+class ScalingCost:
+    """A day's autoscaling priced, in one place: the figures its finding's text states, its
+    evidence holds and its estimate is. ``month`` is a month of one replica-hour a day."""
+
+    day: ScalingDay
+    gpus_per_replica: float
+    month: float
+
+    @property
+    def freed_gpu_hours(self) -> float:
+        """GPU-hours a day that scaling each unsaturated hour to its need frees."""
+        return self.day.spare_replica_hours * self.gpus_per_replica
+
+    @property
+    def freed_monthly(self) -> float:
+        return self.day.spare_replica_hours * self.month
+
+    @property
+    def idle_monthly(self) -> float:
+        """The freed hours' share of replicas that served nothing: the idle GPU finding's
+        (``gpu_held_not_working``) to price, never this finding's."""
+        return self.day.spare_idle_replica_hours * self.month
+
+    @property
+    def waste_gpu_hours(self) -> float:
+        """GPU-hours a day of replicas that served more than the hour needed: its waste."""
+        busy = self.day.spare_replica_hours - self.day.spare_idle_replica_hours
+        return busy * self.gpus_per_replica
+
+    @property
+    def waste_monthly(self) -> float:
+        return self.freed_monthly - self.idle_monthly
+
+    @property
+    def peak_monthly(self) -> float:
+        """What the saturated hours' missing replicas would cost a month."""
+        return self.day.lacking_replica_hours * self.month
+
+    @property
+    def net_monthly(self) -> float:
+        """The freed hours less the peaks' missing ones: what autoscaling saves (below 0: what
+        it costs more)."""
+        return self.freed_monthly - self.peak_monthly

@@ -193,8 +193,18 @@ def _priced(report: dict[str, Any], out: Path, jobs: dict[str, dict[str, Any]]) 
         for category, v in w["badput"].items():
             badput[(w["workload"], category)] += v["gpu_hours"]
     waiting: dict[str, float] = defaultdict(float)
+    weeks = {r["job"]: r for r in report["goodput"]["jobs"]}
     for job, row in jobs.items():
+        if row["goodput_held_gpu_hours"] is not None:
+            # A job the attribution lacks is priced on its goodput, never past what it held.
+            week = weeks[job]
+            held = week["total_gpu_hours"] - week["waiting_for_gpus_gpu_hours"]
+            assert row["goodput_held_gpu_hours"] == pytest.approx(held, abs=HUNDREDTHS), job
+            assert row["waste_usd"] <= held * price + CENTS, job
         for priced in row["priced_findings"]:
+            measured = weeks.get(job, {}).get(f"{BADPUT_OF_FINDING.get(priced['kind'])}_gpu_hours")
+            if priced["basis"] == "goodput" and measured is not None:
+                assert priced["gpu_hours"] <= measured + HUNDREDTHS, (job, priced)
             if priced["basis"] != "week":
                 continue
             name = f"{priced['kind']} {priced['resource']}"

@@ -1,6 +1,7 @@
 import csv
 import io
 import json
+from dataclasses import replace
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -140,13 +141,10 @@ def test_figures_from_known_inputs() -> None:
     }
     assert next(f["kind"] for f in document["top_findings"]) == "gpu_xid_errors"  # critical first
     assert document["storage_waste_usd"] == 40.0  # the same idle volume on two days counts once
-    # No attribution given: bert's waste is a week of its finding's $600 a month.
+    # No attribution and no goodput given: bert's waste is what its finding measured, the
+    # $120 of its lookback, not a week at its $600 a month's pace ($138.08).
     (bert,) = document["most_wasteful_jobs"]
-    assert (bert["job"], bert["held_not_working_usd"], bert["waste_usd"]) == (
-        "bert",
-        None,
-        round(600 * 168 / 730, 2),
-    )
+    assert (bert["job"], bert["held_not_working_usd"], bert["waste_usd"]) == ("bert", None, 120.0)
     assert bert["priced_findings"][0]["basis"] == "finding"
     assert document["costliest_jobs"][0]["job"] == "bert"
     assert document["xids"][0] == {"node": "node-b", "code": "13", "count": 3.0}
@@ -321,8 +319,9 @@ def test_one_gpu_hour_one_class_one_price_in_the_job_tables_and_the_actions() ->
     assert (bert["held_not_working_usd"], bert["waiting_usd"]) == (0.0, 924.67)
     assert bert["waste_usd"] <= bert["held_usd"]
     assert wasted["jupyter-alice"]["waste_usd"] == 722.4
-    # llama's pods held no GPU the exporter reported: a week at its finding's pace.
-    assert wasted["llama-slow-checkpoint"]["waste_usd"] == round(635 * 168 / 730, 2)
+    # llama's pods held no GPU the exporter reported (and no goodput is given): what its
+    # finding measured, $20.87, not a week at its $635 a month's pace ($146.14).
+    assert wasted["llama-slow-checkpoint"]["waste_usd"] == 20.87
     assert "resnet-healthy" not in wasted
     costs = {j["job"]: j for j in figures.costliest_jobs}
     assert [costs["resnet-healthy"][k] for k in ("held_gpu_hours", "stepping_gpu_hours")] == [
@@ -335,10 +334,10 @@ def test_one_gpu_hour_one_class_one_price_in_the_job_tables_and_the_actions() ->
     assert [(a["title"], a["usd"]) for a in figures.actions] == [
         ("bert-data-bound: waits for data", 924.67),
         ("research / jupyter-alice: 105.0 GPU-hours held without work", 722.4),
-        ("llama-slow-checkpoint: stalls on checkpoint saves", 146.14),
+        ("llama-slow-checkpoint: stalls on checkpoint saves", 20.87),
         ("vol-1: idle EBS volume", 9.21),
     ]
-    assert figures.priced_waste_usd == pytest.approx(924.67 + 722.4 + 146.14 + 9.21)
+    assert figures.priced_waste_usd == pytest.approx(924.67 + 722.4 + 20.87 + 9.21)
     assert figures.actions[0]["evidence"].startswith(
         "40% of its 336.0 stepping GPU-hours this week. training_data_bound job/bert-data-bound"
     )
@@ -350,11 +349,11 @@ def test_one_gpu_hour_one_class_one_price_in_the_job_tables_and_the_actions() ->
     assert html.index('id="actions"') < html.index('id="headline"') < html.index('id="waste"')
     assert "<b>$925 this week</b>: <b>bert-data-bound: waits for data</b>" in html
     assert '<th scope="col">of them stepping</th>' in html
-    # Each part of a job's waste in its own column, so the row adds up: llama's $146 is at its
-    # finding's pace (its pods held no GPU the exporter saw), not waiting while stepping.
+    # Each part of a job's waste in its own column, so the row adds up: llama's $21 is what its
+    # finding measured (its pods held no GPU the exporter saw), not waiting while stepping.
     num = '<td class="num">{}</td>'.format
     assert (
-        "<td>llama-slow-checkpoint</td>" + "".join(map(num, ("n/a", "n/a", "$146", "$146"))) in html
+        "<td>llama-slow-checkpoint</td>" + "".join(map(num, ("n/a", "n/a", "$21", "$21"))) in html
     )
     assert "<td>bert-data-bound</td>" + "".join(map(num, ("$0", "$925", "n/a", "$925"))) in html
     # What the tables' sentences say of each other holds for these rows: jupyter-alice is in
@@ -366,7 +365,7 @@ def test_one_gpu_hour_one_class_one_price_in_the_job_tables_and_the_actions() ->
     # Every table says how it relates to the others, in one sentence.
     assert html.count("<table>") == html.count('<p class="relates">') - 2  # actions, headline
     summary = text_summary(figures, link="L")
-    assert "What to do this week ($1,802 priced, each GPU-hour once):" in summary
+    assert "What to do this week ($1,677 priced, each GPU-hour once):" in summary
     assert "- $925: bert-data-bound: waits for data" in summary
 
 
@@ -481,3 +480,74 @@ def test_a_days_means_are_the_same_whichever_reader_added_the_samples() -> None:
     classic, otel = day(9.764241658834585), day(9.764241658834587)
     assert classic == otel
     assert (classic["sm_active"], classic["power_utilization"]) == (9.764242, 43.368)
+
+
+#: llama-slow-checkpoint's week by its goodput, as ``make demo-otel`` measured it: 20.03
+#: GPU-hours held (its pods on GPUs the exporter does not report), 3.03 of them checkpoint
+#: saves, and an hour pending (held by no pod, so not what it held).
+LLAMA_GOODPUT = {
+    "job": "llama-slow-checkpoint",
+    **{f"{b}_gpu_hours": 0.0 for b in Badput},
+    "productive_gpu_hours": 16.15,
+    "data_loading_gpu_hours": 0.85,
+    "checkpoint_save_gpu_hours": 3.0333,
+    "waiting_for_gpus_gpu_hours": 1.0,
+}
+#: Its day's slow-checkpoint finding: 19% of the 16 GPU-hours of its lookback ($20.87), $635 a
+#: month at that day's pace, a week of which ($146) is more than the $137.81 it held all week.
+LLAMA_SLOW = _priced("training_slow_checkpoint", "job/llama-slow-checkpoint", 634.78,
+                     waste_in_lookback_usd=20.87, gpu_hours=16.0, gpu_hour_usd=6.88)  # fmt: skip
+
+
+def _under_used(share: float) -> dict[str, Any]:
+    lookback = share * 16 * 6.88
+    return _priced(
+        "training_gpu_underutilized",
+        "job/llama-slow-checkpoint",
+        1.0,
+        waste_in_lookback_usd=lookback,
+        gpu_hours=16.0,
+        gpu_hour_usd=6.88,
+    )
+
+
+def test_a_job_the_attribution_lacks_is_priced_on_what_its_goodput_measured() -> None:
+    """A job whose pods held no GPU the exporter reported is priced on its week's goodput: its
+    slow checkpoints are the 3.03 GPU-hours of saves its goodput measured ($20.87), never a
+    week at its day's pace ($146.09, more than the 20.03 GPU-hours it held cost)."""
+    figures = _week_of_jobs([LLAMA_SLOW], {"jobs": [LLAMA_GOODPUT]})
+    llama = next(j for j in figures.most_wasteful_jobs if j["job"] == "llama-slow-checkpoint")
+    assert llama["goodput_held_gpu_hours"] == 20.03
+    assert [(p["basis"], p["gpu_hours"], p["usd"]) for p in llama["priced_findings"]] == [
+        ("goodput", 3.03, 20.87)
+    ]
+    assert llama["waste_usd"] == 20.87 <= 20.03 * 6.88
+    action = next(a for a in figures.actions if a["title"].startswith("llama"))
+    assert (action["usd"], action["gpu_hours"]) == (20.87, 3.03)
+    assert action["evidence"].startswith(
+        "3.03 of the 20.03 GPU-hours its goodput says it held this week"
+    )
+    num = '<td class="num">{}</td>'.format
+    row = "".join(map(num, ("n/a", "n/a", "$21", "$21")))
+    # (The goodput section's own figures are goodput_section's: left out of this one.)
+    html = html_report(replace(figures, goodput={}))
+    assert f"<td>llama-slow-checkpoint</td>{row}" in html
+
+
+def test_a_jobs_findings_priced_on_its_goodput_take_at_most_what_it_held() -> None:
+    """A finding with no badput category of its own (GPUs under-used while stepping) takes its
+    share of what the job held; the findings together never more than that: 90% under-used
+    leaves the checkpoint saves the last 2.0 of its 20.03 GPU-hours."""
+    figures = _week_of_jobs([LLAMA_SLOW, _under_used(0.5)], {"jobs": [LLAMA_GOODPUT]})
+    llama = next(j for j in figures.most_wasteful_jobs if j["job"] == "llama-slow-checkpoint")
+    assert [(p["kind"], p["gpu_hours"]) for p in llama["priced_findings"]] == [
+        ("training_gpu_underutilized", 10.02),
+        ("training_slow_checkpoint", 3.03),
+    ]
+    figures = _week_of_jobs([LLAMA_SLOW, _under_used(0.9)], {"jobs": [LLAMA_GOODPUT]})
+    llama = next(j for j in figures.most_wasteful_jobs if j["job"] == "llama-slow-checkpoint")
+    assert [(p["kind"], p["gpu_hours"]) for p in llama["priced_findings"]] == [
+        ("training_gpu_underutilized", 18.03),
+        ("training_slow_checkpoint", 2.0),
+    ]
+    assert llama["waste_usd"] == pytest.approx(20.0333 * 6.88, abs=0.01)

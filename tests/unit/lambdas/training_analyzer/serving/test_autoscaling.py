@@ -44,6 +44,7 @@ from lambdas.training_analyzer.serving.autoscaling import (
 )
 from lambdas.training_analyzer.serving.keys import ModelKey, ReplicaKey
 from lambdas.weekly_report.actions import week_actions
+from lambdas.weekly_report.waste import week_waste
 
 PRICE = 6.88
 MONTH_OF_A_REPLICA_HOUR_A_DAY = PRICE * 730 / 24
@@ -231,6 +232,30 @@ def test_the_demo_weeks_saturated_day_is_an_autoscaling_finding_priced_both_ways
     assert "the 18 replica-hours they lacked (about $3,767 a month)" in finding.recommendation
 
 
+def test_the_autoscaling_findings_estimate_is_a_figure_its_advice_states(
+    week: dict[int, tuple[list[Finding], list[Finding]]],
+) -> None:
+    """Its $3,139 a month is the spare hours of the replicas that served (15 a day), said so
+    beside the $6,278 of all 30 freed hours (the idle replica's 15 priced by its idle GPU
+    finding) and the $3,767 the peaks lack; net, autoscaling saves 12 replica-hours a day,
+    $2,511.20 a month."""
+    (finding,), _ = week[SATURATED_DAY]
+    estimate = finding.estimated_monthly_waste_usd
+    assert estimate == pytest.approx(15 * MONTH_OF_A_REPLICA_HOUR_A_DAY, abs=0.01)
+    assert f"${estimate:,.0f} a month of it replicas that served more than the hour needed " in (
+        finding.recommendation
+    )
+    assert (
+        "(this finding's waste; the other $3,139 replicas that served nothing, priced as held "
+        "without work by gpu_held_not_working)" in finding.recommendation
+    )
+    assert finding.evidence["waste_gpu_hours_per_day"] == 15.0
+    assert finding.evidence["monthly_net_saving_usd"] == pytest.approx(
+        12 * MONTH_OF_A_REPLICA_HOUR_A_DAY, abs=0.01
+    )
+    assert "(about $3,767 a month): about $2,511 a month saved net." in finding.recommendation
+
+
 def test_a_day_saturated_throughout_beside_an_idle_replica_routes_to_it_first() -> None:
     """Saturated all day: more replicas, not an autoscaler; but the idle one is named first."""
     model = ModelKey("serving", "chat", "Deployment", "llama")
@@ -273,6 +298,59 @@ def test_the_weeks_action_prices_the_autoscaling_findings_own_share_once(
     assert action["title"] == (
         f"{VLLM_RESOURCE}: replicas fixed: saturated at its peaks, spare off-peak"
     )
-    # A week of the $3,139.00 a month that the idle GPU finding does not price.
-    assert action["usd"] == pytest.approx(3139.00 * 7 / (730 / 24), abs=0.01)
+    # The one day it was found, a day of the $3,139.00 a month the idle GPU finding does not
+    # price: 15 GPU-hours, not a week at that day's pace (105).
+    assert (action["gpu_hours"], action["usd"]) == (15.0, 103.2)
     assert action["what_to_do"] == finding.recommendation
+
+
+def test_the_deployments_actions_price_each_of_its_gpu_hours_once(
+    week: dict[int, tuple[list[Finding], list[Finding]]],
+) -> None:
+    """The Deployment's week as the attribution holds it (504 GPU-hours, the idle replica's
+    168 not working) with every day's findings: its held-without-work action prices those 168,
+    its autoscaling action the 15 GPU-hours of replicas that served but were not needed on the
+    day it was found, among the 336 working ones; the two add up within what it held."""
+    row = {"namespace": NAMESPACE, "job": VLLM.deployment, "kind": "Deployment",
+           "held_gpu_hours": 504.0, "working_gpu_hours": 336.0, "not_working_gpu_hours": 168.0,
+           "waste_usd": 168 * PRICE, "inferred": True}  # fmt: skip
+    waste = week_waste({"2026-12-03": {"jobs": [row], "namespaces": [row]}}, gpu_hour_usd=PRICE)
+    every = [f.to_dict() for day in week.values() for findings in day for f in findings]
+    latest = {(f["kind"], f["resource"]): f for f in every}
+    actions = {
+        a["finding"].split()[0]: a for a in week_actions(waste, [], [*latest.values()], every)
+    }
+    held, scaling = actions["gpu_held_not_working"], actions["serving_autoscaling"]
+    assert (held["gpu_hours"], held["usd"]) == (168.0, 1155.84)
+    assert (scaling["gpu_hours"], scaling["usd"]) == (15.0, 103.2)
+    assert held["gpu_hours"] + scaling["gpu_hours"] <= row["held_gpu_hours"]
+    assert scaling["gpu_hours"] <= row["working_gpu_hours"]
+    assert scaling["evidence"].startswith(
+        "15.0 GPU-hours on the 1 day(s) it was found (2026-12-03): replicas that served more "
+        "than the hour needed, held and working; its replicas that served nothing are held "
+        "without work"
+    )
+
+
+def test_the_autoscaling_action_prices_at_most_the_workloads_working_hours(
+    week: dict[int, tuple[list[Finding], list[Finding]]],
+) -> None:
+    """Found on two days (15 GPU-hours each) of a Deployment whose replicas worked 20
+    GPU-hours of the week: it prices those 20, never hours the attribution did not see work in."""
+    (finding,), _ = week[SATURATED_DAY]
+    days = [finding.to_dict(), finding.to_dict()]
+    days[1]["evidence"] = {**days[1]["evidence"], "day": "2026-12-04"}
+    row = {
+        "namespace": NAMESPACE,
+        "job": VLLM.deployment,
+        "kind": "Deployment",
+        "held_gpu_hours": 30.0,
+        "working_gpu_hours": 20.0,
+        "not_working_gpu_hours": 10.0,
+    }
+    waste = week_waste({"2026-12-03": {"jobs": [row], "namespaces": [row]}}, gpu_hour_usd=PRICE)
+    both = week_actions({"all_jobs": [], "gpu_hour_usd": PRICE}, [], [days[1]], days)
+    assert [(a["gpu_hours"], a["usd"]) for a in both] == [(30.0, 206.4)]
+    actions = week_actions(waste, [], [days[1]], days)
+    (scaling,) = [a for a in actions if a["finding"] == f"serving_autoscaling {VLLM_RESOURCE}"]
+    assert (scaling["gpu_hours"], scaling["usd"]) == (20.0, 137.6)
