@@ -79,7 +79,7 @@ class AlarmSizing:
                 "whatever the fleet), and no Metrics Insights alarm"
             )
         return (
-            f"{self.fleet_gpus:,} GPU{'' if self.fleet_gpus == 1 else 's'} -> {self.shards} "
+            f"{gpus} -> {self.shards} "
             "alarm shard(s) of up to "
             f"{MAX_SERIES_PER_QUERY} series -> {self.insights_alarms} Metrics Insights alarms "
             + (f"({self.job_alarms} of them for training jobs) " if self.job_alarms else "")

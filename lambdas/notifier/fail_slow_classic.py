@@ -52,7 +52,7 @@ from gpu_insights_agent.contract.metrics import (
     TrainingMetric,
     gpu_schema,
 )
-from lambdas.notifier.fail_slow_page import HOUR_S, badput_shares
+from lambdas.notifier.fail_slow_page import HOUR_S, badput_shares, category_seconds
 from lambdas.notifier.jobs import Placement
 from lambdas.shared.fail_slow import (
     BEFORE_S,
@@ -236,7 +236,8 @@ def read_classic_badput(
             for metric in TIME_METRICS
         ]
         got = _values(cloudwatch, queries, end_s, HOUR_S)
-        return badput_shares({metric: got.get((str(metric),), 0.0) for metric in TIME_METRICS})
+        per_metric = {metric: got.get((str(metric),), 0.0) for metric in TIME_METRICS}
+        return badput_shares(category_seconds(per_metric))
 
     try:
         return shares(at_s), shares(at_s - HOUR_S)

@@ -291,23 +291,31 @@ def grown_badput(now: Mapping[str, float], before: Mapping[str, float]) -> str:
     )
 
 
-def badput_shares(seconds: Mapping[TrainingMetric, float]) -> dict[str, float]:
-    """The categories' shares of the ranks' time in an hour, from the sums of the emitter's
-    time split over every rank (``TIME_METRICS``; a metric with no series is 0); no time
-    accounted: nothing known. Both modes read the same sums, by PromQL or GetMetricData."""
-    total = sum(max(0.0, seconds.get(m, 0.0)) for m in TIME_METRICS)
+#: The key of all the ranks' accounted seconds beside the categories' (``category_seconds``).
+TOTAL: Final = "total"
+
+
+def category_seconds(per_metric: Mapping[TrainingMetric, float]) -> dict[str, float]:
+    """Each category's seconds, and ``TOTAL``, from the sums of the time split's metrics over
+    every rank (a metric with no series is 0), as Classic's GetMetricData reads them apart."""
+    seconds = {c: sum(per_metric.get(m, 0.0) for m in ms) for c, ms in BADPUT_TIME.items()}
+    return {**seconds, TOTAL: sum(per_metric.get(m, 0.0) for m in TIME_METRICS)}
+
+
+def badput_shares(seconds: Mapping[str, float]) -> dict[str, float]:
+    """The categories' shares of the ranks' time in an hour (``category_seconds``' keys; both
+    modes read the same sums, by PromQL or GetMetricData); no time accounted: nothing known."""
+    total = seconds.get(TOTAL, 0.0)
     if total <= 0:
         return {}
-    return {
-        category: min(1.0, sum(max(0.0, seconds.get(m, 0.0)) for m in metrics) / total)
-        for category, metrics in BADPUT_TIME.items()
-    }
+    return {c: min(1.0, max(0.0, seconds.get(c, 0.0)) / total) for c in BADPUT_TIME}
 
 
 def badput_queries(
     cluster: str, namespace: str | None, job: str, labels: DcgmLabels = CLOUDWATCH
 ) -> dict[TrainingMetric, str]:
-    """Each time-split metric's seconds over the job's ranks in the hour."""
+    """Each time-split metric's seconds over the job's ranks in the hour: one query a metric
+    (a selector of several names fails where their series share labels once the names drop)."""
 
     def s(metric: TrainingMetric) -> str:
         matchers = job_matchers(metric, cluster, namespace, job, labels)
@@ -324,18 +332,20 @@ def read_badput(
     at_s: float,
     labels: DcgmLabels = CLOUDWATCH,
 ) -> tuple[dict[str, float], dict[str, float]]:
-    """The categories' shares of the hour the alarm read and of the hour before it."""
-    queries = badput_queries(cluster, namespace, job, labels)
-
-    def shares(at: float) -> dict[str, float]:
-        seconds = {}
-        for metric, query in queries.items():
-            series = client.query(query, at)
-            if series:
-                seconds[metric] = _value(series[0])
-        return badput_shares(seconds)
-
-    return shares(at_s), shares(at_s - HOUR_S)
+    """The categories' shares of the hour the alarm read and of the hour before it: one range
+    query a metric gives both hours (each call bounded as every notifier call is)."""
+    before, now = at_s - HOUR_S, at_s
+    hours: tuple[dict[TrainingMetric, float], dict[TrainingMetric, float]] = ({}, {})
+    for metric, query in badput_queries(cluster, namespace, job, labels).items():
+        for series in client.query_range(query, before, now, HOUR_S, lookback_s=HOUR_S):
+            for t, value in series.points:
+                step = round((t - before) / HOUR_S)  # 0: the hour before, 1: the alarm's
+                if step in (0, 1):
+                    hours[step][metric] = value
+    return (
+        badput_shares(category_seconds(hours[1])),
+        badput_shares(category_seconds(hours[0])),
+    )
 
 
 def with_badput(

@@ -4,7 +4,13 @@ that it could not be read; and which badput grew (lambdas/notifier/fail_slow_pag
 import pytest
 
 from gpu_insights_agent.contract.metrics import TrainingMetric
-from lambdas.notifier.fail_slow_page import badput_shares, grown_badput, with_badput, with_culprit
+from lambdas.notifier.fail_slow_page import (
+    badput_shares,
+    category_seconds,
+    grown_badput,
+    with_badput,
+    with_culprit,
+)
 from lambdas.notifier.notification import Incident, render_text
 from lambdas.shared.fail_slow import Culprit, Verdict
 
@@ -83,7 +89,7 @@ def test_badput_shares_are_of_the_ranks_time_split() -> None:
         TrainingMetric.STALLED_TIME: 300.0,
         TrainingMetric.IDLE_TIME: 100.0,
     }
-    assert badput_shares(seconds) == pytest.approx(
+    assert badput_shares(category_seconds(seconds)) == pytest.approx(
         {
             "data wait": 600 / 3600,
             "checkpoint saves": 400 / 3600,
@@ -91,5 +97,5 @@ def test_badput_shares_are_of_the_ranks_time_split() -> None:
             "no steps": 400 / 3600,
         }
     )
-    assert badput_shares({}) == {}
-    assert badput_shares({TrainingMetric.COMPUTE_TIME: 60.0})["no steps"] == 0.0
+    assert badput_shares(category_seconds({})) == {}
+    assert badput_shares(category_seconds({TrainingMetric.COMPUTE_TIME: 60.0}))["no steps"] == 0.0
