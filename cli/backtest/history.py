@@ -143,39 +143,41 @@ def _read_lines(lines: Iterable[str], source: str, *, strict: bool) -> History:
     """The lines' samples, series and log lines; a bad line raises ``HistoryError`` where
     ``strict``, else is named in ``History.bad_lines`` and the rest read."""
     history = History()
-    samples = history.samples
     promql: list[tuple[str, object]] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            try:
-                record = json.loads(line, parse_int=_bounded_int)
-                if is_promql_record(record):
-                    promql.append((f"{source} line {number}", record))
-                elif isinstance(record, dict) and _log_line(record):
-                    history.log_lines.append(record)
-                elif isinstance(record, dict) and "_aws" in record:
-                    emf = samples_from_emf([parse_emf_line(line)])
-                    samples.extend(_checked(s) for s in emf)
-                else:
-                    samples.append(_sample(record))
-            except (ValueError, TypeError) as err:
-                raise HistoryError(f"{source} line {number}: {err}") from err
-            except OverflowError as err:  # an integer past a float's range (10**400)
-                raise HistoryError(
-                    f"{source} line {number}: a number is too large for a float ({err})"
-                ) from err
-            except RecursionError as err:  # JSON arrays or objects nested thousands deep
-                raise HistoryError(
-                    f"{source} line {number}: JSON nested too deeply to be a sample or EMF document"
-                ) from err
+            _read_line(line, f"{source} line {number}", history, promql)
         except HistoryError as err:
             if strict:
                 raise
             history.bad_lines.append(str(err))
     history.promql = read_records(promql)
     return history
+
+
+def _read_line(line: str, where: str, history: History, promql: list[tuple[str, object]]) -> None:
+    """One line into ``history`` (a PromQL record into ``promql``), or ``HistoryError`` that
+    names it and its problem."""
+    try:
+        record = json.loads(line, parse_int=_bounded_int)
+        if is_promql_record(record):
+            promql.append((where, record))
+        elif isinstance(record, dict) and _log_line(record):
+            history.log_lines.append(record)
+        elif isinstance(record, dict) and "_aws" in record:
+            history.samples.extend(_checked(s) for s in samples_from_emf([parse_emf_line(line)]))
+        else:
+            history.samples.append(_sample(record))
+    except (ValueError, TypeError) as err:
+        raise HistoryError(f"{where}: {err}") from err
+    except OverflowError as err:  # an integer past a float's range (10**400)
+        raise HistoryError(f"{where}: a number is too large for a float ({err})") from err
+    except RecursionError as err:  # JSON arrays or objects nested thousands deep
+        raise HistoryError(
+            f"{where}: JSON nested too deeply to be a sample or EMF document"
+        ) from err
 
 
 def _log_line(record: dict[str, Any]) -> bool:

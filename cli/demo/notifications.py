@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Final
 
@@ -33,6 +34,7 @@ from lambdas.notifier.messages import STREAM_INFIX
 from lambdas.notifier.xid_fields import pci_device
 
 ACCOUNT = "123456789012"
+_TIMESTAMP: Final = itemgetter("timestamp")
 STORM_LINES = 500
 STORM_LINE = "NVRM: Xid (PCI:0000:53:00): 13, Graphics SM Warp Exception on (GPC 0, TPC 1, SM 0)"
 TABLE = "demo-sent-incidents"
@@ -205,12 +207,8 @@ def _kernel_log(logs: Any, group: str, xid_documents: Sequence[dict[str, Any]]) 
         if not found["logStreams"]:
             logs.create_log_stream(logGroupName=group, logStreamName=stream)
         logs.put_log_events(
-            logGroupName=group, logStreamName=stream, logEvents=sorted(events, key=_at)
+            logGroupName=group, logStreamName=stream, logEvents=sorted(events, key=_TIMESTAMP)
         )
-
-
-def _at(event: dict[str, Any]) -> int:
-    return int(event["timestamp"])
 
 
 @contextmanager
@@ -285,12 +283,13 @@ def run_notifications(
         xid_lines = [
             line for line in replay.emf_path.read_text().splitlines() if DIM_XID_CODE in line
         ]
-    with _deployed(session, settings, [json.loads(line) for line in xid_lines]) as queues:
+    xids = [json.loads(line) for line in xid_lines]
+    with _deployed(session, settings, xids) as queues:
         # 1. The exporter's XID documents, as the log subscription delivers them.
         if xid_lines:
             # One batch, delivered after the last document was written: each event is stamped
             # when CloudWatch Logs received it, so only the documents say when each XID was.
-            received = max(json.loads(line)["_aws"]["Timestamp"] for line in xid_lines) + 5_000
+            received = max(d["_aws"]["Timestamp"] for d in xids) + 5_000
             with notifier_at(received / 1000):
                 notifier.handler(_subscription(xid_lines, received), None)
         # 2. Each GPU the raised alarms name, as EventBridge delivers its contributor event.
