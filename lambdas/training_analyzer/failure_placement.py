@@ -11,11 +11,12 @@ and up to this one, in the attributed day: the attribution's own figure, so the 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lambdas.shared.findings import AnalysisRun
+from lambdas.shared.findings import AnalysisRun, Kind
 from lambdas.training_analyzer.failure_logs import FailedPod
 from lambdas.training_analyzer.failure_run import (
     FailedRun,
@@ -72,14 +73,41 @@ def held_run_gpu_hours(
     held_by_hour: Mapping[float, float], failed_hours: Iterable[float]
 ) -> dict[float, float]:
     """Each failed hour's run: the GPU-hours held after the previous failed hour and up to
-    this one (the failed hour included: it held its GPUs until it failed)."""
+    this one (the failed hour included: it held its GPUs until it failed), to the hundredth
+    the attribution's job tables give held GPU-hours in."""
     runs: dict[float, float] = {}
     previous = float("-inf")
     for hour in sorted(set(failed_hours)):
         held = sum(h for at, h in held_by_hour.items() if previous < at <= hour)
-        runs[hour] = round(held, 4)
+        runs[hour] = round(held, 2)
         previous = hour
     return runs
+
+
+def held_failures(
+    run: AnalysisRun, failures: Sequence[FailedRun], held: Mapping[str, HeldJob], day: range
+) -> list[FailedRun]:
+    """``failures`` with each run that failed in ``day`` (its hours' starts, epoch seconds) of
+    a job the attribution placed priced at what its pods held (``held_run_gpu_hours``), as its
+    cause finding on ``run`` says it: one figure with the job tables, the funnel and the job's
+    goodput, where its GPUs x its stepping hours would miss the hours it held without a step
+    and count a clock hour it stepped in part of whole. The others as they are."""
+    failed: dict[str, list[float]] = defaultdict(list)
+    for failure in failures:
+        failed[failure.job].append(failure.at)
+    priced: dict[tuple[str, float], float] = {}
+    for job, hours in failed.items():
+        if job in held:
+            costs = held_run_gpu_hours(held[job].held_by_hour, hours)
+            priced |= {(job, at): h for at, h in costs.items() if int(at) in day}
+    for finding in run.findings:
+        if finding.kind != Kind.TRAINING_FAILURE_CAUSE:
+            continue
+        job = finding.resource.removeprefix("job/")
+        for entry in finding.evidence.get("failures", []):
+            at = datetime.fromisoformat(entry["failed_hour"]).timestamp()
+            entry["gpu_hours"] = priced.get((job, at), entry["gpu_hours"])
+    return [replace(f, gpu_hours=priced.get((f.job, f.at), f.gpu_hours)) for f in failures]
 
 
 def explain_unplaced(

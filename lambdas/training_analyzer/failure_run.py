@@ -65,8 +65,10 @@ class FailedRun:
     signature: str
     #: The nodes its deciding lines came from, else its pods' nodes.
     nodes: tuple[str, ...]
-    #: GPU-hours of the run that failed: its GPUs x its stepping hours since the job's
-    #: previous failure in the window (or the window's start), up to the failed hour.
+    #: GPU-hours of the run that failed: what its pods held after the job's previous failure
+    #: and up to this one, in the GPU-hour attribution's day (failure_placement.py
+    #: ``held_failures``); outside it, its GPUs x its stepping hours since the previous failure
+    #: in the window (or the window's start), up to the failed hour.
     gpu_hours: float
 
     def to_json(self) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, time
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -30,8 +30,8 @@ from lambdas.shared.serving_table import serving_key
 from lambdas.training_analyzer import fleet
 from lambdas.training_analyzer.analysis import ANALYZER
 from lambdas.training_analyzer.config import TrainingConfig
-from lambdas.training_analyzer.failure_placement import explain_unplaced
-from lambdas.training_analyzer.goodput.held import attributed_goodput
+from lambdas.training_analyzer.failure_placement import explain_unplaced, held_failures
+from lambdas.training_analyzer.goodput.held import attributed_goodput, held_evidence
 from lambdas.training_analyzer.gpu_hours.metrics import put_waste_metrics, waste_metric_data
 from lambdas.training_analyzer.gpu_hours.run import GpuHoursRun, analyze_gpu_hours
 from lambdas.training_analyzer.gpu_memory.run import analyze_gpu_memory
@@ -257,7 +257,20 @@ def place_failures(
 ) -> None:
     """The failed jobs no emitter named a pod of, read from the logs of the pods the GPU-hour
     attribution of ``day`` placed (lambdas/training_analyzer/failure_placement.py): their
-    causes join ``run``'s findings and their failed runs its failures. Read-only."""
+    causes join ``run``'s findings and their failed runs its failures. Then the day's failed
+    runs are priced at what their pods held, and, where the findings' window is that day
+    (a 1-day lookback), each job's training findings say what its pods held. Read-only."""
+    _read_unplaced(run, gpu_run, config, clients, day)
+    start = datetime.combine(day, time(), UTC).timestamp()
+    held_day = range(int(start), int(start) + 86_400)
+    run.failures = held_failures(run, run.failures, gpu_run.held_jobs, held_day)
+    if config.lookback_days == 1:
+        held_evidence(run, gpu_run.held_jobs)
+
+
+def _read_unplaced(
+    run: TrainingRun, gpu_run: GpuHoursRun, config: TrainingConfig, clients: Clients, day: date
+) -> None:
     if not run.unplaced_failures:
         return
     run.failures += explain_unplaced(

@@ -126,7 +126,9 @@ def _gpu_usage(
     """Per job: the mean over its nodes' GPUs in use during its active hours (a GPU-hour with
     the exporter's allocated reading: a node's GPUs that no pod holds never count); the
     exporter's series read with ``exporter_promql`` where it sends OTLP, else from
-    ``GpuInsights``."""
+    ``GpuInsights``. A node's hour in which another job's ranks stepped on it too is no job's:
+    its GPUs' series name no job, so one job's figure would mix in the other's GPUs (the
+    GPU-hour attribution judges each pod's GPUs by the pod's own readings)."""
     all_nodes = set().union(*nodes.values()) if nodes else set()
     if not all_nodes:
         return {}
@@ -142,6 +144,11 @@ def _gpu_usage(
                 read = per_gpu.setdefault((node, gpu, name), {})
                 for t, v in zip(result.timestamps, result.values, strict=True):
                     read[t.timestamp()] = v
+    tenants: dict[tuple[str, float], int] = defaultdict(int)
+    for job, job_nodes in nodes.items():
+        for node in job_nodes:
+            for hour in set(hours.get(job, [])):
+                tenants[(node, hour)] += 1
     usage = {}
     for job, job_nodes in nodes.items():
         active = set(hours.get(job, []))
@@ -150,7 +157,7 @@ def _gpu_usage(
             for (node, gpu, name), read in per_gpu.items()
             if name == "power" and node in job_nodes
             for hour in read
-            if hour in active
+            if hour in active and tenants[(node, hour)] == 1
         ]
         means = {}
         for name in ("power", "sm"):

@@ -40,6 +40,8 @@ STEP_BADPUT: Final = frozenset(
         Badput.WAITING_ON_SLOWEST_RANK,
     }
 )
+#: The kinds of a job's training findings (``training_*``).
+TRAINING_KINDS: Final = "training_"
 #: Working GPU-hours over held at or above which a job's GPUs worked.
 WORKED_SHARE: Final = 0.5
 
@@ -115,3 +117,19 @@ def attributed_goodput(run: TrainingRun, held: Mapping[str, HeldJob]) -> None:
     both = [*run.goodput.items(), *run.day_goodput.items()]
     forget_goodput(run, {job for job, g in both if steps_unseen(g, held.get(job))})
     run.day_goodput = held_goodputs(run.day_goodput, held)
+
+
+def held_evidence(run: TrainingRun, held: Mapping[str, HeldJob]) -> None:
+    """Each training finding of ``run`` about a job the attribution placed gains
+    ``held_gpu_hours``: what its pods held in the window (the attribution's day), the figure
+    the job tables, the funnel, the goodput and the failures give, beside the ``gpu_hours``
+    its GPUs x stepping hours make (0 for a job that never stepped). For a run whose window is
+    that day alone."""
+    for i, finding in enumerate(run.findings):
+        job = held.get(finding.resource.removeprefix("job/"))
+        if job is None or not finding.resource.startswith("job/"):
+            continue
+        if not finding.kind.startswith(TRAINING_KINDS):
+            continue
+        hours = round(sum(job.held_by_hour.values()), 2)  # as the job tables give it
+        run.findings[i] = replace(finding, evidence={**finding.evidence, "held_gpu_hours": hours})

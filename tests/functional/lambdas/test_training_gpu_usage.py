@@ -67,3 +67,33 @@ def test_a_jobs_gpu_figures_leave_out_its_nodes_gpus_no_pod_holds(cloudwatch: An
     )
     # All eight GPUs' mean would be 25.75% and 21.5%: the job would read as underutilized.
     assert usage == {"resnet": GpuUsage(power_utilization=88.0, sm_active=86.0)}
+
+
+def test_a_node_hour_two_jobs_stepped_in_is_neither_jobs(cloudwatch: Any) -> None:
+    """bert (22% of the limit) and llama (85%) each hold two of the node's GPUs; the series
+    name no job, so in the hour both stepped neither job is judged on the node's GPUs (the
+    mean of all four, 53.5%, would call llama underutilized); in the hour bert alone stepped,
+    bert's figure is the node's."""
+    data = []
+    for gpu, power in ((0, 22.0), (1, 22.0), (2, 85.0), (3, 85.0)):
+        for metric in (
+            GpuMetric.POWER_UTILIZATION,
+            GpuMetric.SM_ACTIVE,
+            GpuMetric.ALLOCATED_POWER_UTILIZATION,
+        ):
+            data.append(_datum(metric, gpu, power))
+    later = {**_datum(GpuMetric.POWER_UTILIZATION, 0, 22.0)}
+    later["Timestamp"] = datetime.fromtimestamp(HOUR + 3600 + 1800, UTC)
+    allocated = {**_datum(GpuMetric.ALLOCATED_POWER_UTILIZATION, 0, 22.0)}
+    allocated["Timestamp"] = later["Timestamp"]
+    cloudwatch.put_metric_data(Namespace=NAMESPACE_GPU, MetricData=[*data, later, allocated])
+    usage = _gpu_usage(
+        cloudwatch,
+        CLUSTER,
+        {"bert": {NODE}, "llama": {NODE}},
+        {"bert": [HOUR, HOUR + 3600], "llama": [HOUR]},
+        HOUR,
+        HOUR + 7200,
+    )
+    assert usage["bert"].power_utilization == 22.0
+    assert usage["llama"] == GpuUsage(power_utilization=None, sm_active=None)

@@ -12,14 +12,16 @@ from gpu_insights_agent.contract.metrics import (
     NAMESPACE_TRAINING,
     TrainingMetric,
 )
-from lambdas.shared.findings import AnalysisRun, Kind
+from lambdas.shared.findings import AnalysisRun, Finding, Kind, Severity
 from lambdas.training_analyzer.failure_logs import FailedPod
 from lambdas.training_analyzer.failure_placement import (
+    HeldJob,
     explain_unplaced,
+    held_failures,
     held_jobs,
     held_run_gpu_hours,
 )
-from lambdas.training_analyzer.failure_run import FailureReads, UnplacedFailure
+from lambdas.training_analyzer.failure_run import FailedRun, FailureReads, UnplacedFailure
 from lambdas.training_analyzer.gpu_hours.attribution import (
     UNPLACED_NODE,
     GpuHour,
@@ -74,6 +76,53 @@ def test_a_jobs_pods_nodes_and_held_hours_come_from_the_attribution() -> None:
 def test_each_failed_run_holds_what_its_pods_held_since_the_previous_failure() -> None:
     held = {0.0: 4.0, 3600.0: 4.0, 7200.0: 2.0, 10800.0: 4.0}
     assert held_run_gpu_hours(held, [7200.0, 3600.0]) == {3600.0: 8.0, 7200.0: 2.0}
+
+
+def test_a_failed_run_of_the_attributed_day_is_priced_at_what_its_pods_held() -> None:
+    """vit's two pods held 2 GPUs from 15:00 to 19:00 (its first run failed in the 18:00 hour
+    and restarted in place) and from 19:00 to 22:00 (failed in the 21:00 hour); mixtral's held
+    2 GPUs for 50 minutes of 15:00. Stepping hours x GPUs said 6, 6 and 2: what they held says
+    8, 6 and 1.67. A failure before the day, and a job the attribution has not, keep theirs,
+    and the cause finding's runs say what the failures say."""
+    day = range(int(HOUR - 15 * H), int(HOUR + 9 * H))
+    at = {h: float(HOUR + (h - 15) * H) for h in range(12, 22)}
+    held = {
+        "vit": HeldJob((), {at[h]: 2.0 for h in range(15, 22)}),
+        "mixtral": HeldJob((), {at[15]: 2 * 50 / 60}),
+    }
+    before = HOUR - 20 * H
+
+    def failed(job: str, hour: float, gpu_hours: float) -> FailedRun:
+        return FailedRun(job, hour, "unknown", "", ("node",), gpu_hours)
+
+    failures = [
+        failed("vit", before, 4.0),
+        failed("vit", at[18], 6.0),
+        failed("vit", at[21], 6.0),
+        failed("mixtral", at[15], 2.0),
+        failed("sdxl", at[15], 2.0),
+    ]
+    run = AnalysisRun("training")
+    cause = failure_cause_finding_for("vit", [at[18], at[21]], [6.0, 6.0])
+    run.findings.append(cause)
+    priced = held_failures(run, failures, held, day)
+    assert [round(f.gpu_hours, 2) for f in priced] == [4.0, 8.0, 6.0, 1.67, 2.0]
+    assert [r["gpu_hours"] for r in run.findings[0].evidence["failures"]] == [8.0, 6.0]
+
+
+def failure_cause_finding_for(job: str, hours: list[float], gpu_hours: list[float]) -> Finding:
+    runs = [
+        {"failed_hour": datetime.fromtimestamp(h, UTC).isoformat(), "gpu_hours": g}
+        for h, g in zip(hours, gpu_hours, strict=True)
+    ]
+    return Finding(
+        kind=Kind.TRAINING_FAILURE_CAUSE,
+        resource=f"job/{job}",
+        severity=Severity.WARNING,
+        summary=f"{job} failed",
+        evidence={"failures": runs},
+        recommendation="",
+    )
 
 
 def test_an_unplaced_failed_job_is_read_from_the_pods_the_attribution_placed(logs: Any) -> None:

@@ -3,12 +3,17 @@
 
 import pytest
 
-from lambdas.shared.findings import Kind
+from lambdas.shared.findings import Finding, Kind, Severity
 from lambdas.training_analyzer.analysis import JobSeries
 from lambdas.training_analyzer.failure_placement import HeldJob
 from lambdas.training_analyzer.failure_run import UnplacedFailure
 from lambdas.training_analyzer.goodput.findings import goodput_finding
-from lambdas.training_analyzer.goodput.held import attributed_goodput, held_goodput, held_goodputs
+from lambdas.training_analyzer.goodput.held import (
+    attributed_goodput,
+    held_evidence,
+    held_goodput,
+    held_goodputs,
+)
 from lambdas.training_analyzer.goodput.jobs import HOUR, Badput, job_goodput
 from lambdas.training_analyzer.run import TrainingRun
 from tests.unit.lambdas.training_analyzer.goodput.test_jobs import GPUS, H, restarted_job
@@ -76,3 +81,31 @@ def test_a_job_whose_gpus_idled_with_no_step_held_them_with_no_steps() -> None:
     assert day.total_gpu_hours == pytest.approx(9.6)
     assert day.split.badput[Badput.HELD_NO_STEPS] / HOUR == pytest.approx(9.6)
     assert len(run.unplaced_failures[0].links) == 2
+
+
+def test_a_jobs_training_findings_say_what_its_pods_held() -> None:
+    """whisper-finetune never stepped (its failures finding's gpu_hours, GPUs x stepping
+    hours, is 0) while its 5 pods held 9.6 GPU-hours: each of its training findings says so;
+    another job's, and a finding of another analyzer, are left as they were."""
+
+    def finding(kind: Kind, resource: str) -> Finding:
+        return Finding(
+            kind=kind,
+            resource=resource,
+            severity=Severity.WARNING,
+            summary="s",
+            evidence={"gpu_hours": 0.0},
+            recommendation="r",
+        )
+
+    run = TrainingRun(
+        findings=[
+            finding(Kind.TRAINING_JOB_FAILURES, "job/whisper"),
+            finding(Kind.TRAINING_FAILURE_CAUSE, "job/whisper"),
+            finding(Kind.TRAINING_JOB_FAILURES, "job/bert"),
+            finding(Kind.GPU_HELD_NOT_WORKING, "job/whisper"),
+        ]
+    )
+    held_evidence(run, {"whisper": HeldJob((), {H[0]: 5.0, H[1]: 4.6})})
+    assert [f.evidence.get("held_gpu_hours") for f in run.findings] == [9.6, 9.6, None, None]
+    assert run.findings[0].evidence["gpu_hours"] == 0.0
