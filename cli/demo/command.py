@@ -72,6 +72,7 @@ from cli.demo.preflight import run_preflight
 from cli.demo.realistic.control_plane import put_control_plane
 from cli.demo.report import render_png, run_weekly_report, write_dashboards
 from cli.demo.serving import serving_week_samples
+from cli.demo.spare_gpus import DEMO_WEEK
 from cli.demo.storage import BUCKETS as STORAGE_BUCKETS
 from cli.demo.storage import DEMO_CLUSTER, run_storage_analyzer, storage_summary
 from cli.demo.storage import END as STORAGE_END
@@ -85,7 +86,7 @@ from cli.demo.training import (
 )
 from cli.demo.training import otlp_samples as training_samples
 from cli.demo.training import seed as seed_training
-from cli.demo.week import LAST_WEEK, THIS_WEEK, WeekSeeder
+from cli.demo.week import LAST_WEEK, WeekSeeder
 from gpu_insights_agent.contract.metrics import (
     DIM_CLUSTER,
     DIM_NODE,
@@ -414,7 +415,7 @@ def _training_step(
     week = WeekSeeder(
         clients["cloudwatch"],
         settings.cluster_name,
-        THIS_WEEK,
+        DEMO_WEEK,
         daily_runs=5,
         container_insights=settings.container_insights_mode is ContainerInsightsMode.CLASSIC,
         exporter=not _otlp(settings),
@@ -422,7 +423,7 @@ def _training_step(
     clients["logs"].create_log_group(logGroupName=training_log_group(settings.cluster_name))
 
     def earlier_runs() -> Iterator[float]:
-        day_start = THIS_WEEK.start
+        day_start = DEMO_WEEK.start
         for run_at in week:  # each day's fleet, then its jobs' runs, before its run
             seed_training(clients, (day_start, run_at), fleet=True, otlp=_otlp(settings))
             yield run_at
@@ -596,7 +597,9 @@ def _monday(
         settings.exporter_sink,
     )  # fmt: skip
     if engine is not None:
-        result.otel_joins = joins(promql_for(clients["cloudwatch"]), settings.cluster_name)
+        result.otel_joins = joins(
+            promql_for(clients["cloudwatch"]), settings.cluster_name, DEMO_WEEK
+        )
         result.otel_series = engine.lines
     with (result.out_dir / "training-findings.jsonl").open("a") as findings:
         findings.writelines(json.dumps(f) + "\n" for f in result.monday_findings)
@@ -735,9 +738,9 @@ def _run(
     if engine is not None:  # this week's series alone, as this week's moto holds them
         cluster = settings.cluster_name
         this_week = chain(
-            week_samples(cluster, THIS_WEEK),
-            exporter_week_samples(cluster, THIS_WEEK),
-            capacity_week_samples(cluster, THIS_WEEK),
+            week_samples(cluster, DEMO_WEEK),
+            exporter_week_samples(cluster, DEMO_WEEK),
+            capacity_week_samples(cluster, DEMO_WEEK),
             # The runs and hours of steps every seed_training below writes, the Monday's too.
             training_samples((0.0, STORAGE_END + 3600)),
         )
@@ -745,7 +748,7 @@ def _run(
         if serving:
             # The inference replicas' week (cli/demo/serving.py): their vLLM series and their
             # GPUs', for the GPU-hour attribution, the serving analysis and the report.
-            engine.load("serving-week", serving_week_samples(cluster, THIS_WEEK, gpus=True))
+            engine.load("serving-week", serving_week_samples(cluster, DEMO_WEEK, gpus=True))
     with mock_aws():
         session = _session()
         _configure(session, templates, settings, result)
@@ -806,7 +809,7 @@ def _run(
         carry_report(clients["s3"], last_week)
         result.last_week_objects = sorted(last_week)
         result.last_week_points_seen = _points_between(
-            clients["cloudwatch"], settings.cluster_name, LAST_WEEK.start, THIS_WEEK.start
+            clients["cloudwatch"], settings.cluster_name, LAST_WEEK.start, DEMO_WEEK.start
         )
         if _otlp(settings):
             result.promql_alarms = promql_alarms(settings.alarm_settings())

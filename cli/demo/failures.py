@@ -8,6 +8,9 @@ and each failure is read back and classified through the training analyzer's own
   driver logs that GPU's XID 48, then its XID 79 as it falls off the bus, at the trace's
   instants and on its bus, in the node's dmesg; its worker on that GPU was the one that died.
 
+The first three run on their team's node's spare GPUs (cli/demo/week.py ``SPARE_GPUS``),
+their pods holding them from the replay's start until the job fails.
+
 Each job reports its end through the emitter (``close(succeeded=False)`` on rank 0: the
 ``job_failed`` count the analyzer reads); the first three step until then, whisper-finetune
 runs no step loop through it (its GPU-hours stay inferred from its pods, and the analyzer
@@ -40,6 +43,7 @@ from cli.demo.exporter import (
 from cli.demo.jobs import Clock, Collect
 from cli.demo.promql import Sample
 from cli.demo.realistic import pods as k8s
+from cli.demo.week import NODES, SPARE_GPUS, SpareHold
 from gpu_insights_agent.contract.metrics import training_log_group
 from gpu_insights_agent.emf.document import encode
 from gpu_insights_agent.emf.sinks import PutMetricDataSink
@@ -53,9 +57,6 @@ from lambdas.training_analyzer.failure_logs import (
     stream_prefixes,
 )
 
-#: The failing jobs' nodes, a pool the week's fleet does not simulate: job N's rank R on
-#: ip-10-0-5-<10N+R>.
-NODE_POOL: Final = "ip-10-0-5-{index}.ec2.internal"
 FLUSH_S: Final = 300.0
 STEP_S: Final = 2.0
 BATCH: Final = 32
@@ -72,7 +73,10 @@ class PlantedFailure:
     #: Corpus entries (ids) the failing rank's container printed, and its node's host log.
     printed: tuple[str, ...] = ()
     kernel: tuple[str, ...] = ()
-    #: Minutes after the replay's start the job fails.
+    #: Minutes after the replay's start the job fails. ``tokenize-oom-killed`` shares
+    #: ``sdxl-cuda-oom``'s node (week.py ``SPARE_GPUS``): its kernel's OOM kill falls after
+    #: the window sdxl's failure is read in (failure_logs.failure_window), as a host log line
+    #: in it would be read as sdxl's too.
     minute: float = 0.0
 
 
@@ -92,7 +96,7 @@ PLANTED: Final = (
         "nlp",
         "kernel_oom_killer",
         kernel=("global-oom-host-log-group",),
-        minute=70,
+        minute=75,
     ),
     # Its minute and lines come from the replayed node's trace (``_failing_gpu``).
     PlantedFailure("whisper-finetune", "speech", "gpu_xid"),
@@ -152,18 +156,29 @@ class _Planted:
     failed_at: float
 
 
-def _placed(failure: PlantedFailure, index: int) -> _Planted:
+def _placed(failure: PlantedFailure) -> _Planted:
     if failure.job == "whisper-finetune":
         trace = _failing_gpu()
         rank = ROLES.index("failing")
         return _Planted(failure, list(REPLAY_PODS), [NODE] * len(REPLAY_PODS), rank, trace.lost_s)
     pods = k8s.pytorchjob_pods(failure.namespace, failure.job, 1)
-    nodes = [NODE_POOL.format(index=10 * index + rank) for rank in range(len(pods))]
-    return _Planted(failure, pods, nodes, 1, START_EPOCH + failure.minute * 60)
+    node, _ = SPARE_GPUS[failure.job]
+    return _Planted(failure, pods, [node] * len(pods), 1, START_EPOCH + failure.minute * 60)
 
 
 def planted() -> list[_Planted]:
-    return [_placed(f, i) for i, f in enumerate(PLANTED)]
+    return [_placed(f) for f in PLANTED]
+
+
+def spare_holds() -> Iterator[SpareHold]:
+    """The planted jobs' pods on their team's spare GPUs (week.py ``SPARE_GPUS``), each
+    holding its GPU from the replay's start until the job fails."""
+    for job in planted():
+        if job.failure.job not in SPARE_GPUS:
+            continue
+        node, gpus = SPARE_GPUS[job.failure.job]
+        for pod, gpu in zip(job.pods, gpus, strict=True):
+            yield SpareHold(pod, node, gpu, START_EPOCH, job.failed_at)
 
 
 def emitter_documents(cluster: str, job: _Planted) -> list[Any]:
@@ -218,7 +233,7 @@ def log_events(cluster: str, job: _Planted) -> dict[tuple[str, str], list[dict[s
     (app_group, app_prefix), (host_group, host_prefix), _ = stream_prefixes(
         cluster, FailedPod(pod.name, node)
     )
-    instance = REPLAYED.instance_id if node == NODE else f"i-0{sum(map(ord, node)):016x}"
+    instance = REPLAYED.instance_id if node == NODE else NODES[node][0].instance_id
     aws = {"az": REPLAYED.zone, "ec2_instance_id": instance}
     events: dict[tuple[str, str], list[dict[str, Any]]] = {}
 

@@ -44,8 +44,10 @@ from cli.demo.week import (
     H100_MEMORY_BYTES,
     H100_NAME,
     HOURS,
+    IDLE_POWER,
     NODES,
     POWER_LIMIT_W,
+    SAMPLES,
     THIS_WEEK,
     WeekPlan,
     _behaviour,
@@ -91,20 +93,24 @@ def week_samples(
     samples of the hours a pod holds the GPU; a lost GPU sends nothing. A share of an hour is
     a count of samples over a full hour's, whatever the interval. The framebuffer used and
     its size (MiB) are the Classic run's ``pod_gpu_memory_*`` (``memory_used_bytes``)."""
+    per_hour = 3600 // interval
     for hour in range(hours):
         for node, gpu in GPUS:
             s = _behaviour(node, gpu, hour, plan)
             if s.power is None:
                 continue
-            labels = otel.dcgm_promql_labels(cluster, node, gpu, s.pod, model=H100_NAME)
+            held = otel.dcgm_promql_labels(cluster, node, gpu, s.pod, model=H100_NAME)
+            idle = otel.dcgm_promql_labels(cluster, node, gpu, None, model=H100_NAME)
             start = plan.start + hour * 3600 + PHASE_S
-            watts = s.power / 100 * POWER_LIMIT_W
             used = memory_used_bytes(s) / MIB
-            for i in range(3600 // interval):
+            # The pod's minutes open the hour (every run on a spare GPU starts on an hour).
+            mine = s.minutes * per_hour // SAMPLES
+            for i in range(per_hour):
                 at = start + i * interval
-                yield DCGM_UTIL, labels, at, s.sm or 0.0
-                yield DCGM_POWER, labels, at, watts
-                if s.pod is not None:  # as the Classic run's pod_gpu_memory_*: held hours only
+                labels, power, sm = (held, s.power, s.sm) if i < mine else (idle, *IDLE_POWER)
+                yield DCGM_UTIL, labels, at, sm or 0.0
+                yield DCGM_POWER, labels, at, power / 100 * POWER_LIMIT_W
+                if s.pod is not None and i < mine:  # as Classic's pod_gpu_memory_*: held only
                     yield DCGM_FB_USED, labels, at, used
                     yield DCGM_FB_TOTAL, labels, at, H100_MEMORY_BYTES / MIB
 
@@ -233,8 +239,9 @@ class OtelEngine:
 
 def joins(promql: PromQLClient, cluster: str, plan: WeekPlan = THIS_WEEK) -> tuple[int, int, int]:
     """(pods, pod-hours, those placed on another node or GPU than the week put them on, or
-    unplaced) of the week's GPU analyzer reads in OTel mode: the week's training nodes, the
-    replayed node and, where the run loaded it, the serving week's node."""
+    unplaced) of the week's GPU analyzer reads in OTel mode: the week's training nodes (and
+    ``plan``'s spare-GPU pods), the replayed node and, where the run loaded it, the serving
+    week's node."""
     start, end = plan.start, plan.start + DAYS * 86_400
     holds, _ = read_holds(promql, cluster, start=start, end=end, gpu_hours=())
     where = {
@@ -242,6 +249,8 @@ def joins(promql: PromQLClient, cluster: str, plan: WeekPlan = THIS_WEEK) -> tup
         for node, (_, _, _, held) in NODES.items()
         for gpu, pod in held.items()
     } | {(pod.namespace, pod.name): (REPLAY_NODE, str(gpu)) for gpu, pod in enumerate(REPLAY_PODS)}
+    # The jobs on the teams' spare GPUs (week.py ``SPARE_GPUS``).
+    where |= {(h.pod.namespace, h.pod.name): (h.node, str(h.gpu)) for h in plan.spare}
     # The serving week's replicas (cli/demo/serving.py), one GPU each on the serving node.
     where |= {(p.namespace, p.name): (SERVING_NODE.name, str(gpu)) for p, gpu in GPU_OF.items()}
     nightly = (FAILING[0], "1")  # the CronJob's runs, on the research node's second GPU

@@ -15,8 +15,10 @@ and wait as the simulation), as the week's GPU series are (``stepping_hours``).
 Each rank runs in a pod of its job's workload, named as its controller names it (the
 realistic cluster model, cli/demo/realistic/pods.py), and the emitter reports the pod's own name
 (as the downward API gives it). The week's two teams' pods (cli/demo/week.py) are the first
-two jobs', on the nodes named there, so their GPU-hours are attributed to the job exactly; the
-other three jobs run on a node pool the week's fleet does not simulate (``OTHER_NODE``).
+two jobs', on the nodes named there; the other three jobs run on their team's node's spare
+GPUs (week.py ``SPARE_GPUS``), their pods holding them from each run's start to its end, and
+a failed run's until the next run resumes (its pods restart in place: restartPolicy
+OnFailure), so every job's GPU-hours are attributed to it exactly.
 """
 
 import json
@@ -33,7 +35,7 @@ from cli.demo.otlp import emitter_samples
 from cli.demo.promql import Sample
 from cli.demo.realistic import pods as k8s
 from cli.demo.storage import DEMO_CLUSTER, END, REPORT_BUCKET, environment, run_analyzer
-from cli.demo.week import DAYS, JOB_NODES, JOB_PODS, job_hours
+from cli.demo.week import DAYS, JOB_NODES, JOB_PODS, SPARE_GPUS, job_hours
 from cli.demo.week import START as WEEK_START
 from cli.service_answers import Params, logs_insights_stats
 from gpu_insights_agent.contract.metrics import (
@@ -62,8 +64,6 @@ BATCH = 64
 EARLIER_RUN_HOUR = 12
 EARLIER_RUN_MINUTES = 20
 FLUSH_S = 300
-#: The node of the jobs outside the week's teams (rank N on node N of that pool).
-OTHER_NODE = "ip-10-0-3-{rank}.ec2.internal"
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,18 @@ def runs(job: SimulatedJob) -> list[tuple[float, float, bool]]:
 
 
 def node_of(job: SimulatedJob, rank: int) -> str:
-    return JOB_NODES.get(job.name) or OTHER_NODE.format(rank=rank)
+    return JOB_NODES.get(job.name) or SPARE_GPUS[job.name][0]
+
+
+def held_windows(job: SimulatedJob) -> list[tuple[float, float]]:
+    """When the pods of a job on spare GPUs hold them: each run from its start to its end, a
+    failed run's until the next run starts (its pods restart in place)."""
+    done = runs(job)
+    starts = [start for start, _, _ in done[1:]] + [None]
+    return [
+        (start, end if succeeded or following is None else following)
+        for (start, end, succeeded), following in zip(done, starts, strict=True)
+    ]
 
 
 def simulate(

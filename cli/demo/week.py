@@ -18,6 +18,11 @@ What each GPU does, every hour of the week:
   (75%);
 - the third node's GPU 2, which no pod holds, fails on the fifth day (XID 79, then
   ``gpu_healthy`` 0 and nothing else, as a lost GPU publishes);
+- the teams run their other jobs on their nodes' spare GPUs (``SPARE_GPUS``): the training
+  jobs of cli/demo/training.py at noon on each day and in the week's last hours, the failing
+  jobs of cli/demo/failures.py until they fail; a pod holds its GPU working (``SPARE_POWER``)
+  for the minutes its run lasts, idle and held by none the rest of the hour
+  (cli/demo/spare_gpus.py places them on the plan);
 - every other GPU of the three p5.48xlarge (eight each) is held by no pod all week: it reports
   idle (5% of its limit, no SM activity), and is the funnel's capacity no pod asked for.
 
@@ -145,6 +150,39 @@ JOB_NODES: Final = {
     if pods[0] in held.values()
 }
 WEEK: Final = 7 * 86_400
+#: Where each job outside the teams' own runs on the teams' nodes' spare GPUs (rank N on the
+#: Nth GPU), a team's on its team's node and the one the nlp node has no room for beside
+#: the vision team's: the GPUs the funnel, the lemon score and the failures read as every
+#: other GPU. Each shares its node with a team's week-long job, so the training analyzer
+#: judges its GPUs by the GPU-hour attribution's reading of its pods alone.
+SPARE_GPUS: Final = {
+    "llama-slow-checkpoint": ("ip-10-0-2-22.ec2.internal", (2, 3)),
+    "gpt-regressing": ("ip-10-0-2-22.ec2.internal", (4, 5)),
+    "mixtral-nccl-timeout": ("ip-10-0-2-22.ec2.internal", (6, 7)),
+    "vit-flaky": ("ip-10-0-2-21.ec2.internal", (2, 3)),
+    "sdxl-cuda-oom": ("ip-10-0-2-21.ec2.internal", (4, 5)),
+    "tokenize-oom-killed": ("ip-10-0-2-21.ec2.internal", (6, 7)),
+}
+#: A spare-GPU job's GPU while its pod holds it (power, SM activity): working, over the
+#: training analyzer's targets, as the vision team's own training.
+SPARE_POWER: Final = (85.0, 85.0)
+#: An idle GPU: its power (percent of the limit) and SM activity.
+IDLE_POWER: Final = (5.0, 0.0)
+#: GPU memory a spare-GPU job uses (GiB): no MIG profile of the H100 holds it, and it is far
+#: from out of memory.
+SPARE_MEMORY_GIB: Final = 60.0
+
+
+@dataclass(frozen=True)
+class SpareHold:
+    """One pod of a job on a spare GPU: it holds ``gpu`` of ``node`` from ``start`` to ``end``
+    (epoch seconds)."""
+
+    pod: k8s.Pod
+    node: str
+    gpu: int
+    start: float
+    end: float
 
 
 @dataclass(frozen=True)
@@ -158,6 +196,8 @@ class WeekPlan:
     notebook_overnight_from_hour: int = 0
     #: The hour the failing GPU is lost (None: healthy all week).
     lost_at_hour: int | None = LOST_AT_HOUR
+    #: The pods of the jobs on spare GPUs (cli/demo/spare_gpus.py), none by default.
+    spare: tuple[SpareHold, ...] = ()
 
 
 THIS_WEEK: Final = WeekPlan(START)
@@ -176,6 +216,35 @@ class GpuHourSample:
     sm: float | None
     healthy: bool
     pod: k8s.Pod | None = None
+    #: The minutes of the hour the pod held the GPU at ``power`` and ``sm``: the rest of the
+    #: hour it was idle and held by none (a spare-GPU job's run that starts or ends in it).
+    minutes: int = SAMPLES
+
+    @property
+    def gpu_power(self) -> float | None:
+        """The GPU's mean power over the hour (percent of the limit), what the exporter and
+        ``node_gpu_*`` report; None where it is lost."""
+        return None if self.power is None else self._mean(self.power, IDLE_POWER[0])
+
+    @property
+    def gpu_sm(self) -> float | None:
+        """The GPU's mean SM activity over the hour."""
+        return None if self.sm is None else self._mean(self.sm, IDLE_POWER[1])
+
+    def _mean(self, held: float, idle: float) -> float:
+        return (held * self.minutes + idle * (SAMPLES - self.minutes)) / SAMPLES
+
+
+def _spare(node: str, gpu: int, start: float, plan: WeekPlan) -> tuple[k8s.Pod, int] | None:
+    """The spare-GPU pod holding ``gpu`` of ``node`` in the hour from ``start``, and its
+    minutes in the hour; None where none does."""
+    for hold in plan.spare:
+        if (hold.node, hold.gpu) != (node, gpu):
+            continue
+        seconds = min(hold.end, start + 3600) - max(hold.start, start)
+        if seconds > 0:
+            return hold.pod, round(seconds / 60)
+    return None
 
 
 def _behaviour(node: str, gpu: int, hour: int, plan: WeekPlan = THIS_WEEK) -> GpuHourSample:
@@ -187,13 +256,17 @@ def _behaviour(node: str, gpu: int, hour: int, plan: WeekPlan = THIS_WEEK) -> Gp
     if (node, gpu) == NIGHTLY_GPU and clock == NIGHTLY_HOUR:  # the CronJob's run that night
         (run,) = k8s.cronjob_pods(namespace, NIGHTLY, scheduled=start)
         return GpuHourSample(node, gpu, hour, 75.0, 60.0, healthy=True, pod=run)
+    spare = _spare(node, gpu, start, plan)
+    if spare is not None:
+        pod, minutes = spare
+        return GpuHourSample(node, gpu, hour, *SPARE_POWER, healthy=True, pod=pod, minutes=minutes)
     culled = namespace == "research" and not 9 <= clock < 18
     if (
         gpu not in held
         or (namespace == "nlp" and hour < plan.nlp_from_hour)
         or (culled and hour < plan.notebook_overnight_from_hour)
     ):
-        return GpuHourSample(node, gpu, hour, 5.0, 0.0, healthy=True)
+        return GpuHourSample(node, gpu, hour, *IDLE_POWER, healthy=True)
     if namespace == "vision":
         power, sm = 88.0, 86.0
     elif namespace == "nlp":
@@ -224,14 +297,16 @@ def _datum(
     return statistic_set(name, dims, start + hour * 3600, values, unit, repeat=samples)
 
 
-def _exporter_values(s: GpuHourSample) -> dict[GpuMetric, float]:
-    """What the exporter publishes for a GPU that hour (a lost GPU: only gpu_healthy)."""
-    metrics = {GpuMetric.HEALTHY: 1.0 if s.healthy else 0.0}
-    if s.power is not None and s.sm is not None:
-        metrics[GpuMetric.POWER_UTILIZATION] = s.power
-        metrics[GpuMetric.SM_ACTIVE] = s.sm
-        if s.pod is not None:
-            metrics[GpuMetric.ALLOCATED_POWER_UTILIZATION] = s.power
+def _exporter_values(s: GpuHourSample) -> dict[GpuMetric, tuple[float, int]]:
+    """What the exporter publishes for a GPU that hour, each value with its samples (a lost
+    GPU: only gpu_healthy): the GPU's means over the hour, and the allocated reading in the
+    minutes a pod held it (its process on the GPU)."""
+    metrics = {GpuMetric.HEALTHY: (1.0 if s.healthy else 0.0, SAMPLES)}
+    if s.gpu_power is not None and s.gpu_sm is not None:
+        metrics[GpuMetric.POWER_UTILIZATION] = (s.gpu_power, SAMPLES)
+        metrics[GpuMetric.SM_ACTIVE] = (s.gpu_sm, SAMPLES)
+        if s.pod is not None and s.power is not None:
+            metrics[GpuMetric.ALLOCATED_POWER_UTILIZATION] = (s.power, s.minutes)
     return metrics
 
 
@@ -241,52 +316,62 @@ def exporter_hour_data(
     """Both of the exporter's dimension sets: per GPU, and cluster-wide (every GPU's samples
     of the hour in one statistic set, as CloudWatch aggregates them)."""
     data = []
-    cluster_wide: dict[GpuMetric, list[float]] = {}
+    cluster_wide: dict[GpuMetric, list[tuple[float, int]]] = {}
     for s in samples:
         per_gpu = {DIM_CLUSTER: cluster, DIM_NODE: s.node, DIM_GPU_INDEX: str(s.gpu)}
-        for metric, value in _exporter_values(s).items():
+        for metric, (value, count) in _exporter_values(s).items():
             dims = dict(per_gpu)
             if DIM_SHARD in gpu_schema(metric):  # as the exporter writes the alarm metrics
                 dims[DIM_SHARD] = alarm_shard(s.node, s.gpu, 1)
-            data.append(_datum(str(metric), dims, hour, [value], start=start))
-            cluster_wide.setdefault(metric, []).append(value)
-    data += [
-        _datum(str(metric), {DIM_CLUSTER: cluster}, hour, values, start=start)
-        for metric, values in cluster_wide.items()
-    ]
+            data.append(_datum(str(metric), dims, hour, [value], samples=count, start=start))
+            cluster_wide.setdefault(metric, []).append((value, count))
+    for metric, values in cluster_wide.items():
+        datum = _datum(
+            str(metric), {DIM_CLUSTER: cluster}, hour, [v for v, _ in values], start=start
+        )
+        datum["StatisticValues"].update(
+            SampleCount=sum(c for _, c in values), Sum=sum(v * c for v, c in values)
+        )
+        data.append(datum)
     return data
 
 
 def memory_used_bytes(s: GpuHourSample) -> float:
-    """The GPU memory the pod holding the GPU uses in the hour (``MEMORY_GIB``), 0 if none."""
+    """The GPU memory the pod holding the GPU uses in the hour (``MEMORY_GIB``; a spare-GPU
+    job's ``SPARE_MEMORY_GIB``), 0 if none."""
     if s.pod is None:
         return 0.0
-    holder = NIGHTLY if s.pod.workload == NIGHTLY else NODES[s.node][1]
-    return MEMORY_GIB[holder] * 2**30
+    if s.pod.workload == NIGHTLY:
+        return MEMORY_GIB[NIGHTLY] * 2**30
+    if s.pod in NODES[s.node][3].values():
+        return MEMORY_GIB[NODES[s.node][1]] * 2**30
+    return SPARE_MEMORY_GIB * 2**30
 
 
 def _container_insights_data(
     cluster: str, s: GpuHourSample, start: float
 ) -> Iterator[dict[str, Any]]:
-    if s.power is None:
+    if s.gpu_power is None or s.power is None:
         return
     device = ci.gpu_device(s.gpu)
-    watts = s.power / 100 * POWER_LIMIT_W
     instance = NODES[s.node][0]
     node = ci.node_gpu_dimensions(
         cluster, s.node, instance.instance_id, instance.instance_type.name, device
     )
-    yield _datum(CI_NODE_GPU_POWER_METRIC, node, s.hour, [watts], start=start)
+    gpu_watts = s.gpu_power / 100 * POWER_LIMIT_W
+    yield _datum(CI_NODE_GPU_POWER_METRIC, node, s.hour, [gpu_watts], start=start)
     if s.pod is None:
         return
+    # The pod's series in the minutes it held the GPU, at its own readings.
     pod = ci.pod_gpu_dimensions(cluster, s.pod, device)
-    yield _datum(CI_POD_GPU_UTILIZATION_METRIC, pod, s.hour, [s.sm or 0.0], "Percent", start=start)
-    yield _datum(CI_POD_GPU_POWER_METRIC, pod, s.hour, [watts], start=start)
-    used = memory_used_bytes(s)
-    yield _datum(CI_POD_GPU_MEMORY_USED_METRIC, pod, s.hour, [used], "Bytes", start=start)
-    yield _datum(
-        CI_POD_GPU_MEMORY_TOTAL_METRIC, pod, s.hour, [H100_MEMORY_BYTES], "Bytes", start=start
-    )
+    watts, minutes = s.power / 100 * POWER_LIMIT_W, s.minutes
+    for name, value, unit in (
+        (CI_POD_GPU_UTILIZATION_METRIC, s.sm or 0.0, "Percent"),
+        (CI_POD_GPU_POWER_METRIC, watts, "None"),
+        (CI_POD_GPU_MEMORY_USED_METRIC, memory_used_bytes(s), "Bytes"),
+        (CI_POD_GPU_MEMORY_TOTAL_METRIC, H100_MEMORY_BYTES, "Bytes"),
+    ):
+        yield _datum(name, pod, s.hour, [value], unit, samples=minutes, start=start)
 
 
 def capacity_data(cluster: str, hour: int, start: float) -> list[dict[str, Any]]:

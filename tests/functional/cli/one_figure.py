@@ -6,6 +6,7 @@ import csv
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,7 @@ def check_one_figure_per_fact(out: Path, all_week: Sequence[ec2.Node] = ()) -> d
     _goodput(report, out)
     _priced(report, out, jobs)
     _daily(report, out, jobs)
+    _failed_runs(report, out)
     return report
 
 
@@ -128,8 +130,7 @@ def _goodput_held(report: dict[str, Any], out: Path) -> None:
     from_csv = {r["job"]: r for r in _csv(out / GOODPUT_CSV)}
     for week in report["goodput"]["jobs"]:
         job = week["job"]
-        if job not in held:
-            continue
+        assert job in held, f"{job}: its goodput's GPU-hours on no GPU the attribution saw"
         total = week["total_gpu_hours"] - week["waiting_for_gpus_gpu_hours"]
         assert total == pytest.approx(held[job], abs=HUNDREDTHS), job
         row = from_csv[job]
@@ -252,3 +253,38 @@ def _daily(report: dict[str, Any], out: Path, jobs: dict[str, dict[str, Any]]) -
             # The week's GPU-hours of the kind over its stepping GPU-hours is the daily share.
             share = whole[-1]["waste_in_lookback_usd"] / (whole[-1]["gpu_hours"] * price)
             assert priced[0]["share"] == pytest.approx(share, abs=0.001), (kind, resource)
+
+
+def _failed_runs(report: dict[str, Any], out: Path) -> None:
+    """Each failed run's GPU-hours are what its job's pods held (the attribution's): no job's
+    failed runs held more than the job did, failures.csv and the section give one figure, and
+    a job's findings that say what it held that day say no less than its runs that day held."""
+    price = report["waste"]["gpu_hour_usd"]
+    held: dict[str, float] = defaultdict(float)
+    for row in report["waste"]["all_jobs"]:
+        held[row["job"]] += row["held_gpu_hours"]
+    section = report["failures"]
+    by_job: dict[str, float] = defaultdict(float)
+    by_day: dict[tuple[str, str], float] = defaultdict(float)
+    for run in section["runs"]:
+        by_job[run["job"]] += run["gpu_hours"]
+        by_day[(run["job"], run["failed_hour"][:10])] += run["gpu_hours"]
+        assert run["usd"] == pytest.approx(run["gpu_hours"] * price, abs=CENTS), run["job"]
+    for job, hours in by_job.items():
+        assert job in held, f"{job}: a failed run on no GPU the attribution saw"
+        assert hours <= held[job] + HUNDREDTHS, job
+    from_csv: dict[str, float] = defaultdict(float)
+    for row in _csv(out / "failures.csv"):
+        from_csv[row["job"]] += float(row["gpu_hours"])
+    assert from_csv == pytest.approx(dict(by_job), abs=HUNDREDTHS)
+    said = 0
+    for f in _findings(out):
+        held_that_day = (f.get("evidence") or {}).get("held_gpu_hours")
+        if held_that_day is None or not f["kind"].startswith("training_"):
+            continue
+        job = f["resource"].removeprefix("job/")
+        assert held_that_day <= held[job] + HUNDREDTHS, f["summary"]
+        day = (datetime.fromisoformat(f["detected_at"]) - timedelta(days=1)).date().isoformat()
+        assert by_day.get((job, day), 0.0) <= held_that_day + HUNDREDTHS, f["summary"]
+        said += 1
+    assert said, "no training finding said what its job held"

@@ -4,9 +4,10 @@ name them, so Container Insights' PodName differs from FullPodName where Kuberne
 from datetime import UTC, datetime
 
 from cli.demo import week as demo_week
-from cli.demo.exporter import REPLAY_PODS
+from cli.demo.exporter import REPLAY_PODS, START_EPOCH
 from cli.demo.otel import capacity_week_samples
 from cli.demo.realistic import container_insights as ci
+from cli.demo.spare_gpus import DEMO_WEEK, spare_holds
 from cli.demo.training import RANK_PODS
 from gpu_insights_agent.contract.metrics import CI_NODE_GPU_LIMIT_METRIC, GpuMetric
 
@@ -77,3 +78,34 @@ def test_every_gpu_of_each_node_reports_and_its_capacity_is_the_instance_types()
     assert limits == [8.0, 8.0, 8.0]
     ksm = {labels["node"]: value for _, labels, _, value in capacity_week_samples("c", hours=1)}
     assert ksm == dict.fromkeys(demo_week.NODES, 8.0)
+
+
+def test_a_spare_gpu_job_holds_its_gpus_for_the_minutes_its_run_lasts() -> None:
+    """mixtral-nccl-timeout's two pods hold GPUs 6 and 7 of the nlp node for the 50 minutes
+    from the replay's start to its failure: the hour's Container Insights pod series hold 50
+    samples at the job's power, the exporter's allocated reading 50, and the GPU's own mean
+    over the hour (what the exporter and node_gpu_* report) is 50 minutes working and 10 idle."""
+    node, gpus = demo_week.SPARE_GPUS["mixtral-nccl-timeout"]
+    hour = int((START_EPOCH - DEMO_WEEK.start) // 3600)
+    sample = demo_week._behaviour(node, gpus[0], hour, DEMO_WEEK)
+    assert sample.pod is not None
+    assert sample.pod.workload == "mixtral-nccl-timeout"
+    assert (sample.minutes, sample.power) == (50, 85.0)
+    assert sample.gpu_power == (85.0 * 50 + 5.0 * 10) / 60
+    data = demo_week.exporter_data("c", DEMO_WEEK, [hour])
+    counts = {
+        d["MetricName"]: d["StatisticValues"]["SampleCount"]
+        for d in data
+        if {"Name": "GpuIndex", "Value": str(gpus[0])} in d["Dimensions"]
+        and {"Name": "NodeName", "Value": node} in d["Dimensions"]
+    }
+    assert counts[str(GpuMetric.ALLOCATED_POWER_UTILIZATION)] == 50
+    assert counts[str(GpuMetric.POWER_UTILIZATION)] == 60
+    assert sample.gpu_power is not None
+    insights = list(demo_week._container_insights_data("c", sample, DEMO_WEEK.start))
+    pod_counts = {d["MetricName"]: d["StatisticValues"]["SampleCount"] for d in insights}
+    assert pod_counts["pod_gpu_power_draw"] == 50
+    assert pod_counts["node_gpu_power_draw"] == 60
+    # The week without them has the GPU idle and held by none, and every job is placed once.
+    assert demo_week._behaviour(node, gpus[0], hour).pod is None
+    assert {h.pod.workload for h in spare_holds()} == set(demo_week.SPARE_GPUS)
