@@ -76,30 +76,33 @@ def held_run_gpu_hours(
     this one (the failed hour included: it held its GPUs until it failed), to the hundredth
     the attribution's job tables give held GPU-hours in."""
     runs: dict[float, float] = {}
-    previous = float("-inf")
+    previous = None
     for hour in sorted(set(failed_hours)):
-        held = sum(h for at, h in held_by_hour.items() if previous < at <= hour)
-        runs[hour] = round(held, 2)
+        runs[hour] = held_between(held_by_hour, previous, hour)
         previous = hour
     return runs
+
+
+def held_between(held_by_hour: Mapping[float, float], after: float | None, upto: float) -> float:
+    """The GPU-hours held in the hours after ``after`` (None: from the first) up to ``upto``
+    (included), to the hundredth."""
+    lower = float("-inf") if after is None else after
+    return round(sum(h for at, h in held_by_hour.items() if lower < at <= upto), 2)
 
 
 def held_failures(
     run: AnalysisRun, failures: Sequence[FailedRun], held: Mapping[str, HeldJob], day: range
 ) -> list[FailedRun]:
     """``failures`` with each run that failed in ``day`` (its hours' starts, epoch seconds) of
-    a job the attribution placed priced at what its pods held (``held_run_gpu_hours``), as its
+    a job the attribution placed priced at what its pods held after the job's previous failure
+    (``FailedRun.since``, read or not) up to this one, as its
     cause finding on ``run`` says it: one figure with the job tables, the funnel and the job's
     goodput, where its GPUs x its stepping hours would miss the hours it held without a step
     and count a clock hour it stepped in part of whole. The others as they are."""
-    failed: dict[str, list[float]] = defaultdict(list)
-    for failure in failures:
-        failed[failure.job].append(failure.at)
     priced: dict[tuple[str, float], float] = {}
-    for job, hours in failed.items():
-        if job in held:
-            costs = held_run_gpu_hours(held[job].held_by_hour, hours)
-            priced |= {(job, at): h for at, h in costs.items() if int(at) in day}
+    for f in failures:
+        if f.job in held and int(f.at) in day:
+            priced[(f.job, f.at)] = held_between(held[f.job].held_by_hour, f.since, f.at)
     for finding in run.findings:
         if finding.kind != Kind.TRAINING_FAILURE_CAUSE:
             continue
@@ -107,7 +110,10 @@ def held_failures(
         for entry in finding.evidence.get("failures", []):
             at = datetime.fromisoformat(entry["failed_hour"]).timestamp()
             entry["gpu_hours"] = priced.get((job, at), entry["gpu_hours"])
-    return [replace(f, gpu_hours=priced.get((f.job, f.at), f.gpu_hours)) for f in failures]
+    return [
+        replace(f, gpu_hours=priced[(f.job, f.at)], held=True) if (f.job, f.at) in priced else f
+        for f in failures
+    ]
 
 
 def explain_unplaced(
@@ -144,5 +150,5 @@ def explain_unplaced(
             continue
         evidence = {**found.evidence, "pods_from": f"GPU-hour attribution of {day}"}
         run.findings.append(replace(found, related=failure.links, evidence=evidence))
-        runs += read
+        runs += [replace(r, held=True) for r in read]
     return runs

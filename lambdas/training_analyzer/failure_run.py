@@ -70,12 +70,20 @@ class FailedRun:
     #: ``held_failures``); outside it, its GPUs x its stepping hours since the previous failure
     #: in the window (or the window's start), up to the failed hour.
     gpu_hours: float
+    #: The job's failed hour before this one in the window (epoch seconds), read or not (a
+    #: crash loop's earlier failures are not read): where the run that failed began. None for
+    #: the window's first.
+    since: float | None = None
+    #: Priced at what its pods held (the GPU-hour attribution's figure), not its GPUs x its
+    #: stepping hours: the figure the report keeps where daily files' lookbacks overlap.
+    held: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "nodes": list(self.nodes)}
 
     @classmethod
     def from_json(cls, document: dict[str, Any]) -> "FailedRun":
+        since = document.get("since")
         return cls(
             job=str(document["job"]),
             at=float(document["at"]),
@@ -83,6 +91,8 @@ class FailedRun:
             signature=str(document["signature"]),
             nodes=tuple(str(n) for n in document["nodes"]),
             gpu_hours=float(document["gpu_hours"]),
+            since=None if since is None else float(since),
+            held=bool(document.get("held", False)),
         )
 
 
@@ -250,6 +260,8 @@ def explain_job(
     """The job's latest failed hours read and classified, each run priced at ``costs`` (its
     GPU-hours by failed hour); its finding is the latest's."""
     read = []
+    failed = sorted(set(job_hours))
+    before = dict(zip(failed, [None, *failed[:-1]], strict=True))
     for hour in job_hours[-FAILURES_PER_JOB:]:
         window_start, window_end = failure_window(hour, hour + HOUR)
         text, missing = read_failure_log(logs, cluster, pods, start=window_start, end=window_end)
@@ -262,6 +274,7 @@ def explain_job(
             signature=diagnosis.signature,
             nodes=run_nodes(diagnosis.nodes, pods),
             gpu_hours=costs[hour],
+            since=before.get(hour),
         )
         for hour, diagnosis, _ in read
     ]

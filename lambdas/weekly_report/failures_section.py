@@ -4,12 +4,12 @@ lambdas/shared/report_keys.py), their causes counted per job and per node, and t
 signatures grouped across jobs, nodes and days (failure_causes.group_signatures) with what
 they point at and what their failed runs cost. Pure: figures, their HTML section and CSV.
 
-A failed run's GPU-hours are its GPUs x its stepping hours since the job's previous failure
-(the analyzer's measure of a job's GPU-hours, lambdas/training_analyzer/failure_run.py), or,
-for a job whose emitter reported no step, what its pods held in that time as the GPU-hour
-attribution measured it (lambdas/training_analyzer/failure_placement.py),
-priced at the deployment's GPU-hour price: what the run held until it failed, of which a
-checkpoint saves some."""
+A failed run's GPU-hours are what its pods held since the job's previous failure as the
+GPU-hour attribution measured them (lambdas/training_analyzer/failure_placement.py: the
+funnel's, the goodput's and the job tables' figure), or, where the attribution did not see
+its day, its GPUs x its stepping hours in that time (failure_run.py), priced at the
+deployment's GPU-hour price: what the run held until it failed, of which a checkpoint saves
+some."""
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
@@ -50,6 +50,7 @@ def _run(entry: Any) -> dict[str, Any] | None:
             "signature": str(entry["signature"]),
             "nodes": [str(n) for n in entry["nodes"]],
             "gpu_hours": float(entry["gpu_hours"]),
+            "held": entry.get("held") is True,
         }
     except (KeyError, TypeError, ValueError):
         return None
@@ -57,8 +58,9 @@ def _run(entry: Any) -> dict[str, Any] | None:
 
 def week_runs(documents: Iterable[Any], *, start: float, end: float) -> list[dict[str, Any]]:
     """The failed runs in ``[start, end)`` from the week's daily files (``{"failures":
-    [...]}``), each (job, failed hour) once: the daily runs' lookbacks overlap, and the one
-    that saw most of the run (the most GPU-hours) is kept."""
+    [...]}``), each (job, failed hour) once: the daily runs' lookbacks overlap, and the copy
+    priced at what its pods held (the run whose attributed day it failed in) is kept, else
+    the one that saw most of the run (the most GPU-hours)."""
     kept: dict[tuple[str, float], dict[str, Any]] = {}
     for document in documents:
         entries = document.get("failures") if isinstance(document, Mapping) else None
@@ -67,9 +69,13 @@ def week_runs(documents: Iterable[Any], *, start: float, end: float) -> list[dic
             if run is None or not start <= run["at"] < end:
                 continue
             key = (run["job"], run["at"])
-            if key not in kept or run["gpu_hours"] > kept[key]["gpu_hours"]:
+            if key not in kept or _rank(run) > _rank(kept[key]):
                 kept[key] = run
     return sorted(kept.values(), key=lambda r: (r["at"], r["job"]))
+
+
+def _rank(run: Mapping[str, Any]) -> tuple[bool, float]:
+    return run["held"], run["gpu_hours"]
 
 
 def _iso(at: float) -> str:
@@ -171,8 +177,8 @@ def failures_section(figures: Mapping[str, Any]) -> str:
     intro = (
         f"{figures['failures']} failed run(s), each cause named from its pods' and nodes' "
         f"Container Insights logs: {figures['gpu_hours']:,.1f} GPU-hours held by the runs "
-        f"that failed (their GPUs x their stepping hours until the failure; for a job whose "
-        f"emitter reported no step, the GPU-hours its pods held), "
+        f"that failed (what their pods held since the job's failure before, as the GPU-hour "
+        f"attribution counts them; where it did not, their GPUs x their stepping hours), "
         f"${figures['usd']:,.0f} at ${price:,.2f} a GPU-hour; a checkpoint saves part of it."
     )
     parts = [head, f'<p class="relates">{escape(intro)}</p>', "<h3>Causes per job</h3>"]

@@ -85,29 +85,44 @@ def test_a_failed_run_of_the_attributed_day_is_priced_at_what_its_pods_held() ->
     8, 6 and 1.67. A failure before the day, and a job the attribution has not, keep theirs,
     and the cause finding's runs say what the failures say."""
     day = range(int(HOUR - 15 * H), int(HOUR + 9 * H))
-    at = {h: float(HOUR + (h - 15) * H) for h in range(12, 22)}
+    at = {h: float(HOUR + (h - 15) * H) for h in range(0, 22)}
     held = {
         "vit": HeldJob((), {at[h]: 2.0 for h in range(15, 22)}),
         "mixtral": HeldJob((), {at[15]: 2 * 50 / 60}),
     }
     before = HOUR - 20 * H
 
-    def failed(job: str, hour: float, gpu_hours: float) -> FailedRun:
-        return FailedRun(job, hour, "unknown", "", ("node",), gpu_hours)
+    def failed(job: str, hour: float, gpu_hours: float, since: float | None) -> FailedRun:
+        return FailedRun(job, hour, "unknown", "", ("node",), gpu_hours, since)
 
     failures = [
-        failed("vit", before, 4.0),
-        failed("vit", at[18], 6.0),
-        failed("vit", at[21], 6.0),
-        failed("mixtral", at[15], 2.0),
-        failed("sdxl", at[15], 2.0),
+        failed("vit", before, 4.0, None),
+        failed("vit", at[18], 6.0, before),
+        failed("vit", at[21], 6.0, at[18]),
+        failed("mixtral", at[15], 2.0, None),
+        failed("sdxl", at[15], 2.0, None),
     ]
     run = AnalysisRun("training")
     cause = failure_cause_finding_for("vit", [at[18], at[21]], [6.0, 6.0])
     run.findings.append(cause)
     priced = held_failures(run, failures, held, day)
-    assert [round(f.gpu_hours, 2) for f in priced] == [4.0, 8.0, 6.0, 1.67, 2.0]
+    assert [f.gpu_hours for f in priced] == [4.0, 8.0, 6.0, 1.67, 2.0]
     assert [r["gpu_hours"] for r in run.findings[0].evidence["failures"]] == [8.0, 6.0]
+
+
+def test_a_crash_loops_oldest_run_read_holds_what_it_held_since_the_failure_before() -> None:
+    """A job on 8 GPUs failed every hour from 00:00 to 04:00; its latest three failures are
+    read, each begun at the failure before it (read or not): 8 GPU-hours each, not the first
+    read one's 24 (all it held since the day began)."""
+    hours = [float(HOUR - 4 * H + k * H) for k in range(5)]
+    held = {"loop": HeldJob((), dict.fromkeys(hours, 8.0))}
+    failures = [
+        FailedRun("loop", at, "unknown", "", ("node",), 8.0, since)
+        for at, since in zip(hours[2:], hours[1:4], strict=True)
+    ]
+    day = range(int(HOUR - 10 * H), int(HOUR + 10 * H))
+    priced = held_failures(AnalysisRun("training"), failures, held, day)
+    assert [f.gpu_hours for f in priced] == [8.0, 8.0, 8.0]
 
 
 def failure_cause_finding_for(job: str, hours: list[float], gpu_hours: list[float]) -> Finding:

@@ -31,6 +31,16 @@ def test_overlapping_daily_files_count_each_failed_run_once_and_only_the_weeks()
     assert [(r["job"], r["gpu_hours"]) for r in runs] == [("a", 6.0)]
 
 
+def test_the_copy_priced_at_what_its_pods_held_is_kept_over_a_larger_one() -> None:
+    """At a 14-day lookback a failure is in fourteen daily files: the one whose attributed
+    day it failed in priced it at what its pods held (2.5 GPU-hours over 75 minutes on two
+    GPUs); the later ones at its GPUs x its two stepping clock hours (4)."""
+    held = {**_run("tok", 110 * H, "n1", gpu_hours=2.5), "held": True}
+    later = [{"failures": [_run("tok", 110 * H, "n1", gpu_hours=4.0)]} for _ in range(3)]
+    runs = week_runs([later[0], {"failures": [held]}, *later[1:]], start=START, end=END)
+    assert [(r["job"], r["gpu_hours"], r["held"]) for r in runs] == [("tok", 2.5, True)]
+
+
 def test_one_node_across_jobs_points_at_the_node_and_across_nodes_at_the_code() -> None:
     runs = [
         _run("a", 110 * H, "n1", "Xid <n>", cause="gpu_xid"),
