@@ -153,8 +153,8 @@ WEEK: Final = 7 * 86_400
 #: Where each job outside the teams' own runs on the teams' nodes' spare GPUs (rank N on the
 #: Nth GPU), a team's on its team's node and the one the nlp node has no room for beside
 #: the vision team's: the GPUs the funnel, the lemon score and the failures read as every
-#: other GPU. Each shares its node with a team's week-long job, so the training analyzer
-#: judges its GPUs by the GPU-hour attribution's reading of its pods alone.
+#: other GPU. Each shares its node with a team's week-long job: the training analyzer judges
+#: each job's GPUs by its own pods' (Container Insights' pod series), never its node's mean.
 SPARE_GPUS: Final = {
     "llama-slow-checkpoint": ("ip-10-0-2-22.ec2.internal", (2, 3)),
     "gpt-regressing": ("ip-10-0-2-22.ec2.internal", (4, 5)),

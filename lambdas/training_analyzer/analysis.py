@@ -102,6 +102,9 @@ class JobData:
     lookback_hours: float = 14 * 24
     #: When that window ended (epoch seconds), for the sentences that price it; None: unsaid.
     window_end: float | None = None
+    #: Hours the job ran per failure as its goodput measures them (its ranks' seconds), where
+    #: the emitter splits its time: the figure the goodput tables give (goodput/jobs.py).
+    mtbf_hours: float | None = None
 
 
 @dataclass(frozen=True)
@@ -365,14 +368,15 @@ def _failures(data: JobData, t: TrainingThresholds) -> list[Finding]:
     if failures < 1:
         return []
     hours = job_cost(data).active_hours
-    mtbf = hours / failures if hours else None
+    mtbf = data.mtbf_hours or (hours / failures if hours else None)
+    unit = "hours it ran" if data.mtbf_hours else "active hours"
     return [
         _finding(
             data,
             Kind.TRAINING_JOB_FAILURES,
             Severity.CRITICAL if failures >= 3 else Severity.WARNING,
             f"{data.series.job} failed {failures:.0f} time(s)"
-            + (f", one failure every {mtbf:,.1f} active hours" if mtbf else "")
+            + (f", one failure every {mtbf:,.1f} {unit}" if mtbf else "")
             + ".",
             {
                 "failures": failures,

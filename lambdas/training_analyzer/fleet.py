@@ -115,12 +115,13 @@ def shard(
     exporter_promql: PromQLClient | None = None,
     emitter_promql: PromQLClient | None = None,
     ksm_promql: PromQLClient | None = None,
-    classic_pending_pods: bool = False,
+    dcgm_promql: PromQLClient | None = None,
+    classic_pods: bool = False,
 ) -> dict[str, Any]:
     """One shard's jobs analyzed, their failed jobs' logs read (``failure_log_jobs`` a
     shard, as a whole run reads them), its part written; ``exporter_promql``,
-    ``emitter_promql``, ``ksm_promql`` and ``classic_pending_pods`` as run.analyze_jobs reads
-    them."""
+    ``emitter_promql``, ``ksm_promql``, ``dcgm_promql`` and ``classic_pods`` as
+    run.analyze_jobs reads them."""
     planned = _plan(s3, bucket, cluster, day)
     jobs = planned["jobs"][first : first + count]
     ranks = {
@@ -132,8 +133,8 @@ def shard(
         cloudwatch=cloudwatch, cluster=cluster, jobs=jobs, ranks=ranks, start=start, end=end,
         gpu_hour_usd=gpu_hour_usd, related_storage=tuple(planned["related_storage"]),
         logs=logs, failure_log_jobs=failure_log_jobs, exporter_promql=exporter_promql,
-        emitter_promql=emitter_promql, ksm_promql=ksm_promql,
-        classic_pending_pods=classic_pending_pods,
+        emitter_promql=emitter_promql, ksm_promql=ksm_promql, dcgm_promql=dcgm_promql,
+        classic_pods=classic_pods,
     )  # fmt: skip
     body = json.dumps(_run_document(run)).encode()
     s3.put_object(Bucket=bucket, Key=part_key(cluster, day, index), Body=body)

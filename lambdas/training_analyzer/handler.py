@@ -168,7 +168,7 @@ def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
             gpu_hour_usd=price, logs=_clients("logs"), failure_log_jobs=config.failure_log_jobs,
             exporter_promql=exporter_promql(config, _clients),
             emitter_promql=emitter_promql(config, _clients),
-            **pending_reads(config, _clients),
+            **pod_reads(config, _clients),
         )  # fmt: skip
     if mode == "merge":
         run = fleet.read_parts(
@@ -196,19 +196,21 @@ def analyze_jobs(
         failure_log_jobs=config.failure_log_jobs,
         exporter_promql=exporter_promql(config, clients),
         emitter_promql=emitter_promql(config, clients),
-        **pending_reads(config, clients),
+        **pod_reads(config, clients),
     )
     run.findings += tail.findings
     run.skipped += tail.skipped
     return run
 
 
-def pending_reads(config: TrainingConfig, clients: Clients) -> dict[str, Any]:
-    """Where the jobs' pods' pending time is read (goodput/pending.py): Kube State Metrics
-    with PromQL in OTel mode, Container Insights' ``pod_status_pending`` in Classic."""
+def pod_reads(config: TrainingConfig, clients: Clients) -> dict[str, Any]:
+    """Where the jobs' pods' pending time (goodput/pending.py) and the GPUs they held
+    (job_gpus.py) are read: Kube State Metrics' and DCGM's series with PromQL in OTel mode,
+    Container Insights' ``pod_status_pending`` and ``pod_gpu_*`` in Classic."""
     if config.container_insights_mode is ContainerInsightsMode.OTEL:
-        return {"ksm_promql": promql_for(clients("cloudwatch"))}
-    return {"classic_pending_pods": True}
+        promql = promql_for(clients("cloudwatch"))
+        return {"ksm_promql": promql, "dcgm_promql": promql}
+    return {"classic_pods": True}
 
 
 def emitter_promql(config: TrainingConfig, clients: Clients) -> PromQLClient | None:
@@ -242,7 +244,7 @@ def attribute_gpu_hours(
         emitter_otlp=config.emitter_otlp,
     )
     # The day's goodput over what the attribution says each job's pods held (goodput/held.py).
-    attributed_goodput(run, gpu_run.held_jobs)
+    attributed_goodput(run, gpu_run.held_jobs, one_day=config.lookback_days == 1)
     return gpu_run, gpu_start, gpu_day
 
 

@@ -3,8 +3,8 @@ nodes' GPUs, then findings job by job; a job that cannot be analyzed is named an
 
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -44,6 +44,7 @@ from lambdas.training_analyzer.failure_run import (
 from lambdas.training_analyzer.goodput.findings import goodput_finding
 from lambdas.training_analyzer.goodput.jobs import JobGoodput, job_goodput, within
 from lambdas.training_analyzer.goodput.pending import classic_pending, job_pending, otel_pending
+from lambdas.training_analyzer.job_gpus import GpuHourKey, job_gpu_hours
 
 AWS_ERRORS = (ClientError, BotoCoreError)
 #: What a read of the emitter's OTLP series may raise (promql_jobs.py).
@@ -122,14 +123,18 @@ def _gpu_usage(
     start: float,
     end: float,
     exporter_promql: PromQLClient | None = None,
+    placed: Mapping[str, set[GpuHourKey]] | None = None,
 ) -> dict[str, GpuUsage]:
-    """Per job: the mean over its nodes' GPUs in use during its active hours (a GPU-hour with
-    the exporter's allocated reading: a node's GPUs that no pod holds never count); the
-    exporter's series read with ``exporter_promql`` where it sends OTLP, else from
-    ``GpuInsights``. A node's hour in which another job's ranks stepped on it too is no job's:
-    its GPUs' series name no job, so one job's figure would mix in the other's GPUs (the
-    GPU-hour attribution judges each pod's GPUs by the pod's own readings)."""
-    all_nodes = set().union(*nodes.values()) if nodes else set()
+    """Per job: the mean of its GPUs over its active hours; the exporter's series read with
+    ``exporter_promql`` where it sends OTLP, else from ``GpuInsights``. Its GPUs are those its
+    own pods held whole hours of (``placed``: job_gpus.py, from Container Insights' pod
+    series; a job whose pods held GPUs only in parts of hours has no figure). A job Container
+    Insights placed none of (no pod series: the add-on not on its nodes) is judged on its
+    nodes' GPUs in use (a GPU-hour with the exporter's allocated
+    reading: a node's GPUs that no pod holds never count), which on a node it shares mixes in
+    the other pods' GPUs."""
+    placed = placed or {}
+    all_nodes = set().union(*nodes.values(), *({n for n, _, _ in p} for p in placed.values()))
     if not all_nodes:
         return {}
     per_gpu: dict[tuple[str, str, str], dict[float, float]] = {}
@@ -144,20 +149,16 @@ def _gpu_usage(
                 read = per_gpu.setdefault((node, gpu, name), {})
                 for t, v in zip(result.timestamps, result.values, strict=True):
                     read[t.timestamp()] = v
-    tenants: dict[tuple[str, float], int] = defaultdict(int)
-    for job, job_nodes in nodes.items():
-        for node in job_nodes:
-            for hour in set(hours.get(job, [])):
-                tenants[(node, hour)] += 1
     usage = {}
     for job, job_nodes in nodes.items():
         active = set(hours.get(job, []))
-        in_use = [
+        mine = [(node, gpu, hour) for node, gpu, hour in placed.get(job, ()) if hour in active]
+        in_use = mine or [
             (node, gpu, hour)
             for (node, gpu, name), read in per_gpu.items()
-            if name == "power" and node in job_nodes
+            if name == "power" and node in job_nodes and job not in placed
             for hour in read
-            if hour in active and tenants[(node, hour)] == 1
+            if hour in active
         ]
         means = {}
         for name in ("power", "sm"):
@@ -227,7 +228,8 @@ def analyze_jobs(
     exporter_promql: PromQLClient | None = None,
     emitter_promql: PromQLClient | None = None,
     ksm_promql: PromQLClient | None = None,
-    classic_pending_pods: bool = False,
+    dcgm_promql: PromQLClient | None = None,
+    classic_pods: bool = False,
 ) -> TrainingRun:
     """The jobs' findings and costs, job by job: a whole run's jobs or one shard's
     (lambdas/training_analyzer/fleet.py). Each job's findings depend on its own series, ranks
@@ -238,8 +240,10 @@ def analyze_jobs(
     power and SM activity are read with PromQL (exporter_sink=otlp); ``emitter_promql``: the
     emitter sends OTLP, so the jobs' series are read with PromQL (promql_jobs.py). Their pods'
     pending time (goodput's waiting for GPUs: goodput/pending.py) is read from Kube State
-    Metrics with ``ksm_promql`` (OTel mode), or with ``classic_pending_pods`` from Container
-    Insights' ``pod_status_pending``."""
+    Metrics with ``ksm_promql`` (OTel mode), or with ``classic_pods`` from Container
+    Insights' ``pod_status_pending``; the GPUs their pods held (job_gpus.py) from DCGM's series
+    with ``dcgm_promql`` (OTel mode), or with ``classic_pods`` from Container Insights'
+    ``pod_gpu_*``."""
     run = run if run is not None else TrainingRun()
     if not jobs:
         return run
@@ -256,13 +260,19 @@ def analyze_jobs(
     day_hours = attributed_day(end)[:2]
     nodes = {job: {r.node for r in rs if r.node} for job, rs in ranks.items()}
     try:
-        gpus = _gpu_usage(cloudwatch, cluster, nodes, hours, start, end, exporter_promql)
+        placed = job_gpu_hours(
+            cloudwatch=cloudwatch, cluster=cluster, start=start, end=end,
+            job_of_pod={r.pod: job for job, rs in ranks.items() for r in rs if r.pod},
+            pod_nodes={r.pod: r.node for rs in ranks.values() for r in rs if r.pod and r.node},
+            dcgm_promql=dcgm_promql, classic=classic_pods,
+        )  # fmt: skip
+        gpus = _gpu_usage(cloudwatch, cluster, nodes, hours, start, end, exporter_promql, placed)
     except (*AWS_ERRORS, PromQLError) as err:
         run.skip(f"GPU metrics of {cluster}'s training nodes", err)
         gpus = {}
     reads = _failure_reads(logs, cloudwatch, cluster, series, failed, start, end,
                            failure_log_jobs, run, hourly=emitter_promql is not None)  # fmt: skip
-    waited = _pending(cloudwatch, cluster, ranks, start, end, run, ksm_promql, classic_pending_pods)
+    waited = _pending(cloudwatch, cluster, ranks, start, end, run, ksm_promql, classic_pods)
     for job in jobs:
         if job in failed:
             run.skip(f"job/{job}", MetricDataError(failed[job]))
@@ -278,7 +288,6 @@ def analyze_jobs(
             window_end=end,
         )
         try:
-            found = analyze_job(data, thresholds)
             run.costs[job] = cost = job_cost(data)
             hours_waited = waited.get(job, {})
             goodput = job_goodput(data.series, gpus=cost.gpus, ranks=data.ranks,
@@ -286,6 +295,9 @@ def analyze_jobs(
             day_waited = sum(v for h, v in hours_waited.items() if day_hours[0] <= h < day_hours[1])
             day = job_goodput(within(data.series, *day_hours), gpus=cost.gpus, ranks=data.ranks,
                               pending_gpu_seconds=day_waited)  # fmt: skip
+            # Its failures' rate is its goodput's: one figure for the time between failures.
+            mtbf = goodput.mtbf_hours if goodput is not None else None
+            found = analyze_job(replace(data, mtbf_hours=mtbf), thresholds)
         except (ValueError, ZeroDivisionError, TypeError, statistics.StatisticsError) as err:
             run.skip(f"job/{job}", err)
             continue
@@ -381,7 +393,8 @@ def analyze_training(
     exporter_promql: PromQLClient | None = None,
     emitter_promql: PromQLClient | None = None,
     ksm_promql: PromQLClient | None = None,
-    classic_pending_pods: bool = False,
+    dcgm_promql: PromQLClient | None = None,
+    classic_pods: bool = False,
 ) -> TrainingRun:
     run = TrainingRun()
     jobs, ranks = plan_jobs(cloudwatch, logs, cluster, start, end, run, emitter_promql)
@@ -389,6 +402,6 @@ def analyze_training(
         cloudwatch=cloudwatch, cluster=cluster, jobs=jobs, ranks=ranks, start=start, end=end,
         gpu_hour_usd=gpu_hour_usd, related_storage=related_storage, thresholds=thresholds,
         run=run, logs=logs, failure_log_jobs=failure_log_jobs, exporter_promql=exporter_promql,
-        emitter_promql=emitter_promql, ksm_promql=ksm_promql,
-        classic_pending_pods=classic_pending_pods,
+        emitter_promql=emitter_promql, ksm_promql=ksm_promql, dcgm_promql=dcgm_promql,
+        classic_pods=classic_pods,
     )  # fmt: skip

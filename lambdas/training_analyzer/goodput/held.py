@@ -22,6 +22,7 @@ from typing import Final
 
 from lambdas.shared.findings import Kind
 from lambdas.training_analyzer.failure_placement import HeldJob
+from lambdas.training_analyzer.goodput.findings import goodput_finding
 from lambdas.training_analyzer.goodput.jobs import HOUR, AttemptGoodput, Badput, JobGoodput, Split
 from lambdas.training_analyzer.run import TrainingRun
 
@@ -111,12 +112,30 @@ def forget_goodput(run: TrainingRun, jobs: Collection[str]) -> None:
     ]
 
 
-def attributed_goodput(run: TrainingRun, held: Mapping[str, HeldJob]) -> None:
+def attributed_goodput(
+    run: TrainingRun, held: Mapping[str, HeldJob], *, one_day: bool = False
+) -> None:
     """``run``'s goodput against the attribution's ``held`` jobs of the same day: a job whose
-    steps no emitter saw forgotten, each day's goodput over what its pods held."""
+    steps no emitter saw forgotten, each day's goodput over what its pods held. ``one_day``:
+    the run's window is that day (a 1-day lookback), so its goodput and the goodput findings
+    are over what the pods held too: one figure with the day's files."""
     both = [*run.goodput.items(), *run.day_goodput.items()]
     forget_goodput(run, {job for job, g in both if steps_unseen(g, held.get(job))})
     run.day_goodput = held_goodputs(run.day_goodput, held)
+    if not one_day:
+        return
+    run.goodput = held_goodputs(run.goodput, held)
+    kind = str(Kind.TRAINING_LOW_GOODPUT)
+    kept, gone = [], set()
+    for finding in run.findings:
+        job = finding.resource.removeprefix("job/")
+        if finding.kind != kind or job not in held or job not in run.goodput:
+            kept.append(finding)
+        elif (now := goodput_finding(run.goodput[job])) is not None:
+            kept.append(replace(now, related=finding.related))
+        else:  # over its target once its pods' waiting is weighed as they held
+            gone.add(f"{kind} {finding.resource}")
+    run.findings = [replace(f, related=tuple(r for r in f.related if r not in gone)) for f in kept]
 
 
 def held_evidence(run: TrainingRun, held: Mapping[str, HeldJob]) -> None:

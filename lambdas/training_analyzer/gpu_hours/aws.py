@@ -289,10 +289,50 @@ def observe(
     maps pod names (the emitter's PodName: the pod's own, as FullPodName) to the node the
     training emitter reported them on (an exact join)."""
     observed = Observed(gpu_hours=exporter_gpu_hours(cloudwatch, cluster, start=start, end=end))
+    queries = container_insights_queries(cloudwatch, cluster)
+    pods, node_power, node_samples = _read_container_insights(cloudwatch, queries, start, end)
+    observed.ci_node_hours = {(n, h) for (_, h), nodes in node_power.items() for n in nodes}
+    full_hour = samples_per_hour(node_samples)
+    observed.holds = _holds(pods, node_power, observed.gpu_hours, pod_nodes or {}, full_hour)
+    return observed
+
+
+def pod_holds(
+    cloudwatch: Any,
+    cluster: str,
+    *,
+    start: float,
+    end: float,
+    pod_nodes: Mapping[str, str],
+) -> list[Hold]:
+    """The holds of the pods ``pod_nodes`` names (their own names) alone, each on the node it
+    maps it to (the node the training emitter reported): which of its node's GPUs each held,
+    hour by hour. Reads only those pods' series and their nodes' (their samples give a full
+    hour's), not the cluster's; the holds carry no power (no exporter reading is read)."""
+    nodes = set(pod_nodes.values())
+    queries = [
+        q
+        for q in container_insights_queries(cloudwatch, cluster)
+        if (q.key[0] == "pod" and q.key[2] in pod_nodes and q.key[-1] == "samples")
+        or (q.key[0] == "node" and q.key[1] in nodes and q.key[-1] == "samples")
+    ]
+    pods, _, node_samples = _read_container_insights(cloudwatch, queries, start, end)
+    full_hour = samples_per_hour(node_samples)
+    return _holds(pods, {}, (), pod_nodes, full_hour)
+
+
+def _read_container_insights(
+    cloudwatch: Any, queries: Sequence[MetricQuery], start: float, end: float
+) -> tuple[
+    dict[tuple[str, str, str, str], dict[str, dict[int, float]]],
+    dict[tuple[str, int], dict[str, float]],
+    list[float],
+]:
+    """``container_insights_queries``' answers: each pod's series by (namespace, pod,
+    controller, device) and name, each device's node power by hour, every node sample count."""
     pods: dict[tuple[str, str, str, str], dict[str, dict[int, float]]] = defaultdict(dict)
     node_power: dict[tuple[str, int], dict[str, float]] = defaultdict(dict)
     node_samples: list[float] = []
-    queries = container_insights_queries(cloudwatch, cluster)
     for batch in fetch(cloudwatch, queries, start=start, end=end):
         for series in batch:
             values = _hourly(series.timestamps, series.values)
@@ -306,10 +346,7 @@ def observe(
             else:
                 _, namespace, pod, controller, device, name = series.query.key
                 pods[(namespace, pod, controller, device)][name] = values
-    observed.ci_node_hours = {(n, h) for (_, h), nodes in node_power.items() for n in nodes}
-    full_hour = samples_per_hour(node_samples)
-    observed.holds = _holds(pods, node_power, observed.gpu_hours, pod_nodes or {}, full_hour)
-    return observed
+    return pods, node_power, node_samples
 
 
 def _holds(

@@ -26,7 +26,7 @@ name otherwise, from which workloads.job_of names its job as in Classic.
 """
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Final
 
 from gpu_insights_agent.contract.metrics import GpuMetric
@@ -119,16 +119,18 @@ def read_holds(
     end: float,
     gpu_hours: Iterable[GpuHour],
     labels: DcgmLabels = CLOUDWATCH,
+    only: Collection[str] | None = None,
 ) -> tuple[list[Hold], set[tuple[str, int]]]:
-    """Every pod's holds in [start, end) (whole hours) on the GPUs of every node DCGM reported,
-    and the (node, hour)s DCGM reported; ``gpu_hours`` (the exporter's) give each GPU's percent
-    of its limit."""
+    """Every pod's holds in [start, end) (whole hours) on the GPUs of every node DCGM reported
+    (``only`` those of these nodes, where given), and the (node, hour)s DCGM reported;
+    ``gpu_hours`` (the exporter's) give each GPU's percent of its limit."""
     queries = OtelQueries(cluster, labels)
 
     def read(query: str) -> list[Series]:
         return read_hours(promql, query, start, end)
 
     nodes = sorted({s.labels.get(labels.node, "") for s in read(queries.nodes())} - {""})
+    nodes = [n for n in nodes if only is None or n in only]
     percent = {(h.gpu.node, h.gpu.gpu, h.hour): h.power_utilization for h in gpu_hours}
     holds: list[Hold] = []
     reported: set[tuple[str, int]] = set()

@@ -511,7 +511,7 @@ def test_the_demo_week_leads_with_the_teams_that_held_gpus_without_work(
     header = rows[0]
     nlp = dict(zip(header, rows[3], strict=True))
     parts = ("held_not_working_usd", "waiting_while_stepping_usd", "waste_usd")
-    assert [float(nlp[k]) for k in parts] == [0.0, bert_waiting, bert_waiting]
+    assert [float(nlp[k]) for k in parts] == [0.0, nlp_waiting, nlp_waiting]
 
 
 def test_the_demo_report_changes_on_a_real_last_week_and_ties_jobs_across_tables(

@@ -1,6 +1,8 @@
 """A job's day of goodput over what the GPU-hour attribution says its pods held
 (lambdas/training_analyzer/goodput/held.py)."""
 
+from dataclasses import replace
+
 import pytest
 
 from lambdas.shared.findings import Finding, Kind, Severity
@@ -81,6 +83,24 @@ def test_a_job_whose_gpus_idled_with_no_step_held_them_with_no_steps() -> None:
     assert day.total_gpu_hours == pytest.approx(9.6)
     assert day.split.badput[Badput.HELD_NO_STEPS] / HOUR == pytest.approx(9.6)
     assert len(run.unplaced_failures[0].links) == 2
+
+
+def test_at_a_one_day_lookback_the_goodput_finding_is_over_what_the_pods_held() -> None:
+    """The emitter split 1.6 GPU-hours of whisper's rank 0; its five pods held 9.6. Over the
+    attributed day alone (a 1-day lookback) its goodput finding says the 9.6, as the day's
+    file does, and keeps what it linked; over a longer lookback it says the emitter's."""
+    run = _whisper()
+    related = ("training_job_failures job/whisper",)
+    run.findings = [replace(run.findings[0], related=related)]
+    held = {"whisper": HeldJob((), {H[0]: 5.0, H[1]: 4.6}, working=1.0)}
+    attributed_goodput(run, held, one_day=True)
+    (finding,) = run.findings
+    assert finding.evidence["total_gpu_hours"] == pytest.approx(9.6)
+    assert "of the 9.6 GPU-hours it held" in finding.summary
+    assert finding.related == related
+    longer = _whisper()
+    attributed_goodput(longer, held)
+    assert longer.findings[0].evidence["total_gpu_hours"] == pytest.approx(1.6)
 
 
 def test_a_jobs_training_findings_say_what_its_pods_held() -> None:
