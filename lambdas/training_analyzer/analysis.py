@@ -102,9 +102,10 @@ class JobData:
     lookback_hours: float = 14 * 24
     #: When that window ended (epoch seconds), for the sentences that price it; None: unsaid.
     window_end: float | None = None
-    #: Hours the job ran per failure as its goodput measures them (its ranks' seconds), where
-    #: the emitter splits its time: the figure the goodput tables give (goodput/jobs.py).
-    mtbf_hours: float | None = None
+    #: Hours the job ran as its goodput measures them (its ranks' seconds over its ranks),
+    #: where the emitter splits its time: over its failures, the goodput tables' time between
+    #: failures (goodput/jobs.py ``mtbf_hours``).
+    running_hours: float | None = None
 
 
 @dataclass(frozen=True)
@@ -368,8 +369,9 @@ def _failures(data: JobData, t: TrainingThresholds) -> list[Finding]:
     if failures < 1:
         return []
     hours = job_cost(data).active_hours
-    mtbf = data.mtbf_hours or (hours / failures if hours else None)
-    unit = "hours it ran" if data.mtbf_hours else "active hours"
+    ran = data.running_hours or hours
+    mtbf = ran / failures if ran else None
+    unit = "hours it ran" if data.running_hours else "active hours"
     return [
         _finding(
             data,

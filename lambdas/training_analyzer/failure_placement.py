@@ -19,6 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from lambdas.shared.findings import AnalysisRun, Kind
 from lambdas.training_analyzer.failure_logs import FailedPod
 from lambdas.training_analyzer.failure_run import (
+    HOUR,
     FailedRun,
     FailureLogsError,
     UnplacedFailure,
@@ -91,17 +92,24 @@ def held_between(held_by_hour: Mapping[float, float], after: float | None, upto:
 
 
 def held_failures(
-    run: AnalysisRun, failures: Sequence[FailedRun], held: Mapping[str, HeldJob], day: range
+    run: AnalysisRun,
+    failures: Sequence[FailedRun],
+    held: Mapping[str, HeldJob],
+    day: range,
+    window_start: float,
 ) -> list[FailedRun]:
-    """``failures`` with each run that failed in ``day`` (its hours' starts, epoch seconds) of
-    a job the attribution placed priced at what its pods held after the job's previous failure
-    (``FailedRun.since``, read or not) up to this one, as its
-    cause finding on ``run`` says it: one figure with the job tables, the funnel and the job's
-    goodput, where its GPUs x its stepping hours would miss the hours it held without a step
-    and count a clock hour it stepped in part of whole. The others as they are."""
+    """``failures`` with each run of a job the attribution placed that began and failed in
+    ``day`` (its hours' starts, epoch seconds: the attribution's) priced at what its pods held
+    after the job's previous failure (``FailedRun.since``, read or not; the first in the
+    window began at ``window_start``) up to this one, as its cause finding on ``run`` says it:
+    one figure with the job tables, the funnel and the job's goodput, where its GPUs x its
+    stepping hours would miss the hours it held without a step and count a clock hour it
+    stepped in part of whole. A run that began before the day keeps its figure (the
+    attribution holds only the day's hours of it), as do the others."""
     priced: dict[tuple[str, float], float] = {}
     for f in failures:
-        if f.job in held and int(f.at) in day:
+        began = window_start if f.since is None else f.since + HOUR
+        if f.job in held and int(f.at) in day and began >= day.start:
             priced[(f.job, f.at)] = held_between(held[f.job].held_by_hour, f.since, f.at)
     for finding in run.findings:
         if finding.kind != Kind.TRAINING_FAILURE_CAUSE:
@@ -150,5 +158,5 @@ def explain_unplaced(
             continue
         evidence = {**found.evidence, "pods_from": f"GPU-hour attribution of {day}"}
         run.findings.append(replace(found, related=failure.links, evidence=evidence))
-        runs += [replace(r, held=True) for r in read]
+        runs += read
     return runs

@@ -129,10 +129,10 @@ def _gpu_usage(
     ``exporter_promql`` where it sends OTLP, else from ``GpuInsights``. Its GPUs are those its
     own pods held whole hours of (``placed``: job_gpus.py, from Container Insights' pod
     series; a job whose pods held GPUs only in parts of hours has no figure). A job Container
-    Insights placed none of (no pod series: the add-on not on its nodes) is judged on its
-    nodes' GPUs in use (a GPU-hour with the exporter's allocated
-    reading: a node's GPUs that no pod holds never count), which on a node it shares mixes in
-    the other pods' GPUs."""
+    Insights placed none of (no pod series: the add-on not on its nodes, or its emitter names
+    no pod) is judged on its nodes' GPUs in use (a GPU-hour with the exporter's allocated
+    reading: a node's GPUs that no pod holds never count) that no other job's pods held: on a
+    node it shares with pods Container Insights does not see, their GPUs mix in."""
     placed = placed or {}
     all_nodes = set().union(*nodes.values(), *({n for n, _, _ in p} for p in placed.values()))
     if not all_nodes:
@@ -149,6 +149,7 @@ def _gpu_usage(
                 read = per_gpu.setdefault((node, gpu, name), {})
                 for t, v in zip(result.timestamps, result.values, strict=True):
                     read[t.timestamp()] = v
+    taken = set().union(*placed.values())  # GPU-hours another job's pods held
     usage = {}
     for job, job_nodes in nodes.items():
         active = set(hours.get(job, []))
@@ -158,7 +159,7 @@ def _gpu_usage(
             for (node, gpu, name), read in per_gpu.items()
             if name == "power" and node in job_nodes and job not in placed
             for hour in read
-            if hour in active
+            if hour in active and (node, gpu, hour) not in taken
         ]
         means = {}
         for name in ("power", "sm"):
@@ -266,6 +267,10 @@ def analyze_jobs(
             pod_nodes={r.pod: r.node for rs in ranks.values() for r in rs if r.pod and r.node},
             dcgm_promql=dcgm_promql, classic=classic_pods,
         )  # fmt: skip
+    except (*AWS_ERRORS, PromQLError) as err:  # each job judged on its nodes' GPUs instead
+        run.skip(f"the GPUs {cluster}'s training pods held (Container Insights)", err)
+        placed = {}
+    try:
         gpus = _gpu_usage(cloudwatch, cluster, nodes, hours, start, end, exporter_promql, placed)
     except (*AWS_ERRORS, PromQLError) as err:
         run.skip(f"GPU metrics of {cluster}'s training nodes", err)
@@ -295,9 +300,10 @@ def analyze_jobs(
             day_waited = sum(v for h, v in hours_waited.items() if day_hours[0] <= h < day_hours[1])
             day = job_goodput(within(data.series, *day_hours), gpus=cost.gpus, ranks=data.ranks,
                               pending_gpu_seconds=day_waited)  # fmt: skip
-            # Its failures' rate is its goodput's: one figure for the time between failures.
-            mtbf = goodput.mtbf_hours if goodput is not None else None
-            found = analyze_job(replace(data, mtbf_hours=mtbf), thresholds)
+            # Its failures' rate over the hours its goodput says it ran: one figure for the
+            # time between failures (where restarts outnumber failures, goodput's is shorter).
+            ran = goodput.mtbf_hours * goodput.failures if goodput and goodput.mtbf_hours else None
+            found = analyze_job(replace(data, running_hours=ran), thresholds)
         except (ValueError, ZeroDivisionError, TypeError, statistics.StatisticsError) as err:
             run.skip(f"job/{job}", err)
             continue

@@ -5,9 +5,9 @@ signatures grouped across jobs, nodes and days (failure_causes.group_signatures)
 they point at and what their failed runs cost. Pure: figures, their HTML section and CSV.
 
 A failed run's GPU-hours are what its pods held since the job's previous failure as the
-GPU-hour attribution measured them (lambdas/training_analyzer/failure_placement.py: the
-funnel's, the goodput's and the job tables' figure), or, where the attribution did not see
-its day, its GPUs x its stepping hours in that time (failure_run.py), priced at the
+GPU-hour attribution of the day measured them (lambdas/training_analyzer/failure_placement.py:
+the funnel's, the goodput's and the job tables' figure), or, for a run that began the day
+before, its GPUs x its stepping hours in that time (failure_run.py), priced at the
 deployment's GPU-hour price: what the run held until it failed, of which a checkpoint saves
 some."""
 
@@ -178,7 +178,8 @@ def failures_section(figures: Mapping[str, Any]) -> str:
         f"{figures['failures']} failed run(s), each cause named from its pods' and nodes' "
         f"Container Insights logs: {figures['gpu_hours']:,.1f} GPU-hours held by the runs "
         f"that failed (what their pods held since the job's failure before, as the GPU-hour "
-        f"attribution counts them; where it did not, their GPUs x their stepping hours), "
+        f"attribution of the day counts them; for a run begun the day before, their GPUs x "
+        f"their stepping hours), "
         f"${figures['usd']:,.0f} at ${price:,.2f} a GPU-hour; a checkpoint saves part of it."
     )
     parts = [head, f'<p class="relates">{escape(intro)}</p>', "<h3>Causes per job</h3>"]

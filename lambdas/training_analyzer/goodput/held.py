@@ -101,15 +101,8 @@ def forget_goodput(run: TrainingRun, jobs: Collection[str]) -> None:
     for job in jobs:
         run.goodput.pop(job, None)
         run.day_goodput.pop(job, None)
-    run.findings = [
-        replace(f, related=tuple(r for r in f.related if r not in gone))
-        for f in run.findings
-        if f"{f.kind} {f.resource}" not in gone
-    ]
-    run.unplaced_failures = [
-        replace(u, links=tuple(link for link in u.links if link not in gone))
-        for u in run.unplaced_failures
-    ]
+    run.findings = [f for f in run.findings if f"{f.kind} {f.resource}" not in gone]
+    _unlink(run, gone)
 
 
 def attributed_goodput(
@@ -126,16 +119,33 @@ def attributed_goodput(
         return
     run.goodput = held_goodputs(run.goodput, held)
     kind = str(Kind.TRAINING_LOW_GOODPUT)
-    kept, gone = [], set()
+    now = {
+        job: found
+        for job in run.goodput.keys() & held.keys()
+        if (found := goodput_finding(run.goodput[job])) is not None
+    }
+    kept = []
     for finding in run.findings:
         job = finding.resource.removeprefix("job/")
         if finding.kind != kind or job not in held or job not in run.goodput:
             kept.append(finding)
-        elif (now := goodput_finding(run.goodput[job])) is not None:
-            kept.append(replace(now, related=finding.related))
-        else:  # over its target once its pods' waiting is weighed as they held
-            gone.add(f"{kind} {finding.resource}")
-    run.findings = [replace(f, related=tuple(r for r in f.related if r not in gone)) for f in kept]
+        elif job in now:
+            kept.append(replace(now.pop(job), related=finding.related))
+    # Under its target only once weighed over what its pods held: a finding of its own.
+    run.findings = kept + [now[job] for job in sorted(now)]
+    gone = {f"{kind} job/{job}" for job in held} - {f"{f.kind} {f.resource}" for f in run.findings}
+    _unlink(run, gone)
+
+
+def _unlink(run: TrainingRun, gone: set[str]) -> None:
+    """No finding or unplaced failure of ``run`` left linking the findings ``gone``."""
+    run.findings = [
+        replace(f, related=tuple(r for r in f.related if r not in gone)) for f in run.findings
+    ]
+    run.unplaced_failures = [
+        replace(u, links=tuple(link for link in u.links if link not in gone))
+        for u in run.unplaced_failures
+    ]
 
 
 def held_evidence(run: TrainingRun, held: Mapping[str, HeldJob]) -> None:

@@ -129,8 +129,10 @@ def read_holds(
     def read(query: str) -> list[Series]:
         return read_hours(promql, query, start, end)
 
-    nodes = sorted({s.labels.get(labels.node, "") for s in read(queries.nodes())} - {""})
-    nodes = [n for n in nodes if only is None or n in only]
+    if only is None:
+        nodes = sorted({s.labels.get(labels.node, "") for s in read(queries.nodes())} - {""})
+    else:  # no cluster-wide listing: a node DCGM did not report reads as no hold
+        nodes = sorted(only)
     percent = {(h.gpu.node, h.gpu.gpu, h.hour): h.power_utilization for h in gpu_hours}
     holds: list[Hold] = []
     reported: set[tuple[str, int]] = set()

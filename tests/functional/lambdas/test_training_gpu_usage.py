@@ -78,7 +78,8 @@ def test_a_jobs_gpu_figures_leave_out_its_nodes_gpus_no_pod_holds(cloudwatch: An
 def test_without_pod_series_a_job_is_judged_on_its_nodes_gpus_in_use(cloudwatch: Any) -> None:
     """bert (22% of the limit) and llama (85%) each hold two of the node's GPUs and no
     Container Insights pod series says which (the add-on not on the node): each job's figure
-    is the node's GPUs in use, all four (53.5%), as docs/analyzers.md says of that case."""
+    is the node's GPUs in use, all four (53.5%), as docs/analyzers.md says of that case; the
+    GPUs another job's pods are known to have held are left out of it."""
     data = []
     for gpu, power in ((0, 22.0), (1, 22.0), (2, 85.0), (3, 85.0)):
         for metric in (
@@ -97,6 +98,14 @@ def test_without_pod_series_a_job_is_judged_on_its_nodes_gpus_in_use(cloudwatch:
         HOUR + 3600,
     )
     assert usage["bert"] == usage["llama"] == GpuUsage(power_utilization=53.5, sm_active=53.5)
+    # Where Container Insights placed llama's pods on GPUs 2 and 3, bert (whose emitter names
+    # no pod) is judged on the node's GPUs in use that no other job's pods held: 0 and 1.
+    placed = {"llama": {(NODE, "2", HOUR), (NODE, "3", HOUR)}}
+    usage = _gpu_usage(
+        cloudwatch, CLUSTER, {"bert": {NODE}, "llama": {NODE}},
+        {"bert": [HOUR], "llama": [HOUR]}, HOUR, HOUR + 3600, placed=placed,
+    )  # fmt: skip
+    assert usage == {"bert": GpuUsage(22.0, 22.0), "llama": GpuUsage(85.0, 85.0)}
 
 
 def _insights(pod: k8s.Pod, gpu: int, samples: int = 60) -> list[dict[str, Any]]:

@@ -169,7 +169,7 @@ def test_failures_and_mean_time_between_them() -> None:
     assert "one failure every 5.0 active hours" in finding.summary
     # Where its goodput measured the hours it ran (75 minutes, once failed), that is the rate.
     once = series(hours=2, failures={H: 1.0})
-    (measured,) = analyze_job(JobData(series=once, mtbf_hours=1.25))
+    (measured,) = analyze_job(JobData(series=once, running_hours=1.25))
     assert measured.evidence["mean_hours_between_failures"] == 1.25
     assert "one failure every 1.2 hours it ran" in measured.summary
 

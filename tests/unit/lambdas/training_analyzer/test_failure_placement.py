@@ -86,18 +86,19 @@ def test_a_failed_run_of_the_attributed_day_is_priced_at_what_its_pods_held() ->
     and the cause finding's runs say what the failures say."""
     day = range(int(HOUR - 15 * H), int(HOUR + 9 * H))
     at = {h: float(HOUR + (h - 15) * H) for h in range(0, 22)}
+    before = HOUR - 20 * H
     held = {
         "vit": HeldJob((), {at[h]: 2.0 for h in range(15, 22)}),
         "mixtral": HeldJob((), {at[15]: 2 * 50 / 60}),
+        "old": HeldJob((), {before: 4.0}),
     }
-    before = HOUR - 20 * H
 
     def failed(job: str, hour: float, gpu_hours: float, since: float | None) -> FailedRun:
         return FailedRun(job, hour, "unknown", "", ("node",), gpu_hours, since)
 
     failures = [
-        failed("vit", before, 4.0, None),
-        failed("vit", at[18], 6.0, before),
+        failed("old", before, 4.0, None),
+        failed("vit", at[18], 6.0, None),
         failed("vit", at[21], 6.0, at[18]),
         failed("mixtral", at[15], 2.0, None),
         failed("sdxl", at[15], 2.0, None),
@@ -105,7 +106,7 @@ def test_a_failed_run_of_the_attributed_day_is_priced_at_what_its_pods_held() ->
     run = AnalysisRun("training")
     cause = failure_cause_finding_for("vit", [at[18], at[21]], [6.0, 6.0])
     run.findings.append(cause)
-    priced = held_failures(run, failures, held, day)
+    priced = held_failures(run, failures, held, day, window_start=day.start)
     assert [f.gpu_hours for f in priced] == [4.0, 8.0, 6.0, 1.67, 2.0]
     assert [r["gpu_hours"] for r in run.findings[0].evidence["failures"]] == [8.0, 6.0]
 
@@ -121,8 +122,28 @@ def test_a_crash_loops_oldest_run_read_holds_what_it_held_since_the_failure_befo
         for at, since in zip(hours[2:], hours[1:4], strict=True)
     ]
     day = range(int(HOUR - 10 * H), int(HOUR + 10 * H))
-    priced = held_failures(AnalysisRun("training"), failures, held, day)
+    priced = held_failures(AnalysisRun("training"), failures, held, day, day.start)
     assert [f.gpu_hours for f in priced] == [8.0, 8.0, 8.0]
+
+
+def test_a_run_that_began_before_the_attributed_day_keeps_its_figure() -> None:
+    """An 8-GPU job failed at 01:00 on the day before and at 01:00 on the attributed day: its
+    second run held 24 hours (192 GPU-hours), of which the day's attribution holds 16. That
+    copy keeps its stepping figure and is not marked held; one that began at the window's start
+    at a 14-day lookback (no failure before it) is not either."""
+    day = range(int(HOUR - H), int(HOUR - H) + 86_400)
+    first, second = float(day.start - 23 * H), float(day.start + H)
+    held = {"long": HeldJob((), {float(day.start + k * H): 8.0 for k in range(24)})}
+    failures = [
+        FailedRun("long", second, "unknown", "", ("n",), 192.0, since=first),
+        FailedRun("other", second, "unknown", "", ("n",), 40.0),
+    ]
+    held["other"] = HeldJob((), {float(day.start): 8.0, second: 8.0})
+    priced = held_failures(AnalysisRun("training"), failures, held, day, day.start - 13 * 86_400)
+    assert [(f.gpu_hours, f.held) for f in priced] == [(192.0, False), (40.0, False)]
+    # At a 1-day lookback the window is the day: the first failure's run is the day's.
+    whole = held_failures(AnalysisRun("training"), failures[1:], held, day, day.start)
+    assert [(f.gpu_hours, f.held) for f in whole] == [(16.0, True)]
 
 
 def failure_cause_finding_for(job: str, hours: list[float], gpu_hours: list[float]) -> Finding:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks import wire
 from benchmarks.training_fleet import Fleet, bucket_client, serve_failure_logs
 from lambdas.shared.shard_parts import MissingPartError
 from lambdas.training_analyzer import fleet
@@ -157,3 +158,33 @@ def test_a_missing_part_is_an_error_naming_the_shard() -> None:
         "costs", "day_goodput", "failures", "findings", "goodput", "skipped", "unplaced_failures"
     ]  # fmt: skip
     assert len(part["costs"]) == 2  # jobs 8 and 9
+
+
+def test_the_pods_gpus_unreadable_loses_no_finding_and_no_gpu_figure() -> None:
+    """Container Insights' pod series refused (access denied) where the run reads which GPUs
+    the pods held: that read is named, and each job is judged on its nodes' GPUs as without
+    pod series, every finding of the run without them standing."""
+    cloudwatch, logs = Fleet(JOBS, start=START, end=END).clients()
+    single = _single(cloudwatch, _failure_logs(logs))
+    refusing = Fleet(JOBS, start=START, end=END)
+    listed = refusing.list_metrics
+
+    def list_metrics(params: dict[str, Any]) -> dict[str, Any]:
+        if params["Namespace"] == "ContainerInsights":
+            raise wire.RefusedError("AccessDenied", "not authorized to list Container Insights")
+        return listed(params)
+
+    refusing.list_metrics = list_metrics  # type: ignore[method-assign]
+    cloudwatch, logs = refusing.clients()
+    run = analyze_training(
+        cloudwatch=cloudwatch, logs=_failure_logs(logs), cluster="bench", start=START, end=END,
+        gpu_hour_usd=6.88, classic_pods=True,
+    )  # fmt: skip
+    errors = [f.resource for f in run.findings if f.kind == "analysis_error"]
+    # (its pods' pending time, read from the same series in Classic, is named too)
+    assert errors == [
+        "the GPUs bench's training pods held (Container Insights)",
+        "pending pods of bench's training jobs",
+    ]
+    kept = [f.to_json() for f in run.findings if f.kind != "analysis_error"]
+    assert kept == [f.to_json() for f in single.findings]

@@ -16,7 +16,7 @@ from lambdas.training_analyzer.goodput.held import (
     held_goodput,
     held_goodputs,
 )
-from lambdas.training_analyzer.goodput.jobs import HOUR, Badput, job_goodput
+from lambdas.training_analyzer.goodput.jobs import HOUR, Badput, JobGoodput, Split, job_goodput
 from lambdas.training_analyzer.run import TrainingRun
 from tests.unit.lambdas.training_analyzer.goodput.test_jobs import GPUS, H, restarted_job
 
@@ -129,3 +129,25 @@ def test_a_jobs_training_findings_say_what_its_pods_held() -> None:
     held_evidence(run, {"whisper": HeldJob((), {H[0]: 5.0, H[1]: 4.6})})
     assert [f.evidence.get("held_gpu_hours") for f in run.findings] == [9.6, 9.6, None, None]
     assert run.findings[0].evidence["gpu_hours"] == 0.0
+
+
+def test_a_job_under_its_target_once_weighed_over_what_it_held_gets_its_finding() -> None:
+    """The emitter split 10 GPU-hours: 90.5% productive, 4.5% data loading, 5% waiting for
+    GPUs (90.5%: no finding). Its pods held 5: its productive and data loading scale to them,
+    its waiting stays, so 86.6%: under the 90% target, a finding of its own."""
+    split = Split(
+        productive=0.905 * 10 * HOUR,
+        badput={Badput.DATA_LOADING: 0.045 * 10 * HOUR, Badput.WAITING_FOR_GPUS: 0.05 * 10 * HOUR},
+    )
+    g = JobGoodput(
+        job="j", gpus=1, split=split, attempts=(), failures=0, restarts=0, steps_redone=0.0,
+        mtbf_hours=None, mean_checkpoint_save_s=None, checkpoint_interval_s=None,
+        optimal_checkpoint_interval_s=None, ideal_step_s=None, step_time_deviation=None,
+    )  # fmt: skip
+    assert goodput_finding(g) is None
+    run = TrainingRun(goodput={"j": g}, day_goodput={"j": g})
+    held = {"j": HeldJob((), {float(h * HOUR): 1.0 for h in range(5)}, working=5.0)}
+    attributed_goodput(run, held, one_day=True)
+    (finding,) = run.findings
+    assert finding.kind == Kind.TRAINING_LOW_GOODPUT
+    assert finding.evidence["goodput"] == pytest.approx(9.05 * 5 / 9.5 / 5.5, abs=1e-4)
