@@ -14,16 +14,18 @@ def statistic_set(
     values: Sequence[float],
     unit: str = "None",
     repeat: int = 1,
+    counts: Sequence[int] | None = None,
 ) -> dict[str, Any]:
-    """The hour's samples (each value ``repeat`` times) as one PutMetricData statistic set,
-    stamped mid-hour."""
+    """The hour's samples (each value ``repeat`` times, or its own of ``counts``) as one
+    PutMetricData statistic set, stamped mid-hour."""
+    times = [repeat] * len(values) if counts is None else list(counts)
     return {
         "MetricName": name,
         "Dimensions": [{"Name": k, "Value": v} for k, v in dims.items()],
         "Timestamp": datetime.fromtimestamp(hour_start + 1800, UTC),
         "StatisticValues": {
-            "SampleCount": repeat * len(values),
-            "Sum": repeat * sum(values),
+            "SampleCount": sum(times),
+            "Sum": sum(v * n for v, n in zip(values, times, strict=True)),
             "Minimum": min(values),
             "Maximum": max(values),
         },

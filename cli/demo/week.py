@@ -52,7 +52,7 @@ datapoint per series and hour (``WeekSeeder.datapoints`` counts them), which kee
 GetMetricData (a scan of every stored point per query and period) to seconds.
 """
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -292,9 +292,12 @@ def _datum(
     unit: str = "None",
     samples: int = SAMPLES,
     start: float = START,
+    counts: Sequence[int] | None = None,
 ) -> dict[str, Any]:
-    """Hour ``hour`` of the week: ``samples`` samples of each value."""
-    return statistic_set(name, dims, start + hour * 3600, values, unit, repeat=samples)
+    """Hour ``hour`` of the week: ``samples`` samples of each value (or its own ``counts``)."""
+    return statistic_set(
+        name, dims, start + hour * 3600, values, unit, repeat=samples, counts=counts
+    )
 
 
 def _exporter_values(s: GpuHourSample) -> dict[GpuMetric, tuple[float, int]]:
@@ -325,14 +328,17 @@ def exporter_hour_data(
                 dims[DIM_SHARD] = alarm_shard(s.node, s.gpu, 1)
             data.append(_datum(str(metric), dims, hour, [value], samples=count, start=start))
             cluster_wide.setdefault(metric, []).append((value, count))
-    for metric, values in cluster_wide.items():
-        datum = _datum(
-            str(metric), {DIM_CLUSTER: cluster}, hour, [v for v, _ in values], start=start
+    data += [
+        _datum(
+            str(metric),
+            {DIM_CLUSTER: cluster},
+            hour,
+            [v for v, _ in values],
+            start=start,
+            counts=[c for _, c in values],
         )
-        datum["StatisticValues"].update(
-            SampleCount=sum(c for _, c in values), Sum=sum(v * c for v, c in values)
-        )
-        data.append(datum)
+        for metric, values in cluster_wide.items()
+    ]
     return data
 
 

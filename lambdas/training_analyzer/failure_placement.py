@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lambdas.shared.findings import AnalysisRun, Kind
+from lambdas.shared.findings import AnalysisRun, Finding, Kind
 from lambdas.training_analyzer.failure_logs import FailedPod
 from lambdas.training_analyzer.failure_run import (
     HOUR,
@@ -111,17 +111,24 @@ def held_failures(
         began = window_start if f.since is None else f.since + HOUR
         if f.job in held and int(f.at) in day and began >= day.start:
             priced[(f.job, f.at)] = held_between(held[f.job].held_by_hour, f.since, f.at)
-    for finding in run.findings:
-        if finding.kind != Kind.TRAINING_FAILURE_CAUSE:
-            continue
-        job = finding.resource.removeprefix("job/")
-        for entry in finding.evidence.get("failures", []):
-            at = datetime.fromisoformat(entry["failed_hour"]).timestamp()
-            entry["gpu_hours"] = priced.get((job, at), entry["gpu_hours"])
+    run.findings = [_repriced(f, priced) for f in run.findings]
     return [
         replace(f, gpu_hours=priced[(f.job, f.at)], held=True) if (f.job, f.at) in priced else f
         for f in failures
     ]
+
+
+def _repriced(finding: Finding, priced: Mapping[tuple[str, float], float]) -> Finding:
+    """A failure cause's finding with the runs it lists at their ``priced`` GPU-hours."""
+    if finding.kind != Kind.TRAINING_FAILURE_CAUSE:
+        return finding
+    job = finding.resource.removeprefix("job/")
+    runs = [
+        {**entry, "gpu_hours": priced.get((job, at), entry["gpu_hours"])}
+        for entry in finding.evidence.get("failures", [])
+        for at in [datetime.fromisoformat(entry["failed_hour"]).timestamp()]
+    ]
+    return replace(finding, evidence={**finding.evidence, "failures": runs})
 
 
 def explain_unplaced(

@@ -265,7 +265,7 @@ def place_failures(
     _read_unplaced(run, gpu_run, config, clients, day)
     start = datetime.combine(day, time(), UTC).timestamp()
     held_day = range(int(start), int(start) + 86_400)
-    window_start = held_day.stop - config.lookback_days * 86_400  # training_window's
+    window_start, _ = training_window(held_day.stop, config.lookback_days)
     run.failures = held_failures(run, run.failures, gpu_run.held_jobs, held_day, window_start)
     if config.lookback_days == 1:
         held_evidence(run, gpu_run.held_jobs)

@@ -207,9 +207,15 @@ def plan_jobs(
     except (*AWS_ERRORS, *PROMQL_ERRORS, RankQueryError) as err:
         # Without ranks, stragglers and GPU use cannot be judged; the other rules still can.
         run.skip(f"ranks of {cluster}'s training jobs", err)
-    run.pods = {r.pod: job for job, rs in ranks.items() for r in rs if r.pod}
-    run.pod_nodes = {r.pod: r.node for rs in ranks.values() for r in rs if r.pod and r.node}
+    run.pods, run.pod_nodes = rank_pods(ranks)
     return jobs, ranks
+
+
+def rank_pods(ranks: Mapping[str, Sequence[RankStats]]) -> tuple[dict[str, str], dict[str, str]]:
+    """(pod -> job, pod -> node) of the pods the jobs' emitters named, and their nodes."""
+    pods = {r.pod: job for job, rs in ranks.items() for r in rs if r.pod}
+    nodes = {r.pod: r.node for rs in ranks.values() for r in rs if r.pod and r.node}
+    return pods, nodes
 
 
 def analyze_jobs(
@@ -260,16 +266,7 @@ def analyze_jobs(
     hours = {job: active_hours(s) for job, s in series.items()}
     day_hours = attributed_day(end)[:2]
     nodes = {job: {r.node for r in rs if r.node} for job, rs in ranks.items()}
-    try:
-        placed = job_gpu_hours(
-            cloudwatch=cloudwatch, cluster=cluster, start=start, end=end,
-            job_of_pod={r.pod: job for job, rs in ranks.items() for r in rs if r.pod},
-            pod_nodes={r.pod: r.node for rs in ranks.values() for r in rs if r.pod and r.node},
-            dcgm_promql=dcgm_promql, classic=classic_pods,
-        )  # fmt: skip
-    except (*AWS_ERRORS, PromQLError) as err:  # each job judged on its nodes' GPUs instead
-        run.skip(f"the GPUs {cluster}'s training pods held (Container Insights)", err)
-        placed = {}
+    placed = _placed(cloudwatch, cluster, ranks, start, end, run, dcgm_promql, classic_pods)
     try:
         gpus = _gpu_usage(cloudwatch, cluster, nodes, hours, start, end, exporter_promql, placed)
     except (*AWS_ERRORS, PromQLError) as err:
@@ -319,6 +316,29 @@ def analyze_jobs(
     if reads is not None:
         run.unplaced_failures += reads.unplaced
     return run
+
+
+def _placed(
+    cloudwatch: Any,
+    cluster: str,
+    ranks: Mapping[str, Sequence[RankStats]],
+    start: float,
+    end: float,
+    run: TrainingRun,
+    dcgm_promql: PromQLClient | None,
+    classic: bool,
+) -> dict[str, set[GpuHourKey]]:
+    """The GPU-hours each job's pods held whole (job_gpus.py); unreadable, named on ``run``
+    and none, so each job is judged on its nodes' GPUs instead."""
+    job_of_pod, pod_nodes = rank_pods(ranks)
+    try:
+        return job_gpu_hours(
+            cloudwatch=cloudwatch, cluster=cluster, start=start, end=end, job_of_pod=job_of_pod,
+            pod_nodes=pod_nodes, dcgm_promql=dcgm_promql, classic=classic,
+        )  # fmt: skip
+    except (*AWS_ERRORS, PromQLError) as err:
+        run.skip(f"the GPUs {cluster}'s training pods held (Container Insights)", err)
+        return {}
 
 
 def _pending(

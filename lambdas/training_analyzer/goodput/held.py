@@ -154,11 +154,13 @@ def held_evidence(run: TrainingRun, held: Mapping[str, HeldJob]) -> None:
     the job tables, the funnel, the goodput and the failures give, beside the ``gpu_hours``
     its GPUs x stepping hours make (0 for a job that never stepped). For a run whose window is
     that day alone."""
-    for i, finding in enumerate(run.findings):
-        job = held.get(finding.resource.removeprefix("job/"))
-        if job is None or not finding.resource.startswith("job/"):
-            continue
-        if not finding.kind.startswith(TRAINING_KINDS):
-            continue
-        hours = round(sum(job.held_by_hour.values()), 2)  # as the job tables give it
-        run.findings[i] = replace(finding, evidence={**finding.evidence, "held_gpu_hours": hours})
+    # To the hundredth, as the job tables give it.
+    hours = {job: round(sum(h.held_by_hour.values()), 2) for job, h in held.items()}
+    run.findings = [
+        replace(f, evidence={**f.evidence, "held_gpu_hours": hours[job]})
+        if f.kind.startswith(TRAINING_KINDS)
+        and f.resource.startswith("job/")
+        and (job := f.resource.removeprefix("job/")) in hours
+        else f
+        for f in run.findings
+    ]
