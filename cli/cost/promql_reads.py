@@ -288,7 +288,8 @@ def analyzer_reads(
     nodes; with ``fleet`` (its jobs and rates) the OTLP sink's reads too, in the run's order
     (run.py ``analyze_training``, then handler.py ``_publish``). Where the run has training
     jobs (``fleet``'s, else ``jobs``), their pods' pending time is read from Kube State
-    Metrics over the lookback (goodput/pending.py)."""
+    Metrics over the lookback (goodput/pending.py), and the GPUs their pods held from DCGM's
+    series of their nodes (job_gpus.py)."""
     otlp = fleet is not None
     fleet = fleet or Fleet(nodes, gpus_per_node)
     tally = _Tally(fleet)
@@ -310,6 +311,12 @@ def analyzer_reads(
         pending = PendingQueries(CLUSTER)
         for query in (pending.full_samples(), pending.gpu_samples()):
             tally.read(query, start, end, units=nodes)
+        # The GPUs the jobs' pods held (job_gpus.py): DCGM's samples on each of their nodes
+        # (with the file sink the jobs' nodes are not modelled: every node, a bound).
+        held = [dcgm.gpu_samples("n"), dcgm.pod_samples("n")]
+        for _ in range(fleet.job_nodes if otlp else nodes):
+            for query in held:
+                tally.read(query, start, end, units=1)
     whole = True
     if otlp:
         read = {"Average": exporter.gpu_mean, "Minimum": exporter.gpu_min}

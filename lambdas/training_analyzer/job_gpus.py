@@ -54,7 +54,9 @@ def job_gpu_hours(
     on the nodes ``pod_nodes`` gives); nothing read otherwise."""
     if dcgm_promql is not None:
         nodes = set(pod_nodes.values())
-        holds, _ = read_holds(dcgm_promql, cluster, start=start, end=end, gpu_hours=(), only=nodes)
+        holds, _ = read_holds(
+            dcgm_promql, cluster, start=start, end=end, gpu_hours=(), only=nodes, power=False
+        )
     elif classic:
         mine = {pod: node for pod, node in pod_nodes.items() if pod in job_of_pod}
         holds = pod_holds(cloudwatch, cluster, start=start, end=end, pod_nodes=mine)

@@ -46,6 +46,7 @@ from lambdas.training_analyzer.gpu_hours.otel import exporter_gpu_hours_promql, 
 from lambdas.training_analyzer.gpu_hours.stepping import stepping_hours_promql
 from lambdas.training_analyzer.gpu_memory.otel import read_gpu_memory_otel
 from lambdas.training_analyzer.handler import training_window
+from lambdas.training_analyzer.job_gpus import job_gpu_hours
 from lambdas.weekly_report.aws import gpu_days_promql, throughput_by_job_promql, xid_counts_promql
 from lambdas.weekly_report.week import report_week
 
@@ -181,6 +182,11 @@ def recorded_analyzer_reads(
                 gpu_hours_promql(client, _CLUSTER, job_nodes, start=start, end=end)
             if pods:
                 otel_pending(client, _CLUSTER, start=start, end=end)
+                pod_nodes = {r.pod: r.node for rs in ranks.values() for r in rs if r.pod and r.node}
+                job_gpu_hours(
+                    cloudwatch=None, cluster=_CLUSTER, start=start, end=end, job_of_pod=pods,
+                    pod_nodes=pod_nodes, dcgm_promql=client,
+                )  # fmt: skip
 
         def attribution() -> None:
             if otlp:

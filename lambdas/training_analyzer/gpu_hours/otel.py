@@ -120,10 +120,12 @@ def read_holds(
     gpu_hours: Iterable[GpuHour],
     labels: DcgmLabels = CLOUDWATCH,
     only: Collection[str] | None = None,
+    power: bool = True,
 ) -> tuple[list[Hold], set[tuple[str, int]]]:
     """Every pod's holds in [start, end) (whole hours) on the GPUs of every node DCGM reported
     (``only`` those of these nodes, where given), and the (node, hour)s DCGM reported;
-    ``gpu_hours`` (the exporter's) give each GPU's percent of its limit."""
+    ``gpu_hours`` (the exporter's) give each GPU's percent of its limit. Without ``power`` the
+    pods' and GPUs' watts are not read (two queries a node fewer) and no hold has a power."""
     queries = OtelQueries(cluster, labels)
 
     def read(query: str) -> list[Series]:
@@ -141,7 +143,7 @@ def read_holds(
     for node in nodes:
         gpu_watts = {
             (s.labels.get(labels.gpu, ""), hour): watts
-            for s in read(queries.gpu_watts(node))
+            for s in (read(queries.gpu_watts(node)) if power else ())
             for hour, watts in hourly(s).items()
         }
         for s in read(queries.gpu_samples(node)):
@@ -149,7 +151,8 @@ def read_holds(
             gpu_counts += counts.values()
             reported |= {(node, hour) for hour in counts}
         samples = read(queries.pod_samples(node))
-        watts = {pod_key(s.labels, labels): hourly(s) for s in read(queries.pod_watts(node))}
+        pods = read(queries.pod_watts(node)) if power else ()
+        watts = {pod_key(s.labels, labels): hourly(s) for s in pods}
         per_node.append((node, samples, watts, gpu_watts))
     full_hour = samples_per_hour(gpu_counts) if gpu_counts else float(SAMPLES_PER_HOUR)
     for node, samples, watts, gpu_watts in per_node:

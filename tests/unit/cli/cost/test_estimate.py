@@ -323,16 +323,20 @@ def test_with_the_otlp_sink_every_alarm_is_a_promql_alarm_and_no_silence_check_r
     # 2 requests a 14-day page each, the series 18, the ranks 3; the attribution's exporter 9
     # and stepping 1), and the report's 95 a week (31 of them the lemon nodes' 30 days of XIDs).
     reads = items["PromQL queries (analyzers and weekly report, query API)"]
-    assert str(reads["basis"]).startswith("1,741 requests a training analyzer run")
+    assert str(reads["basis"]).startswith("2,861 requests a training analyzer run")
     assert "95 a weekly report" in str(reads["basis"])
-    assert 1_297 + 14 * (2 + 3 + 18 + 2 + 2 * 2 + 2) + 9 + 1 == 1_741
+    # (and the GPUs the jobs' pods held: 2 queries a job node, a 14-day read's 14 pages)
+    assert 1_297 + 14 * (2 + 3 + 18 + 2 + 2 * 2 + 2) + 9 + 1 + 40 * 2 * 14 == 2_861
     # The pending pods' 3 selectors over 320 GPUs' worth of series, 14 days of hours at 120
     # samples an hour, 30.42 runs a month: 1,177.3 million of the total.
     pending = 3 * 320 * 14 * 24 * 120 * DAYS / 1e6
     # The report's lemon nodes' XIDs: 31 days of hours of 320 GPUs' counters sent every 10 s,
     # weekly: 372.4 million.
     lemon = 31 * 24 * 320 * 360 * DAYS / 7 / 1e6
-    assert reads["quantity"] == pytest.approx(13_117.0 + pending + lemon, abs=0.05)
+    # The GPUs the jobs' pods held: 2 selectors (GPU and pod samples) over the 40 job nodes'
+    # 320 GPUs: 784.9 million.
+    held = 2 * 320 * 14 * 24 * 120 * DAYS / 1e6
+    assert reads["quantity"] == pytest.approx(13_117.0 + pending + lemon + held, abs=0.05)
     emf = _items(capsys, "-c", "container_insights_mode=otel", "-c", "exporter_sink=emf")
     # With the EMF sink and no serving alarms, the pending GPU pods' and the 4 GPU node kinds'
     # alarms and their fleet counts are the PromQL ones.

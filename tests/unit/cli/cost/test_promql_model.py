@@ -47,9 +47,11 @@ def test_the_model_matches_the_readers_on_the_recording_client(
 def test_the_largest_fleet_is_counted_reader_by_reader() -> None:
     """62,500 nodes of 8 GPUs and a job a node (cost-estimate's largest fleet): the jobs' reads
     in batches of 250 jobs (ranks read in batches halved until under 500 ranks), the listing's
-    ranges, the jobs' nodes in batches of 31; the node-led reads stop at their full node query.
+    ranges, the jobs' nodes in batches of 31, the GPUs their pods held node by node; the
+    node-led reads stop at their full node query.
     Counted, not run: the recording client was still running after 20 minutes."""
     fleet = Fleet(62_500, 8, 62_500)
     reads = analyzer_reads(fleet.nodes, 8, 14, fleet)
-    assert (reads.requests, reads.truncated) == (229_652, True)
+    # 1,750,000 of them the GPUs the jobs' pods held: two queries a job node, a page a day.
+    assert (reads.requests, reads.truncated) == (229_652 + 62_500 * 2 * 14, True)
     assert report_reads(fleet).requests == 23_686 + 31  # the lemon nodes' 30 days of XIDs

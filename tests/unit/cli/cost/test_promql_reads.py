@@ -71,6 +71,8 @@ def test_with_the_otlp_sink_a_run_reads_the_jobs_and_the_exporter_with_promql_to
         # Kube State Metrics' pending pods (a full hour's samples; pending x GPUs: 2
         # selectors), its pod series counted as every GPU (an upper bound).
         "pending pods": (2, (1 + 2) * dcgm),
+        # The GPUs the job's pods held (job_gpus.py): its node's GPU samples and pod samples.
+        "the job's pods' GPUs": (2, (1 + 1) * dcgm),
         "attribution: exporter nodes, 2 means, a minimum, a count": (5, 7 * gpus),
         "attribution: DCGM holds": (5, (1 + 6) * dcgm),
         "attribution: stepping hours": (1, ranks),
@@ -78,8 +80,8 @@ def test_with_the_otlp_sink_a_run_reads_the_jobs_and_the_exporter_with_promql_to
         "attribution: GPU capacity (its most, its samples)": (2, 2 * dcgm),
         "memory": (3, (1 + 2) * dcgm),
     }
-    assert reads.requests == sum(r for r, _ in expected.values()) == 45
-    assert reads.samples == sum(s for _, s in expected.values()) == 1_463_040
+    assert reads.requests == sum(r for r, _ in expected.values()) == 47
+    assert reads.samples == sum(s for _, s in expected.values()) == 1_509_120
     # Without the OTLP sink only the DCGM and capacity reads: 10 requests.
     assert analyzer_reads(1, 8, 1).requests == 5 + 2 + 3
 
